@@ -1,0 +1,92 @@
+/*
+ * bench_writer.c - writer throughput: scope events encoded and appended to a
+ * session file per second, on one core.
+ *
+ * It drives the collector's own stages (intern, batch rows, column-wise
+ * encoding, write()) on this thread with realistic scope rows: a few dozen
+ * distinct names, nested paths, increasing timestamps. The end-to-end figure
+ * (a producer thread and the collector thread running together) comes from
+ * bench_scope; this one isolates the cost per event of the writer itself.
+ */
+#include "core/intern.h"
+#include "core/writer.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const gpufl_col_def_t cols[] = {
+    {"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},   {"id", GPUFL_COL_INT},
+    {"parent", GPUFL_COL_INT}, {"depth", GPUFL_COL_INT}, {"name", GPUFL_COL_DICT},
+    {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT}, {"repeat", GPUFL_COL_INT},
+    {"warmup", GPUFL_COL_INT}};
+
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    const long events = argc > 1 && strcmp(argv[1], "--help") != 0 ? atol(argv[1]) : 4000000;
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        puts("usage: bench_writer [EVENTS]\nEncodes and writes EVENTS scope events (default 4M) "
+             "and prints events per CPU-second.");
+        return 0;
+    }
+    char dir[] = "/tmp/gpufl-bench-writer-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    gpufl_session_ident_t ident = {.session_id = "bench", .app_name = "bench_writer",
+                                   .hostname = "localhost", .pid = 1};
+    gpufl_writer_t f;
+    gpufl_batch_t batch;
+    gpufl_intern_t *dict = gpufl__intern_create(1u << 20, 64u << 20);
+    if (gpufl__writer_open(&f, dir, "scope", &ident, (uint64_t)1 << 40, 0) ||
+        gpufl__batch_init(&batch, "scope_begin", cols, 10) || !dict) {
+        fprintf(stderr, "bench_writer: setup failed: %s\n", gpufl_last_error());
+        return 1;
+    }
+    char name[32];
+    double t0 = cpu_seconds();
+    int64_t ts = 1000;
+    for (long i = 0; i < events; i++) {
+        int n = snprintf(name, sizeof name, "phase_%ld", i % 40);
+        uint32_t name_id = gpufl__intern(dict, name, (size_t)n);
+        gpufl_cell_t *row = gpufl__batch_row(&batch);
+        if (!row) {
+            gpufl__batch_encode(&batch, &f, dict);
+            if (f.out.len > (1u << 20)) gpufl__writer_flush(&f);
+            row = gpufl__batch_row(&batch);
+        }
+        ts += 137 + i % 50;
+        row[0].i = ts;
+        row[1].i = 4711;
+        row[2].i = ((int64_t)1 << 40) | i;
+        row[3].i = ((int64_t)1 << 40) | (i / 4);
+        row[4].i = 2;
+        row[5].i = name_id;
+        row[6].i = 0;
+        row[7].i = name_id;
+        row[8].i = 0;
+        row[9].i = 0;
+    }
+    gpufl__batch_encode(&batch, &f, dict);
+    gpufl__writer_flush(&f);
+    double seconds = cpu_seconds() - t0;
+    uint64_t bytes = f.bytes_total;
+    gpufl__writer_close(&f);
+    printf("writer: %ld events in %.3f CPU s = %.2f M events/s, %.1f bytes/event\n", events,
+           seconds, (double)events / seconds / 1e6, (double)bytes / (double)events);
+    char path[128];
+    snprintf(path, sizeof path, "%s/scope.log", dir);
+    unlink(path);
+    rmdir(dir);
+    gpufl__batch_fini(&batch);
+    gpufl__intern_destroy(dict);
+    return 0;
+}

@@ -1,0 +1,381 @@
+/*
+ * gpufl.h - the C API of libgpufl, the GPU flight recorder.
+ *
+ * This header is the reference for the library: every exported symbol is
+ * declared and documented here. The C++ API (gpufl.hpp) and the Python
+ * extension are thin layers over it.
+ *
+ * Conventions
+ *  - Fallible calls return int: 0 on success or a negative GPUFL_E* code.
+ *    gpufl_strerror() names a code; gpufl_last_error() returns a detailed,
+ *    thread-local message about the most recent failure on the calling thread.
+ *  - Hot-path calls (scope begin/end) return no error: they never block,
+ *    allocate or make a system call; what cannot be recorded is dropped and
+ *    counted, and the counts are written to the session log.
+ *  - Options structs begin with their own size; fields are only appended, so
+ *    a program built against an older header keeps working.
+ *  - Thread safety: every function may be called from any thread. init and
+ *    shutdown are serialised internally.
+ */
+#ifndef GPUFL_H
+#define GPUFL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#if defined(GPUFL_BUILDING_LIBRARY)
+#define GPUFL_API __declspec(dllexport)
+#else
+#define GPUFL_API
+#endif
+#elif defined(__GNUC__)
+#define GPUFL_API __attribute__((visibility("default")))
+#else
+#define GPUFL_API
+#endif
+
+#define GPUFL_VERSION_MAJOR 0
+#define GPUFL_VERSION_MINOR 1
+#define GPUFL_VERSION_PATCH 0
+/** One integer that orders versions: major * 10000 + minor * 100 + patch. */
+#define GPUFL_VERSION_NUMBER                                                    \
+    (GPUFL_VERSION_MAJOR * 10000 + GPUFL_VERSION_MINOR * 100 + GPUFL_VERSION_PATCH)
+
+/* ---------------------------------------------------------------------- */
+/* Errors. The values are stable: they are never renumbered or reused.     */
+/* ---------------------------------------------------------------------- */
+enum {
+    GPUFL_OK = 0,
+    GPUFL_EINVAL = -1,     /**< an argument or option value is invalid */
+    GPUFL_ENOMEM = -2,     /**< out of memory, or a stated memory cap reached */
+    GPUFL_EIO = -3,        /**< a file could not be created, read or written */
+    GPUFL_ECONFIG = -4,    /**< the config file is unreadable or malformed */
+    GPUFL_EALREADY = -5,   /**< init called while a session is running */
+    GPUFL_ENOTINIT = -6,   /**< the call needs a running or finished session */
+    GPUFL_EDISABLED = -7,  /**< gpufl is switched off (enabled=0 or GPUFL_DISABLED) */
+    GPUFL_ENOTSUP = -8,    /**< the feature is not built yet or not available here */
+    GPUFL_ENOTFOUND = -9,  /**< a session, file or name does not exist */
+    GPUFL_EFORMAT = -10,   /**< a log file is not in the expected format */
+    GPUFL_ETHREAD = -11    /**< a background thread could not be started */
+};
+
+/** Static, English name of an error code ("invalid argument", ...). Never NULL. */
+GPUFL_API const char *gpufl_strerror(int code);
+
+/**
+ * Detailed message about the last failure on the calling thread, e.g.
+ * "config file 'x.json' line 3 column 7: ']' expected". Empty string when
+ * nothing failed. The pointer stays valid until the next gpufl call on this
+ * thread.
+ */
+GPUFL_API const char *gpufl_last_error(void);
+
+/* ---------------------------------------------------------------------- */
+/* Version                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/** The library's version as "MAJOR.MINOR.PATCH". */
+GPUFL_API const char *gpufl_version(void);
+/** The library's GPUFL_VERSION_NUMBER, to compare with the header's. */
+GPUFL_API int gpufl_version_number(void);
+
+/* ---------------------------------------------------------------------- */
+/* Options                                                                  */
+/* ---------------------------------------------------------------------- */
+
+typedef enum gpufl_backend {
+    GPUFL_BACKEND_AUTO = 0,
+    GPUFL_BACKEND_NVIDIA = 1,
+    GPUFL_BACKEND_AMD = 2,
+    GPUFL_BACKEND_NONE = 3
+} gpufl_backend_t;
+
+/** The profiling-engine ladder, cheapest first; each level adds to the one below. */
+typedef enum gpufl_engine {
+    GPUFL_ENGINE_MONITOR = 0,        /**< device and host telemetry only, no CUPTI */
+    GPUFL_ENGINE_TRACE = 1,          /**< + kernel, copy and sync activity */
+    GPUFL_ENGINE_PC_SAMPLING = 2,    /**< + program-counter stall sampling */
+    GPUFL_ENGINE_SASS_METRICS = 3,   /**< + per-instruction SASS counters */
+    GPUFL_ENGINE_RANGE_PROFILER = 4, /**< + hardware counters per scope */
+    GPUFL_ENGINE_DEEP = 5            /**< PC sampling and SASS metrics together */
+} gpufl_engine_t;
+
+/** Name of an engine as the spec spells it ("Monitor", "PcSampling", ...). */
+GPUFL_API const char *gpufl_engine_name(gpufl_engine_t engine);
+/**
+ * Parses an engine name, in any letter case. Returns 0 and sets *out, or
+ * GPUFL_EINVAL with a message that lists the valid names.
+ */
+GPUFL_API int gpufl_engine_parse(const char *name, gpufl_engine_t *out);
+/** Name of a backend: "Auto", "Nvidia", "Amd" or "None". */
+GPUFL_API const char *gpufl_backend_name(gpufl_backend_t backend);
+
+/**
+ * Session options. Always fill with gpufl_options_init() first, then change
+ * fields: it sets `size` and every default. Strings are copied by
+ * gpufl_init(); NULL and "" both mean "not set".
+ *
+ * How the final value of each field is chosen, lowest to highest priority:
+ * built-in default, then the JSON config file (config_file or
+ * GPUFL_CONFIG_FILE), then GPUFL_* environment variables for fields left at
+ * their default here, then fields set here to a non-default value.
+ * GPUFL_DISABLED=1 overrides everything and disables the library.
+ */
+typedef struct gpufl_options {
+    size_t size; /**< sizeof(gpufl_options_t) of the caller; set by options_init */
+
+    /* identity */
+    const char *app_name; /**< default "gpufl" */
+    const char *log_path; /**< default "<app_name>.log": directory of sessions */
+
+    /* fleet upload (used by a later release; accepted and stored now) */
+    const char *backend_url;
+    const char *api_key;
+    const char *api_path;  /**< default "" meaning "/api/v1" */
+    int remote_upload;     /**< deprecated, no effect; prints a notice at init */
+
+    /* what to capture */
+    int enable_stack_trace;          /**< default 0 */
+    int enable_source_collection;    /**< default 1 */
+    int enable_external_correlation; /**< default 1 */
+    int enable_synchronization;      /**< default 1 */
+    int enable_memory_tracking;      /**< default 0 */
+    int enable_cuda_graphs_tracking; /**< default 0 */
+
+    /* sampling */
+    int system_sample_rate_ms;      /**< default 0 = no periodic sampling; >= 0 */
+    int kernel_sample_rate_ms;      /**< deprecated, no effect; prints a notice at init */
+    int continuous_system_sampling; /**< default 0: sample only inside scopes / system_start */
+
+    /* profiling engine */
+    gpufl_backend_t backend;        /**< default GPUFL_BACKEND_AUTO */
+    gpufl_engine_t profiling_engine; /**< default GPUFL_ENGINE_MONITOR */
+
+    /* advanced */
+    const char *config_file;
+    int flush_logs_always;   /**< default 0: fdatasync after every write */
+    int enable_debug_output; /**< default 0: verbose messages through the log hook */
+    int enabled;             /**< default 1: 0 makes init and every later call a no-op */
+
+    /* limits (gpufl's own, beyond the documented InitOptions) */
+    size_t ring_capacity_records; /**< per-thread ring size, default 8192 (64 B each) */
+    size_t memory_cap_bytes;      /**< cap on capture buffers, default 16 MiB */
+    size_t log_rotate_bytes;      /**< start a new segment past this size, default 256 MiB */
+    int flush_interval_ms;        /**< longest time data waits before write(), default 250 */
+} gpufl_options_t;
+
+/** Fills *opts with the documented defaults and sets opts->size. */
+GPUFL_API void gpufl_options_init(gpufl_options_t *opts);
+
+/* ---------------------------------------------------------------------- */
+/* Session lifecycle                                                        */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * Starts a session: resolves the options, creates
+ * <log_path>/<session_id>/{device,scope,system}.log and starts the collector
+ * thread. opts may be NULL for all defaults.
+ *
+ * Returns 0, or: GPUFL_EDISABLED when switched off (nothing is started and no
+ * file is written); GPUFL_EALREADY when a session is already running (it goes
+ * on untouched); GPUFL_EINVAL for an invalid option set in code;
+ * GPUFL_ECONFIG for a malformed or unreadable config file; GPUFL_EIO when the
+ * log directory cannot be created or written; GPUFL_ETHREAD. On failure no
+ * session runs and gpufl_last_error() says why.
+ *
+ * A new init after gpufl_shutdown() starts a new session with a new id.
+ */
+GPUFL_API int gpufl_init(const gpufl_options_t *opts);
+
+/**
+ * Ends the session: stops sampling, drains every buffer, writes the drop
+ * counts and a session footer, and closes the files. Safe without init and
+ * safe to repeat. Called automatically at process exit if still running.
+ */
+GPUFL_API void gpufl_shutdown(void);
+
+/** 1 while a session is running, else 0. */
+GPUFL_API int gpufl_is_active(void);
+
+/**
+ * Copies the directory of the running session, or of the last one if none
+ * runs, into buf (NUL-terminated). Returns its length, GPUFL_ENOTINIT when no
+ * session ran in this process, or GPUFL_EINVAL when buf is too small.
+ */
+GPUFL_API int gpufl_session_dir(char *buf, size_t buf_size);
+
+/* ---------------------------------------------------------------------- */
+/* Scopes (hot path)                                                        */
+/* ---------------------------------------------------------------------- */
+
+/** Handle of an open scope; 0 means "not recorded" (inactive, dropped). */
+typedef uint64_t gpufl_scope_t;
+
+/**
+ * Opens a named scope on the calling thread. Scopes nest per thread; kernels
+ * launched inside are attributed to the innermost scope's path. tag may be
+ * NULL. Names and tags longer than 1024 bytes are truncated (and counted).
+ * Never blocks, allocates or makes a system call; returns 0 when inactive or
+ * when the record had to be dropped.
+ */
+GPUFL_API gpufl_scope_t gpufl_scope_begin(const char *name, const char *tag);
+
+/**
+ * As gpufl_scope_begin, for benchmark loops: records that the body runs
+ * `repeat` measured times inside the scope after `warmup` runs before it.
+ */
+GPUFL_API gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag,
+                                                 int32_t repeat, int32_t warmup);
+
+/**
+ * Closes a scope opened on this thread. Closing a scope that is not the
+ * innermost also closes the scopes opened inside it (each recorded as closed
+ * implicitly). A handle that is 0, already closed, or from another thread or
+ * session is ignored and counted as an unbalanced end, with a warning.
+ */
+GPUFL_API void gpufl_scope_end(gpufl_scope_t scope);
+
+/** @cond internal
+ * Nonzero while a session runs. Exported only so that the inline wrappers
+ * (GFL_SCOPE, ScopedMonitor) skip the call into the library when gpufl is
+ * off; read it with gpufl_internal_live(), never write it. */
+GPUFL_API extern uint64_t gpufl_internal_live_generation;
+#if defined(__GNUC__) || defined(__clang__)
+static inline int gpufl_internal_live(void) {
+    return __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED) != 0;
+}
+#else
+static inline int gpufl_internal_live(void) { return 1; }
+#endif
+/** @endcond */
+
+#if !defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+/** @cond internal: the cleanup handler and helpers behind GFL_SCOPE in C. */
+static inline void gpufl_internal_scope_cleanup(gpufl_scope_t *scope) {
+    if (*scope) gpufl_scope_end(*scope);
+}
+#define GPUFL_INTERNAL_CAT2(a, b) a##b
+#define GPUFL_INTERNAL_CAT(a, b) GPUFL_INTERNAL_CAT2(a, b)
+#define GPUFL_INTERNAL_SCOPE(name, n)                                                   \
+    for (gpufl_scope_t GPUFL_INTERNAL_CAT(gpufl_scope_, n)                               \
+             __attribute__((cleanup(gpufl_internal_scope_cleanup))) =                    \
+                 gpufl_internal_live() ? gpufl_scope_begin((name), NULL) : 0,            \
+                 GPUFL_INTERNAL_CAT(gpufl_once_, n) = 1;                                 \
+         GPUFL_INTERNAL_CAT(gpufl_once_, n); GPUFL_INTERNAL_CAT(gpufl_once_, n) = 0)
+/** @endcond */
+/**
+ * GFL_SCOPE(name) { ... } in C: the block runs once inside a scope that
+ * closes when the block exits, also through return, break or goto (it relies
+ * on the cleanup attribute of GCC and Clang). The block always runs, also
+ * when gpufl is off.
+ */
+#define GFL_SCOPE(name) GPUFL_INTERNAL_SCOPE(name, __COUNTER__)
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* System sampling windows                                                  */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * Opens a named system-sampling window and writes a system_start record with
+ * a snapshot of the host metrics. While any window or scope is open, the
+ * sampler runs every system_sample_rate_ms (windows are reference-counted, so
+ * nested and overlapping windows are fine). Returns 0, GPUFL_ENOTINIT when no
+ * session runs, or GPUFL_EINVAL for a NULL name.
+ */
+GPUFL_API int gpufl_system_start(const char *name);
+/**
+ * Closes the most recent open window of that name and writes a system_stop
+ * record with a snapshot. Returns GPUFL_ENOTFOUND when no such window is open.
+ */
+GPUFL_API int gpufl_system_stop(const char *name);
+
+/* ---------------------------------------------------------------------- */
+/* Reports                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * Writes a text report of the last session of this process (the running one
+ * is flushed first) to output_path, or to stdout when output_path is NULL or
+ * "". Returns 0, GPUFL_ENOTINIT when no session ran, GPUFL_EIO, or
+ * GPUFL_EFORMAT when the logs cannot be read.
+ */
+GPUFL_API int gpufl_report_write(const char *output_path);
+
+/**
+ * Writes a text report of the session in session_dir (a directory holding
+ * scope.log etc.) to output_path, or stdout when NULL or "".
+ */
+GPUFL_API int gpufl_report_session(const char *session_dir, const char *output_path);
+
+/* ---------------------------------------------------------------------- */
+/* Fleet upload                                                             */
+/* ---------------------------------------------------------------------- */
+
+typedef struct gpufl_upload_options {
+    size_t size;
+    const char *log_path;
+    const char *backend_url;
+    const char *api_key;
+    const char *api_path;
+} gpufl_upload_options_t;
+
+GPUFL_API void gpufl_upload_options_init(gpufl_upload_options_t *opts);
+/**
+ * Uploads finished session logs. Not built yet: returns GPUFL_ENOTSUP at once
+ * with a message saying so (GPUFL_EDISABLED, a success with nothing sent, when
+ * gpufl is switched off).
+ */
+GPUFL_API int gpufl_upload_logs(const gpufl_upload_options_t *opts);
+
+/* ---------------------------------------------------------------------- */
+/* Diagnostics                                                              */
+/* ---------------------------------------------------------------------- */
+
+typedef enum gpufl_log_level {
+    GPUFL_LOG_DEBUG = 0,
+    GPUFL_LOG_INFO = 1,
+    GPUFL_LOG_WARN = 2,
+    GPUFL_LOG_ERROR = 3
+} gpufl_log_level_t;
+
+/**
+ * Where the library's own messages go. The default hook writes warnings and
+ * errors as one line to stderr ("gpufl: warning: ..."), and debug/info lines
+ * only with enable_debug_output. Pass NULL to restore the default. The hook
+ * may be called from any gpufl thread and must not call back into gpufl.
+ */
+typedef void (*gpufl_log_fn)(gpufl_log_level_t level, const char *message, void *user);
+GPUFL_API void gpufl_set_log_hook(gpufl_log_fn fn, void *user);
+
+/** Counters of the running (or last) session; all monotonic within a session. */
+typedef struct gpufl_stats {
+    size_t size;
+    uint64_t records_written;   /**< hot-path records taken from the rings */
+    uint64_t records_dropped;   /**< records lost to full rings */
+    uint64_t threads_unbuffered;/**< threads that found no free ring (their records dropped) */
+    uint64_t unbalanced_ends;   /**< scope ends that matched no open scope */
+    uint64_t names_truncated;   /**< names/tags cut to the length cap */
+    uint64_t bytes_written;     /**< bytes appended to the session files */
+    uint64_t write_errors;      /**< failed or short writes */
+} gpufl_stats_t;
+
+/** Fills *out (set out->size first). Returns 0 or GPUFL_ENOTINIT. */
+GPUFL_API int gpufl_get_stats(gpufl_stats_t *out);
+
+/**
+ * Makes the collector write everything captured so far, and waits for it.
+ * Returns 0 or GPUFL_ENOTINIT. Not for the hot path.
+ */
+GPUFL_API int gpufl_flush(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUFL_H */

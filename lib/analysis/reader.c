@@ -1,0 +1,581 @@
+/*
+ * reader.c - reads a session directory line by line into records.
+ *
+ * Lines are cut out of a growable buffer (capped: a line past the cap is
+ * reported and skipped without being held in memory) and parsed one by one
+ * with jansson, so memory stays bounded by the longest line, never the file.
+ * Damage is expected and local: the format guarantees that a crash leaves at
+ * most one incomplete line, at the end of a file, and a failed write at most
+ * one bad line, so a bad line is reported and reading goes on.
+ */
+#include "analysis/reader.h"
+
+#include "core/error.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define STRPOOL_DEFAULT_MAX ((size_t)1 << 30)
+#define STRPOOL_CHUNK ((size_t)64 << 10)
+#define DICT_DEFAULT_MAX ((size_t)16 << 20)
+#define LINE_DEFAULT_MAX ((size_t)64 << 20)
+#define SEGMENTS_DEFAULT_MAX 100000u
+#define READ_CHUNK ((size_t)1 << 20)
+
+/* ---------------------------------------------------------------------- */
+/* String pool                                                              */
+/* ---------------------------------------------------------------------- */
+
+struct gpufl_strpool_chunk {
+    gpufl_strpool_chunk_t *next;
+    size_t size, used;
+    char data[];
+};
+
+void gpufl__strpool_init(gpufl_strpool_t *p, size_t max_bytes) {
+    p->head = NULL;
+    p->used_bytes = 0;
+    p->max_bytes = max_bytes ? max_bytes : STRPOOL_DEFAULT_MAX;
+}
+
+void gpufl__strpool_fini(gpufl_strpool_t *p) {
+    gpufl_strpool_chunk_t *c = p->head;
+    while (c) {
+        gpufl_strpool_chunk_t *next = c->next;
+        free(c);
+        c = next;
+    }
+    p->head = NULL;
+    p->used_bytes = 0;
+}
+
+int gpufl__strpool_add(gpufl_strpool_t *p, const char *s, size_t len, const char **out) {
+    size_t need = len + 1;
+    if (need > p->max_bytes - p->used_bytes || need == 0)
+        return gpufl__set_error(GPUFL_ENOMEM, "string pool cap of %zu bytes reached", p->max_bytes);
+    gpufl_strpool_chunk_t *c = p->head;
+    if (!c || c->size - c->used < need) {
+        size_t size = need > STRPOOL_CHUNK ? need : STRPOOL_CHUNK;
+        c = malloc(sizeof *c + size);
+        if (!c) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for strings");
+        c->size = size;
+        c->used = 0;
+        c->next = p->head;
+        p->head = c;
+    }
+    char *dst = c->data + c->used;
+    if (len) memcpy(dst, s, len);
+    dst[len] = '\0';
+    c->used += need;
+    p->used_bytes += need;
+    *out = dst;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Id map                                                                   */
+/* ---------------------------------------------------------------------- */
+
+void gpufl__idmap_init(gpufl_idmap_t *m) { memset(m, 0, sizeof *m); }
+
+void gpufl__idmap_fini(gpufl_idmap_t *m) {
+    free(m->keys);
+    free(m->values);
+    memset(m, 0, sizeof *m);
+}
+
+static size_t idmap_hash(uint64_t key) {
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (size_t)key;
+}
+
+static size_t idmap_find_slot(const uint64_t *keys, size_t slots, uint64_t key) {
+    size_t mask = slots - 1, i = idmap_hash(key) & mask;
+    while (keys[i] != 0 && keys[i] != key) i = (i + 1) & mask;
+    return i;
+}
+
+static int idmap_grow(gpufl_idmap_t *m) {
+    size_t slots = m->slots ? m->slots * 2 : 64;
+    if (slots > SIZE_MAX / sizeof(uint64_t) / 2)
+        return gpufl__set_error(GPUFL_ENOMEM, "id map too large");
+    uint64_t *keys = calloc(slots, sizeof *keys);
+    size_t *values = malloc(slots * sizeof *values);
+    if (!keys || !values) {
+        free(keys);
+        free(values);
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for an id map of %zu slots", slots);
+    }
+    for (size_t i = 0; i < m->slots; i++) {
+        if (!m->keys[i]) continue;
+        size_t j = idmap_find_slot(keys, slots, m->keys[i]);
+        keys[j] = m->keys[i];
+        values[j] = m->values[i];
+    }
+    free(m->keys);
+    free(m->values);
+    m->keys = keys;
+    m->values = values;
+    m->slots = slots;
+    return 0;
+}
+
+int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *existing) {
+    if (key == 0) return GPUFL_EINVAL;
+    if ((m->count + 1) * 4 > m->slots * 3) { /* keep the load below 3/4 */
+        int rc = idmap_grow(m);
+        if (rc) return rc;
+    }
+    size_t i = idmap_find_slot(m->keys, m->slots, key);
+    if (m->keys[i] == key) {
+        if (existing) *existing = m->values[i];
+        return 1;
+    }
+    m->keys[i] = key;
+    m->values[i] = value;
+    m->count++;
+    return 0;
+}
+
+int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value) {
+    if (!m->slots || key == 0) return 0;
+    size_t i = idmap_find_slot(m->keys, m->slots, key);
+    if (m->keys[i] != key) return 0;
+    *value = m->values[i];
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Dictionary                                                               */
+/* ---------------------------------------------------------------------- */
+
+void gpufl__dict_init(gpufl_dict_t *d, size_t max_entries, size_t max_bytes) {
+    memset(d, 0, sizeof *d);
+    gpufl__idmap_init(&d->ids);
+    gpufl__strpool_init(&d->pool, max_bytes);
+    d->max_entries = max_entries ? max_entries : DICT_DEFAULT_MAX;
+}
+
+void gpufl__dict_fini(gpufl_dict_t *d) {
+    gpufl__idmap_fini(&d->ids);
+    gpufl__strpool_fini(&d->pool);
+    free(d->str);
+    memset(d, 0, sizeof *d);
+}
+
+const char *gpufl__dict_get(const gpufl_dict_t *d, int64_t id) {
+    size_t idx;
+    if (id == 0) return "";
+    if (id < 0 || !gpufl__idmap_get(&d->ids, (uint64_t)id, &idx)) return NULL;
+    return d->str[idx];
+}
+
+int gpufl__dict_put(gpufl_dict_t *d, int64_t id, const char *s, size_t len) {
+    size_t idx;
+    if (id <= 0) return GPUFL_EINVAL;
+    if (gpufl__idmap_get(&d->ids, (uint64_t)id, &idx)) {
+        const char *old = d->str[idx];
+        if (strlen(old) == len && memcmp(old, s, len) == 0) return 0;
+        d->conflicts++;
+        return 1;
+    }
+    if (d->count >= d->max_entries) {
+        d->over_cap++;
+        return 2;
+    }
+    if (d->count == d->alloc) {
+        size_t alloc = d->alloc ? d->alloc * 2 : 256;
+        if (alloc > d->max_entries) alloc = d->max_entries;
+        const char **str = realloc(d->str, alloc * sizeof *str);
+        if (!str) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the dictionary");
+        d->str = str;
+        d->alloc = alloc;
+    }
+    const char *copy;
+    int rc = gpufl__strpool_add(&d->pool, s, len, &copy);
+    if (rc) return rc;
+    rc = gpufl__idmap_put(&d->ids, (uint64_t)id, d->count, NULL);
+    if (rc < 0) return rc;
+    d->str[d->count++] = copy;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Value helpers                                                            */
+/* ---------------------------------------------------------------------- */
+
+int gpufl__reader_int(const json_t *v, int64_t *out) {
+    if (!v || json_is_null(v)) return 1;
+    if (json_is_integer(v)) {
+        *out = (int64_t)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t len = json_string_length(v);
+        int neg = 0;
+        uint64_t acc = 0;
+        size_t i = 0;
+        if (len && s[0] == '-') neg = 1, i = 1;
+        if (i == len || len - i > 19) return -1;
+        for (; i < len; i++) {
+            if (s[i] < '0' || s[i] > '9') return -1;
+            acc = acc * 10 + (uint64_t)(s[i] - '0');
+        }
+        if (acc > (uint64_t)INT64_MAX) return -1;
+        *out = neg ? -(int64_t)acc : (int64_t)acc;
+        return 0;
+    }
+    return -1;
+}
+
+int gpufl__reader_num(const json_t *v, double *out) {
+    if (!v || json_is_null(v)) return 1;
+    if (!json_is_number(v)) return -1;
+    *out = json_number_value(v);
+    return 0;
+}
+
+int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *cols[],
+                          size_t n, size_t n_required, size_t *rows, char *why,
+                          size_t why_size) {
+    size_t len = 0;
+    int have_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        cols[i] = json_object_get(rec, names[i]);
+        if (!cols[i]) {
+            if (i >= n_required) continue;
+            snprintf(why, why_size, "column \"%s\" missing", names[i]);
+            return -1;
+        }
+        if (!json_is_array(cols[i])) {
+            snprintf(why, why_size, "column \"%s\" is not an array", names[i]);
+            return -1;
+        }
+        size_t l = json_array_size(cols[i]);
+        if (have_len && l != len) {
+            snprintf(why, why_size, "column \"%s\" has %zu rows, the others %zu", names[i], l,
+                     len);
+            return -1;
+        }
+        len = l;
+        have_len = 1;
+    }
+    /* Columns this reader does not know must still agree: a batch whose
+     * columns differ in length is damaged as a whole. */
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)rec, key, val) {
+        if (!json_is_array(val)) continue;
+        size_t l = json_array_size(val);
+        if (!have_len) {
+            len = l;
+            have_len = 1;
+        } else if (l != len) {
+            snprintf(why, why_size, "column \"%s\" has %zu rows, the others %zu", key, l, len);
+            return -1;
+        }
+    }
+    *rows = len;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading files                                                            */
+/* ---------------------------------------------------------------------- */
+
+static const char *const file_names[GPUFL_LOG_FILE_COUNT] = {"device.log", "scope.log",
+                                                             "system.log"};
+
+const char *gpufl__reader_file_name(gpufl_log_file_t file) {
+    return (unsigned)file < GPUFL_LOG_FILE_COUNT ? file_names[file] : "?";
+}
+
+typedef struct read_ctx {
+    const gpufl_reader_ops_t *ops;
+    void *user;
+    gpufl_dict_t *dict;
+    gpufl_reader_stats_t *stats;
+    size_t max_line;
+    gpufl_reader_pos_t pos;
+    char name[64];
+    /* per segment */
+    uint64_t records_in_segment; /* lines that parsed, header included */
+    int saw_segment_end;
+    char segment_next[64]; /* the `next` of segment_end */
+} read_ctx_t;
+
+static void warnf(read_ctx_t *c, uint64_t line, const char *fmt, ...) GPUFL__PRINTF(3, 4);
+
+static void warnf(read_ctx_t *c, uint64_t line, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!c->ops->warn) return;
+    gpufl_reader_pos_t pos = c->pos;
+    pos.line = line;
+    c->ops->warn(c->user, &pos, msg);
+}
+
+static void corrupt(read_ctx_t *c, const char *fmt, ...) GPUFL__PRINTF(2, 3);
+
+static void corrupt(read_ctx_t *c, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->stats->corrupt_lines++;
+    if (c->ops->warn) c->ops->warn(c->user, &c->pos, msg);
+}
+
+/* Interns a dict line; all of it or none of it. */
+static int handle_dict(read_ctx_t *c, json_t *rec) {
+    static const char *const names[] = {"id", "str"};
+    json_t *cols[2];
+    size_t rows;
+    char why[160];
+    if (gpufl__reader_columns(rec, names, cols, 2, 2, &rows, why, sizeof why)) {
+        corrupt(c, "dict: %s", why);
+        return 0;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        json_t *id = json_array_get(cols[0], i);
+        if (!json_is_integer(id) || json_integer_value(id) <= 0) {
+            corrupt(c, "dict: id in row %zu is not a positive integer", i);
+            return 0;
+        }
+        if (!json_is_string(json_array_get(cols[1], i))) {
+            corrupt(c, "dict: str in row %zu is not a string", i);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < rows; i++) {
+        json_t *s = json_array_get(cols[1], i);
+        int64_t id = (int64_t)json_integer_value(json_array_get(cols[0], i));
+        int rc = gpufl__dict_put(c->dict, id, json_string_value(s), json_string_length(s));
+        c->stats->dict_entries++;
+        if (rc < 0) return rc;
+        if (rc == 1)
+            warnf(c, c->pos.line, "dict: id %lld redefined with a different string (first kept)",
+                  (long long)id);
+    }
+    return 0;
+}
+
+static int handle_line(read_ctx_t *c, const char *line, size_t len) {
+    json_error_t jerr;
+    if (len == 0) {
+        c->stats->empty_lines++;
+        return 0;
+    }
+    json_t *rec = json_loadb(line, len, 0, &jerr);
+    if (!rec) {
+        corrupt(c, "not JSON: %s (column %d)", jerr.text, jerr.column);
+        return 0;
+    }
+    int rc = 0;
+    json_t *type = json_object_get(rec, "type");
+    json_t *v = json_object_get(rec, "v");
+    if (!json_is_object(rec)) {
+        corrupt(c, "not a JSON object");
+    } else if (!json_is_string(type)) {
+        corrupt(c, "no \"type\" string");
+    } else if (!json_is_integer(v)) {
+        corrupt(c, "no integer \"v\"");
+    } else {
+        const char *t = json_string_value(type);
+        int first = c->records_in_segment++ == 0;
+        if (first && strcmp(t, "header") != 0)
+            warnf(c, c->pos.line, "the first line is a \"%s\" record, not a header", t);
+        if (c->saw_segment_end)
+            warnf(c, c->pos.line, "a \"%s\" record after segment_end", t);
+        if (strcmp(t, "dict") == 0 && json_integer_value(v) == 1) {
+            rc = handle_dict(c, rec);
+        } else if (strcmp(t, "segment_end") == 0 && json_integer_value(v) == 1) {
+            json_t *next = json_object_get(rec, "next");
+            c->saw_segment_end = 1;
+            snprintf(c->segment_next, sizeof c->segment_next, "%s",
+                     json_is_string(next) ? json_string_value(next) : "");
+        } else {
+            if (strcmp(t, "header") == 0) {
+                int64_t seg;
+                if (gpufl__reader_int(json_object_get(rec, "segment"), &seg) == 0 &&
+                    seg != (int64_t)c->pos.segment)
+                    warnf(c, c->pos.line, "header says segment %lld in segment %u",
+                          (long long)seg, c->pos.segment);
+            }
+            c->stats->records++;
+            rc = c->ops->record(c->user, &c->pos, t, rec);
+            if (rc == 1) c->stats->unknown_records++;
+            if (rc == 2) c->stats->corrupt_lines++;
+            if (rc > 0) rc = 0;
+        }
+    }
+    json_decref(rec);
+    return rc;
+}
+
+/* Reads one segment file. Returns 0, 1 when it does not exist, or < 0. */
+static int read_file(read_ctx_t *c, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) return 1;
+        return gpufl__set_error(GPUFL_EIO, "cannot open '%s': %s", path, strerror(errno));
+    }
+    int rc = 0;
+    size_t alloc = READ_CHUNK, len = 0, scanned = 0;
+    int skipping = 0; /* inside an oversized line: drop bytes up to its '\n' */
+    char *buf = malloc(alloc);
+    if (!buf) {
+        fclose(f);
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a read buffer");
+    }
+    c->records_in_segment = 0;
+    c->saw_segment_end = 0;
+    c->segment_next[0] = '\0';
+    c->pos.line = 0;
+
+    for (;;) {
+        if (alloc - len < READ_CHUNK / 2) {
+            size_t grown = alloc * 2;
+            char *nb = realloc(buf, grown);
+            if (!nb) {
+                rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for a line of '%s'", path);
+                break;
+            }
+            buf = nb;
+            alloc = grown;
+        }
+        size_t n = fread(buf + len, 1, alloc - len, f);
+        if (n == 0) {
+            if (ferror(f))
+                rc = gpufl__set_error(GPUFL_EIO, "cannot read '%s': %s", path, strerror(errno));
+            break;
+        }
+        c->stats->bytes += n;
+        len += n;
+        size_t start = 0;
+        char *nl;
+        while ((nl = memchr(buf + scanned, '\n', len - scanned)) != NULL) {
+            size_t end = (size_t)(nl - buf);
+            c->pos.line++;
+            c->stats->lines++;
+            if (!skipping) rc = handle_line(c, buf + start, end - start);
+            skipping = 0;
+            start = scanned = end + 1;
+            if (rc) goto done;
+        }
+        /* Keep only the unfinished line, at the front of the buffer. */
+        if (start) {
+            memmove(buf, buf + start, len - start);
+            len -= start;
+        }
+        scanned = len;
+        if (!skipping && len > c->max_line) {
+            c->stats->oversized_lines++;
+            warnf(c, c->pos.line + 1, "line longer than %zu bytes, skipped", c->max_line);
+            skipping = 1;
+        }
+        if (skipping) len = scanned = 0;
+        if (alloc > READ_CHUNK * 4 && len < READ_CHUNK) {
+            /* Give back the room a long line needed. */
+            char *nb = realloc(buf, READ_CHUNK * 2);
+            if (nb) buf = nb, alloc = READ_CHUNK * 2;
+        }
+    }
+    if (!rc && (len > 0 || skipping)) {
+        /* A crash leaves at most this: an incomplete last line. */
+        c->stats->truncated_lines++;
+    }
+done:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t *ops,
+                               void *user, gpufl_dict_t *dict,
+                               const gpufl_reader_limits_t *limits, gpufl_reader_stats_t *stats) {
+    struct stat st;
+    memset(stats, 0, sizeof *stats);
+    if (!session_dir || !*session_dir)
+        return gpufl__set_error(GPUFL_EINVAL, "no session directory given");
+    if (stat(session_dir, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return gpufl__set_error(GPUFL_ENOTFOUND, "session directory '%s' does not exist",
+                                    session_dir);
+        return gpufl__set_error(GPUFL_EIO, "cannot open session directory '%s': %s",
+                                session_dir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return gpufl__set_error(GPUFL_ENOTFOUND, "'%s' is not a session directory",
+                                session_dir);
+
+    read_ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.ops = ops;
+    c.user = user;
+    c.dict = dict;
+    c.stats = stats;
+    c.max_line = limits && limits->max_line_bytes ? limits->max_line_bytes : LINE_DEFAULT_MAX;
+    unsigned max_segments =
+        limits && limits->max_segments ? limits->max_segments : SEGMENTS_DEFAULT_MAX;
+
+    size_t dir_len = strlen(session_dir);
+    size_t path_size = dir_len + 64;
+    char *path = malloc(path_size);
+    if (!path) return gpufl__set_error(GPUFL_ENOMEM, "out of memory");
+    int files = 0, rc = 0;
+    for (int f = 0; f < GPUFL_LOG_FILE_COUNT && !rc; f++) {
+        char prev_name[64] = "", prev_next[64] = "";
+        int prev_ended = 0;
+        /* Segments are read in number order while they exist; segment_end
+         * lines are only checked against what is there. */
+        for (unsigned seg = 0; seg < max_segments; seg++) {
+            if (seg == 0)
+                snprintf(c.name, sizeof c.name, "%s", file_names[f]);
+            else
+                snprintf(c.name, sizeof c.name, "%s.%u", file_names[f], seg);
+            snprintf(path, path_size, "%s/%s", session_dir, c.name);
+            c.pos.file = (gpufl_log_file_t)f;
+            c.pos.segment = seg;
+            c.pos.name = c.name;
+            c.pos.line = 0;
+            rc = read_file(&c, path);
+            if (rc == 1) { /* no such segment: the previous one was the last */
+                rc = 0;
+                if (seg > 0 && prev_ended) {
+                    c.pos.segment = seg - 1;
+                    c.pos.name = prev_name;
+                    warnf(&c, 0, "segment_end names '%s', which is missing", prev_next);
+                }
+                break;
+            }
+            if (rc) break;
+            files++;
+            stats->segments[f]++;
+            if (seg > 0 && !prev_ended)
+                warnf(&c, 0, "follows %s, which has no segment_end line", prev_name);
+            else if (seg > 0 && strcmp(prev_next, c.name) != 0)
+                warnf(&c, 0, "%s's segment_end names '%s' instead", prev_name, prev_next);
+            prev_ended = c.saw_segment_end;
+            snprintf(prev_name, sizeof prev_name, "%s", c.name);
+            snprintf(prev_next, sizeof prev_next, "%s", c.segment_next);
+        }
+    }
+    free(path);
+    if (rc) return rc;
+    if (files == 0)
+        return gpufl__set_error(GPUFL_ENOTFOUND, "no log file (device.log, scope.log, "
+                                "system.log) in '%s'", session_dir);
+    return 0;
+}

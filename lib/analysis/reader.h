@@ -1,0 +1,174 @@
+/*
+ * reader.h - the one reader of gpufl session logs (docs/log-format.md).
+ *
+ * Reads device.log, scope.log and system.log of a session directory and their
+ * rotated segments, splits them into lines, parses each line with jansson and
+ * hands every well-formed record to a callback. It interns `dict` lines itself,
+ * tolerates what the format says readers must tolerate (an incomplete last
+ * line, unknown types and columns, missing files) and reports corrupt lines
+ * with file name and line number instead of failing. The session model
+ * (model.c) is its main user.
+ *
+ * Not thread-safe: one reader per thread; the objects here are plain
+ * caller-owned structs (init/fini).
+ */
+#ifndef GPUFL_ANALYSIS_READER_H
+#define GPUFL_ANALYSIS_READER_H
+
+#include <gpufl/gpufl.h>
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------- */
+/* String pool: strings that live as long as the pool, allocated in chunks. */
+/* ---------------------------------------------------------------------- */
+
+typedef struct gpufl_strpool_chunk gpufl_strpool_chunk_t;
+
+typedef struct gpufl_strpool {
+    gpufl_strpool_chunk_t *head; /* newest chunk first */
+    size_t used_bytes;           /* bytes handed out, NULs included */
+    size_t max_bytes;            /* cap on used_bytes; 0 means the default (1 GiB) */
+} gpufl_strpool_t;
+
+void gpufl__strpool_init(gpufl_strpool_t *p, size_t max_bytes);
+void gpufl__strpool_fini(gpufl_strpool_t *p);
+/* Copies len bytes of s (plus a NUL) into the pool and sets *out. Returns 0,
+ * GPUFL_ENOMEM when the pool cap is reached or malloc fails. */
+int gpufl__strpool_add(gpufl_strpool_t *p, const char *s, size_t len, const char **out);
+
+/* ---------------------------------------------------------------------- */
+/* Id map: uint64 key (never 0) to size_t value, open addressing.          */
+/* ---------------------------------------------------------------------- */
+
+typedef struct gpufl_idmap {
+    uint64_t *keys; /* 0 marks an empty slot */
+    size_t *values;
+    size_t slots; /* a power of two, or 0 */
+    size_t count;
+} gpufl_idmap_t;
+
+void gpufl__idmap_init(gpufl_idmap_t *m);
+void gpufl__idmap_fini(gpufl_idmap_t *m);
+/* Inserts key (> 0) or, when present, leaves it and reports the old value in
+ * *existing (when not NULL). Returns 0 inserted, 1 already there,
+ * GPUFL_EINVAL for key 0, GPUFL_ENOMEM. */
+int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *existing);
+/* Returns 1 and sets *value when key is present, else 0. */
+int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value);
+
+/* ---------------------------------------------------------------------- */
+/* Dictionary: the session-wide table of interned strings (`dict` lines).   */
+/* ---------------------------------------------------------------------- */
+
+typedef struct gpufl_dict {
+    gpufl_idmap_t ids;    /* id -> index into str */
+    const char **str;     /* strings in the order first defined; owned by pool */
+    size_t count, alloc;
+    size_t max_entries;   /* cap; 0 means the default (16 Mi) */
+    uint64_t over_cap;    /* definitions past the cap, not kept */
+    uint64_t conflicts;   /* an id defined again with a different string */
+    gpufl_strpool_t pool;
+} gpufl_dict_t;
+
+void gpufl__dict_init(gpufl_dict_t *d, size_t max_entries, size_t max_bytes);
+void gpufl__dict_fini(gpufl_dict_t *d);
+/* The string of id: "" for id 0, NULL when the id was never defined. */
+const char *gpufl__dict_get(const gpufl_dict_t *d, int64_t id);
+/* Defines id (> 0). Returns 0 new or same string again, 1 when the id already
+ * holds a different string (kept as it was), 2 over the cap, GPUFL_EINVAL,
+ * GPUFL_ENOMEM. */
+int gpufl__dict_put(gpufl_dict_t *d, int64_t id, const char *s, size_t len);
+
+/* ---------------------------------------------------------------------- */
+/* Reading a session                                                        */
+/* ---------------------------------------------------------------------- */
+
+typedef enum gpufl_log_file {
+    GPUFL_LOG_FILE_DEVICE = 0,
+    GPUFL_LOG_FILE_SCOPE = 1,
+    GPUFL_LOG_FILE_SYSTEM = 2,
+    GPUFL_LOG_FILE_COUNT = 3
+} gpufl_log_file_t;
+
+/* "device.log", "scope.log" or "system.log". */
+const char *gpufl__reader_file_name(gpufl_log_file_t file);
+
+/* Where a record was read. */
+typedef struct gpufl_reader_pos {
+    gpufl_log_file_t file;
+    unsigned segment; /* 0 for <file>, n for <file>.n */
+    uint64_t line;    /* 1-based line number in that segment */
+    const char *name; /* "scope.log.1": for messages; valid during the callback */
+} gpufl_reader_pos_t;
+
+/* What the reader saw; every count is over the whole session. */
+typedef struct gpufl_reader_stats {
+    unsigned segments[GPUFL_LOG_FILE_COUNT]; /* segments read per file, 0 when missing */
+    uint64_t bytes;           /* bytes read */
+    uint64_t lines;           /* complete lines ('\n'-terminated) */
+    uint64_t records;         /* records handed to the callback */
+    uint64_t dict_entries;    /* dict rows read (repeats included) */
+    uint64_t truncated_lines; /* incomplete last lines, ignored */
+    uint64_t empty_lines;     /* blank lines, ignored (left by a writer recovering) */
+    uint64_t corrupt_lines;   /* reported through warn and skipped */
+    uint64_t oversized_lines; /* longer than max_line_bytes: reported and skipped */
+    uint64_t unknown_records; /* records the callback did not know (return 1) */
+} gpufl_reader_stats_t;
+
+typedef struct gpufl_reader_ops {
+    /*
+     * Called for each well-formed line: a JSON object with a string "type" and
+     * an integer "v", in file order (device, scope, system; segments in
+     * order). Not called for `dict` lines (interned into the dict) nor for
+     * `segment_end`. rec stays owned by the reader. Returns 0 when handled, 1
+     * when the record type or version is unknown (counted), 2 when the line
+     * is corrupt (counted; the callback has reported it itself), or a negative
+     * GPUFL_E* code to stop reading.
+     */
+    int (*record)(void *user, const gpufl_reader_pos_t *pos, const char *type, json_t *rec);
+    /* A problem at pos (line 0: about the file as a whole). May be NULL. */
+    void (*warn)(void *user, const gpufl_reader_pos_t *pos, const char *message);
+} gpufl_reader_ops_t;
+
+typedef struct gpufl_reader_limits {
+    size_t max_line_bytes; /* longer lines are reported and skipped; 0: 64 MiB */
+    unsigned max_segments; /* segments read per file; 0: 100000 */
+} gpufl_reader_limits_t;
+
+/*
+ * Reads the session in session_dir. dict receives the interned strings.
+ * limits may be NULL. *stats is filled (zeroed first). Returns 0 when at
+ * least one log file was read, GPUFL_ENOTFOUND when session_dir does not
+ * exist, is not a directory or holds no log file, GPUFL_EIO when a file
+ * cannot be read, GPUFL_ENOMEM, or what the callback returned to stop.
+ * Sets gpufl_last_error() on failure.
+ */
+int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t *ops,
+                               void *user, gpufl_dict_t *dict,
+                               const gpufl_reader_limits_t *limits, gpufl_reader_stats_t *stats);
+
+/* ---------------------------------------------------------------------- */
+/* Helpers for records                                                      */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Looks up the batch columns `names` (n of them) of rec into cols[]. The
+ * first n_required must be present; the others may be absent (cols[i] =
+ * NULL: the reader treats their values as unknown). Checks that each present
+ * one is an array and that every array member of rec has the same length,
+ * put in *rows. Returns 0, or -1 with a reason in why.
+ */
+int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *cols[],
+                          size_t n, size_t n_required, size_t *rows, char *why,
+                          size_t why_size);
+
+/* Reads an integer (a JSON integer or a decimal string, for values above
+ * 2^53). Returns 0 and sets *out, 1 for null or absent, -1 for another type. */
+int gpufl__reader_int(const json_t *v, int64_t *out);
+/* Reads a number (integer or real). Returns 0, 1 for null or absent, -1. */
+int gpufl__reader_num(const json_t *v, double *out);
+
+#endif

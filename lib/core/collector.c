@@ -1,0 +1,529 @@
+/*
+ * collector.c - the session's background thread: rings in, log lines out.
+ *
+ * Each pass snapshots every ring's head, takes a clock anchor, and turns the
+ * records up to the snapshot into rows. Scope paths are rebuilt here from
+ * each thread's begin/end order, so the hot path never touches a string
+ * table. Counters of lost records are written as `drops` lines whenever they
+ * change, and as warnings the first time.
+ */
+#include "core/collector.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/scope.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PATH_MAX_BYTES 4096
+#define POLL_MIN_NS 1000000LL      /* 1 ms when rings fill fast */
+#define POLL_MAX_NS 100000000LL    /* 100 ms when idle */
+#define DICT_MAX_STRINGS (1u << 20)
+#define DICT_MAX_BYTES ((size_t)64 << 20)
+
+typedef struct open_scope {
+    uint64_t id;
+    uint32_t path; /* dict id */
+} open_scope_t;
+
+/* What the collector knows about one ring's thread. */
+typedef struct thread_view {
+    uint32_t depth;
+    open_scope_t stack[GPUFL_SCOPE_STACK_MAX];
+} thread_view_t;
+
+typedef struct counters {
+    uint64_t records, dropped, unbalanced, truncated, depth_overflow, unbuffered;
+} counters_t;
+
+static const gpufl_col_def_t begin_cols[] = {
+    {"ts_ns", GPUFL_COL_INT}, {"tid", GPUFL_COL_INT},   {"id", GPUFL_COL_INT},
+    {"parent", GPUFL_COL_INT}, {"depth", GPUFL_COL_INT}, {"name", GPUFL_COL_DICT},
+    {"tag", GPUFL_COL_DICT},  {"path", GPUFL_COL_DICT}, {"repeat", GPUFL_COL_INT},
+    {"warmup", GPUFL_COL_INT}};
+static const gpufl_col_def_t end_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                           {"tid", GPUFL_COL_INT},
+                                           {"id", GPUFL_COL_INT},
+                                           {"implicit", GPUFL_COL_INT}};
+
+struct gpufl_collector {
+    const gpufl_settings_t *settings;
+    gpufl_ring_pool_t *pool;
+    gpufl_session_ident_t ident;
+    gpufl_writer_t files[GPUFL_FILE_COUNT];
+    int files_open;
+    gpufl_intern_t *dict;
+    thread_view_t *threads; /* one per ring in the pool */
+    gpufl_batch_t begins, ends;
+    gpufl_source_t sources[GPUFL_MAX_SOURCES];
+    int nsources;
+    int open_scopes;
+
+    counters_t retired; /* from rings that were handed back mid-session */
+    counters_t written; /* as of the last drops line */
+    uint64_t path_truncated;
+    uint64_t records_taken;
+    int warned_drop, warned_unbalanced, warned_unbuffered;
+
+    int64_t poll_ns, next_write_ns, flush_interval_ns;
+
+    pthread_t thread;
+    int thread_running;
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    int stopping;
+    uint64_t flush_requested, flush_completed;
+    gpufl_stats_t published;
+};
+
+/* ---------------- records to rows ---------------- */
+
+/* Copies the text that follows record `at` (name and tag) into buf. */
+static size_t read_text(gpufl_ring_t *r, uint64_t at, const gpufl_rec_t *rec, char *buf) {
+    size_t total = (size_t)rec->name_len + rec->tag_len;
+    size_t n = total < GPUFL_REC_INLINE_TEXT ? total : GPUFL_REC_INLINE_TEXT;
+    memcpy(buf, rec->text, n);
+    for (uint64_t k = 1; n < total; k++) {
+        size_t chunk = total - n < sizeof(gpufl_rec_t) ? total - n : sizeof(gpufl_rec_t);
+        memcpy(buf + n, gpufl__ring_at(r, at + k), chunk);
+        n += chunk;
+    }
+    return total;
+}
+
+static void encode_scope_batch(gpufl_collector_t *c, gpufl_batch_t *b) {
+    gpufl_writer_t *f = &c->files[GPUFL_FILE_SCOPE];
+    pthread_mutex_lock(&f->lock);
+    gpufl__batch_encode(b, f, c->dict);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static gpufl_cell_t *next_row(gpufl_collector_t *c, gpufl_batch_t *b) {
+    gpufl_cell_t *row = gpufl__batch_row(b);
+    if (!row) {
+        encode_scope_batch(c, b);
+        row = gpufl__batch_row(b);
+    }
+    return row;
+}
+
+static uint32_t path_of(gpufl_collector_t *c, uint32_t parent_path, const char *name,
+                        size_t name_len) {
+    char path[PATH_MAX_BYTES];
+    size_t parent_len = 0, n = 0;
+    const char *parent = parent_path ? gpufl__intern_str(c->dict, parent_path, &parent_len) : NULL;
+    if (parent) {
+        if (parent_len > PATH_MAX_BYTES - 2) parent_len = PATH_MAX_BYTES - 2;
+        memcpy(path, parent, parent_len);
+        path[parent_len] = '/';
+        n = parent_len + 1;
+    }
+    if (n + name_len > PATH_MAX_BYTES) {
+        name_len = PATH_MAX_BYTES - n;
+        c->path_truncated++;
+    }
+    memcpy(path + n, name, name_len);
+    return gpufl__intern(c->dict, path, n + name_len);
+}
+
+static void on_begin(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t at, const gpufl_rec_t *rec,
+                     int64_t ts) {
+    char text[2 * GPUFL_TEXT_MAX + sizeof(gpufl_rec_t)];
+    thread_view_t *t = &c->threads[r->index];
+    read_text(r, at, rec, text);
+    uint32_t name = gpufl__intern(c->dict, text, rec->name_len);
+    uint32_t tag = rec->tag_len ? gpufl__intern(c->dict, text + rec->name_len, rec->tag_len) : 0;
+    const open_scope_t *parent = t->depth ? &t->stack[t->depth - 1] : NULL;
+    uint32_t path = path_of(c, parent ? parent->path : 0, text, rec->name_len);
+
+    gpufl_cell_t *row = next_row(c, &c->begins);
+    row[0].i = ts;
+    row[1].i = r->tid;
+    row[2].i = (int64_t)rec->scope_id;
+    row[3].i = parent ? (int64_t)parent->id : 0;
+    row[4].i = t->depth + 1;
+    row[5].i = name;
+    row[6].i = tag;
+    row[7].i = path;
+    row[8].i = rec->repeat;
+    row[9].i = rec->warmup;
+    if (t->depth < GPUFL_SCOPE_STACK_MAX) t->stack[t->depth++] = (open_scope_t){rec->scope_id, path};
+    c->open_scopes++;
+}
+
+static void on_end(gpufl_collector_t *c, gpufl_ring_t *r, const gpufl_rec_t *rec, int64_t ts) {
+    thread_view_t *t = &c->threads[r->index];
+    uint32_t pos = t->depth;
+    while (pos > 0 && t->stack[pos - 1].id != rec->scope_id) pos--;
+    if (pos == 0) return; /* its begin was dropped: nothing to close */
+    c->open_scopes -= (int)(t->depth - pos + 1);
+    t->depth = pos - 1;
+
+    gpufl_cell_t *row = next_row(c, &c->ends);
+    row[0].i = ts;
+    row[1].i = r->tid;
+    row[2].i = (int64_t)rec->scope_id;
+    row[3].i = (rec->flags & GPUFL_REC_FLAG_IMPLICIT) != 0;
+}
+
+/* Drains ring r up to head; returns how many records it held. */
+static uint64_t drain_ring(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t head) {
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t n = head - tail;
+    int64_t epoch = c->ident.epoch_ns;
+    while (tail < head) {
+        const gpufl_rec_t *rec = gpufl__ring_at(r, tail);
+        int64_t ts = gpufl__clock_ticks_to_ns(rec->ticks) - epoch;
+        switch (rec->kind) {
+        case GPUFL_REC_SCOPE_BEGIN: on_begin(c, r, tail, rec, ts); break;
+        case GPUFL_REC_SCOPE_END: on_end(c, r, rec, ts); break;
+        default: break;
+        }
+        c->records_taken++;
+        tail += 1 + rec->extra;
+    }
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    return n;
+}
+
+/* A ring whose thread exited: keep its counters, then free it for reuse. */
+static void retire_ring(gpufl_collector_t *c, gpufl_ring_t *r) {
+    c->retired.dropped += atomic_exchange(&r->dropped, 0);
+    c->retired.unbalanced += atomic_exchange(&r->unbalanced_ends, 0);
+    c->retired.truncated += atomic_exchange(&r->truncated, 0);
+    c->retired.depth_overflow += atomic_exchange(&r->depth_overflow, 0);
+    c->open_scopes -= (int)c->threads[r->index].depth;
+    c->threads[r->index].depth = 0;
+    atomic_store_explicit(&r->generation, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->state, GPUFL_RING_FREE, memory_order_release);
+}
+
+/* Returns the fullest ring's fill before draining, as a fraction. */
+static double drain_all(gpufl_collector_t *c) {
+    uint64_t heads[4095];
+    int states[4095];
+    double fullest = 0;
+    uint32_t count = c->pool->count;
+    for (uint32_t i = 0; i < count; i++) {
+        gpufl_ring_t *r = &c->pool->rings[i];
+        states[i] = atomic_load_explicit(&r->state, memory_order_acquire);
+        heads[i] = states[i] == GPUFL_RING_FREE
+                       ? 0
+                       : atomic_load_explicit(&r->head, memory_order_acquire);
+    }
+    /* Every record below the snapshot was written before this anchor. */
+    gpufl__clock_anchor();
+    for (uint32_t i = 0; i < count; i++) {
+        gpufl_ring_t *r = &c->pool->rings[i];
+        if (states[i] == GPUFL_RING_FREE) continue;
+        uint64_t n = drain_ring(c, r, heads[i]);
+        double fill = (double)n / (double)(c->pool->capacity);
+        if (fill > fullest) fullest = fill;
+        /* A ring orphaned before the head snapshot holds nothing newer. */
+        if (states[i] == GPUFL_RING_ORPHANED) retire_ring(c, r);
+    }
+    return fullest;
+}
+
+/* ---------------- counters, drops and events ---------------- */
+
+static counters_t current_counters(gpufl_collector_t *c) {
+    counters_t k = c->retired;
+    for (uint32_t i = 0; i < c->pool->count; i++) {
+        gpufl_ring_t *r = &c->pool->rings[i];
+        k.dropped += atomic_load_explicit(&r->dropped, memory_order_relaxed);
+        k.unbalanced += atomic_load_explicit(&r->unbalanced_ends, memory_order_relaxed);
+        k.truncated += atomic_load_explicit(&r->truncated, memory_order_relaxed);
+        k.depth_overflow += atomic_load_explicit(&r->depth_overflow, memory_order_relaxed);
+    }
+    k.unbalanced += gpufl__scope_stray_ends();
+    k.unbuffered = gpufl__scope_threads_unbuffered();
+    k.truncated += c->path_truncated + gpufl__intern_overflows(c->dict);
+    return k;
+}
+
+void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const char *level,
+                            const char *code, const char *message) {
+    gpufl_writer_t *f = &c->files[id];
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "event");
+    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(c, gpufl__mono_ns()));
+    gpufl__buf_kv_str(b, "level", level);
+    gpufl__buf_kv_str(b, "code", code);
+    gpufl__buf_kv_str(b, "message", message);
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* The first time a kind of loss happens, say so once, in the log and to the user. */
+static void warn_once(gpufl_collector_t *c, int *warned, uint64_t count, const char *code,
+                      const char *message) {
+    if (*warned || count == 0) return;
+    *warned = 1;
+    gpufl__warn("%s", message);
+    gpufl__collector_event(c, GPUFL_FILE_SCOPE, "warn", code, message);
+}
+
+static void put_counters(gpufl_buf_t *b, const counters_t *k) {
+    gpufl__buf_kv_i64(b, "records", (int64_t)k->dropped);
+    gpufl__buf_kv_i64(b, "threads_unbuffered", (int64_t)k->unbuffered);
+    gpufl__buf_kv_i64(b, "names_truncated", (int64_t)k->truncated);
+    gpufl__buf_kv_i64(b, "unbalanced_ends", (int64_t)k->unbalanced);
+    gpufl__buf_kv_i64(b, "depth_overflow", (int64_t)k->depth_overflow);
+}
+
+static void write_drops(gpufl_collector_t *c, int64_t now_ns, int always) {
+    counters_t k = current_counters(c);
+    warn_once(c, &c->warned_drop, k.dropped, "records_dropped",
+              "scope records dropped because a thread's ring was full; raise "
+              "ring_capacity_records or open fewer scopes");
+    warn_once(c, &c->warned_unbalanced, k.unbalanced, "unbalanced_scope_end",
+              "a scope end matched no open scope on its thread (ended twice, on another "
+              "thread, or after a new session began); it was ignored");
+    warn_once(c, &c->warned_unbuffered, k.unbuffered, "threads_unbuffered",
+              "more threads recorded scopes than the ring pool holds; their records were "
+              "dropped (raise memory_cap_bytes)");
+    if (!always && memcmp(&k, &c->written, sizeof k) == 0) return;
+    gpufl_writer_t *f = &c->files[GPUFL_FILE_SCOPE];
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "drops");
+    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(c, now_ns));
+    put_counters(b, &k);
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+    c->written = k;
+}
+
+static void publish_stats(gpufl_collector_t *c) {
+    counters_t k = current_counters(c);
+    uint64_t bytes = 0, errors = 0;
+    for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
+        pthread_mutex_lock(&c->files[i].lock);
+        bytes += c->files[i].bytes_total;
+        errors += c->files[i].write_errors + c->files[i].batches_lost;
+        pthread_mutex_unlock(&c->files[i].lock);
+    }
+    pthread_mutex_lock(&c->mu);
+    c->published.records_written = c->records_taken;
+    c->published.records_dropped = k.dropped;
+    c->published.threads_unbuffered = k.unbuffered;
+    c->published.unbalanced_ends = k.unbalanced;
+    c->published.names_truncated = k.truncated;
+    c->published.bytes_written = bytes;
+    c->published.write_errors = errors;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---------------- the pass and the thread ---------------- */
+
+static void write_files(gpufl_collector_t *c, int64_t now_ns) {
+    encode_scope_batch(c, &c->begins);
+    encode_scope_batch(c, &c->ends);
+    for (int i = 0; i < c->nsources; i++)
+        if (c->sources[i].flush) c->sources[i].flush(c, c->sources[i].self);
+    write_drops(c, now_ns, 0);
+    for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
+        pthread_mutex_lock(&c->files[i].lock);
+        gpufl__writer_flush(&c->files[i]);
+        pthread_mutex_unlock(&c->files[i].lock);
+    }
+    c->next_write_ns = now_ns + c->flush_interval_ns;
+}
+
+static void one_pass(gpufl_collector_t *c, int force_write) {
+    double fullest = drain_all(c);
+    int64_t now = gpufl__mono_ns();
+    for (int i = 0; i < c->nsources; i++) c->sources[i].poll(c, c->sources[i].self, now);
+    if (force_write || now >= c->next_write_ns) write_files(c, now);
+    publish_stats(c);
+
+    /* Pass more often while rings fill, less when idle. */
+    int64_t idle_max = c->flush_interval_ns < POLL_MAX_NS ? c->flush_interval_ns : POLL_MAX_NS;
+    if (fullest > 0.125 && c->poll_ns > POLL_MIN_NS) c->poll_ns /= 2;
+    else if (fullest < 0.02 && c->poll_ns < idle_max) c->poll_ns *= 2;
+    if (c->poll_ns < POLL_MIN_NS) c->poll_ns = POLL_MIN_NS;
+    if (c->poll_ns > idle_max) c->poll_ns = idle_max;
+}
+
+static int64_t next_wait_ns(gpufl_collector_t *c) {
+    int64_t wait = c->poll_ns, now = gpufl__mono_ns();
+    for (int i = 0; i < c->nsources; i++) {
+        int64_t due = c->sources[i].due_in ? c->sources[i].due_in(c->sources[i].self, now) : wait;
+        if (due < wait) wait = due;
+    }
+    return wait > 0 ? wait : 0;
+}
+
+static void *collector_main(void *arg) {
+    gpufl_collector_t *c = arg;
+    pthread_mutex_lock(&c->mu);
+    while (!c->stopping) {
+        if (c->flush_requested == c->flush_completed) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            int64_t ns = until.tv_nsec + next_wait_ns(c);
+            until.tv_sec += ns / 1000000000;
+            until.tv_nsec = ns % 1000000000;
+            pthread_cond_timedwait(&c->wake, &c->mu, &until);
+        }
+        uint64_t flush_target = c->flush_requested;
+        int stopping = c->stopping;
+        pthread_mutex_unlock(&c->mu);
+        if (stopping) {
+            pthread_mutex_lock(&c->mu);
+            break;
+        }
+        one_pass(c, flush_target != c->flush_completed || c->settings->flush_logs_always);
+        pthread_mutex_lock(&c->mu);
+        c->flush_completed = flush_target;
+        pthread_cond_broadcast(&c->done);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* ---------------- lifecycle ---------------- */
+
+static const char *const file_names[GPUFL_FILE_COUNT] = {"device", "scope", "system"};
+
+int gpufl__collector_create(const gpufl_settings_t *settings, gpufl_ring_pool_t *pool,
+                            const char *dir, const gpufl_session_ident_t *ident,
+                            gpufl_collector_t **out) {
+    int rc;
+    gpufl_collector_t *c = calloc(1, sizeof *c);
+    if (!c) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the collector");
+    c->settings = settings;
+    c->pool = pool;
+    c->ident = *ident;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&c->done, NULL);
+    c->flush_interval_ns = (int64_t)settings->flush_interval_ms * 1000000;
+    c->poll_ns = POLL_MIN_NS * 8;
+    c->next_write_ns = gpufl__mono_ns() + c->flush_interval_ns;
+
+    c->dict = gpufl__intern_create(DICT_MAX_STRINGS, DICT_MAX_BYTES);
+    c->threads = calloc(pool->count, sizeof *c->threads);
+    if (!c->dict || !c->threads) {
+        rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the collector");
+        goto fail;
+    }
+    if ((rc = gpufl__batch_init(&c->begins, "scope_begin", begin_cols, 10)) ||
+        (rc = gpufl__batch_init(&c->ends, "scope_end", end_cols, 4)))
+        goto fail;
+    for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
+        rc = gpufl__writer_open(&c->files[i], dir, file_names[i], &c->ident,
+                             (uint64_t)settings->log_rotate_bytes, settings->flush_logs_always);
+        c->files_open = i + 1;
+        if (rc) goto fail;
+    }
+    *out = c;
+    return 0;
+fail:
+    gpufl__collector_destroy(c, NULL);
+    return rc;
+}
+
+int gpufl__collector_add_source(gpufl_collector_t *c, const gpufl_source_t *source) {
+    if (c->nsources == GPUFL_MAX_SOURCES)
+        return gpufl__set_error(GPUFL_ENOMEM, "too many sources (limit %d)", GPUFL_MAX_SOURCES);
+    c->sources[c->nsources++] = *source;
+    return 0;
+}
+
+int gpufl__collector_start(gpufl_collector_t *c) {
+    int err = pthread_create(&c->thread, NULL, collector_main, c);
+    if (err) return gpufl__set_error(GPUFL_ETHREAD, "cannot start the collector thread: %s",
+                                     strerror(err));
+    c->thread_running = 1;
+    return 0;
+}
+
+static void write_session_end(gpufl_collector_t *c, int64_t now_ns) {
+    gpufl_stats_t s;
+    gpufl__collector_stats(c, &s);
+    for (int i = 0; i < c->files_open; i++) {
+        gpufl_writer_t *f = &c->files[i];
+        pthread_mutex_lock(&f->lock);
+        gpufl_buf_t *b = gpufl__writer_record(f, "session_end");
+        int64_t ts = gpufl__collector_session_ns(c, now_ns);
+        gpufl__buf_kv_i64(b, "ts_ns", ts);
+        gpufl__buf_kv_i64(b, "duration_ns", ts);
+        gpufl__buf_kv_i64(b, "records_written", (int64_t)s.records_written);
+        gpufl__buf_kv_i64(b, "records_dropped", (int64_t)s.records_dropped);
+        gpufl__buf_kv_i64(b, "bytes_written", (int64_t)(s.bytes_written + f->out.len));
+        gpufl__buf_kv_i64(b, "write_errors", (int64_t)s.write_errors);
+        gpufl__writer_end_record(f);
+        pthread_mutex_unlock(&f->lock);
+    }
+}
+
+void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) {
+    if (!c) return;
+    if (c->thread_running) {
+        pthread_mutex_lock(&c->mu);
+        c->stopping = 1;
+        pthread_cond_signal(&c->wake);
+        pthread_mutex_unlock(&c->mu);
+        pthread_join(c->thread, NULL);
+        /* The hot path is detached: this last pass sees everything. */
+        one_pass(c, 1);
+        int64_t now = gpufl__mono_ns();
+        write_drops(c, now, 1);
+        publish_stats(c);
+        write_session_end(c, now);
+    }
+    for (int i = 0; i < c->files_open; i++) gpufl__writer_close(&c->files[i]);
+    if (final_stats) {
+        publish_stats(c);
+        gpufl__collector_stats(c, final_stats);
+    }
+    gpufl__batch_fini(&c->begins);
+    gpufl__batch_fini(&c->ends);
+    gpufl__intern_destroy(c->dict);
+    free(c->threads);
+    pthread_cond_destroy(&c->wake);
+    pthread_cond_destroy(&c->done);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+int gpufl__collector_flush(gpufl_collector_t *c) {
+    pthread_mutex_lock(&c->mu);
+    uint64_t target = ++c->flush_requested;
+    pthread_cond_signal(&c->wake);
+    while (c->flush_completed < target && !c->stopping) pthread_cond_wait(&c->done, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+void gpufl__collector_stats(gpufl_collector_t *c, gpufl_stats_t *out) {
+    size_t size = out->size;
+    pthread_mutex_lock(&c->mu);
+    gpufl_stats_t s = c->published;
+    pthread_mutex_unlock(&c->mu);
+    s.size = size;
+    if (size > sizeof s || size == 0) size = sizeof s;
+    memcpy(out, &s, size);
+    out->size = size;
+}
+
+gpufl_writer_t *gpufl__collector_file(gpufl_collector_t *c, enum gpufl_file_id id) {
+    return &c->files[id];
+}
+
+const gpufl_intern_t *gpufl__collector_dict(gpufl_collector_t *c) { return c->dict; }
+
+int64_t gpufl__collector_session_ns(const gpufl_collector_t *c, int64_t mono_ns) {
+    return mono_ns - c->ident.epoch_ns;
+}
+
+int gpufl__collector_open_scopes(const gpufl_collector_t *c) { return c->open_scopes; }

@@ -1,0 +1,59 @@
+/*
+ * collector.h - the one background thread of a session.
+ *
+ * It drains the per-thread rings, rebuilds each thread's scope paths,
+ * interns names, batches rows, polls the sources (host sampler now; NVML and
+ * CUPTI later) and appends everything to the session files at least every
+ * flush_interval_ms. Its pass interval adapts to how full the rings get.
+ */
+#ifndef GPUFL_CORE_COLLECTOR_H
+#define GPUFL_CORE_COLLECTOR_H
+
+#include "core/options.h"
+#include "core/ring.h"
+#include "core/writer.h"
+
+typedef struct gpufl_collector gpufl_collector_t;
+
+enum gpufl_file_id { GPUFL_FILE_DEVICE = 0, GPUFL_FILE_SCOPE = 1, GPUFL_FILE_SYSTEM = 2, GPUFL_FILE_COUNT };
+
+/* A data source driven by the collector thread. */
+typedef struct gpufl_source {
+    const char *name;
+    void *self;
+    /* Every pass; now_ns is CLOCK_MONOTONIC. */
+    void (*poll)(gpufl_collector_t *c, void *self, int64_t now_ns);
+    /* How long until the source needs its next poll (ns), INT64_MAX if idle. */
+    int64_t (*due_in)(void *self, int64_t now_ns);
+    /* Encode what is batched into the files (caller holds no file lock). */
+    void (*flush)(gpufl_collector_t *c, void *self);
+} gpufl_source_t;
+
+#define GPUFL_MAX_SOURCES 8
+
+/* Creates the session files in dir and the collector state; no thread yet. */
+int gpufl__collector_create(const gpufl_settings_t *settings, gpufl_ring_pool_t *pool,
+                            const char *dir, const gpufl_session_ident_t *ident,
+                            gpufl_collector_t **out);
+int gpufl__collector_add_source(gpufl_collector_t *c, const gpufl_source_t *source);
+/* Starts the thread. */
+int gpufl__collector_start(gpufl_collector_t *c);
+/* Stops the thread after a last full pass, writes session_end to every file,
+ * closes them and frees everything. Accepts NULL. *final_stats gets the
+ * session's last counters when not NULL. */
+void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats);
+/* Waits until everything recorded before the call is written. */
+int gpufl__collector_flush(gpufl_collector_t *c);
+void gpufl__collector_stats(gpufl_collector_t *c, gpufl_stats_t *out);
+
+gpufl_writer_t *gpufl__collector_file(gpufl_collector_t *c, enum gpufl_file_id id);
+const gpufl_intern_t *gpufl__collector_dict(gpufl_collector_t *c);
+/* Session time (ns since the epoch) of a CLOCK_MONOTONIC reading. */
+int64_t gpufl__collector_session_ns(const gpufl_collector_t *c, int64_t mono_ns);
+/* Scopes open across all threads, as far as the collector has seen. */
+int gpufl__collector_open_scopes(const gpufl_collector_t *c);
+/* Writes an `event` record (warnings met while recording) to file id. */
+void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const char *level,
+                            const char *code, const char *message);
+
+#endif

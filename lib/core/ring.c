@@ -1,0 +1,96 @@
+/*
+ * ring.c - the ring pool: one mapping for all rings, claimed lock-free.
+ */
+#include "core/ring.h"
+
+#include "core/error.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static gpufl_ring_pool_t the_pool;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t round_up_pow2(uint64_t v) {
+    uint64_t p = 1;
+    while (p < v) p <<= 1;
+    return p;
+}
+
+int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl_ring_pool_t **out) {
+    int rc = 0;
+    pthread_mutex_lock(&pool_lock);
+    if (!the_pool.rings) {
+        uint64_t cap = round_up_pow2(capacity < 64 ? 64 : capacity);
+        uint64_t ring_bytes = cap * sizeof(gpufl_rec_t);
+        uint64_t count = cap_bytes / (ring_bytes + sizeof(gpufl_ring_t));
+        if (count < 1) {
+            rc = gpufl__set_error(GPUFL_EINVAL,
+                                  "memory_cap_bytes (%llu) is smaller than one ring (%llu bytes)",
+                                  (unsigned long long)cap_bytes, (unsigned long long)ring_bytes);
+            goto out;
+        }
+        if (count > 4095) count = 4095; /* scope ids keep the ring index in 12 bits */
+        size_t header_bytes = (size_t)count * sizeof(gpufl_ring_t);
+        header_bytes = (header_bytes + 4095) & ~(size_t)4095;
+        size_t bytes = header_bytes + (size_t)(count * ring_bytes);
+        void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (map == MAP_FAILED) {
+            rc = gpufl__set_error(GPUFL_ENOMEM, "cannot map %zu bytes for the capture rings", bytes);
+            goto out;
+        }
+        the_pool.rings = map;
+        the_pool.count = (uint32_t)count;
+        the_pool.capacity = cap;
+        the_pool.mapping = map;
+        the_pool.mapping_bytes = bytes;
+        for (uint32_t i = 0; i < the_pool.count; i++) {
+            gpufl_ring_t *r = &the_pool.rings[i];
+            r->index = i;
+            r->mask = cap - 1;
+            r->recs = (gpufl_rec_t *)((char *)map + header_bytes + (size_t)i * ring_bytes);
+        }
+    }
+    *out = &the_pool;
+out:
+    pthread_mutex_unlock(&pool_lock);
+    return rc;
+}
+
+gpufl_ring_t *gpufl__ring_claim(gpufl_ring_pool_t *pool, int32_t tid, uint64_t generation) {
+    for (uint32_t i = 0; i < pool->count; i++) {
+        gpufl_ring_t *r = &pool->rings[i];
+        int expected = GPUFL_RING_FREE;
+        if (atomic_load_explicit(&r->state, memory_order_relaxed) != GPUFL_RING_FREE) continue;
+        /* Fill in the owner before the CAS publishes the ring as owned. The
+         * head and tail are equal here: a freed ring has been drained. */
+        if (atomic_compare_exchange_strong_explicit(&r->state, &expected, GPUFL_RING_OWNED,
+                                                    memory_order_acq_rel, memory_order_relaxed)) {
+            r->tid = tid;
+            atomic_store_explicit(&r->generation, generation, memory_order_relaxed);
+            r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+            return r;
+        }
+    }
+    return NULL;
+}
+
+void gpufl__ring_pool_reset(gpufl_ring_pool_t *pool) {
+    for (uint32_t i = 0; i < pool->count; i++) {
+        gpufl_ring_t *r = &pool->rings[i];
+        atomic_store(&r->head, 0);
+        atomic_store(&r->tail, 0);
+        atomic_store(&r->dropped, 0);
+        atomic_store(&r->unbalanced_ends, 0);
+        atomic_store(&r->truncated, 0);
+        atomic_store(&r->depth_overflow, 0);
+        r->depth = 0;
+        r->seq = 0;
+        r->cached_tail = 0;
+        r->tid = 0;
+        atomic_store_explicit(&r->generation, 0, memory_order_relaxed);
+        atomic_store(&r->state, GPUFL_RING_FREE);
+    }
+}

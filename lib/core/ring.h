@@ -1,0 +1,135 @@
+/*
+ * ring.h - per-thread single-producer/single-consumer rings of 64-byte records.
+ *
+ * A thread that records (opens a scope, later launches a kernel) claims one
+ * ring from a pool sized at init; only that thread writes it and only the
+ * collector reads it, so neither side takes a lock. A full ring drops the new
+ * record and counts it. The pool is one anonymous mapping that lives as long
+ * as the process: rings are reset between sessions but never unmapped, so a
+ * thread racing with shutdown can never write into freed memory.
+ */
+#ifndef GPUFL_CORE_RING_H
+#define GPUFL_CORE_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum gpufl_rec_kind {
+    GPUFL_REC_SCOPE_BEGIN = 1,
+    GPUFL_REC_SCOPE_END = 2,
+    GPUFL_REC_TEXT = 3 /* continuation: 64 more bytes of the text of the record before */
+};
+
+#define GPUFL_REC_INLINE_TEXT 32
+#define GPUFL_REC_FLAG_IMPLICIT 1  /* scope_end: closed because an outer scope closed */
+#define GPUFL_REC_FLAG_TRUNCATED 2 /* name or tag was cut to GPUFL_TEXT_MAX */
+#define GPUFL_TEXT_MAX 1024        /* longest name or tag kept, in bytes */
+#define GPUFL_SCOPE_STACK_MAX 128  /* deepest scope nesting recorded per thread */
+#define GPUFL_RING_PREFETCH 8      /* records ahead that the producer prefetches */
+
+/* One fixed-size record. name_len + tag_len bytes of text start in `text`
+ * and go on in `extra` GPUFL_REC_TEXT records that follow it. */
+typedef struct gpufl_rec {
+    uint64_t ticks;    /* gpufl__ticks() when it happened */
+    uint64_t scope_id; /* instance id of the scope */
+    uint8_t kind;      /* enum gpufl_rec_kind */
+    uint8_t flags;     /* GPUFL_REC_FLAG_* */
+    uint16_t extra;    /* continuation records that follow */
+    uint16_t name_len;
+    uint16_t tag_len;
+    int32_t repeat;
+    int32_t warmup;
+    char text[GPUFL_REC_INLINE_TEXT];
+} gpufl_rec_t;
+
+_Static_assert(sizeof(gpufl_rec_t) == 64, "a record is one cache line");
+
+enum gpufl_ring_state { GPUFL_RING_FREE = 0, GPUFL_RING_OWNED = 1, GPUFL_RING_ORPHANED = 2 };
+
+typedef struct gpufl_ring {
+    /* producer side */
+    _Alignas(64) _Atomic uint64_t head; /* next record to write */
+    uint64_t cached_tail;               /* producer's last view of tail */
+    _Atomic uint64_t dropped;           /* records dropped because the ring was full */
+    _Atomic uint64_t unbalanced_ends;   /* scope ends that matched no open scope */
+    _Atomic uint64_t truncated;         /* names or tags cut to GPUFL_TEXT_MAX */
+    _Atomic uint64_t depth_overflow;    /* scopes deeper than the per-thread stack */
+    uint32_t depth;                     /* open scopes of the owner thread */
+    uint64_t seq;                       /* scopes opened by the owner thread */
+    uint64_t stack[GPUFL_SCOPE_STACK_MAX]; /* ids of the open scopes, outermost first */
+    /* consumer side */
+    _Alignas(64) _Atomic uint64_t tail; /* next record to read */
+    /* set when claimed */
+    _Alignas(64) _Atomic int state;     /* enum gpufl_ring_state */
+    int32_t tid;                        /* OS thread id of the owner */
+    _Atomic uint64_t generation;        /* session the ring was claimed in (relaxed) */
+    uint32_t index;                     /* position in the pool */
+    uint64_t mask;                      /* capacity - 1 */
+    gpufl_rec_t *recs;
+} gpufl_ring_t;
+
+typedef struct gpufl_ring_pool {
+    gpufl_ring_t *rings;
+    uint32_t count;
+    uint64_t capacity; /* records per ring, a power of two */
+    void *mapping;
+    size_t mapping_bytes;
+} gpufl_ring_pool_t;
+
+/* Maps (once per process) a pool of rings of `capacity` records (rounded up
+ * to a power of two) fitting in cap_bytes. Pages are touched only as records
+ * are written, so unused rings cost address space, not memory. A later call
+ * returns the existing pool (its sizes are fixed for the process). */
+int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl_ring_pool_t **out);
+
+/* Claims a free ring for the calling thread (lock-free). NULL when all are taken. */
+gpufl_ring_t *gpufl__ring_claim(gpufl_ring_pool_t *pool, int32_t tid, uint64_t generation);
+
+/* Resets every ring to empty and free: session start, collector thread stopped. */
+void gpufl__ring_pool_reset(gpufl_ring_pool_t *pool);
+
+/* Producer: reserves n consecutive records; returns the first index or
+ * UINT64_MAX (and counts n drops) when the ring lacks room. */
+static inline uint64_t gpufl__ring_reserve(gpufl_ring_t *r, uint64_t n) {
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t cap = r->mask + 1;
+    if (head + n - r->cached_tail > cap) {
+        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (head + n - r->cached_tail > cap) {
+            atomic_store_explicit(&r->dropped,
+                                  atomic_load_explicit(&r->dropped, memory_order_relaxed) + n,
+                                  memory_order_relaxed);
+            return UINT64_MAX;
+        }
+    }
+    return head;
+}
+
+static inline uint64_t gpufl__ring_generation(const gpufl_ring_t *r) {
+    return atomic_load_explicit(&r->generation, memory_order_relaxed);
+}
+
+static inline gpufl_rec_t *gpufl__ring_at(gpufl_ring_t *r, uint64_t index) {
+    return &r->recs[index & r->mask];
+}
+
+/* Asks for the line a few records ahead in exclusive state. The collector
+ * read it one lap ago, so without this each new record waits for the line
+ * to come back from the other core. */
+static inline void gpufl__ring_prefetch(gpufl_ring_t *r, uint64_t index) {
+    __builtin_prefetch(&r->recs[(index + GPUFL_RING_PREFETCH) & r->mask], 1, 3);
+}
+
+/* Producer: publishes records up to (not including) new_head. */
+static inline void gpufl__ring_commit(gpufl_ring_t *r, uint64_t new_head) {
+    atomic_store_explicit(&r->head, new_head, memory_order_release);
+}
+
+/* Producer-only counters: a relaxed load+store is enough (one writer). */
+static inline void gpufl__ring_count(_Atomic uint64_t *counter) {
+    atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+#endif

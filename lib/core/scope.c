@@ -1,0 +1,240 @@
+/*
+ * scope.c - scope begin/end: the path every instrumented program runs.
+ *
+ * Steady state: one relaxed load of the session generation, one TLS load,
+ * one TSC read and a 64-byte record written into the thread's own ring. No
+ * lock, no allocation, no system call. The first scope of a thread in a
+ * session registers the thread (one gettid() and a ring claim); it is the
+ * only slow path. The thread's stack of open scopes lives in its ring.
+ */
+#include "core/scope.h"
+
+#include "core/clock.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+uint64_t gpufl_internal_live_generation;
+
+static gpufl_ring_pool_t *live_pool;
+static _Atomic uint64_t stray_ends;
+static _Atomic uint64_t threads_unbuffered;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+/* initial-exec: a plain %fs-relative load, also when the library is
+ * dlopen()ed (8 bytes fit in the static TLS surplus glibc keeps for that). */
+static __thread gpufl_ring_t *tls_ring __attribute__((tls_model("initial-exec")));
+/* The generation in which this thread found no free ring: it does not scan
+ * the pool again (nor count itself twice) until the next session. */
+static __thread uint64_t tls_no_ring_generation __attribute__((tls_model("initial-exec")));
+/* The generation tls_ring was claimed in: at thread exit the ring is handed
+ * back only if it was not reset and given to another thread since. */
+static __thread uint64_t tls_ring_generation __attribute__((tls_model("initial-exec")));
+
+/* Thread exit: hand the ring back; the collector drains it and frees it. */
+static void on_thread_exit(void *arg) {
+    gpufl_ring_t *r = arg;
+    int expected = GPUFL_RING_OWNED;
+    if (gpufl__ring_generation(r) == tls_ring_generation)
+        atomic_compare_exchange_strong(&r->state, &expected, GPUFL_RING_ORPHANED);
+}
+
+static void make_exit_key(void) { pthread_key_create(&exit_key, on_thread_exit); }
+
+void gpufl__scope_attach(gpufl_ring_pool_t *pool, uint64_t generation) {
+    pthread_once(&exit_key_once, make_exit_key);
+    live_pool = pool;
+    atomic_store(&stray_ends, 0);
+    atomic_store(&threads_unbuffered, 0);
+    __atomic_store_n(&gpufl_internal_live_generation, generation, __ATOMIC_RELEASE);
+}
+
+void gpufl__scope_detach(void) {
+    __atomic_store_n(&gpufl_internal_live_generation, 0, __ATOMIC_RELEASE);
+}
+
+uint64_t gpufl__scope_stray_ends(void) { return atomic_load(&stray_ends); }
+uint64_t gpufl__scope_threads_unbuffered(void) { return atomic_load(&threads_unbuffered); }
+
+static __attribute__((noinline)) gpufl_ring_t *register_thread(uint64_t generation) {
+    if (tls_no_ring_generation == generation) return NULL;
+    gpufl_ring_t *r = gpufl__ring_claim(live_pool, (int32_t)syscall(SYS_gettid), generation);
+    if (!r) {
+        tls_no_ring_generation = generation;
+        atomic_fetch_add(&threads_unbuffered, 1);
+        return NULL;
+    }
+    r->depth = 0;
+    r->seq = 0;
+    pthread_setspecific(exit_key, r);
+    tls_ring = r;
+    tls_ring_generation = generation;
+    return r;
+}
+
+static inline gpufl_ring_t *thread_ring(uint64_t generation) {
+    gpufl_ring_t *r = tls_ring;
+    if (LIKELY(r && gpufl__ring_generation(r) == generation)) return r;
+    return register_thread(generation);
+}
+
+/* Copies src into the text of the records from `first` on, which hold
+ * GPUFL_REC_INLINE_TEXT bytes in the head record and 64 in each following. */
+static void put_text(gpufl_ring_t *r, uint64_t first, size_t offset, const char *src, size_t len) {
+    while (len > 0) {
+        char *dst;
+        size_t room;
+        if (offset < GPUFL_REC_INLINE_TEXT) {
+            dst = gpufl__ring_at(r, first)->text + offset;
+            room = GPUFL_REC_INLINE_TEXT - offset;
+        } else {
+            size_t o = offset - GPUFL_REC_INLINE_TEXT;
+            dst = (char *)gpufl__ring_at(r, first + 1 + o / sizeof(gpufl_rec_t)) +
+                  o % sizeof(gpufl_rec_t);
+            room = sizeof(gpufl_rec_t) - o % sizeof(gpufl_rec_t);
+        }
+        size_t n = len < room ? len : room;
+        memcpy(dst, src, n);
+        src += n;
+        len -= n;
+        offset += n;
+    }
+}
+
+/* Copies n <= 32 bytes with fixed-size moves that may overlap: no call and
+ * no `rep movs`, whose start-up cost alone was a third of a scope. */
+static inline void copy_small(char *dst, const char *src, size_t n) {
+    if (n >= 16) {
+        memcpy(dst, src, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) dst[i] = src[i];
+    }
+}
+
+static size_t text_len(const char *s, int *truncated) {
+    if (!s) return 0;
+    size_t n = strnlen(s, GPUFL_TEXT_MAX + 1);
+    if (UNLIKELY(n > GPUFL_TEXT_MAX)) {
+        *truncated = 1;
+        n = GPUFL_TEXT_MAX;
+    }
+    return n;
+}
+
+gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_t repeat,
+                                       int32_t warmup) {
+    uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
+    if (UNLIKELY(!generation)) return 0;
+    gpufl_ring_t *r = thread_ring(generation);
+    if (UNLIKELY(!r)) return 0;
+    if (UNLIKELY(r->depth >= GPUFL_SCOPE_STACK_MAX)) {
+        gpufl__ring_count(&r->depth_overflow);
+        return 0;
+    }
+    if (UNLIKELY(!name)) name = "(unnamed)";
+
+    int truncated = 0;
+    size_t name_len = text_len(name, &truncated);
+    size_t tag_len = text_len(tag, &truncated);
+    size_t total = name_len + tag_len;
+    uint64_t extra = total > GPUFL_REC_INLINE_TEXT
+                         ? (total - GPUFL_REC_INLINE_TEXT + sizeof(gpufl_rec_t) - 1) /
+                               sizeof(gpufl_rec_t)
+                         : 0;
+    uint64_t at = gpufl__ring_reserve(r, 1 + extra);
+    if (UNLIKELY(at == UINT64_MAX)) return 0;
+
+    /* Small ids keep the log compact: the ring (thread) in the low 12 bits,
+     * the thread's own count above. Stays below 2^53 for 2^41 scopes. */
+    gpufl_scope_t id = (++r->seq << 12) | (r->index + 1);
+    gpufl__ring_prefetch(r, at);
+    gpufl_rec_t *rec = gpufl__ring_at(r, at);
+    rec->scope_id = id;
+    rec->kind = GPUFL_REC_SCOPE_BEGIN;
+    rec->flags = truncated ? GPUFL_REC_FLAG_TRUNCATED : 0;
+    rec->extra = (uint16_t)extra;
+    rec->name_len = (uint16_t)name_len;
+    rec->tag_len = (uint16_t)tag_len;
+    rec->repeat = repeat;
+    rec->warmup = warmup;
+    if (LIKELY(extra == 0)) {
+        copy_small(rec->text, name, name_len);
+        if (tag_len) copy_small(rec->text + name_len, tag, tag_len);
+    } else {
+        put_text(r, at, 0, name, name_len);
+        put_text(r, at, name_len, tag, tag_len);
+    }
+    if (UNLIKELY(truncated)) gpufl__ring_count(&r->truncated);
+    r->stack[r->depth++] = id;
+    /* Read the clock last, so the scope excludes the cost of opening it. */
+    rec->ticks = gpufl__ticks();
+    gpufl__ring_commit(r, at + 1 + extra);
+    return id;
+}
+
+gpufl_scope_t gpufl_scope_begin(const char *name, const char *tag) {
+    return gpufl_scope_begin_repeat(name, tag, 0, 0);
+}
+
+void gpufl_scope_end(gpufl_scope_t id) {
+    if (UNLIKELY(id == 0)) return;
+    /* Read the clock first, so the scope excludes the cost of closing it. */
+    uint64_t ticks = gpufl__ticks();
+    uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
+    if (UNLIKELY(!generation)) return;
+    gpufl_ring_t *r = tls_ring;
+    if (UNLIKELY(!r || gpufl__ring_generation(r) != generation)) {
+        atomic_fetch_add(&stray_ends, 1);
+        return;
+    }
+    uint32_t depth = r->depth;
+    uint32_t pos = depth; /* 1-based position of id in the stack */
+    while (pos > 0 && r->stack[pos - 1] != id) pos--;
+    if (UNLIKELY(pos == 0)) {
+        gpufl__ring_count(&r->unbalanced_ends);
+        return;
+    }
+    /* Scopes opened inside this one and still open close with it. */
+    uint64_t n = depth - pos + 1;
+    uint64_t at = gpufl__ring_reserve(r, n);
+    if (LIKELY(at != UINT64_MAX)) {
+        gpufl__ring_prefetch(r, at);
+        for (uint64_t k = 0; k < n; k++) {
+            gpufl_rec_t *rec = gpufl__ring_at(r, at + k);
+            rec->ticks = ticks;
+            rec->scope_id = r->stack[depth - 1 - k];
+            rec->kind = GPUFL_REC_SCOPE_END;
+            rec->flags = k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0;
+            rec->extra = 0;
+            rec->name_len = rec->tag_len = 0;
+        }
+        gpufl__ring_commit(r, at + n);
+    }
+    r->depth = pos - 1;
+}
+
+uint64_t gpufl__scope_current(void) {
+    uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
+    gpufl_ring_t *r = tls_ring;
+    if (!generation || !r || gpufl__ring_generation(r) != generation || r->depth == 0) return 0;
+    return r->stack[r->depth - 1];
+}
+
+int32_t gpufl__thread_id(void) {
+    static __thread int32_t tid;
+    if (!tid) tid = (int32_t)syscall(SYS_gettid);
+    return tid;
+}

@@ -1,0 +1,30 @@
+/*
+ * scope.h - the hot path: scope begin/end into the calling thread's ring.
+ *
+ * The session attaches a ring pool and a generation number; a generation of
+ * 0 means no session runs and every hot-path call returns at once.
+ */
+#ifndef GPUFL_CORE_SCOPE_H
+#define GPUFL_CORE_SCOPE_H
+
+#include "core/ring.h"
+
+#include <gpufl/gpufl.h>
+
+/* Nonzero while a session runs: its generation. */
+/* gpufl_internal_live_generation (gpufl.h): nonzero while a session runs. */
+
+/* Makes the hot path record into pool for session `generation` (nonzero). */
+void gpufl__scope_attach(gpufl_ring_pool_t *pool, uint64_t generation);
+/* Stops recording: later hot-path calls do nothing. */
+void gpufl__scope_detach(void);
+/* Unbalanced ends from threads that own no ring in this session. */
+uint64_t gpufl__scope_stray_ends(void);
+/* Threads that found no free ring in this session. */
+uint64_t gpufl__scope_threads_unbuffered(void);
+/* The calling thread's OS thread id (cached per thread after the first call). */
+int32_t gpufl__thread_id(void);
+/* The innermost open scope id of the calling thread, 0 when none. */
+uint64_t gpufl__scope_current(void);
+
+#endif

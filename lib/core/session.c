@@ -1,0 +1,396 @@
+/*
+ * session.c - init and shutdown: one session at a time per process.
+ *
+ * init resolves the options, creates <log_path>/<session_id>/, writes the
+ * options and capability records, and starts the collector; shutdown drains
+ * and closes everything. Both are serialised by one lock and are safe to
+ * repeat. A session still running at exit is shut down by an atexit handler;
+ * a forked child starts with no session (it may call init for its own).
+ */
+#include "analysis/report.h"
+#include "core/clock.h"
+#include "core/collector.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/scope.h"
+#include "core/session.h"
+#include "host/host_sampler.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+static struct session_state {
+    pthread_mutex_t lock;
+    int running;
+    int ran_once;     /* a session ran in this process: reports can find it */
+    int last_disabled; /* the last init found gpufl switched off */
+    int hooks_installed;
+    uint64_t generation;
+    gpufl_settings_t settings;
+    gpufl_session_ident_t ident;
+    char dir[4096];
+    gpufl_collector_t *collector;
+    gpufl_host_sampler_t host;
+    gpufl_stats_t last_stats;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+const char *gpufl_version(void) {
+    return STR(GPUFL_VERSION_MAJOR) "." STR(GPUFL_VERSION_MINOR) "." STR(GPUFL_VERSION_PATCH);
+}
+
+int gpufl_version_number(void) { return GPUFL_VERSION_NUMBER; }
+
+/* ---------------- directories and ids ---------------- */
+
+static int make_dirs(const char *path) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp)
+        return gpufl__set_error(GPUFL_EINVAL, "log_path '%s' is empty or too long", path);
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) goto fail;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) goto fail;
+    return 0;
+fail:
+    return gpufl__set_error(GPUFL_EIO, "cannot create log directory '%s': %s", tmp,
+                            strerror(errno));
+}
+
+static unsigned random16(void) {
+    unsigned short r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = (unsigned short)(gpufl__mono_ns() ^ ((int64_t)getpid() << 7));
+    return r;
+}
+
+/* <UTC time to the ms>Z-<pid>-<4 hex>: sorts by start time as a string. */
+static void make_session_id(char *out, size_t size, int64_t unix_us) {
+    time_t secs = (time_t)(unix_us / 1000000);
+    struct tm tm;
+    char stamp[32];
+    gmtime_r(&secs, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
+    snprintf(out, size, "%s.%03dZ-%d-%04x", stamp, (int)(unix_us / 1000 % 1000), (int)getpid(),
+             random16());
+}
+
+static int create_session_dir(const char *log_path, gpufl_session_ident_t *ident, char *dir,
+                              size_t size) {
+    int rc = make_dirs(log_path);
+    if (rc) return rc;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        make_session_id(ident->session_id, sizeof ident->session_id, ident->epoch_unix_us);
+        if ((size_t)snprintf(dir, size, "%s/%s", log_path, ident->session_id) >= size)
+            return gpufl__set_error(GPUFL_EINVAL, "log_path '%s' is too long", log_path);
+        if (mkdir(dir, 0755) == 0) return 0;
+        if (errno != EEXIST) break;
+    }
+    return gpufl__set_error(GPUFL_EIO, "cannot create session directory '%s': %s", dir,
+                            strerror(errno));
+}
+
+/* ---------------- records written at init ---------------- */
+
+static void write_options(gpufl_writer_t *f, const gpufl_settings_t *s) {
+    gpufl_buf_t *b = gpufl__writer_record(f, "options");
+    for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
+        const char *name, *str;
+        int64_t num;
+        gpufl_option_source_t src;
+        gpufl__settings_get(s, i, &name, &src, &str, &num);
+        gpufl__buf_key(b, name);
+        gpufl__buf_puts(b, "{\"value\":");
+        if (str) gpufl__buf_put_str(b, str, strlen(str));
+        else gpufl__buf_put_i64(b, num);
+        gpufl__buf_kv_str(b, "from", gpufl__option_source_name(src));
+        gpufl__buf_putc(b, '}');
+    }
+    gpufl__writer_end_record(f);
+}
+
+static void put_feature(gpufl_buf_t *b, const char *name, int on, const char *why) {
+    gpufl__buf_key(b, name);
+    gpufl__buf_puts(b, on ? "{\"on\":true" : "{\"on\":false");
+    if (why) gpufl__buf_kv_str(b, "why", why);
+    gpufl__buf_putc(b, '}');
+}
+
+/* Says what runs and, for what does not, why. This release has the host
+ * sources only; the GPU backends are reported as not built yet. */
+static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int host_ok) {
+    const char *gpu_why;
+    switch (s->backend) {
+    case GPUFL_BACKEND_NONE: gpu_why = "backend None was asked for"; break;
+    case GPUFL_BACKEND_AMD: gpu_why = "the AMD backend is not built yet in this release"; break;
+    default: gpu_why = "the NVIDIA backend (NVML, CUPTI) is not built yet in this release"; break;
+    }
+    const char *trace_why = s->profiling_engine == GPUFL_ENGINE_MONITOR
+                                ? "engine Monitor runs no CUPTI"
+                                : "engines above Monitor are not built yet in this release; "
+                                  "running Monitor";
+    gpufl_buf_t *b = gpufl__writer_record(f, "capabilities");
+    gpufl__buf_kv_str(b, "backend_requested", gpufl_backend_name(s->backend));
+    gpufl__buf_kv_str(b, "backend", "None");
+    gpufl__buf_kv_str(b, "engine_requested", gpufl_engine_name(s->profiling_engine));
+    gpufl__buf_kv_str(b, "engine", "Monitor");
+    gpufl__buf_key(b, "features");
+    gpufl__buf_putc(b, '{');
+    put_feature(b, "host_metrics", host_ok, host_ok ? NULL : "cannot read /proc");
+    put_feature(b, "nvml", 0, gpu_why);
+    put_feature(b, "cupti_trace", 0, trace_why);
+    gpufl__buf_putc(b, '}');
+    gpufl__writer_end_record(f);
+
+    if (s->profiling_engine != GPUFL_ENGINE_MONITOR)
+        gpufl__warn("profiling engine %s is not built yet; running Monitor (host metrics only)",
+                    gpufl_engine_name(s->profiling_engine));
+    if (s->backend == GPUFL_BACKEND_NVIDIA || s->backend == GPUFL_BACKEND_AMD)
+        gpufl__warn("backend %s: %s", gpufl_backend_name(s->backend), gpu_why);
+}
+
+/* ---------------- process hooks ---------------- */
+
+static void at_exit(void) { gpufl_shutdown(); }
+static void fork_prepare(void) { pthread_mutex_lock(&g.lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&g.lock); }
+
+/* The child has no collector thread: it forgets the parent's session
+ * (without touching its files or buffers) and may start its own. */
+static void fork_child(void) {
+    gpufl__scope_detach();
+    g.running = 0;
+    g.collector = NULL;
+    memset(&g.settings, 0, sizeof g.settings);
+    pthread_mutex_init(&g.lock, NULL);
+}
+
+static void install_hooks(void) {
+    if (g.hooks_installed) return;
+    g.hooks_installed = 1;
+    atexit(at_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* ---------------- init and shutdown ---------------- */
+
+static int start_session(void) {
+    gpufl_settings_t *s = &g.settings;
+    gpufl_ring_pool_t *pool;
+    gpufl_source_t host_source;
+    char log_path[4096];
+    int rc;
+
+    if (*s->log_path) snprintf(log_path, sizeof log_path, "%s", s->log_path);
+    else snprintf(log_path, sizeof log_path, "%s.log", s->app_name);
+
+    memset(&g.ident, 0, sizeof g.ident);
+    snprintf(g.ident.app_name, sizeof g.ident.app_name, "%s", s->app_name);
+    if (gethostname(g.ident.hostname, sizeof g.ident.hostname - 1) != 0)
+        snprintf(g.ident.hostname, sizeof g.ident.hostname, "unknown");
+    g.ident.pid = (int)getpid();
+
+    rc = gpufl__ring_pool_get((uint64_t)s->ring_capacity_records, (uint64_t)s->memory_cap_bytes,
+                              &pool);
+    if (rc) return rc;
+    gpufl__clock_setup();
+    gpufl__clock_reset();
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    g.ident.epoch_ns = gpufl__mono_ns();
+    g.ident.epoch_unix_us = (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
+
+    rc = create_session_dir(log_path, &g.ident, g.dir, sizeof g.dir);
+    if (rc) return rc;
+    gpufl__ring_pool_reset(pool);
+    rc = gpufl__collector_create(s, pool, g.dir, &g.ident, &g.collector);
+    if (rc) return rc;
+
+    gpufl_writer_t *device = gpufl__collector_file(g.collector, GPUFL_FILE_DEVICE);
+    rc = gpufl__host_sampler_init(&g.host, g.collector, s, NULL, &host_source);
+    if (rc) goto fail;
+    write_options(device, s);
+    write_capabilities(device, s, g.host.reader_ok);
+    if ((rc = gpufl__collector_add_source(g.collector, &host_source)) ||
+        (rc = gpufl__collector_start(g.collector))) {
+        gpufl__collector_destroy(g.collector, NULL);
+        gpufl__host_sampler_fini(&g.host);
+        g.collector = NULL;
+        return rc;
+    }
+    gpufl__scope_attach(pool, ++g.generation);
+    gpufl__debug("session %s started in %s", g.ident.session_id, g.dir);
+    return 0;
+fail:
+    gpufl__collector_destroy(g.collector, NULL);
+    g.collector = NULL;
+    return rc;
+}
+
+int gpufl_init(const gpufl_options_t *opts) {
+    int rc;
+    gpufl__clear_error();
+    if (gpufl__env_disabled() ||
+        (opts && opts->size >= offsetof(gpufl_options_t, enabled) + sizeof opts->enabled &&
+         !opts->enabled)) {
+        g.last_disabled = 1;
+        return gpufl__set_error(GPUFL_EDISABLED, "gpufl is disabled (%s); nothing is recorded",
+                                gpufl__env_disabled() ? "GPUFL_DISABLED is set" : "enabled=false");
+    }
+    pthread_mutex_lock(&g.lock);
+    if (g.running) {
+        rc = gpufl__set_error(GPUFL_EALREADY,
+                              "a session is already running (%s); call shutdown() before "
+                              "init() again",
+                              g.ident.session_id);
+        goto out;
+    }
+    gpufl__settings_fini(&g.settings);
+    rc = gpufl__settings_resolve(opts, &g.settings);
+    if (rc) goto out;
+    gpufl__log_set_debug(g.settings.enable_debug_output);
+    g.last_disabled = !g.settings.enabled;
+    if (!g.settings.enabled) {
+        rc = gpufl__set_error(GPUFL_EDISABLED, "gpufl is disabled by the config file");
+        goto out;
+    }
+    rc = start_session();
+    if (rc) goto out;
+    install_hooks();
+    g.running = 1;
+    g.ran_once = 1;
+out:
+    if (rc && rc != GPUFL_EDISABLED) gpufl__warn("init failed: %s", gpufl_last_error());
+    pthread_mutex_unlock(&g.lock);
+    return rc;
+}
+
+void gpufl_shutdown(void) {
+    pthread_mutex_lock(&g.lock);
+    if (g.running) {
+        gpufl__scope_detach();
+        g.last_stats.size = sizeof g.last_stats;
+        gpufl__collector_destroy(g.collector, &g.last_stats);
+        gpufl__host_sampler_fini(&g.host);
+        g.collector = NULL;
+        g.running = 0;
+        gpufl__debug("session %s ended", g.ident.session_id);
+    }
+    pthread_mutex_unlock(&g.lock);
+}
+
+/* ---------------- queries ---------------- */
+
+int gpufl__session_disabled(void) { return gpufl__env_disabled() || g.last_disabled; }
+
+int gpufl_is_active(void) {
+    return __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED) != 0;
+}
+
+int gpufl_session_dir(char *buf, size_t buf_size) {
+    int rc;
+    pthread_mutex_lock(&g.lock);
+    if (!g.ran_once) rc = gpufl__set_error(GPUFL_ENOTINIT, "no session has run in this process");
+    else if (!buf || strlen(g.dir) + 1 > buf_size)
+        rc = gpufl__set_error(GPUFL_EINVAL, "buffer too small for the session directory");
+    else rc = (int)strlen(memcpy(buf, g.dir, strlen(g.dir) + 1));
+    pthread_mutex_unlock(&g.lock);
+    return rc;
+}
+
+int gpufl_get_stats(gpufl_stats_t *out) {
+    int rc = 0;
+    pthread_mutex_lock(&g.lock);
+    if (g.running) {
+        gpufl__collector_stats(g.collector, out);
+    } else if (g.ran_once) {
+        size_t size = out->size && out->size < sizeof g.last_stats ? out->size : sizeof g.last_stats;
+        memcpy(out, &g.last_stats, size);
+        out->size = size;
+    } else {
+        rc = gpufl__set_error(GPUFL_ENOTINIT, "no session has run in this process");
+    }
+    pthread_mutex_unlock(&g.lock);
+    return rc;
+}
+
+int gpufl_flush(void) {
+    int rc;
+    pthread_mutex_lock(&g.lock);
+    rc = g.running ? gpufl__collector_flush(g.collector)
+                   : gpufl__set_error(GPUFL_ENOTINIT, "no session is running");
+    pthread_mutex_unlock(&g.lock);
+    return rc;
+}
+
+static int system_window(const char *name, int open) {
+    int rc;
+    if (!name) return gpufl__set_error(GPUFL_EINVAL, "system window name is NULL");
+    pthread_mutex_lock(&g.lock);
+    if (g.running) rc = gpufl__host_sampler_window(&g.host, name, open);
+    else if (g.last_disabled) rc = GPUFL_EDISABLED;
+    else rc = gpufl__set_error(GPUFL_ENOTINIT, "system_%s(\"%s\"): no session is running",
+                               open ? "start" : "stop", name);
+    pthread_mutex_unlock(&g.lock);
+    return rc;
+}
+
+int gpufl_system_start(const char *name) { return system_window(name, 1); }
+int gpufl_system_stop(const char *name) { return system_window(name, 0); }
+
+/* ---------------- reports ---------------- */
+
+int gpufl_report_session(const char *session_dir, const char *output_path) {
+    FILE *out = stdout;
+    int rc;
+    if (!session_dir) return gpufl__set_error(GPUFL_EINVAL, "session_dir is NULL");
+    if (output_path && *output_path) {
+        out = fopen(output_path, "w");
+        if (!out)
+            return gpufl__set_error(GPUFL_EIO, "cannot write report '%s': %s", output_path,
+                                    strerror(errno));
+    }
+    rc = gpufl__report_session_dir(session_dir, out);
+    if (out != stdout) {
+        if (fclose(out) != 0 && rc == 0)
+            rc = gpufl__set_error(GPUFL_EIO, "cannot write report '%s': %s", output_path,
+                                  strerror(errno));
+    } else {
+        fflush(stdout);
+    }
+    return rc;
+}
+
+int gpufl_report_write(const char *output_path) {
+    char dir[4096];
+    pthread_mutex_lock(&g.lock);
+    if (!g.ran_once) {
+        pthread_mutex_unlock(&g.lock);
+        int rc = gpufl__set_error(GPUFL_ENOTINIT, g.last_disabled
+                                                      ? "gpufl is disabled: no session to report"
+                                                      : "no session has run in this process; "
+                                                        "call init() first");
+        if (!g.last_disabled) gpufl__warn("generateReport: %s", gpufl_last_error());
+        return rc;
+    }
+    if (g.running) gpufl__collector_flush(g.collector);
+    snprintf(dir, sizeof dir, "%s", g.dir);
+    pthread_mutex_unlock(&g.lock);
+    int rc = gpufl_report_session(dir, output_path);
+    if (rc) gpufl__warn("generateReport: %s", gpufl_last_error());
+    return rc;
+}

@@ -1,0 +1,10 @@
+/*
+ * session.h - what other modules may ask of the session state.
+ */
+#ifndef GPUFL_CORE_SESSION_H
+#define GPUFL_CORE_SESSION_H
+
+/* 1 when gpufl is switched off: GPUFL_DISABLED, or the last init was disabled. */
+int gpufl__session_disabled(void);
+
+#endif

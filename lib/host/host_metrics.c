@@ -1,0 +1,733 @@
+/*
+ * host_metrics.c - host, process and cgroup metrics read from /proc and
+ * /sys/fs/cgroup below a root directory (a fake tree in tests).
+ *
+ * Init reads the static facts once. Each sample then costs six small reads of
+ * kernel text files, parsed in place in one stack buffer, with no allocation:
+ *   proc/stat (first line)         host CPU busy and total jiffies
+ *   proc/meminfo                   MemTotal, MemAvailable
+ *   proc/self/stat                 utime + stime of this process
+ *   proc/self/statm                resident pages of this process
+ *   cgroup memory usage            v2 memory.current, v1 memory.usage_in_bytes
+ *   cgroup CPU usage               v2 cpu.stat usage_usec, v1 cpuacct.usage
+ * Each is one open(), one read() and one close(); a cgroup file costs two more
+ * calls when it falls back to the hierarchy root (see open_cgroup_file).
+ */
+#include "host/host_metrics.h"
+
+#include "core/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* Enough for every file read per sample: /proc/meminfo is about 1.5 KiB, and
+ * of /proc/stat, which is large on big hosts, only the first line is used. */
+#define READ_BUFFER_BYTES 8192
+/* root (< 256) + "/sys/fs/cgroup/<hierarchy>" + cgroup path (< 512) + file name. */
+#define PATH_BYTES 1024
+#define CGROUP_PATH_BYTES sizeof(((gpufl_host_info_t *)0)->cgroup_path)
+/* Reading /proc/stat at init stops after the cpu lines; this bounds it anyway
+ * (a fake root could point it at an endless file). 8192 CPUs take about 1 MiB. */
+#define CPU_COUNT_MAX_READ_BYTES (4u << 20)
+/* cgroup v1 reports "no limit" as a huge page-rounded number (2^63 - 4096 on
+ * x86-64); anything from 2^62 on is no real limit. */
+#define CGROUP_V1_UNLIMITED_BYTES (UINT64_C(1) << 62)
+
+/* Bits of reader->have_prev: which previous counters hold a value, so a
+ * counter that could not be read once does not turn into a huge rate later. */
+enum { PREV_HOST_CPU = 1, PREV_PROCESS_CPU = 2, PREV_CGROUP_CPU = 4 };
+
+/* v1 hierarchies that hold the CPU files: co-mounted (the usual systemd
+ * layout) first, then separately mounted controllers. */
+static const char *const cpu_usage_hierarchies[] = {"/cpu,cpuacct", "/cpuacct"};
+static const char *const cpu_quota_hierarchies[] = {"/cpu,cpuacct", "/cpu"};
+#define HIERARCHY_COUNT 2
+
+/* ---------------------------------------------------------------------- */
+/* Files                                                                    */
+/* ---------------------------------------------------------------------- */
+
+static int format_path(char *out, size_t cap, const char *fmt, ...) GPUFL__PRINTF(3, 4);
+
+/* Returns 0, or -1 when the path does not fit (then it is not opened at all). */
+static int format_path(char *out, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int length = vsnprintf(out, cap, fmt, ap);
+    va_end(ap);
+    return (length < 0 || (size_t)length >= cap) ? -1 : 0;
+}
+
+static int open_read_only(const char *path) { return open(path, O_RDONLY | O_CLOEXEC); }
+
+static int directory_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Reads the start of an open file into buf as a string and closes it. One
+ * read() is enough: kernel text files hand over all they have, up to the
+ * buffer, at once. Returns the byte count or -1 (errno kept). */
+static ssize_t read_fd_text(int fd, char *buf, size_t cap) {
+    if (fd < 0)
+        return -1;
+    ssize_t count;
+    do {
+        count = read(fd, buf, cap - 1);
+    } while (count < 0 && errno == EINTR);
+    int saved_errno = errno;
+    close(fd);
+    if (count < 0) {
+        errno = saved_errno;
+        return -1;
+    }
+    buf[count] = '\0';
+    return count;
+}
+
+/* Reads root + relative (which starts with '/'). */
+static ssize_t read_root_text(const char *root, const char *relative, char *buf, size_t cap) {
+    char path[PATH_BYTES];
+    if (format_path(path, sizeof path, "%s%s", root, relative) != 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return read_fd_text(open_read_only(path), buf, cap);
+}
+
+/* Copies the first line of text, without trailing blanks, into dst. */
+static void copy_first_line(char *dst, size_t cap, const char *text) {
+    size_t length = strcspn(text, "\n");
+    while (length > 0 && (text[length - 1] == ' ' || text[length - 1] == '\t' ||
+                          text[length - 1] == '\r'))
+        length--;
+    if (length >= cap)
+        length = cap - 1;
+    memcpy(dst, text, length);
+    dst[length] = '\0';
+}
+
+/* ---------------------------------------------------------------------- */
+/* Numbers                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+/* What may follow a number: anything else ("12abc") makes it garbage. */
+static int ends_number(char c) { return c == '\0' || c == ' ' || c == '\t' || c == '\n'; }
+
+/* Parses an unsigned decimal after optional blanks (not newlines, so a
+ * parse never runs into the next line) and advances *cursor past it.
+ * Returns 0, or -1 for no number, trailing garbage or overflow. */
+static int parse_u64(const char **cursor, uint64_t *out) {
+    const char *p = *cursor;
+    while (is_blank(*p))
+        p++;
+    if (!is_digit(*p))
+        return -1;
+    uint64_t value = 0;
+    for (; is_digit(*p); p++) {
+        unsigned digit = (unsigned)(*p - '0');
+        if (value > (UINT64_MAX - digit) / 10)
+            return -1;
+        value = value * 10 + digit;
+    }
+    if (!ends_number(*p))
+        return -1;
+    *cursor = p;
+    *out = value;
+    return 0;
+}
+
+/* Like parse_u64 with an optional '-' (cfs_quota_us is -1 when unlimited). */
+static int parse_i64(const char **cursor, int64_t *out) {
+    const char *p = *cursor;
+    while (is_blank(*p))
+        p++;
+    int negative = (*p == '-');
+    if (negative)
+        p++;
+    uint64_t magnitude;
+    if (parse_u64(&p, &magnitude) != 0 || magnitude > (uint64_t)INT64_MAX)
+        return -1;
+    *cursor = p;
+    *out = negative ? -(int64_t)magnitude : (int64_t)magnitude;
+    return 0;
+}
+
+/* Parses the number that makes up a whole one-value file ("12345\n"). */
+static int parse_single_u64(const char *text, uint64_t *out) {
+    const char *p = text;
+    return parse_u64(&p, out);
+}
+
+/* True when a one-value file says "max" (cgroup v2 for "no limit"). */
+static int says_max(const char *text) { return strncmp(text, "max", 3) == 0 && ends_number(text[3]); }
+
+/* Finds the line that starts with key ("MemTotal:") and parses the number after it. */
+static int find_line_value(const char *text, const char *key, uint64_t *out) {
+    size_t key_length = strlen(key);
+    for (const char *line = text; line != NULL && *line != '\0';) {
+        if (strncmp(line, key, key_length) == 0) {
+            const char *p = line + key_length;
+            return parse_u64(&p, out);
+        }
+        line = strchr(line, '\n');
+        if (line != NULL)
+            line++;
+    }
+    return -1;
+}
+
+static int64_t u64_to_bytes(uint64_t value) {
+    return value > (uint64_t)INT64_MAX ? GPUFL_HOST_UNKNOWN : (int64_t)value;
+}
+
+static int64_t kib_to_bytes(uint64_t kib) {
+    return kib > (uint64_t)INT64_MAX / 1024 ? GPUFL_HOST_UNKNOWN : (int64_t)(kib * 1024);
+}
+
+/* Percent of one CPU used over an interval: delta units of CPU time, at
+ * units_per_second, over elapsed_ns of wall time. -1 when the counter went
+ * backwards or no time passed. */
+static double percent_of_one_cpu(uint64_t previous, uint64_t current, double units_per_second,
+                                 double elapsed_ns) {
+    if (current < previous || elapsed_ns <= 0 || units_per_second <= 0)
+        return -1;
+    double cpu_seconds = (double)(current - previous) / units_per_second;
+    return 100.0 * cpu_seconds / (elapsed_ns / 1e9);
+}
+
+/* ---------------------------------------------------------------------- */
+/* /proc parsers                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Parses the "cpu " total line of /proc/stat. total is user..steal: guest and
+ * guest_nice are already counted inside user and nice, so they are left out. */
+static int parse_host_cpu_line(const char *text, uint64_t *busy, uint64_t *total) {
+    if (strncmp(text, "cpu ", 4) != 0)
+        return -1;
+    const char *p = text + 4;
+    uint64_t fields[8] = {0};
+    int count = 0;
+    while (count < 8 && parse_u64(&p, &fields[count]) == 0)
+        count++;
+    if (count < 4) /* user nice system idle exist on every kernel */
+        return -1;
+    uint64_t sum = 0;
+    for (int i = 0; i < count; i++) {
+        if (fields[i] > UINT64_MAX - sum)
+            return -1;
+        sum += fields[i];
+    }
+    uint64_t idle = fields[3] + fields[4]; /* idle + iowait, both <= sum */
+    *total = sum;
+    *busy = sum - idle;
+    return 0;
+}
+
+/* Parses utime + stime (fields 14 and 15) of /proc/<pid>/stat. The command
+ * name in field 2 may hold spaces and ')', so fields are counted from the last ')'. */
+static int parse_process_ticks(const char *text, uint64_t *ticks) {
+    const char *p = strrchr(text, ')');
+    if (p == NULL)
+        return -1;
+    p++;
+    for (int field = 3; field < 14; field++) {
+        while (is_blank(*p))
+            p++;
+        if (*p == '\0' || *p == '\n')
+            return -1;
+        while (*p != '\0' && !is_blank(*p) && *p != '\n')
+            p++;
+    }
+    uint64_t user_ticks, system_ticks;
+    if (parse_u64(&p, &user_ticks) != 0 || parse_u64(&p, &system_ticks) != 0 ||
+        user_ticks > UINT64_MAX - system_ticks)
+        return -1;
+    *ticks = user_ticks + system_ticks;
+    return 0;
+}
+
+/* Counts the "cpuN" lines of /proc/stat as it streams by in buf. They come
+ * first, so reading stops at the first other line: on a big host the file is
+ * large, and the "intr" line after the cpu lines alone can be tens of KiB. */
+struct cpu_line_counter {
+    size_t column;
+    int starts_with_cpu; /* the line so far matches "cpu" */
+    int count;
+    int done;
+};
+
+static void count_cpu_lines(struct cpu_line_counter *counter, const char *text, size_t length) {
+    static const char prefix[] = "cpu";
+    for (size_t i = 0; i < length && !counter->done; i++) {
+        char c = text[i];
+        if (c == '\n') {
+            counter->column = 0;
+            counter->starts_with_cpu = 1;
+            continue;
+        }
+        if (counter->column < 3) {
+            if (c != prefix[counter->column]) {
+                counter->starts_with_cpu = 0;
+                counter->done = 1; /* past the cpu lines */
+            }
+        } else if (counter->column == 3 && counter->starts_with_cpu && is_digit(c)) {
+            counter->count++;
+        }
+        counter->column++;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* cgroups                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* The process's place in each hierarchy, from /proc/self/cgroup. */
+struct cgroup_membership {
+    int has_unified, has_memory, has_cpu, has_cpuacct;
+    char unified_path[CGROUP_PATH_BYTES];
+    char memory_path[CGROUP_PATH_BYTES];
+    char cpu_path[CGROUP_PATH_BYTES];
+    char cpuacct_path[CGROUP_PATH_BYTES];
+};
+
+/* A path is used only when it is absolute, fits, and has no ".." that would
+ * lead out of the cgroup tree. */
+static int usable_cgroup_path(const char *path, size_t length) {
+    if (length == 0 || path[0] != '/' || length >= CGROUP_PATH_BYTES)
+        return 0;
+    for (size_t i = 0; i + 1 < length; i++) {
+        int starts_component = (path[i] == '/');
+        if (starts_component && path[i + 1] == '.' && i + 2 < length && path[i + 2] == '.' &&
+            (i + 3 == length || path[i + 3] == '/'))
+            return 0;
+    }
+    return 1;
+}
+
+static void set_cgroup_path(char *dst, int *has, const char *path, size_t length) {
+    memcpy(dst, path, length);
+    dst[length] = '\0';
+    *has = 1;
+}
+
+/* True when the comma-separated list holds controller (in any order). */
+static int controller_list_has(const char *list, size_t length, const char *controller) {
+    size_t want = strlen(controller);
+    const char *end = list + length;
+    for (const char *token = list; token < end;) {
+        const char *comma = memchr(token, ',', (size_t)(end - token));
+        const char *token_end = comma != NULL ? comma : end;
+        if ((size_t)(token_end - token) == want && memcmp(token, controller, want) == 0)
+            return 1;
+        if (comma == NULL)
+            break;
+        token = comma + 1;
+    }
+    return 0;
+}
+
+/* Parses one "hierarchy-id:controller-list:path" line. */
+static void parse_cgroup_line(const char *line, size_t length, struct cgroup_membership *m) {
+    const char *first_colon = memchr(line, ':', length);
+    if (first_colon == NULL)
+        return;
+    const char *controllers = first_colon + 1;
+    const char *second_colon = memchr(controllers, ':', (size_t)(line + length - controllers));
+    if (second_colon == NULL)
+        return;
+    size_t controllers_length = (size_t)(second_colon - controllers);
+    const char *path = second_colon + 1;
+    size_t path_length = (size_t)(line + length - path);
+    if (!usable_cgroup_path(path, path_length))
+        return;
+    if (controllers_length == 0 && first_colon - line == 1 && line[0] == '0') {
+        set_cgroup_path(m->unified_path, &m->has_unified, path, path_length);
+        return;
+    }
+    if (controller_list_has(controllers, controllers_length, "memory"))
+        set_cgroup_path(m->memory_path, &m->has_memory, path, path_length);
+    if (controller_list_has(controllers, controllers_length, "cpu"))
+        set_cgroup_path(m->cpu_path, &m->has_cpu, path, path_length);
+    if (controller_list_has(controllers, controllers_length, "cpuacct"))
+        set_cgroup_path(m->cpuacct_path, &m->has_cpuacct, path, path_length);
+}
+
+static void parse_cgroup_membership(const char *text, struct cgroup_membership *m) {
+    memset(m, 0, sizeof *m);
+    for (const char *line = text; *line != '\0';) {
+        size_t length = strcspn(line, "\n");
+        parse_cgroup_line(line, length, m);
+        line += length;
+        if (*line == '\n')
+            line++;
+    }
+}
+
+/* hierarchy is "" for v2 and "/memory", "/cpu,cpuacct", ... for v1. */
+static int hierarchy_exists(const char *root, const char *hierarchy) {
+    char path[PATH_BYTES];
+    return format_path(path, sizeof path, "%s/sys/fs/cgroup%s", root, hierarchy) == 0 &&
+           directory_exists(path);
+}
+
+/* Opens a file of the process's cgroup. Its own directory comes first. When
+ * that directory is missing (a container whose cgroup namespace shows a host
+ * path) the hierarchy root, which is then the container's own cgroup, is used
+ * instead. A file missing from an existing directory stays missing: the root
+ * would describe a different cgroup. */
+static int open_cgroup_file(const char *root, const char *hierarchy, const char *cgroup_path,
+                            const char *file) {
+    const char *own = strcmp(cgroup_path, "/") == 0 ? "" : cgroup_path;
+    char path[PATH_BYTES];
+    if (format_path(path, sizeof path, "%s/sys/fs/cgroup%s%s/%s", root, hierarchy, own, file) != 0)
+        return -1;
+    int fd = open_read_only(path);
+    if (fd >= 0 || own[0] == '\0' || errno != ENOENT)
+        return fd;
+    if (format_path(path, sizeof path, "%s/sys/fs/cgroup%s%s", root, hierarchy, own) != 0 ||
+        directory_exists(path))
+        return -1;
+    if (format_path(path, sizeof path, "%s/sys/fs/cgroup%s/%s", root, hierarchy, file) != 0)
+        return -1;
+    return open_read_only(path);
+}
+
+static ssize_t read_cgroup_text(const char *root, const char *hierarchy, const char *cgroup_path,
+                                const char *file, char *buf, size_t cap) {
+    return read_fd_text(open_cgroup_file(root, hierarchy, cgroup_path, file), buf, cap);
+}
+
+/* Tries the v1 CPU hierarchies in order; the first one holding the file wins. */
+static ssize_t read_cgroup_v1_cpu_text(const char *root, const char *const *hierarchies,
+                                       const char *cgroup_path, const char *file, char *buf,
+                                       size_t cap) {
+    for (int i = 0; i < HIERARCHY_COUNT; i++) {
+        ssize_t count = read_cgroup_text(root, hierarchies[i], cgroup_path, file, buf, cap);
+        if (count >= 0)
+            return count;
+    }
+    return -1;
+}
+
+static void read_cgroup_v2_limits(const char *root, gpufl_host_info_t *info, char *buf,
+                                  size_t cap) {
+    uint64_t value;
+    if (read_cgroup_text(root, "", info->cgroup_path, "memory.max", buf, cap) >= 0 &&
+        !says_max(buf) && parse_single_u64(buf, &value) == 0)
+        info->cg_mem_limit_bytes = u64_to_bytes(value);
+
+    /* cpu.max is "quota period" or "max period". */
+    if (read_cgroup_text(root, "", info->cgroup_path, "cpu.max", buf, cap) >= 0 && !says_max(buf)) {
+        const char *p = buf;
+        uint64_t quota_usec, period_usec;
+        if (parse_u64(&p, &quota_usec) == 0 && parse_u64(&p, &period_usec) == 0 && period_usec > 0)
+            info->cg_cpu_limit_cores = (double)quota_usec / (double)period_usec;
+    }
+}
+
+static void read_cgroup_v1_limits(const char *root, const struct cgroup_membership *m,
+                                  gpufl_host_info_t *info, char *buf, size_t cap) {
+    uint64_t value;
+    if (m->has_memory &&
+        read_cgroup_text(root, "/memory", m->memory_path, "memory.limit_in_bytes", buf, cap) >= 0 &&
+        parse_single_u64(buf, &value) == 0 && value < CGROUP_V1_UNLIMITED_BYTES)
+        info->cg_mem_limit_bytes = (int64_t)value;
+
+    if (!m->has_cpu)
+        return;
+    const char *p = buf;
+    int64_t quota_usec;
+    if (read_cgroup_v1_cpu_text(root, cpu_quota_hierarchies, m->cpu_path, "cpu.cfs_quota_us", buf,
+                                cap) < 0 ||
+        parse_i64(&p, &quota_usec) != 0 || quota_usec < 0) /* -1: no quota */
+        return;
+    uint64_t period_usec;
+    if (read_cgroup_v1_cpu_text(root, cpu_quota_hierarchies, m->cpu_path, "cpu.cfs_period_us", buf,
+                                cap) >= 0 &&
+        parse_single_u64(buf, &period_usec) == 0 && period_usec > 0)
+        info->cg_cpu_limit_cores = (double)quota_usec / (double)period_usec;
+}
+
+static int any_v1_cpu_hierarchy_exists(const char *root) {
+    for (int i = 0; i < HIERARCHY_COUNT; i++) {
+        if (hierarchy_exists(root, cpu_usage_hierarchies[i]) ||
+            hierarchy_exists(root, cpu_quota_hierarchies[i]))
+            return 1;
+    }
+    return 0;
+}
+
+/* Finds the process's cgroup and its limits. Controllers in v1 hierarchies
+ * win over a v2 line: on a hybrid host the v2 tree holds no controllers.
+ * Sampling reads v1 memory and CPU usage at the one cgroup_path (the header
+ * keeps no other); it is the memory path, the one that decides OOM kills. */
+static void detect_cgroup(const char *root, gpufl_host_info_t *info, char *buf, size_t cap) {
+    struct cgroup_membership m;
+    info->cgroup_version = 0;
+    info->cgroup_path[0] = '\0';
+    info->cg_mem_limit_bytes = GPUFL_HOST_UNKNOWN;
+    info->cg_cpu_limit_cores = -1;
+    if (read_root_text(root, "/proc/self/cgroup", buf, cap) < 0)
+        return;
+    parse_cgroup_membership(buf, &m);
+
+    int v1_memory = m.has_memory && hierarchy_exists(root, "/memory");
+    int v1_cpu = (m.has_cpu || m.has_cpuacct) && any_v1_cpu_hierarchy_exists(root);
+    if (v1_memory || v1_cpu) {
+        const char *path = v1_memory ? m.memory_path : m.has_cpuacct ? m.cpuacct_path : m.cpu_path;
+        info->cgroup_version = 1;
+        snprintf(info->cgroup_path, sizeof info->cgroup_path, "%s", path);
+        read_cgroup_v1_limits(root, &m, info, buf, cap);
+    } else if (m.has_unified && hierarchy_exists(root, "")) {
+        info->cgroup_version = 2;
+        snprintf(info->cgroup_path, sizeof info->cgroup_path, "%s", m.unified_path);
+        read_cgroup_v2_limits(root, info, buf, cap);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Static info                                                              */
+/* ---------------------------------------------------------------------- */
+
+/* Copies root without trailing slashes, so "/" becomes "" and paths join
+ * with a plain root + "/proc/...". */
+static int set_root(gpufl_host_reader_t *r, const char *root) {
+    size_t length = root != NULL ? strlen(root) : 0;
+    while (length > 0 && root[length - 1] == '/')
+        length--;
+    if (length >= sizeof r->root)
+        return gpufl__set_error(GPUFL_EINVAL, "host metrics root '%s' is longer than %zu bytes",
+                                root, sizeof r->root - 1);
+    if (length > 0)
+        memcpy(r->root, root, length);
+    r->root[length] = '\0';
+    return 0;
+}
+
+static int read_mem_total(gpufl_host_reader_t *r, char *buf, size_t cap) {
+    if (read_root_text(r->root, "/proc/meminfo", buf, cap) < 0)
+        return gpufl__set_error(GPUFL_EIO, "cannot read %s/proc/meminfo: %s", r->root,
+                                strerror(errno));
+    uint64_t kib;
+    r->info.mem_total_bytes =
+        find_line_value(buf, "MemTotal:", &kib) == 0 ? kib_to_bytes(kib) : GPUFL_HOST_UNKNOWN;
+    return 0;
+}
+
+static int read_cpu_count(gpufl_host_reader_t *r, char *buf, size_t cap) {
+    char path[PATH_BYTES];
+    int fd = -1;
+    if (format_path(path, sizeof path, "%s/proc/stat", r->root) == 0)
+        fd = open_read_only(path);
+    if (fd < 0)
+        return gpufl__set_error(GPUFL_EIO, "cannot read %s/proc/stat: %s", r->root,
+                                strerror(errno));
+    struct cpu_line_counter counter = {0, 1, 0, 0};
+    size_t total_read = 0;
+    while (!counter.done && total_read < CPU_COUNT_MAX_READ_BYTES) {
+        ssize_t count = read(fd, buf, cap);
+        if (count < 0 && errno == EINTR)
+            continue;
+        if (count <= 0)
+            break;
+        count_cpu_lines(&counter, buf, (size_t)count);
+        total_read += (size_t)count;
+    }
+    close(fd);
+    r->info.cpu_count = counter.count > 0 ? counter.count : GPUFL_HOST_UNKNOWN;
+    return 0;
+}
+
+/* Hostname and kernel release. gethostname() answers only for the real
+ * system: under a fake root it would describe the wrong machine. */
+static void read_names(gpufl_host_reader_t *r, char *buf, size_t cap) {
+    gpufl_host_info_t *info = &r->info;
+    if (read_root_text(r->root, "/proc/sys/kernel/hostname", buf, cap) >= 0)
+        copy_first_line(info->hostname, sizeof info->hostname, buf);
+    if (info->hostname[0] == '\0' && r->root[0] == '\0' &&
+        gethostname(info->hostname, sizeof info->hostname - 1) != 0)
+        info->hostname[0] = '\0';
+    info->hostname[sizeof info->hostname - 1] = '\0';
+
+    if (read_root_text(r->root, "/proc/sys/kernel/osrelease", buf, cap) >= 0)
+        copy_first_line(info->kernel_release, sizeof info->kernel_release, buf);
+}
+
+int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root) {
+    char buf[READ_BUFFER_BYTES];
+    if (r == NULL)
+        return gpufl__set_error(GPUFL_EINVAL, "host metrics reader is NULL");
+    memset(r, 0, sizeof *r);
+    int rc = set_root(r, root);
+    if (rc == 0)
+        rc = read_mem_total(r, buf, sizeof buf);
+    if (rc == 0)
+        rc = read_cpu_count(r, buf, sizeof buf);
+    if (rc != 0)
+        return rc;
+    read_names(r, buf, sizeof buf);
+    detect_cgroup(r->root, &r->info, buf, sizeof buf);
+    r->clk_tck = sysconf(_SC_CLK_TCK);
+    r->page_size = sysconf(_SC_PAGESIZE);
+    return 0;
+}
+
+void gpufl__host_reader_fini(gpufl_host_reader_t *r) {
+    if (r != NULL)
+        memset(r, 0, sizeof *r);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sampling                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static void set_sample_unknown(gpufl_host_sample_t *out) {
+    out->cpu_pct = -1;
+    out->proc_cpu_pct = -1;
+    out->mem_used_bytes = GPUFL_HOST_UNKNOWN;
+    out->mem_total_bytes = GPUFL_HOST_UNKNOWN;
+    out->proc_rss_bytes = GPUFL_HOST_UNKNOWN;
+    out->cg_mem_used_bytes = GPUFL_HOST_UNKNOWN;
+    out->cg_mem_limit_bytes = GPUFL_HOST_UNKNOWN;
+    out->cg_cpu_pct = -1;
+    out->cg_cpu_limit_cores = -1;
+}
+
+/* Keeps a counter for the next rate, or forgets it when it could not be read. */
+static void remember(gpufl_host_reader_t *r, int bit, int have_value) {
+    if (have_value)
+        r->have_prev |= bit;
+    else
+        r->have_prev &= ~bit;
+}
+
+/* Returns -1 when /proc/stat cannot be read at all. */
+static int sample_host_cpu(gpufl_host_reader_t *r, char *buf, size_t cap, gpufl_host_sample_t *out) {
+    uint64_t busy, total;
+    if (read_root_text(r->root, "/proc/stat", buf, cap) < 0) {
+        remember(r, PREV_HOST_CPU, 0);
+        return -1;
+    }
+    int parsed = parse_host_cpu_line(buf, &busy, &total) == 0;
+    /* A total that shrinks (a CPU went offline) gives no rate for this interval. */
+    if (parsed && (r->have_prev & PREV_HOST_CPU) && total > r->prev_host_total) {
+        double busy_delta = (double)busy - (double)r->prev_host_busy;
+        double pct = 100.0 * busy_delta / (double)(total - r->prev_host_total);
+        /* iowait may go backwards on some kernels, pushing busy past the bounds. */
+        out->cpu_pct = pct < 0 ? 0 : pct > 100 ? 100 : pct;
+    }
+    if (parsed) {
+        r->prev_host_busy = busy;
+        r->prev_host_total = total;
+    }
+    remember(r, PREV_HOST_CPU, parsed);
+    return 0;
+}
+
+/* Returns -1 when /proc/meminfo cannot be read at all. */
+static int sample_memory(gpufl_host_reader_t *r, char *buf, size_t cap, gpufl_host_sample_t *out) {
+    uint64_t total_kib, available_kib;
+    if (read_root_text(r->root, "/proc/meminfo", buf, cap) < 0)
+        return -1;
+    if (find_line_value(buf, "MemTotal:", &total_kib) != 0)
+        return 0;
+    out->mem_total_bytes = kib_to_bytes(total_kib);
+    /* MemAvailable, unlike MemFree, counts reclaimable page cache as free. */
+    if (find_line_value(buf, "MemAvailable:", &available_kib) == 0 && available_kib <= total_kib)
+        out->mem_used_bytes = kib_to_bytes(total_kib - available_kib);
+    return 0;
+}
+
+static void sample_process(gpufl_host_reader_t *r, char *buf, size_t cap, double elapsed_ns,
+                           gpufl_host_sample_t *out) {
+    uint64_t ticks, size_pages, resident_pages;
+    int have_ticks = read_root_text(r->root, "/proc/self/stat", buf, cap) >= 0 &&
+                     parse_process_ticks(buf, &ticks) == 0;
+    if (have_ticks && (r->have_prev & PREV_PROCESS_CPU))
+        out->proc_cpu_pct =
+            percent_of_one_cpu(r->prev_proc_ticks, ticks, (double)r->clk_tck, elapsed_ns);
+    if (have_ticks)
+        r->prev_proc_ticks = ticks;
+    remember(r, PREV_PROCESS_CPU, have_ticks);
+
+    const char *p = buf;
+    if (read_root_text(r->root, "/proc/self/statm", buf, cap) >= 0 &&
+        parse_u64(&p, &size_pages) == 0 && parse_u64(&p, &resident_pages) == 0 &&
+        r->page_size > 0 && resident_pages <= (uint64_t)INT64_MAX / (uint64_t)r->page_size)
+        out->proc_rss_bytes = (int64_t)(resident_pages * (uint64_t)r->page_size);
+}
+
+/* Reads the cgroup's memory usage and CPU time (microseconds) into the sample
+ * and *usage_usec; returns whether the CPU time was read. */
+static int read_cgroup_usage(gpufl_host_reader_t *r, char *buf, size_t cap,
+                             gpufl_host_sample_t *out, uint64_t *usage_usec) {
+    const char *path = r->info.cgroup_path;
+    uint64_t value;
+    if (r->info.cgroup_version == 2) {
+        if (read_cgroup_text(r->root, "", path, "memory.current", buf, cap) >= 0 &&
+            parse_single_u64(buf, &value) == 0)
+            out->cg_mem_used_bytes = u64_to_bytes(value);
+        return read_cgroup_text(r->root, "", path, "cpu.stat", buf, cap) >= 0 &&
+               find_line_value(buf, "usage_usec ", usage_usec) == 0;
+    }
+    if (read_cgroup_text(r->root, "/memory", path, "memory.usage_in_bytes", buf, cap) >= 0 &&
+        parse_single_u64(buf, &value) == 0)
+        out->cg_mem_used_bytes = u64_to_bytes(value);
+    if (read_cgroup_v1_cpu_text(r->root, cpu_usage_hierarchies, path, "cpuacct.usage", buf, cap) <
+            0 ||
+        parse_single_u64(buf, &value) != 0)
+        return 0;
+    *usage_usec = value / 1000; /* cpuacct.usage is in nanoseconds */
+    return 1;
+}
+
+static void sample_cgroup(gpufl_host_reader_t *r, char *buf, size_t cap, double elapsed_ns,
+                          gpufl_host_sample_t *out) {
+    uint64_t usage_usec = 0;
+    out->cg_mem_limit_bytes = r->info.cg_mem_limit_bytes;
+    out->cg_cpu_limit_cores = r->info.cg_cpu_limit_cores;
+    if (r->info.cgroup_version == 0)
+        return;
+    int have_usage = read_cgroup_usage(r, buf, cap, out, &usage_usec);
+    if (have_usage && (r->have_prev & PREV_CGROUP_CPU))
+        out->cg_cpu_pct = percent_of_one_cpu(r->prev_cg_usage_usec, usage_usec, 1e6, elapsed_ns);
+    if (have_usage)
+        r->prev_cg_usage_usec = usage_usec;
+    remember(r, PREV_CGROUP_CPU, have_usage);
+}
+
+int gpufl__host_sample(gpufl_host_reader_t *r, int64_t now_mono_ns, gpufl_host_sample_t *out) {
+    char buf[READ_BUFFER_BYTES];
+    if (r == NULL || out == NULL)
+        return gpufl__set_error(GPUFL_EINVAL, "host sample: NULL reader or output");
+    set_sample_unknown(out);
+    /* Doubles: no overflow whatever the caller's clock says. */
+    double elapsed_ns = (double)now_mono_ns - (double)r->prev_mono_ns;
+
+    const char *unreadable = NULL;
+    int saved_errno = 0;
+    if (sample_host_cpu(r, buf, sizeof buf, out) != 0) {
+        unreadable = "/proc/stat";
+        saved_errno = errno;
+    }
+    if (sample_memory(r, buf, sizeof buf, out) != 0 && unreadable == NULL) {
+        unreadable = "/proc/meminfo";
+        saved_errno = errno;
+    }
+    sample_process(r, buf, sizeof buf, elapsed_ns, out);
+    sample_cgroup(r, buf, sizeof buf, elapsed_ns, out);
+    r->prev_mono_ns = now_mono_ns;
+    if (unreadable != NULL)
+        return gpufl__set_error(GPUFL_EIO, "cannot read %s%s: %s", r->root, unreadable,
+                                strerror(saved_errno));
+    return 0;
+}

@@ -1,0 +1,223 @@
+/*
+ * host_sampler.c - drives host_metrics on the collector thread and writes
+ * host_info, host_sample batches and system_start/system_stop records.
+ */
+#include "host/host_sampler.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/scope.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const gpufl_col_def_t sample_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},          {"cpu_pct", GPUFL_COL_PCT},
+    {"proc_cpu_pct", GPUFL_COL_PCT},   {"mem_used_bytes", GPUFL_COL_OPT},
+    {"mem_total_bytes", GPUFL_COL_OPT}, {"proc_rss_bytes", GPUFL_COL_OPT},
+    {"cg_mem_used_bytes", GPUFL_COL_OPT}, {"cg_mem_limit_bytes", GPUFL_COL_OPT},
+    {"cg_cpu_pct", GPUFL_COL_PCT},     {"cg_cpu_limit_cores", GPUFL_COL_FIX2}};
+#define SAMPLE_COLS ((int)(sizeof sample_cols / sizeof sample_cols[0]))
+
+static void sample_to_cells(const gpufl_host_sample_t *x, gpufl_cell_t *row) {
+    row[0].i = x->ts_ns;
+    row[1].d = x->cpu_pct;
+    row[2].d = x->proc_cpu_pct;
+    row[3].i = x->mem_used_bytes;
+    row[4].i = x->mem_total_bytes;
+    row[5].i = x->proc_rss_bytes;
+    row[6].i = x->cg_mem_used_bytes;
+    row[7].i = x->cg_mem_limit_bytes;
+    row[8].d = x->cg_cpu_pct;
+    row[9].d = x->cg_cpu_limit_cores;
+}
+
+/* Takes a sample; caller holds s->lock. Returns 0 when the reader works. */
+static int take(gpufl_host_sampler_t *s, int64_t now_ns, gpufl_host_sample_t *out) {
+    memset(out, 0, sizeof *out);
+    if (!s->reader_ok) return -1;
+    gpufl__host_sample(&s->reader, now_ns, out);
+    out->ts_ns = gpufl__collector_session_ns(s->collector, now_ns);
+    return 0;
+}
+
+static int active(gpufl_host_sampler_t *s) {
+    return s->continuous || s->nwindows > 0 || gpufl__collector_open_scopes(s->collector) > 0;
+}
+
+static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
+    gpufl_host_sampler_t *s = self;
+    gpufl_host_sample_t x;
+    (void)c;
+    if (s->period_ns == 0) return;
+    pthread_mutex_lock(&s->lock);
+    if (!active(s)) {
+        s->was_active = 0;
+        goto out;
+    }
+    if (!s->was_active) {
+        /* A new active stretch: the first reading is a baseline, so rates
+         * do not average over the idle time before it. */
+        s->was_active = 1;
+        take(s, now_ns, &x);
+        s->next_ns = now_ns + s->period_ns;
+        goto out;
+    }
+    if (now_ns < s->next_ns) goto out;
+    if (take(s, now_ns, &x) == 0) {
+        gpufl_cell_t *row = gpufl__batch_row(&s->batch);
+        if (!row) { /* full: write it out first */
+            gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_SYSTEM);
+            pthread_mutex_lock(&f->lock);
+            gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
+            pthread_mutex_unlock(&f->lock);
+            row = gpufl__batch_row(&s->batch);
+        }
+        sample_to_cells(&x, row);
+    }
+    s->next_ns += s->period_ns;
+    if (s->next_ns <= now_ns) s->next_ns = now_ns + s->period_ns; /* fell behind: skip */
+out:
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int64_t due_in(void *self, int64_t now_ns) {
+    gpufl_host_sampler_t *s = self;
+    int64_t due = INT64_MAX;
+    pthread_mutex_lock(&s->lock);
+    if (s->period_ns && s->was_active) due = s->next_ns - now_ns;
+    pthread_mutex_unlock(&s->lock);
+    return due;
+}
+
+static void flush(gpufl_collector_t *c, void *self) {
+    gpufl_host_sampler_t *s = self;
+    gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_SYSTEM);
+    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&f->lock);
+    gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
+    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void put_opt(gpufl_buf_t *b, const char *key, int64_t v) {
+    gpufl__buf_key(b, key);
+    if (v < 0) gpufl__buf_puts(b, "null");
+    else gpufl__buf_put_i64(b, v);
+}
+
+static void write_host_info(gpufl_host_sampler_t *s) {
+    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_SYSTEM);
+    const gpufl_host_info_t *h = &s->reader.info;
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "host_info");
+    if (s->reader_ok) {
+        gpufl__buf_kv_str(b, "hostname", h->hostname);
+        gpufl__buf_kv_str(b, "kernel", h->kernel_release);
+        gpufl__buf_kv_i64(b, "cpu_count", h->cpu_count);
+        put_opt(b, "mem_total_bytes", h->mem_total_bytes);
+        gpufl__buf_kv_i64(b, "cgroup_version", h->cgroup_version);
+        gpufl__buf_kv_str(b, "cgroup_path", h->cgroup_path);
+        put_opt(b, "cg_mem_limit_bytes", h->cg_mem_limit_bytes);
+        gpufl__buf_key(b, "cg_cpu_limit_cores");
+        gpufl__buf_put_fixed(b, h->cg_cpu_limit_cores, 2);
+    } else {
+        gpufl__buf_kv_str(b, "error", gpufl_last_error());
+    }
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
+                             const gpufl_settings_t *settings, const char *root,
+                             gpufl_source_t *source) {
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->lock, NULL);
+    s->collector = c;
+    s->continuous = settings->continuous_system_sampling;
+    s->period_ns = (int64_t)settings->system_sample_rate_ms * 1000000;
+    int rc = gpufl__batch_init(&s->batch, "host_sample", sample_cols, SAMPLE_COLS);
+    if (rc) return rc;
+    s->reader_ok = gpufl__host_reader_init(&s->reader, root) == 0;
+    if (!s->reader_ok)
+        gpufl__warn("host metrics are off: %s", gpufl_last_error());
+    if (s->continuous && s->period_ns) { /* baseline now: the first period gets its rates */
+        gpufl_host_sample_t x;
+        int64_t now = gpufl__mono_ns();
+        take(s, now, &x);
+        s->was_active = 1;
+        s->next_ns = now + s->period_ns;
+    }
+    write_host_info(s);
+    *source = (gpufl_source_t){"host", s, poll, due_in, flush};
+    return 0;
+}
+
+void gpufl__host_sampler_fini(gpufl_host_sampler_t *s) {
+    for (int i = 0; i < s->nwindows; i++) free(s->windows[i]);
+    s->nwindows = 0;
+    if (s->reader_ok) gpufl__host_reader_fini(&s->reader);
+    gpufl__batch_fini(&s->batch);
+    pthread_mutex_destroy(&s->lock);
+}
+
+static void write_window_record(gpufl_host_sampler_t *s, const char *type, const char *name,
+                                const gpufl_host_sample_t *x, int have_sample) {
+    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_SYSTEM);
+    gpufl_cell_t cells[SAMPLE_COLS];
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, type);
+    gpufl__buf_kv_i64(b, "ts_ns", x->ts_ns);
+    gpufl__buf_kv_i64(b, "tid", gpufl__thread_id());
+    gpufl__buf_kv_str(b, "name", name);
+    gpufl__buf_kv_i64(b, "active", s->nwindows);
+    gpufl__buf_key(b, "snapshot");
+    if (have_sample) {
+        sample_to_cells(x, cells);
+        gpufl__buf_putc(b, '{');
+        for (int i = 0; i < SAMPLE_COLS; i++) {
+            gpufl__buf_key(b, sample_cols[i].name);
+            gpufl__buf_put_cell(b, sample_cols[i].kind, &cells[i]);
+        }
+        gpufl__buf_putc(b, '}');
+    } else {
+        gpufl__buf_puts(b, "null");
+    }
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+int gpufl__host_sampler_window(gpufl_host_sampler_t *s, const char *name, int open) {
+    gpufl_host_sample_t x;
+    int rc = 0, have;
+    int64_t now = gpufl__mono_ns();
+    pthread_mutex_lock(&s->lock);
+    if (open) {
+        char *copy = s->nwindows < GPUFL_HOST_WINDOWS_MAX ? strdup(name) : NULL;
+        if (!copy) {
+            rc = gpufl__set_error(GPUFL_ENOMEM, "too many open system windows (limit %d)",
+                                  GPUFL_HOST_WINDOWS_MAX);
+            goto out;
+        }
+        s->windows[s->nwindows++] = copy;
+    } else {
+        int i = s->nwindows - 1;
+        while (i >= 0 && strcmp(s->windows[i], name) != 0) i--;
+        if (i < 0) {
+            rc = gpufl__set_error(GPUFL_ENOTFOUND, "system_stop(\"%s\"): no such window is open",
+                                  name);
+            goto out;
+        }
+        free(s->windows[i]);
+        memmove(&s->windows[i], &s->windows[i + 1],
+                (size_t)(s->nwindows - i - 1) * sizeof s->windows[0]);
+        s->nwindows--;
+    }
+    have = take(s, now, &x) == 0;
+    x.ts_ns = gpufl__collector_session_ns(s->collector, now);
+    write_window_record(s, open ? "system_start" : "system_stop", name, &x, have);
+out:
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}

@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""Validates gpufl session logs against the JSON Schema and the format's own rules.
+
+Every line of every *.log and *.log.N file under the given directories must
+match docs/schema/gpufl-log.schema.json. Beyond what a JSON Schema can say,
+this also checks (docs/log-format.md): each file (segment) starts with a
+header naming that file and segment; dict ids are defined before a line of the
+same segment uses them, and mean the same string in every file of a session;
+batch columns have equal lengths; every line ends with a newline; a segment
+followed by another ends with segment_end naming it. Finding no file at all is
+a failure, so the check cannot pass vacuously.
+
+Uses only the standard library and python3-jsonschema (Debian package).
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+try:
+    import jsonschema
+except ImportError:  # pragma: no cover - reported, not hidden
+    sys.stderr.write("validate_logs.py: python3-jsonschema is not installed "
+                     "(apt-get install python3-jsonschema)\n")
+    sys.exit(2)
+
+LOG_NAME = re.compile(r"^(device|scope|system)\.log(?:\.([1-9][0-9]*))?$")
+BATCH_TYPES = ("dict", "scope_begin", "scope_end", "host_sample")
+# Columns of scope_begin that hold dict ids (0 = none for tag).
+DICT_COLUMNS = {"scope_begin": ("name", "tag", "path")}
+ERRORS_PER_FILE = 50
+
+
+def reject_constant(name):
+    raise ValueError("%s is not valid JSON" % name)
+
+
+class Checker:
+    def __init__(self, schema, allow_truncated):
+        self.validator = jsonschema.Draft7Validator(schema)
+        self.allow_truncated = {os.path.realpath(p) for p in allow_truncated}
+        self.errors = []
+        self.files = 0
+        self.lines = 0
+        self.session_dict = {}  # session dir -> {id: str}
+
+    def error(self, path, line, message):
+        if line:
+            self.errors.append("%s:%d: %s" % (path, line, message))
+        else:
+            self.errors.append("%s: %s" % (path, message))
+
+    def check_file(self, path, stem, segment, session_ids, next_exists):
+        self.files += 1
+        with open(path, "rb") as f:
+            data = f.read()
+        chunks = data.split(b"\n")
+        last = chunks.pop()  # b"" when the file ends with a newline
+        if last:
+            if os.path.realpath(path) in self.allow_truncated:
+                pass  # an incomplete last line a killed writer may leave
+            else:
+                self.error(path, len(chunks) + 1, "incomplete last line (no newline at the end)")
+        defined = set()
+        errors_before = len(self.errors)
+        last_type = None
+        for number, raw in enumerate(chunks, start=1):
+            if len(self.errors) - errors_before >= ERRORS_PER_FILE:
+                self.error(path, 0, "too many errors, stopped checking this file")
+                break
+            last_type = self.check_line(path, number, raw, stem, segment, defined, session_ids)
+        if not chunks:
+            self.error(path, 0, "no complete line: a file starts with its header")
+        if next_exists and last_type != "segment_end":
+            self.error(path, len(chunks), "followed by segment %d but does not end with "
+                       "segment_end" % (segment + 1))
+
+    def check_line(self, path, number, raw, stem, segment, defined, session_ids):
+        self.lines += 1
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            self.error(path, number, "not UTF-8: %s" % e)
+            return None
+        if not text:
+            self.error(path, number, "empty line")
+            return None
+        try:
+            rec = json.loads(text, parse_constant=reject_constant)
+        except ValueError as e:
+            self.error(path, number, "not JSON: %s" % e)
+            return None
+        if not isinstance(rec, dict):
+            self.error(path, number, "not a JSON object")
+            return None
+        ok = True
+        seen = set()
+        for err in sorted(self.validator.iter_errors(rec), key=lambda e: list(e.path)):
+            where = "/".join(str(p) for p in err.path)
+            message = "schema: %s%s" % (where + ": " if where else "", err.message)
+            if message not in seen:
+                seen.add(message)
+                self.error(path, number, message)
+            ok = False
+        rtype = rec.get("type")
+        if number == 1 and rtype != "header":
+            self.error(path, number, "the first line is %r, not a header" % rtype)
+        if rtype == "header" and ok:
+            if number != 1:
+                self.error(path, number, "a header that is not the first line")
+            if rec["file"] != stem:
+                self.error(path, number, "header names file %r" % rec["file"])
+            if rec["segment"] != segment:
+                self.error(path, number, "header says segment %d" % rec["segment"])
+            session_ids.add(rec["session_id"])
+        if rtype in BATCH_TYPES:
+            lengths = {k: len(v) for k, v in rec.items() if isinstance(v, list)}
+            if len(set(lengths.values())) > 1:
+                self.error(path, number, "batch columns of unequal length: %s" %
+                           ", ".join("%s=%d" % kv for kv in sorted(lengths.items())))
+                return rtype
+        if rtype == "dict" and ok:
+            sdict = self.session_dict.setdefault(os.path.dirname(path), {})
+            for i, s in zip(rec["id"], rec["str"]):
+                if sdict.setdefault(i, s) != s:
+                    self.error(path, number, "dict id %d is %r here but %r elsewhere in the "
+                               "session" % (i, s, sdict[i]))
+                defined.add(i)
+        for column in DICT_COLUMNS.get(rtype, ()):
+            values = rec.get(column)
+            if not isinstance(values, list):
+                continue
+            for row, i in enumerate(values):
+                if isinstance(i, int) and i != 0 and i not in defined:
+                    self.error(path, number, "%s row %d: dict id %d used before a dict line of "
+                               "this segment defines it" % (column, row, i))
+                    break
+        return rtype
+
+    def check_dir(self, root):
+        groups = {}  # (dir, stem) -> {segment: path}
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                m = LOG_NAME.match(name)
+                if m:
+                    seg = int(m.group(2) or 0)
+                    groups.setdefault((dirpath, m.group(1)), {})[seg] = os.path.join(dirpath, name)
+        by_dir = {}
+        for (dirpath, stem), segs in sorted(groups.items()):
+            session_ids = by_dir.setdefault(dirpath, set())
+            for seg in sorted(segs):
+                if seg > 0 and seg - 1 not in segs:
+                    self.error(segs[seg], 0, "segment %d is missing before it" % (seg - 1))
+                self.check_file(segs[seg], stem, seg, session_ids, seg + 1 in segs)
+        for dirpath, ids in sorted(by_dir.items()):
+            if len(ids) > 1:
+                self.error(dirpath, 0, "files of one session directory name different "
+                           "sessions: %s" % ", ".join(sorted(ids)))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(
+        description="Validate every line of gpufl session logs (*.log, *.log.N) found under "
+                    "DIR against the JSON Schema and the log format's rules. Exits 1 on any "
+                    "error, and when no log file is found.")
+    ap.add_argument("--schema", required=True, help="the JSON Schema (draft 7) of a log line")
+    ap.add_argument("--allow-truncated", action="append", default=[], metavar="FILE",
+                    help="a log file whose last line may be incomplete (a killed writer); "
+                         "may be repeated")
+    ap.add_argument("dirs", nargs="+", metavar="DIR", help="directories searched recursively")
+    args = ap.parse_args(argv)
+
+    with open(args.schema, encoding="utf-8") as f:
+        schema = json.load(f)
+    jsonschema.Draft7Validator.check_schema(schema)
+    checker = Checker(schema, args.allow_truncated)
+    for d in args.dirs:
+        if not os.path.isdir(d):
+            checker.error(d, 0, "not a directory")
+            continue
+        checker.check_dir(d)
+    if checker.files == 0 and not checker.errors:
+        checker.error(" ".join(args.dirs), 0, "no log file found (*.log, *.log.N)")
+
+    for e in checker.errors:
+        print(e)
+    if checker.errors:
+        print("%d files, %d lines, %d errors" % (checker.files, checker.lines,
+                                                 len(checker.errors)))
+        return 1
+    print("%d files, %d lines valid" % (checker.files, checker.lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,569 @@
+/*
+ * test_report.c - the log reader, the session model and the text report,
+ * against hand-written session fixtures (tests/fixtures/sessions/, and
+ * deliberately damaged ones in tests/fixtures/bad/) and golden reports
+ * (tests/fixtures/golden/). GPUFL_UPDATE_GOLDEN=1 rewrites the goldens.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gpufl/gpufl.h>
+
+#include "analysis/model.h"
+#include "analysis/reader.h"
+#include "analysis/report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef GPUFL_TEST_SOURCE_DIR
+#error "GPUFL_TEST_SOURCE_DIR must name the tests/ directory"
+#endif
+
+#define MS 1000000LL
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static const char *fixture(const char *rel) {
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/fixtures/%s", GPUFL_TEST_SOURCE_DIR, rel);
+    return path;
+}
+
+static gpufl_model_t *load(const char *rel) {
+    gpufl_model_t *m = NULL;
+    int rc = gpufl__model_load(fixture(rel), &m);
+    if (rc) print_error("load %s: %d %s\n", rel, rc, gpufl_last_error());
+    assert_int_equal(rc, 0);
+    assert_non_null(m);
+    return m;
+}
+
+/* Per-path figures computed from the model's instances. */
+typedef struct agg {
+    size_t calls, open;
+    int64_t total, min, max, repeat_sum;
+} agg_t;
+
+static agg_t aggregate(const gpufl_model_t *m, const char *path) {
+    agg_t a = {0, 0, 0, INT64_MAX, 0, 0};
+    for (size_t i = 0; i < m->n_scopes; i++) {
+        const gpufl_model_scope_t *s = &m->scopes[i];
+        if (strcmp(s->path, path) != 0) continue;
+        if (s->open) {
+            a.open++;
+            continue;
+        }
+        int64_t d = s->end_ns - s->begin_ns;
+        a.calls++;
+        a.total += d;
+        if (d < a.min) a.min = d;
+        if (d > a.max) a.max = d;
+        a.repeat_sum += s->repeat;
+    }
+    return a;
+}
+
+static int has_warning(const gpufl_model_t *m, const char *file, uint64_t line, const char *text) {
+    for (size_t i = 0; i < m->n_warnings; i++) {
+        const gpufl_model_warning_t *w = &m->warnings[i];
+        if (strcmp(w->file, file) == 0 && w->line == line && strstr(w->message, text)) return 1;
+    }
+    return 0;
+}
+
+static void dump_warnings(const gpufl_model_t *m) {
+    for (size_t i = 0; i < m->n_warnings; i++)
+        print_message("warning: %s:%llu: %s\n", m->warnings[i].file,
+                      (unsigned long long)m->warnings[i].line, m->warnings[i].message);
+}
+
+/* The report of a model as a heap string. */
+static char *render(const gpufl_model_t *m, size_t *len) {
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    assert_non_null(f);
+    assert_int_equal(gpufl__report_write(m, f), 0);
+    assert_int_equal(fclose(f), 0);
+    return buf;
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *nb = realloc(buf, cap * 2 + 1);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Compares the report of session `name` with golden/<name>.txt, byte for byte. */
+static void check_golden(const char *name) {
+    char rel[256], golden_path[4096];
+    snprintf(rel, sizeof rel, "sessions/%s", name);
+    gpufl_model_t *m = load(rel);
+    size_t len, glen = 0;
+    char *text = render(m, &len);
+    snprintf(rel, sizeof rel, "golden/%s.txt", name);
+    snprintf(golden_path, sizeof golden_path, "%s", fixture(rel));
+    const char *update = getenv("GPUFL_UPDATE_GOLDEN");
+    if (update && *update && strcmp(update, "0") != 0) {
+        FILE *f = fopen(golden_path, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(text, 1, len, f), len);
+        assert_int_equal(fclose(f), 0);
+    }
+    char *golden = read_all(golden_path, &glen);
+    if (!golden) print_error("cannot read %s\n", golden_path);
+    assert_non_null(golden);
+    if (glen != len || memcmp(golden, text, len) != 0) {
+        size_t i = 0, line = 1;
+        while (i < len && i < glen && text[i] == golden[i]) line += text[i++] == '\n';
+        char actual_path[512];
+        snprintf(actual_path, sizeof actual_path, "/tmp/gpufl-report-%s.txt", name);
+        FILE *f = fopen(actual_path, "wb");
+        if (f) {
+            fwrite(text, 1, len, f);
+            fclose(f);
+        }
+        print_error("report of %s differs from %s at line %zu; actual output in %s\n", name,
+                    golden_path, line, actual_path);
+        fail();
+    }
+    free(golden);
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void test_report_model_basic(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/basic");
+    dump_warnings(m);
+    assert_int_equal(m->n_warnings, 0);
+
+    /* header */
+    assert_true(m->header.present);
+    assert_string_equal(m->header.session_id, "20261122T031500.123Z-4711-9f3a");
+    assert_string_equal(m->header.app_name, "trainer");
+    assert_string_equal(m->header.hostname, "node7");
+    assert_string_equal(m->header.gpufl_version, "0.1.0");
+    assert_int_equal(m->header.pid, 4711);
+    assert_int_equal(m->header.epoch_ns, 1234567890123ULL);
+    assert_int_equal(m->header.epoch_unix_us, 1795317300123000LL);
+
+    /* reading */
+    assert_int_equal(m->read.segments[GPUFL_LOG_FILE_DEVICE], 1);
+    assert_int_equal(m->read.segments[GPUFL_LOG_FILE_SCOPE], 1);
+    assert_int_equal(m->read.segments[GPUFL_LOG_FILE_SYSTEM], 1);
+    assert_int_equal(m->read.lines, 4 + 22 + 7);
+    assert_int_equal(m->read.truncated_lines, 0);
+    assert_int_equal(m->read.corrupt_lines, 0);
+    assert_int_equal(m->read.unknown_records, 0);
+    assert_int_equal(m->dict.count, 16);
+
+    /* single records */
+    assert_non_null(m->options);
+    assert_non_null(m->capabilities);
+    assert_non_null(m->host_info);
+    assert_string_equal(gpufl__model_json_str(m->capabilities, "engine"), "Monitor");
+    assert_string_equal(gpufl__model_json_str(m->capabilities, "engine_requested"), "Trace");
+
+    /* scopes: 16 instances on two threads, one still open */
+    assert_int_equal(m->n_scopes, 16);
+    assert_int_equal(m->n_open_scopes, 1);
+    assert_int_equal(m->scope_ends_unmatched, 0);
+    assert_int_equal(m->scope_ends_duplicate, 0);
+    const gpufl_model_scope_t *s = gpufl__model_scope_find(m, 16);
+    assert_non_null(s);
+    assert_true(s->open);
+    assert_string_equal(s->path, "prefetch");
+    assert_int_equal(s->tid, 4712);
+    assert_int_equal(s->end_ns, GPUFL_MODEL_UNKNOWN);
+    s = gpufl__model_scope_find(m, 13);
+    assert_non_null(s);
+    assert_true(s->implicit);
+    assert_int_equal(s->parent, 12);
+    assert_int_equal(s->depth, 2);
+    assert_string_equal(s->name, "decode");
+    assert_string_equal(s->path, "load_batch/decode");
+    assert_int_equal(s->end_ns - s->begin_ns, 49 * MS);
+    s = gpufl__model_scope_find(m, 5);
+    assert_string_equal(s->tag, "epoch=1");
+    assert_string_equal(gpufl__model_scope_find(m, 2)->tag, "epoch=0");
+    assert_string_equal(gpufl__model_scope_find(m, 1)->tag, "");
+    assert_null(gpufl__model_scope_find(m, 17));
+
+    agg_t a = aggregate(m, "train");
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.total, 2000 * MS);
+    a = aggregate(m, "train/epoch");
+    assert_int_equal(a.calls, 2);
+    assert_int_equal(a.total, 1970 * MS);
+    assert_int_equal(a.min, 980 * MS);
+    assert_int_equal(a.max, 990 * MS);
+    a = aggregate(m, "train/epoch/backward");
+    assert_int_equal(a.total, 1130 * MS);
+    a = aggregate(m, "load_batch");
+    assert_int_equal(a.calls, 3);
+    assert_int_equal(a.total, 120 * MS);
+    assert_int_equal(a.min, 30 * MS);
+    assert_int_equal(a.max, 50 * MS);
+    a = aggregate(m, "load_batch/decode");
+    assert_int_equal(a.calls, 3);
+    assert_int_equal(a.total, 92 * MS);
+    assert_int_equal(a.min, 18 * MS);
+    assert_int_equal(a.max, 49 * MS);
+    /* GFL_BENCH: two calls of 100 measured iterations after 10 warmups */
+    a = aggregate(m, "matmul_bench");
+    assert_int_equal(a.calls, 2);
+    assert_int_equal(a.total, 1250 * MS);
+    assert_int_equal(a.repeat_sum, 200);
+    assert_int_equal(a.total / a.repeat_sum, 6250000); /* 6.25 ms per iteration */
+    assert_int_equal(gpufl__model_scope_find(m, 8)->warmup, 10);
+    a = aggregate(m, "prefetch");
+    assert_int_equal(a.calls, 0);
+    assert_int_equal(a.open, 1);
+
+    /* host samples: the first has no rates yet; cgroup limits are null */
+    assert_int_equal(m->n_samples, 5);
+    assert_true(m->samples[0].cpu_pct < 0);
+    assert_true(m->samples[0].proc_cpu_pct < 0);
+    double sum = 0, max = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_samples; i++) {
+        assert_int_equal(m->samples[i].cg_mem_limit_bytes, GPUFL_MODEL_UNKNOWN);
+        assert_true(m->samples[i].cg_cpu_limit_cores < 0);
+        if (m->samples[i].cpu_pct < 0) continue;
+        sum += m->samples[i].cpu_pct;
+        if (m->samples[i].cpu_pct > max) max = m->samples[i].cpu_pct;
+        n++;
+    }
+    assert_int_equal(n, 4);
+    assert_true(sum / (double)n == 46.5);
+    assert_true(max == 60.5);
+    assert_true(m->samples[2].proc_cpu_pct == 101.5);
+    assert_int_equal(m->samples[2].cg_mem_used_bytes, 3LL << 30);
+    assert_int_equal(m->samples[4].ts_ns, 2500 * MS);
+
+    /* windows, events, drops, session end */
+    assert_int_equal(m->n_windows, 2);
+    assert_string_equal(m->windows[0].name, "training");
+    assert_false(m->windows[0].is_stop);
+    assert_true(m->windows[1].is_stop);
+    assert_int_equal(m->windows[1].active, 0);
+    assert_true(m->windows[1].has_snapshot);
+    assert_true(m->windows[1].snapshot.cpu_pct == 35.0);
+    assert_int_equal(m->n_events, 1);
+    assert_int_equal(m->events[0].level, GPUFL_MODEL_LEVEL_WARN);
+    assert_string_equal(m->events[0].code, "unbalanced_scope_end");
+    assert_int_equal(m->events[0].file, GPUFL_LOG_FILE_SCOPE);
+    assert_true(m->drops.present);
+    assert_int_equal(m->drops.ts_ns, 4000 * MS);
+    assert_int_equal(m->drops.unbalanced_ends, 1);
+    assert_int_equal(m->drops.records, 0);
+    assert_true(m->session_end.present);
+    assert_int_equal(m->session_end.files, 3);
+    assert_int_equal(m->session_end.duration_ns, 4000 * MS);
+    assert_int_equal(m->first_ts_ns, 50 * MS);
+    assert_int_equal(m->last_ts_ns, 4000 * MS);
+    gpufl__model_destroy(m);
+}
+
+static void test_report_golden_basic(void **state) {
+    (void)state;
+    check_golden("basic");
+}
+
+static void test_report_golden_killed(void **state) {
+    (void)state;
+    check_golden("killed");
+}
+
+static void test_report_golden_rotated(void **state) {
+    (void)state;
+    check_golden("rotated");
+}
+
+/* A killed writer: no session_end, open scopes, an incomplete last line. */
+static void test_report_truncated_last_line(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/killed");
+    dump_warnings(m);
+    assert_int_equal(m->n_warnings, 0); /* the incomplete line is expected, not a problem */
+    assert_int_equal(m->read.truncated_lines, 1);
+    assert_int_equal(m->read.corrupt_lines, 0);
+    assert_false(m->session_end.present);
+    assert_int_equal(m->n_scopes, 5);
+    assert_int_equal(m->n_open_scopes, 2);
+    assert_true(gpufl__model_scope_find(m, 5)->open); /* its end was in the cut line */
+    assert_true(gpufl__model_scope_find(m, 1)->open);
+    agg_t a = aggregate(m, "serve/handle");
+    assert_int_equal(a.calls, 3);
+    assert_int_equal(a.total, 48 * MS);
+    assert_int_equal(a.open, 1);
+    assert_int_equal(m->last_ts_ns, 90 * MS);
+    assert_int_equal(m->n_samples, 3);
+    assert_int_equal(m->samples[0].cg_mem_limit_bytes, 4LL << 30);
+    assert_true(m->samples[1].cg_cpu_limit_cores == 2.0);
+
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "90.0 ms (no session_end: still running or killed)"));
+    assert_non_null(strstr(text, "1 incomplete last line ignored"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* Segments are read in order; scopes join across them; dicts repeat. */
+static void test_report_rotated_segments(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/rotated");
+    dump_warnings(m);
+    assert_int_equal(m->n_warnings, 0);
+    assert_int_equal(m->read.segments[GPUFL_LOG_FILE_SCOPE], 2);
+    assert_int_equal(m->read.segments[GPUFL_LOG_FILE_DEVICE], 1);
+    assert_int_equal(m->read.segments[GPUFL_LOG_FILE_SYSTEM], 0); /* no system.log */
+    assert_int_equal(m->n_scopes, 5);
+    assert_int_equal(m->n_open_scopes, 0);
+    const gpufl_model_scope_t *s = gpufl__model_scope_find(m, 2); /* begun in .0, ended in .1 */
+    assert_int_equal(s->begin_ns, 30 * MS);
+    assert_int_equal(s->end_ns, 50 * MS);
+    agg_t a = aggregate(m, "step");
+    assert_int_equal(a.calls, 4);
+    assert_int_equal(a.total, 100 * MS);
+    assert_int_equal(a.min, 10 * MS);
+    assert_int_equal(a.max, 40 * MS);
+    assert_string_equal(gpufl__model_str(m, 3), "step/io");
+    assert_string_equal(gpufl__model_str(m, 0), "");
+    assert_null(gpufl__model_str(m, 99));
+    assert_int_equal(m->n_samples, 0);
+    gpufl__model_destroy(m);
+}
+
+/* Corrupt lines are reported with file:line and skipped; the rest loads. */
+static void test_report_corrupt_lines(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("bad/corrupt");
+    dump_warnings(m);
+    assert_int_equal(m->read.corrupt_lines, 5);
+    assert_true(has_warning(m, "scope.log", 4, "not JSON"));
+    assert_true(has_warning(m, "scope.log", 5, "scope_begin: column \"tid\" has 1 rows"));
+    assert_true(has_warning(m, "scope.log", 6, "scope_end: row 0: ts_ns is not an integer"));
+    assert_true(has_warning(m, "scope.log", 8, "not a JSON object"));
+    assert_true(has_warning(m, "scope.log", 9, "no \"type\""));
+    assert_int_equal(m->n_warnings, 5);
+    /* lines 3 and 7 loaded: both scopes closed by line 7, not by the bad line 6 */
+    assert_int_equal(m->n_scopes, 2);
+    assert_int_equal(m->n_open_scopes, 0);
+    assert_int_equal(gpufl__model_scope_find(m, 1)->end_ns, 9 * MS);
+    assert_int_equal(gpufl__model_scope_find(m, 2)->end_ns, 5 * MS);
+    assert_null(gpufl__model_scope_find(m, 3));
+    assert_true(m->session_end.present);
+
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "\nLog problems\n  scope.log:4: not JSON"));
+    assert_non_null(strstr(text, "log problems       5 (listed at the end)"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* Unknown record types, unknown columns and newer versions are skipped. */
+static void test_report_unknown_ignored(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("bad/unknown");
+    dump_warnings(m);
+    assert_int_equal(m->read.corrupt_lines, 0);
+    assert_int_equal(m->read.unknown_records, 2); /* kernel_frobnicate, scope_begin v2 */
+    assert_int_equal(m->unknown_versions, 1);
+    assert_int_equal(m->n_warnings, 1);
+    assert_true(has_warning(m, "", 0, "1 records of a newer version skipped"));
+    assert_int_equal(m->n_scopes, 1);
+    assert_int_equal(m->scopes[0].end_ns - m->scopes[0].begin_ns, 2 * MS);
+    assert_true(m->session_end.present);
+    gpufl__model_destroy(m);
+}
+
+static void test_report_missing_dir(void **state) {
+    (void)state;
+    gpufl_model_t *m = (gpufl_model_t *)&m; /* must be reset to NULL */
+    assert_int_equal(gpufl__model_load(fixture("sessions/no-such-session"), &m), GPUFL_ENOTFOUND);
+    assert_null(m);
+    assert_non_null(strstr(gpufl_last_error(), "no-such-session"));
+    /* a file, not a directory */
+    assert_int_equal(gpufl__model_load(fixture("sessions/basic/scope.log"), &m), GPUFL_ENOTFOUND);
+    /* a directory without any log */
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(gpufl__model_load(dir, &m), GPUFL_ENOTFOUND);
+    assert_non_null(strstr(gpufl_last_error(), "no log file"));
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(gpufl__report_session_dir(fixture("sessions/no-such-session"), stdout),
+                     GPUFL_ENOTFOUND);
+    gpufl__model_destroy(NULL);
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void remove_file(const char *dir, const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(unlink(path), 0);
+}
+
+/* A line past the cap is reported and skipped without being held whole. */
+static void test_report_oversized_line(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    size_t big = 3u << 20; /* longer than one read chunk */
+    char *text = malloc(big + 4096);
+    assert_non_null(text);
+    int n = sprintf(text, "{\"type\":\"header\",\"v\":1,\"file\":\"scope\",\"segment\":0}\n"
+                          "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"");
+    memset(text + n, 'x', big);
+    n += (int)big;
+    n += sprintf(text + n, "\"]}\n{\"type\":\"dict\",\"v\":1,\"id\":[2],\"str\":[\"ok\"]}\n"
+                           "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[5],\"tid\":[1],\"id\":[1],"
+                           "\"parent\":[0],\"depth\":[1],\"name\":[2],\"tag\":[0],\"path\":[2],"
+                           "\"repeat\":[0],\"warmup\":[0]}\n");
+    write_file(dir, "scope.log", text);
+    gpufl_model_limits_t lim = {0};
+    lim.max_line_bytes = 1 << 20;
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
+    dump_warnings(m);
+    assert_int_equal(m->read.oversized_lines, 1);
+    assert_int_equal(m->read.lines, 4);
+    assert_true(has_warning(m, "scope.log", 2, "longer than 1048576 bytes"));
+    assert_null(gpufl__model_str(m, 1));
+    assert_int_equal(m->n_scopes, 1);
+    assert_string_equal(m->scopes[0].name, "ok");
+    gpufl__model_destroy(m);
+
+    /* Without the cap, the same long line loads. */
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(m->read.oversized_lines, 0);
+    assert_int_equal(strlen(gpufl__model_str(m, 1)), big);
+    gpufl__model_destroy(m);
+    remove_file(dir, "scope.log");
+    assert_int_equal(rmdir(dir), 0);
+    free(text);
+}
+
+/* Every array has a cap; what passes it is counted, not kept. */
+static void test_report_caps_counted(void **state) {
+    (void)state;
+    gpufl_model_limits_t lim = {0};
+    lim.max_scopes = 3;
+    lim.max_samples = 2;
+    lim.max_events = 1;
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load_limits(fixture("sessions/basic"), &lim, &m), 0);
+    assert_int_equal(m->n_scopes, 3);
+    assert_int_equal(m->scopes_over_cap, 13);
+    assert_int_equal(m->scope_ends_over_cap, 12);
+    assert_int_equal(m->n_samples, 2);
+    assert_int_equal(m->samples_over_cap, 3);
+    assert_int_equal(m->n_events, 1);
+    assert_int_equal(m->events_over_cap, 0);
+    assert_true(has_warning(m, "", 0, "13 scope rows past the cap of 3"));
+    assert_true(has_warning(m, "", 0, "3 host samples past the cap of 2"));
+    gpufl__model_destroy(m);
+
+    lim = (gpufl_model_limits_t){0};
+    lim.max_warnings = 2;
+    assert_int_equal(gpufl__model_load_limits(fixture("bad/corrupt"), &lim, &m), 0);
+    assert_int_equal(m->n_warnings, 2);
+    assert_int_equal(m->warnings_over_cap, 3);
+    gpufl__model_destroy(m);
+}
+
+/* Segment bookkeeping: a missing segment named by segment_end, a header of
+ * the wrong segment, a dict id redefined. */
+static void test_report_segment_checks(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "scope.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"a\"]}\n"
+               "{\"type\":\"segment_end\",\"v\":1,\"next\":\"scope.log.1\"}\n");
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"b\"]}\n");
+    write_file(dir, "device.log", "{\"type\":\"header\",\"v\":1,\"segment\":3}\n");
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    dump_warnings(m);
+    assert_true(has_warning(m, "scope.log", 0, "segment_end names 'scope.log.1', which is missing"));
+    assert_true(has_warning(m, "system.log", 2, "dict: id 1 redefined"));
+    assert_true(has_warning(m, "device.log", 1, "header says segment 3"));
+    assert_string_equal(gpufl__model_str(m, 1), "a");
+    assert_int_equal(m->dict.conflicts, 1);
+    gpufl__model_destroy(m);
+    remove_file(dir, "scope.log");
+    remove_file(dir, "system.log");
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_report_write_error(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/rotated");
+    FILE *ro = fopen("/dev/null", "r"); /* writes fail on a read-only stream */
+    assert_non_null(ro);
+    assert_int_equal(gpufl__report_write(m, ro), GPUFL_EIO);
+    fclose(ro);
+    assert_int_equal(gpufl__report_write(NULL, stdout), GPUFL_EINVAL);
+    gpufl__model_destroy(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_report_model_basic),
+        cmocka_unit_test(test_report_golden_basic),
+        cmocka_unit_test(test_report_golden_killed),
+        cmocka_unit_test(test_report_golden_rotated),
+        cmocka_unit_test(test_report_truncated_last_line),
+        cmocka_unit_test(test_report_rotated_segments),
+        cmocka_unit_test(test_report_corrupt_lines),
+        cmocka_unit_test(test_report_unknown_ignored),
+        cmocka_unit_test(test_report_missing_dir),
+        cmocka_unit_test(test_report_oversized_line),
+        cmocka_unit_test(test_report_caps_counted),
+        cmocka_unit_test(test_report_segment_checks),
+        cmocka_unit_test(test_report_write_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
