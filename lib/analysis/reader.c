@@ -469,7 +469,12 @@ static int read_file(read_ctx_t *c, const char *path) {
             size_t end = (size_t)(nl - buf);
             c->pos.line++;
             c->stats->lines++;
-            if (!skipping) rc = handle_line(c, buf + start, end - start);
+            if (!skipping && end - start > c->max_line) {
+                c->stats->oversized_lines++;
+                warnf(c, c->pos.line, "line longer than %zu bytes, skipped", c->max_line);
+            } else if (!skipping) {
+                rc = handle_line(c, buf + start, end - start);
+            }
             skipping = 0;
             start = scanned = end + 1;
             if (rc) goto done;

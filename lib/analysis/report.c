@@ -47,7 +47,7 @@ static void fmt_ns(char *buf, size_t size, double ns) {
     while (i < 3 && ns >= div[i + 1]) i++;
     double v = ns / div[i];
     if (v >= 999.5 && i < 3) v = ns / div[++i]; /* 999.7 ns reads "1.00 µs" */
-    char num[32];
+    char num[20]; /* fits any value a log holds; larger ones are cut, not overrun */
     sig3(num, sizeof num, v);
     snprintf(buf, size, "%s %s", num, unit[i]);
 }
@@ -65,7 +65,7 @@ static void fmt_bytes(char *buf, size_t size, double bytes) {
     int i = 0;
     double v = bytes;
     while (i < 5 && v >= 999.5) v /= 1024, i++;
-    char num[32];
+    char num[20]; /* fits any value a log holds; larger ones are cut, not overrun */
     sig3(num, sizeof num, v);
     snprintf(buf, size, "%s %s", num, unit[i]);
 }
@@ -120,20 +120,21 @@ static void put_field(FILE *out, const char *label, const char *value) {
 
 /*
  * One fact of the capabilities record about `kind` ("backend", "engine"):
- * field is "requested", "running" or "reason". Accepts the flat form
- * (backend_requested, backend, backend_reason) and the nested one
+ * field is "requested", "running" or "reason". Reads the flat form the writer
+ * uses (backend_requested, backend, backend_reason) and a nested one
  * (backend: {requested, running, reason}).
  */
 static const char *cap_fact(const json_t *caps, const char *kind, const char *field) {
     if (!caps) return NULL;
     json_t *nested = json_object_get(caps, kind);
-    const char *alt = strcmp(field, "reason") == 0 ? "why" : strcmp(field, "requested") == 0 ? "asked" : NULL;
+    const char *alt = strcmp(field, "reason") == 0 ? "why" : NULL;
     if (json_is_object(nested)) {
         const char *s = gpufl__model_json_str(nested, field);
         if (!s && alt) s = gpufl__model_json_str(nested, alt);
         return s;
     }
-    if (strcmp(field, "running") == 0 && json_is_string(nested)) return json_string_value(nested);
+    if (strcmp(field, "running") == 0)
+        return json_is_string(nested) ? json_string_value(nested) : NULL;
     char key[64];
     snprintf(key, sizeof key, "%s_%s", kind, field);
     const char *s = gpufl__model_json_str(caps, key);
@@ -144,14 +145,38 @@ static const char *cap_fact(const json_t *caps, const char *kind, const char *fi
     return s;
 }
 
+/* Why a feature is off ("why" or "reason" of features.<name>), or NULL. */
+static const char *feature_why(const json_t *caps, const char *name) {
+    json_t *fs = caps ? json_object_get(caps, "features") : NULL;
+    json_t *f = json_is_object(fs) ? json_object_get(fs, name) : NULL;
+    const char *why = gpufl__model_json_str(f, "why");
+    return why ? why : gpufl__model_json_str(f, "reason");
+}
+
+/* Why the backend or engine runs as it does: its own reason, else the reason
+ * the feature it stands for is off (nvml for the backend, cupti_trace for an
+ * engine above Monitor that did not start). */
+static const char *cap_reason(const json_t *caps, const char *kind) {
+    const char *why = cap_fact(caps, kind, "reason");
+    if (why && *why) return why;
+    const char *req = cap_fact(caps, kind, "requested");
+    const char *run = cap_fact(caps, kind, "running");
+    if (strcmp(kind, "backend") == 0) {
+        if (run && strcasecmp(run, "none") == 0) return feature_why(caps, "nvml");
+    } else if (req && run && strcmp(req, run) != 0) {
+        return feature_why(caps, "cupti_trace");
+    }
+    return NULL;
+}
+
 static void put_cap_line(FILE *out, const json_t *caps, const char *kind) {
     const char *req = cap_fact(caps, kind, "requested");
     const char *run = cap_fact(caps, kind, "running");
-    const char *why = cap_fact(caps, kind, "reason");
+    const char *why = cap_reason(caps, kind);
     char line[512];
     int n = snprintf(line, sizeof line, "asked %s, running %s", req ? req : "?", run ? run : "?");
     if (why && *why && n > 0 && (size_t)n < sizeof line)
-        snprintf(line + n, sizeof line - (size_t)n, " (%s)", why);
+        snprintf(line + n, sizeof line - (size_t)n, ": %s", why);
     put_field(out, kind, line);
 }
 
@@ -171,7 +196,7 @@ static int feature_on(const json_t *v) {
     return -1;
 }
 
-/* Reads one feature entry: a boolean, or an object {on|enabled, reason|why}. */
+/* Reads one feature entry: a boolean, or an object {on|enabled, why|reason}. */
 static int read_feature(const char *name, const json_t *v, feature_t *f) {
     f->name = name;
     f->reason = NULL;
@@ -179,16 +204,19 @@ static int read_feature(const char *name, const json_t *v, feature_t *f) {
     if (json_is_object(v)) {
         f->on = feature_on(json_object_get(v, "on"));
         if (f->on < 0) f->on = feature_on(json_object_get(v, "enabled"));
-        f->reason = gpufl__model_json_str(v, "reason");
-        if (!f->reason) f->reason = gpufl__model_json_str(v, "why");
+        f->reason = gpufl__model_json_str(v, "why");
+        if (!f->reason) f->reason = gpufl__model_json_str(v, "reason");
     }
     return f->name && f->on >= 0;
 }
 
-/* "on: a, b; off: c (why), d" from the features member, sorted by name. */
+/* The features, sorted by name: those on in one line, then one line per
+ * feature off with its reason. */
 static int put_features(FILE *out, const json_t *caps) {
     json_t *fs = caps ? json_object_get(caps, "features") : NULL;
-    size_t n = json_is_object(fs) ? json_object_size(fs) : json_is_array(fs) ? json_array_size(fs) : 0;
+    size_t n = json_is_object(fs)  ? json_object_size(fs)
+               : json_is_array(fs) ? json_array_size(fs)
+                                   : 0;
     if (!n) return 0;
     feature_t *list = calloc(n, sizeof *list);
     if (!list) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
@@ -204,16 +232,21 @@ static int put_features(FILE *out, const json_t *caps) {
         }
     }
     qsort(list, k, sizeof *list, cmp_feature);
-    for (int pass = 1; pass >= 0; pass--) {
-        size_t shown = 0;
-        for (size_t i = 0; i < k; i++) {
-            if (list[i].on != pass) continue;
-            if (shown == 0) fprintf(out, "  %-18s ", pass ? "features on" : "features off");
-            fprintf(out, "%s%s", shown ? ", " : "", list[i].name);
-            if (!pass && list[i].reason && *list[i].reason) fprintf(out, " (%s)", list[i].reason);
-            shown++;
-        }
-        if (shown) fputc('\n', out);
+    size_t shown = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (!list[i].on) continue;
+        if (shown == 0) fprintf(out, "  %-18s ", "features on");
+        fprintf(out, "%s%s", shown ? ", " : "", list[i].name);
+        shown++;
+    }
+    if (shown) fputc('\n', out);
+    shown = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (list[i].on) continue;
+        fprintf(out, "  %-18s %s", shown ? "" : "features off", list[i].name);
+        if (list[i].reason && *list[i].reason) fprintf(out, ": %s", list[i].reason);
+        fputc('\n', out);
+        shown++;
     }
     free(list);
     return 0;
@@ -224,6 +257,8 @@ static int put_features(FILE *out, const json_t *caps) {
 /* ---------------------------------------------------------------------- */
 
 static const char *or_unknown(const char *s) { return s && *s ? s : "?"; }
+
+static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
 
 static void put_host(FILE *out, const gpufl_model_t *m) {
     const json_t *hi = m->host_info;
@@ -243,7 +278,8 @@ static void put_host(FILE *out, const gpufl_model_t *m) {
             n += (size_t)snprintf(line + n, sizeof line - n, "%s%s memory", sep, num);
             sep = ", ";
         }
-        const char *kr = gpufl__model_json_str(hi, "kernel_release");
+        const char *kr = gpufl__model_json_str(hi, "kernel");
+        if (!kr) kr = gpufl__model_json_str(hi, "kernel_release");
         if (kr && n < sizeof line) {
             n += (size_t)snprintf(line + n, sizeof line - n, "%sLinux %s", sep, kr);
             sep = ", ";
@@ -412,8 +448,9 @@ static int put_summary(FILE *out, const gpufl_model_t *m) {
     }
     size_t starts = 0;
     for (size_t i = 0; i < m->n_windows; i++) starts += !m->windows[i].is_stop;
-    snprintf(line, sizeof line, "%zu scopes (%zu open), %zu host samples, %zu system windows, "
-             "%zu events", m->n_scopes, m->n_open_scopes, m->n_samples, starts, m->n_events);
+    snprintf(line, sizeof line, "%zu scope%s (%zu open), %zu host sample%s, %zu system window%s, "
+             "%zu event%s", m->n_scopes, plural(m->n_scopes), m->n_open_scopes, m->n_samples,
+             plural(m->n_samples), starts, plural(starts), m->n_events, plural(m->n_events));
     put_field(out, "records", line);
     put_drops(out, m);
     if (put_events(out, m)) return GPUFL_ENOMEM;
@@ -632,7 +669,8 @@ static void put_open_scopes(FILE *out, const gpufl_model_t *m) {
         fprintf(out, "    %s  (tid %lld, begun at %s)\n", s->path, (long long)s->tid, at);
         listed++;
     }
-    if (m->n_open_scopes > listed) fprintf(out, "    ... and %zu more\n", m->n_open_scopes - listed);
+    if (m->n_open_scopes > listed)
+        fprintf(out, "    ... and %zu more\n", m->n_open_scopes - listed);
 }
 
 static int put_scopes(FILE *out, const gpufl_model_t *m) {
@@ -655,8 +693,9 @@ static int put_scopes(FILE *out, const gpufl_model_t *m) {
     rc = tree_order(nodes, n, order);
     if (rc) goto free_all;
 
-    size_t name_w = 5, closed = 0, implicit = 0;
+    size_t name_w = 5, closed = 0, implicit = 0, bench = 0;
     for (size_t i = 0; i < n; i++) {
+        bench += nodes[i].bench_iters > 0;
         size_t d = nodes[i].depth < INDENT_MAX ? nodes[i].depth : INDENT_MAX;
         size_t w = 2 * d + text_width(nodes[i].name);
         if (w > name_w) name_w = w;
@@ -664,9 +703,12 @@ static int put_scopes(FILE *out, const gpufl_model_t *m) {
         implicit += nodes[i].implicit;
     }
     if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
-    fprintf(out, "  %zu scope paths, %zu calls ended, %zu open; wall time per path, "
-            "per iter = total / measured iterations (GFL_BENCH)\n\n", n, closed,
-            m->n_open_scopes);
+    fprintf(out, "  %zu scope path%s, %zu call%s ended, %zu open; wall time per scope path\n", n,
+            plural(n), closed, plural(closed), m->n_open_scopes);
+    if (bench)
+        fprintf(out,
+                "  per iter: total / measured iterations, for GFL_BENCH scopes (repeat > 0)\n");
+    fputc('\n', out);
     static const char *const heads[5] = {"total", "avg", "min", "max", "per iter"};
     put_scope_row(out, name_w, "scope", "calls", "open", heads, "tags");
     for (size_t k = 0; k < n; k++) {
@@ -845,14 +887,21 @@ static int put_system(FILE *out, const gpufl_model_t *m) {
 /* GPU and problems                                                         */
 /* ---------------------------------------------------------------------- */
 
+/* Until the GPU sources exist there is never GPU data; say why, from the
+ * capabilities record, in one line. */
 static void put_gpu(FILE *out, const gpufl_model_t *m) {
     const char *running = cap_fact(m->capabilities, "backend", "running");
-    const char *why = cap_fact(m->capabilities, "backend", "reason");
+    const char *why = cap_reason(m->capabilities, "backend");
     fprintf(out, "\nGPU\n");
-    if (m->capabilities && (!running || strcasecmp(running, "none") == 0) && why && *why)
-        fprintf(out, "  GPU sections: no GPU activity recorded (%s)\n", why);
-    else
+    if (m->capabilities && (!running || strcasecmp(running, "none") == 0) && why && *why) {
+        if (strstr(why, "not built"))
+            fprintf(out, "  GPU sections: no GPU activity recorded (%s backend not built yet)\n",
+                    strstr(why, "AMD") ? "AMD" : "NVIDIA");
+        else
+            fprintf(out, "  GPU sections: no GPU activity recorded (%s)\n", why);
+    } else {
         fprintf(out, "  GPU sections: no GPU records found\n");
+    }
 }
 
 static void put_problems(FILE *out, const gpufl_model_t *m) {

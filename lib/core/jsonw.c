@@ -17,11 +17,11 @@ void gpufl__buf_fini(gpufl_buf_t *b) {
 }
 
 int gpufl__buf_reserve(gpufl_buf_t *b, size_t n) {
-    if (b->len + n <= b->cap) return 0;
-    if (b->len + n > b->max) {
+    if (b->len + n > b->max) { /* the cap holds even where memory was already allocated */
         b->overflow = 1;
         return -1;
     }
+    if (b->len + n <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + n) cap *= 2;
     if (cap > b->max) cap = b->max;

@@ -9,7 +9,12 @@
 #include <string.h>
 #include <sys/mman.h>
 
-static gpufl_ring_pool_t the_pool;
+/* Pools are never unmapped (a thread racing with shutdown may still write
+ * into one); a session whose ring settings differ from the last gets a new
+ * pool, and the old one's pages are handed back to the kernel. */
+#define MAX_POOLS 8
+static gpufl_ring_pool_t pools[MAX_POOLS];
+static int npools;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t round_up_pow2(uint64_t v) {
@@ -18,45 +23,59 @@ static uint64_t round_up_pow2(uint64_t v) {
     return p;
 }
 
+static int create_pool(gpufl_ring_pool_t *pool, uint64_t cap, uint64_t count) {
+    uint64_t ring_bytes = cap * sizeof(gpufl_rec_t);
+    size_t header_bytes = (size_t)count * sizeof(gpufl_ring_t);
+    header_bytes = (header_bytes + 4095) & ~(size_t)4095;
+    size_t bytes = header_bytes + (size_t)(count * ring_bytes);
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED)
+        return gpufl__set_error(GPUFL_ENOMEM, "cannot map %zu bytes for the capture rings", bytes);
+    pool->rings = map;
+    pool->count = (uint32_t)count;
+    pool->capacity = cap;
+    pool->mapping = map;
+    pool->mapping_bytes = bytes;
+    for (uint32_t i = 0; i < pool->count; i++) {
+        gpufl_ring_t *r = &pool->rings[i];
+        r->index = i;
+        r->mask = cap - 1;
+        r->recs = (gpufl_rec_t *)((char *)map + header_bytes + (size_t)i * ring_bytes);
+    }
+    return 0;
+}
+
 int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl_ring_pool_t **out) {
     int rc = 0;
+    uint64_t cap = round_up_pow2(capacity < 64 ? 64 : capacity);
+    uint64_t ring_bytes = cap * sizeof(gpufl_rec_t);
+    uint64_t count = cap_bytes / (ring_bytes + sizeof(gpufl_ring_t));
+    if (count < 1)
+        return gpufl__set_error(GPUFL_EINVAL,
+                                "memory_cap_bytes (%llu) is smaller than one ring (%llu bytes)",
+                                (unsigned long long)cap_bytes, (unsigned long long)ring_bytes);
+    if (count > 4095) count = 4095; /* scope ids keep the ring index in 12 bits */
     pthread_mutex_lock(&pool_lock);
-    if (!the_pool.rings) {
-        uint64_t cap = round_up_pow2(capacity < 64 ? 64 : capacity);
-        uint64_t ring_bytes = cap * sizeof(gpufl_rec_t);
-        uint64_t count = cap_bytes / (ring_bytes + sizeof(gpufl_ring_t));
-        if (count < 1) {
-            rc = gpufl__set_error(GPUFL_EINVAL,
-                                  "memory_cap_bytes (%llu) is smaller than one ring (%llu bytes)",
-                                  (unsigned long long)cap_bytes, (unsigned long long)ring_bytes);
-            goto out;
-        }
-        if (count > 4095) count = 4095; /* scope ids keep the ring index in 12 bits */
-        size_t header_bytes = (size_t)count * sizeof(gpufl_ring_t);
-        header_bytes = (header_bytes + 4095) & ~(size_t)4095;
-        size_t bytes = header_bytes + (size_t)(count * ring_bytes);
-        void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (map == MAP_FAILED) {
-            rc = gpufl__set_error(GPUFL_ENOMEM, "cannot map %zu bytes for the capture rings", bytes);
-            goto out;
-        }
-        the_pool.rings = map;
-        the_pool.count = (uint32_t)count;
-        the_pool.capacity = cap;
-        the_pool.mapping = map;
-        the_pool.mapping_bytes = bytes;
-        for (uint32_t i = 0; i < the_pool.count; i++) {
-            gpufl_ring_t *r = &the_pool.rings[i];
-            r->index = i;
-            r->mask = cap - 1;
-            r->recs = (gpufl_rec_t *)((char *)map + header_bytes + (size_t)i * ring_bytes);
-        }
+    gpufl_ring_pool_t *last = npools ? &pools[npools - 1] : NULL;
+    if (last && last->capacity == cap && last->count == count) {
+        *out = last;
+    } else if (npools == MAX_POOLS) {
+        rc = gpufl__set_error(GPUFL_ENOMEM,
+                              "ring settings changed more than %d times in this process",
+                              MAX_POOLS);
+    } else if ((rc = create_pool(&pools[npools], cap, count)) == 0) {
+        if (last) gpufl__ring_pool_release(last);
+        *out = &pools[npools++];
     }
-    *out = &the_pool;
-out:
     pthread_mutex_unlock(&pool_lock);
     return rc;
+}
+
+void gpufl__ring_pool_release(gpufl_ring_pool_t *pool) {
+    size_t header_bytes = ((size_t)pool->count * sizeof(gpufl_ring_t) + 4095) & ~(size_t)4095;
+    madvise((char *)pool->mapping + header_bytes, pool->mapping_bytes - header_bytes,
+            MADV_DONTNEED);
 }
 
 gpufl_ring_t *gpufl__ring_claim(gpufl_ring_pool_t *pool, int32_t tid, uint64_t generation) {

@@ -77,11 +77,15 @@ typedef struct gpufl_ring_pool {
     size_t mapping_bytes;
 } gpufl_ring_pool_t;
 
-/* Maps (once per process) a pool of rings of `capacity` records (rounded up
- * to a power of two) fitting in cap_bytes. Pages are touched only as records
- * are written, so unused rings cost address space, not memory. A later call
- * returns the existing pool (its sizes are fixed for the process). */
+/* Returns a pool of rings of `capacity` records (rounded up to a power of
+ * two) fitting in cap_bytes: the last one made if its sizes match, else a new
+ * mapping. Pages are touched only as records are written, so unused rings
+ * cost address space, not memory. */
 int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl_ring_pool_t **out);
+
+/* Gives the pool's record pages back to the kernel (the mapping stays valid
+ * and reads as zeros). Called when a session ends. */
+void gpufl__ring_pool_release(gpufl_ring_pool_t *pool);
 
 /* Claims a free ring for the calling thread (lock-free). NULL when all are taken. */
 gpufl_ring_t *gpufl__ring_claim(gpufl_ring_pool_t *pool, int32_t tid, uint64_t generation);

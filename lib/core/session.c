@@ -40,6 +40,7 @@ static struct session_state {
     gpufl_session_ident_t ident;
     char dir[4096];
     gpufl_collector_t *collector;
+    gpufl_ring_pool_t *pool;
     gpufl_host_sampler_t host;
     gpufl_stats_t last_stats;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -232,6 +233,7 @@ static int start_session(void) {
         g.collector = NULL;
         return rc;
     }
+    g.pool = pool;
     gpufl__scope_attach(pool, ++g.generation);
     gpufl__debug("session %s started in %s", g.ident.session_id, g.dir);
     return 0;
@@ -286,6 +288,7 @@ void gpufl_shutdown(void) {
         g.last_stats.size = sizeof g.last_stats;
         gpufl__collector_destroy(g.collector, &g.last_stats);
         gpufl__host_sampler_fini(&g.host);
+        gpufl__ring_pool_release(g.pool);
         g.collector = NULL;
         g.running = 0;
         gpufl__debug("session %s ended", g.ident.session_id);
@@ -377,6 +380,7 @@ int gpufl_report_session(const char *session_dir, const char *output_path) {
 
 int gpufl_report_write(const char *output_path) {
     char dir[4096];
+    if (gpufl__session_disabled()) return GPUFL_EDISABLED; /* off: a no-op like every call */
     pthread_mutex_lock(&g.lock);
     if (!g.ran_once) {
         pthread_mutex_unlock(&g.lock);

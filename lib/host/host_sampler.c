@@ -87,6 +87,9 @@ static int64_t due_in(void *self, int64_t now_ns) {
     int64_t due = INT64_MAX;
     pthread_mutex_lock(&s->lock);
     if (s->period_ns && s->was_active) due = s->next_ns - now_ns;
+    /* Idle until a scope opens: look again within one period, so sampling
+     * starts at most one period after the first scope. */
+    else if (s->period_ns) due = s->period_ns;
     pthread_mutex_unlock(&s->lock);
     return due;
 }

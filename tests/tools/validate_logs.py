@@ -36,9 +36,66 @@ def reject_constant(name):
     raise ValueError("%s is not valid JSON" % name)
 
 
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+TYPE_TESTS = {
+    "integer": is_int,
+    "number": lambda v: is_int(v) or isinstance(v, float),
+    "null": lambda v: v is None,
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+}
+
+
+def compile_item_check(schema, definitions):
+    """A fast check for a simple column item schema (type, minimum, maximum,
+    enum), so long batch columns need not go through jsonschema item by item.
+    Returns None for anything else (left to jsonschema)."""
+    while "$ref" in schema:
+        schema = definitions[schema["$ref"].rsplit("/", 1)[1]]
+    if not set(schema) - {"description"} <= {"type", "minimum", "maximum", "enum"}:
+        return None
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else types
+    lo, hi, enum = schema.get("minimum"), schema.get("maximum"), schema.get("enum")
+
+    def check(v):
+        if types and not any(TYPE_TESTS[t](v) for t in types):
+            return "%r is not of type %s" % (v, ", ".join(repr(t) for t in types))
+        if is_int(v) or isinstance(v, float):
+            if lo is not None and v < lo:
+                return "%r is less than the minimum of %r" % (v, lo)
+            if hi is not None and v > hi:
+                return "%r is greater than the maximum of %r" % (v, hi)
+        if enum is not None and (isinstance(v, bool) or v not in enum):
+            return "%r is not one of %r" % (v, enum)
+        return None
+    return check
+
+
+def compile_batch_checks(schema):
+    """{record type: {column: (max_items, item check)}} for the batch types."""
+    definitions = schema.get("definitions", {})
+    out = {}
+    for rtype in BATCH_TYPES:
+        props = definitions.get(rtype, {}).get("properties", {})
+        cols = {}
+        for name, col in props.items():
+            if col.get("type") != "array" or "items" not in col:
+                continue
+            check = compile_item_check(col["items"], definitions)
+            if check:
+                cols[name] = (col.get("maxItems"), check)
+        out[rtype] = cols
+    return out
+
+
 class Checker:
     def __init__(self, schema, allow_truncated):
         self.validator = jsonschema.Draft7Validator(schema)
+        self.batch_checks = compile_batch_checks(schema)
         self.allow_truncated = {os.path.realpath(p) for p in allow_truncated}
         self.errors = []
         self.files = 0
@@ -96,7 +153,27 @@ class Checker:
             return None
         ok = True
         seen = set()
-        for err in sorted(self.validator.iter_errors(rec), key=lambda e: list(e.path)):
+        shallow = rec
+        fast = self.batch_checks.get(rec.get("type"))
+        if fast:
+            # Long columns: items checked here, only the first left to jsonschema.
+            shallow = dict(rec)
+            for name, (max_items, check) in fast.items():
+                values = rec.get(name)
+                if not isinstance(values, list) or len(values) < 2:
+                    continue
+                if max_items is not None and len(values) > max_items:
+                    self.error(path, number, "schema: %s: is too long (%d items, at most %d)" %
+                               (name, len(values), max_items))
+                    ok = False
+                for i, v in enumerate(values):
+                    why = check(v)
+                    if why:
+                        self.error(path, number, "schema: %s/%d: %s" % (name, i, why))
+                        ok = False
+                        break
+                shallow[name] = values[:1]
+        for err in sorted(self.validator.iter_errors(shallow), key=lambda e: list(e.path)):
             where = "/".join(str(p) for p in err.path)
             message = "schema: %s%s" % (where + ": " if where else "", err.message)
             if message not in seen:

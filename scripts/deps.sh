@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs, from Debian's archive, what building and testing gpufl needs.
+# Only missing packages are installed; uses sudo when not root.
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libjansson-dev libcmocka-dev
+          python3 python3-jsonschema)
+
+if [[ "${1:-}" == "--help" ]]; then
+  echo "usage: scripts/deps.sh"
+  echo "Installs the Debian packages gpufl needs: ${packages[*]}"
+  exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=()
+[[ $(id -u) -ne 0 ]] && sudo=(sudo)
+echo "gpufl: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,37 @@
+/*
+ * test_clock.c - ticks to CLOCK_MONOTONIC nanoseconds: close to the kernel's
+ * clock across anchors, and monotonic.
+ */
+#include "test_util.h"
+
+#include "core/clock.h"
+
+#include <time.h>
+
+static void ticks_track_the_monotonic_clock(void **state) {
+    (void)state;
+    gpufl__clock_setup();
+    gpufl__clock_reset();
+    int64_t prev = 0;
+    for (int round = 0; round < 40; round++) {
+        uint64_t t = gpufl__ticks();
+        int64_t ns = gpufl__mono_ns();
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+        gpufl__clock_anchor(); /* as the collector does on every pass */
+        int64_t converted = gpufl__clock_ticks_to_ns(t);
+        int64_t error = converted - ns;
+        if (error < 0) error = -error;
+        assert_true(error < 20000); /* within 20 us, also in a busy VM */
+        assert_true(converted >= prev);
+        prev = converted;
+    }
+    print_message("clock: ticks are %s\n", gpufl__clock_tsc ? "TSC" : "monotonic ns");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ticks_track_the_monotonic_clock),
+    };
+    return cmocka_run_group_tests_name("clock", tests, NULL, NULL);
+}

@@ -1,0 +1,206 @@
+/*
+ * test_scope_threads.c - scopes from many threads at once: every row comes
+ * back with its thread, path and parent; full rings drop and count; rings of
+ * exited threads are reused; more threads than rings are counted. Also runs
+ * under TSan (label "threaded").
+ */
+#include "test_util.h"
+
+#include <pthread.h>
+
+#define SUITE "scope_threads"
+#define THREADS 8
+#define ITERATIONS 2000
+
+static void *nested_worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < ITERATIONS; i++) {
+        gpufl_scope_t outer = gpufl_scope_begin("outer", NULL);
+        gpufl_scope_t mid = gpufl_scope_begin("mid", "m");
+        gpufl_scope_t inner = gpufl_scope_begin("inner", NULL);
+        gpufl_scope_end(inner);
+        gpufl_scope_end(mid);
+        gpufl_scope_end(outer);
+    }
+    return NULL;
+}
+
+static const char *path_of(const tu_lines_t *L, int64_t id) { return tu_dict(L, id); }
+
+static void many_threads_nested(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "nested"));
+    o.ring_capacity_records = 1 << 16; /* room for a whole thread: nothing may drop */
+    o.memory_cap_bytes = (size_t)64 << 20;
+    assert_int_equal(gpufl_init(&o), 0);
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, nested_worker, NULL), 0);
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    gpufl_stats_t s = {.size = sizeof s};
+    gpufl_flush();
+    gpufl_get_stats(&s);
+    gpufl_shutdown();
+    assert_int_equal(s.records_dropped, 0);
+    assert_int_equal(s.records_written, (uint64_t)THREADS * ITERATIONS * 6);
+
+    tu_lines_t L = tu_read(tu_session_dir(), "scope.log");
+    size_t n, m;
+    int64_t *ids = tu_column(&L, "scope_begin", "id", &n);
+    int64_t *tid = tu_column(&L, "scope_begin", "tid", &m);
+    int64_t *parent = tu_column(&L, "scope_begin", "parent", &m);
+    int64_t *depth = tu_column(&L, "scope_begin", "depth", &m);
+    int64_t *path = tu_column(&L, "scope_begin", "path", &m);
+    int64_t *ts = tu_column(&L, "scope_begin", "ts_ns", &m);
+    int64_t *end_ids = tu_column(&L, "scope_end", "id", &m);
+    assert_int_equal(n, (size_t)THREADS * ITERATIONS * 3);
+    assert_int_equal(m, n);
+    const char *want[] = {"outer", "outer/mid", "outer/mid/inner"};
+    int64_t tids[THREADS] = {0};
+    int ntids = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(ids[i] > 0 && ids[i] < ((int64_t)1 << 53));
+        assert_true(depth[i] >= 1 && depth[i] <= 3);
+        assert_string_equal(path_of(&L, path[i]), want[depth[i] - 1]);
+        int seen = 0;
+        for (int k = 0; k < ntids; k++) seen |= tids[k] == tid[i];
+        if (!seen) {
+            assert_true(ntids < THREADS);
+            tids[ntids++] = tid[i];
+        }
+        /* rows of one thread come in its order: a parent is the row before */
+        if (depth[i] > 1) {
+            size_t p = i;
+            while (p > 0 && !(tid[p - 1] == tid[i] && depth[p - 1] == depth[i] - 1)) p--;
+            assert_true(p > 0);
+            assert_int_equal(parent[i], ids[p - 1]);
+            assert_true(ts[i] >= ts[p - 1]);
+        } else {
+            assert_int_equal(parent[i], 0);
+        }
+    }
+    assert_int_equal(ntids, THREADS);
+    free(ids), free(tid), free(parent), free(depth), free(path), free(ts), free(end_ids);
+    tu_free(&L);
+}
+
+static void full_ring_drops_and_counts(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "overflow"));
+    o.ring_capacity_records = 64;
+    o.memory_cap_bytes = 1 << 20;
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap);
+    assert_int_equal(gpufl_init(&o), 0);
+    int recorded = 0;
+    for (int i = 0; i < 100000; i++) {
+        gpufl_scope_t s = gpufl_scope_begin("flood", NULL);
+        recorded += s != 0;
+        gpufl_scope_end(s);
+    }
+    gpufl_stats_t s = {.size = sizeof s};
+    gpufl_flush();
+    gpufl_get_stats(&s);
+    gpufl_shutdown();
+    gpufl_set_log_hook(NULL, NULL);
+    assert_true(s.records_dropped > 0);
+    assert_true(recorded < 100000);
+    assert_true(cap.warnings >= 1);
+
+    tu_lines_t L = tu_read(tu_session_dir(), "scope.log");
+    size_t begins, ends;
+    int64_t *b = tu_column(&L, "scope_begin", "id", &begins);
+    int64_t *e = tu_column(&L, "scope_end", "id", &ends);
+    assert_int_equal(begins, (size_t)recorded); /* every handle given out has its row */
+    assert_true(ends <= begins);
+    json_t *drops = tu_last(&L, "drops");
+    assert_int_equal(json_integer_value(json_object_get(drops, "records")), s.records_dropped);
+    json_t *ev = tu_first(&L, "event");
+    assert_string_equal(json_string_value(json_object_get(ev, "code")), "records_dropped");
+    /* every begin or end pushed was either written or dropped */
+    assert_int_equal(s.records_written + s.records_dropped, 100000 + (uint64_t)recorded);
+    free(b), free(e);
+    tu_free(&L);
+}
+
+static void *one_scope(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 10; i++) gpufl_scope_end(gpufl_scope_begin("short_lived", NULL));
+    return NULL;
+}
+
+static void exited_threads_give_their_rings_back(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "recycle"));
+    o.ring_capacity_records = 4096;
+    o.memory_cap_bytes = 1 << 20; /* a pool of three rings only */
+    assert_int_equal(gpufl_init(&o), 0);
+    for (int i = 0; i < 100; i++) {
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, one_scope, NULL), 0);
+        pthread_join(t, NULL);
+        gpufl_flush(); /* the collector takes the exited thread's ring back */
+    }
+    gpufl_stats_t s = {.size = sizeof s};
+    gpufl_flush();
+    gpufl_get_stats(&s);
+    gpufl_shutdown();
+    assert_int_equal(s.threads_unbuffered, 0);
+    tu_lines_t L = tu_read(tu_session_dir(), "scope.log");
+    size_t n;
+    int64_t *ends = tu_column(&L, "scope_end", "id", &n);
+    assert_int_equal(n, 1000);
+    free(ends);
+    tu_free(&L);
+}
+
+static pthread_barrier_t all_alive;
+
+static void *hold_scope(void *arg) {
+    (void)arg;
+    gpufl_scope_t s = gpufl_scope_begin("crowd", NULL);
+    pthread_barrier_wait(&all_alive);
+    gpufl_scope_end(s);
+    return NULL;
+}
+
+static void more_threads_than_rings_are_counted(void **state) {
+    (void)state;
+    enum { CROWD = 24 };
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "crowd"));
+    o.ring_capacity_records = 4096;
+    o.memory_cap_bytes = 1 << 20; /* three rings for 24 threads */
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap);
+    assert_int_equal(gpufl_init(&o), 0);
+    pthread_t t[CROWD];
+    pthread_barrier_init(&all_alive, NULL, CROWD);
+    for (int i = 0; i < CROWD; i++) assert_int_equal(pthread_create(&t[i], NULL, hold_scope, NULL), 0);
+    for (int i = 0; i < CROWD; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&all_alive);
+    gpufl_stats_t s = {.size = sizeof s};
+    gpufl_flush();
+    gpufl_get_stats(&s);
+    gpufl_shutdown();
+    gpufl_set_log_hook(NULL, NULL);
+    assert_int_equal(s.threads_unbuffered, CROWD - 3);
+    assert_non_null(strstr(cap.last, "more threads"));
+    tu_lines_t L = tu_read(tu_session_dir(), "scope.log");
+    size_t n;
+    int64_t *b = tu_column(&L, "scope_begin", "id", &n);
+    assert_int_equal(n + s.threads_unbuffered, CROWD);
+    json_t *drops = tu_last(&L, "drops");
+    assert_int_equal(json_integer_value(json_object_get(drops, "threads_unbuffered")),
+                     s.threads_unbuffered);
+    free(b);
+    tu_free(&L);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(many_threads_nested),
+        cmocka_unit_test(full_ring_drops_and_counts),
+        cmocka_unit_test(exited_threads_give_their_rings_back),
+        cmocka_unit_test(more_threads_than_rings_are_counted),
+    };
+    return cmocka_run_group_tests_name("scope_threads", tests, NULL, NULL);
+}

@@ -1,0 +1,187 @@
+/*
+ * test_util.h - helpers shared by the unit tests: fresh log directories
+ * under the tree the schema test validates, reading session files back as
+ * JSON (jansson), and pulling batch columns out of them.
+ */
+#ifndef GPUFL_TEST_UTIL_H
+#define GPUFL_TEST_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gpufl/gpufl.h>
+#include <jansson.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A new, empty directory GPUFL_TEST_LOG_ROOT/<suite>/<name>. */
+static inline const char *tu_log_dir(const char *suite, const char *name) {
+    static char path[1024];
+    char cmd[2200];
+    snprintf(path, sizeof path, "%s/%s/%s", GPUFL_TEST_LOG_ROOT, suite, name);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
+    assert_int_equal(system(cmd), 0);
+    return path;
+}
+
+/* A new, empty directory outside the validated tree, for tests that write
+ * deliberately synthetic or damaged lines. */
+static inline const char *tu_scratch_dir(const char *suite, const char *name) {
+    static char path[1024];
+    char cmd[2200];
+    snprintf(path, sizeof path, "%s/../test-scratch/%s/%s", GPUFL_TEST_LOG_ROOT, suite, name);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
+    assert_int_equal(system(cmd), 0);
+    return path;
+}
+
+/* The running (or last) session's directory. */
+static inline const char *tu_session_dir(void) {
+    static char dir[4096];
+    assert_true(gpufl_session_dir(dir, sizeof dir) > 0);
+    return dir;
+}
+
+typedef struct tu_lines {
+    json_t **v;
+    size_t n;
+} tu_lines_t;
+
+/* Reads every line of dir/file; each must be complete, valid JSON. */
+static inline tu_lines_t tu_read(const char *dir, const char *file) {
+    tu_lines_t L = {NULL, 0};
+    char path[4200], *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open %s", path);
+    while ((len = getline(&line, &cap, f)) > 0) {
+        json_error_t err;
+        if (line[len - 1] != '\n') fail_msg("%s: last line has no newline", path);
+        json_t *j = json_loadb(line, (size_t)len, 0, &err);
+        if (!j) fail_msg("%s line %zu: %s", path, L.n + 1, err.text);
+        L.v = realloc(L.v, (L.n + 1) * sizeof *L.v);
+        L.v[L.n++] = j;
+    }
+    free(line);
+    fclose(f);
+    return L;
+}
+
+static inline void tu_free(tu_lines_t *L) {
+    for (size_t i = 0; i < L->n; i++) json_decref(L->v[i]);
+    free(L->v);
+    L->v = NULL;
+    L->n = 0;
+}
+
+static inline const char *tu_type(json_t *j) {
+    return json_string_value(json_object_get(j, "type"));
+}
+
+static inline size_t tu_count(const tu_lines_t *L, const char *type) {
+    size_t n = 0;
+    for (size_t i = 0; i < L->n; i++) n += strcmp(tu_type(L->v[i]), type) == 0;
+    return n;
+}
+
+/* The first line of that type, or NULL. */
+static inline json_t *tu_first(const tu_lines_t *L, const char *type) {
+    for (size_t i = 0; i < L->n; i++)
+        if (strcmp(tu_type(L->v[i]), type) == 0) return L->v[i];
+    return NULL;
+}
+
+/* The last line of that type, or NULL. */
+static inline json_t *tu_last(const tu_lines_t *L, const char *type) {
+    for (size_t i = L->n; i > 0; i--)
+        if (strcmp(tu_type(L->v[i - 1]), type) == 0) return L->v[i - 1];
+    return NULL;
+}
+
+/* Column `col` of every batch of `type`, concatenated (integers). */
+static inline int64_t *tu_column(const tu_lines_t *L, const char *type, const char *col,
+                                 size_t *n) {
+    int64_t *out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        if (strcmp(tu_type(L->v[i]), type) != 0) continue;
+        json_t *a = json_object_get(L->v[i], col);
+        if (!json_is_array(a)) fail_msg("%s has no column %s", type, col);
+        out = realloc(out, (*n + json_array_size(a) + 1) * sizeof *out);
+        for (size_t k = 0; k < json_array_size(a); k++)
+            out[(*n)++] = json_integer_value(json_array_get(a, k));
+    }
+    return out;
+}
+
+/* The string of dict id `id` as defined in these lines, or NULL. */
+static inline const char *tu_dict(const tu_lines_t *L, int64_t id) {
+    for (size_t i = 0; i < L->n; i++) {
+        if (strcmp(tu_type(L->v[i]), "dict") != 0) continue;
+        json_t *ids = json_object_get(L->v[i], "id"), *strs = json_object_get(L->v[i], "str");
+        for (size_t k = 0; k < json_array_size(ids); k++)
+            if (json_integer_value(json_array_get(ids, k)) == id)
+                return json_string_value(json_array_get(strs, k));
+    }
+    return NULL;
+}
+
+static inline int tu_exists(const char *dir, const char *file) {
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return stat(path, &st) == 0;
+}
+
+static inline long tu_file_size(const char *dir, const char *file) {
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Threads of this process (to check that nothing was started). */
+static inline int tu_thread_count(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    if (d) closedir(d);
+    return n;
+}
+
+/* Options pointing at a log dir, with a short flush interval for tests. */
+static inline gpufl_options_t tu_options(const char *log_path) {
+    gpufl_options_t o;
+    gpufl_options_init(&o);
+    o.app_name = "unit";
+    o.log_path = log_path;
+    return o;
+}
+
+/* Captures the library's warnings. */
+typedef struct tu_log_capture {
+    int warnings;
+    char last[1024];
+} tu_log_capture_t;
+
+static inline void tu_capture_hook(gpufl_log_level_t level, const char *message, void *user) {
+    tu_log_capture_t *c = user;
+    if (level >= GPUFL_LOG_WARN) {
+        c->warnings++;
+        snprintf(c->last, sizeof c->last, "%s", message);
+    }
+}
+
+#endif
