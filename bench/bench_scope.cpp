@@ -17,6 +17,9 @@
 #include <string>
 #include <sys/stat.h>
 #include <vector>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 namespace {
 
@@ -43,6 +46,28 @@ Figures time_batches(bool drain) {
     return {per_scope[per_scope.size() / 2], per_scope[per_scope.size() * 9 / 10]};
 }
 
+// The floor: two TSC reads, what any scope with a begin and an end time
+// must pay on this CPU.
+Figures time_two_tsc_reads() {
+    std::vector<double> per_pair;
+    for (int b = 0; b < BATCHES; ++b) {
+        unsigned long long sink = 0;
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < BATCH; ++i) {
+#if defined(__x86_64__)
+            sink += __rdtsc();
+            asm volatile("" ::: "memory");
+            sink += __rdtsc();
+#endif
+        }
+        auto t1 = std::chrono::steady_clock::now();
+        asm volatile("" ::"r"(sink));
+        per_pair.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / BATCH);
+    }
+    std::sort(per_pair.begin(), per_pair.end());
+    return {per_pair[per_pair.size() / 2], per_pair[per_pair.size() * 9 / 10]};
+}
+
 long long dir_bytes(const std::string &dir, const char *file) {
     struct stat st;
     return stat((dir + "/" + file).c_str(), &st) == 0 ? (long long)st.st_size : -1;
@@ -62,6 +87,7 @@ int main(int argc, char **argv) {
         if (!std::strcmp(argv[i], "--log-path") && i + 1 < argc) log_path = argv[++i];
     }
 
+    Figures floor = time_two_tsc_reads();
     Figures never = time_batches(false);
 
     gpufl::InitOptions off;
@@ -96,6 +122,7 @@ int main(int argc, char **argv) {
     std::printf("  disabled          : %6.2f ns / %6.2f ns\n", disabled.median_ns,
                 disabled.p90_ns);
     std::printf("  Monitor engine    : %6.2f ns / %6.2f ns\n", monitor.median_ns, monitor.p90_ns);
+    std::printf("  two rdtsc (floor) : %6.2f ns / %6.2f ns\n", floor.median_ns, floor.p90_ns);
     std::printf("  records dropped   : %llu\n", (unsigned long long)stats.records_dropped);
     std::printf("bytes on disk per scope (begin+end rows): %.1f (%.1f per event)\n",
                 double(after - before) / scopes, double(after - before) / scopes / 2);

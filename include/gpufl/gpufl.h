@@ -233,6 +233,14 @@ GPUFL_API gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *t
                                                  int32_t repeat, int32_t warmup);
 
 /**
+ * As gpufl_scope_begin_repeat, with the lengths of name and tag given (they
+ * need no NUL and may hold any bytes; tag may be NULL). The fastest form:
+ * the inline wrappers pass lengths the compiler knows for string literals.
+ */
+GPUFL_API gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char *tag,
+                                            size_t tag_len, int32_t repeat, int32_t warmup);
+
+/**
  * Closes a scope opened on this thread. Closing a scope that is not the
  * innermost also closes the scopes opened inside it (each recorded as closed
  * implicitly). A handle that is 0, already closed, or from another thread or
@@ -264,7 +272,9 @@ static inline void gpufl_internal_scope_cleanup(gpufl_scope_t *scope) {
 #define GPUFL_INTERNAL_SCOPE(name, n)                                                   \
     for (gpufl_scope_t GPUFL_INTERNAL_CAT(gpufl_scope_, n)                               \
              __attribute__((cleanup(gpufl_internal_scope_cleanup))) =                    \
-                 gpufl_internal_live() ? gpufl_scope_begin((name), NULL) : 0,            \
+                 gpufl_internal_live()                                                   \
+                     ? gpufl_scope_begin_n((name), __builtin_strlen(name), NULL, 0, 0, 0)   \
+                     : 0,                                                                \
                  GPUFL_INTERNAL_CAT(gpufl_once_, n) = 1;                                 \
          GPUFL_INTERNAL_CAT(gpufl_once_, n); GPUFL_INTERNAL_CAT(gpufl_once_, n) = 0)
 /** @endcond */

@@ -132,17 +132,22 @@ struct ScopeMeta {
 /** A scope that lasts as long as the object (RAII). */
 class ScopedMonitor {
   public:
+    // For a string literal the compiler folds the length: no strlen at run time.
     explicit ScopedMonitor(const char *name, const char *tag = nullptr)
-        : handle_(gpufl_internal_live() ? gpufl_scope_begin(name, tag) : 0) {}
+        : handle_(gpufl_internal_live()
+                      ? gpufl_scope_begin_n(name, name ? __builtin_strlen(name) : 0, tag,
+                                            tag ? __builtin_strlen(tag) : 0, 0, 0)
+                      : 0) {}
     explicit ScopedMonitor(const std::string &name, const std::string &tag = std::string())
         : handle_(gpufl_internal_live()
-                      ? gpufl_scope_begin(name.c_str(), tag.empty() ? nullptr : tag.c_str())
+                      ? gpufl_scope_begin_n(name.data(), name.size(),
+                                            tag.empty() ? nullptr : tag.data(), tag.size(), 0, 0)
                       : 0) {}
     ScopedMonitor(const std::string &name, const ScopeMeta &meta)
         : handle_(gpufl_internal_live()
-                      ? gpufl_scope_begin_repeat(name.c_str(),
-                                                 meta.tag.empty() ? nullptr : meta.tag.c_str(),
-                                                 meta.repeat, meta.warmup)
+                      ? gpufl_scope_begin_n(name.data(), name.size(),
+                                            meta.tag.empty() ? nullptr : meta.tag.data(),
+                                            meta.tag.size(), meta.repeat, meta.warmup)
                       : 0) {}
     ~ScopedMonitor() {
         if (handle_ != 0) gpufl_scope_end(handle_);

@@ -448,7 +448,7 @@ int gpufl__collector_start(gpufl_collector_t *c) {
 }
 
 static void write_session_end(gpufl_collector_t *c, int64_t now_ns) {
-    gpufl_stats_t s;
+    gpufl_stats_t s = {.size = sizeof s};
     gpufl__collector_stats(c, &s);
     for (int i = 0; i < c->files_open; i++) {
         gpufl_writer_t *f = &c->files[i];

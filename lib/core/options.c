@@ -171,7 +171,7 @@ static int check_range(const opt_desc_t *d, int64_t n) {
 /* Parses an environment (or other text) value of option d. */
 static int value_from_text(const opt_desc_t *d, const char *text, value_t *v) {
     char *end;
-    int b;
+    int b = 0;
     switch (d->type) {
     case T_STR: v->str = text; return 0;
     case T_BOOL:

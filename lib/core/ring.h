@@ -26,7 +26,6 @@ enum gpufl_rec_kind {
 #define GPUFL_REC_FLAG_TRUNCATED 2 /* name or tag was cut to GPUFL_TEXT_MAX */
 #define GPUFL_TEXT_MAX 1024        /* longest name or tag kept, in bytes */
 #define GPUFL_SCOPE_STACK_MAX 128  /* deepest scope nesting recorded per thread */
-#define GPUFL_RING_PREFETCH 8      /* records ahead that the producer prefetches */
 
 /* One fixed-size record. name_len + tag_len bytes of text start in `text`
  * and go on in `extra` GPUFL_REC_TEXT records that follow it. */
@@ -116,13 +115,6 @@ static inline uint64_t gpufl__ring_generation(const gpufl_ring_t *r) {
 
 static inline gpufl_rec_t *gpufl__ring_at(gpufl_ring_t *r, uint64_t index) {
     return &r->recs[index & r->mask];
-}
-
-/* Asks for the line a few records ahead in exclusive state. The collector
- * read it one lap ago, so without this each new record waits for the line
- * to come back from the other core. */
-static inline void gpufl__ring_prefetch(gpufl_ring_t *r, uint64_t index) {
-    __builtin_prefetch(&r->recs[(index + GPUFL_RING_PREFETCH) & r->mask], 1, 3);
 }
 
 /* Producer: publishes records up to (not including) new_head. */

@@ -124,43 +124,14 @@ static inline void copy_small(char *dst, const char *src, size_t n) {
     }
 }
 
-static size_t text_len(const char *s, int *truncated) {
-    if (!s) return 0;
-    size_t n = strnlen(s, GPUFL_TEXT_MAX + 1);
-    if (UNLIKELY(n > GPUFL_TEXT_MAX)) {
-        *truncated = 1;
-        n = GPUFL_TEXT_MAX;
-    }
-    return n;
-}
-
-gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_t repeat,
-                                       int32_t warmup) {
-    uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
-    if (UNLIKELY(!generation)) return 0;
-    gpufl_ring_t *r = thread_ring(generation);
-    if (UNLIKELY(!r)) return 0;
-    if (UNLIKELY(r->depth >= GPUFL_SCOPE_STACK_MAX)) {
-        gpufl__ring_count(&r->depth_overflow);
-        return 0;
-    }
-    if (UNLIKELY(!name)) name = "(unnamed)";
-
-    int truncated = 0;
-    size_t name_len = text_len(name, &truncated);
-    size_t tag_len = text_len(tag, &truncated);
-    size_t total = name_len + tag_len;
-    uint64_t extra = total > GPUFL_REC_INLINE_TEXT
-                         ? (total - GPUFL_REC_INLINE_TEXT + sizeof(gpufl_rec_t) - 1) /
-                               sizeof(gpufl_rec_t)
-                         : 0;
-    uint64_t at = gpufl__ring_reserve(r, 1 + extra);
-    if (UNLIKELY(at == UINT64_MAX)) return 0;
-
+/* Writes a begin record of 1 + extra records at `at` and opens the scope. */
+static inline gpufl_scope_t put_begin(gpufl_ring_t *r, uint64_t at, uint64_t extra,
+                                      const char *name, size_t name_len, const char *tag,
+                                      size_t tag_len, int32_t repeat, int32_t warmup,
+                                      int truncated) {
     /* Small ids keep the log compact: the ring (thread) in the low 12 bits,
      * the thread's own count above. Stays below 2^53 for 2^41 scopes. */
     gpufl_scope_t id = (++r->seq << 12) | (r->index + 1);
-    gpufl__ring_prefetch(r, at);
     gpufl_rec_t *rec = gpufl__ring_at(r, at);
     rec->scope_id = id;
     rec->kind = GPUFL_REC_SCOPE_BEGIN;
@@ -177,7 +148,6 @@ gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_
         put_text(r, at, 0, name, name_len);
         put_text(r, at, name_len, tag, tag_len);
     }
-    if (UNLIKELY(truncated)) gpufl__ring_count(&r->truncated);
     r->stack[r->depth++] = id;
     /* Read the clock last, so the scope excludes the cost of opening it. */
     rec->ticks = gpufl__ticks();
@@ -185,8 +155,88 @@ gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_
     return id;
 }
 
+/* Everything the fast path leaves out: a thread's first scope, deep nesting,
+ * long names and tags (cut to GPUFL_TEXT_MAX and counted), a full ring. */
+static __attribute__((noinline)) gpufl_scope_t begin_slow(uint64_t generation, const char *name,
+                                                          size_t name_len, const char *tag,
+                                                          size_t tag_len, int32_t repeat,
+                                                          int32_t warmup) {
+    gpufl_ring_t *r = thread_ring(generation);
+    if (UNLIKELY(!r)) return 0;
+    if (UNLIKELY(r->depth >= GPUFL_SCOPE_STACK_MAX)) {
+        gpufl__ring_count(&r->depth_overflow);
+        return 0;
+    }
+    int truncated = name_len > GPUFL_TEXT_MAX || tag_len > GPUFL_TEXT_MAX;
+    if (name_len > GPUFL_TEXT_MAX) name_len = GPUFL_TEXT_MAX;
+    if (tag_len > GPUFL_TEXT_MAX) tag_len = GPUFL_TEXT_MAX;
+    size_t total = name_len + tag_len;
+    uint64_t extra = total > GPUFL_REC_INLINE_TEXT
+                         ? (total - GPUFL_REC_INLINE_TEXT + sizeof(gpufl_rec_t) - 1) /
+                               sizeof(gpufl_rec_t)
+                         : 0;
+    uint64_t at = gpufl__ring_reserve(r, 1 + extra);
+    if (UNLIKELY(at == UINT64_MAX)) return 0;
+    if (UNLIKELY(truncated)) gpufl__ring_count(&r->truncated);
+    return put_begin(r, at, extra, name, name_len, tag, tag_len, repeat, warmup, truncated);
+}
+
+gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char *tag,
+                                  size_t tag_len, int32_t repeat, int32_t warmup) {
+    uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
+    if (UNLIKELY(!generation)) return 0;
+    if (UNLIKELY(!name)) name = "(unnamed)", name_len = 9;
+    if (!tag) tag_len = 0;
+    gpufl_ring_t *r = tls_ring;
+    /* Fast path: a registered thread, room on the stack, and name and tag
+     * that fit in the record (most scope names are short literals). */
+    if (UNLIKELY(!r || gpufl__ring_generation(r) != generation ||
+                 r->depth >= GPUFL_SCOPE_STACK_MAX ||
+                 name_len + tag_len > GPUFL_REC_INLINE_TEXT))
+        return begin_slow(generation, name, name_len, tag, tag_len, repeat, warmup);
+    uint64_t at = gpufl__ring_reserve(r, 1);
+    if (UNLIKELY(at == UINT64_MAX)) return 0;
+    return put_begin(r, at, 0, name, name_len, tag, tag_len, repeat, warmup, 0);
+}
+
+gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_t repeat,
+                                       int32_t warmup) {
+    if (UNLIKELY(!__atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED))) return 0;
+    /* One byte past the cap tells a cut name from one exactly at the cap. */
+    size_t name_len = name ? strnlen(name, GPUFL_TEXT_MAX + 1) : 0;
+    size_t tag_len = tag ? strnlen(tag, GPUFL_TEXT_MAX + 1) : 0;
+    return gpufl_scope_begin_n(name, name_len, tag, tag_len, repeat, warmup);
+}
+
 gpufl_scope_t gpufl_scope_begin(const char *name, const char *tag) {
     return gpufl_scope_begin_repeat(name, tag, 0, 0);
+}
+
+/* Ends scope `id` at `ticks` when it is not simply the innermost scope:
+ * the scopes opened inside it close with it; an unknown id is counted. */
+static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id,
+                                               uint64_t ticks) {
+    uint32_t depth = r->depth;
+    uint32_t pos = depth; /* 1-based position of id in the stack */
+    while (pos > 0 && r->stack[pos - 1] != id) pos--;
+    if (pos == 0) {
+        gpufl__ring_count(&r->unbalanced_ends);
+        return;
+    }
+    uint64_t n = depth - pos + 1;
+    uint64_t at = gpufl__ring_reserve(r, n);
+    if (at != UINT64_MAX) {
+        for (uint64_t k = 0; k < n; k++) {
+            gpufl_rec_t *rec = gpufl__ring_at(r, at + k);
+            rec->ticks = ticks;
+            rec->scope_id = r->stack[depth - 1 - k];
+            rec->kind = GPUFL_REC_SCOPE_END;
+            rec->flags = k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0;
+            rec->extra = 0;
+        }
+        gpufl__ring_commit(r, at + n);
+    }
+    r->depth = pos - 1;
 }
 
 void gpufl_scope_end(gpufl_scope_t id) {
@@ -201,29 +251,20 @@ void gpufl_scope_end(gpufl_scope_t id) {
         return;
     }
     uint32_t depth = r->depth;
-    uint32_t pos = depth; /* 1-based position of id in the stack */
-    while (pos > 0 && r->stack[pos - 1] != id) pos--;
-    if (UNLIKELY(pos == 0)) {
-        gpufl__ring_count(&r->unbalanced_ends);
+    if (UNLIKELY(depth == 0 || r->stack[depth - 1] != id)) {
+        end_slow(r, id, ticks);
         return;
     }
-    /* Scopes opened inside this one and still open close with it. */
-    uint64_t n = depth - pos + 1;
-    uint64_t at = gpufl__ring_reserve(r, n);
-    if (LIKELY(at != UINT64_MAX)) {
-        gpufl__ring_prefetch(r, at);
-        for (uint64_t k = 0; k < n; k++) {
-            gpufl_rec_t *rec = gpufl__ring_at(r, at + k);
-            rec->ticks = ticks;
-            rec->scope_id = r->stack[depth - 1 - k];
-            rec->kind = GPUFL_REC_SCOPE_END;
-            rec->flags = k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0;
-            rec->extra = 0;
-            rec->name_len = rec->tag_len = 0;
-        }
-        gpufl__ring_commit(r, at + n);
-    }
-    r->depth = pos - 1;
+    r->depth = depth - 1;
+    uint64_t at = gpufl__ring_reserve(r, 1);
+    if (UNLIKELY(at == UINT64_MAX)) return;
+    gpufl_rec_t *rec = gpufl__ring_at(r, at);
+    rec->ticks = ticks;
+    rec->scope_id = id;
+    rec->kind = GPUFL_REC_SCOPE_END;
+    rec->flags = 0;
+    rec->extra = 0;
+    gpufl__ring_commit(r, at + 1);
 }
 
 uint64_t gpufl__scope_current(void) {

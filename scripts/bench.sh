@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds gpufl in Release and runs the benchmarks in bench/, printing their
+# figures; with --save, also writes them to bench/results/<date>-<host>.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--help" ]]; then
+  echo "usage: scripts/bench.sh [--save]"
+  exit 0
+fi
+
+scripts/deps.sh
+cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DGPUFL_BUILD_TESTS=OFF >/dev/null
+cmake --build build/bench -j "$(nproc)" >/dev/null
+
+out=$(mktemp)
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
+       "$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
+       "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+  echo "compiler: $(cc --version | head -1)"
+  echo
+  build/bench/bench/bench_scope --log-path "$(mktemp -d)"
+  echo
+  build/bench/bench/bench_writer
+} | tee "$out"
+
+if [[ "${1:-}" == "--save" ]]; then
+  mkdir -p bench/results
+  dest="bench/results/$(date -u +%Y-%m-%d)-$(hostname -s).txt"
+  cp "$out" "$dest"
+  echo "saved to $dest"
+fi
+rm -f "$out"
