@@ -271,7 +271,7 @@ static inline void gpufl_internal_scope_cleanup(gpufl_scope_t *scope) {
 #define GPUFL_INTERNAL_CAT(a, b) GPUFL_INTERNAL_CAT2(a, b)
 #define GPUFL_INTERNAL_SCOPE(name, n)                                                   \
     for (gpufl_scope_t GPUFL_INTERNAL_CAT(gpufl_scope_, n)                               \
-             __attribute__((cleanup(gpufl_internal_scope_cleanup))) =                    \
+             __attribute__((cleanup(gpufl_internal_scope_cleanup), unused)) =            \
                  gpufl_internal_live()                                                   \
                      ? gpufl_scope_begin_n((name), __builtin_strlen(name), NULL, 0, 0, 0)   \
                      : 0,                                                                \

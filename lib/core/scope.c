@@ -274,8 +274,16 @@ uint64_t gpufl__scope_current(void) {
     return r->stack[r->depth - 1];
 }
 
+static __thread int32_t tls_tid __attribute__((tls_model("initial-exec")));
+
 int32_t gpufl__thread_id(void) {
-    static __thread int32_t tid;
-    if (!tid) tid = (int32_t)syscall(SYS_gettid);
-    return tid;
+    if (!tls_tid) tls_tid = (int32_t)syscall(SYS_gettid);
+    return tls_tid;
+}
+
+void gpufl__scope_after_fork_child(void) {
+    tls_tid = 0;   /* the child's only thread has a new id */
+    tls_ring = NULL; /* the parent's ring is not ours */
+    tls_no_ring_generation = 0;
+    gpufl__scope_detach();
 }

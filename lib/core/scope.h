@@ -24,6 +24,8 @@ uint64_t gpufl__scope_stray_ends(void);
 uint64_t gpufl__scope_threads_unbuffered(void);
 /* The calling thread's OS thread id (cached per thread after the first call). */
 int32_t gpufl__thread_id(void);
+/* In a forked child (its only thread): forgets the parent's thread state. */
+void gpufl__scope_after_fork_child(void);
 /* The innermost open scope id of the calling thread, 0 when none. */
 uint64_t gpufl__scope_current(void);
 

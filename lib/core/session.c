@@ -173,7 +173,7 @@ static void fork_parent(void) { pthread_mutex_unlock(&g.lock); }
 /* The child has no collector thread: it forgets the parent's session
  * (without touching its files or buffers) and may start its own. */
 static void fork_child(void) {
-    gpufl__scope_detach();
+    gpufl__scope_after_fork_child();
     g.running = 0;
     g.collector = NULL;
     memset(&g.settings, 0, sizeof g.settings);

@@ -4,25 +4,63 @@
  * The host sampler (collector thread) and system_start/system_stop call this.
  * All paths are read below a root directory ("/" normally), so tests can point
  * it at a fake /proc and /sys tree made of real files.
+ *
+ * Files and descriptors. Init resolves the process's cgroup directories once
+ * and opens the files read at every sample (see gpufl_host_file_t); a sample
+ * then reads each with one pread(fd, buf, n, 0) and opens nothing. Kept
+ * files are read through their descriptor, so:
+ *   - a file rewritten in place (open with O_TRUNC, fopen "w") shows its new
+ *     content at the next sample: same inode;
+ *   - a file replaced by rename(), or unlinked, is NOT seen: the descriptor
+ *     keeps reading the old inode. Only a failing pread() (a removed cgroup
+ *     says ENODEV, an exited process ESRCH) makes the reader drop the
+ *     descriptor and open the path again. Real /proc and cgroupfs files are
+ *     never replaced, so this only matters to fake trees.
+ * The limit files (memory.max, cpu.max; v1 memory.limit_in_bytes,
+ * cpu.cfs_quota_us, cpu.cfs_period_us) are not kept: they are opened by path
+ * at init and every GPUFL_HOST_LIMITS_EVERY-th sample, so a rename shows there.
+ *
+ * Fork. The process files (/proc/self/stat, /proc/self/statm) are kept too,
+ * but opening "/proc/self/..." resolves to /proc/<pid>/... once, at open:
+ * after fork() the inherited descriptor still describes the parent. So they
+ * are tagged with the pid that opened them (self_pid) and every sample
+ * compares getpid(): in a child the first sample closes the inherited
+ * descriptors, opens its own and takes a new CPU baseline (proc_cpu_pct -1).
+ * Host-wide and cgroup descriptors are inherited and stay right (a child
+ * starts in its parent's cgroup); pread() does not use the shared file
+ * offset, so parent and child may read them at the same time. All are
+ * O_CLOEXEC. A process later moved to another cgroup keeps being reported
+ * for the cgroup it was in at init.
  */
 #ifndef GPUFL_HOST_METRICS_H
 #define GPUFL_HOST_METRICS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
-/* An unknown value (no cgroup limit, file missing). */
+/* An unknown value (no cgroup limit, file missing or unparsable). */
 #define GPUFL_HOST_UNKNOWN (-1)
 
-/* Static facts, read once per session. */
+/* Every this many samples (the 50th, 100th, ...) the cgroup limits are read
+ * again, so a runtime resize (docker update, Kubernetes in-place resize)
+ * shows in the samples, and kept cgroup files that were missing are looked
+ * for again (a controller enabled later). */
+#define GPUFL_HOST_LIMITS_EVERY 50
+
+/* A resolved cgroup directory: root (< 256) + "/sys/fs/cgroup/cpu,cpuacct"
+ * + the cgroup path (< 512). */
+#define GPUFL_HOST_DIR_BYTES 800
+
+/* Static facts, read once at init. */
 typedef struct gpufl_host_info {
     char hostname[256];
     char kernel_release[128];
-    int cpu_count;                /* online CPUs */
-    int64_t mem_total_bytes;
+    int cpu_count;                /* "cpuN" lines of /proc/stat; GPUFL_HOST_UNKNOWN (-1) when none */
+    int64_t mem_total_bytes;      /* MemTotal; GPUFL_HOST_UNKNOWN (-1) when missing or unparsable */
     int cgroup_version;           /* 0 (none found), 1 or 2 */
-    char cgroup_path[512];        /* the process's cgroup, "" when none */
-    int64_t cg_mem_limit_bytes;   /* GPUFL_HOST_UNKNOWN when unlimited */
-    double cg_cpu_limit_cores;    /* < 0 when unlimited */
+    char cgroup_path[512];        /* the process's cgroup (v1: the memory one), "" when none */
+    int64_t cg_mem_limit_bytes;   /* at init; GPUFL_HOST_UNKNOWN when unlimited */
+    double cg_cpu_limit_cores;    /* at init; < 0 when unlimited */
 } gpufl_host_info_t;
 
 /* One sample. Percentages are over the interval since the previous sample
@@ -35,17 +73,38 @@ typedef struct gpufl_host_sample {
     int64_t mem_total_bytes;
     int64_t proc_rss_bytes;
     int64_t cg_mem_used_bytes;    /* GPUFL_HOST_UNKNOWN outside a cgroup */
-    int64_t cg_mem_limit_bytes;   /* GPUFL_HOST_UNKNOWN when unlimited */
+    int64_t cg_mem_limit_bytes;   /* current (see GPUFL_HOST_LIMITS_EVERY); UNKNOWN when unlimited */
     double cg_cpu_pct;            /* percent of one CPU, or -1 */
-    double cg_cpu_limit_cores;    /* < 0 when unlimited */
+    double cg_cpu_limit_cores;    /* current; < 0 when unlimited */
 } gpufl_host_sample_t;
 
-/* Reader state: the previous counters, to turn them into rates. Plain
- * caller-owned struct: init/fini, no heap. Not thread-safe: one user at a
- * time (the caller holds a lock when it shares one). */
+/* Bits of gpufl_host_reader_t.have_prev: which previous counter holds a
+ * value. A counter that could not be read clears its bit, so the next rate
+ * is never taken over a stale value. */
+#define GPUFL_HOST_PREV_HOST_CPU 1u   /* prev_host_busy, prev_host_total */
+#define GPUFL_HOST_PREV_PROC_CPU 2u   /* prev_proc_ticks */
+#define GPUFL_HOST_PREV_CG_CPU 4u     /* prev_cg_usage_usec */
+
+/* The files kept open, indexes of gpufl_host_reader_t.fds. */
+typedef enum gpufl_host_file {
+    GPUFL_HOST_FILE_STAT,         /* proc/stat */
+    GPUFL_HOST_FILE_MEMINFO,      /* proc/meminfo */
+    GPUFL_HOST_FILE_CG_MEM,       /* v2 memory.current, v1 memory.usage_in_bytes */
+    GPUFL_HOST_FILE_CG_CPU,       /* v2 cpu.stat, v1 cpuacct.usage */
+    GPUFL_HOST_FILE_SELF_STAT,    /* proc/self/stat, opened by process self_pid */
+    GPUFL_HOST_FILE_SELF_STATM,   /* proc/self/statm, likewise */
+    GPUFL_HOST_FILE_COUNT
+} gpufl_host_file_t;
+
+/* Reader state: the open files, the cgroup directories and the previous
+ * counters that turn into rates. Caller-owned struct, no heap: the reader
+ * owns its descriptors (fds[]) from init to fini, and fini closes them. Do
+ * not copy an initialized reader (both copies would close the same fds).
+ * Not thread-safe: one user at a time (the caller holds a lock when it
+ * shares one). */
 typedef struct gpufl_host_reader {
     char root[256];               /* "" means "/" */
-    int have_prev;
+    unsigned have_prev;           /* GPUFL_HOST_PREV_* bits */
     uint64_t prev_host_busy, prev_host_total;   /* /proc/stat jiffies */
     uint64_t prev_proc_ticks;                   /* utime+stime of the process */
     uint64_t prev_cg_usage_usec;
@@ -53,17 +112,45 @@ typedef struct gpufl_host_reader {
     long clk_tck;
     long page_size;
     gpufl_host_info_t info;
+
+    /* cgroup directories, full paths resolved at init ("" when none). In
+     * v2 all three are the cgroup's directory. In v1 the controllers may be
+     * in different hierarchies with different paths (memory:/a/b next to
+     * cpuacct:/ and cpu:/). When the cgroup's own directory is missing (a
+     * container without a cgroup namespace sees the host's path) the
+     * hierarchy's root, which is then the container's cgroup, stands in. */
+    char cg_mem_dir[GPUFL_HOST_DIR_BYTES];       /* memory usage and limit */
+    char cg_cpu_usage_dir[GPUFL_HOST_DIR_BYTES]; /* v1 cpuacct (usage) */
+    char cg_cpu_limit_dir[GPUFL_HOST_DIR_BYTES]; /* v1 cpu (cfs quota and period) */
+    int64_t cg_mem_limit_bytes;   /* current limits, re-read every GPUFL_HOST_LIMITS_EVERY */
+    double cg_cpu_limit_cores;
+    uint64_t samples;             /* samples taken so far */
+
+    int fds[GPUFL_HOST_FILE_COUNT]; /* -1 when not open: then opened by path when needed */
+    unsigned absent;              /* bits (1u << gpufl_host_file_t): cgroup files found
+                                     missing, looked for again with the limits */
+    pid_t self_pid;               /* the process that opened the SELF files */
+    int ready;                    /* set by a successful init, cleared by fini */
 } gpufl_host_reader_t;
 
 /* root: NULL or "" for the real system, else a directory holding proc/ and
- * sys/fs/cgroup/. Reads the static info. Returns 0 or a negative GPUFL_E*
- * code (GPUFL_EIO when /proc/meminfo or /proc/stat cannot be read). */
+ * sys/fs/cgroup/. Reads the static info, resolves the cgroup directories and
+ * opens the kept files. Returns 0 or a negative GPUFL_E* code: GPUFL_EINVAL
+ * for a root too long, GPUFL_EIO when /proc/meminfo or /proc/stat cannot be
+ * opened or read. A failed init leaves no descriptor open. */
 int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root);
+
+/* Closes the kept descriptors and clears the reader. Safe with NULL, after a
+ * failed init and called twice (nothing is closed twice); not on a reader
+ * init was never called on (unless it is zero-filled). */
 void gpufl__host_reader_fini(gpufl_host_reader_t *r);
 
 /* Reads one sample into *out (all fields but ts_ns). now_mono_ns is the
- * caller's CLOCK_MONOTONIC time, used for the process CPU rate. Returns 0 or
- * GPUFL_EIO; fields that could not be read are left unknown. */
+ * caller's CLOCK_MONOTONIC time, used for the process and cgroup CPU rates.
+ * Returns 0; GPUFL_EIO when /proc/stat or /proc/meminfo could not be read,
+ * and then every other field is still filled as far as it could be read
+ * (the unreadable ones are -1 / GPUFL_HOST_UNKNOWN); GPUFL_EINVAL for a NULL
+ * argument or a reader that is not initialized. */
 int gpufl__host_sample(gpufl_host_reader_t *r, int64_t now_mono_ns, gpufl_host_sample_t *out);
 
 #endif

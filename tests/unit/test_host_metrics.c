@@ -1,7 +1,9 @@
 /*
  * test_host_metrics.c - host_metrics against fake /proc and /sys/fs/cgroup
- * trees made of real files in a temporary directory, plus one plausibility
- * check against the real system.
+ * trees made of real files in a temporary directory (kept descriptors,
+ * cgroup directories resolved at init, limits re-read at runtime, init/fini
+ * pairing), plus a plausibility check against the real system and a fork()
+ * test: a reader made in the parent must describe the child in the child.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -16,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/times.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,6 +82,25 @@ static void remove_file(const char *root, const char *relative) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", root, relative);
     assert_int_equal(unlink(path), 0);
+}
+
+/* True when fd is the file at root/relative now (same inode). */
+static int same_file(int fd, const char *root, const char *relative) {
+    char path[1024];
+    struct stat by_fd, by_path;
+    snprintf(path, sizeof path, "%s/%s", root, relative);
+    return fd >= 0 && fstat(fd, &by_fd) == 0 && stat(path, &by_path) == 0 &&
+           by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
+}
+
+/* Replaces root/relative by a new file (a new inode) with rename(). */
+static void replace_file(const char *root, const char *relative, const char *content) {
+    char temporary[512], from[1024], to[1024];
+    snprintf(temporary, sizeof temporary, "%s.new", relative);
+    write_file(root, temporary, content);
+    snprintf(from, sizeof from, "%s/%s", root, temporary);
+    snprintf(to, sizeof to, "%s/%s", root, relative);
+    assert_int_equal(rename(from, to), 0);
 }
 
 /* /proc/stat with four CPUs and a "cpu " total line (guest fields last). */
@@ -458,6 +482,171 @@ static void test_cgroup_v1_limited_memory_no_quota(void **state) {
     gpufl__host_reader_fini(&r);
 }
 
+/* cgroup v1 with controllers in separate hierarchies at different paths,
+ * as on a host where memory:/a/b sits next to cpuacct:/ and cpu:/. Each
+ * controller's files come from its own directory, resolved at init; decoys
+ * at the other controllers' paths must not be read. */
+static void test_cgroup_v1_split_paths(void **state) {
+    struct fake_root *fake = *state;
+    const char *root = fake->path;
+    gpufl_host_reader_t r;
+    gpufl_host_sample_t s;
+    char expected[1024];
+    write_base_proc(root);
+    write_file(root, "proc/self/cgroup",
+               "9:name=systemd:/\n4:memory:/a/b\n2:cpuacct:/\n1:cpu:/\n0::/\n");
+    write_file(root, "sys/fs/cgroup/memory/a/b/memory.usage_in_bytes", "1000\n");
+    write_file(root, "sys/fs/cgroup/memory/a/b/memory.limit_in_bytes", "2147483648\n");
+    write_file(root, "sys/fs/cgroup/memory/memory.usage_in_bytes", "999999\n");
+    write_file(root, "sys/fs/cgroup/cpuacct/cpuacct.usage", "1000000000\n");
+    write_file(root, "sys/fs/cgroup/cpuacct/a/b/cpuacct.usage", "5\n");
+    write_file(root, "sys/fs/cgroup/cpu/cpu.cfs_quota_us", "50000\n");
+    write_file(root, "sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+    write_file(root, "sys/fs/cgroup/cpu/a/b/cpu.cfs_quota_us", "400000\n");
+    write_file(root, "sys/fs/cgroup/cpu/a/b/cpu.cfs_period_us", "100000\n");
+    init_reader(&r, root);
+
+    assert_int_equal(r.info.cgroup_version, 1);
+    assert_string_equal(r.info.cgroup_path, "/a/b");
+    snprintf(expected, sizeof expected, "%s/sys/fs/cgroup/memory/a/b", root);
+    assert_string_equal(r.cg_mem_dir, expected);
+    snprintf(expected, sizeof expected, "%s/sys/fs/cgroup/cpuacct", root);
+    assert_string_equal(r.cg_cpu_usage_dir, expected);
+    snprintf(expected, sizeof expected, "%s/sys/fs/cgroup/cpu", root);
+    assert_string_equal(r.cg_cpu_limit_dir, expected);
+    assert_true(same_file(r.fds[GPUFL_HOST_FILE_CG_MEM], root,
+                          "sys/fs/cgroup/memory/a/b/memory.usage_in_bytes"));
+    assert_true(same_file(r.fds[GPUFL_HOST_FILE_CG_CPU], root,
+                          "sys/fs/cgroup/cpuacct/cpuacct.usage"));
+    assert_int_equal(r.info.cg_mem_limit_bytes, INT64_C(2147483648));
+    assert_close(r.info.cg_cpu_limit_cores, 0.5);
+
+    sample_ok(&r, SECOND_NS, &s);
+    assert_int_equal(s.cg_mem_used_bytes, 1000);
+    assert_int_equal(s.cg_mem_limit_bytes, INT64_C(2147483648));
+    assert_close(s.cg_cpu_limit_cores, 0.5);
+    write_file(root, "sys/fs/cgroup/cpuacct/cpuacct.usage", "1250000000\n");
+    sample_ok(&r, 2 * SECOND_NS, &s);
+    assert_close(s.cg_cpu_pct, 25);
+    gpufl__host_reader_fini(&r);
+
+    /* Three different paths; the separate hierarchies' own directories win. */
+    write_file(root, "proc/self/cgroup", "4:memory:/a/b\n3:cpuacct:/x\n2:cpu:/y\n");
+    write_file(root, "sys/fs/cgroup/cpuacct/x/cpuacct.usage", "7000\n");
+    write_file(root, "sys/fs/cgroup/cpu/y/cpu.cfs_quota_us", "300000\n");
+    write_file(root, "sys/fs/cgroup/cpu/y/cpu.cfs_period_us", "100000\n");
+    init_reader(&r, root);
+    assert_string_equal(r.info.cgroup_path, "/a/b");
+    assert_true(same_file(r.fds[GPUFL_HOST_FILE_CG_CPU], root,
+                          "sys/fs/cgroup/cpuacct/x/cpuacct.usage"));
+    assert_close(r.info.cg_cpu_limit_cores, 3.0);
+    gpufl__host_reader_fini(&r);
+
+    /* Without a memory line the cgroup path is the cpuacct one. */
+    write_file(root, "proc/self/cgroup", "3:cpuacct:/x\n2:cpu:/y\n");
+    init_reader(&r, root);
+    assert_int_equal(r.info.cgroup_version, 1);
+    assert_string_equal(r.info.cgroup_path, "/x");
+    assert_string_equal(r.cg_mem_dir, "");
+    assert_int_equal(r.fds[GPUFL_HOST_FILE_CG_MEM], -1);
+    sample_ok(&r, SECOND_NS, &s);
+    assert_int_equal(s.cg_mem_used_bytes, GPUFL_HOST_UNKNOWN);
+    assert_int_equal(s.cg_mem_limit_bytes, GPUFL_HOST_UNKNOWN);
+    assert_close(s.cg_cpu_limit_cores, 3.0);
+    gpufl__host_reader_fini(&r);
+}
+
+/* Samples n_from..n_to (1-based sample counts) and checks the limits they carry. */
+static void expect_limits(gpufl_host_reader_t *r, int n_from, int n_to, int64_t mem_limit,
+                          double cpu_limit) {
+    gpufl_host_sample_t s;
+    for (int n = n_from; n <= n_to; n++) {
+        sample_ok(r, n * SECOND_NS, &s);
+        if (s.cg_mem_limit_bytes != mem_limit || s.cg_cpu_limit_cores != cpu_limit)
+            fail_msg("sample %d: limits %lld and %.3f, expected %lld and %.3f", n,
+                     (long long)s.cg_mem_limit_bytes, s.cg_cpu_limit_cores,
+                     (long long)mem_limit, cpu_limit);
+    }
+}
+
+/* Limits resized at runtime show from the GPUFL_HOST_LIMITS_EVERY-th sample
+ * on; the info keeps the limits read at init. Limit files are opened by
+ * path, so a rename() replacement shows too. */
+static void test_cgroup_v2_limits_change_at_runtime(void **state) {
+    struct fake_root *fake = *state;
+    const char *root = fake->path;
+    gpufl_host_reader_t r;
+    assert_int_equal(GPUFL_HOST_LIMITS_EVERY, 50);
+    write_base_proc(root);
+    write_file(root, "proc/self/cgroup", "0::/job\n");
+    write_file(root, "sys/fs/cgroup/job/memory.max", "536870912\n");
+    write_file(root, "sys/fs/cgroup/job/cpu.max", "150000 100000\n");
+    write_file(root, "sys/fs/cgroup/job/memory.current", "1\n");
+    write_file(root, "sys/fs/cgroup/job/cpu.stat", "usage_usec 1\n");
+    init_reader(&r, root);
+
+    write_file(root, "sys/fs/cgroup/job/memory.max", "1073741824\n");
+    write_file(root, "sys/fs/cgroup/job/cpu.max", "max 100000\n");
+    expect_limits(&r, 1, 49, 536870912, 1.5);
+    expect_limits(&r, 50, 50, 1073741824, -1);
+
+    replace_file(root, "sys/fs/cgroup/job/memory.max", "max\n");
+    replace_file(root, "sys/fs/cgroup/job/cpu.max", "250000 100000\n");
+    expect_limits(&r, 51, 99, 1073741824, -1);
+    expect_limits(&r, 100, 101, GPUFL_HOST_UNKNOWN, 2.5);
+    assert_int_equal(r.info.cg_mem_limit_bytes, 536870912);
+    assert_close(r.info.cg_cpu_limit_cores, 1.5);
+    gpufl__host_reader_fini(&r);
+}
+
+static void test_cgroup_v1_limits_change_at_runtime(void **state) {
+    struct fake_root *fake = *state;
+    const char *root = fake->path;
+    gpufl_host_reader_t r;
+    write_base_proc(root);
+    write_file(root, "proc/self/cgroup", "4:memory:/a/b\n2:cpuacct:/\n1:cpu:/\n");
+    write_file(root, "sys/fs/cgroup/memory/a/b/memory.limit_in_bytes", "9223372036854771712\n");
+    write_file(root, "sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");
+    write_file(root, "sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+    init_reader(&r, root);
+    assert_int_equal(r.info.cg_mem_limit_bytes, GPUFL_HOST_UNKNOWN);
+
+    write_file(root, "sys/fs/cgroup/memory/a/b/memory.limit_in_bytes", "268435456\n");
+    write_file(root, "sys/fs/cgroup/cpu/cpu.cfs_quota_us", "200000\n");
+    expect_limits(&r, 1, 49, GPUFL_HOST_UNKNOWN, -1);
+    expect_limits(&r, 50, 51, 268435456, 2.0);
+    gpufl__host_reader_fini(&r);
+}
+
+/* A cgroup file missing at init (a controller not enabled) is not looked up
+ * at every sample, only with the limits, and kept once found. */
+static void test_missing_cgroup_file_looked_for_with_limits(void **state) {
+    struct fake_root *fake = *state;
+    const char *root = fake->path;
+    gpufl_host_reader_t r;
+    gpufl_host_sample_t s;
+    write_base_proc(root);
+    write_file(root, "proc/self/cgroup", "0::/job\n");
+    write_file(root, "sys/fs/cgroup/job/cpu.stat", "usage_usec 1\n");
+    init_reader(&r, root);
+    assert_int_equal(r.fds[GPUFL_HOST_FILE_CG_MEM], -1);
+    assert_true(r.absent & (1u << GPUFL_HOST_FILE_CG_MEM));
+
+    write_file(root, "sys/fs/cgroup/job/memory.current", "8192\n");
+    for (int n = 1; n < GPUFL_HOST_LIMITS_EVERY; n++) {
+        sample_ok(&r, n * SECOND_NS, &s);
+        assert_int_equal(s.cg_mem_used_bytes, GPUFL_HOST_UNKNOWN);
+    }
+    sample_ok(&r, GPUFL_HOST_LIMITS_EVERY * SECOND_NS, &s);
+    assert_int_equal(s.cg_mem_used_bytes, 8192);
+    assert_true(same_file(r.fds[GPUFL_HOST_FILE_CG_MEM], root, "sys/fs/cgroup/job/memory.current"));
+    assert_false(r.absent & (1u << GPUFL_HOST_FILE_CG_MEM));
+    write_file(root, "sys/fs/cgroup/job/memory.current", "16384\n");
+    sample_ok(&r, (GPUFL_HOST_LIMITS_EVERY + 1) * SECOND_NS, &s);
+    assert_int_equal(s.cg_mem_used_bytes, 16384);
+    gpufl__host_reader_fini(&r);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Errors and bad input                                                     */
 /* ---------------------------------------------------------------------- */
@@ -479,6 +668,83 @@ static void test_missing_root_is_eio(void **state) {
     assert_non_null(strstr(gpufl_last_error(), "proc/stat"));
 }
 
+/* Open descriptors of this process. */
+static int count_open_fds(void) {
+    DIR *directory = opendir("/proc/self/fd");
+    assert_non_null(directory);
+    int count = 0;
+    for (struct dirent *entry; (entry = readdir(directory)) != NULL;)
+        count += entry->d_name[0] != '.';
+    closedir(directory);
+    return count;
+}
+
+static void assert_no_fds(const gpufl_host_reader_t *r) {
+    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++)
+        assert_int_equal(r->fds[i], -1);
+}
+
+/* fini pairs with every init, failed ones included, and closes nothing twice. */
+static void test_fini_after_failed_init(void **state) {
+    struct fake_root *fake = *state;
+    const char *root = fake->path;
+    gpufl_host_reader_t r;
+    gpufl_host_sample_t s;
+    int baseline = count_open_fds();
+
+    /* meminfo is opened (and would be kept) before proc/stat is missed. */
+    write_file(root, "proc/meminfo", "MemTotal: 1 kB\n");
+    assert_int_equal(gpufl__host_reader_init(&r, root), GPUFL_EIO);
+    assert_int_equal(count_open_fds(), baseline);
+    assert_no_fds(&r);
+    gpufl__host_reader_fini(&r);
+    gpufl__host_reader_fini(&r);
+    assert_int_equal(count_open_fds(), baseline);
+    assert_int_equal(gpufl__host_sample(&r, SECOND_NS, &s), GPUFL_EINVAL);
+
+    /* A proc/stat that opens but cannot be read. */
+    char stat_path[1024];
+    snprintf(stat_path, sizeof stat_path, "%s/proc/stat", root);
+    assert_int_equal(mkdir(stat_path, 0755), 0);
+    assert_int_equal(gpufl__host_reader_init(&r, root), GPUFL_EIO);
+    assert_non_null(strstr(gpufl_last_error(), "proc/stat"));
+    assert_int_equal(count_open_fds(), baseline);
+    gpufl__host_reader_fini(&r);
+    assert_int_equal(rmdir(stat_path), 0);
+
+    /* A bad root fails before anything is opened. */
+    char long_root[400];
+    memset(long_root, 'x', sizeof long_root - 1);
+    long_root[0] = '/';
+    long_root[sizeof long_root - 1] = '\0';
+    assert_int_equal(gpufl__host_reader_init(&r, long_root), GPUFL_EINVAL);
+    assert_no_fds(&r);
+    gpufl__host_reader_fini(&r);
+    assert_int_equal(count_open_fds(), baseline);
+
+    /* A good init holds its descriptors until fini; a second fini and a
+     * sample after fini touch none. */
+    write_base_proc(root);
+    write_file(root, "proc/self/cgroup", "0::/job\n");
+    write_file(root, "sys/fs/cgroup/job/memory.current", "1\n");
+    write_file(root, "sys/fs/cgroup/job/cpu.stat", "usage_usec 1\n");
+    init_reader(&r, root);
+    assert_int_equal(count_open_fds(), baseline + GPUFL_HOST_FILE_COUNT);
+    sample_ok(&r, SECOND_NS, &s);
+    assert_int_equal(count_open_fds(), baseline + GPUFL_HOST_FILE_COUNT);
+    gpufl__host_reader_fini(&r);
+    assert_int_equal(count_open_fds(), baseline);
+    assert_no_fds(&r);
+    gpufl__host_reader_fini(&r);
+    assert_int_equal(gpufl__host_sample(&r, 2 * SECOND_NS, &s), GPUFL_EINVAL);
+    assert_int_equal(count_open_fds(), baseline);
+
+    /* A zero-filled reader owns no descriptor (its fds of 0 are not closed). */
+    memset(&r, 0, sizeof r);
+    gpufl__host_reader_fini(&r);
+    assert_int_equal(count_open_fds(), baseline);
+}
+
 static void test_root_too_long_is_einval(void **state) {
     (void)state;
     gpufl_host_reader_t r;
@@ -490,29 +756,134 @@ static void test_root_too_long_is_einval(void **state) {
     assert_true(strlen(gpufl_last_error()) > 0);
 }
 
-/* Files that vanish after init: EIO for the host files, the rest unknown. */
-static void test_files_vanish_after_init(void **state) {
+/* A file without a kept descriptor (as when open failed at init, EMFILE) is
+ * opened by path at each sample until that works, then kept; a kept
+ * descriptor that fails to read is dropped and the path opened again. A
+ * sample that returns GPUFL_EIO still fills the other fields. */
+static void test_unkept_and_failing_files(void **state) {
     struct fake_root *fake = *state;
+    const char *root = fake->path;
     gpufl_host_reader_t r;
     gpufl_host_sample_t s;
-    write_base_proc(fake->path);
-    init_reader(&r, fake->path);
+    uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
+    write_base_proc(root);
+    write_file(root, "proc/self/cgroup", "0::/job\n");
+    write_file(root, "sys/fs/cgroup/job/memory.current", "4096\n");
+    init_reader(&r, root);
     sample_ok(&r, SECOND_NS, &s);
 
-    remove_file(fake->path, "proc/stat");
-    remove_file(fake->path, "proc/self/stat");
+    /* No descriptor and no file: EIO, everything else still read. */
+    close(r.fds[GPUFL_HOST_FILE_STAT]);
+    r.fds[GPUFL_HOST_FILE_STAT] = -1;
+    remove_file(root, "proc/stat");
     assert_int_equal(gpufl__host_sample(&r, 2 * SECOND_NS, &s), GPUFL_EIO);
     assert_non_null(strstr(gpufl_last_error(), "proc/stat"));
     assert_close(s.cpu_pct, -1);
-    assert_close(s.proc_cpu_pct, -1);
+    assert_false(r.have_prev & GPUFL_HOST_PREV_HOST_CPU);
+    assert_int_equal(s.mem_total_bytes, INT64_C(16384000) * 1024);
     assert_int_equal(s.mem_used_bytes, (INT64_C(16384000) - 12000000) * 1024);
+    assert_int_equal(s.proc_rss_bytes, 250 * sysconf(_SC_PAGESIZE));
+    assert_close(s.proc_cpu_pct, 0);
+    assert_int_equal(s.cg_mem_used_bytes, 4096);
 
-    /* Back again: a rate needs two readable samples in a row, not a stale one. */
-    write_proc_stat(fake->path, 500, 500, 5000, 100, 0);
-    write_self_stat(fake->path, "gpufl_test", 9000, 9000);
+    /* Back: opened by path and kept. A rate needs two readable samples in a
+     * row, not a stale one. */
+    write_proc_stat(root, 500, 500, 5000, 100, 0);
     sample_ok(&r, 3 * SECOND_NS, &s);
     assert_close(s.cpu_pct, -1);
+    assert_true(same_file(r.fds[GPUFL_HOST_FILE_STAT], root, "proc/stat"));
+    write_proc_stat(root, 600, 500, 5300, 100, 0); /* busy +100 of +400 */
+    sample_ok(&r, 4 * SECOND_NS, &s);
+    assert_close(s.cpu_pct, 25);
+
+    /* A kept descriptor that fails (a directory put in its place) is dropped
+     * and the path opened again. */
+    int directory = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(directory >= 0);
+    assert_int_equal(dup2(directory, r.fds[GPUFL_HOST_FILE_MEMINFO]),
+                     r.fds[GPUFL_HOST_FILE_MEMINFO]);
+    sample_ok(&r, 5 * SECOND_NS, &s);
+    assert_int_equal(s.mem_used_bytes, (INT64_C(16384000) - 12000000) * 1024);
+    assert_true(same_file(r.fds[GPUFL_HOST_FILE_MEMINFO], root, "proc/meminfo"));
+
+    /* ...and when the path fails too: EIO, nothing kept, the rest read. */
+    assert_int_equal(dup2(directory, r.fds[GPUFL_HOST_FILE_MEMINFO]),
+                     r.fds[GPUFL_HOST_FILE_MEMINFO]);
+    remove_file(root, "proc/meminfo");
+    char meminfo[1024];
+    snprintf(meminfo, sizeof meminfo, "%s/proc/meminfo", root);
+    assert_int_equal(mkdir(meminfo, 0755), 0);
+    assert_int_equal(gpufl__host_sample(&r, 6 * SECOND_NS, &s), GPUFL_EIO);
+    assert_non_null(strstr(gpufl_last_error(), "proc/meminfo"));
+    assert_int_equal(s.mem_total_bytes, GPUFL_HOST_UNKNOWN);
+    assert_int_equal(s.mem_used_bytes, GPUFL_HOST_UNKNOWN);
+    assert_int_equal(r.fds[GPUFL_HOST_FILE_MEMINFO], -1);
+    assert_close(s.cpu_pct, -1); /* /proc/stat did not move */
+    assert_int_equal(s.proc_rss_bytes, 250 * sysconf(_SC_PAGESIZE));
+    assert_int_equal(s.cg_mem_used_bytes, 4096);
+    assert_int_equal(rmdir(meminfo), 0);
+    write_file(root, "proc/meminfo", "MemTotal: 1000 kB\nMemAvailable: 400 kB\n");
+    sample_ok(&r, 7 * SECOND_NS, &s);
+    assert_int_equal(s.mem_used_bytes, 600 * 1024);
+    assert_true(same_file(r.fds[GPUFL_HOST_FILE_MEMINFO], root, "proc/meminfo"));
+    close(directory);
+
+    /* Garbage in a kept file: no rate, and none from the stale value after it. */
+    write_file(root, "proc/self/stat", "garbage\n");
+    sample_ok(&r, 8 * SECOND_NS, &s);
     assert_close(s.proc_cpu_pct, -1);
+    write_self_stat(root, "gpufl_test", 9000, 9000);
+    sample_ok(&r, 9 * SECOND_NS, &s);
+    assert_close(s.proc_cpu_pct, -1);
+    write_self_stat(root, "gpufl_test", 9000 + hz, 9000);
+    sample_ok(&r, 10 * SECOND_NS, &s);
+    assert_close(s.proc_cpu_pct, 100);
+    gpufl__host_reader_fini(&r);
+}
+
+/* What the kept descriptors see (host_metrics.h): a file rewritten in place
+ * (O_TRUNC, the same inode) shows its new content; a file replaced by
+ * rename() or unlinked does not, the descriptor reads the old inode. */
+static void test_kept_files_rewritten_and_replaced(void **state) {
+    struct fake_root *fake = *state;
+    const char *root = fake->path;
+    gpufl_host_reader_t r;
+    gpufl_host_sample_t s;
+    write_base_proc(root);
+    write_file(root, "proc/self/cgroup", "0::/job\n");
+    write_file(root, "sys/fs/cgroup/job/memory.current", "100\n");
+    write_file(root, "sys/fs/cgroup/job/cpu.stat", "usage_usec 0\n");
+    init_reader(&r, root);
+    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++)
+        assert_true(r.fds[i] >= 0);
+    int kept_fd = r.fds[GPUFL_HOST_FILE_CG_MEM];
+    assert_true(same_file(kept_fd, root, "sys/fs/cgroup/job/memory.current"));
+    sample_ok(&r, SECOND_NS, &s);
+    assert_int_equal(s.cg_mem_used_bytes, 100);
+
+    /* Rewritten in place: seen, through the same descriptor. */
+    write_file(root, "sys/fs/cgroup/job/memory.current", "200\n");
+    write_file(root, "sys/fs/cgroup/job/cpu.stat", "usage_usec 500000\n");
+    sample_ok(&r, 2 * SECOND_NS, &s);
+    assert_int_equal(s.cg_mem_used_bytes, 200);
+    assert_close(s.cg_cpu_pct, 50);
+    assert_int_equal(r.fds[GPUFL_HOST_FILE_CG_MEM], kept_fd);
+    assert_true(same_file(kept_fd, root, "sys/fs/cgroup/job/memory.current"));
+
+    /* Replaced by rename: not seen, the old inode is still read. */
+    replace_file(root, "sys/fs/cgroup/job/memory.current", "300\n");
+    sample_ok(&r, 3 * SECOND_NS, &s);
+    assert_int_equal(s.cg_mem_used_bytes, 200);
+    assert_false(same_file(kept_fd, root, "sys/fs/cgroup/job/memory.current"));
+    /* In-place writes to the new file do not reach the old one either. */
+    write_file(root, "sys/fs/cgroup/job/memory.current", "400\n");
+    sample_ok(&r, 4 * SECOND_NS, &s);
+    assert_int_equal(s.cg_mem_used_bytes, 200);
+
+    /* Unlinked: still read through the descriptor. */
+    remove_file(root, "proc/self/statm");
+    sample_ok(&r, 5 * SECOND_NS, &s);
+    assert_int_equal(s.proc_rss_bytes, 250 * sysconf(_SC_PAGESIZE));
     gpufl__host_reader_fini(&r);
 }
 
@@ -657,6 +1028,118 @@ static void test_real_system(void **state) {
     gpufl__host_reader_fini(&slash);
 }
 
+/* What the child of test_fork_reads_the_child sends back. */
+struct child_report {
+    int rc_first, rc_second;
+    double first_cpu_pct, second_cpu_pct;
+    uint64_t first_ticks;        /* reader's utime+stime at the first sample */
+    uint64_t own_ticks;          /* the child's own, from times() */
+    int64_t rss_bytes;
+    int self_pid_is_child;
+    int fds_kept;
+};
+
+static void burn_cpu(int64_t ns) {
+    volatile uint64_t sink = 0;
+    for (int64_t start = monotonic_ns(); monotonic_ns() - start < ns;)
+        sink += 1;
+}
+
+/* Runs in the child: no cmocka asserts here, the report goes up the pipe. */
+static void run_forked_child(gpufl_host_reader_t *r, int report_fd) {
+    struct child_report report;
+    gpufl_host_sample_t s;
+    struct tms own;
+    size_t bytes = (size_t)64 << 20;
+    memset(&report, 0, sizeof report);
+
+    report.rc_first = gpufl__host_sample(r, monotonic_ns(), &s);
+    report.first_cpu_pct = s.proc_cpu_pct;
+    report.first_ticks = r->prev_proc_ticks;
+    times(&own);
+    report.own_ticks = (uint64_t)own.tms_utime + (uint64_t)own.tms_stime;
+
+    char *memory = malloc(bytes);
+    if (memory != NULL)
+        memset(memory, 0x5a, bytes); /* touch every page */
+    burn_cpu(100 * 1000 * 1000);
+    report.rc_second = gpufl__host_sample(r, monotonic_ns(), &s);
+    report.second_cpu_pct = s.proc_cpu_pct;
+    report.rss_bytes = memory != NULL && memory[bytes - 1] == 0x5a ? s.proc_rss_bytes : -2;
+    report.self_pid_is_child = r->self_pid == getpid();
+    report.fds_kept = r->fds[GPUFL_HOST_FILE_SELF_STAT] >= 0 && r->fds[GPUFL_HOST_FILE_SELF_STATM] >= 0;
+    gpufl__host_reader_fini(r);
+    free(memory);
+    ssize_t written = write(report_fd, &report, sizeof report);
+    _exit(written == (ssize_t)sizeof report ? 0 : 3);
+}
+
+/* A reader made in the parent, sampled in a fork()ed child, reports the
+ * child: /proc/self/... opened in the parent would keep describing the
+ * parent, so the child must reopen them. */
+static void test_fork_reads_the_child(void **state) {
+    (void)state;
+    gpufl_host_reader_t r;
+    gpufl_host_sample_t s;
+    struct child_report report;
+    int pipe_fds[2], status;
+    init_reader(&r, NULL);
+    burn_cpu(200 * 1000 * 1000);
+    sample_ok(&r, monotonic_ns(), &s);
+    uint64_t parent_ticks = r.prev_proc_ticks;
+    int parent_stat_fd = r.fds[GPUFL_HOST_FILE_SELF_STAT];
+    assert_true(parent_stat_fd >= 0);
+    assert_true(parent_ticks >= 15);
+
+    assert_int_equal(pipe(pipe_fds), 0);
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        close(pipe_fds[0]);
+        run_forked_child(&r, pipe_fds[1]);
+    }
+    close(pipe_fds[1]);
+    size_t got = 0;
+    while (got < sizeof report) {
+        ssize_t count = read(pipe_fds[0], (char *)&report + got, sizeof report - got);
+        if (count < 0 && errno == EINTR)
+            continue;
+        if (count <= 0)
+            break;
+        got += (size_t)count;
+    }
+    close(pipe_fds[0]);
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(got, sizeof report);
+
+    /* The parent's reader is untouched by the child's fini. */
+    sample_ok(&r, monotonic_ns(), &s);
+    assert_int_equal(r.fds[GPUFL_HOST_FILE_SELF_STAT], parent_stat_fd);
+    assert_true(s.proc_rss_bytes > 0);
+
+    assert_int_equal(report.rc_first, 0);
+    assert_int_equal(report.rc_second, 0);
+    /* CPU: the child's own ticks, a new baseline, then a rate. */
+    assert_close(report.first_cpu_pct, -1);
+    assert_true(report.first_ticks <= report.own_ticks + 2 &&
+                report.own_ticks <= report.first_ticks + 2);
+    if (report.first_ticks + 10 > parent_ticks)
+        fail_msg("child ticks %llu, parent ticks %llu: the parent was read",
+                 (unsigned long long)report.first_ticks, (unsigned long long)parent_ticks);
+    assert_true(report.second_cpu_pct > 0);
+    /* RSS: the child's 64 MiB on top of what it shares with the parent. */
+    if (report.rss_bytes < s.proc_rss_bytes + (INT64_C(32) << 20))
+        fail_msg("child RSS %lld, parent RSS %lld: the parent was read",
+                 (long long)report.rss_bytes, (long long)s.proc_rss_bytes);
+    /* The child's process files are its own and kept for its next samples. */
+    assert_true(report.self_pid_is_child);
+    assert_true(report.fds_kept);
+    gpufl__host_reader_fini(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_info_and_memory, setup_root, teardown_root),
@@ -674,13 +1157,24 @@ int main(void) {
                                         teardown_root),
         cmocka_unit_test_setup_teardown(test_cgroup_v1_limited_memory_no_quota, setup_root,
                                         teardown_root),
+        cmocka_unit_test_setup_teardown(test_cgroup_v1_split_paths, setup_root, teardown_root),
+        cmocka_unit_test_setup_teardown(test_cgroup_v2_limits_change_at_runtime, setup_root,
+                                        teardown_root),
+        cmocka_unit_test_setup_teardown(test_cgroup_v1_limits_change_at_runtime, setup_root,
+                                        teardown_root),
+        cmocka_unit_test_setup_teardown(test_missing_cgroup_file_looked_for_with_limits,
+                                        setup_root, teardown_root),
         cmocka_unit_test_setup_teardown(test_missing_root_is_eio, setup_root, teardown_root),
+        cmocka_unit_test_setup_teardown(test_fini_after_failed_init, setup_root, teardown_root),
         cmocka_unit_test(test_root_too_long_is_einval),
-        cmocka_unit_test_setup_teardown(test_files_vanish_after_init, setup_root, teardown_root),
+        cmocka_unit_test_setup_teardown(test_unkept_and_failing_files, setup_root, teardown_root),
+        cmocka_unit_test_setup_teardown(test_kept_files_rewritten_and_replaced, setup_root,
+                                        teardown_root),
         cmocka_unit_test_setup_teardown(test_garbage_and_empty_files, setup_root, teardown_root),
         cmocka_unit_test_setup_teardown(test_malformed_values, setup_root, teardown_root),
         cmocka_unit_test_setup_teardown(test_bad_cgroup_lines, setup_root, teardown_root),
         cmocka_unit_test(test_real_system),
+        cmocka_unit_test(test_fork_reads_the_child),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
