@@ -130,10 +130,29 @@ static uint32_t path_of(gpufl_collector_t *c, uint32_t parent_path, const char *
     return gpufl__intern(c->dict, path, n + name_len);
 }
 
+/* Brings the collector's copy of a thread's stack to the depth the thread
+ * itself had. They part when an end record was dropped (full ring): the
+ * thread closed the scope, the collector never heard of it. Those scopes
+ * stay open in the log; the drops line counts the lost records. */
+static void align_depth(gpufl_collector_t *c, thread_view_t *t, uint32_t depth) {
+    if (t->depth > depth) {
+        c->open_scopes -= (int)(t->depth - depth);
+        t->depth = depth;
+    }
+    /* Deeper than we know (only after lost records): stand-ins, so paths
+     * keep their true depth. */
+    while (t->depth < depth && t->depth < GPUFL_SCOPE_STACK_MAX) {
+        uint32_t parent = t->depth ? t->stack[t->depth - 1].path : 0;
+        t->stack[t->depth++] = (open_scope_t){0, path_of(c, parent, "(lost)", 6)};
+        c->open_scopes++;
+    }
+}
+
 static void on_begin(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t at, const gpufl_rec_t *rec,
                      int64_t ts) {
     char text[2 * GPUFL_TEXT_MAX + sizeof(gpufl_rec_t)];
     thread_view_t *t = &c->threads[r->index];
+    align_depth(c, t, rec->depth);
     read_text(r, at, rec, text);
     uint32_t name = gpufl__intern(c->dict, text, rec->name_len);
     uint32_t tag = rec->tag_len ? gpufl__intern(c->dict, text + rec->name_len, rec->tag_len) : 0;
@@ -157,6 +176,7 @@ static void on_begin(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t at, const g
 
 static void on_end(gpufl_collector_t *c, gpufl_ring_t *r, const gpufl_rec_t *rec, int64_t ts) {
     thread_view_t *t = &c->threads[r->index];
+    align_depth(c, t, (uint32_t)rec->depth + 1);
     uint32_t pos = t->depth;
     while (pos > 0 && t->stack[pos - 1].id != rec->scope_id) pos--;
     if (pos == 0) return; /* its begin was dropped: nothing to close */

@@ -15,6 +15,10 @@ void gpufl__log(gpufl_log_level_t level, const char *fmt, ...) GPUFL__PRINTF(2, 
 void gpufl__log_set_debug(int on);
 int gpufl__log_debug_enabled(void);
 
+/* fork(): hold the hook lock across it; the child gets a fresh one. */
+void gpufl__log_before_fork(void);
+void gpufl__log_after_fork(int in_child);
+
 #define gpufl__warn(...) gpufl__log(GPUFL_LOG_WARN, __VA_ARGS__)
 #define gpufl__debug(...)                                                       \
     do {                                                                        \

@@ -34,7 +34,8 @@ typedef struct gpufl_rec {
     uint64_t scope_id; /* instance id of the scope */
     uint8_t kind;      /* enum gpufl_rec_kind */
     uint8_t flags;     /* GPUFL_REC_FLAG_* */
-    uint16_t extra;    /* continuation records that follow */
+    uint8_t extra;     /* continuation records that follow (at most 32) */
+    uint8_t depth;     /* open scopes of the thread before a begin / after an end */
     uint16_t name_len;
     uint16_t tag_len;
     int32_t repeat;

@@ -136,7 +136,8 @@ static inline gpufl_scope_t put_begin(gpufl_ring_t *r, uint64_t at, uint64_t ext
     rec->scope_id = id;
     rec->kind = GPUFL_REC_SCOPE_BEGIN;
     rec->flags = truncated ? GPUFL_REC_FLAG_TRUNCATED : 0;
-    rec->extra = (uint16_t)extra;
+    rec->extra = (uint8_t)extra;
+    rec->depth = (uint8_t)r->depth;
     rec->name_len = (uint16_t)name_len;
     rec->tag_len = (uint16_t)tag_len;
     rec->repeat = repeat;
@@ -233,6 +234,7 @@ static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id
             rec->kind = GPUFL_REC_SCOPE_END;
             rec->flags = k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0;
             rec->extra = 0;
+            rec->depth = (uint8_t)(depth - 1 - k);
         }
         gpufl__ring_commit(r, at + n);
     }
@@ -264,6 +266,7 @@ void gpufl_scope_end(gpufl_scope_t id) {
     rec->kind = GPUFL_REC_SCOPE_END;
     rec->flags = 0;
     rec->extra = 0;
+    rec->depth = (uint8_t)(depth - 1);
     gpufl__ring_commit(r, at + 1);
 }
 

@@ -167,16 +167,22 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
 /* ---------------- process hooks ---------------- */
 
 static void at_exit(void) { gpufl_shutdown(); }
-static void fork_prepare(void) { pthread_mutex_lock(&g.lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&g.lock); }
+static void fork_prepare(void) {
+    pthread_mutex_lock(&g.lock);
+    gpufl__log_before_fork();
+}
+static void fork_parent(void) {
+    gpufl__log_after_fork(0);
+    pthread_mutex_unlock(&g.lock);
+}
 
 /* The child has no collector thread: it forgets the parent's session
  * (without touching its files or buffers) and may start its own. */
 static void fork_child(void) {
     gpufl__scope_after_fork_child();
+    gpufl__log_after_fork(1);
     g.running = 0;
-    g.collector = NULL;
-    memset(&g.settings, 0, sizeof g.settings);
+    g.collector = NULL; /* the parent's: left alone (its thread is not here) */
     pthread_mutex_init(&g.lock, NULL);
 }
 
