@@ -557,7 +557,8 @@ static size_t build_nodes(const gpufl_model_t *m, const gpufl_model_scope_t **by
             nd->open++;
             continue;
         }
-        double d = s->end_ns > s->begin_ns ? (double)(s->end_ns - s->begin_ns) : 0.0;
+        /* in double: any two int64 times from a damaged log may differ by more than int64 holds */
+        double d = s->end_ns > s->begin_ns ? (double)s->end_ns - (double)s->begin_ns : 0.0;
         if (nd->calls == 0 || d < nd->min) nd->min = d;
         if (nd->calls == 0 || d > nd->max) nd->max = d;
         nd->calls++;

@@ -319,6 +319,8 @@ static int resolve_one(int i, const gpufl_options_t *opts, json_t *config, const
     value_t code = v;
     gpufl_option_source_t src = GPUFL_FROM_DEFAULT;
     json_t *j = config ? config_value(config, d->name) : NULL;
+    /* "" means "not set" in the config file as in code and the environment. */
+    if (j && d->type == T_STR && json_is_string(j) && !*json_string_value(j)) j = NULL;
 
     if (j) {
         if (value_from_json(d, j, &v)) {
