@@ -12,6 +12,7 @@
 #include "core/error.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #define DEFAULT_MAX_ROWS ((size_t)16 << 20)
 #define DEFAULT_MAX_RECORDS ((size_t)1 << 20)
 #define DEFAULT_MAX_WARNINGS ((size_t)1000)
+#define DEFAULT_MAX_GPUS ((size_t)1024)
+#define MAX_SOURCE_COSTS ((size_t)64)
 
 /* A scope_end row, kept until the join. */
 typedef struct scope_end_row {
@@ -451,17 +454,301 @@ static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
 }
 
 /* ---------------------------------------------------------------------- */
+/* GPU records                                                              */
+/* ---------------------------------------------------------------------- */
+
+/* A value column: negative means unknown, like null. */
+static int64_t nonneg_or_unknown(const json_t *v) {
+    int64_t x = int_or_unknown(v);
+    return x >= 0 ? x : GPUFL_MODEL_UNKNOWN;
+}
+
+/* Reads a device number (0 .. INT32_MAX). Returns 0 or -1. */
+static int device_number(const json_t *v, int64_t *out) {
+    return gpufl__reader_int(v, out) == 0 && *out >= 0 && *out <= INT32_MAX ? 0 : -1;
+}
+
+/* The entry of device, created (has_info 0, all unknown) when new. Returns
+ * 0, 1 when the device cap is reached, or GPUFL_ENOMEM. */
+static int gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **out) {
+    size_t idx;
+    if (gpufl__idmap_get(&m->gpu_index, (uint64_t)device + 1, &idx)) {
+        *out = &m->gpus[idx];
+        return 0;
+    }
+    int rc = reserve((void **)&m->gpus, &m->gpus_alloc, m->n_gpus, sizeof *m->gpus,
+                     m->limits.max_gpus);
+    if (rc) return rc;
+    if (gpufl__idmap_put(&m->gpu_index, (uint64_t)device + 1, m->n_gpus, NULL) < 0)
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the device index");
+    gpufl_model_gpu_t *g = &m->gpus[m->n_gpus++];
+    memset(g, 0, sizeof *g);
+    g->device = device;
+    g->nvml_index = g->mig_index = GPUFL_MODEL_UNKNOWN;
+    g->name = g->uuid = g->pci_bus_id = g->compute_capability = "";
+    g->driver_version = g->nvml_version = "";
+    g->sm_count = g->mem_total_bytes = g->cuda_driver_version = GPUFL_MODEL_UNKNOWN;
+    g->mig_mode = g->gpm_supported = g->nvlink_links = GPUFL_MODEL_UNKNOWN;
+    g->power_limit_mw = GPUFL_MODEL_UNKNOWN;
+    g->procs_ts_ns = g->procs_count = g->procs_peak = GPUFL_MODEL_UNKNOWN;
+    *out = g;
+    return 0;
+}
+
+static int on_gpu_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    int64_t device;
+    if (device_number(json_object_get(rec, "device"), &device))
+        return bad_line(m, pos, "gpu_info", "no device number");
+    gpufl_model_gpu_t *g;
+    int rc = gpu_slot(m, device, &g);
+    if (rc < 0) return rc;
+    if (rc) {
+        m->gpus_over_cap++;
+        return 0;
+    }
+    if (g->has_info) {
+        const char *uuid = gpufl__model_json_str(rec, "uuid");
+        if (uuid && strcmp(uuid, g->uuid) != 0)
+            add_warning(m, pos->name, pos->line,
+                        "gpu_info: device %lld described again as %s, first as %s (first kept)",
+                        (long long)device, uuid, g->uuid);
+        return 0;
+    }
+    g->has_info = 1;
+    g->name = member_str(m, rec, "name");
+    g->uuid = member_str(m, rec, "uuid");
+    g->pci_bus_id = member_str(m, rec, "pci_bus_id");
+    g->compute_capability = member_str(m, rec, "compute_capability");
+    g->driver_version = member_str(m, rec, "driver_version");
+    g->nvml_version = member_str(m, rec, "nvml_version");
+    if (!g->name || !g->uuid || !g->pci_bus_id || !g->compute_capability ||
+        !g->driver_version || !g->nvml_version)
+        return GPUFL_ENOMEM;
+    g->nvml_index = nonneg_or_unknown(json_object_get(rec, "nvml_index"));
+    g->mig_index = nonneg_or_unknown(json_object_get(rec, "mig_index"));
+    g->sm_count = nonneg_or_unknown(json_object_get(rec, "sm_count"));
+    g->mem_total_bytes = nonneg_or_unknown(json_object_get(rec, "mem_total_bytes"));
+    g->cuda_driver_version = nonneg_or_unknown(json_object_get(rec, "cuda_driver_version"));
+    g->mig_mode = nonneg_or_unknown(json_object_get(rec, "mig_mode"));
+    g->gpm_supported = nonneg_or_unknown(json_object_get(rec, "gpm_supported"));
+    g->nvlink_links = nonneg_or_unknown(json_object_get(rec, "nvlink_links"));
+    g->power_limit_mw = nonneg_or_unknown(json_object_get(rec, "power_limit_mw"));
+    return 0;
+}
+
+/* Bit names merge over records: a later name for a bit replaces the earlier. */
+static int on_gpu_legend(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    json_t *names = json_object_get(rec, "throttle_reasons");
+    if (!json_is_object(names))
+        return bad_line(m, pos, "gpu_legend", "throttle_reasons is not an object");
+    const char *key;
+    json_t *v;
+    json_object_foreach(names, key, v) {
+        char *end;
+        if (!json_is_string(v) || *key < '0' || *key > '9') continue;
+        unsigned long bit = strtoul(key, &end, 10);
+        if (*end || bit >= GPUFL_MODEL_THROTTLE_BITS) continue; /* not a bit we can hold */
+        const char *name = pool_str(m, json_string_value(v), json_string_length(v));
+        if (!name) return GPUFL_ENOMEM;
+        m->throttle_names[bit] = name;
+    }
+    m->has_legend = 1;
+    return 0;
+}
+
+static int on_gpu_processes(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    int64_t ts, device;
+    if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
+        return bad_line(m, pos, "gpu_processes", "no integer ts_ns");
+    if (device_number(json_object_get(rec, "device"), &device))
+        return bad_line(m, pos, "gpu_processes", "no device number");
+    json_t *pids = json_object_get(rec, "pid"), *used = json_object_get(rec, "used_bytes");
+    if (!json_is_array(pids)) return bad_line(m, pos, "gpu_processes", "pid is not an array");
+    size_t n = json_array_size(pids);
+    if (used && !json_is_array(used))
+        return bad_line(m, pos, "gpu_processes", "used_bytes is not an array");
+    if (used && json_array_size(used) != n)
+        return bad_line(m, pos, "gpu_processes", "pid has %zu entries, used_bytes %zu", n,
+                        json_array_size(used));
+    int64_t v;
+    for (size_t i = 0; i < n; i++) {
+        if (gpufl__reader_int(json_array_get(pids, i), &v) != 0)
+            return bad_line(m, pos, "gpu_processes", "pid %zu is not an integer", i);
+        if (used && gpufl__reader_int(json_array_get(used, i), &v) < 0)
+            return bad_line(m, pos, "gpu_processes", "used_bytes %zu is not an integer", i);
+    }
+    int64_t count = nonneg_or_unknown(json_object_get(rec, "count"));
+    if (count < (int64_t)n) count = (int64_t)n; /* absent, or fewer than listed */
+    note_ts(m, ts);
+    gpufl_model_gpu_t *g;
+    int rc = gpu_slot(m, device, &g);
+    if (rc < 0) return rc;
+    if (rc) {
+        m->gpus_over_cap++;
+        return 0;
+    }
+    g->procs_records++;
+    if (count > g->procs_peak) g->procs_peak = count;
+    if (g->procs_ts_ns != GPUFL_MODEL_UNKNOWN && ts < g->procs_ts_ns) return 0; /* older */
+    g->procs_ts_ns = ts;
+    g->procs_count = count;
+    g->n_procs = n < GPUFL_MODEL_GPU_PROCS_MAX ? n : GPUFL_MODEL_GPU_PROCS_MAX;
+    for (size_t i = 0; i < g->n_procs; i++) {
+        gpufl__reader_int(json_array_get(pids, i), &g->procs[i].pid);
+        g->procs[i].used_bytes =
+            used ? nonneg_or_unknown(json_array_get(used, i)) : GPUFL_MODEL_UNKNOWN;
+    }
+    return 0;
+}
+
+/* The gpu_sample columns: name, kind and where the value goes in a row. */
+enum { GCOL_I64, GCOL_I32, GCOL_REAL };
+enum { GCOL_TS = 0, GCOL_DEVICE = 1, GCOL_REQUIRED = 2 }; /* the first two: never unknown */
+typedef struct gpu_col {
+    int kind;
+    size_t offset;
+} gpu_col_t;
+
+#define GCOL(kind, field) {kind, offsetof(gpufl_model_gpu_sample_t, field)}
+static const char *const gpu_col_names[] = {
+    "ts_ns",           "device",              "gpu_util_pct",          "mem_util_pct",
+    "mem_used_bytes",  "mem_free_bytes",      "mem_total_bytes",       "temp_gpu_c",
+    "temp_mem_c",      "power_mw",            "power_limit_mw",        "energy_mj",
+    "clock_sm_mhz",    "clock_gfx_mhz",       "clock_mem_mhz",         "fan_pct",
+    "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "throttle_reasons",  "ecc_sbe_volatile",
+    "ecc_dbe_volatile", "nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s", "sm_active_pct",
+    "sm_occupancy_pct", "tensor_active_pct",  "dram_bw_util_pct"};
+static const gpu_col_t gpu_cols[] = {
+    GCOL(GCOL_I64, ts_ns),
+    GCOL(GCOL_I32, device),
+    GCOL(GCOL_I32, gpu_util_pct),
+    GCOL(GCOL_I32, mem_util_pct),
+    GCOL(GCOL_I64, mem_used_bytes),
+    GCOL(GCOL_I64, mem_free_bytes),
+    GCOL(GCOL_I64, mem_total_bytes),
+    GCOL(GCOL_I32, temp_gpu_c),
+    GCOL(GCOL_I32, temp_mem_c),
+    GCOL(GCOL_I64, power_mw),
+    GCOL(GCOL_I64, power_limit_mw),
+    GCOL(GCOL_I64, energy_mj),
+    GCOL(GCOL_I32, clock_sm_mhz),
+    GCOL(GCOL_I32, clock_gfx_mhz),
+    GCOL(GCOL_I32, clock_mem_mhz),
+    GCOL(GCOL_I32, fan_pct),
+    GCOL(GCOL_I64, pcie_tx_bytes_per_s),
+    GCOL(GCOL_I64, pcie_rx_bytes_per_s),
+    GCOL(GCOL_I64, throttle_reasons),
+    GCOL(GCOL_I64, ecc_sbe_volatile),
+    GCOL(GCOL_I64, ecc_dbe_volatile),
+    GCOL(GCOL_I64, nvlink_tx_bytes_per_s),
+    GCOL(GCOL_I64, nvlink_rx_bytes_per_s),
+    GCOL(GCOL_REAL, sm_active_pct),
+    GCOL(GCOL_REAL, sm_occupancy_pct),
+    GCOL(GCOL_REAL, tensor_active_pct),
+    GCOL(GCOL_REAL, dram_bw_util_pct),
+};
+#undef GCOL
+#define GPU_NCOL (sizeof gpu_cols / sizeof gpu_cols[0])
+_Static_assert(sizeof gpu_col_names / sizeof gpu_col_names[0] == GPU_NCOL,
+               "a name and a slot for every gpu_sample column");
+
+/* Only ts_ns and device are required: a missing column means "unknown". */
+static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    json_t *cols[GPU_NCOL];
+    size_t rows;
+    char why[160];
+    if (gpufl__reader_columns(rec, gpu_col_names, cols, GPU_NCOL, GCOL_REQUIRED, &rows, why,
+                              sizeof why))
+        return bad_line(m, pos, "gpu_sample", "%s", why);
+    size_t start = m->n_gpu_samples;
+    uint64_t over = 0;
+    int64_t lo = INT64_MAX, hi = -1;
+    for (size_t r = 0; r < rows; r++) {
+        gpufl_model_gpu_sample_t row;
+        for (size_t c = 0; c < GPU_NCOL; c++) {
+            json_t *cell = cols[c] ? json_array_get(cols[c], r) : NULL;
+            char *slot = (char *)&row + gpu_cols[c].offset;
+            int real = gpu_cols[c].kind == GCOL_REAL;
+            double d = GPUFL_MODEL_UNKNOWN;
+            int64_t x = GPUFL_MODEL_UNKNOWN;
+            int rc = real ? gpufl__reader_num(cell, &d) : gpufl__reader_int(cell, &x);
+            if (rc < 0 || (c < GCOL_REQUIRED && rc != 0)) {
+                m->n_gpu_samples = start;
+                return bad_line(m, pos, "gpu_sample", "row %zu: %s is not a%s", r,
+                                gpu_col_names[c], real ? " number" : "n integer");
+            }
+            if (real) {
+                if (d < 0) d = GPUFL_MODEL_UNKNOWN;
+                memcpy(slot, &d, sizeof d);
+                continue;
+            }
+            if (c >= GCOL_REQUIRED && x < 0) x = GPUFL_MODEL_UNKNOWN; /* negative: unknown */
+            if (gpu_cols[c].kind == GCOL_I64) {
+                memcpy(slot, &x, sizeof x);
+                continue;
+            }
+            if (x > INT32_MAX || (c == GCOL_DEVICE && x < 0)) {
+                m->n_gpu_samples = start;
+                return bad_line(m, pos, "gpu_sample", "row %zu: %s %lld is out of range", r,
+                                gpu_col_names[c], (long long)x);
+            }
+            int32_t x32 = (int32_t)x;
+            memcpy(slot, &x32, sizeof x32);
+        }
+        if (row.ts_ns < lo) lo = row.ts_ns;
+        if (row.ts_ns > hi) hi = row.ts_ns;
+        int rc = reserve((void **)&m->gpu_samples, &m->gpu_samples_alloc, m->n_gpu_samples,
+                         sizeof *m->gpu_samples, m->limits.max_gpu_samples);
+        if (rc < 0) return rc;
+        if (rc) {
+            over++;
+            continue;
+        }
+        m->gpu_samples[m->n_gpu_samples++] = row;
+    }
+    m->gpu_samples_over_cap += over;
+    if (rows) note_ts(m, lo), note_ts(m, hi);
+    return 0;
+}
+
+/* One entry per source; a later record of the same source replaces it. */
+static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    const char *source = gpufl__model_json_str(rec, "source");
+    if (!source || !*source) return bad_line(m, pos, "source_cost", "no source name");
+    gpufl_model_source_cost_t *c = NULL;
+    for (size_t i = 0; i < m->n_source_costs && !c; i++)
+        if (strcmp(m->source_costs[i].source, source) == 0) c = &m->source_costs[i];
+    if (!c) {
+        int rc = reserve((void **)&m->source_costs, &m->source_costs_alloc, m->n_source_costs,
+                         sizeof *m->source_costs, MAX_SOURCE_COSTS);
+        if (rc < 0) return rc;
+        if (rc) return 0; /* more sources than any writer has: not kept */
+        c = &m->source_costs[m->n_source_costs];
+        c->source = member_str(m, rec, "source");
+        if (!c->source) return GPUFL_ENOMEM;
+        m->n_source_costs++;
+    }
+    c->file = pos->file;
+    c->samples = nonneg_or_unknown(json_object_get(rec, "samples"));
+    c->total_ns = nonneg_or_unknown(json_object_get(rec, "total_ns"));
+    c->mean_ns = nonneg_or_unknown(json_object_get(rec, "mean_ns"));
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Dispatch                                                                 */
 /* ---------------------------------------------------------------------- */
 
 static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type, json_t *rec) {
     gpufl_model_t *m = user;
     enum { HEADER, OPTIONS, CAPABILITIES, HOST_INFO, SCOPE_BEGIN, SCOPE_END, HOST_SAMPLE,
-           SYSTEM_START, SYSTEM_STOP, EVENT, DROPS, SESSION_END, NTYPES };
+           SYSTEM_START, SYSTEM_STOP, EVENT, DROPS, SESSION_END, GPU_INFO, GPU_LEGEND,
+           GPU_SAMPLE, GPU_PROCESSES, SOURCE_COST, NTYPES };
     static const char *const types[NTYPES] = {
         "header",      "options",     "capabilities", "host_info",    "scope_begin",
         "scope_end",   "host_sample", "system_start", "system_stop", "event",
-        "drops",       "session_end"};
+        "drops",       "session_end", "gpu_info",     "gpu_legend",   "gpu_sample",
+        "gpu_processes", "source_cost"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -482,6 +769,11 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case EVENT: return on_event(m, pos, rec);
     case DROPS: return on_drops(m, pos, rec);
     case SESSION_END: return on_session_end(m, pos, rec);
+    case GPU_INFO: return on_gpu_info(m, pos, rec);
+    case GPU_LEGEND: return on_gpu_legend(m, pos, rec);
+    case GPU_SAMPLE: return on_gpu_sample(m, pos, rec);
+    case GPU_PROCESSES: return on_gpu_processes(m, pos, rec);
+    case SOURCE_COST: return on_source_cost(m, pos, rec);
     default: return 1;
     }
 }
@@ -532,6 +824,37 @@ static int join_scopes(gpufl_model_t *m) {
     return 0;
 }
 
+static int cmp_gpu(const void *a, const void *b) {
+    int64_t x = ((const gpufl_model_gpu_t *)a)->device, y = ((const gpufl_model_gpu_t *)b)->device;
+    return x < y ? -1 : x > y;
+}
+
+/* Gives every device a sample names an entry, then sorts the devices by
+ * number and rebuilds the index. */
+static int finish_gpus(gpufl_model_t *m) {
+    int64_t last = -1; /* rows of one device often come in runs */
+    for (size_t i = 0; i < m->n_gpu_samples; i++) {
+        int64_t d = m->gpu_samples[i].device;
+        if (d == last) continue;
+        gpufl_model_gpu_t *g;
+        int rc = gpu_slot(m, d, &g);
+        if (rc < 0) return rc;
+        if (rc) {
+            m->gpus_over_cap++; /* its rows stay, with no device entry */
+            continue;
+        }
+        last = d;
+    }
+    if (m->n_gpus < 2) return 0;
+    qsort(m->gpus, m->n_gpus, sizeof *m->gpus, cmp_gpu);
+    gpufl__idmap_fini(&m->gpu_index);
+    gpufl__idmap_init(&m->gpu_index);
+    for (size_t i = 0; i < m->n_gpus; i++)
+        if (gpufl__idmap_put(&m->gpu_index, (uint64_t)m->gpus[i].device + 1, i, NULL) < 0)
+            return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the device index");
+    return 0;
+}
+
 static void summarize(gpufl_model_t *m) {
     load_state_t *st = m->load_state;
     for (size_t i = 0; i < m->n_windows; i++)
@@ -572,6 +895,12 @@ static void summarize(gpufl_model_t *m) {
     if (m->events_over_cap)
         add_warning(m, "", 0, "%llu events past the cap of %zu, not kept",
                     (unsigned long long)m->events_over_cap, m->limits.max_events);
+    if (m->gpu_samples_over_cap)
+        add_warning(m, "", 0, "%llu GPU samples past the cap of %zu, not kept",
+                    (unsigned long long)m->gpu_samples_over_cap, m->limits.max_gpu_samples);
+    if (m->gpus_over_cap)
+        add_warning(m, "", 0, "%llu GPU records name devices past the cap of %zu devices",
+                    (unsigned long long)m->gpus_over_cap, m->limits.max_gpus);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -589,6 +918,8 @@ static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in
     out->max_dict = d.max_dict;                 /* 0: the dict's default */
     out->max_string_bytes = d.max_string_bytes; /* 0: the pools' default */
     out->max_line_bytes = d.max_line_bytes;     /* 0: the reader's default */
+    out->max_gpus = d.max_gpus ? d.max_gpus : DEFAULT_MAX_GPUS;
+    out->max_gpu_samples = d.max_gpu_samples ? d.max_gpu_samples : DEFAULT_MAX_ROWS;
 }
 
 int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
@@ -602,6 +933,7 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     gpufl__dict_init(&m->dict, m->limits.max_dict, m->limits.max_string_bytes);
     gpufl__strpool_init(&m->strings, m->limits.max_string_bytes);
     gpufl__idmap_init(&m->scope_index);
+    gpufl__idmap_init(&m->gpu_index);
     m->first_ts_ns = m->last_ts_ns = GPUFL_MODEL_UNKNOWN;
     m->header.session_id = m->header.app_name = m->header.hostname = "";
     m->header.clock = m->header.gpufl_version = "";
@@ -612,6 +944,7 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     gpufl_reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes};
     int rc = gpufl__reader_read_session(session_dir, &ops, m, &m->dict, &rl, &m->read);
     if (rc == 0) rc = join_scopes(m);
+    if (rc == 0) rc = finish_gpus(m);
     if (rc == 0) summarize(m);
     free(st.ends);
     m->load_state = NULL;
@@ -639,7 +972,11 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->windows);
     free(m->events);
     free(m->warnings);
+    free(m->gpus);
+    free(m->gpu_samples);
+    free(m->source_costs);
     gpufl__idmap_fini(&m->scope_index);
+    gpufl__idmap_fini(&m->gpu_index);
     gpufl__dict_fini(&m->dict);
     gpufl__strpool_fini(&m->strings);
     free(m);
@@ -653,4 +990,17 @@ const gpufl_model_scope_t *gpufl__model_scope_find(const gpufl_model_t *m, int64
     size_t idx;
     if (id <= 0 || !gpufl__idmap_get(&m->scope_index, (uint64_t)id, &idx)) return NULL;
     return &m->scopes[idx];
+}
+
+const gpufl_model_gpu_t *gpufl__model_gpu_find(const gpufl_model_t *m, int64_t device) {
+    size_t idx;
+    if (device < 0 || !gpufl__idmap_get(&m->gpu_index, (uint64_t)device + 1, &idx)) return NULL;
+    return &m->gpus[idx];
+}
+
+const gpufl_model_source_cost_t *gpufl__model_source_cost(const gpufl_model_t *m,
+                                                         const char *source) {
+    for (size_t i = 0; i < m->n_source_costs; i++)
+        if (strcmp(m->source_costs[i].source, source) == 0) return &m->source_costs[i];
+    return NULL;
 }

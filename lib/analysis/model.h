@@ -5,8 +5,10 @@
  * The report, the insights, the exporters and the CLI all read this model;
  * none of them parses logs. Each record kind is an array with a count, grown
  * up to a cap; what passes a cap is counted (`*_over_cap`), never silently
- * lost. Later record kinds (kernels, copies, syncs, device metrics) are added
- * the same way: a row struct, an array, a count, a cap.
+ * lost. Later record kinds (kernels, copies, syncs) are added the same way: a
+ * row struct, an array, a count, a cap; GPU rows name their device by its
+ * `device` number, which gpufl__model_gpu_find() turns into its
+ * gpufl_model_gpu_t (identity, processes).
  *
  * A loaded model is immutable: any number of threads may read it at once.
  */
@@ -120,6 +122,82 @@ typedef struct gpufl_model_session_end {
     json_t *rec;   /* the record with the largest ts_ns, final counters included */
 } gpufl_model_session_end_t;
 
+/* Processes listed per device (a gpu_processes record may count more). */
+#define GPUFL_MODEL_GPU_PROCS_MAX 64
+/* Throttle (clock event) reason bits that gpu_legend can name: 0 .. 63. */
+#define GPUFL_MODEL_THROTTLE_BITS 64
+
+/* One process on a device, from a gpu_processes record. */
+typedef struct gpufl_model_gpu_proc {
+    int64_t pid;
+    int64_t used_bytes; /* GPUFL_MODEL_UNKNOWN when NVML did not say */
+} gpufl_model_gpu_proc_t;
+
+/*
+ * One device: a whole GPU or a MIG instance, from its gpu_info record, plus
+ * what gpu_processes said about it. Every device some GPU row names has one
+ * (has_info = 0 when no gpu_info record described it). Unknown integers are
+ * GPUFL_MODEL_UNKNOWN; strings are never NULL ("" when absent).
+ */
+typedef struct gpufl_model_gpu {
+    int64_t device;       /* our device number: the key GPU rows refer to */
+    int has_info;         /* a gpu_info record described it */
+    int64_t nvml_index;   /* NVML index of the GPU (the parent, for a MIG instance) */
+    int64_t mig_index;    /* position under the parent; UNKNOWN for a whole GPU */
+    const char *name;
+    const char *uuid;     /* "GPU-..." or "MIG-..." */
+    const char *pci_bus_id;
+    const char *compute_capability; /* "9.0"; "" when unknown */
+    const char *driver_version;     /* "580.95.05" */
+    const char *nvml_version;
+    int64_t sm_count;
+    int64_t mem_total_bytes;
+    int64_t cuda_driver_version; /* 13000 for CUDA 13.0 */
+    int64_t mig_mode;            /* 0 off, 1 on, UNKNOWN where MIG is unsupported */
+    int64_t gpm_supported;       /* 0 or 1; UNKNOWN when absent */
+    int64_t nvlink_links;        /* active links; UNKNOWN when absent */
+    int64_t power_limit_mw;
+
+    /* gpu_processes: the last list written (by ts_ns) and the peak count. */
+    uint64_t procs_records;  /* gpu_processes records read for this device */
+    int64_t procs_ts_ns;     /* of the last one; UNKNOWN when none */
+    int64_t procs_count;     /* its count; UNKNOWN when none */
+    int64_t procs_peak;      /* largest count of any; UNKNOWN when none */
+    size_t n_procs;          /* processes listed in procs (count may be larger) */
+    gpufl_model_gpu_proc_t procs[GPUFL_MODEL_GPU_PROCS_MAX];
+} gpufl_model_gpu_t;
+
+/*
+ * One gpu_sample row. Unknown values are GPUFL_MODEL_UNKNOWN (doubles: < 0);
+ * every known value is >= 0. Rates are over the interval since the previous
+ * sample of the same device.
+ */
+typedef struct gpufl_model_gpu_sample {
+    int64_t ts_ns;
+    int64_t mem_used_bytes, mem_free_bytes, mem_total_bytes;
+    int64_t power_mw, power_limit_mw;
+    int64_t energy_mj; /* counter since the driver loaded */
+    int64_t pcie_tx_bytes_per_s, pcie_rx_bytes_per_s;
+    int64_t nvlink_tx_bytes_per_s, nvlink_rx_bytes_per_s;
+    int64_t ecc_sbe_volatile, ecc_dbe_volatile;
+    int64_t throttle_reasons; /* bits, named by m->throttle_names */
+    double sm_active_pct, sm_occupancy_pct, tensor_active_pct, dram_bw_util_pct; /* GPM */
+    int32_t device;           /* gpufl_model_gpu_t.device */
+    int32_t gpu_util_pct, mem_util_pct;
+    int32_t temp_gpu_c, temp_mem_c;
+    int32_t clock_sm_mhz, clock_gfx_mhz, clock_mem_mhz;
+    int32_t fan_pct;
+} gpufl_model_gpu_sample_t;
+
+/* A source_cost record: what one sampling source cost the process. */
+typedef struct gpufl_model_source_cost {
+    const char *source; /* "host", "nvml", ... */
+    gpufl_log_file_t file;
+    int64_t samples;    /* UNKNOWN when absent */
+    int64_t total_ns;
+    int64_t mean_ns;    /* per sample (nvml: per device and sample) */
+} gpufl_model_source_cost_t;
+
 /* A problem found while reading: a corrupt line, a dict conflict, ... */
 typedef struct gpufl_model_warning {
     const char *file; /* "scope.log.1"; "" when about the session as a whole */
@@ -137,6 +215,8 @@ typedef struct gpufl_model_limits {
     size_t max_dict;      /* dict entries, default 16 Mi */
     size_t max_string_bytes; /* all strings together, default 1 GiB */
     size_t max_line_bytes;   /* default 64 MiB */
+    size_t max_gpus;         /* devices, default 1024 */
+    size_t max_gpu_samples;  /* gpu_sample rows, default 16 Mi */
 } gpufl_model_limits_t;
 
 typedef struct gpufl_model {
@@ -165,6 +245,22 @@ typedef struct gpufl_model {
     size_t n_events;
     uint64_t events_over_cap;
 
+    gpufl_model_gpu_t *gpus; /* sorted by device number */
+    size_t n_gpus;
+    uint64_t gpus_over_cap;  /* records naming devices past the cap, not kept */
+
+    gpufl_model_gpu_sample_t *gpu_samples; /* gpu_sample rows of all devices, in log order */
+    size_t n_gpu_samples;
+    uint64_t gpu_samples_over_cap;
+
+    /* gpu_legend: name of each throttle_reasons bit, NULL when unnamed. */
+    const char *throttle_names[GPUFL_MODEL_THROTTLE_BITS];
+    int has_legend;
+
+    /* source_cost: one per source (its last record), in the order first seen */
+    gpufl_model_source_cost_t *source_costs;
+    size_t n_source_costs;
+
     gpufl_model_drops_t drops;
     gpufl_model_session_end_t session_end;
 
@@ -185,7 +281,9 @@ typedef struct gpufl_model {
     gpufl_model_limits_t limits;
     gpufl_strpool_t strings; /* strings other than dict entries */
     gpufl_idmap_t scope_index; /* scope id -> index in scopes */
+    gpufl_idmap_t gpu_index;   /* device + 1 -> index in gpus */
     size_t scopes_alloc, samples_alloc, windows_alloc, events_alloc, warnings_alloc;
+    size_t gpus_alloc, gpu_samples_alloc, source_costs_alloc;
     void *load_state; /* only during loading */
 } gpufl_model_t;
 
@@ -206,6 +304,11 @@ void gpufl__model_destroy(gpufl_model_t *m);
 const char *gpufl__model_str(const gpufl_model_t *m, int64_t id);
 /* The scope with instance id `id`, or NULL. */
 const gpufl_model_scope_t *gpufl__model_scope_find(const gpufl_model_t *m, int64_t id);
+/* The device with number `device`, or NULL. */
+const gpufl_model_gpu_t *gpufl__model_gpu_find(const gpufl_model_t *m, int64_t device);
+/* The source_cost record of `source` ("host", "nvml"), or NULL. */
+const gpufl_model_source_cost_t *gpufl__model_source_cost(const gpufl_model_t *m,
+                                                         const char *source);
 /* A string member of a record object (e.g. of m->capabilities), or NULL. */
 const char *gpufl__model_json_str(const json_t *obj, const char *key);
 

@@ -2,7 +2,8 @@
  * report.c - formats the session model as a text report for people.
  *
  * Sections: session summary, scope timing (a tree of scope paths), system
- * metrics, then GPU sections (none yet) and the log problems met while
+ * metrics, GPU devices (identity and what their NVML samples say, one block
+ * per device; or why there is no GPU data) and the log problems met while
  * reading. Values use human units with three significant digits; nothing
  * here depends on the clock, the locale's time zone or memory addresses, so
  * the same logs always give the same bytes.
@@ -11,6 +12,7 @@
 
 #include "core/error.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -451,6 +453,11 @@ static int put_summary(FILE *out, const gpufl_model_t *m) {
     snprintf(line, sizeof line, "%zu scope%s (%zu open), %zu host sample%s, %zu system window%s, "
              "%zu event%s", m->n_scopes, plural(m->n_scopes), m->n_open_scopes, m->n_samples,
              plural(m->n_samples), starts, plural(starts), m->n_events, plural(m->n_events));
+    if (m->n_gpu_samples || m->n_gpus) {
+        size_t len = strlen(line);
+        snprintf(line + len, sizeof line - len, ", %zu GPU sample%s (%zu device%s)",
+                 m->n_gpu_samples, plural(m->n_gpu_samples), m->n_gpus, plural(m->n_gpus));
+    }
     put_field(out, "records", line);
     put_drops(out, m);
     if (put_events(out, m)) return GPUFL_ENOMEM;
@@ -885,12 +892,11 @@ static int put_system(FILE *out, const gpufl_model_t *m) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* GPU and problems                                                         */
+/* GPU devices and problems                                                 */
 /* ---------------------------------------------------------------------- */
 
-/* Until the GPU sources exist there is never GPU data; say why, from the
- * capabilities record, in one line. */
-static void put_gpu(FILE *out, const gpufl_model_t *m) {
+/* Why there is no GPU data, from the capabilities record, in one line. */
+static void put_no_gpu(FILE *out, const gpufl_model_t *m) {
     const char *running = cap_fact(m->capabilities, "backend", "running");
     const char *why = cap_reason(m->capabilities, "backend");
     fprintf(out, "\nGPU\n");
@@ -903,6 +909,493 @@ static void put_gpu(FILE *out, const gpufl_model_t *m) {
     } else {
         fprintf(out, "  GPU sections: no GPU records found\n");
     }
+}
+
+/* Statistics of one value over a device's samples (unknown values skipped). */
+typedef struct gstat {
+    double sum, min, max;
+    size_t n;
+} gstat_t;
+
+static void gs_add(gstat_t *a, double v) {
+    if (v < 0) return;
+    if (a->n == 0 || v > a->max) a->max = v;
+    if (a->n == 0 || v < a->min) a->min = v;
+    a->sum += v;
+    a->n++;
+}
+
+static double gs_avg(const gstat_t *a) { return a->sum / (double)a->n; }
+
+/* A counter's first and last known value, by time. */
+typedef struct gcounter {
+    int64_t first, first_ts, last, last_ts;
+    size_t n;
+} gcounter_t;
+
+static void gc_add(gcounter_t *c, int64_t ts, int64_t v) {
+    if (v < 0) return;
+    if (c->n == 0 || ts < c->first_ts) c->first = v, c->first_ts = ts;
+    if (c->n == 0 || ts >= c->last_ts) c->last = v, c->last_ts = ts;
+    c->n++;
+}
+
+enum { G_UTIL, G_MEM_UTIL, G_MEM_USED, G_MEM_TOTAL, G_TEMP_GPU, G_TEMP_MEM, G_POWER,
+       G_POWER_LIMIT, G_CLOCK_SM, G_CLOCK_MEM, G_FAN, G_PCIE_TX, G_PCIE_RX, G_NVLINK_TX,
+       G_NVLINK_RX, G_SM_ACTIVE, G_SM_OCCUPANCY, G_TENSOR, G_DRAM_BW, G_NSTAT };
+
+/* What a device's samples say, gathered in one pass over all samples. */
+typedef struct gpu_acc {
+    size_t n;
+    int64_t first_ts, last_ts;
+    gstat_t st[G_NSTAT];
+    gcounter_t energy, sbe, dbe;
+    size_t throttle_n;                         /* samples with known throttle reasons */
+    size_t bit_n[GPUFL_MODEL_THROTTLE_BITS];   /* samples with each bit set */
+} gpu_acc_t;
+
+static void acc_gpu_sample(gpu_acc_t *a, const gpufl_model_gpu_sample_t *s) {
+    if (a->n == 0 || s->ts_ns < a->first_ts) a->first_ts = s->ts_ns;
+    if (a->n == 0 || s->ts_ns > a->last_ts) a->last_ts = s->ts_ns;
+    a->n++;
+    gs_add(&a->st[G_UTIL], s->gpu_util_pct);
+    gs_add(&a->st[G_MEM_UTIL], s->mem_util_pct);
+    gs_add(&a->st[G_MEM_USED], (double)s->mem_used_bytes);
+    gs_add(&a->st[G_MEM_TOTAL], (double)s->mem_total_bytes);
+    gs_add(&a->st[G_TEMP_GPU], s->temp_gpu_c);
+    gs_add(&a->st[G_TEMP_MEM], s->temp_mem_c);
+    gs_add(&a->st[G_POWER], (double)s->power_mw);
+    gs_add(&a->st[G_POWER_LIMIT], (double)s->power_limit_mw);
+    gs_add(&a->st[G_CLOCK_SM], s->clock_sm_mhz);
+    gs_add(&a->st[G_CLOCK_MEM], s->clock_mem_mhz);
+    gs_add(&a->st[G_FAN], s->fan_pct);
+    gs_add(&a->st[G_PCIE_TX], (double)s->pcie_tx_bytes_per_s);
+    gs_add(&a->st[G_PCIE_RX], (double)s->pcie_rx_bytes_per_s);
+    gs_add(&a->st[G_NVLINK_TX], (double)s->nvlink_tx_bytes_per_s);
+    gs_add(&a->st[G_NVLINK_RX], (double)s->nvlink_rx_bytes_per_s);
+    gs_add(&a->st[G_SM_ACTIVE], s->sm_active_pct);
+    gs_add(&a->st[G_SM_OCCUPANCY], s->sm_occupancy_pct);
+    gs_add(&a->st[G_TENSOR], s->tensor_active_pct);
+    gs_add(&a->st[G_DRAM_BW], s->dram_bw_util_pct);
+    gc_add(&a->energy, s->ts_ns, s->energy_mj);
+    gc_add(&a->sbe, s->ts_ns, s->ecc_sbe_volatile);
+    gc_add(&a->dbe, s->ts_ns, s->ecc_dbe_volatile);
+    if (s->throttle_reasons >= 0) {
+        uint64_t bits = (uint64_t)s->throttle_reasons;
+        a->throttle_n++;
+        for (int b = 0; bits; b++, bits >>= 1) a->bit_n[b] += bits & 1;
+    }
+}
+
+/* A value with an SI prefix (k, M, G, T) and three significant digits. */
+static void fmt_si(char *buf, size_t size, double v, const char *unit) {
+    static const char *const prefix[] = {"", "k", "M", "G", "T", "P"};
+    int i = 0;
+    char num[24];
+    while (i < 5 && v >= 999.5) v /= 1000, i++;
+    sig3(num, sizeof num, v);
+    snprintf(buf, size, "%s %s%s", num, prefix[i], unit);
+}
+
+static void fmt_rate(char *buf, size_t size, double bytes_per_s) {
+    char num[32];
+    fmt_bytes(num, sizeof num, bytes_per_s);
+    snprintf(buf, size, "%s/s", num);
+}
+
+static void fmt_watts(char *buf, size_t size, double mw) { fmt_si(buf, size, mw / 1000, "W"); }
+
+/* Appends printf text to line (of size) at *n, never past the end. */
+static void cat(char *line, size_t size, size_t *n, const char *fmt, ...) GPUFL__PRINTF(4, 5);
+
+static void cat(char *line, size_t size, size_t *n, const char *fmt, ...) {
+    if (*n >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(line + *n, size - *n, fmt, ap);
+    va_end(ap);
+    if (k > 0) *n += (size_t)k;
+    if (*n >= size) *n = size - 1;
+}
+
+/* A "label      value" line of a device block. */
+static void put_gfield(FILE *out, const char *label, const char *value) {
+    fprintf(out, "    %-18s %s\n", label, value);
+}
+
+/* " (k of n samples)" appended when some samples lacked the value. */
+static void cat_coverage(char *line, size_t size, size_t *n, size_t known, size_t total) {
+    if (known < total) cat(line, size, n, " (%zu of %zu samples)", known, total);
+}
+
+/* "avg X, max Y" (or "avg X, min Y") of a statistic, formatted by fmt. */
+static void cat_avg_ext(char *line, size_t size, size_t *n, const gstat_t *a, int use_min,
+                        void (*fmt)(char *, size_t, double)) {
+    char avg[32], ext[32];
+    fmt(avg, sizeof avg, gs_avg(a));
+    fmt(ext, sizeof ext, use_min ? a->min : a->max);
+    cat(line, size, n, "avg %s, %s %s", avg, use_min ? "min" : "max", ext);
+}
+
+static void fmt_mhz(char *buf, size_t size, double v) { snprintf(buf, size, "%.0f MHz", v); }
+
+static void fmt_celsius(char *buf, size_t size, double v) {
+    /* whole degrees stay whole: "66 °C", an average "58.5 °C" */
+    if (v == (double)(int64_t)v)
+        snprintf(buf, size, "%.0f \xc2\xb0" "C", v);
+    else
+        snprintf(buf, size, "%.1f \xc2\xb0" "C", v);
+}
+
+/* A line of one statistic: "avg X, max Y" with coverage; nothing when unknown. */
+static void put_stat(FILE *out, const char *label, const gstat_t *a, size_t total, int use_min,
+                     void (*fmt)(char *, size_t, double)) {
+    char line[256];
+    size_t n = 0;
+    if (!a->n) return;
+    line[0] = '\0';
+    cat_avg_ext(line, sizeof line, &n, a, use_min, fmt);
+    cat_coverage(line, sizeof line, &n, a->n, total);
+    put_gfield(out, label, line);
+}
+
+/* Two statistics on one line: "<na> avg X, max Y; <nb> avg ..." (either may be unknown). */
+static void put_stat_pair(FILE *out, const char *label, const char *na, const gstat_t *a,
+                          const char *nb, const gstat_t *b, size_t total,
+                          void (*fmt)(char *, size_t, double)) {
+    char line[320];
+    size_t n = 0;
+    const gstat_t *st[2] = {a, b};
+    const char *names[2] = {na, nb};
+    line[0] = '\0';
+    for (int i = 0; i < 2; i++) {
+        if (!st[i]->n) continue;
+        cat(line, sizeof line, &n, "%s%s ", n ? "; " : "", names[i]);
+        cat_avg_ext(line, sizeof line, &n, st[i], 0, fmt);
+        cat_coverage(line, sizeof line, &n, st[i]->n, total);
+    }
+    if (n) put_gfield(out, label, line);
+}
+
+/* "GPU-5f2c9a1e" of "GPU-5f2c9a1e-7b3d-...": the prefixes and 8 characters. */
+static void short_uuid(char *buf, size_t size, const char *uuid) {
+    const char *p = uuid;
+    while (strncmp(p, "GPU-", 4) == 0 || strncmp(p, "MIG-", 4) == 0) p += 4;
+    size_t keep = (size_t)(p - uuid) + 8;
+    snprintf(buf, size, "%.*s", (int)keep, uuid);
+}
+
+static void put_gpu_identity(FILE *out, const gpufl_model_gpu_t *g) {
+    char line[320], num[32];
+    size_t n = 0;
+    line[0] = '\0';
+    if (*g->uuid) {
+        short_uuid(line, sizeof line, g->uuid);
+        put_gfield(out, "uuid", line);
+    }
+    if (*g->pci_bus_id) put_gfield(out, "PCI bus id", g->pci_bus_id);
+    n = 0;
+    line[0] = '\0';
+    if (*g->compute_capability) cat(line, sizeof line, &n, "%s", g->compute_capability);
+    if (g->sm_count >= 0)
+        cat(line, sizeof line, &n, "%s%lld SMs", n ? ", " : "", (long long)g->sm_count);
+    if (g->mem_total_bytes >= 0) {
+        fmt_bytes(num, sizeof num, (double)g->mem_total_bytes);
+        cat(line, sizeof line, &n, "%s%s memory", n ? ", " : "", num);
+    }
+    if (n) put_gfield(out, "compute capability", line);
+    n = 0;
+    line[0] = '\0';
+    if (*g->driver_version) cat(line, sizeof line, &n, "%s", g->driver_version);
+    if (g->cuda_driver_version >= 0)
+        cat(line, sizeof line, &n, "%sCUDA %lld.%lld", n ? ", " : "",
+            (long long)(g->cuda_driver_version / 1000),
+            (long long)(g->cuda_driver_version % 1000 / 10));
+    if (*g->nvml_version) cat(line, sizeof line, &n, "%sNVML %s", n ? ", " : "", g->nvml_version);
+    if (n) put_gfield(out, "driver", line);
+    if (g->mig_index >= 0) {
+        snprintf(line, sizeof line, "instance %lld of NVML GPU %lld", (long long)g->mig_index,
+                 (long long)g->nvml_index);
+        put_gfield(out, "MIG", line);
+    } else if (g->mig_mode == 1) {
+        put_gfield(out, "MIG", "on (its instances are devices of their own)");
+    } else if (g->mig_mode == 0) {
+        put_gfield(out, "MIG", "off");
+    } else {
+        put_gfield(out, "MIG", "not supported");
+    }
+}
+
+static void put_gpu_memory(FILE *out, const gpufl_model_gpu_t *g, const gpu_acc_t *a) {
+    const gstat_t *used = &a->st[G_MEM_USED];
+    char line[256], b1[32], b2[32];
+    size_t n = 0;
+    if (!used->n) return;
+    double total = a->st[G_MEM_TOTAL].n ? a->st[G_MEM_TOTAL].max
+                   : g->mem_total_bytes >= 0 ? (double)g->mem_total_bytes
+                                             : -1;
+    fmt_bytes(b1, sizeof b1, used->max);
+    cat(line, sizeof line, &n, "max %s", b1);
+    if (total > 0) {
+        fmt_bytes(b2, sizeof b2, total);
+        cat(line, sizeof line, &n, " of %s (%.1f%%)", b2, 100.0 * used->max / total);
+    }
+    cat_coverage(line, sizeof line, &n, used->n, a->n);
+    put_gfield(out, "memory used", line);
+}
+
+static void put_gpu_power(FILE *out, const gpufl_model_gpu_t *g, const gpu_acc_t *a) {
+    const gstat_t *p = &a->st[G_POWER];
+    char line[256], b1[32], b2[32], b3[32];
+    size_t n = 0;
+    if (p->n) {
+        fmt_watts(b1, sizeof b1, gs_avg(p));
+        fmt_watts(b2, sizeof b2, p->max);
+        cat(line, sizeof line, &n, "avg %s, max %s", b1, b2);
+        double limit = a->st[G_POWER_LIMIT].n ? a->st[G_POWER_LIMIT].max
+                                              : (double)g->power_limit_mw;
+        if (limit > 0) {
+            fmt_watts(b3, sizeof b3, limit);
+            cat(line, sizeof line, &n, " of %s limit", b3);
+        }
+        cat_coverage(line, sizeof line, &n, p->n, a->n);
+        put_gfield(out, "power", line);
+    }
+    /* Energy from the driver's counter: last - first, over the time between. */
+    const gcounter_t *e = &a->energy;
+    if (e->n >= 2 && e->last_ts > e->first_ts) {
+        n = 0;
+        line[0] = '\0';
+        if (e->last < e->first) {
+            cat(line, sizeof line, &n, "? (the energy counter went back)");
+        } else {
+            double joules = (double)(e->last - e->first) / 1000.0;
+            double secs = (double)(e->last_ts - e->first_ts) / 1e9;
+            fmt_si(b1, sizeof b1, joules, "J");
+            fmt_ns(b2, sizeof b2, (double)(e->last_ts - e->first_ts));
+            fmt_si(b3, sizeof b3, joules / secs, "W");
+            cat(line, sizeof line, &n, "%s over %s of samples (mean %s)", b1, b2, b3);
+        }
+        put_gfield(out, "energy", line);
+    }
+}
+
+static void put_gpu_rates(FILE *out, const gpu_acc_t *a) {
+    put_stat_pair(out, "PCIe", "TX", &a->st[G_PCIE_TX], "RX", &a->st[G_PCIE_RX], a->n, fmt_rate);
+    put_stat_pair(out, "NVLink", "TX", &a->st[G_NVLINK_TX], "RX", &a->st[G_NVLINK_RX], a->n,
+                  fmt_rate);
+}
+
+static void put_gpu_ecc(FILE *out, const gpu_acc_t *a) {
+    const gcounter_t *sbe = &a->sbe, *dbe = &a->dbe;
+    char line[256];
+    size_t n = 0;
+    if (!sbe->n && !dbe->n) return;
+    if ((!sbe->n || sbe->last == 0) && (!dbe->n || dbe->last == 0)) {
+        put_gfield(out, "ECC errors", "none");
+        return;
+    }
+    const gcounter_t *c[2] = {sbe, dbe};
+    const char *what[2] = {"corrected", "uncorrected"};
+    for (int i = 0; i < 2; i++) {
+        if (!c[i]->n) continue;
+        cat(line, sizeof line, &n, "%s%lld %s", n ? ", " : "", (long long)c[i]->last, what[i]);
+    }
+    cat(line, sizeof line, &n, " since boot");
+    size_t k = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!c[i]->n || c[i]->last <= c[i]->first) continue;
+        cat(line, sizeof line, &n, "%s+%lld %s", k++ ? ", " : " (",
+            (long long)(c[i]->last - c[i]->first), what[i]);
+    }
+    if (k) cat(line, sizeof line, &n, " during the session)");
+    put_gfield(out, "ECC errors", line);
+}
+
+typedef struct bit_share {
+    int bit;
+    size_t n;
+} bit_share_t;
+
+static int cmp_bit_share(const void *x, const void *y) {
+    const bit_share_t *a = x, *b = y;
+    if (a->n != b->n) return a->n > b->n ? -1 : 1;
+    return a->bit - b->bit;
+}
+
+/* The bit named gpu_idle (bit 0 when there is no legend), or -1. */
+static int idle_bit(const gpufl_model_t *m) {
+    if (!m->has_legend) return 0;
+    for (int b = 0; b < GPUFL_MODEL_THROTTLE_BITS; b++)
+        if (m->throttle_names[b] && strcmp(m->throttle_names[b], "gpu_idle") == 0) return b;
+    return -1;
+}
+
+static void put_gpu_throttle(FILE *out, const gpufl_model_t *m, const gpu_acc_t *a) {
+    char line[512], cov[64];
+    size_t n = 0, k = 0, cn = 0;
+    if (!a->throttle_n) return;
+    int idle = idle_bit(m);
+    bit_share_t shares[GPUFL_MODEL_THROTTLE_BITS];
+    for (int b = 0; b < GPUFL_MODEL_THROTTLE_BITS; b++)
+        if (b != idle && a->bit_n[b]) shares[k++] = (bit_share_t){b, a->bit_n[b]};
+    qsort(shares, k, sizeof *shares, cmp_bit_share);
+    cov[0] = '\0';
+    cat_coverage(cov, sizeof cov, &cn, a->throttle_n, a->n);
+    line[0] = '\0';
+    for (size_t i = 0; i < k; i++) {
+        const char *name = m->throttle_names[shares[i].bit];
+        double pct = 100.0 * (double)shares[i].n / (double)a->throttle_n;
+        if (name)
+            cat(line, sizeof line, &n, "%s%s %.1f%%", i ? ", " : "", name, pct);
+        else
+            cat(line, sizeof line, &n, "%sbit %d %.1f%%", i ? ", " : "", shares[i].bit, pct);
+        if (i == 0) cat(line, sizeof line, &n, " of samples");
+    }
+    if (!k) cat(line, sizeof line, &n, "none");
+    cat(line, sizeof line, &n, "%s", cov);
+    put_gfield(out, "throttle reasons", line);
+    if (idle >= 0) {
+        snprintf(line, sizeof line, "%.1f%% of samples%s",
+                 100.0 * (double)a->bit_n[idle] / (double)a->throttle_n, cov);
+        put_gfield(out, "idle", line);
+    }
+}
+
+static void fmt_pct_val(char *buf, size_t size, double v) { fmt_pct(buf, size, v); }
+
+/* GPM: how busy the SMs, warps, tensor pipes and DRAM really were. */
+static void put_gpu_gpm(FILE *out, const gpu_acc_t *a) {
+    put_stat(out, "GPM SM active", &a->st[G_SM_ACTIVE], a->n, 0, fmt_pct_val);
+    put_stat(out, "GPM SM occupancy", &a->st[G_SM_OCCUPANCY], a->n, 0, fmt_pct_val);
+    put_stat(out, "GPM tensor active", &a->st[G_TENSOR], a->n, 0, fmt_pct_val);
+    put_stat(out, "GPM DRAM bandwidth", &a->st[G_DRAM_BW], a->n, 0, fmt_pct_val);
+    const gstat_t *util = &a->st[G_UTIL], *sm = &a->st[G_SM_ACTIVE];
+    if (util->n && sm->n && gs_avg(util) >= 80 && gs_avg(sm) < 50) {
+        char line[256];
+        snprintf(line, sizeof line,
+                 "busy but not efficient: a kernel runs most of the time (GPU util avg %.1f%%), "
+                 "yet most SMs are idle (SM active avg %.1f%%)",
+                 gs_avg(util), gs_avg(sm));
+        put_gfield(out, "efficiency", line);
+    }
+}
+
+/* The core values a device did not report at all (MIG instances report few). */
+static void put_gpu_missing(FILE *out, const gpu_acc_t *a) {
+    static const struct {
+        int stat;
+        const char *name;
+    } core[] = {{G_UTIL, "GPU util"},       {G_MEM_USED, "memory used"},
+                {G_TEMP_GPU, "temperature"}, {G_POWER, "power"},
+                {G_CLOCK_SM, "clocks"},      {G_PCIE_TX, "PCIe"}};
+    char line[256];
+    size_t n = 0;
+    line[0] = '\0';
+    for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
+        if (!a->st[core[i].stat].n) cat(line, sizeof line, &n, "%s%s", n ? ", " : "", core[i].name);
+    if (!a->throttle_n) cat(line, sizeof line, &n, "%sthrottle reasons", n ? ", " : "");
+    if (n) put_gfield(out, "not reported", line);
+}
+
+static void put_gpu_procs(FILE *out, const gpufl_model_gpu_t *g) {
+    char line[1024], at[32], num[32];
+    size_t n = 0;
+    if (!g->procs_records) return;
+    fmt_ns(at, sizeof at, (double)g->procs_ts_ns);
+    cat(line, sizeof line, &n, "peak %lld; last (at %s): ", (long long)g->procs_peak, at);
+    if (g->procs_count == 0) cat(line, sizeof line, &n, "none");
+    size_t shown = g->n_procs < LIST_MAX ? g->n_procs : LIST_MAX;
+    for (size_t i = 0; i < shown; i++) {
+        cat(line, sizeof line, &n, "%spid %lld", i ? ", " : "", (long long)g->procs[i].pid);
+        if (g->procs[i].used_bytes >= 0) {
+            fmt_bytes(num, sizeof num, (double)g->procs[i].used_bytes);
+            cat(line, sizeof line, &n, " (%s)", num);
+        }
+    }
+    if (g->procs_count > (int64_t)shown)
+        cat(line, sizeof line, &n, "%s... and %lld more", shown ? ", " : "",
+            (long long)(g->procs_count - (int64_t)shown));
+    put_gfield(out, "processes", line);
+}
+
+static void put_gpu_device(FILE *out, const gpufl_model_t *m, const gpufl_model_gpu_t *g,
+                           const gpu_acc_t *a) {
+    char line[256], b1[32], b2[32];
+    fprintf(out, "\n  GPU %lld  %s\n", (long long)g->device,
+            g->has_info ? or_unknown(g->name) : "(no gpu_info record)");
+    if (g->has_info) put_gpu_identity(out, g);
+    if (!a->n) {
+        put_gfield(out, "samples", "none");
+    } else {
+        fmt_ns(b1, sizeof b1, (double)a->first_ts);
+        fmt_ns(b2, sizeof b2, (double)a->last_ts);
+        snprintf(line, sizeof line, "%zu from %s to %s", a->n, b1, b2);
+        put_gfield(out, "samples", line);
+        put_stat(out, "GPU util", &a->st[G_UTIL], a->n, 0, fmt_pct_val);
+        put_stat(out, "memory util", &a->st[G_MEM_UTIL], a->n, 0, fmt_pct_val);
+        put_gpu_memory(out, g, a);
+        put_stat_pair(out, "temperature", "GPU", &a->st[G_TEMP_GPU], "memory",
+                      &a->st[G_TEMP_MEM], a->n, fmt_celsius);
+        put_gpu_power(out, g, a);
+        put_stat(out, "SM clock", &a->st[G_CLOCK_SM], a->n, 1, fmt_mhz);
+        put_stat(out, "memory clock", &a->st[G_CLOCK_MEM], a->n, 1, fmt_mhz);
+        put_stat(out, "fan", &a->st[G_FAN], a->n, 0, fmt_pct_val);
+        put_gpu_rates(out, a);
+        put_gpu_ecc(out, a);
+        put_gpu_throttle(out, m, a);
+        put_gpu_gpm(out, a);
+        put_gpu_missing(out, a);
+    }
+    put_gpu_procs(out, g);
+}
+
+/* "sampling cost: host X µs, NVML Y µs per device and sample". */
+static void put_source_costs(FILE *out, const gpufl_model_t *m) {
+    char line[512], num[32];
+    size_t n = 0;
+    line[0] = '\0';
+    for (int pass = 0; pass < 3; pass++) { /* host, nvml, then any other */
+        for (size_t i = 0; i < m->n_source_costs; i++) {
+            const gpufl_model_source_cost_t *c = &m->source_costs[i];
+            int is_host = strcmp(c->source, "host") == 0, is_nvml = strcmp(c->source, "nvml") == 0;
+            if ((pass == 0 && !is_host) || (pass == 1 && !is_nvml) ||
+                (pass == 2 && (is_host || is_nvml)))
+                continue;
+            double mean = c->mean_ns >= 0 ? (double)c->mean_ns
+                          : c->samples > 0 && c->total_ns >= 0
+                              ? (double)c->total_ns / (double)c->samples
+                              : -1;
+            if (mean < 0 || c->samples == 0) continue;
+            fmt_ns(num, sizeof num, mean);
+            cat(line, sizeof line, &n, "%s%s %s%s", n ? ", " : "", is_nvml ? "NVML" : c->source,
+                num, is_nvml ? " per device and sample" : "");
+        }
+    }
+    if (n) fprintf(out, "\n  sampling cost: %s\n", line);
+}
+
+static int put_gpu(FILE *out, const gpufl_model_t *m) {
+    if (!m->n_gpus) {
+        put_no_gpu(out, m);
+        put_source_costs(out, m);
+        return 0;
+    }
+    gpu_acc_t *acc = calloc(m->n_gpus, sizeof *acc);
+    if (!acc) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
+    const gpufl_model_gpu_t *last = NULL;
+    for (size_t i = 0; i < m->n_gpu_samples; i++) {
+        const gpufl_model_gpu_sample_t *s = &m->gpu_samples[i];
+        if (!last || last->device != s->device) last = gpufl__model_gpu_find(m, s->device);
+        if (last) acc_gpu_sample(&acc[last - m->gpus], s);
+    }
+    fprintf(out, "\nGPU devices\n");
+    fprintf(out, "  %zu device%s, %zu GPU sample%s\n", m->n_gpus, plural(m->n_gpus),
+            m->n_gpu_samples, plural(m->n_gpu_samples));
+    for (size_t i = 0; i < m->n_gpus; i++) put_gpu_device(out, m, &m->gpus[i], &acc[i]);
+    put_source_costs(out, m);
+    free(acc);
+    return 0;
 }
 
 static void put_problems(FILE *out, const gpufl_model_t *m) {
@@ -935,8 +1428,8 @@ int gpufl__report_write(const gpufl_model_t *m, FILE *out) {
     int rc = put_summary(out, m);
     if (!rc) rc = put_scopes(out, m);
     if (!rc) rc = put_system(out, m);
+    if (!rc) rc = put_gpu(out, m);
     if (rc) return rc;
-    put_gpu(out, m);
     put_problems(out, m);
     if (fflush(out) != 0 || ferror(out))
         return gpufl__set_error(GPUFL_EIO, "report: writing the report failed");

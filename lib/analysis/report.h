@@ -1,6 +1,7 @@
 /*
  * report.h - the text report of a session: summary, scope timing, system
- * metrics (GPU sections come with the NVIDIA engines).
+ * metrics, GPU devices (from NVML samples; kernel sections come with the
+ * CUPTI engines).
  *
  * The report only formats what the session model holds; every number in it
  * is computed from the logs. The output is deterministic (same logs, same

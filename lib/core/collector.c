@@ -15,6 +15,7 @@
 #include "core/scope.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ struct gpufl_collector {
     gpufl_source_t sources[GPUFL_MAX_SOURCES];
     int nsources;
     int open_scopes;
+    atomic_int windows_open;
 
     counters_t retired; /* from rings that were handed back mid-session */
     counters_t written; /* as of the last drops line */
@@ -275,6 +277,19 @@ void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const c
     gpufl__buf_kv_str(b, "level", level);
     gpufl__buf_kv_str(b, "code", code);
     gpufl__buf_kv_str(b, "message", message);
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, const char *source,
+                                  int64_t samples, int64_t total_ns) {
+    gpufl_writer_t *f = &c->files[id];
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "source_cost");
+    gpufl__buf_kv_str(b, "source", source);
+    gpufl__buf_kv_i64(b, "samples", samples);
+    gpufl__buf_kv_i64(b, "total_ns", total_ns);
+    gpufl__buf_kv_i64(b, "mean_ns", samples ? total_ns / samples : 0);
     gpufl__writer_end_record(f);
     pthread_mutex_unlock(&f->lock);
 }
@@ -496,6 +511,8 @@ void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) 
         pthread_join(c->thread, NULL);
         /* The hot path is detached: this last pass sees everything. */
         one_pass(c, 1);
+        for (int i = 0; i < c->nsources; i++)
+            if (c->sources[i].finish) c->sources[i].finish(c, c->sources[i].self);
         int64_t now = gpufl__mono_ns();
         write_drops(c, now, 1);
         publish_stats(c);
@@ -550,3 +567,11 @@ int64_t gpufl__collector_session_ns(const gpufl_collector_t *c, int64_t mono_ns)
 }
 
 int gpufl__collector_open_scopes(const gpufl_collector_t *c) { return c->open_scopes; }
+
+void gpufl__collector_windows_add(gpufl_collector_t *c, int delta) {
+    atomic_fetch_add(&c->windows_open, delta);
+}
+
+int gpufl__collector_sampling_active(const gpufl_collector_t *c) {
+    return c->open_scopes > 0 || atomic_load(&c->windows_open) > 0;
+}

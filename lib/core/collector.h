@@ -27,6 +27,8 @@ typedef struct gpufl_source {
     int64_t (*due_in)(void *self, int64_t now_ns);
     /* Encode what is batched into the files (caller holds no file lock). */
     void (*flush)(gpufl_collector_t *c, void *self);
+    /* Optional: the last records of the session (its cost), before session_end. */
+    void (*finish)(gpufl_collector_t *c, void *self);
 } gpufl_source_t;
 
 #define GPUFL_MAX_SOURCES 8
@@ -52,6 +54,13 @@ const gpufl_intern_t *gpufl__collector_dict(gpufl_collector_t *c);
 int64_t gpufl__collector_session_ns(const gpufl_collector_t *c, int64_t mono_ns);
 /* Scopes open across all threads, as far as the collector has seen. */
 int gpufl__collector_open_scopes(const gpufl_collector_t *c);
+/* System windows (system_start/stop) open now; any thread may change it. */
+void gpufl__collector_windows_add(gpufl_collector_t *c, int delta);
+/* 1 while a scope or a system window is open: sampling sources run then. */
+int gpufl__collector_sampling_active(const gpufl_collector_t *c);
+/* Writes a source_cost record: how much a source's samples cost. */
+void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, const char *source,
+                                  int64_t samples, int64_t total_ns);
 /* Writes an `event` record (warnings met while recording) to file id. */
 void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const char *level,
                             const char *code, const char *message);

@@ -15,6 +15,7 @@
 #include "core/scope.h"
 #include "core/session.h"
 #include "host/host_sampler.h"
+#include "nvidia/gpu_sampler.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -42,6 +43,7 @@ static struct session_state {
     gpufl_collector_t *collector;
     gpufl_ring_pool_t *pool;
     gpufl_host_sampler_t host;
+    gpufl_gpu_sampler_t gpu; /* zeroed when no NVIDIA backend runs */
     gpufl_stats_t last_stats;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -131,37 +133,60 @@ static void put_feature(gpufl_buf_t *b, const char *name, int on, const char *wh
     gpufl__buf_putc(b, '}');
 }
 
+/* Why the NVIDIA backend is not running, or NULL when it is. */
+typedef struct backend_state {
+    gpufl_backend_t running;
+    char why[256]; /* why NVML is off, when it is */
+} backend_state_t;
+
 /* Says what runs and, for what does not, why. This release has the host
- * sources only; the GPU backends are reported as not built yet. */
-static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int host_ok) {
-    const char *gpu_why;
-    switch (s->backend) {
-    case GPUFL_BACKEND_NONE: gpu_why = "backend None was asked for"; break;
-    case GPUFL_BACKEND_AMD: gpu_why = "the AMD backend is not built yet in this release"; break;
-    default: gpu_why = "the NVIDIA backend (NVML, CUPTI) is not built yet in this release"; break;
-    }
+ * sources and NVML; the CUPTI engines are reported as not built yet. */
+static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int host_ok,
+                               const backend_state_t *be) {
     const char *trace_why = s->profiling_engine == GPUFL_ENGINE_MONITOR
                                 ? "engine Monitor runs no CUPTI"
                                 : "engines above Monitor are not built yet in this release; "
                                   "running Monitor";
     gpufl_buf_t *b = gpufl__writer_record(f, "capabilities");
     gpufl__buf_kv_str(b, "backend_requested", gpufl_backend_name(s->backend));
-    gpufl__buf_kv_str(b, "backend", "None");
+    gpufl__buf_kv_str(b, "backend", gpufl_backend_name(be->running));
     gpufl__buf_kv_str(b, "engine_requested", gpufl_engine_name(s->profiling_engine));
     gpufl__buf_kv_str(b, "engine", "Monitor");
     gpufl__buf_key(b, "features");
     gpufl__buf_putc(b, '{');
     put_feature(b, "host_metrics", host_ok, host_ok ? NULL : "cannot read /proc");
-    put_feature(b, "nvml", 0, gpu_why);
+    put_feature(b, "nvml", be->running == GPUFL_BACKEND_NVIDIA,
+                be->running == GPUFL_BACKEND_NVIDIA ? NULL : be->why);
     put_feature(b, "cupti_trace", 0, trace_why);
     gpufl__buf_putc(b, '}');
     gpufl__writer_end_record(f);
 
     if (s->profiling_engine != GPUFL_ENGINE_MONITOR)
-        gpufl__warn("profiling engine %s is not built yet; running Monitor (host metrics only)",
+        gpufl__warn("profiling engine %s is not built yet; running Monitor",
                     gpufl_engine_name(s->profiling_engine));
-    if (s->backend == GPUFL_BACKEND_NVIDIA || s->backend == GPUFL_BACKEND_AMD)
-        gpufl__warn("backend %s: %s", gpufl_backend_name(s->backend), gpu_why);
+}
+
+/* Picks the backend: NVIDIA when asked for or Auto and NVML answers. A
+ * missing driver is a normal state: recorded, and said aloud only when the
+ * NVIDIA backend was asked for by name. */
+static gpufl_nvml_t *open_backend(const gpufl_settings_t *s, backend_state_t *be) {
+    gpufl_nvml_t *nvml = NULL;
+    be->running = GPUFL_BACKEND_NONE;
+    switch (s->backend) {
+    case GPUFL_BACKEND_NONE: snprintf(be->why, sizeof be->why, "backend None was asked for"); break;
+    case GPUFL_BACKEND_AMD:
+        snprintf(be->why, sizeof be->why, "the AMD backend is not built yet in this release");
+        gpufl__warn("backend Amd: %s", be->why);
+        break;
+    default:
+        if (gpufl__nvml_open(NULL, &nvml, be->why, sizeof be->why) == 0) {
+            be->running = GPUFL_BACKEND_NVIDIA;
+            break;
+        }
+        if (s->backend == GPUFL_BACKEND_NVIDIA) gpufl__warn("backend Nvidia: %s", be->why);
+        else gpufl__debug("no NVIDIA backend: %s", be->why);
+    }
+    return nvml;
 }
 
 /* ---------------- process hooks ---------------- */
@@ -183,6 +208,7 @@ static void fork_child(void) {
     gpufl__log_after_fork(1);
     g.running = 0;
     g.collector = NULL; /* the parent's: left alone (its thread is not here) */
+    memset(&g.gpu, 0, sizeof g.gpu); /* the parent's NVML handle: not ours to close */
     pthread_mutex_init(&g.lock, NULL);
 }
 
@@ -230,19 +256,33 @@ static int start_session(void) {
     gpufl_writer_t *device = gpufl__collector_file(g.collector, GPUFL_FILE_DEVICE);
     rc = gpufl__host_sampler_init(&g.host, g.collector, s, NULL, &host_source);
     if (rc) goto fail;
+    backend_state_t be;
+    gpufl_nvml_t *nvml = open_backend(s, &be);
     write_options(device, s);
-    write_capabilities(device, s, g.host.reader_ok);
-    if ((rc = gpufl__collector_add_source(g.collector, &host_source)) ||
-        (rc = gpufl__collector_start(g.collector))) {
-        gpufl__collector_destroy(g.collector, NULL);
-        gpufl__host_sampler_fini(&g.host);
-        g.collector = NULL;
-        return rc;
+    write_capabilities(device, s, g.host.reader_ok, &be);
+    memset(&g.gpu, 0, sizeof g.gpu);
+    if (nvml) {
+        gpufl_source_t gpu_source;
+        rc = gpufl__gpu_sampler_init(&g.gpu, nvml, g.collector, s, &gpu_source);
+        if (rc == 0) rc = gpufl__collector_add_source(g.collector, &gpu_source);
+        if (rc) {
+            if (!g.gpu.nvml) gpufl__nvml_close(nvml);
+            goto stop;
+        }
     }
+    if ((rc = gpufl__collector_add_source(g.collector, &host_source)) ||
+        (rc = gpufl__collector_start(g.collector)))
+        goto stop;
     g.pool = pool;
     gpufl__scope_attach(pool, ++g.generation);
     gpufl__debug("session %s started in %s", g.ident.session_id, g.dir);
     return 0;
+stop:
+    gpufl__collector_destroy(g.collector, NULL);
+    gpufl__gpu_sampler_fini(&g.gpu);
+    gpufl__host_sampler_fini(&g.host);
+    g.collector = NULL;
+    return rc;
 fail:
     gpufl__collector_destroy(g.collector, NULL);
     g.collector = NULL;
@@ -293,6 +333,7 @@ void gpufl_shutdown(void) {
         gpufl__scope_detach();
         g.last_stats.size = sizeof g.last_stats;
         gpufl__collector_destroy(g.collector, &g.last_stats);
+        gpufl__gpu_sampler_fini(&g.gpu);
         gpufl__host_sampler_fini(&g.host);
         gpufl__ring_pool_release(g.pool);
         g.collector = NULL;

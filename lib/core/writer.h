@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define GPUFL_BATCH_MAX_ROWS 4096
-#define GPUFL_BATCH_MAX_COLS 16
+#define GPUFL_BATCH_MAX_COLS 32
 
 /* What a header needs; shared by the session's three files. */
 typedef struct gpufl_session_ident {

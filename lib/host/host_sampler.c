@@ -37,59 +37,42 @@ static void sample_to_cells(const gpufl_host_sample_t *x, gpufl_cell_t *row) {
 static int take(gpufl_host_sampler_t *s, int64_t now_ns, gpufl_host_sample_t *out) {
     memset(out, 0, sizeof *out);
     if (!s->reader_ok) return -1;
+    int64_t t0 = gpufl__mono_ns();
     gpufl__host_sample(&s->reader, now_ns, out);
+    s->sample_ns_total += gpufl__mono_ns() - t0;
+    s->samples++;
     out->ts_ns = gpufl__collector_session_ns(s->collector, now_ns);
     return 0;
-}
-
-static int active(gpufl_host_sampler_t *s) {
-    return s->continuous || s->nwindows > 0 || gpufl__collector_open_scopes(s->collector) > 0;
 }
 
 static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
     gpufl_host_sampler_t *s = self;
     gpufl_host_sample_t x;
-    (void)c;
-    if (s->period_ns == 0) return;
     pthread_mutex_lock(&s->lock);
-    if (!active(s)) {
-        s->was_active = 0;
-        goto out;
-    }
-    if (!s->was_active) {
-        /* A new active stretch: the first reading is a baseline, so rates
-         * do not average over the idle time before it. */
-        s->was_active = 1;
-        take(s, now_ns, &x);
-        s->next_ns = now_ns + s->period_ns;
-        goto out;
-    }
-    if (now_ns < s->next_ns) goto out;
-    if (take(s, now_ns, &x) == 0) {
-        gpufl_cell_t *row = gpufl__batch_row(&s->batch);
-        if (!row) { /* full: write it out first */
-            gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_SYSTEM);
-            pthread_mutex_lock(&f->lock);
-            gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
-            pthread_mutex_unlock(&f->lock);
-            row = gpufl__batch_row(&s->batch);
+    switch (gpufl__sampling_step(&s->when, gpufl__collector_sampling_active(c), now_ns)) {
+    case GPUFL_SAMPLE_NONE: break;
+    case GPUFL_SAMPLE_BASELINE: take(s, now_ns, &x); break;
+    case GPUFL_SAMPLE_TAKE:
+        if (take(s, now_ns, &x) == 0) {
+            gpufl_cell_t *row = gpufl__batch_row(&s->batch);
+            if (!row) { /* full: write it out first */
+                gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_SYSTEM);
+                pthread_mutex_lock(&f->lock);
+                gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
+                pthread_mutex_unlock(&f->lock);
+                row = gpufl__batch_row(&s->batch);
+            }
+            sample_to_cells(&x, row);
         }
-        sample_to_cells(&x, row);
+        break;
     }
-    s->next_ns += s->period_ns;
-    if (s->next_ns <= now_ns) s->next_ns = now_ns + s->period_ns; /* fell behind: skip */
-out:
     pthread_mutex_unlock(&s->lock);
 }
 
 static int64_t due_in(void *self, int64_t now_ns) {
     gpufl_host_sampler_t *s = self;
-    int64_t due = INT64_MAX;
     pthread_mutex_lock(&s->lock);
-    if (s->period_ns && s->was_active) due = s->next_ns - now_ns;
-    /* Idle until a scope opens: look again within one period, so sampling
-     * starts at most one period after the first scope. */
-    else if (s->period_ns) due = s->period_ns;
+    int64_t due = gpufl__sampling_due_in(&s->when, now_ns);
     pthread_mutex_unlock(&s->lock);
     return due;
 }
@@ -101,6 +84,13 @@ static void flush(gpufl_collector_t *c, void *self) {
     pthread_mutex_lock(&f->lock);
     gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
     pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void finish(gpufl_collector_t *c, void *self) {
+    gpufl_host_sampler_t *s = self;
+    pthread_mutex_lock(&s->lock);
+    gpufl__collector_source_cost(c, GPUFL_FILE_SYSTEM, "host", s->samples, s->sample_ns_total);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -138,22 +128,20 @@ int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->lock, NULL);
     s->collector = c;
-    s->continuous = settings->continuous_system_sampling;
-    s->period_ns = (int64_t)settings->system_sample_rate_ms * 1000000;
+    gpufl__sampling_init(&s->when, settings->system_sample_rate_ms,
+                         settings->continuous_system_sampling);
     int rc = gpufl__batch_init(&s->batch, "host_sample", sample_cols, SAMPLE_COLS);
     if (rc) return rc;
     s->reader_ok = gpufl__host_reader_init(&s->reader, root) == 0;
     if (!s->reader_ok)
         gpufl__warn("host metrics are off: %s", gpufl_last_error());
-    if (s->continuous && s->period_ns) { /* baseline now: the first period gets its rates */
+    if (s->when.continuous) { /* baseline now: the first period gets its rates */
         gpufl_host_sample_t x;
         int64_t now = gpufl__mono_ns();
-        take(s, now, &x);
-        s->was_active = 1;
-        s->next_ns = now + s->period_ns;
+        if (gpufl__sampling_step(&s->when, 1, now) == GPUFL_SAMPLE_BASELINE) take(s, now, &x);
     }
     write_host_info(s);
-    *source = (gpufl_source_t){"host", s, poll, due_in, flush};
+    *source = (gpufl_source_t){"host", s, poll, due_in, flush, finish};
     return 0;
 }
 
@@ -204,6 +192,7 @@ int gpufl__host_sampler_window(gpufl_host_sampler_t *s, const char *name, int op
             goto out;
         }
         s->windows[s->nwindows++] = copy;
+        gpufl__collector_windows_add(s->collector, 1);
     } else {
         int i = s->nwindows - 1;
         while (i >= 0 && strcmp(s->windows[i], name) != 0) i--;
@@ -216,6 +205,7 @@ int gpufl__host_sampler_window(gpufl_host_sampler_t *s, const char *name, int op
         memmove(&s->windows[i], &s->windows[i + 1],
                 (size_t)(s->nwindows - i - 1) * sizeof s->windows[0]);
         s->nwindows--;
+        gpufl__collector_windows_add(s->collector, -1);
     }
     have = take(s, now, &x) == 0;
     x.ts_ns = gpufl__collector_session_ns(s->collector, now);

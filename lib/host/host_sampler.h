@@ -10,6 +10,7 @@
 #define GPUFL_HOST_SAMPLER_H
 
 #include "core/collector.h"
+#include "core/sampling.h"
 #include "host/host_metrics.h"
 
 #define GPUFL_HOST_WINDOWS_MAX 256
@@ -18,14 +19,12 @@ typedef struct gpufl_host_sampler {
     pthread_mutex_t lock; /* reader and windows: app threads and the collector */
     gpufl_host_reader_t reader;
     int reader_ok;
-    int continuous;
-    int64_t period_ns; /* 0: no periodic samples */
-    int64_t next_ns;   /* CLOCK_MONOTONIC of the next sample */
-    int was_active;
+    gpufl_sampling_t when;
     char *windows[GPUFL_HOST_WINDOWS_MAX]; /* open window names, oldest first */
     int nwindows;
     gpufl_batch_t batch;
     gpufl_collector_t *collector;
+    int64_t samples, sample_ns_total; /* what sampling cost, for the source_cost record */
 } gpufl_host_sampler_t;
 
 /* Reads the host info (writes host_info to system.log) and fills *source.

@@ -72,6 +72,13 @@ for want in gpufl_init gpufl_shutdown gpufl_scope_begin gpufl_scope_end gpufl_re
     printf '%s\n' "${symbols[@]}" | grep -qx "$want" || fail "libgpufl.so does not export $want"
 done
 
+# Vendor libraries are opened at run time, never linked: a machine without
+# the NVIDIA driver must still load libgpufl.
+needed=$(readelf -d "$solib" | awk '/NEEDED/ { print $NF }' | tr -d '[]')
+if grep -qiE 'nvidia|cuda|cupti' <<<"$needed"; then
+    fail "libgpufl.so links a vendor library: $(tr '\n' ' ' <<<"$needed")"
+fi
+
 # ---------------------------------------------------------------- headers
 step "headers under -pedantic"
 inc=(-I"$prefix/include")

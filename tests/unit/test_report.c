@@ -309,6 +309,11 @@ static void test_report_golden_rotated(void **state) {
     check_golden("rotated");
 }
 
+static void test_report_golden_gpu(void **state) {
+    (void)state;
+    check_golden("gpu");
+}
+
 /* A killed writer: no session_end, open scopes, an incomplete last line. */
 static void test_report_truncated_last_line(void **state) {
     (void)state;
@@ -508,6 +513,26 @@ static void test_report_caps_counted(void **state) {
     assert_true(has_warning(m, "", 0, "3 host samples past the cap of 2"));
     gpufl__model_destroy(m);
 
+    /* GPU samples and devices have caps of their own */
+    lim = (gpufl_model_limits_t){0};
+    lim.max_gpu_samples = 5;
+    lim.max_gpus = 1;
+    assert_int_equal(gpufl__model_load_limits(fixture("sessions/gpu"), &lim, &m), 0);
+    assert_int_equal(m->n_gpu_samples, 5);
+    assert_int_equal(m->gpu_samples_over_cap, 15);
+    assert_int_equal(m->n_gpus, 1);
+    assert_int_equal(m->gpus[0].device, 0);
+    /* device 1: its gpu_info, its gpu_processes and its 2 kept rows */
+    assert_int_equal(m->gpus_over_cap, 4);
+    assert_true(has_warning(m, "", 0, "15 GPU samples past the cap of 5"));
+    assert_true(has_warning(m, "", 0, "4 GPU records name devices past the cap of 1"));
+    size_t len;
+    char *text = render(m, &len); /* rows of a device without an entry are left out */
+    assert_non_null(strstr(text, "  1 device, 5 GPU samples\n"));
+    assert_non_null(strstr(text, "    samples            3 from 1.00 s to 2.00 s\n"));
+    free(text);
+    gpufl__model_destroy(m);
+
     lim = (gpufl_model_limits_t){0};
     lim.max_warnings = 2;
     assert_int_equal(gpufl__model_load_limits(fixture("bad/corrupt"), &lim, &m), 0);
@@ -546,6 +571,245 @@ static void test_report_segment_checks(void **state) {
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* The GPU session: an H100 and a MIG instance of another, sampled ten times. */
+static void test_report_model_gpu(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/gpu");
+    expect_warnings(m, 0);
+    assert_int_equal(m->read.lines, 14 + 5 + 5);
+    assert_int_equal(m->read.corrupt_lines, 0);
+    assert_int_equal(m->read.unknown_records, 0);
+    assert_int_equal(m->first_ts_ns, 900 * MS);
+    assert_int_equal(m->last_ts_ns, 6000 * MS);
+
+    /* gpu_info */
+    assert_int_equal(m->n_gpus, 2);
+    assert_int_equal(m->gpus_over_cap, 0);
+    const gpufl_model_gpu_t *g = gpufl__model_gpu_find(m, 0);
+    assert_ptr_equal(g, &m->gpus[0]);
+    assert_true(g->has_info);
+    assert_int_equal(g->device, 0);
+    assert_int_equal(g->nvml_index, 0);
+    assert_int_equal(g->mig_index, GPUFL_MODEL_UNKNOWN);
+    assert_string_equal(g->name, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(g->uuid, "GPU-5f2c9a1e-7b3d-4c2a-9e8f-0123456789ab");
+    assert_string_equal(g->pci_bus_id, "00000000:1B:00.0");
+    assert_string_equal(g->compute_capability, "9.0");
+    assert_int_equal(g->sm_count, 132);
+    assert_int_equal(g->mem_total_bytes, 85520809984LL);
+    assert_string_equal(g->driver_version, "580.95.05");
+    assert_int_equal(g->cuda_driver_version, 13000);
+    assert_int_equal(g->mig_mode, 0);
+    assert_int_equal(g->gpm_supported, 1);
+    assert_int_equal(g->nvlink_links, 18);
+    assert_int_equal(g->power_limit_mw, 700000);
+    assert_string_equal(g->nvml_version, "13.580.95.05");
+    g = gpufl__model_gpu_find(m, 1);
+    assert_ptr_equal(g, &m->gpus[1]);
+    assert_string_equal(g->name, "NVIDIA H100 80GB HBM3 MIG 3g.40gb");
+    assert_int_equal(g->nvml_index, 1);
+    assert_int_equal(g->mig_index, 0);
+    assert_int_equal(g->mig_mode, 1);
+    assert_int_equal(g->gpm_supported, 0);
+    assert_int_equal(g->nvlink_links, 0);
+    assert_int_equal(g->sm_count, 60);
+    assert_int_equal(g->mem_total_bytes, 40320LL << 20);
+    assert_int_equal(g->power_limit_mw, GPUFL_MODEL_UNKNOWN);
+    assert_null(gpufl__model_gpu_find(m, 2));
+    assert_null(gpufl__model_gpu_find(m, -1));
+
+    /* gpu_legend */
+    assert_true(m->has_legend);
+    assert_string_equal(m->throttle_names[0], "gpu_idle");
+    assert_string_equal(m->throttle_names[2], "sw_power_cap");
+    assert_string_equal(m->throttle_names[8], "display_clock_setting");
+    assert_null(m->throttle_names[9]);
+
+    /* gpu_sample: two batches, rows of both devices interleaved */
+    assert_int_equal(m->n_gpu_samples, 20);
+    assert_int_equal(m->gpu_samples_over_cap, 0);
+    const gpufl_model_gpu_sample_t *x = &m->gpu_samples[6]; /* device 0 at 2.5 s */
+    assert_int_equal(x->ts_ns, 2500 * MS);
+    assert_int_equal(x->device, 0);
+    assert_int_equal(x->gpu_util_pct, 98);
+    assert_int_equal(x->mem_util_pct, 60);
+    assert_int_equal(x->mem_used_bytes, 64LL << 30);
+    assert_int_equal(x->mem_free_bytes, 85520809984LL - (64LL << 30) - 566231040LL);
+    assert_int_equal(x->temp_gpu_c, 60);
+    assert_int_equal(x->temp_mem_c, 66);
+    assert_int_equal(x->power_mw, 698000);
+    assert_int_equal(x->power_limit_mw, 700000);
+    assert_int_equal(x->energy_mj, 81235393890LL);
+    assert_int_equal(x->clock_sm_mhz, 1755);
+    assert_int_equal(x->clock_gfx_mhz, 1755);
+    assert_int_equal(x->clock_mem_mhz, 2619);
+    assert_int_equal(x->fan_pct, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(x->pcie_tx_bytes_per_s, 25LL << 20);
+    assert_int_equal(x->pcie_rx_bytes_per_s, 1LL << 30);
+    assert_int_equal(x->throttle_reasons, 0x4);
+    assert_int_equal(x->ecc_sbe_volatile, 0);
+    assert_int_equal(x->nvlink_tx_bytes_per_s, 24LL << 30);
+    assert_true(x->sm_active_pct == 28.5);
+    assert_true(x->sm_occupancy_pct == 17.0);
+    assert_true(x->tensor_active_pct == 10.0);
+    assert_true(x->dram_bw_util_pct == 75.0);
+    x = &m->gpu_samples[7]; /* the MIG instance at 2.5 s: most values unknown */
+    assert_int_equal(x->device, 1);
+    assert_int_equal(x->gpu_util_pct, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(x->temp_gpu_c, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(x->power_mw, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(x->energy_mj, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(x->throttle_reasons, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(x->nvlink_rx_bytes_per_s, GPUFL_MODEL_UNKNOWN);
+    assert_true(x->sm_active_pct < 0);
+    assert_int_equal(x->mem_used_bytes, 24LL << 30);
+    assert_int_equal(x->ecc_sbe_volatile, 1);
+    assert_int_equal(m->gpu_samples[19].ts_ns, 5500 * MS); /* second batch, last row */
+    assert_int_equal(m->gpu_samples[19].ecc_sbe_volatile, 2);
+
+    /* per device figures, as the report computes them */
+    int64_t util = 0, energy_first = -1, energy_last = -1;
+    double sm_active = 0;
+    size_t n0 = 0, n_sm = 0, power_cap = 0, idle = 0;
+    for (size_t i = 0; i < m->n_gpu_samples; i++) {
+        x = &m->gpu_samples[i];
+        if (x->device != 0) continue;
+        n0++;
+        util += x->gpu_util_pct;
+        if (x->sm_active_pct >= 0) sm_active += x->sm_active_pct, n_sm++;
+        power_cap += (x->throttle_reasons & 0x4) != 0;
+        idle += (x->throttle_reasons & 0x1) != 0;
+        if (energy_first < 0) energy_first = x->energy_mj;
+        energy_last = x->energy_mj;
+    }
+    assert_int_equal(n0, 10);
+    assert_int_equal(util, 897);      /* avg 89.7% */
+    assert_int_equal(n_sm, 9);        /* one GPM sample null */
+    assert_true(sm_active == 270.0);  /* avg 30.0%: busy, not efficient */
+    assert_int_equal(power_cap, 3);
+    assert_int_equal(idle, 1);
+    assert_int_equal(energy_last - energy_first, 2810000); /* 2810 J over 4.5 s: 624 W */
+
+    /* gpu_processes: the last list and the peak */
+    g = &m->gpus[0];
+    assert_int_equal(g->procs_records, 3);
+    assert_int_equal(g->procs_peak, 3);
+    assert_int_equal(g->procs_count, 2);
+    assert_int_equal(g->procs_ts_ns, 5500 * MS);
+    assert_int_equal(g->n_procs, 2);
+    assert_int_equal(g->procs[0].pid, 5150);
+    assert_int_equal(g->procs[0].used_bytes, 60LL << 30);
+    assert_int_equal(g->procs[1].pid, 5161);
+    assert_int_equal(g->procs[1].used_bytes, 1536LL << 20);
+    g = &m->gpus[1];
+    assert_int_equal(g->procs_records, 1);
+    assert_int_equal(g->procs_peak, 1);
+    assert_int_equal(g->procs_ts_ns, 1000 * MS);
+    assert_int_equal(g->procs[0].pid, 5163);
+    assert_int_equal(g->procs[0].used_bytes, GPUFL_MODEL_UNKNOWN);
+
+    /* source_cost, from device.log (nvml) and system.log (host) */
+    assert_int_equal(m->n_source_costs, 2);
+    const gpufl_model_source_cost_t *c = gpufl__model_source_cost(m, "nvml");
+    assert_non_null(c);
+    assert_int_equal(c->file, GPUFL_LOG_FILE_DEVICE);
+    assert_int_equal(c->samples, 22);
+    assert_int_equal(c->total_ns, 22 * 181700);
+    assert_int_equal(c->mean_ns, 181700);
+    c = gpufl__model_source_cost(m, "host");
+    assert_non_null(c);
+    assert_int_equal(c->file, GPUFL_LOG_FILE_SYSTEM);
+    assert_int_equal(c->samples, 11);
+    assert_int_equal(c->mean_ns, 41200);
+    assert_null(gpufl__model_source_cost(m, "cupti"));
+
+    /* the rest of the session loads as before */
+    assert_int_equal(m->n_samples, 10);
+    assert_int_equal(m->n_scopes, 4);
+    gpufl__model_destroy(m);
+}
+
+/* Damaged GPU lines are reported with file:line and skipped; the rest loads. */
+static void test_report_gpu_corrupt(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("bad/gpu");
+    expect_warnings(m, 6);
+    assert_int_equal(m->read.corrupt_lines, 5);
+    assert_true(has_warning(m, "device.log", 5,
+                            "gpu_sample: column \"device\" has 1 rows, the others 2"));
+    assert_true(
+        has_warning(m, "device.log", 6, "gpu_sample: row 0: gpu_util_pct is not an integer"));
+    assert_true(has_warning(m, "device.log", 7, "gpu_sample: row 0: device -1 is out of range"));
+    assert_true(has_warning(m, "device.log", 8, "gpu_info: no device number"));
+    assert_true(has_warning(m, "device.log", 9, "gpu_processes: pid has 2 entries, used_bytes 1"));
+    assert_true(has_warning(m, "device.log", 11, "device 0 described again as GPU-99999999"));
+    /* lines 4 and 10 loaded; the device without gpu_info still has an entry */
+    assert_int_equal(m->n_gpu_samples, 3);
+    assert_int_equal(m->n_gpus, 2);
+    assert_string_equal(m->gpus[0].name, "Test GPU"); /* the first gpu_info kept */
+    assert_int_equal(m->gpus[0].mem_total_bytes, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(m->gpus[0].sm_count, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(m->gpus[0].gpm_supported, GPUFL_MODEL_UNKNOWN);
+    assert_string_equal(m->gpus[0].compute_capability, "");
+    assert_int_equal(m->gpus[0].procs_records, 0);
+    assert_int_equal(m->gpus[1].device, 3);
+    assert_false(m->gpus[1].has_info);
+    assert_string_equal(m->gpus[1].name, "");
+    assert_int_equal(m->gpu_samples[0].throttle_reasons, 512);
+    assert_int_equal(m->gpu_samples[0].temp_gpu_c, GPUFL_MODEL_UNKNOWN); /* absent column */
+    assert_true(m->gpu_samples[0].dram_bw_util_pct < 0);
+
+    size_t len;
+    char *text = render(m, &len);
+    /* an unnamed bit by number, the idle bit apart */
+    assert_non_null(strstr(text, "    throttle reasons   sw_power_cap 50.0% of samples, "
+                                 "bit 9 50.0%\n"
+                                 "    idle               50.0% of samples\n"));
+    /* only the idle bit: no throttling */
+    assert_non_null(strstr(text, "  GPU 3  (no gpu_info record)\n"
+                                 "    samples            1 from 5.00 s to 5.00 s\n"
+                                 "    GPU util           avg 0.0%, max 0.0%\n"));
+    assert_non_null(strstr(text, "    throttle reasons   none\n"
+                                 "    idle               100.0% of samples\n"));
+    assert_non_null(strstr(text, "  device.log:5: gpu_sample: column \"device\" has 1 rows"));
+    assert_null(strstr(text, "efficiency"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* Without gpu_info records the GPU section says why there is no GPU data. */
+static void test_report_gpu_absent(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "device.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+               "{\"type\":\"capabilities\",\"v\":1,\"backend_requested\":\"Auto\",\"backend\":"
+               "\"None\",\"engine_requested\":\"Monitor\",\"engine\":\"Monitor\",\"features\":"
+               "{\"host_metrics\":{\"on\":true},\"nvml\":{\"on\":false,\"why\":"
+               "\"libnvidia-ml.so.1 not found\"}}}\n");
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"system\",\"segment\":0}\n"
+               "{\"type\":\"source_cost\",\"v\":1,\"source\":\"host\",\"samples\":4,"
+               "\"total_ns\":100000,\"mean_ns\":25000}\n");
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    expect_warnings(m, 0);
+    assert_int_equal(m->n_gpus, 0);
+    assert_int_equal(m->n_gpu_samples, 0);
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "\nGPU\n  GPU sections: no GPU activity recorded "
+                                 "(libnvidia-ml.so.1 not found)\n"
+                                 "\n  sampling cost: host 25.0 \xc2\xb5s\n"));
+    assert_null(strstr(text, "GPU devices"));
+    free(text);
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    remove_file(dir, "system.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_report_write_error(void **state) {
     (void)state;
     gpufl_model_t *m = load("sessions/rotated");
@@ -563,6 +827,7 @@ int main(void) {
         cmocka_unit_test(test_report_golden_basic),
         cmocka_unit_test(test_report_golden_killed),
         cmocka_unit_test(test_report_golden_rotated),
+        cmocka_unit_test(test_report_golden_gpu),
         cmocka_unit_test(test_report_truncated_last_line),
         cmocka_unit_test(test_report_rotated_segments),
         cmocka_unit_test(test_report_corrupt_lines),
@@ -571,6 +836,9 @@ int main(void) {
         cmocka_unit_test(test_report_oversized_line),
         cmocka_unit_test(test_report_caps_counted),
         cmocka_unit_test(test_report_segment_checks),
+        cmocka_unit_test(test_report_model_gpu),
+        cmocka_unit_test(test_report_gpu_corrupt),
+        cmocka_unit_test(test_report_gpu_absent),
         cmocka_unit_test(test_report_write_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

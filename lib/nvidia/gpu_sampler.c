@@ -1,0 +1,250 @@
+/*
+ * gpu_sampler.c - turns NVML readings into device.log records.
+ *
+ * Runs on the collector thread, under the same policy as the host sampler:
+ * every period with continuous_system_sampling, else only while a scope or
+ * system window is open. It times its own samples (per device) and writes
+ * their cost as a source_cost record at shutdown.
+ */
+#include "nvidia/gpu_sampler.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const gpufl_col_def_t sample_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},
+    {"device", GPUFL_COL_INT},
+    {"gpu_util_pct", GPUFL_COL_OPT},
+    {"mem_util_pct", GPUFL_COL_OPT},
+    {"mem_used_bytes", GPUFL_COL_OPT},
+    {"mem_free_bytes", GPUFL_COL_OPT},
+    {"mem_total_bytes", GPUFL_COL_OPT},
+    {"temp_gpu_c", GPUFL_COL_OPT},
+    {"temp_mem_c", GPUFL_COL_OPT},
+    {"power_mw", GPUFL_COL_OPT},
+    {"power_limit_mw", GPUFL_COL_OPT},
+    {"energy_mj", GPUFL_COL_OPT},
+    {"clock_sm_mhz", GPUFL_COL_OPT},
+    {"clock_gfx_mhz", GPUFL_COL_OPT},
+    {"clock_mem_mhz", GPUFL_COL_OPT},
+    {"fan_pct", GPUFL_COL_OPT},
+    {"pcie_tx_bytes_per_s", GPUFL_COL_OPT},
+    {"pcie_rx_bytes_per_s", GPUFL_COL_OPT},
+    {"throttle_reasons", GPUFL_COL_OPT},
+    {"ecc_sbe_volatile", GPUFL_COL_OPT},
+    {"ecc_dbe_volatile", GPUFL_COL_OPT},
+    {"nvlink_tx_bytes_per_s", GPUFL_COL_OPT},
+    {"nvlink_rx_bytes_per_s", GPUFL_COL_OPT},
+    {"sm_active_pct", GPUFL_COL_PCT},
+    {"sm_occupancy_pct", GPUFL_COL_PCT},
+    {"tensor_active_pct", GPUFL_COL_PCT},
+    {"dram_bw_util_pct", GPUFL_COL_PCT},
+};
+#define SAMPLE_COLS ((int)(sizeof sample_cols / sizeof sample_cols[0]))
+
+static void to_cells(int64_t ts, int device, const gpufl_gpu_sample_t *x, gpufl_cell_t *row) {
+    int64_t ints[] = {ts,
+                      device,
+                      x->gpu_util_pct,
+                      x->mem_util_pct,
+                      x->mem_used_bytes,
+                      x->mem_free_bytes,
+                      x->mem_total_bytes,
+                      x->temp_gpu_c,
+                      x->temp_mem_c,
+                      x->power_mw,
+                      x->power_limit_mw,
+                      x->energy_mj,
+                      x->clock_sm_mhz,
+                      x->clock_gfx_mhz,
+                      x->clock_mem_mhz,
+                      x->fan_pct,
+                      x->pcie_tx_bytes_per_s,
+                      x->pcie_rx_bytes_per_s,
+                      /* UINT64_MAX is "unknown"; real reasons use the low bits */
+                      x->throttle_reasons == UINT64_MAX
+                          ? GPUFL_GPU_UNKNOWN
+                          : (int64_t)(x->throttle_reasons & ((1ull << 53) - 1)),
+                      x->ecc_sbe_volatile,
+                      x->ecc_dbe_volatile,
+                      x->nvlink_tx_bytes_per_s,
+                      x->nvlink_rx_bytes_per_s};
+    enum { NINTS = sizeof ints / sizeof ints[0] };
+    for (int i = 0; i < NINTS; i++) row[i].i = ints[i];
+    row[NINTS + 0].d = x->sm_active_pct;
+    row[NINTS + 1].d = x->sm_occupancy_pct;
+    row[NINTS + 2].d = x->tensor_active_pct;
+    row[NINTS + 3].d = x->dram_bw_util_pct;
+}
+
+static void put_opt(gpufl_buf_t *b, const char *key, int64_t v) {
+    gpufl__buf_key(b, key);
+    if (v < 0) gpufl__buf_puts(b, "null");
+    else gpufl__buf_put_i64(b, v);
+}
+
+static void write_info(gpufl_gpu_sampler_t *s) {
+    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
+    pthread_mutex_lock(&f->lock);
+    for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++) {
+        const gpufl_gpu_info_t *g = gpufl__nvml_device_info(s->nvml, d);
+        char cc[16];
+        gpufl_buf_t *b = gpufl__writer_record(f, "gpu_info");
+        gpufl__buf_kv_i64(b, "device", d);
+        gpufl__buf_kv_i64(b, "nvml_index", g->index);
+        put_opt(b, "mig_index", g->mig_index);
+        gpufl__buf_kv_str(b, "name", g->name);
+        gpufl__buf_kv_str(b, "uuid", g->uuid);
+        gpufl__buf_kv_str(b, "pci_bus_id", g->pci_bus_id);
+        snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
+        gpufl__buf_kv_str(b, "compute_capability", g->cc_major >= 0 ? cc : "");
+        put_opt(b, "sm_count", g->sm_count);
+        put_opt(b, "mem_total_bytes", g->mem_total_bytes);
+        gpufl__buf_kv_str(b, "driver_version", g->driver_version);
+        put_opt(b, "cuda_driver_version", g->cuda_driver_version);
+        put_opt(b, "mig_mode", g->mig_mode);
+        gpufl__buf_kv_i64(b, "gpm_supported", g->gpm_supported);
+        gpufl__buf_kv_i64(b, "nvlink_links", g->nvlink_links);
+        put_opt(b, "power_limit_mw", g->power_limit_mw);
+        gpufl__buf_kv_str(b, "nvml_version", gpufl__nvml_version(s->nvml));
+        gpufl__writer_end_record(f);
+    }
+    /* The names of the throttle reason bits, so the log explains itself. */
+    gpufl_buf_t *b = gpufl__writer_record(f, "gpu_legend");
+    gpufl__buf_key(b, "throttle_reasons");
+    gpufl__buf_putc(b, '{');
+    for (int bit = 0; bit < 64; bit++) {
+        const char *name = gpufl__nvml_throttle_name(bit);
+        char key[8];
+        if (!name) continue;
+        snprintf(key, sizeof key, "%d", bit);
+        gpufl__buf_kv_str(b, key, name);
+    }
+    gpufl__buf_putc(b, '}');
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static uint64_t proc_signature(const gpufl_gpu_sample_t *x) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)x->nprocs;
+    int n = x->nprocs < GPUFL_GPU_PROCS_MAX ? x->nprocs : GPUFL_GPU_PROCS_MAX;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)x->procs[i].pid) * 1099511628211ull ^ (uint64_t)(x->procs[i].used_bytes >> 20);
+    return h;
+}
+
+/* Processes are written when the list (or their memory, to the MiB) changes. */
+static void write_processes(gpufl_gpu_sampler_t *s, int d, int64_t ts, const gpufl_gpu_sample_t *x) {
+    uint64_t sig = proc_signature(x);
+    if (sig == s->proc_sig[d] || x->nprocs < 0) return;
+    s->proc_sig[d] = sig;
+    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
+    int n = x->nprocs < GPUFL_GPU_PROCS_MAX ? x->nprocs : GPUFL_GPU_PROCS_MAX;
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "gpu_processes");
+    gpufl__buf_kv_i64(b, "ts_ns", ts);
+    gpufl__buf_kv_i64(b, "device", d);
+    gpufl__buf_kv_i64(b, "count", x->nprocs);
+    gpufl__buf_puts(b, ",\"pid\":[");
+    for (int i = 0; i < n; i++) {
+        if (i) gpufl__buf_putc(b, ',');
+        gpufl__buf_put_i64(b, x->procs[i].pid);
+    }
+    gpufl__buf_puts(b, "],\"used_bytes\":[");
+    for (int i = 0; i < n; i++) {
+        if (i) gpufl__buf_putc(b, ',');
+        if (x->procs[i].used_bytes < 0) gpufl__buf_puts(b, "null");
+        else gpufl__buf_put_i64(b, x->procs[i].used_bytes);
+    }
+    gpufl__buf_putc(b, ']');
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static void encode_batch(gpufl_gpu_sampler_t *s) {
+    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
+    pthread_mutex_lock(&f->lock);
+    gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(s->collector));
+    pthread_mutex_unlock(&f->lock);
+}
+
+static void sample_all(gpufl_gpu_sampler_t *s, int64_t now_ns, int keep) {
+    int64_t ts = gpufl__collector_session_ns(s->collector, now_ns);
+    for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++) {
+        gpufl_gpu_sample_t x;
+        if (s->lost[d]) continue;
+        int64_t t0 = gpufl__mono_ns();
+        int rc = gpufl__nvml_sample(s->nvml, d, now_ns, &x);
+        s->sample_ns_total += gpufl__mono_ns() - t0;
+        s->samples++;
+        if (rc == GPUFL_EIO) {
+            char msg[256];
+            s->lost[d] = 1;
+            snprintf(msg, sizeof msg, "GPU %d (%s) stopped answering NVML; no more samples from it",
+                     d, gpufl__nvml_device_info(s->nvml, d)->uuid);
+            gpufl__warn("%s", msg);
+            gpufl__collector_event(s->collector, GPUFL_FILE_DEVICE, "error", "gpu_lost", msg);
+            continue;
+        }
+        if (!keep) continue; /* baseline: rates start from here */
+        gpufl_cell_t *row = gpufl__batch_row(&s->batch);
+        if (!row) {
+            encode_batch(s);
+            row = gpufl__batch_row(&s->batch);
+        }
+        to_cells(ts, d, &x, row);
+        write_processes(s, d, ts, &x);
+    }
+}
+
+static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
+    gpufl_gpu_sampler_t *s = self;
+    switch (gpufl__sampling_step(&s->when, gpufl__collector_sampling_active(c), now_ns)) {
+    case GPUFL_SAMPLE_NONE: break;
+    case GPUFL_SAMPLE_BASELINE: sample_all(s, now_ns, 0); break;
+    case GPUFL_SAMPLE_TAKE: sample_all(s, now_ns, 1); break;
+    }
+}
+
+static int64_t due_in(void *self, int64_t now_ns) {
+    return gpufl__sampling_due_in(&((gpufl_gpu_sampler_t *)self)->when, now_ns);
+}
+
+static void flush(gpufl_collector_t *c, void *self) {
+    (void)c;
+    encode_batch(self);
+}
+
+static void finish(gpufl_collector_t *c, void *self) {
+    gpufl_gpu_sampler_t *s = self;
+    gpufl__collector_source_cost(c, GPUFL_FILE_DEVICE, "nvml", s->samples, s->sample_ns_total);
+}
+
+int gpufl__gpu_sampler_init(gpufl_gpu_sampler_t *s, gpufl_nvml_t *nvml, gpufl_collector_t *c,
+                            const gpufl_settings_t *settings, gpufl_source_t *source) {
+    memset(s, 0, sizeof *s);
+    s->nvml = nvml;
+    s->collector = c;
+    gpufl__sampling_init(&s->when, settings->system_sample_rate_ms,
+                         settings->continuous_system_sampling);
+    int rc = gpufl__batch_init(&s->batch, "gpu_sample", sample_cols, SAMPLE_COLS);
+    if (rc) return rc;
+    write_info(s);
+    *source = (gpufl_source_t){"nvml", s, poll, due_in, flush, finish};
+    return 0;
+}
+
+void gpufl__gpu_sampler_fini(gpufl_gpu_sampler_t *s) {
+    if (!s->nvml) return;
+    if (s->samples > 0)
+        gpufl__debug("NVML sampling cost: %.1f us per device and sample (%lld samples)",
+                     (double)s->sample_ns_total / (double)s->samples / 1000.0,
+                     (long long)s->samples);
+    gpufl__batch_fini(&s->batch);
+    gpufl__nvml_close(s->nvml);
+    s->nvml = NULL;
+}

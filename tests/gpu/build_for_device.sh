@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds, on the development VM, the static programs the GPU checks run on the
+# GPU machine (which has no jansson): they go to .devbin/, which git ignores
+# and the device tool carries.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cmake -S . -B build/device -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF >/dev/null
+cmake --build build/device -j "$(nproc)" --target gpufl_static >/dev/null
+mkdir -p .devbin
+libs=(build/device/lib/libgpufl.a /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm)
+cc -O2 -std=c11 -D_GNU_SOURCE -I include tests/gpu/monitor_session.c -o .devbin/monitor_session "${libs[@]}"
+echo "built: $(ls .devbin)"

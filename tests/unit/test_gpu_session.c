@@ -1,0 +1,145 @@
+/*
+ * test_gpu_session.c - whole sessions with the NVIDIA backend, driven by the
+ * fake libnvidia-ml: backend choice and the capability record, gpu_info and
+ * gpu_sample lines (validated by the schema test with every other log),
+ * processes, the cost record, and that no vendor library is loaded when the
+ * backend is off.
+ */
+#include "test_util.h"
+
+#include <dlfcn.h>
+#include <time.h>
+
+#define SUITE "gpu_session"
+
+static char script_path[1024];
+
+static void write_script(const char *json) {
+    snprintf(script_path, sizeof script_path, "%s/../test-scratch/gpu_session_script.json",
+             GPUFL_TEST_LOG_ROOT);
+    assert_int_equal(system("mkdir -p " GPUFL_TEST_LOG_ROOT "/../test-scratch"), 0);
+    FILE *f = fopen(script_path, "w");
+    assert_non_null(f);
+    fputs(json, f);
+    fclose(f);
+    setenv("GPUFL_FAKE_NVML", script_path, 1);
+    setenv("GPUFL_NVML_LIBRARY", GPUFL_FAKE_NVML_PATH, 1);
+}
+
+static const char *h100 =
+    "{\"driver_version\": \"580.95.05\", \"nvml_version\": \"13.580.95.05\","
+    " \"cuda_driver_version\": 13000,"
+    " \"gpus\": [{\"name\": \"NVIDIA H100 80GB HBM3\", \"uuid\": \"GPU-11111111-2222\","
+    "   \"pci_bus_id\": \"00000000:1B:00.0\", \"cc\": [9, 0], \"cores\": 16896,"
+    "   \"memory_total\": 85520809984, \"mig_mode\": 0, \"gpm\": true,"
+    "   \"samples\": {\"util_gpu\": [100], \"util_mem\": [40], \"mem_used\": [1073741824],"
+    "     \"mem_free\": [84447068160], \"temp_gpu\": [61], \"power_mw\": [650000],"
+    "     \"power_limit_mw\": [700000], \"clock_sm\": [1980], \"clock_gfx\": [1980],"
+    "     \"clock_mem\": [2619], \"throttle\": [4],"
+    "     \"procs\": [[[4242, 1073741824]]],"
+    "     \"gpm\": {\"sm_util\": [35.5], \"sm_occupancy\": [20.25], \"tensor\": [12.5],"
+    "             \"dram_bw\": [70.0]}}}]}";
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void nvidia_backend_samples_devices(void **state) {
+    (void)state;
+    write_script(h100);
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "h100"));
+    o.system_sample_rate_ms = 10;
+    o.continuous_system_sampling = 1;
+    assert_int_equal(gpufl_init(&o), 0);
+    sleep_ms(120);
+    gpufl_shutdown();
+
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    json_t *caps = tu_first(&D, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "backend")), "Nvidia");
+    json_t *nvml = json_object_get(json_object_get(caps, "features"), "nvml");
+    assert_true(json_is_true(json_object_get(nvml, "on")));
+    json_t *info = tu_first(&D, "gpu_info");
+    assert_non_null(info);
+    assert_string_equal(json_string_value(json_object_get(info, "name")), "NVIDIA H100 80GB HBM3");
+    assert_string_equal(json_string_value(json_object_get(info, "compute_capability")), "9.0");
+    assert_int_equal(json_integer_value(json_object_get(info, "sm_count")), 132);
+    size_t n, m;
+    int64_t *util = tu_column(&D, "gpu_sample", "gpu_util_pct", &n);
+    int64_t *power = tu_column(&D, "gpu_sample", "power_mw", &m);
+    int64_t *throttle = tu_column(&D, "gpu_sample", "throttle_reasons", &m);
+    assert_true(n >= 6); /* 120 ms at 10 ms, the first reading a baseline */
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(util[i], 100);
+        assert_int_equal(power[i], 650000);
+        assert_int_equal(throttle[i], 4); /* sw_power_cap */
+    }
+    json_t *sample = tu_first(&D, "gpu_sample");
+    json_t *sm = json_array_get(json_object_get(sample, "sm_active_pct"), 0);
+    assert_true(json_real_value(sm) > 35.4 && json_real_value(sm) < 35.6);
+    json_t *procs = tu_first(&D, "gpu_processes");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(procs, "pid"), 0)), 4242);
+    assert_int_equal(tu_count(&D, "gpu_processes"), 1); /* written again only on change */
+    json_t *cost = tu_last(&D, "source_cost");
+    assert_string_equal(json_string_value(json_object_get(cost, "source")), "nvml");
+    assert_true(json_integer_value(json_object_get(cost, "samples")) >= (json_int_t)n);
+    json_t *legend = json_object_get(tu_first(&D, "gpu_legend"), "throttle_reasons");
+    assert_string_equal(json_string_value(json_object_get(legend, "2")), "sw_power_cap");
+    free(util), free(power), free(throttle);
+    tu_free(&D);
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+}
+
+static void driver_that_fails_to_init_is_recorded(void **state) {
+    (void)state;
+    write_script("{\"init_error\": 9, \"gpus\": []}"); /* 9: driver not loaded */
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "init_error"));
+    assert_int_equal(gpufl_init(&o), 0); /* a missing driver is a normal state */
+    gpufl_shutdown();
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    json_t *caps = tu_first(&D, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "backend")), "None");
+    json_t *nvml = json_object_get(json_object_get(caps, "features"), "nvml");
+    assert_true(json_is_false(json_object_get(nvml, "on")));
+    assert_non_null(strstr(json_string_value(json_object_get(nvml, "why")), "nvmlInit"));
+    assert_int_equal(tu_count(&D, "gpu_info"), 0);
+    tu_free(&D);
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+}
+
+static void backend_none_loads_no_vendor_library(void **state) {
+    (void)state;
+    write_script(h100);
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "backend_none"));
+    o.backend = GPUFL_BACKEND_NONE;
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_shutdown();
+    setenv("GPUFL_DISABLED", "1", 1);
+    o.backend = GPUFL_BACKEND_AUTO;
+    assert_int_equal(gpufl_init(&o), GPUFL_EDISABLED);
+    unsetenv("GPUFL_DISABLED");
+    /* This process never loaded the library in these sessions (the first
+     * test's load stays, so this runs in a fresh process: see main). */
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    json_t *caps = tu_first(&D, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "backend")), "None");
+    json_t *nvml = json_object_get(json_object_get(caps, "features"), "nvml");
+    assert_string_equal(json_string_value(json_object_get(nvml, "why")), "backend None was asked for");
+    tu_free(&D);
+    assert_null(dlopen(GPUFL_FAKE_NVML_PATH, RTLD_NOW | RTLD_NOLOAD));
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+}
+
+int main(void) {
+    /* Runs first: checks that nothing loaded the vendor library yet. */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(backend_none_loads_no_vendor_library),
+        cmocka_unit_test(nvidia_backend_samples_devices),
+        cmocka_unit_test(driver_that_fails_to_init_is_recorded),
+    };
+    return cmocka_run_group_tests_name("gpu_session", tests, NULL, NULL);
+}
