@@ -282,7 +282,9 @@ void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const c
 }
 
 void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, const char *source,
-                                  int64_t samples, int64_t total_ns) {
+                                  const gpufl_cost_t *cost, const gpufl_cost_part_t *parts,
+                                  int nparts) {
+    int64_t samples = cost->samples, total_ns = cost->total_ns;
     gpufl_writer_t *f = &c->files[id];
     pthread_mutex_lock(&f->lock);
     gpufl_buf_t *b = gpufl__writer_record(f, "source_cost");
@@ -290,6 +292,14 @@ void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, c
     gpufl__buf_kv_i64(b, "samples", samples);
     gpufl__buf_kv_i64(b, "total_ns", total_ns);
     gpufl__buf_kv_i64(b, "mean_ns", samples ? total_ns / samples : 0);
+    gpufl__buf_kv_i64(b, "median_ns", gpufl__cost_quantile(cost, 0.5));
+    gpufl__buf_kv_i64(b, "p99_ns", gpufl__cost_quantile(cost, 0.99));
+    if (nparts > 0) {
+        gpufl__buf_key(b, "parts_mean_ns");
+        gpufl__buf_putc(b, '{');
+        for (int i = 0; i < nparts; i++) gpufl__buf_kv_i64(b, parts[i].name, parts[i].mean_ns);
+        gpufl__buf_putc(b, '}');
+    }
     gpufl__writer_end_record(f);
     pthread_mutex_unlock(&f->lock);
 }

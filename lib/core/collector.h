@@ -9,6 +9,7 @@
 #ifndef GPUFL_CORE_COLLECTOR_H
 #define GPUFL_CORE_COLLECTOR_H
 
+#include "core/cost.h"
 #include "core/options.h"
 #include "core/ring.h"
 #include "core/writer.h"
@@ -59,8 +60,14 @@ void gpufl__collector_windows_add(gpufl_collector_t *c, int delta);
 /* 1 while a scope or a system window is open: sampling sources run then. */
 int gpufl__collector_sampling_active(const gpufl_collector_t *c);
 /* Writes a source_cost record: how much a source's samples cost. */
+/* parts: NULL, or nparts (name, mean ns) pairs, written as "parts". */
+typedef struct gpufl_cost_part {
+    const char *name;
+    int64_t mean_ns;
+} gpufl_cost_part_t;
 void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, const char *source,
-                                  int64_t samples, int64_t total_ns);
+                                  const gpufl_cost_t *cost, const gpufl_cost_part_t *parts,
+                                  int nparts);
 /* Writes an `event` record (warnings met while recording) to file id. */
 void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const char *level,
                             const char *code, const char *message);

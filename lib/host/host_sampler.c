@@ -39,8 +39,7 @@ static int take(gpufl_host_sampler_t *s, int64_t now_ns, gpufl_host_sample_t *ou
     if (!s->reader_ok) return -1;
     int64_t t0 = gpufl__mono_ns();
     gpufl__host_sample(&s->reader, now_ns, out);
-    s->sample_ns_total += gpufl__mono_ns() - t0;
-    s->samples++;
+    gpufl__cost_add(&s->cost, gpufl__mono_ns() - t0);
     out->ts_ns = gpufl__collector_session_ns(s->collector, now_ns);
     return 0;
 }
@@ -90,7 +89,7 @@ static void flush(gpufl_collector_t *c, void *self) {
 static void finish(gpufl_collector_t *c, void *self) {
     gpufl_host_sampler_t *s = self;
     pthread_mutex_lock(&s->lock);
-    gpufl__collector_source_cost(c, GPUFL_FILE_SYSTEM, "host", s->samples, s->sample_ns_total);
+    gpufl__collector_source_cost(c, GPUFL_FILE_SYSTEM, "host", &s->cost, NULL, 0);
     pthread_mutex_unlock(&s->lock);
 }
 

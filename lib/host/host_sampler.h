@@ -24,7 +24,7 @@ typedef struct gpufl_host_sampler {
     int nwindows;
     gpufl_batch_t batch;
     gpufl_collector_t *collector;
-    int64_t samples, sample_ns_total; /* what sampling cost, for the source_cost record */
+    gpufl_cost_t cost; /* what sampling cost, for the source_cost record */
 } gpufl_host_sampler_t;
 
 /* Reads the host info (writes host_info to system.log) and fills *source.

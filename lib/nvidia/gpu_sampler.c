@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define GPU_SLOW_EVERY_NS 1000000000LL
+
 static const gpufl_col_def_t sample_cols[] = {
     {"ts_ns", GPUFL_COL_INT},
     {"device", GPUFL_COL_INT},
@@ -179,8 +181,7 @@ static void sample_all(gpufl_gpu_sampler_t *s, int64_t now_ns, int keep) {
         if (s->lost[d]) continue;
         int64_t t0 = gpufl__mono_ns();
         int rc = gpufl__nvml_sample(s->nvml, d, now_ns, &x);
-        s->sample_ns_total += gpufl__mono_ns() - t0;
-        s->samples++;
+        gpufl__cost_add(&s->cost, gpufl__mono_ns() - t0);
         if (rc == GPUFL_EIO) {
             char msg[256];
             s->lost[d] = 1;
@@ -221,7 +222,10 @@ static void flush(gpufl_collector_t *c, void *self) {
 
 static void finish(gpufl_collector_t *c, void *self) {
     gpufl_gpu_sampler_t *s = self;
-    gpufl__collector_source_cost(c, GPUFL_FILE_DEVICE, "nvml", s->samples, s->sample_ns_total);
+    gpufl_cost_part_t parts[GPUFL_NVML_PARTS];
+    for (int i = 0; i < GPUFL_NVML_PARTS; i++)
+        parts[i].mean_ns = gpufl__nvml_part_cost(s->nvml, i, &parts[i].name);
+    gpufl__collector_source_cost(c, GPUFL_FILE_DEVICE, "nvml", &s->cost, parts, GPUFL_NVML_PARTS);
 }
 
 int gpufl__gpu_sampler_init(gpufl_gpu_sampler_t *s, gpufl_nvml_t *nvml, gpufl_collector_t *c,
@@ -233,6 +237,10 @@ int gpufl__gpu_sampler_init(gpufl_gpu_sampler_t *s, gpufl_nvml_t *nvml, gpufl_co
                          settings->continuous_system_sampling);
     int rc = gpufl__batch_init(&s->batch, "gpu_sample", sample_cols, SAMPLE_COLS);
     if (rc) return rc;
+    /* GPM and process lists cost ~10x the rest of a sample (measured on
+     * H100/H200): read them at most once a second, the window DCGM's
+     * profiling metrics use by default. */
+    gpufl__nvml_set_slow_interval(nvml, GPU_SLOW_EVERY_NS);
     write_info(s);
     *source = (gpufl_source_t){"nvml", s, poll, due_in, flush, finish};
     return 0;
@@ -240,10 +248,12 @@ int gpufl__gpu_sampler_init(gpufl_gpu_sampler_t *s, gpufl_nvml_t *nvml, gpufl_co
 
 void gpufl__gpu_sampler_fini(gpufl_gpu_sampler_t *s) {
     if (!s->nvml) return;
-    if (s->samples > 0)
-        gpufl__debug("NVML sampling cost: %.1f us per device and sample (%lld samples)",
-                     (double)s->sample_ns_total / (double)s->samples / 1000.0,
-                     (long long)s->samples);
+    if (s->cost.samples > 0)
+        gpufl__debug("NVML sampling cost per device and sample: median %.0f us, mean %.1f us "
+                     "(%lld samples)",
+                     (double)gpufl__cost_quantile(&s->cost, 0.5) / 1000.0,
+                     (double)s->cost.total_ns / (double)s->cost.samples / 1000.0,
+                     (long long)s->cost.samples);
     gpufl__batch_fini(&s->batch);
     gpufl__nvml_close(s->nvml);
     s->nvml = NULL;

@@ -17,7 +17,7 @@ typedef struct gpufl_gpu_sampler {
     gpufl_batch_t batch;
     int lost[GPUFL_GPU_MAX]; /* device stopped answering: said once, not sampled again */
     uint64_t proc_sig[GPUFL_GPU_MAX]; /* signature of the last process list written */
-    int64_t sample_ns_total, samples; /* cost of sampling, for the session_end figures */
+    gpufl_cost_t cost; /* what each device sample cost, for the source_cost record */
 } gpufl_gpu_sampler_t;
 
 /* Takes ownership of nvml (opened by the caller), writes gpu_info records

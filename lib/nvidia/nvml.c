@@ -13,7 +13,7 @@
  *                 metrics (Hopper and newer: SM activity, occupancy, tensor,
  *                 DRAM, and the PCIe/NVLink rates).
  *   H100 SXM, driver 580.159.04: 14 (no fan; energy, which takes ~3 ms to
- *                 read there, once every 10 s). Measured there, 2026-11-22,
+ *                 read there, once every 30 s). Measured there, 2026-11-22,
  *                 median of 1000 samples: 79 us idle, 97 us with one process
  *                 running (87 us on an H200 with 18 NVLink links); the GPM
  *                 snapshot (~50 us), the two process lists (~40 us with one
@@ -50,7 +50,7 @@
 #define GPM_METRICS_MAX 8
 /* An energy read slower than this is made at most every ENERGY_SLOW_EVERY_NS. */
 #define ENERGY_SLOW_NS INT64_C(500000)
-#define ENERGY_SLOW_EVERY_NS INT64_C(10000000000)
+#define ENERGY_SLOW_EVERY_NS INT64_C(30000000000) /* 3 ms every 30 s: 10 us a sample at 100 ms */
 #define NS_PER_S 1e9
 #define MIB 1048576.0
 #define KIB 1024
@@ -165,6 +165,7 @@ typedef struct device {
     unsigned int gpm_refused;        /* PCIE_/NVLINK_FIELDS whose GPM metrics were refused */
     int64_t energy_next_ns;          /* the energy counter is not read before this now_ns */
     nvmlGpmSample_t gpm[2];          /* two snapshots, used in turn */
+    int64_t slow_last_ns;            /* when processes and GPM were last read */
     int gpm_next;                    /* which one the next snapshot goes into */
     int gpm_have_prev;               /* gpm[!gpm_next] holds the previous snapshot */
 } device_t;
@@ -183,6 +184,9 @@ struct gpufl_nvml {
     int proc_stride[2];
     unsigned char proc_buffer[PROC_ENTRIES_MAX * PROC_ENTRY_BYTES_MAX];
     nvmlGpmMetricsGet_t gpm_request;
+    int64_t part_ns[GPUFL_NVML_PARTS]; /* time spent per part of a sample */
+    int64_t part_samples;
+    int64_t slow_every_ns; /* processes and GPM at most this often; 0: every sample */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -1006,6 +1010,19 @@ static void read_gpm(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
     }
 }
 
+/* What each part of a sample cost, summed over devices and samples: the
+ * figures behind the sampler's cost statement (source_cost). */
+static const char *const part_names[GPUFL_NVML_PARTS] = {
+    "memory", "utilization", "temperature", "power", "clocks", "fan",
+    "clock_event_reasons", "energy", "field_values", "processes", "gpm"};
+
+#define TIMED(n, part, stmt)                                                                    \
+    do {                                                                                        \
+        int64_t t0_ = monotonic_ns();                                                           \
+        stmt;                                                                                   \
+        (n)->part_ns[part] += monotonic_ns() - t0_;                                             \
+    } while (0)
+
 int gpufl__nvml_sample(gpufl_nvml_t *n, int device, int64_t now_ns, gpufl_gpu_sample_t *out) {
     if (out == NULL)
         return gpufl__set_error(GPUFL_EINVAL, "nvml sample: out is NULL");
@@ -1016,46 +1033,74 @@ int gpufl__nvml_sample(gpufl_nvml_t *n, int device, int64_t now_ns, gpufl_gpu_sa
     gpufl_gpu_sample_t *s = out;
     int64_t dt_ns = d->last_ns > 0 ? now_ns - d->last_ns : 0;
 
+    n->part_samples++;
     if (!d->lost) {
         /* Memory first: every device answers it, and a lost GPU shows here. */
-        read_memory(n, d, s);
-        if (want(d, Q_UTILIZATION, n->fn.utilization)) {
-            nvmlUtilization_t u;
-            if (ok(d, Q_UTILIZATION, n->fn.utilization(d->handle, &u))) {
-                s->gpu_util_pct = (int)u.gpu;
-                s->mem_util_pct = (int)u.memory;
+        TIMED(n, 0, read_memory(n, d, s));
+        TIMED(n, 1, {
+            if (want(d, Q_UTILIZATION, n->fn.utilization)) {
+                nvmlUtilization_t u;
+                if (ok(d, Q_UTILIZATION, n->fn.utilization(d->handle, &u))) {
+                    s->gpu_util_pct = (int)u.gpu;
+                    s->mem_util_pct = (int)u.memory;
+                }
             }
-        }
-        unsigned int celsius = 0;
-        if (want(d, Q_TEMPERATURE, n->fn.temperature) &&
-            ok(d, Q_TEMPERATURE, n->fn.temperature(d->handle, NVML_TEMPERATURE_GPU, &celsius)))
-            s->temp_gpu_c = (int)celsius;
-        read_uint(d, Q_POWER, n->fn.power_usage, &s->power_mw);
-        read_uint(d, Q_POWER_LIMIT, n->fn.power_limit, &s->power_limit_mw);
-        read_clock(n, d, Q_CLOCK_SM, NVML_CLOCK_SM, &s->clock_sm_mhz);
-        read_clock(n, d, Q_CLOCK_GFX, NVML_CLOCK_GRAPHICS, &s->clock_gfx_mhz);
-        read_clock(n, d, Q_CLOCK_MEM, NVML_CLOCK_MEM, &s->clock_mem_mhz);
-        int64_t fan = GPUFL_GPU_UNKNOWN;
-        read_uint(d, Q_FAN, n->fn.fan_speed, &fan);
-        s->fan_pct = fan > 100 ? GPUFL_GPU_UNKNOWN : (int)fan;
-        unsigned long long reasons = 0;
-        if (want(d, Q_EVENT_REASONS, n->fn.event_reasons) &&
-            ok(d, Q_EVENT_REASONS, n->fn.event_reasons(d->handle, &reasons)))
-            s->throttle_reasons = reasons;
-        read_energy(n, d, s, now_ns);
+        });
+        TIMED(n, 2, {
+            unsigned int celsius = 0;
+            if (want(d, Q_TEMPERATURE, n->fn.temperature) &&
+                ok(d, Q_TEMPERATURE, n->fn.temperature(d->handle, NVML_TEMPERATURE_GPU, &celsius)))
+                s->temp_gpu_c = (int)celsius;
+        });
+        TIMED(n, 3, {
+            read_uint(d, Q_POWER, n->fn.power_usage, &s->power_mw);
+            read_uint(d, Q_POWER_LIMIT, n->fn.power_limit, &s->power_limit_mw);
+        });
+        TIMED(n, 4, {
+            read_clock(n, d, Q_CLOCK_SM, NVML_CLOCK_SM, &s->clock_sm_mhz);
+            read_clock(n, d, Q_CLOCK_GFX, NVML_CLOCK_GRAPHICS, &s->clock_gfx_mhz);
+            read_clock(n, d, Q_CLOCK_MEM, NVML_CLOCK_MEM, &s->clock_mem_mhz);
+        });
+        TIMED(n, 5, {
+            int64_t fan = GPUFL_GPU_UNKNOWN;
+            read_uint(d, Q_FAN, n->fn.fan_speed, &fan);
+            s->fan_pct = fan > 100 ? GPUFL_GPU_UNKNOWN : (int)fan;
+        });
+        TIMED(n, 6, {
+            unsigned long long reasons = 0;
+            if (want(d, Q_EVENT_REASONS, n->fn.event_reasons) &&
+                ok(d, Q_EVENT_REASONS, n->fn.event_reasons(d->handle, &reasons)))
+                s->throttle_reasons = reasons;
+        });
+        TIMED(n, 7, read_energy(n, d, s, now_ns));
     }
     /* Counters and GPM keep their state in step even for a lost device. */
-    read_fields(n, d, s, dt_ns);
-    if (!d->lost)
-        read_processes(n, d, s);
-    if (!d->lost)
-        read_gpm(n, d, s);
+    TIMED(n, 8, read_fields(n, d, s, dt_ns));
+    /* The costly parts (process lists, GPM) at most every slow_every_ns:
+     * between, their columns stay unknown rather than repeat old values. */
+    int slow_due = n->slow_every_ns == 0 || d->slow_last_ns == 0 ||
+                   now_ns - d->slow_last_ns >= n->slow_every_ns;
+    if (!d->lost && slow_due) {
+        TIMED(n, 9, read_processes(n, d, s));
+        TIMED(n, 10, read_gpm(n, d, s));
+        d->slow_last_ns = now_ns;
+    }
     d->last_ns = now_ns;
 
     if (d->lost)
         return gpufl__set_error(GPUFL_EIO, "GPU %s (NVML index %d) stopped answering: GPU is lost",
                                 d->info.uuid, d->info.index);
     return 0;
+}
+
+void gpufl__nvml_set_slow_interval(gpufl_nvml_t *n, int64_t every_ns) {
+    n->slow_every_ns = every_ns > 0 ? every_ns : 0;
+}
+
+int64_t gpufl__nvml_part_cost(const gpufl_nvml_t *n, int part, const char **name) {
+    if (part < 0 || part >= GPUFL_NVML_PARTS) return -1;
+    *name = part_names[part];
+    return n->part_samples ? n->part_ns[part] / n->part_samples : 0;
 }
 
 /* ---------------------------------------------------------------------- */

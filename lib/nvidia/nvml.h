@@ -84,6 +84,17 @@ int gpufl__nvml_sample(gpufl_nvml_t *n, int device, int64_t now_ns, gpufl_gpu_sa
  * "hw_thermal_slowdown"; NULL for a bit with no name. */
 const char *gpufl__nvml_throttle_name(int bit);
 
+/* Reads the costly parts of a sample (process lists, and GPM with the rates
+ * it gives) at most every every_ns; in the samples between, they are
+ * unknown. 0 (the default) reads them in every sample. */
+void gpufl__nvml_set_slow_interval(gpufl_nvml_t *n, int64_t every_ns);
+
+/* The parts of a sample, timed separately: memory, utilization, ... gpm. */
+#define GPUFL_NVML_PARTS 11
+/* Mean time of one part per device sample so far (ns), and its name; -1 for
+ * a part number out of range. */
+int64_t gpufl__nvml_part_cost(const gpufl_nvml_t *n, int part, const char **name);
+
 /* Version of the NVML library loaded, e.g. "13.580.95.05"; "" when unknown. */
 const char *gpufl__nvml_version(const gpufl_nvml_t *n);
 

@@ -11,10 +11,10 @@
 #include <time.h>
 
 int main(int argc, char **argv) {
-    if (argc != 4 || strcmp(argv[1], "--help") == 0) {
-        fprintf(stderr, "usage: monitor_session LOG_PATH SECONDS RATE_MS\n"
-                        "Records a Monitor session for SECONDS, sampling every RATE_MS, and "
-                        "prints its directory.\n");
+    if (argc < 4 || argc > 5 || strcmp(argv[1], "--help") == 0) {
+        fprintf(stderr, "usage: monitor_session LOG_PATH SECONDS RATE_MS [REPORT]\n"
+                        "Records a Monitor session for SECONDS, sampling every RATE_MS, "
+                        "prints its directory and writes its report to REPORT.\n");
         return argc == 2 ? 0 : 2;
     }
     gpufl_options_t o;
@@ -34,5 +34,5 @@ int main(int argc, char **argv) {
     gpufl_session_dir(dir, sizeof dir);
     gpufl_shutdown();
     printf("%s\n", dir);
-    return 0;
+    return argc == 5 ? (gpufl_report_write(argv[4]) == 0 ? 0 : 1) : 0;
 }

@@ -16,12 +16,12 @@ logs=$(mktemp -d)
 nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,temperature.gpu,power.draw.instant,clocks.sm,clocks.mem \
   --format=csv,noheader,nounits -lms 100 > "$out/smi_log.csv" &
 smi=$!
-.devbin/monitor_session "$logs" 14 100 > "$out/session_dir.txt" 2> "$out/monitor_stderr.txt" &
+.devbin/monitor_session "$logs" 14 100 "$out/report.txt" > "$out/session_dir.txt" 2> "$out/monitor_stderr.txt" &
 mon=$!
 sleep 1
 python3 tests/gpu/load.py 3 6 3 > "$out/load.txt" 2>&1
 wait $mon
 kill $smi
 session=$(cat "$out/session_dir.txt")
-cp "$session"/*.log "$out/"
+cp "$session"/device.log "$out/"
 python3 tests/gpu/compare_nvidia_smi.py "$session" "$out/smi_static.csv" "$out/smi_log.csv" | tee "$out/compare.txt"
