@@ -105,12 +105,7 @@ static void encode_scope_batch(gpufl_collector_t *c, gpufl_batch_t *b) {
 }
 
 static gpufl_cell_t *next_row(gpufl_collector_t *c, gpufl_batch_t *b) {
-    gpufl_cell_t *row = gpufl__batch_row(b);
-    if (!row) {
-        encode_scope_batch(c, b);
-        row = gpufl__batch_row(b);
-    }
-    return row;
+    return gpufl__batch_next(b, &c->files[GPUFL_FILE_SCOPE], c->dict);
 }
 
 static uint32_t path_of(gpufl_collector_t *c, uint32_t parent_path, const char *name,

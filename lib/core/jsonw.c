@@ -183,3 +183,9 @@ void gpufl__buf_kv_str(gpufl_buf_t *b, const char *key, const char *s) {
     gpufl__buf_key(b, key);
     gpufl__buf_put_str(b, s, strlen(s));
 }
+
+void gpufl__buf_kv_opt(gpufl_buf_t *b, const char *key, int64_t v) {
+    gpufl__buf_key(b, key);
+    if (v < 0) gpufl__buf_put(b, "null", 4);
+    else gpufl__buf_put_i64(b, v);
+}

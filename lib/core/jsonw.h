@@ -42,5 +42,7 @@ void gpufl__buf_record(gpufl_buf_t *b, const char *type);
 /* Shorthands for the common "key":value members. */
 void gpufl__buf_kv_i64(gpufl_buf_t *b, const char *key, int64_t v);
 void gpufl__buf_kv_str(gpufl_buf_t *b, const char *key, const char *s);
+/* "key":v, or "key":null when v is negative (unknown). */
+void gpufl__buf_kv_opt(gpufl_buf_t *b, const char *key, int64_t v);
 
 #endif

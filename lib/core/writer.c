@@ -221,6 +221,15 @@ void gpufl__batch_fini(gpufl_batch_t *b) {
     b->dict_ids = NULL;
 }
 
+gpufl_cell_t *gpufl__batch_next(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict) {
+    gpufl_cell_t *row = gpufl__batch_row(b);
+    if (row) return row;
+    pthread_mutex_lock(&f->lock);
+    gpufl__batch_encode(b, f, dict);
+    pthread_mutex_unlock(&f->lock);
+    return gpufl__batch_row(b);
+}
+
 void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell_t *cell) {
     switch (kind) {
     case GPUFL_COL_PCT: gpufl__buf_put_fixed(b, cell->d, 1); break;

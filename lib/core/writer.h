@@ -102,6 +102,9 @@ static inline gpufl_cell_t *gpufl__batch_row(gpufl_batch_t *b) {
     if (b->rows >= GPUFL_BATCH_MAX_ROWS) return NULL;
     return &b->cells[b->rows++ * (size_t)b->ncols];
 }
+/* The next row to fill; when the batch is full, it is first encoded into f
+ * (taking f->lock). NULL only when encoding freed no row. */
+gpufl_cell_t *gpufl__batch_next(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict);
 /* Writes one cell as JSON according to its column kind. */
 void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell_t *cell);
 /* Encodes the batch (and the dict lines it needs) into f's pending lines and

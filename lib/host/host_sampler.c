@@ -53,15 +53,9 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
     case GPUFL_SAMPLE_BASELINE: take(s, now_ns, &x); break;
     case GPUFL_SAMPLE_TAKE:
         if (take(s, now_ns, &x) == 0) {
-            gpufl_cell_t *row = gpufl__batch_row(&s->batch);
-            if (!row) { /* full: write it out first */
-                gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_SYSTEM);
-                pthread_mutex_lock(&f->lock);
-                gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
-                pthread_mutex_unlock(&f->lock);
-                row = gpufl__batch_row(&s->batch);
-            }
-            sample_to_cells(&x, row);
+            gpufl_cell_t *row = gpufl__batch_next(&s->batch, gpufl__collector_file(c, GPUFL_FILE_SYSTEM),
+                                                  gpufl__collector_dict(c));
+            if (row) sample_to_cells(&x, row);
         }
         break;
     }
@@ -93,12 +87,6 @@ static void finish(gpufl_collector_t *c, void *self) {
     pthread_mutex_unlock(&s->lock);
 }
 
-static void put_opt(gpufl_buf_t *b, const char *key, int64_t v) {
-    gpufl__buf_key(b, key);
-    if (v < 0) gpufl__buf_puts(b, "null");
-    else gpufl__buf_put_i64(b, v);
-}
-
 static void write_host_info(gpufl_host_sampler_t *s) {
     gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_SYSTEM);
     const gpufl_host_info_t *h = &s->reader.info;
@@ -108,10 +96,10 @@ static void write_host_info(gpufl_host_sampler_t *s) {
         gpufl__buf_kv_str(b, "hostname", h->hostname);
         gpufl__buf_kv_str(b, "kernel", h->kernel_release);
         gpufl__buf_kv_i64(b, "cpu_count", h->cpu_count);
-        put_opt(b, "mem_total_bytes", h->mem_total_bytes);
+        gpufl__buf_kv_opt(b, "mem_total_bytes", h->mem_total_bytes);
         gpufl__buf_kv_i64(b, "cgroup_version", h->cgroup_version);
         gpufl__buf_kv_str(b, "cgroup_path", h->cgroup_path);
-        put_opt(b, "cg_mem_limit_bytes", h->cg_mem_limit_bytes);
+        gpufl__buf_kv_opt(b, "cg_mem_limit_bytes", h->cg_mem_limit_bytes);
         gpufl__buf_key(b, "cg_cpu_limit_cores");
         gpufl__buf_put_fixed(b, h->cg_cpu_limit_cores, 2);
     } else {

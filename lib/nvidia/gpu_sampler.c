@@ -83,12 +83,6 @@ static void to_cells(int64_t ts, int device, const gpufl_gpu_sample_t *x, gpufl_
     row[NINTS + 3].d = x->dram_bw_util_pct;
 }
 
-static void put_opt(gpufl_buf_t *b, const char *key, int64_t v) {
-    gpufl__buf_key(b, key);
-    if (v < 0) gpufl__buf_puts(b, "null");
-    else gpufl__buf_put_i64(b, v);
-}
-
 static void write_info(gpufl_gpu_sampler_t *s) {
     gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
     pthread_mutex_lock(&f->lock);
@@ -98,20 +92,20 @@ static void write_info(gpufl_gpu_sampler_t *s) {
         gpufl_buf_t *b = gpufl__writer_record(f, "gpu_info");
         gpufl__buf_kv_i64(b, "device", d);
         gpufl__buf_kv_i64(b, "nvml_index", g->index);
-        put_opt(b, "mig_index", g->mig_index);
+        gpufl__buf_kv_opt(b, "mig_index", g->mig_index);
         gpufl__buf_kv_str(b, "name", g->name);
         gpufl__buf_kv_str(b, "uuid", g->uuid);
         gpufl__buf_kv_str(b, "pci_bus_id", g->pci_bus_id);
         snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
         gpufl__buf_kv_str(b, "compute_capability", g->cc_major >= 0 ? cc : "");
-        put_opt(b, "sm_count", g->sm_count);
-        put_opt(b, "mem_total_bytes", g->mem_total_bytes);
+        gpufl__buf_kv_opt(b, "sm_count", g->sm_count);
+        gpufl__buf_kv_opt(b, "mem_total_bytes", g->mem_total_bytes);
         gpufl__buf_kv_str(b, "driver_version", g->driver_version);
-        put_opt(b, "cuda_driver_version", g->cuda_driver_version);
-        put_opt(b, "mig_mode", g->mig_mode);
+        gpufl__buf_kv_opt(b, "cuda_driver_version", g->cuda_driver_version);
+        gpufl__buf_kv_opt(b, "mig_mode", g->mig_mode);
         gpufl__buf_kv_i64(b, "gpm_supported", g->gpm_supported);
         gpufl__buf_kv_i64(b, "nvlink_links", g->nvlink_links);
-        put_opt(b, "power_limit_mw", g->power_limit_mw);
+        gpufl__buf_kv_opt(b, "power_limit_mw", g->power_limit_mw);
         gpufl__buf_kv_str(b, "nvml_version", gpufl__nvml_version(s->nvml));
         gpufl__writer_end_record(f);
     }
@@ -192,12 +186,10 @@ static void sample_all(gpufl_gpu_sampler_t *s, int64_t now_ns, int keep) {
             continue;
         }
         if (!keep) continue; /* baseline: rates start from here */
-        gpufl_cell_t *row = gpufl__batch_row(&s->batch);
-        if (!row) {
-            encode_batch(s);
-            row = gpufl__batch_row(&s->batch);
-        }
-        to_cells(ts, d, &x, row);
+        gpufl_cell_t *row =
+            gpufl__batch_next(&s->batch, gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE),
+                              gpufl__collector_dict(s->collector));
+        if (row) to_cells(ts, d, &x, row);
         write_processes(s, d, ts, &x);
     }
 }
