@@ -23,7 +23,7 @@
 
 namespace {
 
-constexpr int BATCH = 2000;   // 4000 records: half the default ring
+constexpr int BATCH = 2000; // 4000 records: half the default ring
 constexpr int BATCHES = 400;
 
 struct Figures {
@@ -119,8 +119,7 @@ int main(int argc, char **argv) {
     std::printf("scope begin+end, C++ API (median / p90 of %d batches of %d scopes)\n", BATCHES,
                 BATCH);
     std::printf("  never initialised : %6.2f ns / %6.2f ns\n", never.median_ns, never.p90_ns);
-    std::printf("  disabled          : %6.2f ns / %6.2f ns\n", disabled.median_ns,
-                disabled.p90_ns);
+    std::printf("  disabled          : %6.2f ns / %6.2f ns\n", disabled.median_ns, disabled.p90_ns);
     std::printf("  Monitor engine    : %6.2f ns / %6.2f ns\n", monitor.median_ns, monitor.p90_ns);
     std::printf("  two rdtsc (floor) : %6.2f ns / %6.2f ns\n", floor.median_ns, floor.p90_ns);
     std::printf("  records dropped   : %llu\n", (unsigned long long)stats.records_dropped);

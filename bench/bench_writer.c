@@ -20,11 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static const gpufl_col_def_t cols[] = {
-    {"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},   {"id", GPUFL_COL_INT},
-    {"parent", GPUFL_COL_INT}, {"depth", GPUFL_COL_INT}, {"name", GPUFL_COL_DICT},
-    {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT}, {"repeat", GPUFL_COL_INT},
-    {"warmup", GPUFL_COL_INT}};
+static const gpufl_col_def_t cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
+                                       {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
+                                       {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
+                                       {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
+                                       {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
 
 static double cpu_seconds(void) {
     struct timespec ts;
@@ -41,8 +41,8 @@ int main(int argc, char **argv) {
     }
     char dir[] = "/tmp/gpufl-bench-writer-XXXXXX";
     if (!mkdtemp(dir)) return 1;
-    gpufl_session_ident_t ident = {.session_id = "bench", .app_name = "bench_writer",
-                                   .hostname = "localhost", .pid = 1};
+    gpufl_session_ident_t ident = {
+        .session_id = "bench", .app_name = "bench_writer", .hostname = "localhost", .pid = 1};
     gpufl_writer_t f;
     gpufl_batch_t batch;
     gpufl_intern_t *dict = gpufl__intern_create(1u << 20, 64u << 20);

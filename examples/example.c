@@ -17,8 +17,7 @@ int main(void) {
     gpufl_options_init(&opts);
     opts.app_name = "gpufl_example_c";
     opts.system_sample_rate_ms = 10;
-    if (gpufl_init(&opts) != 0)
-        fprintf(stderr, "gpufl off: %s\n", gpufl_last_error());
+    if (gpufl_init(&opts) != 0) fprintf(stderr, "gpufl off: %s\n", gpufl_last_error());
 
     gpufl_system_start("setup");
     GFL_SCOPE("outer") {

@@ -43,7 +43,7 @@ extern "C" {
 #define GPUFL_VERSION_MINOR 1
 #define GPUFL_VERSION_PATCH 0
 /** One integer that orders versions: major * 10000 + minor * 100 + patch. */
-#define GPUFL_VERSION_NUMBER                                                    \
+#define GPUFL_VERSION_NUMBER                                                                       \
     (GPUFL_VERSION_MAJOR * 10000 + GPUFL_VERSION_MINOR * 100 + GPUFL_VERSION_PATCH)
 
 /* ---------------------------------------------------------------------- */
@@ -51,17 +51,17 @@ extern "C" {
 /* ---------------------------------------------------------------------- */
 enum {
     GPUFL_OK = 0,
-    GPUFL_EINVAL = -1,     /**< an argument or option value is invalid */
-    GPUFL_ENOMEM = -2,     /**< out of memory, or a stated memory cap reached */
-    GPUFL_EIO = -3,        /**< a file could not be created, read or written */
-    GPUFL_ECONFIG = -4,    /**< the config file is unreadable or malformed */
-    GPUFL_EALREADY = -5,   /**< init called while a session is running */
-    GPUFL_ENOTINIT = -6,   /**< the call needs a running or finished session */
-    GPUFL_EDISABLED = -7,  /**< gpufl is switched off (enabled=0 or GPUFL_DISABLED) */
-    GPUFL_ENOTSUP = -8,    /**< the feature is not built yet or not available here */
-    GPUFL_ENOTFOUND = -9,  /**< a session, file or name does not exist */
-    GPUFL_EFORMAT = -10,   /**< a log file is not in the expected format */
-    GPUFL_ETHREAD = -11    /**< a background thread could not be started */
+    GPUFL_EINVAL = -1,    /**< an argument or option value is invalid */
+    GPUFL_ENOMEM = -2,    /**< out of memory, or a stated memory cap reached */
+    GPUFL_EIO = -3,       /**< a file could not be created, read or written */
+    GPUFL_ECONFIG = -4,   /**< the config file is unreadable or malformed */
+    GPUFL_EALREADY = -5,  /**< init called while a session is running */
+    GPUFL_ENOTINIT = -6,  /**< the call needs a running or finished session */
+    GPUFL_EDISABLED = -7, /**< gpufl is switched off (enabled=0 or GPUFL_DISABLED) */
+    GPUFL_ENOTSUP = -8,   /**< the feature is not built yet or not available here */
+    GPUFL_ENOTFOUND = -9, /**< a session, file or name does not exist */
+    GPUFL_EFORMAT = -10,  /**< a log file is not in the expected format */
+    GPUFL_ETHREAD = -11   /**< a background thread could not be started */
 };
 
 /** Static, English name of an error code ("invalid argument", ...). Never NULL. */
@@ -136,8 +136,8 @@ typedef struct gpufl_options {
     /* fleet upload (used by a later release; accepted and stored now) */
     const char *backend_url;
     const char *api_key;
-    const char *api_path;  /**< default "" meaning "/api/v1" */
-    int remote_upload;     /**< deprecated, no effect; prints a notice at init */
+    const char *api_path; /**< default "" meaning "/api/v1" */
+    int remote_upload;    /**< deprecated, no effect; prints a notice at init */
 
     /* what to capture */
     int enable_stack_trace;          /**< default 0 */
@@ -153,7 +153,7 @@ typedef struct gpufl_options {
     int continuous_system_sampling; /**< default 0: sample only inside scopes / system_start */
 
     /* profiling engine */
-    gpufl_backend_t backend;        /**< default GPUFL_BACKEND_AUTO */
+    gpufl_backend_t backend;         /**< default GPUFL_BACKEND_AUTO */
     gpufl_engine_t profiling_engine; /**< default GPUFL_ENGINE_MONITOR */
 
     /* advanced */
@@ -229,8 +229,8 @@ GPUFL_API gpufl_scope_t gpufl_scope_begin(const char *name, const char *tag);
  * As gpufl_scope_begin, for benchmark loops: records that the body runs
  * `repeat` measured times inside the scope after `warmup` runs before it.
  */
-GPUFL_API gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag,
-                                                 int32_t repeat, int32_t warmup);
+GPUFL_API gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_t repeat,
+                                                 int32_t warmup);
 
 /**
  * As gpufl_scope_begin_repeat, with the lengths of name and tag given (they
@@ -268,14 +268,14 @@ static inline void gpufl_internal_scope_cleanup(gpufl_scope_t *scope) {
     if (*scope) gpufl_scope_end(*scope);
 }
 #define GPUFL_INTERNAL_CAT2(a, b) a##b
-#define GPUFL_INTERNAL_CAT(a, b) GPUFL_INTERNAL_CAT2(a, b)
-#define GPUFL_INTERNAL_SCOPE(name, n)                                                   \
-    for (gpufl_scope_t GPUFL_INTERNAL_CAT(gpufl_scope_, n)                               \
-             __attribute__((cleanup(gpufl_internal_scope_cleanup), unused)) =            \
-                 gpufl_internal_live()                                                   \
-                     ? gpufl_scope_begin_n((name), __builtin_strlen(name), NULL, 0, 0, 0)   \
-                     : 0,                                                                \
-                 GPUFL_INTERNAL_CAT(gpufl_once_, n) = 1;                                 \
+#define GPUFL_INTERNAL_CAT(a, b)  GPUFL_INTERNAL_CAT2(a, b)
+#define GPUFL_INTERNAL_SCOPE(name, n)                                                              \
+    for (gpufl_scope_t GPUFL_INTERNAL_CAT(gpufl_scope_, n) __attribute__((                         \
+             cleanup(gpufl_internal_scope_cleanup), unused)) =                                     \
+             gpufl_internal_live()                                                                 \
+                 ? gpufl_scope_begin_n((name), __builtin_strlen(name), NULL, 0, 0, 0)              \
+                 : 0,                                                                              \
+                                                    GPUFL_INTERNAL_CAT(gpufl_once_, n) = 1;        \
          GPUFL_INTERNAL_CAT(gpufl_once_, n); GPUFL_INTERNAL_CAT(gpufl_once_, n) = 0)
 /** @endcond */
 /**
@@ -366,13 +366,13 @@ GPUFL_API void gpufl_set_log_hook(gpufl_log_fn fn, void *user);
 /** Counters of the running (or last) session; all monotonic within a session. */
 typedef struct gpufl_stats {
     size_t size;
-    uint64_t records_written;   /**< hot-path records taken from the rings */
-    uint64_t records_dropped;   /**< records lost to full rings */
-    uint64_t threads_unbuffered;/**< threads that found no free ring (their records dropped) */
-    uint64_t unbalanced_ends;   /**< scope ends that matched no open scope */
-    uint64_t names_truncated;   /**< names/tags cut to the length cap */
-    uint64_t bytes_written;     /**< bytes appended to the session files */
-    uint64_t write_errors;      /**< failed or short writes */
+    uint64_t records_written;    /**< hot-path records taken from the rings */
+    uint64_t records_dropped;    /**< records lost to full rings */
+    uint64_t threads_unbuffered; /**< threads that found no free ring (their records dropped) */
+    uint64_t unbalanced_ends;    /**< scope ends that matched no open scope */
+    uint64_t names_truncated;    /**< names/tags cut to the length cap */
+    uint64_t bytes_written;      /**< bytes appended to the session files */
+    uint64_t write_errors;       /**< failed or short writes */
 } gpufl_stats_t;
 
 /** Fills *out (set out->size first). Returns 0 or GPUFL_ENOTINIT. */

@@ -27,7 +27,7 @@ struct InitOptions {
     // fleet upload
     std::string backend_url = "";
     std::string api_key = "";
-    std::string api_path = ""; // empty: "/api/v1"
+    std::string api_path = "";  // empty: "/api/v1"
     bool remote_upload = false; // deprecated: no effect, notice at init
 
     // what to capture
@@ -39,8 +39,8 @@ struct InitOptions {
     bool enable_cuda_graphs_tracking = false;
 
     // sampling
-    int system_sample_rate_ms = 0;  // 0: no periodic sampling
-    int kernel_sample_rate_ms = 0;  // deprecated: no effect, notice at init
+    int system_sample_rate_ms = 0; // 0: no periodic sampling
+    int kernel_sample_rate_ms = 0; // deprecated: no effect, notice at init
     bool continuous_system_sampling = false;
 
     // profiling engine
@@ -121,12 +121,30 @@ struct ScopeMeta {
     int warmup = 0;
     std::string tag;
 
-    ScopeMeta &setRepeat(int n) & { repeat = n; return *this; }
-    ScopeMeta &setWarmup(int n) & { warmup = n; return *this; }
-    ScopeMeta &setTag(std::string t) & { tag = std::move(t); return *this; }
-    ScopeMeta &&setRepeat(int n) && { repeat = n; return std::move(*this); }
-    ScopeMeta &&setWarmup(int n) && { warmup = n; return std::move(*this); }
-    ScopeMeta &&setTag(std::string t) && { tag = std::move(t); return std::move(*this); }
+    ScopeMeta &setRepeat(int n) & {
+        repeat = n;
+        return *this;
+    }
+    ScopeMeta &setWarmup(int n) & {
+        warmup = n;
+        return *this;
+    }
+    ScopeMeta &setTag(std::string t) & {
+        tag = std::move(t);
+        return *this;
+    }
+    ScopeMeta &&setRepeat(int n) && {
+        repeat = n;
+        return std::move(*this);
+    }
+    ScopeMeta &&setWarmup(int n) && {
+        warmup = n;
+        return std::move(*this);
+    }
+    ScopeMeta &&setTag(std::string t) && {
+        tag = std::move(t);
+        return std::move(*this);
+    }
 };
 
 /** A scope that lasts as long as the object (RAII). */
@@ -185,11 +203,11 @@ template <typename F> void operator+(Bench &&b, F &&body) {
 } // namespace gpufl
 
 #define GPUFL_HPP_CAT2(a, b) a##b
-#define GPUFL_HPP_CAT(a, b) GPUFL_HPP_CAT2(a, b)
+#define GPUFL_HPP_CAT(a, b)  GPUFL_HPP_CAT2(a, b)
 
 /** GFL_SCOPE("name") { ... }: the block runs once inside a scope that closes when it exits. */
-#define GFL_SCOPE(name)                                                         \
-    for (::gpufl::ScopedMonitor GPUFL_HPP_CAT(gpufl_scope_, __LINE__)(name);     \
+#define GFL_SCOPE(name)                                                                            \
+    for (::gpufl::ScopedMonitor GPUFL_HPP_CAT(gpufl_scope_, __LINE__)(name);                       \
          GPUFL_HPP_CAT(gpufl_scope_, __LINE__).gpufl_first_pass_();)
 
 /**

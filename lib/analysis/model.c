@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_MAX_ROWS ((size_t)16 << 20)
-#define DEFAULT_MAX_RECORDS ((size_t)1 << 20)
+#define DEFAULT_MAX_ROWS     ((size_t)16 << 20)
+#define DEFAULT_MAX_RECORDS  ((size_t)1 << 20)
 #define DEFAULT_MAX_WARNINGS ((size_t)1000)
-#define DEFAULT_MAX_GPUS ((size_t)1024)
-#define MAX_SOURCE_COSTS ((size_t)64)
+#define DEFAULT_MAX_GPUS     ((size_t)1024)
+#define MAX_SOURCE_COSTS     ((size_t)64)
 
 /* A scope_end row, kept until the join. */
 typedef struct scope_end_row {
@@ -180,8 +180,8 @@ static void sample_from_object(gpufl_model_host_sample_t *s, const json_t *o) {
     s->cg_mem_limit_bytes = int_or_unknown(json_object_get(o, "cg_mem_limit_bytes"));
 }
 
-static int on_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
-                     json_t *rec, int is_stop) {
+static int on_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type, json_t *rec,
+                     int is_stop) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return bad_line(m, pos, type, "no integer ts_ns");
@@ -298,7 +298,7 @@ static int cell_int(json_t *col, size_t row, int64_t def, int64_t *out) {
 
 static int on_scope_begin(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     enum { TS, TID, ID, PARENT, DEPTH, NAME, TAG, PATH, REPEAT, WARMUP, NCOL };
-    static const char *const names[NCOL] = {"ts_ns", "tid", "id",  "parent", "depth",
+    static const char *const names[NCOL] = {"ts_ns", "tid", "id",   "parent", "depth",
                                             "name",  "tag", "path", "repeat", "warmup"};
     json_t *cols[NCOL];
     size_t rows;
@@ -369,8 +369,7 @@ static int on_scope_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t 
         for (int c = 0; c < NCOL; c++) {
             if (cell_int(cols[c], r, 0, &v[c]) != 0) {
                 st->n_ends = start;
-                return bad_line(m, pos, "scope_end", "row %zu: %s is not an integer", r,
-                                names[c]);
+                return bad_line(m, pos, "scope_end", "row %zu: %s is not an integer", r, names[c]);
             }
         }
         if (v[TS] < lo) lo = v[TS];
@@ -394,14 +393,24 @@ static int on_scope_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t 
 }
 
 static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
-    enum { TS, CPU, PROC_CPU, MEM_USED, MEM_TOTAL, RSS, CG_MEM, CG_MEM_LIMIT, CG_CPU,
-           CG_CPU_LIMIT, NCOL };
+    enum {
+        TS,
+        CPU,
+        PROC_CPU,
+        MEM_USED,
+        MEM_TOTAL,
+        RSS,
+        CG_MEM,
+        CG_MEM_LIMIT,
+        CG_CPU,
+        CG_CPU_LIMIT,
+        NCOL
+    };
     static const char *const names[NCOL] = {
-        "ts_ns",          "cpu_pct",           "proc_cpu_pct",  "mem_used_bytes",
-        "mem_total_bytes", "proc_rss_bytes",   "cg_mem_used_bytes", "cg_mem_limit_bytes",
-        "cg_cpu_pct",     "cg_cpu_limit_cores"};
-    static const int is_real[NCOL] = {[CPU] = 1, [PROC_CPU] = 1, [CG_CPU] = 1,
-                                      [CG_CPU_LIMIT] = 1};
+        "ts_ns",           "cpu_pct",           "proc_cpu_pct",      "mem_used_bytes",
+        "mem_total_bytes", "proc_rss_bytes",    "cg_mem_used_bytes", "cg_mem_limit_bytes",
+        "cg_cpu_pct",      "cg_cpu_limit_cores"};
+    static const int is_real[NCOL] = {[CPU] = 1, [PROC_CPU] = 1, [CG_CPU] = 1, [CG_CPU_LIMIT] = 1};
     json_t *cols[NCOL];
     size_t rows;
     char why[160];
@@ -429,8 +438,8 @@ static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
         }
         if (iv[TS] < lo) lo = iv[TS];
         if (iv[TS] > hi) hi = iv[TS];
-        int rc = reserve((void **)&m->samples, &m->samples_alloc, m->n_samples,
-                         sizeof *m->samples, m->limits.max_samples);
+        int rc = reserve((void **)&m->samples, &m->samples_alloc, m->n_samples, sizeof *m->samples,
+                         m->limits.max_samples);
         if (rc < 0) return rc;
         if (rc) {
             over++;
@@ -476,8 +485,8 @@ static int gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **out) {
         *out = &m->gpus[idx];
         return 0;
     }
-    int rc = reserve((void **)&m->gpus, &m->gpus_alloc, m->n_gpus, sizeof *m->gpus,
-                     m->limits.max_gpus);
+    int rc =
+        reserve((void **)&m->gpus, &m->gpus_alloc, m->n_gpus, sizeof *m->gpus, m->limits.max_gpus);
     if (rc) return rc;
     if (gpufl__idmap_put(&m->gpu_index, (uint64_t)device + 1, m->n_gpus, NULL) < 0)
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the device index");
@@ -521,8 +530,8 @@ static int on_gpu_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *
     g->compute_capability = member_str(m, rec, "compute_capability");
     g->driver_version = member_str(m, rec, "driver_version");
     g->nvml_version = member_str(m, rec, "nvml_version");
-    if (!g->name || !g->uuid || !g->pci_bus_id || !g->compute_capability ||
-        !g->driver_version || !g->nvml_version)
+    if (!g->name || !g->uuid || !g->pci_bus_id || !g->compute_capability || !g->driver_version ||
+        !g->nvml_version)
         return GPUFL_ENOMEM;
     g->nvml_index = nonneg_or_unknown(json_object_get(rec, "nvml_index"));
     g->mig_index = nonneg_or_unknown(json_object_get(rec, "mig_index"));
@@ -609,15 +618,35 @@ typedef struct gpu_col {
     size_t offset;
 } gpu_col_t;
 
-#define GCOL(kind, field) {kind, offsetof(gpufl_model_gpu_sample_t, field)}
-static const char *const gpu_col_names[] = {
-    "ts_ns",           "device",              "gpu_util_pct",          "mem_util_pct",
-    "mem_used_bytes",  "mem_free_bytes",      "mem_total_bytes",       "temp_gpu_c",
-    "temp_mem_c",      "power_mw",            "power_limit_mw",        "energy_mj",
-    "clock_sm_mhz",    "clock_gfx_mhz",       "clock_mem_mhz",         "fan_pct",
-    "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "throttle_reasons",  "ecc_sbe_volatile",
-    "ecc_dbe_volatile", "nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s", "sm_active_pct",
-    "sm_occupancy_pct", "tensor_active_pct",  "dram_bw_util_pct"};
+#define GCOL(kind, field)                                                                          \
+    { kind, offsetof(gpufl_model_gpu_sample_t, field) }
+static const char *const gpu_col_names[] = {"ts_ns",
+                                            "device",
+                                            "gpu_util_pct",
+                                            "mem_util_pct",
+                                            "mem_used_bytes",
+                                            "mem_free_bytes",
+                                            "mem_total_bytes",
+                                            "temp_gpu_c",
+                                            "temp_mem_c",
+                                            "power_mw",
+                                            "power_limit_mw",
+                                            "energy_mj",
+                                            "clock_sm_mhz",
+                                            "clock_gfx_mhz",
+                                            "clock_mem_mhz",
+                                            "fan_pct",
+                                            "pcie_tx_bytes_per_s",
+                                            "pcie_rx_bytes_per_s",
+                                            "throttle_reasons",
+                                            "ecc_sbe_volatile",
+                                            "ecc_dbe_volatile",
+                                            "nvlink_tx_bytes_per_s",
+                                            "nvlink_rx_bytes_per_s",
+                                            "sm_active_pct",
+                                            "sm_occupancy_pct",
+                                            "tensor_active_pct",
+                                            "dram_bw_util_pct"};
 static const gpu_col_t gpu_cols[] = {
     GCOL(GCOL_I64, ts_ns),
     GCOL(GCOL_I32, device),
@@ -674,8 +703,8 @@ static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
             int rc = real ? gpufl__reader_num(cell, &d) : gpufl__reader_int(cell, &x);
             if (rc < 0 || (c < GCOL_REQUIRED && rc != 0)) {
                 m->n_gpu_samples = start;
-                return bad_line(m, pos, "gpu_sample", "row %zu: %s is not a%s", r,
-                                gpu_col_names[c], real ? " number" : "n integer");
+                return bad_line(m, pos, "gpu_sample", "row %zu: %s is not a%s", r, gpu_col_names[c],
+                                real ? " number" : "n integer");
             }
             if (real) {
                 if (d < 0) d = GPUFL_MODEL_UNKNOWN;
@@ -741,13 +770,30 @@ static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
 
 static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type, json_t *rec) {
     gpufl_model_t *m = user;
-    enum { HEADER, OPTIONS, CAPABILITIES, HOST_INFO, SCOPE_BEGIN, SCOPE_END, HOST_SAMPLE,
-           SYSTEM_START, SYSTEM_STOP, EVENT, DROPS, SESSION_END, GPU_INFO, GPU_LEGEND,
-           GPU_SAMPLE, GPU_PROCESSES, SOURCE_COST, NTYPES };
+    enum {
+        HEADER,
+        OPTIONS,
+        CAPABILITIES,
+        HOST_INFO,
+        SCOPE_BEGIN,
+        SCOPE_END,
+        HOST_SAMPLE,
+        SYSTEM_START,
+        SYSTEM_STOP,
+        EVENT,
+        DROPS,
+        SESSION_END,
+        GPU_INFO,
+        GPU_LEGEND,
+        GPU_SAMPLE,
+        GPU_PROCESSES,
+        SOURCE_COST,
+        NTYPES
+    };
     static const char *const types[NTYPES] = {
-        "header",      "options",     "capabilities", "host_info",    "scope_begin",
-        "scope_end",   "host_sample", "system_start", "system_stop", "event",
-        "drops",       "session_end", "gpu_info",     "gpu_legend",   "gpu_sample",
+        "header",        "options",     "capabilities", "host_info",   "scope_begin",
+        "scope_end",     "host_sample", "system_start", "system_stop", "event",
+        "drops",         "session_end", "gpu_info",     "gpu_legend",  "gpu_sample",
         "gpu_processes", "source_cost"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
@@ -999,7 +1045,7 @@ const gpufl_model_gpu_t *gpufl__model_gpu_find(const gpufl_model_t *m, int64_t d
 }
 
 const gpufl_model_source_cost_t *gpufl__model_source_cost(const gpufl_model_t *m,
-                                                         const char *source) {
+                                                          const char *source) {
     for (size_t i = 0; i < m->n_source_costs; i++)
         if (strcmp(m->source_costs[i].source, source) == 0) return &m->source_costs[i];
     return NULL;

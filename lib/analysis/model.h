@@ -41,17 +41,17 @@ typedef struct gpufl_model_header {
 
 /* One scope instance: a scope_begin row joined with its scope_end row. */
 typedef struct gpufl_model_scope {
-    int64_t id;       /* scope instance id, unique in the session */
-    int64_t parent;   /* id of the enclosing scope, 0 at top level */
+    int64_t id;     /* scope instance id, unique in the session */
+    int64_t parent; /* id of the enclosing scope, 0 at top level */
     int64_t tid;
-    int64_t begin_ns; /* since the session epoch */
-    int64_t end_ns;   /* GPUFL_MODEL_UNKNOWN while open */
+    int64_t begin_ns;                 /* since the session epoch */
+    int64_t end_ns;                   /* GPUFL_MODEL_UNKNOWN while open */
     int64_t name_id, tag_id, path_id; /* dict ids */
-    const char *name; /* resolved after loading; "?" for an undefined id */
-    const char *tag;  /* "" for no tag */
+    const char *name;                 /* resolved after loading; "?" for an undefined id */
+    const char *tag;                  /* "" for no tag */
     const char *path;
     int32_t depth;
-    int32_t repeat;   /* measured iterations (GFL_BENCH), 0 for a plain scope */
+    int32_t repeat; /* measured iterations (GFL_BENCH), 0 for a plain scope */
     int32_t warmup;
     uint8_t open;     /* no scope_end: still open when the log ends */
     uint8_t implicit; /* closed because an enclosing scope closed first */
@@ -76,10 +76,10 @@ typedef struct gpufl_model_host_sample {
 typedef struct gpufl_model_window {
     int64_t ts_ns;
     int64_t tid;
-    int64_t active; /* windows open after the call; GPUFL_MODEL_UNKNOWN when absent */
+    int64_t active;  /* windows open after the call; GPUFL_MODEL_UNKNOWN when absent */
     int64_t name_id; /* dict id when the name was written as one, else 0 */
     const char *name;
-    int is_stop;    /* 0: system_start, 1: system_stop */
+    int is_stop; /* 0: system_start, 1: system_stop */
     int has_snapshot;
     gpufl_model_host_sample_t snapshot;
 } gpufl_model_window_t;
@@ -115,11 +115,11 @@ typedef struct gpufl_model_drops {
 } gpufl_model_drops_t;
 
 typedef struct gpufl_model_session_end {
-    int present;   /* some file holds a session_end line */
+    int present;    /* some file holds a session_end line */
     unsigned files; /* how many files do */
     int64_t ts_ns;
     int64_t duration_ns;
-    json_t *rec;   /* the record with the largest ts_ns, final counters included */
+    json_t *rec; /* the record with the largest ts_ns, final counters included */
 } gpufl_model_session_end_t;
 
 /* Processes listed per device (a gpu_processes record may count more). */
@@ -140,12 +140,12 @@ typedef struct gpufl_model_gpu_proc {
  * GPUFL_MODEL_UNKNOWN; strings are never NULL ("" when absent).
  */
 typedef struct gpufl_model_gpu {
-    int64_t device;       /* our device number: the key GPU rows refer to */
-    int has_info;         /* a gpu_info record described it */
-    int64_t nvml_index;   /* NVML index of the GPU (the parent, for a MIG instance) */
-    int64_t mig_index;    /* position under the parent; UNKNOWN for a whole GPU */
+    int64_t device;     /* our device number: the key GPU rows refer to */
+    int has_info;       /* a gpu_info record described it */
+    int64_t nvml_index; /* NVML index of the GPU (the parent, for a MIG instance) */
+    int64_t mig_index;  /* position under the parent; UNKNOWN for a whole GPU */
     const char *name;
-    const char *uuid;     /* "GPU-..." or "MIG-..." */
+    const char *uuid; /* "GPU-..." or "MIG-..." */
     const char *pci_bus_id;
     const char *compute_capability; /* "9.0"; "" when unknown */
     const char *driver_version;     /* "580.95.05" */
@@ -159,11 +159,11 @@ typedef struct gpufl_model_gpu {
     int64_t power_limit_mw;
 
     /* gpu_processes: the last list written (by ts_ns) and the peak count. */
-    uint64_t procs_records;  /* gpu_processes records read for this device */
-    int64_t procs_ts_ns;     /* of the last one; UNKNOWN when none */
-    int64_t procs_count;     /* its count; UNKNOWN when none */
-    int64_t procs_peak;      /* largest count of any; UNKNOWN when none */
-    size_t n_procs;          /* processes listed in procs (count may be larger) */
+    uint64_t procs_records; /* gpu_processes records read for this device */
+    int64_t procs_ts_ns;    /* of the last one; UNKNOWN when none */
+    int64_t procs_count;    /* its count; UNKNOWN when none */
+    int64_t procs_peak;     /* largest count of any; UNKNOWN when none */
+    size_t n_procs;         /* processes listed in procs (count may be larger) */
     gpufl_model_gpu_proc_t procs[GPUFL_MODEL_GPU_PROCS_MAX];
 } gpufl_model_gpu_t;
 
@@ -182,7 +182,7 @@ typedef struct gpufl_model_gpu_sample {
     int64_t ecc_sbe_volatile, ecc_dbe_volatile;
     int64_t throttle_reasons; /* bits, named by m->throttle_names */
     double sm_active_pct, sm_occupancy_pct, tensor_active_pct, dram_bw_util_pct; /* GPM */
-    int32_t device;           /* gpufl_model_gpu_t.device */
+    int32_t device; /* gpufl_model_gpu_t.device */
     int32_t gpu_util_pct, mem_util_pct;
     int32_t temp_gpu_c, temp_mem_c;
     int32_t clock_sm_mhz, clock_gfx_mhz, clock_mem_mhz;
@@ -193,9 +193,9 @@ typedef struct gpufl_model_gpu_sample {
 typedef struct gpufl_model_source_cost {
     const char *source; /* "host", "nvml", ... */
     gpufl_log_file_t file;
-    int64_t samples;    /* UNKNOWN when absent */
+    int64_t samples; /* UNKNOWN when absent */
     int64_t total_ns;
-    int64_t mean_ns;    /* per sample (nvml: per device and sample) */
+    int64_t mean_ns; /* per sample (nvml: per device and sample) */
 } gpufl_model_source_cost_t;
 
 /* A problem found while reading: a corrupt line, a dict conflict, ... */
@@ -207,12 +207,12 @@ typedef struct gpufl_model_warning {
 
 /* Caps on the model's arrays. Zero fields take the defaults. */
 typedef struct gpufl_model_limits {
-    size_t max_scopes;    /* default 16 Mi */
-    size_t max_samples;   /* host samples, default 16 Mi */
-    size_t max_windows;   /* system_start/stop records, default 1 Mi */
-    size_t max_events;    /* default 1 Mi */
-    size_t max_warnings;  /* default 1000 */
-    size_t max_dict;      /* dict entries, default 16 Mi */
+    size_t max_scopes;       /* default 16 Mi */
+    size_t max_samples;      /* host samples, default 16 Mi */
+    size_t max_windows;      /* system_start/stop records, default 1 Mi */
+    size_t max_events;       /* default 1 Mi */
+    size_t max_warnings;     /* default 1000 */
+    size_t max_dict;         /* dict entries, default 16 Mi */
     size_t max_string_bytes; /* all strings together, default 1 GiB */
     size_t max_line_bytes;   /* default 64 MiB */
     size_t max_gpus;         /* devices, default 1024 */
@@ -228,10 +228,10 @@ typedef struct gpufl_model {
     gpufl_model_scope_t *scopes; /* in scope_begin order */
     size_t n_scopes;
     size_t n_open_scopes;
-    uint64_t scopes_over_cap;       /* scope_begin rows past the cap, not kept */
-    uint64_t scope_ends_over_cap;   /* scope_end rows past the cap (max_scopes), not kept */
-    uint64_t scope_ends_unmatched;  /* scope_end rows with no scope_begin */
-    uint64_t scope_ends_duplicate;  /* a second scope_end for one id */
+    uint64_t scopes_over_cap;      /* scope_begin rows past the cap, not kept */
+    uint64_t scope_ends_over_cap;  /* scope_end rows past the cap (max_scopes), not kept */
+    uint64_t scope_ends_unmatched; /* scope_end rows with no scope_begin */
+    uint64_t scope_ends_duplicate; /* a second scope_end for one id */
 
     gpufl_model_host_sample_t *samples; /* host_sample rows, in log order */
     size_t n_samples;
@@ -247,7 +247,7 @@ typedef struct gpufl_model {
 
     gpufl_model_gpu_t *gpus; /* sorted by device number */
     size_t n_gpus;
-    uint64_t gpus_over_cap;  /* records naming devices past the cap, not kept */
+    uint64_t gpus_over_cap; /* records naming devices past the cap, not kept */
 
     gpufl_model_gpu_sample_t *gpu_samples; /* gpu_sample rows of all devices, in log order */
     size_t n_gpu_samples;
@@ -279,7 +279,7 @@ typedef struct gpufl_model {
 
     /* Internal. */
     gpufl_model_limits_t limits;
-    gpufl_strpool_t strings; /* strings other than dict entries */
+    gpufl_strpool_t strings;   /* strings other than dict entries */
     gpufl_idmap_t scope_index; /* scope id -> index in scopes */
     gpufl_idmap_t gpu_index;   /* device + 1 -> index in gpus */
     size_t scopes_alloc, samples_alloc, windows_alloc, events_alloc, warnings_alloc;
@@ -308,7 +308,7 @@ const gpufl_model_scope_t *gpufl__model_scope_find(const gpufl_model_t *m, int64
 const gpufl_model_gpu_t *gpufl__model_gpu_find(const gpufl_model_t *m, int64_t device);
 /* The source_cost record of `source` ("host", "nvml"), or NULL. */
 const gpufl_model_source_cost_t *gpufl__model_source_cost(const gpufl_model_t *m,
-                                                         const char *source);
+                                                          const char *source);
 /* A string member of a record object (e.g. of m->capabilities), or NULL. */
 const char *gpufl__model_json_str(const json_t *obj, const char *key);
 

@@ -19,12 +19,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define STRPOOL_DEFAULT_MAX ((size_t)1 << 30)
-#define STRPOOL_CHUNK ((size_t)64 << 10)
-#define DICT_DEFAULT_MAX ((size_t)16 << 20)
-#define LINE_DEFAULT_MAX ((size_t)64 << 20)
+#define STRPOOL_DEFAULT_MAX  ((size_t)1 << 30)
+#define STRPOOL_CHUNK        ((size_t)64 << 10)
+#define DICT_DEFAULT_MAX     ((size_t)16 << 20)
+#define LINE_DEFAULT_MAX     ((size_t)64 << 20)
 #define SEGMENTS_DEFAULT_MAX 100000u
-#define READ_CHUNK ((size_t)1 << 20)
+#define READ_CHUNK           ((size_t)1 << 20)
 
 /* ---------------------------------------------------------------------- */
 /* String pool                                                              */
@@ -242,9 +242,8 @@ int gpufl__reader_num(const json_t *v, double *out) {
     return 0;
 }
 
-int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *cols[],
-                          size_t n, size_t n_required, size_t *rows, char *why,
-                          size_t why_size) {
+int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *cols[], size_t n,
+                          size_t n_required, size_t *rows, char *why, size_t why_size) {
     size_t len = 0;
     int have_len = 0;
     for (size_t i = 0; i < n; i++) {
@@ -260,8 +259,7 @@ int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *
         }
         size_t l = json_array_size(cols[i]);
         if (have_len && l != len) {
-            snprintf(why, why_size, "column \"%s\" has %zu rows, the others %zu", names[i], l,
-                     len);
+            snprintf(why, why_size, "column \"%s\" has %zu rows, the others %zu", names[i], l, len);
             return -1;
         }
         len = l;
@@ -396,8 +394,7 @@ static int handle_line(read_ctx_t *c, const char *line, size_t len) {
         int first = c->records_in_segment++ == 0;
         if (first && strcmp(t, "header") != 0)
             warnf(c, c->pos.line, "the first line is a \"%s\" record, not a header", t);
-        if (c->saw_segment_end)
-            warnf(c, c->pos.line, "a \"%s\" record after segment_end", t);
+        if (c->saw_segment_end) warnf(c, c->pos.line, "a \"%s\" record after segment_end", t);
         if (strcmp(t, "dict") == 0 && json_integer_value(v) == 1) {
             rc = handle_dict(c, rec);
         } else if (strcmp(t, "segment_end") == 0 && json_integer_value(v) == 1) {
@@ -410,8 +407,8 @@ static int handle_line(read_ctx_t *c, const char *line, size_t len) {
                 int64_t seg;
                 if (gpufl__reader_int(json_object_get(rec, "segment"), &seg) == 0 &&
                     seg != (int64_t)c->pos.segment)
-                    warnf(c, c->pos.line, "header says segment %lld in segment %u",
-                          (long long)seg, c->pos.segment);
+                    warnf(c, c->pos.line, "header says segment %lld in segment %u", (long long)seg,
+                          c->pos.segment);
             }
             c->stats->records++;
             rc = c->ops->record(c->user, &c->pos, t, rec);
@@ -507,9 +504,9 @@ done:
     return rc;
 }
 
-int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t *ops,
-                               void *user, gpufl_dict_t *dict,
-                               const gpufl_reader_limits_t *limits, gpufl_reader_stats_t *stats) {
+int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t *ops, void *user,
+                               gpufl_dict_t *dict, const gpufl_reader_limits_t *limits,
+                               gpufl_reader_stats_t *stats) {
     struct stat st;
     memset(stats, 0, sizeof *stats);
     if (!session_dir || !*session_dir)
@@ -518,12 +515,11 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
         if (errno == ENOENT || errno == ENOTDIR)
             return gpufl__set_error(GPUFL_ENOTFOUND, "session directory '%s' does not exist",
                                     session_dir);
-        return gpufl__set_error(GPUFL_EIO, "cannot open session directory '%s': %s",
-                                session_dir, strerror(errno));
+        return gpufl__set_error(GPUFL_EIO, "cannot open session directory '%s': %s", session_dir,
+                                strerror(errno));
     }
     if (!S_ISDIR(st.st_mode))
-        return gpufl__set_error(GPUFL_ENOTFOUND, "'%s' is not a session directory",
-                                session_dir);
+        return gpufl__set_error(GPUFL_ENOTFOUND, "'%s' is not a session directory", session_dir);
 
     read_ctx_t c;
     memset(&c, 0, sizeof c);
@@ -580,7 +576,9 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
     free(path);
     if (rc) return rc;
     if (files == 0)
-        return gpufl__set_error(GPUFL_ENOTFOUND, "no log file (device.log, scope.log, "
-                                "system.log) in '%s'", session_dir);
+        return gpufl__set_error(GPUFL_ENOTFOUND,
+                                "no log file (device.log, scope.log, "
+                                "system.log) in '%s'",
+                                session_dir);
     return 0;
 }

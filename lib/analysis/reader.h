@@ -64,12 +64,12 @@ int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value);
 /* ---------------------------------------------------------------------- */
 
 typedef struct gpufl_dict {
-    gpufl_idmap_t ids;    /* id -> index into str */
-    const char **str;     /* strings in the order first defined; owned by pool */
+    gpufl_idmap_t ids; /* id -> index into str */
+    const char **str;  /* strings in the order first defined; owned by pool */
     size_t count, alloc;
-    size_t max_entries;   /* cap; 0 means the default (16 Mi) */
-    uint64_t over_cap;    /* definitions past the cap, not kept */
-    uint64_t conflicts;   /* an id defined again with a different string */
+    size_t max_entries; /* cap; 0 means the default (16 Mi) */
+    uint64_t over_cap;  /* definitions past the cap, not kept */
+    uint64_t conflicts; /* an id defined again with a different string */
     gpufl_strpool_t pool;
 } gpufl_dict_t;
 
@@ -107,11 +107,11 @@ typedef struct gpufl_reader_pos {
 /* What the reader saw; every count is over the whole session. */
 typedef struct gpufl_reader_stats {
     unsigned segments[GPUFL_LOG_FILE_COUNT]; /* segments read per file, 0 when missing */
-    uint64_t bytes;           /* bytes read */
-    uint64_t lines;           /* complete lines ('\n'-terminated) */
-    uint64_t records;         /* records handed to the callback */
-    uint64_t dict_entries;    /* dict rows read (repeats included) */
-    uint64_t truncated_lines; /* incomplete last lines, ignored */
+    uint64_t bytes;                          /* bytes read */
+    uint64_t lines;                          /* complete lines ('\n'-terminated) */
+    uint64_t records;                        /* records handed to the callback */
+    uint64_t dict_entries;                   /* dict rows read (repeats included) */
+    uint64_t truncated_lines;                /* incomplete last lines, ignored */
     uint64_t empty_lines;     /* blank lines, ignored (left by a writer recovering) */
     uint64_t corrupt_lines;   /* reported through warn and skipped */
     uint64_t oversized_lines; /* longer than max_line_bytes: reported and skipped */
@@ -146,9 +146,9 @@ typedef struct gpufl_reader_limits {
  * cannot be read, GPUFL_ENOMEM, or what the callback returned to stop.
  * Sets gpufl_last_error() on failure.
  */
-int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t *ops,
-                               void *user, gpufl_dict_t *dict,
-                               const gpufl_reader_limits_t *limits, gpufl_reader_stats_t *stats);
+int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t *ops, void *user,
+                               gpufl_dict_t *dict, const gpufl_reader_limits_t *limits,
+                               gpufl_reader_stats_t *stats);
 
 /* ---------------------------------------------------------------------- */
 /* Helpers for records                                                      */
@@ -161,9 +161,8 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
  * one is an array and that every array member of rec has the same length,
  * put in *rows. Returns 0, or -1 with a reason in why.
  */
-int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *cols[],
-                          size_t n, size_t n_required, size_t *rows, char *why,
-                          size_t why_size);
+int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *cols[], size_t n,
+                          size_t n_required, size_t *rows, char *why, size_t why_size);
 
 /* Reads an integer (a JSON integer or a decimal string, for values above
  * 2^53). Returns 0 and sets *out, 1 for null or absent, -1 for another type. */

@@ -18,10 +18,10 @@
 #include <strings.h>
 #include <time.h>
 
-#define LIST_MAX 10         /* events, open scopes, window names listed */
-#define PROBLEMS_MAX 20     /* log problems listed */
-#define NAME_COL_MAX 50     /* widest scope column, in characters */
-#define INDENT_MAX 20       /* deepest indentation level shown */
+#define LIST_MAX     10 /* events, open scopes, window names listed */
+#define PROBLEMS_MAX 20 /* log problems listed */
+#define NAME_COL_MAX 50 /* widest scope column, in characters */
+#define INDENT_MAX   20 /* deepest indentation level shown */
 
 /* ---------------------------------------------------------------------- */
 /* Number formatting                                                        */
@@ -347,8 +347,8 @@ static void put_drops(FILE *out, const gpufl_model_t *m) {
     if (d->present) {
         for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
             if (c[i].v <= 0 || n >= sizeof line) continue;
-            n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %lld", n ? ", " : "",
-                                  c[i].name, (long long)c[i].v);
+            n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %lld", n ? ", " : "", c[i].name,
+                                  (long long)c[i].v);
         }
     }
     put_field(out, "drops", n ? line : "no records dropped");
@@ -450,9 +450,11 @@ static int put_summary(FILE *out, const gpufl_model_t *m) {
     }
     size_t starts = 0;
     for (size_t i = 0; i < m->n_windows; i++) starts += !m->windows[i].is_stop;
-    snprintf(line, sizeof line, "%zu scope%s (%zu open), %zu host sample%s, %zu system window%s, "
-             "%zu event%s", m->n_scopes, plural(m->n_scopes), m->n_open_scopes, m->n_samples,
-             plural(m->n_samples), starts, plural(starts), m->n_events, plural(m->n_events));
+    snprintf(line, sizeof line,
+             "%zu scope%s (%zu open), %zu host sample%s, %zu system window%s, "
+             "%zu event%s",
+             m->n_scopes, plural(m->n_scopes), m->n_open_scopes, m->n_samples, plural(m->n_samples),
+             starts, plural(starts), m->n_events, plural(m->n_events));
     if (m->n_gpu_samples || m->n_gpus) {
         size_t len = strlen(line);
         snprintf(line + len, sizeof line - len, ", %zu GPU sample%s (%zu device%s)",
@@ -940,9 +942,28 @@ static void gc_add(gcounter_t *c, int64_t ts, int64_t v) {
     c->n++;
 }
 
-enum { G_UTIL, G_MEM_UTIL, G_MEM_USED, G_MEM_TOTAL, G_TEMP_GPU, G_TEMP_MEM, G_POWER,
-       G_POWER_LIMIT, G_CLOCK_SM, G_CLOCK_MEM, G_FAN, G_PCIE_TX, G_PCIE_RX, G_NVLINK_TX,
-       G_NVLINK_RX, G_SM_ACTIVE, G_SM_OCCUPANCY, G_TENSOR, G_DRAM_BW, G_NSTAT };
+enum {
+    G_UTIL,
+    G_MEM_UTIL,
+    G_MEM_USED,
+    G_MEM_TOTAL,
+    G_TEMP_GPU,
+    G_TEMP_MEM,
+    G_POWER,
+    G_POWER_LIMIT,
+    G_CLOCK_SM,
+    G_CLOCK_MEM,
+    G_FAN,
+    G_PCIE_TX,
+    G_PCIE_RX,
+    G_NVLINK_TX,
+    G_NVLINK_RX,
+    G_SM_ACTIVE,
+    G_SM_OCCUPANCY,
+    G_TENSOR,
+    G_DRAM_BW,
+    G_NSTAT
+};
 
 /* What a device's samples say, gathered in one pass over all samples. */
 typedef struct gpu_acc {
@@ -950,8 +971,8 @@ typedef struct gpu_acc {
     int64_t first_ts, last_ts;
     gstat_t st[G_NSTAT];
     gcounter_t energy, sbe, dbe;
-    size_t throttle_n;                         /* samples with known throttle reasons */
-    size_t bit_n[GPUFL_MODEL_THROTTLE_BITS];   /* samples with each bit set */
+    size_t throttle_n;                       /* samples with known throttle reasons */
+    size_t bit_n[GPUFL_MODEL_THROTTLE_BITS]; /* samples with each bit set */
 } gpu_acc_t;
 
 static void acc_gpu_sample(gpu_acc_t *a, const gpufl_model_gpu_sample_t *s) {
@@ -1042,9 +1063,15 @@ static void fmt_mhz(char *buf, size_t size, double v) { snprintf(buf, size, "%.0
 static void fmt_celsius(char *buf, size_t size, double v) {
     /* whole degrees stay whole: "66 °C", an average "58.5 °C" */
     if (v == (double)(int64_t)v)
-        snprintf(buf, size, "%.0f \xc2\xb0" "C", v);
+        snprintf(buf, size,
+                 "%.0f \xc2\xb0"
+                 "C",
+                 v);
     else
-        snprintf(buf, size, "%.1f \xc2\xb0" "C", v);
+        snprintf(buf, size,
+                 "%.1f \xc2\xb0"
+                 "C",
+                 v);
 }
 
 /* A line of one statistic: "avg X, max Y" with coverage; nothing when unknown. */
@@ -1131,7 +1158,7 @@ static void put_gpu_memory(FILE *out, const gpufl_model_gpu_t *g, const gpu_acc_
     char line[256], b1[32], b2[32];
     size_t n = 0;
     if (!used->n) return;
-    double total = a->st[G_MEM_TOTAL].n ? a->st[G_MEM_TOTAL].max
+    double total = a->st[G_MEM_TOTAL].n      ? a->st[G_MEM_TOTAL].max
                    : g->mem_total_bytes >= 0 ? (double)g->mem_total_bytes
                                              : -1;
     fmt_bytes(b1, sizeof b1, used->max);
@@ -1152,8 +1179,8 @@ static void put_gpu_power(FILE *out, const gpufl_model_gpu_t *g, const gpu_acc_t
         fmt_watts(b1, sizeof b1, gs_avg(p));
         fmt_watts(b2, sizeof b2, p->max);
         cat(line, sizeof line, &n, "avg %s, max %s", b1, b2);
-        double limit = a->st[G_POWER_LIMIT].n ? a->st[G_POWER_LIMIT].max
-                                              : (double)g->power_limit_mw;
+        double limit =
+            a->st[G_POWER_LIMIT].n ? a->st[G_POWER_LIMIT].max : (double)g->power_limit_mw;
         if (limit > 0) {
             fmt_watts(b3, sizeof b3, limit);
             cat(line, sizeof line, &n, " of %s limit", b3);
@@ -1286,9 +1313,8 @@ static void put_gpu_missing(FILE *out, const gpu_acc_t *a) {
     static const struct {
         int stat;
         const char *name;
-    } core[] = {{G_UTIL, "GPU util"},       {G_MEM_USED, "memory used"},
-                {G_TEMP_GPU, "temperature"}, {G_POWER, "power"},
-                {G_CLOCK_SM, "clocks"},      {G_PCIE_TX, "PCIe"}};
+    } core[] = {{G_UTIL, "GPU util"}, {G_MEM_USED, "memory used"}, {G_TEMP_GPU, "temperature"},
+                {G_POWER, "power"},   {G_CLOCK_SM, "clocks"},      {G_PCIE_TX, "PCIe"}};
     char line[256];
     size_t n = 0;
     line[0] = '\0';
@@ -1335,8 +1361,8 @@ static void put_gpu_device(FILE *out, const gpufl_model_t *m, const gpufl_model_
         put_stat(out, "GPU util", &a->st[G_UTIL], a->n, 0, fmt_pct_val);
         put_stat(out, "memory util", &a->st[G_MEM_UTIL], a->n, 0, fmt_pct_val);
         put_gpu_memory(out, g, a);
-        put_stat_pair(out, "temperature", "GPU", &a->st[G_TEMP_GPU], "memory",
-                      &a->st[G_TEMP_MEM], a->n, fmt_celsius);
+        put_stat_pair(out, "temperature", "GPU", &a->st[G_TEMP_GPU], "memory", &a->st[G_TEMP_MEM],
+                      a->n, fmt_celsius);
         put_gpu_power(out, g, a);
         put_stat(out, "SM clock", &a->st[G_CLOCK_SM], a->n, 1, fmt_mhz);
         put_stat(out, "memory clock", &a->st[G_CLOCK_MEM], a->n, 1, fmt_mhz);

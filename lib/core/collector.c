@@ -20,11 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PATH_MAX_BYTES 4096
-#define POLL_MIN_NS 1000000LL      /* 1 ms when rings fill fast */
-#define POLL_MAX_NS 100000000LL    /* 100 ms when idle */
+#define PATH_MAX_BYTES   4096
+#define POLL_MIN_NS      1000000LL   /* 1 ms when rings fill fast */
+#define POLL_MAX_NS      100000000LL /* 100 ms when idle */
 #define DICT_MAX_STRINGS (1u << 20)
-#define DICT_MAX_BYTES ((size_t)64 << 20)
+#define DICT_MAX_BYTES   ((size_t)64 << 20)
 
 typedef struct open_scope {
     uint64_t id;
@@ -41,11 +41,11 @@ typedef struct counters {
     uint64_t records, dropped, unbalanced, truncated, depth_overflow, unbuffered;
 } counters_t;
 
-static const gpufl_col_def_t begin_cols[] = {
-    {"ts_ns", GPUFL_COL_INT}, {"tid", GPUFL_COL_INT},   {"id", GPUFL_COL_INT},
-    {"parent", GPUFL_COL_INT}, {"depth", GPUFL_COL_INT}, {"name", GPUFL_COL_DICT},
-    {"tag", GPUFL_COL_DICT},  {"path", GPUFL_COL_DICT}, {"repeat", GPUFL_COL_INT},
-    {"warmup", GPUFL_COL_INT}};
+static const gpufl_col_def_t begin_cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
+                                             {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
+                                             {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
+                                             {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
+                                             {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
 static const gpufl_col_def_t end_cols[] = {{"ts_ns", GPUFL_COL_INT},
                                            {"tid", GPUFL_COL_INT},
                                            {"id", GPUFL_COL_INT},
@@ -167,7 +167,8 @@ static void on_begin(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t at, const g
     row[7].i = path;
     row[8].i = rec->repeat;
     row[9].i = rec->warmup;
-    if (t->depth < GPUFL_SCOPE_STACK_MAX) t->stack[t->depth++] = (open_scope_t){rec->scope_id, path};
+    if (t->depth < GPUFL_SCOPE_STACK_MAX)
+        t->stack[t->depth++] = (open_scope_t){rec->scope_id, path};
     c->open_scopes++;
 }
 
@@ -228,9 +229,8 @@ static double drain_all(gpufl_collector_t *c) {
     for (uint32_t i = 0; i < count; i++) {
         gpufl_ring_t *r = &c->pool->rings[i];
         states[i] = atomic_load_explicit(&r->state, memory_order_acquire);
-        heads[i] = states[i] == GPUFL_RING_FREE
-                       ? 0
-                       : atomic_load_explicit(&r->head, memory_order_acquire);
+        heads[i] =
+            states[i] == GPUFL_RING_FREE ? 0 : atomic_load_explicit(&r->head, memory_order_acquire);
     }
     /* Every record below the snapshot was written before this anchor. */
     gpufl__clock_anchor();
@@ -383,8 +383,10 @@ static void one_pass(gpufl_collector_t *c, int force_write) {
 
     /* Pass more often while rings fill, less when idle. */
     int64_t idle_max = c->flush_interval_ns < POLL_MAX_NS ? c->flush_interval_ns : POLL_MAX_NS;
-    if (fullest > 0.125 && c->poll_ns > POLL_MIN_NS) c->poll_ns /= 2;
-    else if (fullest < 0.02 && c->poll_ns < idle_max) c->poll_ns *= 2;
+    if (fullest > 0.125 && c->poll_ns > POLL_MIN_NS)
+        c->poll_ns /= 2;
+    else if (fullest < 0.02 && c->poll_ns < idle_max)
+        c->poll_ns *= 2;
     if (c->poll_ns < POLL_MIN_NS) c->poll_ns = POLL_MIN_NS;
     if (c->poll_ns > idle_max) c->poll_ns = idle_max;
 }
@@ -461,7 +463,7 @@ int gpufl__collector_create(const gpufl_settings_t *settings, gpufl_ring_pool_t 
         goto fail;
     for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
         rc = gpufl__writer_open(&c->files[i], dir, file_names[i], &c->ident,
-                             (uint64_t)settings->log_rotate_bytes, settings->flush_logs_always);
+                                (uint64_t)settings->log_rotate_bytes, settings->flush_logs_always);
         c->files_open = i + 1;
         if (rc) goto fail;
     }
@@ -481,8 +483,9 @@ int gpufl__collector_add_source(gpufl_collector_t *c, const gpufl_source_t *sour
 
 int gpufl__collector_start(gpufl_collector_t *c) {
     int err = pthread_create(&c->thread, NULL, collector_main, c);
-    if (err) return gpufl__set_error(GPUFL_ETHREAD, "cannot start the collector thread: %s",
-                                     strerror(err));
+    if (err)
+        return gpufl__set_error(GPUFL_ETHREAD, "cannot start the collector thread: %s",
+                                strerror(err));
     c->thread_running = 1;
     return 0;
 }

@@ -16,7 +16,12 @@
 
 typedef struct gpufl_collector gpufl_collector_t;
 
-enum gpufl_file_id { GPUFL_FILE_DEVICE = 0, GPUFL_FILE_SCOPE = 1, GPUFL_FILE_SYSTEM = 2, GPUFL_FILE_COUNT };
+enum gpufl_file_id {
+    GPUFL_FILE_DEVICE = 0,
+    GPUFL_FILE_SCOPE = 1,
+    GPUFL_FILE_SYSTEM = 2,
+    GPUFL_FILE_COUNT
+};
 
 /* A data source driven by the collector thread. */
 typedef struct gpufl_source {

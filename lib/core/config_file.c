@@ -39,8 +39,7 @@ int gpufl__config_file_load(const char *path, json_t **root) {
         json_decref(*root);
         *root = NULL;
         return gpufl__set_error(GPUFL_ECONFIG,
-                                "config file '%s' must hold one JSON object of option names",
-                                path);
+                                "config file '%s' must hold one JSON object of option names", path);
     }
     return 0;
 }

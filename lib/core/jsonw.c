@@ -100,10 +100,14 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     size_t len;
     uint32_t cp;
     if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-    else return 0;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
     if (len > n) return 0;
     for (size_t i = 1; i < len; i++) {
         if ((s[i] & 0xC0) != 0x80) return 0;
@@ -186,6 +190,8 @@ void gpufl__buf_kv_str(gpufl_buf_t *b, const char *key, const char *s) {
 
 void gpufl__buf_kv_opt(gpufl_buf_t *b, const char *key, int64_t v) {
     gpufl__buf_key(b, key);
-    if (v < 0) gpufl__buf_put(b, "null", 4);
-    else gpufl__buf_put_i64(b, v);
+    if (v < 0)
+        gpufl__buf_put(b, "null", 4);
+    else
+        gpufl__buf_put_i64(b, v);
 }

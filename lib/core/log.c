@@ -33,11 +33,15 @@ void gpufl_set_log_hook(gpufl_log_fn fn, void *user) {
 void gpufl__log_before_fork(void) { pthread_mutex_lock(&hook_lock); }
 
 void gpufl__log_after_fork(int in_child) {
-    if (in_child) pthread_mutex_init(&hook_lock, NULL);
-    else pthread_mutex_unlock(&hook_lock);
+    if (in_child)
+        pthread_mutex_init(&hook_lock, NULL);
+    else
+        pthread_mutex_unlock(&hook_lock);
 }
 
-void gpufl__log_set_debug(int on) { atomic_store_explicit(&debug_on, on != 0, memory_order_relaxed); }
+void gpufl__log_set_debug(int on) {
+    atomic_store_explicit(&debug_on, on != 0, memory_order_relaxed);
+}
 
 int gpufl__log_debug_enabled(void) { return atomic_load_explicit(&debug_on, memory_order_relaxed); }
 

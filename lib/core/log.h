@@ -20,9 +20,9 @@ void gpufl__log_before_fork(void);
 void gpufl__log_after_fork(int in_child);
 
 #define gpufl__warn(...) gpufl__log(GPUFL_LOG_WARN, __VA_ARGS__)
-#define gpufl__debug(...)                                                       \
-    do {                                                                        \
-        if (gpufl__log_debug_enabled()) gpufl__log(GPUFL_LOG_DEBUG, __VA_ARGS__); \
+#define gpufl__debug(...)                                                                          \
+    do {                                                                                           \
+        if (gpufl__log_debug_enabled()) gpufl__log(GPUFL_LOG_DEBUG, __VA_ARGS__);                  \
     } while (0)
 
 #endif

@@ -40,10 +40,14 @@ typedef struct opt_desc {
 
 #define PUB(field) offsetof(gpufl_options_t, field), sizeof(((gpufl_options_t *)0)->field)
 #define SET(field) offsetof(gpufl_settings_t, field)
-#define STR(f, def, fl) {#f, T_STR, PUB(f), SET(f), def, 0, 0, 0, fl}
-#define BOOL(f, def, fl) {#f, T_BOOL, PUB(f), SET(f), NULL, def, 0, 1, fl}
-#define INT(f, def, lo, hi, fl) {#f, T_INT, PUB(f), SET(f), NULL, def, lo, hi, fl}
-#define SIZE(f, def, lo, hi) {#f, T_SIZE, PUB(f), SET(f), NULL, def, lo, hi, 0}
+#define STR(f, def, fl)                                                                            \
+    { #f, T_STR, PUB(f), SET(f), def, 0, 0, 0, fl }
+#define BOOL(f, def, fl)                                                                           \
+    { #f, T_BOOL, PUB(f), SET(f), NULL, def, 0, 1, fl }
+#define INT(f, def, lo, hi, fl)                                                                    \
+    { #f, T_INT, PUB(f), SET(f), NULL, def, lo, hi, fl }
+#define SIZE(f, def, lo, hi)                                                                       \
+    { #f, T_SIZE, PUB(f), SET(f), NULL, def, lo, hi, 0 }
 
 static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     STR(app_name, "gpufl", 0),
@@ -223,8 +227,9 @@ static int value_from_json(const opt_desc_t *d, json_t *j, value_t *v) {
         if (!json_is_string(j)) break;
         return value_from_text(d, json_string_value(j), v);
     }
-    static const char *const want[] = {"a string", "true or false", "an integer", "an integer",
-                                       "an engine name (string)", "a backend name (string)"};
+    static const char *const want[] = {
+        "a string",   "true or false",           "an integer",
+        "an integer", "an engine name (string)", "a backend name (string)"};
     return gpufl__set_error(GPUFL_EINVAL, "%s must be %s", d->name, want[d->type]);
 }
 
@@ -388,7 +393,8 @@ int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl_settings_t *out) 
     int ignored;
     if (dis && *dis && gpufl__parse_bool(dis, &ignored) != 0)
         gpufl__warn("ignoring GPUFL_DISABLED='%s': not a boolean (1/0, true/false, yes/no, "
-                    "on/off); gpufl stays enabled", dis);
+                    "on/off); gpufl stays enabled",
+                    dis);
     if (out->disabled_by_env) out->enabled = 0;
     if (out->remote_upload)
         gpufl__warn("remote_upload is deprecated and has no effect; call uploadLogs() after "

@@ -61,9 +61,8 @@ int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl_ring_pool_
     if (last && last->capacity == cap && last->count == count) {
         *out = last;
     } else if (npools == MAX_POOLS) {
-        rc = gpufl__set_error(GPUFL_ENOMEM,
-                              "ring settings changed more than %d times in this process",
-                              MAX_POOLS);
+        rc = gpufl__set_error(
+            GPUFL_ENOMEM, "ring settings changed more than %d times in this process", MAX_POOLS);
     } else if ((rc = create_pool(&pools[npools], cap, count)) == 0) {
         if (last) gpufl__ring_pool_release(last);
         *out = &pools[npools++];

@@ -21,11 +21,11 @@ enum gpufl_rec_kind {
     GPUFL_REC_TEXT = 3 /* continuation: 64 more bytes of the text of the record before */
 };
 
-#define GPUFL_REC_INLINE_TEXT 32
-#define GPUFL_REC_FLAG_IMPLICIT 1  /* scope_end: closed because an outer scope closed */
-#define GPUFL_REC_FLAG_TRUNCATED 2 /* name or tag was cut to GPUFL_TEXT_MAX */
-#define GPUFL_TEXT_MAX 1024        /* longest name or tag kept, in bytes */
-#define GPUFL_SCOPE_STACK_MAX 128  /* deepest scope nesting recorded per thread */
+#define GPUFL_REC_INLINE_TEXT    32
+#define GPUFL_REC_FLAG_IMPLICIT  1    /* scope_end: closed because an outer scope closed */
+#define GPUFL_REC_FLAG_TRUNCATED 2    /* name or tag was cut to GPUFL_TEXT_MAX */
+#define GPUFL_TEXT_MAX           1024 /* longest name or tag kept, in bytes */
+#define GPUFL_SCOPE_STACK_MAX    128  /* deepest scope nesting recorded per thread */
 
 /* One fixed-size record. name_len + tag_len bytes of text start in `text`
  * and go on in `extra` GPUFL_REC_TEXT records that follow it. */
@@ -49,23 +49,23 @@ enum gpufl_ring_state { GPUFL_RING_FREE = 0, GPUFL_RING_OWNED = 1, GPUFL_RING_OR
 
 typedef struct gpufl_ring {
     /* producer side */
-    _Alignas(64) _Atomic uint64_t head; /* next record to write */
-    uint64_t cached_tail;               /* producer's last view of tail */
-    _Atomic uint64_t dropped;           /* records dropped because the ring was full */
-    _Atomic uint64_t unbalanced_ends;   /* scope ends that matched no open scope */
-    _Atomic uint64_t truncated;         /* names or tags cut to GPUFL_TEXT_MAX */
-    _Atomic uint64_t depth_overflow;    /* scopes deeper than the per-thread stack */
-    uint32_t depth;                     /* open scopes of the owner thread */
-    uint64_t seq;                       /* scopes opened by the owner thread */
+    _Alignas(64) _Atomic uint64_t head;    /* next record to write */
+    uint64_t cached_tail;                  /* producer's last view of tail */
+    _Atomic uint64_t dropped;              /* records dropped because the ring was full */
+    _Atomic uint64_t unbalanced_ends;      /* scope ends that matched no open scope */
+    _Atomic uint64_t truncated;            /* names or tags cut to GPUFL_TEXT_MAX */
+    _Atomic uint64_t depth_overflow;       /* scopes deeper than the per-thread stack */
+    uint32_t depth;                        /* open scopes of the owner thread */
+    uint64_t seq;                          /* scopes opened by the owner thread */
     uint64_t stack[GPUFL_SCOPE_STACK_MAX]; /* ids of the open scopes, outermost first */
     /* consumer side */
     _Alignas(64) _Atomic uint64_t tail; /* next record to read */
     /* set when claimed */
-    _Alignas(64) _Atomic int state;     /* enum gpufl_ring_state */
-    int32_t tid;                        /* OS thread id of the owner */
-    _Atomic uint64_t generation;        /* session the ring was claimed in (relaxed) */
-    uint32_t index;                     /* position in the pool */
-    uint64_t mask;                      /* capacity - 1 */
+    _Alignas(64) _Atomic int state; /* enum gpufl_ring_state */
+    int32_t tid;                    /* OS thread id of the owner */
+    _Atomic uint64_t generation;    /* session the ring was claimed in (relaxed) */
+    uint32_t index;                 /* position in the pool */
+    uint64_t mask;                  /* capacity - 1 */
     gpufl_rec_t *recs;
 } gpufl_ring_t;
 

@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define LIKELY(x)   __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 uint64_t gpufl_internal_live_generation;
@@ -172,10 +172,10 @@ static __attribute__((noinline)) gpufl_scope_t begin_slow(uint64_t generation, c
     if (name_len > GPUFL_TEXT_MAX) name_len = GPUFL_TEXT_MAX;
     if (tag_len > GPUFL_TEXT_MAX) tag_len = GPUFL_TEXT_MAX;
     size_t total = name_len + tag_len;
-    uint64_t extra = total > GPUFL_REC_INLINE_TEXT
-                         ? (total - GPUFL_REC_INLINE_TEXT + sizeof(gpufl_rec_t) - 1) /
-                               sizeof(gpufl_rec_t)
-                         : 0;
+    uint64_t extra =
+        total > GPUFL_REC_INLINE_TEXT
+            ? (total - GPUFL_REC_INLINE_TEXT + sizeof(gpufl_rec_t) - 1) / sizeof(gpufl_rec_t)
+            : 0;
     uint64_t at = gpufl__ring_reserve(r, 1 + extra);
     if (UNLIKELY(at == UINT64_MAX)) return 0;
     if (UNLIKELY(truncated)) gpufl__ring_count(&r->truncated);
@@ -192,8 +192,7 @@ gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char 
     /* Fast path: a registered thread, room on the stack, and name and tag
      * that fit in the record (most scope names are short literals). */
     if (UNLIKELY(!r || gpufl__ring_generation(r) != generation ||
-                 r->depth >= GPUFL_SCOPE_STACK_MAX ||
-                 name_len + tag_len > GPUFL_REC_INLINE_TEXT))
+                 r->depth >= GPUFL_SCOPE_STACK_MAX || name_len + tag_len > GPUFL_REC_INLINE_TEXT))
         return begin_slow(generation, name, name_len, tag, tag_len, repeat, warmup);
     uint64_t at = gpufl__ring_reserve(r, 1);
     if (UNLIKELY(at == UINT64_MAX)) return 0;
@@ -215,8 +214,7 @@ gpufl_scope_t gpufl_scope_begin(const char *name, const char *tag) {
 
 /* Ends scope `id` at `ticks` when it is not simply the innermost scope:
  * the scopes opened inside it close with it; an unknown id is counted. */
-static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id,
-                                               uint64_t ticks) {
+static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id, uint64_t ticks) {
     uint32_t depth = r->depth;
     uint32_t pos = depth; /* 1-based position of id in the stack */
     while (pos > 0 && r->stack[pos - 1] != id) pos--;
@@ -285,7 +283,7 @@ int32_t gpufl__thread_id(void) {
 }
 
 void gpufl__scope_after_fork_child(void) {
-    tls_tid = 0;   /* the child's only thread has a new id */
+    tls_tid = 0;     /* the child's only thread has a new id */
     tls_ring = NULL; /* the parent's ring is not ours */
     tls_no_ring_generation = 0;
     gpufl__scope_detach();

@@ -28,12 +28,12 @@
 #include <unistd.h>
 
 #define STR2(x) #x
-#define STR(x) STR2(x)
+#define STR(x)  STR2(x)
 
 static struct session_state {
     pthread_mutex_t lock;
     int running;
-    int ran_once;     /* a session ran in this process: reports can find it */
+    int ran_once;      /* a session ran in this process: reports can find it */
     int last_disabled; /* the last init found gpufl switched off */
     int hooks_installed;
     uint64_t generation;
@@ -118,8 +118,10 @@ static void write_options(gpufl_writer_t *f, const gpufl_settings_t *s) {
         gpufl__settings_get(s, i, &name, &src, &str, &num);
         gpufl__buf_key(b, name);
         gpufl__buf_puts(b, "{\"value\":");
-        if (str) gpufl__buf_put_str(b, str, strlen(str));
-        else gpufl__buf_put_i64(b, num);
+        if (str)
+            gpufl__buf_put_str(b, str, strlen(str));
+        else
+            gpufl__buf_put_i64(b, num);
         gpufl__buf_kv_str(b, "from", gpufl__option_source_name(src));
         gpufl__buf_putc(b, '}');
     }
@@ -183,8 +185,10 @@ static gpufl_nvml_t *open_backend(const gpufl_settings_t *s, backend_state_t *be
             be->running = GPUFL_BACKEND_NVIDIA;
             break;
         }
-        if (s->backend == GPUFL_BACKEND_NVIDIA) gpufl__warn("backend Nvidia: %s", be->why);
-        else gpufl__debug("no NVIDIA backend: %s", be->why);
+        if (s->backend == GPUFL_BACKEND_NVIDIA)
+            gpufl__warn("backend Nvidia: %s", be->why);
+        else
+            gpufl__debug("no NVIDIA backend: %s", be->why);
     }
     return nvml;
 }
@@ -207,7 +211,7 @@ static void fork_child(void) {
     gpufl__scope_after_fork_child();
     gpufl__log_after_fork(1);
     g.running = 0;
-    g.collector = NULL; /* the parent's: left alone (its thread is not here) */
+    g.collector = NULL;              /* the parent's: left alone (its thread is not here) */
     memset(&g.gpu, 0, sizeof g.gpu); /* the parent's NVML handle: not ours to close */
     pthread_mutex_init(&g.lock, NULL);
 }
@@ -228,8 +232,10 @@ static int start_session(void) {
     char log_path[4096];
     int rc;
 
-    if (*s->log_path) snprintf(log_path, sizeof log_path, "%s", s->log_path);
-    else snprintf(log_path, sizeof log_path, "%s.log", s->app_name);
+    if (*s->log_path)
+        snprintf(log_path, sizeof log_path, "%s", s->log_path);
+    else
+        snprintf(log_path, sizeof log_path, "%s.log", s->app_name);
 
     memset(&g.ident, 0, sizeof g.ident);
     snprintf(g.ident.app_name, sizeof g.ident.app_name, "%s", s->app_name);
@@ -354,10 +360,12 @@ int gpufl_is_active(void) {
 int gpufl_session_dir(char *buf, size_t buf_size) {
     int rc;
     pthread_mutex_lock(&g.lock);
-    if (!g.ran_once) rc = gpufl__set_error(GPUFL_ENOTINIT, "no session has run in this process");
+    if (!g.ran_once)
+        rc = gpufl__set_error(GPUFL_ENOTINIT, "no session has run in this process");
     else if (!buf || strlen(g.dir) + 1 > buf_size)
         rc = gpufl__set_error(GPUFL_EINVAL, "buffer too small for the session directory");
-    else rc = (int)strlen(memcpy(buf, g.dir, strlen(g.dir) + 1));
+    else
+        rc = (int)strlen(memcpy(buf, g.dir, strlen(g.dir) + 1));
     pthread_mutex_unlock(&g.lock);
     return rc;
 }
@@ -368,7 +376,8 @@ int gpufl_get_stats(gpufl_stats_t *out) {
     if (g.running) {
         gpufl__collector_stats(g.collector, out);
     } else if (g.ran_once) {
-        size_t size = out->size && out->size < sizeof g.last_stats ? out->size : sizeof g.last_stats;
+        size_t size =
+            out->size && out->size < sizeof g.last_stats ? out->size : sizeof g.last_stats;
         memcpy(out, &g.last_stats, size);
         out->size = size;
     } else {
@@ -391,10 +400,13 @@ static int system_window(const char *name, int open) {
     int rc;
     if (!name) return gpufl__set_error(GPUFL_EINVAL, "system window name is NULL");
     pthread_mutex_lock(&g.lock);
-    if (g.running) rc = gpufl__host_sampler_window(&g.host, name, open);
-    else if (g.last_disabled) rc = GPUFL_EDISABLED;
-    else rc = gpufl__set_error(GPUFL_ENOTINIT, "system_%s(\"%s\"): no session is running",
-                               open ? "start" : "stop", name);
+    if (g.running)
+        rc = gpufl__host_sampler_window(&g.host, name, open);
+    else if (g.last_disabled)
+        rc = GPUFL_EDISABLED;
+    else
+        rc = gpufl__set_error(GPUFL_ENOTINIT, "system_%s(\"%s\"): no session is running",
+                              open ? "start" : "stop", name);
     pthread_mutex_unlock(&g.lock);
     return rc;
 }

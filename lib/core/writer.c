@@ -55,7 +55,8 @@ static int open_segment(gpufl_writer_t *f) {
 }
 
 int gpufl__writer_open(gpufl_writer_t *f, const char *dir, const char *name,
-                    const gpufl_session_ident_t *ident, uint64_t rotate_bytes, int sync_each_write) {
+                       const gpufl_session_ident_t *ident, uint64_t rotate_bytes,
+                       int sync_each_write) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
     pthread_mutex_init(&f->lock, NULL);
@@ -164,7 +165,7 @@ static int dict_mark(gpufl_writer_t *f, uint32_t id) {
 }
 
 void gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, const uint32_t *ids,
-                     size_t n) {
+                        size_t n) {
     size_t start = f->out.len;
     int any = 0;
     gpufl__buf_record(&f->out, "dict");
@@ -235,8 +236,10 @@ void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell
     case GPUFL_COL_PCT: gpufl__buf_put_fixed(b, cell->d, 1); break;
     case GPUFL_COL_FIX2: gpufl__buf_put_fixed(b, cell->d, 2); break;
     case GPUFL_COL_OPT:
-        if (cell->i < 0) gpufl__buf_put(b, "null", 4);
-        else gpufl__buf_put_i64(b, cell->i);
+        if (cell->i < 0)
+            gpufl__buf_put(b, "null", 4);
+        else
+            gpufl__buf_put_i64(b, cell->i);
         break;
     default: gpufl__buf_put_i64(b, cell->i); break;
     }

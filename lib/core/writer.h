@@ -37,10 +37,10 @@ typedef struct gpufl_writer {
     char dir[4096];
     char name[16]; /* "scope" */
     int segment;
-    uint64_t bytes;        /* in the current segment */
+    uint64_t bytes; /* in the current segment */
     uint64_t rotate_bytes;
-    int sync_each_write;   /* flush_logs_always */
-    int broken_line;       /* the last write stopped inside a line */
+    int sync_each_write; /* flush_logs_always */
+    int broken_line;     /* the last write stopped inside a line */
     const gpufl_session_ident_t *ident;
     gpufl_buf_t out;       /* complete lines waiting for write() */
     uint8_t *dict_written; /* per dict id: already in this segment */
@@ -53,7 +53,8 @@ typedef struct gpufl_writer {
 
 /* Creates <dir>/<name>.log with O_EXCL and writes its header line. */
 int gpufl__writer_open(gpufl_writer_t *f, const char *dir, const char *name,
-                    const gpufl_session_ident_t *ident, uint64_t rotate_bytes, int sync_each_write);
+                       const gpufl_session_ident_t *ident, uint64_t rotate_bytes,
+                       int sync_each_write);
 /* Writes what is pending and closes; accepts a file never opened (fd < 0). */
 void gpufl__writer_close(gpufl_writer_t *f);
 /* Writes the pending lines (rotating first when the segment is full).
@@ -61,7 +62,8 @@ void gpufl__writer_close(gpufl_writer_t *f);
  * cap, then are dropped and counted. Caller holds f->lock. */
 int gpufl__writer_flush(gpufl_writer_t *f);
 /* Emits a dict line for the ids in ids[0..n) not yet in this segment. Caller holds lock. */
-void gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, const uint32_t *ids, size_t n);
+void gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, const uint32_t *ids,
+                        size_t n);
 /* Begins a single-line record of `type`; finish it with gpufl__writer_end_record. */
 gpufl_buf_t *gpufl__writer_record(gpufl_writer_t *f, const char *type);
 void gpufl__writer_end_record(gpufl_writer_t *f);
@@ -69,11 +71,11 @@ void gpufl__writer_end_record(gpufl_writer_t *f);
 /* ---- batches: rows of int64 or percentage cells, written column by column ---- */
 
 typedef enum gpufl_col_kind {
-    GPUFL_COL_INT = 0,   /* integer */
-    GPUFL_COL_DICT = 1,  /* integer dict id (0 = none), written to the dict first */
-    GPUFL_COL_PCT = 2,   /* double with one decimal; negative = null */
-    GPUFL_COL_OPT = 3,   /* integer, negative = null */
-    GPUFL_COL_FIX2 = 4   /* double with two decimals; negative = null */
+    GPUFL_COL_INT = 0,  /* integer */
+    GPUFL_COL_DICT = 1, /* integer dict id (0 = none), written to the dict first */
+    GPUFL_COL_PCT = 2,  /* double with one decimal; negative = null */
+    GPUFL_COL_OPT = 3,  /* integer, negative = null */
+    GPUFL_COL_FIX2 = 4  /* double with two decimals; negative = null */
 } gpufl_col_kind_t;
 
 typedef struct gpufl_col_def {

@@ -49,7 +49,7 @@
  * of /proc/stat, which is large on big hosts, only the first line is used. */
 #define READ_BUFFER_BYTES 8192
 /* A resolved directory (< GPUFL_HOST_DIR_BYTES) + "/" + a file name. */
-#define PATH_BYTES 1024
+#define PATH_BYTES        1024
 #define CGROUP_PATH_BYTES sizeof(((gpufl_host_info_t *)0)->cgroup_path)
 /* Reading /proc/stat at init stops after the cpu lines; this bounds it anyway
  * (a fake root could point it at an endless file). 8192 CPUs take about 1 MiB. */
@@ -93,8 +93,7 @@ static int directory_exists(const char *path) {
 
 /* Closes *fd when open and marks it closed, keeping errno. */
 static void close_fd(int *fd) {
-    if (*fd < 0)
-        return;
+    if (*fd < 0) return;
     int saved_errno = errno;
     close(*fd);
     *fd = -1;
@@ -111,8 +110,7 @@ static ssize_t pread_text(int fd, char *buf, size_t cap) {
     do {
         count = pread(fd, buf, cap - 1, 0);
     } while (count < 0 && errno == EINTR);
-    if (count < 0)
-        return -1;
+    if (count < 0) return -1;
     buf[count] = '\0';
     return count;
 }
@@ -120,8 +118,7 @@ static ssize_t pread_text(int fd, char *buf, size_t cap) {
 /* Reads the start of a file by path, then closes it. */
 static ssize_t read_path_text(const char *path, char *buf, size_t cap) {
     int fd = open_read_only(path);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     ssize_t count = pread_text(fd, buf, cap);
     close_fd(&fd);
     return count;
@@ -130,8 +127,7 @@ static ssize_t read_path_text(const char *path, char *buf, size_t cap) {
 /* Reads root + relative (which starts with '/'). */
 static ssize_t read_root_text(const char *root, const char *relative, char *buf, size_t cap) {
     char path[PATH_BYTES];
-    if (format_path(path, sizeof path, "%s%s", root, relative) != 0)
-        return -1;
+    if (format_path(path, sizeof path, "%s%s", root, relative) != 0) return -1;
     return read_path_text(path, buf, cap);
 }
 
@@ -142,19 +138,17 @@ static ssize_t read_dir_text(const char *dir, const char *file, char *buf, size_
         errno = ENOENT;
         return -1;
     }
-    if (format_path(path, sizeof path, "%s/%s", dir, file) != 0)
-        return -1;
+    if (format_path(path, sizeof path, "%s/%s", dir, file) != 0) return -1;
     return read_path_text(path, buf, cap);
 }
 
 /* Copies the first line of text, without trailing blanks, into dst. */
 static void copy_first_line(char *dst, size_t cap, const char *text) {
     size_t length = strcspn(text, "\n");
-    while (length > 0 && (text[length - 1] == ' ' || text[length - 1] == '\t' ||
-                          text[length - 1] == '\r'))
+    while (length > 0 &&
+           (text[length - 1] == ' ' || text[length - 1] == '\t' || text[length - 1] == '\r'))
         length--;
-    if (length >= cap)
-        length = cap - 1;
+    if (length >= cap) length = cap - 1;
     memcpy(dst, text, length);
     dst[length] = '\0';
 }
@@ -173,19 +167,15 @@ static int ends_number(char c) { return c == '\0' || c == ' ' || c == '\t' || c 
  * Returns 0, or -1 for no number, trailing garbage or overflow. */
 static int parse_u64(const char **cursor, uint64_t *out) {
     const char *p = *cursor;
-    while (is_blank(*p))
-        p++;
-    if (!is_digit(*p))
-        return -1;
+    while (is_blank(*p)) p++;
+    if (!is_digit(*p)) return -1;
     uint64_t value = 0;
     for (; is_digit(*p); p++) {
         unsigned digit = (unsigned)(*p - '0');
-        if (value > (UINT64_MAX - digit) / 10)
-            return -1;
+        if (value > (UINT64_MAX - digit) / 10) return -1;
         value = value * 10 + digit;
     }
-    if (!ends_number(*p))
-        return -1;
+    if (!ends_number(*p)) return -1;
     *cursor = p;
     *out = value;
     return 0;
@@ -194,14 +184,11 @@ static int parse_u64(const char **cursor, uint64_t *out) {
 /* Like parse_u64 with an optional '-' (cfs_quota_us is -1 when unlimited). */
 static int parse_i64(const char **cursor, int64_t *out) {
     const char *p = *cursor;
-    while (is_blank(*p))
-        p++;
+    while (is_blank(*p)) p++;
     int negative = (*p == '-');
-    if (negative)
-        p++;
+    if (negative) p++;
     uint64_t magnitude;
-    if (parse_u64(&p, &magnitude) != 0 || magnitude > (uint64_t)INT64_MAX)
-        return -1;
+    if (parse_u64(&p, &magnitude) != 0 || magnitude > (uint64_t)INT64_MAX) return -1;
     *cursor = p;
     *out = negative ? -(int64_t)magnitude : (int64_t)magnitude;
     return 0;
@@ -214,7 +201,9 @@ static int parse_single_u64(const char *text, uint64_t *out) {
 }
 
 /* True when a one-value file says "max" (cgroup v2 for "no limit"). */
-static int says_max(const char *text) { return strncmp(text, "max", 3) == 0 && ends_number(text[3]); }
+static int says_max(const char *text) {
+    return strncmp(text, "max", 3) == 0 && ends_number(text[3]);
+}
 
 /* Finds the line that starts with key ("MemTotal:") and parses the number after it. */
 static int find_line_value(const char *text, const char *key, uint64_t *out) {
@@ -225,8 +214,7 @@ static int find_line_value(const char *text, const char *key, uint64_t *out) {
             return parse_u64(&p, out);
         }
         line = strchr(line, '\n');
-        if (line != NULL)
-            line++;
+        if (line != NULL) line++;
     }
     return -1;
 }
@@ -244,8 +232,7 @@ static int64_t kib_to_bytes(uint64_t kib) {
  * backwards or no time passed. */
 static double percent_of_one_cpu(uint64_t previous, uint64_t current, double units_per_second,
                                  double elapsed_ns) {
-    if (current < previous || elapsed_ns <= 0 || units_per_second <= 0)
-        return -1;
+    if (current < previous || elapsed_ns <= 0 || units_per_second <= 0) return -1;
     double cpu_seconds = (double)(current - previous) / units_per_second;
     return 100.0 * cpu_seconds / (elapsed_ns / 1e9);
 }
@@ -257,19 +244,16 @@ static double percent_of_one_cpu(uint64_t previous, uint64_t current, double uni
 /* Parses the "cpu " total line of /proc/stat. total is user..steal: guest and
  * guest_nice are already counted inside user and nice, so they are left out. */
 static int parse_host_cpu_line(const char *text, uint64_t *busy, uint64_t *total) {
-    if (strncmp(text, "cpu ", 4) != 0)
-        return -1;
+    if (strncmp(text, "cpu ", 4) != 0) return -1;
     const char *p = text + 4;
     uint64_t fields[8] = {0};
     int count = 0;
-    while (count < 8 && parse_u64(&p, &fields[count]) == 0)
-        count++;
+    while (count < 8 && parse_u64(&p, &fields[count]) == 0) count++;
     if (count < 4) /* user nice system idle exist on every kernel */
         return -1;
     uint64_t sum = 0;
     for (int i = 0; i < count; i++) {
-        if (fields[i] > UINT64_MAX - sum)
-            return -1;
+        if (fields[i] > UINT64_MAX - sum) return -1;
         sum += fields[i];
     }
     uint64_t idle = fields[3] + fields[4]; /* idle + iowait, both <= sum */
@@ -282,16 +266,12 @@ static int parse_host_cpu_line(const char *text, uint64_t *busy, uint64_t *total
  * name in field 2 may hold spaces and ')', so fields are counted from the last ')'. */
 static int parse_process_ticks(const char *text, uint64_t *ticks) {
     const char *p = strrchr(text, ')');
-    if (p == NULL)
-        return -1;
+    if (p == NULL) return -1;
     p++;
     for (int field = 3; field < 14; field++) {
-        while (is_blank(*p))
-            p++;
-        if (*p == '\0' || *p == '\n')
-            return -1;
-        while (*p != '\0' && !is_blank(*p) && *p != '\n')
-            p++;
+        while (is_blank(*p)) p++;
+        if (*p == '\0' || *p == '\n') return -1;
+        while (*p != '\0' && !is_blank(*p) && *p != '\n') p++;
     }
     uint64_t user_ticks, system_ticks;
     if (parse_u64(&p, &user_ticks) != 0 || parse_u64(&p, &system_ticks) != 0 ||
@@ -348,8 +328,7 @@ struct cgroup_membership {
 /* A path is used only when it is absolute, fits, and has no ".." that would
  * lead out of the cgroup tree. */
 static int usable_cgroup_path(const char *path, size_t length) {
-    if (length == 0 || path[0] != '/' || length >= CGROUP_PATH_BYTES)
-        return 0;
+    if (length == 0 || path[0] != '/' || length >= CGROUP_PATH_BYTES) return 0;
     for (size_t i = 0; i + 1 < length; i++) {
         int starts_component = (path[i] == '/');
         if (starts_component && path[i + 1] == '.' && i + 2 < length && path[i + 2] == '.' &&
@@ -372,10 +351,8 @@ static int controller_list_has(const char *list, size_t length, const char *cont
     for (const char *token = list; token < end;) {
         const char *comma = memchr(token, ',', (size_t)(end - token));
         const char *token_end = comma != NULL ? comma : end;
-        if ((size_t)(token_end - token) == want && memcmp(token, controller, want) == 0)
-            return 1;
-        if (comma == NULL)
-            break;
+        if ((size_t)(token_end - token) == want && memcmp(token, controller, want) == 0) return 1;
+        if (comma == NULL) break;
         token = comma + 1;
     }
     return 0;
@@ -384,17 +361,14 @@ static int controller_list_has(const char *list, size_t length, const char *cont
 /* Parses one "hierarchy-id:controller-list:path" line. */
 static void parse_cgroup_line(const char *line, size_t length, struct cgroup_membership *m) {
     const char *first_colon = memchr(line, ':', length);
-    if (first_colon == NULL)
-        return;
+    if (first_colon == NULL) return;
     const char *controllers = first_colon + 1;
     const char *second_colon = memchr(controllers, ':', (size_t)(line + length - controllers));
-    if (second_colon == NULL)
-        return;
+    if (second_colon == NULL) return;
     size_t controllers_length = (size_t)(second_colon - controllers);
     const char *path = second_colon + 1;
     size_t path_length = (size_t)(line + length - path);
-    if (!usable_cgroup_path(path, path_length))
-        return;
+    if (!usable_cgroup_path(path, path_length)) return;
     if (controllers_length == 0 && first_colon - line == 1 && line[0] == '0') {
         set_cgroup_path(m->unified_path, &m->has_unified, path, path_length);
         return;
@@ -413,8 +387,7 @@ static void parse_cgroup_membership(const char *text, struct cgroup_membership *
         size_t length = strcspn(line, "\n");
         parse_cgroup_line(line, length, m);
         line += length;
-        if (*line == '\n')
-            line++;
+        if (*line == '\n') line++;
     }
 }
 
@@ -428,8 +401,7 @@ static int hierarchy_exists(const char *root, const char *hierarchy) {
 /* The hierarchy of the list that is mounted first, or NULL. */
 static const char *first_mounted_hierarchy(const char *root, const char *const *hierarchies) {
     for (int i = 0; i < HIERARCHY_COUNT; i++) {
-        if (hierarchy_exists(root, hierarchies[i]))
-            return hierarchies[i];
+        if (hierarchy_exists(root, hierarchies[i])) return hierarchies[i];
     }
     return NULL;
 }
@@ -460,8 +432,7 @@ static void detect_cgroup(gpufl_host_reader_t *r, char *buf, size_t cap) {
     struct cgroup_membership m;
     info->cgroup_version = 0;
     info->cgroup_path[0] = '\0';
-    if (read_root_text(r->root, "/proc/self/cgroup", buf, cap) < 0)
-        return;
+    if (read_root_text(r->root, "/proc/self/cgroup", buf, cap) < 0) return;
     parse_cgroup_membership(buf, &m);
 
     int v1_memory = m.has_memory && hierarchy_exists(r->root, "/memory");
@@ -507,14 +478,16 @@ static void read_limits(gpufl_host_reader_t *r, char *buf, size_t cap) {
             r->cg_mem_limit_bytes = u64_to_bytes(value);
         /* cpu.max is "quota period" or "max period". */
         if (read_dir_text(r->cg_cpu_limit_dir, "cpu.max", buf, cap) >= 0 && !says_max(buf) &&
-            (p = buf, parse_u64(&p, &quota_usec) == 0) && parse_u64(&p, &period_usec) == 0 && period_usec > 0)
+            (p = buf, parse_u64(&p, &quota_usec) == 0) && parse_u64(&p, &period_usec) == 0 &&
+            period_usec > 0)
             r->cg_cpu_limit_cores = (double)quota_usec / (double)period_usec;
     } else if (r->info.cgroup_version == 1) {
         if (read_dir_text(r->cg_mem_dir, "memory.limit_in_bytes", buf, cap) >= 0 &&
             parse_single_u64(buf, &value) == 0 && value < CGROUP_V1_UNLIMITED_BYTES)
             r->cg_mem_limit_bytes = (int64_t)value;
         if (read_dir_text(r->cg_cpu_limit_dir, "cpu.cfs_quota_us", buf, cap) >= 0 &&
-            (p = buf, parse_i64(&p, &v1_quota_usec) == 0) && v1_quota_usec >= 0 && /* -1: no quota */
+            (p = buf, parse_i64(&p, &v1_quota_usec) == 0) &&
+            v1_quota_usec >= 0 && /* -1: no quota */
             read_dir_text(r->cg_cpu_limit_dir, "cpu.cfs_period_us", buf, cap) >= 0 &&
             parse_single_u64(buf, &period_usec) == 0 && period_usec > 0)
             r->cg_cpu_limit_cores = (double)v1_quota_usec / (double)period_usec;
@@ -537,26 +510,19 @@ static int kept_file_path(const gpufl_host_reader_t *r, gpufl_host_file_t file, 
                           size_t cap) {
     int v2 = r->info.cgroup_version == 2;
     switch (file) {
-    case GPUFL_HOST_FILE_STAT:
-        return format_path(path, cap, "%s/proc/stat", r->root);
-    case GPUFL_HOST_FILE_MEMINFO:
-        return format_path(path, cap, "%s/proc/meminfo", r->root);
-    case GPUFL_HOST_FILE_SELF_STAT:
-        return format_path(path, cap, "%s/proc/self/stat", r->root);
-    case GPUFL_HOST_FILE_SELF_STATM:
-        return format_path(path, cap, "%s/proc/self/statm", r->root);
+    case GPUFL_HOST_FILE_STAT: return format_path(path, cap, "%s/proc/stat", r->root);
+    case GPUFL_HOST_FILE_MEMINFO: return format_path(path, cap, "%s/proc/meminfo", r->root);
+    case GPUFL_HOST_FILE_SELF_STAT: return format_path(path, cap, "%s/proc/self/stat", r->root);
+    case GPUFL_HOST_FILE_SELF_STATM: return format_path(path, cap, "%s/proc/self/statm", r->root);
     case GPUFL_HOST_FILE_CG_MEM:
-        if (r->info.cgroup_version == 0 || r->cg_mem_dir[0] == '\0')
-            break;
+        if (r->info.cgroup_version == 0 || r->cg_mem_dir[0] == '\0') break;
         return format_path(path, cap, "%s/%s", r->cg_mem_dir,
                            v2 ? "memory.current" : "memory.usage_in_bytes");
     case GPUFL_HOST_FILE_CG_CPU:
-        if (r->info.cgroup_version == 0 || r->cg_cpu_usage_dir[0] == '\0')
-            break;
+        if (r->info.cgroup_version == 0 || r->cg_cpu_usage_dir[0] == '\0') break;
         return format_path(path, cap, "%s/%s", r->cg_cpu_usage_dir,
                            v2 ? "cpu.stat" : "cpuacct.usage");
-    case GPUFL_HOST_FILE_COUNT:
-        break;
+    case GPUFL_HOST_FILE_COUNT: break;
     }
     errno = ENOENT;
     return -1;
@@ -585,16 +551,14 @@ static ssize_t read_kept_file(gpufl_host_reader_t *r, gpufl_host_file_t file, in
     int *kept = &r->fds[file];
     if (*kept >= 0) {
         ssize_t count = pread_text(*kept, buf, cap);
-        if (count >= 0)
-            return count;
+        if (count >= 0) return count;
         close_fd(kept);
     } else if ((r->absent & file_bit(file)) && !look_again) {
         errno = ENOENT;
         return -1;
     }
     int fd = open_kept_file(r, file);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     ssize_t count = pread_text(fd, buf, cap);
     if (count < 0) {
         close_fd(&fd); /* a directory, say: it stays looked up by path */
@@ -605,8 +569,7 @@ static ssize_t read_kept_file(gpufl_host_reader_t *r, gpufl_host_file_t file, in
 }
 
 static void close_kept_files(gpufl_host_reader_t *r) {
-    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++)
-        close_fd(&r->fds[i]);
+    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++) close_fd(&r->fds[i]);
 }
 
 /* The process files describe the process that opened them: a fork()ed child
@@ -614,8 +577,7 @@ static void close_kept_files(gpufl_host_reader_t *r) {
  * its own, and its first CPU rate starts from a new baseline. */
 static void follow_fork(gpufl_host_reader_t *r) {
     pid_t pid = getpid();
-    if (pid == r->self_pid)
-        return;
+    if (pid == r->self_pid) return;
     close_fd(&r->fds[GPUFL_HOST_FILE_SELF_STAT]);
     close_fd(&r->fds[GPUFL_HOST_FILE_SELF_STATM]);
     r->self_pid = pid;
@@ -630,13 +592,11 @@ static void follow_fork(gpufl_host_reader_t *r) {
  * with a plain root + "/proc/...". */
 static int set_root(gpufl_host_reader_t *r, const char *root) {
     size_t length = root != NULL ? strlen(root) : 0;
-    while (length > 0 && root[length - 1] == '/')
-        length--;
+    while (length > 0 && root[length - 1] == '/') length--;
     if (length >= sizeof r->root)
         return gpufl__set_error(GPUFL_EINVAL, "host metrics root '%s' is longer than %zu bytes",
                                 root, sizeof r->root - 1);
-    if (length > 0)
-        memcpy(r->root, root, length);
+    if (length > 0) memcpy(r->root, root, length);
     r->root[length] = '\0';
     return 0;
 }
@@ -663,15 +623,13 @@ static int read_cpu_count(gpufl_host_reader_t *r, char *buf, size_t cap) {
     size_t total_read = 0;
     while (!counter.done && total_read < CPU_COUNT_MAX_READ_BYTES) {
         ssize_t count = read(fd, buf, cap);
-        if (count < 0 && errno == EINTR)
-            continue;
+        if (count < 0 && errno == EINTR) continue;
         if (count < 0 && total_read == 0) {
             close_fd(&fd);
             return gpufl__set_error(GPUFL_EIO, "cannot read %s/proc/stat: %s", r->root,
                                     strerror(errno));
         }
-        if (count <= 0)
-            break;
+        if (count <= 0) break;
         count_cpu_lines(&counter, buf, (size_t)count);
         total_read += (size_t)count;
     }
@@ -698,8 +656,7 @@ static void read_names(gpufl_host_reader_t *r, char *buf, size_t cap) {
 /* The state of a reader that owns nothing: fini's result, init's start. */
 static void clear_reader(gpufl_host_reader_t *r) {
     memset(r, 0, sizeof *r);
-    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++)
-        r->fds[i] = -1;
+    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++) r->fds[i] = -1;
     r->info.cpu_count = GPUFL_HOST_UNKNOWN;
     r->info.mem_total_bytes = GPUFL_HOST_UNKNOWN;
     r->info.cg_mem_limit_bytes = GPUFL_HOST_UNKNOWN;
@@ -710,14 +667,11 @@ static void clear_reader(gpufl_host_reader_t *r) {
 
 int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root) {
     char buf[READ_BUFFER_BYTES];
-    if (r == NULL)
-        return gpufl__set_error(GPUFL_EINVAL, "host metrics reader is NULL");
+    if (r == NULL) return gpufl__set_error(GPUFL_EINVAL, "host metrics reader is NULL");
     clear_reader(r);
     int rc = set_root(r, root);
-    if (rc == 0)
-        rc = read_mem_total(r, buf, sizeof buf);
-    if (rc == 0)
-        rc = read_cpu_count(r, buf, sizeof buf);
+    if (rc == 0) rc = read_mem_total(r, buf, sizeof buf);
+    if (rc == 0) rc = read_cpu_count(r, buf, sizeof buf);
     if (rc != 0) {
         close_kept_files(r); /* a failed init owns nothing: fini has nothing to close */
         return rc;
@@ -743,13 +697,11 @@ int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root) {
 }
 
 void gpufl__host_reader_fini(gpufl_host_reader_t *r) {
-    if (r == NULL)
-        return;
+    if (r == NULL) return;
     /* Only an initialized reader owns descriptors: a failed init closed its
      * own, a second fini finds ready cleared, and a zero-filled reader's fds
      * (0) are not ours. */
-    if (r->ready)
-        close_kept_files(r);
+    if (r->ready) close_kept_files(r);
     clear_reader(r);
 }
 
@@ -778,7 +730,8 @@ static void remember(gpufl_host_reader_t *r, unsigned bit, int have_value) {
 }
 
 /* Returns -1 when /proc/stat cannot be read at all. */
-static int sample_host_cpu(gpufl_host_reader_t *r, char *buf, size_t cap, gpufl_host_sample_t *out) {
+static int sample_host_cpu(gpufl_host_reader_t *r, char *buf, size_t cap,
+                           gpufl_host_sample_t *out) {
     uint64_t busy, total;
     if (read_kept_file(r, GPUFL_HOST_FILE_STAT, 1, buf, cap) < 0) {
         remember(r, GPUFL_HOST_PREV_HOST_CPU, 0);
@@ -803,10 +756,8 @@ static int sample_host_cpu(gpufl_host_reader_t *r, char *buf, size_t cap, gpufl_
 /* Returns -1 when /proc/meminfo cannot be read at all. */
 static int sample_memory(gpufl_host_reader_t *r, char *buf, size_t cap, gpufl_host_sample_t *out) {
     uint64_t total_kib, available_kib;
-    if (read_kept_file(r, GPUFL_HOST_FILE_MEMINFO, 1, buf, cap) < 0)
-        return -1;
-    if (find_line_value(buf, "MemTotal:", &total_kib) != 0)
-        return 0;
+    if (read_kept_file(r, GPUFL_HOST_FILE_MEMINFO, 1, buf, cap) < 0) return -1;
+    if (find_line_value(buf, "MemTotal:", &total_kib) != 0) return 0;
     out->mem_total_bytes = kib_to_bytes(total_kib);
     /* MemAvailable, unlike MemFree, counts reclaimable page cache as free. */
     if (find_line_value(buf, "MemAvailable:", &available_kib) == 0 && available_kib <= total_kib)
@@ -823,8 +774,7 @@ static void sample_process(gpufl_host_reader_t *r, char *buf, size_t cap, double
     if (have_ticks && (r->have_prev & GPUFL_HOST_PREV_PROC_CPU))
         out->proc_cpu_pct =
             percent_of_one_cpu(r->prev_proc_ticks, ticks, (double)r->clk_tck, elapsed_ns);
-    if (have_ticks)
-        r->prev_proc_ticks = ticks;
+    if (have_ticks) r->prev_proc_ticks = ticks;
     remember(r, GPUFL_HOST_PREV_PROC_CPU, have_ticks);
 
     const char *p = buf;
@@ -843,12 +793,9 @@ static int read_cgroup_usage(gpufl_host_reader_t *r, int look_again, char *buf, 
     if (read_kept_file(r, GPUFL_HOST_FILE_CG_MEM, look_again, buf, cap) >= 0 &&
         parse_single_u64(buf, &value) == 0)
         out->cg_mem_used_bytes = u64_to_bytes(value);
-    if (read_kept_file(r, GPUFL_HOST_FILE_CG_CPU, look_again, buf, cap) < 0)
-        return 0;
-    if (v2)
-        return find_line_value(buf, "usage_usec ", usage_usec) == 0;
-    if (parse_single_u64(buf, &value) != 0)
-        return 0;
+    if (read_kept_file(r, GPUFL_HOST_FILE_CG_CPU, look_again, buf, cap) < 0) return 0;
+    if (v2) return find_line_value(buf, "usage_usec ", usage_usec) == 0;
+    if (parse_single_u64(buf, &value) != 0) return 0;
     *usage_usec = value / 1000; /* cpuacct.usage is in nanoseconds */
     return 1;
 }
@@ -856,17 +803,14 @@ static int read_cgroup_usage(gpufl_host_reader_t *r, int look_again, char *buf, 
 static void sample_cgroup(gpufl_host_reader_t *r, int refresh, char *buf, size_t cap,
                           double elapsed_ns, gpufl_host_sample_t *out) {
     uint64_t usage_usec = 0;
-    if (r->info.cgroup_version == 0)
-        return;
-    if (refresh)
-        read_limits(r, buf, cap);
+    if (r->info.cgroup_version == 0) return;
+    if (refresh) read_limits(r, buf, cap);
     out->cg_mem_limit_bytes = r->cg_mem_limit_bytes;
     out->cg_cpu_limit_cores = r->cg_cpu_limit_cores;
     int have_usage = read_cgroup_usage(r, refresh, buf, cap, out, &usage_usec);
     if (have_usage && (r->have_prev & GPUFL_HOST_PREV_CG_CPU))
         out->cg_cpu_pct = percent_of_one_cpu(r->prev_cg_usage_usec, usage_usec, 1e6, elapsed_ns);
-    if (have_usage)
-        r->prev_cg_usage_usec = usage_usec;
+    if (have_usage) r->prev_cg_usage_usec = usage_usec;
     remember(r, GPUFL_HOST_PREV_CG_CPU, have_usage);
 }
 

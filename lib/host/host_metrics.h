@@ -55,44 +55,44 @@
 typedef struct gpufl_host_info {
     char hostname[256];
     char kernel_release[128];
-    int cpu_count;                /* "cpuN" lines of /proc/stat; GPUFL_HOST_UNKNOWN (-1) when none */
-    int64_t mem_total_bytes;      /* MemTotal; GPUFL_HOST_UNKNOWN (-1) when missing or unparsable */
-    int cgroup_version;           /* 0 (none found), 1 or 2 */
-    char cgroup_path[512];        /* the process's cgroup (v1: the memory one), "" when none */
-    int64_t cg_mem_limit_bytes;   /* at init; GPUFL_HOST_UNKNOWN when unlimited */
-    double cg_cpu_limit_cores;    /* at init; < 0 when unlimited */
+    int cpu_count;              /* "cpuN" lines of /proc/stat; GPUFL_HOST_UNKNOWN (-1) when none */
+    int64_t mem_total_bytes;    /* MemTotal; GPUFL_HOST_UNKNOWN (-1) when missing or unparsable */
+    int cgroup_version;         /* 0 (none found), 1 or 2 */
+    char cgroup_path[512];      /* the process's cgroup (v1: the memory one), "" when none */
+    int64_t cg_mem_limit_bytes; /* at init; GPUFL_HOST_UNKNOWN when unlimited */
+    double cg_cpu_limit_cores;  /* at init; < 0 when unlimited */
 } gpufl_host_info_t;
 
 /* One sample. Percentages are over the interval since the previous sample
  * taken with the same gpufl_host_reader_t; the first sample has -1 for them. */
 typedef struct gpufl_host_sample {
-    int64_t ts_ns;                /* set by the caller; not touched here */
-    double cpu_pct;               /* host busy time over all CPUs, 0..100, or -1 */
-    double proc_cpu_pct;          /* this process, percent of one CPU, or -1 */
-    int64_t mem_used_bytes;       /* MemTotal - MemAvailable */
+    int64_t ts_ns;          /* set by the caller; not touched here */
+    double cpu_pct;         /* host busy time over all CPUs, 0..100, or -1 */
+    double proc_cpu_pct;    /* this process, percent of one CPU, or -1 */
+    int64_t mem_used_bytes; /* MemTotal - MemAvailable */
     int64_t mem_total_bytes;
     int64_t proc_rss_bytes;
-    int64_t cg_mem_used_bytes;    /* GPUFL_HOST_UNKNOWN outside a cgroup */
-    int64_t cg_mem_limit_bytes;   /* current (see GPUFL_HOST_LIMITS_EVERY); UNKNOWN when unlimited */
-    double cg_cpu_pct;            /* percent of one CPU, or -1 */
-    double cg_cpu_limit_cores;    /* current; < 0 when unlimited */
+    int64_t cg_mem_used_bytes;  /* GPUFL_HOST_UNKNOWN outside a cgroup */
+    int64_t cg_mem_limit_bytes; /* current (see GPUFL_HOST_LIMITS_EVERY); UNKNOWN when unlimited */
+    double cg_cpu_pct;          /* percent of one CPU, or -1 */
+    double cg_cpu_limit_cores;  /* current; < 0 when unlimited */
 } gpufl_host_sample_t;
 
 /* Bits of gpufl_host_reader_t.have_prev: which previous counter holds a
  * value. A counter that could not be read clears its bit, so the next rate
  * is never taken over a stale value. */
-#define GPUFL_HOST_PREV_HOST_CPU 1u   /* prev_host_busy, prev_host_total */
-#define GPUFL_HOST_PREV_PROC_CPU 2u   /* prev_proc_ticks */
-#define GPUFL_HOST_PREV_CG_CPU 4u     /* prev_cg_usage_usec */
+#define GPUFL_HOST_PREV_HOST_CPU 1u /* prev_host_busy, prev_host_total */
+#define GPUFL_HOST_PREV_PROC_CPU 2u /* prev_proc_ticks */
+#define GPUFL_HOST_PREV_CG_CPU   4u /* prev_cg_usage_usec */
 
 /* The files kept open, indexes of gpufl_host_reader_t.fds. */
 typedef enum gpufl_host_file {
-    GPUFL_HOST_FILE_STAT,         /* proc/stat */
-    GPUFL_HOST_FILE_MEMINFO,      /* proc/meminfo */
-    GPUFL_HOST_FILE_CG_MEM,       /* v2 memory.current, v1 memory.usage_in_bytes */
-    GPUFL_HOST_FILE_CG_CPU,       /* v2 cpu.stat, v1 cpuacct.usage */
-    GPUFL_HOST_FILE_SELF_STAT,    /* proc/self/stat, opened by process self_pid */
-    GPUFL_HOST_FILE_SELF_STATM,   /* proc/self/statm, likewise */
+    GPUFL_HOST_FILE_STAT,       /* proc/stat */
+    GPUFL_HOST_FILE_MEMINFO,    /* proc/meminfo */
+    GPUFL_HOST_FILE_CG_MEM,     /* v2 memory.current, v1 memory.usage_in_bytes */
+    GPUFL_HOST_FILE_CG_CPU,     /* v2 cpu.stat, v1 cpuacct.usage */
+    GPUFL_HOST_FILE_SELF_STAT,  /* proc/self/stat, opened by process self_pid */
+    GPUFL_HOST_FILE_SELF_STATM, /* proc/self/statm, likewise */
     GPUFL_HOST_FILE_COUNT
 } gpufl_host_file_t;
 
@@ -103,12 +103,12 @@ typedef enum gpufl_host_file {
  * Not thread-safe: one user at a time (the caller holds a lock when it
  * shares one). */
 typedef struct gpufl_host_reader {
-    char root[256];               /* "" means "/" */
-    unsigned have_prev;           /* GPUFL_HOST_PREV_* bits */
-    uint64_t prev_host_busy, prev_host_total;   /* /proc/stat jiffies */
-    uint64_t prev_proc_ticks;                   /* utime+stime of the process */
+    char root[256];                           /* "" means "/" */
+    unsigned have_prev;                       /* GPUFL_HOST_PREV_* bits */
+    uint64_t prev_host_busy, prev_host_total; /* /proc/stat jiffies */
+    uint64_t prev_proc_ticks;                 /* utime+stime of the process */
     uint64_t prev_cg_usage_usec;
-    int64_t prev_mono_ns;                       /* when the previous sample was read */
+    int64_t prev_mono_ns; /* when the previous sample was read */
     long clk_tck;
     long page_size;
     gpufl_host_info_t info;
@@ -122,15 +122,15 @@ typedef struct gpufl_host_reader {
     char cg_mem_dir[GPUFL_HOST_DIR_BYTES];       /* memory usage and limit */
     char cg_cpu_usage_dir[GPUFL_HOST_DIR_BYTES]; /* v1 cpuacct (usage) */
     char cg_cpu_limit_dir[GPUFL_HOST_DIR_BYTES]; /* v1 cpu (cfs quota and period) */
-    int64_t cg_mem_limit_bytes;   /* current limits, re-read every GPUFL_HOST_LIMITS_EVERY */
+    int64_t cg_mem_limit_bytes; /* current limits, re-read every GPUFL_HOST_LIMITS_EVERY */
     double cg_cpu_limit_cores;
-    uint64_t samples;             /* samples taken so far */
+    uint64_t samples; /* samples taken so far */
 
     int fds[GPUFL_HOST_FILE_COUNT]; /* -1 when not open: then opened by path when needed */
-    unsigned absent;              /* bits (1u << gpufl_host_file_t): cgroup files found
+    unsigned absent;                /* bits (1u << gpufl_host_file_t): cgroup files found
                                      missing, looked for again with the limits */
-    pid_t self_pid;               /* the process that opened the SELF files */
-    int ready;                    /* set by a successful init, cleared by fini */
+    pid_t self_pid;                 /* the process that opened the SELF files */
+    int ready;                      /* set by a successful init, cleared by fini */
 } gpufl_host_reader_t;
 
 /* root: NULL or "" for the real system, else a directory holding proc/ and

@@ -12,12 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const gpufl_col_def_t sample_cols[] = {
-    {"ts_ns", GPUFL_COL_INT},          {"cpu_pct", GPUFL_COL_PCT},
-    {"proc_cpu_pct", GPUFL_COL_PCT},   {"mem_used_bytes", GPUFL_COL_OPT},
-    {"mem_total_bytes", GPUFL_COL_OPT}, {"proc_rss_bytes", GPUFL_COL_OPT},
-    {"cg_mem_used_bytes", GPUFL_COL_OPT}, {"cg_mem_limit_bytes", GPUFL_COL_OPT},
-    {"cg_cpu_pct", GPUFL_COL_PCT},     {"cg_cpu_limit_cores", GPUFL_COL_FIX2}};
+static const gpufl_col_def_t sample_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                              {"cpu_pct", GPUFL_COL_PCT},
+                                              {"proc_cpu_pct", GPUFL_COL_PCT},
+                                              {"mem_used_bytes", GPUFL_COL_OPT},
+                                              {"mem_total_bytes", GPUFL_COL_OPT},
+                                              {"proc_rss_bytes", GPUFL_COL_OPT},
+                                              {"cg_mem_used_bytes", GPUFL_COL_OPT},
+                                              {"cg_mem_limit_bytes", GPUFL_COL_OPT},
+                                              {"cg_cpu_pct", GPUFL_COL_PCT},
+                                              {"cg_cpu_limit_cores", GPUFL_COL_FIX2}};
 #define SAMPLE_COLS ((int)(sizeof sample_cols / sizeof sample_cols[0]))
 
 static void sample_to_cells(const gpufl_host_sample_t *x, gpufl_cell_t *row) {
@@ -53,8 +57,8 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
     case GPUFL_SAMPLE_BASELINE: take(s, now_ns, &x); break;
     case GPUFL_SAMPLE_TAKE:
         if (take(s, now_ns, &x) == 0) {
-            gpufl_cell_t *row = gpufl__batch_next(&s->batch, gpufl__collector_file(c, GPUFL_FILE_SYSTEM),
-                                                  gpufl__collector_dict(c));
+            gpufl_cell_t *row = gpufl__batch_next(
+                &s->batch, gpufl__collector_file(c, GPUFL_FILE_SYSTEM), gpufl__collector_dict(c));
             if (row) sample_to_cells(&x, row);
         }
         break;
@@ -120,8 +124,7 @@ int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
     int rc = gpufl__batch_init(&s->batch, "host_sample", sample_cols, SAMPLE_COLS);
     if (rc) return rc;
     s->reader_ok = gpufl__host_reader_init(&s->reader, root) == 0;
-    if (!s->reader_ok)
-        gpufl__warn("host metrics are off: %s", gpufl_last_error());
+    if (!s->reader_ok) gpufl__warn("host metrics are off: %s", gpufl_last_error());
     if (s->when.continuous) { /* baseline now: the first period gets its rates */
         gpufl_host_sample_t x;
         int64_t now = gpufl__mono_ns();

@@ -21,8 +21,7 @@
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "function and object pointers differ");
 
 static void copy_text(char *out, size_t size, const char *text) {
-    if (size == 0)
-        return;
+    if (size == 0) return;
     snprintf(out, size, "%s", text ? text : "");
 }
 
@@ -30,8 +29,7 @@ static void copy_text(char *out, size_t size, const char *text) {
  * soname is on no search path: that is "not found", anything else is a file
  * that exists and failed to load (wrong architecture, missing dependency). */
 static int is_not_found(const char *name, const char *error) {
-    if (strchr(name, '/') != NULL)
-        return access(name, F_OK) != 0;
+    if (strchr(name, '/') != NULL) return access(name, F_OK) != 0;
     return error == NULL || strstr(error, "No such file") != NULL;
 }
 
@@ -74,8 +72,7 @@ static void format_names(char *out, size_t size, const gpufl__dl_sym_t *sym) {
     size_t n = (size_t)snprintf(out, size, "%s", sym->names[0]);
     for (int v = 1; v < GPUFL_DL_VARIANTS && sym->names[v] && n < size; v++)
         n += (size_t)snprintf(out + n, size - n, "%s%s", v == 1 ? " (or " : ", ", sym->names[v]);
-    if (sym->names[1] && n < size)
-        snprintf(out + n, size - n, ")");
+    if (sym->names[1] && n < size) snprintf(out + n, size - n, ")");
 }
 
 /* Appends a symbol to dl->missing; once full, the list ends with "...". */
@@ -83,11 +80,11 @@ static void note_missing(gpufl__dl_t *dl, const gpufl__dl_sym_t *sym) {
     char entry[256];
     size_t length = strlen(dl->missing);
     dl->missing_count++;
-    if (length >= 3 && strcmp(dl->missing + length - 3, "...") == 0)
-        return;
+    if (length >= 3 && strcmp(dl->missing + length - 3, "...") == 0) return;
     format_names(entry, sizeof entry, sym);
     if (length + 2 + strlen(entry) + 5 <= sizeof dl->missing)
-        snprintf(dl->missing + length, sizeof dl->missing - length, "%s%s", length ? ", " : "", entry);
+        snprintf(dl->missing + length, sizeof dl->missing - length, "%s%s", length ? ", " : "",
+                 entry);
     else
         snprintf(dl->missing + length, sizeof dl->missing - length, "%s...", length ? ", " : "");
 }
@@ -107,8 +104,7 @@ int gpufl__dl_resolve(gpufl__dl_t *dl, gpufl__dl_sym_t *syms, size_t count, char
             }
         }
         memcpy(sym->slot, &address, sizeof address);
-        if (address != NULL)
-            continue;
+        if (address != NULL) continue;
         if (sym->required && status == 0) {
             char names[256];
             format_names(names, sizeof names, sym);
@@ -122,9 +118,7 @@ int gpufl__dl_resolve(gpufl__dl_t *dl, gpufl__dl_sym_t *syms, size_t count, char
 }
 
 void gpufl__dl_close(gpufl__dl_t *dl) {
-    if (dl == NULL)
-        return;
-    if (dl->handle != NULL)
-        dlclose(dl->handle);
+    if (dl == NULL) return;
+    if (dl->handle != NULL) dlclose(dl->handle);
     memset(dl, 0, sizeof *dl);
 }

@@ -13,15 +13,15 @@
 
 #include <stddef.h>
 
-#define GPUFL_DL_NAME_BYTES 256    /* longest library name or path kept */
+#define GPUFL_DL_NAME_BYTES    256 /* longest library name or path kept */
 #define GPUFL_DL_MISSING_BYTES 512 /* the list of optional symbols not found */
-#define GPUFL_DL_VARIANTS 4        /* names tried per symbol */
+#define GPUFL_DL_VARIANTS      4   /* names tried per symbol */
 
 /* An opened library. Zero it (or let open fill it) before use. */
 typedef struct gpufl__dl {
-    void *handle;                          /* from dlopen; NULL when closed */
-    char name[GPUFL_DL_NAME_BYTES];        /* the name or path that opened */
-    char missing[GPUFL_DL_MISSING_BYTES];  /* optional symbols absent: "a, b (or c)"; "" none */
+    void *handle;                         /* from dlopen; NULL when closed */
+    char name[GPUFL_DL_NAME_BYTES];       /* the name or path that opened */
+    char missing[GPUFL_DL_MISSING_BYTES]; /* optional symbols absent: "a, b (or c)"; "" none */
     int missing_count;
 } gpufl__dl_t;
 

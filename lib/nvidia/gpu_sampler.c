@@ -49,32 +49,16 @@ static const gpufl_col_def_t sample_cols[] = {
 #define SAMPLE_COLS ((int)(sizeof sample_cols / sizeof sample_cols[0]))
 
 static void to_cells(int64_t ts, int device, const gpufl_gpu_sample_t *x, gpufl_cell_t *row) {
-    int64_t ints[] = {ts,
-                      device,
-                      x->gpu_util_pct,
-                      x->mem_util_pct,
-                      x->mem_used_bytes,
-                      x->mem_free_bytes,
-                      x->mem_total_bytes,
-                      x->temp_gpu_c,
-                      x->temp_mem_c,
-                      x->power_mw,
-                      x->power_limit_mw,
-                      x->energy_mj,
-                      x->clock_sm_mhz,
-                      x->clock_gfx_mhz,
-                      x->clock_mem_mhz,
-                      x->fan_pct,
-                      x->pcie_tx_bytes_per_s,
-                      x->pcie_rx_bytes_per_s,
-                      /* UINT64_MAX is "unknown"; real reasons use the low bits */
-                      x->throttle_reasons == UINT64_MAX
-                          ? GPUFL_GPU_UNKNOWN
-                          : (int64_t)(x->throttle_reasons & ((1ull << 53) - 1)),
-                      x->ecc_sbe_volatile,
-                      x->ecc_dbe_volatile,
-                      x->nvlink_tx_bytes_per_s,
-                      x->nvlink_rx_bytes_per_s};
+    int64_t ints[] = {
+        ts, device, x->gpu_util_pct, x->mem_util_pct, x->mem_used_bytes, x->mem_free_bytes,
+        x->mem_total_bytes, x->temp_gpu_c, x->temp_mem_c, x->power_mw, x->power_limit_mw,
+        x->energy_mj, x->clock_sm_mhz, x->clock_gfx_mhz, x->clock_mem_mhz, x->fan_pct,
+        x->pcie_tx_bytes_per_s, x->pcie_rx_bytes_per_s,
+        /* UINT64_MAX is "unknown"; real reasons use the low bits */
+        x->throttle_reasons == UINT64_MAX ? GPUFL_GPU_UNKNOWN
+                                          : (int64_t)(x->throttle_reasons & ((1ull << 53) - 1)),
+        x->ecc_sbe_volatile, x->ecc_dbe_volatile, x->nvlink_tx_bytes_per_s,
+        x->nvlink_rx_bytes_per_s};
     enum { NINTS = sizeof ints / sizeof ints[0] };
     for (int i = 0; i < NINTS; i++) row[i].i = ints[i];
     row[NINTS + 0].d = x->sm_active_pct;
@@ -129,12 +113,14 @@ static uint64_t proc_signature(const gpufl_gpu_sample_t *x) {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)x->nprocs;
     int n = x->nprocs < GPUFL_GPU_PROCS_MAX ? x->nprocs : GPUFL_GPU_PROCS_MAX;
     for (int i = 0; i < n; i++)
-        h = (h ^ (uint64_t)x->procs[i].pid) * 1099511628211ull ^ (uint64_t)(x->procs[i].used_bytes >> 20);
+        h = (h ^ (uint64_t)x->procs[i].pid) * 1099511628211ull ^
+            (uint64_t)(x->procs[i].used_bytes >> 20);
     return h;
 }
 
 /* Processes are written when the list (or their memory, to the MiB) changes. */
-static void write_processes(gpufl_gpu_sampler_t *s, int d, int64_t ts, const gpufl_gpu_sample_t *x) {
+static void write_processes(gpufl_gpu_sampler_t *s, int d, int64_t ts,
+                            const gpufl_gpu_sample_t *x) {
     uint64_t sig = proc_signature(x);
     if (sig == s->proc_sig[d] || x->nprocs < 0) return;
     s->proc_sig[d] = sig;
@@ -153,8 +139,10 @@ static void write_processes(gpufl_gpu_sampler_t *s, int d, int64_t ts, const gpu
     gpufl__buf_puts(b, "],\"used_bytes\":[");
     for (int i = 0; i < n; i++) {
         if (i) gpufl__buf_putc(b, ',');
-        if (x->procs[i].used_bytes < 0) gpufl__buf_puts(b, "null");
-        else gpufl__buf_put_i64(b, x->procs[i].used_bytes);
+        if (x->procs[i].used_bytes < 0)
+            gpufl__buf_puts(b, "null");
+        else
+            gpufl__buf_put_i64(b, x->procs[i].used_bytes);
     }
     gpufl__buf_putc(b, ']');
     gpufl__writer_end_record(f);

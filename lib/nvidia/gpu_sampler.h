@@ -15,9 +15,9 @@ typedef struct gpufl_gpu_sampler {
     gpufl_collector_t *collector;
     gpufl_sampling_t when;
     gpufl_batch_t batch;
-    int lost[GPUFL_GPU_MAX]; /* device stopped answering: said once, not sampled again */
+    int lost[GPUFL_GPU_MAX];          /* device stopped answering: said once, not sampled again */
     uint64_t proc_sig[GPUFL_GPU_MAX]; /* signature of the last process list written */
-    gpufl_cost_t cost; /* what each device sample cost, for the source_cost record */
+    gpufl_cost_t cost;                /* what each device sample cost, for the source_cost record */
 } gpufl_gpu_sampler_t;
 
 /* Takes ownership of nvml (opened by the caller), writes gpu_info records

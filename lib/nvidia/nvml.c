@@ -43,17 +43,17 @@
 #include <time.h>
 
 /* Process entries asked for per call, and the largest entry layout. */
-#define PROC_ENTRIES_MAX 256
+#define PROC_ENTRIES_MAX     256
 #define PROC_ENTRY_BYTES_MAX ((int)sizeof(nvmlProcessInfo_v3_535_t))
 /* Filled into the process buffer to see how far the driver wrote. */
-#define PROC_SENTINEL 0xA5
+#define PROC_SENTINEL   0xA5
 #define GPM_METRICS_MAX 8
 /* An energy read slower than this is made at most every ENERGY_SLOW_EVERY_NS. */
-#define ENERGY_SLOW_NS INT64_C(500000)
+#define ENERGY_SLOW_NS       INT64_C(500000)
 #define ENERGY_SLOW_EVERY_NS INT64_C(30000000000) /* 3 ms every 30 s: 10 us a sample at 100 ms */
-#define NS_PER_S 1e9
-#define MIB 1048576.0
-#define KIB 1024
+#define NS_PER_S             1e9
+#define MIB                  1048576.0
+#define KIB                  1024
 
 static const char *const default_names[] = {"libnvidia-ml.so.1", "libnvidia-ml.so", NULL};
 
@@ -120,13 +120,35 @@ enum query {
 };
 
 static const char *const query_names[Q_COUNT] = {
-    "memory (v2)", "memory", "utilization", "temperature", "power", "power limit",
-    "SM clock", "graphics clock", "memory clock", "fan", "clock event reasons",
-    "energy", "field values", "compute processes", "graphics processes", "GPM",
+    "memory (v2)",
+    "memory",
+    "utilization",
+    "temperature",
+    "power",
+    "power limit",
+    "SM clock",
+    "graphics clock",
+    "memory clock",
+    "fan",
+    "clock event reasons",
+    "energy",
+    "field values",
+    "compute processes",
+    "graphics processes",
+    "GPM",
 };
 
 /* The field values read in the one batch call; each is a bit of dev->field_skip. */
-enum field { F_MEMORY_TEMP, F_PCIE_TX, F_PCIE_RX, F_ECC_SBE, F_ECC_DBE, F_NVLINK_TX, F_NVLINK_RX, F_COUNT };
+enum field {
+    F_MEMORY_TEMP,
+    F_PCIE_TX,
+    F_PCIE_RX,
+    F_ECC_SBE,
+    F_ECC_DBE,
+    F_NVLINK_TX,
+    F_NVLINK_RX,
+    F_COUNT
+};
 
 static const struct {
     unsigned int id, scope;
@@ -148,33 +170,33 @@ typedef struct counter {
     int valid;
 } counter_t;
 
-#define PCIE_FIELDS (BIT(F_PCIE_TX) | BIT(F_PCIE_RX))
+#define PCIE_FIELDS   (BIT(F_PCIE_TX) | BIT(F_PCIE_RX))
 #define NVLINK_FIELDS (BIT(F_NVLINK_TX) | BIT(F_NVLINK_RX))
 
 typedef struct device {
     gpufl_gpu_info_t info;
     nvmlDevice_t handle;
-    nvmlDevice_t parent;             /* the whole GPU, for a MIG instance (GPM is read there) */
-    unsigned int gpu_instance_id;    /* MIG GPU instance id, for nvmlGpmMigSampleGet */
-    unsigned int skip;               /* BIT(Q_*) no longer asked */
-    unsigned int field_skip;         /* BIT(F_*) no longer asked */
-    int lost;                        /* answered GPU_IS_LOST: never asked again */
-    int64_t last_ns;                 /* now_ns of the previous sample; 0 before the first */
+    nvmlDevice_t parent;          /* the whole GPU, for a MIG instance (GPM is read there) */
+    unsigned int gpu_instance_id; /* MIG GPU instance id, for nvmlGpmMigSampleGet */
+    unsigned int skip;            /* BIT(Q_*) no longer asked */
+    unsigned int field_skip;      /* BIT(F_*) no longer asked */
+    int lost;                     /* answered GPU_IS_LOST: never asked again */
+    int64_t last_ns;              /* now_ns of the previous sample; 0 before the first */
     counter_t pcie_tx, pcie_rx, nvlink_tx, nvlink_rx;
-    unsigned int gpm_rates;          /* PCIE_/NVLINK_FIELDS whose rates GPM gives instead */
-    unsigned int gpm_refused;        /* PCIE_/NVLINK_FIELDS whose GPM metrics were refused */
-    int64_t energy_next_ns;          /* the energy counter is not read before this now_ns */
-    nvmlGpmSample_t gpm[2];          /* two snapshots, used in turn */
-    int64_t slow_last_ns;            /* when processes and GPM were last read */
-    int gpm_next;                    /* which one the next snapshot goes into */
-    int gpm_have_prev;               /* gpm[!gpm_next] holds the previous snapshot */
+    unsigned int gpm_rates;   /* PCIE_/NVLINK_FIELDS whose rates GPM gives instead */
+    unsigned int gpm_refused; /* PCIE_/NVLINK_FIELDS whose GPM metrics were refused */
+    int64_t energy_next_ns;   /* the energy counter is not read before this now_ns */
+    nvmlGpmSample_t gpm[2];   /* two snapshots, used in turn */
+    int64_t slow_last_ns;     /* when processes and GPM were last read */
+    int gpm_next;             /* which one the next snapshot goes into */
+    int gpm_have_prev;        /* gpm[!gpm_next] holds the previous snapshot */
 } device_t;
 
 struct gpufl_nvml {
     gpufl__dl_t dl;
     nvml_fns_t fn;
-    int initialized;                 /* nvmlInit succeeded: shut down at close */
-    const char *init_name;           /* the init symbol found, for messages */
+    int initialized;       /* nvmlInit succeeded: shut down at close */
+    const char *init_name; /* the init symbol found, for messages */
     int count;
     device_t dev[GPUFL_GPU_MAX];
     char version[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
@@ -197,8 +219,7 @@ struct gpufl_nvml {
 static const char *status_name(const gpufl_nvml_t *n, nvmlReturn_t r) {
     if (n && n->fn.error_string) {
         const char *s = n->fn.error_string(r);
-        if (s && s[0])
-            return s;
+        if (s && s[0]) return s;
     }
     switch (r) {
     case NVML_SUCCESS: return "Success";
@@ -233,8 +254,7 @@ static int is_refusal(nvmlReturn_t r) {
  * again); any other failure is only this sample's.
  */
 static int ok(device_t *d, enum query q, nvmlReturn_t r) {
-    if (r == NVML_SUCCESS)
-        return 1;
+    if (r == NVML_SUCCESS) return 1;
     if (r == NVML_ERROR_GPU_IS_LOST) {
         d->lost = 1;
     } else if (is_refusal(r)) {
@@ -254,29 +274,24 @@ static int64_t clamp_i64(unsigned long long v) {
     return v > (unsigned long long)INT64_MAX ? GPUFL_GPU_UNKNOWN : (int64_t)v;
 }
 
-static void copy_string(char *out, size_t size, const char *in) {
-    snprintf(out, size, "%s", in);
-}
+static void copy_string(char *out, size_t size, const char *in) { snprintf(out, size, "%s", in); }
 
 /* A field's value as an unsigned integer; 0 when its type cannot be one. */
 static int field_u64(const nvmlFieldValue_t *f, uint64_t *out) {
     switch (f->valueType) {
     case NVML_VALUE_TYPE_DOUBLE:
-        if (!(f->value.dVal >= 0 && f->value.dVal < 1.8e19))
-            return 0;
+        if (!(f->value.dVal >= 0 && f->value.dVal < 1.8e19)) return 0;
         *out = (uint64_t)f->value.dVal;
         return 1;
     case NVML_VALUE_TYPE_UNSIGNED_INT: *out = f->value.uiVal; return 1;
     case NVML_VALUE_TYPE_UNSIGNED_LONG: *out = f->value.ulVal; return 1;
     case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: *out = f->value.ullVal; return 1;
     case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
-        if (f->value.sllVal < 0)
-            return 0;
+        if (f->value.sllVal < 0) return 0;
         *out = (uint64_t)f->value.sllVal;
         return 1;
     case NVML_VALUE_TYPE_SIGNED_INT:
-        if (f->value.siVal < 0)
-            return 0;
+        if (f->value.siVal < 0) return 0;
         *out = (uint64_t)f->value.siVal;
         return 1;
     case NVML_VALUE_TYPE_UNSIGNED_SHORT: *out = f->value.usVal; return 1;
@@ -288,8 +303,10 @@ static int field_u64(const nvmlFieldValue_t *f, uint64_t *out) {
 /* Loading                                                                  */
 /* ---------------------------------------------------------------------- */
 
-#define SYM(field, ...) {{__VA_ARGS__}, &fn->field, 0, -1}
-#define REQUIRED(field, ...) {{__VA_ARGS__}, &fn->field, 1, -1}
+#define SYM(field, ...)                                                                            \
+    { {__VA_ARGS__}, &fn->field, 0, -1 }
+#define REQUIRED(field, ...)                                                                       \
+    { {__VA_ARGS__}, &fn->field, 1, -1 }
 
 /* Resolves every symbol we use; newest version first. Returns 0 or
  * GPUFL_ENOTSUP (a required one is missing). */
@@ -297,9 +314,9 @@ static int load_symbols(gpufl_nvml_t *n, char *why, size_t why_size) {
     nvml_fns_t *fn = &n->fn;
     gpufl__dl_sym_t syms[] = {
         [SYM_INIT] = REQUIRED(init, "nvmlInit_v2", "nvmlInit"),
-        [SYM_COMPUTE_PROCS] = SYM(compute_procs, "nvmlDeviceGetComputeRunningProcesses_v3",
-                                  "nvmlDeviceGetComputeRunningProcesses_v2",
-                                  "nvmlDeviceGetComputeRunningProcesses"),
+        [SYM_COMPUTE_PROCS] =
+            SYM(compute_procs, "nvmlDeviceGetComputeRunningProcesses_v3",
+                "nvmlDeviceGetComputeRunningProcesses_v2", "nvmlDeviceGetComputeRunningProcesses"),
         [SYM_GRAPHICS_PROCS] = SYM(graphics_procs, "nvmlDeviceGetGraphicsRunningProcesses_v3",
                                    "nvmlDeviceGetGraphicsRunningProcesses_v2",
                                    "nvmlDeviceGetGraphicsRunningProcesses"),
@@ -309,7 +326,8 @@ static int load_symbols(gpufl_nvml_t *n, char *why, size_t why_size) {
         SYM(error_string, "nvmlErrorString"),
         SYM(driver_version, "nvmlSystemGetDriverVersion"),
         SYM(nvml_version, "nvmlSystemGetNVMLVersion"),
-        SYM(cuda_driver_version, "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"),
+        SYM(cuda_driver_version, "nvmlSystemGetCudaDriverVersion_v2",
+            "nvmlSystemGetCudaDriverVersion"),
         SYM(name, "nvmlDeviceGetName"),
         SYM(uuid, "nvmlDeviceGetUUID"),
         SYM(pci_info, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"),
@@ -343,8 +361,7 @@ static int load_symbols(gpufl_nvml_t *n, char *why, size_t why_size) {
     };
     size_t count = sizeof syms / sizeof syms[0];
     int rc = gpufl__dl_resolve(&n->dl, syms, count, why, why_size);
-    if (rc != 0)
-        return rc;
+    if (rc != 0) return rc;
     /* Process entry layout by symbol version: v1 16 bytes, v2 24, v3 measured. */
     for (int k = 0; k < 2; k++) {
         int found = syms[k == 0 ? SYM_COMPUTE_PROCS : SYM_GRAPHICS_PROCS].found;
@@ -353,8 +370,7 @@ static int load_symbols(gpufl_nvml_t *n, char *why, size_t why_size) {
                                          : (int)sizeof(nvmlProcessInfo_v1_t);
     }
     n->init_name = syms[SYM_INIT].names[syms[SYM_INIT].found];
-    if (n->dl.missing_count)
-        gpufl__debug("nvml: %s lacks %s", n->dl.name, n->dl.missing);
+    if (n->dl.missing_count) gpufl__debug("nvml: %s lacks %s", n->dl.name, n->dl.missing);
     return 0;
 }
 
@@ -383,15 +399,12 @@ static int64_t read_memory_total(gpufl_nvml_t *n, device_t *d) {
     if (want(d, Q_MEMORY_V2, n->fn.memory_v2)) {
         nvmlMemory_v2_t m = {.version = NVML_MEMORY_V2_VERSION};
         nvmlReturn_t r = n->fn.memory_v2(d->handle, &m);
-        if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
-            d->skip |= BIT(Q_MEMORY_V2);
-        if (ok(d, Q_MEMORY_V2, r))
-            return clamp_i64(m.total);
+        if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) d->skip |= BIT(Q_MEMORY_V2);
+        if (ok(d, Q_MEMORY_V2, r)) return clamp_i64(m.total);
     }
     if (want(d, Q_MEMORY, n->fn.memory)) {
         nvmlMemory_t m;
-        if (ok(d, Q_MEMORY, n->fn.memory(d->handle, &m)))
-            return clamp_i64(m.total);
+        if (ok(d, Q_MEMORY, n->fn.memory(d->handle, &m))) return clamp_i64(m.total);
     }
     return GPUFL_GPU_UNKNOWN;
 }
@@ -404,7 +417,10 @@ static int cores_per_sm(int major, int minor) {
     case 6: return minor == 0 ? 64 : 128;
     case 7: return 64;
     case 8: return minor == 0 ? 64 : 128;
-    case 9: case 10: case 11: case 12: return 128;
+    case 9:
+    case 10:
+    case 11:
+    case 12: return 128;
     default: return 0;
     }
 }
@@ -431,8 +447,7 @@ static int read_sm_count(gpufl_nvml_t *n, nvmlDevice_t h, int cc_major, int cc_m
 static void read_pci_bus_id(gpufl_nvml_t *n, nvmlDevice_t h, char *out, size_t size) {
     nvmlPciInfo_t pci;
     memset(&pci, 0, sizeof pci);
-    if (!n->fn.pci_info || n->fn.pci_info(h, &pci) != NVML_SUCCESS)
-        return;
+    if (!n->fn.pci_info || n->fn.pci_info(h, &pci) != NVML_SUCCESS) return;
     pci.busId[sizeof pci.busId - 1] = '\0';
     if (pci.busId[0])
         copy_string(out, size, pci.busId);
@@ -443,42 +458,35 @@ static void read_pci_bus_id(gpufl_nvml_t *n, nvmlDevice_t h, char *out, size_t s
 /* Active NVLink links: asked link by link until the driver says there are no more. */
 static int count_nvlinks(gpufl_nvml_t *n, nvmlDevice_t h) {
     int active = 0;
-    if (!n->fn.nvlink_state)
-        return 0;
+    if (!n->fn.nvlink_state) return 0;
     for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; link++) {
         nvmlEnableState_t state = NVML_FEATURE_DISABLED;
         nvmlReturn_t r = n->fn.nvlink_state(h, link, &state);
-        if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT)
-            break;
-        if (r == NVML_SUCCESS && state == NVML_FEATURE_ENABLED)
-            active++;
+        if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT) break;
+        if (r == NVML_SUCCESS && state == NVML_FEATURE_ENABLED) active++;
     }
     return active;
 }
 
 static int gpm_supported(gpufl_nvml_t *n, nvmlDevice_t h) {
     nvmlGpmSupport_t support = {.version = NVML_GPM_SUPPORT_VERSION, .isSupportedDevice = 0};
-    if (!n->fn.gpm_support || !n->fn.gpm_alloc || !n->fn.gpm_free || !n->fn.gpm_metrics)
-        return 0;
+    if (!n->fn.gpm_support || !n->fn.gpm_alloc || !n->fn.gpm_free || !n->fn.gpm_metrics) return 0;
     return n->fn.gpm_support(h, &support) == NVML_SUCCESS && support.isSupportedDevice == 1;
 }
 
 /* The two GPM snapshots of a device; without them it reads no GPM metrics. */
 static void gpm_alloc(gpufl_nvml_t *n, device_t *d) {
-    if (!d->info.gpm_supported)
-        return;
+    if (!d->info.gpm_supported) return;
     if (n->fn.gpm_alloc(&d->gpm[0]) == NVML_SUCCESS && n->fn.gpm_alloc(&d->gpm[1]) == NVML_SUCCESS)
         return;
     for (int i = 0; i < 2; i++)
-        if (d->gpm[i])
-            n->fn.gpm_free(d->gpm[i]);
+        if (d->gpm[i]) n->fn.gpm_free(d->gpm[i]);
     d->gpm[0] = d->gpm[1] = NULL;
     d->info.gpm_supported = 0;
 }
 
 static device_t *add_device(gpufl_nvml_t *n, nvmlDevice_t handle) {
-    if (n->count >= GPUFL_GPU_MAX)
-        return NULL;
+    if (n->count >= GPUFL_GPU_MAX) return NULL;
     device_t *d = &n->dev[n->count++];
     memset(d, 0, sizeof *d);
     info_init(&d->info);
@@ -487,10 +495,10 @@ static device_t *add_device(gpufl_nvml_t *n, nvmlDevice_t handle) {
 }
 
 /* MIG instances take the device-wide readings from their parent's entry. */
-#define MIG_SKIP                                                                               \
-    (BIT(Q_UTILIZATION) | BIT(Q_TEMPERATURE) | BIT(Q_POWER) | BIT(Q_POWER_LIMIT) |            \
-     BIT(Q_CLOCK_SM) | BIT(Q_CLOCK_GFX) | BIT(Q_CLOCK_MEM) | BIT(Q_FAN) |                     \
-     BIT(Q_EVENT_REASONS) | BIT(Q_ENERGY) | BIT(Q_FIELDS))
+#define MIG_SKIP                                                                                   \
+    (BIT(Q_UTILIZATION) | BIT(Q_TEMPERATURE) | BIT(Q_POWER) | BIT(Q_POWER_LIMIT) |                 \
+     BIT(Q_CLOCK_SM) | BIT(Q_CLOCK_GFX) | BIT(Q_CLOCK_MEM) | BIT(Q_FAN) | BIT(Q_EVENT_REASONS) |   \
+     BIT(Q_ENERGY) | BIT(Q_FIELDS))
 
 /* Lists the MIG devices of a GPU with MIG on, right after it. */
 static void add_mig_devices(gpufl_nvml_t *n, const device_t *parent) {
@@ -515,8 +523,7 @@ static void add_mig_devices(gpufl_nvml_t *n, const device_t *parent) {
         info->mig_index = (int)slot;
         if (!n->fn.name || n->fn.name(handle, info->name, sizeof info->name) != NVML_SUCCESS)
             memcpy(info->name, p->name, sizeof info->name);
-        if (n->fn.uuid)
-            n->fn.uuid(handle, info->uuid, sizeof info->uuid);
+        if (n->fn.uuid) n->fn.uuid(handle, info->uuid, sizeof info->uuid);
         memcpy(info->pci_bus_id, p->pci_bus_id, sizeof info->pci_bus_id);
         info->cc_major = p->cc_major;
         info->cc_minor = p->cc_minor;
@@ -550,13 +557,12 @@ static int add_gpu(gpufl_nvml_t *n, unsigned int index, const char *driver_versi
     }
     gpufl_gpu_info_t *info = &d->info;
     info->index = (int)index;
-    if (n->fn.name)
-        n->fn.name(handle, info->name, sizeof info->name);
-    if (n->fn.uuid)
-        n->fn.uuid(handle, info->uuid, sizeof info->uuid);
+    if (n->fn.name) n->fn.name(handle, info->name, sizeof info->name);
+    if (n->fn.uuid) n->fn.uuid(handle, info->uuid, sizeof info->uuid);
     read_pci_bus_id(n, handle, info->pci_bus_id, sizeof info->pci_bus_id);
     int major = 0, minor = 0;
-    if (n->fn.compute_capability && n->fn.compute_capability(handle, &major, &minor) == NVML_SUCCESS) {
+    if (n->fn.compute_capability &&
+        n->fn.compute_capability(handle, &major, &minor) == NVML_SUCCESS) {
         info->cc_major = major;
         info->cc_minor = minor;
     }
@@ -579,8 +585,7 @@ static int add_gpu(gpufl_nvml_t *n, unsigned int index, const char *driver_versi
     if (!n->fn.ecc_mode || n->fn.ecc_mode(handle, &ecc, &ecc_pending) != NVML_SUCCESS ||
         ecc != NVML_FEATURE_ENABLED)
         d->field_skip |= BIT(F_ECC_SBE) | BIT(F_ECC_DBE);
-    if (info->nvlink_links == 0)
-        d->field_skip |= NVLINK_FIELDS;
+    if (info->nvlink_links == 0) d->field_skip |= NVLINK_FIELDS;
     gpm_alloc(n, d);
     /* With GPM, PCIe and NVLink rates come with the GPM sample taken anyway;
      * the PCIe byte counters cost about 250 us a read on an H100 (and are
@@ -588,8 +593,7 @@ static int add_gpu(gpufl_nvml_t *n, unsigned int index, const char *driver_versi
     if (info->gpm_supported)
         d->gpm_rates = PCIE_FIELDS | (info->nvlink_links > 0 ? NVLINK_FIELDS : 0u);
 
-    if (info->mig_mode == 1)
-        add_mig_devices(n, d); /* appends after d; the array never moves */
+    if (info->mig_mode == 1) add_mig_devices(n, d); /* appends after d; the array never moves */
     return 0;
 }
 
@@ -604,8 +608,7 @@ int gpufl__nvml_open(const char *library_path, gpufl_nvml_t **out, char *why, si
         why_size = sizeof scratch;
     }
     why[0] = '\0';
-    if (out == NULL)
-        return gpufl__set_error(GPUFL_EINVAL, "gpufl__nvml_open: out is NULL");
+    if (out == NULL) return gpufl__set_error(GPUFL_EINVAL, "gpufl__nvml_open: out is NULL");
     *out = NULL;
 
     gpufl_nvml_t *n = calloc(1, sizeof *n);
@@ -614,13 +617,10 @@ int gpufl__nvml_open(const char *library_path, gpufl_nvml_t **out, char *why, si
         return gpufl__set_error(GPUFL_ENOMEM, "nvml: out of memory");
     }
     const char *path = library_path;
-    if (path == NULL || path[0] == '\0')
-        path = getenv("GPUFL_NVML_LIBRARY");
+    if (path == NULL || path[0] == '\0') path = getenv("GPUFL_NVML_LIBRARY");
     int rc = gpufl__dl_open(&n->dl, path, default_names, "no NVIDIA driver", why, why_size);
-    if (rc == 0)
-        rc = load_symbols(n, why, why_size);
-    if (rc != 0)
-        goto fail;
+    if (rc == 0) rc = load_symbols(n, why, why_size);
+    if (rc != 0) goto fail;
 
     nvmlReturn_t r = n->fn.init();
     if (r != NVML_SUCCESS) {
@@ -631,12 +631,11 @@ int gpufl__nvml_open(const char *library_path, gpufl_nvml_t **out, char *why, si
     n->initialized = 1;
 
     char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "";
-    if (n->fn.driver_version)
-        n->fn.driver_version(driver_version, sizeof driver_version);
-    if (n->fn.nvml_version)
-        n->fn.nvml_version(n->version, sizeof n->version);
+    if (n->fn.driver_version) n->fn.driver_version(driver_version, sizeof driver_version);
+    if (n->fn.nvml_version) n->fn.nvml_version(n->version, sizeof n->version);
     int cuda_driver_version = GPUFL_GPU_UNKNOWN;
-    if (n->fn.cuda_driver_version && n->fn.cuda_driver_version(&cuda_driver_version) != NVML_SUCCESS)
+    if (n->fn.cuda_driver_version &&
+        n->fn.cuda_driver_version(&cuda_driver_version) != NVML_SUCCESS)
         cuda_driver_version = GPUFL_GPU_UNKNOWN;
 
     unsigned int gpus = 0;
@@ -670,15 +669,12 @@ fail:
 }
 
 void gpufl__nvml_close(gpufl_nvml_t *n) {
-    if (n == NULL)
-        return;
+    if (n == NULL) return;
     if (n->fn.gpm_free)
         for (int i = 0; i < n->count; i++)
             for (int k = 0; k < 2; k++)
-                if (n->dev[i].gpm[k])
-                    n->fn.gpm_free(n->dev[i].gpm[k]);
-    if (n->initialized)
-        n->fn.shutdown();
+                if (n->dev[i].gpm[k]) n->fn.gpm_free(n->dev[i].gpm[k]);
+    if (n->initialized) n->fn.shutdown();
     gpufl__dl_close(&n->dl);
     free(n);
 }
@@ -686,8 +682,7 @@ void gpufl__nvml_close(gpufl_nvml_t *n) {
 int gpufl__nvml_device_count(const gpufl_nvml_t *n) { return n ? n->count : 0; }
 
 const gpufl_gpu_info_t *gpufl__nvml_device_info(const gpufl_nvml_t *n, int device) {
-    if (n == NULL || device < 0 || device >= n->count)
-        return NULL;
+    if (n == NULL || device < 0 || device >= n->count) return NULL;
     return &n->dev[device].info;
 }
 
@@ -725,7 +720,8 @@ static void sample_init(gpufl_gpu_sample_t *s) {
 static int64_t counter_rate(counter_t *c, int have, uint64_t value, int wraps32, int64_t dt_ns) {
     int64_t rate = GPUFL_GPU_UNKNOWN;
     if (have && c->valid && dt_ns > 0 && (wraps32 || value >= c->last)) {
-        uint64_t delta = wraps32 ? (uint32_t)((uint32_t)value - (uint32_t)c->last) : value - c->last;
+        uint64_t delta =
+            wraps32 ? (uint32_t)((uint32_t)value - (uint32_t)c->last) : value - c->last;
         rate = (int64_t)llround((double)delta * NS_PER_S / (double)dt_ns);
     }
     c->valid = have;
@@ -737,8 +733,7 @@ static void read_memory(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
     if (want(d, Q_MEMORY_V2, n->fn.memory_v2)) {
         nvmlMemory_v2_t m = {.version = NVML_MEMORY_V2_VERSION};
         nvmlReturn_t r = n->fn.memory_v2(d->handle, &m);
-        if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
-            d->skip |= BIT(Q_MEMORY_V2);
+        if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) d->skip |= BIT(Q_MEMORY_V2);
         if (ok(d, Q_MEMORY_V2, r)) {
             s->mem_total_bytes = clamp_i64(m.total);
             s->mem_free_bytes = clamp_i64(m.free);
@@ -760,14 +755,12 @@ static void read_memory(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
 
 static void read_uint(device_t *d, enum query q, nvml_device_uint_fn *fn, int64_t *out) {
     unsigned int v = 0;
-    if (want(d, q, fn) && ok(d, q, fn(d->handle, &v)))
-        *out = v;
+    if (want(d, q, fn) && ok(d, q, fn(d->handle, &v))) *out = v;
 }
 
 static void read_clock(gpufl_nvml_t *n, device_t *d, enum query q, unsigned int type, int *out) {
     unsigned int mhz = 0;
-    if (want(d, q, n->fn.clock) && ok(d, q, n->fn.clock(d->handle, type, &mhz)))
-        *out = (int)mhz;
+    if (want(d, q, n->fn.clock) && ok(d, q, n->fn.clock(d->handle, type, &mhz))) *out = (int)mhz;
 }
 
 static int64_t monotonic_ns(void) {
@@ -787,8 +780,7 @@ static void read_energy(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s, int
     int64_t start = monotonic_ns();
     nvmlReturn_t r = n->fn.energy(d->handle, &mj);
     int64_t took = monotonic_ns() - start;
-    if (ok(d, Q_ENERGY, r))
-        s->energy_mj = clamp_i64(mj);
+    if (ok(d, Q_ENERGY, r)) s->energy_mj = clamp_i64(mj);
     d->energy_next_ns = took > ENERGY_SLOW_NS ? now_ns + ENERGY_SLOW_EVERY_NS : 0;
 }
 
@@ -803,8 +795,7 @@ static void read_fields(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s, int
     if (want(d, Q_FIELDS, n->fn.field_values)) {
         memset(values, 0, sizeof values);
         for (int f = 0; f < F_COUNT; f++) {
-            if ((d->field_skip | d->gpm_rates) & BIT(f))
-                continue;
+            if ((d->field_skip | d->gpm_rates) & BIT(f)) continue;
             values[count].fieldId = field_ids[f].id;
             values[count].scopeId = field_ids[f].scope;
             which[count++] = (enum field)f;
@@ -816,8 +807,7 @@ static void read_fields(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s, int
                     have |= BIT(which[i]);
                     if (values[i].valueType == NVML_VALUE_TYPE_UNSIGNED_INT)
                         narrow |= BIT(which[i]);
-                }
-                else if (r == NVML_ERROR_GPU_IS_LOST)
+                } else if (r == NVML_ERROR_GPU_IS_LOST)
                     d->lost = 1;
                 else if (is_refusal(r)) {
                     d->field_skip |= BIT(which[i]);
@@ -829,13 +819,12 @@ static void read_fields(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s, int
     }
     if (have & BIT(F_MEMORY_TEMP))
         s->temp_mem_c = got[F_MEMORY_TEMP] > 1000 ? GPUFL_GPU_UNKNOWN : (int)got[F_MEMORY_TEMP];
-    if (have & BIT(F_ECC_SBE))
-        s->ecc_sbe_volatile = clamp_i64(got[F_ECC_SBE]);
-    if (have & BIT(F_ECC_DBE))
-        s->ecc_dbe_volatile = clamp_i64(got[F_ECC_DBE]);
-    /* Counters update their state even when the batch failed, so a rate
+    if (have & BIT(F_ECC_SBE)) s->ecc_sbe_volatile = clamp_i64(got[F_ECC_SBE]);
+    if (have & BIT(F_ECC_DBE)) s->ecc_dbe_volatile = clamp_i64(got[F_ECC_DBE]);
+        /* Counters update their state even when the batch failed, so a rate
      * never spans a missed sample. */
-#define RATE(counter, f) counter_rate(&d->counter, !!(have & BIT(f)), got[f], !!(narrow & BIT(f)), dt_ns)
+#define RATE(counter, f)                                                                           \
+    counter_rate(&d->counter, !!(have & BIT(f)), got[f], !!(narrow & BIT(f)), dt_ns)
     s->pcie_tx_bytes_per_s = RATE(pcie_tx, F_PCIE_TX);
     s->pcie_rx_bytes_per_s = RATE(pcie_rx, F_PCIE_RX);
     int64_t tx = RATE(nvlink_tx, F_NVLINK_TX);
@@ -858,10 +847,8 @@ static int add_processes(gpufl_nvml_t *n, int k, unsigned int count, int *pids, 
         memcpy(&pid, entry + offsetof(nvmlProcessInfo_v1_t, pid), sizeof pid);
         memcpy(&used, entry + offsetof(nvmlProcessInfo_v1_t, usedGpuMemory), sizeof used);
         int seen = 0;
-        for (int j = 0; j < *npids && !seen; j++)
-            seen = pids[j] == (int)pid;
-        if (seen)
-            continue;
+        for (int j = 0; j < *npids && !seen; j++) seen = pids[j] == (int)pid;
+        if (seen) continue;
         pids[(*npids)++] = (int)pid;
         added++;
         if (s->nprocs < GPUFL_GPU_PROCS_MAX) {
@@ -880,8 +867,7 @@ static int add_processes(gpufl_nvml_t *n, int k, unsigned int count, int *pids, 
  * the sentinel pattern. */
 static void measure_stride(gpufl_nvml_t *n, int k, unsigned int count) {
     size_t end = (size_t)count * PROC_ENTRY_BYTES_MAX;
-    while (end > 0 && n->proc_buffer[end - 1] == PROC_SENTINEL)
-        end--;
+    while (end > 0 && n->proc_buffer[end - 1] == PROC_SENTINEL) end--;
     n->proc_stride[k] = end > (size_t)count * sizeof(nvmlProcessInfo_v2_t)
                             ? (int)sizeof(nvmlProcessInfo_v3_535_t)
                             : (int)sizeof(nvmlProcessInfo_v2_t);
@@ -897,12 +883,10 @@ static void read_processes(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) 
 
     s->nprocs = 0;
     for (int k = 0; k < 2; k++) {
-        if (!want(d, queries[k], fns[k]))
-            continue;
+        if (!want(d, queries[k], fns[k])) continue;
         unsigned int count = PROC_ENTRIES_MAX;
         int measuring = n->proc_stride[k] == 0;
-        if (measuring)
-            memset(n->proc_buffer, PROC_SENTINEL, sizeof n->proc_buffer);
+        if (measuring) memset(n->proc_buffer, PROC_SENTINEL, sizeof n->proc_buffer);
         nvmlReturn_t r = fns[k](d->handle, &count, n->proc_buffer);
         if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
             /* More than we ask for: counted, not listed. */
@@ -910,15 +894,11 @@ static void read_processes(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) 
             beyond += (int)count;
             continue;
         }
-        if (!ok(d, queries[k], r))
-            continue;
+        if (!ok(d, queries[k], r)) continue;
         answered = 1;
-        if (count > PROC_ENTRIES_MAX)
-            count = PROC_ENTRIES_MAX;
-        if (count == 0)
-            continue;
-        if (measuring)
-            measure_stride(n, k, count);
+        if (count > PROC_ENTRIES_MAX) count = PROC_ENTRIES_MAX;
+        if (count == 0) continue;
+        if (measuring) measure_stride(n, k, count);
         add_processes(n, k, count, pids, &npids, s);
     }
     if (!answered) {
@@ -932,30 +912,26 @@ static void read_processes(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) 
  * GPM devices, and where the counters are refused (or there is no
  * field-value call at all), unless GPM refused those metrics too. */
 static int rates_from_gpm(const gpufl_nvml_t *n, const device_t *d, unsigned int fields) {
-    if (d->parent || (d->gpm_refused & fields))
-        return 0;
+    if (d->parent || (d->gpm_refused & fields)) return 0;
     return (d->gpm_rates & fields) || !n->fn.field_values || (d->skip & BIT(Q_FIELDS)) ||
            (d->field_skip & fields) == fields;
 }
 
 /* GPM: a snapshot now, and the metrics between the previous one and it. */
 static void read_gpm(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
-    if (!d->info.gpm_supported || !want(d, Q_GPM, n->fn.gpm_metrics))
-        return;
+    if (!d->info.gpm_supported || !want(d, Q_GPM, n->fn.gpm_metrics)) return;
     nvmlGpmSample_t now = d->gpm[d->gpm_next];
     nvmlReturn_t r = d->parent ? n->fn.gpm_mig_sample(d->parent, d->gpu_instance_id, now)
                                : n->fn.gpm_sample(d->handle, now);
     if (!ok(d, Q_GPM, r)) {
         d->gpm_have_prev = 0;
-        if (d->skip & BIT(Q_GPM))
-            d->gpm_rates = 0; /* the counters stand in from the next sample */
+        if (d->skip & BIT(Q_GPM)) d->gpm_rates = 0; /* the counters stand in from the next sample */
         return;
     }
     int had_prev = d->gpm_have_prev;
     d->gpm_have_prev = 1;
     d->gpm_next ^= 1;
-    if (!had_prev)
-        return;
+    if (!had_prev) return;
 
     /* PCIe and NVLink from GPM only where the counters are missing. */
     unsigned int ids[GPM_METRICS_MAX];
@@ -981,30 +957,36 @@ static void read_gpm(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
     q->numMetrics = (unsigned int)count;
     q->sample1 = d->gpm[d->gpm_next]; /* the previous snapshot */
     q->sample2 = now;
-    for (int i = 0; i < count; i++)
-        q->metrics[i].metricId = ids[i];
-    if (!ok(d, Q_GPM, n->fn.gpm_metrics(q)))
-        return;
+    for (int i = 0; i < count; i++) q->metrics[i].metricId = ids[i];
+    if (!ok(d, Q_GPM, n->fn.gpm_metrics(q))) return;
     for (int i = 0; i < count; i++) {
         const nvmlGpmMetric_t *m = &q->metrics[i];
         if (is_refusal(m->nvmlReturn) && (m->metricId == NVML_GPM_METRIC_PCIE_TX_PER_SEC ||
                                           m->metricId == NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC)) {
             /* GPM without this rate: the counters stand in from the next sample. */
-            unsigned int fields = m->metricId == NVML_GPM_METRIC_PCIE_TX_PER_SEC ? PCIE_FIELDS : NVLINK_FIELDS;
+            unsigned int fields =
+                m->metricId == NVML_GPM_METRIC_PCIE_TX_PER_SEC ? PCIE_FIELDS : NVLINK_FIELDS;
             d->gpm_refused |= fields;
             d->gpm_rates &= ~fields;
         }
-        if (m->nvmlReturn != NVML_SUCCESS || !(m->value >= 0) || !isfinite(m->value))
-            continue;
+        if (m->nvmlReturn != NVML_SUCCESS || !(m->value >= 0) || !isfinite(m->value)) continue;
         switch (m->metricId) {
         case NVML_GPM_METRIC_SM_UTIL: s->sm_active_pct = m->value; break;
         case NVML_GPM_METRIC_SM_OCCUPANCY: s->sm_occupancy_pct = m->value; break;
         case NVML_GPM_METRIC_ANY_TENSOR_UTIL: s->tensor_active_pct = m->value; break;
         case NVML_GPM_METRIC_DRAM_BW_UTIL: s->dram_bw_util_pct = m->value; break;
-        case NVML_GPM_METRIC_PCIE_TX_PER_SEC: s->pcie_tx_bytes_per_s = llround(m->value * MIB); break;
-        case NVML_GPM_METRIC_PCIE_RX_PER_SEC: s->pcie_rx_bytes_per_s = llround(m->value * MIB); break;
-        case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: s->nvlink_tx_bytes_per_s = llround(m->value * MIB); break;
-        case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: s->nvlink_rx_bytes_per_s = llround(m->value * MIB); break;
+        case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
+            s->pcie_tx_bytes_per_s = llround(m->value * MIB);
+            break;
+        case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
+            s->pcie_rx_bytes_per_s = llround(m->value * MIB);
+            break;
+        case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
+            s->nvlink_tx_bytes_per_s = llround(m->value * MIB);
+            break;
+        case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+            s->nvlink_rx_bytes_per_s = llround(m->value * MIB);
+            break;
         default: break;
         }
     }
@@ -1013,19 +995,18 @@ static void read_gpm(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
 /* What each part of a sample cost, summed over devices and samples: the
  * figures behind the sampler's cost statement (source_cost). */
 static const char *const part_names[GPUFL_NVML_PARTS] = {
-    "memory", "utilization", "temperature", "power", "clocks", "fan",
-    "clock_event_reasons", "energy", "field_values", "processes", "gpm"};
+    "memory", "utilization",  "temperature", "power", "clocks", "fan", "clock_event_reasons",
+    "energy", "field_values", "processes",   "gpm"};
 
-#define TIMED(n, part, stmt)                                                                    \
-    do {                                                                                        \
-        int64_t t0_ = monotonic_ns();                                                           \
-        stmt;                                                                                   \
-        (n)->part_ns[part] += monotonic_ns() - t0_;                                             \
+#define TIMED(n, part, stmt)                                                                       \
+    do {                                                                                           \
+        int64_t t0_ = monotonic_ns();                                                              \
+        stmt;                                                                                      \
+        (n)->part_ns[part] += monotonic_ns() - t0_;                                                \
     } while (0)
 
 int gpufl__nvml_sample(gpufl_nvml_t *n, int device, int64_t now_ns, gpufl_gpu_sample_t *out) {
-    if (out == NULL)
-        return gpufl__set_error(GPUFL_EINVAL, "nvml sample: out is NULL");
+    if (out == NULL) return gpufl__set_error(GPUFL_EINVAL, "nvml sample: out is NULL");
     sample_init(out);
     if (n == NULL || device < 0 || device >= n->count)
         return gpufl__set_error(GPUFL_EINVAL, "nvml sample: no device %d", device);
@@ -1120,11 +1101,16 @@ _Static_assert(NVML_CLOCKS_EVENT_REASON_DISPLAY_CLOCK_SETTING == 1ull << 8, "rea
 const char *gpufl__nvml_throttle_name(int bit) {
     /* Stable names: they are written to logs. */
     static const char *const names[] = {
-        "gpu_idle",           "applications_clocks_setting", "sw_power_cap",
-        "hw_slowdown",        "sync_boost",                  "sw_thermal_slowdown",
-        "hw_thermal_slowdown", "hw_power_brake_slowdown",    "display_clock_setting",
+        "gpu_idle",
+        "applications_clocks_setting",
+        "sw_power_cap",
+        "hw_slowdown",
+        "sync_boost",
+        "sw_thermal_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+        "display_clock_setting",
     };
-    if (bit < 0 || (size_t)bit >= sizeof names / sizeof names[0])
-        return NULL;
+    if (bit < 0 || (size_t)bit >= sizeof names / sizeof names[0]) return NULL;
     return names[bit];
 }

@@ -13,49 +13,52 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPUFL_GPU_MAX 64        /* devices, MIG instances included */
-#define GPUFL_GPU_PROCS_MAX 16  /* processes listed per device and sample */
-#define GPUFL_GPU_UNKNOWN (-1)  /* any integer field NVML could not give */
+#define GPUFL_GPU_MAX       64   /* devices, MIG instances included */
+#define GPUFL_GPU_PROCS_MAX 16   /* processes listed per device and sample */
+#define GPUFL_GPU_UNKNOWN   (-1) /* any integer field NVML could not give */
 
 typedef struct gpufl_nvml gpufl_nvml_t;
 
 /* Static identity, read once per session. */
 typedef struct gpufl_gpu_info {
-    int index;                 /* NVML index of the GPU (the parent, for a MIG instance) */
-    int mig_index;             /* -1 for a whole GPU, else the instance's position under its parent */
+    int index;     /* NVML index of the GPU (the parent, for a MIG instance) */
+    int mig_index; /* -1 for a whole GPU, else the instance's position under its parent */
     char name[96];
-    char uuid[96];             /* "GPU-..." or "MIG-..." */
-    char pci_bus_id[32];       /* "00000000:1B:00.0" */
-    int cc_major, cc_minor;    /* compute capability */
-    int sm_count;              /* multiprocessors (of the instance, for MIG) */
+    char uuid[96];          /* "GPU-..." or "MIG-..." */
+    char pci_bus_id[32];    /* "00000000:1B:00.0" */
+    int cc_major, cc_minor; /* compute capability */
+    int sm_count;           /* multiprocessors (of the instance, for MIG) */
     int64_t mem_total_bytes;
-    char driver_version[32];   /* "580.95.05" */
-    int cuda_driver_version;   /* 13000 for CUDA 13.0 */
-    int mig_mode;              /* 0 off, 1 on, GPUFL_GPU_UNKNOWN where MIG is unsupported */
-    int gpm_supported;         /* 1 when GPM metrics (Hopper and newer) can be read */
-    int nvlink_links;          /* active NVLink links, 0 without NVLink */
-    int64_t power_limit_mw;    /* enforced power limit */
+    char driver_version[32]; /* "580.95.05" */
+    int cuda_driver_version; /* 13000 for CUDA 13.0 */
+    int mig_mode;            /* 0 off, 1 on, GPUFL_GPU_UNKNOWN where MIG is unsupported */
+    int gpm_supported;       /* 1 when GPM metrics (Hopper and newer) can be read */
+    int nvlink_links;        /* active NVLink links, 0 without NVLink */
+    int64_t power_limit_mw;  /* enforced power limit */
 } gpufl_gpu_info_t;
 
 /* One reading. Rates (PCIe, NVLink, GPM) are over the interval since the
  * previous sample of the same device; the first sample has them unknown. */
 typedef struct gpufl_gpu_sample {
-    int gpu_util_pct, mem_util_pct;       /* NVML utilization rates */
+    int gpu_util_pct, mem_util_pct; /* NVML utilization rates */
     int64_t mem_used_bytes, mem_free_bytes, mem_total_bytes;
     int temp_gpu_c, temp_mem_c;
     int64_t power_mw, power_limit_mw;
-    int64_t energy_mj;                    /* energy counter since the driver loaded */
+    int64_t energy_mj; /* energy counter since the driver loaded */
     int clock_sm_mhz, clock_gfx_mhz, clock_mem_mhz;
     int fan_pct;
     int64_t pcie_tx_bytes_per_s, pcie_rx_bytes_per_s;
-    uint64_t throttle_reasons;            /* NVML clock event reason bits (gpufl__nvml_throttle_name); UINT64_MAX unknown */
-    int64_t ecc_sbe_volatile, ecc_dbe_volatile; /* corrected / uncorrected since boot; unknown when ECC is off */
+    uint64_t
+        throttle_reasons; /* NVML clock event reason bits (gpufl__nvml_throttle_name); UINT64_MAX unknown */
+    int64_t ecc_sbe_volatile,
+        ecc_dbe_volatile; /* corrected / uncorrected since boot; unknown when ECC is off */
     int64_t nvlink_tx_bytes_per_s, nvlink_rx_bytes_per_s;
-    double sm_active_pct, sm_occupancy_pct, tensor_active_pct, dram_bw_util_pct; /* GPM; < 0 unknown */
-    int nprocs;                           /* processes on the device (listed up to GPUFL_GPU_PROCS_MAX) */
+    double sm_active_pct, sm_occupancy_pct, tensor_active_pct,
+        dram_bw_util_pct; /* GPM; < 0 unknown */
+    int nprocs;           /* processes on the device (listed up to GPUFL_GPU_PROCS_MAX) */
     struct {
         int pid;
-        int64_t used_bytes;               /* GPUFL_GPU_UNKNOWN where NVML does not say */
+        int64_t used_bytes; /* GPUFL_GPU_UNKNOWN where NVML does not say */
     } procs[GPUFL_GPU_PROCS_MAX];
 } gpufl_gpu_sample_t;
 

@@ -76,8 +76,10 @@ static char *read_all(const char *path) {
         len += n;
     }
     fclose(f);
-    if (!buf) buf = calloc(1, 1);
-    else buf[len] = '\0';
+    if (!buf)
+        buf = calloc(1, 1);
+    else
+        buf[len] = '\0';
     return buf;
 }
 
@@ -145,9 +147,9 @@ static int file_has(const char *path, const char *needle) {
 }
 
 static void check_errors_and_version(void) {
-    static const int codes[] = {GPUFL_OK,       GPUFL_EINVAL,   GPUFL_ENOMEM,   GPUFL_EIO,
-                                GPUFL_ECONFIG,  GPUFL_EALREADY, GPUFL_ENOTINIT, GPUFL_EDISABLED,
-                                GPUFL_ENOTSUP,  GPUFL_ENOTFOUND, GPUFL_EFORMAT, GPUFL_ETHREAD};
+    static const int codes[] = {GPUFL_OK,      GPUFL_EINVAL,    GPUFL_ENOMEM,   GPUFL_EIO,
+                                GPUFL_ECONFIG, GPUFL_EALREADY,  GPUFL_ENOTINIT, GPUFL_EDISABLED,
+                                GPUFL_ENOTSUP, GPUFL_ENOTFOUND, GPUFL_EFORMAT,  GPUFL_ETHREAD};
     enum { NCODES = sizeof codes / sizeof codes[0] };
     char want[32];
     for (int i = 0; i < NCODES; i++) {
@@ -221,7 +223,8 @@ static int run_enabled(const char *dir) {
     memset(&stats, 0, sizeof stats);
     stats.size = sizeof stats;
     check(gpufl_get_stats(&stats) == 0, "gpufl_get_stats after shutdown returns 0");
-    check(stats.unbalanced_ends == 0, "no unbalanced scope ends (the early return closed its scopes)");
+    check(stats.unbalanced_ends == 0,
+          "no unbalanced scope ends (the early return closed its scopes)");
     check(stats.records_dropped == 0, "no records dropped");
     check(stats.records_written >= 18, "scope records were written");
 
@@ -276,8 +279,10 @@ int main(int argc, char **argv) {
     const char *mode = NULL, *dir = NULL, *env = getenv("GPUFL_DISABLED");
     int env_off = env && *env && strcmp(env, "0") != 0;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--mode") == 0) mode = argv[i + 1];
-        else if (strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
+        if (strcmp(argv[i], "--mode") == 0)
+            mode = argv[i + 1];
+        else if (strcmp(argv[i], "--dir") == 0)
+            dir = argv[i + 1];
     }
     if (!mode || !dir || (strcmp(mode, "enabled") != 0 && strcmp(mode, "disabled") != 0)) {
         fprintf(stderr, "usage: %s --mode enabled|disabled --dir WORKDIR\n", argv[0]);
@@ -293,8 +298,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     check_errors_and_version();
-    if (strcmp(mode, "enabled") == 0) run_enabled(dir);
-    else run_disabled(dir);
+    if (strcmp(mode, "enabled") == 0)
+        run_enabled(dir);
+    else
+        run_disabled(dir);
     if (failures) {
         fprintf(stderr, "c_program (%s): %d check(s) failed\n", mode, failures);
         return 1;

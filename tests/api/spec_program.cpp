@@ -76,16 +76,14 @@ void workload(Runs &runs) {
     });
     check(label == "label", "gpufl::monitor returns a std::string");
 
-    GFL_BENCH("matmul", gpufl::ScopeMeta{}.setRepeat(10).setWarmup(3)) {
-        ++runs.bench;
-    };
+    GFL_BENCH("matmul", gpufl::ScopeMeta{}.setRepeat(10).setWarmup(3)) { ++runs.bench; };
 
     check(runs.outer == 1 && runs.inner == 2, "nested GFL_SCOPE bodies ran once each");
     check(runs.search == 1 && runs.probe == 3, "GFL_SCOPE bodies around the early return ran");
     check(runs.named == 1 && runs.tagged == 1, "ScopedMonitor blocks ran");
     check(runs.lambda == 2, "gpufl::monitor ran each lambda once");
-    check(runs.bench == 13, "GFL_BENCH body ran warmup + repeat = 13 times (ran " +
-                                std::to_string(runs.bench) + ")");
+    check(runs.bench == 13,
+          "GFL_BENCH body ran warmup + repeat = 13 times (ran " + std::to_string(runs.bench) + ")");
 }
 
 std::string read_file(const fs::path &p) {
@@ -210,15 +208,15 @@ void check_scope_log(const fs::path &scope_log) {
               "scope '" + r.name + "' id " + std::to_string(r.id) + " has exactly one scope_end");
     }
     check(ends.size() == begins.size(), "as many scope_end ids as scope_begin rows");
-    const std::map<std::string, int> want = {{"outer", 1},       {"inner", 2},  {"search", 1},
-                                             {"probe", 3},       {"scoped_name", 1},
-                                             {"scoped_tagged", 1}, {"lambda", 2}, {"matmul", 1}};
+    const std::map<std::string, int> want = {
+        {"outer", 1},       {"inner", 2},         {"search", 1}, {"probe", 3},
+        {"scoped_name", 1}, {"scoped_tagged", 1}, {"lambda", 2}, {"matmul", 1}};
     check(count == want, "scope.log has each scope name the expected number of times");
     for (const ScopeRow &r : begins) {
         if (r.name == "matmul") {
             check(r.repeat == 10 && r.warmup == 3,
-                  "matmul scope_begin has repeat 10 and warmup 3 (got " +
-                      std::to_string(r.repeat) + "/" + std::to_string(r.warmup) + ")");
+                  "matmul scope_begin has repeat 10 and warmup 3 (got " + std::to_string(r.repeat) +
+                      "/" + std::to_string(r.warmup) + ")");
         } else {
             check(r.repeat == 0 && r.warmup == 0, "plain scope '" + r.name + "' has no repeat");
         }
@@ -267,9 +265,9 @@ bool upload_quickly(const fs::path &log_path, bool expect) {
     u.api_path = "/api/v1";
     auto t0 = std::chrono::steady_clock::now();
     bool ok = gpufl::uploadLogs(u);
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::steady_clock::now() - t0)
-                  .count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     check(ok == expect, std::string("uploadLogs returned ") + (ok ? "true" : "false"));
     check(ms < 2000, "uploadLogs returned at once (" + std::to_string(ms) + " ms)");
     return ok;
@@ -308,8 +306,8 @@ int run_enabled(const fs::path &dir) {
     gpufl::generateReport(report.string());
     const std::string text = read_file(report);
     check(!text.empty(), "generateReport(path) wrote " + report.string());
-    for (const char *name : {"outer", "inner", "search", "probe", "scoped_name", "scoped_tagged",
-                             "lambda", "matmul"})
+    for (const char *name :
+         {"outer", "inner", "search", "probe", "scoped_name", "scoped_tagged", "lambda", "matmul"})
         check(text.find(name) != std::string::npos,
               std::string("the report names scope '") + name + "'");
 
@@ -383,8 +381,10 @@ int run_disabled(const fs::path &dir) {
 int main(int argc, char **argv) {
     std::string mode, dir;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (std::strcmp(argv[i], "--mode") == 0) mode = argv[i + 1];
-        else if (std::strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
+        if (std::strcmp(argv[i], "--mode") == 0)
+            mode = argv[i + 1];
+        else if (std::strcmp(argv[i], "--dir") == 0)
+            dir = argv[i + 1];
     }
     if ((mode != "enabled" && mode != "disabled") || dir.empty()) {
         std::fprintf(stderr, "usage: %s --mode enabled|disabled --dir WORKDIR\n", argv[0]);
@@ -398,8 +398,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     fs::create_directories(dir);
-    if (mode == "enabled") run_enabled(dir);
-    else run_disabled(dir);
+    if (mode == "enabled")
+        run_enabled(dir);
+    else
+        run_disabled(dir);
     if (failures) {
         std::fprintf(stderr, "spec_program (%s): %d check(s) failed\n", mode.c_str(), failures);
         return 1;

@@ -55,55 +55,69 @@
 #include <time.h>
 
 /* Every function the fake exports (old variant: a subset), for counting. */
-#define FAKE_FUNCTIONS(X)                                                                       \
-    X(nvmlInit_v2) X(nvmlInit) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion)  \
-    X(nvmlSystemGetNVMLVersion) X(nvmlSystemGetCudaDriverVersion_v2)                             \
-    X(nvmlSystemGetCudaDriverVersion) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetCount)             \
-    X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByIndex) X(nvmlDeviceGetName)          \
-    X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetPciInfo_v2)                   \
-    X(nvmlDeviceGetPciInfo) X(nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetAttributes_v2)  \
-    X(nvmlDeviceGetAttributes) X(nvmlDeviceGetNumGpuCores) X(nvmlDeviceGetMemoryInfo_v2)         \
-    X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMigMode) X(nvmlDeviceGetMaxMigDeviceCount)         \
-    X(nvmlDeviceGetMigDeviceHandleByIndex) X(nvmlDeviceGetGpuInstanceId) X(nvmlDeviceGetEccMode) \
-    X(nvmlDeviceGetNvLinkState) X(nvmlDeviceGetUtilizationRates) X(nvmlDeviceGetTemperature)     \
-    X(nvmlDeviceGetPowerUsage) X(nvmlDeviceGetEnforcedPowerLimit) X(nvmlDeviceGetFanSpeed)       \
-    X(nvmlDeviceGetClockInfo) X(nvmlDeviceGetCurrentClocksEventReasons)                          \
-    X(nvmlDeviceGetTotalEnergyConsumption)                                                       \
-    X(nvmlDeviceGetCurrentClocksThrottleReasons) X(nvmlDeviceGetFieldValues)                     \
-    X(nvmlDeviceGetComputeRunningProcesses_v3) X(nvmlDeviceGetComputeRunningProcesses_v2)        \
-    X(nvmlDeviceGetComputeRunningProcesses) X(nvmlDeviceGetGraphicsRunningProcesses_v3)          \
-    X(nvmlDeviceGetGraphicsRunningProcesses_v2) X(nvmlDeviceGetGraphicsRunningProcesses)         \
-    X(nvmlDeviceGetPcieThroughput) X(nvmlGpmQueryDeviceSupport) X(nvmlGpmSampleAlloc)            \
-    X(nvmlGpmSampleFree) X(nvmlGpmSampleGet) X(nvmlGpmMigSampleGet) X(nvmlGpmMetricsGet)
+#define FAKE_FUNCTIONS(X)                                                                          \
+    X(nvmlInit_v2)                                                                                 \
+    X(nvmlInit) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion)                   \
+        X(nvmlSystemGetNVMLVersion) X(nvmlSystemGetCudaDriverVersion_v2)                           \
+            X(nvmlSystemGetCudaDriverVersion) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetCount) X(    \
+                nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByIndex) X(nvmlDeviceGetName)  \
+                X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetPciInfo_v2) X(      \
+                    nvmlDeviceGetPciInfo) X(nvmlDeviceGetCudaComputeCapability)                    \
+                    X(nvmlDeviceGetAttributes_v2) X(nvmlDeviceGetAttributes) X(                    \
+                        nvmlDeviceGetNumGpuCores) X(nvmlDeviceGetMemoryInfo_v2)                    \
+                        X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMigMode) X(                      \
+                            nvmlDeviceGetMaxMigDeviceCount) X(nvmlDeviceGetMigDeviceHandleByIndex) \
+                            X(nvmlDeviceGetGpuInstanceId) X(nvmlDeviceGetEccMode) X(               \
+                                nvmlDeviceGetNvLinkState) X(nvmlDeviceGetUtilizationRates)         \
+                                X(nvmlDeviceGetTemperature) X(nvmlDeviceGetPowerUsage) X(          \
+                                    nvmlDeviceGetEnforcedPowerLimit) X(nvmlDeviceGetFanSpeed)      \
+                                    X(nvmlDeviceGetClockInfo) X(                                   \
+                                        nvmlDeviceGetCurrentClocksEventReasons)                    \
+                                        X(nvmlDeviceGetTotalEnergyConsumption) X(                  \
+                                            nvmlDeviceGetCurrentClocksThrottleReasons)             \
+                                            X(nvmlDeviceGetFieldValues) X(                         \
+                                                nvmlDeviceGetComputeRunningProcesses_v3)           \
+                                                X(nvmlDeviceGetComputeRunningProcesses_v2) X(      \
+                                                    nvmlDeviceGetComputeRunningProcesses)          \
+                                                    X(nvmlDeviceGetGraphicsRunningProcesses_v3) X( \
+                                                        nvmlDeviceGetGraphicsRunningProcesses_v2)  \
+                                                        X(nvmlDeviceGetGraphicsRunningProcesses)   \
+                                                            X(nvmlDeviceGetPcieThroughput)         \
+                                                                X(nvmlGpmQueryDeviceSupport)       \
+                                                                    X(nvmlGpmSampleAlloc) X(       \
+                                                                        nvmlGpmSampleFree)         \
+                                                                        X(nvmlGpmSampleGet) X(     \
+                                                                            nvmlGpmMigSampleGet)   \
+                                                                            X(nvmlGpmMetricsGet)
 
 #define AS_ENUM(name) FN_##name,
 #define AS_NAME(name) #name,
 enum { FAKE_FUNCTIONS(AS_ENUM) FN_COUNT };
 static const char *const function_names[FN_COUNT] = {FAKE_FUNCTIONS(AS_NAME)};
 
-#define GPUS_MAX 16
-#define MIGS_MAX 64
+#define GPUS_MAX      16
+#define MIGS_MAX      64
 #define FIELD_IDS_MAX 512
-#define GPM_MAGIC 0x67706d73u
+#define GPM_MAGIC     0x67706d73u
 
 /* A GPU or a MIG device; handles are pointers to these. */
 struct nvmlDevice_st {
-    json_t *spec;                        /* the script's object (borrowed) */
-    json_t *samples;                     /* spec.samples, may be NULL */
-    struct nvmlDevice_st *parent;        /* for MIG */
-    unsigned int gi;                     /* MIG GPU instance id */
+    json_t *spec;                 /* the script's object (borrowed) */
+    json_t *samples;              /* spec.samples, may be NULL */
+    struct nvmlDevice_st *parent; /* for MIG */
+    unsigned int gi;              /* MIG GPU instance id */
     unsigned long long calls[FN_COUNT];
     unsigned long long field_calls[FIELD_IDS_MAX];
     unsigned long long clock_calls[3];
-    unsigned long long memory_calls;     /* both memory functions */
-    long long lost_at;                   /* memory call index that loses the GPU; -1 never */
+    unsigned long long memory_calls; /* both memory functions */
+    long long lost_at;               /* memory call index that loses the GPU; -1 never */
     int lost;
-    unsigned long long gpm_taken;        /* GPM snapshots taken */
+    unsigned long long gpm_taken; /* GPM snapshots taken */
 };
 
 struct nvmlGpmSample_st {
     unsigned int magic;
-    struct nvmlDevice_st *owner;         /* NULL until taken */
+    struct nvmlDevice_st *owner; /* NULL until taken */
     unsigned long long seq;
 };
 
@@ -139,14 +153,15 @@ nvml_device_nvlink_state_fn nvmlDeviceGetNvLinkState;
 nvml_device_utilization_fn nvmlDeviceGetUtilizationRates;
 nvml_device_temperature_fn nvmlDeviceGetTemperature;
 nvml_device_clock_fn nvmlDeviceGetClockInfo;
-nvml_device_ull_fn nvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksThrottleReasons,
-    nvmlDeviceGetTotalEnergyConsumption;
+nvml_device_ull_fn nvmlDeviceGetCurrentClocksEventReasons,
+    nvmlDeviceGetCurrentClocksThrottleReasons, nvmlDeviceGetTotalEnergyConsumption;
 nvml_device_fields_fn nvmlDeviceGetFieldValues;
 nvml_device_processes_fn nvmlDeviceGetComputeRunningProcesses_v3,
     nvmlDeviceGetComputeRunningProcesses_v2, nvmlDeviceGetComputeRunningProcesses,
     nvmlDeviceGetGraphicsRunningProcesses_v3, nvmlDeviceGetGraphicsRunningProcesses_v2,
     nvmlDeviceGetGraphicsRunningProcesses;
-nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter, unsigned int *value);
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter,
+                                         unsigned int *value);
 nvml_gpm_support_fn nvmlGpmQueryDeviceSupport;
 nvml_gpm_alloc_fn nvmlGpmSampleAlloc;
 nvml_gpm_free_fn nvmlGpmSampleFree;
@@ -166,11 +181,9 @@ int fake_nvml_refcount(void);
 
 /* Element k of an array (the last one past its end), or a scalar itself. */
 static json_t *element(json_t *series, unsigned long long k) {
-    if (!json_is_array(series))
-        return series;
+    if (!json_is_array(series)) return series;
     size_t n = json_array_size(series);
-    if (n == 0)
-        return NULL;
+    if (n == 0) return NULL;
     return json_array_get(series, k < n ? (size_t)k : n - 1);
 }
 
@@ -179,11 +192,9 @@ static json_t *element(json_t *series, unsigned long long k) {
 static nvmlReturn_t series_ull(json_t *samples, const char *key, unsigned long long k,
                                unsigned long long *out) {
     json_t *series = samples ? json_object_get(samples, key) : NULL;
-    if (series == NULL)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (series == NULL) return NVML_ERROR_NOT_SUPPORTED;
     json_t *v = element(series, k);
-    if (!json_is_number(v))
-        return NVML_ERROR_UNKNOWN;
+    if (!json_is_number(v)) return NVML_ERROR_UNKNOWN;
     *out = json_is_integer(v) ? (unsigned long long)json_integer_value(v)
                               : (unsigned long long)json_number_value(v);
     return NVML_SUCCESS;
@@ -193,11 +204,9 @@ static nvmlReturn_t series_ull(json_t *samples, const char *key, unsigned long l
 static nvmlReturn_t series_double(json_t *samples, const char *key, unsigned long long k,
                                   double *out) {
     json_t *series = samples ? json_object_get(samples, key) : NULL;
-    if (series == NULL)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (series == NULL) return NVML_ERROR_NOT_SUPPORTED;
     json_t *v = element(series, k);
-    if (!json_is_number(v))
-        return NVML_ERROR_UNKNOWN;
+    if (!json_is_number(v)) return NVML_ERROR_UNKNOWN;
     *out = json_number_value(v);
     return NVML_SUCCESS;
 }
@@ -216,17 +225,16 @@ static const char *spec_string(json_t *spec, const char *key, const char *fallba
 static int in_list(json_t *list, const char *name) {
     size_t i;
     json_t *v;
-    json_array_foreach(list, i, v) if (json_is_string(v) && strcmp(json_string_value(v), name) == 0) return 1;
+    json_array_foreach(list, i, v) if (json_is_string(v) &&
+                                       strcmp(json_string_value(v), name) == 0) return 1;
     return 0;
 }
 
 static struct nvmlDevice_st *lookup(nvmlDevice_t handle) {
     for (int i = 0; i < ngpus; i++)
-        if (handle == &gpus[i])
-            return handle;
+        if (handle == &gpus[i]) return handle;
     for (int i = 0; i < nmigs; i++)
-        if (handle == &migs[i])
-            return handle;
+        if (handle == &migs[i]) return handle;
     return NULL;
 }
 
@@ -240,11 +248,9 @@ static nvmlReturn_t enter(int fn, nvmlDevice_t handle, unsigned long long *k) {
     *k = d->calls[fn]++;
     if (fn == FN_nvmlDeviceGetMemoryInfo_v2 || fn == FN_nvmlDeviceGetMemoryInfo) {
         unsigned long long m = d->memory_calls++;
-        if (d->lost_at >= 0 && m >= (unsigned long long)d->lost_at)
-            d->lost = 1;
+        if (d->lost_at >= 0 && m >= (unsigned long long)d->lost_at) d->lost = 1;
     }
-    if (d->lost)
-        return NVML_ERROR_GPU_IS_LOST;
+    if (d->lost) return NVML_ERROR_GPU_IS_LOST;
     if (in_list(json_object_get(d->spec, "not_supported"), function_names[fn]))
         return NVML_ERROR_NOT_SUPPORTED;
     json_t *errors = json_object_get(json_object_get(d->spec, "errors"), function_names[fn]);
@@ -283,8 +289,7 @@ static nvmlReturn_t init_common(int fn) {
     memset(field_calls_total, 0, sizeof field_calls_total);
     calls_total[fn]++;
     const char *path = getenv("GPUFL_FAKE_NVML");
-    if (path == NULL || path[0] == '\0')
-        return NVML_ERROR_DRIVER_NOT_LOADED;
+    if (path == NULL || path[0] == '\0') return NVML_ERROR_DRIVER_NOT_LOADED;
     json_error_t error;
     json_t *loaded = json_load_file(path, 0, &error);
     if (loaded == NULL) {
@@ -301,15 +306,13 @@ static nvmlReturn_t init_common(int fn) {
     size_t i;
     json_t *gpu;
     json_array_foreach(json_object_get(script, "gpus"), i, gpu) {
-        if (ngpus == GPUS_MAX)
-            break;
+        if (ngpus == GPUS_MAX) break;
         struct nvmlDevice_st *parent = &gpus[ngpus++];
         device_init(parent, gpu, NULL);
         size_t j;
         json_t *mig;
         json_array_foreach(json_object_get(gpu, "mig"), j, mig) {
-            if (nmigs < MIGS_MAX)
-                device_init(&migs[nmigs++], mig, parent);
+            if (nmigs < MIGS_MAX) device_init(&migs[nmigs++], mig, parent);
         }
     }
     refcount = 1;
@@ -323,10 +326,8 @@ nvmlReturn_t nvmlInit(void) { return init_common(FN_nvmlInit); }
 
 nvmlReturn_t nvmlShutdown(void) {
     calls_total[FN_nvmlShutdown]++;
-    if (refcount == 0)
-        return NVML_ERROR_UNINITIALIZED;
-    if (--refcount > 0)
-        return NVML_SUCCESS;
+    if (refcount == 0) return NVML_ERROR_UNINITIALIZED;
+    if (--refcount > 0) return NVML_SUCCESS;
     json_decref(script);
     script = NULL;
     ngpus = nmigs = 0;
@@ -350,27 +351,26 @@ const char *nvmlErrorString(nvmlReturn_t result) {
 static nvmlReturn_t system_string(int fn, const char *key, const char *fallback, char *out,
                                   unsigned int length) {
     nvmlReturn_t r = enter_global(fn);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     const char *value = spec_string(script, key, fallback);
-    if (strlen(value) + 1 > length)
-        return NVML_ERROR_INSUFFICIENT_SIZE;
+    if (strlen(value) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
     memcpy(out, value, strlen(value) + 1);
     return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
-    return system_string(FN_nvmlSystemGetDriverVersion, "driver_version", "580.95.05", version, length);
+    return system_string(FN_nvmlSystemGetDriverVersion, "driver_version", "580.95.05", version,
+                         length);
 }
 
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length) {
-    return system_string(FN_nvmlSystemGetNVMLVersion, "nvml_version", "13.580.95.05", version, length);
+    return system_string(FN_nvmlSystemGetNVMLVersion, "nvml_version", "13.580.95.05", version,
+                         length);
 }
 
 static nvmlReturn_t cuda_driver_version(int fn, int *value) {
     nvmlReturn_t r = enter_global(fn);
-    if (r == NVML_SUCCESS)
-        *value = (int)spec_int(script, "cuda_driver_version", 13000);
+    if (r == NVML_SUCCESS) *value = (int)spec_int(script, "cuda_driver_version", 13000);
     return r;
 }
 
@@ -385,25 +385,25 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *value) {
 
 static nvmlReturn_t device_count(int fn, unsigned int *count) {
     nvmlReturn_t r = enter_global(fn);
-    if (r == NVML_SUCCESS)
-        *count = (unsigned int)ngpus;
+    if (r == NVML_SUCCESS) *count = (unsigned int)ngpus;
     return r;
 }
 
 #ifndef FAKE_NVML_OLD
-nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) { return device_count(FN_nvmlDeviceGetCount_v2, count); }
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
+    return device_count(FN_nvmlDeviceGetCount_v2, count);
+}
 #endif
-nvmlReturn_t nvmlDeviceGetCount(unsigned int *count) { return device_count(FN_nvmlDeviceGetCount, count); }
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *count) {
+    return device_count(FN_nvmlDeviceGetCount, count);
+}
 
 static nvmlReturn_t handle_by_index(int fn, unsigned int index, nvmlDevice_t *device) {
     nvmlReturn_t r = enter_global(fn);
-    if (r != NVML_SUCCESS)
-        return r;
-    if (index >= (unsigned int)ngpus)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    if (r != NVML_SUCCESS) return r;
+    if (index >= (unsigned int)ngpus) return NVML_ERROR_INVALID_ARGUMENT;
     json_t *errors = json_object_get(gpus[index].spec, "handle_error");
-    if (json_is_integer(errors))
-        return (nvmlReturn_t)json_integer_value(errors);
+    if (json_is_integer(errors)) return (nvmlReturn_t)json_integer_value(errors);
     *device = &gpus[index];
     return NVML_SUCCESS;
 }
@@ -425,13 +425,10 @@ static nvmlReturn_t device_string(int fn, nvmlDevice_t device, const char *key, 
                                   unsigned int length) {
     unsigned long long k;
     nvmlReturn_t r = enter(fn, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     const char *value = spec_string(device->spec, key, NULL);
-    if (value == NULL)
-        return NVML_ERROR_NOT_SUPPORTED;
-    if (strlen(value) + 1 > length)
-        return NVML_ERROR_INSUFFICIENT_SIZE;
+    if (value == NULL) return NVML_ERROR_NOT_SUPPORTED;
+    if (strlen(value) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
     memcpy(out, value, strlen(value) + 1);
     return NVML_SUCCESS;
 }
@@ -448,22 +445,21 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *out, unsigned int leng
 static nvmlReturn_t pci_info(int fn, int version, nvmlDevice_t device, nvmlPciInfo_t *pci) {
     unsigned long long k;
     nvmlReturn_t r = enter(fn, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     const char *bus_id = spec_string(device->spec, "pci_bus_id", NULL);
     unsigned int domain = 0, bus = 0, dev = 0;
     if (bus_id == NULL || sscanf(bus_id, "%x:%x:%x", &domain, &bus, &dev) != 3)
         return NVML_ERROR_NOT_SUPPORTED;
     size_t v1_bytes = offsetof(nvmlPciInfo_t, busId) + 16; /* v1 ends with 4 reserved words */
     memset(pci, 0, version == 1 ? v1_bytes : sizeof *pci);
-    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.0", domain & 0xFFFF, bus, dev);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.0", domain & 0xFFFF, bus,
+             dev);
     pci->domain = domain;
     pci->bus = bus;
     pci->device = dev;
     pci->pciDeviceId = 0x233010DE;
     pci->pciSubSystemId = 0x16C110DE;
-    if (version >= 2)
-        snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:%02X.0", domain, bus, dev);
+    if (version >= 2) snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:%02X.0", domain, bus, dev);
     return NVML_SUCCESS;
 }
 
@@ -482,11 +478,9 @@ nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci) {
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetCudaComputeCapability, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     json_t *cc = json_object_get(device->spec, "cc");
-    if (!json_is_array(cc) || json_array_size(cc) != 2)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (!json_is_array(cc) || json_array_size(cc) != 2) return NVML_ERROR_NOT_SUPPORTED;
     *major = (int)json_integer_value(json_array_get(cc, 0));
     *minor = (int)json_integer_value(json_array_get(cc, 1));
     return NVML_SUCCESS;
@@ -495,11 +489,11 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
 static nvmlReturn_t attributes(int fn, nvmlDevice_t device, nvmlDeviceAttributes_t *a) {
     unsigned long long k;
     nvmlReturn_t r = enter(fn, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     /* Drivers answer it for MIG devices only, unless the script says otherwise. */
     long long sms = spec_int(device->spec, "sm_count", -1);
-    if (sms < 0 || (!device->parent && !json_is_true(json_object_get(device->spec, "attributes_whole_gpu"))))
+    if (sms < 0 ||
+        (!device->parent && !json_is_true(json_object_get(device->spec, "attributes_whole_gpu"))))
         return NVML_ERROR_NOT_SUPPORTED;
     memset(a, 0, sizeof *a);
     a->multiprocessorCount = (unsigned int)sms;
@@ -519,11 +513,9 @@ nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t
 nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int *cores) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetNumGpuCores, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     long long v = spec_int(device->spec, "cores", -1);
-    if (v < 0)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (v < 0) return NVML_ERROR_NOT_SUPPORTED;
     *cores = (unsigned int)v;
     return NVML_SUCCESS;
 }
@@ -532,16 +524,13 @@ nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int *cores) 
 static nvmlReturn_t memory(int fn, nvmlDevice_t device, unsigned long long out[4]) {
     unsigned long long k;
     nvmlReturn_t r = enter(fn, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     long long total = spec_int(device->spec, "memory_total", -1);
-    if (total < 0)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (total < 0) return NVML_ERROR_NOT_SUPPORTED;
     unsigned long long reserved = (unsigned long long)spec_int(device->spec, "memory_reserved", 0);
     unsigned long long used = 0, free = (unsigned long long)total - reserved;
     nvmlReturn_t u = series_ull(device->samples, "mem_used", k, &used);
-    if (u == NVML_ERROR_UNKNOWN)
-        return u;
+    if (u == NVML_ERROR_UNKNOWN) return u;
     if (series_ull(device->samples, "mem_free", k, &free) == NVML_ERROR_UNKNOWN)
         return NVML_ERROR_UNKNOWN;
     out[0] = (unsigned long long)total;
@@ -580,14 +569,13 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *m) {
     return r;
 }
 
-nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, unsigned int *pending) {
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current,
+                                  unsigned int *pending) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetMigMode, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     long long mode = spec_int(device->spec, "mig_mode", -1);
-    if (mode < 0 || device->parent)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (mode < 0 || device->parent) return NVML_ERROR_NOT_SUPPORTED;
     *current = *pending = (unsigned int)mode;
     return NVML_SUCCESS;
 }
@@ -595,19 +583,18 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, un
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetMaxMigDeviceCount, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     if (device->parent || spec_int(device->spec, "mig_mode", -1) < 0)
         return NVML_ERROR_NOT_SUPPORTED;
     *count = (unsigned int)spec_int(device->spec, "max_mig", 7);
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *mig) {
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                 nvmlDevice_t *mig) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetMigDeviceHandleByIndex, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     if (device->parent || spec_int(device->spec, "mig_mode", 0) != 1)
         return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < nmigs; i++) {
@@ -622,38 +609,35 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetGpuInstanceId, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
-    if (device->parent == NULL)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    if (r != NVML_SUCCESS) return r;
+    if (device->parent == NULL) return NVML_ERROR_INVALID_ARGUMENT;
     *id = device->gi;
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current, nvmlEnableState_t *pending) {
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current,
+                                  nvmlEnableState_t *pending) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetEccMode, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     json_t *ecc = json_object_get(device->spec, "ecc");
-    if (!json_is_boolean(ecc))
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (!json_is_boolean(ecc)) return NVML_ERROR_NOT_SUPPORTED;
     *current = *pending = json_is_true(ecc) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *active) {
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                      nvmlEnableState_t *active) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetNvLinkState, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     long long links = spec_int(device->spec, "nvlink_links", 0);
-    if (links <= 0)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (links <= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (link >= (unsigned long long)links || link >= NVML_NVLINK_MAX_LINKS)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *active = (long long)link < spec_int(device->spec, "nvlink_active", links) ? NVML_FEATURE_ENABLED
-                                                                               : NVML_FEATURE_DISABLED;
+    *active = (long long)link < spec_int(device->spec, "nvlink_active", links)
+                  ? NVML_FEATURE_ENABLED
+                  : NVML_FEATURE_DISABLED;
     return NVML_SUCCESS;
 }
 
@@ -664,10 +648,8 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nv
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *u) {
     unsigned long long k, gpu = 0, mem = 0;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetUtilizationRates, device, &k);
-    if (r == NVML_SUCCESS)
-        r = series_ull(device->samples, "util_gpu", k, &gpu);
-    if (r == NVML_SUCCESS)
-        r = series_ull(device->samples, "util_mem", k, &mem);
+    if (r == NVML_SUCCESS) r = series_ull(device->samples, "util_gpu", k, &gpu);
+    if (r == NVML_SUCCESS) r = series_ull(device->samples, "util_mem", k, &mem);
     if (r == NVML_SUCCESS) {
         u->gpu = (unsigned int)gpu;
         u->memory = (unsigned int)mem;
@@ -679,14 +661,13 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 static nvmlReturn_t uint_series(int fn, nvmlDevice_t device, const char *key, unsigned int *out) {
     unsigned long long k, v = 0;
     nvmlReturn_t r = enter(fn, device, &k);
-    if (r == NVML_SUCCESS)
-        r = series_ull(device->samples, key, k, &v);
-    if (r == NVML_SUCCESS)
-        *out = (unsigned int)v;
+    if (r == NVML_SUCCESS) r = series_ull(device->samples, key, k, &v);
+    if (r == NVML_SUCCESS) *out = (unsigned int)v;
     return r;
 }
 
-nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensor, unsigned int *celsius) {
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensor,
+                                      unsigned int *celsius) {
     if (sensor != NVML_TEMPERATURE_GPU) {
         calls_total[FN_nvmlDeviceGetTemperature]++;
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -710,13 +691,10 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int type, unsi
     static const char *const keys[3] = {"clock_gfx", "clock_sm", "clock_mem"};
     unsigned long long k, v = 0;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetClockInfo, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
-    if (type > NVML_CLOCK_MEM)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    if (r != NVML_SUCCESS) return r;
+    if (type > NVML_CLOCK_MEM) return NVML_ERROR_INVALID_ARGUMENT;
     r = series_ull(device->samples, keys[type], device->clock_calls[type]++, &v);
-    if (r == NVML_SUCCESS)
-        *mhz = (unsigned int)v;
+    if (r == NVML_SUCCESS) *mhz = (unsigned int)v;
     return r;
 }
 
@@ -731,7 +709,8 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigne
     return reasons(FN_nvmlDeviceGetCurrentClocksEventReasons, device, out);
 }
 #endif
-nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *out) {
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                       unsigned long long *out) {
     return reasons(FN_nvmlDeviceGetCurrentClocksThrottleReasons, device, out);
 }
 
@@ -739,23 +718,21 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned l
     /* "energy_delay_us" makes the read as slow as the real one can be. */
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetTotalEnergyConsumption, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     long long delay_us = spec_int(device->spec, "energy_delay_us", 0);
     struct timespec pause = {delay_us / 1000000, (delay_us % 1000000) * 1000};
-    if (delay_us > 0)
-        nanosleep(&pause, NULL);
+    if (delay_us > 0) nanosleep(&pause, NULL);
     return series_ull(device->samples, "energy_mj", k, mj);
 }
 
-nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter, unsigned int *value) {
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter,
+                                         unsigned int *value) {
     /* The blocking call nvml.c must never make: counted, and slow like the real one. */
     unsigned long long k;
     struct timespec pause = {0, 20 * 1000 * 1000};
     nvmlReturn_t r = enter(FN_nvmlDeviceGetPcieThroughput, device, &k);
     nanosleep(&pause, NULL);
-    if (r == NVML_SUCCESS)
-        *value = counter;
+    if (r == NVML_SUCCESS) *value = counter;
     return r;
 }
 
@@ -792,10 +769,8 @@ static void field_store(nvmlFieldValue_t *f, json_t *spec, const char *key, unsi
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlDeviceGetFieldValues, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
-    if (count <= 0 || values == NULL)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    if (r != NVML_SUCCESS) return r;
+    if (count <= 0 || values == NULL) return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < count; i++) {
         nvmlFieldValue_t *f = &values[i];
         const char *key = field_key(f->fieldId);
@@ -815,8 +790,7 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
             continue;
         }
         f->nvmlReturn = series_ull(device->samples, key, n, &v);
-        if (f->nvmlReturn == NVML_SUCCESS)
-            field_store(f, device->spec, key, v);
+        if (f->nvmlReturn == NVML_SUCCESS) field_store(f, device->spec, key, v);
     }
     return NVML_SUCCESS;
 }
@@ -826,18 +800,14 @@ static nvmlReturn_t processes(int fn, const char *key, size_t stride, nvmlDevice
                               unsigned int *count, void *infos) {
     unsigned long long k;
     nvmlReturn_t r = enter(fn, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     json_t *series = device->samples ? json_object_get(device->samples, key) : NULL;
-    if (series == NULL)
-        return NVML_ERROR_NOT_SUPPORTED;
+    if (series == NULL) return NVML_ERROR_NOT_SUPPORTED;
     json_t *list = element(series, k);
-    if (!json_is_array(list))
-        return NVML_ERROR_UNKNOWN;
+    if (!json_is_array(list)) return NVML_ERROR_UNKNOWN;
     size_t n = json_array_size(list);
     if (count == NULL || (n > 0 && infos == NULL) || *count < n) {
-        if (count)
-            *count = (unsigned int)n;
+        if (count) *count = (unsigned int)n;
         return NVML_ERROR_INSUFFICIENT_SIZE;
     }
     for (size_t i = 0; i < n; i++) {
@@ -860,27 +830,39 @@ static nvmlReturn_t processes(int fn, const char *key, size_t stride, nvmlDevice
 #ifndef FAKE_NVML_OLD
 static size_t v3_stride(void) {
     return spec_int(script, "process_v3_stride", 24) == 32 ? sizeof(nvmlProcessInfo_v3_535_t)
-                                                          : sizeof(nvmlProcessInfo_v2_t);
+                                                           : sizeof(nvmlProcessInfo_v2_t);
 }
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count, void *infos) {
-    return processes(FN_nvmlDeviceGetComputeRunningProcesses_v3, "procs", script ? v3_stride() : 24, d, count, infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
+                                                     void *infos) {
+    return processes(FN_nvmlDeviceGetComputeRunningProcesses_v3, "procs", script ? v3_stride() : 24,
+                     d, count, infos);
 }
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *count, void *infos) {
-    return processes(FN_nvmlDeviceGetComputeRunningProcesses_v2, "procs", sizeof(nvmlProcessInfo_v2_t), d, count, infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
+                                                     void *infos) {
+    return processes(FN_nvmlDeviceGetComputeRunningProcesses_v2, "procs",
+                     sizeof(nvmlProcessInfo_v2_t), d, count, infos);
 }
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int *count, void *infos) {
-    return processes(FN_nvmlDeviceGetGraphicsRunningProcesses_v3, "graphics_procs", script ? v3_stride() : 24, d, count, infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
+                                                      void *infos) {
+    return processes(FN_nvmlDeviceGetGraphicsRunningProcesses_v3, "graphics_procs",
+                     script ? v3_stride() : 24, d, count, infos);
 }
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int *count, void *infos) {
-    return processes(FN_nvmlDeviceGetGraphicsRunningProcesses_v2, "graphics_procs", sizeof(nvmlProcessInfo_v2_t), d, count, infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
+                                                      void *infos) {
+    return processes(FN_nvmlDeviceGetGraphicsRunningProcesses_v2, "graphics_procs",
+                     sizeof(nvmlProcessInfo_v2_t), d, count, infos);
 }
 #endif
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *count, void *infos) {
-    return processes(FN_nvmlDeviceGetComputeRunningProcesses, "procs", sizeof(nvmlProcessInfo_v1_t), d, count, infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *count,
+                                                  void *infos) {
+    return processes(FN_nvmlDeviceGetComputeRunningProcesses, "procs", sizeof(nvmlProcessInfo_v1_t),
+                     d, count, infos);
 }
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int *count, void *infos) {
-    return processes(FN_nvmlDeviceGetGraphicsRunningProcesses, "graphics_procs", sizeof(nvmlProcessInfo_v1_t), d, count, infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int *count,
+                                                   void *infos) {
+    return processes(FN_nvmlDeviceGetGraphicsRunningProcesses, "graphics_procs",
+                     sizeof(nvmlProcessInfo_v1_t), d, count, infos);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -891,8 +873,7 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int 
 nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *support) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlGpmQueryDeviceSupport, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     if (support == NULL || support->version != NVML_GPM_SUPPORT_VERSION)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     support->isSupportedDevice = json_is_true(json_object_get(device->spec, "gpm")) ? 1 : 0;
@@ -901,11 +882,9 @@ nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *su
 
 nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *sample) {
     nvmlReturn_t r = enter_global(FN_nvmlGpmSampleAlloc);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     nvmlGpmSample_t s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return NVML_ERROR_UNKNOWN;
+    if (s == NULL) return NVML_ERROR_UNKNOWN;
     s->magic = GPM_MAGIC;
     *sample = s;
     gpm_live++;
@@ -914,8 +893,7 @@ nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *sample) {
 
 nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
     calls_total[FN_nvmlGpmSampleFree]++;
-    if (sample == NULL || sample->magic != GPM_MAGIC)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    if (sample == NULL || sample->magic != GPM_MAGIC) return NVML_ERROR_INVALID_ARGUMENT;
     sample->magic = 0;
     free(sample);
     gpm_live--;
@@ -923,8 +901,7 @@ nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
 }
 
 static nvmlReturn_t take(struct nvmlDevice_st *owner, nvmlGpmSample_t sample) {
-    if (sample == NULL || sample->magic != GPM_MAGIC)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    if (sample == NULL || sample->magic != GPM_MAGIC) return NVML_ERROR_INVALID_ARGUMENT;
     if (!json_is_true(json_object_get(owner->parent ? owner->parent->spec : owner->spec, "gpm")))
         return NVML_ERROR_NOT_SUPPORTED;
     sample->owner = owner;
@@ -935,20 +912,18 @@ static nvmlReturn_t take(struct nvmlDevice_st *owner, nvmlGpmSample_t sample) {
 nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlGpmSampleGet, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     if (device->parent)
         return NVML_ERROR_INVALID_ARGUMENT; /* MIG devices go through nvmlGpmMigSampleGet */
     return take(device, sample);
 }
 
-nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpu_instance_id, nvmlGpmSample_t sample) {
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpu_instance_id,
+                                 nvmlGpmSample_t sample) {
     unsigned long long k;
     nvmlReturn_t r = enter(FN_nvmlGpmMigSampleGet, device, &k);
-    if (r != NVML_SUCCESS)
-        return r;
-    if (device->parent)
-        return NVML_ERROR_INVALID_ARGUMENT; /* takes the parent GPU's handle */
+    if (r != NVML_SUCCESS) return r;
+    if (device->parent) return NVML_ERROR_INVALID_ARGUMENT; /* takes the parent GPU's handle */
     for (int i = 0; i < nmigs; i++)
         if (migs[i].parent == device && migs[i].gi == gpu_instance_id)
             return migs[i].lost ? NVML_ERROR_GPU_IS_LOST : take(&migs[i], sample);
@@ -971,8 +946,7 @@ static const char *gpm_key(unsigned int id) {
 
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *q) {
     nvmlReturn_t r = enter_global(FN_nvmlGpmMetricsGet);
-    if (r != NVML_SUCCESS)
-        return r;
+    if (r != NVML_SUCCESS) return r;
     if (q == NULL || q->version != NVML_GPM_METRICS_GET_VERSION)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     if (q->numMetrics == 0 || q->numMetrics > NVML_GPM_METRIC_MAX || !q->sample1 || !q->sample2 ||
@@ -980,15 +954,14 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *q) {
         q->sample1->owner != q->sample2->owner || q->sample2->seq <= q->sample1->seq)
         return NVML_ERROR_INVALID_ARGUMENT;
     struct nvmlDevice_st *owner = q->sample1->owner;
-    if (owner->lost)
-        return NVML_ERROR_GPU_IS_LOST;
+    if (owner->lost) return NVML_ERROR_GPU_IS_LOST;
     json_t *gpm = owner->samples ? json_object_get(owner->samples, "gpm") : NULL;
     for (unsigned int i = 0; i < q->numMetrics; i++) {
         nvmlGpmMetric_t *m = &q->metrics[i];
         const char *key = gpm_key(m->metricId);
         m->value = 0;
-        m->nvmlReturn = key ? series_double(gpm, key, q->sample1->seq, &m->value)
-                            : NVML_ERROR_NOT_SUPPORTED;
+        m->nvmlReturn =
+            key ? series_double(gpm, key, q->sample1->seq, &m->value) : NVML_ERROR_NOT_SUPPORTED;
     }
     return NVML_SUCCESS;
 }
@@ -1000,8 +973,7 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *q) {
 
 unsigned long long fake_nvml_calls(const char *name) {
     for (int i = 0; i < FN_COUNT; i++)
-        if (strcmp(function_names[i], name) == 0)
-            return calls_total[i];
+        if (strcmp(function_names[i], name) == 0) return calls_total[i];
     return 0;
 }
 
@@ -1013,8 +985,7 @@ unsigned long long fake_nvml_field_calls(unsigned int field_id) {
 
 unsigned long long fake_nvml_total_calls(void) {
     unsigned long long total = 0;
-    for (int i = 0; i < FN_COUNT; i++)
-        total += calls_total[i];
+    for (int i = 0; i < FN_COUNT; i++) total += calls_total[i];
     return total;
 }
 

@@ -16,12 +16,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* assert() is compiled out under NDEBUG (RelWithDebInfo); a property the
  * fuzzer checks must abort in every build so that both libFuzzer and the CI
  * replay see it. */
-#define FUZZ_CHECK(cond)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                       \
-        }                                                                                  \
+#define FUZZ_CHECK(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #cond);          \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 #endif

@@ -18,7 +18,8 @@ enum { OUTER = 100, INNER = 2, THREAD_SCOPES = 50 };
 
 static void *worker(void *arg) {
     (void)arg;
-    for (int i = 0; i < THREAD_SCOPES; i++) gpufl_scope_end(gpufl_scope_begin("thread_scope", NULL));
+    for (int i = 0; i < THREAD_SCOPES; i++)
+        gpufl_scope_end(gpufl_scope_begin("thread_scope", NULL));
     return NULL;
 }
 
@@ -36,7 +37,8 @@ static int child(const char *log_path) {
     gpufl_system_start("whole_run");
     for (int i = 0; i < OUTER; i++) {
         GFL_SCOPE("outer") {
-            for (int j = 0; j < INNER; j++) GFL_SCOPE("inner") {}
+            for (int j = 0; j < INNER; j++) GFL_SCOPE("inner") {
+                }
         }
     }
     gpufl_system_stop("whole_run");
@@ -70,12 +72,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "exit_without_shutdown: no single session under %s\n", argv[1]);
         return 1;
     }
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "exit_without_shutdown: FAIL line %d: %s\n", __LINE__, #cond); \
-            failures++;                                                                    \
-        }                                                                                  \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "exit_without_shutdown: FAIL line %d: %s\n", __LINE__, #cond);         \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
     CHECK(lc_summarize(session, 0, &s) == 0);
     for (int f = 0; f < LC_NFILES; f++) CHECK(s.session_ends[f] == 1 && s.end_is_last[f]);

@@ -17,13 +17,13 @@
 
 static int failures;
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "fork_session[%d]: FAIL line %d: %s\n", (int)getpid(),     \
-                    __LINE__, #cond);                                                  \
-            failures++;                                                                \
-        }                                                                              \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fork_session[%d]: FAIL line %d: %s\n", (int)getpid(), __LINE__,       \
+                    #cond);                                                                        \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static int opened_in_child(void) {
@@ -33,7 +33,8 @@ static int opened_in_child(void) {
 }
 
 /* The first child: nothing of the parent's session is live; it runs one of its own. */
-static int child_with_own_session(const char *root, const char *parent_dir, gpufl_scope_t inherited) {
+static int child_with_own_session(const char *root, const char *parent_dir,
+                                  gpufl_scope_t inherited) {
     char logs[4096], dir[4096];
     gpufl_options_t o;
     lc_summary_t s;
@@ -107,9 +108,7 @@ static int wait_child(pid_t pid, const char *which) {
 /* Lets the collector finish its pass before fork. The library needs no such thing with glibc's
  * malloc, which is fork-safe; the allocator of GCC 12's ASan is not, and a child forked while the
  * collector thread allocates would deadlock in its first malloc. */
-static void quiesce(void) {
-    CHECK(gpufl_flush() == 0);
-}
+static void quiesce(void) { CHECK(gpufl_flush() == 0); }
 
 int main(int argc, char **argv) {
     char logs[4096], dir[4096];

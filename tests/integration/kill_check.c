@@ -30,11 +30,21 @@ static void sleep_ms(int ms) {
 
 /* The prefix checker is what judges a cut line: make sure it judges right. */
 static int self_test(void) {
-    static const char *const good[] = {"{\"type\":\"sco", "{\"a\":[1,2", "{\"a\":tr", "{\"a\":-",
-                                       "{\"a\":1.5e", "{\"a\":\"x\\u00", "{\"a\":{\"b\":null}",
-                                       "{\"a\":1}", "{", "{\"a\":[]", "{\"a\":0.", "{\"a\""};
-    static const char *const bad[] = {"{\"a\":x", "{\"a\":1}}", "{\"a\":01", "{\"a\":[1,]",
-                                      "{\"a\" 1", "{\"a\":\"\\q", "{\"a\":nul,", "{,", "{\"a\":1.x"};
+    static const char *const good[] = {"{\"type\":\"sco",
+                                       "{\"a\":[1,2",
+                                       "{\"a\":tr",
+                                       "{\"a\":-",
+                                       "{\"a\":1.5e",
+                                       "{\"a\":\"x\\u00",
+                                       "{\"a\":{\"b\":null}",
+                                       "{\"a\":1}",
+                                       "{",
+                                       "{\"a\":[]",
+                                       "{\"a\":0.",
+                                       "{\"a\""};
+    static const char *const bad[] = {"{\"a\":x",    "{\"a\":1}}", "{\"a\":01",
+                                      "{\"a\":[1,]", "{\"a\" 1",   "{\"a\":\"\\q",
+                                      "{\"a\":nul,", "{,",         "{\"a\":1.x"};
     int ok = 1;
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         if (!lc_json_prefix_ok(good[i], strlen(good[i])))
@@ -103,8 +113,10 @@ static void check_session(int run, const char *log_path, int delay_ms) {
     /* The writer nests two deep; a dropped scope_end must not leave later scopes nested in a
      * scope that the thread has long closed (docs/log-format.md: depth, parent, path). */
     if (s.max_depth > 2) {
-        fprintf(stderr, "kill_check: run %d: a scope_begin has depth %lld; the writer never nests "
-                "deeper than 2\n", run, s.max_depth);
+        fprintf(stderr,
+                "kill_check: run %d: a scope_begin has depth %lld; the writer never nests "
+                "deeper than 2\n",
+                run, s.max_depth);
         fail(run, "scope_begin depth/parent/path do not match the program's nesting");
     }
     /* 100 ms is 20 flush intervals: the collector must have written some of the storm. */

@@ -123,9 +123,12 @@ static size_t digits(const char *t, size_t len, size_t p) {
 static int scan_number(const char *t, size_t len, size_t *i) {
     size_t p = *i;
     if (t[p] == '-' && ++p == len) return SCAN_EOF;
-    if (t[p] == '0') p++;
-    else if (isdigit((unsigned char)t[p])) p = digits(t, len, p);
-    else return SCAN_BAD;
+    if (t[p] == '0')
+        p++;
+    else if (isdigit((unsigned char)t[p]))
+        p = digits(t, len, p);
+    else
+        return SCAN_BAD;
     if (p == len) return SCAN_EOF;
     if (t[p] == '.') {
         if (++p == len) return SCAN_EOF;
@@ -172,8 +175,10 @@ int lc_json_prefix_ok(const char *t, size_t len) {
             want = VALUE;
             continue;
         }
-        if ((c == '}' && (want == KEY_OR_CLOSE || want == COMMA_OR_CLOSE) && stack[depth - 1] == '{') ||
-            (c == ']' && (want == VALUE_OR_CLOSE || want == COMMA_OR_CLOSE) && stack[depth - 1] == '[')) {
+        if ((c == '}' && (want == KEY_OR_CLOSE || want == COMMA_OR_CLOSE) &&
+             stack[depth - 1] == '{') ||
+            (c == ']' && (want == VALUE_OR_CLOSE || want == COMMA_OR_CLOSE) &&
+             stack[depth - 1] == '[')) {
             depth--;
             i++;
             want = depth ? COMMA_OR_CLOSE : DONE;
@@ -200,9 +205,12 @@ int lc_json_prefix_ok(const char *t, size_t len) {
             want = c == '{' ? KEY_OR_CLOSE : VALUE_OR_CLOSE;
             continue;
         }
-        if (c == '"') r = scan_string(t, len, &i);
-        else if (c == '-' || isdigit((unsigned char)c)) r = scan_number(t, len, &i);
-        else r = scan_literal(t, len, &i);
+        if (c == '"')
+            r = scan_string(t, len, &i);
+        else if (c == '-' || isdigit((unsigned char)c))
+            r = scan_number(t, len, &i);
+        else
+            r = scan_literal(t, len, &i);
         if (r != SCAN_DONE) return r == SCAN_EOF;
         want = depth ? COMMA_OR_CLOSE : DONE;
     }

@@ -12,17 +12,17 @@ enum { LC_DEVICE, LC_SCOPE, LC_SYSTEM, LC_NFILES };
 extern const char *const lc_file_names[LC_NFILES]; /* "device.log", ... */
 
 typedef struct lc_summary {
-    size_t lines[LC_NFILES];      /* complete, valid lines */
-    int truncated[LC_NFILES];     /* the file ends in a partial line (a valid JSON prefix) */
-    int session_ends[LC_NFILES];  /* session_end records */
-    int end_is_last[LC_NFILES];   /* the last complete line is session_end */
-    long long header_pid;         /* pid of the scope.log header, -1 if none */
-    size_t begins, ends;          /* scope_begin and scope_end rows */
-    size_t unmatched;             /* begin ids without exactly one end, plus ends without begin */
-    size_t implicit_ends;         /* scope_end rows with implicit=1 */
-    long long max_depth;          /* the largest scope_begin depth */
-    json_t *scope_counts;         /* object: scope name -> number of scope_begin rows */
-    json_t *system_records;       /* array: the system_start / system_stop records */
+    size_t lines[LC_NFILES];     /* complete, valid lines */
+    int truncated[LC_NFILES];    /* the file ends in a partial line (a valid JSON prefix) */
+    int session_ends[LC_NFILES]; /* session_end records */
+    int end_is_last[LC_NFILES];  /* the last complete line is session_end */
+    long long header_pid;        /* pid of the scope.log header, -1 if none */
+    size_t begins, ends;         /* scope_begin and scope_end rows */
+    size_t unmatched;            /* begin ids without exactly one end, plus ends without begin */
+    size_t implicit_ends;        /* scope_end rows with implicit=1 */
+    long long max_depth;         /* the largest scope_begin depth */
+    json_t *scope_counts;        /* object: scope name -> number of scope_begin rows */
+    json_t *system_records;      /* array: the system_start / system_stop records */
 } lc_summary_t;
 
 /* Reads the whole file; NULL on error. *len gets its size. Free with free(). */

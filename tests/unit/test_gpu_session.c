@@ -143,7 +143,8 @@ static void backend_none_loads_no_vendor_library(void **state) {
     json_t *caps = tu_first(&D, "capabilities");
     assert_string_equal(json_string_value(json_object_get(caps, "backend")), "None");
     json_t *nvml = json_object_get(json_object_get(caps, "features"), "nvml");
-    assert_string_equal(json_string_value(json_object_get(nvml, "why")), "backend None was asked for");
+    assert_string_equal(json_string_value(json_object_get(nvml, "why")),
+                        "backend None was asked for");
     tu_free(&D);
     assert_null(dlopen(GPUFL_FAKE_NVML_PATH, RTLD_NOW | RTLD_NOLOAD));
     unsetenv("GPUFL_FAKE_NVML");

@@ -58,8 +58,7 @@ static void write_file(const char *root, const char *relative, const char *conte
     make_parents(root, relative);
     snprintf(path, sizeof path, "%s/%s", root, relative);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        fail_msg("open %s: %s", path, strerror(errno));
+    if (fd < 0) fail_msg("open %s: %s", path, strerror(errno));
     size_t length = strlen(content);
     assert_int_equal(write(fd, content, length), (ssize_t)length);
     close(fd);
@@ -148,8 +147,7 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 
 static int setup_root(void **state) {
     struct fake_root *fake = calloc(1, sizeof *fake);
-    if (fake == NULL)
-        return -1;
+    if (fake == NULL) return -1;
     const char *tmp = getenv("TMPDIR");
     snprintf(fake->path, sizeof fake->path, "%s/gpufl_host_XXXXXX",
              tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
@@ -170,22 +168,21 @@ static int teardown_root(void **state) {
 
 static void assert_close(double actual, double expected) {
     double difference = actual - expected;
-    if (difference > 1e-9 || difference < -1e-9)
-        fail_msg("%.12f != %.12f", actual, expected);
+    if (difference > 1e-9 || difference < -1e-9) fail_msg("%.12f != %.12f", actual, expected);
 }
 
 /* Inits a reader on the fake root, asserting success. */
 static void init_reader(gpufl_host_reader_t *r, const char *root) {
     int rc = gpufl__host_reader_init(r, root);
     if (rc != 0)
-        fail_msg("init on %s: %d (%s)", root != NULL ? root : "(real system)", rc, gpufl_last_error());
+        fail_msg("init on %s: %d (%s)", root != NULL ? root : "(real system)", rc,
+                 gpufl_last_error());
 }
 
 static void sample_ok(gpufl_host_reader_t *r, int64_t now_ns, gpufl_host_sample_t *out) {
     memset(out, 0, sizeof *out);
     int rc = gpufl__host_sample(r, now_ns, out);
-    if (rc != 0)
-        fail_msg("sample: %d (%s)", rc, gpufl_last_error());
+    if (rc != 0) fail_msg("sample: %d (%s)", rc, gpufl_last_error());
 }
 
 /* ---------------------------------------------------------------------- */
@@ -516,8 +513,8 @@ static void test_cgroup_v1_split_paths(void **state) {
     assert_string_equal(r.cg_cpu_limit_dir, expected);
     assert_true(same_file(r.fds[GPUFL_HOST_FILE_CG_MEM], root,
                           "sys/fs/cgroup/memory/a/b/memory.usage_in_bytes"));
-    assert_true(same_file(r.fds[GPUFL_HOST_FILE_CG_CPU], root,
-                          "sys/fs/cgroup/cpuacct/cpuacct.usage"));
+    assert_true(
+        same_file(r.fds[GPUFL_HOST_FILE_CG_CPU], root, "sys/fs/cgroup/cpuacct/cpuacct.usage"));
     assert_int_equal(r.info.cg_mem_limit_bytes, INT64_C(2147483648));
     assert_close(r.info.cg_cpu_limit_cores, 0.5);
 
@@ -537,8 +534,8 @@ static void test_cgroup_v1_split_paths(void **state) {
     write_file(root, "sys/fs/cgroup/cpu/y/cpu.cfs_period_us", "100000\n");
     init_reader(&r, root);
     assert_string_equal(r.info.cgroup_path, "/a/b");
-    assert_true(same_file(r.fds[GPUFL_HOST_FILE_CG_CPU], root,
-                          "sys/fs/cgroup/cpuacct/x/cpuacct.usage"));
+    assert_true(
+        same_file(r.fds[GPUFL_HOST_FILE_CG_CPU], root, "sys/fs/cgroup/cpuacct/x/cpuacct.usage"));
     assert_close(r.info.cg_cpu_limit_cores, 3.0);
     gpufl__host_reader_fini(&r);
 
@@ -564,8 +561,8 @@ static void expect_limits(gpufl_host_reader_t *r, int n_from, int n_to, int64_t 
         sample_ok(r, n * SECOND_NS, &s);
         if (s.cg_mem_limit_bytes != mem_limit || s.cg_cpu_limit_cores != cpu_limit)
             fail_msg("sample %d: limits %lld and %.3f, expected %lld and %.3f", n,
-                     (long long)s.cg_mem_limit_bytes, s.cg_cpu_limit_cores,
-                     (long long)mem_limit, cpu_limit);
+                     (long long)s.cg_mem_limit_bytes, s.cg_cpu_limit_cores, (long long)mem_limit,
+                     cpu_limit);
     }
 }
 
@@ -680,8 +677,7 @@ static int count_open_fds(void) {
 }
 
 static void assert_no_fds(const gpufl_host_reader_t *r) {
-    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++)
-        assert_int_equal(r->fds[i], -1);
+    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++) assert_int_equal(r->fds[i], -1);
 }
 
 /* fini pairs with every init, failed ones included, and closes nothing twice. */
@@ -854,8 +850,7 @@ static void test_kept_files_rewritten_and_replaced(void **state) {
     write_file(root, "sys/fs/cgroup/job/memory.current", "100\n");
     write_file(root, "sys/fs/cgroup/job/cpu.stat", "usage_usec 0\n");
     init_reader(&r, root);
-    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++)
-        assert_true(r.fds[i] >= 0);
+    for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++) assert_true(r.fds[i] >= 0);
     int kept_fd = r.fds[GPUFL_HOST_FILE_CG_MEM];
     assert_true(same_file(kept_fd, root, "sys/fs/cgroup/job/memory.current"));
     sample_ok(&r, SECOND_NS, &s);
@@ -901,13 +896,17 @@ static void assert_all_unknown(const gpufl_host_sample_t *s) {
 
 /* Writes the same content to every file the reader looks at. */
 static void write_every_file(const char *root, const char *content) {
-    static const char *const files[] = {
-        "proc/stat", "proc/meminfo", "proc/self/stat", "proc/self/statm",
-        "proc/sys/kernel/hostname", "proc/sys/kernel/osrelease", "sys/fs/cgroup/job/memory.max",
-        "sys/fs/cgroup/job/memory.current", "sys/fs/cgroup/job/cpu.max",
-        "sys/fs/cgroup/job/cpu.stat"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        write_file(root, files[i], content);
+    static const char *const files[] = {"proc/stat",
+                                        "proc/meminfo",
+                                        "proc/self/stat",
+                                        "proc/self/statm",
+                                        "proc/sys/kernel/hostname",
+                                        "proc/sys/kernel/osrelease",
+                                        "sys/fs/cgroup/job/memory.max",
+                                        "sys/fs/cgroup/job/memory.current",
+                                        "sys/fs/cgroup/job/cpu.max",
+                                        "sys/fs/cgroup/job/cpu.stat"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) write_file(root, files[i], content);
     write_file(root, "proc/self/cgroup", "0::/job\n");
 }
 
@@ -1015,8 +1014,7 @@ static void test_real_system(void **state) {
     sample_ok(&r, monotonic_ns(), &s);
     /* Burn some CPU so both the host and the process counters move. */
     volatile uint64_t sink = 0;
-    for (int64_t start = monotonic_ns(); monotonic_ns() - start < 60 * 1000 * 1000;)
-        sink += 1;
+    for (int64_t start = monotonic_ns(); monotonic_ns() - start < 60 * 1000 * 1000;) sink += 1;
     assert_true(sink > 0);
     sample_ok(&r, monotonic_ns(), &s);
     assert_true(s.cpu_pct >= 0 && s.cpu_pct <= 100);
@@ -1032,8 +1030,8 @@ static void test_real_system(void **state) {
 struct child_report {
     int rc_first, rc_second;
     double first_cpu_pct, second_cpu_pct;
-    uint64_t first_ticks;        /* reader's utime+stime at the first sample */
-    uint64_t own_ticks;          /* the child's own, from times() */
+    uint64_t first_ticks; /* reader's utime+stime at the first sample */
+    uint64_t own_ticks;   /* the child's own, from times() */
     int64_t rss_bytes;
     int self_pid_is_child;
     int fds_kept;
@@ -1049,8 +1047,7 @@ static int64_t cpu_ns(void) {
 
 static void burn_cpu(int64_t ns) {
     volatile uint64_t sink = 0;
-    for (int64_t start = cpu_ns(); cpu_ns() - start < ns;)
-        sink += 1;
+    for (int64_t start = cpu_ns(); cpu_ns() - start < ns;) sink += 1;
 }
 
 /* Runs in the child: no cmocka asserts here, the report goes up the pipe. */
@@ -1070,8 +1067,7 @@ static void run_forked_child(gpufl_host_reader_t *r, int report_fd) {
     char *memory = malloc(bytes);
     if (memory != NULL) { /* touch every page; volatile, or -O2 drops the stores */
         volatile char *pages = memory;
-        for (size_t i = 0; i < bytes; i += 4096)
-            pages[i] = 0x5a;
+        for (size_t i = 0; i < bytes; i += 4096) pages[i] = 0x5a;
         pages[bytes - 1] = 0x5a;
     }
     burn_cpu(100 * 1000 * 1000);
@@ -1079,7 +1075,8 @@ static void run_forked_child(gpufl_host_reader_t *r, int report_fd) {
     report.second_cpu_pct = s.proc_cpu_pct;
     report.rss_bytes = memory != NULL && memory[bytes - 1] == 0x5a ? s.proc_rss_bytes : -2;
     report.self_pid_is_child = r->self_pid == getpid();
-    report.fds_kept = r->fds[GPUFL_HOST_FILE_SELF_STAT] >= 0 && r->fds[GPUFL_HOST_FILE_SELF_STATM] >= 0;
+    report.fds_kept =
+        r->fds[GPUFL_HOST_FILE_SELF_STAT] >= 0 && r->fds[GPUFL_HOST_FILE_SELF_STATM] >= 0;
     gpufl__host_reader_fini(r);
     free(memory);
     ssize_t written = write(report_fd, &report, sizeof report);
@@ -1115,10 +1112,8 @@ static void test_fork_reads_the_child(void **state) {
     size_t got = 0;
     while (got < sizeof report) {
         ssize_t count = read(pipe_fds[0], (char *)&report + got, sizeof report - got);
-        if (count < 0 && errno == EINTR)
-            continue;
-        if (count <= 0)
-            break;
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) break;
         got += (size_t)count;
     }
     close(pipe_fds[0]);
@@ -1174,8 +1169,8 @@ int main(void) {
                                         teardown_root),
         cmocka_unit_test_setup_teardown(test_cgroup_v1_limits_change_at_runtime, setup_root,
                                         teardown_root),
-        cmocka_unit_test_setup_teardown(test_missing_cgroup_file_looked_for_with_limits,
-                                        setup_root, teardown_root),
+        cmocka_unit_test_setup_teardown(test_missing_cgroup_file_looked_for_with_limits, setup_root,
+                                        teardown_root),
         cmocka_unit_test_setup_teardown(test_missing_root_is_eio, setup_root, teardown_root),
         cmocka_unit_test_setup_teardown(test_fini_after_failed_init, setup_root, teardown_root),
         cmocka_unit_test(test_root_too_long_is_einval),

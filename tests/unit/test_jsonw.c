@@ -54,7 +54,8 @@ static void strings_escape_and_repair(void **state) {
     (void)state;
     gpufl_buf_t b;
     gpufl__buf_init(&b, 1 << 20);
-    const char in[] = "a\"b\\c\n\t\r\x01 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xff \xc3 \xed\xa0\x80";
+    const char in[] =
+        "a\"b\\c\n\t\r\x01 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xff \xc3 \xed\xa0\x80";
     gpufl__buf_put_str(&b, in, sizeof in - 1);
     assert_string_equal(text(&b), "\"a\\\"b\\\\c\\n\\t\\r\\u0001 \xc3\xa9 \xe2\x82\xac "
                                   "\xf0\x9f\x98\x80 \xef\xbf\xbd \xef\xbf\xbd "
@@ -78,7 +79,8 @@ static void records_and_keys(void **state) {
     gpufl__buf_putc(&b, '{');
     gpufl__buf_kv_i64(&b, "k", 1);
     gpufl__buf_puts(&b, "}}");
-    assert_string_equal(text(&b), "{\"type\":\"event\",\"v\":1,\"ts_ns\":5,\"code\":\"x\",\"o\":{\"k\":1}}");
+    assert_string_equal(text(&b),
+                        "{\"type\":\"event\",\"v\":1,\"ts_ns\":5,\"code\":\"x\",\"o\":{\"k\":1}}");
     gpufl__buf_fini(&b);
 }
 

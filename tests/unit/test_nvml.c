@@ -28,7 +28,7 @@
 #endif
 
 #define SECOND_NS INT64_C(1000000000)
-#define MIB INT64_C(1048576)
+#define MIB       INT64_C(1048576)
 
 /* The fake's own helpers, reached through a handle of our own on the same
  * library the module loads (one copy, one set of counters). */
@@ -49,12 +49,11 @@ static gpufl_nvml_t *open_handle;
 
 static void fake_load(fake_t *f, const char *path) {
     f->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (f->handle == NULL)
-        fail_msg("dlopen %s: %s", path, dlerror());
+    if (f->handle == NULL) fail_msg("dlopen %s: %s", path, dlerror());
     void *p;
-#define RESOLVE(member, name)                                                                   \
-    p = dlsym(f->handle, name);                                                                 \
-    assert_non_null(p);                                                                         \
+#define RESOLVE(member, name)                                                                      \
+    p = dlsym(f->handle, name);                                                                    \
+    assert_non_null(p);                                                                            \
     memcpy(&f->member, &p, sizeof p)
     RESOLVE(calls, "fake_nvml_calls");
     RESOLVE(field_calls, "fake_nvml_field_calls");
@@ -93,8 +92,7 @@ static void script(const char *text) {
     snprintf(path, sizeof path, "%s/script.json", tu_scratch_dir("nvml", "script"));
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    for (const char *c = text; *c; c++)
-        fputc(*c == '\'' ? '"' : *c, f);
+    for (const char *c = text; *c; c++) fputc(*c == '\'' ? '"' : *c, f);
     assert_int_equal(fclose(f), 0);
     setenv("GPUFL_FAKE_NVML", path, 1);
 }
@@ -103,8 +101,7 @@ static gpufl_nvml_t *open_ok(const char *library) {
     gpufl_nvml_t *n = NULL;
     char why[256] = "untouched";
     int rc = gpufl__nvml_open(library, &n, why, sizeof why);
-    if (rc != 0)
-        fail_msg("gpufl__nvml_open: %d: %s", rc, why);
+    if (rc != 0) fail_msg("gpufl__nvml_open: %d: %s", rc, why);
     assert_non_null(n);
     open_handle = n;
     return n;
@@ -123,8 +120,7 @@ static void close_checked(gpufl_nvml_t *n, const fake_t *f) {
 static gpufl_gpu_sample_t sample_ok(gpufl_nvml_t *n, int device, int64_t now_ns) {
     gpufl_gpu_sample_t s;
     int rc = gpufl__nvml_sample(n, device, now_ns, &s);
-    if (rc != 0)
-        fail_msg("gpufl__nvml_sample: %d: %s", rc, gpufl_last_error());
+    if (rc != 0) fail_msg("gpufl__nvml_sample: %d: %s", rc, gpufl_last_error());
     return s;
 }
 
@@ -133,7 +129,8 @@ static gpufl_gpu_sample_t sample_ok(gpufl_nvml_t *n, int device, int64_t now_ns)
  * NVLink rates come from GPM; its byte counters are there but not asked. */
 static const char *const h100 =
     "{'driver_version': '580.95.05', 'nvml_version': '13.580.95.05', 'cuda_driver_version': 13000,"
-    " 'gpus': [{'name': 'NVIDIA H100 80GB HBM3', 'uuid': 'GPU-710820da-37d0-25b3-c188-a01f9a4ecce8',"
+    " 'gpus': [{'name': 'NVIDIA H100 80GB HBM3', 'uuid': "
+    "'GPU-710820da-37d0-25b3-c188-a01f9a4ecce8',"
     "  'pci_bus_id': '00000000:1B:00.0', 'cc': [9, 0], 'sm_count': 132, 'cores': 16896,"
     "  'memory_total': 85520809984, 'memory_reserved': 503316480, 'mig_mode': 0, 'gpm': true,"
     "  'nvlink_links': 18, 'nvlink_active': 18, 'ecc': true,"
@@ -155,7 +152,8 @@ static const char *const h100 =
     "           'dram_bw': [33.0, 34.5], 'pcie_tx_mib': [3.0, 0.5], 'pcie_rx_mib': [1.0, 1.5],"
     "           'nvlink_tx_mib': [2.0, 1.0], 'nvlink_rx_mib': [1.0, 0.0]}}},"
     " {'name': 'Tesla T4', 'uuid': 'GPU-00000000-0000-0000-0000-000000000004',"
-    "  'pci_bus_id': '00000000:AF:00.0', 'cc': [7, 5], 'sm_count': 40, 'attributes_whole_gpu': true,"
+    "  'pci_bus_id': '00000000:AF:00.0', 'cc': [7, 5], 'sm_count': 40, 'attributes_whole_gpu': "
+    "true,"
     "  'memory_total': 16106127360,"
     "  'ecc': false, 'samples': {'power_limit_mw': [70000]}}]}";
 
@@ -329,8 +327,8 @@ static void test_sample_values(void **state) {
     s = sample_ok(n, 0, 2 * SECOND_NS + SECOND_NS / 2);
     assert_int_equal(s.temp_mem_c, 47);
     assert_int_equal(s.fan_pct, 40);
-    assert_true(s.throttle_reasons ==
-                (NVML_CLOCKS_EVENT_REASON_SW_POWER_CAP | NVML_CLOCKS_EVENT_REASON_HW_THERMAL_SLOWDOWN));
+    assert_true(s.throttle_reasons == (NVML_CLOCKS_EVENT_REASON_SW_POWER_CAP |
+                                       NVML_CLOCKS_EVENT_REASON_HW_THERMAL_SLOWDOWN));
     assert_int_equal(s.ecc_sbe_volatile, 2);
     assert_int_equal(s.ecc_dbe_volatile, 1);
     assert_int_equal(s.pcie_tx_bytes_per_s, MIB / 2);
@@ -423,9 +421,11 @@ static void test_nvlink_counters(void **state) {
     (void)state;
     /* Without GPM (an A100), NVLink rates come from the KiB counters, asked
      * for as the sum over all links: the fake refuses any other scope. */
-    script("{'gpus': [{'uuid': 'GPU-a100', 'memory_total': 1000, 'nvlink_links': 12, 'nvlink_active': 12,"
-           " 'samples': {'nvlink_tx_kib': [100, 1124, 2148], 'nvlink_rx_kib': [0, 512, 512]}},"
-           " {'uuid': 'GPU-pcie-only', 'memory_total': 1000, 'samples': {'nvlink_tx_kib': [1, 2]}}]}");
+    script(
+        "{'gpus': [{'uuid': 'GPU-a100', 'memory_total': 1000, 'nvlink_links': 12, 'nvlink_active': "
+        "12,"
+        " 'samples': {'nvlink_tx_kib': [100, 1124, 2148], 'nvlink_rx_kib': [0, 512, 512]}},"
+        " {'uuid': 'GPU-pcie-only', 'memory_total': 1000, 'samples': {'nvlink_tx_kib': [1, 2]}}]}");
     gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     assert_int_equal(gpufl__nvml_device_info(n, 0)->nvlink_links, 12);
     assert_int_equal(gpufl__nvml_device_info(n, 1)->nvlink_links, 0);
@@ -499,8 +499,7 @@ static void test_refusals_not_retried(void **state) {
            "            'nvmlDeviceGetComputeRunningProcesses_v3': [4]}}]}");
     gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     gpufl_gpu_sample_t s[3];
-    for (int i = 0; i < 3; i++)
-        s[i] = sample_ok(n, 0, (i + 1) * SECOND_NS);
+    for (int i = 0; i < 3; i++) s[i] = sample_ok(n, 0, (i + 1) * SECOND_NS);
     assert_int_equal(s[0].power_mw, 1000);
     assert_int_equal(s[1].power_mw, GPUFL_GPU_UNKNOWN);
     assert_int_equal(s[2].power_mw, 3000);
@@ -566,7 +565,8 @@ static void test_gpu_lost(void **state) {
     script("{'gpus': [{'uuid': 'GPU-lost', 'memory_total': 1000, 'gpm': true, 'lost_at_sample': 2,"
            " 'samples': {'mem_used': [1, 2, 3], 'util_gpu': [7], 'util_mem': [8],"
            "  'pcie_tx_bytes': [1, 2], 'pcie_rx_bytes': [1, 2], 'gpm': {'sm_util': [9.0]}}},"
-           " {'uuid': 'GPU-fine', 'memory_total': 1000, 'samples': {'util_gpu': [3], 'util_mem': [4]}}]}");
+           " {'uuid': 'GPU-fine', 'memory_total': 1000, 'samples': {'util_gpu': [3], 'util_mem': "
+           "[4]}}]}");
     gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     assert_int_equal(s.mem_used_bytes, 2);
@@ -597,7 +597,8 @@ static void test_gpu_lost_mid_sample(void **state) {
     (void)state;
     /* GPU_IS_LOST from any call, not only memory, ends the sample with EIO
      * and keeps what was read before it. */
-    script("{'gpus': [{'uuid': 'GPU-m', 'memory_total': 1000, 'errors': {'nvmlDeviceGetPowerUsage': [0, 15]},"
+    script("{'gpus': [{'uuid': 'GPU-m', 'memory_total': 1000, 'errors': "
+           "{'nvmlDeviceGetPowerUsage': [0, 15]},"
            " 'samples': {'util_gpu': [7], 'util_mem': [8], 'power_mw': [5], 'clock_sm': [100],"
            "  'clock_gfx': [100], 'clock_mem': [100]}}]}");
     gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
@@ -714,13 +715,16 @@ static void test_many_processes(void **state) {
     /* More processes than the list holds: all counted, the first listed; more
      * than one call asks for: counted, not listed. */
     char text[16384];
-    int used = snprintf(text, sizeof text,
-                        "{'gpus': [{'uuid': 'GPU-many', 'memory_total': 1000, 'samples': {'procs': [[");
+    int used =
+        snprintf(text, sizeof text,
+                 "{'gpus': [{'uuid': 'GPU-many', 'memory_total': 1000, 'samples': {'procs': [[");
     for (int i = 0; i < 20; i++)
-        used += snprintf(text + used, sizeof text - (size_t)used, "%s[%d, %d]", i ? ", " : "", 100 + i, i);
+        used += snprintf(text + used, sizeof text - (size_t)used, "%s[%d, %d]", i ? ", " : "",
+                         100 + i, i);
     used += snprintf(text + used, sizeof text - (size_t)used, "], [");
     for (int i = 0; i < 300; i++)
-        used += snprintf(text + used, sizeof text - (size_t)used, "%s[%d, 1]", i ? ", " : "", 1000 + i);
+        used +=
+            snprintf(text + used, sizeof text - (size_t)used, "%s[%d, 1]", i ? ", " : "", 1000 + i);
     snprintf(text + used, sizeof text - (size_t)used, "]]}}]}");
     script(text);
     gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
@@ -792,7 +796,8 @@ static void test_init_failure(void **state) {
     assert_int_equal(fake_new.calls("nvmlShutdown"), 0); /* init failed: nothing to shut down */
 
     script("{'init_error': 18}");
-    open_fails(GPUFL_FAKE_NVML_OLD_PATH, "nvmlInit failed: RM has detected an NVML/RM version mismatch", 1);
+    open_fails(GPUFL_FAKE_NVML_OLD_PATH,
+               "nvmlInit failed: RM has detected an NVML/RM version mismatch", 1);
 
     script("{'gpus': []}");
     open_fails(GPUFL_FAKE_NVML_PATH, "NVML lists no GPU", 1);
@@ -869,10 +874,15 @@ static void test_old_driver(void **state) {
 
 static void test_throttle_names(void **state) {
     (void)state;
-    static const char *const expected[] = {
-        "gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
-        "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
-        "display_clock_setting"};
+    static const char *const expected[] = {"gpu_idle",
+                                           "applications_clocks_setting",
+                                           "sw_power_cap",
+                                           "hw_slowdown",
+                                           "sync_boost",
+                                           "sw_thermal_slowdown",
+                                           "hw_thermal_slowdown",
+                                           "hw_power_brake_slowdown",
+                                           "display_clock_setting"};
     for (int bit = 0; bit < 9; bit++)
         assert_string_equal(gpufl__nvml_throttle_name(bit), expected[bit]);
     assert_null(gpufl__nvml_throttle_name(9));

@@ -1117,10 +1117,10 @@ static void test_older_struct_size(void **state) {
     o.size = offsetof(gpufl_options_t, ring_capacity_records);
     o.app_name = "old-caller";
     o.enable_stack_trace = 1;
-    o.ring_capacity_records = 1;  /* out of range if it were read */
-    o.memory_cap_bytes = 1;       /* idem */
-    o.log_rotate_bytes = 12345;   /* idem */
-    o.flush_interval_ms = 0;      /* idem */
+    o.ring_capacity_records = 1; /* out of range if it were read */
+    o.memory_cap_bytes = 1;      /* idem */
+    o.log_rotate_bytes = 12345;  /* idem */
+    o.flush_interval_ms = 0;     /* idem */
     resolve_ok(&o, &s);
     expect_str(&s, "app_name", "old-caller", GPUFL_FROM_CODE);
     expect_num(&s, "enable_stack_trace", 1, GPUFL_FROM_CODE);
@@ -1180,8 +1180,8 @@ static void test_settings_get_names_and_redaction(void **state) {
 static void test_parse_bool_edge_cases(void **state) {
     static const char *const yes[] = {"1", "true", "TRUE", "True", "yes", "YeS", "on", "ON"};
     static const char *const no[] = {"0", "false", "FALSE", "no", "No", "off", "oFF"};
-    static const char *const bad[] = {"", " 1", "1 ", "true ", "2", "-1", "01", "y", "n",
-                                      "enable", "maybe", "truex"};
+    static const char *const bad[] = {"",   " 1", "1 ", "true ",  "2",     "-1",
+                                      "01", "y",  "n",  "enable", "maybe", "truex"};
     int v;
     (void)state;
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
@@ -1208,10 +1208,10 @@ static void test_parse_bool_edge_cases(void **state) {
 }
 
 static void test_engine_parse_edge_cases(void **state) {
-    static const char *const names[] = {"Monitor", "Trace", "PcSampling", "SassMetrics",
-                                        "RangeProfiler", "Deep"};
-    static const char *const bad[] = {"", "Monitor ", " Trace", "0", "2", "5", "Pc Sampling",
-                                      "pc_sampling", "Turbo", "Deepest"};
+    static const char *const names[] = {"Monitor",     "Trace",         "PcSampling",
+                                        "SassMetrics", "RangeProfiler", "Deep"};
+    static const char *const bad[] = {"",  "Monitor ",    " Trace",      "0",     "2",
+                                      "5", "Pc Sampling", "pc_sampling", "Turbo", "Deepest"};
     gpufl_engine_t e;
     (void)state;
     for (int i = 0; i < 6; i++) {

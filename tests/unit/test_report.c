@@ -26,7 +26,7 @@
 #error "GPUFL_TEST_SOURCE_DIR must name the tests/ directory"
 #endif
 
-#define MS 1000000LL
+#define MS  1000000LL
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 static const char *fixture(const char *rel) {
@@ -683,9 +683,9 @@ static void test_report_model_gpu(void **state) {
         energy_last = x->energy_mj;
     }
     assert_int_equal(n0, 10);
-    assert_int_equal(util, 897);      /* avg 89.7% */
-    assert_int_equal(n_sm, 9);        /* one GPM sample null */
-    assert_true(sm_active == 270.0);  /* avg 30.0%: busy, not efficient */
+    assert_int_equal(util, 897);     /* avg 89.7% */
+    assert_int_equal(n_sm, 9);       /* one GPM sample null */
+    assert_true(sm_active == 270.0); /* avg 30.0%: busy, not efficient */
     assert_int_equal(power_cap, 3);
     assert_int_equal(idle, 1);
     assert_int_equal(energy_last - energy_first, 2810000); /* 2810 J over 4.5 s: 624 W */
@@ -735,8 +735,8 @@ static void test_report_gpu_corrupt(void **state) {
     gpufl_model_t *m = load("bad/gpu");
     expect_warnings(m, 6);
     assert_int_equal(m->read.corrupt_lines, 5);
-    assert_true(has_warning(m, "device.log", 5,
-                            "gpu_sample: column \"device\" has 1 rows, the others 2"));
+    assert_true(
+        has_warning(m, "device.log", 5, "gpu_sample: column \"device\" has 1 rows, the others 2"));
     assert_true(
         has_warning(m, "device.log", 6, "gpu_sample: row 0: gpu_util_pct is not an integer"));
     assert_true(has_warning(m, "device.log", 7, "gpu_sample: row 0: device -1 is out of range"));

@@ -8,8 +8,8 @@
 
 #include <pthread.h>
 
-#define SUITE "scope_threads"
-#define THREADS 8
+#define SUITE      "scope_threads"
+#define THREADS    8
 #define ITERATIONS 2000
 
 static void *nested_worker(void *arg) {
@@ -34,7 +34,8 @@ static void many_threads_nested(void **state) {
     o.memory_cap_bytes = (size_t)64 << 20;
     assert_int_equal(gpufl_init(&o), 0);
     pthread_t t[THREADS];
-    for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, nested_worker, NULL), 0);
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, nested_worker, NULL), 0);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
     gpufl_stats_t s = {.size = sizeof s};
     gpufl_flush();
@@ -174,7 +175,8 @@ static void more_threads_than_rings_are_counted(void **state) {
     assert_int_equal(gpufl_init(&o), 0);
     pthread_t t[CROWD];
     pthread_barrier_init(&all_alive, NULL, CROWD);
-    for (int i = 0; i < CROWD; i++) assert_int_equal(pthread_create(&t[i], NULL, hold_scope, NULL), 0);
+    for (int i = 0; i < CROWD; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, hold_scope, NULL), 0);
     for (int i = 0; i < CROWD; i++) pthread_join(t[i], NULL);
     pthread_barrier_destroy(&all_alive);
     gpufl_stats_t s = {.size = sizeof s};

@@ -12,11 +12,17 @@
 
 #define SUITE "writer"
 
-static const gpufl_col_def_t cols[] = {
-    {"ts_ns", GPUFL_COL_INT}, {"name", GPUFL_COL_DICT}, {"pct", GPUFL_COL_PCT}, {"opt", GPUFL_COL_OPT}};
+static const gpufl_col_def_t cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                       {"name", GPUFL_COL_DICT},
+                                       {"pct", GPUFL_COL_PCT},
+                                       {"opt", GPUFL_COL_OPT}};
 
-static gpufl_session_ident_t ident = {.session_id = "S1", .app_name = "w", .hostname = "h",
-                                      .pid = 9, .epoch_ns = 12345678901234, .epoch_unix_us = 1};
+static gpufl_session_ident_t ident = {.session_id = "S1",
+                                      .app_name = "w",
+                                      .hostname = "h",
+                                      .pid = 9,
+                                      .epoch_ns = 12345678901234,
+                                      .epoch_unix_us = 1};
 
 static char *slurp(const char *dir, const char *file) {
     char path[4200];
@@ -52,11 +58,11 @@ static void header_dict_and_batch_bytes(void **state) {
     gpufl__writer_close(&f);
     char *got = slurp(dir, "scope.log");
     char *second = strchr(got, '\n') + 1;
-    assert_string_equal(second,
-                        "{\"type\":\"dict\",\"v\":1,\"id\":[2,3],\"str\":[\"x\",\"y\\\"\"]}\n"
-                        "{\"type\":\"t\",\"v\":1,\"ts_ns\":[1,2],\"name\":[2,3],\"pct\":[12.3,null],"
-                        "\"opt\":[null,5]}\n"
-                        "{\"type\":\"t\",\"v\":1,\"ts_ns\":[3],\"name\":[2],\"pct\":[0.0],\"opt\":[0]}\n");
+    assert_string_equal(
+        second, "{\"type\":\"dict\",\"v\":1,\"id\":[2,3],\"str\":[\"x\",\"y\\\"\"]}\n"
+                "{\"type\":\"t\",\"v\":1,\"ts_ns\":[1,2],\"name\":[2,3],\"pct\":[12.3,null],"
+                "\"opt\":[null,5]}\n"
+                "{\"type\":\"t\",\"v\":1,\"ts_ns\":[3],\"name\":[2],\"pct\":[0.0],\"opt\":[0]}\n");
     assert_non_null(strstr(got, "\"epoch_ns\":\"12345678901234\""));
     assert_memory_equal(got, "{\"type\":\"header\",\"v\":1,", 23);
     free(got);
@@ -82,7 +88,8 @@ static void rotation(void **state) {
     assert_int_equal(gpufl__writer_open(&f, dir, "system", &ident, 1000, 0), 0);
     for (int i = 0; i < 30; i++) {
         gpufl_buf_t *b = gpufl__writer_record(&f, "event");
-        gpufl__buf_kv_str(b, "message", "0123456789012345678901234567890123456789012345678901234567890123456789");
+        gpufl__buf_kv_str(b, "message",
+                          "0123456789012345678901234567890123456789012345678901234567890123456789");
         gpufl__writer_end_record(&f);
         gpufl__writer_flush(&f);
     }
