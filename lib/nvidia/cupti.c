@@ -1,0 +1,716 @@
+/*
+ * cupti.c - CUPTI activity tracing: libcupti through dlopen, a fixed pool of
+ * activity buffers that CUPTI's callbacks only take from and queue to, and
+ * the parsing of completed buffers on the collector thread.
+ */
+#include "nvidia/cupti.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "nvidia/dl.h"
+
+#include <cupti.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* CUDA 13 (CUPTI API 13.0) appended fields to the kernel, memcpy and memset
+ * records (isDeviceLaunched, copyCount). An older libcupti delivers the
+ * previous versions, whose common prefix is the same: the appended fields
+ * are read only from a library at least this new. */
+#define API_VERSION_CUDA13 130000u
+
+typedef struct cupti_fns {
+    __typeof__(cuptiActivityEnable) *enable;
+    __typeof__(cuptiActivityDisable) *disable;
+    __typeof__(cuptiActivityRegisterCallbacks) *register_callbacks;
+    __typeof__(cuptiActivityRegisterTimestampCallback) *register_timestamp;
+    __typeof__(cuptiActivityGetNextRecord) *next_record;
+    __typeof__(cuptiActivityGetNumDroppedRecords) *dropped_records;
+    __typeof__(cuptiActivityFlushAll) *flush_all;
+    __typeof__(cuptiGetResultString) *result_string;
+    __typeof__(cuptiGetVersion) *get_version;
+} cupti_fns_t;
+
+/* A completed buffer waiting for drain. */
+typedef struct completed {
+    int index;
+    size_t valid_bytes;
+} completed_t;
+
+#define REASON_BYTES 256
+
+struct gpufl_cupti {
+    gpufl__dl_t dl;
+    cupti_fns_t fn;
+    uint32_t api_version;
+    int started;
+    int shared_clock;
+    int state[GPUFL_CUPTI_KIND_COUNT];
+    char reason[GPUFL_CUPTI_KIND_COUNT][REASON_BYTES];
+
+    /* The pool: count buffers of buffer_bytes, one allocation. free_list and
+     * queue are guarded by lock; both hold at most count entries. */
+    pthread_mutex_t lock;
+    unsigned char *pool;
+    size_t buffer_bytes;
+    int count;
+    int *free_list;
+    int free_count;
+    completed_t *queue;
+    int queue_head, queue_length;
+    int outstanding; /* buffers CUPTI holds */
+
+    _Atomic uint64_t buffers_given, buffers_refused, buffers_completed, buffers_drained;
+    _Atomic uint64_t records, records_other, records_dropped, parse_errors;
+};
+
+/* CUPTI's buffer callbacks carry no user pointer: the started module is a
+ * process global. inside counts callbacks running, so stop can wait for
+ * them to leave before the module may go away. */
+static _Atomic(gpufl_cupti_t *) active;
+static atomic_int inside;
+
+static const struct {
+    CUpti_ActivityKind cupti;
+    unsigned int flag; /* 0: always */
+    const char *name;
+} kinds[GPUFL_CUPTI_KIND_COUNT] = {
+    [GPUFL_CUPTI_KIND_KERNEL] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, "concurrent kernels"},
+    [GPUFL_CUPTI_KIND_COPY] = {CUPTI_ACTIVITY_KIND_MEMCPY, 0, "memcpy"},
+    [GPUFL_CUPTI_KIND_MEMSET] = {CUPTI_ACTIVITY_KIND_MEMSET, 0, "memset"},
+    [GPUFL_CUPTI_KIND_SYNC] = {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, GPUFL_CUPTI_SYNC,
+                               "synchronization"},
+    [GPUFL_CUPTI_KIND_ALLOC] = {CUPTI_ACTIVITY_KIND_MEMORY2, GPUFL_CUPTI_MEMORY, "memory"},
+    [GPUFL_CUPTI_KIND_EXTERNAL] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, GPUFL_CUPTI_EXTERNAL,
+                                   "external correlation"},
+};
+
+const char *gpufl__cupti_kind_name(gpufl_cupti_kind_t kind) {
+    if ((unsigned)kind >= GPUFL_CUPTI_KIND_COUNT) return "unknown";
+    return kinds[kind].name;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reasons                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* What a refusal means for the user, for the results that have a cause
+ * worth explaining; NULL for the others. */
+static const char *explain(CUptiResult r) {
+    switch (r) {
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+        return "another CUPTI client (a profiler such as torch.profiler, Nsight Systems or "
+               "another tracer) is already active in this process";
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+        return "insufficient privileges: GPU profiling is restricted to administrators "
+               "(driver option NVreg_RestrictProfilingToAdminUsers)";
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+        return "insufficient privileges: profiling is not enabled for this virtual GPU";
+    case CUPTI_ERROR_NOT_INITIALIZED:
+        return "CUPTI could not initialise: no usable CUDA driver or device";
+    case CUPTI_ERROR_NOT_COMPATIBLE: return "not compatible with an activity kind already enabled";
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_INVALID_KIND: return "not supported by this CUPTI or device";
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED: return "not supported on a virtual GPU";
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED: return "not supported on a CMP device";
+    default: return NULL;
+    }
+}
+
+static const char *result_symbol(CUptiResult r) {
+    switch (r) {
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+        return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: return "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+        return "CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES";
+    case CUPTI_ERROR_NOT_INITIALIZED: return "CUPTI_ERROR_NOT_INITIALIZED";
+    case CUPTI_ERROR_NOT_COMPATIBLE: return "CUPTI_ERROR_NOT_COMPATIBLE";
+    case CUPTI_ERROR_NOT_SUPPORTED: return "CUPTI_ERROR_NOT_SUPPORTED";
+    case CUPTI_ERROR_INVALID_KIND: return "CUPTI_ERROR_INVALID_KIND";
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+        return "CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED";
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED: return "CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED";
+    default: return NULL;
+    }
+}
+
+/* "<what>: <explanation> (<SYMBOL>)", else CUPTI's own message and number. */
+static void describe(const gpufl_cupti_t *c, CUptiResult r, const char *what, char *out,
+                     size_t size) {
+    const char *text = explain(r), *symbol = result_symbol(r);
+    if (text != NULL) {
+        snprintf(out, size, "%s: %s (%s)", what, text, symbol);
+        return;
+    }
+    const char *message = NULL;
+    if (c->fn.result_string == NULL || c->fn.result_string(r, &message) != CUPTI_SUCCESS ||
+        message == NULL)
+        message = "unknown CUPTI error";
+    snprintf(out, size, "%s: %s (CUPTI error %d)", what, message, (int)r);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Loading                                                                  */
+/* ---------------------------------------------------------------------- */
+
+#define SYM(field, name)                                                                           \
+    { {name}, &c->fn.field, 0, -1 }
+#define REQUIRED(field, name)                                                                      \
+    { {name}, &c->fn.field, 1, -1 }
+
+static int load_symbols(gpufl_cupti_t *c, char *why, size_t why_size) {
+    gpufl__dl_sym_t syms[] = {
+        REQUIRED(enable, "cuptiActivityEnable"),
+        REQUIRED(disable, "cuptiActivityDisable"),
+        REQUIRED(register_callbacks, "cuptiActivityRegisterCallbacks"),
+        REQUIRED(next_record, "cuptiActivityGetNextRecord"),
+        REQUIRED(dropped_records, "cuptiActivityGetNumDroppedRecords"),
+        REQUIRED(flush_all, "cuptiActivityFlushAll"),
+        SYM(register_timestamp, "cuptiActivityRegisterTimestampCallback"),
+        SYM(result_string, "cuptiGetResultString"),
+        SYM(get_version, "cuptiGetVersion"),
+    };
+    return gpufl__dl_resolve(&c->dl, syms, sizeof syms / sizeof syms[0], why, why_size);
+}
+
+#define SONAMES 3
+static const char *const sonames[SONAMES] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+
+/* The names to try: the sonames on the loader's path, then under
+ * $CUDA_HOME's two CUPTI directories. paths holds the built strings. */
+static void library_names(const char *names[], char paths[][GPUFL_DL_NAME_BYTES]) {
+    static const char *const dirs[] = {"extras/CUPTI/lib64", "lib64"};
+    const char *home = getenv("CUDA_HOME");
+    int n = 0, p = 0;
+    for (int i = 0; i < SONAMES; i++) names[n++] = sonames[i];
+    for (int d = 0; home && home[0] && d < 2; d++) {
+        for (int i = 0; i < SONAMES; i++) {
+            int length =
+                snprintf(paths[p], GPUFL_DL_NAME_BYTES, "%s/%s/%s", home, dirs[d], sonames[i]);
+            if (length > 0 && length < GPUFL_DL_NAME_BYTES) names[n++] = paths[p++];
+        }
+    }
+    names[n] = NULL;
+}
+
+int gpufl__cupti_open(const char *library_path, gpufl_cupti_t **out, char *why, size_t why_size) {
+    const char *names[SONAMES * 3 + 1];
+    char paths[SONAMES * 2][GPUFL_DL_NAME_BYTES];
+    int rc;
+
+    *out = NULL;
+    gpufl_cupti_t *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        snprintf(why, why_size, "out of memory");
+        return GPUFL_ENOMEM;
+    }
+    if (library_path == NULL || library_path[0] == '\0')
+        library_path = getenv("GPUFL_CUPTI_LIBRARY");
+    library_names(names, paths);
+    rc = gpufl__dl_open(&c->dl, library_path, names,
+                        "no CUPTI on the library path (set GPUFL_CUPTI_LIBRARY or CUDA_HOME)", why,
+                        why_size);
+    if (rc != 0) goto fail_free;
+    rc = load_symbols(c, why, why_size);
+    if (rc != 0) goto fail_close;
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        snprintf(why, why_size, "cannot create a mutex");
+        rc = GPUFL_ENOMEM;
+        goto fail_close;
+    }
+    if (c->fn.get_version == NULL || c->fn.get_version(&c->api_version) != CUPTI_SUCCESS)
+        c->api_version = 0;
+    gpufl__debug("cupti: loaded %s, API version %u%s%s", c->dl.name, c->api_version,
+                 c->dl.missing[0] ? ", lacks " : "", c->dl.missing);
+    *out = c;
+    return 0;
+
+fail_close:
+    gpufl__dl_close(&c->dl);
+fail_free:
+    free(c);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* CUPTI's callbacks: take a buffer, queue a buffer                         */
+/* ---------------------------------------------------------------------- */
+
+static uint64_t CUPTIAPI timestamp_ns(void) { return (uint64_t)gpufl__mono_ns(); }
+
+static gpufl_cupti_t *enter(void) {
+    atomic_fetch_add(&inside, 1);
+    gpufl_cupti_t *c = atomic_load(&active);
+    if (c == NULL) atomic_fetch_sub(&inside, 1);
+    return c;
+}
+
+static void leave(void) { atomic_fetch_sub(&inside, 1); }
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+    *buffer = NULL;
+    *size = 0;
+    *max_records = 0; /* as many as fit */
+    gpufl_cupti_t *c = enter();
+    if (c == NULL) return;
+    pthread_mutex_lock(&c->lock);
+    if (c->free_count > 0) {
+        int index = c->free_list[--c->free_count];
+        c->outstanding++;
+        *buffer = c->pool + (size_t)index * c->buffer_bytes;
+        *size = c->buffer_bytes;
+    }
+    pthread_mutex_unlock(&c->lock);
+    atomic_fetch_add_explicit(*buffer ? &c->buffers_given : &c->buffers_refused, 1,
+                              memory_order_relaxed);
+    leave();
+}
+
+static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t *buffer,
+                                      size_t size, size_t valid_bytes) {
+    (void)context;
+    (void)stream_id;
+    (void)size;
+    gpufl_cupti_t *c = enter();
+    if (c == NULL || buffer == NULL) {
+        if (c) leave();
+        return;
+    }
+    size_t offset = (size_t)(buffer - c->pool);
+    if (buffer >= c->pool && offset % c->buffer_bytes == 0 &&
+        offset / c->buffer_bytes < (size_t)c->count) {
+        pthread_mutex_lock(&c->lock);
+        int tail = (c->queue_head + c->queue_length) % c->count;
+        c->queue[tail].index = (int)(offset / c->buffer_bytes);
+        c->queue[tail].valid_bytes = valid_bytes <= c->buffer_bytes ? valid_bytes : 0;
+        c->queue_length++;
+        c->outstanding--;
+        pthread_mutex_unlock(&c->lock);
+        atomic_fetch_add_explicit(&c->buffers_completed, 1, memory_order_relaxed);
+    }
+    leave();
+}
+
+/* ---------------------------------------------------------------------- */
+/* Converting records                                                       */
+/* ---------------------------------------------------------------------- */
+
+static void read_kernel(const gpufl_cupti_t *c, const CUpti_Activity *record,
+                        const gpufl_cupti_sink_t *sink, void *user) {
+    CUpti_ActivityKernel10 k;
+    size_t bytes = c->api_version >= API_VERSION_CUDA13
+                       ? sizeof k
+                       : offsetof(CUpti_ActivityKernel10, isDeviceLaunched);
+    memset(&k, 0, sizeof k);
+    memcpy(&k, record, bytes);
+    gpufl_cupti_kernel_t out = {
+        .start_ns = (int64_t)k.start,
+        .end_ns = (int64_t)k.end,
+        .device_id = k.deviceId,
+        .context_id = k.contextId,
+        .stream_id = k.streamId,
+        .correlation_id = k.correlationId,
+        .grid_x = k.gridX,
+        .grid_y = k.gridY,
+        .grid_z = k.gridZ,
+        .block_x = k.blockX,
+        .block_y = k.blockY,
+        .block_z = k.blockZ,
+        .cluster_x = k.clusterX,
+        .cluster_y = k.clusterY,
+        .cluster_z = k.clusterZ,
+        .registers_per_thread = k.registersPerThread,
+        .static_shared_bytes = k.staticSharedMemory,
+        .dynamic_shared_bytes = k.dynamicSharedMemory,
+        .local_bytes_per_thread = k.localMemoryPerThread,
+        .local_bytes_total = k.localMemoryTotal_v2 ? k.localMemoryTotal_v2 : k.localMemoryTotal,
+        .shared_bytes_executed = k.sharedMemoryExecuted,
+        .grid_id = k.gridId,
+        .graph_id = k.graphId,
+        .graph_node_id = k.graphNodeId,
+        .launch_type = k.launchType,
+        .device_launched = k.isDeviceLaunched,
+        .name = k.name ? k.name : "",
+    };
+    if (sink->kernel) sink->kernel(user, &out);
+}
+
+static void read_copy(const gpufl_cupti_t *c, const CUpti_Activity *record,
+                      const gpufl_cupti_sink_t *sink, void *user) {
+    CUpti_ActivityMemcpy6 m;
+    size_t bytes = c->api_version >= API_VERSION_CUDA13
+                       ? sizeof m
+                       : offsetof(CUpti_ActivityMemcpy6, isDeviceLaunched);
+    memset(&m, 0, sizeof m);
+    memcpy(&m, record, bytes);
+    gpufl_cupti_copy_t out = {
+        .start_ns = (int64_t)m.start,
+        .end_ns = (int64_t)m.end,
+        .device_id = m.deviceId,
+        .context_id = m.contextId,
+        .stream_id = m.streamId,
+        .correlation_id = m.correlationId,
+        .bytes = m.bytes,
+        .copy_kind = m.copyKind,
+        .src_kind = m.srcKind,
+        .dst_kind = m.dstKind,
+        .async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0,
+        .graph_id = m.graphId,
+        .graph_node_id = m.graphNodeId,
+        .copy_count = m.copyCount,
+    };
+    if (sink->copy) sink->copy(user, &out);
+}
+
+static void read_memset(const gpufl_cupti_t *c, const CUpti_Activity *record,
+                        const gpufl_cupti_sink_t *sink, void *user) {
+    CUpti_ActivityMemset4 m;
+    size_t bytes = c->api_version >= API_VERSION_CUDA13
+                       ? sizeof m
+                       : offsetof(CUpti_ActivityMemset4, isDeviceLaunched);
+    memset(&m, 0, sizeof m);
+    memcpy(&m, record, bytes);
+    gpufl_cupti_memset_t out = {
+        .start_ns = (int64_t)m.start,
+        .end_ns = (int64_t)m.end,
+        .device_id = m.deviceId,
+        .context_id = m.contextId,
+        .stream_id = m.streamId,
+        .correlation_id = m.correlationId,
+        .bytes = m.bytes,
+        .value = m.value,
+        .memory_kind = m.memoryKind,
+        .async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0,
+        .graph_id = m.graphId,
+        .graph_node_id = m.graphNodeId,
+    };
+    if (sink->memset) sink->memset(user, &out);
+}
+
+static void read_sync(const CUpti_Activity *record, const gpufl_cupti_sink_t *sink, void *user) {
+    CUpti_ActivitySynchronization2 s;
+    memcpy(&s, record, sizeof s);
+    gpufl_cupti_sync_t out = {
+        .start_ns = (int64_t)s.start,
+        .end_ns = (int64_t)s.end,
+        .type = (uint32_t)s.type,
+        .context_id = s.contextId,
+        .stream_id = s.streamId,
+        .correlation_id = s.correlationId,
+        .cuda_event_id = s.cudaEventId,
+        .cuda_event_sync_id = s.cudaEventSyncId,
+        .return_value = s.returnValue,
+    };
+    if (sink->sync) sink->sync(user, &out);
+}
+
+static void read_alloc(const CUpti_Activity *record, const gpufl_cupti_sink_t *sink, void *user) {
+    CUpti_ActivityMemory4 m;
+    memcpy(&m, record, sizeof m);
+    gpufl_cupti_alloc_t out = {
+        .timestamp_ns = (int64_t)m.timestamp,
+        .operation = (uint32_t)m.memoryOperationType,
+        .memory_kind = (uint32_t)m.memoryKind,
+        .device_id = m.deviceId,
+        .context_id = m.contextId,
+        .stream_id = m.streamId,
+        .correlation_id = m.correlationId,
+        .process_id = m.processId,
+        .address = m.address,
+        .bytes = m.bytes,
+        .pc = m.PC,
+        .async = m.isAsync,
+        .pool_type = (uint32_t)m.memoryPoolConfig.memoryPoolType,
+        .pool_address = m.memoryPoolConfig.address,
+    };
+    if (sink->alloc) sink->alloc(user, &out);
+}
+
+static void read_external(const CUpti_Activity *record, const gpufl_cupti_sink_t *sink,
+                          void *user) {
+    CUpti_ActivityExternalCorrelation e;
+    memcpy(&e, record, sizeof e);
+    gpufl_cupti_external_t out = {
+        .external_kind = (uint32_t)e.externalKind,
+        .external_id = e.externalId,
+        .correlation_id = e.correlationId,
+    };
+    if (sink->external) sink->external(user, &out);
+}
+
+/* Returns 1 when the record was one we read. */
+static int read_record(gpufl_cupti_t *c, const CUpti_Activity *record,
+                       const gpufl_cupti_sink_t *sink, void *user) {
+    switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL: /* same layout; never enabled by us */
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: read_kernel(c, record, sink, user); return 1;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: read_copy(c, record, sink, user); return 1;
+    case CUPTI_ACTIVITY_KIND_MEMSET: read_memset(c, record, sink, user); return 1;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: read_sync(record, sink, user); return 1;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: read_alloc(record, sink, user); return 1;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: read_external(record, sink, user); return 1;
+    default: return 0;
+    }
+}
+
+static void report_dropped(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user) {
+    size_t dropped = 0;
+    if (c->fn.dropped_records(NULL, 0, &dropped) != CUPTI_SUCCESS || dropped == 0) return;
+    atomic_fetch_add_explicit(&c->records_dropped, dropped, memory_order_relaxed);
+    if (sink->dropped) sink->dropped(user, dropped);
+}
+
+static uint64_t parse_buffer(gpufl_cupti_t *c, uint8_t *buffer, size_t valid_bytes,
+                             const gpufl_cupti_sink_t *sink, void *user) {
+    uint64_t delivered = 0, other = 0;
+    CUpti_Activity *record = NULL;
+    while (valid_bytes > 0) {
+        CUptiResult r = c->fn.next_record(buffer, valid_bytes, &record);
+        if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
+        if (r != CUPTI_SUCCESS || record == NULL) {
+            atomic_fetch_add_explicit(&c->parse_errors, 1, memory_order_relaxed);
+            break;
+        }
+        if (read_record(c, record, sink, user))
+            delivered++;
+        else
+            other++;
+    }
+    atomic_fetch_add_explicit(&c->records, delivered, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->records_other, other, memory_order_relaxed);
+    return delivered;
+}
+
+uint64_t gpufl__cupti_drain(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user) {
+    static const gpufl_cupti_sink_t discard = {0};
+    uint64_t delivered = 0;
+    if (c == NULL || c->pool == NULL) return 0;
+    if (sink == NULL) sink = &discard;
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        if (c->queue_length == 0) {
+            pthread_mutex_unlock(&c->lock);
+            break;
+        }
+        completed_t entry = c->queue[c->queue_head];
+        c->queue_head = (c->queue_head + 1) % c->count;
+        c->queue_length--;
+        pthread_mutex_unlock(&c->lock);
+
+        uint8_t *buffer = c->pool + (size_t)entry.index * c->buffer_bytes;
+        delivered += parse_buffer(c, buffer, entry.valid_bytes, sink, user);
+        report_dropped(c, sink, user);
+
+        pthread_mutex_lock(&c->lock);
+        c->free_list[c->free_count++] = entry.index;
+        pthread_mutex_unlock(&c->lock);
+        atomic_fetch_add_explicit(&c->buffers_drained, 1, memory_order_relaxed);
+    }
+    /* Drops happen also when no buffer completes at all (the pool empty). */
+    report_dropped(c, sink, user);
+    return delivered;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Start and stop                                                           */
+/* ---------------------------------------------------------------------- */
+
+static void free_pool(gpufl_cupti_t *c) {
+    free(c->pool);
+    free(c->free_list);
+    free(c->queue);
+    c->pool = NULL;
+    c->free_list = NULL;
+    c->queue = NULL;
+    c->count = 0;
+}
+
+static int alloc_pool(gpufl_cupti_t *c, size_t buffer_bytes, int count) {
+    c->buffer_bytes = buffer_bytes;
+    c->count = count;
+    /* CUPTI requires 8-byte aligned buffers. */
+    c->pool = aligned_alloc(8, buffer_bytes * (size_t)count);
+    c->free_list = calloc((size_t)count, sizeof *c->free_list);
+    c->queue = calloc((size_t)count, sizeof *c->queue);
+    if (c->pool == NULL || c->free_list == NULL || c->queue == NULL) {
+        free_pool(c);
+        return GPUFL_ENOMEM;
+    }
+    /* Handed out from the end of free_list: buffer 0 first. */
+    for (int i = 0; i < count; i++) c->free_list[i] = count - 1 - i;
+    c->free_count = count;
+    c->queue_head = c->queue_length = 0;
+    c->outstanding = 0;
+    return 0;
+}
+
+static int read_config(const gpufl_cupti_config_t *cfg, size_t *buffer_bytes, int *count,
+                       unsigned int *flags) {
+    gpufl_cupti_config_t v = {0};
+    if (cfg != NULL) {
+        if (cfg->size < sizeof cfg->size) return GPUFL_EINVAL;
+        memcpy(&v, cfg, cfg->size < sizeof v ? cfg->size : sizeof v);
+    }
+    *buffer_bytes =
+        v.buffer_bytes ? (v.buffer_bytes + 7) & ~(size_t)7 : GPUFL_CUPTI_BUFFER_BYTES_DEFAULT;
+    *count = v.buffer_count ? v.buffer_count : GPUFL_CUPTI_BUFFER_COUNT_DEFAULT;
+    *flags = v.flags;
+    if (*buffer_bytes < GPUFL_CUPTI_BUFFER_BYTES_MIN || *count < 1 ||
+        *buffer_bytes > GPUFL_CUPTI_POOL_BYTES_MAX / (size_t)*count)
+        return GPUFL_EINVAL;
+    return 0;
+}
+
+/* Disables what is on, completes every buffer CUPTI holds and drains. */
+static void wind_down(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user) {
+    for (int k = 0; k < GPUFL_CUPTI_KIND_COUNT; k++)
+        if (c->state[k] == GPUFL_CUPTI_ON) c->fn.disable(kinds[k].cupti);
+    c->fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    gpufl__cupti_drain(c, sink, user);
+    atomic_store(&active, NULL);
+    while (atomic_load(&inside) != 0) sched_yield();
+    gpufl__cupti_drain(c, sink, user);
+    c->started = 0;
+    pthread_mutex_lock(&c->lock);
+    int outstanding = c->outstanding;
+    pthread_mutex_unlock(&c->lock);
+    if (outstanding == 0) {
+        free_pool(c);
+    } else {
+        /* CUPTI may still write into them: the pool is never freed. */
+        gpufl__warn("cupti: %d activity buffers not returned by CUPTI; kept", outstanding);
+        c->pool = NULL;
+        c->free_list = NULL;
+        c->queue = NULL;
+    }
+}
+
+int gpufl__cupti_start(gpufl_cupti_t *c, const gpufl_cupti_config_t *cfg, char *why,
+                       size_t why_size) {
+    size_t buffer_bytes;
+    int count, rc;
+    unsigned int flags;
+    CUptiResult r;
+
+    if (c == NULL || read_config(cfg, &buffer_bytes, &count, &flags) != 0) {
+        snprintf(why, why_size, "invalid CUPTI configuration");
+        return GPUFL_EINVAL;
+    }
+    gpufl_cupti_t *expected = NULL;
+    if (c->started || !atomic_compare_exchange_strong(&active, &expected, c)) {
+        snprintf(why, why_size, "CUPTI tracing is already started in this process");
+        return GPUFL_EALREADY;
+    }
+    /* The callbacks see the module from here on; the pool is in place
+     * before CUPTI can ask for a buffer (it asks after the first enable). */
+    rc = alloc_pool(c, buffer_bytes, count);
+    if (rc != 0) {
+        snprintf(why, why_size, "cannot allocate %d CUPTI buffers of %zu bytes", count,
+                 buffer_bytes);
+        goto fail_inactive;
+    }
+    atomic_store(&c->buffers_given, 0);
+    atomic_store(&c->buffers_refused, 0);
+    atomic_store(&c->buffers_completed, 0);
+    atomic_store(&c->buffers_drained, 0);
+    atomic_store(&c->records, 0);
+    atomic_store(&c->records_other, 0);
+    atomic_store(&c->records_dropped, 0);
+    atomic_store(&c->parse_errors, 0);
+    memset(c->state, 0, sizeof c->state);
+    memset(c->reason, 0, sizeof c->reason);
+
+    r = c->fn.register_callbacks(buffer_requested, buffer_completed);
+    if (r != CUPTI_SUCCESS) {
+        describe(c, r, "cuptiActivityRegisterCallbacks", why, why_size);
+        rc = GPUFL_ENOTSUP;
+        goto fail_pool;
+    }
+    /* Before any kind is enabled, so every record is on our clock. */
+    c->shared_clock =
+        c->fn.register_timestamp != NULL && c->fn.register_timestamp(timestamp_ns) == CUPTI_SUCCESS;
+
+    for (int k = 0; k < GPUFL_CUPTI_KIND_COUNT; k++) {
+        if (kinds[k].flag != 0 && !(flags & kinds[k].flag)) continue;
+        r = c->fn.enable(kinds[k].cupti);
+        if (r == CUPTI_SUCCESS) {
+            c->state[k] = GPUFL_CUPTI_ON;
+            continue;
+        }
+        c->state[k] = GPUFL_CUPTI_REFUSED;
+        describe(c, r, kinds[k].name, c->reason[k], sizeof c->reason[k]);
+        gpufl__debug("cupti: %s", c->reason[k]);
+        if (k == GPUFL_CUPTI_KIND_KERNEL) {
+            snprintf(why, why_size, "%s", c->reason[k]);
+            wind_down(c, NULL, NULL);
+            return GPUFL_ENOTSUP;
+        }
+    }
+    c->started = 1;
+    return 0;
+
+fail_pool:
+    free_pool(c);
+fail_inactive:
+    atomic_store(&active, NULL);
+    return rc;
+}
+
+void gpufl__cupti_stop(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user) {
+    if (c == NULL || !c->started) return;
+    wind_down(c, sink, user);
+}
+
+int gpufl__cupti_flush(gpufl_cupti_t *c, int force) {
+    if (c == NULL || !c->started) return 0;
+    CUptiResult r = c->fn.flush_all(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (r == CUPTI_SUCCESS) return 0;
+    char reason[REASON_BYTES];
+    describe(c, r, "cuptiActivityFlushAll", reason, sizeof reason);
+    return gpufl__set_error(GPUFL_EIO, "%s", reason);
+}
+
+void gpufl__cupti_close(gpufl_cupti_t *c) {
+    if (c == NULL) return;
+    gpufl__cupti_stop(c, NULL, NULL);
+    pthread_mutex_destroy(&c->lock);
+    gpufl__dl_close(&c->dl);
+    free(c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Queries                                                                  */
+/* ---------------------------------------------------------------------- */
+
+int gpufl__cupti_kind_state(const gpufl_cupti_t *c, gpufl_cupti_kind_t kind, const char **reason) {
+    if (reason) *reason = "";
+    if (c == NULL || (unsigned)kind >= GPUFL_CUPTI_KIND_COUNT) return GPUFL_CUPTI_OFF;
+    if (reason) *reason = c->reason[kind];
+    return c->state[kind];
+}
+
+void gpufl__cupti_stats(const gpufl_cupti_t *c, gpufl_cupti_stats_t *out) {
+    memset(out, 0, sizeof *out);
+    if (c == NULL) return;
+    out->buffers_given = atomic_load(&c->buffers_given);
+    out->buffers_refused = atomic_load(&c->buffers_refused);
+    out->buffers_completed = atomic_load(&c->buffers_completed);
+    out->buffers_drained = atomic_load(&c->buffers_drained);
+    out->records = atomic_load(&c->records);
+    out->records_other = atomic_load(&c->records_other);
+    out->records_dropped = atomic_load(&c->records_dropped);
+    out->parse_errors = atomic_load(&c->parse_errors);
+}
+
+int gpufl__cupti_shared_clock(const gpufl_cupti_t *c) { return c ? c->shared_clock : 0; }
+
+const char *gpufl__cupti_library(const gpufl_cupti_t *c) { return c ? c->dl.name : ""; }
+
+uint32_t gpufl__cupti_api_version(const gpufl_cupti_t *c) { return c ? c->api_version : 0; }

@@ -1,0 +1,422 @@
+/*
+ * fake_cupti.c - a scriptable libcupti for the tests: the activity API that
+ * lib/nvidia/cupti.c loads, records built in the real cupti_activity.h
+ * layouts and delivered on a thread of its own at cuptiActivityFlushAll.
+ *
+ * Script: $GPUFL_FAKE_CUPTI names a JSON file, read when callbacks are
+ * registered:
+ *   {"register_error": 0,                 CUptiResult of RegisterCallbacks
+ *    "enable_errors": {"38": 35},         CUpti_ActivityKind -> CUptiResult
+ *    "records_per_buffer": 2,             0: as many as fit
+ *    "records_per_flush": 10,             0: all pending
+ *    "dropped": 5,                        added to the next dropped count
+ *    "records": [{"kind": 10, "start": 1, "name": "k", ...}]}
+ * Record fields carry the CUPTI struct's member names; absent ones are 0.
+ * A record is delivered only if its kind was enabled; one that finds no
+ * buffer (the client answered NULL) is dropped and counted, as CUPTI does.
+ * Built with FAKE_CUPTI_OLD: no cuptiActivityRegisterTimestampCallback and
+ * cuptiGetVersion says 12.0 (CUPTI API 120000).
+ */
+#include <cupti.h>
+#include <jansson.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT      __attribute__((visibility("default")))
+#define KINDS_MAX   64
+#define RECORDS_MAX 4096
+#define NAMES_MAX   256
+
+typedef union any_record {
+    CUpti_Activity base;
+    CUpti_ActivityKernel10 kernel;
+    CUpti_ActivityMemcpy6 copy;
+    CUpti_ActivityMemset4 memset;
+    CUpti_ActivitySynchronization2 sync;
+    CUpti_ActivityMemory4 memory;
+    CUpti_ActivityExternalCorrelation external;
+} any_record_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUpti_BuffersCallbackRequestFunc requested_fn;
+static CUpti_BuffersCallbackCompleteFunc completed_fn;
+static CUpti_TimestampCallbackFunc timestamp_fn;
+static int enable_errors[KINDS_MAX];
+static unsigned long enable_counts[KINDS_MAX], disable_counts[KINDS_MAX];
+/* Kinds enabled since the script loaded: the scripted records stand for
+ * activity that happened while they were on, so a later disable keeps them. */
+static int enabled[KINDS_MAX];
+static any_record_t records[RECORDS_MAX];
+static int record_count, record_next;
+static char *names[NAMES_MAX];
+static int name_count;
+static int records_per_buffer, records_per_flush;
+static size_t dropped;
+static unsigned long flushes;
+static uint64_t last_timestamp;
+
+/* Size of a record of kind in the buffers; 0 for kinds the fake lacks. */
+static size_t record_size(CUpti_ActivityKind kind) {
+    switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    /* An unread kind, to show that the client skips what it does not know. */
+    case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
+    default: return 0;
+    }
+}
+
+static uint64_t u64(json_t *o, const char *key) {
+    return (uint64_t)json_integer_value(json_object_get(o, key));
+}
+
+static const char *keep_name(const char *name) {
+    if (name == NULL || name_count == NAMES_MAX) return NULL;
+    names[name_count] = strdup(name);
+    return names[name_count++];
+}
+
+#define SET(rec, field) (rec).field = (__typeof__((rec).field))u64(o, #field)
+
+static int build(json_t *o, any_record_t *r) {
+    CUpti_ActivityKind kind = (CUpti_ActivityKind)u64(o, "kind");
+    memset(r, 0, sizeof *r);
+    r->base.kind = kind;
+    switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        SET(r->kernel, registersPerThread);
+        SET(r->kernel, start);
+        SET(r->kernel, end);
+        SET(r->kernel, completed);
+        SET(r->kernel, deviceId);
+        SET(r->kernel, contextId);
+        SET(r->kernel, streamId);
+        SET(r->kernel, gridX);
+        SET(r->kernel, gridY);
+        SET(r->kernel, gridZ);
+        SET(r->kernel, blockX);
+        SET(r->kernel, blockY);
+        SET(r->kernel, blockZ);
+        SET(r->kernel, staticSharedMemory);
+        SET(r->kernel, dynamicSharedMemory);
+        SET(r->kernel, localMemoryPerThread);
+        SET(r->kernel, localMemoryTotal);
+        SET(r->kernel, correlationId);
+        SET(r->kernel, gridId);
+        SET(r->kernel, launchType);
+        SET(r->kernel, sharedMemoryExecuted);
+        SET(r->kernel, graphNodeId);
+        SET(r->kernel, graphId);
+        SET(r->kernel, clusterX);
+        SET(r->kernel, clusterY);
+        SET(r->kernel, clusterZ);
+        SET(r->kernel, localMemoryTotal_v2);
+        SET(r->kernel, isDeviceLaunched);
+        r->kernel.name = keep_name(json_string_value(json_object_get(o, "name")));
+        break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        SET(r->copy, copyKind);
+        SET(r->copy, srcKind);
+        SET(r->copy, dstKind);
+        SET(r->copy, flags);
+        SET(r->copy, bytes);
+        SET(r->copy, start);
+        SET(r->copy, end);
+        SET(r->copy, deviceId);
+        SET(r->copy, contextId);
+        SET(r->copy, streamId);
+        SET(r->copy, correlationId);
+        SET(r->copy, graphNodeId);
+        SET(r->copy, graphId);
+        SET(r->copy, isDeviceLaunched);
+        SET(r->copy, copyCount);
+        break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+        SET(r->memset, value);
+        SET(r->memset, bytes);
+        SET(r->memset, start);
+        SET(r->memset, end);
+        SET(r->memset, deviceId);
+        SET(r->memset, contextId);
+        SET(r->memset, streamId);
+        SET(r->memset, correlationId);
+        SET(r->memset, flags);
+        SET(r->memset, memoryKind);
+        SET(r->memset, graphNodeId);
+        SET(r->memset, graphId);
+        break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        SET(r->sync, type);
+        SET(r->sync, start);
+        SET(r->sync, end);
+        SET(r->sync, correlationId);
+        SET(r->sync, contextId);
+        SET(r->sync, streamId);
+        SET(r->sync, cudaEventId);
+        SET(r->sync, cudaEventSyncId);
+        SET(r->sync, returnValue);
+        break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+        SET(r->memory, memoryOperationType);
+        SET(r->memory, memoryKind);
+        SET(r->memory, correlationId);
+        SET(r->memory, address);
+        SET(r->memory, bytes);
+        SET(r->memory, timestamp);
+        SET(r->memory, PC);
+        SET(r->memory, processId);
+        SET(r->memory, deviceId);
+        SET(r->memory, contextId);
+        SET(r->memory, streamId);
+        SET(r->memory, isAsync);
+        r->memory.memoryPoolConfig.memoryPoolType =
+            (CUpti_ActivityMemoryPoolType)u64(o, "memoryPoolType");
+        r->memory.memoryPoolConfig.address = u64(o, "poolAddress");
+        break;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+        SET(r->external, externalKind);
+        SET(r->external, externalId);
+        SET(r->external, correlationId);
+        break;
+    case CUPTI_ACTIVITY_KIND_CONTEXT: break;
+    default: return -1;
+    }
+    return 0;
+}
+
+/* Forgets the previous script and reads $GPUFL_FAKE_CUPTI. Under lock. */
+static CUptiResult load_script(void) {
+    for (int i = 0; i < name_count; i++) free(names[i]);
+    name_count = record_count = record_next = records_per_buffer = records_per_flush = 0;
+    dropped = 0;
+    memset(enable_errors, 0, sizeof enable_errors);
+    memset(enable_counts, 0, sizeof enable_counts);
+    memset(disable_counts, 0, sizeof disable_counts);
+    memset(enabled, 0, sizeof enabled);
+    flushes = 0;
+    timestamp_fn = NULL;
+    last_timestamp = 0;
+    const char *path = getenv("GPUFL_FAKE_CUPTI");
+    if (path == NULL || path[0] == '\0') return CUPTI_SUCCESS;
+    json_error_t error;
+    json_t *root = json_load_file(path, 0, &error);
+    if (root == NULL) {
+        fprintf(stderr, "fake_cupti: %s:%d: %s\n", path, error.line, error.text);
+        return CUPTI_ERROR_UNKNOWN;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(json_object_get(root, "enable_errors"), key, value) {
+        int kind = atoi(key);
+        if (kind >= 0 && kind < KINDS_MAX) enable_errors[kind] = (int)json_integer_value(value);
+    }
+    records_per_buffer = (int)json_integer_value(json_object_get(root, "records_per_buffer"));
+    records_per_flush = (int)json_integer_value(json_object_get(root, "records_per_flush"));
+    dropped = (size_t)json_integer_value(json_object_get(root, "dropped"));
+    size_t i;
+    json_array_foreach(json_object_get(root, "records"), i, value) {
+        if (record_count < RECORDS_MAX && build(value, &records[record_count]) == 0) record_count++;
+    }
+    CUptiResult r = (CUptiResult)json_integer_value(json_object_get(root, "register_error"));
+    json_decref(root);
+    return r;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The activity API                                                         */
+/* ---------------------------------------------------------------------- */
+
+EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                  CUpti_BuffersCallbackCompleteFunc complete) {
+    pthread_mutex_lock(&lock);
+    CUptiResult r = load_script();
+    if (r == CUPTI_SUCCESS) {
+        requested_fn = request;
+        completed_fn = complete;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+#ifndef FAKE_CUPTI_OLD
+EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) {
+    pthread_mutex_lock(&lock);
+    timestamp_fn = fn;
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+#endif
+
+EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+    if ((int)kind < 0 || kind >= KINDS_MAX) return CUPTI_ERROR_INVALID_KIND;
+    pthread_mutex_lock(&lock);
+    enable_counts[kind]++;
+    CUptiResult r = (CUptiResult)enable_errors[kind];
+    if (r == CUPTI_SUCCESS) enabled[kind] = 1;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+    if ((int)kind < 0 || kind >= KINDS_MAX) return CUPTI_ERROR_INVALID_KIND;
+    pthread_mutex_lock(&lock);
+    disable_counts[kind]++;
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
+                                              CUpti_Activity **record) {
+    size_t offset = 0;
+    if (buffer == NULL || record == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+    if (*record != NULL) {
+        size_t size = record_size((*record)->kind);
+        if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+        offset = (size_t)((uint8_t *)*record - buffer) + size;
+    }
+    if (offset + sizeof(CUpti_Activity) > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    CUpti_Activity *next = (CUpti_Activity *)(void *)(buffer + offset);
+    size_t size = record_size(next->kind);
+    if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+    if (offset + size > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *record = next;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream,
+                                                     size_t *out) {
+    (void)context;
+    (void)stream;
+    if (out == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&lock);
+    *out = dropped;
+    dropped = 0;
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+/* Writes the pending records of enabled kinds into buffers from the client,
+ * completing each when full (or at records_per_buffer), the last one at the
+ * end. Runs on its own thread, as CUPTI's worker does. */
+static void *deliver(void *arg) {
+    (void)arg;
+    uint8_t *buffer = NULL;
+    size_t size = 0, used = 0;
+    int in_buffer = 0, end;
+    pthread_mutex_lock(&lock);
+    end = records_per_flush > 0 && record_next + records_per_flush < record_count
+              ? record_next + records_per_flush
+              : record_count;
+    if (timestamp_fn) last_timestamp = timestamp_fn();
+    for (; record_next < end; record_next++) {
+        const any_record_t *r = &records[record_next];
+        size_t bytes = record_size(r->base.kind);
+        if (!enabled[r->base.kind]) continue;
+        if (buffer != NULL &&
+            (used + bytes > size || (records_per_buffer > 0 && in_buffer == records_per_buffer))) {
+            completed_fn(NULL, 0, buffer, size, used);
+            buffer = NULL;
+        }
+        if (buffer == NULL) {
+            size_t max_records = 0;
+            requested_fn(&buffer, &size, &max_records);
+            used = 0;
+            in_buffer = 0;
+            if (buffer == NULL || size < bytes) {
+                buffer = NULL;
+                dropped++;
+                continue;
+            }
+        }
+        memcpy(buffer + used, r, bytes);
+        used += bytes;
+        in_buffer++;
+    }
+    if (buffer != NULL) completed_fn(NULL, 0, buffer, size, used);
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+    (void)flag;
+    pthread_t thread;
+    pthread_mutex_lock(&flush_lock);
+    pthread_mutex_lock(&lock);
+    flushes++;
+    int ready = requested_fn != NULL && completed_fn != NULL;
+    pthread_mutex_unlock(&lock);
+    if (ready && pthread_create(&thread, NULL, deliver, NULL) == 0) pthread_join(thread, NULL);
+    pthread_mutex_unlock(&flush_lock);
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **text) {
+    (void)result;
+    if (text == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+    *text = "CUPTI_ERROR_FAKE";
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetVersion(uint32_t *version) {
+#ifdef FAKE_CUPTI_OLD
+    *version = 120000;
+#else
+    *version = CUPTI_API_VERSION;
+#endif
+    return CUPTI_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------- */
+/* For the tests                                                            */
+/* ---------------------------------------------------------------------- */
+
+EXPORT unsigned long fake_cupti_enable_count(int kind);
+EXPORT unsigned long fake_cupti_disable_count(int kind);
+EXPORT int fake_cupti_timestamp_registered(void);
+EXPORT uint64_t fake_cupti_last_timestamp(void);
+EXPORT unsigned long fake_cupti_flushes(void);
+
+unsigned long fake_cupti_enable_count(int kind) {
+    pthread_mutex_lock(&lock);
+    unsigned long n = kind >= 0 && kind < KINDS_MAX ? enable_counts[kind] : 0;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+unsigned long fake_cupti_disable_count(int kind) {
+    pthread_mutex_lock(&lock);
+    unsigned long n = kind >= 0 && kind < KINDS_MAX ? disable_counts[kind] : 0;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+int fake_cupti_timestamp_registered(void) {
+    pthread_mutex_lock(&lock);
+    int on = timestamp_fn != NULL;
+    pthread_mutex_unlock(&lock);
+    return on;
+}
+
+uint64_t fake_cupti_last_timestamp(void) {
+    pthread_mutex_lock(&lock);
+    uint64_t t = last_timestamp;
+    pthread_mutex_unlock(&lock);
+    return t;
+}
+
+unsigned long fake_cupti_flushes(void) {
+    pthread_mutex_lock(&lock);
+    unsigned long n = flushes;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
