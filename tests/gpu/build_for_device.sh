@@ -9,4 +9,10 @@ cmake --build build/device -j "$(nproc)" --target gpufl_static >/dev/null
 mkdir -p .devbin
 libs=(build/device/lib/libgpufl.a /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm)
 cc -O2 -std=c11 -D_GNU_SOURCE -I include tests/gpu/monitor_session.c -o .devbin/monitor_session "${libs[@]}"
+if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  cuda_inc=$(dirname "$nvcc")/../include
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include -I lib -I "$cuda_inc" tests/gpu/cupti_check.cu \
+    -o .devbin/cupti_check "${libs[@]}" -cudart static
+fi
 echo "built: $(ls .devbin)"
