@@ -169,8 +169,17 @@ typedef struct gpufl_options {
     int flush_interval_ms;        /**< longest time data waits before write(), default 250 */
 } gpufl_options_t;
 
+/**
+ * Fills the first `size` bytes of *opts (the caller's sizeof) with the
+ * documented defaults and sets opts->size. Call it through
+ * gpufl_options_init(), which passes the size the program was built with:
+ * a program built against an older, shorter struct is never written past.
+ */
+GPUFL_API void gpufl_options_init_sized(gpufl_options_t *opts, size_t size);
 /** Fills *opts with the documented defaults and sets opts->size. */
-GPUFL_API void gpufl_options_init(gpufl_options_t *opts);
+static inline void gpufl_options_init(gpufl_options_t *opts) {
+    gpufl_options_init_sized(opts, sizeof *opts);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Session lifecycle                                                        */
@@ -243,8 +252,9 @@ GPUFL_API gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, c
 /**
  * Closes a scope opened on this thread. Closing a scope that is not the
  * innermost also closes the scopes opened inside it (each recorded as closed
- * implicitly). A handle that is 0, already closed, or from another thread or
- * session is ignored and counted as an unbalanced end, with a warning.
+ * implicitly). A handle of 0 (the begin was not recorded) is ignored
+ * silently. A handle already closed, or from another thread or session, is
+ * ignored and counted as an unbalanced end, with a warning.
  */
 GPUFL_API void gpufl_scope_end(gpufl_scope_t scope);
 
@@ -335,7 +345,11 @@ typedef struct gpufl_upload_options {
     const char *api_path;
 } gpufl_upload_options_t;
 
-GPUFL_API void gpufl_upload_options_init(gpufl_upload_options_t *opts);
+/** As gpufl_options_init_sized, for the upload options. */
+GPUFL_API void gpufl_upload_options_init_sized(gpufl_upload_options_t *opts, size_t size);
+static inline void gpufl_upload_options_init(gpufl_upload_options_t *opts) {
+    gpufl_upload_options_init_sized(opts, sizeof *opts);
+}
 /**
  * Uploads finished session logs. Not built yet: returns GPUFL_ENOTSUP at once
  * with a message saying so (GPUFL_EDISABLED, a success with nothing sent, when

@@ -59,6 +59,8 @@ struct gpufl_collector {
     int files_open;
     gpufl_intern_t *dict;
     thread_view_t *threads; /* one per ring in the pool */
+    uint64_t *heads;        /* drain_all's snapshot, one per ring */
+    int *states;
     gpufl_batch_t begins, ends;
     gpufl_source_t sources[GPUFL_MAX_SOURCES];
     int nsources;
@@ -69,7 +71,7 @@ struct gpufl_collector {
     counters_t written; /* as of the last drops line */
     uint64_t path_truncated;
     uint64_t records_taken;
-    int warned_drop, warned_unbalanced, warned_unbuffered;
+    int warned_drop, warned_unbalanced, warned_unbuffered, warned_write;
 
     int64_t poll_ns, next_write_ns, flush_interval_ns;
 
@@ -222,8 +224,8 @@ static void retire_ring(gpufl_collector_t *c, gpufl_ring_t *r) {
 
 /* Returns the fullest ring's fill before draining, as a fraction. */
 static double drain_all(gpufl_collector_t *c) {
-    uint64_t heads[4095];
-    int states[4095];
+    uint64_t *heads = c->heads; /* per ring; kept off the stack: shutdown may run on a small one */
+    int *states = c->states;
     double fullest = 0;
     uint32_t count = c->pool->count;
     for (uint32_t i = 0; i < count; i++) {
@@ -356,6 +358,12 @@ static void publish_stats(gpufl_collector_t *c) {
     c->published.bytes_written = bytes;
     c->published.write_errors = errors;
     pthread_mutex_unlock(&c->mu);
+    if (errors && !c->warned_write) {
+        c->warned_write = 1;
+        gpufl__warn("log lines were lost (%llu: disk errors or full buffers); see write_errors in "
+                    "session_end",
+                    (unsigned long long)errors);
+    }
 }
 
 /* ---------------- the pass and the thread ---------------- */
@@ -374,11 +382,26 @@ static void write_files(gpufl_collector_t *c, int64_t now_ns) {
     c->next_write_ns = now_ns + c->flush_interval_ns;
 }
 
+/* Bytes waiting in the files' buffers: written early past EARLY_WRITE_BYTES,
+ * so a long flush interval never lets them reach the buffers' cap. */
+#define EARLY_WRITE_BYTES ((size_t)4 << 20)
+
+static size_t pending_bytes(gpufl_collector_t *c) {
+    size_t n = 0;
+    for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
+        pthread_mutex_lock(&c->files[i].lock);
+        n += c->files[i].out.len;
+        pthread_mutex_unlock(&c->files[i].lock);
+    }
+    return n;
+}
+
 static void one_pass(gpufl_collector_t *c, int force_write) {
     double fullest = drain_all(c);
     int64_t now = gpufl__mono_ns();
     for (int i = 0; i < c->nsources; i++) c->sources[i].poll(c, c->sources[i].self, now);
-    if (force_write || now >= c->next_write_ns) write_files(c, now);
+    if (force_write || now >= c->next_write_ns || pending_bytes(c) > EARLY_WRITE_BYTES)
+        write_files(c, now);
     publish_stats(c);
 
     /* Pass more often while rings fill, less when idle. */
@@ -454,7 +477,9 @@ int gpufl__collector_create(const gpufl_settings_t *settings, gpufl_ring_pool_t 
 
     c->dict = gpufl__intern_create(DICT_MAX_STRINGS, DICT_MAX_BYTES);
     c->threads = calloc(pool->count, sizeof *c->threads);
-    if (!c->dict || !c->threads) {
+    c->heads = calloc(pool->count, sizeof *c->heads);
+    c->states = calloc(pool->count, sizeof *c->states);
+    if (!c->dict || !c->threads || !c->heads || !c->states) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the collector");
         goto fail;
     }
@@ -538,6 +563,8 @@ void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) 
     gpufl__batch_fini(&c->ends);
     gpufl__intern_destroy(c->dict);
     free(c->threads);
+    free(c->heads);
+    free(c->states);
     pthread_cond_destroy(&c->wake);
     pthread_cond_destroy(&c->done);
     pthread_mutex_destroy(&c->mu);

@@ -144,18 +144,24 @@ int gpufl__env_disabled(void) {
     return disabled;
 }
 
-void gpufl_options_init(gpufl_options_t *opts) {
-    memset(opts, 0, sizeof *opts);
-    opts->size = sizeof *opts;
+void gpufl_options_init_sized(gpufl_options_t *opts, size_t size) {
+    gpufl_options_t full;
+    memset(&full, 0, sizeof full);
+    full.size = sizeof full;
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
         const opt_desc_t *d = &options[i];
-        char *field = (char *)opts + d->pub_off;
+        char *field = (char *)&full + d->pub_off;
         switch (d->type) {
         case T_STR: *(const char **)field = d->def_str; break;
         case T_SIZE: *(size_t *)field = (size_t)d->def_num; break;
         default: *(int *)field = (int)d->def_num; break; /* int and the int-sized enums */
         }
     }
+    /* Only the caller's part: an older program's struct is shorter. */
+    if (size > sizeof full) size = sizeof full;
+    if (size < sizeof full.size) return;
+    memcpy(opts, &full, size);
+    opts->size = size;
 }
 
 /* ---- one value in transit: text, number, or both ---- */

@@ -10,6 +10,7 @@
 #include "core/scope.h"
 
 #include "core/clock.h"
+#include "core/log.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -25,6 +26,7 @@ static gpufl_ring_pool_t *live_pool;
 static _Atomic uint64_t stray_ends;
 static _Atomic uint64_t threads_unbuffered;
 static pthread_key_t exit_key;
+static int exit_key_ok; /* pthread_key_create can fail when a process used up its keys */
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 /* initial-exec: a plain %fs-relative load, also when the library is
@@ -43,9 +45,18 @@ static void on_thread_exit(void *arg) {
     int expected = GPUFL_RING_OWNED;
     if (gpufl__ring_generation(r) == tls_ring_generation)
         atomic_compare_exchange_strong(&r->state, &expected, GPUFL_RING_ORPHANED);
+    /* Destructors that run after this one on this thread must not write into
+     * a ring that may soon belong to another thread: they record nothing. */
+    tls_ring = NULL;
+    tls_no_ring_generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_ACQUIRE);
 }
 
-static void make_exit_key(void) { pthread_key_create(&exit_key, on_thread_exit); }
+static void make_exit_key(void) {
+    exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
+    if (!exit_key_ok)
+        gpufl__warn("no thread-specific key left: rings of exiting threads are reused only "
+                    "at the next session");
+}
 
 void gpufl__scope_attach(gpufl_ring_pool_t *pool, uint64_t generation) {
     pthread_once(&exit_key_once, make_exit_key);
@@ -64,15 +75,18 @@ uint64_t gpufl__scope_threads_unbuffered(void) { return atomic_load(&threads_unb
 
 static __attribute__((noinline)) gpufl_ring_t *register_thread(uint64_t generation) {
     if (tls_no_ring_generation == generation) return NULL;
+    /* Acquire: pairs with attach's release, so live_pool is the one published
+     * with this generation (matters on weakly ordered CPUs). */
+    if (__atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_ACQUIRE) != generation)
+        return NULL;
     gpufl_ring_t *r = gpufl__ring_claim(live_pool, (int32_t)syscall(SYS_gettid), generation);
     if (!r) {
         tls_no_ring_generation = generation;
         atomic_fetch_add(&threads_unbuffered, 1);
         return NULL;
     }
-    r->depth = 0;
-    r->seq = 0;
-    pthread_setspecific(exit_key, r);
+    r->depth = 0; /* seq is never reset: scope ids stay unique for the process */
+    if (exit_key_ok) pthread_setspecific(exit_key, r);
     tls_ring = r;
     tls_ring_generation = generation;
     return r;

@@ -243,6 +243,20 @@ static int start_session(void) {
         snprintf(g.ident.hostname, sizeof g.ident.hostname, "unknown");
     g.ident.pid = (int)getpid();
 
+    /* Two limits that are each in range can still clash: a ring larger than
+     * the whole cap. Keep the cap (it is the promise about memory) and shrink
+     * the rings to fit four, saying so. */
+    uint64_t ring_bytes = (uint64_t)s->ring_capacity_records * sizeof(gpufl_rec_t);
+    if (ring_bytes * 4 > (uint64_t)s->memory_cap_bytes) {
+        int64_t fit = 64;
+        while ((uint64_t)(fit * 2) * sizeof(gpufl_rec_t) * 4 <= (uint64_t)s->memory_cap_bytes)
+            fit *= 2;
+        gpufl__warn("ring_capacity_records %lld does not fit memory_cap_bytes %lld four times; "
+                    "using %lld records per ring",
+                    (long long)s->ring_capacity_records, (long long)s->memory_cap_bytes,
+                    (long long)fit);
+        s->ring_capacity_records = fit;
+    }
     rc = gpufl__ring_pool_get((uint64_t)s->ring_capacity_records, (uint64_t)s->memory_cap_bytes,
                               &pool);
     if (rc) return rc;

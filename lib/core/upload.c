@@ -7,9 +7,11 @@
 
 #include <string.h>
 
-void gpufl_upload_options_init(gpufl_upload_options_t *opts) {
-    memset(opts, 0, sizeof *opts);
-    opts->size = sizeof *opts;
+void gpufl_upload_options_init_sized(gpufl_upload_options_t *opts, size_t size) {
+    if (size > sizeof *opts) size = sizeof *opts;
+    if (size < sizeof opts->size) return;
+    memset(opts, 0, size); /* only the caller's part: an older struct is shorter */
+    opts->size = size;
 }
 
 int gpufl_upload_logs(const gpufl_upload_options_t *opts) {

@@ -71,19 +71,20 @@ int gpufl__writer_open(gpufl_writer_t *f, const char *dir, const char *name,
     return rc;
 }
 
-/* One write() of all pending lines, finishing partial writes. */
-static int write_all(gpufl_writer_t *f, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(f->fd, p, n);
+/* Writes p[0..n), finishing partial writes; *done says how far it got. */
+static int write_all(gpufl_writer_t *f, const char *p, size_t n, size_t *done) {
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(f->fd, p + off, n - off);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
+        if (w <= 0) break;
+        off += (size_t)w;
         f->bytes += (uint64_t)w;
         f->bytes_total += (uint64_t)w;
-        f->broken_line = n > 0;
+        f->broken_line = p[off - 1] != '\n';
     }
-    return 0;
+    if (done) *done = off;
+    return off == n ? 0 : -1;
 }
 
 static void rotate(gpufl_writer_t *f) {
@@ -92,11 +93,13 @@ static void rotate(gpufl_writer_t *f) {
     gpufl__buf_record(&f->out, "segment_end");
     gpufl__buf_kv_str(&f->out, "next", next);
     gpufl__buf_puts(&f->out, "}\n");
-    if (write_all(f, f->out.data, f->out.len) == 0) f->out.len = 0;
+    write_all(f, f->out.data, f->out.len, NULL);
     close(f->fd);
+    f->fd = -1;
     f->out.len = 0;
     f->segment++;
-    if (open_segment(f) != 0) {
+    if (open_segment(f) != 0) { /* tried again at every flush */
+        f->reopen = 1;
         f->write_errors++;
         gpufl__warn("%s", gpufl_last_error());
     }
@@ -104,11 +107,13 @@ static void rotate(gpufl_writer_t *f) {
 
 int gpufl__writer_flush(gpufl_writer_t *f) {
     int rc = 0;
+    size_t done = 0;
+    if (f->fd < 0 && f->reopen && open_segment(f) == 0) f->reopen = 0;
     if (f->fd < 0 || f->out.len == 0) goto out;
     /* A line cut short by an earlier failed write is closed first, so the
      * damage stays inside that one line. */
-    if (f->broken_line && write_all(f, "\n", 1) != 0) goto fail;
-    if (write_all(f, f->out.data, f->out.len) != 0) goto fail;
+    if (f->broken_line && write_all(f, "\n", 1, NULL) != 0) goto fail;
+    if (write_all(f, f->out.data, f->out.len, &done) != 0) goto fail;
     f->out.len = 0;
     if (f->sync_each_write) fdatasync(f->fd);
     if (f->bytes >= f->rotate_bytes) rotate(f);
@@ -118,8 +123,21 @@ fail:
     snprintf(f->last_error, sizeof f->last_error, "write to %.150s/%s.log failed: %s", f->dir,
              f->name, strerror(errno));
     if (f->write_errors == 1) gpufl__warn("%s", f->last_error);
+    /* What reached the file is not sent again. The rest of a line that was
+     * cut is lost (it could only follow its head): the next write resumes at
+     * the next line. */
+    if (done > 0 && f->out.data[done - 1] != '\n') {
+        char *nl = memchr(f->out.data + done, '\n', f->out.len - done);
+        done = nl ? (size_t)(nl - f->out.data) + 1 : f->out.len;
+        f->batches_lost++;
+    }
+    memmove(f->out.data, f->out.data + done, f->out.len - done);
+    f->out.len -= done;
     /* Keep the lines for the next try unless they pile up. */
-    if (f->out.len > PENDING_MAX_BYTES / 2) f->out.len = 0;
+    if (f->out.len > PENDING_MAX_BYTES / 2) {
+        f->out.len = 0;
+        f->batches_lost++;
+    }
     rc = GPUFL_EIO;
 out:
     f->out.overflow = 0;
@@ -142,11 +160,19 @@ void gpufl__writer_close(gpufl_writer_t *f) {
 }
 
 gpufl_buf_t *gpufl__writer_record(gpufl_writer_t *f, const char *type) {
+    f->record_start = f->out.len;
     gpufl__buf_record(&f->out, type);
     return &f->out;
 }
 
-void gpufl__writer_end_record(gpufl_writer_t *f) { gpufl__buf_puts(&f->out, "}\n"); }
+void gpufl__writer_end_record(gpufl_writer_t *f) {
+    gpufl__buf_puts(&f->out, "}\n");
+    if (f->out.overflow) { /* all or nothing: never half a line */
+        f->out.len = f->record_start;
+        f->out.overflow = 0;
+        f->batches_lost++;
+    }
+}
 
 /* Marks id as written in this segment; returns 1 if it was not yet. */
 static int dict_mark(gpufl_writer_t *f, uint32_t id) {
@@ -164,10 +190,8 @@ static int dict_mark(gpufl_writer_t *f, uint32_t id) {
     return 1;
 }
 
-void gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, const uint32_t *ids,
-                        size_t n) {
-    size_t start = f->out.len;
-    int any = 0;
+size_t gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, uint32_t *ids, size_t n) {
+    size_t start = f->out.len, fresh = 0;
     gpufl__buf_record(&f->out, "dict");
     gpufl__buf_puts(&f->out, ",\"id\":[");
     gpufl_buf_t strs;
@@ -176,24 +200,32 @@ void gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, const uin
         size_t len;
         const char *s;
         if (ids[i] == 0 || !dict_mark(f, ids[i])) continue;
+        ids[fresh++] = ids[i]; /* the new ones, at the front, to unmark on failure */
         s = gpufl__intern_str(dict, ids[i], &len);
         if (!s) continue;
-        if (any) {
+        if (strs.len) {
             gpufl__buf_putc(&f->out, ',');
             gpufl__buf_putc(&strs, ',');
         }
         gpufl__buf_put_i64(&f->out, ids[i]);
         gpufl__buf_put_str(&strs, s, len);
-        any = 1;
     }
-    if (any) {
+    if (strs.len) {
         gpufl__buf_puts(&f->out, "],\"str\":[");
         gpufl__buf_put(&f->out, strs.data, strs.len);
         gpufl__buf_puts(&f->out, "]}\n");
     } else {
         f->out.len = start;
     }
+    if (strs.overflow) f->out.overflow = 1;
     gpufl__buf_fini(&strs);
+    return fresh;
+}
+
+/* Undoes dict_mark for ids whose dict line was rolled back. */
+static void dict_unmark(gpufl_writer_t *f, const uint32_t *ids, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < f->dict_written_cap) f->dict_written[ids[i]] = 0;
 }
 
 int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols) {
@@ -247,16 +279,16 @@ void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell
 
 void gpufl__batch_encode(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict) {
     uint32_t *ids = b->dict_ids;
-    size_t n = 0;
+    size_t n = 0, fresh = 0;
     if (b->rows == 0) return;
+    gpufl_buf_t *o = &f->out;
+    size_t start = o->len;
     /* One dict line ahead of the batch defines every new string it uses. */
     for (int c = 0; c < b->ncols; c++) {
         if (b->cols[c].kind != GPUFL_COL_DICT) continue;
         for (size_t r = 0; r < b->rows; r++) ids[n++] = (uint32_t)b->cells[r * b->ncols + c].i;
     }
-    if (n) gpufl__writer_dict(f, dict, ids, n);
-    gpufl_buf_t *o = &f->out;
-    size_t start = o->len;
+    if (n) fresh = gpufl__writer_dict(f, dict, ids, n);
     gpufl__buf_record(o, b->type);
     for (int c = 0; c < b->ncols; c++) {
         gpufl__buf_key(o, b->cols[c].name);
@@ -280,9 +312,10 @@ void gpufl__batch_encode(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern
         gpufl__buf_putc(o, ']');
     }
     gpufl__buf_puts(o, "}\n");
-    if (o->overflow) { /* never leave half a line: the batch is lost and counted */
+    if (o->overflow) { /* never leave half a line: batch and dict are lost and counted */
         o->len = start;
         o->overflow = 0;
+        dict_unmark(f, ids, fresh);
         f->batches_lost++;
     }
     b->rows = 0;

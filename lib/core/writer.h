@@ -41,13 +41,16 @@ typedef struct gpufl_writer {
     uint64_t rotate_bytes;
     int sync_each_write; /* flush_logs_always */
     int broken_line;     /* the last write stopped inside a line */
+    int reopen;          /* a new segment could not be created: retried at each flush */
+    size_t record_start; /* where the record being encoded began in out */
     const gpufl_session_ident_t *ident;
     gpufl_buf_t out;       /* complete lines waiting for write() */
     uint8_t *dict_written; /* per dict id: already in this segment */
     size_t dict_written_cap;
     uint64_t bytes_total;
     uint64_t write_errors;
-    uint64_t batches_lost; /* batches that did not fit in the pending buffer */
+    uint64_t
+        batches_lost; /* lines lost: did not fit the pending buffer, or cut by a failed write */
     char last_error[256];
 } gpufl_writer_t;
 
@@ -61,9 +64,9 @@ void gpufl__writer_close(gpufl_writer_t *f);
  * Returns 0 or GPUFL_EIO; on error the lines stay pending up to the buffer
  * cap, then are dropped and counted. Caller holds f->lock. */
 int gpufl__writer_flush(gpufl_writer_t *f);
-/* Emits a dict line for the ids in ids[0..n) not yet in this segment. Caller holds lock. */
-void gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, const uint32_t *ids,
-                        size_t n);
+/* Emits a dict line for the ids in ids[0..n) not yet in this segment and
+ * returns how many were new (moved to the front of ids). Caller holds lock. */
+size_t gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, uint32_t *ids, size_t n);
 /* Begins a single-line record of `type`; finish it with gpufl__writer_end_record. */
 gpufl_buf_t *gpufl__writer_record(gpufl_writer_t *f, const char *type);
 void gpufl__writer_end_record(gpufl_writer_t *f);

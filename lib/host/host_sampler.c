@@ -197,7 +197,11 @@ int gpufl__host_sampler_window(gpufl_host_sampler_t *s, const char *name, int op
         s->nwindows--;
         gpufl__collector_windows_add(s->collector, -1);
     }
+    int fresh_baseline = s->when.continuous || s->when.was_active;
     have = take(s, now, &x) == 0;
+    if (!fresh_baseline) { /* rates since a reading before an idle stretch would mislead */
+        x.cpu_pct = x.proc_cpu_pct = x.cg_cpu_pct = -1;
+    }
     x.ts_ns = gpufl__collector_session_ns(s->collector, now);
     write_window_record(s, open ? "system_start" : "system_stop", name, &x, have);
 out:

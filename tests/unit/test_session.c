@@ -212,6 +212,69 @@ static void unbalanced_and_implicit_ends(void **state) {
     tu_free(&L);
 }
 
+/* A handle from an earlier session never closes a scope of the current one,
+ * even when the same thread holds the same ring. */
+static void stale_handle_from_an_earlier_session(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "stale"));
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_scope_t old = gpufl_scope_begin("old", NULL);
+    gpufl_shutdown();
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_scope_t b = gpufl_scope_begin("b", NULL);
+    gpufl_scope_t c = gpufl_scope_begin("c", NULL);
+    assert_int_not_equal(old, b);
+    assert_int_not_equal(old, c);
+    gpufl_scope_end(old); /* ignored and counted */
+    gpufl_scope_end(c);
+    gpufl_scope_end(b);
+    gpufl_stats_t s = {.size = sizeof s};
+    gpufl_flush();
+    gpufl_get_stats(&s);
+    gpufl_shutdown();
+    assert_int_equal(s.unbalanced_ends, 1);
+    tu_lines_t L = tu_read(tu_session_dir(), "scope.log");
+    size_t n;
+    int64_t *implicit = tu_column(&L, "scope_end", "implicit", &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(implicit[0] + implicit[1], 0);
+    free(implicit);
+    tu_free(&L);
+}
+
+/* A long flush interval with a stream of long, distinct names: the pending
+ * buffers are written early, so nothing is lost and every line is whole. */
+static void long_flush_interval_loses_nothing(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "long_interval"));
+    o.flush_interval_ms = 60000;
+    o.ring_capacity_records = 1 << 17; /* this test is about the writer, not full rings */
+    o.memory_cap_bytes = (size_t)64 << 20;
+    char name[1000];
+    assert_int_equal(gpufl_init(&o), 0);
+    for (int i = 0; i < 12000; i++) {
+        snprintf(name, sizeof name, "%0900d", i);
+        gpufl_scope_end(gpufl_scope_begin(name, NULL));
+        if (i % 200 == 199) { /* a 900-byte name takes 15 ring records: let the collector keep up */
+            struct timespec t = {0, 5000000};
+            nanosleep(&t, NULL);
+        }
+    }
+    gpufl_stats_t s = {.size = sizeof s};
+    gpufl_flush();
+    gpufl_get_stats(&s);
+    gpufl_shutdown();
+    assert_int_equal(s.write_errors, 0);
+    assert_int_equal(s.records_dropped, 0);
+    tu_lines_t L = tu_read(tu_session_dir(), "scope.log"); /* every line parses */
+    size_t n;
+    int64_t *names = tu_column(&L, "scope_begin", "name", &n);
+    assert_int_equal(n, 12000);
+    assert_non_null(tu_dict(&L, names[n - 1]));
+    free(names);
+    tu_free(&L);
+}
+
 static void kill_switch(void **state) {
     (void)state;
     const char *root = tu_log_dir(SUITE, "disabled");
@@ -524,6 +587,8 @@ int main(void) {
         cmocka_unit_test(init_twice_keeps_first_session),
         cmocka_unit_test(scopes_after_shutdown_are_noops),
         cmocka_unit_test(unbalanced_and_implicit_ends),
+        cmocka_unit_test(stale_handle_from_an_earlier_session),
+        cmocka_unit_test(long_flush_interval_loses_nothing),
         cmocka_unit_test(kill_switch),
         cmocka_unit_test(upload_not_built_says_so),
         cmocka_unit_test(engines_not_built_run_as_monitor),

@@ -9,6 +9,8 @@
 #include "core/writer.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 #define SUITE "writer"
 
@@ -142,6 +144,92 @@ static void failed_write_is_counted_and_healed(void **state) {
     free(got);
 }
 
+/* A write cut by the disk (here RLIMIT_FSIZE, a real short write): what
+ * reached the file is never sent again, the rest of the cut line is lost and
+ * counted, and the next line starts clean. */
+static void cut_write_resumes_at_the_next_line(void **state) {
+    (void)state;
+    const char *dir = tu_scratch_dir(SUITE, "cut");
+    gpufl_writer_t f;
+    struct rlimit old, lim;
+    assert_int_equal(gpufl__writer_open(&f, dir, "scope", &ident, 1 << 30, 0), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    for (int i = 0; i < 3; i++) {
+        gpufl_buf_t *b = gpufl__writer_record(&f, "event");
+        gpufl__buf_kv_i64(b, "n", i);
+        gpufl__buf_kv_str(b, "message", "0123456789012345678901234567890123456789");
+        gpufl__writer_end_record(&f);
+    }
+    size_t line = strchr(f.out.data, '\n') - f.out.data + 1;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = f.bytes + line + line / 2; /* the file may end in the middle of line 2 */
+    setrlimit(RLIMIT_FSIZE, &lim);
+    gpufl_set_log_hook(tu_capture_hook, &(tu_log_capture_t){0});
+    assert_int_equal(gpufl__writer_flush(&f), GPUFL_EIO);
+    gpufl_set_log_hook(NULL, NULL);
+    setrlimit(RLIMIT_FSIZE, &old);
+    assert_int_equal(f.batches_lost, 1);
+    assert_int_equal(gpufl__writer_flush(&f), 0);
+    gpufl__writer_close(&f);
+    char *got = slurp(dir, "scope.log");
+    int n0 = 0, n2 = 0, n1 = 0;
+    for (char *p = got; (p = strstr(p, "\"n\":")); p++) {
+        n0 += p[4] == '0';
+        n1 += p[4] == '1';
+        n2 += p[4] == '2';
+    }
+    assert_int_equal(n0, 1); /* not written twice */
+    assert_int_equal(n1, 1); /* its head only, closed by a newline */
+    assert_int_equal(n2, 1);
+    /* the cut head ends its own line; line 3 starts whole on the next */
+    char *third = strstr(got, "\"n\":1");
+    char *nl = strchr(third, '\n');
+    assert_non_null(nl);
+    assert_true(nl[-1] != '}');
+    const char *next = "{\"type\":\"event\",\"v\":1,\"n\":2";
+    assert_memory_equal(nl + 1, next, strlen(next));
+    free(got);
+}
+
+/* Records that overflow the pending buffer vanish whole, dict lines with
+ * them, and their ids are defined again by the next line that uses them. */
+static void overflow_rolls_back_dict_and_records(void **state) {
+    (void)state;
+    const char *dir = tu_scratch_dir(SUITE, "overflow_dict");
+    gpufl_writer_t f;
+    gpufl_batch_t b;
+    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    static const gpufl_col_def_t named[] = {{"ts_ns", GPUFL_COL_INT}, {"name", GPUFL_COL_DICT}};
+    gpufl_session_ident_t real = ident;
+    snprintf(real.session_id, sizeof real.session_id, "20261122T000000.000Z-1-abcd");
+    assert_int_equal(gpufl__writer_open(&f, dir, "scope", &real, 1 << 30, 0), 0);
+    assert_int_equal(gpufl__batch_init(&b, "scope_end", named, 2), 0);
+    char big[600];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    uint32_t id = gpufl__intern(dict, big, strlen(big));
+    f.out.max = f.out.len + 300; /* too small for the dict line */
+    gpufl_cell_t *r = gpufl__batch_row(&b);
+    r[0].i = 1, r[1].i = id;
+    gpufl__batch_encode(&b, &f, dict);
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.batches_lost, 1);
+    gpufl_buf_t *rec = gpufl__writer_record(&f, "event");
+    gpufl__buf_kv_str(rec, "message", big);
+    gpufl__writer_end_record(&f); /* too big as well: gone whole */
+    assert_int_equal(f.out.len, 0);
+    assert_int_equal(f.batches_lost, 2);
+    f.out.max = (size_t)64 << 20;
+    r = gpufl__batch_row(&b);
+    r[0].i = 2, r[1].i = id;
+    gpufl__batch_encode(&b, &f, dict); /* the id is defined now, since the first try was undone */
+    assert_non_null(strstr(f.out.data, "\"type\":\"dict\""));
+    gpufl__writer_close(&f);
+    gpufl__batch_fini(&b);
+    gpufl__intern_destroy(dict);
+}
+
 static void oversized_batch_is_dropped_whole(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "oversized");
@@ -173,6 +261,8 @@ int main(void) {
         cmocka_unit_test(rotation),
         cmocka_unit_test(failed_write_is_counted_and_healed),
         cmocka_unit_test(oversized_batch_is_dropped_whole),
+        cmocka_unit_test(cut_write_resumes_at_the_next_line),
+        cmocka_unit_test(overflow_rolls_back_dict_and_records),
     };
     return cmocka_run_group_tests_name("writer", tests, NULL, NULL);
 }
