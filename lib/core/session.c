@@ -16,6 +16,9 @@
 #include "core/session.h"
 #include "host/host_sampler.h"
 #include "nvidia/gpu_sampler.h"
+#if GPUFL_HAVE_CUPTI
+#include "nvidia/trace_source.h"
+#endif
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +47,9 @@ static struct session_state {
     gpufl_ring_pool_t *pool;
     gpufl_host_sampler_t host;
     gpufl_gpu_sampler_t gpu; /* zeroed when no NVIDIA backend runs */
+#if GPUFL_HAVE_CUPTI
+    gpufl_trace_source_t trace; /* zeroed unless the Trace engine runs */
+#endif
     gpufl_stats_t last_stats;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -138,34 +144,63 @@ static void put_feature(gpufl_buf_t *b, const char *name, int on, const char *wh
 /* Why the NVIDIA backend is not running, or NULL when it is. */
 typedef struct backend_state {
     gpufl_backend_t running;
-    char why[256]; /* why NVML is off, when it is */
+    char why[256];         /* why NVML is off, when it is */
+    gpufl_engine_t engine; /* the engine that runs */
+    char trace_why[256];   /* why CUPTI tracing is off, when it is */
 } backend_state_t;
 
 /* Says what runs and, for what does not, why. This release has the host
  * sources and NVML; the CUPTI engines are reported as not built yet. */
 static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int host_ok,
                                const backend_state_t *be) {
-    const char *trace_why = s->profiling_engine == GPUFL_ENGINE_MONITOR
-                                ? "engine Monitor runs no CUPTI"
-                                : "engines above Monitor are not built yet in this release; "
-                                  "running Monitor";
     gpufl_buf_t *b = gpufl__writer_record(f, "capabilities");
     gpufl__buf_kv_str(b, "backend_requested", gpufl_backend_name(s->backend));
     gpufl__buf_kv_str(b, "backend", gpufl_backend_name(be->running));
     gpufl__buf_kv_str(b, "engine_requested", gpufl_engine_name(s->profiling_engine));
-    gpufl__buf_kv_str(b, "engine", "Monitor");
+    gpufl__buf_kv_str(b, "engine", gpufl_engine_name(be->engine));
     gpufl__buf_key(b, "features");
     gpufl__buf_putc(b, '{');
     put_feature(b, "host_metrics", host_ok, host_ok ? NULL : "cannot read /proc");
     put_feature(b, "nvml", be->running == GPUFL_BACKEND_NVIDIA,
                 be->running == GPUFL_BACKEND_NVIDIA ? NULL : be->why);
-    put_feature(b, "cupti_trace", 0, trace_why);
+    put_feature(b, "cupti_trace", be->engine == GPUFL_ENGINE_TRACE,
+                be->engine == GPUFL_ENGINE_TRACE ? NULL : be->trace_why);
     gpufl__buf_putc(b, '}');
     gpufl__writer_end_record(f);
 
-    if (s->profiling_engine != GPUFL_ENGINE_MONITOR)
-        gpufl__warn("profiling engine %s is not built yet; running Monitor",
+    if (s->profiling_engine > GPUFL_ENGINE_TRACE && be->engine == GPUFL_ENGINE_TRACE)
+        gpufl__warn("profiling engine %s is not built yet; running Trace",
                     gpufl_engine_name(s->profiling_engine));
+    else if (s->profiling_engine != be->engine)
+        gpufl__warn("profiling engine %s: %s; running %s", gpufl_engine_name(s->profiling_engine),
+                    be->trace_why, gpufl_engine_name(be->engine));
+}
+
+/* Starts the Trace engine's source when an engine from Trace up is asked for
+ * (the higher ones run as Trace until they are built). */
+static void start_trace(const gpufl_settings_t *s, backend_state_t *be, gpufl_source_t *source,
+                        int *have_source) {
+    *have_source = 0;
+    be->engine = GPUFL_ENGINE_MONITOR;
+    if (s->profiling_engine == GPUFL_ENGINE_MONITOR) {
+        snprintf(be->trace_why, sizeof be->trace_why, "engine Monitor runs no CUPTI");
+        return;
+    }
+    if (s->backend == GPUFL_BACKEND_NONE || s->backend == GPUFL_BACKEND_AMD) {
+        snprintf(be->trace_why, sizeof be->trace_why, "CUPTI needs the NVIDIA backend");
+        return;
+    }
+#if GPUFL_HAVE_CUPTI
+    if (gpufl__trace_source_init(&g.trace, g.collector, s, be->trace_why, sizeof be->trace_why,
+                                 source) == 0) {
+        be->engine = GPUFL_ENGINE_TRACE;
+        *have_source = 1;
+    }
+#else
+    (void)source;
+    snprintf(be->trace_why, sizeof be->trace_why,
+             "this gpufl was built without the CUDA toolkit's CUPTI headers");
+#endif
 }
 
 /* Picks the backend: NVIDIA when asked for or Auto and NVML answers. A
@@ -193,6 +228,13 @@ static gpufl_nvml_t *open_backend(const gpufl_settings_t *s, backend_state_t *be
     return nvml;
 }
 
+static void trace_fini(void) {
+#if GPUFL_HAVE_CUPTI
+    gpufl__trace_source_fini(&g.trace);
+    memset(&g.trace, 0, sizeof g.trace);
+#endif
+}
+
 /* ---------------- process hooks ---------------- */
 
 static void at_exit(void) { gpufl_shutdown(); }
@@ -213,6 +255,9 @@ static void fork_child(void) {
     g.running = 0;
     g.collector = NULL;              /* the parent's: left alone (its thread is not here) */
     memset(&g.gpu, 0, sizeof g.gpu); /* the parent's NVML handle: not ours to close */
+#if GPUFL_HAVE_CUPTI
+    memset(&g.trace, 0, sizeof g.trace); /* nor its CUPTI */
+#endif
     pthread_mutex_init(&g.lock, NULL);
 }
 
@@ -278,8 +323,15 @@ static int start_session(void) {
     if (rc) goto fail;
     backend_state_t be;
     gpufl_nvml_t *nvml = open_backend(s, &be);
+    gpufl_source_t trace_source;
+    int have_trace;
+    start_trace(s, &be, &trace_source, &have_trace);
     write_options(device, s);
     write_capabilities(device, s, g.host.reader_ok, &be);
+    if (have_trace && (rc = gpufl__collector_add_source(g.collector, &trace_source))) {
+        if (nvml) gpufl__nvml_close(nvml);
+        goto stop;
+    }
     memset(&g.gpu, 0, sizeof g.gpu);
     if (nvml) {
         gpufl_source_t gpu_source;
@@ -299,6 +351,7 @@ static int start_session(void) {
     return 0;
 stop:
     gpufl__collector_destroy(g.collector, NULL);
+    trace_fini();
     gpufl__gpu_sampler_fini(&g.gpu);
     gpufl__host_sampler_fini(&g.host);
     g.collector = NULL;
@@ -353,6 +406,7 @@ void gpufl_shutdown(void) {
         gpufl__scope_detach();
         g.last_stats.size = sizeof g.last_stats;
         gpufl__collector_destroy(g.collector, &g.last_stats);
+        trace_fini();
         gpufl__gpu_sampler_fini(&g.gpu);
         gpufl__host_sampler_fini(&g.host);
         gpufl__ring_pool_release(g.pool);

@@ -14,5 +14,7 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   cuda_inc=$(dirname "$nvcc")/../include
   "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include -I lib -I "$cuda_inc" tests/gpu/cupti_check.cu \
     -o .devbin/cupti_check "${libs[@]}" -cudart static
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include tests/gpu/trace_session.cu \
+    -o .devbin/trace_session "${libs[@]}" -cudart static
 fi
 echo "built: $(ls .devbin)"

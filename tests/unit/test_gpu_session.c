@@ -151,12 +151,85 @@ static void backend_none_loads_no_vendor_library(void **state) {
     unsetenv("GPUFL_NVML_LIBRARY");
 }
 
+#ifdef GPUFL_FAKE_CUPTI_PATH
+/* The Trace engine end to end: CUPTI records (from the fake, in the real
+ * CUDA 13 layouts) become kernel, copy and sync rows on the session clock. */
+static void trace_engine_writes_gpu_activity(void **state) {
+    (void)state;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long t0 = (long long)now.tv_sec * 1000000000LL + now.tv_nsec + 1000000000; /* after init */
+    char script[2048], path[1200];
+    snprintf(path, sizeof path, "%s/../test-scratch/gpu_session_cupti.json", GPUFL_TEST_LOG_ROOT);
+    snprintf(script, sizeof script,
+             "{\"records\": ["
+             "{\"kind\": 10, \"start\": %lld, \"end\": %lld, \"name\": \"_Z4gemmPf\", "
+             " \"correlationId\": 7, \"streamId\": 13, \"gridX\": 132, \"gridY\": 1, "
+             " \"gridZ\": 1, \"blockX\": 256, \"blockY\": 1, \"blockZ\": 1, "
+             " \"registersPerThread\": 96, \"staticSharedMemory\": 1024, "
+             " \"dynamicSharedMemory\": 49152},"
+             "{\"kind\": 1, \"start\": %lld, \"end\": %lld, \"bytes\": 4194304, "
+             " \"copyKind\": 1, \"srcKind\": 2, \"dstKind\": 3, \"correlationId\": 8},"
+             "{\"kind\": 38, \"start\": %lld, \"end\": %lld, \"type\": 3, "
+             " \"streamId\": 13, \"cudaEventId\": 4294967295, \"correlationId\": 9}]}",
+             t0, t0 + 2500, t0 + 3000, t0 + 9000, t0 + 1000, t0 + 9500);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(script, f);
+    fclose(f);
+    setenv("GPUFL_FAKE_CUPTI", path, 1);
+    setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "trace"));
+    o.profiling_engine = GPUFL_ENGINE_TRACE;
+    o.backend = GPUFL_BACKEND_NVIDIA;
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap); /* no NVML here: a warning, expected */
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_shutdown();
+    gpufl_set_log_hook(NULL, NULL);
+    unsetenv("GPUFL_FAKE_CUPTI");
+    unsetenv("GPUFL_CUPTI_LIBRARY");
+
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    json_t *caps = tu_first(&D, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Trace");
+    size_t n;
+    int64_t *start = tu_column(&D, "kernel", "start_ns", &n);
+    int64_t *end = tu_column(&D, "kernel", "end_ns", &n);
+    int64_t *name = tu_column(&D, "kernel", "name", &n);
+    int64_t *grid = tu_column(&D, "kernel", "grid_x", &n);
+    int64_t *regs = tu_column(&D, "kernel", "registers", &n);
+    int64_t *dyn = tu_column(&D, "kernel", "dynamic_smem_bytes", &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(end[0] - start[0], 2500);
+    assert_true(start[0] > 0); /* on the session clock, after its epoch */
+    assert_string_equal(tu_dict(&D, name[0]), "_Z4gemmPf");
+    assert_int_equal(grid[0], 132);
+    assert_int_equal(regs[0], 96);
+    assert_int_equal(dyn[0], 49152);
+    int64_t *bytes = tu_column(&D, "copy", "bytes", &n);
+    int64_t *kind = tu_column(&D, "copy", "copy_kind", &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(bytes[0], 4194304);
+    assert_int_equal(kind[0], 1);
+    json_t *sync = tu_first(&D, "sync");
+    assert_non_null(sync);
+    assert_true(json_is_null(json_array_get(json_object_get(sync, "event"), 0)));
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(sync, "stream"), 0)), 13);
+    free(start), free(end), free(name), free(grid), free(regs), free(dyn), free(bytes), free(kind);
+    tu_free(&D);
+}
+#endif
+
 int main(void) {
     /* Runs first: checks that nothing loaded the vendor library yet. */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(backend_none_loads_no_vendor_library),
         cmocka_unit_test(nvidia_backend_samples_devices),
         cmocka_unit_test(driver_that_fails_to_init_is_recorded),
+#ifdef GPUFL_FAKE_CUPTI_PATH
+        cmocka_unit_test(trace_engine_writes_gpu_activity),
+#endif
     };
     return cmocka_run_group_tests_name("gpu_session", tests, NULL, NULL);
 }
