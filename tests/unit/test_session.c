@@ -554,7 +554,13 @@ static void monitor_init_adds_at_most_8_mib(void **state) {
     long after = rss_kib();
     gpufl_shutdown();
     print_message("RSS added by a Monitor session: %ld KiB\n", after - before);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    /* Sanitizer runtimes keep shadow memory for everything touched: the limit
+     * is the real library's, checked in the normal build. */
+    (void)before;
+#else
     assert_true(after - before <= 8 * 1024);
+#endif
 }
 
 static void report_of_last_session(void **state) {
