@@ -57,21 +57,21 @@
 /* Every function the fake exports (old variant: a subset), for counting. */
 #define FAKE_FUNCTIONS(X)                                                                          \
     X(nvmlInit_v2)                                                                                 \
-    X(nvmlInit) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion)                   \
-        X(nvmlSystemGetNVMLVersion) X(nvmlSystemGetCudaDriverVersion_v2)                           \
-            X(nvmlSystemGetCudaDriverVersion) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetCount) X(    \
-                nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetHandleByIndex) X(nvmlDeviceGetName)  \
-                X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetPciInfo_v2) X(      \
-                    nvmlDeviceGetPciInfo) X(nvmlDeviceGetCudaComputeCapability)                    \
-                    X(nvmlDeviceGetAttributes_v2) X(nvmlDeviceGetAttributes) X(                    \
-                        nvmlDeviceGetNumGpuCores) X(nvmlDeviceGetMemoryInfo_v2)                    \
-                        X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMigMode) X(                      \
-                            nvmlDeviceGetMaxMigDeviceCount) X(nvmlDeviceGetMigDeviceHandleByIndex) \
-                            X(nvmlDeviceGetGpuInstanceId) X(nvmlDeviceGetEccMode) X(               \
-                                nvmlDeviceGetNvLinkState) X(nvmlDeviceGetUtilizationRates)         \
-                                X(nvmlDeviceGetTemperature) X(nvmlDeviceGetPowerUsage) X(          \
-                                    nvmlDeviceGetEnforcedPowerLimit) X(nvmlDeviceGetFanSpeed)      \
-                                    X(nvmlDeviceGetClockInfo) X(                                   \
+    X(nvmlInit)                                                                                    \
+    X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion) X(nvmlSystemGetNVMLVersion)   \
+        X(nvmlSystemGetCudaDriverVersion_v2) X(nvmlSystemGetCudaDriverVersion)                     \
+            X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetCount) X(nvmlDeviceGetHandleByIndex_v2) X(     \
+                nvmlDeviceGetHandleByIndex) X(nvmlDeviceGetName) X(nvmlDeviceGetUUID)              \
+                X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetPciInfo_v2) X(nvmlDeviceGetPciInfo) X(   \
+                    nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetAttributes_v2)              \
+                    X(nvmlDeviceGetAttributes) X(nvmlDeviceGetNumGpuCores) X(                      \
+                        nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetMemoryInfo)                     \
+                        X(nvmlDeviceGetMigMode) X(nvmlDeviceGetMaxMigDeviceCount) X(               \
+                            nvmlDeviceGetMigDeviceHandleByIndex) X(nvmlDeviceGetGpuInstanceId)     \
+                            X(nvmlDeviceGetEccMode) X(nvmlDeviceGetNvLinkState)                    \
+                                X(nvmlDeviceGetUtilizationRates) X(nvmlDeviceGetTemperature) X(    \
+                                    nvmlDeviceGetPowerUsage) X(nvmlDeviceGetEnforcedPowerLimit)    \
+                                    X(nvmlDeviceGetFanSpeed) X(nvmlDeviceGetClockInfo) X(          \
                                         nvmlDeviceGetCurrentClocksEventReasons)                    \
                                         X(nvmlDeviceGetTotalEnergyConsumption) X(                  \
                                             nvmlDeviceGetCurrentClocksThrottleReasons)             \

@@ -90,7 +90,7 @@ int main() {
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
 
-    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);           // pageable HtoD
+    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);               // pageable HtoD
     cudaMemcpyAsync(pinned, d, n * sizeof(float), cudaMemcpyDeviceToHost, s1); // pinned DtoH
     cudaMemcpyAsync(d + n / 2, d, n / 2 * sizeof(float), cudaMemcpyDeviceToDevice, s1);
     cudaMemsetAsync(d, 0, n * sizeof(float), s2);
@@ -123,14 +123,15 @@ int main() {
     if (!seen.kernels.empty()) {
         const gpufl_cupti_kernel_t &k = seen.kernels[0];
         double ms = (k.end_ns - k.start_ns) / 1e6;
-        check("long kernel duration vs CUDA events", ms > 0 && ms <= event_ms &&
-                                                          event_ms - ms < 0.05 * event_ms + 0.02,
+        check("long kernel duration vs CUDA events",
+              ms > 0 && ms <= event_ms && event_ms - ms < 0.05 * event_ms + 0.02,
               "%.4f ms (events %.4f ms)", ms, event_ms);
-        check("launch configuration", k.grid_x == 1 && k.block_x == 256 && k.registers_per_thread > 0,
+        check("launch configuration",
+              k.grid_x == 1 && k.block_x == 256 && k.registers_per_thread > 0,
               "grid %d block %d regs %u", k.grid_x, k.block_x, k.registers_per_thread);
-        check("shared clock", k.start_ns >= before_launch && k.start_ns - before_launch < 1000000000,
-              "kernel start - CPU time before launch = %.3f ms",
-              (k.start_ns - before_launch) / 1e6);
+        check(
+            "shared clock", k.start_ns >= before_launch && k.start_ns - before_launch < 1000000000,
+            "kernel start - CPU time before launch = %.3f ms", (k.start_ns - before_launch) / 1e6);
         check("kernel name", seen.names[0].find("spin") != std::string::npos, "%s",
               seen.names[0].c_str());
         int streams[2] = {0, 0};
