@@ -765,6 +765,159 @@ static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
 }
 
 /* ---------------------------------------------------------------------- */
+/* Trace records                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Reads row r of a batch whose columns are all required integers in
+ * [0, max[c]] (0 in max: no upper bound). Returns 0, or -1 with why set. */
+static int trace_row(json_t *const *cols, const char *const *names, const int64_t *max, int ncol,
+                     size_t r, int64_t *v, char *why, size_t why_size) {
+    for (int c = 0; c < ncol; c++) {
+        if (cell_int(cols[c], r, 0, &v[c]) != 0) {
+            snprintf(why, why_size, "row %zu: %s is not an integer", r, names[c]);
+            return -1;
+        }
+        if (v[c] < 0 || (max[c] && v[c] > max[c])) {
+            snprintf(why, why_size, "row %zu: %s %lld is out of range", r, names[c],
+                     (long long)v[c]);
+            return -1;
+        }
+    }
+    if (v[1] < v[0]) { /* columns 0 and 1 are start_ns and end_ns */
+        snprintf(why, why_size, "row %zu: end_ns %lld is before start_ns %lld", r, (long long)v[1],
+                 (long long)v[0]);
+        return -1;
+    }
+    return 0;
+}
+
+static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    enum {
+        START,
+        END,
+        DEVICE,
+        STREAM,
+        CORR,
+        NAME,
+        GX,
+        GY,
+        GZ,
+        BX,
+        BY,
+        BZ,
+        REGS,
+        SSMEM,
+        DSMEM,
+        NCOL
+    };
+    static const char *const names[NCOL] = {"start_ns",
+                                            "end_ns",
+                                            "device",
+                                            "stream",
+                                            "correlation",
+                                            "name",
+                                            "grid_x",
+                                            "grid_y",
+                                            "grid_z",
+                                            "block_x",
+                                            "block_y",
+                                            "block_z",
+                                            "registers",
+                                            "static_smem_bytes",
+                                            "dynamic_smem_bytes"};
+    static const int64_t max[NCOL] = {
+        [DEVICE] = INT32_MAX, [GX] = INT32_MAX, [GY] = INT32_MAX, [GZ] = INT32_MAX,
+        [BX] = INT32_MAX,     [BY] = INT32_MAX, [BZ] = INT32_MAX, [REGS] = INT32_MAX};
+    json_t *cols[NCOL];
+    size_t rows;
+    char why[160];
+    if (gpufl__reader_columns(rec, names, cols, NCOL, NCOL, &rows, why, sizeof why))
+        return bad_line(m, pos, "kernel", "%s", why);
+    size_t start = m->n_kernels;
+    uint64_t over = 0;
+    int64_t lo = INT64_MAX, hi = -1;
+    for (size_t r = 0; r < rows; r++) {
+        int64_t v[NCOL];
+        if (trace_row(cols, names, max, NCOL, r, v, why, sizeof why)) {
+            m->n_kernels = start;
+            return bad_line(m, pos, "kernel", "%s", why);
+        }
+        if (v[START] < lo) lo = v[START];
+        if (v[END] > hi) hi = v[END];
+        int rc = reserve((void **)&m->kernels, &m->kernels_alloc, m->n_kernels, sizeof *m->kernels,
+                         m->limits.max_kernels);
+        if (rc < 0) return rc;
+        if (rc) {
+            over++;
+            continue;
+        }
+        gpufl_model_kernel_t *k = &m->kernels[m->n_kernels++];
+        k->start_ns = v[START];
+        k->end_ns = v[END];
+        k->stream = v[STREAM];
+        k->correlation = v[CORR];
+        k->name_id = v[NAME];
+        k->name = NULL;
+        k->static_smem_bytes = v[SSMEM];
+        k->dynamic_smem_bytes = v[DSMEM];
+        k->device = (int32_t)v[DEVICE];
+        k->grid_x = (int32_t)v[GX];
+        k->grid_y = (int32_t)v[GY];
+        k->grid_z = (int32_t)v[GZ];
+        k->block_x = (int32_t)v[BX];
+        k->block_y = (int32_t)v[BY];
+        k->block_z = (int32_t)v[BZ];
+        k->registers = (int32_t)v[REGS];
+    }
+    m->kernels_over_cap += over;
+    if (rows) note_ts(m, lo), note_ts(m, hi);
+    return 0;
+}
+
+static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    enum { START, END, DEVICE, BYTES, KIND, SRC, DST, NCOL };
+    static const char *const names[NCOL] = {"start_ns",  "end_ns",   "device",  "bytes",
+                                            "copy_kind", "src_kind", "dst_kind"};
+    static const int64_t max[NCOL] = {
+        [DEVICE] = INT32_MAX, [KIND] = INT32_MAX, [SRC] = INT32_MAX, [DST] = INT32_MAX};
+    json_t *cols[NCOL];
+    size_t rows;
+    char why[160];
+    if (gpufl__reader_columns(rec, names, cols, NCOL, NCOL, &rows, why, sizeof why))
+        return bad_line(m, pos, "copy", "%s", why);
+    size_t start = m->n_copies;
+    uint64_t over = 0;
+    int64_t lo = INT64_MAX, hi = -1;
+    for (size_t r = 0; r < rows; r++) {
+        int64_t v[NCOL];
+        if (trace_row(cols, names, max, NCOL, r, v, why, sizeof why)) {
+            m->n_copies = start;
+            return bad_line(m, pos, "copy", "%s", why);
+        }
+        if (v[START] < lo) lo = v[START];
+        if (v[END] > hi) hi = v[END];
+        int rc = reserve((void **)&m->copies, &m->copies_alloc, m->n_copies, sizeof *m->copies,
+                         m->limits.max_copies);
+        if (rc < 0) return rc;
+        if (rc) {
+            over++;
+            continue;
+        }
+        gpufl_model_copy_t *c = &m->copies[m->n_copies++];
+        c->start_ns = v[START];
+        c->end_ns = v[END];
+        c->bytes = v[BYTES];
+        c->device = (int32_t)v[DEVICE];
+        c->copy_kind = (int32_t)v[KIND];
+        c->src_kind = (int32_t)v[SRC];
+        c->dst_kind = (int32_t)v[DST];
+    }
+    m->copies_over_cap += over;
+    if (rows) note_ts(m, lo), note_ts(m, hi);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Dispatch                                                                 */
 /* ---------------------------------------------------------------------- */
 
@@ -788,13 +941,15 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         GPU_SAMPLE,
         GPU_PROCESSES,
         SOURCE_COST,
+        KERNEL,
+        COPY,
         NTYPES
     };
     static const char *const types[NTYPES] = {
         "header",        "options",     "capabilities", "host_info",   "scope_begin",
         "scope_end",     "host_sample", "system_start", "system_stop", "event",
         "drops",         "session_end", "gpu_info",     "gpu_legend",  "gpu_sample",
-        "gpu_processes", "source_cost"};
+        "gpu_processes", "source_cost", "kernel",       "copy"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -820,6 +975,8 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case GPU_SAMPLE: return on_gpu_sample(m, pos, rec);
     case GPU_PROCESSES: return on_gpu_processes(m, pos, rec);
     case SOURCE_COST: return on_source_cost(m, pos, rec);
+    case KERNEL: return on_kernel(m, pos, rec);
+    case COPY: return on_copy(m, pos, rec);
     default: return 1;
     }
 }
@@ -875,22 +1032,34 @@ static int cmp_gpu(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Gives every device a sample names an entry, then sorts the devices by
- * number and rebuilds the index. */
-static int finish_gpus(gpufl_model_t *m) {
-    int64_t last = -1; /* rows of one device often come in runs */
-    for (size_t i = 0; i < m->n_gpu_samples; i++) {
-        int64_t d = m->gpu_samples[i].device;
-        if (d == last) continue;
-        gpufl_model_gpu_t *g;
-        int rc = gpu_slot(m, d, &g);
-        if (rc < 0) return rc;
-        if (rc) {
-            m->gpus_over_cap++; /* its rows stay, with no device entry */
-            continue;
-        }
-        last = d;
+/* Gives the device of a row an entry. *last: the device of the previous row
+ * (rows of one device often come in runs). */
+static int note_device(gpufl_model_t *m, int64_t d, int64_t *last) {
+    if (d == *last) return 0;
+    gpufl_model_gpu_t *g;
+    int rc = gpu_slot(m, d, &g);
+    if (rc < 0) return rc;
+    if (rc) {
+        m->gpus_over_cap++; /* its rows stay, with no device entry */
+        return 0;
     }
+    *last = d;
+    return 0;
+}
+
+/* Gives every device a sample, kernel or copy names an entry, then sorts the
+ * devices by number and rebuilds the index. Resolves kernel names. */
+static int finish_gpus(gpufl_model_t *m) {
+    int64_t last = -1;
+    int rc = 0;
+    for (size_t i = 0; i < m->n_gpu_samples && !rc; i++)
+        rc = note_device(m, m->gpu_samples[i].device, &last);
+    for (size_t i = 0; i < m->n_kernels && !rc; i++) {
+        m->kernels[i].name = resolve(m, m->kernels[i].name_id);
+        rc = note_device(m, m->kernels[i].device, &last);
+    }
+    for (size_t i = 0; i < m->n_copies && !rc; i++) rc = note_device(m, m->copies[i].device, &last);
+    if (rc) return rc;
     if (m->n_gpus < 2) return 0;
     qsort(m->gpus, m->n_gpus, sizeof *m->gpus, cmp_gpu);
     gpufl__idmap_fini(&m->gpu_index);
@@ -944,6 +1113,12 @@ static void summarize(gpufl_model_t *m) {
     if (m->gpu_samples_over_cap)
         add_warning(m, "", 0, "%llu GPU samples past the cap of %zu, not kept",
                     (unsigned long long)m->gpu_samples_over_cap, m->limits.max_gpu_samples);
+    if (m->kernels_over_cap)
+        add_warning(m, "", 0, "%llu kernel rows past the cap of %zu, not kept",
+                    (unsigned long long)m->kernels_over_cap, m->limits.max_kernels);
+    if (m->copies_over_cap)
+        add_warning(m, "", 0, "%llu copy rows past the cap of %zu, not kept",
+                    (unsigned long long)m->copies_over_cap, m->limits.max_copies);
     if (m->gpus_over_cap)
         add_warning(m, "", 0, "%llu GPU records name devices past the cap of %zu devices",
                     (unsigned long long)m->gpus_over_cap, m->limits.max_gpus);
@@ -966,6 +1141,8 @@ static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in
     out->max_line_bytes = d.max_line_bytes;     /* 0: the reader's default */
     out->max_gpus = d.max_gpus ? d.max_gpus : DEFAULT_MAX_GPUS;
     out->max_gpu_samples = d.max_gpu_samples ? d.max_gpu_samples : DEFAULT_MAX_ROWS;
+    out->max_kernels = d.max_kernels ? d.max_kernels : DEFAULT_MAX_ROWS;
+    out->max_copies = d.max_copies ? d.max_copies : DEFAULT_MAX_ROWS;
 }
 
 int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
@@ -1020,6 +1197,8 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->warnings);
     free(m->gpus);
     free(m->gpu_samples);
+    free(m->kernels);
+    free(m->copies);
     free(m->source_costs);
     gpufl__idmap_fini(&m->scope_index);
     gpufl__idmap_fini(&m->gpu_index);

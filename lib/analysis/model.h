@@ -5,7 +5,7 @@
  * The report, the insights, the exporters and the CLI all read this model;
  * none of them parses logs. Each record kind is an array with a count, grown
  * up to a cap; what passes a cap is counted (`*_over_cap`), never silently
- * lost. Later record kinds (kernels, copies, syncs) are added the same way: a
+ * lost. Later record kinds (memsets, syncs) are added the same way: a
  * row struct, an array, a count, a cap; GPU rows name their device by its
  * `device` number, which gpufl__model_gpu_find() turns into its
  * gpufl_model_gpu_t (identity, processes).
@@ -189,6 +189,39 @@ typedef struct gpufl_model_gpu_sample {
     int32_t fan_pct;
 } gpufl_model_gpu_sample_t;
 
+/* One kernel execution (a kernel row, Trace engine). Times are on the
+ * session clock; end_ns >= start_ns. */
+typedef struct gpufl_model_kernel {
+    int64_t start_ns, end_ns;
+    int64_t stream;
+    int64_t correlation;
+    int64_t name_id;  /* dict id of the mangled name */
+    const char *name; /* resolved after loading; "?" for an undefined id */
+    int64_t static_smem_bytes, dynamic_smem_bytes; /* per block */
+    int32_t device;                                /* gpufl_model_gpu_t.device */
+    int32_t grid_x, grid_y, grid_z;
+    int32_t block_x, block_y, block_z;
+    int32_t registers; /* per thread */
+} gpufl_model_kernel_t;
+
+/* CUPTI memcpy kinds (copy_kind) and memory kinds (src_kind, dst_kind). */
+#define GPUFL_MODEL_COPY_HTOD    1
+#define GPUFL_MODEL_COPY_DTOH    2
+#define GPUFL_MODEL_COPY_DTOD    8
+#define GPUFL_MODEL_COPY_PTOP    10
+#define GPUFL_MODEL_MEM_PAGEABLE 1
+#define GPUFL_MODEL_MEM_PINNED   2
+
+/* One memory copy (a copy row, Trace engine); end_ns >= start_ns. */
+typedef struct gpufl_model_copy {
+    int64_t start_ns, end_ns;
+    int64_t bytes;
+    int32_t device;    /* gpufl_model_gpu_t.device */
+    int32_t copy_kind; /* GPUFL_MODEL_COPY_*, or another CUPTI memcpy kind */
+    int32_t src_kind;  /* GPUFL_MODEL_MEM_*, or another CUPTI memory kind */
+    int32_t dst_kind;
+} gpufl_model_copy_t;
+
 /* A source_cost record: what one sampling source cost the process. */
 typedef struct gpufl_model_source_cost {
     const char *source; /* "host", "nvml", ... */
@@ -217,6 +250,8 @@ typedef struct gpufl_model_limits {
     size_t max_line_bytes;   /* default 64 MiB */
     size_t max_gpus;         /* devices, default 1024 */
     size_t max_gpu_samples;  /* gpu_sample rows, default 16 Mi */
+    size_t max_kernels;      /* kernel rows, default 16 Mi */
+    size_t max_copies;       /* copy rows, default 16 Mi */
 } gpufl_model_limits_t;
 
 typedef struct gpufl_model {
@@ -253,6 +288,14 @@ typedef struct gpufl_model {
     size_t n_gpu_samples;
     uint64_t gpu_samples_over_cap;
 
+    gpufl_model_kernel_t *kernels; /* kernel rows of all devices, in log order */
+    size_t n_kernels;
+    uint64_t kernels_over_cap;
+
+    gpufl_model_copy_t *copies; /* copy rows of all devices, in log order */
+    size_t n_copies;
+    uint64_t copies_over_cap;
+
     /* gpu_legend: name of each throttle_reasons bit, NULL when unnamed. */
     const char *throttle_names[GPUFL_MODEL_THROTTLE_BITS];
     int has_legend;
@@ -283,7 +326,7 @@ typedef struct gpufl_model {
     gpufl_idmap_t scope_index; /* scope id -> index in scopes */
     gpufl_idmap_t gpu_index;   /* device + 1 -> index in gpus */
     size_t scopes_alloc, samples_alloc, windows_alloc, events_alloc, warnings_alloc;
-    size_t gpus_alloc, gpu_samples_alloc, source_costs_alloc;
+    size_t gpus_alloc, gpu_samples_alloc, source_costs_alloc, kernels_alloc, copies_alloc;
     void *load_state; /* only during loading */
 } gpufl_model_t;
 

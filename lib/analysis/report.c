@@ -3,7 +3,8 @@
  *
  * Sections: session summary, scope timing (a tree of scope paths), system
  * metrics, GPU devices (identity and what their NVML samples say, one block
- * per device; or why there is no GPU data) and the log problems met while
+ * per device; or why there is no GPU data), kernel hotspots and memory
+ * transfers (Trace engine rows, when there are any) and the log problems met while
  * reading. Values use human units with three significant digits; nothing
  * here depends on the clock, the locale's time zone or memory addresses, so
  * the same logs always give the same bytes.
@@ -1424,6 +1425,202 @@ static int put_gpu(FILE *out, const gpufl_model_t *m) {
     return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Kernel hotspots and memory transfers (Trace engine)                      */
+/* ---------------------------------------------------------------------- */
+
+#define HOTSPOTS_MAX 10 /* kernel names listed */
+
+typedef struct kgroup {
+    const char *name;
+    size_t calls;
+    double total;
+    int64_t min, max, p50, p99;
+} kgroup_t;
+
+static int cmp_kernel_name_dur(const void *a, const void *b) {
+    const gpufl_model_kernel_t *x = *(const gpufl_model_kernel_t *const *)a;
+    const gpufl_model_kernel_t *y = *(const gpufl_model_kernel_t *const *)b;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    int64_t dx = x->end_ns - x->start_ns, dy = y->end_ns - y->start_ns;
+    return dx < dy ? -1 : dx > dy;
+}
+
+static int cmp_kgroup(const void *a, const void *b) {
+    const kgroup_t *x = a, *y = b;
+    if (x->total != y->total) return x->total > y->total ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* The value at rank ceil(pct/100 * n) (1-based) of n sorted durations. */
+static int64_t rank_dur(const gpufl_model_kernel_t *const *k, size_t n, unsigned pct) {
+    size_t rank = (n * pct + 99) / 100;
+    if (rank < 1) rank = 1;
+    return k[rank - 1]->end_ns - k[rank - 1]->start_ns;
+}
+
+static void put_hotspot_row(FILE *out, size_t name_w, const char *name, const char *const c[8]) {
+    fputs("  ", out);
+    put_cell(out, name, name_w, 0);
+    for (int i = 0; i < 8; i++) {
+        fputc(' ', out);
+        put_cell(out, c[i], i == 0 ? 6 : 9, 1);
+    }
+    fputc('\n', out);
+}
+
+static int put_kernels(FILE *out, const gpufl_model_t *m) {
+    if (!m->n_kernels) return 0;
+    size_t n = m->n_kernels;
+    const gpufl_model_kernel_t **by_name = malloc(n * sizeof *by_name);
+    kgroup_t *groups = malloc(n * sizeof *groups);
+    if (!by_name || !groups) {
+        free(by_name);
+        free(groups);
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
+    }
+    for (size_t i = 0; i < n; i++) by_name[i] = &m->kernels[i];
+    qsort(by_name, n, sizeof *by_name, cmp_kernel_name_dur);
+    size_t ng = 0;
+    double all = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        kgroup_t *g = &groups[ng++];
+        g->name = by_name[i]->name;
+        g->total = 0;
+        while (j < n && strcmp(by_name[j]->name, g->name) == 0) {
+            g->total += (double)(by_name[j]->end_ns - by_name[j]->start_ns);
+            j++;
+        }
+        g->calls = j - i;
+        g->min = by_name[i]->end_ns - by_name[i]->start_ns;
+        g->max = by_name[j - 1]->end_ns - by_name[j - 1]->start_ns;
+        g->p50 = rank_dur(by_name + i, g->calls, 50);
+        g->p99 = rank_dur(by_name + i, g->calls, 99);
+        all += g->total;
+        i = j;
+    }
+    qsort(groups, ng, sizeof *groups, cmp_kgroup);
+    size_t shown = ng < HOTSPOTS_MAX ? ng : HOTSPOTS_MAX;
+    size_t name_w = 6;
+    for (size_t i = 0; i < shown; i++) {
+        size_t w = text_width(groups[i].name);
+        if (w > name_w) name_w = w;
+    }
+    if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
+
+    fprintf(out, "\nKernel hotspots\n");
+    fprintf(out, "  top %zu kernel name%s by total GPU time; p50, p99: exact order statistics\n\n",
+            shown, plural(shown));
+    static const char *const heads[8] = {"calls", "total", "avg", "min",
+                                         "max",   "p50",   "p99", "share"};
+    put_hotspot_row(out, name_w, "kernel", heads);
+    for (size_t i = 0; i < shown; i++) {
+        const kgroup_t *g = &groups[i];
+        char c[8][32];
+        const char *cp[8] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]};
+        snprintf(c[0], sizeof c[0], "%zu", g->calls);
+        fmt_ns(c[1], sizeof c[1], g->total);
+        fmt_ns(c[2], sizeof c[2], g->total / (double)g->calls);
+        fmt_ns(c[3], sizeof c[3], (double)g->min);
+        fmt_ns(c[4], sizeof c[4], (double)g->max);
+        fmt_ns(c[5], sizeof c[5], (double)g->p50);
+        fmt_ns(c[6], sizeof c[6], (double)g->p99);
+        fmt_pct(c[7], sizeof c[7], all > 0 ? 100.0 * g->total / all : 0);
+        put_hotspot_row(out, name_w, g->name, cp);
+    }
+    if (ng > shown) fprintf(out, "  ... and %zu more name%s\n", ng - shown, plural(ng - shown));
+    char total[32];
+    fmt_ns(total, sizeof total, all);
+    fprintf(out, "\n  %zu kernel%s, %zu distinct name%s, %s GPU time\n", n, plural(n), ng,
+            plural(ng), total);
+    free(by_name);
+    free(groups);
+    return 0;
+}
+
+enum { DIR_HTOD, DIR_DTOH, DIR_DTOD, DIR_PEER, DIR_OTHER, NDIR };
+
+typedef struct dir_acc {
+    size_t count, pageable, pinned;
+    double bytes, time;
+} dir_acc_t;
+
+static void put_copy_row(FILE *out, const char *dir, const char *const c[6]) {
+    fputs("  ", out);
+    put_cell(out, dir, 14, 0);
+    for (int i = 0; i < 6; i++) {
+        fputc(' ', out);
+        put_cell(out, c[i], i == 0 ? 6 : i == 3 ? 12 : 9, 1);
+    }
+    fputc('\n', out);
+}
+
+static void put_copies(FILE *out, const gpufl_model_t *m) {
+    if (!m->n_copies) return;
+    static const char *const dir_names[NDIR] = {"host\xe2\x86\x92"
+                                                "device",
+                                                "device\xe2\x86\x92"
+                                                "host",
+                                                "device\xe2\x86\x92"
+                                                "device",
+                                                "peer", "other"};
+    dir_acc_t acc[NDIR];
+    memset(acc, 0, sizeof acc);
+    double bytes = 0;
+    for (size_t i = 0; i < m->n_copies; i++) {
+        const gpufl_model_copy_t *c = &m->copies[i];
+        int d, host = 0;
+        switch (c->copy_kind) {
+        case GPUFL_MODEL_COPY_HTOD: d = DIR_HTOD, host = c->src_kind; break;
+        case GPUFL_MODEL_COPY_DTOH: d = DIR_DTOH, host = c->dst_kind; break;
+        case GPUFL_MODEL_COPY_DTOD: d = DIR_DTOD; break;
+        case GPUFL_MODEL_COPY_PTOP: d = DIR_PEER; break;
+        default: d = DIR_OTHER; break;
+        }
+        dir_acc_t *a = &acc[d];
+        a->count++;
+        a->bytes += (double)c->bytes;
+        a->time += (double)(c->end_ns - c->start_ns);
+        a->pageable += host == GPUFL_MODEL_MEM_PAGEABLE;
+        a->pinned += host == GPUFL_MODEL_MEM_PINNED;
+        bytes += (double)c->bytes;
+    }
+    char total[32];
+    fmt_bytes(total, sizeof total, bytes);
+    fprintf(out, "\nMemory transfers\n");
+    fprintf(out, "  %zu cop%s, %s; bandwidth: bytes / total time\n\n", m->n_copies,
+            m->n_copies == 1 ? "y" : "ies", total);
+    static const char *const heads[6] = {"count",     "bytes",    "time",
+                                         "bandwidth", "pageable", "pinned"};
+    put_copy_row(out, "direction", heads);
+    for (int d = 0; d < NDIR; d++) {
+        const dir_acc_t *a = &acc[d];
+        if (!a->count) continue;
+        char c[6][32];
+        const char *cp[6] = {c[0], c[1], c[2], c[3], c[4], c[5]};
+        snprintf(c[0], sizeof c[0], "%zu", a->count);
+        fmt_bytes(c[1], sizeof c[1], a->bytes);
+        fmt_ns(c[2], sizeof c[2], a->time);
+        if (a->time > 0) {
+            char num[20];
+            sig3(num, sizeof num, a->bytes / (a->time / 1e9) / (1024.0 * 1024.0 * 1024.0));
+            snprintf(c[3], sizeof c[3], "%s GiB/s", num);
+        } else {
+            snprintf(c[3], sizeof c[3], "-");
+        }
+        if (d == DIR_HTOD || d == DIR_DTOH) {
+            snprintf(c[4], sizeof c[4], "%zu", a->pageable);
+            snprintf(c[5], sizeof c[5], "%zu", a->pinned);
+        } else {
+            snprintf(c[4], sizeof c[4], "-");
+            snprintf(c[5], sizeof c[5], "-");
+        }
+        put_copy_row(out, dir_names[d], cp);
+    }
+}
+
 static void put_problems(FILE *out, const gpufl_model_t *m) {
     size_t total = m->n_warnings + (size_t)m->warnings_over_cap;
     if (!total) return;
@@ -1455,7 +1652,9 @@ int gpufl__report_write(const gpufl_model_t *m, FILE *out) {
     if (!rc) rc = put_scopes(out, m);
     if (!rc) rc = put_system(out, m);
     if (!rc) rc = put_gpu(out, m);
+    if (!rc) rc = put_kernels(out, m);
     if (rc) return rc;
+    put_copies(out, m);
     put_problems(out, m);
     if (fflush(out) != 0 || ferror(out))
         return gpufl__set_error(GPUFL_EIO, "report: writing the report failed");

@@ -810,6 +810,224 @@ static void test_report_gpu_absent(void **state) {
     assert_int_equal(rmdir(dir), 0);
 }
 
+#define US 1000LL
+
+static void test_report_model_trace(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/trace");
+    expect_warnings(m, 0);
+    assert_int_equal(m->read.lines, 5);
+    assert_int_equal(m->first_ts_ns, 100 * US);
+    assert_int_equal(m->last_ts_ns, 5000 * MS);
+    /* the rows' device has an entry, without gpu_info */
+    assert_int_equal(m->n_gpus, 1);
+    assert_int_equal(m->gpus[0].device, 0);
+    assert_false(m->gpus[0].has_info);
+
+    assert_int_equal(m->n_kernels, 8);
+    assert_int_equal(m->kernels_over_cap, 0);
+    const gpufl_model_kernel_t *k = &m->kernels[0];
+    assert_int_equal(k->start_ns, 1000 * US);
+    assert_int_equal(k->end_ns, 1300 * US);
+    assert_int_equal(k->device, 0);
+    assert_int_equal(k->stream, 7);
+    assert_int_equal(k->correlation, 101);
+    assert_int_equal(k->name_id, 1);
+    assert_string_equal(k->name, "_Z4gemmPKfS0_Pfiii");
+    assert_int_equal(k->grid_x, 128);
+    assert_int_equal(k->grid_y, 64);
+    assert_int_equal(k->grid_z, 1);
+    assert_int_equal(k->block_x, 16);
+    assert_int_equal(k->block_y, 16);
+    assert_int_equal(k->block_z, 1);
+    assert_int_equal(k->registers, 64);
+    assert_int_equal(k->static_smem_bytes, 8192);
+    assert_int_equal(k->dynamic_smem_bytes, 16384);
+    k = &m->kernels[3];
+    assert_string_equal(k->name, "_Z7softmaxPKfPfi");
+    assert_int_equal(k->stream, 13);
+    assert_int_equal(k->correlation, 104);
+    assert_int_equal(k->end_ns - k->start_ns, 50 * US);
+    assert_int_equal(k->block_x, 1024);
+    assert_int_equal(k->registers, 32);
+    assert_string_equal(m->kernels[7].name, "_Z4gemmPKfS0_Pfiii");
+    assert_int_equal(m->kernels[7].correlation, 108);
+    int64_t gpu_ns = 0;
+    for (size_t i = 0; i < m->n_kernels; i++)
+        gpu_ns += m->kernels[i].end_ns - m->kernels[i].start_ns;
+    assert_int_equal(gpu_ns, 1110 * US);
+
+    assert_int_equal(m->n_copies, 4);
+    assert_int_equal(m->copies_over_cap, 0);
+    const gpufl_model_copy_t *c = &m->copies[0];
+    assert_int_equal(c->start_ns, 100 * US);
+    assert_int_equal(c->end_ns, 200 * US);
+    assert_int_equal(c->device, 0);
+    assert_int_equal(c->bytes, 1 << 20);
+    assert_int_equal(c->copy_kind, GPUFL_MODEL_COPY_HTOD);
+    assert_int_equal(c->src_kind, GPUFL_MODEL_MEM_PAGEABLE);
+    assert_int_equal(c->dst_kind, 3);
+    assert_int_equal(m->copies[1].src_kind, GPUFL_MODEL_MEM_PINNED);
+    c = &m->copies[2];
+    assert_int_equal(c->copy_kind, GPUFL_MODEL_COPY_DTOH);
+    assert_int_equal(c->dst_kind, GPUFL_MODEL_MEM_PINNED);
+    assert_int_equal(c->bytes, 2 << 20);
+    c = &m->copies[3];
+    assert_int_equal(c->copy_kind, GPUFL_MODEL_COPY_DTOD);
+    assert_int_equal(c->bytes, 4 << 20);
+    assert_int_equal(c->end_ns - c->start_ns, 50 * US);
+    gpufl__model_destroy(m);
+}
+
+static void test_report_golden_trace(void **state) {
+    (void)state;
+    check_golden("trace");
+}
+
+/* Bad kernel/copy lines are rolled back whole and reported with file:line;
+ * rows past a cap are counted. */
+static void test_report_trace_corrupt(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+#define KCOLS(start, end, dev, name)                                                               \
+    "\"start_ns\":" start ",\"end_ns\":" end ",\"device\":" dev                                    \
+    ",\"context\":[1,1],\"stream\":[7,7],\"correlation\":[1,2],\"name\":" name                     \
+    ",\"grid_x\":[1,1],\"grid_y\":[1,1],\"grid_z\":[1,1],\"block_x\":[32,32],\"block_y\":[1,1],"   \
+    "\"block_z\":[1,1],\"registers\":[8,8],\"static_smem_bytes\":[0,0],"                           \
+    "\"dynamic_smem_bytes\":[0,0],\"local_bytes_per_thread\":[0,0],\"graph_id\":[0,0]"
+#define CCOLS(kind, bytes)                                                                         \
+    "\"start_ns\":[10,20],\"end_ns\":[15,30],\"device\":[0,0],\"stream\":[7,7],"                   \
+    "\"correlation\":[1,2],\"bytes\":" bytes ",\"copy_kind\":" kind                                \
+    ",\"src_kind\":[1,3],\"dst_kind\":[3,2],\"async\":[0,0]"
+    write_file(
+        dir, "device.log",
+        "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+        "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n"
+        /* 3: good */
+        "{\"type\":\"kernel\",\"v\":1," KCOLS(
+            "[100,200]", "[150,260]", "[0,0]",
+            "[1,1]") "}\n"
+                     /* 4: row 1 ends before it starts */
+                     "{\"type\":\"kernel\",\"v\":1," KCOLS(
+                         "[100,200]", "[150,199]", "[0,0]",
+                         "[1,1]") "}\n"
+                                  /* 5: negative device */
+                                  "{\"type\":\"kernel\",\"v\":1," KCOLS(
+                                      "[100,200]", "[150,260]", "[0,-1]",
+                                      "[1,1]") "}\n"
+                                               /* 6: a name that is not an integer */
+                                               "{\"type\":\"kernel\",\"v\":1," KCOLS(
+                                                   "[100,200]", "[150,260]", "[0,0]",
+                                                   "[1,\"k\"]") "}\n"
+                                                                /* 7: good, name id 9 undefined */
+                                                                "{\"type\":\"kernel\",\"v\":"
+                                                                "1," KCOLS(
+                                                                    "[300,400]", "[310,420]",
+                                                                    "[2,2]",
+                                                                    "[9,1]") "}\n"
+                                                                             /* 8: good copies */
+                                                                             "{\"type\":\"copy\","
+                                                                             "\"v\":1," CCOLS(
+                                                                                 "[1,2]",
+                                                                                 "[64,128]") "}\n"
+                                                                                             /* 9: no copy_kind column */
+                                                                                             "{\"ty"
+                                                                                             "pe\":"
+                                                                                             "\"cop"
+                                                                                             "y\","
+                                                                                             "\"v\""
+                                                                                             ":1,"
+                                                                                             "\"sta"
+                                                                                             "rt_"
+                                                                                             "ns\":"
+                                                                                             "[1],"
+                                                                                             "\"end"
+                                                                                             "_ns\""
+                                                                                             ":[2],"
+                                                                                             "\"dev"
+                                                                                             "ice\""
+                                                                                             ":[0],"
+                                                                                             "\"str"
+                                                                                             "eam\""
+                                                                                             ":[0],"
+                                                                                             "\"cor"
+                                                                                             "relat"
+                                                                                             "ion\""
+                                                                                             ":[0],"
+                                                                                             "\"byt"
+                                                                                             "es\":"
+                                                                                             "[1],"
+                                                                                             "\"src"
+                                                                                             "_kind"
+                                                                                             "\":["
+                                                                                             "1],"
+                                                                                             "\"dst"
+                                                                                             "_kind"
+                                                                                             "\":["
+                                                                                             "3],"
+                                                                                             "\"asy"
+                                                                                             "nc\":"
+                                                                                             "[0]}"
+                                                                                             "\n"
+                                                                                             /* 10: bytes null */
+                                                                                             "{\"ty"
+                                                                                             "pe\":"
+                                                                                             "\"cop"
+                                                                                             "y\","
+                                                                                             "\"v\""
+                                                                                             ":1"
+                                                                                             "," CCOLS(
+                                                                                                 "["
+                                                                                                 "1"
+                                                                                                 ","
+                                                                                                 "2"
+                                                                                                 "]",
+                                                                                                 "["
+                                                                                                 "6"
+                                                                                                 "4"
+                                                                                                 ","
+                                                                                                 "n"
+                                                                                                 "u"
+                                                                                                 "l"
+                                                                                                 "l"
+                                                                                                 "]") "}\n");
+#undef KCOLS
+#undef CCOLS
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    expect_warnings(m, 6);
+    assert_true(
+        has_warning(m, "device.log", 4, "kernel: row 1: end_ns 199 is before start_ns 200"));
+    assert_true(has_warning(m, "device.log", 5, "kernel: row 1: device -1 is out of range"));
+    assert_true(has_warning(m, "device.log", 6, "kernel: row 1: name is not an integer"));
+    assert_true(has_warning(m, "device.log", 9, "copy: "));
+    assert_true(has_warning(m, "device.log", 10, "copy: row 1: bytes is not an integer"));
+    assert_true(has_warning(m, "", 0, "1 references to dict ids that no dict line defines"));
+    assert_int_equal(m->n_kernels, 4);
+    assert_int_equal(m->kernels[1].end_ns, 260);
+    assert_string_equal(m->kernels[2].name, "?");
+    assert_string_equal(m->kernels[3].name, "k");
+    assert_int_equal(m->kernels[3].device, 2);
+    assert_int_equal(m->n_copies, 2);
+    assert_int_equal(m->copies[1].bytes, 128);
+    assert_int_equal(m->n_gpus, 2); /* devices 0 and 2 */
+    assert_int_equal(m->gpus[1].device, 2);
+    gpufl__model_destroy(m);
+
+    gpufl_model_limits_t lim = {.max_kernels = 3, .max_copies = 1};
+    assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
+    assert_int_equal(m->n_kernels, 3);
+    assert_int_equal(m->kernels_over_cap, 1);
+    assert_int_equal(m->n_copies, 1);
+    assert_int_equal(m->copies_over_cap, 1);
+    assert_true(has_warning(m, "", 0, "1 kernel rows past the cap of 3, not kept"));
+    assert_true(has_warning(m, "", 0, "1 copy rows past the cap of 1, not kept"));
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_report_write_error(void **state) {
     (void)state;
     gpufl_model_t *m = load("sessions/rotated");
@@ -839,6 +1057,9 @@ int main(void) {
         cmocka_unit_test(test_report_model_gpu),
         cmocka_unit_test(test_report_gpu_corrupt),
         cmocka_unit_test(test_report_gpu_absent),
+        cmocka_unit_test(test_report_model_trace),
+        cmocka_unit_test(test_report_golden_trace),
+        cmocka_unit_test(test_report_trace_corrupt),
         cmocka_unit_test(test_report_write_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
