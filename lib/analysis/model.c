@@ -768,6 +768,8 @@ static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
 /* Trace records                                                            */
 /* ---------------------------------------------------------------------- */
 
+#define TRACE_COLS_MAX 32 /* columns of a trace batch (kernel has 15) */
+
 /* Reads row r of a batch whose columns are all required integers in
  * [0, max[c]] (0 in max: no upper bound). Returns 0, or -1 with why set. */
 static int trace_row(json_t *const *cols, const char *const *names, const int64_t *max, int ncol,
@@ -791,130 +793,133 @@ static int trace_row(json_t *const *cols, const char *const *names, const int64_
     return 0;
 }
 
-static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
-    enum {
-        START,
-        END,
-        DEVICE,
-        STREAM,
-        CORR,
-        NAME,
-        GX,
-        GY,
-        GZ,
-        BX,
-        BY,
-        BZ,
-        REGS,
-        SSMEM,
-        DSMEM,
-        NCOL
-    };
-    static const char *const names[NCOL] = {"start_ns",
-                                            "end_ns",
-                                            "device",
-                                            "stream",
-                                            "correlation",
-                                            "name",
-                                            "grid_x",
-                                            "grid_y",
-                                            "grid_z",
-                                            "block_x",
-                                            "block_y",
-                                            "block_z",
-                                            "registers",
-                                            "static_smem_bytes",
-                                            "dynamic_smem_bytes"};
-    static const int64_t max[NCOL] = {
-        [DEVICE] = INT32_MAX, [GX] = INT32_MAX, [GY] = INT32_MAX, [GZ] = INT32_MAX,
-        [BX] = INT32_MAX,     [BY] = INT32_MAX, [BZ] = INT32_MAX, [REGS] = INT32_MAX};
-    json_t *cols[NCOL];
+/* Where the rows of one trace batch type go: a growing array and its cap. */
+typedef struct row_array {
+    void **data;
+    size_t *alloc, *n;
+    size_t elem, cap;
+    uint64_t *over_cap;
+} row_array_t;
+
+/* Loads the rows of a trace batch (kernel, copy): every column a required
+ * integer checked by trace_row, each row handed to fill. A bad row rolls the
+ * whole line back; rows past the cap are counted. */
+static int load_trace_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                           const char *type, const char *const *names, const int64_t *max, int ncol,
+                           row_array_t a, void (*fill)(void *row, const int64_t *v)) {
+    json_t *cols[TRACE_COLS_MAX];
     size_t rows;
     char why[160];
-    if (gpufl__reader_columns(rec, names, cols, NCOL, NCOL, &rows, why, sizeof why))
-        return bad_line(m, pos, "kernel", "%s", why);
-    size_t start = m->n_kernels;
+    if (gpufl__reader_columns(rec, names, cols, ncol, ncol, &rows, why, sizeof why))
+        return bad_line(m, pos, type, "%s", why);
+    size_t start = *a.n;
     uint64_t over = 0;
     int64_t lo = INT64_MAX, hi = -1;
     for (size_t r = 0; r < rows; r++) {
-        int64_t v[NCOL];
-        if (trace_row(cols, names, max, NCOL, r, v, why, sizeof why)) {
-            m->n_kernels = start;
-            return bad_line(m, pos, "kernel", "%s", why);
+        int64_t v[TRACE_COLS_MAX];
+        if (trace_row(cols, names, max, ncol, r, v, why, sizeof why)) {
+            *a.n = start;
+            return bad_line(m, pos, type, "%s", why);
         }
-        if (v[START] < lo) lo = v[START];
-        if (v[END] > hi) hi = v[END];
-        int rc = reserve((void **)&m->kernels, &m->kernels_alloc, m->n_kernels, sizeof *m->kernels,
-                         m->limits.max_kernels);
+        if (v[0] < lo) lo = v[0]; /* columns 0 and 1 are start_ns and end_ns */
+        if (v[1] > hi) hi = v[1];
+        int rc = reserve(a.data, a.alloc, *a.n, a.elem, a.cap);
         if (rc < 0) return rc;
         if (rc) {
             over++;
             continue;
         }
-        gpufl_model_kernel_t *k = &m->kernels[m->n_kernels++];
-        k->start_ns = v[START];
-        k->end_ns = v[END];
-        k->stream = v[STREAM];
-        k->correlation = v[CORR];
-        k->name_id = v[NAME];
-        k->name = NULL;
-        k->static_smem_bytes = v[SSMEM];
-        k->dynamic_smem_bytes = v[DSMEM];
-        k->device = (int32_t)v[DEVICE];
-        k->grid_x = (int32_t)v[GX];
-        k->grid_y = (int32_t)v[GY];
-        k->grid_z = (int32_t)v[GZ];
-        k->block_x = (int32_t)v[BX];
-        k->block_y = (int32_t)v[BY];
-        k->block_z = (int32_t)v[BZ];
-        k->registers = (int32_t)v[REGS];
+        fill((char *)*a.data + (*a.n)++ * a.elem, v);
     }
-    m->kernels_over_cap += over;
+    *a.over_cap += over;
     if (rows) note_ts(m, lo), note_ts(m, hi);
     return 0;
 }
 
+enum kernel_col {
+    K_START,
+    K_END,
+    K_DEVICE,
+    K_STREAM,
+    K_CORR,
+    K_NAME,
+    K_GX,
+    K_GY,
+    K_GZ,
+    K_BX,
+    K_BY,
+    K_BZ,
+    K_REGS,
+    K_SSMEM,
+    K_DSMEM,
+    K_NCOL
+};
+
+static void fill_kernel(void *row, const int64_t *v) {
+    gpufl_model_kernel_t *k = row;
+    k->start_ns = v[K_START];
+    k->end_ns = v[K_END];
+    k->stream = v[K_STREAM];
+    k->correlation = v[K_CORR];
+    k->name_id = v[K_NAME];
+    k->name = NULL;
+    k->static_smem_bytes = v[K_SSMEM];
+    k->dynamic_smem_bytes = v[K_DSMEM];
+    k->device = (int32_t)v[K_DEVICE];
+    k->grid_x = (int32_t)v[K_GX];
+    k->grid_y = (int32_t)v[K_GY];
+    k->grid_z = (int32_t)v[K_GZ];
+    k->block_x = (int32_t)v[K_BX];
+    k->block_y = (int32_t)v[K_BY];
+    k->block_z = (int32_t)v[K_BZ];
+    k->registers = (int32_t)v[K_REGS];
+}
+
+static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    static const char *const names[K_NCOL] = {"start_ns",
+                                              "end_ns",
+                                              "device",
+                                              "stream",
+                                              "correlation",
+                                              "name",
+                                              "grid_x",
+                                              "grid_y",
+                                              "grid_z",
+                                              "block_x",
+                                              "block_y",
+                                              "block_z",
+                                              "registers",
+                                              "static_smem_bytes",
+                                              "dynamic_smem_bytes"};
+    static const int64_t max[K_NCOL] = {
+        [K_DEVICE] = INT32_MAX, [K_GX] = INT32_MAX, [K_GY] = INT32_MAX, [K_GZ] = INT32_MAX,
+        [K_BX] = INT32_MAX,     [K_BY] = INT32_MAX, [K_BZ] = INT32_MAX, [K_REGS] = INT32_MAX};
+    row_array_t a = {(void **)&m->kernels, &m->kernels_alloc,     &m->n_kernels,
+                     sizeof *m->kernels,   m->limits.max_kernels, &m->kernels_over_cap};
+    return load_trace_rows(m, pos, rec, "kernel", names, max, K_NCOL, a, fill_kernel);
+}
+
+enum copy_col { C_START, C_END, C_DEVICE, C_BYTES, C_KIND, C_SRC, C_DST, C_NCOL };
+
+static void fill_copy(void *row, const int64_t *v) {
+    gpufl_model_copy_t *c = row;
+    c->start_ns = v[C_START];
+    c->end_ns = v[C_END];
+    c->bytes = v[C_BYTES];
+    c->device = (int32_t)v[C_DEVICE];
+    c->copy_kind = (int32_t)v[C_KIND];
+    c->src_kind = (int32_t)v[C_SRC];
+    c->dst_kind = (int32_t)v[C_DST];
+}
+
 static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
-    enum { START, END, DEVICE, BYTES, KIND, SRC, DST, NCOL };
-    static const char *const names[NCOL] = {"start_ns",  "end_ns",   "device",  "bytes",
-                                            "copy_kind", "src_kind", "dst_kind"};
-    static const int64_t max[NCOL] = {
-        [DEVICE] = INT32_MAX, [KIND] = INT32_MAX, [SRC] = INT32_MAX, [DST] = INT32_MAX};
-    json_t *cols[NCOL];
-    size_t rows;
-    char why[160];
-    if (gpufl__reader_columns(rec, names, cols, NCOL, NCOL, &rows, why, sizeof why))
-        return bad_line(m, pos, "copy", "%s", why);
-    size_t start = m->n_copies;
-    uint64_t over = 0;
-    int64_t lo = INT64_MAX, hi = -1;
-    for (size_t r = 0; r < rows; r++) {
-        int64_t v[NCOL];
-        if (trace_row(cols, names, max, NCOL, r, v, why, sizeof why)) {
-            m->n_copies = start;
-            return bad_line(m, pos, "copy", "%s", why);
-        }
-        if (v[START] < lo) lo = v[START];
-        if (v[END] > hi) hi = v[END];
-        int rc = reserve((void **)&m->copies, &m->copies_alloc, m->n_copies, sizeof *m->copies,
-                         m->limits.max_copies);
-        if (rc < 0) return rc;
-        if (rc) {
-            over++;
-            continue;
-        }
-        gpufl_model_copy_t *c = &m->copies[m->n_copies++];
-        c->start_ns = v[START];
-        c->end_ns = v[END];
-        c->bytes = v[BYTES];
-        c->device = (int32_t)v[DEVICE];
-        c->copy_kind = (int32_t)v[KIND];
-        c->src_kind = (int32_t)v[SRC];
-        c->dst_kind = (int32_t)v[DST];
-    }
-    m->copies_over_cap += over;
-    if (rows) note_ts(m, lo), note_ts(m, hi);
-    return 0;
+    static const char *const names[C_NCOL] = {"start_ns",  "end_ns",   "device",  "bytes",
+                                              "copy_kind", "src_kind", "dst_kind"};
+    static const int64_t max[C_NCOL] = {
+        [C_DEVICE] = INT32_MAX, [C_KIND] = INT32_MAX, [C_SRC] = INT32_MAX, [C_DST] = INT32_MAX};
+    row_array_t a = {(void **)&m->copies, &m->copies_alloc,     &m->n_copies,
+                     sizeof *m->copies,   m->limits.max_copies, &m->copies_over_cap};
+    return load_trace_rows(m, pos, rec, "copy", names, max, C_NCOL, a, fill_copy);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -55,40 +55,61 @@
 #include <time.h>
 
 /* Every function the fake exports (old variant: a subset), for counting. */
+/* clang-format off: one function a line (the formatter does not settle on this list) */
 #define FAKE_FUNCTIONS(X)                                                                          \
     X(nvmlInit_v2)                                                                                 \
     X(nvmlInit)                                                                                    \
-    X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion) X(nvmlSystemGetNVMLVersion)   \
-        X(nvmlSystemGetCudaDriverVersion_v2) X(nvmlSystemGetCudaDriverVersion)                     \
-            X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetCount) X(nvmlDeviceGetHandleByIndex_v2) X(     \
-                nvmlDeviceGetHandleByIndex) X(nvmlDeviceGetName) X(nvmlDeviceGetUUID)              \
-                X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetPciInfo_v2) X(nvmlDeviceGetPciInfo) X(   \
-                    nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetAttributes_v2)              \
-                    X(nvmlDeviceGetAttributes) X(nvmlDeviceGetNumGpuCores) X(                      \
-                        nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetMemoryInfo)                     \
-                        X(nvmlDeviceGetMigMode) X(nvmlDeviceGetMaxMigDeviceCount) X(               \
-                            nvmlDeviceGetMigDeviceHandleByIndex) X(nvmlDeviceGetGpuInstanceId)     \
-                            X(nvmlDeviceGetEccMode) X(nvmlDeviceGetNvLinkState)                    \
-                                X(nvmlDeviceGetUtilizationRates) X(nvmlDeviceGetTemperature) X(    \
-                                    nvmlDeviceGetPowerUsage) X(nvmlDeviceGetEnforcedPowerLimit)    \
-                                    X(nvmlDeviceGetFanSpeed) X(nvmlDeviceGetClockInfo) X(          \
-                                        nvmlDeviceGetCurrentClocksEventReasons)                    \
-                                        X(nvmlDeviceGetTotalEnergyConsumption) X(                  \
-                                            nvmlDeviceGetCurrentClocksThrottleReasons)             \
-                                            X(nvmlDeviceGetFieldValues) X(                         \
-                                                nvmlDeviceGetComputeRunningProcesses_v3)           \
-                                                X(nvmlDeviceGetComputeRunningProcesses_v2) X(      \
-                                                    nvmlDeviceGetComputeRunningProcesses)          \
-                                                    X(nvmlDeviceGetGraphicsRunningProcesses_v3) X( \
-                                                        nvmlDeviceGetGraphicsRunningProcesses_v2)  \
-                                                        X(nvmlDeviceGetGraphicsRunningProcesses)   \
-                                                            X(nvmlDeviceGetPcieThroughput)         \
-                                                                X(nvmlGpmQueryDeviceSupport)       \
-                                                                    X(nvmlGpmSampleAlloc) X(       \
-                                                                        nvmlGpmSampleFree)         \
-                                                                        X(nvmlGpmSampleGet) X(     \
-                                                                            nvmlGpmMigSampleGet)   \
-                                                                            X(nvmlGpmMetricsGet)
+    X(nvmlShutdown)                                                                                \
+    X(nvmlErrorString)                                                                             \
+    X(nvmlSystemGetDriverVersion)                                                                  \
+    X(nvmlSystemGetNVMLVersion)                                                                    \
+    X(nvmlSystemGetCudaDriverVersion_v2)                                                           \
+    X(nvmlSystemGetCudaDriverVersion)                                                              \
+    X(nvmlDeviceGetCount_v2)                                                                       \
+    X(nvmlDeviceGetCount)                                                                          \
+    X(nvmlDeviceGetHandleByIndex_v2)                                                               \
+    X(nvmlDeviceGetHandleByIndex)                                                                  \
+    X(nvmlDeviceGetName)                                                                           \
+    X(nvmlDeviceGetUUID)                                                                           \
+    X(nvmlDeviceGetPciInfo_v3)                                                                     \
+    X(nvmlDeviceGetPciInfo_v2)                                                                     \
+    X(nvmlDeviceGetPciInfo)                                                                        \
+    X(nvmlDeviceGetCudaComputeCapability)                                                          \
+    X(nvmlDeviceGetAttributes_v2)                                                                  \
+    X(nvmlDeviceGetAttributes)                                                                     \
+    X(nvmlDeviceGetNumGpuCores)                                                                    \
+    X(nvmlDeviceGetMemoryInfo_v2)                                                                  \
+    X(nvmlDeviceGetMemoryInfo)                                                                     \
+    X(nvmlDeviceGetMigMode)                                                                        \
+    X(nvmlDeviceGetMaxMigDeviceCount)                                                              \
+    X(nvmlDeviceGetMigDeviceHandleByIndex)                                                         \
+    X(nvmlDeviceGetGpuInstanceId)                                                                  \
+    X(nvmlDeviceGetEccMode)                                                                        \
+    X(nvmlDeviceGetNvLinkState)                                                                    \
+    X(nvmlDeviceGetUtilizationRates)                                                               \
+    X(nvmlDeviceGetTemperature)                                                                    \
+    X(nvmlDeviceGetPowerUsage)                                                                     \
+    X(nvmlDeviceGetEnforcedPowerLimit)                                                             \
+    X(nvmlDeviceGetFanSpeed)                                                                       \
+    X(nvmlDeviceGetClockInfo)                                                                      \
+    X(nvmlDeviceGetCurrentClocksEventReasons)                                                      \
+    X(nvmlDeviceGetTotalEnergyConsumption)                                                         \
+    X(nvmlDeviceGetCurrentClocksThrottleReasons)                                                   \
+    X(nvmlDeviceGetFieldValues)                                                                    \
+    X(nvmlDeviceGetComputeRunningProcesses_v3)                                                     \
+    X(nvmlDeviceGetComputeRunningProcesses_v2)                                                     \
+    X(nvmlDeviceGetComputeRunningProcesses)                                                        \
+    X(nvmlDeviceGetGraphicsRunningProcesses_v3)                                                    \
+    X(nvmlDeviceGetGraphicsRunningProcesses_v2)                                                    \
+    X(nvmlDeviceGetGraphicsRunningProcesses)                                                       \
+    X(nvmlDeviceGetPcieThroughput)                                                                 \
+    X(nvmlGpmQueryDeviceSupport)                                                                   \
+    X(nvmlGpmSampleAlloc)                                                                          \
+    X(nvmlGpmSampleFree)                                                                           \
+    X(nvmlGpmSampleGet)                                                                            \
+    X(nvmlGpmMigSampleGet)                                                                         \
+    X(nvmlGpmMetricsGet)
+// clang-format on
 
 #define AS_ENUM(name) FN_##name,
 #define AS_NAME(name) #name,
