@@ -5,7 +5,9 @@
  * allocation per row, columns looked up once per line); a line with a bad
  * cell is rolled back whole, reported and skipped. Scope begins and ends are
  * joined after everything is read, so their order across lines, threads and
- * segments does not matter.
+ * segments does not matter; so are kernel rows and their kernel_config
+ * records. Then the instances are grouped into scope paths and every
+ * kernel, copy and memset is attributed to the path of its scope instance.
  */
 #include "analysis/model.h"
 
@@ -54,6 +56,34 @@ static int reserve(void **data, size_t *alloc, size_t n, size_t elem, size_t max
     return 0;
 }
 
+/* Where the rows of one record type go: a growing array and its cap. */
+typedef struct row_array {
+    void **data;
+    size_t *alloc, *n;
+    size_t elem, cap;
+    uint64_t *over_cap;
+} row_array_t;
+
+/* The row array of model field f (m->f, f_alloc, n_f, f_over_cap), capped
+ * by m->limits.cap. */
+#define ROWS(m, f, cap)                                                                            \
+    ((row_array_t){(void **)&(m)->f, &(m)->f##_alloc, &(m)->n_##f, sizeof *(m)->f,                 \
+                   (m)->limits.cap, &(m)->f##_over_cap})
+
+/* Appends a zeroed row to a and returns it. Returns NULL with *rc = 0 when
+ * the cap is reached (the row is counted in over_cap), or with *rc =
+ * GPUFL_ENOMEM. */
+static void *append_row(row_array_t a, int *rc) {
+    *rc = reserve(a.data, a.alloc, *a.n, a.elem, a.cap);
+    if (*rc) {
+        if (*rc > 0) (*a.over_cap)++, *rc = 0;
+        return NULL;
+    }
+    void *row = (char *)*a.data + (*a.n)++ * a.elem;
+    memset(row, 0, a.elem);
+    return row;
+}
+
 static const char *pool_str(gpufl_model_t *m, const char *s, size_t len) {
     const char *out;
     if (gpufl__strpool_add(&m->strings, s, len, &out)) return NULL;
@@ -66,6 +96,16 @@ static const char *member_str(gpufl_model_t *m, const json_t *obj, const char *k
     json_t *v = json_object_get(obj, key);
     if (!json_is_string(v)) return "";
     return pool_str(m, json_string_value(v), json_string_length(v));
+}
+
+/* The "name" member of rec, written as a string or as a dict id (then
+ * resolved after loading): sets *id (0 for a string) and *out ("" until
+ * resolved). Returns 0 or GPUFL_ENOMEM. */
+static int name_member(gpufl_model_t *m, const json_t *rec, int64_t *id, const char **out) {
+    json_t *name = json_object_get(rec, "name");
+    *id = json_is_integer(name) ? (int64_t)json_integer_value(name) : 0;
+    *out = *id ? "" : member_str(m, rec, "name");
+    return *out ? 0 : GPUFL_ENOMEM;
 }
 
 const char *gpufl__model_json_str(const json_t *obj, const char *key) {
@@ -158,7 +198,8 @@ static int on_header(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
     return 0;
 }
 
-/* Keeps the first record of a kind whole (options, capabilities, host_info). */
+/* Keeps the first record of a kind whole (options, capabilities, host_info,
+ * trace_stats). */
 static int keep_record(json_t **slot, json_t *rec) {
     if (!*slot) *slot = json_incref(rec);
     return 0;
@@ -186,33 +227,19 @@ static int on_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return bad_line(m, pos, type, "no integer ts_ns");
     note_ts(m, ts);
-    int rc = reserve((void **)&m->windows, &m->windows_alloc, m->n_windows, sizeof *m->windows,
-                     m->limits.max_windows);
-    if (rc < 0) return rc;
-    if (rc) {
-        m->windows_over_cap++;
-        return 0;
-    }
-    gpufl_model_window_t *w = &m->windows[m->n_windows];
-    memset(w, 0, sizeof *w);
+    int rc;
+    gpufl_model_window_t *w = append_row(ROWS(m, windows, max_windows), &rc);
+    if (!w) return rc;
     w->ts_ns = ts;
     w->is_stop = is_stop;
     w->tid = int_or_unknown(json_object_get(rec, "tid"));
     w->active = int_or_unknown(json_object_get(rec, "active"));
-    json_t *name = json_object_get(rec, "name");
-    if (json_is_integer(name)) { /* a dict id: resolved after loading */
-        w->name_id = (int64_t)json_integer_value(name);
-        w->name = "";
-    } else {
-        w->name = member_str(m, rec, "name");
-        if (!w->name) return GPUFL_ENOMEM;
-    }
+    if (name_member(m, rec, &w->name_id, &w->name)) return GPUFL_ENOMEM;
     json_t *snap = json_object_get(rec, "snapshot");
     if (json_is_object(snap)) {
         w->has_snapshot = 1;
         sample_from_object(&w->snapshot, snap);
     }
-    m->n_windows++;
     return 0;
 }
 
@@ -229,14 +256,9 @@ static int on_event(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return bad_line(m, pos, "event", "no integer ts_ns");
     note_ts(m, ts);
-    int rc = reserve((void **)&m->events, &m->events_alloc, m->n_events, sizeof *m->events,
-                     m->limits.max_events);
-    if (rc < 0) return rc;
-    if (rc) {
-        m->events_over_cap++;
-        return 0;
-    }
-    gpufl_model_event_t *e = &m->events[m->n_events];
+    int rc;
+    gpufl_model_event_t *e = append_row(ROWS(m, events, max_events), &rc);
+    if (!e) return rc;
     e->ts_ns = ts;
     e->file = pos->file;
     e->level_name = member_str(m, rec, "level");
@@ -244,7 +266,6 @@ static int on_event(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
     e->message = member_str(m, rec, "message");
     if (!e->level_name || !e->code || !e->message) return GPUFL_ENOMEM;
     e->level = level_of(e->level_name);
-    m->n_events++;
     return 0;
 }
 
@@ -768,24 +789,51 @@ static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
 /* Trace records                                                            */
 /* ---------------------------------------------------------------------- */
 
-#define TRACE_COLS_MAX 32 /* columns of a trace batch (kernel has 15) */
+#define TRACE_COLS_MAX 32 /* columns of a trace batch (kernel has 23) */
 
-/* Reads row r of a batch whose columns are all required integers in
- * [0, max[c]] (0 in max: no upper bound). Returns 0, or -1 with why set. */
-static int trace_row(json_t *const *cols, const char *const *names, const int64_t *max, int ncol,
-                     size_t r, int64_t *v, char *why, size_t why_size) {
-    for (int c = 0; c < ncol; c++) {
-        if (cell_int(cols[c], r, 0, &v[c]) != 0) {
-            snprintf(why, why_size, "row %zu: %s is not an integer", r, names[c]);
+/* A decimal string too long for int64 (an id a framework made up). */
+static int big_decimal(const json_t *cell) {
+    if (!json_is_string(cell)) return 0;
+    const char *s = json_string_value(cell);
+    size_t len = json_string_length(cell);
+    for (size_t i = 0; i < len; i++)
+        if (s[i] < '0' || s[i] > '9') return 0;
+    return len >= 19;
+}
+
+/* The columns of one trace batch type. The first n_required must be present
+ * and hold integers; the others may be absent or null, and read as
+ * GPUFL_MODEL_UNKNOWN then (and when past int64). Every value is in
+ * [0, max[c]] (0 in max: no upper bound). Columns 0 and 1 are start_ns and
+ * end_ns. */
+typedef struct trace_cols {
+    const char *type;
+    const char *const *names;
+    const int64_t *max;
+    int ncol, n_required;
+} trace_cols_t;
+
+/* Reads row r of a batch into v. Returns 0, or -1 with why set. */
+static int trace_row(const trace_cols_t *t, json_t *const *cols, size_t r, int64_t *v, char *why,
+                     size_t why_size) {
+    for (int c = 0; c < t->ncol; c++) {
+        json_t *cell = cols[c] ? json_array_get(cols[c], r) : NULL;
+        int rc = gpufl__reader_int(cell, &v[c]);
+        if (c >= t->n_required && (rc == 1 || (rc < 0 && big_decimal(cell)))) {
+            v[c] = GPUFL_MODEL_UNKNOWN;
+            continue;
+        }
+        if (rc != 0) {
+            snprintf(why, why_size, "row %zu: %s is not an integer", r, t->names[c]);
             return -1;
         }
-        if (v[c] < 0 || (max[c] && v[c] > max[c])) {
-            snprintf(why, why_size, "row %zu: %s %lld is out of range", r, names[c],
+        if (v[c] < 0 || (t->max[c] && v[c] > t->max[c])) {
+            snprintf(why, why_size, "row %zu: %s %lld is out of range", r, t->names[c],
                      (long long)v[c]);
             return -1;
         }
     }
-    if (v[1] < v[0]) { /* columns 0 and 1 are start_ns and end_ns */
+    if (v[1] < v[0]) {
         snprintf(why, why_size, "row %zu: end_ns %lld is before start_ns %lld", r, (long long)v[1],
                  (long long)v[0]);
         return -1;
@@ -793,48 +841,43 @@ static int trace_row(json_t *const *cols, const char *const *names, const int64_
     return 0;
 }
 
-/* Where the rows of one trace batch type go: a growing array and its cap. */
-typedef struct row_array {
-    void **data;
-    size_t *alloc, *n;
-    size_t elem, cap;
-    uint64_t *over_cap;
-} row_array_t;
-
-/* Loads the rows of a trace batch (kernel, copy): every column a required
- * integer checked by trace_row, each row handed to fill. A bad row rolls the
- * whole line back; rows past the cap are counted. */
+/* Loads the rows of a trace batch (kernel, copy, memset), each row checked
+ * by trace_row and handed to fill. A bad row rolls the whole line back;
+ * rows past the cap are counted. */
 static int load_trace_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                           const char *type, const char *const *names, const int64_t *max, int ncol,
-                           row_array_t a, void (*fill)(void *row, const int64_t *v)) {
+                           const trace_cols_t *t, row_array_t a,
+                           void (*fill)(void *row, const int64_t *v)) {
     json_t *cols[TRACE_COLS_MAX];
     size_t rows;
     char why[160];
-    if (gpufl__reader_columns(rec, names, cols, ncol, ncol, &rows, why, sizeof why))
-        return bad_line(m, pos, type, "%s", why);
+    if (gpufl__reader_columns(rec, t->names, cols, (size_t)t->ncol, (size_t)t->n_required, &rows,
+                              why, sizeof why))
+        return bad_line(m, pos, t->type, "%s", why);
     size_t start = *a.n;
-    uint64_t over = 0;
+    uint64_t over_start = *a.over_cap;
     int64_t lo = INT64_MAX, hi = -1;
     for (size_t r = 0; r < rows; r++) {
         int64_t v[TRACE_COLS_MAX];
-        if (trace_row(cols, names, max, ncol, r, v, why, sizeof why)) {
+        if (trace_row(t, cols, r, v, why, sizeof why)) {
             *a.n = start;
-            return bad_line(m, pos, type, "%s", why);
+            *a.over_cap = over_start;
+            return bad_line(m, pos, t->type, "%s", why);
         }
-        if (v[0] < lo) lo = v[0]; /* columns 0 and 1 are start_ns and end_ns */
+        if (v[0] < lo) lo = v[0];
         if (v[1] > hi) hi = v[1];
-        int rc = reserve(a.data, a.alloc, *a.n, a.elem, a.cap);
-        if (rc < 0) return rc;
-        if (rc) {
-            over++;
-            continue;
-        }
-        fill((char *)*a.data + (*a.n)++ * a.elem, v);
+        int rc;
+        void *row = append_row(a, &rc);
+        if (row)
+            fill(row, v);
+        else if (rc)
+            return rc;
     }
-    *a.over_cap += over;
     if (rows) note_ts(m, lo), note_ts(m, hi);
     return 0;
 }
+
+/* A scope column: 0 (never a scope id) reads as none, like null. */
+static int64_t scope_id(int64_t v) { return v > 0 ? v : GPUFL_MODEL_UNKNOWN; }
 
 enum kernel_col {
     K_START,
@@ -852,6 +895,14 @@ enum kernel_col {
     K_REGS,
     K_SSMEM,
     K_DSMEM,
+    K_LOCAL, /* optional from here on: older logs lack them */
+    K_GRAPH,
+    K_GRAPH_NODE,
+    K_DEMANGLED,
+    K_SCOPE,
+    K_CONFIG,
+    K_EXT_KIND,
+    K_EXT_ID,
     K_NCOL
 };
 
@@ -862,9 +913,17 @@ static void fill_kernel(void *row, const int64_t *v) {
     k->stream = v[K_STREAM];
     k->correlation = v[K_CORR];
     k->name_id = v[K_NAME];
-    k->name = NULL;
+    k->demangled_id = v[K_DEMANGLED] > 0 ? v[K_DEMANGLED] : 0;
+    k->name = k->demangled = NULL;
     k->static_smem_bytes = v[K_SSMEM];
     k->dynamic_smem_bytes = v[K_DSMEM];
+    k->local_bytes_per_thread = v[K_LOCAL];
+    k->graph_id = v[K_GRAPH];
+    k->graph_node = v[K_GRAPH_NODE];
+    k->scope = scope_id(v[K_SCOPE]);
+    k->config = v[K_CONFIG] > 0 ? v[K_CONFIG] : GPUFL_MODEL_UNKNOWN;
+    k->external_kind = v[K_EXT_KIND];
+    k->external_id = v[K_EXT_ID];
     k->device = (int32_t)v[K_DEVICE];
     k->grid_x = (int32_t)v[K_GX];
     k->grid_y = (int32_t)v[K_GY];
@@ -890,16 +949,23 @@ static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
                                               "block_z",
                                               "registers",
                                               "static_smem_bytes",
-                                              "dynamic_smem_bytes"};
+                                              "dynamic_smem_bytes",
+                                              "local_bytes_per_thread",
+                                              "graph_id",
+                                              "graph_node",
+                                              "demangled",
+                                              "scope",
+                                              "config",
+                                              "external_kind",
+                                              "external_id"};
     static const int64_t max[K_NCOL] = {
         [K_DEVICE] = INT32_MAX, [K_GX] = INT32_MAX, [K_GY] = INT32_MAX, [K_GZ] = INT32_MAX,
         [K_BX] = INT32_MAX,     [K_BY] = INT32_MAX, [K_BZ] = INT32_MAX, [K_REGS] = INT32_MAX};
-    row_array_t a = {(void **)&m->kernels, &m->kernels_alloc,     &m->n_kernels,
-                     sizeof *m->kernels,   m->limits.max_kernels, &m->kernels_over_cap};
-    return load_trace_rows(m, pos, rec, "kernel", names, max, K_NCOL, a, fill_kernel);
+    static const trace_cols_t t = {"kernel", names, max, K_NCOL, K_LOCAL};
+    return load_trace_rows(m, pos, rec, &t, ROWS(m, kernels, max_kernels), fill_kernel);
 }
 
-enum copy_col { C_START, C_END, C_DEVICE, C_BYTES, C_KIND, C_SRC, C_DST, C_NCOL };
+enum copy_col { C_START, C_END, C_DEVICE, C_BYTES, C_KIND, C_SRC, C_DST, C_SCOPE, C_NCOL };
 
 static void fill_copy(void *row, const int64_t *v) {
     gpufl_model_copy_t *c = row;
@@ -910,16 +976,90 @@ static void fill_copy(void *row, const int64_t *v) {
     c->copy_kind = (int32_t)v[C_KIND];
     c->src_kind = (int32_t)v[C_SRC];
     c->dst_kind = (int32_t)v[C_DST];
+    c->scope = scope_id(v[C_SCOPE]);
 }
 
 static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
-    static const char *const names[C_NCOL] = {"start_ns",  "end_ns",   "device",  "bytes",
-                                              "copy_kind", "src_kind", "dst_kind"};
+    static const char *const names[C_NCOL] = {"start_ns",  "end_ns",   "device",   "bytes",
+                                              "copy_kind", "src_kind", "dst_kind", "scope"};
     static const int64_t max[C_NCOL] = {
         [C_DEVICE] = INT32_MAX, [C_KIND] = INT32_MAX, [C_SRC] = INT32_MAX, [C_DST] = INT32_MAX};
-    row_array_t a = {(void **)&m->copies, &m->copies_alloc,     &m->n_copies,
-                     sizeof *m->copies,   m->limits.max_copies, &m->copies_over_cap};
-    return load_trace_rows(m, pos, rec, "copy", names, max, C_NCOL, a, fill_copy);
+    static const trace_cols_t t = {"copy", names, max, C_NCOL, C_SCOPE};
+    return load_trace_rows(m, pos, rec, &t, ROWS(m, copies, max_copies), fill_copy);
+}
+
+enum memset_col { M_START, M_END, M_DEVICE, M_BYTES, M_KIND, M_SCOPE, M_NCOL };
+
+static void fill_memset(void *row, const int64_t *v) {
+    gpufl_model_memset_t *s = row;
+    s->start_ns = v[M_START];
+    s->end_ns = v[M_END];
+    s->bytes = v[M_BYTES];
+    s->scope = scope_id(v[M_SCOPE]);
+    s->device = (int32_t)v[M_DEVICE];
+    s->memory_kind = (int32_t)v[M_KIND];
+}
+
+static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    static const char *const names[M_NCOL] = {"start_ns", "end_ns",      "device",
+                                              "bytes",    "memory_kind", "scope"};
+    static const int64_t max[M_NCOL] = {[M_DEVICE] = INT32_MAX, [M_KIND] = INT32_MAX};
+    static const trace_cols_t t = {"memset", names, max, M_NCOL, M_SCOPE};
+    return load_trace_rows(m, pos, rec, &t, ROWS(m, memsets, max_memsets), fill_memset);
+}
+
+/* One record per launch configuration; a second record for an id is
+ * counted and skipped (the writer never repeats one). */
+static int on_kernel_config(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    int64_t id, device;
+    if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
+        return bad_line(m, pos, "kernel_config", "no positive integer id");
+    json_t *dev = json_object_get(rec, "device");
+    if (!dev || json_is_null(dev))
+        device = GPUFL_MODEL_UNKNOWN;
+    else if (device_number(dev, &device))
+        return bad_line(m, pos, "kernel_config", "device is not a device number");
+    size_t seen;
+    if (gpufl__idmap_get(&m->config_index, (uint64_t)id, &seen)) {
+        m->configs_duplicate++;
+        return 0;
+    }
+    int rc;
+    gpufl_model_kernel_config_t *c = append_row(ROWS(m, configs, max_configs), &rc);
+    if (!c) return rc;
+    c->id = id;
+    c->device = (int32_t)device;
+    c->ts_ns = int_or_unknown(json_object_get(rec, "ts_ns"));
+    note_ts(m, c->ts_ns);
+    c->limiter = member_str(m, rec, "limiter");
+    c->occupancy_why = member_str(m, rec, "occupancy_unknown");
+    if (!c->limiter || !c->occupancy_why || name_member(m, rec, &c->name_id, &c->name))
+        return GPUFL_ENOMEM;
+    static const struct {
+        const char *key;
+        size_t offset;
+    } ints[] = {
+#define CFG_INT(field) {#field, offsetof(gpufl_model_kernel_config_t, field)}
+        CFG_INT(block_threads), CFG_INT(dynamic_smem_bytes),     CFG_INT(static_smem_bytes),
+        CFG_INT(registers),     CFG_INT(local_bytes_per_thread), CFG_INT(max_threads_per_block),
+        CFG_INT(blocks_per_sm), CFG_INT(active_warps),           CFG_INT(max_warps),
+        CFG_INT(limit_warps),   CFG_INT(limit_registers),        CFG_INT(limit_smem),
+        CFG_INT(limit_blocks),
+#undef CFG_INT
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        int64_t v = nonneg_or_unknown(json_object_get(rec, ints[i].key));
+        memcpy((char *)c + ints[i].offset, &v, sizeof v);
+    }
+    double occ;
+    c->occupancy = gpufl__reader_num(json_object_get(rec, "occupancy"), &occ) == 0 && occ >= 0
+                       ? occ
+                       : GPUFL_MODEL_UNKNOWN;
+    json_t *agrees = json_object_get(rec, "breakdown_agrees");
+    c->breakdown_agrees = json_is_boolean(agrees) ? json_is_true(agrees) : GPUFL_MODEL_UNKNOWN;
+    if (gpufl__idmap_put(&m->config_index, (uint64_t)id, m->n_configs - 1, NULL) < 0)
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the kernel_config index");
+    return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -948,13 +1088,17 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         SOURCE_COST,
         KERNEL,
         COPY,
+        MEMSET,
+        KERNEL_CONFIG,
+        TRACE_STATS,
         NTYPES
     };
     static const char *const types[NTYPES] = {
         "header",        "options",     "capabilities", "host_info",   "scope_begin",
         "scope_end",     "host_sample", "system_start", "system_stop", "event",
         "drops",         "session_end", "gpu_info",     "gpu_legend",  "gpu_sample",
-        "gpu_processes", "source_cost", "kernel",       "copy"};
+        "gpu_processes", "source_cost", "kernel",       "copy",        "memset",
+        "kernel_config", "trace_stats"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -982,6 +1126,9 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case SOURCE_COST: return on_source_cost(m, pos, rec);
     case KERNEL: return on_kernel(m, pos, rec);
     case COPY: return on_copy(m, pos, rec);
+    case MEMSET: return on_memset(m, pos, rec);
+    case KERNEL_CONFIG: return on_kernel_config(m, pos, rec);
+    case TRACE_STATS: return keep_record(&m->trace_stats, rec);
     default: return 1;
     }
 }
@@ -1052,18 +1199,26 @@ static int note_device(gpufl_model_t *m, int64_t d, int64_t *last) {
     return 0;
 }
 
-/* Gives every device a sample, kernel or copy names an entry, then sorts the
- * devices by number and rebuilds the index. Resolves kernel names. */
+/* Gives every device a sample, kernel, copy or memset names an entry, then
+ * sorts the devices by number and rebuilds the index. Resolves kernel names
+ * and counts kernel rows whose config id no kernel_config record has. */
 static int finish_gpus(gpufl_model_t *m) {
     int64_t last = -1;
     int rc = 0;
     for (size_t i = 0; i < m->n_gpu_samples && !rc; i++)
         rc = note_device(m, m->gpu_samples[i].device, &last);
     for (size_t i = 0; i < m->n_kernels && !rc; i++) {
-        m->kernels[i].name = resolve(m, m->kernels[i].name_id);
-        rc = note_device(m, m->kernels[i].device, &last);
+        gpufl_model_kernel_t *k = &m->kernels[i];
+        k->name = resolve(m, k->name_id);
+        k->demangled = k->demangled_id ? resolve(m, k->demangled_id) : k->name;
+        if (k->config > 0 && !gpufl__model_config_find(m, k->config)) m->configs_missing++;
+        rc = note_device(m, k->device, &last);
     }
     for (size_t i = 0; i < m->n_copies && !rc; i++) rc = note_device(m, m->copies[i].device, &last);
+    for (size_t i = 0; i < m->n_memsets && !rc; i++)
+        rc = note_device(m, m->memsets[i].device, &last);
+    for (size_t i = 0; i < m->n_configs; i++)
+        if (m->configs[i].name_id) m->configs[i].name = resolve(m, m->configs[i].name_id);
     if (rc) return rc;
     if (m->n_gpus < 2) return 0;
     qsort(m->gpus, m->n_gpus, sizeof *m->gpus, cmp_gpu);
@@ -1075,55 +1230,303 @@ static int finish_gpus(gpufl_model_t *m) {
     return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Scope paths                                                              */
+/* ---------------------------------------------------------------------- */
+
+static int cmp_scope_path_tag(const void *a, const void *b) {
+    const gpufl_model_scope_t *x = *(const gpufl_model_scope_t *const *)a;
+    const gpufl_model_scope_t *y = *(const gpufl_model_scope_t *const *)b;
+    int c = strcmp(x->path, y->path);
+    if (c) return c;
+    c = strcmp(x->tag, y->tag);
+    if (c) return c;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The index of the first len bytes of path in the sorted paths, or -1. */
+static long path_find(const gpufl_model_t *m, const char *path, size_t len) {
+    size_t lo = 0, hi = m->n_scope_paths;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strncmp(m->scope_paths[mid].path, path, len);
+        if (c == 0 && m->scope_paths[mid].path[len] != '\0') c = 1;
+        if (c == 0) return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* The enclosing path of path i: the path of a parent instance, else the
+ * longest existing '/' prefix. */
+static long path_parent(const gpufl_model_t *m, size_t i, int64_t parent_scope) {
+    const gpufl_model_scope_t *p = gpufl__model_scope_find(m, parent_scope);
+    if (p) {
+        long k = path_find(m, p->path, strlen(p->path));
+        if (k >= 0 && (size_t)k != i) return k;
+    }
+    const char *path = m->scope_paths[i].path;
+    size_t len = strlen(path);
+    while (len > 0) {
+        while (len > 0 && path[len - 1] != '/') len--;
+        if (len == 0) break;
+        len--; /* drop the '/' */
+        long k = path_find(m, path, len);
+        if (k >= 0) return k;
+    }
+    return -1;
+}
+
+/* Adds one instance to its path's host figures. */
+static void path_add(gpufl_model_scope_path_t *p, const gpufl_model_scope_t *s) {
+    if (s->open) {
+        p->open++;
+        return;
+    }
+    /* in double: any two int64 times from a damaged log may differ by more than int64 holds */
+    double d = s->end_ns > s->begin_ns ? (double)s->end_ns - (double)s->begin_ns : 0.0;
+    if (p->calls == 0 || d < p->min_ns) p->min_ns = d;
+    if (p->calls == 0 || d > p->max_ns) p->max_ns = d;
+    p->calls++;
+    p->total_ns += d;
+    p->implicit += s->implicit;
+    if (s->repeat > 0) {
+        p->bench_total_ns += d;
+        p->bench_iters += s->repeat;
+    }
+}
+
+/* Links the paths to their parents (dropping links that would form a
+ * cycle) and sets their depths. parent_scope: a parent instance per path. */
+static int link_paths(gpufl_model_t *m, const int64_t *parent_scope) {
+    gpufl_model_scope_path_t *p = m->scope_paths;
+    size_t n = m->n_scope_paths;
+    for (size_t i = 0; i < n; i++) p[i].parent = path_parent(m, i, parent_scope[i]);
+    for (size_t i = 0; i < n; i++) {
+        long k = p[i].parent;
+        size_t steps = 0;
+        while (k >= 0 && steps <= n) k = p[k].parent, steps++;
+        if (steps > n) p[i].parent = -1;
+    }
+    uint8_t *known = calloc(n, 1);
+    if (!known) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the scope paths");
+    for (size_t i = 0; i < n; i++) {
+        size_t steps = 0;
+        long k = (long)i;
+        while (k >= 0 && !known[k]) steps++, k = p[k].parent;
+        size_t d = (k >= 0 ? p[k].depth + 1 : 0) + steps - 1;
+        for (k = (long)i; k >= 0 && !known[k]; k = p[k].parent) p[k].depth = d--, known[k] = 1;
+    }
+    free(known);
+    return 0;
+}
+
+/* Groups the scope instances into paths, sorted by path. */
+static int build_paths(gpufl_model_t *m) {
+    size_t n = m->n_scopes, np = 0;
+    if (!n) return 0;
+    int rc = 0;
+    int64_t *parent_scope = NULL;
+    gpufl_model_scope_t **by_path = malloc(n * sizeof *by_path);
+    if (!by_path) goto out_of_memory;
+    for (size_t i = 0; i < n; i++) by_path[i] = &m->scopes[i];
+    qsort(by_path, n, sizeof *by_path, cmp_scope_path_tag);
+    for (size_t i = 0; i < n; i++) np += i == 0 || strcmp(by_path[i - 1]->path, by_path[i]->path);
+    m->scope_paths = calloc(np, sizeof *m->scope_paths);
+    parent_scope = calloc(np, sizeof *parent_scope);
+    if (!m->scope_paths || !parent_scope) goto out_of_memory;
+    m->n_scope_paths = np;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        gpufl_model_scope_t *s = by_path[i];
+        gpufl_model_scope_path_t *p = k ? &m->scope_paths[k - 1] : NULL;
+        if (!p || strcmp(p->path, s->path) != 0) {
+            p = &m->scope_paths[k++];
+            p->path = s->path;
+            p->name = s->name;
+            if (*s->tag) p->tags = 1;
+        } else if (*s->tag && strcmp(by_path[i - 1]->tag, s->tag) != 0) {
+            p->tags++;
+        }
+        s->path_index = k - 1;
+        if (!parent_scope[k - 1] && s->parent > 0) parent_scope[k - 1] = s->parent;
+        path_add(p, s);
+    }
+    /* When a name could not be resolved, show the last part of the path. */
+    for (size_t i = 0; i < np; i++) {
+        gpufl_model_scope_path_t *p = &m->scope_paths[i];
+        if (strcmp(p->name, "?") == 0 && strcmp(p->path, "?") != 0) {
+            const char *slash = strrchr(p->path, '/');
+            p->name = slash ? slash + 1 : p->path;
+        }
+    }
+    rc = link_paths(m, parent_scope);
+    goto free_temp;
+out_of_memory:
+    rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the scope paths");
+free_temp:
+    free(by_path);
+    free(parent_scope);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* GPU time per scope                                                       */
+/* ---------------------------------------------------------------------- */
+
+/* Where a kernel's time is listed: slot n_scope_paths is no scope, the one
+ * after it an unknown scope. */
+typedef struct kernel_ref {
+    size_t slot;
+    const char *name;
+    double ns;
+} kernel_ref_t;
+
+static int cmp_kernel_ref(const void *a, const void *b) {
+    const kernel_ref_t *x = a, *y = b;
+    if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static gpufl_model_scope_gpu_t *gpu_of_slot(gpufl_model_t *m, size_t slot) {
+    if (slot < m->n_scope_paths) return &m->scope_paths[slot].gpu;
+    return slot == m->n_scope_paths ? &m->gpu_no_scope : &m->gpu_unknown_scope;
+}
+
+/* The slot of a row's scope instance id. */
+static size_t gpu_slot_of(gpufl_model_t *m, int64_t scope) {
+    size_t idx;
+    if (scope <= 0) return m->n_scope_paths;
+    m->gpu_scoped_rows++;
+    if (!gpufl__idmap_get(&m->scope_index, (uint64_t)scope, &idx)) return m->n_scope_paths + 1;
+    return m->scopes[idx].path_index;
+}
+
+/* Keeps the GPUFL_MODEL_TOP_KERNELS largest names, by time then name. */
+static void top_insert(gpufl_model_scope_gpu_t *g, const char *name, uint64_t calls, double ns) {
+    size_t i = g->n_top;
+    while (i > 0 && (g->top[i - 1].total_ns < ns ||
+                     (g->top[i - 1].total_ns == ns && strcmp(g->top[i - 1].name, name) > 0)))
+        i--;
+    if (i >= GPUFL_MODEL_TOP_KERNELS) return;
+    size_t kept = g->n_top < GPUFL_MODEL_TOP_KERNELS ? g->n_top : GPUFL_MODEL_TOP_KERNELS - 1;
+    memmove(&g->top[i + 1], &g->top[i], (kept - i) * sizeof g->top[0]);
+    g->top[i] = (gpufl_model_top_kernel_t){name, calls, ns};
+    if (g->n_top < GPUFL_MODEL_TOP_KERNELS) g->n_top++;
+}
+
+static void work_add(gpufl_model_gpu_work_t *to, const gpufl_model_gpu_work_t *w) {
+    to->kernels += w->kernels;
+    to->copies += w->copies;
+    to->memsets += w->memsets;
+    to->kernel_ns += w->kernel_ns;
+    to->copy_ns += w->copy_ns;
+    to->memset_ns += w->memset_ns;
+}
+
+/* Attributes every kernel, copy and memset to the scope path of its scope
+ * instance, lists each path's top kernels, and adds each path's own work to
+ * the totals of its ancestors. */
+static int attribute_gpu(gpufl_model_t *m) {
+    kernel_ref_t *refs = NULL;
+    if (m->n_kernels) {
+        refs = malloc(m->n_kernels * sizeof *refs);
+        if (!refs) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for GPU time per scope");
+    }
+    for (size_t i = 0; i < m->n_kernels; i++) {
+        const gpufl_model_kernel_t *k = &m->kernels[i];
+        size_t slot = gpu_slot_of(m, k->scope);
+        gpufl_model_gpu_work_t *w = &gpu_of_slot(m, slot)->self;
+        double ns = (double)(k->end_ns - k->start_ns);
+        w->kernels++;
+        w->kernel_ns += ns;
+        refs[i] = (kernel_ref_t){slot, k->demangled, ns};
+    }
+    for (size_t i = 0; i < m->n_copies; i++) {
+        gpufl_model_gpu_work_t *w = &gpu_of_slot(m, gpu_slot_of(m, m->copies[i].scope))->self;
+        w->copies++;
+        w->copy_ns += (double)(m->copies[i].end_ns - m->copies[i].start_ns);
+    }
+    for (size_t i = 0; i < m->n_memsets; i++) {
+        gpufl_model_gpu_work_t *w = &gpu_of_slot(m, gpu_slot_of(m, m->memsets[i].scope))->self;
+        w->memsets++;
+        w->memset_ns += (double)(m->memsets[i].end_ns - m->memsets[i].start_ns);
+    }
+    if (refs) qsort(refs, m->n_kernels, sizeof *refs, cmp_kernel_ref);
+    for (size_t i = 0, j; i < m->n_kernels; i = j) {
+        double ns = 0;
+        for (j = i; j < m->n_kernels && refs[j].slot == refs[i].slot &&
+                    strcmp(refs[j].name, refs[i].name) == 0;
+             j++)
+            ns += refs[j].ns;
+        gpufl_model_scope_gpu_t *g = gpu_of_slot(m, refs[i].slot);
+        g->kernel_names++;
+        top_insert(g, refs[i].name, (uint64_t)(j - i), ns);
+    }
+    free(refs);
+    for (size_t i = 0; i < m->n_scope_paths; i++)
+        for (long k = (long)i; k >= 0; k = m->scope_paths[k].parent)
+            work_add(&m->scope_paths[k].gpu.total, &m->scope_paths[i].gpu.self);
+    work_add(&m->gpu_no_scope.total, &m->gpu_no_scope.self);
+    work_add(&m->gpu_unknown_scope.total, &m->gpu_unknown_scope.self);
+    return 0;
+}
+
 static void summarize(gpufl_model_t *m) {
     load_state_t *st = m->load_state;
     for (size_t i = 0; i < m->n_windows; i++)
         if (m->windows[i].name_id) m->windows[i].name = resolve(m, m->windows[i].name_id);
-    if (st->scope_ids_duplicate)
-        add_warning(m, "", 0, "%llu scope_begin rows repeat an id already begun (first kept)",
-                    (unsigned long long)st->scope_ids_duplicate);
-    if (m->scope_ends_unmatched)
-        add_warning(m, "", 0, "%llu scope_end rows match no scope_begin",
-                    (unsigned long long)m->scope_ends_unmatched);
-    if (m->scope_ends_duplicate)
-        add_warning(m, "", 0, "%llu scope_end rows end a scope already ended",
-                    (unsigned long long)m->scope_ends_duplicate);
-    if (st->scopes_backwards)
-        add_warning(m, "", 0, "%llu scopes end before they begin",
-                    (unsigned long long)st->scopes_backwards);
-    if (m->undefined_ids)
-        add_warning(m, "", 0, "%llu references to dict ids that no dict line defines",
-                    (unsigned long long)m->undefined_ids);
-    if (m->unknown_versions)
-        add_warning(m, "", 0, "%llu records of a newer version skipped",
-                    (unsigned long long)m->unknown_versions);
-    if (m->dict.over_cap)
-        add_warning(m, "", 0, "%llu dict entries past the cap of %zu, not kept",
-                    (unsigned long long)m->dict.over_cap, m->dict.max_entries);
-    if (m->scopes_over_cap)
-        add_warning(m, "", 0, "%llu scope rows past the cap of %zu, not kept",
-                    (unsigned long long)m->scopes_over_cap, m->limits.max_scopes);
-    if (m->scope_ends_over_cap)
-        add_warning(m, "", 0, "%llu scope_end rows past the cap of %zu, not kept",
-                    (unsigned long long)m->scope_ends_over_cap, m->limits.max_scopes);
-    if (m->samples_over_cap)
-        add_warning(m, "", 0, "%llu host samples past the cap of %zu, not kept",
-                    (unsigned long long)m->samples_over_cap, m->limits.max_samples);
-    if (m->windows_over_cap)
-        add_warning(m, "", 0, "%llu system_start/stop records past the cap of %zu, not kept",
-                    (unsigned long long)m->windows_over_cap, m->limits.max_windows);
-    if (m->events_over_cap)
-        add_warning(m, "", 0, "%llu events past the cap of %zu, not kept",
-                    (unsigned long long)m->events_over_cap, m->limits.max_events);
-    if (m->gpu_samples_over_cap)
-        add_warning(m, "", 0, "%llu GPU samples past the cap of %zu, not kept",
-                    (unsigned long long)m->gpu_samples_over_cap, m->limits.max_gpu_samples);
-    if (m->kernels_over_cap)
-        add_warning(m, "", 0, "%llu kernel rows past the cap of %zu, not kept",
-                    (unsigned long long)m->kernels_over_cap, m->limits.max_kernels);
-    if (m->copies_over_cap)
-        add_warning(m, "", 0, "%llu copy rows past the cap of %zu, not kept",
-                    (unsigned long long)m->copies_over_cap, m->limits.max_copies);
+    /* Counted problems, each said once with its count. */
+    const struct {
+        uint64_t count;
+        const char *what;
+    } problems[] = {
+        {st->scope_ids_duplicate, "scope_begin rows repeat an id already begun (first kept)"},
+        {m->scope_ends_unmatched, "scope_end rows match no scope_begin"},
+        {m->scope_ends_duplicate, "scope_end rows end a scope already ended"},
+        {st->scopes_backwards, "scopes end before they begin"},
+        {m->undefined_ids, "references to dict ids that no dict line defines"},
+        {m->unknown_versions, "records of a newer version skipped"},
+    };
+    for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++)
+        if (problems[i].count)
+            add_warning(m, "", 0, "%llu %s", (unsigned long long)problems[i].count,
+                        problems[i].what);
+    const struct {
+        uint64_t count;
+        const char *what;
+        size_t cap;
+    } caps[] = {
+        {m->dict.over_cap, "dict entries", m->dict.max_entries},
+        {m->scopes_over_cap, "scope rows", m->limits.max_scopes},
+        {m->scope_ends_over_cap, "scope_end rows", m->limits.max_scopes},
+        {m->samples_over_cap, "host samples", m->limits.max_samples},
+        {m->windows_over_cap, "system_start/stop records", m->limits.max_windows},
+        {m->events_over_cap, "events", m->limits.max_events},
+        {m->gpu_samples_over_cap, "GPU samples", m->limits.max_gpu_samples},
+        {m->kernels_over_cap, "kernel rows", m->limits.max_kernels},
+        {m->copies_over_cap, "copy rows", m->limits.max_copies},
+        {m->memsets_over_cap, "memset rows", m->limits.max_memsets},
+        {m->configs_over_cap, "kernel_config records", m->limits.max_configs},
+    };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+        if (caps[i].count)
+            add_warning(m, "", 0, "%llu %s past the cap of %zu, not kept",
+                        (unsigned long long)caps[i].count, caps[i].what, caps[i].cap);
+    if (m->configs_duplicate)
+        add_warning(m, "", 0, "%llu kernel_config records repeat an id (the first kept)",
+                    (unsigned long long)m->configs_duplicate);
+    if (m->configs_missing)
+        add_warning(m, "", 0, "%llu kernel rows name a kernel_config id that no record has",
+                    (unsigned long long)m->configs_missing);
+    const gpufl_model_gpu_work_t *u = &m->gpu_unknown_scope.self;
+    if (u->kernels + u->copies + u->memsets)
+        add_warning(m, "", 0,
+                    "%llu kernel, copy or memset rows name a scope id that scope.log does not have",
+                    (unsigned long long)(u->kernels + u->copies + u->memsets));
     if (m->gpus_over_cap)
         add_warning(m, "", 0, "%llu GPU records name devices past the cap of %zu devices",
                     (unsigned long long)m->gpus_over_cap, m->limits.max_gpus);
@@ -1148,6 +1551,8 @@ static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in
     out->max_gpu_samples = d.max_gpu_samples ? d.max_gpu_samples : DEFAULT_MAX_ROWS;
     out->max_kernels = d.max_kernels ? d.max_kernels : DEFAULT_MAX_ROWS;
     out->max_copies = d.max_copies ? d.max_copies : DEFAULT_MAX_ROWS;
+    out->max_memsets = d.max_memsets ? d.max_memsets : DEFAULT_MAX_ROWS;
+    out->max_configs = d.max_configs ? d.max_configs : DEFAULT_MAX_RECORDS;
 }
 
 int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
@@ -1162,6 +1567,7 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     gpufl__strpool_init(&m->strings, m->limits.max_string_bytes);
     gpufl__idmap_init(&m->scope_index);
     gpufl__idmap_init(&m->gpu_index);
+    gpufl__idmap_init(&m->config_index);
     m->first_ts_ns = m->last_ts_ns = GPUFL_MODEL_UNKNOWN;
     m->header.session_id = m->header.app_name = m->header.hostname = "";
     m->header.clock = m->header.gpufl_version = "";
@@ -1173,6 +1579,8 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     int rc = gpufl__reader_read_session(session_dir, &ops, m, &m->dict, &rl, &m->read);
     if (rc == 0) rc = join_scopes(m);
     if (rc == 0) rc = finish_gpus(m);
+    if (rc == 0) rc = build_paths(m);
+    if (rc == 0) rc = attribute_gpu(m);
     if (rc == 0) summarize(m);
     free(st.ends);
     m->load_state = NULL;
@@ -1193,6 +1601,7 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     json_decref(m->options);
     json_decref(m->capabilities);
     json_decref(m->host_info);
+    json_decref(m->trace_stats);
     json_decref(m->drops.rec);
     json_decref(m->session_end.rec);
     free(m->scopes);
@@ -1204,9 +1613,13 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->gpu_samples);
     free(m->kernels);
     free(m->copies);
+    free(m->memsets);
+    free(m->configs);
+    free(m->scope_paths);
     free(m->source_costs);
     gpufl__idmap_fini(&m->scope_index);
     gpufl__idmap_fini(&m->gpu_index);
+    gpufl__idmap_fini(&m->config_index);
     gpufl__dict_fini(&m->dict);
     gpufl__strpool_fini(&m->strings);
     free(m);
@@ -1220,6 +1633,22 @@ const gpufl_model_scope_t *gpufl__model_scope_find(const gpufl_model_t *m, int64
     size_t idx;
     if (id <= 0 || !gpufl__idmap_get(&m->scope_index, (uint64_t)id, &idx)) return NULL;
     return &m->scopes[idx];
+}
+
+const gpufl_model_scope_path_t *gpufl__model_scope_path_find(const gpufl_model_t *m,
+                                                             const char *path) {
+    long k = path_find(m, path, strlen(path));
+    return k >= 0 ? &m->scope_paths[k] : NULL;
+}
+
+const gpufl_model_kernel_config_t *gpufl__model_config_find(const gpufl_model_t *m, int64_t id) {
+    size_t idx;
+    if (id <= 0 || !gpufl__idmap_get(&m->config_index, (uint64_t)id, &idx)) return NULL;
+    return &m->configs[idx];
+}
+
+double gpufl__model_gpu_ns(const gpufl_model_gpu_work_t *w) {
+    return w->kernel_ns + w->copy_ns + w->memset_ns;
 }
 
 const gpufl_model_gpu_t *gpufl__model_gpu_find(const gpufl_model_t *m, int64_t device) {

@@ -5,10 +5,14 @@
  * The report, the insights, the exporters and the CLI all read this model;
  * none of them parses logs. Each record kind is an array with a count, grown
  * up to a cap; what passes a cap is counted (`*_over_cap`), never silently
- * lost. Later record kinds (memsets, syncs) are added the same way: a
- * row struct, an array, a count, a cap; GPU rows name their device by its
- * `device` number, which gpufl__model_gpu_find() turns into its
- * gpufl_model_gpu_t (identity, processes).
+ * lost. Later record kinds (syncs) are added the same way: a row struct,
+ * an array, a count, a cap; GPU rows name their device by its `device`
+ * number, which gpufl__model_gpu_find() turns into its gpufl_model_gpu_t
+ * (identity, processes).
+ *
+ * Derived once at load: the scope paths (instances of one path aggregated,
+ * linked into a tree) and the GPU time per scope path (kernels, copies and
+ * memsets attributed through their `scope` column).
  *
  * A loaded model is immutable: any number of threads may read it at once.
  */
@@ -53,8 +57,9 @@ typedef struct gpufl_model_scope {
     int32_t depth;
     int32_t repeat; /* measured iterations (GFL_BENCH), 0 for a plain scope */
     int32_t warmup;
-    uint8_t open;     /* no scope_end: still open when the log ends */
-    uint8_t implicit; /* closed because an enclosing scope closed first */
+    uint8_t open;      /* no scope_end: still open when the log ends */
+    uint8_t implicit;  /* closed because an enclosing scope closed first */
+    size_t path_index; /* its entry in scope_paths */
 } gpufl_model_scope_t;
 
 /* One host sample (host_sample row, or the snapshot of system_start/stop).
@@ -190,19 +195,52 @@ typedef struct gpufl_model_gpu_sample {
 } gpufl_model_gpu_sample_t;
 
 /* One kernel execution (a kernel row, Trace engine). Times are on the
- * session clock; end_ns >= start_ns. */
+ * session clock; end_ns >= start_ns. Columns a log does not have (older
+ * writers) read as GPUFL_MODEL_UNKNOWN. */
 typedef struct gpufl_model_kernel {
     int64_t start_ns, end_ns;
     int64_t stream;
     int64_t correlation;
-    int64_t name_id;  /* dict id of the mangled name */
-    const char *name; /* resolved after loading; "?" for an undefined id */
+    int64_t name_id;       /* dict id of the mangled name */
+    int64_t demangled_id;  /* dict id of the demangled name; 0 when the log has none */
+    const char *name;      /* resolved after loading; "?" for an undefined id */
+    const char *demangled; /* the demangled name, else name: the one to show */
     int64_t static_smem_bytes, dynamic_smem_bytes; /* per block */
-    int32_t device;                                /* gpufl_model_gpu_t.device */
+    int64_t local_bytes_per_thread;                /* spills and local arrays */
+    int64_t graph_id, graph_node;                  /* 0 outside graphs */
+    int64_t scope;  /* scope instance id open at launch; UNKNOWN when none or unknown */
+    int64_t config; /* id of a kernel_config record; UNKNOWN when none */
+    int64_t external_kind, external_id; /* framework correlation; UNKNOWN when none */
+    int32_t device;                     /* gpufl_model_gpu_t.device */
     int32_t grid_x, grid_y, grid_z;
     int32_t block_x, block_y, block_z;
     int32_t registers; /* per thread */
 } gpufl_model_kernel_t;
+
+/*
+ * A kernel_config record: one launch configuration (function, block size,
+ * dynamic shared memory) with its theoretical occupancy. The limits are the
+ * blocks per SM each resource allows; limiter names the smallest. Unknown
+ * integers are GPUFL_MODEL_UNKNOWN, strings "" when absent: without libcuda
+ * the writer gives only the launch fields and occupancy_why; where it has no
+ * breakdown rules for the GPU, the limits and limiter are absent.
+ */
+typedef struct gpufl_model_kernel_config {
+    int64_t id; /* > 0; kernel rows refer to it in `config` */
+    int64_t ts_ns;
+    int64_t name_id;  /* when the name was written as a dict id, else 0 */
+    const char *name; /* the mangled name */
+    int64_t block_threads, dynamic_smem_bytes, static_smem_bytes;
+    int64_t registers, local_bytes_per_thread, max_threads_per_block;
+    int64_t blocks_per_sm;           /* from the driver's occupancy calculator */
+    int64_t active_warps, max_warps; /* per SM */
+    double occupancy;                /* active_warps / max_warps, 0..1; < 0 unknown */
+    int64_t limit_warps, limit_registers, limit_smem, limit_blocks;
+    const char *limiter;       /* "warps", "registers", "shared_memory", "blocks" */
+    const char *occupancy_why; /* why the driver's figures are missing ("" when not) */
+    int breakdown_agrees;      /* 1: min of the limits is blocks_per_sm, 0: not, UNKNOWN */
+    int32_t device;            /* UNKNOWN when absent */
+} gpufl_model_kernel_config_t;
 
 /* CUPTI memcpy kinds (copy_kind) and memory kinds (src_kind, dst_kind). */
 #define GPUFL_MODEL_COPY_HTOD    1
@@ -220,7 +258,68 @@ typedef struct gpufl_model_copy {
     int32_t copy_kind; /* GPUFL_MODEL_COPY_*, or another CUPTI memcpy kind */
     int32_t src_kind;  /* GPUFL_MODEL_MEM_*, or another CUPTI memory kind */
     int32_t dst_kind;
+    int64_t scope; /* scope instance id open at launch; UNKNOWN when none or unknown */
 } gpufl_model_copy_t;
+
+/* One memset (a memset row, Trace engine); end_ns >= start_ns. */
+typedef struct gpufl_model_memset {
+    int64_t start_ns, end_ns;
+    int64_t bytes;
+    int64_t scope;       /* as in gpufl_model_copy_t */
+    int32_t device;      /* gpufl_model_gpu_t.device */
+    int32_t memory_kind; /* a CUPTI memory kind */
+} gpufl_model_memset_t;
+
+/* GPU work of one kind of attribution: counts and summed durations (ns, in
+ * double so that sums over a damaged log cannot overflow). */
+typedef struct gpufl_model_gpu_work {
+    uint64_t kernels, copies, memsets;
+    double kernel_ns, copy_ns, memset_ns;
+} gpufl_model_gpu_work_t;
+
+/* Kernels listed per scope path. */
+#define GPUFL_MODEL_TOP_KERNELS 5
+
+/* One kernel name's share of a scope's work. */
+typedef struct gpufl_model_top_kernel {
+    const char *name; /* demangled when the log has it */
+    uint64_t calls;
+    double total_ns;
+} gpufl_model_top_kernel_t;
+
+/*
+ * The GPU work attributed to a scope path (or to no scope): self is the work
+ * launched while the path's own instances were the innermost open scope;
+ * total adds the work of every path below it. top lists the kernel names of
+ * self by GPU time (ties by name), kernel_names counts them all.
+ */
+typedef struct gpufl_model_scope_gpu {
+    gpufl_model_gpu_work_t self, total;
+    gpufl_model_top_kernel_t top[GPUFL_MODEL_TOP_KERNELS];
+    size_t n_top;
+    size_t kernel_names;
+} gpufl_model_scope_gpu_t;
+
+/*
+ * One scope path ("batch/forward_pass"): all its instances together. Host
+ * times are wall times of the closed instances. parent is the enclosing
+ * path (the path of an instance's parent scope, else the longest existing
+ * '/' prefix), never forming a cycle.
+ */
+typedef struct gpufl_model_scope_path {
+    const char *path;
+    const char *name;      /* the last scope's name (from the path when unresolved) */
+    long parent;           /* index in scope_paths, -1 at top level */
+    size_t depth;          /* 0 at top level */
+    size_t calls;          /* closed instances */
+    size_t open, implicit; /* instances still open / closed implicitly */
+    size_t tags;           /* distinct non-empty tags */
+    double total_ns;       /* host (wall) time of the closed instances */
+    double min_ns, max_ns; /* of one closed instance; 0 when none */
+    double bench_total_ns; /* over closed instances with repeat > 0 */
+    double bench_iters;    /* their measured iterations */
+    gpufl_model_scope_gpu_t gpu;
+} gpufl_model_scope_path_t;
 
 /* A source_cost record: what one sampling source cost the process. */
 typedef struct gpufl_model_source_cost {
@@ -252,6 +351,8 @@ typedef struct gpufl_model_limits {
     size_t max_gpu_samples;  /* gpu_sample rows, default 16 Mi */
     size_t max_kernels;      /* kernel rows, default 16 Mi */
     size_t max_copies;       /* copy rows, default 16 Mi */
+    size_t max_memsets;      /* memset rows, default 16 Mi */
+    size_t max_configs;      /* kernel_config records, default 1 Mi */
 } gpufl_model_limits_t;
 
 typedef struct gpufl_model {
@@ -259,6 +360,7 @@ typedef struct gpufl_model {
     json_t *options;      /* the `options` record, NULL when absent */
     json_t *capabilities; /* the `capabilities` record, NULL when absent */
     json_t *host_info;    /* the `host_info` record, NULL when absent */
+    json_t *trace_stats;  /* the Trace engine's `trace_stats` record, NULL when absent */
 
     gpufl_model_scope_t *scopes; /* in scope_begin order */
     size_t n_scopes;
@@ -296,6 +398,23 @@ typedef struct gpufl_model {
     size_t n_copies;
     uint64_t copies_over_cap;
 
+    gpufl_model_memset_t *memsets; /* memset rows of all devices, in log order */
+    size_t n_memsets;
+    uint64_t memsets_over_cap;
+
+    gpufl_model_kernel_config_t *configs; /* kernel_config records, in log order */
+    size_t n_configs;
+    uint64_t configs_over_cap;
+    uint64_t configs_duplicate; /* a second record for an id (the first is kept) */
+    uint64_t configs_missing;   /* kernel rows naming a config id no record has */
+
+    /* Scope paths, sorted by path; GPU work per path and outside them. */
+    gpufl_model_scope_path_t *scope_paths;
+    size_t n_scope_paths;
+    gpufl_model_scope_gpu_t gpu_no_scope;      /* launched with no scope open (or not said) */
+    gpufl_model_scope_gpu_t gpu_unknown_scope; /* naming a scope id scope.log lacks */
+    uint64_t gpu_scoped_rows; /* kernel, copy and memset rows that name a scope id */
+
     /* gpu_legend: name of each throttle_reasons bit, NULL when unnamed. */
     const char *throttle_names[GPUFL_MODEL_THROTTLE_BITS];
     int has_legend;
@@ -322,11 +441,13 @@ typedef struct gpufl_model {
 
     /* Internal. */
     gpufl_model_limits_t limits;
-    gpufl_strpool_t strings;   /* strings other than dict entries */
-    gpufl_idmap_t scope_index; /* scope id -> index in scopes */
-    gpufl_idmap_t gpu_index;   /* device + 1 -> index in gpus */
+    gpufl_strpool_t strings;    /* strings other than dict entries */
+    gpufl_idmap_t scope_index;  /* scope id -> index in scopes */
+    gpufl_idmap_t gpu_index;    /* device + 1 -> index in gpus */
+    gpufl_idmap_t config_index; /* kernel_config id -> index in configs */
     size_t scopes_alloc, samples_alloc, windows_alloc, events_alloc, warnings_alloc;
     size_t gpus_alloc, gpu_samples_alloc, source_costs_alloc, kernels_alloc, copies_alloc;
+    size_t memsets_alloc, configs_alloc;
     void *load_state; /* only during loading */
 } gpufl_model_t;
 
@@ -347,6 +468,13 @@ void gpufl__model_destroy(gpufl_model_t *m);
 const char *gpufl__model_str(const gpufl_model_t *m, int64_t id);
 /* The scope with instance id `id`, or NULL. */
 const gpufl_model_scope_t *gpufl__model_scope_find(const gpufl_model_t *m, int64_t id);
+/* The scope path `path` ("batch/forward_pass"), or NULL. */
+const gpufl_model_scope_path_t *gpufl__model_scope_path_find(const gpufl_model_t *m,
+                                                             const char *path);
+/* The kernel_config record with id `id`, or NULL. */
+const gpufl_model_kernel_config_t *gpufl__model_config_find(const gpufl_model_t *m, int64_t id);
+/* All GPU time of a piece of work: kernels, copies and memsets. */
+double gpufl__model_gpu_ns(const gpufl_model_gpu_work_t *w);
 /* The device with number `device`, or NULL. */
 const gpufl_model_gpu_t *gpufl__model_gpu_find(const gpufl_model_t *m, int64_t device);
 /* The source_cost record of `source` ("host", "nvml"), or NULL. */

@@ -3,9 +3,10 @@
  *
  * Sections: session summary, scope timing (a tree of scope paths), system
  * metrics, GPU devices (identity and what their NVML samples say, one block
- * per device; or why there is no GPU data), kernel hotspots and memory
- * transfers (Trace engine rows, when there are any) and the log problems met while
- * reading. Values use human units with three significant digits; nothing
+ * per device; or why there is no GPU data), kernel hotspots, kernel details
+ * (launch configurations and occupancy), memory transfers and GPU time per
+ * scope (Trace engine rows, when there are any) and the log problems met
+ * while reading. Values use human units with three significant digits; nothing
  * here depends on the clock, the locale's time zone or memory addresses, so
  * the same logs always give the same bytes.
  */
@@ -472,136 +473,26 @@ static int put_summary(FILE *out, const gpufl_model_t *m) {
 /* Scope timing                                                             */
 /* ---------------------------------------------------------------------- */
 
-typedef struct node {
-    const char *path;
-    const char *name;
-    int64_t parent_scope_id; /* an instance's parent scope, 0 when none */
-    size_t calls, open, implicit, tags;
-    double total, min, max;
-    double bench_total, bench_iters; /* over closed instances with repeat > 0 */
-    long parent;                     /* node index, -1 for a root */
-    size_t depth;
-} node_t;
-
 typedef struct node_key {
     long parent;
-    double total;
+    double key;
     const char *path;
     size_t node;
 } node_key_t;
 
-static int cmp_scope_path_tag(const void *a, const void *b) {
-    const gpufl_model_scope_t *x = *(const gpufl_model_scope_t *const *)a;
-    const gpufl_model_scope_t *y = *(const gpufl_model_scope_t *const *)b;
-    int c = strcmp(x->path, y->path);
-    if (c) return c;
-    c = strcmp(x->tag, y->tag);
-    if (c) return c;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
-/* Siblings: larger total first, then by path. */
+/* Siblings: larger key first, then by path. */
 static int cmp_node_key(const void *a, const void *b) {
     const node_key_t *x = a, *y = b;
     if (x->parent != y->parent) return x->parent < y->parent ? -1 : 1;
-    if (x->total != y->total) return x->total > y->total ? -1 : 1;
+    if (x->key != y->key) return x->key > y->key ? -1 : 1;
     return strcmp(x->path, y->path);
 }
 
-static long find_node(const node_t *nodes, size_t n, const char *path, size_t len) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strncmp(nodes[mid].path, path, len);
-        if (c == 0 && nodes[mid].path[len] != '\0') c = 1;
-        if (c == 0) return (long)mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -1;
-}
-
-/* The enclosing node: the path of a parent instance, else the longest
- * existing '/' prefix of the path. */
-static long parent_of(const gpufl_model_t *m, const node_t *nodes, size_t n, size_t i) {
-    const gpufl_model_scope_t *p = gpufl__model_scope_find(m, nodes[i].parent_scope_id);
-    if (p) {
-        long k = find_node(nodes, n, p->path, strlen(p->path));
-        if (k >= 0 && (size_t)k != i) return k;
-    }
-    const char *path = nodes[i].path;
-    size_t len = strlen(path);
-    while (len > 0) {
-        while (len > 0 && path[len - 1] != '/') len--;
-        if (len == 0) break;
-        len--; /* drop the '/' */
-        long k = find_node(nodes, n, path, len);
-        if (k >= 0) return k;
-    }
-    return -1;
-}
-
-/* Groups the scope instances into nodes, one per path, sorted by path. */
-static size_t build_nodes(const gpufl_model_t *m, const gpufl_model_scope_t **by_path,
-                          node_t *nodes) {
-    size_t n = 0;
-    for (size_t i = 0; i < m->n_scopes; i++) by_path[i] = &m->scopes[i];
-    qsort(by_path, m->n_scopes, sizeof *by_path, cmp_scope_path_tag);
-    for (size_t i = 0; i < m->n_scopes; i++) {
-        const gpufl_model_scope_t *s = by_path[i];
-        node_t *nd = n ? &nodes[n - 1] : NULL;
-        if (!nd || strcmp(nd->path, s->path) != 0) {
-            nd = &nodes[n++];
-            memset(nd, 0, sizeof *nd);
-            nd->path = s->path;
-            nd->name = s->name;
-            nd->parent = -1;
-            if (*s->tag) nd->tags = 1;
-        } else if (*s->tag && strcmp(by_path[i - 1]->tag, s->tag) != 0) {
-            nd->tags++;
-        }
-        if (!nd->parent_scope_id && s->parent > 0) nd->parent_scope_id = s->parent;
-        if (s->open) {
-            nd->open++;
-            continue;
-        }
-        /* in double: any two int64 times from a damaged log may differ by more than int64 holds */
-        double d = s->end_ns > s->begin_ns ? (double)s->end_ns - (double)s->begin_ns : 0.0;
-        if (nd->calls == 0 || d < nd->min) nd->min = d;
-        if (nd->calls == 0 || d > nd->max) nd->max = d;
-        nd->calls++;
-        nd->total += d;
-        nd->implicit += s->implicit;
-        if (s->repeat > 0) {
-            nd->bench_total += d;
-            nd->bench_iters += s->repeat;
-        }
-    }
-    /* When a name could not be resolved, show the last part of the path. */
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(nodes[i].name, "?") == 0 && strcmp(nodes[i].path, "?") != 0) {
-            const char *slash = strrchr(nodes[i].path, '/');
-            nodes[i].name = slash ? slash + 1 : nodes[i].path;
-        }
-    }
-    return n;
-}
-
-/* Links nodes to their parents, dropping links that would form a cycle. */
-static void link_nodes(const gpufl_model_t *m, node_t *nodes, size_t n) {
-    for (size_t i = 0; i < n; i++) nodes[i].parent = parent_of(m, nodes, n, i);
-    for (size_t i = 0; i < n; i++) {
-        long k = nodes[i].parent;
-        size_t steps = 0;
-        while (k >= 0 && steps <= n) k = nodes[k].parent, steps++;
-        if (steps > n) nodes[i].parent = -1;
-    }
-}
-
-/* Orders nodes parents first, siblings by total time: fills order[]. */
-static int tree_order(node_t *nodes, size_t n, size_t *order) {
+/* Orders the scope paths parents first, depth first, siblings by key[]
+ * (larger first): fills order[] with indexes into m->scope_paths. */
+static int tree_order(const gpufl_model_t *m, const double *key, size_t *order) {
+    size_t n = m->n_scope_paths;
+    if (!n) return 0;
     node_key_t *keys = malloc(n * sizeof *keys);
     size_t *first = malloc((n + 1) * sizeof *first); /* first key of each parent's run */
     size_t *count = calloc(n + 1, sizeof *count);
@@ -612,29 +503,21 @@ static int tree_order(node_t *nodes, size_t n, size_t *order) {
         goto free_all;
     }
     for (size_t i = 0; i < n; i++)
-        keys[i] = (node_key_t){nodes[i].parent, nodes[i].total, nodes[i].path, i};
+        keys[i] = (node_key_t){m->scope_paths[i].parent, key[i], m->scope_paths[i].path, i};
     qsort(keys, n, sizeof *keys, cmp_node_key);
-    /* Slot 0 holds the roots, slot p+1 the children of node p. */
+    /* Slot 0 holds the roots, slot p+1 the children of path p. */
     for (size_t i = n; i-- > 0;) {
         size_t slot = (size_t)(keys[i].parent + 1);
         first[slot] = i;
         count[slot]++;
     }
     size_t top = 0, out = 0;
-    for (size_t i = count[0]; i-- > 0;) {
-        size_t nd = keys[first[0] + i].node;
-        nodes[nd].depth = 0;
-        stack[top++] = nd;
-    }
+    for (size_t i = count[0]; i-- > 0;) stack[top++] = keys[first[0] + i].node;
     while (top) {
         size_t nd = stack[--top];
         order[out++] = nd;
         size_t slot = nd + 1;
-        for (size_t i = count[slot]; i-- > 0;) {
-            size_t child = keys[first[slot] + i].node;
-            nodes[child].depth = nodes[nd].depth + 1;
-            stack[top++] = child;
-        }
+        for (size_t i = count[slot]; i-- > 0;) stack[top++] = keys[first[slot] + i].node;
     }
 free_all:
     free(keys);
@@ -642,6 +525,26 @@ free_all:
     free(count);
     free(stack);
     return rc;
+}
+
+/* The name of a scope path indented by its depth, into label (LABEL_SIZE). */
+#define LABEL_SIZE (NAME_COL_MAX * 4 + INDENT_MAX * 2 + 8)
+static void indented(char *label, size_t depth, const char *name) {
+    size_t d = depth < INDENT_MAX ? depth : INDENT_MAX;
+    snprintf(label, LABEL_SIZE, "%*s%.*s", (int)(2 * d), "", NAME_COL_MAX * 4, name);
+}
+
+/* The widest indented name of the paths for which show[i] (all when NULL). */
+static size_t tree_name_width(const gpufl_model_t *m, const unsigned char *show, size_t min) {
+    size_t name_w = min;
+    for (size_t i = 0; i < m->n_scope_paths; i++) {
+        if (show && !show[i]) continue;
+        const gpufl_model_scope_path_t *p = &m->scope_paths[i];
+        size_t d = p->depth < INDENT_MAX ? p->depth : INDENT_MAX;
+        size_t w = 2 * d + text_width(p->name);
+        if (w > name_w) name_w = w;
+    }
+    return name_w < NAME_COL_MAX ? name_w : NAME_COL_MAX;
 }
 
 static void count_or_dash(char *buf, size_t size, size_t v) {
@@ -686,34 +589,30 @@ static void put_open_scopes(FILE *out, const gpufl_model_t *m) {
 
 static int put_scopes(FILE *out, const gpufl_model_t *m) {
     fprintf(out, "\nScope timing\n");
-    if (m->n_scopes == 0) {
+    if (m->n_scope_paths == 0) {
         fprintf(out, "  no scopes recorded\n");
         return 0;
     }
     int rc = 0;
-    const gpufl_model_scope_t **by_path = malloc(m->n_scopes * sizeof *by_path);
-    node_t *nodes = malloc(m->n_scopes * sizeof *nodes);
-    size_t *order = malloc(m->n_scopes * sizeof *order);
-    char *label = malloc(NAME_COL_MAX * 4 + INDENT_MAX * 2 + 8);
-    if (!by_path || !nodes || !order || !label) {
+    size_t n = m->n_scope_paths;
+    double *key = malloc(n * sizeof *key);
+    size_t *order = malloc(n * sizeof *order);
+    char *label = malloc(LABEL_SIZE);
+    if (!key || !order || !label) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
         goto free_all;
     }
-    size_t n = build_nodes(m, by_path, nodes);
-    link_nodes(m, nodes, n);
-    rc = tree_order(nodes, n, order);
+    for (size_t i = 0; i < n; i++) key[i] = m->scope_paths[i].total_ns;
+    rc = tree_order(m, key, order);
     if (rc) goto free_all;
 
-    size_t name_w = 5, closed = 0, implicit = 0, bench = 0;
+    size_t closed = 0, implicit = 0, bench = 0;
     for (size_t i = 0; i < n; i++) {
-        bench += nodes[i].bench_iters > 0;
-        size_t d = nodes[i].depth < INDENT_MAX ? nodes[i].depth : INDENT_MAX;
-        size_t w = 2 * d + text_width(nodes[i].name);
-        if (w > name_w) name_w = w;
-        closed += nodes[i].calls;
-        implicit += nodes[i].implicit;
+        bench += m->scope_paths[i].bench_iters > 0;
+        closed += m->scope_paths[i].calls;
+        implicit += m->scope_paths[i].implicit;
     }
-    if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
+    size_t name_w = tree_name_width(m, NULL, 5);
     fprintf(out, "  %zu scope path%s, %zu call%s ended, %zu open; wall time per scope path\n", n,
             plural(n), closed, plural(closed), m->n_open_scopes);
     if (bench)
@@ -723,25 +622,23 @@ static int put_scopes(FILE *out, const gpufl_model_t *m) {
     static const char *const heads[5] = {"total", "avg", "min", "max", "per iter"};
     put_scope_row(out, name_w, "scope", "calls", "open", heads, "tags");
     for (size_t k = 0; k < n; k++) {
-        const node_t *nd = &nodes[order[k]];
-        size_t d = nd->depth < INDENT_MAX ? nd->depth : INDENT_MAX;
-        snprintf(label, NAME_COL_MAX * 4 + INDENT_MAX * 2 + 8, "%*s%.*s", (int)(2 * d), "",
-                 NAME_COL_MAX * 4, nd->name);
+        const gpufl_model_scope_path_t *p = &m->scope_paths[order[k]];
+        indented(label, p->depth, p->name);
         char calls[24], open[24], tags[24], t[5][32];
         const char *tp[5] = {t[0], t[1], t[2], t[3], t[4]};
-        snprintf(calls, sizeof calls, "%zu", nd->calls);
-        count_or_dash(open, sizeof open, nd->open);
-        count_or_dash(tags, sizeof tags, nd->tags);
-        if (nd->calls) {
-            fmt_ns(t[0], sizeof t[0], nd->total);
-            fmt_ns(t[1], sizeof t[1], nd->total / (double)nd->calls);
-            fmt_ns(t[2], sizeof t[2], nd->min);
-            fmt_ns(t[3], sizeof t[3], nd->max);
+        snprintf(calls, sizeof calls, "%zu", p->calls);
+        count_or_dash(open, sizeof open, p->open);
+        count_or_dash(tags, sizeof tags, p->tags);
+        if (p->calls) {
+            fmt_ns(t[0], sizeof t[0], p->total_ns);
+            fmt_ns(t[1], sizeof t[1], p->total_ns / (double)p->calls);
+            fmt_ns(t[2], sizeof t[2], p->min_ns);
+            fmt_ns(t[3], sizeof t[3], p->max_ns);
         } else {
             for (int i = 0; i < 4; i++) snprintf(t[i], sizeof t[i], "-");
         }
-        if (nd->bench_iters > 0)
-            fmt_ns(t[4], sizeof t[4], nd->bench_total / nd->bench_iters);
+        if (p->bench_iters > 0)
+            fmt_ns(t[4], sizeof t[4], p->bench_total_ns / p->bench_iters);
         else
             snprintf(t[4], sizeof t[4], "-");
         put_scope_row(out, name_w, label, calls, open, tp, tags);
@@ -751,8 +648,7 @@ static int put_scopes(FILE *out, const gpufl_model_t *m) {
                 implicit, implicit == 1 ? " was" : "s were");
     if (m->n_open_scopes) put_open_scopes(out, m);
 free_all:
-    free(by_path);
-    free(nodes);
+    free(key);
     free(order);
     free(label);
     return rc;
@@ -1441,7 +1337,7 @@ typedef struct kgroup {
 static int cmp_kernel_name_dur(const void *a, const void *b) {
     const gpufl_model_kernel_t *x = *(const gpufl_model_kernel_t *const *)a;
     const gpufl_model_kernel_t *y = *(const gpufl_model_kernel_t *const *)b;
-    int c = strcmp(x->name, y->name);
+    int c = strcmp(x->demangled, y->demangled);
     if (c) return c;
     int64_t dx = x->end_ns - x->start_ns, dy = y->end_ns - y->start_ns;
     return dx < dy ? -1 : dx > dy;
@@ -1487,9 +1383,9 @@ static int put_kernels(FILE *out, const gpufl_model_t *m) {
     for (size_t i = 0; i < n;) {
         size_t j = i;
         kgroup_t *g = &groups[ng++];
-        g->name = by_name[i]->name;
+        g->name = by_name[i]->demangled;
         g->total = 0;
-        while (j < n && strcmp(by_name[j]->name, g->name) == 0) {
+        while (j < n && strcmp(by_name[j]->demangled, g->name) == 0) {
             g->total += (double)(by_name[j]->end_ns - by_name[j]->start_ns);
             j++;
         }
@@ -1621,6 +1517,425 @@ static void put_copies(FILE *out, const gpufl_model_t *m) {
     }
 }
 
+/* ---------------------------------------------------------------------- */
+/* Kernel details: launch configurations and occupancy (Trace engine)       */
+/* ---------------------------------------------------------------------- */
+
+#define DETAILS_MAX     10  /* kernel names detailed */
+#define CONFIGS_MAX     8   /* launch configurations listed per name */
+#define KERNEL_NAME_MAX 100 /* widest kernel name line, in characters */
+#define DETAIL_COLS     12
+
+/* The launches of one kernel name with one kernel_config id. */
+typedef struct kconf {
+    const gpufl_model_kernel_t *first;      /* one of its launches */
+    const gpufl_model_kernel_config_t *rec; /* NULL when none or missing */
+    const char *name;
+    int64_t config; /* UNKNOWN: the launches name none */
+    size_t calls, name_calls;
+    double total, name_total; /* GPU time of the group, of all groups of the name */
+    int same_grid, same_block, same_dsmem;
+} kconf_t;
+
+/* Launches by name, then config, then log order. */
+static int cmp_kernel_name_config(const void *a, const void *b) {
+    const gpufl_model_kernel_t *x = *(const gpufl_model_kernel_t *const *)a;
+    const gpufl_model_kernel_t *y = *(const gpufl_model_kernel_t *const *)b;
+    int c = strcmp(x->demangled, y->demangled);
+    if (c) return c;
+    if (x->config != y->config) return x->config < y->config ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Names by total GPU time, then name; in a name, configs by time, then id
+ * (launches without one last). */
+static int cmp_kconf(const void *a, const void *b) {
+    const kconf_t *x = a, *y = b;
+    if (x->name_total != y->name_total) return x->name_total > y->name_total ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    if (x->total != y->total) return x->total > y->total ? -1 : 1;
+    uint64_t cx = (uint64_t)x->config, cy = (uint64_t)y->config; /* UNKNOWN (-1) sorts last */
+    return cx < cy ? -1 : cx > cy;
+}
+
+/* Groups the launches by name and config into g (n entries at most).
+ * Returns the number of groups. */
+static size_t group_kernel_configs(const gpufl_model_t *m, const gpufl_model_kernel_t **ks,
+                                   kconf_t *g) {
+    size_t n = m->n_kernels, ng = 0;
+    for (size_t i = 0; i < n; i++) ks[i] = &m->kernels[i];
+    qsort(ks, n, sizeof *ks, cmp_kernel_name_config);
+    for (size_t i = 0, j; i < n; i = j) {
+        kconf_t *c = &g[ng++];
+        const gpufl_model_kernel_t *f = ks[i];
+        memset(c, 0, sizeof *c);
+        c->first = f;
+        c->name = f->demangled;
+        c->config = f->config;
+        c->rec = gpufl__model_config_find(m, f->config);
+        c->same_grid = c->same_block = c->same_dsmem = 1;
+        for (j = i; j < n && ks[j]->config == c->config && strcmp(ks[j]->demangled, c->name) == 0;
+             j++) {
+            const gpufl_model_kernel_t *k = ks[j];
+            c->total += (double)(k->end_ns - k->start_ns);
+            c->same_grid &=
+                k->grid_x == f->grid_x && k->grid_y == f->grid_y && k->grid_z == f->grid_z;
+            c->same_block &=
+                k->block_x == f->block_x && k->block_y == f->block_y && k->block_z == f->block_z;
+            c->same_dsmem &= k->dynamic_smem_bytes == f->dynamic_smem_bytes;
+        }
+        c->calls = j - i;
+    }
+    for (size_t i = 0, j; i < ng; i = j) {
+        double total = 0;
+        size_t calls = 0;
+        for (j = i; j < ng && strcmp(g[j].name, g[i].name) == 0; j++)
+            total += g[j].total, calls += g[j].calls;
+        for (size_t k = i; k < j; k++) g[k].name_total = total, g[k].name_calls = calls;
+    }
+    qsort(g, ng, sizeof *g, cmp_kconf);
+    return ng;
+}
+
+static void put_detail_row(FILE *out, const char *const c[DETAIL_COLS]) {
+    static const size_t width[DETAIL_COLS] = {6, 6, 9, 14, 12, 5, 19, 8, 9, 7, 14, 0};
+    fputs("    ", out);
+    for (int i = 0; i < DETAIL_COLS; i++) {
+        if (i) fputc(' ', out);
+        if (width[i])
+            put_cell(out, c[i], width[i], 1);
+        else
+            fputs(c[i], out);
+    }
+    fputc('\n', out);
+}
+
+static void fmt_int(char *buf, size_t size, int64_t v) {
+    if (v < 0)
+        snprintf(buf, size, "?");
+    else
+        snprintf(buf, size, "%lld", (long long)v);
+}
+
+/* The record has gpufl's breakdown into per-resource limits. */
+static int has_limits(const gpufl_model_kernel_config_t *r) {
+    return r->limit_warps >= 0 || r->limit_registers >= 0 || r->limit_smem >= 0 ||
+           r->limit_blocks >= 0 || *r->limiter;
+}
+
+static void put_kconf(FILE *out, const kconf_t *c) {
+    const gpufl_model_kernel_t *k = c->first;
+    const gpufl_model_kernel_config_t *r = c->rec;
+    char v[DETAIL_COLS][112], b1[24], b2[24], l[4][24];
+    const char *cp[DETAIL_COLS];
+    for (int i = 0; i < DETAIL_COLS; i++) cp[i] = v[i];
+    if (c->config < 0)
+        snprintf(v[0], sizeof v[0], "-");
+    else
+        snprintf(v[0], sizeof v[0], "%lld%s", (long long)c->config, r ? "" : "?");
+    snprintf(v[1], sizeof v[1], "%zu", c->calls);
+    fmt_ns(v[2], sizeof v[2], c->total);
+    if (c->same_grid)
+        snprintf(v[3], sizeof v[3], "%dx%dx%d", k->grid_x, k->grid_y, k->grid_z);
+    else
+        snprintf(v[3], sizeof v[3], "various");
+    if (c->same_block)
+        snprintf(v[4], sizeof v[4], "%dx%dx%d", k->block_x, k->block_y, k->block_z);
+    else
+        snprintf(v[4], sizeof v[4], "various");
+    snprintf(v[5], sizeof v[5], "%d", k->registers);
+    fmt_bytes(b1, sizeof b1, (double)k->static_smem_bytes);
+    fmt_bytes(b2, sizeof b2, (double)k->dynamic_smem_bytes);
+    snprintf(v[6], sizeof v[6], "%s + %s", b1, c->same_dsmem ? b2 : "various");
+    fmt_bytes(v[7], sizeof v[7], (double)k->local_bytes_per_thread);
+    if (r && r->occupancy >= 0)
+        fmt_pct(v[8], sizeof v[8], 100.0 * r->occupancy);
+    else
+        snprintf(v[8], sizeof v[8], "-");
+    for (int i = 9; i < DETAIL_COLS; i++) snprintf(v[i], sizeof v[i], "-");
+    if (r && !*r->occupancy_why) {
+        fmt_int(b1, sizeof b1, r->active_warps);
+        fmt_int(b2, sizeof b2, r->max_warps);
+        snprintf(v[9], sizeof v[9], "%s/%s", b1, b2);
+    }
+    if (r && has_limits(r)) {
+        fmt_int(l[0], sizeof l[0], r->limit_warps);
+        fmt_int(l[1], sizeof l[1], r->limit_registers);
+        fmt_int(l[2], sizeof l[2], r->limit_smem);
+        fmt_int(l[3], sizeof l[3], r->limit_blocks);
+        snprintf(v[10], sizeof v[10], "%s/%s/%s/%s", l[0], l[1], l[2], l[3]);
+        snprintf(v[11], sizeof v[11], "%s%s", *r->limiter ? r->limiter : "?",
+                 r->breakdown_agrees == 0 ? " *" : "");
+    }
+    put_detail_row(out, cp);
+}
+
+/* Footnotes for the groups shown: config ids without a record, why the
+ * occupancy is unknown, configs without a breakdown, and configs whose
+ * limits do not give the driver's blocks per SM. */
+static void put_kconf_notes(FILE *out, const kconf_t *g, size_t ng) {
+    size_t no_breakdown = 0;
+    for (size_t i = 0; i < ng; i++) {
+        const gpufl_model_kernel_config_t *r = g[i].rec;
+        if (g[i].config > 0 && !r)
+            fprintf(out, "  ? config %lld: no kernel_config record in the log\n",
+                    (long long)g[i].config);
+        if (!r) continue;
+        if (*r->occupancy_why) {
+            size_t same = 0, seen = 0;
+            for (size_t k = 0; k < ng; k++) {
+                const char *why = g[k].rec ? g[k].rec->occupancy_why : "";
+                if (strcmp(why, r->occupancy_why) != 0) continue;
+                seen += k < i;
+                same++;
+            }
+            if (!seen)
+                fprintf(out, "  occupancy unknown for %zu configuration%s: %s\n", same,
+                        plural(same), r->occupancy_why);
+            continue;
+        }
+        if (!has_limits(r)) {
+            no_breakdown++;
+            continue;
+        }
+        if (r->breakdown_agrees != 0) continue;
+        int64_t lim[4] = {r->limit_warps, r->limit_registers, r->limit_smem, r->limit_blocks};
+        int64_t low = -1;
+        for (int k = 0; k < 4; k++)
+            if (lim[k] >= 0 && (low < 0 || lim[k] < low)) low = lim[k];
+        char a[24], b[24];
+        fmt_int(a, sizeof a, low);
+        fmt_int(b, sizeof b, r->blocks_per_sm);
+        fprintf(out,
+                "  * config %lld: the limits allow %s blocks per SM, the occupancy calculator "
+                "says %s (breakdown_agrees false)\n",
+                (long long)r->id, a, b);
+    }
+    if (no_breakdown)
+        fprintf(out, "  limits unknown for %zu configuration%s: no breakdown rules for the GPU\n",
+                no_breakdown, plural(no_breakdown));
+}
+
+static int put_kernel_details(FILE *out, const gpufl_model_t *m) {
+    size_t n = m->n_kernels;
+    if (!n) return 0;
+    const gpufl_model_kernel_t **ks = malloc(n * sizeof *ks);
+    kconf_t *g = malloc(n * sizeof *g);
+    if (!ks || !g) {
+        free(ks);
+        free(g);
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
+    }
+    size_t ng = group_kernel_configs(m, ks, g);
+    size_t names = 0, configs = 0, unconfigured = 0;
+    for (size_t i = 0; i < ng; i++) {
+        names += i == 0 || strcmp(g[i].name, g[i - 1].name) != 0;
+        if (g[i].config < 0)
+            unconfigured += g[i].calls;
+        else
+            configs++;
+    }
+    fprintf(out, "\nKernel details\n");
+    if (configs) {
+        fprintf(out, "  %zu kernel name%s, %zu launch configuration%s", names, plural(names),
+                configs, plural(configs));
+        if (unconfigured)
+            fprintf(out, ", %zu launch%s without one", unconfigured, unconfigured == 1 ? "" : "es");
+    } else {
+        fprintf(out, "  %zu kernel name%s; no launch configuration (kernel_config) in the log",
+                names, plural(names));
+    }
+    fprintf(out, "; by total GPU time\n");
+    fprintf(out, "  config: kernel_config id; regs: per thread; smem: per block; local: per thread "
+                 "(spills);\n  occupancy: theoretical, active/max warps per SM; limits: blocks "
+                 "per SM that warps,\n  registers, shared memory and the block limit allow; "
+                 "limiter: the smallest\n\n");
+    static const char *const heads[DETAIL_COLS] = {
+        "config",          "calls", "total",     "grid",  "block",          "regs",
+        "smem static+dyn", "local", "occupancy", "warps", "limits w/r/s/b", "limiter"};
+    put_detail_row(out, heads);
+    size_t shown = 0, end = 0;
+    for (size_t i = 0, j; i < ng && shown < DETAILS_MAX; i = j) {
+        for (j = i; j < ng && strcmp(g[j].name, g[i].name) == 0; j++) {
+        }
+        char total[32];
+        size_t w = text_width(g[i].name);
+        fmt_ns(total, sizeof total, g[i].name_total);
+        fputs("  ", out);
+        put_cell(out, g[i].name, w < KERNEL_NAME_MAX ? w : KERNEL_NAME_MAX, 0);
+        fprintf(out, "  %s in %zu call%s\n", total, g[i].name_calls, plural(g[i].name_calls));
+        for (size_t k = i; k < j && k < i + CONFIGS_MAX; k++) put_kconf(out, &g[k]);
+        if (j - i > CONFIGS_MAX)
+            fprintf(out, "    ... and %zu more configuration%s\n", j - i - CONFIGS_MAX,
+                    plural(j - i - CONFIGS_MAX));
+        shown++;
+        end = j;
+    }
+    if (names > shown)
+        fprintf(out, "  ... and %zu more kernel name%s\n", names - shown, plural(names - shown));
+    put_kconf_notes(out, g, end);
+    free(ks);
+    free(g);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* GPU time per scope (Trace engine rows attributed to scopes)              */
+/* ---------------------------------------------------------------------- */
+
+/* "12 kernels, 2 copies, 1 memset", or "-". */
+static void fmt_work(char *buf, size_t size, const gpufl_model_gpu_work_t *w) {
+    size_t n = 0;
+    buf[0] = '\0';
+    if (w->kernels)
+        cat(buf, size, &n, "%llu kernel%s", (unsigned long long)w->kernels,
+            plural((size_t)w->kernels));
+    if (w->copies)
+        cat(buf, size, &n, "%s%llu cop%s", n ? ", " : "", (unsigned long long)w->copies,
+            w->copies == 1 ? "y" : "ies");
+    if (w->memsets)
+        cat(buf, size, &n, "%s%llu memset%s", n ? ", " : "", (unsigned long long)w->memsets,
+            plural((size_t)w->memsets));
+    if (!n) snprintf(buf, size, "-");
+}
+
+static int has_work(const gpufl_model_gpu_work_t *w) {
+    return w->kernels + w->copies + w->memsets > 0;
+}
+
+static void put_scope_gpu_row(FILE *out, size_t name_w, const char *label, const char *host,
+                              const char *gpu, const char *self, const char *work) {
+    fputs("  ", out);
+    put_cell(out, label, name_w, 0);
+    fputc(' ', out);
+    put_cell(out, host, 9, 1);
+    fputc(' ', out);
+    put_cell(out, gpu, 9, 1);
+    fputc(' ', out);
+    put_cell(out, self, 9, 1);
+    fprintf(out, "  %s\n", work);
+}
+
+/* Kernel lines under a scope begin with a mark, unlike its child scopes. */
+#define KERNEL_MARK       "\xc2\xb7 "
+#define KERNEL_MARK_WIDTH 2
+
+/* The widest label of a scope row at depth and of its kernel lines. */
+static size_t gpu_label_width(size_t w, size_t depth, const char *name,
+                              const gpufl_model_scope_gpu_t *g) {
+    size_t d = depth < INDENT_MAX ? depth : INDENT_MAX;
+    if (2 * d + text_width(name) > w) w = 2 * d + text_width(name);
+    d = depth + 1 < INDENT_MAX ? depth + 1 : INDENT_MAX;
+    for (size_t i = 0; i < g->n_top; i++) {
+        size_t kw = 2 * d + KERNEL_MARK_WIDTH + text_width(g->top[i].name);
+        if (kw > w) w = kw;
+    }
+    return w;
+}
+
+/* A scope row (host < 0: none) and its kernel lines below it. */
+static void put_scope_gpu(FILE *out, size_t name_w, char *label, size_t depth, const char *name,
+                          double host, const gpufl_model_scope_gpu_t *g) {
+    char h[32], t[32], self[32], work[128];
+    if (host >= 0)
+        fmt_ns(h, sizeof h, host);
+    else
+        snprintf(h, sizeof h, "-");
+    fmt_ns(t, sizeof t, gpufl__model_gpu_ns(&g->total));
+    fmt_ns(self, sizeof self, gpufl__model_gpu_ns(&g->self));
+    fmt_work(work, sizeof work, &g->total);
+    indented(label, depth, name);
+    put_scope_gpu_row(out, name_w, label, h, t, self, work);
+    for (size_t i = 0; i < g->n_top; i++) {
+        const gpufl_model_top_kernel_t *k = &g->top[i];
+        fmt_ns(t, sizeof t, k->total_ns);
+        snprintf(work, sizeof work, "%llu call%s", (unsigned long long)k->calls,
+                 plural((size_t)k->calls));
+        snprintf(h, sizeof h, KERNEL_MARK);
+        indented(label, depth + 1, h);
+        size_t len = strlen(label);
+        snprintf(label + len, LABEL_SIZE - len, "%.*s", NAME_COL_MAX * 4, k->name);
+        put_scope_gpu_row(out, name_w, label, "", "", t, work);
+    }
+    if (g->kernel_names > g->n_top) {
+        snprintf(work, sizeof work, KERNEL_MARK "... and %zu more kernel name%s",
+                 g->kernel_names - g->n_top, plural(g->kernel_names - g->n_top));
+        indented(label, depth + 1, work);
+        put_scope_gpu_row(out, name_w, label, "", "", "", "");
+    }
+}
+
+static int put_scopes_gpu(FILE *out, const gpufl_model_t *m) {
+    if (!m->n_kernels && !m->n_copies && !m->n_memsets) return 0;
+    if (!m->gpu_scoped_rows && !m->n_scope_paths) return 0; /* nothing to attribute to */
+    fprintf(out, "\nGPU time per scope\n");
+    if (!m->gpu_scoped_rows) {
+        fprintf(out, "  no kernel, copy or memset names a scope (none was open at a launch, or "
+                     "the log's\n  Trace engine does not attribute work to scopes)\n");
+        return 0;
+    }
+    int rc = 0;
+    size_t n = m->n_scope_paths, hidden = 0;
+    double *key = malloc((n ? n : 1) * sizeof *key); /* n is 0 when scope.log is missing */
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    char *label = malloc(LABEL_SIZE);
+    if (!key || !order || !label) {
+        rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
+        goto free_all;
+    }
+    double in_scopes = 0;
+    size_t name_w = 5;
+    for (size_t i = 0; i < n; i++) {
+        const gpufl_model_scope_path_t *p = &m->scope_paths[i];
+        key[i] = gpufl__model_gpu_ns(&p->gpu.total);
+        in_scopes += gpufl__model_gpu_ns(&p->gpu.self);
+        if (has_work(&p->gpu.total))
+            name_w = gpu_label_width(name_w, p->depth, p->name, &p->gpu);
+        else
+            hidden++;
+    }
+    name_w = gpu_label_width(name_w, 0, "(unknown scope)", &m->gpu_unknown_scope);
+    name_w = gpu_label_width(name_w, 0, "(no scope)", &m->gpu_no_scope);
+    if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
+    rc = tree_order(m, key, order);
+    if (rc) goto free_all;
+
+    char a[32], b[32];
+    fmt_ns(a, sizeof a, in_scopes);
+    fmt_ns(b, sizeof b,
+           in_scopes + gpufl__model_gpu_ns(&m->gpu_no_scope.self) +
+               gpufl__model_gpu_ns(&m->gpu_unknown_scope.self));
+    fprintf(out, "  %s of %s GPU time (kernels, copies, memsets) ran in scopes\n", a, b);
+    int64_t lost;
+    if (gpufl__reader_int(json_object_get(m->trace_stats, "unattributed"), &lost) == 0 && lost > 0)
+        fprintf(out,
+                "  %lld record%s without a launch note (launched before the session, or the note "
+                "was\n  overwritten) count%s under (no scope)\n",
+                (long long)lost, lost == 1 ? "" : "s", lost == 1 ? "s" : "");
+    fprintf(out, "  host: wall time of all calls; gpu: GPU time of the work launched in the scope "
+                 "and in\n  the scopes inside it (work counts it); self: in the scope alone; "
+                 "\xc2\xb7 kernels launched\n  in the scope itself, by GPU time\n");
+    if (hidden)
+        fprintf(out, "  %zu scope path%s without GPU work not shown\n", hidden, plural(hidden));
+    fputc('\n', out);
+    put_scope_gpu_row(out, name_w, "scope", "host", "gpu", "self", "work");
+    for (size_t k = 0; k < n; k++) {
+        const gpufl_model_scope_path_t *p = &m->scope_paths[order[k]];
+        if (!has_work(&p->gpu.total)) continue;
+        put_scope_gpu(out, name_w, label, p->depth, p->name, p->calls ? p->total_ns : -1, &p->gpu);
+    }
+    if (has_work(&m->gpu_unknown_scope.self))
+        put_scope_gpu(out, name_w, label, 0, "(unknown scope)", -1, &m->gpu_unknown_scope);
+    if (has_work(&m->gpu_no_scope.self))
+        put_scope_gpu(out, name_w, label, 0, "(no scope)", -1, &m->gpu_no_scope);
+free_all:
+    free(key);
+    free(order);
+    free(label);
+    return rc;
+}
+
 static void put_problems(FILE *out, const gpufl_model_t *m) {
     size_t total = m->n_warnings + (size_t)m->warnings_over_cap;
     if (!total) return;
@@ -1653,8 +1968,11 @@ int gpufl__report_write(const gpufl_model_t *m, FILE *out) {
     if (!rc) rc = put_system(out, m);
     if (!rc) rc = put_gpu(out, m);
     if (!rc) rc = put_kernels(out, m);
+    if (!rc) rc = put_kernel_details(out, m);
     if (rc) return rc;
     put_copies(out, m);
+    rc = put_scopes_gpu(out, m);
+    if (rc) return rc;
     put_problems(out, m);
     if (fflush(out) != 0 || ferror(out))
         return gpufl__set_error(GPUFL_EIO, "report: writing the report failed");

@@ -1,7 +1,8 @@
 /*
  * report.h - the text report of a session: summary, scope timing, system
- * metrics, GPU devices (from NVML samples; kernel sections come with the
- * CUPTI engines).
+ * metrics, GPU devices (from NVML samples) and, from Trace engine records,
+ * kernel hotspots, kernel details (launch configurations, occupancy),
+ * memory transfers and GPU time per scope.
  *
  * The report only formats what the session model holds; every number in it
  * is computed from the logs. The output is deterministic (same logs, same

@@ -165,6 +165,15 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
                 be->running == GPUFL_BACKEND_NVIDIA ? NULL : be->why);
     put_feature(b, "cupti_trace", be->engine == GPUFL_ENGINE_TRACE,
                 be->engine == GPUFL_ENGINE_TRACE ? NULL : be->trace_why);
+#if GPUFL_HAVE_CUPTI
+    /* Theoretical occupancy needs libcuda besides CUPTI. */
+    int tracing = be->engine == GPUFL_ENGINE_TRACE;
+    int occupancy = tracing && g.trace.cuda != NULL;
+    put_feature(b, "occupancy", occupancy,
+                occupancy  ? NULL
+                : !tracing ? "needs the Trace engine"
+                           : g.trace.occupancy_why);
+#endif
     gpufl__buf_putc(b, '}');
     gpufl__writer_end_record(f);
 

@@ -35,6 +35,14 @@ typedef struct cupti_fns {
     __typeof__(cuptiActivityFlushAll) *flush_all;
     __typeof__(cuptiGetResultString) *result_string;
     __typeof__(cuptiGetVersion) *get_version;
+    /* API callbacks */
+    __typeof__(cuptiSubscribe) *subscribe;
+    __typeof__(cuptiUnsubscribe) *unsubscribe;
+    __typeof__(cuptiEnableCallback) *enable_callback;
+    __typeof__(cuptiGetCallbackName) *callback_name;
+    __typeof__(cuptiActivityPushExternalCorrelationId) *push_external;
+    __typeof__(cuptiActivityPopExternalCorrelationId) *pop_external;
+    __typeof__(cuptiGetGraphExecId) *graph_exec_id;
 } cupti_fns_t;
 
 /* A completed buffer waiting for drain. */
@@ -51,6 +59,10 @@ struct gpufl_cupti {
     uint32_t api_version;
     int started;
     int shared_clock;
+    CUpti_SubscriberHandle subscriber; /* NULL without API callbacks */
+    int callbacks_enabled;
+    gpufl_cupti_api_fn api_fn; /* the subscriber's function and data */
+    void *api_user;
     int state[GPUFL_CUPTI_KIND_COUNT];
     char reason[GPUFL_CUPTI_KIND_COUNT][REASON_BYTES];
 
@@ -176,6 +188,13 @@ static int load_symbols(gpufl_cupti_t *c, char *why, size_t why_size) {
         SYM(register_timestamp, "cuptiActivityRegisterTimestampCallback"),
         SYM(result_string, "cuptiGetResultString"),
         SYM(get_version, "cuptiGetVersion"),
+        SYM(subscribe, "cuptiSubscribe"),
+        SYM(unsubscribe, "cuptiUnsubscribe"),
+        SYM(enable_callback, "cuptiEnableCallback"),
+        SYM(callback_name, "cuptiGetCallbackName"),
+        SYM(push_external, "cuptiActivityPushExternalCorrelationId"),
+        SYM(pop_external, "cuptiActivityPopExternalCorrelationId"),
+        SYM(graph_exec_id, "cuptiGetGraphExecId"),
     };
     return gpufl__dl_resolve(&c->dl, syms, sizeof syms / sizeof syms[0], why, why_size);
 }
@@ -679,10 +698,116 @@ int gpufl__cupti_flush(gpufl_cupti_t *c, int force) {
 
 void gpufl__cupti_close(gpufl_cupti_t *c) {
     if (c == NULL) return;
+    gpufl__cupti_unsubscribe(c);
     gpufl__cupti_stop(c, NULL, NULL);
     pthread_mutex_destroy(&c->lock);
     gpufl__dl_close(&c->dl);
     free(c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* API callbacks                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* The external-correlation kinds a framework may push, looked at in order. */
+static const CUpti_ExternalCorrelationKind external_kinds[] = {
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1,
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, CUPTI_EXTERNAL_CORRELATION_KIND_UNKNOWN,
+    CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC};
+
+/* The module whose subscriber runs, and the API callbacks inside it now:
+ * unsubscribe clears the one and waits for the other, so that no callback
+ * touches the subscriber's data after it returns, even one CUPTI began
+ * just before. */
+static _Atomic(gpufl_cupti_t *) api_owner;
+static atomic_int api_inside;
+
+/* CUPTI's callback type, forwarding to the subscriber's untyped one. */
+static void CUPTIAPI api_trampoline(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                    const void *cbdata) {
+    (void)user;
+    atomic_fetch_add_explicit(&api_inside, 1, memory_order_acquire);
+    gpufl_cupti_t *c = atomic_load_explicit(&api_owner, memory_order_acquire);
+    if (c != NULL) c->api_fn(c->api_user, (int)domain, cbid, cbdata);
+    atomic_fetch_sub_explicit(&api_inside, 1, memory_order_release);
+}
+
+int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
+                           gpufl_cupti_want_fn want, void *want_user, char *why, size_t why_size) {
+    if (c->subscriber != NULL) {
+        snprintf(why, why_size, "API callbacks: already subscribed");
+        return GPUFL_EALREADY;
+    }
+    if (c->fn.subscribe == NULL || c->fn.enable_callback == NULL || c->fn.unsubscribe == NULL ||
+        c->fn.callback_name == NULL) {
+        snprintf(why, why_size, "API callbacks: %s lacks the callback API", c->dl.name);
+        return GPUFL_ENOTSUP;
+    }
+    CUpti_SubscriberHandle subscriber = NULL;
+    gpufl_cupti_t *expected = NULL;
+    if (!atomic_compare_exchange_strong(&api_owner, &expected, c)) {
+        snprintf(why, why_size, "API callbacks: already subscribed in this process");
+        return GPUFL_EALREADY;
+    }
+    c->api_fn = fn;
+    c->api_user = user;
+    CUptiResult r = c->fn.subscribe(&subscriber, api_trampoline, NULL);
+    if (r != CUPTI_SUCCESS) {
+        atomic_store(&api_owner, NULL);
+        describe(c, r, "API callbacks", why, why_size);
+        return GPUFL_ENOTSUP;
+    }
+    c->subscriber = subscriber;
+    c->callbacks_enabled = 0;
+    /* Callback ids run from 1 up; CUPTI answers INVALID_PARAMETER past the
+     * last one it knows (a newer CUPTI may know more than our headers). */
+    for (uint32_t cbid = 1; cbid < 4096; cbid++) {
+        const char *name = NULL;
+        r = c->fn.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name);
+        if (r != CUPTI_SUCCESS) {
+            if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) break;
+            continue;
+        }
+        if (name == NULL || !want(name, cbid, want_user)) continue;
+        if (c->fn.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS)
+            c->callbacks_enabled++;
+    }
+    gpufl__debug("cupti: %d driver API callbacks enabled", c->callbacks_enabled);
+    return 0;
+}
+
+void gpufl__cupti_unsubscribe(gpufl_cupti_t *c) {
+    if (c == NULL || c->subscriber == NULL) return;
+    atomic_store(&api_owner, NULL);
+    c->fn.unsubscribe(c->subscriber);
+    while (atomic_load(&api_inside) != 0) sched_yield();
+    c->subscriber = NULL;
+    c->callbacks_enabled = 0;
+}
+
+int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c) { return c ? c->callbacks_enabled : 0; }
+
+/* CUPTI has no peek: the id is popped and pushed straight back, on the
+ * calling thread's own stack. */
+int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t *id) {
+    if (c->fn.pop_external == NULL || c->fn.push_external == NULL) return 0;
+    for (size_t i = 0; i < sizeof external_kinds / sizeof external_kinds[0]; i++) {
+        uint64_t value = 0;
+        if (c->fn.pop_external(external_kinds[i], &value) != CUPTI_SUCCESS) continue;
+        c->fn.push_external(external_kinds[i], value);
+        *kind = (uint32_t)external_kinds[i];
+        *id = value;
+        return 1;
+    }
+    return 0;
+}
+
+uint32_t gpufl__cupti_graph_exec_id(const gpufl_cupti_t *c, void *graph_exec) {
+    uint32_t id = 0;
+    if (c->fn.graph_exec_id == NULL ||
+        c->fn.graph_exec_id((CUgraphExec)graph_exec, &id) != CUPTI_SUCCESS)
+        return 0;
+    return id;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -218,6 +218,39 @@ int gpufl__cupti_shared_clock(const gpufl_cupti_t *c);
 const char *gpufl__cupti_library(const gpufl_cupti_t *c);
 uint32_t gpufl__cupti_api_version(const gpufl_cupti_t *c);
 
+/* ---------------------------------------------------------------------- */
+/* API callbacks (driver domain)                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Receives CUPTI's driver-API callbacks: CUPTI's CUpti_CallbackFunc, passed
+ * untyped here so this header needs no CUPTI types. */
+typedef void (*gpufl_cupti_api_fn)(void *user, int domain, uint32_t cbid, const void *cbdata);
+/* Says whether the driver function `name` ("cuLaunchKernel") is wanted. */
+typedef int (*gpufl_cupti_want_fn)(const char *name, uint32_t cbid, void *user);
+
+/*
+ * Subscribes fn to the driver-API callbacks whose function names want
+ * accepts (asked once per callback id CUPTI knows). Call before start: a
+ * refusal means another CUPTI client is present. Returns 0, or
+ * GPUFL_ENOTSUP with why ("API callbacks: another CUPTI client (...) is
+ * already active in this process (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)").
+ * At most one subscription per module.
+ */
+int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
+                           gpufl_cupti_want_fn want, void *want_user, char *why, size_t why_size);
+/* Ends the subscription (no callback runs after it returns). Safe when none. */
+void gpufl__cupti_unsubscribe(gpufl_cupti_t *c);
+/* The callbacks enabled by subscribe. */
+int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c);
+
+/* On the calling thread: the innermost external correlation id a framework
+ * pushed (cuptiActivityPushExternalCorrelationId), looked at without taking
+ * it. Returns 1 and fills kind/id, 0 when none is pushed. */
+int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t *id);
+
+/* CUPTI's id of a graph exec (cuptiGetGraphExecId); 0 when unknown. */
+uint32_t gpufl__cupti_graph_exec_id(const gpufl_cupti_t *c, void *graph_exec);
+
 /* Our name of a kind ("concurrent kernels", "memcpy", ...). */
 const char *gpufl__cupti_kind_name(gpufl_cupti_kind_t kind);
 

@@ -9,14 +9,20 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/demangle.h"
 #include "core/log.h"
+#include "core/ring.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const gpufl_col_def_t kernel_cols[] = {{"start_ns", GPUFL_COL_INT},
-                                              {"end_ns", GPUFL_COL_INT},
+/* Columns shared by the activity batches, then each batch's own. */
+#define TIMES                                                                                      \
+    {"start_ns", GPUFL_COL_INT}, { "end_ns", GPUFL_COL_INT }
+#define SCOPE                                                                                      \
+    { "scope", GPUFL_COL_OPT }
+static const gpufl_col_def_t kernel_cols[] = {TIMES,
                                               {"device", GPUFL_COL_INT},
                                               {"context", GPUFL_COL_INT},
                                               {"stream", GPUFL_COL_INT},
@@ -32,20 +38,48 @@ static const gpufl_col_def_t kernel_cols[] = {{"start_ns", GPUFL_COL_INT},
                                               {"static_smem_bytes", GPUFL_COL_INT},
                                               {"dynamic_smem_bytes", GPUFL_COL_INT},
                                               {"local_bytes_per_thread", GPUFL_COL_INT},
-                                              {"graph_id", GPUFL_COL_INT}};
-static const gpufl_col_def_t copy_cols[] = {
-    {"start_ns", GPUFL_COL_INT},  {"end_ns", GPUFL_COL_INT},      {"device", GPUFL_COL_INT},
-    {"stream", GPUFL_COL_INT},    {"correlation", GPUFL_COL_INT}, {"bytes", GPUFL_COL_INT},
-    {"copy_kind", GPUFL_COL_INT}, {"src_kind", GPUFL_COL_INT},    {"dst_kind", GPUFL_COL_INT},
-    {"async", GPUFL_COL_INT}};
-static const gpufl_col_def_t memset_cols[] = {
-    {"start_ns", GPUFL_COL_INT},   {"end_ns", GPUFL_COL_INT},      {"device", GPUFL_COL_INT},
-    {"stream", GPUFL_COL_INT},     {"correlation", GPUFL_COL_INT}, {"bytes", GPUFL_COL_INT},
-    {"memory_kind", GPUFL_COL_INT}};
-static const gpufl_col_def_t sync_cols[] = {
-    {"start_ns", GPUFL_COL_INT},   {"end_ns", GPUFL_COL_INT}, {"sync_type", GPUFL_COL_INT},
-    {"context", GPUFL_COL_INT},    {"stream", GPUFL_COL_OPT}, {"event", GPUFL_COL_OPT},
-    {"correlation", GPUFL_COL_INT}};
+                                              {"graph_id", GPUFL_COL_INT},
+                                              {"graph_node", GPUFL_COL_INT},
+                                              {"demangled", GPUFL_COL_DICT},
+                                              SCOPE,
+                                              {"config", GPUFL_COL_OPT},
+                                              {"external_kind", GPUFL_COL_OPT},
+                                              {"external_id", GPUFL_COL_OPT}};
+static const gpufl_col_def_t copy_cols[] = {TIMES,
+                                            {"device", GPUFL_COL_INT},
+                                            {"stream", GPUFL_COL_INT},
+                                            {"correlation", GPUFL_COL_INT},
+                                            {"bytes", GPUFL_COL_INT},
+                                            {"copy_kind", GPUFL_COL_INT},
+                                            {"src_kind", GPUFL_COL_INT},
+                                            {"dst_kind", GPUFL_COL_INT},
+                                            {"async", GPUFL_COL_INT},
+                                            SCOPE};
+static const gpufl_col_def_t memset_cols[] = {TIMES,
+                                              {"device", GPUFL_COL_INT},
+                                              {"stream", GPUFL_COL_INT},
+                                              {"correlation", GPUFL_COL_INT},
+                                              {"bytes", GPUFL_COL_INT},
+                                              {"memory_kind", GPUFL_COL_INT},
+                                              SCOPE};
+static const gpufl_col_def_t sync_cols[] = {TIMES,
+                                            {"sync_type", GPUFL_COL_INT},
+                                            {"context", GPUFL_COL_INT},
+                                            {"stream", GPUFL_COL_OPT},
+                                            {"event", GPUFL_COL_OPT},
+                                            {"correlation", GPUFL_COL_INT},
+                                            SCOPE};
+static const gpufl_col_def_t alloc_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},       {"op", GPUFL_COL_INT},
+    {"memory_kind", GPUFL_COL_INT}, {"device", GPUFL_COL_INT},
+    {"address", GPUFL_COL_INT},     {"bytes", GPUFL_COL_INT},
+    {"stream", GPUFL_COL_OPT},      {"correlation", GPUFL_COL_INT},
+    {"async", GPUFL_COL_INT},       SCOPE};
+static const gpufl_col_def_t graph_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                             {"tid", GPUFL_COL_INT},
+                                             {"correlation", GPUFL_COL_INT},
+                                             {"graph_exec", GPUFL_COL_OPT},
+                                             SCOPE};
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
 static gpufl_cell_t *next(gpufl_trace_source_t *t, gpufl_batch_t *b) {
@@ -57,59 +91,129 @@ static int64_t ts(const gpufl_trace_source_t *t, int64_t ns) {
     return gpufl__collector_session_ns(t->collector, ns);
 }
 
+static gpufl_intern_t *dict(gpufl_trace_source_t *t) {
+    return (gpufl_intern_t *)gpufl__collector_dict(t->collector);
+}
+
 /* CUPTI's "none" for a sync's stream or event becomes null in the log. */
 static int64_t opt_u32(uint32_t v) { return v == 0xffffffffu ? -1 : (int64_t)v; }
+/* 0 (none) becomes null. */
+static int64_t opt_id(uint64_t v) { return v ? (int64_t)v : -1; }
+
+/* What the launching thread left for the call of correlation; a record
+ * without a note (work launched before the session, or a note overwritten
+ * by 2^18 later calls) is counted. */
+static void attribution(gpufl_trace_source_t *t, uint32_t correlation, gpufl_launch_info_t *info) {
+    if (!gpufl__launch_lookup(t->launch, correlation, info)) t->counts.unattributed++;
+}
+
+/* The dict id of the demangled form of the name with dict id `name`. */
+static uint32_t demangled_id(gpufl_trace_source_t *t, uint32_t name, const char *text) {
+    if (name >= t->demangled_cap) {
+        uint32_t cap = t->demangled_cap ? t->demangled_cap : 256;
+        while (cap <= name) cap *= 2;
+        uint32_t *grown = realloc(t->demangled, cap * sizeof *grown);
+        if (grown == NULL) return name;
+        memset(grown + t->demangled_cap, 0, (cap - t->demangled_cap) * sizeof *grown);
+        t->demangled = grown;
+        t->demangled_cap = cap;
+    }
+    if (t->demangled[name] == 0) {
+        char *out = gpufl__demangle(text);
+        t->demangled[name] = out ? gpufl__intern(dict(t), out, strlen(out)) : name;
+        free(out);
+    }
+    return t->demangled[name];
+}
 
 static void on_kernel(void *user, const gpufl_cupti_kernel_t *k) {
     gpufl_trace_source_t *t = user;
+    gpufl_launch_info_t info;
+    attribution(t, k->correlation_id, &info);
     gpufl_cell_t *r = next(t, &t->kernels);
     const char *name = k->name ? k->name : "";
-    int64_t v[] = {
-        ts(t, k->start_ns),
-        ts(t, k->end_ns),
-        k->device_id,
-        k->context_id,
-        k->stream_id,
-        k->correlation_id,
-        gpufl__intern((gpufl_intern_t *)gpufl__collector_dict(t->collector), name, strlen(name)),
-        k->grid_x,
-        k->grid_y,
-        k->grid_z,
-        k->block_x,
-        k->block_y,
-        k->block_z,
-        k->registers_per_thread,
-        k->static_shared_bytes,
-        k->dynamic_shared_bytes,
-        k->local_bytes_per_thread,
-        k->graph_id};
+    uint32_t name_id = gpufl__intern(dict(t), name, strlen(name));
+    int64_t v[] = {ts(t, k->start_ns),
+                   ts(t, k->end_ns),
+                   k->device_id,
+                   k->context_id,
+                   k->stream_id,
+                   k->correlation_id,
+                   name_id,
+                   k->grid_x,
+                   k->grid_y,
+                   k->grid_z,
+                   k->block_x,
+                   k->block_y,
+                   k->block_z,
+                   k->registers_per_thread,
+                   k->static_shared_bytes,
+                   k->dynamic_shared_bytes,
+                   k->local_bytes_per_thread,
+                   k->graph_id,
+                   (int64_t)k->graph_node_id,
+                   demangled_id(t, name_id, name),
+                   opt_id(info.scope),
+                   opt_id(info.config),
+                   info.has_external ? (int64_t)info.external_kind : -1,
+                   info.has_external ? (int64_t)(info.external_id & INT64_MAX) : -1};
     for (int i = 0; i < NCOLS(kernel_cols); i++) r[i].i = v[i];
+    t->counts.kernels++;
 }
 
 static void on_copy(void *user, const gpufl_cupti_copy_t *c) {
     gpufl_trace_source_t *t = user;
+    gpufl_launch_info_t info;
+    attribution(t, c->correlation_id, &info);
     gpufl_cell_t *r = next(t, &t->copies);
-    int64_t v[] = {ts(t, c->start_ns), ts(t, c->end_ns),  c->device_id, c->stream_id,
-                   c->correlation_id,  (int64_t)c->bytes, c->copy_kind, c->src_kind,
-                   c->dst_kind,        c->async};
+    int64_t v[] = {ts(t, c->start_ns), ts(t, c->end_ns),  c->device_id,      c->stream_id,
+                   c->correlation_id,  (int64_t)c->bytes, c->copy_kind,      c->src_kind,
+                   c->dst_kind,        c->async,          opt_id(info.scope)};
     for (int i = 0; i < NCOLS(copy_cols); i++) r[i].i = v[i];
+    t->counts.copies++;
 }
 
 static void on_memset(void *user, const gpufl_cupti_memset_t *m) {
     gpufl_trace_source_t *t = user;
+    gpufl_launch_info_t info;
+    attribution(t, m->correlation_id, &info);
     gpufl_cell_t *r = next(t, &t->memsets);
-    int64_t v[] = {ts(t, m->start_ns), ts(t, m->end_ns),  m->device_id,  m->stream_id,
-                   m->correlation_id,  (int64_t)m->bytes, m->memory_kind};
+    int64_t v[] = {ts(t, m->start_ns), ts(t, m->end_ns),  m->device_id,   m->stream_id,
+                   m->correlation_id,  (int64_t)m->bytes, m->memory_kind, opt_id(info.scope)};
     for (int i = 0; i < NCOLS(memset_cols); i++) r[i].i = v[i];
+    t->counts.memsets++;
 }
 
 static void on_sync(void *user, const gpufl_cupti_sync_t *s) {
     gpufl_trace_source_t *t = user;
+    gpufl_launch_info_t info;
+    attribution(t, s->correlation_id, &info);
     gpufl_cell_t *r = next(t, &t->syncs);
     int64_t v[] = {ts(t, s->start_ns), ts(t, s->end_ns),      s->type,
                    s->context_id,      opt_u32(s->stream_id), opt_u32(s->cuda_event_id),
-                   s->correlation_id};
+                   s->correlation_id,  opt_id(info.scope)};
     for (int i = 0; i < NCOLS(sync_cols); i++) r[i].i = v[i];
+    t->counts.syncs++;
+}
+
+static void on_alloc(void *user, const gpufl_cupti_alloc_t *a) {
+    gpufl_trace_source_t *t = user;
+    gpufl_launch_info_t info;
+    /* Frees at context teardown and pool trims have no call: not counted. */
+    gpufl__launch_lookup(t->launch, a->correlation_id, &info);
+    gpufl_cell_t *r = next(t, &t->allocs);
+    int64_t v[] = {ts(t, a->timestamp_ns),
+                   a->operation,
+                   a->memory_kind,
+                   a->device_id,
+                   (int64_t)(a->address & INT64_MAX),
+                   (int64_t)a->bytes,
+                   opt_u32(a->stream_id),
+                   a->correlation_id,
+                   a->async != 0,
+                   opt_id(info.scope)};
+    for (int i = 0; i < NCOLS(alloc_cols); i++) r[i].i = v[i];
+    t->counts.allocs++;
 }
 
 static void on_dropped(void *user, uint64_t records) {
@@ -117,16 +221,75 @@ static void on_dropped(void *user, uint64_t records) {
 }
 
 static const gpufl_cupti_sink_t sink = {on_kernel, on_copy, on_memset, on_sync,
-                                        NULL,      NULL,    on_dropped};
+                                        on_alloc,  NULL,    on_dropped};
+
+/* Graph launches the callbacks queued, as rows. */
+static void take_graphs(gpufl_trace_source_t *t) {
+    gpufl_graph_launch_t g[64];
+    size_t n;
+    while (t->launch && (n = gpufl__launch_take_graphs(t->launch, g, 64)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            gpufl_cell_t *r = next(t, &t->graphs);
+            int64_t v[] = {ts(t, g[i].mono_ns), g[i].tid, g[i].correlation, opt_id(g[i].graph_exec),
+                           opt_id(g[i].scope)};
+            for (int c = 0; c < NCOLS(graph_cols); c++) r[c].i = v[c];
+        }
+        t->counts.graph_launches += n;
+    }
+}
+
+/* One kernel_config record per configuration first launched since the
+ * last pass. Caller holds f->lock. */
+static void write_configs(gpufl_trace_source_t *t, gpufl_writer_t *f) {
+    gpufl_kernel_config_t *const *k;
+    size_t n = t->launch ? gpufl__launch_take_configs(t->launch, &k) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const gpufl_kernel_occupancy_t *o = &k[i]->occupancy;
+        gpufl_buf_t *b = gpufl__writer_record(f, "kernel_config");
+        gpufl__buf_kv_i64(b, "ts_ns", ts(t, k[i]->first_mono_ns));
+        gpufl__buf_kv_i64(b, "id", k[i]->id);
+        gpufl__buf_kv_str(b, "name", k[i]->name);
+        gpufl__buf_kv_i64(b, "block_threads", k[i]->block_threads);
+        gpufl__buf_kv_i64(b, "dynamic_smem_bytes", k[i]->dynamic_smem);
+        if (!k[i]->have_occupancy) {
+            gpufl__buf_kv_str(b, "occupancy_unknown", k[i]->why);
+            gpufl__writer_end_record(f);
+            continue;
+        }
+        const gpufl_occ_result_t *c = &o->computed;
+        gpufl__buf_kv_i64(b, "device", o->device);
+        gpufl__buf_kv_i64(b, "registers", o->kernel.registers_per_thread);
+        gpufl__buf_kv_i64(b, "static_smem_bytes", o->kernel.static_smem_bytes);
+        gpufl__buf_kv_i64(b, "local_bytes_per_thread", o->kernel.local_bytes_per_thread);
+        gpufl__buf_kv_i64(b, "max_threads_per_block", o->kernel.max_threads_per_block);
+        gpufl__buf_kv_i64(b, "blocks_per_sm", o->driver_blocks_per_sm);
+        gpufl__buf_kv_i64(b, "active_warps", o->active_warps);
+        gpufl__buf_kv_i64(b, "max_warps", o->max_warps);
+        gpufl__buf_key(b, "occupancy");
+        gpufl__buf_put_fixed(b, o->occupancy, 3);
+        if (o->computed_status == 0) {
+            gpufl__buf_kv_i64(b, "limit_warps", c->limit_warps);
+            gpufl__buf_kv_i64(b, "limit_registers", c->limit_registers);
+            gpufl__buf_kv_i64(b, "limit_smem", c->limit_smem);
+            gpufl__buf_kv_i64(b, "limit_blocks", c->limit_blocks);
+            gpufl__buf_kv_str(b, "limiter", gpufl__occupancy_limiter_name(c->limiter));
+        }
+        gpufl__buf_key(b, "breakdown_agrees");
+        gpufl__buf_puts(b, o->agrees ? "true" : "false");
+        gpufl__writer_end_record(f);
+    }
+}
 
 static void encode_all(gpufl_trace_source_t *t) {
     gpufl_writer_t *f = gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE);
-    const gpufl_intern_t *dict = gpufl__collector_dict(t->collector);
+    const gpufl_intern_t *d = gpufl__collector_dict(t->collector);
+    take_graphs(t);
     pthread_mutex_lock(&f->lock);
-    gpufl__batch_encode(&t->kernels, f, dict);
-    gpufl__batch_encode(&t->copies, f, dict);
-    gpufl__batch_encode(&t->memsets, f, dict);
-    gpufl__batch_encode(&t->syncs, f, dict);
+    write_configs(t, f); /* before the kernel rows that name them */
+    gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets,
+                                &t->syncs,   &t->allocs, &t->graphs};
+    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++)
+        gpufl__batch_encode(batches[i], f, d);
     pthread_mutex_unlock(&f->lock);
     if (t->dropped != t->dropped_written) { /* said once per change, with the running total */
         char msg[160];
@@ -154,12 +317,58 @@ static void flush(gpufl_collector_t *c, void *self) {
     encode_all(self);
 }
 
+/* The session's totals: what was traced and what was lost. */
+static void write_stats(gpufl_trace_source_t *t) {
+    gpufl_writer_t *f = gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE);
+    gpufl_launch_stats_t ls;
+    gpufl_cupti_stats_t cs;
+    gpufl__launch_stats(t->launch, &ls);
+    gpufl__cupti_stats(t->cupti, &cs);
+    const gpufl_trace_counts_t *n = &t->counts;
+    struct {
+        const char *key;
+        uint64_t value;
+    } v[] = {{"kernels", n->kernels},
+             {"copies", n->copies},
+             {"memsets", n->memsets},
+             {"syncs", n->syncs},
+             {"allocs", n->allocs},
+             {"graph_launches", n->graph_launches},
+             {"unattributed", n->unattributed},
+             {"configs", ls.configs},
+             {"configs_dropped", ls.configs_dropped},
+             {"occupancy_failures", ls.occupancy_failures},
+             {"graph_launches_lost", ls.graph_launches_lost},
+             {"cupti_dropped", cs.records_dropped},
+             {"buffers_refused", cs.buffers_refused},
+             {"callbacks_enabled", (uint64_t)gpufl__cupti_callbacks_enabled(t->cupti)}};
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "trace_stats");
+    gpufl__buf_kv_i64(b, "ts_ns", ts(t, gpufl__mono_ns()));
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+    if (n->unattributed > 0)
+        gpufl__debug("trace: %llu activity records without a launch note",
+                     (unsigned long long)n->unattributed);
+}
+
 /* Last records: CUPTI stopped, everything it holds drained and encoded. */
 static void finish(gpufl_collector_t *c, void *self) {
     gpufl_trace_source_t *t = self;
     (void)c;
     gpufl__cupti_stop(t->cupti, &sink, t);
     encode_all(t);
+    write_stats(t);
+}
+
+/* Occupancy needs the driver API; without it, Trace runs and says why. */
+static void open_cuda(gpufl_trace_source_t *t) {
+    if (gpufl__cuda_open(&t->cuda, t->occupancy_why, sizeof t->occupancy_why) != 0) {
+        t->cuda = NULL;
+        gpufl__debug("trace: no occupancy: %s", t->occupancy_why);
+    }
 }
 
 int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
@@ -172,43 +381,60 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if ((rc = gpufl__batch_init(&t->kernels, "kernel", kernel_cols, NCOLS(kernel_cols))) ||
         (rc = gpufl__batch_init(&t->copies, "copy", copy_cols, NCOLS(copy_cols))) ||
         (rc = gpufl__batch_init(&t->memsets, "memset", memset_cols, NCOLS(memset_cols))) ||
-        (rc = gpufl__batch_init(&t->syncs, "sync", sync_cols, NCOLS(sync_cols)))) {
+        (rc = gpufl__batch_init(&t->syncs, "sync", sync_cols, NCOLS(sync_cols))) ||
+        (rc = gpufl__batch_init(&t->allocs, "alloc", alloc_cols, NCOLS(alloc_cols))) ||
+        (rc = gpufl__batch_init(&t->graphs, "graph_launch", graph_cols, NCOLS(graph_cols)))) {
         snprintf(why, why_size, "%s", gpufl_last_error());
         goto fail;
     }
     rc = gpufl__cupti_open(NULL, &t->cupti, why, why_size);
     if (rc) goto fail;
-    /* Allocation and external-correlation records come with a later step;
-     * until they are written somewhere, they are not asked for. */
+    open_cuda(t);
+
+    /* The callbacks first: CUPTI refuses a second subscriber, and when
+     * another client holds CUPTI, taking its activity buffers would break
+     * it; Trace then stays off. */
+    unsigned int flags = 0;
+    if (settings->enable_external_correlation) flags |= GPUFL_LAUNCH_EXTERNAL;
+    if (settings->enable_cuda_graphs_tracking) flags |= GPUFL_LAUNCH_GRAPHS;
+    if (settings->enable_memory_tracking) flags |= GPUFL_LAUNCH_MEMORY;
+    if (settings->enable_synchronization) flags |= GPUFL_LAUNCH_SYNC;
+    rc =
+        gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags, &t->launch, why, why_size);
+    if (rc) goto explain;
+
     gpufl_cupti_config_t cfg = {sizeof cfg, 0, 0, 0};
     if (settings->enable_synchronization) cfg.flags |= GPUFL_CUPTI_SYNC;
+    if (settings->enable_memory_tracking) cfg.flags |= GPUFL_CUPTI_MEMORY;
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
-    if (rc) {
-        /* Without a driver CUPTI loads but fails vaguely: name the real cause. */
-        void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-        if (!cuda) cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-        if (!cuda) {
-            char cupti_why[200];
-            snprintf(cupti_why, sizeof cupti_why, "%s", why);
-            snprintf(why, why_size, "libcuda.so.1 not found: no NVIDIA driver (CUPTI: %s)",
-                     cupti_why);
-        }
-        goto fail;
-    }
+    if (rc) goto explain;
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
     *source = (gpufl_source_t){"cupti", t, poll, NULL, flush, finish};
     return 0;
+explain:
+    if (t->cuda == NULL && strstr(t->occupancy_why, "not found") != NULL) {
+        /* Without a driver CUPTI loads but fails vaguely: name the real cause. */
+        char cupti_why[200];
+        snprintf(cupti_why, sizeof cupti_why, "%s", why);
+        snprintf(why, why_size, "libcuda.so.1 not found: no NVIDIA driver (CUPTI: %s)", cupti_why);
+    }
 fail:
     gpufl__trace_source_fini(t);
     return rc ? rc : GPUFL_ENOTSUP;
 }
 
 void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
+    gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
+    t->launch = NULL;
     gpufl__cupti_close(t->cupti);
     t->cupti = NULL;
-    gpufl__batch_fini(&t->kernels);
-    gpufl__batch_fini(&t->copies);
-    gpufl__batch_fini(&t->memsets);
-    gpufl__batch_fini(&t->syncs);
+    gpufl__cuda_close(t->cuda);
+    t->cuda = NULL;
+    gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets,
+                                &t->syncs,   &t->allocs, &t->graphs};
+    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) gpufl__batch_fini(batches[i]);
+    free(t->demangled);
+    t->demangled = NULL;
+    t->demangled_cap = 0;
 }

@@ -1,6 +1,8 @@
 /*
  * trace_source.h - the Trace engine's source: CUPTI activity records turned
- * into kernel, copy, memset and sync batches in device.log.
+ * into kernel, copy, memset, sync, allocation and graph-launch batches in
+ * device.log, each joined with what the launching thread knew (its scope,
+ * the kernel's configuration and occupancy) through launch.h.
  *
  * CUPTI hands its buffers over on its own threads; the collector drains them
  * on each pass and asks CUPTI to flush every flush interval, so records reach
@@ -10,16 +12,30 @@
 #define GPUFL_NVIDIA_TRACE_SOURCE_H
 
 #include "core/collector.h"
+#include "nvidia/cuda.h"
 #include "nvidia/cupti.h"
+#include "nvidia/launch.h"
+
+/* Counts of a session's Trace records, written as trace_stats at its end. */
+typedef struct gpufl_trace_counts {
+    uint64_t kernels, copies, memsets, syncs, allocs, graph_launches;
+    uint64_t unattributed; /* kernel, copy, memset or sync records without a launch note */
+} gpufl_trace_counts_t;
 
 typedef struct gpufl_trace_source {
-    gpufl_cupti_t *cupti; /* owned */
+    gpufl_cupti_t *cupti;   /* owned */
+    gpufl_cuda_t *cuda;     /* owned; NULL without libcuda (no occupancy) */
+    gpufl_launch_t *launch; /* owned */
     gpufl_collector_t *collector;
-    gpufl_batch_t kernels, copies, memsets, syncs;
-    int64_t next_flush_ns; /* when to ask CUPTI for its partly filled buffers */
+    gpufl_batch_t kernels, copies, memsets, syncs, allocs, graphs;
+    uint32_t *demangled; /* dict id of a name -> dict id of its demangled form, 0 not yet */
+    uint32_t demangled_cap;
+    int64_t next_flush_ns; /* when to ask CUPTI for its completed buffers */
     int64_t flush_every_ns;
     uint64_t dropped; /* records CUPTI said it dropped */
     uint64_t dropped_written;
+    gpufl_trace_counts_t counts;
+    char occupancy_why[160]; /* why there is no occupancy, "" when there is */
 } gpufl_trace_source_t;
 
 /* Loads and starts CUPTI for the settings' options. Returns 0 and fills

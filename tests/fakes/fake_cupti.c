@@ -16,6 +16,21 @@
  * buffer (the client answered NULL) is dropped and counted, as CUPTI does.
  * Built with FAKE_CUPTI_OLD: no cuptiActivityRegisterTimestampCallback and
  * cuptiGetVersion says 12.0 (CUPTI API 120000).
+ *
+ * Replay: $GPUFL_FAKE_CUPTI_REPLAY names a file of activity buffers recorded
+ * from the real CUPTI on a GPU machine (tests/gpu/record_cupti.cu writes it;
+ * its header comment gives the layout). The first flush after the callbacks
+ * are registered delivers each buffer byte for byte, with its kernel names
+ * pointed at copies and every timestamp moved by one offset so that the
+ * first record starts at that flush.
+ *
+ * The callback API: one subscriber at a time (a second is refused with
+ * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, as CUPTI does), driver
+ * callback names for the calls gpufl notes, per-thread external-correlation
+ * stacks. A test makes a driver call happen with fake_cupti_call (the
+ * subscriber's enter and exit callbacks run on the calling thread with a new
+ * correlation id) and adds the activity record the call would produce with
+ * fake_cupti_add_record.
  */
 #include <cupti.h>
 #include <jansson.h>
@@ -24,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXPORT      __attribute__((visibility("default")))
 #define KINDS_MAX   64
@@ -58,6 +74,18 @@ static int records_per_buffer, records_per_flush;
 static size_t dropped;
 static unsigned long flushes;
 static uint64_t last_timestamp;
+
+typedef struct replay_buffer {
+    uint8_t *bytes;
+    size_t valid;
+    uint32_t names;
+    uint64_t *offsets; /* of the kernel records whose name is texts[i] */
+    char **texts;
+} replay_buffer_t;
+
+static replay_buffer_t *replay;
+static uint32_t replay_count;
+static int replay_done;
 
 /* Size of a record of kind in the buffers; 0 for kinds the fake lacks. */
 static size_t record_size(CUpti_ActivityKind kind) {
@@ -194,6 +222,141 @@ static int build(json_t *o, any_record_t *r) {
     return 0;
 }
 
+static void free_replay(void) {
+    for (uint32_t i = 0; i < replay_count; i++) {
+        for (uint32_t k = 0; k < replay[i].names; k++) free(replay[i].texts[k]);
+        free(replay[i].texts);
+        free(replay[i].offsets);
+        free(replay[i].bytes);
+    }
+    free(replay);
+    replay = NULL;
+    replay_count = 0;
+    replay_done = 0;
+}
+
+static int read_exact(FILE *f, void *out, size_t n) { return fread(out, 1, n, f) == n ? 0 : -1; }
+
+/* Reads a recorded file; -1 (and a message) when it is not one. */
+static int load_replay(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char magic[12];
+    uint32_t version, count;
+    if (f == NULL || read_exact(f, magic, 12) || memcmp(magic, "GPUFLCUPTI1\n", 12) ||
+        read_exact(f, &version, 4) || read_exact(f, &count, 4) || count > 4096) {
+        fprintf(stderr, "fake_cupti: %s is not a recorded CUPTI file\n", path);
+        if (f) fclose(f);
+        return -1;
+    }
+    replay = calloc(count ? count : 1, sizeof *replay);
+    for (uint32_t i = 0; replay && i < count; i++) {
+        replay_buffer_t *b = &replay[i];
+        uint64_t valid;
+        if (read_exact(f, &valid, 8) || valid > ((uint64_t)1 << 30)) goto bad;
+        b->valid = (size_t)valid;
+        b->bytes = aligned_alloc(8, (b->valid + 7) & ~(size_t)7);
+        replay_count = i + 1;
+        if (b->bytes == NULL || read_exact(f, b->bytes, b->valid) || read_exact(f, &b->names, 4) ||
+            b->names > 1u << 20)
+            goto bad;
+        b->offsets = calloc(b->names + 1, sizeof *b->offsets);
+        b->texts = calloc(b->names + 1, sizeof *b->texts);
+        for (uint32_t k = 0; k < b->names; k++) {
+            uint32_t length;
+            if (read_exact(f, &b->offsets[k], 8) || read_exact(f, &length, 4) || length > 65536 ||
+                b->offsets[k] + sizeof(CUpti_ActivityKernel10) > b->valid)
+                goto bad;
+            b->texts[k] = calloc(length + 1, 1);
+            if (b->texts[k] == NULL || read_exact(f, b->texts[k], length)) goto bad;
+        }
+    }
+    fclose(f);
+    return 0;
+bad:
+    fprintf(stderr, "fake_cupti: %s is cut or damaged\n", path);
+    fclose(f);
+    free_replay();
+    return -1;
+}
+
+/* Moves a record's timestamps by shift. */
+static void shift_times(CUpti_Activity *r, int64_t shift) {
+    any_record_t *a = (any_record_t *)(void *)r;
+#define MOVE(field)                                                                                \
+    if (field) field = (uint64_t)((int64_t)(field) + shift)
+    switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        MOVE(a->kernel.start);
+        MOVE(a->kernel.end);
+        MOVE(a->kernel.completed);
+        MOVE(a->kernel.queued);
+        MOVE(a->kernel.submitted);
+        break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        MOVE(a->copy.start);
+        MOVE(a->copy.end);
+        break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+        MOVE(a->memset.start);
+        MOVE(a->memset.end);
+        break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        MOVE(a->sync.start);
+        MOVE(a->sync.end);
+        break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: MOVE(a->memory.timestamp); break;
+    default: break;
+    }
+#undef MOVE
+}
+
+/* The earliest timestamp of the recorded buffers. */
+static uint64_t replay_first_time(void) {
+    uint64_t first = UINT64_MAX;
+    for (uint32_t i = 0; i < replay_count; i++) {
+        CUpti_Activity *r = NULL;
+        while (cuptiActivityGetNextRecord(replay[i].bytes, replay[i].valid, &r) == CUPTI_SUCCESS) {
+            any_record_t *a = (any_record_t *)(void *)r;
+            uint64_t t = r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? a->kernel.start
+                         : r->kind == CUPTI_ACTIVITY_KIND_MEMCPY          ? a->copy.start
+                         : r->kind == CUPTI_ACTIVITY_KIND_MEMSET          ? a->memset.start
+                         : r->kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ? a->sync.start
+                         : r->kind == CUPTI_ACTIVITY_KIND_MEMORY2         ? a->memory.timestamp
+                                                                          : 0;
+            if (t != 0 && t < first) first = t;
+        }
+    }
+    return first == UINT64_MAX ? 0 : first;
+}
+
+/* Delivers the recorded buffers once, into buffers from the client. */
+static void deliver_replay(void) {
+    if (replay_done || replay_count == 0) return;
+    replay_done = 1;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t shift = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - (int64_t)replay_first_time();
+    for (uint32_t i = 0; i < replay_count; i++) {
+        uint8_t *buffer = NULL;
+        size_t size = 0, max_records = 0;
+        requested_fn(&buffer, &size, &max_records);
+        if (buffer == NULL || size < replay[i].valid) {
+            dropped++;
+            continue;
+        }
+        memcpy(buffer, replay[i].bytes, replay[i].valid);
+        for (uint32_t k = 0; k < replay[i].names; k++) {
+            CUpti_ActivityKernel10 *kr =
+                (CUpti_ActivityKernel10 *)(void *)(buffer + replay[i].offsets[k]);
+            kr->name = replay[i].texts[k];
+        }
+        CUpti_Activity *r = NULL;
+        while (cuptiActivityGetNextRecord(buffer, replay[i].valid, &r) == CUPTI_SUCCESS)
+            shift_times(r, shift);
+        completed_fn(NULL, 0, buffer, size, replay[i].valid);
+    }
+}
+
 /* Forgets the previous script and reads $GPUFL_FAKE_CUPTI. Under lock. */
 static CUptiResult load_script(void) {
     for (int i = 0; i < name_count; i++) free(names[i]);
@@ -206,6 +369,10 @@ static CUptiResult load_script(void) {
     flushes = 0;
     timestamp_fn = NULL;
     last_timestamp = 0;
+    free_replay();
+    const char *recorded = getenv("GPUFL_FAKE_CUPTI_REPLAY");
+    if (recorded != NULL && recorded[0] != '\0' && load_replay(recorded) != 0)
+        return CUPTI_ERROR_UNKNOWN;
     const char *path = getenv("GPUFL_FAKE_CUPTI");
     if (path == NULL || path[0] == '\0') return CUPTI_SUCCESS;
     json_error_t error;
@@ -314,6 +481,7 @@ static void *deliver(void *arg) {
     size_t size = 0, used = 0;
     int in_buffer = 0, end;
     pthread_mutex_lock(&lock);
+    deliver_replay();
     end = records_per_flush > 0 && record_next + records_per_flush < record_count
               ? record_next + records_per_flush
               : record_count;
@@ -377,8 +545,178 @@ EXPORT CUptiResult cuptiGetVersion(uint32_t *version) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* The callback API                                                         */
+/* ---------------------------------------------------------------------- */
+
+#define CBIDS_MAX      1024
+#define EXTERNAL_KINDS 8
+#define EXTERNAL_DEPTH 16
+
+static CUpti_CallbackFunc subscriber_fn;
+static void *subscriber_user;
+static int subscribed;
+static unsigned char callback_on[CBIDS_MAX];
+static uint32_t next_correlation = 1000;
+static __thread uint64_t external_stack[EXTERNAL_KINDS][EXTERNAL_DEPTH];
+static __thread int external_depth[EXTERNAL_KINDS];
+
+static const struct {
+    uint32_t cbid;
+    const char *name;
+} driver_names[] = {
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, "cuLaunchKernel_ptsz"},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx"},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
+     "cuLaunchCooperativeKernelMultiDevice"},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc, "cuLaunchHostFunc"},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2"},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync_v2"},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, "cuMemsetD8Async"},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
+    {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize"},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch"},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2"},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2"},
+    {CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute, "cuDeviceGetAttribute"},
+};
+
+EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                                        const char **name) {
+    if (name == NULL || domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid == 0 ||
+        cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *name = "cuFakeOtherCall";
+    for (size_t i = 0; i < sizeof driver_names / sizeof driver_names[0]; i++)
+        if (driver_names[i].cbid == cbid) *name = driver_names[i].name;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc fn,
+                                  void *user) {
+    if (subscriber == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&lock);
+    CUptiResult r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    if (!subscribed) {
+        subscribed = 1;
+        subscriber_fn = fn;
+        subscriber_user = user;
+        memset(callback_on, 0, sizeof callback_on);
+        *subscriber = (CUpti_SubscriberHandle)&subscribed;
+        r = CUPTI_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+    pthread_mutex_lock(&lock);
+    CUptiResult r = CUPTI_ERROR_INVALID_PARAMETER;
+    if (subscribed && subscriber == (CUpti_SubscriberHandle)&subscribed) {
+        subscribed = 0;
+        subscriber_fn = NULL;
+        memset(callback_on, 0, sizeof callback_on);
+        r = CUPTI_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                       CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= CBIDS_MAX)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&lock);
+    CUptiResult r = CUPTI_ERROR_INVALID_PARAMETER;
+    if (subscribed && subscriber == (CUpti_SubscriberHandle)&subscribed) {
+        callback_on[cbid] = enable != 0;
+        r = CUPTI_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                          uint64_t id) {
+    if ((unsigned)kind >= EXTERNAL_KINDS) return CUPTI_ERROR_INVALID_PARAMETER;
+    if (external_depth[kind] == EXTERNAL_DEPTH) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    external_stack[kind][external_depth[kind]++] = id;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                         uint64_t *last) {
+    if ((unsigned)kind >= EXTERNAL_KINDS) return CUPTI_ERROR_INVALID_PARAMETER;
+    if (external_depth[kind] == 0) return CUPTI_ERROR_QUEUE_EMPTY;
+    uint64_t id = external_stack[kind][--external_depth[kind]];
+    if (last) *last = id;
+    return CUPTI_SUCCESS;
+}
+
+/* A fake graph exec is its own id. */
+EXPORT CUptiResult cuptiGetGraphExecId(CUgraphExec exec, uint32_t *id) {
+    if (id == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+    *id = (uint32_t)(uintptr_t)exec;
+    return CUPTI_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------- */
 /* For the tests                                                            */
 /* ---------------------------------------------------------------------- */
+
+EXPORT uint32_t fake_cupti_call(uint32_t cbid, const void *params, const char *symbol);
+EXPORT int fake_cupti_add_record(const char *json);
+EXPORT int fake_cupti_callbacks_on(void);
+
+/* A driver call on the calling thread: the subscriber's enter and exit
+ * callbacks when it enabled cbid. Returns the call's correlation id. */
+uint32_t fake_cupti_call(uint32_t cbid, const void *params, const char *symbol) {
+    pthread_mutex_lock(&lock);
+    uint32_t correlation = next_correlation++;
+    CUpti_CallbackFunc fn =
+        subscribed && cbid < CBIDS_MAX && callback_on[cbid] ? subscriber_fn : NULL;
+    void *user = subscriber_user;
+    pthread_mutex_unlock(&lock);
+    if (fn == NULL) return correlation;
+    const char *name = "cuFakeOtherCall";
+    for (size_t i = 0; i < sizeof driver_names / sizeof driver_names[0]; i++)
+        if (driver_names[i].cbid == cbid) name = driver_names[i].name;
+    CUpti_CallbackData data = {.callbackSite = CUPTI_API_ENTER,
+                               .functionName = name,
+                               .functionParams = params,
+                               .correlationId = correlation,
+                               .symbolName = symbol};
+    fn(user, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+    data.callbackSite = CUPTI_API_EXIT;
+    fn(user, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+    return correlation;
+}
+
+/* Adds one record (a JSON object in the script's form) to deliver at the
+ * next flush. Returns 0, or -1 for bad JSON, an unknown kind or no room. */
+int fake_cupti_add_record(const char *json) {
+    json_error_t error;
+    json_t *o = json_loads(json, 0, &error);
+    if (o == NULL) return -1;
+    pthread_mutex_lock(&lock);
+    int rc = -1;
+    if (record_count < RECORDS_MAX && build(o, &records[record_count]) == 0) {
+        record_count++;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    json_decref(o);
+    return rc;
+}
+
+int fake_cupti_callbacks_on(void) {
+    pthread_mutex_lock(&lock);
+    int n = 0;
+    for (int i = 0; i < CBIDS_MAX; i++) n += callback_on[i];
+    pthread_mutex_unlock(&lock);
+    return n;
+}
 
 EXPORT unsigned long fake_cupti_enable_count(int kind);
 EXPORT unsigned long fake_cupti_disable_count(int kind);

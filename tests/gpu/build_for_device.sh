@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds, on the development VM, the static programs the GPU checks run on the
 # GPU machine (which has no jansson): they go to .devbin/, which git ignores
-# and the device tool carries.
+# and the device tool carries. Also a libgpufl.so for the Python checks
+# (ctypes), with libjansson.so.4 beside it: Debian's libjansson.a is not
+# position-independent, so it cannot be linked into a shared object; the
+# library finds the copy through its RUNPATH ($ORIGIN).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build/device -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF >/dev/null
@@ -16,5 +19,27 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     -o .devbin/cupti_check "${libs[@]}" -cudart static
   "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include tests/gpu/trace_session.cu \
     -o .devbin/trace_session "${libs[@]}" -cudart static
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include tests/gpu/occupancy_kernels.cu \
+    -o .devbin/occupancy_kernels "${libs[@]}" -cudart static
+  # The minimal CUPTI tracer in the benchmark links libcupti (the toolkit puts
+  # it in lib64, older ones in extras/CUPTI/lib64).
+  cuda_root=$(dirname "$nvcc")/..
+  cupti_dir=$cuda_root/lib64
+  [[ -e $cupti_dir/libcupti.so ]] || cupti_dir=$cuda_root/extras/CUPTI/lib64
+  cupti_link=(-L "$cupti_dir" -lcupti -Xlinker -rpath
+              -Xlinker /usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64)
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include bench/gpu/trace_overhead.cu \
+    -o .devbin/trace_overhead "${libs[@]}" -cudart static "${cupti_link[@]}"
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include tests/gpu/trace_faults.cu \
+    -o .devbin/trace_faults "${libs[@]}" -cudart static
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include -I lib tests/gpu/occupancy_sweep.cu \
+    -o .devbin/occupancy_sweep "${libs[@]}" -cudart static
+  # The recorder of CUPTI buffers for the fake's replay uses CUPTI directly.
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/record_cupti.cu -o .devbin/record_cupti \
+    -cudart static "${cupti_link[@]}"
 fi
+cc -shared -o .devbin/libgpufl.so -Wl,-soname,libgpufl.so \
+  -Wl,--whole-archive build/device/lib/libgpufl.a -Wl,--no-whole-archive \
+  -ljansson -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
+cp -L /usr/lib/x86_64-linux-gnu/libjansson.so.4 .devbin/
 echo "built: $(ls .devbin)"

@@ -1028,6 +1028,434 @@ static void test_report_trace_corrupt(void **state) {
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Launch configurations and GPU time per scope                             */
+/* ---------------------------------------------------------------------- */
+
+static const gpufl_model_scope_path_t *path_of(const gpufl_model_t *m, const char *path) {
+    const gpufl_model_scope_path_t *p = gpufl__model_scope_path_find(m, path);
+    if (!p) print_error("no scope path %s\n", path);
+    assert_non_null(p);
+    return p;
+}
+
+static void expect_work(const gpufl_model_gpu_work_t *w, uint64_t kernels, int64_t kernel_ns,
+                        uint64_t copies, int64_t copy_ns, uint64_t memsets, int64_t memset_ns) {
+    assert_int_equal(w->kernels, kernels);
+    assert_int_equal((int64_t)w->kernel_ns, kernel_ns);
+    assert_int_equal(w->copies, copies);
+    assert_int_equal((int64_t)w->copy_ns, copy_ns);
+    assert_int_equal(w->memsets, memsets);
+    assert_int_equal((int64_t)w->memset_ns, memset_ns);
+}
+
+static void expect_top(const gpufl_model_scope_gpu_t *g, size_t i, const char *name, uint64_t calls,
+                       int64_t total_ns) {
+    assert_true(i < g->n_top);
+    assert_string_equal(g->top[i].name, name);
+    assert_int_equal(g->top[i].calls, calls);
+    assert_int_equal((int64_t)g->top[i].total_ns, total_ns);
+}
+
+#define SGEMM "sgemm_128x64(float const*, float const*, float*, int)"
+
+/* The new kernel columns, memsets and kernel_config records of a session
+ * written to the current format. */
+static void test_report_model_configs(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/scoped");
+    expect_warnings(m, 0);
+    assert_int_equal(m->read.unknown_records, 3); /* sync, graph_launch, alloc: not modelled */
+    assert_non_null(m->trace_stats);
+    assert_int_equal(m->n_kernels, 14);
+    const gpufl_model_kernel_t *k = &m->kernels[0];
+    assert_string_equal(k->name, "_Z12sgemm_128x64PKfS0_Pfi");
+    assert_string_equal(k->demangled, SGEMM);
+    assert_int_equal(k->demangled_id, 21);
+    assert_int_equal(k->scope, 2);
+    assert_int_equal(k->config, 1);
+    assert_int_equal(k->external_kind, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(k->graph_id, 0);
+    k = &m->kernels[3]; /* extern "C": demangled is the name's own id */
+    assert_string_equal(k->name, "attn_kernel");
+    assert_string_equal(k->demangled, "attn_kernel");
+    assert_int_equal(k->external_kind, 3);
+    assert_int_equal(k->external_id, 42);
+    assert_int_equal(m->kernels[4].graph_id, 1);
+    assert_int_equal(m->kernels[4].graph_node, 7);
+    assert_int_equal(m->kernels[5].config, GPUFL_MODEL_UNKNOWN); /* null */
+    assert_int_equal(m->kernels[5].local_bytes_per_thread, 16);
+    /* an external id past int64 (a framework's uint64) is unknown, not a bad line */
+    assert_int_equal(m->kernels[10].external_id, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(m->kernels[10].external_kind, 3);
+    assert_int_equal(m->kernels[13].scope, GPUFL_MODEL_UNKNOWN); /* null */
+    assert_int_equal(m->n_copies, 3);
+    assert_int_equal(m->copies[0].scope, 9);
+    assert_int_equal(m->copies[2].scope, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(m->n_memsets, 2);
+    assert_int_equal(m->memsets[1].start_ns, 201 * MS);
+    assert_int_equal(m->memsets[1].end_ns - m->memsets[1].start_ns, 100 * US);
+    assert_int_equal(m->memsets[1].bytes, 65536);
+    assert_int_equal(m->memsets[1].memory_kind, 3);
+    assert_int_equal(m->memsets[1].scope, 5);
+
+    assert_int_equal(m->n_configs, 5);
+    assert_int_equal(m->configs_missing, 0);
+    assert_int_equal(m->configs_duplicate, 0);
+    const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, 1);
+    assert_non_null(c);
+    assert_string_equal(c->name, "_Z12sgemm_128x64PKfS0_Pfi");
+    assert_int_equal(c->block_threads, 256);
+    assert_int_equal(c->registers, 128);
+    assert_int_equal(c->blocks_per_sm, 2);
+    assert_int_equal(c->active_warps, 16);
+    assert_int_equal(c->max_warps, 64);
+    assert_true(c->occupancy == 0.25);
+    assert_int_equal(c->limit_warps, 8);
+    assert_int_equal(c->limit_registers, 2);
+    assert_int_equal(c->limit_smem, 4);
+    assert_int_equal(c->limit_blocks, 32);
+    assert_string_equal(c->limiter, "registers");
+    assert_int_equal(c->breakdown_agrees, 1);
+    assert_int_equal(c->ts_ns, 10900 * US);
+    c = gpufl__model_config_find(m, 3);
+    assert_string_equal(c->limiter, "warps");
+    assert_int_equal(c->breakdown_agrees, 0);
+    assert_true(c->occupancy == 0.5);
+    assert_string_equal(gpufl__model_config_find(m, 4)->limiter, "shared_memory");
+    assert_null(gpufl__model_config_find(m, 6));
+    assert_null(gpufl__model_config_find(m, 0));
+    gpufl__model_destroy(m);
+}
+
+/* Self and inclusive GPU time per scope path, the top kernels under each,
+ * and the work outside any scope. */
+static void test_report_gpu_per_scope(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/scoped");
+    assert_int_equal(m->n_scope_paths, 6);
+    assert_int_equal(m->gpu_scoped_rows, 13 + 2 + 2);
+
+    const gpufl_model_scope_path_t *batch = path_of(m, "batch");
+    assert_int_equal(batch->calls, 2);
+    assert_int_equal((int64_t)batch->total_ns, 220 * MS);
+    assert_int_equal(batch->tags, 2);
+    assert_int_equal(batch->depth, 0);
+    assert_int_equal(batch->parent, -1);
+    expect_work(&batch->gpu.self, 0, 0, 0, 0, 2, 200 * US);
+    expect_work(&batch->gpu.total, 12, 12300 * US, 0, 0, 2, 200 * US);
+    assert_int_equal((int64_t)gpufl__model_gpu_ns(&batch->gpu.total), 12500 * US);
+    assert_int_equal(batch->gpu.n_top, 0);
+
+    const gpufl_model_scope_path_t *fwd = path_of(m, "batch/forward_pass");
+    assert_string_equal(fwd->name, "forward_pass");
+    assert_int_equal(fwd->depth, 1);
+    assert_ptr_equal(&m->scope_paths[fwd->parent], batch);
+    assert_int_equal((int64_t)fwd->total_ns, 85 * MS);
+    expect_work(&fwd->gpu.self, 6, 5000 * US, 0, 0, 0, 0);
+    expect_work(&fwd->gpu.total, 9, 6400 * US, 0, 0, 0, 0);
+    assert_int_equal(fwd->gpu.kernel_names, 3);
+    expect_top(&fwd->gpu, 0, SGEMM, 2, 4200 * US);
+    expect_top(&fwd->gpu, 1, "softmax_fwd(float const*, float*, int)", 2, 600 * US);
+    expect_top(&fwd->gpu, 2, "relu(float*, int)", 2, 200 * US);
+    assert_int_equal(fwd->gpu.n_top, 3);
+
+    const gpufl_model_scope_path_t *att = path_of(m, "batch/forward_pass/attention");
+    assert_int_equal(att->depth, 2);
+    assert_ptr_equal(&m->scope_paths[att->parent], fwd);
+    expect_work(&att->gpu.self, 3, 1400 * US, 0, 0, 0, 0);
+    expect_work(&att->gpu.total, 3, 1400 * US, 0, 0, 0, 0);
+    expect_top(&att->gpu, 0, "attn_kernel", 2, 1000 * US);
+    expect_top(&att->gpu, 1, SGEMM, 1, 400 * US);
+
+    const gpufl_model_scope_path_t *bwd = path_of(m, "batch/backward_pass");
+    expect_work(&bwd->gpu.total, 3, 5900 * US, 0, 0, 0, 0);
+    expect_top(&bwd->gpu, 0, "sgemm_bwd(float const*, float*, int)", 2, 5800 * US);
+
+    const gpufl_model_scope_path_t *load_p = path_of(m, "data_loading");
+    expect_work(&load_p->gpu.self, 1, 50 * US, 2, 200 * US, 0, 0);
+    assert_int_equal((int64_t)load_p->total_ns, 50 * MS);
+    const gpufl_model_scope_path_t *ckpt = path_of(m, "checkpoint");
+    expect_work(&ckpt->gpu.total, 0, 0, 0, 0, 0, 0);
+    assert_int_equal(ckpt->gpu.n_top, 0);
+
+    expect_work(&m->gpu_no_scope.self, 1, 1000 * US, 1, 200 * US, 0, 0);
+    expect_top(&m->gpu_no_scope, 0, SGEMM, 1, 1000 * US);
+    expect_work(&m->gpu_unknown_scope.total, 0, 0, 0, 0, 0, 0);
+
+    /* every row is counted once: self over all paths plus outside them is everything */
+    double self = gpufl__model_gpu_ns(&m->gpu_no_scope.self);
+    double all = 0;
+    for (size_t i = 0; i < m->n_scope_paths; i++)
+        self += gpufl__model_gpu_ns(&m->scope_paths[i].gpu.self);
+    for (size_t i = 0; i < m->n_kernels; i++)
+        all += (double)(m->kernels[i].end_ns - m->kernels[i].start_ns);
+    for (size_t i = 0; i < m->n_copies; i++)
+        all += (double)(m->copies[i].end_ns - m->copies[i].start_ns);
+    for (size_t i = 0; i < m->n_memsets; i++)
+        all += (double)(m->memsets[i].end_ns - m->memsets[i].start_ns);
+    assert_int_equal((int64_t)self, 13950 * US);
+    assert_int_equal((int64_t)all, 13950 * US);
+    gpufl__model_destroy(m);
+}
+
+static void test_report_golden_scoped(void **state) {
+    (void)state;
+    check_golden("scoped");
+}
+
+/* The two sections' lines, independent of the golden file. */
+static void test_report_scoped_sections(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/scoped");
+    size_t len;
+    char *text = render(m, &len);
+    static const char *const lines[] = {
+        "\nKernel details\n  6 kernel names, 5 launch configurations, 3 launches without one; "
+        "by total GPU time\n",
+        "\n  sgemm_128x64(float const*, float const*, float*, int)  5.60 ms in 4 calls\n"
+        "         1      3   5.20 ms        64x32x1      256x1x1   128 16.0 KiB + 32.0 KiB      "
+        "0 B     25.0%   16/64       8/2/4/32 registers\n"
+        "         5      1    400 \xc2\xb5s       128x32x1      128x1x1   128 16.0 KiB + 16.0 KiB"
+        "      0 B     25.0%   16/64      16/4/7/32 registers\n",
+        "     12.5%    8/64      16/8/2/32 shared_memory\n",
+        "     50.0%   32/64       2/2/3/32 warps *\n",
+        "    100.0%   64/64     8/16/32/32 warps\n",
+        /* no kernel_config: resources from the rows, no occupancy */
+        "         -      2   5.80 ms        64x64x1      16x16x1    96      8.00 KiB + 0 B     16 B"
+        "         -       -              - -\n",
+        "  * config 3: the limits allow 2 blocks per SM, the occupancy calculator says 1 "
+        "(breakdown_agrees false)\n",
+        "\nGPU time per scope\n  12.8 ms of 13.9 ms GPU time (kernels, copies, memsets) ran in "
+        "scopes\n",
+        "  1 scope path without GPU work not shown\n",
+        "  batch                                                 220 ms   12.5 ms    200 \xc2\xb5s"
+        "  12 kernels, 2 memsets\n"
+        "    forward_pass                                       85.0 ms   6.40 ms   5.00 ms  9 "
+        "kernels\n"
+        "      \xc2\xb7 sgemm_128x64(float const*, float const*, ...                       "
+        "4.20 ms  2 calls\n",
+        "      attention                                        18.0 ms   1.40 ms   1.40 ms  3 "
+        "kernels\n        \xc2\xb7 attn_kernel ",
+        "  data_loading                                         50.0 ms    250 \xc2\xb5s    250 "
+        "\xc2\xb5s  1 kernel, 2 copies\n",
+        "  (no scope)                                                 -   1.20 ms   1.20 ms  1 "
+        "kernel, 1 copy\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        if (!strstr(text, lines[i])) print_error("missing from the report:\n%s\n", lines[i]);
+        assert_non_null(strstr(text, lines[i]));
+    }
+    const char *gpu = strstr(text, "\nGPU time per scope\n");
+    assert_non_null(strstr(text, "\n  checkpoint   "));
+    assert_null(strstr(gpu, "checkpoint")); /* no GPU work: only in Scope timing */
+    assert_null(strstr(gpu, "(unknown scope)"));
+    assert_null(strstr(text, "Log problems"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* A log from before scope attribution and kernel_config records: the new
+ * columns read as unknown, demangled names fall back to the mangled ones. */
+static void test_report_trace_old_format(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/trace");
+    for (size_t i = 0; i < m->n_kernels; i++) {
+        const gpufl_model_kernel_t *k = &m->kernels[i];
+        assert_ptr_equal(k->demangled, k->name);
+        assert_int_equal(k->demangled_id, 0);
+        assert_int_equal(k->scope, GPUFL_MODEL_UNKNOWN);
+        assert_int_equal(k->config, GPUFL_MODEL_UNKNOWN);
+        assert_int_equal(k->graph_node, GPUFL_MODEL_UNKNOWN);
+        assert_int_equal(k->external_id, GPUFL_MODEL_UNKNOWN);
+        assert_int_equal(k->local_bytes_per_thread, 0);
+    }
+    assert_int_equal(m->copies[0].scope, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(m->n_configs, 0);
+    assert_int_equal(m->gpu_scoped_rows, 0);
+    expect_work(&m->gpu_no_scope.self, 8, 1110 * US, 4, 300 * US, 0, 0);
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "  3 kernel names; no launch configuration (kernel_config) in "
+                                 "the log; by total GPU time\n"));
+    assert_non_null(strstr(text, "  _Z4gemmPKfS0_Pfiii  1.00 ms in 4 calls\n         -      4   "
+                                 "1.00 ms       128x64x1      16x16x1    64 8.00 KiB + 16.0 KiB  "
+                                 "    0 B         -       -              - -\n"));
+    assert_null(strstr(text, "GPU time per scope")); /* no scopes, no attribution */
+    free(text);
+    gpufl__model_destroy(m);
+
+    /* With scopes but without the scope column: said, not shown as "no scope". */
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "scope.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"scope\",\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"step\"]}\n"
+               "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[0],\"tid\":[1],\"id\":[1],"
+               "\"parent\":[0],\"depth\":[1],\"name\":[1],\"tag\":[0],\"path\":[1],"
+               "\"repeat\":[0],\"warmup\":[0]}\n");
+    write_file(dir, "device.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[2],\"str\":[\"k\"]}\n"
+               "{\"type\":\"memset\",\"v\":1,\"start_ns\":[5],\"end_ns\":[9],\"device\":[0],"
+               "\"stream\":[7],\"correlation\":[1],\"bytes\":[4],\"memory_kind\":[3]}\n");
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    expect_warnings(m, 0);
+    expect_work(&m->gpu_no_scope.total, 0, 0, 0, 0, 1, 4);
+    text = render(m, &len);
+    assert_non_null(strstr(text, "\nGPU time per scope\n  no kernel, copy or memset names a "
+                                 "scope (none was open at a launch, or the log's\n"));
+    free(text);
+    gpufl__model_destroy(m);
+    remove_file(dir, "scope.log");
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* References the log cannot resolve: a config id without a record, a
+ * config id recorded twice, scope ids scope.log does not have. Counted and
+ * reported; the work is still counted, under "(unknown scope)". */
+static void test_report_trace_refs(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("bad/trace_refs");
+    expect_warnings(m, 3);
+    assert_true(has_warning(m, "", 0, "1 kernel_config records repeat an id (the first kept)"));
+    assert_true(has_warning(m, "", 0, "1 kernel rows name a kernel_config id that no record has"));
+    assert_true(has_warning(
+        m, "", 0, "2 kernel, copy or memset rows name a scope id that scope.log does not have"));
+    assert_int_equal(m->n_configs, 3);
+    assert_int_equal(m->configs_duplicate, 1);
+    assert_int_equal(m->configs_missing, 1);
+    assert_string_equal(gpufl__model_config_find(m, 1)->limiter, "warps"); /* the first */
+    assert_null(gpufl__model_config_find(m, 9));
+    /* without libcuda: the launch fields and why */
+    const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, 2);
+    assert_int_equal(c->block_threads, 128);
+    assert_int_equal(c->blocks_per_sm, GPUFL_MODEL_UNKNOWN);
+    assert_true(c->occupancy < 0);
+    assert_int_equal(c->device, GPUFL_MODEL_UNKNOWN);
+    assert_string_equal(c->occupancy_why, "/nonexistent/libcuda.so.1 not found: no NVIDIA driver");
+    /* no breakdown rules for the GPU: no limits, breakdown_agrees false */
+    c = gpufl__model_config_find(m, 3);
+    assert_true(c->occupancy == 1.0);
+    assert_int_equal(c->limit_warps, GPUFL_MODEL_UNKNOWN);
+    assert_string_equal(c->limiter, "");
+    assert_int_equal(c->breakdown_agrees, 0);
+    assert_string_equal(c->occupancy_why, "");
+    assert_non_null(m->trace_stats);
+    assert_int_equal(m->gpu_scoped_rows, 5); /* three known, two unknown */
+    expect_work(&m->gpu_unknown_scope.self, 1, 1 * MS, 1, 1 * MS, 0, 0);
+    expect_top(&m->gpu_unknown_scope, 0, "k()", 1, 1 * MS);
+    expect_work(&m->gpu_no_scope.self, 2, 2250 * US, 0, 0, 0, 0);
+    expect_work(&path_of(m, "step")->gpu.total, 2, 1500 * US, 0, 0, 1, 500 * US);
+    size_t len;
+    char *text = render(m, &len);
+    static const char *const lines[] = {
+        "\n        9?      1   1.00 ms ",
+        "\n  ? config 9: no kernel_config record in the log\n",
+        /* no occupancy, no warps, no limits; the reason once */
+        "\n         2      1    500 \xc2\xb5s          1x1x1      128x1x1    16           0 B + "
+        "0 B      0 B         -       -              - -\n",
+        "\n  occupancy unknown for 1 configuration: /nonexistent/libcuda.so.1 not found: no "
+        "NVIDIA driver\n",
+        /* occupancy without limits: not flagged as a disagreement */
+        "    100.0%   64/64              - -\n",
+        "\n  limits unknown for 1 configuration: no breakdown rules for the GPU\n",
+        "\n  (unknown scope)         -   2.00 ms   2.00 ms  1 kernel, 1 copy\n    \xc2\xb7 k()  ",
+        "\n  2.00 ms of 6.25 ms GPU time (kernels, copies, memsets) ran in scopes\n  1 record "
+        "without a launch note (launched before the session, or the note was\n  overwritten) "
+        "counts under (no scope)\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        if (!strstr(text, lines[i])) print_error("missing from the report:\n%s\n", lines[i]);
+        assert_non_null(strstr(text, lines[i]));
+    }
+    assert_null(strstr(text, "breakdown_agrees false"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* Bad values in the new columns and records: reported with file:line,
+ * never a crash; caps on memsets and configs counted. */
+static void test_report_configs_corrupt(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+#define K1(extra)                                                                                  \
+    "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1],\"end_ns\":[2],\"device\":[0],\"stream\":[7],"  \
+    "\"correlation\":[1],\"name\":[1],\"grid_x\":[1],\"grid_y\":[1],\"grid_z\":[1],"               \
+    "\"block_x\":[32],\"block_y\":[1],\"block_z\":[1],\"registers\":[8],"                          \
+    "\"static_smem_bytes\":[0],\"dynamic_smem_bytes\":[0]" extra "}\n"
+#define MS1(scope)                                                                                 \
+    "{\"type\":\"memset\",\"v\":1,\"start_ns\":[1,3],\"end_ns\":[2,4],\"device\":[0,0],"           \
+    "\"bytes\":[8,8],\"memory_kind\":[3,3],\"scope\":" scope "}\n"
+    static const char text[] = "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+                               "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n"
+        /* 3: good, demangled id undefined: counted, the mangled name shown */
+        K1(",\"demangled\":[5],\"config\":[2],\"scope\":[0]")
+        /* 4: a config that is not an integer */
+        K1(",\"config\":[\"x\"]")
+        /* 5: a negative scope */
+        K1(",\"scope\":[-1]")
+        /* 6: no id */
+        "{\"type\":\"kernel_config\",\"v\":1,\"limiter\":\"warps\"}\n"
+        /* 7: a device that is no device number */
+        "{\"type\":\"kernel_config\",\"v\":1,\"id\":3,\"device\":\"gpu0\"}\n"
+        /* 8, 9: good, with unknown values, and a second config */
+        "{\"type\":\"kernel_config\",\"v\":1,\"id\":2,\"occupancy\":\"high\",\"limit_warps\":-4,"
+        "\"breakdown_agrees\":1}\n"
+        "{\"type\":\"kernel_config\",\"v\":1,\"id\":4,\"device\":0,\"name\":1}\n"
+        /* 10: memsets, the second row's scope null; 11: a scope that is an object */
+        MS1("[1,null]") MS1("[{},1]");
+#undef K1
+#undef MS1
+    write_file(dir, "device.log", text);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    expect_warnings(m, 7);
+    assert_true(has_warning(m, "device.log", 4, "kernel: row 0: config is not an integer"));
+    assert_true(has_warning(m, "device.log", 5, "kernel: row 0: scope -1 is out of range"));
+    assert_true(has_warning(m, "device.log", 6, "kernel_config: no positive integer id"));
+    assert_true(has_warning(m, "device.log", 7, "kernel_config: device is not a device number"));
+    assert_true(has_warning(m, "device.log", 11, "memset: row 0: scope is not an integer"));
+    assert_true(has_warning(m, "", 0, "1 references to dict ids that no dict line defines"));
+    assert_true(has_warning(m, "", 0, "1 kernel, copy or memset rows name a scope id"));
+    assert_int_equal(m->n_kernels, 1);
+    assert_string_equal(m->kernels[0].demangled, "?");
+    assert_int_equal(m->kernels[0].scope, GPUFL_MODEL_UNKNOWN); /* 0: none */
+    assert_int_equal(m->n_configs, 2);
+    const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, 2);
+    assert_true(c->occupancy < 0);
+    assert_int_equal(c->limit_warps, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(c->breakdown_agrees, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(c->device, GPUFL_MODEL_UNKNOWN);
+    assert_string_equal(c->limiter, "");
+    assert_string_equal(c->name, "");
+    assert_string_equal(gpufl__model_config_find(m, 4)->name, "k"); /* a dict id */
+    assert_int_equal(m->n_memsets, 2);
+    assert_int_equal(m->memsets[0].scope, 1);
+    assert_int_equal(m->memsets[1].scope, GPUFL_MODEL_UNKNOWN);
+    expect_work(&m->gpu_unknown_scope.self, 0, 0, 0, 0, 1, 1); /* no scope.log */
+    size_t len;
+    char *report = render(m, &len); /* unknown values print as "?", no limits as "-" */
+    assert_non_null(strstr(report, "        -     ?/?              - -\n"));
+    assert_non_null(strstr(report, "\n  limits unknown for 1 configuration: "));
+    free(report);
+    gpufl__model_destroy(m);
+
+    gpufl_model_limits_t lim = {.max_memsets = 1, .max_configs = 1};
+    assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
+    assert_int_equal(m->n_memsets, 1);
+    assert_int_equal(m->memsets_over_cap, 1);
+    assert_int_equal(m->n_configs, 1);
+    assert_int_equal(m->configs_over_cap, 1);
+    assert_true(has_warning(m, "", 0, "1 memset rows past the cap of 1, not kept"));
+    assert_true(has_warning(m, "", 0, "1 kernel_config records past the cap of 1, not kept"));
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_report_write_error(void **state) {
     (void)state;
     gpufl_model_t *m = load("sessions/rotated");
@@ -1060,6 +1488,13 @@ int main(void) {
         cmocka_unit_test(test_report_model_trace),
         cmocka_unit_test(test_report_golden_trace),
         cmocka_unit_test(test_report_trace_corrupt),
+        cmocka_unit_test(test_report_model_configs),
+        cmocka_unit_test(test_report_gpu_per_scope),
+        cmocka_unit_test(test_report_golden_scoped),
+        cmocka_unit_test(test_report_scoped_sections),
+        cmocka_unit_test(test_report_trace_old_format),
+        cmocka_unit_test(test_report_trace_refs),
+        cmocka_unit_test(test_report_configs_corrupt),
         cmocka_unit_test(test_report_write_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

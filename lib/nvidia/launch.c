@@ -1,0 +1,408 @@
+/*
+ * launch.c - driver-API callbacks: the calling thread's scope, the kernel's
+ * launch configuration and external correlation id, noted by correlation
+ * id for the collector (see launch.h).
+ */
+#include "nvidia/launch.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/scope.h"
+
+#include <cupti.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a callback id is, for the callback's switch. */
+enum call_kind {
+    CALL_NONE = 0,   /* not enabled */
+    CALL_NOTE,       /* scope (and external id) only: copies, memsets, syncs, allocations */
+    CALL_LAUNCH,     /* cuLaunchKernel-like parameters */
+    CALL_LAUNCH_EX,  /* cuLaunchKernelEx parameters (a CUlaunchConfig) */
+    CALL_LAUNCH_ANY, /* other kernel launches: scope only */
+    CALL_GRAPH       /* cuGraphLaunch */
+};
+
+#define CBIDS 4096
+
+/* One note; corr is also its version: 0 while being written. */
+typedef struct note {
+    _Atomic uint32_t corr;
+    _Atomic uint32_t config;
+    _Atomic uint64_t scope;
+    _Atomic uint64_t external_id;
+    _Atomic uint32_t external_kind; /* kind + 1; 0 none */
+    uint32_t pad;
+} note_t;
+
+_Static_assert(sizeof(note_t) == 32, "a note is 32 bytes");
+
+struct gpufl_launch {
+    gpufl_cupti_t *cupti;
+    gpufl_cuda_t *cuda; /* NULL: no occupancy */
+    char cuda_why[160];
+    unsigned int flags;
+    int subscribed;
+    uint64_t generation; /* tells this module's per-thread caches from an earlier one's */
+    uint8_t kind[CBIDS];
+    note_t *notes; /* 1 << GPUFL_LAUNCH_TABLE_BITS */
+    uint64_t lookups, misses;
+
+    /* Configurations: published in order under lock, never moved. */
+    pthread_mutex_t lock;
+    gpufl_kernel_config_t **configs; /* GPUFL_LAUNCH_CONFIGS_MAX */
+    uint32_t *slots;                 /* open addressing: config id, 0 empty */
+    size_t config_count, configs_taken;
+    _Atomic uint64_t configs_dropped, occupancy_failures;
+
+    /* Graph launches waiting for the collector, a ring under lock. */
+    gpufl_graph_launch_t graphs[GPUFL_LAUNCH_GRAPHS_MAX];
+    size_t graph_head, graph_length;
+    uint64_t graph_launches;
+    _Atomic uint64_t graphs_lost;
+};
+
+#define SLOTS (2 * GPUFL_LAUNCH_CONFIGS_MAX)
+#define MASK  ((1u << GPUFL_LAUNCH_TABLE_BITS) - 1)
+
+static _Atomic uint64_t generations;
+
+/* ---------------------------------------------------------------------- */
+/* Which calls                                                              */
+/* ---------------------------------------------------------------------- */
+
+static int starts(const char *name, const char *prefix) {
+    return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+static enum call_kind classify(const char *name, unsigned int flags) {
+    if (starts(name, "cuLaunchKernelEx")) return CALL_LAUNCH_EX;
+    if (starts(name, "cuLaunchKernel") || starts(name, "cuLaunchCooperativeKernel")) {
+        /* The multi-device form has a parameter array: scope only. */
+        return strstr(name, "MultiDevice") ? CALL_LAUNCH_ANY : CALL_LAUNCH;
+    }
+    if (strcmp(name, "cuLaunch") == 0 || starts(name, "cuLaunchGrid")) return CALL_LAUNCH_ANY;
+    if (starts(name, "cuGraphLaunch")) return CALL_GRAPH;
+    if (starts(name, "cuMemcpy") || starts(name, "cuMemset")) return CALL_NOTE;
+    if ((flags & GPUFL_LAUNCH_SYNC) &&
+        (starts(name, "cuStreamSynchronize") || starts(name, "cuCtxSynchronize") ||
+         starts(name, "cuEventSynchronize") || starts(name, "cuStreamWaitEvent")))
+        return CALL_NOTE;
+    if ((flags & GPUFL_LAUNCH_MEMORY) &&
+        (starts(name, "cuMemAlloc") || starts(name, "cuMemFree") || starts(name, "cuMemHostAlloc")))
+        return CALL_NOTE;
+    return CALL_NONE;
+}
+
+static int want(const char *name, uint32_t cbid, void *user) {
+    gpufl_launch_t *l = user;
+    if (cbid >= CBIDS) return 0;
+    l->kind[cbid] = (uint8_t)classify(name, l->flags);
+    return l->kind[cbid] != CALL_NONE;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Launch configurations                                                    */
+/* ---------------------------------------------------------------------- */
+
+/* The last configurations this thread looked up, so that a repeated launch
+ * costs a few compares and no lock. On the heap, found through a thread
+ * key: the library's static TLS is kept small for the scope hot path (a
+ * dlopen'ed library gets little of it). */
+#define CACHE 256
+typedef struct cached {
+    uint64_t generation;
+    void *function;
+    int block_threads;
+    uint32_t dynamic_smem;
+    uint32_t id;
+} cached_t;
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static int cache_key_ok;
+
+static void make_cache_key(void) { cache_key_ok = pthread_key_create(&cache_key, free) == 0; }
+
+/* The calling thread's cache, NULL when none can be had. */
+static cached_t *thread_cache(void) {
+    pthread_once(&cache_once, make_cache_key);
+    if (!cache_key_ok) return NULL;
+    cached_t *c = pthread_getspecific(cache_key);
+    if (c == NULL && (c = calloc(CACHE, sizeof *c)) != NULL &&
+        pthread_setspecific(cache_key, c) != 0) {
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static size_t config_hash(void *function, int block_threads, uint32_t dynamic_smem) {
+    uint64_t h = (uint64_t)(uintptr_t)function * 0x9E3779B97F4A7C15ull;
+    h ^= ((uint64_t)(uint32_t)block_threads << 32 | dynamic_smem) * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot of the key, holding its id or 0 where it would go. Under lock. */
+static uint32_t *find_slot(gpufl_launch_t *l, size_t hash, void *function, int block_threads,
+                           uint32_t dynamic_smem) {
+    for (size_t i = hash % SLOTS;; i = (i + 1) % SLOTS) {
+        uint32_t id = l->slots[i];
+        if (id == 0) return &l->slots[i];
+        const gpufl_kernel_config_t *k = l->configs[id - 1];
+        if (k->function == function && k->block_threads == block_threads &&
+            k->dynamic_smem == dynamic_smem)
+            return &l->slots[i];
+    }
+}
+
+static uint32_t lookup_config(gpufl_launch_t *l, size_t hash, void *function, int block_threads,
+                              uint32_t dynamic_smem) {
+    pthread_mutex_lock(&l->lock);
+    uint32_t id = *find_slot(l, hash, function, block_threads, dynamic_smem);
+    pthread_mutex_unlock(&l->lock);
+    return id;
+}
+
+/* A new configuration, its occupancy read from the driver before any lock
+ * is taken (the driver has locks of its own). */
+static gpufl_kernel_config_t *make_config(gpufl_launch_t *l, void *function, int block_threads,
+                                          uint32_t dynamic_smem, const char *symbol) {
+    gpufl_kernel_config_t *k = calloc(1, sizeof *k);
+    if (k == NULL) return NULL;
+    k->function = function;
+    k->block_threads = block_threads;
+    k->dynamic_smem = dynamic_smem;
+    k->first_mono_ns = gpufl__mono_ns();
+    k->name = strdup(symbol ? symbol : "");
+    if (k->name == NULL) {
+        free(k);
+        return NULL;
+    }
+    if (l->cuda == NULL) {
+        snprintf(k->why, sizeof k->why, "%s", l->cuda_why);
+    } else if (gpufl__cuda_kernel_occupancy(l->cuda, function, block_threads, dynamic_smem,
+                                            &k->occupancy) == 0) {
+        k->have_occupancy = 1;
+    } else {
+        snprintf(k->why, sizeof k->why, "%s", gpufl_last_error());
+    }
+    if (!k->have_occupancy) atomic_fetch_add(&l->occupancy_failures, 1);
+    return k;
+}
+
+static void free_config(gpufl_kernel_config_t *k) {
+    if (k == NULL) return;
+    free(k->name);
+    free(k);
+}
+
+/* The id of a configuration, made on first sight; 0 past the limit. */
+static uint32_t config_id(gpufl_launch_t *l, void *function, int block_threads,
+                          uint32_t dynamic_smem, const char *symbol) {
+    size_t hash = config_hash(function, block_threads, dynamic_smem);
+    cached_t *cache = thread_cache(), scratch, *c = cache ? &cache[hash % CACHE] : &scratch;
+    if (cache != NULL && c->generation == l->generation && c->function == function &&
+        c->block_threads == block_threads && c->dynamic_smem == dynamic_smem)
+        return c->id;
+
+    uint32_t id = lookup_config(l, hash, function, block_threads, dynamic_smem);
+    if (id == 0) {
+        gpufl_kernel_config_t *k = make_config(l, function, block_threads, dynamic_smem, symbol);
+        pthread_mutex_lock(&l->lock);
+        uint32_t *slot = find_slot(l, hash, function, block_threads, dynamic_smem);
+        if (*slot == 0 && k != NULL && l->config_count < GPUFL_LAUNCH_CONFIGS_MAX) {
+            k->id = (uint32_t)l->config_count + 1;
+            l->configs[l->config_count++] = k;
+            *slot = k->id;
+            k = NULL;
+        }
+        id = *slot;
+        pthread_mutex_unlock(&l->lock);
+        free_config(k); /* another thread made it first, or no room */
+        if (id == 0) {
+            atomic_fetch_add(&l->configs_dropped, 1);
+            return 0;
+        }
+    }
+    *c = (cached_t){l->generation, function, block_threads, dynamic_smem, id};
+    return id;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The callback                                                             */
+/* ---------------------------------------------------------------------- */
+
+static void queue_graph(gpufl_launch_t *l, const CUpti_CallbackData *cb, uint64_t scope) {
+    const cuGraphLaunch_params *p = cb->functionParams;
+    gpufl_graph_launch_t g = {gpufl__mono_ns(), gpufl__thread_id(), cb->correlationId,
+                              p ? gpufl__cupti_graph_exec_id(l->cupti, p->hGraph) : 0, scope};
+    pthread_mutex_lock(&l->lock);
+    if (l->graph_length < GPUFL_LAUNCH_GRAPHS_MAX) {
+        l->graphs[(l->graph_head + l->graph_length++) % GPUFL_LAUNCH_GRAPHS_MAX] = g;
+        l->graph_launches++;
+    } else {
+        atomic_fetch_add(&l->graphs_lost, 1);
+    }
+    pthread_mutex_unlock(&l->lock);
+}
+
+static uint32_t launch_config(gpufl_launch_t *l, enum call_kind kind,
+                              const CUpti_CallbackData *cb) {
+    if (cb->functionParams == NULL) return 0;
+    if (kind == CALL_LAUNCH) {
+        /* cuLaunchCooperativeKernel's parameters start the same way. */
+        const cuLaunchKernel_params *p = cb->functionParams;
+        return config_id(l, p->f, (int)(p->blockDimX * p->blockDimY * p->blockDimZ),
+                         p->sharedMemBytes, cb->symbolName);
+    }
+    const cuLaunchKernelEx_params *p = cb->functionParams;
+    if (p->config == NULL) return 0;
+    return config_id(l, p->f,
+                     (int)(p->config->blockDimX * p->config->blockDimY * p->config->blockDimZ),
+                     p->config->sharedMemBytes, cb->symbolName);
+}
+
+static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
+    const CUpti_CallbackData *cb = data;
+    gpufl_launch_t *l = user;
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cb->callbackSite != CUPTI_API_ENTER ||
+        cbid >= CBIDS)
+        return;
+    enum call_kind kind = (enum call_kind)l->kind[cbid];
+    if (kind == CALL_NONE) return;
+    uint64_t scope = gpufl__scope_current();
+    uint32_t config = 0, external_kind = 0;
+    uint64_t external_id = 0;
+    if (kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX) config = launch_config(l, kind, cb);
+    if (kind == CALL_GRAPH && (l->flags & GPUFL_LAUNCH_GRAPHS)) queue_graph(l, cb, scope);
+    if (l->flags & GPUFL_LAUNCH_EXTERNAL) {
+        uint32_t k;
+        if (gpufl__cupti_peek_external(l->cupti, &k, &external_id)) external_kind = k + 1;
+    }
+
+    note_t *n = &l->notes[cb->correlationId & MASK];
+    atomic_store_explicit(&n->corr, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&n->config, config, memory_order_relaxed);
+    atomic_store_explicit(&n->scope, scope, memory_order_relaxed);
+    atomic_store_explicit(&n->external_id, external_id, memory_order_relaxed);
+    atomic_store_explicit(&n->external_kind, external_kind, memory_order_relaxed);
+    atomic_store_explicit(&n->corr, cb->correlationId, memory_order_release);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The collector's side                                                     */
+/* ---------------------------------------------------------------------- */
+
+int gpufl__launch_lookup(gpufl_launch_t *l, uint32_t correlation, gpufl_launch_info_t *out) {
+    memset(out, 0, sizeof *out);
+    if (l == NULL || correlation == 0) return 0;
+    l->lookups++;
+    note_t *n = &l->notes[correlation & MASK];
+    if (atomic_load_explicit(&n->corr, memory_order_acquire) == correlation) {
+        out->config = atomic_load_explicit(&n->config, memory_order_relaxed);
+        out->scope = atomic_load_explicit(&n->scope, memory_order_relaxed);
+        out->external_id = atomic_load_explicit(&n->external_id, memory_order_relaxed);
+        uint32_t kind = atomic_load_explicit(&n->external_kind, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&n->corr, memory_order_relaxed) == correlation) {
+            out->has_external = kind != 0;
+            out->external_kind = kind ? kind - 1 : 0;
+            if (!out->has_external) out->external_id = 0;
+            return 1;
+        }
+        memset(out, 0, sizeof *out);
+    }
+    l->misses++;
+    return 0;
+}
+
+size_t gpufl__launch_take_configs(gpufl_launch_t *l, gpufl_kernel_config_t *const **first) {
+    pthread_mutex_lock(&l->lock);
+    size_t from = l->configs_taken, n = l->config_count - from;
+    l->configs_taken = l->config_count;
+    pthread_mutex_unlock(&l->lock);
+    *first = l->configs + from;
+    return n;
+}
+
+size_t gpufl__launch_take_graphs(gpufl_launch_t *l, gpufl_graph_launch_t *out, size_t max) {
+    size_t n = 0;
+    pthread_mutex_lock(&l->lock);
+    while (n < max && l->graph_length > 0) {
+        out[n++] = l->graphs[l->graph_head];
+        l->graph_head = (l->graph_head + 1) % GPUFL_LAUNCH_GRAPHS_MAX;
+        l->graph_length--;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return n;
+}
+
+void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out) {
+    memset(out, 0, sizeof *out);
+    if (l == NULL) return;
+    out->lookups = l->lookups;
+    out->misses = l->misses;
+    pthread_mutex_lock(&l->lock);
+    out->configs = l->config_count;
+    out->graph_launches = l->graph_launches;
+    pthread_mutex_unlock(&l->lock);
+    out->configs_dropped = atomic_load(&l->configs_dropped);
+    out->occupancy_failures = atomic_load(&l->occupancy_failures);
+    out->graph_launches_lost = atomic_load(&l->graphs_lost);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Create and destroy                                                       */
+/* ---------------------------------------------------------------------- */
+
+int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *cuda_why,
+                         unsigned int flags, gpufl_launch_t **out, char *why, size_t why_size) {
+    *out = NULL;
+    gpufl_launch_t *l = calloc(1, sizeof *l);
+    if (l == NULL || pthread_mutex_init(&l->lock, NULL) != 0) {
+        free(l);
+        snprintf(why, why_size, "out of memory");
+        return GPUFL_ENOMEM;
+    }
+    l->cupti = cupti;
+    l->cuda = cuda;
+    snprintf(l->cuda_why, sizeof l->cuda_why, "%s", cuda_why ? cuda_why : "no libcuda");
+    l->flags = flags;
+    l->generation = atomic_fetch_add(&generations, 1) + 1;
+    /* Large zeroed allocations come as untouched pages: memory is used only
+     * as slots are written. */
+    l->notes = calloc((size_t)MASK + 1, sizeof *l->notes);
+    l->configs = calloc(GPUFL_LAUNCH_CONFIGS_MAX, sizeof *l->configs);
+    l->slots = calloc(SLOTS, sizeof *l->slots);
+    if (l->notes == NULL || l->configs == NULL || l->slots == NULL) {
+        gpufl__launch_destroy(l);
+        snprintf(why, why_size, "out of memory for the launch table");
+        return GPUFL_ENOMEM;
+    }
+    int rc = gpufl__cupti_subscribe(cupti, on_call, l, want, l, why, why_size);
+    if (rc != 0) {
+        gpufl__launch_destroy(l);
+        return rc;
+    }
+    l->subscribed = 1;
+    *out = l;
+    return 0;
+}
+
+void gpufl__launch_destroy(gpufl_launch_t *l) {
+    if (l == NULL) return;
+    if (l->subscribed) gpufl__cupti_unsubscribe(l->cupti); /* no callback runs after it */
+    for (size_t i = 0; l->configs && i < l->config_count; i++) free_config(l->configs[i]);
+    free(l->configs);
+    free(l->slots);
+    free(l->notes);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}

@@ -1,0 +1,104 @@
+/*
+ * launch.h - what the application thread knew when it made a CUDA call.
+ *
+ * CUPTI's activity records (kernel, copy, memset, sync, allocation) say
+ * nothing of the host thread. The driver-API callbacks do: they run on the
+ * calling thread at the call, where this module notes the thread's open
+ * scope, the kernel's launch configuration (with its occupancy, read once
+ * per distinct configuration) and any external correlation id a framework
+ * pushed. The note goes into a table indexed by CUPTI's correlation id,
+ * which the activity record of the same call carries; the collector looks
+ * it up when the record arrives.
+ *
+ * The table is direct-mapped (correlation id modulo its size): writing is
+ * one store per field with no lock. A note is lost only when 2^18 later
+ * calls reuse its slot before the record arrives; the lookup then misses
+ * and the miss is counted.
+ *
+ * Threads: the callbacks run on any application thread; lookup and the
+ * take_* calls on the collector thread only.
+ */
+#ifndef GPUFL_NVIDIA_LAUNCH_H
+#define GPUFL_NVIDIA_LAUNCH_H
+
+#include "nvidia/cuda.h"
+#include "nvidia/cupti.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gpufl_launch gpufl_launch_t;
+
+/* Options of create. */
+#define GPUFL_LAUNCH_EXTERNAL (1u << 0) /* read external correlation ids at each call */
+#define GPUFL_LAUNCH_GRAPHS   (1u << 1) /* queue graph launches */
+#define GPUFL_LAUNCH_MEMORY   (1u << 2) /* note allocation and free calls too */
+#define GPUFL_LAUNCH_SYNC     (1u << 3) /* note synchronization calls too */
+
+#define GPUFL_LAUNCH_TABLE_BITS  18    /* 262144 notes, 32 bytes each */
+#define GPUFL_LAUNCH_CONFIGS_MAX 65536 /* distinct launch configurations kept */
+#define GPUFL_LAUNCH_GRAPHS_MAX  4096  /* graph launches queued between collector passes */
+
+/* What a call left behind. */
+typedef struct gpufl_launch_info {
+    uint64_t scope;         /* innermost open scope id of the thread; 0 none */
+    uint32_t config;        /* kernel configuration id; 0 none or unknown */
+    uint32_t external_kind; /* CUpti_ExternalCorrelationKind, valid when has_external */
+    uint64_t external_id;
+    int has_external;
+} gpufl_launch_info_t;
+
+/* One distinct (function, block size, dynamic shared memory) launched. */
+typedef struct gpufl_kernel_config {
+    uint32_t id; /* from 1 */
+    void *function;
+    int block_threads;
+    uint32_t dynamic_smem;
+    int64_t first_mono_ns; /* when it was first launched */
+    char *name;            /* mangled, as CUPTI gave it */
+    int have_occupancy;    /* occupancy is valid */
+    gpufl_kernel_occupancy_t occupancy;
+    char why[160]; /* why there is no occupancy, when there is none */
+} gpufl_kernel_config_t;
+
+typedef struct gpufl_graph_launch {
+    int64_t mono_ns;
+    int32_t tid;
+    uint32_t correlation;
+    uint32_t graph_exec; /* CUPTI's id; 0 unknown */
+    uint64_t scope;
+} gpufl_graph_launch_t;
+
+typedef struct gpufl_launch_stats {
+    uint64_t lookups, misses;     /* lookups that found no note */
+    uint64_t configs;             /* distinct configurations seen */
+    uint64_t configs_dropped;     /* launches past GPUFL_LAUNCH_CONFIGS_MAX */
+    uint64_t occupancy_failures;  /* configurations without occupancy */
+    uint64_t graph_launches;      /* queued */
+    uint64_t graph_launches_lost; /* the queue was full */
+} gpufl_launch_stats_t;
+
+/*
+ * Subscribes to the driver-API callbacks of the calls noted. cuda may be
+ * NULL (no occupancy; each configuration says why: cuda_why). Returns 0, or
+ * an error with why from gpufl__cupti_subscribe (another CUPTI client).
+ */
+int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *cuda_why,
+                         unsigned int flags, gpufl_launch_t **out, char *why, size_t why_size);
+/* Unsubscribes and frees. Accepts NULL. */
+void gpufl__launch_destroy(gpufl_launch_t *l);
+
+/* The note of a call: 1 and *out filled, 0 when none is left. */
+int gpufl__launch_lookup(gpufl_launch_t *l, uint32_t correlation, gpufl_launch_info_t *out);
+
+/* Configurations seen since the last call, in id order: *first gets a
+ * pointer to the first, the count is returned. They stay valid until
+ * destroy. */
+size_t gpufl__launch_take_configs(gpufl_launch_t *l, gpufl_kernel_config_t *const **first);
+
+/* Moves up to max queued graph launches into out; returns how many. */
+size_t gpufl__launch_take_graphs(gpufl_launch_t *l, gpufl_graph_launch_t *out, size_t max);
+
+void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out);
+
+#endif

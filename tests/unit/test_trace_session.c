@@ -1,0 +1,635 @@
+/*
+ * test_trace_session.c - whole Trace sessions against the fake libcupti and
+ * libcuda: driver calls made on application threads (their callbacks run
+ * through the real lib/nvidia/launch.c) and the activity records those
+ * calls produce, joined in device.log. Scope attribution (nested, several
+ * threads at once, work from before init), kernel configurations with
+ * occupancy, demangled names, external correlation ids, graph launches,
+ * allocations, sync capture switched off, no libcuda, and another CUPTI
+ * client already present.
+ */
+#include "test_util.h"
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
+
+#define SUITE "trace_session"
+
+/* The fakes' helpers, through handles on the libraries gpufl loads. */
+static struct {
+    uint32_t (*call)(uint32_t cbid, const void *params, const char *symbol);
+    int (*add_record)(const char *json);
+    int (*callbacks_on)(void);
+    CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+    CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
+    CUptiResult (*push_external)(CUpti_ExternalCorrelationKind, uint64_t);
+    CUptiResult (*pop_external)(CUpti_ExternalCorrelationKind, uint64_t *);
+    CUfunction (*function)(int regs, int static_smem, int local, int max_threads,
+                           int driver_blocks);
+    CUkernel (*kernel)(CUfunction function);
+} fake;
+
+static void resolve(void *handle, const char *name, void *slot) {
+    void *p = dlsym(handle, name);
+    if (p == NULL) fail_msg("fake lacks %s", name);
+    memcpy(slot, &p, sizeof p);
+}
+
+static int setup(void **state) {
+    (void)state;
+    void *cupti = dlopen(GPUFL_FAKE_CUPTI_PATH, RTLD_NOW | RTLD_LOCAL);
+    void *cuda = dlopen(GPUFL_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (cupti == NULL || cuda == NULL) fail_msg("cannot load the fakes: %s", dlerror());
+    resolve(cupti, "fake_cupti_call", &fake.call);
+    resolve(cupti, "fake_cupti_add_record", &fake.add_record);
+    resolve(cupti, "fake_cupti_callbacks_on", &fake.callbacks_on);
+    resolve(cupti, "cuptiSubscribe", &fake.subscribe);
+    resolve(cupti, "cuptiUnsubscribe", &fake.unsubscribe);
+    resolve(cupti, "cuptiActivityPushExternalCorrelationId", &fake.push_external);
+    resolve(cupti, "cuptiActivityPopExternalCorrelationId", &fake.pop_external);
+    resolve(cuda, "fake_cuda_function", &fake.function);
+    resolve(cuda, "fake_cuda_kernel", &fake.kernel);
+    setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
+    setenv("GPUFL_CUDA_LIBRARY", GPUFL_FAKE_CUDA_PATH, 1);
+    unsetenv("GPUFL_FAKE_CUPTI"); /* no scripted records: each test makes its own */
+    return 0;
+}
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static gpufl_options_t trace_options(const char *name) {
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, name));
+    o.profiling_engine = GPUFL_ENGINE_TRACE;
+    o.backend = GPUFL_BACKEND_NVIDIA;
+    return o;
+}
+
+/* Starts a Trace session; no NVML here, so its warning is captured. */
+static tu_log_capture_t capture;
+static void start(gpufl_options_t *o) {
+    memset(&capture, 0, sizeof capture);
+    gpufl_set_log_hook(tu_capture_hook, &capture);
+    assert_int_equal(gpufl_init(o), 0);
+}
+
+static void stop(void) {
+    gpufl_shutdown();
+    gpufl_set_log_hook(NULL, NULL);
+}
+
+/* ---- the calls an application makes, and what CUPTI then records ---- */
+
+/* cuLaunchKernel of function with 256 threads a block; returns the
+ * correlation id and adds the kernel's activity record. */
+static uint32_t launch(CUfunction function, const char *name, unsigned int threads,
+                       unsigned int dynamic_smem) {
+    cuLaunchKernel_params p = {.f = function,
+                               .gridDimX = 132,
+                               .gridDimY = 1,
+                               .gridDimZ = 1,
+                               .blockDimX = threads,
+                               .blockDimY = 1,
+                               .blockDimZ = 1,
+                               .sharedMemBytes = dynamic_smem};
+    uint32_t corr = fake.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, name);
+    char json[512];
+    int64_t t = now_ns();
+    snprintf(json, sizeof json,
+             "{\"kind\": 10, \"start\": %lld, \"end\": %lld, \"name\": \"%s\", "
+             "\"correlationId\": %u, \"streamId\": 7, \"gridX\": 132, \"gridY\": 1, "
+             "\"gridZ\": 1, \"blockX\": %u, \"blockY\": 1, \"blockZ\": 1, "
+             "\"registersPerThread\": 32, \"dynamicSharedMemory\": %u}",
+             (long long)t, (long long)t + 2000, name, corr, threads, dynamic_smem);
+    assert_int_equal(fake.add_record(json), 0);
+    return corr;
+}
+
+/* A record of `kind` (the script's JSON fields) for the call cbid. */
+static uint32_t call_with_record(uint32_t cbid, const void *params, const char *fields) {
+    uint32_t corr = fake.call(cbid, params, NULL);
+    char json[512];
+    int64_t t = now_ns();
+    snprintf(json, sizeof json, "{%s, \"start\": %lld, \"end\": %lld, \"correlationId\": %u}",
+             fields, (long long)t, (long long)t + 1000, corr);
+    assert_int_equal(fake.add_record(json), 0);
+    return corr;
+}
+
+/* ---- reading the session back ---- */
+
+typedef struct session {
+    tu_lines_t device, scope;
+} session_t;
+
+static session_t read_session(void) {
+    session_t s = {tu_read(tu_session_dir(), "device.log"), tu_read(tu_session_dir(), "scope.log")};
+    return s;
+}
+
+static void free_session(session_t *s) {
+    tu_free(&s->device);
+    tu_free(&s->scope);
+}
+
+/* The scope id of the (only) scope instance with this path. */
+static int64_t scope_id(const session_t *s, const char *path) {
+    size_t n;
+    int64_t *ids = tu_column(&s->scope, "scope_begin", "id", &n);
+    int64_t *paths = tu_column(&s->scope, "scope_begin", "path", &n);
+    int64_t found = -1;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(tu_dict(&s->scope, paths[i]), path) == 0) found = ids[i];
+    free(ids);
+    free(paths);
+    if (found < 0) fail_msg("no scope %s", path);
+    return found;
+}
+
+/* The cell of column col in the row of `type` whose correlation is corr;
+ * json null for a null cell. */
+static json_t *cell(const session_t *s, const char *type, uint32_t corr, const char *col) {
+    for (size_t i = 0; i < s->device.n; i++) {
+        json_t *j = s->device.v[i];
+        if (strcmp(tu_type(j), type) != 0) continue;
+        json_t *corrs = json_object_get(j, "correlation");
+        for (size_t k = 0; k < json_array_size(corrs); k++)
+            if (json_integer_value(json_array_get(corrs, k)) == corr)
+                return json_array_get(json_object_get(j, col), k);
+    }
+    fail_msg("no %s row with correlation %u", type, corr);
+    return NULL;
+}
+
+static int64_t cell_int(const session_t *s, const char *type, uint32_t corr, const char *col) {
+    json_t *v = cell(s, type, corr, col);
+    if (!json_is_integer(v)) fail_msg("%s.%s of %u is not an integer", type, col, corr);
+    return json_integer_value(v);
+}
+
+static json_t *stats(const session_t *s) {
+    json_t *t = tu_first(&s->device, "trace_stats");
+    assert_non_null(t);
+    return t;
+}
+
+static int64_t stat_of(const session_t *s, const char *key) {
+    return json_integer_value(json_object_get(stats(s), key));
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Kernels, a copy and a sync inside nested scopes, one kernel outside any,
+ * one from before init: each row carries its launching thread's scope. */
+static void rows_carry_the_scope_of_their_launch(void **state) {
+    (void)state;
+    CUfunction gemm = fake.function(32, 0, 0, 1024, 8);
+    /* A record for a call made before the session: CUPTI delivers it, no
+     * callback saw the call. */
+    gpufl_options_t o = trace_options("scopes");
+    start(&o);
+    assert_true(fake.callbacks_on() > 0);
+    char early[256];
+    int64_t t = now_ns();
+    snprintf(early, sizeof early,
+             "{\"kind\": 10, \"start\": %lld, \"end\": %lld, \"name\": \"_Z5earlyv\", "
+             "\"correlationId\": 5}",
+             (long long)t, (long long)t + 10);
+    assert_int_equal(fake.add_record(early), 0);
+
+    uint32_t outside = launch(gemm, "_Z4gemmPf", 256, 0);
+    uint32_t in_outer, in_inner, copy, sync;
+    gpufl_scope_t outer = gpufl_scope_begin("forward", NULL);
+    in_outer = launch(gemm, "_Z4gemmPf", 256, 0);
+    gpufl_scope_t inner = gpufl_scope_begin("attention", NULL);
+    in_inner = launch(gemm, "_Z4gemmPf", 256, 0);
+    cuMemcpyHtoD_v2_params cp = {0};
+    copy = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, &cp,
+                            "\"kind\": 1, \"bytes\": 4096, \"copyKind\": 1");
+    gpufl_scope_end(inner);
+    cuStreamSynchronize_params sp = {0};
+    sync = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp,
+                            "\"kind\": 38, \"type\": 3, \"streamId\": 7, "
+                            "\"cudaEventId\": 4294967295");
+    gpufl_scope_end(outer);
+    stop();
+
+    session_t s = read_session();
+    int64_t forward = scope_id(&s, "forward"), attention = scope_id(&s, "forward/attention");
+    assert_true(json_is_null(cell(&s, "kernel", outside, "scope")));
+    assert_int_equal(cell_int(&s, "kernel", in_outer, "scope"), forward);
+    assert_int_equal(cell_int(&s, "kernel", in_inner, "scope"), attention);
+    assert_int_equal(cell_int(&s, "copy", copy, "scope"), attention);
+    assert_int_equal(cell_int(&s, "sync", sync, "scope"), forward);
+    /* The early kernel is written, unattributed and counted. */
+    assert_true(json_is_null(cell(&s, "kernel", 5, "scope")));
+    assert_true(json_is_null(cell(&s, "kernel", 5, "config")));
+    assert_int_equal(stat_of(&s, "unattributed"), 1);
+    assert_int_equal(stat_of(&s, "kernels"), 4);
+    assert_int_equal(stat_of(&s, "copies"), 1);
+    assert_int_equal(stat_of(&s, "syncs"), 1);
+    /* Names: mangled and demangled, through the dict. */
+    assert_string_equal(tu_dict(&s.device, cell_int(&s, "kernel", in_inner, "name")), "_Z4gemmPf");
+    assert_string_equal(tu_dict(&s.device, cell_int(&s, "kernel", in_inner, "demangled")),
+                        "gemm(float*)");
+    free_session(&s);
+}
+
+/* One configuration per (function, block size, dynamic shared memory),
+ * written once with the driver's occupancy and our breakdown. */
+static void kernel_configs_carry_occupancy(void **state) {
+    (void)state;
+    /* 64 registers a thread at 256 threads: the register file allows 4
+     * blocks an SM; the fake driver says 4 too. */
+    CUfunction heavy = fake.function(64, 0, 0, 1024, 4);
+    /* A driver answer our computation cannot reach: flagged. */
+    CUfunction odd = fake.function(32, 0, 0, 1024, 3);
+    gpufl_options_t o = trace_options("configs");
+    start(&o);
+    uint32_t a = launch(heavy, "_Z5heavyv", 256, 0);
+    uint32_t b = launch(heavy, "_Z5heavyv", 256, 0);
+    uint32_t c = launch(heavy, "_Z5heavyv", 128, 0);
+    uint32_t d = launch(odd, "_Z3oddv", 256, 0);
+    /* The CUDA runtime passes a library kernel (CUkernel) where a
+     * CUfunction goes: its attributes come through the function it maps to. */
+    uint32_t e = launch((CUfunction)(void *)fake.kernel(heavy), "_Z5heavyv", 512, 0);
+    stop();
+
+    session_t s = read_session();
+    assert_int_equal(tu_count(&s.device, "kernel_config"), 4);
+    int64_t ca = cell_int(&s, "kernel", a, "config"), cc = cell_int(&s, "kernel", c, "config");
+    assert_int_equal(cell_int(&s, "kernel", b, "config"), ca);
+    assert_int_not_equal(ca, cc);
+    json_t *first = NULL, *flagged = NULL;
+    for (size_t i = 0; i < s.device.n; i++) {
+        json_t *j = s.device.v[i];
+        if (strcmp(tu_type(j), "kernel_config") != 0) continue;
+        int64_t id = json_integer_value(json_object_get(j, "id"));
+        if (id == ca) first = j;
+        if (id == cell_int(&s, "kernel", d, "config")) flagged = j;
+    }
+    assert_non_null(first);
+    assert_string_equal(json_string_value(json_object_get(first, "name")), "_Z5heavyv");
+    assert_int_equal(json_integer_value(json_object_get(first, "block_threads")), 256);
+    assert_int_equal(json_integer_value(json_object_get(first, "registers")), 64);
+    assert_int_equal(json_integer_value(json_object_get(first, "blocks_per_sm")), 4);
+    assert_int_equal(json_integer_value(json_object_get(first, "active_warps")), 32);
+    assert_int_equal(json_integer_value(json_object_get(first, "max_warps")), 64);
+    assert_true(json_real_value(json_object_get(first, "occupancy")) == 0.5);
+    assert_int_equal(json_integer_value(json_object_get(first, "limit_registers")), 4);
+    assert_string_equal(json_string_value(json_object_get(first, "limiter")), "registers");
+    assert_true(json_is_true(json_object_get(first, "breakdown_agrees")));
+    assert_non_null(flagged);
+    assert_true(json_is_false(json_object_get(flagged, "breakdown_agrees")));
+    assert_int_equal(stat_of(&s, "configs"), 4);
+    assert_int_equal(stat_of(&s, "occupancy_failures"), 0);
+    json_t *lib = tu_last(&s.device, "kernel_config");
+    assert_int_equal(json_integer_value(json_object_get(lib, "id")),
+                     cell_int(&s, "kernel", e, "config"));
+    assert_int_equal(json_integer_value(json_object_get(lib, "registers")), 64);
+    json_t *occ = json_object_get(json_object_get(tu_first(&s.device, "capabilities"), "features"),
+                                  "occupancy");
+    assert_true(json_is_true(json_object_get(occ, "on")));
+    free_session(&s);
+}
+
+/* Without libcuda the kernels are traced, each configuration says why it
+ * has no occupancy, and the capability record says why too. */
+static void no_libcuda_no_occupancy(void **state) {
+    (void)state;
+    setenv("GPUFL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    gpufl_options_t o = trace_options("no_libcuda");
+    start(&o);
+    uint32_t a = launch(f, "_Z1fv", 256, 0);
+    stop();
+    setenv("GPUFL_CUDA_LIBRARY", GPUFL_FAKE_CUDA_PATH, 1);
+
+    session_t s = read_session();
+    json_t *caps = tu_first(&s.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Trace");
+    json_t *occ = json_object_get(json_object_get(caps, "features"), "occupancy");
+    assert_true(json_is_false(json_object_get(occ, "on")));
+    assert_non_null(strstr(json_string_value(json_object_get(occ, "why")), "nonexistent"));
+    json_t *k = tu_first(&s.device, "kernel_config");
+    assert_non_null(k);
+    assert_non_null(json_object_get(k, "occupancy_unknown"));
+    assert_null(json_object_get(k, "blocks_per_sm"));
+    assert_int_equal(cell_int(&s, "kernel", a, "config"),
+                     json_integer_value(json_object_get(k, "id")));
+    free_session(&s);
+}
+
+/* An id a framework pushed is read at the launch and left in place. */
+static void external_correlation_ids(void **state) {
+    (void)state;
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    gpufl_options_t o = trace_options("external");
+    start(&o);
+    uint32_t plain = launch(f, "_Z1fv", 256, 0);
+    assert_int_equal(fake.push_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 4242), 0);
+    uint32_t tagged = launch(f, "_Z1fv", 256, 0);
+    uint64_t popped = 0;
+    assert_int_equal(fake.pop_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &popped), 0);
+    assert_int_equal(popped, 4242); /* still there after gpufl looked */
+    stop();
+
+    session_t s = read_session();
+    assert_true(json_is_null(cell(&s, "kernel", plain, "external_id")));
+    assert_int_equal(cell_int(&s, "kernel", tagged, "external_id"), 4242);
+    assert_int_equal(cell_int(&s, "kernel", tagged, "external_kind"),
+                     CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+    free_session(&s);
+}
+
+/* With graph tracking, a graph launch is a row of its own, and the kernels
+ * it ran share its correlation id and carry its scope. */
+static void graph_launches(void **state) {
+    (void)state;
+    gpufl_options_t o = trace_options("graphs");
+    o.enable_cuda_graphs_tracking = 1;
+    start(&o);
+    gpufl_scope_t step = gpufl_scope_begin("step", NULL);
+    cuGraphLaunch_params gp = {.hGraph = (CUgraphExec)(uintptr_t)7};
+    uint32_t corr = fake.call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &gp, NULL);
+    gpufl_scope_end(step);
+    int64_t t0 = now_ns();
+    for (int node = 1; node <= 2; node++) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 "{\"kind\": 10, \"start\": %lld, \"end\": %lld, \"name\": \"_Z4nodev\", "
+                 "\"correlationId\": %u, \"graphId\": 3, \"graphNodeId\": %d}",
+                 (long long)t0, (long long)t0 + 100, corr, node);
+        assert_int_equal(fake.add_record(json), 0);
+    }
+    stop();
+
+    session_t s = read_session();
+    int64_t id = scope_id(&s, "step");
+    json_t *g = tu_first(&s.device, "graph_launch");
+    assert_non_null(g);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(g, "correlation"), 0)),
+                     corr);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(g, "graph_exec"), 0)), 7);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(g, "scope"), 0)), id);
+    size_t n;
+    int64_t *scopes = tu_column(&s.device, "kernel", "scope", &n);
+    int64_t *nodes = tu_column(&s.device, "kernel", "graph_node", &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(scopes[0], id);
+    assert_int_equal(scopes[1], id);
+    assert_int_equal(nodes[0] + nodes[1], 3);
+    assert_int_equal(stat_of(&s, "graph_launches"), 1);
+    free(scopes);
+    free(nodes);
+    free_session(&s);
+}
+
+/* Memory tracking adds allocation rows, attributed like the rest; sync
+ * capture switched off leaves no sync rows and no sync kind enabled. */
+static void allocations_and_no_sync(void **state) {
+    (void)state;
+    gpufl_options_t o = trace_options("alloc");
+    o.enable_memory_tracking = 1;
+    o.enable_synchronization = 0;
+    start(&o);
+    gpufl_scope_t load = gpufl_scope_begin("load", NULL);
+    cuMemAlloc_v2_params ap = {0};
+    uint32_t corr = fake.call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap, NULL);
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"kind\": 49, \"timestamp\": %lld, \"memoryOperationType\": 1, "
+             "\"memoryKind\": 3, \"address\": 140000000, \"bytes\": 1048576, "
+             "\"correlationId\": %u}",
+             (long long)now_ns(), corr);
+    assert_int_equal(fake.add_record(json), 0);
+    cuStreamSynchronize_params sp = {0};
+    call_with_record(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, "\"kind\": 38, \"type\": 3");
+    gpufl_scope_end(load);
+    stop();
+
+    session_t s = read_session();
+    assert_int_equal(cell_int(&s, "alloc", corr, "bytes"), 1048576);
+    assert_int_equal(cell_int(&s, "alloc", corr, "op"), 1);
+    assert_int_equal(cell_int(&s, "alloc", corr, "scope"), scope_id(&s, "load"));
+    assert_int_equal(tu_count(&s.device, "sync"), 0);
+    assert_int_equal(stat_of(&s, "syncs"), 0);
+    assert_int_equal(stat_of(&s, "allocs"), 1);
+    free_session(&s);
+}
+
+/* Several threads launching at once, each in its own scope: every kernel
+ * carries its own thread's scope. */
+#define THREADS  4
+#define LAUNCHES 200
+typedef struct worker {
+    int index;
+    CUfunction function;
+    uint32_t corr[LAUNCHES];
+} worker_t;
+
+static void *work(void *arg) {
+    worker_t *w = arg;
+    char name[32];
+    snprintf(name, sizeof name, "worker%d", w->index);
+    gpufl_scope_t s = gpufl_scope_begin(name, NULL);
+    for (int i = 0; i < LAUNCHES; i++)
+        w->corr[i] = launch(w->function, "_Z1wv", (unsigned)(64 * (w->index + 1)), 0);
+    gpufl_scope_end(s);
+    return NULL;
+}
+
+static void threads_launching_at_once(void **state) {
+    (void)state;
+    static worker_t w[THREADS];
+    pthread_t t[THREADS];
+    gpufl_options_t o = trace_options("threads");
+    start(&o);
+    for (int i = 0; i < THREADS; i++) {
+        w[i].index = i;
+        w[i].function = fake.function(32, 0, 0, 1024, 8);
+        assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    stop();
+
+    session_t s = read_session();
+    for (int i = 0; i < THREADS; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "worker%d", i);
+        int64_t id = scope_id(&s, path);
+        for (int k = 0; k < LAUNCHES; k += 17)
+            assert_int_equal(cell_int(&s, "kernel", w[i].corr[k], "scope"), id);
+    }
+    assert_int_equal(stat_of(&s, "kernels"), THREADS * LAUNCHES);
+    assert_int_equal(stat_of(&s, "unattributed"), 0);
+    assert_int_equal(stat_of(&s, "configs"), THREADS);
+    free_session(&s);
+}
+
+/* Another CUPTI client (a profiler) subscribed first: gpufl leaves CUPTI to
+ * it, runs Monitor, and says why; the application goes on. */
+static void another_cupti_client_present(void **state) {
+    (void)state;
+    CUpti_SubscriberHandle other = NULL;
+    assert_int_equal(fake.subscribe(&other, NULL, NULL), CUPTI_SUCCESS);
+    gpufl_options_t o = trace_options("other_client");
+    start(&o);
+    assert_true(capture.warnings > 0);
+    assert_non_null(strstr(capture.last, "MULTIPLE_SUBSCRIBERS"));
+    gpufl_scope_t s = gpufl_scope_begin("still_recorded", NULL);
+    gpufl_scope_end(s);
+    stop();
+    assert_int_equal(fake.unsubscribe(other), CUPTI_SUCCESS);
+
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Monitor");
+    json_t *trace = json_object_get(json_object_get(caps, "features"), "cupti_trace");
+    assert_true(json_is_false(json_object_get(trace, "on")));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(trace, "why")), "another CUPTI client"));
+    assert_non_null(strstr(json_string_value(json_object_get(trace, "why")),
+                           "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"));
+    assert_true(scope_id(&d, "still_recorded") > 0);
+    free_session(&d);
+
+    /* And once it is gone, Trace runs again in the same process. */
+    gpufl_options_t again = trace_options("after_other_client");
+    start(&again);
+    stop();
+    d = read_session();
+    caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Trace");
+    free_session(&d);
+}
+
+/* Profiling restricted to administrators: CUPTI refuses kernel activity.
+ * gpufl runs Monitor, unsubscribed again, and says why. */
+static void insufficient_privileges(void **state) {
+    (void)state;
+    const char *dir = tu_scratch_dir(SUITE, "privileges");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/script.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"enable_errors\": {\"%d\": %d}}", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+            CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
+    fclose(f);
+    setenv("GPUFL_FAKE_CUPTI", path, 1);
+    gpufl_options_t o = trace_options("privileges");
+    start(&o);
+    assert_int_equal(fake.callbacks_on(), 0); /* the subscription was given back */
+    stop();
+    unsetenv("GPUFL_FAKE_CUPTI");
+
+    session_t s = read_session();
+    json_t *caps = tu_first(&s.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Monitor");
+    const char *why = json_string_value(
+        json_object_get(json_object_get(json_object_get(caps, "features"), "cupti_trace"), "why"));
+    assert_non_null(strstr(why, "insufficient privileges"));
+    assert_non_null(strstr(why, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"));
+    free_session(&s);
+}
+
+/* Buffers recorded from the real CUPTI on an H100 (CUDA 13), replayed byte
+ * for byte: every record of the recording comes out as a row, with the
+ * fields a GPU gave. */
+static void replay_of_recorded_buffers(void **state) {
+    (void)state;
+    const char *recorded = GPUFL_TEST_SOURCE_DIR "/fixtures/cupti/h100-cuda13.cupti";
+    json_error_t error;
+    json_t *want =
+        json_load_file(GPUFL_TEST_SOURCE_DIR "/fixtures/cupti/h100-cuda13.cupti.json", 0, &error);
+    assert_non_null(want);
+    setenv("GPUFL_FAKE_CUPTI_REPLAY", recorded, 1);
+    gpufl_options_t o = trace_options("replay");
+    o.enable_memory_tracking = 1;
+    start(&o);
+    stop();
+    unsetenv("GPUFL_FAKE_CUPTI_REPLAY");
+
+    session_t s = read_session();
+    const char *keys[] = {"kernels", "copies", "memsets", "syncs", "allocs"};
+    int64_t total = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        int64_t n = json_integer_value(json_object_get(want, keys[i]));
+        assert_true(n > 0);
+        assert_int_equal(stat_of(&s, keys[i]), n);
+        if (i < 4) total += n;
+    }
+    /* No callback saw these calls: none is attributed, and each is counted. */
+    assert_int_equal(stat_of(&s, "unattributed"), total);
+    size_t n;
+    int64_t *start_ns = tu_column(&s.device, "kernel", "start_ns", &n);
+    int64_t *end_ns = tu_column(&s.device, "kernel", "end_ns", &n);
+    int64_t *demangled = tu_column(&s.device, "kernel", "demangled", &n);
+    int64_t *graph = tu_column(&s.device, "kernel", "graph_id", &n);
+    int scale = 0, in_graph = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(end_ns[i] > start_ns[i]);
+        assert_true(start_ns[i] > 0);
+        if (strcmp(tu_dict(&s.device, demangled[i]), "scale(float*, float, int)") == 0) scale++;
+        in_graph += graph[i] != 0;
+    }
+    assert_int_equal(scale, 7); /* 6 on a stream, 1 in the graph */
+    assert_int_equal(in_graph, 2);
+    int64_t *kind = tu_column(&s.device, "copy", "copy_kind", &n);
+    int directions = 0;
+    for (size_t i = 0; i < n; i++) directions |= 1 << kind[i];
+    assert_int_equal(directions, (1 << 1) | (1 << 2) | (1 << 8)); /* HtoD, DtoH, DtoD */
+    free(start_ns), free(end_ns), free(demangled), free(graph), free(kind);
+    json_decref(want);
+    free_session(&s);
+}
+
+/* A damaged recording is refused with a message; gpufl stays up. */
+static void replay_of_damaged_recording(void **state) {
+    (void)state;
+    const char *dir = tu_scratch_dir(SUITE, "damaged");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/cut.cupti", dir);
+    FILE *in = fopen(GPUFL_TEST_SOURCE_DIR "/fixtures/cupti/h100-cuda13.cupti", "rb");
+    FILE *out = fopen(path, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buffer[100];
+    size_t got = fread(buffer, 1, sizeof buffer, in); /* cut in the first buffer */
+    fwrite(buffer, 1, got, out);
+    fclose(in);
+    fclose(out);
+    setenv("GPUFL_FAKE_CUPTI_REPLAY", path, 1);
+    gpufl_options_t o = trace_options("replay_damaged");
+    start(&o);
+    stop();
+    unsetenv("GPUFL_FAKE_CUPTI_REPLAY");
+    session_t s = read_session();
+    json_t *caps = tu_first(&s.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Monitor");
+    free_session(&s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rows_carry_the_scope_of_their_launch),
+        cmocka_unit_test(kernel_configs_carry_occupancy),
+        cmocka_unit_test(no_libcuda_no_occupancy),
+        cmocka_unit_test(external_correlation_ids),
+        cmocka_unit_test(graph_launches),
+        cmocka_unit_test(allocations_and_no_sync),
+        cmocka_unit_test(threads_launching_at_once),
+        cmocka_unit_test(another_cupti_client_present),
+        cmocka_unit_test(insufficient_privileges),
+        cmocka_unit_test(replay_of_recorded_buffers),
+        cmocka_unit_test(replay_of_damaged_recording),
+    };
+    return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
+}
