@@ -67,6 +67,8 @@ for ((r = 1; r <= rounds; r++)); do
   for cfg in untraced monitor trace minimal; do
     dir=$logs/$cfg-$r
     mkdir -p "$dir"
+    # Not pinned to cores: pinning (measured, 4 cores) crowds Trace's extra
+    # threads (collector, samplers) onto the launching thread's cores.
     "$bin" "$cfg" --round "$r" --reps "$reps" --compute-iters "$iters" --log-dir "$dir" \
       > "$out/last.txt" 2>> "$out/stderr-$cfg.txt"
     rc=$?

@@ -153,13 +153,30 @@ void check(CUptiResult r, const char *what) {
 //   kinds      MEMCPY and MEMSET activity too
 //   sync       SYNCHRONIZATION activity too
 //   callbacks  a subscriber with an empty callback on the kernel-launch calls
+//   peek       that callback looks for external correlation ids (3 kinds)
 //   timestamp  a timestamp callback (CLOCK_MONOTONIC), as gpufl registers
 static bool extra(const char *what) {
     const char *e = std::getenv("TRACE_OVERHEAD_MINIMAL_EXTRA");
     return e && std::strstr(e, what);
 }
 
-static void CUPTIAPI empty_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
+static bool peek_in_callback;
+
+// The callback: empty, or (peek) looking for an external correlation id of
+// the three kinds CUPTI keeps for frameworks, as gpufl does at each launch.
+static void CUPTIAPI empty_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId,
+                                    const void *data) {
+    if (!peek_in_callback ||
+        static_cast<const CUpti_CallbackData *>(data)->callbackSite != CUPTI_API_ENTER)
+        return;
+    for (CUpti_ExternalCorrelationKind k :
+         {CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1,
+          CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2}) {
+        uint64_t id;
+        if (cuptiActivityPopExternalCorrelationId(k, &id) == CUPTI_SUCCESS)
+            cuptiActivityPushExternalCorrelationId(k, id);
+    }
+}
 
 static uint64_t CUPTIAPI monotonic_ns() {
     timespec t;
@@ -176,11 +193,12 @@ void start() {
         if (!b) die("minimal tracer", "cannot allocate its buffers");
         free_buffers.push_back(b);
     }
-    if (extra("callbacks")) {
+    peek_in_callback = extra("peek");
+    if (extra("callbacks") || peek_in_callback) {
         check(cuptiSubscribe(&subscriber, empty_callback, nullptr), "cuptiSubscribe");
-        for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx})
+        for (CUpti_CallbackId id :
+             {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx})
             check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id),
                   "cuptiEnableCallback");
     }

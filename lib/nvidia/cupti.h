@@ -248,6 +248,11 @@ int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c);
  * it. Returns 1 and fills kind/id, 0 when none is pushed. */
 int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t *id);
 
+/* CUPTI's id of a stream of context (cuptiGetStreamIdEx; per_thread for the
+ * _ptsz calls, whose default stream is the thread's), as activity records
+ * carry it; -1 when unknown. */
+int64_t gpufl__cupti_stream_id(const gpufl_cupti_t *c, void *context, void *stream, int per_thread);
+
 /* CUPTI's id of a graph exec (cuptiGetGraphExecId); 0 when unknown. */
 uint32_t gpufl__cupti_graph_exec_id(const gpufl_cupti_t *c, void *graph_exec);
 

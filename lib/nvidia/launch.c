@@ -25,7 +25,12 @@ enum call_kind {
     CALL_LAUNCH,     /* cuLaunchKernel-like parameters */
     CALL_LAUNCH_EX,  /* cuLaunchKernelEx parameters (a CUlaunchConfig) */
     CALL_LAUNCH_ANY, /* other kernel launches: scope only */
-    CALL_GRAPH       /* cuGraphLaunch */
+    CALL_GRAPH,      /* cuGraphLaunch */
+    /* Synchronization, timed from enter to exit; in CUPTI's type order. */
+    CALL_SYNC_EVENT,  /* cuEventSynchronize: type 1 */
+    CALL_SYNC_WAIT,   /* cuStreamWaitEvent: type 2 */
+    CALL_SYNC_STREAM, /* cuStreamSynchronize: type 3 */
+    CALL_SYNC_CONTEXT /* cuCtxSynchronize: type 4 */
 };
 
 #define CBIDS 4096
@@ -42,6 +47,16 @@ typedef struct note {
 
 _Static_assert(sizeof(note_t) == 32, "a note is 32 bytes");
 
+/* Rows made on application threads for the collector: appended under the
+ * module's lock, taken whole by swapping two buffers. */
+typedef struct row_queue {
+    unsigned char *items, *spare; /* filling; handed to the collector last time */
+    size_t count, cap, spare_cap; /* in items */
+    size_t item_size, max;
+    uint64_t queued;
+    _Atomic uint64_t lost; /* past max, or no memory */
+} row_queue_t;
+
 struct gpufl_launch {
     gpufl_cupti_t *cupti;
     gpufl_cuda_t *cuda; /* NULL: no occupancy */
@@ -50,7 +65,8 @@ struct gpufl_launch {
     int subscribed;
     uint64_t generation; /* tells this module's per-thread caches from an earlier one's */
     uint8_t kind[CBIDS];
-    note_t *notes; /* 1 << GPUFL_LAUNCH_TABLE_BITS */
+    uint8_t per_thread[CBIDS]; /* the _ptsz form: its stream is per-thread */
+    note_t *notes;             /* 1 << GPUFL_LAUNCH_TABLE_BITS */
     uint64_t lookups, misses;
 
     /* Configurations: published in order under lock, never moved. */
@@ -60,11 +76,8 @@ struct gpufl_launch {
     size_t config_count, configs_taken;
     _Atomic uint64_t configs_dropped, occupancy_failures;
 
-    /* Graph launches waiting for the collector, a ring under lock. */
-    gpufl_graph_launch_t graphs[GPUFL_LAUNCH_GRAPHS_MAX];
-    size_t graph_head, graph_length;
-    uint64_t graph_launches;
-    _Atomic uint64_t graphs_lost;
+    /* Rows made on application threads, waiting for the collector. */
+    row_queue_t graphs, syncs;
 };
 
 #define SLOTS (2 * GPUFL_LAUNCH_CONFIGS_MAX)
@@ -89,10 +102,12 @@ static enum call_kind classify(const char *name, unsigned int flags) {
     if (strcmp(name, "cuLaunch") == 0 || starts(name, "cuLaunchGrid")) return CALL_LAUNCH_ANY;
     if (starts(name, "cuGraphLaunch")) return CALL_GRAPH;
     if (starts(name, "cuMemcpy") || starts(name, "cuMemset")) return CALL_NOTE;
-    if ((flags & GPUFL_LAUNCH_SYNC) &&
-        (starts(name, "cuStreamSynchronize") || starts(name, "cuCtxSynchronize") ||
-         starts(name, "cuEventSynchronize") || starts(name, "cuStreamWaitEvent")))
-        return CALL_NOTE;
+    if (flags & GPUFL_LAUNCH_SYNC) {
+        if (starts(name, "cuEventSynchronize")) return CALL_SYNC_EVENT;
+        if (starts(name, "cuStreamWaitEvent")) return CALL_SYNC_WAIT;
+        if (starts(name, "cuStreamSynchronize")) return CALL_SYNC_STREAM;
+        if (starts(name, "cuCtxSynchronize")) return CALL_SYNC_CONTEXT;
+    }
     if ((flags & GPUFL_LAUNCH_MEMORY) &&
         (starts(name, "cuMemAlloc") || starts(name, "cuMemFree") || starts(name, "cuMemHostAlloc")))
         return CALL_NOTE;
@@ -103,6 +118,7 @@ static int want(const char *name, uint32_t cbid, void *user) {
     gpufl_launch_t *l = user;
     if (cbid >= CBIDS) return 0;
     l->kind[cbid] = (uint8_t)classify(name, l->flags);
+    l->per_thread[cbid] = strstr(name, "_ptsz") != NULL;
     return l->kind[cbid] != CALL_NONE;
 }
 
@@ -123,23 +139,28 @@ typedef struct cached {
     uint32_t id;
 } cached_t;
 
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_key_ok;
+/* What a thread keeps between calls: the sync call it is in, and its cache. */
+typedef struct thread_state {
+    int64_t sync_start_ns; /* enter of the synchronization call running */
+    cached_t cache[CACHE];
+} thread_state_t;
 
-static void make_cache_key(void) { cache_key_ok = pthread_key_create(&cache_key, free) == 0; }
+static pthread_key_t state_key;
+static pthread_once_t state_once = PTHREAD_ONCE_INIT;
+static int state_key_ok;
 
-/* The calling thread's cache, NULL when none can be had. */
-static cached_t *thread_cache(void) {
-    pthread_once(&cache_once, make_cache_key);
-    if (!cache_key_ok) return NULL;
-    cached_t *c = pthread_getspecific(cache_key);
-    if (c == NULL && (c = calloc(CACHE, sizeof *c)) != NULL &&
-        pthread_setspecific(cache_key, c) != 0) {
-        free(c);
-        c = NULL;
+static void make_state_key(void) { state_key_ok = pthread_key_create(&state_key, free) == 0; }
+
+/* The calling thread's state, NULL when none can be had. */
+static thread_state_t *thread_state(void) {
+    pthread_once(&state_once, make_state_key);
+    if (!state_key_ok) return NULL;
+    thread_state_t *t = pthread_getspecific(state_key);
+    if (t == NULL && (t = calloc(1, sizeof *t)) != NULL && pthread_setspecific(state_key, t) != 0) {
+        free(t);
+        t = NULL;
     }
-    return c;
+    return t;
 }
 
 static size_t config_hash(void *function, int block_threads, uint32_t dynamic_smem) {
@@ -206,8 +227,9 @@ static void free_config(gpufl_kernel_config_t *k) {
 static uint32_t config_id(gpufl_launch_t *l, void *function, int block_threads,
                           uint32_t dynamic_smem, const char *symbol) {
     size_t hash = config_hash(function, block_threads, dynamic_smem);
-    cached_t *cache = thread_cache(), scratch, *c = cache ? &cache[hash % CACHE] : &scratch;
-    if (cache != NULL && c->generation == l->generation && c->function == function &&
+    thread_state_t *state = thread_state();
+    cached_t scratch, *c = state ? &state->cache[hash % CACHE] : &scratch;
+    if (state != NULL && c->generation == l->generation && c->function == function &&
         c->block_threads == block_threads && c->dynamic_smem == dynamic_smem)
         return c->id;
 
@@ -238,18 +260,93 @@ static uint32_t config_id(gpufl_launch_t *l, void *function, int block_threads,
 /* The callback                                                             */
 /* ---------------------------------------------------------------------- */
 
+static void queue_init(row_queue_t *q, size_t item_size, size_t max) {
+    memset(q, 0, sizeof *q);
+    q->item_size = item_size;
+    q->max = max;
+}
+
+static void queue_fini(row_queue_t *q) {
+    free(q->items);
+    free(q->spare);
+    memset(q, 0, sizeof *q);
+}
+
+static void queue_push(gpufl_launch_t *l, row_queue_t *q, const void *item) {
+    pthread_mutex_lock(&l->lock);
+    if (q->count == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 64;
+        void *grown = cap <= q->max ? realloc(q->items, cap * q->item_size) : NULL;
+        if (grown == NULL) {
+            pthread_mutex_unlock(&l->lock);
+            atomic_fetch_add(&q->lost, 1);
+            return;
+        }
+        q->items = grown;
+        q->cap = cap;
+    }
+    memcpy(q->items + q->count++ * q->item_size, item, q->item_size);
+    q->queued++;
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* The rows queued since the last take, valid until the next one. */
+static size_t queue_take(gpufl_launch_t *l, row_queue_t *q, const void **rows) {
+    pthread_mutex_lock(&l->lock);
+    unsigned char *filled = q->items;
+    size_t n = q->count, cap = q->cap;
+    q->items = q->spare;
+    q->cap = q->spare_cap;
+    q->count = 0;
+    q->spare = filled;
+    q->spare_cap = cap;
+    pthread_mutex_unlock(&l->lock);
+    *rows = filled;
+    return n;
+}
+
 static void queue_graph(gpufl_launch_t *l, const CUpti_CallbackData *cb, uint64_t scope) {
     const cuGraphLaunch_params *p = cb->functionParams;
     gpufl_graph_launch_t g = {gpufl__mono_ns(), gpufl__thread_id(), cb->correlationId,
                               p ? gpufl__cupti_graph_exec_id(l->cupti, p->hGraph) : 0, scope};
-    pthread_mutex_lock(&l->lock);
-    if (l->graph_length < GPUFL_LAUNCH_GRAPHS_MAX) {
-        l->graphs[(l->graph_head + l->graph_length++) % GPUFL_LAUNCH_GRAPHS_MAX] = g;
-        l->graph_launches++;
-    } else {
-        atomic_fetch_add(&l->graphs_lost, 1);
+    queue_push(l, &l->graphs, &g);
+}
+
+/* A synchronization call: timed on the calling thread from its enter to its
+ * exit callback, the host blocked in between. */
+static void sync_call(gpufl_launch_t *l, enum call_kind kind, uint32_t cbid,
+                      const CUpti_CallbackData *cb, uint64_t scope) {
+    thread_state_t *state = thread_state();
+    if (state == NULL) return;
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+        state->sync_start_ns = gpufl__mono_ns();
+        return;
     }
-    pthread_mutex_unlock(&l->lock);
+    gpufl_sync_call_t row = {
+        .start_mono_ns = state->sync_start_ns,
+        .end_mono_ns = gpufl__mono_ns(),
+        .type = (uint32_t)(kind - CALL_SYNC_EVENT + 1),
+        .context = cb->contextUid,
+        .stream = -1,
+        .event = -1,
+        .correlation = cb->correlationId,
+        .result = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0,
+        .scope = scope};
+    void *stream = NULL, *event = NULL;
+    const void *p = cb->functionParams;
+    if (p != NULL && kind == CALL_SYNC_STREAM)
+        stream = ((const cuStreamSynchronize_params *)p)->hStream;
+    if (p != NULL && kind == CALL_SYNC_WAIT) {
+        stream = ((const cuStreamWaitEvent_params *)p)->hStream;
+        event = ((const cuStreamWaitEvent_params *)p)->hEvent;
+    }
+    if (p != NULL && kind == CALL_SYNC_EVENT)
+        event = ((const cuEventSynchronize_params *)p)->hEvent;
+    if (kind == CALL_SYNC_STREAM || kind == CALL_SYNC_WAIT)
+        row.stream = gpufl__cupti_stream_id(l->cupti, cb->context, stream, l->per_thread[cbid]);
+    /* CUPTI has no id for an event: its handle tells one event from another. */
+    if (event != NULL) row.event = (int64_t)((uintptr_t)event & ((UINT64_C(1) << 53) - 1));
+    queue_push(l, &l->syncs, &row);
 }
 
 static uint32_t launch_config(gpufl_launch_t *l, enum call_kind kind,
@@ -271,11 +368,14 @@ static uint32_t launch_config(gpufl_launch_t *l, enum call_kind kind,
 static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     const CUpti_CallbackData *cb = data;
     gpufl_launch_t *l = user;
-    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cb->callbackSite != CUPTI_API_ENTER ||
-        cbid >= CBIDS)
-        return;
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= CBIDS) return;
     enum call_kind kind = (enum call_kind)l->kind[cbid];
     if (kind == CALL_NONE) return;
+    if (kind >= CALL_SYNC_EVENT) {
+        sync_call(l, kind, cbid, cb, gpufl__scope_current());
+        return;
+    }
+    if (cb->callbackSite != CUPTI_API_ENTER) return;
     uint64_t scope = gpufl__scope_current();
     uint32_t config = 0, external_kind = 0;
     uint64_t external_id = 0;
@@ -332,15 +432,17 @@ size_t gpufl__launch_take_configs(gpufl_launch_t *l, gpufl_kernel_config_t *cons
     return n;
 }
 
-size_t gpufl__launch_take_graphs(gpufl_launch_t *l, gpufl_graph_launch_t *out, size_t max) {
-    size_t n = 0;
-    pthread_mutex_lock(&l->lock);
-    while (n < max && l->graph_length > 0) {
-        out[n++] = l->graphs[l->graph_head];
-        l->graph_head = (l->graph_head + 1) % GPUFL_LAUNCH_GRAPHS_MAX;
-        l->graph_length--;
-    }
-    pthread_mutex_unlock(&l->lock);
+size_t gpufl__launch_take_graphs(gpufl_launch_t *l, const gpufl_graph_launch_t **rows) {
+    const void *p;
+    size_t n = queue_take(l, &l->graphs, &p);
+    *rows = p;
+    return n;
+}
+
+size_t gpufl__launch_take_syncs(gpufl_launch_t *l, const gpufl_sync_call_t **rows) {
+    const void *p;
+    size_t n = queue_take(l, &l->syncs, &p);
+    *rows = p;
     return n;
 }
 
@@ -351,11 +453,13 @@ void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out) {
     out->misses = l->misses;
     pthread_mutex_lock(&l->lock);
     out->configs = l->config_count;
-    out->graph_launches = l->graph_launches;
+    out->graph_launches = l->graphs.queued;
+    out->syncs = l->syncs.queued;
     pthread_mutex_unlock(&l->lock);
     out->configs_dropped = atomic_load(&l->configs_dropped);
     out->occupancy_failures = atomic_load(&l->occupancy_failures);
-    out->graph_launches_lost = atomic_load(&l->graphs_lost);
+    out->graph_launches_lost = atomic_load(&l->graphs.lost);
+    out->syncs_lost = atomic_load(&l->syncs.lost);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -375,6 +479,8 @@ int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *c
     l->cuda = cuda;
     snprintf(l->cuda_why, sizeof l->cuda_why, "%s", cuda_why ? cuda_why : "no libcuda");
     l->flags = flags;
+    queue_init(&l->graphs, sizeof(gpufl_graph_launch_t), GPUFL_LAUNCH_QUEUE_MAX);
+    queue_init(&l->syncs, sizeof(gpufl_sync_call_t), GPUFL_LAUNCH_QUEUE_MAX);
     l->generation = atomic_fetch_add(&generations, 1) + 1;
     /* Large zeroed allocations come as untouched pages: memory is used only
      * as slots are written. */
@@ -403,6 +509,8 @@ void gpufl__launch_destroy(gpufl_launch_t *l) {
     free(l->configs);
     free(l->slots);
     free(l->notes);
+    queue_fini(&l->graphs);
+    queue_fini(&l->syncs);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }

@@ -10,6 +10,11 @@
  * which the activity record of the same call carries; the collector looks
  * it up when the record arrives.
  *
+ * Synchronization calls are timed here too, from their enter to their exit
+ * callback on the calling thread, and queued as rows for the collector
+ * (CUPTI's synchronization records cost on every launch). Graph launches
+ * are queued the same way.
+ *
  * The table is direct-mapped (correlation id modulo its size): writing is
  * one store per field with no lock. A note is lost only when 2^18 later
  * calls reuse its slot before the record arrives; the lookup then misses
@@ -33,11 +38,11 @@ typedef struct gpufl_launch gpufl_launch_t;
 #define GPUFL_LAUNCH_EXTERNAL (1u << 0) /* read external correlation ids at each call */
 #define GPUFL_LAUNCH_GRAPHS   (1u << 1) /* queue graph launches */
 #define GPUFL_LAUNCH_MEMORY   (1u << 2) /* note allocation and free calls too */
-#define GPUFL_LAUNCH_SYNC     (1u << 3) /* note synchronization calls too */
+#define GPUFL_LAUNCH_SYNC     (1u << 3) /* time synchronization calls */
 
-#define GPUFL_LAUNCH_TABLE_BITS  18    /* 262144 notes, 32 bytes each */
-#define GPUFL_LAUNCH_CONFIGS_MAX 65536 /* distinct launch configurations kept */
-#define GPUFL_LAUNCH_GRAPHS_MAX  4096  /* graph launches queued between collector passes */
+#define GPUFL_LAUNCH_TABLE_BITS  18         /* 262144 notes, 32 bytes each */
+#define GPUFL_LAUNCH_CONFIGS_MAX 65536      /* distinct launch configurations kept */
+#define GPUFL_LAUNCH_QUEUE_MAX   (1u << 18) /* graph launches or syncs queued between passes */
 
 /* What a call left behind. */
 typedef struct gpufl_launch_info {
@@ -69,6 +74,19 @@ typedef struct gpufl_graph_launch {
     uint64_t scope;
 } gpufl_graph_launch_t;
 
+/* A synchronization call, timed by its own callbacks: the host thread was
+ * blocked from start to end. */
+typedef struct gpufl_sync_call {
+    int64_t start_mono_ns, end_mono_ns;
+    uint32_t type;    /* as CUPTI's: 1 event, 2 stream wait event, 3 stream, 4 context */
+    uint32_t context; /* CUPTI's context id */
+    int64_t stream;   /* CUPTI's stream id; -1 none */
+    int64_t event;    /* the event's handle (53 bits); -1 none */
+    uint32_t correlation;
+    int32_t result; /* the call's CUresult */
+    uint64_t scope;
+} gpufl_sync_call_t;
+
 typedef struct gpufl_launch_stats {
     uint64_t lookups, misses;     /* lookups that found no note */
     uint64_t configs;             /* distinct configurations seen */
@@ -76,6 +94,8 @@ typedef struct gpufl_launch_stats {
     uint64_t occupancy_failures;  /* configurations without occupancy */
     uint64_t graph_launches;      /* queued */
     uint64_t graph_launches_lost; /* the queue was full */
+    uint64_t syncs;               /* synchronization calls timed */
+    uint64_t syncs_lost;          /* the queue was full */
 } gpufl_launch_stats_t;
 
 /*
@@ -96,8 +116,10 @@ int gpufl__launch_lookup(gpufl_launch_t *l, uint32_t correlation, gpufl_launch_i
  * destroy. */
 size_t gpufl__launch_take_configs(gpufl_launch_t *l, gpufl_kernel_config_t *const **first);
 
-/* Moves up to max queued graph launches into out; returns how many. */
-size_t gpufl__launch_take_graphs(gpufl_launch_t *l, gpufl_graph_launch_t *out, size_t max);
+/* The graph launches (syncs) queued since the last take, in *rows, valid
+ * until the next take of the same kind; returns how many. */
+size_t gpufl__launch_take_graphs(gpufl_launch_t *l, const gpufl_graph_launch_t **rows);
+size_t gpufl__launch_take_syncs(gpufl_launch_t *l, const gpufl_sync_call_t **rows);
 
 void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out);
 

@@ -223,19 +223,33 @@ static void on_dropped(void *user, uint64_t records) {
 static const gpufl_cupti_sink_t sink = {on_kernel, on_copy, on_memset, on_sync,
                                         on_alloc,  NULL,    on_dropped};
 
-/* Graph launches the callbacks queued, as rows. */
-static void take_graphs(gpufl_trace_source_t *t) {
-    gpufl_graph_launch_t g[64];
-    size_t n;
-    while (t->launch && (n = gpufl__launch_take_graphs(t->launch, g, 64)) > 0) {
-        for (size_t i = 0; i < n; i++) {
-            gpufl_cell_t *r = next(t, &t->graphs);
-            int64_t v[] = {ts(t, g[i].mono_ns), g[i].tid, g[i].correlation, opt_id(g[i].graph_exec),
-                           opt_id(g[i].scope)};
-            for (int c = 0; c < NCOLS(graph_cols); c++) r[c].i = v[c];
-        }
-        t->counts.graph_launches += n;
+/* Graph launches and synchronization calls the callbacks queued, as rows. */
+static void take_queued(gpufl_trace_source_t *t) {
+    if (t->launch == NULL) return;
+    const gpufl_graph_launch_t *g;
+    size_t n = gpufl__launch_take_graphs(t->launch, &g);
+    for (size_t i = 0; i < n; i++) {
+        gpufl_cell_t *r = next(t, &t->graphs);
+        int64_t v[] = {ts(t, g[i].mono_ns), g[i].tid, g[i].correlation, opt_id(g[i].graph_exec),
+                       opt_id(g[i].scope)};
+        for (int c = 0; c < NCOLS(graph_cols); c++) r[c].i = v[c];
     }
+    t->counts.graph_launches += n;
+    const gpufl_sync_call_t *s;
+    n = gpufl__launch_take_syncs(t->launch, &s);
+    for (size_t i = 0; i < n; i++) {
+        gpufl_cell_t *r = next(t, &t->syncs);
+        int64_t v[] = {ts(t, s[i].start_mono_ns),
+                       ts(t, s[i].end_mono_ns),
+                       s[i].type,
+                       s[i].context,
+                       s[i].stream,
+                       s[i].event,
+                       s[i].correlation,
+                       opt_id(s[i].scope)};
+        for (int c = 0; c < NCOLS(sync_cols); c++) r[c].i = v[c];
+    }
+    t->counts.syncs += n;
 }
 
 /* One kernel_config record per configuration first launched since the
@@ -283,7 +297,7 @@ static void write_configs(gpufl_trace_source_t *t, gpufl_writer_t *f) {
 static void encode_all(gpufl_trace_source_t *t) {
     gpufl_writer_t *f = gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE);
     const gpufl_intern_t *d = gpufl__collector_dict(t->collector);
-    take_graphs(t);
+    take_queued(t);
     pthread_mutex_lock(&f->lock);
     write_configs(t, f); /* before the kernel rows that name them */
     gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets,
@@ -339,6 +353,7 @@ static void write_stats(gpufl_trace_source_t *t) {
              {"configs_dropped", ls.configs_dropped},
              {"occupancy_failures", ls.occupancy_failures},
              {"graph_launches_lost", ls.graph_launches_lost},
+             {"syncs_lost", ls.syncs_lost},
              {"cupti_dropped", cs.records_dropped},
              {"buffers_refused", cs.buffers_refused},
              {"callbacks_enabled", (uint64_t)gpufl__cupti_callbacks_enabled(t->cupti)}};
@@ -403,8 +418,10 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
         gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags, &t->launch, why, why_size);
     if (rc) goto explain;
 
+    /* Synchronization is timed by the callbacks at the sync calls: CUPTI's
+     * synchronization kind costs about 0.5 us on every launch (measured on
+     * an H100, bench/results/2026-11-22-trace-overhead.md). */
     gpufl_cupti_config_t cfg = {sizeof cfg, 0, 0, 0};
-    if (settings->enable_synchronization) cfg.flags |= GPUFL_CUPTI_SYNC;
     if (settings->enable_memory_tracking) cfg.flags |= GPUFL_CUPTI_MEMORY;
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
     if (rc) goto explain;

@@ -654,6 +654,15 @@ EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelati
     return CUPTI_SUCCESS;
 }
 
+/* A fake stream is its own id; the default stream is 7, or 8 per thread. */
+EXPORT CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_t per_thread,
+                                      uint32_t *id) {
+    (void)context;
+    if (id == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+    *id = stream ? (uint32_t)(uintptr_t)stream : per_thread ? 8u : 7u;
+    return CUPTI_SUCCESS;
+}
+
 /* A fake graph exec is its own id. */
 EXPORT CUptiResult cuptiGetGraphExecId(CUgraphExec exec, uint32_t *id) {
     if (id == NULL) return CUPTI_ERROR_INVALID_PARAMETER;

@@ -96,6 +96,23 @@ def run_mode(binary, outdir, mode):
         elif kind == "external":
             got = sum(1 for k in kernels if k.get("external_id") == int(arg))
             check(f"{mode}: kernels with external id {arg}", got == value, f"{got} of {value}")
+        elif kind == "sync_covers":
+            # The stream sync in scope arg waits for the kernel launched just
+            # before it in that scope: it must end after the kernel and last
+            # at least most of the kernel's time.
+            scopes = s.scopes()
+            in_scope = lambda r: r.get("scope") in scopes and scopes[r["scope"]]["path"] == arg
+            syncs = [r for r in s.rows.get("sync", []) if in_scope(r) and r["sync_type"] == 3]
+            ks = [k for k in kernels if in_scope(k)]
+            ok = len(syncs) == value and len(ks) == 1
+            detail = f"{len(syncs)} stream syncs, {len(ks)} kernels in {arg}"
+            if ok:
+                k, y = ks[0], syncs[0]
+                kd, yd = k["end_ns"] - k["start_ns"], y["end_ns"] - y["start_ns"]
+                ok = y["end_ns"] >= k["end_ns"] and yd >= 0.9 * kd
+                detail = (f"kernel {kd / 1e6:.3f} ms ending at {k['end_ns']}, sync "
+                          f"{yd / 1e6:.3f} ms ending at {y['end_ns']}")
+            check(f"{mode}: sync in {arg} covers its kernel", ok, detail)
         elif kind == "devices":
             used = {k["device"] for k in kernels}
             check(f"{mode}: kernels on every GPU", len(used) == value, f"{sorted(used)}")

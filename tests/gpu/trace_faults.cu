@@ -121,6 +121,15 @@ static int attribution(const char *dir) {
     expect("graph_launches:graph_step", 2);
     expect("kernels:graph_step", 6);
 
+    // A sync that waits for a long kernel: the host is blocked until it ends.
+    {
+        gpufl_scope_t w = gpufl_scope_begin("wait", NULL);
+        tick<<<1, 32, 0, s>>>(x, 20000000);
+        cudaStreamSynchronize(s);
+        gpufl_scope_end(w);
+    }
+    expect("sync_covers:wait", 1);
+
     // Stream-ordered allocations inside a scope.
     {
         gpufl_scope_t a = gpufl_scope_begin("allocate", NULL);

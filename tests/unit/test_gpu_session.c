@@ -153,7 +153,7 @@ static void backend_none_loads_no_vendor_library(void **state) {
 
 #ifdef GPUFL_FAKE_CUPTI_PATH
 /* The Trace engine end to end: CUPTI records (from the fake, in the real
- * CUDA 13 layouts) become kernel, copy and sync rows on the session clock. */
+ * CUDA 13 layouts) become kernel and copy rows on the session clock. */
 static void trace_engine_writes_gpu_activity(void **state) {
     (void)state;
     struct timespec now;
@@ -212,10 +212,10 @@ static void trace_engine_writes_gpu_activity(void **state) {
     assert_int_equal(n, 1);
     assert_int_equal(bytes[0], 4194304);
     assert_int_equal(kind[0], 1);
-    json_t *sync = tu_first(&D, "sync");
-    assert_non_null(sync);
-    assert_true(json_is_null(json_array_get(json_object_get(sync, "event"), 0)));
-    assert_int_equal(json_integer_value(json_array_get(json_object_get(sync, "stream"), 0)), 13);
+    /* Synchronization comes from gpufl's callbacks at the sync calls (see
+     * test_trace_session.c), never from CUPTI's synchronization kind, which
+     * costs on every launch: the scripted sync record is not asked for. */
+    assert_null(tu_first(&D, "sync"));
     free(start), free(end), free(name), free(grid), free(regs), free(dyn), free(bytes), free(kind);
     tu_free(&D);
 }

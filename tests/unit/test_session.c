@@ -120,7 +120,7 @@ static void unwritable_log_path_fails_cleanly(void **state) {
     assert_non_null(strstr(gpufl_last_error(), "a_file"));
     assert_int_equal(cap.warnings, 1);
     assert_false(gpufl_is_active());
-    assert_int_equal(tu_thread_count(), threads);
+    assert_int_equal(tu_thread_count_settled(threads), threads);
     assert_int_equal(gpufl_scope_begin("x", NULL), 0);
 }
 
@@ -308,7 +308,7 @@ static void kill_switch(void **state) {
     o.log_path = other;
     assert_int_equal(gpufl_init(&o), GPUFL_EDISABLED);
     assert_false(tu_exists(root, "never"));
-    assert_int_equal(tu_thread_count(), threads);
+    assert_int_equal(tu_thread_count_settled(threads), threads);
 }
 
 static void upload_not_built_says_so(void **state) {

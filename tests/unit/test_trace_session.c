@@ -214,10 +214,10 @@ static void rows_carry_the_scope_of_their_launch(void **state) {
     copy = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, &cp,
                             "\"kind\": 1, \"bytes\": 4096, \"copyKind\": 1");
     gpufl_scope_end(inner);
-    cuStreamSynchronize_params sp = {0};
-    sync = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp,
-                            "\"kind\": 38, \"type\": 3, \"streamId\": 7, "
-                            "\"cudaEventId\": 4294967295");
+    /* Synchronization is timed by gpufl's own callbacks at the call. */
+    cuStreamSynchronize_params sp = {.hStream = (CUstream)(uintptr_t)13};
+    sync = fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, NULL);
+    uint32_t device_sync = fake.call(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, NULL, NULL);
     gpufl_scope_end(outer);
     stop();
 
@@ -228,13 +228,20 @@ static void rows_carry_the_scope_of_their_launch(void **state) {
     assert_int_equal(cell_int(&s, "kernel", in_inner, "scope"), attention);
     assert_int_equal(cell_int(&s, "copy", copy, "scope"), attention);
     assert_int_equal(cell_int(&s, "sync", sync, "scope"), forward);
+    assert_int_equal(cell_int(&s, "sync", sync, "sync_type"), 3);
+    assert_int_equal(cell_int(&s, "sync", sync, "stream"), 13);
+    assert_true(json_is_null(cell(&s, "sync", sync, "event")));
+    assert_true(cell_int(&s, "sync", sync, "end_ns") >= cell_int(&s, "sync", sync, "start_ns"));
+    assert_int_equal(cell_int(&s, "sync", device_sync, "sync_type"), 4);
+    assert_true(json_is_null(cell(&s, "sync", device_sync, "stream")));
+    assert_int_equal(cell_int(&s, "sync", device_sync, "scope"), forward);
     /* The early kernel is written, unattributed and counted. */
     assert_true(json_is_null(cell(&s, "kernel", 5, "scope")));
     assert_true(json_is_null(cell(&s, "kernel", 5, "config")));
     assert_int_equal(stat_of(&s, "unattributed"), 1);
     assert_int_equal(stat_of(&s, "kernels"), 4);
     assert_int_equal(stat_of(&s, "copies"), 1);
-    assert_int_equal(stat_of(&s, "syncs"), 1);
+    assert_int_equal(stat_of(&s, "syncs"), 2);
     /* Names: mangled and demangled, through the dict. */
     assert_string_equal(tu_dict(&s.device, cell_int(&s, "kernel", in_inner, "name")), "_Z4gemmPf");
     assert_string_equal(tu_dict(&s.device, cell_int(&s, "kernel", in_inner, "demangled")),
@@ -411,7 +418,7 @@ static void allocations_and_no_sync(void **state) {
              (long long)now_ns(), corr);
     assert_int_equal(fake.add_record(json), 0);
     cuStreamSynchronize_params sp = {0};
-    call_with_record(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, "\"kind\": 38, \"type\": 3");
+    fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, NULL);
     gpufl_scope_end(load);
     stop();
 

@@ -161,6 +161,17 @@ static inline int tu_thread_count(void) {
     return n;
 }
 
+/* The thread count once it settles at want (up to 2 s): a joined thread
+ * can stay listed in /proc for a moment after pthread_join returns. */
+static inline int tu_thread_count_settled(int want) {
+    int n = tu_thread_count();
+    for (int i = 0; i < 200 && n != want; i++) {
+        usleep(10000);
+        n = tu_thread_count();
+    }
+    return n;
+}
+
 /* Options pointing at a log dir, with a short flush interval for tests. */
 static inline gpufl_options_t tu_options(const char *log_path) {
     gpufl_options_t o;
