@@ -266,6 +266,7 @@ static void fork_child(void) {
     memset(&g.gpu, 0, sizeof g.gpu); /* the parent's NVML handle: not ours to close */
 #if GPUFL_HAVE_CUPTI
     memset(&g.trace, 0, sizeof g.trace); /* nor its CUPTI */
+    gpufl__cupti_after_fork_child();
 #endif
     pthread_mutex_init(&g.lock, NULL);
 }

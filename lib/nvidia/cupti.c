@@ -722,7 +722,10 @@ static const CUpti_ExternalCorrelationKind external_kinds[] = {
 /* The module whose subscriber runs, and the API callbacks inside it now:
  * unsubscribe clears the one and waits for the other, so that no callback
  * touches the subscriber's data after it returns, even one CUPTI began
- * just before. */
+ * just before. Such a late callback may also find the next module owning:
+ * a module is made owner only once its subscriber's data is complete.
+ * Sequentially consistent on both sides: the callback's increment then
+ * load, and unsubscribe's store then load, must not pass each other. */
 static _Atomic(gpufl_cupti_t *) api_owner;
 static atomic_int api_inside;
 
@@ -730,11 +733,20 @@ static atomic_int api_inside;
 static void CUPTIAPI api_trampoline(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                     const void *cbdata) {
     (void)user;
-    atomic_fetch_add_explicit(&api_inside, 1, memory_order_acquire);
-    gpufl_cupti_t *c = atomic_load_explicit(&api_owner, memory_order_acquire);
+    atomic_fetch_add(&api_inside, 1);
+    gpufl_cupti_t *c = atomic_load(&api_owner);
     if (c != NULL) c->api_fn(c->api_user, (int)domain, cbid, cbdata);
     atomic_fetch_sub_explicit(&api_inside, 1, memory_order_release);
 }
+
+/* Ends the owner's ownership: no callback is inside its subscriber once this
+ * returns. */
+static void disown(void) {
+    atomic_store(&api_owner, NULL);
+    while (atomic_load(&api_inside) != 0) sched_yield();
+}
+
+#define API_CBIDS 4096
 
 int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
                            gpufl_cupti_want_fn want, void *want_user, char *why, size_t why_size) {
@@ -747,35 +759,40 @@ int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
         snprintf(why, why_size, "API callbacks: %s lacks the callback API", c->dl.name);
         return GPUFL_ENOTSUP;
     }
-    CUpti_SubscriberHandle subscriber = NULL;
+    /* What is wanted is settled (want fills the subscriber's tables) before
+     * the module owns the callbacks. Callback ids run from 1 up; CUPTI
+     * answers INVALID_PARAMETER past the last one it knows (a newer CUPTI
+     * may know more than our headers). */
+    unsigned char wanted[API_CBIDS / 8] = {0};
+    for (uint32_t cbid = 1; cbid < API_CBIDS; cbid++) {
+        const char *name = NULL;
+        if (c->fn.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS) {
+            if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) break;
+            continue;
+        }
+        if (name != NULL && want(name, cbid, want_user))
+            wanted[cbid / 8] |= (unsigned char)(1u << (cbid % 8));
+    }
+    c->api_fn = fn;
+    c->api_user = user;
     gpufl_cupti_t *expected = NULL;
     if (!atomic_compare_exchange_strong(&api_owner, &expected, c)) {
         snprintf(why, why_size, "API callbacks: already subscribed in this process");
         return GPUFL_EALREADY;
     }
-    c->api_fn = fn;
-    c->api_user = user;
+    CUpti_SubscriberHandle subscriber = NULL;
     CUptiResult r = c->fn.subscribe(&subscriber, api_trampoline, NULL);
     if (r != CUPTI_SUCCESS) {
-        atomic_store(&api_owner, NULL);
+        disown(); /* a late callback may be inside: user's data goes when we return */
         describe(c, r, "API callbacks", why, why_size);
         return GPUFL_ENOTSUP;
     }
     c->subscriber = subscriber;
     c->callbacks_enabled = 0;
-    /* Callback ids run from 1 up; CUPTI answers INVALID_PARAMETER past the
-     * last one it knows (a newer CUPTI may know more than our headers). */
-    for (uint32_t cbid = 1; cbid < 4096; cbid++) {
-        const char *name = NULL;
-        r = c->fn.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name);
-        if (r != CUPTI_SUCCESS) {
-            if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) break;
-            continue;
-        }
-        if (name == NULL || !want(name, cbid, want_user)) continue;
-        if (c->fn.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS)
+    for (uint32_t cbid = 1; cbid < API_CBIDS; cbid++)
+        if ((wanted[cbid / 8] >> (cbid % 8) & 1) &&
+            c->fn.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS)
             c->callbacks_enabled++;
-    }
     gpufl__debug("cupti: %d driver API callbacks enabled", c->callbacks_enabled);
     return 0;
 }
@@ -784,9 +801,18 @@ void gpufl__cupti_unsubscribe(gpufl_cupti_t *c) {
     if (c == NULL || c->subscriber == NULL) return;
     atomic_store(&api_owner, NULL);
     c->fn.unsubscribe(c->subscriber);
-    while (atomic_load(&api_inside) != 0) sched_yield();
+    disown();
     c->subscriber = NULL;
     c->callbacks_enabled = 0;
+}
+
+void gpufl__cupti_after_fork_child(void) {
+    /* The parent's module and subscription are not the child's: callbacks
+     * CUPTI may still run in the child find no owner. */
+    atomic_store(&api_owner, NULL);
+    atomic_store(&api_inside, 0);
+    atomic_store(&active, NULL);
+    atomic_store(&inside, 0);
 }
 
 int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c) { return c ? c->callbacks_enabled : 0; }

@@ -240,6 +240,10 @@ int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
                            gpufl_cupti_want_fn want, void *want_user, char *why, size_t why_size);
 /* Ends the subscription (no callback runs after it returns). Safe when none. */
 void gpufl__cupti_unsubscribe(gpufl_cupti_t *c);
+/* In a forked child: forgets the parent's started module and subscriber
+ * (their threads and locks are not the child's). */
+void gpufl__cupti_after_fork_child(void);
+
 /* The callbacks enabled by subscribe. */
 int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c);
 

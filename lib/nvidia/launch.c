@@ -12,6 +12,7 @@
 
 #include <cupti.h>
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -75,6 +76,7 @@ struct gpufl_launch {
     uint32_t *slots;                 /* open addressing: config id, 0 empty */
     size_t config_count, configs_taken;
     _Atomic uint64_t configs_dropped, occupancy_failures;
+    atomic_bool configs_full; /* GPUFL_LAUNCH_CONFIGS_MAX reached: no new ones made */
 
     /* Rows made on application threads, waiting for the collector. */
     row_queue_t graphs, syncs;
@@ -141,7 +143,12 @@ typedef struct cached {
 
 /* What a thread keeps between calls: the sync call it is in, and its cache. */
 typedef struct thread_state {
-    int64_t sync_start_ns; /* enter of the synchronization call running */
+    int64_t sync_start_ns;        /* enter of the synchronization call running */
+    uint64_t sync_generation;     /* of the module that saw that enter */
+    uint32_t sync_correlation;    /* of that call: its exit carries the same */
+    uint64_t external_generation; /* of the module the two counts below are for */
+    uint32_t external_empty;      /* launches in a row with no external id found */
+    uint32_t external_skipped;    /* launches not looked at since the last look */
     cached_t cache[CACHE];
 } thread_state_t;
 
@@ -213,7 +220,6 @@ static gpufl_kernel_config_t *make_config(gpufl_launch_t *l, void *function, int
     } else {
         snprintf(k->why, sizeof k->why, "%s", gpufl_last_error());
     }
-    if (!k->have_occupancy) atomic_fetch_add(&l->occupancy_failures, 1);
     return k;
 }
 
@@ -234,6 +240,11 @@ static uint32_t config_id(gpufl_launch_t *l, void *function, int block_threads,
         return c->id;
 
     uint32_t id = lookup_config(l, hash, function, block_threads, dynamic_smem);
+    if (id == 0 && atomic_load_explicit(&l->configs_full, memory_order_relaxed)) {
+        /* Past the limit a new configuration costs no driver calls. */
+        atomic_fetch_add(&l->configs_dropped, 1);
+        return 0;
+    }
     if (id == 0) {
         gpufl_kernel_config_t *k = make_config(l, function, block_threads, dynamic_smem, symbol);
         pthread_mutex_lock(&l->lock);
@@ -242,6 +253,11 @@ static uint32_t config_id(gpufl_launch_t *l, void *function, int block_threads,
             k->id = (uint32_t)l->config_count + 1;
             l->configs[l->config_count++] = k;
             *slot = k->id;
+            if (l->config_count == GPUFL_LAUNCH_CONFIGS_MAX)
+                atomic_store_explicit(&l->configs_full, 1, memory_order_relaxed);
+            /* Counted once published: not for a copy another thread beat,
+             * nor for each launch past the limit. */
+            if (!k->have_occupancy) atomic_fetch_add(&l->occupancy_failures, 1);
             k = NULL;
         }
         id = *slot;
@@ -320,8 +336,15 @@ static void sync_call(gpufl_launch_t *l, enum call_kind kind, uint32_t cbid,
     if (state == NULL) return;
     if (cb->callbackSite == CUPTI_API_ENTER) {
         state->sync_start_ns = gpufl__mono_ns();
+        state->sync_generation = l->generation;
+        state->sync_correlation = cb->correlationId;
         return;
     }
+    /* An exit whose enter this module did not see (the call began before
+     * the session): its start is unknown, so it is left out. */
+    if (state->sync_generation != l->generation || state->sync_correlation != cb->correlationId)
+        return;
+    state->sync_generation = 0;
     gpufl_sync_call_t row = {
         .start_mono_ns = state->sync_start_ns,
         .end_mono_ns = gpufl__mono_ns(),
@@ -349,20 +372,56 @@ static void sync_call(gpufl_launch_t *l, enum call_kind kind, uint32_t cbid,
     queue_push(l, &l->syncs, &row);
 }
 
+/* Threads in a block of x*y*z, -1 past INT_MAX (a launch the driver
+ * refuses): the product is taken in 64 bits so that it cannot wrap. */
+static int threads_in_block(unsigned int x, unsigned int y, unsigned int z) {
+    uint64_t n = (uint64_t)x * y;
+    if (n > INT_MAX) return -1;
+    n *= z;
+    return n > INT_MAX ? -1 : (int)n;
+}
+
 static uint32_t launch_config(gpufl_launch_t *l, enum call_kind kind,
                               const CUpti_CallbackData *cb) {
     if (cb->functionParams == NULL) return 0;
+    void *f;
+    int threads;
+    unsigned int smem;
     if (kind == CALL_LAUNCH) {
         /* cuLaunchCooperativeKernel's parameters start the same way. */
         const cuLaunchKernel_params *p = cb->functionParams;
-        return config_id(l, p->f, (int)(p->blockDimX * p->blockDimY * p->blockDimZ),
-                         p->sharedMemBytes, cb->symbolName);
+        f = p->f;
+        threads = threads_in_block(p->blockDimX, p->blockDimY, p->blockDimZ);
+        smem = p->sharedMemBytes;
+    } else {
+        const cuLaunchKernelEx_params *p = cb->functionParams;
+        if (p->config == NULL) return 0;
+        f = p->f;
+        threads =
+            threads_in_block(p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ);
+        smem = p->config->sharedMemBytes;
     }
-    const cuLaunchKernelEx_params *p = cb->functionParams;
-    if (p->config == NULL) return 0;
-    return config_id(l, p->f,
-                     (int)(p->config->blockDimX * p->config->blockDimY * p->config->blockDimZ),
-                     p->config->sharedMemBytes, cb->symbolName);
+    return threads < 0 ? 0 : config_id(l, f, threads, smem, cb->symbolName);
+}
+
+/* Whether to look for an external correlation id at this call. Looking
+ * costs a pop and a push on CUPTI's stack per kind (0.7-1.0 us a launch for
+ * three kinds on an H100 host). A thread that has had none for
+ * GPUFL_LAUNCH_EXTERNAL_QUIET calls in a row is looked at every
+ * GPUFL_LAUNCH_EXTERNAL_EVERY-th call until one is found again; so the first
+ * calls after a framework starts pushing ids on such a thread (at most
+ * EVERY - 1) may lack them. */
+static int look_for_external(gpufl_launch_t *l) {
+    thread_state_t *state = thread_state();
+    if (state == NULL) return 1;
+    if (state->external_generation != l->generation) { /* a new session: counts afresh */
+        state->external_generation = l->generation;
+        state->external_empty = state->external_skipped = 0;
+    }
+    if (state->external_empty < GPUFL_LAUNCH_EXTERNAL_QUIET) return 1;
+    if (++state->external_skipped < GPUFL_LAUNCH_EXTERNAL_EVERY) return 0;
+    state->external_skipped = 0;
+    return 1;
 }
 
 static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
@@ -381,9 +440,15 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     uint64_t external_id = 0;
     if (kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX) config = launch_config(l, kind, cb);
     if (kind == CALL_GRAPH && (l->flags & GPUFL_LAUNCH_GRAPHS)) queue_graph(l, cb, scope);
-    if (l->flags & GPUFL_LAUNCH_EXTERNAL) {
+    if ((l->flags & GPUFL_LAUNCH_EXTERNAL) && look_for_external(l)) {
         uint32_t k;
-        if (gpufl__cupti_peek_external(l->cupti, &k, &external_id)) external_kind = k + 1;
+        thread_state_t *state = thread_state();
+        if (gpufl__cupti_peek_external(l->cupti, &k, &external_id)) {
+            external_kind = k + 1;
+            if (state) state->external_empty = 0;
+        } else if (state && state->external_empty < UINT32_MAX) {
+            state->external_empty++;
+        }
     }
 
     note_t *n = &l->notes[cb->correlationId & MASK];

@@ -40,9 +40,13 @@ typedef struct gpufl_launch gpufl_launch_t;
 #define GPUFL_LAUNCH_MEMORY   (1u << 2) /* note allocation and free calls too */
 #define GPUFL_LAUNCH_SYNC     (1u << 3) /* time synchronization calls */
 
-#define GPUFL_LAUNCH_TABLE_BITS  18         /* 262144 notes, 32 bytes each */
-#define GPUFL_LAUNCH_CONFIGS_MAX 65536      /* distinct launch configurations kept */
-#define GPUFL_LAUNCH_QUEUE_MAX   (1u << 18) /* graph launches or syncs queued between passes */
+#define GPUFL_LAUNCH_TABLE_BITS  18    /* 262144 notes, 32 bytes each */
+#define GPUFL_LAUNCH_CONFIGS_MAX 65536 /* distinct launch configurations kept */
+/* External correlation ids: looked for at every call until a thread has had
+ * none for QUIET calls in a row, then at every EVERY-th call until found. */
+#define GPUFL_LAUNCH_EXTERNAL_QUIET 1024
+#define GPUFL_LAUNCH_EXTERNAL_EVERY 64
+#define GPUFL_LAUNCH_QUEUE_MAX      (1u << 18) /* graph launches or syncs queued between passes */
 
 /* What a call left behind. */
 typedef struct gpufl_launch_info {
@@ -75,7 +79,8 @@ typedef struct gpufl_graph_launch {
 } gpufl_graph_launch_t;
 
 /* A synchronization call, timed by its own callbacks: the host thread was
- * blocked from start to end. */
+ * blocked from start to end. A call whose enter this module did not see
+ * (begun before the session) is left out. */
 typedef struct gpufl_sync_call {
     int64_t start_mono_ns, end_mono_ns;
     uint32_t type;    /* as CUPTI's: 1 event, 2 stream wait event, 3 stream, 4 context */

@@ -30,7 +30,10 @@
  * stacks. A test makes a driver call happen with fake_cupti_call (the
  * subscriber's enter and exit callbacks run on the calling thread with a new
  * correlation id) and adds the activity record the call would produce with
- * fake_cupti_add_record.
+ * fake_cupti_add_record. fake_cupti_call_across runs a function between a
+ * call's enter and exit (a blocking call the subscription changes around);
+ * fake_cupti_call_late runs it after the subscriber was looked up and before
+ * its callbacks run (a delivery CUPTI began before an unsubscribe).
  */
 #include <cupti.h>
 #include <jansson.h>
@@ -256,15 +259,20 @@ static int load_replay(const char *path) {
         b->valid = (size_t)valid;
         b->bytes = aligned_alloc(8, (b->valid + 7) & ~(size_t)7);
         replay_count = i + 1;
-        if (b->bytes == NULL || read_exact(f, b->bytes, b->valid) || read_exact(f, &b->names, 4) ||
-            b->names > 1u << 20)
+        uint32_t count_names;
+        if (b->bytes == NULL || read_exact(f, b->bytes, b->valid) ||
+            read_exact(f, &count_names, 4) || count_names > 1u << 20)
             goto bad;
-        b->offsets = calloc(b->names + 1, sizeof *b->offsets);
-        b->texts = calloc(b->names + 1, sizeof *b->texts);
+        /* names counts the texts free_replay frees: set once they exist. */
+        b->offsets = calloc(count_names + 1, sizeof *b->offsets);
+        b->texts = calloc(count_names + 1, sizeof *b->texts);
+        if (b->offsets == NULL || b->texts == NULL) goto bad;
+        b->names = count_names;
         for (uint32_t k = 0; k < b->names; k++) {
             uint32_t length;
             if (read_exact(f, &b->offsets[k], 8) || read_exact(f, &length, 4) || length > 65536 ||
-                b->offsets[k] + sizeof(CUpti_ActivityKernel10) > b->valid)
+                b->offsets[k] % 8 != 0 || b->offsets[k] > b->valid ||
+                b->valid - b->offsets[k] < sizeof(CUpti_ActivityKernel10))
                 goto bad;
             b->texts[k] = calloc(length + 1, 1);
             if (b->texts[k] == NULL || read_exact(f, b->texts[k], length)) goto bad;
@@ -675,30 +683,82 @@ EXPORT CUptiResult cuptiGetGraphExecId(CUgraphExec exec, uint32_t *id) {
 /* ---------------------------------------------------------------------- */
 
 EXPORT uint32_t fake_cupti_call(uint32_t cbid, const void *params, const char *symbol);
+EXPORT uint32_t fake_cupti_call_across(uint32_t cbid, const void *params, const char *symbol,
+                                       void (*between)(void *), void *arg);
+EXPORT uint32_t fake_cupti_call_late(uint32_t cbid, const void *params, const char *symbol,
+                                     void (*between)(void *), void *arg);
 EXPORT int fake_cupti_add_record(const char *json);
 EXPORT int fake_cupti_callbacks_on(void);
 
-/* A driver call on the calling thread: the subscriber's enter and exit
- * callbacks when it enabled cbid. Returns the call's correlation id. */
-uint32_t fake_cupti_call(uint32_t cbid, const void *params, const char *symbol) {
+/* The subscriber's function when it enabled cbid, else NULL. */
+static CUpti_CallbackFunc subscriber_of(uint32_t cbid, void **user) {
     pthread_mutex_lock(&lock);
-    uint32_t correlation = next_correlation++;
     CUpti_CallbackFunc fn =
         subscribed && cbid < CBIDS_MAX && callback_on[cbid] ? subscriber_fn : NULL;
-    void *user = subscriber_user;
+    *user = subscriber_user;
     pthread_mutex_unlock(&lock);
-    if (fn == NULL) return correlation;
+    return fn;
+}
+
+static uint32_t new_correlation(void) {
+    pthread_mutex_lock(&lock);
+    uint32_t correlation = next_correlation++;
+    pthread_mutex_unlock(&lock);
+    return correlation;
+}
+
+/* One callback of a call: its enter or its exit. */
+static void callback(CUpti_CallbackFunc fn, void *user, uint32_t cbid, const void *params,
+                     const char *symbol, uint32_t correlation, CUpti_ApiCallbackSite site) {
+    if (fn == NULL) return;
     const char *name = "cuFakeOtherCall";
     for (size_t i = 0; i < sizeof driver_names / sizeof driver_names[0]; i++)
         if (driver_names[i].cbid == cbid) name = driver_names[i].name;
-    CUpti_CallbackData data = {.callbackSite = CUPTI_API_ENTER,
+    CUpti_CallbackData data = {.callbackSite = site,
                                .functionName = name,
                                .functionParams = params,
                                .correlationId = correlation,
                                .symbolName = symbol};
     fn(user, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
-    data.callbackSite = CUPTI_API_EXIT;
-    fn(user, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+}
+
+/* A driver call on the calling thread: the subscriber's enter and exit
+ * callbacks when it enabled cbid. Returns the call's correlation id. */
+uint32_t fake_cupti_call(uint32_t cbid, const void *params, const char *symbol) {
+    uint32_t correlation = new_correlation();
+    void *user;
+    CUpti_CallbackFunc fn = subscriber_of(cbid, &user);
+    callback(fn, user, cbid, params, symbol, correlation, CUPTI_API_ENTER);
+    callback(fn, user, cbid, params, symbol, correlation, CUPTI_API_EXIT);
+    return correlation;
+}
+
+/* A call that blocks while between(arg) runs (a synchronization that the
+ * subscription changes around): its enter goes to the subscriber of the
+ * time, its exit to the subscriber after between. */
+uint32_t fake_cupti_call_across(uint32_t cbid, const void *params, const char *symbol,
+                                void (*between)(void *), void *arg) {
+    uint32_t correlation = new_correlation();
+    void *user;
+    CUpti_CallbackFunc fn = subscriber_of(cbid, &user);
+    callback(fn, user, cbid, params, symbol, correlation, CUPTI_API_ENTER);
+    between(arg);
+    fn = subscriber_of(cbid, &user);
+    callback(fn, user, cbid, params, symbol, correlation, CUPTI_API_EXIT);
+    return correlation;
+}
+
+/* A call whose callbacks CUPTI began to deliver before between(arg) ran
+ * (an unsubscribe, say): the subscriber is the one of before, its function
+ * runs after. */
+uint32_t fake_cupti_call_late(uint32_t cbid, const void *params, const char *symbol,
+                              void (*between)(void *), void *arg) {
+    uint32_t correlation = new_correlation();
+    void *user;
+    CUpti_CallbackFunc fn = subscriber_of(cbid, &user);
+    between(arg);
+    callback(fn, user, cbid, params, symbol, correlation, CUPTI_API_ENTER);
+    callback(fn, user, cbid, params, symbol, correlation, CUPTI_API_EXIT);
     return correlation;
 }
 

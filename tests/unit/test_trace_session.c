@@ -10,11 +10,15 @@
  */
 #include "test_util.h"
 
+#include "nvidia/launch.h"
+
 #include <cuda.h>
 #include <cupti.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #define SUITE "trace_session"
@@ -22,6 +26,10 @@
 /* The fakes' helpers, through handles on the libraries gpufl loads. */
 static struct {
     uint32_t (*call)(uint32_t cbid, const void *params, const char *symbol);
+    uint32_t (*call_across)(uint32_t cbid, const void *params, const char *symbol,
+                            void (*between)(void *), void *arg);
+    uint32_t (*call_late)(uint32_t cbid, const void *params, const char *symbol,
+                          void (*between)(void *), void *arg);
     int (*add_record)(const char *json);
     int (*callbacks_on)(void);
     CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
@@ -45,6 +53,8 @@ static int setup(void **state) {
     void *cuda = dlopen(GPUFL_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
     if (cupti == NULL || cuda == NULL) fail_msg("cannot load the fakes: %s", dlerror());
     resolve(cupti, "fake_cupti_call", &fake.call);
+    resolve(cupti, "fake_cupti_call_across", &fake.call_across);
+    resolve(cupti, "fake_cupti_call_late", &fake.call_late);
     resolve(cupti, "fake_cupti_add_record", &fake.add_record);
     resolve(cupti, "fake_cupti_callbacks_on", &fake.callbacks_on);
     resolve(cupti, "cuptiSubscribe", &fake.subscribe);
@@ -166,6 +176,18 @@ static json_t *cell(const session_t *s, const char *type, uint32_t corr, const c
     }
     fail_msg("no %s row with correlation %u", type, corr);
     return NULL;
+}
+
+/* Whether a row of `type` has correlation corr. */
+static int has_row(const session_t *s, const char *type, uint32_t corr) {
+    for (size_t i = 0; i < s->device.n; i++) {
+        json_t *j = s->device.v[i];
+        if (strcmp(tu_type(j), type) != 0) continue;
+        json_t *corrs = json_object_get(j, "correlation");
+        for (size_t k = 0; k < json_array_size(corrs); k++)
+            if (json_integer_value(json_array_get(corrs, k)) == corr) return 1;
+    }
+    return 0;
 }
 
 static int64_t cell_int(const session_t *s, const char *type, uint32_t corr, const char *col) {
@@ -353,6 +375,32 @@ static void external_correlation_ids(void **state) {
     assert_int_equal(cell_int(&s, "kernel", tagged, "external_id"), 4242);
     assert_int_equal(cell_int(&s, "kernel", tagged, "external_kind"),
                      CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+    free_session(&s);
+}
+
+/* A thread with no external id for 1024 launches is looked at every 64th
+ * launch (looking costs a pop and a push per kind at each launch); once an
+ * id is found it is looked at every launch again. */
+static void external_ids_on_a_quiet_thread(void **state) {
+    (void)state;
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    gpufl_options_t o = trace_options("external_quiet");
+    start(&o);
+    for (int i = 0; i < 1024; i++) launch(f, "_Z1fv", 256, 0);
+    assert_int_equal(fake.push_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, 99), 0);
+    uint32_t tagged[74];
+    for (int i = 0; i < 74; i++) tagged[i] = launch(f, "_Z1fv", 256, 0);
+    uint64_t popped = 0;
+    assert_int_equal(fake.pop_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, &popped), 0);
+    uint32_t after = launch(f, "_Z1fv", 256, 0);
+    stop();
+
+    session_t s = read_session();
+    for (int i = 0; i < 63; i++) /* not looked at: the cost of a quiet thread */
+        assert_true(json_is_null(cell(&s, "kernel", tagged[i], "external_id")));
+    for (int i = 63; i < 74; i++) /* the 64th looked, found, and every one after */
+        assert_int_equal(cell_int(&s, "kernel", tagged[i], "external_id"), 99);
+    assert_true(json_is_null(cell(&s, "kernel", after, "external_id")));
     free_session(&s);
 }
 
@@ -598,6 +646,42 @@ static void replay_of_recorded_buffers(void **state) {
     free_session(&s);
 }
 
+/* Writes a recording of one buffer of 64 zero bytes whose name table says
+ * `names` names, the first at offset, or nothing past the count when
+ * offset is 0. */
+static void write_recording(const char *path, uint32_t names, uint64_t offset) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint32_t version = 1, count = 1, length = 1;
+    uint64_t valid = 64;
+    unsigned char bytes[64] = {0};
+    fwrite("GPUFLCUPTI1\n", 1, 12, f);
+    fwrite(&version, 4, 1, f);
+    fwrite(&count, 4, 1, f);
+    fwrite(&valid, 8, 1, f);
+    fwrite(bytes, 1, sizeof bytes, f);
+    fwrite(&names, 4, 1, f);
+    if (offset != 0) {
+        fwrite(&offset, 8, 1, f);
+        fwrite(&length, 4, 1, f);
+        fwrite("k", 1, 1, f);
+    }
+    fclose(f);
+}
+
+/* Starts and stops a session replaying path: refused (Monitor), no crash. */
+static void replay_refused(const char *path, const char *name) {
+    setenv("GPUFL_FAKE_CUPTI_REPLAY", path, 1);
+    gpufl_options_t o = trace_options(name);
+    start(&o);
+    stop();
+    unsetenv("GPUFL_FAKE_CUPTI_REPLAY");
+    session_t s = read_session();
+    json_t *caps = tu_first(&s.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Monitor");
+    free_session(&s);
+}
+
 /* A damaged recording is refused with a message; gpufl stays up. */
 static void replay_of_damaged_recording(void **state) {
     (void)state;
@@ -622,6 +706,150 @@ static void replay_of_damaged_recording(void **state) {
     json_t *caps = tu_first(&s.device, "capabilities");
     assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Monitor");
     free_session(&s);
+
+    /* A name count past the limit, and a name offset that wraps around. */
+    snprintf(path, sizeof path, "%s/names.cupti", dir);
+    write_recording(path, UINT32_MAX, 0);
+    replay_refused(path, "replay_names");
+    snprintf(path, sizeof path, "%s/offset.cupti", dir);
+    write_recording(path, 1, UINT64_MAX - sizeof(CUpti_ActivityKernel10) + 1);
+    replay_refused(path, "replay_offset");
+}
+
+/* Sessions started and stopped from inside a call (fake_cupti_call_across
+ * and _late run these between a call's callbacks). */
+static void start_session(void *arg) { start(arg); }
+static void restart_session(void *arg) {
+    stop();
+    start(arg);
+}
+
+/* A synchronization the thread was blocked in when the session started: its
+ * exit is seen, its enter was not (or was seen by the session before). It
+ * is left out, not written with the start of another call, before the
+ * session began. */
+static void sync_begun_before_the_session(void **state) {
+    (void)state;
+    cuStreamSynchronize_params sp = {.hStream = (CUstream)(uintptr_t)13};
+    gpufl_options_t a = trace_options("sync_across_a");
+    start(&a);
+    fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, NULL); /* seen whole */
+    gpufl_options_t b = trace_options("sync_across_b");
+    /* Entered in session a, left in session b. */
+    uint32_t straddling =
+        fake.call_across(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, NULL, NULL, restart_session, &b);
+    uint32_t whole = fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, NULL);
+    stop();
+    session_t s = read_session();
+    assert_false(has_row(&s, "sync", straddling));
+    assert_true(cell_int(&s, "sync", whole, "start_ns") >= 0);
+    assert_int_equal(stat_of(&s, "syncs"), 1);
+    free_session(&s);
+
+    /* Entered before any session. */
+    gpufl_options_t c = trace_options("sync_across_c");
+    uint32_t unseen =
+        fake.call_across(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, NULL, NULL, start_session, &c);
+    stop();
+    s = read_session();
+    assert_false(has_row(&s, "sync", unseen));
+    assert_int_equal(stat_of(&s, "syncs"), 0);
+    free_session(&s);
+}
+
+/* A callback CUPTI began to deliver before a session ended runs after the
+ * next one started: it reaches the new session's data only once that is
+ * complete (TSan checks the order). */
+static atomic_int late_ready, late_go;
+static void wait_for_go(void *arg) {
+    (void)arg;
+    atomic_store_explicit(&late_ready, 1, memory_order_release);
+    /* Relaxed: nothing the sessions did is ordered before the callback. */
+    while (!atomic_load_explicit(&late_go, memory_order_relaxed)) sched_yield();
+}
+
+static void *launch_late(void *arg) {
+    cuLaunchKernel_params p = {.f = arg,
+                               .gridDimX = 1,
+                               .gridDimY = 1,
+                               .gridDimZ = 1,
+                               .blockDimX = 32,
+                               .blockDimY = 1,
+                               .blockDimZ = 1};
+    fake.call_late(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "_Z4latev", wait_for_go, NULL);
+    return NULL;
+}
+
+static void callback_begun_before_a_restart(void **state) {
+    (void)state;
+    gpufl_options_t a = trace_options("late_callback_a");
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    atomic_store(&late_ready, 0);
+    atomic_store(&late_go, 0);
+    start(&a);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, launch_late, (void *)f), 0);
+    while (!atomic_load_explicit(&late_ready, memory_order_acquire)) sched_yield();
+    stop();
+    gpufl_options_t b = trace_options("late_callback_b");
+    start(&b);
+    atomic_store_explicit(&late_go, 1, memory_order_relaxed);
+    pthread_join(t, NULL);
+    stop();
+    session_t s = read_session();
+    assert_int_equal(tu_count(&s.device, "kernel_config"), 1); /* noted by session b */
+    free_session(&s);
+}
+
+/* A launch whose block size overflows an int (the driver refuses it) gets
+ * no configuration, rather than one with a negative block size. */
+static void launch_with_an_impossible_block(void **state) {
+    (void)state;
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    gpufl_options_t o = trace_options("impossible_block");
+    start(&o);
+    cuLaunchKernel_params p = {.f = f,
+                               .gridDimX = 1,
+                               .gridDimY = 1,
+                               .gridDimZ = 1,
+                               .blockDimX = 2048,
+                               .blockDimY = 1024,
+                               .blockDimZ = 1024};
+    fake.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "_Z1fv");
+    launch(f, "_Z1fv", 256, 0);
+    stop();
+    session_t s = read_session();
+    assert_int_equal(tu_count(&s.device, "kernel_config"), 1);
+    json_t *k = tu_first(&s.device, "kernel_config");
+    assert_int_equal(json_integer_value(json_object_get(k, "block_threads")), 256);
+    free_session(&s);
+}
+
+/* Past the cap on configurations a launch gets none and is counted as
+ * dropped; occupancy failures count configurations, not launches. */
+static void configurations_past_the_cap(void **state) {
+    (void)state;
+    setenv("GPUFL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    /* A scratch directory: 65536 kernel_config lines are not worth a schema check. */
+    gpufl_options_t o = tu_options(tu_scratch_dir(SUITE, "config_cap"));
+    o.profiling_engine = GPUFL_ENGINE_TRACE;
+    o.backend = GPUFL_BACKEND_NVIDIA;
+    start(&o);
+    cuLaunchKernel_params p = {
+        .f = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimY = 1, .blockDimZ = 1};
+    for (unsigned int i = 0; i < GPUFL_LAUNCH_CONFIGS_MAX + 3; i++) {
+        p.blockDimX = 1 + i % 1024;
+        p.sharedMemBytes = i / 1024;
+        fake.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "_Z1fv");
+    }
+    stop();
+    setenv("GPUFL_CUDA_LIBRARY", GPUFL_FAKE_CUDA_PATH, 1);
+    session_t s = read_session();
+    assert_int_equal(stat_of(&s, "configs"), GPUFL_LAUNCH_CONFIGS_MAX);
+    assert_int_equal(stat_of(&s, "configs_dropped"), 3);
+    assert_int_equal(stat_of(&s, "occupancy_failures"), GPUFL_LAUNCH_CONFIGS_MAX);
+    free_session(&s);
 }
 
 int main(void) {
@@ -630,6 +858,7 @@ int main(void) {
         cmocka_unit_test(kernel_configs_carry_occupancy),
         cmocka_unit_test(no_libcuda_no_occupancy),
         cmocka_unit_test(external_correlation_ids),
+        cmocka_unit_test(external_ids_on_a_quiet_thread),
         cmocka_unit_test(graph_launches),
         cmocka_unit_test(allocations_and_no_sync),
         cmocka_unit_test(threads_launching_at_once),
@@ -637,6 +866,10 @@ int main(void) {
         cmocka_unit_test(insufficient_privileges),
         cmocka_unit_test(replay_of_recorded_buffers),
         cmocka_unit_test(replay_of_damaged_recording),
+        cmocka_unit_test(sync_begun_before_the_session),
+        cmocka_unit_test(callback_begun_before_a_restart),
+        cmocka_unit_test(launch_with_an_impossible_block),
+        cmocka_unit_test(configurations_past_the_cap),
     };
     return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
 }

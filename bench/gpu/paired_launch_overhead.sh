@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine: the launch-bound workload only, many short rounds
+# of untraced, minimal CUPTI tracer, gpufl Trace and gpufl Trace without the
+# external-id look, and the added cost of each as the median over rounds of
+# (variant - untraced in the same round), with quartiles. More rounds than
+# run_trace_overhead.sh in the same time, for a host whose launch loop is noisy.
+set -uo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  echo "usage: bench/gpu/paired_launch_overhead.sh [ROUNDS]   (default 15; needs .devbin/trace_overhead)"
+  exit 0
+fi
+rounds=${1:-15}
+cd "$(dirname "$0")/../.." || exit 1
+bin=.devbin/trace_overhead
+[[ -x $bin ]] || { echo "FAIL  $bin not found: run tests/gpu/build_for_device.sh first"; exit 1; }
+runs=${TMPDIR:-/tmp}/paired_launch_overhead_runs.txt
+for ((r = 1; r <= rounds; r++)); do
+  for v in untraced minimal trace trace-external; do
+    env=() cfg=$v
+    [[ $v == trace-external ]] && { cfg=trace; env=(GPUFL_ENABLE_EXTERNAL_CORRELATION=0); }
+    env "${env[@]}" "$bin" "$cfg" --workload launch --reps 3 --round "$r" \
+      --log-dir /tmp/gpufl-paired 2>/dev/null | grep 'kind=run' | sed "s/^/variant=$v /"
+    rm -rf /tmp/gpufl-paired
+  done
+done > "$runs"
+echo "runs: $runs"
+python3 - "$runs" <<'PY'
+import collections, re, statistics, sys
+per = collections.defaultdict(lambda: collections.defaultdict(list))
+for line in open(sys.argv[1]):
+    v = re.search(r"variant=(\S+)", line).group(1)
+    r = int(re.search(r"round=(\d+)", line).group(1))
+    per[r][v].append(float(re.search(r"us_per_kernel=([\d.]+)", line).group(1)))
+variants = ["minimal", "trace", "trace-external"]
+added = {v: [] for v in variants}
+for r, d in sorted(per.items()):
+    if not d["untraced"]:
+        continue
+    base = statistics.median(d["untraced"])
+    for v in variants:
+        if d[v]:
+            added[v].append(statistics.median(d[v]) - base)
+for v in variants:
+    x = sorted(added[v])
+    if not x:
+        print(f"{v:16s} no runs")
+        continue
+    n = len(x)
+    print(f"{v:16s} rounds {n}  added median {statistics.median(x):.3f} us/kernel  "
+          f"quartiles {x[n // 4]:.3f} .. {x[(3 * n) // 4]:.3f}")
+if added["minimal"] and added["trace"]:
+    print(f"trace/minimal added ratio {statistics.median(added['trace']) / statistics.median(added['minimal']):.2f}")
+base = [statistics.median(d["untraced"]) for d in per.values() if d["untraced"]]
+print(f"untraced per-round median us/kernel: median {statistics.median(base):.3f}, "
+      f"range {min(base):.3f}..{max(base):.3f}")
+PY
