@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine: the launch-bound workload only, many short rounds
-# of untraced, minimal CUPTI tracer, gpufl Trace and gpufl Trace without the
-# external-id look, and the added cost of each as the median over rounds of
+# of untraced, minimal CUPTI tracer, gpufl Trace, and gpufl Trace without one
+# part (the external-id look; with the diagnosis builds of
+# tests/gpu/build_for_device.sh, the work at the driver calls, or the joining
+# and writing of records), and the added cost of each as the median over rounds of
 # (variant - untraced in the same round), with quartiles. More rounds than
 # run_trace_overhead.sh in the same time, for a host whose launch loop is noisy.
 set -uo pipefail
@@ -15,10 +17,15 @@ bin=.devbin/trace_overhead
 [[ -x $bin ]] || { echo "FAIL  $bin not found: run tests/gpu/build_for_device.sh first"; exit 1; }
 runs=${TMPDIR:-/tmp}/paired_launch_overhead_runs.txt
 for ((r = 1; r <= rounds; r++)); do
-  for v in untraced minimal trace trace-external; do
-    env=() cfg=$v
-    [[ $v == trace-external ]] && { cfg=trace; env=(GPUFL_ENABLE_EXTERNAL_CORRELATION=0); }
-    env "${env[@]}" "$bin" "$cfg" --workload launch --reps 3 --round "$r" \
+  for v in untraced minimal trace trace-external trace-no-notes trace-no-rows; do
+    env=() cfg=$v run=$bin
+    case $v in
+      trace-external) cfg=trace; env=(GPUFL_ENABLE_EXTERNAL_CORRELATION=0) ;;
+      trace-no-notes) cfg=trace; run=${bin}_no_notes ;;
+      trace-no-rows) cfg=trace; run=${bin}_no_rows ;;
+    esac
+    [[ -x $run ]] || continue
+    env "${env[@]}" "$run" "$cfg" --workload launch --reps 3 --round "$r" \
       --log-dir /tmp/gpufl-paired 2>/dev/null | grep 'kind=run' | sed "s/^/variant=$v /"
     rm -rf /tmp/gpufl-paired
   done
@@ -31,7 +38,7 @@ for line in open(sys.argv[1]):
     v = re.search(r"variant=(\S+)", line).group(1)
     r = int(re.search(r"round=(\d+)", line).group(1))
     per[r][v].append(float(re.search(r"us_per_kernel=([\d.]+)", line).group(1)))
-variants = ["minimal", "trace", "trace-external"]
+variants = ["minimal", "trace", "trace-external", "trace-no-notes", "trace-no-rows"]
 added = {v: [] for v in variants}
 for r, d in sorted(per.items()):
     if not d["untraced"]:

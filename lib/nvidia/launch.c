@@ -430,6 +430,11 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= CBIDS) return;
     enum call_kind kind = (enum call_kind)l->kind[cbid];
     if (kind == CALL_NONE) return;
+#ifdef GPUFL_DIAGNOSE_NO_NOTES
+    /* Overhead diagnosis builds only (bench/gpu/diagnose_overhead.sh): the
+     * subscription and CUPTI's dispatch without gpufl's work at the call. */
+    return;
+#endif
     if (kind >= CALL_SYNC_EVENT) {
         sync_call(l, kind, cbid, cb, gpufl__scope_current());
         return;

@@ -34,6 +34,17 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     -o .devbin/trace_faults "${libs[@]}" -cudart static
   "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include -I lib tests/gpu/occupancy_sweep.cu \
     -o .devbin/occupancy_sweep "${libs[@]}" -cudart static
+  # Overhead diagnosis: the benchmark against two builds of the library with
+  # one of gpufl's own parts taken out (see bench/gpu/diagnose_overhead.sh).
+  for part in NO_NOTES NO_ROWS; do
+    dir=build/device-diagnose-${part,,}
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF \
+      -DCMAKE_C_FLAGS="-DGPUFL_DIAGNOSE_$part" >/dev/null
+    cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
+    "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include bench/gpu/trace_overhead.cu \
+      -o ".devbin/trace_overhead_${part,,}" "$dir/lib/libgpufl.a" \
+      /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static "${cupti_link[@]}"
+  done
   # The recorder of CUPTI buffers for the fake's replay uses CUPTI directly.
   "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/record_cupti.cu -o .devbin/record_cupti \
     -cudart static "${cupti_link[@]}"
