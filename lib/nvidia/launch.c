@@ -445,7 +445,11 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     uint64_t external_id = 0;
     if (kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX) config = launch_config(l, kind, cb);
     if (kind == CALL_GRAPH && (l->flags & GPUFL_LAUNCH_GRAPHS)) queue_graph(l, cb, scope);
-    if ((l->flags & GPUFL_LAUNCH_EXTERNAL) && look_for_external(l)) {
+    /* Only kernel rows carry external ids (a graph's kernels share its
+     * launch's note): copies and the like are not looked at. */
+    int launches = kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX || kind == CALL_LAUNCH_ANY ||
+                   kind == CALL_GRAPH;
+    if (launches && (l->flags & GPUFL_LAUNCH_EXTERNAL) && look_for_external(l)) {
         uint32_t k;
         thread_state_t *state = thread_state();
         if (gpufl__cupti_peek_external(l->cupti, &k, &external_id)) {
