@@ -24,6 +24,8 @@ out=$(mktemp)
   build/bench/bench/bench_scope --log-path "$(mktemp -d)"
   echo
   build/bench/bench/bench_writer
+  echo
+  build/bench/bench/bench_reader
 } | tee "$out"
 
 if [[ "${1:-}" == "--save" ]]; then

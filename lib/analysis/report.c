@@ -918,7 +918,7 @@ static void fmt_si(char *buf, size_t size, double v, const char *unit) {
 static void fmt_rate(char *buf, size_t size, double bytes_per_s) {
     char num[32];
     fmt_bytes(num, sizeof num, bytes_per_s);
-    snprintf(buf, size, "%s/s", num);
+    snprintf(buf, size, "%.24s/s", num); /* "999 GiB": never near 24 */
 }
 
 static void fmt_watts(char *buf, size_t size, double mw) { fmt_si(buf, size, mw / 1000, "W"); }
