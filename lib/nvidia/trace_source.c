@@ -1,9 +1,14 @@
 /*
- * trace_source.c - CUPTI activity records into device.log batches.
+ * trace_source.c - CUPTI activity records into device.log batches, each
+ * joined with the note its launching thread left (launch.h): scope,
+ * configuration, external id. Synchronization and graph-launch rows come
+ * from the callbacks' queues; kernel_config records from the configurations
+ * first launched since the last pass; trace_stats at the end.
  *
- * Kernel names are interned (dict column). Times are CLOCK_MONOTONIC from
- * CUPTI's timestamp callback, so they share the session clock. What CUPTI
- * reports as dropped is counted and written as a drops-style event.
+ * Kernel names are interned (dict column), with their demangled form. Times
+ * are CLOCK_MONOTONIC from CUPTI's timestamp callback, so they share the
+ * session clock. What CUPTI reports as dropped is counted and written as a
+ * cupti_records_dropped event.
  */
 #include "nvidia/trace_source.h"
 
