@@ -21,6 +21,9 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     -o .devbin/trace_session "${libs[@]}" -cudart static
   "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include tests/gpu/occupancy_kernels.cu \
     -o .devbin/occupancy_kernels "${libs[@]}" -cudart static
+  # The gpufl command-line tool, for `gpufl info` and reports on the GPU machine.
+  cc -O2 -std=c11 -D_GNU_SOURCE -DGPUFL_HAVE_CUPTI=1 -I include -I lib -isystem "$cuda_inc" \
+    cmd/gpufl/*.c -o .devbin/gpufl "${libs[@]}"
   # The minimal CUPTI tracer in the benchmark links libcupti (the toolkit puts
   # it in lib64, older ones in extras/CUPTI/lib64).
   cuda_root=$(dirname "$nvcc")/..

@@ -1,0 +1,60 @@
+/*
+ * cli.h - what the subcommands of the gpufl command-line tool share: exit
+ * codes, the log root the library writes to, the session list, colour.
+ *
+ * Each subcommand lives in its own file and is called with argv starting at
+ * its own name. Messages go to stderr as one line "gpufl: ...".
+ */
+#ifndef GPUFL_CLI_H
+#define GPUFL_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes, documented in `gpufl --help` and docs/cli.md; never renumbered. */
+#define CLI_OK        0 /* done */
+#define CLI_FAILED    1 /* runtime failure: no such session, unreadable log, ... */
+#define CLI_USAGE     2 /* bad subcommand or option */
+#define CLI_NOT_BUILT 3 /* the subcommand is not built yet in this release */
+
+#define CLI_PATH_MAX     4096
+#define CLI_SESSIONS_MAX 100000 /* directories listed under one root */
+
+typedef struct cli_session {
+    char name[256]; /* directory name: the session id */
+    char path[CLI_PATH_MAX];
+    char app_name[128];    /* from the header; "" when unknown */
+    int64_t epoch_unix_us; /* session start from the header; -1 unknown */
+    int64_t duration_ns;   /* from session_end; -1 when running or died */
+    uint64_t size_bytes;   /* all files of the session */
+} cli_session_t;
+
+/* The directory sessions are written to when no root is given, as the library
+ * picks it: $GPUFL_LOG_PATH, else $GPUFL_APP_NAME.log, else gpufl.log (the
+ * default app_name), relative to the current directory. */
+const char *cli_default_root(char *buf, size_t size);
+
+/* 1 when dir holds a session (a device.log or scope.log), else 0. */
+int cli_is_session_dir(const char *dir);
+
+/* Lists the sessions under root, newest first, into a malloc'd array the
+ * caller frees. Returns 0, or CLI_FAILED after printing why. */
+int cli_sessions_list(const char *root, cli_session_t **out, size_t *count);
+
+/* Option helpers: 1 when arg is -h or --help. */
+int cli_is_help(const char *arg);
+/* Prints "gpufl: <message>" and the usage of cmd to stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the usage of cmd ("" for the tool) to out. */
+void cli_print_usage(const char *cmd, FILE *out);
+
+/* Bold text when out is a terminal and NO_COLOR is unset; "" otherwise. */
+const char *cli_bold(FILE *out);
+const char *cli_reset(FILE *out);
+
+int cli_report(int argc, char **argv);
+int cli_sessions(int argc, char **argv);
+int cli_info(int argc, char **argv);
+
+#endif

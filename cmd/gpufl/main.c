@@ -1,0 +1,139 @@
+/*
+ * main.c - the gpufl command-line tool: one binary, one subcommand per file.
+ * This file holds the command table, the usage texts, the exit codes and the
+ * few helpers every subcommand uses (colour, usage errors).
+ */
+#include "cli.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* NULL: not built yet */
+    const char *summary;
+    const char *usage; /* after "usage: gpufl " */
+} cli_command_t;
+
+static const cli_command_t commands[] = {
+    {"report", cli_report, "print the text report of a session",
+     "report [--output FILE] [DIR|SESSION]\n"
+     "\n"
+     "Prints the report of a session: DIR is a session directory, SESSION a session\n"
+     "id (a directory name) under the log root. Without either, the latest session\n"
+     "under the log root. --output FILE (-o FILE) writes it to FILE instead of stdout.\n"},
+    {"sessions", cli_sessions, "list the sessions under a log root, newest first",
+     "sessions [ROOT]\n"
+     "\n"
+     "Lists the session directories under ROOT (default: the log root), newest first:\n"
+     "session id, start time (UTC), app name, duration (\"running or died\" when the\n"
+     "session has no session_end record) and size of its files.\n"},
+    {"info", cli_info, "what this machine has: driver, NVML, CUPTI, libcuda, engines",
+     "info\n"
+     "\n"
+     "Loads NVML, CUPTI and libcuda as a session would and says what each gives\n"
+     "(GPUs, versions) or why it cannot load, then which engines can run here.\n"},
+    {"insights", NULL, "findings drawn from a session (not built yet)",
+     "insights [DIR|SESSION]\n\nNot built yet in this release: exits 3.\n"},
+    {"export", NULL, "convert a session to other formats (not built yet)",
+     "export [DIR|SESSION]\n\nNot built yet in this release: exits 3.\n"},
+};
+#define COMMAND_COUNT (sizeof commands / sizeof commands[0])
+
+static const char exit_codes[] = "exit codes:\n"
+                                 "  0  done\n"
+                                 "  1  runtime failure (no such session, unreadable log, ...)\n"
+                                 "  2  usage error (unknown subcommand, bad option)\n"
+                                 "  3  subcommand not built yet in this release\n";
+
+static const char log_root_text[] =
+    "log root: $GPUFL_LOG_PATH, else $GPUFL_APP_NAME.log, else gpufl.log (in the\n"
+    "current directory), as the library picks log_path when none is set in code.\n"
+    "Colour only on a terminal, and never when NO_COLOR is set.\n";
+
+static const cli_command_t *find_command(const char *name) {
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+void cli_print_usage(const char *cmd, FILE *out) {
+    const cli_command_t *c = cmd && *cmd ? find_command(cmd) : NULL;
+    if (c) {
+        fprintf(out, "usage: gpufl %s\n%s", c->usage, exit_codes);
+        return;
+    }
+    fprintf(out,
+            "usage: gpufl <command> [options] [arguments]\n"
+            "       gpufl --help | help [command] | --version\n\n"
+            "%scommands:%s\n",
+            cli_bold(out), cli_reset(out));
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n`gpufl <command> --help` shows the options of one command.\n\n%s\n%s",
+            log_root_text, exit_codes);
+}
+
+int cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    fputs("gpufl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n\n", stderr);
+    cli_print_usage(cmd, stderr);
+    return CLI_USAGE;
+}
+
+static int colour_on(FILE *out) {
+    const char *no = getenv("NO_COLOR");
+    return (no == NULL || *no == '\0') && isatty(fileno(out));
+}
+const char *cli_bold(FILE *out) { return colour_on(out) ? "\033[1m" : ""; }
+const char *cli_reset(FILE *out) { return colour_on(out) ? "\033[0m" : ""; }
+
+static int not_built(const cli_command_t *c, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            cli_print_usage(c->name, stdout);
+            return CLI_OK;
+        }
+    }
+    fprintf(stderr, "gpufl: '%s' is not built yet in this release (gpufl %s)\n", c->name,
+            gpufl_version());
+    return CLI_NOT_BUILT;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return cli_usage_error("", "no command given");
+    const char *cmd = argv[1];
+    if (cli_is_help(cmd)) {
+        cli_print_usage("", stdout);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("gpufl %s\n", gpufl_version());
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc > 3) return cli_usage_error("", "help takes at most one command");
+        if (argc == 3 && !find_command(argv[2]))
+            return cli_usage_error("", "unknown command '%s'", argv[2]);
+        cli_print_usage(argc == 3 ? argv[2] : "", stdout);
+        return CLI_OK;
+    }
+    const cli_command_t *c = find_command(cmd);
+    if (!c) {
+        if (cmd[0] == '-') return cli_usage_error("", "unknown option '%s'", cmd);
+        return cli_usage_error("", "unknown command '%s'", cmd);
+    }
+    if (!c->run) return not_built(c, argc - 1, argv + 1);
+    return c->run(argc - 1, argv + 1);
+}
