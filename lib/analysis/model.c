@@ -813,13 +813,37 @@ typedef struct trace_cols {
     int ncol, n_required;
 } trace_cols_t;
 
+/* The cells of one trace batch: JSON arrays, or the reader's column view of
+ * a batch it scanned without jansson (view set). */
+typedef struct trace_src {
+    json_t *cols[TRACE_COLS_MAX];
+    const gpufl_reader_column_t *view_cols[TRACE_COLS_MAX];
+    const gpufl_reader_batch_t *view;
+} trace_src_t;
+
+/* Reads cell (r, c) as gpufl__reader_int does; *big is set for a decimal
+ * string past int64. */
+static int trace_cell(const trace_src_t *src, int c, size_t r, int64_t *out, int *big) {
+    *big = 0;
+    if (src->view) {
+        const gpufl_reader_column_t *col = src->view_cols[c];
+        if (!col || col->is_null[r]) return 1;
+        *out = col->values[r];
+        return 0;
+    }
+    json_t *cell = src->cols[c] ? json_array_get(src->cols[c], r) : NULL;
+    int rc = gpufl__reader_int(cell, out);
+    if (rc < 0) *big = big_decimal(cell);
+    return rc;
+}
+
 /* Reads row r of a batch into v. Returns 0, or -1 with why set. */
-static int trace_row(const trace_cols_t *t, json_t *const *cols, size_t r, int64_t *v, char *why,
+static int trace_row(const trace_cols_t *t, const trace_src_t *src, size_t r, int64_t *v, char *why,
                      size_t why_size) {
     for (int c = 0; c < t->ncol; c++) {
-        json_t *cell = cols[c] ? json_array_get(cols[c], r) : NULL;
-        int rc = gpufl__reader_int(cell, &v[c]);
-        if (c >= t->n_required && (rc == 1 || (rc < 0 && big_decimal(cell)))) {
+        int big;
+        int rc = trace_cell(src, c, r, &v[c], &big);
+        if (c >= t->n_required && (rc == 1 || (rc < 0 && big))) {
             v[c] = GPUFL_MODEL_UNKNOWN;
             continue;
         }
@@ -841,24 +865,42 @@ static int trace_row(const trace_cols_t *t, json_t *const *cols, size_t r, int64
     return 0;
 }
 
-/* Loads the rows of a trace batch (kernel, copy, memset), each row checked
- * by trace_row and handed to fill. A bad row rolls the whole line back;
- * rows past the cap are counted. */
+/* Looks up the columns of a scanned batch as gpufl__reader_columns does (the
+ * scanner only accepts columns of one length). Returns 0, or -1 with why. */
+static int view_columns(const gpufl_reader_batch_t *b, const trace_cols_t *t, trace_src_t *src,
+                        size_t *rows, char *why, size_t why_size) {
+    for (int c = 0; c < t->ncol; c++) {
+        src->view_cols[c] = gpufl__reader_batch_column(b, t->names[c]);
+        if (!src->view_cols[c] && c < t->n_required) {
+            snprintf(why, why_size, "column \"%s\" missing", t->names[c]);
+            return -1;
+        }
+    }
+    src->view = b;
+    *rows = b->rows;
+    return 0;
+}
+
+/* Loads the rows of a trace batch (kernel, copy, memset), from rec or from
+ * the scanned batch view, each row checked by trace_row and handed to fill.
+ * A bad row rolls the whole line back; rows past the cap are counted. */
 static int load_trace_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                           const trace_cols_t *t, row_array_t a,
+                           const gpufl_reader_batch_t *view, const trace_cols_t *t, row_array_t a,
                            void (*fill)(void *row, const int64_t *v)) {
-    json_t *cols[TRACE_COLS_MAX];
+    trace_src_t src;
     size_t rows;
     char why[160];
-    if (gpufl__reader_columns(rec, t->names, cols, (size_t)t->ncol, (size_t)t->n_required, &rows,
-                              why, sizeof why))
+    src.view = NULL;
+    if (view ? view_columns(view, t, &src, &rows, why, sizeof why)
+             : gpufl__reader_columns(rec, t->names, src.cols, (size_t)t->ncol,
+                                     (size_t)t->n_required, &rows, why, sizeof why))
         return bad_line(m, pos, t->type, "%s", why);
     size_t start = *a.n;
     uint64_t over_start = *a.over_cap;
     int64_t lo = INT64_MAX, hi = -1;
     for (size_t r = 0; r < rows; r++) {
         int64_t v[TRACE_COLS_MAX];
-        if (trace_row(t, cols, r, v, why, sizeof why)) {
+        if (trace_row(t, &src, r, v, why, sizeof why)) {
             *a.n = start;
             *a.over_cap = over_start;
             return bad_line(m, pos, t->type, "%s", why);
@@ -934,7 +976,8 @@ static void fill_kernel(void *row, const int64_t *v) {
     k->registers = (int32_t)v[K_REGS];
 }
 
-static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                     const gpufl_reader_batch_t *view) {
     static const char *const names[K_NCOL] = {"start_ns",
                                               "end_ns",
                                               "device",
@@ -962,7 +1005,7 @@ static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
         [K_DEVICE] = INT32_MAX, [K_GX] = INT32_MAX, [K_GY] = INT32_MAX, [K_GZ] = INT32_MAX,
         [K_BX] = INT32_MAX,     [K_BY] = INT32_MAX, [K_BZ] = INT32_MAX, [K_REGS] = INT32_MAX};
     static const trace_cols_t t = {"kernel", names, max, K_NCOL, K_LOCAL};
-    return load_trace_rows(m, pos, rec, &t, ROWS(m, kernels, max_kernels), fill_kernel);
+    return load_trace_rows(m, pos, rec, view, &t, ROWS(m, kernels, max_kernels), fill_kernel);
 }
 
 enum copy_col { C_START, C_END, C_DEVICE, C_BYTES, C_KIND, C_SRC, C_DST, C_SCOPE, C_NCOL };
@@ -979,13 +1022,14 @@ static void fill_copy(void *row, const int64_t *v) {
     c->scope = scope_id(v[C_SCOPE]);
 }
 
-static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                   const gpufl_reader_batch_t *view) {
     static const char *const names[C_NCOL] = {"start_ns",  "end_ns",   "device",   "bytes",
                                               "copy_kind", "src_kind", "dst_kind", "scope"};
     static const int64_t max[C_NCOL] = {
         [C_DEVICE] = INT32_MAX, [C_KIND] = INT32_MAX, [C_SRC] = INT32_MAX, [C_DST] = INT32_MAX};
     static const trace_cols_t t = {"copy", names, max, C_NCOL, C_SCOPE};
-    return load_trace_rows(m, pos, rec, &t, ROWS(m, copies, max_copies), fill_copy);
+    return load_trace_rows(m, pos, rec, view, &t, ROWS(m, copies, max_copies), fill_copy);
 }
 
 enum memset_col { M_START, M_END, M_DEVICE, M_BYTES, M_KIND, M_SCOPE, M_NCOL };
@@ -1000,12 +1044,13 @@ static void fill_memset(void *row, const int64_t *v) {
     s->memory_kind = (int32_t)v[M_KIND];
 }
 
-static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                     const gpufl_reader_batch_t *view) {
     static const char *const names[M_NCOL] = {"start_ns", "end_ns",      "device",
                                               "bytes",    "memory_kind", "scope"};
     static const int64_t max[M_NCOL] = {[M_DEVICE] = INT32_MAX, [M_KIND] = INT32_MAX};
     static const trace_cols_t t = {"memset", names, max, M_NCOL, M_SCOPE};
-    return load_trace_rows(m, pos, rec, &t, ROWS(m, memsets, max_memsets), fill_memset);
+    return load_trace_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets), fill_memset);
 }
 
 /* One record per launch configuration; a second record for an id is
@@ -1124,13 +1169,24 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case GPU_SAMPLE: return on_gpu_sample(m, pos, rec);
     case GPU_PROCESSES: return on_gpu_processes(m, pos, rec);
     case SOURCE_COST: return on_source_cost(m, pos, rec);
-    case KERNEL: return on_kernel(m, pos, rec);
-    case COPY: return on_copy(m, pos, rec);
-    case MEMSET: return on_memset(m, pos, rec);
+    case KERNEL: return on_kernel(m, pos, rec, NULL);
+    case COPY: return on_copy(m, pos, rec, NULL);
+    case MEMSET: return on_memset(m, pos, rec, NULL);
     case KERNEL_CONFIG: return on_kernel_config(m, pos, rec);
     case TRACE_STATS: return keep_record(&m->trace_stats, rec);
     default: return 1;
     }
+}
+
+/* Batches the reader scanned without jansson (see reader.h). */
+static const char *const scanned_types[] = {"kernel", "copy", "memset", NULL};
+
+static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b) {
+    gpufl_model_t *m = user;
+    if (strcmp(b->type, "kernel") == 0) return on_kernel(m, pos, NULL, b);
+    if (strcmp(b->type, "copy") == 0) return on_copy(m, pos, NULL, b);
+    if (strcmp(b->type, "memset") == 0) return on_memset(m, pos, NULL, b);
+    return 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1381,6 +1437,7 @@ free_temp:
  * after it an unknown scope. */
 typedef struct kernel_ref {
     size_t slot;
+    size_t rank; /* the name's place in strcmp order; equal names, equal rank */
     const char *name;
     double ns;
 } kernel_ref_t;
@@ -1388,7 +1445,63 @@ typedef struct kernel_ref {
 static int cmp_kernel_ref(const void *a, const void *b) {
     const kernel_ref_t *x = a, *y = b;
     if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sets refs[i].rank so that sorting by rank orders as strcmp on the names
+ * would, comparing each distinct name string once instead of per kernel (a
+ * session has few names and many kernels). */
+static int rank_kernel_names(kernel_ref_t *refs, size_t n) {
+    gpufl_idmap_t seen; /* name pointer -> index in names */
+    const char **names = NULL;
+    size_t *rank = NULL, n_names = 0, alloc = 0;
+    int rc = 0;
+    gpufl__idmap_init(&seen);
+    for (size_t i = 0; i < n && !rc; i++) {
+        size_t idx;
+        rc = gpufl__idmap_put(&seen, (uint64_t)(uintptr_t)refs[i].name, n_names, &idx);
+        if (rc == 1) {
+            refs[i].rank = idx;
+            rc = 0;
+        } else if (rc == 0) {
+            if (n_names == alloc) {
+                size_t grown = alloc ? alloc * 2 : 64;
+                const char **p = realloc(names, grown * sizeof *p);
+                if (!p) {
+                    rc = GPUFL_ENOMEM;
+                    break;
+                }
+                names = p;
+                alloc = grown;
+            }
+            refs[i].rank = n_names;
+            names[n_names++] = refs[i].name;
+        }
+    }
+    const char **sorted = rc ? NULL : malloc((n_names ? n_names : 1) * sizeof *sorted);
+    rank = rc ? NULL : malloc((n_names ? n_names : 1) * sizeof *rank);
+    if (!rc && (!sorted || !rank)) rc = GPUFL_ENOMEM;
+    if (!rc) {
+        memcpy(sorted, names, n_names * sizeof *sorted);
+        qsort(sorted, n_names, sizeof *sorted, cmp_str_ptr);
+        for (size_t i = 0, r = 0; i < n_names; i++) {
+            if (i > 0 && strcmp(sorted[i], sorted[i - 1]) != 0) r = i;
+            size_t idx;
+            gpufl__idmap_get(&seen, (uint64_t)(uintptr_t)sorted[i], &idx);
+            rank[idx] = r;
+        }
+        for (size_t i = 0; i < n; i++) refs[i].rank = rank[refs[i].rank];
+    }
+    free(sorted);
+    free(rank);
+    free(names);
+    gpufl__idmap_fini(&seen);
+    if (rc) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for GPU time per scope");
+    return 0;
 }
 
 static gpufl_model_scope_gpu_t *gpu_of_slot(gpufl_model_t *m, size_t slot) {
@@ -1443,7 +1556,7 @@ static int attribute_gpu(gpufl_model_t *m) {
         double ns = (double)(k->end_ns - k->start_ns);
         w->kernels++;
         w->kernel_ns += ns;
-        refs[i] = (kernel_ref_t){slot, k->demangled, ns};
+        refs[i] = (kernel_ref_t){slot, 0, k->demangled, ns};
     }
     for (size_t i = 0; i < m->n_copies; i++) {
         gpufl_model_gpu_work_t *w = &gpu_of_slot(m, gpu_slot_of(m, m->copies[i].scope))->self;
@@ -1455,12 +1568,18 @@ static int attribute_gpu(gpufl_model_t *m) {
         w->memsets++;
         w->memset_ns += (double)(m->memsets[i].end_ns - m->memsets[i].start_ns);
     }
-    if (refs) qsort(refs, m->n_kernels, sizeof *refs, cmp_kernel_ref);
+    if (refs) {
+        int rc = rank_kernel_names(refs, m->n_kernels);
+        if (rc) {
+            free(refs);
+            return rc;
+        }
+        qsort(refs, m->n_kernels, sizeof *refs, cmp_kernel_ref);
+    }
     for (size_t i = 0, j; i < m->n_kernels; i = j) {
         double ns = 0;
-        for (j = i; j < m->n_kernels && refs[j].slot == refs[i].slot &&
-                    strcmp(refs[j].name, refs[i].name) == 0;
-             j++)
+        for (j = i;
+             j < m->n_kernels && refs[j].slot == refs[i].slot && refs[j].rank == refs[i].rank; j++)
             ns += refs[j].ns;
         gpufl_model_scope_gpu_t *g = gpu_of_slot(m, refs[i].slot);
         g->kernel_names++;
@@ -1574,7 +1693,8 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     m->header.pid = m->header.epoch_unix_us = GPUFL_MODEL_UNKNOWN;
     m->load_state = &st;
 
-    gpufl_reader_ops_t ops = {.record = on_record, .warn = on_warn};
+    gpufl_reader_ops_t ops = {
+        .record = on_record, .warn = on_warn, .batch_types = scanned_types, .batch = on_batch};
     gpufl_reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes};
     int rc = gpufl__reader_read_session(session_dir, &ops, m, &m->dict, &rl, &m->read);
     if (rc == 0) rc = join_scopes(m);

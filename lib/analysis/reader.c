@@ -3,7 +3,8 @@
  *
  * Lines are cut out of a growable buffer (capped: a line past the cap is
  * reported and skipped without being held in memory) and parsed one by one
- * with jansson, so memory stays bounded by the longest line, never the file.
+ * with jansson (or the batch scanner below, for plain integer batches), so
+ * memory stays bounded by the longest line, never the file.
  * Damage is expected and local: the format guarantees that a crash leaves at
  * most one incomplete line, at the end of a file, and a failed write at most
  * one bad line, so a bad line is reported and reading goes on.
@@ -285,6 +286,187 @@ int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *
 }
 
 /* ---------------------------------------------------------------------- */
+/* Batch scanner                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* jansson builds one json_t per number, which dominates loading a large
+ * trace. Batch lines are regular enough to read straight into int64 arrays;
+ * the scanner accepts only the plain shape and gives every other line back
+ * to jansson, so what counts as corrupt and how it is reported is decided in
+ * one place. */
+
+#define SCAN_MAX_COLUMNS 64
+#define SCAN_MAX_CELLS   ((size_t)16 << 20)
+
+void gpufl__reader_scanner_fini(gpufl_reader_scanner_t *s) {
+    free(s->values);
+    free(s->is_null);
+    free(s->columns);
+    memset(s, 0, sizeof *s);
+}
+
+const gpufl_reader_column_t *gpufl__reader_batch_column(const gpufl_reader_batch_t *b,
+                                                        const char *name) {
+    size_t len = strlen(name);
+    for (size_t i = 0; i < b->n_columns; i++)
+        if (b->columns[i].name_len == len && memcmp(b->columns[i].name, name, len) == 0)
+            return &b->columns[i];
+    return NULL;
+}
+
+typedef struct scan {
+    const char *p, *end;
+} scan_t;
+
+static void scan_ws(scan_t *sc) {
+    while (sc->p < sc->end && (*sc->p == ' ' || *sc->p == '\t' || *sc->p == '\r' || *sc->p == '\n'))
+        sc->p++;
+}
+
+static int scan_char(scan_t *sc, char ch) {
+    scan_ws(sc);
+    if (sc->p == sc->end || *sc->p != ch) return 0;
+    sc->p++;
+    return 1;
+}
+
+/* A string of [A-Za-z0-9_] (nothing that needs unescaping). */
+static int scan_name(scan_t *sc, const char **name, size_t *len) {
+    if (!scan_char(sc, '"')) return 0;
+    const char *start = sc->p;
+    while (sc->p < sc->end &&
+           ((*sc->p >= 'a' && *sc->p <= 'z') || (*sc->p >= 'A' && *sc->p <= 'Z') ||
+            (*sc->p >= '0' && *sc->p <= '9') || *sc->p == '_'))
+        sc->p++;
+    if (sc->p == sc->end || *sc->p != '"') return 0;
+    *name = start;
+    *len = (size_t)(sc->p - start);
+    sc->p++;
+    return 1;
+}
+
+static int scan_key(scan_t *sc, const char *key) {
+    const char *name;
+    size_t len;
+    return scan_name(sc, &name, &len) && len == strlen(key) && memcmp(name, key, len) == 0 &&
+           scan_char(sc, ':');
+}
+
+/* null or a JSON integer within int64; a decimal, an exponent or anything
+ * past int64 is left to jansson. Returns 1 value, 2 null, 0 not understood. */
+static int scan_cell(scan_t *sc, int64_t *out) {
+    scan_ws(sc);
+    const char *p = sc->p, *end = sc->end;
+    if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
+        sc->p = p + 4;
+        *out = 0;
+        return 2;
+    }
+    int neg = 0;
+    if (p < end && *p == '-') neg = 1, p++;
+    if (p == end || *p < '0' || *p > '9') return 0;
+    if (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '9') return 0;
+    uint64_t acc = 0;
+    const char *digits = p;
+    while (p < end && *p >= '0' && *p <= '9') acc = acc * 10 + (uint64_t)(*p++ - '0');
+    if (p - digits > 18 && (p - digits > 19 || acc > (uint64_t)INT64_MAX)) return 0;
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return 0;
+    *out = neg ? -(int64_t)acc : (int64_t)acc;
+    sc->p = p;
+    return 1;
+}
+
+static int scan_reserve_cells(gpufl_reader_scanner_t *s, size_t need) {
+    if (need <= s->cells_alloc) return 0;
+    size_t alloc = s->cells_alloc ? s->cells_alloc : 4096;
+    while (alloc < need) alloc *= 2;
+    if (alloc > SCAN_MAX_CELLS) alloc = SCAN_MAX_CELLS;
+    int64_t *values = realloc(s->values, alloc * sizeof *values);
+    if (!values) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a batch");
+    s->values = values;
+    unsigned char *is_null = realloc(s->is_null, alloc);
+    if (!is_null) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a batch");
+    s->is_null = is_null;
+    s->cells_alloc = alloc;
+    return 0;
+}
+
+/* Reads one "name":[cells] member at *cells. Returns 1, 0 not understood,
+ * GPUFL_ENOMEM. */
+static int scan_column(gpufl_reader_scanner_t *s, scan_t *sc, size_t n, size_t *cells,
+                       size_t *rows) {
+    gpufl_reader_column_t *col = &s->columns[n];
+    if (!scan_name(sc, &col->name, &col->name_len) || !scan_char(sc, ':') || !scan_char(sc, '['))
+        return 0;
+    static const char *const fixed[] = {"type", "v"};
+    for (size_t i = 0; i < 2; i++)
+        if (col->name_len == strlen(fixed[i]) && memcmp(col->name, fixed[i], col->name_len) == 0)
+            return 0; /* jansson keeps the last of a repeated key */
+    for (size_t i = 0; i < n; i++)
+        if (s->columns[i].name_len == col->name_len &&
+            memcmp(s->columns[i].name, col->name, col->name_len) == 0)
+            return 0;
+    size_t start = *cells;
+    if (!scan_char(sc, ']')) {
+        for (;;) {
+            if (*cells == SCAN_MAX_CELLS) return 0;
+            int rc = scan_reserve_cells(s, *cells + 1);
+            if (rc) return rc;
+            rc = scan_cell(sc, &s->values[*cells]);
+            if (!rc) return 0;
+            s->is_null[(*cells)++] = rc == 2;
+            if (scan_char(sc, ']')) break;
+            if (!scan_char(sc, ',')) return 0;
+        }
+    }
+    size_t len = *cells - start;
+    if (n > 0 && len != *rows) return 0; /* jansson's path reports the mismatch */
+    *rows = len;
+    /* values moves as it grows: keep the offset until the line is done. */
+    col->values = (const int64_t *)(uintptr_t)start;
+    return 1;
+}
+
+int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t len,
+                             gpufl_reader_batch_t *b) {
+    scan_t sc = {line, line + len};
+    const char *type;
+    size_t type_len, n = 0, cells = 0, rows = 0;
+    if (!scan_char(&sc, '{') || !scan_key(&sc, "type") || !scan_name(&sc, &type, &type_len) ||
+        type_len >= sizeof s->type || !scan_char(&sc, ',') || !scan_key(&sc, "v"))
+        return 0;
+    int64_t v;
+    if (scan_cell(&sc, &v) != 1 || v != 1) return 0;
+    while (scan_char(&sc, ',')) {
+        if (n == SCAN_MAX_COLUMNS) return 0;
+        if (n == s->columns_alloc) {
+            gpufl_reader_column_t *cols = realloc(s->columns, SCAN_MAX_COLUMNS * sizeof *cols);
+            if (!cols) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a batch");
+            s->columns = cols;
+            s->columns_alloc = SCAN_MAX_COLUMNS;
+        }
+        int rc = scan_column(s, &sc, n, &cells, &rows);
+        if (rc <= 0) return rc;
+        n++;
+    }
+    if (!scan_char(&sc, '}')) return 0;
+    scan_ws(&sc);
+    if (sc.p != sc.end) return 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t start = (size_t)(uintptr_t)s->columns[i].values;
+        s->columns[i].values = s->values + start;
+        s->columns[i].is_null = s->is_null + start;
+    }
+    memcpy(s->type, type, type_len);
+    s->type[type_len] = '\0';
+    b->type = s->type;
+    b->n_columns = n;
+    b->rows = rows;
+    b->columns = s->columns;
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Reading files                                                            */
 /* ---------------------------------------------------------------------- */
 
@@ -307,6 +489,7 @@ typedef struct read_ctx {
     uint64_t records_in_segment; /* lines that parsed, header included */
     int saw_segment_end;
     char segment_next[64]; /* the `next` of segment_end */
+    gpufl_reader_scanner_t scanner;
 } read_ctx_t;
 
 static void warnf(read_ctx_t *c, uint64_t line, const char *fmt, ...) GPUFL__PRINTF(3, 4);
@@ -369,11 +552,40 @@ static int handle_dict(read_ctx_t *c, json_t *rec) {
     return 0;
 }
 
+/* The bookkeeping every record line gets before its callback. */
+static void note_record(read_ctx_t *c, const char *t) {
+    int first = c->records_in_segment++ == 0;
+    if (first && strcmp(t, "header") != 0)
+        warnf(c, c->pos.line, "the first line is a \"%s\" record, not a header", t);
+    if (c->saw_segment_end) warnf(c, c->pos.line, "a \"%s\" record after segment_end", t);
+}
+
+/* Hands a batch line the scanner understood to ops->batch. Returns 1 when
+ * the line is not one (jansson reads it), 0 or < 0 as handle_line. */
+static int handle_batch(read_ctx_t *c, const char *line, size_t len) {
+    gpufl_reader_batch_t b;
+    int rc = gpufl__reader_scan_batch(&c->scanner, line, len, &b);
+    if (rc <= 0) return rc < 0 ? rc : 1;
+    const char *const *t = c->ops->batch_types;
+    while (*t && strcmp(*t, b.type) != 0) t++;
+    if (!*t) return 1;
+    note_record(c, b.type);
+    c->stats->records++;
+    rc = c->ops->batch(c->user, &c->pos, &b);
+    if (rc == 1) c->stats->unknown_records++;
+    if (rc == 2) c->stats->corrupt_lines++;
+    return rc > 0 ? 0 : rc;
+}
+
 static int handle_line(read_ctx_t *c, const char *line, size_t len) {
     json_error_t jerr;
     if (len == 0) {
         c->stats->empty_lines++;
         return 0;
+    }
+    if (c->ops->batch && c->ops->batch_types) {
+        int rc = handle_batch(c, line, len);
+        if (rc <= 0) return rc;
     }
     json_t *rec = json_loadb(line, len, 0, &jerr);
     if (!rec) {
@@ -391,10 +603,7 @@ static int handle_line(read_ctx_t *c, const char *line, size_t len) {
         corrupt(c, "no integer \"v\"");
     } else {
         const char *t = json_string_value(type);
-        int first = c->records_in_segment++ == 0;
-        if (first && strcmp(t, "header") != 0)
-            warnf(c, c->pos.line, "the first line is a \"%s\" record, not a header", t);
-        if (c->saw_segment_end) warnf(c, c->pos.line, "a \"%s\" record after segment_end", t);
+        note_record(c, t);
         if (strcmp(t, "dict") == 0 && json_integer_value(v) == 1) {
             rc = handle_dict(c, rec);
         } else if (strcmp(t, "segment_end") == 0 && json_integer_value(v) == 1) {
@@ -574,6 +783,7 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
         }
     }
     free(path);
+    gpufl__reader_scanner_fini(&c.scanner);
     if (rc) return rc;
     if (files == 0)
         return gpufl__set_error(GPUFL_ENOTFOUND,

@@ -3,7 +3,8 @@
  *
  * Reads device.log, scope.log and system.log of a session directory and their
  * rotated segments, splits them into lines, parses each line with jansson and
- * hands every well-formed record to a callback. It interns `dict` lines itself,
+ * hands every well-formed record to a callback (plain integer batches of the
+ * types a caller asks for skip jansson: see gpufl_reader_ops_t.batch). It interns `dict` lines itself,
  * tolerates what the format says readers must tolerate (an incomplete last
  * line, unknown types and columns, missing files) and reports corrupt lines
  * with file name and line number instead of failing. The session model
@@ -118,6 +119,49 @@ typedef struct gpufl_reader_stats {
     uint64_t unknown_records; /* records the callback did not know (return 1) */
 } gpufl_reader_stats_t;
 
+/* One column of a batch line read by the batch scanner (no JSON values
+ * built): values[r] holds row r, 0 where is_null[r]. name is not
+ * NUL-terminated. */
+typedef struct gpufl_reader_column {
+    const char *name;
+    size_t name_len;
+    const int64_t *values;
+    const unsigned char *is_null;
+} gpufl_reader_column_t;
+
+/* A batch line whose members after "type" and "v":1 are all arrays of the
+ * same length holding only integers (within int64) and nulls, with no key
+ * twice. Valid during the callback. */
+typedef struct gpufl_reader_batch {
+    const char *type;
+    size_t n_columns, rows;
+    const gpufl_reader_column_t *columns;
+} gpufl_reader_batch_t;
+
+/* The column called name, or NULL. */
+const gpufl_reader_column_t *gpufl__reader_batch_column(const gpufl_reader_batch_t *b,
+                                                        const char *name);
+
+/*
+ * Scans one line as a batch of integer columns into b, using the scanner's
+ * buffers in s (zeroed before the first use, freed by
+ * gpufl__reader_scanner_fini). Returns 1 when the line is such a batch, 0
+ * when it is anything else (the line must then go through jansson, which
+ * decides and reports as usual), GPUFL_ENOMEM.
+ */
+typedef struct gpufl_reader_scanner {
+    int64_t *values;
+    unsigned char *is_null;
+    size_t cells_alloc;
+    gpufl_reader_column_t *columns;
+    size_t columns_alloc;
+    char type[64];
+} gpufl_reader_scanner_t;
+
+int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t len,
+                             gpufl_reader_batch_t *b);
+void gpufl__reader_scanner_fini(gpufl_reader_scanner_t *s);
+
 typedef struct gpufl_reader_ops {
     /*
      * Called for each well-formed line: a JSON object with a string "type" and
@@ -131,6 +175,15 @@ typedef struct gpufl_reader_ops {
     int (*record)(void *user, const gpufl_reader_pos_t *pos, const char *type, json_t *rec);
     /* A problem at pos (line 0: about the file as a whole). May be NULL. */
     void (*warn)(void *user, const gpufl_reader_pos_t *pos, const char *message);
+    /*
+     * Optional fast path for high-rate batches: record types (NULL-terminated
+     * list) whose batch lines, when the scanner understands them whole, go to
+     * batch instead of record, as a column view and without a JSON tree. Any
+     * other line of these types still goes to record. batch returns what
+     * record returns. Both NULL: every line goes to record.
+     */
+    const char *const *batch_types;
+    int (*batch)(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b);
 } gpufl_reader_ops_t;
 
 typedef struct gpufl_reader_limits {

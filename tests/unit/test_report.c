@@ -1467,6 +1467,219 @@ static void test_report_write_error(void **state) {
     gpufl__model_destroy(m);
 }
 
+/* Scans text as a batch line; returns what gpufl__reader_scan_batch did. */
+static int scan(gpufl_reader_scanner_t *s, const char *text, gpufl_reader_batch_t *b) {
+    return gpufl__reader_scan_batch(s, text, strlen(text), b);
+}
+
+static void expect_cell(const gpufl_reader_batch_t *b, const char *col, size_t r, int is_null,
+                        int64_t value) {
+    const gpufl_reader_column_t *c = gpufl__reader_batch_column(b, col);
+    assert_non_null(c);
+    assert_true(r < b->rows);
+    assert_int_equal(c->is_null[r], is_null);
+    if (!is_null) assert_int_equal(c->values[r], value);
+}
+
+/* The batch scanner reads plain integer batches and gives everything else
+ * back to jansson (0). */
+static void test_report_batch_scanner(void **state) {
+    (void)state;
+    gpufl_reader_scanner_t s;
+    memset(&s, 0, sizeof s);
+    gpufl_reader_batch_t b;
+    assert_int_equal(scan(&s,
+                          "{\"type\":\"kernel\",\"v\":1,\"a\":[0,-5,null,9223372036854775807,"
+                          "-9223372036854775807],\"b\":[1,2,3,4,5]}",
+                          &b),
+                     1);
+    assert_string_equal(b.type, "kernel");
+    assert_int_equal(b.n_columns, 2);
+    assert_int_equal(b.rows, 5);
+    expect_cell(&b, "a", 0, 0, 0);
+    expect_cell(&b, "a", 1, 0, -5);
+    expect_cell(&b, "a", 2, 1, 0);
+    expect_cell(&b, "a", 3, 0, INT64_MAX);
+    expect_cell(&b, "a", 4, 0, -INT64_MAX);
+    expect_cell(&b, "b", 4, 0, 5);
+    assert_null(gpufl__reader_batch_column(&b, "c"));
+    assert_null(gpufl__reader_batch_column(&b, "type"));
+
+    /* Whitespace wherever JSON allows it; -0 and empty batches. */
+    assert_int_equal(scan(&s,
+                          " {\t\"type\" : \"copy\" ,\r\"v\": 1 , \"x\" : [ -0 ,\t7 , null ] ,"
+                          "\"y\":[ 1,2,3 ] }  ",
+                          &b),
+                     1);
+    assert_string_equal(b.type, "copy");
+    assert_int_equal(b.rows, 3);
+    expect_cell(&b, "x", 0, 0, 0);
+    expect_cell(&b, "x", 1, 0, 7);
+    expect_cell(&b, "x", 2, 1, 0);
+    expect_cell(&b, "y", 2, 0, 3);
+    assert_int_equal(scan(&s, "{\"type\":\"memset\",\"v\":1,\"x\":[],\"y\":[]}", &b), 1);
+    assert_int_equal(b.rows, 0);
+    assert_int_equal(b.n_columns, 2);
+    assert_int_equal(scan(&s, "{\"type\":\"kernel\",\"v\":1}", &b), 1);
+    assert_int_equal(b.n_columns, 0);
+
+    /* A longer batch than the first buffer, to move the arrays as they grow. */
+    size_t rows = 20000, n = 0;
+    char *big = malloc(rows * 24 + 128);
+    assert_non_null(big);
+    n += (size_t)sprintf(big + n, "{\"type\":\"kernel\",\"v\":1");
+    for (int col = 0; col < 2; col++) {
+        n += (size_t)sprintf(big + n, ",\"c%d\":[", col);
+        for (size_t r = 0; r < rows; r++)
+            n += (size_t)sprintf(big + n, r ? ",%zu" : "%zu", r * 3 + (size_t)col);
+        big[n++] = ']';
+    }
+    big[n++] = '}';
+    big[n] = '\0';
+    assert_int_equal(scan(&s, big, &b), 1);
+    assert_int_equal(b.rows, rows);
+    expect_cell(&b, "c0", rows - 1, 0, (int64_t)(rows - 1) * 3);
+    expect_cell(&b, "c1", 0, 0, 1);
+    expect_cell(&b, "c1", rows - 1, 0, (int64_t)(rows - 1) * 3 + 1);
+    free(big);
+
+    /* Everything else goes to jansson. */
+    static const char *const others[] = {
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1,\"2\"]}",             /* a string cell */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1.5]}",                 /* a decimal */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1e3]}",                 /* an exponent */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[9223372036854775808]}", /* past int64 */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[-9223372036854775809]}",
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[123456789012345678901234]}",
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[01]}", /* not JSON */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1,]}",
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[-]}",
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1,2],\"b\":[1]}", /* lengths differ */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1],\"a\":[2]}",   /* a key twice */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1],\"type\":[2]}",
+        "{\"type\":\"kernel\",\"v\":1,\"d\":0}", /* not an array */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[[1]]}",
+        "{\"type\":\"kernel\",\"v\":2,\"a\":[1]}",       /* another version */
+        "{\"v\":1,\"type\":\"kernel\",\"a\":[1]}",       /* other member order */
+        "{\"type\":\"ker\\u006eel\",\"v\":1,\"a\":[1]}", /* escapes */
+        "{\"type\":\"kernel\",\"v\":1,\"\\u0061\":[1]}",
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1,2", /* truncated */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1]",
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[1]} x", /* trailing bytes */
+        "{\"type\":\"kernel\",\"v\":1,\"a\":[nul]}",
+        "",
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        if (scan(&s, others[i], &b) != 0) print_error("scanned: %s\n", others[i]);
+        assert_int_equal(scan(&s, others[i], &b), 0);
+    }
+    gpufl__reader_scanner_fini(&s);
+    gpufl__reader_scanner_fini(&s); /* twice is harmless */
+}
+
+/* A batch the scanner reads and the same batch read by jansson (an escaped
+ * key sends it there) load the same rows; lines the scanner gives back are
+ * reported as before. */
+static void test_report_batch_fallback(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+#define KROWS(first_key)                                                                           \
+    "{\"type\":\"kernel\",\"v\":1," first_key ":[100,200,300],\"end_ns\":[150,260,390],"           \
+    "\"device\":[0,1,0],\"stream\":[7,7,8],\"correlation\":[1,2,3],\"name\":[1,1,1],"              \
+    "\"grid_x\":[1,2,3],\"grid_y\":[1,1,1],\"grid_z\":[1,1,1],\"block_x\":[32,64,128],"            \
+    "\"block_y\":[1,1,1],\"block_z\":[1,1,1],\"registers\":[8,16,32],"                             \
+    "\"static_smem_bytes\":[0,0,0],\"dynamic_smem_bytes\":[0,256,0],"                              \
+    "\"local_bytes_per_thread\":[0,null,4],\"graph_id\":[null,5,0],\"scope\":[null,0,3]}\n"
+    static const char head[] = "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+                               "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n";
+    gpufl_model_t *fast = NULL, *slow = NULL;
+    write_file(dir, "device.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n" KROWS("\"start_ns\""));
+    assert_int_equal(gpufl__model_load(dir, &fast), 0);
+    write_file(
+        dir, "device.log",
+        "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+        "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n" KROWS("\"start\\u005fns\""));
+    assert_int_equal(gpufl__model_load(dir, &slow), 0);
+    expect_warnings(fast, 1); /* scope 3 is not in scope.log */
+    expect_warnings(slow, 1);
+    assert_int_equal(fast->n_kernels, 3);
+    assert_int_equal(slow->n_kernels, 3);
+    for (size_t i = 0; i < 3; i++) {
+        gpufl_model_kernel_t a = fast->kernels[i], b = slow->kernels[i];
+        assert_int_equal(a.start_ns, b.start_ns);
+        assert_int_equal(a.end_ns, b.end_ns);
+        assert_int_equal(a.device, b.device);
+        assert_int_equal(a.block_x, b.block_x);
+        assert_int_equal(a.dynamic_smem_bytes, b.dynamic_smem_bytes);
+        assert_int_equal(a.local_bytes_per_thread, b.local_bytes_per_thread);
+        assert_int_equal(a.graph_id, b.graph_id);
+        assert_int_equal(a.scope, b.scope);
+        assert_int_equal(a.config, b.config);
+        assert_string_equal(a.name, b.name);
+    }
+    assert_int_equal(fast->kernels[1].local_bytes_per_thread, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(fast->kernels[0].graph_id, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(fast->kernels[0].scope, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(fast->kernels[2].scope, 3);
+    assert_int_equal(fast->first_ts_ns, 100);
+    assert_int_equal(fast->last_ts_ns, 390);
+    assert_int_equal(fast->read.records, slow->read.records);
+    gpufl__model_destroy(fast);
+    gpufl__model_destroy(slow);
+
+    /* Lines the scanner leaves to jansson: each reported as before. */
+    size_t len = strlen(head) + 4096;
+    char *text = malloc(len);
+    assert_non_null(text);
+    snprintf(text, len,
+             "%s"
+             /* 3: a required cell past int64 */
+             "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[99999999999999999999]}\n"
+             /* 4: a string in a required column */
+             "{\"type\":\"copy\",\"v\":1,\"start_ns\":[\"x\"],\"end_ns\":[1],\"device\":[0],"
+             "\"bytes\":[1],\"copy_kind\":[1],\"src_kind\":[1],\"dst_kind\":[1]}\n"
+             /* 5: an id past int64, written as a string, in an optional column */
+             "{\"type\":\"memset\",\"v\":1,\"start_ns\":[5],\"end_ns\":[6],\"device\":[0],"
+             "\"bytes\":[1],\"memory_kind\":[1],\"scope\":[\"99999999999999999999\"]}\n"
+             /* 6: columns of different lengths */
+             "{\"type\":\"memset\",\"v\":1,\"start_ns\":[5,6],\"end_ns\":[6]}\n"
+             /* 7: a required column missing, read by the scanner */
+             "{\"type\":\"memset\",\"v\":1,\"start_ns\":[5],\"end_ns\":[6]}\n"
+             /* 8: a null in a required column, read by the scanner */
+             "{\"type\":\"memset\",\"v\":1,\"start_ns\":[5],\"end_ns\":[6],\"device\":[null],"
+             "\"bytes\":[1],\"memory_kind\":[1]}\n"
+             /* 9: cut short (not the last line) */
+             "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1,2\n"
+             /* the last line, incomplete */
+             "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1",
+             head);
+    write_file(dir, "device.log", text);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    expect_warnings(m, 6);
+    assert_true(has_warning(m, "device.log", 3, "not JSON"));
+    assert_true(has_warning(m, "device.log", 4, "copy: row 0: start_ns is not an integer"));
+    assert_true(
+        has_warning(m, "device.log", 6, "memset: column \"end_ns\" has 1 rows, the others 2"));
+    assert_true(has_warning(m, "device.log", 7, "memset: column \"device\" missing"));
+    assert_true(has_warning(m, "device.log", 8, "memset: row 0: device is not an integer"));
+    assert_true(has_warning(m, "device.log", 9, "not JSON"));
+    assert_int_equal(m->n_memsets, 1);
+    assert_int_equal(m->memsets[0].scope, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(m->n_kernels, 0);
+    assert_int_equal(m->n_copies, 0);
+    assert_int_equal(m->read.truncated_lines, 1);
+    assert_int_equal(m->read.corrupt_lines, 6);
+    gpufl__model_destroy(m);
+    free(text);
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+#undef KROWS
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_model_basic),
@@ -1496,6 +1709,8 @@ int main(void) {
         cmocka_unit_test(test_report_trace_refs),
         cmocka_unit_test(test_report_configs_corrupt),
         cmocka_unit_test(test_report_write_error),
+        cmocka_unit_test(test_report_batch_scanner),
+        cmocka_unit_test(test_report_batch_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
