@@ -108,12 +108,12 @@ static int write_session(const char *dir, long kernels) {
     fputs("{\"type\":\"dict\",\"v\":1,\"id\":[200,201,202,203],\"str\":[\"step\",\"forward\","
           "\"step/forward\",\"step/backward\"]}\n",
           f);
+    fprintf(f, "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1000,2000,3000],\"tid\":[9,9,9],"
+               "\"id\":[1,2,3],\"parent\":[0,1,1],\"depth\":[1,2,2],\"name\":[200,201,201],"
+               "\"tag\":[0,0,0],\"path\":[200,202,203],\"repeat\":[0,0,0]}\n");
     fprintf(f,
-            "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1000,2000,3000],\"tid\":[9,9,9],"
-            "\"id\":[1,2,3],\"parent\":[0,1,1],\"depth\":[1,2,2],\"name\":[200,201,201],"
-            "\"tag\":[0,0,0],\"path\":[200,202,203],\"repeat\":[0,0,0]}\n");
-    fprintf(f, "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[%ld,%ld,%ld],\"id\":[2,3,1],"
-               "\"implicit\":[0,0,0]}\n",
+            "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[%ld,%ld,%ld],\"id\":[2,3,1],"
+            "\"implicit\":[0,0,0]}\n",
             end_ns - 3, end_ns - 2, end_ns - 1);
     fprintf(f, "{\"type\":\"session_end\",\"v\":1,\"ts_ns\":%ld,\"duration_ns\":%ld}\n", end_ns,
             end_ns);
