@@ -323,14 +323,19 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uin
 /* Converting records                                                       */
 /* ---------------------------------------------------------------------- */
 
+/* Copies a record of size bytes into dst, all of it from a CUPTI of CUDA 13
+ * or later, else only the prefix before cuda13_field (the fields CUDA 13
+ * appended read as 0). */
+static void copy_versioned(const gpufl_cupti_t *c, const CUpti_Activity *record, void *dst,
+                           size_t size, size_t cuda13_field) {
+    memset(dst, 0, size);
+    memcpy(dst, record, c->api_version >= API_VERSION_CUDA13 ? size : cuda13_field);
+}
+
 static void read_kernel(const gpufl_cupti_t *c, const CUpti_Activity *record,
                         const gpufl_cupti_sink_t *sink, void *user) {
     CUpti_ActivityKernel10 k;
-    size_t bytes = c->api_version >= API_VERSION_CUDA13
-                       ? sizeof k
-                       : offsetof(CUpti_ActivityKernel10, isDeviceLaunched);
-    memset(&k, 0, sizeof k);
-    memcpy(&k, record, bytes);
+    copy_versioned(c, record, &k, sizeof k, offsetof(CUpti_ActivityKernel10, isDeviceLaunched));
     gpufl_cupti_kernel_t out = {
         .start_ns = (int64_t)k.start,
         .end_ns = (int64_t)k.end,
@@ -366,11 +371,7 @@ static void read_kernel(const gpufl_cupti_t *c, const CUpti_Activity *record,
 static void read_copy(const gpufl_cupti_t *c, const CUpti_Activity *record,
                       const gpufl_cupti_sink_t *sink, void *user) {
     CUpti_ActivityMemcpy6 m;
-    size_t bytes = c->api_version >= API_VERSION_CUDA13
-                       ? sizeof m
-                       : offsetof(CUpti_ActivityMemcpy6, isDeviceLaunched);
-    memset(&m, 0, sizeof m);
-    memcpy(&m, record, bytes);
+    copy_versioned(c, record, &m, sizeof m, offsetof(CUpti_ActivityMemcpy6, isDeviceLaunched));
     gpufl_cupti_copy_t out = {
         .start_ns = (int64_t)m.start,
         .end_ns = (int64_t)m.end,
@@ -393,11 +394,7 @@ static void read_copy(const gpufl_cupti_t *c, const CUpti_Activity *record,
 static void read_memset(const gpufl_cupti_t *c, const CUpti_Activity *record,
                         const gpufl_cupti_sink_t *sink, void *user) {
     CUpti_ActivityMemset4 m;
-    size_t bytes = c->api_version >= API_VERSION_CUDA13
-                       ? sizeof m
-                       : offsetof(CUpti_ActivityMemset4, isDeviceLaunched);
-    memset(&m, 0, sizeof m);
-    memcpy(&m, record, bytes);
+    copy_versioned(c, record, &m, sizeof m, offsetof(CUpti_ActivityMemset4, isDeviceLaunched));
     gpufl_cupti_memset_t out = {
         .start_ns = (int64_t)m.start,
         .end_ns = (int64_t)m.end,

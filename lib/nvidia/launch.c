@@ -229,11 +229,11 @@ static void free_config(gpufl_kernel_config_t *k) {
     free(k);
 }
 
-/* The id of a configuration, made on first sight; 0 past the limit. */
-static uint32_t config_id(gpufl_launch_t *l, void *function, int block_threads,
-                          uint32_t dynamic_smem, const char *symbol) {
+/* The id of a configuration, made on first sight; 0 past the limit. state
+ * is the calling thread's (NULL: no cache). */
+static uint32_t config_id(gpufl_launch_t *l, thread_state_t *state, void *function,
+                          int block_threads, uint32_t dynamic_smem, const char *symbol) {
     size_t hash = config_hash(function, block_threads, dynamic_smem);
-    thread_state_t *state = thread_state();
     cached_t scratch, *c = state ? &state->cache[hash % CACHE] : &scratch;
     if (state != NULL && c->generation == l->generation && c->function == function &&
         c->block_threads == block_threads && c->dynamic_smem == dynamic_smem)
@@ -381,7 +381,7 @@ static int threads_in_block(unsigned int x, unsigned int y, unsigned int z) {
     return n > INT_MAX ? -1 : (int)n;
 }
 
-static uint32_t launch_config(gpufl_launch_t *l, enum call_kind kind,
+static uint32_t launch_config(gpufl_launch_t *l, thread_state_t *state, enum call_kind kind,
                               const CUpti_CallbackData *cb) {
     if (cb->functionParams == NULL) return 0;
     void *f;
@@ -401,27 +401,32 @@ static uint32_t launch_config(gpufl_launch_t *l, enum call_kind kind,
             threads_in_block(p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ);
         smem = p->config->sharedMemBytes;
     }
-    return threads < 0 ? 0 : config_id(l, f, threads, smem, cb->symbolName);
+    return threads < 0 ? 0 : config_id(l, state, f, threads, smem, cb->symbolName);
 }
 
-/* Whether to look for an external correlation id at this call. Looking
- * costs a pop and a push on CUPTI's stack per kind (0.7-1.0 us a launch for
- * three kinds on an H100 host). A thread that has had none for
- * GPUFL_LAUNCH_EXTERNAL_QUIET calls in a row is looked at every
- * GPUFL_LAUNCH_EXTERNAL_EVERY-th call until one is found again; so the first
- * calls after a framework starts pushing ids on such a thread (at most
- * EVERY - 1) may lack them. */
-static int look_for_external(gpufl_launch_t *l) {
-    thread_state_t *state = thread_state();
-    if (state == NULL) return 1;
+/* The external correlation id a framework pushed on the calling thread:
+ * 1 and *kind, *id when found. Looking costs a pop and a push on CUPTI's
+ * stack per kind (0.7-1.0 us a launch for three kinds on an H100 host), so a
+ * thread that has had none for GPUFL_LAUNCH_EXTERNAL_QUIET calls in a row is
+ * looked at every GPUFL_LAUNCH_EXTERNAL_EVERY-th call until one is found
+ * again: the first calls after a framework starts pushing ids on such a
+ * thread (at most EVERY - 1) may lack them. */
+static int external_id(gpufl_launch_t *l, thread_state_t *state, uint32_t *kind, uint64_t *id) {
+    if (state == NULL) return gpufl__cupti_peek_external(l->cupti, kind, id);
     if (state->external_generation != l->generation) { /* a new session: counts afresh */
         state->external_generation = l->generation;
         state->external_empty = state->external_skipped = 0;
     }
-    if (state->external_empty < GPUFL_LAUNCH_EXTERNAL_QUIET) return 1;
-    if (++state->external_skipped < GPUFL_LAUNCH_EXTERNAL_EVERY) return 0;
-    state->external_skipped = 0;
-    return 1;
+    if (state->external_empty >= GPUFL_LAUNCH_EXTERNAL_QUIET) {
+        if (++state->external_skipped < GPUFL_LAUNCH_EXTERNAL_EVERY) return 0;
+        state->external_skipped = 0;
+    }
+    if (gpufl__cupti_peek_external(l->cupti, kind, id)) {
+        state->external_empty = 0;
+        return 1;
+    }
+    if (state->external_empty < UINT32_MAX) state->external_empty++;
+    return 0;
 }
 
 static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
@@ -442,30 +447,24 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     if (cb->callbackSite != CUPTI_API_ENTER) return;
     uint64_t scope = gpufl__scope_current();
     uint32_t config = 0, external_kind = 0;
-    uint64_t external_id = 0;
-    if (kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX) config = launch_config(l, kind, cb);
-    if (kind == CALL_GRAPH && (l->flags & GPUFL_LAUNCH_GRAPHS)) queue_graph(l, cb, scope);
+    uint64_t external = 0;
     /* Only kernel rows carry external ids (a graph's kernels share its
      * launch's note): copies and the like are not looked at. */
     int launches = kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX || kind == CALL_LAUNCH_ANY ||
                    kind == CALL_GRAPH;
-    if (launches && (l->flags & GPUFL_LAUNCH_EXTERNAL) && look_for_external(l)) {
-        uint32_t k;
-        thread_state_t *state = thread_state();
-        if (gpufl__cupti_peek_external(l->cupti, &k, &external_id)) {
-            external_kind = k + 1;
-            if (state) state->external_empty = 0;
-        } else if (state && state->external_empty < UINT32_MAX) {
-            state->external_empty++;
-        }
-    }
+    thread_state_t *state = launches ? thread_state() : NULL;
+    if (kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX) config = launch_config(l, state, kind, cb);
+    if (kind == CALL_GRAPH && (l->flags & GPUFL_LAUNCH_GRAPHS)) queue_graph(l, cb, scope);
+    uint32_t k;
+    if (launches && (l->flags & GPUFL_LAUNCH_EXTERNAL) && external_id(l, state, &k, &external))
+        external_kind = k + 1;
 
     note_t *n = &l->notes[cb->correlationId & MASK];
     atomic_store_explicit(&n->corr, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&n->config, config, memory_order_relaxed);
     atomic_store_explicit(&n->scope, scope, memory_order_relaxed);
-    atomic_store_explicit(&n->external_id, external_id, memory_order_relaxed);
+    atomic_store_explicit(&n->external_id, external, memory_order_relaxed);
     atomic_store_explicit(&n->external_kind, external_kind, memory_order_relaxed);
     atomic_store_explicit(&n->corr, cb->correlationId, memory_order_release);
 }
