@@ -3,7 +3,7 @@
 # Only missing packages are installed; uses sudo when not root.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libjansson-dev libcmocka-dev
+packages=(build-essential cmake pkg-config libjansson-dev libcmocka-dev libdw-dev
           python3 python3-jsonschema)
 
 if [[ "${1:-}" == "--help" ]]; then

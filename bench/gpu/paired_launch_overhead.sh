@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine: the launch-bound workload only, many short rounds
-# of untraced, minimal CUPTI tracer, gpufl Trace, and gpufl Trace without one
+# of untraced, minimal CUPTI tracer, gpufl Trace, gpufl Trace with CPU stacks
+# (enable_stack_trace), and gpufl Trace without one
 # part (the external-id look; with the diagnosis builds of
 # tests/gpu/build_for_device.sh, the work at the driver calls, or the joining
 # and writing of records), and the added cost of each as the median over rounds of
@@ -9,6 +10,8 @@
 set -uo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   echo "usage: bench/gpu/paired_launch_overhead.sh [ROUNDS]   (default 15; needs .devbin/trace_overhead)"
+  echo "  VARIANTS=\"untraced trace ...\" picks the variants (default: all, trace-stacks included:"
+  echo "  Trace with enable_stack_trace)"
   exit 0
 fi
 rounds=${1:-15}
@@ -17,10 +20,11 @@ bin=.devbin/trace_overhead
 [[ -x $bin ]] || { echo "FAIL  $bin not found: run tests/gpu/build_for_device.sh first"; exit 1; }
 runs=${TMPDIR:-/tmp}/paired_launch_overhead_runs.txt
 for ((r = 1; r <= rounds; r++)); do
-  for v in untraced minimal trace trace-external trace-no-notes trace-no-rows; do
+  for v in ${VARIANTS:-untraced minimal trace trace-stacks trace-external trace-no-notes trace-no-rows}; do
     env=() cfg=$v run=$bin
     case $v in
       trace-external) cfg=trace; env=(GPUFL_ENABLE_EXTERNAL_CORRELATION=0) ;;
+      trace-stacks) cfg=trace; env=(GPUFL_ENABLE_STACK_TRACE=1) ;;
       trace-no-notes) cfg=trace; run=${bin}_no_notes ;;
       trace-no-rows) cfg=trace; run=${bin}_no_rows ;;
     esac
@@ -38,7 +42,9 @@ for line in open(sys.argv[1]):
     v = re.search(r"variant=(\S+)", line).group(1)
     r = int(re.search(r"round=(\d+)", line).group(1))
     per[r][v].append(float(re.search(r"us_per_kernel=([\d.]+)", line).group(1)))
-variants = ["minimal", "trace", "trace-external", "trace-no-notes", "trace-no-rows"]
+order = ["minimal", "trace", "trace-stacks", "trace-external", "trace-no-notes", "trace-no-rows"]
+seen = {v for d in per.values() for v in d}
+variants = [v for v in order if v in seen]
 added = {v: [] for v in variants}
 for r, d in sorted(per.items()):
     if not d["untraced"]:
@@ -55,7 +61,7 @@ for v in variants:
     n = len(x)
     print(f"{v:16s} rounds {n}  added median {statistics.median(x):.3f} us/kernel  "
           f"quartiles {x[n // 4]:.3f} .. {x[(3 * n) // 4]:.3f}")
-if added["minimal"] and added["trace"]:
+if added.get("minimal") and added.get("trace"):
     print(f"trace/minimal added ratio {statistics.median(added['trace']) / statistics.median(added['minimal']):.2f}")
 base = [statistics.median(d["untraced"]) for d in per.values() if d["untraced"]]
 print(f"untraced per-round median us/kernel: median {statistics.median(base):.3f}, "

@@ -42,6 +42,11 @@ int cli_is_session_dir(const char *dir);
  * caller frees. Returns 0, or CLI_FAILED after printing why. */
 int cli_sessions_list(const char *root, cli_session_t **out, size_t *count);
 
+/* Sets dir to the session named by arg: a session directory, a session id
+ * under the default root, or NULL for the latest session there. Returns
+ * CLI_OK, or CLI_FAILED after printing why. */
+int cli_resolve_session(const char *arg, char *dir, size_t size);
+
 /* Option helpers: 1 when arg is -h or --help. */
 int cli_is_help(const char *arg);
 /* Prints "gpufl: <message>" and the usage of cmd to stderr; returns CLI_USAGE. */
@@ -56,5 +61,7 @@ const char *cli_reset(FILE *out);
 int cli_report(int argc, char **argv);
 int cli_sessions(int argc, char **argv);
 int cli_info(int argc, char **argv);
+int cli_export(int argc, char **argv);
+int cli_insights(int argc, char **argv);
 
 #endif

@@ -21,12 +21,15 @@ typedef struct cli_command {
 } cli_command_t;
 
 static const cli_command_t commands[] = {
-    {"report", cli_report, "print the text report of a session",
-     "report [--output FILE] [DIR|SESSION]\n"
+    {"report", cli_report, "print the report of a session (text, json, markdown, html)",
+     "report [--format text|json|markdown|html] [--output FILE] [DIR|SESSION]\n"
      "\n"
      "Prints the report of a session: DIR is a session directory, SESSION a session\n"
      "id (a directory name) under the log root. Without either, the latest session\n"
-     "under the log root. --output FILE (-o FILE) writes it to FILE instead of stdout.\n"},
+     "under the log root. --output FILE (-o FILE) writes it to FILE instead of stdout.\n"
+     "--format (-f): text (the default), json (one document, docs/report-json.md),\n"
+     "markdown, or html (one self-contained file with a timeline and metric plots).\n"
+     "On a terminal, a load that takes more than 0.3 s shows its progress on stderr.\n"},
     {"sessions", cli_sessions, "list the sessions under a log root, newest first",
      "sessions [ROOT]\n"
      "\n"
@@ -38,10 +41,30 @@ static const cli_command_t commands[] = {
      "\n"
      "Loads NVML, CUPTI and libcuda as a session would and says what each gives\n"
      "(GPUs, versions) or why it cannot load, then which engines can run here.\n"},
-    {"insights", NULL, "findings drawn from a session (not built yet)",
-     "insights [DIR|SESSION]\n\nNot built yet in this release: exits 3.\n"},
-    {"export", NULL, "convert a session to other formats (not built yet)",
-     "export [DIR|SESSION]\n\nNot built yet in this release: exits 3.\n"},
+    {"insights", cli_insights, "findings from a session: sync lines, occupancy, idle GPU, ...",
+     "insights [--format text|json] [--min-severity LOW|MEDIUM|HIGH] [--output FILE]\n"
+     "                [DIR|SESSION]\n"
+     "\n"
+     "Runs the insight rules (docs/insights.md) on a session and prints each finding:\n"
+     "severity, category, title, the source line it is about, what was found, what to\n"
+     "do and the numbers it rests on; then the rules the session lacks data for, and\n"
+     "why. DIR, SESSION and the default session as for `gpufl report`.\n"
+     "--format json writes one JSON document; --min-severity hides lower findings.\n"},
+    {"export", cli_export, "a session as a trace for Perfetto UI or chrome://tracing",
+     "export --format perfetto|chrome [--output FILE] [--max-events N] [DIR|SESSION]\n"
+     "\n"
+     "Writes the timeline of a session as a trace: CPU threads with their scopes,\n"
+     "synchronization calls and kernel launches, one track per GPU stream, arrows\n"
+     "from each launch to its kernel, and counters (GPU utilization, memory, power,\n"
+     "clocks, temperature; host CPU and RSS). DIR, SESSION and the default session\n"
+     "as for `gpufl report`.\n"
+     "--format (-f) perfetto: Perfetto's protobuf trace, for ui.perfetto.dev;\n"
+     "         chrome: Chrome trace event JSON, for chrome://tracing and Perfetto UI.\n"
+     "--output FILE (-o FILE): default <session-id>.perfetto-trace or\n"
+     "<session-id>.trace.json in the current directory; - writes to stdout.\n"
+     "--max-events N (chrome): at most N events per file (default 1000000, 0: no\n"
+     "limit); a larger session is split by time into FILE stem.1.trace.json, ...\n"
+     "The files written are listed on stdout. See docs/export.md.\n"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 

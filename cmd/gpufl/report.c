@@ -1,67 +1,50 @@
 /*
- * report.c - `gpufl report`: the text report of one session, the same the
- * library's gpufl_report_session() writes. Resolves what the user named (a
- * directory, a session id under the log root, or nothing: the latest
- * session) and says which path failed when one does.
+ * report.c - `gpufl report`: the report of one session in text (the one the
+ * library's gpufl_report_session() writes), JSON, Markdown or HTML. Resolves
+ * what the user named (a directory, a session id under the log root, or
+ * nothing: the latest session), says which path failed when one does, and
+ * shows the progress of a long load on a terminal's stderr.
  */
 #include "cli.h"
 
+#include "analysis/model.h"
+#include "analysis/report.h"
+
 #include <gpufl/gpufl.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
-static int is_dir(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+#define PROGRESS_AFTER_NS 300000000 /* a load shorter than 0.3 s shows nothing */
+
+typedef struct progress {
+    int64_t start_ns;
+    int shown; /* a line is on the terminal */
+} progress_t;
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Sets dir to the session named by arg (NULL: the latest one). */
-static int resolve_session(const char *arg, char *dir, size_t size) {
-    char root[CLI_PATH_MAX];
-    cli_default_root(root, sizeof root);
-    if (arg == NULL) {
-        cli_session_t *list;
-        size_t n;
-        if (!is_dir(root)) {
-            fprintf(stderr,
-                    "gpufl: no session found: log root '%s' does not exist (set GPUFL_LOG_PATH "
-                    "or name a session directory)\n",
-                    root);
-            return CLI_FAILED;
-        }
-        int rc = cli_sessions_list(root, &list, &n);
-        if (rc) return rc;
-        if (n == 0) {
-            fprintf(stderr, "gpufl: no session found under '%s'\n", root);
-            free(list);
-            return CLI_FAILED;
-        }
-        snprintf(dir, size, "%s", list[0].path);
-        free(list);
-        return CLI_OK;
-    }
-    if (is_dir(arg)) {
-        if (!cli_is_session_dir(arg)) {
-            fprintf(stderr, "gpufl: '%s' is not a session directory (no device.log or scope.log)\n",
-                    arg);
-            return CLI_FAILED;
-        }
-        snprintf(dir, size, "%s", arg);
-        return CLI_OK;
-    }
-    if (strchr(arg, '/') == NULL && (size_t)snprintf(dir, size, "%s/%s", root, arg) < size &&
-        is_dir(dir) && cli_is_session_dir(dir))
-        return CLI_OK;
-    fprintf(stderr, "gpufl: no such session: '%s' (neither a directory nor a session under '%s')\n",
-            arg, root);
-    return CLI_FAILED;
+/* "gpufl: reading session 43% (120 MiB of 280 MiB)", rewritten in place. */
+static void on_progress(void *user, uint64_t read_bytes, uint64_t total_bytes) {
+    progress_t *p = user;
+    if (now_ns() - p->start_ns < PROGRESS_AFTER_NS || total_bytes == 0) return;
+    fprintf(stderr, "\rgpufl: reading session %3.0f%% (%.0f MiB of %.0f MiB)\033[K",
+            100.0 * (double)read_bytes / (double)total_bytes, (double)read_bytes / 1048576.0,
+            (double)total_bytes / 1048576.0);
+    fflush(stderr);
+    p->shown = 1;
 }
 
 int cli_report(int argc, char **argv) {
-    const char *arg = NULL, *output = NULL;
+    const char *arg = NULL, *output = NULL, *format = "text";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
@@ -73,6 +56,11 @@ int cli_report(int argc, char **argv) {
             output = argv[++i];
         } else if (strncmp(a, "--output=", 9) == 0) {
             output = a + 9;
+        } else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
+            if (i + 1 >= argc) return cli_usage_error("report", "%s needs a format", a);
+            format = argv[++i];
+        } else if (strncmp(a, "--format=", 9) == 0) {
+            format = a + 9;
         } else if (a[0] == '-' && a[1] != '\0') {
             return cli_usage_error("report", "unknown option '%s'", a);
         } else if (arg) {
@@ -82,11 +70,39 @@ int cli_report(int argc, char **argv) {
         }
     }
     if (output && *output == '\0') return cli_usage_error("report", "--output needs a file name");
+    gpufl_report_format_t fmt;
+    if (gpufl__report_format_parse(format, &fmt) != 0)
+        return cli_usage_error("report", "unknown format '%s' (text, json, markdown, html)",
+                               format);
 
     char dir[CLI_PATH_MAX];
-    int rc = resolve_session(arg, dir, sizeof dir);
+    int rc = cli_resolve_session(arg, dir, sizeof dir);
     if (rc) return rc;
-    if (gpufl_report_session(dir, output) != 0) {
+    FILE *out = stdout;
+    if (output) {
+        out = fopen(output, "w");
+        if (!out) {
+            fprintf(stderr, "gpufl: cannot write report '%s': %s\n", output, strerror(errno));
+            return CLI_FAILED;
+        }
+    }
+    progress_t prog = {now_ns(), 0};
+    gpufl_model_limits_t limits;
+    memset(&limits, 0, sizeof limits);
+    if (isatty(STDERR_FILENO)) {
+        limits.progress = on_progress;
+        limits.progress_user = &prog;
+    }
+    gpufl_model_t *m = NULL;
+    int lrc = gpufl__model_load_limits(dir, &limits, &m);
+    if (prog.shown) fputs("\r\033[K", stderr); /* clear the progress line */
+    if (lrc == 0) lrc = gpufl__report_write_format(m, fmt, out);
+    gpufl__model_destroy(m);
+    if (out != stdout && fclose(out) != 0 && lrc == 0) {
+        fprintf(stderr, "gpufl: cannot write report '%s': %s\n", output, strerror(errno));
+        return CLI_FAILED;
+    }
+    if (lrc != 0) {
         fprintf(stderr, "gpufl: cannot report '%s': %s\n", dir, gpufl_last_error());
         return CLI_FAILED;
     }

@@ -237,3 +237,49 @@ int cli_sessions(int argc, char **argv) {
     free(list);
     return CLI_OK;
 }
+
+static int is_directory(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int cli_resolve_session(const char *arg, char *dir, size_t size) {
+    char root[CLI_PATH_MAX];
+    cli_default_root(root, sizeof root);
+    if (arg == NULL) {
+        cli_session_t *list;
+        size_t n;
+        if (!is_directory(root)) {
+            fprintf(stderr,
+                    "gpufl: no session found: log root '%s' does not exist (set GPUFL_LOG_PATH "
+                    "or name a session directory)\n",
+                    root);
+            return CLI_FAILED;
+        }
+        int rc = cli_sessions_list(root, &list, &n);
+        if (rc) return rc;
+        if (n == 0) {
+            fprintf(stderr, "gpufl: no session found under '%s'\n", root);
+            free(list);
+            return CLI_FAILED;
+        }
+        snprintf(dir, size, "%s", list[0].path);
+        free(list);
+        return CLI_OK;
+    }
+    if (is_directory(arg)) {
+        if (!cli_is_session_dir(arg)) {
+            fprintf(stderr, "gpufl: '%s' is not a session directory (no device.log or scope.log)\n",
+                    arg);
+            return CLI_FAILED;
+        }
+        snprintf(dir, size, "%s", arg);
+        return CLI_OK;
+    }
+    if (strchr(arg, '/') == NULL && (size_t)snprintf(dir, size, "%s/%s", root, arg) < size &&
+        is_directory(dir) && cli_is_session_dir(dir))
+        return CLI_OK;
+    fprintf(stderr, "gpufl: no such session: '%s' (neither a directory nor a session under '%s')\n",
+            arg, root);
+    return CLI_FAILED;
+}

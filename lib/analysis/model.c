@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -945,6 +946,9 @@ enum kernel_col {
     K_CONFIG,
     K_EXT_KIND,
     K_EXT_ID,
+    K_LAUNCH,
+    K_TID,
+    K_STACK,
     K_NCOL
 };
 
@@ -966,6 +970,9 @@ static void fill_kernel(void *row, const int64_t *v) {
     k->config = v[K_CONFIG] > 0 ? v[K_CONFIG] : GPUFL_MODEL_UNKNOWN;
     k->external_kind = v[K_EXT_KIND];
     k->external_id = v[K_EXT_ID];
+    k->launch_ns = v[K_LAUNCH];
+    k->tid = v[K_TID];
+    k->stack = v[K_STACK] > 0 ? v[K_STACK] : GPUFL_MODEL_UNKNOWN;
     k->device = (int32_t)v[K_DEVICE];
     k->grid_x = (int32_t)v[K_GX];
     k->grid_y = (int32_t)v[K_GY];
@@ -1000,7 +1007,10 @@ static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
                                               "scope",
                                               "config",
                                               "external_kind",
-                                              "external_id"};
+                                              "external_id",
+                                              "launch_ns",
+                                              "tid",
+                                              "stack"};
     static const int64_t max[K_NCOL] = {
         [K_DEVICE] = INT32_MAX, [K_GX] = INT32_MAX, [K_GY] = INT32_MAX, [K_GZ] = INT32_MAX,
         [K_BX] = INT32_MAX,     [K_BY] = INT32_MAX, [K_BZ] = INT32_MAX, [K_REGS] = INT32_MAX};
@@ -1051,6 +1061,151 @@ static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
     static const int64_t max[M_NCOL] = {[M_DEVICE] = INT32_MAX, [M_KIND] = INT32_MAX};
     static const trace_cols_t t = {"memset", names, max, M_NCOL, M_SCOPE};
     return load_trace_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets), fill_memset);
+}
+
+enum sync_col {
+    S_START,
+    S_END,
+    S_TYPE,
+    S_TID,
+    S_CORR,
+    S_STREAM,
+    S_EVENT,
+    S_SCOPE,
+    S_STACK,
+    S_NCOL
+};
+
+static void fill_sync(void *row, const int64_t *v) {
+    gpufl_model_sync_t *s = row;
+    s->start_ns = v[S_START];
+    s->end_ns = v[S_END];
+    s->sync_type = (int32_t)v[S_TYPE];
+    s->tid = v[S_TID];
+    s->correlation = v[S_CORR];
+    s->stream = v[S_STREAM];
+    s->event = v[S_EVENT];
+    s->scope = scope_id(v[S_SCOPE]);
+    s->stack = v[S_STACK] > 0 ? v[S_STACK] : GPUFL_MODEL_UNKNOWN;
+}
+
+static int on_sync(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                   const gpufl_reader_batch_t *view) {
+    static const char *const names[S_NCOL] = {"start_ns", "end_ns",      "sync_type",
+                                              "tid",      "correlation", "stream",
+                                              "event",    "scope",       "stack"};
+    static const int64_t max[S_NCOL] = {[S_TYPE] = INT32_MAX};
+    static const trace_cols_t t = {"sync", names, max, S_NCOL, S_TID};
+    return load_trace_rows(m, pos, rec, view, &t, ROWS(m, syncs, max_syncs), fill_sync);
+}
+
+const char *gpufl__model_sync_name(int32_t sync_type) {
+    switch (sync_type) {
+    case GPUFL_MODEL_SYNC_EVENT: return "cudaEventSynchronize";
+    case GPUFL_MODEL_SYNC_WAIT_EVENT: return "cudaStreamWaitEvent";
+    case GPUFL_MODEL_SYNC_STREAM: return "cudaStreamSynchronize";
+    case GPUFL_MODEL_SYNC_CONTEXT: return "cudaDeviceSynchronize";
+    default: return "synchronization";
+    }
+}
+
+/* An address written as "0x..." hex (or a plain integer): 0 and *out, or -1. */
+static int hex_member(const json_t *rec, const char *key, uint64_t *out) {
+    json_t *v = json_object_get(rec, key);
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (!json_is_string(v)) return -1;
+    const char *str = json_string_value(v);
+    if (strncmp(str, "0x", 2) != 0 || str[2] == '\0') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(str + 2, &end, 16);
+    if (*end != '\0' || errno) return -1;
+    *out = x;
+    return 0;
+}
+
+/* Modules whose frames are not the application's: CUDA, gpufl, the C and C++
+ * runtimes, the loader, and the Python interpreter's own code. Matched
+ * against the file name's start. */
+static int runtime_module(const char *path) {
+    static const char *const prefixes[] = {
+        "libcuda.",  "libcudart", "libcupti",   "libgpufl", "libnvidia-", "libc.so",
+        "libc-",     "libstdc++", "libgcc_s",   "ld-linux", "libpthread", "libdl.",
+        "libm.so",   "libunwind", "libpython3", "python3",  "libtorch",   "libc10",
+        "libcublas", "libcudnn",  "libnccl",    "libdw.",   "libelf."};
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (*base == '\0') return 1; /* no module: not known to be the application's */
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+    return 0;
+}
+
+static int on_frame(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    int64_t id;
+    if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
+        return bad_line(m, pos, "frame", "no positive integer id");
+    size_t seen;
+    if (gpufl__idmap_get(&m->frame_index, (uint64_t)id, &seen)) return 0; /* first kept */
+    int rc;
+    gpufl_model_frame_t *f = append_row(ROWS(m, frames, max_frames), &rc);
+    if (!f) return rc;
+    f->id = id;
+    if (hex_member(rec, "pc", &f->pc)) f->pc = 0;
+    if (hex_member(rec, "offset", &f->offset)) f->offset = 0;
+    f->module = member_str(m, rec, "module");
+    f->function = member_str(m, rec, "function");
+    f->file = member_str(m, rec, "file");
+    f->source = member_str(m, rec, "source");
+    if (!f->module || !f->function || !f->file || !f->source) return GPUFL_ENOMEM;
+    int64_t line;
+    f->line = gpufl__reader_int(json_object_get(rec, "line"), &line) == 0 && line > 0 ? line : 0;
+    f->user = !runtime_module(f->module);
+    if (gpufl__idmap_put(&m->frame_index, (uint64_t)id, m->n_frames - 1, NULL) < 0)
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the frame index");
+    return 0;
+}
+
+/* A stack's frame ids are kept as ids until every frame record is read
+ * (stack_frames holds ids then), and turned into indices after reading. */
+static int on_stack(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    int64_t id;
+    if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
+        return bad_line(m, pos, "stack", "no positive integer id");
+    json_t *frames = json_object_get(rec, "frames");
+    if (!json_is_array(frames)) return bad_line(m, pos, "stack", "frames is not an array");
+    size_t depth = json_array_size(frames);
+    for (size_t i = 0; i < depth; i++) {
+        int64_t f;
+        if (gpufl__reader_int(json_array_get(frames, i), &f) != 0 || f <= 0)
+            return bad_line(m, pos, "stack", "frame %zu is not a positive integer id", i);
+    }
+    size_t seen;
+    if (gpufl__idmap_get(&m->stack_index, (uint64_t)id, &seen)) return 0; /* first kept */
+    int rc;
+    gpufl_model_stack_t *s = append_row(ROWS(m, stacks, max_stacks), &rc);
+    if (!s) return rc;
+    for (size_t i = 0; i < depth && !rc; i++) /* reserve makes room for one more */
+        rc = reserve((void **)&m->stack_frames, &m->stack_frames_alloc, m->n_stack_frames + i,
+                     sizeof *m->stack_frames, SIZE_MAX / sizeof *m->stack_frames);
+    if (rc) {
+        m->n_stacks--;
+        return rc < 0 ? rc : GPUFL_ENOMEM;
+    }
+    s->id = id;
+    s->first = m->n_stack_frames;
+    s->depth = depth;
+    for (size_t i = 0; i < depth; i++) {
+        int64_t f;
+        gpufl__reader_int(json_array_get(frames, i), &f);
+        m->stack_frames[m->n_stack_frames++] = (size_t)f;
+    }
+    if (gpufl__idmap_put(&m->stack_index, (uint64_t)id, m->n_stacks - 1, NULL) < 0)
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the stack index");
+    return 0;
 }
 
 /* One record per launch configuration; a second record for an id is
@@ -1136,6 +1291,9 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         MEMSET,
         KERNEL_CONFIG,
         TRACE_STATS,
+        SYNC,
+        FRAME,
+        STACK,
         NTYPES
     };
     static const char *const types[NTYPES] = {
@@ -1143,7 +1301,7 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         "scope_end",     "host_sample", "system_start", "system_stop", "event",
         "drops",         "session_end", "gpu_info",     "gpu_legend",  "gpu_sample",
         "gpu_processes", "source_cost", "kernel",       "copy",        "memset",
-        "kernel_config", "trace_stats"};
+        "kernel_config", "trace_stats", "sync",         "frame",       "stack"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -1174,18 +1332,22 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case MEMSET: return on_memset(m, pos, rec, NULL);
     case KERNEL_CONFIG: return on_kernel_config(m, pos, rec);
     case TRACE_STATS: return keep_record(&m->trace_stats, rec);
+    case SYNC: return on_sync(m, pos, rec, NULL);
+    case FRAME: return on_frame(m, pos, rec);
+    case STACK: return on_stack(m, pos, rec);
     default: return 1;
     }
 }
 
 /* Batches the reader scanned without jansson (see reader.h). */
-static const char *const scanned_types[] = {"kernel", "copy", "memset", NULL};
+static const char *const scanned_types[] = {"kernel", "copy", "memset", "sync", NULL};
 
 static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b) {
     gpufl_model_t *m = user;
     if (strcmp(b->type, "kernel") == 0) return on_kernel(m, pos, NULL, b);
     if (strcmp(b->type, "copy") == 0) return on_copy(m, pos, NULL, b);
     if (strcmp(b->type, "memset") == 0) return on_memset(m, pos, NULL, b);
+    if (strcmp(b->type, "sync") == 0) return on_sync(m, pos, NULL, b);
     return 1;
 }
 
@@ -1630,6 +1792,9 @@ static void summarize(gpufl_model_t *m) {
         {m->copies_over_cap, "copy rows", m->limits.max_copies},
         {m->memsets_over_cap, "memset rows", m->limits.max_memsets},
         {m->configs_over_cap, "kernel_config records", m->limits.max_configs},
+        {m->syncs_over_cap, "sync rows", m->limits.max_syncs},
+        {m->frames_over_cap, "frame records", m->limits.max_frames},
+        {m->stacks_over_cap, "stack records", m->limits.max_stacks},
     };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         if (caps[i].count)
@@ -1641,6 +1806,9 @@ static void summarize(gpufl_model_t *m) {
     if (m->configs_missing)
         add_warning(m, "", 0, "%llu kernel rows name a kernel_config id that no record has",
                     (unsigned long long)m->configs_missing);
+    if (m->stacks_missing)
+        add_warning(m, "", 0, "%llu stack references name a stack or frame no record defines",
+                    (unsigned long long)m->stacks_missing);
     const gpufl_model_gpu_work_t *u = &m->gpu_unknown_scope.self;
     if (u->kernels + u->copies + u->memsets)
         add_warning(m, "", 0,
@@ -1649,6 +1817,29 @@ static void summarize(gpufl_model_t *m) {
     if (m->gpus_over_cap)
         add_warning(m, "", 0, "%llu GPU records name devices past the cap of %zu devices",
                     (unsigned long long)m->gpus_over_cap, m->limits.max_gpus);
+}
+
+/* Turns the frame ids of stacks into indices into frames (SIZE_MAX for an
+ * undefined one) and counts references to undefined stacks and frames. */
+static void join_stacks(gpufl_model_t *m) {
+    for (size_t i = 0; i < m->n_stack_frames; i++) {
+        size_t idx;
+        if (gpufl__idmap_get(&m->frame_index, (uint64_t)m->stack_frames[i], &idx)) {
+            m->stack_frames[i] = idx;
+        } else {
+            m->stack_frames[i] = SIZE_MAX;
+            m->stacks_missing++;
+        }
+    }
+    size_t idx;
+    for (size_t i = 0; i < m->n_kernels; i++)
+        if (m->kernels[i].stack > 0 &&
+            !gpufl__idmap_get(&m->stack_index, (uint64_t)m->kernels[i].stack, &idx))
+            m->stacks_missing++;
+    for (size_t i = 0; i < m->n_syncs; i++)
+        if (m->syncs[i].stack > 0 &&
+            !gpufl__idmap_get(&m->stack_index, (uint64_t)m->syncs[i].stack, &idx))
+            m->stacks_missing++;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1672,6 +1863,9 @@ static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in
     out->max_copies = d.max_copies ? d.max_copies : DEFAULT_MAX_ROWS;
     out->max_memsets = d.max_memsets ? d.max_memsets : DEFAULT_MAX_ROWS;
     out->max_configs = d.max_configs ? d.max_configs : DEFAULT_MAX_RECORDS;
+    out->max_syncs = d.max_syncs ? d.max_syncs : DEFAULT_MAX_ROWS;
+    out->max_frames = d.max_frames ? d.max_frames : DEFAULT_MAX_RECORDS;
+    out->max_stacks = d.max_stacks ? d.max_stacks : DEFAULT_MAX_RECORDS;
 }
 
 int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
@@ -1687,6 +1881,8 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     gpufl__idmap_init(&m->scope_index);
     gpufl__idmap_init(&m->gpu_index);
     gpufl__idmap_init(&m->config_index);
+    gpufl__idmap_init(&m->frame_index);
+    gpufl__idmap_init(&m->stack_index);
     m->first_ts_ns = m->last_ts_ns = GPUFL_MODEL_UNKNOWN;
     m->header.session_id = m->header.app_name = m->header.hostname = "";
     m->header.clock = m->header.gpufl_version = "";
@@ -1695,12 +1891,15 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
 
     gpufl_reader_ops_t ops = {
         .record = on_record, .warn = on_warn, .batch_types = scanned_types, .batch = on_batch};
-    gpufl_reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes};
+    gpufl_reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes,
+                                .progress = limits ? limits->progress : NULL,
+                                .progress_user = limits ? limits->progress_user : NULL};
     int rc = gpufl__reader_read_session(session_dir, &ops, m, &m->dict, &rl, &m->read);
     if (rc == 0) rc = join_scopes(m);
     if (rc == 0) rc = finish_gpus(m);
     if (rc == 0) rc = build_paths(m);
     if (rc == 0) rc = attribute_gpu(m);
+    if (rc == 0) join_stacks(m);
     if (rc == 0) summarize(m);
     free(st.ends);
     m->load_state = NULL;
@@ -1735,6 +1934,12 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->copies);
     free(m->memsets);
     free(m->configs);
+    free(m->syncs);
+    free(m->frames);
+    free(m->stacks);
+    free(m->stack_frames);
+    gpufl__idmap_fini(&m->frame_index);
+    gpufl__idmap_fini(&m->stack_index);
     free(m->scope_paths);
     free(m->source_costs);
     gpufl__idmap_fini(&m->scope_index);
@@ -1782,4 +1987,29 @@ const gpufl_model_source_cost_t *gpufl__model_source_cost(const gpufl_model_t *m
     for (size_t i = 0; i < m->n_source_costs; i++)
         if (strcmp(m->source_costs[i].source, source) == 0) return &m->source_costs[i];
     return NULL;
+}
+
+const gpufl_model_stack_t *gpufl__model_stack_find(const gpufl_model_t *m, int64_t id) {
+    size_t idx;
+    if (id <= 0 || !gpufl__idmap_get(&m->stack_index, (uint64_t)id, &idx)) return NULL;
+    return &m->stacks[idx];
+}
+
+const gpufl_model_frame_t *gpufl__model_stack_frame(const gpufl_model_t *m,
+                                                    const gpufl_model_stack_t *s, size_t i) {
+    if (s == NULL || i >= s->depth) return NULL;
+    size_t idx = m->stack_frames[s->first + i];
+    return idx < m->n_frames ? &m->frames[idx] : NULL;
+}
+
+const gpufl_model_frame_t *gpufl__model_stack_site(const gpufl_model_t *m, int64_t stack_id) {
+    const gpufl_model_stack_t *s = gpufl__model_stack_find(m, stack_id);
+    const gpufl_model_frame_t *first_user = NULL;
+    for (size_t i = 0; s && i < s->depth; i++) {
+        const gpufl_model_frame_t *f = gpufl__model_stack_frame(m, s, i);
+        if (f == NULL || !f->user) continue;
+        if (f->line > 0 && *f->file) return f;
+        if (first_user == NULL) first_user = f;
+    }
+    return first_user;
 }

@@ -211,7 +211,10 @@ typedef struct gpufl_model_kernel {
     int64_t scope;  /* scope instance id open at launch; UNKNOWN when none or unknown */
     int64_t config; /* id of a kernel_config record; UNKNOWN when none */
     int64_t external_kind, external_id; /* framework correlation; UNKNOWN when none */
-    int32_t device;                     /* gpufl_model_gpu_t.device */
+    int64_t launch_ns; /* when the launching call was made (host, session clock); UNKNOWN */
+    int64_t tid;       /* OS thread id of the launching thread; UNKNOWN */
+    int64_t stack;     /* CPU stack at the launch (a stack id); UNKNOWN when not captured */
+    int32_t device;    /* gpufl_model_gpu_t.device */
     int32_t grid_x, grid_y, grid_z;
     int32_t block_x, block_y, block_z;
     int32_t registers; /* per thread */
@@ -269,6 +272,50 @@ typedef struct gpufl_model_memset {
     int32_t device;      /* gpufl_model_gpu_t.device */
     int32_t memory_kind; /* a CUPTI memory kind */
 } gpufl_model_memset_t;
+
+/* CUPTI's synchronization types (sync_type). */
+#define GPUFL_MODEL_SYNC_EVENT      1 /* cudaEventSynchronize */
+#define GPUFL_MODEL_SYNC_WAIT_EVENT 2 /* cudaStreamWaitEvent */
+#define GPUFL_MODEL_SYNC_STREAM     3 /* cudaStreamSynchronize */
+#define GPUFL_MODEL_SYNC_CONTEXT    4 /* cudaDeviceSynchronize (cuCtxSynchronize) */
+
+/* One synchronization call (a sync row, Trace engine): the host thread was
+ * blocked from start_ns to end_ns. */
+typedef struct gpufl_model_sync {
+    int64_t start_ns, end_ns;
+    int64_t tid;         /* OS thread id; UNKNOWN in logs that lack it */
+    int64_t correlation; /* CUPTI's: orders the call among launches */
+    int64_t stream;      /* UNKNOWN for types without one */
+    int64_t event;       /* the event's handle; UNKNOWN for types without one */
+    int64_t scope;       /* as in gpufl_model_copy_t */
+    int64_t stack;       /* CPU stack at the call (a stack id); UNKNOWN when not captured */
+    int32_t sync_type;   /* GPUFL_MODEL_SYNC_* */
+} gpufl_model_sync_t;
+
+/* "cudaStreamSynchronize", ... for a sync_type; "synchronization" when unknown. */
+const char *gpufl__model_sync_name(int32_t sync_type);
+
+/* One code address of captured CPU stacks (a frame record), as the
+ * recording process described it. Strings are "" when unknown. */
+typedef struct gpufl_model_frame {
+    int64_t id;
+    uint64_t pc;
+    const char *module; /* path of the object holding pc */
+    uint64_t offset;    /* pc's address in that file */
+    const char *function;
+    const char *file;
+    int64_t line;       /* 0 unknown */
+    const char *source; /* the source line's text, when collected */
+    int user;           /* 1: application code, 0: CUDA, gpufl, C/C++ runtime or loader */
+} gpufl_model_frame_t;
+
+/* One distinct CPU stack (a stack record): its frames, innermost first, as
+ * indices into m->frames (SIZE_MAX for an id no frame record defined). */
+typedef struct gpufl_model_stack {
+    int64_t id;
+    size_t first; /* into m->stack_frames */
+    size_t depth;
+} gpufl_model_stack_t;
 
 /* GPU work of one kind of attribution: counts and summed durations (ns, in
  * double so that sums over a damaged log cannot overflow). */
@@ -353,6 +400,14 @@ typedef struct gpufl_model_limits {
     size_t max_copies;       /* copy rows, default 16 Mi */
     size_t max_memsets;      /* memset rows, default 16 Mi */
     size_t max_configs;      /* kernel_config records, default 1 Mi */
+    size_t max_syncs;        /* sync rows, default 16 Mi */
+    size_t max_frames;       /* frame records, default 1 Mi */
+    size_t max_stacks;       /* stack records, default 1 Mi */
+    /* Progress of the read (the report's CLI shows it): bytes read and the
+     * size of all segment files, at most every 0.1 s and once at the end;
+     * NULL: none. Not a cap: zero means none, as for the others. */
+    gpufl_reader_progress_fn progress;
+    void *progress_user;
 } gpufl_model_limits_t;
 
 typedef struct gpufl_model {
@@ -408,6 +463,20 @@ typedef struct gpufl_model {
     uint64_t configs_duplicate; /* a second record for an id (the first is kept) */
     uint64_t configs_missing;   /* kernel rows naming a config id no record has */
 
+    gpufl_model_sync_t *syncs; /* sync rows, in log order */
+    size_t n_syncs;
+    uint64_t syncs_over_cap;
+
+    gpufl_model_frame_t *frames; /* frame records, in log order */
+    size_t n_frames;
+    uint64_t frames_over_cap;
+    gpufl_model_stack_t *stacks; /* stack records, in log order */
+    size_t n_stacks;
+    uint64_t stacks_over_cap;
+    size_t *stack_frames; /* the frames of all stacks, back to back */
+    size_t n_stack_frames;
+    uint64_t stacks_missing; /* kernel and sync rows naming a stack id no record has */
+
     /* Scope paths, sorted by path; GPU work per path and outside them. */
     gpufl_model_scope_path_t *scope_paths;
     size_t n_scope_paths;
@@ -447,8 +516,11 @@ typedef struct gpufl_model {
     gpufl_idmap_t config_index; /* kernel_config id -> index in configs */
     size_t scopes_alloc, samples_alloc, windows_alloc, events_alloc, warnings_alloc;
     size_t gpus_alloc, gpu_samples_alloc, source_costs_alloc, kernels_alloc, copies_alloc;
-    size_t memsets_alloc, configs_alloc;
-    void *load_state; /* only during loading */
+    size_t memsets_alloc, configs_alloc, syncs_alloc, frames_alloc, stacks_alloc;
+    size_t stack_frames_alloc;
+    gpufl_idmap_t frame_index; /* frame id -> index in frames */
+    gpufl_idmap_t stack_index; /* stack id -> index in stacks */
+    void *load_state;          /* only during loading */
 } gpufl_model_t;
 
 /*
@@ -473,6 +545,20 @@ const gpufl_model_scope_path_t *gpufl__model_scope_path_find(const gpufl_model_t
                                                              const char *path);
 /* The kernel_config record with id `id`, or NULL. */
 const gpufl_model_kernel_config_t *gpufl__model_config_find(const gpufl_model_t *m, int64_t id);
+/* The stack with id `id`, or NULL. */
+const gpufl_model_stack_t *gpufl__model_stack_find(const gpufl_model_t *m, int64_t id);
+/* Frame i (0 = innermost) of a stack, or NULL past its depth or for an
+ * undefined frame id. */
+const gpufl_model_frame_t *gpufl__model_stack_frame(const gpufl_model_t *m,
+                                                    const gpufl_model_stack_t *s, size_t i);
+/*
+ * Where a stack comes from in the application: its innermost user frame
+ * that has a source line, else its innermost user frame. NULL when no frame
+ * is user code (a call made inside the CUDA runtime or driver: shown as
+ * <driver-internal>) or the stack is unknown.
+ */
+const gpufl_model_frame_t *gpufl__model_stack_site(const gpufl_model_t *m, int64_t stack_id);
+
 /* All GPU time of a piece of work: kernels, copies and memsets. */
 double gpufl__model_gpu_ns(const gpufl_model_gpu_work_t *w);
 /* The device with number `device`, or NULL. */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define STRPOOL_DEFAULT_MAX  ((size_t)1 << 30)
 #define STRPOOL_CHUNK        ((size_t)64 << 10)
@@ -490,7 +491,28 @@ typedef struct read_ctx {
     int saw_segment_end;
     char segment_next[64]; /* the `next` of segment_end */
     gpufl_reader_scanner_t scanner;
+    /* progress */
+    gpufl_reader_progress_fn progress;
+    void *progress_user;
+    uint64_t total_bytes;
+    int64_t last_progress_ns;
 } read_ctx_t;
+
+static int64_t monotonic_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Reports progress when the last report is GPUFL_READER_PROGRESS_NS old. */
+static void note_progress(read_ctx_t *c) {
+    if (!c->progress) return;
+    int64_t now = monotonic_ns();
+    if (now - c->last_progress_ns < GPUFL_READER_PROGRESS_NS) return;
+    c->last_progress_ns = now;
+    uint64_t done = c->stats->bytes;
+    c->progress(c->progress_user, done, done > c->total_bytes ? done : c->total_bytes);
+}
 
 static void warnf(read_ctx_t *c, uint64_t line, const char *fmt, ...) GPUFL__PRINTF(3, 4);
 
@@ -669,6 +691,7 @@ static int read_file(read_ctx_t *c, const char *path) {
         }
         c->stats->bytes += n;
         len += n;
+        note_progress(c);
         size_t start = 0;
         char *nl;
         while ((nl = memchr(buf + scanned, '\n', len - scanned)) != NULL) {
@@ -745,6 +768,22 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
     char *path = malloc(path_size);
     if (!path) return gpufl__set_error(GPUFL_ENOMEM, "out of memory");
     int files = 0, rc = 0;
+    if (limits && limits->progress) {
+        /* The total: every segment there is now, found as the read finds them. */
+        c.progress = limits->progress;
+        c.progress_user = limits->progress_user;
+        c.last_progress_ns = monotonic_ns();
+        for (int f = 0; f < GPUFL_LOG_FILE_COUNT; f++) {
+            for (unsigned seg = 0; seg < max_segments; seg++) {
+                if (seg == 0)
+                    snprintf(path, path_size, "%s/%s", session_dir, file_names[f]);
+                else
+                    snprintf(path, path_size, "%s/%s.%u", session_dir, file_names[f], seg);
+                if (stat(path, &st) != 0) break;
+                c.total_bytes += (uint64_t)st.st_size;
+            }
+        }
+    }
     for (int f = 0; f < GPUFL_LOG_FILE_COUNT && !rc; f++) {
         char prev_name[64] = "", prev_next[64] = "";
         int prev_ended = 0;
@@ -784,6 +823,9 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
     }
     free(path);
     gpufl__reader_scanner_fini(&c.scanner);
+    if (!rc && c.progress)
+        c.progress(c.progress_user, stats->bytes,
+                   stats->bytes > c.total_bytes ? stats->bytes : c.total_bytes);
     if (rc) return rc;
     if (files == 0)
         return gpufl__set_error(GPUFL_ENOTFOUND,

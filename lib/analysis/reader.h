@@ -186,10 +186,20 @@ typedef struct gpufl_reader_ops {
     int (*batch)(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b);
 } gpufl_reader_ops_t;
 
+/* Progress of a long read: bytes read so far and the size of all segment
+ * files (as found when the read began). */
+typedef void (*gpufl_reader_progress_fn)(void *user, uint64_t read_bytes, uint64_t total_bytes);
+
 typedef struct gpufl_reader_limits {
     size_t max_line_bytes; /* longer lines are reported and skipped; 0: 64 MiB */
     unsigned max_segments; /* segments read per file; 0: 100000 */
+    /* Called at most every GPUFL_READER_PROGRESS_NS while reading and once at
+     * the end; NULL: never. */
+    gpufl_reader_progress_fn progress;
+    void *progress_user;
 } gpufl_reader_limits_t;
+
+#define GPUFL_READER_PROGRESS_NS 100000000 /* 0.1 s */
 
 /*
  * Reads the session in session_dir. dict receives the interned strings.

@@ -1,26 +1,310 @@
 /*
- * report.h - the text report of a session: summary, scope timing, system
- * metrics, GPU devices (from NVML samples) and, from Trace engine records,
- * kernel hotspots, kernel details (launch configurations, occupancy),
- * memory transfers and GPU time per scope.
+ * report.h - the report of a session in four formats: text (for people, the
+ * one gpufl_report_session() writes), JSON (for programs), Markdown and one
+ * self-contained HTML file (timeline and metric plots included).
  *
- * The report only formats what the session model holds; every number in it
- * is computed from the logs. The output is deterministic (same logs, same
- * bytes), which the golden tests rely on.
+ * Sections: summary, insights, scope timing, system metrics, GPU devices
+ * (from NVML samples) and, from Trace engine records, kernel hotspots,
+ * kernel details (launch configurations, occupancy), memory transfers, GPU
+ * time per scope, then the log problems met while reading.
+ *
+ * Every number is computed once, by gpufl__report_build() (report_data.c),
+ * into the section structs below; each format only renders them: report.c
+ * (text), report_json.c, report_doc.c (the sections of Markdown and HTML,
+ * through an emitter each provides: report_md.c, report_html.c). Output is
+ * deterministic (same logs, same bytes), which the golden tests rely on.
  */
 #ifndef GPUFL_ANALYSIS_REPORT_H
 #define GPUFL_ANALYSIS_REPORT_H
 
+#include "analysis/insights.h"
 #include "analysis/model.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
-/* Writes the report of m to out. Returns 0, or GPUFL_EIO when writing
- * failed, GPUFL_ENOMEM. Safe to call from several threads on one model. */
+typedef enum gpufl_report_format {
+    GPUFL_REPORT_TEXT = 0,
+    GPUFL_REPORT_JSON = 1,
+    GPUFL_REPORT_MARKDOWN = 2,
+    GPUFL_REPORT_HTML = 3
+} gpufl_report_format_t;
+
+/* "text", "json", "markdown" (or "md"), "html" to *out. Returns 0, or
+ * GPUFL_EINVAL for any other name. */
+int gpufl__report_format_parse(const char *name, gpufl_report_format_t *out);
+
+/* Writes the report of m to out in format fmt. Returns 0, or GPUFL_EIO when
+ * writing failed, GPUFL_ENOMEM, GPUFL_EINVAL. Safe to call from several
+ * threads on one model. */
+int gpufl__report_write_format(const gpufl_model_t *m, gpufl_report_format_t fmt, FILE *out);
+
+/* The text report: gpufl__report_write_format(m, GPUFL_REPORT_TEXT, out). */
 int gpufl__report_write(const gpufl_model_t *m, FILE *out);
 
-/* Loads the session in session_dir and writes its report to out. Returns 0
- * or what gpufl__model_load / gpufl__report_write returned. */
+/* Loads the session in session_dir and writes its text report to out. Returns
+ * 0 or what gpufl__model_load / gpufl__report_write returned. */
 int gpufl__report_session_dir(const char *session_dir, FILE *out);
+
+/* ---------------------------------------------------------------------- */
+/* Internal: the computed sections, shared by the renderers.               */
+/* ---------------------------------------------------------------------- */
+
+#define GPUFL_REPORT_LIST_MAX     10 /* events, open scopes, window names, processes listed */
+#define GPUFL_REPORT_PROBLEMS_MAX 20 /* log problems listed */
+#define GPUFL_REPORT_HOTSPOTS_MAX 10 /* kernel names in the hotspots */
+#define GPUFL_REPORT_DETAILS_MAX  10 /* kernel names detailed */
+#define GPUFL_REPORT_CONFIGS_MAX  8  /* launch configurations listed per name */
+
+/* Statistics of one value (unknown values, < 0, are skipped). */
+typedef struct gpufl_report_stat {
+    double sum, min, max;
+    size_t n;
+} gpufl_report_stat_t;
+
+/* A counter's first and last known value, by time. */
+typedef struct gpufl_report_counter {
+    int64_t first, first_ts, last, last_ts;
+    size_t n;
+} gpufl_report_counter_t;
+
+/* The capabilities record's word on the backend or the engine. */
+typedef struct gpufl_report_cap {
+    const char *requested, *running, *reason; /* NULL when the record does not say */
+} gpufl_report_cap_t;
+
+typedef struct gpufl_report_feature {
+    const char *name;
+    const char *reason; /* NULL when none */
+    int on;
+} gpufl_report_feature_t;
+
+typedef struct gpufl_report_drop {
+    const char *name;
+    int64_t count;
+} gpufl_report_drop_t;
+
+typedef struct gpufl_report_summary {
+    const char *app, *session_id, *hostname, *gpufl_version; /* "?" when unknown */
+    int64_t cpu_count, mem_total_bytes, cgroup_version;      /* host_info; -1 unknown */
+    const char *kernel_release;                              /* NULL unknown */
+    int has_host_info;
+    int64_t pid;           /* -1 unknown */
+    int64_t start_unix_us; /* -1 unknown */
+    int64_t duration_ns;   /* -1 unknown */
+    int ended;             /* a session_end record gave the duration */
+    int has_caps;          /* a capabilities record was read */
+    gpufl_report_cap_t backend, engine;
+    gpufl_report_feature_t *features; /* sorted by name */
+    size_t n_features;
+    size_t window_starts, window_stops;
+    gpufl_report_drop_t drops[5]; /* the counters above 0 */
+    size_t n_drops;
+    size_t warn_events, other_events;
+    size_t *warn_order; /* indexes of the warn/error events in m->events, by time */
+    unsigned log_files;
+    size_t problems; /* log problems, listed or not */
+} gpufl_report_summary_t;
+
+/* One row of the scope timing tree. */
+typedef struct gpufl_report_scope_row {
+    const gpufl_model_scope_path_t *path;
+    double avg_ns;      /* -1 when no call ended */
+    double per_iter_ns; /* -1 when not a GFL_BENCH scope */
+} gpufl_report_scope_row_t;
+
+typedef struct gpufl_report_scopes {
+    gpufl_report_scope_row_t *rows; /* parents first, siblings by total time */
+    size_t n_rows;
+    size_t closed, implicit, bench;
+} gpufl_report_scopes_t;
+
+enum {
+    GPUFL_RH_CPU,
+    GPUFL_RH_PROC_CPU,
+    GPUFL_RH_MEM_USED,
+    GPUFL_RH_MEM_TOTAL,
+    GPUFL_RH_RSS,
+    GPUFL_RH_CG_MEM,
+    GPUFL_RH_CG_LIMIT,
+    GPUFL_RH_CG_CPU,
+    GPUFL_RH_CG_CORES,
+    GPUFL_RH_COUNT
+};
+
+typedef struct gpufl_report_system {
+    size_t n; /* host samples */
+    int64_t first_ts_ns, last_ts_ns;
+    gpufl_report_stat_t st[GPUFL_RH_COUNT];
+    const char **window_names; /* distinct, sorted */
+    size_t n_window_names;
+} gpufl_report_system_t;
+
+enum {
+    GPUFL_RG_UTIL,
+    GPUFL_RG_MEM_UTIL,
+    GPUFL_RG_MEM_USED,
+    GPUFL_RG_MEM_TOTAL,
+    GPUFL_RG_TEMP_GPU,
+    GPUFL_RG_TEMP_MEM,
+    GPUFL_RG_POWER,
+    GPUFL_RG_POWER_LIMIT,
+    GPUFL_RG_CLOCK_SM,
+    GPUFL_RG_CLOCK_MEM,
+    GPUFL_RG_FAN,
+    GPUFL_RG_PCIE_TX,
+    GPUFL_RG_PCIE_RX,
+    GPUFL_RG_NVLINK_TX,
+    GPUFL_RG_NVLINK_RX,
+    GPUFL_RG_SM_ACTIVE,
+    GPUFL_RG_SM_OCCUPANCY,
+    GPUFL_RG_TENSOR,
+    GPUFL_RG_DRAM_BW,
+    GPUFL_RG_COUNT
+};
+
+typedef struct gpufl_report_bit_share {
+    int bit;
+    size_t n;
+} gpufl_report_bit_share_t;
+
+/* What one device's samples say. */
+typedef struct gpufl_report_gpu {
+    const gpufl_model_gpu_t *gpu;
+    size_t n; /* samples */
+    int64_t first_ts_ns, last_ts_ns;
+    gpufl_report_stat_t st[GPUFL_RG_COUNT];
+    gpufl_report_counter_t energy, sbe, dbe;
+    double mem_total_bytes; /* from the samples, else gpu_info; -1 unknown */
+    double power_limit_mw;  /* likewise; -1 unknown */
+    size_t throttle_n;      /* samples with known throttle reasons */
+    size_t bit_n[GPUFL_MODEL_THROTTLE_BITS];
+    gpufl_report_bit_share_t
+        shares[GPUFL_MODEL_THROTTLE_BITS]; /* bits set, idle aside, most first */
+    size_t n_shares;
+} gpufl_report_gpu_t;
+
+typedef struct gpufl_report_cost {
+    const char *source;
+    double mean_ns;
+    int is_nvml;
+} gpufl_report_cost_t;
+
+/* The launches of one kernel name. */
+typedef struct gpufl_report_kgroup {
+    const char *name;
+    uint32_t rank; /* the name's place in strcmp order */
+    size_t calls;
+    double total_ns;
+    int64_t min_ns, max_ns, p50_ns, p99_ns;
+} gpufl_report_kgroup_t;
+
+/* The launches of one kernel name with one kernel_config id. */
+typedef struct gpufl_report_kconf {
+    const gpufl_model_kernel_t *first;      /* its first launch in log order */
+    const gpufl_model_kernel_config_t *rec; /* NULL when none or missing */
+    const char *name;
+    uint32_t rank;
+    int64_t config; /* GPUFL_MODEL_UNKNOWN: the launches name none */
+    size_t calls, name_calls;
+    double total_ns, name_total_ns; /* of the group, of all groups of the name */
+    int same_grid, same_block, same_dsmem;
+} gpufl_report_kconf_t;
+
+enum {
+    GPUFL_REPORT_DIR_HTOD,
+    GPUFL_REPORT_DIR_DTOH,
+    GPUFL_REPORT_DIR_DTOD,
+    GPUFL_REPORT_DIR_PEER,
+    GPUFL_REPORT_DIR_OTHER,
+    GPUFL_REPORT_DIR_COUNT
+};
+
+typedef struct gpufl_report_dir {
+    size_t count, pageable, pinned;
+    double bytes, time_ns;
+} gpufl_report_dir_t;
+
+typedef struct gpufl_report {
+    const gpufl_model_t *m;
+    gpufl_report_summary_t summary;
+    gpufl_insights_t insights;
+    gpufl_report_scopes_t scopes;
+    gpufl_report_system_t system;
+
+    gpufl_report_gpu_t *gpus;  /* one per m->gpus */
+    int idle_bit;              /* the gpu_idle throttle bit, -1 none */
+    const char *no_gpu_reason; /* without devices: the backend's reason, or NULL */
+    gpufl_report_cost_t costs[16];
+    size_t n_costs;
+
+    gpufl_report_kgroup_t *kgroups; /* by total GPU time, then name */
+    size_t n_kgroups;
+    double kernel_ns;
+
+    gpufl_report_kconf_t *kconfs; /* names by GPU time; in a name, configs by time */
+    size_t n_kconfs;
+    size_t kernel_names, configs, unconfigured;
+
+    gpufl_report_dir_t dirs[GPUFL_REPORT_DIR_COUNT];
+    double copy_bytes;
+
+    /* GPU time per scope: shown when work names scopes or scope paths exist. */
+    int scope_gpu_shown;
+    gpufl_report_scope_row_t *scope_gpu_rows; /* paths with GPU work, tree order by GPU time */
+    size_t n_scope_gpu_rows, scope_gpu_hidden;
+    double gpu_in_scopes_ns, gpu_all_ns;
+    int64_t unattributed; /* trace_stats: records without a launch note; -1 unknown */
+} gpufl_report_t;
+
+/* Computes every section of m's report into r. Returns 0 or GPUFL_ENOMEM
+ * (r then holds what was made; free it either way). */
+int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r);
+void gpufl__report_free(gpufl_report_t *r);
+
+/* The renderers; each returns 0 or GPUFL_ENOMEM (write errors are checked
+ * by the caller on the stream). */
+int gpufl__report_render_text(const gpufl_report_t *r, FILE *out);
+int gpufl__report_render_json(const gpufl_report_t *r, FILE *out);
+int gpufl__report_render_markdown(const gpufl_report_t *r, FILE *out);
+int gpufl__report_render_html(const gpufl_report_t *r, FILE *out);
+
+/* What Markdown and HTML provide to report_doc.c, which renders the sections
+ * once for both: headings, "label: value" field lists, tables, paragraphs.
+ * Every string passed is raw log text or report text: the emitter escapes. */
+typedef struct gpufl_report_emitter {
+    FILE *out;
+    void (*heading)(FILE *out, int level, const char *text);
+    void (*para)(FILE *out, const char *text);
+    void (*fields_begin)(FILE *out);
+    void (*field)(FILE *out, const char *label, const char *value);
+    void (*fields_end)(FILE *out);
+    /* aligns: one 'l' or 'r' per column */
+    void (*table_begin)(FILE *out, size_t cols, const char *const *heads, const char *aligns);
+    void (*row)(FILE *out, size_t cols, const char *const *cells);
+    void (*table_end)(FILE *out);
+} gpufl_report_emitter_t;
+
+/* The sections through an emitter (report_doc.c): the summary and insights,
+ * then everything after them (HTML puts its timeline and plots between). */
+int gpufl__report_doc_head(const gpufl_report_emitter_t *e, const gpufl_report_t *r);
+int gpufl__report_doc_body(const gpufl_report_emitter_t *e, const gpufl_report_t *r);
+
+/* Human units with three significant digits, shared by text, Markdown and
+ * HTML (report_data.c). */
+void gpufl__report_fmt_ns(char *buf, size_t size, double ns);
+/* Appends printf text to line (of size) at *n, never past the end. */
+void gpufl__report_cat(char *line, size_t size, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void gpufl__report_fmt_bytes(char *buf, size_t size, double bytes);
+void gpufl__report_fmt_pct(char *buf, size_t size, double pct);
+void gpufl__report_fmt_si(char *buf, size_t size, double v, const char *unit);
+void gpufl__report_sig3(char *buf, size_t size, double v);
+/* An evidence value in its unit ("ns", "bytes", "%", "count", ...). */
+void gpufl__report_fmt_evidence(char *buf, size_t size, double v, const char *unit);
+/* "direction" name of a GPUFL_REPORT_DIR_*: "host→device", ... */
+const char *gpufl__report_dir_name(int dir);
+/* The record has gpufl's breakdown into per-resource limits. */
+int gpufl__report_has_limits(const gpufl_model_kernel_config_t *r);
 
 #endif

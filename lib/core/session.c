@@ -173,6 +173,12 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
                 occupancy  ? NULL
                 : !tracing ? "needs the Trace engine"
                            : g.trace.occupancy_why);
+    /* CPU stacks: on with a note when walked or described in a reduced way. */
+    int stacks = tracing && g.trace.stacks_on;
+    put_feature(b, "stack_trace", stacks,
+                stacks ? (g.trace.stack_log.note[0] ? g.trace.stack_log.note : NULL)
+                : !s->enable_stack_trace ? "off by option (enable_stack_trace)"
+                                         : "needs the Trace engine");
 #endif
     gpufl__buf_putc(b, '}');
     gpufl__writer_end_record(f);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/scope.h"
+#include "core/stacks.h"
 
 #include <cupti.h>
 
@@ -43,10 +44,13 @@ typedef struct note {
     _Atomic uint64_t scope;
     _Atomic uint64_t external_id;
     _Atomic uint32_t external_kind; /* kind + 1; 0 none */
+    _Atomic uint32_t stack;         /* stack id; 0 none */
+    _Atomic int64_t mono_ns;        /* when the call was made */
+    _Atomic int32_t tid;
     uint32_t pad;
 } note_t;
 
-_Static_assert(sizeof(note_t) == 32, "a note is 32 bytes");
+_Static_assert(sizeof(note_t) == 48, "a note is 48 bytes");
 
 /* Rows made on application threads for the collector: appended under the
  * module's lock, taken whole by swapping two buffers. */
@@ -60,7 +64,8 @@ typedef struct row_queue {
 
 struct gpufl_launch {
     gpufl_cupti_t *cupti;
-    gpufl_cuda_t *cuda; /* NULL: no occupancy */
+    gpufl_cuda_t *cuda;     /* NULL: no occupancy */
+    gpufl_stacks_t *stacks; /* NULL: no stacks captured */
     char cuda_why[160];
     unsigned int flags;
     int subscribed;
@@ -144,6 +149,7 @@ typedef struct cached {
 /* What a thread keeps between calls: the sync call it is in, and its cache. */
 typedef struct thread_state {
     int64_t sync_start_ns;        /* enter of the synchronization call running */
+    uint32_t sync_stack;          /* its stack id, 0 none */
     uint64_t sync_generation;     /* of the module that saw that enter */
     uint32_t sync_correlation;    /* of that call: its exit carries the same */
     uint64_t external_generation; /* of the module the two counts below are for */
@@ -335,6 +341,8 @@ static void sync_call(gpufl_launch_t *l, enum call_kind kind, uint32_t cbid,
     thread_state_t *state = thread_state();
     if (state == NULL) return;
     if (cb->callbackSite == CUPTI_API_ENTER) {
+        /* The stack first, so that its cost is not counted as blocked time. */
+        state->sync_stack = l->stacks ? gpufl__stacks_capture(l->stacks) : 0;
         state->sync_start_ns = gpufl__mono_ns();
         state->sync_generation = l->generation;
         state->sync_correlation = cb->correlationId;
@@ -354,7 +362,9 @@ static void sync_call(gpufl_launch_t *l, enum call_kind kind, uint32_t cbid,
         .event = -1,
         .correlation = cb->correlationId,
         .result = cb->functionReturnValue ? *(const int *)cb->functionReturnValue : 0,
-        .scope = scope};
+        .scope = scope,
+        .tid = gpufl__thread_id(),
+        .stack = state->sync_stack};
     void *stream = NULL, *event = NULL;
     const void *p = cb->functionParams;
     if (p != NULL && kind == CALL_SYNC_STREAM)
@@ -445,8 +455,9 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
         return;
     }
     if (cb->callbackSite != CUPTI_API_ENTER) return;
+    int64_t now = gpufl__mono_ns();
     uint64_t scope = gpufl__scope_current();
-    uint32_t config = 0, external_kind = 0;
+    uint32_t config = 0, external_kind = 0, stack = 0;
     uint64_t external = 0;
     /* Only kernel rows carry external ids (a graph's kernels share its
      * launch's note): copies and the like are not looked at. */
@@ -458,6 +469,7 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     uint32_t k;
     if (launches && (l->flags & GPUFL_LAUNCH_EXTERNAL) && external_id(l, state, &k, &external))
         external_kind = k + 1;
+    if (launches && l->stacks) stack = gpufl__stacks_capture(l->stacks);
 
     note_t *n = &l->notes[cb->correlationId & MASK];
     atomic_store_explicit(&n->corr, 0, memory_order_relaxed);
@@ -466,6 +478,9 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     atomic_store_explicit(&n->scope, scope, memory_order_relaxed);
     atomic_store_explicit(&n->external_id, external, memory_order_relaxed);
     atomic_store_explicit(&n->external_kind, external_kind, memory_order_relaxed);
+    atomic_store_explicit(&n->stack, stack, memory_order_relaxed);
+    atomic_store_explicit(&n->mono_ns, now, memory_order_relaxed);
+    atomic_store_explicit(&n->tid, gpufl__thread_id(), memory_order_relaxed);
     atomic_store_explicit(&n->corr, cb->correlationId, memory_order_release);
 }
 
@@ -483,6 +498,9 @@ int gpufl__launch_lookup(gpufl_launch_t *l, uint32_t correlation, gpufl_launch_i
         out->scope = atomic_load_explicit(&n->scope, memory_order_relaxed);
         out->external_id = atomic_load_explicit(&n->external_id, memory_order_relaxed);
         uint32_t kind = atomic_load_explicit(&n->external_kind, memory_order_relaxed);
+        out->stack = atomic_load_explicit(&n->stack, memory_order_relaxed);
+        out->mono_ns = atomic_load_explicit(&n->mono_ns, memory_order_relaxed);
+        out->tid = atomic_load_explicit(&n->tid, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&n->corr, memory_order_relaxed) == correlation) {
             out->has_external = kind != 0;
@@ -540,7 +558,8 @@ void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out) {
 /* ---------------------------------------------------------------------- */
 
 int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *cuda_why,
-                         unsigned int flags, gpufl_launch_t **out, char *why, size_t why_size) {
+                         unsigned int flags, gpufl_stacks_t *stacks, gpufl_launch_t **out,
+                         char *why, size_t why_size) {
     *out = NULL;
     gpufl_launch_t *l = calloc(1, sizeof *l);
     if (l == NULL || pthread_mutex_init(&l->lock, NULL) != 0) {
@@ -550,6 +569,7 @@ int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *c
     }
     l->cupti = cupti;
     l->cuda = cuda;
+    l->stacks = stacks;
     snprintf(l->cuda_why, sizeof l->cuda_why, "%s", cuda_why ? cuda_why : "no libcuda");
     l->flags = flags;
     queue_init(&l->graphs, sizeof(gpufl_graph_launch_t), GPUFL_LAUNCH_QUEUE_MAX);

@@ -26,6 +26,7 @@
 #ifndef GPUFL_NVIDIA_LAUNCH_H
 #define GPUFL_NVIDIA_LAUNCH_H
 
+#include "core/stacks.h"
 #include "nvidia/cuda.h"
 #include "nvidia/cupti.h"
 
@@ -40,7 +41,7 @@ typedef struct gpufl_launch gpufl_launch_t;
 #define GPUFL_LAUNCH_MEMORY   (1u << 2) /* note allocation and free calls too */
 #define GPUFL_LAUNCH_SYNC     (1u << 3) /* time synchronization calls */
 
-#define GPUFL_LAUNCH_TABLE_BITS  18    /* 262144 notes, 32 bytes each */
+#define GPUFL_LAUNCH_TABLE_BITS  18    /* 262144 notes, 48 bytes each */
 #define GPUFL_LAUNCH_CONFIGS_MAX 65536 /* distinct launch configurations kept */
 /* External correlation ids: looked for at every call until a thread has had
  * none for QUIET calls in a row, then at every EVERY-th call until found. */
@@ -55,6 +56,9 @@ typedef struct gpufl_launch_info {
     uint32_t external_kind; /* CUpti_ExternalCorrelationKind, valid when has_external */
     uint64_t external_id;
     int has_external;
+    uint32_t stack;  /* CPU stack id at the call; 0 none */
+    int32_t tid;     /* OS thread id of the caller */
+    int64_t mono_ns; /* when the call was made (CLOCK_MONOTONIC) */
 } gpufl_launch_info_t;
 
 /* One distinct (function, block size, dynamic shared memory) launched. */
@@ -90,6 +94,8 @@ typedef struct gpufl_sync_call {
     uint32_t correlation;
     int32_t result; /* the call's CUresult */
     uint64_t scope;
+    int32_t tid;    /* OS thread id of the caller */
+    uint32_t stack; /* CPU stack id at the call; 0 none */
 } gpufl_sync_call_t;
 
 typedef struct gpufl_launch_stats {
@@ -105,11 +111,14 @@ typedef struct gpufl_launch_stats {
 
 /*
  * Subscribes to the driver-API callbacks of the calls noted. cuda may be
- * NULL (no occupancy; each configuration says why: cuda_why). Returns 0, or
- * an error with why from gpufl__cupti_subscribe (another CUPTI client).
+ * NULL (no occupancy; each configuration says why: cuda_why). With stacks,
+ * the CPU stack of every kernel launch and synchronization call is captured
+ * into it. Returns 0, or an error with why from gpufl__cupti_subscribe
+ * (another CUPTI client).
  */
 int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *cuda_why,
-                         unsigned int flags, gpufl_launch_t **out, char *why, size_t why_size);
+                         unsigned int flags, gpufl_stacks_t *stacks, gpufl_launch_t **out,
+                         char *why, size_t why_size);
 /* Unsubscribes and frees. Accepts NULL. */
 void gpufl__launch_destroy(gpufl_launch_t *l);
 

@@ -17,6 +17,7 @@
 #include "core/demangle.h"
 #include "core/log.h"
 #include "core/ring.h"
+#include "core/stack_log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,10 @@ static const gpufl_col_def_t kernel_cols[] = {TIMES,
                                               SCOPE,
                                               {"config", GPUFL_COL_OPT},
                                               {"external_kind", GPUFL_COL_OPT},
-                                              {"external_id", GPUFL_COL_OPT}};
+                                              {"external_id", GPUFL_COL_OPT},
+                                              {"launch_ns", GPUFL_COL_OPT},
+                                              {"tid", GPUFL_COL_OPT},
+                                              {"stack", GPUFL_COL_OPT}};
 static const gpufl_col_def_t copy_cols[] = {TIMES,
                                             {"device", GPUFL_COL_INT},
                                             {"stream", GPUFL_COL_INT},
@@ -73,7 +77,9 @@ static const gpufl_col_def_t sync_cols[] = {TIMES,
                                             {"stream", GPUFL_COL_OPT},
                                             {"event", GPUFL_COL_OPT},
                                             {"correlation", GPUFL_COL_INT},
-                                            SCOPE};
+                                            SCOPE,
+                                            {"tid", GPUFL_COL_OPT},
+                                            {"stack", GPUFL_COL_OPT}};
 static const gpufl_col_def_t alloc_cols[] = {
     {"ts_ns", GPUFL_COL_INT},       {"op", GPUFL_COL_INT},
     {"memory_kind", GPUFL_COL_INT}, {"device", GPUFL_COL_INT},
@@ -104,6 +110,18 @@ static gpufl_intern_t *dict(gpufl_trace_source_t *t) {
 static int64_t opt_u32(uint32_t v) { return v == 0xffffffffu ? -1 : (int64_t)v; }
 /* 0 (none) becomes null. */
 static int64_t opt_id(uint64_t v) { return v ? (int64_t)v : -1; }
+
+/* The `stack` column of a row: the stack written before it, or null. */
+static int64_t stack_col(gpufl_trace_source_t *t, uint32_t id) {
+    if (id == 0 || !t->stacks_on) return -1;
+    return gpufl__stack_log_put(&t->stack_log,
+                                gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE), id);
+}
+
+/* The host time of a launch: null when the note is gone. */
+static int64_t launch_col(const gpufl_trace_source_t *t, const gpufl_launch_info_t *info) {
+    return info->mono_ns > 0 ? ts(t, info->mono_ns) : -1;
+}
 
 /* What the launching thread left for the call of correlation; a record
  * without a note (work launched before the session, or a note overwritten
@@ -167,7 +185,10 @@ static void on_kernel(void *user, const gpufl_cupti_kernel_t *k) {
                    opt_id(info.scope),
                    opt_id(info.config),
                    info.has_external ? (int64_t)info.external_kind : -1,
-                   info.has_external ? (int64_t)(info.external_id & INT64_MAX) : -1};
+                   info.has_external ? (int64_t)(info.external_id & INT64_MAX) : -1,
+                   launch_col(t, &info),
+                   info.tid > 0 ? info.tid : -1,
+                   stack_col(t, info.stack)};
     for (int i = 0; i < NCOLS(kernel_cols); i++) r[i].i = v[i];
     t->counts.kernels++;
 }
@@ -200,9 +221,16 @@ static void on_sync(void *user, const gpufl_cupti_sync_t *s) {
     gpufl_launch_info_t info;
     attribution(t, s->correlation_id, &info);
     gpufl_cell_t *r = next(t, &t->syncs);
-    int64_t v[] = {ts(t, s->start_ns), ts(t, s->end_ns),      s->type,
-                   s->context_id,      opt_u32(s->stream_id), opt_u32(s->cuda_event_id),
-                   s->correlation_id,  opt_id(info.scope)};
+    int64_t v[] = {ts(t, s->start_ns),
+                   ts(t, s->end_ns),
+                   s->type,
+                   s->context_id,
+                   opt_u32(s->stream_id),
+                   opt_u32(s->cuda_event_id),
+                   s->correlation_id,
+                   opt_id(info.scope),
+                   -1,
+                   -1};
     for (int i = 0; i < NCOLS(sync_cols); i++) r[i].i = v[i];
     t->counts.syncs++;
 }
@@ -257,7 +285,9 @@ static void take_queued(gpufl_trace_source_t *t) {
                        s[i].stream,
                        s[i].event,
                        s[i].correlation,
-                       opt_id(s[i].scope)};
+                       opt_id(s[i].scope),
+                       s[i].tid > 0 ? s[i].tid : -1,
+                       stack_col(t, s[i].stack)};
         for (int c = 0; c < NCOLS(sync_cols); c++) r[c].i = v[c];
     }
     t->counts.syncs += n;
@@ -349,6 +379,8 @@ static void write_stats(gpufl_trace_source_t *t) {
     gpufl_cupti_stats_t cs;
     gpufl__launch_stats(t->launch, &ls);
     gpufl__cupti_stats(t->cupti, &cs);
+    gpufl_stacks_stats_t ss;
+    gpufl__stacks_stats(t->stacks_on ? t->stack_log.stacks : NULL, &ss);
     const gpufl_trace_counts_t *n = &t->counts;
     struct {
         const char *key;
@@ -365,6 +397,9 @@ static void write_stats(gpufl_trace_source_t *t) {
              {"occupancy_failures", ls.occupancy_failures},
              {"graph_launches_lost", ls.graph_launches_lost},
              {"syncs_lost", ls.syncs_lost},
+             {"stacks", ss.captures},
+             {"stacks_distinct", ss.distinct},
+             {"stacks_lost", ss.lost},
              {"cupti_dropped", cs.records_dropped},
              {"buffers_refused", cs.buffers_refused},
              {"callbacks_enabled", (uint64_t)gpufl__cupti_callbacks_enabled(t->cupti)}};
@@ -416,6 +451,14 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     rc = gpufl__cupti_open(NULL, &t->cupti, why, why_size);
     if (rc) goto fail;
     open_cuda(t);
+    if (settings->enable_stack_trace) {
+        rc = gpufl__stack_log_init(&t->stack_log, settings->enable_source_collection);
+        if (rc) {
+            snprintf(why, why_size, "out of memory for the stack table");
+            goto fail;
+        }
+        t->stacks_on = 1;
+    }
 
     /* The callbacks first: CUPTI refuses a second subscriber, and when
      * another client holds CUPTI, taking its activity buffers would break
@@ -425,8 +468,8 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (settings->enable_cuda_graphs_tracking) flags |= GPUFL_LAUNCH_GRAPHS;
     if (settings->enable_memory_tracking) flags |= GPUFL_LAUNCH_MEMORY;
     if (settings->enable_synchronization) flags |= GPUFL_LAUNCH_SYNC;
-    rc =
-        gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags, &t->launch, why, why_size);
+    rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
+                              t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
 
     /* Synchronization is timed by the callbacks at the sync calls: CUPTI's
@@ -459,6 +502,8 @@ void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
     t->cupti = NULL;
     gpufl__cuda_close(t->cuda);
     t->cuda = NULL;
+    gpufl__stack_log_fini(&t->stack_log);
+    t->stacks_on = 0;
     gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets,
                                 &t->syncs,   &t->allocs, &t->graphs};
     for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) gpufl__batch_fini(batches[i]);

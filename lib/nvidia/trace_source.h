@@ -12,6 +12,7 @@
 #define GPUFL_NVIDIA_TRACE_SOURCE_H
 
 #include "core/collector.h"
+#include "core/stack_log.h"
 #include "nvidia/cuda.h"
 #include "nvidia/cupti.h"
 #include "nvidia/launch.h"
@@ -36,6 +37,8 @@ typedef struct gpufl_trace_source {
     uint64_t dropped_written;
     gpufl_trace_counts_t counts;
     char occupancy_why[160]; /* why there is no occupancy, "" when there is */
+    int stacks_on;           /* enable_stack_trace: stacks captured and written */
+    gpufl_stack_log_t stack_log;
 } gpufl_trace_source_t;
 
 /* Loads and starts CUPTI for the settings' options. Returns 0 and fills

@@ -34,7 +34,7 @@ cd "$tmp"
 # sessions: newest first (by the header's start time), with app, duration, size.
 expect 0 "sessions ROOT" -- "$gpufl" sessions "$root"
 order=$(awk 'NR > 1 {print $4}' "$tmp/out" | tr '\n' ' ')
-[[ $order == "scoped_demo trace_demo llm_train bench server trainer " ]] ||
+[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo " ]] ||
   fail "sessions order: '$order'"
 grep -Eq "^20261124T090000.000Z-8080-5c0e +2026-11-24 09:00:00 +scoped_demo +0.700 s +[0-9.]+ KiB$" \
   "$tmp/out" || fail "the newest session's row"
@@ -73,6 +73,29 @@ has err "not a session directory"
 expect 1 "report to an unwritable file" -- "$gpufl" report -o "$tmp/nowhere/r.txt" \
   "$root/20261122T031500.123Z-4711-9f3a"
 has err "$tmp/nowhere/r.txt"
+# report formats: the file is written, stderr stays empty off a terminal.
+GPUFL_LOG_PATH=$root expect 0 "report --format html -o" -- "$gpufl" report --format html \
+  -o "$tmp/r.html" 20261123T120000.000Z-7070-c3d4
+[[ -s $tmp/out ]] && fail "report --format html -o also wrote to stdout"
+[[ -s $tmp/err ]] && fail "report --format html wrote to stderr (progress off a terminal?)"
+grep -q "^<!DOCTYPE html>" "$tmp/r.html" || fail "report --format html: not an HTML file"
+grep -q "<h2>Timeline</h2>" "$tmp/r.html" || fail "report --format html: no timeline"
+grep -Eq "https?://" "$tmp/r.html" && fail "report --format html: refers to the network"
+GPUFL_LOG_PATH=$root expect 0 "report --format=json" -- "$gpufl" report --format=json \
+  20261123T120000.000Z-7070-c3d4
+has out '"format": "gpufl-report"'
+GPUFL_LOG_PATH=$root expect 0 "report -f markdown" -- "$gpufl" report -f markdown \
+  20261123T120000.000Z-7070-c3d4
+has out "^# gpufl report: trace\\\\_demo"
+has out "^## Kernel hotspots"
+GPUFL_LOG_PATH=$root expect 0 "report --format text" -- "$gpufl" report --format text \
+  20261123T120000.000Z-7070-c3d4
+has out "^Insights"
+expect 2 "report with a bad format" -- "$gpufl" report --format xml "$root/20261122T031500.123Z-4711-9f3a"
+has err "unknown format 'xml'"
+has err "usage: gpufl report"
+expect 2 "report --format without a value" -- "$gpufl" report --format
+has err "needs a format"
 expect 2 "report with a bad option" -- "$gpufl" report --bogus
 has err "unknown option '--bogus'"
 has err "usage: gpufl report"
@@ -87,11 +110,40 @@ has out "Trace: no: lacks NVML"
 has out "PcSampling/SassMetrics/RangeProfiler/Deep: not built yet (run as Trace)"
 hasnt out $'\033'
 
-# Not built yet, usage errors, help and version.
-expect 3 "insights" -- "$gpufl" insights
-has err "not built yet in this release"
-expect 3 "export" -- "$gpufl" export somewhere
-has err "not built yet in this release"
+# insights: the findings of a session, as text or JSON (docs/insights.md).
+stacks_id=20261121T080000.000Z-9090-e5f6
+trace_id=20261123T120000.000Z-7070-c3d4
+basic_id=20261122T031500.123Z-4711-9f3a
+expect 0 "insights" -- "$gpufl" insights "$root/$stacks_id"
+has out "^\[HIGH\] SYNCHRONIZATION: cudaStreamSynchronize × 4 @ train.cu:90 · 12.0ms (80.4% of session)$"
+has out "^\[HIGH\] SYNCHRONIZATION: In-loop sync × 4 — likely blocking GPU pipelining$"
+has out "median of 3 kernel launches between"
+has out "  at /src/train.cu:90 in train_step(float\*, int)$"
+has out "  |     cudaStreamSynchronize(stream);$"
+has out "^Not judged (the session lacks what these rules need):$"
+hasnt out $'\033'
+expect 0 "insights as JSON" -- "$gpufl" insights --format json "$root/$stacks_id"
+python3 - "$tmp/out" <<'PY' || fail "insights JSON"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["format"] == "gpufl-insights" and doc["version"] == 1, doc
+rules = [x["rule"] for x in doc["insights"]]
+assert rules[:2] == ["sync_attribution", "in_loop_sync"], rules
+loop = doc["insights"][1]
+assert loop["line"] == 90 and loop["file"] == "/src/train.cu", loop
+assert {e["name"] for e in loop["evidence"]} >= {"calls", "blocked_ns", "median_launches_between"}
+assert all("why" in s and "rule" in s for s in doc["skipped"])
+PY
+expect 0 "insights above a severity" -- "$gpufl" insights --min-severity high "$root/$basic_id"
+has out "^No findings at this severity.$"
+expect 2 "insights with a bad format" -- "$gpufl" insights --format xml "$root/$stacks_id"
+has err "--format takes text or json, not 'xml'"
+expect 2 "insights with a bad severity" -- "$gpufl" insights --min-severity SEVERE
+has err "--min-severity takes LOW, MEDIUM or HIGH"
+expect 1 "insights of no session" -- "$gpufl" insights "$tmp/nowhere"
+has err "no such session"
+
+# Usage errors, help and version.
 expect 2 "unknown command" -- "$gpufl" bogus
 has err "unknown command 'bogus'"
 has err "usage: gpufl"
@@ -112,6 +164,42 @@ for cmd in report sessions info insights export; do
   expect 0 "help $cmd" -- "$gpufl" help "$cmd"
   has out "usage: gpufl $cmd"
 done
+
+# export: Chrome JSON and Perfetto traces (docs/export.md).
+trace_id=20261123T120000.000Z-7070-c3d4
+is_json() { python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
+expect 2 "export with a bad format" -- "$gpufl" export --format bogus "$root/$trace_id"
+has err "unknown format 'bogus'"
+has err "usage: gpufl export"
+expect 2 "export without a format" -- "$gpufl" export "$root/$trace_id"
+has err "format"
+expect 2 "export --max-events for perfetto" -- "$gpufl" export -f perfetto --max-events 5 \
+  "$root/$trace_id"
+expect 0 "export chrome -o" -- "$gpufl" export --format chrome "$root/$trace_id" -o "$tmp/out.json"
+is_json "$tmp/out.json" || fail "export chrome: not valid JSON"
+grep -q '"_Z4gemmPKfS0_Pfiii"' "$tmp/out.json" || fail "export chrome: a kernel is missing"
+has out "^$tmp/out.json\$"
+[[ -s $tmp/err ]] && fail "export wrote to stderr off a terminal (progress?)"
+GPUFL_LOG_PATH=$root expect 0 "export perfetto, default name" -- "$gpufl" export -f perfetto \
+  "$trace_id"
+[[ -s $tmp/$trace_id.perfetto-trace ]] || fail "export perfetto: no $trace_id.perfetto-trace"
+[[ $(head -c1 "$tmp/$trace_id.perfetto-trace" | od -An -tx1 | tr -d ' ') == 0a ]] ||
+  fail "export perfetto: does not open with a Trace.packet field"
+expect 0 "export chrome to stdout" -- "$gpufl" export --format=chrome -o - "$root/$trace_id"
+is_json "$tmp/out" || fail "export chrome -o -: stdout is not valid JSON"
+expect 0 "export chrome split" -- "$gpufl" export -f chrome --max-events 5 -o "$tmp/s.trace.json" \
+  "$root/$trace_id"
+has err "split by time into"
+[[ $(wc -l <"$tmp/out") -ge 3 ]] || fail "export split: fewer than 3 files listed"
+while read -r f; do
+  is_json "$f" || fail "export split: $f is not valid JSON"
+done <"$tmp/out"
+has out "^$tmp/s.1.trace.json\$"
+expect 1 "export to an unwritable file" -- "$gpufl" export -f chrome -o "$tmp/nowhere/x.json" \
+  "$root/$trace_id"
+has err "$tmp/nowhere/x.json"
+GPUFL_LOG_PATH=$root expect 1 "export of an unknown session" -- "$gpufl" export -f chrome nosuch
+has err "no such session: 'nosuch'"
 
 if ((failures)); then
   echo "$failures check(s) failed"

@@ -12,6 +12,7 @@ cmake --build build/device -j "$(nproc)" --target gpufl_static >/dev/null
 mkdir -p .devbin
 libs=(build/device/lib/libgpufl.a /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm)
 cc -O2 -std=c11 -D_GNU_SOURCE -I include tests/gpu/monitor_session.c -o .devbin/monitor_session "${libs[@]}"
+cc -O2 -std=c11 -D_GNU_SOURCE -I include -I lib bench/bench_stacks.c -o .devbin/bench_stacks "${libs[@]}"
 if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   cuda_inc=$(dirname "$nvcc")/../include
@@ -37,6 +38,12 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     -o .devbin/trace_faults "${libs[@]}" -cudart static
   "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include -I lib tests/gpu/occupancy_sweep.cu \
     -o .devbin/occupancy_sweep "${libs[@]}" -cudart static
+  # Built with -g: the insight must find its synchronization line through DWARF.
+  # Source paths relative to the repository, where the check runs on the GPU
+  # machine, so that the source line's text can be read there.
+  "$nvcc" -O2 -g -std=c++17 -arch=sm_90 -I include tests/gpu/in_loop_sync.cu \
+    -Xcompiler -fdebug-prefix-map="$PWD"=. \
+    -o .devbin/in_loop_sync "${libs[@]}" -cudart static
   # Overhead diagnosis: the benchmark against two builds of the library with
   # one of gpufl's own parts taken out (see bench/gpu/diagnose_overhead.sh).
   for part in NO_NOTES NO_ROWS; do
@@ -56,4 +63,9 @@ cc -shared -o .devbin/libgpufl.so -Wl,-soname,libgpufl.so \
   -Wl,--whole-archive build/device/lib/libgpufl.a -Wl,--no-whole-archive \
   -ljansson -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
 cp -L /usr/lib/x86_64-linux-gnu/libjansson.so.4 .devbin/
+# Loaded at run time for CPU stacks (walking, and DWARF lines), in case the GPU
+# machine lacks them; the checks put .devbin on LD_LIBRARY_PATH.
+for lib in libunwind.so.8 libdw.so.1 libelf.so.1; do
+  cp -L "/usr/lib/x86_64-linux-gnu/$lib" .devbin/
+done
 echo "built: $(ls .devbin)"

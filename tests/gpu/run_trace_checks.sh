@@ -2,8 +2,10 @@
 # Runs on the GPU machine: the Trace engine's checks against references, one
 # after the other, continuing past failures: the trace_session check, the
 # occupancy comparison with Nsight Compute (compare_ncu.py), the kernel
-# comparison with torch.profiler (compare_torch.py) and the two-profilers
-# scenarios (compare_torch.py --coexist). Logs and tables go under OUTDIR; a
+# comparison with torch.profiler (compare_torch.py), the two-profilers
+# scenarios (compare_torch.py --coexist), the in-loop sync insight on a real
+# program (check_in_loop_sync.py) and the cost of a stack capture
+# (bench_stacks). Logs and tables go under OUTDIR; a
 # summary is printed at the end. Expects .devbin/ from
 # tests/gpu/build_for_device.sh. About 3-5 minutes on an H100.
 set -uo pipefail
@@ -13,7 +15,7 @@ usage() {
 usage: tests/gpu/run_trace_checks.sh OUTDIR [--only NAME[,NAME...]]
   OUTDIR   where each check's output (NAME.txt) and files (NAME/) go, and summary.txt
   --only   run only these checks: trace_session, trace_faults, occupancy_sweep, record_cupti,
-           compare_ncu, compare_torch, coexist
+           compare_ncu, compare_torch, coexist, in_loop_sync, stack_cost
 Exit status: 0 when every check passed, 1 otherwise, 77 when this is no GPU machine.
 EOF
 }
@@ -21,7 +23,7 @@ if [[ $# -lt 1 ]]; then usage >&2; exit 2; fi
 if [[ $1 == --help || $1 == -h ]]; then usage; exit 0; fi
 out=$1
 shift
-only=trace_session,trace_faults,occupancy_sweep,record_cupti,compare_ncu,compare_torch,coexist
+only=trace_session,trace_faults,occupancy_sweep,record_cupti,compare_ncu,compare_torch,coexist,in_loop_sync,stack_cost
 while [[ $# -gt 0 ]]; do
   case $1 in
     --only) only=$2; shift 2 ;;
@@ -30,6 +32,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 cd "$(dirname "$0")/../.." || exit 1
+# libunwind and libdw (CPU stacks) from .devbin when the machine lacks them.
+export LD_LIBRARY_PATH=$PWD/.devbin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if ! command -v nvidia-smi >/dev/null; then
   echo "no nvidia-smi: not a GPU machine"
   exit 77
@@ -71,6 +75,9 @@ check record_cupti 60 .devbin/record_cupti "$out/h100-cuda13.cupti"
 check compare_ncu 300 python3 tests/gpu/compare_ncu.py --out "$out/compare_ncu"
 check compare_torch 300 python3 tests/gpu/compare_torch.py --out "$out/compare_torch"
 check coexist 300 python3 tests/gpu/compare_torch.py --coexist --out "$out/coexist"
+check in_loop_sync 180 python3 tests/gpu/check_in_loop_sync.py .devbin/in_loop_sync .devbin/gpufl \
+  "$out/in_loop_sync"
+check stack_cost 120 .devbin/bench_stacks
 
 status=0
 lines=()

@@ -25,7 +25,7 @@
 #include "nvidia/cupti.h"
 
 #ifndef GPUFL_FAKE_CUPTI_PATH
-#error "GPUFL_FAKE_CUPTI_PATH must name libfake_cupti.so"
+#error "GPUFL_FAKE_CUPTI_PATH must name the fake CUPTI (cupti/libcupti.so)"
 #endif
 #ifndef GPUFL_FAKE_CUPTI_OLD_PATH
 #error "GPUFL_FAKE_CUPTI_OLD_PATH must name libfake_cupti_old.so"

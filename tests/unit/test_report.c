@@ -2,7 +2,9 @@
  * test_report.c - the log reader, the session model and the text report,
  * against hand-written session fixtures (tests/fixtures/sessions/, and
  * deliberately damaged ones in tests/fixtures/bad/) and golden reports
- * (tests/fixtures/golden/). GPUFL_UPDATE_GOLDEN=1 rewrites the goldens.
+ * (tests/fixtures/golden/, one per format: .txt, .json, .md, .html), the
+ * report's formats, its insights section and the load's progress
+ * callback. GPUFL_UPDATE_GOLDEN=1 rewrites the goldens.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 
 #include "analysis/model.h"
 #include "analysis/reader.h"
+#include "analysis/insight_rules.h"
 #include "analysis/report.h"
 
 #include <stdio.h>
@@ -121,14 +124,25 @@ static char *read_all(const char *path, size_t *len) {
     return buf;
 }
 
-/* Compares the report of session `name` with golden/<name>.txt, byte for byte. */
-static void check_golden(const char *name) {
+/* The report of a model in one format as a heap string. */
+static char *render_fmt(const gpufl_model_t *m, gpufl_report_format_t fmt, size_t *len) {
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    assert_non_null(f);
+    assert_int_equal(gpufl__report_write_format(m, fmt, f), 0);
+    assert_int_equal(fclose(f), 0);
+    return buf;
+}
+
+/* Compares the report of session `name` in format fmt with golden/<name>.<ext>,
+ * byte for byte. */
+static void check_golden_fmt(const char *name, gpufl_report_format_t fmt, const char *ext) {
     char rel[256], golden_path[4096];
     snprintf(rel, sizeof rel, "sessions/%s", name);
     gpufl_model_t *m = load(rel);
     size_t len, glen = 0;
-    char *text = render(m, &len);
-    snprintf(rel, sizeof rel, "golden/%s.txt", name);
+    char *text = render_fmt(m, fmt, &len);
+    snprintf(rel, sizeof rel, "golden/%s.%s", name, ext);
     snprintf(golden_path, sizeof golden_path, "%s", fixture(rel));
     const char *update = getenv("GPUFL_UPDATE_GOLDEN");
     if (update && *update && strcmp(update, "0") != 0) {
@@ -144,7 +158,7 @@ static void check_golden(const char *name) {
         size_t i = 0, line = 1;
         while (i < len && i < glen && text[i] == golden[i]) line += text[i++] == '\n';
         char actual_path[512];
-        snprintf(actual_path, sizeof actual_path, "/tmp/gpufl-report-%s.txt", name);
+        snprintf(actual_path, sizeof actual_path, "/tmp/gpufl-report-%s.%s", name, ext);
         FILE *f = fopen(actual_path, "wb");
         if (f) {
             fwrite(text, 1, len, f);
@@ -158,6 +172,8 @@ static void check_golden(const char *name) {
     free(text);
     gpufl__model_destroy(m);
 }
+
+static void check_golden(const char *name) { check_golden_fmt(name, GPUFL_REPORT_TEXT, "txt"); }
 
 /* ---------------------------------------------------------------------- */
 
@@ -884,6 +900,12 @@ static void test_report_golden_trace(void **state) {
     check_golden("trace");
 }
 
+/* Sync rows with CPU stacks: the insights name the source line. */
+static void test_report_golden_stacks(void **state) {
+    (void)state;
+    check_golden("stacks");
+}
+
 /* Bad kernel/copy lines are rolled back whole and reported with file:line;
  * rows past a cap are counted. */
 static void test_report_trace_corrupt(void **state) {
@@ -1065,7 +1087,7 @@ static void test_report_model_configs(void **state) {
     (void)state;
     gpufl_model_t *m = load("sessions/scoped");
     expect_warnings(m, 0);
-    assert_int_equal(m->read.unknown_records, 3); /* sync, graph_launch, alloc: not modelled */
+    assert_int_equal(m->read.unknown_records, 2); /* graph_launch, alloc: not modelled */
     assert_non_null(m->trace_stats);
     assert_int_equal(m->n_kernels, 14);
     const gpufl_model_kernel_t *k = &m->kernels[0];
@@ -1680,6 +1702,356 @@ static void test_report_batch_fallback(void **state) {
 #undef KROWS
 }
 
+/* ---------------------------------------------------------------------- */
+/* The other formats, insights, progress                                    */
+/* ---------------------------------------------------------------------- */
+
+static const char *const fixtures_all[] = {"basic", "killed", "rotated", "gpu",
+                                           "trace", "scoped", "stacks"};
+#define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
+
+static void test_report_golden_json(void **state) {
+    (void)state;
+    for (size_t i = 0; i < N_FIXTURES; i++)
+        check_golden_fmt(fixtures_all[i], GPUFL_REPORT_JSON, "json");
+}
+
+static void test_report_golden_markdown(void **state) {
+    (void)state;
+    for (size_t i = 0; i < N_FIXTURES; i++)
+        check_golden_fmt(fixtures_all[i], GPUFL_REPORT_MARKDOWN, "md");
+}
+
+static void test_report_golden_html(void **state) {
+    (void)state;
+    for (size_t i = 0; i < N_FIXTURES; i++)
+        check_golden_fmt(fixtures_all[i], GPUFL_REPORT_HTML, "html");
+}
+
+static void test_report_format_parse(void **state) {
+    (void)state;
+    gpufl_report_format_t f = GPUFL_REPORT_HTML;
+    assert_int_equal(gpufl__report_format_parse("text", &f), 0);
+    assert_int_equal(f, GPUFL_REPORT_TEXT);
+    assert_int_equal(gpufl__report_format_parse("md", &f), 0);
+    assert_int_equal(f, GPUFL_REPORT_MARKDOWN);
+    assert_int_equal(gpufl__report_format_parse("html", &f), 0);
+    assert_int_equal(f, GPUFL_REPORT_HTML);
+    assert_int_equal(gpufl__report_format_parse("xml", &f), GPUFL_EINVAL);
+    assert_int_equal(gpufl__report_format_parse(NULL, &f), GPUFL_EINVAL);
+}
+
+/* Nothing in the HTML report is loaded from elsewhere. */
+static void assert_offline(const char *html) {
+    static const char *const banned[] = {"http://", "https://", "<script", "src=",    "@import",
+                                         "url(",    "<link",    "<img",    "<iframe", "href="};
+    for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++) {
+        if (strstr(html, banned[i])) print_error("HTML report holds '%s'\n", banned[i]);
+        assert_null(strstr(html, banned[i]));
+    }
+}
+
+static void test_report_html_offline(void **state) {
+    (void)state;
+    for (size_t i = 0; i < N_FIXTURES; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
+        gpufl_model_t *m = load(rel);
+        size_t len;
+        char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+        assert_offline(html);
+        assert_non_null(strstr(html, "<h2>Timeline</h2>"));
+        assert_non_null(strstr(html, "<h2>Insights</h2>"));
+        assert_non_null(strstr(html, "</html>\n"));
+        free(html);
+        gpufl__model_destroy(m);
+    }
+}
+
+/* The JSON report parses and has the documented keys, in order. */
+static void test_report_json_keys(void **state) {
+    (void)state;
+    static const char *const top[] = {
+        "format",        "version", "session",        "insights",  "scopes",    "system",  "gpus",
+        "sampling_cost", "kernels", "kernel_details", "transfers", "scope_gpu", "problems"};
+    for (size_t i = 0; i < N_FIXTURES; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
+        gpufl_model_t *m = load(rel);
+        size_t len;
+        char *text = render_fmt(m, GPUFL_REPORT_JSON, &len);
+        json_error_t err;
+        json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+        if (!doc) print_error("%s: %s at line %d\n", fixtures_all[i], err.text, err.line);
+        assert_non_null(doc);
+        assert_null(strstr(text, "NaN"));
+        assert_null(strstr(text, "Infinity"));
+        assert_int_equal(json_object_size(doc), sizeof top / sizeof top[0]);
+        const char *key;
+        json_t *v;
+        size_t k = 0;
+        json_object_foreach(doc, key, v) assert_string_equal(key, top[k++]);
+        assert_string_equal(json_string_value(json_object_get(doc, "format")), "gpufl-report");
+        assert_int_equal(json_integer_value(json_object_get(doc, "version")), 1);
+        json_t *ses = json_object_get(doc, "session");
+        assert_true(json_is_string(json_object_get(ses, "app")));
+        assert_true(json_is_object(json_object_get(ses, "records")));
+        json_t *ins = json_object_get(doc, "insights");
+        assert_true(json_is_array(json_object_get(ins, "findings")));
+        assert_true(json_is_array(json_object_get(ins, "skipped")));
+        assert_true(json_is_array(json_object_get(json_object_get(doc, "scopes"), "paths")));
+        json_t *kern = json_object_get(doc, "kernels");
+        assert_int_equal(json_is_null(kern), m->n_kernels == 0);
+        if (!json_is_null(kern)) {
+            json_t *h = json_array_get(json_object_get(kern, "hotspots"), 0);
+            static const char *const hk[] = {"name",   "calls",  "total_ns", "avg_ns",   "min_ns",
+                                             "max_ns", "p50_ns", "p99_ns",   "share_pct"};
+            k = 0;
+            json_object_foreach(h, key, v) assert_string_equal(key, hk[k++]);
+            assert_int_equal(k, 9);
+        }
+        json_decref(doc);
+        free(text);
+        gpufl__model_destroy(m);
+    }
+}
+
+/* A kernel name that needs escaping in every format. */
+#define NASTY      "void k<int&, \"q\">(a<b>&)"
+#define NASTY_JSON "void k<int&, \\\"q\\\">(a<b>&)"
+#define NASTY_HTML "void k&lt;int&amp;, &quot;q&quot;&gt;(a&lt;b&gt;&amp;)"
+
+static void test_report_escaping(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "device.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0,"
+               "\"app_name\":\"a<b>&\\\"c\"}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1,2],\"str\":[\"_Z1kIRiE\",\"" NASTY_JSON
+               "\"]}\n"
+               "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1000,5000],\"end_ns\":[3000,9000],"
+               "\"device\":[0,0],\"stream\":[7,7],\"correlation\":[1,2],\"name\":[1,1],"
+               "\"demangled\":[2,2],\"grid_x\":[1,1],\"grid_y\":[1,1],\"grid_z\":[1,1],"
+               "\"block_x\":[32,32],\"block_y\":[1,1],\"block_z\":[1,1],\"registers\":[8,8],"
+               "\"static_smem_bytes\":[0,0],\"dynamic_smem_bytes\":[0,0]}\n");
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(m->n_kernels, 2);
+    assert_string_equal(m->kernels[0].demangled, NASTY);
+    size_t len;
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_offline(html);
+    assert_null(strstr(html, "k<int"));
+    assert_null(strstr(html, "a<b>"));
+    assert_non_null(strstr(html, NASTY_HTML));
+    assert_non_null(strstr(html, "<title>gpufl report: a&lt;b&gt;&amp;&quot;c</title>"));
+    free(html);
+    char *md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_null(strstr(md, "k<int"));
+    assert_non_null(strstr(md, "k&lt;int&amp;"));
+    free(md);
+    char *js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    json_t *doc = json_loadb(js, len, 0, NULL);
+    assert_non_null(doc);
+    json_t *h = json_array_get(json_object_get(json_object_get(doc, "kernels"), "hotspots"), 0);
+    assert_string_equal(json_string_value(json_object_get(h, "name")), NASTY);
+    assert_int_equal(json_integer_value(json_object_get(h, "total_ns")), 6000);
+    assert_int_equal(json_integer_value(json_object_get(h, "p50_ns")), 2000);
+    json_decref(doc);
+    free(js);
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, NASTY));
+    free(text);
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* Insights in every format, with strings that need escaping: the rules are
+ * written elsewhere; here the report is given a list by hand. */
+static void test_report_insights_formats(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/trace");
+    gpufl_report_t r;
+    assert_int_equal(gpufl__report_build(m, &r), 0);
+    gpufl__insights_free(&r.insights);
+    gpufl_insight_t *in =
+        gpufl__insight_add(&r.insights, "in_loop_sync", "SYNCHRONIZATION", GPUFL_SEVERITY_HIGH);
+    assert_non_null(in);
+    assert_int_equal(gpufl__insight_text(&in->title, "sync in a <loop> & more"), 0);
+    assert_int_equal(gpufl__insight_text(&in->message, "found \"it\""), 0);
+    assert_int_equal(gpufl__insight_text(&in->advice, "hoist it"), 0);
+    assert_int_equal(gpufl__insight_text(&in->file, "train.cu"), 0);
+    assert_int_equal(gpufl__insight_text(&in->function, "step<float>"), 0);
+    assert_int_equal(gpufl__insight_text(&in->source, "if (a < b && c) cudaDeviceSynchronize();"),
+                     0);
+    assert_int_equal(gpufl__insight_text(&in->kernel, "gemm<8>"), 0);
+    in->line = 42;
+    gpufl__insight_evidence(in, "sync_ns", 1.5e6, "ns");
+    gpufl__insight_evidence(in, "calls", 12, "count");
+    gpufl__insight_evidence(in, "share", 37.5, "%");
+    assert_int_equal(gpufl__insight_skip(&r.insights, "throttling", "no <gpu_sample> rows"), 0);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(gpufl__report_render_text(&r, f), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "Insights\n  1 finding (1 high, 0 medium, 0 low)\n"));
+    assert_non_null(strstr(buf, "  [HIGH] SYNCHRONIZATION: sync in a <loop> & more\n"));
+    assert_non_null(strstr(buf, "    at train.cu:42 in step<float>\n"));
+    assert_non_null(strstr(buf, "    | if (a < b && c) cudaDeviceSynchronize();\n"));
+    assert_non_null(strstr(buf, "    kernel: gemm<8>\n"));
+    assert_non_null(strstr(buf, "    evidence: sync_ns 1.50 ms, calls 12, share 37.5%\n"));
+    assert_non_null(strstr(buf, "    throttling: no <gpu_sample> rows\n"));
+    assert_null(strstr(buf, "No findings"));
+    free(buf);
+
+    f = open_memstream(&buf, &len);
+    assert_int_equal(gpufl__report_render_html(&r, f), 0);
+    fclose(f);
+    assert_offline(buf);
+    assert_non_null(strstr(buf, "sync in a &lt;loop&gt; &amp; more"));
+    assert_non_null(strstr(buf, "if (a &lt; b &amp;&amp; c)"));
+    assert_non_null(strstr(buf, "found &quot;it&quot;"));
+    assert_null(strstr(buf, "<loop>"));
+    free(buf);
+
+    f = open_memstream(&buf, &len);
+    assert_int_equal(gpufl__report_render_markdown(&r, f), 0);
+    fclose(f);
+    assert_non_null(
+        strstr(buf, "### \\[HIGH\\] SYNCHRONIZATION: sync in a &lt;loop&gt; &amp; more"));
+    free(buf);
+
+    f = open_memstream(&buf, &len);
+    assert_int_equal(gpufl__report_render_json(&r, f), 0);
+    fclose(f);
+    json_t *doc = json_loadb(buf, len, 0, NULL);
+    assert_non_null(doc);
+    json_t *x = json_array_get(json_object_get(json_object_get(doc, "insights"), "findings"), 0);
+    assert_string_equal(json_string_value(json_object_get(x, "severity")), "HIGH");
+    assert_string_equal(json_string_value(json_object_get(x, "title")), "sync in a <loop> & more");
+    json_t *loc = json_object_get(x, "location");
+    assert_int_equal(json_integer_value(json_object_get(loc, "line")), 42);
+    assert_string_equal(json_string_value(json_object_get(loc, "function")), "step<float>");
+    json_t *ev = json_array_get(json_object_get(x, "evidence"), 0);
+    assert_string_equal(json_string_value(json_object_get(ev, "unit")), "ns");
+    assert_int_equal(json_integer_value(json_object_get(ev, "value")), 1500000);
+    json_t *sk = json_array_get(json_object_get(json_object_get(doc, "insights"), "skipped"), 0);
+    assert_string_equal(json_string_value(json_object_get(sk, "rule")), "throttling");
+    json_decref(doc);
+    free(buf);
+
+    gpufl__insights_free(&r.insights);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(gpufl__report_render_text(&r, f), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "\nInsights\n  No findings.\n"));
+    free(buf);
+    gpufl__report_free(&r);
+    gpufl__model_destroy(m);
+}
+
+/* A lane of many kernels is merged into bins: the HTML stays small. */
+static void test_report_html_bounded(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    enum { N = 20000 };
+    char path[512];
+    snprintf(path, sizeof path, "%s/device.log", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+          "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n",
+          f);
+    const char *cols[] = {"start_ns",
+                          "end_ns",
+                          "device",
+                          "stream",
+                          "correlation",
+                          "name",
+                          "grid_x",
+                          "grid_y",
+                          "grid_z",
+                          "block_x",
+                          "block_y",
+                          "block_z",
+                          "registers",
+                          "static_smem_bytes",
+                          "dynamic_smem_bytes"};
+    fputs("{\"type\":\"kernel\",\"v\":1", f);
+    for (int c = 0; c < 15; c++) {
+        fprintf(f, ",\"%s\":[", cols[c]);
+        for (int i = 0; i < N; i++) {
+            long v = c == 0 ? 1000L * i : c == 1 ? 1000L * i + 500 : c == 4 ? i : c >= 12 ? 0 : 1;
+            if (c == 2 || c == 3) v = 0;
+            fprintf(f, i ? ",%ld" : "%ld", v);
+        }
+        fputc(']', f);
+    }
+    fputs("}\n", f);
+    assert_int_equal(fclose(f), 0);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(m->n_kernels, N);
+    size_t len;
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_true(len < 400 * 1024);
+    assert_non_null(strstr(html, "merged"));
+    size_t rects = 0;
+    for (const char *p = html; (p = strstr(p, "<rect")) != NULL; p++) rects++;
+    assert_true(rects <= 1000);
+    assert_true(rects >= 900); /* the lane is busy all along */
+    free(html);
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+typedef struct progress_seen {
+    size_t calls;
+    uint64_t last_read, last_total;
+} progress_seen_t;
+
+static void on_progress(void *user, uint64_t read_bytes, uint64_t total_bytes) {
+    progress_seen_t *p = user;
+    assert_true(read_bytes <= total_bytes);
+    assert_true(read_bytes >= p->last_read);
+    p->calls++;
+    p->last_read = read_bytes;
+    p->last_total = total_bytes;
+}
+
+/* Progress ends at the total: the sizes of all segment files. */
+static void test_report_progress(void **state) {
+    (void)state;
+    progress_seen_t seen = {0, 0, 0};
+    gpufl_model_limits_t limits;
+    memset(&limits, 0, sizeof limits);
+    limits.progress = on_progress;
+    limits.progress_user = &seen;
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load_limits(fixture("sessions/rotated"), &limits, &m), 0);
+    uint64_t total = 0;
+    static const char *const files[] = {"device.log", "scope.log", "scope.log.1"};
+    for (size_t i = 0; i < 3; i++) {
+        char rel[128];
+        struct stat st;
+        snprintf(rel, sizeof rel, "sessions/rotated/%s", files[i]);
+        assert_int_equal(stat(fixture(rel), &st), 0);
+        total += (uint64_t)st.st_size;
+    }
+    assert_true(seen.calls >= 1);
+    assert_true(seen.calls <= 3); /* a fast load: the final call, maybe one more */
+    assert_int_equal(seen.last_total, total);
+    assert_int_equal(seen.last_read, total);
+    assert_int_equal(m->read.bytes, total);
+    gpufl__model_destroy(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_model_basic),
@@ -1700,6 +2072,7 @@ int main(void) {
         cmocka_unit_test(test_report_gpu_absent),
         cmocka_unit_test(test_report_model_trace),
         cmocka_unit_test(test_report_golden_trace),
+        cmocka_unit_test(test_report_golden_stacks),
         cmocka_unit_test(test_report_trace_corrupt),
         cmocka_unit_test(test_report_model_configs),
         cmocka_unit_test(test_report_gpu_per_scope),
@@ -1711,6 +2084,16 @@ int main(void) {
         cmocka_unit_test(test_report_write_error),
         cmocka_unit_test(test_report_batch_scanner),
         cmocka_unit_test(test_report_batch_fallback),
+        cmocka_unit_test(test_report_golden_json),
+        cmocka_unit_test(test_report_golden_markdown),
+        cmocka_unit_test(test_report_golden_html),
+        cmocka_unit_test(test_report_format_parse),
+        cmocka_unit_test(test_report_html_offline),
+        cmocka_unit_test(test_report_json_keys),
+        cmocka_unit_test(test_report_escaping),
+        cmocka_unit_test(test_report_insights_formats),
+        cmocka_unit_test(test_report_html_bounded),
+        cmocka_unit_test(test_report_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
  */
 #include "test_util.h"
 
+#include "analysis/insights.h"
+#include "analysis/model.h"
 #include "nvidia/launch.h"
 
 #include <cuda.h>
@@ -825,6 +827,83 @@ static void launch_with_an_impossible_block(void **state) {
     free_session(&s);
 }
 
+/* ---- CPU stacks: the sync line a user would fix ---- */
+
+static int sync_line; /* the line of the synchronization call in train_step */
+
+/* A training step as an application writes it: kernels, then a sync. */
+__attribute__((noinline)) static void train_step(CUfunction gemm) {
+    for (int k = 0; k < 4; k++) launch(gemm, "_Z4gemmPf", 256, 0);
+    cuStreamSynchronize_params sp = {.hStream = (CUstream)(uintptr_t)13};
+    sync_line = __LINE__ + 1;
+    fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, NULL);
+    __asm__ volatile(""); /* keeps the call from being a tail call */
+}
+
+/* With enable_stack_trace, every launch and sync row names its stack; the
+ * frames are described once (this file is built with -g), and the in-loop
+ * and attribution insights name this file's line and function. */
+static void stacks_name_the_sync_line(void **state) {
+    (void)state;
+    CUfunction gemm = fake.function(32, 0, 0, 1024, 8);
+    gpufl_options_t o = trace_options("stacks");
+    o.enable_stack_trace = 1;
+    start(&o);
+    for (int step = 0; step < 6; step++) train_step(gemm);
+    stop();
+
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(tu_session_dir(), &m), 0);
+    assert_int_equal(m->n_syncs, 6);
+    assert_int_equal(m->n_kernels, 24);
+    assert_int_equal(m->stacks_missing, 0);
+    for (size_t i = 0; i < m->n_kernels; i++) {
+        assert_true(m->kernels[i].stack > 0);
+        assert_true(m->kernels[i].tid > 0);
+        assert_true(m->kernels[i].launch_ns >= 0);
+        assert_true(m->kernels[i].launch_ns <= m->kernels[i].start_ns + 1000000);
+    }
+    /* One call site: one stack for all six syncs, its site this file. */
+    int64_t stack = m->syncs[0].stack;
+    for (size_t i = 0; i < m->n_syncs; i++) assert_int_equal(m->syncs[i].stack, stack);
+    const gpufl_model_frame_t *site = gpufl__model_stack_site(m, stack);
+    assert_non_null(site);
+    assert_non_null(strstr(site->file, "test_trace_session.c"));
+    assert_int_equal(site->line, sync_line);
+    assert_non_null(strstr(site->function, "train_step"));
+    assert_non_null(strstr(site->source, "cuStreamSynchronize"));
+    /* The frames above it are CUDA's (here the fake libcupti): not user code. */
+    const gpufl_model_stack_t *st = gpufl__model_stack_find(m, stack);
+    assert_non_null(st);
+    const gpufl_model_frame_t *top = gpufl__model_stack_frame(m, st, 0);
+    assert_non_null(strstr(top->module, "libcupti"));
+    assert_false(top->user);
+
+    gpufl_insights_t in;
+    assert_int_equal(gpufl__insights_compute(m, &in), 0);
+    const gpufl_insight_t *loop = NULL, *attr = NULL;
+    for (size_t i = 0; i < in.n; i++) {
+        if (strcmp(in.items[i].rule, "in_loop_sync") == 0) loop = &in.items[i];
+        if (strcmp(in.items[i].rule, "sync_attribution") == 0) attr = &in.items[i];
+    }
+    assert_non_null(loop);
+    assert_non_null(attr);
+    char where[64];
+    snprintf(where, sizeof where, "test_trace_session.c:%d", sync_line);
+    assert_non_null(strstr(attr->title, "cudaStreamSynchronize \xc3\x97 6 @ "));
+    assert_non_null(strstr(attr->title, where));
+    assert_non_null(strstr(loop->message, where));
+    assert_non_null(strstr(loop->message, "train_step"));
+    assert_int_equal(loop->line, sync_line);
+    gpufl__insights_free(&in);
+    gpufl__model_destroy(m);
+
+    session_t s = read_session();
+    assert_int_equal(stat_of(&s, "stacks"), 30);
+    assert_int_equal(stat_of(&s, "stacks_lost"), 0);
+    free_session(&s);
+}
+
 /* Past the cap on configurations a launch gets none and is counted as
  * dropped; occupancy failures count configurations, not launches. */
 static void configurations_past_the_cap(void **state) {
@@ -870,6 +949,7 @@ int main(void) {
         cmocka_unit_test(callback_begun_before_a_restart),
         cmocka_unit_test(launch_with_an_impossible_block),
         cmocka_unit_test(configurations_past_the_cap),
+        cmocka_unit_test(stacks_name_the_sync_line),
     };
     return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
 }

@@ -1,0 +1,171 @@
+/*
+ * export.c - `gpufl export`: one session as a trace for Perfetto UI or
+ * chrome://tracing (lib/analysis/export_trace.h does the work). Picks the
+ * default file name, shows progress on a terminal only, and says which
+ * files it wrote.
+ */
+#include "cli.h"
+
+#include "analysis/export_trace.h"
+#include "analysis/model.h"
+
+#include <gpufl/gpufl.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct progress {
+    int on;    /* stderr is a terminal */
+    int shown; /* a line is on screen */
+    int last;  /* percent shown */
+} progress_t;
+
+static void show_progress(void *user, double fraction) {
+    progress_t *p = user;
+    int pct = (int)(fraction * 100.0);
+    if (!p->on || (p->shown && pct == p->last)) return;
+    fprintf(stderr, "\r\033[Kgpufl: exporting %3d%%", pct);
+    fflush(stderr);
+    p->shown = 1;
+    p->last = pct;
+}
+
+static void clear_progress(progress_t *p) {
+    if (p->on && p->shown) fputs("\r\033[K", stderr);
+    p->shown = 0;
+}
+
+/* The session id: from the header, else the directory's name. */
+static const char *session_name(const gpufl_model_t *m, const char *dir) {
+    if (*m->header.session_id) return m->header.session_id;
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    const char *base = dir + n;
+    while (base > dir && base[-1] != '/') base--;
+    return base;
+}
+
+static int parse_count(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*s == '\0' || *s == '-' || *end != '\0' || errno) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_export(int argc, char **argv) {
+    const char *arg = NULL, *output = NULL, *format = NULL, *max = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **opt = NULL;
+        if (cli_is_help(a)) {
+            cli_print_usage("export", stdout);
+            return CLI_OK;
+        }
+        if (strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0)
+            opt = &output;
+        else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0)
+            opt = &format;
+        else if (strcmp(a, "--max-events") == 0)
+            opt = &max;
+        if (opt) {
+            if (i + 1 >= argc) return cli_usage_error("export", "%s needs a value", a);
+            *opt = argv[++i];
+        } else if (strncmp(a, "--output=", 9) == 0) {
+            output = a + 9;
+        } else if (strncmp(a, "--format=", 9) == 0) {
+            format = a + 9;
+        } else if (strncmp(a, "--max-events=", 13) == 0) {
+            max = a + 13;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return cli_usage_error("export", "unknown option '%s'", a);
+        } else if (arg) {
+            return cli_usage_error("export", "more than one session given");
+        } else {
+            arg = a;
+        }
+    }
+    gpufl_export_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    opt.size = sizeof opt;
+    if (!format) return cli_usage_error("export", "--format perfetto or --format chrome is needed");
+    if (gpufl__export_format_parse(format, &opt.format) != 0)
+        return cli_usage_error("export", "unknown format '%s' (perfetto or chrome)", format);
+    if (output && *output == '\0') return cli_usage_error("export", "--output needs a file name");
+    if (max) {
+        if (parse_count(max, &opt.max_events_per_file))
+            return cli_usage_error("export", "--max-events needs a count, not '%s'", max);
+        if (opt.max_events_per_file == 0) opt.max_events_per_file = UINT64_MAX;
+        if (opt.format != GPUFL_EXPORT_CHROME)
+            return cli_usage_error("export", "--max-events applies to --format chrome only");
+    }
+
+    char dir[CLI_PATH_MAX];
+    int rc = cli_resolve_session(arg, dir, sizeof dir);
+    if (rc) return rc;
+
+    progress_t progress = {isatty(STDERR_FILENO), 0, -1};
+    if (progress.on) {
+        fputs("gpufl: reading the session...", stderr);
+        fflush(stderr);
+        progress.shown = 1;
+    }
+    gpufl_model_t *m = NULL;
+    if (gpufl__model_load(dir, &m) != 0) {
+        clear_progress(&progress);
+        fprintf(stderr, "gpufl: cannot read '%s': %s\n", dir, gpufl_last_error());
+        return CLI_FAILED;
+    }
+
+    char path[CLI_PATH_MAX];
+    if (!output) {
+        snprintf(path, sizeof path, "%s%s", session_name(m, dir),
+                 gpufl__export_extension(opt.format));
+        output = path;
+    }
+    int to_stdout = strcmp(output, "-") == 0;
+    opt.path = output;
+    opt.out = stdout;
+    opt.progress = show_progress;
+    opt.progress_user = &progress;
+    gpufl_export_result_t res;
+    rc = gpufl__export_write(m, &opt, &res);
+    clear_progress(&progress);
+    if (rc != 0) {
+        fprintf(stderr, "gpufl: cannot export '%s': %s\n", dir, gpufl_last_error());
+        for (size_t i = 0; i < res.n_files; i++)
+            fprintf(stderr, "gpufl: written before the failure: %s\n", res.files[i]);
+        gpufl__export_result_fini(&res);
+        gpufl__model_destroy(m);
+        return CLI_FAILED;
+    }
+
+    /* What was written goes to stdout, unless the trace itself did. */
+    FILE *say = to_stdout ? stderr : stdout;
+    if (!to_stdout) {
+        for (size_t i = 0; i < res.n_files; i++) fprintf(say, "%s\n", res.files[i]);
+    }
+    if (res.n_files > 1)
+        fprintf(stderr,
+                "gpufl: more than %" PRIu64 " events: split by time into %zu files; "
+                "%" PRIu64 " launch arrows crossed a file boundary and were left out\n",
+                opt.max_events_per_file ? opt.max_events_per_file
+                                        : (uint64_t)GPUFL_EXPORT_CHROME_MAX_EVENTS,
+                res.n_files, res.flows_cut);
+    if (res.split_suppressed)
+        fprintf(stderr,
+                "gpufl: note: more than %u events in one stream; chrome://tracing may not "
+                "open it (write to a file to split it)\n",
+                GPUFL_EXPORT_CHROME_MAX_EVENTS);
+    if (res.clipped)
+        fprintf(stderr, "gpufl: note: %" PRIu64 " slices were shortened to nest on their track\n",
+                res.clipped);
+    gpufl__export_result_fini(&res);
+    gpufl__model_destroy(m);
+    return CLI_OK;
+}

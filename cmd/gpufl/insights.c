@@ -1,0 +1,102 @@
+/*
+ * insights.c - `gpufl insights`: the findings drawn from one session, as
+ * text or JSON, from the same rules the report uses (lib/analysis/insights).
+ */
+#include "cli.h"
+
+#include "analysis/insights.h"
+#include "analysis/model.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int parse_severity(const char *s, gpufl_severity_t *out) {
+    static const gpufl_severity_t all[] = {GPUFL_SEVERITY_LOW, GPUFL_SEVERITY_MEDIUM,
+                                           GPUFL_SEVERITY_HIGH};
+    for (size_t i = 0; i < 3; i++)
+        if (strcasecmp(s, gpufl__severity_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    return -1;
+}
+
+/* The value of option `name` at argv[*i] ("--name V" or "--name=V"); NULL
+ * when argv[*i] is another argument; *bad set when the value is missing. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *bad) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_insights(int argc, char **argv) {
+    const char *arg = NULL, *format = "text", *output = NULL;
+    gpufl_severity_t min = GPUFL_SEVERITY_LOW;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int bad = 0;
+        if (cli_is_help(a)) {
+            cli_print_usage("insights", stdout);
+            return CLI_OK;
+        }
+        if ((v = option_value(argc, argv, &i, "--format", &bad)) != NULL) {
+            format = v;
+        } else if ((v = option_value(argc, argv, &i, "--min-severity", &bad)) != NULL) {
+            if (parse_severity(v, &min))
+                return cli_usage_error("insights",
+                                       "--min-severity takes LOW, MEDIUM or HIGH, not '%s'", v);
+        } else if ((v = option_value(argc, argv, &i, "--output", &bad)) != NULL ||
+                   (v = option_value(argc, argv, &i, "-o", &bad)) != NULL) {
+            output = v;
+        } else if (bad) {
+            return cli_usage_error("insights", "%s needs a value", a);
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return cli_usage_error("insights", "unknown option '%s'", a);
+        } else if (arg) {
+            return cli_usage_error("insights", "more than one session given");
+        } else {
+            arg = a;
+        }
+    }
+    int json = strcmp(format, "json") == 0;
+    if (!json && strcmp(format, "text") != 0)
+        return cli_usage_error("insights", "--format takes text or json, not '%s'", format);
+    if (output && *output == '\0') return cli_usage_error("insights", "--output needs a file name");
+
+    char dir[CLI_PATH_MAX];
+    int rc = cli_resolve_session(arg, dir, sizeof dir);
+    if (rc) return rc;
+    gpufl_model_t *m = NULL;
+    if (gpufl__model_load(dir, &m) != 0) {
+        fprintf(stderr, "gpufl: cannot read '%s': %s\n", dir, gpufl_last_error());
+        return CLI_FAILED;
+    }
+    gpufl_insights_t in;
+    rc = gpufl__insights_compute(m, &in);
+    FILE *out = stdout;
+    if (!rc && output && (out = fopen(output, "w")) == NULL) {
+        fprintf(stderr, "gpufl: cannot write '%s': %m\n", output);
+        rc = -1;
+    } else if (!rc) {
+        rc = json ? gpufl__insights_write_json(&in, min, out)
+                  : gpufl__insights_write_text(&in, min, "", out);
+        if (out != stdout && fclose(out) != 0) rc = -1;
+        if (rc) fprintf(stderr, "gpufl: cannot write the insights: %s\n", gpufl_last_error());
+    } else {
+        fprintf(stderr, "gpufl: cannot compute the insights: %s\n", gpufl_last_error());
+    }
+    gpufl__insights_free(&in);
+    gpufl__model_destroy(m);
+    return rc ? CLI_FAILED : CLI_OK;
+}

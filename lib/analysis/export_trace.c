@@ -1,0 +1,61 @@
+/*
+ * export_trace.c - the entry point of the trace exporters: checks the
+ * options, builds the timeline once (export_timeline.c) and hands it to the
+ * writer of the format asked for (export_chrome.c, export_perfetto.c).
+ */
+#include "analysis/export_trace.h"
+#include "analysis/export_timeline.h"
+
+#include "core/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int gpufl__export_format_parse(const char *name, gpufl_export_format_t *out) {
+    if (name && strcmp(name, "chrome") == 0) {
+        *out = GPUFL_EXPORT_CHROME;
+        return 0;
+    }
+    if (name && strcmp(name, "perfetto") == 0) {
+        *out = GPUFL_EXPORT_PERFETTO;
+        return 0;
+    }
+    return GPUFL_EINVAL;
+}
+
+const char *gpufl__export_extension(gpufl_export_format_t format) {
+    return format == GPUFL_EXPORT_PERFETTO ? ".perfetto-trace" : ".trace.json";
+}
+
+void gpufl__export_result_fini(gpufl_export_result_t *res) {
+    if (!res) return;
+    for (size_t i = 0; i < res->n_files; i++) free(res->files[i]);
+    free(res->files);
+    memset(res, 0, sizeof *res);
+}
+
+int gpufl__export_write(const gpufl_model_t *m, const gpufl_export_options_t *opt,
+                        gpufl_export_result_t *res) {
+    gpufl_export_result_t local;
+    if (!res) res = &local;
+    memset(res, 0, sizeof *res);
+    if (!m || !opt || opt->size < sizeof(gpufl_export_options_t))
+        return gpufl__set_error(GPUFL_EINVAL, "export: no model or options (or options too old)");
+    if (opt->format != GPUFL_EXPORT_CHROME && opt->format != GPUFL_EXPORT_PERFETTO)
+        return gpufl__set_error(GPUFL_EINVAL, "export: unknown format %d", (int)opt->format);
+    if (opt->path && *opt->path == '\0')
+        return gpufl__set_error(GPUFL_EINVAL, "export: empty output path");
+
+    gpufl_export_timeline_t tl;
+    int rc = gpufl__export_timeline_build(m, &tl);
+    if (rc) return rc;
+    rc = opt->format == GPUFL_EXPORT_CHROME ? gpufl__export_chrome(&tl, opt, res)
+                                            : gpufl__export_perfetto(&tl, opt, res);
+    res->clipped = tl.clipped;
+    res->no_launch = tl.no_launch;
+    res->tracks = tl.n_tracks;
+    if (opt->progress && rc == 0) opt->progress(opt->progress_user, 1.0);
+    gpufl__export_timeline_fini(&tl);
+    if (res == &local) gpufl__export_result_fini(&local);
+    return rc;
+}

@@ -1,0 +1,877 @@
+/*
+ * report_data.c - computes every section of a session's report once, into
+ * the structs of report.h, for all four formats to render; plus the human
+ * units the text, Markdown and HTML renderers share.
+ *
+ * Kernels are grouped by an integer name rank (each distinct name string
+ * compared once) with a counting sort, and order statistics come from a
+ * selection, not a sort: rendering 1 M kernels stays well under a second.
+ */
+#include "analysis/report.h"
+
+#include "core/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int oom(void) { return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report"); }
+
+/* ---------------------------------------------------------------------- */
+/* Human units                                                              */
+/* ---------------------------------------------------------------------- */
+
+void gpufl__report_sig3(char *buf, size_t size, double v) {
+    int decimals = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+    snprintf(buf, size, "%.*f", decimals, v);
+}
+
+void gpufl__report_fmt_ns(char *buf, size_t size, double ns) {
+    static const double div[] = {1, 1e3, 1e6, 1e9};
+    static const char *const unit[] = {"ns", "\xc2\xb5s", "ms", "s"};
+    if (ns < 0 || ns != ns) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    if (ns == 0) {
+        snprintf(buf, size, "0 ns");
+        return;
+    }
+    int i = 0;
+    while (i < 3 && ns >= div[i + 1]) i++;
+    double v = ns / div[i];
+    if (v >= 999.5 && i < 3) v = ns / div[++i]; /* 999.7 ns reads "1.00 µs" */
+    char num[20]; /* fits any value a log holds; larger ones are cut, not overrun */
+    gpufl__report_sig3(num, sizeof num, v);
+    snprintf(buf, size, "%s %s", num, unit[i]);
+}
+
+void gpufl__report_fmt_bytes(char *buf, size_t size, double bytes) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (bytes < 0 || bytes != bytes) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    if (bytes < 1000) {
+        snprintf(buf, size, "%.0f B", bytes);
+        return;
+    }
+    int i = 0;
+    double v = bytes;
+    while (i < 5 && v >= 999.5) v /= 1024, i++;
+    char num[20]; /* fits any value a log holds; larger ones are cut, not overrun */
+    gpufl__report_sig3(num, sizeof num, v);
+    snprintf(buf, size, "%s %s", num, unit[i]);
+}
+
+void gpufl__report_fmt_pct(char *buf, size_t size, double pct) {
+    if (pct < 0 || pct != pct)
+        snprintf(buf, size, "?");
+    else
+        snprintf(buf, size, "%.1f%%", pct);
+}
+
+void gpufl__report_fmt_si(char *buf, size_t size, double v, const char *unit) {
+    static const char *const prefix[] = {"", "k", "M", "G", "T", "P"};
+    int i = 0;
+    char num[24];
+    while (i < 5 && v >= 999.5) v /= 1000, i++;
+    gpufl__report_sig3(num, sizeof num, v);
+    snprintf(buf, size, "%s %s%s", num, prefix[i], unit);
+}
+
+void gpufl__report_fmt_evidence(char *buf, size_t size, double v, const char *unit) {
+    if (v != v || v - v != 0) { /* NaN or infinite */
+        snprintf(buf, size, "?");
+    } else if (strcmp(unit, "ns") == 0) {
+        gpufl__report_fmt_ns(buf, size, v);
+    } else if (strcmp(unit, "bytes") == 0) {
+        gpufl__report_fmt_bytes(buf, size, v);
+    } else if (strcmp(unit, "%") == 0) {
+        gpufl__report_fmt_pct(buf, size, v);
+    } else if (strcmp(unit, "count") == 0 && v == (double)(int64_t)v) {
+        snprintf(buf, size, "%lld", (long long)v);
+    } else {
+        snprintf(buf, size, "%.4g%s%s", v, *unit ? " " : "", unit);
+    }
+}
+
+const char *gpufl__report_dir_name(int dir) {
+    static const char *const names[GPUFL_REPORT_DIR_COUNT] = {"host\xe2\x86\x92"
+                                                              "device",
+                                                              "device\xe2\x86\x92"
+                                                              "host",
+                                                              "device\xe2\x86\x92"
+                                                              "device",
+                                                              "peer", "other"};
+    return dir >= 0 && dir < GPUFL_REPORT_DIR_COUNT ? names[dir] : "?";
+}
+
+int gpufl__report_has_limits(const gpufl_model_kernel_config_t *r) {
+    return r->limit_warps >= 0 || r->limit_registers >= 0 || r->limit_smem >= 0 ||
+           r->limit_blocks >= 0 || *r->limiter;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Statistics                                                               */
+/* ---------------------------------------------------------------------- */
+
+static void st_add(gpufl_report_stat_t *a, double v) {
+    if (v < 0) return;
+    if (a->n == 0 || v > a->max) a->max = v;
+    if (a->n == 0 || v < a->min) a->min = v;
+    a->sum += v;
+    a->n++;
+}
+
+static void ct_add(gpufl_report_counter_t *c, int64_t ts, int64_t v) {
+    if (v < 0) return;
+    if (c->n == 0 || ts < c->first_ts) c->first = v, c->first_ts = ts;
+    if (c->n == 0 || ts >= c->last_ts) c->last = v, c->last_ts = ts;
+    c->n++;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Summary and capabilities                                                 */
+/* ---------------------------------------------------------------------- */
+
+static const char *or_unknown(const char *s) { return s && *s ? s : "?"; }
+
+/*
+ * One fact of the capabilities record about `kind` ("backend", "engine"):
+ * field is "requested", "running" or "reason". Reads the flat form the writer
+ * uses (backend_requested, backend, backend_reason) and a nested one
+ * (backend: {requested, running, reason}).
+ */
+static const char *cap_fact(const json_t *caps, const char *kind, const char *field) {
+    if (!caps) return NULL;
+    json_t *nested = json_object_get(caps, kind);
+    const char *alt = strcmp(field, "reason") == 0 ? "why" : NULL;
+    if (json_is_object(nested)) {
+        const char *s = gpufl__model_json_str(nested, field);
+        if (!s && alt) s = gpufl__model_json_str(nested, alt);
+        return s;
+    }
+    if (strcmp(field, "running") == 0)
+        return json_is_string(nested) ? json_string_value(nested) : NULL;
+    char key[64];
+    snprintf(key, sizeof key, "%s_%s", kind, field);
+    const char *s = gpufl__model_json_str(caps, key);
+    if (!s && alt) {
+        snprintf(key, sizeof key, "%s_%s", kind, alt);
+        s = gpufl__model_json_str(caps, key);
+    }
+    return s;
+}
+
+/* Why a feature is off ("why" or "reason" of features.<name>), or NULL. */
+static const char *feature_why(const json_t *caps, const char *name) {
+    json_t *fs = caps ? json_object_get(caps, "features") : NULL;
+    json_t *f = json_is_object(fs) ? json_object_get(fs, name) : NULL;
+    const char *why = gpufl__model_json_str(f, "why");
+    return why ? why : gpufl__model_json_str(f, "reason");
+}
+
+/* Why the backend or engine runs as it does: its own reason, else the reason
+ * the feature it stands for is off (nvml for the backend, cupti_trace for an
+ * engine above Monitor that did not start). */
+static const char *cap_reason(const json_t *caps, const char *kind) {
+    const char *why = cap_fact(caps, kind, "reason");
+    if (why && *why) return why;
+    const char *req = cap_fact(caps, kind, "requested");
+    const char *run = cap_fact(caps, kind, "running");
+    if (strcmp(kind, "backend") == 0) {
+        if (run && strcasecmp(run, "none") == 0) return feature_why(caps, "nvml");
+    } else if (req && run && strcmp(req, run) != 0) {
+        return feature_why(caps, "cupti_trace");
+    }
+    return NULL;
+}
+
+static gpufl_report_cap_t read_cap(const json_t *caps, const char *kind) {
+    const char *why = cap_reason(caps, kind);
+    return (gpufl_report_cap_t){cap_fact(caps, kind, "requested"), cap_fact(caps, kind, "running"),
+                                why && *why ? why : NULL};
+}
+
+static int cmp_feature(const void *a, const void *b) {
+    return strcmp(((const gpufl_report_feature_t *)a)->name,
+                  ((const gpufl_report_feature_t *)b)->name);
+}
+
+static int feature_on(const json_t *v) {
+    if (json_is_boolean(v)) return json_is_true(v);
+    if (json_is_integer(v)) return json_integer_value(v) != 0;
+    return -1;
+}
+
+/* Reads one feature entry: a boolean, or an object {on|enabled, why|reason}. */
+static int read_feature(const char *name, const json_t *v, gpufl_report_feature_t *f) {
+    f->name = name;
+    f->reason = NULL;
+    f->on = feature_on(v);
+    if (json_is_object(v)) {
+        f->on = feature_on(json_object_get(v, "on"));
+        if (f->on < 0) f->on = feature_on(json_object_get(v, "enabled"));
+        f->reason = gpufl__model_json_str(v, "why");
+        if (!f->reason) f->reason = gpufl__model_json_str(v, "reason");
+        if (f->reason && !*f->reason) f->reason = NULL;
+    }
+    return f->name && f->on >= 0;
+}
+
+static int build_features(const json_t *caps, gpufl_report_summary_t *s) {
+    json_t *fs = caps ? json_object_get(caps, "features") : NULL;
+    size_t n = json_is_object(fs)  ? json_object_size(fs)
+               : json_is_array(fs) ? json_array_size(fs)
+                                   : 0;
+    if (!n) return 0;
+    gpufl_report_feature_t *list = calloc(n, sizeof *list);
+    if (!list) return oom();
+    size_t k = 0;
+    if (json_is_object(fs)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(fs, key, v) k += (size_t)read_feature(key, v, &list[k]);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            json_t *v = json_array_get(fs, i);
+            k += (size_t)read_feature(gpufl__model_json_str(v, "name"), v, &list[k]);
+        }
+    }
+    qsort(list, k, sizeof *list, cmp_feature);
+    s->features = list;
+    s->n_features = k;
+    return 0;
+}
+
+typedef struct ts_ref {
+    int64_t ts;
+    size_t idx;
+} ts_ref_t;
+
+static int cmp_ts_ref(const void *a, const void *b) {
+    const ts_ref_t *x = a, *y = b;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int build_summary(const gpufl_model_t *m, gpufl_report_summary_t *s) {
+    const gpufl_model_header_t *h = &m->header;
+    const json_t *hi = m->host_info;
+    s->app = or_unknown(h->app_name);
+    s->session_id = or_unknown(h->session_id);
+    s->hostname = *h->hostname ? h->hostname : or_unknown(gpufl__model_json_str(hi, "hostname"));
+    s->gpufl_version = or_unknown(h->gpufl_version);
+    s->has_host_info = hi != NULL;
+    s->cpu_count = s->mem_total_bytes = s->cgroup_version = -1;
+    int64_t v;
+    if (gpufl__reader_int(json_object_get(hi, "cpu_count"), &v) == 0) s->cpu_count = v;
+    if (gpufl__reader_int(json_object_get(hi, "mem_total_bytes"), &v) == 0) s->mem_total_bytes = v;
+    if (gpufl__reader_int(json_object_get(hi, "cgroup_version"), &v) == 0 && v > 0)
+        s->cgroup_version = v;
+    s->kernel_release = gpufl__model_json_str(hi, "kernel");
+    if (!s->kernel_release) s->kernel_release = gpufl__model_json_str(hi, "kernel_release");
+    s->pid = h->pid >= 0 ? h->pid : -1;
+    s->start_unix_us = h->epoch_unix_us >= 0 ? h->epoch_unix_us : -1;
+    const gpufl_model_session_end_t *e = &m->session_end;
+    s->ended = e->present;
+    s->duration_ns = e->present           ? (e->duration_ns >= 0 ? e->duration_ns : e->ts_ns)
+                     : m->last_ts_ns >= 0 ? m->last_ts_ns
+                                          : -1;
+    s->has_caps = m->capabilities != NULL;
+    if (s->has_caps) {
+        s->backend = read_cap(m->capabilities, "backend");
+        s->engine = read_cap(m->capabilities, "engine");
+        if (build_features(m->capabilities, s)) return GPUFL_ENOMEM;
+    }
+    for (size_t i = 0; i < m->n_windows; i++) {
+        if (m->windows[i].is_stop)
+            s->window_stops++;
+        else
+            s->window_starts++;
+    }
+    const gpufl_model_drops_t *d = &m->drops;
+    const gpufl_report_drop_t drops[5] = {{"records", d->records},
+                                          {"threads_unbuffered", d->threads_unbuffered},
+                                          {"names_truncated", d->names_truncated},
+                                          {"unbalanced_ends", d->unbalanced_ends},
+                                          {"depth_overflow", d->depth_overflow}};
+    for (size_t i = 0; d->present && i < 5; i++)
+        if (drops[i].count > 0) s->drops[s->n_drops++] = drops[i];
+    for (size_t i = 0; i < m->n_events; i++) {
+        if (m->events[i].level >= GPUFL_MODEL_LEVEL_WARN)
+            s->warn_events++;
+        else
+            s->other_events++;
+    }
+    if (s->warn_events) {
+        ts_ref_t *refs = malloc(s->warn_events * sizeof *refs);
+        s->warn_order = malloc(s->warn_events * sizeof *s->warn_order);
+        if (!refs || !s->warn_order) {
+            free(refs);
+            return oom();
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < m->n_events; i++)
+            if (m->events[i].level >= GPUFL_MODEL_LEVEL_WARN)
+                refs[n++] = (ts_ref_t){m->events[i].ts_ns, i};
+        qsort(refs, n, sizeof *refs, cmp_ts_ref);
+        for (size_t i = 0; i < n; i++) s->warn_order[i] = refs[i].idx;
+        free(refs);
+    }
+    for (int f = 0; f < GPUFL_LOG_FILE_COUNT; f++) s->log_files += m->read.segments[f];
+    s->problems = m->n_warnings + (size_t)m->warnings_over_cap;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Scope trees                                                              */
+/* ---------------------------------------------------------------------- */
+
+typedef struct node_key {
+    long parent;
+    double key;
+    const char *path;
+    size_t node;
+} node_key_t;
+
+/* Siblings: larger key first, then by path. */
+static int cmp_node_key(const void *a, const void *b) {
+    const node_key_t *x = a, *y = b;
+    if (x->parent != y->parent) return x->parent < y->parent ? -1 : 1;
+    if (x->key != y->key) return x->key > y->key ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+/* Orders the scope paths parents first, depth first, siblings by key[]
+ * (larger first): fills order[] with indexes into m->scope_paths. */
+static int tree_order(const gpufl_model_t *m, const double *key, size_t *order) {
+    size_t n = m->n_scope_paths;
+    if (!n) return 0;
+    node_key_t *keys = malloc(n * sizeof *keys);
+    size_t *first = malloc((n + 1) * sizeof *first); /* first key of each parent's run */
+    size_t *count = calloc(n + 1, sizeof *count);
+    size_t *stack = malloc(n * sizeof *stack);
+    int rc = 0;
+    if (!keys || !first || !count || !stack) {
+        rc = oom();
+        goto free_all;
+    }
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (node_key_t){m->scope_paths[i].parent, key[i], m->scope_paths[i].path, i};
+    qsort(keys, n, sizeof *keys, cmp_node_key);
+    /* Slot 0 holds the roots, slot p+1 the children of path p. */
+    for (size_t i = n; i-- > 0;) {
+        size_t slot = (size_t)(keys[i].parent + 1);
+        first[slot] = i;
+        count[slot]++;
+    }
+    size_t top = 0, out = 0;
+    for (size_t i = count[0]; i-- > 0;) stack[top++] = keys[first[0] + i].node;
+    while (top) {
+        size_t nd = stack[--top];
+        order[out++] = nd;
+        size_t slot = nd + 1;
+        for (size_t i = count[slot]; i-- > 0;) stack[top++] = keys[first[slot] + i].node;
+    }
+free_all:
+    free(keys);
+    free(first);
+    free(count);
+    free(stack);
+    return rc;
+}
+
+static void fill_row(gpufl_report_scope_row_t *row, const gpufl_model_scope_path_t *p) {
+    row->path = p;
+    row->avg_ns = p->calls ? p->total_ns / (double)p->calls : -1;
+    row->per_iter_ns = p->bench_iters > 0 ? p->bench_total_ns / p->bench_iters : -1;
+}
+
+static int build_scopes(const gpufl_model_t *m, gpufl_report_t *r) {
+    size_t n = m->n_scope_paths;
+    if (!n) return 0;
+    double *key = malloc(n * sizeof *key);
+    size_t *order = malloc(n * sizeof *order);
+    r->scopes.rows = malloc(n * sizeof *r->scopes.rows);
+    int rc = 0;
+    if (!key || !order || !r->scopes.rows) {
+        rc = oom();
+        goto free_all;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const gpufl_model_scope_path_t *p = &m->scope_paths[i];
+        key[i] = p->total_ns;
+        r->scopes.bench += p->bench_iters > 0;
+        r->scopes.closed += p->calls;
+        r->scopes.implicit += p->implicit;
+    }
+    rc = tree_order(m, key, order);
+    if (rc) goto free_all;
+    for (size_t k = 0; k < n; k++) fill_row(&r->scopes.rows[k], &m->scope_paths[order[k]]);
+    r->scopes.n_rows = n;
+free_all:
+    free(key);
+    free(order);
+    return rc;
+}
+
+static int has_work(const gpufl_model_gpu_work_t *w) {
+    return w->kernels + w->copies + w->memsets > 0;
+}
+
+static int build_scope_gpu(const gpufl_model_t *m, gpufl_report_t *r) {
+    if (!m->n_kernels && !m->n_copies && !m->n_memsets) return 0;
+    if (!m->gpu_scoped_rows && !m->n_scope_paths) return 0; /* nothing to attribute to */
+    r->scope_gpu_shown = 1;
+    r->unattributed = -1;
+    if (!m->gpu_scoped_rows) return 0;
+    int64_t lost;
+    if (gpufl__reader_int(json_object_get(m->trace_stats, "unattributed"), &lost) == 0)
+        r->unattributed = lost;
+    size_t n = m->n_scope_paths;
+    double *key = malloc((n ? n : 1) * sizeof *key); /* n is 0 when scope.log is missing */
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    r->scope_gpu_rows = malloc((n ? n : 1) * sizeof *r->scope_gpu_rows);
+    int rc = 0;
+    if (!key || !order || !r->scope_gpu_rows) {
+        rc = oom();
+        goto free_all;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const gpufl_model_scope_path_t *p = &m->scope_paths[i];
+        key[i] = gpufl__model_gpu_ns(&p->gpu.total);
+        r->gpu_in_scopes_ns += gpufl__model_gpu_ns(&p->gpu.self);
+        r->scope_gpu_hidden += !has_work(&p->gpu.total);
+    }
+    r->gpu_all_ns = r->gpu_in_scopes_ns + gpufl__model_gpu_ns(&m->gpu_no_scope.self) +
+                    gpufl__model_gpu_ns(&m->gpu_unknown_scope.self);
+    rc = tree_order(m, key, order);
+    if (rc) goto free_all;
+    for (size_t k = 0; k < n; k++) {
+        const gpufl_model_scope_path_t *p = &m->scope_paths[order[k]];
+        if (has_work(&p->gpu.total)) fill_row(&r->scope_gpu_rows[r->n_scope_gpu_rows++], p);
+    }
+free_all:
+    free(key);
+    free(order);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* System metrics and GPU devices                                           */
+/* ---------------------------------------------------------------------- */
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
+    s->n = m->n_samples;
+    for (size_t i = 0; i < m->n_samples; i++) {
+        const gpufl_model_host_sample_t *x = &m->samples[i];
+        st_add(&s->st[GPUFL_RH_CPU], x->cpu_pct);
+        st_add(&s->st[GPUFL_RH_PROC_CPU], x->proc_cpu_pct);
+        st_add(&s->st[GPUFL_RH_MEM_USED], (double)x->mem_used_bytes);
+        st_add(&s->st[GPUFL_RH_MEM_TOTAL], (double)x->mem_total_bytes);
+        st_add(&s->st[GPUFL_RH_RSS], (double)x->proc_rss_bytes);
+        st_add(&s->st[GPUFL_RH_CG_MEM], (double)x->cg_mem_used_bytes);
+        st_add(&s->st[GPUFL_RH_CG_LIMIT], (double)x->cg_mem_limit_bytes);
+        st_add(&s->st[GPUFL_RH_CG_CPU], x->cg_cpu_pct);
+        st_add(&s->st[GPUFL_RH_CG_CORES], x->cg_cpu_limit_cores);
+        if (i == 0 || x->ts_ns < s->first_ts_ns) s->first_ts_ns = x->ts_ns;
+        if (i == 0 || x->ts_ns > s->last_ts_ns) s->last_ts_ns = x->ts_ns;
+    }
+    if (!m->n_windows) return 0;
+    s->window_names = malloc(m->n_windows * sizeof *s->window_names);
+    if (!s->window_names) return oom();
+    for (size_t i = 0; i < m->n_windows; i++) s->window_names[i] = m->windows[i].name;
+    qsort(s->window_names, m->n_windows, sizeof *s->window_names, cmp_str_ptr);
+    for (size_t i = 0; i < m->n_windows; i++)
+        if (i == 0 || strcmp(s->window_names[i], s->window_names[s->n_window_names - 1]) != 0)
+            s->window_names[s->n_window_names++] = s->window_names[i];
+    return 0;
+}
+
+static void acc_gpu_sample(gpufl_report_gpu_t *a, const gpufl_model_gpu_sample_t *s) {
+    if (a->n == 0 || s->ts_ns < a->first_ts_ns) a->first_ts_ns = s->ts_ns;
+    if (a->n == 0 || s->ts_ns > a->last_ts_ns) a->last_ts_ns = s->ts_ns;
+    a->n++;
+    st_add(&a->st[GPUFL_RG_UTIL], s->gpu_util_pct);
+    st_add(&a->st[GPUFL_RG_MEM_UTIL], s->mem_util_pct);
+    st_add(&a->st[GPUFL_RG_MEM_USED], (double)s->mem_used_bytes);
+    st_add(&a->st[GPUFL_RG_MEM_TOTAL], (double)s->mem_total_bytes);
+    st_add(&a->st[GPUFL_RG_TEMP_GPU], s->temp_gpu_c);
+    st_add(&a->st[GPUFL_RG_TEMP_MEM], s->temp_mem_c);
+    st_add(&a->st[GPUFL_RG_POWER], (double)s->power_mw);
+    st_add(&a->st[GPUFL_RG_POWER_LIMIT], (double)s->power_limit_mw);
+    st_add(&a->st[GPUFL_RG_CLOCK_SM], s->clock_sm_mhz);
+    st_add(&a->st[GPUFL_RG_CLOCK_MEM], s->clock_mem_mhz);
+    st_add(&a->st[GPUFL_RG_FAN], s->fan_pct);
+    st_add(&a->st[GPUFL_RG_PCIE_TX], (double)s->pcie_tx_bytes_per_s);
+    st_add(&a->st[GPUFL_RG_PCIE_RX], (double)s->pcie_rx_bytes_per_s);
+    st_add(&a->st[GPUFL_RG_NVLINK_TX], (double)s->nvlink_tx_bytes_per_s);
+    st_add(&a->st[GPUFL_RG_NVLINK_RX], (double)s->nvlink_rx_bytes_per_s);
+    st_add(&a->st[GPUFL_RG_SM_ACTIVE], s->sm_active_pct);
+    st_add(&a->st[GPUFL_RG_SM_OCCUPANCY], s->sm_occupancy_pct);
+    st_add(&a->st[GPUFL_RG_TENSOR], s->tensor_active_pct);
+    st_add(&a->st[GPUFL_RG_DRAM_BW], s->dram_bw_util_pct);
+    ct_add(&a->energy, s->ts_ns, s->energy_mj);
+    ct_add(&a->sbe, s->ts_ns, s->ecc_sbe_volatile);
+    ct_add(&a->dbe, s->ts_ns, s->ecc_dbe_volatile);
+    if (s->throttle_reasons >= 0) {
+        uint64_t bits = (uint64_t)s->throttle_reasons;
+        a->throttle_n++;
+        for (int b = 0; bits; b++, bits >>= 1) a->bit_n[b] += bits & 1;
+    }
+}
+
+static int cmp_bit_share(const void *x, const void *y) {
+    const gpufl_report_bit_share_t *a = x, *b = y;
+    if (a->n != b->n) return a->n > b->n ? -1 : 1;
+    return a->bit - b->bit;
+}
+
+/* The bit named gpu_idle (bit 0 when there is no legend), or -1. */
+static int idle_bit(const gpufl_model_t *m) {
+    if (!m->has_legend) return 0;
+    for (int b = 0; b < GPUFL_MODEL_THROTTLE_BITS; b++)
+        if (m->throttle_names[b] && strcmp(m->throttle_names[b], "gpu_idle") == 0) return b;
+    return -1;
+}
+
+static void build_costs(const gpufl_model_t *m, gpufl_report_t *r) {
+    for (int pass = 0; pass < 3; pass++) { /* host, nvml, then any other */
+        for (size_t i = 0; i < m->n_source_costs; i++) {
+            const gpufl_model_source_cost_t *c = &m->source_costs[i];
+            int is_host = strcmp(c->source, "host") == 0, is_nvml = strcmp(c->source, "nvml") == 0;
+            if ((pass == 0 && !is_host) || (pass == 1 && !is_nvml) ||
+                (pass == 2 && (is_host || is_nvml)))
+                continue;
+            double mean = c->mean_ns >= 0 ? (double)c->mean_ns
+                          : c->samples > 0 && c->total_ns >= 0
+                              ? (double)c->total_ns / (double)c->samples
+                              : -1;
+            if (mean < 0 || c->samples == 0) continue;
+            if (r->n_costs < sizeof r->costs / sizeof r->costs[0])
+                r->costs[r->n_costs++] = (gpufl_report_cost_t){c->source, mean, is_nvml};
+        }
+    }
+}
+
+static int build_gpus(const gpufl_model_t *m, gpufl_report_t *r) {
+    build_costs(m, r);
+    r->idle_bit = idle_bit(m);
+    if (!m->n_gpus) {
+        const char *running = r->summary.backend.running, *why = r->summary.backend.reason;
+        if (m->capabilities && (!running || strcasecmp(running, "none") == 0) && why)
+            r->no_gpu_reason = why;
+        return 0;
+    }
+    r->gpus = calloc(m->n_gpus, sizeof *r->gpus);
+    if (!r->gpus) return oom();
+    const gpufl_model_gpu_t *last = NULL;
+    for (size_t i = 0; i < m->n_gpu_samples; i++) {
+        const gpufl_model_gpu_sample_t *s = &m->gpu_samples[i];
+        if (!last || last->device != s->device) last = gpufl__model_gpu_find(m, s->device);
+        if (last) acc_gpu_sample(&r->gpus[last - m->gpus], s);
+    }
+    for (size_t i = 0; i < m->n_gpus; i++) {
+        gpufl_report_gpu_t *a = &r->gpus[i];
+        const gpufl_model_gpu_t *g = &m->gpus[i];
+        a->gpu = g;
+        a->mem_total_bytes = a->st[GPUFL_RG_MEM_TOTAL].n ? a->st[GPUFL_RG_MEM_TOTAL].max
+                             : g->mem_total_bytes >= 0   ? (double)g->mem_total_bytes
+                                                         : -1;
+        a->power_limit_mw = a->st[GPUFL_RG_POWER_LIMIT].n ? a->st[GPUFL_RG_POWER_LIMIT].max
+                            : g->power_limit_mw > 0       ? (double)g->power_limit_mw
+                                                          : -1;
+        for (int b = 0; b < GPUFL_MODEL_THROTTLE_BITS; b++)
+            if (b != r->idle_bit && a->bit_n[b])
+                a->shares[a->n_shares++] = (gpufl_report_bit_share_t){b, a->bit_n[b]};
+        qsort(a->shares, a->n_shares, sizeof *a->shares, cmp_bit_share);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Kernels: name ranks, hotspots, launch configurations                     */
+/* ---------------------------------------------------------------------- */
+
+/* rank[i] for each kernel: its name's place in strcmp order (equal strings,
+ * equal rank), comparing each distinct name pointer once. *n_ranks is one
+ * past the largest rank. */
+static int rank_names(const gpufl_model_t *m, uint32_t *rank, size_t *n_ranks) {
+    gpufl_idmap_t seen; /* name pointer -> index in names */
+    const char **names = NULL, **sorted = NULL;
+    uint32_t *of_name = NULL;
+    size_t n_names = 0, alloc = 0;
+    int rc = 0;
+    gpufl__idmap_init(&seen);
+    for (size_t i = 0; i < m->n_kernels; i++) {
+        const char *name = m->kernels[i].demangled;
+        size_t idx;
+        int put = gpufl__idmap_put(&seen, (uint64_t)(uintptr_t)name, n_names, &idx);
+        if (put < 0) {
+            rc = put;
+            goto free_all;
+        }
+        if (put == 0) {
+            if (n_names == alloc) {
+                size_t grown = alloc ? alloc * 2 : 64;
+                const char **p = realloc(names, grown * sizeof *p);
+                if (!p) {
+                    rc = GPUFL_ENOMEM;
+                    goto free_all;
+                }
+                names = p;
+                alloc = grown;
+            }
+            idx = n_names;
+            names[n_names++] = name;
+        }
+        rank[i] = (uint32_t)idx;
+    }
+    sorted = malloc((n_names ? n_names : 1) * sizeof *sorted);
+    of_name = malloc((n_names ? n_names : 1) * sizeof *of_name);
+    if (!sorted || !of_name) {
+        rc = GPUFL_ENOMEM;
+        goto free_all;
+    }
+    if (n_names) memcpy(sorted, names, n_names * sizeof *sorted);
+    qsort(sorted, n_names, sizeof *sorted, cmp_str_ptr);
+    uint32_t r = 0;
+    for (size_t i = 0; i < n_names; i++) {
+        if (i > 0 && strcmp(sorted[i], sorted[i - 1]) != 0) r++;
+        size_t idx;
+        gpufl__idmap_get(&seen, (uint64_t)(uintptr_t)sorted[i], &idx);
+        of_name[idx] = r;
+    }
+    *n_ranks = n_names ? (size_t)r + 1 : 0;
+    for (size_t i = 0; i < m->n_kernels; i++) rank[i] = of_name[rank[i]];
+free_all:
+    free(names);
+    free(sorted);
+    free(of_name);
+    gpufl__idmap_fini(&seen);
+    return rc ? oom() : 0;
+}
+
+/* The k-th smallest (0-based) of v[0..n), reordering v (Hoare's selection). */
+static int64_t select_kth(int64_t *v, size_t n, size_t k) {
+    long lo = 0, hi = (long)n - 1, want = (long)k;
+    while (lo < hi) {
+        int64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
+        int64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        long i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                int64_t t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (want <= j)
+            hi = j;
+        else if (want >= i)
+            lo = i;
+        else
+            return v[want];
+    }
+    return v[want];
+}
+
+/* The value at rank ceil(pct/100 * n) (1-based) of n durations. */
+static int64_t rank_dur(int64_t *d, size_t n, unsigned pct) {
+    size_t rank = (n * pct + 99) / 100;
+    if (rank < 1) rank = 1;
+    return select_kth(d, n, rank - 1);
+}
+
+static int cmp_kgroup(const void *a, const void *b) {
+    const gpufl_report_kgroup_t *x = a, *y = b;
+    if (x->total_ns != y->total_ns) return x->total_ns > y->total_ns ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Names by total GPU time, then name; in a name, configs by time, then id
+ * (launches without one last). */
+static int cmp_kconf(const void *a, const void *b) {
+    const gpufl_report_kconf_t *x = a, *y = b;
+    if (x->name_total_ns != y->name_total_ns) return x->name_total_ns > y->name_total_ns ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->total_ns != y->total_ns) return x->total_ns > y->total_ns ? -1 : 1;
+    uint64_t cx = (uint64_t)x->config, cy = (uint64_t)y->config; /* UNKNOWN (-1) sorts last */
+    return cx < cy ? -1 : cx > cy;
+}
+
+/* The launch configurations of the kernels by[from..to) (one name, in log
+ * order) into r->kconfs. */
+static int group_configs(const gpufl_model_t *m, gpufl_report_t *r, const size_t *by, size_t from,
+                         size_t to, uint32_t rank) {
+    gpufl_idmap_t cfg; /* config + 2 -> index in r->kconfs */
+    gpufl__idmap_init(&cfg);
+    size_t first = r->n_kconfs;
+    for (size_t i = from; i < to; i++) {
+        const gpufl_model_kernel_t *k = &m->kernels[by[i]];
+        uint64_t key = (uint64_t)k->config + 2; /* UNKNOWN (-1) is 1 */
+        size_t idx;
+        int put = gpufl__idmap_put(&cfg, key == 0 ? 1 : key, r->n_kconfs, &idx);
+        if (put < 0) {
+            gpufl__idmap_fini(&cfg);
+            return oom();
+        }
+        gpufl_report_kconf_t *c;
+        if (put == 0) {
+            c = &r->kconfs[r->n_kconfs++];
+            memset(c, 0, sizeof *c);
+            c->first = k;
+            c->name = k->demangled;
+            c->rank = rank;
+            c->config = k->config;
+            c->rec = gpufl__model_config_find(m, k->config);
+            c->same_grid = c->same_block = c->same_dsmem = 1;
+        } else {
+            c = &r->kconfs[idx];
+        }
+        const gpufl_model_kernel_t *f = c->first;
+        c->calls++;
+        c->total_ns += (double)(k->end_ns - k->start_ns);
+        c->same_grid &= k->grid_x == f->grid_x && k->grid_y == f->grid_y && k->grid_z == f->grid_z;
+        c->same_block &=
+            k->block_x == f->block_x && k->block_y == f->block_y && k->block_z == f->block_z;
+        c->same_dsmem &= k->dynamic_smem_bytes == f->dynamic_smem_bytes;
+    }
+    gpufl__idmap_fini(&cfg);
+    double total = 0;
+    size_t calls = 0;
+    for (size_t k = first; k < r->n_kconfs; k++)
+        total += r->kconfs[k].total_ns, calls += r->kconfs[k].calls;
+    for (size_t k = first; k < r->n_kconfs; k++)
+        r->kconfs[k].name_total_ns = total, r->kconfs[k].name_calls = calls;
+    return 0;
+}
+
+static int build_kernels(const gpufl_model_t *m, gpufl_report_t *r) {
+    size_t n = m->n_kernels, n_ranks = 0;
+    if (!n) return 0;
+    int rc = 0;
+    uint32_t *rank = malloc(n * sizeof *rank);
+    size_t *by = malloc(n * sizeof *by); /* kernel indexes by rank, log order within */
+    size_t *start = NULL;
+    int64_t *dur = malloc(n * sizeof *dur);
+    r->kgroups = malloc(n * sizeof *r->kgroups);
+    r->kconfs = malloc(n * sizeof *r->kconfs);
+    if (!rank || !by || !dur || !r->kgroups || !r->kconfs) {
+        rc = oom();
+        goto free_all;
+    }
+    rc = rank_names(m, rank, &n_ranks);
+    if (rc) goto free_all;
+    start = calloc(n_ranks + 1, sizeof *start);
+    if (!start) {
+        rc = oom();
+        goto free_all;
+    }
+    for (size_t i = 0; i < n; i++) start[rank[i] + 1]++;
+    for (size_t k = 0; k < n_ranks; k++) start[k + 1] += start[k];
+    for (size_t i = 0; i < n; i++) by[start[rank[i]]++] = i;
+    for (size_t k = n_ranks; k > 0; k--) start[k] = start[k - 1];
+    start[0] = 0;
+
+    for (size_t g = 0; g < n_ranks; g++) {
+        size_t from = start[g], to = start[g + 1];
+        if (from == to) continue;
+        gpufl_report_kgroup_t *kg = &r->kgroups[r->n_kgroups++];
+        memset(kg, 0, sizeof *kg);
+        kg->name = m->kernels[by[from]].demangled;
+        kg->rank = (uint32_t)g;
+        kg->calls = to - from;
+        for (size_t i = from; i < to; i++) {
+            const gpufl_model_kernel_t *k = &m->kernels[by[i]];
+            int64_t d = k->end_ns - k->start_ns;
+            dur[i - from] = d;
+            kg->total_ns += (double)d;
+            if (i == from || d < kg->min_ns) kg->min_ns = d;
+            if (i == from || d > kg->max_ns) kg->max_ns = d;
+        }
+        kg->p50_ns = rank_dur(dur, kg->calls, 50);
+        kg->p99_ns = rank_dur(dur, kg->calls, 99);
+        r->kernel_ns += kg->total_ns;
+        rc = group_configs(m, r, by, from, to, (uint32_t)g);
+        if (rc) goto free_all;
+    }
+    qsort(r->kgroups, r->n_kgroups, sizeof *r->kgroups, cmp_kgroup);
+    qsort(r->kconfs, r->n_kconfs, sizeof *r->kconfs, cmp_kconf);
+    r->kernel_names = r->n_kgroups;
+    for (size_t i = 0; i < r->n_kconfs; i++) {
+        if (r->kconfs[i].config < 0)
+            r->unconfigured += r->kconfs[i].calls;
+        else
+            r->configs++;
+    }
+free_all:
+    free(rank);
+    free(by);
+    free(start);
+    free(dur);
+    return rc;
+}
+
+static void build_copies(const gpufl_model_t *m, gpufl_report_t *r) {
+    for (size_t i = 0; i < m->n_copies; i++) {
+        const gpufl_model_copy_t *c = &m->copies[i];
+        int d, host = 0;
+        switch (c->copy_kind) {
+        case GPUFL_MODEL_COPY_HTOD: d = GPUFL_REPORT_DIR_HTOD, host = c->src_kind; break;
+        case GPUFL_MODEL_COPY_DTOH: d = GPUFL_REPORT_DIR_DTOH, host = c->dst_kind; break;
+        case GPUFL_MODEL_COPY_DTOD: d = GPUFL_REPORT_DIR_DTOD; break;
+        case GPUFL_MODEL_COPY_PTOP: d = GPUFL_REPORT_DIR_PEER; break;
+        default: d = GPUFL_REPORT_DIR_OTHER; break;
+        }
+        gpufl_report_dir_t *a = &r->dirs[d];
+        a->count++;
+        a->bytes += (double)c->bytes;
+        a->time_ns += (double)(c->end_ns - c->start_ns);
+        a->pageable += host == GPUFL_MODEL_MEM_PAGEABLE;
+        a->pinned += host == GPUFL_MODEL_MEM_PINNED;
+        r->copy_bytes += (double)c->bytes;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Public                                                                   */
+/* ---------------------------------------------------------------------- */
+
+int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->idle_bit = -1;
+    r->unattributed = -1;
+    int rc = build_summary(m, &r->summary);
+    if (!rc) rc = gpufl__insights_compute(m, &r->insights);
+    if (!rc) rc = build_scopes(m, r);
+    if (!rc) rc = build_system(m, &r->system);
+    if (!rc) rc = build_gpus(m, r);
+    if (!rc) rc = build_kernels(m, r);
+    if (!rc) build_copies(m, r);
+    if (!rc) rc = build_scope_gpu(m, r);
+    return rc;
+}
+
+void gpufl__report_free(gpufl_report_t *r) {
+    if (!r) return;
+    free(r->summary.features);
+    free(r->summary.warn_order);
+    gpufl__insights_free(&r->insights);
+    free(r->scopes.rows);
+    free(r->system.window_names);
+    free(r->gpus);
+    free(r->kgroups);
+    free(r->kconfs);
+    free(r->scope_gpu_rows);
+    memset(r, 0, sizeof *r);
+}

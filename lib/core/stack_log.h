@@ -1,0 +1,50 @@
+/*
+ * stack_log.h - the collector's side of CPU stacks: writes each captured
+ * stack (stacks.h) to a log file once, before the first row that names it,
+ * as a `stack` record whose frames are `frame` records, each code address
+ * described once (symbols.h: module, function, file, line, source text).
+ *
+ * Symbolisation runs here, on the collector thread, the first time an
+ * address is met; the hot path only captured raw addresses. The resolver
+ * (and libdw) is loaded at init.
+ *
+ * Threads: the collector thread only.
+ */
+#ifndef GPUFL_CORE_STACK_LOG_H
+#define GPUFL_CORE_STACK_LOG_H
+
+#include "core/stacks.h"
+#include "core/symbols.h"
+#include "core/writer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gpufl_stack_log {
+    gpufl_stacks_t *stacks;   /* owned */
+    gpufl_symbols_t *symbols; /* owned; made at the first write */
+    unsigned int symbol_flags;
+    int symbols_tried;
+    uint8_t *written; /* by stack id: 1 once its record is written */
+    size_t written_cap;
+    uintptr_t *frame_pcs; /* open addressing: pc -> frame id (frame_ids) */
+    uint32_t *frame_ids;
+    size_t frame_slots, frames; /* slots (a power of two) and frame ids given */
+    uint64_t stacks_written;
+    char note[320]; /* how stacks are walked and described, when degraded; "" when not */
+} gpufl_stack_log_t;
+
+/* Makes the stack table. source: read the source lines' text too
+ * (enable_source_collection). Returns 0 or GPUFL_ENOMEM. */
+int gpufl__stack_log_init(gpufl_stack_log_t *sl, int source);
+/* Frees everything. Accepts a zeroed struct. */
+void gpufl__stack_log_fini(gpufl_stack_log_t *sl);
+
+/*
+ * The stack id for a row's `stack` column: writes stack id (its new frames
+ * first) to f unless written before, taking f->lock. Returns the id, or -1
+ * (null) for 0 or a stack that cannot be written.
+ */
+int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t id);
+
+#endif
