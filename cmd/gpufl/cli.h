@@ -47,6 +47,26 @@ int cli_sessions_list(const char *root, cli_session_t **out, size_t *count);
  * CLI_OK, or CLI_FAILED after printing why. */
 int cli_resolve_session(const char *arg, char *dir, size_t size);
 
+/* Progress on stderr while a subcommand works (progress.c): shown only when
+ * stderr is a terminal and the work has taken 0.3 s, rewritten in place,
+ * cleared at the end. */
+typedef struct cli_progress {
+    int on;       /* stderr is a terminal */
+    int shown;    /* a line is on screen */
+    int last_pct; /* the percentage shown */
+    int64_t start_ns;
+    const char *what; /* "reading session", "exporting", ... */
+} cli_progress_t;
+void cli_progress_start(cli_progress_t *p, const char *what);
+/* The fraction done (0..1); user is a cli_progress_t. */
+void cli_progress_fraction(void *user, double fraction);
+void cli_progress_clear(cli_progress_t *p);
+
+/* Loads the session in dir into *m, showing the reading's progress; prints
+ * why on failure. Returns CLI_OK or CLI_FAILED. */
+typedef struct gpufl_model gpufl_model_t;
+int cli_load_session(const char *dir, gpufl_model_t **m);
+
 /* Option helpers: 1 when arg is -h or --help. */
 int cli_is_help(const char *arg);
 /* Prints "gpufl: <message>" and the usage of cmd to stderr; returns CLI_USAGE. */

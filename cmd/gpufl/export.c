@@ -16,28 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-typedef struct progress {
-    int on;    /* stderr is a terminal */
-    int shown; /* a line is on screen */
-    int last;  /* percent shown */
-} progress_t;
-
-static void show_progress(void *user, double fraction) {
-    progress_t *p = user;
-    int pct = (int)(fraction * 100.0);
-    if (!p->on || (p->shown && pct == p->last)) return;
-    fprintf(stderr, "\r\033[Kgpufl: exporting %3d%%", pct);
-    fflush(stderr);
-    p->shown = 1;
-    p->last = pct;
-}
-
-static void clear_progress(progress_t *p) {
-    if (p->on && p->shown) fputs("\r\033[K", stderr);
-    p->shown = 0;
-}
 
 /* The session id: from the header, else the directory's name. */
 static const char *session_name(const gpufl_model_t *m, const char *dir) {
@@ -109,18 +87,8 @@ int cli_export(int argc, char **argv) {
     int rc = cli_resolve_session(arg, dir, sizeof dir);
     if (rc) return rc;
 
-    progress_t progress = {isatty(STDERR_FILENO), 0, -1};
-    if (progress.on) {
-        fputs("gpufl: reading the session...", stderr);
-        fflush(stderr);
-        progress.shown = 1;
-    }
     gpufl_model_t *m = NULL;
-    if (gpufl__model_load(dir, &m) != 0) {
-        clear_progress(&progress);
-        fprintf(stderr, "gpufl: cannot read '%s': %s\n", dir, gpufl_last_error());
-        return CLI_FAILED;
-    }
+    if (cli_load_session(dir, &m) != CLI_OK) return CLI_FAILED;
 
     char path[CLI_PATH_MAX];
     if (!output) {
@@ -131,11 +99,13 @@ int cli_export(int argc, char **argv) {
     int to_stdout = strcmp(output, "-") == 0;
     opt.path = output;
     opt.out = stdout;
-    opt.progress = show_progress;
+    cli_progress_t progress;
+    cli_progress_start(&progress, "exporting");
+    opt.progress = cli_progress_fraction;
     opt.progress_user = &progress;
     gpufl_export_result_t res;
     rc = gpufl__export_write(m, &opt, &res);
-    clear_progress(&progress);
+    cli_progress_clear(&progress);
     if (rc != 0) {
         fprintf(stderr, "gpufl: cannot export '%s': %s\n", dir, gpufl_last_error());
         for (size_t i = 0; i < res.n_files; i++)

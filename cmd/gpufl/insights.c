@@ -78,10 +78,7 @@ int cli_insights(int argc, char **argv) {
     int rc = cli_resolve_session(arg, dir, sizeof dir);
     if (rc) return rc;
     gpufl_model_t *m = NULL;
-    if (gpufl__model_load(dir, &m) != 0) {
-        fprintf(stderr, "gpufl: cannot read '%s': %s\n", dir, gpufl_last_error());
-        return CLI_FAILED;
-    }
+    if (cli_load_session(dir, &m) != CLI_OK) return CLI_FAILED;
     gpufl_insights_t in;
     rc = gpufl__insights_compute(m, &in);
     FILE *out = stdout;

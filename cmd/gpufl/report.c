@@ -16,32 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#define PROGRESS_AFTER_NS 300000000 /* a load shorter than 0.3 s shows nothing */
-
-typedef struct progress {
-    int64_t start_ns;
-    int shown; /* a line is on the terminal */
-} progress_t;
-
-static int64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/* "gpufl: reading session 43% (120 MiB of 280 MiB)", rewritten in place. */
-static void on_progress(void *user, uint64_t read_bytes, uint64_t total_bytes) {
-    progress_t *p = user;
-    if (now_ns() - p->start_ns < PROGRESS_AFTER_NS || total_bytes == 0) return;
-    fprintf(stderr, "\rgpufl: reading session %3.0f%% (%.0f MiB of %.0f MiB)\033[K",
-            100.0 * (double)read_bytes / (double)total_bytes, (double)read_bytes / 1048576.0,
-            (double)total_bytes / 1048576.0);
-    fflush(stderr);
-    p->shown = 1;
-}
 
 int cli_report(int argc, char **argv) {
     const char *arg = NULL, *output = NULL, *format = "text";
@@ -86,16 +60,12 @@ int cli_report(int argc, char **argv) {
             return CLI_FAILED;
         }
     }
-    progress_t prog = {now_ns(), 0};
-    gpufl_model_limits_t limits;
-    memset(&limits, 0, sizeof limits);
-    if (isatty(STDERR_FILENO)) {
-        limits.progress = on_progress;
-        limits.progress_user = &prog;
-    }
     gpufl_model_t *m = NULL;
-    int lrc = gpufl__model_load_limits(dir, &limits, &m);
-    if (prog.shown) fputs("\r\033[K", stderr); /* clear the progress line */
+    int lrc = cli_load_session(dir, &m);
+    if (lrc != CLI_OK) {
+        if (out != stdout) fclose(out);
+        return lrc;
+    }
     if (lrc == 0) lrc = gpufl__report_write_format(m, fmt, out);
     gpufl__model_destroy(m);
     if (out != stdout && fclose(out) != 0 && lrc == 0) {

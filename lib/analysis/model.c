@@ -1178,6 +1178,9 @@ static int on_stack(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
     json_t *frames = json_object_get(rec, "frames");
     if (!json_is_array(frames)) return bad_line(m, pos, "stack", "frames is not an array");
     size_t depth = json_array_size(frames);
+    if (depth > GPUFL_MODEL_STACK_DEPTH_MAX)
+        return bad_line(m, pos, "stack", "%zu frames (at most %d)", depth,
+                        GPUFL_MODEL_STACK_DEPTH_MAX);
     for (size_t i = 0; i < depth; i++) {
         int64_t f;
         if (gpufl__reader_int(json_array_get(frames, i), &f) != 0 || f <= 0)

@@ -309,6 +309,10 @@ typedef struct gpufl_model_frame {
     int user;           /* 1: application code, 0: CUDA, gpufl, C/C++ runtime or loader */
 } gpufl_model_frame_t;
 
+/* Frames a stack record may hold (writers keep 64); a longer one is a
+ * damaged line. */
+#define GPUFL_MODEL_STACK_DEPTH_MAX 1024
+
 /* One distinct CPU stack (a stack record): its frames, innermost first, as
  * indices into m->frames (SIZE_MAX for an id no frame record defined). */
 typedef struct gpufl_model_stack {

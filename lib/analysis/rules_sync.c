@@ -39,7 +39,8 @@ static int cmp_site(const sync_ref_t *x, const sync_ref_t *y) {
     int c = strcmp(x->site->file, y->site->file);
     if (c) return c;
     if (x->site->line != y->site->line) return x->site->line < y->site->line ? -1 : 1;
-    if (*x->site->file) return 0; /* one line: the function may differ by inlining */
+    if (*x->site->file && x->site->line > 0)
+        return 0; /* one line: inlining may name another function */
     c = strcmp(x->site->module, y->site->module);
     return c ? c : strcmp(x->site->function, y->site->function);
 }
@@ -55,46 +56,40 @@ static int cmp_ref(const void *a, const void *b) {
                : x->sync->correlation > y->sync->correlation;
 }
 
-static int cmp_size(const void *a, const void *b) {
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Kernel launches in call order: distinct correlation ids, sorted, with the
- * launching thread of each (UNKNOWN where the log lacks it). */
-typedef struct launches {
-    int64_t *corr; /* pairs: correlation, tid */
-    size_t n;
-    int have_tid;
-} launches_t;
-
+/* Pairs of int64 by their first. */
 static int cmp_pair(const void *a, const void *b) {
     const int64_t *x = a, *y = b;
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
+static int cmp_size(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Kernel launches in call order: their distinct correlation ids, sorted. */
+typedef struct launches {
+    int64_t *corr;
+    size_t n;
+} launches_t;
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int make_launches(const gpufl_model_t *m, launches_t *l) {
     memset(l, 0, sizeof *l);
     if (m->n_kernels == 0) return 0;
-    l->corr = malloc(2 * m->n_kernels * sizeof *l->corr);
+    l->corr = malloc(m->n_kernels * sizeof *l->corr);
     if (l->corr == NULL) return GPUFL_ENOMEM;
     size_t n = 0;
-    for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
-        if (k->correlation <= 0) continue;
-        l->corr[2 * n] = k->correlation;
-        l->corr[2 * n + 1] = k->tid;
-        if (k->tid > 0) l->have_tid = 1;
-        n++;
-    }
-    qsort(l->corr, n, 2 * sizeof *l->corr, cmp_pair);
+    for (size_t i = 0; i < m->n_kernels; i++)
+        if (m->kernels[i].correlation > 0) l->corr[n++] = m->kernels[i].correlation;
+    qsort(l->corr, n, sizeof *l->corr, cmp_i64);
     size_t u = 0; /* a graph's kernels share their launch's correlation: one */
     for (size_t i = 0; i < n; i++)
-        if (u == 0 || l->corr[2 * (u - 1)] != l->corr[2 * i]) {
-            l->corr[2 * u] = l->corr[2 * i];
-            l->corr[2 * u + 1] = l->corr[2 * i + 1];
-            u++;
-        }
+        if (u == 0 || l->corr[u - 1] != l->corr[i]) l->corr[u++] = l->corr[i];
     l->n = u;
     return 0;
 }
@@ -104,7 +99,7 @@ static size_t launch_after(const launches_t *l, int64_t c) {
     size_t lo = 0, hi = l->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (l->corr[2 * mid] <= c)
+        if (l->corr[mid] <= c)
             lo = mid + 1;
         else
             hi = mid;
@@ -112,18 +107,14 @@ static size_t launch_after(const launches_t *l, int64_t c) {
     return lo;
 }
 
-/* Distinct kernel launches made between two syncs (by their correlation
- * ids, which order all calls of the process), counting only the syncing
- * thread's own launches when the log says which thread launched. */
+/* Distinct kernel correlations between two syncs: the launches made after
+ * the first and before the second (correlation ids order every call of the
+ * process), by any thread, as spec 003 counts them: a producer thread that
+ * launches while another thread synchronizes is the same pattern. */
 static size_t launches_between(const launches_t *l, const gpufl_model_sync_t *a,
                                const gpufl_model_sync_t *b) {
     size_t from = launch_after(l, a->correlation), to = launch_after(l, b->correlation - 1);
-    if (to <= from) return 0;
-    if (!l->have_tid || a->tid <= 0) return to - from;
-    size_t n = 0;
-    for (size_t i = from; i < to; i++)
-        if (l->corr[2 * i + 1] == a->tid) n++;
-    return n;
+    return to > from ? to - from : 0;
 }
 
 static const char *base_name(const char *path) {

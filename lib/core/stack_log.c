@@ -57,7 +57,7 @@ static size_t pc_slot(const gpufl_stack_log_t *sl, uintptr_t pc) {
 
 /* Room for one more frame: the table kept at most half full. */
 static int grow_frames(gpufl_stack_log_t *sl) {
-    if (2 * (sl->frames + 1) <= sl->frame_slots) return 0;
+    if (2 * (sl->frames_in_table + 1) <= sl->frame_slots) return 0;
     size_t n = sl->frame_slots ? 2 * sl->frame_slots : 1024;
     uintptr_t *pcs = calloc(n, sizeof *pcs);
     uint32_t *ids = calloc(n, sizeof *ids);
@@ -99,31 +99,29 @@ static void kv_str_or_null(gpufl_buf_t *b, const char *key, const char *s) {
     }
 }
 
-/* The frame id of pc, writing its frame record when it is new; 0 when out
- * of memory. return_address: pc is not the innermost frame. */
-static uint32_t frame_id(gpufl_stack_log_t *sl, gpufl_writer_t *f, uintptr_t pc,
-                         int return_address) {
-    if (grow_frames(sl)) return 0;
-    size_t i = pc_slot(sl, pc);
-    if (sl->frame_ids[i]) return sl->frame_ids[i];
-    uint32_t id = (uint32_t)++sl->frames;
-    sl->frame_pcs[i] = pc;
-    sl->frame_ids[i] = id;
-    gpufl_frame_info_t info;
-    memset(&info, 0, sizeof info);
-    if (sl->symbols == NULL || !gpufl__symbols_resolve(sl->symbols, pc, return_address, &info))
-        info = (gpufl_frame_info_t){"", 0, "", 0, "", 0, ""};
+/* A frame record for pc, id as given, described by info. */
+static void put_frame(gpufl_writer_t *f, uint32_t id, uintptr_t pc,
+                      const gpufl_frame_info_t *info) {
     gpufl_buf_t *b = gpufl__writer_record(f, "frame");
     gpufl__buf_kv_i64(b, "id", id);
     kv_hex(b, "pc", pc);
-    kv_str_or_null(b, "module", info.module);
-    if (*info.module) kv_hex(b, "offset", info.module_offset);
-    kv_str_or_null(b, "function", info.function);
-    kv_str_or_null(b, "file", info.file);
-    if (info.line > 0) gpufl__buf_kv_i64(b, "line", info.line);
-    if (info.source && *info.source) gpufl__buf_kv_str(b, "source", info.source);
+    kv_str_or_null(b, "module", info->module);
+    if (*info->module) kv_hex(b, "offset", info->module_offset);
+    kv_str_or_null(b, "function", info->function);
+    kv_str_or_null(b, "file", info->file);
+    if (info->line > 0) gpufl__buf_kv_i64(b, "line", info->line);
+    if (info->source && *info->source) gpufl__buf_kv_str(b, "source", info->source);
     gpufl__writer_end_record(f);
-    return id;
+}
+
+/* Forgets which stacks and frames were written: the writer lost lines since
+ * (a full pending buffer, a failed write), and any of them may have been
+ * ours. Frames get new ids from here on, stacks are written again. */
+static void forget_written(gpufl_stack_log_t *sl) {
+    if (sl->written) memset(sl->written, 0, sl->written_cap);
+    if (sl->frame_ids) memset(sl->frame_ids, 0, sl->frame_slots * sizeof *sl->frame_ids);
+    sl->frames_in_table = 0;
+    sl->rewrites++;
 }
 
 int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t id) {
@@ -139,16 +137,39 @@ int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t 
         sl->written = w;
         sl->written_cap = cap;
     }
+    if (f->batches_lost !=
+        sl->lost_seen) { /* read without the lock: only this thread writes it more */
+        sl->lost_seen = f->batches_lost;
+        forget_written(sl);
+    }
     if (sl->written[id]) return id;
+    /* Describe the new addresses first, outside the file's lock (DWARF and
+     * source reading take time; application threads may wait on the lock). */
+    gpufl_frame_info_t info[GPUFL_STACK_DEPTH_MAX];
     uint32_t frames[GPUFL_STACK_DEPTH_MAX];
-    pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < depth; i++) {
-        /* gpufl's own frames were dropped: every frame left is a return address. */
-        frames[i] = frame_id(sl, f, pcs[i], 1);
-        if (frames[i] == 0) {
-            pthread_mutex_unlock(&f->lock);
+        if (grow_frames(sl)) { /* frames entered above would have no record */
+            forget_written(sl);
             return -1;
         }
+        size_t slot = pc_slot(sl, pcs[i]);
+        frames[i] = sl->frame_ids[slot];
+        if (frames[i]) continue;
+        /* gpufl's own frames were dropped: every frame left is a return address. */
+        if (sl->symbols == NULL || !gpufl__symbols_resolve(sl->symbols, pcs[i], 1, &info[i]))
+            info[i] = (gpufl_frame_info_t){"", 0, "", 0, "", 0, ""};
+        frames[i] = (uint32_t)++sl->frames;
+        sl->frame_pcs[slot] = pcs[i];
+        sl->frame_ids[slot] = frames[i];
+        sl->frames_in_table++;
+        frames[i] |= UINT32_C(1) << 31; /* new: its record is written below */
+    }
+    pthread_mutex_lock(&f->lock);
+    uint64_t lost = f->batches_lost;
+    for (size_t i = 0; i < depth; i++) {
+        if (!(frames[i] >> 31)) continue;
+        frames[i] &= ~(UINT32_C(1) << 31);
+        put_frame(f, frames[i], pcs[i], &info[i]);
     }
     gpufl_buf_t *b = gpufl__writer_record(f, "stack");
     gpufl__buf_kv_i64(b, "id", id);
@@ -160,7 +181,13 @@ int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t 
     }
     gpufl__buf_putc(b, ']');
     gpufl__writer_end_record(f);
+    int kept = f->batches_lost == lost;
+    sl->lost_seen = f->batches_lost;
     pthread_mutex_unlock(&f->lock);
+    if (!kept) { /* a record did not fit: the row names no stack, and all is written anew */
+        forget_written(sl);
+        return -1;
+    }
     sl->written[id] = 1;
     sl->stacks_written++;
     return id;

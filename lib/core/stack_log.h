@@ -30,6 +30,9 @@ typedef struct gpufl_stack_log {
     uintptr_t *frame_pcs; /* open addressing: pc -> frame id (frame_ids) */
     uint32_t *frame_ids;
     size_t frame_slots, frames; /* slots (a power of two) and frame ids given */
+    size_t frames_in_table;     /* pcs in the table now */
+    uint64_t lost_seen;         /* the writer's batches_lost when last looked at */
+    uint64_t rewrites;          /* times lost lines made everything be written again */
     uint64_t stacks_written;
     char note[320]; /* how stacks are walked and described, when degraded; "" when not */
 } gpufl_stack_log_t;
@@ -43,7 +46,10 @@ void gpufl__stack_log_fini(gpufl_stack_log_t *sl);
 /*
  * The stack id for a row's `stack` column: writes stack id (its new frames
  * first) to f unless written before, taking f->lock. Returns the id, or -1
- * (null) for 0 or a stack that cannot be written.
+ * (null) for 0 or a stack that cannot be written. When the writer has lost
+ * lines since the last call (its batches_lost grew), any of them may have
+ * been a stack or frame record: every stack is then written again before a
+ * row names it, with frames under new ids.
  */
 int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t id);
 

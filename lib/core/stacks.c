@@ -114,7 +114,8 @@ int gpufl__stacks_create(size_t max_stacks, gpufl_stacks_t **out, char *note, si
 
 void gpufl__stacks_destroy(gpufl_stacks_t *s) {
     if (s == NULL) return;
-    /* libunwind stays loaded: a thread may still be inside a capture. */
+    /* Callers unsubscribe first (no capture runs after). libunwind stays
+     * loaded: unloading it buys nothing and its caches may hold thread data. */
     free(s->slots);
     free(s->entries);
     free(s);

@@ -18,7 +18,9 @@
  * The table is direct-mapped (correlation id modulo its size): writing is
  * one store per field with no lock. A note is lost only when 2^18 later
  * calls reuse its slot before the record arrives; the lookup then misses
- * and the miss is counted.
+ * and the miss is counted. Known limit: two calls 2^18 ids apart that write
+ * one slot at the same moment (a thread preempted inside its note while
+ * 262,144 other calls run) can leave a note mixing both; it is not detected.
  *
  * Threads: the callbacks run on any application thread; lookup and the
  * take_* calls on the collector thread only.

@@ -55,6 +55,11 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
       -o ".devbin/trace_overhead_${part,,}" "$dir/lib/libgpufl.a" \
       /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static "${cupti_link[@]}"
   done
+  # The PC Sampling API probe (docs/design/pc-sampling.md): CUPTI and the
+  # driver API directly, no gpufl.
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/pc_sampling_probe.cu -o .devbin/pc_sampling_probe \
+    -L "$cupti_dir" -L "$cuda_root/lib64/stubs" -lcupti -lcuda -cudart static \
+    -Xlinker -rpath -Xlinker /usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
   # The recorder of CUPTI buffers for the fake's replay uses CUPTI directly.
   "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/record_cupti.cu -o .devbin/record_cupti \
     -cudart static "${cupti_link[@]}"
