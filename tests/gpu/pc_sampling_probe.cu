@@ -11,13 +11,30 @@
 // sampled function, and one "summary" line (drops, hardware-buffer-full
 // flags, kernel times with and without sampling).
 //
-// Usage: pc_sampling_probe [PERIOD] [late|startstop]
+// With SECONDS > 0 the sampled phase is instead a loop that launches the two
+// kernels for that many seconds and calls cuptiPCSamplingGetData every 20 ms
+// from the launching thread; each drain (time, records, totalSamples,
+// droppedSamples, remainingNumPcs, hardwareBufferFull) is printed, to show
+// whether periodic draining delivers data during a long run and whether the
+// counters are per drain or cumulative.
+//
+// Samples are counted from the plain stall reasons only: sample_count,
+// samples_data_dropped and every *_not_issued twin are excluded ("samples");
+// the sum of the sample_count entries is printed separately, as is the raw sum
+// of all entries. Per function the expected count is kernel time x SM clock x
+// SMs / 2^period, with the clock from cudaDevAttrClockRate (the maximum clock,
+// so with a lower actual clock the expectation is too high).
+//
+// Usage: pc_sampling_probe [PERIOD] [late|startstop] [SECONDS]
 //   PERIOD     sampling period exponent, 5..31 (2^PERIOD cycles); 0 keeps
 //              CUPTI's default. Default 0.
 //   late       (default) the unsampled kernels run before PC sampling is
 //              enabled, as when gpufl is initialised after the first kernel.
 //   startstop  PC sampling is enabled before any kernel with start/stop
 //              control; the unsampled runs happen while it is stopped.
+//   SECONDS    length of the sampled run (long-run mode, periodic drains from
+//              the launching thread); 0 (default) keeps the 20-launch batches
+//              drained by a second thread every 5 ms.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -25,6 +42,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -135,8 +153,20 @@ static double time_kernel(const Workload &w, bool fma) {
 
 static const size_t kCollectPcs = 4096; // PC records per GetData buffer
 
+// Kind of each stall-reason index, from its name: 0 a plain stall reason,
+// 1 smsp__pcsamp_sample_count, 2 smsp__pcsamp_samples_data_dropped,
+// 3 an *_not_issued twin. Filled before the first drain.
+static std::map<uint32_t, int> g_reason_kind;
+
+static int reason_kind(uint32_t idx) {
+    auto it = g_reason_kind.find(idx);
+    return it == g_reason_kind.end() ? 0 : it->second;
+}
+
 struct FunctionStats {
-    uint64_t samples = 0;
+    uint64_t samples = 0;        // plain stall reasons only
+    uint64_t sample_count = 0;   // smsp__pcsamp_sample_count entries
+    uint64_t raw = 0;            // all entries (the old, over-counting sum)
     std::map<uint64_t, int> pcs; // pcOffset -> present
     std::map<uint32_t, uint64_t> by_reason;
 };
@@ -149,7 +179,7 @@ struct Totals {
     uint64_t dropped_sum = 0, dropped_max = 0;
     uint64_t non_user_sum = 0;
     uint64_t hw_full_flags = 0, getdata_oom = 0;
-    uint64_t records = 0, record_samples = 0;
+    uint64_t records = 0, record_samples = 0, record_sample_count = 0, record_raw = 0;
     uint64_t max_remaining = 0;
     std::map<uint64_t, int> range_ids;
 };
@@ -189,16 +219,38 @@ static void absorb(Totals &t, const CUpti_PCSamplingData *d) {
         f.pcs[pc.pcOffset] = 1;
         t.records++;
         for (size_t r = 0; r < pc.stallReasonCount; r++) {
-            f.samples += pc.stallReason[r].samples;
-            f.by_reason[pc.stallReason[r].pcSamplingStallReasonIndex] += pc.stallReason[r].samples;
-            t.record_samples += pc.stallReason[r].samples;
+            uint32_t idx = pc.stallReason[r].pcSamplingStallReasonIndex;
+            uint64_t n = pc.stallReason[r].samples;
+            int k = reason_kind(idx);
+            f.raw += n;
+            t.record_raw += n;
+            if (k == 0) {
+                f.samples += n;
+                t.record_samples += n;
+            } else if (k == 1) {
+                f.sample_count += n;
+                t.record_sample_count += n;
+            }
+            f.by_reason[idx] += n;
         }
     }
 }
 
+// One drain as seen by the client (long-run mode).
+struct DrainLog {
+    double t_ms;
+    size_t records;
+    uint64_t total, dropped, non_user;
+    size_t remaining;
+    int hw_full, oom, final_drain;
+};
+
 // One cuptiPCSamplingGetData call. A full hardware buffer is reported by
 // CUPTI_ERROR_OUT_OF_MEMORY: counted, not fatal. Returns remainingNumPcs.
-static size_t drain_once(CUcontext ctx, CUpti_PCSamplingData *buf, Totals &t) {
+// With a log, the drain is appended to it (time since t0).
+static size_t drain_once(CUcontext ctx, CUpti_PCSamplingData *buf, Totals &t,
+                         std::vector<DrainLog> *log = nullptr,
+                         std::chrono::steady_clock::time_point t0 = {}, int final_drain = 0) {
     CUpti_PCSamplingGetDataParams p = {};
     p.size = CUpti_PCSamplingGetDataParamsSize;
     p.ctx = ctx;
@@ -220,6 +272,13 @@ static size_t drain_once(CUcontext ctx, CUpti_PCSamplingData *buf, Totals &t) {
         std::exit(1);
     }
     absorb(t, buf);
+    if (log)
+        log->push_back(
+            {std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                 .count(),
+             buf->totalNumPcs, buf->totalSamples, buf->droppedSamples,
+             buf->nonUsrKernelsTotalSamples, buf->remainingNumPcs, buf->hardwareBufferFull ? 1 : 0,
+             r == CUPTI_ERROR_OUT_OF_MEMORY ? 1 : 0, final_drain});
     return buf->remainingNumPcs;
 }
 
@@ -279,10 +338,13 @@ static void json_string(const char *s) {
 int main(int argc, char **argv) {
     unsigned period = argc > 1 ? (unsigned)std::strtoul(argv[1], nullptr, 10) : 0;
     bool startstop = argc > 2 && std::strcmp(argv[2], "startstop") == 0;
-    if (argc > 2 && !startstop && std::strcmp(argv[2], "late") != 0) {
-        std::fprintf(stderr, "usage: %s [PERIOD] [late|startstop]\n", argv[0]);
+    double seconds = argc > 3 ? std::strtod(argv[3], nullptr) : 0.0;
+    if ((argc > 2 && !startstop && std::strcmp(argv[2], "late") != 0) || argc > 4 ||
+        !(seconds >= 0 && seconds <= 600)) {
+        std::fprintf(stderr, "usage: %s [PERIOD] [late|startstop] [SECONDS]\n", argv[0]);
         return 2;
     }
+    bool long_run = seconds > 0;
     if (period != 0 && (period < 5 || period > 31)) {
         std::fprintf(stderr, "pc_sampling_probe: PERIOD must be 0 or 5..31\n");
         return 2;
@@ -344,6 +406,22 @@ int main(int argc, char **argv) {
         p.stallReasons = reason_name.data();
         CUPTI_CHECK(cuptiPCSamplingGetStallReasons(&p));
     }
+    for (size_t i = 0; i < num_reasons; i++) {
+        const char *nm = reason_name[i];
+        size_t len = std::strlen(nm);
+        const char *suf = "_not_issued";
+        size_t sl = std::strlen(suf);
+        int k = 0;
+        if (std::strcmp(nm, "smsp__pcsamp_sample_count") == 0)
+            k = 1;
+        else if (std::strcmp(nm, "smsp__pcsamp_samples_data_dropped") == 0)
+            k = 2;
+        else if (len >= sl && std::strcmp(nm + len - sl, suf) == 0)
+            k = 3;
+        g_reason_kind[reason_index[i]] = k;
+    }
+    int clock_khz = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
 
     // CUPTI's defaults, read before anything is set.
     CUpti_PCSamplingConfigurationInfo dflt_period =
@@ -392,13 +470,14 @@ int main(int argc, char **argv) {
     std::printf("{\"kind\":\"config\",\"device\":");
     json_string(prop.name);
     std::printf(
-        ",\"sms\":%d,\"cc\":\"%d.%d\",\"mode\":\"%s\","
+        ",\"sms\":%d,\"cc\":\"%d.%d\",\"mode\":\"%s\",\"seconds\":%.3f,"
+        "\"clock_khz_max\":%d,"
         "\"default_period\":%u,\"period\":%u,\"default_scratch_bytes\":%zu,"
         "\"default_hw_buffer_bytes\":%zu,\"default_sleep_ms\":%u,"
         "\"default_collection_mode\":%d,\"enable_ms\":%.3f,"
         "\"stall_reasons\":{",
-        prop.multiProcessorCount, prop.major, prop.minor, startstop ? "startstop" : "late",
-        dflt_period.attributeData.samplingPeriodData.samplingPeriod, used_period,
+        prop.multiProcessorCount, prop.major, prop.minor, startstop ? "startstop" : "late", seconds,
+        clock_khz, dflt_period.attributeData.samplingPeriodData.samplingPeriod, used_period,
         dflt_scratch.attributeData.scratchBufferSizeData.scratchBufferSize,
         dflt_hw.attributeData.hardwareBufferSizeData.hardwareBufferSize,
         dflt_sleep.attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan,
@@ -423,20 +502,67 @@ int main(int argc, char **argv) {
         CUPTI_CHECK(cuptiPCSamplingStart(&p));
     }
 
-    // The collector: drains every 5 ms while the kernels run.
     Totals totals;
-    std::atomic<bool> stop{false};
-    std::thread collector([&]() {
-        CU_CHECK(cuCtxSetCurrent(ctx));
-        while (!stop.load()) {
-            drain_once(ctx, drain_buf, totals);
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::vector<DrainLog> drain_log;
+    auto t_start = std::chrono::steady_clock::now();
+    double samp_load = 0, samp_fma = 0;
+    double load_ms_total = 0, fma_ms_total = 0; // summed kernel time while sampled
+    long long long_pairs = 0;
+    if (!long_run) {
+        // The collector: drains every 5 ms while the kernels run.
+        std::atomic<bool> stop{false};
+        std::thread collector([&]() {
+            CU_CHECK(cuCtxSetCurrent(ctx));
+            while (!stop.load()) {
+                drain_once(ctx, drain_buf, totals);
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        });
+        samp_load = time_kernel(w, false);
+        samp_fma = time_kernel(w, true);
+        stop.store(true);
+        collector.join();
+        load_ms_total = samp_load * kLaunches;
+        fma_ms_total = samp_fma * kLaunches;
+    } else {
+        // Long run: one strided load and one FMA launch per pair, each timed
+        // with events; after each pair, a drain from this thread when 20 ms
+        // have passed since the last one.
+        cudaEvent_t e0, e1, e2;
+        CUDA_CHECK(cudaEventCreate(&e0));
+        CUDA_CHECK(cudaEventCreate(&e1));
+        CUDA_CHECK(cudaEventCreate(&e2));
+        auto last_drain = t_start;
+        auto end = t_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(seconds));
+        while (std::chrono::steady_clock::now() < end) {
+            CUDA_CHECK(cudaEventRecord(e0));
+            probe_strided_load<<<kN / 256, 256>>>(w.in, w.out, kN, kStride, kPasses);
+            CUDA_CHECK(cudaEventRecord(e1));
+            probe_fma_loop<<<w.fma_blocks, 256>>>(w.out, kFmaIters);
+            CUDA_CHECK(cudaEventRecord(e2));
+            CUDA_CHECK(cudaGetLastError());
+            CUDA_CHECK(cudaEventSynchronize(e2));
+            float a = 0.f, b = 0.f;
+            CUDA_CHECK(cudaEventElapsedTime(&a, e0, e1));
+            CUDA_CHECK(cudaEventElapsedTime(&b, e1, e2));
+            load_ms_total += a;
+            fma_ms_total += b;
+            long_pairs++;
+            auto now = std::chrono::steady_clock::now();
+            if (now - last_drain >= std::chrono::milliseconds(20)) {
+                drain_once(ctx, drain_buf, totals, &drain_log, t_start, 0);
+                last_drain = std::chrono::steady_clock::now();
+            }
         }
-    });
-    double samp_load = time_kernel(w, false);
-    double samp_fma = time_kernel(w, true);
-    stop.store(true);
-    collector.join();
+        CUDA_CHECK(cudaEventDestroy(e0));
+        CUDA_CHECK(cudaEventDestroy(e1));
+        CUDA_CHECK(cudaEventDestroy(e2));
+        if (long_pairs > 0) {
+            samp_load = load_ms_total / long_pairs;
+            samp_fma = fma_ms_total / long_pairs;
+        }
+    }
 
     if (startstop) {
         CUpti_PCSamplingStopParams p = {};
@@ -450,7 +576,9 @@ int main(int argc, char **argv) {
         dflt_sleep.attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan +
         50));
     int final_drains = 0;
-    while (drain_once(ctx, drain_buf, totals) > 0 && final_drains < 1000) final_drains++;
+    while (drain_once(ctx, drain_buf, totals, long_run ? &drain_log : nullptr, t_start, 1) > 0 &&
+           final_drains < 1000)
+        final_drains++;
     final_drains++;
 
     // Disable copies what was still pending into the configured buffer.
@@ -473,12 +601,27 @@ int main(int argc, char **argv) {
         const FunctionStats &f = kv.second;
         std::printf("{\"kind\":\"function\",\"name\":");
         json_string(kv.first.c_str());
-        std::printf(",\"samples\":%llu,\"pcs\":%zu", (unsigned long long)f.samples, f.pcs.size());
-        double b = -1, s = -1;
+        std::printf(",\"samples\":%llu,\"sample_count_sum\":%llu,\"raw_entry_sum\":%llu,"
+                    "\"pcs\":%zu",
+                    (unsigned long long)f.samples, (unsigned long long)f.sample_count,
+                    (unsigned long long)f.raw, f.pcs.size());
+        double b = -1, s = -1, kt = -1;
         if (kv.first == "probe_strided_load")
-            b = base_load, s = samp_load;
+            b = base_load, s = samp_load, kt = load_ms_total;
         else if (kv.first == "probe_fma_loop")
-            b = base_fma, s = samp_fma;
+            b = base_fma, s = samp_fma, kt = fma_ms_total;
+        if (kt >= 0) {
+            // kernel time x max SM clock x SMs / 2^period
+            double expected = kt * 1e-3 * (double)clock_khz * 1e3 * prop.multiProcessorCount /
+                              std::ldexp(1.0, (int)used_period);
+            std::printf(",\"kernel_ms_total\":%.3f,\"expected_samples\":%.0f,"
+                        "\"expected_clock\":\"cudaDevAttrClockRate (max) %d kHz x %d SMs\","
+                        "\"measured_over_expected\":%.4f,"
+                        "\"sample_count_over_expected\":%.4f",
+                        kt, expected, clock_khz, prop.multiProcessorCount,
+                        expected > 0 ? (double)f.samples / expected : 0.0,
+                        expected > 0 ? (double)f.sample_count / expected : 0.0);
+        }
         if (b >= 0)
             std::printf(",\"ms_unsampled\":%.4f,\"ms_sampled\":%.4f,"
                         "\"overhead_pct\":%.2f",
@@ -497,11 +640,53 @@ int main(int argc, char **argv) {
         }
         std::printf("}}\n");
     }
+    if (long_run) {
+        // Drains that returned records or non-zero counters: one line each when
+        // few, else one compact array [t_ms, records, totalSamples,
+        // droppedSamples, remainingNumPcs, hardwareBufferFull, oom, final].
+        std::vector<const DrainLog *> shown;
+        size_t empty = 0;
+        double first_records_ms = -1;
+        for (const DrainLog &d : drain_log) {
+            if (d.records || d.total || d.dropped || d.hw_full || d.oom) {
+                shown.push_back(&d);
+                if (d.records && first_records_ms < 0) first_records_ms = d.t_ms;
+            } else
+                empty++;
+        }
+        if (shown.size() <= 150) {
+            for (const DrainLog *d : shown)
+                std::printf("{\"kind\":\"drain\",\"t_ms\":%.1f,\"records\":%zu,"
+                            "\"total_samples\":%llu,\"dropped_samples\":%llu,"
+                            "\"non_user_samples\":%llu,\"remaining_pcs\":%zu,"
+                            "\"hw_buffer_full\":%d,\"out_of_memory\":%d,\"final\":%d}\n",
+                            d->t_ms, d->records, (unsigned long long)d->total,
+                            (unsigned long long)d->dropped, (unsigned long long)d->non_user,
+                            d->remaining, d->hw_full, d->oom, d->final_drain);
+        } else {
+            std::printf("{\"kind\":\"drains\",\"fields\":[\"t_ms\",\"records\",\"total_samples\","
+                        "\"dropped_samples\",\"remaining_pcs\",\"hw_buffer_full\","
+                        "\"out_of_memory\",\"final\"],\"rows\":[");
+            for (size_t i = 0; i < shown.size(); i++) {
+                const DrainLog *d = shown[i];
+                std::printf("%s[%.1f,%zu,%llu,%llu,%zu,%d,%d,%d]", i ? "," : "", d->t_ms,
+                            d->records, (unsigned long long)d->total,
+                            (unsigned long long)d->dropped, d->remaining, d->hw_full, d->oom,
+                            d->final_drain);
+            }
+            std::printf("]}\n");
+        }
+        std::printf("{\"kind\":\"drain_log\",\"seconds\":%.3f,\"pairs\":%lld,"
+                    "\"drains\":%zu,\"drains_shown\":%zu,\"drains_empty\":%zu,"
+                    "\"first_records_ms\":%.1f}\n",
+                    seconds, long_pairs, drain_log.size(), shown.size(), empty, first_records_ms);
+    }
     std::printf(
         "{\"kind\":\"summary\",\"period\":%u,\"mode\":\"%s\",\"launches\":%d,"
         "\"drains\":%llu,\"drains_with_records\":%llu,\"final_drains\":%d,"
         "\"range_ids\":%zu,\"disable_pcs\":%zu,\"records\":%llu,"
-        "\"record_samples\":%llu,\"total_samples_sum\":%llu,"
+        "\"record_samples\":%llu,\"record_sample_count\":%llu,"
+        "\"record_raw_entries\":%llu,\"total_samples_sum\":%llu,"
         "\"total_samples_max\":%llu,\"dropped_samples_sum\":%llu,"
         "\"dropped_samples_max\":%llu,\"non_user_samples_sum\":%llu,"
         "\"hw_buffer_full_flags\":%llu,\"getdata_out_of_memory\":%llu,"
@@ -511,6 +696,7 @@ int main(int argc, char **argv) {
         used_period, startstop ? "startstop" : "late", kLaunches, (unsigned long long)totals.drains,
         (unsigned long long)totals.drains_with_records, final_drains, totals.range_ids.size(),
         disable_pcs, (unsigned long long)totals.records, (unsigned long long)totals.record_samples,
+        (unsigned long long)totals.record_sample_count, (unsigned long long)totals.record_raw,
         (unsigned long long)totals.total_samples_sum, (unsigned long long)totals.total_samples_max,
         (unsigned long long)totals.dropped_sum, (unsigned long long)totals.dropped_max,
         (unsigned long long)totals.non_user_sum, (unsigned long long)totals.hw_full_flags,
