@@ -32,6 +32,14 @@ double gpufl__insight_session_ns(const gpufl_model_t *m);
 /* "1.23 s", "45.6 ms", "789 us", "12 ns": a duration for a title. */
 const char *gpufl__insight_duration(double ns, char *buf, size_t size);
 
+/* Sorts base (n elements of size) by cmp, unless it already is: rows of a
+ * log come mostly in time order, and checking costs one pass. */
+void gpufl__insight_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
+/* The median of v[0..n) (reorders v; linear time); the mean of the middle
+ * two for an even n; 0 when n is 0. */
+double gpufl__insight_median_i64(int64_t *v, size_t n);
+
 /* The families of rules, each in its own file; each returns 0 or
  * GPUFL_ENOMEM. The order here is the order of rules in the output. */
 int gpufl__rules_sync(const gpufl_model_t *m, gpufl_insights_t *out);   /* rules_sync.c */

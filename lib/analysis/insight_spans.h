@@ -7,6 +7,8 @@
 #ifndef GPUFL_ANALYSIS_INSIGHT_SPANS_H
 #define GPUFL_ANALYSIS_INSIGHT_SPANS_H
 
+#include "analysis/insight_rules.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,7 +49,7 @@ static inline int gpufl__span_cmp(const void *a, const void *b) {
  * summed length of the merged spans (the busy time). */
 static inline double gpufl__spans_merge(gpufl_spans_t *s) {
     if (s->n == 0) return 0;
-    qsort(s->v, s->n, sizeof *s->v, gpufl__span_cmp);
+    gpufl__insight_sort(s->v, s->n, sizeof *s->v, gpufl__span_cmp);
     size_t k = 0;
     for (size_t i = 1; i < s->n; i++) {
         if (s->v[i].start_ns <= s->v[k].end_ns) {

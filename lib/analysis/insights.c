@@ -103,6 +103,55 @@ const char *gpufl__insight_duration(double ns, char *buf, size_t size) {
     return buf;
 }
 
+void gpufl__insight_sort(void *base, size_t n, size_t size,
+                         int (*cmp)(const void *, const void *)) {
+    const char *p = base;
+    for (size_t i = 1; i < n; i++)
+        if (cmp(p + (i - 1) * size, p + i * size) > 0) {
+            qsort(base, n, size, cmp);
+            return;
+        }
+}
+
+/* The k-th smallest of v[lo..hi] (reorders v): Hoare's selection with the
+ * middle element as pivot. */
+static int64_t select_i64(int64_t *v, size_t lo, size_t hi, size_t k) {
+    while (lo < hi) {
+        int64_t pivot = v[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                int64_t t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                if (j == 0) break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return v[k];
+    }
+    return v[k];
+}
+
+double gpufl__insight_median_i64(int64_t *v, size_t n) {
+    if (n == 0) return 0;
+    int64_t hi = select_i64(v, 0, n - 1, n / 2);
+    if (n % 2) return (double)hi;
+    /* v[0 .. n/2) now holds the smaller half: its largest is the other middle. */
+    int64_t lo = v[0];
+    for (size_t i = 1; i < n / 2; i++)
+        if (v[i] > lo) lo = v[i];
+    return ((double)lo + (double)hi) / 2;
+}
+
 static size_t rule_rank(const char *rule) {
     size_t n = sizeof rule_order / sizeof rule_order[0];
     for (size_t i = 0; i < n; i++)

@@ -118,12 +118,7 @@ static int cmp_i64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The median of v[0..n) (sorts v); 0 when n is 0. */
-static double median_i64(int64_t *v, size_t n) {
-    if (n == 0) return 0;
-    qsort(v, n, sizeof *v, cmp_i64);
-    return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
-}
+#define median_i64 gpufl__insight_median_i64
 
 /* ---------------------------------------------------------------------- */
 /* low_occupancy, register_limited                                          */
@@ -448,7 +443,7 @@ static int rule_spill(const gpufl_model_t *m, gpufl_insights_t *out, const doubl
     for (size_t i = 0; i < m->n_kernels; i++)
         if (m->kernels[i].local_bytes_per_thread > 0)
             idx[n++] = (kref_t){m->kernels[i].device, m->kernels[i].name_id, i};
-    qsort(idx, n, sizeof *idx, cmp_kref);
+    gpufl__insight_sort(idx, n, sizeof *idx, cmp_kref);
     int rc = 0;
     for (size_t a = 0, b; a < n && !rc; a = b) {
         const gpufl_model_kernel_t *k = &m->kernels[idx[a].index];
@@ -491,7 +486,7 @@ static void launch_figures(const gpufl_model_t *m, const kref_t *idx, size_t n, 
             scratch[k++] = m->kernels[idx[i].index].launch_ns;
     lv->n = k;
     if (k < 2) return;
-    qsort(scratch, k, sizeof *scratch, cmp_i64);
+    gpufl__insight_sort(scratch, k, sizeof *scratch, cmp_i64);
     if (scratch[k - 1] > scratch[0])
         lv->rate_per_s = (double)(k - 1) * 1e9 / (double)(scratch[k - 1] - scratch[0]);
     for (size_t i = 0; i + 1 < k; i++) scratch[i] = scratch[i + 1] - scratch[i];
@@ -601,7 +596,7 @@ static int rule_launch(const gpufl_model_t *m, gpufl_insights_t *out) {
     }
     for (size_t i = 0; i < n; i++)
         idx[i] = (kref_t){m->kernels[i].device, m->kernels[i].start_ns, i};
-    qsort(idx, n, sizeof *idx, cmp_kref);
+    gpufl__insight_sort(idx, n, sizeof *idx, cmp_kref);
     for (size_t a = 0, b; a < n && !rc; a = b) {
         for (b = a; b < n && idx[b].device == idx[a].device; b++) {
         }

@@ -62,11 +62,6 @@ static int cmp_pair(const void *a, const void *b) {
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-static int cmp_size(const void *a, const void *b) {
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Kernel launches in call order: their distinct correlation ids, sorted. */
 typedef struct launches {
     int64_t *corr;
@@ -86,7 +81,7 @@ static int make_launches(const gpufl_model_t *m, launches_t *l) {
     size_t n = 0;
     for (size_t i = 0; i < m->n_kernels; i++)
         if (m->kernels[i].correlation > 0) l->corr[n++] = m->kernels[i].correlation;
-    qsort(l->corr, n, sizeof *l->corr, cmp_i64);
+    gpufl__insight_sort(l->corr, n, sizeof *l->corr, cmp_i64);
     size_t u = 0; /* a graph's kernels share their launch's correlation: one */
     for (size_t i = 0; i < n; i++)
         if (u == 0 || l->corr[u - 1] != l->corr[i]) l->corr[u++] = l->corr[i];
@@ -181,7 +176,7 @@ static int group_stats(const sync_ref_t *g, size_t n, const launches_t *l, doubl
     st->share_pct = session_ns > 0 ? 100.0 * st->blocked_ns / session_ns : 0;
     if (n < LOOP_MIN_SYNCS || l->n == 0) return 0;
     /* Consecutive in call order: by correlation (start times may tie). */
-    size_t *between = malloc((n - 1) * sizeof *between);
+    int64_t *between = malloc((n - 1) * sizeof *between);
     const gpufl_model_sync_t **order = malloc(n * sizeof *order);
     if (between == NULL || order == NULL) {
         free(between);
@@ -198,12 +193,11 @@ static int group_stats(const sync_ref_t *g, size_t n, const launches_t *l, doubl
         keys[2 * i] = g[i].sync->correlation;
         keys[2 * i + 1] = (int64_t)i;
     }
-    qsort(keys, n, 2 * sizeof *keys, cmp_pair);
+    gpufl__insight_sort(keys, n, 2 * sizeof *keys, cmp_pair);
     for (size_t i = 0; i < n; i++) order[i] = g[keys[2 * i + 1]].sync;
-    for (size_t i = 0; i + 1 < n; i++) between[i] = launches_between(l, order[i], order[i + 1]);
-    qsort(between, n - 1, sizeof *between, cmp_size);
-    size_t k = n - 1; /* gaps; an even count takes the mean of the middle two */
-    st->median_between = (double)(between[(k - 1) / 2] + between[k / 2]) / 2;
+    for (size_t i = 0; i + 1 < n; i++)
+        between[i] = (int64_t)launches_between(l, order[i], order[i + 1]);
+    st->median_between = gpufl__insight_median_i64(between, n - 1);
     st->loop_judged = 1;
     free(keys);
     free(between);

@@ -13,6 +13,7 @@
 
 #include <gpufl/gpufl.h>
 
+#include "analysis/insight_rules.h"
 #include "analysis/insights.h"
 #include "analysis/model.h"
 
@@ -1451,8 +1452,38 @@ static void test_insights_sync_skips(void **state) {
     done(&x);
 }
 
+/* The shared median: odd and even counts, ties, any order, against a sort. */
+static void test_insights_median(void **state) {
+    (void)state;
+    assert_true(gpufl__insight_median_i64(NULL, 0) == 0);
+    int64_t one[] = {7};
+    assert_true(gpufl__insight_median_i64(one, 1) == 7);
+    int64_t two[] = {9, 3};
+    assert_true(gpufl__insight_median_i64(two, 2) == 6);
+    int64_t ties[] = {5, 5, 5, 1, 5, 9};
+    assert_true(gpufl__insight_median_i64(ties, 6) == 5);
+    unsigned seed = 12345;
+    for (size_t n = 1; n < 200; n++) {
+        int64_t v[200], sorted[200];
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            v[i] = sorted[i] = (int64_t)(seed >> 16) % 50; /* many ties */
+        }
+        for (size_t i = 1; i < n; i++) /* insertion sort: the reference */
+            for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+                int64_t t = sorted[j];
+                sorted[j] = sorted[j - 1];
+                sorted[j - 1] = t;
+            }
+        double want =
+            n % 2 ? (double)sorted[n / 2] : ((double)sorted[n / 2 - 1] + (double)sorted[n / 2]) / 2;
+        assert_true(gpufl__insight_median_i64(v, n) == want);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_insights_median),
         cmocka_unit_test(test_insights_sync_attribution),
         cmocka_unit_test(test_insights_sync_sites),
         cmocka_unit_test(test_insights_in_loop_sync),
