@@ -6,7 +6,8 @@
  *
  * chrome://tracing slows to a crawl past about a million events, so a large
  * session is split by time into numbered files of at most max_events_per_file
- * events each; every file repeats the metadata and opens on its own. An
+ * events each, not counting the metadata (process and track names) that
+ * every file repeats so that it opens on its own. An
  * arrow whose two ends fall into different files is left out (counted).
  * Times are microseconds with three decimals: the nanoseconds, exactly.
  */
@@ -193,7 +194,9 @@ static void write_row(chrome_t *c, const gpufl_export_row_t *r) {
     gpufl__buf_key(&c->buf, "ts");
     put_us(&c->buf, r->start_ns);
     gpufl__buf_key(&c->buf, "dur");
-    put_us(&c->buf, r->end_ns - r->start_ns);
+    int64_t dur; /* a damaged log's extreme times must not overflow */
+    if (__builtin_sub_overflow(r->end_ns, r->start_ns, &dur)) dur = INT64_MAX;
+    put_us(&c->buf, dur);
     gpufl__buf_puts(&c->buf, ",\"args\":{");
     gpufl_export_args_t sink = {arg_str, arg_i64, arg_dbl, c};
     gpufl__export_row_args(tl, r, &sink);

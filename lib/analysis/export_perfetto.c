@@ -263,7 +263,7 @@ static void put_descriptors(perfetto_t *p) {
 
 static void event_open(perfetto_t *p, int64_t ts, int type, uint32_t track) {
     packet_open(p, SEQ_NEEDS_INCREMENTAL_STATE);
-    gpufl__pb_varint(&p->pb, F_PACKET_TIMESTAMP, (uint64_t)(ts + p->shift_ns));
+    gpufl__pb_varint(&p->pb, F_PACKET_TIMESTAMP, (uint64_t)ts + (uint64_t)p->shift_ns);
     gpufl__pb_begin(&p->pb, F_PACKET_TRACK_EVENT);
     gpufl__pb_varint(&p->pb, F_EVENT_TYPE, (uint64_t)type);
     gpufl__pb_varint(&p->pb, F_EVENT_TRACK_UUID, TRACK_UUID(track));
@@ -391,7 +391,11 @@ int gpufl__export_perfetto(const gpufl_export_timeline_t *tl, const gpufl_export
     p.opt = opt;
     p.res = res;
     p.path = to_stream ? "<stdout>" : opt->path;
-    p.shift_ns = tl->n_rows && tl->rows[0].start_ns < 0 ? -tl->rows[0].start_ns : 0;
+    /* Perfetto's times are unsigned: a log whose times start before 0 is
+     * shifted (a damaged one with times near INT64_MIN as far as int64 goes). */
+    p.shift_ns = tl->n_rows && tl->rows[0].start_ns < 0
+                     ? (tl->rows[0].start_ns == INT64_MIN ? INT64_MAX : -tl->rows[0].start_ns)
+                     : 0;
     gpufl__pb_init(&p.pb, BUF_MAX_BYTES);
     p.names = gpufl__intern_create(INTERN_MAX_STRINGS, INTERN_MAX_BYTES);
     p.keys = gpufl__intern_create(1024, 64 << 10);

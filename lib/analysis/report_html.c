@@ -170,9 +170,15 @@ static uint32_t hash_name(const char *s) {
     return h;
 }
 
+/* Differences of times in double: a damaged log's extreme times must not
+ * overflow int64 (the span is at least 1). */
+static double span_of(int64_t t0, int64_t t1) {
+    double d = (double)t1 - (double)t0;
+    return d >= 1 ? d : 1;
+}
+
 static double x_of(const timeline_t *t, int64_t ns) {
-    double span = (double)(t->t1 - t->t0);
-    return TL_LABEL + (double)(ns - t->t0) / span * TL_WIDTH;
+    return TL_LABEL + ((double)ns - (double)t->t0) / span_of(t->t0, t->t1) * TL_WIDTH;
 }
 
 static void bar(FILE *out, const timeline_t *t, const item_t *it, double y, double h,
@@ -208,7 +214,7 @@ static void draw_lane(FILE *out, const gpufl_model_t *m, const timeline_t *t, co
     }
     memset(bins_ns, 0, BARS_MAX * sizeof *bins_ns);
     memset(bins_n, 0, BARS_MAX * sizeof *bins_n);
-    double span = (double)(t->t1 - t->t0), bin_ns = span / BARS_MAX;
+    double span = span_of(t->t0, t->t1), bin_ns = span / BARS_MAX;
     for (size_t k = 0; k < l->count; k++) {
         item_t it = get_item(m, idx[l->first + k]);
         int64_t end = it.end >= it.start ? it.end : t->t1;
@@ -265,7 +271,7 @@ static int timeline(FILE *out, const gpufl_model_t *m) {
         if (it.start > t->t1) t->t1 = it.start;
         if (it.end > t->t1) t->t1 = it.end;
     }
-    if (t->t1 <= t->t0) t->t1 = t->t0 + 1;
+    if (t->t1 <= t->t0) t->t1 = t->t0 < INT64_MAX ? t->t0 + 1 : t->t0;
     /* Lanes in a fixed order (kind, device, stream), then the items of each
      * lane together, in log order (a counting sort). */
     for (size_t i = 0; i < n; i++) lane[i] = (int16_t)item_lane(m, t, &last, i);
@@ -393,14 +399,14 @@ static int plot(FILE *out, const series_t *s, const char *title, const char *uni
         if (v > vmax) vmax = v;
     }
     if (!have) return 0;
-    if (t1 <= t0) t1 = t0 + 1;
+    if (t1 <= t0) t1 = t0 < INT64_MAX ? t0 + 1 : t0;
     double ymax = fixed_max > 0 ? fixed_max : nice_max(vmax);
     memset(sum, 0, PLOT_POINTS * sizeof *sum);
     memset(cnt, 0, PLOT_POINTS * sizeof *cnt);
     for (size_t i = 0; i < n; i++) {
         double v = sample(s, i, &ts);
         if (v < 0) continue;
-        size_t b = (size_t)((double)(ts - t0) / (double)(t1 - t0) * (PLOT_POINTS - 1) + 0.5);
+        size_t b = (size_t)(((double)ts - (double)t0) / span_of(t0, t1) * (PLOT_POINTS - 1) + 0.5);
         if (b >= PLOT_POINTS) b = PLOT_POINTS - 1;
         sum[b] += v;
         cnt[b]++;
