@@ -16,6 +16,8 @@
 #ifndef GPUFL_ANALYSIS_READER_H
 #define GPUFL_ANALYSIS_READER_H
 
+#include "core/idmap.h"
+
 #include <gpufl/gpufl.h>
 
 #include <jansson.h>
@@ -39,26 +41,6 @@ void gpufl__strpool_fini(gpufl_strpool_t *p);
 /* Copies len bytes of s (plus a NUL) into the pool and sets *out. Returns 0,
  * GPUFL_ENOMEM when the pool cap is reached or malloc fails. */
 int gpufl__strpool_add(gpufl_strpool_t *p, const char *s, size_t len, const char **out);
-
-/* ---------------------------------------------------------------------- */
-/* Id map: uint64 key (never 0) to size_t value, open addressing.          */
-/* ---------------------------------------------------------------------- */
-
-typedef struct gpufl_idmap {
-    uint64_t *keys; /* 0 marks an empty slot */
-    size_t *values;
-    size_t slots; /* a power of two, or 0 */
-    size_t count;
-} gpufl_idmap_t;
-
-void gpufl__idmap_init(gpufl_idmap_t *m);
-void gpufl__idmap_fini(gpufl_idmap_t *m);
-/* Inserts key (> 0) or, when present, leaves it and reports the old value in
- * *existing (when not NULL). Returns 0 inserted, 1 already there,
- * GPUFL_EINVAL for key 0, GPUFL_ENOMEM. */
-int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *existing);
-/* Returns 1 and sets *value when key is present, else 0. */
-int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value);
 
 /* ---------------------------------------------------------------------- */
 /* Dictionary: the session-wide table of interned strings (`dict` lines).   */

@@ -939,7 +939,7 @@ static void put_copies(FILE *out, const gpufl_report_t *r) {
 /* ---------------------------------------------------------------------- */
 
 #define KERNEL_NAME_MAX 100 /* widest kernel name line, in characters */
-#define DETAIL_COLS     12
+#define DETAIL_COLS     GPUFL_REPORT_KCONF_CELLS
 
 static void put_detail_row(FILE *out, const char *const c[DETAIL_COLS]) {
     static const size_t width[DETAIL_COLS] = {6, 6, 9, 14, 12, 5, 19, 8, 9, 7, 14, 0};
@@ -954,57 +954,13 @@ static void put_detail_row(FILE *out, const char *const c[DETAIL_COLS]) {
     fputc('\n', out);
 }
 
-static void fmt_int(char *buf, size_t size, int64_t v) {
-    if (v < 0)
-        snprintf(buf, size, "?");
-    else
-        snprintf(buf, size, "%lld", (long long)v);
-}
+#define fmt_int gpufl__report_fmt_count
 
 static void put_kconf(FILE *out, const gpufl_report_kconf_t *c) {
-    const gpufl_model_kernel_t *k = c->first;
-    const gpufl_model_kernel_config_t *r = c->rec;
-    char v[DETAIL_COLS][112], b1[24], b2[24], l[4][24];
+    char v[GPUFL_REPORT_KCONF_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES];
     const char *cp[DETAIL_COLS];
+    gpufl__report_kconf_cells(c, " *", v);
     for (int i = 0; i < DETAIL_COLS; i++) cp[i] = v[i];
-    if (c->config < 0)
-        snprintf(v[0], sizeof v[0], "-");
-    else
-        snprintf(v[0], sizeof v[0], "%lld%s", (long long)c->config, r ? "" : "?");
-    snprintf(v[1], sizeof v[1], "%zu", c->calls);
-    fmt_ns(v[2], sizeof v[2], c->total_ns);
-    if (c->same_grid)
-        snprintf(v[3], sizeof v[3], "%dx%dx%d", k->grid_x, k->grid_y, k->grid_z);
-    else
-        snprintf(v[3], sizeof v[3], "various");
-    if (c->same_block)
-        snprintf(v[4], sizeof v[4], "%dx%dx%d", k->block_x, k->block_y, k->block_z);
-    else
-        snprintf(v[4], sizeof v[4], "various");
-    snprintf(v[5], sizeof v[5], "%d", k->registers);
-    fmt_bytes(b1, sizeof b1, (double)k->static_smem_bytes);
-    fmt_bytes(b2, sizeof b2, (double)k->dynamic_smem_bytes);
-    snprintf(v[6], sizeof v[6], "%s + %s", b1, c->same_dsmem ? b2 : "various");
-    fmt_bytes(v[7], sizeof v[7], (double)k->local_bytes_per_thread);
-    if (r && r->occupancy >= 0)
-        fmt_pct(v[8], sizeof v[8], 100.0 * r->occupancy);
-    else
-        snprintf(v[8], sizeof v[8], "-");
-    for (int i = 9; i < DETAIL_COLS; i++) snprintf(v[i], sizeof v[i], "-");
-    if (r && !*r->occupancy_why) {
-        fmt_int(b1, sizeof b1, r->active_warps);
-        fmt_int(b2, sizeof b2, r->max_warps);
-        snprintf(v[9], sizeof v[9], "%s/%s", b1, b2);
-    }
-    if (r && gpufl__report_has_limits(r)) {
-        fmt_int(l[0], sizeof l[0], r->limit_warps);
-        fmt_int(l[1], sizeof l[1], r->limit_registers);
-        fmt_int(l[2], sizeof l[2], r->limit_smem);
-        fmt_int(l[3], sizeof l[3], r->limit_blocks);
-        snprintf(v[10], sizeof v[10], "%s/%s/%s/%s", l[0], l[1], l[2], l[3]);
-        snprintf(v[11], sizeof v[11], "%s%s", *r->limiter ? r->limiter : "?",
-                 r->breakdown_agrees == 0 ? " *" : "");
-    }
     put_detail_row(out, cp);
 }
 

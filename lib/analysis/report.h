@@ -306,5 +306,17 @@ void gpufl__report_fmt_evidence(char *buf, size_t size, double v, const char *un
 const char *gpufl__report_dir_name(int dir);
 /* The record has gpufl's breakdown into per-resource limits. */
 int gpufl__report_has_limits(const gpufl_model_kernel_config_t *r);
+/* "?" for an unknown (negative) count, else the number. */
+void gpufl__report_fmt_count(char *buf, size_t size, int64_t v);
+
+/* The cells of one launch configuration's row, shared by every format:
+ * config id, calls, GPU time, grid, block, registers, shared memory, local
+ * memory, occupancy, active/max warps, the four limits and the limiter
+ * (disagrees: what follows a limiter the driver's figure disagrees with).
+ * "-" where unknown. */
+#define GPUFL_REPORT_KCONF_CELLS      12
+#define GPUFL_REPORT_KCONF_CELL_BYTES 112
+void gpufl__report_kconf_cells(const gpufl_report_kconf_t *c, const char *disagrees,
+                               char cells[GPUFL_REPORT_KCONF_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES]);
 
 #endif

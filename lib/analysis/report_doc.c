@@ -471,52 +471,12 @@ static void hotspots(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
                      plural(r->n_kgroups - shown)));
 }
 
-static void int_or_q(char *buf, size_t size, int64_t v) {
-    if (v < 0)
-        snprintf(buf, size, "?");
-    else
-        snprintf(buf, size, "%lld", (long long)v);
-}
-
 static void kconf_row(const gpufl_report_emitter_t *e, const gpufl_report_kconf_t *c) {
-    const gpufl_model_kernel_t *k = c->first;
-    const gpufl_model_kernel_config_t *rec = c->rec;
-    char v[13][112], b1[24], b2[24], l[4][24];
-    const char *cp[13];
-    for (int i = 0; i < 13; i++) cp[i] = v[i], snprintf(v[i], sizeof v[i], "-");
-    snprintf(v[0], sizeof v[0], "\xc2\xb7");
-    if (c->config >= 0) snprintf(v[1], sizeof v[1], "%lld%s", (long long)c->config, rec ? "" : "?");
-    snprintf(v[2], sizeof v[2], "%zu", c->calls);
-    fmt_ns(v[3], sizeof v[3], c->total_ns);
-    if (c->same_grid)
-        snprintf(v[4], sizeof v[4], "%dx%dx%d", k->grid_x, k->grid_y, k->grid_z);
-    else
-        snprintf(v[4], sizeof v[4], "various");
-    if (c->same_block)
-        snprintf(v[5], sizeof v[5], "%dx%dx%d", k->block_x, k->block_y, k->block_z);
-    else
-        snprintf(v[5], sizeof v[5], "various");
-    snprintf(v[6], sizeof v[6], "%d", k->registers);
-    fmt_bytes(b1, sizeof b1, (double)k->static_smem_bytes);
-    fmt_bytes(b2, sizeof b2, (double)k->dynamic_smem_bytes);
-    snprintf(v[7], sizeof v[7], "%s + %s", b1, c->same_dsmem ? b2 : "various");
-    fmt_bytes(v[8], sizeof v[8], (double)k->local_bytes_per_thread);
-    if (rec && rec->occupancy >= 0) fmt_pct(v[9], sizeof v[9], 100.0 * rec->occupancy);
-    if (rec && !*rec->occupancy_why) {
-        int_or_q(b1, sizeof b1, rec->active_warps);
-        int_or_q(b2, sizeof b2, rec->max_warps);
-        snprintf(v[10], sizeof v[10], "%s/%s", b1, b2);
-    }
-    if (rec && gpufl__report_has_limits(rec)) {
-        int_or_q(l[0], sizeof l[0], rec->limit_warps);
-        int_or_q(l[1], sizeof l[1], rec->limit_registers);
-        int_or_q(l[2], sizeof l[2], rec->limit_smem);
-        int_or_q(l[3], sizeof l[3], rec->limit_blocks);
-        snprintf(v[11], sizeof v[11], "%s/%s/%s/%s", l[0], l[1], l[2], l[3]);
-        snprintf(v[12], sizeof v[12], "%s%s", *rec->limiter ? rec->limiter : "?",
-                 rec->breakdown_agrees == 0 ? " (disagrees)" : "");
-    }
-    e->row(e->out, 13, cp);
+    char v[GPUFL_REPORT_KCONF_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES];
+    const char *cp[GPUFL_REPORT_KCONF_CELLS + 1] = {"\xc2\xb7"};
+    gpufl__report_kconf_cells(c, " (disagrees)", v);
+    for (int i = 0; i < GPUFL_REPORT_KCONF_CELLS; i++) cp[i + 1] = v[i];
+    e->row(e->out, GPUFL_REPORT_KCONF_CELLS + 1, cp);
 }
 
 static void details(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {

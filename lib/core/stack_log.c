@@ -41,47 +41,8 @@ void gpufl__stack_log_fini(gpufl_stack_log_t *sl) {
     gpufl__stacks_destroy(sl->stacks);
     gpufl__symbols_destroy(sl->symbols);
     free(sl->written);
-    free(sl->frame_pcs);
-    free(sl->frame_ids);
+    gpufl__idmap_fini(&sl->frame_ids);
     memset(sl, 0, sizeof *sl);
-}
-
-static size_t pc_hash(uintptr_t pc) { return (size_t)(((uint64_t)pc * 0x9e3779b97f4a7c15u) >> 17); }
-
-/* Slot of pc in the frame table: its own, or the empty one it would take. */
-static size_t pc_slot(const gpufl_stack_log_t *sl, uintptr_t pc) {
-    size_t mask = sl->frame_slots - 1, i = pc_hash(pc) & mask;
-    while (sl->frame_ids[i] && sl->frame_pcs[i] != pc) i = (i + 1) & mask;
-    return i;
-}
-
-/* Room for one more frame: the table kept at most half full. */
-static int grow_frames(gpufl_stack_log_t *sl) {
-    if (2 * (sl->frames_in_table + 1) <= sl->frame_slots) return 0;
-    size_t n = sl->frame_slots ? 2 * sl->frame_slots : 1024;
-    uintptr_t *pcs = calloc(n, sizeof *pcs);
-    uint32_t *ids = calloc(n, sizeof *ids);
-    if (pcs == NULL || ids == NULL) {
-        free(pcs);
-        free(ids);
-        return GPUFL_ENOMEM;
-    }
-    gpufl_stack_log_t grown = *sl;
-    grown.frame_pcs = pcs;
-    grown.frame_ids = ids;
-    grown.frame_slots = n;
-    for (size_t i = 0; i < sl->frame_slots; i++) {
-        if (!sl->frame_ids[i]) continue;
-        size_t j = pc_slot(&grown, sl->frame_pcs[i]);
-        pcs[j] = sl->frame_pcs[i];
-        ids[j] = sl->frame_ids[i];
-    }
-    free(sl->frame_pcs);
-    free(sl->frame_ids);
-    sl->frame_pcs = pcs;
-    sl->frame_ids = ids;
-    sl->frame_slots = n;
-    return 0;
 }
 
 static void kv_hex(gpufl_buf_t *b, const char *key, uint64_t v) {
@@ -119,8 +80,7 @@ static void put_frame(gpufl_writer_t *f, uint32_t id, uintptr_t pc,
  * ours. Frames get new ids from here on, stacks are written again. */
 static void forget_written(gpufl_stack_log_t *sl) {
     if (sl->written) memset(sl->written, 0, sl->written_cap);
-    if (sl->frame_ids) memset(sl->frame_ids, 0, sl->frame_slots * sizeof *sl->frame_ids);
-    sl->frames_in_table = 0;
+    gpufl__idmap_fini(&sl->frame_ids);
     sl->rewrites++;
 }
 
@@ -137,9 +97,11 @@ int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t 
         sl->written = w;
         sl->written_cap = cap;
     }
-    if (f->batches_lost !=
-        sl->lost_seen) { /* read without the lock: only this thread writes it more */
-        sl->lost_seen = f->batches_lost;
+    pthread_mutex_lock(&f->lock); /* other threads write records too */
+    uint64_t lost_now = f->batches_lost;
+    pthread_mutex_unlock(&f->lock);
+    if (lost_now != sl->lost_seen) {
+        sl->lost_seen = lost_now;
         forget_written(sl);
     }
     if (sl->written[id]) return id;
@@ -147,30 +109,25 @@ int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t 
      * source reading take time; application threads may wait on the lock). */
     gpufl_frame_info_t info[GPUFL_STACK_DEPTH_MAX];
     uint32_t frames[GPUFL_STACK_DEPTH_MAX];
+    uint8_t fresh[GPUFL_STACK_DEPTH_MAX]; /* its frame record is written below */
     for (size_t i = 0; i < depth; i++) {
-        if (grow_frames(sl)) { /* frames entered above would have no record */
+        size_t known;
+        int rc = gpufl__idmap_put(&sl->frame_ids, pcs[i], sl->frames + 1, &known);
+        if (rc < 0) { /* frames entered above would have no record */
             forget_written(sl);
             return -1;
         }
-        size_t slot = pc_slot(sl, pcs[i]);
-        frames[i] = sl->frame_ids[slot];
-        if (frames[i]) continue;
+        fresh[i] = rc == 0;
+        frames[i] = fresh[i] ? (uint32_t)++sl->frames : (uint32_t)known;
+        if (!fresh[i]) continue;
         /* gpufl's own frames were dropped: every frame left is a return address. */
         if (sl->symbols == NULL || !gpufl__symbols_resolve(sl->symbols, pcs[i], 1, &info[i]))
             info[i] = (gpufl_frame_info_t){"", 0, "", 0, "", 0, ""};
-        frames[i] = (uint32_t)++sl->frames;
-        sl->frame_pcs[slot] = pcs[i];
-        sl->frame_ids[slot] = frames[i];
-        sl->frames_in_table++;
-        frames[i] |= UINT32_C(1) << 31; /* new: its record is written below */
     }
     pthread_mutex_lock(&f->lock);
     uint64_t lost = f->batches_lost;
-    for (size_t i = 0; i < depth; i++) {
-        if (!(frames[i] >> 31)) continue;
-        frames[i] &= ~(UINT32_C(1) << 31);
-        put_frame(f, frames[i], pcs[i], &info[i]);
-    }
+    for (size_t i = 0; i < depth; i++)
+        if (fresh[i]) put_frame(f, frames[i], pcs[i], &info[i]);
     gpufl_buf_t *b = gpufl__writer_record(f, "stack");
     gpufl__buf_kv_i64(b, "id", id);
     gpufl__buf_key(b, "frames");

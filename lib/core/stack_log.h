@@ -13,6 +13,7 @@
 #ifndef GPUFL_CORE_STACK_LOG_H
 #define GPUFL_CORE_STACK_LOG_H
 
+#include "core/idmap.h"
 #include "core/stacks.h"
 #include "core/symbols.h"
 #include "core/writer.h"
@@ -27,12 +28,10 @@ typedef struct gpufl_stack_log {
     int symbols_tried;
     uint8_t *written; /* by stack id: 1 once its record is written */
     size_t written_cap;
-    uintptr_t *frame_pcs; /* open addressing: pc -> frame id (frame_ids) */
-    uint32_t *frame_ids;
-    size_t frame_slots, frames; /* slots (a power of two) and frame ids given */
-    size_t frames_in_table;     /* pcs in the table now */
-    uint64_t lost_seen;         /* the writer's batches_lost when last looked at */
-    uint64_t rewrites;          /* times lost lines made everything be written again */
+    gpufl_idmap_t frame_ids; /* pc -> frame id */
+    size_t frames;           /* frame ids given */
+    uint64_t lost_seen;      /* the writer's batches_lost when last looked at */
+    uint64_t rewrites;       /* times lost lines made everything be written again */
     uint64_t stacks_written;
     char note[320]; /* how stacks are walked and described, when degraded; "" when not */
 } gpufl_stack_log_t;

@@ -1,0 +1,29 @@
+/*
+ * idmap.h - a map from uint64 keys (never 0) to size_t values, open
+ * addressing, grown to keep its load under 3/4. Used for the ids of a
+ * session's records (dict, scopes, configs, stacks) and the code addresses
+ * of CPU stacks. Not thread-safe.
+ */
+#ifndef GPUFL_CORE_IDMAP_H
+#define GPUFL_CORE_IDMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gpufl_idmap {
+    uint64_t *keys; /* 0 marks an empty slot */
+    size_t *values;
+    size_t slots; /* a power of two, or 0 */
+    size_t count;
+} gpufl_idmap_t;
+
+void gpufl__idmap_init(gpufl_idmap_t *m);
+void gpufl__idmap_fini(gpufl_idmap_t *m);
+/* Inserts key (> 0) or, when present, leaves it and reports the old value in
+ * *existing (when not NULL). Returns 0 inserted, 1 already there,
+ * GPUFL_EINVAL for key 0, GPUFL_ENOMEM. */
+int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *existing);
+/* Returns 1 and sets *value when key is present, else 0. */
+int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value);
+
+#endif
