@@ -19,7 +19,7 @@ typedef enum gpufl_option_source {
     GPUFL_FROM_CODE = 3
 } gpufl_option_source_t;
 
-enum { GPUFL_OPTION_COUNT = 25 };
+enum { GPUFL_OPTION_COUNT = 26 };
 
 typedef struct gpufl_settings {
     /* Every string is owned (heap) and never NULL. */
@@ -33,6 +33,7 @@ typedef struct gpufl_settings {
     int flush_logs_always, enable_debug_output, enabled;
     int64_t ring_capacity_records, memory_cap_bytes, log_rotate_bytes;
     int flush_interval_ms;
+    int pc_sampling_period;
 
     int disabled_by_env;                      /* GPUFL_DISABLED was truthy */
     unsigned char source[GPUFL_OPTION_COUNT]; /* gpufl_option_source_t per option */

@@ -147,6 +147,7 @@ typedef struct backend_state {
     char why[256];         /* why NVML is off, when it is */
     gpufl_engine_t engine; /* the engine that runs */
     char trace_why[256];   /* why CUPTI tracing is off, when it is */
+    char pcs_why[256];     /* why PC sampling is off when it was asked for */
 } backend_state_t;
 
 /* Says what runs and, for what does not, why. This release has the host
@@ -163,11 +164,18 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
     put_feature(b, "host_metrics", host_ok, host_ok ? NULL : "cannot read /proc");
     put_feature(b, "nvml", be->running == GPUFL_BACKEND_NVIDIA,
                 be->running == GPUFL_BACKEND_NVIDIA ? NULL : be->why);
-    put_feature(b, "cupti_trace", be->engine == GPUFL_ENGINE_TRACE,
-                be->engine == GPUFL_ENGINE_TRACE ? NULL : be->trace_why);
+    int tracing = be->engine >= GPUFL_ENGINE_TRACE;
+    put_feature(b, "cupti_trace", tracing, tracing ? NULL : be->trace_why);
+    int sampling = be->engine == GPUFL_ENGINE_PC_SAMPLING;
+    put_feature(b, "pc_sampling", sampling,
+                sampling ? NULL
+                : s->profiling_engine != GPUFL_ENGINE_PC_SAMPLING &&
+                        s->profiling_engine != GPUFL_ENGINE_DEEP
+                    ? "needs engine PcSampling or Deep"
+                : be->pcs_why[0] ? be->pcs_why
+                                 : be->trace_why);
 #if GPUFL_HAVE_CUPTI
     /* Theoretical occupancy needs libcuda besides CUPTI. */
-    int tracing = be->engine == GPUFL_ENGINE_TRACE;
     int occupancy = tracing && g.trace.cuda != NULL;
     put_feature(b, "occupancy", occupancy,
                 occupancy  ? NULL
@@ -183,10 +191,19 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
     gpufl__buf_putc(b, '}');
     gpufl__writer_end_record(f);
 
-    if (s->profiling_engine > GPUFL_ENGINE_TRACE && be->engine == GPUFL_ENGINE_TRACE)
+    gpufl_engine_t asked = s->profiling_engine;
+    if (asked == be->engine) return;
+    if (asked == GPUFL_ENGINE_DEEP && be->engine == GPUFL_ENGINE_PC_SAMPLING)
+        gpufl__warn(
+            "profiling engine Deep: its SASS metrics are not built yet; running PcSampling");
+    else if (asked >= GPUFL_ENGINE_PC_SAMPLING && be->engine == GPUFL_ENGINE_TRACE &&
+             be->pcs_why[0])
+        gpufl__warn("profiling engine %s: PC sampling cannot run: %s; running Trace",
+                    gpufl_engine_name(asked), be->pcs_why);
+    else if (asked > GPUFL_ENGINE_TRACE && be->engine == GPUFL_ENGINE_TRACE)
         gpufl__warn("profiling engine %s is not built yet; running Trace",
-                    gpufl_engine_name(s->profiling_engine));
-    else if (s->profiling_engine != be->engine)
+                    gpufl_engine_name(asked));
+    else
         gpufl__warn("profiling engine %s: %s; running %s", gpufl_engine_name(s->profiling_engine),
                     be->trace_why, gpufl_engine_name(be->engine));
 }
@@ -210,6 +227,10 @@ static void start_trace(const gpufl_settings_t *s, backend_state_t *be, gpufl_so
                                  source) == 0) {
         be->engine = GPUFL_ENGINE_TRACE;
         *have_source = 1;
+        if (g.trace.pcs != NULL)
+            be->engine = GPUFL_ENGINE_PC_SAMPLING;
+        else if (g.trace.pcs_why[0])
+            snprintf(be->pcs_why, sizeof be->pcs_why, "%s", g.trace.pcs_why);
     }
 #else
     (void)source;

@@ -12,6 +12,7 @@
 
 #include <cupti.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -39,6 +40,7 @@ typedef struct cupti_fns {
     __typeof__(cuptiSubscribe) *subscribe;
     __typeof__(cuptiUnsubscribe) *unsubscribe;
     __typeof__(cuptiEnableCallback) *enable_callback;
+    __typeof__(cuptiEnableDomain) *enable_domain;
     __typeof__(cuptiGetCallbackName) *callback_name;
     __typeof__(cuptiActivityPushExternalCorrelationId) *push_external;
     __typeof__(cuptiActivityPopExternalCorrelationId) *pop_external;
@@ -192,6 +194,7 @@ static int load_symbols(gpufl_cupti_t *c, char *why, size_t why_size) {
         SYM(subscribe, "cuptiSubscribe"),
         SYM(unsubscribe, "cuptiUnsubscribe"),
         SYM(enable_callback, "cuptiEnableCallback"),
+        SYM(enable_domain, "cuptiEnableDomain"),
         SYM(callback_name, "cuptiGetCallbackName"),
         SYM(push_external, "cuptiActivityPushExternalCorrelationId"),
         SYM(pop_external, "cuptiActivityPopExternalCorrelationId"),
@@ -813,6 +816,27 @@ void gpufl__cupti_after_fork_child(void) {
 }
 
 int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c) { return c ? c->callbacks_enabled : 0; }
+
+int gpufl__cupti_enable_resource(gpufl_cupti_t *c, char *why, size_t why_size) {
+    if (c->subscriber == NULL) {
+        snprintf(why, why_size, "resource callbacks: not subscribed");
+        return GPUFL_EINVAL;
+    }
+    if (c->fn.enable_domain == NULL) {
+        snprintf(why, why_size, "resource callbacks: %s lacks cuptiEnableDomain", c->dl.name);
+        return GPUFL_ENOTSUP;
+    }
+    CUptiResult r = c->fn.enable_domain(1, c->subscriber, CUPTI_CB_DOMAIN_RESOURCE);
+    if (r != CUPTI_SUCCESS) {
+        describe(c, r, "resource callbacks", why, why_size);
+        return GPUFL_ENOTSUP;
+    }
+    return 0;
+}
+
+void *gpufl__cupti_symbol(const gpufl_cupti_t *c, const char *name) {
+    return c && c->dl.handle ? dlsym(c->dl.handle, name) : NULL;
+}
 
 /* CUPTI has no peek: the id is popped and pushed straight back, on the
  * calling thread's own stack. */

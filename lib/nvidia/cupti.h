@@ -244,6 +244,14 @@ void gpufl__cupti_unsubscribe(gpufl_cupti_t *c);
  * (their threads and locks are not the child's). */
 void gpufl__cupti_after_fork_child(void);
 
+/* Adds CUPTI's resource domain (contexts and modules coming and going) to
+ * the subscription: its callbacks reach the subscriber's function with
+ * domain CUPTI_CB_DOMAIN_RESOURCE and a CUpti_ResourceData. Returns 0, or
+ * an error with a one-line reason. */
+int gpufl__cupti_enable_resource(gpufl_cupti_t *c, char *why, size_t why_size);
+/* A function of the opened library by name (for the engines above Trace,
+ * which resolve their own APIs); NULL when absent. */
+void *gpufl__cupti_symbol(const gpufl_cupti_t *c, const char *name);
 /* The callbacks enabled by subscribe. */
 int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c);
 

@@ -85,6 +85,8 @@ struct gpufl_launch {
 
     /* Rows made on application threads, waiting for the collector. */
     row_queue_t graphs, syncs;
+
+    _Atomic(const gpufl_launch_hooks_t *) hooks; /* an engine above Trace; NULL none */
 };
 
 #define SLOTS (2 * GPUFL_LAUNCH_CONFIGS_MAX)
@@ -155,6 +157,8 @@ typedef struct thread_state {
     uint64_t external_generation; /* of the module the two counts below are for */
     uint32_t external_empty;      /* launches in a row with no external id found */
     uint32_t external_skipped;    /* launches not looked at since the last look */
+    void *seen_context;           /* the context of this thread's last launch */
+    uint64_t seen_generation;     /* of the module that saw it */
     cached_t cache[CACHE];
 } thread_state_t;
 
@@ -439,9 +443,25 @@ static int external_id(gpufl_launch_t *l, thread_state_t *state, uint32_t *kind,
     return 0;
 }
 
+/* The first launch this thread makes on a context (per module): the
+ * hooks hear of it, so that contexts made before the session are found. */
+static void see_context(gpufl_launch_t *l, thread_state_t *state, void *context) {
+    const gpufl_launch_hooks_t *h = atomic_load_explicit(&l->hooks, memory_order_acquire);
+    if (h == NULL || h->context_seen == NULL || state == NULL || context == NULL) return;
+    if (state->seen_context == context && state->seen_generation == l->generation) return;
+    state->seen_context = context; /* first: the hook's own calls must not come back here */
+    state->seen_generation = l->generation;
+    h->context_seen(h->user, context);
+}
+
 static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     const CUpti_CallbackData *cb = data;
     gpufl_launch_t *l = user;
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        const gpufl_launch_hooks_t *h = atomic_load_explicit(&l->hooks, memory_order_acquire);
+        if (h != NULL && h->resource != NULL) h->resource(h->user, cbid, data);
+        return;
+    }
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= CBIDS) return;
     enum call_kind kind = (enum call_kind)l->kind[cbid];
     if (kind == CALL_NONE) return;
@@ -464,6 +484,7 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     int launches = kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX || kind == CALL_LAUNCH_ANY ||
                    kind == CALL_GRAPH;
     thread_state_t *state = launches ? thread_state() : NULL;
+    if (launches) see_context(l, state, cb->context);
     if (kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX) config = launch_config(l, state, kind, cb);
     if (kind == CALL_GRAPH && (l->flags & GPUFL_LAUNCH_GRAPHS)) queue_graph(l, cb, scope);
     uint32_t k;
@@ -593,6 +614,10 @@ int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *c
     l->subscribed = 1;
     *out = l;
     return 0;
+}
+
+void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hooks) {
+    atomic_store_explicit(&l->hooks, hooks, memory_order_release);
 }
 
 void gpufl__launch_destroy(gpufl_launch_t *l) {

@@ -139,4 +139,17 @@ size_t gpufl__launch_take_syncs(gpufl_launch_t *l, const gpufl_sync_call_t **row
 
 void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out);
 
+/* What an engine above Trace hears from the callbacks, on application
+ * threads inside CUPTI's callbacks: resource callbacks (contexts and
+ * modules created and destroyed; gpufl__cupti_enable_resource turns them on)
+ * and the first kernel launch a thread makes on each context, which finds
+ * contexts created before the session. The hooks stay valid until
+ * gpufl__launch_destroy; set them once, before the callbacks matter. */
+typedef struct gpufl_launch_hooks {
+    void (*resource)(void *user, uint32_t cbid, const void *resource_data);
+    void (*context_seen)(void *user, void *context);
+    void *user;
+} gpufl_launch_hooks_t;
+void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hooks);
+
 #endif

@@ -365,11 +365,13 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
         t->next_flush_ns = now_ns + t->flush_every_ns;
     }
     gpufl__cupti_drain(t->cupti, &sink, t);
+    gpufl__pcs_poll(t->pcs, now_ns);
 }
 
 static void flush(gpufl_collector_t *c, void *self) {
     (void)c;
     encode_all(self);
+    gpufl__pcs_flush(((gpufl_trace_source_t *)self)->pcs);
 }
 
 /* The session's totals: what was traced and what was lost. */
@@ -419,6 +421,7 @@ static void write_stats(gpufl_trace_source_t *t) {
 static void finish(gpufl_collector_t *c, void *self) {
     gpufl_trace_source_t *t = self;
     (void)c;
+    gpufl__pcs_finish(t->pcs);
     gpufl__cupti_stop(t->cupti, &sink, t);
     encode_all(t);
     write_stats(t);
@@ -430,6 +433,20 @@ static void open_cuda(gpufl_trace_source_t *t) {
         t->cuda = NULL;
         gpufl__debug("trace: no occupancy: %s", t->occupancy_why);
     }
+}
+
+/* The PcSampling engine on top of Trace; when it cannot run, Trace goes on
+ * and pcs_why says why. */
+static void start_pc_sampling(gpufl_trace_source_t *t, const gpufl_settings_t *settings) {
+    gpufl_pcs_config_t cfg = {settings->pc_sampling_period,
+                              (int64_t)settings->flush_interval_ms * 1000000, 1};
+    if (gpufl__pcs_create(t->cupti, t->collector, &cfg, &t->pcs, t->pcs_why, sizeof t->pcs_why) ||
+        gpufl__cupti_enable_resource(t->cupti, t->pcs_why, sizeof t->pcs_why)) {
+        gpufl__pcs_destroy(t->pcs);
+        t->pcs = NULL;
+        return;
+    }
+    gpufl__launch_set_hooks(t->launch, gpufl__pcs_hooks(t->pcs));
 }
 
 int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
@@ -481,6 +498,9 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (rc) goto explain;
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
+    if (settings->profiling_engine == GPUFL_ENGINE_PC_SAMPLING ||
+        settings->profiling_engine == GPUFL_ENGINE_DEEP)
+        start_pc_sampling(t, settings);
     *source = (gpufl_source_t){"cupti", t, poll, NULL, flush, finish};
     return 0;
 explain:
@@ -498,6 +518,8 @@ fail:
 void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
+    gpufl__pcs_destroy(t->pcs); /* after the callbacks stopped */
+    t->pcs = NULL;
     gpufl__cupti_close(t->cupti);
     t->cupti = NULL;
     gpufl__cuda_close(t->cuda);

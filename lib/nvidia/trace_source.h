@@ -16,6 +16,7 @@
 #include "nvidia/cuda.h"
 #include "nvidia/cupti.h"
 #include "nvidia/launch.h"
+#include "nvidia/pc_sampling.h"
 
 /* Counts of a session's Trace records, written as trace_stats at its end. */
 typedef struct gpufl_trace_counts {
@@ -39,6 +40,8 @@ typedef struct gpufl_trace_source {
     char occupancy_why[160]; /* why there is no occupancy, "" when there is */
     int stacks_on;           /* enable_stack_trace: stacks captured and written */
     gpufl_stack_log_t stack_log;
+    gpufl_pcs_t *pcs;  /* owned; the PcSampling engine, NULL when it does not run */
+    char pcs_why[240]; /* why it does not, "" when it does or was not asked for */
 } gpufl_trace_source_t;
 
 /* Loads and starts CUPTI for the settings' options. Returns 0 and fills

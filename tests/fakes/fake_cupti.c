@@ -564,6 +564,8 @@ static CUpti_CallbackFunc subscriber_fn;
 static void *subscriber_user;
 static int subscribed;
 static unsigned char callback_on[CBIDS_MAX];
+static int resource_on;           /* the resource domain is enabled */
+static CUcontext current_context; /* what launch callbacks carry as their context */
 static uint32_t next_correlation = 1000;
 static __thread uint64_t external_stack[EXTERNAL_KINDS][EXTERNAL_DEPTH];
 static __thread int external_depth[EXTERNAL_KINDS];
@@ -625,6 +627,7 @@ EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
         subscribed = 0;
         subscriber_fn = NULL;
         memset(callback_on, 0, sizeof callback_on);
+        resource_on = 0;
         r = CUPTI_SUCCESS;
     }
     pthread_mutex_unlock(&lock);
@@ -639,6 +642,19 @@ EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s
     CUptiResult r = CUPTI_ERROR_INVALID_PARAMETER;
     if (subscribed && subscriber == (CUpti_SubscriberHandle)&subscribed) {
         callback_on[cbid] = enable != 0;
+        r = CUPTI_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                     CUpti_CallbackDomain domain) {
+    if (domain != CUPTI_CB_DOMAIN_RESOURCE) return CUPTI_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&lock);
+    CUptiResult r = CUPTI_ERROR_INVALID_PARAMETER;
+    if (subscribed && subscriber == (CUpti_SubscriberHandle)&subscribed) {
+        resource_on = enable != 0;
         r = CUPTI_SUCCESS;
     }
     pthread_mutex_unlock(&lock);
@@ -689,6 +705,8 @@ EXPORT uint32_t fake_cupti_call_late(uint32_t cbid, const void *params, const ch
                                      void (*between)(void *), void *arg);
 EXPORT int fake_cupti_add_record(const char *json);
 EXPORT int fake_cupti_callbacks_on(void);
+EXPORT void fake_cupti_set_context(CUcontext context);
+EXPORT int fake_cupti_resource(uint32_t cbid, CUcontext context, const void *cubin, size_t size);
 
 /* The subscriber's function when it enabled cbid, else NULL. */
 static CUpti_CallbackFunc subscriber_of(uint32_t cbid, void **user) {
@@ -718,7 +736,8 @@ static void callback(CUpti_CallbackFunc fn, void *user, uint32_t cbid, const voi
                                .functionName = name,
                                .functionParams = params,
                                .correlationId = correlation,
-                               .symbolName = symbol};
+                               .symbolName = symbol,
+                               .context = current_context};
     fn(user, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
 }
 
@@ -777,6 +796,28 @@ int fake_cupti_add_record(const char *json) {
     pthread_mutex_unlock(&lock);
     json_decref(o);
     return rc;
+}
+
+/* The context the next driver calls are made on (NULL: none). */
+void fake_cupti_set_context(CUcontext context) {
+    pthread_mutex_lock(&lock);
+    current_context = context;
+    pthread_mutex_unlock(&lock);
+}
+
+/* A resource callback (context or module created or destroyed) on the
+ * calling thread, when the subscriber enabled the domain. Returns 1 when
+ * delivered. */
+int fake_cupti_resource(uint32_t cbid, CUcontext context, const void *cubin, size_t size) {
+    pthread_mutex_lock(&lock);
+    CUpti_CallbackFunc fn = subscribed && resource_on ? subscriber_fn : NULL;
+    void *user = subscriber_user;
+    pthread_mutex_unlock(&lock);
+    if (fn == NULL) return 0;
+    CUpti_ModuleResourceData module = {.moduleId = 1, .cubinSize = size, .pCubin = cubin};
+    CUpti_ResourceData data = {.context = context, .resourceDescriptor = cubin ? &module : NULL};
+    fn(user, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+    return 1;
 }
 
 int fake_cupti_callbacks_on(void) {

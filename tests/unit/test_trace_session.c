@@ -6,7 +6,10 @@
  * threads at once, work from before init), kernel configurations with
  * occupancy, demangled names, external correlation ids, graph launches,
  * allocations, sync capture switched off, no libcuda, and another CUPTI
- * client already present.
+ * client already present. The PcSampling engine on top: contexts found at
+ * creation and at a first launch, samples drained into windows, the
+ * reasons that are not stall reasons left out, a full hardware buffer, a
+ * refused enable and a CUPTI without the PC Sampling API.
  */
 #include "test_util.h"
 
@@ -16,6 +19,7 @@
 
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -41,6 +45,15 @@ static struct {
     CUfunction (*function)(int regs, int static_smem, int local, int max_threads,
                            int driver_blocks);
     CUkernel (*kernel)(CUfunction function);
+    void (*set_context)(CUcontext context);
+    int (*resource)(uint32_t cbid, CUcontext context, const void *cubin, size_t size);
+    int (*pcs_add)(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc, uint32_t reason,
+                   uint32_t samples);
+    void (*pcs_count)(CUcontext ctx, uint64_t non_user, uint64_t dropped);
+    void (*pcs_buffer_full)(CUcontext ctx, int full);
+    void (*pcs_enable_error)(CUptiResult r);
+    int (*pcs_state)(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables, int *disables);
+    void (*pcs_reset)(void);
 } fake;
 
 static void resolve(void *handle, const char *name, void *slot) {
@@ -63,6 +76,14 @@ static int setup(void **state) {
     resolve(cupti, "cuptiUnsubscribe", &fake.unsubscribe);
     resolve(cupti, "cuptiActivityPushExternalCorrelationId", &fake.push_external);
     resolve(cupti, "cuptiActivityPopExternalCorrelationId", &fake.pop_external);
+    resolve(cupti, "fake_cupti_set_context", &fake.set_context);
+    resolve(cupti, "fake_cupti_resource", &fake.resource);
+    resolve(cupti, "fake_cupti_pcs_add", &fake.pcs_add);
+    resolve(cupti, "fake_cupti_pcs_count", &fake.pcs_count);
+    resolve(cupti, "fake_cupti_pcs_buffer_full", &fake.pcs_buffer_full);
+    resolve(cupti, "fake_cupti_pcs_enable_error", &fake.pcs_enable_error);
+    resolve(cupti, "fake_cupti_pcs_state", &fake.pcs_state);
+    resolve(cupti, "fake_cupti_pcs_reset", &fake.pcs_reset);
     resolve(cuda, "fake_cuda_function", &fake.function);
     resolve(cuda, "fake_cuda_kernel", &fake.kernel);
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
@@ -931,6 +952,294 @@ static void configurations_past_the_cap(void **state) {
     free_session(&s);
 }
 
+/* ---------------------------------------------------------------------- */
+/* PcSampling                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* The fake's stall reason indices (fake_cupti_pcs.c). */
+enum {
+    R_TOTAL = 0,
+    R_DROPPED = 1,
+    R_LONG_SB = 2,
+    R_LONG_SB_NOT_ISSUED = 3,
+    R_MATH = 4,
+    R_SELECTED = 5
+};
+#define CTX_A ((CUcontext)(uintptr_t)0x1234)
+#define CTX_B ((CUcontext)(uintptr_t)0x2345)
+
+static gpufl_options_t pcs_options(const char *name) {
+    gpufl_options_t o = trace_options(name);
+    o.profiling_engine = GPUFL_ENGINE_PC_SAMPLING;
+    return o;
+}
+
+/* Lets the collector pass a window or two (flush_interval_ms is short). */
+static void let_collector_run(void) {
+    struct timespec t = {0, 60 * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* The `pc_sampling` record of context id, or NULL. */
+static json_t *pcs_record(const session_t *s, int64_t context) {
+    for (size_t i = 0; i < s->device.n; i++) {
+        json_t *j = s->device.v[i];
+        if (strcmp(tu_type(j), "pc_sampling") == 0 &&
+            json_integer_value(json_object_get(j, "context")) == context)
+            return j;
+    }
+    return NULL;
+}
+
+/* Sums pc_sample samples of a context; with reason and function not NULL,
+ * only those (names as in the dict). */
+static int64_t samples_of(const session_t *s, int64_t context, const char *reason,
+                          const char *function) {
+    int64_t sum = 0;
+    for (size_t i = 0; i < s->device.n; i++) {
+        json_t *j = s->device.v[i];
+        if (strcmp(tu_type(j), "pc_sample") != 0) continue;
+        json_t *ctx = json_object_get(j, "context"), *n = json_object_get(j, "samples");
+        json_t *r = json_object_get(j, "reason"), *f = json_object_get(j, "function");
+        for (size_t k = 0; k < json_array_size(n); k++) {
+            if (json_integer_value(json_array_get(ctx, k)) != context) continue;
+            if (reason &&
+                strcmp(tu_dict(&s->device, json_integer_value(json_array_get(r, k))), reason) != 0)
+                continue;
+            if (function && strcmp(tu_dict(&s->device, json_integer_value(json_array_get(f, k))),
+                                   function) != 0)
+                continue;
+            sum += json_integer_value(json_array_get(n, k));
+        }
+    }
+    return sum;
+}
+
+/* Sums a pc_window column over a context's rows. */
+static int64_t window_sum(const session_t *s, int64_t context, const char *col) {
+    size_t n, m;
+    int64_t *ctx = tu_column(&s->device, "pc_window", "context", &n);
+    int64_t *v = tu_column(&s->device, "pc_window", col, &m);
+    int64_t sum = 0;
+    for (size_t i = 0; i < n && i < m; i++)
+        if (ctx[i] == context) sum += v[i];
+    free(ctx);
+    free(v);
+    return sum;
+}
+
+static int64_t pcs_stat(const session_t *s, const char *key) {
+    json_t *t = tu_first(&s->device, "pc_sampling_stats");
+    assert_non_null(t);
+    return json_integer_value(json_object_get(t, key));
+}
+
+#define LONG_SB "smsp__pcsamp_warps_issue_stalled_long_scoreboard"
+#define MATH    "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"
+
+/* A context that existed before init is found at its first launch (late),
+ * one created during the session at its creation; samples of both are
+ * drained while the program runs, windowed, and accounted for. */
+static void pc_samples_of_two_contexts(void **state) {
+    (void)state;
+    fake.pcs_reset();
+    gpufl_options_t o = pcs_options("pcs_two_contexts");
+    o.flush_interval_ms = 10;
+    o.pc_sampling_period = 14;
+    start(&o);
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    fake.set_context(CTX_A);
+    launch(f, "_Z4axpyPf", 256, 0); /* CTX_A is seen here */
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 500), 0);
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB_NOT_ISSUED, 400), 0);
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_SELECTED, 100), 0);
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x20, R_MATH, 200), 0);
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x30, R_TOTAL, 999), 0);
+    fake.pcs_count(CTX_A, 30, 0);
+    let_collector_run();
+    /* Later samples of the same PC go to a later window. */
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 50), 0);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_B, NULL, 0), 1);
+    assert_int_equal(fake.pcs_add(CTX_B, 0xdef, "plain_c_kernel", 0x40, R_MATH, 70), 0);
+    let_collector_run();
+    fake.set_context(NULL);
+    stop();
+
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "PcSampling");
+    json_t *feature = json_object_get(json_object_get(caps, "features"), "pc_sampling");
+    assert_true(json_is_true(json_object_get(feature, "on")));
+
+    json_t *a = pcs_record(&d, 0x1234), *b = pcs_record(&d, 0x2345);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(json_is_true(json_object_get(a, "late")));
+    assert_true(json_is_false(json_object_get(b, "late")));
+    assert_int_equal(json_integer_value(json_object_get(a, "period")), 14);
+    assert_string_equal(json_string_value(json_object_get(a, "mode")), "continuous");
+    assert_int_equal(json_integer_value(json_object_get(a, "worker_sleep_ms")), 100);
+    /* Only the plain reasons: no total, no dropped count, no _not_issued twin. */
+    json_t *reasons = json_object_get(a, "reasons");
+    assert_int_equal(json_array_size(reasons), 3);
+    for (size_t i = 0; i < json_array_size(reasons); i++) {
+        const char *r = json_string_value(json_array_get(reasons, i));
+        assert_null(strstr(r, "not_issued"));
+        assert_null(strstr(r, "sample_count"));
+        assert_null(strstr(r, "dropped"));
+    }
+
+    assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4axpyPf"), 550);
+    assert_int_equal(samples_of(&d, 0x1234, MATH, NULL), 200);
+    assert_int_equal(samples_of(&d, 0x1234, NULL, NULL), 850);
+    assert_int_equal(samples_of(&d, 0x2345, MATH, "plain_c_kernel"), 70);
+    /* The two batches of PC 0x10 were drained in different windows. */
+    size_t rows;
+    int64_t *t0 = tu_column(&d.device, "pc_sample", "t0_ns", &rows);
+    int64_t *t1 = tu_column(&d.device, "pc_sample", "t1_ns", &rows);
+    int windows_seen = 0;
+    for (size_t i = 0; i < rows; i++) {
+        assert_true(t0[i] <= t1[i]);
+        if (i > 0 && t0[i] != t0[0]) windows_seen = 1;
+    }
+    assert_true(windows_seen);
+    free(t0);
+    free(t1);
+
+    /* Every sample CUPTI counted is accounted for. */
+    assert_int_equal(window_sum(&d, 0x1234, "samples"), 850 + 30);
+    assert_int_equal(window_sum(&d, 0x1234, "recorded"), 850);
+    assert_int_equal(window_sum(&d, 0x1234, "non_user"), 30);
+    assert_int_equal(window_sum(&d, 0x1234, "buffer_full"), 0);
+    assert_int_equal(pcs_stat(&d, "contexts"), 2);
+    assert_int_equal(pcs_stat(&d, "recorded"), 920);
+    assert_int_equal(pcs_stat(&d, "samples"), 950);
+    assert_int_equal(pcs_stat(&d, "functions"), 2);
+    assert_int_equal(pcs_stat(&d, "errors"), 0);
+    free_session(&d);
+
+    /* CUPTI was set up as the engine wants it, and let go at the end. */
+    uint32_t period, mode;
+    int enables, disables;
+    assert_true(fake.pcs_state(CTX_A, &period, &mode, &enables, &disables));
+    assert_int_equal(period, 14);
+    assert_int_equal(mode, CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
+    assert_int_equal(enables, 1);
+    assert_int_equal(disables, 1);
+}
+
+/* Samples CUPTI still holds when a context goes are taken before it goes;
+ * a PC that never reached a GetData comes back through the disable buffer. */
+static void pc_samples_of_a_destroyed_context(void **state) {
+    (void)state;
+    fake.pcs_reset();
+    gpufl_options_t o = pcs_options("pcs_destroyed");
+    o.flush_interval_ms = 60000; /* nothing drained by the collector before the end */
+    start(&o);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_B, NULL, 0), 1);
+    assert_int_equal(fake.pcs_add(CTX_B, 0xdef, "k", 0x40, R_LONG_SB, 7), 0);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CTX_B, NULL, 0),
+                     1);
+    stop();
+    session_t d = read_session();
+    assert_int_equal(samples_of(&d, 0x2345, LONG_SB, "k"), 7);
+    assert_int_equal(pcs_stat(&d, "recorded"), 7);
+    free_session(&d);
+    uint32_t period, mode;
+    int enables, disables;
+    assert_true(fake.pcs_state(CTX_B, &period, &mode, &enables, &disables));
+    assert_int_equal(period, 16); /* the default */
+    assert_int_equal(disables, 1);
+}
+
+/* CUPTI's hardware buffer full: a loss no counter of CUPTI shows. It is
+ * counted per window, warned about once and written as an event. */
+static void pc_sampling_buffer_full(void **state) {
+    (void)state;
+    fake.pcs_reset();
+    gpufl_options_t o = pcs_options("pcs_buffer_full");
+    o.flush_interval_ms = 10;
+    start(&o);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    fake.pcs_buffer_full(CTX_A, 1);
+    let_collector_run();
+    stop();
+    assert_non_null(strstr(capture.last, "hardware buffer was full"));
+    session_t d = read_session();
+    assert_true(window_sum(&d, 0x1234, "buffer_full") > 0);
+    assert_true(pcs_stat(&d, "buffer_full") > 0);
+    int events = 0;
+    for (size_t i = 0; i < d.device.n; i++) {
+        json_t *j = d.device.v[i];
+        if (strcmp(tu_type(j), "event") == 0 &&
+            strcmp(json_string_value(json_object_get(j, "code")), "pc_buffer_full") == 0)
+            events++;
+    }
+    assert_int_equal(events, 1);
+    free_session(&d);
+}
+
+/* A context CUPTI will not sample (another profiler holds the hardware,
+ * say): the record says why, the warning too, and Trace goes on. */
+static void pc_sampling_refused(void **state) {
+    (void)state;
+    fake.pcs_reset();
+    fake.pcs_enable_error(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
+    gpufl_options_t o = pcs_options("pcs_refused");
+    start(&o);
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    fake.set_context(CTX_A);
+    uint32_t corr = launch(f, "k", 256, 0);
+    fake.set_context(NULL);
+    stop();
+    fake.pcs_enable_error(CUPTI_SUCCESS);
+    assert_non_null(strstr(capture.last, "not sampling context"));
+    session_t d = read_session();
+    json_t *a = pcs_record(&d, 0x1234);
+    assert_non_null(a);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(a, "error")), "cuptiPCSamplingEnable"));
+    assert_null(json_object_get(a, "period"));
+    assert_true(has_row(&d, "kernel", corr));
+    assert_int_equal(pcs_stat(&d, "contexts"), 0);
+    assert_int_equal(pcs_stat(&d, "errors"), 1);
+    free_session(&d);
+}
+
+/* A CUPTI without the PC Sampling API: Trace runs and says why; Deep
+ * (whose SASS metrics are not built) degrades to PcSampling. */
+static void pc_sampling_unavailable_and_deep(void **state) {
+    (void)state;
+    setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_OLD_PATH, 1);
+    gpufl_options_t o = pcs_options("pcs_unavailable");
+    start(&o);
+    stop();
+    setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
+    assert_non_null(strstr(capture.last, "PC sampling cannot run"));
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Trace");
+    json_t *feature = json_object_get(json_object_get(caps, "features"), "pc_sampling");
+    assert_true(json_is_false(json_object_get(feature, "on")));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(feature, "why")), "cuptiPCSamplingEnable"));
+    assert_null(tu_first(&d.device, "pc_sampling_stats"));
+    free_session(&d);
+
+    fake.pcs_reset();
+    gpufl_options_t deep = pcs_options("pcs_deep");
+    deep.profiling_engine = GPUFL_ENGINE_DEEP;
+    start(&deep);
+    stop();
+    assert_non_null(strstr(capture.last, "Deep"));
+    assert_non_null(strstr(capture.last, "running PcSampling"));
+    d = read_session();
+    caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine_requested")), "Deep");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "PcSampling");
+    free_session(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rows_carry_the_scope_of_their_launch),
@@ -950,6 +1259,11 @@ int main(void) {
         cmocka_unit_test(launch_with_an_impossible_block),
         cmocka_unit_test(configurations_past_the_cap),
         cmocka_unit_test(stacks_name_the_sync_line),
+        cmocka_unit_test(pc_samples_of_two_contexts),
+        cmocka_unit_test(pc_samples_of_a_destroyed_context),
+        cmocka_unit_test(pc_sampling_buffer_full),
+        cmocka_unit_test(pc_sampling_refused),
+        cmocka_unit_test(pc_sampling_unavailable_and_deep),
     };
     return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
 }

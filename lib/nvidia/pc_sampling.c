@@ -1,0 +1,880 @@
+/*
+ * pc_sampling.c - the PcSampling engine (see pc_sampling.h): per-context
+ * enable and configuration, periodic GetData on the collector thread, a
+ * window table of (function, PC, reason) -> samples written as pc_sample
+ * rows, and the accounting of every sample in pc_window rows.
+ *
+ * Why these settings (measured on an H100, docs/design/pc-sampling.md):
+ * period 2^16 cycles per SM keeps every sample in continuous collection
+ * (CUPTI's own default, 2^11, filled its hardware buffer within 1.6 s and
+ * lost data without counting it as dropped); GetData every 20 ms; only the
+ * plain stall reasons are kept, since CUPTI also lists a total, a dropped
+ * count and a `_not_issued` twin of each reason.
+ */
+#include "nvidia/pc_sampling.h"
+
+#include "core/clock.h"
+#include "core/demangle.h"
+#include "core/error.h"
+#include "core/idmap.h"
+#include "core/log.h"
+
+#include <cupti.h>
+#include <cupti_pcsampling.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COLLECT_PCS 2048 /* PC records per GetData call */
+#define DRAIN_LOOPS 64   /* GetData calls per drain at most (2048 PCs each) */
+#define NAME_BYTES  CUPTI_STALL_REASON_STRING_SIZE
+
+typedef struct pcs_fn {
+    CUptiResult (*enable)(CUpti_PCSamplingEnableParams *);
+    CUptiResult (*disable)(CUpti_PCSamplingDisableParams *);
+    CUptiResult (*get_data)(CUpti_PCSamplingGetDataParams *);
+    CUptiResult (*num_reasons)(CUpti_PCSamplingGetNumStallReasonsParams *);
+    CUptiResult (*reasons)(CUpti_PCSamplingGetStallReasonsParams *);
+    CUptiResult (*set_attr)(CUpti_PCSamplingConfigurationInfoParams *);
+    CUptiResult (*get_attr)(CUpti_PCSamplingConfigurationInfoParams *);
+    CUptiResult (*context_id)(CUcontext, uint32_t *);
+    CUptiResult (*device_id)(CUcontext, uint32_t *);
+    CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
+    CUptiResult (*result_string)(CUptiResult, const char **);
+} pcs_fn_t;
+
+/* Counters of one window (or of the session, for the totals). */
+typedef struct pcs_counts {
+    uint64_t drains, samples, recorded, non_user, dropped, buffer_full;
+} pcs_counts_t;
+
+enum ctx_state { CTX_FREE = 0, CTX_ON, CTX_FAILED, CTX_GONE };
+
+typedef struct pcs_ctx {
+    CUcontext ctx;
+    enum ctx_state state;
+    uint32_t id, device;
+    int late, announced;
+    char error[200];
+    int64_t started_ns, enable_ns;
+    uint32_t period, sleep_ms;
+    uint64_t scratch_bytes, hw_bytes;
+    size_t reason_count;
+    uint32_t *reason_index; /* CUPTI's index of each reason */
+    char (*reason_name)[NAME_BYTES];
+    uint8_t *reason_plain; /* by position: 1 for a plain stall reason */
+    uint32_t *reason_dict; /* by position: dict id, set when announced */
+    CUpti_PCSamplingData *drain_buf, *final_buf;
+    uint64_t last_total, last_dropped, last_non_user; /* CUPTI's running totals */
+    pcs_counts_t window;
+    size_t pcs_left;
+    int64_t window_t0; /* session clock; the end of this context's previous window */
+    int window_written_once;
+} pcs_ctx_t;
+
+/* One (context, module, function, PC, reason) of the current window. */
+typedef struct agg {
+    uint64_t crc, pc, samples;
+    const char *function; /* CUPTI's string; NULL marks an empty slot */
+    uint32_t reason_pos;
+    uint16_t ctx;
+} agg_t;
+
+struct gpufl_pcs {
+    gpufl_cupti_t *cupti;
+    gpufl_collector_t *collector;
+    gpufl_pcs_config_t cfg;
+    pcs_fn_t fn;
+    pthread_mutex_t lock;
+    pcs_ctx_t ctx[GPUFL_PCS_CONTEXTS_MAX];
+    int ctx_count;
+    agg_t *agg;
+    size_t agg_slots, agg_count;
+    uint64_t agg_lost; /* samples not kept: no memory to grow the table */
+    int64_t next_drain_ns, window_end_ns, last_drain_ns;
+    gpufl_idmap_t names;      /* CUPTI's function name pointer -> dict id */
+    gpufl_idmap_t demangled;  /* dict id -> dict id of the demangled name */
+    gpufl_idmap_t functions;  /* dict id of a sampled function -> 1 */
+    const char **owned_names; /* CUPTI's strings, freed once at destroy */
+    size_t owned_count, owned_cap;
+    gpufl_batch_t rows, windows;
+    gpufl_launch_hooks_t hooks;
+    pcs_counts_t total;
+    uint64_t rows_written, errors, contexts;
+    int warned_full, warned_dropped;
+};
+
+static const gpufl_col_def_t sample_cols[] = {
+    {"t0_ns", GPUFL_COL_INT},  {"t1_ns", GPUFL_COL_INT},     {"context", GPUFL_COL_INT},
+    {"cubin", GPUFL_COL_DICT}, {"function", GPUFL_COL_DICT}, {"demangled", GPUFL_COL_DICT},
+    {"pc", GPUFL_COL_INT},     {"reason", GPUFL_COL_DICT},   {"samples", GPUFL_COL_INT}};
+static const gpufl_col_def_t window_cols[] = {
+    {"t0_ns", GPUFL_COL_INT},    {"t1_ns", GPUFL_COL_INT},   {"context", GPUFL_COL_INT},
+    {"drains", GPUFL_COL_INT},   {"samples", GPUFL_COL_INT}, {"recorded", GPUFL_COL_INT},
+    {"non_user", GPUFL_COL_INT}, {"dropped", GPUFL_COL_INT}, {"buffer_full", GPUFL_COL_INT},
+    {"pcs_left", GPUFL_COL_INT}};
+#define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
+
+/* ---------------------------------------------------------------------- */
+/* CUPTI calls                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void explain(const gpufl_pcs_t *p, CUptiResult r, const char *what, char *out, size_t size) {
+    const char *text = NULL;
+    if (p->fn.result_string == NULL || p->fn.result_string(r, &text) != CUPTI_SUCCESS) text = NULL;
+    snprintf(out, size, "%s failed: %s (CUPTI error %d)", what, text ? text : "unknown error",
+             (int)r);
+}
+
+#define SYM(field, name)                                                                           \
+    { &p->fn.field, name }
+
+int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
+                      const gpufl_pcs_config_t *cfg, gpufl_pcs_t **out, char *why,
+                      size_t why_size) {
+    *out = NULL;
+    gpufl_pcs_t *p = calloc(1, sizeof *p);
+    if (p == NULL || pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        snprintf(why, why_size, "out of memory");
+        return GPUFL_ENOMEM;
+    }
+    p->cupti = cupti;
+    p->collector = collector;
+    p->cfg = *cfg;
+    if (p->cfg.period < 5 || p->cfg.period > 31) p->cfg.period = GPUFL_PCS_PERIOD_DEFAULT;
+    if (p->cfg.window_ns <= 0) p->cfg.window_ns = 250 * 1000000LL;
+    struct {
+        void *slot;
+        const char *name;
+    } syms[] = {SYM(enable, "cuptiPCSamplingEnable"),
+                SYM(disable, "cuptiPCSamplingDisable"),
+                SYM(get_data, "cuptiPCSamplingGetData"),
+                SYM(num_reasons, "cuptiPCSamplingGetNumStallReasons"),
+                SYM(reasons, "cuptiPCSamplingGetStallReasons"),
+                SYM(set_attr, "cuptiPCSamplingSetConfigurationAttribute"),
+                SYM(get_attr, "cuptiPCSamplingGetConfigurationAttribute"),
+                SYM(context_id, "cuptiGetContextId"),
+                SYM(device_id, "cuptiGetDeviceId"),
+                SYM(cubin_crc, "cuptiGetCubinCrc"),
+                SYM(result_string, "cuptiGetResultString")};
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        void *f = gpufl__cupti_symbol(cupti, syms[i].name);
+        if (f == NULL) {
+            snprintf(why, why_size, "%s lacks %s (the PC Sampling API needs CUPTI 11.3 or newer)",
+                     gpufl__cupti_library(cupti), syms[i].name);
+            gpufl__pcs_destroy(p);
+            return GPUFL_ENOTSUP;
+        }
+        memcpy(syms[i].slot, &f, sizeof f);
+    }
+    gpufl__idmap_init(&p->names);
+    gpufl__idmap_init(&p->demangled);
+    gpufl__idmap_init(&p->functions);
+    if (gpufl__batch_init(&p->rows, "pc_sample", sample_cols, NCOLS(sample_cols)) ||
+        gpufl__batch_init(&p->windows, "pc_window", window_cols, NCOLS(window_cols))) {
+        snprintf(why, why_size, "%s", gpufl_last_error());
+        gpufl__pcs_destroy(p);
+        return GPUFL_ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+static CUpti_PCSamplingData *alloc_data(size_t reasons) {
+    CUpti_PCSamplingData *d = calloc(1, sizeof *d);
+    if (d == NULL) return NULL;
+    d->size = sizeof *d;
+    d->collectNumPcs = COLLECT_PCS;
+    d->pPcData = calloc(COLLECT_PCS, sizeof *d->pPcData);
+    CUpti_PCSamplingStallReason *all = calloc(COLLECT_PCS * (reasons ? reasons : 1), sizeof *all);
+    if (d->pPcData == NULL || all == NULL) {
+        free(d->pPcData);
+        free(all);
+        free(d);
+        return NULL;
+    }
+    for (size_t i = 0; i < COLLECT_PCS; i++) {
+        d->pPcData[i].size = sizeof d->pPcData[i];
+        d->pPcData[i].stallReason = all + i * reasons;
+    }
+    return d;
+}
+
+static void free_data(CUpti_PCSamplingData *d) {
+    if (d == NULL) return;
+    if (d->pPcData) free(d->pPcData[0].stallReason);
+    free(d->pPcData);
+    free(d);
+}
+
+static void free_ctx(pcs_ctx_t *x) {
+    free(x->reason_index);
+    free(x->reason_name);
+    free(x->reason_plain);
+    free(x->reason_dict);
+    free_data(x->drain_buf);
+    free_data(x->final_buf);
+    x->reason_index = NULL;
+    x->reason_name = NULL;
+    x->reason_plain = NULL;
+    x->reason_dict = NULL;
+    x->drain_buf = x->final_buf = NULL;
+}
+
+/* A plain stall reason: not CUPTI's total, its dropped count, nor the
+ * `_not_issued` twin of a reason. */
+static int plain_reason(const char *name) {
+    static const char suffix[] = "_not_issued";
+    size_t n = strlen(name), s = sizeof suffix - 1;
+    if (strstr(name, "sample_count") != NULL || strstr(name, "samples_data_dropped") != NULL)
+        return 0;
+    return !(n >= s && strcmp(name + n - s, suffix) == 0);
+}
+
+static int set_attr(gpufl_pcs_t *p, pcs_ctx_t *x, CUpti_PCSamplingConfigurationInfo *info,
+                    const char *what) {
+    CUpti_PCSamplingConfigurationInfoParams prm = {.size =
+                                                       CUpti_PCSamplingConfigurationInfoParamsSize};
+    prm.ctx = x->ctx;
+    prm.numAttributes = 1;
+    prm.pPCSamplingConfigurationInfo = info;
+    CUptiResult r = p->fn.set_attr(&prm);
+    if (r == CUPTI_SUCCESS) r = info->attributeStatus;
+    if (r == CUPTI_SUCCESS) return 0;
+    char msg[160];
+    snprintf(msg, sizeof msg, "setting the %s", what);
+    explain(p, r, msg, x->error, sizeof x->error);
+    return -1;
+}
+
+static CUpti_PCSamplingConfigurationInfo get_attr(gpufl_pcs_t *p, pcs_ctx_t *x,
+                                                  CUpti_PCSamplingConfigurationAttributeType t) {
+    CUpti_PCSamplingConfigurationInfo info = {.attributeType = t};
+    CUpti_PCSamplingConfigurationInfoParams prm = {.size =
+                                                       CUpti_PCSamplingConfigurationInfoParamsSize};
+    prm.ctx = x->ctx;
+    prm.numAttributes = 1;
+    prm.pPCSamplingConfigurationInfo = &info;
+    if (p->fn.get_attr(&prm) != CUPTI_SUCCESS || info.attributeStatus != CUPTI_SUCCESS)
+        memset(&info.attributeData, 0, sizeof info.attributeData);
+    return info;
+}
+
+/* The stall reasons this context's device offers. */
+static int read_reasons(gpufl_pcs_t *p, pcs_ctx_t *x) {
+    size_t n = 0;
+    CUpti_PCSamplingGetNumStallReasonsParams np = {
+        .size = CUpti_PCSamplingGetNumStallReasonsParamsSize};
+    np.ctx = x->ctx;
+    np.numStallReasons = &n;
+    CUptiResult r = p->fn.num_reasons(&np);
+    if (r != CUPTI_SUCCESS) {
+        explain(p, r, "cuptiPCSamplingGetNumStallReasons", x->error, sizeof x->error);
+        return -1;
+    }
+    if (n == 0 || n > 1024) {
+        snprintf(x->error, sizeof x->error, "CUPTI offers %zu stall reasons on this device", n);
+        return -1;
+    }
+    x->reason_count = n;
+    x->reason_index = calloc(n, sizeof *x->reason_index);
+    x->reason_name = calloc(n, sizeof *x->reason_name);
+    x->reason_plain = calloc(n, 1);
+    x->reason_dict = calloc(n, sizeof *x->reason_dict);
+    char **names = calloc(n, sizeof *names);
+    if (!x->reason_index || !x->reason_name || !x->reason_plain || !x->reason_dict || !names) {
+        free(names);
+        snprintf(x->error, sizeof x->error, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) names[i] = x->reason_name[i];
+    CUpti_PCSamplingGetStallReasonsParams rp = {.size = CUpti_PCSamplingGetStallReasonsParamsSize};
+    rp.ctx = x->ctx;
+    rp.numStallReasons = n;
+    rp.stallReasonIndex = x->reason_index;
+    rp.stallReasons = names;
+    r = p->fn.reasons(&rp);
+    free(names);
+    if (r != CUPTI_SUCCESS) {
+        explain(p, r, "cuptiPCSamplingGetStallReasons", x->error, sizeof x->error);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        x->reason_name[i][NAME_BYTES - 1] = '\0';
+        x->reason_plain[i] = (uint8_t)plain_reason(x->reason_name[i]);
+    }
+    return 0;
+}
+
+/* Continuous mode, parsed records, every reason, our period, and the
+ * buffer CUPTI fills with what is pending when sampling is disabled. */
+static int configure(gpufl_pcs_t *p, pcs_ctx_t *x) {
+    x->drain_buf = alloc_data(x->reason_count);
+    x->final_buf = alloc_data(x->reason_count);
+    if (x->drain_buf == NULL || x->final_buf == NULL) {
+        snprintf(x->error, sizeof x->error, "out of memory for the sample buffers");
+        return -1;
+    }
+    CUpti_PCSamplingConfigurationInfo info = {0};
+    info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+    info.attributeData.collectionModeData.collectionMode =
+        CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+    if (set_attr(p, x, &info, "collection mode")) return -1;
+    memset(&info, 0, sizeof info);
+    info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
+    info.attributeData.outputDataFormatData.outputDataFormat =
+        CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
+    if (set_attr(p, x, &info, "output format")) return -1;
+    memset(&info, 0, sizeof info);
+    info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+    info.attributeData.samplingDataBufferData.samplingDataBuffer = x->final_buf;
+    if (set_attr(p, x, &info, "sampling data buffer")) return -1;
+    memset(&info, 0, sizeof info);
+    info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+    info.attributeData.enableStartStopControlData.enableStartStopControl = 0;
+    if (set_attr(p, x, &info, "start/stop control")) return -1;
+    memset(&info, 0, sizeof info);
+    info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+    info.attributeData.samplingPeriodData.samplingPeriod = (uint32_t)p->cfg.period;
+    if (set_attr(p, x, &info, "sampling period")) return -1;
+
+    x->period = get_attr(p, x, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+                    .attributeData.samplingPeriodData.samplingPeriod;
+    x->scratch_bytes = get_attr(p, x, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE)
+                           .attributeData.scratchBufferSizeData.scratchBufferSize;
+    x->hw_bytes = get_attr(p, x, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
+                      .attributeData.hardwareBufferSizeData.hardwareBufferSize;
+    x->sleep_ms =
+        get_attr(p, x, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
+            .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan;
+    return 0;
+}
+
+static void disable(gpufl_pcs_t *p, pcs_ctx_t *x) {
+    CUpti_PCSamplingDisableParams prm = {.size = CUpti_PCSamplingDisableParamsSize};
+    prm.ctx = x->ctx;
+    CUptiResult r = p->fn.disable(&prm);
+    if (r != CUPTI_SUCCESS) {
+        p->errors++;
+        char msg[200];
+        explain(p, r, "cuptiPCSamplingDisable", msg, sizeof msg);
+        gpufl__debug("pc sampling: %s", msg);
+    }
+}
+
+/* Lock held. Finds the context's slot, or takes a free one; NULL when the
+ * table is full. */
+static pcs_ctx_t *slot_of(gpufl_pcs_t *p, CUcontext ctx, int *fresh) {
+    *fresh = 0;
+    for (int i = 0; i < p->ctx_count; i++)
+        if (p->ctx[i].ctx == ctx && p->ctx[i].state != CTX_GONE) return &p->ctx[i];
+    if (p->ctx_count == GPUFL_PCS_CONTEXTS_MAX) return NULL;
+    *fresh = 1;
+    return &p->ctx[p->ctx_count++];
+}
+
+static void start_context(gpufl_pcs_t *p, CUcontext ctx, int late) {
+    pthread_mutex_lock(&p->lock);
+    int fresh;
+    pcs_ctx_t *x = slot_of(p, ctx, &fresh);
+    if (x == NULL) {
+        p->errors++;
+        pthread_mutex_unlock(&p->lock);
+        gpufl__warn("pc sampling: more than %d CUDA contexts; the others are not sampled",
+                    GPUFL_PCS_CONTEXTS_MAX);
+        return;
+    }
+    if (!fresh) {
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    memset(x, 0, sizeof *x);
+    x->ctx = ctx;
+    x->late = late;
+    x->started_ns = gpufl__mono_ns();
+    if (p->fn.context_id(ctx, &x->id) != CUPTI_SUCCESS) x->id = 0;
+    if (p->fn.device_id(ctx, &x->device) != CUPTI_SUCCESS) x->device = 0;
+    CUpti_PCSamplingEnableParams prm = {.size = CUpti_PCSamplingEnableParamsSize};
+    prm.ctx = ctx;
+    CUptiResult r = p->fn.enable(&prm);
+    x->enable_ns = gpufl__mono_ns() - x->started_ns;
+    x->state = CTX_FAILED;
+    if (r != CUPTI_SUCCESS) {
+        explain(p, r, "cuptiPCSamplingEnable", x->error, sizeof x->error);
+    } else if (read_reasons(p, x) != 0 || configure(p, x) != 0) {
+        disable(p, x);
+    } else {
+        x->state = CTX_ON;
+        p->contexts++;
+    }
+    if (x->state == CTX_FAILED) {
+        p->errors++;
+        free_ctx(x);
+    }
+    x->window_t0 = gpufl__collector_session_ns(p->collector, x->started_ns);
+    pthread_mutex_unlock(&p->lock);
+    if (x->state == CTX_FAILED)
+        gpufl__warn("pc sampling: not sampling context %u: %s", x->id, x->error);
+}
+
+void gpufl__pcs_context_created(gpufl_pcs_t *p, void *context) {
+    if (p && context) start_context(p, (CUcontext)context, 0);
+}
+
+void gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context) {
+    if (p && context) start_context(p, (CUcontext)context, 1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Draining                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static uint64_t hash_key(uint64_t crc, uint64_t pc, const char *f, uint32_t reason, uint16_t ctx) {
+    uint64_t h = crc * 0x9e3779b97f4a7c15ull ^ (pc + 0x632be59bd9b4e019ull);
+    h ^= (uint64_t)(uintptr_t)f * 0xff51afd7ed558ccdull;
+    h ^= ((uint64_t)reason << 16 | ctx) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+static int agg_grow(gpufl_pcs_t *p) {
+    size_t slots = p->agg_slots ? p->agg_slots * 2 : 4096;
+    agg_t *t = calloc(slots, sizeof *t);
+    if (t == NULL) return -1;
+    for (size_t i = 0; i < p->agg_slots; i++) {
+        agg_t *e = &p->agg[i];
+        if (e->function == NULL) continue;
+        size_t j = hash_key(e->crc, e->pc, e->function, e->reason_pos, e->ctx) & (slots - 1);
+        while (t[j].function != NULL) j = (j + 1) & (slots - 1);
+        t[j] = *e;
+    }
+    free(p->agg);
+    p->agg = t;
+    p->agg_slots = slots;
+    return 0;
+}
+
+static void agg_add(gpufl_pcs_t *p, uint16_t ctx, uint64_t crc, const char *f, uint64_t pc,
+                    uint32_t reason_pos, uint64_t n) {
+    if ((p->agg_count + 1) * 4 > p->agg_slots * 3 && agg_grow(p) != 0) {
+        p->agg_lost += n;
+        return;
+    }
+    size_t mask = p->agg_slots - 1, j = hash_key(crc, pc, f, reason_pos, ctx) & mask;
+    for (;; j = (j + 1) & mask) {
+        agg_t *e = &p->agg[j];
+        if (e->function == NULL) {
+            *e = (agg_t){crc, pc, n, f, reason_pos, ctx};
+            p->agg_count++;
+            return;
+        }
+        if (e->function == f && e->crc == crc && e->pc == pc && e->reason_pos == reason_pos &&
+            e->ctx == ctx) {
+            e->samples += n;
+            return;
+        }
+    }
+}
+
+/* Keeps CUPTI's function name strings (freed once, at destroy). */
+static void own_name(gpufl_pcs_t *p, const char *name) {
+    if (gpufl__idmap_put(&p->names, (uint64_t)(uintptr_t)name, 0, NULL) != 0) return;
+    if (p->owned_count == p->owned_cap) {
+        size_t cap = p->owned_cap ? p->owned_cap * 2 : 64;
+        const char **grown = realloc(p->owned_names, cap * sizeof *grown);
+        if (grown == NULL) return;
+        p->owned_names = grown;
+        p->owned_cap = cap;
+    }
+    p->owned_names[p->owned_count++] = name;
+}
+
+/* Position of CUPTI's reason index in the context's list, or -1. */
+static int reason_pos(const pcs_ctx_t *x, uint32_t index) {
+    if (index < x->reason_count && x->reason_index[index] == index) return (int)index;
+    for (size_t i = 0; i < x->reason_count; i++)
+        if (x->reason_index[i] == index) return (int)i;
+    return -1;
+}
+
+static uint64_t delta(uint64_t now, uint64_t *last) {
+    uint64_t d = now >= *last ? now - *last : now; /* a restart begins again at 0 */
+    *last = now;
+    return d;
+}
+
+/* Lock held. Folds one filled buffer into the window. */
+static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
+    uint16_t slot = (uint16_t)(x - p->ctx);
+    x->window.samples += delta(d->totalSamples, &x->last_total);
+    x->window.dropped += delta(d->droppedSamples, &x->last_dropped);
+    x->window.non_user += delta(d->nonUsrKernelsTotalSamples, &x->last_non_user);
+    size_t n = d->totalNumPcs < d->collectNumPcs ? d->totalNumPcs : d->collectNumPcs;
+    for (size_t i = 0; i < n; i++) {
+        const CUpti_PCSamplingPCData *pc = &d->pPcData[i];
+        if (pc->functionName == NULL) continue;
+        own_name(p, pc->functionName);
+        size_t reasons =
+            pc->stallReasonCount < x->reason_count ? pc->stallReasonCount : x->reason_count;
+        for (size_t r = 0; r < reasons; r++) {
+            const CUpti_PCSamplingStallReason *s = &pc->stallReason[r];
+            int pos = reason_pos(x, s->pcSamplingStallReasonIndex);
+            if (pos < 0 || !x->reason_plain[pos] || s->samples == 0) continue;
+            agg_add(p, slot, pc->cubinCrc, pc->functionName, pc->pcOffset, (uint32_t)pos,
+                    s->samples);
+            x->window.recorded += s->samples;
+        }
+    }
+}
+
+/* Lock held. GetData until CUPTI has nothing more for this context. */
+static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
+    if (x->state != CTX_ON) return;
+    CUpti_PCSamplingData *d = x->drain_buf;
+    for (int loop = 0; loop < DRAIN_LOOPS; loop++) {
+        CUpti_PCSamplingGetDataParams prm = {.size = CUpti_PCSamplingGetDataParamsSize};
+        prm.ctx = x->ctx;
+        prm.pcSamplingData = d;
+        d->totalNumPcs = d->remainingNumPcs = 0;
+        d->hardwareBufferFull = 0;
+        CUptiResult r = p->fn.get_data(&prm);
+        x->window.drains++;
+        if (r == CUPTI_ERROR_OUT_OF_MEMORY || d->hardwareBufferFull) {
+            x->window.buffer_full++;
+            fold(p, x, d); /* the running totals may still move */
+            break;
+        }
+        if (r != CUPTI_SUCCESS) {
+            p->errors++;
+            char msg[200];
+            explain(p, r, "cuptiPCSamplingGetData", msg, sizeof msg);
+            gpufl__debug("pc sampling: context %u: %s", x->id, msg);
+            break;
+        }
+        fold(p, x, d);
+        if (d->remainingNumPcs == 0) break;
+    }
+    x->pcs_left = d->remainingNumPcs;
+}
+
+/* Lock held. The last data of a context: drained, disabled (CUPTI then
+ * copies what it still held into final_buf), folded. */
+static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
+    if (x->state != CTX_ON) return;
+    drain(p, x);
+    x->final_buf->totalNumPcs = x->final_buf->remainingNumPcs = 0;
+    disable(p, x);
+    fold(p, x, x->final_buf);
+    x->pcs_left = 0;
+    x->state = CTX_GONE;
+}
+
+void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ctx_count; i++)
+        if (p->ctx[i].ctx == (CUcontext)context && p->ctx[i].state == CTX_ON)
+            stop_context(p, &p->ctx[i]);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size) {
+    (void)p, (void)context, (void)cubin, (void)size;
+}
+
+/* PCs of a module unloaded and another loaded in its place must not mix:
+ * what CUPTI has of the old one is taken first. */
+void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ctx_count; i++)
+        if (p->ctx[i].ctx == (CUcontext)context) drain(p, &p->ctx[i]);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void on_resource(void *user, uint32_t cbid, const void *data) {
+    gpufl_pcs_t *p = user;
+    const CUpti_ResourceData *r = data;
+    if (r == NULL) return;
+    switch (cbid) {
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: gpufl__pcs_context_created(p, r->context); break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+        gpufl__pcs_context_destroying(p, r->context);
+        break;
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
+        const CUpti_ModuleResourceData *m = r->resourceDescriptor;
+        if (m != NULL) gpufl__pcs_module_loaded(p, r->context, m->pCubin, m->cubinSize);
+        break;
+    }
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+        gpufl__pcs_module_unloading(p, r->context);
+        break;
+    default: break;
+    }
+}
+
+static void on_context_seen(void *user, void *context) { gpufl__pcs_context_seen(user, context); }
+
+const gpufl_launch_hooks_t *gpufl__pcs_hooks(gpufl_pcs_t *p) {
+    p->hooks = (gpufl_launch_hooks_t){on_resource, on_context_seen, p};
+    return &p->hooks;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static gpufl_writer_t *device_log(gpufl_pcs_t *p) {
+    return gpufl__collector_file(p->collector, GPUFL_FILE_DEVICE);
+}
+
+static gpufl_intern_t *dict(gpufl_pcs_t *p) {
+    return (gpufl_intern_t *)gpufl__collector_dict(p->collector);
+}
+
+static uint32_t intern(gpufl_pcs_t *p, const char *s) {
+    return gpufl__intern(dict(p), s, strlen(s));
+}
+
+/* The pc_sampling record of a context, once. Collector thread, lock held. */
+static void announce(gpufl_pcs_t *p, pcs_ctx_t *x) {
+    if (x->announced || x->state == CTX_FREE) return;
+    x->announced = 1;
+    gpufl_writer_t *f = device_log(p);
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "pc_sampling");
+    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(p->collector, x->started_ns));
+    gpufl__buf_kv_i64(b, "device", x->device);
+    gpufl__buf_kv_i64(b, "context", x->id);
+    gpufl__buf_key(b, "late");
+    gpufl__buf_puts(b, x->late ? "true" : "false");
+    gpufl__buf_key(b, "enable_ms");
+    gpufl__buf_put_fixed(b, (double)x->enable_ns / 1e6, 1);
+    if (x->reason_count == 0 || x->error[0]) {
+        gpufl__buf_kv_str(b, "error", x->error[0] ? x->error : "sampling did not start");
+    } else {
+        gpufl__buf_kv_i64(b, "period", x->period);
+        gpufl__buf_kv_str(b, "mode", "continuous");
+        gpufl__buf_kv_i64(b, "scratch_bytes", (int64_t)x->scratch_bytes);
+        gpufl__buf_kv_i64(b, "hardware_buffer_bytes", (int64_t)x->hw_bytes);
+        gpufl__buf_kv_i64(b, "worker_sleep_ms", x->sleep_ms);
+        gpufl__buf_key(b, "reasons");
+        gpufl__buf_putc(b, '[');
+        int first = 1;
+        for (size_t i = 0; i < x->reason_count; i++) {
+            if (!x->reason_plain[i]) continue;
+            if (!first) gpufl__buf_putc(b, ',');
+            first = 0;
+            gpufl__buf_put_str(b, x->reason_name[i], strlen(x->reason_name[i]));
+            x->reason_dict[i] = intern(p, x->reason_name[i]);
+        }
+        gpufl__buf_putc(b, ']');
+    }
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static uint32_t function_id(gpufl_pcs_t *p, const char *name) {
+    uint32_t id = intern(p, name);
+    size_t d;
+    if (gpufl__idmap_get(&p->demangled, id, &d)) return id;
+    char *text = gpufl__demangle(name);
+    d = text ? intern(p, text) : id;
+    free(text);
+    gpufl__idmap_put(&p->demangled, id, d, NULL);
+    gpufl__idmap_put(&p->functions, id, 1, NULL);
+    return id;
+}
+
+static void add_row(gpufl_pcs_t *p, gpufl_batch_t *b, const int64_t *v, int n) {
+    gpufl_cell_t *r = gpufl__batch_next(b, device_log(p), gpufl__collector_dict(p->collector));
+    if (r == NULL) return;
+    for (int i = 0; i < n; i++) r[i].i = v[i];
+}
+
+/* Lock held. Turns the window's table into rows, and one pc_window row per
+ * context that was drained in it. */
+static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
+    int64_t t1 =
+        gpufl__collector_session_ns(p->collector, p->last_drain_ns ? p->last_drain_ns : now_ns);
+    for (int i = 0; i < p->ctx_count; i++) announce(p, &p->ctx[i]); /* names the reasons */
+    for (size_t i = 0; i < p->agg_slots; i++) {
+        agg_t *e = &p->agg[i];
+        if (e->function == NULL) continue;
+        pcs_ctx_t *x = &p->ctx[e->ctx];
+        char crc[24];
+        snprintf(crc, sizeof crc, "0x%016llx", (unsigned long long)e->crc);
+        uint32_t fid = function_id(p, e->function);
+        size_t dem = fid;
+        gpufl__idmap_get(&p->demangled, fid, &dem);
+        int64_t v[] = {x->window_t0,
+                       t1,
+                       x->id,
+                       intern(p, crc),
+                       fid,
+                       (int64_t)dem,
+                       (int64_t)e->pc,
+                       x->reason_dict[e->reason_pos],
+                       (int64_t)e->samples};
+        add_row(p, &p->rows, v, NCOLS(v));
+        p->rows_written++;
+    }
+    if (p->agg_count) memset(p->agg, 0, p->agg_slots * sizeof *p->agg);
+    p->agg_count = 0;
+    for (int i = 0; i < p->ctx_count; i++) {
+        pcs_ctx_t *x = &p->ctx[i];
+        pcs_counts_t *w = &x->window;
+        if (w->drains == 0) continue;
+        int64_t v[] = {x->window_t0,
+                       t1,
+                       x->id,
+                       (int64_t)w->drains,
+                       (int64_t)w->samples,
+                       (int64_t)w->recorded,
+                       (int64_t)w->non_user,
+                       (int64_t)w->dropped,
+                       (int64_t)w->buffer_full,
+                       (int64_t)x->pcs_left};
+        add_row(p, &p->windows, v, NCOLS(v));
+        p->total.drains += w->drains;
+        p->total.samples += w->samples;
+        p->total.recorded += w->recorded;
+        p->total.non_user += w->non_user;
+        p->total.dropped += w->dropped;
+        p->total.buffer_full += w->buffer_full;
+        if (w->buffer_full && !p->warned_full) {
+            p->warned_full = 1;
+            char msg[240];
+            snprintf(msg, sizeof msg,
+                     "PC sampling: CUPTI's hardware buffer was full on context %u; samples were "
+                     "lost that CUPTI does not count (set a longer GPUFL_PC_SAMPLING_PERIOD "
+                     "than %u)",
+                     x->id, x->period);
+            gpufl__warn("%s", msg);
+            gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_buffer_full", msg);
+        }
+        if (w->dropped && !p->warned_dropped) {
+            p->warned_dropped = 1;
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "PC sampling: the hardware dropped %llu samples on context %u",
+                     (unsigned long long)w->dropped, x->id);
+            gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_samples_dropped",
+                                   msg);
+        }
+        memset(w, 0, sizeof *w);
+        x->window_t0 = t1;
+    }
+}
+
+void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ctx_count; i++) announce(p, &p->ctx[i]);
+    if (now_ns >= p->next_drain_ns) {
+        for (int i = 0; i < p->ctx_count; i++) drain(p, &p->ctx[i]);
+        p->last_drain_ns = now_ns;
+        p->next_drain_ns = now_ns + GPUFL_PCS_DRAIN_NS;
+    }
+    if (p->window_end_ns == 0) p->window_end_ns = now_ns + p->cfg.window_ns;
+    if (now_ns >= p->window_end_ns) {
+        close_window(p, now_ns);
+        p->window_end_ns = now_ns + p->cfg.window_ns;
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+void gpufl__pcs_flush(gpufl_pcs_t *p) {
+    if (p == NULL) return;
+    gpufl_writer_t *f = device_log(p);
+    const gpufl_intern_t *d = gpufl__collector_dict(p->collector);
+    pthread_mutex_lock(&f->lock);
+    gpufl__batch_encode(&p->rows, f, d);
+    gpufl__batch_encode(&p->windows, f, d);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static void write_stats(gpufl_pcs_t *p) {
+    gpufl_pcs_stats_t s;
+    gpufl__pcs_stats(p, &s);
+    struct {
+        const char *key;
+        uint64_t value;
+    } v[] = {{"contexts", s.contexts},       {"drains", s.drains},
+             {"samples", s.samples},         {"recorded", s.recorded},
+             {"non_user", s.non_user},       {"dropped", s.dropped},
+             {"buffer_full", s.buffer_full}, {"rows", s.rows},
+             {"functions", s.functions},     {"errors", s.errors}};
+    gpufl_writer_t *f = device_log(p);
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "pc_sampling_stats");
+    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(p->collector, gpufl__mono_ns()));
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+void gpufl__pcs_finish(gpufl_pcs_t *p) {
+    if (p == NULL) return;
+    int64_t now = gpufl__mono_ns();
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ctx_count; i++) {
+        announce(p, &p->ctx[i]);
+        stop_context(p, &p->ctx[i]);
+    }
+    p->last_drain_ns = now;
+    close_window(p, now);
+    pthread_mutex_unlock(&p->lock);
+    gpufl__pcs_flush(p);
+    write_stats(p);
+    if (p->agg_lost)
+        gpufl__warn("pc sampling: %llu samples not kept (out of memory)",
+                    (unsigned long long)p->agg_lost);
+}
+
+int gpufl__pcs_running(gpufl_pcs_t *p) {
+    if (p == NULL) return 0;
+    pthread_mutex_lock(&p->lock);
+    int n = 0;
+    for (int i = 0; i < p->ctx_count; i++) n += p->ctx[i].state == CTX_ON;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
+    memset(out, 0, sizeof *out);
+    if (p == NULL) return;
+    pthread_mutex_lock(&p->lock);
+    out->contexts = p->contexts;
+    out->drains = p->total.drains;
+    out->samples = p->total.samples;
+    out->recorded = p->total.recorded;
+    out->non_user = p->total.non_user;
+    out->dropped = p->total.dropped;
+    out->buffer_full = p->total.buffer_full;
+    out->rows = p->rows_written;
+    out->functions = p->functions.count;
+    out->errors = p->errors;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void gpufl__pcs_destroy(gpufl_pcs_t *p) {
+    if (p == NULL) return;
+    for (int i = 0; i < p->ctx_count; i++) {
+        if (p->ctx[i].state == CTX_ON) disable(p, &p->ctx[i]);
+        free_ctx(&p->ctx[i]);
+    }
+    for (size_t i = 0; i < p->owned_count; i++) free((void *)p->owned_names[i]);
+    free(p->owned_names);
+    free(p->agg);
+    gpufl__idmap_fini(&p->names);
+    gpufl__idmap_fini(&p->demangled);
+    gpufl__idmap_fini(&p->functions);
+    gpufl__batch_fini(&p->rows);
+    gpufl__batch_fini(&p->windows);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}

@@ -1,0 +1,81 @@
+/*
+ * pc_sampling.h - the PcSampling engine: CUPTI's PC Sampling API in
+ * continuous mode on every CUDA context, drained by the collector and written
+ * as pc_sampling / pc_sample / pc_window / pc_sampling_stats records
+ * (docs/log-format.md); sampled functions' SASS as sass records.
+ *
+ * Contract
+ * - The PC Sampling functions come from the libcupti the Trace engine
+ *   opened (gpufl__cupti_symbol); a CUPTI without them makes create fail with
+ *   a reason, and the engine stays at Trace.
+ * - Contexts are found three ways, each enabling sampling once per context:
+ *   the context-created resource callback (before its first kernel), and,
+ *   for contexts that existed before init, the first launch gpufl sees on
+ *   them (`late`: enabling then costs CUPTI about 0.1 s plus a one-time
+ *   slowdown of the next launches, docs/design/pc-sampling.md).
+ * - Threads: the context and module entry points run on application
+ *   threads inside CUPTI callbacks; poll, flush and finish on the collector
+ *   thread. One mutex guards CUPTI's PC sampling calls and the tables; the
+ *   application takes it only when a context or module comes or goes, never
+ *   per launch.
+ * - Nothing is lost silently: CUPTI's dropped samples, drains that found the
+ *   hardware buffer full and failed calls are counted in the log.
+ */
+#ifndef GPUFL_NVIDIA_PC_SAMPLING_H
+#define GPUFL_NVIDIA_PC_SAMPLING_H
+
+#include "core/collector.h"
+#include "nvidia/cupti.h"
+#include "nvidia/launch.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPUFL_PCS_PERIOD_DEFAULT 16 /* 2^16 cycles per SM: docs/design/pc-sampling.md */
+#define GPUFL_PCS_CONTEXTS_MAX   64
+#define GPUFL_PCS_DRAIN_NS       (20 * 1000000LL)    /* GetData every 20 ms */
+#define GPUFL_PCS_CUBIN_BYTES    ((size_t)512 << 20) /* cubins kept for disassembly */
+
+typedef struct gpufl_pcs gpufl_pcs_t;
+
+typedef struct gpufl_pcs_config {
+    int period;        /* exponent, 5..31 */
+    int64_t window_ns; /* pc_sample rows are written per window of this length */
+    int disassemble;   /* capture cubins and write sass records */
+} gpufl_pcs_config_t;
+
+typedef struct gpufl_pcs_stats {
+    uint64_t contexts, drains, samples, recorded, non_user, dropped, buffer_full, rows, functions,
+        errors;
+    uint64_t cubins, cubins_skipped, sass_functions, sass_failed;
+} gpufl_pcs_stats_t;
+
+/* Resolves the PC Sampling API in cupti's library. Returns 0, or
+ * GPUFL_ENOTSUP / GPUFL_ENOMEM with a one-line reason in why. */
+int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
+                      const gpufl_pcs_config_t *cfg, gpufl_pcs_t **out, char *why, size_t why_size);
+/* Disables sampling everywhere still enabled and frees. Accepts NULL. */
+void gpufl__pcs_destroy(gpufl_pcs_t *p);
+
+/* The callbacks' hooks that feed the entry points below (resource
+ * callbacks and first launches per context); valid until destroy. */
+const gpufl_launch_hooks_t *gpufl__pcs_hooks(gpufl_pcs_t *p);
+
+/* Application threads, inside CUPTI callbacks. context is a CUcontext. */
+void gpufl__pcs_context_created(gpufl_pcs_t *p, void *context);
+void gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context); /* a launch on it */
+void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context);
+void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size);
+void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
+
+/* Collector thread. poll drains CUPTI when due; flush writes what is
+ * ready; finish drains and disables every context and writes the totals. */
+void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns);
+void gpufl__pcs_flush(gpufl_pcs_t *p);
+void gpufl__pcs_finish(gpufl_pcs_t *p);
+
+/* Contexts on which sampling runs now; for the capability record. */
+int gpufl__pcs_running(gpufl_pcs_t *p);
+void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out);
+
+#endif
