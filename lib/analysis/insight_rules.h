@@ -45,5 +45,6 @@ double gpufl__insight_median_i64(int64_t *v, size_t n);
 int gpufl__rules_sync(const gpufl_model_t *m, gpufl_insights_t *out);   /* rules_sync.c */
 int gpufl__rules_kernel(const gpufl_model_t *m, gpufl_insights_t *out); /* rules_kernel.c */
 int gpufl__rules_device(const gpufl_model_t *m, gpufl_insights_t *out); /* rules_device.c */
+int gpufl__rules_stall(const gpufl_model_t *m, gpufl_insights_t *out);  /* rules_stall.c */
 
 #endif

@@ -10,6 +10,7 @@
  * kernel, copy and memset is attributed to the path of its scope instance.
  */
 #include "analysis/model.h"
+#include "analysis/model_internal.h"
 
 #include "core/error.h"
 
@@ -45,7 +46,7 @@ typedef struct load_state {
 
 /* Makes room for one more element. Returns 0, 1 when the cap is reached (the
  * caller counts the row), or GPUFL_ENOMEM. */
-static int reserve(void **data, size_t *alloc, size_t n, size_t elem, size_t max) {
+int gpufl__model_reserve(void **data, size_t *alloc, size_t n, size_t elem, size_t max) {
     if (n < *alloc) return 0;
     if (n >= max) return 1;
     size_t grown = *alloc ? *alloc * 2 : 64;
@@ -57,25 +58,11 @@ static int reserve(void **data, size_t *alloc, size_t n, size_t elem, size_t max
     return 0;
 }
 
-/* Where the rows of one record type go: a growing array and its cap. */
-typedef struct row_array {
-    void **data;
-    size_t *alloc, *n;
-    size_t elem, cap;
-    uint64_t *over_cap;
-} row_array_t;
-
-/* The row array of model field f (m->f, f_alloc, n_f, f_over_cap), capped
- * by m->limits.cap. */
-#define ROWS(m, f, cap)                                                                            \
-    ((row_array_t){(void **)&(m)->f, &(m)->f##_alloc, &(m)->n_##f, sizeof *(m)->f,                 \
-                   (m)->limits.cap, &(m)->f##_over_cap})
-
 /* Appends a zeroed row to a and returns it. Returns NULL with *rc = 0 when
  * the cap is reached (the row is counted in over_cap), or with *rc =
  * GPUFL_ENOMEM. */
-static void *append_row(row_array_t a, int *rc) {
-    *rc = reserve(a.data, a.alloc, *a.n, a.elem, a.cap);
+void *gpufl__model_append_row(row_array_t a, int *rc) {
+    *rc = gpufl__model_reserve(a.data, a.alloc, *a.n, a.elem, a.cap);
     if (*rc) {
         if (*rc > 0) (*a.over_cap)++, *rc = 0;
         return NULL;
@@ -85,7 +72,7 @@ static void *append_row(row_array_t a, int *rc) {
     return row;
 }
 
-static const char *pool_str(gpufl_model_t *m, const char *s, size_t len) {
+const char *gpufl__model_pool_str(gpufl_model_t *m, const char *s, size_t len) {
     const char *out;
     if (gpufl__strpool_add(&m->strings, s, len, &out)) return NULL;
     return out;
@@ -93,10 +80,10 @@ static const char *pool_str(gpufl_model_t *m, const char *s, size_t len) {
 
 /* A string member of obj copied into the model, "" when absent; NULL only
  * when out of memory. */
-static const char *member_str(gpufl_model_t *m, const json_t *obj, const char *key) {
+const char *gpufl__model_member_str(gpufl_model_t *m, const json_t *obj, const char *key) {
     json_t *v = json_object_get(obj, key);
     if (!json_is_string(v)) return "";
-    return pool_str(m, json_string_value(v), json_string_length(v));
+    return gpufl__model_pool_str(m, json_string_value(v), json_string_length(v));
 }
 
 /* The "name" member of rec, written as a string or as a dict id (then
@@ -105,7 +92,7 @@ static const char *member_str(gpufl_model_t *m, const json_t *obj, const char *k
 static int name_member(gpufl_model_t *m, const json_t *rec, int64_t *id, const char **out) {
     json_t *name = json_object_get(rec, "name");
     *id = json_is_integer(name) ? (int64_t)json_integer_value(name) : 0;
-    *out = *id ? "" : member_str(m, rec, "name");
+    *out = *id ? "" : gpufl__model_member_str(m, rec, "name");
     return *out ? 0 : GPUFL_ENOMEM;
 }
 
@@ -114,29 +101,26 @@ const char *gpufl__model_json_str(const json_t *obj, const char *key) {
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static void note_ts(gpufl_model_t *m, int64_t ts) {
+void gpufl__model_note_ts(gpufl_model_t *m, int64_t ts) {
     if (ts < 0) return;
     if (m->first_ts_ns == GPUFL_MODEL_UNKNOWN || ts < m->first_ts_ns) m->first_ts_ns = ts;
     if (ts > m->last_ts_ns) m->last_ts_ns = ts;
 }
 
-static void add_warning(gpufl_model_t *m, const char *file, uint64_t line, const char *fmt, ...)
-    GPUFL__PRINTF(4, 5);
-
-static void add_warning(gpufl_model_t *m, const char *file, uint64_t line, const char *fmt, ...) {
+void gpufl__model_warn(gpufl_model_t *m, const char *file, uint64_t line, const char *fmt, ...) {
     char msg[600];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (reserve((void **)&m->warnings, &m->warnings_alloc, m->n_warnings, sizeof *m->warnings,
-                m->limits.max_warnings) != 0) {
+    if (gpufl__model_reserve((void **)&m->warnings, &m->warnings_alloc, m->n_warnings,
+                             sizeof *m->warnings, m->limits.max_warnings) != 0) {
         m->warnings_over_cap++;
         return;
     }
     gpufl_model_warning_t *w = &m->warnings[m->n_warnings];
-    w->file = pool_str(m, file, strlen(file));
-    w->message = pool_str(m, msg, strlen(msg));
+    w->file = gpufl__model_pool_str(m, file, strlen(file));
+    w->message = gpufl__model_pool_str(m, msg, strlen(msg));
     w->line = line;
     if (!w->file || !w->message) {
         m->warnings_over_cap++;
@@ -146,21 +130,18 @@ static void add_warning(gpufl_model_t *m, const char *file, uint64_t line, const
 }
 
 static void on_warn(void *user, const gpufl_reader_pos_t *pos, const char *message) {
-    add_warning(user, pos->name, pos->line, "%s", message);
+    gpufl__model_warn(user, pos->name, pos->line, "%s", message);
 }
 
 /* Reports a bad line and tells the reader it was corrupt. */
-static int bad_line(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
-                    const char *fmt, ...) GPUFL__PRINTF(4, 5);
-
-static int bad_line(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
-                    const char *fmt, ...) {
+int gpufl__model_bad_line(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
+                          const char *fmt, ...) {
     char msg[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    add_warning(m, pos->name, pos->line, "%s: %s", type, msg);
+    gpufl__model_warn(m, pos->name, pos->line, "%s: %s", type, msg);
     return 2;
 }
 
@@ -178,15 +159,15 @@ static int on_header(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
     const char *sid = gpufl__model_json_str(rec, "session_id");
     if (h->present) {
         if (sid && strcmp(sid, h->session_id) != 0)
-            add_warning(m, pos->name, pos->line, "header: session id %s, but %s elsewhere", sid,
-                        h->session_id);
+            gpufl__model_warn(m, pos->name, pos->line, "header: session id %s, but %s elsewhere",
+                              sid, h->session_id);
         return 0;
     }
-    h->session_id = member_str(m, rec, "session_id");
-    h->app_name = member_str(m, rec, "app_name");
-    h->hostname = member_str(m, rec, "hostname");
-    h->clock = member_str(m, rec, "clock");
-    h->gpufl_version = member_str(m, rec, "gpufl_version");
+    h->session_id = gpufl__model_member_str(m, rec, "session_id");
+    h->app_name = gpufl__model_member_str(m, rec, "app_name");
+    h->hostname = gpufl__model_member_str(m, rec, "hostname");
+    h->clock = gpufl__model_member_str(m, rec, "clock");
+    h->gpufl_version = gpufl__model_member_str(m, rec, "gpufl_version");
     if (!h->session_id || !h->app_name || !h->hostname || !h->clock || !h->gpufl_version)
         return GPUFL_ENOMEM;
     h->pid = int_or_unknown(json_object_get(rec, "pid"));
@@ -226,10 +207,10 @@ static int on_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char
                      int is_stop) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
-        return bad_line(m, pos, type, "no integer ts_ns");
-    note_ts(m, ts);
+        return gpufl__model_bad_line(m, pos, type, "no integer ts_ns");
+    gpufl__model_note_ts(m, ts);
     int rc;
-    gpufl_model_window_t *w = append_row(ROWS(m, windows, max_windows), &rc);
+    gpufl_model_window_t *w = gpufl__model_append_row(ROWS(m, windows, max_windows), &rc);
     if (!w) return rc;
     w->ts_ns = ts;
     w->is_stop = is_stop;
@@ -255,16 +236,16 @@ static gpufl_model_level_t level_of(const char *s) {
 static int on_event(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
-        return bad_line(m, pos, "event", "no integer ts_ns");
-    note_ts(m, ts);
+        return gpufl__model_bad_line(m, pos, "event", "no integer ts_ns");
+    gpufl__model_note_ts(m, ts);
     int rc;
-    gpufl_model_event_t *e = append_row(ROWS(m, events, max_events), &rc);
+    gpufl_model_event_t *e = gpufl__model_append_row(ROWS(m, events, max_events), &rc);
     if (!e) return rc;
     e->ts_ns = ts;
     e->file = pos->file;
-    e->level_name = member_str(m, rec, "level");
-    e->code = member_str(m, rec, "code");
-    e->message = member_str(m, rec, "message");
+    e->level_name = gpufl__model_member_str(m, rec, "level");
+    e->code = gpufl__model_member_str(m, rec, "code");
+    e->message = gpufl__model_member_str(m, rec, "message");
     if (!e->level_name || !e->code || !e->message) return GPUFL_ENOMEM;
     e->level = level_of(e->level_name);
     return 0;
@@ -273,8 +254,8 @@ static int on_event(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
 static int on_drops(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
-        return bad_line(m, pos, "drops", "no integer ts_ns");
-    note_ts(m, ts);
+        return gpufl__model_bad_line(m, pos, "drops", "no integer ts_ns");
+    gpufl__model_note_ts(m, ts);
     gpufl_model_drops_t *d = &m->drops;
     if (d->present && ts < d->ts_ns) return 0; /* counters are cumulative: keep the latest */
     d->present = 1;
@@ -292,8 +273,8 @@ static int on_drops(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
 static int on_session_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
-        return bad_line(m, pos, "session_end", "no integer ts_ns");
-    note_ts(m, ts);
+        return gpufl__model_bad_line(m, pos, "session_end", "no integer ts_ns");
+    gpufl__model_note_ts(m, ts);
     gpufl_model_session_end_t *e = &m->session_end;
     e->files++;
     if (e->present && ts < e->ts_ns) return 0;
@@ -326,7 +307,7 @@ static int on_scope_begin(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
     size_t rows;
     char why[160];
     if (gpufl__reader_columns(rec, names, cols, NCOL, REPEAT, &rows, why, sizeof why))
-        return bad_line(m, pos, "scope_begin", "%s", why);
+        return gpufl__model_bad_line(m, pos, "scope_begin", "%s", why);
     size_t start = m->n_scopes;
     uint64_t over = 0;
     int64_t lo = INT64_MAX, hi = -1;
@@ -335,19 +316,19 @@ static int on_scope_begin(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
         for (int c = 0; c < NCOL; c++) {
             if (cell_int(cols[c], r, 0, &v[c]) != 0) {
                 m->n_scopes = start;
-                return bad_line(m, pos, "scope_begin", "row %zu: %s is not an integer", r,
-                                names[c]);
+                return gpufl__model_bad_line(m, pos, "scope_begin", "row %zu: %s is not an integer",
+                                             r, names[c]);
             }
         }
         if (v[ID] <= 0) {
             m->n_scopes = start;
-            return bad_line(m, pos, "scope_begin", "row %zu: id %lld is not positive", r,
-                            (long long)v[ID]);
+            return gpufl__model_bad_line(m, pos, "scope_begin", "row %zu: id %lld is not positive",
+                                         r, (long long)v[ID]);
         }
         if (v[TS] < lo) lo = v[TS];
         if (v[TS] > hi) hi = v[TS];
-        int rc = reserve((void **)&m->scopes, &m->scopes_alloc, m->n_scopes, sizeof *m->scopes,
-                         m->limits.max_scopes);
+        int rc = gpufl__model_reserve((void **)&m->scopes, &m->scopes_alloc, m->n_scopes,
+                                      sizeof *m->scopes, m->limits.max_scopes);
         if (rc < 0) return rc;
         if (rc) {
             over++;
@@ -370,7 +351,7 @@ static int on_scope_begin(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
         s->implicit = 0;
     }
     m->scopes_over_cap += over;
-    if (rows) note_ts(m, lo), note_ts(m, hi);
+    if (rows) gpufl__model_note_ts(m, lo), gpufl__model_note_ts(m, hi);
     return 0;
 }
 
@@ -382,7 +363,7 @@ static int on_scope_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t 
     size_t rows;
     char why[160];
     if (gpufl__reader_columns(rec, names, cols, NCOL, IMPLICIT, &rows, why, sizeof why))
-        return bad_line(m, pos, "scope_end", "%s", why);
+        return gpufl__model_bad_line(m, pos, "scope_end", "%s", why);
     size_t start = st->n_ends;
     uint64_t over = 0;
     int64_t lo = INT64_MAX, hi = -1;
@@ -391,13 +372,14 @@ static int on_scope_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t 
         for (int c = 0; c < NCOL; c++) {
             if (cell_int(cols[c], r, 0, &v[c]) != 0) {
                 st->n_ends = start;
-                return bad_line(m, pos, "scope_end", "row %zu: %s is not an integer", r, names[c]);
+                return gpufl__model_bad_line(m, pos, "scope_end", "row %zu: %s is not an integer",
+                                             r, names[c]);
             }
         }
         if (v[TS] < lo) lo = v[TS];
         if (v[TS] > hi) hi = v[TS];
-        int rc = reserve((void **)&st->ends, &st->ends_alloc, st->n_ends, sizeof *st->ends,
-                         m->limits.max_scopes);
+        int rc = gpufl__model_reserve((void **)&st->ends, &st->ends_alloc, st->n_ends,
+                                      sizeof *st->ends, m->limits.max_scopes);
         if (rc < 0) return rc;
         if (rc) {
             over++;
@@ -410,7 +392,7 @@ static int on_scope_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t 
         e->implicit = v[IMPLICIT];
     }
     m->scope_ends_over_cap += over;
-    if (rows) note_ts(m, lo), note_ts(m, hi);
+    if (rows) gpufl__model_note_ts(m, lo), gpufl__model_note_ts(m, hi);
     return 0;
 }
 
@@ -438,7 +420,7 @@ static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
     char why[160];
     /* Only the time is required: a column missing means "unknown". */
     if (gpufl__reader_columns(rec, names, cols, NCOL, 1, &rows, why, sizeof why))
-        return bad_line(m, pos, "host_sample", "%s", why);
+        return gpufl__model_bad_line(m, pos, "host_sample", "%s", why);
     size_t start = m->n_samples;
     uint64_t over = 0;
     int64_t lo = INT64_MAX, hi = -1;
@@ -450,8 +432,8 @@ static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
             int rc = is_real[c] ? gpufl__reader_num(cell, &dv[c]) : gpufl__reader_int(cell, &iv[c]);
             if (rc < 0 || (c == TS && rc != 0)) {
                 m->n_samples = start;
-                return bad_line(m, pos, "host_sample", "row %zu: %s is not a%s", r, names[c],
-                                is_real[c] ? " number" : "n integer");
+                return gpufl__model_bad_line(m, pos, "host_sample", "row %zu: %s is not a%s", r,
+                                             names[c], is_real[c] ? " number" : "n integer");
             }
             if (rc == 1) { /* null: unknown */
                 iv[c] = GPUFL_MODEL_UNKNOWN;
@@ -460,8 +442,8 @@ static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
         }
         if (iv[TS] < lo) lo = iv[TS];
         if (iv[TS] > hi) hi = iv[TS];
-        int rc = reserve((void **)&m->samples, &m->samples_alloc, m->n_samples, sizeof *m->samples,
-                         m->limits.max_samples);
+        int rc = gpufl__model_reserve((void **)&m->samples, &m->samples_alloc, m->n_samples,
+                                      sizeof *m->samples, m->limits.max_samples);
         if (rc < 0) return rc;
         if (rc) {
             over++;
@@ -480,7 +462,7 @@ static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
         s->cg_mem_limit_bytes = iv[CG_MEM_LIMIT];
     }
     m->samples_over_cap += over;
-    if (rows) note_ts(m, lo), note_ts(m, hi);
+    if (rows) gpufl__model_note_ts(m, lo), gpufl__model_note_ts(m, hi);
     return 0;
 }
 
@@ -507,8 +489,8 @@ static int gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **out) {
         *out = &m->gpus[idx];
         return 0;
     }
-    int rc =
-        reserve((void **)&m->gpus, &m->gpus_alloc, m->n_gpus, sizeof *m->gpus, m->limits.max_gpus);
+    int rc = gpufl__model_reserve((void **)&m->gpus, &m->gpus_alloc, m->n_gpus, sizeof *m->gpus,
+                                  m->limits.max_gpus);
     if (rc) return rc;
     if (gpufl__idmap_put(&m->gpu_index, (uint64_t)device + 1, m->n_gpus, NULL) < 0)
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the device index");
@@ -529,7 +511,7 @@ static int gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **out) {
 static int on_gpu_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t device;
     if (device_number(json_object_get(rec, "device"), &device))
-        return bad_line(m, pos, "gpu_info", "no device number");
+        return gpufl__model_bad_line(m, pos, "gpu_info", "no device number");
     gpufl_model_gpu_t *g;
     int rc = gpu_slot(m, device, &g);
     if (rc < 0) return rc;
@@ -540,18 +522,19 @@ static int on_gpu_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *
     if (g->has_info) {
         const char *uuid = gpufl__model_json_str(rec, "uuid");
         if (uuid && strcmp(uuid, g->uuid) != 0)
-            add_warning(m, pos->name, pos->line,
-                        "gpu_info: device %lld described again as %s, first as %s (first kept)",
-                        (long long)device, uuid, g->uuid);
+            gpufl__model_warn(
+                m, pos->name, pos->line,
+                "gpu_info: device %lld described again as %s, first as %s (first kept)",
+                (long long)device, uuid, g->uuid);
         return 0;
     }
     g->has_info = 1;
-    g->name = member_str(m, rec, "name");
-    g->uuid = member_str(m, rec, "uuid");
-    g->pci_bus_id = member_str(m, rec, "pci_bus_id");
-    g->compute_capability = member_str(m, rec, "compute_capability");
-    g->driver_version = member_str(m, rec, "driver_version");
-    g->nvml_version = member_str(m, rec, "nvml_version");
+    g->name = gpufl__model_member_str(m, rec, "name");
+    g->uuid = gpufl__model_member_str(m, rec, "uuid");
+    g->pci_bus_id = gpufl__model_member_str(m, rec, "pci_bus_id");
+    g->compute_capability = gpufl__model_member_str(m, rec, "compute_capability");
+    g->driver_version = gpufl__model_member_str(m, rec, "driver_version");
+    g->nvml_version = gpufl__model_member_str(m, rec, "nvml_version");
     if (!g->name || !g->uuid || !g->pci_bus_id || !g->compute_capability || !g->driver_version ||
         !g->nvml_version)
         return GPUFL_ENOMEM;
@@ -571,7 +554,7 @@ static int on_gpu_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *
 static int on_gpu_legend(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     json_t *names = json_object_get(rec, "throttle_reasons");
     if (!json_is_object(names))
-        return bad_line(m, pos, "gpu_legend", "throttle_reasons is not an object");
+        return gpufl__model_bad_line(m, pos, "gpu_legend", "throttle_reasons is not an object");
     const char *key;
     json_t *v;
     json_object_foreach(names, key, v) {
@@ -579,7 +562,7 @@ static int on_gpu_legend(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
         if (!json_is_string(v) || *key < '0' || *key > '9') continue;
         unsigned long bit = strtoul(key, &end, 10);
         if (*end || bit >= GPUFL_MODEL_THROTTLE_BITS) continue; /* not a bit we can hold */
-        const char *name = pool_str(m, json_string_value(v), json_string_length(v));
+        const char *name = gpufl__model_pool_str(m, json_string_value(v), json_string_length(v));
         if (!name) return GPUFL_ENOMEM;
         m->throttle_names[bit] = name;
     }
@@ -590,27 +573,29 @@ static int on_gpu_legend(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
 static int on_gpu_processes(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t ts, device;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
-        return bad_line(m, pos, "gpu_processes", "no integer ts_ns");
+        return gpufl__model_bad_line(m, pos, "gpu_processes", "no integer ts_ns");
     if (device_number(json_object_get(rec, "device"), &device))
-        return bad_line(m, pos, "gpu_processes", "no device number");
+        return gpufl__model_bad_line(m, pos, "gpu_processes", "no device number");
     json_t *pids = json_object_get(rec, "pid"), *used = json_object_get(rec, "used_bytes");
-    if (!json_is_array(pids)) return bad_line(m, pos, "gpu_processes", "pid is not an array");
+    if (!json_is_array(pids))
+        return gpufl__model_bad_line(m, pos, "gpu_processes", "pid is not an array");
     size_t n = json_array_size(pids);
     if (used && !json_is_array(used))
-        return bad_line(m, pos, "gpu_processes", "used_bytes is not an array");
+        return gpufl__model_bad_line(m, pos, "gpu_processes", "used_bytes is not an array");
     if (used && json_array_size(used) != n)
-        return bad_line(m, pos, "gpu_processes", "pid has %zu entries, used_bytes %zu", n,
-                        json_array_size(used));
+        return gpufl__model_bad_line(m, pos, "gpu_processes", "pid has %zu entries, used_bytes %zu",
+                                     n, json_array_size(used));
     int64_t v;
     for (size_t i = 0; i < n; i++) {
         if (gpufl__reader_int(json_array_get(pids, i), &v) != 0)
-            return bad_line(m, pos, "gpu_processes", "pid %zu is not an integer", i);
+            return gpufl__model_bad_line(m, pos, "gpu_processes", "pid %zu is not an integer", i);
         if (used && gpufl__reader_int(json_array_get(used, i), &v) < 0)
-            return bad_line(m, pos, "gpu_processes", "used_bytes %zu is not an integer", i);
+            return gpufl__model_bad_line(m, pos, "gpu_processes",
+                                         "used_bytes %zu is not an integer", i);
     }
     int64_t count = nonneg_or_unknown(json_object_get(rec, "count"));
     if (count < (int64_t)n) count = (int64_t)n; /* absent, or fewer than listed */
-    note_ts(m, ts);
+    gpufl__model_note_ts(m, ts);
     gpufl_model_gpu_t *g;
     int rc = gpu_slot(m, device, &g);
     if (rc < 0) return rc;
@@ -710,7 +695,7 @@ static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
     char why[160];
     if (gpufl__reader_columns(rec, gpu_col_names, cols, GPU_NCOL, GCOL_REQUIRED, &rows, why,
                               sizeof why))
-        return bad_line(m, pos, "gpu_sample", "%s", why);
+        return gpufl__model_bad_line(m, pos, "gpu_sample", "%s", why);
     size_t start = m->n_gpu_samples;
     uint64_t over = 0;
     int64_t lo = INT64_MAX, hi = -1;
@@ -725,8 +710,8 @@ static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
             int rc = real ? gpufl__reader_num(cell, &d) : gpufl__reader_int(cell, &x);
             if (rc < 0 || (c < GCOL_REQUIRED && rc != 0)) {
                 m->n_gpu_samples = start;
-                return bad_line(m, pos, "gpu_sample", "row %zu: %s is not a%s", r, gpu_col_names[c],
-                                real ? " number" : "n integer");
+                return gpufl__model_bad_line(m, pos, "gpu_sample", "row %zu: %s is not a%s", r,
+                                             gpu_col_names[c], real ? " number" : "n integer");
             }
             if (real) {
                 if (d < 0) d = GPUFL_MODEL_UNKNOWN;
@@ -740,16 +725,18 @@ static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
             }
             if (x > INT32_MAX || (c == GCOL_DEVICE && x < 0)) {
                 m->n_gpu_samples = start;
-                return bad_line(m, pos, "gpu_sample", "row %zu: %s %lld is out of range", r,
-                                gpu_col_names[c], (long long)x);
+                return gpufl__model_bad_line(m, pos, "gpu_sample",
+                                             "row %zu: %s %lld is out of range", r,
+                                             gpu_col_names[c], (long long)x);
             }
             int32_t x32 = (int32_t)x;
             memcpy(slot, &x32, sizeof x32);
         }
         if (row.ts_ns < lo) lo = row.ts_ns;
         if (row.ts_ns > hi) hi = row.ts_ns;
-        int rc = reserve((void **)&m->gpu_samples, &m->gpu_samples_alloc, m->n_gpu_samples,
-                         sizeof *m->gpu_samples, m->limits.max_gpu_samples);
+        int rc =
+            gpufl__model_reserve((void **)&m->gpu_samples, &m->gpu_samples_alloc, m->n_gpu_samples,
+                                 sizeof *m->gpu_samples, m->limits.max_gpu_samples);
         if (rc < 0) return rc;
         if (rc) {
             over++;
@@ -758,24 +745,24 @@ static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
         m->gpu_samples[m->n_gpu_samples++] = row;
     }
     m->gpu_samples_over_cap += over;
-    if (rows) note_ts(m, lo), note_ts(m, hi);
+    if (rows) gpufl__model_note_ts(m, lo), gpufl__model_note_ts(m, hi);
     return 0;
 }
 
 /* One entry per source; a later record of the same source replaces it. */
 static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     const char *source = gpufl__model_json_str(rec, "source");
-    if (!source || !*source) return bad_line(m, pos, "source_cost", "no source name");
+    if (!source || !*source) return gpufl__model_bad_line(m, pos, "source_cost", "no source name");
     gpufl_model_source_cost_t *c = NULL;
     for (size_t i = 0; i < m->n_source_costs && !c; i++)
         if (strcmp(m->source_costs[i].source, source) == 0) c = &m->source_costs[i];
     if (!c) {
-        int rc = reserve((void **)&m->source_costs, &m->source_costs_alloc, m->n_source_costs,
-                         sizeof *m->source_costs, MAX_SOURCE_COSTS);
+        int rc = gpufl__model_reserve((void **)&m->source_costs, &m->source_costs_alloc,
+                                      m->n_source_costs, sizeof *m->source_costs, MAX_SOURCE_COSTS);
         if (rc < 0) return rc;
         if (rc) return 0; /* more sources than any writer has: not kept */
         c = &m->source_costs[m->n_source_costs];
-        c->source = member_str(m, rec, "source");
+        c->source = gpufl__model_member_str(m, rec, "source");
         if (!c->source) return GPUFL_ENOMEM;
         m->n_source_costs++;
     }
@@ -790,8 +777,6 @@ static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
 /* Trace records                                                            */
 /* ---------------------------------------------------------------------- */
 
-#define TRACE_COLS_MAX 32 /* columns of a trace batch (kernel has 23) */
-
 /* A decimal string too long for int64 (an id a framework made up). */
 static int big_decimal(const json_t *cell) {
     if (!json_is_string(cell)) return 0;
@@ -801,18 +786,6 @@ static int big_decimal(const json_t *cell) {
         if (s[i] < '0' || s[i] > '9') return 0;
     return len >= 19;
 }
-
-/* The columns of one trace batch type. The first n_required must be present
- * and hold integers; the others may be absent or null, and read as
- * GPUFL_MODEL_UNKNOWN then (and when past int64). Every value is in
- * [0, max[c]] (0 in max: no upper bound). Columns 0 and 1 are start_ns and
- * end_ns. */
-typedef struct trace_cols {
-    const char *type;
-    const char *const *names;
-    const int64_t *max;
-    int ncol, n_required;
-} trace_cols_t;
 
 /* The cells of one trace batch: JSON arrays, or the reader's column view of
  * a batch it scanned without jansson (view set). */
@@ -885,7 +858,7 @@ static int view_columns(const gpufl_reader_batch_t *b, const trace_cols_t *t, tr
 /* Loads the rows of a trace batch (kernel, copy, memset), from rec or from
  * the scanned batch view, each row checked by trace_row and handed to fill.
  * A bad row rolls the whole line back; rows past the cap are counted. */
-static int load_trace_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+int gpufl__model_load_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                            const gpufl_reader_batch_t *view, const trace_cols_t *t, row_array_t a,
                            void (*fill)(void *row, const int64_t *v)) {
     trace_src_t src;
@@ -895,7 +868,7 @@ static int load_trace_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json
     if (view ? view_columns(view, t, &src, &rows, why, sizeof why)
              : gpufl__reader_columns(rec, t->names, src.cols, (size_t)t->ncol,
                                      (size_t)t->n_required, &rows, why, sizeof why))
-        return bad_line(m, pos, t->type, "%s", why);
+        return gpufl__model_bad_line(m, pos, t->type, "%s", why);
     size_t start = *a.n;
     uint64_t over_start = *a.over_cap;
     int64_t lo = INT64_MAX, hi = -1;
@@ -904,18 +877,18 @@ static int load_trace_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json
         if (trace_row(t, &src, r, v, why, sizeof why)) {
             *a.n = start;
             *a.over_cap = over_start;
-            return bad_line(m, pos, t->type, "%s", why);
+            return gpufl__model_bad_line(m, pos, t->type, "%s", why);
         }
         if (v[0] < lo) lo = v[0];
         if (v[1] > hi) hi = v[1];
         int rc;
-        void *row = append_row(a, &rc);
+        void *row = gpufl__model_append_row(a, &rc);
         if (row)
             fill(row, v);
         else if (rc)
             return rc;
     }
-    if (rows) note_ts(m, lo), note_ts(m, hi);
+    if (rows) gpufl__model_note_ts(m, lo), gpufl__model_note_ts(m, hi);
     return 0;
 }
 
@@ -1015,7 +988,8 @@ static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
         [K_DEVICE] = INT32_MAX, [K_GX] = INT32_MAX, [K_GY] = INT32_MAX, [K_GZ] = INT32_MAX,
         [K_BX] = INT32_MAX,     [K_BY] = INT32_MAX, [K_BZ] = INT32_MAX, [K_REGS] = INT32_MAX};
     static const trace_cols_t t = {"kernel", names, max, K_NCOL, K_LOCAL};
-    return load_trace_rows(m, pos, rec, view, &t, ROWS(m, kernels, max_kernels), fill_kernel);
+    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, kernels, max_kernels),
+                                  fill_kernel);
 }
 
 enum copy_col { C_START, C_END, C_DEVICE, C_BYTES, C_KIND, C_SRC, C_DST, C_SCOPE, C_NCOL };
@@ -1039,7 +1013,7 @@ static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
     static const int64_t max[C_NCOL] = {
         [C_DEVICE] = INT32_MAX, [C_KIND] = INT32_MAX, [C_SRC] = INT32_MAX, [C_DST] = INT32_MAX};
     static const trace_cols_t t = {"copy", names, max, C_NCOL, C_SCOPE};
-    return load_trace_rows(m, pos, rec, view, &t, ROWS(m, copies, max_copies), fill_copy);
+    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, copies, max_copies), fill_copy);
 }
 
 enum memset_col { M_START, M_END, M_DEVICE, M_BYTES, M_KIND, M_SCOPE, M_NCOL };
@@ -1060,7 +1034,8 @@ static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
                                               "bytes",    "memory_kind", "scope"};
     static const int64_t max[M_NCOL] = {[M_DEVICE] = INT32_MAX, [M_KIND] = INT32_MAX};
     static const trace_cols_t t = {"memset", names, max, M_NCOL, M_SCOPE};
-    return load_trace_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets), fill_memset);
+    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets),
+                                  fill_memset);
 }
 
 enum sync_col {
@@ -1096,7 +1071,7 @@ static int on_sync(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                                               "event",    "scope",       "stack"};
     static const int64_t max[S_NCOL] = {[S_TYPE] = INT32_MAX};
     static const trace_cols_t t = {"sync", names, max, S_NCOL, S_TID};
-    return load_trace_rows(m, pos, rec, view, &t, ROWS(m, syncs, max_syncs), fill_sync);
+    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, syncs, max_syncs), fill_sync);
 }
 
 const char *gpufl__model_sync_name(int32_t sync_type) {
@@ -1147,19 +1122,19 @@ static int runtime_module(const char *path) {
 static int on_frame(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t id;
     if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
-        return bad_line(m, pos, "frame", "no positive integer id");
+        return gpufl__model_bad_line(m, pos, "frame", "no positive integer id");
     size_t seen;
     if (gpufl__idmap_get(&m->frame_index, (uint64_t)id, &seen)) return 0; /* first kept */
     int rc;
-    gpufl_model_frame_t *f = append_row(ROWS(m, frames, max_frames), &rc);
+    gpufl_model_frame_t *f = gpufl__model_append_row(ROWS(m, frames, max_frames), &rc);
     if (!f) return rc;
     f->id = id;
     if (hex_member(rec, "pc", &f->pc)) f->pc = 0;
     if (hex_member(rec, "offset", &f->offset)) f->offset = 0;
-    f->module = member_str(m, rec, "module");
-    f->function = member_str(m, rec, "function");
-    f->file = member_str(m, rec, "file");
-    f->source = member_str(m, rec, "source");
+    f->module = gpufl__model_member_str(m, rec, "module");
+    f->function = gpufl__model_member_str(m, rec, "function");
+    f->file = gpufl__model_member_str(m, rec, "file");
+    f->source = gpufl__model_member_str(m, rec, "source");
     if (!f->module || !f->function || !f->file || !f->source) return GPUFL_ENOMEM;
     int64_t line;
     f->line = gpufl__reader_int(json_object_get(rec, "line"), &line) == 0 && line > 0 ? line : 0;
@@ -1174,26 +1149,29 @@ static int on_frame(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
 static int on_stack(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t id;
     if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
-        return bad_line(m, pos, "stack", "no positive integer id");
+        return gpufl__model_bad_line(m, pos, "stack", "no positive integer id");
     json_t *frames = json_object_get(rec, "frames");
-    if (!json_is_array(frames)) return bad_line(m, pos, "stack", "frames is not an array");
+    if (!json_is_array(frames))
+        return gpufl__model_bad_line(m, pos, "stack", "frames is not an array");
     size_t depth = json_array_size(frames);
     if (depth > GPUFL_MODEL_STACK_DEPTH_MAX)
-        return bad_line(m, pos, "stack", "%zu frames (at most %d)", depth,
-                        GPUFL_MODEL_STACK_DEPTH_MAX);
+        return gpufl__model_bad_line(m, pos, "stack", "%zu frames (at most %d)", depth,
+                                     GPUFL_MODEL_STACK_DEPTH_MAX);
     for (size_t i = 0; i < depth; i++) {
         int64_t f;
         if (gpufl__reader_int(json_array_get(frames, i), &f) != 0 || f <= 0)
-            return bad_line(m, pos, "stack", "frame %zu is not a positive integer id", i);
+            return gpufl__model_bad_line(m, pos, "stack", "frame %zu is not a positive integer id",
+                                         i);
     }
     size_t seen;
     if (gpufl__idmap_get(&m->stack_index, (uint64_t)id, &seen)) return 0; /* first kept */
     int rc;
-    gpufl_model_stack_t *s = append_row(ROWS(m, stacks, max_stacks), &rc);
+    gpufl_model_stack_t *s = gpufl__model_append_row(ROWS(m, stacks, max_stacks), &rc);
     if (!s) return rc;
     for (size_t i = 0; i < depth && !rc; i++) /* reserve makes room for one more */
-        rc = reserve((void **)&m->stack_frames, &m->stack_frames_alloc, m->n_stack_frames + i,
-                     sizeof *m->stack_frames, SIZE_MAX / sizeof *m->stack_frames);
+        rc = gpufl__model_reserve((void **)&m->stack_frames, &m->stack_frames_alloc,
+                                  m->n_stack_frames + i, sizeof *m->stack_frames,
+                                  SIZE_MAX / sizeof *m->stack_frames);
     if (rc) {
         m->n_stacks--;
         return rc < 0 ? rc : GPUFL_ENOMEM;
@@ -1216,26 +1194,26 @@ static int on_stack(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
 static int on_kernel_config(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t id, device;
     if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
-        return bad_line(m, pos, "kernel_config", "no positive integer id");
+        return gpufl__model_bad_line(m, pos, "kernel_config", "no positive integer id");
     json_t *dev = json_object_get(rec, "device");
     if (!dev || json_is_null(dev))
         device = GPUFL_MODEL_UNKNOWN;
     else if (device_number(dev, &device))
-        return bad_line(m, pos, "kernel_config", "device is not a device number");
+        return gpufl__model_bad_line(m, pos, "kernel_config", "device is not a device number");
     size_t seen;
     if (gpufl__idmap_get(&m->config_index, (uint64_t)id, &seen)) {
         m->configs_duplicate++;
         return 0;
     }
     int rc;
-    gpufl_model_kernel_config_t *c = append_row(ROWS(m, configs, max_configs), &rc);
+    gpufl_model_kernel_config_t *c = gpufl__model_append_row(ROWS(m, configs, max_configs), &rc);
     if (!c) return rc;
     c->id = id;
     c->device = (int32_t)device;
     c->ts_ns = int_or_unknown(json_object_get(rec, "ts_ns"));
-    note_ts(m, c->ts_ns);
-    c->limiter = member_str(m, rec, "limiter");
-    c->occupancy_why = member_str(m, rec, "occupancy_unknown");
+    gpufl__model_note_ts(m, c->ts_ns);
+    c->limiter = gpufl__model_member_str(m, rec, "limiter");
+    c->occupancy_why = gpufl__model_member_str(m, rec, "occupancy_unknown");
     if (!c->limiter || !c->occupancy_why || name_member(m, rec, &c->name_id, &c->name))
         return GPUFL_ENOMEM;
     static const struct {
@@ -1297,14 +1275,43 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         SYNC,
         FRAME,
         STACK,
+        PC_SAMPLING,
+        PC_SAMPLE,
+        PC_WINDOW,
+        PC_STATS,
+        SASS,
         NTYPES
     };
-    static const char *const types[NTYPES] = {
-        "header",        "options",     "capabilities", "host_info",   "scope_begin",
-        "scope_end",     "host_sample", "system_start", "system_stop", "event",
-        "drops",         "session_end", "gpu_info",     "gpu_legend",  "gpu_sample",
-        "gpu_processes", "source_cost", "kernel",       "copy",        "memset",
-        "kernel_config", "trace_stats", "sync",         "frame",       "stack"};
+    static const char *const types[NTYPES] = {"header",
+                                              "options",
+                                              "capabilities",
+                                              "host_info",
+                                              "scope_begin",
+                                              "scope_end",
+                                              "host_sample",
+                                              "system_start",
+                                              "system_stop",
+                                              "event",
+                                              "drops",
+                                              "session_end",
+                                              "gpu_info",
+                                              "gpu_legend",
+                                              "gpu_sample",
+                                              "gpu_processes",
+                                              "source_cost",
+                                              "kernel",
+                                              "copy",
+                                              "memset",
+                                              "kernel_config",
+                                              "trace_stats",
+                                              "sync",
+                                              "frame",
+                                              "stack",
+                                              "pc_sampling",
+                                              "pc_sample",
+                                              "pc_window",
+                                              "pc_sampling_stats",
+                                              "sass"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -1338,12 +1345,18 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case SYNC: return on_sync(m, pos, rec, NULL);
     case FRAME: return on_frame(m, pos, rec);
     case STACK: return on_stack(m, pos, rec);
+    case PC_SAMPLING: return gpufl__model_on_pc_sampling(m, pos, rec);
+    case PC_SAMPLE: return gpufl__model_on_pc_sample(m, pos, rec, NULL);
+    case PC_WINDOW: return gpufl__model_on_pc_window(m, pos, rec, NULL);
+    case PC_STATS: return gpufl__model_on_pc_stats(m, pos, rec);
+    case SASS: return gpufl__model_on_sass(m, pos, rec);
     default: return 1;
     }
 }
 
 /* Batches the reader scanned without jansson (see reader.h). */
-static const char *const scanned_types[] = {"kernel", "copy", "memset", "sync", NULL};
+static const char *const scanned_types[] = {"kernel",    "copy",      "memset", "sync",
+                                            "pc_sample", "pc_window", NULL};
 
 static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b) {
     gpufl_model_t *m = user;
@@ -1351,6 +1364,8 @@ static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reade
     if (strcmp(b->type, "copy") == 0) return on_copy(m, pos, NULL, b);
     if (strcmp(b->type, "memset") == 0) return on_memset(m, pos, NULL, b);
     if (strcmp(b->type, "sync") == 0) return on_sync(m, pos, NULL, b);
+    if (strcmp(b->type, "pc_sample") == 0) return gpufl__model_on_pc_sample(m, pos, NULL, b);
+    if (strcmp(b->type, "pc_window") == 0) return gpufl__model_on_pc_window(m, pos, NULL, b);
     return 1;
 }
 
@@ -1358,7 +1373,7 @@ static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reade
 /* After reading                                                            */
 /* ---------------------------------------------------------------------- */
 
-static const char *resolve(gpufl_model_t *m, int64_t id) {
+const char *gpufl__model_resolve(gpufl_model_t *m, int64_t id) {
     const char *s = gpufl__dict_get(&m->dict, id);
     if (s) return s;
     m->undefined_ids++;
@@ -1392,9 +1407,9 @@ static int join_scopes(gpufl_model_t *m) {
     m->n_open_scopes = 0;
     for (size_t i = 0; i < m->n_scopes; i++) {
         gpufl_model_scope_t *s = &m->scopes[i];
-        s->name = resolve(m, s->name_id);
-        s->tag = resolve(m, s->tag_id);
-        s->path = resolve(m, s->path_id);
+        s->name = gpufl__model_resolve(m, s->name_id);
+        s->tag = gpufl__model_resolve(m, s->tag_id);
+        s->path = gpufl__model_resolve(m, s->path_id);
         if (s->open) m->n_open_scopes++;
     }
     return 0;
@@ -1430,8 +1445,8 @@ static int finish_gpus(gpufl_model_t *m) {
         rc = note_device(m, m->gpu_samples[i].device, &last);
     for (size_t i = 0; i < m->n_kernels && !rc; i++) {
         gpufl_model_kernel_t *k = &m->kernels[i];
-        k->name = resolve(m, k->name_id);
-        k->demangled = k->demangled_id ? resolve(m, k->demangled_id) : k->name;
+        k->name = gpufl__model_resolve(m, k->name_id);
+        k->demangled = k->demangled_id ? gpufl__model_resolve(m, k->demangled_id) : k->name;
         if (k->config > 0 && !gpufl__model_config_find(m, k->config)) m->configs_missing++;
         rc = note_device(m, k->device, &last);
     }
@@ -1439,7 +1454,8 @@ static int finish_gpus(gpufl_model_t *m) {
     for (size_t i = 0; i < m->n_memsets && !rc; i++)
         rc = note_device(m, m->memsets[i].device, &last);
     for (size_t i = 0; i < m->n_configs; i++)
-        if (m->configs[i].name_id) m->configs[i].name = resolve(m, m->configs[i].name_id);
+        if (m->configs[i].name_id)
+            m->configs[i].name = gpufl__model_resolve(m, m->configs[i].name_id);
     if (rc) return rc;
     if (m->n_gpus < 2) return 0;
     qsort(m->gpus, m->n_gpus, sizeof *m->gpus, cmp_gpu);
@@ -1762,7 +1778,8 @@ static int attribute_gpu(gpufl_model_t *m) {
 static void summarize(gpufl_model_t *m) {
     load_state_t *st = m->load_state;
     for (size_t i = 0; i < m->n_windows; i++)
-        if (m->windows[i].name_id) m->windows[i].name = resolve(m, m->windows[i].name_id);
+        if (m->windows[i].name_id)
+            m->windows[i].name = gpufl__model_resolve(m, m->windows[i].name_id);
     /* Counted problems, each said once with its count. */
     const struct {
         uint64_t count;
@@ -1777,8 +1794,8 @@ static void summarize(gpufl_model_t *m) {
     };
     for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++)
         if (problems[i].count)
-            add_warning(m, "", 0, "%llu %s", (unsigned long long)problems[i].count,
-                        problems[i].what);
+            gpufl__model_warn(m, "", 0, "%llu %s", (unsigned long long)problems[i].count,
+                              problems[i].what);
     const struct {
         uint64_t count;
         const char *what;
@@ -1798,28 +1815,32 @@ static void summarize(gpufl_model_t *m) {
         {m->syncs_over_cap, "sync rows", m->limits.max_syncs},
         {m->frames_over_cap, "frame records", m->limits.max_frames},
         {m->stacks_over_cap, "stack records", m->limits.max_stacks},
+        {m->pc_samples_over_cap, "pc_sample rows", m->limits.max_pc_samples},
+        {m->pc_windows_over_cap, "pc_window rows", m->limits.max_pc_windows},
+        {m->sass_insns_over_cap, "sass instructions", m->limits.max_sass_insns},
     };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         if (caps[i].count)
-            add_warning(m, "", 0, "%llu %s past the cap of %zu, not kept",
-                        (unsigned long long)caps[i].count, caps[i].what, caps[i].cap);
+            gpufl__model_warn(m, "", 0, "%llu %s past the cap of %zu, not kept",
+                              (unsigned long long)caps[i].count, caps[i].what, caps[i].cap);
     if (m->configs_duplicate)
-        add_warning(m, "", 0, "%llu kernel_config records repeat an id (the first kept)",
-                    (unsigned long long)m->configs_duplicate);
+        gpufl__model_warn(m, "", 0, "%llu kernel_config records repeat an id (the first kept)",
+                          (unsigned long long)m->configs_duplicate);
     if (m->configs_missing)
-        add_warning(m, "", 0, "%llu kernel rows name a kernel_config id that no record has",
-                    (unsigned long long)m->configs_missing);
+        gpufl__model_warn(m, "", 0, "%llu kernel rows name a kernel_config id that no record has",
+                          (unsigned long long)m->configs_missing);
     if (m->stacks_missing)
-        add_warning(m, "", 0, "%llu stack references name a stack or frame no record defines",
-                    (unsigned long long)m->stacks_missing);
+        gpufl__model_warn(m, "", 0, "%llu stack references name a stack or frame no record defines",
+                          (unsigned long long)m->stacks_missing);
     const gpufl_model_gpu_work_t *u = &m->gpu_unknown_scope.self;
     if (u->kernels + u->copies + u->memsets)
-        add_warning(m, "", 0,
-                    "%llu kernel, copy or memset rows name a scope id that scope.log does not have",
-                    (unsigned long long)(u->kernels + u->copies + u->memsets));
+        gpufl__model_warn(
+            m, "", 0,
+            "%llu kernel, copy or memset rows name a scope id that scope.log does not have",
+            (unsigned long long)(u->kernels + u->copies + u->memsets));
     if (m->gpus_over_cap)
-        add_warning(m, "", 0, "%llu GPU records name devices past the cap of %zu devices",
-                    (unsigned long long)m->gpus_over_cap, m->limits.max_gpus);
+        gpufl__model_warn(m, "", 0, "%llu GPU records name devices past the cap of %zu devices",
+                          (unsigned long long)m->gpus_over_cap, m->limits.max_gpus);
 }
 
 /* Turns the frame ids of stacks into indices into frames (SIZE_MAX for an
@@ -1869,6 +1890,9 @@ static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in
     out->max_syncs = d.max_syncs ? d.max_syncs : DEFAULT_MAX_ROWS;
     out->max_frames = d.max_frames ? d.max_frames : DEFAULT_MAX_RECORDS;
     out->max_stacks = d.max_stacks ? d.max_stacks : DEFAULT_MAX_RECORDS;
+    out->max_pc_samples = d.max_pc_samples ? d.max_pc_samples : (size_t)64 << 20;
+    out->max_pc_windows = d.max_pc_windows ? d.max_pc_windows : DEFAULT_MAX_RECORDS;
+    out->max_sass_insns = d.max_sass_insns ? d.max_sass_insns : DEFAULT_MAX_ROWS;
 }
 
 int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
@@ -1903,6 +1927,8 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     if (rc == 0) rc = build_paths(m);
     if (rc == 0) rc = attribute_gpu(m);
     if (rc == 0) join_stacks(m);
+    if (rc == 0) rc = gpufl__model_finish_pc(m);
+    if (rc == 0) rc = gpufl__model_attribute_pc(m);
     if (rc == 0) summarize(m);
     free(st.ends);
     m->load_state = NULL;
@@ -1941,6 +1967,7 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->frames);
     free(m->stacks);
     free(m->stack_frames);
+    gpufl__model_free_pc(m);
     gpufl__idmap_fini(&m->frame_index);
     gpufl__idmap_fini(&m->stack_index);
     free(m->scope_paths);

@@ -321,6 +321,92 @@ typedef struct gpufl_model_stack {
     size_t depth;
 } gpufl_model_stack_t;
 
+/* ---------------------------------------------------------------------- */
+/* PC sampling (engines PcSampling and Deep) and SASS                       */
+/* ---------------------------------------------------------------------- */
+
+/* Decode latency assumed for contexts whose pc_sampling record gives none. */
+#define GPUFL_MODEL_PC_WORKER_SLEEP_MS 100
+
+/* A pc_sampling record: sampling on one context started (or failed to). */
+typedef struct gpufl_model_pc_context {
+    int64_t ts_ns;
+    int64_t context;                              /* CUPTI's context id */
+    int64_t device;                               /* UNKNOWN when absent */
+    int64_t period;                               /* 2^period cycles between samples; UNKNOWN */
+    int64_t worker_sleep_ms;                      /* CUPTI's decode period; UNKNOWN */
+    int64_t scratch_bytes, hardware_buffer_bytes; /* UNKNOWN when absent */
+    double enable_ms;                             /* < 0 unknown */
+    const char *mode;                             /* "continuous"; "" when absent */
+    const char *error;                            /* "" when sampling started */
+    size_t n_reasons;                             /* stall reasons CUPTI offers here */
+    int late;                                     /* the context ran before sampling began */
+} gpufl_model_pc_context_t;
+
+/* One pc_sample row, kept small (a session has millions): dict ids stay
+ * ids (the writer's ids are below 2^32); reason is an index into
+ * m->pc_reasons once loading is done. */
+typedef struct gpufl_model_pc_sample {
+    int64_t t0_ns, t1_ns; /* the window */
+    uint32_t context;
+    uint32_t cubin;     /* dict id of the module's CRC ("0x5e1f...") */
+    uint32_t function;  /* dict id of the mangled name */
+    uint32_t demangled; /* dict id of the demangled name */
+    uint32_t pc;        /* offset in the function, bytes */
+    uint32_t reason;    /* index into m->pc_reasons */
+    uint32_t samples;
+} gpufl_model_pc_sample_t;
+
+/* One pc_window row: the accounting of one context's window. */
+typedef struct gpufl_model_pc_window {
+    int64_t t0_ns, t1_ns, context;
+    int64_t drains, samples, recorded, non_user, dropped, buffer_full, pcs_left; /* UNKNOWN */
+} gpufl_model_pc_window_t;
+
+/* A stall reason met in pc_sample rows. */
+typedef struct gpufl_model_pc_reason {
+    int64_t id;             /* its dict id */
+    const char *name;       /* CUPTI's name: smsp__pcsamp_warps_issue_stalled_long_scoreboard */
+    const char *short_name; /* the known prefix stripped: long_scoreboard */
+    int issued;             /* "selected": the warp issued; not a stall */
+} gpufl_model_pc_reason_t;
+
+/* One instruction of a sass record. */
+typedef struct gpufl_model_sass_insn {
+    uint32_t pc;      /* offset in the function, bytes */
+    int32_t line;     /* 0 without line info */
+    const char *file; /* "" without line info */
+    const char *text;
+} gpufl_model_sass_insn_t;
+
+/* A sass record: the disassembly of one (module, function), instructions
+ * sorted by pc. */
+typedef struct gpufl_model_sass {
+    int64_t cubin, function; /* dict ids */
+    const char *arch;        /* "sm_90" */
+    const char *error;       /* "" unless it could not be disassembled */
+    size_t first, n;         /* into m->sass_insns */
+} gpufl_model_sass_t;
+
+/* Where a scope-attributed share of PC samples went: scope path slot
+ * (index in scope_paths; GPUFL_MODEL_PC_SLOT_* beyond them) and reason. */
+#define GPUFL_MODEL_PC_SLOT_NO_SCOPE(m)      ((m)->n_scope_paths)
+#define GPUFL_MODEL_PC_SLOT_UNKNOWN_SCOPE(m) ((m)->n_scope_paths + 1)
+#define GPUFL_MODEL_PC_SLOT_UNATTRIBUTED(m)  ((m)->n_scope_paths + 2)
+typedef struct gpufl_model_pc_scope {
+    size_t slot;
+    uint32_t reason;
+    double samples; /* shares of split rows are fractions */
+} gpufl_model_pc_scope_t;
+
+/* How precisely samples were given to scopes (pc_attrib.c), in samples. */
+typedef struct gpufl_model_pc_attrib {
+    double exact;        /* the overlapping kernels lay in one scope path */
+    double split;        /* split over overlapping kernels of several scope paths */
+    double fallback;     /* no kernel overlapped: split by the function's session GPU time */
+    double unattributed; /* the function has no kernel rows */
+} gpufl_model_pc_attrib_t;
+
 /* GPU work of one kind of attribution: counts and summed durations (ns, in
  * double so that sums over a damaged log cannot overflow). */
 typedef struct gpufl_model_gpu_work {
@@ -407,6 +493,9 @@ typedef struct gpufl_model_limits {
     size_t max_syncs;        /* sync rows, default 16 Mi */
     size_t max_frames;       /* frame records, default 1 Mi */
     size_t max_stacks;       /* stack records, default 1 Mi */
+    size_t max_pc_samples;   /* pc_sample rows, default 64 Mi */
+    size_t max_pc_windows;   /* pc_window rows, default 1 Mi */
+    size_t max_sass_insns;   /* instructions of all sass records, default 16 Mi */
     /* Progress of the read (the report's CLI shows it): bytes read and the
      * size of all segment files, at most every 0.1 s and once at the end;
      * NULL: none. Not a cap: zero means none, as for the others. */
@@ -481,6 +570,32 @@ typedef struct gpufl_model {
     size_t n_stack_frames;
     uint64_t stacks_missing; /* kernel and sync rows naming a stack id no record has */
 
+    /* PC sampling: one entry per pc_sampling record (by context), the rows,
+     * the stall reasons the rows name (sorted by short name), the last
+     * pc_sampling_stats record, sass records sorted by (cubin, function),
+     * and the samples given to scope paths by time (pc_attrib.c), sorted by
+     * (slot, reason). */
+    gpufl_model_pc_context_t *pc_contexts;
+    size_t n_pc_contexts;
+    gpufl_model_pc_sample_t *pc_samples;
+    size_t n_pc_samples;
+    uint64_t pc_samples_over_cap;
+    uint64_t pc_samples_total; /* samples of all rows kept */
+    gpufl_model_pc_window_t *pc_windows;
+    size_t n_pc_windows;
+    uint64_t pc_windows_over_cap;
+    gpufl_model_pc_reason_t *pc_reasons;
+    size_t n_pc_reasons;
+    json_t *pc_stats; /* pc_sampling_stats, NULL when absent */
+    gpufl_model_sass_t *sass;
+    size_t n_sass;
+    gpufl_model_sass_insn_t *sass_insns;
+    size_t n_sass_insns;
+    uint64_t sass_insns_over_cap;
+    gpufl_model_pc_scope_t *pc_scopes;
+    size_t n_pc_scopes;
+    gpufl_model_pc_attrib_t pc_attrib;
+
     /* Scope paths, sorted by path; GPU work per path and outside them. */
     gpufl_model_scope_path_t *scope_paths;
     size_t n_scope_paths;
@@ -522,6 +637,8 @@ typedef struct gpufl_model {
     size_t gpus_alloc, gpu_samples_alloc, source_costs_alloc, kernels_alloc, copies_alloc;
     size_t memsets_alloc, configs_alloc, syncs_alloc, frames_alloc, stacks_alloc;
     size_t stack_frames_alloc;
+    size_t pc_contexts_alloc, pc_samples_alloc, pc_windows_alloc, pc_reasons_alloc, sass_alloc;
+    size_t sass_insns_alloc, pc_scopes_alloc;
     gpufl_idmap_t frame_index; /* frame id -> index in frames */
     gpufl_idmap_t stack_index; /* stack id -> index in stacks */
     void *load_state;          /* only during loading */
@@ -570,6 +687,20 @@ const gpufl_model_gpu_t *gpufl__model_gpu_find(const gpufl_model_t *m, int64_t d
 /* The source_cost record of `source` ("host", "nvml"), or NULL. */
 const gpufl_model_source_cost_t *gpufl__model_source_cost(const gpufl_model_t *m,
                                                           const char *source);
+/* The pc_sampling record of a context, or NULL. */
+const gpufl_model_pc_context_t *gpufl__model_pc_context(const gpufl_model_t *m, int64_t context);
+/* The sass record of (cubin, function), else the first of function (a row
+ * whose module has no record of its own), or NULL. */
+const gpufl_model_sass_t *gpufl__model_sass_find(const gpufl_model_t *m, int64_t cubin,
+                                                 int64_t function);
+/* The instruction at pc in s, or NULL. */
+const gpufl_model_sass_insn_t *gpufl__model_sass_insn(const gpufl_model_t *m,
+                                                      const gpufl_model_sass_t *s, uint32_t pc);
+/* The short name of a CUPTI stall reason: the known prefix
+ * (smsp__pcsamp_warps_issue_stalled_, smsp__pcsamp_) stripped; a name
+ * without one is returned whole. Points into name. */
+const char *gpufl__model_pc_reason_short(const char *name);
+
 /* A string member of a record object (e.g. of m->capabilities), or NULL. */
 const char *gpufl__model_json_str(const json_t *obj, const char *key);
 

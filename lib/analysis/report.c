@@ -1230,6 +1230,7 @@ int gpufl__report_render_text(const gpufl_report_t *r, FILE *out) {
     put_copies(out, r);
     rc = put_scopes_gpu(out, r);
     if (rc) return rc;
+    gpufl__report_text_pc(r, out);
     put_problems(out, r);
     return 0;
 }

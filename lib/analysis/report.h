@@ -19,6 +19,7 @@
 
 #include "analysis/insights.h"
 #include "analysis/model.h"
+#include "analysis/pc_profile.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -225,6 +226,53 @@ typedef struct gpufl_report_dir {
     double bytes, time_ns;
 } gpufl_report_dir_t;
 
+#define GPUFL_REPORT_PC_ROWS_MAX    10 /* kernels, scopes and source lines listed */
+#define GPUFL_REPORT_PC_TOP_REASONS 3  /* reasons shown per kernel or scope */
+#define GPUFL_REPORT_PC_HOT_PCS     3  /* instructions shown per source line */
+
+/* A reason's samples (reason: index in m->pc_reasons). */
+typedef struct gpufl_report_pc_share {
+    size_t reason;
+    double samples;
+} gpufl_report_pc_share_t;
+
+/* One kernel function or scope path of the PC sampling section. */
+typedef struct gpufl_report_pc_row {
+    const char *label; /* the demangled kernel name, or the scope path */
+    double samples;
+    gpufl_report_pc_share_t top[GPUFL_REPORT_PC_TOP_REASONS]; /* most first */
+    size_t n_top;
+} gpufl_report_pc_row_t;
+
+/* One of the most-stalled source lines (or instructions without one). */
+typedef struct gpufl_report_pc_line {
+    const gpufl_pc_line_t *line;
+    const char *function;
+    long reason;                                         /* its most frequent stall; -1 none */
+    const gpufl_pc_insn_t *hot[GPUFL_REPORT_PC_HOT_PCS]; /* its hottest instructions */
+    size_t n_hot;
+} gpufl_report_pc_line_t;
+
+/* The PC sampling section: configuration, accounting, attribution precision
+ * and the stall reasons per kernel, scope and source line. */
+typedef struct gpufl_report_pc {
+    int shown;                      /* pc_sampling records or pc_sample rows exist */
+    size_t contexts, failed, late;  /* pc_sampling records; failed: with an error */
+    int64_t period_min, period_max; /* exponents; -1 unknown */
+    int64_t worker_sleep_ms;        /* largest of the contexts; -1 unknown */
+    const char *error;              /* the first context's error, NULL when none */
+    /* pc_sampling_stats (from_stats), else the pc_window rows summed; -1 unknown */
+    int64_t samples, recorded, dropped, non_user, buffer_full, drains;
+    int from_stats;
+    gpufl_pc_profile_t profile;
+    gpufl_report_pc_row_t *kernels; /* by samples */
+    size_t n_kernels;
+    gpufl_report_pc_row_t *scopes; /* by samples */
+    size_t n_scopes, scopes_total;
+    gpufl_report_pc_line_t *lines; /* by samples */
+    size_t n_lines;
+} gpufl_report_pc_t;
+
 typedef struct gpufl_report {
     const gpufl_model_t *m;
     gpufl_report_summary_t summary;
@@ -255,12 +303,24 @@ typedef struct gpufl_report {
     size_t n_scope_gpu_rows, scope_gpu_hidden;
     double gpu_in_scopes_ns, gpu_all_ns;
     int64_t unattributed; /* trace_stats: records without a launch note; -1 unknown */
+
+    gpufl_report_pc_t pc;
 } gpufl_report_t;
 
 /* Computes every section of m's report into r. Returns 0 or GPUFL_ENOMEM
  * (r then holds what was made; free it either way). */
 int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r);
 void gpufl__report_free(gpufl_report_t *r);
+
+/* The PC sampling section (report_pc.c): computed by gpufl__report_build,
+ * rendered as text, as the JSON report's "pc_sampling" member (null when
+ * not shown) and through an emitter. */
+int gpufl__report_build_pc(const gpufl_model_t *m, gpufl_report_pc_t *pc);
+void gpufl__report_free_pc(gpufl_report_pc_t *pc);
+void gpufl__report_text_pc(const gpufl_report_t *r, FILE *out);
+json_t *gpufl__report_json_pc(const gpufl_report_t *r);
+struct gpufl_report_emitter;
+void gpufl__report_doc_pc(const struct gpufl_report_emitter *e, const gpufl_report_t *r);
 
 /* The renderers; each returns 0 or GPUFL_ENOMEM (write errors are checked
  * by the caller on the stream). */

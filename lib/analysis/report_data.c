@@ -905,6 +905,7 @@ int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
     if (!rc) rc = build_kernels(m, r);
     if (!rc) build_copies(m, r);
     if (!rc) rc = build_scope_gpu(m, r);
+    if (!rc) rc = gpufl__report_build_pc(m, &r->pc);
     return rc;
 }
 
@@ -919,5 +920,6 @@ void gpufl__report_free(gpufl_report_t *r) {
     free(r->kgroups);
     free(r->kconfs);
     free(r->scope_gpu_rows);
+    gpufl__report_free_pc(&r->pc);
     memset(r, 0, sizeof *r);
 }

@@ -654,6 +654,7 @@ int gpufl__report_doc_body(const gpufl_report_emitter_t *e, const gpufl_report_t
     details(e, r);
     transfers(e, r);
     scope_gpu(e, r);
+    gpufl__report_doc_pc(e, r);
     problems(e, r);
     return 0;
 }

@@ -34,7 +34,7 @@ cd "$tmp"
 # sessions: newest first (by the header's start time), with app, duration, size.
 expect 0 "sessions ROOT" -- "$gpufl" sessions "$root"
 order=$(awk 'NR > 1 {print $4}' "$tmp/out" | tr '\n' ' ')
-[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo " ]] ||
+[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo pc_demo " ]] ||
   fail "sessions order: '$order'"
 grep -Eq "^20261124T090000.000Z-8080-5c0e +2026-11-24 09:00:00 +scoped_demo +0.700 s +[0-9.]+ KiB$" \
   "$tmp/out" || fail "the newest session's row"
@@ -134,6 +134,24 @@ assert loop["line"] == 90 and loop["file"] == "/src/train.cu", loop
 assert {e["name"] for e in loop["evidence"]} >= {"calls", "blocked_ns", "median_launches_between"}
 assert all("why" in s and "rule" in s for s in doc["skipped"])
 PY
+# PC samples: the report's section and the dominant_stall insight.
+pc_id=20261120T100000.000Z-9191-7a1b
+expect 0 "report of PC samples" -- "$gpufl" report "$root/$pc_id"
+has out "^PC sampling"
+has out "coverage 96.5%"
+has out "stencil.cu:12"
+has out "LDG.E R4, desc\[UR4\]\[R2.64\]"
+has out "(unattributed)"
+expect 0 "insights of PC samples" -- "$gpufl" insights --format json "$root/$pc_id"
+python3 - "$tmp/out" <<'PY' || fail "dominant_stall insights"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+stall = [x for x in doc["insights"] if x["rule"] == "dominant_stall"]
+assert [x["severity"] for x in stall] == ["HIGH", "MEDIUM"], stall
+assert stall[0]["line"] == 12 and stall[0]["file"] == "/src/stencil.cu", stall[0]
+assert "long_scoreboard" in stall[0]["title"], stall[0]
+PY
+
 expect 0 "insights above a severity" -- "$gpufl" insights --min-severity high "$root/$basic_id"
 has out "^No findings at this severity.$"
 expect 2 "insights with a bad format" -- "$gpufl" insights --format xml "$root/$stacks_id"

@@ -9,6 +9,8 @@ import os
 
 ENGINE_MONITOR = 0
 ENGINE_TRACE = 1
+ENGINE_PC_SAMPLING = 2
+ENGINE_DEEP = 5
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -49,6 +51,7 @@ class Options(ctypes.Structure):
         ("memory_cap_bytes", ctypes.c_size_t),
         ("log_rotate_bytes", ctypes.c_size_t),
         ("flush_interval_ms", ctypes.c_int),
+        ("pc_sampling_period", ctypes.c_int),
     ]
 
 

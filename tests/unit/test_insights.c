@@ -1481,6 +1481,75 @@ static void test_insights_median(void **state) {
     }
 }
 
+/* ---------------------------------------------------------------------- */
+/* dominant_stall                                                           */
+/* ---------------------------------------------------------------------- */
+
+/* PC samples of target (stalled: long_scoreboard, the rest selected) and of
+ * filler (all selected), in one window. */
+static run_t stall_run(int64_t target, int64_t stalled, int64_t filler) {
+    sess_t *s = sess_new(0);
+    put(s, "{\"type\":\"dict\",\"v\":1,\"id\":[10,11],\"str\":["
+           "\"smsp__pcsamp_warps_issue_stalled_long_scoreboard\","
+           "\"smsp__pcsamp_warps_issue_stalled_selected\"]}\n");
+    put(s, "{\"type\":\"pc_sampling\",\"v\":1,\"ts_ns\":0,\"device\":0,\"context\":1,"
+           "\"period\":16,\"mode\":\"continuous\",\"worker_sleep_ms\":100,\"reasons\":[],"
+           "\"late\":false}\n");
+    put(s,
+        "{\"type\":\"pc_sample\",\"v\":1,\"t0_ns\":[0,0,0],\"t1_ns\":[%lld,%lld,%lld],"
+        "\"context\":[1,1,1],\"cubin\":[0,0,0],\"function\":[1,1,3],\"demangled\":[2,2,3],"
+        "\"pc\":[16,0,0],\"reason\":[10,11,11],\"samples\":[%lld,%lld,%lld]}\n",
+        250 * MS, 250 * MS, 250 * MS, (long long)stalled, (long long)(target - stalled),
+        (long long)filler);
+    sess_end(s, 300 * MS);
+    return compute(s);
+}
+
+static void test_insights_dominant_stall(void **state) {
+    (void)state;
+    static const struct {
+        int64_t target, stalled, filler;
+        int fires;
+        gpufl_severity_t sev;
+    } cases[] = {
+        {999, 900, 0, 0, 0},                        /* below 1000 samples */
+        {1000, 900, 0, 1, GPUFL_SEVERITY_HIGH},     /* at 1000 */
+        {1000, 800, 99100, 0, 0},                   /* 0.999 % of the session */
+        {1000, 800, 99000, 1, GPUFL_SEVERITY_HIGH}, /* 1 % */
+        {1000, 399, 0, 0, 0},                       /* 39.9 % */
+        {1000, 400, 0, 1, GPUFL_SEVERITY_MEDIUM},   /* 40 % */
+        {1000, 599, 0, 1, GPUFL_SEVERITY_MEDIUM},   /* 59.9 % */
+        {1000, 600, 0, 1, GPUFL_SEVERITY_HIGH},     /* 60 % */
+        {1000, 0, 0, 0, 0},                         /* all selected: issuing is no stall */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_t r = stall_run(cases[i].target, cases[i].stalled, cases[i].filler);
+        if (count(&r, "dominant_stall") != (size_t)cases[i].fires)
+            fail_msg("case %zu: %zu insights", i, count(&r, "dominant_stall"));
+        if (cases[i].fires) {
+            const gpufl_insight_t *x = one(&r, "dominant_stall");
+            assert_int_equal(x->severity, cases[i].sev);
+            assert_string_equal(x->category, "STALL");
+            assert_string_equal(x->kernel, "target(float*)");
+            expect_text(x->title, "long_scoreboard");
+            expect_text(x->advice, "coalesced");
+            expect_text(x->message, "+0x10"); /* no sass: the instruction */
+            ASSERT_NEAR(ev(x, "reason_pct"), 100.0 * cases[i].stalled / cases[i].target);
+            ASSERT_NEAR(ev(x, "samples"), (double)cases[i].target);
+        }
+        assert_null(skip_why(&r, "dominant_stall"));
+        done(&r);
+    }
+    /* No PC samples: skipped, saying why. */
+    sess_t *s = sess_new(0);
+    sess_end(s, MS);
+    run_t r = compute(s);
+    assert_int_equal(count(&r, "dominant_stall"), 0);
+    assert_non_null(skip_why(&r, "dominant_stall"));
+    expect_text(skip_why(&r, "dominant_stall"), "no pc_sample rows");
+    done(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_insights_median),
@@ -1504,6 +1573,7 @@ int main(void) {
         cmocka_unit_test(test_insights_low_sm_activity),
         cmocka_unit_test(test_insights_no_gpu_data),
         cmocka_unit_test(test_insights_deterministic),
+        cmocka_unit_test(test_insights_dominant_stall),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -906,6 +906,85 @@ static void test_report_golden_stacks(void **state) {
     check_golden("stacks");
 }
 
+/* PC samples: the model, the attribution by time and the report section. */
+static void test_report_golden_pcsampled(void **state) {
+    (void)state;
+    check_golden("pcsampled");
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(fixture("sessions/pcsampled"), &m), 0);
+    assert_int_equal(m->n_pc_contexts, 1);
+    assert_int_equal(m->pc_contexts[0].period, 16);
+    assert_int_equal(m->pc_contexts[0].n_reasons, 18);
+    assert_int_equal(m->n_pc_samples, 11);
+    assert_int_equal(m->pc_samples_total, 4150);
+    assert_int_equal(m->n_pc_windows, 5);
+    assert_int_equal(m->n_pc_reasons, 5);
+    assert_string_equal(m->pc_reasons[0].short_name, "barrier");
+    assert_true(m->pc_reasons[3].issued); /* selected */
+    assert_int_equal(m->n_sass, 1);
+    assert_int_equal(m->sass[0].n, 6);
+    /* stencil's first window lies in train alone, gemm's splits between
+     * train and eval, the last stencil window has no launch (fallback), and
+     * tiny has no kernel rows. */
+    assert_true(m->pc_attrib.exact == 2700);
+    assert_true(m->pc_attrib.split == 1300);
+    assert_true(m->pc_attrib.fallback == 100);
+    assert_true(m->pc_attrib.unattributed == 50);
+    double train = 0, eval = 0;
+    for (size_t i = 0; i < m->n_pc_scopes; i++) {
+        const gpufl_model_pc_scope_t *s = &m->pc_scopes[i];
+        if (s->slot < m->n_scope_paths && strcmp(m->scope_paths[s->slot].path, "train") == 0)
+            train += s->samples;
+        if (s->slot < m->n_scope_paths && strcmp(m->scope_paths[s->slot].path, "eval") == 0)
+            eval += s->samples;
+    }
+    assert_true(train > 2716.6 && train < 2716.7); /* 2000 + 650 + 100 * 2/3 */
+    assert_true(eval > 1383.3 && eval < 1383.4);   /* 700 + 650 + 100 / 3 */
+    gpufl__model_destroy(m);
+}
+
+/* Malformed PC sampling lines are reported with file:line and skipped. */
+static void test_report_pc_bad_lines(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-pcbad-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/device.log", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+          "{\"type\":\"dict\",\"v\":1,\"id\":[1,2],\"str\":[\"k\",\"r\"]}\n"
+          "{\"type\":\"pc_sample\",\"v\":1,\"t0_ns\":[0],\"t1_ns\":[5],\"context\":[1],"
+          "\"function\":[1],\"pc\":[0],\"reason\":[2]}\n"
+          "{\"type\":\"pc_sample\",\"v\":1,\"t0_ns\":[9],\"t1_ns\":[5],\"context\":[1],"
+          "\"function\":[1],\"pc\":[0],\"reason\":[2],\"samples\":[3]}\n"
+          "{\"type\":\"pc_sample\",\"v\":1,\"t0_ns\":[0],\"t1_ns\":[5],\"context\":[1],"
+          "\"function\":[0],\"pc\":[0],\"reason\":[2],\"samples\":[3]}\n"
+          "{\"type\":\"pc_sampling\",\"v\":1,\"ts_ns\":1}\n"
+          "{\"type\":\"sass\",\"v\":1,\"cubin\":1,\"function\":1,\"pc\":[0,16],"
+          "\"text\":[\"NOP\"]}\n"
+          "{\"type\":\"pc_sample\",\"v\":1,\"t0_ns\":[0],\"t1_ns\":[5],\"context\":[1],"
+          "\"function\":[1],\"pc\":[0],\"reason\":[2],\"samples\":[3]}\n",
+          f);
+    fclose(f);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(m->n_pc_samples, 1); /* only the last line */
+    assert_int_equal(m->read.corrupt_lines, 5);
+    assert_int_equal(m->n_pc_contexts, 0);
+    assert_int_equal(m->n_sass, 0);
+    int found = 0;
+    for (size_t i = 0; i < m->n_warnings; i++)
+        if (strstr(m->warnings[i].message, "pc_sample: row 0: end_ns") ||
+            strstr(m->warnings[i].message, "t1_ns"))
+            found++;
+    assert_true(found >= 1);
+    assert_true(m->pc_attrib.unattributed == 3);
+    gpufl__model_destroy(m);
+    remove(path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* Bad kernel/copy lines are rolled back whole and reported with file:line;
  * rows past a cap are counted. */
 static void test_report_trace_corrupt(void **state) {
@@ -1707,7 +1786,7 @@ static void test_report_batch_fallback(void **state) {
 /* ---------------------------------------------------------------------- */
 
 static const char *const fixtures_all[] = {"basic", "killed", "rotated", "gpu",
-                                           "trace", "scoped", "stacks"};
+                                           "trace", "scoped", "stacks", "pcsampled"};
 #define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
 
 static void test_report_golden_json(void **state) {
@@ -1773,7 +1852,8 @@ static void test_report_json_keys(void **state) {
     (void)state;
     static const char *const top[] = {
         "format",        "version", "session",        "insights",  "scopes",    "system",  "gpus",
-        "sampling_cost", "kernels", "kernel_details", "transfers", "scope_gpu", "problems"};
+        "sampling_cost", "kernels", "kernel_details", "transfers", "scope_gpu", "pc_sampling",
+        "problems"};
     for (size_t i = 0; i < N_FIXTURES; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
@@ -2073,6 +2153,8 @@ int main(void) {
         cmocka_unit_test(test_report_model_trace),
         cmocka_unit_test(test_report_golden_trace),
         cmocka_unit_test(test_report_golden_stacks),
+        cmocka_unit_test(test_report_golden_pcsampled),
+        cmocka_unit_test(test_report_pc_bad_lines),
         cmocka_unit_test(test_report_trace_corrupt),
         cmocka_unit_test(test_report_model_configs),
         cmocka_unit_test(test_report_gpu_per_scope),

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Overhead of gpufl's engines on real PyTorch workloads, on the GPU machine.
+
+Workloads (each a loop of identical steps after warmup):
+  gemm         torch.matmul of two 8192 x 8192 bf16 matrices per step;
+  transformer  a training step of a 6-layer transformer encoder (d_model 1024,
+               16 heads, feed-forward 4096, batch 16 x 512 tokens, bf16
+               autocast, AdamW), 30 measured steps.
+Variants: `untraced` (no gpufl loaded), `trace` (engine Trace), and
+`pcs<P>` (engine PcSampling at period P), each in a fresh process. gpufl is
+loaded through ctypes (tests/gpu/gpufl_ctypes.py) and initialised before the
+first CUDA call, as the documentation asks; sampling then starts on the
+context's creation.
+
+Rounds interleave the variants (untraced, trace, pcs..., untraced, ...) so
+that drift of the machine falls on all of them; a variant's figure is the
+median over its runs of the median step time, and its overhead is measured
+against the untraced median of the same workload.
+
+Prints one JSON line per run and, last, one JSON summary; --markdown FILE
+also writes the summary as a table.
+Usage: pcs_overhead.py [--rounds 3] [--periods 16,18] [--workloads gemm,transformer]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gpu"))
+
+
+def child(workload, variant, log_dir):
+    g = None
+    if variant != "untraced":
+        import gpufl_ctypes
+        g = gpufl_ctypes.Gpufl()
+        if variant == "trace":
+            rc = g.init("pcs_overhead", log_dir, gpufl_ctypes.ENGINE_TRACE)
+        else:
+            rc = g.init("pcs_overhead", log_dir, gpufl_ctypes.ENGINE_PC_SAMPLING,
+                        pc_sampling_period=int(variant[3:]))
+        if rc != 0:
+            raise SystemExit(f"gpufl_init: {g.last_error()}")
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    dev = "cuda"
+    if workload == "gemm":
+        a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        c = torch.empty_like(a)
+
+        def step():
+            torch.matmul(a, b, out=c)
+        warmup, steps, inner = 10, 30, 10
+    else:
+        layer = nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True, dropout=0.0)
+        model = nn.TransformerEncoder(layer, 6).to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        x = torch.randn(16, 512, 1024, device=dev)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(x).float().pow(2).mean()
+            loss.backward()
+            opt.step()
+        warmup, steps, inner = 5, 30, 1
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(steps):
+        start.record()
+        for _ in range(inner):
+            step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / inner)
+    session = None
+    if g is not None:
+        session = g.session_dir()
+        g.shutdown()
+    print(json.dumps({"workload": workload, "variant": variant, "step_ms": times,
+                      "median_ms": statistics.median(times), "session": session,
+                      "device": torch.cuda.get_device_name(0)}))
+
+
+def session_stats(path):
+    """pc_sampling_stats and trace_stats of a session, when it has them."""
+    out = {}
+    if not path:
+        return out
+    try:
+        with open(os.path.join(path, "device.log")) as f:
+            for line in f:
+                if '"pc_sampling_stats"' in line or '"trace_stats"' in line or \
+                        '"type":"pc_sampling"' in line:
+                    rec = json.loads(line)
+                    rec.pop("reasons", None)
+                    out[rec["type"]] = rec
+    except (OSError, ValueError) as e:
+        out["error"] = str(e)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--periods", default="16")
+    ap.add_argument("--workloads", default="gemm,transformer")
+    ap.add_argument("--markdown", default=None)
+    ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "VARIANT", "LOG_DIR"))
+    a = ap.parse_args()
+    if a.child:
+        child(*a.child)
+        return 0
+    variants = ["untraced", "trace"] + [f"pcs{p}" for p in a.periods.split(",") if p]
+    log_root = tempfile.mkdtemp(prefix="gpufl-pcs-overhead-")
+    runs = []
+    for r in range(a.rounds):
+        for w in a.workloads.split(","):
+            for v in variants:
+                t0 = time.time()
+                p = subprocess.run([sys.executable, __file__, "--child", w, v, log_root],
+                                   capture_output=True, text=True)
+                if p.returncode != 0:
+                    print(json.dumps({"workload": w, "variant": v, "round": r,
+                                      "error": p.stderr[-2000:]}), flush=True)
+                    continue
+                res = json.loads(p.stdout.strip().splitlines()[-1])
+                res["round"] = r
+                res["wall_s"] = round(time.time() - t0, 1)
+                res["stats"] = session_stats(res.get("session"))
+                res["stderr_tail"] = p.stderr[-600:]
+                runs.append(res)
+                print(json.dumps(res), flush=True)
+    summary = {"device": runs[0]["device"] if runs else None, "rounds": a.rounds,
+               "workloads": {}}
+    for w in a.workloads.split(","):
+        base = [x["median_ms"] for x in runs if x["workload"] == w and x["variant"] == "untraced"]
+        if not base:
+            continue
+        b = statistics.median(base)
+        summary["workloads"][w] = {}
+        for v in variants:
+            m = [x["median_ms"] for x in runs if x["workload"] == w and x["variant"] == v]
+            if m:
+                summary["workloads"][w][v] = {
+                    "median_ms": round(statistics.median(m), 4),
+                    "runs_ms": [round(x, 4) for x in m],
+                    "overhead_pct": round(100 * (statistics.median(m) / b - 1), 2)}
+    print(json.dumps({"summary": summary}), flush=True)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write("| workload | variant | median step (ms) | runs (ms) | overhead |\n")
+            f.write("|---|---|---|---|---|\n")
+            for w, vs in summary["workloads"].items():
+                for v, s in vs.items():
+                    f.write(f"| {w} | {v} | {s['median_ms']} | "
+                            f"{', '.join(map(str, s['runs_ms']))} | {s['overhead_pct']:+.2f} % |\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

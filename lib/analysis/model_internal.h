@@ -1,0 +1,88 @@
+/*
+ * model_internal.h - what model.c shares with the files that load further
+ * record kinds into the model (model_pc.c) and derive from them
+ * (pc_attrib.c). Internal to the analysis library; only valid while a model
+ * is being loaded.
+ */
+#ifndef GPUFL_ANALYSIS_MODEL_INTERNAL_H
+#define GPUFL_ANALYSIS_MODEL_INTERNAL_H
+
+#include "analysis/model.h"
+
+/* Where the rows of one record type go: a growing array and its cap. */
+typedef struct row_array {
+    void **data;
+    size_t *alloc, *n;
+    size_t elem, cap;
+    uint64_t *over_cap;
+} row_array_t;
+
+/* The row array of model field f (m->f, f_alloc, n_f, f_over_cap), capped
+ * by m->limits.cap. */
+#define ROWS(m, f, cap)                                                                            \
+    ((row_array_t){(void **)&(m)->f, &(m)->f##_alloc, &(m)->n_##f, sizeof *(m)->f,                 \
+                   (m)->limits.cap, &(m)->f##_over_cap})
+
+/* The integer columns of one batch type. The first n_required must be
+ * present and hold integers; the others may be absent or null, and read as
+ * GPUFL_MODEL_UNKNOWN then (and when past int64). Every value is in
+ * [0, max[c]] (0 in max: no upper bound). Columns 0 and 1 are a start and an
+ * end time (end >= start). */
+typedef struct trace_cols {
+    const char *type;
+    const char *const *names;
+    const int64_t *max;
+    int ncol, n_required;
+} trace_cols_t;
+
+#define TRACE_COLS_MAX 32 /* columns of a batch (kernel has 26) */
+
+/* Makes room for one more element. Returns 0, 1 when the cap is reached (the
+ * caller counts the row), or GPUFL_ENOMEM. */
+int gpufl__model_reserve(void **data, size_t *alloc, size_t n, size_t elem, size_t max);
+/* Appends a zeroed row to a and returns it; NULL with *rc = 0 when the cap
+ * is reached (counted in over_cap), or with *rc = GPUFL_ENOMEM. */
+void *gpufl__model_append_row(row_array_t a, int *rc);
+/* A problem about the session (file "") or a file (line 0) or a line. */
+void gpufl__model_warn(gpufl_model_t *m, const char *file, uint64_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Reports a bad line of type and returns 2 (the reader's "corrupt"). */
+int gpufl__model_bad_line(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
+                          const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A string member of obj copied into the model, "" when absent; NULL only
+ * when out of memory. */
+const char *gpufl__model_member_str(gpufl_model_t *m, const json_t *obj, const char *key);
+/* Copies a string into the model's pool; NULL when out of memory. */
+const char *gpufl__model_pool_str(gpufl_model_t *m, const char *s, size_t len);
+/* Widens the session's first/last time to ts. */
+void gpufl__model_note_ts(gpufl_model_t *m, int64_t ts);
+/* The string of a dict id; "?" (and counted) when undefined. */
+const char *gpufl__model_resolve(gpufl_model_t *m, int64_t id);
+/* Loads the rows of an integer batch, from rec or from the reader's scanned
+ * view, each row checked (see trace_cols_t) and handed to fill. A bad row
+ * rolls the whole line back; rows past the cap are counted. */
+int gpufl__model_load_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                           const gpufl_reader_batch_t *view, const trace_cols_t *t, row_array_t a,
+                           void (*fill)(void *row, const int64_t *v));
+
+/* model_pc.c: the PC sampling and sass records. Each returns what a reader
+ * callback returns. */
+int gpufl__model_on_pc_sampling(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
+int gpufl__model_on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                              const gpufl_reader_batch_t *view);
+int gpufl__model_on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                              const gpufl_reader_batch_t *view);
+int gpufl__model_on_pc_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
+int gpufl__model_on_sass(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
+/* After reading: the reason table, sass sorted, problems counted. Returns 0
+ * or GPUFL_ENOMEM. */
+int gpufl__model_finish_pc(gpufl_model_t *m);
+/* Frees what model_pc.c allocated. */
+void gpufl__model_free_pc(gpufl_model_t *m);
+
+/* pc_attrib.c: gives the samples of pc_sample rows to scope paths through
+ * the kernels that ran at their time (after the scope paths are built).
+ * Returns 0 or GPUFL_ENOMEM. */
+int gpufl__model_attribute_pc(gpufl_model_t *m);
+
+#endif

@@ -1,0 +1,121 @@
+// pcs_kernels.cu - kernels whose behaviour is known, for the fidelity checks
+// of the deep engines (issue: PC sampling against ncu's warp states; later
+// SASS metrics and the range profiler). Each kernel runs in a loop inside a
+// scope of its name, under the engine GPUFL_PROFILING_ENGINE names (or none
+// with GPUFL_DISABLED=1, the way ncu runs it):
+//   divergent    even and odd lanes take different arithmetic branches
+//                (thread efficiency about 0.5);
+//   strided      each thread loads one float 32 floats from its neighbour's
+//                (one 32-byte sector per thread: uncoalesced);
+//   stream_triad a coalesced triad a = b + s*c over 256 MiB (memory bound);
+//   fma_chains   four independent FMA chains per thread (compute bound).
+// Prints one JSON line per kernel: name, launches, mean ms (cudaEvent).
+// Usage: pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
+#include <cuda_runtime.h>
+#include <gpufl/gpufl.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            std::fprintf(stderr, "pcs_kernels: %s: %s\n", #call, cudaGetErrorString(e_));          \
+            std::exit(1);                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static const size_t kN = 64u << 20; // floats per array (256 MiB)
+
+__global__ void divergent(float *out, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = (float)i;
+    if (threadIdx.x & 1) {
+        for (int k = 0; k < iters; ++k) v = v * 1.0001f + 0.5f;
+    } else {
+        for (int k = 0; k < iters; ++k) v = v * 0.9999f - 0.25f;
+    }
+    out[i] = v;
+}
+
+__global__ void strided(const float *in, float *out, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t j = (i * 32) % n;
+    out[i] = in[j] * 2.0f;
+}
+
+__global__ void stream_triad(float *a, const float *b, const float *c, float s, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        a[i] = b[i] + s * c[i];
+}
+
+__global__ void fma_chains(float *out, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float a = i, b = i + 1, c = i + 2, d = i + 3;
+    for (int k = 0; k < iters; ++k) {
+        a = a * 1.0001f + 0.5f;
+        b = b * 0.9999f + 0.25f;
+        c = c * 1.0002f - 0.5f;
+        d = d * 0.9998f - 0.25f;
+    }
+    out[i] = a + b + c + d;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]\n");
+        return 2;
+    }
+    int launches = argc > 2 ? std::atoi(argv[2]) : 200;
+    const char *only = argc > 3 ? argv[3] : nullptr;
+    gpufl_options_t o;
+    gpufl_options_init(&o);
+    o.app_name = "pcs_kernels";
+    o.log_path = argv[1];
+    int rc = gpufl_init(&o); // the engine comes from GPUFL_PROFILING_ENGINE
+    if (rc != 0 && rc != GPUFL_EDISABLED) {
+        std::fprintf(stderr, "pcs_kernels: init failed: %s\n", gpufl_last_error());
+        return 1;
+    }
+    float *a, *b, *c;
+    CHECK(cudaMalloc(&a, kN * sizeof(float)));
+    CHECK(cudaMalloc(&b, kN * sizeof(float)));
+    CHECK(cudaMalloc(&c, kN * sizeof(float)));
+    CHECK(cudaMemset(b, 0, kN * sizeof(float)));
+    CHECK(cudaMemset(c, 0, kN * sizeof(float)));
+    int sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    cudaEvent_t e0, e1;
+    CHECK(cudaEventCreate(&e0));
+    CHECK(cudaEventCreate(&e1));
+    const char *names[] = {"divergent", "strided", "stream_triad", "fma_chains"};
+    for (int k = 0; k < 4; ++k) {
+        if (only && std::strcmp(only, names[k]) != 0) continue;
+        gpufl_scope_t scope = gpufl_scope_begin(names[k], nullptr);
+        CHECK(cudaEventRecord(e0));
+        for (int l = 0; l < launches; ++l) {
+            switch (k) {
+            case 0: divergent<<<sms * 16, 256>>>(a, 4096); break;
+            case 1: strided<<<(unsigned)(kN / 8 / 256), 256>>>(b, a, kN); break;
+            case 2: stream_triad<<<sms * 32, 256>>>(a, b, c, 3.0f, kN); break;
+            case 3: fma_chains<<<sms * 16, 256>>>(a, 8192); break;
+            }
+        }
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(e1));
+        CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        gpufl_scope_end(scope);
+        std::printf("{\"kernel\":\"%s\",\"launches\":%d,\"mean_ms\":%.4f}\n", names[k], launches,
+                    ms / launches);
+    }
+    char dir[4096] = "";
+    gpufl_session_dir(dir, sizeof dir);
+    gpufl_shutdown();
+    std::printf("{\"session\":\"%s\"}\n", dir);
+    return 0;
+}
