@@ -175,6 +175,9 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
                 : be->pcs_why[0] ? be->pcs_why
                                  : be->trace_why);
 #if GPUFL_HAVE_CUPTI
+    const char *sass_why = gpufl__pcs_sass_why(g.trace.pcs);
+    put_feature(b, "sass", sampling && sass_why == NULL,
+                sampling ? sass_why : "needs engine PcSampling or Deep");
     /* Theoretical occupancy needs libcuda besides CUPTI. */
     int occupancy = tracing && g.trace.cuda != NULL;
     put_feature(b, "occupancy", occupancy,

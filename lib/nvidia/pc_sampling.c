@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/idmap.h"
 #include "core/log.h"
+#include "nvidia/sass_log.h"
 
 #include <cupti.h>
 #include <cupti_pcsampling.h>
@@ -102,6 +103,8 @@ struct gpufl_pcs {
     gpufl_batch_t rows, windows;
     gpufl_launch_hooks_t hooks;
     pcs_counts_t total;
+    gpufl_sass_log_t *sass; /* NULL: no SASS records (sass_why says why) */
+    char sass_why[200];
     uint64_t rows_written, errors, contexts;
     int warned_full, warned_dropped;
 };
@@ -179,6 +182,11 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
         gpufl__pcs_destroy(p);
         return GPUFL_ENOMEM;
     }
+    if (!p->cfg.disassemble)
+        snprintf(p->sass_why, sizeof p->sass_why, "off");
+    else if (gpufl__sass_log_create(collector, GPUFL_PCS_CUBIN_BYTES, &p->sass, p->sass_why,
+                                    sizeof p->sass_why) != 0)
+        p->sass = NULL;
     *out = p;
     return 0;
 }
@@ -554,6 +562,11 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
             break;
         }
         fold(p, x, d);
+        gpufl__debug("pc sampling: context %u GetData: %zu PCs, %zu left, total %llu, "
+                     "dropped %llu, non-user %llu",
+                     x->id, d->totalNumPcs, d->remainingNumPcs, (unsigned long long)d->totalSamples,
+                     (unsigned long long)d->droppedSamples,
+                     (unsigned long long)d->nonUsrKernelsTotalSamples);
         if (d->remainingNumPcs == 0) break;
     }
     x->pcs_left = d->remainingNumPcs;
@@ -580,8 +593,15 @@ void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
     pthread_mutex_unlock(&p->lock);
 }
 
+/* The module's cubin, kept for its SASS under the CRC PC records carry. */
 void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size) {
-    (void)p, (void)context, (void)cubin, (void)size;
+    (void)context;
+    if (p == NULL || p->sass == NULL || cubin == NULL || size == 0) return;
+    CUpti_GetCubinCrcParams prm = {.size = CUpti_GetCubinCrcParamsSize};
+    prm.cubinSize = size;
+    prm.cubin = cubin;
+    if (p->fn.cubin_crc(&prm) != CUPTI_SUCCESS) return;
+    gpufl__sass_log_add_cubin(p->sass, prm.cubinCrc, cubin, size);
 }
 
 /* PCs of a module unloaded and another loaded in its place must not mix:
@@ -707,6 +727,7 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         char crc[24];
         snprintf(crc, sizeof crc, "0x%016llx", (unsigned long long)e->crc);
         uint32_t fid = function_id(p, e->function);
+        gpufl__sass_log_want(p->sass, e->crc, e->function, fid);
         size_t dem = fid;
         gpufl__idmap_get(&p->demangled, fid, &dem);
         int64_t v[] = {x->window_t0,
@@ -794,6 +815,7 @@ void gpufl__pcs_flush(gpufl_pcs_t *p) {
     gpufl__batch_encode(&p->rows, f, d);
     gpufl__batch_encode(&p->windows, f, d);
     pthread_mutex_unlock(&f->lock);
+    gpufl__sass_log_write(p->sass); /* after the rows that define its dict ids */
 }
 
 static void write_stats(gpufl_pcs_t *p) {
@@ -829,10 +851,21 @@ void gpufl__pcs_finish(gpufl_pcs_t *p) {
     close_window(p, now);
     pthread_mutex_unlock(&p->lock);
     gpufl__pcs_flush(p);
+    gpufl__sass_log_finish(p->sass, GPUFL_SASS_LOG_FINISH_NS);
     write_stats(p);
     if (p->agg_lost)
         gpufl__warn("pc sampling: %llu samples not kept (out of memory)",
                     (unsigned long long)p->agg_lost);
+}
+
+int64_t gpufl__pcs_due_in(gpufl_pcs_t *p, int64_t now_ns) {
+    if (p == NULL) return INT64_MAX;
+    int64_t due = p->next_drain_ns - now_ns;
+    return due > 0 ? due : 0;
+}
+
+const char *gpufl__pcs_sass_why(const gpufl_pcs_t *p) {
+    return p == NULL ? "needs engine PcSampling or Deep" : p->sass ? NULL : p->sass_why;
 }
 
 int gpufl__pcs_running(gpufl_pcs_t *p) {
@@ -870,6 +903,7 @@ void gpufl__pcs_destroy(gpufl_pcs_t *p) {
     for (size_t i = 0; i < p->owned_count; i++) free((void *)p->owned_names[i]);
     free(p->owned_names);
     free(p->agg);
+    gpufl__sass_log_destroy(p->sass);
     gpufl__idmap_fini(&p->names);
     gpufl__idmap_fini(&p->demangled);
     gpufl__idmap_fini(&p->functions);

@@ -74,6 +74,10 @@ void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns);
 void gpufl__pcs_flush(gpufl_pcs_t *p);
 void gpufl__pcs_finish(gpufl_pcs_t *p);
 
+/* How long until the next drain is due (the collector's wait). */
+int64_t gpufl__pcs_due_in(gpufl_pcs_t *p, int64_t now_ns);
+/* Why no sass records are made (no nvdisasm, say), or NULL when they are. */
+const char *gpufl__pcs_sass_why(const gpufl_pcs_t *p);
 /* Contexts on which sampling runs now; for the capability record. */
 int gpufl__pcs_running(gpufl_pcs_t *p);
 void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out);

@@ -368,6 +368,10 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
     gpufl__pcs_poll(t->pcs, now_ns);
 }
 
+static int64_t due_in(void *self, int64_t now_ns) {
+    return gpufl__pcs_due_in(((gpufl_trace_source_t *)self)->pcs, now_ns);
+}
+
 static void flush(gpufl_collector_t *c, void *self) {
     (void)c;
     encode_all(self);
@@ -501,7 +505,7 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (settings->profiling_engine == GPUFL_ENGINE_PC_SAMPLING ||
         settings->profiling_engine == GPUFL_ENGINE_DEEP)
         start_pc_sampling(t, settings);
-    *source = (gpufl_source_t){"cupti", t, poll, NULL, flush, finish};
+    *source = (gpufl_source_t){"cupti", t, poll, due_in, flush, finish};
     return 0;
 explain:
     if (t->cuda == NULL && strstr(t->occupancy_why, "not found") != NULL) {

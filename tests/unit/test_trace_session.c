@@ -54,6 +54,7 @@ static struct {
     void (*pcs_enable_error)(CUptiResult r);
     int (*pcs_state)(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables, int *disables);
     void (*pcs_reset)(void);
+    CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
 } fake;
 
 static void resolve(void *handle, const char *name, void *slot) {
@@ -84,6 +85,7 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_pcs_enable_error", &fake.pcs_enable_error);
     resolve(cupti, "fake_cupti_pcs_state", &fake.pcs_state);
     resolve(cupti, "fake_cupti_pcs_reset", &fake.pcs_reset);
+    resolve(cupti, "cuptiGetCubinCrc", &fake.cubin_crc);
     resolve(cuda, "fake_cuda_function", &fake.function);
     resolve(cuda, "fake_cuda_kernel", &fake.kernel);
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
@@ -1240,6 +1242,112 @@ static void pc_sampling_unavailable_and_deep(void **state) {
     free_session(&d);
 }
 
+/* The header of a CUDA 13 sm_90 cubin (64 bytes, nothing after it): all the
+ * fake nvdisasm needs, which prints tests/fixtures/sass/two_functions.txt. */
+static void cubin_header(unsigned char *b) {
+    memset(b, 0, 64);
+    memcpy(b,
+           "\x7f"
+           "ELF",
+           4);
+    b[4] = 2;                   /* 64-bit */
+    b[5] = 1;                   /* little endian */
+    b[6] = 1;                   /* version */
+    b[7] = 0x41;                /* CUDA's OS/ABI */
+    b[8] = 8;                   /* ABI version of CUDA 13 */
+    b[16] = 2;                  /* executable */
+    b[18] = 190;                /* EM_CUDA */
+    uint32_t flags = 0x9005a04; /* sm_90 */
+    for (int i = 0; i < 4; i++) b[48 + i] = (unsigned char)(flags >> (8 * i));
+}
+
+/* The `sass` record of a function, or NULL. */
+static json_t *sass_of(const session_t *s, const char *function) {
+    for (size_t i = 0; i < s->device.n; i++) {
+        json_t *j = s->device.v[i];
+        if (strcmp(tu_type(j), "sass") == 0 &&
+            strcmp(tu_dict(&s->device, json_integer_value(json_object_get(j, "function"))),
+                   function) == 0)
+            return j;
+    }
+    return NULL;
+}
+
+/* A module loaded during the session is kept; the first samples of one of
+ * its functions get that function's SASS with its source lines, once. A
+ * function of a module loaded before the session gets a record saying why
+ * there is none. */
+static void pc_samples_carry_their_sass(void **state) {
+    (void)state;
+    fake.pcs_reset();
+    setenv("GPUFL_NVDISASM", GPUFL_TEST_SOURCE_DIR "/fakes/fake_nvdisasm.sh", 1);
+    setenv("FAKE_NVDISASM_FIXTURE", GPUFL_TEST_SOURCE_DIR "/fixtures/sass/two_functions.txt", 1);
+    unsetenv("FAKE_NVDISASM_MODE");
+    gpufl_options_t o = pcs_options("pcs_sass");
+    o.flush_interval_ms = 10;
+    start(&o);
+    unsigned char cubin[64];
+    cubin_header(cubin);
+    CUpti_GetCubinCrcParams crc = {
+        .size = CUpti_GetCubinCrcParamsSize, .cubinSize = sizeof cubin, .cubin = cubin};
+    assert_int_equal(fake.cubin_crc(&crc), CUPTI_SUCCESS);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_MODULE_LOADED, CTX_A, cubin, sizeof cubin),
+                     1);
+    assert_int_equal(fake.pcs_add(CTX_A, crc.cubinCrc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
+    assert_int_equal(fake.pcs_add(CTX_A, 0x999, "_Z5olderv", 0x10, R_MATH, 5), 0);
+    let_collector_run();
+    assert_int_equal(fake.pcs_add(CTX_A, crc.cubinCrc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 10), 0);
+    let_collector_run();
+    stop();
+    unsetenv("GPUFL_NVDISASM");
+
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    json_t *feature = json_object_get(json_object_get(caps, "features"), "sass");
+    assert_true(json_is_true(json_object_get(feature, "on")));
+    assert_int_equal(tu_count(&d.device, "sass"), 2); /* once per function */
+    json_t *k = sass_of(&d, "_Z6kernelPfi");
+    assert_non_null(k);
+    assert_string_equal(json_string_value(json_object_get(k, "arch")), "sm_90");
+    json_t *pcs = json_object_get(k, "pc"), *text = json_object_get(k, "text");
+    json_t *file = json_object_get(k, "file"), *line = json_object_get(k, "line");
+    json_t *files = json_object_get(k, "files");
+    size_t at = json_array_size(pcs);
+    for (size_t i = 0; i < json_array_size(pcs); i++)
+        if (json_integer_value(json_array_get(pcs, i)) == 0xa0) at = i;
+    assert_true(at < json_array_size(pcs));
+    assert_string_equal(json_string_value(json_array_get(text, at)), "LDG.E R4, desc[UR4][R2.64]");
+    /* The innermost frame of the inlined call. */
+    assert_int_equal(json_integer_value(json_array_get(line, at)), 3);
+    assert_string_equal(
+        json_string_value(json_array_get(files, json_integer_value(json_array_get(file, at)))),
+        "/home/user/src/helpers.cuh");
+    /* The first instruction has no line info. */
+    assert_true(json_is_null(json_array_get(line, 0)));
+    assert_true(json_is_null(json_array_get(file, 0)));
+    json_t *older = sass_of(&d, "_Z5olderv");
+    assert_non_null(older);
+    assert_non_null(strstr(json_string_value(json_object_get(older, "error")),
+                           "loaded before sampling started"));
+    free_session(&d);
+
+    /* Without nvdisasm: sampling runs, the capability says why there is no SASS. */
+    fake.pcs_reset();
+    setenv("GPUFL_NVDISASM", "/nonexistent/nvdisasm", 1);
+    gpufl_options_t again = pcs_options("pcs_no_nvdisasm");
+    start(&again);
+    stop();
+    unsetenv("GPUFL_NVDISASM");
+    d = read_session();
+    caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "PcSampling");
+    feature = json_object_get(json_object_get(caps, "features"), "sass");
+    assert_true(json_is_false(json_object_get(feature, "on")));
+    assert_non_null(strstr(json_string_value(json_object_get(feature, "why")), "GPUFL_NVDISASM"));
+    free_session(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rows_carry_the_scope_of_their_launch),
@@ -1264,6 +1372,7 @@ int main(void) {
         cmocka_unit_test(pc_sampling_buffer_full),
         cmocka_unit_test(pc_sampling_refused),
         cmocka_unit_test(pc_sampling_unavailable_and_deep),
+        cmocka_unit_test(pc_samples_carry_their_sass),
     };
     return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
 }

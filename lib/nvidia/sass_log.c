@@ -1,0 +1,363 @@
+/*
+ * sass_log.c - sampled functions' SASS as `sass` records (see sass_log.h):
+ * a list of kept cubins, a queue of wanted functions for the worker, a
+ * queue of finished ones for the collector.
+ */
+#include "nvidia/sass_log.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/idmap.h"
+#include "core/log.h"
+#include "nvidia/sass.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RECORD_INSTRUCTIONS_MAX 16384 /* a longer function's record is cut (`truncated`) */
+
+typedef struct cubin {
+    struct cubin *next;
+    uint64_t crc;
+    unsigned char *bytes; /* NULL once disassembled, or when over the cap */
+    size_t size;
+    int tried;
+    gpufl_sass_module_t *module; /* NULL: not (yet) disassembled, or failed */
+    char error[200];
+} cubin_t;
+
+typedef struct job {
+    struct job *next;
+    uint64_t crc;
+    char *function;
+    uint32_t function_id;
+    const gpufl_sass_module_t *module; /* set by the worker; NULL with error */
+    const gpufl_sass_function_t *fn;
+    char error[240];
+} job_t;
+
+struct gpufl_sass_log {
+    gpufl_collector_t *collector;
+    char nvdisasm[4096];
+    size_t cap, kept;
+    pthread_mutex_t lock;
+    pthread_cond_t wake, done_cond;
+    pthread_t worker;
+    int worker_started, stopping, busy;
+    cubin_t *cubins;
+    job_t *todo, **todo_tail, *done, **done_tail;
+    gpufl_idmap_t wanted; /* (crc, function id) already asked for */
+    gpufl_sass_log_stats_t stats;
+};
+
+int gpufl__sass_log_create(gpufl_collector_t *collector, size_t cubin_cap_bytes,
+                           gpufl_sass_log_t **out, char *why, size_t why_size) {
+    *out = NULL;
+    gpufl_sass_log_t *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        snprintf(why, why_size, "out of memory");
+        return GPUFL_ENOMEM;
+    }
+    int rc = gpufl__sass_find_nvdisasm(s->nvdisasm, sizeof s->nvdisasm, why, why_size);
+    if (rc != 0) {
+        free(s);
+        return rc;
+    }
+    s->collector = collector;
+    s->cap = cubin_cap_bytes;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    pthread_cond_init(&s->done_cond, NULL);
+    s->todo_tail = &s->todo;
+    s->done_tail = &s->done;
+    gpufl__idmap_init(&s->wanted);
+    *out = s;
+    return 0;
+}
+
+static void free_jobs(job_t *j) {
+    while (j) {
+        job_t *next = j->next;
+        free(j->function);
+        free(j);
+        j = next;
+    }
+}
+
+void gpufl__sass_log_destroy(gpufl_sass_log_t *s) {
+    if (s == NULL) return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    if (s->worker_started) pthread_join(s->worker, NULL);
+    free_jobs(s->todo);
+    free_jobs(s->done);
+    for (cubin_t *c = s->cubins, *next; c; c = next) {
+        next = c->next;
+        free(c->bytes);
+        gpufl__sass_module_free(c->module);
+        free(c);
+    }
+    gpufl__idmap_fini(&s->wanted);
+    pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->done_cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static cubin_t *find_cubin(gpufl_sass_log_t *s, uint64_t crc) {
+    for (cubin_t *c = s->cubins; c; c = c->next)
+        if (c->crc == crc) return c;
+    return NULL;
+}
+
+void gpufl__sass_log_add_cubin(gpufl_sass_log_t *s, uint64_t crc, const void *cubin, size_t size) {
+    if (s == NULL || cubin == NULL || size == 0) return;
+    pthread_mutex_lock(&s->lock);
+    if (find_cubin(s, crc) != NULL) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    cubin_t *c = calloc(1, sizeof *c);
+    if (c != NULL) {
+        c->crc = crc;
+        c->size = size;
+        if (s->kept + size > s->cap) {
+            s->stats.cubins_over_cap++;
+            snprintf(c->error, sizeof c->error,
+                     "its module's cubin was not kept: past the cap of %zu MiB on kept cubins",
+                     s->cap >> 20);
+        } else if ((c->bytes = malloc(size)) == NULL) {
+            snprintf(c->error, sizeof c->error, "out of memory for its module's cubin");
+        } else {
+            memcpy(c->bytes, cubin, size);
+            s->kept += size;
+            s->stats.cubins++;
+            s->stats.cubin_bytes += size;
+        }
+        c->next = s->cubins;
+        s->cubins = c;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Worker, lock held on entry and exit: the module of job j, disassembled
+ * on first use with the lock released. */
+static void resolve(gpufl_sass_log_t *s, job_t *j) {
+    cubin_t *c = find_cubin(s, j->crc);
+    if (c == NULL) {
+        snprintf(j->error, sizeof j->error,
+                 "its module was loaded before sampling started: the cubin was not captured");
+        return;
+    }
+    if (!c->tried && c->bytes != NULL) {
+        c->tried = 1;
+        unsigned char *bytes = c->bytes;
+        size_t size = c->size;
+        pthread_mutex_unlock(&s->lock);
+        gpufl_sass_module_t *m = NULL;
+        char why[200] = "";
+        int rc = gpufl__sass_disassemble(s->nvdisasm, bytes, size, &m, why, sizeof why);
+        pthread_mutex_lock(&s->lock);
+        if (rc == 0)
+            c->module = m;
+        else
+            snprintf(c->error, sizeof c->error, "nvdisasm: %s", why);
+        free(c->bytes); /* the module is all that is needed now */
+        c->bytes = NULL;
+        s->kept -= size;
+    }
+    if (c->module == NULL) {
+        snprintf(j->error, sizeof j->error, "%s", c->error[0] ? c->error : "not disassembled");
+        return;
+    }
+    j->module = c->module;
+    j->fn = gpufl__sass_find_function(c->module, j->function);
+    if (j->fn == NULL)
+        snprintf(j->error, sizeof j->error,
+                 "nvdisasm's output of its module has no function %.160s", j->function);
+}
+
+static void *worker_main(void *arg) {
+    gpufl_sass_log_t *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (s->todo == NULL && !s->stopping) pthread_cond_wait(&s->wake, &s->lock);
+        if (s->stopping) break;
+        job_t *j = s->todo;
+        s->todo = j->next;
+        if (s->todo == NULL) s->todo_tail = &s->todo;
+        j->next = NULL;
+        s->busy = 1;
+        resolve(s, j);
+        s->busy = 0;
+        *s->done_tail = j;
+        s->done_tail = &j->next;
+        pthread_cond_broadcast(&s->done_cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+void gpufl__sass_log_want(gpufl_sass_log_t *s, uint64_t crc, const char *function,
+                          uint32_t function_id) {
+    if (s == NULL || function == NULL) return;
+    uint64_t key = (crc * 0x9e3779b97f4a7c15ull) ^ function_id;
+    if (gpufl__idmap_put(&s->wanted, key ? key : 1, 1, NULL) != 0) return; /* asked before */
+    job_t *j = calloc(1, sizeof *j);
+    if (j == NULL || (j->function = strdup(function)) == NULL) {
+        free(j);
+        return;
+    }
+    j->crc = crc;
+    j->function_id = function_id;
+    pthread_mutex_lock(&s->lock);
+    if (!s->worker_started && !s->stopping) {
+        if (pthread_create(&s->worker, NULL, worker_main, s) == 0)
+            s->worker_started = 1;
+        else
+            snprintf(j->error, sizeof j->error, "cannot start the disassembly thread");
+    }
+    if (s->worker_started) {
+        *s->todo_tail = j;
+        s->todo_tail = &j->next;
+        pthread_cond_signal(&s->wake);
+    } else {
+        *s->done_tail = j; /* written with its error */
+        s->done_tail = &j->next;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* One `sass` record. Caller holds f->lock. */
+static void write_record(gpufl_sass_log_t *s, gpufl_writer_t *f, const job_t *j) {
+    gpufl_intern_t *dict = (gpufl_intern_t *)gpufl__collector_dict(s->collector);
+    char crc[24];
+    snprintf(crc, sizeof crc, "0x%016llx", (unsigned long long)j->crc);
+    uint32_t ids[2] = {gpufl__intern(dict, crc, strlen(crc)), j->function_id};
+    gpufl__writer_dict(f, dict, ids, 2);
+    gpufl_buf_t *b = gpufl__writer_record(f, "sass");
+    gpufl__buf_kv_i64(b, "cubin", gpufl__intern(dict, crc, strlen(crc)));
+    gpufl__buf_kv_i64(b, "function", j->function_id);
+    if (j->fn == NULL) {
+        gpufl__buf_kv_str(b, "error", j->error[0] ? j->error : "not disassembled");
+        gpufl__writer_end_record(f);
+        s->stats.errors++;
+        return;
+    }
+    const gpufl_sass_function_t *fn = j->fn;
+    size_t n = fn->instruction_count < RECORD_INSTRUCTIONS_MAX ? fn->instruction_count
+                                                               : RECORD_INSTRUCTIONS_MAX;
+    gpufl__buf_kv_str(b, "arch", j->module->arch[0] ? j->module->arch : "sm_unknown");
+    /* The files this function names, renumbered from 0 in order of use. */
+    int32_t local[64];
+    int32_t used[64];
+    size_t nused = 0;
+    gpufl__buf_key(b, "files");
+    gpufl__buf_putc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        int32_t file = fn->instructions[i].file;
+        if (file < 0) continue;
+        size_t k = 0;
+        while (k < nused && used[k] != file) k++;
+        if (k == nused && nused < 64) {
+            const char *path = j->module->files[file];
+            if (nused) gpufl__buf_putc(b, ',');
+            gpufl__buf_put_str(b, path, strlen(path));
+            used[nused] = file;
+            local[nused++] = (int32_t)k;
+        }
+    }
+    gpufl__buf_putc(b, ']');
+    static const char *const cols[] = {"pc", "text", "file", "line"};
+    for (int col = 0; col < 4; col++) {
+        gpufl__buf_key(b, cols[col]);
+        gpufl__buf_putc(b, '[');
+        for (size_t i = 0; i < n; i++) {
+            const gpufl_sass_instruction_t *in = &fn->instructions[i];
+            if (i) gpufl__buf_putc(b, ',');
+            size_t k = 0;
+            while (k < nused && used[k] != in->file) k++;
+            int known = in->file >= 0 && k < nused && in->line > 0;
+            switch (col) {
+            case 0: gpufl__buf_put_i64(b, in->offset_bytes); break;
+            case 1: gpufl__buf_put_str(b, in->text, strlen(in->text)); break;
+            case 2:
+                if (known)
+                    gpufl__buf_put_i64(b, local[k]);
+                else
+                    gpufl__buf_puts(b, "null");
+                break;
+            default:
+                if (known)
+                    gpufl__buf_put_i64(b, in->line);
+                else
+                    gpufl__buf_puts(b, "null");
+            }
+        }
+        gpufl__buf_putc(b, ']');
+    }
+    if (n < fn->instruction_count) {
+        gpufl__buf_key(b, "truncated");
+        gpufl__buf_puts(b, "true");
+    }
+    gpufl__writer_end_record(f);
+    s->stats.records++;
+}
+
+/* Takes the finished jobs and writes them. */
+static void write_done(gpufl_sass_log_t *s, job_t *extra) {
+    pthread_mutex_lock(&s->lock);
+    job_t *done = s->done;
+    s->done = NULL;
+    s->done_tail = &s->done;
+    pthread_mutex_unlock(&s->lock);
+    if (done == NULL && extra == NULL) return;
+    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
+    pthread_mutex_lock(&f->lock);
+    for (job_t *j = done; j; j = j->next) write_record(s, f, j);
+    for (job_t *j = extra; j; j = j->next) write_record(s, f, j);
+    pthread_mutex_unlock(&f->lock);
+    free_jobs(done);
+}
+
+void gpufl__sass_log_write(gpufl_sass_log_t *s) {
+    if (s != NULL) write_done(s, NULL);
+}
+
+void gpufl__sass_log_finish(gpufl_sass_log_t *s, int64_t wait_ns) {
+    if (s == NULL) return;
+    int64_t deadline = gpufl__mono_ns() + wait_ns;
+    pthread_mutex_lock(&s->lock);
+    while ((s->todo != NULL || s->busy) && gpufl__mono_ns() < deadline) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->done_cond, &s->lock, &until);
+    }
+    job_t *left = s->todo; /* the worker has not reached these */
+    s->todo = NULL;
+    s->todo_tail = &s->todo;
+    for (job_t *j = left; j; j = j->next)
+        snprintf(j->error, sizeof j->error, "disassembly had not finished when the session ended");
+    pthread_mutex_unlock(&s->lock);
+    write_done(s, left);
+    if (left) gpufl__warn("sass: disassembly had not finished at session end");
+    free_jobs(left);
+}
+
+void gpufl__sass_log_stats(gpufl_sass_log_t *s, gpufl_sass_log_stats_t *out) {
+    memset(out, 0, sizeof *out);
+    if (s == NULL) return;
+    pthread_mutex_lock(&s->lock);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->lock);
+}
