@@ -166,7 +166,7 @@ static void resolve(gpufl_sass_log_t *s, job_t *j) {
         if (rc == 0)
             c->module = m;
         else
-            snprintf(c->error, sizeof c->error, "nvdisasm: %s", why);
+            snprintf(c->error, sizeof c->error, "nvdisasm: %.180s", why);
         free(c->bytes); /* the module is all that is needed now */
         c->bytes = NULL;
         s->kept -= size;

@@ -8,10 +8,14 @@
 #              untraced, Trace and PcSampling, interleaved rounds.
 #   nvdisasm   nvdisasm's help and its output on a cubin built with
 #              -lineinfo (for the SASS parser's fixtures).
-# Usage: tests/gpu/run_pcs_checks.sh OUTDIR [--only fidelity,overhead,nvdisasm] [--rounds N]
+#   study      the same kernels under Trace (the cost of the first launches
+#              without sampling), divergent alone for 2000 launches, and ncu
+#              on it without clock control: what moves its stall mix.
+# Session logs are packed as OUTDIR/sessions.tar.gz.
+# Usage: tests/gpu/run_pcs_checks.sh OUTDIR [--only fidelity,overhead,nvdisasm,study] [--rounds N]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+ sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 out=$1; shift
@@ -42,7 +46,7 @@ if want fidelity; then
   nvidia-smi --query-gpu=clocks.sm,utilization.gpu --format=csv,noheader,nounits -lms 100 \
     > "$out/clocks.csv" 2>&1 &
   smi=$!
-  GPUFL_PROFILING_ENGINE=PcSampling GPUFL_BACKEND=Nvidia GPUFL_LOG_PATH="$out/logs" \
+  GPUFL_PROFILING_ENGINE=PcSampling GPUFL_BACKEND=Nvidia GPUFL_ENABLE_DEBUG_OUTPUT=1 \
     timeout 300 .devbin/pcs_kernels "$out/logs" 200 > "$out/pcs_kernels.txt" 2> "$out/pcs_kernels.err"
   echo "pcs_kernels rc=$?"; cat "$out/pcs_kernels.txt"; tail -5 "$out/pcs_kernels.err"
   kill $smi 2>/dev/null; wait $smi 2>/dev/null
@@ -61,8 +65,27 @@ if want fidelity; then
   [[ $rc == 0 ]] || status=1
   .devbin/gpufl report "$session" > "$out/report.txt" 2>&1; echo "report rc=$?"
   .devbin/gpufl insights "$session" > "$out/insights.txt" 2>&1; echo "insights rc=$?"
-  cp -r "$session" "$out/session"
 fi
+
+if want study; then
+  echo "=== study"
+  GPUFL_PROFILING_ENGINE=Trace GPUFL_BACKEND=Nvidia \
+    timeout 120 .devbin/pcs_kernels "$out/logs" 200 > "$out/study_trace.txt" 2>&1
+  echo "trace rc=$?"; cat "$out/study_trace.txt" | grep kernel
+  GPUFL_PROFILING_ENGINE=PcSampling GPUFL_BACKEND=Nvidia GPUFL_ENABLE_DEBUG_OUTPUT=1 \
+    timeout 120 .devbin/pcs_kernels "$out/logs" 2000 divergent > "$out/study_divergent.txt" \
+    2> "$out/study_divergent.err"
+  echo "divergent rc=$?"; grep kernel "$out/study_divergent.txt"
+  s2=$(sed -n 's/.*"session":"\([^"]*\)".*/\1/p' "$out/study_divergent.txt")
+  GPUFL_DISABLED=1 timeout 200 ncu --csv --clock-control none -c 3 --metrics \
+    'regex:^smsp__pcsamp_warps_issue_stalled_.*' -k divergent \
+    .devbin/pcs_kernels /tmp/ncu-logs 3 divergent > "$out/ncu_divergent_noclock.csv" 2>&1
+  echo "ncu rc=$?"
+  timeout 120 python3 tests/gpu/check_pc_fidelity.py "$s2" "$out/ncu_divergent_noclock.csv" \
+    --clock-mhz 1980 > "$out/study_fidelity.json" 2>&1
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d["kernels"]["divergent"]), d["accounting"])' "$out/study_fidelity.json"
+fi
+tar -czf "$out/sessions.tar.gz" -C "$out" logs 2>/dev/null && rm -rf "$out/logs"
 
 if want nvdisasm; then
   echo "=== nvdisasm"
@@ -76,6 +99,7 @@ if want nvdisasm; then
     nvdisasm -c "$c" > "$out/nvdisasm/$b.plain.txt" 2>&1
     echo "$b: $(wc -l < "$out/nvdisasm/$b.g.txt") lines"
   done
+  tar -czf "$out/nvdisasm.tar.gz" -C "$out" nvdisasm && rm -rf "$out/nvdisasm"
 fi
 
 if want overhead; then
