@@ -34,9 +34,10 @@
 typedef struct gpufl_cupti gpufl_cupti_t;
 
 /* Optional activity kinds, bits of gpufl_cupti_config_t.flags. */
-#define GPUFL_CUPTI_SYNC     (1u << 0) /* CUPTI_ACTIVITY_KIND_SYNCHRONIZATION */
-#define GPUFL_CUPTI_MEMORY   (1u << 1) /* CUPTI_ACTIVITY_KIND_MEMORY2: allocations and frees */
-#define GPUFL_CUPTI_EXTERNAL (1u << 2) /* CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION */
+#define GPUFL_CUPTI_SYNC      (1u << 0) /* CUPTI_ACTIVITY_KIND_SYNCHRONIZATION */
+#define GPUFL_CUPTI_MEMORY    (1u << 1) /* CUPTI_ACTIVITY_KIND_MEMORY2: allocations and frees */
+#define GPUFL_CUPTI_EXTERNAL  (1u << 2) /* CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION */
+#define GPUFL_CUPTI_NO_KERNEL (1u << 3) /* leave CONCURRENT_KERNEL off (it instruments kernels) */
 
 #define GPUFL_CUPTI_BUFFER_BYTES_DEFAULT ((size_t)1 << 20) /* 1 MiB */
 #define GPUFL_CUPTI_BUFFER_COUNT_DEFAULT 8                 /* 8 MiB pool */

@@ -84,7 +84,7 @@ struct gpufl_launch {
     atomic_bool configs_full; /* GPUFL_LAUNCH_CONFIGS_MAX reached: no new ones made */
 
     /* Rows made on application threads, waiting for the collector. */
-    row_queue_t graphs, syncs;
+    row_queue_t graphs, syncs, launches;
 
     _Atomic(const gpufl_launch_hooks_t *) hooks; /* an engine above Trace; NULL none */
 };
@@ -503,6 +503,12 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     atomic_store_explicit(&n->mono_ns, now, memory_order_relaxed);
     atomic_store_explicit(&n->tid, gpufl__thread_id(), memory_order_relaxed);
     atomic_store_explicit(&n->corr, cb->correlationId, memory_order_release);
+    if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH) {
+        gpufl_kernel_launch_t row = {
+            now,    cb->context,   scope, external,          cb->correlationId,
+            config, external_kind, stack, gpufl__thread_id()};
+        queue_push(l, &l->launches, &row);
+    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -551,6 +557,13 @@ size_t gpufl__launch_take_graphs(gpufl_launch_t *l, const gpufl_graph_launch_t *
     return n;
 }
 
+size_t gpufl__launch_take_launches(gpufl_launch_t *l, const gpufl_kernel_launch_t **rows) {
+    const void *p;
+    size_t n = queue_take(l, &l->launches, &p);
+    *rows = p;
+    return n;
+}
+
 size_t gpufl__launch_take_syncs(gpufl_launch_t *l, const gpufl_sync_call_t **rows) {
     const void *p;
     size_t n = queue_take(l, &l->syncs, &p);
@@ -567,11 +580,13 @@ void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out) {
     out->configs = l->config_count;
     out->graph_launches = l->graphs.queued;
     out->syncs = l->syncs.queued;
+    out->launches = l->launches.queued;
     pthread_mutex_unlock(&l->lock);
     out->configs_dropped = atomic_load(&l->configs_dropped);
     out->occupancy_failures = atomic_load(&l->occupancy_failures);
     out->graph_launches_lost = atomic_load(&l->graphs.lost);
     out->syncs_lost = atomic_load(&l->syncs.lost);
+    out->launches_lost = atomic_load(&l->launches.lost);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -595,6 +610,7 @@ int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *c
     l->flags = flags;
     queue_init(&l->graphs, sizeof(gpufl_graph_launch_t), GPUFL_LAUNCH_QUEUE_MAX);
     queue_init(&l->syncs, sizeof(gpufl_sync_call_t), GPUFL_LAUNCH_QUEUE_MAX);
+    queue_init(&l->launches, sizeof(gpufl_kernel_launch_t), GPUFL_LAUNCH_QUEUE_MAX);
     l->generation = atomic_fetch_add(&generations, 1) + 1;
     /* Large zeroed allocations come as untouched pages: memory is used only
      * as slots are written. */
@@ -629,6 +645,7 @@ void gpufl__launch_destroy(gpufl_launch_t *l) {
     free(l->notes);
     queue_fini(&l->graphs);
     queue_fini(&l->syncs);
+    queue_fini(&l->launches);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }

@@ -42,6 +42,7 @@ typedef struct gpufl_launch gpufl_launch_t;
 #define GPUFL_LAUNCH_GRAPHS   (1u << 1) /* queue graph launches */
 #define GPUFL_LAUNCH_MEMORY   (1u << 2) /* note allocation and free calls too */
 #define GPUFL_LAUNCH_SYNC     (1u << 3) /* time synchronization calls */
+#define GPUFL_LAUNCH_ROWS     (1u << 4) /* queue a row per kernel launch (no kernel records) */
 
 #define GPUFL_LAUNCH_TABLE_BITS  18    /* 262144 notes, 48 bytes each */
 #define GPUFL_LAUNCH_CONFIGS_MAX 65536 /* distinct launch configurations kept */
@@ -84,6 +85,20 @@ typedef struct gpufl_graph_launch {
     uint64_t scope;
 } gpufl_graph_launch_t;
 
+/* A kernel launch call, queued with GPUFL_LAUNCH_ROWS for engines that do
+ * without CUPTI's kernel records. */
+typedef struct gpufl_kernel_launch {
+    int64_t mono_ns;
+    void *context; /* the CUcontext launched on; NULL unknown */
+    uint64_t scope;
+    uint64_t external_id;
+    uint32_t correlation;
+    uint32_t config;        /* 0 unknown */
+    uint32_t external_kind; /* kind + 1; 0 none */
+    uint32_t stack;         /* 0 none */
+    int32_t tid;
+} gpufl_kernel_launch_t;
+
 /* A synchronization call, timed by its own callbacks: the host thread was
  * blocked from start to end. A call whose enter this module did not see
  * (begun before the session) is left out. */
@@ -109,6 +124,8 @@ typedef struct gpufl_launch_stats {
     uint64_t graph_launches_lost; /* the queue was full */
     uint64_t syncs;               /* synchronization calls timed */
     uint64_t syncs_lost;          /* the queue was full */
+    uint64_t launches;            /* kernel launches queued (GPUFL_LAUNCH_ROWS) */
+    uint64_t launches_lost;       /* the queue was full */
 } gpufl_launch_stats_t;
 
 /*
@@ -136,6 +153,7 @@ size_t gpufl__launch_take_configs(gpufl_launch_t *l, gpufl_kernel_config_t *cons
  * until the next take of the same kind; returns how many. */
 size_t gpufl__launch_take_graphs(gpufl_launch_t *l, const gpufl_graph_launch_t **rows);
 size_t gpufl__launch_take_syncs(gpufl_launch_t *l, const gpufl_sync_call_t **rows);
+size_t gpufl__launch_take_launches(gpufl_launch_t *l, const gpufl_kernel_launch_t **rows);
 
 void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out);
 

@@ -561,12 +561,15 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
             gpufl__debug("pc sampling: context %u: %s", x->id, msg);
             break;
         }
+        uint64_t before = x->window.recorded;
         fold(p, x, d);
-        gpufl__debug("pc sampling: context %u GetData: %zu PCs, %zu left, total %llu, "
-                     "dropped %llu, non-user %llu",
-                     x->id, d->totalNumPcs, d->remainingNumPcs, (unsigned long long)d->totalSamples,
-                     (unsigned long long)d->droppedSamples,
-                     (unsigned long long)d->nonUsrKernelsTotalSamples);
+        gpufl__debug(
+            "pc sampling: context %u GetData at %.1f ms: %zu PCs, %zu left, "
+            "recorded %llu, total %llu, dropped %llu, non-user %llu",
+            x->id, (double)gpufl__collector_session_ns(p->collector, gpufl__mono_ns()) / 1e6,
+            d->totalNumPcs, d->remainingNumPcs, (unsigned long long)(x->window.recorded - before),
+            (unsigned long long)d->totalSamples, (unsigned long long)d->droppedSamples,
+            (unsigned long long)d->nonUsrKernelsTotalSamples);
         if (d->remainingNumPcs == 0) break;
     }
     x->pcs_left = d->remainingNumPcs;
@@ -856,6 +859,17 @@ void gpufl__pcs_finish(gpufl_pcs_t *p) {
     if (p->agg_lost)
         gpufl__warn("pc sampling: %llu samples not kept (out of memory)",
                     (unsigned long long)p->agg_lost);
+}
+
+uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context) {
+    if (p == NULL || context == NULL) return 0;
+    uint32_t id = 0;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ctx_count && id == 0; i++)
+        if (p->ctx[i].ctx == (CUcontext)context) id = p->ctx[i].id;
+    pthread_mutex_unlock(&p->lock);
+    if (id == 0 && p->fn.context_id((CUcontext)context, &id) != CUPTI_SUCCESS) id = 0;
+    return id;
 }
 
 int64_t gpufl__pcs_due_in(gpufl_pcs_t *p, int64_t now_ns) {

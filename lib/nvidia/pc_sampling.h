@@ -33,7 +33,7 @@
 
 #define GPUFL_PCS_PERIOD_DEFAULT 16 /* 2^16 cycles per SM: docs/design/pc-sampling.md */
 #define GPUFL_PCS_CONTEXTS_MAX   64
-#define GPUFL_PCS_DRAIN_NS       (20 * 1000000LL)    /* GetData every 20 ms */
+#define GPUFL_PCS_DRAIN_NS       (100 * 1000000LL) /* GetData every 100 ms: CUPTI decodes at that pace */
 #define GPUFL_PCS_CUBIN_BYTES    ((size_t)512 << 20) /* cubins kept for disassembly */
 
 typedef struct gpufl_pcs gpufl_pcs_t;
@@ -74,6 +74,8 @@ void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns);
 void gpufl__pcs_flush(gpufl_pcs_t *p);
 void gpufl__pcs_finish(gpufl_pcs_t *p);
 
+/* CUPTI's id of a context (a CUcontext), 0 when unknown. Collector. */
+uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context);
 /* How long until the next drain is due (the collector's wait). */
 int64_t gpufl__pcs_due_in(gpufl_pcs_t *p, int64_t now_ns);
 /* Why no sass records are made (no nvdisasm, say), or NULL when they are. */

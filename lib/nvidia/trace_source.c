@@ -91,6 +91,10 @@ static const gpufl_col_def_t graph_cols[] = {{"ts_ns", GPUFL_COL_INT},
                                              {"correlation", GPUFL_COL_INT},
                                              {"graph_exec", GPUFL_COL_OPT},
                                              SCOPE};
+static const gpufl_col_def_t launch_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},         {"tid", GPUFL_COL_OPT},         {"context", GPUFL_COL_OPT},
+    {"correlation", GPUFL_COL_INT},   {"config", GPUFL_COL_OPT},      SCOPE,
+    {"external_kind", GPUFL_COL_OPT}, {"external_id", GPUFL_COL_OPT}, {"stack", GPUFL_COL_OPT}};
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
 static gpufl_cell_t *next(gpufl_trace_source_t *t, gpufl_batch_t *b) {
@@ -291,6 +295,26 @@ static void take_queued(gpufl_trace_source_t *t) {
         for (int c = 0; c < NCOLS(sync_cols); c++) r[c].i = v[c];
     }
     t->counts.syncs += n;
+    const gpufl_kernel_launch_t *k;
+    n = gpufl__launch_take_launches(t->launch, &k);
+    for (size_t i = 0; i < n; i++) {
+        if (k[i].context != t->last_context) {
+            t->last_context = k[i].context;
+            t->last_context_id = gpufl__pcs_context_id(t->pcs, k[i].context);
+        }
+        gpufl_cell_t *r = next(t, &t->launches);
+        int64_t v[] = {ts(t, k[i].mono_ns),
+                       k[i].tid > 0 ? k[i].tid : -1,
+                       t->last_context_id ? (int64_t)t->last_context_id : -1,
+                       k[i].correlation,
+                       opt_id(k[i].config),
+                       opt_id(k[i].scope),
+                       k[i].external_kind ? (int64_t)k[i].external_kind - 1 : -1,
+                       k[i].external_kind ? (int64_t)(k[i].external_id & INT64_MAX) : -1,
+                       stack_col(t, k[i].stack)};
+        for (int c = 0; c < NCOLS(launch_cols); c++) r[c].i = v[c];
+    }
+    t->counts.launches += n;
 }
 
 /* One kernel_config record per configuration first launched since the
@@ -341,8 +365,8 @@ static void encode_all(gpufl_trace_source_t *t) {
     take_queued(t);
     pthread_mutex_lock(&f->lock);
     write_configs(t, f); /* before the kernel rows that name them */
-    gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets,
-                                &t->syncs,   &t->allocs, &t->graphs};
+    gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
+                                &t->allocs,  &t->graphs, &t->launches};
     for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++)
         gpufl__batch_encode(batches[i], f, d);
     pthread_mutex_unlock(&f->lock);
@@ -397,6 +421,8 @@ static void write_stats(gpufl_trace_source_t *t) {
              {"syncs", n->syncs},
              {"allocs", n->allocs},
              {"graph_launches", n->graph_launches},
+             {"launches", n->launches},
+             {"launches_lost", ls.launches_lost},
              {"unattributed", n->unattributed},
              {"configs", ls.configs},
              {"configs_dropped", ls.configs_dropped},
@@ -439,13 +465,23 @@ static void open_cuda(gpufl_trace_source_t *t) {
     }
 }
 
-/* The PcSampling engine on top of Trace; when it cannot run, Trace goes on
+/* The PcSampling engine on top of Trace, resolved before the callbacks
+ * start: it changes what Trace records. When it cannot run, Trace goes on
  * and pcs_why says why. */
-static void start_pc_sampling(gpufl_trace_source_t *t, const gpufl_settings_t *settings) {
+static void create_pc_sampling(gpufl_trace_source_t *t, const gpufl_settings_t *settings) {
+    if (settings->profiling_engine != GPUFL_ENGINE_PC_SAMPLING &&
+        settings->profiling_engine != GPUFL_ENGINE_DEEP)
+        return;
     gpufl_pcs_config_t cfg = {settings->pc_sampling_period,
                               (int64_t)settings->flush_interval_ms * 1000000, 1};
-    if (gpufl__pcs_create(t->cupti, t->collector, &cfg, &t->pcs, t->pcs_why, sizeof t->pcs_why) ||
-        gpufl__cupti_enable_resource(t->cupti, t->pcs_why, sizeof t->pcs_why)) {
+    if (gpufl__pcs_create(t->cupti, t->collector, &cfg, &t->pcs, t->pcs_why, sizeof t->pcs_why))
+        t->pcs = NULL;
+}
+
+/* Once subscribed: contexts and modules come to the sampling engine. */
+static void hook_pc_sampling(gpufl_trace_source_t *t) {
+    if (t->pcs == NULL) return;
+    if (gpufl__cupti_enable_resource(t->cupti, t->pcs_why, sizeof t->pcs_why) != 0) {
         gpufl__pcs_destroy(t->pcs);
         t->pcs = NULL;
         return;
@@ -465,7 +501,8 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
         (rc = gpufl__batch_init(&t->memsets, "memset", memset_cols, NCOLS(memset_cols))) ||
         (rc = gpufl__batch_init(&t->syncs, "sync", sync_cols, NCOLS(sync_cols))) ||
         (rc = gpufl__batch_init(&t->allocs, "alloc", alloc_cols, NCOLS(alloc_cols))) ||
-        (rc = gpufl__batch_init(&t->graphs, "graph_launch", graph_cols, NCOLS(graph_cols)))) {
+        (rc = gpufl__batch_init(&t->graphs, "graph_launch", graph_cols, NCOLS(graph_cols))) ||
+        (rc = gpufl__batch_init(&t->launches, "launch", launch_cols, NCOLS(launch_cols)))) {
         snprintf(why, why_size, "%s", gpufl_last_error());
         goto fail;
     }
@@ -489,22 +526,26 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (settings->enable_cuda_graphs_tracking) flags |= GPUFL_LAUNCH_GRAPHS;
     if (settings->enable_memory_tracking) flags |= GPUFL_LAUNCH_MEMORY;
     if (settings->enable_synchronization) flags |= GPUFL_LAUNCH_SYNC;
+    create_pc_sampling(t, settings);
+    /* CUPTI's kernel records come from instrumenting the kernels, which
+     * moves PC samples out of them (docs/log-format.md, `launch`): with
+     * sampling, launches are written from the callbacks instead. */
+    if (t->pcs != NULL) flags |= GPUFL_LAUNCH_ROWS;
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
+    hook_pc_sampling(t);
 
     /* Synchronization is timed by the callbacks at the sync calls: CUPTI's
      * synchronization kind costs about 0.5 us on every launch (measured on
      * an H100, bench/results/2026-11-22-trace-overhead.md). */
     gpufl_cupti_config_t cfg = {sizeof cfg, 0, 0, 0};
     if (settings->enable_memory_tracking) cfg.flags |= GPUFL_CUPTI_MEMORY;
+    if (flags & GPUFL_LAUNCH_ROWS) cfg.flags |= GPUFL_CUPTI_NO_KERNEL;
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
     if (rc) goto explain;
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
-    if (settings->profiling_engine == GPUFL_ENGINE_PC_SAMPLING ||
-        settings->profiling_engine == GPUFL_ENGINE_DEEP)
-        start_pc_sampling(t, settings);
     *source = (gpufl_source_t){"cupti", t, poll, due_in, flush, finish};
     return 0;
 explain:
@@ -530,8 +571,8 @@ void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
     t->cuda = NULL;
     gpufl__stack_log_fini(&t->stack_log);
     t->stacks_on = 0;
-    gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets,
-                                &t->syncs,   &t->allocs, &t->graphs};
+    gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
+                                &t->allocs,  &t->graphs, &t->launches};
     for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) gpufl__batch_fini(batches[i]);
     free(t->demangled);
     t->demangled = NULL;

@@ -20,7 +20,7 @@
 
 /* Counts of a session's Trace records, written as trace_stats at its end. */
 typedef struct gpufl_trace_counts {
-    uint64_t kernels, copies, memsets, syncs, allocs, graph_launches;
+    uint64_t kernels, copies, memsets, syncs, allocs, graph_launches, launches;
     uint64_t unattributed; /* kernel, copy, memset or sync records without a launch note */
 } gpufl_trace_counts_t;
 
@@ -29,7 +29,7 @@ typedef struct gpufl_trace_source {
     gpufl_cuda_t *cuda;     /* owned; NULL without libcuda (no occupancy) */
     gpufl_launch_t *launch; /* owned */
     gpufl_collector_t *collector;
-    gpufl_batch_t kernels, copies, memsets, syncs, allocs, graphs;
+    gpufl_batch_t kernels, copies, memsets, syncs, allocs, graphs, launches;
     uint32_t *demangled; /* dict id of a name -> dict id of its demangled form, 0 not yet */
     uint32_t demangled_cap;
     int64_t next_flush_ns; /* when to ask CUPTI for its completed buffers */
@@ -40,8 +40,10 @@ typedef struct gpufl_trace_source {
     char occupancy_why[160]; /* why there is no occupancy, "" when there is */
     int stacks_on;           /* enable_stack_trace: stacks captured and written */
     gpufl_stack_log_t stack_log;
-    gpufl_pcs_t *pcs;  /* owned; the PcSampling engine, NULL when it does not run */
-    char pcs_why[240]; /* why it does not, "" when it does or was not asked for */
+    gpufl_pcs_t *pcs;   /* owned; the PcSampling engine, NULL when it does not run */
+    char pcs_why[240];  /* why it does not, "" when it does or was not asked for */
+    void *last_context; /* the context of the last launch row, and its CUPTI id */
+    uint32_t last_context_id;
 } gpufl_trace_source_t;
 
 /* Loads and starts CUPTI for the settings' options. Returns 0 and fills

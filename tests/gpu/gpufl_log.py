@@ -11,7 +11,7 @@ import os
 # Batch record types (one array per column); every other type is a single record.
 BATCH_TYPES = {
     "scope_begin", "scope_end", "host_sample", "gpu_sample", "kernel", "copy", "memset",
-    "sync", "graph_launch", "alloc", "pc_sample", "pc_window",
+    "sync", "graph_launch", "alloc", "pc_sample", "pc_window", "launch",
 }
 # Columns that hold dict ids, per batch type.
 DICT_COLUMNS = {

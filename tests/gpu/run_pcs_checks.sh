@@ -69,6 +69,18 @@ fi
 
 if want study; then
   echo "=== study"
+  # Each kernel alone, with and without activity records: where CUPTI's
+  # non-user samples come from.
+  for bin in pcs_kernels pcs_kernels_no_activity; do
+    for k in divergent strided stream_triad fma_chains; do
+      GPUFL_PROFILING_ENGINE=PcSampling GPUFL_BACKEND=Nvidia GPUFL_ENABLE_DEBUG_OUTPUT=1 \
+        timeout 60 .devbin/$bin "$out/logs" 500 $k > "$out/alone_${bin}_$k.txt" \
+        2> "$out/alone_${bin}_$k.err"
+      s=$(sed -n 's/.*"session":"\([^"]*\)".*/\1/p' "$out/alone_${bin}_$k.txt")
+      echo "$bin $k $(grep -o '"mean_ms":[0-9.]*' "$out/alone_${bin}_$k.txt")" \
+        "$(grep -o '"samples":[0-9]*,"recorded":[0-9]*,"non_user":[0-9]*' "$s/device.log" | tail -1)"
+    done
+  done
   GPUFL_PROFILING_ENGINE=Trace GPUFL_BACKEND=Nvidia \
     timeout 120 .devbin/pcs_kernels "$out/logs" 200 > "$out/study_trace.txt" 2>&1
   echo "trace rc=$?"; cat "$out/study_trace.txt" | grep kernel

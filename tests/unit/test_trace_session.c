@@ -1051,7 +1051,7 @@ static void pc_samples_of_two_contexts(void **state) {
     start(&o);
     CUfunction f = fake.function(32, 0, 0, 1024, 8);
     fake.set_context(CTX_A);
-    launch(f, "_Z4axpyPf", 256, 0); /* CTX_A is seen here */
+    uint32_t corr = launch(f, "_Z4axpyPf", 256, 0); /* CTX_A is seen here */
     assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 500), 0);
     assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB_NOT_ISSUED, 400), 0);
     assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_SELECTED, 100), 0);
@@ -1118,6 +1118,14 @@ static void pc_samples_of_two_contexts(void **state) {
     assert_int_equal(pcs_stat(&d, "samples"), 950);
     assert_int_equal(pcs_stat(&d, "functions"), 2);
     assert_int_equal(pcs_stat(&d, "errors"), 0);
+    /* CUPTI's kernel records are left out (their instrumentation moves
+     * samples); the launch is written from the callback, with its context
+     * and configuration. */
+    assert_int_equal(tu_count(&d.device, "kernel"), 0);
+    assert_int_equal(cell_int(&d, "launch", corr, "context"), 0x1234);
+    assert_true(cell_int(&d, "launch", corr, "config") > 0);
+    assert_int_equal(stat_of(&d, "launches"), 1);
+    assert_int_equal(stat_of(&d, "launches_lost"), 0);
     free_session(&d);
 
     /* CUPTI was set up as the engine wants it, and let go at the end. */
@@ -1202,7 +1210,7 @@ static void pc_sampling_refused(void **state) {
     assert_non_null(
         strstr(json_string_value(json_object_get(a, "error")), "cuptiPCSamplingEnable"));
     assert_null(json_object_get(a, "period"));
-    assert_true(has_row(&d, "kernel", corr));
+    assert_true(has_row(&d, "launch", corr));
     assert_int_equal(pcs_stat(&d, "contexts"), 0);
     assert_int_equal(pcs_stat(&d, "errors"), 1);
     free_session(&d);
