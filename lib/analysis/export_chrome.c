@@ -186,22 +186,29 @@ static void write_row(chrome_t *c, const gpufl_export_row_t *r) {
         c->res->counters++;
         return;
     }
-    event_open(c, "X");
+    int instant = r->kind == GPUFL_EXPORT_LAUNCH_CALL;
+    event_open(c, instant ? "i" : "X");
+    if (instant) gpufl__buf_puts(&c->buf, ",\"s\":\"t\"");
     gpufl__buf_kv_str(&c->buf, "cat", gpufl__export_kind_name((gpufl_export_kind_t)r->kind));
     gpufl__buf_key(&c->buf, "name");
     gpufl__buf_put_str(&c->buf, name, strlen(name));
     put_pid_tid(c, t->chrome_tid);
     gpufl__buf_key(&c->buf, "ts");
     put_us(&c->buf, r->start_ns);
-    gpufl__buf_key(&c->buf, "dur");
-    int64_t dur; /* a damaged log's extreme times must not overflow */
-    if (__builtin_sub_overflow(r->end_ns, r->start_ns, &dur)) dur = INT64_MAX;
-    put_us(&c->buf, dur);
+    if (!instant) {
+        gpufl__buf_key(&c->buf, "dur");
+        int64_t dur; /* a damaged log's extreme times must not overflow */
+        if (__builtin_sub_overflow(r->end_ns, r->start_ns, &dur)) dur = INT64_MAX;
+        put_us(&c->buf, dur);
+    }
     gpufl__buf_puts(&c->buf, ",\"args\":{");
     gpufl_export_args_t sink = {arg_str, arg_i64, arg_dbl, c};
     gpufl__export_row_args(tl, r, &sink);
     gpufl__buf_puts(&c->buf, "}}");
-    c->res->slices++;
+    if (instant)
+        c->res->instants++;
+    else
+        c->res->slices++;
 }
 
 /* path with ".<n>" before its ending (.trace.json, else .json), n padded to

@@ -30,7 +30,8 @@
  *                                       flow_ids = 47 (fixed64),
  *                                       terminating_flow_ids = 48 (fixed64);
  *                                       TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2,
- *                                       TYPE_COUNTER = 4; EventName.iid = 1, name = 2
+ *                                       TYPE_INSTANT = 3, TYPE_COUNTER = 4; EventName.iid = 1,
+ *                                       name = 2
  *   trace/track_event/debug_annotation.proto
  *                                       DebugAnnotation.name_iid = 1, int_value = 4,
  *                                       double_value = 5, string_value = 6, name = 10;
@@ -94,7 +95,7 @@ enum {
 };
 
 enum { SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 };
-enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_COUNTER = 4 };
+enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 enum { UNIT_SIZE_BYTES = 3 };
 
 #define SEQUENCE_ID   1
@@ -290,7 +291,8 @@ static void put_row(perfetto_t *p, const gpufl_export_row_t *r) {
         p->res->counters++;
         return;
     }
-    event_open(p, r->start_ns, TYPE_SLICE_BEGIN, r->track);
+    int instant = r->kind == GPUFL_EXPORT_LAUNCH_CALL;
+    event_open(p, r->start_ns, instant ? TYPE_INSTANT : TYPE_SLICE_BEGIN, r->track);
     const char *name = gpufl__export_row_name(tl, r);
     int is_new = 0;
     uint32_t iid = intern(p->names, name, &is_new);
@@ -317,7 +319,10 @@ static void put_row(perfetto_t *p, const gpufl_export_row_t *r) {
     gpufl__pb_end(&p->pb);
     put_interned(p);
     gpufl__pb_end(&p->pb);
-    p->res->slices++;
+    if (instant)
+        p->res->instants++;
+    else
+        p->res->slices++;
 }
 
 /* Heap of open slices by end, the deeper first at one end. */
@@ -363,7 +368,7 @@ static int write_events(perfetto_t *p) {
             put_end(p, &e);
         }
         put_row(p, r);
-        if (r->kind != GPUFL_EXPORT_COUNTER) {
+        if (r->kind != GPUFL_EXPORT_COUNTER && r->kind != GPUFL_EXPORT_LAUNCH_CALL) {
             open_end_t e = {r->end_ns, r->track, r->depth};
             if (r->end_ns == r->start_ns)
                 put_end(p, &e);

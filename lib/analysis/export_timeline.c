@@ -276,6 +276,12 @@ static void collect_rows(builder_t *b) {
             tl->no_launch++;
         }
     }
+    /* Without kernel rows (PcSampling, Deep) the launch calls themselves:
+     * instants on the launching thread. */
+    for (size_t i = 0; m->n_kernels == 0 && i < m->n_launches; i++) {
+        const gpufl_model_launch_t *l = &m->launches[i];
+        add_row(b, GPUFL_EXPORT_LAUNCH_CALL, thread_group(b, l->tid), i, l->ts_ns, l->ts_ns, 0);
+    }
     for (size_t i = 0; i < m->n_copies; i++) {
         const gpufl_model_copy_t *c = &m->copies[i];
         uint32_t g = group_of(&b->gm, GPUFL_EXPORT_TRACK_GPU, c->device, GPUFL_EXPORT_COPY_STREAM);
@@ -421,7 +427,8 @@ int gpufl__export_timeline_build(const gpufl_model_t *m, gpufl_export_timeline_t
     if (tl->end_ns < 0) tl->end_ns = 0;
 
     size_t cap = m->n_scopes + m->n_syncs + 2 * m->n_kernels + m->n_copies + m->n_memsets +
-                 (size_t)(GPUFL_EXPORT_GPU_SM_ACTIVE + 1) * m->n_gpu_samples + 3 * m->n_samples;
+                 (size_t)(GPUFL_EXPORT_GPU_SM_ACTIVE + 1) * m->n_gpu_samples + 3 * m->n_samples +
+                 (m->n_kernels ? 0 : m->n_launches);
     if (cap >= UINT32_MAX)
         return gpufl__set_error(GPUFL_ENOMEM, "export: %zu rows are more than one trace holds",
                                 cap);
@@ -535,8 +542,8 @@ static const char *memory_kind_name(int32_t kind) {
 }
 
 const char *gpufl__export_kind_name(gpufl_export_kind_t kind) {
-    static const char *const names[] = {"scope",  "sync",   "launch", "kernel",
-                                        "memcpy", "memset", "counter"};
+    static const char *const names[] = {"scope",  "sync",   "launch",  "kernel",
+                                        "memcpy", "memset", "counter", "launch"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
@@ -554,6 +561,7 @@ const char *gpufl__export_row_name(const gpufl_export_timeline_t *tl, const gpuf
     case GPUFL_EXPORT_COPY: s = copy_name(m->copies[r->index].copy_kind); break;
     case GPUFL_EXPORT_MEMSET: s = "Memset"; break;
     case GPUFL_EXPORT_COUNTER: s = tl->tracks[r->track].name; break;
+    case GPUFL_EXPORT_LAUNCH_CALL: s = gpufl__model_launch_name(m, &m->launches[r->index]); break;
     }
     return s && *s ? s : "?";
 }
@@ -666,5 +674,15 @@ void gpufl__export_row_args(const gpufl_export_timeline_t *tl, const gpufl_expor
         break;
     }
     case GPUFL_EXPORT_COUNTER: break;
+    case GPUFL_EXPORT_LAUNCH_CALL: {
+        const gpufl_model_launch_t *l = &m->launches[r->index];
+        if (l->correlation >= 0) out->i64(out->user, "correlation", l->correlation);
+        if (l->config > 0) out->i64(out->user, "config", l->config);
+        if (l->context >= 0) out->i64(out->user, "context", l->context);
+        if (l->external_id >= 0) out->i64(out->user, "external_id", l->external_id);
+        scope_arg(m, l->scope, out);
+        site_arg(m, l->stack, out);
+        break;
+    }
     }
 }

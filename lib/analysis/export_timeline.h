@@ -27,7 +27,10 @@ typedef enum gpufl_export_kind {
     GPUFL_EXPORT_KERNEL = 3,
     GPUFL_EXPORT_COPY = 4,
     GPUFL_EXPORT_MEMSET = 5,
-    GPUFL_EXPORT_COUNTER = 6 /* a value of its track's metric; `index`: the sample */
+    GPUFL_EXPORT_COUNTER = 6, /* a value of its track's metric; `index`: the sample */
+    /* a launch row (PcSampling, Deep: no kernel rows), an instant on the
+     * launching thread; `index` into m->launches */
+    GPUFL_EXPORT_LAUNCH_CALL = 7
 } gpufl_export_kind_t;
 
 /* The metrics drawn as counter tracks. */
@@ -107,7 +110,8 @@ void gpufl__export_timeline_fini(gpufl_export_timeline_t *tl);
 /* The name a row is shown with ("train_step", "cudaStreamSynchronize", a
  * kernel's demangled name, "Memcpy HtoD"); counters: their track's name. */
 const char *gpufl__export_row_name(const gpufl_export_timeline_t *tl, const gpufl_export_row_t *r);
-/* The category of a row: "scope", "sync", "launch", "kernel", "memcpy", "memset", "counter". */
+/* The category of a row: "scope", "sync", "launch", "kernel", "memcpy", "memset", "counter"
+ * (launch calls: "launch"). */
 const char *gpufl__export_kind_name(gpufl_export_kind_t kind);
 
 /* Receives the arguments of a row, in a fixed order; keys are literals. */

@@ -61,6 +61,7 @@ typedef struct gpufl_export_result {
     uint64_t bytes;       /* written, all files together */
     uint64_t slices;      /* scopes, syncs, launches, kernels, copies, memsets */
     uint64_t counters;    /* counter values */
+    uint64_t instants;    /* launch rows drawn as instants (sessions without kernel rows) */
     uint64_t flows;       /* launch -> kernel arrows written */
     uint64_t flows_cut;   /* Chrome: arrows left out, their ends in different files */
     uint64_t clipped;     /* slices shortened to nest inside the one enclosing them */

@@ -12,6 +12,7 @@
 #include "analysis/model.h"
 #include "analysis/model_internal.h"
 
+#include "core/demangle.h"
 #include "core/error.h"
 
 #include <errno.h>
@@ -831,7 +832,7 @@ static int trace_row(const trace_cols_t *t, const trace_src_t *src, size_t r, in
             return -1;
         }
     }
-    if (v[1] < v[0]) {
+    if (!t->instant && v[1] < v[0]) {
         snprintf(why, why_size, "row %zu: end_ns %lld is before start_ns %lld", r, (long long)v[1],
                  (long long)v[0]);
         return -1;
@@ -880,7 +881,7 @@ int gpufl__model_load_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json
             return gpufl__model_bad_line(m, pos, t->type, "%s", why);
         }
         if (v[0] < lo) lo = v[0];
-        if (v[1] > hi) hi = v[1];
+        if (v[t->instant ? 0 : 1] > hi) hi = v[t->instant ? 0 : 1];
         int rc;
         void *row = gpufl__model_append_row(a, &rc);
         if (row)
@@ -987,7 +988,7 @@ static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
     static const int64_t max[K_NCOL] = {
         [K_DEVICE] = INT32_MAX, [K_GX] = INT32_MAX, [K_GY] = INT32_MAX, [K_GZ] = INT32_MAX,
         [K_BX] = INT32_MAX,     [K_BY] = INT32_MAX, [K_BZ] = INT32_MAX, [K_REGS] = INT32_MAX};
-    static const trace_cols_t t = {"kernel", names, max, K_NCOL, K_LOCAL};
+    static const trace_cols_t t = {"kernel", names, max, K_NCOL, K_LOCAL, 0};
     return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, kernels, max_kernels),
                                   fill_kernel);
 }
@@ -1012,7 +1013,7 @@ static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                                               "copy_kind", "src_kind", "dst_kind", "scope"};
     static const int64_t max[C_NCOL] = {
         [C_DEVICE] = INT32_MAX, [C_KIND] = INT32_MAX, [C_SRC] = INT32_MAX, [C_DST] = INT32_MAX};
-    static const trace_cols_t t = {"copy", names, max, C_NCOL, C_SCOPE};
+    static const trace_cols_t t = {"copy", names, max, C_NCOL, C_SCOPE, 0};
     return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, copies, max_copies), fill_copy);
 }
 
@@ -1033,7 +1034,7 @@ static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
     static const char *const names[M_NCOL] = {"start_ns", "end_ns",      "device",
                                               "bytes",    "memory_kind", "scope"};
     static const int64_t max[M_NCOL] = {[M_DEVICE] = INT32_MAX, [M_KIND] = INT32_MAX};
-    static const trace_cols_t t = {"memset", names, max, M_NCOL, M_SCOPE};
+    static const trace_cols_t t = {"memset", names, max, M_NCOL, M_SCOPE, 0};
     return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets),
                                   fill_memset);
 }
@@ -1070,8 +1071,51 @@ static int on_sync(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                                               "tid",      "correlation", "stream",
                                               "event",    "scope",       "stack"};
     static const int64_t max[S_NCOL] = {[S_TYPE] = INT32_MAX};
-    static const trace_cols_t t = {"sync", names, max, S_NCOL, S_TID};
+    static const trace_cols_t t = {"sync", names, max, S_NCOL, S_TID, 0};
     return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, syncs, max_syncs), fill_sync);
+}
+
+enum launch_col {
+    L_TS,
+    L_CORR,
+    L_TID, /* optional from here on: null where unknown */
+    L_CONTEXT,
+    L_CONFIG,
+    L_SCOPE,
+    L_EXT_KIND,
+    L_EXT_ID,
+    L_STACK,
+    L_NCOL
+};
+
+static void fill_launch(void *row, const int64_t *v) {
+    gpufl_model_launch_t *l = row;
+    l->ts_ns = v[L_TS];
+    l->tid = (int32_t)v[L_TID];
+    l->correlation = v[L_CORR];
+    l->context = (int32_t)v[L_CONTEXT];
+    l->config = v[L_CONFIG] > 0 ? (int32_t)v[L_CONFIG] : GPUFL_MODEL_UNKNOWN;
+    l->config_index = GPUFL_MODEL_UNKNOWN;
+    l->scope = scope_id(v[L_SCOPE]);
+    l->external_kind = (int32_t)v[L_EXT_KIND];
+    l->external_id = v[L_EXT_ID];
+    l->stack = v[L_STACK] > 0 ? v[L_STACK] : GPUFL_MODEL_UNKNOWN;
+}
+
+/* launch rows (PcSampling, Deep): ids that pass int32 (thread ids, CUPTI's
+ * context ids, kernel_config ids never do) make the line malformed. */
+static int on_launch(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                     const gpufl_reader_batch_t *view) {
+    static const char *const names[L_NCOL] = {"ts_ns",         "correlation", "tid",
+                                              "context",       "config",      "scope",
+                                              "external_kind", "external_id", "stack"};
+    static const int64_t max[L_NCOL] = {[L_TID] = INT32_MAX,
+                                        [L_CONTEXT] = INT32_MAX,
+                                        [L_CONFIG] = INT32_MAX,
+                                        [L_EXT_KIND] = INT32_MAX};
+    static const trace_cols_t t = {"launch", names, max, L_NCOL, L_TID, 1};
+    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, launches, max_launches),
+                                  fill_launch);
 }
 
 const char *gpufl__model_sync_name(int32_t sync_type) {
@@ -1280,6 +1324,7 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         PC_WINDOW,
         PC_STATS,
         SASS,
+        LAUNCH,
         NTYPES
     };
     static const char *const types[NTYPES] = {"header",
@@ -1311,7 +1356,8 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
                                               "pc_sample",
                                               "pc_window",
                                               "pc_sampling_stats",
-                                              "sass"};
+                                              "sass",
+                                              "launch"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -1350,13 +1396,14 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case PC_WINDOW: return gpufl__model_on_pc_window(m, pos, rec, NULL);
     case PC_STATS: return gpufl__model_on_pc_stats(m, pos, rec);
     case SASS: return gpufl__model_on_sass(m, pos, rec);
+    case LAUNCH: return on_launch(m, pos, rec, NULL);
     default: return 1;
     }
 }
 
 /* Batches the reader scanned without jansson (see reader.h). */
 static const char *const scanned_types[] = {"kernel",    "copy",      "memset", "sync",
-                                            "pc_sample", "pc_window", NULL};
+                                            "pc_sample", "pc_window", "launch", NULL};
 
 static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b) {
     gpufl_model_t *m = user;
@@ -1364,6 +1411,7 @@ static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reade
     if (strcmp(b->type, "copy") == 0) return on_copy(m, pos, NULL, b);
     if (strcmp(b->type, "memset") == 0) return on_memset(m, pos, NULL, b);
     if (strcmp(b->type, "sync") == 0) return on_sync(m, pos, NULL, b);
+    if (strcmp(b->type, "launch") == 0) return on_launch(m, pos, NULL, b);
     if (strcmp(b->type, "pc_sample") == 0) return gpufl__model_on_pc_sample(m, pos, NULL, b);
     if (strcmp(b->type, "pc_window") == 0) return gpufl__model_on_pc_window(m, pos, NULL, b);
     return 1;
@@ -1465,6 +1513,91 @@ static int finish_gpus(gpufl_model_t *m) {
         if (gpufl__idmap_put(&m->gpu_index, (uint64_t)m->gpus[i].device + 1, i, NULL) < 0)
             return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the device index");
     return 0;
+}
+
+/* A mangled name and its demangled form, as some row of the log gave them. */
+typedef struct name_pair {
+    const char *name, *demangled;
+} name_pair_t;
+
+static int cmp_name_pair(const void *a, const void *b) {
+    return strcmp(((const name_pair_t *)a)->name, ((const name_pair_t *)b)->name);
+}
+
+/* The demangled form of a config's name: as pc_sample or kernel rows of the
+ * same function wrote it (the recording process demangled it), else from
+ * this process's demangler, else the name itself. */
+static const char *config_demangled(gpufl_model_t *m, const name_pair_t *pairs, size_t n,
+                                    const char *name) {
+    name_pair_t key = {name, NULL};
+    const name_pair_t *p = n ? bsearch(&key, pairs, n, sizeof *pairs, cmp_name_pair) : NULL;
+    if (p) return p->demangled;
+    char *d = *name ? gpufl__demangle(name) : NULL;
+    if (!d) return name;
+    const char *s = gpufl__model_pool_str(m, d, strlen(d));
+    free(d);
+    return s;
+}
+
+/* The distinct (mangled, demangled) names of pc_sample and kernel rows, by
+ * dict id of the mangled name, into *pairs (sorted by name). */
+static int collect_names(gpufl_model_t *m, name_pair_t **pairs, size_t *n) {
+    gpufl_idmap_t seen;
+    gpufl__idmap_init(&seen);
+    size_t alloc = 0;
+    int64_t last = 0;
+    int rc = 0;
+    *pairs = NULL;
+    *n = 0;
+    for (size_t i = 0; i < m->n_pc_samples + m->n_kernels && !rc; i++) {
+        int64_t id;
+        const char *name, *d;
+        if (i < m->n_pc_samples) {
+            const gpufl_model_pc_sample_t *r = &m->pc_samples[i];
+            id = r->function;
+            name = gpufl__model_str(m, r->function);
+            d = gpufl__model_str(m, r->demangled);
+        } else {
+            const gpufl_model_kernel_t *k = &m->kernels[i - m->n_pc_samples];
+            id = k->name_id;
+            name = k->name;
+            d = k->demangled;
+        }
+        if (id <= 0 || !name || !d || id == last) continue; /* rows of one name come in runs */
+        last = id;
+        int put = gpufl__idmap_put(&seen, (uint64_t)id, *n, NULL);
+        if (put < 0 || (put == 0 && gpufl__model_reserve((void **)pairs, &alloc, *n, sizeof **pairs,
+                                                         SIZE_MAX / 2)))
+            rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for kernel names");
+        else if (put == 0)
+            (*pairs)[(*n)++] = (name_pair_t){name, d};
+    }
+    gpufl__idmap_fini(&seen);
+    if (!rc && *n > 1) qsort(*pairs, *n, sizeof **pairs, cmp_name_pair);
+    return rc;
+}
+
+/* Names every kernel_config record in full (demangled too) and joins launch
+ * rows with their records, counting the ids no record has. */
+static int finish_launches(gpufl_model_t *m) {
+    name_pair_t *pairs = NULL;
+    size_t n = 0;
+    int rc = m->n_configs ? collect_names(m, &pairs, &n) : 0;
+    for (size_t i = 0; i < m->n_configs && !rc; i++) {
+        gpufl_model_kernel_config_t *c = &m->configs[i];
+        c->demangled = config_demangled(m, pairs, n, c->name);
+        if (!c->demangled) rc = GPUFL_ENOMEM;
+    }
+    free(pairs);
+    for (size_t i = 0; i < m->n_launches && !rc; i++) {
+        gpufl_model_launch_t *l = &m->launches[i];
+        const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, l->config);
+        if (c)
+            l->config_index = (int32_t)(c - m->configs);
+        else if (l->config > 0)
+            m->configs_missing++;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1813,6 +1946,7 @@ static void summarize(gpufl_model_t *m) {
         {m->memsets_over_cap, "memset rows", m->limits.max_memsets},
         {m->configs_over_cap, "kernel_config records", m->limits.max_configs},
         {m->syncs_over_cap, "sync rows", m->limits.max_syncs},
+        {m->launches_over_cap, "launch rows", m->limits.max_launches},
         {m->frames_over_cap, "frame records", m->limits.max_frames},
         {m->stacks_over_cap, "stack records", m->limits.max_stacks},
         {m->pc_samples_over_cap, "pc_sample rows", m->limits.max_pc_samples},
@@ -1827,8 +1961,9 @@ static void summarize(gpufl_model_t *m) {
         gpufl__model_warn(m, "", 0, "%llu kernel_config records repeat an id (the first kept)",
                           (unsigned long long)m->configs_duplicate);
     if (m->configs_missing)
-        gpufl__model_warn(m, "", 0, "%llu kernel rows name a kernel_config id that no record has",
-                          (unsigned long long)m->configs_missing);
+        gpufl__model_warn(m, "", 0, "%llu %s rows name a kernel_config id that no record has",
+                          (unsigned long long)m->configs_missing,
+                          m->n_launches ? "kernel or launch" : "kernel");
     if (m->stacks_missing)
         gpufl__model_warn(m, "", 0, "%llu stack references name a stack or frame no record defines",
                           (unsigned long long)m->stacks_missing);
@@ -1888,6 +2023,7 @@ static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in
     out->max_memsets = d.max_memsets ? d.max_memsets : DEFAULT_MAX_ROWS;
     out->max_configs = d.max_configs ? d.max_configs : DEFAULT_MAX_RECORDS;
     out->max_syncs = d.max_syncs ? d.max_syncs : DEFAULT_MAX_ROWS;
+    out->max_launches = d.max_launches ? d.max_launches : DEFAULT_MAX_ROWS;
     out->max_frames = d.max_frames ? d.max_frames : DEFAULT_MAX_RECORDS;
     out->max_stacks = d.max_stacks ? d.max_stacks : DEFAULT_MAX_RECORDS;
     out->max_pc_samples = d.max_pc_samples ? d.max_pc_samples : (size_t)64 << 20;
@@ -1928,6 +2064,7 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     if (rc == 0) rc = attribute_gpu(m);
     if (rc == 0) join_stacks(m);
     if (rc == 0) rc = gpufl__model_finish_pc(m);
+    if (rc == 0) rc = finish_launches(m);
     if (rc == 0) rc = gpufl__model_attribute_pc(m);
     if (rc == 0) summarize(m);
     free(st.ends);
@@ -1964,6 +2101,7 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->memsets);
     free(m->configs);
     free(m->syncs);
+    free(m->launches);
     free(m->frames);
     free(m->stacks);
     free(m->stack_frames);
@@ -2004,6 +2142,16 @@ const gpufl_model_kernel_config_t *gpufl__model_config_find(const gpufl_model_t 
 
 double gpufl__model_gpu_ns(const gpufl_model_gpu_work_t *w) {
     return w->kernel_ns + w->copy_ns + w->memset_ns;
+}
+
+const gpufl_model_kernel_config_t *gpufl__model_launch_config(const gpufl_model_t *m,
+                                                              const gpufl_model_launch_t *l) {
+    return l->config_index >= 0 ? &m->configs[l->config_index] : NULL;
+}
+
+const char *gpufl__model_launch_name(const gpufl_model_t *m, const gpufl_model_launch_t *l) {
+    const gpufl_model_kernel_config_t *c = gpufl__model_launch_config(m, l);
+    return c && *c->demangled ? c->demangled : "?";
 }
 
 const gpufl_model_gpu_t *gpufl__model_gpu_find(const gpufl_model_t *m, int64_t device) {

@@ -233,6 +233,9 @@ typedef struct gpufl_model_kernel_config {
     int64_t ts_ns;
     int64_t name_id;  /* when the name was written as a dict id, else 0 */
     const char *name; /* the mangled name */
+    /* its demangled form (from pc_sample or kernel rows of the same name,
+     * else demangled by gpufl__demangle), else name: the one to show */
+    const char *demangled;
     int64_t block_threads, dynamic_smem_bytes, static_smem_bytes;
     int64_t registers, local_bytes_per_thread, max_threads_per_block;
     int64_t blocks_per_sm;           /* from the driver's occupancy calculator */
@@ -291,6 +294,25 @@ typedef struct gpufl_model_sync {
     int64_t stack;       /* CPU stack at the call (a stack id); UNKNOWN when not captured */
     int32_t sync_type;   /* GPUFL_MODEL_SYNC_* */
 } gpufl_model_sync_t;
+
+/*
+ * One kernel launch call (a launch row, engines PcSampling and Deep), as
+ * gpufl's own driver callback saw it: a host time, no GPU time. The kernel
+ * is named through its kernel_config record (config_index). Kept compact:
+ * a session may launch millions of kernels.
+ */
+typedef struct gpufl_model_launch {
+    int64_t ts_ns;         /* when the launching call was made (host, session clock) */
+    int64_t correlation;   /* CUPTI's: orders the call among syncs */
+    int64_t scope;         /* as in gpufl_model_copy_t */
+    int64_t external_id;   /* framework correlation; UNKNOWN when none */
+    int64_t stack;         /* CPU stack at the launch; UNKNOWN when not captured */
+    int32_t tid;           /* OS thread id of the launching thread */
+    int32_t context;       /* CUPTI's context id; UNKNOWN when null */
+    int32_t config;        /* kernel_config id; UNKNOWN when null */
+    int32_t config_index;  /* its index in m->configs; UNKNOWN when no record has it */
+    int32_t external_kind; /* UNKNOWN when none */
+} gpufl_model_launch_t;
 
 /* "cudaStreamSynchronize", ... for a sync_type; "synchronization" when unknown. */
 const char *gpufl__model_sync_name(int32_t sync_type);
@@ -401,10 +423,14 @@ typedef struct gpufl_model_pc_scope {
 
 /* How precisely samples were given to scopes (pc_attrib.c), in samples. */
 typedef struct gpufl_model_pc_attrib {
-    double exact;        /* the overlapping kernels lay in one scope path */
-    double split;        /* split over overlapping kernels of several scope paths */
-    double fallback;     /* no kernel overlapped: split by the function's session GPU time */
-    double unattributed; /* the function has no kernel rows */
+    double exact;        /* the overlapping kernels (launches) lay in one scope path */
+    double split;        /* split over overlapping kernels (launches) of several scope paths */
+    double fallback;     /* none overlapped: split by the function's session GPU time
+                            (launch count) */
+    double unattributed; /* the function has no kernel rows (nor launch rows) */
+    /* Of exact, split and fallback: the samples given through launch rows
+     * (no kernel rows: PcSampling and Deep), one weight per launch. */
+    double by_launch;
 } gpufl_model_pc_attrib_t;
 
 /* GPU work of one kind of attribution: counts and summed durations (ns, in
@@ -491,6 +517,7 @@ typedef struct gpufl_model_limits {
     size_t max_memsets;      /* memset rows, default 16 Mi */
     size_t max_configs;      /* kernel_config records, default 1 Mi */
     size_t max_syncs;        /* sync rows, default 16 Mi */
+    size_t max_launches;     /* launch rows, default 16 Mi */
     size_t max_frames;       /* frame records, default 1 Mi */
     size_t max_stacks;       /* stack records, default 1 Mi */
     size_t max_pc_samples;   /* pc_sample rows, default 64 Mi */
@@ -554,7 +581,11 @@ typedef struct gpufl_model {
     size_t n_configs;
     uint64_t configs_over_cap;
     uint64_t configs_duplicate; /* a second record for an id (the first is kept) */
-    uint64_t configs_missing;   /* kernel rows naming a config id no record has */
+    uint64_t configs_missing;   /* kernel and launch rows naming a config id no record has */
+
+    gpufl_model_launch_t *launches; /* launch rows (PcSampling, Deep), in log order */
+    size_t n_launches;
+    uint64_t launches_over_cap;
 
     gpufl_model_sync_t *syncs; /* sync rows, in log order */
     size_t n_syncs;
@@ -638,7 +669,7 @@ typedef struct gpufl_model {
     size_t memsets_alloc, configs_alloc, syncs_alloc, frames_alloc, stacks_alloc;
     size_t stack_frames_alloc;
     size_t pc_contexts_alloc, pc_samples_alloc, pc_windows_alloc, pc_reasons_alloc, sass_alloc;
-    size_t sass_insns_alloc, pc_scopes_alloc;
+    size_t sass_insns_alloc, pc_scopes_alloc, launches_alloc;
     gpufl_idmap_t frame_index; /* frame id -> index in frames */
     gpufl_idmap_t stack_index; /* stack id -> index in stacks */
     void *load_state;          /* only during loading */
@@ -666,6 +697,12 @@ const gpufl_model_scope_path_t *gpufl__model_scope_path_find(const gpufl_model_t
                                                              const char *path);
 /* The kernel_config record with id `id`, or NULL. */
 const gpufl_model_kernel_config_t *gpufl__model_config_find(const gpufl_model_t *m, int64_t id);
+/* The kernel_config record a launch names, or NULL. */
+const gpufl_model_kernel_config_t *gpufl__model_launch_config(const gpufl_model_t *m,
+                                                              const gpufl_model_launch_t *l);
+/* The demangled name of a launch's kernel, "?" when its config is unknown. */
+const char *gpufl__model_launch_name(const gpufl_model_t *m, const gpufl_model_launch_t *l);
+
 /* The stack with id `id`, or NULL. */
 const gpufl_model_stack_t *gpufl__model_stack_find(const gpufl_model_t *m, int64_t id);
 /* Frame i (0 = innermost) of a stack, or NULL past its depth or for an

@@ -27,12 +27,13 @@ typedef struct row_array {
  * present and hold integers; the others may be absent or null, and read as
  * GPUFL_MODEL_UNKNOWN then (and when past int64). Every value is in
  * [0, max[c]] (0 in max: no upper bound). Columns 0 and 1 are a start and an
- * end time (end >= start). */
+ * end time (end >= start), unless instant: then column 0 is the one time. */
 typedef struct trace_cols {
     const char *type;
     const char *const *names;
     const int64_t *max;
     int ncol, n_required;
+    int instant;
 } trace_cols_t;
 
 #define TRACE_COLS_MAX 32 /* columns of a batch (kernel has 26) */

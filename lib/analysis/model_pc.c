@@ -120,7 +120,7 @@ int gpufl__model_on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, j
         [P_CONTEXT] = UINT32_MAX,  [P_FUNCTION] = UINT32_MAX, [P_PC] = UINT32_MAX,
         [P_REASON] = UINT32_MAX,   [P_SAMPLES] = UINT32_MAX,  [P_CUBIN] = UINT32_MAX,
         [P_DEMANGLED] = UINT32_MAX};
-    static const trace_cols_t t = {"pc_sample", names, max, P_NCOL, P_CUBIN};
+    static const trace_cols_t t = {"pc_sample", names, max, P_NCOL, P_CUBIN, 0};
     size_t start = m->n_pc_samples;
     uint64_t over = m->pc_samples_over_cap;
     int rc = gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, pc_samples, max_pc_samples),
@@ -175,7 +175,7 @@ int gpufl__model_on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, j
                                               "samples",     "recorded", "non_user", "dropped",
                                               "buffer_full", "pcs_left"};
     static const int64_t max[W_NCOL] = {0};
-    static const trace_cols_t t = {"pc_window", names, max, W_NCOL, W_DRAINS};
+    static const trace_cols_t t = {"pc_window", names, max, W_NCOL, W_DRAINS, 0};
     return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, pc_windows, max_pc_windows),
                                   fill_pc_window);
 }

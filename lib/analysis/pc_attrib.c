@@ -15,10 +15,20 @@
  * has no kernel rows, e.g. the Trace engine did not run: scope
  * "(unattributed)").
  *
+ * Under the PcSampling and Deep engines there are no kernel rows (CUPTI's
+ * kernel timing would move samples out of the kernels: docs/log-format.md,
+ * `launch`) but launch rows: host times of the launch calls. A function
+ * with no kernel rows on the device but with launch rows has its samples
+ * given to its launches (same context when both are known) made in
+ * [t0_ns - W, t1_ns], one weight per launch, as no durations exist; with
+ * none there, to all its launches over the session (fallback). Same
+ * accounting; pc_attrib.by_launch counts what went through launches.
+ *
  * Cost: kernels sorted by (name, device, start) with a running maximum of
  * their ends; rows sorted by (function, context, window); each window of a
  * function does two binary searches and visits the kernels it overlaps
  * (each kernel about 1 + W / window times). O(n log n) in rows and kernels.
+ * Launches: sorted by (name, time), the same two searches per window.
  */
 #include "analysis/model_internal.h"
 
@@ -36,6 +46,14 @@ typedef struct kref {
     int32_t device;
 } kref_t;
 
+/* A launch as attribution sees it: a host time, weight one. */
+typedef struct lref {
+    const char *name; /* mangled, from its kernel_config record */
+    int64_t ts_ns;
+    int64_t context; /* < 0 unknown */
+    size_t slot;
+} lref_t;
+
 /* A candidate scope path and its weight. */
 typedef struct cand {
     size_t slot;
@@ -46,6 +64,9 @@ typedef struct attrib {
     gpufl_model_t *m;
     kref_t *k;
     size_t nk;
+    lref_t *l;
+    size_t nl;
+    gpufl_idmap_t lfb; /* function << 32 | context + 1 -> index in fb_pool runs */
     cand_t *c;
     size_t nc, c_alloc;
     gpufl_idmap_t acc; /* slot * n_reasons + reason + 1 -> index in m->pc_scopes */
@@ -75,6 +96,13 @@ static int cmp_kref(const void *a, const void *b) {
     if (x->device != y->device) return x->device < y->device ? -1 : 1;
     if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
     return (x->end_ns > y->end_ns) - (x->end_ns < y->end_ns);
+}
+
+static int cmp_lref(const void *a, const void *b) {
+    const lref_t *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
 }
 
 static int cmp_row(const void *a, const void *b, void *rows) {
@@ -164,17 +192,31 @@ static size_t merge_cands(attrib_t *a) {
     return n;
 }
 
-/* The session-wide split of a function's kernel time over scope paths
- * (cached per function and device) into a->c. */
-static int fallback_cands(attrib_t *a, uint32_t function, int64_t device, size_t lo, size_t hi) {
-    uint64_t key = ((uint64_t)function << 32 | (uint32_t)(device + 1)) + 1;
+/* Pushes the candidates of a fallback: every kernel (by GPU time) or every
+ * launch (one each, of the context unless it is unknown) in [lo, hi). */
+static int push_all(attrib_t *a, int launches, int64_t context, size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; i++) {
+        int rc = 0;
+        if (!launches)
+            rc = push_cand(a, a->k[i].slot, (double)(a->k[i].end_ns - a->k[i].start_ns));
+        else if (context < 0 || a->l[i].context < 0 || a->l[i].context == context)
+            rc = push_cand(a, a->l[i].slot, 1);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The session-wide split of a function's kernel time (or launch count)
+ * over scope paths, cached per function and device (or context), into a->c. */
+static int fallback_cands(attrib_t *a, int launches, uint32_t function, int64_t where, size_t lo,
+                          size_t hi) {
+    uint64_t key = ((uint64_t)function << 32 | (uint32_t)(where + 1)) + 1;
+    gpufl_idmap_t *map = launches ? &a->lfb : &a->fb;
     size_t run;
     a->nc = 0;
-    if (!gpufl__idmap_get(&a->fb, key, &run)) {
-        for (size_t i = lo; i < hi; i++)
-            if (push_cand(a, a->k[i].slot, (double)(a->k[i].end_ns - a->k[i].start_ns)))
-                return GPUFL_ENOMEM;
-        size_t n = merge_cands(a);
+    if (!gpufl__idmap_get(map, key, &run)) {
+        if (push_all(a, launches, where, lo, hi)) return GPUFL_ENOMEM;
+        size_t n = a->nc ? merge_cands(a) : 0;
         if (gpufl__model_reserve((void **)&a->fb_runs, &a->fb_runs_alloc, a->fb_runs_n + 1,
                                  sizeof *a->fb_runs, SIZE_MAX / 2))
             return oom();
@@ -187,7 +229,7 @@ static int fallback_cands(attrib_t *a, uint32_t function, int64_t device, size_t
         run = a->fb_runs_n;
         a->fb_runs[a->fb_runs_n++] = a->fb_n - n;
         a->fb_runs[a->fb_runs_n++] = n;
-        if (gpufl__idmap_put(&a->fb, key, run, NULL) < 0) return oom();
+        if (gpufl__idmap_put(map, key, run, NULL) < 0) return oom();
         return 0;
     }
     for (size_t i = 0; i < a->fb_runs[run + 1]; i++)
@@ -214,6 +256,40 @@ static int add_share(attrib_t *a, size_t slot, uint32_t reason, double samples) 
     return 0;
 }
 
+/* The launches [lo, hi) of name. */
+static void launch_range(const attrib_t *a, const char *name, size_t *lo, size_t *hi) {
+    size_t l = 0, h = a->nl;
+    while (l < h) {
+        size_t mid = l + (h - l) / 2;
+        if (strcmp(a->l[mid].name, name) < 0)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    size_t e = l;
+    while (e < a->nl && strcmp(a->l[e].name, name) == 0) e++;
+    *lo = l;
+    *hi = e;
+}
+
+/* Candidates among the launches [lo, hi) of one function (sorted by time)
+ * made in [from, to] on context (any, when either is unknown): one each. */
+static int launch_cands(attrib_t *a, size_t lo, size_t hi, int64_t context, int64_t from,
+                        int64_t to) {
+    size_t l = lo, h = hi;
+    while (l < h) { /* first at or after from */
+        size_t mid = l + (h - l) / 2;
+        if (a->l[mid].ts_ns < from)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    for (size_t i = l; i < hi && a->l[i].ts_ns <= to; i++)
+        if (context < 0 || a->l[i].context < 0 || a->l[i].context == context)
+            if (push_cand(a, a->l[i].slot, 1)) return GPUFL_ENOMEM;
+    return 0;
+}
+
 /* Attributes the rows order[from, to): one function, context and window. */
 static int attribute_window(attrib_t *a, const size_t *order, size_t from, size_t to) {
     gpufl_model_t *m = a->m;
@@ -236,14 +312,23 @@ static int attribute_window(attrib_t *a, const size_t *order, size_t from, size_
         g = e;
     }
     if (rc) return rc;
+    int by_launch = 0;
+    if (lo == hi && name) { /* no kernel rows: the launches, if any */
+        launch_range(a, name, &lo, &hi);
+        by_launch = lo < hi;
+        if (by_launch && launch_cands(a, lo, hi, r0->context, begin, r0->t1_ns))
+            return GPUFL_ENOMEM;
+    }
     size_t slots = a->nc ? merge_cands(a) : 0;
     if (a->nc)
         kind = slots == 1 ? &m->pc_attrib.exact : &m->pc_attrib.split;
     else if (lo < hi) {
-        rc = fallback_cands(a, r0->function, device, lo, hi);
+        rc = fallback_cands(a, by_launch, r0->function, by_launch ? r0->context : device, lo, hi);
         if (rc) return rc;
         kind = &m->pc_attrib.fallback;
-    } else {
+    }
+    if (!a->nc) { /* no kernel or launch rows (of this context) */
+        by_launch = 0;
         a->nc = 0;
         if (push_cand(a, GPUFL_MODEL_PC_SLOT_UNATTRIBUTED(m), 1)) return GPUFL_ENOMEM;
         kind = &m->pc_attrib.unattributed;
@@ -253,6 +338,7 @@ static int attribute_window(attrib_t *a, const size_t *order, size_t from, size_
     for (size_t i = from; i < to; i++) {
         const gpufl_model_pc_sample_t *r = &m->pc_samples[order[i]];
         *kind += r->samples;
+        if (by_launch) m->pc_attrib.by_launch += r->samples;
         for (size_t c = 0; c < a->nc; c++)
             if (add_share(a, a->c[c].slot, r->reason, r->samples * a->c[c].weight / total))
                 return GPUFL_ENOMEM;
@@ -279,6 +365,23 @@ static int build_krefs(attrib_t *a) {
     return 0;
 }
 
+/* Launches whose kernel_config record names them; the others cannot be
+ * matched with a function. */
+static int build_lrefs(attrib_t *a) {
+    gpufl_model_t *m = a->m;
+    if (!m->n_launches) return 0;
+    a->l = malloc(m->n_launches * sizeof *a->l);
+    if (!a->l) return oom();
+    for (size_t i = 0; i < m->n_launches; i++) {
+        const gpufl_model_launch_t *l = &m->launches[i];
+        const gpufl_model_kernel_config_t *c = gpufl__model_launch_config(m, l);
+        if (c && *c->name)
+            a->l[a->nl++] = (lref_t){c->name, l->ts_ns, l->context, slot_of(m, l->scope)};
+    }
+    qsort(a->l, a->nl, sizeof *a->l, cmp_lref);
+    return 0;
+}
+
 int gpufl__model_attribute_pc(gpufl_model_t *m) {
     if (!m->n_pc_samples) return 0;
     attrib_t a;
@@ -286,8 +389,10 @@ int gpufl__model_attribute_pc(gpufl_model_t *m) {
     a.m = m;
     gpufl__idmap_init(&a.acc);
     gpufl__idmap_init(&a.fb);
+    gpufl__idmap_init(&a.lfb);
     size_t *order = malloc(m->n_pc_samples * sizeof *order);
     int rc = order ? build_krefs(&a) : oom();
+    if (!rc) rc = build_lrefs(&a);
     if (!rc) {
         for (size_t i = 0; i < m->n_pc_samples; i++) order[i] = i;
         qsort_r(order, m->n_pc_samples, sizeof *order, cmp_row, m->pc_samples);
@@ -306,6 +411,8 @@ int gpufl__model_attribute_pc(gpufl_model_t *m) {
         qsort(m->pc_scopes, m->n_pc_scopes, sizeof *m->pc_scopes, cmp_scope);
     free(order);
     free(a.k);
+    free(a.l);
+    gpufl__idmap_fini(&a.lfb);
     free(a.c);
     free(a.fb_pool);
     free(a.fb_runs);

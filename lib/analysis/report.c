@@ -851,6 +851,7 @@ static void put_hotspot_row(FILE *out, size_t name_w, const char *name, const ch
 
 static void put_kernels(FILE *out, const gpufl_report_t *r) {
     size_t n = r->m->n_kernels, ng = r->n_kgroups;
+    if (r->untimed) fprintf(out, "\nKernel hotspots\n  %s\n", GPUFL_REPORT_UNTIMED);
     if (!n) return;
     size_t shown = ng < GPUFL_REPORT_HOTSPOTS_MAX ? ng : GPUFL_REPORT_HOTSPOTS_MAX;
     size_t name_w = 6;
@@ -885,6 +886,53 @@ static void put_kernels(FILE *out, const gpufl_report_t *r) {
     fmt_ns(total, sizeof total, r->kernel_ns);
     fprintf(out, "\n  %zu kernel%s, %zu distinct name%s, %s GPU time\n", n, plural(n), ng,
             plural(ng), total);
+}
+
+static void put_launch_row(FILE *out, size_t name_w, const char *name,
+                           const char *const c[GPUFL_REPORT_LGROUP_CELLS]) {
+    static const size_t width[GPUFL_REPORT_LGROUP_CELLS] = {6, 8, 6, 5, 4, 19, 9, 0};
+    fputs("  ", out);
+    put_cell(out, name, name_w, 0);
+    for (int i = 0; i < GPUFL_REPORT_LGROUP_CELLS; i++) {
+        fputc(' ', out);
+        put_cell(out, c[i], width[i], width[i] > 0);
+    }
+    fputc('\n', out);
+}
+
+/* Launch rows (PcSampling, Deep): launches per kernel and configuration. */
+static void put_launches(FILE *out, const gpufl_report_t *r) {
+    size_t ng = r->n_lgroups, n = r->m->n_launches;
+    if (!ng) return;
+    size_t shown = ng < GPUFL_REPORT_HOTSPOTS_MAX ? ng : GPUFL_REPORT_HOTSPOTS_MAX;
+    size_t name_w = 6;
+    for (size_t i = 0; i < shown; i++) {
+        size_t w = text_width(r->lgroups[i].name);
+        if (w > name_w) name_w = w;
+    }
+    if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
+    fprintf(out, "\nKernel launches\n");
+    fprintf(out, "  %zu launch%s of %zu kernel%s, top %zu configuration%s by launches\n", n,
+            n == 1 ? "" : "es", r->launch_names, plural(r->launch_names), shown, plural(shown));
+    fprintf(out, "  launch rows: the host's launch calls, no GPU time\n");
+    fprintf(out, "  config: kernel_config id; scopes: scope paths launched in; block: threads per "
+                 "block;\n  regs: per thread; smem: per block, static+dynamic; occupancy: "
+                 "theoretical; grid: not\n  recorded\n\n");
+    static const char *const heads[GPUFL_REPORT_LGROUP_CELLS] = {
+        "config", "launches", "scopes", "block", "regs", "smem", "occupancy", "limiter"};
+    put_launch_row(out, name_w, "kernel", heads);
+    for (size_t i = 0; i < shown; i++) {
+        char c[GPUFL_REPORT_LGROUP_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES];
+        const char *cp[GPUFL_REPORT_LGROUP_CELLS];
+        gpufl__report_lgroup_cells(&r->lgroups[i], c);
+        for (int k = 0; k < GPUFL_REPORT_LGROUP_CELLS; k++) cp[k] = c[k];
+        put_launch_row(out, name_w, r->lgroups[i].name, cp);
+    }
+    if (ng > shown)
+        fprintf(out, "  ... and %zu more configuration%s\n", ng - shown, plural(ng - shown));
+    if (r->launches_without_config)
+        fprintf(out, "  %zu launch%s without a kernel_config record (config \"-\" or \"?\")\n",
+                r->launches_without_config, r->launches_without_config == 1 ? "" : "es");
 }
 
 static void put_copy_row(FILE *out, const char *dir, const char *const c[6]) {
@@ -1226,6 +1274,7 @@ int gpufl__report_render_text(const gpufl_report_t *r, FILE *out) {
     put_system(out, r);
     put_gpu(out, r);
     put_kernels(out, r);
+    put_launches(out, r);
     put_kernel_details(out, r);
     put_copies(out, r);
     rc = put_scopes_gpu(out, r);

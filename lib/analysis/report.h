@@ -6,7 +6,8 @@
  * Sections: summary, insights, scope timing, system metrics, GPU devices
  * (from NVML samples) and, from Trace engine records, kernel hotspots,
  * kernel details (launch configurations, occupancy), memory transfers, GPU
- * time per scope, then the log problems met while reading.
+ * time per scope (under PcSampling and Deep, which time no kernels: the
+ * launches per kernel instead), then the log problems met while reading.
  *
  * Every number is computed once, by gpufl__report_build() (report_data.c),
  * into the section structs below; each format only renders them: report.c
@@ -212,6 +213,20 @@ typedef struct gpufl_report_kconf {
     int same_grid, same_block, same_dsmem;
 } gpufl_report_kconf_t;
 
+/* The launch rows of one kernel_config id (engines PcSampling and Deep,
+ * which record launch calls instead of timed kernels). */
+typedef struct gpufl_report_lgroup {
+    const gpufl_model_kernel_config_t *rec; /* NULL when none or missing */
+    const char *name;                       /* demangled; "?" without a record */
+    int64_t config;                         /* GPUFL_MODEL_UNKNOWN: the launches name none */
+    size_t launches;
+    size_t scopes; /* distinct scope paths launched in ((no scope) not counted) */
+} gpufl_report_lgroup_t;
+
+/* What the report says where kernel GPU times are needed and the session
+ * has launch rows but no kernel rows. */
+#define GPUFL_REPORT_UNTIMED "this engine does not time kernels: see docs/log-format.md, `launch`"
+
 enum {
     GPUFL_REPORT_DIR_HTOD,
     GPUFL_REPORT_DIR_DTOH,
@@ -293,6 +308,12 @@ typedef struct gpufl_report {
     gpufl_report_kconf_t *kconfs; /* names by GPU time; in a name, configs by time */
     size_t n_kconfs;
     size_t kernel_names, configs, unconfigured;
+
+    /* Launch rows: per kernel_config id, by launches then name. untimed: the
+     * session has launch rows and no kernel rows. */
+    int untimed;
+    gpufl_report_lgroup_t *lgroups;
+    size_t n_lgroups, launch_names, launches_without_config;
 
     gpufl_report_dir_t dirs[GPUFL_REPORT_DIR_COUNT];
     double copy_bytes;
@@ -378,5 +399,13 @@ void gpufl__report_fmt_count(char *buf, size_t size, int64_t v);
 #define GPUFL_REPORT_KCONF_CELL_BYTES 112
 void gpufl__report_kconf_cells(const gpufl_report_kconf_t *c, const char *disagrees,
                                char cells[GPUFL_REPORT_KCONF_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES]);
+
+/* The cells of one launch group's row (launch rows), shared by every
+ * format: config id, launches, scopes, block threads, registers, shared
+ * memory (static + dynamic), occupancy, limiter. "-" where unknown. */
+#define GPUFL_REPORT_LGROUP_CELLS 8
+void gpufl__report_lgroup_cells(
+    const gpufl_report_lgroup_t *g,
+    char cells[GPUFL_REPORT_LGROUP_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES]);
 
 #endif

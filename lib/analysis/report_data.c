@@ -158,6 +158,28 @@ void gpufl__report_kconf_cells(const gpufl_report_kconf_t *c, const char *disagr
     }
 }
 
+void gpufl__report_lgroup_cells(const gpufl_report_lgroup_t *g,
+                                char v[GPUFL_REPORT_LGROUP_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES]) {
+    const gpufl_model_kernel_config_t *r = g->rec;
+    char b1[24], b2[24];
+    for (int i = 0; i < GPUFL_REPORT_LGROUP_CELLS; i++) snprintf(v[i], sizeof v[i], "-");
+    if (g->config >= 0) snprintf(v[0], sizeof v[0], "%lld%s", (long long)g->config, r ? "" : "?");
+    snprintf(v[1], sizeof v[1], "%zu", g->launches);
+    snprintf(v[2], sizeof v[2], "%zu", g->scopes);
+    if (!r) return;
+    if (r->block_threads >= 0) snprintf(v[3], sizeof v[3], "%lld", (long long)r->block_threads);
+    if (r->registers >= 0) snprintf(v[4], sizeof v[4], "%lld", (long long)r->registers);
+    if (r->static_smem_bytes >= 0 || r->dynamic_smem_bytes >= 0) {
+        gpufl__report_fmt_bytes(b1, sizeof b1,
+                                r->static_smem_bytes > 0 ? (double)r->static_smem_bytes : 0);
+        gpufl__report_fmt_bytes(b2, sizeof b2,
+                                r->dynamic_smem_bytes > 0 ? (double)r->dynamic_smem_bytes : 0);
+        snprintf(v[5], sizeof v[5], "%s + %s", b1, b2);
+    }
+    if (r->occupancy >= 0) gpufl__report_fmt_pct(v[6], sizeof v[6], 100.0 * r->occupancy);
+    if (*r->limiter) snprintf(v[7], sizeof v[7], "%s", r->limiter);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Statistics                                                               */
 /* ---------------------------------------------------------------------- */
@@ -889,6 +911,87 @@ static void build_copies(const gpufl_model_t *m, gpufl_report_t *r) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* Launch rows (PcSampling, Deep)                                           */
+/* ---------------------------------------------------------------------- */
+
+static int cmp_lgroup(const void *a, const void *b) {
+    const gpufl_report_lgroup_t *x = a, *y = b;
+    if (x->launches != y->launches) return x->launches > y->launches ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    return (x->config > y->config) - (x->config < y->config);
+}
+
+static int cmp_name_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* (group, scope path) pairs, to count the distinct paths of a group. */
+static int cmp_size_pair(const void *a, const void *b) {
+    const size_t *x = a, *y = b;
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* One group per kernel_config id that launch rows name (one for the rows
+ * that name none or a missing record, by id). */
+static int build_launches(const gpufl_model_t *m, gpufl_report_t *r) {
+    if (!m->n_launches) return 0;
+    r->untimed = m->n_kernels == 0;
+    size_t ng = m->n_configs + 1; /* the last: launches without a record */
+    size_t *count = calloc(ng, sizeof *count);
+    size_t *pairs = malloc(m->n_launches * 2 * sizeof *pairs);
+    size_t *slot = malloc(ng * sizeof *slot);
+    r->lgroups = calloc(ng, sizeof *r->lgroups);
+    int rc = 0;
+    if (!count || !pairs || !slot || !r->lgroups) {
+        rc = oom();
+        goto free_all;
+    }
+    size_t np = 0;
+    for (size_t i = 0; i < m->n_launches; i++) {
+        const gpufl_model_launch_t *l = &m->launches[i];
+        size_t g = l->config_index >= 0 ? (size_t)l->config_index : m->n_configs;
+        count[g]++;
+        if (l->config <= 0 || l->config_index < 0) r->launches_without_config++;
+        const gpufl_model_scope_t *s = l->scope > 0 ? gpufl__model_scope_find(m, l->scope) : NULL;
+        if (s) {
+            pairs[np++] = g;
+            pairs[np++] = s->path_index;
+        }
+    }
+    size_t n = 0;
+    for (size_t g = 0; g < ng; g++) {
+        slot[g] = SIZE_MAX;
+        if (!count[g]) continue;
+        const gpufl_model_kernel_config_t *c = g < m->n_configs ? &m->configs[g] : NULL;
+        slot[g] = n;
+        r->lgroups[n++] = (gpufl_report_lgroup_t){c, c && *c->demangled ? c->demangled : "?",
+                                                  c ? c->id : GPUFL_MODEL_UNKNOWN, count[g], 0};
+    }
+    qsort(pairs, np / 2, 2 * sizeof *pairs, cmp_size_pair);
+    for (size_t i = 0; i < np; i += 2)
+        if (i == 0 || pairs[i] != pairs[i - 2] || pairs[i + 1] != pairs[i - 1])
+            r->lgroups[slot[pairs[i]]].scopes++;
+    r->n_lgroups = n;
+    qsort(r->lgroups, n, sizeof *r->lgroups, cmp_lgroup);
+    const char **names = malloc((n ? n : 1) * sizeof *names); /* distinct names */
+    if (!names) {
+        rc = oom();
+        goto free_all;
+    }
+    for (size_t i = 0; i < n; i++) names[i] = r->lgroups[i].name;
+    qsort(names, n, sizeof *names, cmp_name_ptr);
+    for (size_t i = 0; i < n; i++) r->launch_names += i == 0 || strcmp(names[i], names[i - 1]);
+    free(names);
+free_all:
+    free(count);
+    free(pairs);
+    free(slot);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Public                                                                   */
 /* ---------------------------------------------------------------------- */
 
@@ -903,6 +1006,7 @@ int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
     if (!rc) rc = build_system(m, &r->system);
     if (!rc) rc = build_gpus(m, r);
     if (!rc) rc = build_kernels(m, r);
+    if (!rc) rc = build_launches(m, r);
     if (!rc) build_copies(m, r);
     if (!rc) rc = build_scope_gpu(m, r);
     if (!rc) rc = gpufl__report_build_pc(m, &r->pc);
@@ -919,6 +1023,7 @@ void gpufl__report_free(gpufl_report_t *r) {
     free(r->gpus);
     free(r->kgroups);
     free(r->kconfs);
+    free(r->lgroups);
     free(r->scope_gpu_rows);
     gpufl__report_free_pc(&r->pc);
     memset(r, 0, sizeof *r);

@@ -109,6 +109,8 @@ static void summary(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
         cat(v, sizeof v, &n, ", %zu kernel%s, %zu cop%s, %zu memset%s", m->n_kernels,
             plural(m->n_kernels), m->n_copies, m->n_copies == 1 ? "y" : "ies", m->n_memsets,
             plural(m->n_memsets));
+    if (m->n_launches)
+        cat(v, sizeof v, &n, ", %zu launch%s", m->n_launches, m->n_launches == 1 ? "" : "es");
     e->field(o, "records", v);
     n = 0;
     v[0] = '\0';
@@ -437,6 +439,10 @@ static void gpus(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
 static void hotspots(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     FILE *o = e->out;
     char v[256];
+    if (r->untimed) {
+        e->heading(o, 2, "Kernel hotspots");
+        e->para(o, GPUFL_REPORT_UNTIMED);
+    }
     if (!r->m->n_kernels) return;
     size_t shown =
         r->n_kgroups < GPUFL_REPORT_HOTSPOTS_MAX ? r->n_kgroups : GPUFL_REPORT_HOTSPOTS_MAX;
@@ -469,6 +475,40 @@ static void hotspots(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     if (r->n_kgroups > shown)
         e->para(o, f(v, sizeof v, "... and %zu more name%s", r->n_kgroups - shown,
                      plural(r->n_kgroups - shown)));
+}
+
+/* Launch rows (PcSampling, Deep): launches per kernel and configuration. */
+static void launches(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+    FILE *o = e->out;
+    char v[512];
+    if (!r->n_lgroups) return;
+    size_t n = r->m->n_launches;
+    size_t shown =
+        r->n_lgroups < GPUFL_REPORT_HOTSPOTS_MAX ? r->n_lgroups : GPUFL_REPORT_HOTSPOTS_MAX;
+    e->heading(o, 2, "Kernel launches");
+    e->para(o, f(v, sizeof v,
+                 "%zu launch%s of %zu kernel%s (launch rows: host launch calls, no GPU time); top "
+                 "%zu by launches. config: kernel_config id; scopes: scope paths launched in; "
+                 "block: threads per block; regs: per thread; smem: per block, static+dynamic; "
+                 "occupancy: theoretical; grid: not recorded",
+                 n, n == 1 ? "" : "es", r->launch_names, plural(r->launch_names), shown));
+    static const char *const heads[] = {"kernel", "config", "launches",  "scopes", "block",
+                                        "regs",   "smem",   "occupancy", "limiter"};
+    e->table_begin(o, 9, heads, "lrrrrrrrl");
+    for (size_t i = 0; i < shown; i++) {
+        char c[GPUFL_REPORT_LGROUP_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES];
+        const char *cp[GPUFL_REPORT_LGROUP_CELLS + 1] = {r->lgroups[i].name};
+        gpufl__report_lgroup_cells(&r->lgroups[i], c);
+        for (int k = 0; k < GPUFL_REPORT_LGROUP_CELLS; k++) cp[k + 1] = c[k];
+        e->row(o, GPUFL_REPORT_LGROUP_CELLS + 1, cp);
+    }
+    e->table_end(o);
+    if (r->n_lgroups > shown)
+        e->para(o, f(v, sizeof v, "... and %zu more configuration%s", r->n_lgroups - shown,
+                     plural(r->n_lgroups - shown)));
+    if (r->launches_without_config)
+        e->para(o, f(v, sizeof v, "%zu launch%s without a kernel_config record",
+                     r->launches_without_config, r->launches_without_config == 1 ? "" : "es"));
 }
 
 static void kconf_row(const gpufl_report_emitter_t *e, const gpufl_report_kconf_t *c) {
@@ -651,6 +691,7 @@ int gpufl__report_doc_body(const gpufl_report_emitter_t *e, const gpufl_report_t
     system_metrics(e, r);
     gpus(e, r);
     hotspots(e, r);
+    launches(e, r);
     details(e, r);
     transfers(e, r);
     scope_gpu(e, r);

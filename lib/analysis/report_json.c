@@ -84,6 +84,7 @@ static json_t *summary_json(const gpufl_report_t *r) {
     put(rec, "gpu_samples", json_integer((json_int_t)m->n_gpu_samples));
     put(rec, "devices", json_integer((json_int_t)m->n_gpus));
     put(rec, "kernels", json_integer((json_int_t)m->n_kernels));
+    put(rec, "launches", json_integer((json_int_t)m->n_launches));
     put(rec, "copies", json_integer((json_int_t)m->n_copies));
     put(rec, "memsets", json_integer((json_int_t)m->n_memsets));
     put(o, "records", rec);
@@ -414,6 +415,39 @@ static json_t *details_json(const gpufl_report_t *r) {
     return o;
 }
 
+/* Launch rows (PcSampling, Deep): launches per kernel_config id. */
+static json_t *launches_json(const gpufl_report_t *r) {
+    if (!r->n_lgroups) return json_null();
+    json_t *o = json_object(), *a = json_array();
+    put(o, "kernels_timed", json_boolean(!r->untimed));
+    put(o, "note", r->untimed ? json_string(GPUFL_REPORT_UNTIMED) : json_null());
+    put(o, "count", json_integer((json_int_t)r->m->n_launches));
+    put(o, "kernel_names", json_integer((json_int_t)r->launch_names));
+    put(o, "launches_without_config", json_integer((json_int_t)r->launches_without_config));
+    put(o, "configs", a);
+    size_t shown = r->n_lgroups < JSON_LIST_MAX ? r->n_lgroups : JSON_LIST_MAX;
+    for (size_t i = 0; a && i < shown; i++) {
+        const gpufl_report_lgroup_t *g = &r->lgroups[i];
+        const gpufl_model_kernel_config_t *c = g->rec;
+        json_t *x = json_object();
+        put(x, "name", json_string(g->name));
+        put(x, "mangled", c ? json_string(c->name) : json_null());
+        put(x, "config", g->config >= 0 ? json_integer((json_int_t)g->config) : json_null());
+        put(x, "has_record", json_boolean(c != NULL));
+        put(x, "launches", json_integer((json_int_t)g->launches));
+        put(x, "scopes", json_integer((json_int_t)g->scopes));
+        put(x, "block_threads", c ? known((double)c->block_threads) : json_null());
+        put(x, "registers", c ? known((double)c->registers) : json_null());
+        put(x, "static_smem_bytes", c ? known((double)c->static_smem_bytes) : json_null());
+        put(x, "dynamic_smem_bytes", c ? known((double)c->dynamic_smem_bytes) : json_null());
+        put(x, "occupancy_pct", c && c->occupancy >= 0 ? num(100.0 * c->occupancy) : json_null());
+        put(x, "limiter", c && *c->limiter ? json_string(c->limiter) : json_null());
+        json_array_append_new(a, x);
+    }
+    put(o, "more_configs", json_integer((json_int_t)(r->n_lgroups - shown)));
+    return o;
+}
+
 static json_t *transfers_json(const gpufl_report_t *r) {
     static const char *const keys[GPUFL_REPORT_DIR_COUNT] = {"htod", "dtoh", "dtod", "peer",
                                                              "other"};
@@ -518,13 +552,14 @@ int gpufl__report_render_json(const gpufl_report_t *r, FILE *out) {
     }
     put(doc, "kernels", kernels_json(r));
     put(doc, "kernel_details", details_json(r));
+    put(doc, "kernel_launches", launches_json(r));
     put(doc, "transfers", transfers_json(r));
     put(doc, "scope_gpu", scope_gpu_json(r));
     put(doc, "pc_sampling", r->pc.shown ? gpufl__report_json_pc(r) : json_null());
     put(doc, "problems", problems_json(r));
     /* A member dropped for want of memory would give a document of another
      * shape: every top-level key must be there. */
-    int rc = json_object_size(doc) == 14 ? 0 : GPUFL_ENOMEM;
+    int rc = json_object_size(doc) == 15 ? 0 : GPUFL_ENOMEM;
     if (!rc &&
         json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) != 0)
         rc = gpufl__set_error(GPUFL_EIO, "report: writing the JSON report failed");

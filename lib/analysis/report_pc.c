@@ -220,12 +220,21 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
     const gpufl_model_pc_attrib_t *at = &m->pc_attrib;
     double total = at->exact + at->split + at->fallback + at->unattributed;
     label[n] = "to scopes";
-    snprintf(value[n++], 400,
-             "%.0f samples by time: %.1f%% exact, %.1f%% split between scopes, %.1f%% by the "
-             "kernel's session time (no launch in the window), %.1f%% unattributed (no kernel "
-             "rows)",
-             total, pct(at->exact, total), pct(at->split, total), pct(at->fallback, total),
-             pct(at->unattributed, total));
+    if (at->by_launch > 0) /* no kernel rows: given through launch rows (host times) */
+        snprintf(value[n++], 400,
+                 "%.0f samples by time: %.1f%% exact, %.1f%% split between scopes, %.1f%% by the "
+                 "kernel's session launches (no launch in the window), %.1f%% unattributed (no "
+                 "kernel or launch rows); %.1f%% through launch rows (host times of the launch "
+                 "calls: this engine does not time kernels)",
+                 total, pct(at->exact, total), pct(at->split, total), pct(at->fallback, total),
+                 pct(at->unattributed, total), pct(at->by_launch, total));
+    else
+        snprintf(value[n++], 400,
+                 "%.0f samples by time: %.1f%% exact, %.1f%% split between scopes, %.1f%% by the "
+                 "kernel's session time (no launch in the window), %.1f%% unattributed (no "
+                 "kernel rows)",
+                 total, pct(at->exact, total), pct(at->split, total), pct(at->fallback, total),
+                 pct(at->unattributed, total));
     label[n] = "decode latency";
     if (pc->worker_sleep_ms >= 0)
         snprintf(e, sizeof e, "%lld ms", (long long)pc->worker_sleep_ms);
@@ -431,6 +440,7 @@ json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
     json_object_set_new(at, "split", json_real(m->pc_attrib.split));
     json_object_set_new(at, "fallback", json_real(m->pc_attrib.fallback));
     json_object_set_new(at, "unattributed", json_real(m->pc_attrib.unattributed));
+    json_object_set_new(at, "by_launch", json_real(m->pc_attrib.by_launch));
     json_object_set_new(o, "attribution", at);
     json_t *reasons = json_array();
     for (size_t i = 0; reasons && i < m->n_pc_reasons; i++) {

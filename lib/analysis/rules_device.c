@@ -138,6 +138,10 @@ static int add_idle(const gpufl_model_t *m, gpufl_insights_t *out, int64_t devic
 }
 
 static int rule_idle(const gpufl_model_t *m, gpufl_insights_t *out) {
+    if (m->n_kernels == 0 && m->n_launches) /* kernels ran, but the log has no GPU time of them */
+        return gpufl__insight_skip(out, "gpu_idle",
+                                   "needs kernel GPU times: this engine records kernel launches, "
+                                   "not timed kernels (docs/log-format.md, `launch`)");
     if (m->n_kernels == 0 && m->n_copies == 0 && m->n_memsets == 0) {
         const char *why = feature_off_why(m, "cupti_trace");
         return gpufl__insight_skip(out, "gpu_idle",

@@ -84,8 +84,17 @@ static const char *feature_off_why(const gpufl_model_t *m, const char *feature) 
     return gpufl__model_json_str(f, "why");
 }
 
+/* Skips `rule` because the session has launch rows but no kernel rows:
+ * the rule needs the kernels' GPU times. */
+static int skip_untimed(gpufl_insights_t *out, const char *rule) {
+    return gpufl__insight_skip(out, rule,
+                               "needs kernel GPU times: this engine records kernel launches, not "
+                               "timed kernels (docs/log-format.md, `launch`)");
+}
+
 /* Skips `rule` because the session has no kernel rows. */
 static int skip_no_kernels(const gpufl_model_t *m, gpufl_insights_t *out, const char *rule) {
+    if (m->n_launches) return skip_untimed(out, rule);
     if (m->n_copies || m->n_memsets)
         return gpufl__insight_skip(out, rule,
                                    "no kernel rows: the Trace engine recorded no kernel");
@@ -130,7 +139,35 @@ typedef struct cfg_use {
     uint64_t calls;
     int32_t device;
     const char *kernel; /* demangled name of its first kernel row */
+    int by_launch;      /* from launch rows (no GPU time): weighted by launch count */
 } cfg_use_t;
+
+/* "Its N launches took T, S% of the kernel time on device D." or, from
+ * launch rows, the share of the device's launches. */
+static const char *use_sentence(char *buf, size_t size, const cfg_use_t *u, double share) {
+    char d[32];
+    if (u->by_launch)
+        snprintf(buf, size,
+                 "Its %llu launches are %.1f%% of the kernel launches on device %d (this engine "
+                 "does not time kernels: weighted by launch count).",
+                 (unsigned long long)u->calls, 100 * share, u->device);
+    else
+        snprintf(buf, size, "Its %llu launches took %s, %.1f%% of the kernel time on device %d.",
+                 (unsigned long long)u->calls, gpufl__insight_duration(u->ns, d, sizeof d),
+                 100 * share, u->device);
+    return buf;
+}
+
+/* The evidence of a configuration's weight: its GPU time and share, or its
+ * share of the launches. */
+static void use_evidence(gpufl_insight_t *in, const cfg_use_t *u, double share) {
+    if (u->by_launch) {
+        gpufl__insight_evidence(in, "launch_share_pct", 100 * share, "%");
+        return;
+    }
+    gpufl__insight_evidence(in, "kernel_ns", u->ns, "ns");
+    gpufl__insight_evidence(in, "kernel_share_pct", 100 * share, "%");
+}
 
 /* Blocks per SM the register file allows for `regs` registers per thread
  * and `warps` warps per block (compute capability 7.0 and newer). */
@@ -205,14 +242,14 @@ static int occupancy_advice(gpufl_insight_t *in, const gpufl_model_kernel_config
 
 static int add_low_occupancy(gpufl_insights_t *out, const gpufl_model_kernel_config_t *c,
                              const cfg_use_t *u, double share) {
-    char d[32], b[32];
+    char b[32], use[256];
     int64_t warps = (c->block_threads + WARP_SIZE - 1) / WARP_SIZE;
     gpufl_severity_t sev = c->occupancy <= OCC_VERY_LOW && share >= SHARE_MAJOR
                                ? GPUFL_SEVERITY_MEDIUM
                                : GPUFL_SEVERITY_LOW;
     gpufl_insight_t *in = gpufl__insight_add(out, "low_occupancy", "OCCUPANCY", sev);
     if (!in) return GPUFL_ENOMEM;
-    in->weight = u->ns;
+    in->weight = u->by_launch ? (double)u->calls : u->ns;
     const char *lim = *c->limiter ? c->limiter : "an unknown resource";
     if (gpufl__insight_text(&in->kernel, "%s", u->kernel) ||
         gpufl__insight_text(&in->title, "%s: %.1f%% theoretical occupancy (limited by %s)",
@@ -221,15 +258,14 @@ static int add_low_occupancy(gpufl_insights_t *out, const gpufl_model_kernel_con
             &in->message,
             "Launched with blocks of %lld threads, %lld registers per thread and %s of shared "
             "memory per block, it keeps %lld blocks (%lld of %lld warps) on an SM: %.1f%% "
-            "theoretical occupancy, limited by %s. Its %llu launches took %s, %.1f%% of the "
-            "kernel time on device %d. Theoretical occupancy is what the launch allows, not what "
-            "ran: kernels built on instruction-level parallelism (GEMM, attention) can run well "
-            "this low, so check achieved throughput before trading tile size for occupancy.",
+            "theoretical occupancy, limited by %s. %s Theoretical occupancy is what the launch "
+            "allows, not what ran: kernels built on instruction-level parallelism (GEMM, "
+            "attention) can run well this low, so check achieved throughput before trading tile "
+            "size for occupancy.",
             (long long)c->block_threads, (long long)c->registers,
             fmt_bytes((double)smem_per_block(c), b, sizeof b), (long long)c->blocks_per_sm,
             (long long)c->active_warps, (long long)c->max_warps, 100 * c->occupancy, lim,
-            (unsigned long long)u->calls, gpufl__insight_duration(u->ns, d, sizeof d), 100 * share,
-            u->device) ||
+            use_sentence(use, sizeof use, u, share)) ||
         occupancy_advice(in, c, warps))
         return GPUFL_ENOMEM;
     gpufl__insight_evidence(in, "occupancy_pct", 100 * c->occupancy, "%");
@@ -239,8 +275,7 @@ static int add_low_occupancy(gpufl_insights_t *out, const gpufl_model_kernel_con
     gpufl__insight_evidence(in, "block_threads", (double)c->block_threads, "count");
     gpufl__insight_evidence(in, "registers_per_thread", (double)c->registers, "count");
     gpufl__insight_evidence(in, "smem_per_block_bytes", (double)smem_per_block(c), "bytes");
-    gpufl__insight_evidence(in, "kernel_ns", u->ns, "ns");
-    gpufl__insight_evidence(in, "kernel_share_pct", 100 * share, "%");
+    use_evidence(in, u, share);
     gpufl__insight_evidence(in, "launches", (double)u->calls, "count");
     return 0;
 }
@@ -265,12 +300,12 @@ static int judge_registers(gpufl_insights_t *out, const gpufl_model_kernel_confi
     double occ_next = (double)(next * warps) / (double)c->max_warps;
     if (occ_next > 1) occ_next = 1;
 
-    char d[32];
+    char use[256];
     gpufl_severity_t sev =
         cut <= REG_CUT_EASY && share >= SHARE_MAJOR ? GPUFL_SEVERITY_MEDIUM : GPUFL_SEVERITY_LOW;
     gpufl_insight_t *in = gpufl__insight_add(out, "register_limited", "OCCUPANCY", sev);
     if (!in) return GPUFL_ENOMEM;
-    in->weight = u->ns;
+    in->weight = u->by_launch ? (double)u->calls : u->ns;
     if (gpufl__insight_text(&in->kernel, "%s", u->kernel) ||
         gpufl__insight_text(&in->title,
                             "%s: %lld registers per thread hold it to %.1f%% occupancy; %lld "
@@ -282,14 +317,12 @@ static int judge_registers(gpufl_insights_t *out, const gpufl_model_kernel_confi
             "Registers are the limiter: a warp of %lld registers per thread takes %lld registers "
             "(rounded up to units of %d) of the SM's %d, so %lld blocks of %lld threads fit "
             "(%.1f%% occupancy). At %lld registers per thread %lld blocks would fit, %.1f%% "
-            "occupancy, and no other resource binds before that. Its %llu launches took %s, "
-            "%.1f%% of the kernel time on device %d.",
+            "occupancy, and no other resource binds before that. %s",
             (long long)c->registers,
             (long long)((c->registers * WARP_SIZE + REG_UNIT - 1) / REG_UNIT * REG_UNIT), REG_UNIT,
             REGS_PER_SM, (long long)c->limit_registers, (long long)c->block_threads,
             100 * c->occupancy, (long long)regs, (long long)next, 100 * occ_next,
-            (unsigned long long)u->calls, gpufl__insight_duration(u->ns, d, sizeof d), 100 * share,
-            u->device) ||
+            use_sentence(use, sizeof use, u, share)) ||
         gpufl__insight_text(
             &in->advice,
             "Ask for %lld blocks per SM with __launch_bounds__(%lld, %lld) (or -maxrregcount=%lld "
@@ -307,14 +340,34 @@ static int judge_registers(gpufl_insights_t *out, const gpufl_model_kernel_confi
     gpufl__insight_evidence(in, "blocks_per_sm", (double)c->limit_registers, "count");
     gpufl__insight_evidence(in, "next_blocks_per_sm", (double)next, "count");
     gpufl__insight_evidence(in, "block_threads", (double)c->block_threads, "count");
-    gpufl__insight_evidence(in, "kernel_ns", u->ns, "ns");
-    gpufl__insight_evidence(in, "kernel_share_pct", 100 * share, "%");
+    use_evidence(in, u, share);
     return 0;
+}
+
+/* From launch rows (no kernel rows): launches per configuration, and the
+ * device's launches in dev (per device slot; configs without a device
+ * count under slot 0 when there is a single device). */
+static void use_of_launches(const gpufl_model_t *m, cfg_use_t *use, double *dev) {
+    for (size_t i = 0; i < m->n_launches; i++) {
+        const gpufl_model_kernel_config_t *c = gpufl__model_launch_config(m, &m->launches[i]);
+        if (!c) continue;
+        cfg_use_t *u = &use[c - m->configs];
+        if (!u->calls) {
+            u->device = c->device >= 0
+                            ? c->device
+                            : (m->n_gpus == 1 ? (int32_t)m->gpus[0].device : GPUFL_MODEL_UNKNOWN);
+            u->kernel = c->demangled;
+            u->by_launch = 1;
+        }
+        u->calls++;
+        size_t s = gpu_slot(m, u->device);
+        if (s != SIZE_MAX) dev[s] += 1;
+    }
 }
 
 static int rules_occupancy(const gpufl_model_t *m, gpufl_insights_t *out, const double *dev_ns) {
     int rc;
-    if (m->n_kernels == 0) {
+    if (m->n_kernels == 0 && (m->n_launches == 0 || m->n_configs == 0)) {
         if ((rc = skip_no_kernels(m, out, "low_occupancy"))) return rc;
         return skip_no_kernels(m, out, "register_limited");
     }
@@ -324,7 +377,16 @@ static int rules_occupancy(const gpufl_model_t *m, gpufl_insights_t *out, const 
         return gpufl__insight_skip(out, "register_limited", "%s", why);
     }
     cfg_use_t *use = calloc(m->n_configs, sizeof *use);
-    if (!use) return GPUFL_ENOMEM;
+    double *dev_launches = calloc(m->n_gpus ? m->n_gpus : 1, sizeof *dev_launches);
+    if (!use || !dev_launches) {
+        free(use);
+        free(dev_launches);
+        return GPUFL_ENOMEM;
+    }
+    if (m->n_kernels == 0) {
+        use_of_launches(m, use, dev_launches);
+        dev_ns = dev_launches;
+    }
     for (size_t i = 0; i < m->n_kernels; i++) {
         const gpufl_model_kernel_t *k = &m->kernels[i];
         const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, k->config);
@@ -351,16 +413,19 @@ static int rules_occupancy(const gpufl_model_t *m, gpufl_insights_t *out, const 
         }
         known++;
         size_t s = gpu_slot(m, u->device);
-        double share = s != SIZE_MAX && dev_ns[s] > 0 ? u->ns / dev_ns[s] : 0;
+        double weight = u->by_launch ? (double)u->calls : u->ns;
+        double share = s != SIZE_MAX && dev_ns[s] > 0 ? weight / dev_ns[s] : 0;
         if (share < SHARE_MIN) continue;
         if (c->occupancy < OCC_LOW) rc = add_low_occupancy(out, c, u, share);
         if (!rc) rc = judge_registers(out, c, u, share);
     }
     free(use);
+    free(dev_launches);
     if (rc || known) return rc;
     char reason[512];
     if (!joined)
-        snprintf(reason, sizeof reason, "no kernel row names a kernel_config record");
+        snprintf(reason, sizeof reason, "no %s row names a kernel_config record",
+                 m->n_kernels ? "kernel" : "launch");
     else
         snprintf(reason, sizeof reason, "no launch configuration has a theoretical occupancy%s%s",
                  why ? ": " : "", why ? why : "");
@@ -759,6 +824,10 @@ static int add_pageable(gpufl_insights_t *out, int64_t device, const dev_work_t 
 
 static int rules_copies(const gpufl_model_t *m, gpufl_insights_t *out) {
     int rc;
+    if (m->n_kernels == 0 && m->n_launches) { /* copies against kernels the log did not time */
+        if ((rc = skip_untimed(out, "memcpy_bound"))) return rc;
+        return skip_untimed(out, "pageable_memcpy");
+    }
     if (m->n_kernels == 0 && m->n_copies == 0 && m->n_memsets == 0) {
         const char *why = feature_off_why(m, "cupti_trace");
         const char *rules[] = {"memcpy_bound", "pageable_memcpy"};

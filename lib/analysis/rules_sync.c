@@ -73,14 +73,19 @@ static int cmp_i64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* From kernel rows (Trace), else from launch rows (PcSampling and Deep
+ * write the launch calls themselves, not CUPTI's kernel records). */
 static int make_launches(const gpufl_model_t *m, launches_t *l) {
     memset(l, 0, sizeof *l);
-    if (m->n_kernels == 0) return 0;
-    l->corr = malloc(m->n_kernels * sizeof *l->corr);
+    size_t rows = m->n_kernels ? m->n_kernels : m->n_launches;
+    if (rows == 0) return 0;
+    l->corr = malloc(rows * sizeof *l->corr);
     if (l->corr == NULL) return GPUFL_ENOMEM;
     size_t n = 0;
-    for (size_t i = 0; i < m->n_kernels; i++)
-        if (m->kernels[i].correlation > 0) l->corr[n++] = m->kernels[i].correlation;
+    for (size_t i = 0; i < rows; i++) {
+        int64_t c = m->n_kernels ? m->kernels[i].correlation : m->launches[i].correlation;
+        if (c > 0) l->corr[n++] = c;
+    }
     gpufl__insight_sort(l->corr, n, sizeof *l->corr, cmp_i64);
     size_t u = 0; /* a graph's kernels share their launch's correlation: one */
     for (size_t i = 0; i < n; i++)
@@ -329,10 +334,11 @@ int gpufl__rules_sync(const gpufl_model_t *m, gpufl_insights_t *out) {
             rc = loop_insight(out, refs + i, j - i, &st);
     }
     if (!rc && loop_judged == 0)
-        rc = gpufl__insight_skip(out, "in_loop_sync",
-                                 l.n == 0 ? "the session has no kernel rows to count between syncs"
-                                          : "no source line made %d or more synchronization calls",
-                                 LOOP_MIN_SYNCS);
+        rc = gpufl__insight_skip(
+            out, "in_loop_sync",
+            l.n == 0 ? "the session has no kernel rows (nor launch rows) to count between syncs"
+                     : "no source line made %d or more synchronization calls",
+            LOOP_MIN_SYNCS);
     free(refs);
     free(l.corr);
     return rc;

@@ -660,13 +660,7 @@ int gpufl__cupti_start(gpufl_cupti_t *c, const gpufl_cupti_config_t *cfg, char *
 
     for (int k = 0; k < GPUFL_CUPTI_KIND_COUNT; k++) {
         if (kinds[k].flag != 0 && !(flags & kinds[k].flag)) continue;
-        if (k == GPUFL_CUPTI_KIND_KERNEL && (flags & GPUFL_CUPTI_NO_KERNEL)) continue;
-#ifdef GPUFL_DIAGNOSE_NO_ACTIVITY
-        /* Diagnosis builds only (tests/gpu/run_pcs_checks.sh, study): the
-         * engines above Trace without CUPTI's activity records. */
-        c->state[k] = GPUFL_CUPTI_OFF;
-        continue;
-#endif
+        if (flags & GPUFL_CUPTI_NO_ACTIVITY) continue;
         r = c->fn.enable(kinds[k].cupti);
         if (r == CUPTI_SUCCESS) {
             c->state[k] = GPUFL_CUPTI_ON;

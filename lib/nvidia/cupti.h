@@ -34,10 +34,14 @@
 typedef struct gpufl_cupti gpufl_cupti_t;
 
 /* Optional activity kinds, bits of gpufl_cupti_config_t.flags. */
-#define GPUFL_CUPTI_SYNC      (1u << 0) /* CUPTI_ACTIVITY_KIND_SYNCHRONIZATION */
-#define GPUFL_CUPTI_MEMORY    (1u << 1) /* CUPTI_ACTIVITY_KIND_MEMORY2: allocations and frees */
-#define GPUFL_CUPTI_EXTERNAL  (1u << 2) /* CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION */
-#define GPUFL_CUPTI_NO_KERNEL (1u << 3) /* leave CONCURRENT_KERNEL off (it instruments kernels) */
+#define GPUFL_CUPTI_SYNC     (1u << 0) /* CUPTI_ACTIVITY_KIND_SYNCHRONIZATION */
+#define GPUFL_CUPTI_MEMORY   (1u << 1) /* CUPTI_ACTIVITY_KIND_MEMORY2: allocations and frees */
+#define GPUFL_CUPTI_EXTERNAL (1u << 2) /* CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION */
+/* No activity kind at all: buffers and the clock are set up, nothing is
+ * enabled. The PC sampling engine needs it: with CUPTI's activity kinds on,
+ * its PC records go partly or wholly to the non-user count (measured on an
+ * H100, docs/design/pc-sampling.md). */
+#define GPUFL_CUPTI_NO_ACTIVITY (1u << 3)
 
 #define GPUFL_CUPTI_BUFFER_BYTES_DEFAULT ((size_t)1 << 20) /* 1 MiB */
 #define GPUFL_CUPTI_BUFFER_COUNT_DEFAULT 8                 /* 8 MiB pool */

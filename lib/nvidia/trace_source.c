@@ -527,9 +527,9 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (settings->enable_memory_tracking) flags |= GPUFL_LAUNCH_MEMORY;
     if (settings->enable_synchronization) flags |= GPUFL_LAUNCH_SYNC;
     create_pc_sampling(t, settings);
-    /* CUPTI's kernel records come from instrumenting the kernels, which
-     * moves PC samples out of them (docs/log-format.md, `launch`): with
-     * sampling, launches are written from the callbacks instead. */
+    /* With CUPTI's activity kinds on, PC samples go partly or wholly to
+     * CUPTI's non-user count (docs/log-format.md, `launch`): with sampling,
+     * launches are written from the callbacks and no kind is enabled. */
     if (t->pcs != NULL) flags |= GPUFL_LAUNCH_ROWS;
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
@@ -541,7 +541,9 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
      * an H100, bench/results/2026-11-22-trace-overhead.md). */
     gpufl_cupti_config_t cfg = {sizeof cfg, 0, 0, 0};
     if (settings->enable_memory_tracking) cfg.flags |= GPUFL_CUPTI_MEMORY;
-    if (flags & GPUFL_LAUNCH_ROWS) cfg.flags |= GPUFL_CUPTI_NO_KERNEL;
+#ifndef GPUFL_DIAGNOSE_PCS_WITH_ACTIVITY /* diagnosis builds: tests/gpu/run_pcs_checks.sh, study */
+    if (flags & GPUFL_LAUNCH_ROWS) cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
+#endif
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
     if (rc) goto explain;
     if (!gpufl__cupti_shared_clock(t->cupti))

@@ -219,6 +219,22 @@ has err "$tmp/nowhere/x.json"
 GPUFL_LOG_PATH=$root expect 1 "export of an unknown session" -- "$gpufl" export -f chrome nosuch
 has err "no such session: 'nosuch'"
 
+# A PcSampling session: launch rows, no kernel rows (docs/log-format.md, `launch`).
+pc_id=20261120T100000.000Z-9191-7a1b
+expect 0 "report of a PcSampling session" -- "$gpufl" report "$root/$pc_id"
+has out "this engine does not time kernels: see docs/log-format.md, \`launch\`"
+has out "^Kernel launches"
+has out "gpu_idle: needs kernel GPU times"
+expect 0 "report json of a PcSampling session" -- "$gpufl" report --format json "$root/$pc_id"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert d["kernels"] is None and d["kernel_launches"]["count"] == 7' "$tmp/out" ||
+  fail "report json: kernel_launches"
+expect 0 "export chrome of launch rows" -- "$gpufl" export -f chrome -o "$tmp/pc.json" \
+  "$root/$pc_id"
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["traceEvents"]
+assert sum(x["ph"] == "i" and x["cat"] == "launch" for x in e) == 7' "$tmp/pc.json" ||
+  fail "export chrome: launch rows are not 7 instants"
+
 if ((failures)); then
   echo "$failures check(s) failed"
   exit 1

@@ -55,14 +55,14 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
       -o ".devbin/trace_overhead_${part,,}" "$dir/lib/libgpufl.a" \
       /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static "${cupti_link[@]}"
   done
-  # PC sampling without CUPTI's activity records (the study in
-  # tests/gpu/run_pcs_checks.sh): does tracing change what sampling sees?
-  dir=build/device-diagnose-no_activity
+  # PC sampling with CUPTI's activity kinds on, as under Trace (the study in
+  # tests/gpu/run_pcs_checks.sh): what activity tracing does to the samples.
+  dir=build/device-diagnose-pcs_with_activity
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF \
-    -DCMAKE_C_FLAGS="-DGPUFL_DIAGNOSE_NO_ACTIVITY" >/dev/null
+    -DCMAKE_C_FLAGS="-DGPUFL_DIAGNOSE_PCS_WITH_ACTIVITY" >/dev/null
   cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
   "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
-    -o .devbin/pcs_kernels_no_activity "$dir/lib/libgpufl.a" \
+    -o .devbin/pcs_kernels_with_activity "$dir/lib/libgpufl.a" \
     /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
   # The PC Sampling API probe (docs/design/pc-sampling.md): CUPTI and the
   # driver API directly, no gpufl.

@@ -12,16 +12,17 @@ gpufl:
     its own PC-sampling counters `smsp__pcsamp_warps_issue_stalled_<reason>`
     when the CSV has them) and their dominant reason;
   - the sample count against what the period predicts: the kernels' GPU
-    time (kernel rows) x SM clock x SMs / 2^period. One sample per SM every
-    2^period cycles (docs/design/pc-sampling.md); the clock is given
-    (--clock-mhz, nvidia-smi's current SM clock under load) since gpufl does
-    not measure it per kernel.
+    time x SM clock x SMs / 2^period. One sample per SM every 2^period
+    cycles (docs/design/pc-sampling.md). The GPU time comes from the kernel
+    rows of a Trace session of the same program and launches (--times;
+    PcSampling sessions carry launch rows, not GPU times); the clock is
+    given (--clock-mhz, nvidia-smi's SM clock under load).
 Also every sample is accounted for: pc_window's samples = recorded +
 non_user + dropped, and no drain found the hardware buffer full.
 
 Prints one JSON object; exits 1 when a dominant stall disagrees, an
 accounting check fails, or a kernel has no samples.
-Usage: check_pc_fidelity.py SESSION_DIR NCU_CSV --clock-mhz MHZ [--sms N]
+Usage: check_pc_fidelity.py SESSION_DIR NCU_CSV --clock-mhz MHZ --times TRACE_SESSION [--sms N]
 """
 import argparse
 import csv
@@ -101,6 +102,9 @@ def main():
     ap.add_argument("ncu_csv")
     ap.add_argument("--clock-mhz", type=float, required=True)
     ap.add_argument("--sms", type=int, default=None, help="SM count (default: gpu_info)")
+    ap.add_argument("--times", default=None,
+                    help="a Trace session of the same run, for the kernels' GPU time "
+                         "(default: the sampled session's own kernel rows)")
     a = ap.parse_args()
 
     s = Session(a.session)
@@ -114,7 +118,7 @@ def main():
     dist = ours(s)
     avg, pcsamp = ncu(a.ncu_csv)
     gpu_ns = {k: 0 for k in KERNELS}
-    for r in s.kernels():
+    for r in (Session(a.times) if a.times else s).kernels():
         k = kernel_of(r.get("demangled_str") or r.get("name_str"))
         if k:
             gpu_ns[k] += r["end_ns"] - r["start_ns"]

@@ -49,7 +49,11 @@ if want fidelity; then
   GPUFL_PROFILING_ENGINE=PcSampling GPUFL_BACKEND=Nvidia GPUFL_ENABLE_DEBUG_OUTPUT=1 \
     timeout 300 .devbin/pcs_kernels "$out/logs" 200 > "$out/pcs_kernels.txt" 2> "$out/pcs_kernels.err"
   echo "pcs_kernels rc=$?"; cat "$out/pcs_kernels.txt"; tail -5 "$out/pcs_kernels.err"
+  # The same run under Trace: the kernels' GPU time for the expected counts.
+  GPUFL_PROFILING_ENGINE=Trace GPUFL_BACKEND=Nvidia \
+    timeout 300 .devbin/pcs_kernels "$out/logs" 200 > "$out/pcs_kernels_trace.txt" 2>&1
   kill $smi 2>/dev/null; wait $smi 2>/dev/null
+  times=$(sed -n 's/.*"session":"\([^"]*\)".*/\1/p' "$out/pcs_kernels_trace.txt")
   clock=$(awk -F', ' '$2 > 90 {print $1}' "$out/clocks.csv" | sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : 0)}')
   echo "median SM clock under load: $clock MHz"
   session=$(sed -n 's/.*"session":"\([^"]*\)".*/\1/p' "$out/pcs_kernels.txt")
@@ -60,6 +64,7 @@ if want fidelity; then
     .devbin/pcs_kernels /tmp/ncu-logs 1 > "$out/ncu.csv" 2> "$out/ncu.err"
   echo "ncu rc=$? ($(wc -l < "$out/ncu.csv") lines)"; tail -3 "$out/ncu.err"
   timeout 120 python3 tests/gpu/check_pc_fidelity.py "$session" "$out/ncu.csv" --clock-mhz "$clock" \
+    --times "$times" \
     > "$out/fidelity.json" 2>&1
   rc=$?; echo "fidelity rc=$rc"; cat "$out/fidelity.json" | head -120
   [[ $rc == 0 ]] || status=1
@@ -69,9 +74,9 @@ fi
 
 if want study; then
   echo "=== study"
-  # Each kernel alone, with and without activity records: where CUPTI's
-  # non-user samples come from.
-  for bin in pcs_kernels pcs_kernels_no_activity; do
+  # Each kernel alone, without (the engine) and with CUPTI's activity kinds
+  # (a diagnosis build): where CUPTI's non-user samples come from.
+  for bin in pcs_kernels pcs_kernels_with_activity; do
     for k in divergent strided stream_triad fma_chains; do
       GPUFL_PROFILING_ENGINE=PcSampling GPUFL_BACKEND=Nvidia GPUFL_ENABLE_DEBUG_OUTPUT=1 \
         timeout 60 .devbin/$bin "$out/logs" 500 $k > "$out/alone_${bin}_$k.txt" \

@@ -520,6 +520,8 @@ typedef struct trace_info {
     char *names[MAX_NAMES]; /* by iid */
     char *keys[MAX_NAMES];
     size_t begins, ends, counters;
+    size_t instants;        /* TYPE_INSTANT events */
+    size_t instants_thread; /* of them, on a thread track named "thread 100" */
     uint64_t flow_out[8], flow_in[8];
     size_t n_flow_out, n_flow_in;
     uint64_t last_ts;
@@ -634,6 +636,10 @@ static void read_event(trace_info_t *t, pbr_t r, uint64_t ts, int flags) {
             t->odd_name_ts = ts;
             t->odd_name_site = site;
         }
+    } else if (type == 3) {
+        assert_true(name_iid > 0 && name_iid < MAX_NAMES && t->names[name_iid]);
+        t->instants++;
+        t->instants_thread += tr->is_thread && tr->tid == 100;
     } else if (type == 2) {
         assert_true(tr->open > 0); /* an end only after its begin */
         tr->open--;
@@ -757,11 +763,67 @@ static void test_perfetto_content(void **state) {
     gpufl__export_result_fini(&res);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Launch rows (PcSampling, Deep: no kernel rows)                           */
+/* ---------------------------------------------------------------------- */
+
+/* The pcsampled fixture has launch rows and no kernel rows: each launch is
+ * an instant on its launching thread's track, named by its kernel. */
+static void test_launch_instants(void **state) {
+    (void)state;
+    char dir[4200], path[1200];
+    snprintf(dir, sizeof dir, "%s/fixtures/sessions/pcsampled", GPUFL_TEST_SOURCE_DIR);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(m->n_kernels, 0);
+    assert_int_equal(m->n_launches, 7);
+
+    snprintf(path, sizeof path, "%s/launches.trace.json", out_dir);
+    gpufl_export_options_t o = options(GPUFL_EXPORT_CHROME, path);
+    gpufl_export_result_t res;
+    assert_int_equal(gpufl__export_write(m, &o, &res), 0);
+    assert_int_equal(res.instants, 7);
+    assert_int_equal(res.slices, 2); /* the two scopes */
+    assert_int_equal(res.flows, 0);
+    json_t *doc = load_json(path), *ev = json_object_get(doc, "traceEvents");
+    assert_int_equal(count_ph(ev, "i"), 7);
+    json_int_t tid = tid_of(ev, "thread 100");
+    json_t *e = find_event(ev, "i", "stencil(float*, float const*, int)", 2);
+    assert_non_null(e);
+    assert_string_equal(str_of(e, "s"), "t");
+    assert_string_equal(str_of(e, "cat"), "launch");
+    assert_int_equal(json_integer_value(json_object_get(e, "tid")), tid);
+    assert_null(json_object_get(e, "dur"));
+    assert_true(num(e, "ts") == 480000.0); /* us: 480 ms */
+    json_t *args = json_object_get(e, "args");
+    assert_int_equal(json_integer_value(json_object_get(args, "correlation")), 5);
+    assert_int_equal(json_integer_value(json_object_get(args, "config")), 1);
+    assert_string_equal(str_of(args, "scope"), "train");
+    assert_non_null(find_event(ev, "i", "gemm(float const*, float const*, float*)", 2));
+    json_decref(doc);
+    gpufl__export_result_fini(&res);
+
+    snprintf(path, sizeof path, "%s/launches.perfetto-trace", out_dir);
+    o = options(GPUFL_EXPORT_PERFETTO, path);
+    assert_int_equal(gpufl__export_write(m, &o, &res), 0);
+    assert_int_equal(res.instants, 7);
+    trace_info_t t;
+    read_trace(path, &t);
+    assert_int_equal(t.instants, 7);
+    assert_int_equal(t.instants_thread, 7);
+    assert_int_equal(t.begins, 2);
+    assert_int_equal(t.ends, 2);
+    for (size_t i = 0; i < t.n_tracks; i++) free(t.tracks[i].name);
+    for (size_t i = 0; i < MAX_NAMES; i++) free(t.names[i]), free(t.keys[i]);
+    gpufl__export_result_fini(&res);
+    gpufl__model_destroy(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chrome_content),   cmocka_unit_test(test_chrome_split),
         cmocka_unit_test(test_errors),           cmocka_unit_test(test_pb_encoder),
-        cmocka_unit_test(test_perfetto_content),
+        cmocka_unit_test(test_perfetto_content), cmocka_unit_test(test_launch_instants),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1277,6 +1277,23 @@ static void put_launches(sess_t *s, const int64_t *corr, const int64_t *tid, siz
     put(s, "}\n");
 }
 
+/* The same launches as launch rows (engines PcSampling and Deep: the host's
+ * launch calls, no kernel rows), naming kernel_config `config` (0: null). */
+static void put_launch_rows(sess_t *s, const int64_t *corr, const int64_t *tid, size_t n,
+                            int64_t config) {
+    put(s, "{\"type\":\"launch\",\"v\":1");
+    COL(s, "ts_ns", n, corr[i_] * US - 500);
+    COL(s, "tid", n, tid ? tid[i_] : 42);
+    COL(s, "context", n, 1);
+    COL(s, "correlation", n, corr[i_]);
+    COL(s, "config", n, config ? config : NUL);
+    COL(s, "scope", n, NUL);
+    COL(s, "external_kind", n, NUL);
+    COL(s, "external_id", n, NUL);
+    COL(s, "stack", n, 4);
+    put(s, "}\n");
+}
+
 /* One sync line (stack 1) of `calls` calls blocking `blocked` ns in all, in
  * a session of 100 ms; no kernels. */
 static run_t attribution_run(int calls, int64_t blocked) {
@@ -1365,7 +1382,7 @@ static void test_insights_sync_sites(void **state) {
 
 /* One line of `calls` syncs; between consecutive ones, between[i] kernels of
  * the syncing thread and other[i] of another thread. */
-static run_t loop_run(int calls, const int *between, const int *other) {
+static run_t loop_run_as(int calls, const int *between, const int *other, int launch_rows) {
     sess_t *s = sess_new(0);
     put_stacks(s);
     int64_t corr[256], tid[256];
@@ -1378,10 +1395,17 @@ static run_t loop_run(int calls, const int *between, const int *other) {
         for (int k = 0; k < between[i]; k++) corr[n] = c++, tid[n++] = 42;
         for (int k = 0; other && k < other[i]; k++) corr[n] = c++, tid[n++] = 43;
     }
-    if (n) put_launches(s, corr, tid, n);
+    if (n && launch_rows)
+        put_launch_rows(s, corr, tid, n, 0);
+    else if (n)
+        put_launches(s, corr, tid, n);
     put_syncs(s, r, (size_t)calls);
     sess_end(s, 100 * MS);
     return compute(s);
+}
+
+static run_t loop_run(int calls, const int *between, const int *other) {
+    return loop_run_as(calls, between, other, 0);
 }
 
 /* In-loop: >= 3 syncs from one line and a median of >= 3 distinct kernel
@@ -1432,6 +1456,70 @@ static void test_insights_in_loop_sync(void **state) {
      * the calls): a producer thread feeding a synchronizing one */
     r = loop_run(4, two, others);
     ASSERT_NEAR(ev(one(&r, "in_loop_sync"), "median_launches_between"), 7);
+    done(&r);
+    /* without kernel rows (PcSampling, Deep), the launch rows are counted */
+    r = loop_run_as(4, three, NULL, 1);
+    assert_int_equal(r.m->n_kernels, 0);
+    assert_int_equal(r.m->n_launches, 9);
+    ASSERT_NEAR(ev(one(&r, "in_loop_sync"), "median_launches_between"), 3);
+    done(&r);
+    r = loop_run_as(4, low, NULL, 1);
+    assert_int_equal(count(&r, "in_loop_sync"), 0);
+    assert_null(skip_why(&r, "in_loop_sync"));
+    done(&r);
+}
+
+/* Launch rows and no kernel rows (PcSampling, Deep): the rules that need
+ * kernel GPU times are not judged and say why; occupancy is judged from
+ * kernel_config records weighted by launch count. */
+static void test_insights_launch_rows(void **state) {
+    (void)state;
+    static const char *const untimed[] = {"launch_bound", "gpu_idle", "register_spill",
+                                          "memcpy_bound", "pageable_memcpy"};
+    /* n launches of config 1 (target, 23.4% occupancy) and 10 - n of
+     * config 2 (the same function at 100%). */
+    cfg_t low = {160, 32, 65536, 3, 15, 64, 12, 12, 3, 32, "shared_memory", NULL};
+    cfg_t full = {256, 32, 0, 8, 64, 64, 8, 8, 32, 32, "warps", NULL};
+    int64_t corr[10], tid[10];
+    for (int i = 0; i < 10; i++) corr[i] = 10 + i, tid[i] = 42;
+    static const size_t lows[] = {1, 3}; /* of 10 launches: 10 % and 30 % */
+    for (size_t k = 0; k < 2; k++) {
+        sess_t *s = sess_new(0);
+        put_config(s, 1, &low);
+        put_config(s, 2, &full);
+        size_t n_low = lows[k];
+        put_launch_rows(s, corr, tid, n_low, 1);
+        put_launch_rows(s, corr + n_low, tid, 10 - n_low, 2);
+        sess_end(s, 100 * MS);
+        run_t r = compute(s);
+        for (size_t i = 0; i < sizeof untimed / sizeof untimed[0]; i++) {
+            assert_int_equal(count(&r, untimed[i]), 0);
+            expect_text(skip_why(&r, untimed[i]), "needs kernel GPU times");
+            expect_text(skip_why(&r, untimed[i]), "`launch`");
+        }
+        const gpufl_insight_t *x = one(&r, "low_occupancy");
+        assert_string_equal(x->kernel, "target(float*)");
+        ASSERT_NEAR(ev(x, "launches"), (double)n_low);
+        ASSERT_NEAR(ev(x, "launch_share_pct"), 10.0 * (double)n_low);
+        ASSERT_NEAR(x->weight, (double)n_low);
+        assert_false(has_ev(x, "kernel_ns"));
+        expect_text(x->message, "weighted by launch count");
+        assert_int_equal(x->severity, GPUFL_SEVERITY_LOW);
+        assert_null(skip_why(&r, "low_occupancy"));
+        done(&r);
+    }
+    /* under 5 % of the launches: negligible, judged */
+    sess_t *s = sess_new(0);
+    put_config(s, 1, &low);
+    put_config(s, 2, &full);
+    int64_t many[40], tids[40];
+    for (int i = 0; i < 40; i++) many[i] = 10 + i, tids[i] = 42;
+    put_launch_rows(s, many, tids, 1, 1); /* 2.5 % */
+    put_launch_rows(s, many + 1, tids, 39, 2);
+    sess_end(s, 100 * MS);
+    run_t r = compute(s);
+    assert_int_equal(count(&r, "low_occupancy"), 0);
+    assert_null(skip_why(&r, "low_occupancy"));
     done(&r);
 }
 
@@ -1574,6 +1662,7 @@ int main(void) {
         cmocka_unit_test(test_insights_no_gpu_data),
         cmocka_unit_test(test_insights_deterministic),
         cmocka_unit_test(test_insights_dominant_stall),
+        cmocka_unit_test(test_insights_launch_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -906,12 +906,27 @@ static void test_report_golden_stacks(void **state) {
     check_golden("stacks");
 }
 
-/* PC samples: the model, the attribution by time and the report section. */
+/* Samples of scope path `path` (all reasons), of reason `reason` when it is
+ * not NULL (short name). */
+static double pc_scope_samples(const gpufl_model_t *m, const char *path, const char *reason) {
+    double n = 0;
+    for (size_t i = 0; i < m->n_pc_scopes; i++) {
+        const gpufl_model_pc_scope_t *s = &m->pc_scopes[i];
+        if (s->slot >= m->n_scope_paths || strcmp(m->scope_paths[s->slot].path, path) != 0)
+            continue;
+        if (!reason || strcmp(m->pc_reasons[s->reason].short_name, reason) == 0) n += s->samples;
+    }
+    return n;
+}
+
+/* PC samples: the model, the attribution by launch rows (the PcSampling
+ * engine writes launches, not kernel rows) and the report section. */
 static void test_report_golden_pcsampled(void **state) {
     (void)state;
     check_golden("pcsampled");
     gpufl_model_t *m = NULL;
     assert_int_equal(gpufl__model_load(fixture("sessions/pcsampled"), &m), 0);
+    expect_warnings(m, 0);
     assert_int_equal(m->n_pc_contexts, 1);
     assert_int_equal(m->pc_contexts[0].period, 16);
     assert_int_equal(m->pc_contexts[0].n_reasons, 18);
@@ -923,24 +938,196 @@ static void test_report_golden_pcsampled(void **state) {
     assert_true(m->pc_reasons[3].issued); /* selected */
     assert_int_equal(m->n_sass, 1);
     assert_int_equal(m->sass[0].n, 6);
+    /* launch rows, named through their kernel_config records */
+    assert_int_equal(m->n_kernels, 0);
+    assert_int_equal(m->n_launches, 7);
+    assert_int_equal(m->n_configs, 2);
+    const gpufl_model_launch_t *l = &m->launches[4];
+    assert_int_equal(l->ts_ns, 480 * MS);
+    assert_int_equal(l->tid, 100);
+    assert_int_equal(l->context, 1);
+    assert_int_equal(l->correlation, 5);
+    assert_int_equal(l->config, 1);
+    assert_int_equal(l->scope, 1);
+    assert_int_equal(l->external_kind, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(l->external_id, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(l->stack, GPUFL_MODEL_UNKNOWN);
+    assert_string_equal(gpufl__model_launch_config(m, l)->name, "_Z7stencilPfPKfi");
+    assert_string_equal(gpufl__model_launch_name(m, l), "stencil(float*, float const*, int)");
+    assert_string_equal(gpufl__model_launch_name(m, &m->launches[5]),
+                        "gemm(float const*, float const*, float*)");
+    /* Window 1 (0-250 ms, W 100 ms): stencil's launches at 9.98 and 69.98 ms
+     * and gemm's at 129.98 and 189.98 ms all lie in train: exact (2000 +
+     * 1300). Window 3 (500-750 ms): stencil launched at 480 ms (train) and
+     * 599.98 ms (eval): split one to one (700). Window 5 (1000-1250 ms): no
+     * stencil launch after 900 ms: the session's launches, 3 in train and 1
+     * in eval (100). tiny() has no launch: unattributed (50). */
+    assert_true(m->pc_attrib.exact == 3300);
+    assert_true(m->pc_attrib.split == 700);
+    assert_true(m->pc_attrib.fallback == 100);
+    assert_true(m->pc_attrib.unattributed == 50);
+    assert_true(m->pc_attrib.by_launch == 4100);
+    assert_true(pc_scope_samples(m, "train", NULL) == 3725); /* 3300 + 350 + 75 */
+    assert_true(pc_scope_samples(m, "eval", NULL) == 375);   /* 350 + 25 */
+    /* by reason: window 3's 600 long_scoreboard split in half, window 5's
+     * 100 barrier by 3 to 1 */
+    assert_true(pc_scope_samples(m, "train", "long_scoreboard") == 1800);
+    assert_true(pc_scope_samples(m, "eval", "long_scoreboard") == 300);
+    assert_true(pc_scope_samples(m, "train", "barrier") == 75);
+    assert_true(pc_scope_samples(m, "eval", "barrier") == 25);
+    assert_true(pc_scope_samples(m, "eval", "wait") == 50);
+    gpufl__model_destroy(m);
+}
+
+/* The kernel rows the Trace engine wrote before (and a Deep engine on
+ * Blackwell may write), in place of pcsampled's launch rows: samples are
+ * given to kernels by GPU time overlap. */
+static const char pc_kernel_rows[] =
+    "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[10000000,70000000,130000000,190000000,600000000],"
+    "\"end_ns\":[60000000,120000000,180000000,240000000,650000000],\"device\":[0,0,0,0,0],"
+    "\"context\":[1,1,1,1,1],\"stream\":[7,7,7,7,7],\"correlation\":[1,2,3,4,5],"
+    "\"name\":[1,1,3,3,1],\"grid_x\":[1024,1024,1024,1024,1024],\"grid_y\":[1,1,1,1,1],"
+    "\"grid_z\":[1,1,1,1,1],\"block_x\":[256,256,256,256,256],\"block_y\":[1,1,1,1,1],"
+    "\"block_z\":[1,1,1,1,1],\"registers\":[40,40,40,40,40],\"static_smem_bytes\":[0,0,0,0,0],"
+    "\"dynamic_smem_bytes\":[0,0,0,0,0],\"local_bytes_per_thread\":[0,0,0,0,0],"
+    "\"graph_id\":[0,0,0,0,0],\"graph_node\":[0,0,0,0,0],\"demangled\":[2,2,4,4,2],"
+    "\"scope\":[1,1,1,2,2],\"config\":[null,null,null,null,null],"
+    "\"external_kind\":[null,null,null,null,null],\"external_id\":[null,null,null,null,null],"
+    "\"launch_ns\":[9980000,69980000,129980000,189980000,599980000],"
+    "\"tid\":[100,100,100,100,100],\"stack\":[null,null,null,null,null]}\n";
+
+/* Copies the pcsampled session to dir with its kernel_config and launch
+ * lines replaced by `rows`. */
+static void pcsampled_with(const char *dir, const char *rows) {
+    size_t len;
+    char *dev = read_all(fixture("sessions/pcsampled/device.log"), &len);
+    char *scope = read_all(fixture("sessions/pcsampled/scope.log"), &len);
+    assert_non_null(dev);
+    assert_non_null(scope);
+    write_file(dir, "scope.log", scope);
+    char *out = malloc(strlen(dev) + strlen(rows) + 1);
+    assert_non_null(out);
+    size_t n = 0;
+    int put_rows = 0;
+    for (char *line = dev, *end; *line; line = end) {
+        end = strchr(line, '\n');
+        end = end ? end + 1 : line + strlen(line);
+        if (strncmp(line, "{\"type\":\"kernel_config\"", 23) == 0 ||
+            strncmp(line, "{\"type\":\"launch\"", 16) == 0) {
+            if (!put_rows++) {
+                memcpy(out + n, rows, strlen(rows));
+                n += strlen(rows);
+            }
+            continue;
+        }
+        memcpy(out + n, line, (size_t)(end - line));
+        n += (size_t)(end - line);
+    }
+    out[n] = '\0';
+    assert_int_equal(put_rows, 3);
+    write_file(dir, "device.log", out);
+    free(out);
+    free(dev);
+    free(scope);
+}
+
+/* The same samples attributed through kernel rows (GPU time overlap). */
+static void test_report_pc_kernel_rows(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-pckernels-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    pcsampled_with(dir, pc_kernel_rows);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    expect_warnings(m, 0);
+    assert_int_equal(m->n_kernels, 5);
+    assert_int_equal(m->n_launches, 0);
     /* stencil's first window lies in train alone, gemm's splits between
-     * train and eval, the last stencil window has no launch (fallback), and
+     * train and eval, the last stencil window has no kernel (fallback), and
      * tiny has no kernel rows. */
     assert_true(m->pc_attrib.exact == 2700);
     assert_true(m->pc_attrib.split == 1300);
     assert_true(m->pc_attrib.fallback == 100);
     assert_true(m->pc_attrib.unattributed == 50);
-    double train = 0, eval = 0;
-    for (size_t i = 0; i < m->n_pc_scopes; i++) {
-        const gpufl_model_pc_scope_t *s = &m->pc_scopes[i];
-        if (s->slot < m->n_scope_paths && strcmp(m->scope_paths[s->slot].path, "train") == 0)
-            train += s->samples;
-        if (s->slot < m->n_scope_paths && strcmp(m->scope_paths[s->slot].path, "eval") == 0)
-            eval += s->samples;
-    }
+    assert_true(m->pc_attrib.by_launch == 0);
+    double train = pc_scope_samples(m, "train", NULL), eval = pc_scope_samples(m, "eval", NULL);
     assert_true(train > 2716.6 && train < 2716.7); /* 2000 + 650 + 100 * 2/3 */
     assert_true(eval > 1383.3 && eval < 1383.4);   /* 700 + 650 + 100 / 3 */
+    /* the report shows hotspots, no launch table */
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "Kernel hotspots\n  top 2 kernel names"));
+    assert_null(strstr(text, "Kernel launches"));
+    assert_null(strstr(text, "does not time kernels"));
+    free(text);
     gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    remove_file(dir, "scope.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* Launch rows: launches on another context are not candidates, a launch
+ * without a record (or config) names no function, malformed lines are
+ * reported and skipped, and tid and context may be null. */
+static void test_report_pc_launch_rows(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-pclaunch-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    static const char cfg[] =
+        "{\"type\":\"kernel_config\",\"v\":1,\"ts_ns\":9980000,\"id\":1,"
+        "\"name\":\"_Z7stencilPfPKfi\",\"block_threads\":256,\"dynamic_smem_bytes\":0}\n"
+        "{\"type\":\"kernel_config\",\"v\":1,\"ts_ns\":129980000,\"id\":2,"
+        "\"name\":\"_Z4gemmPKfS0_Pf\",\"block_threads\":128,\"dynamic_smem_bytes\":0}\n";
+    /* stencil: 10 ms in train on context 1, 20 ms in eval on context 2 (not
+     * a candidate), 600 ms in eval with context null (a candidate);
+     * gemm: only on context 2 (no candidate, and its fallback has none
+     * either: unattributed); one launch names config 9, which no record has. */
+    static const char launches[] =
+        "{\"type\":\"launch\",\"v\":1,\"ts_ns\":[10000000,20000000,600000000,130000000,5],"
+        "\"tid\":[100,100,null,100,100],\"context\":[1,2,null,2,1],"
+        "\"correlation\":[1,2,3,4,5],\"config\":[1,1,1,2,9],\"scope\":[1,2,2,1,null],"
+        "\"external_kind\":[null,null,null,null,null],\"external_id\":[null,null,null,null,null],"
+        "\"stack\":[null,null,null,null,null]}\n"
+        "{\"type\":\"launch\",\"v\":1,\"ts_ns\":[1],\"tid\":[\"x\"],\"context\":[1],"
+        "\"correlation\":[1],\"config\":[1],\"scope\":[1],\"external_kind\":[null],"
+        "\"external_id\":[null],\"stack\":[null]}\n"
+        "{\"type\":\"launch\",\"v\":1,\"tid\":[1],\"context\":[1],\"correlation\":[1],"
+        "\"config\":[1],\"scope\":[1],\"external_kind\":[null],\"external_id\":[null],"
+        "\"stack\":[null]}\n"
+        "{\"type\":\"launch\",\"v\":1,\"ts_ns\":[1],\"tid\":[1],\"context\":[1],"
+        "\"correlation\":[null],\"config\":[1],\"scope\":[1],\"external_kind\":[null],"
+        "\"external_id\":[null],\"stack\":[null]}\n";
+    char rows[sizeof cfg + sizeof launches];
+    snprintf(rows, sizeof rows, "%s%s", cfg, launches);
+    pcsampled_with(dir, rows);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(m->n_launches, 5);
+    assert_int_equal(m->read.corrupt_lines, 3);
+    assert_true(has_warning(m, "device.log", 9, "launch: row 0: tid is not an integer"));
+    assert_true(has_warning(m, "device.log", 10, "ts_ns"));
+    assert_true(has_warning(m, "device.log", 11, "correlation"));
+    assert_true(has_warning(m, "", 0, "1 kernel or launch rows name a kernel_config id"));
+    assert_int_equal(m->launches[2].tid, GPUFL_MODEL_UNKNOWN);
+    assert_int_equal(m->launches[2].context, GPUFL_MODEL_UNKNOWN);
+    assert_null(gpufl__model_launch_config(m, &m->launches[4]));
+    assert_string_equal(gpufl__model_launch_name(m, &m->launches[4]), "?");
+    /* stencil window 1: the train launch alone (2000, exact); window 3: the
+     * launch of unknown context at 600 ms (700, exact, eval); window 5: the
+     * session's launches of context 1 or unknown, one in train and one in
+     * eval (100, split by fallback); gemm: no launch on its context (1300)
+     * and tiny (50): unattributed. */
+    assert_true(m->pc_attrib.exact == 2700);
+    assert_true(m->pc_attrib.split == 0);
+    assert_true(m->pc_attrib.fallback == 100);
+    assert_true(m->pc_attrib.unattributed == 1350);
+    assert_true(m->pc_attrib.by_launch == 2800);
+    assert_true(pc_scope_samples(m, "train", NULL) == 2050);
+    assert_true(pc_scope_samples(m, "eval", NULL) == 750);
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    remove_file(dir, "scope.log");
+    assert_int_equal(rmdir(dir), 0);
 }
 
 /* Malformed PC sampling lines are reported with file:line and skipped. */
@@ -1786,7 +1973,7 @@ static void test_report_batch_fallback(void **state) {
 /* ---------------------------------------------------------------------- */
 
 static const char *const fixtures_all[] = {"basic", "killed", "rotated", "gpu",
-                                           "trace", "scoped", "stacks", "pcsampled"};
+                                           "trace", "scoped", "stacks",  "pcsampled"};
 #define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
 
 static void test_report_golden_json(void **state) {
@@ -1851,9 +2038,9 @@ static void test_report_html_offline(void **state) {
 static void test_report_json_keys(void **state) {
     (void)state;
     static const char *const top[] = {
-        "format",        "version", "session",        "insights",  "scopes",    "system",  "gpus",
-        "sampling_cost", "kernels", "kernel_details", "transfers", "scope_gpu", "pc_sampling",
-        "problems"};
+        "format",          "version",   "session",       "insights",    "scopes",
+        "system",          "gpus",      "sampling_cost", "kernels",     "kernel_details",
+        "kernel_launches", "transfers", "scope_gpu",     "pc_sampling", "problems"};
     for (size_t i = 0; i < N_FIXTURES; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
@@ -2154,6 +2341,8 @@ int main(void) {
         cmocka_unit_test(test_report_golden_trace),
         cmocka_unit_test(test_report_golden_stacks),
         cmocka_unit_test(test_report_golden_pcsampled),
+        cmocka_unit_test(test_report_pc_kernel_rows),
+        cmocka_unit_test(test_report_pc_launch_rows),
         cmocka_unit_test(test_report_pc_bad_lines),
         cmocka_unit_test(test_report_trace_corrupt),
         cmocka_unit_test(test_report_model_configs),

@@ -55,6 +55,7 @@ static struct {
     int (*pcs_state)(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables, int *disables);
     void (*pcs_reset)(void);
     CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
+    unsigned long (*enable_count)(int kind);
 } fake;
 
 static void resolve(void *handle, const char *name, void *slot) {
@@ -86,6 +87,7 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_pcs_state", &fake.pcs_state);
     resolve(cupti, "fake_cupti_pcs_reset", &fake.pcs_reset);
     resolve(cupti, "cuptiGetCubinCrc", &fake.cubin_crc);
+    resolve(cupti, "fake_cupti_enable_count", &fake.enable_count);
     resolve(cuda, "fake_cuda_function", &fake.function);
     resolve(cuda, "fake_cuda_kernel", &fake.kernel);
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
@@ -1118,9 +1120,13 @@ static void pc_samples_of_two_contexts(void **state) {
     assert_int_equal(pcs_stat(&d, "samples"), 950);
     assert_int_equal(pcs_stat(&d, "functions"), 2);
     assert_int_equal(pcs_stat(&d, "errors"), 0);
-    /* CUPTI's kernel records are left out (their instrumentation moves
-     * samples); the launch is written from the callback, with its context
-     * and configuration. */
+    /* No activity kind is enabled (with them on, CUPTI gives samples to its
+     * non-user count); the launch is written from the callback, with its
+     * context and configuration. */
+    /* (The fake counts enables from the session's buffer registration on.) */
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMSET), 0);
     assert_int_equal(tu_count(&d.device, "kernel"), 0);
     assert_int_equal(cell_int(&d, "launch", corr, "context"), 0x1234);
     assert_true(cell_int(&d, "launch", corr, "config") > 0);
