@@ -68,7 +68,6 @@ typedef struct pcs_ctx {
     uint8_t *reason_plain; /* by position: 1 for a plain stall reason */
     uint32_t *reason_dict; /* by position: dict id, set when announced */
     CUpti_PCSamplingData *drain_buf, *final_buf;
-    uint64_t last_total, last_dropped, last_non_user; /* CUPTI's running totals */
     pcs_counts_t window;
     size_t pcs_left;
     int64_t window_t0; /* session clock; the end of this context's previous window */
@@ -507,18 +506,24 @@ static int reason_pos(const pcs_ctx_t *x, uint32_t index) {
     return -1;
 }
 
-static uint64_t delta(uint64_t now, uint64_t *last) {
-    uint64_t d = now >= *last ? now - *last : now; /* a restart begins again at 0 */
-    *last = now;
-    return d;
+/* Before a call: CUPTI writes the counts only when it has data, and a call
+ * that fails leaves the previous call's in place. */
+static void clear_counts(CUpti_PCSamplingData *d) {
+    d->totalNumPcs = d->remainingNumPcs = 0;
+    d->totalSamples = d->droppedSamples = d->nonUsrKernelsTotalSamples = 0;
+    d->hardwareBufferFull = 0;
 }
 
-/* Lock held. Folds one filled buffer into the window. */
+/* Lock held. Folds one filled buffer into the window. In continuous mode
+ * the counts are per hand-over, not running totals: a drain whose PCs span
+ * several calls reports its samples in the first (measured on an H100:
+ * summed over a session they equal the samples in the records plus the
+ * non-user ones exactly, docs/design/pc-sampling.md). */
 static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
     uint16_t slot = (uint16_t)(x - p->ctx);
-    x->window.samples += delta(d->totalSamples, &x->last_total);
-    x->window.dropped += delta(d->droppedSamples, &x->last_dropped);
-    x->window.non_user += delta(d->nonUsrKernelsTotalSamples, &x->last_non_user);
+    x->window.samples += d->totalSamples;
+    x->window.dropped += d->droppedSamples;
+    x->window.non_user += d->nonUsrKernelsTotalSamples;
     size_t n = d->totalNumPcs < d->collectNumPcs ? d->totalNumPcs : d->collectNumPcs;
     for (size_t i = 0; i < n; i++) {
         const CUpti_PCSamplingPCData *pc = &d->pPcData[i];
@@ -545,13 +550,12 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
         CUpti_PCSamplingGetDataParams prm = {.size = CUpti_PCSamplingGetDataParamsSize};
         prm.ctx = x->ctx;
         prm.pcSamplingData = d;
-        d->totalNumPcs = d->remainingNumPcs = 0;
-        d->hardwareBufferFull = 0;
+        clear_counts(d);
         CUptiResult r = p->fn.get_data(&prm);
         x->window.drains++;
         if (r == CUPTI_ERROR_OUT_OF_MEMORY || d->hardwareBufferFull) {
             x->window.buffer_full++;
-            fold(p, x, d); /* the running totals may still move */
+            fold(p, x, d); /* counts, if CUPTI gave any */
             break;
         }
         if (r != CUPTI_SUCCESS) {
@@ -580,7 +584,7 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
 static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
     if (x->state != CTX_ON) return;
     drain(p, x);
-    x->final_buf->totalNumPcs = x->final_buf->remainingNumPcs = 0;
+    clear_counts(x->final_buf);
     disable(p, x);
     fold(p, x, x->final_buf);
     x->pcs_left = 0;

@@ -626,6 +626,40 @@ int gpufl__sass_cubin_arch(const void *cubin, size_t size, char *out, size_t out
     return 0;
 }
 
+static uint64_t le64(const unsigned char *b) { return le32(b) | (uint64_t)le32(b + 4) << 32; }
+
+int gpufl__sass_symbol_index(const void *cubin, size_t size, const char *name, uint32_t *index) {
+    const unsigned char *b = cubin;
+    if (name == NULL || index == NULL || gpufl__sass_cubin_arch(cubin, size, NULL, 0) != 0)
+        return GPUFL_EFORMAT;
+    /* Section headers: e_shoff at 40, e_shentsize at 58, e_shnum at 60. */
+    uint64_t shoff = le64(b + 40);
+    unsigned shentsize = b[58] | b[59] << 8, shnum = b[60] | b[61] << 8;
+    if (shentsize < 64 || shoff > size || (uint64_t)shnum * shentsize > size - shoff)
+        return GPUFL_EFORMAT;
+    size_t name_len = strlen(name);
+    for (unsigned s = 0; s < shnum; s++) {
+        const unsigned char *sh = b + shoff + (uint64_t)s * shentsize;
+        if (le32(sh + 4) != 2) continue; /* SHT_SYMTAB */
+        uint64_t off = le64(sh + 24), len = le64(sh + 32), entsize = le64(sh + 56);
+        uint32_t link = le32(sh + 40);
+        if (entsize < 24 || off > size || len > size - off || link >= shnum) return GPUFL_EFORMAT;
+        const unsigned char *str = b + shoff + (uint64_t)link * shentsize;
+        uint64_t str_off = le64(str + 24), str_len = le64(str + 32);
+        if (str_off > size || str_len > size - str_off) return GPUFL_EFORMAT;
+        for (uint64_t i = 0; i < len / entsize; i++) {
+            uint32_t at = le32(b + off + i * entsize); /* st_name */
+            if (at >= str_len || str_len - at <= name_len) continue;
+            const char *sym = (const char *)b + str_off + at;
+            if (memcmp(sym, name, name_len) == 0 && sym[name_len] == '\0') {
+                *index = (uint32_t)i;
+                return 0;
+            }
+        }
+    }
+    return GPUFL_EFORMAT;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Running nvdisasm                                                         */
 /* ---------------------------------------------------------------------- */
@@ -688,8 +722,8 @@ typedef struct child {
     int out_fd, err_fd;
 } child_t;
 
-static int spawn(const char *nvdisasm, const char *cubin_path, child_t *c, char *why,
-                 size_t why_size) {
+static int spawn(const char *nvdisasm, const char *cubin_path, const char *only, child_t *c,
+                 char *why, size_t why_size) {
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
     if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
         say(why, why_size, "cannot create a pipe: %s", strerror(errno));
@@ -697,13 +731,15 @@ static int spawn(const char *nvdisasm, const char *cubin_path, child_t *c, char 
         close_fd(&out_pipe[1]);
         return GPUFL_EIO;
     }
-    char *const argv[] = {(char *)nvdisasm,
-                          "--print-code",
-                          "--print-line-info",
-                          "--print-line-info-inline",
-                          "--no-dataflow",
-                          (char *)cubin_path,
-                          NULL};
+    char *argv[9] = {(char *)nvdisasm, "--print-code", "--print-line-info",
+                     "--print-line-info-inline", "--no-dataflow"};
+    int argc = 5;
+    if (only != NULL) {
+        argv[argc++] = "--cuda-function-index";
+        argv[argc++] = (char *)only;
+    }
+    argv[argc++] = (char *)cubin_path;
+    argv[argc] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     int rc = posix_spawn_file_actions_init(&fa);
@@ -834,8 +870,27 @@ static const char *first_line(char *err, size_t len) {
     return s;
 }
 
+static int disassemble(const char *nvdisasm, const void *cubin, size_t size, const char *function,
+                       gpufl_sass_module_t **out, char *why, size_t why_size);
+
 int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size,
                             gpufl_sass_module_t **out, char *why, size_t why_size) {
+    return disassemble(nvdisasm, cubin, size, NULL, out, why, why_size);
+}
+
+int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, size_t size,
+                                     const char *function, gpufl_sass_module_t **out, char *why,
+                                     size_t why_size) {
+    if (function == NULL) {
+        if (out != NULL) *out = NULL;
+        say(why, why_size, "no function name");
+        return GPUFL_EINVAL;
+    }
+    return disassemble(nvdisasm, cubin, size, function, out, why, why_size);
+}
+
+static int disassemble(const char *nvdisasm, const void *cubin, size_t size, const char *function,
+                       gpufl_sass_module_t **out, char *why, size_t why_size) {
     if (out != NULL) *out = NULL;
     if (nvdisasm == NULL || cubin == NULL || out == NULL) {
         say(why, why_size, "no nvdisasm, cubin or place for the module");
@@ -845,6 +900,15 @@ int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size
     if (gpufl__sass_cubin_arch(cubin, size, arch, sizeof arch) != 0) {
         say(why, why_size, "not a CUDA cubin (no 64-bit CUDA ELF header in %zu bytes)", size);
         return GPUFL_EFORMAT;
+    }
+    char only[16] = "";
+    if (function != NULL) {
+        uint32_t index;
+        if (gpufl__sass_symbol_index(cubin, size, function, &index) != 0) {
+            say(why, why_size, "the cubin's symbol table has no %.200s", function);
+            return GPUFL_EFORMAT;
+        }
+        snprintf(only, sizeof only, "%u", index);
     }
     char path[PATH_MAX] = "";
     int rc = write_temp(cubin, size, path, sizeof path, why, why_size);
@@ -858,7 +922,8 @@ int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size
 
     int limit_ms = atomic_load(&timeout_ms);
     int64_t deadline = now_ms() + limit_ms;
-    if ((rc = spawn(nvdisasm, path, &c, why, why_size)) != 0) goto remove_temp;
+    if ((rc = spawn(nvdisasm, path, function ? only : NULL, &c, why, why_size)) != 0)
+        goto remove_temp;
     rc = read_output(&c, o, deadline, limit_ms, why, why_size);
     close_fd(&c.out_fd);
     close_fd(&c.err_fd);

@@ -89,6 +89,23 @@ int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size
                             gpufl_sass_module_t **out, char *why, size_t why_size);
 
 /*
+ * As gpufl__sass_disassemble, for one function only (nvdisasm's
+ * --cuda-function-index with the index of its symbol in the cubin's symbol
+ * table): large modules (libraries of thousands of kernels) take nvdisasm
+ * far longer whole. GPUFL_EFORMAT also when the symbol table has no such
+ * name.
+ */
+int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, size_t size,
+                                     const char *function, gpufl_sass_module_t **out, char *why,
+                                     size_t why_size);
+
+/* The index of the symbol `name` in a cubin's ELF symbol table (what
+ * nvdisasm's --cuda-function-index takes). Returns 0, or GPUFL_EFORMAT when
+ * the image has no symbol table or no such symbol; never reads outside the
+ * image. */
+int gpufl__sass_symbol_index(const void *cubin, size_t size, const char *name, uint32_t *index);
+
+/*
  * Parses len bytes of nvdisasm's output (no NUL needed). Returns 0 with a
  * new module in *out; GPUFL_EFORMAT when the text holds no function, a
  * function's offsets do not increase, a function appears twice, a name or

@@ -22,11 +22,9 @@
 typedef struct cubin {
     struct cubin *next;
     uint64_t crc;
-    unsigned char *bytes; /* NULL once disassembled, or when over the cap */
+    unsigned char *bytes; /* NULL when over the cap */
     size_t size;
-    int tried;
-    gpufl_sass_module_t *module; /* NULL: not (yet) disassembled, or failed */
-    char error[200];
+    char error[200]; /* why there are no bytes */
 } cubin_t;
 
 typedef struct job {
@@ -34,7 +32,7 @@ typedef struct job {
     uint64_t crc;
     char *function;
     uint32_t function_id;
-    const gpufl_sass_module_t *module; /* set by the worker; NULL with error */
+    gpufl_sass_module_t *module; /* set by the worker (owned); NULL with error */
     const gpufl_sass_function_t *fn;
     char error[240];
 } job_t;
@@ -81,6 +79,7 @@ int gpufl__sass_log_create(gpufl_collector_t *collector, size_t cubin_cap_bytes,
 static void free_jobs(job_t *j) {
     while (j) {
         job_t *next = j->next;
+        gpufl__sass_module_free(j->module);
         free(j->function);
         free(j);
         j = next;
@@ -99,7 +98,6 @@ void gpufl__sass_log_destroy(gpufl_sass_log_t *s) {
     for (cubin_t *c = s->cubins, *next; c; c = next) {
         next = c->next;
         free(c->bytes);
-        gpufl__sass_module_free(c->module);
         free(c);
     }
     gpufl__idmap_fini(&s->wanted);
@@ -145,8 +143,9 @@ void gpufl__sass_log_add_cubin(gpufl_sass_log_t *s, uint64_t crc, const void *cu
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Worker, lock held on entry and exit: the module of job j, disassembled
- * on first use with the lock released. */
+/* Worker, lock held on entry and exit: the SASS of job j's function alone
+ * (nvdisasm restricted to its symbol: a library module of thousands of
+ * kernels takes nvdisasm minutes whole), with the lock released. */
 static void resolve(gpufl_sass_log_t *s, job_t *j) {
     cubin_t *c = find_cubin(s, j->crc);
     if (c == NULL) {
@@ -154,32 +153,27 @@ static void resolve(gpufl_sass_log_t *s, job_t *j) {
                  "its module was loaded before sampling started: the cubin was not captured");
         return;
     }
-    if (!c->tried && c->bytes != NULL) {
-        c->tried = 1;
-        unsigned char *bytes = c->bytes;
-        size_t size = c->size;
-        pthread_mutex_unlock(&s->lock);
-        gpufl_sass_module_t *m = NULL;
-        char why[200] = "";
-        int rc = gpufl__sass_disassemble(s->nvdisasm, bytes, size, &m, why, sizeof why);
-        pthread_mutex_lock(&s->lock);
-        if (rc == 0)
-            c->module = m;
-        else
-            snprintf(c->error, sizeof c->error, "nvdisasm: %.180s", why);
-        free(c->bytes); /* the module is all that is needed now */
-        c->bytes = NULL;
-        s->kept -= size;
-    }
-    if (c->module == NULL) {
-        snprintf(j->error, sizeof j->error, "%s", c->error[0] ? c->error : "not disassembled");
+    if (c->bytes == NULL) {
+        snprintf(j->error, sizeof j->error, "%s", c->error[0] ? c->error : "no cubin kept");
         return;
     }
-    j->module = c->module;
-    j->fn = gpufl__sass_find_function(c->module, j->function);
+    const unsigned char *bytes = c->bytes; /* kept until destroy */
+    size_t size = c->size;
+    pthread_mutex_unlock(&s->lock);
+    gpufl_sass_module_t *m = NULL;
+    char why[200] = "";
+    int rc = gpufl__sass_disassemble_function(s->nvdisasm, bytes, size, j->function, &m, why,
+                                              sizeof why);
+    pthread_mutex_lock(&s->lock);
+    if (rc != 0) {
+        snprintf(j->error, sizeof j->error, "nvdisasm: %.200s", why);
+        return;
+    }
+    j->module = m;
+    j->fn = gpufl__sass_find_function(m, j->function);
     if (j->fn == NULL)
-        snprintf(j->error, sizeof j->error,
-                 "nvdisasm's output of its module has no function %.160s", j->function);
+        snprintf(j->error, sizeof j->error, "nvdisasm's output has no function %.160s",
+                 j->function);
 }
 
 static void *worker_main(void *arg) {

@@ -1,7 +1,7 @@
 /*
  * sass_log.h - the SASS of sampled functions in the session log: cubins
  * kept from module load, disassembled by nvdisasm (sass.h) on a worker
- * thread of this module, and written by the collector as one `sass` record
+ * thread of this module one function at a time, and written by the collector as one `sass` record
  * per (module, function) the first time PC samples name it
  * (docs/log-format.md, "`sass`").
  *
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPUFL_SASS_LOG_FINISH_NS (30 * 1000000000LL) /* longest wait at session end */
+#define GPUFL_SASS_LOG_FINISH_NS (10 * 1000000000LL) /* longest wait at session end */
 
 typedef struct gpufl_sass_log gpufl_sass_log_t;
 

@@ -54,7 +54,7 @@ typedef struct fake_ctx {
     CUpti_PCSamplingData *final_buf;
     pending_t pending[PCS_MAX];
     size_t count;
-    uint64_t total, dropped, non_user; /* running totals, as CUPTI keeps them */
+    uint64_t total, dropped, non_user; /* counted since the last hand-over */
     int buffer_full;
     char *names[NAMES_MAX];
     unsigned char handed[NAMES_MAX]; /* given to the client, who frees it */
@@ -145,9 +145,12 @@ static void hand_out(fake_ctx_t *c, CUpti_PCSamplingData *d) {
     c->count -= used;
     d->totalNumPcs = n;
     d->remainingNumPcs = c->count;
+    /* As CUPTI does in continuous mode: the counts are per hand-over, all of
+     * them in the first call even when the PCs take several calls. */
     d->totalSamples = c->total;
     d->droppedSamples = c->dropped;
     d->nonUsrKernelsTotalSamples = c->non_user;
+    c->total = c->dropped = c->non_user = 0;
     d->hardwareBufferFull = 0;
     d->rangeId = 0;
 }
@@ -176,12 +179,9 @@ EXPORT CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
     CUptiResult r = CUPTI_ERROR_INVALID_OPERATION;
     if (c != NULL && c->enabled) {
         CUpti_PCSamplingData *d = p->pcSamplingData;
-        if (c->buffer_full) {
+        if (c->buffer_full) { /* no data, and the counts left as they were */
             d->totalNumPcs = 0;
             d->remainingNumPcs = 0;
-            d->totalSamples = c->total;
-            d->droppedSamples = c->dropped;
-            d->nonUsrKernelsTotalSamples = c->non_user;
             d->hardwareBufferFull = 1;
             r = CUPTI_ERROR_OUT_OF_MEMORY;
         } else {

@@ -612,6 +612,54 @@ static void disassemble_errors(void **state) {
     assert_non_null(strstr(why, "cannot create a temporary file in /nonexistent-gpufl-dir"));
 }
 
+/* One function alone: nvdisasm gets its symbol's index; the index is found
+ * in a real cubin's symbol table as readelf numbers it; a name the table
+ * lacks and a damaged table are refused before anything runs. */
+static void disassemble_one_function(void **state) {
+    (void)state;
+    char tmpdir[1200], record[1300], found[1200], why[256];
+    fake_setup("one", tmpdir, sizeof tmpdir);
+    snprintf(record, sizeof record, "%s/../record-one", tmpdir);
+    setenv("FAKE_NVDISASM_RECORD", record, 1);
+    assert_int_equal(gpufl__sass_find_nvdisasm(found, sizeof found, why, sizeof why), 0);
+    unsigned char cubin[512];
+    const char *const names[] = {"_Z1ff", "_Z6kernelPfi"};
+    size_t size = tu_fake_cubin(cubin, names, 2);
+    uint32_t index = 0;
+    assert_int_equal(gpufl__sass_symbol_index(cubin, size, "_Z6kernelPfi", &index), 0);
+    assert_int_equal(index, 2);
+    gpufl_sass_module_t *m = NULL;
+    assert_int_equal(
+        gpufl__sass_disassemble_function(found, cubin, size, "_Z6kernelPfi", &m, why, sizeof why),
+        0);
+    assert_non_null(gpufl__sass_find_function(m, "_Z6kernelPfi"));
+    gpufl__sass_module_free(m);
+    size_t len;
+    char *args = read_file(record, &len);
+    assert_non_null(strstr(args, "--cuda-function-index\n2\n"));
+    free(args);
+    assert_int_equal(
+        gpufl__sass_disassemble_function(found, cubin, size, "_Z7missingv", &m, why, sizeof why),
+        GPUFL_EFORMAT);
+    assert_non_null(strstr(why, "symbol table has no _Z7missingv"));
+    /* A section table pointing past the image. */
+    unsigned char bad[512];
+    memcpy(bad, cubin, sizeof bad);
+    bad[40] = 0xf0, bad[41] = 0xff;
+    assert_int_equal(gpufl__sass_symbol_index(bad, size, "_Z6kernelPfi", &index), GPUFL_EFORMAT);
+    for (size_t cut = 0; cut < size; cut += 7)
+        (void)gpufl__sass_symbol_index(cubin, cut, "_Z6kernelPfi", &index); /* never reads past */
+    unsetenv("FAKE_NVDISASM_RECORD");
+#ifdef GPUFL_SASS_CUBIN
+    if (exists(GPUFL_SASS_CUBIN)) {
+        char *real = read_file(GPUFL_SASS_CUBIN, &len);
+        assert_int_equal(gpufl__sass_symbol_index(real, len, "_Z5scalePfi", &index), 0);
+        assert_int_equal(index, 12); /* as readelf -s numbers it (nvcc 13.0) */
+        free(real);
+    }
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse_fixture),
@@ -622,6 +670,7 @@ int main(void) {
         cmocka_unit_test(cubin_arch_of_real_cubin),
         cmocka_unit_test_setup_teardown(find_nvdisasm, save_env, restore_env),
         cmocka_unit_test_setup_teardown(disassemble_with_fake, save_env, restore_env),
+        cmocka_unit_test_setup_teardown(disassemble_one_function, save_env, restore_env),
         cmocka_unit_test_setup_teardown(disassemble_errors, save_env, restore_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1256,25 +1256,6 @@ static void pc_sampling_unavailable_and_deep(void **state) {
     free_session(&d);
 }
 
-/* The header of a CUDA 13 sm_90 cubin (64 bytes, nothing after it): all the
- * fake nvdisasm needs, which prints tests/fixtures/sass/two_functions.txt. */
-static void cubin_header(unsigned char *b) {
-    memset(b, 0, 64);
-    memcpy(b,
-           "\x7f"
-           "ELF",
-           4);
-    b[4] = 2;                   /* 64-bit */
-    b[5] = 1;                   /* little endian */
-    b[6] = 1;                   /* version */
-    b[7] = 0x41;                /* CUDA's OS/ABI */
-    b[8] = 8;                   /* ABI version of CUDA 13 */
-    b[16] = 2;                  /* executable */
-    b[18] = 190;                /* EM_CUDA */
-    uint32_t flags = 0x9005a04; /* sm_90 */
-    for (int i = 0; i < 4; i++) b[48 + i] = (unsigned char)(flags >> (8 * i));
-}
-
 /* The `sass` record of a function, or NULL. */
 static json_t *sass_of(const session_t *s, const char *function) {
     for (size_t i = 0; i < s->device.n; i++) {
@@ -1300,14 +1281,15 @@ static void pc_samples_carry_their_sass(void **state) {
     gpufl_options_t o = pcs_options("pcs_sass");
     o.flush_interval_ms = 10;
     start(&o);
-    unsigned char cubin[64];
-    cubin_header(cubin);
+    /* A cubin of the fixture's two functions (the fake nvdisasm prints it). */
+    unsigned char cubin[512];
+    const char *const functions[] = {"_Z1ff", "_Z6kernelPfi"};
+    size_t size = tu_fake_cubin(cubin, functions, 2);
     CUpti_GetCubinCrcParams crc = {
-        .size = CUpti_GetCubinCrcParamsSize, .cubinSize = sizeof cubin, .cubin = cubin};
+        .size = CUpti_GetCubinCrcParamsSize, .cubinSize = size, .cubin = cubin};
     assert_int_equal(fake.cubin_crc(&crc), CUPTI_SUCCESS);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_MODULE_LOADED, CTX_A, cubin, sizeof cubin),
-                     1);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_MODULE_LOADED, CTX_A, cubin, size), 1);
     assert_int_equal(fake.pcs_add(CTX_A, crc.cubinCrc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
     assert_int_equal(fake.pcs_add(CTX_A, 0x999, "_Z5olderv", 0x10, R_MATH, 5), 0);
     let_collector_run();
@@ -1362,6 +1344,35 @@ static void pc_samples_carry_their_sass(void **state) {
     free_session(&d);
 }
 
+/* More PCs than one GetData call returns (2048): the drain goes on until
+ * CUPTI has none left, and the counts, which CUPTI reports for the whole
+ * hand-over in its first call, add up exactly. */
+static void pc_samples_past_one_buffer(void **state) {
+    (void)state;
+    fake.pcs_reset();
+    gpufl_options_t o = pcs_options("pcs_past_one_buffer");
+    o.flush_interval_ms = 10;
+    start(&o);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    for (uint64_t pc = 0; pc < 5000; pc++)
+        assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4widev", pc * 16, R_LONG_SB, 2), 0);
+    fake.pcs_count(CTX_A, 11, 3);
+    let_collector_run();
+    for (uint64_t pc = 0; pc < 100; pc++)
+        assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4widev", pc * 16, R_MATH, 1), 0);
+    stop();
+    session_t d = read_session();
+    assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4widev"), 10000);
+    assert_int_equal(samples_of(&d, 0x1234, MATH, "_Z4widev"), 100);
+    assert_int_equal(window_sum(&d, 0x1234, "samples"), 10000 + 100 + 11 + 3);
+    assert_int_equal(window_sum(&d, 0x1234, "recorded"), 10100);
+    assert_int_equal(window_sum(&d, 0x1234, "non_user"), 11);
+    assert_int_equal(window_sum(&d, 0x1234, "dropped"), 3);
+    assert_int_equal(pcs_stat(&d, "samples"), 10114);
+    assert_true(pcs_stat(&d, "drains") >= 3); /* 5000 PCs took three calls at least */
+    free_session(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rows_carry_the_scope_of_their_launch),
@@ -1387,6 +1398,7 @@ int main(void) {
         cmocka_unit_test(pc_sampling_refused),
         cmocka_unit_test(pc_sampling_unavailable_and_deep),
         cmocka_unit_test(pc_samples_carry_their_sass),
+        cmocka_unit_test(pc_samples_past_one_buffer),
     };
     return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
 }

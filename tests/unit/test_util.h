@@ -195,4 +195,47 @@ static inline void tu_capture_hook(gpufl_log_level_t level, const char *message,
     }
 }
 
+/* Writes into b (at least 512 bytes) the smallest cubin gpufl reads: a
+ * CUDA 13 sm_90 ELF header, a symbol table naming the n functions (symbol
+ * i + 1 is names[i]) and its string table; no code. Returns its size. */
+static inline size_t tu_fake_cubin(unsigned char *b, const char *const *names, size_t n) {
+    memset(b, 0, 512);
+    memcpy(b, "\x7f" "ELF", 4);
+    b[4] = 2, b[5] = 1, b[6] = 1, b[7] = 0x41, b[8] = 8; /* 64-bit LE, CUDA ABI 8 */
+    b[16] = 2, b[18] = 190;                               /* executable, EM_CUDA */
+    uint32_t flags = 0x9005a04;                           /* sm_90 */
+    for (int i = 0; i < 4; i++) b[48 + i] = (unsigned char)(flags >> (8 * i));
+    /* Strings at 64, symbols (24 bytes each, the first empty) after them,
+     * then three section headers (null, .symtab, .strtab) of 64 bytes. */
+    size_t str = 64, at = 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(names[i]) + 1;
+        memcpy(b + str + at, names[i], len);
+        at += len;
+    }
+    size_t sym = (str + at + 7) & ~(size_t)7, syms = (n + 1) * 24;
+    for (size_t i = 0, name = 1; i < n; i++) {
+        unsigned char *e = b + sym + (i + 1) * 24;
+        for (int k = 0; k < 4; k++) e[k] = (unsigned char)(name >> (8 * k));
+        e[4] = 0x12; /* global function */
+        name += strlen(names[i]) + 1;
+    }
+    size_t sh = (sym + syms + 7) & ~(size_t)7;
+    struct { uint32_t type, link; size_t off, size, entsize; } s[3] = {
+        {0, 0, 0, 0, 0}, {2, 2, sym, syms, 24}, {3, 0, str, at, 0}};
+    for (int k = 0; k < 3; k++) {
+        unsigned char *h = b + sh + (size_t)k * 64;
+        for (int j = 0; j < 4; j++) h[4 + j] = (unsigned char)(s[k].type >> (8 * j));
+        for (int j = 0; j < 8; j++) {
+            h[24 + j] = (unsigned char)((uint64_t)s[k].off >> (8 * j));
+            h[32 + j] = (unsigned char)((uint64_t)s[k].size >> (8 * j));
+            h[56 + j] = (unsigned char)((uint64_t)s[k].entsize >> (8 * j));
+        }
+        for (int j = 0; j < 4; j++) h[40 + j] = (unsigned char)(s[k].link >> (8 * j));
+    }
+    for (int j = 0; j < 8; j++) b[40 + j] = (unsigned char)((uint64_t)sh >> (8 * j));
+    b[58] = 64, b[60] = 3; /* e_shentsize, e_shnum */
+    return sh + 3 * 64;
+}
+
 #endif
