@@ -101,6 +101,10 @@ def session_stats(path):
     try:
         with open(os.path.join(path, "device.log")) as f:
             for line in f:
+                if '"type":"sass"' in line:
+                    out["sass"] = out.get("sass", 0) + 1
+                    out["sass_errors"] = out.get("sass_errors", 0) + ('"error"' in line)
+                    continue
                 if '"pc_sampling_stats"' in line or '"trace_stats"' in line or \
                         '"type":"pc_sampling"' in line:
                     rec = json.loads(line)
