@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gpu"))
 
 
 def child(workload, variant, log_dir):
+    t_start = time.time()
     g = None
     if variant != "untraced":
         import gpufl_ctypes
@@ -46,6 +47,7 @@ def child(workload, variant, log_dir):
                         pc_sampling_period=int(variant[3:]))
         if rc != 0:
             raise SystemExit(f"gpufl_init: {g.last_error()}")
+    t_init = time.time()
     import torch
     import torch.nn as nn
 
@@ -72,9 +74,11 @@ def child(workload, variant, log_dir):
             loss.backward()
             opt.step()
         warmup, steps, inner = 5, 30, 1
+    t_warm = time.time()
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
+    warmup_s = time.time() - t_warm
     times = []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(steps):
@@ -85,10 +89,13 @@ def child(workload, variant, log_dir):
         end.synchronize()
         times.append(start.elapsed_time(end) / inner)
     session = None
+    t_down = time.time()
     if g is not None:
         session = g.session_dir()
         g.shutdown()
     print(json.dumps({"workload": workload, "variant": variant, "step_ms": times,
+                      "init_s": round(t_init - t_start, 3), "warmup_s": round(warmup_s, 3),
+                      "shutdown_s": round(time.time() - t_down, 3),
                       "median_ms": statistics.median(times), "session": session,
                       "device": torch.cuda.get_device_name(0)}))
 
@@ -121,13 +128,14 @@ def main():
     ap.add_argument("--periods", default="16")
     ap.add_argument("--workloads", default="gemm,transformer")
     ap.add_argument("--markdown", default=None)
+    ap.add_argument("--log-root", default=None, help="where the sessions go (default: a temp dir)")
     ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "VARIANT", "LOG_DIR"))
     a = ap.parse_args()
     if a.child:
         child(*a.child)
         return 0
     variants = ["untraced", "trace"] + [f"pcs{p}" for p in a.periods.split(",") if p]
-    log_root = tempfile.mkdtemp(prefix="gpufl-pcs-overhead-")
+    log_root = a.log_root or tempfile.mkdtemp(prefix="gpufl-pcs-overhead-")
     runs = []
     for r in range(a.rounds):
         for w in a.workloads.split(","):

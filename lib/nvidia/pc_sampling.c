@@ -29,6 +29,10 @@
 #include <string.h>
 
 #define COLLECT_PCS 2048 /* PC records per GetData call */
+/* PC records the disable buffer holds: CUPTI discards what does not fit
+ * (measured: a training loop's last hand-over held ~6000 PCs), and its
+ * 1 MiB scratch buffer holds about 5500, so 8192 keeps them all. */
+#define FINAL_PCS 8192
 #define DRAIN_LOOPS 64   /* GetData calls per drain at most (2048 PCs each) */
 #define NAME_BYTES  CUPTI_STALL_REASON_STRING_SIZE
 
@@ -190,20 +194,20 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     return 0;
 }
 
-static CUpti_PCSamplingData *alloc_data(size_t reasons) {
+static CUpti_PCSamplingData *alloc_data(size_t reasons, size_t pcs) {
     CUpti_PCSamplingData *d = calloc(1, sizeof *d);
     if (d == NULL) return NULL;
     d->size = sizeof *d;
-    d->collectNumPcs = COLLECT_PCS;
-    d->pPcData = calloc(COLLECT_PCS, sizeof *d->pPcData);
-    CUpti_PCSamplingStallReason *all = calloc(COLLECT_PCS * (reasons ? reasons : 1), sizeof *all);
+    d->collectNumPcs = pcs;
+    d->pPcData = calloc(pcs, sizeof *d->pPcData);
+    CUpti_PCSamplingStallReason *all = calloc(pcs * (reasons ? reasons : 1), sizeof *all);
     if (d->pPcData == NULL || all == NULL) {
         free(d->pPcData);
         free(all);
         free(d);
         return NULL;
     }
-    for (size_t i = 0; i < COLLECT_PCS; i++) {
+    for (size_t i = 0; i < pcs; i++) {
         d->pPcData[i].size = sizeof d->pPcData[i];
         d->pPcData[i].stallReason = all + i * reasons;
     }
@@ -319,8 +323,8 @@ static int read_reasons(gpufl_pcs_t *p, pcs_ctx_t *x) {
 /* Continuous mode, parsed records, every reason, our period, and the
  * buffer CUPTI fills with what is pending when sampling is disabled. */
 static int configure(gpufl_pcs_t *p, pcs_ctx_t *x) {
-    x->drain_buf = alloc_data(x->reason_count);
-    x->final_buf = alloc_data(x->reason_count);
+    x->drain_buf = alloc_data(x->reason_count, COLLECT_PCS);
+    x->final_buf = alloc_data(x->reason_count, FINAL_PCS);
     if (x->drain_buf == NULL || x->final_buf == NULL) {
         snprintf(x->error, sizeof x->error, "out of memory for the sample buffers");
         return -1;
@@ -587,6 +591,10 @@ static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
     clear_counts(x->final_buf);
     disable(p, x);
     fold(p, x, x->final_buf);
+    if (x->final_buf->totalNumPcs >= x->final_buf->collectNumPcs)
+        gpufl__warn("pc sampling: context %u: the disable buffer was full (%zu PCs); CUPTI "
+                    "discarded the rest (counted in pc_window as samples not recorded)",
+                    x->id, x->final_buf->collectNumPcs);
     x->pcs_left = 0;
     x->state = CTX_GONE;
 }

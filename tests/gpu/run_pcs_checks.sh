@@ -55,6 +55,10 @@ if want fidelity; then
   kill $smi 2>/dev/null; wait $smi 2>/dev/null
   times=$(sed -n 's/.*"session":"\([^"]*\)".*/\1/p' "$out/pcs_kernels_trace.txt")
   clock=$(awk -F', ' '$2 > 90 {print $1}' "$out/clocks.csv" | sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : 0)}')
+  if [[ -z $clock || $clock == 0 ]]; then # the run was too short for a busy sample
+    clock=$(nvidia-smi --query-gpu=clocks.max.sm --format=csv,noheader,nounits | head -1)
+    echo "no busy clock sample: taking the maximum SM clock"
+  fi
   echo "median SM clock under load: $clock MHz"
   session=$(sed -n 's/.*"session":"\([^"]*\)".*/\1/p' "$out/pcs_kernels.txt")
   # ncu on the same program without gpufl: one launch of each kernel.
@@ -122,7 +126,9 @@ fi
 if want overhead; then
   echo "=== overhead"
   timeout 560 python3 bench/gpu/pcs_overhead.py --rounds "$rounds" --periods 16 \
+    --log-root "$out/overhead-logs" \
     --markdown "$out/overhead.md" > "$out/overhead.jsonl" 2> "$out/overhead.err"
+  tar -czf "$out/overhead-logs.tar.gz" -C "$out" overhead-logs && rm -rf "$out/overhead-logs"
   echo "overhead rc=$?"; cat "$out/overhead.md"; tail -3 "$out/overhead.err"
 fi
 exit $status
