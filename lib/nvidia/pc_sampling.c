@@ -27,13 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define COLLECT_PCS 2048 /* PC records per GetData call */
 /* PC records the disable buffer holds: CUPTI discards what does not fit
  * (measured: a training loop's last hand-over held ~6000 PCs), and its
  * 1 MiB scratch buffer holds about 5500, so 8192 keeps them all. */
-#define FINAL_PCS 8192
-#define DRAIN_LOOPS 64   /* GetData calls per drain at most (2048 PCs each) */
+#define FINAL_PCS   8192
+#define DRAIN_LOOPS 64 /* GetData calls per drain at most (2048 PCs each) */
 #define NAME_BYTES  CUPTI_STALL_REASON_STRING_SIZE
 
 typedef struct pcs_fn {
@@ -856,6 +857,20 @@ static void write_stats(gpufl_pcs_t *p) {
 
 void gpufl__pcs_finish(gpufl_pcs_t *p) {
     if (p == NULL) return;
+    /* What CUPTI still decodes is handed over at its next period: one
+     * drain, one wait, then the disable takes the rest (whatever does not
+     * fit its buffer is lost, and shows in pc_window). */
+    uint32_t wait_ms = 0;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ctx_count; i++) {
+        if (p->ctx[i].state != CTX_ON) continue;
+        drain(p, &p->ctx[i]);
+        if (p->ctx[i].sleep_ms + 20 > wait_ms) wait_ms = p->ctx[i].sleep_ms + 20;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (wait_ms > 1000) wait_ms = 1000;
+    struct timespec pause = {wait_ms / 1000, (long)(wait_ms % 1000) * 1000000L};
+    if (wait_ms) nanosleep(&pause, NULL);
     int64_t now = gpufl__mono_ns();
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->ctx_count; i++) {

@@ -870,27 +870,36 @@ static const char *first_line(char *err, size_t len) {
     return s;
 }
 
-static int disassemble(const char *nvdisasm, const void *cubin, size_t size, const char *function,
-                       gpufl_sass_module_t **out, char *why, size_t why_size);
+static int disassemble(const char *nvdisasm, const void *cubin, size_t size,
+                       const char *const *functions, size_t nfunctions, gpufl_sass_module_t **out,
+                       char *why, size_t why_size);
 
 int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size,
                             gpufl_sass_module_t **out, char *why, size_t why_size) {
-    return disassemble(nvdisasm, cubin, size, NULL, out, why, why_size);
+    return disassemble(nvdisasm, cubin, size, NULL, 0, out, why, why_size);
 }
 
 int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, size_t size,
                                      const char *function, gpufl_sass_module_t **out, char *why,
                                      size_t why_size) {
-    if (function == NULL) {
+    return gpufl__sass_disassemble_functions(nvdisasm, cubin, size, &function, 1, out, why,
+                                             why_size);
+}
+
+int gpufl__sass_disassemble_functions(const char *nvdisasm, const void *cubin, size_t size,
+                                      const char *const *functions, size_t n,
+                                      gpufl_sass_module_t **out, char *why, size_t why_size) {
+    if (functions == NULL || n == 0 || functions[0] == NULL) {
         if (out != NULL) *out = NULL;
         say(why, why_size, "no function name");
         return GPUFL_EINVAL;
     }
-    return disassemble(nvdisasm, cubin, size, function, out, why, why_size);
+    return disassemble(nvdisasm, cubin, size, functions, n, out, why, why_size);
 }
 
-static int disassemble(const char *nvdisasm, const void *cubin, size_t size, const char *function,
-                       gpufl_sass_module_t **out, char *why, size_t why_size) {
+static int disassemble(const char *nvdisasm, const void *cubin, size_t size,
+                       const char *const *functions, size_t nfunctions, gpufl_sass_module_t **out,
+                       char *why, size_t why_size) {
     if (out != NULL) *out = NULL;
     if (nvdisasm == NULL || cubin == NULL || out == NULL) {
         say(why, why_size, "no nvdisasm, cubin or place for the module");
@@ -901,14 +910,22 @@ static int disassemble(const char *nvdisasm, const void *cubin, size_t size, con
         say(why, why_size, "not a CUDA cubin (no 64-bit CUDA ELF header in %zu bytes)", size);
         return GPUFL_EFORMAT;
     }
-    char only[16] = "";
-    if (function != NULL) {
+    /* The symbols' indices, comma-separated; names the table lacks are
+     * left out (they are missing from the module, which the caller sees). */
+    char only[4096] = "";
+    size_t used = 0, found = 0;
+    for (size_t i = 0; i < nfunctions; i++) {
         uint32_t index;
-        if (gpufl__sass_symbol_index(cubin, size, function, &index) != 0) {
-            say(why, why_size, "the cubin's symbol table has no %.200s", function);
-            return GPUFL_EFORMAT;
-        }
-        snprintf(only, sizeof only, "%u", index);
+        if (functions[i] == NULL || gpufl__sass_symbol_index(cubin, size, functions[i], &index))
+            continue;
+        int n = snprintf(only + used, sizeof only - used, "%s%u", found ? "," : "", index);
+        if (n < 0 || (size_t)n >= sizeof only - used) break;
+        used += (size_t)n;
+        found++;
+    }
+    if (functions != NULL && found == 0) {
+        say(why, why_size, "the cubin's symbol table has no %.200s", functions[0]);
+        return GPUFL_EFORMAT;
     }
     char path[PATH_MAX] = "";
     int rc = write_temp(cubin, size, path, sizeof path, why, why_size);
@@ -922,7 +939,7 @@ static int disassemble(const char *nvdisasm, const void *cubin, size_t size, con
 
     int limit_ms = atomic_load(&timeout_ms);
     int64_t deadline = now_ms() + limit_ms;
-    if ((rc = spawn(nvdisasm, path, function ? only : NULL, &c, why, why_size)) != 0)
+    if ((rc = spawn(nvdisasm, path, functions ? only : NULL, &c, why, why_size)) != 0)
         goto remove_temp;
     rc = read_output(&c, o, deadline, limit_ms, why, why_size);
     close_fd(&c.out_fd);

@@ -99,6 +99,13 @@ int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, si
                                      const char *function, gpufl_sass_module_t **out, char *why,
                                      size_t why_size);
 
+/* As gpufl__sass_disassemble_function, for n functions of one cubin in one
+ * run of nvdisasm. Names the symbol table lacks are left out (and so are
+ * missing from the module); GPUFL_EFORMAT when it has none of them. */
+int gpufl__sass_disassemble_functions(const char *nvdisasm, const void *cubin, size_t size,
+                                      const char *const *functions, size_t n,
+                                      gpufl_sass_module_t **out, char *why, size_t why_size);
+
 /* The index of the symbol `name` in a cubin's ELF symbol table (what
  * nvdisasm's --cuda-function-index takes). Returns 0, or GPUFL_EFORMAT when
  * the image has no symbol table or no such symbol; never reads outside the

@@ -18,6 +18,8 @@
 #include <time.h>
 
 #define RECORD_INSTRUCTIONS_MAX 16384 /* a longer function's record is cut (`truncated`) */
+#define WORKERS                 3     /* nvdisasm runs at once, at most */
+#define BATCH_MAX               64    /* functions of one module per nvdisasm run */
 
 typedef struct cubin {
     struct cubin *next;
@@ -32,7 +34,8 @@ typedef struct job {
     uint64_t crc;
     char *function;
     uint32_t function_id;
-    gpufl_sass_module_t *module; /* set by the worker (owned); NULL with error */
+    gpufl_sass_module_t *module; /* set by the worker; NULL with error */
+    int owns_module;             /* the first job of a batch frees the batch's module */
     const gpufl_sass_function_t *fn;
     char error[240];
 } job_t;
@@ -43,8 +46,8 @@ struct gpufl_sass_log {
     size_t cap, kept;
     pthread_mutex_t lock;
     pthread_cond_t wake, done_cond;
-    pthread_t worker;
-    int worker_started, stopping, busy;
+    pthread_t workers[WORKERS];
+    int worker_count, stopping, busy;
     cubin_t *cubins;
     job_t *todo, **todo_tail, *done, **done_tail;
     gpufl_idmap_t wanted; /* (crc, function id) already asked for */
@@ -79,7 +82,7 @@ int gpufl__sass_log_create(gpufl_collector_t *collector, size_t cubin_cap_bytes,
 static void free_jobs(job_t *j) {
     while (j) {
         job_t *next = j->next;
-        gpufl__sass_module_free(j->module);
+        if (j->owns_module) gpufl__sass_module_free(j->module);
         free(j->function);
         free(j);
         j = next;
@@ -92,7 +95,7 @@ void gpufl__sass_log_destroy(gpufl_sass_log_t *s) {
     s->stopping = 1;
     pthread_cond_broadcast(&s->wake);
     pthread_mutex_unlock(&s->lock);
-    if (s->worker_started) pthread_join(s->worker, NULL);
+    for (int i = 0; i < s->worker_count; i++) pthread_join(s->workers[i], NULL);
     free_jobs(s->todo);
     free_jobs(s->done);
     for (cubin_t *c = s->cubins, *next; c; c = next) {
@@ -143,54 +146,81 @@ void gpufl__sass_log_add_cubin(gpufl_sass_log_t *s, uint64_t crc, const void *cu
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Worker, lock held on entry and exit: the SASS of job j's function alone
- * (nvdisasm restricted to its symbol: a library module of thousands of
- * kernels takes nvdisasm minutes whole), with the lock released. */
-static void resolve(gpufl_sass_log_t *s, job_t *j) {
-    cubin_t *c = find_cubin(s, j->crc);
-    if (c == NULL) {
-        snprintf(j->error, sizeof j->error,
-                 "its module was loaded before sampling started: the cubin was not captured");
-        return;
-    }
-    if (c->bytes == NULL) {
-        snprintf(j->error, sizeof j->error, "%s", c->error[0] ? c->error : "no cubin kept");
+/* Worker, lock held on entry and exit: the SASS of a batch of functions of
+ * one module (nvdisasm restricted to their symbols: a library module of
+ * thousands of kernels takes nvdisasm minutes whole), the lock released
+ * while nvdisasm runs. */
+static void resolve(gpufl_sass_log_t *s, job_t **batch, size_t n) {
+    cubin_t *c = find_cubin(s, batch[0]->crc);
+    const char *error = NULL;
+    if (c == NULL)
+        error = "its module was loaded before sampling started: the cubin was not captured";
+    else if (c->bytes == NULL)
+        error = c->error[0] ? c->error : "no cubin kept";
+    if (error != NULL) {
+        for (size_t i = 0; i < n; i++)
+            snprintf(batch[i]->error, sizeof batch[i]->error, "%s", error);
         return;
     }
     const unsigned char *bytes = c->bytes; /* kept until destroy */
     size_t size = c->size;
+    const char *names[BATCH_MAX];
+    for (size_t i = 0; i < n; i++) names[i] = batch[i]->function;
     pthread_mutex_unlock(&s->lock);
     gpufl_sass_module_t *m = NULL;
     char why[200] = "";
-    int rc = gpufl__sass_disassemble_function(s->nvdisasm, bytes, size, j->function, &m, why,
-                                              sizeof why);
+    int rc =
+        gpufl__sass_disassemble_functions(s->nvdisasm, bytes, size, names, n, &m, why, sizeof why);
     pthread_mutex_lock(&s->lock);
-    if (rc != 0) {
-        snprintf(j->error, sizeof j->error, "nvdisasm: %.200s", why);
-        return;
+    for (size_t i = 0; i < n; i++) {
+        job_t *j = batch[i];
+        if (rc != 0) {
+            snprintf(j->error, sizeof j->error, "nvdisasm: %.200s", why);
+            continue;
+        }
+        j->module = m;
+        j->owns_module = i == 0;
+        j->fn = gpufl__sass_find_function(m, j->function);
+        if (j->fn == NULL)
+            snprintf(j->error, sizeof j->error, "nvdisasm's output has no function %.160s",
+                     j->function);
     }
-    j->module = m;
-    j->fn = gpufl__sass_find_function(m, j->function);
-    if (j->fn == NULL)
-        snprintf(j->error, sizeof j->error, "nvdisasm's output has no function %.160s",
-                 j->function);
+}
+
+/* Lock held: takes the first waiting job and the others of its module. */
+static size_t take_batch(gpufl_sass_log_t *s, job_t **batch) {
+    size_t n = 0;
+    uint64_t crc = s->todo->crc;
+    for (job_t **at = &s->todo; *at != NULL && n < BATCH_MAX;) {
+        job_t *j = *at;
+        if (j->crc != crc) {
+            at = &j->next;
+            continue;
+        }
+        *at = j->next;
+        j->next = NULL;
+        batch[n++] = j;
+    }
+    s->todo_tail = &s->todo;
+    while (*s->todo_tail != NULL) s->todo_tail = &(*s->todo_tail)->next;
+    return n;
 }
 
 static void *worker_main(void *arg) {
     gpufl_sass_log_t *s = arg;
+    job_t *batch[BATCH_MAX];
     pthread_mutex_lock(&s->lock);
     for (;;) {
         while (s->todo == NULL && !s->stopping) pthread_cond_wait(&s->wake, &s->lock);
         if (s->stopping) break;
-        job_t *j = s->todo;
-        s->todo = j->next;
-        if (s->todo == NULL) s->todo_tail = &s->todo;
-        j->next = NULL;
-        s->busy = 1;
-        resolve(s, j);
-        s->busy = 0;
-        *s->done_tail = j;
-        s->done_tail = &j->next;
+        size_t n = take_batch(s, batch);
+        s->busy++;
+        resolve(s, batch, n);
+        s->busy--;
+        for (size_t i = 0; i < n; i++) { /* the batch stays together: its module is shared */
+            *s->done_tail = batch[i];
+            s->done_tail = &batch[i]->next;
+        }
         pthread_cond_broadcast(&s->done_cond);
     }
     pthread_mutex_unlock(&s->lock);
@@ -210,13 +240,12 @@ void gpufl__sass_log_want(gpufl_sass_log_t *s, uint64_t crc, const char *functio
     j->crc = crc;
     j->function_id = function_id;
     pthread_mutex_lock(&s->lock);
-    if (!s->worker_started && !s->stopping) {
-        if (pthread_create(&s->worker, NULL, worker_main, s) == 0)
-            s->worker_started = 1;
-        else
-            snprintf(j->error, sizeof j->error, "cannot start the disassembly thread");
-    }
-    if (s->worker_started) {
+    while (s->worker_count < WORKERS && !s->stopping &&
+           pthread_create(&s->workers[s->worker_count], NULL, worker_main, s) == 0)
+        s->worker_count++;
+    if (s->worker_count == 0)
+        snprintf(j->error, sizeof j->error, "cannot start the disassembly threads");
+    if (s->worker_count > 0) {
         *s->todo_tail = j;
         s->todo_tail = &j->next;
         pthread_cond_signal(&s->wake);
