@@ -642,6 +642,14 @@ static void disassemble_one_function(void **state) {
         gpufl__sass_disassemble_function(found, cubin, size, "_Z7missingv", &m, why, sizeof why),
         GPUFL_EFORMAT);
     assert_non_null(strstr(why, "symbol table has no _Z7missingv"));
+    /* Several functions of one module in one run; a name the table lacks is left out. */
+    const char *const several[] = {"_Z6kernelPfi", "_Z7missingv", "_Z1ff"};
+    assert_int_equal(
+        gpufl__sass_disassemble_functions(found, cubin, size, several, 3, &m, why, sizeof why), 0);
+    gpufl__sass_module_free(m);
+    args = read_file(record, &len);
+    assert_non_null(strstr(args, "--cuda-function-index\n2,1\n"));
+    free(args);
     /* A section table pointing past the image. */
     unsigned char bad[512];
     memcpy(bad, cubin, sizeof bad);
