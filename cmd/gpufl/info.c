@@ -10,11 +10,13 @@
 #if GPUFL_HAVE_CUPTI
 #include "nvidia/cuda.h"
 #include "nvidia/cupti.h"
+#include "nvidia/sass.h"
 #endif
 
 #include <gpufl/gpufl.h>
 
 #include <stdio.h>
+#include <string.h>
 
 static void heading(const char *text) {
     printf("%s%s%s\n", cli_bold(stdout), text, cli_reset(stdout));
@@ -49,6 +51,9 @@ static int show_nvml(void) {
     return 1;
 }
 
+/* Whether this CUPTI has the PC Sampling API; where nvdisasm is for SASS. */
+static char pcs_state[512] = "no: needs CUPTI";
+
 /* Says what the Trace engine lacks besides NVML: "" when CUPTI and libcuda loaded. */
 static const char *show_trace_libraries(void) {
 #if GPUFL_HAVE_CUPTI
@@ -59,6 +64,15 @@ static const char *show_trace_libraries(void) {
     if (gpufl__cupti_open(NULL, &cupti, why, sizeof why) == 0) {
         unsigned v = gpufl__cupti_api_version(cupti);
         printf("  library: %s, API version %u\n", gpufl__cupti_library(cupti), v);
+        char nvdisasm[1024], sass_why[256];
+        int have_sass =
+            gpufl__sass_find_nvdisasm(nvdisasm, sizeof nvdisasm, sass_why, sizeof sass_why) == 0;
+        if (gpufl__cupti_symbol(cupti, "cuptiPCSamplingEnable") == NULL)
+            snprintf(pcs_state, sizeof pcs_state, "no: %s lacks the PC Sampling API",
+                     gpufl__cupti_library(cupti));
+        else
+            snprintf(pcs_state, sizeof pcs_state, "yes (SASS: %.400s)",
+                     have_sass ? nvdisasm : sass_why);
     } else {
         printf("  CUPTI: not available: %s\n", *why ? why : "unknown reason");
     }
@@ -101,6 +115,10 @@ int cli_info(int argc, char **argv) {
     else
         printf("  Trace: no: lacks %s%s%s\n", nvml ? "" : "NVML", nvml || !*trace_lacks ? "" : ", ",
                trace_lacks);
-    printf("  PcSampling/SassMetrics/RangeProfiler/Deep: not built yet (run as Trace)\n");
+    printf("  PcSampling: %s\n", nvml && !*trace_lacks ? pcs_state : "no: needs Trace");
+    printf("  Deep: %s\n", nvml && !*trace_lacks && strncmp(pcs_state, "yes", 3) == 0
+                              ? "runs as PcSampling (its SASS metrics are not built yet)"
+                              : "no: needs PcSampling");
+    printf("  SassMetrics/RangeProfiler: not built yet (run as Trace)\n");
     return CLI_OK;
 }

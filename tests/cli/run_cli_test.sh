@@ -107,7 +107,8 @@ has out "NVML: not available: "
 has out "libcuda: not available: "
 has out "Monitor: host metrics only"
 has out "Trace: no: lacks NVML"
-has out "PcSampling/SassMetrics/RangeProfiler/Deep: not built yet (run as Trace)"
+has out "PcSampling: no: needs Trace"
+has out "SassMetrics/RangeProfiler: not built yet (run as Trace)"
 hasnt out $'\033'
 
 # insights: the findings of a session, as text or JSON (docs/insights.md).
