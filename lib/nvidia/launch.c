@@ -35,7 +35,8 @@ enum call_kind {
     CALL_SYNC_CONTEXT /* cuCtxSynchronize: type 4 */
 };
 
-#define CBIDS 4096
+#define CBIDS         4096
+#define SEEN_CONTEXTS 8 /* contexts a thread remembers having launched on */
 
 /* One note; corr is also its version: 0 while being written. */
 typedef struct note {
@@ -157,8 +158,9 @@ typedef struct thread_state {
     uint64_t external_generation; /* of the module the two counts below are for */
     uint32_t external_empty;      /* launches in a row with no external id found */
     uint32_t external_skipped;    /* launches not looked at since the last look */
-    void *seen_context;           /* the context of this thread's last launch */
-    uint64_t seen_generation;     /* of the module that saw it */
+    void *seen[SEEN_CONTEXTS];    /* contexts this thread launched on, handed to the hooks */
+    uint64_t seen_generation;     /* of the module the set is for */
+    unsigned seen_next;           /* the entry replaced next when the set is full */
     cached_t cache[CACHE];
 } thread_state_t;
 
@@ -444,14 +446,20 @@ static int external_id(gpufl_launch_t *l, thread_state_t *state, uint32_t *kind,
 }
 
 /* The first launch this thread makes on a context (per module): the
- * hooks hear of it, so that contexts made before the session are found. */
+ * hooks hear of it, so that contexts made before the session are found. A
+ * small set per thread, so that a thread driving several GPUs in turn does
+ * not call the hook at every launch; the hook's 0 (busy) means ask again. */
 static void see_context(gpufl_launch_t *l, thread_state_t *state, void *context) {
     const gpufl_launch_hooks_t *h = atomic_load_explicit(&l->hooks, memory_order_acquire);
     if (h == NULL || h->context_seen == NULL || state == NULL || context == NULL) return;
-    if (state->seen_context == context && state->seen_generation == l->generation) return;
-    state->seen_context = context; /* first: the hook's own calls must not come back here */
-    state->seen_generation = l->generation;
-    h->context_seen(h->user, context);
+    if (state->seen_generation != l->generation) {
+        memset(state->seen, 0, sizeof state->seen);
+        state->seen_generation = l->generation;
+    }
+    for (int i = 0; i < SEEN_CONTEXTS; i++)
+        if (state->seen[i] == context) return;
+    if (h->context_seen(h->user, context))
+        state->seen[state->seen_next++ % SEEN_CONTEXTS] = context;
 }
 
 static void on_call(void *user, int domain, uint32_t cbid, const void *data) {

@@ -165,7 +165,7 @@ void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out);
  * gpufl__launch_destroy; set them once, before the callbacks matter. */
 typedef struct gpufl_launch_hooks {
     void (*resource)(void *user, uint32_t cbid, const void *resource_data);
-    void (*context_seen)(void *user, void *context);
+    int (*context_seen)(void *user, void *context); /* 0: busy, call again later */
     void *user;
 } gpufl_launch_hooks_t;
 void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hooks);

@@ -7,7 +7,7 @@
  * Why these settings (measured on an H100, docs/design/pc-sampling.md):
  * period 2^16 cycles per SM keeps every sample in continuous collection
  * (CUPTI's own default, 2^11, filled its hardware buffer within 1.6 s and
- * lost data without counting it as dropped); GetData every 20 ms; only the
+ * lost data without counting it as dropped); GetData every 100 ms; only the
  * plain stall reasons are kept, since CUPTI also lists a total, a dropped
  * count and a `_not_issued` twin of each reason.
  */
@@ -24,6 +24,7 @@
 #include <cupti_pcsampling.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ typedef struct pcs_fn {
 /* Counters of one window (or of the session, for the totals). */
 typedef struct pcs_counts {
     uint64_t drains, samples, recorded, non_user, dropped, buffer_full;
+    uint64_t lost; /* in records CUPTI gave but gpufl could not keep (no memory) */
 } pcs_counts_t;
 
 enum ctx_state { CTX_FREE = 0, CTX_ON, CTX_FAILED, CTX_GONE };
@@ -97,7 +99,6 @@ struct gpufl_pcs {
     int ctx_count;
     agg_t *agg;
     size_t agg_slots, agg_count;
-    uint64_t agg_lost; /* samples not kept: no memory to grow the table */
     int64_t next_drain_ns, window_end_ns, last_drain_ns;
     gpufl_idmap_t names;      /* CUPTI's function name pointer -> dict id */
     gpufl_idmap_t demangled;  /* dict id -> dict id of the demangled name */
@@ -110,7 +111,10 @@ struct gpufl_pcs {
     gpufl_sass_log_t *sass; /* NULL: no SASS records (sass_why says why) */
     char sass_why[200];
     uint64_t rows_written, errors, contexts;
-    int warned_full, warned_dropped;
+    uint64_t errors_reported; /* errors already written as events */
+    char last_error[240];     /* the latest failed call, for the event */
+    int warned_full, warned_dropped, warned_table;
+    _Atomic int finished; /* finish ran: callbacks that come later are ignored */
 };
 
 static const gpufl_col_def_t sample_cols[] = {
@@ -121,12 +125,18 @@ static const gpufl_col_def_t window_cols[] = {
     {"t0_ns", GPUFL_COL_INT},    {"t1_ns", GPUFL_COL_INT},   {"context", GPUFL_COL_INT},
     {"drains", GPUFL_COL_INT},   {"samples", GPUFL_COL_INT}, {"recorded", GPUFL_COL_INT},
     {"non_user", GPUFL_COL_INT}, {"dropped", GPUFL_COL_INT}, {"buffer_full", GPUFL_COL_INT},
-    {"pcs_left", GPUFL_COL_INT}};
+    {"pcs_left", GPUFL_COL_INT}, {"lost", GPUFL_COL_INT}};
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
 /* ---------------------------------------------------------------------- */
 /* CUPTI calls                                                              */
 /* ---------------------------------------------------------------------- */
+
+/* Lock held. A failed call, counted and kept for the collector's event. */
+static void note_error(gpufl_pcs_t *p, const char *message) {
+    p->errors++;
+    snprintf(p->last_error, sizeof p->last_error, "%s", message);
+}
 
 static void explain(const gpufl_pcs_t *p, CUptiResult r, const char *what, char *out, size_t size) {
     const char *text = NULL;
@@ -222,18 +232,23 @@ static void free_data(CUpti_PCSamplingData *d) {
     free(d);
 }
 
+/* The sample buffers (megabytes): not needed once a context stopped. */
+static void free_buffers(pcs_ctx_t *x) {
+    free_data(x->drain_buf);
+    free_data(x->final_buf);
+    x->drain_buf = x->final_buf = NULL;
+}
+
 static void free_ctx(pcs_ctx_t *x) {
     free(x->reason_index);
     free(x->reason_name);
     free(x->reason_plain);
     free(x->reason_dict);
-    free_data(x->drain_buf);
-    free_data(x->final_buf);
     x->reason_index = NULL;
     x->reason_name = NULL;
     x->reason_plain = NULL;
     x->reason_dict = NULL;
-    x->drain_buf = x->final_buf = NULL;
+    free_buffers(x);
 }
 
 /* A plain stall reason: not CUPTI's total, its dropped count, nor the
@@ -370,10 +385,9 @@ static void disable(gpufl_pcs_t *p, pcs_ctx_t *x) {
     prm.ctx = x->ctx;
     CUptiResult r = p->fn.disable(&prm);
     if (r != CUPTI_SUCCESS) {
-        p->errors++;
         char msg[200];
         explain(p, r, "cuptiPCSamplingDisable", msg, sizeof msg);
-        gpufl__debug("pc sampling: %s", msg);
+        note_error(p, msg);
     }
 }
 
@@ -388,20 +402,33 @@ static pcs_ctx_t *slot_of(gpufl_pcs_t *p, CUcontext ctx, int *fresh) {
     return &p->ctx[p->ctx_count++];
 }
 
-static void start_context(gpufl_pcs_t *p, CUcontext ctx, int late) {
-    pthread_mutex_lock(&p->lock);
+/* Enables sampling on ctx unless it is known. With try set (a launch, on
+ * the application's hot path) a busy lock is not waited for: returns 0 and
+ * the next launch tries again; else returns 1. */
+static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
+    if (atomic_load(&p->finished)) return 1;
+    if (try) {
+        if (pthread_mutex_trylock(&p->lock) != 0) return 0;
+    } else {
+        pthread_mutex_lock(&p->lock);
+    }
+    if (atomic_load(&p->finished)) { /* finish ran while this thread waited */
+        pthread_mutex_unlock(&p->lock);
+        return 1;
+    }
     int fresh;
     pcs_ctx_t *x = slot_of(p, ctx, &fresh);
-    if (x == NULL) {
-        p->errors++;
+    if (x == NULL || !fresh) {
+        int first_overflow = x == NULL && !p->warned_table;
+        if (first_overflow) {
+            p->warned_table = 1;
+            note_error(p, "more than 64 CUDA contexts in the session: the others are not sampled");
+        }
         pthread_mutex_unlock(&p->lock);
-        gpufl__warn("pc sampling: more than %d CUDA contexts; the others are not sampled",
-                    GPUFL_PCS_CONTEXTS_MAX);
-        return;
-    }
-    if (!fresh) {
-        pthread_mutex_unlock(&p->lock);
-        return;
+        if (first_overflow)
+            gpufl__warn("pc sampling: more than %d CUDA contexts; the others are not sampled",
+                        GPUFL_PCS_CONTEXTS_MAX);
+        return 1;
     }
     memset(x, 0, sizeof *x);
     x->ctx = ctx;
@@ -423,21 +450,24 @@ static void start_context(gpufl_pcs_t *p, CUcontext ctx, int late) {
         p->contexts++;
     }
     if (x->state == CTX_FAILED) {
-        p->errors++;
+        note_error(p, x->error);
         free_ctx(x);
     }
     x->window_t0 = gpufl__collector_session_ns(p->collector, x->started_ns);
+    char error[sizeof x->error];
+    uint32_t id = x->id;
+    snprintf(error, sizeof error, "%s", x->state == CTX_FAILED ? x->error : "");
     pthread_mutex_unlock(&p->lock);
-    if (x->state == CTX_FAILED)
-        gpufl__warn("pc sampling: not sampling context %u: %s", x->id, x->error);
+    if (error[0]) gpufl__warn("pc sampling: not sampling context %u: %s", id, error);
+    return 1;
 }
 
 void gpufl__pcs_context_created(gpufl_pcs_t *p, void *context) {
-    if (p && context) start_context(p, (CUcontext)context, 0);
+    if (p && context) start_context(p, (CUcontext)context, 0, 0);
 }
 
-void gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context) {
-    if (p && context) start_context(p, (CUcontext)context, 1);
+int gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context) {
+    return p && context ? start_context(p, (CUcontext)context, 1, 1) : 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -468,24 +498,23 @@ static int agg_grow(gpufl_pcs_t *p) {
     return 0;
 }
 
-static void agg_add(gpufl_pcs_t *p, uint16_t ctx, uint64_t crc, const char *f, uint64_t pc,
-                    uint32_t reason_pos, uint64_t n) {
-    if ((p->agg_count + 1) * 4 > p->agg_slots * 3 && agg_grow(p) != 0) {
-        p->agg_lost += n;
-        return;
-    }
+/* Returns 0, or -1 when the table could not grow (the caller counts the
+ * samples as lost). */
+static int agg_add(gpufl_pcs_t *p, uint16_t ctx, uint64_t crc, const char *f, uint64_t pc,
+                   uint32_t reason_pos, uint64_t n) {
+    if ((p->agg_count + 1) * 4 > p->agg_slots * 3 && agg_grow(p) != 0) return -1;
     size_t mask = p->agg_slots - 1, j = hash_key(crc, pc, f, reason_pos, ctx) & mask;
     for (;; j = (j + 1) & mask) {
         agg_t *e = &p->agg[j];
         if (e->function == NULL) {
             *e = (agg_t){crc, pc, n, f, reason_pos, ctx};
             p->agg_count++;
-            return;
+            return 0;
         }
         if (e->function == f && e->crc == crc && e->pc == pc && e->reason_pos == reason_pos &&
             e->ctx == ctx) {
             e->samples += n;
-            return;
+            return 0;
         }
     }
 }
@@ -540,9 +569,11 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
             const CUpti_PCSamplingStallReason *s = &pc->stallReason[r];
             int pos = reason_pos(x, s->pcSamplingStallReasonIndex);
             if (pos < 0 || !x->reason_plain[pos] || s->samples == 0) continue;
-            agg_add(p, slot, pc->cubinCrc, pc->functionName, pc->pcOffset, (uint32_t)pos,
-                    s->samples);
-            x->window.recorded += s->samples;
+            if (agg_add(p, slot, pc->cubinCrc, pc->functionName, pc->pcOffset, (uint32_t)pos,
+                        s->samples) == 0)
+                x->window.recorded += s->samples;
+            else
+                x->window.lost += s->samples;
         }
     }
 }
@@ -564,10 +595,9 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
             break;
         }
         if (r != CUPTI_SUCCESS) {
-            p->errors++;
             char msg[200];
             explain(p, r, "cuptiPCSamplingGetData", msg, sizeof msg);
-            gpufl__debug("pc sampling: context %u: %s", x->id, msg);
+            note_error(p, msg);
             break;
         }
         uint64_t before = x->window.recorded;
@@ -592,27 +622,36 @@ static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
     clear_counts(x->final_buf);
     disable(p, x);
     fold(p, x, x->final_buf);
-    if (x->final_buf->totalNumPcs >= x->final_buf->collectNumPcs)
-        gpufl__warn("pc sampling: context %u: the disable buffer was full (%zu PCs); CUPTI "
-                    "discarded the rest (counted in pc_window as samples not recorded)",
-                    x->id, x->final_buf->collectNumPcs);
+    if (x->final_buf->totalNumPcs >= x->final_buf->collectNumPcs) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "context %u: the disable buffer was full (%zu PCs); CUPTI discarded the rest "
+                 "(in pc_window: samples not recorded)",
+                 x->id, x->final_buf->collectNumPcs);
+        note_error(p, msg);
+    }
+    free_buffers(x);
     x->pcs_left = 0;
     x->state = CTX_GONE;
 }
 
 void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
-    if (p == NULL) return;
+    if (p == NULL || atomic_load(&p->finished)) return;
     pthread_mutex_lock(&p->lock);
-    for (int i = 0; i < p->ctx_count; i++)
-        if (p->ctx[i].ctx == (CUcontext)context && p->ctx[i].state == CTX_ON)
-            stop_context(p, &p->ctx[i]);
+    for (int i = 0; i < p->ctx_count; i++) {
+        pcs_ctx_t *x = &p->ctx[i];
+        if (x->ctx != (CUcontext)context) continue;
+        if (x->state == CTX_ON) stop_context(p, x);
+        if (x->state == CTX_FAILED) x->state = CTX_GONE; /* a new context there is tried */
+    }
     pthread_mutex_unlock(&p->lock);
 }
 
 /* The module's cubin, kept for its SASS under the CRC PC records carry. */
 void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size) {
     (void)context;
-    if (p == NULL || p->sass == NULL || cubin == NULL || size == 0) return;
+    if (p == NULL || p->sass == NULL || cubin == NULL || size == 0 || atomic_load(&p->finished))
+        return;
     CUpti_GetCubinCrcParams prm = {.size = CUpti_GetCubinCrcParamsSize};
     prm.cubinSize = size;
     prm.cubin = cubin;
@@ -623,7 +662,7 @@ void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, 
 /* PCs of a module unloaded and another loaded in its place must not mix:
  * what CUPTI has of the old one is taken first. */
 void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context) {
-    if (p == NULL) return;
+    if (p == NULL || atomic_load(&p->finished)) return;
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->ctx_count; i++)
         if (p->ctx[i].ctx == (CUcontext)context) drain(p, &p->ctx[i]);
@@ -651,7 +690,9 @@ static void on_resource(void *user, uint32_t cbid, const void *data) {
     }
 }
 
-static void on_context_seen(void *user, void *context) { gpufl__pcs_context_seen(user, context); }
+static int on_context_seen(void *user, void *context) {
+    return gpufl__pcs_context_seen(user, context);
+}
 
 const gpufl_launch_hooks_t *gpufl__pcs_hooks(gpufl_pcs_t *p) {
     p->hooks = (gpufl_launch_hooks_t){on_resource, on_context_seen, p};
@@ -724,10 +765,12 @@ static uint32_t function_id(gpufl_pcs_t *p, const char *name) {
     return id;
 }
 
-static void add_row(gpufl_pcs_t *p, gpufl_batch_t *b, const int64_t *v, int n) {
+/* Returns 0, or -1 when the batch had no room (the caller counts the loss). */
+static int add_row(gpufl_pcs_t *p, gpufl_batch_t *b, const int64_t *v, int n) {
     gpufl_cell_t *r = gpufl__batch_next(b, device_log(p), gpufl__collector_dict(p->collector));
-    if (r == NULL) return;
+    if (r == NULL) return -1;
     for (int i = 0; i < n; i++) r[i].i = v[i];
+    return 0;
 }
 
 /* Lock held. Turns the window's table into rows, and one pc_window row per
@@ -755,8 +798,12 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
                        (int64_t)e->pc,
                        x->reason_dict[e->reason_pos],
                        (int64_t)e->samples};
-        add_row(p, &p->rows, v, NCOLS(v));
-        p->rows_written++;
+        if (add_row(p, &p->rows, v, NCOLS(v)) == 0) {
+            p->rows_written++;
+        } else {
+            x->window.recorded -= e->samples;
+            x->window.lost += e->samples;
+        }
     }
     if (p->agg_count) memset(p->agg, 0, p->agg_slots * sizeof *p->agg);
     p->agg_count = 0;
@@ -773,7 +820,8 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
                        (int64_t)w->non_user,
                        (int64_t)w->dropped,
                        (int64_t)w->buffer_full,
-                       (int64_t)x->pcs_left};
+                       (int64_t)x->pcs_left,
+                       (int64_t)w->lost};
         add_row(p, &p->windows, v, NCOLS(v));
         p->total.drains += w->drains;
         p->total.samples += w->samples;
@@ -781,6 +829,7 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         p->total.non_user += w->non_user;
         p->total.dropped += w->dropped;
         p->total.buffer_full += w->buffer_full;
+        p->total.lost += w->lost;
         if (w->buffer_full && !p->warned_full) {
             p->warned_full = 1;
             char msg[240];
@@ -806,10 +855,22 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
     }
 }
 
+/* Lock held: failed calls since the last pass, as one event with the
+ * latest message and the running count. */
+static void report_errors(gpufl_pcs_t *p) {
+    if (p->errors == p->errors_reported) return;
+    char msg[320];
+    snprintf(msg, sizeof msg, "PC sampling: %s (%llu failed calls so far)", p->last_error,
+             (unsigned long long)p->errors);
+    p->errors_reported = p->errors;
+    gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_sampling_error", msg);
+}
+
 void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
     if (p == NULL) return;
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->ctx_count; i++) announce(p, &p->ctx[i]);
+    report_errors(p);
     if (now_ns >= p->next_drain_ns) {
         for (int i = 0; i < p->ctx_count; i++) drain(p, &p->ctx[i]);
         p->last_drain_ns = now_ns;
@@ -840,11 +901,21 @@ static void write_stats(gpufl_pcs_t *p) {
     struct {
         const char *key;
         uint64_t value;
-    } v[] = {{"contexts", s.contexts},       {"drains", s.drains},
-             {"samples", s.samples},         {"recorded", s.recorded},
-             {"non_user", s.non_user},       {"dropped", s.dropped},
-             {"buffer_full", s.buffer_full}, {"rows", s.rows},
-             {"functions", s.functions},     {"errors", s.errors}};
+    } v[] = {{"contexts", s.contexts},
+             {"drains", s.drains},
+             {"samples", s.samples},
+             {"recorded", s.recorded},
+             {"non_user", s.non_user},
+             {"dropped", s.dropped},
+             {"buffer_full", s.buffer_full},
+             {"rows", s.rows},
+             {"functions", s.functions},
+             {"errors", s.errors},
+             {"lost", s.lost},
+             {"cubins", s.cubins},
+             {"cubins_over_cap", s.cubins_skipped},
+             {"sass_functions", s.sass_functions},
+             {"sass_failed", s.sass_failed}};
     gpufl_writer_t *f = device_log(p);
     pthread_mutex_lock(&f->lock);
     gpufl_buf_t *b = gpufl__writer_record(f, "pc_sampling_stats");
@@ -862,6 +933,7 @@ void gpufl__pcs_finish(gpufl_pcs_t *p) {
      * fit its buffer is lost, and shows in pc_window). */
     uint32_t wait_ms = 0;
     pthread_mutex_lock(&p->lock);
+    atomic_store(&p->finished, 1); /* callbacks from now on find nothing to do */
     for (int i = 0; i < p->ctx_count; i++) {
         if (p->ctx[i].state != CTX_ON) continue;
         drain(p, &p->ctx[i]);
@@ -879,13 +951,11 @@ void gpufl__pcs_finish(gpufl_pcs_t *p) {
     }
     p->last_drain_ns = now;
     close_window(p, now);
+    report_errors(p);
     pthread_mutex_unlock(&p->lock);
     gpufl__pcs_flush(p);
     gpufl__sass_log_finish(p->sass, GPUFL_SASS_LOG_FINISH_NS);
     write_stats(p);
-    if (p->agg_lost)
-        gpufl__warn("pc sampling: %llu samples not kept (out of memory)",
-                    (unsigned long long)p->agg_lost);
 }
 
 uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context) {
@@ -929,10 +999,17 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->non_user = p->total.non_user;
     out->dropped = p->total.dropped;
     out->buffer_full = p->total.buffer_full;
+    out->lost = p->total.lost;
     out->rows = p->rows_written;
     out->functions = p->functions.count;
     out->errors = p->errors;
     pthread_mutex_unlock(&p->lock);
+    gpufl_sass_log_stats_t ss;
+    gpufl__sass_log_stats(p->sass, &ss);
+    out->cubins = ss.cubins;
+    out->cubins_skipped = ss.cubins_over_cap;
+    out->sass_functions = ss.records;
+    out->sass_failed = ss.errors;
 }
 
 void gpufl__pcs_destroy(gpufl_pcs_t *p) {

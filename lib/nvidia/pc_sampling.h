@@ -8,7 +8,7 @@
  * - The PC Sampling functions come from the libcupti the Trace engine
  *   opened (gpufl__cupti_symbol); a CUPTI without them makes create fail with
  *   a reason, and the engine stays at Trace.
- * - Contexts are found three ways, each enabling sampling once per context:
+ * - Contexts are found two ways, each enabling sampling once per context:
  *   the context-created resource callback (before its first kernel), and,
  *   for contexts that existed before init, the first launch gpufl sees on
  *   them (`late`: enabling then costs CUPTI about 0.1 s plus a one-time
@@ -16,8 +16,11 @@
  * - Threads: the context and module entry points run on application
  *   threads inside CUPTI callbacks; poll, flush and finish on the collector
  *   thread. One mutex guards CUPTI's PC sampling calls and the tables; the
- *   application takes it only when a context or module comes or goes, never
- *   per launch.
+ *   application takes it only when a context or module comes or goes; a
+ *   thread's first launch on a context only tries it (a busy lock defers to
+ *   the next launch), so no launch waits on the collector.
+ * - After finish, the callbacks (which CUPTI delivers until the subscription
+ *   ends, later in shutdown) find nothing to do.
  * - Nothing is lost silently: CUPTI's dropped samples, drains that found the
  *   hardware buffer full and failed calls are counted in the log.
  */
@@ -45,8 +48,8 @@ typedef struct gpufl_pcs_config {
 } gpufl_pcs_config_t;
 
 typedef struct gpufl_pcs_stats {
-    uint64_t contexts, drains, samples, recorded, non_user, dropped, buffer_full, rows, functions,
-        errors;
+    uint64_t contexts, drains, samples, recorded, non_user, dropped, buffer_full, lost, rows,
+        functions, errors;
     uint64_t cubins, cubins_skipped, sass_functions, sass_failed;
 } gpufl_pcs_stats_t;
 
@@ -63,7 +66,9 @@ const gpufl_launch_hooks_t *gpufl__pcs_hooks(gpufl_pcs_t *p);
 
 /* Application threads, inside CUPTI callbacks. context is a CUcontext. */
 void gpufl__pcs_context_created(gpufl_pcs_t *p, void *context);
-void gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context); /* a launch on it */
+/* A launch on it: returns 1 when the context is handled (or known), 0 when
+ * the engine was busy and the next launch should try again. Never waits. */
+int gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context);
 void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context);
 void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size);
 void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);

@@ -785,17 +785,29 @@ typedef struct output {
     size_t err_len;
 } output_t;
 
-/* Reads the child's stdout and stderr to their ends, or until the deadline. */
-static int read_output(child_t *c, output_t *o, int64_t deadline, int limit_ms, char *why,
-                       size_t why_size) {
+/* Bumped by gpufl__sass_cancel_running: runs begun before stop. */
+static atomic_uint cancel_generation;
+
+void gpufl__sass_cancel_running(void) { atomic_fetch_add(&cancel_generation, 1); }
+
+#define CANCEL_CHECK_MS 100 /* how soon a running nvdisasm notices a cancel */
+
+/* Reads the child's stdout and stderr to their ends, or until the deadline
+ * or a cancel. */
+static int read_output(child_t *c, output_t *o, int64_t deadline, int limit_ms, unsigned gen,
+                       char *why, size_t why_size) {
     while (c->out_fd >= 0 || c->err_fd >= 0) {
         int64_t left = deadline - now_ms();
         if (left <= 0) {
             say(why, why_size, "nvdisasm timed out after %d ms", limit_ms);
             return GPUFL_EIO;
         }
+        if (atomic_load(&cancel_generation) != gen) {
+            say(why, why_size, "cancelled: the session ended while nvdisasm ran");
+            return GPUFL_EIO;
+        }
         struct pollfd pf[2] = {{c->out_fd, POLLIN, 0}, {c->err_fd, POLLIN, 0}};
-        int n = poll(pf, 2, left > INT_MAX ? INT_MAX : (int)left);
+        int n = poll(pf, 2, left > CANCEL_CHECK_MS ? CANCEL_CHECK_MS : (int)left);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             say(why, why_size, "poll on nvdisasm's output: %s", strerror(errno));
@@ -939,9 +951,10 @@ static int disassemble(const char *nvdisasm, const void *cubin, size_t size,
 
     int limit_ms = atomic_load(&timeout_ms);
     int64_t deadline = now_ms() + limit_ms;
+    unsigned gen = atomic_load(&cancel_generation);
     if ((rc = spawn(nvdisasm, path, functions ? only : NULL, &c, why, why_size)) != 0)
         goto remove_temp;
-    rc = read_output(&c, o, deadline, limit_ms, why, why_size);
+    rc = read_output(&c, o, deadline, limit_ms, gen, why, why_size);
     close_fd(&c.out_fd);
     close_fd(&c.err_fd);
     int status = 0;

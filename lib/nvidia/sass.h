@@ -141,6 +141,11 @@ const gpufl_sass_instruction_t *gpufl__sass_find_instruction(const gpufl_sass_fu
  */
 int gpufl__sass_cubin_arch(const void *cubin, size_t size, char *out, size_t out_size);
 
+/* Ends the nvdisasm runs in progress in this process (each within about
+ * 0.1 s: the call gives GPUFL_EIO, "cancelled"); later runs are not
+ * affected. For a session that ends while disassembly runs. */
+void gpufl__sass_cancel_running(void);
+
 /* For tests: nvdisasm's timeout in milliseconds; 0 restores GPUFL_SASS_TIMEOUT_MS. */
 void gpufl__sass_set_timeout_ms(int timeout_ms);
 

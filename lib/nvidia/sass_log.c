@@ -48,6 +48,7 @@ struct gpufl_sass_log {
     pthread_cond_t wake, done_cond;
     pthread_t workers[WORKERS];
     int worker_count, stopping, busy;
+    int cancelled; /* finish ended the runs in progress */
     cubin_t *cubins;
     job_t *todo, **todo_tail, *done, **done_tail;
     gpufl_idmap_t wanted; /* (crc, function id) already asked for */
@@ -93,6 +94,7 @@ void gpufl__sass_log_destroy(gpufl_sass_log_t *s) {
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
+    if (s->busy) gpufl__sass_cancel_running(); /* the join below then takes ~0.1 s */
     pthread_cond_broadcast(&s->wake);
     pthread_mutex_unlock(&s->lock);
     for (int i = 0; i < s->worker_count; i++) pthread_join(s->workers[i], NULL);
@@ -175,7 +177,11 @@ static void resolve(gpufl_sass_log_t *s, job_t **batch, size_t n) {
     for (size_t i = 0; i < n; i++) {
         job_t *j = batch[i];
         if (rc != 0) {
-            snprintf(j->error, sizeof j->error, "nvdisasm: %.200s", why);
+            if (s->cancelled)
+                snprintf(j->error, sizeof j->error,
+                         "disassembly had not finished when the session ended");
+            else
+                snprintf(j->error, sizeof j->error, "nvdisasm: %.200s", why);
             continue;
         }
         j->module = m;
@@ -277,23 +283,19 @@ static void write_record(gpufl_sass_log_t *s, gpufl_writer_t *f, const job_t *j)
                                                                : RECORD_INSTRUCTIONS_MAX;
     gpufl__buf_kv_str(b, "arch", j->module->arch[0] ? j->module->arch : "sm_unknown");
     /* The files this function names, renumbered from 0 in order of use. */
-    int32_t local[64];
-    int32_t used[64];
-    size_t nused = 0;
+    size_t nfiles = j->module->file_count;
+    int32_t *local = nfiles ? malloc(nfiles * sizeof *local) : NULL;
+    for (size_t k = 0; k < nfiles && local; k++) local[k] = -1;
+    int32_t used = 0;
     gpufl__buf_key(b, "files");
     gpufl__buf_putc(b, '[');
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && local; i++) {
         int32_t file = fn->instructions[i].file;
-        if (file < 0) continue;
-        size_t k = 0;
-        while (k < nused && used[k] != file) k++;
-        if (k == nused && nused < 64) {
-            const char *path = j->module->files[file];
-            if (nused) gpufl__buf_putc(b, ',');
-            gpufl__buf_put_str(b, path, strlen(path));
-            used[nused] = file;
-            local[nused++] = (int32_t)k;
-        }
+        if (file < 0 || (size_t)file >= nfiles || local[file] >= 0) continue;
+        const char *path = j->module->files[file];
+        if (used) gpufl__buf_putc(b, ',');
+        gpufl__buf_put_str(b, path, strlen(path));
+        local[file] = used++;
     }
     gpufl__buf_putc(b, ']');
     static const char *const cols[] = {"pc", "text", "file", "line"};
@@ -303,15 +305,13 @@ static void write_record(gpufl_sass_log_t *s, gpufl_writer_t *f, const job_t *j)
         for (size_t i = 0; i < n; i++) {
             const gpufl_sass_instruction_t *in = &fn->instructions[i];
             if (i) gpufl__buf_putc(b, ',');
-            size_t k = 0;
-            while (k < nused && used[k] != in->file) k++;
-            int known = in->file >= 0 && k < nused && in->line > 0;
+            int known = local && in->file >= 0 && (size_t)in->file < nfiles && in->line > 0;
             switch (col) {
             case 0: gpufl__buf_put_i64(b, in->offset_bytes); break;
             case 1: gpufl__buf_put_str(b, in->text, strlen(in->text)); break;
             case 2:
                 if (known)
-                    gpufl__buf_put_i64(b, local[k]);
+                    gpufl__buf_put_i64(b, local[in->file]);
                 else
                     gpufl__buf_puts(b, "null");
                 break;
@@ -324,6 +324,7 @@ static void write_record(gpufl_sass_log_t *s, gpufl_writer_t *f, const job_t *j)
         }
         gpufl__buf_putc(b, ']');
     }
+    free(local);
     if (n < fn->instruction_count) {
         gpufl__buf_key(b, "truncated");
         gpufl__buf_puts(b, "true");
@@ -371,9 +372,24 @@ void gpufl__sass_log_finish(gpufl_sass_log_t *s, int64_t wait_ns) {
     s->todo_tail = &s->todo;
     for (job_t *j = left; j; j = j->next)
         snprintf(j->error, sizeof j->error, "disassembly had not finished when the session ended");
+    int cancelled = s->busy > 0;
+    if (cancelled) {
+        /* Runs still going are ended; their functions come back with the
+         * reason and are written below. */
+        s->cancelled = 1;
+        gpufl__sass_cancel_running();
+        int64_t until = gpufl__mono_ns() + 2 * 1000000000LL;
+        while (s->busy && gpufl__mono_ns() < until) {
+            struct timespec t;
+            clock_gettime(CLOCK_REALTIME, &t);
+            t.tv_nsec += 50 * 1000000L;
+            if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&s->done_cond, &s->lock, &t);
+        }
+    }
     pthread_mutex_unlock(&s->lock);
     write_done(s, left);
-    if (left) gpufl__warn("sass: disassembly had not finished at session end");
+    if (left || cancelled) gpufl__warn("sass: disassembly had not finished at session end");
     free_jobs(left);
 }
 

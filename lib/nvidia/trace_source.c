@@ -535,6 +535,16 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
     hook_pc_sampling(t);
+    if (t->pcs == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
+        /* Sampling could not hook in: plain Trace, with CUPTI's records. */
+        gpufl__launch_destroy(t->launch);
+        t->launch = NULL;
+        flags &= ~GPUFL_LAUNCH_ROWS;
+        rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
+                                  t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why,
+                                  why_size);
+        if (rc) goto explain;
+    }
 
     /* Synchronization is timed by the callbacks at the sync calls: CUPTI's
      * synchronization kind costs about 0.5 us on every launch (measured on

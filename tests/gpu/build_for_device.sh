@@ -69,6 +69,11 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/pc_sampling_probe.cu -o .devbin/pc_sampling_probe \
     -L "$cupti_dir" -L "$cuda_root/lib64/stubs" -lcupti -lcuda -cudart static \
     -Xlinker -rpath -Xlinker /usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
+  # The SASS Metrics API probe (docs/design/sass-metrics.md): CUPTI and the
+  # driver API directly, no gpufl; line info for later source correlation.
+  "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 tests/gpu/sass_metrics_probe.cu -o .devbin/sass_metrics_probe \
+    -L "$cupti_dir" -L "$cuda_root/lib64/stubs" -lcupti -lcuda -cudart static \
+    -Xlinker -rpath -Xlinker /usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
   # Kernels of known behaviour for the deep engines' fidelity checks, with
   # line info for the SASS-to-source map; and cubins for nvdisasm's output.
   "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
