@@ -1,14 +1,9 @@
-// pcs_kernels.cu - kernels whose behaviour is known, for the fidelity checks
-// of the deep engines (issue: PC sampling against ncu's warp states; later
-// SASS metrics and the range profiler). Each kernel runs in a loop inside a
-// scope of its name, under the engine GPUFL_PROFILING_ENGINE names (or none
-// with GPUFL_DISABLED=1, the way ncu runs it):
-//   divergent    even and odd lanes take different arithmetic branches
-//                (thread efficiency about 0.5);
-//   strided      each thread loads one float 32 floats from its neighbour's
-//                (one 32-byte sector per thread: uncoalesced);
-//   stream_triad a coalesced triad a = b + s*c over 256 MiB (memory bound);
-//   fma_chains   four independent FMA chains per thread (compute bound).
+// pcs_kernels.cu - the reference kernels of known_kernels.cuh (divergent,
+// strided, stream_triad, fma_chains) under gpufl, for the fidelity checks of
+// the deep engines (PC sampling against ncu's warp states; later SASS
+// metrics and the range profiler). Each kernel runs in a loop inside a scope
+// of its name, under the engine GPUFL_PROFILING_ENGINE names (or none with
+// GPUFL_DISABLED=1, the way ncu runs it).
 // Prints one JSON line per kernel: name, launches, mean ms (cudaEvent).
 // Usage: pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
 #include <cuda_runtime.h>
@@ -29,40 +24,7 @@
 
 static const size_t kN = 64u << 20; // floats per array (256 MiB)
 
-__global__ void divergent(float *out, int iters) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = (float)i;
-    if (threadIdx.x & 1) {
-        for (int k = 0; k < iters; ++k) v = v * 1.0001f + 0.5f;
-    } else {
-        for (int k = 0; k < iters; ++k) v = v * 0.9999f - 0.25f;
-    }
-    out[i] = v;
-}
-
-__global__ void strided(const float *in, float *out, size_t n) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t j = (i * 32) % n;
-    out[i] = in[j] * 2.0f;
-}
-
-__global__ void stream_triad(float *a, const float *b, const float *c, float s, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        a[i] = b[i] + s * c[i];
-}
-
-__global__ void fma_chains(float *out, int iters) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float a = i, b = i + 1, c = i + 2, d = i + 3;
-    for (int k = 0; k < iters; ++k) {
-        a = a * 1.0001f + 0.5f;
-        b = b * 0.9999f + 0.25f;
-        c = c * 1.0002f - 0.5f;
-        d = d * 0.9998f - 0.25f;
-    }
-    out[i] = a + b + c + d;
-}
+#include "known_kernels.cuh"
 
 int main(int argc, char **argv) {
     if (argc < 2) {

@@ -173,43 +173,9 @@ static void cupti_check(CUptiResult r, const char *call) {
         }                                                                                          \
     } while (0)
 
-// ---- kernels (the shapes of pcs_kernels.cu; extern "C" for plain names) --------
+// ---- kernels: the reference kernels of the fidelity checks -----------------------
 
-extern "C" __global__ void divergent(float *out, int iters) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = (float)i;
-    if (threadIdx.x & 1) {
-        for (int k = 0; k < iters; ++k) v = v * 1.0001f + 0.5f;
-    } else {
-        for (int k = 0; k < iters; ++k) v = v * 0.9999f - 0.25f;
-    }
-    out[i] = v;
-}
-
-extern "C" __global__ void strided(const float *in, float *out, size_t n) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t j = (i * 32) % n;
-    out[i] = in[j] * 2.0f;
-}
-
-extern "C" __global__ void stream_triad(float *a, const float *b, const float *c, float s,
-                                        size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        a[i] = b[i] + s * c[i];
-}
-
-extern "C" __global__ void fma_chains(float *out, int iters) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float a = i, b = i + 1, c = i + 2, d = i + 3;
-    for (int k = 0; k < iters; ++k) {
-        a = a * 1.0001f + 0.5f;
-        b = b * 0.9999f + 0.25f;
-        c = c * 1.0002f - 0.5f;
-        d = d * 0.9998f - 0.25f;
-    }
-    out[i] = a + b + c + d;
-}
+#include "known_kernels.cuh"
 
 // Never launched: does eager patching (nolazy) produce records for it?
 extern "C" __global__ void never_launched(float *out) { out[threadIdx.x] = 1.0f; }
