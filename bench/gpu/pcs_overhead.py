@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gpu"))
 
 
-def child(workload, variant, log_dir):
+def child(workload, variant, log_dir, steps_wanted=0):
     t_start = time.time()
     g = None
     if variant != "untraced":
