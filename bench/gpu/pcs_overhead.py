@@ -19,7 +19,7 @@ against the untraced median of the same workload.
 
 Prints one JSON line per run and, last, one JSON summary; --markdown FILE
 also writes the summary as a table.
-Usage: pcs_overhead.py [--rounds 3] [--periods 16,18] [--workloads gemm,transformer]
+Usage: pcs_overhead.py [--rounds 3] [--periods 16,18] [--workloads gemm,transformer] [--steps N]
 """
 import argparse
 import json
@@ -74,6 +74,8 @@ def child(workload, variant, log_dir, steps_wanted=0):
             loss.backward()
             opt.step()
         warmup, steps, inner = 5, 30, 1
+    if steps_wanted > 0:
+        steps = steps_wanted
     t_warm = time.time()
     for _ in range(warmup):
         step()
@@ -129,10 +131,11 @@ def main():
     ap.add_argument("--workloads", default="gemm,transformer")
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--log-root", default=None, help="where the sessions go (default: a temp dir)")
+    ap.add_argument("--steps", type=int, default=0, help="measured steps (default 30)")
     ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "VARIANT", "LOG_DIR"))
     a = ap.parse_args()
     if a.child:
-        child(*a.child)
+        child(*a.child, steps_wanted=a.steps)
         return 0
     variants = ["untraced", "trace"] + [f"pcs{p}" for p in a.periods.split(",") if p]
     log_root = a.log_root or tempfile.mkdtemp(prefix="gpufl-pcs-overhead-")
@@ -141,7 +144,8 @@ def main():
         for w in a.workloads.split(","):
             for v in variants:
                 t0 = time.time()
-                p = subprocess.run([sys.executable, __file__, "--child", w, v, log_root],
+                p = subprocess.run([sys.executable, __file__, "--child", w, v, log_root,
+                                    "--steps", str(a.steps)],
                                    capture_output=True, text=True)
                 if p.returncode != 0:
                     print(json.dumps({"workload": w, "variant": v, "round": r,
