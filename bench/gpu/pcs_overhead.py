@@ -36,10 +36,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gpu"))
 
 def child(workload, variant, log_dir, steps_wanted=0):
     t_start = time.time()
+    label = variant
     g = None
     if variant != "untraced":
         import gpufl_ctypes
-        g = gpufl_ctypes.Gpufl()
+        # A variant ending in "-alt" uses the library given by --alt-library
+        # (a diagnosis build, to tell gpufl's own per-launch work from CUPTI's).
+        alt = variant.endswith("-alt")
+        variant = variant[:-4] if alt else variant
+        g = gpufl_ctypes.Gpufl(os.environ["GPUFL_ALT_LIBRARY"] if alt else None)
         if variant == "trace":
             rc = g.init("pcs_overhead", log_dir, gpufl_ctypes.ENGINE_TRACE)
         else:
@@ -95,7 +100,7 @@ def child(workload, variant, log_dir, steps_wanted=0):
     if g is not None:
         session = g.session_dir()
         g.shutdown()
-    print(json.dumps({"workload": workload, "variant": variant, "step_ms": times,
+    print(json.dumps({"workload": workload, "variant": label, "step_ms": times,
                       "init_s": round(t_init - t_start, 3), "warmup_s": round(warmup_s, 3),
                       "shutdown_s": round(time.time() - t_down, 3),
                       "median_ms": statistics.median(times), "session": session,
@@ -132,12 +137,17 @@ def main():
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--log-root", default=None, help="where the sessions go (default: a temp dir)")
     ap.add_argument("--steps", type=int, default=0, help="measured steps (default 30)")
+    ap.add_argument("--alt-library", default=None,
+                    help="also run trace and pcs variants (named -alt) with this libgpufl.so")
     ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "VARIANT", "LOG_DIR"))
     a = ap.parse_args()
     if a.child:
         child(*a.child, steps_wanted=a.steps)
         return 0
     variants = ["untraced", "trace"] + [f"pcs{p}" for p in a.periods.split(",") if p]
+    if a.alt_library:
+        os.environ["GPUFL_ALT_LIBRARY"] = os.path.abspath(a.alt_library)
+        variants += [v + "-alt" for v in variants if v != "untraced"]
     log_root = a.log_root or tempfile.mkdtemp(prefix="gpufl-pcs-overhead-")
     runs = []
     for r in range(a.rounds):

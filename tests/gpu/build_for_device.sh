@@ -64,6 +64,11 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
     -o .devbin/pcs_kernels_with_activity "$dir/lib/libgpufl.a" \
     /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
+  # The library without gpufl's work in the launch callbacks, for the
+  # overhead diagnosis of bench/gpu/pcs_overhead.py --alt-library.
+  cc -shared -o .devbin/libgpufl_no_notes.so -Wl,-soname,libgpufl.so \
+    -Wl,--whole-archive build/device-diagnose-no_notes/lib/libgpufl.a -Wl,--no-whole-archive \
+    -ljansson -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
   # The PC Sampling API probe (docs/design/pc-sampling.md): CUPTI and the
   # driver API directly, no gpufl.
   "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/pc_sampling_probe.cu -o .devbin/pc_sampling_probe \
