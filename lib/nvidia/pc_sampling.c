@@ -34,9 +34,13 @@
 /* PC records the disable buffer holds: CUPTI discards what does not fit
  * (measured: a training loop's last hand-over held ~6000 PCs), and its
  * 1 MiB scratch buffer holds about 5500, so 8192 keeps them all. */
-#define FINAL_PCS   8192
-#define DRAIN_LOOPS 64 /* GetData calls per drain at most (2048 PCs each) */
-#define NAME_BYTES  CUPTI_STALL_REASON_STRING_SIZE
+#define FINAL_PCS 8192
+/* Distinct (function, PC, reason) per window, at most: 2^20 slots of 40
+ * bytes (40 MiB), far past what one window holds (CUPTI's scratch buffer
+ * keeps about 5500 PCs). */
+#define AGG_SLOTS_MAX ((size_t)1 << 20)
+#define DRAIN_LOOPS   64 /* GetData calls per drain at most (2048 PCs each) */
+#define NAME_BYTES    CUPTI_STALL_REASON_STRING_SIZE
 
 typedef struct pcs_fn {
     CUptiResult (*enable)(CUpti_PCSamplingEnableParams *);
@@ -426,7 +430,7 @@ static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
         }
         pthread_mutex_unlock(&p->lock);
         if (first_overflow)
-            gpufl__warn("pc sampling: more than %d CUDA contexts; the others are not sampled",
+            gpufl__warn("PC sampling: more than %d CUDA contexts; the others are not sampled",
                         GPUFL_PCS_CONTEXTS_MAX);
         return 1;
     }
@@ -458,7 +462,7 @@ static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
     uint32_t id = x->id;
     snprintf(error, sizeof error, "%s", x->state == CTX_FAILED ? x->error : "");
     pthread_mutex_unlock(&p->lock);
-    if (error[0]) gpufl__warn("pc sampling: not sampling context %u: %s", id, error);
+    if (error[0]) gpufl__warn("PC sampling: not sampling context %u: %s", id, error);
     return 1;
 }
 
@@ -482,6 +486,7 @@ static uint64_t hash_key(uint64_t crc, uint64_t pc, const char *f, uint32_t reas
 }
 
 static int agg_grow(gpufl_pcs_t *p) {
+    if (p->agg_slots >= AGG_SLOTS_MAX) return -1; /* past the cap: samples counted as lost */
     size_t slots = p->agg_slots ? p->agg_slots * 2 : 4096;
     agg_t *t = calloc(slots, sizeof *t);
     if (t == NULL) return -1;
@@ -603,7 +608,7 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
         uint64_t before = x->window.recorded;
         fold(p, x, d);
         gpufl__debug(
-            "pc sampling: context %u GetData at %.1f ms: %zu PCs, %zu left, "
+            "PC sampling: context %u GetData at %.1f ms: %zu PCs, %zu left, "
             "recorded %llu, total %llu, dropped %llu, non-user %llu",
             x->id, (double)gpufl__collector_session_ns(p->collector, gpufl__mono_ns()) / 1e6,
             d->totalNumPcs, d->remainingNumPcs, (unsigned long long)(x->window.recorded - before),
@@ -962,7 +967,11 @@ uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context) {
     if (p == NULL || context == NULL) return 0;
     uint32_t id = 0;
     pthread_mutex_lock(&p->lock);
-    for (int i = 0; i < p->ctx_count && id == 0; i++)
+    /* A context sampled now first: an address can be reused by a new
+     * context after an old one was destroyed. */
+    for (int i = p->ctx_count - 1; i >= 0 && id == 0; i--)
+        if (p->ctx[i].ctx == (CUcontext)context && p->ctx[i].state == CTX_ON) id = p->ctx[i].id;
+    for (int i = p->ctx_count - 1; i >= 0 && id == 0; i--)
         if (p->ctx[i].ctx == (CUcontext)context) id = p->ctx[i].id;
     pthread_mutex_unlock(&p->lock);
     if (id == 0 && p->fn.context_id((CUcontext)context, &id) != CUPTI_SUCCESS) id = 0;

@@ -389,7 +389,9 @@ void gpufl__sass_log_finish(gpufl_sass_log_t *s, int64_t wait_ns) {
     }
     pthread_mutex_unlock(&s->lock);
     write_done(s, left);
-    if (left || cancelled) gpufl__warn("sass: disassembly had not finished at session end");
+    if (left || cancelled)
+        gpufl__warn("SASS: disassembly had not finished at session end; those functions' sass "
+                    "records say so");
     free_jobs(left);
 }
 

@@ -1,7 +1,8 @@
 /*
  * sass_log.h - the SASS of sampled functions in the session log: cubins
  * kept from module load, disassembled by nvdisasm (sass.h) on a worker
- * thread of this module one function at a time, and written by the collector as one `sass` record
+ * pool of this module (the functions of one module per nvdisasm run, three
+ * runs at once), and written by the collector as one `sass` record
  * per (module, function) the first time PC samples name it
  * (docs/log-format.md, "`sass`").
  *
@@ -11,9 +12,10 @@
  *   passes the cap is counted, and its functions get `sass` records with an
  *   error saying so.
  * - want, write and finish run on the collector thread; nvdisasm runs only
- *   on the worker, so a slow disassembly never holds up draining.
- * - finish waits for outstanding work up to a deadline, then writes an
- *   error record for each function still waiting.
+ *   on the workers, so a slow disassembly never holds up draining.
+ * - finish waits for outstanding work up to a deadline, then cancels the
+ *   runs in progress (sass.h) and writes an error record for each function
+ *   not done: every function asked for gets a record.
  */
 #ifndef GPUFL_NVIDIA_SASS_LOG_H
 #define GPUFL_NVIDIA_SASS_LOG_H
