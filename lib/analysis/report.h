@@ -278,6 +278,7 @@ typedef struct gpufl_report_pc {
     const char *error;              /* the first context's error, NULL when none */
     /* pc_sampling_stats (from_stats), else the pc_window rows summed; -1 unknown */
     int64_t samples, recorded, dropped, non_user, buffer_full, drains;
+    int64_t lost; /* samples gpufl could not keep (no memory); -1 unknown */
     int from_stats;
     gpufl_pc_profile_t profile;
     gpufl_report_pc_row_t *kernels; /* by samples */

@@ -93,14 +93,15 @@ static void build_lines(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
 
 /* The accounting: pc_sampling_stats when written, else the windows summed. */
 static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
-    int64_t *f[] = {&pc->samples,  &pc->recorded,    &pc->dropped,
-                    &pc->non_user, &pc->buffer_full, &pc->drains};
-    static const char *const keys[] = {"samples",  "recorded",    "dropped",
-                                       "non_user", "buffer_full", "drains"};
-    for (size_t i = 0; i < 6; i++) *f[i] = -1;
+    int64_t *f[] = {&pc->samples,     &pc->recorded, &pc->dropped, &pc->non_user,
+                    &pc->buffer_full, &pc->drains,   &pc->lost};
+    static const char *const keys[] = {"samples",     "recorded", "dropped", "non_user",
+                                       "buffer_full", "drains",   "lost"};
+    enum { COUNTS = 7 };
+    for (size_t i = 0; i < COUNTS; i++) *f[i] = -1;
     if (m->pc_stats) {
         pc->from_stats = 1;
-        for (size_t i = 0; i < 6; i++) {
+        for (size_t i = 0; i < COUNTS; i++) {
             int64_t v;
             if (gpufl__reader_int(json_object_get(m->pc_stats, keys[i]), &v) == 0 && v >= 0)
                 *f[i] = v;
@@ -108,12 +109,12 @@ static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
         return;
     }
     if (!m->n_pc_windows) return;
-    for (size_t i = 0; i < 6; i++) *f[i] = 0;
+    for (size_t i = 0; i < COUNTS; i++) *f[i] = 0;
     for (size_t w = 0; w < m->n_pc_windows; w++) {
         const gpufl_model_pc_window_t *x = &m->pc_windows[w];
-        const int64_t v[] = {x->samples,  x->recorded,    x->dropped,
-                             x->non_user, x->buffer_full, x->drains};
-        for (size_t i = 0; i < 6; i++)
+        const int64_t v[] = {x->samples,     x->recorded, x->dropped, x->non_user,
+                             x->buffer_full, x->drains,   x->lost};
+        for (size_t i = 0; i < COUNTS; i++)
             if (*f[i] >= 0) *f[i] = v[i] >= 0 ? *f[i] + v[i] : -1;
     }
 }
@@ -180,7 +181,7 @@ static void count_cell(char *buf, size_t size, int64_t v) {
 }
 
 /* The "label: value" fields of the section, n of them. */
-#define PC_FIELDS 6
+#define PC_FIELDS 8
 static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
                      char value[PC_FIELDS][400]) {
     const gpufl_report_pc_t *pc = &r->pc;
@@ -217,6 +218,11 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
              "%s dropped by the hardware, %s in driver-internal kernels; %s of %s drains found "
              "the buffer full (samples lost uncounted)",
              a, b, c, d);
+    if (pc->lost > 0) {
+        count_cell(a, sizeof a, pc->lost);
+        label[n] = "not kept";
+        snprintf(value[n++], 400, "%s samples gpufl could not keep (no memory)", a);
+    }
     const gpufl_model_pc_attrib_t *at = &m->pc_attrib;
     double total = at->exact + at->split + at->fallback + at->unattributed;
     label[n] = "to scopes";
@@ -431,6 +437,7 @@ json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
     json_object_set_new(o, "non_user", jcount(pc->non_user));
     json_object_set_new(o, "buffer_full", jcount(pc->buffer_full));
     json_object_set_new(o, "drains", jcount(pc->drains));
+    json_object_set_new(o, "lost", jcount(pc->lost));
     json_object_set_new(o, "coverage_pct",
                         pc->samples > 0 && pc->recorded >= 0
                             ? json_real(pct((double)pc->recorded, (double)pc->samples))
