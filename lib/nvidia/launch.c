@@ -500,6 +500,14 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
         external_kind = k + 1;
     if (launches && l->stacks) stack = gpufl__stacks_capture(l->stacks);
 
+    if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH) {
+        /* No activity record will come to be joined: the row is all. */
+        gpufl_kernel_launch_t row = {
+            now,    cb->context,   scope, external,          cb->correlationId,
+            config, external_kind, stack, gpufl__thread_id()};
+        queue_push(l, &l->launches, &row);
+        return;
+    }
     note_t *n = &l->notes[cb->correlationId & MASK];
     atomic_store_explicit(&n->corr, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
@@ -511,12 +519,6 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     atomic_store_explicit(&n->mono_ns, now, memory_order_relaxed);
     atomic_store_explicit(&n->tid, gpufl__thread_id(), memory_order_relaxed);
     atomic_store_explicit(&n->corr, cb->correlationId, memory_order_release);
-    if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH) {
-        gpufl_kernel_launch_t row = {
-            now,    cb->context,   scope, external,          cb->correlationId,
-            config, external_kind, stack, gpufl__thread_id()};
-        queue_push(l, &l->launches, &row);
-    }
 }
 
 /* ---------------------------------------------------------------------- */
