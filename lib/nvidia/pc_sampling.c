@@ -81,7 +81,8 @@ typedef struct pcs_ctx {
     CUpti_PCSamplingData *drain_buf, *final_buf;
     pcs_counts_t window;
     size_t pcs_left;
-    int64_t window_t0; /* session clock; the end of this context's previous window */
+    int64_t window_t0;  /* session clock; the end of this context's previous window */
+    int64_t drained_ns; /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
     int window_written_once;
 } pcs_ctx_t;
 
@@ -586,6 +587,7 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
 /* Lock held. GetData until CUPTI has nothing more for this context. */
 static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
     if (x->state != CTX_ON) return;
+    x->drained_ns = gpufl__mono_ns();
     CUpti_PCSamplingData *d = x->drain_buf;
     for (int loop = 0; loop < DRAIN_LOOPS; loop++) {
         CUpti_PCSamplingGetDataParams prm = {.size = CUpti_PCSamplingGetDataParamsSize};
@@ -778,6 +780,14 @@ static int add_row(gpufl_pcs_t *p, gpufl_batch_t *b, const int64_t *v, int n) {
     return 0;
 }
 
+/* The end of a context's window: its own last drain (which may be on an
+ * application thread, at module unload or context destruction, and after
+ * the collector's), never before the window's start. */
+static int64_t window_end(const gpufl_pcs_t *p, const pcs_ctx_t *x, int64_t t1) {
+    int64_t t = x->drained_ns ? gpufl__collector_session_ns(p->collector, x->drained_ns) : t1;
+    return t > x->window_t0 ? t : x->window_t0;
+}
+
 /* Lock held. Turns the window's table into rows, and one pc_window row per
  * context that was drained in it. */
 static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
@@ -795,7 +805,7 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         size_t dem = fid;
         gpufl__idmap_get(&p->demangled, fid, &dem);
         int64_t v[] = {x->window_t0,
-                       t1,
+                       window_end(p, x, t1),
                        x->id,
                        intern(p, crc),
                        fid,
@@ -816,8 +826,9 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         pcs_ctx_t *x = &p->ctx[i];
         pcs_counts_t *w = &x->window;
         if (w->drains == 0) continue;
+        int64_t end = window_end(p, x, t1);
         int64_t v[] = {x->window_t0,
-                       t1,
+                       end,
                        x->id,
                        (int64_t)w->drains,
                        (int64_t)w->samples,
@@ -856,7 +867,7 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
                                    msg);
         }
         memset(w, 0, sizeof *w);
-        x->window_t0 = t1;
+        x->window_t0 = end;
     }
 }
 
