@@ -978,9 +978,10 @@ static gpufl_options_t pcs_options(const char *name) {
     return o;
 }
 
-/* Lets the collector pass a window or two (flush_interval_ms is short). */
+/* Lets the collector drain at least once (every 100 ms) and close a window
+ * (flush_interval_ms is short). */
 static void let_collector_run(void) {
-    struct timespec t = {0, 60 * 1000000L};
+    struct timespec t = {0, 250 * 1000000L};
     nanosleep(&t, NULL);
 }
 
