@@ -20,7 +20,7 @@ usage() {
     cat <<EOF
 usage: tests/fuzz/build.sh [options]
 
-Builds fuzz_config and fuzz_reader with $cc -fsanitize=fuzzer,address,undefined
+Builds fuzz_config, fuzz_reader and fuzz_sass with $cc -fsanitize=fuzzer,address,undefined
 (the library sources are compiled in, with coverage), runs each target for
 SECONDS on a copy of tests/fuzz/corpus/<target> in a temporary directory, then
 merges the new inputs that add coverage into the committed corpus (-merge=1).
@@ -28,7 +28,7 @@ Crashes are saved under BUILD_DIR/artifacts/<target>/; the script then exits 1.
 
 options:
   -t, --time SECONDS     fuzzing time per target (default $seconds)
-  -T, --target NAME      config or reader; repeat for both (default: both)
+  -T, --target NAME      config, reader or sass; repeat for several (default: all)
   -b, --build-dir DIR    where binaries, logs and crashes go (default build-fuzz/)
   -j, --fork N           run N fuzzing processes per target (libFuzzer -fork=N)
   -s, --suppressions F   UBSan suppressions file, to fuzz past a known, reported bug
@@ -58,9 +58,9 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(config reader)
+[ ${#targets[@]} -gt 0 ] || targets=(config reader sass)
 for t in "${targets[@]}"; do
-    case "$t" in config | reader) ;; *) die "unknown target '$t' (config or reader)" ;; esac
+    case "$t" in config | reader | sass) ;; *) die "unknown target '$t' (config, reader or sass)" ;; esac
 done
 case "$seconds" in '' | *[!0-9]*) die "--time wants whole seconds" ;; esac
 case "$fork" in '' | *[!0-9]*) die "--fork wants a number" ;; esac
