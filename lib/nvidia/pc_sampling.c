@@ -119,7 +119,8 @@ struct gpufl_pcs {
     uint64_t errors_reported; /* errors already written as events */
     char last_error[240];     /* the latest failed call, for the event */
     int warned_full, warned_dropped, warned_table;
-    _Atomic int finished; /* finish ran: callbacks that come later are ignored */
+    _Atomic int finished;           /* finish ran: callbacks that come later are ignored */
+    _Atomic uint64_t lock_timeouts; /* callbacks that gave up on the lock, not yet counted */
 };
 
 static const gpufl_col_def_t sample_cols[] = {
@@ -407,6 +408,24 @@ static pcs_ctx_t *slot_of(gpufl_pcs_t *p, CUcontext ctx, int *fresh) {
     return &p->ctx[p->ctx_count++];
 }
 
+/* Application threads inside CUPTI's resource callbacks take the engine's
+ * lock for at most this long: the collector holds it across GetData, and
+ * should CUPTI ever need, inside GetData, a driver lock the callback's
+ * thread holds, waiting would never end. A callback that gives up is
+ * counted (an error at the next pass). */
+#define CALLBACK_LOCK_MS 200
+
+static int lock_within(gpufl_pcs_t *p, int ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)ms * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    if (pthread_mutex_timedlock(&p->lock, &until) == 0) return 0;
+    atomic_fetch_add(&p->lock_timeouts, 1);
+    return -1;
+}
+
 /* Enables sampling on ctx unless it is known. With try set (a launch, on
  * the application's hot path) a busy lock is not waited for: returns 0 and
  * the next launch tries again; else returns 1. */
@@ -414,8 +433,8 @@ static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
     if (atomic_load(&p->finished)) return 1;
     if (try) {
         if (pthread_mutex_trylock(&p->lock) != 0) return 0;
-    } else {
-        pthread_mutex_lock(&p->lock);
+    } else if (lock_within(p, CALLBACK_LOCK_MS) != 0) {
+        return 0; /* its first launch tries again */
     }
     if (atomic_load(&p->finished)) { /* finish ran while this thread waited */
         pthread_mutex_unlock(&p->lock);
@@ -644,7 +663,7 @@ static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
 
 void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
-    pthread_mutex_lock(&p->lock);
+    if (lock_within(p, CALLBACK_LOCK_MS) != 0) return; /* later GetData calls on it fail, counted */
     for (int i = 0; i < p->ctx_count; i++) {
         pcs_ctx_t *x = &p->ctx[i];
         if (x->ctx != (CUcontext)context) continue;
@@ -670,7 +689,7 @@ void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, 
  * what CUPTI has of the old one is taken first. */
 void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
-    pthread_mutex_lock(&p->lock);
+    if (lock_within(p, CALLBACK_LOCK_MS) != 0) return;
     for (int i = 0; i < p->ctx_count; i++)
         if (p->ctx[i].ctx == (CUcontext)context) drain(p, &p->ctx[i]);
     pthread_mutex_unlock(&p->lock);
@@ -874,6 +893,14 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
 /* Lock held: failed calls since the last pass, as one event with the
  * latest message and the running count. */
 static void report_errors(gpufl_pcs_t *p) {
+    uint64_t timeouts = atomic_exchange(&p->lock_timeouts, 0);
+    if (timeouts) {
+        p->errors += timeouts;
+        snprintf(p->last_error, sizeof p->last_error,
+                 "a context or module callback gave up waiting %d ms for the collector (its "
+                 "context is enabled at its first launch, its samples may be lost)",
+                 CALLBACK_LOCK_MS);
+    }
     if (p->errors == p->errors_reported) return;
     char msg[320];
     snprintf(msg, sizeof msg, "PC sampling: %s (%llu failed calls so far)", p->last_error,

@@ -16,9 +16,10 @@
  * - Threads: the context and module entry points run on application
  *   threads inside CUPTI callbacks; poll, flush and finish on the collector
  *   thread. One mutex guards CUPTI's PC sampling calls and the tables; the
- *   application takes it only when a context or module comes or goes; a
- *   thread's first launch on a context only tries it (a busy lock defers to
- *   the next launch), so no launch waits on the collector.
+ *   application takes it only when a context or module comes or goes, and
+ *   waits for it 200 ms at most (then gives up and counts it); a thread's
+ *   first launch on a context only tries it (a busy lock defers to the next
+ *   launch), so no launch waits on the collector.
  * - After finish, the callbacks (which CUPTI delivers until the subscription
  *   ends, later in shutdown) find nothing to do.
  * - Nothing is lost silently: CUPTI's dropped samples, drains that found the
