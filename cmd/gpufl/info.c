@@ -117,8 +117,8 @@ int cli_info(int argc, char **argv) {
                trace_lacks);
     printf("  PcSampling: %s\n", nvml && !*trace_lacks ? pcs_state : "no: needs Trace");
     printf("  Deep: %s\n", nvml && !*trace_lacks && strncmp(pcs_state, "yes", 3) == 0
-                              ? "runs as PcSampling (its SASS metrics are not built yet)"
-                              : "no: needs PcSampling");
+                               ? "runs as PcSampling (its SASS metrics are not built yet)"
+                               : "no: needs PcSampling");
     printf("  SassMetrics/RangeProfiler: not built yet (run as Trace)\n");
     return CLI_OK;
 }

@@ -72,6 +72,12 @@ int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *exist
     return 0;
 }
 
+size_t *gpufl__idmap_value(gpufl_idmap_t *m, uint64_t key) {
+    if (!m->slots || key == 0) return NULL;
+    size_t i = idmap_find_slot(m->keys, m->slots, key);
+    return m->keys[i] == key ? &m->values[i] : NULL;
+}
+
 int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value) {
     if (!m->slots || key == 0) return 0;
     size_t i = idmap_find_slot(m->keys, m->slots, key);

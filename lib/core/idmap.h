@@ -23,6 +23,9 @@ void gpufl__idmap_fini(gpufl_idmap_t *m);
  * *existing (when not NULL). Returns 0 inserted, 1 already there,
  * GPUFL_EINVAL for key 0, GPUFL_ENOMEM. */
 int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *existing);
+/* Where key's value is stored, to read or change it; NULL when key is
+ * absent. Valid until the next put. */
+size_t *gpufl__idmap_value(gpufl_idmap_t *m, uint64_t key);
 /* Returns 1 and sets *value when key is present, else 0. */
 int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value);
 

@@ -3,14 +3,15 @@
  * the captured stack traces, through elfutils' libdwfl loaded with dlopen,
  * or dladdr alone when libdw is absent (see symbols.h).
  *
- * Everything returned is interned in an arena of fixed chunks that never
- * move, so the strings stay valid until destroy; each resolved pc is cached.
+ * Everything returned is interned in a string arena (core/strarena.h) whose
+ * copies never move, so they stay valid until destroy; each resolved pc is cached.
  */
 #include "core/symbols.h"
 
 #include "core/demangle.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/strarena.h"
 #include "nvidia/dl.h"
 
 #include <dwarf.h>
@@ -64,14 +65,6 @@ typedef struct libdw_api {
 /* The instance                                                             */
 /* ---------------------------------------------------------------------- */
 
-/* Interned strings live in chunks that are never moved or freed before
- * destroy; the set maps their text to the one copy. */
-typedef struct chunk {
-    struct chunk *next;
-    size_t used, size;
-    char data[];
-} chunk_t;
-
 typedef struct frame_entry {
     uintptr_t key; /* pc << 1 | return_address; 0 = empty slot */
     gpufl_frame_info_t info;
@@ -98,8 +91,8 @@ struct gpufl_symbols {
     Dwfl *dwfl;
     char exe[PATH_MAX]; /* the main program, for dladdr's "" */
 
-    chunk_t *chunks;
-    const char **strings; /* open addressing, NULL = empty */
+    gpufl_strarena_t arena; /* the interned strings: never moved before destroy */
+    const char **strings;   /* open addressing, NULL = empty */
     size_t strings_mask, strings_count, string_bytes;
 
     frame_entry_t *frames;
@@ -142,25 +135,6 @@ static int grow_strings(gpufl_symbols_t *s) {
     return 0;
 }
 
-/* Copies text into the newest chunk, starting a new one when it is full. */
-static char *arena_copy(gpufl_symbols_t *s, const char *text, size_t length) {
-    chunk_t *c = s->chunks;
-    if (c == NULL || c->size - c->used < length + 1) {
-        size_t size = length + 1 > 60000 ? length + 1 : 60000;
-        c = malloc(sizeof *c + size);
-        if (c == NULL) return NULL;
-        c->next = s->chunks;
-        c->used = 0;
-        c->size = size;
-        s->chunks = c;
-    }
-    char *copy = c->data + c->used;
-    memcpy(copy, text, length);
-    copy[length] = '\0';
-    c->used += length + 1;
-    return copy;
-}
-
 /* The one stable copy of text[0..length) (no NUL inside); "" for the empty
  * string, past the cap, or out of memory. */
 static const char *intern(gpufl_symbols_t *s, const char *text, size_t length) {
@@ -171,7 +145,7 @@ static const char *intern(gpufl_symbols_t *s, const char *text, size_t length) {
         if (strncmp(known, text, length) == 0 && known[length] == '\0') return known;
     }
     if (s->string_bytes + length + 1 > GPUFL_SYMBOLS_MAX_STRING_BYTES) return empty;
-    char *copy = arena_copy(s, text, length);
+    const char *copy = gpufl__strarena_copy(&s->arena, text, length);
     if (copy == NULL) return empty;
     s->string_bytes += length + 1;
     s->strings[i] = copy;
@@ -672,11 +646,7 @@ void gpufl__symbols_destroy(gpufl_symbols_t *s) {
             f = next;
         }
     }
-    while (s->chunks != NULL) {
-        chunk_t *next = s->chunks->next;
-        free(s->chunks);
-        s->chunks = next;
-    }
+    gpufl__strarena_free(&s->arena);
     free(s->strings);
     free(s->frames);
     free(s);

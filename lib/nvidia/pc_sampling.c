@@ -105,7 +105,8 @@ struct gpufl_pcs {
     agg_t *agg;
     size_t agg_slots, agg_count;
     int64_t next_drain_ns, window_end_ns, last_drain_ns;
-    gpufl_idmap_t names;      /* CUPTI's function name pointer -> dict id */
+    gpufl_idmap_t names;      /* CUPTI's function name pointer -> dict id, 0 until interned */
+    gpufl_idmap_t cubins;     /* a module's CRC -> dict id of its hex form */
     gpufl_idmap_t demangled;  /* dict id -> dict id of the demangled name */
     gpufl_idmap_t functions;  /* dict id of a sampled function -> 1 */
     const char **owned_names; /* CUPTI's strings, freed once at destroy */
@@ -194,6 +195,7 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
         memcpy(syms[i].slot, &f, sizeof f);
     }
     gpufl__idmap_init(&p->names);
+    gpufl__idmap_init(&p->cubins);
     gpufl__idmap_init(&p->demangled);
     gpufl__idmap_init(&p->functions);
     if (gpufl__batch_init(&p->rows, "pc_sample", sample_cols, NCOLS(sample_cols)) ||
@@ -779,8 +781,13 @@ static void announce(gpufl_pcs_t *p, pcs_ctx_t *x) {
     pthread_mutex_unlock(&f->lock);
 }
 
+/* The dict id of a function's name, interned once per CUPTI string (rows
+ * of every window name it again). */
 static uint32_t function_id(gpufl_pcs_t *p, const char *name) {
+    size_t *known = gpufl__idmap_value(&p->names, (uint64_t)(uintptr_t)name);
+    if (known != NULL && *known != 0) return (uint32_t)*known;
     uint32_t id = intern(p, name);
+    if (known != NULL) *known = id;
     size_t d;
     if (gpufl__idmap_get(&p->demangled, id, &d)) return id;
     char *text = gpufl__demangle(name);
@@ -789,6 +796,17 @@ static uint32_t function_id(gpufl_pcs_t *p, const char *name) {
     gpufl__idmap_put(&p->demangled, id, d, NULL);
     gpufl__idmap_put(&p->functions, id, 1, NULL);
     return id;
+}
+
+/* The dict id of a module's CRC as hex ("0x5e1f..."), interned once. */
+static uint32_t cubin_id(gpufl_pcs_t *p, uint64_t crc) {
+    size_t id;
+    if (crc != 0 && gpufl__idmap_get(&p->cubins, crc, &id)) return (uint32_t)id;
+    char hex[24];
+    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)crc);
+    uint32_t fresh = intern(p, hex);
+    if (crc != 0) gpufl__idmap_put(&p->cubins, crc, fresh, NULL);
+    return fresh;
 }
 
 /* Returns 0, or -1 when the batch had no room (the caller counts the loss). */
@@ -817,8 +835,6 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         agg_t *e = &p->agg[i];
         if (e->function == NULL) continue;
         pcs_ctx_t *x = &p->ctx[e->ctx];
-        char crc[24];
-        snprintf(crc, sizeof crc, "0x%016llx", (unsigned long long)e->crc);
         uint32_t fid = function_id(p, e->function);
         gpufl__sass_log_want(p->sass, e->crc, e->function, fid);
         size_t dem = fid;
@@ -826,7 +842,7 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         int64_t v[] = {x->window_t0,
                        window_end(p, x, t1),
                        x->id,
-                       intern(p, crc),
+                       cubin_id(p, e->crc),
                        fid,
                        (int64_t)dem,
                        (int64_t)e->pc,
@@ -1070,6 +1086,7 @@ void gpufl__pcs_destroy(gpufl_pcs_t *p) {
     free(p->agg);
     gpufl__sass_log_destroy(p->sass);
     gpufl__idmap_fini(&p->names);
+    gpufl__idmap_fini(&p->cubins);
     gpufl__idmap_fini(&p->demangled);
     gpufl__idmap_fini(&p->functions);
     gpufl__batch_fini(&p->rows);

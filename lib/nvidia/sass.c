@@ -6,6 +6,7 @@
 #include "nvidia/sass.h"
 
 #include "core/error.h"
+#include "core/strarena.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,54 +115,22 @@ int gpufl__sass_find_nvdisasm(char *out, size_t size, char *why, size_t why_size
 /* The module's storage                                                     */
 /* ---------------------------------------------------------------------- */
 
-/* Strings live in blocks that never move; the tables are plain arrays,
+/* Strings live in an arena that never moves; the tables are plain arrays,
  * grown while parsing and freed with the module. */
-typedef struct arena_block {
-    struct arena_block *next;
-    size_t used, cap;
-    char data[];
-} arena_block_t;
-
-#define ARENA_BLOCK_BYTES ((size_t)64 << 10)
-
 struct gpufl_sass_arena {
-    arena_block_t *blocks;
+    gpufl_strarena_t strings;
     gpufl_sass_instruction_t *instructions;
     gpufl_sass_function_t *functions;
     const char **files;
 };
 
 static const char *arena_strdup(struct gpufl_sass_arena *a, const char *s, size_t len) {
-    arena_block_t *b = a->blocks;
-    if (b == NULL || b->cap - b->used < len + 1) {
-        size_t cap = len + 1 > ARENA_BLOCK_BYTES ? len + 1 : ARENA_BLOCK_BYTES;
-        b = malloc(sizeof *b + cap);
-        if (b == NULL) return NULL;
-        b->used = 0;
-        b->cap = cap;
-        /* A big string gets a block of its own behind the current one, which
-         * keeps its free space for the small strings that follow. */
-        if (a->blocks != NULL && cap > ARENA_BLOCK_BYTES) {
-            b->next = a->blocks->next;
-            a->blocks->next = b;
-        } else {
-            b->next = a->blocks;
-            a->blocks = b;
-        }
-    }
-    char *s_out = b->data + b->used;
-    memcpy(s_out, s, len);
-    s_out[len] = '\0';
-    b->used += len + 1;
-    return s_out;
+    return gpufl__strarena_copy(&a->strings, s, len);
 }
 
 static void arena_free(struct gpufl_sass_arena *a) {
     if (a == NULL) return;
-    for (arena_block_t *b = a->blocks, *next; b != NULL; b = next) {
-        next = b->next;
-        free(b);
-    }
+    gpufl__strarena_free(&a->strings);
     free(a->instructions);
     free(a->functions);
     free(a->files);

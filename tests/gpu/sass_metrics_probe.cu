@@ -863,10 +863,9 @@ int main(int argc, char **argv) {
         // configured metric when no instruction count is configured).
         std::vector<std::pair<uint64_t, uint32_t>> order;
         for (auto &pkv : fkv.second) {
-            uint64_t key = r_inst ? role_value(pkv.second.value, *r_inst)
-                                  : (pkv.second.value.empty()
-                                         ? 0
-                                         : pkv.second.value.begin()->second);
+            uint64_t key = r_inst
+                               ? role_value(pkv.second.value, *r_inst)
+                               : (pkv.second.value.empty() ? 0 : pkv.second.value.begin()->second);
             order.push_back({key, pkv.first});
         }
         std::sort(order.begin(), order.end(), [](const auto &x, const auto &y) {
@@ -993,7 +992,8 @@ int main(int argc, char **argv) {
                 if (rec.function != kNames[k]) continue;
                 pcs++;
                 for (size_t i = 0; i < rec.values.size() && i < ginst; i++)
-                    if (rec.values[i].metricId == c.metricId) per_instance[i] += rec.values[i].value;
+                    if (rec.values[i].metricId == c.metricId)
+                        per_instance[i] += rec.values[i].value;
             }
             double sum = 0, mx = 0;
             size_t nonzero = 0;

@@ -304,34 +304,17 @@ static void parse_damaged(void **state) {
 
 /* ---------------------------------------------------------------------- */
 
-/* A 64-byte CUDA ELF header (nothing after it). */
-static void elf_header(unsigned char *b, unsigned abi_version, uint32_t flags) {
-    memset(b, 0, 64);
-    memcpy(b,
-           "\x7f"
-           "ELF",
-           4);
-    b[4] = 2; /* ELFCLASS64 */
-    b[5] = 1; /* little endian */
-    b[6] = 1; /* EV_CURRENT */
-    b[7] = abi_version >= 8 ? 0x41 : 0x33;
-    b[8] = (unsigned char)abi_version;
-    b[16] = 2;   /* ET_EXEC */
-    b[18] = 190; /* EM_CUDA */
-    for (int i = 0; i < 4; i++) b[48 + i] = (unsigned char)(flags >> (8 * i));
-}
-
 static void cubin_arch(void **state) {
     (void)state;
     unsigned char h[64];
     char arch[16];
-    elf_header(h, 8, 0x9005a04); /* CUDA 13, sm_90 */
+    tu_cubin_header(h, 8, 0x9005a04); /* CUDA 13, sm_90 */
     assert_int_equal(gpufl__sass_cubin_arch(h, sizeof h, arch, sizeof arch), 0);
     assert_string_equal(arch, "sm_90");
-    elf_header(h, 8, 0x9007802); /* CUDA 13, sm_120 */
+    tu_cubin_header(h, 8, 0x9007802); /* CUDA 13, sm_120 */
     assert_int_equal(gpufl__sass_cubin_arch(h, sizeof h, arch, sizeof arch), 0);
     assert_string_equal(arch, "sm_120");
-    elf_header(h, 7, 0x500550); /* CUDA 12, sm_80 */
+    tu_cubin_header(h, 7, 0x500550); /* CUDA 12, sm_80 */
     assert_int_equal(gpufl__sass_cubin_arch(h, sizeof h, arch, sizeof arch), 0);
     assert_string_equal(arch, "sm_80");
 
@@ -340,9 +323,9 @@ static void cubin_arch(void **state) {
     assert_int_equal(gpufl__sass_cubin_arch(NULL, 64, arch, sizeof arch), GPUFL_EFORMAT);
     h[18] = 62; /* x86-64 */
     assert_int_equal(gpufl__sass_cubin_arch(h, sizeof h, arch, sizeof arch), GPUFL_EFORMAT);
-    elf_header(h, 8, 0x9000004); /* no SM */
+    tu_cubin_header(h, 8, 0x9000004); /* no SM */
     assert_int_equal(gpufl__sass_cubin_arch(h, sizeof h, arch, sizeof arch), GPUFL_EFORMAT);
-    elf_header(h, 8, 0x9005a04);
+    tu_cubin_header(h, 8, 0x9005a04);
     h[4] = 1; /* 32-bit */
     assert_int_equal(gpufl__sass_cubin_arch(h, sizeof h, arch, sizeof arch), GPUFL_EFORMAT);
 }
@@ -520,7 +503,7 @@ static void disassemble_with_fake(void **state) {
     assert_int_equal(gpufl__sass_find_nvdisasm(found, sizeof found, why, sizeof why), 0);
 
     unsigned char cubin[96];
-    elf_header(cubin, 7, 0x500550); /* sm_80: the ELF header wins over .headerflags */
+    tu_cubin_header(cubin, 7, 0x500550); /* sm_80: the ELF header wins over .headerflags */
     for (size_t i = 64; i < sizeof cubin; i++) cubin[i] = (unsigned char)i;
     gpufl_sass_module_t *m = NULL;
     assert_int_equal(gpufl__sass_disassemble(found, cubin, sizeof cubin, &m, why, sizeof why), 0);
@@ -552,7 +535,7 @@ static void disassemble_with_fake(void **state) {
 static void expect_run_error(const char *nvdisasm, const char *mode, int code, const char *needle,
                              const char *tmpdir) {
     unsigned char cubin[64];
-    elf_header(cubin, 8, 0x9005a04);
+    tu_cubin_header(cubin, 8, 0x9005a04);
     if (mode) setenv("FAKE_NVDISASM_MODE", mode, 1);
     gpufl_sass_module_t *m = (gpufl_sass_module_t *)&m;
     char why[512] = "";
@@ -606,7 +589,7 @@ static void disassemble_errors(void **state) {
     /* A temporary directory that cannot be written. */
     unsetenv("FAKE_NVDISASM_MODE");
     setenv("TMPDIR", "/nonexistent-gpufl-dir", 1);
-    elf_header(text, 8, 0x9005a04);
+    tu_cubin_header(text, 8, 0x9005a04);
     assert_int_equal(gpufl__sass_disassemble(fake, text, sizeof text, &m, why, sizeof why),
                      GPUFL_EIO);
     assert_non_null(strstr(why, "cannot create a temporary file in /nonexistent-gpufl-dir"));

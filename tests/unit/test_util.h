@@ -195,16 +195,27 @@ static inline void tu_capture_hook(gpufl_log_level_t level, const char *message,
     }
 }
 
+/* A 64-byte CUDA ELF header (64-bit, little endian, EM_CUDA) of the given
+ * ABI version (8: CUDA 13, OS/ABI 0x41; earlier: 0x33) and e_flags. */
+static inline void tu_cubin_header(unsigned char *b, unsigned abi_version, uint32_t flags) {
+    memset(b, 0, 64);
+    memcpy(b,
+           "\x7f"
+           "ELF",
+           4);
+    b[4] = 2, b[5] = 1, b[6] = 1; /* 64-bit, little endian, version */
+    b[7] = abi_version >= 8 ? 0x41 : 0x33;
+    b[8] = (unsigned char)abi_version;
+    b[16] = 2, b[18] = 190; /* executable, EM_CUDA */
+    for (int i = 0; i < 4; i++) b[48 + i] = (unsigned char)(flags >> (8 * i));
+}
+
 /* Writes into b (at least 512 bytes) the smallest cubin gpufl reads: a
  * CUDA 13 sm_90 ELF header, a symbol table naming the n functions (symbol
  * i + 1 is names[i]) and its string table; no code. Returns its size. */
 static inline size_t tu_fake_cubin(unsigned char *b, const char *const *names, size_t n) {
     memset(b, 0, 512);
-    memcpy(b, "\x7f" "ELF", 4);
-    b[4] = 2, b[5] = 1, b[6] = 1, b[7] = 0x41, b[8] = 8; /* 64-bit LE, CUDA ABI 8 */
-    b[16] = 2, b[18] = 190;                               /* executable, EM_CUDA */
-    uint32_t flags = 0x9005a04;                           /* sm_90 */
-    for (int i = 0; i < 4; i++) b[48 + i] = (unsigned char)(flags >> (8 * i));
+    tu_cubin_header(b, 8, 0x9005a04); /* CUDA 13, sm_90 */
     /* Strings at 64, symbols (24 bytes each, the first empty) after them,
      * then three section headers (null, .symtab, .strtab) of 64 bytes. */
     size_t str = 64, at = 1;
@@ -221,8 +232,10 @@ static inline size_t tu_fake_cubin(unsigned char *b, const char *const *names, s
         name += strlen(names[i]) + 1;
     }
     size_t sh = (sym + syms + 7) & ~(size_t)7;
-    struct { uint32_t type, link; size_t off, size, entsize; } s[3] = {
-        {0, 0, 0, 0, 0}, {2, 2, sym, syms, 24}, {3, 0, str, at, 0}};
+    struct {
+        uint32_t type, link;
+        size_t off, size, entsize;
+    } s[3] = {{0, 0, 0, 0, 0}, {2, 2, sym, syms, 24}, {3, 0, str, at, 0}};
     for (int k = 0; k < 3; k++) {
         unsigned char *h = b + sh + (size_t)k * 64;
         for (int j = 0; j < 4; j++) h[4 + j] = (unsigned char)(s[k].type >> (8 * j));
