@@ -1,0 +1,204 @@
+"""Sessions: init and shutdown, system-sampling windows, log upload, and the
+session() context manager that does all three around a block.
+
+init() takes every field of InitOptions as a keyword. Names from older
+releases are handled here before the options reach the C extension: a
+renamed one still works with a DeprecationWarning, a removed one raises
+TypeError naming what replaces it.
+"""
+import atexit
+import dataclasses
+import os
+import warnings
+
+from . import _gpufl
+from ._enums import BackendKind, ProfilingEngine, coerce
+
+_TRUTHY = ("1", "true", "yes", "on")
+
+# Keywords that init() no longer takes: what to write instead, by value.
+_REMOVED = {
+    "enable_profiling": lambda v: (
+        "profiling_engine=gpufl.ProfilingEngine.%s" % ("PcSampling" if v else "Monitor")),
+    "enable_perf_scope": lambda v: (
+        "profiling_engine=gpufl.ProfilingEngine.RangeProfiler" if v else
+        "nothing (drop it: Monitor is the default)"),
+    "remote_config": lambda v: "backend_url=%r (same meaning)" % (v,),
+}
+# Keywords renamed: old name -> new name.
+_RENAMED = {"sampling_auto_start": "continuous_system_sampling"}
+
+_upload_at_exit_registered = False
+
+
+@dataclasses.dataclass(frozen=True)
+class UploadResult:
+    """What upload_logs() did: success, and how many events were sent."""
+
+    success: bool
+    events_uploaded: int = 0
+
+
+def _fspath(value, field):
+    """A path option as str: str, os.PathLike or None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, os.PathLike):
+        path = os.fspath(value)
+        if isinstance(path, str):
+            return path
+    raise TypeError("%s must be a str, os.PathLike or None, not %s" % (field, type(value).__name__))
+
+
+def _legacy_keywords(legacy, options):
+    """Applies renamed keywords to options, refuses removed and unknown ones."""
+    for name, value in legacy.items():
+        if name in _REMOVED:
+            raise TypeError("init() got an unexpected keyword argument %r: it was removed; "
+                            "use %s" % (name, _REMOVED[name](value)))
+        if name not in _RENAMED:
+            raise TypeError("init() got an unexpected keyword argument %r" % name)
+        new = _RENAMED[name]
+        if options[new]:
+            raise TypeError("init() got both %r and its old name %r" % (new, name))
+        warnings.warn("init(): %r is deprecated; use %r" % (name, new), DeprecationWarning,
+                      stacklevel=3)
+        options[new] = value
+
+
+def init(*, app_name="gpufl", log_path="", backend_url="", api_key="", api_path="",
+         remote_upload=False, enable_stack_trace=False, enable_source_collection=True,
+         enable_external_correlation=True, enable_synchronization=True,
+         enable_memory_tracking=False, enable_cuda_graphs_tracking=False,
+         system_sample_rate_ms=0, kernel_sample_rate_ms=0, continuous_system_sampling=False,
+         backend=BackendKind.Auto, profiling_engine=ProfilingEngine.Monitor, config_file="",
+         flush_logs_always=False, enable_debug_output=False, enabled=True, **legacy):
+    """Starts a session; every keyword is a field of InitOptions.
+
+    Returns True when the session started and False when gpufl is switched
+    off (enabled=False, GPUFL_DISABLED=1, or enabled false in the config
+    file): then nothing is written and every other call does nothing.
+    Fields left at their default may be set by the config file and the
+    GPUFL_* environment variables (docs/options.md).
+
+    Raises TypeError for an unknown keyword or a value of the wrong type,
+    InvalidArgumentError (a ValueError) for a value out of range,
+    ConfigError for a bad config file, FileAccessError (an OSError) when the
+    log directory cannot be written, and AlreadyRunningError when a session
+    runs already: call shutdown() first.
+    """
+    options = dict(
+        app_name=app_name, log_path=_fspath(log_path, "log_path"), backend_url=backend_url,
+        api_key=api_key, api_path=api_path, remote_upload=remote_upload,
+        enable_stack_trace=enable_stack_trace, enable_source_collection=enable_source_collection,
+        enable_external_correlation=enable_external_correlation,
+        enable_synchronization=enable_synchronization,
+        enable_memory_tracking=enable_memory_tracking,
+        enable_cuda_graphs_tracking=enable_cuda_graphs_tracking,
+        system_sample_rate_ms=system_sample_rate_ms, kernel_sample_rate_ms=kernel_sample_rate_ms,
+        continuous_system_sampling=continuous_system_sampling,
+        backend=coerce(BackendKind, backend, "backend"),
+        profiling_engine=coerce(ProfilingEngine, profiling_engine, "profiling_engine"),
+        config_file=_fspath(config_file, "config_file"), flush_logs_always=flush_logs_always,
+        enable_debug_output=enable_debug_output, enabled=enabled)
+    _legacy_keywords(legacy, options)
+    if kernel_sample_rate_ms:
+        warnings.warn("init(): kernel_sample_rate_ms is deprecated and has no effect; every "
+                      "kernel is recorded", DeprecationWarning, stacklevel=2)
+    upload_at_exit = remote_upload or (
+        os.environ.get("GPUFL_REMOTE_UPLOAD", "").strip().lower() in _TRUTHY)
+    if upload_at_exit:
+        warnings.warn("init(): remote_upload%s is deprecated; call gpufl.upload_logs() after "
+                      "shutdown(), or use gpufl.session(...). Until then the logs are "
+                      "uploaded at exit" % ("" if remote_upload else " (GPUFL_REMOTE_UPLOAD)"),
+                      DeprecationWarning, stacklevel=2)
+    started = _gpufl.init(**options)
+    if started and upload_at_exit:
+        _register_upload_at_exit(options)
+    return started
+
+
+def _register_upload_at_exit(options):
+    """The remote_upload shim: shut down and upload when the interpreter exits."""
+    global _upload_at_exit_registered
+    if _upload_at_exit_registered:
+        return
+    _upload_at_exit_registered = True
+    paths = {k: options[k] or None for k in ("log_path", "backend_url", "api_key", "api_path")}
+
+    def upload_at_exit():
+        shutdown()
+        try:
+            upload_logs(**paths)
+        except _gpufl.Error as e:  # at exit, a warning rather than a traceback
+            warnings.warn("remote_upload at exit: %s" % e, RuntimeWarning)
+
+    atexit.register(upload_at_exit)
+
+
+def shutdown():
+    """Ends the session and writes everything still buffered. Safe to repeat,
+    and without init."""
+    _gpufl.shutdown()
+
+
+def system_start(name="system"):
+    """Opens a named system-sampling window (host metrics are sampled while
+    one is open). Returns False, and does nothing, when no session runs."""
+    return _gpufl.system_start(name)
+
+
+def system_stop(name="system"):
+    """Closes the most recent open window of that name. Returns False when no
+    session runs; raises NotFoundError (a LookupError) when none is open."""
+    return _gpufl.system_stop(name)
+
+
+def upload_logs(*, log_path=None, backend_url=None, api_key=None, api_path=None):
+    """Uploads finished session logs to a gpufl backend.
+
+    Not built yet in this release: raises NotSupportedError (a
+    NotImplementedError) saying so; the logs stay on disk. When gpufl is
+    switched off it sends nothing and returns UploadResult(success=True,
+    events_uploaded=0).
+    """
+    _gpufl.upload_logs(_fspath(log_path, "log_path"), backend_url, api_key, api_path)
+    return UploadResult(success=True, events_uploaded=0)
+
+
+class Session:
+    """The handle session() returns: ``with gpufl.session(...) as s``.
+
+    started: what init() returned; directory: the session's log directory
+    (None when gpufl is switched off); upload: the UploadResult after the
+    block when there was a backend to upload to, else None.
+    """
+
+    def __init__(self, options):
+        self._options = options
+        self.started = False
+        self.directory = None
+        self.upload = None
+
+    def __enter__(self):
+        self.started = init(**self._options)
+        self.directory = _gpufl.session_dir() if self.started else None
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        shutdown()
+        backend_url = self._options.get("backend_url") or os.environ.get("GPUFL_BACKEND_URL")
+        if exc_type is None and backend_url:
+            self.upload = upload_logs(
+                log_path=self._options.get("log_path") or None, backend_url=backend_url,
+                api_key=self._options.get("api_key") or None,
+                api_path=self._options.get("api_path") or None)
+        return False
+
+
+def session(**options):
+    """A context manager around a whole session: init(**options) on entry,
+    shutdown() on exit, then upload_logs() when a backend_url is given (or
+    GPUFL_BACKEND_URL is set) and the block raised nothing. Takes the same
+    keywords as init()."""
+    return Session(options)

@@ -1,0 +1,58 @@
+/*
+ * gpufl_py.h - what the files of the gpufl._gpufl extension share.
+ *
+ * The extension is C over gpufl.h and uses only the limited C API of Python
+ * 3.11, so one build (an abi3 module) loads in every CPython from 3.11 on.
+ * Errors of the library become exceptions through gpufl__py_raise().
+ */
+#ifndef GPUFL_PY_H
+#define GPUFL_PY_H
+
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030B0000
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <gpufl/gpufl.h>
+
+/* One exception class per GPUFL_E* code, indexed by -code. */
+#define GPUFL_PY_ERROR_SLOTS 12
+
+typedef struct gpufl_py_state {
+    PyObject *error;                         /* gpufl.Error, the base of all of them */
+    PyObject *by_code[GPUFL_PY_ERROR_SLOTS]; /* gpufl.ConfigError, ...; NULL for 0 */
+    PyObject *scope_type;                    /* gpufl.Scope */
+    PyObject *scope_iter_type;               /* what iter(Scope(..., repeat=N)) gives */
+} gpufl_py_state_t;
+
+/* The extension's state, from any of its functions' module argument. */
+gpufl_py_state_t *gpufl__py_state(PyObject *module);
+
+/*
+ * Raises the exception class of `code` with gpufl_last_error()'s message
+ * (the code's name when there is none) and returns NULL.
+ */
+PyObject *gpufl__py_raise(PyObject *module, int code);
+
+/* Creates the exception classes and adds them to the module. 0 or -1. */
+int gpufl__py_errors_add(PyObject *module);
+void gpufl__py_errors_clear(gpufl_py_state_t *state);
+
+/* Raises TypeError "<what> must be <expected>, not <type of obj>"; returns NULL. */
+PyObject *gpufl__py_type_error(const char *what, const char *expected, PyObject *obj);
+
+/*
+ * Converts a str (or None, meaning "not set") to UTF-8 without a copy: the
+ * pointer lives as long as the object. Rejects other types and embedded NUL
+ * bytes, naming `what` in the message. 0 or -1 with an exception set.
+ */
+int gpufl__py_utf8(PyObject *obj, const char *what, const char **out);
+
+/* _gpufl.init(**options): see init.c. */
+PyObject *gpufl__py_init(PyObject *module, PyObject *args, PyObject *kwargs);
+
+/* Creates the types Scope and ScopeIterator and adds Scope to the module. 0 or -1. */
+int gpufl__py_scope_add(PyObject *module);
+
+#endif /* GPUFL_PY_H */

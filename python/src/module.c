@@ -1,0 +1,177 @@
+/*
+ * module.c - the gpufl._gpufl extension module: its function table, state,
+ * and the calls too small for a file of their own (shutdown, system
+ * windows, upload, queries).
+ *
+ * The public API is the Python package gpufl, which wraps these functions;
+ * nothing here is meant to be called directly.
+ */
+#include "gpufl_py.h"
+
+#include <stddef.h>
+
+gpufl_py_state_t *gpufl__py_state(PyObject *module) {
+    return (gpufl_py_state_t *)PyModule_GetState(module);
+}
+
+static PyObject *py_shutdown(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    /* Joins the collector thread after its last write: may take a while. */
+    Py_BEGIN_ALLOW_THREADS;
+    gpufl_shutdown();
+    Py_END_ALLOW_THREADS;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_is_active(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    return PyBool_FromLong(gpufl_is_active());
+}
+
+/* The running or last session's directory, or None when none ran. */
+static PyObject *py_session_dir(PyObject *module, PyObject *unused) {
+    char dir[4096];
+    (void)unused;
+    int rc = gpufl_session_dir(dir, sizeof dir);
+    if (rc == GPUFL_ENOTINIT) Py_RETURN_NONE;
+    if (rc < 0) return gpufl__py_raise(module, rc);
+    return PyUnicode_DecodeFSDefault(dir);
+}
+
+/* True when the window opened or closed; False when no session runs. */
+static PyObject *system_window(PyObject *module, PyObject *name, int open) {
+    const char *s;
+    int rc;
+    if (!PyUnicode_Check(name)) return gpufl__py_type_error("window name", "a str", name);
+    if (gpufl__py_utf8(name, "window name", &s) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS; /* reads /proc for the window's snapshot */
+    rc = open ? gpufl_system_start(s) : gpufl_system_stop(s);
+    Py_END_ALLOW_THREADS;
+    if (rc == GPUFL_ENOTINIT || rc == GPUFL_EDISABLED) Py_RETURN_FALSE;
+    if (rc != 0) return gpufl__py_raise(module, rc);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *py_system_start(PyObject *module, PyObject *name) {
+    return system_window(module, name, 1);
+}
+
+static PyObject *py_system_stop(PyObject *module, PyObject *name) {
+    return system_window(module, name, 0);
+}
+
+/* upload_logs(log_path, backend_url, api_key, api_path) -> True when switched off. */
+static PyObject *py_upload_logs(PyObject *module, PyObject *args) {
+    PyObject *log_path, *backend_url, *api_key, *api_path;
+    gpufl_upload_options_t opts;
+    int rc;
+
+    gpufl_upload_options_init(&opts);
+    if (!PyArg_ParseTuple(args, "OOOO:upload_logs", &log_path, &backend_url, &api_key, &api_path))
+        return NULL;
+    if (gpufl__py_utf8(log_path, "log_path", &opts.log_path) < 0 ||
+        gpufl__py_utf8(backend_url, "backend_url", &opts.backend_url) < 0 ||
+        gpufl__py_utf8(api_key, "api_key", &opts.api_key) < 0 ||
+        gpufl__py_utf8(api_path, "api_path", &opts.api_path) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = gpufl_upload_logs(&opts);
+    Py_END_ALLOW_THREADS;
+    if (rc == GPUFL_EDISABLED) Py_RETURN_TRUE;
+    if (rc != 0) return gpufl__py_raise(module, rc);
+    Py_RETURN_FALSE;
+}
+
+static PyObject *py_version(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    return PyUnicode_FromString(gpufl_version());
+}
+
+/* Names of the engines and backends, in the order of their C values. */
+static PyObject *names(const char *(*name_of)(int), int count) {
+    PyObject *t = PyTuple_New(count);
+    for (int i = 0; t && i < count; i++) {
+        PyObject *s = PyUnicode_FromString(name_of(i));
+        if (!s || PyTuple_SetItem(t, i, s) < 0) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+static const char *engine_name(int i) { return gpufl_engine_name((gpufl_engine_t)i); }
+static const char *backend_name(int i) { return gpufl_backend_name((gpufl_backend_t)i); }
+
+static PyObject *py_engine_names(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    return names(engine_name, GPUFL_ENGINE_DEEP + 1);
+}
+
+static PyObject *py_backend_names(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    return names(backend_name, GPUFL_BACKEND_NONE + 1);
+}
+
+static PyMethodDef methods[] = {
+    {"init", (PyCFunction)(void (*)(void))gpufl__py_init, METH_VARARGS | METH_KEYWORDS,
+     "init(**options) -> bool: start a session (False when gpufl is switched off)."},
+    {"shutdown", py_shutdown, METH_NOARGS, "shutdown(): end the session; safe to repeat."},
+    {"is_active", py_is_active, METH_NOARGS, "is_active() -> bool: a session is running."},
+    {"session_dir", py_session_dir, METH_NOARGS,
+     "session_dir() -> str | None: directory of the running or last session."},
+    {"system_start", py_system_start, METH_O,
+     "system_start(name) -> bool: open a sampling window; False when no session runs."},
+    {"system_stop", py_system_stop, METH_O,
+     "system_stop(name) -> bool: close a sampling window; False when no session runs."},
+    {"upload_logs", py_upload_logs, METH_VARARGS,
+     "upload_logs(log_path, backend_url, api_key, api_path) -> bool: True when switched off."},
+    {"version", py_version, METH_NOARGS, "version() -> str: libgpufl's version."},
+    {"engine_names", py_engine_names, METH_NOARGS, "The engine names, by C value."},
+    {"backend_names", py_backend_names, METH_NOARGS, "The backend names, by C value."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int module_exec(PyObject *module) {
+    if (gpufl__py_errors_add(module) < 0 || gpufl__py_scope_add(module) < 0) return -1;
+    return PyModule_AddIntConstant(module, "VERSION_NUMBER", gpufl_version_number());
+}
+
+static int module_traverse(PyObject *module, visitproc visit, void *arg) {
+    gpufl_py_state_t *st = gpufl__py_state(module);
+    Py_VISIT(st->error);
+    for (int i = 0; i < GPUFL_PY_ERROR_SLOTS; i++) Py_VISIT(st->by_code[i]);
+    Py_VISIT(st->scope_type);
+    Py_VISIT(st->scope_iter_type);
+    return 0;
+}
+
+static int module_clear(PyObject *module) {
+    gpufl_py_state_t *st = gpufl__py_state(module);
+    gpufl__py_errors_clear(st);
+    Py_CLEAR(st->scope_type);
+    Py_CLEAR(st->scope_iter_type);
+    return 0;
+}
+
+static void module_free(void *module) { module_clear((PyObject *)module); }
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, (void *)module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "gpufl._gpufl",
+    .m_doc = "The C extension of the gpufl package, over libgpufl's C API (gpufl.h).",
+    .m_size = sizeof(gpufl_py_state_t),
+    .m_methods = methods,
+    .m_slots = slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__gpufl(void); /* the only exported symbol */
+PyMODINIT_FUNC PyInit__gpufl(void) { return PyModuleDef_Init(&module_def); }

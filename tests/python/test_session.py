@@ -1,0 +1,173 @@
+"""The kill switch, system-sampling windows, upload_logs() and the
+session() context manager; the enums and the package's surface."""
+import pytest
+
+import gpufl
+from conftest import SessionLogs, only_session
+
+
+# ---- the kill switch ----
+
+def exercise_every_call(log_dir):
+    """Calls everything a program would; returns what upload_logs() gave."""
+    with gpufl.Scope("s", "t"):
+        pass
+    assert list(gpufl.Scope("b", repeat=2, warmup=1)) == [-1, 0, 1]
+    assert gpufl.system_start("phase") is False
+    assert gpufl.system_stop("phase") is False
+    result = gpufl.upload_logs(log_path=str(log_dir), backend_url="https://example.invalid")
+    gpufl.shutdown()
+    return result
+
+
+def test_enabled_false_makes_everything_a_no_op(log_dir):
+    assert gpufl.init(app_name="off", log_path=str(log_dir), enabled=False) is False
+    assert not gpufl._gpufl.is_active()
+    result = exercise_every_call(log_dir)
+    assert result == gpufl.UploadResult(success=True, events_uploaded=0)
+    assert not log_dir.exists()
+
+
+@pytest.mark.parametrize("value", ["1", "true", "YES", "On"])
+def test_gpufl_disabled_wins_over_enabled_true(log_dir, monkeypatch, value):
+    monkeypatch.setenv("GPUFL_DISABLED", value)
+    assert gpufl.init(app_name="off", log_path=str(log_dir), enabled=True) is False
+    result = exercise_every_call(log_dir)
+    assert result.success is True and result.events_uploaded == 0
+    assert not log_dir.exists()
+
+
+def test_gpufl_disabled_without_init(log_dir, monkeypatch):
+    monkeypatch.setenv("GPUFL_DISABLED", "1")
+    assert gpufl.upload_logs().success
+
+
+@pytest.mark.parametrize("value", ["0", "off", ""])
+def test_gpufl_disabled_false_leaves_gpufl_on(log_dir, monkeypatch, value):
+    monkeypatch.setenv("GPUFL_DISABLED", value)
+    assert gpufl.init(log_path=str(log_dir)) is True
+
+
+def test_enabled_again_after_a_disabled_init(log_dir):
+    assert gpufl.init(log_path=str(log_dir), enabled=False) is False
+    assert gpufl.init(log_path=str(log_dir)) is True
+    with pytest.raises(gpufl.NotSupportedError):  # on again: upload is not a no-op now
+        gpufl.upload_logs()
+
+
+# ---- system-sampling windows ----
+
+def test_system_windows_are_recorded(log_dir):
+    assert gpufl.init(log_path=str(log_dir))
+    assert gpufl.system_start("sampling") is True
+    assert gpufl.system_start() is True  # the default name, as in C++
+    assert gpufl.system_stop() is True
+    assert gpufl.system_stop("sampling") is True
+    gpufl.shutdown()
+    logs = SessionLogs(only_session(log_dir))
+    starts = logs.records("system", "system_start")
+    stops = logs.records("system", "system_stop")
+    assert [r["name"] for r in starts] == ["sampling", "system"]
+    assert [r["name"] for r in stops] == ["system", "sampling"]
+    assert [r["active"] for r in starts + stops] == [1, 2, 1, 0]
+
+
+def test_system_stop_of_a_window_never_opened(log_dir):
+    assert gpufl.init(log_path=str(log_dir))
+    with pytest.raises(gpufl.NotFoundError, match="never_started") as info:
+        gpufl.system_stop("never_started")
+    assert isinstance(info.value, LookupError) and info.value.code == -9
+
+
+def test_system_windows_without_a_session():
+    assert gpufl.system_start("x") is False
+    assert gpufl.system_stop("x") is False
+
+
+def test_system_window_name_must_be_a_str(log_dir):
+    assert gpufl.init(log_path=str(log_dir))
+    with pytest.raises(TypeError, match="window name must be a str, not int"):
+        gpufl.system_start(3)
+
+
+# ---- upload ----
+
+def test_upload_is_not_built_yet(log_dir):
+    assert gpufl.init(log_path=str(log_dir))
+    gpufl.shutdown()
+    with pytest.raises(gpufl.NotSupportedError, match="not built yet") as info:
+        gpufl.upload_logs(log_path=str(log_dir), backend_url="https://example.invalid",
+                          api_key="k")
+    assert isinstance(info.value, NotImplementedError) and info.value.code == -8
+    with pytest.raises(TypeError):
+        gpufl.upload_logs(str(log_dir))  # keywords only
+    with pytest.raises(TypeError, match="api_key must be a str or None, not int"):
+        gpufl.upload_logs(api_key=1)
+
+
+# ---- session() ----
+
+def test_session_context_manager(log_dir):
+    with gpufl.session(app_name="ctx", log_path=str(log_dir)) as s:
+        assert s.started and gpufl._gpufl.is_active()
+        with gpufl.Scope("inside"):
+            pass
+    assert not gpufl._gpufl.is_active()
+    assert s.upload is None  # no backend: nothing to upload
+    assert s.directory == only_session(log_dir)
+    assert [x["name"] for x in SessionLogs(s.directory).scopes()] == ["inside"]
+
+
+def test_session_with_a_backend_says_upload_is_not_built(log_dir):
+    with pytest.raises(gpufl.NotSupportedError, match="not built yet"):
+        with gpufl.session(log_path=str(log_dir), backend_url="https://example.invalid",
+                           api_key="k"):
+            pass
+    assert not gpufl._gpufl.is_active()
+    assert SessionLogs(only_session(log_dir)).lines["scope"][-1]["type"] == "session_end"
+
+
+def test_session_body_error_propagates_without_upload(log_dir):
+    with pytest.raises(ZeroDivisionError):
+        with gpufl.session(log_path=str(log_dir), backend_url="https://example.invalid"):
+            1 / 0
+    assert not gpufl._gpufl.is_active()
+
+
+def test_disabled_session_uploads_nothing_successfully(log_dir):
+    with gpufl.session(log_path=str(log_dir), enabled=False,
+                       backend_url="https://example.invalid") as s:
+        assert not s.started and s.directory is None
+    assert s.upload == gpufl.UploadResult(success=True, events_uploaded=0)
+    assert not log_dir.exists()
+
+
+def test_session_rejects_bad_options_on_entry(log_dir):
+    with pytest.raises(TypeError, match="bogus"):
+        with gpufl.session(log_path=str(log_dir), bogus=True):
+            pass
+
+
+# ---- enums and the package ----
+
+def test_enums_match_the_c_library():
+    assert [m.name for m in gpufl.ProfilingEngine] == list(gpufl._gpufl.engine_names())
+    assert [m.name for m in gpufl.BackendKind] == list(gpufl._gpufl.backend_names())
+    assert [int(m) for m in gpufl.ProfilingEngine] == list(range(6))
+    assert [int(m) for m in gpufl.BackendKind] == list(range(4))
+
+
+def test_backend_none_alias():
+    assert gpufl.BackendKind.None_ is getattr(gpufl.BackendKind, "None")
+    assert gpufl.BackendKind["None_"] is gpufl.BackendKind(3)
+    assert gpufl.ProfilingEngine.Monitor == 0
+
+
+def test_package_surface():
+    assert gpufl.__version__ == gpufl._gpufl.version()
+    for name in gpufl.__all__:
+        assert hasattr(gpufl, name), name
+    for name in ("InvalidArgumentError", "ConfigError", "FileAccessError",
+                 "AlreadyRunningError", "NotSupportedError", "NotFoundError"):
+        assert issubclass(getattr(gpufl, name), gpufl.Error)
+    assert gpufl._gpufl.__file__.endswith(".abi3.so")
