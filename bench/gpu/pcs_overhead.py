@@ -6,8 +6,11 @@ Workloads (each a loop of identical steps after warmup):
   transformer  a training step of a 6-layer transformer encoder (d_model 1024,
                16 heads, feed-forward 4096, batch 16 x 512 tokens, bf16
                autocast, AdamW), 30 measured steps.
-Variants: `untraced` (no gpufl loaded), `trace` (engine Trace), and
-`pcs<P>` (engine PcSampling at period P), each in a fresh process. gpufl is
+Variants: `untraced` (no gpufl loaded), `trace` (engine Trace),
+`pcs<P>` (engine PcSampling at period P; with --drains, also `pcs<P>d<MS>`,
+GetData every MS ms), and with --deep-engines also
+`sassm` (engine SassMetrics) and `deep` (engine Deep), each in a fresh
+process. gpufl is
 loaded through ctypes (tests/gpu/gpufl_ctypes.py) and initialised before the
 first CUDA call, as the documentation asks; sampling then starts on the
 context's creation.
@@ -20,6 +23,7 @@ against the untraced median of the same workload.
 Prints one JSON line per run and, last, one JSON summary; --markdown FILE
 also writes the summary as a table.
 Usage: pcs_overhead.py [--rounds 3] [--periods 16,18] [--workloads gemm,transformer] [--steps N]
+                      [--drains 500,1000] [--deep-engines]
 """
 import argparse
 import json
@@ -47,9 +51,16 @@ def child(workload, variant, log_dir, steps_wanted=0):
         g = gpufl_ctypes.Gpufl(os.environ["GPUFL_ALT_LIBRARY"] if alt else None)
         if variant == "trace":
             rc = g.init("pcs_overhead", log_dir, gpufl_ctypes.ENGINE_TRACE)
-        else:
+        elif variant == "sassm":
+            rc = g.init("pcs_overhead", log_dir, gpufl_ctypes.ENGINE_SASS_METRICS)
+        elif variant == "deep":
+            rc = g.init("pcs_overhead", log_dir, gpufl_ctypes.ENGINE_DEEP)
+        else:  # pcs<P>, or pcs<P>d<MS>: GetData every MS ms (GPUFL_PC_SAMPLING_DRAIN_MS)
+            period, _, drain = variant[3:].partition("d")
+            if drain:
+                os.environ["GPUFL_PC_SAMPLING_DRAIN_MS"] = drain
             rc = g.init("pcs_overhead", log_dir, gpufl_ctypes.ENGINE_PC_SAMPLING,
-                        pc_sampling_period=int(variant[3:]))
+                        pc_sampling_period=int(period))
         if rc != 0:
             raise SystemExit(f"gpufl_init: {g.last_error()}")
     t_init = time.time()
@@ -120,7 +131,7 @@ def session_stats(path):
                     out["sass_errors"] = out.get("sass_errors", 0) + ('"error"' in line)
                     continue
                 if '"pc_sampling_stats"' in line or '"trace_stats"' in line or \
-                        '"type":"pc_sampling"' in line:
+                        '"type":"pc_sampling"' in line or '"sass_metrics_stats"' in line:
                     rec = json.loads(line)
                     rec.pop("reasons", None)
                     out[rec["type"]] = rec
@@ -139,12 +150,20 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="measured steps (default 30)")
     ap.add_argument("--alt-library", default=None,
                     help="also run trace and pcs variants (named -alt) with this libgpufl.so")
+    ap.add_argument("--drains", default="",
+                    help="also run PcSampling with GetData every N ms (comma list)")
+    ap.add_argument("--deep-engines", action="store_true",
+                    help="also run the SassMetrics and Deep engines")
     ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "VARIANT", "LOG_DIR"))
     a = ap.parse_args()
     if a.child:
         child(*a.child, steps_wanted=a.steps)
         return 0
     variants = ["untraced", "trace"] + [f"pcs{p}" for p in a.periods.split(",") if p]
+    variants += [f"pcs{p}d{d}" for p in a.periods.split(",") if p
+                 for d in a.drains.split(",") if d]
+    if a.deep_engines:
+        variants += ["sassm", "deep"]
     if a.alt_library:
         os.environ["GPUFL_ALT_LIBRARY"] = os.path.abspath(a.alt_library)
         variants += [v + "-alt" for v in variants if v != "untraced"]

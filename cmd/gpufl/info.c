@@ -51,8 +51,10 @@ static int show_nvml(void) {
     return 1;
 }
 
-/* Whether this CUPTI has the PC Sampling API; where nvdisasm is for SASS. */
+/* Whether this CUPTI has the PC Sampling and SASS Metrics APIs; where
+ * nvdisasm is for SASS. */
 static char pcs_state[512] = "no: needs CUPTI";
+static char sassm_state[512] = "no: needs CUPTI";
 
 /* Says what the Trace engine lacks besides NVML: "" when CUPTI and libcuda loaded. */
 static const char *show_trace_libraries(void) {
@@ -73,6 +75,13 @@ static const char *show_trace_libraries(void) {
         else
             snprintf(pcs_state, sizeof pcs_state, "yes (SASS: %.400s)",
                      have_sass ? nvdisasm : sass_why);
+        if (gpufl__cupti_symbol(cupti, "cuptiSassMetricsEnable") == NULL)
+            snprintf(sassm_state, sizeof sassm_state, "no: %s lacks the SASS Metrics API",
+                     gpufl__cupti_library(cupti));
+        else
+            snprintf(sassm_state, sizeof sassm_state,
+                     "yes, where the device allows it (checked at init; kernels run many times "
+                     "slower while counted)");
     } else {
         printf("  CUPTI: not available: %s\n", *why ? why : "unknown reason");
     }
@@ -116,9 +125,14 @@ int cli_info(int argc, char **argv) {
         printf("  Trace: no: lacks %s%s%s\n", nvml ? "" : "NVML", nvml || !*trace_lacks ? "" : ", ",
                trace_lacks);
     printf("  PcSampling: %s\n", nvml && !*trace_lacks ? pcs_state : "no: needs Trace");
-    printf("  Deep: %s\n", nvml && !*trace_lacks && strncmp(pcs_state, "yes", 3) == 0
-                               ? "runs as PcSampling (its SASS metrics are not built yet)"
-                               : "no: needs PcSampling");
-    printf("  SassMetrics/RangeProfiler: not built yet (run as Trace)\n");
+    int trace = nvml && !*trace_lacks;
+    int pcs = trace && strncmp(pcs_state, "yes", 3) == 0;
+    int sassm = trace && strncmp(sassm_state, "yes", 3) == 0;
+    printf("  SassMetrics: %s\n", trace ? sassm_state : "no: needs Trace");
+    printf("  Deep: %s\n", pcs && sassm ? "yes: PcSampling and SassMetrics together"
+                           : pcs        ? "runs as PcSampling (no SASS Metrics API)"
+                           : sassm      ? "runs as SassMetrics (no PC Sampling API)"
+                                        : "no: needs PcSampling or SassMetrics");
+    printf("  RangeProfiler: not built yet (runs as Trace)\n");
     return CLI_OK;
 }

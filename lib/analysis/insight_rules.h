@@ -46,5 +46,6 @@ int gpufl__rules_sync(const gpufl_model_t *m, gpufl_insights_t *out);   /* rules
 int gpufl__rules_kernel(const gpufl_model_t *m, gpufl_insights_t *out); /* rules_kernel.c */
 int gpufl__rules_device(const gpufl_model_t *m, gpufl_insights_t *out); /* rules_device.c */
 int gpufl__rules_stall(const gpufl_model_t *m, gpufl_insights_t *out);  /* rules_stall.c */
+int gpufl__rules_sass(const gpufl_model_t *m, gpufl_insights_t *out);   /* rules_sass.c */
 
 #endif

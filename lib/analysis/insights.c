@@ -13,10 +13,10 @@
 
 /* Rule ids in output order: an insight of a rule listed earlier comes first
  * among insights of equal severity. */
-static const char *const rule_order[] = {"sync_attribution", "in_loop_sync",    "launch_bound",
-                                         "gpu_idle",         "low_occupancy",   "register_limited",
-                                         "register_spill",   "memcpy_bound",    "pageable_memcpy",
-                                         "throttling",       "low_sm_activity", "dominant_stall"};
+static const char *const rule_order[] = {
+    "sync_attribution", "in_loop_sync",   "launch_bound",    "gpu_idle",          "low_occupancy",
+    "register_limited", "register_spill", "memcpy_bound",    "pageable_memcpy",   "throttling",
+    "low_sm_activity",  "dominant_stall", "warp_divergence", "uncoalesced_global"};
 
 const char *gpufl__severity_name(gpufl_severity_t s) {
     switch (s) {
@@ -174,6 +174,7 @@ int gpufl__insights_compute(const gpufl_model_t *m, gpufl_insights_t *out) {
     if (!rc) rc = gpufl__rules_kernel(m, out);
     if (!rc) rc = gpufl__rules_device(m, out);
     if (!rc) rc = gpufl__rules_stall(m, out);
+    if (!rc) rc = gpufl__rules_sass(m, out);
     if (rc) return gpufl__set_error(rc, "out of memory while computing insights");
     if (out->n > 1) qsort(out->items, out->n, sizeof *out->items, cmp_insight);
     return 0;

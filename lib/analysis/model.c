@@ -1325,6 +1325,9 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         PC_STATS,
         SASS,
         LAUNCH,
+        SASS_METRICS,
+        SASS_METRIC,
+        SASSM_STATS,
         NTYPES
     };
     static const char *const types[NTYPES] = {"header",
@@ -1357,7 +1360,10 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
                                               "pc_window",
                                               "pc_sampling_stats",
                                               "sass",
-                                              "launch"};
+                                              "launch",
+                                              "sass_metrics",
+                                              "sass_metric",
+                                              "sass_metrics_stats"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -1394,16 +1400,19 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case PC_SAMPLING: return gpufl__model_on_pc_sampling(m, pos, rec);
     case PC_SAMPLE: return gpufl__model_on_pc_sample(m, pos, rec, NULL);
     case PC_WINDOW: return gpufl__model_on_pc_window(m, pos, rec, NULL);
-    case PC_STATS: return gpufl__model_on_pc_stats(m, pos, rec);
+    case PC_STATS: return gpufl__model_keep_last(&m->pc_stats, rec);
     case SASS: return gpufl__model_on_sass(m, pos, rec);
     case LAUNCH: return on_launch(m, pos, rec, NULL);
+    case SASS_METRICS: return gpufl__model_on_sass_metrics(m, pos, rec);
+    case SASS_METRIC: return gpufl__model_on_sass_metric(m, pos, rec, NULL);
+    case SASSM_STATS: return gpufl__model_keep_last(&m->sassm_stats, rec);
     default: return 1;
     }
 }
 
 /* Batches the reader scanned without jansson (see reader.h). */
-static const char *const scanned_types[] = {"kernel",    "copy",      "memset", "sync",
-                                            "pc_sample", "pc_window", "launch", NULL};
+static const char *const scanned_types[] = {
+    "kernel", "copy", "memset", "sync", "pc_sample", "pc_window", "launch", "sass_metric", NULL};
 
 static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b) {
     gpufl_model_t *m = user;
@@ -1414,6 +1423,7 @@ static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reade
     if (strcmp(b->type, "launch") == 0) return on_launch(m, pos, NULL, b);
     if (strcmp(b->type, "pc_sample") == 0) return gpufl__model_on_pc_sample(m, pos, NULL, b);
     if (strcmp(b->type, "pc_window") == 0) return gpufl__model_on_pc_window(m, pos, NULL, b);
+    if (strcmp(b->type, "sass_metric") == 0) return gpufl__model_on_sass_metric(m, pos, NULL, b);
     return 1;
 }
 
@@ -1952,6 +1962,7 @@ static void summarize(gpufl_model_t *m) {
         {m->pc_samples_over_cap, "pc_sample rows", m->limits.max_pc_samples},
         {m->pc_windows_over_cap, "pc_window rows", m->limits.max_pc_windows},
         {m->sass_insns_over_cap, "sass instructions", m->limits.max_sass_insns},
+        {m->sass_metrics_over_cap, "sass_metric rows", m->limits.max_sass_metrics},
     };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         if (caps[i].count)
@@ -2029,6 +2040,7 @@ static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in
     out->max_pc_samples = d.max_pc_samples ? d.max_pc_samples : (size_t)64 << 20;
     out->max_pc_windows = d.max_pc_windows ? d.max_pc_windows : DEFAULT_MAX_RECORDS;
     out->max_sass_insns = d.max_sass_insns ? d.max_sass_insns : DEFAULT_MAX_ROWS;
+    out->max_sass_metrics = d.max_sass_metrics ? d.max_sass_metrics : DEFAULT_MAX_ROWS;
 }
 
 int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
@@ -2064,6 +2076,7 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     if (rc == 0) rc = attribute_gpu(m);
     if (rc == 0) join_stacks(m);
     if (rc == 0) rc = gpufl__model_finish_pc(m);
+    if (rc == 0) gpufl__model_finish_sassm(m);
     if (rc == 0) rc = finish_launches(m);
     if (rc == 0) rc = gpufl__model_attribute_pc(m);
     if (rc == 0) summarize(m);
@@ -2106,6 +2119,7 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->stacks);
     free(m->stack_frames);
     gpufl__model_free_pc(m);
+    gpufl__model_free_sassm(m);
     gpufl__idmap_fini(&m->frame_index);
     gpufl__idmap_fini(&m->stack_index);
     free(m->scope_paths);

@@ -434,6 +434,36 @@ typedef struct gpufl_model_pc_attrib {
     double by_launch;
 } gpufl_model_pc_attrib_t;
 
+/* ---------------------------------------------------------------------- */
+/* SASS metrics (engines SassMetrics and Deep)                              */
+/* ---------------------------------------------------------------------- */
+
+/* A sass_metrics record: counting on one context started (or failed to). */
+typedef struct gpufl_model_sassm_context {
+    int64_t ts_ns;
+    int64_t context;   /* CUPTI's context id */
+    int64_t device;    /* UNKNOWN when absent */
+    double enable_ms;  /* < 0 unknown */
+    const char *chip;  /* "GH100"; "" when absent */
+    const char *error; /* "" when counting started */
+    json_t *metrics;   /* CUPTI's names of the metrics counted (an array), NULL when absent */
+    int lazy, late;
+} gpufl_model_sassm_context_t;
+
+/* One sass_metric row: the counts of one instruction on one context since
+ * counting started there. A count is GPUFL_MODEL_UNKNOWN where its metric
+ * was not counted (null). Dict ids stay ids, as in pc_sample rows. */
+typedef struct gpufl_model_sass_metric {
+    int64_t ts_ns; /* when the counts were read */
+    int64_t inst, thread_inst, sectors, sectors_ideal;
+    uint32_t context;
+    uint32_t cubin;     /* dict id of the module's CRC; 0 when unknown */
+    uint32_t function;  /* dict id of the mangled name */
+    uint32_t demangled; /* dict id of the demangled name */
+    uint32_t pc;        /* offset in the function, bytes */
+    uint32_t seq;       /* internal: its place in the log, for a stable order */
+} gpufl_model_sass_metric_t;
+
 /* GPU work of one kind of attribution: counts and summed durations (ns, in
  * double so that sums over a damaged log cannot overflow). */
 typedef struct gpufl_model_gpu_work {
@@ -524,6 +554,7 @@ typedef struct gpufl_model_limits {
     size_t max_pc_samples;   /* pc_sample rows, default 64 Mi */
     size_t max_pc_windows;   /* pc_window rows, default 1 Mi */
     size_t max_sass_insns;   /* instructions of all sass records, default 16 Mi */
+    size_t max_sass_metrics; /* sass_metric rows, default 16 Mi */
     /* Progress of the read (the report's CLI shows it): bytes read and the
      * size of all segment files, at most every 0.1 s and once at the end;
      * NULL: none. Not a cap: zero means none, as for the others. */
@@ -628,6 +659,19 @@ typedef struct gpufl_model {
     size_t n_pc_scopes;
     gpufl_model_pc_attrib_t pc_attrib;
 
+    /* SASS metrics: one entry per sass_metrics record (by context), the
+     * rows, and the last sass_metrics_stats record. After loading the rows
+     * are sorted by (cubin, function, pc, context) with one row per
+     * (context, cubin, function, pc): a row read again on its context
+     * replaces the earlier one (counts are cumulative on a context). */
+    gpufl_model_sassm_context_t *sassm_contexts;
+    size_t n_sassm_contexts;
+    gpufl_model_sass_metric_t *sass_metrics;
+    size_t n_sass_metrics;
+    uint64_t sass_metrics_over_cap;
+    uint64_t sass_metrics_replaced; /* rows a later read of their context replaced */
+    json_t *sassm_stats;            /* sass_metrics_stats, NULL when absent */
+
     /* Scope paths, sorted by path; GPU work per path and outside them. */
     gpufl_model_scope_path_t *scope_paths;
     size_t n_scope_paths;
@@ -670,7 +714,8 @@ typedef struct gpufl_model {
     size_t memsets_alloc, configs_alloc, syncs_alloc, frames_alloc, stacks_alloc;
     size_t stack_frames_alloc;
     size_t pc_contexts_alloc, pc_samples_alloc, pc_windows_alloc, pc_reasons_alloc, sass_alloc;
-    size_t sass_insns_alloc, pc_scopes_alloc, launches_alloc;
+    size_t sass_insns_alloc, pc_scopes_alloc, launches_alloc, sassm_contexts_alloc;
+    size_t sass_metrics_alloc;
     gpufl_idmap_t frame_index; /* frame id -> index in frames */
     gpufl_idmap_t stack_index; /* stack id -> index in stacks */
     void *load_state;          /* only during loading */
@@ -731,6 +776,14 @@ const gpufl_model_pc_context_t *gpufl__model_pc_context(const gpufl_model_t *m, 
  * whose module has no record of its own), or NULL. */
 const gpufl_model_sass_t *gpufl__model_sass_find(const gpufl_model_t *m, int64_t cubin,
                                                  int64_t function);
+/* The sass_metrics record of a context, or NULL. */
+/* 1 when SASS metrics were counted on some context (engines SassMetrics and
+ * Deep): kernels then ran patched, and PC samples of the same session
+ * describe the instrumented code, not the program's own
+ * (docs/design/sass-metrics.md, "Deep"). */
+int gpufl__model_sass_counted(const gpufl_model_t *m);
+const gpufl_model_sassm_context_t *gpufl__model_sassm_context(const gpufl_model_t *m,
+                                                              int64_t context);
 /* The instruction at pc in s, or NULL. */
 const gpufl_model_sass_insn_t *gpufl__model_sass_insn(const gpufl_model_t *m,
                                                       const gpufl_model_sass_t *s, uint32_t pc);

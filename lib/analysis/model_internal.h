@@ -1,6 +1,6 @@
 /*
  * model_internal.h - what model.c shares with the files that load further
- * record kinds into the model (model_pc.c) and derive from them
+ * record kinds into the model (model_pc.c, model_sassm.c) and derive from them
  * (pc_attrib.c). Internal to the analysis library; only valid while a model
  * is being loaded.
  */
@@ -66,6 +66,19 @@ int gpufl__model_load_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json
                            const gpufl_reader_batch_t *view, const trace_cols_t *t, row_array_t a,
                            void (*fill)(void *row, const int64_t *v));
 
+/* A count member (>= 0), else GPUFL_MODEL_UNKNOWN; a duration in ms (>= 0),
+ * else GPUFL_MODEL_UNKNOWN. */
+int64_t gpufl__model_count(const json_t *v);
+double gpufl__model_ms(const json_t *v);
+/* Keeps rec in *slot in place of what it held: for the *_stats records,
+ * whose counters are cumulative (the last record wins). Returns 0. */
+int gpufl__model_keep_last(json_t **slot, json_t *rec);
+/* The head of a per-context record (pc_sampling, sass_metrics): its context
+ * id and ts_ns into *context and *ts, its member `names` (an array or
+ * null), the time noted. Returns 0, or 2 with the line reported. */
+int gpufl__model_context_head(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
+                              json_t *rec, const char *names, int64_t *context, int64_t *ts);
+
 /* model_pc.c: the PC sampling and sass records. Each returns what a reader
  * callback returns. */
 int gpufl__model_on_pc_sampling(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
@@ -73,13 +86,20 @@ int gpufl__model_on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, j
                               const gpufl_reader_batch_t *view);
 int gpufl__model_on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                               const gpufl_reader_batch_t *view);
-int gpufl__model_on_pc_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
 int gpufl__model_on_sass(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
 /* After reading: the reason table, sass sorted, problems counted. Returns 0
  * or GPUFL_ENOMEM. */
 int gpufl__model_finish_pc(gpufl_model_t *m);
 /* Frees what model_pc.c allocated. */
 void gpufl__model_free_pc(gpufl_model_t *m);
+
+/* model_sassm.c: the SASS metrics records, as model_pc.c's. */
+int gpufl__model_on_sass_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
+int gpufl__model_on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                                const gpufl_reader_batch_t *view);
+/* After reading: the rows sorted, one per (context, cubin, function, pc). */
+void gpufl__model_finish_sassm(gpufl_model_t *m);
+void gpufl__model_free_sassm(gpufl_model_t *m);
 
 /* pc_attrib.c: gives the samples of pc_sample rows to scope paths through
  * the kernels that ran at their time (after the scope paths are built).

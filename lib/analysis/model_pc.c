@@ -24,61 +24,71 @@ static int oom(const char *what) {
     return gpufl__set_error(GPUFL_ENOMEM, "out of memory for %s", what);
 }
 
-static int64_t int_or_unknown(const json_t *v) {
+/* Helpers shared with model_sassm.c (model_internal.h). */
+
+int64_t gpufl__model_count(const json_t *v) {
     int64_t x;
     return gpufl__reader_int(v, &x) == 0 && x >= 0 ? x : GPUFL_MODEL_UNKNOWN;
 }
 
+double gpufl__model_ms(const json_t *v) {
+    double ms;
+    return gpufl__reader_num(v, &ms) == 0 && ms >= 0 ? ms : GPUFL_MODEL_UNKNOWN;
+}
+
+int gpufl__model_keep_last(json_t **slot, json_t *rec) {
+    json_decref(*slot);
+    *slot = json_incref(rec);
+    return 0;
+}
+
+int gpufl__model_context_head(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
+                              json_t *rec, const char *names, int64_t *context, int64_t *ts) {
+    if (gpufl__reader_int(json_object_get(rec, "context"), context) != 0 || *context < 0)
+        return gpufl__model_bad_line(m, pos, type, "no context id");
+    if (gpufl__reader_int(json_object_get(rec, "ts_ns"), ts) != 0 || *ts < 0)
+        return gpufl__model_bad_line(m, pos, type, "no integer ts_ns");
+    json_t *a = json_object_get(rec, names);
+    if (a && !json_is_array(a) && !json_is_null(a))
+        return gpufl__model_bad_line(m, pos, type, "%s is not an array", names);
+    gpufl__model_note_ts(m, *ts);
+    return 0;
+}
+
 /* ---------------------------------------------------------------------- */
-/* pc_sampling, pc_sampling_stats                                           */
+/* pc_sampling (pc_sampling_stats is kept whole: gpufl__model_keep_last)   */
 /* ---------------------------------------------------------------------- */
 
 int gpufl__model_on_pc_sampling(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t context, ts;
-    if (gpufl__reader_int(json_object_get(rec, "context"), &context) != 0 || context < 0)
-        return gpufl__model_bad_line(m, pos, "pc_sampling", "no context id");
-    if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0 || ts < 0)
-        return gpufl__model_bad_line(m, pos, "pc_sampling", "no integer ts_ns");
+    int rc = gpufl__model_context_head(m, pos, "pc_sampling", rec, "reasons", &context, &ts);
+    if (rc) return rc;
     json_t *reasons = json_object_get(rec, "reasons");
-    if (reasons && !json_is_array(reasons) && !json_is_null(reasons))
-        return gpufl__model_bad_line(m, pos, "pc_sampling", "reasons is not an array");
-    gpufl__model_note_ts(m, ts);
     if (gpufl__model_pc_context(m, context)) {
         gpufl__model_warn(m, pos->name, pos->line,
                           "pc_sampling: context %lld started again (the first record kept)",
                           (long long)context);
         return 0;
     }
-    int rc = gpufl__model_reserve((void **)&m->pc_contexts, &m->pc_contexts_alloc, m->n_pc_contexts,
-                                  sizeof *m->pc_contexts, MAX_PC_CONTEXTS);
+    rc = gpufl__model_reserve((void **)&m->pc_contexts, &m->pc_contexts_alloc, m->n_pc_contexts,
+                              sizeof *m->pc_contexts, MAX_PC_CONTEXTS);
     if (rc) return rc < 0 ? rc : 0;
     gpufl_model_pc_context_t *c = &m->pc_contexts[m->n_pc_contexts];
     memset(c, 0, sizeof *c);
     c->ts_ns = ts;
     c->context = context;
-    c->device = int_or_unknown(json_object_get(rec, "device"));
-    c->period = int_or_unknown(json_object_get(rec, "period"));
-    c->worker_sleep_ms = int_or_unknown(json_object_get(rec, "worker_sleep_ms"));
-    c->scratch_bytes = int_or_unknown(json_object_get(rec, "scratch_bytes"));
-    c->hardware_buffer_bytes = int_or_unknown(json_object_get(rec, "hardware_buffer_bytes"));
-    double ms;
-    c->enable_ms = gpufl__reader_num(json_object_get(rec, "enable_ms"), &ms) == 0 && ms >= 0
-                       ? ms
-                       : GPUFL_MODEL_UNKNOWN;
+    c->device = gpufl__model_count(json_object_get(rec, "device"));
+    c->period = gpufl__model_count(json_object_get(rec, "period"));
+    c->worker_sleep_ms = gpufl__model_count(json_object_get(rec, "worker_sleep_ms"));
+    c->scratch_bytes = gpufl__model_count(json_object_get(rec, "scratch_bytes"));
+    c->hardware_buffer_bytes = gpufl__model_count(json_object_get(rec, "hardware_buffer_bytes"));
+    c->enable_ms = gpufl__model_ms(json_object_get(rec, "enable_ms"));
     c->late = json_is_true(json_object_get(rec, "late"));
     c->n_reasons = json_is_array(reasons) ? json_array_size(reasons) : 0;
     c->mode = gpufl__model_member_str(m, rec, "mode");
     c->error = gpufl__model_member_str(m, rec, "error");
     if (!c->mode || !c->error) return oom("pc_sampling");
     m->n_pc_contexts++;
-    return 0;
-}
-
-/* Counters are cumulative over the session: the last record wins. */
-int gpufl__model_on_pc_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
-    (void)pos;
-    json_decref(m->pc_stats);
-    m->pc_stats = json_incref(rec);
     return 0;
 }
 
@@ -364,8 +374,9 @@ static int cmp_insn(const void *a, const void *b) {
 int gpufl__model_finish_pc(gpufl_model_t *m) {
     int rc = build_reasons(m);
     if (rc) return rc;
-    for (size_t i = 0; i < m->n_sass; i++)
-        qsort(m->sass_insns + m->sass[i].first, m->sass[i].n, sizeof *m->sass_insns, cmp_insn);
+    for (size_t i = 0; i < m->n_sass; i++) /* records with an error have no instructions */
+        if (m->sass[i].n > 1)
+            qsort(m->sass_insns + m->sass[i].first, m->sass[i].n, sizeof *m->sass_insns, cmp_insn);
     if (m->n_sass > 1) qsort(m->sass, m->n_sass, sizeof *m->sass, cmp_sass);
     size_t kept = 0, repeated = 0;
     for (size_t i = 0; i < m->n_sass; i++) {
@@ -424,7 +435,7 @@ const gpufl_model_sass_t *gpufl__model_sass_find(const gpufl_model_t *m, int64_t
 
 const gpufl_model_sass_insn_t *gpufl__model_sass_insn(const gpufl_model_t *m,
                                                       const gpufl_model_sass_t *s, uint32_t pc) {
-    if (!s) return NULL;
+    if (!s || !s->n) return NULL;
     const gpufl_model_sass_insn_t *v = m->sass_insns + s->first;
     size_t lo = 0, hi = s->n;
     while (lo < hi) {

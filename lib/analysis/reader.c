@@ -380,8 +380,9 @@ int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t
     if (sc.p != sc.end) return 0;
     for (size_t i = 0; i < n; i++) {
         size_t start = (size_t)(uintptr_t)s->columns[i].values;
-        s->columns[i].values = s->values + start;
-        s->columns[i].is_null = s->is_null + start;
+        /* empty columns only: no cell was stored, and none will be read */
+        s->columns[i].values = s->values ? s->values + start : NULL;
+        s->columns[i].is_null = s->is_null ? s->is_null + start : NULL;
     }
     memcpy(s->type, type, type_len);
     s->type[type_len] = '\0';

@@ -67,6 +67,34 @@ static void put_cell(FILE *out, const char *s, size_t width, int right) {
         for (size_t i = w; i < width; i++) fputc(' ', out);
 }
 
+void gpufl__report_text_table(FILE *out, size_t nrow, size_t ncol, gpufl_report_cells_t *rows,
+                              const char *aligns) {
+    size_t w[GPUFL_REPORT_TABLE_COLS] = {0};
+    for (size_t i = 0; i < nrow; i++)
+        for (size_t c = 0; c < ncol; c++) {
+            size_t x = text_width(rows[i][c]);
+            if (x > 50 && c + 1 < ncol) x = 50;
+            if (x > w[c]) w[c] = x;
+        }
+    for (size_t i = 0; i < nrow; i++) {
+        fputs("  ", out);
+        for (size_t c = 0; c < ncol; c++) {
+            const char *s = rows[i][c];
+            size_t x = text_width(s);
+            int left = aligns[c] == 'l';
+            if (x > w[c]) { /* cut: ASCII names in practice; count bytes */
+                fprintf(out, "%.*s...", (int)(w[c] - 3), s);
+            } else {
+                if (!left) fprintf(out, "%*s", (int)(w[c] - x), "");
+                fputs(s, out);
+                if (left && c + 1 < ncol) fprintf(out, "%*s", (int)(w[c] - x), "");
+            }
+            if (c + 1 < ncol) fputs("  ", out);
+        }
+        fputc('\n', out);
+    }
+}
+
 /* A "label      value" line of a section. */
 static void put_field(FILE *out, const char *label, const char *value) {
     fprintf(out, "  %-18s %s\n", label, value);
@@ -1280,6 +1308,7 @@ int gpufl__report_render_text(const gpufl_report_t *r, FILE *out) {
     rc = put_scopes_gpu(out, r);
     if (rc) return rc;
     gpufl__report_text_pc(r, out);
+    gpufl__report_text_sassm(r, out);
     put_problems(out, r);
     return 0;
 }

@@ -7,7 +7,9 @@
  * (from NVML samples) and, from Trace engine records, kernel hotspots,
  * kernel details (launch configurations, occupancy), memory transfers, GPU
  * time per scope (under PcSampling and Deep, which time no kernels: the
- * launches per kernel instead), then the log problems met while reading.
+ * launches per kernel instead), PC sampling and SASS metrics (engines
+ * PcSampling, SassMetrics and Deep), then the log problems met while
+ * reading.
  *
  * Every number is computed once, by gpufl__report_build() (report_data.c),
  * into the section structs below; each format only renders them: report.c
@@ -21,6 +23,7 @@
 #include "analysis/insights.h"
 #include "analysis/model.h"
 #include "analysis/pc_profile.h"
+#include "analysis/sass_profile.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -289,6 +292,36 @@ typedef struct gpufl_report_pc {
     size_t n_lines;
 } gpufl_report_pc_t;
 
+#define GPUFL_REPORT_SASSM_ROWS_MAX 10 /* functions and source lines listed */
+#define GPUFL_REPORT_SASSM_INSNS    3  /* instructions shown per source line */
+
+/* One source line of the SASS metrics section with its instructions that
+ * lose most by the section's measure. */
+typedef struct gpufl_report_sassm_line {
+    const gpufl_sass_line_t *line;
+    const char *function;
+    const gpufl_sass_insn_t *insns[GPUFL_REPORT_SASSM_INSNS];
+    size_t n_insns;
+} gpufl_report_sassm_line_t;
+
+/* The SASS metrics section: how counting ran, what was lost, and the
+ * counts per function, the most divergent and the least coalesced lines. */
+typedef struct gpufl_report_sassm {
+    int shown;                     /* the session has sass_metric rows */
+    size_t contexts, failed, late; /* sass_metrics records; failed: with an error */
+    size_t lazy;                   /* contexts counted with lazy patching */
+    const char *error;             /* the first context's error, NULL when none */
+    const char *chip;              /* the first counted context's chip, NULL when none */
+    const json_t *metrics;         /* the first counted context's metric names, NULL */
+    const json_t *stats;           /* the sass_metrics_stats record, NULL when absent */
+    gpufl_sass_profile_t profile;
+    size_t n_kernels; /* functions listed: the first of profile.functions */
+    gpufl_report_sassm_line_t divergent[GPUFL_REPORT_SASSM_ROWS_MAX]; /* by idle lanes */
+    size_t n_divergent, divergent_total;
+    gpufl_report_sassm_line_t uncoalesced[GPUFL_REPORT_SASSM_ROWS_MAX]; /* by excess sectors */
+    size_t n_uncoalesced, uncoalesced_total;
+} gpufl_report_sassm_t;
+
 typedef struct gpufl_report {
     const gpufl_model_t *m;
     gpufl_report_summary_t summary;
@@ -327,6 +360,7 @@ typedef struct gpufl_report {
     int64_t unattributed; /* trace_stats: records without a launch note; -1 unknown */
 
     gpufl_report_pc_t pc;
+    gpufl_report_sassm_t sassm;
 } gpufl_report_t;
 
 /* Computes every section of m's report into r. Returns 0 or GPUFL_ENOMEM
@@ -343,6 +377,24 @@ void gpufl__report_text_pc(const gpufl_report_t *r, FILE *out);
 json_t *gpufl__report_json_pc(const gpufl_report_t *r);
 struct gpufl_report_emitter;
 void gpufl__report_doc_pc(const struct gpufl_report_emitter *e, const gpufl_report_t *r);
+
+/* The SASS metrics section (report_sassm.c), as the PC sampling section:
+ * the JSON report's "sass_metrics" member (null when not shown). */
+int gpufl__report_build_sassm(const gpufl_model_t *m, gpufl_report_sassm_t *s);
+void gpufl__report_free_sassm(gpufl_report_sassm_t *s);
+void gpufl__report_text_sassm(const gpufl_report_t *r, FILE *out);
+json_t *gpufl__report_json_sassm(const gpufl_report_t *r);
+void gpufl__report_doc_sassm(const struct gpufl_report_emitter *e, const gpufl_report_t *r);
+
+/* The text tables of the profile sections: rows of cells, up to
+ * GPUFL_REPORT_TABLE_COLS columns, each line indented by two spaces. aligns
+ * holds 'l' or 'r' per column; a cell wider than 50 columns is cut but in
+ * the last column (report.c). */
+#define GPUFL_REPORT_CELL       160 /* bytes of one cell */
+#define GPUFL_REPORT_TABLE_COLS 8
+typedef char gpufl_report_cells_t[GPUFL_REPORT_TABLE_COLS][GPUFL_REPORT_CELL];
+void gpufl__report_text_table(FILE *out, size_t nrow, size_t ncol, gpufl_report_cells_t *rows,
+                              const char *aligns);
 
 /* The renderers; each returns 0 or GPUFL_ENOMEM (write errors are checked
  * by the caller on the stream). */

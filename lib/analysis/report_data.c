@@ -1010,6 +1010,7 @@ int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
     if (!rc) build_copies(m, r);
     if (!rc) rc = build_scope_gpu(m, r);
     if (!rc) rc = gpufl__report_build_pc(m, &r->pc);
+    if (!rc) rc = gpufl__report_build_sassm(m, &r->sassm);
     return rc;
 }
 
@@ -1026,5 +1027,6 @@ void gpufl__report_free(gpufl_report_t *r) {
     free(r->lgroups);
     free(r->scope_gpu_rows);
     gpufl__report_free_pc(&r->pc);
+    gpufl__report_free_sassm(&r->sassm);
     memset(r, 0, sizeof *r);
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CELL 160 /* bytes of one table cell */
+#define CELL GPUFL_REPORT_CELL
 
 static int oom(void) { return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report"); }
 
@@ -254,6 +254,14 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
     snprintf(value[n++], 400,
              "CUPTI's warp states, prefix smsp__pcsamp_warps_issue_stalled_ "
              "left out; selected = the warp issued (not a stall)");
+    if (gpufl__model_sass_counted(m)) {
+        label[n] = "caution";
+        snprintf(value[n++], 400,
+                 "SASS metrics were counted in this session (engine Deep): the samples are of the "
+                 "instrumented kernels, whose stall mix is the instrumentation's (mostly wait) and "
+                 "most of whose samples CUPTI counts as non-user; take stall reasons from a "
+                 "PcSampling run");
+    }
     return n;
 }
 
@@ -306,51 +314,15 @@ static void insn_cells(const gpufl_report_t *r, const gpufl_report_pc_line_t *l,
 /* Text                                                                     */
 /* ---------------------------------------------------------------------- */
 
-static size_t width(const char *s) {
-    size_t w = 0;
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xc0) != 0x80) w++;
-    return w;
-}
-
-/* A table of ncol columns: cells[row][col]; column 0 and 1 left-aligned
- * when left2, else only column 0. Columns are cut at 50 characters. */
-static void text_table(FILE *out, size_t nrow, size_t ncol, char (*cells)[5][CELL], int left2) {
-    size_t w[5] = {0};
-    for (size_t i = 0; i < nrow; i++)
-        for (size_t c = 0; c < ncol; c++) {
-            size_t x = width(cells[i][c]);
-            if (x > 50 && c + 1 < ncol) x = 50;
-            if (x > w[c]) w[c] = x;
-        }
-    for (size_t i = 0; i < nrow; i++) {
-        fputs("  ", out);
-        for (size_t c = 0; c < ncol; c++) {
-            const char *s = cells[i][c];
-            size_t x = width(s);
-            int left = c == 0 || (left2 && c == 1) || c + 1 == ncol;
-            if (x > w[c]) { /* cut: ASCII names in practice; count bytes */
-                fprintf(out, "%.*s...", (int)(w[c] - 3), s);
-            } else {
-                if (!left) fprintf(out, "%*s", (int)(w[c] - x), "");
-                fputs(s, out);
-                if (left && c + 1 < ncol) fprintf(out, "%*s", (int)(w[c] - x), "");
-            }
-            if (c + 1 < ncol) fputs("  ", out);
-        }
-        fputc('\n', out);
-    }
-}
-
 static void text_rows(FILE *out, const gpufl_report_t *r, const char *head,
                       const gpufl_report_pc_row_t *rows, size_t n) {
-    char(*cells)[5][CELL] = calloc(n + 1, sizeof *cells);
+    gpufl_report_cells_t *cells = calloc(n + 1, sizeof *cells);
     if (!cells) return;
     static const char *const heads[4] = {NULL, "samples", "share", "top reasons"};
     snprintf(cells[0][0], CELL, "%s", head);
     for (int c = 1; c < 4; c++) snprintf(cells[0][c], CELL, "%s", heads[c]);
     for (size_t i = 0; i < n; i++) row_cells(r, &rows[i], cells[i + 1]);
-    text_table(out, n + 1, 4, cells, 0);
+    gpufl__report_text_table(out, n + 1, 4, cells, "lrrl");
     free(cells);
 }
 
@@ -377,7 +349,7 @@ void gpufl__report_text_pc(const gpufl_report_t *r, FILE *out) {
             pc->profile.has_sass_lines ? "" : "; no sass line info: by instruction");
     size_t rows = 1;
     for (size_t i = 0; i < pc->n_lines; i++) rows += 1 + pc->lines[i].n_hot;
-    char(*cells)[5][CELL] = calloc(rows, sizeof *cells);
+    gpufl_report_cells_t *cells = calloc(rows, sizeof *cells);
     if (!cells) return;
     static const char *const heads[5] = {"line", "kernel / SASS", "samples", "share", "reason"};
     for (int c = 0; c < 5; c++) snprintf(cells[0][c], CELL, "%s", heads[c]);
@@ -387,7 +359,7 @@ void gpufl__report_text_pc(const gpufl_report_t *r, FILE *out) {
         for (size_t h = 0; h < pc->lines[i].n_hot; h++)
             insn_cells(r, &pc->lines[i], pc->lines[i].hot[h], cells[k++]);
     }
-    text_table(out, rows, 5, cells, 1);
+    gpufl__report_text_table(out, rows, 5, cells, "llrrl");
     free(cells);
 }
 
@@ -438,6 +410,7 @@ json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
     json_object_set_new(o, "buffer_full", jcount(pc->buffer_full));
     json_object_set_new(o, "drains", jcount(pc->drains));
     json_object_set_new(o, "lost", jcount(pc->lost));
+    json_object_set_new(o, "instrumented", json_boolean(gpufl__model_sass_counted(m)));
     json_object_set_new(o, "coverage_pct",
                         pc->samples > 0 && pc->recorded >= 0
                             ? json_real(pct((double)pc->recorded, (double)pc->samples))

@@ -164,6 +164,11 @@ int gpufl__rules_stall(const gpufl_model_t *m, gpufl_insights_t *out) {
                                    "no pc_sample rows: PC sampling did not run (engines "
                                    "PcSampling and Deep sample PCs)");
     }
+    if (gpufl__model_sass_counted(m))
+        return gpufl__insight_skip(out, "dominant_stall",
+                                   "the PC samples are of SASS-instrumented kernels (engine Deep): "
+                                   "their stall mix is the instrumentation's, not the program's; "
+                                   "take stall reasons from a PcSampling run");
     gpufl_pc_profile_t p;
     int rc = gpufl__pc_profile_build(m, &p);
     for (size_t i = 0; !rc && i < p.n_functions; i++) {

@@ -148,10 +148,10 @@ typedef struct backend_state {
     gpufl_engine_t engine; /* the engine that runs */
     char trace_why[256];   /* why CUPTI tracing is off, when it is */
     char pcs_why[256];     /* why PC sampling is off when it was asked for */
+    char sassm_why[256];   /* why SASS metrics are off when they were asked for */
 } backend_state_t;
 
-/* Says what runs and, for what does not, why. This release has the host
- * sources and NVML; the CUPTI engines are reported as not built yet. */
+/* Says what runs and, for what does not, why. */
 static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int host_ok,
                                const backend_state_t *be) {
     gpufl_buf_t *b = gpufl__writer_record(f, "capabilities");
@@ -166,18 +166,27 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
                 be->running == GPUFL_BACKEND_NVIDIA ? NULL : be->why);
     int tracing = be->engine >= GPUFL_ENGINE_TRACE;
     put_feature(b, "cupti_trace", tracing, tracing ? NULL : be->trace_why);
-    int sampling = be->engine == GPUFL_ENGINE_PC_SAMPLING;
+    gpufl_engine_t asked = s->profiling_engine;
+    int sampling = be->engine == GPUFL_ENGINE_PC_SAMPLING || be->engine == GPUFL_ENGINE_DEEP;
+    int wants_sampling = asked == GPUFL_ENGINE_PC_SAMPLING || asked == GPUFL_ENGINE_DEEP;
     put_feature(b, "pc_sampling", sampling,
-                sampling ? NULL
-                : s->profiling_engine != GPUFL_ENGINE_PC_SAMPLING &&
-                        s->profiling_engine != GPUFL_ENGINE_DEEP
-                    ? "needs engine PcSampling or Deep"
-                : be->pcs_why[0] ? be->pcs_why
-                                 : be->trace_why);
+                sampling          ? NULL
+                : !wants_sampling ? "needs engine PcSampling or Deep"
+                : be->pcs_why[0]  ? be->pcs_why
+                                  : be->trace_why);
+    int counting = be->engine == GPUFL_ENGINE_SASS_METRICS || be->engine == GPUFL_ENGINE_DEEP;
+    int wants_counting = asked == GPUFL_ENGINE_SASS_METRICS || asked == GPUFL_ENGINE_DEEP;
+    put_feature(b, "sass_metrics", counting,
+                counting           ? NULL
+                : !wants_counting  ? "needs engine SassMetrics or Deep"
+                : be->sassm_why[0] ? be->sassm_why
+                                   : be->trace_why);
 #if GPUFL_HAVE_CUPTI
-    const char *sass_why = gpufl__pcs_sass_why(g.trace.pcs);
-    put_feature(b, "sass", sampling && sass_why == NULL,
-                sampling ? sass_why : "needs engine PcSampling or Deep");
+    const char *sass_why =
+        g.trace.sassm ? gpufl__sassm_sass_why(g.trace.sassm) : gpufl__pcs_sass_why(g.trace.pcs);
+    int disassembly = sampling || counting;
+    put_feature(b, "sass", disassembly && sass_why == NULL,
+                disassembly ? sass_why : "needs engine PcSampling, SassMetrics or Deep");
     /* Theoretical occupancy needs libcuda besides CUPTI. */
     int occupancy = tracing && g.trace.cuda != NULL;
     put_feature(b, "occupancy", occupancy,
@@ -194,11 +203,21 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
     gpufl__buf_putc(b, '}');
     gpufl__writer_end_record(f);
 
-    gpufl_engine_t asked = s->profiling_engine;
     if (asked == be->engine) return;
     if (asked == GPUFL_ENGINE_DEEP && be->engine == GPUFL_ENGINE_PC_SAMPLING)
-        gpufl__warn(
-            "profiling engine Deep: its SASS metrics are not built yet; running PcSampling");
+        gpufl__warn("profiling engine Deep: SASS metrics cannot run: %s; running PcSampling",
+                    be->sassm_why);
+    else if (asked == GPUFL_ENGINE_DEEP && be->engine == GPUFL_ENGINE_SASS_METRICS)
+        gpufl__warn("profiling engine Deep: PC sampling cannot run: %s; running SassMetrics",
+                    be->pcs_why);
+    else if (asked == GPUFL_ENGINE_SASS_METRICS && be->engine == GPUFL_ENGINE_TRACE &&
+             be->sassm_why[0])
+        gpufl__warn("profiling engine SassMetrics: SASS metrics cannot run: %s; running Trace",
+                    be->sassm_why);
+    else if (asked == GPUFL_ENGINE_DEEP && be->engine == GPUFL_ENGINE_TRACE)
+        gpufl__warn("profiling engine Deep: neither PC sampling (%s) nor SASS metrics (%s) can "
+                    "run; running Trace",
+                    be->pcs_why, be->sassm_why);
     else if (asked >= GPUFL_ENGINE_PC_SAMPLING && be->engine == GPUFL_ENGINE_TRACE &&
              be->pcs_why[0])
         gpufl__warn("profiling engine %s: PC sampling cannot run: %s; running Trace",
@@ -212,7 +231,7 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
 }
 
 /* Starts the Trace engine's source when an engine from Trace up is asked for
- * (the higher ones run as Trace until they are built). */
+ * (RangeProfiler runs as Trace until it is built). */
 static void start_trace(const gpufl_settings_t *s, backend_state_t *be, gpufl_source_t *source,
                         int *have_source) {
     *have_source = 0;
@@ -230,10 +249,14 @@ static void start_trace(const gpufl_settings_t *s, backend_state_t *be, gpufl_so
                                  source) == 0) {
         be->engine = GPUFL_ENGINE_TRACE;
         *have_source = 1;
-        if (g.trace.pcs != NULL)
+        if (g.trace.pcs != NULL && g.trace.sassm != NULL)
+            be->engine = GPUFL_ENGINE_DEEP;
+        else if (g.trace.pcs != NULL)
             be->engine = GPUFL_ENGINE_PC_SAMPLING;
-        else if (g.trace.pcs_why[0])
-            snprintf(be->pcs_why, sizeof be->pcs_why, "%s", g.trace.pcs_why);
+        else if (g.trace.sassm != NULL)
+            be->engine = GPUFL_ENGINE_SASS_METRICS;
+        snprintf(be->pcs_why, sizeof be->pcs_why, "%s", g.trace.pcs_why);
+        snprintf(be->sassm_why, sizeof be->sassm_why, "%s", g.trace.sassm_why);
     }
 #else
     (void)source;

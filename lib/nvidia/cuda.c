@@ -27,6 +27,9 @@ typedef struct cuda_fns {
     __typeof__(cuDriverGetVersion) *driver_version;
     __typeof__(cuGetErrorName) *error_name;
     __typeof__(cuKernelGetFunction) *kernel_function;
+    __typeof__(cuCtxPushCurrent) *ctx_push;
+    __typeof__(cuCtxPopCurrent) *ctx_pop;
+    __typeof__(cuCtxSynchronize) *ctx_synchronize;
 } cuda_fns_t;
 
 struct gpufl_cuda {
@@ -99,6 +102,9 @@ static int load(gpufl_cuda_t *c, char *why, size_t why_size) {
         {{"cuDriverGetVersion"}, &c->fn.driver_version, 0, -1},
         {{"cuGetErrorName"}, &c->fn.error_name, 0, -1},
         {{"cuKernelGetFunction"}, &c->fn.kernel_function, 0, -1},
+        {{"cuCtxPushCurrent_v2", "cuCtxPushCurrent"}, &c->fn.ctx_push, 0, -1},
+        {{"cuCtxPopCurrent_v2", "cuCtxPopCurrent"}, &c->fn.ctx_pop, 0, -1},
+        {{"cuCtxSynchronize"}, &c->fn.ctx_synchronize, 0, -1},
     };
     int rc = gpufl__dl_open(&c->dl, getenv("GPUFL_CUDA_LIBRARY"), names, "no NVIDIA driver", why,
                             why_size);
@@ -240,5 +246,23 @@ int gpufl__cuda_kernel_occupancy(gpufl_cuda_t *c, void *function, int block_thre
 
     out->computed_status = gpufl__occupancy_compute(d, k, &out->computed);
     out->agrees = out->computed_status == 0 && out->computed.blocks_per_sm == blocks;
+    return 0;
+}
+
+int gpufl__cuda_context_synchronize(gpufl_cuda_t *c, void *context) {
+    if (c == NULL || context == NULL)
+        return gpufl__set_error(GPUFL_EINVAL, "context synchronize: no driver or no context");
+    if (c->fn.ctx_push == NULL || c->fn.ctx_pop == NULL || c->fn.ctx_synchronize == NULL)
+        return gpufl__set_error(GPUFL_ENOTSUP,
+                                "%s lacks cuCtxPushCurrent, cuCtxPopCurrent or "
+                                "cuCtxSynchronize",
+                                gpufl__cuda_library(c));
+    CUresult r = c->fn.ctx_push((CUcontext)context);
+    if (r != CUDA_SUCCESS) return driver_error(c, r, "cuCtxPushCurrent", NULL);
+    CUresult sync = c->fn.ctx_synchronize();
+    CUcontext popped = NULL;
+    r = c->fn.ctx_pop(&popped);
+    if (sync != CUDA_SUCCESS) return driver_error(c, sync, "cuCtxSynchronize", NULL);
+    if (r != CUDA_SUCCESS) return driver_error(c, r, "cuCtxPopCurrent", NULL);
     return 0;
 }

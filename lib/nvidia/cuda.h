@@ -10,7 +10,9 @@
  *   declaration there. Required: cuOccupancyMaxActiveBlocksPerMultiprocessor,
  *   cuFuncGetAttribute, cuDeviceGetAttribute, cuCtxGetDevice; optional:
  *   cuDriverGetVersion, cuGetErrorName, cuKernelGetFunction (for the library
- *   kernels, CUkernel, that the CUDA runtime passes to cuLaunchKernel).
+ *   kernels, CUkernel, that the CUDA runtime passes to cuLaunchKernel),
+ *   cuCtxPushCurrent, cuCtxPopCurrent and cuCtxSynchronize (to wait for a
+ *   context's work from another thread).
  * - Threads: open and close belong to one owner thread;
  *   gpufl__cuda_kernel_occupancy may be called from any number of threads
  *   between them. Each device's attributes are read once (the first call on
@@ -78,5 +80,12 @@ typedef struct gpufl_kernel_occupancy {
  */
 int gpufl__cuda_kernel_occupancy(gpufl_cuda_t *c, void *function, int block_threads,
                                  size_t dynamic_smem, gpufl_kernel_occupancy_t *out);
+
+/* Waits until every piece of work queued on context (a CUcontext) has
+ * finished, from any thread: makes it current, synchronizes, restores the
+ * thread's previous context. Returns 0; GPUFL_ENOTSUP when the driver
+ * lacks one of the three calls; GPUFL_EIO naming the call that failed
+ * ("cuCtxSynchronize failed: CUDA_ERROR_LAUNCH_FAILED (719)"). */
+int gpufl__cuda_context_synchronize(gpufl_cuda_t *c, void *context);
 
 #endif

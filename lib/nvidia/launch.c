@@ -462,9 +462,16 @@ static void see_context(gpufl_launch_t *l, thread_state_t *state, void *context)
         state->seen[state->seen_next++ % SEEN_CONTEXTS] = context;
 }
 
+/* Driver calls gpufl makes itself on this thread (gpufl__launch_internal):
+ * not the application's, so not recorded. */
+static _Thread_local int internal_calls;
+
+void gpufl__launch_internal(int on) { internal_calls += on ? 1 : -1; }
+
 static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     const CUpti_CallbackData *cb = data;
     gpufl_launch_t *l = user;
+    if (internal_calls) return;
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
         const gpufl_launch_hooks_t *h = atomic_load_explicit(&l->hooks, memory_order_acquire);
         if (h != NULL && h->resource != NULL) h->resource(h->user, cbid, data);

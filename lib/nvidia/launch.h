@@ -170,4 +170,9 @@ typedef struct gpufl_launch_hooks {
 } gpufl_launch_hooks_t;
 void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hooks);
 
+/* Marks the driver calls the calling thread makes from now on (on = 1)
+ * until the matching call with on = 0 as gpufl's own: the callbacks ignore
+ * them (the SassMetrics engine's cuCtxSynchronize at the end, say). */
+void gpufl__launch_internal(int on);
+
 #endif

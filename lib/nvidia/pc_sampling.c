@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/idmap.h"
 #include "core/log.h"
+#include "nvidia/engine.h"
 #include "nvidia/sass_log.h"
 
 #include <cupti.h>
@@ -115,13 +116,14 @@ struct gpufl_pcs {
     gpufl_launch_hooks_t hooks;
     pcs_counts_t total;
     gpufl_sass_log_t *sass; /* NULL: no SASS records (sass_why says why) */
+    int sass_owned;         /* 0: the SassMetrics engine's (Deep), which keeps the cubins */
     char sass_why[200];
-    uint64_t rows_written, errors, contexts;
-    uint64_t errors_reported; /* errors already written as events */
-    char last_error[240];     /* the latest failed call, for the event */
+    uint64_t rows_written, contexts;
+    gpufl_engine_errors_t errors;
+    int64_t drain_every_ns;               /* GetData period: GPUFL_PC_SAMPLING_DRAIN_MS or 100 ms */
+    int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
-    _Atomic int finished;           /* finish ran: callbacks that come later are ignored */
-    _Atomic uint64_t lock_timeouts; /* callbacks that gave up on the lock, not yet counted */
+    _Atomic int finished; /* finish ran: callbacks that come later are ignored */
 };
 
 static const gpufl_col_def_t sample_cols[] = {
@@ -141,15 +143,11 @@ static const gpufl_col_def_t window_cols[] = {
 
 /* Lock held. A failed call, counted and kept for the collector's event. */
 static void note_error(gpufl_pcs_t *p, const char *message) {
-    p->errors++;
-    snprintf(p->last_error, sizeof p->last_error, "%s", message);
+    gpufl__engine_note_error(&p->errors, message);
 }
 
 static void explain(const gpufl_pcs_t *p, CUptiResult r, const char *what, char *out, size_t size) {
-    const char *text = NULL;
-    if (p->fn.result_string == NULL || p->fn.result_string(r, &text) != CUPTI_SUCCESS) text = NULL;
-    snprintf(out, size, "%s failed: %s (CUPTI error %d)", what, text ? text : "unknown error",
-             (int)r);
+    gpufl__engine_explain(p->fn.result_string, r, what, out, size);
 }
 
 #define SYM(field, name)                                                                           \
@@ -170,29 +168,35 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     p->cfg = *cfg;
     if (p->cfg.period < 5 || p->cfg.period > 31) p->cfg.period = GPUFL_PCS_PERIOD_DEFAULT;
     if (p->cfg.window_ns <= 0) p->cfg.window_ns = 250 * 1000000LL;
-    struct {
-        void *slot;
-        const char *name;
-    } syms[] = {SYM(enable, "cuptiPCSamplingEnable"),
-                SYM(disable, "cuptiPCSamplingDisable"),
-                SYM(get_data, "cuptiPCSamplingGetData"),
-                SYM(num_reasons, "cuptiPCSamplingGetNumStallReasons"),
-                SYM(reasons, "cuptiPCSamplingGetStallReasons"),
-                SYM(set_attr, "cuptiPCSamplingSetConfigurationAttribute"),
-                SYM(get_attr, "cuptiPCSamplingGetConfigurationAttribute"),
-                SYM(context_id, "cuptiGetContextId"),
-                SYM(device_id, "cuptiGetDeviceId"),
-                SYM(cubin_crc, "cuptiGetCubinCrc"),
-                SYM(result_string, "cuptiGetResultString")};
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        void *f = gpufl__cupti_symbol(cupti, syms[i].name);
-        if (f == NULL) {
-            snprintf(why, why_size, "%s lacks %s (the PC Sampling API needs CUPTI 11.3 or newer)",
-                     gpufl__cupti_library(cupti), syms[i].name);
-            gpufl__pcs_destroy(p);
-            return GPUFL_ENOTSUP;
-        }
-        memcpy(syms[i].slot, &f, sizeof f);
+    /* A diagnosis knob (docs/options.md): how often the collector calls
+     * GetData, 10 ms to 10 s. */
+    p->drain_every_ns = GPUFL_PCS_DRAIN_NS;
+    const char *drain = getenv("GPUFL_PC_SAMPLING_DRAIN_MS");
+    if (drain != NULL && *drain) {
+        char *end = NULL;
+        long ms = strtol(drain, &end, 10);
+        if (end != NULL && *end == '\0' && ms >= 10 && ms <= 10000)
+            p->drain_every_ns = ms * 1000000LL;
+        else
+            gpufl__warn("GPUFL_PC_SAMPLING_DRAIN_MS=%s is not a number of ms from 10 to 10000; "
+                        "using %lld",
+                        drain, (long long)(GPUFL_PCS_DRAIN_NS / 1000000));
+    }
+    const gpufl_engine_sym_t syms[] = {SYM(enable, "cuptiPCSamplingEnable"),
+                                       SYM(disable, "cuptiPCSamplingDisable"),
+                                       SYM(get_data, "cuptiPCSamplingGetData"),
+                                       SYM(num_reasons, "cuptiPCSamplingGetNumStallReasons"),
+                                       SYM(reasons, "cuptiPCSamplingGetStallReasons"),
+                                       SYM(set_attr, "cuptiPCSamplingSetConfigurationAttribute"),
+                                       SYM(get_attr, "cuptiPCSamplingGetConfigurationAttribute"),
+                                       SYM(context_id, "cuptiGetContextId"),
+                                       SYM(device_id, "cuptiGetDeviceId"),
+                                       SYM(cubin_crc, "cuptiGetCubinCrc"),
+                                       SYM(result_string, "cuptiGetResultString")};
+    if (gpufl__engine_resolve(cupti, syms, sizeof syms / sizeof syms[0],
+                              "the PC Sampling API needs CUPTI 11.3 or newer", why, why_size)) {
+        gpufl__pcs_destroy(p);
+        return GPUFL_ENOTSUP;
     }
     gpufl__idmap_init(&p->names);
     gpufl__idmap_init(&p->cubins);
@@ -206,9 +210,13 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     }
     if (!p->cfg.disassemble)
         snprintf(p->sass_why, sizeof p->sass_why, "off");
+    else if (p->cfg.shared_sass != NULL)
+        p->sass = p->cfg.shared_sass;
     else if (gpufl__sass_log_create(collector, GPUFL_PCS_CUBIN_BYTES, &p->sass, p->sass_why,
                                     sizeof p->sass_why) != 0)
         p->sass = NULL;
+    else
+        p->sass_owned = 1;
     *out = p;
     return 0;
 }
@@ -410,22 +418,8 @@ static pcs_ctx_t *slot_of(gpufl_pcs_t *p, CUcontext ctx, int *fresh) {
     return &p->ctx[p->ctx_count++];
 }
 
-/* Application threads inside CUPTI's resource callbacks take the engine's
- * lock for at most this long: the collector holds it across GetData, and
- * should CUPTI ever need, inside GetData, a driver lock the callback's
- * thread holds, waiting would never end. A callback that gives up is
- * counted (an error at the next pass). */
-#define CALLBACK_LOCK_MS 200
-
 static int lock_within(gpufl_pcs_t *p, int ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)ms * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
-    if (pthread_mutex_timedlock(&p->lock, &until) == 0) return 0;
-    atomic_fetch_add(&p->lock_timeouts, 1);
-    return -1;
+    return gpufl__engine_lock_within(&p->lock, ms, &p->errors);
 }
 
 /* Enables sampling on ctx unless it is known. With try set (a launch, on
@@ -435,7 +429,7 @@ static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
     if (atomic_load(&p->finished)) return 1;
     if (try) {
         if (pthread_mutex_trylock(&p->lock) != 0) return 0;
-    } else if (lock_within(p, CALLBACK_LOCK_MS) != 0) {
+    } else if (lock_within(p, GPUFL_ENGINE_CALLBACK_LOCK_MS) != 0) {
         return 0; /* its first launch tries again */
     }
     if (atomic_load(&p->finished)) { /* finish ran while this thread waited */
@@ -615,7 +609,11 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
         prm.ctx = x->ctx;
         prm.pcSamplingData = d;
         clear_counts(d);
+        int64_t t0 = gpufl__mono_ns();
         CUptiResult r = p->fn.get_data(&prm);
+        int64_t took = gpufl__mono_ns() - t0;
+        p->get_data_ns += took;
+        if (took > p->get_data_max_ns) p->get_data_max_ns = took;
         x->window.drains++;
         if (r == CUPTI_ERROR_OUT_OF_MEMORY || d->hardwareBufferFull) {
             x->window.buffer_full++;
@@ -665,7 +663,8 @@ static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
 
 void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
-    if (lock_within(p, CALLBACK_LOCK_MS) != 0) return; /* later GetData calls on it fail, counted */
+    if (lock_within(p, GPUFL_ENGINE_CALLBACK_LOCK_MS) != 0)
+        return; /* later GetData calls on it fail, counted */
     for (int i = 0; i < p->ctx_count; i++) {
         pcs_ctx_t *x = &p->ctx[i];
         if (x->ctx != (CUcontext)context) continue;
@@ -678,7 +677,7 @@ void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
 /* The module's cubin, kept for its SASS under the CRC PC records carry. */
 void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size) {
     (void)context;
-    if (p == NULL || p->sass == NULL || cubin == NULL || size == 0 || atomic_load(&p->finished))
+    if (p == NULL || !p->sass_owned || cubin == NULL || size == 0 || atomic_load(&p->finished))
         return;
     CUpti_GetCubinCrcParams prm = {.size = CUpti_GetCubinCrcParamsSize};
     prm.cubinSize = size;
@@ -691,7 +690,7 @@ void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, 
  * what CUPTI has of the old one is taken first. */
 void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
-    if (lock_within(p, CALLBACK_LOCK_MS) != 0) return;
+    if (lock_within(p, GPUFL_ENGINE_CALLBACK_LOCK_MS) != 0) return;
     for (int i = 0; i < p->ctx_count; i++)
         if (p->ctx[i].ctx == (CUcontext)context) drain(p, &p->ctx[i]);
     pthread_mutex_unlock(&p->lock);
@@ -909,20 +908,10 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
 /* Lock held: failed calls since the last pass, as one event with the
  * latest message and the running count. */
 static void report_errors(gpufl_pcs_t *p) {
-    uint64_t timeouts = atomic_exchange(&p->lock_timeouts, 0);
-    if (timeouts) {
-        p->errors += timeouts;
-        snprintf(p->last_error, sizeof p->last_error,
-                 "a context or module callback gave up waiting %d ms for the collector (its "
-                 "context is enabled at its first launch, its samples may be lost)",
-                 CALLBACK_LOCK_MS);
-    }
-    if (p->errors == p->errors_reported) return;
-    char msg[320];
-    snprintf(msg, sizeof msg, "PC sampling: %s (%llu failed calls so far)", p->last_error,
-             (unsigned long long)p->errors);
-    p->errors_reported = p->errors;
-    gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_sampling_error", msg);
+    gpufl__engine_report_errors(&p->errors, p->collector, "PC sampling", "pc_sampling_error",
+                                "a context or module callback",
+                                "its context is enabled at its first launch, its samples may be "
+                                "lost");
 }
 
 void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
@@ -933,7 +922,7 @@ void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
     if (now_ns >= p->next_drain_ns) {
         for (int i = 0; i < p->ctx_count; i++) drain(p, &p->ctx[i]);
         p->last_drain_ns = now_ns;
-        p->next_drain_ns = now_ns + GPUFL_PCS_DRAIN_NS;
+        p->next_drain_ns = now_ns + p->drain_every_ns;
     }
     if (p->window_end_ns == 0) p->window_end_ns = now_ns + p->cfg.window_ns;
     if (now_ns >= p->window_end_ns) {
@@ -957,32 +946,30 @@ void gpufl__pcs_flush(gpufl_pcs_t *p) {
 static void write_stats(gpufl_pcs_t *p) {
     gpufl_pcs_stats_t s;
     gpufl__pcs_stats(p, &s);
-    struct {
-        const char *key;
-        uint64_t value;
-    } v[] = {{"contexts", s.contexts},
-             {"drains", s.drains},
-             {"samples", s.samples},
-             {"recorded", s.recorded},
-             {"non_user", s.non_user},
-             {"dropped", s.dropped},
-             {"buffer_full", s.buffer_full},
-             {"rows", s.rows},
-             {"functions", s.functions},
-             {"errors", s.errors},
-             {"lost", s.lost},
-             {"cubins", s.cubins},
-             {"cubins_over_cap", s.cubins_skipped},
-             {"sass_functions", s.sass_functions},
-             {"sass_failed", s.sass_failed}};
-    gpufl_writer_t *f = device_log(p);
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "pc_sampling_stats");
-    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(p->collector, gpufl__mono_ns()));
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    const gpufl_engine_count_t v[] = {{"contexts", s.contexts},
+                                      {"drains", s.drains},
+                                      {"samples", s.samples},
+                                      {"recorded", s.recorded},
+                                      {"non_user", s.non_user},
+                                      {"dropped", s.dropped},
+                                      {"buffer_full", s.buffer_full},
+                                      {"rows", s.rows},
+                                      {"functions", s.functions},
+                                      {"errors", s.errors},
+                                      {"lost", s.lost},
+                                      {"cubins", s.cubins},
+                                      {"cubins_over_cap", s.cubins_skipped},
+                                      {"sass_functions", s.sass_functions},
+                                      {"sass_failed", s.sass_failed}};
+    gpufl_buf_t *b =
+        gpufl__engine_stats_begin(p->collector, "pc_sampling_stats", v, sizeof v / sizeof v[0]);
+    gpufl__buf_key(b, "drain_ms");
+    gpufl__buf_put_fixed(b, (double)p->drain_every_ns / 1e6, 0);
+    gpufl__buf_key(b, "get_data_ms");
+    gpufl__buf_put_fixed(b, (double)p->get_data_ns / 1e6, 1);
+    gpufl__buf_key(b, "get_data_max_ms");
+    gpufl__buf_put_fixed(b, (double)p->get_data_max_ns / 1e6, 1);
+    gpufl__engine_stats_end(p->collector);
 }
 
 void gpufl__pcs_finish(gpufl_pcs_t *p) {
@@ -1013,7 +1000,7 @@ void gpufl__pcs_finish(gpufl_pcs_t *p) {
     report_errors(p);
     pthread_mutex_unlock(&p->lock);
     gpufl__pcs_flush(p);
-    gpufl__sass_log_finish(p->sass, GPUFL_SASS_LOG_FINISH_NS);
+    if (p->sass_owned) gpufl__sass_log_finish(p->sass, GPUFL_SASS_LOG_FINISH_NS);
     write_stats(p);
 }
 
@@ -1065,7 +1052,7 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->lost = p->total.lost;
     out->rows = p->rows_written;
     out->functions = p->functions.count;
-    out->errors = p->errors;
+    out->errors = p->errors.count;
     pthread_mutex_unlock(&p->lock);
     gpufl_sass_log_stats_t ss;
     gpufl__sass_log_stats(p->sass, &ss);
@@ -1084,7 +1071,7 @@ void gpufl__pcs_destroy(gpufl_pcs_t *p) {
     for (size_t i = 0; i < p->owned_count; i++) free((void *)p->owned_names[i]);
     free(p->owned_names);
     free(p->agg);
-    gpufl__sass_log_destroy(p->sass);
+    if (p->sass_owned) gpufl__sass_log_destroy(p->sass);
     gpufl__idmap_fini(&p->names);
     gpufl__idmap_fini(&p->cubins);
     gpufl__idmap_fini(&p->demangled);

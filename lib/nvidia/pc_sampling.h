@@ -46,6 +46,10 @@ typedef struct gpufl_pcs_config {
     int period;        /* exponent, 5..31 */
     int64_t window_ns; /* pc_sample rows are written per window of this length */
     int disassemble;   /* capture cubins and write sass records */
+    /* Deep: the SassMetrics engine's SASS log, which keeps the cubins and
+     * finishes the log; PC sampling only asks it for functions. NULL: the
+     * engine keeps its own. */
+    struct gpufl_sass_log *shared_sass;
 } gpufl_pcs_config_t;
 
 typedef struct gpufl_pcs_stats {

@@ -156,7 +156,7 @@ static void resolve(gpufl_sass_log_t *s, job_t **batch, size_t n) {
     cubin_t *c = find_cubin(s, batch[0]->crc);
     const char *error = NULL;
     if (c == NULL)
-        error = "its module was loaded before sampling started: the cubin was not captured";
+        error = "its module was loaded before the engine started: the cubin was not captured";
     else if (c->bytes == NULL)
         error = c->error[0] ? c->error : "no cubin kept";
     if (error != NULL) {

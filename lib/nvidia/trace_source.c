@@ -300,7 +300,8 @@ static void take_queued(gpufl_trace_source_t *t) {
     for (size_t i = 0; i < n; i++) {
         if (k[i].context != t->last_context) {
             t->last_context = k[i].context;
-            t->last_context_id = gpufl__pcs_context_id(t->pcs, k[i].context);
+            t->last_context_id = t->pcs ? gpufl__pcs_context_id(t->pcs, k[i].context)
+                                        : gpufl__sassm_context_id(t->sassm, k[i].context);
         }
         gpufl_cell_t *r = next(t, &t->launches);
         int64_t v[] = {ts(t, k[i].mono_ns),
@@ -389,6 +390,7 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
         t->next_flush_ns = now_ns + t->flush_every_ns;
     }
     gpufl__cupti_drain(t->cupti, &sink, t);
+    gpufl__sassm_poll(t->sassm); /* first: it files the cubins Deep's PC sampling asks about */
     gpufl__pcs_poll(t->pcs, now_ns);
 }
 
@@ -400,6 +402,7 @@ static void flush(gpufl_collector_t *c, void *self) {
     (void)c;
     encode_all(self);
     gpufl__pcs_flush(((gpufl_trace_source_t *)self)->pcs);
+    gpufl__sassm_flush(((gpufl_trace_source_t *)self)->sassm);
 }
 
 /* The session's totals: what was traced and what was lost. */
@@ -451,7 +454,9 @@ static void write_stats(gpufl_trace_source_t *t) {
 static void finish(gpufl_collector_t *c, void *self) {
     gpufl_trace_source_t *t = self;
     (void)c;
-    gpufl__pcs_finish(t->pcs);
+    gpufl__sassm_poll(t->sassm); /* the last cubins filed before PC sampling asks about them */
+    gpufl__pcs_finish(t->pcs);   /* then its last sampled functions join the shared SASS log */
+    gpufl__sassm_finish(t->sassm);
     gpufl__cupti_stop(t->cupti, &sink, t);
     encode_all(t);
     write_stats(t);
@@ -465,28 +470,63 @@ static void open_cuda(gpufl_trace_source_t *t) {
     }
 }
 
-/* The PcSampling engine on top of Trace, resolved before the callbacks
- * start: it changes what Trace records. When it cannot run, Trace goes on
- * and pcs_why says why. */
-static void create_pc_sampling(gpufl_trace_source_t *t, const gpufl_settings_t *settings) {
-    if (settings->profiling_engine != GPUFL_ENGINE_PC_SAMPLING &&
-        settings->profiling_engine != GPUFL_ENGINE_DEEP)
-        return;
-    gpufl_pcs_config_t cfg = {settings->pc_sampling_period,
-                              (int64_t)settings->flush_interval_ms * 1000000, 1};
-    if (gpufl__pcs_create(t->cupti, t->collector, &cfg, &t->pcs, t->pcs_why, sizeof t->pcs_why))
-        t->pcs = NULL;
+/* The engines above Trace, resolved before the callbacks start: they
+ * change what Trace records. SassMetrics (alone or under Deep) comes first,
+ * since Deep's PC sampling shares its SASS log. An engine that cannot run
+ * leaves the others going, and its *_why says why. */
+static void create_engines(gpufl_trace_source_t *t, const gpufl_settings_t *settings) {
+    gpufl_engine_t e = settings->profiling_engine;
+    if (e == GPUFL_ENGINE_SASS_METRICS || e == GPUFL_ENGINE_DEEP) {
+        if (gpufl__sassm_create(t->cupti, t->cuda, t->collector, 1, &t->sassm, t->sassm_why,
+                                sizeof t->sassm_why))
+            t->sassm = NULL;
+    }
+    if (e == GPUFL_ENGINE_PC_SAMPLING || e == GPUFL_ENGINE_DEEP) {
+        gpufl_pcs_config_t cfg = {settings->pc_sampling_period,
+                                  (int64_t)settings->flush_interval_ms * 1000000, 1,
+                                  gpufl__sassm_sass_log(t->sassm)};
+        if (gpufl__pcs_create(t->cupti, t->collector, &cfg, &t->pcs, t->pcs_why, sizeof t->pcs_why))
+            t->pcs = NULL;
+    }
 }
 
-/* Once subscribed: contexts and modules come to the sampling engine. */
-static void hook_pc_sampling(gpufl_trace_source_t *t) {
-    if (t->pcs == NULL) return;
-    if (gpufl__cupti_enable_resource(t->cupti, t->pcs_why, sizeof t->pcs_why) != 0) {
+/* SASS metrics first, then sampling (both orders worked on an H100; this
+ * one matches the order the engines are created in). */
+static void both_resource(void *user, uint32_t cbid, const void *data) {
+    const gpufl_trace_source_t *t = user;
+    t->to_sassm.resource(t->to_sassm.user, cbid, data);
+    t->to_pcs.resource(t->to_pcs.user, cbid, data);
+}
+
+static int both_context_seen(void *user, void *context) {
+    const gpufl_trace_source_t *t = user;
+    int a = t->to_sassm.context_seen(t->to_sassm.user, context);
+    return t->to_pcs.context_seen(t->to_pcs.user, context) && a;
+}
+
+/* Once subscribed: contexts and modules come to the engines. Without the
+ * resource callbacks neither can run. */
+static void hook_engines(gpufl_trace_source_t *t) {
+    if (t->pcs == NULL && t->sassm == NULL) return;
+    char why[240];
+    if (gpufl__cupti_enable_resource(t->cupti, why, sizeof why) != 0) {
+        if (t->pcs) snprintf(t->pcs_why, sizeof t->pcs_why, "%s", why);
+        if (t->sassm) snprintf(t->sassm_why, sizeof t->sassm_why, "%s", why);
         gpufl__pcs_destroy(t->pcs);
+        gpufl__sassm_destroy(t->sassm);
         t->pcs = NULL;
+        t->sassm = NULL;
         return;
     }
-    gpufl__launch_set_hooks(t->launch, gpufl__pcs_hooks(t->pcs));
+    if (t->pcs && t->sassm) {
+        t->to_pcs = *gpufl__pcs_hooks(t->pcs);
+        t->to_sassm = *gpufl__sassm_hooks(t->sassm);
+        t->both = (gpufl_launch_hooks_t){both_resource, both_context_seen, t};
+        gpufl__launch_set_hooks(t->launch, &t->both);
+    } else {
+        gpufl__launch_set_hooks(t->launch,
+                                t->pcs ? gpufl__pcs_hooks(t->pcs) : gpufl__sassm_hooks(t->sassm));
+    }
 }
 
 int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
@@ -526,17 +566,18 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (settings->enable_cuda_graphs_tracking) flags |= GPUFL_LAUNCH_GRAPHS;
     if (settings->enable_memory_tracking) flags |= GPUFL_LAUNCH_MEMORY;
     if (settings->enable_synchronization) flags |= GPUFL_LAUNCH_SYNC;
-    create_pc_sampling(t, settings);
+    create_engines(t, settings);
     /* With CUPTI's activity kinds on, PC samples go partly or wholly to
-     * CUPTI's non-user count (docs/log-format.md, `launch`): with sampling,
-     * launches are written from the callbacks and no kind is enabled. */
-    if (t->pcs != NULL) flags |= GPUFL_LAUNCH_ROWS;
+     * CUPTI's non-user count, and SASS metrics count nothing
+     * (docs/log-format.md, `launch`): with either engine, launches are
+     * written from the callbacks and no kind is enabled. */
+    if (t->pcs != NULL || t->sassm != NULL) flags |= GPUFL_LAUNCH_ROWS;
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
-    hook_pc_sampling(t);
-    if (t->pcs == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
-        /* Sampling could not hook in: plain Trace, with CUPTI's records. */
+    hook_engines(t);
+    if (t->pcs == NULL && t->sassm == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
+        /* The engines could not hook in: plain Trace, with CUPTI's records. */
         gpufl__launch_destroy(t->launch);
         t->launch = NULL;
         flags &= ~GPUFL_LAUNCH_ROWS;
@@ -575,8 +616,10 @@ fail:
 void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
-    gpufl__pcs_destroy(t->pcs); /* after the callbacks stopped */
+    gpufl__pcs_destroy(t->pcs); /* after the callbacks stopped; before the SASS log it shares */
     t->pcs = NULL;
+    gpufl__sassm_destroy(t->sassm);
+    t->sassm = NULL;
     gpufl__cupti_close(t->cupti);
     t->cupti = NULL;
     gpufl__cuda_close(t->cuda);

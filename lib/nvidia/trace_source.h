@@ -17,6 +17,7 @@
 #include "nvidia/cupti.h"
 #include "nvidia/launch.h"
 #include "nvidia/pc_sampling.h"
+#include "nvidia/sass_metrics.h"
 
 /* Counts of a session's Trace records, written as trace_stats at its end. */
 typedef struct gpufl_trace_counts {
@@ -40,8 +41,12 @@ typedef struct gpufl_trace_source {
     char occupancy_why[160]; /* why there is no occupancy, "" when there is */
     int stacks_on;           /* enable_stack_trace: stacks captured and written */
     gpufl_stack_log_t stack_log;
-    gpufl_pcs_t *pcs;   /* owned; the PcSampling engine, NULL when it does not run */
-    char pcs_why[240];  /* why it does not, "" when it does or was not asked for */
+    gpufl_pcs_t *pcs;          /* owned; the PcSampling engine, NULL when it does not run */
+    char pcs_why[240];         /* why it does not, "" when it does or was not asked for */
+    gpufl_sassm_t *sassm;      /* owned; the SassMetrics engine (also under Deep), or NULL */
+    char sassm_why[240];       /* why it does not run, "" when it does or was not asked for */
+    gpufl_launch_hooks_t both; /* Deep: the callbacks feed both engines, */
+    gpufl_launch_hooks_t to_pcs, to_sassm; /* through copies of their hooks */
     void *last_context; /* the context of the last launch row, and its CUPTI id */
     uint32_t last_context_id;
 } gpufl_trace_source_t;

@@ -34,7 +34,7 @@ cd "$tmp"
 # sessions: newest first (by the header's start time), with app, duration, size.
 expect 0 "sessions ROOT" -- "$gpufl" sessions "$root"
 order=$(awk 'NR > 1 {print $4}' "$tmp/out" | tr '\n' ' ')
-[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo pc_demo " ]] ||
+[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo pc_demo sass_demo " ]] ||
   fail "sessions order: '$order'"
 grep -Eq "^20261124T090000.000Z-8080-5c0e +2026-11-24 09:00:00 +scoped_demo +0.700 s +[0-9.]+ KiB$" \
   "$tmp/out" || fail "the newest session's row"
@@ -108,7 +108,9 @@ has out "libcuda: not available: "
 has out "Monitor: host metrics only"
 has out "Trace: no: lacks NVML"
 has out "PcSampling: no: needs Trace"
-has out "SassMetrics/RangeProfiler: not built yet (run as Trace)"
+has out "SassMetrics: no: needs Trace"
+has out "Deep: no: needs PcSampling or SassMetrics"
+has out "RangeProfiler: not built yet (runs as Trace)"
 hasnt out $'\033'
 
 # insights: the findings of a session, as text or JSON (docs/insights.md).
@@ -151,6 +153,33 @@ stall = [x for x in doc["insights"] if x["rule"] == "dominant_stall"]
 assert [x["severity"] for x in stall] == ["HIGH", "MEDIUM"], stall
 assert stall[0]["line"] == 12 and stall[0]["file"] == "/src/stencil.cu", stall[0]
 assert "long_scoreboard" in stall[0]["title"], stall[0]
+PY
+# SASS metrics: the report's section and the warp_divergence and
+# uncoalesced_global insights.
+sassm_id=20261119T090000.000Z-6161-5a55
+expect 0 "report of SASS metrics" -- "$gpufl" report "$root/$sassm_id"
+has out "^SASS metrics$"
+has out "^  Most divergent source lines"
+has out "divergent.cu:6 "
+has out "LDG.E R4, desc\[UR4\]\[R2.64\]"
+expect 0 "report of SASS metrics as JSON" -- "$gpufl" report --format json "$root/$sassm_id"
+python3 - "$tmp/out" <<'PY' || fail "sass_metrics JSON"
+import json, sys
+s = json.load(open(sys.argv[1]))["sass_metrics"]
+assert [k["kernel"] for k in s["kernels"]][:2] == ["divergent(float*, int)",
+                                                  "strided(float*, float const*, int)"], s
+assert s["kernels"][1]["sectors_per_request"] == 32 and s["kernels"][1]["ideal_sectors_per_request"] == 4
+assert s["uncoalesced_lines"][0]["line"] == 15, s["uncoalesced_lines"][0]
+PY
+expect 0 "insights of SASS metrics" -- "$gpufl" insights --format json "$root/$sassm_id"
+python3 - "$tmp/out" <<'PY' || fail "SASS metrics insights"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+found = {x["rule"]: x for x in doc["insights"]}
+div, unc = found["warp_divergence"], found["uncoalesced_global"]
+assert div["severity"] == "HIGH" and div["line"] == 6 and div["file"] == "/src/divergent.cu", div
+assert unc["severity"] == "HIGH" and unc["line"] == 15 and unc["file"] == "/src/strided.cu", unc
+assert not [s for s in doc["skipped"] if s["rule"] in found], doc["skipped"]
 PY
 
 expect 0 "insights above a severity" -- "$gpufl" insights --min-severity high "$root/$basic_id"

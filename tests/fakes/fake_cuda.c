@@ -14,6 +14,8 @@
  * - Devices: 128 ordinals with the attributes of an H100 SXM;
  *   fake_cuda_set_device_attribute(attr, value) changes one for all;
  *   fake_cuda_set_device(ordinal) picks what cuCtxGetDevice answers.
+ * - Contexts: cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2 keep a per-thread
+ *   stack of 8; cuCtxSynchronize returns at once (counted).
  * - fake_cuda_set_error(function, result): that function fails with result
  *   until set back to 0. fake_cuda_calls(function) counts calls, failed
  *   ones included. fake_cuda_reset() restores every default.
@@ -39,7 +41,10 @@
     X(cuCtxGetDevice)                                                                              \
     X(cuDriverGetVersion)                                                                          \
     X(cuGetErrorName)                                                                              \
-    X(cuKernelGetFunction)
+    X(cuKernelGetFunction)                                                                         \
+    X(cuCtxPushCurrent_v2)                                                                         \
+    X(cuCtxPopCurrent_v2)                                                                          \
+    X(cuCtxSynchronize)
 // clang-format on
 
 #define AS_ENUM(name) FN_##name,
@@ -225,6 +230,28 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
     *device = current_device;
     return CUDA_SUCCESS;
 }
+
+static _Thread_local CUcontext context_stack[8];
+static _Thread_local int context_depth;
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+    CUresult r = enter(FN_cuCtxPushCurrent_v2);
+    if (r != CUDA_SUCCESS) return r;
+    if (context_depth == 8) return CUDA_ERROR_INVALID_VALUE;
+    context_stack[context_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx) {
+    CUresult r = enter(FN_cuCtxPopCurrent_v2);
+    if (r != CUDA_SUCCESS) return r;
+    if (context_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext top = context_stack[--context_depth];
+    if (ctx != NULL) *ctx = top;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize(void) { return enter(FN_cuCtxSynchronize); }
 
 EXPORT CUresult cuDriverGetVersion(int *driverVersion) {
     CUresult r = enter(FN_cuDriverGetVersion);

@@ -290,13 +290,14 @@ EXPORT CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *id) {
     return CUPTI_SUCCESS;
 }
 
-/* FNV-1a of the bytes, standing in for CUPTI's CRC. */
+/* FNV-1a of the bytes folded to 32 bits, standing in for CUPTI's CRC (the
+ * SASS Metrics API carries it in 32 bits). */
 EXPORT CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p) {
     if (p == NULL || p->cubin == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < p->cubinSize; i++)
         h = (h ^ ((const unsigned char *)p->cubin)[i]) * 0x100000001b3ull;
-    p->cubinCrc = h;
+    p->cubinCrc = (h ^ (h >> 32)) & 0xffffffffu;
     return CUPTI_SUCCESS;
 }
 

@@ -83,8 +83,11 @@ common=(-g -O1 -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -I "$root/include"
 # skip a known bug; UBSAN_OPTIONS below makes every report fatal.
 sanitize=("-fsanitize=address,undefined")
 
-# The library's own source list, so the targets run the code CMake builds.
-mapfile -t sources < <(sed -n '/set(GPUFL_SOURCES/,/)/p' "$root/lib/CMakeLists.txt" |
+# The library's own source list, so the targets run the code CMake builds:
+# the main list and the analysis parts appended to it (PC sampling, SASS
+# metrics, exporters), not the CUDA-only sources appended inside if().
+mapfile -t sources < <(sed -n -e '/set(GPUFL_SOURCES/,/)/p' \
+    -e '/^list(APPEND GPUFL_SOURCES analysis\//,/)/p' "$root/lib/CMakeLists.txt" |
     grep -o '[A-Za-z0-9_./-]*\.c')
 [ ${#sources[@]} -gt 0 ] || die "found no GPUFL_SOURCES in lib/CMakeLists.txt"
 

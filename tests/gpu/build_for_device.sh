@@ -79,6 +79,17 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 tests/gpu/sass_metrics_probe.cu -o .devbin/sass_metrics_probe \
     -L "$cupti_dir" -L "$cuda_root/lib64/stubs" -lcupti -lcuda -cudart static \
     -Xlinker -rpath -Xlinker /usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
+  # The Range Profiler API probe (docs/design/range-profiler.md): CUPTI and
+  # the driver API directly, no gpufl. The host API (config images,
+  # evaluation) is in libcupti too, which loads libnvperf_host.so itself at run
+  # time: nothing more to link.
+  "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 tests/gpu/range_profiler_probe.cu -o .devbin/range_profiler_probe \
+    -L "$cupti_dir" -L "$cuda_root/lib64/stubs" -lcupti -lcuda -cudart static \
+    -Xlinker -rpath -Xlinker /usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
+  # Call orders of the SASS Metrics API, one sequence per process.
+  "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 tests/gpu/sass_metrics_seq.cu -o .devbin/sass_metrics_seq \
+    -L "$cupti_dir" -L "$cuda_root/lib64/stubs" -lcupti -lcuda -cudart static \
+    -Xlinker -rpath -Xlinker /usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
   # Kernels of known behaviour for the deep engines' fidelity checks, with
   # line info for the SASS-to-source map; and cubins for nvdisasm's output.
   "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
@@ -92,6 +103,8 @@ cc -shared -o .devbin/libgpufl.so -Wl,-soname,libgpufl.so \
   -Wl,--whole-archive build/device/lib/libgpufl.a -Wl,--no-whole-archive \
   -ljansson -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
 cp -L /usr/lib/x86_64-linux-gnu/libjansson.so.4 .devbin/
+# A fault handler that prints the native backtrace (the GPU machine has no debugger).
+cc -shared -fPIC -O1 -g -o .devbin/libsegv_trace.so tests/gpu/segv_trace.c
 # Loaded at run time for CPU stacks (walking, and DWARF lines), in case the GPU
 # machine lacks them; the checks put .devbin on LD_LIBRARY_PATH.
 for lib in libunwind.so.8 libdw.so.1 libelf.so.1; do

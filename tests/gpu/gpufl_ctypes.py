@@ -10,6 +10,7 @@ import os
 ENGINE_MONITOR = 0
 ENGINE_TRACE = 1
 ENGINE_PC_SAMPLING = 2
+ENGINE_SASS_METRICS = 3
 ENGINE_DEEP = 5
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -52,38 +52,8 @@
 #include <thread>
 #include <vector>
 
-#define CUPTI_CHECK(call)                                                                          \
-    do {                                                                                           \
-        CUptiResult r_ = (call);                                                                   \
-        if (r_ != CUPTI_SUCCESS) {                                                                 \
-            const char *s_ = nullptr;                                                              \
-            cuptiGetResultString(r_, &s_);                                                         \
-            std::fprintf(stderr, "pc_sampling_probe: %s failed: %s (%d)\n", #call, s_ ? s_ : "?",  \
-                         (int)r_);                                                                 \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
-
-#define CUDA_CHECK(call)                                                                           \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "pc_sampling_probe: %s failed: %s\n", #call,                      \
-                         cudaGetErrorString(e_));                                                  \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
-
-#define CU_CHECK(call)                                                                             \
-    do {                                                                                           \
-        CUresult c_ = (call);                                                                      \
-        if (c_ != CUDA_SUCCESS) {                                                                  \
-            const char *s_ = nullptr;                                                              \
-            cuGetErrorString(c_, &s_);                                                             \
-            std::fprintf(stderr, "pc_sampling_probe: %s failed: %s\n", #call, s_ ? s_ : "?");      \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
+#define PROBE_NAME "pc_sampling_probe"
+#include "probe_util.cuh"
 
 // ---- kernels (extern "C" so that CUPTI reports plain names) ----------------
 
@@ -266,9 +236,8 @@ static size_t drain_once(CUcontext ctx, CUpti_PCSamplingData *buf, Totals &t,
         std::lock_guard<std::mutex> g(t.mu);
         t.getdata_oom++;
     } else if (r != CUPTI_SUCCESS) {
-        const char *s = nullptr;
-        cuptiGetResultString(r, &s);
-        std::fprintf(stderr, "pc_sampling_probe: cuptiPCSamplingGetData failed: %s\n", s ? s : "?");
+        std::fprintf(stderr, "pc_sampling_probe: cuptiPCSamplingGetData failed: %s\n",
+                     result_string(r));
         std::exit(1);
     }
     absorb(t, buf);
@@ -290,12 +259,10 @@ static void set_attr(CUcontext ctx, CUpti_PCSamplingConfigurationInfo info, cons
     p.pPCSamplingConfigurationInfo = &info;
     CUptiResult r = cuptiPCSamplingSetConfigurationAttribute(&p);
     if (r != CUPTI_SUCCESS || info.attributeStatus != CUPTI_SUCCESS) {
-        const char *s = nullptr;
-        cuptiGetResultString(r != CUPTI_SUCCESS ? r : info.attributeStatus, &s);
         std::fprintf(stderr,
                      "pc_sampling_probe: cuptiPCSamplingSetConfigurationAttribute(%s) "
                      "failed: %s\n",
-                     what, s ? s : "?");
+                     what, result_string(r != CUPTI_SUCCESS ? r : info.attributeStatus));
         std::exit(1);
     }
 }
@@ -311,28 +278,13 @@ get_attr(CUcontext ctx, CUpti_PCSamplingConfigurationAttributeType type, const c
     p.pPCSamplingConfigurationInfo = &info;
     CUptiResult r = cuptiPCSamplingGetConfigurationAttribute(&p);
     if (r != CUPTI_SUCCESS || info.attributeStatus != CUPTI_SUCCESS) {
-        const char *s = nullptr;
-        cuptiGetResultString(r != CUPTI_SUCCESS ? r : info.attributeStatus, &s);
         std::fprintf(stderr,
                      "pc_sampling_probe: cuptiPCSamplingGetConfigurationAttribute(%s) "
                      "failed: %s\n",
-                     what, s ? s : "?");
+                     what, result_string(r != CUPTI_SUCCESS ? r : info.attributeStatus));
         std::exit(1);
     }
     return info;
-}
-
-static void json_string(const char *s) {
-    std::putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            std::printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            std::printf("\\u%04x", (unsigned char)*s);
-        else
-            std::putchar(*s);
-    }
-    std::putchar('"');
 }
 
 int main(int argc, char **argv) {
@@ -351,12 +303,8 @@ int main(int argc, char **argv) {
     }
 
     // The runtime creates the device's primary context; CUPTI wants its handle.
-    CUDA_CHECK(cudaSetDevice(0));
-    CUDA_CHECK(cudaFree(0));
-    CUcontext ctx = nullptr;
-    CU_CHECK(cuCtxGetCurrent(&ctx));
     cudaDeviceProp prop;
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUcontext ctx = primary_context(&prop);
 
     Workload w;
     w.fma_blocks = prop.multiProcessorCount * 8;
@@ -368,7 +316,7 @@ int main(int argc, char **argv) {
         CUpti_PCSamplingEnableParams p = {};
         p.size = CUpti_PCSamplingEnableParamsSize;
         p.ctx = ctx;
-        CUPTI_CHECK(cuptiPCSamplingEnable(&p));
+        CUPTI_CHECK_STATUS1(cuptiPCSamplingEnable(&p));
     };
 
     double base_load = 0, base_fma = 0;
@@ -391,7 +339,7 @@ int main(int argc, char **argv) {
         p.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
         p.ctx = ctx;
         p.numStallReasons = &num_reasons;
-        CUPTI_CHECK(cuptiPCSamplingGetNumStallReasons(&p));
+        CUPTI_CHECK_STATUS1(cuptiPCSamplingGetNumStallReasons(&p));
     }
     std::vector<uint32_t> reason_index(num_reasons);
     std::vector<char *> reason_name(num_reasons);
@@ -404,7 +352,7 @@ int main(int argc, char **argv) {
         p.numStallReasons = num_reasons;
         p.stallReasonIndex = reason_index.data();
         p.stallReasons = reason_name.data();
-        CUPTI_CHECK(cuptiPCSamplingGetStallReasons(&p));
+        CUPTI_CHECK_STATUS1(cuptiPCSamplingGetStallReasons(&p));
     }
     for (size_t i = 0; i < num_reasons; i++) {
         const char *nm = reason_name[i];
@@ -499,7 +447,7 @@ int main(int argc, char **argv) {
         CUpti_PCSamplingStartParams p = {};
         p.size = CUpti_PCSamplingStartParamsSize;
         p.ctx = ctx;
-        CUPTI_CHECK(cuptiPCSamplingStart(&p));
+        CUPTI_CHECK_STATUS1(cuptiPCSamplingStart(&p));
     }
 
     Totals totals;
@@ -568,7 +516,7 @@ int main(int argc, char **argv) {
         CUpti_PCSamplingStopParams p = {};
         p.size = CUpti_PCSamplingStopParamsSize;
         p.ctx = ctx;
-        CUPTI_CHECK(cuptiPCSamplingStop(&p));
+        CUPTI_CHECK_STATUS1(cuptiPCSamplingStop(&p));
     }
     // Final drain until CUPTI reports nothing left; the worker threads decode
     // the hardware buffer asynchronously, so wait one sleep span first.
@@ -587,7 +535,7 @@ int main(int argc, char **argv) {
         CUpti_PCSamplingDisableParams p = {};
         p.size = CUpti_PCSamplingDisableParamsSize;
         p.ctx = ctx;
-        CUPTI_CHECK(cuptiPCSamplingDisable(&p));
+        CUPTI_CHECK_STATUS1(cuptiPCSamplingDisable(&p));
     }
     size_t disable_pcs = disable_buf->totalNumPcs;
     absorb(totals, disable_buf);

@@ -5,6 +5,8 @@
 // of its name, under the engine GPUFL_PROFILING_ENGINE names (or none with
 // GPUFL_DISABLED=1, the way ncu runs it).
 // Prints one JSON line per kernel: name, launches, mean ms (cudaEvent).
+// With PCS_KERNELS_LATE=1 the program creates its context and launches each
+// kernel once before gpufl_init (a late init: modules loaded, kernels run).
 // Usage: pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
 #include <cuda_runtime.h>
 #include <gpufl/gpufl.h>
@@ -33,6 +35,30 @@ int main(int argc, char **argv) {
     }
     int launches = argc > 2 ? std::atoi(argv[2]) : 200;
     const char *only = argc > 3 ? argv[3] : nullptr;
+    float *a = nullptr, *b = nullptr, *c = nullptr;
+    int sms = 0;
+    auto launch = [&](int k) {
+        switch (k) {
+        case 0: divergent<<<sms * 16, 256>>>(a, 4096); break;
+        case 1: strided<<<(unsigned)(kN / 8 / 256), 256>>>(b, a, kN); break;
+        case 2: stream_triad<<<sms * 32, 256>>>(a, b, c, 3.0f, kN); break;
+        case 3: fma_chains<<<sms * 16, 256>>>(a, 8192); break;
+        }
+    };
+    auto allocate = [&] {
+        CHECK(cudaMalloc(&a, kN * sizeof(float)));
+        CHECK(cudaMalloc(&b, kN * sizeof(float)));
+        CHECK(cudaMalloc(&c, kN * sizeof(float)));
+        CHECK(cudaMemset(b, 0, kN * sizeof(float)));
+        CHECK(cudaMemset(c, 0, kN * sizeof(float)));
+        CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    };
+    const char *late = std::getenv("PCS_KERNELS_LATE");
+    if (late && std::strcmp(late, "1") == 0) {
+        allocate();
+        for (int k = 0; k < 4; ++k) launch(k);
+        CHECK(cudaDeviceSynchronize());
+    }
     gpufl_options_t o;
     gpufl_options_init(&o);
     o.app_name = "pcs_kernels";
@@ -42,14 +68,7 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "pcs_kernels: init failed: %s\n", gpufl_last_error());
         return 1;
     }
-    float *a, *b, *c;
-    CHECK(cudaMalloc(&a, kN * sizeof(float)));
-    CHECK(cudaMalloc(&b, kN * sizeof(float)));
-    CHECK(cudaMalloc(&c, kN * sizeof(float)));
-    CHECK(cudaMemset(b, 0, kN * sizeof(float)));
-    CHECK(cudaMemset(c, 0, kN * sizeof(float)));
-    int sms = 0;
-    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    if (a == nullptr) allocate();
     cudaEvent_t e0, e1;
     CHECK(cudaEventCreate(&e0));
     CHECK(cudaEventCreate(&e1));
@@ -58,14 +77,7 @@ int main(int argc, char **argv) {
         if (only && std::strcmp(only, names[k]) != 0) continue;
         gpufl_scope_t scope = gpufl_scope_begin(names[k], nullptr);
         CHECK(cudaEventRecord(e0));
-        for (int l = 0; l < launches; ++l) {
-            switch (k) {
-            case 0: divergent<<<sms * 16, 256>>>(a, 4096); break;
-            case 1: strided<<<(unsigned)(kN / 8 / 256), 256>>>(b, a, kN); break;
-            case 2: stream_triad<<<sms * 32, 256>>>(a, b, c, 3.0f, kN); break;
-            case 3: fma_chains<<<sms * 16, 256>>>(a, 8192); break;
-            }
-        }
+        for (int l = 0; l < launches; ++l) launch(k);
         CHECK(cudaGetLastError());
         CHECK(cudaEventRecord(e1));
         CHECK(cudaEventSynchronize(e1));

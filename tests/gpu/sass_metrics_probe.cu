@@ -68,110 +68,8 @@
 #include <string>
 #include <vector>
 
-// ---- error handling ------------------------------------------------------------
-
-static void json_string(const char *s) {
-    std::putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            std::printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            std::printf("\\u%04x", (unsigned char)*s);
-        else
-            std::putchar(*s);
-    }
-    std::putchar('"');
-}
-
-// A double as JSON: null when not finite (a ratio with a zero denominator).
-static void json_num(double v) {
-    if (std::isfinite(v))
-        std::printf("%.10g", v);
-    else
-        std::printf("null");
-}
-
-// Results that mean "SASS metrics cannot run here" rather than a bug in the
-// probe: the runner tells them apart by exit status 3.
-static const char *unsupported_name(CUptiResult r) {
-    switch (r) {
-    case CUPTI_ERROR_NOT_SUPPORTED: return "CUPTI_ERROR_NOT_SUPPORTED";
-    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: return "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
-        return "CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES";
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
-        return "CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED";
-    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
-        return "CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED";
-    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED: return "CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED";
-    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED: return "CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED";
-    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED: return "CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED";
-    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED: return "CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED";
-    default: return nullptr;
-    }
-}
-
-static const char *result_string(CUptiResult r) {
-    const char *s = nullptr;
-    if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) s = "?";
-    return s;
-}
-
-static const char *result_message(CUptiResult r) {
-    const char *s = nullptr;
-    if (cuptiGetErrorMessage(r, &s) != CUPTI_SUCCESS || !s) s = "";
-    return s;
-}
-
-[[noreturn]] static void unsupported_exit(const char *name, const char *call, int code,
-                                          const char *message) {
-    std::printf("{\"error\":");
-    json_string(name);
-    std::printf(",\"call\":");
-    json_string(call);
-    std::printf(",\"code\":%d,\"message\":", code);
-    json_string(message);
-    std::printf("}\n");
-    std::fflush(stdout);
-    std::exit(3);
-}
-
-static void cupti_check(CUptiResult r, const char *call) {
-    if (r == CUPTI_SUCCESS) return;
-    if (const char *name = unsupported_name(r))
-        unsupported_exit(name, call, (int)r, result_message(r));
-    std::fflush(stdout);
-    std::fprintf(stderr, "sass_metrics_probe: %s failed: %s (%d) %s\n", call, result_string(r),
-                 (int)r, result_message(r));
-    std::exit(1);
-}
-
-#define CUPTI_CHECK(call) cupti_check((call), #call)
-// For the probe's small wrappers: the message names the CUPTI function.
-#define CUPTI_CHECK_AS(call, name) cupti_check((call), name)
-
-#define CUDA_CHECK(call)                                                                           \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fflush(stdout);                                                                   \
-            std::fprintf(stderr, "sass_metrics_probe: %s failed: %s\n", #call,                     \
-                         cudaGetErrorString(e_));                                                  \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
-
-#define CU_CHECK(call)                                                                             \
-    do {                                                                                           \
-        CUresult c_ = (call);                                                                      \
-        if (c_ != CUDA_SUCCESS) {                                                                  \
-            const char *s_ = nullptr;                                                              \
-            cuGetErrorString(c_, &s_);                                                             \
-            std::fflush(stdout);                                                                   \
-            std::fprintf(stderr, "sass_metrics_probe: %s failed: %s\n", #call, s_ ? s_ : "?");     \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
+#define PROBE_NAME "sass_metrics_probe"
+#include "probe_util.cuh"
 
 // ---- kernels: the reference kernels of the fidelity checks -----------------------
 
@@ -246,12 +144,6 @@ static double time_batch(const Workload &w, int k, int n) {
     return ms;
 }
 
-static double now_ms() {
-    return std::chrono::duration<double, std::milli>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 // ---- metrics -------------------------------------------------------------------
 
 struct MetricInfo {
@@ -323,10 +215,6 @@ static uint64_t role_value(const std::map<uint64_t, uint64_t> &vals, const Role 
     return s;
 }
 
-// GetDataProperties then FlushData into a buffer sized as the header says:
-// numOfPatchedInstructionRecords records, each with numOfInstances values.
-// Prints one "data_properties" line. CUPTI allocates functionName; the probe
-// copies it and does not free it (a short-lived process).
 // With ok non-null a failing call is reported as a "cupti_failure" line and
 // *ok set to false instead of ending the probe (the granularity phase).
 static bool soft_check(CUptiResult r, const char *call, const char *phase, bool *ok) {
@@ -344,54 +232,31 @@ static bool soft_check(CUptiResult r, const char *call, const char *phase, bool 
     return false;
 }
 
+// GetDataProperties then FlushData (sass_metrics_flush_data), the records
+// copied out. Prints one "data_properties" line.
 static std::vector<Record> get_and_flush(CUcontext ctx, const char *phase, size_t *instances_out,
                                          double *flush_ms, bool *ok = nullptr) {
-    CUpti_SassMetricsGetDataProperties_Params dp = {};
-    dp.structSize = CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE;
-    dp.ctx = ctx;
-    double t0 = now_ms();
-    if (!soft_check(cuptiSassMetricsGetDataProperties(&dp), "cuptiSassMetricsGetDataProperties",
+    SassMetricsFlush f;
+    if (!soft_check(sass_metrics_get_data_properties(ctx, &f), "cuptiSassMetricsGetDataProperties",
                     phase, ok))
         return {};
-    double props_ms = now_ms() - t0;
-    size_t n = dp.numOfPatchedInstructionRecords, inst = dp.numOfInstances;
-    if (instances_out) *instances_out = inst;
-    std::vector<Record> out;
-    double fms = 0.0;
-    if (n > 0 && inst > 0) {
-        std::vector<CUpti_SassMetrics_Data> data(n);
-        std::vector<CUpti_SassMetrics_InstanceValue> values(n * inst);
-        for (size_t i = 0; i < n; i++) {
-            data[i] = {};
-            // hdr:373 says "equal to CUpti_SassMetricsFlushData_Params_STRUCT_SIZE";
-            // the struct's own size is what other users set.
-            data[i].structSize = sizeof(CUpti_SassMetrics_Data);
-            data[i].pInstanceValues = &values[i * inst];
-        }
-        CUpti_SassMetricsFlushData_Params fp = {};
-        fp.structSize = CUpti_SassMetricsFlushData_Params_STRUCT_SIZE;
-        fp.ctx = ctx;
-        fp.numOfPatchedInstructionRecords = n;
-        fp.numOfInstances = inst;
-        fp.pMetricsData = data.data();
-        t0 = now_ms();
-        if (!soft_check(cuptiSassMetricsFlushData(&fp), "cuptiSassMetricsFlushData", phase, ok))
-            return {};
-        fms = now_ms() - t0;
-        out.resize(n);
-        for (size_t i = 0; i < n; i++) {
-            Record &r = out[i];
-            r.crc = data[i].cubinCrc;
-            r.function_index = data[i].functionIndex;
-            r.pc = data[i].pcOffset;
-            r.function = data[i].functionName ? data[i].functionName : "(null)";
-            r.values.assign(data[i].pInstanceValues, data[i].pInstanceValues + inst);
-        }
+    if (instances_out) *instances_out = f.instances;
+    if (!soft_check(sass_metrics_flush_data(ctx, &f), "cuptiSassMetricsFlushData", phase, ok))
+        return {};
+    std::vector<Record> out(f.data.size());
+    for (size_t i = 0; i < f.data.size(); i++) {
+        const CUpti_SassMetrics_Data &d = f.data[i];
+        Record &r = out[i];
+        r.crc = d.cubinCrc;
+        r.function_index = d.functionIndex;
+        r.pc = d.pcOffset;
+        r.function = d.functionName ? d.functionName : "(null)";
+        r.values.assign(d.pInstanceValues, d.pInstanceValues + f.instances);
     }
-    if (flush_ms) *flush_ms = fms;
+    if (flush_ms) *flush_ms = f.flush_ms;
     std::printf("{\"kind\":\"data_properties\",\"phase\":\"%s\",\"records\":%zu,"
                 "\"instances\":%zu,\"get_properties_ms\":%.3f,\"flush_ms\":%.3f}\n",
-                phase, n, inst, props_ms, fms);
+                phase, f.records, f.instances, f.properties_ms, f.flush_ms);
     std::fflush(stdout);
     return out;
 }
@@ -482,43 +347,7 @@ static double rv(const std::map<uint64_t, uint64_t> &vals, const Role *r) {
     return r ? (double)role_value(vals, *r) : NAN;
 }
 
-// ---- configuration helpers ------------------------------------------------------
-
-// SetConfig; returns the result so that the granularity phase can report a
-// refusal without stopping. Fatal handling is left to the caller.
-static CUptiResult set_config(const std::vector<CUpti_SassMetrics_Config> &cfg) {
-    CUpti_SassMetricsSetConfig_Params p = {};
-    p.structSize = CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE;
-    p.numOfMetricConfig = cfg.size();
-    p.pConfigs = const_cast<CUpti_SassMetrics_Config *>(cfg.data());
-    p.deviceIndex = 0;
-    return cuptiSassMetricsSetConfig(&p);
-}
-
-static CUptiResult unset_config() {
-    CUpti_SassMetricsUnsetConfig_Params p = {};
-    p.structSize = CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE;
-    p.deviceIndex = 0;
-    return cuptiSassMetricsUnsetConfig(&p);
-}
-
-static CUptiResult enable(CUcontext ctx, bool lazy) {
-    CUpti_SassMetricsEnable_Params p = {};
-    p.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE;
-    p.ctx = ctx;
-    p.enableLazyPatching = lazy ? 1 : 0;
-    return cuptiSassMetricsEnable(&p);
-}
-
-static CUptiResult disable(CUcontext ctx, size_t *dropped) {
-    CUpti_SassMetricsDisable_Params p = {};
-    p.structSize = CUpti_SassMetricsDisable_Params_STRUCT_SIZE;
-    p.ctx = ctx;
-    CUptiResult r = cuptiSassMetricsDisable(&p);
-    if (dropped) *dropped = p.numOfDroppedRecords;
-    return r;
-}
-
+// A refused configuration in the SM and SM-sub-partition granularity phase.
 static void print_granularity_error(const char *gran, const char *call, CUptiResult r) {
     std::printf("{\"kind\":\"granularity\",\"granularity\":\"%s\",\"call\":\"%s\","
                 "\"result\":",
@@ -567,12 +396,8 @@ int main(int argc, char **argv) {
 
     // The context: the driver, then the runtime's primary context for device 0.
     CU_CHECK(cuInit(0));
-    CUDA_CHECK(cudaSetDevice(0));
-    CUDA_CHECK(cudaFree(0));
-    CUcontext ctx = nullptr;
-    CU_CHECK(cuCtxGetCurrent(&ctx));
     cudaDeviceProp prop;
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUcontext ctx = primary_context(&prop);
     int driver = 0, runtime = 0;
     CUDA_CHECK(cudaDriverGetVersion(&driver));
     CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
@@ -606,41 +431,13 @@ int main(int argc, char **argv) {
     for (int k = 0; k < kKernels; k++) base0[k] = time_batch(w, k, launches) / launches;
 
     double t0 = now_ms();
-    {
-        CUpti_Profiler_Initialize_Params p = {};
-        p.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
-        CUPTI_CHECK(cuptiProfilerInitialize(&p));
-    }
+    profiler_initialize();
     double profiler_init_ms = now_ms() - t0;
 
-    {
-        CUpti_Profiler_DeviceSupported_Params p = {};
-        p.structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE;
-        p.cuDevice = 0;
-        p.api = CUPTI_PROFILER_SASS_METRICS;
-        CUPTI_CHECK(cuptiProfilerDeviceSupported(&p));
-        std::printf("{\"kind\":\"device_supported\",\"api\":\"CUPTI_PROFILER_SASS_METRICS\","
-                    "\"is_supported\":%d,\"architecture\":%d,\"sli\":%d,\"vgpu\":%d,"
-                    "\"confidential_compute\":%d,\"cmp\":%d,\"wsl\":%d,"
-                    "\"levels\":\"0 unknown, 1 unsupported, 2 disabled, 3 supported\","
-                    "\"profiler_initialize_ms\":%.3f}\n",
-                    (int)p.isSupported, (int)p.architecture, (int)p.sli, (int)p.vGpu,
-                    (int)p.confidentialCompute, (int)p.cmp, (int)p.wsl, profiler_init_ms);
-        std::fflush(stdout);
-        if (p.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
-            unsupported_exit("CUPTI_PROFILER_CONFIGURATION_UNSUPPORTED",
-                             "cuptiProfilerDeviceSupported(CUPTI_PROFILER_SASS_METRICS)", 0,
-                             "device or configuration does not support SASS metrics");
-    }
-
-    const char *chip = nullptr;
-    {
-        CUpti_Device_GetChipName_Params p = {};
-        p.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
-        p.deviceIndex = 0;
-        CUPTI_CHECK(cuptiDeviceGetChipName(&p));
-        chip = p.pChipName;
-    }
+    profiler_check_device_supported(CUPTI_PROFILER_SASS_METRICS, "CUPTI_PROFILER_SASS_METRICS",
+                                    profiler_init_ms,
+                                    "device or configuration does not support SASS metrics");
+    const char *chip = chip_name_of_device0();
 
     // Every SASS metric the chip offers.
     std::vector<MetricInfo> all;
@@ -772,12 +569,12 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
 
     // ---- main phase: GPU granularity ---------------------------------------------
-    CUPTI_CHECK_AS(set_config(cfg), "cuptiSassMetricsSetConfig");
+    CUPTI_CHECK_AS(sass_metrics_set_config(cfg), "cuptiSassMetricsSetConfig");
     double base1[kKernels];
     for (int k = 0; k < kKernels; k++) base1[k] = time_batch(w, k, launches) / launches;
 
     t0 = now_ms();
-    CUPTI_CHECK_AS(enable(ctx, lazy), "cuptiSassMetricsEnable");
+    CUPTI_CHECK_AS(sass_metrics_enable(ctx, lazy), "cuptiSassMetricsEnable");
     double enable_ms = now_ms() - t0;
 
     double first_ms[kKernels], rest_ms[kKernels], all_ms[kKernels];
@@ -941,14 +738,14 @@ int main(int argc, char **argv) {
     time_batch(w, kFma, 1);
     size_t dropped = 0;
     t0 = now_ms();
-    CUPTI_CHECK_AS(disable(ctx, &dropped), "cuptiSassMetricsDisable");
+    CUPTI_CHECK_AS(sass_metrics_disable(ctx, &dropped), "cuptiSassMetricsDisable");
     double disable_ms = now_ms() - t0;
     std::printf("{\"kind\":\"disable\",\"unflushed_launches\":\"fma_chains x1\","
                 "\"num_dropped_records\":%zu,\"fma_chains_records_in_last_flush\":%zu,"
                 "\"instances\":%zu,\"expected_if_records_x_instances\":%zu,\"disable_ms\":%.3f}\n",
                 dropped, fma_records2, instances, fma_records2 * instances, disable_ms);
     t0 = now_ms();
-    CUPTI_CHECK_AS(unset_config(), "cuptiSassMetricsUnsetConfig");
+    CUPTI_CHECK_AS(sass_metrics_unset_config(), "cuptiSassMetricsUnsetConfig");
     double unset_ms = now_ms() - t0;
     std::fflush(stdout);
 
@@ -963,15 +760,15 @@ int main(int argc, char **argv) {
         if (r_inst) c.metricId = r_inst->ids[0];
         c.outputGranularity = gran;
         std::vector<CUpti_SassMetrics_Config> gcfg = {c};
-        CUptiResult r = set_config(gcfg);
+        CUptiResult r = sass_metrics_set_config(gcfg);
         if (r != CUPTI_SUCCESS) {
             print_granularity_error(gname, "cuptiSassMetricsSetConfig", r);
             continue;
         }
-        r = enable(ctx, lazy);
+        r = sass_metrics_enable(ctx, lazy);
         if (r != CUPTI_SUCCESS) {
             print_granularity_error(gname, "cuptiSassMetricsEnable", r);
-            CUPTI_CHECK_AS(unset_config(), "cuptiSassMetricsUnsetConfig");
+            CUPTI_CHECK_AS(sass_metrics_unset_config(), "cuptiSassMetricsUnsetConfig");
             continue;
         }
         double gms[kKernels];
@@ -1011,16 +808,12 @@ int main(int argc, char **argv) {
         }
         std::printf("}}\n");
         size_t gdropped = 0;
-        soft_check(disable(ctx, &gdropped), "cuptiSassMetricsDisable", gname, &gok);
-        soft_check(unset_config(), "cuptiSassMetricsUnsetConfig", gname, &gok);
+        soft_check(sass_metrics_disable(ctx, &gdropped), "cuptiSassMetricsDisable", gname, &gok);
+        soft_check(sass_metrics_unset_config(), "cuptiSassMetricsUnsetConfig", gname, &gok);
         std::fflush(stdout);
     }
 
-    {
-        CUpti_Profiler_DeInitialize_Params p = {};
-        p.structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE;
-        CUPTI_CHECK(cuptiProfilerDeInitialize(&p));
-    }
+    profiler_deinitialize();
     std::printf("{\"kind\":\"summary\",\"chip\":");
     json_string(chip);
     std::printf(",\"lazy_patching\":%s,\"launches\":%d,\"configured_metrics\":%zu,"

@@ -27,10 +27,11 @@ except ImportError:  # pragma: no cover - reported, not hidden
 
 LOG_NAME = re.compile(r"^(device|scope|system)\.log(?:\.([1-9][0-9]*))?$")
 BATCH_TYPES = ("dict", "scope_begin", "scope_end", "host_sample", "gpu_sample", "kernel", "copy",
-               "memset", "sync", "pc_sample", "pc_window", "launch")
+               "memset", "sync", "pc_sample", "pc_window", "launch", "sass_metric")
 # Columns of scope_begin that hold dict ids (0 = none for tag).
 DICT_COLUMNS = {"scope_begin": ("name", "tag", "path"), "kernel": ("name",),
-                "pc_sample": ("cubin", "function", "demangled", "reason")}
+                "pc_sample": ("cubin", "function", "demangled", "reason"),
+                "sass_metric": ("cubin", "function", "demangled")}
 ERRORS_PER_FILE = 50
 
 

@@ -16,6 +16,7 @@
 #include "analysis/insight_rules.h"
 #include "analysis/insights.h"
 #include "analysis/model.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,12 +28,7 @@
 #define MS  1000000LL
 #define NUL INT64_MIN /* written as null */
 
-#define ASSERT_NEAR(a, b)                                                                          \
-    do {                                                                                           \
-        double a_ = (a), b_ = (b);                                                                 \
-        if (fabs(a_ - b_) > 1e-6 * (fabs(b_) > 1 ? fabs(b_) : 1))                                  \
-            fail_msg("%s = %.9g, expected %.9g", #a, a_, b_);                                      \
-    } while (0)
+#define ASSERT_NEAR(a, b) TU_ASSERT_NEAR(a, b, 1e-6)
 
 /* ---------------------------------------------------------------------- */
 /* Writing sessions                                                         */

@@ -979,6 +979,32 @@ static void test_report_golden_pcsampled(void **state) {
     gpufl__model_destroy(m);
 }
 
+/* SASS metrics: the rows of two contexts summed, one function without a
+ * sass record, and the report section (tests/unit/test_sass_metrics.c
+ * covers the figures and the insights case by case). */
+static void test_report_golden_sassmetrics(void **state) {
+    (void)state;
+    check_golden("sassmetrics");
+    gpufl_model_t *m = load("sessions/sassmetrics");
+    expect_warnings(m, 0);
+    assert_int_equal(m->n_sassm_contexts, 2);
+    assert_string_equal(m->sassm_contexts[0].chip, "GH100");
+    assert_true(m->sassm_contexts[1].lazy);
+    assert_int_equal(json_array_size(m->sassm_contexts[0].metrics), 4);
+    assert_int_equal(m->n_sass_metrics, 24);
+    assert_int_equal(m->sass_metrics_replaced, 0);
+    assert_non_null(m->sassm_stats);
+    assert_int_equal(m->n_sass, 3);
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "\nSASS metrics\n"));
+    assert_non_null(strstr(text, "[HIGH] DIVERGENCE: divergent(float*, int): 50.0% thread"));
+    assert_non_null(
+        strstr(text, "[HIGH] MEMORY: strided(float*, float const*, int): 32.0 sectors"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
 /* The kernel rows the Trace engine wrote before (and a Deep engine on
  * Blackwell may write), in place of pcsampled's launch rows: samples are
  * given to kernels by GPU time overlap. */
@@ -1972,8 +1998,8 @@ static void test_report_batch_fallback(void **state) {
 /* The other formats, insights, progress                                    */
 /* ---------------------------------------------------------------------- */
 
-static const char *const fixtures_all[] = {"basic", "killed", "rotated", "gpu",
-                                           "trace", "scoped", "stacks",  "pcsampled"};
+static const char *const fixtures_all[] = {"basic",  "killed", "rotated",   "gpu",        "trace",
+                                           "scoped", "stacks", "pcsampled", "sassmetrics"};
 #define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
 
 static void test_report_golden_json(void **state) {
@@ -2040,7 +2066,8 @@ static void test_report_json_keys(void **state) {
     static const char *const top[] = {
         "format",          "version",   "session",       "insights",    "scopes",
         "system",          "gpus",      "sampling_cost", "kernels",     "kernel_details",
-        "kernel_launches", "transfers", "scope_gpu",     "pc_sampling", "problems"};
+        "kernel_launches", "transfers", "scope_gpu",     "pc_sampling", "sass_metrics",
+        "problems"};
     for (size_t i = 0; i < N_FIXTURES; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
@@ -2341,6 +2368,7 @@ int main(void) {
         cmocka_unit_test(test_report_golden_trace),
         cmocka_unit_test(test_report_golden_stacks),
         cmocka_unit_test(test_report_golden_pcsampled),
+        cmocka_unit_test(test_report_golden_sassmetrics),
         cmocka_unit_test(test_report_pc_kernel_rows),
         cmocka_unit_test(test_report_pc_launch_rows),
         cmocka_unit_test(test_report_pc_bad_lines),

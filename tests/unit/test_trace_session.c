@@ -56,6 +56,12 @@ static struct {
     void (*pcs_reset)(void);
     CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
     unsigned long (*enable_count)(int kind);
+    int (*sassm_add)(CUcontext ctx, uint32_t crc, uint32_t function_index, const char *function,
+                     uint32_t pc, uint64_t inst, uint64_t thread_inst, uint64_t sectors,
+                     uint64_t ideal);
+    void (*sassm_error)(const char *call, CUptiResult result, int times);
+    int (*sassm_state)(CUcontext ctx, int *enabled, int *lazy, int *flushes, int *disables);
+    void (*sassm_reset)(void);
 } fake;
 
 static void resolve(void *handle, const char *name, void *slot) {
@@ -88,6 +94,10 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_pcs_reset", &fake.pcs_reset);
     resolve(cupti, "cuptiGetCubinCrc", &fake.cubin_crc);
     resolve(cupti, "fake_cupti_enable_count", &fake.enable_count);
+    resolve(cupti, "fake_cupti_sassm_add", &fake.sassm_add);
+    resolve(cupti, "fake_cupti_sassm_error", &fake.sassm_error);
+    resolve(cupti, "fake_cupti_sassm_state", &fake.sassm_state);
+    resolve(cupti, "fake_cupti_sassm_reset", &fake.sassm_reset);
     resolve(cuda, "fake_cuda_function", &fake.function);
     resolve(cuda, "fake_cuda_kernel", &fake.kernel);
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
@@ -1243,17 +1253,26 @@ static void pc_sampling_unavailable_and_deep(void **state) {
     assert_null(tu_first(&d.device, "pc_sampling_stats"));
     free_session(&d);
 
+    /* Deep where the profiler cannot start: PC sampling alone, and why. */
     fake.pcs_reset();
+    fake.sassm_reset();
+    fake.sassm_error("cuptiProfilerInitialize", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, 0);
     gpufl_options_t deep = pcs_options("pcs_deep");
     deep.profiling_engine = GPUFL_ENGINE_DEEP;
     start(&deep);
     stop();
+    fake.sassm_reset();
     assert_non_null(strstr(capture.last, "Deep"));
+    assert_non_null(strstr(capture.last, "cuptiProfilerInitialize"));
     assert_non_null(strstr(capture.last, "running PcSampling"));
     d = read_session();
     caps = tu_first(&d.device, "capabilities");
     assert_string_equal(json_string_value(json_object_get(caps, "engine_requested")), "Deep");
     assert_string_equal(json_string_value(json_object_get(caps, "engine")), "PcSampling");
+    feature = json_object_get(json_object_get(caps, "features"), "sass_metrics");
+    assert_true(json_is_false(json_object_get(feature, "on")));
+    assert_non_null(strstr(json_string_value(json_object_get(feature, "why")),
+                           "cuptiProfilerInitialize failed"));
     free_session(&d);
 }
 
@@ -1269,6 +1288,28 @@ static json_t *sass_of(const session_t *s, const char *function) {
     return NULL;
 }
 
+/* nvdisasm for the session about to start: the fake, printing the fixture
+ * of two functions (_Z1ff, _Z6kernelPfi) with line info. */
+static void use_fake_nvdisasm(void) {
+    setenv("GPUFL_NVDISASM", GPUFL_TEST_SOURCE_DIR "/fakes/fake_nvdisasm.sh", 1);
+    setenv("FAKE_NVDISASM_FIXTURE", GPUFL_TEST_SOURCE_DIR "/fixtures/sass/two_functions.txt", 1);
+    unsetenv("FAKE_NVDISASM_MODE");
+}
+
+/* Context ctx created in the session, and a module of the fixture's two
+ * functions loaded on it; returns the module's CRC as CUPTI computes it. */
+static uint64_t load_two_functions(CUcontext ctx) {
+    unsigned char cubin[512];
+    const char *const functions[] = {"_Z1ff", "_Z6kernelPfi"};
+    size_t size = tu_fake_cubin(cubin, functions, 2);
+    CUpti_GetCubinCrcParams crc = {
+        .size = CUpti_GetCubinCrcParamsSize, .cubinSize = size, .cubin = cubin};
+    assert_int_equal(fake.cubin_crc(&crc), CUPTI_SUCCESS);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, ctx, NULL, 0), 1);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_MODULE_LOADED, ctx, cubin, size), 1);
+    return crc.cubinCrc;
+}
+
 /* A module loaded during the session is kept; the first samples of one of
  * its functions get that function's SASS with its source lines, once. A
  * function of a module loaded before the session gets a record saying why
@@ -1276,25 +1317,16 @@ static json_t *sass_of(const session_t *s, const char *function) {
 static void pc_samples_carry_their_sass(void **state) {
     (void)state;
     fake.pcs_reset();
-    setenv("GPUFL_NVDISASM", GPUFL_TEST_SOURCE_DIR "/fakes/fake_nvdisasm.sh", 1);
-    setenv("FAKE_NVDISASM_FIXTURE", GPUFL_TEST_SOURCE_DIR "/fixtures/sass/two_functions.txt", 1);
-    unsetenv("FAKE_NVDISASM_MODE");
+    use_fake_nvdisasm();
     gpufl_options_t o = pcs_options("pcs_sass");
     o.flush_interval_ms = 10;
     start(&o);
     /* A cubin of the fixture's two functions (the fake nvdisasm prints it). */
-    unsigned char cubin[512];
-    const char *const functions[] = {"_Z1ff", "_Z6kernelPfi"};
-    size_t size = tu_fake_cubin(cubin, functions, 2);
-    CUpti_GetCubinCrcParams crc = {
-        .size = CUpti_GetCubinCrcParamsSize, .cubinSize = size, .cubin = cubin};
-    assert_int_equal(fake.cubin_crc(&crc), CUPTI_SUCCESS);
-    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_MODULE_LOADED, CTX_A, cubin, size), 1);
-    assert_int_equal(fake.pcs_add(CTX_A, crc.cubinCrc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
+    uint64_t crc = load_two_functions(CTX_A);
+    assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
     assert_int_equal(fake.pcs_add(CTX_A, 0x999, "_Z5olderv", 0x10, R_MATH, 5), 0);
     let_collector_run();
-    assert_int_equal(fake.pcs_add(CTX_A, crc.cubinCrc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 10), 0);
+    assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 10), 0);
     let_collector_run();
     stop();
     unsetenv("GPUFL_NVDISASM");
@@ -1326,7 +1358,7 @@ static void pc_samples_carry_their_sass(void **state) {
     json_t *older = sass_of(&d, "_Z5olderv");
     assert_non_null(older);
     assert_non_null(strstr(json_string_value(json_object_get(older, "error")),
-                           "loaded before sampling started"));
+                           "loaded before the engine started"));
     free_session(&d);
 
     /* Without nvdisasm: sampling runs, the capability says why there is no SASS. */
@@ -1374,6 +1406,267 @@ static void pc_samples_past_one_buffer(void **state) {
     free_session(&d);
 }
 
+/* The GetData period from GPUFL_PC_SAMPLING_DRAIN_MS: written in the
+ * totals with the time spent in GetData; a bad value is warned about and
+ * the default kept. */
+static void pc_sampling_drain_period(void **state) {
+    (void)state;
+    const char *values[] = {"40", "5"};
+    const double expect[] = {40, 100};
+    for (int i = 0; i < 2; i++) {
+        fake.pcs_reset();
+        setenv("GPUFL_PC_SAMPLING_DRAIN_MS", values[i], 1);
+        gpufl_options_t o = pcs_options(i ? "pcs_drain_bad" : "pcs_drain");
+        start(&o);
+        assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+        let_collector_run();
+        stop();
+        unsetenv("GPUFL_PC_SAMPLING_DRAIN_MS");
+        if (i) assert_non_null(strstr(capture.last, "GPUFL_PC_SAMPLING_DRAIN_MS=5"));
+        session_t d = read_session();
+        json_t *st = tu_first(&d.device, "pc_sampling_stats");
+        assert_non_null(st);
+        assert_true(json_number_value(json_object_get(st, "drain_ms")) == expect[i]);
+        assert_true(json_number_value(json_object_get(st, "get_data_ms")) >= 0);
+        assert_true(json_number_value(json_object_get(st, "get_data_max_ms")) >= 0);
+        if (!i) assert_true(pcs_stat(&d, "drains") >= 2); /* at least one every 40 ms */
+        free_session(&d);
+    }
+}
+
+/* ---- the SassMetrics engine ---- */
+
+/* A column of the sass_metric row of one instruction (rows are batched:
+ * a line holds arrays); fails the test when there is no such row. */
+static int64_t metric_of(const session_t *s, const char *function, int64_t pc, const char *key) {
+    for (size_t i = 0; i < s->device.n; i++) {
+        json_t *j = s->device.v[i];
+        if (strcmp(tu_type(j), "sass_metric") != 0) continue;
+        json_t *pcs = json_object_get(j, "pc"), *fns = json_object_get(j, "function");
+        for (size_t r = 0; r < json_array_size(pcs); r++)
+            if (json_integer_value(json_array_get(pcs, r)) == pc &&
+                strcmp(tu_dict(&s->device, json_integer_value(json_array_get(fns, r))), function) ==
+                    0)
+                return json_integer_value(json_array_get(json_object_get(j, key), r));
+    }
+    fail_msg("no sass_metric row of %s at 0x%llx", function, (unsigned long long)pc);
+    return -1;
+}
+
+/* Rows of one batched record type, over all its lines. */
+static size_t rows_of(const session_t *s, const char *type) {
+    size_t n = 0;
+    for (size_t i = 0; i < s->device.n; i++)
+        if (strcmp(tu_type(s->device.v[i]), type) == 0)
+            n += json_array_size(json_object_get(s->device.v[i], "pc"));
+    return n;
+}
+
+static int64_t field(json_t *j, const char *key) {
+    assert_non_null(j);
+    json_t *v = json_object_get(j, key);
+    assert_true(json_is_integer(v));
+    return json_integer_value(v);
+}
+
+/* Counting starts when a context is created, or at the first launch on one
+ * from before init; CUPTI's per-metric records become one row per
+ * instruction, read once when the session ends; the function's SASS comes
+ * from the cubin kept at load; no activity kind is enabled (with one on,
+ * SASS metrics count nothing). */
+static void sass_metrics_count_each_instruction(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    use_fake_nvdisasm();
+    gpufl_options_t o = trace_options("sassm_counts");
+    o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
+    o.flush_interval_ms = 10;
+    unsigned long kernels_before = fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    start(&o);
+    uint64_t crc = load_two_functions(CTX_A);
+    /* A context from before init, found at its first launch. */
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    fake.set_context(CTX_B);
+    launch(f, "_Z6kernelPfi", 256, 0);
+    fake.set_context(NULL);
+    uint32_t c = (uint32_t)crc;
+    /* CUPTI 13.0 gives every function of a module index 0: names tell them apart. */
+    assert_int_equal(fake.sassm_add(CTX_A, c, 0, "_Z6kernelPfi", 0xa0, 100, 1600, 3200, 400), 0);
+    assert_int_equal(fake.sassm_add(CTX_A, c, 0, "_Z6kernelPfi", 0x10, 50, 800, 0, 0), 0);
+    assert_int_equal(fake.sassm_add(CTX_A, c, 0, "_Z1ff", 0x10, 4, 64, 0, 0), 0);
+    assert_int_equal(fake.sassm_add(CTX_A, c, 0, "_Z6kernelPfi", 0xa0, 100, 1600, 3200, 400), 0);
+    assert_int_equal(fake.sassm_add(CTX_B, 0x77, 1, "_Z5otherv", 0x20, 9, 288, 36, 36), 0);
+    let_collector_run();
+    stop();
+    unsetenv("GPUFL_NVDISASM");
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), kernels_before);
+
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "SassMetrics");
+    json_t *features = json_object_get(caps, "features");
+    assert_true(json_is_true(json_object_get(json_object_get(features, "sass_metrics"), "on")));
+    assert_true(json_is_false(json_object_get(json_object_get(features, "pc_sampling"), "on")));
+    assert_int_equal(tu_count(&d.device, "sass_metrics"), 2);
+    json_t *m = tu_first(&d.device, "sass_metrics");
+    assert_string_equal(json_string_value(json_object_get(m, "chip")), "GH100");
+    assert_int_equal(json_array_size(json_object_get(m, "metrics")), 4);
+    assert_true(json_is_true(json_object_get(m, "lazy")));
+    assert_int_equal(rows_of(&d, "sass_metric"), 4);
+    assert_int_equal(metric_of(&d, "_Z1ff", 0x10, "inst"), 4);
+    assert_int_equal(metric_of(&d, "_Z6kernelPfi", 0xa0, "inst"), 200);
+    assert_int_equal(metric_of(&d, "_Z6kernelPfi", 0xa0, "thread_inst"), 3200);
+    assert_int_equal(metric_of(&d, "_Z6kernelPfi", 0xa0, "sectors"), 6400);
+    assert_int_equal(metric_of(&d, "_Z6kernelPfi", 0xa0, "sectors_ideal"), 800);
+    assert_int_equal(metric_of(&d, "_Z6kernelPfi", 0x10, "sectors"), 0);
+    assert_int_equal(metric_of(&d, "_Z5otherv", 0x20, "inst"), 9);
+    assert_true(tu_count(&d.device, "launch") >= 1);
+    /* The counted function's SASS, from the cubin kept at load. */
+    json_t *k = sass_of(&d, "_Z6kernelPfi");
+    assert_non_null(k);
+    assert_null(json_object_get(k, "error"));
+    json_t *st = tu_first(&d.device, "sass_metrics_stats");
+    assert_int_equal(field(st, "contexts"), 2);
+    assert_int_equal(field(st, "reads"), 2);
+    assert_int_equal(field(st, "records"), 16); /* 4 instructions x 4 metrics */
+    assert_int_equal(field(st, "rows"), 4);
+    assert_int_equal(field(st, "functions"), 3);
+    assert_int_equal(field(st, "dropped"), 0);
+    assert_int_equal(field(st, "errors"), 0);
+    free_session(&d);
+    int enabled, lazy, flushes, disables;
+    assert_int_equal(fake.sassm_state(CTX_A, &enabled, &lazy, &flushes, &disables), 0);
+    assert_int_equal(enabled, 0);
+    assert_int_equal(lazy, 1);
+    assert_int_equal(flushes, 1);
+    assert_int_equal(disables, 1);
+}
+
+/* A context destroyed during the session is read before it goes; a failed
+ * read is counted, written as an event, and its records are lost, not
+ * hidden. */
+static void sass_metrics_of_a_destroyed_context(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    gpufl_options_t o = trace_options("sassm_destroyed");
+    o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
+    o.flush_interval_ms = 10;
+    start(&o);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_B, NULL, 0), 1);
+    assert_int_equal(fake.sassm_add(CTX_B, 0x99, 3, "k", 0x40, 10, 320, 0, 0), 0);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CTX_B, NULL, 0),
+                     1);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    assert_int_equal(fake.sassm_add(CTX_A, 0x99, 3, "k", 0x40, 5, 160, 0, 0), 0);
+    fake.sassm_error("cuptiSassMetricsFlushData", CUPTI_ERROR_UNKNOWN, 0);
+    stop();
+    fake.sassm_error("", CUPTI_SUCCESS, 0);
+    session_t d = read_session();
+    assert_int_equal(metric_of(&d, "k", 0x40, "inst"), 10);
+    assert_int_equal(rows_of(&d, "sass_metric"), 1);
+    json_t *st = tu_first(&d.device, "sass_metrics_stats");
+    assert_int_equal(field(st, "reads"), 2);
+    assert_int_equal(field(st, "lost"), 0);    /* gpufl kept all it was given, */
+    assert_int_equal(field(st, "dropped"), 4); /* CTX_A's 4 records: the flush failed */
+    assert_int_equal(field(st, "errors"), 1);
+    int found = 0;
+    for (size_t i = 0; i < d.device.n; i++) {
+        json_t *j = d.device.v[i];
+        const char *code = json_string_value(json_object_get(j, "code"));
+        if (strcmp(tu_type(j), "event") == 0 && code && strcmp(code, "sass_metrics_error") == 0) {
+            found = 1;
+            assert_non_null(strstr(json_string_value(json_object_get(j, "message")),
+                                   "cuptiSassMetricsFlushData failed"));
+        }
+    }
+    assert_true(found);
+    free_session(&d);
+}
+
+/* A device CUPTI will not configure: the context's record says why, the
+ * failure is counted, and the session goes on. A CUPTI without the API:
+ * SassMetrics runs as Trace and says why. */
+static void sass_metrics_refused_or_unavailable(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.sassm_error("cuptiSassMetricsSetConfig", CUPTI_ERROR_NOT_SUPPORTED, 0);
+    gpufl_options_t o = trace_options("sassm_refused");
+    o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
+    start(&o);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    stop();
+    fake.sassm_error("", CUPTI_SUCCESS, 0);
+    session_t d = read_session();
+    json_t *m = tu_first(&d.device, "sass_metrics");
+    assert_non_null(m);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(m, "error")), "cuptiSassMetricsSetConfig failed"));
+    assert_int_equal(field(tu_first(&d.device, "sass_metrics_stats"), "errors"), 1);
+    assert_int_equal(field(tu_first(&d.device, "sass_metrics_stats"), "contexts"), 0);
+    free_session(&d);
+
+    /* Before CUDA is initialised the profiler fails to start (not a
+     * refusal): it starts at the first context, and counting runs. */
+    fake.sassm_reset();
+    fake.sassm_error("cuptiProfilerInitialize", CUPTI_ERROR_UNKNOWN, 1);
+    gpufl_options_t early = trace_options("sassm_early");
+    early.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
+    start(&early);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    assert_int_equal(fake.sassm_add(CTX_A, 0x99, 0, "k", 0x40, 5, 160, 0, 0), 0);
+    stop();
+    d = read_session();
+    assert_string_equal(
+        json_string_value(json_object_get(tu_first(&d.device, "capabilities"), "engine")),
+        "SassMetrics");
+    assert_null(json_object_get(tu_first(&d.device, "sass_metrics"), "error"));
+    assert_int_equal(metric_of(&d, "k", 0x40, "thread_inst"), 160);
+    free_session(&d);
+
+    setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_OLD_PATH, 1);
+    gpufl_options_t old = trace_options("sassm_unavailable");
+    old.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
+    start(&old);
+    stop();
+    setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
+    assert_non_null(strstr(capture.last, "SASS metrics cannot run"));
+    d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Trace");
+    json_t *feature = json_object_get(json_object_get(caps, "features"), "sass_metrics");
+    assert_non_null(strstr(json_string_value(json_object_get(feature, "why")),
+                           "lacks cuptiProfilerInitialize"));
+    free_session(&d);
+}
+
+/* Deep: PC sampling and SASS metrics on the same context, one SASS log
+ * (one sass record per function, whichever engine names it). */
+static void deep_runs_both_engines(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.pcs_reset();
+    use_fake_nvdisasm();
+    gpufl_options_t o = trace_options("deep_both");
+    o.profiling_engine = GPUFL_ENGINE_DEEP;
+    o.flush_interval_ms = 10;
+    start(&o);
+    uint64_t crc = load_two_functions(CTX_A);
+    assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
+    assert_int_equal(fake.sassm_add(CTX_A, (uint32_t)crc, 7, "_Z6kernelPfi", 0xa0, 8, 256, 32, 8),
+                     0);
+    let_collector_run();
+    stop();
+    unsetenv("GPUFL_NVDISASM");
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Deep");
+    assert_int_equal(metric_of(&d, "_Z6kernelPfi", 0xa0, "sectors"), 32);
+    assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z6kernelPfi"), 90);
+    assert_int_equal(tu_count(&d.device, "sass"), 1);
+    assert_null(json_object_get(sass_of(&d, "_Z6kernelPfi"), "error"));
+    free_session(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rows_carry_the_scope_of_their_launch),
@@ -1400,6 +1693,11 @@ int main(void) {
         cmocka_unit_test(pc_sampling_unavailable_and_deep),
         cmocka_unit_test(pc_samples_carry_their_sass),
         cmocka_unit_test(pc_samples_past_one_buffer),
+        cmocka_unit_test(pc_sampling_drain_period),
+        cmocka_unit_test(sass_metrics_count_each_instruction),
+        cmocka_unit_test(sass_metrics_of_a_destroyed_context),
+        cmocka_unit_test(sass_metrics_refused_or_unavailable),
+        cmocka_unit_test(deep_runs_both_engines),
     };
     return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
 }

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,5 +251,14 @@ static inline size_t tu_fake_cubin(unsigned char *b, const char *const *names, s
     b[58] = 64, b[60] = 3; /* e_shentsize, e_shnum */
     return sh + 3 * 64;
 }
+
+/* Fails unless a and b agree within a relative tolerance rel (absolute
+ * where |b| < 1), naming the expression. */
+#define TU_ASSERT_NEAR(a, b, rel)                                                                  \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        if (fabs(a_ - b_) > (rel) * (fabs(b_) > 1 ? fabs(b_) : 1))                                 \
+            fail_msg("%s = %.12g, expected %.12g", #a, a_, b_);                                    \
+    } while (0)
 
 #endif

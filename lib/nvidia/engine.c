@@ -1,0 +1,81 @@
+/*
+ * engine.c - the pieces the CUPTI engines above Trace share (engine.h).
+ */
+#include "nvidia/engine.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+int gpufl__engine_resolve(gpufl_cupti_t *cupti, const gpufl_engine_sym_t *syms, size_t n,
+                          const char *needs, char *why, size_t why_size) {
+    for (size_t i = 0; i < n; i++) {
+        void *f = gpufl__cupti_symbol(cupti, syms[i].name);
+        if (f == NULL) {
+            snprintf(why, why_size, "%s lacks %s (%s)", gpufl__cupti_library(cupti), syms[i].name,
+                     needs);
+            return GPUFL_ENOTSUP;
+        }
+        memcpy(syms[i].slot, &f, sizeof f);
+    }
+    return 0;
+}
+
+void gpufl__engine_explain(CUptiResult (*result_string)(CUptiResult, const char **), CUptiResult r,
+                           const char *what, char *out, size_t size) {
+    const char *text = NULL;
+    if (result_string == NULL || result_string(r, &text) != CUPTI_SUCCESS) text = NULL;
+    snprintf(out, size, "%s failed: %s (CUPTI error %d)", what, text ? text : "unknown error",
+             (int)r);
+}
+
+void gpufl__engine_note_error(gpufl_engine_errors_t *e, const char *message) {
+    e->count++;
+    snprintf(e->last, sizeof e->last, "%s", message);
+}
+
+int gpufl__engine_lock_within(pthread_mutex_t *m, int ms, gpufl_engine_errors_t *e) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)ms * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    if (pthread_mutex_timedlock(m, &until) == 0) return 0;
+    atomic_fetch_add(&e->lock_timeouts, 1);
+    return -1;
+}
+
+void gpufl__engine_report_errors(gpufl_engine_errors_t *e, gpufl_collector_t *c, const char *prefix,
+                                 const char *code, const char *waiter, const char *effect) {
+    uint64_t timeouts = atomic_exchange(&e->lock_timeouts, 0);
+    if (timeouts) {
+        e->count += timeouts;
+        snprintf(e->last, sizeof e->last, "%s gave up waiting %d ms for the collector (%s)", waiter,
+                 GPUFL_ENGINE_CALLBACK_LOCK_MS, effect);
+    }
+    if (e->count == e->reported) return;
+    char msg[320];
+    snprintf(msg, sizeof msg, "%s: %s (%llu failed calls so far)", prefix, e->last,
+             (unsigned long long)e->count);
+    e->reported = e->count;
+    gpufl__collector_event(c, GPUFL_FILE_DEVICE, "warn", code, msg);
+}
+
+gpufl_buf_t *gpufl__engine_stats_begin(gpufl_collector_t *c, const char *type,
+                                       const gpufl_engine_count_t *v, size_t n) {
+    gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_DEVICE);
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, type);
+    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(c, gpufl__mono_ns()));
+    for (size_t i = 0; i < n; i++) gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
+    return b;
+}
+
+void gpufl__engine_stats_end(gpufl_collector_t *c) {
+    gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_DEVICE);
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}

@@ -1,0 +1,74 @@
+/*
+ * engine.h - what the CUPTI engines above Trace (PcSampling, SassMetrics)
+ * share: resolving their CUPTI functions by name, one-line messages for
+ * failed calls, the bounded wait application threads make for an engine's
+ * lock, the count of failed calls written as events, and the totals record
+ * each engine writes before session_end.
+ */
+#ifndef GPUFL_NVIDIA_ENGINE_H
+#define GPUFL_NVIDIA_ENGINE_H
+
+#include "core/collector.h"
+#include "nvidia/cupti.h"
+
+#include <cupti.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Application threads inside CUPTI's callbacks wait for an engine's lock
+ * this long at most: the collector holds it across CUPTI calls, and should
+ * CUPTI ever need, inside one, a driver lock the callback's thread holds,
+ * waiting would never end. A callback that gives up is counted. */
+#define GPUFL_ENGINE_CALLBACK_LOCK_MS 200
+
+/* A CUPTI function to resolve: the address of the engine's pointer, its name. */
+typedef struct gpufl_engine_sym {
+    void *slot;
+    const char *name;
+} gpufl_engine_sym_t;
+
+/* Resolves every symbol in cupti's library. Returns 0, or GPUFL_ENOTSUP
+ * with why = "<library> lacks <name> (<needs>)" for the first one missing. */
+int gpufl__engine_resolve(gpufl_cupti_t *cupti, const gpufl_engine_sym_t *syms, size_t n,
+                          const char *needs, char *why, size_t why_size);
+
+/* "<what> failed: <CUPTI's name of r> (CUPTI error <r>)"; result_string may
+ * be NULL (then "unknown error"). */
+void gpufl__engine_explain(CUptiResult (*result_string)(CUptiResult, const char **), CUptiResult r,
+                           const char *what, char *out, size_t size);
+
+/* Failed calls: counted, the latest kept, written as one event per pass. */
+typedef struct gpufl_engine_errors {
+    uint64_t count, reported;
+    char last[240];
+    _Atomic uint64_t lock_timeouts; /* callbacks that gave up on the lock, not yet counted */
+} gpufl_engine_errors_t;
+
+/* Caller holds the engine's lock. */
+void gpufl__engine_note_error(gpufl_engine_errors_t *e, const char *message);
+/* Takes m within ms, or counts a give-up in e and returns -1. */
+int gpufl__engine_lock_within(pthread_mutex_t *m, int ms, gpufl_engine_errors_t *e);
+/* Collector, engine's lock held: the errors since the last call as one
+ * `warn` event named code, "<prefix>: <latest> (<n> failed calls so far)";
+ * a give-up on the lock becomes the latest error: "<waiter> gave up
+ * waiting 200 ms for the collector (<effect>)". */
+void gpufl__engine_report_errors(gpufl_engine_errors_t *e, gpufl_collector_t *c, const char *prefix,
+                                 const char *code, const char *waiter, const char *effect);
+
+/* One count of a totals record. */
+typedef struct gpufl_engine_count {
+    const char *key;
+    uint64_t value;
+} gpufl_engine_count_t;
+
+/* Starts a totals record of type in device.log: takes the writer's lock and
+ * writes ts_ns and the counts; the caller may add fields to the returned
+ * buffer, then calls gpufl__engine_stats_end. */
+gpufl_buf_t *gpufl__engine_stats_begin(gpufl_collector_t *c, const char *type,
+                                       const gpufl_engine_count_t *v, size_t n);
+void gpufl__engine_stats_end(gpufl_collector_t *c);
+
+#endif

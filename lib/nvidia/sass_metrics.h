@@ -1,0 +1,95 @@
+/*
+ * sass_metrics.h - the SassMetrics engine: CUPTI's SASS Metrics API, which
+ * patches every function a context runs so that each SASS instruction's
+ * executions are counted exactly (warp and thread executions, global-memory
+ * sectors and their coalesced ideal), written as sass_metrics /
+ * sass_metric / sass_metrics_stats records (docs/log-format.md); the
+ * counted functions' SASS as sass records.
+ *
+ * Contract (the measured facts behind it: docs/design/sass-metrics.md)
+ * - The functions come from the libcupti the Trace engine opened; a CUPTI
+ *   without them, or a device CUPTI refuses, makes the engine fail with a
+ *   reason, and the session runs one engine lower.
+ * - One configuration per device (CUPTI refuses a second one in a process),
+ *   set at the first context on it; counting is enabled per context with
+ *   lazy patching (eager patching counted nothing on an H100), when the
+ *   context is created or, for contexts from before init, at the first
+ *   launch gpufl sees on it (that launch only tries the lock).
+ * - Counts accumulate on the GPU. They are read once per context, when the
+ *   context's work has finished: at finish (the collector waits for each
+ *   context with cuCtxSynchronize, then reads) or when the context is being
+ *   destroyed (on the destroying thread). Reading while kernels run lost
+ *   every later count in the measurements, so nothing reads periodically.
+ * - Cubins are copied in the module-load callback and their CRC taken
+ *   later, on the collector: no CUPTI call is made inside that callback
+ *   while SASS patching may hold CUPTI's locks.
+ * - Threads: the hooks run on application threads inside CUPTI callbacks
+ *   and wait for the engine's lock 200 ms at most (then give up and count
+ *   it); poll, flush and finish run on the collector thread.
+ * - Nothing is lost silently: failed calls, records CUPTI dropped at
+ *   disable and records gpufl could not keep are counted in the log.
+ */
+#ifndef GPUFL_NVIDIA_SASS_METRICS_H
+#define GPUFL_NVIDIA_SASS_METRICS_H
+
+#include "core/collector.h"
+#include "nvidia/cuda.h"
+#include "nvidia/cupti.h"
+#include "nvidia/launch.h"
+#include "nvidia/sass_log.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPUFL_SASSM_CONTEXTS_MAX 64
+#define GPUFL_SASSM_DEVICES_MAX  64
+#define GPUFL_SASSM_METRICS      4                   /* inst, thread_inst, sectors, sectors_ideal */
+#define GPUFL_SASSM_CUBIN_BYTES  ((size_t)512 << 20) /* cubins kept for disassembly */
+
+typedef struct gpufl_sassm gpufl_sassm_t;
+
+typedef struct gpufl_sassm_stats {
+    uint64_t contexts, reads, records, rows, functions, dropped, lost, errors;
+    double read_ms;
+    uint64_t cubins, cubins_skipped, sass_functions, sass_failed;
+} gpufl_sassm_stats_t;
+
+/* Resolves the SASS Metrics API in cupti's library. cuda (may be NULL)
+ * waits for contexts before the final read; without it the read happens
+ * without waiting and says so. disassemble: keep cubins and write sass
+ * records. Returns 0, or GPUFL_ENOTSUP / GPUFL_ENOMEM with a one-line
+ * reason in why. */
+int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t *collector,
+                        int disassemble, gpufl_sassm_t **out, char *why, size_t why_size);
+/* Disables counting wherever it is still on and frees. Accepts NULL. */
+void gpufl__sassm_destroy(gpufl_sassm_t *s);
+
+/* The hooks that feed the engine (resource callbacks and first launches
+ * per context); valid until destroy. */
+const gpufl_launch_hooks_t *gpufl__sassm_hooks(gpufl_sassm_t *s);
+/* The SASS log the engine keeps (NULL without disassembly), which Deep's
+ * PC sampling shares. */
+gpufl_sass_log_t *gpufl__sassm_sass_log(gpufl_sassm_t *s);
+
+/* Application threads, inside CUPTI callbacks. context is a CUcontext. */
+void gpufl__sassm_context_created(gpufl_sassm_t *s, void *context);
+int gpufl__sassm_context_seen(gpufl_sassm_t *s, void *context); /* 0: busy, try again */
+void gpufl__sassm_context_destroying(gpufl_sassm_t *s, void *context);
+void gpufl__sassm_module_loaded(gpufl_sassm_t *s, const void *cubin, size_t size);
+
+/* Collector thread. poll announces contexts, files cubins and writes what
+ * destroyed contexts left; finish reads every context and writes the
+ * totals. */
+void gpufl__sassm_poll(gpufl_sassm_t *s);
+void gpufl__sassm_flush(gpufl_sassm_t *s);
+void gpufl__sassm_finish(gpufl_sassm_t *s);
+
+/* Why no sass records are made, or NULL when they are. */
+const char *gpufl__sassm_sass_why(const gpufl_sassm_t *s);
+/* Contexts counted now; for the capability record and gpufl info. */
+int gpufl__sassm_running(gpufl_sassm_t *s);
+/* CUPTI's id of a context counted by the engine, 0 when unknown. */
+uint32_t gpufl__sassm_context_id(gpufl_sassm_t *s, void *context);
+void gpufl__sassm_stats(gpufl_sassm_t *s, gpufl_sassm_stats_t *out);
+
+#endif
