@@ -123,6 +123,7 @@ struct gpufl_sassm {
     gpufl_engine_errors_t errors;
     int64_t read_ns_total;
     int warned_table, warned_failure;
+    int stopped; /* gpufl__sassm_stop ran */
     _Atomic int finished;
 };
 
@@ -828,18 +829,19 @@ static void finish_context(gpufl_sassm_t *s, sassm_ctx_t *x) {
     s->read_ns_total += gpufl__mono_ns() - t0;
 }
 
-void gpufl__sassm_finish(gpufl_sassm_t *s) {
+void gpufl__sassm_stop(gpufl_sassm_t *s) {
     if (s == NULL) return;
     file_cubins(s);
     pthread_mutex_lock(&s->lock);
+    if (s->stopped) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    s->stopped = 1;
     atomic_store(&s->finished, 1); /* callbacks from now on start and read nothing */
     settle_dead(s);
     for (int i = 0; i < s->ctx_count; i++)
         if (s->ctx[i].state == CTX_ON && s->ctx[i].ctx != NULL) finish_context(s, &s->ctx[i]);
-    for (int i = 0; i < s->ctx_count; i++) {
-        announce(s, &s->ctx[i]);
-        write_entries(s, &s->ctx[i]);
-    }
     for (uint32_t d = 0; d < GPUFL_SASSM_DEVICES_MAX; d++) {
         if (s->devices[d].state != 1) continue;
         CUpti_SassMetricsUnsetConfig_Params p = {
@@ -852,6 +854,17 @@ void gpufl__sassm_finish(gpufl_sassm_t *s) {
             note_error(s, msg);
         }
         s->devices[d].state = 2; /* unset: never set again in this process */
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void gpufl__sassm_finish(gpufl_sassm_t *s) {
+    if (s == NULL) return;
+    gpufl__sassm_stop(s);
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->ctx_count; i++) {
+        announce(s, &s->ctx[i]);
+        write_entries(s, &s->ctx[i]);
     }
     report_errors(s);
     pthread_mutex_unlock(&s->lock);

@@ -78,10 +78,15 @@ void gpufl__sassm_context_destroying(gpufl_sassm_t *s, void *context);
 void gpufl__sassm_module_loaded(gpufl_sassm_t *s, const void *cubin, size_t size);
 
 /* Collector thread. poll announces contexts, files cubins and writes what
- * destroyed contexts left; finish reads every context and writes the
- * totals. */
+ * destroyed contexts left; stop reads every context (after its work is
+ * done) and ends counting; finish stops if that has not happened, writes
+ * the rows, the SASS log's last records and the totals. Deep stops SASS
+ * metrics before PC sampling's last drain and disable: disabling PC
+ * sampling while kernels were still patched crashed inside CUPTI (an H100,
+ * docs/design/sass-metrics.md). */
 void gpufl__sassm_poll(gpufl_sassm_t *s);
 void gpufl__sassm_flush(gpufl_sassm_t *s);
+void gpufl__sassm_stop(gpufl_sassm_t *s);
 void gpufl__sassm_finish(gpufl_sassm_t *s);
 
 /* Why no sass records are made, or NULL when they are. */

@@ -392,6 +392,7 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
     gpufl__cupti_drain(t->cupti, &sink, t);
     gpufl__sassm_poll(t->sassm); /* first: it files the cubins Deep's PC sampling asks about */
     gpufl__pcs_poll(t->pcs, now_ns);
+    gpufl__rp_poll(t->rp);
 }
 
 static int64_t due_in(void *self, int64_t now_ns) {
@@ -454,9 +455,14 @@ static void write_stats(gpufl_trace_source_t *t) {
 static void finish(gpufl_collector_t *c, void *self) {
     gpufl_trace_source_t *t = self;
     (void)c;
-    gpufl__sassm_poll(t->sassm); /* the last cubins filed before PC sampling asks about them */
-    gpufl__pcs_finish(t->pcs);   /* then its last sampled functions join the shared SASS log */
+    /* SASS metrics read and stopped first (Deep: PC sampling's disable
+     * crashed inside CUPTI while kernels were still patched), their cubins
+     * filed before PC sampling asks about its last functions, and the
+     * shared SASS log finished last. */
+    gpufl__sassm_stop(t->sassm);
+    gpufl__pcs_finish(t->pcs);
     gpufl__sassm_finish(t->sassm);
+    gpufl__rp_finish(t->rp); /* while CUPTI still runs: the last decode */
     gpufl__cupti_stop(t->cupti, &sink, t);
     encode_all(t);
     write_stats(t);
@@ -476,6 +482,11 @@ static void open_cuda(gpufl_trace_source_t *t) {
  * leaves the others going, and its *_why says why. */
 static void create_engines(gpufl_trace_source_t *t, const gpufl_settings_t *settings) {
     gpufl_engine_t e = settings->profiling_engine;
+    if (e == GPUFL_ENGINE_RANGE_PROFILER &&
+        gpufl__rp_create(t->cupti, t->cuda, t->collector,
+                         (int64_t)settings->flush_interval_ms * 1000000, &t->rp, t->rp_why,
+                         sizeof t->rp_why))
+        t->rp = NULL;
     if (e == GPUFL_ENGINE_SASS_METRICS || e == GPUFL_ENGINE_DEEP) {
         if (gpufl__sassm_create(t->cupti, t->cuda, t->collector, 1, &t->sassm, t->sassm_why,
                                 sizeof t->sassm_why))
@@ -507,9 +518,12 @@ static int both_context_seen(void *user, void *context) {
 /* Once subscribed: contexts and modules come to the engines. Without the
  * resource callbacks neither can run. */
 static void hook_engines(gpufl_trace_source_t *t) {
-    if (t->pcs == NULL && t->sassm == NULL) return;
+    if (t->pcs == NULL && t->sassm == NULL && t->rp == NULL) return;
     char why[240];
     if (gpufl__cupti_enable_resource(t->cupti, why, sizeof why) != 0) {
+        if (t->rp) snprintf(t->rp_why, sizeof t->rp_why, "%s", why);
+        gpufl__rp_destroy(t->rp);
+        t->rp = NULL;
         if (t->pcs) snprintf(t->pcs_why, sizeof t->pcs_why, "%s", why);
         if (t->sassm) snprintf(t->sassm_why, sizeof t->sassm_why, "%s", why);
         gpufl__pcs_destroy(t->pcs);
@@ -518,7 +532,9 @@ static void hook_engines(gpufl_trace_source_t *t) {
         t->sassm = NULL;
         return;
     }
-    if (t->pcs && t->sassm) {
+    if (t->rp) { /* RangeProfiler runs alone: the context-destroy callback */
+        gpufl__launch_set_hooks(t->launch, gpufl__rp_hooks(t->rp));
+    } else if (t->pcs && t->sassm) {
         t->to_pcs = *gpufl__pcs_hooks(t->pcs);
         t->to_sassm = *gpufl__sassm_hooks(t->sassm);
         t->both = (gpufl_launch_hooks_t){both_resource, both_context_seen, t};
@@ -599,6 +615,7 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (rc) goto explain;
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
+    gpufl__rp_observe(t->rp); /* scopes become ranges from here on */
     *source = (gpufl_source_t){"cupti", t, poll, due_in, flush, finish};
     return 0;
 explain:
@@ -620,6 +637,8 @@ void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
     t->pcs = NULL;
     gpufl__sassm_destroy(t->sassm);
     t->sassm = NULL;
+    gpufl__rp_destroy(t->rp); /* stops following scopes first */
+    t->rp = NULL;
     gpufl__cupti_close(t->cupti);
     t->cupti = NULL;
     gpufl__cuda_close(t->cuda);
