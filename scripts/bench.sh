@@ -26,6 +26,13 @@ out=$(mktemp)
   build/bench/bench/bench_writer
   echo
   build/bench/bench/bench_reader
+  if [[ -d build/bench/python/gpufl ]]; then
+    echo
+    # Debian's python3, which has pandas (one earlier in PATH may not), as the build found it.
+    py=$(sed -n 's/^_Python3_EXECUTABLE:INTERNAL=//p' build/bench/CMakeCache.txt)
+    PYTHONPATH=build/bench/python "${py:-python3}" bench/python_analyzer.py \
+      --cli build/bench/cmd/gpufl/gpufl
+  fi
 } | tee "$out"
 
 if [[ "${1:-}" == "--save" ]]; then

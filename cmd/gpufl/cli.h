@@ -8,6 +8,8 @@
 #ifndef GPUFL_CLI_H
 #define GPUFL_CLI_H
 
+#include "analysis/sessions.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,17 +20,10 @@
 #define CLI_USAGE     2 /* bad subcommand or option */
 #define CLI_NOT_BUILT 3 /* the subcommand is not built yet in this release */
 
-#define CLI_PATH_MAX     4096
-#define CLI_SESSIONS_MAX 100000 /* directories listed under one root */
+#define CLI_PATH_MAX GPUFL_SESSION_PATH_MAX
 
-typedef struct cli_session {
-    char name[256]; /* directory name: the session id */
-    char path[CLI_PATH_MAX];
-    char app_name[128];    /* from the header; "" when unknown */
-    int64_t epoch_unix_us; /* session start from the header; -1 unknown */
-    int64_t duration_ns;   /* from session_end; -1 when running or died */
-    uint64_t size_bytes;   /* all files of the session */
-} cli_session_t;
+/* A session directory and what its header says (lib/analysis/sessions.h). */
+typedef gpufl_session_entry_t cli_session_t;
 
 /* The directory sessions are written to when no root is given, as the library
  * picks it: $GPUFL_LOG_PATH, else $GPUFL_APP_NAME.log, else gpufl.log (the

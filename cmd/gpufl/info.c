@@ -55,6 +55,7 @@ static int show_nvml(void) {
  * nvdisasm is for SASS. */
 static char pcs_state[512] = "no: needs CUPTI";
 static char sassm_state[512] = "no: needs CUPTI";
+static char rp_state[512] = "no: needs CUPTI";
 
 /* Says what the Trace engine lacks besides NVML: "" when CUPTI and libcuda loaded. */
 static const char *show_trace_libraries(void) {
@@ -75,6 +76,13 @@ static const char *show_trace_libraries(void) {
         else
             snprintf(pcs_state, sizeof pcs_state, "yes (SASS: %.400s)",
                      have_sass ? nvdisasm : sass_why);
+        if (gpufl__cupti_symbol(cupti, "cuptiRangeProfilerEnable") == NULL)
+            snprintf(rp_state, sizeof rp_state, "no: %s lacks the Range Profiler API",
+                     gpufl__cupti_library(cupti));
+        else
+            snprintf(rp_state, sizeof rp_state,
+                     "yes, where the device allows it (checked at the first scope on a context; "
+                     "one-pass metrics per outermost scope)");
         if (gpufl__cupti_symbol(cupti, "cuptiSassMetricsEnable") == NULL)
             snprintf(sassm_state, sizeof sassm_state, "no: %s lacks the SASS Metrics API",
                      gpufl__cupti_library(cupti));
@@ -133,6 +141,6 @@ int cli_info(int argc, char **argv) {
                            : pcs        ? "runs as PcSampling (no SASS Metrics API)"
                            : sassm      ? "runs as SassMetrics (no PC Sampling API)"
                                         : "no: needs PcSampling or SassMetrics");
-    printf("  RangeProfiler: not built yet (runs as Trace)\n");
+    printf("  RangeProfiler: %s\n", trace ? rp_state : "no: needs Trace");
     return CLI_OK;
 }

@@ -1,24 +1,19 @@
 /*
  * sessions.c - `gpufl sessions`: the session directories under a log root,
- * newest first. Also the lookup the other subcommands use (the log root, the
- * latest session). Only each session's device.log header and its last
- * segment's tail are read, so listing a root of large sessions stays quick.
+ * newest first (the listing is the analysis library's, lib/analysis/sessions.c).
+ * Also the lookup the other subcommands use (the log root, the latest session).
  */
 #include "cli.h"
 
-#include <jansson.h>
+#include "analysis/sessions.h"
 
-#include <dirent.h>
-#include <errno.h>
+#include <gpufl/gpufl.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-#define HEADER_LINE_MAX 65536 /* a header line is far shorter */
-#define TAIL_BYTES      8192  /* session_end is the last line of the last segment */
-#define SEGMENTS_MAX    100000
 
 const char *cli_default_root(char *buf, size_t size) {
     const char *path = getenv("GPUFL_LOG_PATH");
@@ -30,139 +25,12 @@ const char *cli_default_root(char *buf, size_t size) {
     return buf;
 }
 
-static int is_file(const char *dir, const char *name) {
-    char path[CLI_PATH_MAX];
-    struct stat st;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path) return 0;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-int cli_is_session_dir(const char *dir) {
-    return is_file(dir, "device.log") || is_file(dir, "scope.log");
-}
-
-/* Reads the header (first line) of path into s. */
-static void read_header(const char *path, cli_session_t *s) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    char *line = malloc(HEADER_LINE_MAX);
-    if (line && fgets(line, HEADER_LINE_MAX, f)) {
-        json_t *h = json_loads(line, JSON_DECODE_ANY, NULL);
-        json_t *app = json_object_get(h, "app_name");
-        json_t *epoch = json_object_get(h, "epoch_unix_us");
-        if (json_is_string(app))
-            snprintf(s->app_name, sizeof s->app_name, "%s", json_string_value(app));
-        if (json_is_integer(epoch)) s->epoch_unix_us = json_integer_value(epoch);
-        json_decref(h);
-    }
-    free(line);
-    fclose(f);
-}
-
-/* The duration from the session_end line at the end of path, if any. */
-static void read_end(const char *path, cli_session_t *s) {
-    char buf[TAIL_BYTES + 1];
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    long start = 0;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long end = ftell(f);
-        start = end > TAIL_BYTES ? end - TAIL_BYTES : 0;
-    }
-    size_t n = fseek(f, start, SEEK_SET) == 0 ? fread(buf, 1, TAIL_BYTES, f) : 0;
-    fclose(f);
-    buf[n] = '\0';
-    char *at = NULL;
-    for (char *p = buf; (p = strstr(p, "\"type\":\"session_end\"")) != NULL; p++) at = p;
-    if (!at) return;
-    while (at > buf && at[-1] != '\n') at--;
-    char *nl = strchr(at, '\n');
-    if (nl) *nl = '\0';
-    json_t *e = json_loads(at, JSON_DECODE_ANY, NULL);
-    json_t *d = json_object_get(e, "duration_ns");
-    if (!json_is_integer(d)) d = json_object_get(e, "ts_ns");
-    if (json_is_integer(d)) s->duration_ns = json_integer_value(d);
-    json_decref(e);
-}
-
-static uint64_t dir_size(const char *dir) {
-    uint64_t total = 0;
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        char path[CLI_PATH_MAX];
-        struct stat st;
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) total += (uint64_t)st.st_size;
-    }
-    closedir(d);
-    return total;
-}
-
-static void describe(cli_session_t *s) {
-    char seg[CLI_PATH_MAX + 32];
-    s->epoch_unix_us = -1;
-    s->duration_ns = -1;
-    const char *first = is_file(s->path, "device.log") ? "device.log" : "scope.log";
-    snprintf(seg, sizeof seg, "%s/%s", s->path, first);
-    read_header(seg, s);
-    /* The last segment: device.log, device.log.1, ... as long as they exist. */
-    char name[64];
-    int last = 0;
-    for (int i = 1; i < SEGMENTS_MAX; i++) {
-        snprintf(name, sizeof name, "%s.%d", first, i);
-        if (!is_file(s->path, name)) break;
-        last = i;
-    }
-    if (last > 0) snprintf(seg, sizeof seg, "%s/%s.%d", s->path, first, last);
-    read_end(seg, s);
-    s->size_bytes = dir_size(s->path);
-}
-
-static int newest_first(const void *a, const void *b) {
-    const cli_session_t *x = a, *y = b;
-    if (x->epoch_unix_us != y->epoch_unix_us) return x->epoch_unix_us < y->epoch_unix_us ? 1 : -1;
-    return -strcmp(x->name, y->name); /* session ids sort by start time */
-}
+int cli_is_session_dir(const char *dir) { return gpufl__session_dir_check(dir); }
 
 int cli_sessions_list(const char *root, cli_session_t **out, size_t *count) {
-    cli_session_t *list = NULL;
-    size_t n = 0, alloc = 0;
-    *out = NULL;
-    *count = 0;
-    DIR *d = opendir(root);
-    if (!d) {
-        fprintf(stderr, "gpufl: cannot read log root '%s': %s\n", root, strerror(errno));
-        return CLI_FAILED;
-    }
-    for (struct dirent *e; (e = readdir(d)) != NULL && n < CLI_SESSIONS_MAX;) {
-        char path[CLI_PATH_MAX];
-        if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof list->name) continue;
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", root, e->d_name) >= sizeof path) continue;
-        if (!cli_is_session_dir(path)) continue;
-        if (n == alloc) {
-            size_t grow = alloc ? alloc * 2 : 16;
-            cli_session_t *bigger = realloc(list, grow * sizeof *list);
-            if (!bigger) {
-                fprintf(stderr, "gpufl: out of memory listing '%s'\n", root);
-                free(list);
-                closedir(d);
-                return CLI_FAILED;
-            }
-            list = bigger;
-            alloc = grow;
-        }
-        cli_session_t *s = &list[n++];
-        memset(s, 0, sizeof *s);
-        snprintf(s->name, sizeof s->name, "%s", e->d_name);
-        snprintf(s->path, sizeof s->path, "%s", path);
-        describe(s);
-    }
-    closedir(d);
-    if (n > 1) qsort(list, n, sizeof *list, newest_first);
-    *out = list;
-    *count = n;
-    return CLI_OK;
+    if (gpufl__sessions_list(root, out, count) == 0) return CLI_OK;
+    fprintf(stderr, "gpufl: %s\n", gpufl_last_error());
+    return CLI_FAILED;
 }
 
 static void format_start(int64_t unix_us, char *buf, size_t size) {

@@ -881,7 +881,7 @@ static void put_kernels(FILE *out, const gpufl_report_t *r) {
     size_t n = r->m->n_kernels, ng = r->n_kgroups;
     if (r->untimed) fprintf(out, "\nKernel hotspots\n  %s\n", GPUFL_REPORT_UNTIMED);
     if (!n) return;
-    size_t shown = ng < GPUFL_REPORT_HOTSPOTS_MAX ? ng : GPUFL_REPORT_HOTSPOTS_MAX;
+    size_t shown = gpufl__report_top(r, ng);
     size_t name_w = 6;
     for (size_t i = 0; i < shown; i++) {
         size_t w = text_width(r->kgroups[i].name);
@@ -932,7 +932,7 @@ static void put_launch_row(FILE *out, size_t name_w, const char *name,
 static void put_launches(FILE *out, const gpufl_report_t *r) {
     size_t ng = r->n_lgroups, n = r->m->n_launches;
     if (!ng) return;
-    size_t shown = ng < GPUFL_REPORT_HOTSPOTS_MAX ? ng : GPUFL_REPORT_HOTSPOTS_MAX;
+    size_t shown = gpufl__report_top(r, ng);
     size_t name_w = 6;
     for (size_t i = 0; i < shown; i++) {
         size_t w = text_width(r->lgroups[i].name);
@@ -1111,7 +1111,7 @@ static void put_kernel_details(FILE *out, const gpufl_report_t *r) {
         "smem static+dyn", "local", "occupancy", "warps", "limits w/r/s/b", "limiter"};
     put_detail_row(out, heads);
     size_t shown = 0, end = 0;
-    for (size_t i = 0, j; i < ng && shown < GPUFL_REPORT_DETAILS_MAX; i = j) {
+    for (size_t i = 0, j; i < ng && shown < gpufl__report_top(r, names); i = j) {
         for (j = i; j < ng && g[j].rank == g[i].rank; j++) {
         }
         char total[32];
@@ -1290,27 +1290,87 @@ static void put_problems(FILE *out, const gpufl_report_t *r) {
 /* Public                                                                   */
 /* ---------------------------------------------------------------------- */
 
+/* put_scopes and put_scopes_gpu may fail (no memory); the others cannot. */
+static int put_insights_of(FILE *out, const gpufl_report_t *r) {
+    put_insights(out, &r->insights);
+    return 0;
+}
+
+#define SECTION(fn)                                                                                \
+    static int section_##fn(FILE *out, const gpufl_report_t *r) {                                  \
+        fn(out, r);                                                                                \
+        return 0;                                                                                  \
+    }
+SECTION(put_summary)
+SECTION(put_system)
+SECTION(put_gpu)
+SECTION(put_kernel_details)
+SECTION(put_copies)
+SECTION(put_problems)
+#undef SECTION
+
+static int section_kernels(FILE *out, const gpufl_report_t *r) {
+    put_kernels(out, r);
+    put_launches(out, r);
+    return 0;
+}
+
+static int section_pc(FILE *out, const gpufl_report_t *r) {
+    gpufl__report_text_pc(r, out);
+    return 0;
+}
+
+static int section_sassm(FILE *out, const gpufl_report_t *r) {
+    gpufl__report_text_sassm(r, out);
+    return 0;
+}
+
+/* The sections of the text report, in its order. */
+static const struct {
+    const char *name;
+    int (*put)(FILE *out, const gpufl_report_t *r);
+} sections[] = {
+    {"summary", section_put_summary},
+    {"insights", put_insights_of},
+    {"scopes", put_scopes},
+    {"system", section_put_system},
+    {"gpu", section_put_gpu},
+    {"kernels", section_kernels},
+    {"kernel_details", section_put_kernel_details},
+    {"copies", section_put_copies},
+    {"scope_gpu", put_scopes_gpu},
+    {"pc_sampling", section_pc},
+    {"sass_metrics", section_sassm},
+    {"problems", section_put_problems},
+};
+#define N_SECTIONS (sizeof sections / sizeof sections[0])
+
 int gpufl__report_render_text(const gpufl_report_t *r, FILE *out) {
     fprintf(out, "gpufl report: %s\n", r->summary.app);
     size_t w = text_width(r->summary.app) + 14;
     for (size_t i = 0; i < w; i++) fputc('=', out);
     fputs("\n\n", out);
-    put_summary(out, r);
-    put_insights(out, &r->insights);
-    int rc = put_scopes(out, r);
-    if (rc) return rc;
-    put_system(out, r);
-    put_gpu(out, r);
-    put_kernels(out, r);
-    put_launches(out, r);
-    put_kernel_details(out, r);
-    put_copies(out, r);
-    rc = put_scopes_gpu(out, r);
-    if (rc) return rc;
-    gpufl__report_text_pc(r, out);
-    gpufl__report_text_sassm(r, out);
-    put_problems(out, r);
+    for (size_t i = 0; i < N_SECTIONS; i++) {
+        int rc = sections[i].put(out, r);
+        if (rc) return rc;
+    }
     return 0;
+}
+
+int gpufl__report_render_text_section(const gpufl_report_t *r, const char *section, FILE *out) {
+    char names[256];
+    size_t n = 0;
+    for (size_t i = 0; i < N_SECTIONS; i++) {
+        if (section && strcmp(section, sections[i].name) == 0) return sections[i].put(out, r);
+        gpufl__report_cat(names, sizeof names, &n, "%s%s", i ? ", " : "", sections[i].name);
+    }
+    return gpufl__set_error(GPUFL_EINVAL, "unknown report section '%s' (%s)",
+                            section ? section : "", names);
+}
+
+size_t gpufl__report_top(const gpufl_report_t *r, size_t n) {
+    size_t top = r->top_n ? r->top_n : GPUFL_REPORT_HOTSPOTS_MAX;
+    return n < top ? n : top;
 }
 
 int gpufl__report_format_parse(const char *name, gpufl_report_format_t *out) {
@@ -1332,19 +1392,21 @@ int gpufl__report_format_parse(const char *name, gpufl_report_format_t *out) {
                             name ? name : "");
 }
 
+int gpufl__report_render(const gpufl_report_t *r, gpufl_report_format_t fmt, FILE *out) {
+    switch (fmt) {
+    case GPUFL_REPORT_TEXT: return gpufl__report_render_text(r, out);
+    case GPUFL_REPORT_JSON: return gpufl__report_render_json(r, out);
+    case GPUFL_REPORT_MARKDOWN: return gpufl__report_render_markdown(r, out);
+    case GPUFL_REPORT_HTML: return gpufl__report_render_html(r, out);
+    }
+    return gpufl__set_error(GPUFL_EINVAL, "report: unknown format %d", (int)fmt);
+}
+
 int gpufl__report_write_format(const gpufl_model_t *m, gpufl_report_format_t fmt, FILE *out) {
     if (!m || !out) return gpufl__set_error(GPUFL_EINVAL, "report: no model or no output");
     gpufl_report_t r;
     int rc = gpufl__report_build(m, &r);
-    if (!rc) {
-        switch (fmt) {
-        case GPUFL_REPORT_TEXT: rc = gpufl__report_render_text(&r, out); break;
-        case GPUFL_REPORT_JSON: rc = gpufl__report_render_json(&r, out); break;
-        case GPUFL_REPORT_MARKDOWN: rc = gpufl__report_render_markdown(&r, out); break;
-        case GPUFL_REPORT_HTML: rc = gpufl__report_render_html(&r, out); break;
-        default: rc = gpufl__set_error(GPUFL_EINVAL, "report: unknown format %d", (int)fmt);
-        }
-    }
+    if (!rc) rc = gpufl__report_render(&r, fmt, out);
     gpufl__report_free(&r);
     if (rc) return rc;
     if (fflush(out) != 0 || ferror(out))

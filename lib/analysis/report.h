@@ -57,8 +57,7 @@ int gpufl__report_session_dir(const char *session_dir, FILE *out);
 
 #define GPUFL_REPORT_LIST_MAX     10 /* events, open scopes, window names, processes listed */
 #define GPUFL_REPORT_PROBLEMS_MAX 20 /* log problems listed */
-#define GPUFL_REPORT_HOTSPOTS_MAX 10 /* kernel names in the hotspots */
-#define GPUFL_REPORT_DETAILS_MAX  10 /* kernel names detailed */
+#define GPUFL_REPORT_HOTSPOTS_MAX 10 /* kernel names in the hotspots and details (top_n 0) */
 #define GPUFL_REPORT_CONFIGS_MAX  8  /* launch configurations listed per name */
 
 /* Statistics of one value (unknown values, < 0, are skipped). */
@@ -361,7 +360,16 @@ typedef struct gpufl_report {
 
     gpufl_report_pc_t pc;
     gpufl_report_sassm_t sassm;
+
+    /* Set by the caller after gpufl__report_build, read by the renderers:
+     * kernel names (launch configurations) listed in the hotspots and the
+     * kernel details; 0 means GPUFL_REPORT_HOTSPOTS_MAX. */
+    size_t top_n;
 } gpufl_report_t;
+
+/* How many of n kernel names (or launch groups) the hotspots and the kernel
+ * details list: r->top_n (GPUFL_REPORT_HOTSPOTS_MAX when 0), at most n. */
+size_t gpufl__report_top(const gpufl_report_t *r, size_t n);
 
 /* Computes every section of m's report into r. Returns 0 or GPUFL_ENOMEM
  * (r then holds what was made; free it either way). */
@@ -395,6 +403,19 @@ void gpufl__report_doc_sassm(const struct gpufl_report_emitter *e, const gpufl_r
 typedef char gpufl_report_cells_t[GPUFL_REPORT_TABLE_COLS][GPUFL_REPORT_CELL];
 void gpufl__report_text_table(FILE *out, size_t nrow, size_t ncol, gpufl_report_cells_t *rows,
                               const char *aligns);
+
+/* Renders a built report in format fmt: 0, GPUFL_ENOMEM or GPUFL_EINVAL
+ * (write errors are checked by the caller on the stream). */
+int gpufl__report_render(const gpufl_report_t *r, gpufl_report_format_t fmt, FILE *out);
+
+/* The text of one section of the text report, as the whole report shows
+ * it (a blank line, then its heading): "summary", "insights", "scopes",
+ * "system", "gpu", "kernels" (hotspots and launches), "kernel_details",
+ * "copies", "scope_gpu", "pc_sampling", "sass_metrics", "problems". A
+ * section with nothing to show writes nothing, or the line saying so that
+ * the whole report has. Returns 0, GPUFL_ENOMEM, or GPUFL_EINVAL for an
+ * unknown name (the message lists the names). */
+int gpufl__report_render_text_section(const gpufl_report_t *r, const char *section, FILE *out);
 
 /* The renderers; each returns 0 or GPUFL_ENOMEM (write errors are checked
  * by the caller on the stream). */
@@ -438,6 +459,8 @@ void gpufl__report_sig3(char *buf, size_t size, double v);
 void gpufl__report_fmt_evidence(char *buf, size_t size, double v, const char *unit);
 /* "direction" name of a GPUFL_REPORT_DIR_*: "host→device", ... */
 const char *gpufl__report_dir_name(int dir);
+/* The GPUFL_REPORT_DIR_* of a copy's CUPTI memcpy kind. */
+int gpufl__report_copy_dir(int32_t copy_kind);
 /* The record has gpufl's breakdown into per-resource limits. */
 int gpufl__report_has_limits(const gpufl_model_kernel_config_t *r);
 /* "?" for an unknown (negative) count, else the number. */

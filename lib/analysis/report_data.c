@@ -889,17 +889,23 @@ free_all:
     return rc;
 }
 
+int gpufl__report_copy_dir(int32_t copy_kind) {
+    switch (copy_kind) {
+    case GPUFL_MODEL_COPY_HTOD: return GPUFL_REPORT_DIR_HTOD;
+    case GPUFL_MODEL_COPY_DTOH: return GPUFL_REPORT_DIR_DTOH;
+    case GPUFL_MODEL_COPY_DTOD: return GPUFL_REPORT_DIR_DTOD;
+    case GPUFL_MODEL_COPY_PTOP: return GPUFL_REPORT_DIR_PEER;
+    default: return GPUFL_REPORT_DIR_OTHER;
+    }
+}
+
 static void build_copies(const gpufl_model_t *m, gpufl_report_t *r) {
     for (size_t i = 0; i < m->n_copies; i++) {
         const gpufl_model_copy_t *c = &m->copies[i];
-        int d, host = 0;
-        switch (c->copy_kind) {
-        case GPUFL_MODEL_COPY_HTOD: d = GPUFL_REPORT_DIR_HTOD, host = c->src_kind; break;
-        case GPUFL_MODEL_COPY_DTOH: d = GPUFL_REPORT_DIR_DTOH, host = c->dst_kind; break;
-        case GPUFL_MODEL_COPY_DTOD: d = GPUFL_REPORT_DIR_DTOD; break;
-        case GPUFL_MODEL_COPY_PTOP: d = GPUFL_REPORT_DIR_PEER; break;
-        default: d = GPUFL_REPORT_DIR_OTHER; break;
-        }
+        int d = gpufl__report_copy_dir(c->copy_kind);
+        int host = d == GPUFL_REPORT_DIR_HTOD   ? c->src_kind
+                   : d == GPUFL_REPORT_DIR_DTOH ? c->dst_kind
+                                                : 0;
         gpufl_report_dir_t *a = &r->dirs[d];
         a->count++;
         a->bytes += (double)c->bytes;

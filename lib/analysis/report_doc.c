@@ -444,8 +444,7 @@ static void hotspots(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
         e->para(o, GPUFL_REPORT_UNTIMED);
     }
     if (!r->m->n_kernels) return;
-    size_t shown =
-        r->n_kgroups < GPUFL_REPORT_HOTSPOTS_MAX ? r->n_kgroups : GPUFL_REPORT_HOTSPOTS_MAX;
+    size_t shown = gpufl__report_top(r, r->n_kgroups);
     e->heading(o, 2, "Kernel hotspots");
     fmt_ns(v, sizeof v, r->kernel_ns);
     char line[512];
@@ -483,8 +482,7 @@ static void launches(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     char v[512];
     if (!r->n_lgroups) return;
     size_t n = r->m->n_launches;
-    size_t shown =
-        r->n_lgroups < GPUFL_REPORT_HOTSPOTS_MAX ? r->n_lgroups : GPUFL_REPORT_HOTSPOTS_MAX;
+    size_t shown = gpufl__report_top(r, r->n_lgroups);
     e->heading(o, 2, "Kernel launches");
     e->para(o, f(v, sizeof v,
                  "%zu launch%s of %zu kernel%s (launch rows: host launch calls, no GPU time); top "
@@ -538,7 +536,8 @@ static void details(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     e->table_begin(o, 13, heads, "lrrrrrrrrrrrl");
     size_t shown = 0;
     const gpufl_report_kconf_t *g = r->kconfs;
-    for (size_t i = 0, j; i < r->n_kconfs && shown < GPUFL_REPORT_DETAILS_MAX; i = j, shown++) {
+    size_t top = gpufl__report_top(r, r->kernel_names);
+    for (size_t i = 0, j; i < r->n_kconfs && shown < top; i = j, shown++) {
         for (j = i; j < r->n_kconfs && g[j].rank == g[i].rank; j++) {
         }
         char calls[32];

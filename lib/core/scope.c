@@ -13,8 +13,10 @@
 #include "core/log.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LIKELY(x)   __builtin_expect(!!(x), 1)
@@ -28,6 +30,8 @@ static _Atomic uint64_t threads_unbuffered;
 static pthread_key_t exit_key;
 static int exit_key_ok; /* pthread_key_create can fail when a process used up its keys */
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static const gpufl_scope_observer_t *observer; /* atomic builtins */
+static _Atomic int observer_calls;             /* calls inside the observer now */
 
 /* initial-exec: a plain %fs-relative load, also when the library is
  * dlopen()ed (8 bytes fit in the static TLS surplus glibc keeps for that). */
@@ -196,6 +200,39 @@ static __attribute__((noinline)) gpufl_scope_t begin_slow(uint64_t generation, c
     return put_begin(r, at, extra, name, name_len, tag, tag_len, repeat, warmup, truncated);
 }
 
+int gpufl__scope_observe(const gpufl_scope_observer_t *o) {
+    __atomic_store_n(&observer, o, __ATOMIC_RELEASE);
+    if (o != NULL) return 0;
+    for (int i = 0; i < 2000; i++) {
+        if (atomic_load(&observer_calls) == 0) return 0;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return -1;
+}
+
+static __attribute__((noinline)) void observe_begin(uint64_t id, const char *name, size_t name_len,
+                                                    uint32_t depth) {
+    atomic_fetch_add(&observer_calls, 1);
+    const gpufl_scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
+    if (o != NULL) o->begin(o->user, id, name, name_len, depth);
+    atomic_fetch_sub(&observer_calls, 1);
+}
+
+static __attribute__((noinline)) void observe_end(uint64_t id, uint32_t depth) {
+    atomic_fetch_add(&observer_calls, 1);
+    const gpufl_scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
+    if (o != NULL) o->end(o->user, id, depth);
+    atomic_fetch_sub(&observer_calls, 1);
+}
+
+static inline gpufl_scope_t observed_begin(gpufl_scope_t id, const char *name, size_t name_len,
+                                           const gpufl_ring_t *r) {
+    if (UNLIKELY(__atomic_load_n(&observer, __ATOMIC_RELAXED) != NULL) && id != 0)
+        observe_begin(id, name, name_len, r->depth - 1);
+    return id;
+}
+
 gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char *tag,
                                   size_t tag_len, int32_t repeat, int32_t warmup) {
     uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
@@ -206,11 +243,16 @@ gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char 
     /* Fast path: a registered thread, room on the stack, and name and tag
      * that fit in the record (most scope names are short literals). */
     if (UNLIKELY(!r || gpufl__ring_generation(r) != generation ||
-                 r->depth >= GPUFL_SCOPE_STACK_MAX || name_len + tag_len > GPUFL_REC_INLINE_TEXT))
-        return begin_slow(generation, name, name_len, tag, tag_len, repeat, warmup);
+                 r->depth >= GPUFL_SCOPE_STACK_MAX || name_len + tag_len > GPUFL_REC_INLINE_TEXT)) {
+        gpufl_scope_t id = begin_slow(generation, name, name_len, tag, tag_len, repeat, warmup);
+        /* after the call: a thread's first scope registers its ring */
+        return observed_begin(id, name, name_len < GPUFL_TEXT_MAX ? name_len : GPUFL_TEXT_MAX,
+                              tls_ring);
+    }
     uint64_t at = gpufl__ring_reserve(r, 1);
     if (UNLIKELY(at == UINT64_MAX)) return 0;
-    return put_begin(r, at, 0, name, name_len, tag, tag_len, repeat, warmup, 0);
+    return observed_begin(put_begin(r, at, 0, name, name_len, tag, tag_len, repeat, warmup, 0),
+                          name, name_len, r);
 }
 
 gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_t repeat,
@@ -251,6 +293,8 @@ static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id
         gpufl__ring_commit(r, at + n);
     }
     r->depth = pos - 1;
+    if (UNLIKELY(__atomic_load_n(&observer, __ATOMIC_RELAXED) != NULL))
+        for (uint32_t k = depth; k > pos - 1; k--) observe_end(r->stack[k - 1], k - 1);
 }
 
 void gpufl_scope_end(gpufl_scope_t id) {
@@ -270,6 +314,7 @@ void gpufl_scope_end(gpufl_scope_t id) {
         return;
     }
     r->depth = depth - 1;
+    if (UNLIKELY(__atomic_load_n(&observer, __ATOMIC_RELAXED) != NULL)) observe_end(id, depth - 1);
     uint64_t at = gpufl__ring_reserve(r, 1);
     if (UNLIKELY(at == UINT64_MAX)) return;
     gpufl_rec_t *rec = gpufl__ring_at(r, at);

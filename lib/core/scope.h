@@ -29,4 +29,19 @@ void gpufl__scope_after_fork_child(void);
 /* The innermost open scope id of the calling thread, 0 when none. */
 uint64_t gpufl__scope_current(void);
 
+/* An engine that follows scopes on their own threads (the RangeProfiler
+ * engine turns them into CUPTI ranges). begin runs after a scope opened,
+ * with its id, name (not NUL-terminated) and depth (0 outermost); end runs
+ * once per scope closed, innermost first, with the depth it had. Both run
+ * on the scope's thread, outside any gpufl lock, and must not block for
+ * long. While none is set the hot path pays one load and a branch. */
+typedef struct gpufl_scope_observer {
+    void (*begin)(void *user, uint64_t id, const char *name, size_t name_len, uint32_t depth);
+    void (*end)(void *user, uint64_t id, uint32_t depth);
+    void *user;
+} gpufl_scope_observer_t;
+/* Sets (or with NULL clears) the observer. Clearing waits, 2 s at most, for
+ * calls already inside it to return; returns 0, or -1 when some did not. */
+int gpufl__scope_observe(const gpufl_scope_observer_t *o);
+
 #endif

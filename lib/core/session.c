@@ -149,6 +149,7 @@ typedef struct backend_state {
     char trace_why[256];   /* why CUPTI tracing is off, when it is */
     char pcs_why[256];     /* why PC sampling is off when it was asked for */
     char sassm_why[256];   /* why SASS metrics are off when they were asked for */
+    char rp_why[256];      /* why the range profiler is off when it was asked for */
 } backend_state_t;
 
 /* Says what runs and, for what does not, why. */
@@ -181,6 +182,12 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
                 : !wants_counting  ? "needs engine SassMetrics or Deep"
                 : be->sassm_why[0] ? be->sassm_why
                                    : be->trace_why);
+    int ranging = be->engine == GPUFL_ENGINE_RANGE_PROFILER;
+    put_feature(b, "range_profiler", ranging,
+                ranging                                ? NULL
+                : asked != GPUFL_ENGINE_RANGE_PROFILER ? "needs engine RangeProfiler"
+                : be->rp_why[0]                        ? be->rp_why
+                                                       : be->trace_why);
 #if GPUFL_HAVE_CUPTI
     const char *sass_why =
         g.trace.sassm ? gpufl__sassm_sass_why(g.trace.sassm) : gpufl__pcs_sass_why(g.trace.pcs);
@@ -218,6 +225,11 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
         gpufl__warn("profiling engine Deep: neither PC sampling (%s) nor SASS metrics (%s) can "
                     "run; running Trace",
                     be->pcs_why, be->sassm_why);
+    else if (asked == GPUFL_ENGINE_RANGE_PROFILER && be->engine == GPUFL_ENGINE_TRACE &&
+             be->rp_why[0])
+        gpufl__warn("profiling engine RangeProfiler: the range profiler cannot run: %s; running "
+                    "Trace",
+                    be->rp_why);
     else if (asked >= GPUFL_ENGINE_PC_SAMPLING && be->engine == GPUFL_ENGINE_TRACE &&
              be->pcs_why[0])
         gpufl__warn("profiling engine %s: PC sampling cannot run: %s; running Trace",
@@ -230,8 +242,7 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int
                     be->trace_why, gpufl_engine_name(be->engine));
 }
 
-/* Starts the Trace engine's source when an engine from Trace up is asked for
- * (RangeProfiler runs as Trace until it is built). */
+/* Starts the Trace engine's source when an engine from Trace up is asked for. */
 static void start_trace(const gpufl_settings_t *s, backend_state_t *be, gpufl_source_t *source,
                         int *have_source) {
     *have_source = 0;
@@ -255,6 +266,9 @@ static void start_trace(const gpufl_settings_t *s, backend_state_t *be, gpufl_so
             be->engine = GPUFL_ENGINE_PC_SAMPLING;
         else if (g.trace.sassm != NULL)
             be->engine = GPUFL_ENGINE_SASS_METRICS;
+        else if (g.trace.rp != NULL)
+            be->engine = GPUFL_ENGINE_RANGE_PROFILER;
+        snprintf(be->rp_why, sizeof be->rp_why, "%s", g.trace.rp_why);
         snprintf(be->pcs_why, sizeof be->pcs_why, "%s", g.trace.pcs_why);
         snprintf(be->sassm_why, sizeof be->sassm_why, "%s", g.trace.sassm_why);
     }

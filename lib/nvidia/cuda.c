@@ -30,6 +30,7 @@ typedef struct cuda_fns {
     __typeof__(cuCtxPushCurrent) *ctx_push;
     __typeof__(cuCtxPopCurrent) *ctx_pop;
     __typeof__(cuCtxSynchronize) *ctx_synchronize;
+    __typeof__(cuCtxGetCurrent) *ctx_current;
 } cuda_fns_t;
 
 struct gpufl_cuda {
@@ -105,6 +106,7 @@ static int load(gpufl_cuda_t *c, char *why, size_t why_size) {
         {{"cuCtxPushCurrent_v2", "cuCtxPushCurrent"}, &c->fn.ctx_push, 0, -1},
         {{"cuCtxPopCurrent_v2", "cuCtxPopCurrent"}, &c->fn.ctx_pop, 0, -1},
         {{"cuCtxSynchronize"}, &c->fn.ctx_synchronize, 0, -1},
+        {{"cuCtxGetCurrent"}, &c->fn.ctx_current, 0, -1},
     };
     int rc = gpufl__dl_open(&c->dl, getenv("GPUFL_CUDA_LIBRARY"), names, "no NVIDIA driver", why,
                             why_size);
@@ -265,4 +267,23 @@ int gpufl__cuda_context_synchronize(gpufl_cuda_t *c, void *context) {
     if (sync != CUDA_SUCCESS) return driver_error(c, sync, "cuCtxSynchronize", NULL);
     if (r != CUDA_SUCCESS) return driver_error(c, r, "cuCtxPopCurrent", NULL);
     return 0;
+}
+
+void *gpufl__cuda_current_context(gpufl_cuda_t *c) {
+    CUcontext ctx = NULL;
+    if (c == NULL || c->fn.ctx_current == NULL || c->fn.ctx_current(&ctx) != CUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}
+
+int gpufl__cuda_push_context(gpufl_cuda_t *c, void *context) {
+    if (c == NULL || context == NULL || c->fn.ctx_push == NULL || c->fn.ctx_pop == NULL)
+        return gpufl__set_error(GPUFL_ENOTSUP, "cannot make a context current: no driver call");
+    CUresult r = c->fn.ctx_push((CUcontext)context);
+    return r == CUDA_SUCCESS ? 0 : driver_error(c, r, "cuCtxPushCurrent", NULL);
+}
+
+void gpufl__cuda_pop_context(gpufl_cuda_t *c) {
+    CUcontext popped = NULL;
+    if (c != NULL && c->fn.ctx_pop != NULL) c->fn.ctx_pop(&popped);
 }

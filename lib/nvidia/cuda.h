@@ -12,7 +12,8 @@
  *   cuDriverGetVersion, cuGetErrorName, cuKernelGetFunction (for the library
  *   kernels, CUkernel, that the CUDA runtime passes to cuLaunchKernel),
  *   cuCtxPushCurrent, cuCtxPopCurrent and cuCtxSynchronize (to wait for a
- *   context's work from another thread).
+ *   context's work from another thread), cuCtxGetCurrent (the RangeProfiler
+ *   engine's ranges belong to the scope thread's current context).
  * - Threads: open and close belong to one owner thread;
  *   gpufl__cuda_kernel_occupancy may be called from any number of threads
  *   between them. Each device's attributes are read once (the first call on
@@ -87,5 +88,13 @@ int gpufl__cuda_kernel_occupancy(gpufl_cuda_t *c, void *function, int block_thre
  * lacks one of the three calls; GPUFL_EIO naming the call that failed
  * ("cuCtxSynchronize failed: CUDA_ERROR_LAUNCH_FAILED (719)"). */
 int gpufl__cuda_context_synchronize(gpufl_cuda_t *c, void *context);
+
+/* The calling thread's current context (a CUcontext), NULL when it has none
+ * or the driver cannot say. Any thread. */
+void *gpufl__cuda_current_context(gpufl_cuda_t *c);
+/* Makes context current on the calling thread until the matching pop.
+ * Returns 0, GPUFL_ENOTSUP without the driver calls, GPUFL_EIO. */
+int gpufl__cuda_push_context(gpufl_cuda_t *c, void *context);
+void gpufl__cuda_pop_context(gpufl_cuda_t *c);
 
 #endif

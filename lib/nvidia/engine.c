@@ -32,6 +32,17 @@ void gpufl__engine_explain(CUptiResult (*result_string)(CUptiResult, const char 
              (int)r);
 }
 
+CUptiResult gpufl__engine_profiler_init(CUptiResult (*init)(CUpti_Profiler_Initialize_Params *),
+                                        CUptiResult (*result_string)(CUptiResult, const char **),
+                                        char *why, size_t why_size) {
+    CUpti_Profiler_Initialize_Params p = {.structSize =
+                                              CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+    CUptiResult r = init(&p);
+    if (r != CUPTI_SUCCESS)
+        gpufl__engine_explain(result_string, r, "cuptiProfilerInitialize", why, why_size);
+    return r;
+}
+
 void gpufl__engine_note_error(gpufl_engine_errors_t *e, const char *message) {
     e->count++;
     snprintf(e->last, sizeof e->last, "%s", message);

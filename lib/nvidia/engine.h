@@ -1,9 +1,10 @@
 /*
- * engine.h - what the CUPTI engines above Trace (PcSampling, SassMetrics)
- * share: resolving their CUPTI functions by name, one-line messages for
- * failed calls, the bounded wait application threads make for an engine's
- * lock, the count of failed calls written as events, and the totals record
- * each engine writes before session_end.
+ * engine.h - what the CUPTI engines above Trace (PcSampling, SassMetrics,
+ * RangeProfiler) share: resolving their CUPTI functions by name, starting
+ * the profiler, one-line messages for failed calls, the bounded wait
+ * application threads make for an engine's lock, the count of failed calls
+ * written as events, and the totals record each engine writes before
+ * session_end.
  */
 #ifndef GPUFL_NVIDIA_ENGINE_H
 #define GPUFL_NVIDIA_ENGINE_H
@@ -12,6 +13,7 @@
 #include "nvidia/cupti.h"
 
 #include <cupti.h>
+#include <cupti_profiler_target.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -39,6 +41,12 @@ int gpufl__engine_resolve(gpufl_cupti_t *cupti, const gpufl_engine_sym_t *syms, 
  * be NULL (then "unknown error"). */
 void gpufl__engine_explain(CUptiResult (*result_string)(CUptiResult, const char **), CUptiResult r,
                            const char *what, char *out, size_t size);
+
+/* cuptiProfilerInitialize through init: CUPTI_SUCCESS, or the failed result
+ * with why = "cuptiProfilerInitialize failed: ...". */
+CUptiResult gpufl__engine_profiler_init(CUptiResult (*init)(CUpti_Profiler_Initialize_Params *),
+                                        CUptiResult (*result_string)(CUptiResult, const char **),
+                                        char *why, size_t why_size);
 
 /* Failed calls: counted, the latest kept, written as one event per pass. */
 typedef struct gpufl_engine_errors {

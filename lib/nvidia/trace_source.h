@@ -17,6 +17,7 @@
 #include "nvidia/cupti.h"
 #include "nvidia/launch.h"
 #include "nvidia/pc_sampling.h"
+#include "nvidia/range_profiler.h"
 #include "nvidia/sass_metrics.h"
 
 /* Counts of a session's Trace records, written as trace_stats at its end. */
@@ -45,6 +46,8 @@ typedef struct gpufl_trace_source {
     char pcs_why[240];         /* why it does not, "" when it does or was not asked for */
     gpufl_sassm_t *sassm;      /* owned; the SassMetrics engine (also under Deep), or NULL */
     char sassm_why[240];       /* why it does not run, "" when it does or was not asked for */
+    gpufl_rp_t *rp;            /* owned; the RangeProfiler engine, or NULL */
+    char rp_why[240];          /* why it does not run, "" when it does or was not asked for */
     gpufl_launch_hooks_t both; /* Deep: the callbacks feed both engines, */
     gpufl_launch_hooks_t to_pcs, to_sassm; /* through copies of their hooks */
     void *last_context; /* the context of the last launch row, and its CUPTI id */

@@ -24,6 +24,8 @@ typedef struct gpufl_py_state {
     PyObject *by_code[GPUFL_PY_ERROR_SLOTS]; /* gpufl.ConfigError, ...; NULL for 0 */
     PyObject *scope_type;                    /* gpufl.Scope */
     PyObject *scope_iter_type;               /* what iter(Scope(..., repeat=N)) gives */
+    PyObject *analysis_type;                 /* gpufl._gpufl.Analysis: a loaded session */
+    PyObject *column_type;                   /* one column of it, a buffer */
 } gpufl_py_state_t;
 
 /* The extension's state, from any of its functions' module argument. */
@@ -38,6 +40,10 @@ PyObject *gpufl__py_raise(PyObject *module, int code);
 /* Creates the exception classes and adds them to the module. 0 or -1. */
 int gpufl__py_errors_add(PyObject *module);
 void gpufl__py_errors_clear(gpufl_py_state_t *state);
+
+/* Py_TYPE(self)->tp_free under the limited API, then the heap type's
+ * reference: the end of every dealloc of the extension's types. */
+void gpufl__py_free_object(PyObject *self);
 
 /* Raises TypeError "<what> must be <expected>, not <type of obj>"; returns NULL. */
 PyObject *gpufl__py_type_error(const char *what, const char *expected, PyObject *obj);
@@ -54,5 +60,12 @@ PyObject *gpufl__py_init(PyObject *module, PyObject *args, PyObject *kwargs);
 
 /* Creates the types Scope and ScopeIterator and adds Scope to the module. 0 or -1. */
 int gpufl__py_scope_add(PyObject *module);
+
+/* Creates the types Analysis and Column (analysis.c) and adds Analysis to
+ * the module. 0 or -1. */
+int gpufl__py_analysis_add(PyObject *module);
+
+/* _gpufl.find_session(log_dir, app_name, session_id) -> str: see analysis.c. */
+PyObject *gpufl__py_find_session(PyObject *module, PyObject *args);
 
 #endif /* GPUFL_PY_H */

@@ -14,6 +14,13 @@ gpufl_py_state_t *gpufl__py_state(PyObject *module) {
     return (gpufl_py_state_t *)PyModule_GetState(module);
 }
 
+void gpufl__py_free_object(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(type);
+}
+
 static PyObject *py_shutdown(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
     /* Joins the collector thread after its last write: may take a while. */
@@ -126,6 +133,9 @@ static PyMethodDef methods[] = {
      "system_stop(name) -> bool: close a sampling window; False when no session runs."},
     {"upload_logs", py_upload_logs, METH_VARARGS,
      "upload_logs(log_path, backend_url, api_key, api_path) -> bool: True when switched off."},
+    {"find_session", gpufl__py_find_session, METH_VARARGS,
+     "find_session(log_dir, app_name, session_id) -> str: a session directory "
+     "(gpufl_analysis_find)."},
     {"version", py_version, METH_NOARGS, "version() -> str: libgpufl's version."},
     {"engine_names", py_engine_names, METH_NOARGS, "The engine names, by C value."},
     {"backend_names", py_backend_names, METH_NOARGS, "The backend names, by C value."},
@@ -133,7 +143,9 @@ static PyMethodDef methods[] = {
 };
 
 static int module_exec(PyObject *module) {
-    if (gpufl__py_errors_add(module) < 0 || gpufl__py_scope_add(module) < 0) return -1;
+    if (gpufl__py_errors_add(module) < 0 || gpufl__py_scope_add(module) < 0 ||
+        gpufl__py_analysis_add(module) < 0)
+        return -1;
     return PyModule_AddIntConstant(module, "VERSION_NUMBER", gpufl_version_number());
 }
 
@@ -143,6 +155,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
     for (int i = 0; i < GPUFL_PY_ERROR_SLOTS; i++) Py_VISIT(st->by_code[i]);
     Py_VISIT(st->scope_type);
     Py_VISIT(st->scope_iter_type);
+    Py_VISIT(st->analysis_type);
+    Py_VISIT(st->column_type);
     return 0;
 }
 
@@ -151,6 +165,8 @@ static int module_clear(PyObject *module) {
     gpufl__py_errors_clear(st);
     Py_CLEAR(st->scope_type);
     Py_CLEAR(st->scope_iter_type);
+    Py_CLEAR(st->analysis_type);
+    Py_CLEAR(st->column_type);
     return 0;
 }
 

@@ -44,14 +44,6 @@ static gpufl_scope_t begin(const scope_object_t *s) {
                                s->repeat, s->warmup);
 }
 
-/* Py_TYPE(self)->tp_free under the limited API, then the heap type's reference. */
-static void free_object(PyObject *self) {
-    PyTypeObject *type = Py_TYPE(self);
-    freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
-    tp_free(self);
-    Py_DECREF(type);
-}
-
 /* An int in minimum..INT32_MAX (bool refused), for repeat and warmup. */
 static int to_count(PyObject *value, const char *what, long minimum, int32_t *out) {
     if (PyBool_Check(value) || !PyLong_Check(value)) {
@@ -117,7 +109,7 @@ static void scope_dealloc(PyObject *op) {
     scope_object_t *self = (scope_object_t *)op;
     Py_XDECREF(self->name);
     Py_XDECREF(self->tag);
-    free_object(op);
+    gpufl__py_free_object(op);
 }
 
 static PyObject *scope_enter(PyObject *op, PyObject *unused) {
@@ -251,7 +243,7 @@ static void iter_dealloc(PyObject *op) {
     scope_iter_object_t *it = (scope_iter_object_t *)op;
     if (it->handle) gpufl_scope_end(it->handle); /* left by break or an exception */
     Py_XDECREF((PyObject *)it->scope);
-    free_object(op);
+    gpufl__py_free_object(op);
 }
 
 static PyObject *iter_self(PyObject *op) { return Py_NewRef(op); }

@@ -1,11 +1,13 @@
 /*
  * c_program.c - the C API of an installed gpufl, from strict C11 (-std=c11 -pedantic -Werror):
- * options, init/shutdown, GFL_SCOPE with an early return, scopes by hand, errors, version and
- * the report. Run with `--mode enabled`, and with `--mode disabled` under GPUFL_DISABLED=1.
+ * options, init/shutdown, GFL_SCOPE with an early return, scopes by hand, errors, version, the
+ * report and the session read back through gpufl_analysis.h. Run with `--mode enabled`, and
+ * with `--mode disabled` under GPUFL_DISABLED=1.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_analysis.h>
 
 #include <dirent.h>
 #include <stdio.h>
@@ -134,6 +136,26 @@ static void check_scope_log(const char *session_dir) {
     }
 }
 
+/* The session read back through the read API: found by app, its scopes as columns. */
+static void check_read_api(const char *logs) {
+    char dir[4096];
+    gpufl_analysis_t *a = NULL;
+    gpufl_column_t name;
+    size_t rows = 0;
+    const char *first = NULL;
+    check(gpufl_analysis_find(logs, "c_program", NULL, dir, sizeof dir) == 0,
+          "gpufl_analysis_find finds the session by app");
+    check(gpufl_analysis_open(&a, dir) == 0, "gpufl_analysis_open loads it");
+    if (!a) return;
+    check(gpufl_analysis_table(a, GPUFL_TABLE_SCOPES, &rows, NULL) == 0 && rows == 9,
+          "the scopes table has the 9 scopes");
+    name.size = sizeof name;
+    if (gpufl_analysis_column_find(a, GPUFL_TABLE_SCOPES, "name", &name) == 0 && name.rows > 0)
+        first = gpufl_analysis_string(a, ((const int64_t *)name.data)[0]);
+    check(first && strcmp(first, "c_outer") == 0, "the first scope's name is c_outer");
+    gpufl_analysis_close(a);
+}
+
 static int is_dir(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -243,6 +265,7 @@ static int run_enabled(const char *dir) {
     check(file_has(report, "c_outer") && file_has(report, "look") &&
               file_has(report, "repeat_scope"),
           "the report names the scopes");
+    check_read_api(logs);
     return 0;
 }
 

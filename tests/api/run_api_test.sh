@@ -68,7 +68,8 @@ if [[ ${#symbols[@]} -eq 0 ]]; then
 elif [[ ${#bad[@]} -ne 0 ]]; then
     fail "libgpufl.so exports symbols beyond the gpufl_* API: ${bad[*]}"
 fi
-for want in gpufl_init gpufl_shutdown gpufl_scope_begin gpufl_scope_end gpufl_report_write; do
+for want in gpufl_init gpufl_shutdown gpufl_scope_begin gpufl_scope_end gpufl_report_write \
+    gpufl_analysis_open gpufl_analysis_column gpufl_analysis_report; do
     printf '%s\n' "${symbols[@]}" | grep -qx "$want" || fail "libgpufl.so does not export $want"
 done
 
@@ -92,6 +93,13 @@ g++ -std=c++17 -pedantic -Wall -Wextra -Werror "${inc[@]}" -fsyntax-only "$tmp/h
     fail "gpufl.hpp does not compile as C++17 -pedantic -Werror"
 g++ -std=c++17 -pedantic -Wall -Wextra -Werror "${inc[@]}" -fsyntax-only "$tmp/h2.cpp" ||
     fail "gpufl.h does not compile as C++17 -pedantic -Werror"
+printf '#include <gpufl/gpufl_analysis.h>\nint main(void) { gpufl_analysis_close(0); return 0; }\n' \
+    >"$tmp/a.c"
+cp "$tmp/a.c" "$tmp/a.cpp"
+gcc -std=c11 -pedantic -Wall -Wextra -Werror "${inc[@]}" -fsyntax-only "$tmp/a.c" ||
+    fail "gpufl_analysis.h does not compile as C11 -pedantic -Werror"
+g++ -std=c++17 -pedantic -Wall -Wextra -Werror "${inc[@]}" -fsyntax-only "$tmp/a.cpp" ||
+    fail "gpufl_analysis.h does not compile as C++17 -pedantic -Werror"
 
 bins=() # "name:linkage" pairs to run; the binary is $tmp/bin/name
 

@@ -110,7 +110,7 @@ has out "Trace: no: lacks NVML"
 has out "PcSampling: no: needs Trace"
 has out "SassMetrics: no: needs Trace"
 has out "Deep: no: needs PcSampling or SassMetrics"
-has out "RangeProfiler: not built yet (runs as Trace)"
+has out "RangeProfiler: no: needs Trace"
 hasnt out $'\033'
 
 # insights: the findings of a session, as text or JSON (docs/insights.md).

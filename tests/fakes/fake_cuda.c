@@ -15,7 +15,7 @@
  *   fake_cuda_set_device_attribute(attr, value) changes one for all;
  *   fake_cuda_set_device(ordinal) picks what cuCtxGetDevice answers.
  * - Contexts: cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2 keep a per-thread
- *   stack of 8; cuCtxSynchronize returns at once (counted).
+ *   stack of 8 (cuCtxGetCurrent answers its top); cuCtxSynchronize returns at once (counted).
  * - fake_cuda_set_error(function, result): that function fails with result
  *   until set back to 0. fake_cuda_calls(function) counts calls, failed
  *   ones included. fake_cuda_reset() restores every default.
@@ -44,7 +44,8 @@
     X(cuKernelGetFunction)                                                                         \
     X(cuCtxPushCurrent_v2)                                                                         \
     X(cuCtxPopCurrent_v2)                                                                          \
-    X(cuCtxSynchronize)
+    X(cuCtxSynchronize)                                                                            \
+    X(cuCtxGetCurrent)
 // clang-format on
 
 #define AS_ENUM(name) FN_##name,
@@ -252,6 +253,15 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx) {
 }
 
 EXPORT CUresult cuCtxSynchronize(void) { return enter(FN_cuCtxSynchronize); }
+
+/* The thread's current context: the top of what it pushed, NULL when none. */
+EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx) {
+    CUresult r = enter(FN_cuCtxGetCurrent);
+    if (r != CUDA_SUCCESS) return r;
+    if (ctx == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *ctx = context_depth ? context_stack[context_depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
 
 EXPORT CUresult cuDriverGetVersion(int *driverVersion) {
     CUresult r = enter(FN_cuDriverGetVersion);

@@ -14,21 +14,6 @@
 #define FIXTURES GPUFL_TEST_SOURCE_DIR "/fixtures/sass"
 #define FAKE     GPUFL_TEST_SOURCE_DIR "/fakes/fake_nvdisasm.sh"
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    b[n] = '\0';
-    *len = (size_t)n;
-    return b;
-}
-
 static bool exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
@@ -128,7 +113,7 @@ static void check_two_functions(const gpufl_sass_module_t *m) {
 static void parse_fixture(void **state) {
     (void)state;
     size_t len;
-    char *text = read_file(FIXTURES "/two_functions.txt", &len);
+    char *text = tu_read_file(FIXTURES "/two_functions.txt", &len);
     gpufl_sass_module_t *m = NULL;
     char why[256] = "";
     assert_int_equal(parse_exact(text, len, &m, why, sizeof why), 0);
@@ -165,7 +150,7 @@ static void parse_fixture(void **state) {
 static void parse_variants(void **state) {
     (void)state;
     size_t len;
-    char *text = read_file(FIXTURES "/variants.txt", &len);
+    char *text = tu_read_file(FIXTURES "/variants.txt", &len);
     gpufl_sass_module_t *m = NULL;
     char why[256] = "";
     assert_int_equal(parse_exact(text, len, &m, why, sizeof why), 0);
@@ -255,7 +240,7 @@ static void parse_errors(void **state) {
 static void parse_damaged(void **state) {
     (void)state;
     size_t len;
-    char *text = read_file(FIXTURES "/two_functions.txt", &len);
+    char *text = tu_read_file(FIXTURES "/two_functions.txt", &len);
     char *copy = malloc(len);
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     int parsed = 0, failed = 0;
@@ -339,7 +324,7 @@ static void cubin_arch_of_real_cubin(void **state) {
         skip();
     }
     size_t len;
-    char *cubin = read_file(GPUFL_SASS_CUBIN, &len);
+    char *cubin = tu_read_file(GPUFL_SASS_CUBIN, &len);
     char arch[16];
     assert_int_equal(gpufl__sass_cubin_arch(cubin, len, arch, sizeof arch), 0);
     assert_string_equal(arch, "sm_90");
@@ -513,7 +498,7 @@ static void disassemble_with_fake(void **state) {
 
     /* nvdisasm saw the options and a private copy of the cubin, since removed. */
     size_t len;
-    char *args = read_file(record, &len);
+    char *args = tu_read_file(record, &len);
     assert_non_null(strstr(args, "--print-code\n"));
     assert_non_null(strstr(args, "--print-line-info\n"));
     assert_non_null(strstr(args, "--print-line-info-inline\n"));
@@ -525,7 +510,7 @@ static void disassemble_with_fake(void **state) {
     free(args);
     char copy_path[1400];
     snprintf(copy_path, sizeof copy_path, "%s.cubin", record);
-    char *copy = read_file(copy_path, &len);
+    char *copy = tu_read_file(copy_path, &len);
     assert_int_equal(len, sizeof cubin);
     assert_memory_equal(copy, cubin, sizeof cubin);
     free(copy);
@@ -618,7 +603,7 @@ static void disassemble_one_function(void **state) {
     assert_non_null(gpufl__sass_find_function(m, "_Z6kernelPfi"));
     gpufl__sass_module_free(m);
     size_t len;
-    char *args = read_file(record, &len);
+    char *args = tu_read_file(record, &len);
     assert_non_null(strstr(args, "--cuda-function-index\n2\n"));
     free(args);
     assert_int_equal(
@@ -630,7 +615,7 @@ static void disassemble_one_function(void **state) {
     assert_int_equal(
         gpufl__sass_disassemble_functions(found, cubin, size, several, 3, &m, why, sizeof why), 0);
     gpufl__sass_module_free(m);
-    args = read_file(record, &len);
+    args = tu_read_file(record, &len);
     assert_non_null(strstr(args, "--cuda-function-index\n2,1\n"));
     free(args);
     /* A section table pointing past the image. */
@@ -643,7 +628,7 @@ static void disassemble_one_function(void **state) {
     unsetenv("FAKE_NVDISASM_RECORD");
 #ifdef GPUFL_SASS_CUBIN
     if (exists(GPUFL_SASS_CUBIN)) {
-        char *real = read_file(GPUFL_SASS_CUBIN, &len);
+        char *real = tu_read_file(GPUFL_SASS_CUBIN, &len);
         assert_int_equal(gpufl__sass_symbol_index(real, len, "_Z5scalePfi", &index), 0);
         assert_int_equal(index, 12); /* as readelf -s numbers it (nvcc 13.0) */
         free(real);

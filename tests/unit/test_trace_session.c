@@ -20,6 +20,7 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
+#include <cupti_profiler_target.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -62,6 +63,15 @@ static struct {
     void (*sassm_error)(const char *call, CUptiResult result, int times);
     int (*sassm_state)(CUcontext ctx, int *enabled, int *lazy, int *flushes, int *disables);
     void (*sassm_reset)(void);
+    int (*range_work)(CUcontext ctx, double work);
+    void (*range_error)(const char *call, CUptiResult result, int times);
+    void (*range_support)(int level);
+    void (*range_nan)(const char *metric);
+    int (*range_state)(CUcontext ctx, int *enabled, int *pushes, int *pops, int *max_depth,
+                       int *decodes);
+    void (*range_reset)(void);
+    CUresult (*push_current)(CUcontext ctx);
+    CUresult (*pop_current)(CUcontext *ctx);
 } fake;
 
 static void resolve(void *handle, const char *name, void *slot) {
@@ -98,6 +108,14 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_sassm_error", &fake.sassm_error);
     resolve(cupti, "fake_cupti_sassm_state", &fake.sassm_state);
     resolve(cupti, "fake_cupti_sassm_reset", &fake.sassm_reset);
+    resolve(cupti, "fake_cupti_range_work", &fake.range_work);
+    resolve(cupti, "fake_cupti_range_error", &fake.range_error);
+    resolve(cupti, "fake_cupti_range_support", &fake.range_support);
+    resolve(cupti, "fake_cupti_range_nan", &fake.range_nan);
+    resolve(cupti, "fake_cupti_range_state", &fake.range_state);
+    resolve(cupti, "fake_cupti_range_reset", &fake.range_reset);
+    resolve(cuda, "cuCtxPushCurrent_v2", &fake.push_current);
+    resolve(cuda, "cuCtxPopCurrent_v2", &fake.pop_current);
     resolve(cuda, "fake_cuda_function", &fake.function);
     resolve(cuda, "fake_cuda_kernel", &fake.kernel);
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
@@ -1667,6 +1685,303 @@ static void deep_runs_both_engines(void **state) {
     free_session(&d);
 }
 
+/* ---- the RangeProfiler engine ---- */
+
+static gpufl_options_t range_options(const char *name) {
+    gpufl_options_t o = trace_options(name);
+    o.profiling_engine = GPUFL_ENGINE_RANGE_PROFILER;
+    return o;
+}
+
+/* The range_metrics record of the scope with this path (the only one). */
+static json_t *range_of(const session_t *s, const char *path) {
+    json_t *found = NULL;
+    for (size_t i = 0; i < s->device.n; i++) {
+        json_t *j = s->device.v[i];
+        if (strcmp(tu_type(j), "range_metrics") != 0) continue;
+        if (strcmp(tu_dict(&s->device, field(j, "path")), path) != 0) continue;
+        if (found != NULL) fail_msg("two range_metrics records of %s", path);
+        found = j;
+    }
+    if (found == NULL) fail_msg("no range_metrics record of %s", path);
+    return found;
+}
+
+static double range_metric(const session_t *s, const char *path, const char *metric) {
+    json_t *v = json_object_get(json_object_get(range_of(s, path), "metrics"), metric);
+    if (!json_is_number(v)) fail_msg("%s of %s is not a number", metric, path);
+    return json_number_value(v);
+}
+
+static int64_t range_stat(const session_t *s, const char *key) {
+    return field(tu_first(&s->device, "range_profiler_stats"), key);
+}
+
+/* Outermost scopes on a thread with a current context become ranges, each
+ * under its own scope id (two scopes of one name are two records); scopes
+ * inside one are counted and their work is the outer range's (one nesting
+ * level: a second needs a second pass); the metric set is what fits in one
+ * pass, and what was left out says why; a metric that does not evaluate is
+ * null and named. */
+static void range_profiler_scopes_become_ranges(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.range_reset();
+    fake.range_nan("l1tex__t_sector_hit_rate.pct");
+    gpufl_options_t o = range_options("range_scopes");
+    o.flush_interval_ms = 10;
+    start(&o);
+    assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+    gpufl_scope_t train = gpufl_scope_begin("train", NULL);
+    assert_int_equal(fake.range_work(CTX_A, 2), 0);
+    gpufl_scope_t inner = gpufl_scope_begin("inner", NULL);
+    assert_int_equal(fake.range_work(CTX_A, 1), 0);
+    gpufl_scope_end(inner);
+    gpufl_scope_end(train);
+    for (int i = 0; i < 2; i++) {
+        gpufl_scope_t step = gpufl_scope_begin("step", NULL);
+        assert_int_equal(fake.range_work(CTX_A, 5 + i), 0);
+        gpufl_scope_end(step);
+    }
+    assert_int_equal(fake.range_work(CTX_A, 1), -1); /* outside any scope: no range open */
+    let_collector_run();
+    stop();
+    CUcontext popped;
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    fake.range_nan("");
+
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "RangeProfiler");
+    json_t *feature = json_object_get(json_object_get(caps, "features"), "range_profiler");
+    assert_true(json_is_true(json_object_get(feature, "on")));
+    json_t *rp = tu_first(&d.device, "range_profiler");
+    assert_non_null(rp);
+    assert_null(json_object_get(rp, "error"));
+    assert_string_equal(json_string_value(json_object_get(rp, "chip")), "GH100");
+    assert_int_equal(field(rp, "context"), 0x1234);
+    assert_int_equal(field(rp, "nesting_levels"), 1);
+    assert_int_equal(json_array_size(json_object_get(rp, "metrics")), 12);
+    json_t *left = json_object_get(rp, "left_out");
+    assert_non_null(strstr(json_string_value(json_object_get(
+                               left, "sm__throughput.avg.pct_of_peak_sustained_elapsed")),
+                           "needs 8 passes"));
+    assert_non_null(strstr(json_string_value(json_object_get(left, "lts__t_sector_hit_rate.pct")),
+                           "needs 2 passes"));
+    assert_int_equal(tu_count(&d.device, "range_metrics"), 3);
+    /* The outer range counts the inner scope's work. */
+    assert_true(range_metric(&d, "train", "dram__bytes_read.sum") == 3000.0);
+    assert_true(range_metric(&d, "train", "sm__warps_active.avg.pct_of_peak_sustained_active") ==
+                30.0);
+    assert_int_equal(field(range_of(&d, "train"), "scope"), scope_id(&d, "train"));
+    assert_int_equal(field(range_of(&d, "train"), "context"), 0x1234);
+    json_t *train_metrics = json_object_get(range_of(&d, "train"), "metrics");
+    assert_true(json_is_null(json_object_get(train_metrics, "l1tex__t_sector_hit_rate.pct")));
+    json_t *unevaluated = json_object_get(range_of(&d, "train"), "unevaluated");
+    assert_int_equal(json_array_size(unevaluated), 1);
+    assert_string_equal(json_string_value(json_array_get(unevaluated, 0)),
+                        "l1tex__t_sector_hit_rate.pct");
+    /* Two scopes of one name: two ranges, each with its own work. */
+    double steps = 0;
+    size_t step_records = 0;
+    for (size_t i = 0; i < d.device.n; i++) {
+        json_t *j = d.device.v[i];
+        if (strcmp(tu_type(j), "range_metrics") != 0 ||
+            strcmp(tu_dict(&d.device, field(j, "path")), "step") != 0)
+            continue;
+        step_records++;
+        steps += json_number_value(
+            json_object_get(json_object_get(j, "metrics"), "gpu__time_duration.sum"));
+    }
+    assert_int_equal(step_records, 2);
+    assert_true(steps == 11000.0);
+    assert_int_equal(range_stat(&d, "ranges_pushed"), 3);
+    assert_int_equal(range_stat(&d, "ranges"), 3);
+    assert_int_equal(range_stat(&d, "nested"), 1);
+    assert_int_equal(range_stat(&d, "lost"), 0);
+    assert_int_equal(range_stat(&d, "errors"), 0);
+    assert_true(range_stat(&d, "decodes") >= 1);
+    free_session(&d);
+    int enabled, pushes, pops, depth, decodes;
+    assert_int_equal(fake.range_state(CTX_A, &enabled, &pushes, &pops, &depth, &decodes), 0);
+    assert_int_equal(enabled, 0); /* disabled at finish */
+    assert_int_equal(pushes, 3);
+    assert_int_equal(pops, 3);
+    assert_int_equal(depth, 1);
+}
+
+static void *scope_without_context(void *arg) {
+    (void)arg;
+    gpufl_scope_end(gpufl_scope_begin("no_context", NULL));
+    return NULL;
+}
+
+static void *scope_on_the_busy_context(void *arg) {
+    CUcontext ctx = arg;
+    assert_int_equal(fake.push_current(ctx), CUDA_SUCCESS);
+    gpufl_scope_end(gpufl_scope_begin("concurrent", NULL));
+    CUcontext popped;
+    fake.pop_current(&popped);
+    return NULL;
+}
+
+/* A scope on a thread with no current context is not profiled, nor one on
+ * another thread while the context has a range open (CUPTI keeps one range
+ * stack per context): both counted. */
+static void range_profiler_threads_and_contexts(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.range_reset();
+    gpufl_options_t o = range_options("range_threads");
+    start(&o);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, scope_without_context, NULL), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+    gpufl_scope_t outer = gpufl_scope_begin("outer", NULL);
+    assert_int_equal(pthread_create(&t, NULL, scope_on_the_busy_context, CTX_A), 0);
+    pthread_join(t, NULL);
+    gpufl_scope_end(outer);
+    CUcontext popped;
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    /* A second context on this thread: a range of its own. */
+    assert_int_equal(fake.push_current(CTX_B), CUDA_SUCCESS);
+    gpufl_scope_t other = gpufl_scope_begin("other", NULL);
+    assert_int_equal(fake.range_work(CTX_B, 4), 0);
+    gpufl_scope_end(other);
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    stop();
+    session_t d = read_session();
+    assert_int_equal(range_stat(&d, "no_context"), 1);
+    assert_int_equal(range_stat(&d, "concurrent"), 1);
+    assert_int_equal(range_stat(&d, "contexts"), 2);
+    assert_int_equal(range_stat(&d, "ranges"), 2);
+    assert_int_equal(tu_count(&d.device, "range_profiler"), 2);
+    assert_int_equal(field(range_of(&d, "other"), "context"), 0x2345);
+    assert_true(range_metric(&d, "other", "dram__bytes_write.sum") == 4000.0);
+    assert_true(range_metric(&d, "outer", "dram__bytes_write.sum") == 0.0);
+    free_session(&d);
+}
+
+/* 130 scopes: the image (128 ranges) is decoded when full and collection
+ * goes on. With Stop failing, the full image cannot be decoded: later
+ * scopes are counted as over capacity, the ranges it held as lost, and the
+ * failure is an event. */
+static void range_profiler_more_ranges_than_the_image(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.range_reset();
+    gpufl_options_t o = range_options("range_full");
+    o.flush_interval_ms = 60000; /* decodes only when the image is full, and at the end */
+    start(&o);
+    assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+    for (int i = 0; i < 130; i++) gpufl_scope_end(gpufl_scope_begin("step", NULL));
+    stop();
+    session_t d = read_session();
+    assert_int_equal(range_stat(&d, "ranges"), 130);
+    assert_int_equal(range_stat(&d, "decodes"), 2);
+    assert_int_equal(range_stat(&d, "over_capacity"), 0);
+    assert_int_equal(tu_count(&d.device, "range_metrics"), 130);
+    free_session(&d);
+
+    fake.range_reset();
+    fake.range_error("cuptiRangeProfilerStop", CUPTI_ERROR_UNKNOWN, 0);
+    gpufl_options_t failing = range_options("range_stop_fails");
+    failing.flush_interval_ms = 60000;
+    start(&failing);
+    for (int i = 0; i < 130; i++) gpufl_scope_end(gpufl_scope_begin("step", NULL));
+    stop();
+    fake.range_error("", CUPTI_SUCCESS, 0);
+    CUcontext popped;
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    d = read_session();
+    assert_int_equal(range_stat(&d, "ranges_pushed"), 128);
+    assert_int_equal(range_stat(&d, "over_capacity"), 2);
+    assert_int_equal(range_stat(&d, "lost"), 128);
+    assert_int_equal(range_stat(&d, "ranges"), 0);
+    assert_true(range_stat(&d, "errors") >= 3);
+    int found = 0;
+    for (size_t i = 0; i < d.device.n; i++) {
+        json_t *j = d.device.v[i];
+        const char *code = json_string_value(json_object_get(j, "code"));
+        if (strcmp(tu_type(j), "event") == 0 && code && strcmp(code, "range_profiler_error") == 0)
+            found += strstr(json_string_value(json_object_get(j, "message")),
+                            "cuptiRangeProfilerStop failed") != NULL;
+    }
+    assert_true(found >= 1);
+    free_session(&d);
+}
+
+/* A profiler refused at init (privileges) or a CUPTI without the API: the
+ * session runs as Trace and says why. A device that does not support it,
+ * or an Enable refused: the context's record carries a clear error, a
+ * warning says it once, and its scopes are counted as unprofiled. */
+static void range_profiler_refused_or_unavailable(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.range_reset();
+    fake.sassm_error("cuptiProfilerInitialize", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, 0);
+    gpufl_options_t o = range_options("range_privileges");
+    start(&o);
+    stop();
+    fake.sassm_reset();
+    assert_non_null(strstr(capture.last, "range profiler cannot run"));
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Trace");
+    json_t *feature = json_object_get(json_object_get(caps, "features"), "range_profiler");
+    assert_true(json_is_false(json_object_get(feature, "on")));
+    assert_non_null(strstr(json_string_value(json_object_get(feature, "why")),
+                           "cuptiProfilerInitialize failed"));
+    free_session(&d);
+
+    const struct {
+        const char *name, *error;
+    } cases[] = {
+        {"range_unsupported", "device 0 does not support range profiling (vGPU unsupported)"},
+        {"range_enable_refused", "cuptiRangeProfilerEnable failed"}};
+    for (int c = 0; c < 2; c++) {
+        fake.range_reset();
+        if (c == 0)
+            fake.range_support(CUPTI_PROFILER_CONFIGURATION_UNSUPPORTED);
+        else
+            fake.range_error("cuptiRangeProfilerEnable", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, 0);
+        gpufl_options_t u = range_options(cases[c].name);
+        start(&u);
+        assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+        gpufl_scope_end(gpufl_scope_begin("a", NULL));
+        gpufl_scope_end(gpufl_scope_begin("b", NULL));
+        CUcontext popped;
+        assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+        stop();
+        fake.range_reset();
+        assert_non_null(strstr(capture.last, cases[c].error));
+        d = read_session();
+        assert_string_equal(
+            json_string_value(json_object_get(tu_first(&d.device, "capabilities"), "engine")),
+            "RangeProfiler");
+        json_t *rp = tu_first(&d.device, "range_profiler");
+        assert_non_null(rp);
+        assert_non_null(strstr(json_string_value(json_object_get(rp, "error")), cases[c].error));
+        assert_int_equal(range_stat(&d, "unprofiled"), 2);
+        assert_int_equal(range_stat(&d, "contexts"), 0);
+        assert_int_equal(tu_count(&d.device, "range_metrics"), 0);
+        free_session(&d);
+    }
+
+    setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_OLD_PATH, 1);
+    gpufl_options_t old = range_options("range_unavailable");
+    start(&old);
+    stop();
+    setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
+    d = read_session();
+    caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Trace");
+    feature = json_object_get(json_object_get(caps, "features"), "range_profiler");
+    assert_non_null(strstr(json_string_value(json_object_get(feature, "why")), "lacks cupti"));
+    free_session(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rows_carry_the_scope_of_their_launch),
@@ -1698,6 +2013,10 @@ int main(void) {
         cmocka_unit_test(sass_metrics_of_a_destroyed_context),
         cmocka_unit_test(sass_metrics_refused_or_unavailable),
         cmocka_unit_test(deep_runs_both_engines),
+        cmocka_unit_test(range_profiler_scopes_become_ranges),
+        cmocka_unit_test(range_profiler_threads_and_contexts),
+        cmocka_unit_test(range_profiler_more_ranges_than_the_image),
+        cmocka_unit_test(range_profiler_refused_or_unavailable),
     };
     return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
 }

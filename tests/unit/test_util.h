@@ -137,6 +137,22 @@ static inline const char *tu_dict(const tu_lines_t *L, int64_t id) {
     return NULL;
 }
 
+/* The whole file at path, NUL-terminated (malloc'd); its length in *len (may be NULL). */
+static inline char *tu_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    b[n] = '\0';
+    if (len) *len = (size_t)n;
+    return b;
+}
+
 static inline int tu_exists(const char *dir, const char *file) {
     char path[4200];
     struct stat st;

@@ -1,0 +1,67 @@
+/*
+ * analysis.h - the inside of the public read API (gpufl_analysis.h): a
+ * handle holds the loaded model, the report computed from it on first need,
+ * the tables built from both on first use, and one string table for every
+ * STRING column. analysis.c holds the handle, analysis_tables.c the tables.
+ */
+#ifndef GPUFL_ANALYSIS_ANALYSIS_H
+#define GPUFL_ANALYSIS_ANALYSIS_H
+
+#include "analysis/model.h"
+#include "analysis/report.h"
+
+#include <gpufl/gpufl_analysis.h>
+
+#include <pthread.h>
+
+/* A column's name and type, as a table declares it. */
+typedef struct gpufl_an_coldef {
+    const char *name;
+    gpufl_column_type_t type;
+} gpufl_an_coldef_t;
+
+typedef struct gpufl_an_table {
+    int built;
+    size_t rows, ncols;
+    const gpufl_an_coldef_t *defs;
+    void **data; /* per column: int64_t[rows] or double[rows] */
+} gpufl_an_table_t;
+
+typedef struct gpufl_an_text gpufl_an_text_t; /* a rendered report, kept until close */
+
+struct gpufl_analysis {
+    pthread_mutex_t lock;
+    char *dir;
+    gpufl_model_t *m;
+    gpufl_report_t report; /* built by gpufl__analysis_report_built() */
+    int report_built;
+    gpufl_an_table_t tables[GPUFL_TABLE_COUNT];
+
+    /* Strings: id -> string (strs[0] is NULL), found by pointer first, then
+     * by content (slots: ids by hash, open addressing). The strings belong
+     * to the model, the report or the handle. */
+    const char **strs;
+    uint32_t *hashes;
+    size_t n_strs, strs_alloc;
+    uint32_t *slots;
+    size_t n_slots;
+    gpufl_idmap_t by_ptr;
+    int str_failed; /* a string could not be added: the build fails */
+
+    gpufl_an_text_t *texts;
+};
+
+/* The id of s (0 for NULL), adding it when new. On failure sets
+ * a->str_failed and returns 0. */
+int64_t gpufl__analysis_str(gpufl_analysis_t *a, const char *s);
+
+/* Builds a->report once. 0 or GPUFL_ENOMEM. */
+int gpufl__analysis_report_built(gpufl_analysis_t *a);
+
+/* Builds table t (analysis_tables.c): its defs, rows and column arrays.
+ * 0, GPUFL_ENOMEM. */
+int gpufl__analysis_table_build(gpufl_analysis_t *a, gpufl_table_t t);
+/* Frees a table's columns and zeroes it. */
+void gpufl__analysis_table_free(gpufl_an_table_t *t);
+
+#endif

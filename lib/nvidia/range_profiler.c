@@ -1,0 +1,1066 @@
+/*
+ * range_profiler.c - the RangeProfiler engine (see range_profiler.h): per
+ * device a one-pass metric set and a host object, per context a range
+ * profiler object collecting user ranges into a counter data image, the
+ * scope hooks that push and pop ranges, and the decode that evaluates each
+ * range and queues it for the collector as a range_metrics record.
+ *
+ * The call order is the probe's (tests/gpu/range_profiler_probe.cu), which
+ * gave values on an H100: Enable, counter data image, SetConfig (user
+ * range, user replay), Start ... Push/Pop ... Stop, Decode, evaluate per
+ * range index. After a complete collection the same object takes a new
+ * image initialisation, SetConfig and Start (measured: same values).
+ */
+#include "nvidia/range_profiler.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/scope.h"
+#include "nvidia/cupti_host.h"
+#include "nvidia/engine.h"
+
+#include <cupti.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What gpufl asks for, most wanted first. Each is kept only if the set
+ * still fits in one pass (sm__throughput needs 8 passes alone on GH100,
+ * lts__t_sector_hit_rate 2: the lookup hit and miss sums stand in for it,
+ * SM cycles active and instructions per cycle for SM throughput). */
+static const char *const wanted[] = {
+    "gpu__time_duration.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed.avg.per_cycle_active",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "l1tex__t_sector_hit_rate.pct",
+    "lts__t_sector_hit_rate.pct",
+    "lts__t_sectors_lookup_hit.sum",
+    "lts__t_sectors_lookup_miss.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_tensor_op_hmma.sum",
+};
+#define WANTED ((int)(sizeof wanted / sizeof wanted[0]))
+
+typedef struct rp_fn {
+    CUptiResult (*profiler_init)(CUpti_Profiler_Initialize_Params *);
+    CUptiResult (*profiler_deinit)(CUpti_Profiler_DeInitialize_Params *);
+    CUptiResult (*device_supported)(CUpti_Profiler_DeviceSupported_Params *);
+    CUptiResult (*availability)(CUpti_Profiler_GetCounterAvailability_Params *);
+    CUptiResult (*chip_name)(CUpti_Device_GetChipName_Params *);
+    CUptiResult (*host_init)(gpufl_host_init_params_t *);
+    CUptiResult (*host_deinit)(gpufl_host_deinit_params_t *);
+    CUptiResult (*add_metrics)(gpufl_host_add_metrics_params_t *);
+    CUptiResult (*image_size)(gpufl_host_image_size_params_t *);
+    CUptiResult (*image)(gpufl_host_image_params_t *);
+    CUptiResult (*passes)(gpufl_host_passes_params_t *);
+    CUptiResult (*evaluate)(gpufl_host_evaluate_params_t *);
+    CUptiResult (*enable)(CUpti_RangeProfiler_Enable_Params *);
+    CUptiResult (*disable)(CUpti_RangeProfiler_Disable_Params *);
+    CUptiResult (*start)(CUpti_RangeProfiler_Start_Params *);
+    CUptiResult (*stop)(CUpti_RangeProfiler_Stop_Params *);
+    CUptiResult (*push)(CUpti_RangeProfiler_PushRange_Params *);
+    CUptiResult (*pop)(CUpti_RangeProfiler_PopRange_Params *);
+    CUptiResult (*decode)(CUpti_RangeProfiler_DecodeData_Params *);
+    CUptiResult (*data_size)(CUpti_RangeProfiler_GetCounterDataSize_Params *);
+    CUptiResult (*data_init)(CUpti_RangeProfiler_CounterDataImage_Initialize_Params *);
+    CUptiResult (*data_info)(CUpti_RangeProfiler_GetCounterDataInfo_Params *);
+    CUptiResult (*range_info)(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params *);
+    CUptiResult (*set_config)(CUpti_RangeProfiler_SetConfig_Params *);
+    CUptiResult (*context_id)(CUcontext, uint32_t *);
+    CUptiResult (*device_id)(CUcontext, uint32_t *);
+    CUptiResult (*result_string)(CUptiResult, const char **);
+} rp_fn_t;
+
+/* A range pushed and not yet evaluated. */
+typedef struct rp_range {
+    uint64_t scope;
+    int32_t tid;
+    int64_t begin_ns, end_ns; /* CLOCK_MONOTONIC at push and pop; end 0 while open */
+    char path[GPUFL_RP_PATH_BYTES];
+} rp_range_t;
+
+/* An evaluated range, for the collector. */
+typedef struct rp_result {
+    rp_range_t range;
+    uint32_t context;
+    int metric_count;
+    const char *const *metrics; /* the device's names */
+    double value[GPUFL_RP_METRICS_MAX];
+} rp_result_t;
+
+enum ctx_state { CTX_FREE = 0, CTX_ON, CTX_FAILED, CTX_DONE };
+
+typedef struct rp_ctx {
+    CUcontext ctx;
+    enum ctx_state state;
+    uint32_t id, device;
+    int announced;
+    char error[240];
+    int64_t started_ns, enable_ns;
+    CUpti_RangeProfiler_Object *object;
+    uint8_t *data; /* the counter data image */
+    size_t data_size;
+    int collecting;     /* between Start and Stop */
+    int open;           /* a range is open (CUPTI keeps one stack per context) */
+    rp_range_t *ranges; /* pushed since the last decode */
+    size_t pending;
+    int64_t decode_due_ns;
+} rp_ctx_t;
+
+typedef struct rp_device {
+    int state; /* 0 not tried, 1 configured, -1 failed */
+    char chip[64];
+    char error[240];
+    gpufl_host_object_t *host;
+    uint8_t *config;
+    size_t config_size;
+    const char *metrics[GPUFL_RP_METRICS_MAX];
+    int metric_count;
+    const char *left_out[WANTED];
+    char left_why[WANTED][96];
+    int left_count;
+} rp_device_t;
+
+struct gpufl_rp {
+    gpufl_cupti_t *cupti;
+    gpufl_cuda_t *cuda;
+    gpufl_collector_t *collector;
+    rp_fn_t fn;
+    uint64_t serial; /* tells this engine's thread state from an earlier one's */
+    int64_t decode_every_ns;
+    pthread_mutex_t lock;
+    rp_ctx_t ctx[GPUFL_RP_CONTEXTS_MAX];
+    int ctx_count;
+    rp_device_t devices[GPUFL_RP_DEVICES_MAX];
+    int profiler_ready;
+    int warned;
+    rp_result_t *results;
+    size_t result_count, result_cap;
+    gpufl_scope_observer_t observer;
+    gpufl_launch_hooks_t hooks;
+    gpufl_engine_errors_t errors;
+    uint64_t contexts, ranges_pushed, ranges_written, decodes, dropped, lost, over_capacity;
+    uint64_t unprofiled, open_at_end;
+    _Atomic uint64_t nested, concurrent, no_context;
+    int64_t decode_ns_total;
+    _Atomic int finished;
+};
+
+/* The scope thread's state: its open scopes' path and the range it has open. */
+typedef struct rp_thread {
+    uint64_t serial;
+    uint32_t depth;
+    uint16_t end[GPUFL_SCOPE_STACK_MAX]; /* path length after each level */
+    char path[GPUFL_RP_PATH_BYTES];
+    uint64_t scope; /* the scope whose range is open; 0 none */
+    int slot;
+    CUcontext ctx;
+} rp_thread_t;
+
+static _Atomic uint64_t serials;
+static __thread rp_thread_t tls;
+
+/* ---------------------------------------------------------------------- */
+/* CUPTI calls                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void note_error(gpufl_rp_t *s, const char *message) {
+    gpufl__engine_note_error(&s->errors, message);
+}
+
+static void explain(const gpufl_rp_t *s, CUptiResult r, const char *what, char *out, size_t size) {
+    gpufl__engine_explain(s->fn.result_string, r, what, out, size);
+}
+
+/* Lock held: a failed call, counted; returns r. */
+static CUptiResult failed(gpufl_rp_t *s, CUptiResult r, const char *what) {
+    if (r != CUPTI_SUCCESS) {
+        char msg[240];
+        explain(s, r, what, msg, sizeof msg);
+        note_error(s, msg);
+    }
+    return r;
+}
+
+static CUptiResult profiler_ready(gpufl_rp_t *s, char *why, size_t why_size) {
+    if (s->profiler_ready) return CUPTI_SUCCESS;
+    CUptiResult r =
+        gpufl__engine_profiler_init(s->fn.profiler_init, s->fn.result_string, why, why_size);
+    s->profiler_ready = r == CUPTI_SUCCESS;
+    return r;
+}
+
+/* A result that says the profiler will not run in this process at all. */
+static int refusal(CUptiResult r) {
+    return r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ||
+           r == CUPTI_ERROR_NOT_COMPATIBLE || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
+           r == CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES;
+}
+
+#define SYM(field, name)                                                                           \
+    { &s->fn.field, name }
+
+int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t *collector,
+                     int64_t decode_every_ns, gpufl_rp_t **out, char *why, size_t why_size) {
+    *out = NULL;
+    gpufl_rp_t *s = calloc(1, sizeof *s);
+    if (s == NULL || pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        snprintf(why, why_size, "out of memory");
+        return GPUFL_ENOMEM;
+    }
+    s->cupti = cupti;
+    s->cuda = cuda;
+    s->collector = collector;
+    s->decode_every_ns = decode_every_ns > 0 ? decode_every_ns : 1000000000;
+    s->serial = atomic_fetch_add(&serials, 1) + 1;
+    const gpufl_engine_sym_t syms[] = {
+        SYM(profiler_init, "cuptiProfilerInitialize"),
+        SYM(profiler_deinit, "cuptiProfilerDeInitialize"),
+        SYM(device_supported, "cuptiProfilerDeviceSupported"),
+        SYM(availability, "cuptiProfilerGetCounterAvailability"),
+        SYM(chip_name, "cuptiDeviceGetChipName"),
+        SYM(host_init, "cuptiProfilerHostInitialize"),
+        SYM(host_deinit, "cuptiProfilerHostDeinitialize"),
+        SYM(add_metrics, "cuptiProfilerHostConfigAddMetrics"),
+        SYM(image_size, "cuptiProfilerHostGetConfigImageSize"),
+        SYM(image, "cuptiProfilerHostGetConfigImage"),
+        SYM(passes, "cuptiProfilerHostGetNumOfPasses"),
+        SYM(evaluate, "cuptiProfilerHostEvaluateToGpuValues"),
+        SYM(enable, "cuptiRangeProfilerEnable"),
+        SYM(disable, "cuptiRangeProfilerDisable"),
+        SYM(start, "cuptiRangeProfilerStart"),
+        SYM(stop, "cuptiRangeProfilerStop"),
+        SYM(push, "cuptiRangeProfilerPushRange"),
+        SYM(pop, "cuptiRangeProfilerPopRange"),
+        SYM(decode, "cuptiRangeProfilerDecodeData"),
+        SYM(data_size, "cuptiRangeProfilerGetCounterDataSize"),
+        SYM(data_init, "cuptiRangeProfilerCounterDataImageInitialize"),
+        SYM(data_info, "cuptiRangeProfilerGetCounterDataInfo"),
+        SYM(range_info, "cuptiRangeProfilerCounterDataGetRangeInfo"),
+        SYM(set_config, "cuptiRangeProfilerSetConfig"),
+        SYM(context_id, "cuptiGetContextId"),
+        SYM(device_id, "cuptiGetDeviceId"),
+        SYM(result_string, "cuptiGetResultString")};
+    if (gpufl__engine_resolve(cupti, syms, sizeof syms / sizeof syms[0],
+                              "the Range Profiler API needs CUPTI 12.6 or newer", why, why_size)) {
+        gpufl__rp_destroy(s);
+        return GPUFL_ENOTSUP;
+    }
+    if (cuda == NULL) {
+        snprintf(why, why_size, "no libcuda: a scope's context cannot be known");
+        gpufl__rp_destroy(s);
+        return GPUFL_ENOTSUP;
+    }
+    /* As with SASS metrics: a refusal stops the engine at init; other
+     * failures (CUDA not initialised yet) are retried at the first scope. */
+    CUptiResult r = profiler_ready(s, why, why_size);
+    if (r != CUPTI_SUCCESS && refusal(r)) {
+        gpufl__rp_destroy(s);
+        return GPUFL_ENOTSUP;
+    }
+    why[0] = '\0';
+    *out = s;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The metric set of a device                                               */
+/* ---------------------------------------------------------------------- */
+
+static void host_free(gpufl_rp_t *s, gpufl_host_object_t *h) {
+    if (h == NULL) return;
+    gpufl_host_deinit_params_t p = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_deinit_params_t, pHostObject),
+        .pHostObject = h};
+    s->fn.host_deinit(&p);
+}
+
+/* A host object configured with names; its image in *image (malloc'd) and
+ * its passes in *passes. Returns the host object, NULL with *r set. */
+static gpufl_host_object_t *host_config(gpufl_rp_t *s, const rp_device_t *d,
+                                        const uint8_t *availability, const char **names, size_t n,
+                                        uint8_t **image, size_t *image_size, size_t *passes,
+                                        CUptiResult *r, const char **what) {
+    *image = NULL;
+    gpufl_host_init_params_t init = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_init_params_t, pHostObject),
+        .profilerType = GPUFL_HOST_RANGE_PROFILER,
+        .pChipName = d->chip,
+        .pCounterAvailabilityImage = availability};
+    *what = "cuptiProfilerHostInitialize";
+    if ((*r = s->fn.host_init(&init)) != CUPTI_SUCCESS) return NULL;
+    gpufl_host_object_t *h = init.pHostObject;
+    gpufl_host_add_metrics_params_t add = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_add_metrics_params_t, numMetrics),
+        .pHostObject = h,
+        .ppMetricNames = names,
+        .numMetrics = n};
+    gpufl_host_image_size_params_t size = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_image_size_params_t, configImageSize),
+        .pHostObject = h};
+    *what = "cuptiProfilerHostConfigAddMetrics";
+    if ((*r = s->fn.add_metrics(&add)) != CUPTI_SUCCESS) goto fail;
+    *what = "cuptiProfilerHostGetConfigImageSize";
+    if ((*r = s->fn.image_size(&size)) != CUPTI_SUCCESS) goto fail;
+    *image = malloc(size.configImageSize ? size.configImageSize : 1);
+    *what = "out of memory";
+    if (*image == NULL) {
+        *r = CUPTI_ERROR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    gpufl_host_image_params_t img = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_image_params_t, pConfigImage),
+        .pHostObject = h,
+        .configImageSize = size.configImageSize,
+        .pConfigImage = *image};
+    *what = "cuptiProfilerHostGetConfigImage";
+    if ((*r = s->fn.image(&img)) != CUPTI_SUCCESS) goto fail;
+    gpufl_host_passes_params_t np = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_passes_params_t, numOfPasses),
+        .configImageSize = size.configImageSize,
+        .pConfigImage = *image};
+    *what = "cuptiProfilerHostGetNumOfPasses";
+    if ((*r = s->fn.passes(&np)) != CUPTI_SUCCESS) goto fail;
+    *image_size = size.configImageSize;
+    *passes = np.numOfPasses;
+    return h;
+fail:
+    free(*image);
+    *image = NULL;
+    host_free(s, h);
+    return NULL;
+}
+
+/* Lock held. Keeps each wanted metric that the set still fits in one pass
+ * with; then the final host object and configuration image. */
+static int choose_metrics(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability) {
+    const char *names[GPUFL_RP_METRICS_MAX + 1];
+    size_t n = 0;
+    char chip[sizeof d->chip];
+    memcpy(chip, d->chip, sizeof chip);
+    for (int i = 0; i < WANTED; i++) {
+        uint8_t *image;
+        size_t size, passes = 0;
+        CUptiResult r;
+        const char *what;
+        if (n == GPUFL_RP_METRICS_MAX) break;
+        names[n] = wanted[i];
+        gpufl_host_object_t *h =
+            host_config(s, d, availability, names, n + 1, &image, &size, &passes, &r, &what);
+        free(image);
+        host_free(s, h);
+        char *why = d->left_why[d->left_count];
+        if (h == NULL && r == CUPTI_ERROR_INVALID_METRIC_NAME) {
+            snprintf(why, sizeof d->left_why[0], "not a metric of %s", chip);
+        } else if (h == NULL) {
+            explain(s, r, what, why, sizeof d->left_why[0]);
+        } else if (passes > 1) {
+            snprintf(why, sizeof d->left_why[0], "needs %zu passes with the metrics before it",
+                     passes);
+        } else {
+            n++;
+            continue;
+        }
+        d->left_out[d->left_count++] = wanted[i];
+    }
+    if (n == 0) {
+        snprintf(d->error, sizeof d->error, "no wanted metric fits in one pass on %s", chip);
+        return -1;
+    }
+    size_t passes = 0;
+    CUptiResult r;
+    const char *what;
+    d->host =
+        host_config(s, d, availability, names, n, &d->config, &d->config_size, &passes, &r, &what);
+    if (d->host == NULL) {
+        explain(s, r, what, d->error, sizeof d->error);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) d->metrics[i] = names[i];
+    d->metric_count = (int)n;
+    return 0;
+}
+
+/* "architecture unsupported, vGPU disabled" from the support levels. */
+static void unsupported_why(const CUpti_Profiler_DeviceSupported_Params *p, char *out,
+                            size_t size) {
+    const struct {
+        const char *name;
+        CUpti_Profiler_Support_Level level;
+    } v[] = {{"architecture", p->architecture},
+             {"SLI", p->sli},
+             {"vGPU", p->vGpu},
+             {"confidential computing", p->confidentialCompute},
+             {"CMP", p->cmp},
+             {"WSL", p->wsl}};
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        if (v[i].level == CUPTI_PROFILER_CONFIGURATION_SUPPORTED) continue;
+        const char *level = v[i].level == CUPTI_PROFILER_CONFIGURATION_DISABLED      ? "disabled"
+                            : v[i].level == CUPTI_PROFILER_CONFIGURATION_UNSUPPORTED ? "unsupported"
+                                                                                     : "unknown";
+        int k = snprintf(out + used, size - used, "%s%s %s", used ? ", " : "", v[i].name, level);
+        if (k < 0 || (size_t)k >= size - used) break;
+        used += (size_t)k;
+    }
+}
+
+/* Lock held, the context current on this thread. The device's support,
+ * chip and metric set, once. */
+static rp_device_t *configure_device(gpufl_rp_t *s, CUcontext ctx, uint32_t device) {
+    if (device >= GPUFL_RP_DEVICES_MAX) return NULL;
+    rp_device_t *d = &s->devices[device];
+    if (d->state != 0) return d;
+    d->state = -1;
+    CUpti_Profiler_DeviceSupported_Params sup = {
+        .structSize = CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE};
+    sup.cuDevice = (CUdevice)device;
+    sup.api = CUPTI_PROFILER_RANGE_PROFILING;
+    CUptiResult r = s->fn.device_supported(&sup);
+    if (r != CUPTI_SUCCESS) {
+        explain(s, r, "cuptiProfilerDeviceSupported", d->error, sizeof d->error);
+        return d;
+    }
+    if (sup.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
+        char levels[160];
+        unsupported_why(&sup, levels, sizeof levels);
+        snprintf(d->error, sizeof d->error, "device %u does not support range profiling (%s)",
+                 device, levels[0] ? levels : "no reason given");
+        return d;
+    }
+    CUpti_Device_GetChipName_Params chip = {.structSize =
+                                                CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+    chip.deviceIndex = device;
+    r = s->fn.chip_name(&chip);
+    if (r != CUPTI_SUCCESS || chip.pChipName == NULL) {
+        explain(s, r, "cuptiDeviceGetChipName", d->error, sizeof d->error);
+        return d;
+    }
+    snprintf(d->chip, sizeof d->chip, "%s", chip.pChipName);
+    /* Before Enable: it "may fail, if any profiling or sampling session is
+     * active" (cupti_profiler_target.h). */
+    CUpti_Profiler_GetCounterAvailability_Params av = {
+        .structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+    av.ctx = ctx;
+    uint8_t *availability = NULL;
+    r = s->fn.availability(&av);
+    if (r == CUPTI_SUCCESS && av.counterAvailabilityImageSize > 0 &&
+        (availability = malloc(av.counterAvailabilityImageSize)) != NULL) {
+        av.pCounterAvailabilityImage = availability;
+        r = s->fn.availability(&av);
+    }
+    if (r != CUPTI_SUCCESS) {
+        explain(s, r, "cuptiProfilerGetCounterAvailability", d->error, sizeof d->error);
+        free(availability);
+        return d;
+    }
+    int rc = choose_metrics(s, d, availability);
+    free(availability);
+    if (rc == 0) d->state = 1;
+    return d;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Collection on a context                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* Lock held. A fresh image, SetConfig and Start; 0 or the failed result. */
+static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params init = {
+        .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+    init.pRangeProfilerObject = x->object;
+    init.counterDataSize = x->data_size;
+    init.pCounterData = x->data;
+    CUptiResult r = s->fn.data_init(&init);
+    if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerCounterDataImageInitialize");
+    CUpti_RangeProfiler_SetConfig_Params set = {
+        .structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+    set.pRangeProfilerObject = x->object;
+    set.configSize = d->config_size;
+    set.pConfig = d->config;
+    set.counterDataImageSize = x->data_size;
+    set.pCounterDataImage = x->data;
+    set.range = CUPTI_UserRange;
+    set.replayMode = CUPTI_UserReplay;
+    set.maxRangesPerPass = GPUFL_RP_RANGES_MAX;
+    set.numNestingLevels = 1; /* a second level needs a second pass */
+    set.minNestingLevel = 1;
+    set.passIndex = 0;
+    set.targetNestingLevel = 0; /* as NVIDIA's sample and the probe */
+    r = s->fn.set_config(&set);
+    if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerSetConfig");
+    CUpti_RangeProfiler_Start_Params st = {.structSize =
+                                               CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    st.pRangeProfilerObject = x->object;
+    r = s->fn.start(&st);
+    if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerStart");
+    x->collecting = 1;
+    x->pending = 0;
+    x->decode_due_ns = gpufl__mono_ns() + s->decode_every_ns;
+    return CUPTI_SUCCESS;
+}
+
+/* Lock held, ctx current. Enables the profiler on a new context; the slot
+ * says why when it cannot. */
+static void enable_context(gpufl_rp_t *s, rp_ctx_t *x) {
+    char why[240];
+    int64_t t0 = gpufl__mono_ns();
+    x->started_ns = t0;
+    x->state = CTX_FAILED;
+    if (s->fn.context_id(x->ctx, &x->id) != CUPTI_SUCCESS) x->id = 0;
+    if (profiler_ready(s, x->error, sizeof x->error) != CUPTI_SUCCESS) return;
+    CUptiResult r = s->fn.device_id(x->ctx, &x->device);
+    if (r != CUPTI_SUCCESS) {
+        explain(s, r, "cuptiGetDeviceId", x->error, sizeof x->error);
+        return;
+    }
+    const rp_device_t *d = configure_device(s, x->ctx, x->device);
+    if (d == NULL || d->state != 1) {
+        snprintf(x->error, sizeof x->error, "%s", d ? d->error : "device ordinal out of range");
+        return;
+    }
+    CUpti_RangeProfiler_Enable_Params en = {.structSize =
+                                                CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+    en.ctx = x->ctx;
+    r = s->fn.enable(&en);
+    if (r != CUPTI_SUCCESS) {
+        explain(s, r, "cuptiRangeProfilerEnable", x->error, sizeof x->error);
+        return;
+    }
+    x->object = en.pRangeProfilerObject;
+    CUpti_RangeProfiler_GetCounterDataSize_Params sz = {
+        .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    sz.pRangeProfilerObject = x->object;
+    sz.pMetricNames = (const char **)d->metrics;
+    sz.numMetrics = (size_t)d->metric_count;
+    sz.maxNumOfRanges = GPUFL_RP_RANGES_MAX;
+    sz.maxNumRangeTreeNodes = GPUFL_RP_RANGES_MAX; /* >= maxNumOfRanges */
+    r = s->fn.data_size(&sz);
+    if (r != CUPTI_SUCCESS) {
+        explain(s, r, "cuptiRangeProfilerGetCounterDataSize", why, sizeof why);
+        snprintf(x->error, sizeof x->error, "%s", why);
+        goto disable;
+    }
+    x->data_size = sz.counterDataSize;
+    x->data = malloc(x->data_size ? x->data_size : 1);
+    x->ranges = malloc(GPUFL_RP_RANGES_MAX * sizeof *x->ranges);
+    if (x->data == NULL || x->ranges == NULL) {
+        snprintf(x->error, sizeof x->error, "out of memory for the counter data image");
+        goto disable;
+    }
+    if (begin_collection(s, x, d) != CUPTI_SUCCESS) {
+        snprintf(x->error, sizeof x->error, "%s", s->errors.last);
+        goto disable;
+    }
+    x->state = CTX_ON;
+    x->enable_ns = gpufl__mono_ns() - t0;
+    s->contexts++;
+    return;
+disable:;
+    CUpti_RangeProfiler_Disable_Params dis = {.structSize =
+                                                  CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    dis.pRangeProfilerObject = x->object;
+    s->fn.disable(&dis);
+    x->object = NULL;
+}
+
+/* Lock held. A context that cannot be profiled is said once, aloud, and
+ * counted; its range_profiler record carries the reason. */
+static void start_context(gpufl_rp_t *s, rp_ctx_t *x) {
+    enable_context(s, x);
+    if (x->state == CTX_ON) return;
+    char msg[300];
+    snprintf(msg, sizeof msg, "context %u: %s", x->id, x->error);
+    note_error(s, msg);
+    if (!s->warned++) gpufl__warn("range profiler: %s; scopes on it are not profiled", msg);
+}
+
+/* Lock held. The context's slot, started when new; NULL when the table is full. */
+static rp_ctx_t *slot_of(gpufl_rp_t *s, CUcontext ctx) {
+    for (int i = 0; i < s->ctx_count; i++)
+        if (s->ctx[i].ctx == ctx && s->ctx[i].state != CTX_FREE) return &s->ctx[i];
+    if (s->ctx_count == GPUFL_RP_CONTEXTS_MAX) return NULL;
+    rp_ctx_t *x = &s->ctx[s->ctx_count++];
+    x->ctx = ctx;
+    start_context(s, x);
+    return x;
+}
+
+/* The scope id a range was pushed under, 0 when the name is not one. */
+static uint64_t scope_of_name(const char *name) {
+    if (name == NULL) return 0;
+    const char *last = strrchr(name, '/'); /* one level: there is none; be safe */
+    char *end;
+    unsigned long long v = strtoull(last ? last + 1 : name, &end, 10);
+    return *end == '\0' ? (uint64_t)v : 0;
+}
+
+/* Lock held. Evaluates each decoded range into a result. */
+static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
+    const rp_device_t *d = &s->devices[x->device];
+    CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
+        .structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+    info.pCounterDataImage = x->data;
+    info.counterDataImageSize = x->data_size;
+    if (failed(s, s->fn.data_info(&info), "cuptiRangeProfilerGetCounterDataInfo") != CUPTI_SUCCESS)
+        return;
+    for (size_t i = 0; i < info.numTotalRanges; i++) {
+        CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri = {
+            .structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
+        ri.pCounterDataImage = x->data;
+        ri.counterDataImageSize = x->data_size;
+        ri.rangeIndex = i;
+        ri.rangeDelimiter = "/";
+        if (failed(s, s->fn.range_info(&ri), "cuptiRangeProfilerCounterDataGetRangeInfo")) continue;
+        uint64_t scope = scope_of_name(ri.rangeName);
+        rp_range_t *range = NULL;
+        for (size_t k = 0; k < x->pending && range == NULL; k++)
+            if (x->ranges[k].scope == scope && scope != 0) range = &x->ranges[k];
+        if (range == NULL || range->end_ns == 0) continue; /* not one of ours, or still open */
+        if (s->result_count == s->result_cap) {
+            size_t cap = s->result_cap ? s->result_cap * 2 : 64;
+            rp_result_t *grown =
+                cap <= GPUFL_RP_RESULTS_MAX ? realloc(s->results, cap * sizeof *grown) : NULL;
+            if (grown == NULL) continue; /* counted as lost below */
+            s->results = grown;
+            s->result_cap = cap;
+        }
+        rp_result_t *res = &s->results[s->result_count];
+        res->range = *range;
+        res->context = x->id;
+        res->metrics = d->metrics;
+        res->metric_count = d->metric_count;
+        gpufl_host_evaluate_params_t ev = {
+            .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_evaluate_params_t, pMetricValues),
+            .pHostObject = d->host,
+            .pCounterDataImage = x->data,
+            .counterDataImageSize = x->data_size,
+            .rangeIndex = i,
+            .ppMetricNames = (const char **)d->metrics,
+            .numMetrics = (size_t)d->metric_count,
+            .pMetricValues = res->value};
+        if (failed(s, s->fn.evaluate(&ev), "cuptiProfilerHostEvaluateToGpuValues") != CUPTI_SUCCESS)
+            for (int m = 0; m < d->metric_count; m++) res->value[m] = NAN;
+        if (!all_passes) /* partial data: what evaluates is not the range's */
+            for (int m = 0; m < d->metric_count; m++) res->value[m] = NAN;
+        range->scope = 0; /* evaluated */
+        s->result_count++;
+        s->ranges_written++;
+    }
+}
+
+/* Lock held, no range open. Stops, decodes and evaluates the ranges
+ * collected; with restart a new collection starts. Ranges not evaluated
+ * are lost (counted). A failed Stop keeps them for the next try. */
+static void decode(gpufl_rp_t *s, rp_ctx_t *x, int restart) {
+    if (!x->collecting) return;
+    int64_t t0 = gpufl__mono_ns();
+    CUpti_RangeProfiler_Stop_Params sp = {.structSize =
+                                              CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    sp.pRangeProfilerObject = x->object;
+    if (failed(s, s->fn.stop(&sp), "cuptiRangeProfilerStop") != CUPTI_SUCCESS) {
+        x->decode_due_ns = t0 + s->decode_every_ns; /* not again at every range end */
+        if (!restart) {                             /* the last try: what it held is gone */
+            for (size_t k = 0; k < x->pending; k++) s->lost += x->ranges[k].scope != 0;
+            x->pending = 0;
+        }
+        return;
+    }
+    x->collecting = 0;
+    CUpti_RangeProfiler_DecodeData_Params dp = {
+        .structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+    dp.pRangeProfilerObject = x->object;
+    if (failed(s, s->fn.decode(&dp), "cuptiRangeProfilerDecodeData") == CUPTI_SUCCESS) {
+        s->dropped += dp.numOfRangeDropped;
+        evaluate(s, x, sp.isAllPassSubmitted != 0);
+    }
+    s->decodes++;
+    for (size_t k = 0; k < x->pending; k++) s->lost += x->ranges[k].scope != 0;
+    x->pending = 0;
+    if (restart && begin_collection(s, x, &s->devices[x->device]) != CUPTI_SUCCESS) {
+        x->state = CTX_FAILED;
+        snprintf(x->error, sizeof x->error, "collection stopped: %.200s", s->errors.last);
+    }
+    s->decode_ns_total += gpufl__mono_ns() - t0;
+}
+
+static void disable(gpufl_rp_t *s, rp_ctx_t *x) {
+    if (x->object == NULL) return;
+    CUpti_RangeProfiler_Disable_Params p = {.structSize =
+                                                CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    p.pRangeProfilerObject = x->object;
+    failed(s, s->fn.disable(&p), "cuptiRangeProfilerDisable");
+    x->object = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Scope hooks (application threads)                                        */
+/* ---------------------------------------------------------------------- */
+
+/* The thread's state for this engine, reset when it belonged to another. */
+static rp_thread_t *thread_state(const gpufl_rp_t *s) {
+    if (tls.serial != s->serial) {
+        tls.serial = s->serial;
+        tls.depth = 0;
+        tls.path[0] = '\0';
+        tls.scope = 0;
+        tls.ctx = NULL;
+    }
+    return &tls;
+}
+
+/* The path of the scope at depth, its parents' from what this thread saw
+ * (levels opened before the engine followed scopes read "(lost)"). */
+static void track_path(rp_thread_t *t, const char *name, size_t len, uint32_t depth) {
+    if (depth >= GPUFL_SCOPE_STACK_MAX) return;
+    while (t->depth < depth) track_path(t, "(lost)", 6, t->depth);
+    size_t at = depth ? t->end[depth - 1] : 0;
+    if (depth && at < sizeof t->path - 1) t->path[at++] = '/';
+    size_t room = sizeof t->path - 1 - at;
+    if (len > room) len = room;
+    memcpy(t->path + at, name, len);
+    t->end[depth] = (uint16_t)(at + len);
+    t->path[at + len] = '\0';
+    t->depth = depth + 1;
+}
+
+static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint32_t depth) {
+    gpufl_rp_t *s = user;
+    rp_thread_t *t = thread_state(s);
+    track_path(t, name, len, depth);
+    if (t->scope != 0) {
+        atomic_fetch_add(&s->nested, 1);
+        return;
+    }
+    CUcontext ctx = gpufl__cuda_current_context(s->cuda);
+    if (ctx == NULL) {
+        atomic_fetch_add(&s->no_context, 1);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (atomic_load(&s->finished)) goto out;
+    rp_ctx_t *x = slot_of(s, ctx);
+    if (x == NULL || x->state != CTX_ON) {
+        s->unprofiled++;
+        goto out;
+    }
+    if (x->open) {
+        atomic_fetch_add(&s->concurrent, 1);
+        goto out;
+    }
+    if (x->pending == GPUFL_RP_RANGES_MAX) decode(s, x, 1); /* a failed decode left it full */
+    if (x->state != CTX_ON || !x->collecting || x->pending == GPUFL_RP_RANGES_MAX) {
+        s->over_capacity++;
+        goto out;
+    }
+    char range_name[24];
+    snprintf(range_name, sizeof range_name, "%llu", (unsigned long long)id);
+    CUpti_RangeProfiler_PushRange_Params p = {.structSize =
+                                                  CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+    p.pRangeProfilerObject = x->object;
+    p.pRangeName = range_name;
+    if (failed(s, s->fn.push(&p), "cuptiRangeProfilerPushRange") != CUPTI_SUCCESS) goto out;
+    rp_range_t *r = &x->ranges[x->pending++];
+    r->scope = id;
+    r->tid = gpufl__thread_id();
+    r->begin_ns = gpufl__mono_ns();
+    r->end_ns = 0;
+    memcpy(r->path, t->path, sizeof r->path);
+    x->open = 1;
+    s->ranges_pushed++;
+    t->scope = id;
+    t->slot = (int)(x - s->ctx);
+    t->ctx = ctx;
+out:
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void on_end(void *user, uint64_t id, uint32_t depth) {
+    gpufl_rp_t *s = user;
+    rp_thread_t *t = thread_state(s);
+    if (depth < t->depth) t->depth = depth;
+    if (t->scope != id || id == 0) return;
+    t->scope = 0;
+    pthread_mutex_lock(&s->lock);
+    rp_ctx_t *x = &s->ctx[t->slot];
+    if (x->ctx != t->ctx || x->state != CTX_ON || !x->open || atomic_load(&s->finished)) goto out;
+    CUpti_RangeProfiler_PopRange_Params p = {.structSize =
+                                                 CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+    p.pRangeProfilerObject = x->object;
+    failed(s, s->fn.pop(&p), "cuptiRangeProfilerPopRange");
+    x->open = 0;
+    for (size_t k = x->pending; k-- > 0;)
+        if (x->ranges[k].scope == id) {
+            x->ranges[k].end_ns = gpufl__mono_ns();
+            break;
+        }
+    /* Decoding waits for the context's work: only when the image is full
+     * or the interval has passed, and only on a thread where it is current. */
+    if ((x->pending == GPUFL_RP_RANGES_MAX || gpufl__mono_ns() >= x->decode_due_ns) &&
+        gpufl__cuda_current_context(s->cuda) == x->ctx)
+        decode(s, x, 1);
+out:
+    pthread_mutex_unlock(&s->lock);
+}
+
+void gpufl__rp_observe(gpufl_rp_t *s) {
+    if (s == NULL) return;
+    s->observer = (gpufl_scope_observer_t){on_begin, on_end, s};
+    gpufl__scope_observe(&s->observer);
+}
+
+/* A context being destroyed: what it collected is decoded on the
+ * destroying thread (with the context made current), then it is retired. */
+static void context_destroying(gpufl_rp_t *s, CUcontext ctx) {
+    if (gpufl__engine_lock_within(&s->lock, GPUFL_ENGINE_CALLBACK_LOCK_MS, &s->errors) != 0) return;
+    for (int i = 0; i < s->ctx_count; i++) {
+        rp_ctx_t *x = &s->ctx[i];
+        if (x->ctx != ctx || x->state == CTX_FREE) continue;
+        if (x->state == CTX_ON) {
+            if (x->open) {
+                s->open_at_end++;
+                x->open = 0;
+            }
+            int pushed = gpufl__cuda_push_context(s->cuda, ctx) == 0;
+            decode(s, x, 0);
+            disable(s, x);
+            if (pushed) gpufl__cuda_pop_context(s->cuda);
+            x->state = CTX_DONE;
+        }
+        x->ctx = NULL; /* a new context at that address is a new one */
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void on_resource(void *user, uint32_t cbid, const void *data) {
+    const CUpti_ResourceData *r = data;
+    if (r != NULL && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+        context_destroying(user, r->context);
+}
+
+static int on_context_seen(void *user, void *context) {
+    (void)user;
+    (void)context;
+    return 1;
+}
+
+const gpufl_launch_hooks_t *gpufl__rp_hooks(gpufl_rp_t *s) {
+    s->hooks = (gpufl_launch_hooks_t){on_resource, on_context_seen, s};
+    return &s->hooks;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing (collector thread)                                               */
+/* ---------------------------------------------------------------------- */
+
+static void put_bool(gpufl_buf_t *b, const char *key, int v) {
+    gpufl__buf_key(b, key);
+    gpufl__buf_puts(b, v ? "true" : "false");
+}
+
+static void put_names(gpufl_buf_t *b, const char *key, const char *const *names, int n) {
+    gpufl__buf_key(b, key);
+    gpufl__buf_putc(b, '[');
+    for (int i = 0; i < n; i++) {
+        if (i) gpufl__buf_putc(b, ',');
+        gpufl__buf_put_str(b, names[i], strlen(names[i]));
+    }
+    gpufl__buf_putc(b, ']');
+}
+
+/* The range_profiler record of a context, once. Lock held. */
+static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
+    if (x->announced || x->state == CTX_FREE) return;
+    x->announced = 1;
+    const rp_device_t *d = x->device < GPUFL_RP_DEVICES_MAX ? &s->devices[x->device] : NULL;
+    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
+    pthread_mutex_lock(&f->lock);
+    gpufl_buf_t *b = gpufl__writer_record(f, "range_profiler");
+    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(s->collector, x->started_ns));
+    gpufl__buf_kv_i64(b, "device", x->device);
+    gpufl__buf_kv_i64(b, "context", x->id);
+    gpufl__buf_key(b, "enable_ms");
+    gpufl__buf_put_fixed(b, (double)x->enable_ns / 1e6, 1);
+    if (x->error[0] && x->object == NULL && x->state == CTX_FAILED) {
+        gpufl__buf_kv_str(b, "error", x->error);
+    } else if (d != NULL) {
+        gpufl__buf_kv_str(b, "chip", d->chip);
+        put_names(b, "metrics", d->metrics, d->metric_count);
+        gpufl__buf_key(b, "left_out");
+        gpufl__buf_putc(b, '{');
+        for (int i = 0; i < d->left_count; i++)
+            gpufl__buf_kv_str(b, d->left_out[i], d->left_why[i]);
+        gpufl__buf_putc(b, '}');
+        gpufl__buf_kv_i64(b, "max_ranges", GPUFL_RP_RANGES_MAX);
+        gpufl__buf_kv_i64(b, "nesting_levels", 1);
+        put_bool(b, "one_pass", 1);
+    }
+    gpufl__writer_end_record(f);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* Lock held. One range_metrics record per evaluated range. */
+static void write_results(gpufl_rp_t *s) {
+    if (s->result_count == 0) return;
+    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
+    gpufl_intern_t *dict = (gpufl_intern_t *)gpufl__collector_dict(s->collector);
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < s->result_count; i++) {
+        const rp_result_t *r = &s->results[i];
+        uint32_t path = gpufl__intern(dict, r->range.path, strlen(r->range.path));
+        uint32_t ids[1] = {path};
+        gpufl__writer_dict(f, dict, ids, 1);
+        gpufl_buf_t *b = gpufl__writer_record(f, "range_metrics");
+        gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(s->collector, r->range.end_ns));
+        gpufl__buf_kv_i64(b, "start_ns",
+                          gpufl__collector_session_ns(s->collector, r->range.begin_ns));
+        gpufl__buf_kv_i64(b, "context", r->context);
+        gpufl__buf_kv_i64(b, "scope", (int64_t)r->range.scope);
+        gpufl__buf_kv_i64(b, "path", path);
+        gpufl__buf_kv_i64(b, "tid", r->range.tid);
+        gpufl__buf_key(b, "metrics");
+        gpufl__buf_putc(b, '{');
+        const char *missing[GPUFL_RP_METRICS_MAX];
+        int n_missing = 0;
+        for (int m = 0; m < r->metric_count; m++) {
+            gpufl__buf_key(b, r->metrics[m]);
+            if (isfinite(r->value[m])) {
+                gpufl__buf_put_fixed(b, r->value[m], 3);
+            } else {
+                gpufl__buf_puts(b, "null");
+                missing[n_missing++] = r->metrics[m];
+            }
+        }
+        gpufl__buf_putc(b, '}');
+        if (n_missing) put_names(b, "unevaluated", missing, n_missing);
+        gpufl__writer_end_record(f);
+    }
+    pthread_mutex_unlock(&f->lock);
+    s->result_count = 0;
+}
+
+static void report_errors(gpufl_rp_t *s) {
+    gpufl__engine_report_errors(&s->errors, s->collector, "range profiler", "range_profiler_error",
+                                "a context-destroy callback",
+                                "the context's last ranges are decoded at finish, if at all");
+}
+
+void gpufl__rp_poll(gpufl_rp_t *s) {
+    if (s == NULL) return;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->ctx_count; i++) announce(s, &s->ctx[i]);
+    write_results(s);
+    report_errors(s);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void write_stats(gpufl_rp_t *s) {
+    gpufl_rp_stats_t st;
+    gpufl__rp_stats(s, &st);
+    const gpufl_engine_count_t v[] = {{"contexts", st.contexts},
+                                      {"ranges_pushed", st.ranges_pushed},
+                                      {"ranges", st.ranges},
+                                      {"decodes", st.decodes},
+                                      {"nested", st.nested},
+                                      {"concurrent", st.concurrent},
+                                      {"no_context", st.no_context},
+                                      {"unprofiled", st.unprofiled},
+                                      {"over_capacity", st.over_capacity},
+                                      {"dropped", st.dropped},
+                                      {"lost", st.lost},
+                                      {"open_at_end", st.open_at_end},
+                                      {"errors", st.errors}};
+    gpufl_buf_t *b =
+        gpufl__engine_stats_begin(s->collector, "range_profiler_stats", v, sizeof v / sizeof v[0]);
+    gpufl__buf_key(b, "decode_ms");
+    gpufl__buf_put_fixed(b, st.decode_ms, 1);
+    gpufl__engine_stats_end(s->collector);
+}
+
+void gpufl__rp_finish(gpufl_rp_t *s) {
+    if (s == NULL) return;
+    if (gpufl__scope_observe(NULL) != 0)
+        gpufl__warn("range profiler: a scope hook did not return within 2 s");
+    pthread_mutex_lock(&s->lock);
+    atomic_store(&s->finished, 1);
+    for (int i = 0; i < s->ctx_count; i++) {
+        rp_ctx_t *x = &s->ctx[i];
+        if (x->state != CTX_ON || x->ctx == NULL) continue;
+        int pushed = gpufl__cuda_push_context(s->cuda, x->ctx) == 0;
+        if (x->open) { /* a scope still open at shutdown: its range ends here, unwritten */
+            CUpti_RangeProfiler_PopRange_Params p = {
+                .structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+            p.pRangeProfilerObject = x->object;
+            failed(s, s->fn.pop(&p), "cuptiRangeProfilerPopRange");
+            x->open = 0;
+            s->open_at_end++;
+        }
+        decode(s, x, 0);
+        disable(s, x);
+        if (pushed) gpufl__cuda_pop_context(s->cuda);
+        x->state = CTX_DONE;
+    }
+    for (int i = 0; i < s->ctx_count; i++) announce(s, &s->ctx[i]);
+    write_results(s);
+    report_errors(s);
+    pthread_mutex_unlock(&s->lock);
+    write_stats(s);
+}
+
+void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out) {
+    memset(out, 0, sizeof *out);
+    if (s == NULL) return;
+    pthread_mutex_lock(&s->lock);
+    out->contexts = s->contexts;
+    out->ranges_pushed = s->ranges_pushed;
+    out->ranges = s->ranges_written;
+    out->decodes = s->decodes;
+    out->nested = atomic_load(&s->nested);
+    out->concurrent = atomic_load(&s->concurrent);
+    out->no_context = atomic_load(&s->no_context);
+    out->unprofiled = s->unprofiled;
+    out->over_capacity = s->over_capacity;
+    out->dropped = s->dropped;
+    out->lost = s->lost;
+    out->open_at_end = s->open_at_end;
+    out->errors = s->errors.count;
+    out->decode_ms = (double)s->decode_ns_total / 1e6;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void gpufl__rp_destroy(gpufl_rp_t *s) {
+    if (s == NULL) return;
+    if (s->observer.user == s) gpufl__scope_observe(NULL);
+    for (int i = 0; i < s->ctx_count; i++) {
+        disable(s, &s->ctx[i]);
+        free(s->ctx[i].data);
+        free(s->ctx[i].ranges);
+    }
+    for (int d = 0; d < GPUFL_RP_DEVICES_MAX; d++) {
+        host_free(s, s->devices[d].host);
+        free(s->devices[d].config);
+    }
+    if (s->profiler_ready) {
+        CUpti_Profiler_DeInitialize_Params p = {.structSize =
+                                                    CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+        s->fn.profiler_deinit(&p);
+    }
+    free(s->results);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}

@@ -1,0 +1,81 @@
+/*
+ * range_profiler.h - the RangeProfiler engine: CUPTI's Range Profiler API
+ * with user ranges, where a range is a gpufl scope. Per profiled scope:
+ * hardware-counter metrics (SM activity, achieved occupancy, L1 and L2
+ * hits, DRAM bytes and throughput, tensor-pipe activity), written as
+ * range_profiler / range_metrics / range_profiler_stats records
+ * (docs/log-format.md).
+ *
+ * Contract (the measured facts behind it: docs/design/range-profiler.md)
+ * - The functions come from the libcupti the Trace engine opened; a CUPTI
+ *   without them, or one that refuses the profiler at init, makes the
+ *   engine fail with a reason, and the session runs as Trace.
+ * - One pass only: gpufl cannot replay a scope, so the metric set is what
+ *   the configuration image says fits in one pass on the context's chip,
+ *   chosen at the first profiled scope of a device; the rest is left out
+ *   and the range_profiler record says why.
+ * - Ranges are per context and CUPTI keeps one stack of them per context,
+ *   so a scope becomes a range when it begins on a thread whose current
+ *   context has no range open: one level (a second level needs a second
+ *   pass). Scopes inside it, scopes of other threads while it is open and
+ *   scopes on threads without a current context are counted, not profiled.
+ *   Push and pop run on the scope's thread, inside scope begin and end.
+ * - Each range is pushed under its scope's id, so CUPTI never merges two
+ *   scopes of one name. Ranges are decoded on the scope's thread at the end
+ *   of a range when the image is full or a flush interval has passed (a
+ *   decode waits for the context's work), and at finish on the collector.
+ * - Threads: the scope hooks run on application threads and take the
+ *   engine's lock (they are not inside CUPTI callbacks); the context
+ *   destroy callback waits for it 200 ms at most; poll and finish run on
+ *   the collector thread.
+ */
+#ifndef GPUFL_NVIDIA_RANGE_PROFILER_H
+#define GPUFL_NVIDIA_RANGE_PROFILER_H
+
+#include "core/collector.h"
+#include "nvidia/cuda.h"
+#include "nvidia/cupti.h"
+#include "nvidia/launch.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPUFL_RP_CONTEXTS_MAX 64
+#define GPUFL_RP_DEVICES_MAX  64
+#define GPUFL_RP_METRICS_MAX  16
+#define GPUFL_RP_RANGES_MAX   128   /* ranges one counter data image holds between decodes */
+#define GPUFL_RP_RESULTS_MAX  65536 /* evaluated ranges waiting for the collector */
+#define GPUFL_RP_PATH_BYTES   256   /* scope path kept per range (longer ones are cut) */
+
+typedef struct gpufl_rp gpufl_rp_t;
+
+typedef struct gpufl_rp_stats {
+    uint64_t contexts, ranges_pushed, ranges, decodes;
+    uint64_t nested, concurrent, no_context, unprofiled, over_capacity, dropped, lost, open_at_end;
+    uint64_t errors;
+    double decode_ms;
+} gpufl_rp_stats_t;
+
+/* Resolves the Range Profiler API in cupti's library. cuda gives each
+ * scope thread's current context; without it no scope is profiled.
+ * decode_every_ns: the longest a range waits in the image before a range
+ * end decodes it. Returns 0, or GPUFL_ENOTSUP / GPUFL_ENOMEM with a
+ * one-line reason in why. */
+int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t *collector,
+                     int64_t decode_every_ns, gpufl_rp_t **out, char *why, size_t why_size);
+/* Disables the profiler wherever it is still on and frees. Accepts NULL. */
+void gpufl__rp_destroy(gpufl_rp_t *s);
+
+/* Starts following scopes (gpufl__scope_observe). */
+void gpufl__rp_observe(gpufl_rp_t *s);
+/* The resource hooks (context destruction); valid until destroy. */
+const gpufl_launch_hooks_t *gpufl__rp_hooks(gpufl_rp_t *s);
+
+/* Collector thread. poll writes what was evaluated; finish stops following
+ * scopes, decodes every context and writes the totals. */
+void gpufl__rp_poll(gpufl_rp_t *s);
+void gpufl__rp_finish(gpufl_rp_t *s);
+
+void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out);
+
+#endif
