@@ -94,7 +94,9 @@ typedef enum gpufl_table {
     GPUFL_TABLE_PC_SAMPLES = 9,     /**< PC sampling rows: stall reason samples per PC */
     GPUFL_TABLE_SASS_METRICS = 10,  /**< SASS metrics rows: counts per instruction */
     GPUFL_TABLE_INSIGHTS = 11,      /**< findings of the insight rules, most severe first */
-    GPUFL_TABLE_COUNT = 12
+    GPUFL_TABLE_PERF = 12,          /**< hardware counters per profiled scope (RangeProfiler):
+                                         fixed columns, then one double column per metric name */
+    GPUFL_TABLE_COUNT = 13
 } gpufl_table_t;
 
 /** The table's name ("kernels", "device_metrics", ...), or NULL for an unknown value. */
@@ -154,7 +156,7 @@ typedef struct gpufl_report_options {
      * NULL: the whole report. Text only: one section, as the whole report
      * shows it: "summary", "insights", "scopes", "system", "gpu", "kernels"
      * (hotspots and launches), "kernel_details", "copies", "scope_gpu",
-     * "pc_sampling", "sass_metrics", "problems".
+     * "pc_sampling", "sass_metrics", "hardware_counters", "problems".
      */
     const char *section;
     size_t top_n; /**< kernel names in the hotspots and kernel details; 0: 10 */

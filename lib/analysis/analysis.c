@@ -286,7 +286,8 @@ int64_t gpufl_analysis_string_count(gpufl_analysis_t *a) {
 
 static const char *const table_names[GPUFL_TABLE_COUNT] = {
     "session", "kernels",        "copies",       "memsets",    "syncs",        "launches",
-    "scopes",  "device_metrics", "host_metrics", "pc_samples", "sass_metrics", "insights"};
+    "scopes",  "device_metrics", "host_metrics", "pc_samples", "sass_metrics", "insights",
+    "perf"};
 
 const char *gpufl_table_name(gpufl_table_t table) {
     return (unsigned)table < GPUFL_TABLE_COUNT ? table_names[table] : NULL;

@@ -24,7 +24,8 @@ typedef struct gpufl_an_table {
     int built;
     size_t rows, ncols;
     const gpufl_an_coldef_t *defs;
-    void **data; /* per column: int64_t[rows] or double[rows] */
+    gpufl_an_coldef_t *owned_defs; /* defs when made for this session (perf), else NULL */
+    void **data;                   /* per column: int64_t[rows] or double[rows] */
 } gpufl_an_table_t;
 
 typedef struct gpufl_an_text gpufl_an_text_t; /* a rendered report, kept until close */

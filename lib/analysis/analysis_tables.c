@@ -433,6 +433,53 @@ static void insight_row(row_t *w) {
     put_sn(w, in->kernel);
 }
 
+/* perf: the fixed columns, then one per metric name of the range_metrics
+ * records (made by perf_defs, in the order first met). */
+static const gpufl_an_coldef_t perf_fixed[] = {
+    {"ts_ns", I}, {"start_ns", I}, {"context", I}, {"scope", I}, {"path", S}};
+#define PERF_FIXED    N_DEFS(perf_fixed)
+#define PERF_COLS_MAX 1024 /* metric columns kept; CUPTI's list is far shorter */
+
+static void perf_row(row_t *w) {
+    const gpufl_model_range_t *g = &w->a->m->ranges[w->i];
+    put_i(w, g->ts_ns);
+    put_i(w, g->start_ns);
+    put_i(w, g->context);
+    put_i(w, g->scope);
+    put_sn(w, g->path);
+    while (w->c < w->t->ncols) {
+        double v = NAN;
+        json_t *x = json_object_get(g->metrics, w->t->defs[w->c].name);
+        if (json_is_number(x)) v = json_number_value(x);
+        put_d(w, v);
+    }
+}
+
+static int perf_has(const gpufl_an_coldef_t *defs, size_t n, const char *name) {
+    for (size_t i = PERF_FIXED; i < n; i++)
+        if (strcmp(defs[i].name, name) == 0) return 1;
+    return 0;
+}
+
+/* The columns of perf into *defs (the names belong to the model). */
+static int perf_defs(const gpufl_model_t *m, gpufl_an_coldef_t **defs, size_t *n) {
+    size_t cap = PERF_FIXED + PERF_COLS_MAX;
+    gpufl_an_coldef_t *d = malloc(cap * sizeof *d);
+    if (!d) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for table perf");
+    memcpy(d, perf_fixed, sizeof perf_fixed);
+    size_t k = PERF_FIXED;
+    for (size_t i = 0; i < m->n_ranges; i++) {
+        const char *name;
+        json_t *v;
+        json_object_foreach(m->ranges[i].metrics, name, v) {
+            if (k < cap && !perf_has(d, k, name)) d[k++] = (gpufl_an_coldef_t){name, D};
+        }
+    }
+    *defs = d;
+    *n = k;
+    return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 
 typedef struct table_spec {
@@ -456,6 +503,7 @@ static const table_spec_t specs[GPUFL_TABLE_COUNT] = {
     [GPUFL_TABLE_PC_SAMPLES] = SPEC(pc_defs, pc_row),
     [GPUFL_TABLE_SASS_METRICS] = SPEC(sassm_defs, sassm_row),
     [GPUFL_TABLE_INSIGHTS] = SPEC(insight_defs, insight_row),
+    [GPUFL_TABLE_PERF] = SPEC(perf_fixed, perf_row), /* its columns: perf_defs */
 };
 
 /* How many rows table t has; the insights need the report. */
@@ -473,6 +521,7 @@ static int row_count(gpufl_analysis_t *a, gpufl_table_t t, size_t *n) {
     case GPUFL_TABLE_HOST_METRICS: *n = m->n_samples; return 0;
     case GPUFL_TABLE_PC_SAMPLES: *n = m->n_pc_samples; return 0;
     case GPUFL_TABLE_SASS_METRICS: *n = m->n_sass_metrics; return 0;
+    case GPUFL_TABLE_PERF: *n = m->n_ranges; return 0;
     case GPUFL_TABLE_INSIGHTS: {
         int rc = gpufl__analysis_report_built(a);
         *n = rc ? 0 : a->report.insights.n;
@@ -486,34 +535,41 @@ static int row_count(gpufl_analysis_t *a, gpufl_table_t t, size_t *n) {
 void gpufl__analysis_table_free(gpufl_an_table_t *t) {
     for (size_t c = 0; t->data && c < t->ncols; c++) free(t->data[c]);
     free(t->data);
+    free(t->owned_defs);
     memset(t, 0, sizeof *t);
 }
 
 int gpufl__analysis_table_build(gpufl_analysis_t *a, gpufl_table_t t) {
-    gpufl_an_table_t *tb = &a->tables[t];
-    const table_spec_t *spec = &specs[t];
     size_t n = 0;
     int rc = row_count(a, t, &n);
-    if (rc) return rc;
-    if (alloc_table(tb, spec->defs, spec->ncols, n)) {
+    if (rc || (unsigned)t >= GPUFL_TABLE_COUNT) return rc; /* row_count said which */
+    gpufl_an_table_t *tb = &a->tables[t];
+    const table_spec_t *spec = &specs[t];
+    const gpufl_an_coldef_t *defs = spec->defs;
+    size_t ncols = spec->ncols;
+    if (t == GPUFL_TABLE_PERF) {
+        if ((rc = perf_defs(a->m, &tb->owned_defs, &ncols))) return rc;
+        defs = tb->owned_defs;
+    }
+    if (alloc_table(tb, defs, ncols, n)) {
         gpufl__analysis_table_free(tb);
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for table %s (%zu rows)",
                                 gpufl_table_name(t), n);
     }
-    row_t w = {a, tb, 0, spec->ncols};
+    row_t w = {a, tb, 0, ncols};
     for (size_t i = 0; i < n; i++) {
         w.i = i;
         w.c = 0;
         spec->row(&w);
     }
-    if (w.c != spec->ncols || a->str_failed) {
+    if (w.c != ncols || a->str_failed) {
         rc = a->str_failed
                  ? gpufl__set_error(GPUFL_ENOMEM,
                                     "out of memory for the strings of "
                                     "table %s",
                                     gpufl_table_name(t))
                  : gpufl__set_error(GPUFL_EINVAL, "table %s: %zu columns written, not %zu",
-                                    gpufl_table_name(t), w.c, spec->ncols);
+                                    gpufl_table_name(t), w.c, ncols);
         a->str_failed = 0;
         gpufl__analysis_table_free(tb);
         return rc;

@@ -1328,6 +1328,9 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         SASS_METRICS,
         SASS_METRIC,
         SASSM_STATS,
+        RANGE_PROFILER,
+        RANGE_METRICS,
+        RANGE_STATS,
         NTYPES
     };
     static const char *const types[NTYPES] = {"header",
@@ -1363,7 +1366,10 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
                                               "launch",
                                               "sass_metrics",
                                               "sass_metric",
-                                              "sass_metrics_stats"};
+                                              "sass_metrics_stats",
+                                              "range_profiler",
+                                              "range_metrics",
+                                              "range_profiler_stats"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -1406,6 +1412,9 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case SASS_METRICS: return gpufl__model_on_sass_metrics(m, pos, rec);
     case SASS_METRIC: return gpufl__model_on_sass_metric(m, pos, rec, NULL);
     case SASSM_STATS: return gpufl__model_keep_last(&m->sassm_stats, rec);
+    case RANGE_PROFILER: return gpufl__model_on_range_profiler(m, pos, rec);
+    case RANGE_METRICS: return gpufl__model_on_range_metrics(m, pos, rec);
+    case RANGE_STATS: return gpufl__model_keep_last(&m->range_stats, rec);
     default: return 1;
     }
 }
@@ -1963,6 +1972,7 @@ static void summarize(gpufl_model_t *m) {
         {m->pc_windows_over_cap, "pc_window rows", m->limits.max_pc_windows},
         {m->sass_insns_over_cap, "sass instructions", m->limits.max_sass_insns},
         {m->sass_metrics_over_cap, "sass_metric rows", m->limits.max_sass_metrics},
+        {m->ranges_over_cap, "range_metrics records", GPUFL_MODEL_MAX_RANGES},
     };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         if (caps[i].count)
@@ -2120,6 +2130,7 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->stack_frames);
     gpufl__model_free_pc(m);
     gpufl__model_free_sassm(m);
+    gpufl__model_free_range(m);
     gpufl__idmap_fini(&m->frame_index);
     gpufl__idmap_fini(&m->stack_index);
     free(m->scope_paths);

@@ -435,6 +435,36 @@ typedef struct gpufl_model_pc_attrib {
 } gpufl_model_pc_attrib_t;
 
 /* ---------------------------------------------------------------------- */
+/* Range profiler (engine RangeProfiler)                                    */
+/* ---------------------------------------------------------------------- */
+
+/* A range_profiler record: the profiler on one context started (or failed to). */
+typedef struct gpufl_model_range_context {
+    int64_t ts_ns;
+    int64_t context;    /* CUPTI's context id */
+    int64_t device;     /* UNKNOWN when absent */
+    int64_t max_ranges; /* UNKNOWN when absent */
+    double enable_ms;   /* < 0 unknown */
+    const char *chip;   /* "GH100"; "" when absent */
+    const char *error;  /* "" when the profiler started */
+    json_t *metrics;    /* the names collected (an array), NULL when absent */
+    json_t *left_out;   /* name -> why (an object), NULL when absent */
+} gpufl_model_range_context_t;
+
+/* range_metrics records kept; past it they are counted (ranges_over_cap). */
+#define GPUFL_MODEL_MAX_RANGES ((size_t)1 << 20)
+
+/* One range_metrics record: the counters of one profiled scope. */
+typedef struct gpufl_model_range {
+    int64_t ts_ns, start_ns; /* pop and push on the host */
+    int64_t context, scope;
+    int64_t tid;      /* UNKNOWN when absent */
+    int64_t path_id;  /* dict id of the scope path */
+    const char *path; /* its string, "?" when undefined */
+    json_t *metrics;  /* CUPTI's name -> number, or null when not evaluated */
+} gpufl_model_range_t;
+
+/* ---------------------------------------------------------------------- */
 /* SASS metrics (engines SassMetrics and Deep)                              */
 /* ---------------------------------------------------------------------- */
 
@@ -672,6 +702,15 @@ typedef struct gpufl_model {
     uint64_t sass_metrics_replaced; /* rows a later read of their context replaced */
     json_t *sassm_stats;            /* sass_metrics_stats, NULL when absent */
 
+    /* Range profiler: one entry per range_profiler record (by context), the
+     * range_metrics records in the order read, the last range_profiler_stats. */
+    gpufl_model_range_context_t *range_contexts;
+    size_t n_range_contexts;
+    gpufl_model_range_t *ranges;
+    size_t n_ranges;
+    uint64_t ranges_over_cap;
+    json_t *range_stats; /* range_profiler_stats, NULL when absent */
+
     /* Scope paths, sorted by path; GPU work per path and outside them. */
     gpufl_model_scope_path_t *scope_paths;
     size_t n_scope_paths;
@@ -715,7 +754,7 @@ typedef struct gpufl_model {
     size_t stack_frames_alloc;
     size_t pc_contexts_alloc, pc_samples_alloc, pc_windows_alloc, pc_reasons_alloc, sass_alloc;
     size_t sass_insns_alloc, pc_scopes_alloc, launches_alloc, sassm_contexts_alloc;
-    size_t sass_metrics_alloc;
+    size_t sass_metrics_alloc, range_contexts_alloc, ranges_alloc;
     gpufl_idmap_t frame_index; /* frame id -> index in frames */
     gpufl_idmap_t stack_index; /* stack id -> index in stacks */
     void *load_state;          /* only during loading */

@@ -101,6 +101,11 @@ int gpufl__model_on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos,
 void gpufl__model_finish_sassm(gpufl_model_t *m);
 void gpufl__model_free_sassm(gpufl_model_t *m);
 
+/* model_range.c: the range profiler records, as model_pc.c's. */
+int gpufl__model_on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
+int gpufl__model_on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
+void gpufl__model_free_range(gpufl_model_t *m);
+
 /* pc_attrib.c: gives the samples of pc_sample rows to scope paths through
  * the kernels that ran at their time (after the scope paths are built).
  * Returns 0 or GPUFL_ENOMEM. */

@@ -1325,6 +1325,11 @@ static int section_sassm(FILE *out, const gpufl_report_t *r) {
     return 0;
 }
 
+static int section_range(FILE *out, const gpufl_report_t *r) {
+    gpufl__report_text_range(r, out);
+    return 0;
+}
+
 /* The sections of the text report, in its order. */
 static const struct {
     const char *name;
@@ -1341,6 +1346,7 @@ static const struct {
     {"scope_gpu", put_scopes_gpu},
     {"pc_sampling", section_pc},
     {"sass_metrics", section_sassm},
+    {"hardware_counters", section_range},
     {"problems", section_put_problems},
 };
 #define N_SECTIONS (sizeof sections / sizeof sections[0])

@@ -8,7 +8,8 @@
  * kernel details (launch configurations, occupancy), memory transfers, GPU
  * time per scope (under PcSampling and Deep, which time no kernels: the
  * launches per kernel instead), PC sampling and SASS metrics (engines
- * PcSampling, SassMetrics and Deep), then the log problems met while
+ * PcSampling, SassMetrics and Deep), hardware counters per scope (engine
+ * RangeProfiler), then the log problems met while
  * reading.
  *
  * Every number is computed once, by gpufl__report_build() (report_data.c),
@@ -321,6 +322,22 @@ typedef struct gpufl_report_sassm {
     size_t n_uncoalesced, uncoalesced_total;
 } gpufl_report_sassm_t;
 
+#define GPUFL_REPORT_RANGE_ROWS_MAX 50 /* ranges listed in the hardware counters section */
+
+/* The hardware counters section (engine RangeProfiler): one row per
+ * range_metrics record, by start time, the first GPUFL_REPORT_RANGE_ROWS_MAX. */
+typedef struct gpufl_report_range {
+    int shown;                        /* the session has range_metrics records */
+    size_t contexts, failed;          /* range_profiler records; failed: with an error */
+    const char *error;                /* the first context's error, NULL when none */
+    const char *chip;                 /* the first started context's chip, NULL when none */
+    const json_t *metrics;            /* the first started context's metric names, NULL */
+    const json_t *left_out;           /* the first started context's left_out, NULL */
+    const json_t *stats;              /* the range_profiler_stats record, NULL when absent */
+    const gpufl_model_range_t **rows; /* by start time */
+    size_t n_rows, total;
+} gpufl_report_range_t;
+
 typedef struct gpufl_report {
     const gpufl_model_t *m;
     gpufl_report_summary_t summary;
@@ -360,6 +377,7 @@ typedef struct gpufl_report {
 
     gpufl_report_pc_t pc;
     gpufl_report_sassm_t sassm;
+    gpufl_report_range_t range;
 
     /* Set by the caller after gpufl__report_build, read by the renderers:
      * kernel names (launch configurations) listed in the hotspots and the
@@ -394,12 +412,20 @@ void gpufl__report_text_sassm(const gpufl_report_t *r, FILE *out);
 json_t *gpufl__report_json_sassm(const gpufl_report_t *r);
 void gpufl__report_doc_sassm(const struct gpufl_report_emitter *e, const gpufl_report_t *r);
 
+/* The hardware counters section (report_range.c), as the PC sampling
+ * section: the JSON report's "hardware_counters" member (null when not shown). */
+int gpufl__report_build_range(const gpufl_model_t *m, gpufl_report_range_t *s);
+void gpufl__report_free_range(gpufl_report_range_t *s);
+void gpufl__report_text_range(const gpufl_report_t *r, FILE *out);
+json_t *gpufl__report_json_range(const gpufl_report_t *r);
+void gpufl__report_doc_range(const struct gpufl_report_emitter *e, const gpufl_report_t *r);
+
 /* The text tables of the profile sections: rows of cells, up to
  * GPUFL_REPORT_TABLE_COLS columns, each line indented by two spaces. aligns
  * holds 'l' or 'r' per column; a cell wider than 50 columns is cut but in
  * the last column (report.c). */
 #define GPUFL_REPORT_CELL       160 /* bytes of one cell */
-#define GPUFL_REPORT_TABLE_COLS 8
+#define GPUFL_REPORT_TABLE_COLS 10
 typedef char gpufl_report_cells_t[GPUFL_REPORT_TABLE_COLS][GPUFL_REPORT_CELL];
 void gpufl__report_text_table(FILE *out, size_t nrow, size_t ncol, gpufl_report_cells_t *rows,
                               const char *aligns);
@@ -411,7 +437,8 @@ int gpufl__report_render(const gpufl_report_t *r, gpufl_report_format_t fmt, FIL
 /* The text of one section of the text report, as the whole report shows
  * it (a blank line, then its heading): "summary", "insights", "scopes",
  * "system", "gpu", "kernels" (hotspots and launches), "kernel_details",
- * "copies", "scope_gpu", "pc_sampling", "sass_metrics", "problems". A
+ * "copies", "scope_gpu", "pc_sampling", "sass_metrics", "hardware_counters",
+ * "problems". A
  * section with nothing to show writes nothing, or the line saying so that
  * the whole report has. Returns 0, GPUFL_ENOMEM, or GPUFL_EINVAL for an
  * unknown name (the message lists the names). */
@@ -465,6 +492,11 @@ int gpufl__report_copy_dir(int32_t copy_kind);
 int gpufl__report_has_limits(const gpufl_model_kernel_config_t *r);
 /* "?" for an unknown (negative) count, else the number. */
 void gpufl__report_fmt_count(char *buf, size_t size, int64_t v);
+/* A counter of a *_stats record: its value, -1 when absent or not a count. */
+int64_t gpufl__report_stat_count(const json_t *stats, const char *key);
+/* The counters keys[0..n) of a *_stats record as a JSON object (each null
+ * when absent); null without the record. */
+json_t *gpufl__report_json_stats(const json_t *stats, const char *const *keys, size_t n);
 
 /* The cells of one launch configuration's row, shared by every format:
  * config id, calls, GPU time, grid, block, registers, shared memory, local

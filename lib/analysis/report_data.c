@@ -119,6 +119,21 @@ void gpufl__report_fmt_count(char *buf, size_t size, int64_t v) {
         snprintf(buf, size, "%lld", (long long)v);
 }
 
+int64_t gpufl__report_stat_count(const json_t *stats, const char *key) {
+    int64_t v;
+    return gpufl__reader_int(json_object_get(stats, key), &v) == 0 && v >= 0 ? v : -1;
+}
+
+json_t *gpufl__report_json_stats(const json_t *stats, const char *const *keys, size_t n) {
+    if (!stats) return json_null();
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < n; i++) {
+        int64_t v = gpufl__report_stat_count(stats, keys[i]);
+        json_object_set_new(o, keys[i], v < 0 ? json_null() : json_integer(v));
+    }
+    return o;
+}
+
 void gpufl__report_kconf_cells(const gpufl_report_kconf_t *c, const char *disagrees,
                                char v[GPUFL_REPORT_KCONF_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES]) {
     const gpufl_model_kernel_t *k = c->first;
@@ -1017,6 +1032,7 @@ int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
     if (!rc) rc = build_scope_gpu(m, r);
     if (!rc) rc = gpufl__report_build_pc(m, &r->pc);
     if (!rc) rc = gpufl__report_build_sassm(m, &r->sassm);
+    if (!rc) rc = gpufl__report_build_range(m, &r->range);
     return rc;
 }
 
@@ -1034,5 +1050,6 @@ void gpufl__report_free(gpufl_report_t *r) {
     free(r->scope_gpu_rows);
     gpufl__report_free_pc(&r->pc);
     gpufl__report_free_sassm(&r->sassm);
+    gpufl__report_free_range(&r->range);
     memset(r, 0, sizeof *r);
 }

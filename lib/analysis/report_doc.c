@@ -696,6 +696,7 @@ int gpufl__report_doc_body(const gpufl_report_emitter_t *e, const gpufl_report_t
     scope_gpu(e, r);
     gpufl__report_doc_pc(e, r);
     gpufl__report_doc_sassm(e, r);
+    gpufl__report_doc_range(e, r);
     problems(e, r);
     return 0;
 }

@@ -142,11 +142,6 @@ static void pct_cell(char *buf, size_t size, double fraction) {
 
 static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
 
-static int64_t stat_count(const json_t *stats, const char *key) {
-    int64_t v;
-    return gpufl__reader_int(json_object_get(stats, key), &v) == 0 && v >= 0 ? v : -1;
-}
-
 /* The counters of sass_metrics_stats the report shows. */
 enum {
     ST_CONTEXTS,
@@ -227,7 +222,7 @@ static size_t fields(const gpufl_report_sassm_t *s, const char *label[SASSM_FIEL
     int64_t v[N_STATS];
     char c[N_STATS][24];
     for (size_t i = 0; i < N_STATS; i++) {
-        v[i] = stat_count(s->stats, stat_keys[i]);
+        v[i] = gpufl__report_stat_count(s->stats, stat_keys[i]);
         gpufl__report_fmt_count(c[i], sizeof c[i], v[i]);
     }
     double ms;
@@ -445,11 +440,7 @@ json_t *gpufl__report_json_sassm(const gpufl_report_t *r) {
     json_object_set_new(o, "error", s->error ? json_string(s->error) : json_null());
     json_object_set_new(o, "chip", s->chip && *s->chip ? json_string(s->chip) : json_null());
     json_object_set_new(o, "metrics", s->metrics ? json_deep_copy(s->metrics) : json_array());
-    json_t *st = s->stats ? json_object() : json_null();
-    for (size_t i = 0; s->stats && i < N_STATS; i++) {
-        int64_t v = stat_count(s->stats, stat_keys[i]);
-        json_object_set_new(st, stat_keys[i], v < 0 ? json_null() : json_integer(v));
-    }
+    json_t *st = gpufl__report_json_stats(s->stats, stat_keys, N_STATS);
     double ms;
     if (s->stats)
         json_object_set_new(st, "read_ms",

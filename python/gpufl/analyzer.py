@@ -17,9 +17,10 @@ from . import _gpufl
 
 __all__ = ["GpuFlightSession", "PERF_COLUMNS", "PROFILE_COLUMNS"]
 
-#: Columns of GpuFlightSession.perf (hardware counters per range). Always
-#: empty in this release: the RangeProfiler engine is not built yet.
-PERF_COLUMNS = ("range", "device", "metric", "value", "unit")
+#: The first columns of GpuFlightSession.perf (hardware counters per profiled
+#: scope, RangeProfiler engine); one float column per CUPTI metric name the
+#: session's range_metrics records hold follows them (NaN where not evaluated).
+PERF_COLUMNS = ("ts_ns", "start_ns", "context", "scope", "path")
 
 #: Columns of GpuFlightSession.scopes: the rows of pc_samples and
 #: sass_metrics together, `source` telling which ("pc_sampling",
@@ -181,10 +182,9 @@ class GpuFlightSession:
 
     @property
     def perf(self):
-        """Hardware counter results per range (columns: PERF_COLUMNS); empty:
-        the RangeProfiler engine is not built in this release."""
-        _, pandas = _pandas()
-        return pandas.DataFrame(columns=list(PERF_COLUMNS))
+        """Hardware counters per profiled scope (RangeProfiler engine): the
+        columns PERF_COLUMNS, then one per CUPTI metric name."""
+        return self._frame("perf")
 
     @property
     def insights(self):
@@ -250,6 +250,7 @@ class GpuFlightSession:
                              % self._ran(), file)
 
     def inspect_perf_metrics(self, file=None):
-        """Hardware counter results per range (RangeProfiler engine)."""
-        self._print("no hardware counter results: the RangeProfiler engine is not built in this "
-                    "release (%s)" % self._ran(), file)
+        """Hardware counters per profiled scope (RangeProfiler engine)."""
+        self._print_sections(("hardware_counters",), "no hardware counter results in this "
+                             "session (%s); the RangeProfiler engine records them" % self._ran(),
+                             file)

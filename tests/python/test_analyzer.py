@@ -151,11 +151,28 @@ def test_perf_is_empty_with_documented_columns():
     assert perf.empty and list(perf.columns) == list(PERF_COLUMNS)
 
 
+def test_perf_has_a_column_per_metric(capsys):
+    s = fixture("rangeprof")
+    perf = s.perf
+    assert list(perf.columns[:len(PERF_COLUMNS)]) == list(PERF_COLUMNS)
+    assert len(perf.columns) == len(PERF_COLUMNS) + 11
+    assert perf.path.tolist() == ["train", "eval"]
+    assert perf.scope.tolist() == [1, 3]
+    assert perf["gpu__time_duration.sum"].tolist() == [41250000.0, 12500000.0]
+    assert perf["dram__bytes_read.sum"].dtype == "float64"
+    l1 = perf["l1tex__t_sector_hit_rate.pct"]
+    assert l1[0] == pytest.approx(42.1) and numpy.isnan(l1[1])  # null: not evaluated
+    s.inspect_perf_metrics()
+    out = capsys.readouterr().out
+    assert out.startswith("Hardware counters per scope\n") and "nested 1" in out
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_every_table_of_every_fixture_loads(name):
     s = fixture(name)
     for table in ("kernels", "memcpy", "memsets", "syncs", "launches", "scope_events", "scopes",
-                  "pc_samples", "sass_metrics", "device_metrics", "host_metrics", "insights"):
+                  "pc_samples", "sass_metrics", "device_metrics", "host_metrics", "insights",
+                  "perf"):
         frame = getattr(s, table)
         assert frame is getattr(s, table)  # built once
         assert len(frame.columns) > 0

@@ -8,6 +8,7 @@
 
 #include <gpufl/gpufl_analysis.h>
 
+#include <math.h>
 #include <pthread.h>
 
 #ifndef GPUFL_TEST_SOURCE_DIR
@@ -109,6 +110,26 @@ static void test_analysis_empty_tables(void **state) {
     assert_int_equal(gpufl_analysis_table(a, GPUFL_TABLE_KERNELS, &rows, NULL), 0);
     assert_int_equal(rows, 0);
     assert_null(gpufl_table_name(GPUFL_TABLE_COUNT));
+    gpufl_analysis_close(a);
+}
+
+/* perf: the fixed columns, then one double column per metric name. */
+static void test_analysis_perf(void **state) {
+    (void)state;
+    gpufl_analysis_t *a = open_fixture("rangeprof");
+    size_t rows = 0, cols = 0;
+    assert_int_equal(gpufl_analysis_table(a, GPUFL_TABLE_PERF, &rows, &cols), 0);
+    assert_int_equal(rows, 2);
+    assert_int_equal(cols, 5 + 11);
+    assert_string_equal(gpufl_table_name(GPUFL_TABLE_PERF), "perf");
+    gpufl_column_t c = column(a, GPUFL_TABLE_PERF, "gpu__time_duration.sum");
+    assert_int_equal(c.type, GPUFL_COLUMN_DOUBLE);
+    assert_true(((const double *)c.data)[0] == 41250000.0);
+    c = column(a, GPUFL_TABLE_PERF, "l1tex__t_sector_hit_rate.pct");
+    assert_true(isnan(((const double *)c.data)[1])); /* null: not evaluated */
+    c = column(a, GPUFL_TABLE_PERF, "path");
+    assert_int_equal(c.type, GPUFL_COLUMN_STRING);
+    assert_string_equal(gpufl_analysis_string(a, ((const int64_t *)c.data)[1]), "eval");
     gpufl_analysis_close(a);
 }
 
@@ -249,6 +270,7 @@ int main(void) {
         cmocka_unit_test(test_analysis_kernels),
         cmocka_unit_test(test_analysis_scopes_and_session),
         cmocka_unit_test(test_analysis_empty_tables),
+        cmocka_unit_test(test_analysis_perf),
         cmocka_unit_test(test_analysis_errors),
         cmocka_unit_test(test_analysis_find),
         cmocka_unit_test(test_analysis_report),

@@ -1005,6 +1005,31 @@ static void test_report_golden_sassmetrics(void **state) {
     gpufl__model_destroy(m);
 }
 
+/* Range profiler: one context profiled, one failed; a metric not
+ * evaluated (null) and metrics without a column shown by name. */
+static void test_report_golden_rangeprof(void **state) {
+    (void)state;
+    check_golden("rangeprof");
+    gpufl_model_t *m = load("sessions/rangeprof");
+    expect_warnings(m, 0);
+    assert_int_equal(m->n_range_contexts, 2);
+    assert_string_equal(m->range_contexts[0].chip, "GH100");
+    assert_int_equal(json_object_size(m->range_contexts[0].left_out), 2);
+    assert_int_equal(m->n_ranges, 2);
+    assert_string_equal(m->ranges[1].path, "eval");
+    assert_non_null(m->range_stats);
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "\nHardware counters per scope\n"));
+    assert_non_null(strstr(text, "ranges 2, nested 1, concurrent 0, no_context 0, over_capacity "
+                                 "0, lost 0, errors 0"));
+    assert_non_null(strstr(text, "  train   41.2 ms      61.2%      87.4%  2.31   42.1%"));
+    assert_non_null(strstr(text, "eval (scope 3): lts__t_sectors_lookup_hit.sum=5000, "
+                                 "sm__inst_executed_pipe_tensor_op_hmma.sum=null"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
 /* The kernel rows the Trace engine wrote before (and a Deep engine on
  * Blackwell may write), in place of pcsampled's launch rows: samples are
  * given to kernels by GPU time overlap. */
@@ -1998,8 +2023,9 @@ static void test_report_batch_fallback(void **state) {
 /* The other formats, insights, progress                                    */
 /* ---------------------------------------------------------------------- */
 
-static const char *const fixtures_all[] = {"basic",  "killed", "rotated",   "gpu",        "trace",
-                                           "scoped", "stacks", "pcsampled", "sassmetrics"};
+static const char *const fixtures_all[] = {"basic",       "killed",   "rotated", "gpu",
+                                           "trace",       "scoped",   "stacks",  "pcsampled",
+                                           "sassmetrics", "rangeprof"};
 #define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
 
 static void test_report_golden_json(void **state) {
@@ -2063,11 +2089,12 @@ static void test_report_html_offline(void **state) {
 /* The JSON report parses and has the documented keys, in order. */
 static void test_report_json_keys(void **state) {
     (void)state;
-    static const char *const top[] = {
-        "format",          "version",   "session",       "insights",    "scopes",
-        "system",          "gpus",      "sampling_cost", "kernels",     "kernel_details",
-        "kernel_launches", "transfers", "scope_gpu",     "pc_sampling", "sass_metrics",
-        "problems"};
+    static const char *const top[] = {"format",         "version",          "session",
+                                      "insights",       "scopes",           "system",
+                                      "gpus",           "sampling_cost",    "kernels",
+                                      "kernel_details", "kernel_launches",  "transfers",
+                                      "scope_gpu",      "pc_sampling",      "sass_metrics",
+                                      "problems",       "hardware_counters"};
     for (size_t i = 0; i < N_FIXTURES; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
@@ -2369,6 +2396,7 @@ int main(void) {
         cmocka_unit_test(test_report_golden_stacks),
         cmocka_unit_test(test_report_golden_pcsampled),
         cmocka_unit_test(test_report_golden_sassmetrics),
+        cmocka_unit_test(test_report_golden_rangeprof),
         cmocka_unit_test(test_report_pc_kernel_rows),
         cmocka_unit_test(test_report_pc_launch_rows),
         cmocka_unit_test(test_report_pc_bad_lines),
