@@ -43,6 +43,22 @@ CUptiResult gpufl__engine_profiler_init(CUptiResult (*init)(CUpti_Profiler_Initi
     return r;
 }
 
+int gpufl__engine_refusal(CUptiResult r) {
+    switch (r) {
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED: return 1;
+    default: return 0;
+    }
+}
+
 void gpufl__engine_note_error(gpufl_engine_errors_t *e, const char *message) {
     e->count++;
     snprintf(e->last, sizeof e->last, "%s", message);

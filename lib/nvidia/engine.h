@@ -48,6 +48,11 @@ CUptiResult gpufl__engine_profiler_init(CUptiResult (*init)(CUpti_Profiler_Initi
                                         CUptiResult (*result_string)(CUptiResult, const char **),
                                         char *why, size_t why_size);
 
+/* 1 when r says CUPTI's profiler will not run in this process at all (not
+ * supported, no privileges, a virtualised, confidential, CMP, MIG, SLI or
+ * WSL device): the engine stops at init instead of trying later. */
+int gpufl__engine_refusal(CUptiResult r);
+
 /* Failed calls: counted, the latest kept, written as one event per pass. */
 typedef struct gpufl_engine_errors {
     uint64_t count, reported;

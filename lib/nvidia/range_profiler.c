@@ -203,13 +203,6 @@ static CUptiResult profiler_ready(gpufl_rp_t *s, char *why, size_t why_size) {
     return r;
 }
 
-/* A result that says the profiler will not run in this process at all. */
-static int refusal(CUptiResult r) {
-    return r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ||
-           r == CUPTI_ERROR_NOT_COMPATIBLE || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
-           r == CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES;
-}
-
 #define SYM(field, name)                                                                           \
     { &s->fn.field, name }
 
@@ -268,7 +261,7 @@ int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t
     /* As with SASS metrics: a refusal stops the engine at init; other
      * failures (CUDA not initialised yet) are retried at the first scope. */
     CUptiResult r = profiler_ready(s, why, why_size);
-    if (r != CUPTI_SUCCESS && refusal(r)) {
+    if (r != CUPTI_SUCCESS && gpufl__engine_refusal(r)) {
         gpufl__rp_destroy(s);
         return GPUFL_ENOTSUP;
     }

@@ -153,32 +153,10 @@ static void explain(const gpufl_sassm_t *s, CUptiResult r, const char *what, cha
  * result with why filled. */
 static CUptiResult profiler_ready(gpufl_sassm_t *s, char *why, size_t why_size) {
     if (s->profiler_ready) return CUPTI_SUCCESS;
-    CUpti_Profiler_Initialize_Params init = {.structSize =
-                                                 CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-    CUptiResult r = s->fn.profiler_init(&init);
-    if (r != CUPTI_SUCCESS) {
-        explain(s, r, "cuptiProfilerInitialize", why, why_size);
-        return r;
-    }
-    s->profiler_ready = 1;
-    return CUPTI_SUCCESS;
-}
-
-/* A result that says the profiler will not run in this process at all. */
-static int refusal(CUptiResult r) {
-    switch (r) {
-    case CUPTI_ERROR_NOT_SUPPORTED:
-    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
-    case CUPTI_ERROR_NOT_COMPATIBLE:
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
-    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
-    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED: return 1;
-    default: return 0;
-    }
+    CUptiResult r =
+        gpufl__engine_profiler_init(s->fn.profiler_init, s->fn.result_string, why, why_size);
+    s->profiler_ready = r == CUPTI_SUCCESS;
+    return r;
 }
 
 #define SYM(field, name)                                                                           \
@@ -223,7 +201,7 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
      * otherwise (CUPTI_ERROR_UNKNOWN, measured with gpufl_init first): the
      * first context starts it then. */
     CUptiResult r = profiler_ready(s, why, why_size);
-    if (r != CUPTI_SUCCESS && refusal(r)) {
+    if (r != CUPTI_SUCCESS && gpufl__engine_refusal(r)) {
         gpufl__sassm_destroy(s);
         return GPUFL_ENOTSUP;
     }
