@@ -151,7 +151,8 @@ static const gpufl_an_coldef_t kernel_defs[] = {{"start_ns", I},
                                                 {"tid", I},
                                                 {"stack", I},
                                                 {"external_kind", I},
-                                                {"external_id", I}};
+                                                {"external_id", I},
+                                                {"op", S}};
 
 static void kernel_row(row_t *w) {
     const gpufl_model_kernel_t *k = &w->a->m->kernels[w->i];
@@ -185,6 +186,7 @@ static void kernel_row(row_t *w) {
     put_i(w, k->stack);
     put_i(w, k->external_kind);
     put_i(w, k->external_id);
+    put_sn(w, gpufl__model_op_name(w->a->m, k->external_kind, k->external_id));
 }
 
 static const gpufl_an_coldef_t copy_defs[] = {{"start_ns", I}, {"end_ns", I},    {"duration_ns", I},
@@ -248,7 +250,7 @@ static void sync_row(row_t *w) {
 static const gpufl_an_coldef_t launch_defs[] = {
     {"ts_ns", I},         {"name", S},        {"config", I}, {"tid", I},
     {"context", I},       {"correlation", I}, {"scope", I},  {"scope_path", S},
-    {"external_kind", I}, {"external_id", I}, {"stack", I}};
+    {"external_kind", I}, {"external_id", I}, {"stack", I},  {"op", S}};
 
 static void launch_row(row_t *w) {
     const gpufl_model_launch_t *l = &w->a->m->launches[w->i];
@@ -262,6 +264,7 @@ static void launch_row(row_t *w) {
     put_i(w, l->external_kind);
     put_i(w, l->external_id);
     put_i(w, l->stack);
+    put_sn(w, gpufl__model_op_name(w->a->m, l->external_kind, l->external_id));
 }
 
 static const gpufl_an_coldef_t scope_defs[] = {

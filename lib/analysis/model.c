@@ -14,6 +14,7 @@
 
 #include "core/demangle.h"
 #include "core/error.h"
+#include "core/ops.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -1179,13 +1180,46 @@ static int on_frame(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
     f->function = gpufl__model_member_str(m, rec, "function");
     f->file = gpufl__model_member_str(m, rec, "file");
     f->source = gpufl__model_member_str(m, rec, "source");
-    if (!f->module || !f->function || !f->file || !f->source) return GPUFL_ENOMEM;
+    f->language = gpufl__model_member_str(m, rec, "language");
+    if (!f->module || !f->function || !f->file || !f->source || !f->language) return GPUFL_ENOMEM;
     int64_t line;
     f->line = gpufl__reader_int(json_object_get(rec, "line"), &line) == 0 && line > 0 ? line : 0;
-    f->user = !runtime_module(f->module);
+    /* An interpreted frame is the application's unless its interpreter
+     * said it is library code (absent: not known to be the application's). */
+    f->user =
+        *f->language ? json_is_false(json_object_get(rec, "library")) : !runtime_module(f->module);
     if (gpufl__idmap_put(&m->frame_index, (uint64_t)id, m->n_frames - 1, NULL) < 0)
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the frame index");
     return 0;
+}
+
+/* An operation name (gpufl_ops.h): the first record for an index is kept. */
+static int on_op(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    int64_t index;
+    if (gpufl__reader_int(json_object_get(rec, "index"), &index) != 0 || index <= 0 ||
+        index > GPUFL_OPS_MAX)
+        return gpufl__model_bad_line(m, pos, "op", "no index in 1..%d", GPUFL_OPS_MAX);
+    if (!json_is_string(json_object_get(rec, "name")))
+        return gpufl__model_bad_line(m, pos, "op", "no name");
+    if ((size_t)index > m->n_op_names) {
+        size_t n = m->n_op_names ? m->n_op_names : 64;
+        while (n < (size_t)index) n *= 2;
+        const char **grown = realloc(m->op_names, n * sizeof *grown);
+        if (grown == NULL) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for op names");
+        memset(grown + m->n_op_names, 0, (n - m->n_op_names) * sizeof *grown);
+        m->op_names = grown;
+        m->n_op_names = n;
+    }
+    if (m->op_names[index - 1] != NULL) return 0;
+    m->op_names[index - 1] = gpufl__model_member_str(m, rec, "name");
+    return m->op_names[index - 1] ? 0 : GPUFL_ENOMEM;
+}
+
+const char *gpufl__model_op_name(const gpufl_model_t *m, int64_t external_kind,
+                                 int64_t external_id) {
+    if (external_kind != GPUFL_MODEL_EXTERNAL_OPS || external_id <= 0) return NULL;
+    uint64_t index = (uint64_t)external_id >> GPUFL_OPS_CALL_BITS;
+    return index >= 1 && index <= m->n_op_names ? m->op_names[index - 1] : NULL;
 }
 
 /* A stack's frame ids are kept as ids until every frame record is read
@@ -1331,6 +1365,7 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
         RANGE_PROFILER,
         RANGE_METRICS,
         RANGE_STATS,
+        OP,
         NTYPES
     };
     static const char *const types[NTYPES] = {"header",
@@ -1369,7 +1404,8 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
                                               "sass_metrics_stats",
                                               "range_profiler",
                                               "range_metrics",
-                                              "range_profiler_stats"};
+                                              "range_profiler_stats",
+                                              "op"};
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
@@ -1415,6 +1451,7 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     case RANGE_PROFILER: return gpufl__model_on_range_profiler(m, pos, rec);
     case RANGE_METRICS: return gpufl__model_on_range_metrics(m, pos, rec);
     case RANGE_STATS: return gpufl__model_keep_last(&m->range_stats, rec);
+    case OP: return on_op(m, pos, rec);
     default: return 1;
     }
 }
@@ -2126,6 +2163,7 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->syncs);
     free(m->launches);
     free(m->frames);
+    free(m->op_names);
     free(m->stacks);
     free(m->stack_frames);
     gpufl__model_free_pc(m);

@@ -326,9 +326,12 @@ typedef struct gpufl_model_frame {
     uint64_t offset;    /* pc's address in that file */
     const char *function;
     const char *file;
-    int64_t line;       /* 0 unknown */
-    const char *source; /* the source line's text, when collected */
-    int user;           /* 1: application code, 0: CUDA, gpufl, C/C++ runtime or loader */
+    int64_t line;         /* 0 unknown */
+    const char *source;   /* the source line's text, when collected */
+    const char *language; /* an interpreted frame's language ("python"); "" a native frame */
+    /* 1: application code; 0: CUDA, gpufl, C/C++ runtime or loader, or an
+     * interpreted frame of a standard library or installed package */
+    int user;
 } gpufl_model_frame_t;
 
 /* Frames a stack record may hold (writers keep 64); a longer one is a
@@ -653,6 +656,9 @@ typedef struct gpufl_model {
     size_t n_syncs;
     uint64_t syncs_over_cap;
 
+    const char **op_names; /* framework operation names (op records) by index - 1; NULL unknown */
+    size_t n_op_names;
+
     gpufl_model_frame_t *frames; /* frame records, in log order */
     size_t n_frames;
     uint64_t frames_over_cap;
@@ -800,6 +806,15 @@ const gpufl_model_frame_t *gpufl__model_stack_frame(const gpufl_model_t *m,
  * is user code (a call made inside the CUDA runtime or driver: shown as
  * <driver-internal>) or the stack is unknown.
  */
+/* The external correlation kind of framework operation ids (gpufl_ops.h:
+ * CUPTI's CUSTOM2). */
+#define GPUFL_MODEL_EXTERNAL_OPS 5
+
+/* The framework operation (gpufl_ops.h) of a kernel or launch row's
+ * external correlation, or NULL when it has none or its op record is gone. */
+const char *gpufl__model_op_name(const gpufl_model_t *m, int64_t external_kind,
+                                 int64_t external_id);
+
 const gpufl_model_frame_t *gpufl__model_stack_site(const gpufl_model_t *m, int64_t stack_id);
 
 /* All GPU time of a piece of work: kernels, copies and memsets. */

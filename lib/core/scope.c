@@ -33,15 +33,16 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static const gpufl_scope_observer_t *observer; /* atomic builtins */
 static _Atomic int observer_calls;             /* calls inside the observer now */
 
-/* initial-exec: a plain %fs-relative load, also when the library is
- * dlopen()ed (8 bytes fit in the static TLS surplus glibc keeps for that). */
-static __thread gpufl_ring_t *tls_ring __attribute__((tls_model("initial-exec")));
+/* The default TLS model, through TLS descriptors (lib/CMakeLists.txt): not
+ * initial-exec, whose static TLS a dlopen()ed module may not get (the
+ * Python extension loaded beside PyTorch's libgomp failed so). */
+static __thread gpufl_ring_t *tls_ring;
 /* The generation in which this thread found no free ring: it does not scan
  * the pool again (nor count itself twice) until the next session. */
-static __thread uint64_t tls_no_ring_generation __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_no_ring_generation;
 /* The generation tls_ring was claimed in: at thread exit the ring is handed
  * back only if it was not reset and given to another thread since. */
-static __thread uint64_t tls_ring_generation __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_ring_generation;
 
 /* Thread exit: hand the ring back; the collector drains it and frees it. */
 static void on_thread_exit(void *arg) {
@@ -334,7 +335,7 @@ uint64_t gpufl__scope_current(void) {
     return r->stack[r->depth - 1];
 }
 
-static __thread int32_t tls_tid __attribute__((tls_model("initial-exec")));
+static __thread int32_t tls_tid;
 
 int32_t gpufl__thread_id(void) {
     if (!tls_tid) tls_tid = (int32_t)syscall(SYS_gettid);

@@ -5,6 +5,7 @@
 #include "core/stack_log.h"
 
 #include "core/error.h"
+#include "core/interp.h"
 #include "core/jsonw.h"
 #include "core/log.h"
 
@@ -60,19 +61,55 @@ static void kv_str_or_null(gpufl_buf_t *b, const char *key, const char *s) {
     }
 }
 
-/* A frame record for pc, id as given, described by info. */
-static void put_frame(gpufl_writer_t *f, uint32_t id, uintptr_t pc,
-                      const gpufl_frame_info_t *info) {
+/* How a stack entry is described: a native frame's info, or an
+ * interpreted frame's (language set; library from its describe). */
+typedef struct frame_desc {
+    gpufl_frame_info_t info;
+    const char *language; /* NULL: a native frame */
+    int library;
+} frame_desc_t;
+
+/* A frame record for pc, id as given, described by d. */
+static void put_frame(gpufl_writer_t *f, uint32_t id, uintptr_t pc, const frame_desc_t *d) {
+    const gpufl_frame_info_t *info = &d->info;
     gpufl_buf_t *b = gpufl__writer_record(f, "frame");
     gpufl__buf_kv_i64(b, "id", id);
     kv_hex(b, "pc", pc);
     kv_str_or_null(b, "module", info->module);
     if (*info->module) kv_hex(b, "offset", info->module_offset);
+    if (d->language) {
+        gpufl__buf_kv_str(b, "language", d->language);
+        gpufl__buf_key(b, "library");
+        gpufl__buf_puts(b, d->library ? "true" : "false");
+    }
     kv_str_or_null(b, "function", info->function);
     kv_str_or_null(b, "file", info->file);
     if (info->line > 0) gpufl__buf_kv_i64(b, "line", info->line);
     if (info->source && *info->source) gpufl__buf_kv_str(b, "source", info->source);
     gpufl__writer_end_record(f);
+}
+
+/* Describes one stack entry: an interpreted frame by its interpreter, an
+ * address by the symbol resolver. */
+static void describe(gpufl_stack_log_t *sl, uintptr_t pc, frame_desc_t *d) {
+    memset(d, 0, sizeof *d);
+    d->info = (gpufl_frame_info_t){"", 0, "", 0, "", 0, ""};
+    if ((uint64_t)pc & GPUFL_INTERP_KEY_BIT) {
+        const gpufl_interp_reg_t *r = gpufl__interp_get();
+        gpufl_interp_frame_t fr = {0};
+        if (r == NULL) return; /* cannot be: keys come only from a registered walk */
+        d->language = r->api.language;
+        d->library = 1;
+        if (!r->api.describe((uint64_t)pc & ~GPUFL_INTERP_KEY_BIT, &fr, r->api.user)) return;
+        d->library = fr.library != 0;
+        d->info.function = fr.function ? fr.function : "";
+        d->info.file = fr.file ? fr.file : "";
+        d->info.line = fr.line > 0 ? fr.line : 0;
+        d->info.source = gpufl__symbols_source(sl->symbols, d->info.file, d->info.line);
+        return;
+    }
+    /* gpufl's own frames were dropped: every frame left is a return address. */
+    if (sl->symbols != NULL) gpufl__symbols_resolve(sl->symbols, pc, 1, &d->info);
 }
 
 /* Forgets which stacks and frames were written: the writer lost lines since
@@ -107,7 +144,7 @@ int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t 
     if (sl->written[id]) return id;
     /* Describe the new addresses first, outside the file's lock (DWARF and
      * source reading take time; application threads may wait on the lock). */
-    gpufl_frame_info_t info[GPUFL_STACK_DEPTH_MAX];
+    frame_desc_t desc[GPUFL_STACK_DEPTH_MAX];
     uint32_t frames[GPUFL_STACK_DEPTH_MAX];
     uint8_t fresh[GPUFL_STACK_DEPTH_MAX]; /* its frame record is written below */
     for (size_t i = 0; i < depth; i++) {
@@ -119,15 +156,12 @@ int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t 
         }
         fresh[i] = rc == 0;
         frames[i] = fresh[i] ? (uint32_t)++sl->frames : (uint32_t)known;
-        if (!fresh[i]) continue;
-        /* gpufl's own frames were dropped: every frame left is a return address. */
-        if (sl->symbols == NULL || !gpufl__symbols_resolve(sl->symbols, pcs[i], 1, &info[i]))
-            info[i] = (gpufl_frame_info_t){"", 0, "", 0, "", 0, ""};
+        if (fresh[i]) describe(sl, pcs[i], &desc[i]);
     }
     pthread_mutex_lock(&f->lock);
     uint64_t lost = f->batches_lost;
     for (size_t i = 0; i < depth; i++)
-        if (fresh[i]) put_frame(f, frames[i], pcs[i], &info[i]);
+        if (fresh[i]) put_frame(f, frames[i], pcs[i], &desc[i]);
     gpufl_buf_t *b = gpufl__writer_record(f, "stack");
     gpufl__buf_kv_i64(b, "id", id);
     gpufl__buf_key(b, "frames");

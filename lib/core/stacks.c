@@ -9,11 +9,12 @@
  */
 #include "core/stacks.h"
 
+#include "core/clock.h"
 #include "core/error.h"
+#include "core/interp.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
-#include <link.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,33 +45,20 @@ struct gpufl_stacks {
     entry_t *entries; /* by id - 1 */
     _Atomic uint32_t next_id;
     _Atomic uint64_t captures, lost;
+    /* the registered interpreter's walks (interp.h) */
+    _Atomic uint64_t interp_walks, interp_empty, interp_ns, interp_max_ns;
 };
 
 /* Frames walked beyond the kept depth: gpufl's own leading ones. */
 #define OWN_FRAMES_MAX 8
+/* With an interpreter registered, native frames are walked this deep to
+ * find its code (a framework's dispatch can put dozens of frames between
+ * the CUDA call and the interpreter), and at most NATIVE_KEPT of them are
+ * kept before the interpreted frames: the innermost ones. */
+#define INTERP_WALK_MAX 160
+#define NATIVE_KEPT     24
 
 static int glibc_walk(void **buffer, int size) { return backtrace(buffer, size); }
-
-typedef struct own_range {
-    uintptr_t addr, lo, hi;
-} own_range_t;
-
-/* The executable segment holding r->addr. */
-static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
-    own_range_t *r = data;
-    (void)size;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
-        uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
-        if (r->addr >= lo && r->addr < hi) {
-            r->lo = lo;
-            r->hi = hi;
-            return 1;
-        }
-    }
-    return 0;
-}
 
 int gpufl__stacks_create(size_t max_stacks, gpufl_stacks_t **out, char *note, size_t note_size) {
     *out = NULL;
@@ -103,11 +91,7 @@ int gpufl__stacks_create(size_t max_stacks, gpufl_stacks_t **out, char *note, si
     }
     void *warm[4]; /* glibc's walker loads libgcc_s on first use: not on the hot path */
     s->walk(warm, 4);
-    own_range_t r = {(uintptr_t)(void *)gpufl__stacks_capture, 0, 0};
-    if (dl_iterate_phdr(find_own, &r)) {
-        s->own_lo = r.lo;
-        s->own_hi = r.hi;
-    }
+    gpufl__exec_segment((uintptr_t)(void *)gpufl__stacks_capture, &s->own_lo, &s->own_hi);
     *out = s;
     return 0;
 }
@@ -121,10 +105,10 @@ void gpufl__stacks_destroy(gpufl_stacks_t *s) {
     free(s);
 }
 
-static uint64_t hash_frames(void *const *pcs, int n) {
+static uint64_t hash_frames(const uintptr_t *pcs, int n) {
     uint64_t h = 0x9e3779b97f4a7c15u ^ (uint64_t)n;
     for (int i = 0; i < n; i++) {
-        h ^= (uint64_t)(uintptr_t)pcs[i];
+        h ^= (uint64_t)pcs[i];
         h *= 0xff51afd7ed558ccdu;
         h ^= h >> 32;
     }
@@ -141,17 +125,62 @@ static uint32_t wait_id(slot_t *slot) {
     return ID_LOST;
 }
 
+/* The registered interpreter's walk, timed (it may wait for the
+ * interpreter's lock) and counted. */
+static size_t interp_walk(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, uint64_t *keys,
+                          size_t max) {
+    int64_t t0 = gpufl__mono_ns();
+    size_t n = r->api.walk(keys, max, r->api.user);
+    uint64_t ns = (uint64_t)(gpufl__mono_ns() - t0);
+    if (n > max) n = max;
+    atomic_fetch_add_explicit(n ? &s->interp_walks : &s->interp_empty, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->interp_ns, ns, memory_order_relaxed);
+    uint64_t seen = atomic_load_explicit(&s->interp_max_ns, memory_order_relaxed);
+    while (ns > seen &&
+           !atomic_compare_exchange_weak_explicit(&s->interp_max_ns, &seen, ns,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+    }
+    return n;
+}
+
+/* The stack of native frames pcs[0..n) into out[GPUFL_STACK_DEPTH_MAX],
+ * with the frames from the interpreter's code outward replaced by its
+ * interpreted frames (interp.h). Returns the depth, or -1 when no frame is
+ * the interpreter's or it gave no frames (out is then not written). */
+static int splice_interp(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, void *const *pcs, int n,
+                         uintptr_t *out) {
+    int cut = 0;
+    while (cut < n && !((uintptr_t)pcs[cut] >= r->code_lo && (uintptr_t)pcs[cut] < r->code_hi))
+        cut++;
+    if (cut == n) return -1; /* this thread never entered the interpreter */
+    int kept = cut < NATIVE_KEPT ? cut : NATIVE_KEPT;
+    uint64_t keys[GPUFL_STACK_DEPTH_MAX];
+    size_t m = interp_walk(s, r, keys, (size_t)(GPUFL_STACK_DEPTH_MAX - kept));
+    if (m == 0) return -1;
+    for (int i = 0; i < kept; i++) out[i] = (uintptr_t)pcs[i];
+    for (size_t i = 0; i < m; i++) out[kept + (int)i] = (uintptr_t)(keys[i] | GPUFL_INTERP_KEY_BIT);
+    return kept + (int)m;
+}
+
 uint32_t gpufl__stacks_capture(gpufl_stacks_t *s) {
-    void *buf[GPUFL_STACK_DEPTH_MAX + OWN_FRAMES_MAX];
-    int n = s->walk(buf, (int)(sizeof buf / sizeof buf[0]));
+    void *buf[INTERP_WALK_MAX + OWN_FRAMES_MAX];
+    const gpufl_interp_reg_t *interp = gpufl__interp_get();
+    int n = s->walk(buf, interp ? (int)(sizeof buf / sizeof buf[0])
+                                : GPUFL_STACK_DEPTH_MAX + OWN_FRAMES_MAX);
     int first = 0;
     while (first < n && first < OWN_FRAMES_MAX && (uintptr_t)buf[first] >= s->own_lo &&
            (uintptr_t)buf[first] < s->own_hi)
         first++;
-    void **pcs = buf + first;
     n -= first;
-    if (n > GPUFL_STACK_DEPTH_MAX) n = GPUFL_STACK_DEPTH_MAX;
     if (n < 0) n = 0;
+    uintptr_t pcs[GPUFL_STACK_DEPTH_MAX];
+    int spliced = interp ? splice_interp(s, interp, buf + first, n, pcs) : -1;
+    if (spliced >= 0) {
+        n = spliced;
+    } else {
+        if (n > GPUFL_STACK_DEPTH_MAX) n = GPUFL_STACK_DEPTH_MAX;
+        for (int i = 0; i < n; i++) pcs[i] = (uintptr_t)buf[first + i];
+    }
     atomic_fetch_add_explicit(&s->captures, 1, memory_order_relaxed);
 
     uint64_t h = hash_frames(pcs, n);
@@ -204,4 +233,8 @@ void gpufl__stacks_stats(const gpufl_stacks_t *s, gpufl_stacks_stats_t *out) {
     uint32_t next = atomic_load_explicit(&s->next_id, memory_order_relaxed);
     out->distinct = next < s->max ? next : s->max;
     out->walker = s->unwind ? "libunwind" : "glibc backtrace";
+    out->interp_walks = atomic_load_explicit(&s->interp_walks, memory_order_relaxed);
+    out->interp_empty = atomic_load_explicit(&s->interp_empty, memory_order_relaxed);
+    out->interp_ns = atomic_load_explicit(&s->interp_ns, memory_order_relaxed);
+    out->interp_max_ns = atomic_load_explicit(&s->interp_max_ns, memory_order_relaxed);
 }

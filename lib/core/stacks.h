@@ -9,8 +9,13 @@
  * costs a hash and a probe, a new one takes the next id. Ids are dense, from
  * 1, in the order stacks were first seen; 0 means no stack.
  *
+ * With an interpreter registered (interp.h, gpufl_interp.h), the native
+ * frames from its machine code outward are replaced by its own frames, as
+ * keys with GPUFL_INTERP_KEY_BIT set; a thread that never entered the
+ * interpreter keeps its native stack and costs no interpreter walk.
+ *
  * Addresses are symbolised later, off the hot path, by the collector
- * (symbols.h). Two different stacks with the same 64-bit hash would share an
+ * (symbols.h); interpreted frames by the interpreter's describe. Two different stacks with the same 64-bit hash would share an
  * id; the chance is negligible for the few thousand stacks a session has.
  *
  * Threads: capture from any thread; get and stats from any thread.
@@ -31,6 +36,10 @@ typedef struct gpufl_stacks_stats {
     uint64_t distinct;  /* ids given */
     uint64_t lost;      /* captures that got no id: the table was full */
     const char *walker; /* "libunwind" or "glibc backtrace" */
+    /* walks of the registered interpreter's frames: those that gave frames,
+     * those that gave none, and their time (it includes any wait for the
+     * interpreter's lock), all and the longest */
+    uint64_t interp_walks, interp_empty, interp_ns, interp_max_ns;
 } gpufl_stacks_stats_t;
 
 /*
@@ -46,7 +55,8 @@ void gpufl__stacks_destroy(gpufl_stacks_t *s); /* accepts NULL */
 uint32_t gpufl__stacks_capture(gpufl_stacks_t *s);
 
 /* The frames of stack id: *pcs (innermost first) and the count returned; 0
- * for an id not given. A frame other than the first is a return address. */
+ * for an id not given. A frame other than the first is a return address,
+ * or an interpreted frame's key (GPUFL_INTERP_KEY_BIT set). */
 size_t gpufl__stacks_get(const gpufl_stacks_t *s, uint32_t id, const uintptr_t **pcs);
 
 void gpufl__stacks_stats(const gpufl_stacks_t *s, gpufl_stacks_stats_t *out);

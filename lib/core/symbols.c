@@ -630,6 +630,11 @@ int gpufl__symbols_resolve(gpufl_symbols_t *s, uintptr_t pc, int return_address,
     return 1;
 }
 
+const char *gpufl__symbols_source(gpufl_symbols_t *s, const char *path, int line) {
+    if (s == NULL || path == NULL || !(s->flags & GPUFL_SYMBOLS_SOURCE)) return empty;
+    return source_line(s, path, line);
+}
+
 int gpufl__symbols_full(const gpufl_symbols_t *s) { return s != NULL && s->full; }
 
 void gpufl__symbols_destroy(gpufl_symbols_t *s) {

@@ -854,6 +854,19 @@ int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t 
     return 0;
 }
 
+_Static_assert(GPUFL_CUPTI_EXTERNAL_CUSTOM2 == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2,
+               "CUPTI's external correlation kinds moved");
+
+int gpufl__cupti_push_external(const gpufl_cupti_t *c, uint32_t kind, uint64_t id) {
+    if (c->fn.push_external == NULL) return -1;
+    return c->fn.push_external((CUpti_ExternalCorrelationKind)kind, id) == CUPTI_SUCCESS ? 0 : -1;
+}
+
+int gpufl__cupti_pop_external(const gpufl_cupti_t *c, uint32_t kind, uint64_t *id) {
+    if (c->fn.pop_external == NULL) return -1;
+    return c->fn.pop_external((CUpti_ExternalCorrelationKind)kind, id) == CUPTI_SUCCESS ? 0 : -1;
+}
+
 int64_t gpufl__cupti_stream_id(const gpufl_cupti_t *c, void *context, void *stream,
                                int per_thread) {
     uint32_t id = 0;

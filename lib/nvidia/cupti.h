@@ -265,6 +265,15 @@ int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c);
  * it. Returns 1 and fills kind/id, 0 when none is pushed. */
 int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t *id);
 
+/* CUPTI's CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (checked in cupti.c). */
+#define GPUFL_CUPTI_EXTERNAL_CUSTOM2 5u
+
+/* Push id on / pop the top id off the calling thread's external correlation
+ * stack of CUPTI's kind `kind`: 0, or -1 (no such function, or CUPTI said no:
+ * an empty stack on pop). */
+int gpufl__cupti_push_external(const gpufl_cupti_t *c, uint32_t kind, uint64_t id);
+int gpufl__cupti_pop_external(const gpufl_cupti_t *c, uint32_t kind, uint64_t *id);
+
 /* CUPTI's id of a stream of context (cuptiGetStreamIdEx; per_thread for the
  * _ptsz calls, whose default stream is the thread's), as activity records
  * carry it; -1 when unknown. */

@@ -12,6 +12,7 @@
 #define GPUFL_NVIDIA_TRACE_SOURCE_H
 
 #include "core/collector.h"
+#include "core/ops.h"
 #include "core/stack_log.h"
 #include "nvidia/cuda.h"
 #include "nvidia/cupti.h"
@@ -50,6 +51,9 @@ typedef struct gpufl_trace_source {
     char rp_why[240];          /* why it does not run, "" when it does or was not asked for */
     gpufl_launch_hooks_t both; /* Deep: the callbacks feed both engines, */
     gpufl_launch_hooks_t to_pcs, to_sassm; /* through copies of their hooks */
+    gpufl_ops_hooks_t ops_hooks;           /* framework op ids go to CUPTI through these, */
+    int ops_attached;                      /* while this is 1 */
+    uint32_t ops_written;                  /* op names written into this session's log */
     void *last_context; /* the context of the last launch row, and its CUPTI id */
     uint32_t last_context_id;
 } gpufl_trace_source_t;

@@ -21,6 +21,10 @@ from ._session import (Session, UploadResult, init, session, shutdown, system_st
 
 __version__ = _gpufl.version()
 
+from . import _frames  # noqa: E402  (after the extension: it registers with it)
+
+_frames.start()
+
 __all__ = [
     "init", "shutdown", "Scope", "system_start", "system_stop", "upload_logs", "session",
     "ProfilingEngine", "BackendKind", "UploadResult", "Session",

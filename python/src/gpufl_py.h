@@ -55,6 +55,16 @@ PyObject *gpufl__py_type_error(const char *what, const char *expected, PyObject 
  */
 int gpufl__py_utf8(PyObject *obj, const char *what, const char **out);
 
+/* Python frames in captured stacks: see frames.c. */
+PyObject *gpufl__py_frames_start(PyObject *module, PyObject *library_dirs);
+PyObject *gpufl__py_frames_stop(PyObject *module, PyObject *unused);
+PyObject *gpufl__py_frames_stats(PyObject *module, PyObject *unused);
+
+/* Framework operation tagging: see ops.c. */
+PyObject *gpufl__py_op_register(PyObject *module, PyObject *name);
+PyObject *gpufl__py_op_push(PyObject *module, PyObject *index);
+PyObject *gpufl__py_op_pop(PyObject *module, PyObject *id);
+
 /* _gpufl.init(**options): see init.c. */
 PyObject *gpufl__py_init(PyObject *module, PyObject *args, PyObject *kwargs);
 

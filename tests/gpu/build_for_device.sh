@@ -8,8 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build/device -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF >/dev/null
-cmake --build build/device -j "$(nproc)" --target gpufl_static >/dev/null
+cmake --build build/device -j "$(nproc)" --target gpufl_static gpufl_python >/dev/null
 mkdir -p .devbin
+# The Python package (abi3: loads in the GPU machine's Python 3.12), for the
+# PyTorch checks (run_torch_checks.sh); its libjansson.so.4 is copied below.
+rm -rf .devbin/python && mkdir -p .devbin/python && cp -r build/device/python/gpufl .devbin/python/
 libs=(build/device/lib/libgpufl.a /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm)
 cc -O2 -std=c11 -D_GNU_SOURCE -I include tests/gpu/monitor_session.c -o .devbin/monitor_session "${libs[@]}"
 cc -O2 -std=c11 -D_GNU_SOURCE -I include -I lib bench/bench_stacks.c -o .devbin/bench_stacks "${libs[@]}"

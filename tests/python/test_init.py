@@ -254,3 +254,17 @@ def test_no_warning_for_current_keywords(log_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert gpufl.init(log_path=str(log_dir), continuous_system_sampling=True)
+
+
+def test_the_extension_needs_no_static_tls():
+    """A module dlopen()ed into a process (the extension, imported before or
+    after PyTorch) must not take static TLS: glibc keeps little of it for
+    dlopen, and PyTorch's libgomp needs it too."""
+    import shutil
+    import subprocess
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("no readelf")
+    out = subprocess.run([readelf, "-dW", gpufl._gpufl.__file__], capture_output=True,
+                         text=True, check=True).stdout
+    assert "STATIC_TLS" not in out

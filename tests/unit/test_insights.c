@@ -1342,6 +1342,44 @@ static void test_insights_sync_attribution(void **state) {
     }
 }
 
+/* Python frames (the gpufl package's provider): a frame of library code
+ * (torch's) is never the site; the innermost Python frame of the program
+ * is, and an interpreted frame that does not say whether it is library code
+ * is not taken for the program's. */
+static void test_insights_sync_python_site(void **state) {
+    (void)state;
+    sess_t *s = sess_new(0);
+    put_stacks(s);
+    put(s, "{\"type\":\"frame\",\"v\":1,\"id\":10,\"pc\":\"0x8000000002000010\","
+           "\"module\":null,\"function\":\"synchronize\","
+           "\"file\":\"/venv/lib/python3.12/site-packages/torch/cuda/__init__.py\","
+           "\"line\":985,\"language\":\"python\",\"library\":true}\n");
+    put(s, "{\"type\":\"frame\",\"v\":1,\"id\":11,\"pc\":\"0x8000000003000045\","
+           "\"module\":null,\"function\":\"Trainer.step\",\"file\":\"/src/train.py\","
+           "\"line\":69,\"language\":\"python\",\"library\":false,"
+           "\"source\":\"        torch.cuda.synchronize()\"}\n");
+    put(s, "{\"type\":\"frame\",\"v\":1,\"id\":12,\"pc\":\"0x8000000004000001\","
+           "\"module\":null,\"function\":\"<module>\",\"file\":\"/src/run.py\","
+           "\"line\":1,\"language\":\"python\"}\n");
+    put(s, "{\"type\":\"stack\",\"v\":1,\"id\":5,\"frames\":[1,10,11,12]}\n");
+    put(s, "{\"type\":\"stack\",\"v\":1,\"id\":6,\"frames\":[1,10,12]}\n");
+    sync_row_t r[] = {
+        {0, 30 * MS, 100, 5, 0}, {40 * MS, 70 * MS, 101, 5, 0}, {80 * MS, 85 * MS, 102, 6, 0}};
+    put_syncs(s, r, 3);
+    sess_end(s, 100 * MS);
+    run_t run = compute(s);
+    assert_int_equal(count(&run, "sync_attribution"), 2);
+    const gpufl_insight_t *x = &run.in.items[0], *internal = &run.in.items[1];
+    expect_text(internal->title, "\xc3\x97 1 @ <driver-internal> ");
+    assert_string_equal(x->file, "/src/train.py");
+    assert_int_equal(x->line, 69);
+    assert_string_equal(x->function, "Trainer.step");
+    assert_string_equal(x->source, "        torch.cuda.synchronize()");
+    ASSERT_NEAR(ev(x, "calls"), 2);
+    expect_text(x->title, "train.py:69");
+    done(&run);
+}
+
 /* Two lines, a call with no application frame and one with no stack: one
  * insight each, the longest first; <driver-internal> and <no stack> named. */
 static void test_insights_sync_sites(void **state) {
@@ -1638,6 +1676,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_insights_median),
         cmocka_unit_test(test_insights_sync_attribution),
+        cmocka_unit_test(test_insights_sync_python_site),
         cmocka_unit_test(test_insights_sync_sites),
         cmocka_unit_test(test_insights_in_loop_sync),
         cmocka_unit_test(test_insights_sync_skips),

@@ -1,0 +1,116 @@
+/*
+ * ops.c - framework operation names and per-call ids (see ops.h and
+ * gpufl_ops.h).
+ *
+ * Names live in an append-only table: a new name is copied, stored at the
+ * next index and published with a release store of the count, so that the
+ * collector reads them without a lock. Lookups of a known name (a binding
+ * registers each once and keeps the index) take the table's mutex.
+ */
+#include "core/ops.h"
+
+#include "core/error.h"
+#include "core/jsonw.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *names[GPUFL_OPS_MAX];
+static _Atomic uint32_t count;
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static _Atomic(const gpufl_ops_hooks_t *) hooks;
+static atomic_int inside; /* pushes and pops using hooks now */
+static _Atomic uint64_t calls, mismatched;
+
+int gpufl_op_register(const char *name) {
+    if (name == NULL || *name == '\0')
+        return gpufl__set_error(GPUFL_EINVAL, "gpufl_op_register: the name is NULL or empty");
+    pthread_mutex_lock(&names_lock);
+    uint32_t n = atomic_load_explicit(&count, memory_order_relaxed);
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) {
+            pthread_mutex_unlock(&names_lock);
+            return (int)i + 1;
+        }
+    int rc;
+    if (n >= GPUFL_OPS_MAX) {
+        rc = gpufl__set_error(GPUFL_ENOMEM,
+                              "gpufl_op_register: %d operation names kept "
+                              "already; %s is not tagged",
+                              GPUFL_OPS_MAX, name);
+    } else if ((names[n] = strdup(name)) == NULL) {
+        rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for an operation name");
+    } else {
+        atomic_store_explicit(&count, n + 1, memory_order_release);
+        rc = (int)n + 1;
+    }
+    pthread_mutex_unlock(&names_lock);
+    return rc;
+}
+
+/* The hooks, counted as in use until leave(); NULL when none. */
+static const gpufl_ops_hooks_t *enter(void) {
+    atomic_fetch_add(&inside, 1);
+    const gpufl_ops_hooks_t *h = atomic_load(&hooks);
+    if (h == NULL) atomic_fetch_sub_explicit(&inside, 1, memory_order_release);
+    return h;
+}
+
+static void leave(void) { atomic_fetch_sub_explicit(&inside, 1, memory_order_release); }
+
+uint64_t gpufl_op_push(int index) {
+    if (index <= 0 || (uint32_t)index > atomic_load_explicit(&count, memory_order_relaxed))
+        return 0;
+    if (atomic_load_explicit(&hooks, memory_order_relaxed) == NULL) return 0; /* the usual case */
+    const gpufl_ops_hooks_t *h = enter();
+    if (h == NULL) return 0;
+    uint64_t call = atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed) + 1;
+    uint64_t id = (uint64_t)index << GPUFL_OPS_CALL_BITS |
+                  (call & ((UINT64_C(1) << GPUFL_OPS_CALL_BITS) - 1));
+    int pushed = h->push(h->user, id) == 0;
+    leave();
+    return pushed ? id : 0;
+}
+
+void gpufl_op_pop(uint64_t id) {
+    if (id == 0) return;
+    const gpufl_ops_hooks_t *h = enter();
+    if (h == NULL) return; /* the session ended during the call: CUPTI is gone */
+    uint64_t top = 0;
+    if (h->pop(h->user, &top) != 0 || top != id)
+        atomic_fetch_add_explicit(&mismatched, 1, memory_order_relaxed);
+    leave();
+}
+
+void gpufl__ops_attach(const gpufl_ops_hooks_t *h) { atomic_store(&hooks, h); }
+
+void gpufl__ops_detach(void) {
+    atomic_store(&hooks, NULL);
+    while (atomic_load(&inside) != 0) sched_yield(); /* a push or pop of a few instructions */
+}
+
+size_t gpufl__ops_write_new(gpufl_writer_t *f, uint32_t *written) {
+    uint32_t n = atomic_load_explicit(&count, memory_order_acquire);
+    size_t out = 0;
+    if (*written >= n) return 0;
+    pthread_mutex_lock(&f->lock);
+    uint64_t lost = f->batches_lost;
+    for (uint32_t i = *written; i < n; i++, out++) {
+        gpufl_buf_t *b = gpufl__writer_record(f, "op");
+        gpufl__buf_kv_i64(b, "index", (int64_t)i + 1);
+        gpufl__buf_kv_str(b, "name", names[i]);
+        gpufl__writer_end_record(f);
+    }
+    int kept = f->batches_lost == lost;
+    pthread_mutex_unlock(&f->lock);
+    if (kept) *written = n; /* else all are written again next time (readers keep the first) */
+    return kept ? out : 0;
+}
+
+uint64_t gpufl__ops_mismatched(void) {
+    return atomic_load_explicit(&mismatched, memory_order_relaxed);
+}

@@ -1,0 +1,41 @@
+/*
+ * ops.h - framework operation names and their per-call ids (gpufl_ops.h):
+ * the process-wide name table, the hooks a tracing session attaches to push
+ * and pop the ids on CUPTI's external correlation stack, and the writing of
+ * new names into the session's log.
+ *
+ * Threads: register, push and pop from any thread. attach and detach from
+ * the thread that starts and ends the session; detach waits for pushes and
+ * pops in progress. write_new from the collector.
+ */
+#ifndef GPUFL_CORE_OPS_H
+#define GPUFL_CORE_OPS_H
+
+#include <gpufl/gpufl_ops.h>
+
+#include "core/writer.h"
+
+#include <stdint.h>
+
+#define GPUFL_OPS_CALL_BITS 40 /* an id: index << 40 | call number */
+
+/* A tracing session's side: push an id on the calling thread's stack;
+ * pop the top one, 0 or -1 when there is none. */
+typedef struct gpufl_ops_hooks {
+    int (*push)(void *user, uint64_t id);
+    int (*pop)(void *user, uint64_t *id);
+    void *user;
+} gpufl_ops_hooks_t;
+
+/* Pushes and pops go to hooks (kept by pointer) until detach. */
+void gpufl__ops_attach(const gpufl_ops_hooks_t *hooks);
+void gpufl__ops_detach(void);
+
+/* Writes an `op` record for each name registered since *written (0 at a
+ * session's start) and advances it. Returns the records written. */
+size_t gpufl__ops_write_new(gpufl_writer_t *f, uint32_t *written);
+
+/* Calls whose pop found another id, or none, on the thread's stack. */
+uint64_t gpufl__ops_mismatched(void);
+
+#endif

@@ -1,0 +1,116 @@
+"""Framework operation tagging (gpufl_ops.h, the calls gpufl.torch makes
+around every aten operation) in a Trace session over the fakes: kernels
+launched inside a call carry its id through CUPTI's external correlation,
+and the analysis names their operation. gpufl.torch itself is tested with
+PyTorch on the GPU machine (tests/gpu/run_torch_checks.sh); here only when
+PyTorch is installed.
+"""
+import threading
+
+import pytest
+
+import gpufl
+from gpufl import _gpufl
+from gpufl.analyzer import GpuFlightSession
+
+from fakegpu import FakeGpu, device_records, needed, start
+
+pytestmark = needed
+
+CALL_BITS = 40
+
+
+def test_kernels_carry_their_operation(monkeypatch, log_dir):
+    mm = _gpufl._op_register("aten::mm")
+    add = _gpufl._op_register("aten::add")
+    assert _gpufl._op_register("aten::mm") == mm != add  # one index per name
+    start(monkeypatch, log_dir, enable_stack_trace=False)
+    gpu = FakeGpu()
+    gpu.launch("outside")
+    calls = []
+    for op, kernels in ((mm, 2), (add, 1), (mm, 1)):
+        call = _gpufl._op_push(op)
+        calls.append(call)
+        for _ in range(kernels):
+            gpu.launch("k%d" % op)
+        _gpufl._op_pop(call)
+    gpu.launch("after")
+    gpufl.shutdown()
+
+    assert len(set(calls)) == 3 and all(c >> CALL_BITS in (mm, add) for c in calls)
+    kernels = GpuFlightSession(str(log_dir), log_prefix="stacks").kernels
+    assert list(kernels["op"]) == [None, "aten::mm", "aten::mm", "aten::add", "aten::mm", None]
+    tagged = kernels[kernels["op"].notna()]
+    assert set(tagged["external_kind"]) == {5}  # CUPTI's CUSTOM2
+    assert list(tagged["external_id"]) == [calls[0], calls[0], calls[1], calls[2]]
+    names = {r["index"]: r["name"] for r in device_records(log_dir, "op")}
+    assert names[mm] == "aten::mm" and names[add] == "aten::add"
+    stats = device_records(log_dir, "trace_stats")[0]
+    assert stats["ops"] >= 2 and stats["op_pops_mismatched"] == 0
+
+
+def test_nested_calls_tag_the_innermost(monkeypatch, log_dir):
+    outer, inner = _gpufl._op_register("aten::linear"), _gpufl._op_register("aten::addmm")
+    start(monkeypatch, log_dir, enable_stack_trace=False)
+    gpu = FakeGpu()
+    a = _gpufl._op_push(outer)
+    gpu.launch()
+    b = _gpufl._op_push(inner)
+    gpu.launch()
+    _gpufl._op_pop(b)
+    gpu.launch()
+    _gpufl._op_pop(a)
+    gpufl.shutdown()
+    kernels = GpuFlightSession(str(log_dir), log_prefix="stacks").kernels
+    assert list(kernels["op"]) == ["aten::linear", "aten::addmm", "aten::linear"]
+
+
+def test_threads_have_their_own_calls(monkeypatch, log_dir):
+    op = _gpufl._op_register("aten::relu")
+    start(monkeypatch, log_dir, enable_stack_trace=False)
+    gpu = FakeGpu()
+    call = _gpufl._op_push(op)
+    worker = threading.Thread(target=gpu.launch, args=("worker",))
+    worker.start()
+    worker.join()
+    gpu.launch("main")
+    _gpufl._op_pop(call)
+    gpufl.shutdown()
+    kernels = GpuFlightSession(str(log_dir), log_prefix="stacks").kernels.set_index("name")
+    assert kernels.loc["main", "op"] == "aten::relu"
+    assert kernels.loc["worker", "op"] is None
+
+
+def test_without_a_session_nothing_is_pushed():
+    op = _gpufl._op_register("aten::sum")
+    assert _gpufl._op_push(op) == 0
+    _gpufl._op_pop(0)  # what a binding does with it: nothing happens
+
+
+def test_a_session_ending_inside_a_call(monkeypatch, log_dir):
+    op = _gpufl._op_register("aten::mul")
+    start(monkeypatch, log_dir, enable_stack_trace=False)
+    call = _gpufl._op_push(op)
+    assert call
+    gpufl.shutdown()
+    _gpufl._op_pop(call)  # CUPTI's hooks are gone: no pop, no crash
+
+
+def test_bad_names_and_indices():
+    with pytest.raises(gpufl.InvalidArgumentError):
+        _gpufl._op_register("")
+    with pytest.raises(TypeError):
+        _gpufl._op_register(3)
+    assert _gpufl._op_push(0) == 0 and _gpufl._op_push(10**6) == 0
+    with pytest.raises(OverflowError):
+        _gpufl._op_pop(-1)
+
+
+def test_gpufl_torch_needs_pytorch():
+    torch = pytest.importorskip("torch")
+    import gpufl.torch as gt
+    assert not gt.enabled()
+    with gt.tag_ops():
+        assert gt.enabled()
+        torch.ones(2) + 1
+    assert not gt.enabled()
