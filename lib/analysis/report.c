@@ -1325,6 +1325,11 @@ static int section_sassm(FILE *out, const gpufl_report_t *r) {
     return 0;
 }
 
+static int section_ops(FILE *out, const gpufl_report_t *r) {
+    gpufl__report_text_ops(r, out);
+    return 0;
+}
+
 static int section_range(FILE *out, const gpufl_report_t *r) {
     gpufl__report_text_range(r, out);
     return 0;
@@ -1344,6 +1349,7 @@ static const struct {
     {"kernel_details", section_put_kernel_details},
     {"copies", section_put_copies},
     {"scope_gpu", put_scopes_gpu},
+    {"framework_ops", section_ops},
     {"pc_sampling", section_pc},
     {"sass_metrics", section_sassm},
     {"hardware_counters", section_range},

@@ -338,6 +338,25 @@ typedef struct gpufl_report_range {
     size_t n_rows, total;
 } gpufl_report_range_t;
 
+#define GPUFL_REPORT_OPS_ROWS_MAX 25 /* operations listed in the framework operations section */
+
+/* One framework operation (gpufl_ops.h, gpufl.torch) and its kernels. */
+typedef struct gpufl_report_op_row {
+    const char *name;
+    size_t calls;   /* distinct call ids whose kernels ran */
+    size_t kernels; /* kernel rows */
+    double gpu_ns;  /* their summed durations */
+} gpufl_report_op_row_t;
+
+/* The framework operations section: GPU time per operation, by GPU time. */
+typedef struct gpufl_report_ops {
+    int shown; /* some kernel row names an operation */
+    gpufl_report_op_row_t *rows;
+    size_t n_rows, total; /* shown; operations in all */
+    size_t untagged;      /* kernels without an operation */
+    double untagged_ns, kernel_ns;
+} gpufl_report_ops_t;
+
 typedef struct gpufl_report {
     const gpufl_model_t *m;
     gpufl_report_summary_t summary;
@@ -378,6 +397,7 @@ typedef struct gpufl_report {
     gpufl_report_pc_t pc;
     gpufl_report_sassm_t sassm;
     gpufl_report_range_t range;
+    gpufl_report_ops_t ops;
 
     /* Set by the caller after gpufl__report_build, read by the renderers:
      * kernel names (launch configurations) listed in the hotspots and the
@@ -411,6 +431,14 @@ void gpufl__report_free_sassm(gpufl_report_sassm_t *s);
 void gpufl__report_text_sassm(const gpufl_report_t *r, FILE *out);
 json_t *gpufl__report_json_sassm(const gpufl_report_t *r);
 void gpufl__report_doc_sassm(const struct gpufl_report_emitter *e, const gpufl_report_t *r);
+
+/* The framework operations section (report_ops.c), as the PC sampling
+ * section: the JSON report's "framework_ops" member (null when not shown). */
+int gpufl__report_build_ops(const gpufl_model_t *m, gpufl_report_ops_t *s);
+void gpufl__report_free_ops(gpufl_report_ops_t *s);
+void gpufl__report_text_ops(const gpufl_report_t *r, FILE *out);
+json_t *gpufl__report_json_ops(const gpufl_report_t *r);
+void gpufl__report_doc_ops(const struct gpufl_report_emitter *e, const gpufl_report_t *r);
 
 /* The hardware counters section (report_range.c), as the PC sampling
  * section: the JSON report's "hardware_counters" member (null when not shown). */

@@ -1033,6 +1033,7 @@ int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
     if (!rc) rc = gpufl__report_build_pc(m, &r->pc);
     if (!rc) rc = gpufl__report_build_sassm(m, &r->sassm);
     if (!rc) rc = gpufl__report_build_range(m, &r->range);
+    if (!rc) rc = gpufl__report_build_ops(m, &r->ops);
     return rc;
 }
 
@@ -1051,5 +1052,6 @@ void gpufl__report_free(gpufl_report_t *r) {
     gpufl__report_free_pc(&r->pc);
     gpufl__report_free_sassm(&r->sassm);
     gpufl__report_free_range(&r->range);
+    gpufl__report_free_ops(&r->ops);
     memset(r, 0, sizeof *r);
 }

@@ -694,6 +694,7 @@ int gpufl__report_doc_body(const gpufl_report_emitter_t *e, const gpufl_report_t
     details(e, r);
     transfers(e, r);
     scope_gpu(e, r);
+    gpufl__report_doc_ops(e, r);
     gpufl__report_doc_pc(e, r);
     gpufl__report_doc_sassm(e, r);
     gpufl__report_doc_range(e, r);

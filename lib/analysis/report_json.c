@@ -559,9 +559,10 @@ int gpufl__report_render_json(const gpufl_report_t *r, FILE *out) {
     put(doc, "sass_metrics", r->sassm.shown ? gpufl__report_json_sassm(r) : json_null());
     put(doc, "problems", problems_json(r));
     put(doc, "hardware_counters", r->range.shown ? gpufl__report_json_range(r) : json_null());
+    put(doc, "framework_ops", r->ops.shown ? gpufl__report_json_ops(r) : json_null());
     /* A member dropped for want of memory would give a document of another
      * shape: every top-level key must be there. */
-    int rc = json_object_size(doc) == 17 ? 0 : GPUFL_ENOMEM;
+    int rc = json_object_size(doc) == 18 ? 0 : GPUFL_ENOMEM;
     if (!rc &&
         json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) != 0)
         rc = gpufl__set_error(GPUFL_EIO, "report: writing the JSON report failed");

@@ -5,6 +5,7 @@ and the analysis names their operation. gpufl.torch itself is tested with
 PyTorch on the GPU machine (tests/gpu/run_torch_checks.sh); here only when
 PyTorch is installed.
 """
+import json
 import threading
 
 import pytest
@@ -47,6 +48,20 @@ def test_kernels_carry_their_operation(monkeypatch, log_dir):
     assert names[mm] == "aten::mm" and names[add] == "aten::add"
     stats = device_records(log_dir, "trace_stats")[0]
     assert stats["ops"] >= 2 and stats["op_pops_mismatched"] == 0
+
+    # The report's section: GPU time per operation, with its calls and kernels.
+    session = GpuFlightSession(str(log_dir), log_prefix="stacks")
+    text = session.report(section="framework_ops")
+    assert "GPU time per framework operation" in text
+    assert "Without an operation: 2 kernels" in text
+    rows = {line.split()[0]: line.split()[1:3] for line in text.splitlines()
+            if line.strip().startswith("aten::")}
+    assert rows == {"aten::mm": ["2", "3"], "aten::add": ["1", "1"]}
+    section = json.loads(session.report(format="json"))["framework_ops"]
+    assert [(o["name"], o["calls"], o["kernels"]) for o in section["operations"]] == \
+        [("aten::mm", 2, 3), ("aten::add", 1, 1)]
+    assert section["untagged_kernels"] == 2
+    assert section["operations"][0]["gpu_ns"] == 3 * 5000  # each fake kernel runs 5 us
 
 
 def test_nested_calls_tag_the_innermost(monkeypatch, log_dir):

@@ -2089,12 +2089,24 @@ static void test_report_html_offline(void **state) {
 /* The JSON report parses and has the documented keys, in order. */
 static void test_report_json_keys(void **state) {
     (void)state;
-    static const char *const top[] = {"format",         "version",          "session",
-                                      "insights",       "scopes",           "system",
-                                      "gpus",           "sampling_cost",    "kernels",
-                                      "kernel_details", "kernel_launches",  "transfers",
-                                      "scope_gpu",      "pc_sampling",      "sass_metrics",
-                                      "problems",       "hardware_counters"};
+    static const char *const top[] = {"format",
+                                      "version",
+                                      "session",
+                                      "insights",
+                                      "scopes",
+                                      "system",
+                                      "gpus",
+                                      "sampling_cost",
+                                      "kernels",
+                                      "kernel_details",
+                                      "kernel_launches",
+                                      "transfers",
+                                      "scope_gpu",
+                                      "pc_sampling",
+                                      "sass_metrics",
+                                      "problems",
+                                      "hardware_counters",
+                                      "framework_ops"};
     for (size_t i = 0; i < N_FIXTURES; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
