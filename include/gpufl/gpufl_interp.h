@@ -21,7 +21,7 @@
  * Use (the Python binding's shape)
  *     static size_t walk(uint64_t *keys, size_t max, void *user) { ... }
  *     static int describe(uint64_t key, gpufl_interp_frame_t *out, void *user) { ... }
- *     gpufl_interp_t interp = {sizeof interp, "python", (const void *)PyEval_EvalCode,
+ *     gpufl_interp_t interp = {sizeof interp, "python", (const void *)PyEval_GetFrame,
  *                              walk, describe, NULL};
  *     gpufl_interp_register(&interp);
  */
@@ -55,16 +55,25 @@ typedef struct gpufl_interp {
     const void *native_code;
     /**
      * The calling thread's interpreted frames, innermost first: at most max
-     * keys written, their count returned (0: none on this thread, or the
-     * provider is switched off). Bit 63 of a key is ignored. Runs on the
+     * keys written, their count returned (0: none known on this thread, or
+     * the provider is switched off). Bit 63 of a key is ignored. Runs on the
      * application's thread, inside a CUDA call that gpufl records, with no
-     * gpufl lock held; it must not call CUDA.
+     * gpufl lock held; the thread may hold locks of its own, so walk must
+     * never wait for a lock another thread may hold while making CUDA calls
+     * (an interpreter's global lock included), and must not call CUDA.
      */
     size_t (*walk)(uint64_t *keys, size_t max, void *user);
     /** Describes a key walk gave: 1, or 0 when it is unknown. Collector thread. */
     int (*describe)(uint64_t key, gpufl_interp_frame_t *out, void *user);
     void *user;
 } gpufl_interp_t;
+
+/**
+ * 1 while a session captures CPU stacks (enable_stack_trace), else 0: a
+ * provider that records frames ahead of time (gpufl_interp_t) need not do
+ * that work otherwise. Lock-free.
+ */
+GPUFL_API int gpufl_interp_capturing(void);
 
 /**
  * Registers the process's interpreter (a copy of *interp is kept). One may

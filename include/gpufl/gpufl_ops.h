@@ -37,8 +37,8 @@ extern "C" {
 
 /**
  * The index (1 ..) of an operation name: the same index for the same name,
- * for the life of the process. Names are written into each session's log the
- * first time the collector runs after they were registered. Negative GPUFL_E*
+ * for the life of the process. Names are written into each session's log at
+ * its next flush after they were registered. Negative GPUFL_E*
  * on NULL or empty names (GPUFL_EINVAL) or a full table.
  */
 GPUFL_API int gpufl_op_register(const char *name);

@@ -800,12 +800,6 @@ const gpufl_model_stack_t *gpufl__model_stack_find(const gpufl_model_t *m, int64
  * undefined frame id. */
 const gpufl_model_frame_t *gpufl__model_stack_frame(const gpufl_model_t *m,
                                                     const gpufl_model_stack_t *s, size_t i);
-/*
- * Where a stack comes from in the application: its innermost user frame
- * that has a source line, else its innermost user frame. NULL when no frame
- * is user code (a call made inside the CUDA runtime or driver: shown as
- * <driver-internal>) or the stack is unknown.
- */
 /* The external correlation kind of framework operation ids (gpufl_ops.h:
  * CUPTI's CUSTOM2). */
 #define GPUFL_MODEL_EXTERNAL_OPS 5
@@ -815,6 +809,12 @@ const gpufl_model_frame_t *gpufl__model_stack_frame(const gpufl_model_t *m,
 const char *gpufl__model_op_name(const gpufl_model_t *m, int64_t external_kind,
                                  int64_t external_id);
 
+/*
+ * Where a stack comes from in the application: its innermost user frame
+ * that has a source line, else its innermost user frame. NULL when no frame
+ * is user code (a call made inside the CUDA runtime or driver: shown as
+ * <driver-internal>) or the stack is unknown.
+ */
 const gpufl_model_frame_t *gpufl__model_stack_site(const gpufl_model_t *m, int64_t stack_id);
 
 /* All GPU time of a piece of work: kernels, copies and memsets. */

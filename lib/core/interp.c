@@ -73,6 +73,14 @@ int gpufl_interp_register(const gpufl_interp_t *interp) {
     return rc;
 }
 
+static atomic_int capturing; /* live stack tables (sessions capturing stacks) */
+
+int gpufl_interp_capturing(void) {
+    return atomic_load_explicit(&capturing, memory_order_relaxed) > 0;
+}
+
+void gpufl__interp_capturing(int delta) { atomic_fetch_add(&capturing, delta); }
+
 const gpufl_interp_reg_t *gpufl__interp_get(void) {
     return atomic_load_explicit(&registered, memory_order_acquire);
 }

@@ -27,6 +27,9 @@ typedef struct gpufl_interp_reg {
  * 1, or 0 when addr is in none. */
 int gpufl__exec_segment(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 
+/* A stack table was created (+1) or destroyed (-1): gpufl_interp_capturing. */
+void gpufl__interp_capturing(int delta);
+
 /* The registered interpreter, or NULL. */
 const gpufl_interp_reg_t *gpufl__interp_get(void);
 

@@ -22,8 +22,16 @@ static char *names[GPUFL_OPS_MAX];
 static _Atomic uint32_t count;
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static _Atomic(const gpufl_ops_hooks_t *) hooks;
-static atomic_int inside; /* pushes and pops using hooks now */
+static gpufl_ops_hooks_t attached;               /* the session's hooks, copied */
+static _Atomic(const gpufl_ops_hooks_t *) hooks; /* &attached while a session runs */
+static atomic_int inside;                        /* pushes and pops using hooks now */
+/* The last hooks attached, kept after detach for the pops of calls that
+ * began inside a session: CUPTI's per-thread stacks outlive sessions (and
+ * libcupti is never unloaded), so an id left on one would tag the kernels
+ * of the next session. */
+static gpufl_ops_hooks_t lingering;
+static int have_lingering;
+static pthread_mutex_t lingering_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t calls, mismatched;
 
 int gpufl_op_register(const char *name) {
@@ -78,27 +86,52 @@ uint64_t gpufl_op_push(int index) {
 
 void gpufl_op_pop(uint64_t id) {
     if (id == 0) return;
-    const gpufl_ops_hooks_t *h = enter();
-    if (h == NULL) return; /* the session ended during the call: CUPTI is gone */
     uint64_t top = 0;
+    const gpufl_ops_hooks_t *h = enter();
+    if (h == NULL) { /* the session ended during the call */
+        pthread_mutex_lock(&lingering_lock);
+        if (have_lingering) lingering.pop(lingering.user, &top);
+        pthread_mutex_unlock(&lingering_lock);
+        return;
+    }
     if (h->pop(h->user, &top) != 0 || top != id)
         atomic_fetch_add_explicit(&mismatched, 1, memory_order_relaxed);
     leave();
 }
 
-void gpufl__ops_attach(const gpufl_ops_hooks_t *h) { atomic_store(&hooks, h); }
+void gpufl__ops_attach(const gpufl_ops_hooks_t *h) {
+    attached = *h; /* no reader: the last detach waited for them all */
+    pthread_mutex_lock(&lingering_lock);
+    lingering = *h;
+    have_lingering = 1;
+    pthread_mutex_unlock(&lingering_lock);
+    atomic_store(&hooks, &attached);
+}
 
 void gpufl__ops_detach(void) {
     atomic_store(&hooks, NULL);
     while (atomic_load(&inside) != 0) sched_yield(); /* a push or pop of a few instructions */
 }
 
-size_t gpufl__ops_write_new(gpufl_writer_t *f, uint32_t *written) {
+void gpufl__ops_after_fork_child(void) {
+    /* The parent's session is not the child's: nothing is pushed, and a call
+     * the parent had inside the hooks does not count here. */
+    atomic_store(&hooks, NULL);
+    atomic_store(&inside, 0);
+    have_lingering = 0;
+    pthread_mutex_init(&lingering_lock, NULL);
+    pthread_mutex_init(&names_lock, NULL);
+}
+
+size_t gpufl__ops_write_new(gpufl_writer_t *f, uint32_t *written, uint64_t *lost_seen) {
     uint32_t n = atomic_load_explicit(&count, memory_order_acquire);
     size_t out = 0;
-    if (*written >= n) return 0;
     pthread_mutex_lock(&f->lock);
     uint64_t lost = f->batches_lost;
+    if (lost != *lost_seen) { /* lines were lost since: any of ours may be among them */
+        *lost_seen = lost;
+        *written = 0;
+    }
     for (uint32_t i = *written; i < n; i++, out++) {
         gpufl_buf_t *b = gpufl__writer_record(f, "op");
         gpufl__buf_kv_i64(b, "index", (int64_t)i + 1);

@@ -27,13 +27,20 @@ typedef struct gpufl_ops_hooks {
     void *user;
 } gpufl_ops_hooks_t;
 
-/* Pushes and pops go to hooks (kept by pointer) until detach. */
+/* Pushes and pops go to hooks (copied) until detach. Their user pointer
+ * must stay valid for the life of the process: a pop of a call that began
+ * before detach still goes to the last hooks attached. */
 void gpufl__ops_attach(const gpufl_ops_hooks_t *hooks);
 void gpufl__ops_detach(void);
 
+/* In a forked child: no session's hooks (the parent's are not its own). */
+void gpufl__ops_after_fork_child(void);
+
 /* Writes an `op` record for each name registered since *written (0 at a
- * session's start) and advances it. Returns the records written. */
-size_t gpufl__ops_write_new(gpufl_writer_t *f, uint32_t *written);
+ * session's start) and advances it; when the file lost lines since
+ * *lost_seen (its batches_lost), every name is written again. Returns the
+ * records written. */
+size_t gpufl__ops_write_new(gpufl_writer_t *f, uint32_t *written, uint64_t *lost_seen);
 
 /* Calls whose pop found another id, or none, on the thread's stack. */
 uint64_t gpufl__ops_mismatched(void);

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/collector.h"
 #include "core/log.h"
+#include "core/ops.h"
 #include "core/options.h"
 #include "core/scope.h"
 #include "core/session.h"
@@ -327,6 +328,7 @@ static void fork_parent(void) {
  * (without touching its files or buffers) and may start its own. */
 static void fork_child(void) {
     gpufl__scope_after_fork_child();
+    gpufl__ops_after_fork_child();
     gpufl__log_after_fork(1);
     g.running = 0;
     g.collector = NULL;              /* the parent's: left alone (its thread is not here) */

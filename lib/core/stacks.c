@@ -47,14 +47,16 @@ struct gpufl_stacks {
     _Atomic uint64_t captures, lost;
     /* the registered interpreter's walks (interp.h) */
     _Atomic uint64_t interp_walks, interp_empty, interp_ns, interp_max_ns;
+    int counted; /* in gpufl_interp_capturing's count */
 };
 
 /* Frames walked beyond the kept depth: gpufl's own leading ones. */
 #define OWN_FRAMES_MAX 8
-/* With an interpreter registered, native frames are walked this deep to
- * find its code (a framework's dispatch can put dozens of frames between
- * the CUDA call and the interpreter), and at most NATIVE_KEPT of them are
- * kept before the interpreted frames: the innermost ones. */
+/* With an interpreter registered, a walk that fills its buffer without
+ * meeting the interpreter's code is made again this deep (a framework's
+ * dispatch can put dozens of frames between the CUDA call and the
+ * interpreter), and at most NATIVE_KEPT native frames are kept before the
+ * interpreted ones: the innermost. */
 #define INTERP_WALK_MAX 160
 #define NATIVE_KEPT     24
 
@@ -92,12 +94,15 @@ int gpufl__stacks_create(size_t max_stacks, gpufl_stacks_t **out, char *note, si
     void *warm[4]; /* glibc's walker loads libgcc_s on first use: not on the hot path */
     s->walk(warm, 4);
     gpufl__exec_segment((uintptr_t)(void *)gpufl__stacks_capture, &s->own_lo, &s->own_hi);
+    gpufl__interp_capturing(1);
+    s->counted = 1;
     *out = s;
     return 0;
 }
 
 void gpufl__stacks_destroy(gpufl_stacks_t *s) {
     if (s == NULL) return;
+    if (s->counted) gpufl__interp_capturing(-1);
     /* Callers unsubscribe first (no capture runs after). libunwind stays
      * loaded: unloading it buys nothing and its caches may hold thread data. */
     free(s->slots);
@@ -165,8 +170,15 @@ static int splice_interp(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, void *c
 uint32_t gpufl__stacks_capture(gpufl_stacks_t *s) {
     void *buf[INTERP_WALK_MAX + OWN_FRAMES_MAX];
     const gpufl_interp_reg_t *interp = gpufl__interp_get();
-    int n = s->walk(buf, interp ? (int)(sizeof buf / sizeof buf[0])
-                                : GPUFL_STACK_DEPTH_MAX + OWN_FRAMES_MAX);
+    int n = s->walk(buf, GPUFL_STACK_DEPTH_MAX + OWN_FRAMES_MAX);
+    if (interp && n == GPUFL_STACK_DEPTH_MAX + OWN_FRAMES_MAX) {
+        /* A full walk that may stop short of the interpreter's frames: walk
+         * deeper, unless the interpreter is already among these. */
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++)
+            seen = (uintptr_t)buf[i] >= interp->code_lo && (uintptr_t)buf[i] < interp->code_hi;
+        if (!seen) n = s->walk(buf, (int)(sizeof buf / sizeof buf[0]));
+    }
     int first = 0;
     while (first < n && first < OWN_FRAMES_MAX && (uintptr_t)buf[first] >= s->own_lo &&
            (uintptr_t)buf[first] < s->own_hi)

@@ -85,12 +85,12 @@ int gpufl__symbols_resolve(gpufl_symbols_t *s, uintptr_t pc, int return_address,
 /* 1 when file and line are available (libdw loaded), 0 in the reduced mode. */
 int gpufl__symbols_full(const gpufl_symbols_t *s);
 
-/* Frees the instance and every string it returned. Accepts NULL. */
 /* The text of line `line` of the file at path, as `source` above: "" when
  * the resolver was created without GPUFL_SYMBOLS_SOURCE, or the file or line
  * cannot be read. For frames described elsewhere (interpreted ones). */
 const char *gpufl__symbols_source(gpufl_symbols_t *s, const char *path, int line);
 
+/* Frees the instance and every string it returned. Accepts NULL. */
 void gpufl__symbols_destroy(gpufl_symbols_t *s);
 
 /* Caps on what an instance keeps. */

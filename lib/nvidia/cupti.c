@@ -717,8 +717,8 @@ void gpufl__cupti_close(gpufl_cupti_t *c) {
  * and costs about 0.25 us on an H100 host (measured: five kinds added 1.2 us
  * a launch), so UNKNOWN and OPENACC are left out. */
 static const CUpti_ExternalCorrelationKind external_kinds[] = {
-    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1,
-    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2};
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, /* gpufl_ops.h (gpufl.torch) first: its calls */
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1};
 
 /* The module whose subscriber runs, and the API callbacks inside it now:
  * unsubscribe clears the one and waits for the other, so that no callback
@@ -854,17 +854,30 @@ int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t 
     return 0;
 }
 
-_Static_assert(GPUFL_CUPTI_EXTERNAL_CUSTOM2 == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2,
-               "CUPTI's external correlation kinds moved");
+/* Framework op ids (gpufl_ops.h) go straight to libcupti's functions, which
+ * stay valid for the life of the process (libcupti is never unloaded), as
+ * ops.c asks of its hooks' user pointer. */
+static struct {
+    __typeof__(cuptiActivityPushExternalCorrelationId) *push;
+    __typeof__(cuptiActivityPopExternalCorrelationId) *pop;
+} ops_fns;
 
-int gpufl__cupti_push_external(const gpufl_cupti_t *c, uint32_t kind, uint64_t id) {
-    if (c->fn.push_external == NULL) return -1;
-    return c->fn.push_external((CUpti_ExternalCorrelationKind)kind, id) == CUPTI_SUCCESS ? 0 : -1;
+static int ops_push(void *user, uint64_t id) {
+    (void)user;
+    return ops_fns.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, id) == CUPTI_SUCCESS ? 0 : -1;
 }
 
-int gpufl__cupti_pop_external(const gpufl_cupti_t *c, uint32_t kind, uint64_t *id) {
-    if (c->fn.pop_external == NULL) return -1;
-    return c->fn.pop_external((CUpti_ExternalCorrelationKind)kind, id) == CUPTI_SUCCESS ? 0 : -1;
+static int ops_pop(void *user, uint64_t *id) {
+    (void)user;
+    return ops_fns.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, id) == CUPTI_SUCCESS ? 0 : -1;
+}
+
+const gpufl_ops_hooks_t *gpufl__cupti_ops_hooks(const gpufl_cupti_t *c) {
+    static const gpufl_ops_hooks_t hooks = {ops_push, ops_pop, NULL};
+    if (c->fn.push_external == NULL || c->fn.pop_external == NULL) return NULL;
+    ops_fns.push = c->fn.push_external; /* one libcupti per process: the same each session */
+    ops_fns.pop = c->fn.pop_external;
+    return &hooks;
 }
 
 int64_t gpufl__cupti_stream_id(const gpufl_cupti_t *c, void *context, void *stream,

@@ -29,6 +29,8 @@
 #define GPUFL_NVIDIA_CUPTI_H
 
 #include <stddef.h>
+#include "core/ops.h"
+
 #include <stdint.h>
 
 typedef struct gpufl_cupti gpufl_cupti_t;
@@ -265,14 +267,11 @@ int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c);
  * it. Returns 1 and fills kind/id, 0 when none is pushed. */
 int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t *id);
 
-/* CUPTI's CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2 (checked in cupti.c). */
-#define GPUFL_CUPTI_EXTERNAL_CUSTOM2 5u
-
-/* Push id on / pop the top id off the calling thread's external correlation
- * stack of CUPTI's kind `kind`: 0, or -1 (no such function, or CUPTI said no:
- * an empty stack on pop). */
-int gpufl__cupti_push_external(const gpufl_cupti_t *c, uint32_t kind, uint64_t id);
-int gpufl__cupti_pop_external(const gpufl_cupti_t *c, uint32_t kind, uint64_t *id);
+/* The hooks through which framework op ids (gpufl_ops.h) are pushed on and
+ * popped off CUPTI's external correlation stack of the calling thread, kind
+ * CUSTOM2 (CUSTOM0 and CUSTOM1 are PyTorch's own profiler's); NULL when this
+ * libcupti lacks the functions. */
+const gpufl_ops_hooks_t *gpufl__cupti_ops_hooks(const gpufl_cupti_t *c);
 
 /* CUPTI's id of a stream of context (cuptiGetStreamIdEx; per_thread for the
  * _ptsz calls, whose default stream is the thread's), as activity records

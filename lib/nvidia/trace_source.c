@@ -364,7 +364,7 @@ static void encode_all(gpufl_trace_source_t *t) {
     gpufl_writer_t *f = gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE);
     const gpufl_intern_t *d = gpufl__collector_dict(t->collector);
     take_queued(t);
-    gpufl__ops_write_new(f, &t->ops_written); /* before the kernel rows that name them */
+    gpufl__ops_write_new(f, &t->ops_written, &t->ops_lost_seen); /* before the rows naming them */
     pthread_mutex_lock(&f->lock);
     write_configs(t, f); /* before the kernel rows that name them */
     gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
@@ -552,16 +552,6 @@ static void hook_engines(gpufl_trace_source_t *t) {
     }
 }
 
-/* Framework op ids (gpufl_ops.h) on CUPTI's external correlation stack,
- * kind CUSTOM2: CUSTOM0 and CUSTOM1 are those PyTorch's own profiler uses. */
-static int ops_push(void *cupti, uint64_t id) {
-    return gpufl__cupti_push_external(cupti, GPUFL_CUPTI_EXTERNAL_CUSTOM2, id);
-}
-
-static int ops_pop(void *cupti, uint64_t *id) {
-    return gpufl__cupti_pop_external(cupti, GPUFL_CUPTI_EXTERNAL_CUSTOM2, id);
-}
-
 int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
                              const gpufl_settings_t *settings, char *why, size_t why_size,
                              gpufl_source_t *source) {
@@ -632,10 +622,10 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (rc) goto explain;
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
-    gpufl__rp_observe(t->rp);            /* scopes become ranges from here on */
-    if (flags & GPUFL_LAUNCH_EXTERNAL) { /* framework ops (gpufl_ops.h) are tagged from here on */
-        t->ops_hooks = (gpufl_ops_hooks_t){ops_push, ops_pop, t->cupti};
-        gpufl__ops_attach(&t->ops_hooks);
+    gpufl__rp_observe(t->rp); /* scopes become ranges from here on */
+    const gpufl_ops_hooks_t *ops = gpufl__cupti_ops_hooks(t->cupti);
+    if ((flags & GPUFL_LAUNCH_EXTERNAL) && ops) { /* framework ops (gpufl_ops.h) tagged from here */
+        gpufl__ops_attach(ops);
         t->ops_attached = 1;
     }
     *source = (gpufl_source_t){"cupti", t, poll, due_in, flush, finish};

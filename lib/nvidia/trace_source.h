@@ -51,9 +51,9 @@ typedef struct gpufl_trace_source {
     char rp_why[240];          /* why it does not run, "" when it does or was not asked for */
     gpufl_launch_hooks_t both; /* Deep: the callbacks feed both engines, */
     gpufl_launch_hooks_t to_pcs, to_sassm; /* through copies of their hooks */
-    gpufl_ops_hooks_t ops_hooks;           /* framework op ids go to CUPTI through these, */
-    int ops_attached;                      /* while this is 1 */
+    int ops_attached;                      /* framework op ids (gpufl_ops.h) go to CUPTI */
     uint32_t ops_written;                  /* op names written into this session's log */
+    uint64_t ops_lost_seen;                /* the device file's lost lines when they were */
     void *last_context; /* the context of the last launch row, and its CUPTI id */
     uint32_t last_context_id;
 } gpufl_trace_source_t;

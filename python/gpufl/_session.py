@@ -9,6 +9,7 @@ TypeError naming what replaces it.
 import atexit
 import dataclasses
 import os
+import sys
 import warnings
 
 from . import _gpufl
@@ -115,6 +116,14 @@ def init(*, app_name="gpufl", log_path="", backend_url="", api_key="", api_path=
     started = _gpufl.init(**options)
     if started and upload_at_exit:
         _register_upload_at_exit(options)
+    if started and "torch" in sys.modules:
+        # PyTorch releases the GIL around its syncs: capture points give them
+        # the caller's Python line (gpufl.torch; importing it installs them).
+        try:
+            from . import torch as _torch  # noqa: F401
+        except Exception as e:  # noqa: BLE001  (an old PyTorch: syncs keep native stacks)
+            warnings.warn("gpufl: PyTorch's syncs will have no Python frames: %s" % e,
+                          RuntimeWarning, stacklevel=2)
     return started
 
 

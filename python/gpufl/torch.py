@@ -20,9 +20,10 @@ docs/gpu-results/2026-11-22-python-torch.md). Tagging works only while a
 session traces kernels (Trace and the engines built on it, with
 enable_external_correlation, the default); otherwise the pushes do nothing.
 """
+import functools
 import threading
 
-import torch  # noqa: F401  (gpufl.torch is for programs that use PyTorch)
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _gpufl
@@ -60,6 +61,41 @@ class _OpTagger(TorchDispatchMode):
 
 
 _local = threading.local()
+
+# PyTorch's calls that block the host on the GPU, wrapped in a capture point
+# (gpufl._frames): they release the GIL, so their syncs would otherwise have
+# no Python frames. Operations are capture points already while enabled.
+_SYNC_CALLS = ((torch.cuda, "synchronize"), (torch.cuda.Stream, "synchronize"),
+               (torch.cuda.Event, "synchronize"), (torch.cuda.Event, "wait"),
+               (torch.cuda.Stream, "wait_event"), (torch.cuda.Stream, "wait_stream"))
+
+
+def _capturing(fn):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        _gpufl._frames_capture()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _gpufl._frames_release()
+
+    call.__gpufl_capture__ = True
+    return call
+
+
+def install_sync_capture():
+    """Wraps PyTorch's synchronizing calls (torch.cuda.synchronize, Stream and
+    Event synchronize and waits) so that their syncs carry the caller's
+    Python line. Done on import of gpufl.torch, and by gpufl.init() when
+    PyTorch is loaded; a name bound before (`from torch.cuda import
+    synchronize`) keeps the unwrapped call."""
+    for owner, name in _SYNC_CALLS:
+        fn = getattr(owner, name, None)
+        if fn is not None and not getattr(fn, "__gpufl_capture__", False):
+            setattr(owner, name, _capturing(fn))
+
+
+install_sync_capture()
 
 
 def enabled():

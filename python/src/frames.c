@@ -3,11 +3,21 @@
  * launches and synchronizations (enable_stack_trace): the interpreter
  * provider of gpufl_interp.h, registered when the package is imported.
  *
- * walk runs on the application thread inside the CUDA call. The calling
- * thread usually released the GIL around that call (PyTorch does), so walk
- * takes it back with PyGILState_Ensure: free when no other Python thread
- * runs, otherwise a wait that gpufl's trace_stats reports
- * (stacks_interp_max_ns). A thread Python never ran on is not walked.
+ * walk runs on the application thread inside the CUDA call, and never waits
+ * for the GIL: the thread may hold a lock that a thread holding the GIL
+ * waits for (PyTorch's caching allocator synchronizes events under its
+ * mutex), and at interpreter exit a thread taking the GIL is ended inside
+ * the callback. So:
+ *   - a thread that holds the GIL (a C extension that keeps it across its
+ *     CUDA call) is walked there and then;
+ *   - a thread that released it is given the frames recorded at its last
+ *     capture point, when one is open: gpufl_py_frames_capture(), called
+ *     with the GIL where Python hands work to C that releases it (around
+ *     every aten operation under gpufl.torch, around PyTorch's synchronizing
+ *     calls);
+ *   - otherwise it has no Python frames (trace_stats: stacks_interp_empty).
+ * Walks hold the GC off: allocating frame objects could run a collection,
+ * and finalizers that call CUDA, inside the callback.
  *
  * A frame's key is (code object's index << 24 | line). The index comes from
  * a table of the code objects met so far, which keeps a reference to each
@@ -20,11 +30,13 @@
 
 #include <gpufl/gpufl_interp.h>
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CODES_MAX  65536 /* distinct code objects described; others have no name */
+#define KEYS_MAX   64    /* frames recorded at a capture point */
 #define LINE_BITS  24
 #define LINE_MASK  ((UINT64_C(1) << LINE_BITS) - 1)
 #define PREFIX_MAX 16 /* directories of library code */
@@ -46,11 +58,23 @@ static size_t n_prefixes;
 static _Atomic int walking; /* 0: walk gives nothing (not set up, or the interpreter is ending) */
 static PyObject *str_f_back, *str_co_qualname, *str_co_filename;
 static _Atomic uint64_t codes_unnamed; /* frames of code met past CODES_MAX */
+/* PyGILState_Check: exported by CPython, but not in the limited API's
+ * headers; NULL when not found (threads are then never walked live). */
+static int (*gil_held)(void);
 
-/* Library code: a file under one of the prefixes, or frozen in the
+/* The frames recorded at this thread's open capture points (depth: how many
+ * are open; the outermost recorded them). */
+static __thread struct {
+    uint32_t depth, n;
+    uint64_t keys[KEYS_MAX];
+} captured;
+
+/* Library code: a file under one of the prefixes, in any installed
+ * packages' directory (a PYTHONPATH or --target install), or frozen in the
  * interpreter ("<frozen importlib._bootstrap>"). */
 static int is_library(const char *file) {
     if (strncmp(file, "<frozen ", 8) == 0) return 1;
+    if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/")) return 1;
     for (size_t i = 0; i < n_prefixes; i++) {
         size_t n = strlen(prefixes[i]);
         if (strncmp(file, prefixes[i], n) == 0 && (file[n] == '/' || file[n] == '\0')) return 1;
@@ -72,56 +96,75 @@ static char *attr_copy(PyObject *obj, PyObject *name) {
 }
 
 /* The index (from 1) of code, entered when new; 0 when the table is full
- * or memory ran out. GIL held. */
+ * or its names cannot be read (remembered: not tried again). GIL held. */
 static uint32_t code_index(PyObject *code) {
     size_t mask = 2 * CODES_MAX - 1;
     size_t i = ((uintptr_t)code >> 4) * 0x9e3779b97f4a7c15u >> 40 & mask;
     for (; table_code[i] != NULL; i = (i + 1) & mask)
         if (table_code[i] == code) return table_index[i];
     uint32_t n = atomic_load_explicit(&count, memory_order_relaxed);
-    if (n >= CODES_MAX) return 0;
+    if (n >= CODES_MAX) return 0; /* the table (twice CODES_MAX slots) keeps a free slot */
     char *function = attr_copy(code, str_co_qualname);
     char *file = attr_copy(code, str_co_filename);
-    if (function == NULL || file == NULL) {
+    uint32_t index = 0;
+    if (function != NULL && file != NULL) {
+        infos[n] = (code_info_t){function, file, is_library(file)};
+        index = n + 1;
+        atomic_store_explicit(&count, n + 1, memory_order_release);
+    } else {
         free(function);
         free(file);
-        return 0;
     }
-    infos[n] = (code_info_t){function, file, is_library(file)};
     Py_INCREF(code); /* kept for the life of the process: its address stays its own */
     table_code[i] = code;
-    table_index[i] = n + 1;
-    atomic_store_explicit(&count, n + 1, memory_order_release);
-    return n + 1;
+    table_index[i] = index;
+    return index;
+}
+
+/* The calling thread's frames, innermost first; the GIL is held. */
+static size_t walk_live(uint64_t *keys, size_t max) {
+    if (PyErr_Occurred() != NULL) return 0; /* a call made during error handling: left alone */
+    int gc_was_on = PyGC_Disable();
+    size_t n = 0;
+    PyObject *frame = (PyObject *)PyEval_GetFrame();
+    Py_XINCREF(frame);
+    while (frame != NULL && frame != Py_None && n < max) {
+        PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
+        int line = PyFrame_GetLineNumber((PyFrameObject *)frame);
+        uint32_t index = code_index((PyObject *)code);
+        Py_DECREF(code);
+        if (index == 0) atomic_fetch_add_explicit(&codes_unnamed, 1, memory_order_relaxed);
+        uint64_t l = line > 0 && (uint64_t)line <= LINE_MASK ? (uint64_t)line : 0;
+        keys[n++] = (uint64_t)index << LINE_BITS | l;
+        PyObject *back = PyObject_GetAttr(frame, str_f_back);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    PyErr_Clear(); /* a failed f_back ends the walk, nothing more */
+    if (gc_was_on) PyGC_Enable();
+    return n;
 }
 
 static size_t walk(uint64_t *keys, size_t max, void *user) {
     (void)user;
     if (!atomic_load_explicit(&walking, memory_order_acquire) || max == 0) return 0;
-    if (PyGILState_GetThisThreadState() == NULL) return 0; /* Python never ran here */
-    PyGILState_STATE gil = PyGILState_Ensure();
-    size_t n = 0;
-    /* Not turned off meanwhile; and not while an exception is set (a CUDA
-     * call made during error handling): the walk would disturb it. */
-    if (atomic_load_explicit(&walking, memory_order_acquire) && PyErr_Occurred() == NULL) {
-        PyObject *frame = (PyObject *)PyEval_GetFrame();
-        Py_XINCREF(frame);
-        while (frame != NULL && frame != Py_None && n < max) {
-            PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
-            int line = PyFrame_GetLineNumber((PyFrameObject *)frame);
-            uint32_t index = code_index((PyObject *)code);
-            Py_DECREF(code);
-            if (index == 0) atomic_fetch_add_explicit(&codes_unnamed, 1, memory_order_relaxed);
-            keys[n++] = (uint64_t)index << LINE_BITS | (line > 0 ? (uint64_t)line & LINE_MASK : 0);
-            PyObject *back = PyObject_GetAttr(frame, str_f_back);
-            Py_DECREF(frame);
-            frame = back;
-        }
-        Py_XDECREF(frame);
-        PyErr_Clear(); /* a failed f_back ends the walk, nothing more */
-    }
-    PyGILState_Release(gil);
+    if (gil_held != NULL && gil_held()) return walk_live(keys, max);
+    if (captured.depth == 0) return 0; /* the GIL is elsewhere and no capture point is open */
+    size_t n = captured.n < max ? captured.n : max;
+    memcpy(keys, captured.keys, n * sizeof *keys);
     return n;
+}
+
+void gpufl__py_frames_capture(void) {
+    if (captured.depth++ > 0) return; /* the outermost point names the caller */
+    captured.n = 0;
+    if (atomic_load_explicit(&walking, memory_order_relaxed) && gpufl_interp_capturing())
+        captured.n = (uint32_t)walk_live(captured.keys, KEYS_MAX);
+}
+
+void gpufl__py_frames_release(void) {
+    if (captured.depth > 0 && --captured.depth == 0) captured.n = 0;
 }
 
 static int describe(uint64_t key, gpufl_interp_frame_t *out, void *user) {
@@ -155,6 +198,7 @@ PyObject *gpufl__py_frames_start(PyObject *module, PyObject *dirs) {
             n_prefixes++;
         }
     }
+    gil_held = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
     gpufl_interp_t interp = {sizeof interp, "python", (const void *)PyEval_GetFrame,
                              walk,          describe, NULL};
     int rc = gpufl_interp_register(&interp);
@@ -169,6 +213,20 @@ PyObject *gpufl__py_frames_start(PyObject *module, PyObject *dirs) {
 PyObject *gpufl__py_frames_stop(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
     atomic_store_explicit(&walking, 0, memory_order_release);
+    Py_RETURN_NONE;
+}
+
+/* _frames_capture(): opens a capture point (see the top of this file). */
+PyObject *gpufl__py_frames_capture_point(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    gpufl__py_frames_capture();
+    Py_RETURN_NONE;
+}
+
+/* _frames_release(): closes the innermost capture point. */
+PyObject *gpufl__py_frames_release_point(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    gpufl__py_frames_release();
     Py_RETURN_NONE;
 }
 

@@ -141,6 +141,11 @@ static PyMethodDef methods[] = {
      "_frames_start(library_dirs): put Python frames in captured stacks."},
     {"_frames_stop", gpufl__py_frames_stop, METH_NOARGS,
      "_frames_stop(): no more Python frames in captured stacks (interpreter exit)."},
+    {"_frames_capture", gpufl__py_frames_capture_point, METH_NOARGS,
+     "_frames_capture(): record this thread's Python frames for its CUDA calls until "
+     "_frames_release()."},
+    {"_frames_release", gpufl__py_frames_release_point, METH_NOARGS,
+     "_frames_release(): close the innermost capture point."},
     {"_frames_stats", gpufl__py_frames_stats, METH_NOARGS,
      "_frames_stats() -> (code objects described, frames left unnamed)."},
     {"_op_register", gpufl__py_op_register, METH_O,

@@ -3,16 +3,19 @@
 # the in-loop sync insight naming the Python line and aten operations on
 # kernels, in both import orders; the operations against torch.profiler's;
 # and the cost of Python stacks and operation tagging, side by side.
-# Usage: tests/gpu/run_torch_checks.sh OUT_DIR [ROUNDS]
+# Usage: tests/gpu/run_torch_checks.sh OUT_DIR [ROUNDS] [DEEP_RUNS]
+# DEEP_RUNS: that many short runs of the loop under the Deep engine, each in
+# its own process, to catch crashes at start-up and shutdown (default 0).
 # Needs .devbin/ from build_for_device.sh (libgpufl, the Python package).
 set -uo pipefail
 if [[ "${1:-}" == "--help" || $# -lt 1 ]]; then
-  sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 cd "$(dirname "$0")/../.."
 out=$1
 rounds=${2:-3}
+deep_runs=${3:-0}
 mkdir -p "$out"
 export PYTHONPATH=$PWD/.devbin/python LD_LIBRARY_PATH=$PWD/.devbin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 py=python3
@@ -50,5 +53,17 @@ for v, ms in by.items():
     m = statistics.median(ms)
     print("%-7s median %.3f ms/step  x%.3f  runs %s" % (v, m, m / base, ["%.3f" % x for x in ms]))
 PY
+if [[ $deep_runs -gt 0 ]]; then
+  echo "== Deep, $deep_runs runs"
+  crashed=0
+  for r in $(seq "$deep_runs"); do
+    $py tests/gpu/torch_checks.py time both --engine Deep --steps 3 --dir "$out/deep" \
+      >>"$out/deep.jsonl" 2>>"$out/deep.err"
+    rc=$?
+    [[ $rc != 0 ]] && { crashed=$((crashed + 1)); echo "run $r: exit $rc"; }
+  done
+  echo "Deep: $crashed of $deep_runs runs failed"
+  [[ $crashed == 0 ]] || status=1
+fi
 echo "torch checks: $([[ $status == 0 ]] && echo passed || echo FAILED)"
 exit $status

@@ -17,10 +17,12 @@ Subcommands (each workload in its own process: one CUPTI client per process):
       each kernel's operation is compared with the operation torch.profiler
       puts it under (itself or an enclosing operation of it). Prints a JSON
       summary; exits 1 when a check fails.
-  time VARIANT [--steps N]
+  time VARIANT [--steps N] [--engine NAME]
       Milliseconds per training step (no sync in the loop) under VARIANT:
       none, trace, stacks (trace + enable_stack_trace), ops (trace +
-      gpufl.torch), both. Prints one JSON line.
+      gpufl.torch), both; --engine runs another engine than Trace (Deep:
+      the repeated runs of run_torch_checks.sh --deep-runs). Prints one
+      JSON line.
 """
 import argparse
 import json
@@ -229,7 +231,7 @@ def do_time(args):
         import gpufl
         import gpufl.torch as gt
         assert gpufl.init(app_name="torch_time", log_path=os.path.join(args.dir, "time.log"),
-                          profiling_engine=gpufl.ProfilingEngine.Trace,
+                          profiling_engine=getattr(gpufl.ProfilingEngine, args.engine),
                           enable_stack_trace=args.variant in ("stacks", "both"))
         if args.variant in ("ops", "both"):
             gt.enable()
@@ -244,29 +246,31 @@ def do_time(args):
     elapsed = time.perf_counter() - t0
     if gpufl is not None:
         gpufl.shutdown()
-    print(json.dumps({"variant": args.variant, "steps": args.steps,
+    print(json.dumps({"variant": args.variant, "engine": args.engine, "steps": args.steps,
                       "ms_per_step": 1e3 * elapsed / args.steps}))
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
+    r = sub.add_parser("run", help="the loop under Trace, stacks and gpufl.torch")
     r.add_argument("dir")
     r.add_argument("--order", choices=["gpufl-first", "torch-first"], default="gpufl-first")
     r.add_argument("--no-stacks", action="store_true")
     r.add_argument("--no-ops", action="store_true")
     r.add_argument("--steps", type=int, default=20)
-    p = sub.add_parser("profile")
+    p = sub.add_parser("profile", help="the loop under torch.profiler")
     p.add_argument("dir")
     p.add_argument("--steps", type=int, default=20)
-    c = sub.add_parser("check")
+    c = sub.add_parser("check", help="check the session of run")
     c.add_argument("dir")
     c.add_argument("--against-profiler", action="store_true")
-    t = sub.add_parser("time")
+    t = sub.add_parser("time", help="ms per step of a variant")
     t.add_argument("variant", choices=["none", "trace", "stacks", "ops", "both"])
     t.add_argument("--dir", default="/tmp/gpufl_torch_time")
     t.add_argument("--steps", type=int, default=30)
+    t.add_argument("--engine", default="Trace")
     args = ap.parse_args()
     return {"run": do_run, "profile": do_profile, "check": do_check,
             "time": do_time}[args.cmd](args) or 0

@@ -6,6 +6,7 @@ PyTorch on the GPU machine (tests/gpu/run_torch_checks.sh); here only when
 PyTorch is installed.
 """
 import json
+import os
 import threading
 
 import pytest
@@ -103,12 +104,38 @@ def test_without_a_session_nothing_is_pushed():
 
 
 def test_a_session_ending_inside_a_call(monkeypatch, log_dir):
+    """The call's id is still popped off CUPTI's stack after the session
+    ended, so that it does not tag the kernels of the next session."""
     op = _gpufl._op_register("aten::mul")
     start(monkeypatch, log_dir, enable_stack_trace=False)
     call = _gpufl._op_push(op)
     assert call
     gpufl.shutdown()
-    _gpufl._op_pop(call)  # CUPTI's hooks are gone: no pop, no crash
+    _gpufl._op_pop(call)
+    start(monkeypatch, log_dir / "next", enable_stack_trace=False)
+    FakeGpu().launch("outside")
+    gpufl.shutdown()
+    kernels = GpuFlightSession(str(log_dir / "next"), log_prefix="stacks").kernels
+    assert list(kernels["op"]) == [None]
+
+
+def test_a_forked_child_pushes_nothing(monkeypatch, log_dir):
+    """A forked child (a DataLoader worker) inherits the tagging, not the
+    parent's session: its pushes do nothing and nothing crashes."""
+    op = _gpufl._op_register("aten::neg")
+    start(monkeypatch, log_dir, enable_stack_trace=False)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            call = _gpufl._op_push(op)
+            _gpufl._op_pop(call)
+            code = 0 if call == 0 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    gpufl.shutdown()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def test_bad_names_and_indices():
@@ -116,9 +143,13 @@ def test_bad_names_and_indices():
         _gpufl._op_register("")
     with pytest.raises(TypeError):
         _gpufl._op_register(3)
-    assert _gpufl._op_push(0) == 0 and _gpufl._op_push(10**6) == 0
+    for index in (0, 10**6):  # each push is followed by a pop, as gpufl.torch does
+        call = _gpufl._op_push(index)
+        _gpufl._op_pop(call)
+        assert call == 0
+    _gpufl._op_push(1)
     with pytest.raises(OverflowError):
-        _gpufl._op_pop(-1)
+        _gpufl._op_pop(-1)  # still closes the push's capture point
 
 
 def test_gpufl_torch_needs_pytorch():

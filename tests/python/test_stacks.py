@@ -3,9 +3,17 @@
 tests/fakes, whose driver calls are made from this file through ctypes, so
 that the callbacks run on the calling Python thread exactly as CUDA's do.
 The sync-attribution insights must name this file's lines.
+
+Calls through ctypes.PyDLL keep the GIL (an extension that does), calls
+through ctypes.CDLL release it (as PyTorch does): those get Python frames
+only inside a capture point, and the walk must never wait for the GIL.
 """
 import os
+import subprocess
+import sys
+import textwrap
 import threading
+import time
 
 import pytest
 
@@ -13,7 +21,9 @@ import gpufl
 from gpufl import _gpufl
 from gpufl.analyzer import GpuFlightSession
 
-from fakegpu import FakeGpu, device_records, needed, start
+from gpufl._frames import capture_point
+
+from fakegpu import CBID_HEADER, FAKE_CUDA, FAKE_CUPTI, FakeGpu, device_records, needed, start
 
 pytestmark = needed
 
@@ -46,7 +56,7 @@ class Trainer:
 
 def test_in_loop_sync_names_the_python_line(monkeypatch, log_dir):
     start(monkeypatch, log_dir)
-    Trainer(FakeGpu()).epoch(6)
+    Trainer(FakeGpu(holding_gil=True)).epoch(6)
     gpufl.shutdown()
 
     session = GpuFlightSession(str(log_dir), log_prefix="stacks")
@@ -65,7 +75,7 @@ def test_in_loop_sync_names_the_python_line(monkeypatch, log_dir):
 
 def test_frames_are_python_and_whole(monkeypatch, log_dir):
     start(monkeypatch, log_dir)
-    Trainer(FakeGpu()).epoch(1)
+    Trainer(FakeGpu(holding_gil=True)).epoch(1)
     gpufl.shutdown()
 
     frames = {f["id"]: f for f in device_records(log_dir, "frame")}
@@ -102,9 +112,53 @@ def test_frames_are_python_and_whole(monkeypatch, log_dir):
     assert 0 < stats["stacks_interp_max_ns"] <= stats["stacks_interp_ns"]
 
 
+def synchronize(gpu):
+    """What gpufl.torch does around torch.cuda.synchronize()."""
+    with capture_point():  # capture-site
+        gpu.call(gpu.sync_cbid, None, None)
+
+
+def test_gil_released_frames_from_the_capture_point(monkeypatch, log_dir):
+    start(monkeypatch, log_dir)
+    gpu = FakeGpu()  # releases the GIL
+    for _ in range(3):
+        synchronize(gpu)
+    gpu.call(gpu.sync_cbid, None, None)  # no capture point: no Python frames
+    gpufl.shutdown()
+    syncs = GpuFlightSession(str(log_dir), log_prefix="stacks").syncs
+    assert list(syncs["site_line"][:3]) == [line_of("capture-site")] * 3
+    assert syncs["site_file"][3] != THIS_FILE
+    stats = device_records(log_dir, "trace_stats")[0]
+    assert stats["stacks_interp"] == 3 and stats["stacks_interp_empty"] == 1
+
+
+def test_the_walk_never_waits_for_the_gil(monkeypatch, log_dir):
+    """Syncs with the GIL released while another thread holds it: the walk
+    gives no frames rather than wait (a thread holding the GIL may be
+    waiting for a lock the syncing thread holds)."""
+    start(monkeypatch, log_dir)
+    gpu = FakeGpu()
+    done = threading.Event()
+
+    def syncs():
+        for _ in range(50):
+            gpu.call(gpu.sync_cbid, None, None)
+        done.set()
+
+    worker = threading.Thread(target=syncs)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not done.is_set() and time.monotonic() < deadline:
+        pass  # this thread holds the GIL most of the time
+    worker.join()
+    gpufl.shutdown()
+    stats = device_records(log_dir, "trace_stats")[0]
+    assert stats["stacks"] == 50 and stats["stacks_interp_empty"] == 50
+    assert stats["stacks_interp_max_ns"] < 1_000_000  # never a GIL wait (5 ms a turn)
+
+
 def test_calls_made_holding_the_gil(monkeypatch, log_dir):
-    """An extension that keeps the GIL across its CUDA call: the walk takes
-    it recursively, nothing deadlocks."""
+    """An extension that keeps the GIL across its CUDA call: walked there."""
     start(monkeypatch, log_dir)
     gpu = FakeGpu(holding_gil=True)
     for _ in range(3):
@@ -118,7 +172,7 @@ def test_calls_from_another_python_thread(monkeypatch, log_dir):
     """A second Python thread makes the calls while the main thread waits in
     join(): the walk describes the worker's own frames."""
     start(monkeypatch, log_dir)
-    gpu = FakeGpu()
+    gpu = FakeGpu(holding_gil=True)
     worker = threading.Thread(target=lambda: [train_step(gpu) for _ in range(3)])
     worker.start()
     worker.join()
@@ -128,9 +182,36 @@ def test_calls_from_another_python_thread(monkeypatch, log_dir):
     assert list(syncs["site_function"]) == ["train_step"] * 3
 
 
+def test_exit_with_daemon_threads_syncing(tmp_path):
+    """No shutdown() and daemon threads still making CUDA calls at exit: the
+    process ends (a walk that waited for the GIL would be ended inside the
+    callback at finalization, and gpufl's exit handler would wait for it)."""
+    script = textwrap.dedent("""
+        import threading, gpufl
+        from fakegpu import FakeGpu
+        gpufl.init(app_name="daemons", log_path=%r, enable_stack_trace=True,
+                   profiling_engine=gpufl.ProfilingEngine.Trace,
+                   backend=gpufl.BackendKind.Nvidia)
+        gpu = FakeGpu()
+        def loop():
+            while True:
+                with gpufl._frames.capture_point():
+                    gpu.call(gpu.sync_cbid, None, None)
+        for _ in range(4):
+            threading.Thread(target=loop, daemon=True).start()
+        import time; time.sleep(0.3)
+    """) % str(tmp_path / "logs")
+    env = dict(os.environ, GPUFL_CUPTI_LIBRARY=FAKE_CUPTI, GPUFL_CUDA_LIBRARY=FAKE_CUDA,
+               GPUFL_TEST_FAKE_CUPTI=FAKE_CUPTI, GPUFL_TEST_FAKE_CUDA=FAKE_CUDA,
+               GPUFL_TEST_CUPTI_CBIDS=CBID_HEADER, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_without_stack_trace_no_walk(monkeypatch, log_dir):
     start(monkeypatch, log_dir, enable_stack_trace=False)
-    train_step(FakeGpu())
+    train_step(FakeGpu(holding_gil=True))
     gpufl.shutdown()
     assert device_records(log_dir, "frame") == []
     stats = device_records(log_dir, "trace_stats")[0]
@@ -143,7 +224,7 @@ def test_after_frames_stop_native_stacks_only(monkeypatch, log_dir):
     start(monkeypatch, log_dir)
     _gpufl._frames_stop()
     try:
-        train_step(FakeGpu())
+        train_step(FakeGpu(holding_gil=True))
     finally:
         gpufl._frames.start()
     gpufl.shutdown()
