@@ -1,11 +1,12 @@
 /*
  * scope.c - scope begin/end: the path every instrumented program runs.
  *
- * Steady state: one relaxed load of the session generation, one TLS load,
- * one TSC read and a 64-byte record written into the thread's own ring. No
- * lock, no allocation, no system call. The first scope of a thread in a
- * session registers the thread (one gettid() and a ring claim); it is the
- * only slow path. The thread's stack of open scopes lives in its ring.
+ * Steady state: one relaxed load of the session generation, two TLS loads
+ * (the thread's ring and the session it was claimed in), one TSC read and a
+ * 64-byte record written into the thread's own ring. No lock, no
+ * allocation, no system call. The first scope of a thread in a session
+ * registers the thread (one gettid() and a ring claim); it is the only slow
+ * path. The thread's stack of open scopes lives in its ring.
  */
 #include "core/scope.h"
 
@@ -40,9 +41,19 @@ static __thread gpufl_ring_t *tls_ring;
 /* The generation in which this thread found no free ring: it does not scan
  * the pool again (nor count itself twice) until the next session. */
 static __thread uint64_t tls_no_ring_generation;
-/* The generation tls_ring was claimed in: at thread exit the ring is handed
- * back only if it was not reset and given to another thread since. */
+/* The generation tls_ring was claimed in: the ring is this thread's only in
+ * that session, and at thread exit it is handed back only if it was not
+ * reset and given to another thread since. */
 static __thread uint64_t tls_ring_generation;
+
+/* The thread's ring if it claimed it in this session, else NULL. The ring's
+ * own generation cannot tell: a ring kept from an earlier session may now
+ * be another thread's, claimed in this one; writing into it would give it
+ * two producers, and when that thread exits the collector frees it under
+ * this thread's open scopes (their ends then count as stray). */
+static inline gpufl_ring_t *owned_ring(uint64_t generation) {
+    return LIKELY(tls_ring_generation == generation) ? tls_ring : NULL;
+}
 
 /* Thread exit: hand the ring back; the collector drains it and frees it. */
 static void on_thread_exit(void *arg) {
@@ -98,8 +109,8 @@ static __attribute__((noinline)) gpufl_ring_t *register_thread(uint64_t generati
 }
 
 static inline gpufl_ring_t *thread_ring(uint64_t generation) {
-    gpufl_ring_t *r = tls_ring;
-    if (LIKELY(r && gpufl__ring_generation(r) == generation)) return r;
+    gpufl_ring_t *r = owned_ring(generation);
+    if (LIKELY(r != NULL)) return r;
     return register_thread(generation);
 }
 
@@ -240,11 +251,11 @@ gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char 
     if (UNLIKELY(!generation)) return 0;
     if (UNLIKELY(!name)) name = "(unnamed)", name_len = 9;
     if (!tag) tag_len = 0;
-    gpufl_ring_t *r = tls_ring;
+    gpufl_ring_t *r = owned_ring(generation);
     /* Fast path: a registered thread, room on the stack, and name and tag
      * that fit in the record (most scope names are short literals). */
-    if (UNLIKELY(!r || gpufl__ring_generation(r) != generation ||
-                 r->depth >= GPUFL_SCOPE_STACK_MAX || name_len + tag_len > GPUFL_REC_INLINE_TEXT)) {
+    if (UNLIKELY(!r || r->depth >= GPUFL_SCOPE_STACK_MAX ||
+                 name_len + tag_len > GPUFL_REC_INLINE_TEXT)) {
         gpufl_scope_t id = begin_slow(generation, name, name_len, tag, tag_len, repeat, warmup);
         /* after the call: a thread's first scope registers its ring */
         return observed_begin(id, name, name_len < GPUFL_TEXT_MAX ? name_len : GPUFL_TEXT_MAX,
@@ -304,8 +315,8 @@ void gpufl_scope_end(gpufl_scope_t id) {
     uint64_t ticks = gpufl__ticks();
     uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
     if (UNLIKELY(!generation)) return;
-    gpufl_ring_t *r = tls_ring;
-    if (UNLIKELY(!r || gpufl__ring_generation(r) != generation)) {
+    gpufl_ring_t *r = owned_ring(generation);
+    if (UNLIKELY(!r)) {
         atomic_fetch_add(&stray_ends, 1);
         return;
     }
@@ -330,8 +341,8 @@ void gpufl_scope_end(gpufl_scope_t id) {
 
 uint64_t gpufl__scope_current(void) {
     uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
-    gpufl_ring_t *r = tls_ring;
-    if (!generation || !r || gpufl__ring_generation(r) != generation || r->depth == 0) return 0;
+    gpufl_ring_t *r = generation ? owned_ring(generation) : NULL;
+    if (!r || r->depth == 0) return 0;
     return r->stack[r->depth - 1];
 }
 
@@ -345,6 +356,7 @@ int32_t gpufl__thread_id(void) {
 void gpufl__scope_after_fork_child(void) {
     tls_tid = 0;     /* the child's only thread has a new id */
     tls_ring = NULL; /* the parent's ring is not ours */
+    tls_ring_generation = 0;
     tls_no_ring_generation = 0;
     gpufl__scope_detach();
 }

@@ -1,12 +1,15 @@
 /*
  * test_scope_threads.c - scopes from many threads at once: every row comes
  * back with its thread, path and parent; full rings drop and count; rings of
- * exited threads are reused; more threads than rings are counted. Also runs
- * under TSan (label "threaded").
+ * exited threads are reused; more threads than rings are counted; a ring
+ * kept from an earlier session is not written into. Also runs under TSan
+ * (label "threaded").
  */
 #include "test_util.h"
 
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define SUITE      "scope_threads"
 #define THREADS    8
@@ -197,12 +200,80 @@ static void more_threads_than_rings_are_counted(void **state) {
     tu_free(&L);
 }
 
+static pthread_barrier_t helper_in, main_done;
+
+static void *scope_around_main(void *arg) {
+    int32_t *tid = arg;
+    gpufl_scope_t s = gpufl_scope_begin("helper", NULL);
+    *tid = (int32_t)syscall(SYS_gettid);
+    pthread_barrier_wait(&helper_in);
+    pthread_barrier_wait(&main_done);
+    gpufl_scope_end(s);
+    return NULL;
+}
+
+/* A thread keeps the ring of its last session in thread-local storage; in
+ * the next session that ring may be another thread's (here the helper's,
+ * the first claimed), and must not be written into: this thread claims a
+ * ring of its own. Had it written into the helper's, its scope would read
+ * as nested in the helper's and a ring would have two writers. */
+static void a_ring_of_an_earlier_session_is_not_reused(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "earlier_ring"));
+    o.ring_capacity_records = 4096;
+    o.memory_cap_bytes = 1 << 20;
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_scope_end(gpufl_scope_begin("first", NULL)); /* this thread takes the first ring */
+    gpufl_shutdown();
+
+    assert_int_equal(gpufl_init(&o), 0); /* the same pool again: its first ring is free */
+    pthread_barrier_init(&helper_in, NULL, 2);
+    pthread_barrier_init(&main_done, NULL, 2);
+    pthread_t t;
+    int32_t helper_tid = 0;
+    assert_int_equal(pthread_create(&t, NULL, scope_around_main, &helper_tid), 0);
+    pthread_barrier_wait(&helper_in); /* the helper holds the first ring, a scope open */
+    gpufl_scope_end(gpufl_scope_begin("main", NULL));
+    pthread_barrier_wait(&main_done);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&helper_in);
+    pthread_barrier_destroy(&main_done);
+    gpufl_stats_t st = {.size = sizeof st};
+    gpufl_flush();
+    gpufl_get_stats(&st);
+    gpufl_shutdown();
+    assert_int_equal(st.unbalanced_ends, 0);
+
+    tu_lines_t L = tu_read(tu_session_dir(), "scope.log");
+    size_t n, m;
+    int64_t *path = tu_column(&L, "scope_begin", "path", &n);
+    int64_t *tid = tu_column(&L, "scope_begin", "tid", &m);
+    int64_t *depth = tu_column(&L, "scope_begin", "depth", &m);
+    assert_int_equal(n, 2);
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *p = path_of(&L, path[i]);
+        assert_true(strcmp(p, "main") == 0 || strcmp(p, "helper") == 0);
+        assert_int_equal(depth[i], 1);
+        if (strcmp(p, "main") == 0) {
+            assert_int_equal(tid[i], (int32_t)syscall(SYS_gettid));
+            found++;
+        } else {
+            assert_int_equal(tid[i], helper_tid);
+        }
+    }
+    assert_int_equal(found, 1);
+    free(path), free(tid), free(depth);
+    tu_free(&L);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(many_threads_nested),
         cmocka_unit_test(full_ring_drops_and_counts),
         cmocka_unit_test(exited_threads_give_their_rings_back),
         cmocka_unit_test(more_threads_than_rings_are_counted),
+        cmocka_unit_test(a_ring_of_an_earlier_session_is_not_reused),
     };
     return cmocka_run_group_tests_name("scope_threads", tests, NULL, NULL);
 }
