@@ -919,7 +919,7 @@ void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->ctx_count; i++) announce(p, &p->ctx[i]);
     report_errors(p);
-    if (now_ns >= p->next_drain_ns) {
+    if (!p->cfg.drain_at_end && now_ns >= p->next_drain_ns) {
         for (int i = 0; i < p->ctx_count; i++) drain(p, &p->ctx[i]);
         p->last_drain_ns = now_ns;
         p->next_drain_ns = now_ns + p->drain_every_ns;
@@ -963,8 +963,8 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"sass_failed", s.sass_failed}};
     gpufl_buf_t *b =
         gpufl__engine_stats_begin(p->collector, "pc_sampling_stats", v, sizeof v / sizeof v[0]);
-    gpufl__buf_key(b, "drain_ms");
-    gpufl__buf_put_fixed(b, (double)p->drain_every_ns / 1e6, 0);
+    gpufl__buf_key(b, "drain_ms"); /* 0: at the end only (Deep) */
+    gpufl__buf_put_fixed(b, p->cfg.drain_at_end ? 0.0 : (double)p->drain_every_ns / 1e6, 0);
     gpufl__buf_key(b, "get_data_ms");
     gpufl__buf_put_fixed(b, (double)p->get_data_ns / 1e6, 1);
     gpufl__buf_key(b, "get_data_max_ms");

@@ -50,6 +50,12 @@ typedef struct gpufl_pcs_config {
      * finishes the log; PC sampling only asks it for functions. NULL: the
      * engine keeps its own. */
     struct gpufl_sass_log *shared_sass;
+    /* Deep: GetData only at the end, after SASS metrics stopped. A periodic
+     * GetData while SASS metrics lazily patches the functions of new
+     * launches crashed inside CUPTI on an H100 (a NULL function name in
+     * cuptiPCSamplingGetData, 3 of 18 runs); samples the buffers cannot
+     * hold until then are counted as dropped. */
+    int drain_at_end;
 } gpufl_pcs_config_t;
 
 typedef struct gpufl_pcs_stats {

@@ -26,11 +26,15 @@ for order in gpufl-first torch-first; do
   $py tests/gpu/torch_checks.py run "$dir" --order "$order" >"$out/run-$order.json" 2>"$out/run-$order.err" || status=1
   cat "$out/run-$order.json"
 done
+echo "== run (no gpufl.torch.enable(): syncs only)"
+$py tests/gpu/torch_checks.py run "$out/no-ops" --order torch-first --no-ops >"$out/run-no-ops.json" \
+  2>"$out/run-no-ops.err" || status=1
 echo "== profile"
 $py tests/gpu/torch_checks.py profile "$out/gpufl-first" 2>"$out/profile.err" || status=1
-for order in gpufl-first torch-first; do
+for order in gpufl-first torch-first no-ops; do
   extra=()
   [[ $order == gpufl-first ]] && extra=(--against-profiler)
+  [[ $order == no-ops ]] && extra=(--no-ops)
   echo "== check ($order)"
   $py tests/gpu/torch_checks.py check "$out/$order" "${extra[@]}" >"$out/check-$order.json" \
     2>"$out/check-$order.err" || status=1

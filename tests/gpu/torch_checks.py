@@ -10,7 +10,7 @@ Subcommands (each workload in its own process: one CUPTI client per process):
       gpufl.torch unless turned off); the session goes under DIR.
   profile DIR [--steps N]
       The same loop under torch.profiler; its chrome trace goes to DIR.
-  check DIR [--against-profiler]
+  check DIR [--against-profiler] [--no-ops]
       Reads the session of `run` with gpufl.analyzer and checks: the in-loop
       sync insight names this file and the synchronize line; every sync's site
       is that line; kernels carry aten operations. With --against-profiler,
@@ -169,7 +169,10 @@ def do_check(args):
     result["top_ops"] = kernels[tagged].groupby("op")["duration_ns"].agg(["count", "sum"]) \
         .sort_values("sum", ascending=False).head(12).reset_index().values.tolist()
     result["distinct_call_ids"] = int(kernels.loc[tagged, "external_id"].nunique())
-    checks["kernels_tagged"] = bool(len(kernels) > 0 and tagged.mean() >= 0.95)
+    if args.no_ops:  # gpufl.torch not enabled: syncs still carry their line, kernels no op
+        checks["kernels_untagged"] = bool(len(kernels) > 0 and tagged.sum() == 0)
+    else:
+        checks["kernels_tagged"] = bool(len(kernels) > 0 and tagged.mean() >= 0.95)
     stats = {}
     for root, _, files in os.walk(args.dir):
         if "device.log" in files:
@@ -266,6 +269,7 @@ def main():
     c = sub.add_parser("check", help="check the session of run")
     c.add_argument("dir")
     c.add_argument("--against-profiler", action="store_true")
+    c.add_argument("--no-ops", action="store_true", help="the run was made with --no-ops")
     t = sub.add_parser("time", help="ms per step of a variant")
     t.add_argument("variant", choices=["none", "trace", "stacks", "ops", "both"])
     t.add_argument("--dir", default="/tmp/gpufl_torch_time")
