@@ -58,14 +58,17 @@ static size_t n_prefixes;
 static _Atomic int walking; /* 0: walk gives nothing (not set up, or the interpreter is ending) */
 static PyObject *str_f_back, *str_co_qualname, *str_co_filename;
 static _Atomic uint64_t codes_unnamed; /* frames of code met past CODES_MAX */
+static _Atomic uint64_t capture_walks; /* walks made at capture points */
 /* PyGILState_Check: exported by CPython, but not in the limited API's
  * headers; NULL when not found (threads are then never walked live). */
 static int (*gil_held)(void);
 
 /* The frames recorded at this thread's open capture points (depth: how many
- * are open; the outermost recorded them). */
+ * are open; the outermost recorded them, unless it was told they would not
+ * be needed: then `wanted` says whether a CUDA call asked for them). */
 static __thread struct {
     uint32_t depth, n;
+    int walked, wanted;
     uint64_t keys[KEYS_MAX];
 } captured;
 
@@ -151,20 +154,29 @@ static size_t walk(uint64_t *keys, size_t max, void *user) {
     if (!atomic_load_explicit(&walking, memory_order_acquire) || max == 0) return 0;
     if (gil_held != NULL && gil_held()) return walk_live(keys, max);
     if (captured.depth == 0) return 0; /* the GIL is elsewhere and no capture point is open */
+    captured.wanted = 1;
     size_t n = captured.n < max ? captured.n : max;
     memcpy(keys, captured.keys, n * sizeof *keys);
     return n;
 }
 
-void gpufl__py_frames_capture(void) {
-    if (captured.depth++ > 0) return; /* the outermost point names the caller */
+int gpufl__py_frames_capture(int walk_now) {
+    if (captured.depth++ > 0) return 0; /* the outermost point names the caller */
     captured.n = 0;
-    if (atomic_load_explicit(&walking, memory_order_relaxed) && gpufl_interp_capturing())
+    captured.wanted = 0;
+    captured.walked = walk_now && atomic_load_explicit(&walking, memory_order_relaxed) &&
+                      gpufl_interp_capturing();
+    if (captured.walked) {
         captured.n = (uint32_t)walk_live(captured.keys, KEYS_MAX);
+        atomic_fetch_add_explicit(&capture_walks, 1, memory_order_relaxed);
+    }
+    return captured.walked;
 }
 
-void gpufl__py_frames_release(void) {
-    if (captured.depth > 0 && --captured.depth == 0) captured.n = 0;
+int gpufl__py_frames_release(void) {
+    if (captured.depth == 0 || --captured.depth > 0) return 0;
+    captured.n = 0;
+    return captured.wanted;
 }
 
 static int describe(uint64_t key, gpufl_interp_frame_t *out, void *user) {
@@ -219,21 +231,23 @@ PyObject *gpufl__py_frames_stop(PyObject *module, PyObject *unused) {
 /* _frames_capture(): opens a capture point (see the top of this file). */
 PyObject *gpufl__py_frames_capture_point(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
-    gpufl__py_frames_capture();
+    gpufl__py_frames_capture(1);
     Py_RETURN_NONE;
 }
 
 /* _frames_release(): closes the innermost capture point. */
 PyObject *gpufl__py_frames_release_point(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
-    gpufl__py_frames_release();
+    (void)gpufl__py_frames_release();
     Py_RETURN_NONE;
 }
 
-/* _frames_stats() -> (code objects described, frames of code not described). */
+/* _frames_stats() -> (code objects described, frames of code not described,
+ * walks made at capture points). */
 PyObject *gpufl__py_frames_stats(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
     return Py_BuildValue(
-        "(KK)", (unsigned long long)atomic_load_explicit(&count, memory_order_acquire),
-        (unsigned long long)atomic_load_explicit(&codes_unnamed, memory_order_relaxed));
+        "(KKK)", (unsigned long long)atomic_load_explicit(&count, memory_order_acquire),
+        (unsigned long long)atomic_load_explicit(&codes_unnamed, memory_order_relaxed),
+        (unsigned long long)atomic_load_explicit(&capture_walks, memory_order_relaxed));
 }

@@ -61,9 +61,12 @@ PyObject *gpufl__py_frames_stop(PyObject *module, PyObject *unused);
 PyObject *gpufl__py_frames_stats(PyObject *module, PyObject *unused);
 PyObject *gpufl__py_frames_capture_point(PyObject *module, PyObject *unused);
 PyObject *gpufl__py_frames_release_point(PyObject *module, PyObject *unused);
-/* Capture points, from C with the GIL held: every capture is released once. */
-void gpufl__py_frames_capture(void);
-void gpufl__py_frames_release(void);
+/* Capture points, from C with the GIL held: every capture is released once.
+ * capture(walk_now): walk_now 0 records no frames (they are not expected to
+ * be needed); it returns 1 when it walked. release() returns 1 when the
+ * outermost point closed and a CUDA call inside it asked for its frames. */
+int gpufl__py_frames_capture(int walk_now);
+int gpufl__py_frames_release(void);
 
 /* Framework operation tagging: see ops.c. */
 PyObject *gpufl__py_op_register(PyObject *module, PyObject *name);

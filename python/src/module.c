@@ -147,7 +147,7 @@ static PyMethodDef methods[] = {
     {"_frames_release", gpufl__py_frames_release_point, METH_NOARGS,
      "_frames_release(): close the innermost capture point."},
     {"_frames_stats", gpufl__py_frames_stats, METH_NOARGS,
-     "_frames_stats() -> (code objects described, frames left unnamed)."},
+     "_frames_stats() -> (code objects described, frames left unnamed, capture-point walks)."},
     {"_op_register", gpufl__py_op_register, METH_O,
      "_op_register(name) -> index of a framework operation name."},
     {"_op_push", gpufl__py_op_push, METH_O,

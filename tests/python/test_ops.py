@@ -160,3 +160,30 @@ def test_gpufl_torch_needs_pytorch():
         assert gt.enabled()
         torch.ones(2) + 1
     assert not gt.enabled()
+
+
+def test_operations_that_make_no_cuda_call_stop_being_walked(monkeypatch, log_dir):
+    """An operation is a capture point (its kernels get the caller's Python
+    line), but walking the Python stack costs microseconds: one whose first
+    calls made no CUDA call that wanted the frames (a view) is not walked
+    again; one that did is walked at every call."""
+    view, mm = _gpufl._op_register("aten::view"), _gpufl._op_register("aten::mm")
+    start(monkeypatch, log_dir)  # with CPU stacks
+    gpu = FakeGpu()  # releases the GIL, as PyTorch does
+    before = _gpufl._frames_stats()[2]
+    for _ in range(5):
+        call = _gpufl._op_push(view)
+        _gpufl._op_pop(call)
+    views = _gpufl._frames_stats()[2] - before
+    for _ in range(5):
+        call = _gpufl._op_push(mm)
+        gpu.launch()  # mm-site
+        _gpufl._op_pop(call)
+    mms = _gpufl._frames_stats()[2] - before - views
+    gpufl.shutdown()
+    assert views == 2 and mms == 5
+    frames = {f["id"]: f for f in device_records(log_dir, "frame")}
+    stacks = device_records(log_dir, "stack")
+    assert len(stacks) == 1  # the five launches share one stack, with Python frames
+    assert any(frames[i].get("function") == "test_operations_that_make_no_cuda_call_stop_being_walked"
+               for i in stacks[0]["frames"])
