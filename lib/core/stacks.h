@@ -15,8 +15,9 @@
  * interpreter keeps its native stack and costs no interpreter walk.
  *
  * Addresses are symbolised later, off the hot path, by the collector
- * (symbols.h); interpreted frames by the interpreter's describe. Two different stacks with the same 64-bit hash would share an
- * id; the chance is negligible for the few thousand stacks a session has.
+ * (symbols.h); interpreted frames by the interpreter's describe. Two
+ * different stacks with the same 64-bit hash would share an id; the chance
+ * is negligible for the few thousand stacks a session has.
  *
  * Threads: capture from any thread; get and stats from any thread.
  */
