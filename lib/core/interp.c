@@ -81,6 +81,8 @@ int gpufl_interp_capturing(void) {
 
 void gpufl__interp_capturing(int delta) { atomic_fetch_add(&capturing, delta); }
 
+void gpufl__interp_after_fork_child(void) { atomic_store(&capturing, 0); }
+
 const gpufl_interp_reg_t *gpufl__interp_get(void) {
     return atomic_load_explicit(&registered, memory_order_acquire);
 }

@@ -30,6 +30,10 @@ int gpufl__exec_segment(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 /* A stack table was created (+1) or destroyed (-1): gpufl_interp_capturing. */
 void gpufl__interp_capturing(int delta);
 
+/* In a forked child: no session captures stacks (the parent's tables are
+ * not the child's, and are never destroyed there). */
+void gpufl__interp_after_fork_child(void);
+
 /* The registered interpreter, or NULL. */
 const gpufl_interp_reg_t *gpufl__interp_get(void);
 

@@ -10,6 +10,7 @@
 #include "analysis/report.h"
 #include "core/clock.h"
 #include "core/collector.h"
+#include "core/interp.h"
 #include "core/log.h"
 #include "core/ops.h"
 #include "core/options.h"
@@ -329,6 +330,7 @@ static void fork_parent(void) {
 static void fork_child(void) {
     gpufl__scope_after_fork_child();
     gpufl__ops_after_fork_child();
+    gpufl__interp_after_fork_child();
     gpufl__log_after_fork(1);
     g.running = 0;
     g.collector = NULL;              /* the parent's: left alone (its thread is not here) */

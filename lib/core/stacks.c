@@ -130,8 +130,7 @@ static uint32_t wait_id(slot_t *slot) {
     return ID_LOST;
 }
 
-/* The registered interpreter's walk, timed (it may wait for the
- * interpreter's lock) and counted. */
+/* The registered interpreter's walk, timed and counted. */
 static size_t interp_walk(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, uint64_t *keys,
                           size_t max) {
     int64_t t0 = gpufl__mono_ns();

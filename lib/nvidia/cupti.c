@@ -864,19 +864,23 @@ static struct {
 
 static int ops_push(void *user, uint64_t id) {
     (void)user;
-    return ops_fns.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, id) == CUPTI_SUCCESS ? 0 : -1;
+    __typeof__(ops_fns.push) push = __atomic_load_n(&ops_fns.push, __ATOMIC_ACQUIRE);
+    return push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, id) == CUPTI_SUCCESS ? 0 : -1;
 }
 
 static int ops_pop(void *user, uint64_t *id) {
     (void)user;
-    return ops_fns.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, id) == CUPTI_SUCCESS ? 0 : -1;
+    __typeof__(ops_fns.pop) pop = __atomic_load_n(&ops_fns.pop, __ATOMIC_ACQUIRE);
+    return pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, id) == CUPTI_SUCCESS ? 0 : -1;
 }
 
 const gpufl_ops_hooks_t *gpufl__cupti_ops_hooks(const gpufl_cupti_t *c) {
     static const gpufl_ops_hooks_t hooks = {ops_push, ops_pop, NULL};
     if (c->fn.push_external == NULL || c->fn.pop_external == NULL) return NULL;
-    ops_fns.push = c->fn.push_external; /* one libcupti per process: the same each session */
-    ops_fns.pop = c->fn.pop_external;
+    /* One libcupti per process, the same each session; atomic all the same:
+     * a pop of a call that began in the last session may read them now. */
+    __atomic_store_n(&ops_fns.push, c->fn.push_external, __ATOMIC_RELEASE);
+    __atomic_store_n(&ops_fns.pop, c->fn.pop_external, __ATOMIC_RELEASE);
     return &hooks;
 }
 

@@ -1020,7 +1020,7 @@ uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context) {
 }
 
 int64_t gpufl__pcs_due_in(gpufl_pcs_t *p, int64_t now_ns) {
-    if (p == NULL) return INT64_MAX;
+    if (p == NULL || p->cfg.drain_at_end) return INT64_MAX; /* no periodic drain to wake for */
     int64_t due = p->next_drain_ns - now_ns;
     return due > 0 ? due : 0;
 }

@@ -50,11 +50,13 @@ typedef struct gpufl_pcs_config {
      * finishes the log; PC sampling only asks it for functions. NULL: the
      * engine keeps its own. */
     struct gpufl_sass_log *shared_sass;
-    /* Deep: GetData only at the end, after SASS metrics stopped. A periodic
+    /* Deep: no periodic GetData, only at the end after SASS metrics stopped
+     * (and when a module unloads or a context is destroyed). A periodic
      * GetData while SASS metrics lazily patches the functions of new
      * launches crashed inside CUPTI on an H100 (a NULL function name in
-     * cuptiPCSamplingGetData, 3 of 18 runs); samples the buffers cannot
-     * hold until then are counted as dropped. */
+     * cuptiPCSamplingGetData, 3 of 18 runs). Samples CUPTI's buffer cannot
+     * hold until then are lost, which CUPTI does not count: buffer_full in
+     * pc_sampling_stats says it happened. */
     int drain_at_end;
 } gpufl_pcs_config_t;
 

@@ -5,7 +5,7 @@ kernel launch or synchronization made from Python is attributed to the Python
 line that made it ("train.py:90 in train_step"), and stops it at interpreter
 exit, before thread states go away. A CUDA call made while its thread holds
 the GIL is walked there and then; one made with the GIL released (PyTorch's)
-gets the frames of the innermost open capture_point (python/src/frames.c
+gets the frames of the outermost open capture_point (python/src/frames.c
 says why the GIL is never waited for). Code under the directories below (the
 standard library, installed packages, gpufl itself) is marked as library
 code, which the analysis never takes for a call's site.

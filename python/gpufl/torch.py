@@ -27,6 +27,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _gpufl
+from ._frames import capture_point
 
 _indices = {}  # OpOverload -> name index (0: could not be registered)
 _register_lock = threading.Lock()
@@ -53,11 +54,11 @@ class _OpTagger(TorchDispatchMode):
         index = _indices.get(func)
         if index is None:
             index = _index_of(func)
-        call = _push(index)
         try:
+            _push(index)  # inside the try: the pop closes what it opened, whatever happens
             return func(*args, **(kwargs or {}))
         finally:
-            _pop(call)
+            _pop()
 
 
 _local = threading.local()
@@ -73,11 +74,8 @@ _SYNC_CALLS = ((torch.cuda, "synchronize"), (torch.cuda.Stream, "synchronize"),
 def _capturing(fn):
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        _gpufl._frames_capture()
-        try:
+        with capture_point():
             return fn(*args, **kwargs)
-        finally:
-            _gpufl._frames_release()
 
     call.__gpufl_capture__ = True
     return call

@@ -59,9 +59,20 @@ static _Atomic int walking; /* 0: walk gives nothing (not set up, or the interpr
 static PyObject *str_f_back, *str_co_qualname, *str_co_filename;
 static _Atomic uint64_t codes_unnamed; /* frames of code met past CODES_MAX */
 static _Atomic uint64_t capture_walks; /* walks made at capture points */
-/* PyGILState_Check: exported by CPython, but not in the limited API's
- * headers; NULL when not found (threads are then never walked live). */
-static int (*gil_held)(void);
+/* The calling thread's state when it holds the GIL, else NULL, without the
+ * checks of PyThreadState_Get: CPython exports it (3.13 as
+ * PyThreadState_GetUnchecked, before as _PyThreadState_UncheckedGet) but the
+ * limited API's headers do not declare it; NULL when not found (threads are
+ * then never walked live). PyGILState_Check would not do: it answers 1 for
+ * every thread once a subinterpreter was ever made. */
+static PyThreadState *(*unchecked_tstate)(void);
+
+/* 1 when the calling thread holds the GIL. */
+static int gil_held(void) {
+    if (unchecked_tstate == NULL) return 0;
+    PyThreadState *t = unchecked_tstate();
+    return t != NULL && t == PyGILState_GetThisThreadState();
+}
 
 /* The frames recorded at this thread's open capture points (depth: how many
  * are open; the outermost recorded them, unless it was told they would not
@@ -152,7 +163,7 @@ static size_t walk_live(uint64_t *keys, size_t max) {
 static size_t walk(uint64_t *keys, size_t max, void *user) {
     (void)user;
     if (!atomic_load_explicit(&walking, memory_order_acquire) || max == 0) return 0;
-    if (gil_held != NULL && gil_held()) return walk_live(keys, max);
+    if (gil_held()) return walk_live(keys, max);
     if (captured.depth == 0) return 0; /* the GIL is elsewhere and no capture point is open */
     captured.wanted = 1;
     size_t n = captured.n < max ? captured.n : max;
@@ -210,7 +221,10 @@ PyObject *gpufl__py_frames_start(PyObject *module, PyObject *dirs) {
             n_prefixes++;
         }
     }
-    gil_held = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
+    static const char *const names[] = {"PyThreadState_GetUnchecked",
+                                        "_PyThreadState_UncheckedGet"};
+    for (size_t i = 0; i < 2 && unchecked_tstate == NULL; i++)
+        unchecked_tstate = (PyThreadState * (*)(void)) dlsym(RTLD_DEFAULT, names[i]);
     gpufl_interp_t interp = {sizeof interp, "python", (const void *)PyEval_GetFrame,
                              walk,          describe, NULL};
     int rc = gpufl_interp_register(&interp);

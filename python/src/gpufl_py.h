@@ -71,7 +71,7 @@ int gpufl__py_frames_release(void);
 /* Framework operation tagging: see ops.c. */
 PyObject *gpufl__py_op_register(PyObject *module, PyObject *name);
 PyObject *gpufl__py_op_push(PyObject *module, PyObject *index);
-PyObject *gpufl__py_op_pop(PyObject *module, PyObject *id);
+PyObject *gpufl__py_op_pop(PyObject *module, PyObject *unused);
 
 /* _gpufl.init(**options): see init.c. */
 PyObject *gpufl__py_init(PyObject *module, PyObject *args, PyObject *kwargs);

@@ -17,9 +17,19 @@
 #define PROBE_CALLS 2
 static uint8_t needs_frames[GPUFL_OPS_MAX + 1], probed[GPUFL_OPS_MAX + 1];
 
-/* The operation of this thread's open push (aten calls do not nest under
- * gpufl.torch's mode), for its pop. */
-static __thread int open_index, open_walked;
+/* This thread's open calls, innermost last: what _op_pop undoes. Kept here
+ * rather than handed back to Python, so that an exception between the push
+ * and the Python code's try (a KeyboardInterrupt) cannot leave a capture
+ * point open or an id on CUPTI's stack: the pop needs nothing from Python.
+ * Deeper calls than OPEN_MAX are still balanced, but untagged. */
+#define OPEN_MAX 32
+static __thread struct {
+    int depth;
+    struct {
+        int index, walked;
+        uint64_t id;
+    } call[OPEN_MAX];
+} open_calls;
 
 /* _op_register(name) -> index */
 PyObject *gpufl__py_op_register(PyObject *module, PyObject *name) {
@@ -32,32 +42,44 @@ PyObject *gpufl__py_op_register(PyObject *module, PyObject *name) {
 }
 
 /* _op_push(index) -> call id (0: nothing pushed); always followed by one
- * _op_pop on the same thread. Also a capture point
+ * _op_pop() on the same thread, even when it raised. Also a capture point
  * (frames.c): the operation's kernels get the Python frames of its caller,
  * since PyTorch runs it with the GIL released. */
 PyObject *gpufl__py_op_push(PyObject *module, PyObject *arg) {
     (void)module;
+    /* The call is opened (and its capture point) whatever happens below:
+     * the pop that follows must find it. */
     long i = PyLong_AsLong(arg);
-    if (i == -1 && PyErr_Occurred()) return NULL;
-    int known = i > 0 && i <= GPUFL_OPS_MAX;
-    int index = known ? (int)i : 0;
-    open_walked = gpufl__py_frames_capture(needs_frames[index] || probed[index] < PROBE_CALLS);
-    open_index = index;
-    if (!known) return PyLong_FromLong(0);
-    return PyLong_FromUnsignedLongLong(gpufl_op_push(index));
+    int bad = i == -1 && PyErr_Occurred() != NULL;
+    int d = open_calls.depth++;
+    int index = !bad && i > 0 && i <= GPUFL_OPS_MAX && d < OPEN_MAX ? (int)i : 0;
+    int walked =
+        gpufl__py_frames_capture(!bad && (needs_frames[index] || probed[index] < PROBE_CALLS));
+    uint64_t id = index ? gpufl_op_push(index) : 0;
+    if (d < OPEN_MAX) {
+        open_calls.call[d].index = index;
+        open_calls.call[d].walked = walked;
+        open_calls.call[d].id = id;
+    }
+    if (bad) return NULL;
+    return PyLong_FromUnsignedLongLong(id);
 }
 
-/* _op_pop(call id): ends the call, and closes the capture point of its push. */
-PyObject *gpufl__py_op_pop(PyObject *module, PyObject *id) {
-    (void)module;
-    /* First: every push is followed by one pop, even a bad one. */
-    int index = open_index;
+/* _op_pop(): ends this thread's innermost open call: pops its id and
+ * closes its capture point. Nothing when no call is open. */
+PyObject *gpufl__py_op_pop(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    if (open_calls.depth == 0) Py_RETURN_NONE;
+    int d = --open_calls.depth;
+    if (d >= OPEN_MAX) { /* too deep to have been recorded: its capture point only */
+        (void)gpufl__py_frames_release();
+        Py_RETURN_NONE;
+    }
+    int index = open_calls.call[d].index;
     if (gpufl__py_frames_release()) /* a CUDA call inside asked for the frames */
         needs_frames[index] = 1;
-    else if (open_walked && probed[index] < PROBE_CALLS) /* walked, and nobody asked */
+    else if (open_calls.call[d].walked && probed[index] < PROBE_CALLS) /* nobody asked */
         probed[index]++;
-    unsigned long long v = PyLong_AsUnsignedLongLong(id);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
-    gpufl_op_pop(v);
+    gpufl_op_pop(open_calls.call[d].id);
     Py_RETURN_NONE;
 }

@@ -13,6 +13,7 @@ import pytest
 
 import gpufl
 from gpufl import _gpufl
+from gpufl._frames import capture_point
 from gpufl.analyzer import GpuFlightSession
 
 from fakegpu import FakeGpu, device_records, needed, start
@@ -35,7 +36,7 @@ def test_kernels_carry_their_operation(monkeypatch, log_dir):
         calls.append(call)
         for _ in range(kernels):
             gpu.launch("k%d" % op)
-        _gpufl._op_pop(call)
+        _gpufl._op_pop()
     gpu.launch("after")
     gpufl.shutdown()
 
@@ -65,6 +66,26 @@ def test_kernels_carry_their_operation(monkeypatch, log_dir):
     assert section["operations"][0]["gpu_ns"] == 3 * 5000  # each fake kernel runs 5 us
 
 
+def test_capture_points_stay_balanced(monkeypatch, log_dir):
+    """A push that raised, a pop with nothing open, nested pushes: afterwards
+    no capture point is left open (a later capture walks again)."""
+    op = _gpufl._op_register("aten::exp")
+    start(monkeypatch, log_dir)
+    with pytest.raises(TypeError):
+        _gpufl._op_push(None)
+    _gpufl._op_pop()
+    _gpufl._op_pop()
+    _gpufl._op_push(op)
+    _gpufl._op_push(op)
+    _gpufl._op_pop()
+    _gpufl._op_pop()
+    before = _gpufl._frames_stats()[2]
+    with capture_point():
+        pass
+    gpufl.shutdown()
+    assert _gpufl._frames_stats()[2] == before + 1  # the outermost point walked: none was open
+
+
 def test_nested_calls_tag_the_innermost(monkeypatch, log_dir):
     outer, inner = _gpufl._op_register("aten::linear"), _gpufl._op_register("aten::addmm")
     start(monkeypatch, log_dir, enable_stack_trace=False)
@@ -73,9 +94,9 @@ def test_nested_calls_tag_the_innermost(monkeypatch, log_dir):
     gpu.launch()
     b = _gpufl._op_push(inner)
     gpu.launch()
-    _gpufl._op_pop(b)
+    _gpufl._op_pop()
     gpu.launch()
-    _gpufl._op_pop(a)
+    _gpufl._op_pop()
     gpufl.shutdown()
     kernels = GpuFlightSession(str(log_dir), log_prefix="stacks").kernels
     assert list(kernels["op"]) == ["aten::linear", "aten::addmm", "aten::linear"]
@@ -90,7 +111,7 @@ def test_threads_have_their_own_calls(monkeypatch, log_dir):
     worker.start()
     worker.join()
     gpu.launch("main")
-    _gpufl._op_pop(call)
+    _gpufl._op_pop()
     gpufl.shutdown()
     kernels = GpuFlightSession(str(log_dir), log_prefix="stacks").kernels.set_index("name")
     assert kernels.loc["main", "op"] == "aten::relu"
@@ -100,7 +121,7 @@ def test_threads_have_their_own_calls(monkeypatch, log_dir):
 def test_without_a_session_nothing_is_pushed():
     op = _gpufl._op_register("aten::sum")
     assert _gpufl._op_push(op) == 0
-    _gpufl._op_pop(0)  # what a binding does with it: nothing happens
+    _gpufl._op_pop()
 
 
 def test_a_session_ending_inside_a_call(monkeypatch, log_dir):
@@ -111,7 +132,7 @@ def test_a_session_ending_inside_a_call(monkeypatch, log_dir):
     call = _gpufl._op_push(op)
     assert call
     gpufl.shutdown()
-    _gpufl._op_pop(call)
+    _gpufl._op_pop()
     start(monkeypatch, log_dir / "next", enable_stack_trace=False)
     FakeGpu().launch("outside")
     gpufl.shutdown()
@@ -129,7 +150,7 @@ def test_a_forked_child_pushes_nothing(monkeypatch, log_dir):
         code = 1
         try:
             call = _gpufl._op_push(op)
-            _gpufl._op_pop(call)
+            _gpufl._op_pop()
             code = 0 if call == 0 else 2
         finally:
             os._exit(code)
@@ -145,11 +166,12 @@ def test_bad_names_and_indices():
         _gpufl._op_register(3)
     for index in (0, 10**6):  # each push is followed by a pop, as gpufl.torch does
         call = _gpufl._op_push(index)
-        _gpufl._op_pop(call)
+        _gpufl._op_pop()
         assert call == 0
-    _gpufl._op_push(1)
-    with pytest.raises(OverflowError):
-        _gpufl._op_pop(-1)  # still closes the push's capture point
+    with pytest.raises(TypeError):
+        _gpufl._op_push("mm")  # raises, and still opens a call
+    _gpufl._op_pop()  # which this closes, with its capture point
+    _gpufl._op_pop()  # a pop with nothing open does nothing
 
 
 def test_gpufl_torch_needs_pytorch():
@@ -173,12 +195,12 @@ def test_operations_that_make_no_cuda_call_stop_being_walked(monkeypatch, log_di
     before = _gpufl._frames_stats()[2]
     for _ in range(5):
         call = _gpufl._op_push(view)
-        _gpufl._op_pop(call)
+        _gpufl._op_pop()
     views = _gpufl._frames_stats()[2] - before
     for _ in range(5):
         call = _gpufl._op_push(mm)
         gpu.launch()  # mm-site
-        _gpufl._op_pop(call)
+        _gpufl._op_pop()
     mms = _gpufl._frames_stats()[2] - before - views
     gpufl.shutdown()
     assert views == 2 and mms == 5

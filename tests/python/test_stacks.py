@@ -231,3 +231,45 @@ def test_after_frames_stop_native_stacks_only(monkeypatch, log_dir):
     assert [f for f in device_records(log_dir, "frame") if f.get("language")] == []
     stats = device_records(log_dir, "trace_stats")[0]
     assert stats["stacks_interp"] == 0 and stats["stacks_interp_empty"] == 5
+
+
+def test_after_a_subinterpreter_released_calls_are_not_walked(tmp_path):
+    """Once a subinterpreter was made, CPython's PyGILState_Check answers
+    "held" for every thread; the walk must still tell that this thread
+    released the GIL (walking then crashed)."""
+    script = textwrap.dedent("""
+        import gpufl, _xxsubinterpreters as subs
+        from fakegpu import FakeGpu
+        gpufl.init(app_name="subs", log_path=%r, enable_stack_trace=True,
+                   profiling_engine=gpufl.ProfilingEngine.Trace,
+                   backend=gpufl.BackendKind.Nvidia)
+        subs.destroy(subs.create())
+        gpu = FakeGpu()  # releases the GIL
+        gpu.call(gpu.sync_cbid, None, None)
+        gpufl.shutdown()
+    """) % str(tmp_path / "logs")
+    env = dict(os.environ, GPUFL_CUPTI_LIBRARY=FAKE_CUPTI, GPUFL_CUDA_LIBRARY=FAKE_CUDA,
+               GPUFL_TEST_FAKE_CUPTI=FAKE_CUPTI, GPUFL_TEST_FAKE_CUDA=FAKE_CUDA,
+               GPUFL_TEST_CUPTI_CBIDS=CBID_HEADER, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_forked_child_walks_nothing(monkeypatch, log_dir):
+    """A forked child has no session: its capture points walk nothing (the
+    parent's stack capture is not the child's)."""
+    start(monkeypatch, log_dir)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            before = _gpufl._frames_stats()[2]
+            with capture_point():
+                pass
+            code = 0 if _gpufl._frames_stats()[2] == before else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    gpufl.shutdown()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
