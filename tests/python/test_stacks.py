@@ -182,6 +182,17 @@ def test_calls_from_another_python_thread(monkeypatch, log_dir):
     assert list(syncs["site_function"]) == ["train_step"] * 3
 
 
+def run_over_fakes(script):
+    """Runs a Python script in a process of its own, with the fakes as CUDA;
+    it must exit 0 within two minutes."""
+    env = dict(os.environ, GPUFL_CUPTI_LIBRARY=FAKE_CUPTI, GPUFL_CUDA_LIBRARY=FAKE_CUDA,
+               GPUFL_TEST_FAKE_CUPTI=FAKE_CUPTI, GPUFL_TEST_FAKE_CUDA=FAKE_CUDA,
+               GPUFL_TEST_CUPTI_CBIDS=CBID_HEADER, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_exit_with_daemon_threads_syncing(tmp_path):
     """No shutdown() and daemon threads still making CUDA calls at exit: the
     process ends (a walk that waited for the GIL would be ended inside the
@@ -201,12 +212,7 @@ def test_exit_with_daemon_threads_syncing(tmp_path):
             threading.Thread(target=loop, daemon=True).start()
         import time; time.sleep(0.3)
     """) % str(tmp_path / "logs")
-    env = dict(os.environ, GPUFL_CUPTI_LIBRARY=FAKE_CUPTI, GPUFL_CUDA_LIBRARY=FAKE_CUDA,
-               GPUFL_TEST_FAKE_CUPTI=FAKE_CUPTI, GPUFL_TEST_FAKE_CUDA=FAKE_CUDA,
-               GPUFL_TEST_CUPTI_CBIDS=CBID_HEADER, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([sys.executable, "-c", script], env=env, timeout=120,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    run_over_fakes(script)
 
 
 def test_without_stack_trace_no_walk(monkeypatch, log_dir):
@@ -248,12 +254,7 @@ def test_after_a_subinterpreter_released_calls_are_not_walked(tmp_path):
         gpu.call(gpu.sync_cbid, None, None)
         gpufl.shutdown()
     """) % str(tmp_path / "logs")
-    env = dict(os.environ, GPUFL_CUPTI_LIBRARY=FAKE_CUPTI, GPUFL_CUDA_LIBRARY=FAKE_CUDA,
-               GPUFL_TEST_FAKE_CUPTI=FAKE_CUPTI, GPUFL_TEST_FAKE_CUDA=FAKE_CUDA,
-               GPUFL_TEST_CUPTI_CBIDS=CBID_HEADER, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([sys.executable, "-c", script], env=env, timeout=120,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    run_over_fakes(script)
 
 
 def test_a_forked_child_walks_nothing(monkeypatch, log_dir):
