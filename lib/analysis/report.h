@@ -354,7 +354,7 @@ typedef struct gpufl_report_ops {
     gpufl_report_op_row_t *rows;
     size_t n_rows, total; /* shown; operations in all */
     size_t untagged;      /* kernels without an operation */
-    double untagged_ns, kernel_ns;
+    double untagged_ns;   /* their time; shares are of the report's kernel_ns */
 } gpufl_report_ops_t;
 
 typedef struct gpufl_report {

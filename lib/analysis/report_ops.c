@@ -41,7 +41,6 @@ int gpufl__report_build_ops(const gpufl_model_t *m, gpufl_report_ops_t *s) {
     for (size_t i = 0; i < m->n_kernels; i++) {
         const gpufl_model_kernel_t *k = &m->kernels[i];
         double ns = (double)(k->end_ns - k->start_ns);
-        s->kernel_ns += ns;
         const char *op = gpufl__model_op_name(m, k->external_kind, k->external_id);
         if (op) {
             t[n++] = (tagged_t){op, k->external_id, ns};
@@ -90,24 +89,26 @@ static const char *const aligns = "lrrrrr";
 
 static double share(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
 
-static void row_cells(const gpufl_report_ops_t *s, const gpufl_report_op_row_t *o,
+/* Shares are of all kernel time: the report's kernel_ns. */
+static void row_cells(const gpufl_report_t *r, const gpufl_report_op_row_t *o,
                       char c[N_CELLS][CELL]) {
     snprintf(c[0], CELL, "%s", o->name);
     gpufl__report_fmt_count(c[1], CELL, (int64_t)o->calls);
     gpufl__report_fmt_count(c[2], CELL, (int64_t)o->kernels);
     gpufl__report_fmt_ns(c[3], CELL, o->gpu_ns);
     gpufl__report_fmt_ns(c[4], CELL, o->calls ? o->gpu_ns / (double)o->calls : 0);
-    snprintf(c[5], CELL, "%.1f%%", share(o->gpu_ns, s->kernel_ns));
+    snprintf(c[5], CELL, "%.1f%%", share(o->gpu_ns, r->kernel_ns));
 }
 
-static void note(const gpufl_report_ops_t *s, char *buf, size_t size) {
+static void note(const gpufl_report_t *r, char *buf, size_t size) {
+    const gpufl_report_ops_t *s = &r->ops;
     char untagged[CELL], kernels[CELL];
     gpufl__report_fmt_ns(untagged, sizeof untagged, s->untagged_ns);
     gpufl__report_fmt_count(kernels, sizeof kernels, (int64_t)s->untagged);
     snprintf(buf, size,
              "Kernel time per operation that launched it (%zu of %zu operations; share of all "
              "kernel time). Without an operation: %s kernels, %s (%.1f%%).",
-             s->n_rows, s->total, kernels, untagged, share(s->untagged_ns, s->kernel_ns));
+             s->n_rows, s->total, kernels, untagged, share(s->untagged_ns, r->kernel_ns));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -118,12 +119,12 @@ void gpufl__report_text_ops(const gpufl_report_t *r, FILE *out) {
     const gpufl_report_ops_t *s = &r->ops;
     if (!s->shown) return;
     char line[600];
-    note(s, line, sizeof line);
+    note(r, line, sizeof line);
     fprintf(out, "\nGPU time per framework operation\n  %s\n\n", line);
     gpufl_report_cells_t *cells = calloc(s->n_rows + 1, sizeof *cells);
     if (!cells) return;
     for (size_t c = 0; c < N_CELLS; c++) snprintf(cells[0][c], CELL, "%s", heads[c]);
-    for (size_t i = 0; i < s->n_rows; i++) row_cells(s, &s->rows[i], cells[i + 1]);
+    for (size_t i = 0; i < s->n_rows; i++) row_cells(r, &s->rows[i], cells[i + 1]);
     gpufl__report_text_table(out, s->n_rows + 1, N_CELLS, cells, aligns);
     free(cells);
 }
@@ -148,14 +149,14 @@ json_t *gpufl__report_json_ops(const gpufl_report_t *r) {
         json_object_set_new(row, "calls", json_integer((json_int_t)op->calls));
         json_object_set_new(row, "kernels", json_integer((json_int_t)op->kernels));
         json_object_set_new(row, "gpu_ns", json_real(op->gpu_ns));
-        json_object_set_new(row, "share_pct", json_real(share(op->gpu_ns, s->kernel_ns)));
+        json_object_set_new(row, "share_pct", json_real(share(op->gpu_ns, r->kernel_ns)));
         json_array_append_new(rows, row);
     }
     json_object_set_new(o, "operations", rows);
     json_object_set_new(o, "more_operations", json_integer((json_int_t)(s->total - s->n_rows)));
     json_object_set_new(o, "untagged_kernels", json_integer((json_int_t)s->untagged));
     json_object_set_new(o, "untagged_ns", json_real(s->untagged_ns));
-    json_object_set_new(o, "kernel_ns", json_real(s->kernel_ns));
+    json_object_set_new(o, "kernel_ns", json_real(r->kernel_ns));
     return o;
 }
 
@@ -169,13 +170,13 @@ void gpufl__report_doc_ops(const gpufl_report_emitter_t *e, const gpufl_report_t
     FILE *o = e->out;
     char line[600];
     e->heading(o, 2, "GPU time per framework operation");
-    note(s, line, sizeof line);
+    note(r, line, sizeof line);
     e->para(o, line);
     e->table_begin(o, N_CELLS, heads, aligns);
     for (size_t i = 0; i < s->n_rows; i++) {
         char c[N_CELLS][CELL];
         const char *cp[N_CELLS];
-        row_cells(s, &s->rows[i], c);
+        row_cells(r, &s->rows[i], c);
         for (size_t k = 0; k < N_CELLS; k++) cp[k] = c[k];
         e->row(o, N_CELLS, cp);
     }

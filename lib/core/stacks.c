@@ -130,6 +130,11 @@ static uint32_t wait_id(slot_t *slot) {
     return ID_LOST;
 }
 
+/* pc lies in the interpreter's machine code. */
+static int in_interp(const gpufl_interp_reg_t *r, void *pc) {
+    return (uintptr_t)pc >= r->code_lo && (uintptr_t)pc < r->code_hi;
+}
+
 /* The registered interpreter's walk, timed and counted. */
 static size_t interp_walk(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, uint64_t *keys,
                           size_t max) {
@@ -154,8 +159,7 @@ static size_t interp_walk(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, uint64
 static int splice_interp(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, void *const *pcs, int n,
                          uintptr_t *out) {
     int cut = 0;
-    while (cut < n && !((uintptr_t)pcs[cut] >= r->code_lo && (uintptr_t)pcs[cut] < r->code_hi))
-        cut++;
+    while (cut < n && !in_interp(r, pcs[cut])) cut++;
     if (cut == n) return -1; /* this thread never entered the interpreter */
     int kept = cut < NATIVE_KEPT ? cut : NATIVE_KEPT;
     uint64_t keys[GPUFL_STACK_DEPTH_MAX];
@@ -174,8 +178,7 @@ uint32_t gpufl__stacks_capture(gpufl_stacks_t *s) {
         /* A full walk that may stop short of the interpreter's frames: walk
          * deeper, unless the interpreter is already among these. */
         int seen = 0;
-        for (int i = 0; i < n && !seen; i++)
-            seen = (uintptr_t)buf[i] >= interp->code_lo && (uintptr_t)buf[i] < interp->code_hi;
+        for (int i = 0; i < n && !seen; i++) seen = in_interp(interp, buf[i]);
         if (!seen) n = s->walk(buf, (int)(sizeof buf / sizeof buf[0]));
     }
     int first = 0;

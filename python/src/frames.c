@@ -79,7 +79,7 @@ static int gil_held(void) {
  * be needed: then `wanted` says whether a CUDA call asked for them). */
 static __thread struct {
     uint32_t depth, n;
-    int walked, wanted;
+    int wanted;
     uint64_t keys[KEYS_MAX];
 } captured;
 
@@ -175,13 +175,13 @@ int gpufl__py_frames_capture(int walk_now) {
     if (captured.depth++ > 0) return 0; /* the outermost point names the caller */
     captured.n = 0;
     captured.wanted = 0;
-    captured.walked = walk_now && atomic_load_explicit(&walking, memory_order_relaxed) &&
-                      gpufl_interp_capturing();
-    if (captured.walked) {
+    int walk = walk_now && atomic_load_explicit(&walking, memory_order_relaxed) &&
+               gpufl_interp_capturing();
+    if (walk) {
         captured.n = (uint32_t)walk_live(captured.keys, KEYS_MAX);
         atomic_fetch_add_explicit(&capture_walks, 1, memory_order_relaxed);
     }
-    return captured.walked;
+    return walk;
 }
 
 int gpufl__py_frames_release(void) {
