@@ -32,10 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What gpufl asks for, most wanted first. Each is kept only if the set
- * still fits in one pass (sm__throughput needs 8 passes alone on GH100,
- * lts__t_sector_hit_rate 2: the lookup hit and miss sums stand in for it,
- * SM cycles active and instructions per cycle for SM throughput). */
+/* What gpufl asks for, most wanted first: group 0 keeps each that the set
+ * still fits in one pass with; the others go to further groups when they
+ * fit in one pass at all (sm__throughput needs 8 passes alone on GH100 and
+ * lts__t_sector_hit_rate 2; the lookup hit and miss sums cannot share one,
+ * so the miss sum goes to group 1 and the hit rate is derived from both). */
 static const char *const wanted[] = {
     "gpu__time_duration.sum",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -53,6 +54,42 @@ static const char *const wanted[] = {
     "sm__inst_executed_pipe_tensor_op_hmma.sum",
 };
 #define WANTED ((int)(sizeof wanted / sizeof wanted[0]))
+
+/* The sub-unit throughputs whose largest is sm__throughput: its breakdown
+ * as ncu lists it on GH100 (measured: the largest matched sm__throughput on
+ * the four reference kernels). Collected in groups of their own when
+ * sm__throughput does not fit in group 0; names a chip does not know, and
+ * those that do not fit in one pass alone, are left out (and said). */
+#define SM_PART(unit) "sm__" unit ".avg.pct_of_peak_sustained_elapsed"
+static const char *const sm_parts[] = {
+    SM_PART("inst_executed"),
+    SM_PART("inst_executed_pipe_adu"),
+    SM_PART("inst_executed_pipe_cbu_pred_on_any"),
+    SM_PART("inst_executed_pipe_ipa"),
+    SM_PART("inst_executed_pipe_lsu"),
+    SM_PART("inst_executed_pipe_tex"),
+    SM_PART("inst_executed_pipe_uniform"),
+    SM_PART("inst_executed_pipe_xu"),
+    SM_PART("instruction_throughput_internal_activity"),
+    SM_PART("issue_active"),
+    SM_PART("memory_throughput_internal_activity"),
+    SM_PART("mio2rf_writeback_active"),
+    SM_PART("mio_inst_issued"),
+    SM_PART("mio_pq_read_cycles_active"),
+    SM_PART("mio_pq_write_cycles_active"),
+    SM_PART("pipe_alu_cycles_active"),
+    SM_PART("pipe_fma_cycles_active"),
+    SM_PART("pipe_fmaheavy_cycles_active"),
+    SM_PART("pipe_fp64_cycles_active"),
+    SM_PART("pipe_shared_cycles_active"),
+    SM_PART("pipe_tensor_cycles_active"),
+    SM_PART("pipe_tensor_op_dmma_cycles_active"),
+    SM_PART("pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active"),
+    SM_PART("pipe_tma_cycles_active"),
+};
+#define SM_PARTS      ((int)(sizeof sm_parts / sizeof sm_parts[0]))
+#define SM_THROUGHPUT "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+#define GPU_TIME      "gpu__time_duration.sum"
 
 typedef struct rp_fn {
     CUptiResult (*profiler_init)(CUpti_Profiler_Initialize_Params *);
@@ -96,6 +133,7 @@ typedef struct rp_range {
 typedef struct rp_result {
     rp_range_t range;
     uint32_t context;
+    int group;
     int metric_count;
     const char *const *metrics; /* the device's names */
     double value[GPUFL_RP_METRICS_MAX];
@@ -111,27 +149,38 @@ typedef struct rp_ctx {
     char error[240];
     int64_t started_ns, enable_ns;
     CUpti_RangeProfiler_Object *object;
-    uint8_t *data; /* the counter data image */
-    size_t data_size;
-    int collecting;     /* between Start and Stop */
-    int open;           /* a range is open (CUPTI keeps one stack per context) */
-    rp_range_t *ranges; /* pushed since the last decode */
+    uint8_t *data[GPUFL_RP_GROUPS_MAX]; /* a counter data image per metric group */
+    size_t data_size[GPUFL_RP_GROUPS_MAX];
+    int group;            /* the group of the running collection */
+    uint64_t collections; /* started: the next group follows from it */
+    int collecting;       /* between Start and Stop */
+    int open;             /* a range is open (CUPTI keeps one stack per context) */
+    rp_range_t *ranges;   /* pushed since the last decode */
     size_t pending;
     int64_t decode_due_ns;
 } rp_ctx_t;
 
-typedef struct rp_device {
-    int state; /* 0 not tried, 1 configured, -1 failed */
-    char chip[64];
-    char error[240];
+/* A set of metrics that fits in one pass: one collection's. */
+typedef struct rp_group {
     gpufl_host_object_t *host;
     uint8_t *config;
     size_t config_size;
     const char *metrics[GPUFL_RP_METRICS_MAX];
     int metric_count;
-    const char *left_out[WANTED];
-    char left_why[WANTED][96];
+} rp_group_t;
+
+typedef struct rp_device {
+    int state; /* 0 not tried, 1 configured, -1 failed */
+    char chip[64];
+    char error[240];
+    rp_group_t group[GPUFL_RP_GROUPS_MAX];
+    int groups;
+    const char *sm_of[SM_PARTS]; /* the parts collected, when SM throughput is derived */
+    int sm_of_count;
+    const char *left_out[WANTED + SM_PARTS];
+    char left_why[WANTED + SM_PARTS][96];
     int left_count;
+    int64_t plan_ns; /* choosing the groups */
 } rp_device_t;
 
 struct gpufl_rp {
@@ -338,53 +387,128 @@ fail:
     return NULL;
 }
 
-/* Lock held. Keeps each wanted metric that the set still fits in one pass
- * with; then the final host object and configuration image. */
-static int choose_metrics(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability) {
-    const char *names[GPUFL_RP_METRICS_MAX + 1];
-    size_t n = 0;
-    char chip[sizeof d->chip];
-    memcpy(chip, d->chip, sizeof chip);
-    for (int i = 0; i < WANTED; i++) {
-        uint8_t *image;
-        size_t size, passes = 0;
-        CUptiResult r;
-        const char *what;
-        if (n == GPUFL_RP_METRICS_MAX) break;
-        names[n] = wanted[i];
-        gpufl_host_object_t *h =
-            host_config(s, d, availability, names, n + 1, &image, &size, &passes, &r, &what);
-        free(image);
-        host_free(s, h);
-        char *why = d->left_why[d->left_count];
-        if (h == NULL && r == CUPTI_ERROR_INVALID_METRIC_NAME) {
-            snprintf(why, sizeof d->left_why[0], "not a metric of %s", chip);
-        } else if (h == NULL) {
-            explain(s, r, what, why, sizeof d->left_why[0]);
-        } else if (passes > 1) {
-            snprintf(why, sizeof d->left_why[0], "needs %zu passes with the metrics before it",
-                     passes);
-        } else {
-            n++;
-            continue;
-        }
-        d->left_out[d->left_count++] = wanted[i];
-    }
-    if (n == 0) {
-        snprintf(d->error, sizeof d->error, "no wanted metric fits in one pass on %s", chip);
-        return -1;
-    }
+/* 1 when names[0 .. n) fit in one pass; else 0 with why said. */
+static int one_pass(gpufl_rp_t *s, const rp_device_t *d, const uint8_t *availability,
+                    const char **names, size_t n, char *why, size_t why_size) {
+    uint8_t *image;
+    size_t size, passes = 0;
+    CUptiResult r;
+    const char *what;
+    gpufl_host_object_t *h =
+        host_config(s, d, availability, names, n, &image, &size, &passes, &r, &what);
+    free(image);
+    host_free(s, h);
+    if (h == NULL && r == CUPTI_ERROR_INVALID_METRIC_NAME)
+        snprintf(why, why_size, "not a metric of %s", d->chip);
+    else if (h == NULL)
+        explain(s, r, what, why, why_size);
+    else if (passes > 1)
+        snprintf(why, why_size, "needs %zu passes with the metrics before it", passes);
+    return h != NULL && passes == 1;
+}
+
+static void leave_out(rp_device_t *d, const char *name, const char *why) {
+    if (d->left_count == WANTED + SM_PARTS) return;
+    snprintf(d->left_why[d->left_count], sizeof d->left_why[0], "%s", why);
+    d->left_out[d->left_count++] = name;
+}
+
+/* Lock held. The final host object and configuration image of a group. */
+static int make_group(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability,
+                      const char **names, size_t n) {
+    rp_group_t *g = &d->group[d->groups];
     size_t passes = 0;
     CUptiResult r;
     const char *what;
-    d->host =
-        host_config(s, d, availability, names, n, &d->config, &d->config_size, &passes, &r, &what);
-    if (d->host == NULL) {
+    g->host =
+        host_config(s, d, availability, names, n, &g->config, &g->config_size, &passes, &r, &what);
+    if (g->host == NULL) {
         explain(s, r, what, d->error, sizeof d->error);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) d->metrics[i] = names[i];
-    d->metric_count = (int)n;
+    for (size_t i = 0; i < n; i++) g->metrics[i] = names[i];
+    g->metric_count = (int)n;
+    d->groups++;
+    return 0;
+}
+
+/* Lock held. Groups 1.. for the metrics of extra[0 .. n): each group is
+ * GPU time and what else fits with it in one pass, in order; a metric that
+ * does not fit even alone is left out, as are those past the last group. */
+static void plan_groups(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability,
+                        const char **extra, int n) {
+    char why[96];
+    while (n > 0 && d->groups < GPUFL_RP_GROUPS_MAX) {
+        const char *names[GPUFL_RP_METRICS_MAX];
+        size_t k = 0;
+        int rest = 0;
+        names[k++] = GPU_TIME;
+        for (int i = 0; i < n; i++) {
+            names[k] = extra[i];
+            if (k < GPUFL_RP_METRICS_MAX &&
+                one_pass(s, d, availability, names, k + 1, why, sizeof why))
+                k++;
+            else if (k == 1) /* not even alone with the GPU time */
+                leave_out(d, extra[i], why);
+            else
+                extra[rest++] = extra[i];
+        }
+        if (k > 1 && make_group(s, d, availability, names, k) != 0) {
+            d->error[0] = '\0'; /* group 0 still runs; the group's metrics are said left out */
+            for (size_t i = 1; i < k; i++) extra[rest++] = names[i];
+            break;
+        }
+        n = rest;
+    }
+    snprintf(why, sizeof why, "no room: %d metric groups at most", GPUFL_RP_GROUPS_MAX);
+    for (int i = 0; i < n; i++) leave_out(d, extra[i], why);
+}
+
+static int in_group(const rp_group_t *g, const char *name) {
+    for (int i = 0; i < g->metric_count; i++)
+        if (strcmp(g->metrics[i], name) == 0) return 1;
+    return 0;
+}
+
+/* Lock held. Group 0 keeps each wanted metric that the set still fits in
+ * one pass with; the wanted metrics it could not keep, and the parts of SM
+ * throughput when sm__throughput is not in it, go to further groups. */
+static int choose_metrics(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability) {
+    int64_t t0 = gpufl__mono_ns();
+    const char *names[GPUFL_RP_METRICS_MAX + 1], *extra[WANTED + SM_PARTS];
+    char why[96];
+    size_t n = 0;
+    int n_extra = 0;
+    for (int i = 0; i < WANTED; i++) {
+        names[n] = wanted[i];
+        if (n < GPUFL_RP_METRICS_MAX && one_pass(s, d, availability, names, n + 1, why, sizeof why))
+            n++;
+        else if (strcmp(wanted[i], SM_THROUGHPUT) == 0) /* derived from its parts instead */
+            leave_out(d, wanted[i], why);
+        else
+            extra[n_extra++] = wanted[i];
+    }
+    if (n == 0) {
+        char chip[sizeof d->chip];
+        memcpy(chip, d->chip, sizeof chip);
+        snprintf(d->error, sizeof d->error, "no wanted metric fits in one pass on %s", chip);
+        return -1;
+    }
+    if (make_group(s, d, availability, names, n) != 0) return -1;
+    int derive_sm = !in_group(&d->group[0], SM_THROUGHPUT);
+    for (int i = 0; derive_sm && i < SM_PARTS; i++)
+        if (!in_group(&d->group[0], sm_parts[i])) extra[n_extra++] = sm_parts[i];
+    if (in_group(&d->group[0], GPU_TIME)) /* a group's values are weighed by its GPU time */
+        plan_groups(s, d, availability, extra, n_extra);
+    else
+        for (int i = 0; i < n_extra; i++) leave_out(d, extra[i], "no GPU time to weigh it by");
+    for (int i = 0; derive_sm && i < SM_PARTS; i++)
+        for (int g = 0; g < d->groups; g++)
+            if (in_group(&d->group[g], sm_parts[i])) {
+                d->sm_of[d->sm_of_count++] = sm_parts[i];
+                break;
+            }
+    d->plan_ns = gpufl__mono_ns() - t0;
     return 0;
 }
 
@@ -472,22 +596,32 @@ static rp_device_t *configure_device(gpufl_rp_t *s, CUcontext ctx, uint32_t devi
 /* Collection on a context                                                  */
 /* ---------------------------------------------------------------------- */
 
-/* Lock held. A fresh image, SetConfig and Start; 0 or the failed result. */
+/* The group of a context's c-th collection: group 0 every other one, the
+ * others in turn between (0, 1, 0, 2, ..., 0, n-1, 0, 1, ...), so that the
+ * main metrics cover half of the ranges and each other group some. */
+static int group_of(int groups, uint64_t c) {
+    if (groups <= 1 || c % 2 == 0) return 0;
+    return 1 + (int)(c / 2 % (uint64_t)(groups - 1));
+}
+
+/* Lock held. A fresh image, SetConfig and Start with the next group; 0 or
+ * the failed result. */
 static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
+    int g = group_of(d->groups, x->collections);
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init = {
         .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
     init.pRangeProfilerObject = x->object;
-    init.counterDataSize = x->data_size;
-    init.pCounterData = x->data;
+    init.counterDataSize = x->data_size[g];
+    init.pCounterData = x->data[g];
     CUptiResult r = s->fn.data_init(&init);
     if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerCounterDataImageInitialize");
     CUpti_RangeProfiler_SetConfig_Params set = {
         .structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
     set.pRangeProfilerObject = x->object;
-    set.configSize = d->config_size;
-    set.pConfig = d->config;
-    set.counterDataImageSize = x->data_size;
-    set.pCounterDataImage = x->data;
+    set.configSize = d->group[g].config_size;
+    set.pConfig = d->group[g].config;
+    set.counterDataImageSize = x->data_size[g];
+    set.pCounterDataImage = x->data[g];
     set.range = CUPTI_UserRange;
     set.replayMode = CUPTI_UserReplay;
     set.maxRangesPerPass = GPUFL_RP_RANGES_MAX;
@@ -503,6 +637,8 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
     r = s->fn.start(&st);
     if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerStart");
     x->collecting = 1;
+    x->group = g;
+    x->collections++;
     x->pending = 0;
     x->decode_due_ns = gpufl__mono_ns() + s->decode_every_ns;
     return CUPTI_SUCCESS;
@@ -536,24 +672,30 @@ static void enable_context(gpufl_rp_t *s, rp_ctx_t *x) {
         return;
     }
     x->object = en.pRangeProfilerObject;
-    CUpti_RangeProfiler_GetCounterDataSize_Params sz = {
-        .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-    sz.pRangeProfilerObject = x->object;
-    sz.pMetricNames = (const char **)d->metrics;
-    sz.numMetrics = (size_t)d->metric_count;
-    sz.maxNumOfRanges = GPUFL_RP_RANGES_MAX;
-    sz.maxNumRangeTreeNodes = GPUFL_RP_RANGES_MAX; /* >= maxNumOfRanges */
-    r = s->fn.data_size(&sz);
-    if (r != CUPTI_SUCCESS) {
-        explain(s, r, "cuptiRangeProfilerGetCounterDataSize", why, sizeof why);
-        snprintf(x->error, sizeof x->error, "%s", why);
-        goto disable;
+    for (int g = 0; g < d->groups; g++) {
+        CUpti_RangeProfiler_GetCounterDataSize_Params sz = {
+            .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+        sz.pRangeProfilerObject = x->object;
+        sz.pMetricNames = (const char **)d->group[g].metrics;
+        sz.numMetrics = (size_t)d->group[g].metric_count;
+        sz.maxNumOfRanges = GPUFL_RP_RANGES_MAX;
+        sz.maxNumRangeTreeNodes = GPUFL_RP_RANGES_MAX; /* >= maxNumOfRanges */
+        r = s->fn.data_size(&sz);
+        if (r != CUPTI_SUCCESS) {
+            explain(s, r, "cuptiRangeProfilerGetCounterDataSize", why, sizeof why);
+            snprintf(x->error, sizeof x->error, "%s", why);
+            goto disable;
+        }
+        x->data_size[g] = sz.counterDataSize;
+        x->data[g] = malloc(sz.counterDataSize ? sz.counterDataSize : 1);
+        if (x->data[g] == NULL) {
+            snprintf(x->error, sizeof x->error, "out of memory for the counter data images");
+            goto disable;
+        }
     }
-    x->data_size = sz.counterDataSize;
-    x->data = malloc(x->data_size ? x->data_size : 1);
     x->ranges = malloc(GPUFL_RP_RANGES_MAX * sizeof *x->ranges);
-    if (x->data == NULL || x->ranges == NULL) {
-        snprintf(x->error, sizeof x->error, "out of memory for the counter data image");
+    if (x->ranges == NULL) {
+        snprintf(x->error, sizeof x->error, "out of memory for the ranges");
         goto disable;
     }
     if (begin_collection(s, x, d) != CUPTI_SUCCESS) {
@@ -605,18 +747,20 @@ static uint64_t scope_of_name(const char *name) {
 
 /* Lock held. Evaluates each decoded range into a result. */
 static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
-    const rp_device_t *d = &s->devices[x->device];
+    const rp_group_t *grp = &s->devices[x->device].group[x->group];
+    uint8_t *data = x->data[x->group];
+    size_t data_size = x->data_size[x->group];
     CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
         .structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-    info.pCounterDataImage = x->data;
-    info.counterDataImageSize = x->data_size;
+    info.pCounterDataImage = data;
+    info.counterDataImageSize = data_size;
     if (failed(s, s->fn.data_info(&info), "cuptiRangeProfilerGetCounterDataInfo") != CUPTI_SUCCESS)
         return;
     for (size_t i = 0; i < info.numTotalRanges; i++) {
         CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri = {
             .structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
-        ri.pCounterDataImage = x->data;
-        ri.counterDataImageSize = x->data_size;
+        ri.pCounterDataImage = data;
+        ri.counterDataImageSize = data_size;
         ri.rangeIndex = i;
         ri.rangeDelimiter = "/";
         if (failed(s, s->fn.range_info(&ri), "cuptiRangeProfilerCounterDataGetRangeInfo")) continue;
@@ -636,21 +780,22 @@ static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
         rp_result_t *res = &s->results[s->result_count];
         res->range = *range;
         res->context = x->id;
-        res->metrics = d->metrics;
-        res->metric_count = d->metric_count;
+        res->group = x->group;
+        res->metrics = grp->metrics;
+        res->metric_count = grp->metric_count;
         gpufl_host_evaluate_params_t ev = {
             .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_evaluate_params_t, pMetricValues),
-            .pHostObject = d->host,
-            .pCounterDataImage = x->data,
-            .counterDataImageSize = x->data_size,
+            .pHostObject = grp->host,
+            .pCounterDataImage = data,
+            .counterDataImageSize = data_size,
             .rangeIndex = i,
-            .ppMetricNames = (const char **)d->metrics,
-            .numMetrics = (size_t)d->metric_count,
+            .ppMetricNames = (const char **)grp->metrics,
+            .numMetrics = (size_t)grp->metric_count,
             .pMetricValues = res->value};
         if (failed(s, s->fn.evaluate(&ev), "cuptiProfilerHostEvaluateToGpuValues") != CUPTI_SUCCESS)
-            for (int m = 0; m < d->metric_count; m++) res->value[m] = NAN;
+            for (int m = 0; m < grp->metric_count; m++) res->value[m] = NAN;
         if (!all_passes) /* partial data: what evaluates is not the range's */
-            for (int m = 0; m < d->metric_count; m++) res->value[m] = NAN;
+            for (int m = 0; m < grp->metric_count; m++) res->value[m] = NAN;
         range->scope = 0; /* evaluated */
         s->result_count++;
         s->ranges_written++;
@@ -866,8 +1011,9 @@ static void put_bool(gpufl_buf_t *b, const char *key, int v) {
     gpufl__buf_puts(b, v ? "true" : "false");
 }
 
+/* names as a JSON array, under key (NULL: an array element). */
 static void put_names(gpufl_buf_t *b, const char *key, const char *const *names, int n) {
-    gpufl__buf_key(b, key);
+    if (key != NULL) gpufl__buf_key(b, key);
     gpufl__buf_putc(b, '[');
     for (int i = 0; i < n; i++) {
         if (i) gpufl__buf_putc(b, ',');
@@ -893,7 +1039,15 @@ static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
         gpufl__buf_kv_str(b, "error", x->error);
     } else if (d != NULL) {
         gpufl__buf_kv_str(b, "chip", d->chip);
-        put_names(b, "metrics", d->metrics, d->metric_count);
+        put_names(b, "metrics", d->group[0].metrics, d->group[0].metric_count);
+        gpufl__buf_key(b, "groups");
+        gpufl__buf_putc(b, '[');
+        for (int g = 0; g < d->groups; g++) {
+            if (g) gpufl__buf_putc(b, ',');
+            put_names(b, NULL, d->group[g].metrics, d->group[g].metric_count);
+        }
+        gpufl__buf_putc(b, ']');
+        if (d->sm_of_count) put_names(b, "sm_throughput_of", d->sm_of, d->sm_of_count);
         gpufl__buf_key(b, "left_out");
         gpufl__buf_putc(b, '{');
         for (int i = 0; i < d->left_count; i++)
@@ -902,6 +1056,8 @@ static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
         gpufl__buf_kv_i64(b, "max_ranges", GPUFL_RP_RANGES_MAX);
         gpufl__buf_kv_i64(b, "nesting_levels", 1);
         put_bool(b, "one_pass", 1);
+        gpufl__buf_key(b, "plan_ms");
+        gpufl__buf_put_fixed(b, (double)d->plan_ns / 1e6, 1);
     }
     gpufl__writer_end_record(f);
     pthread_mutex_unlock(&f->lock);
@@ -926,6 +1082,7 @@ static void write_results(gpufl_rp_t *s) {
         gpufl__buf_kv_i64(b, "scope", (int64_t)r->range.scope);
         gpufl__buf_kv_i64(b, "path", path);
         gpufl__buf_kv_i64(b, "tid", r->range.tid);
+        gpufl__buf_kv_i64(b, "group", r->group);
         gpufl__buf_key(b, "metrics");
         gpufl__buf_putc(b, '{');
         const char *missing[GPUFL_RP_METRICS_MAX];
@@ -1041,13 +1198,14 @@ void gpufl__rp_destroy(gpufl_rp_t *s) {
     if (s->observer.user == s) gpufl__scope_observe(NULL);
     for (int i = 0; i < s->ctx_count; i++) {
         disable(s, &s->ctx[i]);
-        free(s->ctx[i].data);
+        for (int g = 0; g < GPUFL_RP_GROUPS_MAX; g++) free(s->ctx[i].data[g]);
         free(s->ctx[i].ranges);
     }
-    for (int d = 0; d < GPUFL_RP_DEVICES_MAX; d++) {
-        host_free(s, s->devices[d].host);
-        free(s->devices[d].config);
-    }
+    for (int d = 0; d < GPUFL_RP_DEVICES_MAX; d++)
+        for (int g = 0; g < s->devices[d].groups; g++) {
+            host_free(s, s->devices[d].group[g].host);
+            free(s->devices[d].group[g].config);
+        }
     if (s->profiler_ready) {
         CUpti_Profiler_DeInitialize_Params p = {.structSize =
                                                     CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};

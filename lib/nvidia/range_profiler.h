@@ -10,10 +10,17 @@
  * - The functions come from the libcupti the Trace engine opened; a CUPTI
  *   without them, or one that refuses the profiler at init, makes the
  *   engine fail with a reason, and the session runs as Trace.
- * - One pass only: gpufl cannot replay a scope, so the metric set is what
+ * - One pass per collection: gpufl cannot replay a scope. Group 0 is what
  *   the configuration image says fits in one pass on the context's chip,
- *   chosen at the first profiled scope of a device; the rest is left out
- *   and the range_profiler record says why.
+ *   of the metrics gpufl wants; what it cannot hold goes to further
+ *   one-pass groups with the GPU time (the L2 lookup miss sum, and the
+ *   sub-unit throughputs whose largest is SM throughput when sm__throughput
+ *   does not fit). A context's collections take group 0 every other time
+ *   and the others in turn between, so a scope that runs many times gets
+ *   every group on some of its instances, and the analysis derives SM
+ *   throughput and the L2 hit rate per scope path. Chosen at the first
+ *   profiled scope of a device; what fits in no group is left out and the
+ *   range_profiler record says why.
  * - Ranges are per context and CUPTI keeps one stack of them per context,
  *   so a scope becomes a range when it begins on a thread whose current
  *   context has no range open: one level (a second level needs a second
@@ -43,6 +50,7 @@
 #define GPUFL_RP_CONTEXTS_MAX 64
 #define GPUFL_RP_DEVICES_MAX  64
 #define GPUFL_RP_METRICS_MAX  16
+#define GPUFL_RP_GROUPS_MAX   12    /* one-pass metric sets a device rotates through */
 #define GPUFL_RP_RANGES_MAX   128   /* ranges one counter data image holds between decodes */
 #define GPUFL_RP_RESULTS_MAX  65536 /* evaluated ranges waiting for the collector */
 #define GPUFL_RP_PATH_BYTES   256   /* scope path kept per range (longer ones are cut) */

@@ -7,8 +7,10 @@
  * Decode, the counter data image and its ranges).
  *
  * Behaviour mirrors what was measured on an H100
- * (docs/design/range-profiler.md): sm__throughput needs 8 passes and
- * lts__t_sector_hit_rate 2, everything else fits in one; with one nesting
+ * (docs/design/range-profiler.md): sm__throughput needs 8 passes,
+ * lts__t_sector_hit_rate and two of SM throughput's parts 2 alone; the L2
+ * lookup hit and miss sums need a pass each, and so does every pair of SM
+ * pipe activities (GH100 fits two); everything else fits in one; with one nesting
  * level an inner push is accepted and not recorded (the outer range counts
  * the inner work); two ranges of one name become one; ranges past
  * maxRangesPerPass are dropped and counted by Decode. A range's values come
@@ -64,7 +66,7 @@ struct CUpti_RangeProfiler_Object {
 };
 
 struct gpufl_host_object {
-    char names[1024]; /* newline-separated */
+    char names[4096]; /* newline-separated */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -91,7 +93,14 @@ static CUptiResult fails(const char *call) {
 static size_t passes_of(const char *name) {
     if (strncmp(name, "sm__throughput.", 15) == 0) return 8;
     if (strncmp(name, "lts__t_sector_hit_rate.", 23) == 0) return 2;
+    if (strncmp(name, "sm__instruction_throughput_internal_activity.", 45) == 0) return 2;
+    if (strncmp(name, "sm__mio_inst_issued.", 20) == 0) return 2;
     return 1;
+}
+
+/* The passes a set of counters that share hardware adds. */
+static size_t conflicts(int lookup_hit, int lookup_miss, int pipes) {
+    return (size_t)(lookup_hit && lookup_miss) + (pipes > 2 ? (size_t)(pipes - 1) / 2 : 0);
 }
 
 static int known(const char *name) {
@@ -180,12 +189,19 @@ EXPORT CUptiResult cuptiProfilerHostGetConfigImage(gpufl_host_image_params_t *p)
 
 /* The image's passes: one, plus what each multi-pass metric adds. */
 static size_t image_passes(const uint8_t *image) {
-    char copy[1024];
+    char copy[4096];
     snprintf(copy, sizeof copy, "%s", (const char *)image);
     size_t passes = 1;
-    for (char *save, *name = strtok_r(copy, "\n", &save); name; name = strtok_r(NULL, "\n", &save))
+    int hit = 0, miss = 0, pipes = 0;
+    for (char *save, *name = strtok_r(copy, "\n", &save); name;
+         name = strtok_r(NULL, "\n", &save)) {
         passes += passes_of(name) - 1;
-    return passes;
+        hit |= strncmp(name, "lts__t_sectors_lookup_hit.", 26) == 0;
+        miss |= strncmp(name, "lts__t_sectors_lookup_miss.", 27) == 0;
+        pipes += strncmp(name, "sm__pipe_", 9) == 0 &&
+                 strstr(name, "_cycles_active.avg.pct_of_peak_sustained_elapsed");
+    }
+    return passes + conflicts(hit, miss, pipes);
 }
 
 EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(gpufl_host_passes_params_t *p) {

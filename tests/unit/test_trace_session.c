@@ -1766,7 +1766,9 @@ static void range_profiler_scopes_become_ranges(void **state) {
     assert_string_equal(json_string_value(json_object_get(rp, "chip")), "GH100");
     assert_int_equal(field(rp, "context"), 0x1234);
     assert_int_equal(field(rp, "nesting_levels"), 1);
-    assert_int_equal(json_array_size(json_object_get(rp, "metrics")), 12);
+    /* The L2 lookup hit and miss sums cannot share a pass: the miss goes to
+     * group 1. */
+    assert_int_equal(json_array_size(json_object_get(rp, "metrics")), 11);
     json_t *left = json_object_get(rp, "left_out");
     assert_non_null(strstr(json_string_value(json_object_get(
                                left, "sm__throughput.avg.pct_of_peak_sustained_elapsed")),
@@ -1813,6 +1815,77 @@ static void range_profiler_scopes_become_ranges(void **state) {
     assert_int_equal(pushes, 3);
     assert_int_equal(pops, 3);
     assert_int_equal(depth, 1);
+}
+
+/* The metrics that do not fit in group 0 go to further one-pass groups,
+ * each with the GPU time: the L2 lookup miss sum and, since sm__throughput
+ * needs 8 passes, the parts whose largest it is; a part that needs more
+ * than one pass alone is left out. Collections take group 0 every other
+ * time and the other groups in turn between, each range saying its group
+ * and holding that group's metrics. */
+static void range_profiler_groups_rotate(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.range_reset();
+    gpufl_options_t o = range_options("range_groups");
+    o.flush_interval_ms = 1; /* a decode, and the next group, after every range */
+    start(&o);
+    assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+    for (int i = 0; i < 10; i++) {
+        gpufl_scope_t step = gpufl_scope_begin("step", NULL);
+        assert_int_equal(fake.range_work(CTX_A, 1 + i), 0);
+        usleep(3000); /* past the flush interval: the range's end decodes */
+        gpufl_scope_end(step);
+    }
+    let_collector_run();
+    stop();
+    CUcontext popped;
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+
+    session_t d = read_session();
+    json_t *rp = tu_first(&d.device, "range_profiler");
+    json_t *groups = json_object_get(rp, "groups");
+    assert_int_equal(json_array_size(groups), 6);
+    assert_true(json_equal(json_array_get(groups, 0), json_object_get(rp, "metrics")));
+    for (size_t g = 1; g < json_array_size(groups); g++)
+        assert_string_equal(json_string_value(json_array_get(json_array_get(groups, g), 0)),
+                            "gpu__time_duration.sum");
+    assert_string_equal(json_string_value(json_array_get(json_array_get(groups, 1), 1)),
+                        "lts__t_sectors_lookup_miss.sum");
+    /* 24 parts, two of them 2 passes alone. */
+    json_t *parts = json_object_get(rp, "sm_throughput_of");
+    assert_int_equal(json_array_size(parts), 22);
+    json_t *left = json_object_get(rp, "left_out");
+    assert_non_null(strstr(
+        json_string_value(json_object_get(
+            left,
+            "sm__instruction_throughput_internal_activity.avg.pct_of_peak_sustained_elapsed")),
+        "needs 2 passes"));
+    assert_null(json_object_get(left, "lts__t_sectors_lookup_miss.sum"));
+    const int expect[10] = {0, 1, 0, 2, 0, 3, 0, 4, 0, 5};
+    size_t n = 0;
+    for (size_t i = 0; i < d.device.n; i++) {
+        json_t *j = d.device.v[i];
+        if (strcmp(tu_type(j), "range_metrics") != 0) continue;
+        assert_true(n < 10);
+        int64_t g = field(j, "group");
+        assert_int_equal(g, expect[n]);
+        json_t *metrics = json_object_get(j, "metrics");
+        json_t *names = json_array_get(groups, (size_t)g);
+        assert_int_equal(json_object_size(metrics), json_array_size(names));
+        for (size_t k = 0; k < json_array_size(names); k++)
+            assert_true(json_is_number(
+                json_object_get(metrics, json_string_value(json_array_get(names, k)))));
+        /* The work of the n-th scope, whatever the group. */
+        assert_true(json_number_value(json_object_get(metrics, "gpu__time_duration.sum")) ==
+                    1000.0 * (double)(n + 1));
+        n++;
+    }
+    assert_int_equal(n, 10);
+    assert_int_equal(range_stat(&d, "decodes"), 11); /* and the empty one at finish */
+    assert_int_equal(range_stat(&d, "lost"), 0);
+    assert_int_equal(range_stat(&d, "errors"), 0);
+    free_session(&d);
 }
 
 static void *scope_without_context(void *arg) {
@@ -2022,6 +2095,7 @@ int main(void) {
         cmocka_unit_test(sass_metrics_refused_or_unavailable),
         cmocka_unit_test(deep_runs_both_engines),
         cmocka_unit_test(range_profiler_scopes_become_ranges),
+        cmocka_unit_test(range_profiler_groups_rotate),
         cmocka_unit_test(range_profiler_threads_and_contexts),
         cmocka_unit_test(range_profiler_more_ranges_than_the_image),
         cmocka_unit_test(range_profiler_refused_or_unavailable),
