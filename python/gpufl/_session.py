@@ -117,14 +117,25 @@ def init(*, app_name="gpufl", log_path="", backend_url="", api_key="", api_path=
     if started and upload_at_exit:
         _register_upload_at_exit(options)
     if started and "torch" in sys.modules:
-        # PyTorch releases the GIL around its syncs: capture points give them
-        # the caller's Python line (gpufl.torch; importing it installs them).
-        try:
-            from . import torch as _torch  # noqa: F401
-        except Exception as e:  # noqa: BLE001  (an old PyTorch: syncs keep native stacks)
-            warnings.warn("gpufl: PyTorch's syncs will have no Python frames: %s" % e,
-                          RuntimeWarning, stacklevel=2)
+        _with_torch()
     return started
+
+
+def _with_torch():
+    """A session beside PyTorch. PyTorch releases the GIL around its syncs
+    and launches, so their Python lines come from capture points: importing
+    gpufl.torch wraps the syncs in them, and with CPU stacks on
+    (enable_stack_trace), operation tagging is enabled on this thread too,
+    making every aten operation one, so that kernel launches carry their
+    Python line as well (gpufl.torch.disable() turns it off)."""
+    try:
+        from . import torch as _torch
+    except Exception as e:  # noqa: BLE001  (an old PyTorch: native stacks only)
+        warnings.warn("gpufl: PyTorch's syncs and launches will have no Python frames: %s" % e,
+                      RuntimeWarning, stacklevel=3)
+        return
+    if _gpufl._frames_capturing():
+        _torch.enable()
 
 
 def _register_upload_at_exit(options):

@@ -258,6 +258,11 @@ PyObject *gpufl__py_frames_release_point(PyObject *module, PyObject *unused) {
 
 /* _frames_stats() -> (code objects described, frames of code not described,
  * walks made at capture points). */
+PyObject *gpufl__py_frames_capturing(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    return PyBool_FromLong(gpufl_interp_capturing());
+}
+
 PyObject *gpufl__py_frames_stats(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
     return Py_BuildValue(

@@ -59,6 +59,7 @@ int gpufl__py_utf8(PyObject *obj, const char *what, const char **out);
 PyObject *gpufl__py_frames_start(PyObject *module, PyObject *library_dirs);
 PyObject *gpufl__py_frames_stop(PyObject *module, PyObject *unused);
 PyObject *gpufl__py_frames_stats(PyObject *module, PyObject *unused);
+PyObject *gpufl__py_frames_capturing(PyObject *module, PyObject *unused);
 PyObject *gpufl__py_frames_capture_point(PyObject *module, PyObject *unused);
 PyObject *gpufl__py_frames_release_point(PyObject *module, PyObject *unused);
 /* Capture points, from C with the GIL held: every capture is released once.

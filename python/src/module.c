@@ -146,6 +146,8 @@ static PyMethodDef methods[] = {
      "_frames_release()."},
     {"_frames_release", gpufl__py_frames_release_point, METH_NOARGS,
      "_frames_release(): close the innermost capture point."},
+    {"_frames_capturing", gpufl__py_frames_capturing, METH_NOARGS,
+     "_frames_capturing() -> bool: the session captures CPU stacks (enable_stack_trace)."},
     {"_frames_stats", gpufl__py_frames_stats, METH_NOARGS,
      "_frames_stats() -> (code objects described, frames left unnamed, capture-point walks)."},
     {"_op_register", gpufl__py_op_register, METH_O,

@@ -19,7 +19,8 @@ Subcommands (each workload in its own process: one CUPTI client per process):
       summary; exits 1 when a check fails.
   time VARIANT [--steps N] [--engine NAME]
       Milliseconds per training step (no sync in the loop) under VARIANT:
-      none, trace, stacks (trace + enable_stack_trace), ops (trace +
+      none, trace, stacks (trace + enable_stack_trace, tagging disabled:
+      syncs carry their line, launches not), ops (trace +
       gpufl.torch), both; --engine runs another engine than Trace (Deep:
       the repeated runs of run_torch_checks.sh --deep-runs). Prints one
       JSON line.
@@ -75,7 +76,11 @@ def do_run(args):
     assert gpufl.init(app_name=PREFIX, log_path=os.path.join(args.dir, PREFIX + ".log"),
                       profiling_engine=gpufl.ProfilingEngine.Trace,
                       enable_stack_trace=not args.no_stacks, enable_synchronization=True)
-    if not args.no_ops:
+    # With CPU stacks on, init() enables tagging itself when torch is loaded.
+    assert gt.enabled() == (not args.no_stacks), gt.enabled()
+    if args.no_ops:
+        gt.disable()
+    else:
         gt.enable()
     model, opt, x = build(torch)
     t0 = time.perf_counter()
@@ -238,6 +243,8 @@ def do_time(args):
                           enable_stack_trace=args.variant in ("stacks", "both"))
         if args.variant in ("ops", "both"):
             gt.enable()
+        else:  # stacks alone: no tagging (init enables it with stacks)
+            gt.disable()
     model, opt, x = build(torch)
     for _ in range(5):
         train_step(torch, model, opt, x, sync=False)

@@ -11,6 +11,8 @@ import ctypes
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -96,3 +98,12 @@ def device_records(log_dir, type_):
         return [r for r in map(json.loads, f) if r["type"] == type_]
 
 
+def run_over_fakes(script):
+    """Runs a Python script in a process of its own, with the fakes as CUDA;
+    it must exit 0 within two minutes."""
+    env = dict(os.environ, GPUFL_CUPTI_LIBRARY=FAKE_CUPTI, GPUFL_CUDA_LIBRARY=FAKE_CUDA,
+               GPUFL_TEST_FAKE_CUPTI=FAKE_CUPTI, GPUFL_TEST_FAKE_CUDA=FAKE_CUDA,
+               GPUFL_TEST_CUPTI_CBIDS=CBID_HEADER, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -7,6 +7,7 @@ PyTorch is installed.
 """
 import json
 import os
+import textwrap
 import threading
 
 import pytest
@@ -16,7 +17,7 @@ from gpufl import _gpufl
 from gpufl._frames import capture_point
 from gpufl.analyzer import GpuFlightSession
 
-from fakegpu import FakeGpu, device_records, needed, start
+from fakegpu import FakeGpu, device_records, needed, run_over_fakes, start
 
 pytestmark = needed
 
@@ -209,3 +210,60 @@ def test_operations_that_make_no_cuda_call_stop_being_walked(monkeypatch, log_di
     assert len(stacks) == 1  # the five launches share one stack, with Python frames
     assert any(frames[i].get("function") == "test_operations_that_make_no_cuda_call_stop_being_walked"
                for i in stacks[0]["frames"])
+
+
+# A stand-in for PyTorch with what gpufl.torch touches: enough to see what
+# gpufl.init() does when it finds torch loaded (the real one is tested on
+# the GPU machine).
+STUB_TORCH = {
+    "torch/__init__.py": "from . import cuda, utils\n",
+    "torch/cuda.py": textwrap.dedent("""
+        def synchronize(device=None):
+            pass
+        class Stream:
+            def synchronize(self): pass
+            def wait_event(self, event): pass
+            def wait_stream(self, stream): pass
+        class Event:
+            def synchronize(self): pass
+            def wait(self, stream=None): pass
+    """),
+    "torch/utils/__init__.py": "",
+    "torch/utils/_python_dispatch.py": textwrap.dedent("""
+        class TorchDispatchMode:
+            active = []
+            def __enter__(self):
+                TorchDispatchMode.active.append(self)
+                return self
+            def __exit__(self, *exc):
+                TorchDispatchMode.active.remove(self)
+    """),
+}
+
+
+@pytest.mark.parametrize("stacks", [True, False])
+def test_init_beside_torch(tmp_path, stacks):
+    """gpufl.init() with torch loaded wraps its syncs in capture points, and
+    with CPU stacks on enables operation tagging on the calling thread (so
+    that launches, made with the GIL released, carry their Python line);
+    without stacks, tagging stays off until gpufl.torch.enable()."""
+    for name, text in STUB_TORCH.items():
+        path = tmp_path / "stub" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path / "stub")!r})
+        import torch
+        import gpufl
+        assert gpufl.init(app_name="beside", log_path={str(tmp_path / "log")!r},
+                          profiling_engine=gpufl.ProfilingEngine.Trace,
+                          backend=gpufl.BackendKind.Nvidia, enable_stack_trace={stacks})
+        import gpufl.torch as gt
+        assert getattr(torch.cuda.synchronize, "__gpufl_capture__", False)
+        assert gt.enabled() is {stacks}, gt.enabled()
+        gt.disable()
+        assert not gt.enabled()
+        gpufl.shutdown()
+    """)
+    run_over_fakes(script)

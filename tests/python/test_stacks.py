@@ -9,8 +9,6 @@ through ctypes.CDLL release it (as PyTorch does): those get Python frames
 only inside a capture point, and the walk must never wait for the GIL.
 """
 import os
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -23,7 +21,7 @@ from gpufl.analyzer import GpuFlightSession
 
 from gpufl._frames import capture_point
 
-from fakegpu import CBID_HEADER, FAKE_CUDA, FAKE_CUPTI, FakeGpu, device_records, needed, start
+from fakegpu import FakeGpu, device_records, needed, run_over_fakes, start
 
 pytestmark = needed
 
@@ -180,17 +178,6 @@ def test_calls_from_another_python_thread(monkeypatch, log_dir):
     syncs = GpuFlightSession(str(log_dir), log_prefix="stacks").syncs
     assert list(syncs["site_line"]) == [line_of("sync-site")] * 3
     assert list(syncs["site_function"]) == ["train_step"] * 3
-
-
-def run_over_fakes(script):
-    """Runs a Python script in a process of its own, with the fakes as CUDA;
-    it must exit 0 within two minutes."""
-    env = dict(os.environ, GPUFL_CUPTI_LIBRARY=FAKE_CUPTI, GPUFL_CUDA_LIBRARY=FAKE_CUDA,
-               GPUFL_TEST_FAKE_CUPTI=FAKE_CUPTI, GPUFL_TEST_FAKE_CUDA=FAKE_CUDA,
-               GPUFL_TEST_CUPTI_CBIDS=CBID_HEADER, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([sys.executable, "-c", script], env=env, timeout=120,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
 
 
 def test_exit_with_daemon_threads_syncing(tmp_path):
