@@ -2,37 +2,88 @@
 """RangeProfiler fidelity: gpufl's per-scope metrics against Nsight Compute.
 
 Reads a RangeProfiler session of tests/gpu/pcs_kernels (each reference kernel
-launched N times inside a scope of its name) and an ncu CSV of the same
-program run with GPUFL_DISABLED=1 (`ncu --csv --page raw --print-units base
---cache-control none --clock-control none --metrics <METRICS>`). ncu's
-launches of each kernel are aggregated the way compare_range_ncu.py does for
-the probe (`.sum` counters summed, ratios weighted by kernel time) and
-compared with the scope's range_metrics record. The L2 hit rate, which needs
-2 passes and is left out by gpufl, is compared as gpufl's
-lookup_hit / (lookup_hit + lookup_miss) against ncu's lts__t_sector_hit_rate.
+launched N times inside each of R scopes of its name, PCS_KERNELS_SCOPES=R)
+and an ncu CSV of the same program run with GPUFL_DISABLED=1 and R = 1
+(`ncu --csv --page raw --print-units base --cache-control none
+--clock-control none --metrics <METRICS>`), and compares per scope path.
 
-Prints per scope: metric, ours, ncu, ratio and whether within --tolerance-pct
-(default 5; --abs-slack for percentages near zero); then a summary and the
-session's range_profiler and range_profiler_stats records. A user range's
-elapsed time includes gaps between its kernels: `_elapsed` percentages and
-gpu__time_duration.sum may differ by more than the tolerance while the
-counters agree (docs/design/range-profiler.md). Exit 0 when every compared
-value agrees, 1 when one does not or none could be compared, 2 on unusable
-input.
-Usage: check_range_fidelity.py SESSION NCU_CSV [--tolerance-pct 5] [--abs-slack 0.5]
-       check_range_fidelity.py --metrics   (prints the ncu metric list)
+The engine collects several one-pass metric groups and rotates them between
+collections (range_profiler record: groups, sm_throughput_of, left_out;
+range_metrics: group, and that group's metrics only), so a path has several
+ranges, each with some of the metrics. Both sides are brought to one launch:
+  - ours, per metric over the path's ranges that have it: a ".sum" counter
+    is the mean per launch, sum / (ranges x --launches-per-scope; default:
+    ncu's launches of the kernel, which is what one range held when ncu and
+    gpufl ran the same launches in one scope); anything else (ratios,
+    percentages) is weighted by each range's gpu__time_duration.sum;
+  - ncu, over the kernel's launches: a ".sum" counter is the mean per
+    launch, anything else weighted by each launch's GPU time.
+Derived rows, from inputs in different groups (so different ranges):
+  - sm_throughput (max of N parts) against ncu's sm__throughput: the largest
+    of the time-weighted means of the range_profiler record's
+    sm_throughput_of parts; the part that is largest (the limiter) is
+    printed, ours and ncu's;
+  - the L2 hit rate h / (h + m) against ncu's lts__t_sector_hit_rate.pct,
+    with h = sum of lts__t_sectors_lookup_hit.sum / sum of GPU time over the
+    ranges that have it, m the same for lookup_miss.
+The run must cover every group on every path: a metric without a value on
+a path prints "n/a (group g not seen)" (or "n/a (no value)" when its group's
+ranges were null there), a derived value whose inputs were not all seen
+"n/a (groups k of K seen)" (K: the groups that hold its inputs), and either
+makes the exit status 1. A derived value the engine does not collect at all
+(an input in no group) is shown as "n/a (not collected)", like a metric left
+out, and not counted.
+
+Tolerance: within --tolerance-pct (default 5) of ncu; --abs-slack (default
+0.5) accepts an absolute difference, for percentages near zero. DRAM byte
+counters (".sum" with "bytes" in the name) of kernels that move almost
+nothing (KB against a range that could move GB) take an absolute slack
+instead: --bytes-slack-frac (default 1e-4) of what DRAM could move in the
+launch's time, frac x peak bytes/ns x our GPU time per launch (ncu's when
+ours is missing). The peak is ncu's dram__bytes.sum.peak_sustained (bytes
+per DRAM cycle) x dram__cycles_elapsed.avg.per_second (converted with the
+CSV's units row), the mean over the kernel's launches: asked of ncu with the
+other metrics, independent of the kernels' own traffic. Without them in the
+CSV no bytes slack applies. A row that passes only through a slack says
+"ok (slack)".
+
+Prints per path: the ranges and the groups seen, then metric, ranges, ours,
+ncu, ratio and whether within; then the session's range_profiler,
+range_profiler_stats and capabilities records and a JSON summary. Exit 0 when
+every compared value agrees and every derived value could be compared, 1
+otherwise (or when none could be compared, or a path has no ranges), 2 on
+unusable input.
+Usage: check_range_fidelity.py SESSION NCU_CSV [--launches-per-scope N] [--tolerance-pct 5]
+                               [--abs-slack 0.5] [--bytes-slack-frac 1e-4]
+       check_range_fidelity.py SESSION --metrics   (prints the ncu metric list)
 """
 import argparse
+import csv
+import io
 import json
+import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_sass_fidelity as csf  # noqa: E402  (read_log)
-import compare_range_ncu as crn  # noqa: E402  (read_ncu, aggregate, within)
+import compare_range_ncu as crn  # noqa: E402  (read_ncu, aggregate, is_sum, ratio, fmt)
 
 KERNELS = ("divergent", "strided", "stream_triad", "fma_chains")
+GPU_TIME = "gpu__time_duration.sum"
+SM_THROUGHPUT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+L2_RATE = "lts__t_sector_hit_rate.pct"
+L2_HIT, L2_MISS = "lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum"
+PEAK_BYTES = "dram__bytes.sum.peak_sustained"  # bytes per DRAM cycle
+DRAM_CLOCK = "dram__cycles_elapsed.avg.per_second"
 L2_DERIVED = "l2_hit_rate.pct (lookup hit / (hit + miss))"
+
+# ncu's units for a clock, as a factor to cycles per ns (lower case).
+CLOCK_PER_NS = {"cycle/nsecond": 1.0, "cycle/ns": 1.0, "ghz": 1.0,
+                "cycle/usecond": 1e-3, "cycle/us": 1e-3, "mhz": 1e-3,
+                "cycle/msecond": 1e-6, "cycle/ms": 1e-6, "khz": 1e-6,
+                "cycle/second": 1e-9, "cycle/s": 1e-9, "hz": 1e-9}
+BYTES_PER_CYCLE = {"byte/cycle": 1.0, "kbyte/cycle": 1e3, "mbyte/cycle": 1e6}
 
 
 def read_session(session):
@@ -48,76 +99,303 @@ def read_session(session):
     return ranges, other
 
 
-def session_metrics(other):
-    """The metrics the engine chose (its range_profiler record), then those it left out: the
-    list ncu is asked for, so that both sides name the same counters."""
+def engine_plan(other):
+    """The metric groups of the engine's range_profiler record (a session from before groups:
+    one group, its metrics), the parts of SM throughput and what was left out, or None."""
     for rec in other:
         if rec.get("type") == "range_profiler" and "metrics" in rec:
-            return list(rec["metrics"]) + list(rec.get("left_out", {}))
-    return []
+            groups = rec.get("groups") or [rec["metrics"]]
+            return {"groups": [list(g) for g in groups],
+                    "sm_of": list(rec.get("sm_throughput_of") or []),
+                    "left_out": dict(rec.get("left_out") or {})}
+    return None
 
 
-def l2_rate(m):
-    hit, miss = m.get("lts__t_sectors_lookup_hit.sum"), m.get("lts__t_sectors_lookup_miss.sum")
-    if hit is None or miss is None or hit + miss == 0:
+def dedup(names):
+    seen, out = set(), []
+    for n in names:
+        if n not in seen:
+            seen.add(n)
+            out.append(n)
+    return out
+
+
+def group_metrics(plan):
+    return dedup(m for g in plan["groups"] for m in g)
+
+
+def ncu_metrics(plan):
+    """What ncu is asked for: every group's metrics, those left out, the references of the
+    derived rows and DRAM's peak for the bytes slack. A name the chip does not know would
+    stop ncu, so those are not asked (and said)."""
+    unknown = [m for m, why in plan["left_out"].items() if str(why).startswith("not a metric")]
+    if unknown:
+        print("check_range_fidelity: not asking ncu for " + ", ".join(unknown) +
+              " (not metrics of the chip)", file=sys.stderr)
+    left = [m for m in plan["left_out"] if m not in unknown]
+    return dedup(group_metrics(plan) + left + [SM_THROUGHPUT, L2_RATE, PEAK_BYTES, DRAM_CLOCK])
+
+
+def read_ncu_units(path):
+    """ncu's unit of each metric: the units row under the header of --page raw, or the
+    Metric Unit column of --page details."""
+    text = open(path, encoding="utf-8", errors="replace").read()
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return {}
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    header, units = rows[0], {}
+    if "Metric Name" in header and "Metric Unit" in header:
+        name, unit = header.index("Metric Name"), header.index("Metric Unit")
+        for r in rows[1:]:
+            if len(r) == len(header):
+                units.setdefault(r[name], r[unit].strip())
+    elif len(rows) > 1 and len(rows[1]) == len(header) and not rows[1][0].strip():
+        units = {h: u.strip() for h, u in zip(header, rows[1]) if "__" in h}
+    return units
+
+
+def dram_peak_per_ns(launches, units):
+    """DRAM's peak bytes per ns over a kernel's ncu launches (their mean), or None."""
+    bpc = BYTES_PER_CYCLE.get(units.get(PEAK_BYTES, "").lower())
+    cpn = CLOCK_PER_NS.get(units.get(DRAM_CLOCK, "").lower())
+    if bpc is None or cpn is None or not launches:
         return None
-    return 100.0 * hit / (hit + miss)
+    peaks = [(l.get(PEAK_BYTES), l.get(DRAM_CLOCK)) for l in launches]
+    if any(p is None or c is None for p, c in peaks):
+        return None
+    return sum(p * bpc * c * cpn for p, c in peaks) / len(peaks)
+
+
+def finite(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def value_time(rec, metric):
+    """A range's (value, GPU time) for a metric, the time None when not there."""
+    m = rec.get("metrics") or {}
+    v, t = m.get(metric), m.get(GPU_TIME)
+    return (v if finite(v) else None), (t if finite(t) and t > 0 else None)
+
+
+def ours_value(metric, recs, launches_per_range):
+    """(value, ranges used): a ".sum" counter's mean per launch, anything else weighted by
+    the ranges' GPU time (a plain mean when a range has none)."""
+    pairs = [value_time(r, metric) for r in recs]
+    pairs = [(v, t) for v, t in pairs if v is not None]
+    if not pairs:
+        return None, 0
+    if crn.is_sum(metric):
+        return sum(v for v, _ in pairs) / (len(pairs) * launches_per_range), len(pairs)
+    if all(t for _, t in pairs):
+        return sum(v * t for v, t in pairs) / sum(t for _, t in pairs), len(pairs)
+    return sum(v for v, _ in pairs) / len(pairs), len(pairs)
+
+
+def ours_rate(metric, recs):
+    """(sum of values / sum of GPU time over the ranges that have both, ranges used)."""
+    pairs = [value_time(r, metric) for r in recs]
+    pairs = [(v, t) for v, t in pairs if v is not None and t is not None]
+    if not pairs:
+        return None, 0
+    return sum(v for v, _ in pairs) / sum(t for _, t in pairs), len(pairs)
+
+
+def ranges_with(recs, names):
+    """How many of the ranges have a value for one of the names at least."""
+    return sum(1 for r in recs if any(value_time(r, n)[0] is not None for n in names))
+
+
+def ncu_value(metric, launches):
+    return crn.aggregate(metric, launches, "time", per_launch=True)
+
+
+def judge(ours, ref, tol, slack):
+    """"ok", "slack" (only through the absolute slack), "diff", or None (a side missing)."""
+    if ours is None or ref is None:
+        return None
+    if ours == ref or (ref != 0 and abs(ours - ref) <= tol * abs(ref)):
+        return "ok"
+    if abs(ours - ref) <= slack:
+        return "slack"
+    return "diff"
+
+
+MARK = {"ok": "ok", "slack": "ok (slack)", "diff": "DIFF", None: "-"}
+
+
+def groups_holding(plan, names):
+    return {g for g, members in enumerate(plan["groups"]) if any(n in members for n in names)}
+
+
+def not_seen(plan, names, seen):
+    """"n/a (groups k of K seen)" for inputs spread over groups, k of them seen on the path."""
+    holding = groups_holding(plan, names)
+    return f"n/a (groups {len(holding & seen)} of {len(holding)} seen)"
+
+
+class Table:
+    def __init__(self, width, tol, abs_slack):
+        self.width, self.tol, self.abs_slack = width, tol, abs_slack
+        self.compared = self.agree = self.by_slack = self.not_seen = 0
+
+    def header(self):
+        print(f"{'scope':<13} {'metric':<{self.width}} {'ranges':>6} {'ours':>14} {'ncu':>14} "
+              f"{'ratio':>7}  within")
+
+    def row(self, path, name, used, ours, ref, slack=None, why=None, fails=False):
+        """One row; with why, not compared: ours shows "left out" or "n/a" and the within
+        column why; fails counts it as a gap in the run's coverage (exit status 1)."""
+        verdict = None if why else judge(ours, ref, self.tol,
+                                         self.abs_slack if slack is None else slack)
+        if verdict is not None:
+            self.compared += 1
+            self.agree += verdict != "diff"
+            self.by_slack += verdict == "slack"
+        self.not_seen += bool(fails)
+        r = crn.ratio(ours, ref) if verdict is not None else None
+        shown = ("left out" if why == "left out" else "n/a") if why else crn.fmt(ours)
+        said = "-" if why == "left out" else why or MARK[verdict]
+        print(f"{path:<13} {name:<{self.width}} {used if used else '-':>6} {shown:>14} "
+              f"{crn.fmt(ref):>14} {crn.fmt(r) if r is not None else '-':>7}  {said}")
+
+    def note(self, path, text):
+        print(f"{path:<13} {'':<{self.width}} {text}")
+
+
+def short(part):
+    """sm__<unit>.avg.pct_of_peak_sustained_elapsed -> <unit>."""
+    return part.replace("sm__", "", 1).replace(".avg.pct_of_peak_sustained_elapsed", "")
+
+
+def sm_throughput_rows(t, k, plan, recs, seen, lpr, mine):
+    parts = plan["sm_of"]
+    in_groups = set(group_metrics(plan))
+    if not parts:
+        if SM_THROUGHPUT not in in_groups:  # neither itself nor its parts: not collected
+            t.row(k, "sm_throughput (max of its parts)", 0, None, ncu_value(SM_THROUGHPUT, mine),
+                  why="n/a (not collected)")
+        return
+    name = f"sm_throughput (max of {len(parts)} parts)"
+    ref = ncu_value(SM_THROUGHPUT, mine)
+    ours = {p: ours_value(p, recs, lpr) for p in parts}
+    if any(v is None for v, _ in ours.values()):
+        t.row(k, name, 0, None, ref, why=not_seen(plan, parts, seen), fails=True)
+        missing = [p for p, (v, _) in ours.items() if v is None]
+        t.note(k, f"no value for {len(missing)} of {len(parts)} parts, e.g. {missing[0]}")
+        return
+    top = max(parts, key=lambda p: ours[p][0])
+    t.row(k, name, ranges_with(recs, parts), ours[top][0], ref)
+    theirs = {p: ncu_value(p, mine) for p in parts}
+    known = [p for p in parts if theirs[p] is not None]
+    ncu_top = max(known, key=lambda p: theirs[p]) if known else None
+    text = f"limiter: ours {short(top)} ({crn.fmt(ours[top][0])})"
+    text += (f", ncu {short(ncu_top)} ({crn.fmt(theirs[ncu_top])})" if ncu_top
+             else ", ncu n/a (no parts in the CSV)")
+    t.note(k, text)
+
+
+def l2_rows(t, k, plan, recs, seen, mine):
+    ref = ncu_value(L2_RATE, mine)
+    in_groups = set(group_metrics(plan))
+    if L2_HIT not in in_groups or L2_MISS not in in_groups:
+        t.row(k, L2_DERIVED, 0, None, ref, why="n/a (not collected)")
+        return
+    (h, _), (m, _) = ours_rate(L2_HIT, recs), ours_rate(L2_MISS, recs)
+    if h is None or m is None:
+        t.row(k, L2_DERIVED, 0, None, ref, why=not_seen(plan, (L2_HIT, L2_MISS), seen),
+              fails=True)
+        return
+    rate = 100.0 * h / (h + m) if h + m > 0 else None
+    t.row(k, L2_DERIVED, ranges_with(recs, (L2_HIT, L2_MISS)), rate, ref)
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("session", nargs="?")
     ap.add_argument("ncu_csv", nargs="?")
+    ap.add_argument("--launches-per-scope", type=int, default=0,
+                    help="launches in each range (default: ncu's launches of the kernel)")
     ap.add_argument("--tolerance-pct", type=float, default=5.0)
     ap.add_argument("--abs-slack", type=float, default=0.5)
+    ap.add_argument("--bytes-slack-frac", type=float, default=1e-4,
+                    help="absolute slack of byte counters, as a fraction of what DRAM could "
+                         "move in the launch's time (default 1e-4)")
     ap.add_argument("--metrics", action="store_true",
-                    help="print the session's metrics (counted and left out) for ncu, and exit")
+                    help="print the metric list for ncu (groups, left out, references), and exit")
     a = ap.parse_args()
     if not a.session or (not a.ncu_csv and not a.metrics):
         ap.print_usage()
         return 2
     ranges, other = read_session(a.session)
-    metrics = session_metrics(other)
-    if not metrics:
+    plan = engine_plan(other)
+    if plan is None:
         print("check_range_fidelity: the session has no range_profiler record", file=sys.stderr)
         return 2
     if a.metrics:
-        print(",".join(metrics))
+        print(",".join(ncu_metrics(plan)))
         return 0
     launches = crn.read_ncu(a.ncu_csv)
     if not launches:
         print("check_range_fidelity: no launches in the ncu CSV", file=sys.stderr)
         return 2
-    tol = a.tolerance_pct / 100.0
-    compared = agree = 0
-    print(f"{'scope':<13} {'metric':<72} {'ours':>14} {'ncu':>14} {'ratio':>7}  within")
+    units = read_ncu_units(a.ncu_csv)
+    rows = group_metrics(plan) + [m for m in plan["left_out"] if m not in group_metrics(plan)]
+    width = max([len(m) for m in rows] + [len(L2_DERIVED), 40])
+    t = Table(width, a.tolerance_pct / 100.0, a.abs_slack)
+    n_groups = len(plan["groups"])
+    print(f"metric groups {n_groups} (group 0: {len(plan['groups'][0])} metrics), SM throughput "
+          f"from {len(plan['sm_of'])} parts, left out {len(plan['left_out'])}; tolerance "
+          f"{a.tolerance_pct:g} %, abs slack {a.abs_slack:g}, bytes slack "
+          f"{a.bytes_slack_frac:g} x DRAM peak x GPU time per launch")
+    paths_missing = 0
     for k in KERNELS:
+        print()
         recs = ranges.get(k, [])
-        if len(recs) != 1:
-            print(f"{k:<13} {len(recs)} range_metrics records (want 1)")
-            continue
-        ours = recs[0]["metrics"]
         mine = [l["metrics"] for l in launches if l["kernel"] == k]
-        if not mine:
-            print(f"{k:<13} no ncu launches")
+        if not recs or not mine:
+            print(f"{k}: {len(recs)} range_metrics records, {len(mine)} ncu launches: "
+                  "not compared")
+            paths_missing += 1
             continue
-        rows = [(m, ours.get(m), crn.aggregate(m, mine, "time")) for m in metrics]
-        ncu_l2 = crn.aggregate("lts__t_sector_hit_rate.pct", mine, "time")
-        rows.append((L2_DERIVED, l2_rate(ours), ncu_l2))
-        for m, v, ref in rows:
-            ok = crn.within(v, ref, tol, a.abs_slack)
-            if ok is not None:
-                compared += 1
-                agree += ok
-            r = crn.ratio(v, ref)
-            shown = "left out" if m in metrics and m not in ours else crn.fmt(v)
-            print(f"{k:<13} {m:<72} {shown:>14} {crn.fmt(ref):>14} "
-                  f"{crn.fmt(r) if r is not None else '-':>7}  {crn.mark(ok)}")
+        lpr = a.launches_per_scope or len(mine)
+        seen = {int(r.get("group", 0)) for r in recs}
+        peak = dram_peak_per_ns(mine, units)
+        print(f"{k}: {len(recs)} ranges, groups {' '.join(str(g) for g in sorted(seen))} seen "
+              f"({len(seen)} of {n_groups}), {lpr} launches per range"
+              f"{'' if a.launches_per_scope else ' (as ncu)'}; ncu {len(mine)} launches; DRAM "
+              f"peak {crn.fmt(peak) + ' B/ns' if peak else 'n/a (no bytes slack)'}")
+        t.header()
+        time_ours, _ = ours_value(GPU_TIME, recs, lpr)
+        time_ns = time_ours if time_ours is not None else ncu_value(GPU_TIME, mine)
+        counted = set(group_metrics(plan))
+        for m in rows:
+            ref = ncu_value(m, mine)
+            if m in counted:
+                v, used = ours_value(m, recs, lpr)
+                if v is None:  # a group not seen on the path, or no value where it was
+                    holding = groups_holding(plan, (m,))
+                    why = ("n/a (no value)" if holding & seen else
+                           f"n/a (group {' '.join(str(g) for g in sorted(holding))} not seen)")
+                    t.row(k, m, 0, None, ref, why=why, fails=True)
+                    continue
+                slack = None
+                if crn.is_sum(m) and "bytes" in m and peak and time_ns:
+                    slack = max(a.abs_slack, a.bytes_slack_frac * peak * time_ns)
+                t.row(k, m, used, v, ref, slack=slack)
+            else:
+                t.row(k, m, 0, None, ref, why="left out")
+        sm_throughput_rows(t, k, plan, recs, seen, lpr, mine)
+        l2_rows(t, k, plan, recs, seen, mine)
+    print()
     for rec in other:
         print(json.dumps(rec))
-    print(json.dumps({"compared": compared, "within": agree,
-                      "tolerance_pct": a.tolerance_pct}))
-    return 0 if compared and agree == compared else 1
+    print(json.dumps({"compared": t.compared, "within": t.agree, "within_by_slack": t.by_slack,
+                      "not_seen": t.not_seen, "paths_missing": paths_missing,
+                      "tolerance_pct": a.tolerance_pct, "bytes_slack_frac": a.bytes_slack_frac}))
+    ok = t.compared and t.agree == t.compared and not t.not_seen and not paths_missing
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

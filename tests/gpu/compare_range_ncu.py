@@ -174,14 +174,15 @@ def is_sum(metric):
     return metric.endswith(".sum")
 
 
-def aggregate(metric, launches, weighting):
-    """One number for a metric over per-launch values (dicts of metric: value)."""
+def aggregate(metric, launches, weighting, per_launch=False):
+    """One number for a metric over per-launch values (dicts of metric: value); with
+    per_launch, a ".sum" counter is the mean per launch instead of the total."""
     vals = [(l.get(metric), l.get("gpu__time_duration.sum")) for l in launches]
     vals = [(v, t) for v, t in vals if v is not None and not math.isnan(v)]
     if not vals or len(vals) != len(launches):
         return None
     if is_sum(metric):
-        return sum(v for v, _ in vals)
+        return sum(v for v, _ in vals) / (len(vals) if per_launch else 1)
     if weighting == "time" and all(t for _, t in vals):
         total = sum(t for _, t in vals)
         return sum(v * t for v, t in vals) / total

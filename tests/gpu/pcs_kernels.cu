@@ -7,13 +7,27 @@
 // Prints one JSON line per kernel: name, launches, mean ms (cudaEvent).
 // With PCS_KERNELS_LATE=1 the program creates its context and launches each
 // kernel once before gpufl_init (a late init: modules loaded, kernels run).
-// Usage: pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
+// With PCS_KERNELS_SCOPES=R (default 1) the LAUNCHES launches run inside
+// each of R consecutive scopes of the kernel's name (R x LAUNCHES launches
+// per kernel; the line adds scopes and launches_per_scope), so that the
+// RangeProfiler's rotating metric groups each get ranges of every kernel;
+// when R > 1 each kernel is first launched once outside any scope and
+// synchronized, a warm-up that keeps module load and first-launch costs out
+// of the ranges; then an empty scope "engine_start" (an engine that starts
+// on a context at its first scope, RangeProfiler's ~1 s and its first
+// collection, does so there), and 2 ms of host sleep before each kernel
+// scope, outside it: with GPUFL_FLUSH_INTERVAL_MS=1 (a collection ends at
+// the first range end after the interval) every kernel scope then ends a
+// collection of its own, however short its launches.
+// Usage: [PCS_KERNELS_SCOPES=R] pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
 #include <cuda_runtime.h>
 #include <gpufl/gpufl.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \
@@ -30,10 +44,17 @@ static const size_t kN = 64u << 20; // floats per array (256 MiB)
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]\n");
+        std::fprintf(stderr, "usage: [PCS_KERNELS_SCOPES=R] pcs_kernels LOG_DIR [LAUNCHES] "
+                             "[only-kernel]\n");
         return 2;
     }
     int launches = argc > 2 ? std::atoi(argv[2]) : 200;
+    const char *scopes_env = std::getenv("PCS_KERNELS_SCOPES");
+    int scopes = scopes_env && *scopes_env ? std::atoi(scopes_env) : 1;
+    if (scopes < 1) {
+        std::fprintf(stderr, "pcs_kernels: PCS_KERNELS_SCOPES must be a positive count\n");
+        return 2;
+    }
     const char *only = argc > 3 ? argv[3] : nullptr;
     float *a = nullptr, *b = nullptr, *c = nullptr;
     int sms = 0;
@@ -73,19 +94,37 @@ int main(int argc, char **argv) {
     CHECK(cudaEventCreate(&e0));
     CHECK(cudaEventCreate(&e1));
     const char *names[] = {"divergent", "strided", "stream_triad", "fma_chains"};
+    if (scopes > 1) { // the warm-up, outside any scope
+        for (int k = 0; k < 4; ++k)
+            if (!only || std::strcmp(only, names[k]) == 0) launch(k);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        gpufl_scope_end(gpufl_scope_begin("engine_start", nullptr));
+    }
     for (int k = 0; k < 4; ++k) {
         if (only && std::strcmp(only, names[k]) != 0) continue;
-        gpufl_scope_t scope = gpufl_scope_begin(names[k], nullptr);
-        CHECK(cudaEventRecord(e0));
-        for (int l = 0; l < launches; ++l) launch(k);
-        CHECK(cudaGetLastError());
-        CHECK(cudaEventRecord(e1));
-        CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        gpufl_scope_end(scope);
-        std::printf("{\"kernel\":\"%s\",\"launches\":%d,\"mean_ms\":%.4f}\n", names[k], launches,
-                    ms / launches);
+        float total_ms = 0;
+        for (int r = 0; r < scopes; ++r) {
+            if (scopes > 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            gpufl_scope_t scope = gpufl_scope_begin(names[k], nullptr);
+            CHECK(cudaEventRecord(e0));
+            for (int l = 0; l < launches; ++l) launch(k);
+            CHECK(cudaGetLastError());
+            CHECK(cudaEventRecord(e1));
+            CHECK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            gpufl_scope_end(scope);
+            total_ms += ms;
+        }
+        long total = (long)scopes * launches;
+        if (scopes == 1)
+            std::printf("{\"kernel\":\"%s\",\"launches\":%d,\"mean_ms\":%.4f}\n", names[k],
+                        launches, total_ms / launches);
+        else
+            std::printf("{\"kernel\":\"%s\",\"launches\":%ld,\"scopes\":%d,"
+                        "\"launches_per_scope\":%d,\"mean_ms\":%.4f}\n",
+                        names[k], total, scopes, launches, total_ms / (float)total);
     }
     char dir[4096] = "";
     gpufl_session_dir(dir, sizeof dir);

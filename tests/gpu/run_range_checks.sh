@@ -1,29 +1,40 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine: the RangeProfiler engine against Nsight Compute.
 # tests/gpu/pcs_kernels runs each reference kernel of known_kernels.cuh
-# (divergent, strided, stream_triad, fma_chains) LAUNCHES times inside a
-# scope of its name: once under gpufl with engine RangeProfiler (each scope
-# one CUPTI user range), once under ncu with GPUFL_DISABLED=1 and the same
-# metrics (ncu replays each launch: the multi-pass ones too).
-# check_range_fidelity.py then prints per scope ours against ncu and whether
-# each is within 5 %; gpufl report and the session's engine records follow.
+# (divergent, strided, stream_triad, fma_chains) N launches inside each of
+# R scopes of its name (PCS_KERNELS_SCOPES=R, after a warm-up launch of each
+# outside any scope): under gpufl with engine RangeProfiler and
+# GPUFL_FLUSH_INTERVAL_MS=1 (every scope its own collection, so the metric
+# groups rotate and each kernel's 2(G-1) scopes cover all G groups; 16 for
+# GH100's 9), then once under ncu with GPUFL_DISABLED=1, R = 1 and the same
+# metrics plus the references (ncu replays each launch in as many passes as
+# they need). check_range_fidelity.py then prints per scope ours against ncu
+# per launch (derived SM throughput and L2 hit rate across groups) and
+# whether each is within 5 %; gpufl report (report.txt, report.json) and the
+# session's engine records follow. --scopes 1 is the older one-range run
+# (N default 20, the default flush interval: one collection, group 0).
 # Needs .devbin from tests/gpu/build_for_device.sh (pcs_kernels, libgpufl, gpufl).
-# Usage: tests/gpu/run_range_checks.sh OUTDIR [--launches N] [--tolerance-pct P]
+# Usage: tests/gpu/run_range_checks.sh OUTDIR [--scopes R (16)] [--launches N (5; 20 with R = 1)]
+#                                      [--tolerance-pct P]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 out=$1; shift
-launches=20
+scopes=16
+launches=
 tolerance=5
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --scopes) scopes=$2; shift 2 ;;
     --launches) launches=$2; shift 2 ;;
     --tolerance-pct) tolerance=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
+[[ $scopes =~ ^[1-9][0-9]*$ ]] || { echo "--scopes needs a positive count" >&2; exit 2; }
+[[ -n $launches ]] || { ((scopes > 1)) && launches=5 || launches=20; }
 cd "$(dirname "$0")/../.." || exit 1
 export LD_LIBRARY_PATH=$PWD/.devbin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out"; out=$(cd "$out" && pwd)
@@ -32,26 +43,34 @@ session_of() { sed -n 's/.*"session":"\([^"]*\)".*/\1/p' "$1"; }
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv 2>&1
   (ncu --version 2>&1 || echo "no ncu") | tail -1
+  echo "scopes per kernel: $scopes, launches per scope: $launches"
 } | tee "$out/machine.txt"
 
-echo "=== gpufl, engine RangeProfiler"
-GPUFL_PROFILING_ENGINE=RangeProfiler GPUFL_BACKEND=Nvidia \
-  timeout 300 .devbin/pcs_kernels "$out/logs" "$launches" > "$out/range.txt" 2> "$out/range.err"
+echo "=== gpufl, engine RangeProfiler, $scopes scopes of $launches launches per kernel"
+flush=()
+((scopes > 1)) && flush=(GPUFL_FLUSH_INTERVAL_MS=1)
+env "${flush[@]}" PCS_KERNELS_SCOPES="$scopes" GPUFL_PROFILING_ENGINE=RangeProfiler \
+  GPUFL_BACKEND=Nvidia timeout 120 .devbin/pcs_kernels "$out/logs" "$launches" \
+  > "$out/range.txt" 2> "$out/range.err"
 echo "pcs_kernels rc=$?"; cat "$out/range.txt"; tail -5 "$out/range.err"
 session=$(session_of "$out/range.txt")
+[[ -n $session ]] || { echo "no session in $out/range.txt"; exit 1; }
 
-echo "=== ncu, GPUFL_DISABLED=1"
-metrics=$(python3 tests/gpu/check_range_fidelity.py "$session" --metrics)
-GPUFL_DISABLED=1 timeout 600 ncu --csv --page raw --print-units base --cache-control none \
-  --clock-control none --metrics "$metrics" \
+echo "=== ncu, GPUFL_DISABLED=1, one scope of $launches launches per kernel"
+metrics=$(python3 tests/gpu/check_range_fidelity.py "$session" --metrics) || exit 1
+echo "metrics: $metrics"
+GPUFL_DISABLED=1 PCS_KERNELS_SCOPES=1 timeout 360 ncu --csv --page raw --print-units base \
+  --cache-control none --clock-control none --metrics "$metrics" \
   .devbin/pcs_kernels "$out/ncu-logs" "$launches" > "$out/ncu.csv" 2> "$out/ncu.err"
 echo "ncu rc=$?"; tail -3 "$out/ncu.err"
 
-echo "=== per scope: ours against ncu"
+echo "=== per scope: ours against ncu, per launch"
 python3 tests/gpu/check_range_fidelity.py "$session" "$out/ncu.csv" \
-  --tolerance-pct "$tolerance" | tee "$out/fidelity.txt"
+  --launches-per-scope "$launches" --tolerance-pct "$tolerance" | tee "$out/fidelity.txt"
 rc=${PIPESTATUS[0]}
 .devbin/gpufl report "$session" > "$out/report.txt" 2>&1
+.devbin/gpufl report --format json "$session" > "$out/report.json" 2> "$out/report-json.err"
+echo "gpufl report --format json rc=$?"
 grep -h '"range_profiler\|"capabilities' "$session/device.log" > "$out/engine_records.jsonl"
-echo "fidelity rc=$rc (0: all within ${tolerance} %)"
+echo "fidelity rc=$rc (0: all within ${tolerance} % and every group seen on every scope)"
 exit "$rc"
