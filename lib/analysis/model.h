@@ -452,6 +452,11 @@ typedef struct gpufl_model_range_context {
     const char *error;  /* "" when the profiler started */
     json_t *metrics;    /* the names collected (an array), NULL when absent */
     json_t *left_out;   /* name -> why (an object), NULL when absent */
+    /* The metric groups rotated between collections (an array of arrays of
+     * names; group 0 is metrics), NULL when absent: one group, metrics. */
+    json_t *groups;
+    size_t n_groups;          /* groups' size; 1 without it */
+    json_t *sm_throughput_of; /* names whose maximum is SM throughput, NULL when absent */
 } gpufl_model_range_context_t;
 
 /* range_metrics records kept; past it they are counted (ranges_over_cap). */
@@ -464,7 +469,8 @@ typedef struct gpufl_model_range {
     int64_t tid;      /* UNKNOWN when absent */
     int64_t path_id;  /* dict id of the scope path */
     const char *path; /* its string, "?" when undefined */
-    json_t *metrics;  /* CUPTI's name -> number, or null when not evaluated */
+    int64_t group;    /* index into its context's groups; 0 when absent */
+    json_t *metrics;  /* CUPTI's name -> number, or null when not evaluated: its group's */
 } gpufl_model_range_t;
 
 /* ---------------------------------------------------------------------- */

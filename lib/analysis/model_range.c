@@ -2,7 +2,8 @@
  * model_range.c - loads the range profiler records (range_profiler,
  * range_metrics, range_profiler_stats) into the model (docs/log-format.md,
  * "Range profiler"). A range_metrics record is one profiled scope's
- * counters; the names are CUPTI's and kept as written, known or not.
+ * counters, those of one metric group; the names are CUPTI's and kept as
+ * written, known or not.
  */
 #include "analysis/model_internal.h"
 
@@ -19,16 +20,49 @@ static const gpufl_model_range_context_t *range_context(const gpufl_model_t *m, 
     return NULL;
 }
 
+/* 0 when a is absent, null or an array of strings; else the line is bad
+ * (what names a in the message). */
+static int check_names(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const json_t *a,
+                       const char *what) {
+    if (!a || json_is_null(a)) return 0;
+    if (!json_is_array(a))
+        return gpufl__model_bad_line(m, pos, "range_profiler", "%s is not an array", what);
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (!json_is_string(json_array_get(a, i)))
+            return gpufl__model_bad_line(m, pos, "range_profiler", "%s[%zu] is not a string", what,
+                                         i);
+    return 0;
+}
+
+/* groups: absent, null, or an array of arrays of strings. */
+static int check_groups(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const json_t *groups) {
+    if (!groups || json_is_null(groups)) return 0;
+    if (!json_is_array(groups))
+        return gpufl__model_bad_line(m, pos, "range_profiler", "groups is not an array");
+    for (size_t i = 0; i < json_array_size(groups); i++) {
+        const json_t *g = json_array_get(groups, i);
+        if (!json_is_array(g))
+            return gpufl__model_bad_line(m, pos, "range_profiler", "groups[%zu] is not an array",
+                                         i);
+        char what[40];
+        snprintf(what, sizeof what, "groups[%zu]", i);
+        int rc = check_names(m, pos, g, what);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 /* range_profiler_stats is kept whole: gpufl__model_keep_last. */
 int gpufl__model_on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t context, ts;
     int rc = gpufl__model_context_head(m, pos, "range_profiler", rec, "metrics", &context, &ts);
     if (rc) return rc;
     json_t *metrics = json_object_get(rec, "metrics");
-    for (size_t i = 0; json_is_array(metrics) && i < json_array_size(metrics); i++)
-        if (!json_is_string(json_array_get(metrics, i)))
-            return gpufl__model_bad_line(m, pos, "range_profiler", "metrics[%zu] is not a string",
-                                         i);
+    json_t *groups = json_object_get(rec, "groups");
+    json_t *sm_of = json_object_get(rec, "sm_throughput_of");
+    if ((rc = check_names(m, pos, metrics, "metrics")) || (rc = check_groups(m, pos, groups)) ||
+        (rc = check_names(m, pos, sm_of, "sm_throughput_of")))
+        return rc;
     json_t *left_out = json_object_get(rec, "left_out");
     if (left_out && !json_is_object(left_out) && !json_is_null(left_out))
         return gpufl__model_bad_line(m, pos, "range_profiler", "left_out is not an object");
@@ -54,6 +88,9 @@ int gpufl__model_on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *p
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for range_profiler");
     c->metrics = json_is_array(metrics) ? json_incref(metrics) : NULL;
     c->left_out = json_is_object(left_out) ? json_incref(left_out) : NULL;
+    c->groups = json_array_size(groups) ? json_incref(groups) : NULL; /* [] as absent */
+    c->n_groups = c->groups ? json_array_size(groups) : 1;
+    c->sm_throughput_of = json_is_array(sm_of) ? json_incref(sm_of) : NULL;
     m->n_range_contexts++;
     return 0;
 }
@@ -89,6 +126,13 @@ int gpufl__model_on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *po
     }
     int64_t tid;
     if (gpufl__reader_int(json_object_get(rec, "tid"), &tid) == 0 && tid >= 0) r.tid = tid;
+    if (gpufl__reader_int(json_object_get(rec, "group"), &r.group) < 0 || r.group < 0)
+        return gpufl__model_bad_line(m, pos, "range_metrics", "group is not an integer >= 0");
+    const gpufl_model_range_context_t *c = range_context(m, r.context);
+    if (c && (uint64_t)r.group >= c->n_groups)
+        return gpufl__model_bad_line(m, pos, "range_metrics",
+                                     "group %lld is past context %lld's last group (%zu)",
+                                     (long long)r.group, (long long)r.context, c->n_groups - 1);
     gpufl__model_note_ts(m, r.start_ns);
     gpufl__model_note_ts(m, r.ts_ns);
     rc = gpufl__model_reserve((void **)&m->ranges, &m->ranges_alloc, m->n_ranges, sizeof *m->ranges,
@@ -105,6 +149,8 @@ void gpufl__model_free_range(gpufl_model_t *m) {
     for (size_t i = 0; i < m->n_range_contexts; i++) {
         json_decref(m->range_contexts[i].metrics);
         json_decref(m->range_contexts[i].left_out);
+        json_decref(m->range_contexts[i].groups);
+        json_decref(m->range_contexts[i].sm_throughput_of);
     }
     free(m->range_contexts);
     for (size_t i = 0; i < m->n_ranges; i++) json_decref(m->ranges[i].metrics);

@@ -322,10 +322,24 @@ typedef struct gpufl_report_sassm {
     size_t n_uncoalesced, uncoalesced_total;
 } gpufl_report_sassm_t;
 
-#define GPUFL_REPORT_RANGE_ROWS_MAX 50 /* ranges listed in the hardware counters section */
+/* Ranges, and scope paths, listed in the hardware counters section. */
+#define GPUFL_REPORT_RANGE_ROWS_MAX 50
+
+/* The figures of one scope path over its ranges of every metric group,
+ * time-weighted (docs/log-format.md, "Range profiler"); NAN when the
+ * metrics they need were not seen. */
+typedef struct gpufl_report_range_path {
+    const char *path;
+    size_t ranges, groups_seen;
+    double gpu_ns; /* summed gpu__time_duration.sum: the order of the table */
+    double sm_throughput_pct;
+    const char *sm_limiter; /* the sm_throughput_of name at the maximum; NULL when none taken */
+    double l2_hit_pct;
+} gpufl_report_range_path_t;
 
 /* The hardware counters section (engine RangeProfiler): one row per
- * range_metrics record, by start time, the first GPUFL_REPORT_RANGE_ROWS_MAX. */
+ * range_metrics record (of group 0 when there are more groups), by start
+ * time, the first GPUFL_REPORT_RANGE_ROWS_MAX; then one per scope path. */
 typedef struct gpufl_report_range {
     int shown;                        /* the session has range_metrics records */
     size_t contexts, failed;          /* range_profiler records; failed: with an error */
@@ -333,9 +347,15 @@ typedef struct gpufl_report_range {
     const char *chip;                 /* the first started context's chip, NULL when none */
     const json_t *metrics;            /* the first started context's metric names, NULL */
     const json_t *left_out;           /* the first started context's left_out, NULL */
+    const json_t *groups;             /* the first started context's groups, NULL: one, metrics */
+    const json_t *sm_throughput_of;   /* the first started context's, NULL when absent */
+    size_t n_groups;                  /* the most of a context, or of its ranges' group + 1 */
     const json_t *stats;              /* the range_profiler_stats record, NULL when absent */
     const gpufl_model_range_t **rows; /* by start time */
     size_t n_rows, total;
+    size_t other_groups;              /* ranges not in rows: of groups past 0 */
+    gpufl_report_range_path_t *paths; /* by GPU time, the most first */
+    size_t n_paths, paths_total;
 } gpufl_report_range_t;
 
 #define GPUFL_REPORT_OPS_ROWS_MAX 25 /* operations listed in the framework operations section */

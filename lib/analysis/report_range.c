@@ -1,7 +1,9 @@
 /*
  * report_range.c - the report's hardware counters section (engine
  * RangeProfiler): one row per profiled scope with the counters gpufl asks
- * CUPTI for, the metrics the chip could not fit and the profiler's losses.
+ * CUPTI for, the metrics the chip could not fit and the profiler's losses,
+ * then per scope path the figures no single range holds when the metrics
+ * are split into groups collected in turn (SM throughput, L2 hit rate).
  * Metrics the report does not know are shown by name. Computed once here
  * and rendered here in every format, from the same cells, as report_pc.c.
  */
@@ -9,10 +11,17 @@
 
 #include "core/error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CELL GPUFL_REPORT_CELL
+
+#define GPU_TIME       "gpu__time_duration.sum"
+#define SM_THROUGHPUT  "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+#define L2_HIT_RATE    "lts__t_sector_hit_rate.pct"
+#define L2_LOOKUP_HIT  "lts__t_sectors_lookup_hit.sum"
+#define L2_LOOKUP_MISS "lts__t_sectors_lookup_miss.sum"
 
 /* The metrics given a column, in column order after the scope path. */
 enum col_kind { K_NS, K_PCT, K_RATIO, K_BYTES };
@@ -20,7 +29,7 @@ static const struct {
     const char *metric, *json;
     enum col_kind kind;
 } columns[] = {
-    {"gpu__time_duration.sum", "gpu_time_ns", K_NS},
+    {GPU_TIME, "gpu_time_ns", K_NS},
     {"sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy_pct", K_PCT},
     {"sm__cycles_active.avg.pct_of_peak_sustained_elapsed", "sm_active_pct", K_PCT},
     {"sm__inst_executed.avg.per_cycle_active", "inst_per_active_cycle", K_RATIO},
@@ -57,13 +66,138 @@ static int cmp_range(const void *a, const void *b) {
     return (x->scope > y->scope) - (x->scope < y->scope);
 }
 
+/* A metric of a range: 0 and its value, or -1 when absent or null. */
+static int metric(const gpufl_model_range_t *g, const char *name, double *v) {
+    return gpufl__reader_num(json_object_get(g->metrics, name), v) == 0 ? 0 : -1;
+}
+
+/* By path, group, then the order read: the sums come out the same on
+ * every platform. */
+static int cmp_path(const void *a, const void *b) {
+    const gpufl_model_range_t *x = *(const gpufl_model_range_t *const *)a;
+    const gpufl_model_range_t *y = *(const gpufl_model_range_t *const *)b;
+    int c = strcmp(x->path, y->path);
+    if (c) return c;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+static int cmp_path_time(const void *a, const void *b) {
+    const gpufl_report_range_path_t *x = a, *y = b;
+    if (x->gpu_ns != y->gpu_ns) return x->gpu_ns > y->gpu_ns ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+/* Over the ranges rs[0..n) with metric name and a GPU time t > 0: the sums
+ * of value * t, of value and of t. Returns how many ranges had them. */
+static size_t timed_sums(const gpufl_model_range_t *const *rs, size_t n, const char *name,
+                         double *vt, double *v_sum, double *t_sum) {
+    size_t k = 0;
+    *vt = *v_sum = *t_sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v, t;
+        if (metric(rs[i], GPU_TIME, &t) != 0 || !(t > 0) || metric(rs[i], name, &v) != 0) continue;
+        *vt += v * t;
+        *v_sum += v;
+        *t_sum += t;
+        k++;
+    }
+    return k;
+}
+
+/* A percentage or ratio over rs weighted by GPU time; NAN when not seen. */
+static double weighted_mean(const gpufl_model_range_t *const *rs, size_t n, const char *name) {
+    double vt, v, t;
+    return timed_sums(rs, n, name, &vt, &v, &t) ? vt / t : NAN;
+}
+
+/* A .sum counter over rs per ns of GPU time; NAN when not seen. */
+static double rate(const gpufl_model_range_t *const *rs, size_t n, const char *name) {
+    double vt, v, t;
+    return timed_sums(rs, n, name, &vt, &v, &t) ? v / t : NAN;
+}
+
+/* SM throughput: measured, else the largest of the metrics it is the
+ * maximum of, when every one of them was seen. */
+static void path_sm_throughput(const gpufl_report_range_t *s, const gpufl_model_range_t *const *rs,
+                               size_t n, gpufl_report_range_path_t *p) {
+    p->sm_throughput_pct = weighted_mean(rs, n, SM_THROUGHPUT);
+    if (!isnan(p->sm_throughput_pct)) return;
+    size_t k = json_array_size(s->sm_throughput_of);
+    double most = NAN;
+    const char *limiter = NULL;
+    for (size_t i = 0; i < k; i++) {
+        const char *name = json_string_value(json_array_get(s->sm_throughput_of, i));
+        double v = weighted_mean(rs, n, name);
+        if (isnan(v)) return;
+        if (!limiter || v > most) {
+            most = v;
+            limiter = name;
+        }
+    }
+    p->sm_throughput_pct = most;
+    p->sm_limiter = limiter;
+}
+
+/* L2 hit rate: measured, else from the lookup hits and misses, which may
+ * come from different ranges. */
+static double path_l2_hit(const gpufl_model_range_t *const *rs, size_t n) {
+    double pct = weighted_mean(rs, n, L2_HIT_RATE);
+    if (!isnan(pct)) return pct;
+    double hit = rate(rs, n, L2_LOOKUP_HIT), miss = rate(rs, n, L2_LOOKUP_MISS);
+    return hit + miss > 0 ? 100 * hit / (hit + miss) : NAN; /* false when either is NAN */
+}
+
+/* The figures of the ranges rs[0..n) of one path, sorted by group. */
+static void path_figures(const gpufl_report_range_t *s, const gpufl_model_range_t *const *rs,
+                         size_t n, gpufl_report_range_path_t *p) {
+    memset(p, 0, sizeof *p);
+    p->path = rs[0]->path;
+    p->ranges = n;
+    for (size_t i = 0; i < n; i++) {
+        double t;
+        p->groups_seen += i == 0 || rs[i]->group != rs[i - 1]->group;
+        if (metric(rs[i], GPU_TIME, &t) == 0) p->gpu_ns += t;
+    }
+    path_sm_throughput(s, rs, n, p);
+    p->l2_hit_pct = path_l2_hit(rs, n);
+}
+
+/* The end of the run of ranges of byp[i]'s path. */
+static size_t path_end(const gpufl_model_range_t *const *byp, size_t n, size_t i) {
+    size_t j = i + 1;
+    while (j < n && strcmp(byp[j]->path, byp[i]->path) == 0) j++;
+    return j;
+}
+
+/* s->paths from the model's ranges, sorted in byp (scratch, n_ranges). */
+static int build_paths(const gpufl_model_t *m, gpufl_report_range_t *s,
+                       const gpufl_model_range_t **byp) {
+    size_t n = m->n_ranges, n_paths = 0;
+    for (size_t i = 0; i < n; i++) byp[i] = &m->ranges[i];
+    qsort(byp, n, sizeof *byp, cmp_path);
+    for (size_t i = 0; i < n; i = path_end(byp, n, i)) n_paths++;
+    s->paths = malloc(n_paths * sizeof *s->paths);
+    if (!s->paths) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
+    for (size_t i = 0, j; i < n; i = j) {
+        j = path_end(byp, n, i);
+        path_figures(s, byp + i, j - i, &s->paths[s->paths_total++]);
+    }
+    qsort(s->paths, s->paths_total, sizeof *s->paths, cmp_path_time);
+    s->n_paths =
+        s->paths_total < GPUFL_REPORT_RANGE_ROWS_MAX ? s->paths_total : GPUFL_REPORT_RANGE_ROWS_MAX;
+    return 0;
+}
+
 int gpufl__report_build_range(const gpufl_model_t *m, gpufl_report_range_t *s) {
     memset(s, 0, sizeof *s);
     s->shown = m->n_ranges > 0;
     if (!s->shown) return 0;
+    s->n_groups = 1;
     for (size_t i = 0; i < m->n_range_contexts; i++) {
         const gpufl_model_range_context_t *c = &m->range_contexts[i];
         s->contexts++;
+        if (c->n_groups > s->n_groups) s->n_groups = c->n_groups;
         if (*c->error) {
             s->failed++;
             if (!s->error) s->error = c->error;
@@ -71,20 +205,32 @@ int gpufl__report_build_range(const gpufl_model_t *m, gpufl_report_range_t *s) {
             s->chip = c->chip;
             s->metrics = c->metrics;
             s->left_out = c->left_out;
+            s->groups = c->groups;
+            s->sm_throughput_of = c->sm_throughput_of;
         }
     }
+    for (size_t i = 0; i < m->n_ranges; i++) /* a group without its context's record */
+        if ((uint64_t)m->ranges[i].group >= s->n_groups)
+            s->n_groups = (size_t)m->ranges[i].group + 1;
     s->stats = m->range_stats;
     s->rows = malloc(m->n_ranges * sizeof *s->rows);
     if (!s->rows) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
-    for (size_t i = 0; i < m->n_ranges; i++) s->rows[i] = &m->ranges[i];
-    qsort(s->rows, m->n_ranges, sizeof *s->rows, cmp_range);
-    s->total = m->n_ranges;
+    int rc = build_paths(m, s, s->rows);
+    if (rc) return rc;
+    for (size_t i = 0; i < m->n_ranges; i++) {
+        if (s->n_groups > 1 && m->ranges[i].group != 0)
+            s->other_groups++;
+        else
+            s->rows[s->total++] = &m->ranges[i];
+    }
+    qsort(s->rows, s->total, sizeof *s->rows, cmp_range);
     s->n_rows = s->total < GPUFL_REPORT_RANGE_ROWS_MAX ? s->total : GPUFL_REPORT_RANGE_ROWS_MAX;
     return 0;
 }
 
 void gpufl__report_free_range(gpufl_report_range_t *s) {
     free(s->rows);
+    free(s->paths);
     memset(s, 0, sizeof *s);
 }
 
@@ -92,12 +238,16 @@ void gpufl__report_free_range(gpufl_report_range_t *s) {
 /* Cells shared by the formats                                              */
 /* ---------------------------------------------------------------------- */
 
-/* A metric of a range: 0 and its value, or -1 when absent or null. */
-static int metric(const gpufl_model_range_t *g, const char *name, double *v) {
-    return gpufl__reader_num(json_object_get(g->metrics, name), v) == 0 ? 0 : -1;
-}
+/* A table of the section: its heads and the cells of its row i. */
+typedef struct range_table {
+    size_t ncol;
+    const char *const *heads;
+    const char *aligns;
+    void (*cells)(const gpufl_report_range_t *s, size_t i, char c[][CELL]);
+} range_table_t;
 
-static void range_cells(const gpufl_model_range_t *g, char c[N_CELLS][CELL]) {
+static void range_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
+    const gpufl_model_range_t *g = s->rows[row];
     snprintf(c[0], CELL, "%s", g->path);
     for (size_t i = 0; i < N_COLUMNS; i++) {
         double v;
@@ -115,6 +265,48 @@ static void range_cells(const gpufl_model_range_t *g, char c[N_CELLS][CELL]) {
     }
 }
 
+/* The table's heads: the scope, then columns[].head. */
+static const char *const heads[N_CELLS] = {"scope", "GPU time",   "occupancy", "SM active",
+                                           "IPC",   "L1 hit",     "DRAM read", "DRAM write",
+                                           "DRAM",  "tensor pipe"};
+static const range_table_t range_table = {N_CELLS, heads, "lrrrrrrrrr", range_cells};
+
+/* A limiter as the table shows it: "sm__" and the pct_of_peak suffix left
+ * off the name. */
+static void short_limiter(char *buf, size_t size, const char *name) {
+    static const char prefix[] = "sm__", suffix[] = ".avg.pct_of_peak_sustained_elapsed";
+    if (strncmp(name, prefix, sizeof prefix - 1) == 0) name += sizeof prefix - 1;
+    size_t len = strlen(name);
+    if (len > sizeof suffix - 1 && strcmp(name + len - (sizeof suffix - 1), suffix) == 0)
+        len -= sizeof suffix - 1;
+    snprintf(buf, size, "%.*s", (int)len, name);
+}
+
+static void pct_cell(char *buf, double pct) {
+    if (isnan(pct))
+        snprintf(buf, CELL, "-");
+    else
+        snprintf(buf, CELL, "%.1f%%", pct);
+}
+
+static void path_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
+    const gpufl_report_range_path_t *p = &s->paths[row];
+    snprintf(c[0], CELL, "%s", p->path);
+    snprintf(c[1], CELL, "%zu", p->ranges);
+    snprintf(c[2], CELL, "%zu/%zu", p->groups_seen, s->n_groups);
+    pct_cell(c[3], p->sm_throughput_pct);
+    if (p->sm_limiter)
+        short_limiter(c[4], CELL, p->sm_limiter);
+    else
+        snprintf(c[4], CELL, "-");
+    pct_cell(c[5], p->l2_hit_pct);
+}
+
+static const char *const path_heads[] = {"scope",         "ranges",     "groups",
+                                         "SM throughput", "SM limiter", "L2 hit"};
+static const range_table_t path_table = {sizeof path_heads / sizeof path_heads[0], path_heads,
+                                         "lrrrlr", path_cells};
+
 /* The metrics of g without a column, "name=value, ..." ("" when none). */
 static void other_metrics(const gpufl_model_range_t *g, char *buf, size_t size) {
     size_t k = 0;
@@ -131,14 +323,15 @@ static void other_metrics(const gpufl_model_range_t *g, char *buf, size_t size) 
     }
 }
 
-/* The table's heads: the scope, then columns[].head. */
-static const char *const heads[N_CELLS] = {"scope", "GPU time",   "occupancy", "SM active",
-                                           "IPC",   "L1 hit",     "DRAM read", "DRAM write",
-                                           "DRAM",  "tensor pipe"};
-static const char *const aligns = "lrrrrrrrrr";
+/* The names of a, ", "-separated, appended to buf at *k. */
+static void cat_names(char *buf, size_t size, size_t *k, const json_t *a) {
+    for (size_t i = 0; i < json_array_size(a); i++)
+        gpufl__report_cat(buf, size, k, "%s%s", i ? ", " : "",
+                          json_string_value(json_array_get(a, i)));
+}
 
 /* The "label: value" fields of the section. */
-#define RANGE_FIELDS 4
+#define RANGE_FIELDS 6
 #define FIELD_BYTES  1024
 static size_t fields(const gpufl_report_range_t *s, const char *label[RANGE_FIELDS],
                      char value[RANGE_FIELDS][FIELD_BYTES]) {
@@ -150,11 +343,28 @@ static size_t fields(const gpufl_report_range_t *s, const char *label[RANGE_FIEL
              s->error ? s->error : "");
     label[n] = "metrics";
     value[n][0] = '\0';
-    for (size_t i = 0; s->metrics && i < json_array_size(s->metrics); i++)
-        gpufl__report_cat(value[n], FIELD_BYTES, &k, "%s%s", i ? ", " : "",
-                          json_string_value(json_array_get(s->metrics, i)));
+    cat_names(value[n], FIELD_BYTES, &k, s->metrics);
     if (!k) snprintf(value[n], FIELD_BYTES, "not said (no range_profiler record names them)");
     n++;
+    if (s->n_groups > 1) {
+        label[n] = "metric groups";
+        k = 0;
+        gpufl__report_cat(value[n], FIELD_BYTES, &k,
+                          "%zu, one per collection in turn; the metrics above are group 0",
+                          s->n_groups);
+        for (size_t i = 1; i < json_array_size(s->groups); i++) {
+            gpufl__report_cat(value[n], FIELD_BYTES, &k, "; %zu: ", i);
+            cat_names(value[n], FIELD_BYTES, &k, json_array_get(s->groups, i));
+        }
+        n++;
+    }
+    if (json_array_size(s->sm_throughput_of)) {
+        label[n] = "SM throughput of";
+        k = 0;
+        gpufl__report_cat(value[n], FIELD_BYTES, &k, "the largest of ");
+        cat_names(value[n], FIELD_BYTES, &k, s->sm_throughput_of);
+        n++;
+    }
     label[n] = "left out";
     k = 0;
     value[n][0] = '\0';
@@ -183,33 +393,56 @@ static size_t fields(const gpufl_report_range_t *s, const char *label[RANGE_FIEL
     return n;
 }
 
+#define NOTE_BYTES 600
+
 static void rows_note(const gpufl_report_range_t *s, char *buf, size_t size) {
+    size_t k = 0;
+    gpufl__report_cat(buf, size, &k,
+                      "One row per profiled scope%s, by start time (%zu of %zu); values over the "
+                      "range's elapsed time, gaps between its kernels included.",
+                      s->n_groups > 1 ? " of metric group 0" : "", s->n_rows, s->total);
+    if (s->other_groups)
+        gpufl__report_cat(buf, size, &k,
+                          " Ranges of the other groups (%zu) are not listed: they count in the "
+                          "figures per scope path.",
+                          s->other_groups);
+}
+
+static void paths_note(const gpufl_report_range_t *s, char *buf, size_t size) {
     snprintf(buf, size,
-             "One row per profiled scope, by start time (%zu of %zu); values over the range's "
-             "elapsed time, gaps between its kernels included.",
-             s->n_rows, s->total);
+             "One row per scope path, by GPU time (%zu of %zu): its ranges of every group, "
+             "weighted by GPU time. SM throughput is sm__throughput, else the largest of the "
+             "metrics it is the maximum of (SM limiter); L2 hit is lts__t_sector_hit_rate, else "
+             "lookup hits / (hits + misses). These combine different instances of the scope, so "
+             "they assume its instances do similar work.",
+             s->n_paths, s->paths_total);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Text                                                                     */
 /* ---------------------------------------------------------------------- */
 
+static void text_table(FILE *out, const gpufl_report_range_t *s, const range_table_t *t,
+                       size_t n_rows) {
+    gpufl_report_cells_t *cells = calloc(n_rows + 1, sizeof *cells);
+    if (!cells) return;
+    for (size_t c = 0; c < t->ncol; c++) snprintf(cells[0][c], CELL, "%s", t->heads[c]);
+    for (size_t i = 0; i < n_rows; i++) t->cells(s, i, cells[i + 1]);
+    gpufl__report_text_table(out, n_rows + 1, t->ncol, cells, t->aligns);
+    free(cells);
+}
+
 void gpufl__report_text_range(const gpufl_report_t *r, FILE *out) {
     const gpufl_report_range_t *s = &r->range;
     if (!s->shown) return;
     fprintf(out, "\nHardware counters per scope\n");
     const char *label[RANGE_FIELDS];
-    char value[RANGE_FIELDS][FIELD_BYTES], note[200];
+    char value[RANGE_FIELDS][FIELD_BYTES], note[NOTE_BYTES];
     size_t nf = fields(s, label, value);
     for (size_t i = 0; i < nf; i++) fprintf(out, "  %-18s %s\n", label[i], value[i]);
     rows_note(s, note, sizeof note);
     fprintf(out, "\n  %s\n\n", note);
-    gpufl_report_cells_t *cells = calloc(s->n_rows + 1, sizeof *cells);
-    if (!cells) return;
-    for (size_t c = 0; c < N_CELLS; c++) snprintf(cells[0][c], CELL, "%s", heads[c]);
-    for (size_t i = 0; i < s->n_rows; i++) range_cells(s->rows[i], cells[i + 1]);
-    gpufl__report_text_table(out, s->n_rows + 1, N_CELLS, cells, aligns);
-    free(cells);
+    text_table(out, s, &range_table, s->n_rows);
     char other[FIELD_BYTES];
     int said = 0;
     for (size_t i = 0; i < s->n_rows; i++) {
@@ -219,6 +452,9 @@ void gpufl__report_text_range(const gpufl_report_t *r, FILE *out) {
         fprintf(out, "  %s (scope %lld): %s\n", s->rows[i]->path, (long long)s->rows[i]->scope,
                 other);
     }
+    paths_note(s, note, sizeof note);
+    fprintf(out, "\n  Per scope path\n\n  %s\n\n", note);
+    text_table(out, s, &path_table, s->n_paths);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -254,6 +490,30 @@ static json_t *range_json(const gpufl_model_range_t *g) {
     return o;
 }
 
+static json_t *pct_json(double pct) { return isnan(pct) ? json_null() : json_real(pct); }
+
+static json_t *path_json(const gpufl_report_range_t *s, const gpufl_report_range_path_t *p) {
+    json_t *o = json_object();
+    if (!o) return NULL;
+    json_object_set_new(o, "scope_path", json_string(p->path));
+    json_object_set_new(o, "ranges", json_integer((json_int_t)p->ranges));
+    json_object_set_new(o, "groups_seen", json_integer((json_int_t)p->groups_seen));
+    json_object_set_new(o, "groups", json_integer((json_int_t)s->n_groups));
+    json_object_set_new(o, "sm_throughput_pct", pct_json(p->sm_throughput_pct));
+    json_object_set_new(o, "sm_throughput_limiter",
+                        p->sm_limiter ? json_string(p->sm_limiter) : json_null());
+    json_object_set_new(o, "l2_hit_pct", pct_json(p->l2_hit_pct));
+    return o;
+}
+
+/* The groups as the log has them; without them, metrics as the one group. */
+static json_t *groups_json(const gpufl_report_range_t *s) {
+    if (s->groups) return json_deep_copy(s->groups);
+    json_t *a = json_array();
+    if (a && s->metrics) json_array_append_new(a, json_deep_copy(s->metrics));
+    return a;
+}
+
 json_t *gpufl__report_json_range(const gpufl_report_t *r) {
     const gpufl_report_range_t *s = &r->range;
     json_t *o = json_object();
@@ -263,6 +523,9 @@ json_t *gpufl__report_json_range(const gpufl_report_t *r) {
     json_object_set_new(o, "error", s->error ? json_string(s->error) : json_null());
     json_object_set_new(o, "chip", s->chip && *s->chip ? json_string(s->chip) : json_null());
     json_object_set_new(o, "metrics", s->metrics ? json_deep_copy(s->metrics) : json_array());
+    json_object_set_new(o, "groups", groups_json(s));
+    json_object_set_new(o, "sm_throughput_of",
+                        s->sm_throughput_of ? json_deep_copy(s->sm_throughput_of) : json_array());
     json_object_set_new(o, "left_out", s->left_out ? json_deep_copy(s->left_out) : json_object());
     json_object_set_new(o, "stats", gpufl__report_json_stats(s->stats, stat_keys, N_STATS));
     json_t *ranges = json_array();
@@ -270,6 +533,12 @@ json_t *gpufl__report_json_range(const gpufl_report_t *r) {
         json_array_append_new(ranges, range_json(s->rows[i]));
     json_object_set_new(o, "ranges", ranges);
     json_object_set_new(o, "more_ranges", json_integer((json_int_t)(s->total - s->n_rows)));
+    json_object_set_new(o, "ranges_other_groups", json_integer((json_int_t)s->other_groups));
+    json_t *scopes = json_array();
+    for (size_t i = 0; scopes && i < s->n_paths; i++)
+        json_array_append_new(scopes, path_json(s, &s->paths[i]));
+    json_object_set_new(o, "scopes", scopes);
+    json_object_set_new(o, "more_scopes", json_integer((json_int_t)(s->paths_total - s->n_paths)));
     return o;
 }
 
@@ -277,28 +546,33 @@ json_t *gpufl__report_json_range(const gpufl_report_t *r) {
 /* Markdown and HTML                                                        */
 /* ---------------------------------------------------------------------- */
 
+static void doc_table(const gpufl_report_emitter_t *e, const gpufl_report_range_t *s,
+                      const range_table_t *t, size_t n_rows) {
+    e->table_begin(e->out, t->ncol, t->heads, t->aligns);
+    for (size_t i = 0; i < n_rows; i++) {
+        char c[GPUFL_REPORT_TABLE_COLS][CELL];
+        const char *cp[GPUFL_REPORT_TABLE_COLS];
+        t->cells(s, i, c);
+        for (size_t k = 0; k < t->ncol; k++) cp[k] = c[k];
+        e->row(e->out, t->ncol, cp);
+    }
+    e->table_end(e->out);
+}
+
 void gpufl__report_doc_range(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     const gpufl_report_range_t *s = &r->range;
     if (!s->shown) return;
     FILE *o = e->out;
     e->heading(o, 2, "Hardware counters per scope");
     const char *label[RANGE_FIELDS];
-    char value[RANGE_FIELDS][FIELD_BYTES], note[200];
+    char value[RANGE_FIELDS][FIELD_BYTES], note[NOTE_BYTES];
     size_t nf = fields(s, label, value);
     e->fields_begin(o);
     for (size_t i = 0; i < nf; i++) e->field(o, label[i], value[i]);
     e->fields_end(o);
     rows_note(s, note, sizeof note);
     e->para(o, note);
-    e->table_begin(o, N_CELLS, heads, aligns);
-    for (size_t i = 0; i < s->n_rows; i++) {
-        char c[N_CELLS][CELL];
-        const char *cp[N_CELLS];
-        range_cells(s->rows[i], c);
-        for (size_t k = 0; k < N_CELLS; k++) cp[k] = c[k];
-        e->row(o, N_CELLS, cp);
-    }
-    e->table_end(o);
+    doc_table(e, s, &range_table, s->n_rows);
     char other[FIELD_BYTES], line[FIELD_BYTES + 200];
     int said = 0;
     for (size_t i = 0; i < s->n_rows; i++) {
@@ -309,4 +583,8 @@ void gpufl__report_doc_range(const gpufl_report_emitter_t *e, const gpufl_report
                  (long long)s->rows[i]->scope, other);
         e->para(o, line);
     }
+    e->heading(o, 3, "Per scope path");
+    paths_note(s, note, sizeof note);
+    e->para(o, note);
+    doc_table(e, s, &path_table, s->n_paths);
 }

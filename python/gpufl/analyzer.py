@@ -20,7 +20,7 @@ __all__ = ["GpuFlightSession", "PERF_COLUMNS", "PROFILE_COLUMNS"]
 #: The first columns of GpuFlightSession.perf (hardware counters per profiled
 #: scope, RangeProfiler engine); one float column per CUPTI metric name the
 #: session's range_metrics records hold follows them (NaN where not evaluated).
-PERF_COLUMNS = ("ts_ns", "start_ns", "context", "scope", "path")
+PERF_COLUMNS = ("ts_ns", "start_ns", "context", "scope", "path", "group")
 
 #: Columns of GpuFlightSession.scopes: the rows of pc_samples and
 #: sass_metrics together, `source` telling which ("pc_sampling",

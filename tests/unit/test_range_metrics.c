@@ -2,8 +2,9 @@
  * test_range_metrics.c - the analysis of the range profiler records:
  * loading range_profiler, range_metrics and range_profiler_stats (malformed
  * lines skipped and counted, unknown metric names kept) and the hardware
- * counters section of the report. Sessions are written to scratch
- * directories (test_util.h).
+ * counters section of the report, with the figures per scope path derived
+ * across metric groups. Sessions are written to scratch directories
+ * (test_util.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -64,6 +65,7 @@ static char *render(const gpufl_model_t *m, gpufl_report_format_t fmt, const cha
 }
 
 #define RM "{\"type\":\"range_metrics\",\"v\":1,"
+#define RP "{\"type\":\"range_profiler\",\"v\":1,\"ts_ns\":1,\"context\":1,"
 
 static void test_range_malformed(void **state) {
     (void)state;
@@ -91,6 +93,18 @@ static void test_range_malformed(void **state) {
          "left_out is not an object"},
         {"{\"type\":\"range_profiler\",\"v\":1,\"ts_ns\":1,\"context\":1,\"metrics\":[3]}",
          "metrics[0] is not a string"},
+        {RP "\"groups\":{}}", "range_profiler: groups is not an array"},
+        {RP "\"groups\":[[\"a\"],\"b\"]}", "range_profiler: groups[1] is not an array"},
+        {RP "\"groups\":[[\"a\",3]]}", "range_profiler: groups[0][1] is not a string"},
+        {RP "\"sm_throughput_of\":\"a\"}", "range_profiler: sm_throughput_of is not an array"},
+        {RP "\"sm_throughput_of\":[\"a\",null]}",
+         "range_profiler: sm_throughput_of[1] is not a string"},
+        {RM "\"ts_ns\":5,\"start_ns\":1,\"context\":1,\"scope\":1,\"path\":1,\"metrics\":{},"
+            "\"group\":-1}",
+         "range_metrics: group is not an integer >= 0"},
+        {RM "\"ts_ns\":5,\"start_ns\":1,\"context\":1,\"scope\":1,\"path\":1,\"metrics\":{},"
+            "\"group\":1.5}",
+         "range_metrics: group is not an integer >= 0"},
     };
     enum { N_BAD = sizeof bad / sizeof bad[0] };
     const char *lines[N_BAD + 1];
@@ -136,10 +150,256 @@ static void test_range_not_shown(void **state) {
     gpufl__model_destroy(m);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Metric groups: figures per scope path                                    */
+/* ---------------------------------------------------------------------- */
+
+#define T        "\"gpu__time_duration.sum\""
+#define HIT      "\"lts__t_sectors_lookup_hit.sum\""
+#define MISS     "\"lts__t_sectors_lookup_miss.sum\""
+#define HIT_RATE "\"lts__t_sector_hit_rate.pct\""
+#define SM       "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\""
+#define ALU      "\"sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed\""
+#define LSU      "\"sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed\""
+#define FMA      "\"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed\""
+
+/* A range_metrics line of context 1 (group "" for none). */
+#define RANGE(start, path, group, metrics)                                                         \
+    RM "\"ts_ns\":1000000,\"start_ns\":" #start ",\"context\":1,\"scope\":" #start                 \
+       ",\"path\":" #path group ",\"metrics\":{" metrics "}}"
+#define G(n) ",\"group\":" #n
+
+/* The report's hardware_counters member, parsed (*doc to free). */
+static json_t *counters_json(const gpufl_model_t *m, json_t **doc) {
+    char *text = render(m, GPUFL_REPORT_JSON, NULL);
+    json_error_t err;
+    *doc = json_loads(text, 0, &err);
+    if (!*doc) fail_msg("report JSON: %s", err.text);
+    free(text);
+    json_t *hc = json_object_get(*doc, "hardware_counters");
+    assert_true(json_is_object(hc));
+    return hc;
+}
+
+/* The scopes[] entry of a path. */
+static json_t *scope_of(json_t *hc, const char *path) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(hc, "scopes"), i, e) {
+        if (strcmp(json_string_value(json_object_get(e, "scope_path")), path) == 0) return e;
+    }
+    fail_msg("no scope %s", path);
+    return NULL;
+}
+
+static double number(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v)) fail_msg("%s is not a number", key);
+    return json_number_value(v);
+}
+
+/* Hits in group 0, misses in group 1, on different instances of one path:
+ * the L2 hit rate from their rates per GPU time; a range of time 0 does
+ * not count, one of a group the context does not have is a bad line. */
+static void test_range_groups_l2_hit(void **state) {
+    (void)state;
+    const char *lines[] = {
+        RP "\"chip\":\"GH100\",\"metrics\":[" T "," HIT "],\"groups\":[[" T "," HIT "],[" T "," MISS
+           "]]}",
+        "{\"type\":\"dict\",\"v\":1,\"id\":[2],\"str\":[\"eval\"]}",
+        RANGE(1, 1, G(0), T ":1000," HIT ":600"),
+        RANGE(2, 1, G(1), T ":3000," MISS ":600"),
+        RANGE(3, 1, "", T ":1000," HIT ":400"), /* no group: 0 */
+        RANGE(4, 2, G(0), T ":500," HIT ":10"),
+        RANGE(5, 1, G(1), T ":0," MISS ":999"),
+        RANGE(6, 1, G(2), T ":1000"),
+    };
+    gpufl_model_t *m = load_lines("groups_l2", lines, sizeof lines / sizeof lines[0]);
+    assert_int_equal(m->read.corrupt_lines, 1);
+    assert_true(has_warning(m, "range_metrics: group 2 is past context 1's last group (1)"));
+    assert_int_equal(m->n_range_contexts, 1);
+    assert_int_equal(m->range_contexts[0].n_groups, 2);
+    assert_int_equal(m->n_ranges, 5);
+    assert_int_equal(m->ranges[1].group, 1);
+    assert_int_equal(m->ranges[2].group, 0);
+
+    /* hits 1000 over 2000 ns, misses 600 over 3000 ns: 0.5 / (0.5 + 0.2) */
+    json_t *doc, *hc = counters_json(m, &doc);
+    json_t *step = scope_of(hc, "step"), *eval = scope_of(hc, "eval");
+    assert_float_equal(number(step, "l2_hit_pct"), 100 * 0.5 / 0.7, 1e-9);
+    assert_int_equal(number(step, "ranges"), 4);
+    assert_int_equal(number(step, "groups_seen"), 2);
+    assert_int_equal(number(step, "groups"), 2);
+    assert_true(json_is_null(json_object_get(step, "sm_throughput_pct")));
+    assert_true(json_is_null(json_object_get(eval, "l2_hit_pct"))); /* no misses seen */
+    assert_int_equal(number(eval, "groups_seen"), 1);
+    assert_ptr_equal(json_array_get(json_object_get(hc, "scopes"), 0), step); /* by GPU time */
+    assert_int_equal(json_array_size(json_object_get(hc, "ranges")), 3);
+    assert_int_equal(number(hc, "ranges_other_groups"), 2);
+    assert_int_equal(number(hc, "more_scopes"), 0);
+    assert_int_equal(json_array_size(json_object_get(hc, "groups")), 2);
+    json_decref(doc);
+
+    /* The range table holds group 0 only and says so. */
+    char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
+    assert_non_null(strstr(text, "One row per profiled scope of metric group 0, by start time (3 "
+                                 "of 3); values over the range's elapsed time, gaps between its "
+                                 "kernels included. Ranges of the other groups (2) are not "
+                                 "listed: they count in the figures per scope path.\n"));
+    assert_non_null(strstr(text, "  metric groups      2, one per collection in turn; the metrics "
+                                 "above are group 0; 1: gpu__time_duration.sum, "
+                                 "lts__t_sectors_lookup_miss.sum\n"));
+    assert_non_null(strstr(text, "so they assume its instances do similar work."));
+    assert_non_null(strstr(text, "  scope  ranges  groups  SM throughput  SM limiter  L2 hit\n"
+                                 "  step        4     2/2              -  -            71.4%\n"
+                                 "  eval        1     1/2              -  -                -\n"));
+    free(text);
+    text = render(m, GPUFL_REPORT_MARKDOWN, NULL);
+    assert_non_null(strstr(text, "### Per scope path\n"));
+    assert_non_null(strstr(text, "| step | 4 | 2/2 | - | - | 71.4% |\n"));
+    free(text);
+    text = render(m, GPUFL_REPORT_HTML, NULL);
+    assert_non_null(strstr(text, "<h3>Per scope path</h3>"));
+    assert_non_null(strstr(text, "<td>step</td><td class=\"r\">4</td><td class=\"r\">2/2</td>"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* SM throughput from the metrics it is the maximum of, spread over three
+ * groups; unknown when one of them was never seen; measured when
+ * sm__throughput itself was. */
+static void test_range_groups_sm_throughput(void **state) {
+    (void)state;
+    const char *lines[] = {
+        RP "\"chip\":\"GH100\",\"metrics\":[" T "," ALU "],\"groups\":[[" T "," ALU "],[" T "," LSU
+           "],[" T "," FMA "]],\"sm_throughput_of\":[" ALU "," LSU "," FMA "]}",
+        "{\"type\":\"dict\",\"v\":1,\"id\":[2,3],\"str\":[\"eval\",\"fwd\"]}",
+        /* step: ALU (50·1000 + 10·3000) / 4000 = 20, LSU 30 (the null and the
+         * time-0 range left out), FMA 25 */
+        RANGE(1, 1, G(0), T ":1000," ALU ":50"),
+        RANGE(2, 1, G(0), T ":3000," ALU ":10"),
+        RANGE(3, 1, G(1), T ":1000," LSU ":40"),
+        RANGE(4, 1, G(1), T ":1000," LSU ":20"),
+        RANGE(5, 1, G(1), T ":2000," LSU ":null"),
+        RANGE(6, 1, G(1), T ":0," LSU ":100"),
+        RANGE(7, 1, G(2), T ":2000," FMA ":25"),
+        /* eval: FMA never seen */
+        RANGE(8, 2, G(0), T ":1000," ALU ":90"),
+        RANGE(9, 2, G(1), T ":1000," LSU ":10"),
+        /* fwd: sm__throughput measured, (70·1000 + 40·3000) / 4000 */
+        RANGE(10, 3, G(0), T ":1000," ALU ":10," SM ":70"),
+        RANGE(11, 3, G(0), T ":3000," ALU ":10," SM ":40"),
+        RANGE(12, 3, G(1), T ":1000," LSU ":99"),
+        RANGE(13, 3, G(2), T ":1000," FMA ":99"),
+    };
+    gpufl_model_t *m = load_lines("groups_sm", lines, sizeof lines / sizeof lines[0]);
+    assert_int_equal(m->read.corrupt_lines, 0);
+    json_t *doc, *hc = counters_json(m, &doc);
+    assert_int_equal(json_array_size(json_object_get(hc, "sm_throughput_of")), 3);
+    json_t *step = scope_of(hc, "step"), *eval = scope_of(hc, "eval"), *fwd = scope_of(hc, "fwd");
+    assert_float_equal(number(step, "sm_throughput_pct"), 30, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(step, "sm_throughput_limiter")),
+                        "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed");
+    assert_int_equal(number(step, "groups_seen"), 3);
+    assert_true(json_is_null(json_object_get(eval, "sm_throughput_pct")));
+    assert_true(json_is_null(json_object_get(eval, "sm_throughput_limiter")));
+    assert_float_equal(number(fwd, "sm_throughput_pct"), 47.5, 1e-9);
+    assert_true(json_is_null(json_object_get(fwd, "sm_throughput_limiter")));
+    json_decref(doc);
+
+    char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
+    assert_non_null(strstr(text, "  SM throughput of   the largest of "
+                                 "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed, "));
+    assert_non_null(strstr(text, "  step        7     3/3          30.0%  inst_executed_pipe_lsu"));
+    assert_non_null(strstr(text, "  fwd         4     3/3          47.5%  -"));
+    assert_non_null(strstr(text, "  eval        2     2/3              -  -"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* A log from before metric groups: one group, every range in the table,
+ * the figures per path from the one group. */
+static void test_range_groups_old_log(void **state) {
+    (void)state;
+    const char *lines[] = {
+        RP "\"chip\":\"GH100\",\"metrics\":[" T "," HIT "," MISS "," HIT_RATE "]}",
+        "{\"type\":\"dict\",\"v\":1,\"id\":[2],\"str\":[\"eval\"]}",
+        RANGE(1, 1, "", T ":1000," HIT ":300," MISS ":100"),
+        RANGE(2, 1, "", T ":1000," HIT ":100," MISS ":300"),
+        RANGE(3, 2, "", T ":1000," HIT ":1," MISS ":0," HIT_RATE ":80"),
+        RANGE(4, 2, "", T ":1000," HIT ":1," MISS ":0," HIT_RATE ":40"),
+    };
+    gpufl_model_t *m = load_lines("groups_old", lines, sizeof lines / sizeof lines[0]);
+    assert_int_equal(m->read.corrupt_lines, 0);
+    assert_int_equal(m->range_contexts[0].n_groups, 1);
+    assert_null(m->range_contexts[0].groups);
+    json_t *doc, *hc = counters_json(m, &doc);
+    json_t *groups = json_object_get(hc, "groups");
+    assert_int_equal(json_array_size(groups), 1);
+    assert_true(json_equal(json_array_get(groups, 0), json_object_get(hc, "metrics")));
+    assert_int_equal(json_array_size(json_object_get(hc, "sm_throughput_of")), 0);
+    assert_int_equal(json_array_size(json_object_get(hc, "ranges")), 4);
+    assert_int_equal(number(hc, "ranges_other_groups"), 0);
+    assert_float_equal(number(scope_of(hc, "step"), "l2_hit_pct"), 50, 1e-9);
+    assert_float_equal(number(scope_of(hc, "eval"), "l2_hit_pct"), 60, 1e-9); /* measured */
+    json_decref(doc);
+    char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
+    assert_non_null(strstr(text, "One row per profiled scope, by start time (4 of 4); values over "
+                                 "the range's elapsed time, gaps between its kernels included.\n"));
+    assert_null(strstr(text, "metric groups"));
+    assert_null(strstr(text, "SM throughput of"));
+    assert_non_null(strstr(text, "  step        2     1/1              -  -            50.0%\n"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
+/* More scope paths than the table lists: the most GPU time first. */
+static void test_range_groups_paths_capped(void **state) {
+    (void)state;
+    enum { N_PATHS = GPUFL_REPORT_RANGE_ROWS_MAX + 10 };
+    static char dict[4096], ranges[N_PATHS][300];
+    const char *lines[N_PATHS + 1];
+    size_t k = 0;
+    k += (size_t)snprintf(dict + k, sizeof dict - k, "{\"type\":\"dict\",\"v\":1,\"id\":[");
+    for (int i = 0; i < N_PATHS; i++)
+        k += (size_t)snprintf(dict + k, sizeof dict - k, "%s%d", i ? "," : "", i + 2);
+    k += (size_t)snprintf(dict + k, sizeof dict - k, "],\"str\":[");
+    for (int i = 0; i < N_PATHS; i++)
+        k += (size_t)snprintf(dict + k, sizeof dict - k, "%s\"p%d\"", i ? "," : "", i + 2);
+    snprintf(dict + k, sizeof dict - k, "]}");
+    lines[0] = dict;
+    for (int i = 0; i < N_PATHS; i++) {
+        snprintf(ranges[i], sizeof ranges[i],
+                 RM "\"ts_ns\":1000000,\"start_ns\":%d,\"context\":1,\"scope\":%d,\"path\":%d,"
+                    "\"metrics\":{" T ":%d}}",
+                 i + 1, i + 1, i + 2, (i + 1) * 1000);
+        lines[i + 1] = ranges[i];
+    }
+    gpufl_model_t *m = load_lines("groups_capped", lines, N_PATHS + 1);
+    assert_int_equal(m->n_ranges, N_PATHS);
+    json_t *doc, *hc = counters_json(m, &doc);
+    json_t *scopes = json_object_get(hc, "scopes");
+    assert_int_equal(json_array_size(scopes), GPUFL_REPORT_RANGE_ROWS_MAX);
+    assert_int_equal(number(hc, "more_scopes"), 10);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(scopes, 0), "scope_path")),
+                        "p61");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(scopes, 49), "scope_path")), "p12");
+    json_decref(doc);
+    char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
+    assert_non_null(strstr(text, "One row per scope path, by GPU time (50 of 60)"));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_range_malformed),
         cmocka_unit_test(test_range_not_shown),
+        cmocka_unit_test(test_range_groups_l2_hit),
+        cmocka_unit_test(test_range_groups_sm_throughput),
+        cmocka_unit_test(test_range_groups_old_log),
+        cmocka_unit_test(test_range_groups_paths_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
