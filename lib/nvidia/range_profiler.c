@@ -604,16 +604,41 @@ static int group_of(int groups, uint64_t c) {
     return 1 + (int)(c / 2 % (uint64_t)(groups - 1));
 }
 
+/* Lock held. Lays out the context's image for group g, grown as needed:
+ * the range profiler object keeps the metrics of its last size query, and
+ * an image initialized after a query for other metrics evaluates to NaN
+ * (measured on an H100), so this runs before every initialization. */
+static CUptiResult size_image(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d, int g) {
+    CUpti_RangeProfiler_GetCounterDataSize_Params sz = {
+        .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    sz.pRangeProfilerObject = x->object;
+    sz.pMetricNames = (const char **)d->group[g].metrics;
+    sz.numMetrics = (size_t)d->group[g].metric_count;
+    sz.maxNumOfRanges = GPUFL_RP_RANGES_MAX;
+    sz.maxNumRangeTreeNodes = GPUFL_RP_RANGES_MAX; /* >= maxNumOfRanges */
+    CUptiResult r = s->fn.data_size(&sz);
+    if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerGetCounterDataSize");
+    if (sz.counterDataSize > x->data_size[g] || x->data[g] == NULL) {
+        uint8_t *grown = realloc(x->data[g], sz.counterDataSize ? sz.counterDataSize : 1);
+        if (grown == NULL) return failed(s, CUPTI_ERROR_OUT_OF_MEMORY, "the counter data image");
+        x->data[g] = grown;
+    }
+    x->data_size[g] = sz.counterDataSize;
+    return CUPTI_SUCCESS;
+}
+
 /* Lock held. A fresh image, SetConfig and Start with the next group; 0 or
  * the failed result. */
 static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
     int g = group_of(d->groups, x->collections);
+    CUptiResult r = size_image(s, x, d, g);
+    if (r != CUPTI_SUCCESS) return r;
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init = {
         .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
     init.pRangeProfilerObject = x->object;
     init.counterDataSize = x->data_size[g];
     init.pCounterData = x->data[g];
-    CUptiResult r = s->fn.data_init(&init);
+    r = s->fn.data_init(&init);
     if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerCounterDataImageInitialize");
     CUpti_RangeProfiler_SetConfig_Params set = {
         .structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
@@ -647,7 +672,6 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
 /* Lock held, ctx current. Enables the profiler on a new context; the slot
  * says why when it cannot. */
 static void enable_context(gpufl_rp_t *s, rp_ctx_t *x) {
-    char why[240];
     int64_t t0 = gpufl__mono_ns();
     x->started_ns = t0;
     x->state = CTX_FAILED;
@@ -672,27 +696,6 @@ static void enable_context(gpufl_rp_t *s, rp_ctx_t *x) {
         return;
     }
     x->object = en.pRangeProfilerObject;
-    for (int g = 0; g < d->groups; g++) {
-        CUpti_RangeProfiler_GetCounterDataSize_Params sz = {
-            .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-        sz.pRangeProfilerObject = x->object;
-        sz.pMetricNames = (const char **)d->group[g].metrics;
-        sz.numMetrics = (size_t)d->group[g].metric_count;
-        sz.maxNumOfRanges = GPUFL_RP_RANGES_MAX;
-        sz.maxNumRangeTreeNodes = GPUFL_RP_RANGES_MAX; /* >= maxNumOfRanges */
-        r = s->fn.data_size(&sz);
-        if (r != CUPTI_SUCCESS) {
-            explain(s, r, "cuptiRangeProfilerGetCounterDataSize", why, sizeof why);
-            snprintf(x->error, sizeof x->error, "%s", why);
-            goto disable;
-        }
-        x->data_size[g] = sz.counterDataSize;
-        x->data[g] = malloc(sz.counterDataSize ? sz.counterDataSize : 1);
-        if (x->data[g] == NULL) {
-            snprintf(x->error, sizeof x->error, "out of memory for the counter data images");
-            goto disable;
-        }
-    }
     x->ranges = malloc(GPUFL_RP_RANGES_MAX * sizeof *x->ranges);
     if (x->ranges == NULL) {
         snprintf(x->error, sizeof x->error, "out of memory for the ranges");

@@ -50,6 +50,7 @@ typedef struct fake_range {
 typedef struct image {
     uint32_t magic, count;
     size_t capacity;
+    char layout[4096]; /* the metrics it holds: the object's last size query's */
     fake_range_t range[];
 } image_t;
 
@@ -58,6 +59,7 @@ struct CUpti_RangeProfiler_Object {
     int enabled, collecting, depth, levels, max_depth;
     size_t max_ranges, dropped;
     int pushes, pops, decodes, set_configs;
+    char layout[4096]; /* the metrics of the last GetCounterDataSize, newline-separated */
     size_t passes;
     image_t *image;
     fake_range_t ranges[RANGES_MAX];
@@ -219,7 +221,10 @@ EXPORT CUptiResult cuptiProfilerHostEvaluateToGpuValues(gpufl_host_evaluate_para
         char needle[140];
         snprintf(needle, sizeof needle, "%s\n", p->ppMetricNames[m]);
         if (strstr(p->pHostObject->names, needle) == NULL) return CUPTI_ERROR_INVALID_METRIC_NAME;
-        p->pMetricValues[m] = value_of(p->ppMetricNames[m], im->range[p->rangeIndex].work);
+        /* A metric the image was not laid out for evaluates to NaN, as on an H100. */
+        p->pMetricValues[m] = strstr(im->layout, needle) == NULL
+                                  ? NAN
+                                  : value_of(p->ppMetricNames[m], im->range[p->rangeIndex].work);
     }
     return CUPTI_SUCCESS;
 }
@@ -266,8 +271,18 @@ EXPORT CUptiResult
 cuptiRangeProfilerGetCounterDataSize(CUpti_RangeProfiler_GetCounterDataSize_Params *p) {
     CUptiResult r = fails("cuptiRangeProfilerGetCounterDataSize");
     if (r != CUPTI_SUCCESS) return r;
-    if (p->maxNumRangeTreeNodes < p->maxNumOfRanges || p->numMetrics == 0)
+    if (p->maxNumRangeTreeNodes < p->maxNumOfRanges || p->numMetrics == 0 ||
+        p->pRangeProfilerObject == NULL)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    /* As CUPTI: the object keeps these metrics as the layout of the images
+     * initialized after this call. */
+    char *layout = p->pRangeProfilerObject->layout;
+    layout[0] = '\0';
+    for (size_t i = 0; i < p->numMetrics; i++) {
+        size_t used = strlen(layout);
+        snprintf(layout + used, sizeof p->pRangeProfilerObject->layout - used, "%s\n",
+                 p->pMetricNames[i]);
+    }
     p->counterDataSize = sizeof(image_t) + p->maxNumOfRanges * sizeof(fake_range_t);
     return CUPTI_SUCCESS;
 }
@@ -276,8 +291,10 @@ EXPORT CUptiResult cuptiRangeProfilerCounterDataImageInitialize(
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p) {
     if (p->counterDataSize < sizeof(image_t)) return CUPTI_ERROR_INVALID_PARAMETER;
     image_t *im = (image_t *)p->pCounterData;
+    if (p->pRangeProfilerObject == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
     im->magic = MAGIC;
     im->count = 0;
+    memcpy(im->layout, p->pRangeProfilerObject->layout, sizeof im->layout);
     im->capacity = (p->counterDataSize - sizeof(image_t)) / sizeof(fake_range_t);
     return CUPTI_SUCCESS;
 }
