@@ -22,6 +22,7 @@
 #define L2_HIT_RATE    "lts__t_sector_hit_rate.pct"
 #define L2_LOOKUP_HIT  "lts__t_sectors_lookup_hit.sum"
 #define L2_LOOKUP_MISS "lts__t_sectors_lookup_miss.sum"
+#define L2_SECTORS     "lts__t_sectors.sum"
 
 /* The metrics given a column, in column order after the scope path. */
 enum col_kind { K_NS, K_PCT, K_RATIO, K_BYTES };
@@ -139,12 +140,16 @@ static void path_sm_throughput(const gpufl_report_range_t *s, const gpufl_model_
     p->sm_limiter = limiter;
 }
 
-/* L2 hit rate: measured, else from the lookup hits and misses, which may
- * come from different ranges. */
+/* L2 hit rate: measured, else the lookup hits over the sectors (which is
+ * lts__t_sector_hit_rate: checked against Nsight Compute's on an H100),
+ * else over the lookups (hits and misses; a miss can count more than once,
+ * so this reads low where misses repeat), each from ranges of any group. */
 static double path_l2_hit(const gpufl_model_range_t *const *rs, size_t n) {
     double pct = weighted_mean(rs, n, L2_HIT_RATE);
     if (!isnan(pct)) return pct;
-    double hit = rate(rs, n, L2_LOOKUP_HIT), miss = rate(rs, n, L2_LOOKUP_MISS);
+    double hit = rate(rs, n, L2_LOOKUP_HIT), sectors = rate(rs, n, L2_SECTORS);
+    if (sectors > 0) return 100 * hit / sectors; /* NAN when either is */
+    double miss = rate(rs, n, L2_LOOKUP_MISS);
     return hit + miss > 0 ? 100 * hit / (hit + miss) : NAN; /* false when either is NAN */
 }
 

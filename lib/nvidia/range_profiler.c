@@ -47,6 +47,7 @@ static const char *const wanted[] = {
     "lts__t_sector_hit_rate.pct",
     "lts__t_sectors_lookup_hit.sum",
     "lts__t_sectors_lookup_miss.sum",
+    "lts__t_sectors.sum", /* with the lookup hits: the L2 hit rate as Nsight Compute reads it (checked) */
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -151,11 +152,14 @@ typedef struct rp_ctx {
     CUpti_RangeProfiler_Object *object;
     uint8_t *data[GPUFL_RP_GROUPS_MAX]; /* a counter data image per metric group */
     size_t data_size[GPUFL_RP_GROUPS_MAX];
-    int group;            /* the group of the running collection */
-    uint64_t collections; /* started: the next group follows from it */
-    int collecting;       /* between Start and Stop */
-    int open;             /* a range is open (CUPTI keeps one stack per context) */
-    rp_range_t *ranges;   /* pushed since the last decode */
+    int group;              /* the group of the running collection */
+    int configured;         /* the group the object was enabled for; -1 none yet */
+    int other;              /* the last group other than 0 collected, 0 none */
+    int64_t switch_ns;      /* spent switching groups */
+    int64_t last_switch_ns; /* the last switch's cost (before one: the first Start's) */
+    int collecting;         /* between Start and Stop */
+    int open;               /* a range is open (CUPTI keeps one stack per context) */
+    rp_range_t *ranges;     /* pushed since the last decode */
     size_t pending;
     int64_t decode_due_ns;
 } rp_ctx_t;
@@ -190,6 +194,7 @@ struct gpufl_rp {
     rp_fn_t fn;
     uint64_t serial; /* tells this engine's thread state from an earlier one's */
     int64_t decode_every_ns;
+    int switch_pct; /* GPUFL_RANGE_PROFILER_SWITCH_PCT: see next_group */
     pthread_mutex_t lock;
     rp_ctx_t ctx[GPUFL_RP_CONTEXTS_MAX];
     int ctx_count;
@@ -205,6 +210,9 @@ struct gpufl_rp {
     uint64_t unprofiled, open_at_end;
     _Atomic uint64_t nested, concurrent, no_context;
     int64_t decode_ns_total;
+    int64_t stop_ns_total, start_ns_total; /* parts of decode_ns_total: Stop; the next Start */
+    uint64_t switches;                     /* re-enables for another group */
+    int64_t switch_ns_total;
     _Atomic int finished;
 };
 
@@ -268,6 +276,20 @@ int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t
     s->cuda = cuda;
     s->collector = collector;
     s->decode_every_ns = decode_every_ns > 0 ? decode_every_ns : 1000000000;
+    /* A tuning knob (docs/options.md): the share of a context's time that
+     * switching metric groups may take, 0 to 100. */
+    s->switch_pct = GPUFL_RP_SWITCH_PCT;
+    const char *pct = getenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
+    if (pct != NULL && *pct) {
+        char *end = NULL;
+        long v = strtol(pct, &end, 10);
+        if (end != NULL && *end == '\0' && v >= 0 && v <= 100)
+            s->switch_pct = (int)v;
+        else
+            gpufl__warn("GPUFL_RANGE_PROFILER_SWITCH_PCT=%s is not a whole percentage from 0 to "
+                        "100; using %d",
+                        pct, GPUFL_RP_SWITCH_PCT);
+    }
     s->serial = atomic_fetch_add(&serials, 1) + 1;
     const gpufl_engine_sym_t syms[] = {
         SYM(profiler_init, "cuptiProfilerInitialize"),
@@ -596,13 +618,25 @@ static rp_device_t *configure_device(gpufl_rp_t *s, CUcontext ctx, uint32_t devi
 /* Collection on a context                                                  */
 /* ---------------------------------------------------------------------- */
 
-/* The group of a context's c-th collection: group 0 every other one, the
- * others in turn between (0, 1, 0, 2, ..., 0, n-1, 0, 1, ...), so that the
- * main metrics cover half of the ranges and each other group some. */
-static int group_of(int groups, uint64_t c) {
-    if (groups <= 1 || c % 2 == 0) return 0;
-    return 1 + (int)(c / 2 % (uint64_t)(groups - 1));
+/* Lock held. The group of the context's next collection: group 0 between
+ * any two others, which come in turn (0, 1, 0, 2, ..., 0, n-1, 0, 1, ...).
+ * Another group takes the profiler disabled and enabled again, and the
+ * next Start then programs the counters: about 0.3 s on an H100 each way.
+ * So a context leaves group 0 only while its switches, with the two of
+ * this one at the last one's cost, stay within switch_pct of its time
+ * (100: whenever a collection ends; 0: never). */
+static int next_group(const gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
+    if (d->groups <= 1 || x->configured != 0 || s->switch_pct <= 0) return 0;
+    if (s->switch_pct < 100) {
+        int64_t elapsed = gpufl__mono_ns() - x->started_ns;
+        int64_t cost = x->switch_ns + 2 * x->last_switch_ns;
+        if (cost * 100 > (int64_t)s->switch_pct * elapsed) return 0;
+    }
+    x->other = x->other % (d->groups - 1) + 1;
+    return x->other;
 }
+
+static void disable(gpufl_rp_t *s, rp_ctx_t *x);
 
 /* Lock held. Lays out the context's image for group g, grown as needed:
  * the range profiler object keeps the metrics of its last size query, and
@@ -630,8 +664,24 @@ static CUptiResult size_image(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d, 
 /* Lock held. A fresh image, SetConfig and Start with the next group; 0 or
  * the failed result. */
 static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
-    int g = group_of(d->groups, x->collections);
-    CUptiResult r = size_image(s, x, d, g);
+    int g = next_group(s, x, d);
+    int64_t t0 = gpufl__mono_ns();
+    int switching = x->configured >= 0 && x->configured != g;
+    CUptiResult r;
+    if (switching) {
+        /* The object keeps counting what its first configuration set up:
+         * SetConfig with another group's image gave NaN for every counter
+         * the first did not have (measured on an H100). Another group
+         * takes the object disabled and enabled again. */
+        disable(s, x);
+        CUpti_RangeProfiler_Enable_Params en = {.structSize =
+                                                    CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+        en.ctx = x->ctx;
+        r = s->fn.enable(&en);
+        if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerEnable");
+        x->object = en.pRangeProfilerObject;
+    }
+    r = size_image(s, x, d, g);
     if (r != CUPTI_SUCCESS) return r;
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params init = {
         .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
@@ -661,10 +711,19 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
     st.pRangeProfilerObject = x->object;
     r = s->fn.start(&st);
     if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerStart");
+    int first = x->configured < 0;
+    x->configured = g;
     x->collecting = 1;
     x->group = g;
-    x->collections++;
     x->pending = 0;
+    if (switching) { /* disable, enable and the Start that programs the counters */
+        x->last_switch_ns = gpufl__mono_ns() - t0;
+        x->switch_ns += x->last_switch_ns;
+        s->switches++;
+        s->switch_ns_total += x->last_switch_ns;
+    } else if (first) {
+        x->last_switch_ns = gpufl__mono_ns() - t0; /* the first Start: as dear as a switch */
+    }
     x->decode_due_ns = gpufl__mono_ns() + s->decode_every_ns;
     return CUPTI_SUCCESS;
 }
@@ -696,6 +755,7 @@ static void enable_context(gpufl_rp_t *s, rp_ctx_t *x) {
         return;
     }
     x->object = en.pRangeProfilerObject;
+    x->configured = -1;
     x->ranges = malloc(GPUFL_RP_RANGES_MAX * sizeof *x->ranges);
     if (x->ranges == NULL) {
         snprintf(x->error, sizeof x->error, "out of memory for the ranges");
@@ -814,7 +874,9 @@ static void decode(gpufl_rp_t *s, rp_ctx_t *x, int restart) {
     CUpti_RangeProfiler_Stop_Params sp = {.structSize =
                                               CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
     sp.pRangeProfilerObject = x->object;
-    if (failed(s, s->fn.stop(&sp), "cuptiRangeProfilerStop") != CUPTI_SUCCESS) {
+    CUptiResult stopped = s->fn.stop(&sp);
+    s->stop_ns_total += gpufl__mono_ns() - t0;
+    if (failed(s, stopped, "cuptiRangeProfilerStop") != CUPTI_SUCCESS) {
         x->decode_due_ns = t0 + s->decode_every_ns; /* not again at every range end */
         if (!restart) {                             /* the last try: what it held is gone */
             for (size_t k = 0; k < x->pending; k++) s->lost += x->ranges[k].scope != 0;
@@ -833,11 +895,14 @@ static void decode(gpufl_rp_t *s, rp_ctx_t *x, int restart) {
     s->decodes++;
     for (size_t k = 0; k < x->pending; k++) s->lost += x->ranges[k].scope != 0;
     x->pending = 0;
+    int64_t t1 = gpufl__mono_ns();
     if (restart && begin_collection(s, x, &s->devices[x->device]) != CUPTI_SUCCESS) {
         x->state = CTX_FAILED;
         snprintf(x->error, sizeof x->error, "collection stopped: %.200s", s->errors.last);
     }
-    s->decode_ns_total += gpufl__mono_ns() - t0;
+    int64_t t2 = gpufl__mono_ns();
+    s->start_ns_total += t2 - t1;
+    s->decode_ns_total += t2 - t0;
 }
 
 static void disable(gpufl_rp_t *s, rp_ctx_t *x) {
@@ -1142,6 +1207,13 @@ static void write_stats(gpufl_rp_t *s) {
         gpufl__engine_stats_begin(s->collector, "range_profiler_stats", v, sizeof v / sizeof v[0]);
     gpufl__buf_key(b, "decode_ms");
     gpufl__buf_put_fixed(b, st.decode_ms, 1);
+    gpufl__buf_key(b, "stop_ms");
+    gpufl__buf_put_fixed(b, st.stop_ms, 1);
+    gpufl__buf_key(b, "start_ms");
+    gpufl__buf_put_fixed(b, st.start_ms, 1);
+    gpufl__buf_kv_i64(b, "switches", (int64_t)st.switches);
+    gpufl__buf_key(b, "switch_ms");
+    gpufl__buf_put_fixed(b, st.switch_ms, 1);
     gpufl__engine_stats_end(s->collector);
 }
 
@@ -1193,6 +1265,10 @@ void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out) {
     out->open_at_end = s->open_at_end;
     out->errors = s->errors.count;
     out->decode_ms = (double)s->decode_ns_total / 1e6;
+    out->stop_ms = (double)s->stop_ns_total / 1e6;
+    out->start_ms = (double)s->start_ns_total / 1e6;
+    out->switches = s->switches;
+    out->switch_ms = (double)s->switch_ns_total / 1e6;
     pthread_mutex_unlock(&s->lock);
 }
 

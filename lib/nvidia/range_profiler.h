@@ -50,8 +50,9 @@
 #define GPUFL_RP_CONTEXTS_MAX 64
 #define GPUFL_RP_DEVICES_MAX  64
 #define GPUFL_RP_METRICS_MAX  16
-#define GPUFL_RP_GROUPS_MAX   12    /* one-pass metric sets a device rotates through */
-#define GPUFL_RP_RANGES_MAX   128   /* ranges one counter data image holds between decodes */
+#define GPUFL_RP_SWITCH_PCT   5   /* default share of time that switching metric groups may take */
+#define GPUFL_RP_GROUPS_MAX   12  /* one-pass metric sets a device rotates through */
+#define GPUFL_RP_RANGES_MAX   128 /* ranges one counter data image holds between decodes */
 #define GPUFL_RP_RESULTS_MAX  65536 /* evaluated ranges waiting for the collector */
 #define GPUFL_RP_PATH_BYTES   256   /* scope path kept per range (longer ones are cut) */
 
@@ -61,7 +62,9 @@ typedef struct gpufl_rp_stats {
     uint64_t contexts, ranges_pushed, ranges, decodes;
     uint64_t nested, concurrent, no_context, unprofiled, over_capacity, dropped, lost, open_at_end;
     uint64_t errors;
-    double decode_ms;
+    double decode_ms, stop_ms, start_ms; /* decode_ms holds the other two */
+    uint64_t switches;                   /* the profiler enabled again for another metric group */
+    double switch_ms;
 } gpufl_rp_stats_t;
 
 /* Resolves the Range Profiler API in cupti's library. cuda gives each

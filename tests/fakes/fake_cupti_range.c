@@ -9,7 +9,7 @@
  * Behaviour mirrors what was measured on an H100
  * (docs/design/range-profiler.md): sm__throughput needs 8 passes,
  * lts__t_sector_hit_rate and two of SM throughput's parts 2 alone; the L2
- * lookup hit and miss sums need a pass each, and so does every pair of SM
+ * lookup hit and miss sums and the L2 sector count need a pass each, and so does every pair of SM
  * pipe activities (GH100 fits two); everything else fits in one; with one nesting
  * level an inner push is accepted and not recorded (the outer range counts
  * the inner work); two ranges of one name become one; ranges past
@@ -21,7 +21,7 @@
  * context), fake_cupti_range_error (make one call fail, once or always),
  * fake_cupti_range_support (the device's support level), fake_cupti_range_nan
  * (a metric that evaluates to NaN), fake_cupti_range_state and
- * fake_cupti_range_reset.
+ * fake_cupti_range_start_delay and fake_cupti_range_reset.
  */
 #include "nvidia/cupti_host.h"
 
@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXPORT     __attribute__((visibility("default")))
 #define CTX_MAX    8
@@ -50,7 +51,8 @@ typedef struct fake_range {
 typedef struct image {
     uint32_t magic, count;
     size_t capacity;
-    char layout[4096]; /* the metrics it holds: the object's last size query's */
+    char layout[4096];  /* the metrics it holds: the object's last size query's */
+    char counted[4096]; /* what the hardware counted: the object's first configuration */
     fake_range_t range[];
 } image_t;
 
@@ -59,7 +61,8 @@ struct CUpti_RangeProfiler_Object {
     int enabled, collecting, depth, levels, max_depth;
     size_t max_ranges, dropped;
     int pushes, pops, decodes, set_configs;
-    char layout[4096]; /* the metrics of the last GetCounterDataSize, newline-separated */
+    char layout[4096];     /* the metrics of the last GetCounterDataSize, newline-separated */
+    char programmed[4096]; /* the first configuration since Enable: what is counted */
     size_t passes;
     image_t *image;
     fake_range_t ranges[RANGES_MAX];
@@ -75,6 +78,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct CUpti_RangeProfiler_Object objects[CTX_MAX];
 static CUpti_Profiler_Support_Level support = CUPTI_PROFILER_CONFIGURATION_SUPPORTED;
 static char nan_metric[128];
+static int start_delay_us; /* each Start takes this long (programming the counters) */
 static struct {
     char call[64];
     CUptiResult result;
@@ -101,8 +105,9 @@ static size_t passes_of(const char *name) {
 }
 
 /* The passes a set of counters that share hardware adds. */
-static size_t conflicts(int lookup_hit, int lookup_miss, int pipes) {
-    return (size_t)(lookup_hit && lookup_miss) + (pipes > 2 ? (size_t)(pipes - 1) / 2 : 0);
+static size_t conflicts(int lookup_hit, int lookup_miss, int sectors, int pipes) {
+    return (size_t)(lookup_hit + lookup_miss + sectors > 1) +
+           (pipes > 2 ? (size_t)(pipes - 1) / 2 : 0);
 }
 
 static int known(const char *name) {
@@ -194,16 +199,17 @@ static size_t image_passes(const uint8_t *image) {
     char copy[4096];
     snprintf(copy, sizeof copy, "%s", (const char *)image);
     size_t passes = 1;
-    int hit = 0, miss = 0, pipes = 0;
+    int hit = 0, miss = 0, sectors = 0, pipes = 0;
     for (char *save, *name = strtok_r(copy, "\n", &save); name;
          name = strtok_r(NULL, "\n", &save)) {
         passes += passes_of(name) - 1;
         hit |= strncmp(name, "lts__t_sectors_lookup_hit.", 26) == 0;
         miss |= strncmp(name, "lts__t_sectors_lookup_miss.", 27) == 0;
+        sectors |= strncmp(name, "lts__t_sectors.", 15) == 0;
         pipes += strncmp(name, "sm__pipe_", 9) == 0 &&
                  strstr(name, "_cycles_active.avg.pct_of_peak_sustained_elapsed");
     }
-    return passes + conflicts(hit, miss, pipes);
+    return passes + conflicts(hit, miss, sectors, pipes);
 }
 
 EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(gpufl_host_passes_params_t *p) {
@@ -222,9 +228,10 @@ EXPORT CUptiResult cuptiProfilerHostEvaluateToGpuValues(gpufl_host_evaluate_para
         snprintf(needle, sizeof needle, "%s\n", p->ppMetricNames[m]);
         if (strstr(p->pHostObject->names, needle) == NULL) return CUPTI_ERROR_INVALID_METRIC_NAME;
         /* A metric the image was not laid out for evaluates to NaN, as on an H100. */
-        p->pMetricValues[m] = strstr(im->layout, needle) == NULL
-                                  ? NAN
-                                  : value_of(p->ppMetricNames[m], im->range[p->rangeIndex].work);
+        p->pMetricValues[m] =
+            strstr(im->layout, needle) == NULL || strstr(im->counted, needle) == NULL
+                ? NAN
+                : value_of(p->ppMetricNames[m], im->range[p->rangeIndex].work);
     }
     return CUPTI_SUCCESS;
 }
@@ -251,7 +258,10 @@ EXPORT CUptiResult cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params *p
     pthread_mutex_lock(&lock);
     struct CUpti_RangeProfiler_Object *o = object_of(p->ctx, 1);
     if (o == NULL || o->enabled) r = CUPTI_ERROR_INVALID_OPERATION;
-    if (r == CUPTI_SUCCESS) o->enabled = 1;
+    if (r == CUPTI_SUCCESS) {
+        o->enabled = 1;
+        o->programmed[0] = '\0';
+    }
     p->pRangeProfilerObject = r == CUPTI_SUCCESS ? o : NULL;
     pthread_mutex_unlock(&lock);
     return r;
@@ -313,6 +323,10 @@ EXPORT CUptiResult cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Par
     o->max_ranges = p->maxRangesPerPass < im->capacity ? p->maxRangesPerPass : im->capacity;
     o->passes = image_passes(p->pConfig);
     o->set_configs++;
+    /* As on an H100: the counters stay those of the first configuration
+     * until the object is disabled. */
+    if (o->programmed[0] == '\0')
+        snprintf(o->programmed, sizeof o->programmed, "%s", (const char *)p->pConfig);
     pthread_mutex_unlock(&lock);
     return CUPTI_SUCCESS;
 }
@@ -320,6 +334,7 @@ EXPORT CUptiResult cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Par
 EXPORT CUptiResult cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p) {
     CUptiResult r = fails("cuptiRangeProfilerStart");
     if (r != CUPTI_SUCCESS) return r;
+    if (start_delay_us > 0) usleep((useconds_t)start_delay_us);
     struct CUpti_RangeProfiler_Object *o = p->pRangeProfilerObject;
     pthread_mutex_lock(&lock);
     if (o == NULL || o->image == NULL || o->collecting)
@@ -400,6 +415,7 @@ EXPORT CUptiResult cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_P
         image_t *im = o->image;
         for (size_t i = 0; i < o->count && im->count < im->capacity; i++)
             im->range[im->count++] = o->ranges[i];
+        memcpy(im->counted, o->programmed, sizeof im->counted);
         p->numOfRangeDropped = o->dropped;
         o->count = 0;
         o->dropped = 0;
@@ -437,6 +453,7 @@ EXPORT void fake_cupti_range_nan(const char *metric);
 EXPORT int fake_cupti_range_state(CUcontext ctx, int *enabled, int *pushes, int *pops,
                                   int *max_depth, int *decodes);
 EXPORT void fake_cupti_range_reset(void);
+EXPORT void fake_cupti_range_start_delay(int microseconds);
 
 /* Work done on ctx now, counted into its open level-1 range. Returns 0, or
  * -1 when no range is open there. */
@@ -484,7 +501,12 @@ int fake_cupti_range_state(CUcontext ctx, int *enabled, int *pushes, int *pops, 
     return o ? 0 : -1;
 }
 
+/* Every Start from now on sleeps this long (the real one programs the
+ * counters: about 0.3 s after an Enable on an H100). */
+void fake_cupti_range_start_delay(int microseconds) { start_delay_us = microseconds; }
+
 void fake_cupti_range_reset(void) {
+    start_delay_us = 0;
     pthread_mutex_lock(&lock);
     memset(objects, 0, sizeof objects);
     support = CUPTI_PROFILER_CONFIGURATION_SUPPORTED;

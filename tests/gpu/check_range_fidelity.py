@@ -23,9 +23,11 @@ Derived rows, from inputs in different groups (so different ranges):
     of the time-weighted means of the range_profiler record's
     sm_throughput_of parts; the part that is largest (the limiter) is
     printed, ours and ncu's;
-  - the L2 hit rate h / (h + m) against ncu's lts__t_sector_hit_rate.pct,
-    with h = sum of lts__t_sectors_lookup_hit.sum / sum of GPU time over the
-    ranges that have it, m the same for lookup_miss.
+  - the L2 hit rate h / s against ncu's lts__t_sector_hit_rate.pct, with
+    h = sum of lts__t_sectors_lookup_hit.sum / sum of GPU time over the
+    ranges that have it, s the same for lts__t_sectors.sum (ncu's hit rate
+    is exactly lookup hits over sectors, per launch); without the sector
+    count, h / (h + m) with m the same for lookup_miss.
 The run must cover every group on every path: a metric without a value on
 a path prints "n/a (group g not seen)" (or "n/a (no value)" when its group's
 ranges were null there), a derived value whose inputs were not all seen
@@ -74,9 +76,10 @@ GPU_TIME = "gpu__time_duration.sum"
 SM_THROUGHPUT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 L2_RATE = "lts__t_sector_hit_rate.pct"
 L2_HIT, L2_MISS = "lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum"
+L2_SECTORS = "lts__t_sectors.sum"
 PEAK_BYTES = "dram__bytes.sum.peak_sustained"  # bytes per DRAM cycle
 DRAM_CLOCK = "dram__cycles_elapsed.avg.per_second"
-L2_DERIVED = "l2_hit_rate.pct (lookup hit / (hit + miss))"
+L2_DERIVED = "l2_hit_rate.pct (lookup hits / sectors)"
 
 # ncu's units for a clock, as a factor to cycles per ns (lower case).
 CLOCK_PER_NS = {"cycle/nsecond": 1.0, "cycle/ns": 1.0, "ghz": 1.0,
@@ -299,16 +302,18 @@ def sm_throughput_rows(t, k, plan, recs, seen, lpr, mine):
 def l2_rows(t, k, plan, recs, seen, mine):
     ref = ncu_value(L2_RATE, mine)
     in_groups = set(group_metrics(plan))
-    if L2_HIT not in in_groups or L2_MISS not in in_groups:
+    other = L2_SECTORS if L2_SECTORS in in_groups else L2_MISS
+    if L2_HIT not in in_groups or other not in in_groups:
         t.row(k, L2_DERIVED, 0, None, ref, why="n/a (not collected)")
         return
-    (h, _), (m, _) = ours_rate(L2_HIT, recs), ours_rate(L2_MISS, recs)
-    if h is None or m is None:
-        t.row(k, L2_DERIVED, 0, None, ref, why=not_seen(plan, (L2_HIT, L2_MISS), seen),
+    (h, _), (o, _) = ours_rate(L2_HIT, recs), ours_rate(other, recs)
+    if h is None or o is None:
+        t.row(k, L2_DERIVED, 0, None, ref, why=not_seen(plan, (L2_HIT, other), seen),
               fails=True)
         return
-    rate = 100.0 * h / (h + m) if h + m > 0 else None
-    t.row(k, L2_DERIVED, ranges_with(recs, (L2_HIT, L2_MISS)), rate, ref)
+    whole = o if other == L2_SECTORS else h + o
+    rate = 100.0 * h / whole if whole > 0 else None
+    t.row(k, L2_DERIVED, ranges_with(recs, (L2_HIT, other)), rate, ref)
 
 
 def main():

@@ -4,7 +4,8 @@
 # (divergent, strided, stream_triad, fma_chains) N launches inside each of
 # R scopes of its name (PCS_KERNELS_SCOPES=R, after a warm-up launch of each
 # outside any scope): under gpufl with engine RangeProfiler and
-# GPUFL_FLUSH_INTERVAL_MS=1 (every scope its own collection, so the metric
+# GPUFL_FLUSH_INTERVAL_MS=1 and GPUFL_RANGE_PROFILER_SWITCH_PCT=100 (every
+# scope its own collection and no limit on switching groups, so the metric
 # groups rotate and each kernel's 2(G-1) scopes cover all G groups; 16 for
 # GH100's 9), then once under ncu with GPUFL_DISABLED=1, R = 1 and the same
 # metrics plus the references (ncu replays each launch in as many passes as
@@ -13,28 +14,34 @@
 # whether each is within 5 %; gpufl report (report.txt, report.json) and the
 # session's engine records follow. --scopes 1 is the older one-range run
 # (N default 20, the default flush interval: one collection, group 0).
+# ncu runs M launches (--ncu-launches, default 5): it replays each one, and
+# the comparison is per launch. A range's elapsed time also holds the idle
+# time around its first and last kernels (about 0.1 ms), so N (default 40)
+# is large enough for that to be small against its kernels' time.
 # Needs .devbin from tests/gpu/build_for_device.sh (pcs_kernels, libgpufl, gpufl).
-# Usage: tests/gpu/run_range_checks.sh OUTDIR [--scopes R (16)] [--launches N (5; 20 with R = 1)]
-#                                      [--tolerance-pct P]
+# Usage: tests/gpu/run_range_checks.sh OUTDIR [--scopes R (16)] [--launches N (40; 20 with R = 1)]
+#                                      [--ncu-launches M (5)] [--tolerance-pct P]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 out=$1; shift
 scopes=16
 launches=
+ncu_launches=5
 tolerance=5
 while [[ $# -gt 0 ]]; do
   case $1 in
     --scopes) scopes=$2; shift 2 ;;
     --launches) launches=$2; shift 2 ;;
+    --ncu-launches) ncu_launches=$2; shift 2 ;;
     --tolerance-pct) tolerance=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [[ $scopes =~ ^[1-9][0-9]*$ ]] || { echo "--scopes needs a positive count" >&2; exit 2; }
-[[ -n $launches ]] || { ((scopes > 1)) && launches=5 || launches=20; }
+[[ -n $launches ]] || { ((scopes > 1)) && launches=40 || launches=20; }
 cd "$(dirname "$0")/../.." || exit 1
 export LD_LIBRARY_PATH=$PWD/.devbin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out"; out=$(cd "$out" && pwd)
@@ -48,7 +55,7 @@ session_of() { sed -n 's/.*"session":"\([^"]*\)".*/\1/p' "$1"; }
 
 echo "=== gpufl, engine RangeProfiler, $scopes scopes of $launches launches per kernel"
 flush=()
-((scopes > 1)) && flush=(GPUFL_FLUSH_INTERVAL_MS=1)
+((scopes > 1)) && flush=(GPUFL_FLUSH_INTERVAL_MS=1 GPUFL_RANGE_PROFILER_SWITCH_PCT=100)
 env "${flush[@]}" PCS_KERNELS_SCOPES="$scopes" GPUFL_PROFILING_ENGINE=RangeProfiler \
   GPUFL_BACKEND=Nvidia timeout 120 .devbin/pcs_kernels "$out/logs" "$launches" \
   > "$out/range.txt" 2> "$out/range.err"
@@ -56,12 +63,12 @@ echo "pcs_kernels rc=$?"; cat "$out/range.txt"; tail -5 "$out/range.err"
 session=$(session_of "$out/range.txt")
 [[ -n $session ]] || { echo "no session in $out/range.txt"; exit 1; }
 
-echo "=== ncu, GPUFL_DISABLED=1, one scope of $launches launches per kernel"
+echo "=== ncu, GPUFL_DISABLED=1, one scope of $ncu_launches launches per kernel"
 metrics=$(python3 tests/gpu/check_range_fidelity.py "$session" --metrics) || exit 1
 echo "metrics: $metrics"
 GPUFL_DISABLED=1 PCS_KERNELS_SCOPES=1 timeout 360 ncu --csv --page raw --print-units base \
   --cache-control none --clock-control none --metrics "$metrics" \
-  .devbin/pcs_kernels "$out/ncu-logs" "$launches" > "$out/ncu.csv" 2> "$out/ncu.err"
+  .devbin/pcs_kernels "$out/ncu-logs" "$ncu_launches" > "$out/ncu.csv" 2> "$out/ncu.err"
 echo "ncu rc=$?"; tail -3 "$out/ncu.err"
 
 echo "=== per scope: ours against ncu, per launch"

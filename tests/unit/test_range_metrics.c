@@ -158,6 +158,7 @@ static void test_range_not_shown(void **state) {
 #define HIT      "\"lts__t_sectors_lookup_hit.sum\""
 #define MISS     "\"lts__t_sectors_lookup_miss.sum\""
 #define HIT_RATE "\"lts__t_sector_hit_rate.pct\""
+#define SECTORS  "\"lts__t_sectors.sum\""
 #define SM       "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\""
 #define ALU      "\"sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed\""
 #define LSU      "\"sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed\""
@@ -201,6 +202,25 @@ static double number(json_t *o, const char *key) {
 /* Hits in group 0, misses in group 1, on different instances of one path:
  * the L2 hit rate from their rates per GPU time; a range of time 0 does
  * not count, one of a group the context does not have is a bad line. */
+/* With the L2 sector count in a group, the hit rate is lookup hits over
+ * sectors (Nsight Compute's lts__t_sector_hit_rate), not over hits and
+ * misses: a miss can count more than once. */
+static void test_range_groups_l2_hit_of_sectors(void **state) {
+    (void)state;
+    const char *lines[] = {
+        RP "\"chip\":\"GH100\",\"metrics\":[" T "," HIT "],\"groups\":[[" T "," HIT "],[" T
+           "," SECTORS "," MISS "]]}",
+        RANGE(1, 1, G(0), T ":1000," HIT ":900"),
+        RANGE(2, 1, G(1), T ":2000," SECTORS ":3000," MISS ":200"),
+    };
+    gpufl_model_t *m = load_lines("groups_sectors", lines, sizeof lines / sizeof lines[0]);
+    json_t *doc, *hc = counters_json(m, &doc);
+    /* hits 0.9 a ns, sectors 1.5 a ns */
+    assert_float_equal(number(scope_of(hc, "step"), "l2_hit_pct"), 60, 1e-9);
+    json_decref(doc);
+    gpufl__model_destroy(m);
+}
+
 static void test_range_groups_l2_hit(void **state) {
     (void)state;
     const char *lines[] = {
@@ -397,6 +417,7 @@ int main(void) {
         cmocka_unit_test(test_range_malformed),
         cmocka_unit_test(test_range_not_shown),
         cmocka_unit_test(test_range_groups_l2_hit),
+        cmocka_unit_test(test_range_groups_l2_hit_of_sectors),
         cmocka_unit_test(test_range_groups_sm_throughput),
         cmocka_unit_test(test_range_groups_old_log),
         cmocka_unit_test(test_range_groups_paths_capped),

@@ -70,6 +70,7 @@ static struct {
     int (*range_state)(CUcontext ctx, int *enabled, int *pushes, int *pops, int *max_depth,
                        int *decodes);
     void (*range_reset)(void);
+    void (*range_start_delay)(int microseconds);
     CUresult (*push_current)(CUcontext ctx);
     CUresult (*pop_current)(CUcontext *ctx);
 } fake;
@@ -114,6 +115,7 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_range_nan", &fake.range_nan);
     resolve(cupti, "fake_cupti_range_state", &fake.range_state);
     resolve(cupti, "fake_cupti_range_reset", &fake.range_reset);
+    resolve(cupti, "fake_cupti_range_start_delay", &fake.range_start_delay);
     resolve(cuda, "cuCtxPushCurrent_v2", &fake.push_current);
     resolve(cuda, "cuCtxPopCurrent_v2", &fake.pop_current);
     resolve(cuda, "fake_cuda_function", &fake.function);
@@ -1829,6 +1831,7 @@ static void range_profiler_groups_rotate(void **state) {
     fake.range_reset();
     gpufl_options_t o = range_options("range_groups");
     o.flush_interval_ms = 1; /* a decode, and the next group, after every range */
+    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", "100", 1); /* switching costs no limit */
     start(&o);
     assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
     for (int i = 0; i < 10; i++) {
@@ -1883,9 +1886,74 @@ static void range_profiler_groups_rotate(void **state) {
     }
     assert_int_equal(n, 10);
     assert_int_equal(range_stat(&d, "decodes"), 11); /* and the empty one at finish */
+    assert_int_equal(range_stat(&d, "switches"), 10);
     assert_int_equal(range_stat(&d, "lost"), 0);
     assert_int_equal(range_stat(&d, "errors"), 0);
     free_session(&d);
+    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
+}
+
+/* The groups of the range_metrics records of a session, in order; their count. */
+static size_t range_groups(const session_t *d, int64_t *out, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->device.n && n < max; i++)
+        if (strcmp(tu_type(d->device.v[i]), "range_metrics") == 0)
+            out[n++] = field(d->device.v[i], "group");
+    return n;
+}
+
+/* Switching groups is dear on a GPU (the profiler is enabled again and the
+ * next Start programs the counters): with GPUFL_RANGE_PROFILER_SWITCH_PCT
+ * at 0 a context never leaves group 0; at 30, with a Start that takes 4 ms
+ * and a collection every 2 ms, it leaves group 0 only while its switches
+ * took at most 30 % of its time, so most collections stay in group 0. */
+static void range_profiler_switch_budget(void **state) {
+    (void)state;
+    const char *pcts[] = {"0", "30"};
+    for (size_t k = 0; k < 2; k++) {
+        fake.sassm_reset();
+        fake.range_reset();
+        fake.range_start_delay(4000);
+        gpufl_options_t o = range_options(k == 0 ? "range_pct0" : "range_pct30");
+        o.flush_interval_ms = 1;
+        setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", pcts[k], 1);
+        start(&o);
+        assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+        int64_t t0 = now_ns();
+        for (int i = 0; i < 40; i++) {
+            gpufl_scope_t step = gpufl_scope_begin("step", NULL);
+            assert_int_equal(fake.range_work(CTX_A, 1), 0);
+            usleep(2000);
+            gpufl_scope_end(step);
+        }
+        int64_t elapsed = now_ns() - t0;
+        let_collector_run();
+        stop();
+        CUcontext popped;
+        assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+        unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
+        fake.range_start_delay(0);
+
+        session_t d = read_session();
+        int64_t groups[64];
+        size_t n = range_groups(&d, groups, 64);
+        assert_int_equal(n, 40);
+        size_t others = 0;
+        for (size_t i = 0; i < n; i++) others += groups[i] != 0;
+        json_t *stats = tu_first(&d.device, "range_profiler_stats");
+        double switch_ms = json_number_value(json_object_get(stats, "switch_ms"));
+        if (k == 0) {
+            assert_int_equal(others, 0);
+            assert_int_equal(field(stats, "switches"), 0);
+        } else {
+            /* Some other groups, never two in a row, and no more switching
+             * than the share allows (plus the excursion that crossed it). */
+            assert_true(others >= 1 && others < 20);
+            for (size_t i = 1; i < n; i++) assert_false(groups[i] != 0 && groups[i - 1] != 0);
+            assert_true(switch_ms <= 0.30 * (double)elapsed / 1e6 + 2 * 4.0 * 2);
+        }
+        free_session(&d);
+    }
 }
 
 static void *scope_without_context(void *arg) {
@@ -2096,6 +2164,7 @@ int main(void) {
         cmocka_unit_test(deep_runs_both_engines),
         cmocka_unit_test(range_profiler_scopes_become_ranges),
         cmocka_unit_test(range_profiler_groups_rotate),
+        cmocka_unit_test(range_profiler_switch_budget),
         cmocka_unit_test(range_profiler_threads_and_contexts),
         cmocka_unit_test(range_profiler_more_ranges_than_the_image),
         cmocka_unit_test(range_profiler_refused_or_unavailable),
