@@ -84,6 +84,7 @@ typedef struct pcs_ctx {
     size_t pcs_left;
     int64_t window_t0;  /* session clock; the end of this context's previous window */
     int64_t drained_ns; /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
+    int64_t folded_ns;  /* CLOCK_MONOTONIC of its last counts taken; started_ns before */
     int window_written_once;
 } pcs_ctx_t;
 
@@ -576,9 +577,26 @@ static void clear_counts(CUpti_PCSamplingData *d) {
  * non-user ones exactly, docs/design/pc-sampling.md). */
 static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
     uint16_t slot = (uint16_t)(x - p->ctx);
-    x->window.samples += d->totalSamples;
+    int64_t now = gpufl__mono_ns(), since = x->folded_ns ? x->folded_ns : x->started_ns;
+    x->folded_ns = now;
+    /* More samples than any GPU makes in the time (10^10 a second: one per
+     * SM every 32 cycles on a thousand SMs at 3 GHz) are not counts: CUPTI
+     * once handed over 7.3 * 10^11 in a 20 s run on an H100. Said and left
+     * out, so that the window's totals stay true; the PCs are still read. */
+    double most = 1e10 * (double)(now - since > 0 ? now - since : 1) / 1e9 + 1e6;
+    if ((double)d->totalSamples > most || (double)d->nonUsrKernelsTotalSamples > most) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "context %u: CUPTI reported %llu samples (%llu non-user) in %.0f ms, more than "
+                 "a GPU makes; those counts are left out",
+                 x->id, (unsigned long long)d->totalSamples,
+                 (unsigned long long)d->nonUsrKernelsTotalSamples, (double)(now - since) / 1e6);
+        note_error(p, msg);
+    } else {
+        x->window.samples += d->totalSamples;
+        x->window.non_user += d->nonUsrKernelsTotalSamples;
+    }
     x->window.dropped += d->droppedSamples;
-    x->window.non_user += d->nonUsrKernelsTotalSamples;
     size_t n = d->totalNumPcs < d->collectNumPcs ? d->totalNumPcs : d->collectNumPcs;
     for (size_t i = 0; i < n; i++) {
         const CUpti_PCSamplingPCData *pc = &d->pPcData[i];

@@ -1226,6 +1226,34 @@ static void pc_sampling_buffer_full(void **state) {
     free_session(&d);
 }
 
+/* Counts no GPU can make (CUPTI once handed over 7.3 * 10^11 samples in a
+ * 20 s run) are said and left out of the totals; the next call's are kept. */
+static void pc_sampling_impossible_counts(void **state) {
+    (void)state;
+    fake.pcs_reset();
+    gpufl_options_t o = pcs_options("pcs_impossible");
+    o.flush_interval_ms = 10;
+    start(&o);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    fake.pcs_count(CTX_A, UINT64_C(732011570154), 0);
+    let_collector_run();
+    fake.pcs_count(CTX_A, 500, 0);
+    let_collector_run();
+    stop();
+    session_t d = read_session();
+    assert_int_equal(pcs_stat(&d, "non_user"), 500);
+    assert_int_equal(pcs_stat(&d, "samples"), 500);
+    assert_int_equal(pcs_stat(&d, "errors"), 1);
+    int said = 0;
+    for (size_t i = 0; i < d.device.n; i++) {
+        json_t *j = d.device.v[i];
+        const char *m = json_string_value(json_object_get(j, "message"));
+        said += strcmp(tu_type(j), "event") == 0 && m && strstr(m, "more than a GPU makes");
+    }
+    assert_true(said >= 1);
+    free_session(&d);
+}
+
 /* A context CUPTI will not sample (another profiler holds the hardware,
  * say): the record says why, the warning too, and Trace goes on. */
 static void pc_sampling_refused(void **state) {
@@ -2153,6 +2181,7 @@ int main(void) {
         cmocka_unit_test(pc_samples_of_two_contexts),
         cmocka_unit_test(pc_samples_of_a_destroyed_context),
         cmocka_unit_test(pc_sampling_buffer_full),
+        cmocka_unit_test(pc_sampling_impossible_counts),
         cmocka_unit_test(pc_sampling_refused),
         cmocka_unit_test(pc_sampling_unavailable_and_deep),
         cmocka_unit_test(pc_samples_carry_their_sass),
