@@ -357,7 +357,8 @@ static size_t fields(const gpufl_report_range_t *s, const char *label[RANGE_FIEL
         label[n] = "metric groups";
         k = 0;
         gpufl__report_cat(value[n], FIELD_BYTES, &k,
-                          "%zu, one per collection in turn; the metrics above are group 0",
+                          "%zu, one per collection: group 0, and the others in turn as the switch "
+                          "budget allows; the metrics above are group 0",
                           s->n_groups);
         for (size_t i = 1; i < json_array_size(s->groups); i++) {
             gpufl__report_cat(value[n], FIELD_BYTES, &k, "; %zu: ", i);
@@ -420,8 +421,8 @@ static void paths_note(const gpufl_report_range_t *s, char *buf, size_t size) {
              "One row per scope path, by GPU time (%zu of %zu): its ranges of every group, "
              "weighted by GPU time. SM throughput is sm__throughput, else the largest of the "
              "metrics it is the maximum of (SM limiter); L2 hit is lts__t_sector_hit_rate, else "
-             "lookup hits / (hits + misses). These combine different instances of the scope, so "
-             "they assume its instances do similar work.",
+             "lookup hits / sectors, else lookup hits / (hits + misses). These combine different "
+             "instances of the scope, so they assume its instances do similar work.",
              s->n_paths, s->paths_total);
 }
 

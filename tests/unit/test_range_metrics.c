@@ -266,7 +266,8 @@ static void test_range_groups_l2_hit(void **state) {
                                  "of 3); values over the range's elapsed time, gaps between its "
                                  "kernels included. Ranges of the other groups (2) are not "
                                  "listed: they count in the figures per scope path.\n"));
-    assert_non_null(strstr(text, "  metric groups      2, one per collection in turn; the metrics "
+    assert_non_null(strstr(text, "  metric groups      2, one per collection: group 0, and the "
+                                 "others in turn as the switch budget allows; the metrics "
                                  "above are group 0; 1: gpu__time_duration.sum, "
                                  "lts__t_sectors_lookup_miss.sum\n"));
     assert_non_null(strstr(text, "so they assume its instances do similar work."));
