@@ -5,8 +5,10 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -105,4 +107,14 @@ void gpufl__engine_stats_end(gpufl_collector_t *c) {
     gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_DEVICE);
     gpufl__writer_end_record(f);
     pthread_mutex_unlock(&f->lock);
+}
+
+long gpufl__engine_env_long(const char *name, long lo, long hi, long fallback, const char *what) {
+    const char *text = getenv(name);
+    if (text == NULL || *text == '\0') return fallback;
+    char *end = NULL;
+    long v = strtol(text, &end, 10);
+    if (end != NULL && *end == '\0' && v >= lo && v <= hi) return v;
+    gpufl__warn("%s=%s is not %s from %ld to %ld; using %ld", name, text, what, lo, hi, fallback);
+    return fallback;
 }

@@ -53,6 +53,12 @@ CUptiResult gpufl__engine_profiler_init(CUptiResult (*init)(CUpti_Profiler_Initi
  * WSL device): the engine stops at init instead of trying later. */
 int gpufl__engine_refusal(CUptiResult r);
 
+/* A whole number from the environment variable name within [lo, hi], else
+ * fallback; a value set but not such a number is said (a warning naming
+ * what it should be: "a number of ms", "a whole percentage"). Tuning and
+ * diagnosis knobs only (docs/options.md). */
+long gpufl__engine_env_long(const char *name, long lo, long hi, long fallback, const char *what);
+
 /* Failed calls: counted, the latest kept, written as one event per pass. */
 typedef struct gpufl_engine_errors {
     uint64_t count, reported;

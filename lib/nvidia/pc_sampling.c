@@ -171,18 +171,9 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     if (p->cfg.window_ns <= 0) p->cfg.window_ns = 250 * 1000000LL;
     /* A diagnosis knob (docs/options.md): how often the collector calls
      * GetData, 10 ms to 10 s. */
-    p->drain_every_ns = GPUFL_PCS_DRAIN_NS;
-    const char *drain = getenv("GPUFL_PC_SAMPLING_DRAIN_MS");
-    if (drain != NULL && *drain) {
-        char *end = NULL;
-        long ms = strtol(drain, &end, 10);
-        if (end != NULL && *end == '\0' && ms >= 10 && ms <= 10000)
-            p->drain_every_ns = ms * 1000000LL;
-        else
-            gpufl__warn("GPUFL_PC_SAMPLING_DRAIN_MS=%s is not a number of ms from 10 to 10000; "
-                        "using %lld",
-                        drain, (long long)(GPUFL_PCS_DRAIN_NS / 1000000));
-    }
+    p->drain_every_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_DRAIN_MS", 10, 10000,
+                                               GPUFL_PCS_DRAIN_NS / 1000000, "a number of ms") *
+                        1000000LL;
     const gpufl_engine_sym_t syms[] = {SYM(enable, "cuptiPCSamplingEnable"),
                                        SYM(disable, "cuptiPCSamplingDisable"),
                                        SYM(get_data, "cuptiPCSamplingGetData"),

@@ -278,18 +278,8 @@ int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t
     s->decode_every_ns = decode_every_ns > 0 ? decode_every_ns : 1000000000;
     /* A tuning knob (docs/options.md): the share of a context's time that
      * switching metric groups may take, 0 to 100. */
-    s->switch_pct = GPUFL_RP_SWITCH_PCT;
-    const char *pct = getenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
-    if (pct != NULL && *pct) {
-        char *end = NULL;
-        long v = strtol(pct, &end, 10);
-        if (end != NULL && *end == '\0' && v >= 0 && v <= 100)
-            s->switch_pct = (int)v;
-        else
-            gpufl__warn("GPUFL_RANGE_PROFILER_SWITCH_PCT=%s is not a whole percentage from 0 to "
-                        "100; using %d",
-                        pct, GPUFL_RP_SWITCH_PCT);
-    }
+    s->switch_pct = (int)gpufl__engine_env_long("GPUFL_RANGE_PROFILER_SWITCH_PCT", 0, 100,
+                                                GPUFL_RP_SWITCH_PCT, "a whole percentage");
     s->serial = atomic_fetch_add(&serials, 1) + 1;
     const gpufl_engine_sym_t syms[] = {
         SYM(profiler_init, "cuptiProfilerInitialize"),
