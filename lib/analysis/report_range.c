@@ -150,7 +150,7 @@ static double path_l2_hit(const gpufl_model_range_t *const *rs, size_t n) {
     double hit = rate(rs, n, L2_LOOKUP_HIT), sectors = rate(rs, n, L2_SECTORS);
     /* From different instances the ratio can pass 100 (100.1 % on a kernel
      * whose lookups nearly all hit): a hit rate cannot, so it stops there. */
-    if (sectors > 0) return fmin(100, 100 * hit / sectors); /* NAN when either is */
+    if (sectors > 0 && !isnan(hit)) return fmin(100, 100 * hit / sectors);
     double miss = rate(rs, n, L2_LOOKUP_MISS);
     return hit + miss > 0 ? 100 * hit / (hit + miss) : NAN; /* false when either is NAN */
 }

@@ -152,10 +152,11 @@ typedef struct rp_ctx {
     CUpti_RangeProfiler_Object *object;
     uint8_t *data[GPUFL_RP_GROUPS_MAX]; /* a counter data image per metric group */
     size_t data_size[GPUFL_RP_GROUPS_MAX];
-    int group;              /* the group of the running collection */
-    int configured;         /* the group the object was enabled for; -1 none yet */
-    int other;              /* the last group other than 0 collected, 0 none */
-    int64_t switch_ns;      /* spent switching groups */
+    int group;         /* the group of the running collection */
+    int configured;    /* the group the object was enabled for; -1 none yet */
+    int ran;           /* collected at all (a failure after that is an event, not the record's) */
+    int other;         /* the last group other than 0 collected, 0 none */
+    int64_t switch_ns; /* spent switching groups */
     int64_t last_switch_ns; /* the last switch's cost (before one: the first Start's) */
     int collecting;         /* between Start and Stop */
     int open;               /* a range is open (CUPTI keeps one stack per context) */
@@ -451,7 +452,7 @@ static void plan_groups(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availabili
                         const char **extra, int n) {
     char why[96];
     while (n > 0 && d->groups < GPUFL_RP_GROUPS_MAX) {
-        const char *names[GPUFL_RP_METRICS_MAX];
+        const char *names[GPUFL_RP_METRICS_MAX + 1]; /* + 1: the one being tried */
         size_t k = 0;
         int rest = 0;
         names[k++] = GPU_TIME;
@@ -466,9 +467,13 @@ static void plan_groups(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availabili
                 extra[rest++] = extra[i];
         }
         if (k > 1 && make_group(s, d, availability, names, k) != 0) {
-            d->error[0] = '\0'; /* group 0 still runs; the group's metrics are said left out */
-            for (size_t i = 1; i < k; i++) extra[rest++] = names[i];
-            break;
+            /* Group 0 still runs: this group's metrics and the rest are left
+             * out with the reason. */
+            snprintf(why, sizeof why, "%.95s", d->error);
+            d->error[0] = '\0';
+            for (size_t i = 1; i < k; i++) leave_out(d, names[i], why);
+            for (int i = 0; i < rest; i++) leave_out(d, extra[i], why);
+            return;
         }
         n = rest;
     }
@@ -626,7 +631,7 @@ static int next_group(const gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
     return x->other;
 }
 
-static void disable(gpufl_rp_t *s, rp_ctx_t *x);
+static CUptiResult disable(gpufl_rp_t *s, rp_ctx_t *x);
 
 /* Lock held. Lays out the context's image for group g, grown as needed:
  * the range profiler object keeps the metrics of its last size query, and
@@ -663,7 +668,8 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
          * SetConfig with another group's image gave NaN for every counter
          * the first did not have (measured on an H100). Another group
          * takes the object disabled and enabled again. */
-        disable(s, x);
+        r = disable(s, x);
+        if (r != CUPTI_SUCCESS) return r;
         CUpti_RangeProfiler_Enable_Params en = {.structSize =
                                                     CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
         en.ctx = x->ctx;
@@ -756,6 +762,7 @@ static void enable_context(gpufl_rp_t *s, rp_ctx_t *x) {
         goto disable;
     }
     x->state = CTX_ON;
+    x->ran = 1;
     x->enable_ns = gpufl__mono_ns() - t0;
     s->contexts++;
     return;
@@ -887,21 +894,25 @@ static void decode(gpufl_rp_t *s, rp_ctx_t *x, int restart) {
     x->pending = 0;
     int64_t t1 = gpufl__mono_ns();
     if (restart && begin_collection(s, x, &s->devices[x->device]) != CUPTI_SUCCESS) {
-        x->state = CTX_FAILED;
+        x->state = CTX_FAILED; /* its scopes count as unprofiled from here */
         snprintf(x->error, sizeof x->error, "collection stopped: %.200s", s->errors.last);
+        disable(s, x); /* an object enabled for a switch, or the one that failed to start */
     }
     int64_t t2 = gpufl__mono_ns();
     s->start_ns_total += t2 - t1;
     s->decode_ns_total += t2 - t0;
 }
 
-static void disable(gpufl_rp_t *s, rp_ctx_t *x) {
-    if (x->object == NULL) return;
+/* Lock held, the context current. The object is forgotten only once
+ * disabled: after a failure, finish or the context's destruction tries again. */
+static CUptiResult disable(gpufl_rp_t *s, rp_ctx_t *x) {
+    if (x->object == NULL) return CUPTI_SUCCESS;
     CUpti_RangeProfiler_Disable_Params p = {.structSize =
                                                 CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
     p.pRangeProfilerObject = x->object;
-    failed(s, s->fn.disable(&p), "cuptiRangeProfilerDisable");
-    x->object = NULL;
+    CUptiResult r = failed(s, s->fn.disable(&p), "cuptiRangeProfilerDisable");
+    if (r == CUPTI_SUCCESS) x->object = NULL;
+    return r;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -960,7 +971,11 @@ static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint
         goto out;
     }
     if (x->pending == GPUFL_RP_RANGES_MAX) decode(s, x, 1); /* a failed decode left it full */
-    if (x->state != CTX_ON || !x->collecting || x->pending == GPUFL_RP_RANGES_MAX) {
+    if (x->state != CTX_ON) { /* the decode could not start the next collection */
+        s->unprofiled++;
+        goto out;
+    }
+    if (!x->collecting || x->pending == GPUFL_RP_RANGES_MAX) {
         s->over_capacity++;
         goto out;
     }
@@ -1020,23 +1035,42 @@ void gpufl__rp_observe(gpufl_rp_t *s) {
     gpufl__scope_observe(&s->observer);
 }
 
+/* Lock held, the context current. Ends a context's profiling: a scope
+ * still open there is counted (and with pop, its range popped), what it
+ * collected decoded, and its profiler disabled, also one left enabled by a
+ * collection that failed to start. */
+static void retire(gpufl_rp_t *s, rp_ctx_t *x, int pop) {
+    if (x->state == CTX_ON) {
+        if (x->open && pop) { /* a scope still open at shutdown: its range ends here, unwritten */
+            CUpti_RangeProfiler_PopRange_Params p = {
+                .structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+            p.pRangeProfilerObject = x->object;
+            failed(s, s->fn.pop(&p), "cuptiRangeProfilerPopRange");
+        }
+        if (x->open) s->open_at_end++;
+        x->open = 0;
+        decode(s, x, 0);
+    }
+    disable(s, x);
+    if (x->state == CTX_ON) x->state = CTX_DONE;
+}
+
+/* The longest a context's destruction waits for the engine: longer than a
+ * metric group switch (about 0.3 s on an H100, under the lock), so that the
+ * context is decoded and its profiler disabled before it goes. */
+#define RP_DESTROY_LOCK_MS 2000
+
 /* A context being destroyed: what it collected is decoded on the
  * destroying thread (with the context made current), then it is retired. */
 static void context_destroying(gpufl_rp_t *s, CUcontext ctx) {
-    if (gpufl__engine_lock_within(&s->lock, GPUFL_ENGINE_CALLBACK_LOCK_MS, &s->errors) != 0) return;
+    if (gpufl__engine_lock_within(&s->lock, RP_DESTROY_LOCK_MS, &s->errors) != 0) return;
     for (int i = 0; i < s->ctx_count; i++) {
         rp_ctx_t *x = &s->ctx[i];
         if (x->ctx != ctx || x->state == CTX_FREE) continue;
-        if (x->state == CTX_ON) {
-            if (x->open) {
-                s->open_at_end++;
-                x->open = 0;
-            }
+        if (x->state == CTX_ON || x->object != NULL) {
             int pushed = gpufl__cuda_push_context(s->cuda, ctx) == 0;
-            decode(s, x, 0);
-            disable(s, x);
+            retire(s, x, 0);
             if (pushed) gpufl__cuda_pop_context(s->cuda);
-            x->state = CTX_DONE;
         }
         x->ctx = NULL; /* a new context at that address is a new one */
     }
@@ -1093,7 +1127,7 @@ static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
     gpufl__buf_kv_i64(b, "context", x->id);
     gpufl__buf_key(b, "enable_ms");
     gpufl__buf_put_fixed(b, (double)x->enable_ns / 1e6, 1);
-    if (x->error[0] && x->object == NULL && x->state == CTX_FAILED) {
+    if (x->state == CTX_FAILED && !x->ran) { /* never collected: why (a later stop is an event) */
         gpufl__buf_kv_str(b, "error", x->error);
     } else if (d != NULL) {
         gpufl__buf_kv_str(b, "chip", d->chip);
@@ -1215,20 +1249,10 @@ void gpufl__rp_finish(gpufl_rp_t *s) {
     atomic_store(&s->finished, 1);
     for (int i = 0; i < s->ctx_count; i++) {
         rp_ctx_t *x = &s->ctx[i];
-        if (x->state != CTX_ON || x->ctx == NULL) continue;
+        if ((x->state != CTX_ON && x->object == NULL) || x->ctx == NULL) continue;
         int pushed = gpufl__cuda_push_context(s->cuda, x->ctx) == 0;
-        if (x->open) { /* a scope still open at shutdown: its range ends here, unwritten */
-            CUpti_RangeProfiler_PopRange_Params p = {
-                .structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-            p.pRangeProfilerObject = x->object;
-            failed(s, s->fn.pop(&p), "cuptiRangeProfilerPopRange");
-            x->open = 0;
-            s->open_at_end++;
-        }
-        decode(s, x, 0);
-        disable(s, x);
+        retire(s, x, 1);
         if (pushed) gpufl__cuda_pop_context(s->cuda);
-        x->state = CTX_DONE;
     }
     for (int i = 0; i < s->ctx_count; i++) announce(s, &s->ctx[i]);
     write_results(s);

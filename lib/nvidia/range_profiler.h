@@ -15,10 +15,12 @@
  *   of the metrics gpufl wants; what it cannot hold goes to further
  *   one-pass groups with the GPU time (the L2 lookup miss sum, and the
  *   sub-unit throughputs whose largest is SM throughput when sm__throughput
- *   does not fit). A context's collections take group 0 every other time
- *   and the others in turn between, so a scope that runs many times gets
- *   every group on some of its instances, and the analysis derives SM
- *   throughput and the L2 hit rate per scope path. Chosen at the first
+ *   does not fit). A context collects group 0, and between two group-0
+ *   collections another group in turn, while switching (Disable, Enable
+ *   and a Start that programs the counters: about 0.3 s) stays within
+ *   GPUFL_RANGE_PROFILER_SWITCH_PCT of its time; so a scope that runs many
+ *   times gets every group on some of its instances, and the analysis
+ *   derives SM throughput and the L2 hit rate per scope path. Chosen at the first
  *   profiled scope of a device; what fits in no group is left out and the
  *   range_profiler record says why.
  * - Ranges are per context and CUPTI keeps one stack of them per context,
@@ -33,7 +35,7 @@
  *   decode waits for the context's work), and at finish on the collector.
  * - Threads: the scope hooks run on application threads and take the
  *   engine's lock (they are not inside CUPTI callbacks); the context
- *   destroy callback waits for it 200 ms at most; poll and finish run on
+ *   destroy callback waits for it 2 s at most; poll and finish run on
  *   the collector thread.
  */
 #ifndef GPUFL_NVIDIA_RANGE_PROFILER_H

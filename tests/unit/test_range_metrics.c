@@ -413,6 +413,26 @@ static void test_range_groups_paths_capped(void **state) {
     gpufl__model_destroy(m);
 }
 
+/* REVIEW: a path whose ranges saw the L2 sector count but never the lookup
+ * hits (here it ran only in group 1) has no L2 hit rate: the report must
+ * say unknown, not 100 % (fmin(100, NAN) is 100). */
+static void test_range_l2_hit_without_hits(void **state) {
+    (void)state;
+    const char *lines[] = {
+        RP "\"chip\":\"GH100\",\"metrics\":[" T "," HIT "],\"groups\":[[" T "," HIT "],[" T
+           "," SECTORS "," MISS "]]}",
+        RANGE(1, 1, G(1), T ":2000," SECTORS ":3000," MISS ":200"),
+    };
+    gpufl_model_t *m = load_lines("l2_no_hits", lines, sizeof lines / sizeof lines[0]);
+    json_t *doc, *hc = counters_json(m, &doc);
+    json_t *l2 = json_object_get(scope_of(hc, "step"), "l2_hit_pct");
+    int unknown = json_is_null(l2);
+    double v = json_number_value(l2);
+    json_decref(doc);
+    gpufl__model_destroy(m);
+    if (!unknown) fail_msg("l2_hit_pct is %g with no lookup hit seen", v); /* fails: 100 */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_range_malformed),
@@ -422,6 +442,7 @@ int main(void) {
         cmocka_unit_test(test_range_groups_sm_throughput),
         cmocka_unit_test(test_range_groups_old_log),
         cmocka_unit_test(test_range_groups_paths_capped),
+        cmocka_unit_test(test_range_l2_hit_without_hits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2159,6 +2159,116 @@ static void range_profiler_refused_or_unavailable(void **state) {
     free_session(&d);
 }
 
+/* REVIEW: a switch whose Enable succeeded and whose Start failed leaves the
+ * context CTX_FAILED with x->object still enabled; finish and the
+ * context-destroy callback only disable CTX_ON contexts, so the profiler
+ * stays enabled on a context that is being destroyed (only
+ * gpufl__rp_destroy disables it later, after the context is gone). */
+static void range_profiler_failed_switch_then_destroy(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.range_reset();
+    gpufl_options_t o = range_options("range_failed_switch");
+    o.flush_interval_ms = 1;
+    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", "100", 1);
+    start(&o);
+    assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+    gpufl_scope_t a = gpufl_scope_begin("a", NULL); /* enabled, group 0 started */
+    assert_int_equal(fake.range_work(CTX_A, 1), 0);
+    fake.range_error("cuptiRangeProfilerStart", CUPTI_ERROR_UNKNOWN, 1);
+    usleep(3000);
+    gpufl_scope_end(a); /* decode, then the switch to group 1: Disable, Enable, Start fails */
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CTX_A, NULL, 0),
+                     1);
+    int enabled, pushes, pops, depth, decodes;
+    assert_int_equal(fake.range_state(CTX_A, &enabled, &pushes, &pops, &depth, &decodes), 0);
+    int enabled_after_destroy = enabled;
+    stop();
+    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
+    CUcontext popped;
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    assert_int_equal(enabled_after_destroy, 0); /* fails: still enabled */
+}
+
+static void *destroy_b_soon(void *arg) {
+    (void)arg;
+    usleep(30000); /* while the other thread's switch holds the engine's lock */
+    fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CTX_B, NULL, 0);
+    return NULL;
+}
+
+/* REVIEW: a switch holds the engine's lock through Disable, Enable and the
+ * Start that programs the counters (~0.3 s on an H100); the context-destroy
+ * callback waits 200 ms at most, so a context destroyed on another thread
+ * meanwhile is never decoded nor disabled, and keeps its slot (CTX_ON, the
+ * dead CUcontext) until finish pushes it and calls Stop/Decode/Disable. */
+static void range_profiler_destroy_during_a_switch(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.range_reset();
+    gpufl_options_t o = range_options("range_destroy_during_switch");
+    o.flush_interval_ms = 1;
+    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", "100", 1);
+    start(&o);
+    CUcontext popped;
+    assert_int_equal(fake.push_current(CTX_B), CUDA_SUCCESS);
+    gpufl_scope_end(gpufl_scope_begin("b", NULL)); /* CTX_B profiled */
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+    gpufl_scope_t a = gpufl_scope_begin("a", NULL);
+    fake.range_start_delay(300000); /* the Start after an Enable, as measured */
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, destroy_b_soon, NULL), 0);
+    usleep(3000);
+    gpufl_scope_end(a); /* decode and switch CTX_A to group 1 under the lock */
+    pthread_join(t, NULL);
+    fake.range_start_delay(0);
+    int enabled, pushes, pops, depth, decodes;
+    assert_int_equal(fake.range_state(CTX_B, &enabled, &pushes, &pops, &depth, &decodes), 0);
+    int b_enabled_after_destroy = enabled;
+    stop();
+    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    assert_int_equal(b_enabled_after_destroy, 0); /* fails: the callback gave up */
+}
+
+/* REVIEW: a switch that fails at Enable before the collector announced the
+ * context: the range_profiler record is the error one (no groups), so the
+ * model reads the context as failed with one group and rejects the group-1
+ * range_metrics written before the failure as corrupt lines. */
+static void range_profiler_failed_switch_before_announce(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.range_reset();
+    gpufl_options_t o = range_options("range_failed_switch_announce");
+    o.flush_interval_ms = 60000; /* decodes only when the image is full */
+    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", "100", 1);
+    start(&o);
+    assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
+    for (int i = 0; i < 128; i++) gpufl_scope_end(gpufl_scope_begin("step", NULL)); /* 0 -> 1 */
+    fake.range_error("cuptiRangeProfilerEnable", CUPTI_ERROR_UNKNOWN, 1);
+    for (int i = 0; i < 128; i++)
+        gpufl_scope_end(gpufl_scope_begin("step", NULL)); /* 1 -> 0 fails */
+    stop();
+    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
+    CUcontext popped;
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    session_t d = read_session();
+    assert_int_equal(range_stat(&d, "ranges"), 256);
+    json_t *rp = tu_first(&d.device, "range_profiler");
+    int said_error = json_object_get(rp, "error") != NULL;
+    free_session(&d);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(tu_session_dir(), &m), 0);
+    size_t n_ranges = m->n_ranges;
+    uint64_t corrupt = m->read.corrupt_lines;
+    gpufl__model_destroy(m);
+    if (said_error || n_ranges != 256)
+        fail_msg("range_profiler record has error: %d; model kept %zu of 256 ranges, %llu corrupt "
+                 "lines",
+                 said_error, n_ranges, (unsigned long long)corrupt);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rows_carry_the_scope_of_their_launch),
@@ -2197,6 +2307,9 @@ int main(void) {
         cmocka_unit_test(range_profiler_threads_and_contexts),
         cmocka_unit_test(range_profiler_more_ranges_than_the_image),
         cmocka_unit_test(range_profiler_refused_or_unavailable),
+        cmocka_unit_test(range_profiler_failed_switch_then_destroy),
+        cmocka_unit_test(range_profiler_destroy_during_a_switch),
+        cmocka_unit_test(range_profiler_failed_switch_before_announce),
     };
     return cmocka_run_group_tests_name("trace_session", tests, setup, NULL);
 }
