@@ -591,15 +591,21 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     if (settings->enable_synchronization) flags |= GPUFL_LAUNCH_SYNC;
     create_engines(t, settings);
     /* With CUPTI's activity kinds on, PC samples go partly or wholly to
-     * CUPTI's non-user count, and SASS metrics count nothing
-     * (docs/log-format.md, `launch`): with either engine, launches are
-     * written from the callbacks and no kind is enabled. */
+     * CUPTI's non-user count, SASS metrics count nothing, and the kernel
+     * timestamps CUPTI adds to every kernel show in the range profiler's
+     * counters (+19 % instructions per cycle on a kernel doing little per
+     * block, measured on an H100; docs/log-format.md, `launch`): with any of
+     * these engines, launches are written from the callbacks and no kind is
+     * enabled. */
     if (t->pcs != NULL || t->sassm != NULL) flags |= GPUFL_LAUNCH_ROWS;
+#ifndef GPUFL_DIAGNOSE_RP_WITH_ACTIVITY /* diagnosis build: the range profiler beside them */
+    if (t->rp != NULL) flags |= GPUFL_LAUNCH_ROWS;
+#endif
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
     hook_engines(t);
-    if (t->pcs == NULL && t->sassm == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
+    if (t->pcs == NULL && t->sassm == NULL && t->rp == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
         /* The engines could not hook in: plain Trace, with CUPTI's records. */
         gpufl__launch_destroy(t->launch);
         t->launch = NULL;

@@ -67,6 +67,16 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
     -o .devbin/pcs_kernels_with_activity "$dir/lib/libgpufl.a" \
     /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
+  # The range profiler with CUPTI's activity kinds on, as before it turned
+  # them off: what the kernel timestamps CUPTI adds do to the counters
+  # (docs/gpu-results/2026-11-22-range-profiler.md).
+  dir=build/device-diagnose-rp_with_activity
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF \
+    -DCMAKE_C_FLAGS="-DGPUFL_DIAGNOSE_RP_WITH_ACTIVITY" >/dev/null
+  cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
+  "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
+    -o .devbin/pcs_kernels_rp_with_activity "$dir/lib/libgpufl.a" \
+    /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
   # The library without gpufl's work in the launch callbacks, for the
   # overhead diagnosis of bench/gpu/pcs_overhead.py --alt-library.
   cc -shared -o .devbin/libgpufl_no_notes.so -Wl,-soname,libgpufl.so \

@@ -19,7 +19,12 @@
 // scope, outside it: with GPUFL_FLUSH_INTERVAL_MS=1 (a collection ends at
 // the first range end after the interval) every kernel scope then ends a
 // collection of its own, however short its launches.
+// With PCS_KERNELS_PROFILER_RANGES=1 each scope is also a cudaProfilerStart
+// / cudaProfilerStop range, which ncu --replay-mode range measures as one:
+// the reference for a range (gaps and overlapping kernels included) where
+// ncu's default, kernel replay, measures each launch alone.
 // Usage: [PCS_KERNELS_SCOPES=R] pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <gpufl/gpufl.h>
 
@@ -101,17 +106,21 @@ int main(int argc, char **argv) {
         CHECK(cudaDeviceSynchronize());
         gpufl_scope_end(gpufl_scope_begin("engine_start", nullptr));
     }
+    const char *ranges_env = std::getenv("PCS_KERNELS_PROFILER_RANGES");
+    const bool profiler_ranges = ranges_env && std::strcmp(ranges_env, "1") == 0;
     for (int k = 0; k < 4; ++k) {
         if (only && std::strcmp(only, names[k]) != 0) continue;
         float total_ms = 0;
         for (int r = 0; r < scopes; ++r) {
             if (scopes > 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
             gpufl_scope_t scope = gpufl_scope_begin(names[k], nullptr);
+            if (profiler_ranges) CHECK(cudaProfilerStart());
             CHECK(cudaEventRecord(e0));
             for (int l = 0; l < launches; ++l) launch(k);
             CHECK(cudaGetLastError());
             CHECK(cudaEventRecord(e1));
             CHECK(cudaEventSynchronize(e1));
+            if (profiler_ranges) CHECK(cudaProfilerStop());
             float ms = 0;
             CHECK(cudaEventElapsedTime(&ms, e0, e1));
             gpufl_scope_end(scope);

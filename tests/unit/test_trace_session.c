@@ -1785,6 +1785,10 @@ static void range_profiler_scopes_become_ranges(void **state) {
     assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
     fake.range_nan("");
 
+    /* No activity kind is enabled: the kernel timestamps CUPTI adds would
+     * show in the counters. */
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 0);
     session_t d = read_session();
     json_t *caps = tu_first(&d.device, "capabilities");
     assert_string_equal(json_string_value(json_object_get(caps, "engine")), "RangeProfiler");
