@@ -58,25 +58,24 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
       -o ".devbin/trace_overhead_${part,,}" "$dir/lib/libgpufl.a" \
       /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static "${cupti_link[@]}"
   done
+  # pcs_kernels over a diagnosis build of the library (-DGPUFL_DIAGNOSE_$1),
+  # as .devbin/pcs_kernels_$2.
+  pcs_kernels_over() {
+    local dir=build/device-diagnose-${1,,}
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF \
+      -DCMAKE_C_FLAGS="-DGPUFL_DIAGNOSE_$1" >/dev/null
+    cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
+    "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
+      -o ".devbin/pcs_kernels_$2" "$dir/lib/libgpufl.a" \
+      /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
+  }
   # PC sampling with CUPTI's activity kinds on, as under Trace (the study in
   # tests/gpu/run_pcs_checks.sh): what activity tracing does to the samples.
-  dir=build/device-diagnose-pcs_with_activity
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF \
-    -DCMAKE_C_FLAGS="-DGPUFL_DIAGNOSE_PCS_WITH_ACTIVITY" >/dev/null
-  cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
-  "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
-    -o .devbin/pcs_kernels_with_activity "$dir/lib/libgpufl.a" \
-    /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
+  pcs_kernels_over PCS_WITH_ACTIVITY with_activity
   # The range profiler with CUPTI's activity kinds on, as before it turned
   # them off: what the kernel timestamps CUPTI adds do to the counters
   # (docs/gpu-results/2026-11-22-range-profiler.md).
-  dir=build/device-diagnose-rp_with_activity
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF \
-    -DCMAKE_C_FLAGS="-DGPUFL_DIAGNOSE_RP_WITH_ACTIVITY" >/dev/null
-  cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
-  "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
-    -o .devbin/pcs_kernels_rp_with_activity "$dir/lib/libgpufl.a" \
-    /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
+  pcs_kernels_over RP_WITH_ACTIVITY rp_with_activity
   # The library without gpufl's work in the launch callbacks, for the
   # overhead diagnosis of bench/gpu/pcs_overhead.py --alt-library.
   cc -shared -o .devbin/libgpufl_no_notes.so -Wl,-soname,libgpufl.so \
