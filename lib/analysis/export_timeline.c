@@ -276,7 +276,7 @@ static void collect_rows(builder_t *b) {
             tl->no_launch++;
         }
     }
-    /* Without kernel rows (PcSampling, Deep) the launch calls themselves:
+    /* Without kernel rows (engines that time no kernels) the launch calls themselves:
      * instants on the launching thread. */
     for (size_t i = 0; m->n_kernels == 0 && i < m->n_launches; i++) {
         const gpufl_model_launch_t *l = &m->launches[i];

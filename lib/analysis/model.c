@@ -1103,7 +1103,7 @@ static void fill_launch(void *row, const int64_t *v) {
     l->stack = v[L_STACK] > 0 ? v[L_STACK] : GPUFL_MODEL_UNKNOWN;
 }
 
-/* launch rows (PcSampling, Deep): ids that pass int32 (thread ids, CUPTI's
+/* launch rows (engines that time no kernels): ids that pass int32 (thread ids, CUPTI's
  * context ids, kernel_config ids never do) make the line malformed. */
 static int on_launch(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                      const gpufl_reader_batch_t *view) {

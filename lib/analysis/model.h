@@ -296,7 +296,7 @@ typedef struct gpufl_model_sync {
 } gpufl_model_sync_t;
 
 /*
- * One kernel launch call (a launch row, engines PcSampling and Deep), as
+ * One kernel launch call (a launch row: engines that time no kernels), as
  * gpufl's own driver callback saw it: a host time, no GPU time. The kernel
  * is named through its kernel_config record (config_index). Kept compact:
  * a session may launch millions of kernels.
@@ -433,7 +433,7 @@ typedef struct gpufl_model_pc_attrib {
                             (launch count) */
     double unattributed; /* the function has no kernel rows (nor launch rows) */
     /* Of exact, split and fallback: the samples given through launch rows
-     * (no kernel rows: PcSampling and Deep), one weight per launch. */
+     * (no kernel rows: the engines that time none), one weight per launch. */
     double by_launch;
 } gpufl_model_pc_attrib_t;
 

@@ -928,7 +928,7 @@ static void put_launch_row(FILE *out, size_t name_w, const char *name,
     fputc('\n', out);
 }
 
-/* Launch rows (PcSampling, Deep): launches per kernel and configuration. */
+/* Launch rows (engines that time no kernels): launches per kernel and configuration. */
 static void put_launches(FILE *out, const gpufl_report_t *r) {
     size_t ng = r->n_lgroups, n = r->m->n_launches;
     if (!ng) return;

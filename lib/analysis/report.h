@@ -6,7 +6,7 @@
  * Sections: summary, insights, scope timing, system metrics, GPU devices
  * (from NVML samples) and, from Trace engine records, kernel hotspots,
  * kernel details (launch configurations, occupancy), memory transfers, GPU
- * time per scope (under PcSampling and Deep, which time no kernels: the
+ * time per scope (under the engines that time no kernels: the
  * launches per kernel instead), PC sampling and SASS metrics (engines
  * PcSampling, SassMetrics and Deep), hardware counters per scope (engine
  * RangeProfiler), then the log problems met while
@@ -216,7 +216,7 @@ typedef struct gpufl_report_kconf {
     int same_grid, same_block, same_dsmem;
 } gpufl_report_kconf_t;
 
-/* The launch rows of one kernel_config id (engines PcSampling and Deep,
+/* The launch rows of one kernel_config id (engines that time no kernels,
  * which record launch calls instead of timed kernels). */
 typedef struct gpufl_report_lgroup {
     const gpufl_model_kernel_config_t *rec; /* NULL when none or missing */

@@ -932,7 +932,7 @@ static void build_copies(const gpufl_model_t *m, gpufl_report_t *r) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* Launch rows (PcSampling, Deep)                                           */
+/* Launch rows (engines that time no kernels)                              */
 /* ---------------------------------------------------------------------- */
 
 static int cmp_lgroup(const void *a, const void *b) {

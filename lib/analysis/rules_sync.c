@@ -73,7 +73,7 @@ static int cmp_i64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* From kernel rows (Trace), else from launch rows (PcSampling and Deep
+/* From kernel rows (Trace), else from launch rows (engines that time no kernels
  * write the launch calls themselves, not CUPTI's kernel records). */
 static int make_launches(const gpufl_model_t *m, launches_t *l) {
     memset(l, 0, sizeof *l);
