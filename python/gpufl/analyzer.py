@@ -136,7 +136,8 @@ class GpuFlightSession:
 
     @property
     def launches(self):
-        """Kernel launch calls (PcSampling and Deep engines, which time no kernels)."""
+        """Kernel launch calls (the engines that time no kernels: PcSampling,
+        SassMetrics, RangeProfiler, Deep)."""
         return self._frame("launches")
 
     @property
@@ -228,7 +229,8 @@ class GpuFlightSession:
 
     def inspect_hotspots(self, top_n=5, file=None):
         """The top_n kernel names by total GPU time (launch counts under the
-        PcSampling and Deep engines, which time no kernels)."""
+        engines that time no kernels: PcSampling, SassMetrics, RangeProfiler,
+        Deep)."""
         self._print_sections(("kernels",), "no kernel records in this session (%s); kernels "
                              "are recorded from the Trace engine up" % self._ran(), file, top_n)
 
