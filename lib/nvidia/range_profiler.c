@@ -152,11 +152,11 @@ typedef struct rp_ctx {
     CUpti_RangeProfiler_Object *object;
     uint8_t *data[GPUFL_RP_GROUPS_MAX]; /* a counter data image per metric group */
     size_t data_size[GPUFL_RP_GROUPS_MAX];
-    int group;         /* the group of the running collection */
-    int configured;    /* the group the object was enabled for; -1 none yet */
+    int configured;    /* the group of the object's collections; -1 none yet */
     int ran;           /* collected at all (a failure after that is an event, not the record's) */
     int other;         /* the last group other than 0 collected, 0 none */
-    int64_t switch_ns; /* spent switching groups */
+    uint64_t switches; /* to another metric group */
+    int64_t switch_ns; /* spent on them */
     int64_t last_switch_ns; /* the last switch's cost (before one: the first Start's) */
     int collecting;         /* between Start and Stop */
     int open;               /* a range is open (CUPTI keeps one stack per context) */
@@ -212,8 +212,6 @@ struct gpufl_rp {
     _Atomic uint64_t nested, concurrent, no_context;
     int64_t decode_ns_total;
     int64_t stop_ns_total, start_ns_total; /* parts of decode_ns_total: Stop; the next Start */
-    uint64_t switches;                     /* re-enables for another group */
-    int64_t switch_ns_total;
     _Atomic int finished;
 };
 
@@ -710,13 +708,11 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
     int first = x->configured < 0;
     x->configured = g;
     x->collecting = 1;
-    x->group = g;
     x->pending = 0;
     if (switching) { /* disable, enable and the Start that programs the counters */
         x->last_switch_ns = gpufl__mono_ns() - t0;
         x->switch_ns += x->last_switch_ns;
-        s->switches++;
-        s->switch_ns_total += x->last_switch_ns;
+        x->switches++;
     } else if (first) {
         x->last_switch_ns = gpufl__mono_ns() - t0; /* the first Start: as dear as a switch */
     }
@@ -807,9 +803,9 @@ static uint64_t scope_of_name(const char *name) {
 
 /* Lock held. Evaluates each decoded range into a result. */
 static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
-    const rp_group_t *grp = &s->devices[x->device].group[x->group];
-    uint8_t *data = x->data[x->group];
-    size_t data_size = x->data_size[x->group];
+    const rp_group_t *grp = &s->devices[x->device].group[x->configured];
+    uint8_t *data = x->data[x->configured];
+    size_t data_size = x->data_size[x->configured];
     CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
         .structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
     info.pCounterDataImage = data;
@@ -840,7 +836,7 @@ static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
         rp_result_t *res = &s->results[s->result_count];
         res->range = *range;
         res->context = x->id;
-        res->group = x->group;
+        res->group = x->configured;
         res->metrics = grp->metrics;
         res->metric_count = grp->metric_count;
         gpufl_host_evaluate_params_t ev = {
@@ -1281,8 +1277,10 @@ void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out) {
     out->decode_ms = (double)s->decode_ns_total / 1e6;
     out->stop_ms = (double)s->stop_ns_total / 1e6;
     out->start_ms = (double)s->start_ns_total / 1e6;
-    out->switches = s->switches;
-    out->switch_ms = (double)s->switch_ns_total / 1e6;
+    for (int i = 0; i < s->ctx_count; i++) {
+        out->switches += s->ctx[i].switches;
+        out->switch_ms += (double)s->ctx[i].switch_ns / 1e6;
+    }
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -1728,6 +1728,20 @@ static gpufl_options_t range_options(const char *name) {
     return o;
 }
 
+/* Starts a RangeProfiler session over a fresh fake: a decode at the first
+ * range end flush_ms after a collection began, and switching metric groups
+ * within switch_pct of the time (GPUFL_RANGE_PROFILER_SWITCH_PCT, read at
+ * start only). */
+static void start_range(const char *name, int flush_ms, const char *switch_pct) {
+    fake.sassm_reset();
+    fake.range_reset();
+    gpufl_options_t o = range_options(name);
+    o.flush_interval_ms = flush_ms;
+    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", switch_pct, 1);
+    start(&o);
+    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
+}
+
 /* The range_metrics record of the scope with this path (the only one). */
 static json_t *range_of(const session_t *s, const char *path) {
     json_t *found = NULL;
@@ -1859,12 +1873,8 @@ static void range_profiler_scopes_become_ranges(void **state) {
  * and holding that group's metrics. */
 static void range_profiler_groups_rotate(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fake.range_reset();
-    gpufl_options_t o = range_options("range_groups");
-    o.flush_interval_ms = 1; /* a decode, and the next group, after every range */
-    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", "100", 1); /* switching costs no limit */
-    start(&o);
+    /* A decode, and the next group, after every range; switching costs no limit. */
+    start_range("range_groups", 1, "100");
     assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
     for (int i = 0; i < 10; i++) {
         gpufl_scope_t step = gpufl_scope_begin("step", NULL);
@@ -1922,7 +1932,6 @@ static void range_profiler_groups_rotate(void **state) {
     assert_int_equal(range_stat(&d, "lost"), 0);
     assert_int_equal(range_stat(&d, "errors"), 0);
     free_session(&d);
-    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
 }
 
 /* The groups of the range_metrics records of a session, in order; their count. */
@@ -1943,13 +1952,8 @@ static void range_profiler_switch_budget(void **state) {
     (void)state;
     const char *pcts[] = {"0", "30"};
     for (size_t k = 0; k < 2; k++) {
-        fake.sassm_reset();
-        fake.range_reset();
+        start_range(k == 0 ? "range_pct0" : "range_pct30", 1, pcts[k]);
         fake.range_start_delay(4000);
-        gpufl_options_t o = range_options(k == 0 ? "range_pct0" : "range_pct30");
-        o.flush_interval_ms = 1;
-        setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", pcts[k], 1);
-        start(&o);
         assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
         int64_t t0 = now_ns();
         for (int i = 0; i < 40; i++) {
@@ -1963,7 +1967,6 @@ static void range_profiler_switch_budget(void **state) {
         stop();
         CUcontext popped;
         assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
-        unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
         fake.range_start_delay(0);
 
         session_t d = read_session();
@@ -2170,12 +2173,7 @@ static void range_profiler_refused_or_unavailable(void **state) {
  * gpufl__rp_destroy disables it later, after the context is gone). */
 static void range_profiler_failed_switch_then_destroy(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fake.range_reset();
-    gpufl_options_t o = range_options("range_failed_switch");
-    o.flush_interval_ms = 1;
-    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", "100", 1);
-    start(&o);
+    start_range("range_failed_switch", 1, "100");
     assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
     gpufl_scope_t a = gpufl_scope_begin("a", NULL); /* enabled, group 0 started */
     assert_int_equal(fake.range_work(CTX_A, 1), 0);
@@ -2188,7 +2186,6 @@ static void range_profiler_failed_switch_then_destroy(void **state) {
     assert_int_equal(fake.range_state(CTX_A, &enabled, &pushes, &pops, &depth, &decodes), 0);
     int enabled_after_destroy = enabled;
     stop();
-    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
     CUcontext popped;
     assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
     assert_int_equal(enabled_after_destroy, 0); /* fails: still enabled */
@@ -2208,12 +2205,7 @@ static void *destroy_b_soon(void *arg) {
  * dead CUcontext) until finish pushes it and calls Stop/Decode/Disable. */
 static void range_profiler_destroy_during_a_switch(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fake.range_reset();
-    gpufl_options_t o = range_options("range_destroy_during_switch");
-    o.flush_interval_ms = 1;
-    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", "100", 1);
-    start(&o);
+    start_range("range_destroy_during_switch", 1, "100");
     CUcontext popped;
     assert_int_equal(fake.push_current(CTX_B), CUDA_SUCCESS);
     gpufl_scope_end(gpufl_scope_begin("b", NULL)); /* CTX_B profiled */
@@ -2231,7 +2223,6 @@ static void range_profiler_destroy_during_a_switch(void **state) {
     assert_int_equal(fake.range_state(CTX_B, &enabled, &pushes, &pops, &depth, &decodes), 0);
     int b_enabled_after_destroy = enabled;
     stop();
-    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
     assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
     assert_int_equal(b_enabled_after_destroy, 0); /* fails: the callback gave up */
 }
@@ -2242,19 +2233,13 @@ static void range_profiler_destroy_during_a_switch(void **state) {
  * range_metrics written before the failure as corrupt lines. */
 static void range_profiler_failed_switch_before_announce(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fake.range_reset();
-    gpufl_options_t o = range_options("range_failed_switch_announce");
-    o.flush_interval_ms = 60000; /* decodes only when the image is full */
-    setenv("GPUFL_RANGE_PROFILER_SWITCH_PCT", "100", 1);
-    start(&o);
+    start_range("range_failed_switch_announce", 60000, "100"); /* decodes when the image is full */
     assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
     for (int i = 0; i < 128; i++) gpufl_scope_end(gpufl_scope_begin("step", NULL)); /* 0 -> 1 */
     fake.range_error("cuptiRangeProfilerEnable", CUPTI_ERROR_UNKNOWN, 1);
     for (int i = 0; i < 128; i++)
         gpufl_scope_end(gpufl_scope_begin("step", NULL)); /* 1 -> 0 fails */
     stop();
-    unsetenv("GPUFL_RANGE_PROFILER_SWITCH_PCT");
     CUcontext popped;
     assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
     session_t d = read_session();
