@@ -20,10 +20,16 @@ that drift of the machine falls on all of them; a variant's figure is the
 median over its runs of the median step time, and its overhead is measured
 against the untraced median of the same workload.
 
+With --pin-local every run is kept to the CPUs the GPU's PCI device calls
+local (sysfs local_cpulist, within the CPUs this process may use): on a
+two-socket host a run scheduled on the far socket launches more slowly,
+which splits runs of one variant into groups. The CPUs used go into the
+summary.
+
 Prints one JSON line per run and, last, one JSON summary; --markdown FILE
 also writes the summary as a table.
 Usage: pcs_overhead.py [--rounds 3] [--periods 16,18] [--workloads gemm,transformer] [--steps N]
-                      [--drains 500,1000] [--deep-engines]
+                      [--drains 500,1000] [--deep-engines] [--pin-local]
 """
 import argparse
 import json
@@ -140,6 +146,37 @@ def session_stats(path):
     return out
 
 
+def parse_cpulist(text):
+    """CPU numbers of a sysfs list such as "0-15,32-47"."""
+    cpus = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def gpu_local_cpus():
+    """The CPUs local to GPU 0 that this process may use, and how they were
+    found; raises SystemExit with the reason when they cannot be told."""
+    p = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader", "-i",
+                        "0"], capture_output=True, text=True)
+    bus = p.stdout.strip().lower()
+    if p.returncode != 0 or len(bus) < 12:
+        raise SystemExit(f"--pin-local: no PCI bus id from nvidia-smi: {p.stderr.strip()}")
+    path = f"/sys/bus/pci/devices/{bus[-12:]}/local_cpulist"  # sysfs: 4-digit domain
+    try:
+        with open(path) as f:
+            local = parse_cpulist(f.read())
+    except OSError as e:
+        raise SystemExit(f"--pin-local: {e}")
+    usable = local & os.sched_getaffinity(0)
+    if not usable:
+        raise SystemExit(f"--pin-local: none of {path}'s CPUs may be used here")
+    return sorted(usable), path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -154,6 +191,8 @@ def main():
                     help="also run PcSampling with GetData every N ms (comma list)")
     ap.add_argument("--deep-engines", action="store_true",
                     help="also run the SassMetrics and Deep engines")
+    ap.add_argument("--pin-local", action="store_true",
+                    help="keep every run on the CPUs local to GPU 0")
     ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "VARIANT", "LOG_DIR"))
     a = ap.parse_args()
     if a.child:
@@ -168,6 +207,8 @@ def main():
         os.environ["GPUFL_ALT_LIBRARY"] = os.path.abspath(a.alt_library)
         variants += [v + "-alt" for v in variants if v != "untraced"]
     log_root = a.log_root or tempfile.mkdtemp(prefix="gpufl-pcs-overhead-")
+    cpus, cpus_from = (gpu_local_cpus() if a.pin_local else (None, None))
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     runs = []
     for r in range(a.rounds):
         for w in a.workloads.split(","):
@@ -175,7 +216,7 @@ def main():
                 t0 = time.time()
                 p = subprocess.run([sys.executable, __file__, "--child", w, v, log_root,
                                     "--steps", str(a.steps)],
-                                   capture_output=True, text=True)
+                                   capture_output=True, text=True, preexec_fn=pin)
                 if p.returncode != 0:
                     print(json.dumps({"workload": w, "variant": v, "round": r,
                                       "error": p.stderr[-2000:]}), flush=True)
@@ -188,7 +229,7 @@ def main():
                 runs.append(res)
                 print(json.dumps(res), flush=True)
     summary = {"device": runs[0]["device"] if runs else None, "rounds": a.rounds,
-               "workloads": {}}
+               "cpus": cpus, "cpus_from": cpus_from, "workloads": {}}
     for w in a.workloads.split(","):
         base = [x["median_ms"] for x in runs if x["workload"] == w and x["variant"] == "untraced"]
         if not base:

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* What a callback id is, for the callback's switch. */
 enum call_kind {
@@ -88,6 +89,12 @@ struct gpufl_launch {
     row_queue_t graphs, syncs, launches;
 
     _Atomic(const gpufl_launch_hooks_t *) hooks; /* an engine above Trace; NULL none */
+
+    /* The launch gate (GPUFL_LAUNCH_GATE): launches in, and whether it is
+     * closed. Sequentially consistent: a launch counts itself in, then
+     * looks; the closer closes, then counts. */
+    _Atomic int gate_in, gate_closed;
+    _Atomic uint64_t gate_waits, gate_overruns;
 };
 
 #define SLOTS (2 * GPUFL_LAUNCH_CONFIGS_MAX)
@@ -161,6 +168,8 @@ typedef struct thread_state {
     void *seen[SEEN_CONTEXTS];    /* contexts this thread launched on, handed to the hooks */
     uint64_t seen_generation;     /* of the module the set is for */
     unsigned seen_next;           /* the entry replaced next when the set is full */
+    uint64_t gate_generation;     /* of the module whose gate this thread's launch is in; 0 none */
+    uint32_t gate_correlation;    /* of that launch: its exit carries the same */
     cached_t cache[CACHE];
 } thread_state_t;
 
@@ -462,6 +471,66 @@ static void see_context(gpufl_launch_t *l, thread_state_t *state, void *context)
         state->seen[state->seen_next++ % SEEN_CONTEXTS] = context;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The launch gate                                                          */
+/* ---------------------------------------------------------------------- */
+
+static void gate_pause(void) {
+    struct timespec t = {0, 20000}; /* 20 us: a GetData or a patch takes far longer */
+    nanosleep(&t, NULL);
+}
+
+/* The end of a launch's enter callback: in through the gate, waiting while
+ * it is closed (at most GPUFL_LAUNCH_GATE_PASS_NS). */
+static void gate_enter(gpufl_launch_t *l, thread_state_t *state, uint32_t correlation) {
+    if (state == NULL) return; /* its exit could not be told: not counted in */
+    int64_t give_up = 0;
+    for (;;) {
+        atomic_fetch_add(&l->gate_in, 1);
+        if (!atomic_load(&l->gate_closed)) break;
+        int64_t now = gpufl__mono_ns();
+        if (give_up == 0) {
+            give_up = now + GPUFL_LAUNCH_GATE_PASS_NS;
+            atomic_fetch_add_explicit(&l->gate_waits, 1, memory_order_relaxed);
+        } else if (now >= give_up) {
+            atomic_fetch_add_explicit(&l->gate_overruns, 1, memory_order_relaxed);
+            break; /* in, closed or not */
+        }
+        atomic_fetch_sub(&l->gate_in, 1);
+        while (atomic_load(&l->gate_closed) && gpufl__mono_ns() < give_up) gate_pause();
+    }
+    state->gate_generation = l->generation;
+    state->gate_correlation = correlation;
+}
+
+/* The start of a launch's exit callback: out, when its enter came in. */
+static void gate_leave(gpufl_launch_t *l, uint32_t correlation) {
+    thread_state_t *state = thread_state();
+    if (state == NULL || state->gate_generation != l->generation ||
+        state->gate_correlation != correlation)
+        return;
+    state->gate_generation = 0;
+    atomic_fetch_sub(&l->gate_in, 1);
+}
+
+int gpufl__launch_gate_close(gpufl_launch_t *l, int64_t wait_ns) {
+    if (l == NULL || !(l->flags & GPUFL_LAUNCH_GATE)) return 0;
+    atomic_store(&l->gate_closed, 1);
+    int64_t give_up = gpufl__mono_ns() + wait_ns;
+    while (atomic_load(&l->gate_in) > 0) {
+        if (gpufl__mono_ns() >= give_up) {
+            atomic_store(&l->gate_closed, 0);
+            return -1;
+        }
+        gate_pause();
+    }
+    return 0;
+}
+
+void gpufl__launch_gate_open(gpufl_launch_t *l) {
+    if (l != NULL) atomic_store(&l->gate_closed, 0);
+}
+
 /* Driver calls gpufl makes itself on this thread (gpufl__launch_internal):
  * not the application's, so not recorded. */
 static _Thread_local int internal_calls;
@@ -489,15 +558,19 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
         sync_call(l, kind, cbid, cb, gpufl__scope_current());
         return;
     }
-    if (cb->callbackSite != CUPTI_API_ENTER) return;
-    int64_t now = gpufl__mono_ns();
-    uint64_t scope = gpufl__scope_current();
-    uint32_t config = 0, external_kind = 0, stack = 0;
-    uint64_t external = 0;
     /* Only kernel rows carry external ids (a graph's kernels share its
      * launch's note): copies and the like are not looked at. */
     int launches = kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX || kind == CALL_LAUNCH_ANY ||
                    kind == CALL_GRAPH;
+    int gated = launches && (l->flags & GPUFL_LAUNCH_GATE);
+    if (cb->callbackSite != CUPTI_API_ENTER) {
+        if (gated) gate_leave(l, cb->correlationId);
+        return;
+    }
+    int64_t now = gpufl__mono_ns();
+    uint64_t scope = gpufl__scope_current();
+    uint32_t config = 0, external_kind = 0, stack = 0;
+    uint64_t external = 0;
     thread_state_t *state = launches ? thread_state() : NULL;
     if (launches) see_context(l, state, cb->context);
     if (kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX) config = launch_config(l, state, kind, cb);
@@ -513,19 +586,21 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
             now,    cb->context,   scope, external,          cb->correlationId,
             config, external_kind, stack, gpufl__thread_id()};
         queue_push(l, &l->launches, &row);
-        return;
+    } else {
+        note_t *n = &l->notes[cb->correlationId & MASK];
+        atomic_store_explicit(&n->corr, 0, memory_order_relaxed);
+        atomic_thread_fence(memory_order_release);
+        atomic_store_explicit(&n->config, config, memory_order_relaxed);
+        atomic_store_explicit(&n->scope, scope, memory_order_relaxed);
+        atomic_store_explicit(&n->external_id, external, memory_order_relaxed);
+        atomic_store_explicit(&n->external_kind, external_kind, memory_order_relaxed);
+        atomic_store_explicit(&n->stack, stack, memory_order_relaxed);
+        atomic_store_explicit(&n->mono_ns, now, memory_order_relaxed);
+        atomic_store_explicit(&n->tid, gpufl__thread_id(), memory_order_relaxed);
+        atomic_store_explicit(&n->corr, cb->correlationId, memory_order_release);
     }
-    note_t *n = &l->notes[cb->correlationId & MASK];
-    atomic_store_explicit(&n->corr, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&n->config, config, memory_order_relaxed);
-    atomic_store_explicit(&n->scope, scope, memory_order_relaxed);
-    atomic_store_explicit(&n->external_id, external, memory_order_relaxed);
-    atomic_store_explicit(&n->external_kind, external_kind, memory_order_relaxed);
-    atomic_store_explicit(&n->stack, stack, memory_order_relaxed);
-    atomic_store_explicit(&n->mono_ns, now, memory_order_relaxed);
-    atomic_store_explicit(&n->tid, gpufl__thread_id(), memory_order_relaxed);
-    atomic_store_explicit(&n->corr, cb->correlationId, memory_order_release);
+    /* Last: gpufl's work above may wait on engine locks the closer holds. */
+    if (gated) gate_enter(l, state, cb->correlationId);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -604,6 +679,8 @@ void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out) {
     out->graph_launches_lost = atomic_load(&l->graphs.lost);
     out->syncs_lost = atomic_load(&l->syncs.lost);
     out->launches_lost = atomic_load(&l->launches.lost);
+    out->gate_waits = atomic_load(&l->gate_waits);
+    out->gate_overruns = atomic_load(&l->gate_overruns);
 }
 
 /* ---------------------------------------------------------------------- */

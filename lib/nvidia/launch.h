@@ -43,6 +43,7 @@ typedef struct gpufl_launch gpufl_launch_t;
 #define GPUFL_LAUNCH_MEMORY   (1u << 2) /* note allocation and free calls too */
 #define GPUFL_LAUNCH_SYNC     (1u << 3) /* time synchronization calls */
 #define GPUFL_LAUNCH_ROWS     (1u << 4) /* queue a row per kernel launch (no kernel records) */
+#define GPUFL_LAUNCH_GATE     (1u << 5) /* launches pass a gate the collector can close (Deep) */
 
 #define GPUFL_LAUNCH_TABLE_BITS  18    /* 262144 notes, 48 bytes each */
 #define GPUFL_LAUNCH_CONFIGS_MAX 65536 /* distinct launch configurations kept */
@@ -126,6 +127,8 @@ typedef struct gpufl_launch_stats {
     uint64_t syncs_lost;          /* the queue was full */
     uint64_t launches;            /* kernel launches queued (GPUFL_LAUNCH_ROWS) */
     uint64_t launches_lost;       /* the queue was full */
+    uint64_t gate_waits;          /* launches that found the gate closed and waited */
+    uint64_t gate_overruns; /* of those, launches that went on after GPUFL_LAUNCH_GATE_PASS_NS */
 } gpufl_launch_stats_t;
 
 /*
@@ -169,6 +172,28 @@ typedef struct gpufl_launch_hooks {
     void *user;
 } gpufl_launch_hooks_t;
 void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hooks);
+
+/*
+ * The launch gate (GPUFL_LAUNCH_GATE). Deep's SASS metrics patch each
+ * function at its first launch, inside the launch call, and CUPTI's PC
+ * sampling GetData crashed when it ran meanwhile (docs/design/sass-metrics.md).
+ * With the gate, every kernel launch counts itself in from the end of its
+ * enter callback (after gpufl's own work, which may take engine locks) to
+ * the start of its exit callback, the part of the call where the driver
+ * and CUPTI work. close waits until no launch is in and keeps new ones
+ * out; open lets them on.
+ *
+ * close returns 0 once no launch is in, or -1 after wait_ns with one still
+ * in (a first launch patching a large function; the gate is open again and
+ * the caller tries later). A launch that finds the gate closed waits for
+ * it, but at most GPUFL_LAUNCH_GATE_PASS_NS, then goes on (counted): a
+ * closer that never opened must not hang the application. Without the flag
+ * both are no-ops. The collector thread closes and opens; it makes no
+ * launches itself.
+ */
+#define GPUFL_LAUNCH_GATE_PASS_NS 2000000000LL
+int gpufl__launch_gate_close(gpufl_launch_t *l, int64_t wait_ns);
+void gpufl__launch_gate_open(gpufl_launch_t *l);
 
 /* Marks the driver calls the calling thread makes from now on (on = 1)
  * until the matching call with on = 0 as gpufl's own: the callbacks ignore

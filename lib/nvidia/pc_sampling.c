@@ -124,7 +124,9 @@ struct gpufl_pcs {
     int64_t drain_every_ns;               /* GetData period: GPUFL_PC_SAMPLING_DRAIN_MS or 100 ms */
     int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
-    _Atomic int finished; /* finish ran: callbacks that come later are ignored */
+    gpufl_launch_t *gate;     /* Deep: drains pass the launch gate; NULL none */
+    uint64_t drains_deferred; /* the gate stayed busy: the drain was put off */
+    _Atomic int finished;     /* finish ran: callbacks that come later are ignored */
 };
 
 static const gpufl_col_def_t sample_cols[] = {
@@ -923,16 +925,36 @@ static void report_errors(gpufl_pcs_t *p) {
                                 "lost");
 }
 
+void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate) {
+    if (p != NULL) p->gate = gate;
+}
+
+/* The periodic drain of every context. The gate is closed before the lock
+ * is taken: a launch may wait on the lock in its enter callback (a context
+ * seen first), before it counts itself in. */
+static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
+    if (now_ns < p->next_drain_ns) return; /* next_drain_ns: the collector's own */
+    if (gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0) {
+        pthread_mutex_lock(&p->lock);
+        p->drains_deferred++;
+        pthread_mutex_unlock(&p->lock);
+        p->next_drain_ns = now_ns + GPUFL_PCS_GATE_RETRY_NS;
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ctx_count; i++) drain(p, &p->ctx[i]);
+    p->last_drain_ns = now_ns;
+    pthread_mutex_unlock(&p->lock);
+    gpufl__launch_gate_open(p->gate);
+    p->next_drain_ns = now_ns + p->drain_every_ns;
+}
+
 void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
     if (p == NULL) return;
+    drain_due(p, now_ns);
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->ctx_count; i++) announce(p, &p->ctx[i]);
     report_errors(p);
-    if (!p->cfg.drain_at_end && now_ns >= p->next_drain_ns) {
-        for (int i = 0; i < p->ctx_count; i++) drain(p, &p->ctx[i]);
-        p->last_drain_ns = now_ns;
-        p->next_drain_ns = now_ns + p->drain_every_ns;
-    }
     if (p->window_end_ns == 0) p->window_end_ns = now_ns + p->cfg.window_ns;
     if (now_ns >= p->window_end_ns) {
         close_window(p, now_ns);
@@ -962,6 +984,7 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"non_user", s.non_user},
                                       {"dropped", s.dropped},
                                       {"buffer_full", s.buffer_full},
+                                      {"drains_deferred", s.drains_deferred},
                                       {"rows", s.rows},
                                       {"functions", s.functions},
                                       {"errors", s.errors},
@@ -972,8 +995,8 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"sass_failed", s.sass_failed}};
     gpufl_buf_t *b =
         gpufl__engine_stats_begin(p->collector, "pc_sampling_stats", v, sizeof v / sizeof v[0]);
-    gpufl__buf_key(b, "drain_ms"); /* 0: at the end only (Deep) */
-    gpufl__buf_put_fixed(b, p->cfg.drain_at_end ? 0.0 : (double)p->drain_every_ns / 1e6, 0);
+    gpufl__buf_key(b, "drain_ms");
+    gpufl__buf_put_fixed(b, (double)p->drain_every_ns / 1e6, 0);
     gpufl__buf_key(b, "get_data_ms");
     gpufl__buf_put_fixed(b, (double)p->get_data_ns / 1e6, 1);
     gpufl__buf_key(b, "get_data_max_ms");
@@ -1029,7 +1052,7 @@ uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context) {
 }
 
 int64_t gpufl__pcs_due_in(gpufl_pcs_t *p, int64_t now_ns) {
-    if (p == NULL || p->cfg.drain_at_end) return INT64_MAX; /* no periodic drain to wake for */
+    if (p == NULL) return INT64_MAX;
     int64_t due = p->next_drain_ns - now_ns;
     return due > 0 ? due : 0;
 }
@@ -1062,6 +1085,7 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->rows = p->rows_written;
     out->functions = p->functions.count;
     out->errors = p->errors.count;
+    out->drains_deferred = p->drains_deferred;
     pthread_mutex_unlock(&p->lock);
     gpufl_sass_log_stats_t ss;
     gpufl__sass_log_stats(p->sass, &ss);

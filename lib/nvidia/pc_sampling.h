@@ -50,20 +50,13 @@ typedef struct gpufl_pcs_config {
      * finishes the log; PC sampling only asks it for functions. NULL: the
      * engine keeps its own. */
     struct gpufl_sass_log *shared_sass;
-    /* Deep: no periodic GetData, only at the end after SASS metrics stopped
-     * (and when a module unloads or a context is destroyed). A periodic
-     * GetData while SASS metrics lazily patches the functions of new
-     * launches crashed inside CUPTI on an H100 (a NULL function name in
-     * cuptiPCSamplingGetData, 3 of 18 runs). Samples CUPTI's buffer cannot
-     * hold until then are lost, which CUPTI does not count: buffer_full in
-     * pc_sampling_stats says it happened. */
-    int drain_at_end;
 } gpufl_pcs_config_t;
 
 typedef struct gpufl_pcs_stats {
     uint64_t contexts, drains, samples, recorded, non_user, dropped, buffer_full, lost, rows,
         functions, errors;
     uint64_t cubins, cubins_skipped, sass_functions, sass_failed;
+    uint64_t drains_deferred; /* periodic drains put off: a launch stayed in the gate */
 } gpufl_pcs_stats_t;
 
 /* Resolves the PC Sampling API in cupti's library. Returns 0, or
@@ -85,6 +78,17 @@ int gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context);
 void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context);
 void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size);
 void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
+
+/* Deep: the periodic drains pass the launch gate (launch.h), so that no
+ * GetData runs while a launch is inside the driver, where SASS metrics
+ * patch a function at its first launch: a GetData meanwhile crashed inside
+ * CUPTI on an H100 (a NULL function name, 3 of 18 runs;
+ * docs/design/sass-metrics.md). A drain that cannot close the gate within
+ * GPUFL_PCS_GATE_WAIT_NS is put off (counted) and tried again
+ * GPUFL_PCS_GATE_RETRY_NS later. Set before the callbacks start. */
+#define GPUFL_PCS_GATE_WAIT_NS  200000000LL
+#define GPUFL_PCS_GATE_RETRY_NS 10000000LL
+void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate);
 
 /* Collector thread. poll drains CUPTI when due; flush writes what is
  * ready; finish drains and disables every context and writes the totals. */

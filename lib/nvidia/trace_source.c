@@ -428,6 +428,8 @@ static void write_stats(gpufl_trace_source_t *t) {
              {"graph_launches", n->graph_launches},
              {"launches", n->launches},
              {"launches_lost", ls.launches_lost},
+             {"gate_waits", ls.gate_waits},
+             {"gate_overruns", ls.gate_overruns},
              {"unattributed", n->unattributed},
              {"configs", ls.configs},
              {"configs_dropped", ls.configs_dropped},
@@ -502,7 +504,7 @@ static void create_engines(gpufl_trace_source_t *t, const gpufl_settings_t *sett
     if (e == GPUFL_ENGINE_PC_SAMPLING || e == GPUFL_ENGINE_DEEP) {
         gpufl_pcs_config_t cfg = {settings->pc_sampling_period,
                                   (int64_t)settings->flush_interval_ms * 1000000, 1,
-                                  gpufl__sassm_sass_log(t->sassm), t->sassm != NULL};
+                                  gpufl__sassm_sass_log(t->sassm)};
         if (gpufl__pcs_create(t->cupti, t->collector, &cfg, &t->pcs, t->pcs_why, sizeof t->pcs_why))
             t->pcs = NULL;
     }
@@ -601,15 +603,21 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
 #ifndef GPUFL_DIAGNOSE_RP_WITH_ACTIVITY /* diagnosis build: the range profiler beside them */
     if (t->rp != NULL) flags |= GPUFL_LAUNCH_ROWS;
 #endif
+#ifndef GPUFL_DIAGNOSE_DEEP_UNGATED /* diagnosis build: Deep's drains without the gate */
+    /* Deep: PC sampling's drains wait for launches to leave the driver,
+     * where SASS metrics patch new functions (pc_sampling.h). */
+    if (t->pcs != NULL && t->sassm != NULL) flags |= GPUFL_LAUNCH_GATE;
+#endif
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
+    if (flags & GPUFL_LAUNCH_GATE) gpufl__pcs_set_gate(t->pcs, t->launch);
     hook_engines(t);
     if (t->pcs == NULL && t->sassm == NULL && t->rp == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
         /* The engines could not hook in: plain Trace, with CUPTI's records. */
         gpufl__launch_destroy(t->launch);
         t->launch = NULL;
-        flags &= ~GPUFL_LAUNCH_ROWS;
+        flags &= ~(GPUFL_LAUNCH_ROWS | GPUFL_LAUNCH_GATE);
         rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                                   t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why,
                                   why_size);
@@ -651,6 +659,7 @@ fail:
 void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
     if (t->ops_attached) gpufl__ops_detach(); /* before CUPTI goes */
     t->ops_attached = 0;
+    gpufl__pcs_set_gate(t->pcs, NULL);
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
     gpufl__pcs_destroy(t->pcs); /* after the callbacks stopped; before the SASS log it shares */

@@ -11,7 +11,10 @@
  *
  * A test queues records with fake_cupti_pcs_add, adds driver-internal or
  * dropped samples with fake_cupti_pcs_count, and makes GetData answer
- * "hardware buffer full" with fake_cupti_pcs_buffer_full. Function names
+ * "hardware buffer full" with fake_cupti_pcs_buffer_full. A test marks
+ * the stretch of a launch call where the real driver patches a function
+ * for SASS metrics with fake_cupti_pcs_patching; a GetData inside it (which
+ * crashed the real CUPTI) is counted, fake_cupti_pcs_unsafe_calls. Function names
  * are allocated here once per distinct name and context; the client frees
  * them, as the real API asks.
  */
@@ -64,6 +67,8 @@ typedef struct fake_ctx {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static fake_ctx_t contexts[CTX_MAX];
 static CUptiResult enable_error;
+static int patching;               /* launches inside their patching stretch */
+static unsigned long unsafe_calls; /* GetData calls made meanwhile */
 
 static fake_ctx_t *find(CUcontext ctx, int create) {
     for (int i = 0; i < CTX_MAX; i++)
@@ -175,6 +180,7 @@ EXPORT CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
 EXPORT CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
     if (p == NULL || p->pcSamplingData == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&lock);
+    if (patching > 0) unsafe_calls++;
     fake_ctx_t *c = find(p->ctx, 0);
     CUptiResult r = CUPTI_ERROR_INVALID_OPERATION;
     if (c != NULL && c->enabled) {
@@ -313,6 +319,8 @@ EXPORT void fake_cupti_pcs_enable_error(CUptiResult r);
 EXPORT int fake_cupti_pcs_state(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables,
                                 int *disables);
 EXPORT void fake_cupti_pcs_reset(void);
+EXPORT void fake_cupti_pcs_patching(int on);
+EXPORT unsigned long fake_cupti_pcs_unsafe_calls(void);
 
 /* Queues samples of one PC and reason index (CUPTI's). The running total
  * counts them as CUPTI counts samples: plain reasons only. Returns 0, or -1
@@ -377,5 +385,22 @@ void fake_cupti_pcs_reset(void) {
     for (int i = 0; i < CTX_MAX; i++) drop_names(&contexts[i]);
     memset(contexts, 0, sizeof contexts);
     enable_error = CUPTI_SUCCESS;
+    patching = 0;
+    unsafe_calls = 0;
     pthread_mutex_unlock(&lock);
+}
+
+/* A launch enters (on = 1) or leaves (0) the part of its call where the
+ * driver patches the function. */
+void fake_cupti_pcs_patching(int on) {
+    pthread_mutex_lock(&lock);
+    patching += on ? 1 : -1;
+    pthread_mutex_unlock(&lock);
+}
+
+unsigned long fake_cupti_pcs_unsafe_calls(void) {
+    pthread_mutex_lock(&lock);
+    unsigned long n = unsafe_calls;
+    pthread_mutex_unlock(&lock);
+    return n;
 }

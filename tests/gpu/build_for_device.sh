@@ -58,24 +58,29 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
       -o ".devbin/trace_overhead_${part,,}" "$dir/lib/libgpufl.a" \
       /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static "${cupti_link[@]}"
   done
-  # pcs_kernels over a diagnosis build of the library (-DGPUFL_DIAGNOSE_$1),
-  # as .devbin/pcs_kernels_$2.
-  pcs_kernels_over() {
+  # A program of tests/gpu over a diagnosis build of the library
+  # (-DGPUFL_DIAGNOSE_$1): .devbin/$2_$3 from tests/gpu/$2.cu.
+  over_diagnosis() {
     local dir=build/device-diagnose-${1,,}
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF \
       -DCMAKE_C_FLAGS="-DGPUFL_DIAGNOSE_$1" >/dev/null
     cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
-    "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
-      -o ".devbin/pcs_kernels_$2" "$dir/lib/libgpufl.a" \
+    "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include "tests/gpu/$2.cu" \
+      -o ".devbin/$2_$3" "$dir/lib/libgpufl.a" \
       /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
   }
+  # Deep's drains against first launches (run_deep_drain.sh): as built, and
+  # without the launch gate, as Deep was when CUPTI crashed.
+  "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/deep_drain_stress.cu \
+    -o .devbin/deep_drain_stress "${libs[@]}" -cudart static
+  over_diagnosis DEEP_UNGATED deep_drain_stress ungated
   # PC sampling with CUPTI's activity kinds on, as under Trace (the study in
   # tests/gpu/run_pcs_checks.sh): what activity tracing does to the samples.
-  pcs_kernels_over PCS_WITH_ACTIVITY with_activity
+  over_diagnosis PCS_WITH_ACTIVITY pcs_kernels with_activity
   # The range profiler with CUPTI's activity kinds on, as before it turned
   # them off: what the kernel timestamps CUPTI adds do to the counters
   # (docs/gpu-results/2026-11-22-range-profiler.md).
-  pcs_kernels_over RP_WITH_ACTIVITY rp_with_activity
+  over_diagnosis RP_WITH_ACTIVITY pcs_kernels rp_with_activity
   # The library without gpufl's work in the launch callbacks, for the
   # overhead diagnosis of bench/gpu/pcs_overhead.py --alt-library.
   cc -shared -o .devbin/libgpufl_no_notes.so -Wl,-soname,libgpufl.so \

@@ -16,6 +16,7 @@
 #include "analysis/insights.h"
 #include "analysis/model.h"
 #include "nvidia/launch.h"
+#include "nvidia/pc_sampling.h"
 
 #include <cuda.h>
 #include <cupti.h>
@@ -55,6 +56,8 @@ static struct {
     void (*pcs_enable_error)(CUptiResult r);
     int (*pcs_state)(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables, int *disables);
     void (*pcs_reset)(void);
+    void (*pcs_patching)(int on);
+    unsigned long (*pcs_unsafe_calls)(void);
     CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
     unsigned long (*enable_count)(int kind);
     int (*sassm_add)(CUcontext ctx, uint32_t crc, uint32_t function_index, const char *function,
@@ -103,6 +106,8 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_pcs_enable_error", &fake.pcs_enable_error);
     resolve(cupti, "fake_cupti_pcs_state", &fake.pcs_state);
     resolve(cupti, "fake_cupti_pcs_reset", &fake.pcs_reset);
+    resolve(cupti, "fake_cupti_pcs_patching", &fake.pcs_patching);
+    resolve(cupti, "fake_cupti_pcs_unsafe_calls", &fake.pcs_unsafe_calls);
     resolve(cupti, "cuptiGetCubinCrc", &fake.cubin_crc);
     resolve(cupti, "fake_cupti_enable_count", &fake.enable_count);
     resolve(cupti, "fake_cupti_sassm_add", &fake.sassm_add);
@@ -1712,11 +1717,65 @@ static void deep_runs_both_engines(void **state) {
     assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z6kernelPfi"), 90);
     assert_int_equal(tu_count(&d.device, "sass"), 1);
     assert_null(json_object_get(sass_of(&d, "_Z6kernelPfi"), "error"));
-    /* Samples are asked for only at the end, after SASS metrics stopped
-     * (periodic GetData crashed inside CUPTI while functions were patched):
-     * the 90 samples above came from that last drain. */
     json_t *st = tu_first(&d.device, "pc_sampling_stats");
-    assert_true(json_number_value(json_object_get(st, "drain_ms")) == 0);
+    assert_true(json_number_value(json_object_get(st, "drain_ms")) == 100);
+    free_session(&d);
+}
+
+/* The stretch of a launch call where the driver patches the function for
+ * SASS metrics (the fake counts a GetData made inside it), arg: its ms. */
+static void patch_for(void *arg) {
+    fake.pcs_patching(1);
+    struct timespec t = {0, *(const long *)arg * 1000000L};
+    nanosleep(&t, NULL);
+    fake.pcs_patching(0);
+}
+
+/* Deep drains PC samples periodically, never while a launch is inside the
+ * driver (where SASS metrics patch functions: a GetData meanwhile crashed
+ * inside CUPTI); a launch that stays in longer than a drain waits puts the
+ * drain off, counted, and it is taken later. */
+static void deep_drains_between_launches(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.pcs_reset();
+    use_fake_nvdisasm();
+    gpufl_options_t o = trace_options("deep_gate");
+    o.profiling_engine = GPUFL_ENGINE_DEEP;
+    o.flush_interval_ms = 10;
+    setenv("GPUFL_PC_SAMPLING_DRAIN_MS", "10", 1);
+    start(&o);
+    unsetenv("GPUFL_PC_SAMPLING_DRAIN_MS");
+    uint64_t crc = load_two_functions(CTX_A);
+    fake.set_context(CTX_A);
+    cuLaunchKernel_params p = {.f = fake.function(32, 0, 0, 1024, 8),
+                               .gridDimX = 1,
+                               .gridDimY = 1,
+                               .gridDimZ = 1,
+                               .blockDimX = 128,
+                               .blockDimY = 1,
+                               .blockDimZ = 1};
+    long short_ms = 4, long_ms = GPUFL_PCS_GATE_WAIT_NS / 1000000 + 150;
+    for (int i = 0; i < 60; i++) {
+        assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 1), 0);
+        fake.call_across(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "_Z6kernelPfi", patch_for,
+                         &short_ms);
+    }
+    fake.call_across(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "_Z6kernelPfi", patch_for,
+                     &long_ms);
+    let_collector_run();
+    stop();
+    fake.set_context(NULL);
+    unsetenv("GPUFL_NVDISASM");
+    assert_int_equal(fake.pcs_unsafe_calls(), 0);
+    session_t d = read_session();
+    json_t *st = tu_first(&d.device, "pc_sampling_stats");
+    assert_true(json_number_value(json_object_get(st, "drain_ms")) == 10);
+    /* 61 launches over about 0.6 s, a drain due every 10 ms */
+    assert_true(field(st, "drains") >= 10);
+    assert_true(field(st, "drains_deferred") >= 1);
+    assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z6kernelPfi"), 60);
+    assert_int_equal(field(tu_first(&d.device, "trace_stats"), "launches"), 61);
     free_session(&d);
 }
 
@@ -2290,6 +2349,7 @@ int main(void) {
         cmocka_unit_test(sass_metrics_of_a_destroyed_context),
         cmocka_unit_test(sass_metrics_refused_or_unavailable),
         cmocka_unit_test(deep_runs_both_engines),
+        cmocka_unit_test(deep_drains_between_launches),
         cmocka_unit_test(range_profiler_scopes_become_ranges),
         cmocka_unit_test(range_profiler_groups_rotate),
         cmocka_unit_test(range_profiler_switch_budget),
