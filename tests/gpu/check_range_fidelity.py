@@ -46,21 +46,49 @@ ours is missing). The peak is ncu's dram__bytes.sum.peak_sustained (bytes
 per DRAM cycle) x dram__cycles_elapsed.avg.per_second (converted with the
 CSV's units row), the mean over the kernel's launches: asked of ncu with the
 other metrics, independent of the kernels' own traffic. Without them in the
-CSV no bytes slack applies. A row that passes only through a slack says
-"ok (slack)".
+CSV no bytes slack applies. The L2 sector counts (lookup hits, lookup misses,
+sectors) take an absolute slack of --abs-slack / 100 x the kernel's L2
+sectors per launch (lts__t_sectors.sum: ours, else ncu's kernel replay,
+else its range replay). The L2 hit rate is lookup hits over sectors, so a
+count off by no more than that moves the rate by less than --abs-slack
+percentage points, the absolute slack the rate itself gets: tens of
+lookup misses a launch out of 150,000 sectors (a compute-bound kernel,
+where what a range's first launch finds in L2 depends on the kernel run
+before) are noise for the rate, and 5 % of so small a count is no measure of
+fidelity. A row that passes only through a slack says "ok (slack)".
+
+A second reference, --ncu-range CSV: ncu's range replay of the same program
+with PCS_KERNELS_PROFILER_RANGES=1 and R = 1 (`ncu --replay-mode range`, the
+options above), one row per cudaProfilerStart/Stop range ("Kernel Name"
+"range"), in program order: the i-th is the i-th kernel of divergent,
+strided, stream_triad, fma_chains (the CSV must have one for each). A ".sum"
+counter is the range's total over --ncu-range-launches (default
+--launches-per-scope, else ours), anything else is taken as it is. Kernel
+replay measures each launch alone, after ncu restored memory; a range, ours
+and ncu's, holds back-to-back launches that find L2 warm from the one
+before. So for what depends on L2's contents across launches (L2 lookup
+hits and misses, L2 sectors, DRAM bytes and throughput, the L2 hit rate)
+range replay is the like-for-like reference and decides the row; kernel
+replay decides every other row, and those too where range replay has no
+value. The table adds "ncu range" and its ratio, the verdict against each
+reference and which decided ("ok (range)", "DIFF (kernel)").
 
 Prints per path: the ranges and the groups seen, then metric, ranges, ours,
 ncu, ratio and whether within; then the session's range_profiler,
-range_profiler_stats and capabilities records and a JSON summary. Exit 0 when
-every compared value agrees and every derived value could be compared, 1
-otherwise (or when none could be compared, or a path has no ranges), 2 on
-unusable input.
+range_profiler_stats and capabilities records and a JSON summary (with
+--ncu-range, also the counts against each reference and how many rows each
+decided). Exit 0 when every compared value agrees with the reference that
+decides it and every derived value could be compared, 1 otherwise (or when
+none could be compared, or a path has no ranges), 2 on unusable input (an
+--ncu-range CSV without one range per kernel included).
 Usage: check_range_fidelity.py SESSION NCU_CSV [--launches-per-scope N] [--tolerance-pct 5]
                                [--abs-slack 0.5] [--bytes-slack-frac 1e-4]
+                               [--ncu-range CSV [--ncu-range-launches N]]
        check_range_fidelity.py SESSION --metrics   (prints the ncu metric list)
 """
 import argparse
 import csv
+import functools
 import io
 import json
 import math
@@ -80,6 +108,10 @@ L2_SECTORS = "lts__t_sectors.sum"
 PEAK_BYTES = "dram__bytes.sum.peak_sustained"  # bytes per DRAM cycle
 DRAM_CLOCK = "dram__cycles_elapsed.avg.per_second"
 L2_DERIVED = "l2_hit_rate.pct (lookup hits / sectors)"
+L2_COUNTS = (L2_HIT, L2_MISS, L2_SECTORS)
+# Rows whose value depends on what L2 holds when a launch starts: range replay decides them.
+L2_STATE = L2_COUNTS + (L2_RATE, L2_DERIVED)
+L2_STATE_PREFIXES = ("dram__bytes", "dram__throughput")
 
 # ncu's units for a clock, as a factor to cycles per ns (lower case).
 CLOCK_PER_NS = {"cycle/nsecond": 1.0, "cycle/ns": 1.0, "ghz": 1.0,
@@ -214,6 +246,28 @@ def ncu_value(metric, launches):
     return crn.aggregate(metric, launches, "time", per_launch=True)
 
 
+def read_ncu_ranges(path):
+    """(ncu range replay's rows by kernel, None), or (None, why the CSV is unusable)."""
+    rows = [l["metrics"] for l in crn.read_ncu(path) if l["kernel"] == "range"]
+    if len(rows) != len(KERNELS):
+        return None, (f"{len(rows)} ranges in {path}, expected {len(KERNELS)} (one per kernel, "
+                      f"in the order {', '.join(KERNELS)})")
+    return dict(zip(KERNELS, rows)), None
+
+
+def range_value(metric, row, launches):
+    """A range row's value per launch: a ".sum" counter over the range's launches, anything
+    else as it is; None without a row or a finite value."""
+    v = (row or {}).get(metric)
+    if not finite(v):
+        return None
+    return v / launches if crn.is_sum(metric) else v
+
+
+def decided_by_range(name):
+    return name in L2_STATE or name.startswith(L2_STATE_PREFIXES)
+
+
 def judge(ours, ref, tol, slack):
     """"ok", "slack" (only through the absolute slack), "diff", or None (a side missing)."""
     if ours is None or ref is None:
@@ -226,6 +280,7 @@ def judge(ours, ref, tol, slack):
 
 
 MARK = {"ok": "ok", "slack": "ok (slack)", "diff": "DIFF", None: "-"}
+DECIDED = {"ok": "ok ({})", "slack": "ok (slack, {})", "diff": "DIFF ({})"}
 
 
 def groups_holding(plan, names):
@@ -238,30 +293,65 @@ def not_seen(plan, names, seen):
     return f"n/a (groups {len(holding & seen)} of {len(holding)} seen)"
 
 
-class Table:
-    def __init__(self, width, tol, abs_slack):
-        self.width, self.tol, self.abs_slack = width, tol, abs_slack
-        self.compared = self.agree = self.by_slack = self.not_seen = 0
+class Tally:
+    """Verdicts against one reference."""
 
-    def header(self):
-        print(f"{'scope':<13} {'metric':<{self.width}} {'ranges':>6} {'ours':>14} {'ncu':>14} "
-              f"{'ratio':>7}  within")
+    def __init__(self):
+        self.compared = self.agree = self.by_slack = 0
 
-    def row(self, path, name, used, ours, ref, slack=None, why=None, fails=False):
-        """One row; with why, not compared: ours shows "left out" or "n/a" and the within
-        column why; fails counts it as a gap in the run's coverage (exit status 1)."""
-        verdict = None if why else judge(ours, ref, self.tol,
-                                         self.abs_slack if slack is None else slack)
+    def add(self, verdict):
         if verdict is not None:
             self.compared += 1
             self.agree += verdict != "diff"
             self.by_slack += verdict == "slack"
+
+    def as_dict(self):
+        return {"compared": self.compared, "within": self.agree, "within_by_slack": self.by_slack}
+
+
+class Table:
+    """The rows of all paths; when ranged, each row against ncu's kernel replay and its range
+    replay, the one decided_by_range names deciding (kernel replay where range has no value)."""
+
+    def __init__(self, width, tol, abs_slack, ranged=False):
+        self.width, self.tol, self.abs_slack, self.ranged = width, tol, abs_slack, ranged
+        self.decided, self.kernel, self.range = Tally(), Tally(), Tally()
+        self.by_range = self.not_seen = 0
+
+    def header(self):
+        head = (f"{'scope':<13} {'metric':<{self.width}} {'ranges':>6} {'ours':>14} {'ncu':>14} "
+                f"{'ratio':>7}")
+        if self.ranged:
+            head += f" {'ncu range':>14} {'ratio':>7}  {'kernel':<10} {'range':<10}"
+        print(head + "  within")
+
+    def row(self, path, name, used, ours, ref, slack=None, why=None, fails=False, rref=None):
+        """One row; with why, not compared: ours shows "left out" or "n/a" and the within
+        column why; fails counts it as a gap in the run's coverage (exit status 1). rref:
+        range replay's value, compared when the table is ranged."""
+        slack = self.abs_slack if slack is None else slack
+        verdict = None if why else judge(ours, ref, self.tol, slack)
+        rverdict = None if why or not self.ranged else judge(ours, rref, self.tol, slack)
+        by_range = rverdict is not None and decided_by_range(name)
+        decided = rverdict if by_range else verdict
+        self.decided.add(decided)
+        self.kernel.add(verdict)
+        self.range.add(rverdict)
+        self.by_range += by_range
         self.not_seen += bool(fails)
         r = crn.ratio(ours, ref) if verdict is not None else None
         shown = ("left out" if why == "left out" else "n/a") if why else crn.fmt(ours)
-        said = "-" if why == "left out" else why or MARK[verdict]
-        print(f"{path:<13} {name:<{self.width}} {used if used else '-':>6} {shown:>14} "
-              f"{crn.fmt(ref):>14} {crn.fmt(r) if r is not None else '-':>7}  {said}")
+        line = (f"{path:<13} {name:<{self.width}} {used if used else '-':>6} {shown:>14} "
+                f"{crn.fmt(ref):>14} {crn.fmt(r) if r is not None else '-':>7}")
+        if not self.ranged:
+            said = "-" if why == "left out" else why or MARK[verdict]
+            print(f"{line}  {said}")
+            return
+        rr = crn.ratio(ours, rref) if rverdict is not None else None
+        said = "-" if why == "left out" else why or (
+            DECIDED[decided].format("range" if by_range else "kernel") if decided else "-")
+        print(f"{line} {crn.fmt(rref):>14} {crn.fmt(rr) if rr is not None else '-':>7}  "
+              f"{MARK[verdict]:<10} {MARK[rverdict]:<10}  {said}")
 
     def note(self, path, text):
         print(f"{path:<13} {'':<{self.width}} {text}")
@@ -272,24 +362,25 @@ def short(part):
     return part.replace("sm__", "", 1).replace(".avg.pct_of_peak_sustained_elapsed", "")
 
 
-def sm_throughput_rows(t, k, plan, recs, seen, lpr, mine):
+def sm_throughput_rows(t, k, plan, recs, seen, lpr, mine, in_range):
+    """The derived SM throughput row; in_range(metric): range replay's value, or None."""
     parts = plan["sm_of"]
     in_groups = set(group_metrics(plan))
+    ref, rref = ncu_value(SM_THROUGHPUT, mine), in_range(SM_THROUGHPUT)
     if not parts:
         if SM_THROUGHPUT not in in_groups:  # neither itself nor its parts: not collected
-            t.row(k, "sm_throughput (max of its parts)", 0, None, ncu_value(SM_THROUGHPUT, mine),
+            t.row(k, "sm_throughput (max of its parts)", 0, None, ref, rref=rref,
                   why="n/a (not collected)")
         return
     name = f"sm_throughput (max of {len(parts)} parts)"
-    ref = ncu_value(SM_THROUGHPUT, mine)
     ours = {p: ours_value(p, recs, lpr) for p in parts}
     if any(v is None for v, _ in ours.values()):
-        t.row(k, name, 0, None, ref, why=not_seen(plan, parts, seen), fails=True)
+        t.row(k, name, 0, None, ref, rref=rref, why=not_seen(plan, parts, seen), fails=True)
         missing = [p for p, (v, _) in ours.items() if v is None]
         t.note(k, f"no value for {len(missing)} of {len(parts)} parts, e.g. {missing[0]}")
         return
     top = max(parts, key=lambda p: ours[p][0])
-    t.row(k, name, ranges_with(recs, parts), ours[top][0], ref)
+    t.row(k, name, ranges_with(recs, parts), ours[top][0], ref, rref=rref)
     theirs = {p: ncu_value(p, mine) for p in parts}
     known = [p for p in parts if theirs[p] is not None]
     ncu_top = max(known, key=lambda p: theirs[p]) if known else None
@@ -299,21 +390,26 @@ def sm_throughput_rows(t, k, plan, recs, seen, lpr, mine):
     t.note(k, text)
 
 
-def l2_rows(t, k, plan, recs, seen, mine):
-    ref = ncu_value(L2_RATE, mine)
+def l2_rows(t, k, plan, recs, seen, mine, in_range):
+    """The derived L2 hit rate row; in_range(metric): range replay's value, or None."""
+    ref, rref = ncu_value(L2_RATE, mine), in_range(L2_RATE)
     in_groups = set(group_metrics(plan))
     other = L2_SECTORS if L2_SECTORS in in_groups else L2_MISS
     if L2_HIT not in in_groups or other not in in_groups:
-        t.row(k, L2_DERIVED, 0, None, ref, why="n/a (not collected)")
+        t.row(k, L2_DERIVED, 0, None, ref, rref=rref, why="n/a (not collected)")
         return
     (h, _), (o, _) = ours_rate(L2_HIT, recs), ours_rate(other, recs)
     if h is None or o is None:
-        t.row(k, L2_DERIVED, 0, None, ref, why=not_seen(plan, (L2_HIT, other), seen),
-              fails=True)
+        t.row(k, L2_DERIVED, 0, None, ref, rref=rref,
+              why=not_seen(plan, (L2_HIT, other), seen), fails=True)
         return
     whole = o if other == L2_SECTORS else h + o
     rate = 100.0 * h / whole if whole > 0 else None
-    t.row(k, L2_DERIVED, ranges_with(recs, (L2_HIT, other)), rate, ref)
+    t.row(k, L2_DERIVED, ranges_with(recs, (L2_HIT, other)), rate, ref, rref=rref)
+
+
+def first_known(*values):
+    return next((v for v in values if v is not None), None)
 
 
 def main():
@@ -327,6 +423,11 @@ def main():
     ap.add_argument("--bytes-slack-frac", type=float, default=1e-4,
                     help="absolute slack of byte counters, as a fraction of what DRAM could "
                          "move in the launch's time (default 1e-4)")
+    ap.add_argument("--ncu-range", metavar="CSV",
+                    help="ncu's range replay of the same program, one range per kernel: the "
+                         "reference of the counters that depend on L2's contents")
+    ap.add_argument("--ncu-range-launches", type=int, default=0,
+                    help="launches in each of ncu's ranges (default --launches-per-scope)")
     ap.add_argument("--metrics", action="store_true",
                     help="print the metric list for ncu (groups, left out, references), and exit")
     a = ap.parse_args()
@@ -346,14 +447,24 @@ def main():
         print("check_range_fidelity: no launches in the ncu CSV", file=sys.stderr)
         return 2
     units = read_ncu_units(a.ncu_csv)
+    in_ranges = {}
+    if a.ncu_range:
+        in_ranges, why = read_ncu_ranges(a.ncu_range)
+        if in_ranges is None:
+            print(f"check_range_fidelity: {why}", file=sys.stderr)
+            return 2
     rows = group_metrics(plan) + [m for m in plan["left_out"] if m not in group_metrics(plan)]
     width = max([len(m) for m in rows] + [len(L2_DERIVED), 40])
-    t = Table(width, a.tolerance_pct / 100.0, a.abs_slack)
+    t = Table(width, a.tolerance_pct / 100.0, a.abs_slack, ranged=bool(a.ncu_range))
     n_groups = len(plan["groups"])
     print(f"metric groups {n_groups} (group 0: {len(plan['groups'][0])} metrics), SM throughput "
           f"from {len(plan['sm_of'])} parts, left out {len(plan['left_out'])}; tolerance "
           f"{a.tolerance_pct:g} %, abs slack {a.abs_slack:g}, bytes slack "
-          f"{a.bytes_slack_frac:g} x DRAM peak x GPU time per launch")
+          f"{a.bytes_slack_frac:g} x DRAM peak x GPU time per launch, L2 count slack "
+          f"{a.abs_slack:g} % of L2 sectors per launch")
+    if a.ncu_range:
+        print(f"ncu range replay {a.ncu_range}: decides the L2 and DRAM counters and the L2 hit "
+              "rate, kernel replay the rest")
     paths_missing = 0
     for k in KERNELS:
         print()
@@ -365,41 +476,56 @@ def main():
             paths_missing += 1
             continue
         lpr = a.launches_per_scope or len(mine)
+        nr = a.ncu_range_launches or lpr
+        in_range = functools.partial(range_value, row=in_ranges.get(k), launches=nr)
         seen = {int(r.get("group", 0)) for r in recs}
         peak = dram_peak_per_ns(mine, units)
+        sectors = first_known(ours_value(L2_SECTORS, recs, lpr)[0], ncu_value(L2_SECTORS, mine),
+                              in_range(L2_SECTORS))
+        count_slack = a.abs_slack / 100.0 * sectors if sectors else None
         print(f"{k}: {len(recs)} ranges, groups {' '.join(str(g) for g in sorted(seen))} seen "
               f"({len(seen)} of {n_groups}), {lpr} launches per range"
-              f"{'' if a.launches_per_scope else ' (as ncu)'}; ncu {len(mine)} launches; DRAM "
-              f"peak {crn.fmt(peak) + ' B/ns' if peak else 'n/a (no bytes slack)'}")
+              f"{'' if a.launches_per_scope else ' (as ncu)'}; ncu {len(mine)} launches"
+              f"{f', range replay {nr} per range' if a.ncu_range else ''}; DRAM "
+              f"peak {crn.fmt(peak) + ' B/ns' if peak else 'n/a (no bytes slack)'}; L2 count "
+              f"slack {crn.fmt(count_slack) + ' sectors' if count_slack else 'n/a (no sectors)'}")
         t.header()
         time_ours, _ = ours_value(GPU_TIME, recs, lpr)
         time_ns = time_ours if time_ours is not None else ncu_value(GPU_TIME, mine)
         counted = set(group_metrics(plan))
         for m in rows:
-            ref = ncu_value(m, mine)
+            ref, rref = ncu_value(m, mine), in_range(m)
             if m in counted:
                 v, used = ours_value(m, recs, lpr)
                 if v is None:  # a group not seen on the path, or no value where it was
                     holding = groups_holding(plan, (m,))
                     why = ("n/a (no value)" if holding & seen else
                            f"n/a (group {' '.join(str(g) for g in sorted(holding))} not seen)")
-                    t.row(k, m, 0, None, ref, why=why, fails=True)
+                    t.row(k, m, 0, None, ref, rref=rref, why=why, fails=True)
                     continue
                 slack = None
                 if crn.is_sum(m) and "bytes" in m and peak and time_ns:
                     slack = max(a.abs_slack, a.bytes_slack_frac * peak * time_ns)
-                t.row(k, m, used, v, ref, slack=slack)
+                elif m in L2_COUNTS and count_slack:
+                    slack = max(a.abs_slack, count_slack)
+                t.row(k, m, used, v, ref, slack=slack, rref=rref)
             else:
-                t.row(k, m, 0, None, ref, why="left out")
-        sm_throughput_rows(t, k, plan, recs, seen, lpr, mine)
-        l2_rows(t, k, plan, recs, seen, mine)
+                t.row(k, m, 0, None, ref, rref=rref, why="left out")
+        sm_throughput_rows(t, k, plan, recs, seen, lpr, mine, in_range)
+        l2_rows(t, k, plan, recs, seen, mine, in_range)
     print()
     for rec in other:
         print(json.dumps(rec))
-    print(json.dumps({"compared": t.compared, "within": t.agree, "within_by_slack": t.by_slack,
-                      "not_seen": t.not_seen, "paths_missing": paths_missing,
-                      "tolerance_pct": a.tolerance_pct, "bytes_slack_frac": a.bytes_slack_frac}))
-    ok = t.compared and t.agree == t.compared and not t.not_seen and not paths_missing
+    d = t.decided
+    summary = {"compared": d.compared, "within": d.agree, "within_by_slack": d.by_slack,
+               "not_seen": t.not_seen, "paths_missing": paths_missing,
+               "tolerance_pct": a.tolerance_pct, "bytes_slack_frac": a.bytes_slack_frac}
+    if a.ncu_range:  # "compared" and "within" are then against the reference that decided
+        summary.update({"kernel_replay": t.kernel.as_dict(), "range_replay": t.range.as_dict(),
+                        "decided_by_kernel": d.compared - t.by_range,
+                        "decided_by_range": t.by_range})
+    print(json.dumps(summary))
+    ok = d.compared and d.agree == d.compared and not t.not_seen and not paths_missing
     return 0 if ok else 1
 
 

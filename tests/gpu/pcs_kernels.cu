@@ -23,6 +23,15 @@
 // / cudaProfilerStop range, which ncu --replay-mode range measures as one:
 // the reference for a range (gaps and overlapping kernels included) where
 // ncu's default, kernel replay, measures each launch alone.
+// With PCS_KERNELS_CLEAN_L2=1, before each kernel's first scope (outside any
+// scope and profiler range) one read-only pass over a scratch buffer twice
+// the size of L2, then a device synchronize: the pass evicts, and so writes
+// back, the dirty lines the kernels before left in L2 (stream_triad writes
+// 256 MiB), so that a range does not pay for another kernel's write-back
+// (DRAM writes and L2 misses it did not cause). The pass is a kernel of
+// its own, l2_clean_read, which no scope or profiler range holds; ncu's
+// kernel replay must be told to leave it out (its save and restore of memory
+// around a profiled launch would dirty L2 again).
 // Usage: [PCS_KERNELS_SCOPES=R] pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
@@ -47,6 +56,19 @@ static const size_t kN = 64u << 20; // floats per array (256 MiB)
 
 #include "known_kernels.cuh"
 
+// Reads every 16 bytes of the scratch buffer once. The buffer is zeroed, so
+// the store never happens; it is there so that the loads, whose result it
+// depends on, cannot be removed as dead code.
+extern "C" __global__ void l2_clean_read(uint4 *scratch, size_t n) {
+    unsigned bits = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = scratch[i];
+        bits |= v.x | v.y | v.z | v.w;
+    }
+    if (bits != 0) scratch[0].x = bits;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: [PCS_KERNELS_SCOPES=R] pcs_kernels LOG_DIR [LAUNCHES] "
@@ -61,7 +83,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *only = argc > 3 ? argv[3] : nullptr;
+    const char *clean_env = std::getenv("PCS_KERNELS_CLEAN_L2");
+    const bool clean_l2 = clean_env && std::strcmp(clean_env, "1") == 0;
     float *a = nullptr, *b = nullptr, *c = nullptr;
+    uint4 *scratch = nullptr;
+    size_t scratch_n = 0; // 16-byte words
     int sms = 0;
     auto launch = [&](int k) {
         switch (k) {
@@ -78,6 +104,25 @@ int main(int argc, char **argv) {
         CHECK(cudaMemset(b, 0, kN * sizeof(float)));
         CHECK(cudaMemset(c, 0, kN * sizeof(float)));
         CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        if (clean_l2) {
+            int l2_bytes = 0;
+            CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0));
+            if (l2_bytes <= 0) {
+                std::fprintf(stderr, "pcs_kernels: the device reports no L2 size\n");
+                std::exit(1);
+            }
+            scratch_n = 2 * (size_t)l2_bytes / sizeof(uint4);
+            CHECK(cudaMalloc(&scratch, scratch_n * sizeof(uint4)));
+            // Zero, for l2_clean_read's store never to happen; the lines this
+            // leaves dirty are written back by the first pass like any other.
+            CHECK(cudaMemset(scratch, 0, scratch_n * sizeof(uint4)));
+        }
+    };
+    // Leaves L2 holding only clean lines of the scratch buffer (see the top).
+    auto clean_l2_pass = [&] {
+        l2_clean_read<<<sms * 32, 256>>>(scratch, scratch_n);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
     };
     const char *late = std::getenv("PCS_KERNELS_LATE");
     if (late && std::strcmp(late, "1") == 0) {
@@ -111,6 +156,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 4; ++k) {
         if (only && std::strcmp(only, names[k]) != 0) continue;
         float total_ms = 0;
+        if (clean_l2) clean_l2_pass();
         for (int r = 0; r < scopes; ++r) {
             if (scopes > 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
             gpufl_scope_t scope = gpufl_scope_begin(names[k], nullptr);
