@@ -167,7 +167,7 @@ typedef struct gpufl_options {
     size_t memory_cap_bytes;      /**< cap on capture buffers, default 32 MiB */
     size_t log_rotate_bytes;      /**< start a new segment past this size, default 256 MiB */
     int flush_interval_ms;        /**< longest time data waits before write(), default 250 */
-    int pc_sampling_period; /**< PcSampling: one sample per SM every 2^period cycles, 5..31, default 16 */
+    int pc_sampling_period; /**< PcSampling: one sample per SM every 2^period cycles, 5..31, default 18 */
 } gpufl_options_t;
 
 /**

@@ -43,7 +43,7 @@ typedef struct gpufl_launch gpufl_launch_t;
 #define GPUFL_LAUNCH_MEMORY   (1u << 2) /* note allocation and free calls too */
 #define GPUFL_LAUNCH_SYNC     (1u << 3) /* time synchronization calls */
 #define GPUFL_LAUNCH_ROWS     (1u << 4) /* queue a row per kernel launch (no kernel records) */
-#define GPUFL_LAUNCH_GATE     (1u << 5) /* launches pass a gate the collector can close (Deep) */
+#define GPUFL_LAUNCH_GATE     (1u << 5) /* launches pass a gate the collector can close (PC sampling) */
 
 #define GPUFL_LAUNCH_TABLE_BITS  18    /* 262144 notes, 48 bytes each */
 #define GPUFL_LAUNCH_CONFIGS_MAX 65536 /* distinct launch configurations kept */
@@ -174,9 +174,11 @@ typedef struct gpufl_launch_hooks {
 void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hooks);
 
 /*
- * The launch gate (GPUFL_LAUNCH_GATE). Deep's SASS metrics patch each
- * function at its first launch, inside the launch call, and CUPTI's PC
- * sampling GetData crashed when it ran meanwhile (docs/design/sass-metrics.md).
+ * The launch gate (GPUFL_LAUNCH_GATE), for work of PC sampling's that must
+ * not overlap a launch inside the driver (pc_sampling.h): Deep's SASS
+ * metrics patch each function at its first launch, inside the launch call,
+ * and CUPTI's GetData crashed when it ran meanwhile; a disable and enable
+ * of sampling hung while the application launched.
  * With the gate, every kernel launch counts itself in from the end of its
  * enter callback (after gpufl's own work, which may take engine locks) to
  * the start of its exit callback, the part of the call where the driver

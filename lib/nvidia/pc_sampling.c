@@ -5,9 +5,10 @@
  * rows, and the accounting of every sample in pc_window rows.
  *
  * Why these settings (measured on an H100, docs/design/pc-sampling.md):
- * period 2^16 cycles per SM keeps every sample in continuous collection
- * (CUPTI's own default, 2^11, filled its hardware buffer within 1.6 s and
- * lost data without counting it as dropped); GetData every 100 ms; only the
+ * period 2^18 cycles per SM keeps every sample in continuous collection
+ * (CUPTI's own default, 2^11, filled its hardware buffer within 1.6 s, and
+ * 2^16 a training loop's after about a minute, each losing all later data
+ * without counting it as dropped); GetData every 100 ms; only the
  * plain stall reasons are kept, since CUPTI also lists a total, a dropped
  * count and a `_not_issued` twin of each reason.
  */
@@ -31,11 +32,17 @@
 #include <string.h>
 #include <time.h>
 
-#define COLLECT_PCS 2048 /* PC records per GetData call */
+/* CUPTI's scratch buffer, where its worker thread decodes the hardware
+ * buffer: 16 MiB, about 88,000 PCs with every reason (CUPTI's default,
+ * 1 MiB, holds about 5500, so that a training loop's drain took 16 GetData
+ * calls of 2048 PCs while the worker refilled it; and a GetData inside such
+ * a drain crashed inside CUPTI in some long runs, docs/design/pc-sampling.md). */
+#define SCRATCH_BYTES ((size_t)16 << 20)
+#define COLLECT_PCS   16384 /* PC records per GetData call (about 9 MB with every reason) */
 /* PC records the disable buffer holds: CUPTI discards what does not fit
- * (measured: a training loop's last hand-over held ~6000 PCs), and its
- * 1 MiB scratch buffer holds about 5500, so 8192 keeps them all. */
-#define FINAL_PCS 8192
+ * (measured: a training loop's last hand-over held ~6000 PCs with the 1 MiB
+ * scratch buffer). */
+#define FINAL_PCS 16384
 /* Distinct (function, PC, reason) per window, at most: 2^20 slots of 40
  * bytes (40 MiB), far past what one window holds (CUPTI's scratch buffer
  * keeps about 5500 PCs). */
@@ -86,6 +93,7 @@ typedef struct pcs_ctx {
     int64_t drained_ns; /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
     int64_t folded_ns;  /* CLOCK_MONOTONIC of its last counts taken; started_ns before */
     int window_written_once;
+    int needs_restart; /* its hardware buffer filled: restart() at the collector's next pass */
 } pcs_ctx_t;
 
 /* One (context, module, function, PC, reason) of the current window. */
@@ -124,9 +132,14 @@ struct gpufl_pcs {
     int64_t drain_every_ns;               /* GetData period: GPUFL_PC_SAMPLING_DRAIN_MS or 100 ms */
     int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
-    gpufl_launch_t *gate;     /* Deep: drains pass the launch gate; NULL none */
+    gpufl_launch_t *gate;     /* restarts (and under Deep drains) pass it; NULL none */
+    int gate_drains;          /* Deep: periodic drains pass the gate too */
     uint64_t drains_deferred; /* the gate stayed busy: the drain was put off */
-    _Atomic int finished;     /* finish ran: callbacks that come later are ignored */
+    _Atomic uint64_t modules_loaded, modules_unloaded; /* seen by the resource callbacks */
+    int restart_full;     /* GPUFL_PC_SAMPLING_RESTART: restart a context whose buffer filled */
+    uint64_t restarts;    /* contexts restarted after CUPTI's hardware buffer filled */
+    int64_t restart_ns;   /* time those took */
+    _Atomic int finished; /* finish ran: callbacks that come later are ignored */
 };
 
 static const gpufl_col_def_t sample_cols[] = {
@@ -173,6 +186,7 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     if (p->cfg.window_ns <= 0) p->cfg.window_ns = 250 * 1000000LL;
     /* A diagnosis knob (docs/options.md): how often the collector calls
      * GetData, 10 ms to 10 s. */
+    p->restart_full = (int)gpufl__engine_env_long("GPUFL_PC_SAMPLING_RESTART", 0, 1, 0, "0 or 1");
     p->drain_every_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_DRAIN_MS", 10, 10000,
                                                GPUFL_PCS_DRAIN_NS / 1000000, "a number of ms") *
                         1000000LL;
@@ -369,6 +383,10 @@ static int configure(gpufl_pcs_t *p, pcs_ctx_t *x) {
     info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
     info.attributeData.samplingDataBufferData.samplingDataBuffer = x->final_buf;
     if (set_attr(p, x, &info, "sampling data buffer")) return -1;
+    memset(&info, 0, sizeof info);
+    info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
+    info.attributeData.scratchBufferSizeData.scratchBufferSize = SCRATCH_BYTES;
+    if (set_attr(p, x, &info, "scratch buffer size")) return -1;
     memset(&info, 0, sizeof info);
     info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
     info.attributeData.enableStartStopControlData.enableStartStopControl = 0;
@@ -610,6 +628,48 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
     }
 }
 
+/* Lock held. Once CUPTI's hardware buffer is full it stays full: every
+ * later GetData answers CUPTI_ERROR_OUT_OF_MEMORY with no data, for the
+ * rest of the run (measured on an H100, docs/design/pc-sampling.md: at
+ * period 12 from 1.6 s on; at period 16 in most runs of a training loop
+ * after a minute). Sampling on the context is therefore restarted:
+ * disabled (what CUPTI still holds comes in final_buf), enabled and
+ * configured again. Not under Deep, where a disable while SASS metrics
+ * count crashed inside CUPTI: there the loss lasts to the end, said in the
+ * warning. A restart that fails leaves the context unsampled, said. The
+ * collector restarts with the launch gate closed: a disable and enable on
+ * the collector thread while the application launched hung both (period
+ * 12 on an H100). Even so one of three long runs of a training loop hung
+ * after its restart (docs/design/pc-sampling.md), so restarts are asked
+ * for: GPUFL_PC_SAMPLING_RESTART=1. */
+static void restart(gpufl_pcs_t *p, pcs_ctx_t *x) {
+    x->needs_restart = 0;
+    if (p->cfg.shared_sass != NULL || x->state != CTX_ON) return;
+    int64_t t0 = gpufl__mono_ns();
+    clear_counts(x->final_buf);
+    disable(p, x);
+    fold(p, x, x->final_buf);
+    free_buffers(x);
+    CUpti_PCSamplingEnableParams prm = {.size = CUpti_PCSamplingEnableParamsSize};
+    prm.ctx = x->ctx;
+    CUptiResult r = p->fn.enable(&prm);
+    if (r != CUPTI_SUCCESS) {
+        explain(p, r, "cuptiPCSamplingEnable (restart)", x->error, sizeof x->error);
+    } else if (configure(p, x) != 0) {
+        disable(p, x);
+    } else {
+        p->restarts++;
+        p->restart_ns += gpufl__mono_ns() - t0;
+        return;
+    }
+    char msg[sizeof x->error + 80];
+    snprintf(msg, sizeof msg, "context %u: sampling could not restart and stops: %s", x->id,
+             x->error);
+    note_error(p, msg);
+    free_buffers(x);
+    x->state = CTX_GONE;
+}
+
 /* Lock held. GetData until CUPTI has nothing more for this context. */
 static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
     if (x->state != CTX_ON) return;
@@ -629,7 +689,9 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
         if (r == CUPTI_ERROR_OUT_OF_MEMORY || d->hardwareBufferFull) {
             x->window.buffer_full++;
             fold(p, x, d); /* counts, if CUPTI gave any */
-            break;
+            x->pcs_left = 0;
+            x->needs_restart = p->restart_full; /* by the collector, through the gate */
+            return;
         }
         if (r != CUPTI_SUCCESS) {
             char msg[200];
@@ -688,6 +750,7 @@ void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
 /* The module's cubin, kept for its SASS under the CRC PC records carry. */
 void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size) {
     (void)context;
+    if (p != NULL) atomic_fetch_add(&p->modules_loaded, 1);
     if (p == NULL || !p->sass_owned || cubin == NULL || size == 0 || atomic_load(&p->finished))
         return;
     CUpti_GetCubinCrcParams prm = {.size = CUpti_GetCubinCrcParamsSize};
@@ -701,6 +764,9 @@ void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, 
  * what CUPTI has of the old one is taken first. */
 void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
+    atomic_fetch_add(&p->modules_unloaded, 1);
+    gpufl__debug("PC sampling: a module unloads at %.1f ms",
+                 (double)gpufl__collector_session_ns(p->collector, gpufl__mono_ns()) / 1e6);
     if (lock_within(p, GPUFL_ENGINE_CALLBACK_LOCK_MS) != 0) return;
     for (int i = 0; i < p->ctx_count; i++)
         if (p->ctx[i].ctx == (CUcontext)context) drain(p, &p->ctx[i]);
@@ -893,12 +959,18 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         p->total.lost += w->lost;
         if (w->buffer_full && !p->warned_full) {
             p->warned_full = 1;
-            char msg[240];
+            char msg[300];
             snprintf(msg, sizeof msg,
                      "PC sampling: CUPTI's hardware buffer was full on context %u; samples were "
-                     "lost that CUPTI does not count (set a longer GPUFL_PC_SAMPLING_PERIOD "
-                     "than %u)",
-                     x->id, x->period);
+                     "lost that CUPTI does not count; %s (set a longer "
+                     "GPUFL_PC_SAMPLING_PERIOD than %u)",
+                     x->id,
+                     p->cfg.shared_sass ? "under Deep sampling cannot restart, so samples are "
+                                          "lost until the end"
+                     : p->restart_full  ? "sampling was restarted"
+                                        : "samples are lost until the end unless "
+                                          "GPUFL_PC_SAMPLING_RESTART=1",
+                     x->period);
             gpufl__warn("%s", msg);
             gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_buffer_full", msg);
         }
@@ -925,8 +997,10 @@ static void report_errors(gpufl_pcs_t *p) {
                                 "lost");
 }
 
-void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate) {
-    if (p != NULL) p->gate = gate;
+void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate, int drains) {
+    if (p == NULL) return;
+    p->gate = gate;
+    p->gate_drains = gate != NULL && drains;
 }
 
 /* The periodic drain of every context. The gate is closed before the lock
@@ -934,7 +1008,7 @@ void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate) {
  * seen first), before it counts itself in. */
 static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
     if (now_ns < p->next_drain_ns) return; /* next_drain_ns: the collector's own */
-    if (gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0) {
+    if (p->gate_drains && gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0) {
         pthread_mutex_lock(&p->lock);
         p->drains_deferred++;
         pthread_mutex_unlock(&p->lock);
@@ -942,11 +1016,22 @@ static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
         return;
     }
     pthread_mutex_lock(&p->lock);
-    for (int i = 0; i < p->ctx_count; i++) drain(p, &p->ctx[i]);
+    int restarts = 0;
+    for (int i = 0; i < p->ctx_count; i++) {
+        drain(p, &p->ctx[i]);
+        restarts += p->ctx[i].needs_restart;
+    }
     p->last_drain_ns = now_ns;
     pthread_mutex_unlock(&p->lock);
-    gpufl__launch_gate_open(p->gate);
+    if (p->gate_drains) gpufl__launch_gate_open(p->gate);
     p->next_drain_ns = now_ns + p->drain_every_ns;
+    if (restarts == 0 || gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0)
+        return; /* tried again after the next drain */
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ctx_count; i++)
+        if (p->ctx[i].needs_restart) restart(p, &p->ctx[i]);
+    pthread_mutex_unlock(&p->lock);
+    gpufl__launch_gate_open(p->gate);
 }
 
 void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
@@ -985,6 +1070,9 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"dropped", s.dropped},
                                       {"buffer_full", s.buffer_full},
                                       {"drains_deferred", s.drains_deferred},
+                                      {"modules_loaded", s.modules_loaded},
+                                      {"modules_unloaded", s.modules_unloaded},
+                                      {"restarts", s.restarts},
                                       {"rows", s.rows},
                                       {"functions", s.functions},
                                       {"errors", s.errors},
@@ -1001,6 +1089,8 @@ static void write_stats(gpufl_pcs_t *p) {
     gpufl__buf_put_fixed(b, (double)p->get_data_ns / 1e6, 1);
     gpufl__buf_key(b, "get_data_max_ms");
     gpufl__buf_put_fixed(b, (double)p->get_data_max_ns / 1e6, 1);
+    gpufl__buf_key(b, "restart_ms");
+    gpufl__buf_put_fixed(b, (double)p->restart_ns / 1e6, 1);
     gpufl__engine_stats_end(p->collector);
 }
 
@@ -1086,7 +1176,10 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->functions = p->functions.count;
     out->errors = p->errors.count;
     out->drains_deferred = p->drains_deferred;
+    out->restarts = p->restarts;
     pthread_mutex_unlock(&p->lock);
+    out->modules_loaded = atomic_load(&p->modules_loaded);
+    out->modules_unloaded = atomic_load(&p->modules_unloaded);
     gpufl_sass_log_stats_t ss;
     gpufl__sass_log_stats(p->sass, &ss);
     out->cubins = ss.cubins;

@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPUFL_PCS_PERIOD_DEFAULT 16 /* 2^16 cycles per SM: docs/design/pc-sampling.md */
+#define GPUFL_PCS_PERIOD_DEFAULT 18 /* 2^18 cycles per SM: docs/design/pc-sampling.md */
 #define GPUFL_PCS_CONTEXTS_MAX   64
 #define GPUFL_PCS_DRAIN_NS       (100 * 1000000LL) /* GetData every 100 ms: CUPTI decodes at that pace */
 #define GPUFL_PCS_CUBIN_BYTES    ((size_t)512 << 20) /* cubins kept for disassembly */
@@ -57,6 +57,8 @@ typedef struct gpufl_pcs_stats {
         functions, errors;
     uint64_t cubins, cubins_skipped, sass_functions, sass_failed;
     uint64_t drains_deferred; /* periodic drains put off: a launch stayed in the gate */
+    uint64_t modules_loaded, modules_unloaded; /* during the session */
+    uint64_t restarts; /* sampling restarted on a context after the hardware buffer filled */
 } gpufl_pcs_stats_t;
 
 /* Resolves the PC Sampling API in cupti's library. Returns 0, or
@@ -79,16 +81,19 @@ void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context);
 void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size);
 void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
 
-/* Deep: the periodic drains pass the launch gate (launch.h), so that no
- * GetData runs while a launch is inside the driver, where SASS metrics
- * patch a function at its first launch: a GetData meanwhile crashed inside
- * CUPTI on an H100 (a NULL function name, 3 of 18 runs;
- * docs/design/sass-metrics.md). A drain that cannot close the gate within
- * GPUFL_PCS_GATE_WAIT_NS is put off (counted) and tried again
- * GPUFL_PCS_GATE_RETRY_NS later. Set before the callbacks start. */
+/* The launch gate (launch.h): sampling restarts after a full hardware
+ * buffer pass it always (a disable and enable while the application
+ * launched hung both on an H100), and with drains set (Deep) so do the
+ * periodic drains, so that no GetData runs while a launch is inside the
+ * driver, where SASS metrics patch a function at its first launch: a
+ * GetData meanwhile crashed inside CUPTI on an H100 (a NULL function name,
+ * 3 of 18 runs; docs/design/sass-metrics.md). A drain that cannot close
+ * the gate within GPUFL_PCS_GATE_WAIT_NS is put off (counted) and tried
+ * again GPUFL_PCS_GATE_RETRY_NS later; a restart, after the next drain.
+ * Set before the callbacks start; NULL before the gate goes. */
 #define GPUFL_PCS_GATE_WAIT_NS  200000000LL
 #define GPUFL_PCS_GATE_RETRY_NS 10000000LL
-void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate);
+void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate, int drains);
 
 /* Collector thread. poll drains CUPTI when due; flush writes what is
  * ready; finish drains and disables every context and writes the totals. */

@@ -603,15 +603,17 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
 #ifndef GPUFL_DIAGNOSE_RP_WITH_ACTIVITY /* diagnosis build: the range profiler beside them */
     if (t->rp != NULL) flags |= GPUFL_LAUNCH_ROWS;
 #endif
-#ifndef GPUFL_DIAGNOSE_DEEP_UNGATED /* diagnosis build: Deep's drains without the gate */
-    /* Deep: PC sampling's drains wait for launches to leave the driver,
-     * where SASS metrics patch new functions (pc_sampling.h). */
-    if (t->pcs != NULL && t->sassm != NULL) flags |= GPUFL_LAUNCH_GATE;
-#endif
+    /* PC sampling restarts (and under Deep, its drains) wait for launches
+     * to leave the driver (pc_sampling.h). */
+    if (t->pcs != NULL) flags |= GPUFL_LAUNCH_GATE;
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
-    if (flags & GPUFL_LAUNCH_GATE) gpufl__pcs_set_gate(t->pcs, t->launch);
+#ifndef GPUFL_DIAGNOSE_DEEP_UNGATED /* diagnosis build: Deep's drains without the gate */
+    if (flags & GPUFL_LAUNCH_GATE) gpufl__pcs_set_gate(t->pcs, t->launch, t->sassm != NULL);
+#else
+    if (flags & GPUFL_LAUNCH_GATE) gpufl__pcs_set_gate(t->pcs, t->launch, 0);
+#endif
     hook_engines(t);
     if (t->pcs == NULL && t->sassm == NULL && t->rp == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
         /* The engines could not hook in: plain Trace, with CUPTI's records. */
@@ -659,7 +661,7 @@ fail:
 void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
     if (t->ops_attached) gpufl__ops_detach(); /* before CUPTI goes */
     t->ops_attached = 0;
-    gpufl__pcs_set_gate(t->pcs, NULL);
+    gpufl__pcs_set_gate(t->pcs, NULL, 0);
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
     gpufl__pcs_destroy(t->pcs); /* after the callbacks stopped; before the SASS log it shares */

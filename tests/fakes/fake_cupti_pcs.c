@@ -11,7 +11,8 @@
  *
  * A test queues records with fake_cupti_pcs_add, adds driver-internal or
  * dropped samples with fake_cupti_pcs_count, and makes GetData answer
- * "hardware buffer full" with fake_cupti_pcs_buffer_full. A test marks
+ * "hardware buffer full" with fake_cupti_pcs_buffer_full (until the next
+ * disable: the real buffer, once full, stays so). A test marks
  * the stretch of a launch call where the real driver patches a function
  * for SASS metrics with fake_cupti_pcs_patching; a GetData inside it (which
  * crashed the real CUPTI) is counted, fake_cupti_pcs_unsafe_calls. Function names
@@ -54,6 +55,7 @@ typedef struct fake_ctx {
     CUcontext ctx;
     int enabled, enables, disables;
     uint32_t period, mode, start_stop, format;
+    size_t scratch; /* set by the client; 0: CUPTI's default, 1 MiB */
     CUpti_PCSamplingData *final_buf;
     pending_t pending[PCS_MAX];
     size_t count;
@@ -171,6 +173,7 @@ EXPORT CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
         drop_names(c);
         c->enabled = 0;
         c->disables++;
+        c->buffer_full = 0; /* full until sampling is disabled, as CUPTI's stays */
         r = CUPTI_SUCCESS;
     }
     pthread_mutex_unlock(&lock);
@@ -254,7 +257,11 @@ static CUptiResult attributes(CUpti_PCSamplingConfigurationInfoParams *p, int se
             if (set) c->final_buf = a->attributeData.samplingDataBufferData.samplingDataBuffer;
             break;
         case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE:
-            if (!set) a->attributeData.scratchBufferSizeData.scratchBufferSize = 1 << 20;
+            if (set)
+                c->scratch = a->attributeData.scratchBufferSizeData.scratchBufferSize;
+            else
+                a->attributeData.scratchBufferSizeData.scratchBufferSize =
+                    c->scratch ? c->scratch : 1 << 20;
             break;
         case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
             if (!set) a->attributeData.hardwareBufferSizeData.hardwareBufferSize = 512u << 20;

@@ -254,6 +254,7 @@ def do_time(args):
         train_step(torch, model, opt, x, sync=False)
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - t0
+    print("time: %d steps done in %.1f s" % (args.steps, elapsed), file=sys.stderr, flush=True)
     if gpufl is not None:
         gpufl.shutdown()
     print(json.dumps({"variant": args.variant, "engine": args.engine, "steps": args.steps,

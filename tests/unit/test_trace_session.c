@@ -1200,26 +1200,57 @@ static void pc_samples_of_a_destroyed_context(void **state) {
     uint32_t period, mode;
     int enables, disables;
     assert_true(fake.pcs_state(CTX_B, &period, &mode, &enables, &disables));
-    assert_int_equal(period, 16); /* the default */
+    assert_int_equal(period, 18); /* the default */
     assert_int_equal(disables, 1);
 }
 
 /* CUPTI's hardware buffer full: a loss no counter of CUPTI shows. It is
- * counted per window, warned about once and written as an event. */
+ * counted per window, warned about once and written as an event. The
+ * buffer stays full until sampling is disabled: by default the loss lasts
+ * to the end, said; with GPUFL_PC_SAMPLING_RESTART=1 the context's sampling
+ * is restarted, and later samples are recorded again. */
 static void pc_sampling_buffer_full(void **state) {
     (void)state;
     fake.pcs_reset();
-    gpufl_options_t o = pcs_options("pcs_buffer_full");
+    gpufl_options_t o = pcs_options("pcs_buffer_stays_full");
     o.flush_interval_ms = 10;
     start(&o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
     fake.pcs_buffer_full(CTX_A, 1);
     let_collector_run();
+    uint32_t period, mode;
+    int enables, disables;
+    assert_true(fake.pcs_state(CTX_A, &period, &mode, &enables, &disables));
+    assert_int_equal(enables, 1);
+    assert_int_equal(disables, 0);
+    stop();
+    assert_non_null(strstr(capture.last, "unless GPUFL_PC_SAMPLING_RESTART=1"));
+    session_t kept = read_session();
+    assert_int_equal(pcs_stat(&kept, "restarts"), 0);
+    free_session(&kept);
+
+    fake.pcs_reset();
+    o = pcs_options("pcs_buffer_full");
+    o.flush_interval_ms = 10;
+    setenv("GPUFL_PC_SAMPLING_RESTART", "1", 1);
+    start(&o);
+    unsetenv("GPUFL_PC_SAMPLING_RESTART");
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    fake.pcs_buffer_full(CTX_A, 1);
+    let_collector_run();
+    assert_true(fake.pcs_state(CTX_A, &period, &mode, &enables, &disables));
+    assert_int_equal(enables, 2);
+    assert_int_equal(disables, 1);
+    assert_int_equal(fake.pcs_add(CTX_A, 0x99, "_Z4axpyPf", 0x40, R_LONG_SB, 70), 0);
+    let_collector_run();
     stop();
     assert_non_null(strstr(capture.last, "hardware buffer was full"));
+    assert_non_null(strstr(capture.last, "sampling was restarted"));
     session_t d = read_session();
     assert_true(window_sum(&d, 0x1234, "buffer_full") > 0);
     assert_true(pcs_stat(&d, "buffer_full") > 0);
+    assert_int_equal(pcs_stat(&d, "restarts"), 1);
+    assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4axpyPf"), 70);
     int events = 0;
     for (size_t i = 0; i < d.device.n; i++) {
         json_t *j = d.device.v[i];
