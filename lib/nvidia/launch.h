@@ -175,10 +175,10 @@ void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hook
 
 /*
  * The launch gate (GPUFL_LAUNCH_GATE), for work of PC sampling's that must
- * not overlap a launch inside the driver (pc_sampling.h): Deep's SASS
- * metrics patch each function at its first launch, inside the launch call,
- * and CUPTI's GetData crashed when it ran meanwhile; a disable and enable
- * of sampling hung while the application launched.
+ * not overlap a launch inside the driver (pc_sampling.h): a disable and
+ * enable of sampling hung while the application launched; and under Deep,
+ * where SASS metrics patch each function at its first launch inside the
+ * launch call, GetData is kept out of that patching as a precaution.
  * With the gate, every kernel launch counts itself in from the end of its
  * enter callback (after gpufl's own work, which may take engine locks) to
  * the start of its exit callback, the part of the call where the driver

@@ -44,11 +44,12 @@
  * scratch buffer). */
 #define FINAL_PCS 16384
 /* Distinct (function, PC, reason) per window, at most: 2^20 slots of 40
- * bytes (40 MiB), far past what one window holds (CUPTI's scratch buffer
- * keeps about 5500 PCs). */
-#define AGG_SLOTS_MAX ((size_t)1 << 20)
-#define DRAIN_LOOPS   64 /* GetData calls per drain at most (2048 PCs each) */
-#define NAME_BYTES    CUPTI_STALL_REASON_STRING_SIZE
+ * bytes (40 MiB), past what one window holds (a training loop's drains
+ * bring tens of thousands of PCs, each with a few reasons). */
+#define AGG_SLOTS_MAX       ((size_t)1 << 20)
+#define DRAIN_LOOPS         64 /* GetData calls per drain at most (COLLECT_PCS each) */
+#define NAME_BYTES          CUPTI_STALL_REASON_STRING_SIZE
+#define PCS_DESTROY_LOCK_MS 2000 /* a context's destruction waits this long for the lock */
 
 typedef struct pcs_fn {
     CUptiResult (*enable)(CUpti_PCSamplingEnableParams *);
@@ -93,7 +94,8 @@ typedef struct pcs_ctx {
     int64_t drained_ns; /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
     int64_t folded_ns;  /* CLOCK_MONOTONIC of its last counts taken; started_ns before */
     int window_written_once;
-    int needs_restart; /* its hardware buffer filled: restart() at the collector's next pass */
+    int needs_restart;   /* its hardware buffer filled: restart() at the collector's next pass */
+    int restart_refused; /* a restart's disable failed: none is tried again */
 } pcs_ctx_t;
 
 /* One (context, module, function, PC, reason) of the current window. */
@@ -135,6 +137,7 @@ struct gpufl_pcs {
     gpufl_launch_t *gate;     /* restarts (and under Deep drains) pass it; NULL none */
     int gate_drains;          /* Deep: periodic drains pass the gate too */
     uint64_t drains_deferred; /* the gate stayed busy: the drain was put off */
+    int defer_streak;         /* drains put off in a row (the collector's own) */
     _Atomic uint64_t modules_loaded, modules_unloaded; /* seen by the resource callbacks */
     int restart_full;     /* GPUFL_PC_SAMPLING_RESTART: restart a context whose buffer filled */
     uint64_t restarts;    /* contexts restarted after CUPTI's hardware buffer filled */
@@ -184,8 +187,8 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     p->cfg = *cfg;
     if (p->cfg.period < 5 || p->cfg.period > 31) p->cfg.period = GPUFL_PCS_PERIOD_DEFAULT;
     if (p->cfg.window_ns <= 0) p->cfg.window_ns = 250 * 1000000LL;
-    /* A diagnosis knob (docs/options.md): how often the collector calls
-     * GetData, 10 ms to 10 s. */
+    /* Knobs (docs/options.md): whether a context whose hardware buffer
+     * filled is restarted, and how often the collector calls GetData. */
     p->restart_full = (int)gpufl__engine_env_long("GPUFL_PC_SAMPLING_RESTART", 0, 1, 0, "0 or 1");
     p->drain_every_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_DRAIN_MS", 10, 10000,
                                                GPUFL_PCS_DRAIN_NS / 1000000, "a number of ms") *
@@ -360,11 +363,13 @@ static int read_reasons(gpufl_pcs_t *p, pcs_ctx_t *x) {
     return 0;
 }
 
-/* Continuous mode, parsed records, every reason, our period, and the
- * buffer CUPTI fills with what is pending when sampling is disabled. */
+/* Continuous mode, parsed records, every reason, our period, our scratch
+ * buffer, and the buffer CUPTI fills with what is pending when sampling is
+ * disabled. */
 static int configure(gpufl_pcs_t *p, pcs_ctx_t *x) {
-    x->drain_buf = alloc_data(x->reason_count, COLLECT_PCS);
-    x->final_buf = alloc_data(x->reason_count, FINAL_PCS);
+    /* A restart keeps the buffers it had (the reasons do not change). */
+    if (x->drain_buf == NULL) x->drain_buf = alloc_data(x->reason_count, COLLECT_PCS);
+    if (x->final_buf == NULL) x->final_buf = alloc_data(x->reason_count, FINAL_PCS);
     if (x->drain_buf == NULL || x->final_buf == NULL) {
         snprintf(x->error, sizeof x->error, "out of memory for the sample buffers");
         return -1;
@@ -408,15 +413,16 @@ static int configure(gpufl_pcs_t *p, pcs_ctx_t *x) {
     return 0;
 }
 
-static void disable(gpufl_pcs_t *p, pcs_ctx_t *x) {
+/* Returns 0, or -1 (said) when CUPTI refused. */
+static int disable(gpufl_pcs_t *p, pcs_ctx_t *x) {
     CUpti_PCSamplingDisableParams prm = {.size = CUpti_PCSamplingDisableParamsSize};
     prm.ctx = x->ctx;
     CUptiResult r = p->fn.disable(&prm);
-    if (r != CUPTI_SUCCESS) {
-        char msg[200];
-        explain(p, r, "cuptiPCSamplingDisable", msg, sizeof msg);
-        note_error(p, msg);
-    }
+    if (r == CUPTI_SUCCESS) return 0;
+    char msg[200];
+    explain(p, r, "cuptiPCSamplingDisable", msg, sizeof msg);
+    note_error(p, msg);
+    return -1;
 }
 
 /* Lock held. Finds the context's slot, or takes a free one; NULL when the
@@ -628,6 +634,18 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
     }
 }
 
+/* Lock held. What a disable handed over in final_buf, said when it filled. */
+static void fold_final(gpufl_pcs_t *p, pcs_ctx_t *x) {
+    fold(p, x, x->final_buf);
+    if (x->final_buf->totalNumPcs < x->final_buf->collectNumPcs) return;
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "context %u: the disable buffer was full (%zu PCs); CUPTI discarded the rest "
+             "(in pc_window: samples not recorded)",
+             x->id, x->final_buf->collectNumPcs);
+    note_error(p, msg);
+}
+
 /* Lock held. Once CUPTI's hardware buffer is full it stays full: every
  * later GetData answers CUPTI_ERROR_OUT_OF_MEMORY with no data, for the
  * rest of the run (measured on an H100, docs/design/pc-sampling.md: at
@@ -644,12 +662,16 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
  * for: GPUFL_PC_SAMPLING_RESTART=1. */
 static void restart(gpufl_pcs_t *p, pcs_ctx_t *x) {
     x->needs_restart = 0;
-    if (p->cfg.shared_sass != NULL || x->state != CTX_ON) return;
+    if (p->cfg.deep || x->state != CTX_ON || x->restart_refused) return;
     int64_t t0 = gpufl__mono_ns();
     clear_counts(x->final_buf);
-    disable(p, x);
-    fold(p, x, x->final_buf);
-    free_buffers(x);
+    if (disable(p, x) != 0) {
+        /* Still sampling, final_buf still CUPTI's: kept, and left to
+         * finish or destroy; no more restarts here. */
+        x->restart_refused = 1;
+        return;
+    }
+    fold_final(p, x);
     CUpti_PCSamplingEnableParams prm = {.size = CUpti_PCSamplingEnableParamsSize};
     prm.ctx = x->ctx;
     CUptiResult r = p->fn.enable(&prm);
@@ -667,7 +689,9 @@ static void restart(gpufl_pcs_t *p, pcs_ctx_t *x) {
              x->error);
     note_error(p, msg);
     free_buffers(x);
-    x->state = CTX_GONE;
+    /* FAILED, not GONE: a later first launch on the context must not
+     * enable it again, ungated (context_destroying frees the slot). */
+    x->state = CTX_FAILED;
 }
 
 /* Lock held. GetData until CUPTI has nothing more for this context. */
@@ -690,7 +714,8 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
             x->window.buffer_full++;
             fold(p, x, d); /* counts, if CUPTI gave any */
             x->pcs_left = 0;
-            x->needs_restart = p->restart_full; /* by the collector, through the gate */
+            /* by the collector, through the gate */
+            x->needs_restart = p->restart_full && !p->cfg.deep && !x->restart_refused;
             return;
         }
         if (r != CUPTI_SUCCESS) {
@@ -720,15 +745,7 @@ static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
     drain(p, x);
     clear_counts(x->final_buf);
     disable(p, x);
-    fold(p, x, x->final_buf);
-    if (x->final_buf->totalNumPcs >= x->final_buf->collectNumPcs) {
-        char msg[200];
-        snprintf(msg, sizeof msg,
-                 "context %u: the disable buffer was full (%zu PCs); CUPTI discarded the rest "
-                 "(in pc_window: samples not recorded)",
-                 x->id, x->final_buf->collectNumPcs);
-        note_error(p, msg);
-    }
+    fold_final(p, x);
     free_buffers(x);
     x->pcs_left = 0;
     x->state = CTX_GONE;
@@ -736,7 +753,9 @@ static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
 
 void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
-    if (lock_within(p, GPUFL_ENGINE_CALLBACK_LOCK_MS) != 0)
+    /* Longer than other callbacks wait: a restart holds the lock about
+     * 0.5 s, and a context left on after it is gone is worse. */
+    if (lock_within(p, PCS_DESTROY_LOCK_MS) != 0)
         return; /* later GetData calls on it fail, counted */
     for (int i = 0; i < p->ctx_count; i++) {
         pcs_ctx_t *x = &p->ctx[i];
@@ -959,18 +978,21 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         p->total.lost += w->lost;
         if (w->buffer_full && !p->warned_full) {
             p->warned_full = 1;
+            const char *then =
+                p->cfg.deep ? "under Deep sampling cannot restart, so samples are lost until "
+                              "the end"
+                : !p->restart_full ? "samples are lost until the end unless "
+                                     "GPUFL_PC_SAMPLING_RESTART=1"
+                : x->state != CTX_ON || x->restart_refused
+                    ? "sampling could not restart (see pc_sampling_error)"
+                : x->needs_restart ? "sampling restarts after the next drain"
+                                   : "sampling was restarted";
             char msg[300];
             snprintf(msg, sizeof msg,
                      "PC sampling: CUPTI's hardware buffer was full on context %u; samples were "
                      "lost that CUPTI does not count; %s (set a longer "
                      "GPUFL_PC_SAMPLING_PERIOD than %u)",
-                     x->id,
-                     p->cfg.shared_sass ? "under Deep sampling cannot restart, so samples are "
-                                          "lost until the end"
-                     : p->restart_full  ? "sampling was restarted"
-                                        : "samples are lost until the end unless "
-                                          "GPUFL_PC_SAMPLING_RESTART=1",
-                     x->period);
+                     x->id, then, x->period);
             gpufl__warn("%s", msg);
             gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_buffer_full", msg);
         }
@@ -1009,12 +1031,21 @@ void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate, int drains) {
 static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
     if (now_ns < p->next_drain_ns) return; /* next_drain_ns: the collector's own */
     if (p->gate_drains && gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0) {
+        /* A launch stays inside the driver: tried again later and later (a
+         * closed gate holds every other launch for its wait), and said
+         * once when it lasts (a launch whose exit never came keeps it). */
+        int streak = p->defer_streak < 30 ? ++p->defer_streak : p->defer_streak;
+        int64_t retry = GPUFL_PCS_GATE_RETRY_NS << (streak < 10 ? streak - 1 : 9);
         pthread_mutex_lock(&p->lock);
         p->drains_deferred++;
+        if (streak == 20)
+            note_error(p, "Deep: drains put off 20 times in a row: a kernel launch "
+                          "stays inside the driver (the launch gate)");
         pthread_mutex_unlock(&p->lock);
-        p->next_drain_ns = now_ns + GPUFL_PCS_GATE_RETRY_NS;
+        p->next_drain_ns = now_ns + (retry < p->drain_every_ns ? retry : p->drain_every_ns);
         return;
     }
+    p->defer_streak = 0;
     pthread_mutex_lock(&p->lock);
     int restarts = 0;
     for (int i = 0; i < p->ctx_count; i++) {

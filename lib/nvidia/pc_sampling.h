@@ -17,9 +17,11 @@
  *   threads inside CUPTI callbacks; poll, flush and finish on the collector
  *   thread. One mutex guards CUPTI's PC sampling calls and the tables; the
  *   application takes it only when a context or module comes or goes, and
- *   waits for it 200 ms at most (then gives up and counts it); a thread's
- *   first launch on a context only tries it (a busy lock defers to the next
- *   launch), so no launch waits on the collector.
+ *   waits for it 200 ms at most (2 s for a context's destruction, which a
+ *   restart may hold up; then gives up and counts it); a thread's first
+ *   launch on a context only tries it (a busy lock defers to the next
+ *   launch). Launches wait on the collector only at the launch gate, while
+ *   it restarts sampling or (Deep) drains: at most 2 s each.
  * - After finish, the callbacks (which CUPTI delivers until the subscription
  *   ends, later in shutdown) find nothing to do.
  * - Nothing is lost silently: CUPTI's dropped samples, drains that found the
@@ -50,6 +52,10 @@ typedef struct gpufl_pcs_config {
      * finishes the log; PC sampling only asks it for functions. NULL: the
      * engine keeps its own. */
     struct gpufl_sass_log *shared_sass;
+    /* Deep: SASS metrics count beside sampling (with or without the shared
+     * log), so sampling is never disabled and enabled again mid-run, and
+     * the periodic drains pass the launch gate. */
+    int deep;
 } gpufl_pcs_config_t;
 
 typedef struct gpufl_pcs_stats {
@@ -85,12 +91,15 @@ void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
  * buffer pass it always (a disable and enable while the application
  * launched hung both on an H100), and with drains set (Deep) so do the
  * periodic drains, so that no GetData runs while a launch is inside the
- * driver, where SASS metrics patch a function at its first launch: a
- * GetData meanwhile crashed inside CUPTI on an H100 (a NULL function name,
- * 3 of 18 runs; docs/design/sass-metrics.md). A drain that cannot close
- * the gate within GPUFL_PCS_GATE_WAIT_NS is put off (counted) and tried
- * again GPUFL_PCS_GATE_RETRY_NS later; a restart, after the next drain.
- * Set before the callbacks start; NULL before the gate goes. */
+ * driver, where SASS metrics patch a function at its first launch. A
+ * GetData crashed inside CUPTI under Deep (a NULL function name) and the
+ * first analysis blamed that patching; the same fault later came under
+ * PcSampling alone, so the gate is a precaution whose benefit is not
+ * measured (docs/design/sass-metrics.md). A drain that cannot close the
+ * gate within GPUFL_PCS_GATE_WAIT_NS is put off (counted) and tried again
+ * after GPUFL_PCS_GATE_RETRY_NS, doubling each time it fails again up to
+ * the drain period; a restart is tried after the next drain. Set before
+ * the callbacks start; NULL before the gate goes. */
 #define GPUFL_PCS_GATE_WAIT_NS  200000000LL
 #define GPUFL_PCS_GATE_RETRY_NS 10000000LL
 void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate, int drains);

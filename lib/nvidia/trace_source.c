@@ -504,7 +504,7 @@ static void create_engines(gpufl_trace_source_t *t, const gpufl_settings_t *sett
     if (e == GPUFL_ENGINE_PC_SAMPLING || e == GPUFL_ENGINE_DEEP) {
         gpufl_pcs_config_t cfg = {settings->pc_sampling_period,
                                   (int64_t)settings->flush_interval_ms * 1000000, 1,
-                                  gpufl__sassm_sass_log(t->sassm)};
+                                  gpufl__sassm_sass_log(t->sassm), t->sassm != NULL};
         if (gpufl__pcs_create(t->cupti, t->collector, &cfg, &t->pcs, t->pcs_why, sizeof t->pcs_why))
             t->pcs = NULL;
     }

@@ -1204,6 +1204,35 @@ static void pc_samples_of_a_destroyed_context(void **state) {
     assert_int_equal(disables, 1);
 }
 
+/* A one-block launch of a fresh function. */
+static cuLaunchKernel_params small_launch(void) {
+    return (cuLaunchKernel_params){.f = fake.function(32, 0, 0, 1024, 8),
+                                   .gridDimX = 1,
+                                   .gridDimY = 1,
+                                   .gridDimZ = 1,
+                                   .blockDimX = 128,
+                                   .blockDimY = 1,
+                                   .blockDimZ = 1};
+}
+
+/* A session of o on CTX_A whose hardware buffer is full, after the
+ * collector has run a few times. */
+static void start_with_a_full_buffer(gpufl_options_t *o) {
+    start(o);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    fake.pcs_buffer_full(CTX_A, 1);
+    let_collector_run();
+}
+
+/* The fake's count of enables (that succeeded) and disables on ctx. */
+static void assert_pcs_toggles(CUcontext ctx, int enables, int disables) {
+    uint32_t period, mode;
+    int e, d;
+    assert_true(fake.pcs_state(ctx, &period, &mode, &e, &d));
+    assert_int_equal(e, enables);
+    assert_int_equal(d, disables);
+}
+
 /* CUPTI's hardware buffer full: a loss no counter of CUPTI shows. It is
  * counted per window, warned about once and written as an event. The
  * buffer stays full until sampling is disabled: by default the loss lasts
@@ -1214,15 +1243,8 @@ static void pc_sampling_buffer_full(void **state) {
     fake.pcs_reset();
     gpufl_options_t o = pcs_options("pcs_buffer_stays_full");
     o.flush_interval_ms = 10;
-    start(&o);
-    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    fake.pcs_buffer_full(CTX_A, 1);
-    let_collector_run();
-    uint32_t period, mode;
-    int enables, disables;
-    assert_true(fake.pcs_state(CTX_A, &period, &mode, &enables, &disables));
-    assert_int_equal(enables, 1);
-    assert_int_equal(disables, 0);
+    start_with_a_full_buffer(&o);
+    assert_pcs_toggles(CTX_A, 1, 0);
     stop();
     assert_non_null(strstr(capture.last, "unless GPUFL_PC_SAMPLING_RESTART=1"));
     session_t kept = read_session();
@@ -1238,9 +1260,7 @@ static void pc_sampling_buffer_full(void **state) {
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
     fake.pcs_buffer_full(CTX_A, 1);
     let_collector_run();
-    assert_true(fake.pcs_state(CTX_A, &period, &mode, &enables, &disables));
-    assert_int_equal(enables, 2);
-    assert_int_equal(disables, 1);
+    assert_pcs_toggles(CTX_A, 2, 1);
     assert_int_equal(fake.pcs_add(CTX_A, 0x99, "_Z4axpyPf", 0x40, R_LONG_SB, 70), 0);
     let_collector_run();
     stop();
@@ -1259,6 +1279,60 @@ static void pc_sampling_buffer_full(void **state) {
             events++;
     }
     assert_int_equal(events, 1);
+    free_session(&d);
+}
+
+/* A first launch of a kernel on CTX_A, on a thread of its own (the thread's
+ * first launch on the context goes to the engine's context_seen hook). */
+static void *first_launch_on_a(void *arg) {
+    (void)arg;
+    cuLaunchKernel_params p = small_launch();
+    fake.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "_Z4axpyPf");
+    return NULL;
+}
+
+/* Where a restart is not done: under Deep, even when its SASS log is
+ * missing (no nvdisasm); and after a restart that failed, a later first
+ * launch does not enable the context again. */
+static void pc_sampling_restart_limits(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fake.pcs_reset();
+    setenv("GPUFL_NVDISASM", "/nonexistent/nvdisasm", 1);
+    setenv("GPUFL_PC_SAMPLING_RESTART", "1", 1);
+    gpufl_options_t o = trace_options("deep_no_restart");
+    o.profiling_engine = GPUFL_ENGINE_DEEP;
+    o.flush_interval_ms = 10;
+    start_with_a_full_buffer(&o);
+    assert_pcs_toggles(CTX_A, 1, 0);
+    stop();
+    unsetenv("GPUFL_NVDISASM");
+    assert_non_null(strstr(capture.last, "under Deep sampling cannot restart"));
+
+    fake.pcs_reset();
+    o = pcs_options("pcs_restart_fails");
+    o.flush_interval_ms = 10;
+    start(&o);
+    unsetenv("GPUFL_PC_SAMPLING_RESTART");
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    fake.pcs_enable_error(CUPTI_ERROR_UNKNOWN);
+    fake.pcs_buffer_full(CTX_A, 1);
+    let_collector_run();
+    fake.pcs_enable_error(CUPTI_SUCCESS);
+    fake.set_context(CTX_A);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, first_launch_on_a, NULL), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    fake.set_context(NULL);
+    /* The first enable only (the fake counts those that succeed): the
+     * restart disabled, its enable failed, and the later first launch did
+     * not enable the context again. */
+    assert_pcs_toggles(CTX_A, 1, 1);
+    stop();
+    assert_non_null(strstr(capture.last, "could not restart"));
+    session_t d = read_session();
+    assert_int_equal(pcs_stat(&d, "restarts"), 0);
+    assert_int_equal(tu_count(&d.device, "pc_sampling"), 1);
     free_session(&d);
 }
 
@@ -1779,13 +1853,7 @@ static void deep_drains_between_launches(void **state) {
     unsetenv("GPUFL_PC_SAMPLING_DRAIN_MS");
     uint64_t crc = load_two_functions(CTX_A);
     fake.set_context(CTX_A);
-    cuLaunchKernel_params p = {.f = fake.function(32, 0, 0, 1024, 8),
-                               .gridDimX = 1,
-                               .gridDimY = 1,
-                               .gridDimZ = 1,
-                               .blockDimX = 128,
-                               .blockDimY = 1,
-                               .blockDimZ = 1};
+    cuLaunchKernel_params p = small_launch();
     long short_ms = 4, long_ms = GPUFL_PCS_GATE_WAIT_NS / 1000000 + 150;
     for (int i = 0; i < 60; i++) {
         assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 1), 0);
@@ -2370,6 +2438,7 @@ int main(void) {
         cmocka_unit_test(pc_samples_of_two_contexts),
         cmocka_unit_test(pc_samples_of_a_destroyed_context),
         cmocka_unit_test(pc_sampling_buffer_full),
+        cmocka_unit_test(pc_sampling_restart_limits),
         cmocka_unit_test(pc_sampling_impossible_counts),
         cmocka_unit_test(pc_sampling_refused),
         cmocka_unit_test(pc_sampling_unavailable_and_deep),
