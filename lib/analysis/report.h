@@ -283,6 +283,12 @@ typedef struct gpufl_report_pc {
     int64_t samples, recorded, dropped, non_user, buffer_full, drains;
     int64_t lost; /* samples gpufl could not keep (no memory); -1 unknown */
     int from_stats;
+    int64_t restarts; /* sampling restarted after a full buffer (pc_sampling_stats); -1 unknown */
+    /* From the pc_window rows: session time of the first window whose drains
+     * found CUPTI's hardware buffer full (-1 none), the end of the last
+     * window, and the samples recorded in the windows after that first one
+     * (restarted sampling; 0 when sampling stopped there). */
+    int64_t full_at_ns, windows_end_ns, recorded_after_full;
     gpufl_pc_profile_t profile;
     gpufl_report_pc_row_t *kernels; /* by samples */
     size_t n_kernels;

@@ -91,6 +91,31 @@ static void build_lines(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     }
 }
 
+/* When CUPTI's hardware buffer first filled, from the windows, and what
+ * came after it; the restarts from pc_sampling_stats. */
+static void build_full(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
+    pc->full_at_ns = pc->windows_end_ns = -1;
+    pc->recorded_after_full = 0;
+    pc->restarts = -1;
+    if (m->pc_stats &&
+        (gpufl__reader_int(json_object_get(m->pc_stats, "restarts"), &pc->restarts) != 0 ||
+         pc->restarts < 0))
+        pc->restarts = -1;
+    int64_t full_end = -1;
+    for (size_t w = 0; w < m->n_pc_windows; w++) {
+        const gpufl_model_pc_window_t *x = &m->pc_windows[w];
+        if (x->t1_ns > pc->windows_end_ns) pc->windows_end_ns = x->t1_ns;
+        if (x->buffer_full > 0 && (pc->full_at_ns < 0 || x->t0_ns < pc->full_at_ns)) {
+            pc->full_at_ns = x->t0_ns;
+            full_end = x->t1_ns;
+        }
+    }
+    for (size_t w = 0; full_end >= 0 && w < m->n_pc_windows; w++) {
+        const gpufl_model_pc_window_t *x = &m->pc_windows[w];
+        if (x->t0_ns >= full_end && x->recorded > 0) pc->recorded_after_full += x->recorded;
+    }
+}
+
 /* The accounting: pc_sampling_stats when written, else the windows summed. */
 static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     int64_t *f[] = {&pc->samples,     &pc->recorded, &pc->dropped, &pc->non_user,
@@ -99,6 +124,7 @@ static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
                                        "buffer_full", "drains",   "lost"};
     enum { COUNTS = 7 };
     for (size_t i = 0; i < COUNTS; i++) *f[i] = -1;
+    build_full(m, pc);
     if (m->pc_stats) {
         pc->from_stats = 1;
         for (size_t i = 0; i < COUNTS; i++) {
@@ -181,7 +207,7 @@ static void count_cell(char *buf, size_t size, int64_t v) {
 }
 
 /* The "label: value" fields of the section, n of them. */
-#define PC_FIELDS 8
+#define PC_FIELDS 9
 static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
                      char value[PC_FIELDS][400]) {
     const gpufl_report_pc_t *pc = &r->pc;
@@ -218,6 +244,21 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
              "%s dropped by the hardware, %s in driver-internal kernels; %s of %s drains found "
              "the buffer full (samples lost uncounted)",
              a, b, c, d);
+    if (pc->full_at_ns >= 0) {
+        count_cell(a, sizeof a, pc->recorded_after_full);
+        b[0] = '\0';
+        if (pc->restarts >= 0)
+            snprintf(b, sizeof b, " (sampling restarted %lld times)", (long long)pc->restarts);
+        label[n] = "buffer full";
+        snprintf(value[n++], 400,
+                 "CUPTI's hardware buffer was first full at %.1f s (the windows end at %.1f s); "
+                 "%s samples recorded after it%s%s",
+                 (double)pc->full_at_ns / 1e9, (double)pc->windows_end_ns / 1e9, a, b,
+                 pc->recorded_after_full > 0
+                     ? ""
+                     : ": the stall mix is of the time before it only (a longer "
+                       "GPUFL_PC_SAMPLING_PERIOD, or GPUFL_PC_SAMPLING_RESTART=1)");
+    }
     if (pc->lost > 0) {
         count_cell(a, sizeof a, pc->lost);
         label[n] = "not kept";
@@ -410,6 +451,12 @@ json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
     json_object_set_new(o, "buffer_full", jcount(pc->buffer_full));
     json_object_set_new(o, "drains", jcount(pc->drains));
     json_object_set_new(o, "lost", jcount(pc->lost));
+    json_object_set_new(o, "restarts", jcount(pc->restarts));
+    json_object_set_new(o, "buffer_first_full_s",
+                        pc->full_at_ns >= 0 ? json_real((double)pc->full_at_ns / 1e9)
+                                            : json_null());
+    json_object_set_new(o, "recorded_after_full",
+                        pc->full_at_ns >= 0 ? json_integer(pc->recorded_after_full) : json_null());
     json_object_set_new(o, "instrumented", json_boolean(gpufl__model_sass_counted(m)));
     json_object_set_new(o, "coverage_pct",
                         pc->samples > 0 && pc->recorded >= 0

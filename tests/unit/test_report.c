@@ -1047,39 +1047,54 @@ static const char pc_kernel_rows[] =
     "\"launch_ns\":[9980000,69980000,129980000,189980000,599980000],"
     "\"tid\":[100,100,100,100,100],\"stack\":[null,null,null,null,null]}\n";
 
-/* Copies the pcsampled session to dir with its kernel_config and launch
- * lines replaced by `rows`. */
-static void pcsampled_with(const char *dir, const char *rows) {
-    size_t len;
+/* The pcsampled session copied to dir, each device.log line that starts
+ * with one of the n prefixes replaced: the first such line by the line
+ * given with its prefix, later ones dropped. Returns the lines replaced. */
+static size_t pcsampled_replacing(const char *dir, const char *const *prefixes,
+                                  const char *const *lines, size_t n) {
+    size_t len, replaced = 0;
     char *dev = read_all(fixture("sessions/pcsampled/device.log"), &len);
     char *scope = read_all(fixture("sessions/pcsampled/scope.log"), &len);
     assert_non_null(dev);
     assert_non_null(scope);
     write_file(dir, "scope.log", scope);
-    char *out = malloc(strlen(dev) + strlen(rows) + 1);
+    size_t extra = 0;
+    for (size_t i = 0; i < n; i++) extra += strlen(lines[i]);
+    char *out = malloc(strlen(dev) + extra + 1);
+    int *put = calloc(n ? n : 1, sizeof *put);
     assert_non_null(out);
-    size_t n = 0;
-    int put_rows = 0;
+    assert_non_null(put);
+    size_t k = 0;
     for (char *line = dev, *end; *line; line = end) {
         end = strchr(line, '\n');
         end = end ? end + 1 : line + strlen(line);
-        if (strncmp(line, "{\"type\":\"kernel_config\"", 23) == 0 ||
-            strncmp(line, "{\"type\":\"launch\"", 16) == 0) {
-            if (!put_rows++) {
-                memcpy(out + n, rows, strlen(rows));
-                n += strlen(rows);
-            }
-            continue;
+        size_t i = 0;
+        while (i < n && strncmp(line, prefixes[i], strlen(prefixes[i])) != 0) i++;
+        const char *text = line;
+        size_t size = (size_t)(end - line);
+        if (i < n) {
+            replaced++;
+            text = put[i]++ ? "" : lines[i];
+            size = strlen(text);
         }
-        memcpy(out + n, line, (size_t)(end - line));
-        n += (size_t)(end - line);
+        memcpy(out + k, text, size);
+        k += size;
     }
-    out[n] = '\0';
-    assert_int_equal(put_rows, 3);
+    out[k] = '\0';
     write_file(dir, "device.log", out);
+    free(put);
     free(out);
     free(dev);
     free(scope);
+    return replaced;
+}
+
+/* The pcsampled session in dir with its kernel_config and launch lines
+ * (three) replaced by `rows`. */
+static void pcsampled_with(const char *dir, const char *rows) {
+    const char *const prefixes[] = {"{\"type\":\"kernel_config\"", "{\"type\":\"launch\""};
+    const char *const lines[] = {rows, ""};
+    assert_int_equal(pcsampled_replacing(dir, prefixes, lines, 2), 3);
 }
 
 /* The same samples attributed through kernel rows (GPU time overlap). */
@@ -1110,6 +1125,36 @@ static void test_report_pc_kernel_rows(void **state) {
     assert_non_null(strstr(text, "Kernel hotspots\n  top 2 kernel names"));
     assert_null(strstr(text, "Kernel launches"));
     assert_null(strstr(text, "does not time kernels"));
+    free(text);
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    remove_file(dir, "scope.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* CUPTI's hardware buffer full: when it first was, and whether samples came
+ * after it (a restart) or the stall mix covers the time before it only. */
+static void test_report_pc_buffer_full(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-pcfull-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *const prefixes[] = {"{\"type\":\"pc_window\"", "{\"type\":\"pc_sampling_stats\""};
+    const char *const lines[] = {
+        "{\"type\":\"pc_window\",\"v\":1,\"t0_ns\":[0,250000000,500000000],"
+        "\"t1_ns\":[250000000,500000000,750000000],\"context\":[1,1,1],\"drains\":[6,5,5],"
+        "\"samples\":[4300,0,0],\"recorded\":[4150,0,0],\"non_user\":[100,0,0],"
+        "\"dropped\":[50,0,0],\"buffer_full\":[0,5,5],\"pcs_left\":[0,0,0]}\n",
+        "{\"type\":\"pc_sampling_stats\",\"v\":1,\"ts_ns\":1300000000,\"samples\":4300,"
+        "\"recorded\":4150,\"non_user\":100,\"dropped\":50,\"buffer_full\":10,\"drains\":16,"
+        "\"contexts\":1,\"rows\":11,\"functions\":3,\"errors\":0,\"restarts\":0}\n"};
+    pcsampled_replacing(dir, prefixes, lines, 2);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "first full at 0.2 s (the windows end at 0.8 s); 0 samples "
+                                 "recorded after it (sampling restarted 0 times): the stall mix "
+                                 "is of the time before it only"));
     free(text);
     gpufl__model_destroy(m);
     remove_file(dir, "device.log");
@@ -2411,6 +2456,7 @@ int main(void) {
         cmocka_unit_test(test_report_golden_rangeprof),
         cmocka_unit_test(test_report_pc_kernel_rows),
         cmocka_unit_test(test_report_pc_launch_rows),
+        cmocka_unit_test(test_report_pc_buffer_full),
         cmocka_unit_test(test_report_pc_bad_lines),
         cmocka_unit_test(test_report_trace_corrupt),
         cmocka_unit_test(test_report_model_configs),
