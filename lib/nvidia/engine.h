@@ -25,6 +25,11 @@
  * CUPTI ever need, inside one, a driver lock the callback's thread holds,
  * waiting would never end. A callback that gives up is counted. */
 #define GPUFL_ENGINE_CALLBACK_LOCK_MS 200
+/* A context's destruction waits longer: an engine may hold its lock for a
+ * slow CUPTI step (a range profiler group switch, about 0.3 s on an H100; a
+ * PC sampling restart, about 0.5 s), and a context left to an engine after
+ * it is gone is worse than the wait. */
+#define GPUFL_ENGINE_DESTROY_LOCK_MS 2000
 
 /* A CUPTI function to resolve: the address of the engine's pointer, its name. */
 typedef struct gpufl_engine_sym {

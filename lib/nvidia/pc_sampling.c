@@ -46,10 +46,9 @@
 /* Distinct (function, PC, reason) per window, at most: 2^20 slots of 40
  * bytes (40 MiB), past what one window holds (a training loop's drains
  * bring tens of thousands of PCs, each with a few reasons). */
-#define AGG_SLOTS_MAX       ((size_t)1 << 20)
-#define DRAIN_LOOPS         64 /* GetData calls per drain at most (COLLECT_PCS each) */
-#define NAME_BYTES          CUPTI_STALL_REASON_STRING_SIZE
-#define PCS_DESTROY_LOCK_MS 2000 /* a context's destruction waits this long for the lock */
+#define AGG_SLOTS_MAX ((size_t)1 << 20)
+#define DRAIN_LOOPS   64 /* GetData calls per drain at most (COLLECT_PCS each) */
+#define NAME_BYTES    CUPTI_STALL_REASON_STRING_SIZE
 
 typedef struct pcs_fn {
     CUptiResult (*enable)(CUpti_PCSamplingEnableParams *);
@@ -135,7 +134,6 @@ struct gpufl_pcs {
     int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
     gpufl_launch_t *gate;     /* restarts (and under Deep drains) pass it; NULL none */
-    int gate_drains;          /* Deep: periodic drains pass the gate too */
     uint64_t drains_deferred; /* the gate stayed busy: the drain was put off */
     int defer_streak;         /* drains put off in a row (the collector's own) */
     _Atomic uint64_t modules_loaded, modules_unloaded; /* seen by the resource callbacks */
@@ -661,8 +659,8 @@ static void fold_final(gpufl_pcs_t *p, pcs_ctx_t *x) {
  * after its restart (docs/design/pc-sampling.md), so restarts are asked
  * for: GPUFL_PC_SAMPLING_RESTART=1. */
 static void restart(gpufl_pcs_t *p, pcs_ctx_t *x) {
-    x->needs_restart = 0;
-    if (p->cfg.deep || x->state != CTX_ON || x->restart_refused) return;
+    x->needs_restart = 0; /* set by drain only where a restart is allowed */
+    if (x->state != CTX_ON) return;
     int64_t t0 = gpufl__mono_ns();
     clear_counts(x->final_buf);
     if (disable(p, x) != 0) {
@@ -753,9 +751,7 @@ static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
 
 void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
-    /* Longer than other callbacks wait: a restart holds the lock about
-     * 0.5 s, and a context left on after it is gone is worse. */
-    if (lock_within(p, PCS_DESTROY_LOCK_MS) != 0)
+    if (lock_within(p, GPUFL_ENGINE_DESTROY_LOCK_MS) != 0)
         return; /* later GetData calls on it fail, counted */
     for (int i = 0; i < p->ctx_count; i++) {
         pcs_ctx_t *x = &p->ctx[i];
@@ -1019,18 +1015,23 @@ static void report_errors(gpufl_pcs_t *p) {
                                 "lost");
 }
 
-void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate, int drains) {
-    if (p == NULL) return;
-    p->gate = gate;
-    p->gate_drains = gate != NULL && drains;
+void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate) {
+    if (p != NULL) p->gate = gate;
 }
+
+#ifndef GPUFL_DIAGNOSE_DEEP_UNGATED
+#define GATED_DRAINS(p) ((p)->cfg.deep && (p)->gate != NULL) /* Deep's drains pass the gate */
+#else
+#define GATED_DRAINS(p) 0 /* diagnosis build: Deep's drains without the gate */
+#endif
 
 /* The periodic drain of every context. The gate is closed before the lock
  * is taken: a launch may wait on the lock in its enter callback (a context
  * seen first), before it counts itself in. */
 static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
     if (now_ns < p->next_drain_ns) return; /* next_drain_ns: the collector's own */
-    if (p->gate_drains && gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0) {
+    int gated = GATED_DRAINS(p);
+    if (gated && gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0) {
         /* A launch stays inside the driver: tried again later and later (a
          * closed gate holds every other launch for its wait), and said
          * once when it lasts (a launch whose exit never came keeps it). */
@@ -1054,7 +1055,7 @@ static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
     }
     p->last_drain_ns = now_ns;
     pthread_mutex_unlock(&p->lock);
-    if (p->gate_drains) gpufl__launch_gate_open(p->gate);
+    if (gated) gpufl__launch_gate_open(p->gate);
     p->next_drain_ns = now_ns + p->drain_every_ns;
     if (restarts == 0 || gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0)
         return; /* tried again after the next drain */

@@ -89,7 +89,7 @@ void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
 
 /* The launch gate (launch.h): sampling restarts after a full hardware
  * buffer pass it always (a disable and enable while the application
- * launched hung both on an H100), and with drains set (Deep) so do the
+ * launched hung both on an H100), and under Deep (cfg.deep) so do the
  * periodic drains, so that no GetData runs while a launch is inside the
  * driver, where SASS metrics patch a function at its first launch. A
  * GetData crashed inside CUPTI under Deep (a NULL function name) and the
@@ -102,7 +102,7 @@ void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
  * the callbacks start; NULL before the gate goes. */
 #define GPUFL_PCS_GATE_WAIT_NS  200000000LL
 #define GPUFL_PCS_GATE_RETRY_NS 10000000LL
-void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate, int drains);
+void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate);
 
 /* Collector thread. poll drains CUPTI when due; flush writes what is
  * ready; finish drains and disables every context and writes the totals. */

@@ -1051,15 +1051,10 @@ static void retire(gpufl_rp_t *s, rp_ctx_t *x, int pop) {
     if (x->state == CTX_ON) x->state = CTX_DONE;
 }
 
-/* The longest a context's destruction waits for the engine: longer than a
- * metric group switch (about 0.3 s on an H100, under the lock), so that the
- * context is decoded and its profiler disabled before it goes. */
-#define RP_DESTROY_LOCK_MS 2000
-
 /* A context being destroyed: what it collected is decoded on the
  * destroying thread (with the context made current), then it is retired. */
 static void context_destroying(gpufl_rp_t *s, CUcontext ctx) {
-    if (gpufl__engine_lock_within(&s->lock, RP_DESTROY_LOCK_MS, &s->errors) != 0) return;
+    if (gpufl__engine_lock_within(&s->lock, GPUFL_ENGINE_DESTROY_LOCK_MS, &s->errors) != 0) return;
     for (int i = 0; i < s->ctx_count; i++) {
         rp_ctx_t *x = &s->ctx[i];
         if (x->ctx != ctx || x->state == CTX_FREE) continue;

@@ -609,11 +609,7 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
-#ifndef GPUFL_DIAGNOSE_DEEP_UNGATED /* diagnosis build: Deep's drains without the gate */
-    if (flags & GPUFL_LAUNCH_GATE) gpufl__pcs_set_gate(t->pcs, t->launch, t->sassm != NULL);
-#else
-    if (flags & GPUFL_LAUNCH_GATE) gpufl__pcs_set_gate(t->pcs, t->launch, 0);
-#endif
+    if (flags & GPUFL_LAUNCH_GATE) gpufl__pcs_set_gate(t->pcs, t->launch);
     hook_engines(t);
     if (t->pcs == NULL && t->sassm == NULL && t->rp == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
         /* The engines could not hook in: plain Trace, with CUPTI's records. */
@@ -661,7 +657,7 @@ fail:
 void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
     if (t->ops_attached) gpufl__ops_detach(); /* before CUPTI goes */
     t->ops_attached = 0;
-    gpufl__pcs_set_gate(t->pcs, NULL, 0);
+    gpufl__pcs_set_gate(t->pcs, NULL);
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
     gpufl__pcs_destroy(t->pcs); /* after the callbacks stopped; before the SASS log it shares */

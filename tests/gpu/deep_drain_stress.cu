@@ -23,14 +23,8 @@
 #include <utility>
 #include <vector>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "deep_drain_stress: %s: %s\n", #call, cudaGetErrorString(e_));    \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
+static const char *const kProgram = "deep_drain_stress";
+#include "cuda_check.cuh"
 
 static const int kKernels = 512;
 static const int kN = 1 << 16; // floats each kernel updates

@@ -43,14 +43,8 @@
 #include <cstring>
 #include <thread>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "pcs_kernels: %s: %s\n", #call, cudaGetErrorString(e_));          \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
+static const char *const kProgram = "pcs_kernels";
+#include "cuda_check.cuh"
 
 static const size_t kN = 64u << 20; // floats per array (256 MiB)
 
