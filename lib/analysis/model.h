@@ -386,7 +386,8 @@ typedef struct gpufl_model_pc_sample {
 typedef struct gpufl_model_pc_window {
     int64_t t0_ns, t1_ns, context;
     int64_t drains, samples, recorded, non_user, dropped, buffer_full, pcs_left; /* UNKNOWN */
-    int64_t lost; /* UNKNOWN in logs before the column */
+    int64_t lost;     /* UNKNOWN in logs before the column */
+    int64_t unplaced; /* CUPTI's records with no function or module; UNKNOWN before the column */
 } gpufl_model_pc_window_t;
 
 /* A stall reason met in pc_sample rows. */

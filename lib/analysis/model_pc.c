@@ -163,6 +163,7 @@ enum win_col {
     W_BUFFER_FULL,
     W_PCS_LEFT,
     W_LOST,
+    W_UNPLACED,
     W_NCOL
 };
 
@@ -179,13 +180,14 @@ static void fill_pc_window(void *row, const int64_t *v) {
     w->buffer_full = v[W_BUFFER_FULL];
     w->pcs_left = v[W_PCS_LEFT];
     w->lost = v[W_LOST];
+    w->unplaced = v[W_UNPLACED];
 }
 
 int gpufl__model_on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                               const gpufl_reader_batch_t *view) {
     static const char *const names[W_NCOL] = {"t0_ns",       "t1_ns",    "context",  "drains",
                                               "samples",     "recorded", "non_user", "dropped",
-                                              "buffer_full", "pcs_left", "lost"};
+                                              "buffer_full", "pcs_left", "lost",     "unplaced"};
     static const int64_t max[W_NCOL] = {0};
     static const trace_cols_t t = {"pc_window", names, max, W_NCOL, W_DRAINS, 0};
     return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, pc_windows, max_pc_windows),

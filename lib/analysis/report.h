@@ -281,7 +281,8 @@ typedef struct gpufl_report_pc {
     const char *error;              /* the first context's error, NULL when none */
     /* pc_sampling_stats (from_stats), else the pc_window rows summed; -1 unknown */
     int64_t samples, recorded, dropped, non_user, buffer_full, drains;
-    int64_t lost; /* samples gpufl could not keep (no memory); -1 unknown */
+    int64_t lost;     /* samples gpufl could not keep (no memory); -1 unknown */
+    int64_t unplaced; /* samples of CUPTI's records with no function or module; -1 unknown */
     int from_stats;
     int64_t restarts; /* sampling restarted after a full buffer (pc_sampling_stats); -1 unknown */
     /* From the pc_window rows: session time of the first window whose drains

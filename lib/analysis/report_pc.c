@@ -119,10 +119,10 @@ static void build_full(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
 /* The accounting: pc_sampling_stats when written, else the windows summed. */
 static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     int64_t *f[] = {&pc->samples,     &pc->recorded, &pc->dropped, &pc->non_user,
-                    &pc->buffer_full, &pc->drains,   &pc->lost};
+                    &pc->buffer_full, &pc->drains,   &pc->lost,    &pc->unplaced};
     static const char *const keys[] = {"samples",     "recorded", "dropped", "non_user",
-                                       "buffer_full", "drains",   "lost"};
-    enum { COUNTS = 7 };
+                                       "buffer_full", "drains",   "lost",    "unplaced"};
+    enum { COUNTS = sizeof f / sizeof f[0] };
     for (size_t i = 0; i < COUNTS; i++) *f[i] = -1;
     build_full(m, pc);
     if (m->pc_stats) {
@@ -139,7 +139,7 @@ static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     for (size_t w = 0; w < m->n_pc_windows; w++) {
         const gpufl_model_pc_window_t *x = &m->pc_windows[w];
         const int64_t v[] = {x->samples,     x->recorded, x->dropped, x->non_user,
-                             x->buffer_full, x->drains,   x->lost};
+                             x->buffer_full, x->drains,   x->lost,    x->unplaced};
         for (size_t i = 0; i < COUNTS; i++)
             if (*f[i] >= 0) *f[i] = v[i] >= 0 ? *f[i] + v[i] : -1;
     }
@@ -207,7 +207,7 @@ static void count_cell(char *buf, size_t size, int64_t v) {
 }
 
 /* The "label: value" fields of the section, n of them. */
-#define PC_FIELDS 9
+#define PC_FIELDS 10 /* every field below shown at once */
 static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
                      char value[PC_FIELDS][400]) {
     const gpufl_report_pc_t *pc = &r->pc;
@@ -263,6 +263,14 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
         count_cell(a, sizeof a, pc->lost);
         label[n] = "not kept";
         snprintf(value[n++], 400, "%s samples gpufl could not keep (no memory)", a);
+    }
+    if (pc->unplaced > 0) {
+        count_cell(a, sizeof a, pc->unplaced);
+        label[n] = "unplaced";
+        snprintf(value[n++], 400,
+                 "%s samples in records CUPTI gave with neither a function nor a module (left out "
+                 "of the stall mix)",
+                 a);
     }
     const gpufl_model_pc_attrib_t *at = &m->pc_attrib;
     double total = at->exact + at->split + at->fallback + at->unattributed;
@@ -451,6 +459,7 @@ json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
     json_object_set_new(o, "buffer_full", jcount(pc->buffer_full));
     json_object_set_new(o, "drains", jcount(pc->drains));
     json_object_set_new(o, "lost", jcount(pc->lost));
+    json_object_set_new(o, "unplaced", jcount(pc->unplaced));
     json_object_set_new(o, "restarts", jcount(pc->restarts));
     json_object_set_new(o, "buffer_first_full_s",
                         pc->full_at_ns >= 0 ? json_real((double)pc->full_at_ns / 1e9)

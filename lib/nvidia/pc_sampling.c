@@ -20,6 +20,7 @@
 #include "core/idmap.h"
 #include "core/log.h"
 #include "nvidia/engine.h"
+#include "nvidia/rebind.h"
 #include "nvidia/sass_log.h"
 
 #include <cupti.h>
@@ -49,6 +50,7 @@
 #define AGG_SLOTS_MAX ((size_t)1 << 20)
 #define DRAIN_LOOPS   64 /* GetData calls per drain at most (COLLECT_PCS each) */
 #define NAME_BYTES    CUPTI_STALL_REASON_STRING_SIZE
+#define UNNAMED_MAX   256 /* functions named from their module for CUPTI, at most */
 
 typedef struct pcs_fn {
     CUptiResult (*enable)(CUpti_PCSamplingEnableParams *);
@@ -67,7 +69,8 @@ typedef struct pcs_fn {
 /* Counters of one window (or of the session, for the totals). */
 typedef struct pcs_counts {
     uint64_t drains, samples, recorded, non_user, dropped, buffer_full;
-    uint64_t lost; /* in records CUPTI gave but gpufl could not keep (no memory) */
+    uint64_t lost;     /* in records CUPTI gave but gpufl could not keep (no memory) */
+    uint64_t unplaced; /* in records CUPTI gave with neither function nor module */
 } pcs_counts_t;
 
 enum ctx_state { CTX_FREE = 0, CTX_ON, CTX_FAILED, CTX_GONE };
@@ -96,6 +99,14 @@ typedef struct pcs_ctx {
     int needs_restart;   /* its hardware buffer filled: restart() at the collector's next pass */
     int restart_refused; /* a restart's disable failed: none is tried again */
 } pcs_ctx_t;
+
+/* A function CUPTI handed over without a name, and the name gpufl gave it. */
+typedef struct unnamed {
+    uint64_t crc;
+    uint32_t index;
+    const char *name; /* from the module's symbol table, else a placeholder; owned */
+    int from_module;
+} unnamed_t;
 
 /* One (context, module, function, PC, reason) of the current window. */
 typedef struct agg {
@@ -141,6 +152,10 @@ struct gpufl_pcs {
     uint64_t restarts;    /* contexts restarted after CUPTI's hardware buffer filled */
     int64_t restart_ns;   /* time those took */
     _Atomic int finished; /* finish ran: callbacks that come later are ignored */
+    unnamed_t unnamed[UNNAMED_MAX];
+    size_t unnamed_count;
+    uint64_t unnamed_records, unnamed_named; /* see name_unnamed */
+    int warned_unnamed;
 };
 
 static const gpufl_col_def_t sample_cols[] = {
@@ -151,7 +166,7 @@ static const gpufl_col_def_t window_cols[] = {
     {"t0_ns", GPUFL_COL_INT},    {"t1_ns", GPUFL_COL_INT},   {"context", GPUFL_COL_INT},
     {"drains", GPUFL_COL_INT},   {"samples", GPUFL_COL_INT}, {"recorded", GPUFL_COL_INT},
     {"non_user", GPUFL_COL_INT}, {"dropped", GPUFL_COL_INT}, {"buffer_full", GPUFL_COL_INT},
-    {"pcs_left", GPUFL_COL_INT}, {"lost", GPUFL_COL_INT}};
+    {"pcs_left", GPUFL_COL_INT}, {"lost", GPUFL_COL_INT},    {"unplaced", GPUFL_COL_INT}};
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
 /* ---------------------------------------------------------------------- */
@@ -169,6 +184,40 @@ static void explain(const gpufl_pcs_t *p, CUptiResult r, const char *what, char 
 
 #define SYM(field, name)                                                                           \
     { &p->fn.field, name }
+
+/* CUPTI's defect (measured with CUPTI 2025.3.1 on an H100, docs/design/
+ * pc-sampling.md, "A function without a name"): GetData copies each PC
+ * record's function name through a cache that calls strdup, and some
+ * records of long training runs have no name: strdup(NULL) killed the
+ * process in about half of the 76 s runs at period 2^16. libcupti's own
+ * strdup is therefore this one (rebind.h), which turns NULL into "": the
+ * record then reaches fold, which names it from the module (name_unnamed). */
+static _Atomic uint64_t cupti_null_names;
+
+static char *cupti_strdup(const char *s) {
+    if (s == NULL) {
+        atomic_fetch_add(&cupti_null_names, 1);
+        s = "";
+    }
+    return strdup(s);
+}
+
+/* Once a process; said in why when libcupti's strdup could not be replaced. */
+static int guard_null_names(const pcs_fn_t *fn, char *why, size_t why_size) {
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    static int done, rc;
+    static char reason[200];
+    pthread_mutex_lock(&once);
+    if (!done) {
+        done = 1;
+        int n = gpufl__rebind_import((const void *)fn->get_data, "strdup", (void *)cupti_strdup,
+                                     reason, sizeof reason);
+        rc = n < 0 ? n : 0;
+    }
+    if (rc != 0) snprintf(why, why_size, "%s", reason);
+    pthread_mutex_unlock(&once);
+    return rc;
+}
 
 int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
                       const gpufl_pcs_config_t *cfg, gpufl_pcs_t **out, char *why,
@@ -206,6 +255,15 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
                               "the PC Sampling API needs CUPTI 11.3 or newer", why, why_size)) {
         gpufl__pcs_destroy(p);
         return GPUFL_ENOTSUP;
+    }
+    char guard_why[200];
+    if (guard_null_names(&p->fn, guard_why, sizeof guard_why) != 0) {
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "cannot guard CUPTI's copy of PC records without a function name (%s): such a "
+                 "record crashes the process inside cuptiPCSamplingGetData",
+                 guard_why);
+        note_error(p, msg);
     }
     gpufl__idmap_init(&p->names);
     gpufl__idmap_init(&p->cubins);
@@ -577,6 +635,52 @@ static int reason_pos(const pcs_ctx_t *x, uint32_t index) {
     return -1;
 }
 
+/* Lock held. A record that came without a function name (cupti_strdup
+ * made it ""). With a module (cubinCrc), the function is symbol
+ * functionIndex of it, as in every named record: the kept cubin (sass_log)
+ * gives its name, else a placeholder names the symbol. Without one (what
+ * CUPTI gave on an H100: module 0, symbol 0, PC offset 0) nothing places
+ * the samples: NULL, and fold counts them as unplaced. Said once, with the
+ * first record's identity. */
+static const char *name_unnamed(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingPCData *pc) {
+    p->unnamed_records++;
+    unnamed_t *u = NULL;
+    for (size_t i = 0; i < p->unnamed_count && u == NULL; i++)
+        if (p->unnamed[i].crc == pc->cubinCrc && p->unnamed[i].index == pc->functionIndex)
+            u = &p->unnamed[i];
+    if (u == NULL && pc->cubinCrc != 0 && p->unnamed_count < UNNAMED_MAX) {
+        char name[512];
+        int from_module = gpufl__sass_log_symbol_name(p->sass, pc->cubinCrc, pc->functionIndex,
+                                                      name, sizeof name) == 0;
+        if (!from_module)
+            snprintf(name, sizeof name, "(unnamed: symbol %u of module %016llx)", pc->functionIndex,
+                     (unsigned long long)pc->cubinCrc);
+        char *copy = strdup(name);
+        if (copy != NULL) {
+            own_name(p, copy);
+            u = &p->unnamed[p->unnamed_count++];
+            *u = (unnamed_t){pc->cubinCrc, pc->functionIndex, copy, from_module};
+        }
+    }
+    if (!p->warned_unnamed) {
+        p->warned_unnamed = 1;
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "context %u: CUPTI handed over a PC record without a function name (module "
+                 "%016llx, symbol %u, PC offset %#llx; unguarded, GetData crashes on it): %s",
+                 x->id, (unsigned long long)pc->cubinCrc, pc->functionIndex,
+                 (unsigned long long)pc->pcOffset,
+                 pc->cubinCrc == 0 ? "no module places it, its samples are counted as unplaced"
+                 : u == NULL       ? "too many such functions, its samples are unplaced"
+                 : u->from_module  ? "named from the module's symbol table"
+                                   : "named by a placeholder (the module's cubin was not kept)");
+        note_error(p, msg);
+    }
+    if (u == NULL) return NULL;
+    p->unnamed_named += u->from_module;
+    return u->name;
+}
+
 /* Before a call: CUPTI writes the counts only when it has data, and a call
  * that fails leaves the previous call's in place. */
 static void clear_counts(CUpti_PCSamplingData *d) {
@@ -617,14 +721,18 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
         const CUpti_PCSamplingPCData *pc = &d->pPcData[i];
         if (pc->functionName == NULL) continue;
         own_name(p, pc->functionName);
+        const char *function = pc->functionName[0] ? pc->functionName : name_unnamed(p, x, pc);
+        uint64_t *unplaced = function == NULL ? &x->window.unplaced : NULL;
         size_t reasons =
             pc->stallReasonCount < x->reason_count ? pc->stallReasonCount : x->reason_count;
         for (size_t r = 0; r < reasons; r++) {
             const CUpti_PCSamplingStallReason *s = &pc->stallReason[r];
             int pos = reason_pos(x, s->pcSamplingStallReasonIndex);
             if (pos < 0 || !x->reason_plain[pos] || s->samples == 0) continue;
-            if (agg_add(p, slot, pc->cubinCrc, pc->functionName, pc->pcOffset, (uint32_t)pos,
-                        s->samples) == 0)
+            if (unplaced != NULL)
+                *unplaced += s->samples;
+            else if (agg_add(p, slot, pc->cubinCrc, function, pc->pcOffset, (uint32_t)pos,
+                             s->samples) == 0)
                 x->window.recorded += s->samples;
             else
                 x->window.lost += s->samples;
@@ -963,7 +1071,8 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
                        (int64_t)w->dropped,
                        (int64_t)w->buffer_full,
                        (int64_t)x->pcs_left,
-                       (int64_t)w->lost};
+                       (int64_t)w->lost,
+                       (int64_t)w->unplaced};
         add_row(p, &p->windows, v, NCOLS(v));
         p->total.drains += w->drains;
         p->total.samples += w->samples;
@@ -972,6 +1081,7 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
         p->total.dropped += w->dropped;
         p->total.buffer_full += w->buffer_full;
         p->total.lost += w->lost;
+        p->total.unplaced += w->unplaced;
         if (w->buffer_full && !p->warned_full) {
             p->warned_full = 1;
             const char *then =
@@ -1105,6 +1215,10 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"modules_loaded", s.modules_loaded},
                                       {"modules_unloaded", s.modules_unloaded},
                                       {"restarts", s.restarts},
+                                      {"unnamed_records", s.unnamed_records},
+                                      {"unplaced", s.unplaced},
+                                      {"unnamed_named", s.unnamed_named},
+                                      {"cupti_null_names", s.cupti_null_names},
                                       {"rows", s.rows},
                                       {"functions", s.functions},
                                       {"errors", s.errors},
@@ -1209,7 +1323,11 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->errors = p->errors.count;
     out->drains_deferred = p->drains_deferred;
     out->restarts = p->restarts;
+    out->unnamed_records = p->unnamed_records;
+    out->unnamed_named = p->unnamed_named;
+    out->unplaced = p->total.unplaced;
     pthread_mutex_unlock(&p->lock);
+    out->cupti_null_names = atomic_load(&cupti_null_names);
     out->modules_loaded = atomic_load(&p->modules_loaded);
     out->modules_unloaded = atomic_load(&p->modules_unloaded);
     gpufl_sass_log_stats_t ss;

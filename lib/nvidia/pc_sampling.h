@@ -65,6 +65,11 @@ typedef struct gpufl_pcs_stats {
     uint64_t drains_deferred; /* periodic drains put off: a launch stayed in the gate */
     uint64_t modules_loaded, modules_unloaded; /* during the session */
     uint64_t restarts; /* sampling restarted on a context after the hardware buffer filled */
+    /* PC records CUPTI gave without a function name (pc_sampling.c,
+     * cupti_strdup), those named from their module's symbol table, the
+     * samples of those without a module, and the NULL names libcupti's
+     * strdup was given. */
+    uint64_t unnamed_records, unnamed_named, unplaced, cupti_null_names;
 } gpufl_pcs_stats_t;
 
 /* Resolves the PC Sampling API in cupti's library. Returns 0, or

@@ -597,16 +597,20 @@ int gpufl__sass_cubin_arch(const void *cubin, size_t size, char *out, size_t out
 
 static uint64_t le64(const unsigned char *b) { return le32(b) | (uint64_t)le32(b + 4) << 32; }
 
-int gpufl__sass_symbol_index(const void *cubin, size_t size, const char *name, uint32_t *index) {
+/* The geometry of a cubin's ELF symbol table and its string table, checked
+ * to lie inside the image. */
+typedef struct {
+    uint64_t off, count, entsize, str_off, str_len;
+} symtab_t;
+
+static int find_symtab(const void *cubin, size_t size, symtab_t *t) {
     const unsigned char *b = cubin;
-    if (name == NULL || index == NULL || gpufl__sass_cubin_arch(cubin, size, NULL, 0) != 0)
-        return GPUFL_EFORMAT;
+    if (gpufl__sass_cubin_arch(cubin, size, NULL, 0) != 0) return GPUFL_EFORMAT;
     /* Section headers: e_shoff at 40, e_shentsize at 58, e_shnum at 60. */
     uint64_t shoff = le64(b + 40);
     unsigned shentsize = b[58] | b[59] << 8, shnum = b[60] | b[61] << 8;
     if (shentsize < 64 || shoff > size || (uint64_t)shnum * shentsize > size - shoff)
         return GPUFL_EFORMAT;
-    size_t name_len = strlen(name);
     for (unsigned s = 0; s < shnum; s++) {
         const unsigned char *sh = b + shoff + (uint64_t)s * shentsize;
         if (le32(sh + 4) != 2) continue; /* SHT_SYMTAB */
@@ -616,17 +620,38 @@ int gpufl__sass_symbol_index(const void *cubin, size_t size, const char *name, u
         const unsigned char *str = b + shoff + (uint64_t)link * shentsize;
         uint64_t str_off = le64(str + 24), str_len = le64(str + 32);
         if (str_off > size || str_len > size - str_off) return GPUFL_EFORMAT;
-        for (uint64_t i = 0; i < len / entsize; i++) {
-            uint32_t at = le32(b + off + i * entsize); /* st_name */
-            if (at >= str_len || str_len - at <= name_len) continue;
-            const char *sym = (const char *)b + str_off + at;
-            if (memcmp(sym, name, name_len) == 0 && sym[name_len] == '\0') {
-                *index = (uint32_t)i;
-                return 0;
-            }
+        *t = (symtab_t){off, len / entsize, entsize, str_off, str_len};
+        return 0;
+    }
+    return GPUFL_EFORMAT;
+}
+
+/* The name of symbol i (NUL-terminated inside the string table), or NULL. */
+static const char *symbol_at(const void *cubin, const symtab_t *t, uint64_t i) {
+    const unsigned char *b = cubin;
+    uint32_t at = le32(b + t->off + i * t->entsize); /* st_name */
+    if (at >= t->str_len || memchr(b + t->str_off + at, '\0', t->str_len - at) == NULL) return NULL;
+    return (const char *)b + t->str_off + at;
+}
+
+int gpufl__sass_symbol_index(const void *cubin, size_t size, const char *name, uint32_t *index) {
+    symtab_t t;
+    if (name == NULL || index == NULL || find_symtab(cubin, size, &t) != 0) return GPUFL_EFORMAT;
+    for (uint64_t i = 0; i < t.count; i++) {
+        const char *sym = symbol_at(cubin, &t, i);
+        if (sym != NULL && strcmp(sym, name) == 0) {
+            *index = (uint32_t)i;
+            return 0;
         }
     }
     return GPUFL_EFORMAT;
+}
+
+const char *gpufl__sass_symbol_name(const void *cubin, size_t size, uint32_t index) {
+    symtab_t t;
+    if (find_symtab(cubin, size, &t) != 0 || index == 0 || index >= t.count) return NULL;
+    const char *sym = symbol_at(cubin, &t, index);
+    return sym != NULL && sym[0] != '\0' ? sym : NULL;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -112,6 +112,11 @@ int gpufl__sass_disassemble_functions(const char *nvdisasm, const void *cubin, s
  * image. */
 int gpufl__sass_symbol_index(const void *cubin, size_t size, const char *name, uint32_t *index);
 
+/* The reverse: the name of symbol `index` (CUPTI's functionIndex of a PC
+ * record) in the image, pointing into it; NULL when the image has no symbol
+ * table, the index is out of it or the symbol has no name. */
+const char *gpufl__sass_symbol_name(const void *cubin, size_t size, uint32_t index);
+
 /*
  * Parses len bytes of nvdisasm's output (no NUL needed). Returns 0 with a
  * new module in *out; GPUFL_EFORMAT when the text holds no function, a

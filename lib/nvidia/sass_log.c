@@ -148,6 +148,18 @@ void gpufl__sass_log_add_cubin(gpufl_sass_log_t *s, uint64_t crc, const void *cu
     pthread_mutex_unlock(&s->lock);
 }
 
+int gpufl__sass_log_symbol_name(gpufl_sass_log_t *s, uint64_t crc, uint32_t index, char *out,
+                                size_t size) {
+    if (s == NULL || out == NULL || size == 0) return GPUFL_ENOTFOUND;
+    pthread_mutex_lock(&s->lock);
+    cubin_t *c = find_cubin(s, crc);
+    const char *name = c && c->bytes ? gpufl__sass_symbol_name(c->bytes, c->size, index) : NULL;
+    int rc = name != NULL && strlen(name) < size ? 0 : GPUFL_ENOTFOUND;
+    if (rc == 0) memcpy(out, name, strlen(name) + 1);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 /* Worker, lock held on entry and exit: the SASS of a batch of functions of
  * one module (nvdisasm restricted to their symbols: a library module of
  * thousands of kernels takes nvdisasm minutes whole), the lock released

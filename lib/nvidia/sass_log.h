@@ -42,6 +42,12 @@ void gpufl__sass_log_destroy(gpufl_sass_log_t *s);
 
 /* Application thread: keeps a copy of a module's cubin under its CRC. */
 void gpufl__sass_log_add_cubin(gpufl_sass_log_t *s, uint64_t crc, const void *cubin, size_t size);
+/* Any thread: the name of symbol `index` of module crc's kept cubin (the
+ * functionIndex of a PC record) copied into out. Returns 0, or
+ * GPUFL_ENOTFOUND (no such module kept, no named symbol there, or out too
+ * small). */
+int gpufl__sass_log_symbol_name(gpufl_sass_log_t *s, uint64_t crc, uint32_t index, char *out,
+                                size_t size);
 /* Collector: the function (mangled name, its dict id) of module crc has
  * samples; its record is made once. */
 void gpufl__sass_log_want(gpufl_sass_log_t *s, uint64_t crc, const char *function,

@@ -9,7 +9,7 @@
  * a total and a dropped count that are not reasons, and a `_not_issued`
  * twin of each reason, listed out of index order.
  *
- * A test queues records with fake_cupti_pcs_add, adds driver-internal or
+ * A test queues records with fake_cupti_pcs_add (and _add_nameless), adds driver-internal or
  * dropped samples with fake_cupti_pcs_count, and makes GetData answer
  * "hardware buffer full" with fake_cupti_pcs_buffer_full (until the next
  * disable: the real buffer, once full, stays so). A test marks
@@ -17,7 +17,10 @@
  * for SASS metrics with fake_cupti_pcs_patching; a GetData inside it (which
  * crashed the real CUPTI) is counted, fake_cupti_pcs_unsafe_calls. Function names
  * are allocated here once per distinct name and context; the client frees
- * them, as the real API asks.
+ * them, as the real API asks. A record queued without a name has its NULL
+ * copied through strdup at hand-over, as CUPTI 2025.3.1's GetData does
+ * (docs/design/pc-sampling.md): the process dies unless the client gave
+ * this library a strdup that accepts NULL.
  */
 #include <cupti.h>
 #include <cupti_pcsampling.h>
@@ -46,7 +49,8 @@ static const struct {
 
 typedef struct pending {
     uint64_t crc, pc;
-    char *name;
+    char *name;     /* NULL: a record without one */
+    uint32_t index; /* the function's symbol index in its module */
     uint32_t reason;
     uint32_t samples;
 } pending_t;
@@ -64,6 +68,7 @@ typedef struct fake_ctx {
     char *names[NAMES_MAX];
     unsigned char handed[NAMES_MAX]; /* given to the client, who frees it */
     size_t name_count;
+    char *nameless; /* the copy of a NULL name, made at the first hand-over of one */
 } fake_ctx_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,6 +99,16 @@ static char *name_of(fake_ctx_t *c, const char *name) {
     return c->names[c->name_count++] = strdup(name);
 }
 
+/* CUPTI's copy of a missing name: strdup(NULL), once, then shared. */
+static char *copy_nameless(fake_ctx_t *c) {
+    if (c->nameless == NULL && c->name_count < NAMES_MAX) {
+        const char *volatile missing = NULL; /* hidden from the compiler's nonnull check */
+        c->nameless = strdup(missing);
+        if (c->nameless != NULL) c->names[c->name_count++] = c->nameless;
+    }
+    return c->nameless;
+}
+
 static void mark_handed(fake_ctx_t *c, const char *name) {
     for (size_t i = 0; i < c->name_count; i++)
         if (c->names[i] == name) c->handed[i] = 1;
@@ -104,6 +119,7 @@ static void drop_names(fake_ctx_t *c) {
     for (size_t i = 0; i < c->name_count; i++)
         if (!c->handed[i]) free(c->names[i]);
     c->name_count = 0;
+    c->nameless = NULL;
     memset(c->handed, 0, sizeof c->handed);
 }
 
@@ -133,9 +149,9 @@ static void hand_out(fake_ctx_t *c, CUpti_PCSamplingData *d) {
         CUpti_PCSamplingPCData *pc = &d->pPcData[n++];
         pc->cubinCrc = first->crc;
         pc->pcOffset = first->pc;
-        pc->functionName = first->name;
-        mark_handed(c, first->name);
-        pc->functionIndex = 1;
+        pc->functionName = first->name ? first->name : copy_nameless(c);
+        mark_handed(c, pc->functionName);
+        pc->functionIndex = first->index;
         pc->correlationId = 0;
         pc->stallReasonCount = 0;
         while (used < c->count && c->pending[used].pc == first->pc &&
@@ -320,6 +336,8 @@ EXPORT CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p) {
 
 EXPORT int fake_cupti_pcs_add(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc,
                               uint32_t reason, uint32_t samples);
+EXPORT int fake_cupti_pcs_add_nameless(CUcontext ctx, uint64_t crc, uint32_t index, uint64_t pc,
+                                       uint32_t reason, uint32_t samples);
 EXPORT void fake_cupti_pcs_count(CUcontext ctx, uint64_t non_user, uint64_t dropped);
 EXPORT void fake_cupti_pcs_buffer_full(CUcontext ctx, int full);
 EXPORT void fake_cupti_pcs_enable_error(CUptiResult r);
@@ -329,22 +347,34 @@ EXPORT void fake_cupti_pcs_reset(void);
 EXPORT void fake_cupti_pcs_patching(int on);
 EXPORT unsigned long fake_cupti_pcs_unsafe_calls(void);
 
-/* Queues samples of one PC and reason index (CUPTI's). The running total
- * counts them as CUPTI counts samples: plain reasons only. Returns 0, or -1
- * when the context is not enabled or the queue is full. */
-int fake_cupti_pcs_add(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc,
-                       uint32_t reason, uint32_t samples) {
+static int add(CUcontext ctx, uint64_t crc, const char *function, uint32_t index, uint64_t pc,
+               uint32_t reason, uint32_t samples) {
     pthread_mutex_lock(&lock);
     fake_ctx_t *c = find(ctx, 0);
     int rc = -1;
-    char *name = c ? name_of(c, function) : NULL;
-    if (c && c->enabled && name && c->count < PCS_MAX) {
-        c->pending[c->count++] = (pending_t){crc, pc, name, reason, samples};
+    char *name = c && function ? name_of(c, function) : NULL;
+    if (c && c->enabled && (name || !function) && c->count < PCS_MAX) {
+        c->pending[c->count++] = (pending_t){crc, pc, name, index, reason, samples};
         if (plain(reason)) c->total += samples;
         rc = 0;
     }
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+/* Queues samples of one PC and reason index (CUPTI's), in function index 1
+ * of the module. The running total counts them as CUPTI counts samples:
+ * plain reasons only. Returns 0, or -1 when the context is not enabled or
+ * the queue is full. */
+int fake_cupti_pcs_add(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc,
+                       uint32_t reason, uint32_t samples) {
+    return function ? add(ctx, crc, function, 1, pc, reason, samples) : -1;
+}
+
+/* The same for a record without a function name, of symbol `index`. */
+int fake_cupti_pcs_add_nameless(CUcontext ctx, uint64_t crc, uint32_t index, uint64_t pc,
+                                uint32_t reason, uint32_t samples) {
+    return add(ctx, crc, NULL, index, pc, reason, samples);
 }
 
 void fake_cupti_pcs_count(CUcontext ctx, uint64_t non_user, uint64_t dropped) {

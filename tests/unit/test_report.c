@@ -1133,7 +1133,8 @@ static void test_report_pc_kernel_rows(void **state) {
 }
 
 /* CUPTI's hardware buffer full: when it first was, and whether samples came
- * after it (a restart) or the stall mix covers the time before it only. */
+ * after it (a restart) or the stall mix covers the time before it only; and
+ * the samples of records CUPTI gave with no function or module. */
 static void test_report_pc_buffer_full(void **state) {
     (void)state;
     char dir[] = "/tmp/gpufl-test-pcfull-XXXXXX";
@@ -1143,10 +1144,12 @@ static void test_report_pc_buffer_full(void **state) {
         "{\"type\":\"pc_window\",\"v\":1,\"t0_ns\":[0,250000000,500000000],"
         "\"t1_ns\":[250000000,500000000,750000000],\"context\":[1,1,1],\"drains\":[6,5,5],"
         "\"samples\":[4300,0,0],\"recorded\":[4150,0,0],\"non_user\":[100,0,0],"
-        "\"dropped\":[50,0,0],\"buffer_full\":[0,5,5],\"pcs_left\":[0,0,0]}\n",
-        "{\"type\":\"pc_sampling_stats\",\"v\":1,\"ts_ns\":1300000000,\"samples\":4300,"
+        "\"dropped\":[50,0,0],\"buffer_full\":[0,5,5],\"pcs_left\":[0,0,0],"
+        "\"unplaced\":[9,0,0]}\n",
+        "{\"type\":\"pc_sampling_stats\",\"v\":1,\"ts_ns\":1300000000,\"samples\":4309,"
         "\"recorded\":4150,\"non_user\":100,\"dropped\":50,\"buffer_full\":10,\"drains\":16,"
-        "\"contexts\":1,\"rows\":11,\"functions\":3,\"errors\":0,\"restarts\":0}\n"};
+        "\"contexts\":1,\"rows\":11,\"functions\":3,\"errors\":0,\"restarts\":0,"
+        "\"unplaced\":9}\n"};
     pcsampled_replacing(dir, prefixes, lines, 2);
     gpufl_model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
@@ -1155,6 +1158,8 @@ static void test_report_pc_buffer_full(void **state) {
     assert_non_null(strstr(text, "first full at 0.2 s (the windows end at 0.8 s); 0 samples "
                                  "recorded after it (sampling restarted 0 times): the stall mix "
                                  "is of the time before it only"));
+    assert_non_null(strstr(text, "9 samples in records CUPTI gave with neither a function nor a "
+                                 "module"));
     free(text);
     gpufl__model_destroy(m);
     remove_file(dir, "device.log");

@@ -596,6 +596,12 @@ static void disassemble_one_function(void **state) {
     uint32_t index = 0;
     assert_int_equal(gpufl__sass_symbol_index(cubin, size, "_Z6kernelPfi", &index), 0);
     assert_int_equal(index, 2);
+    /* The reverse, for PC records CUPTI gives without a name: symbol 0 is
+     * the ELF null symbol, and an index past the table names nothing. */
+    assert_string_equal(gpufl__sass_symbol_name(cubin, size, 2), "_Z6kernelPfi");
+    assert_string_equal(gpufl__sass_symbol_name(cubin, size, 1), "_Z1ff");
+    assert_null(gpufl__sass_symbol_name(cubin, size, 0));
+    assert_null(gpufl__sass_symbol_name(cubin, size, 3));
     gpufl_sass_module_t *m = NULL;
     assert_int_equal(
         gpufl__sass_disassemble_function(found, cubin, size, "_Z6kernelPfi", &m, why, sizeof why),
@@ -623,14 +629,18 @@ static void disassemble_one_function(void **state) {
     memcpy(bad, cubin, sizeof bad);
     bad[40] = 0xf0, bad[41] = 0xff;
     assert_int_equal(gpufl__sass_symbol_index(bad, size, "_Z6kernelPfi", &index), GPUFL_EFORMAT);
-    for (size_t cut = 0; cut < size; cut += 7)
-        (void)gpufl__sass_symbol_index(cubin, cut, "_Z6kernelPfi", &index); /* never reads past */
+    assert_null(gpufl__sass_symbol_name(bad, size, 2));
+    for (size_t cut = 0; cut < size; cut += 7) { /* never reads past the image */
+        (void)gpufl__sass_symbol_index(cubin, cut, "_Z6kernelPfi", &index);
+        (void)gpufl__sass_symbol_name(cubin, cut, 2);
+    }
     unsetenv("FAKE_NVDISASM_RECORD");
 #ifdef GPUFL_SASS_CUBIN
     if (exists(GPUFL_SASS_CUBIN)) {
         char *real = tu_read_file(GPUFL_SASS_CUBIN, &len);
         assert_int_equal(gpufl__sass_symbol_index(real, len, "_Z5scalePfi", &index), 0);
         assert_int_equal(index, 12); /* as readelf -s numbers it (nvcc 13.0) */
+        assert_string_equal(gpufl__sass_symbol_name(real, len, 12), "_Z5scalePfi");
         free(real);
     }
 #endif

@@ -102,6 +102,15 @@ static inline json_t *tu_first(const tu_lines_t *L, const char *type) {
     return NULL;
 }
 
+/* The first event with that code, or NULL. */
+static inline json_t *tu_event(const tu_lines_t *L, const char *code) {
+    for (size_t i = 0; i < L->n; i++) {
+        const char *c = json_string_value(json_object_get(L->v[i], "code"));
+        if (strcmp(tu_type(L->v[i]), "event") == 0 && c && strcmp(c, code) == 0) return L->v[i];
+    }
+    return NULL;
+}
+
 /* The last line of that type, or NULL. */
 static inline json_t *tu_last(const tu_lines_t *L, const char *type) {
     for (size_t i = L->n; i > 0; i--)
