@@ -207,7 +207,7 @@ static void count_cell(char *buf, size_t size, int64_t v) {
 }
 
 /* The "label: value" fields of the section, n of them. */
-#define PC_FIELDS 10 /* every field below shown at once */
+#define PC_FIELDS 11 /* every field below shown at once */
 static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
                      char value[PC_FIELDS][400]) {
     const gpufl_report_pc_t *pc = &r->pc;
@@ -263,6 +263,12 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
         count_cell(a, sizeof a, pc->lost);
         label[n] = "not kept";
         snprintf(value[n++], 400, "%s samples gpufl could not keep (no memory)", a);
+    }
+    if (pc->samples >= 0 && pc->recorded > pc->samples) {
+        label[n] = "inconsistent";
+        snprintf(value[n++], 400,
+                 "CUPTI's records hold more samples than it counted: some of their counts are "
+                 "wrong, and the stall mix with them");
     }
     if (pc->unplaced > 0) {
         count_cell(a, sizeof a, pc->unplaced);

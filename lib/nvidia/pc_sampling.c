@@ -155,6 +155,7 @@ struct gpufl_pcs {
     unnamed_t unnamed[UNNAMED_MAX];
     size_t unnamed_count;
     uint64_t unnamed_records, unnamed_named; /* see name_unnamed */
+    uint64_t implausible_records;            /* see implausible */
     int warned_unnamed;
 };
 
@@ -674,11 +675,37 @@ static const char *name_unnamed(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamp
                  : u == NULL       ? "too many such functions, its samples are unplaced"
                  : u->from_module  ? "named from the module's symbol table"
                                    : "named by a placeholder (the module's cubin was not kept)");
-        note_error(p, msg);
+        gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_unnamed_records", msg);
     }
     if (u == NULL) return NULL;
     p->unnamed_named += u->from_module;
     return u->name;
+}
+
+/* Lock held. A record with more samples than the GPU can take (most) is
+ * not a count: it is left out whole and counted; the first is said with its
+ * identity. */
+static int implausible(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingPCData *pc,
+                       double most) {
+    uint64_t sum = 0; /* of the plain reasons, as fold records them */
+    for (size_t r = 0; r < pc->stallReasonCount && r < x->reason_count; r++) {
+        int pos = reason_pos(x, pc->stallReason[r].pcSamplingStallReasonIndex);
+        if (pos >= 0 && x->reason_plain[pos]) sum += pc->stallReason[r].samples;
+    }
+    if ((double)sum <= most) return 0;
+    if (p->implausible_records++ == 0) {
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "context %u: CUPTI handed over a PC record with %llu samples, more than the GPU "
+                 "takes at period 2^%u (%s, module %016llx, PC offset %#llx); such records are "
+                 "left out (implausible_records)",
+                 x->id, (unsigned long long)sum, x->period,
+                 pc->functionName[0] ? pc->functionName : "no function name",
+                 (unsigned long long)pc->cubinCrc, (unsigned long long)pc->pcOffset);
+        gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_counts_implausible",
+                               msg);
+    }
+    return 1;
 }
 
 /* Before a call: CUPTI writes the counts only when it has data, and a call
@@ -716,11 +743,19 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
         x->window.non_user += d->nonUsrKernelsTotalSamples;
     }
     x->window.dropped += d->droppedSamples;
+    /* One PC cannot hold more samples than the whole GPU takes: one per SM
+     * each 2^period cycles, on a thousand SMs at 3 GHz, over the time since
+     * the last hand-over (a second at least, for CUPTI's decode latency). */
+    double seconds = (double)(now - since) / 1e9;
+    double most_pc =
+        3e12 / (double)(1ull << (x->period < 40 ? x->period : 40)) * (seconds > 1 ? seconds : 1) +
+        1000;
     size_t n = d->totalNumPcs < d->collectNumPcs ? d->totalNumPcs : d->collectNumPcs;
     for (size_t i = 0; i < n; i++) {
         const CUpti_PCSamplingPCData *pc = &d->pPcData[i];
         if (pc->functionName == NULL) continue;
         own_name(p, pc->functionName);
+        if (implausible(p, x, pc, most_pc)) continue;
         const char *function = pc->functionName[0] ? pc->functionName : name_unnamed(p, x, pc);
         uint64_t *unplaced = function == NULL ? &x->window.unplaced : NULL;
         size_t reasons =
@@ -1219,6 +1254,7 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"unplaced", s.unplaced},
                                       {"unnamed_named", s.unnamed_named},
                                       {"cupti_null_names", s.cupti_null_names},
+                                      {"implausible_records", s.implausible_records},
                                       {"rows", s.rows},
                                       {"functions", s.functions},
                                       {"errors", s.errors},
@@ -1326,6 +1362,7 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->unnamed_records = p->unnamed_records;
     out->unnamed_named = p->unnamed_named;
     out->unplaced = p->total.unplaced;
+    out->implausible_records = p->implausible_records;
     pthread_mutex_unlock(&p->lock);
     out->cupti_null_names = atomic_load(&cupti_null_names);
     out->modules_loaded = atomic_load(&p->modules_loaded);

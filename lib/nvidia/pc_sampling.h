@@ -70,6 +70,8 @@ typedef struct gpufl_pcs_stats {
      * samples of those without a module, and the NULL names libcupti's
      * strdup was given. */
     uint64_t unnamed_records, unnamed_named, unplaced, cupti_null_names;
+    /* PC records left out whole: more samples than the GPU takes in the time */
+    uint64_t implausible_records;
 } gpufl_pcs_stats_t;
 
 /* Resolves the PC Sampling API in cupti's library. Returns 0, or

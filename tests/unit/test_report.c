@@ -1097,6 +1097,23 @@ static void pcsampled_with(const char *dir, const char *rows) {
     assert_int_equal(pcsampled_replacing(dir, prefixes, lines, 2), 3);
 }
 
+/* The text report of the pcsampled session with those lines replaced (as
+ * pcsampled_replacing), made in a directory of its own and removed after. */
+static char *pcsampled_report(const char *const *prefixes, const char *const *lines, size_t n) {
+    char dir[] = "/tmp/gpufl-test-pcreport-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    pcsampled_replacing(dir, prefixes, lines, n);
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    size_t len;
+    char *text = render(m, &len);
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    remove_file(dir, "scope.log");
+    assert_int_equal(rmdir(dir), 0);
+    return text;
+}
+
 /* The same samples attributed through kernel rows (GPU time overlap). */
 static void test_report_pc_kernel_rows(void **state) {
     (void)state;
@@ -1137,8 +1154,6 @@ static void test_report_pc_kernel_rows(void **state) {
  * the samples of records CUPTI gave with no function or module. */
 static void test_report_pc_buffer_full(void **state) {
     (void)state;
-    char dir[] = "/tmp/gpufl-test-pcfull-XXXXXX";
-    assert_non_null(mkdtemp(dir));
     const char *const prefixes[] = {"{\"type\":\"pc_window\"", "{\"type\":\"pc_sampling_stats\""};
     const char *const lines[] = {
         "{\"type\":\"pc_window\",\"v\":1,\"t0_ns\":[0,250000000,500000000],"
@@ -1150,21 +1165,28 @@ static void test_report_pc_buffer_full(void **state) {
         "\"recorded\":4150,\"non_user\":100,\"dropped\":50,\"buffer_full\":10,\"drains\":16,"
         "\"contexts\":1,\"rows\":11,\"functions\":3,\"errors\":0,\"restarts\":0,"
         "\"unplaced\":9}\n"};
-    pcsampled_replacing(dir, prefixes, lines, 2);
-    gpufl_model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
-    size_t len;
-    char *text = render(m, &len);
+    char *text = pcsampled_report(prefixes, lines, 2);
     assert_non_null(strstr(text, "first full at 0.2 s (the windows end at 0.8 s); 0 samples "
                                  "recorded after it (sampling restarted 0 times): the stall mix "
                                  "is of the time before it only"));
     assert_non_null(strstr(text, "9 samples in records CUPTI gave with neither a function nor a "
                                  "module"));
+    assert_null(strstr(text, "inconsistent"));
     free(text);
-    gpufl__model_destroy(m);
-    remove_file(dir, "device.log");
-    remove_file(dir, "scope.log");
-    assert_int_equal(rmdir(dir), 0);
+}
+
+/* CUPTI's records summing to more samples than it counted (an H100 run
+ * recorded 8.5 times as many): the section says the counts are wrong. */
+static void test_report_pc_inconsistent(void **state) {
+    (void)state;
+    const char *const prefixes[] = {"{\"type\":\"pc_sampling_stats\""};
+    const char *const lines[] = {
+        "{\"type\":\"pc_sampling_stats\",\"v\":1,\"ts_ns\":1300000000,\"samples\":4300,"
+        "\"recorded\":36550,\"non_user\":100,\"dropped\":0,\"buffer_full\":0,\"drains\":16,"
+        "\"contexts\":1,\"rows\":11,\"functions\":3,\"errors\":0}\n"};
+    char *text = pcsampled_report(prefixes, lines, 1);
+    assert_non_null(strstr(text, "CUPTI's records hold more samples than it counted"));
+    free(text);
 }
 
 /* Launch rows: launches on another context are not candidates, a launch
@@ -2462,6 +2484,7 @@ int main(void) {
         cmocka_unit_test(test_report_pc_kernel_rows),
         cmocka_unit_test(test_report_pc_launch_rows),
         cmocka_unit_test(test_report_pc_buffer_full),
+        cmocka_unit_test(test_report_pc_inconsistent),
         cmocka_unit_test(test_report_pc_bad_lines),
         cmocka_unit_test(test_report_trace_corrupt),
         cmocka_unit_test(test_report_model_configs),

@@ -1340,7 +1340,9 @@ static void pc_sampling_restart_limits(void **state) {
 }
 
 /* Counts no GPU can make (CUPTI once handed over 7.3 * 10^11 samples in a
- * 20 s run) are said and left out of the totals; the next call's are kept. */
+ * 20 s run) are said and left out of the totals; the next call's are kept.
+ * So is a PC record with such a count (an H100 run recorded 8.5 times the
+ * samples CUPTI counted). */
 static void pc_sampling_impossible_counts(void **state) {
     (void)state;
     fake.pcs_reset();
@@ -1352,11 +1354,22 @@ static void pc_sampling_impossible_counts(void **state) {
     let_collector_run();
     fake.pcs_count(CTX_A, 500, 0);
     let_collector_run();
+    /* A record of one PC with more samples than the GPU takes in a second
+     * at the default period (about 1.1 * 10^7): left out whole, said once;
+     * a plausible one beside it is kept. */
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 3000000000u), 0);
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x20, R_LONG_SB, 40), 0);
+    let_collector_run();
     stop();
     session_t d = read_session();
     assert_int_equal(pcs_stat(&d, "non_user"), 500);
-    assert_int_equal(pcs_stat(&d, "samples"), 500);
-    assert_int_equal(pcs_stat(&d, "errors"), 1);
+    assert_int_equal(pcs_stat(&d, "implausible_records"), 1);
+    assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4axpyPf"), 40);
+    json_t *e = tu_event(&d.device, "pc_counts_implausible");
+    assert_non_null(e);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(e, "message")),
+               "3000000000 samples, more than the GPU takes at period 2^18 (_Z4axpyPf"));
     int said = 0;
     for (size_t i = 0; i < d.device.n; i++) {
         json_t *j = d.device.v[i];
@@ -1543,7 +1556,7 @@ static void pc_samples_carry_their_sass(void **state) {
  * and without gpufl's strdup for libcupti this test dies. A record with a
  * module is named from the module's symbol table, or by a placeholder when
  * the cubin was not kept; one without (what the H100 gave) is counted as
- * unplaced. Said once as a pc_sampling_error event. */
+ * unplaced. Said once as a pc_unnamed_records event. */
 static void pc_records_without_a_name(void **state) {
     (void)state;
     fake.pcs_reset();
@@ -1571,7 +1584,7 @@ static void pc_records_without_a_name(void **state) {
     assert_int_equal(pcs_stat(&d, "unnamed_records"), 4);
     assert_int_equal(pcs_stat(&d, "unnamed_named"), 1);
     assert_true(pcs_stat(&d, "cupti_null_names") >= 1);
-    json_t *e = tu_event(&d.device, "pc_sampling_error");
+    json_t *e = tu_event(&d.device, "pc_unnamed_records");
     assert_non_null(e);
     assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
                            "without a function name (module"));
