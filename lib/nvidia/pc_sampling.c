@@ -36,8 +36,8 @@
 /* CUPTI's scratch buffer, where its worker thread decodes the hardware
  * buffer: 16 MiB, about 88,000 PCs with every reason (CUPTI's default,
  * 1 MiB, holds about 5500, so that a training loop's drain took 16 GetData
- * calls of 2048 PCs while the worker refilled it; and a GetData inside such
- * a drain crashed inside CUPTI in some long runs, docs/design/pc-sampling.md). */
+ * calls of 2048 PCs while the worker refilled it, docs/design/pc-sampling.md;
+ * the GetData crash of long runs was CUPTI's strdup(NULL), see cupti_strdup). */
 #define SCRATCH_BYTES ((size_t)16 << 20)
 #define COLLECT_PCS   16384 /* PC records per GetData call (about 9 MB with every reason) */
 /* PC records the disable buffer holds: CUPTI discards what does not fit

@@ -25,6 +25,7 @@
 #include <cupti.h>
 #include <cupti_pcsampling.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +340,7 @@ EXPORT int fake_cupti_pcs_add(CUcontext ctx, uint64_t crc, const char *function,
 EXPORT int fake_cupti_pcs_add_nameless(CUcontext ctx, uint64_t crc, uint32_t index, uint64_t pc,
                                        uint32_t reason, uint32_t samples);
 EXPORT void fake_cupti_pcs_count(CUcontext ctx, uint64_t non_user, uint64_t dropped);
+EXPORT int fake_cupti_pcs_strdup_rebound(void);
 EXPORT void fake_cupti_pcs_buffer_full(CUcontext ctx, int full);
 EXPORT void fake_cupti_pcs_enable_error(CUptiResult r);
 EXPORT int fake_cupti_pcs_state(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables,
@@ -375,6 +377,16 @@ int fake_cupti_pcs_add(CUcontext ctx, uint64_t crc, const char *function, uint64
 int fake_cupti_pcs_add_nameless(CUcontext ctx, uint64_t crc, uint32_t index, uint64_t pc,
                                 uint32_t reason, uint32_t samples) {
     return add(ctx, crc, NULL, index, pc, reason, samples);
+}
+
+/* 1 when this library's strdup is no longer the process's: its import was
+ * pointed elsewhere (gpufl's guard against strdup(NULL)). */
+int fake_cupti_pcs_strdup_rebound(void) {
+    char *(*mine)(const char *) = strdup; /* read through this library's import slot */
+    void *global = dlsym(RTLD_DEFAULT, "strdup");
+    void *ours;
+    memcpy(&ours, &mine, sizeof ours);
+    return ours != global;
 }
 
 void fake_cupti_pcs_count(CUcontext ctx, uint64_t non_user, uint64_t dropped) {

@@ -51,6 +51,7 @@ static struct {
     int (*resource)(uint32_t cbid, CUcontext context, const void *cubin, size_t size);
     int (*pcs_add_nameless)(CUcontext ctx, uint64_t crc, uint32_t index, uint64_t pc,
                             uint32_t reason, uint32_t samples);
+    int (*pcs_strdup_rebound)(void);
     int (*pcs_add)(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc, uint32_t reason,
                    uint32_t samples);
     void (*pcs_count)(CUcontext ctx, uint64_t non_user, uint64_t dropped);
@@ -104,6 +105,7 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_resource", &fake.resource);
     resolve(cupti, "fake_cupti_pcs_add", &fake.pcs_add);
     resolve(cupti, "fake_cupti_pcs_add_nameless", &fake.pcs_add_nameless);
+    resolve(cupti, "fake_cupti_pcs_strdup_rebound", &fake.pcs_strdup_rebound);
     resolve(cupti, "fake_cupti_pcs_count", &fake.pcs_count);
     resolve(cupti, "fake_cupti_pcs_buffer_full", &fake.pcs_buffer_full);
     resolve(cupti, "fake_cupti_pcs_enable_error", &fake.pcs_enable_error);
@@ -1553,7 +1555,8 @@ static void pc_samples_carry_their_sass(void **state) {
 
 /* CUPTI's GetData copies a PC record's function name with strdup, and
  * gives some records none (measured on an H100): the fake does the same,
- * and without gpufl's strdup for libcupti this test dies. A record with a
+ * so gpufl must have given it a strdup of its own that takes NULL (checked
+ * first: without it the collector thread would die). A record with a
  * module is named from the module's symbol table, or by a placeholder when
  * the cubin was not kept; one without (what the H100 gave) is counted as
  * unplaced. Said once as a pc_unnamed_records event. */
@@ -1564,6 +1567,7 @@ static void pc_records_without_a_name(void **state) {
     gpufl_options_t o = pcs_options("pcs_nameless");
     o.flush_interval_ms = 10;
     start(&o);
+    assert_true(fake.pcs_strdup_rebound());
     uint64_t crc = load_two_functions(CTX_A); /* symbol 2 is _Z6kernelPfi */
     assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 30), 0);
     assert_int_equal(fake.pcs_add_nameless(CTX_A, crc, 2, 0xb0, R_LONG_SB, 40), 0);
