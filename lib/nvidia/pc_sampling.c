@@ -127,12 +127,10 @@ struct gpufl_pcs {
     agg_t *agg;
     size_t agg_slots, agg_count;
     int64_t next_drain_ns, window_end_ns, last_drain_ns;
-    gpufl_idmap_t names;      /* CUPTI's function name pointer -> dict id, 0 until interned */
-    gpufl_idmap_t cubins;     /* a module's CRC -> dict id of its hex form */
-    gpufl_idmap_t demangled;  /* dict id -> dict id of the demangled name */
-    gpufl_idmap_t functions;  /* dict id of a sampled function -> 1 */
-    const char **owned_names; /* CUPTI's strings, freed once at destroy */
-    size_t owned_count, owned_cap;
+    gpufl_idmap_t names;     /* CUPTI's function name pointer -> dict id, 0 until interned */
+    gpufl_idmap_t cubins;    /* a module's CRC -> dict id of its hex form */
+    gpufl_idmap_t demangled; /* dict id -> dict id of the demangled name */
+    gpufl_idmap_t functions; /* dict id of a sampled function -> 1 */
     gpufl_batch_t rows, windows;
     gpufl_launch_hooks_t hooks;
     pcs_counts_t total;
@@ -615,17 +613,41 @@ static int agg_add(gpufl_pcs_t *p, uint16_t ctx, uint64_t crc, const char *f, ui
     }
 }
 
-/* Keeps CUPTI's function name strings (freed once, at destroy). */
+/* CUPTI's function name strings, which the client must free, are kept for
+ * the life of the process instead: CUPTI's name cache is the process's
+ * (cupti_strdup) and hands the same string out again to a later session of
+ * the same process, which would then read a freed one. Bounded by the
+ * distinct names; reachable, so no leak checker counts them. */
+static struct {
+    pthread_mutex_t lock;
+    int ready;
+    gpufl_idmap_t seen;
+    const char **names;
+    size_t count, cap;
+} kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void keep_for_the_process(const char *name) {
+    pthread_mutex_lock(&kept.lock);
+    if (!kept.ready) {
+        gpufl__idmap_init(&kept.seen);
+        kept.ready = 1;
+    }
+    if (gpufl__idmap_put(&kept.seen, (uint64_t)(uintptr_t)name, 0, NULL) == 0) {
+        if (kept.count == kept.cap) {
+            size_t cap = kept.cap ? kept.cap * 2 : 64;
+            const char **grown = realloc(kept.names, cap * sizeof *grown);
+            if (grown != NULL) kept.names = grown, kept.cap = cap;
+        }
+        if (kept.count < kept.cap) kept.names[kept.count++] = name;
+    }
+    pthread_mutex_unlock(&kept.lock);
+}
+
+/* A name string met in a record: known to this engine (its dict id comes
+ * later, function_id) and kept for the process. */
 static void own_name(gpufl_pcs_t *p, const char *name) {
     if (gpufl__idmap_put(&p->names, (uint64_t)(uintptr_t)name, 0, NULL) != 0) return;
-    if (p->owned_count == p->owned_cap) {
-        size_t cap = p->owned_cap ? p->owned_cap * 2 : 64;
-        const char **grown = realloc(p->owned_names, cap * sizeof *grown);
-        if (grown == NULL) return;
-        p->owned_names = grown;
-        p->owned_cap = cap;
-    }
-    p->owned_names[p->owned_count++] = name;
+    keep_for_the_process(name);
 }
 
 /* Position of CUPTI's reason index in the context's list, or -1. */
@@ -1381,8 +1403,6 @@ void gpufl__pcs_destroy(gpufl_pcs_t *p) {
         if (p->ctx[i].state == CTX_ON) disable(p, &p->ctx[i]);
         free_ctx(&p->ctx[i]);
     }
-    for (size_t i = 0; i < p->owned_count; i++) free((void *)p->owned_names[i]);
-    free(p->owned_names);
     free(p->agg);
     if (p->sass_owned) gpufl__sass_log_destroy(p->sass);
     gpufl__idmap_fini(&p->names);
