@@ -24,6 +24,12 @@ Subcommands (each workload in its own process: one CUPTI client per process):
       gpufl.torch), both; --engine runs another engine than Trace (Deep:
       the repeated runs of run_torch_checks.sh --deep-runs). Prints one
       JSON line.
+  reinit DIR [--sessions N] [--steps N] [--engine NAME]
+      N sessions one after another in one process (init, steps, shutdown),
+      PcSampling by default: CUPTI hands a later session the function-name
+      strings of the first, so each session must still name its functions.
+      Checks every session's pc_sample rows and prints a JSON summary; exits
+      1 when a check fails.
 """
 import argparse
 import json
@@ -261,6 +267,49 @@ def do_time(args):
                       "ms_per_step": 1e3 * elapsed / args.steps}))
 
 
+def do_reinit(args):
+    import torch
+    import gpufl
+    sys.path.insert(0, os.path.dirname(HERE))
+    from gpufl_log import Session
+    model, opt, x = build(torch)
+    dirs = []
+    for k in range(args.sessions):
+        d = os.path.join(args.dir, "s%d" % k)
+        dirs.append(d)
+        assert gpufl.init(app_name="torch_reinit", log_path=os.path.join(d, "reinit.log"),
+                          profiling_engine=getattr(gpufl.ProfilingEngine, args.engine))
+        for _ in range(args.steps):
+            train_step(torch, model, opt, x, sync=False)
+        torch.cuda.synchronize()
+        gpufl.shutdown()
+    sessions, checks = [], {}
+    for d in dirs:
+        found = [root for root, _, files in os.walk(d) if "device.log" in files]
+        s = Session(found[0]) if found else None
+        rows = s.rows.get("pc_sample", []) if s else []
+        per = {}
+        for r in rows:
+            name = r.get("function_str") or ""
+            per[name] = per.get(name, 0) + r.get("samples", 0)
+        top = sorted(per, key=lambda n: -per[n])[:5]
+        stats = (s.records.get("pc_sampling_stats") or [{}])[-1] if s else {}
+        sessions.append({"dir": found[0] if found else None, "rows": len(rows),
+                         "functions": len(per), "samples": stats.get("samples"),
+                         "recorded": stats.get("recorded"), "errors": stats.get("errors"),
+                         "bad_names": [n for n in per if not n or not n.isprintable()][:5],
+                         "top": top})
+    checks["every_session_sampled"] = all(x["rows"] > 0 for x in sessions)
+    checks["every_name_readable"] = all(not x["bad_names"] for x in sessions)
+    # The same loop: its five most sampled functions are the same in each session.
+    first = set(sessions[0]["top"]) if sessions else set()
+    checks["same_functions_named"] = all(set(x["top"]) == first for x in sessions)
+    result = {"engine": args.engine, "steps": args.steps, "sessions": sessions,
+              "checks": checks, "passed": all(checks.values())}
+    print(json.dumps(result, indent=1))
+    return 0 if result["passed"] else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -283,9 +332,14 @@ def main():
     t.add_argument("--dir", default="/tmp/gpufl_torch_time")
     t.add_argument("--steps", type=int, default=30)
     t.add_argument("--engine", default="Trace")
+    i = sub.add_parser("reinit", help="sessions one after another in one process")
+    i.add_argument("dir")
+    i.add_argument("--sessions", type=int, default=3)
+    i.add_argument("--steps", type=int, default=200)
+    i.add_argument("--engine", default="PcSampling")
     args = ap.parse_args()
     return {"run": do_run, "profile": do_profile, "check": do_check,
-            "time": do_time}[args.cmd](args) or 0
+            "time": do_time, "reinit": do_reinit}[args.cmd](args) or 0
 
 
 if __name__ == "__main__":
