@@ -69,5 +69,8 @@ if [[ $deep_runs -gt 0 ]]; then
   echo "Deep: $crashed of $deep_runs runs failed"
   [[ $crashed == 0 ]] || status=1
 fi
+echo "== three PcSampling sessions in one process"
+$py tests/gpu/torch_checks.py reinit "$out/reinit" >"$out/reinit.json" 2>"$out/reinit.err" || status=1
+$py -c "import json,sys; print(json.load(open(sys.argv[1]))['checks'])" "$out/reinit.json" || status=1
 echo "torch checks: $([[ $status == 0 ]] && echo passed || echo FAILED)"
 exit $status
