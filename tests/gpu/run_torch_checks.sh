@@ -2,14 +2,15 @@
 # The gpufl Python package with PyTorch on the GPU machine (torch_checks.py):
 # the in-loop sync insight naming the Python line and aten operations on
 # kernels, in both import orders; the operations against torch.profiler's;
-# and the cost of Python stacks and operation tagging, side by side.
+# and the cost of Python stacks and operation tagging, side by side; and
+# three PcSampling sessions one after another in one process.
 # Usage: tests/gpu/run_torch_checks.sh OUT_DIR [ROUNDS] [DEEP_RUNS]
 # DEEP_RUNS: that many short runs of the loop under the Deep engine, each in
 # its own process, to catch crashes at start-up and shutdown (default 0).
 # Needs .devbin/ from build_for_device.sh (libgpufl, the Python package).
 set -uo pipefail
 if [[ "${1:-}" == "--help" || $# -lt 1 ]]; then
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 cd "$(dirname "$0")/../.."
