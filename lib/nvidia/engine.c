@@ -5,12 +5,40 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/idmap.h"
 #include "core/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* The names kept (gpufl__engine_keep_name), by address. */
+static struct {
+    pthread_mutex_t lock;
+    int ready;
+    gpufl_idmap_t seen;
+    const char **names;
+    size_t count, cap;
+} kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void gpufl__engine_keep_name(const char *name) {
+    if (name == NULL) return;
+    pthread_mutex_lock(&kept.lock);
+    if (!kept.ready) {
+        gpufl__idmap_init(&kept.seen);
+        kept.ready = 1;
+    }
+    if (gpufl__idmap_put(&kept.seen, (uint64_t)(uintptr_t)name, 0, NULL) == 0) {
+        if (kept.count == kept.cap) {
+            size_t cap = kept.cap ? kept.cap * 2 : 64;
+            const char **grown = realloc(kept.names, cap * sizeof *grown);
+            if (grown != NULL) kept.names = grown, kept.cap = cap;
+        }
+        if (kept.count < kept.cap) kept.names[kept.count++] = name;
+    }
+    pthread_mutex_unlock(&kept.lock);
+}
 
 int gpufl__engine_resolve(gpufl_cupti_t *cupti, const gpufl_engine_sym_t *syms, size_t n,
                           const char *needs, char *why, size_t why_size) {

@@ -31,6 +31,16 @@
  * it is gone is worse than the wait. */
 #define GPUFL_ENGINE_DESTROY_LOCK_MS 2000
 
+/* Keeps a function-name string CUPTI gave (PC sampling and SASS metrics
+ * records; the API leaves them to the client to free) for the life of the
+ * process: CUPTI copies each name once into a cache of the whole process
+ * and hands the same copy to later records, a later session's included,
+ * so a session that freed it would leave the next one a freed string
+ * (measured: a double free at the second PcSampling session's end in one
+ * process, docs/design/pc-sampling.md). Bounded by the distinct names; kept
+ * reachable, so no leak checker counts them. Any thread; NULL is ignored. */
+void gpufl__engine_keep_name(const char *name);
+
 /* A CUPTI function to resolve: the address of the engine's pointer, its name. */
 typedef struct gpufl_engine_sym {
     void *slot;

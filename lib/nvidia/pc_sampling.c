@@ -613,41 +613,11 @@ static int agg_add(gpufl_pcs_t *p, uint16_t ctx, uint64_t crc, const char *f, ui
     }
 }
 
-/* CUPTI's function name strings, which the client must free, are kept for
- * the life of the process instead: CUPTI's name cache is the process's
- * (cupti_strdup) and hands the same string out again to a later session of
- * the same process, which would then read a freed one. Bounded by the
- * distinct names; reachable, so no leak checker counts them. */
-static struct {
-    pthread_mutex_t lock;
-    int ready;
-    gpufl_idmap_t seen;
-    const char **names;
-    size_t count, cap;
-} kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void keep_for_the_process(const char *name) {
-    pthread_mutex_lock(&kept.lock);
-    if (!kept.ready) {
-        gpufl__idmap_init(&kept.seen);
-        kept.ready = 1;
-    }
-    if (gpufl__idmap_put(&kept.seen, (uint64_t)(uintptr_t)name, 0, NULL) == 0) {
-        if (kept.count == kept.cap) {
-            size_t cap = kept.cap ? kept.cap * 2 : 64;
-            const char **grown = realloc(kept.names, cap * sizeof *grown);
-            if (grown != NULL) kept.names = grown, kept.cap = cap;
-        }
-        if (kept.count < kept.cap) kept.names[kept.count++] = name;
-    }
-    pthread_mutex_unlock(&kept.lock);
-}
-
 /* A name string met in a record: known to this engine (its dict id comes
  * later, function_id) and kept for the process. */
 static void own_name(gpufl_pcs_t *p, const char *name) {
     if (gpufl__idmap_put(&p->names, (uint64_t)(uintptr_t)name, 0, NULL) != 0) return;
-    keep_for_the_process(name);
+    gpufl__engine_keep_name(name);
 }
 
 /* Position of CUPTI's reason index in the context's list, or -1. */

@@ -115,9 +115,6 @@ struct gpufl_sassm {
     _Atomic(void *) dead[GPUFL_SASSM_CONTEXTS_MAX];
     _Atomic int dead_count;
     int dead_settled;
-    const char **names; /* CUPTI's function-name strings (the caller's to free), at destroy */
-    size_t names_count, names_cap;
-    gpufl_idmap_t name_ptrs; /* those strings by address: each is freed once */
     uint64_t cubins_unfiled; /* images not kept: the pending list was full, or no memory */
     uint64_t contexts, reads, records, rows_written, functions, dropped, lost;
     gpufl_engine_errors_t errors;
@@ -173,7 +170,6 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
     }
     pthread_mutex_init(&s->cubin_lock, NULL);
     pthread_cond_init(&s->read_done, NULL);
-    gpufl__idmap_init(&s->name_ptrs);
     s->cupti = cupti;
     s->cuda = cuda;
     s->collector = collector;
@@ -442,25 +438,6 @@ static size_t fold(const sassm_device_t *d, const CUpti_SassMetrics_Data *data, 
     return w;
 }
 
-/* Lock held. CUPTI allocates each record's function name for the caller
- * (its own sample frees them); the same string may come in several
- * records, so each address is kept once and freed at destroy, when no
- * entry points to it any more. */
-static void own_name(gpufl_sassm_t *s, const char *name) {
-    if (name == NULL) return;
-    size_t existing;
-    if (gpufl__idmap_get(&s->name_ptrs, (uint64_t)(uintptr_t)name, &existing)) return;
-    if (s->names_count == s->names_cap) {
-        size_t cap = s->names_cap ? s->names_cap * 2 : 256;
-        const char **grown = realloc(s->names, cap * sizeof *grown);
-        if (grown == NULL) return; /* kept unfreed rather than risk a read after free */
-        s->names = grown;
-        s->names_cap = cap;
-    }
-    if (gpufl__idmap_put(&s->name_ptrs, (uint64_t)(uintptr_t)name, 1, NULL) != 0) return;
-    s->names[s->names_count++] = name;
-}
-
 /* Lock held; the context's work has finished. Reads its counts into
  * x->entries, then disables counting. */
 static void read_context(gpufl_sassm_t *s, sassm_ctx_t *x) {
@@ -514,7 +491,7 @@ static void read_context(gpufl_sassm_t *s, sassm_ctx_t *x) {
             note_error(s, msg);
         } else {
             s->records += n;
-            for (size_t i = 0; i < n; i++) own_name(s, data[i].functionName);
+            for (size_t i = 0; i < n; i++) gpufl__engine_keep_name(data[i].functionName);
             x->entry_count = fold(d, data, n, k, entries);
             x->entries = entries;
             entries = NULL;
@@ -925,9 +902,6 @@ void gpufl__sassm_destroy(gpufl_sassm_t *s) {
     gpufl__batch_fini(&s->rows);
     pthread_mutex_destroy(&s->cubin_lock);
     pthread_cond_destroy(&s->read_done);
-    for (size_t i = 0; i < s->names_count; i++) free((void *)s->names[i]);
-    free(s->names);
-    gpufl__idmap_fini(&s->name_ptrs);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
