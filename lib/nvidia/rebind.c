@@ -63,19 +63,26 @@ static uintptr_t table(const target_t *t, ElfW(Addr) value) {
     return value < t->bias ? t->bias + value : value;
 }
 
-/* Points one slot at replacement; a slot in RELRO is opened for the write. */
+/* Points one slot at replacement. The dynamic linker made read-only only
+ * the pages of RELRO below its end rounded down to a page (glibc's
+ * _dl_protect_relro): a slot there is opened for the write and closed
+ * again. The last, partial page shares the writable data that follows
+ * (where pages are larger than the linker's alignment: 64 KiB pages on
+ * aarch64) and stays writable; closing it would fault the library's next
+ * write to its data. */
 static int write_slot(const target_t *t, void **slot, void *replacement, char *why,
                       size_t why_size) {
     uintptr_t at = (uintptr_t)slot;
-    int in_relro = at >= t->relro && at < t->relro_end;
-    uintptr_t page = at & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+    uintptr_t page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+    uintptr_t page = at & page_mask;
+    int read_only = page >= (t->relro & page_mask) && page < (t->relro_end & page_mask);
     size_t span = (at + sizeof *slot) - page;
-    if (in_relro && mprotect((void *)page, span, PROT_READ | PROT_WRITE) != 0) {
+    if (read_only && mprotect((void *)page, span, PROT_READ | PROT_WRITE) != 0) {
         snprintf(why, why_size, "cannot make the import slot writable (mprotect refused)");
         return GPUFL_ENOTSUP;
     }
     __atomic_store_n(slot, replacement, __ATOMIC_RELEASE);
-    if (in_relro) mprotect((void *)page, span, PROT_READ);
+    if (read_only) mprotect((void *)page, span, PROT_READ);
     return 0;
 }
 

@@ -10,9 +10,10 @@
  * NULL (pc_sampling.c).
  *
  * Works on ELF libraries loaded by the dynamic linker, on any architecture
- * whose relocations name their symbol (x86-64, aarch64). A slot in the
- * read-only-after-relocation part (RELRO) is made writable for the write
- * and read-only again.
+ * whose relocations name their symbol (x86-64, aarch64). A slot in a page
+ * that the dynamic linker made read-only after relocation (RELRO) is made
+ * writable for the write and read-only again; every other page keeps its
+ * protection.
  */
 #ifndef GPUFL_NVIDIA_REBIND_H
 #define GPUFL_NVIDIA_REBIND_H
