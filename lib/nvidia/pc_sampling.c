@@ -633,8 +633,10 @@ static int reason_pos(const pcs_ctx_t *x, uint32_t index) {
  * functionIndex of it, as in every named record: the kept cubin (sass_log)
  * gives its name, else a placeholder names the symbol. Without one (what
  * CUPTI gave on an H100: module 0, symbol 0, PC offset 0) nothing places
- * the samples: NULL, and fold counts them as unplaced. Said once, with the
- * first record's identity. */
+ * the samples: NULL, and fold counts them as unplaced. NULL too when one
+ * with a module finds no room (UNNAMED_MAX, or no memory): fold counts its
+ * samples as lost, as it does a record it has no room for. Said once, with
+ * the first record's identity. */
 static const char *name_unnamed(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingPCData *pc) {
     p->unnamed_records++;
     unnamed_t *u = NULL;
@@ -664,7 +666,7 @@ static const char *name_unnamed(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamp
                  x->id, (unsigned long long)pc->cubinCrc, pc->functionIndex,
                  (unsigned long long)pc->pcOffset,
                  pc->cubinCrc == 0 ? "no module places it, its samples are counted as unplaced"
-                 : u == NULL       ? "too many such functions, its samples are unplaced"
+                 : u == NULL       ? "no room to name it, its samples are counted as lost"
                  : u->from_module  ? "named from the module's symbol table"
                                    : "named by a placeholder (the module's cubin was not kept)");
         gpufl__collector_event(p->collector, GPUFL_FILE_DEVICE, "warn", "pc_unnamed_records", msg);
@@ -749,15 +751,17 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
         own_name(p, pc->functionName);
         if (implausible(p, x, pc, most_pc)) continue;
         const char *function = pc->functionName[0] ? pc->functionName : name_unnamed(p, x, pc);
-        uint64_t *unplaced = function == NULL ? &x->window.unplaced : NULL;
+        uint64_t *not_kept = function != NULL    ? NULL
+                             : pc->cubinCrc == 0 ? &x->window.unplaced
+                                                 : &x->window.lost;
         size_t reasons =
             pc->stallReasonCount < x->reason_count ? pc->stallReasonCount : x->reason_count;
         for (size_t r = 0; r < reasons; r++) {
             const CUpti_PCSamplingStallReason *s = &pc->stallReason[r];
             int pos = reason_pos(x, s->pcSamplingStallReasonIndex);
             if (pos < 0 || !x->reason_plain[pos] || s->samples == 0) continue;
-            if (unplaced != NULL)
-                *unplaced += s->samples;
+            if (not_kept != NULL)
+                *not_kept += s->samples;
             else if (agg_add(p, slot, pc->cubinCrc, function, pc->pcOffset, (uint32_t)pos,
                              s->samples) == 0)
                 x->window.recorded += s->samples;

@@ -1575,17 +1575,26 @@ static void pc_records_without_a_name(void **state) {
     assert_int_equal(fake.pcs_add_nameless(CTX_A, 0, 0, 0, R_LONG_SB, 7), 0);
     let_collector_run();
     assert_int_equal(fake.pcs_add_nameless(CTX_A, 0, 0, 0, R_MATH, 2), 0);
+    /* 256 such functions are named at most: the two above and 254 of
+     * these; the last 6 have a module but no name, and are lost, not
+     * unplaced. */
+    for (uint32_t i = 1; i <= 260; i++)
+        assert_int_equal(fake.pcs_add_nameless(CTX_A, 0x777, i, 0x2000 + 16 * i, R_MATH, 1), 0);
     stop();
     unsetenv("GPUFL_NVDISASM");
     session_t d = read_session();
     assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z6kernelPfi"), 70);
     assert_int_equal(samples_of(&d, 0x1234, MATH, "(unnamed: symbol 3 of module 0000000000000999)"),
                      5);
+    assert_int_equal(
+        samples_of(&d, 0x1234, MATH, "(unnamed: symbol 254 of module 0000000000000777)"), 1);
     assert_int_equal(window_sum(&d, 0x1234, "unplaced"), 9);
-    assert_int_equal(window_sum(&d, 0x1234, "recorded"), 75);
-    assert_int_equal(window_sum(&d, 0x1234, "samples"), 84);
+    assert_int_equal(window_sum(&d, 0x1234, "lost"), 6);
+    assert_int_equal(window_sum(&d, 0x1234, "recorded"), 75 + 254);
+    assert_int_equal(window_sum(&d, 0x1234, "samples"), 84 + 260);
     assert_int_equal(pcs_stat(&d, "unplaced"), 9);
-    assert_int_equal(pcs_stat(&d, "unnamed_records"), 4);
+    assert_int_equal(pcs_stat(&d, "lost"), 6);
+    assert_int_equal(pcs_stat(&d, "unnamed_records"), 4 + 260);
     assert_int_equal(pcs_stat(&d, "unnamed_named"), 1);
     assert_true(pcs_stat(&d, "cupti_null_names") >= 1);
     json_t *e = tu_event(&d.device, "pc_unnamed_records");
