@@ -99,10 +99,11 @@ void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
  * launched hung both on an H100), and under Deep (cfg.deep) so do the
  * periodic drains, so that no GetData runs while a launch is inside the
  * driver, where SASS metrics patch a function at its first launch. A
- * GetData crashed inside CUPTI under Deep (a NULL function name) and the
- * first analysis blamed that patching; the same fault later came under
- * PcSampling alone, so the gate is a precaution whose benefit is not
- * measured (docs/design/sass-metrics.md). A drain that cannot close the
+ * GetData crashed inside CUPTI under Deep and the first analysis blamed
+ * that patching; the cause was CUPTI's strdup of a record without a name,
+ * under PcSampling too, which the gate did not prevent and pc_sampling.c
+ * now guards (cupti_strdup), so the gate is a precaution whose benefit is
+ * not measured (docs/design/pc-sampling.md). A drain that cannot close the
  * gate within GPUFL_PCS_GATE_WAIT_NS is put off (counted) and tried again
  * after GPUFL_PCS_GATE_RETRY_NS, doubling each time it fails again up to
  * the drain period; a restart is tried after the next drain. Set before
