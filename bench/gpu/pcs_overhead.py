@@ -20,6 +20,14 @@ that drift of the machine falls on all of them; a variant's figure is the
 median over its runs of the median step time, and its overhead is measured
 against the untraced median of the same workload.
 
+Each step is timed alone (CUDA events, a synchronization after it), so
+the CPU's launch path of every step is on its critical path. With
+--free-running the measured steps are timed as one block with a single
+synchronization at the end instead, as in a training loop that never waits
+for the GPU: the CPU runs ahead, and what remains is the GPU-side cost (on
+an H100 the transformer's PcSampling cost was under 0.3 % so, and 9 to 16 %
+per step, docs/gpu-results/2026-11-22-pc-sampling.md).
+
 With --pin-local every run is kept to the CPUs the GPU's PCI device calls
 local (sysfs local_cpulist, within the CPUs this process may use): on a
 two-socket host a run scheduled on the far socket launches more slowly,
@@ -29,7 +37,7 @@ summary.
 Prints one JSON line per run and, last, one JSON summary; --markdown FILE
 also writes the summary as a table.
 Usage: pcs_overhead.py [--rounds 3] [--periods 16,18] [--workloads gemm,transformer] [--steps N]
-                      [--drains 500,1000] [--deep-engines] [--pin-local]
+                      [--drains 500,1000] [--deep-engines] [--pin-local] [--free-running]
 """
 import argparse
 import json
@@ -44,7 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gpu"))
 
 
-def child(workload, variant, log_dir, steps_wanted=0):
+def child(workload, variant, log_dir, steps_wanted=0, free_running=False):
     t_start = time.time()
     label = variant
     g = None
@@ -105,7 +113,14 @@ def child(workload, variant, log_dir, steps_wanted=0):
     warmup_s = time.time() - t_warm
     times = []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(steps):
+    if free_running:  # one synchronization at the end: the CPU runs ahead of the GPU
+        start.record()
+        for _ in range(steps * inner):
+            step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / (steps * inner))
+    for _ in range(0 if free_running else steps):
         start.record()
         for _ in range(inner):
             step()
@@ -193,10 +208,13 @@ def main():
                     help="also run the SassMetrics and Deep engines")
     ap.add_argument("--pin-local", action="store_true",
                     help="keep every run on the CPUs local to GPU 0")
+    ap.add_argument("--free-running", action="store_true",
+                    help="time all steps as one block with a single synchronization at the end "
+                         "(a loop that never waits for the GPU), instead of each step")
     ap.add_argument("--child", nargs=3, metavar=("WORKLOAD", "VARIANT", "LOG_DIR"))
     a = ap.parse_args()
     if a.child:
-        child(*a.child, steps_wanted=a.steps)
+        child(*a.child, steps_wanted=a.steps, free_running=a.free_running)
         return 0
     variants = ["untraced", "trace"] + [f"pcs{p}" for p in a.periods.split(",") if p]
     variants += [f"pcs{p}d{d}" for p in a.periods.split(",") if p
@@ -215,7 +233,8 @@ def main():
             for v in variants:
                 t0 = time.time()
                 p = subprocess.run([sys.executable, __file__, "--child", w, v, log_root,
-                                    "--steps", str(a.steps)],
+                                    "--steps", str(a.steps)] +
+                                   (["--free-running"] if a.free_running else []),
                                    capture_output=True, text=True, preexec_fn=pin)
                 if p.returncode != 0:
                     print(json.dumps({"workload": w, "variant": v, "round": r,
@@ -229,6 +248,7 @@ def main():
                 runs.append(res)
                 print(json.dumps(res), flush=True)
     summary = {"device": runs[0]["device"] if runs else None, "rounds": a.rounds,
+               "timing": "free-running block" if a.free_running else "each step synchronized",
                "cpus": cpus, "cpus_from": cpus_from, "workloads": {}}
     for w in a.workloads.split(","):
         base = [x["median_ms"] for x in runs if x["workload"] == w and x["variant"] == "untraced"]
