@@ -8,12 +8,13 @@ set -uo pipefail
 
 usage() {
   cat <<EOF
-usage: bench/gpu/run_trace_overhead.sh OUTDIR [--rounds N] [--reps N] [--keep-logs]
+usage: bench/gpu/run_trace_overhead.sh OUTDIR [--rounds N] [--reps N] [--keep-logs] [--with-pcsampling]
   OUTDIR        where runs.txt (every result line), summary.txt, stderr and the
                 capability records of each gpufl session go
-  --rounds N    rounds of the four configurations (default 5, at least 5 for the summary)
+  --rounds N    rounds of the configurations (default 5, at least 5 for the summary)
   --reps N      timed runs of each workload inside each process (default 3)
   --keep-logs   keep the gpufl session logs (tens of MB per Trace run) under OUTDIR/logs
+  --with-pcsampling  also the PcSampling engine in each round (its cost on each launch)
 Exit status: 0 when every target passes, 1 when one fails or a run failed.
 EOF
 }
@@ -22,12 +23,13 @@ if [[ $# -lt 1 ]]; then usage >&2; exit 2; fi
 if [[ $1 == --help || $1 == -h ]]; then usage; exit 0; fi
 out=$1
 shift
-rounds=5 reps=3 keep=0
+rounds=5 reps=3 keep=0 configs="untraced monitor trace minimal"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --keep-logs) keep=1; shift ;;
+    --with-pcsampling) configs="$configs pcsampling"; shift ;;
     *) usage >&2; exit 2 ;;
   esac
 done
@@ -64,7 +66,7 @@ echo "kind=calibration $cal" >> "$runs"
 
 failed=0
 for ((r = 1; r <= rounds; r++)); do
-  for cfg in untraced monitor trace minimal; do
+  for cfg in $configs; do
     dir=$logs/$cfg-$r
     mkdir -p "$dir"
     # Not pinned to cores: pinning (measured, 4 cores) crowds Trace's extra

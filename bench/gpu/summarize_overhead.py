@@ -25,7 +25,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-CONFIGS = ["untraced", "monitor", "trace", "minimal"]
+CONFIGS = ["untraced", "monitor", "trace", "minimal", "pcsampling"]  # pcsampling: when run
 WORKLOADS = ["launch", "compute"]
 TRACE_ADDED_MAX_US = 1.0
 RATIO_MAX = 1.10

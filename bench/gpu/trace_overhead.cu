@@ -1,5 +1,6 @@
 // trace_overhead.cu - what tracing costs a CUDA program, one configuration per
-// process: no tracer, gpufl Monitor, gpufl Trace, or a minimal CUPTI tracer
+// process: no tracer, gpufl Monitor, gpufl Trace, gpufl PcSampling (its cost on
+// each launch: CUPTI's callbacks and sampling), or a minimal CUPTI tracer
 // written here (concurrent-kernel records only, counted and thrown away: the
 // floor any CUPTI activity tracer pays). Two workloads: launch-bound (many
 // empty kernels back to back on one stream, first launch to stream sync) and
@@ -44,7 +45,12 @@ __global__ void spin_kernel(float *x, int iters) {
 
 namespace {
 
-enum class Config { untraced, monitor, trace, minimal };
+enum class Config { untraced, monitor, trace, pcsampling, minimal };
+
+// The configurations that run gpufl.
+bool runs_gpufl(Config c) {
+    return c == Config::monitor || c == Config::trace || c == Config::pcsampling;
+}
 
 struct Options {
     Config config = Config::untraced;
@@ -377,7 +383,7 @@ void usage(FILE *f) {
     std::fprintf(f,
                  "usage: trace_overhead CONFIG [options]\n"
                  "       trace_overhead calibrate\n"
-                 "CONFIG: untraced | monitor | trace | minimal\n"
+                 "CONFIG: untraced | monitor | trace | pcsampling | minimal\n"
                  "  --log-dir DIR         gpufl log directory (default $GPUFL_LOG_PATH, else\n"
                  "                        /tmp/gpufl-trace-overhead)\n"
                  "  --launch-kernels N    empty kernels per timed launch-bound run (100000)\n"
@@ -407,6 +413,8 @@ Options parse(int argc, char **argv) {
         o.config = Config::monitor;
     else if (c == "trace")
         o.config = Config::trace;
+    else if (c == "pcsampling")
+        o.config = Config::pcsampling;
     else if (c == "minimal")
         o.config = Config::minimal;
     else if (c != "calibrate") {
@@ -464,20 +472,25 @@ int main(int argc, char **argv) {
     const bool calibrate_only = std::strcmp(argv[1], "calibrate") == 0;
 
     // The tracer starts before any CUDA call, as a traced program would.
-    if (o.config == Config::monitor || o.config == Config::trace) {
+    if (runs_gpufl(o.config)) {
         gpufl_options_t g;
         gpufl_options_init(&g);
         g.app_name = "trace_overhead";
         g.log_path = o.log_dir.c_str();
-        g.profiling_engine = o.config == Config::trace ? GPUFL_ENGINE_TRACE : GPUFL_ENGINE_MONITOR;
+        g.profiling_engine = o.config == Config::trace        ? GPUFL_ENGINE_TRACE
+                             : o.config == Config::pcsampling ? GPUFL_ENGINE_PC_SAMPLING
+                                                              : GPUFL_ENGINE_MONITOR;
         if (gpufl_init(&g) != 0) die("gpufl_init", gpufl_last_error());
-        // Measuring Trace when it was refused would measure Monitor: stop here.
+        // Measuring an engine that was refused would measure Monitor: stop here.
+        const char *want = o.config == Config::trace        ? "Trace"
+                           : o.config == Config::pcsampling ? "PcSampling"
+                                                            : nullptr;
         char dir[4096];
-        if (o.config == Config::trace && gpufl_flush() == 0 &&
-            gpufl_session_dir(dir, sizeof dir) > 0 && engine_logged(dir) != "Trace")
-            die("trace", ("gpufl runs engine " + engine_logged(dir) + ", not Trace; see " + dir +
-                          "/device.log (capabilities)")
-                             .c_str());
+        if (want && gpufl_flush() == 0 && gpufl_session_dir(dir, sizeof dir) > 0 &&
+            engine_logged(dir) != want)
+            die(o.config_name, ("gpufl runs engine " + engine_logged(dir) + ", not " + want +
+                                "; see " + dir + "/device.log (capabilities)")
+                                   .c_str());
     } else if (o.config == Config::minimal) {
         minimal::start();
     }
@@ -541,7 +554,7 @@ int main(int argc, char **argv) {
     std::string tail;
     int status = 0;
     char buf[8192];
-    if (o.config == Config::trace || o.config == Config::monitor) {
+    if (runs_gpufl(o.config)) {
         if (gpufl_flush() != 0) die("gpufl_flush", gpufl_last_error());
         gpufl_stats_t st;
         std::memset(&st, 0, sizeof st);
