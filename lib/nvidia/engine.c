@@ -7,11 +7,40 @@
 #include "core/error.h"
 #include "core/idmap.h"
 #include "core/log.h"
+#include "nvidia/rebind.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+static _Atomic uint64_t null_names;
+
+static char *null_safe_strdup(const char *s) {
+    if (s == NULL) {
+        atomic_fetch_add(&null_names, 1);
+        s = "";
+    }
+    return strdup(s);
+}
+
+int gpufl__engine_guard_names(const void *inside, char *why, size_t why_size) {
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    static int done, rc;
+    static char reason[200];
+    pthread_mutex_lock(&once);
+    if (!done) {
+        done = 1;
+        int n =
+            gpufl__rebind_import(inside, "strdup", (void *)null_safe_strdup, reason, sizeof reason);
+        rc = n < 0 ? n : 0;
+    }
+    if (rc != 0) snprintf(why, why_size, "%s", reason);
+    pthread_mutex_unlock(&once);
+    return rc;
+}
+
+uint64_t gpufl__engine_null_names(void) { return atomic_load(&null_names); }
 
 /* The names kept (gpufl__engine_keep_name), by address. */
 static struct {

@@ -41,6 +41,18 @@
  * reachable, so no leak checker counts them. Any thread; NULL is ignored. */
 void gpufl__engine_keep_name(const char *name);
 
+/* CUPTI's defect (CUPTI 2025.3.1 on an H100, docs/design/pc-sampling.md,
+ * "A function without a name"): its name cache, behind the function names
+ * of PC sampling records (and, it may be, SASS metrics records), copies a
+ * missing name with strdup(NULL), which killed about half of the long
+ * training runs at period 2^16. Points libcupti's own import of strdup
+ * (rebind.h; `inside` is any CUPTI function) at a copy that turns NULL
+ * into "" and counts it; once a process, later calls give the first's
+ * answer. Returns 0, or a negative GPUFL_E* code with the reason in why. */
+int gpufl__engine_guard_names(const void *inside, char *why, size_t why_size);
+/* NULL names the guard copied in this process. */
+uint64_t gpufl__engine_null_names(void);
+
 /* A CUPTI function to resolve: the address of the engine's pointer, its name. */
 typedef struct gpufl_engine_sym {
     void *slot;

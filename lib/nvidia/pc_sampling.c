@@ -37,7 +37,8 @@
  * buffer: 16 MiB, about 88,000 PCs with every reason (CUPTI's default,
  * 1 MiB, holds about 5500, so that a training loop's drain took 16 GetData
  * calls of 2048 PCs while the worker refilled it, docs/design/pc-sampling.md;
- * the GetData crash of long runs was CUPTI's strdup(NULL), see cupti_strdup). */
+ * the GetData crash of long runs was CUPTI's strdup(NULL): engine.h,
+ * gpufl__engine_guard_names). */
 #define SCRATCH_BYTES ((size_t)16 << 20)
 #define COLLECT_PCS   16384 /* PC records per GetData call (about 9 MB with every reason) */
 /* PC records the disable buffer holds: CUPTI discards what does not fit
@@ -184,40 +185,6 @@ static void explain(const gpufl_pcs_t *p, CUptiResult r, const char *what, char 
 #define SYM(field, name)                                                                           \
     { &p->fn.field, name }
 
-/* CUPTI's defect (measured with CUPTI 2025.3.1 on an H100, docs/design/
- * pc-sampling.md, "A function without a name"): GetData copies each PC
- * record's function name through a cache that calls strdup, and some
- * records of long training runs have no name: strdup(NULL) killed the
- * process in about half of the 76 s runs at period 2^16. libcupti's own
- * strdup is therefore this one (rebind.h), which turns NULL into "": the
- * record then reaches fold, which names it from the module (name_unnamed). */
-static _Atomic uint64_t cupti_null_names;
-
-static char *cupti_strdup(const char *s) {
-    if (s == NULL) {
-        atomic_fetch_add(&cupti_null_names, 1);
-        s = "";
-    }
-    return strdup(s);
-}
-
-/* Once a process; said in why when libcupti's strdup could not be replaced. */
-static int guard_null_names(const pcs_fn_t *fn, char *why, size_t why_size) {
-    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
-    static int done, rc;
-    static char reason[200];
-    pthread_mutex_lock(&once);
-    if (!done) {
-        done = 1;
-        int n = gpufl__rebind_import((const void *)fn->get_data, "strdup", (void *)cupti_strdup,
-                                     reason, sizeof reason);
-        rc = n < 0 ? n : 0;
-    }
-    if (rc != 0) snprintf(why, why_size, "%s", reason);
-    pthread_mutex_unlock(&once);
-    return rc;
-}
-
 int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
                       const gpufl_pcs_config_t *cfg, gpufl_pcs_t **out, char *why,
                       size_t why_size) {
@@ -256,7 +223,7 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
         return GPUFL_ENOTSUP;
     }
     char guard_why[200];
-    if (guard_null_names(&p->fn, guard_why, sizeof guard_why) != 0) {
+    if (gpufl__engine_guard_names((const void *)p->fn.get_data, guard_why, sizeof guard_why) != 0) {
         char msg[400];
         snprintf(msg, sizeof msg,
                  "cannot guard CUPTI's copy of PC records without a function name (%s): such a "
@@ -628,8 +595,8 @@ static int reason_pos(const pcs_ctx_t *x, uint32_t index) {
     return -1;
 }
 
-/* Lock held. A record that came without a function name (cupti_strdup
- * made it ""). With a module (cubinCrc), the function is symbol
+/* Lock held. A record that came without a function name (made "" by
+ * gpufl__engine_guard_names). With a module (cubinCrc), the function is symbol
  * functionIndex of it, as in every named record: the kept cubin (sass_log)
  * gives its name, else a placeholder names the symbol. Without one (what
  * CUPTI gave on an H100: module 0, symbol 0, PC offset 0) nothing places
@@ -1360,7 +1327,7 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->unplaced = p->total.unplaced;
     out->implausible_records = p->implausible_records;
     pthread_mutex_unlock(&p->lock);
-    out->cupti_null_names = atomic_load(&cupti_null_names);
+    out->cupti_null_names = gpufl__engine_null_names();
     out->modules_loaded = atomic_load(&p->modules_loaded);
     out->modules_unloaded = atomic_load(&p->modules_unloaded);
     gpufl_sass_log_stats_t ss;

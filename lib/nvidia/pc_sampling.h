@@ -66,7 +66,7 @@ typedef struct gpufl_pcs_stats {
     uint64_t modules_loaded, modules_unloaded; /* during the session */
     uint64_t restarts; /* sampling restarted on a context after the hardware buffer filled */
     /* PC records CUPTI gave without a function name (pc_sampling.c,
-     * cupti_strdup), those named from their module's symbol table, the
+     * gpufl__engine_guard_names), those named from their module's symbol table, the
      * samples of those without a module, and the NULL names libcupti's
      * strdup was given. */
     uint64_t unnamed_records, unnamed_named, unplaced, cupti_null_names;
@@ -102,7 +102,7 @@ void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
  * GetData crashed inside CUPTI under Deep and the first analysis blamed
  * that patching; the cause was CUPTI's strdup of a record without a name,
  * under PcSampling too, which the gate did not prevent and pc_sampling.c
- * now guards (cupti_strdup), so the gate is a precaution whose benefit is
+ * now guards (gpufl__engine_guard_names), so the gate is a precaution whose benefit is
  * not measured (docs/design/pc-sampling.md). A drain that cannot close the
  * gate within GPUFL_PCS_GATE_WAIT_NS is put off (counted) and tried again
  * after GPUFL_PCS_GATE_RETRY_NS, doubling each time it fails again up to

@@ -192,6 +192,18 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
         gpufl__sassm_destroy(s);
         return GPUFL_ENOTSUP;
     }
+    /* Its records' function names may pass the name cache whose copy of a
+     * missing one crashed PC sampling (engine.h): the same guard. */
+    char guard_why[200];
+    if (gpufl__engine_guard_names((const void *)s->fn.flush_data, guard_why, sizeof guard_why) !=
+        0) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "cannot guard CUPTI's copy of a missing function name (%s): such a record "
+                 "would crash the process",
+                 guard_why);
+        note_error(s, msg);
+    }
     /* Started now when it can be; a refusal stops the engine here, so the
      * session says why at init. Before CUDA is initialised it fails
      * otherwise (CUPTI_ERROR_UNKNOWN, measured with gpufl_init first): the
