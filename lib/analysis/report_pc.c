@@ -91,16 +91,21 @@ static void build_lines(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     }
 }
 
+/* A count of pc_sampling_stats, or -1 when absent or not a count. */
+static int64_t stats_count(const gpufl_model_t *m, const char *key) {
+    int64_t v;
+    return m->pc_stats && gpufl__reader_int(json_object_get(m->pc_stats, key), &v) == 0 && v >= 0
+               ? v
+               : -1;
+}
+
 /* When CUPTI's hardware buffer first filled, from the windows, and what
- * came after it; the restarts from pc_sampling_stats. */
+ * came after it; the restarts and records left out from pc_sampling_stats. */
 static void build_full(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     pc->full_at_ns = pc->windows_end_ns = -1;
     pc->recorded_after_full = 0;
-    pc->restarts = -1;
-    if (m->pc_stats &&
-        (gpufl__reader_int(json_object_get(m->pc_stats, "restarts"), &pc->restarts) != 0 ||
-         pc->restarts < 0))
-        pc->restarts = -1;
+    pc->restarts = stats_count(m, "restarts");
+    pc->implausible = stats_count(m, "implausible_records");
     int64_t full_end = -1;
     for (size_t w = 0; w < m->n_pc_windows; w++) {
         const gpufl_model_pc_window_t *x = &m->pc_windows[w];
@@ -207,7 +212,7 @@ static void count_cell(char *buf, size_t size, int64_t v) {
 }
 
 /* The "label: value" fields of the section, n of them. */
-#define PC_FIELDS 11 /* every field below shown at once */
+#define PC_FIELDS 12 /* every field below shown at once */
 static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
                      char value[PC_FIELDS][400]) {
     const gpufl_report_pc_t *pc = &r->pc;
@@ -269,6 +274,13 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
         snprintf(value[n++], 400,
                  "CUPTI's records hold more samples than it counted: some of their counts are "
                  "wrong, and the stall mix with them");
+    }
+    if (pc->implausible > 0) {
+        label[n] = "left out";
+        snprintf(value[n++], 400,
+                 "%lld PC records CUPTI gave with more samples than the GPU takes in the time "
+                 "(not counts)",
+                 (long long)pc->implausible);
     }
     if (pc->unplaced > 0) {
         count_cell(a, sizeof a, pc->unplaced);
@@ -467,6 +479,7 @@ json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
     json_object_set_new(o, "lost", jcount(pc->lost));
     json_object_set_new(o, "unplaced", jcount(pc->unplaced));
     json_object_set_new(o, "restarts", jcount(pc->restarts));
+    json_object_set_new(o, "implausible_records", jcount(pc->implausible));
     json_object_set_new(o, "buffer_first_full_s",
                         pc->full_at_ns >= 0 ? json_real((double)pc->full_at_ns / 1e9)
                                             : json_null());

@@ -1183,9 +1183,10 @@ static void test_report_pc_inconsistent(void **state) {
     const char *const lines[] = {
         "{\"type\":\"pc_sampling_stats\",\"v\":1,\"ts_ns\":1300000000,\"samples\":4300,"
         "\"recorded\":36550,\"non_user\":100,\"dropped\":0,\"buffer_full\":0,\"drains\":16,"
-        "\"contexts\":1,\"rows\":11,\"functions\":3,\"errors\":0}\n"};
+        "\"contexts\":1,\"rows\":11,\"functions\":3,\"errors\":0,\"implausible_records\":2}\n"};
     char *text = pcsampled_report(prefixes, lines, 1);
     assert_non_null(strstr(text, "CUPTI's records hold more samples than it counted"));
+    assert_non_null(strstr(text, "2 PC records CUPTI gave with more samples than the GPU takes"));
     free(text);
 }
 
