@@ -52,6 +52,8 @@ static struct {
     int (*pcs_add_nameless)(CUcontext ctx, uint64_t crc, uint32_t index, uint64_t pc,
                             uint32_t reason, uint32_t samples);
     int (*pcs_strdup_rebound)(void);
+    int (*pcs_add_uncounted)(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc,
+                             uint32_t reason, uint32_t samples);
     int (*pcs_add)(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc, uint32_t reason,
                    uint32_t samples);
     void (*pcs_count)(CUcontext ctx, uint64_t non_user, uint64_t dropped);
@@ -106,6 +108,7 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_pcs_add", &fake.pcs_add);
     resolve(cupti, "fake_cupti_pcs_add_nameless", &fake.pcs_add_nameless);
     resolve(cupti, "fake_cupti_pcs_strdup_rebound", &fake.pcs_strdup_rebound);
+    resolve(cupti, "fake_cupti_pcs_add_uncounted", &fake.pcs_add_uncounted);
     resolve(cupti, "fake_cupti_pcs_count", &fake.pcs_count);
     resolve(cupti, "fake_cupti_pcs_buffer_full", &fake.pcs_buffer_full);
     resolve(cupti, "fake_cupti_pcs_enable_error", &fake.pcs_enable_error);
@@ -1357,14 +1360,19 @@ static void pc_sampling_impossible_counts(void **state) {
     fake.pcs_count(CTX_A, 500, 0);
     let_collector_run();
     /* A record of one PC with more samples than the GPU takes in a second
-     * at the default period (about 1.1 * 10^7): left out whole, said once;
-     * a plausible one beside it is kept. */
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 3000000000u), 0);
+     * at the default period (about 1.1 * 10^7), outside CUPTI's total as
+     * on the H100: left out whole, said once; a plausible one beside it is
+     * kept, and the totals hold. */
+    assert_int_equal(
+        fake.pcs_add_uncounted(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 3000000000u), 0);
     assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x20, R_LONG_SB, 40), 0);
     let_collector_run();
     stop();
     session_t d = read_session();
     assert_int_equal(pcs_stat(&d, "non_user"), 500);
+    assert_int_equal(pcs_stat(&d, "samples"), 540);
+    assert_int_equal(pcs_stat(&d, "recorded"), 40);
+    assert_int_equal(pcs_stat(&d, "errors"), 1); /* the impossible total; the record is an event */
     assert_int_equal(pcs_stat(&d, "implausible_records"), 1);
     assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4axpyPf"), 40);
     json_t *e = tu_event(&d.device, "pc_counts_implausible");
