@@ -4,9 +4,11 @@
  * library's strdup(NULL), which kills the process before, returns a copy
  * of "" after; a symbol the library does not import changes nothing; an
  * address in no library is refused with a reason. Bound at load time, the
- * slots lie in RELRO: each page is left with the protection it had.
+ * slots lie in RELRO: each page is left with the protection it had. And the
+ * engines' guard of CUPTI's strdup (engine.h) on a copy of its own.
  */
 #include "gpufl/gpufl.h"
+#include "nvidia/engine.h"
 #include "nvidia/rebind.h"
 
 #include <dlfcn.h>
@@ -194,6 +196,30 @@ static void leaves_a_partial_relro_page_writable(void **state) {
     assert_true(writable(r.end - 1));
 }
 
+/* The engines' guard (engine.h): libcupti's strdup, here the target's,
+ * copies NULL as "" and counts it; bound once a process, so a later call
+ * gives the first answer and rebinds nothing. */
+static void engine_guard_binds_once(void **state) {
+    (void)state;
+    copy_fn copy = load_target_at(GPUFL_REBIND_TARGET_ENGINE_PATH);
+    void *inside;
+    memcpy(&inside, &copy, sizeof inside);
+    assert_true(null_copy_dies(copy));
+    char why[200] = "";
+    assert_int_equal(gpufl__engine_guard_names(inside, why, sizeof why), 0);
+    uint64_t before = gpufl__engine_null_names();
+    const char *volatile missing = NULL;
+    char *r = copy(missing);
+    assert_string_equal(r, "");
+    free(r);
+    r = copy("kept");
+    assert_string_equal(r, "kept");
+    free(r);
+    assert_int_equal(gpufl__engine_null_names(), before + 1);
+    int local = 0; /* no library there: the first answer stands all the same */
+    assert_int_equal(gpufl__engine_guard_names(&local, why, sizeof why), 0);
+}
+
 static void refuses_an_address_in_no_library(void **state) {
     (void)state;
     char why[200] = "";
@@ -208,6 +234,7 @@ int main(void) {
         cmocka_unit_test(rebinds_one_library_import),
         cmocka_unit_test(rebinds_a_slot_in_relro),
         cmocka_unit_test(leaves_a_partial_relro_page_writable),
+        cmocka_unit_test(engine_guard_binds_once),
         cmocka_unit_test(refuses_an_address_in_no_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
