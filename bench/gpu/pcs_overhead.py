@@ -113,20 +113,16 @@ def child(workload, variant, log_dir, steps_wanted=0, free_running=False):
     warmup_s = time.time() - t_warm
     times = []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    if free_running:  # one synchronization at the end: the CPU runs ahead of the GPU
+    # Free-running: one block, one synchronization at the end (the CPU runs
+    # ahead of the GPU); else each step (of `inner` calls) timed alone.
+    blocks, per = (1, steps * inner) if free_running else (steps, inner)
+    for _ in range(blocks):
         start.record()
-        for _ in range(steps * inner):
+        for _ in range(per):
             step()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / (steps * inner))
-    for _ in range(0 if free_running else steps):
-        start.record()
-        for _ in range(inner):
-            step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / inner)
+        times.append(start.elapsed_time(end) / per)
     session = None
     t_down = time.time()
     if g is not None:

@@ -285,7 +285,8 @@ typedef struct gpufl_report_pc {
     int64_t unplaced; /* samples of CUPTI's records with no function or module; -1 unknown */
     int from_stats;
     int64_t restarts; /* sampling restarted after a full buffer (pc_sampling_stats); -1 unknown */
-    int64_t implausible; /* PC records left out: impossible counts (pc_sampling_stats); -1 unknown */
+    int64_t
+        implausible; /* PC records left out: impossible counts (pc_sampling_stats); -1 unknown */
     /* From the pc_window rows: session time of the first window whose drains
      * found CUPTI's hardware buffer full (-1 none), the end of the last
      * window, and the samples recorded in the windows after that first one

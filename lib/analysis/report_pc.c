@@ -132,11 +132,7 @@ static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     build_full(m, pc);
     if (m->pc_stats) {
         pc->from_stats = 1;
-        for (size_t i = 0; i < COUNTS; i++) {
-            int64_t v;
-            if (gpufl__reader_int(json_object_get(m->pc_stats, keys[i]), &v) == 0 && v >= 0)
-                *f[i] = v;
-        }
+        for (size_t i = 0; i < COUNTS; i++) *f[i] = stats_count(m, keys[i]);
         return;
     }
     if (!m->n_pc_windows) return;

@@ -42,13 +42,12 @@ int gpufl__engine_guard_names(const void *inside, char *why, size_t why_size) {
 
 uint64_t gpufl__engine_null_names(void) { return atomic_load(&null_names); }
 
-/* The names kept (gpufl__engine_keep_name), by address. */
+/* The names kept (gpufl__engine_keep_name), by address: the table holds
+ * each address, which keeps the string reachable for a leak checker. */
 static struct {
     pthread_mutex_t lock;
     int ready;
     gpufl_idmap_t seen;
-    const char **names;
-    size_t count, cap;
 } kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 void gpufl__engine_keep_name(const char *name) {
@@ -58,14 +57,7 @@ void gpufl__engine_keep_name(const char *name) {
         gpufl__idmap_init(&kept.seen);
         kept.ready = 1;
     }
-    if (gpufl__idmap_put(&kept.seen, (uint64_t)(uintptr_t)name, 0, NULL) == 0) {
-        if (kept.count == kept.cap) {
-            size_t cap = kept.cap ? kept.cap * 2 : 64;
-            const char **grown = realloc(kept.names, cap * sizeof *grown);
-            if (grown != NULL) kept.names = grown, kept.cap = cap;
-        }
-        if (kept.count < kept.cap) kept.names[kept.count++] = name;
-    }
+    gpufl__idmap_put(&kept.seen, (uint64_t)(uintptr_t)name, 0, NULL);
     pthread_mutex_unlock(&kept.lock);
 }
 

@@ -648,8 +648,13 @@ static const char *name_unnamed(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamp
  * identity. */
 static int implausible(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingPCData *pc,
                        double most) {
-    uint64_t sum = 0; /* of the plain reasons, as fold records them */
-    for (size_t r = 0; r < pc->stallReasonCount && r < x->reason_count; r++) {
+    size_t reasons =
+        pc->stallReasonCount < x->reason_count ? pc->stallReasonCount : x->reason_count;
+    uint64_t sum = 0; /* every reason first: below the bound, so are the plain ones */
+    for (size_t r = 0; r < reasons; r++) sum += pc->stallReason[r].samples;
+    if ((double)sum <= most) return 0;
+    sum = 0; /* of the plain reasons, as fold records them */
+    for (size_t r = 0; r < reasons; r++) {
         int pos = reason_pos(x, pc->stallReason[r].pcSamplingStallReasonIndex);
         if (pos >= 0 && x->reason_plain[pos]) sum += pc->stallReason[r].samples;
     }
