@@ -61,6 +61,14 @@ void gpufl__engine_keep_name(const char *name) {
     pthread_mutex_unlock(&kept.lock);
 }
 
+static atomic_int patched;
+
+void gpufl__engine_mark_patched(void) { atomic_store(&patched, 1); }
+
+int gpufl__engine_patched(void) { return atomic_load(&patched); }
+
+void gpufl__engine_forget_patched(void) { atomic_store(&patched, 0); }
+
 int gpufl__engine_resolve(gpufl_cupti_t *cupti, const gpufl_engine_sym_t *syms, size_t n,
                           const char *needs, char *why, size_t why_size) {
     for (size_t i = 0; i < n; i++) {

@@ -53,6 +53,19 @@ int gpufl__engine_guard_names(const void *inside, char *why, size_t why_size);
 /* NULL names the guard copied in this process. */
 uint64_t gpufl__engine_null_names(void);
 
+/* SASS metrics patched kernels in this process (any session, any context):
+ * marked when counting is enabled on a context. CUPTI keeps the patched
+ * code, so PC samples taken later in the process fall in CUPTI's non-user
+ * count (95 to 100 % of them, measured on an H100), and PC sampling after a
+ * Deep session faulted in CUPTI (cuptiPCSamplingDisable joining a worker
+ * thread it never started) or corrupted the heap: the engines refuse PC
+ * sampling once this is set (docs/design/pc-sampling.md, "Sessions one
+ * after another"). Any thread. */
+void gpufl__engine_mark_patched(void);
+int gpufl__engine_patched(void);
+/* Tests only: forgets the mark, as a new process would start. */
+void gpufl__engine_forget_patched(void);
+
 /* A CUPTI function to resolve: the address of the engine's pointer, its name. */
 typedef struct gpufl_engine_sym {
     void *slot;

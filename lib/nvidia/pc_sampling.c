@@ -45,6 +45,12 @@
  * (measured: a training loop's last hand-over held ~6000 PCs with the 1 MiB
  * scratch buffer). */
 #define FINAL_PCS 16384
+/* PC records the scratch buffer holds (measured with every reason). A drain
+ * that brings more than a quarter of it halves the GetData period, one that
+ * brings less than a sixteenth doubles it (between GPUFL_PCS_DRAIN_MIN_NS
+ * and _MAX_NS): the buffer must never fill between two drains, since CUPTI's
+ * hardware buffer then fills behind it and stays full. */
+#define SCRATCH_PCS 88000
 /* Distinct (function, PC, reason) per window, at most: 2^20 slots of 40
  * bytes (40 MiB), past what one window holds (a training loop's drains
  * bring tens of thousands of PCs, each with a few reasons). */
@@ -95,6 +101,7 @@ typedef struct pcs_ctx {
     size_t pcs_left;
     int64_t window_t0;  /* session clock; the end of this context's previous window */
     int64_t drained_ns; /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
+    size_t drain_pcs;   /* PC records its last drain brought */
     int64_t folded_ns;  /* CLOCK_MONOTONIC of its last counts taken; started_ns before */
     int window_written_once;
     int needs_restart;   /* its hardware buffer filled: restart() at the collector's next pass */
@@ -140,7 +147,10 @@ struct gpufl_pcs {
     char sass_why[200];
     uint64_t rows_written, contexts;
     gpufl_engine_errors_t errors;
-    int64_t drain_every_ns;               /* GetData period: GPUFL_PC_SAMPLING_DRAIN_MS or 100 ms */
+    int64_t drain_every_ns;   /* GetData period (adapt_drain_period) */
+    int drain_fixed;          /* GPUFL_PC_SAMPLING_DRAIN_MS set it */
+    uint64_t drain_shortened; /* times adapt_drain_period halved it */
+    uint32_t decode_ms; /* CUPTI's decode period: GPUFL_PC_SAMPLING_DECODE_MS; 0 its default */
     int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
     gpufl_launch_t *gate;     /* restarts (and under Deep drains) pass it; NULL none */
@@ -203,9 +213,14 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     /* Knobs (docs/options.md): whether a context whose hardware buffer
      * filled is restarted, and how often the collector calls GetData. */
     p->restart_full = (int)gpufl__engine_env_long("GPUFL_PC_SAMPLING_RESTART", 0, 1, 0, "0 or 1");
-    p->drain_every_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_DRAIN_MS", 10, 10000,
-                                               GPUFL_PCS_DRAIN_NS / 1000000, "a number of ms") *
-                        1000000LL;
+    long drain_ms =
+        gpufl__engine_env_long("GPUFL_PC_SAMPLING_DRAIN_MS", 10, 10000, 0, "a number of ms");
+    p->drain_fixed = drain_ms > 0;
+    /* Adapted: from the shortest, growing while drains bring little. */
+    p->drain_every_ns = p->drain_fixed ? drain_ms * 1000000LL : GPUFL_PCS_DRAIN_MIN_NS;
+    /* 0: CUPTI's own decode period (its worker thread's sleep span). */
+    p->decode_ms = (uint32_t)gpufl__engine_env_long("GPUFL_PC_SAMPLING_DECODE_MS", 0, 10000, 0,
+                                                    "a number of ms");
     const gpufl_engine_sym_t syms[] = {SYM(enable, "cuptiPCSamplingEnable"),
                                        SYM(disable, "cuptiPCSamplingDisable"),
                                        SYM(get_data, "cuptiPCSamplingGetData"),
@@ -422,6 +437,14 @@ static int configure(gpufl_pcs_t *p, pcs_ctx_t *x) {
     info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
     info.attributeData.samplingPeriodData.samplingPeriod = (uint32_t)p->cfg.period;
     if (set_attr(p, x, &info, "sampling period")) return -1;
+    if (p->decode_ms > 0) {
+        memset(&info, 0, sizeof info);
+        info.attributeType =
+            CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
+        info.attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
+            p->decode_ms;
+        if (set_attr(p, x, &info, "decode period")) return -1;
+    }
 
     x->period = get_attr(p, x, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
                     .attributeData.samplingPeriodData.samplingPeriod;
@@ -807,6 +830,7 @@ static void restart(gpufl_pcs_t *p, pcs_ctx_t *x) {
 static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
     if (x->state != CTX_ON) return;
     x->drained_ns = gpufl__mono_ns();
+    x->drain_pcs = 0;
     CUpti_PCSamplingData *d = x->drain_buf;
     for (int loop = 0; loop < DRAIN_LOOPS; loop++) {
         CUpti_PCSamplingGetDataParams prm = {.size = CUpti_PCSamplingGetDataParamsSize};
@@ -834,13 +858,17 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
             break;
         }
         uint64_t before = x->window.recorded;
+        x->drain_pcs += d->totalNumPcs;
         fold(p, x, d);
+        /* The call's start on CLOCK_MONOTONIC and its length, so that a
+         * study of step times can line them up (bench/gpu/pcs_overhead.py). */
         gpufl__debug(
-            "PC sampling: context %u GetData at %.1f ms: %zu PCs, %zu left, "
-            "recorded %llu, total %llu, dropped %llu, non-user %llu",
-            x->id, (double)gpufl__collector_session_ns(p->collector, gpufl__mono_ns()) / 1e6,
-            d->totalNumPcs, d->remainingNumPcs, (unsigned long long)(x->window.recorded - before),
-            (unsigned long long)d->totalSamples, (unsigned long long)d->droppedSamples,
+            "PC sampling: context %u GetData at %.1f ms (mono %lld ns, took %lld ns): %zu PCs, "
+            "%zu left, recorded %llu, total %llu, dropped %llu, non-user %llu",
+            x->id, (double)gpufl__collector_session_ns(p->collector, t0) / 1e6, (long long)t0,
+            (long long)took, d->totalNumPcs, d->remainingNumPcs,
+            (unsigned long long)(x->window.recorded - before), (unsigned long long)d->totalSamples,
+            (unsigned long long)d->droppedSamples,
             (unsigned long long)d->nonUsrKernelsTotalSamples);
         if (d->remainingNumPcs == 0) break;
     }
@@ -1138,6 +1166,27 @@ void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate) {
 #define GATED_DRAINS(p) 0 /* diagnosis build: Deep's drains without the gate */
 #endif
 
+/* Lock held, after a periodic drain of every context: the GetData period
+ * for the next, from what the fullest context's drain brought (SCRATCH_PCS). */
+static void adapt_drain_period(gpufl_pcs_t *p) {
+    if (p->drain_fixed) return;
+    size_t most = 0;
+    int left = 0;
+    for (int i = 0; i < p->ctx_count; i++) {
+        if (p->ctx[i].state != CTX_ON) continue;
+        if (p->ctx[i].drain_pcs > most) most = p->ctx[i].drain_pcs;
+        left |= p->ctx[i].pcs_left > 0;
+    }
+    if ((most > SCRATCH_PCS / 4 || left) && p->drain_every_ns > GPUFL_PCS_DRAIN_MIN_NS) {
+        p->drain_every_ns /= 2;
+        if (p->drain_every_ns < GPUFL_PCS_DRAIN_MIN_NS) p->drain_every_ns = GPUFL_PCS_DRAIN_MIN_NS;
+        p->drain_shortened++;
+    } else if (most < SCRATCH_PCS / 16 && !left && p->drain_every_ns < GPUFL_PCS_DRAIN_MAX_NS) {
+        p->drain_every_ns *= 2;
+        if (p->drain_every_ns > GPUFL_PCS_DRAIN_MAX_NS) p->drain_every_ns = GPUFL_PCS_DRAIN_MAX_NS;
+    }
+}
+
 /* The periodic drain of every context. The gate is closed before the lock
  * is taken: a launch may wait on the lock in its enter callback (a context
  * seen first), before it counts itself in. */
@@ -1166,6 +1215,7 @@ static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
         drain(p, &p->ctx[i]);
         restarts += p->ctx[i].needs_restart;
     }
+    adapt_drain_period(p);
     p->last_drain_ns = now_ns;
     pthread_mutex_unlock(&p->lock);
     if (gated) gpufl__launch_gate_open(p->gate);
@@ -1223,6 +1273,8 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"unnamed_named", s.unnamed_named},
                                       {"cupti_null_names", s.cupti_null_names},
                                       {"implausible_records", s.implausible_records},
+                                      {"drain_fixed", s.drain_fixed},
+                                      {"drain_shortened", s.drain_shortened},
                                       {"rows", s.rows},
                                       {"functions", s.functions},
                                       {"errors", s.errors},
@@ -1331,6 +1383,8 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->unnamed_named = p->unnamed_named;
     out->unplaced = p->total.unplaced;
     out->implausible_records = p->implausible_records;
+    out->drain_fixed = (uint64_t)p->drain_fixed;
+    out->drain_shortened = p->drain_shortened;
     pthread_mutex_unlock(&p->lock);
     out->cupti_null_names = gpufl__engine_null_names();
     out->modules_loaded = atomic_load(&p->modules_loaded);

@@ -39,8 +39,13 @@
 
 #define GPUFL_PCS_PERIOD_DEFAULT 18 /* 2^18 cycles per SM: docs/design/pc-sampling.md */
 #define GPUFL_PCS_CONTEXTS_MAX   64
-#define GPUFL_PCS_DRAIN_NS       (100 * 1000000LL) /* GetData every 100 ms: CUPTI decodes at that pace */
-#define GPUFL_PCS_CUBIN_BYTES    ((size_t)512 << 20) /* cubins kept for disassembly */
+/* GetData's period adapts between these (pc_sampling.c, adapt_drain_period):
+ * each call holds the application's launches for its length, about 1.5 ms
+ * plus 0.5 ms per 100 ms of data on an H100, so fewer calls cost less; the
+ * shortest is CUPTI's decode period. */
+#define GPUFL_PCS_DRAIN_MIN_NS (100 * 1000000LL)
+#define GPUFL_PCS_DRAIN_MAX_NS (500 * 1000000LL)
+#define GPUFL_PCS_CUBIN_BYTES  ((size_t)512 << 20) /* cubins kept for disassembly */
 
 typedef struct gpufl_pcs gpufl_pcs_t;
 
@@ -72,6 +77,9 @@ typedef struct gpufl_pcs_stats {
     uint64_t unnamed_records, unnamed_named, unplaced, cupti_null_names;
     /* PC records left out whole: more samples than the GPU takes in the time */
     uint64_t implausible_records;
+    /* The GetData period: set by GPUFL_PC_SAMPLING_DRAIN_MS (1) or adapted
+     * (0), and the times it was halved because a drain brought many PCs. */
+    uint64_t drain_fixed, drain_shortened;
 } gpufl_pcs_stats_t;
 
 /* Resolves the PC Sampling API in cupti's library. Returns 0, or

@@ -46,7 +46,6 @@ typedef struct sassm_fn {
     CUptiResult (*chip_name)(CUpti_Device_GetChipName_Params *);
     CUptiResult (*properties)(CUpti_SassMetrics_GetProperties_Params *);
     CUptiResult (*set_config)(CUpti_SassMetricsSetConfig_Params *);
-    CUptiResult (*unset_config)(CUpti_SassMetricsUnsetConfig_Params *);
     CUptiResult (*enable)(CUpti_SassMetricsEnable_Params *);
     CUptiResult (*disable)(CUpti_SassMetricsDisable_Params *);
     CUptiResult (*data_properties)(CUpti_SassMetricsGetDataProperties_Params *);
@@ -117,6 +116,7 @@ struct gpufl_sassm {
     int dead_settled;
     uint64_t cubins_unfiled; /* images not kept: the pending list was full, or no memory */
     uint64_t contexts, reads, records, rows_written, functions, dropped, lost;
+    uint64_t configs_reused; /* devices configured by an earlier session (kept_devices) */
     gpufl_engine_errors_t errors;
     int64_t read_ns_total;
     int warned_table, warned_failure;
@@ -178,7 +178,6 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
                                        SYM(chip_name, "cuptiDeviceGetChipName"),
                                        SYM(properties, "cuptiSassMetricsGetProperties"),
                                        SYM(set_config, "cuptiSassMetricsSetConfig"),
-                                       SYM(unset_config, "cuptiSassMetricsUnsetConfig"),
                                        SYM(enable, "cuptiSassMetricsEnable"),
                                        SYM(disable, "cuptiSassMetricsDisable"),
                                        SYM(data_properties, "cuptiSassMetricsGetDataProperties"),
@@ -228,20 +227,25 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
     return 0;
 }
 
-/* Lock held. The device's configuration, set once: CUPTI refuses a second
- * SetConfig in a process (OUT_OF_MEMORY after UnsetConfig, measured). */
-static sassm_device_t *configure_device(gpufl_sassm_t *s, uint32_t device) {
-    if (device >= GPUFL_SASSM_DEVICES_MAX) return NULL;
-    sassm_device_t *d = &s->devices[device];
-    if (d->state != 0) return d;
-    d->state = -1;
+/* Each device's configuration, kept for the life of the process: CUPTI
+ * refuses a second SetConfig in a process (OUT_OF_MEMORY after UnsetConfig,
+ * measured on an H100), so none is unset, and a later session whose
+ * SetConfig CUPTI refuses as already done (INVALID_OPERATION, as its header
+ * says of a second SetConfig without UnsetConfig) goes on with the kept
+ * one. */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static sassm_device_t kept_devices[GPUFL_SASSM_DEVICES_MAX];
+
+/* Sets device's configuration in CUPTI, filling d; CUPTI_SUCCESS, or the
+ * failed call's result with d->error. */
+static CUptiResult set_device_config(gpufl_sassm_t *s, uint32_t device, sassm_device_t *d) {
     CUpti_Device_GetChipName_Params chip = {.structSize =
                                                 CUpti_Device_GetChipName_Params_STRUCT_SIZE};
     chip.deviceIndex = device;
     CUptiResult r = s->fn.chip_name(&chip);
     if (r != CUPTI_SUCCESS || chip.pChipName == NULL) {
         explain(s, r, "cuptiDeviceGetChipName", d->error, sizeof d->error);
-        return d;
+        return r != CUPTI_SUCCESS ? r : CUPTI_ERROR_UNKNOWN;
     }
     snprintf(d->chip, sizeof d->chip, "%s", chip.pChipName);
     CUpti_SassMetrics_Config cfg[GPUFL_SASSM_METRICS];
@@ -256,7 +260,7 @@ static sassm_device_t *configure_device(gpufl_sassm_t *s, uint32_t device) {
             snprintf(what, sizeof what, "cuptiSassMetricsGetProperties(%s on %s)", metric_names[i],
                      d->chip);
             explain(s, r, what, d->error, sizeof d->error);
-            return d;
+            return r;
         }
         d->metric_id[i] = p.metric.metricId;
         cfg[i].metricId = p.metric.metricId;
@@ -268,11 +272,30 @@ static sassm_device_t *configure_device(gpufl_sassm_t *s, uint32_t device) {
     set.numOfMetricConfig = GPUFL_SASSM_METRICS;
     set.deviceIndex = device;
     r = s->fn.set_config(&set);
-    if (r != CUPTI_SUCCESS) {
-        explain(s, r, "cuptiSassMetricsSetConfig", d->error, sizeof d->error);
-        return d;
+    if (r != CUPTI_SUCCESS) explain(s, r, "cuptiSassMetricsSetConfig", d->error, sizeof d->error);
+    return r;
+}
+
+/* Lock held. The device's configuration: set now and kept, or the one an
+ * earlier session of the process set (kept_devices). */
+static sassm_device_t *configure_device(gpufl_sassm_t *s, uint32_t device) {
+    if (device >= GPUFL_SASSM_DEVICES_MAX) return NULL;
+    sassm_device_t *d = &s->devices[device];
+    if (d->state != 0) return d;
+    pthread_mutex_lock(&kept_lock);
+    CUptiResult r = set_device_config(s, device, d);
+    sassm_device_t *kept = &kept_devices[device];
+    if (r == CUPTI_SUCCESS) {
+        d->state = 1;
+        *kept = *d;
+    } else if (r == CUPTI_ERROR_INVALID_OPERATION && kept->state == 1 &&
+               strcmp(kept->chip, d->chip) == 0) {
+        *d = *kept; /* set by an earlier session: still in force */
+        s->configs_reused++;
+    } else {
+        d->state = -1;
     }
-    d->state = 1;
+    pthread_mutex_unlock(&kept_lock);
     return d;
 }
 
@@ -373,6 +396,7 @@ static int start_context(gpufl_sassm_t *s, CUcontext ctx, int late, int try) {
         if (r == CUPTI_SUCCESS) {
             x->state = CTX_ON;
             s->contexts++;
+            gpufl__engine_mark_patched();
         } else {
             explain(s, r, "cuptiSassMetricsEnable", x->error, sizeof x->error);
         }
@@ -759,6 +783,7 @@ static void write_stats(gpufl_sassm_t *s) {
                                       {"dropped", st.dropped},
                                       {"lost", st.lost},
                                       {"errors", st.errors},
+                                      {"configs_reused", st.configs_reused},
                                       {"cubins", st.cubins},
                                       {"cubins_over_cap", st.cubins_skipped},
                                       {"sass_functions", st.sass_functions},
@@ -809,19 +834,7 @@ void gpufl__sassm_stop(gpufl_sassm_t *s) {
     settle_dead(s);
     for (int i = 0; i < s->ctx_count; i++)
         if (s->ctx[i].state == CTX_ON && s->ctx[i].ctx != NULL) finish_context(s, &s->ctx[i]);
-    for (uint32_t d = 0; d < GPUFL_SASSM_DEVICES_MAX; d++) {
-        if (s->devices[d].state != 1) continue;
-        CUpti_SassMetricsUnsetConfig_Params p = {
-            .structSize = CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
-        p.deviceIndex = d;
-        CUptiResult r = s->fn.unset_config(&p);
-        if (r != CUPTI_SUCCESS) {
-            char msg[240];
-            explain(s, r, "cuptiSassMetricsUnsetConfig", msg, sizeof msg);
-            note_error(s, msg);
-        }
-        s->devices[d].state = 2; /* unset: never set again in this process */
-    }
+    /* The devices' configurations stay set: see kept_devices. */
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -875,6 +888,7 @@ void gpufl__sassm_stats(gpufl_sassm_t *s, gpufl_sassm_stats_t *out) {
     out->functions = s->functions;
     out->dropped = s->dropped;
     out->lost = s->lost;
+    out->configs_reused = s->configs_reused;
     out->errors = s->errors.count;
     out->read_ms = (double)s->read_ns_total / 1e6;
     pthread_mutex_unlock(&s->lock);
@@ -896,13 +910,6 @@ void gpufl__sassm_destroy(gpufl_sassm_t *s) {
             s->fn.disable(&p);
         }
         free(s->ctx[i].entries);
-    }
-    for (uint32_t d = 0; d < GPUFL_SASSM_DEVICES_MAX; d++) {
-        if (s->devices[d].state != 1) continue;
-        CUpti_SassMetricsUnsetConfig_Params p = {
-            .structSize = CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
-        p.deviceIndex = d;
-        s->fn.unset_config(&p);
     }
     if (s->profiler_ready) {
         CUpti_Profiler_DeInitialize_Params p = {.structSize =

@@ -50,6 +50,7 @@ typedef struct gpufl_sassm gpufl_sassm_t;
 
 typedef struct gpufl_sassm_stats {
     uint64_t contexts, reads, records, rows, functions, dropped, lost, errors;
+    uint64_t configs_reused; /* devices whose configuration an earlier session set */
     double read_ms;
     uint64_t cubins, cubins_skipped, sass_functions, sass_failed;
 } gpufl_sassm_stats_t;

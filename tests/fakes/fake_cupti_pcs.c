@@ -32,7 +32,7 @@
 
 #define EXPORT    __attribute__((visibility("default")))
 #define CTX_MAX   8
-#define PCS_MAX   8192
+#define PCS_MAX   32768 /* past a quarter of the engine's scratch buffer (SCRATCH_PCS) */
 #define NAMES_MAX 64
 
 static const struct {

@@ -15,6 +15,7 @@
 
 #include "analysis/insights.h"
 #include "analysis/model.h"
+#include "nvidia/engine.h"
 #include "nvidia/launch.h"
 #include "nvidia/pc_sampling.h"
 
@@ -82,6 +83,13 @@ static struct {
     CUresult (*push_current)(CUcontext ctx);
     CUresult (*pop_current)(CUcontext *ctx);
 } fake;
+
+/* A fresh PC sampling fake, and the engines' mark of SASS metrics counted
+ * earlier forgotten: the test stands in for a new process. */
+static void fresh_pcs(void) {
+    fake.pcs_reset();
+    gpufl__engine_forget_patched();
+}
 
 static void resolve(void *handle, const char *name, void *slot) {
     void *p = dlsym(handle, name);
@@ -1090,7 +1098,7 @@ static int64_t pcs_stat(const session_t *s, const char *key) {
  * drained while the program runs, windowed, and accounted for. */
 static void pc_samples_of_two_contexts(void **state) {
     (void)state;
-    fake.pcs_reset();
+    fresh_pcs();
     gpufl_options_t o = pcs_options("pcs_two_contexts");
     o.flush_interval_ms = 10;
     o.pc_sampling_period = 14;
@@ -1192,7 +1200,7 @@ static void pc_samples_of_two_contexts(void **state) {
  * a PC that never reached a GetData comes back through the disable buffer. */
 static void pc_samples_of_a_destroyed_context(void **state) {
     (void)state;
-    fake.pcs_reset();
+    fresh_pcs();
     gpufl_options_t o = pcs_options("pcs_destroyed");
     o.flush_interval_ms = 60000; /* nothing drained by the collector before the end */
     start(&o);
@@ -1248,7 +1256,7 @@ static void assert_pcs_toggles(CUcontext ctx, int enables, int disables) {
  * is restarted, and later samples are recorded again. */
 static void pc_sampling_buffer_full(void **state) {
     (void)state;
-    fake.pcs_reset();
+    fresh_pcs();
     gpufl_options_t o = pcs_options("pcs_buffer_stays_full");
     o.flush_interval_ms = 10;
     start_with_a_full_buffer(&o);
@@ -1259,7 +1267,7 @@ static void pc_sampling_buffer_full(void **state) {
     assert_int_equal(pcs_stat(&kept, "restarts"), 0);
     free_session(&kept);
 
-    fake.pcs_reset();
+    fresh_pcs();
     o = pcs_options("pcs_buffer_full");
     o.flush_interval_ms = 10;
     setenv("GPUFL_PC_SAMPLING_RESTART", "1", 1);
@@ -1305,7 +1313,7 @@ static void *first_launch_on_a(void *arg) {
 static void pc_sampling_restart_limits(void **state) {
     (void)state;
     fake.sassm_reset();
-    fake.pcs_reset();
+    fresh_pcs();
     setenv("GPUFL_NVDISASM", "/nonexistent/nvdisasm", 1);
     setenv("GPUFL_PC_SAMPLING_RESTART", "1", 1);
     gpufl_options_t o = trace_options("deep_no_restart");
@@ -1317,7 +1325,7 @@ static void pc_sampling_restart_limits(void **state) {
     unsetenv("GPUFL_NVDISASM");
     assert_non_null(strstr(capture.last, "under Deep sampling cannot restart"));
 
-    fake.pcs_reset();
+    fresh_pcs();
     o = pcs_options("pcs_restart_fails");
     o.flush_interval_ms = 10;
     start(&o);
@@ -1350,7 +1358,7 @@ static void pc_sampling_restart_limits(void **state) {
  * samples CUPTI counted). */
 static void pc_sampling_impossible_counts(void **state) {
     (void)state;
-    fake.pcs_reset();
+    fresh_pcs();
     gpufl_options_t o = pcs_options("pcs_impossible");
     o.flush_interval_ms = 10;
     start(&o);
@@ -1394,7 +1402,7 @@ static void pc_sampling_impossible_counts(void **state) {
  * say): the record says why, the warning too, and Trace goes on. */
 static void pc_sampling_refused(void **state) {
     (void)state;
-    fake.pcs_reset();
+    fresh_pcs();
     fake.pcs_enable_error(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
     gpufl_options_t o = pcs_options("pcs_refused");
     start(&o);
@@ -1438,7 +1446,7 @@ static void pc_sampling_unavailable_and_deep(void **state) {
     free_session(&d);
 
     /* Deep where the profiler cannot start: PC sampling alone, and why. */
-    fake.pcs_reset();
+    fresh_pcs();
     fake.sassm_reset();
     fake.sassm_error("cuptiProfilerInitialize", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, 0);
     gpufl_options_t deep = pcs_options("pcs_deep");
@@ -1500,7 +1508,7 @@ static uint64_t load_two_functions(CUcontext ctx) {
  * there is none. */
 static void pc_samples_carry_their_sass(void **state) {
     (void)state;
-    fake.pcs_reset();
+    fresh_pcs();
     use_fake_nvdisasm();
     gpufl_options_t o = pcs_options("pcs_sass");
     o.flush_interval_ms = 10;
@@ -1546,7 +1554,7 @@ static void pc_samples_carry_their_sass(void **state) {
     free_session(&d);
 
     /* Without nvdisasm: sampling runs, the capability says why there is no SASS. */
-    fake.pcs_reset();
+    fresh_pcs();
     setenv("GPUFL_NVDISASM", "/nonexistent/nvdisasm", 1);
     gpufl_options_t again = pcs_options("pcs_no_nvdisasm");
     start(&again);
@@ -1570,7 +1578,7 @@ static void pc_samples_carry_their_sass(void **state) {
  * unplaced. Said once as a pc_unnamed_records event. */
 static void pc_records_without_a_name(void **state) {
     (void)state;
-    fake.pcs_reset();
+    fresh_pcs();
     use_fake_nvdisasm();
     gpufl_options_t o = pcs_options("pcs_nameless");
     o.flush_interval_ms = 10;
@@ -1617,7 +1625,7 @@ static void pc_records_without_a_name(void **state) {
  * hand-over in its first call, add up exactly. */
 static void pc_samples_past_one_buffer(void **state) {
     (void)state;
-    fake.pcs_reset();
+    fresh_pcs();
     gpufl_options_t o = pcs_options("pcs_past_one_buffer");
     o.flush_interval_ms = 10;
     start(&o);
@@ -1641,15 +1649,14 @@ static void pc_samples_past_one_buffer(void **state) {
     free_session(&d);
 }
 
-/* The GetData period from GPUFL_PC_SAMPLING_DRAIN_MS: written in the
- * totals with the time spent in GetData; a bad value is warned about and
- * the default kept. */
+/* The GetData period from GPUFL_PC_SAMPLING_DRAIN_MS: fixed, and written
+ * in the totals with the time spent in GetData; a bad value is warned about
+ * and the adapted period kept. */
 static void pc_sampling_drain_period(void **state) {
     (void)state;
     const char *values[] = {"40", "5"};
-    const double expect[] = {40, 100};
     for (int i = 0; i < 2; i++) {
-        fake.pcs_reset();
+        fresh_pcs();
         setenv("GPUFL_PC_SAMPLING_DRAIN_MS", values[i], 1);
         gpufl_options_t o = pcs_options(i ? "pcs_drain_bad" : "pcs_drain");
         start(&o);
@@ -1661,12 +1668,43 @@ static void pc_sampling_drain_period(void **state) {
         session_t d = read_session();
         json_t *st = tu_first(&d.device, "pc_sampling_stats");
         assert_non_null(st);
-        assert_true(json_number_value(json_object_get(st, "drain_ms")) == expect[i]);
+        double ms = json_number_value(json_object_get(st, "drain_ms"));
+        if (!i) assert_true(ms == 40);
+        if (i) assert_true(ms >= 100 && ms <= 500);
+        assert_int_equal(pcs_stat(&d, "drain_fixed"), !i);
         assert_true(json_number_value(json_object_get(st, "get_data_ms")) >= 0);
         assert_true(json_number_value(json_object_get(st, "get_data_max_ms")) >= 0);
         if (!i) assert_true(pcs_stat(&d, "drains") >= 2); /* at least one every 40 ms */
         free_session(&d);
     }
+}
+
+/* The adapted GetData period: from 100 ms it doubles while drains bring
+ * little, up to 500 ms, and halves when one brings more than a quarter of
+ * what CUPTI's scratch buffer holds; no sample is lost on the way. */
+static void pc_sampling_drain_adapts(void **state) {
+    (void)state;
+    fresh_pcs();
+    gpufl_options_t o = pcs_options("pcs_drain_adapts");
+    o.flush_interval_ms = 10;
+    start(&o);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    for (int i = 0; i < 5; i++) let_collector_run(); /* 100, 200, 400 and 500 ms apart */
+    for (uint64_t pc = 0; pc < 25000; pc++)
+        assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4widev", pc * 16, R_LONG_SB, 1), 0);
+    for (int i = 0; i < 3; i++) let_collector_run();
+    stop();
+    session_t d = read_session();
+    json_t *st = tu_first(&d.device, "pc_sampling_stats");
+    assert_int_equal(pcs_stat(&d, "drain_fixed"), 0);
+    assert_int_equal(pcs_stat(&d, "drain_shortened"), 1);
+    double ms = json_number_value(json_object_get(st, "drain_ms"));
+    assert_true(ms >= 100 && ms <= 500);
+    assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4widev"), 25000);
+    assert_int_equal(pcs_stat(&d, "lost"), 0);
+    /* Fewer calls than at a fixed 100 ms over the same 2 s. */
+    assert_true(pcs_stat(&d, "drains") < 20);
+    free_session(&d);
 }
 
 /* ---- the SassMetrics engine ---- */
@@ -1811,6 +1849,63 @@ static void sass_metrics_of_a_destroyed_context(void **state) {
     free_session(&d);
 }
 
+/* Sessions one after another in one process: CUPTI takes one SASS metrics
+ * configuration per device and process (a second SetConfig after
+ * UnsetConfig ran out of memory on an H100), so the first session's is kept,
+ * and the second, which CUPTI tells is already configured, counts with it. */
+static void sass_metrics_second_session_in_a_process(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    for (int k = 0; k < 2; k++) {
+        gpufl_options_t o = trace_options(k == 0 ? "sassm_first" : "sassm_second");
+        o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
+        start(&o);
+        assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+        assert_int_equal(fake.sassm_add(CTX_A, 0x99, 3, "k", 0x40, 10 + k, 320, 0, 0), 0);
+        stop();
+        session_t d = read_session();
+        assert_null(json_object_get(tu_first(&d.device, "sass_metrics"), "error"));
+        assert_int_equal(metric_of(&d, "k", 0x40, "inst"), 10 + k);
+        json_t *st = tu_first(&d.device, "sass_metrics_stats");
+        assert_int_equal(field(st, "errors"), 0);
+        assert_int_equal(field(st, "configs_reused"), k);
+        free_session(&d);
+    }
+}
+
+/* Once SASS metrics have counted in a process, PC sampling is refused for
+ * the rest of it (engine.h, gpufl__engine_mark_patched): PcSampling runs as
+ * Trace and Deep as SassMetrics, each saying why. */
+static void pc_sampling_refused_after_sass_metrics(void **state) {
+    (void)state;
+    fake.sassm_reset();
+    fresh_pcs();
+    const gpufl_engine_t asked[] = {GPUFL_ENGINE_PC_SAMPLING, GPUFL_ENGINE_SASS_METRICS,
+                                    GPUFL_ENGINE_PC_SAMPLING, GPUFL_ENGINE_DEEP};
+    const char *ran[] = {"PcSampling", "SassMetrics", "Trace", "SassMetrics"};
+    for (int k = 0; k < 4; k++) {
+        gpufl_options_t o = trace_options("pcs_after_sassm");
+        o.profiling_engine = asked[k];
+        start(&o);
+        /* Delivered where an engine listens (not under plain Trace). */
+        int heard = fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0);
+        stop();
+        assert_int_equal(heard, strcmp(ran[k], "Trace") != 0);
+        session_t d = read_session();
+        json_t *caps = tu_first(&d.device, "capabilities");
+        assert_string_equal(json_string_value(json_object_get(caps, "engine")), ran[k]);
+        json_t *pcs = json_object_get(json_object_get(caps, "features"), "pc_sampling");
+        if (k >= 2) {
+            assert_true(json_is_false(json_object_get(pcs, "on")));
+            assert_non_null(strstr(json_string_value(json_object_get(pcs, "why")),
+                                   "SASS metrics counted earlier in this process"));
+            assert_non_null(strstr(capture.last, "PC sampling cannot run"));
+        }
+        free_session(&d);
+    }
+    gpufl__engine_forget_patched();
+}
+
 /* A device CUPTI will not configure: the context's record says why, the
  * failure is counted, and the session goes on. A CUPTI without the API:
  * SassMetrics runs as Trace and says why. */
@@ -1872,7 +1967,7 @@ static void sass_metrics_refused_or_unavailable(void **state) {
 static void deep_runs_both_engines(void **state) {
     (void)state;
     fake.sassm_reset();
-    fake.pcs_reset();
+    fresh_pcs();
     use_fake_nvdisasm();
     gpufl_options_t o = trace_options("deep_both");
     o.profiling_engine = GPUFL_ENGINE_DEEP;
@@ -1893,7 +1988,8 @@ static void deep_runs_both_engines(void **state) {
     assert_int_equal(tu_count(&d.device, "sass"), 1);
     assert_null(json_object_get(sass_of(&d, "_Z6kernelPfi"), "error"));
     json_t *st = tu_first(&d.device, "pc_sampling_stats");
-    assert_true(json_number_value(json_object_get(st, "drain_ms")) == 100);
+    double ms = json_number_value(json_object_get(st, "drain_ms"));
+    assert_true(ms >= 100 && ms <= 500);
     free_session(&d);
 }
 
@@ -1913,7 +2009,7 @@ static void patch_for(void *arg) {
 static void deep_drains_between_launches(void **state) {
     (void)state;
     fake.sassm_reset();
-    fake.pcs_reset();
+    fresh_pcs();
     use_fake_nvdisasm();
     gpufl_options_t o = trace_options("deep_gate");
     o.profiling_engine = GPUFL_ENGINE_DEEP;
@@ -2516,8 +2612,11 @@ int main(void) {
         cmocka_unit_test(pc_samples_past_one_buffer),
         cmocka_unit_test(pc_records_without_a_name),
         cmocka_unit_test(pc_sampling_drain_period),
+        cmocka_unit_test(pc_sampling_drain_adapts),
         cmocka_unit_test(sass_metrics_count_each_instruction),
         cmocka_unit_test(sass_metrics_of_a_destroyed_context),
+        cmocka_unit_test(sass_metrics_second_session_in_a_process),
+        cmocka_unit_test(pc_sampling_refused_after_sass_metrics),
         cmocka_unit_test(sass_metrics_refused_or_unavailable),
         cmocka_unit_test(deep_runs_both_engines),
         cmocka_unit_test(deep_drains_between_launches),
