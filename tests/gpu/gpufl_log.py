@@ -11,13 +11,14 @@ import os
 # Batch record types (one array per column); every other type is a single record.
 BATCH_TYPES = {
     "scope_begin", "scope_end", "host_sample", "gpu_sample", "kernel", "copy", "memset",
-    "sync", "graph_launch", "alloc", "pc_sample", "pc_window", "launch",
+    "sync", "graph_launch", "alloc", "pc_sample", "pc_window", "launch", "sass_metric",
 }
 # Columns that hold dict ids, per batch type.
 DICT_COLUMNS = {
     "kernel": ("name", "demangled"),
     "scope_begin": ("name", "tag", "path"),
     "pc_sample": ("cubin", "function", "demangled", "reason"),
+    "sass_metric": ("cubin", "function", "demangled"),
 }
 
 

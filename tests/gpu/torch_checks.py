@@ -274,36 +274,59 @@ def do_reinit(args):
     from gpufl_log import Session
     model, opt, x = build(torch)
     dirs = []
+    engines = args.engine.split(",")  # session k runs engines[k % len(engines)]
     for k in range(args.sessions):
         d = os.path.join(args.dir, "s%d" % k)
         dirs.append(d)
+        engine = engines[k % len(engines)]
+        print("reinit: session %d under %s" % (k, engine), file=sys.stderr, flush=True)
         assert gpufl.init(app_name="torch_reinit", log_path=os.path.join(d, "reinit.log"),
-                          profiling_engine=getattr(gpufl.ProfilingEngine, args.engine))
+                          profiling_engine=getattr(gpufl.ProfilingEngine, engine))
         for _ in range(args.steps):
             train_step(torch, model, opt, x, sync=False)
         torch.cuda.synchronize()
         gpufl.shutdown()
+    # What each engine writes: PC samples (weighted by samples) and SASS
+    # metric rows (weighted by warp instructions).
+    kinds = {"PcSampling": [("pc_sample", "samples", "pc_sampling_stats")],
+             "SassMetrics": [("sass_metric", "inst", "sass_metrics_stats")]}
+    kinds["Deep"] = kinds["PcSampling"] + kinds["SassMetrics"]
     sessions, checks = [], {}
-    for d in dirs:
+    for k, d in enumerate(dirs):
         found = [root for root, _, files in os.walk(d) if "device.log" in files]
         s = Session(found[0]) if found else None
-        rows = s.rows.get("pc_sample", []) if s else []
-        per = {}
-        for r in rows:
-            name = r.get("function_str") or ""
-            per[name] = per.get(name, 0) + r.get("samples", 0)
-        top = sorted(per, key=lambda n: -per[n])[:5]
-        stats = (s.records.get("pc_sampling_stats") or [{}])[-1] if s else {}
-        sessions.append({"dir": found[0] if found else None, "rows": len(rows),
-                         "functions": len(per), "samples": stats.get("samples"),
-                         "recorded": stats.get("recorded"), "errors": stats.get("errors"),
-                         "bad_names": [n for n in per if not n or not n.isprintable()][:5],
-                         "top": top})
-    checks["every_session_sampled"] = all(x["rows"] > 0 for x in sessions)
-    checks["every_name_readable"] = all(not x["bad_names"] for x in sessions)
-    # The same loop: its five most sampled functions are the same in each session.
-    first = set(sessions[0]["top"]) if sessions else set()
-    checks["same_functions_named"] = all(set(x["top"]) == first for x in sessions)
+        # What ran: an engine may run as a lower one and say why.
+        caps = (s.capabilities() or {}) if s else {}
+        ran = caps.get("engine")
+        entry = {"dir": found[0] if found else None, "asked": engines[k % len(engines)],
+                 "ran": ran}
+        if ran != entry["asked"]:
+            entry["why"] = {f: v.get("why") for f, v in caps.get("features", {}).items()
+                            if isinstance(v, dict) and not v.get("on") and f in
+                            ("pc_sampling", "sass_metrics")}
+        for row_type, weight, stats_type in kinds.get(ran, []):
+            rows = s.rows.get(row_type, []) if s else []
+            per = {}
+            for r in rows:
+                name = r.get("function_str") or ""
+                per[name] = per.get(name, 0) + (r.get(weight) or 0)
+            stats = (s.records.get(stats_type) or [{}])[-1] if s else {}
+            entry[row_type] = {
+                "rows": len(rows), "functions": len(per), "errors": stats.get("errors"),
+                "samples": stats.get("samples"), "recorded": stats.get("recorded"),
+                "configs_reused": stats.get("configs_reused"),
+                "bad_names": [n for n in per if not n or not n.isprintable()][:5],
+                "top": sorted(per, key=lambda n: -per[n])[:5]}
+        sessions.append(entry)
+    parts = [(x, k) for x in sessions for k in x if k in ("pc_sample", "sass_metric")]
+    checks["every_session_recorded"] = bool(parts) and all(x[k]["rows"] > 0 for x, k in parts)
+    checks["no_engine_errors"] = all(not x[k]["errors"] for x, k in parts)
+    checks["every_name_readable"] = all(not x[k]["bad_names"] for x, k in parts)
+    # The same loop: its five heaviest functions are the same in each session.
+    first = {}
+    for x, k in parts:
+        first.setdefault(k, set(x[k]["top"]))
+    checks["same_functions_named"] = all(set(x[k]["top"]) == first[k] for x, k in parts)
     result = {"engine": args.engine, "steps": args.steps, "sessions": sessions,
               "checks": checks, "passed": all(checks.values())}
     print(json.dumps(result, indent=1))
@@ -336,7 +359,8 @@ def main():
     i.add_argument("dir")
     i.add_argument("--sessions", type=int, default=3)
     i.add_argument("--steps", type=int, default=200)
-    i.add_argument("--engine", default="PcSampling")
+    i.add_argument("--engine", default="PcSampling",
+                   help="the engine, or a comma list that the sessions take in turn")
     args = ap.parse_args()
     return {"run": do_run, "profile": do_profile, "check": do_check,
             "time": do_time, "reinit": do_reinit}[args.cmd](args) or 0
