@@ -102,6 +102,7 @@ typedef struct pcs_ctx {
     int64_t window_t0;  /* session clock; the end of this context's previous window */
     int64_t drained_ns; /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
     size_t drain_pcs;   /* PC records its last drain brought */
+    int drain_trouble;  /* its last drain: 0 fine, 1 buffer full, 2 a call failed */
     int64_t folded_ns;  /* CLOCK_MONOTONIC of its last counts taken; started_ns before */
     int window_written_once;
     int needs_restart;   /* its hardware buffer filled: restart() at the collector's next pass */
@@ -149,7 +150,7 @@ struct gpufl_pcs {
     gpufl_engine_errors_t errors;
     int64_t drain_every_ns;   /* GetData period (adapt_drain_period) */
     int drain_fixed;          /* GPUFL_PC_SAMPLING_DRAIN_MS set it */
-    uint64_t drain_shortened; /* times adapt_drain_period halved it */
+    uint64_t drain_shortened; /* times adapt_drain_period shortened it */
     uint32_t decode_ms; /* CUPTI's decode period: GPUFL_PC_SAMPLING_DECODE_MS; 0 its default */
     int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
@@ -213,8 +214,18 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     /* Knobs (docs/options.md): whether a context whose hardware buffer
      * filled is restarted, and how often the collector calls GetData. */
     p->restart_full = (int)gpufl__engine_env_long("GPUFL_PC_SAMPLING_RESTART", 0, 1, 0, "0 or 1");
-    long drain_ms =
-        gpufl__engine_env_long("GPUFL_PC_SAMPLING_DRAIN_MS", 10, 10000, 0, "a number of ms");
+    long drain_ms = 0; /* unset or not valid: adapted */
+    const char *drain_text = getenv("GPUFL_PC_SAMPLING_DRAIN_MS");
+    if (drain_text != NULL && *drain_text != '\0') {
+        char *end = NULL;
+        drain_ms = strtol(drain_text, &end, 10);
+        if (end == NULL || *end != '\0' || drain_ms < 10 || drain_ms > 10000) {
+            gpufl__warn("GPUFL_PC_SAMPLING_DRAIN_MS=%s is not a number of ms from 10 to 10000; "
+                        "the period adapts (100 to 500 ms)",
+                        drain_text);
+            drain_ms = 0;
+        }
+    }
     p->drain_fixed = drain_ms > 0;
     /* Adapted: from the shortest, growing while drains bring little. */
     p->drain_every_ns = p->drain_fixed ? drain_ms * 1000000LL : GPUFL_PCS_DRAIN_MIN_NS;
@@ -831,6 +842,7 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
     if (x->state != CTX_ON) return;
     x->drained_ns = gpufl__mono_ns();
     x->drain_pcs = 0;
+    x->drain_trouble = 0;
     CUpti_PCSamplingData *d = x->drain_buf;
     for (int loop = 0; loop < DRAIN_LOOPS; loop++) {
         CUpti_PCSamplingGetDataParams prm = {.size = CUpti_PCSamplingGetDataParamsSize};
@@ -845,6 +857,8 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
         x->window.drains++;
         if (r == CUPTI_ERROR_OUT_OF_MEMORY || d->hardwareBufferFull) {
             x->window.buffer_full++;
+            x->drain_trouble = 1;
+            x->drain_pcs += d->totalNumPcs;
             fold(p, x, d); /* counts, if CUPTI gave any */
             x->pcs_left = 0;
             /* by the collector, through the gate */
@@ -855,6 +869,7 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
             char msg[200];
             explain(p, r, "cuptiPCSamplingGetData", msg, sizeof msg);
             note_error(p, msg);
+            x->drain_trouble = 2;
             break;
         }
         uint64_t before = x->window.recorded;
@@ -1167,24 +1182,38 @@ void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate) {
 #endif
 
 /* Lock held, after a periodic drain of every context: the GetData period
- * for the next, from what the fullest context's drain brought (SCRATCH_PCS). */
+ * for the next, from what the fullest context's drain brought (SCRATCH_PCS).
+ * Nothing changes while no context samples (a period grown before the
+ * first context would make its first windows long) or after a failed call;
+ * a full buffer, or records left behind, go straight to the shortest; a
+ * heavy drain shortens in proportion, aiming at an eighth of the buffer. */
 static void adapt_drain_period(gpufl_pcs_t *p) {
     if (p->drain_fixed) return;
     size_t most = 0;
-    int left = 0;
+    int on = 0, left = 0, full = 0, failed = 0;
     for (int i = 0; i < p->ctx_count; i++) {
-        if (p->ctx[i].state != CTX_ON) continue;
-        if (p->ctx[i].drain_pcs > most) most = p->ctx[i].drain_pcs;
-        left |= p->ctx[i].pcs_left > 0;
+        const pcs_ctx_t *x = &p->ctx[i];
+        if (x->state != CTX_ON) continue;
+        on++;
+        if (x->drain_pcs > most) most = x->drain_pcs;
+        left |= x->pcs_left > 0;
+        full |= x->drain_trouble == 1;
+        failed |= x->drain_trouble == 2;
     }
-    if ((most > SCRATCH_PCS / 4 || left) && p->drain_every_ns > GPUFL_PCS_DRAIN_MIN_NS) {
-        p->drain_every_ns /= 2;
-        if (p->drain_every_ns < GPUFL_PCS_DRAIN_MIN_NS) p->drain_every_ns = GPUFL_PCS_DRAIN_MIN_NS;
-        p->drain_shortened++;
-    } else if (most < SCRATCH_PCS / 16 && !left && p->drain_every_ns < GPUFL_PCS_DRAIN_MAX_NS) {
-        p->drain_every_ns *= 2;
-        if (p->drain_every_ns > GPUFL_PCS_DRAIN_MAX_NS) p->drain_every_ns = GPUFL_PCS_DRAIN_MAX_NS;
+    if (on == 0 || failed) return;
+    int64_t period = p->drain_every_ns;
+    if (full || left) {
+        period = GPUFL_PCS_DRAIN_MIN_NS;
+    } else if (most > SCRATCH_PCS / 4) {
+        period = (int64_t)((double)period * (SCRATCH_PCS / 8) / (double)most);
+        if (period > p->drain_every_ns / 2) period = p->drain_every_ns / 2;
+    } else if (most < SCRATCH_PCS / 16) {
+        period *= 2;
     }
+    if (period < GPUFL_PCS_DRAIN_MIN_NS) period = GPUFL_PCS_DRAIN_MIN_NS;
+    if (period > GPUFL_PCS_DRAIN_MAX_NS) period = GPUFL_PCS_DRAIN_MAX_NS;
+    if (period < p->drain_every_ns) p->drain_shortened++;
+    p->drain_every_ns = period;
 }
 
 /* The periodic drain of every context. The gate is closed before the lock

@@ -78,7 +78,8 @@ typedef struct gpufl_pcs_stats {
     /* PC records left out whole: more samples than the GPU takes in the time */
     uint64_t implausible_records;
     /* The GetData period: set by GPUFL_PC_SAMPLING_DRAIN_MS (1) or adapted
-     * (0), and the times it was halved because a drain brought many PCs. */
+     * (0), and the times it was shortened: a drain brought many PCs, left
+     * some behind, or found the hardware buffer full. */
     uint64_t drain_fixed, drain_shortened;
 } gpufl_pcs_stats_t;
 

@@ -343,6 +343,9 @@ EXPORT int fake_cupti_pcs_add_nameless(CUcontext ctx, uint64_t crc, uint32_t ind
                                        uint32_t reason, uint32_t samples);
 EXPORT void fake_cupti_pcs_count(CUcontext ctx, uint64_t non_user, uint64_t dropped);
 EXPORT int fake_cupti_pcs_strdup_rebound(void);
+EXPORT int fake_cupti_pcs_add_many(CUcontext ctx, uint64_t crc, const char *function,
+                                   uint64_t first_pc, uint64_t count, uint32_t reason,
+                                   uint32_t samples);
 EXPORT void fake_cupti_pcs_buffer_full(CUcontext ctx, int full);
 EXPORT void fake_cupti_pcs_enable_error(CUptiResult r);
 EXPORT int fake_cupti_pcs_state(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables,
@@ -380,6 +383,25 @@ int fake_cupti_pcs_add(CUcontext ctx, uint64_t crc, const char *function, uint64
 int fake_cupti_pcs_add_uncounted(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc,
                                  uint32_t reason, uint32_t samples) {
     return function ? add(ctx, crc, function, 1, pc, reason, samples, 0) : -1;
+}
+
+/* count records of PCs first_pc, first_pc + 16, ..., queued at once (no
+ * GetData between them), each with samples of reason. Returns 0, or -1
+ * (nothing queued) when the context is not enabled or they do not fit. */
+int fake_cupti_pcs_add_many(CUcontext ctx, uint64_t crc, const char *function, uint64_t first_pc,
+                            uint64_t count, uint32_t reason, uint32_t samples) {
+    pthread_mutex_lock(&lock);
+    fake_ctx_t *c = find(ctx, 0);
+    char *name = c && function ? name_of(c, function) : NULL;
+    int rc = -1;
+    if (c && c->enabled && name && c->count + count <= PCS_MAX) {
+        for (uint64_t i = 0; i < count; i++)
+            c->pending[c->count++] = (pending_t){crc, first_pc + 16 * i, name, 1, reason, samples};
+        if (plain(reason)) c->total += count * samples;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 /* The same for a record without a function name, of symbol `index`. */

@@ -59,6 +59,8 @@ static struct {
                    uint32_t samples);
     void (*pcs_count)(CUcontext ctx, uint64_t non_user, uint64_t dropped);
     void (*pcs_buffer_full)(CUcontext ctx, int full);
+    int (*pcs_add_many)(CUcontext ctx, uint64_t crc, const char *function, uint64_t first_pc,
+                        uint64_t count, uint32_t reason, uint32_t samples);
     void (*pcs_enable_error)(CUptiResult r);
     int (*pcs_state)(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables, int *disables);
     void (*pcs_reset)(void);
@@ -119,6 +121,7 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_pcs_add_uncounted", &fake.pcs_add_uncounted);
     resolve(cupti, "fake_cupti_pcs_count", &fake.pcs_count);
     resolve(cupti, "fake_cupti_pcs_buffer_full", &fake.pcs_buffer_full);
+    resolve(cupti, "fake_cupti_pcs_add_many", &fake.pcs_add_many);
     resolve(cupti, "fake_cupti_pcs_enable_error", &fake.pcs_enable_error);
     resolve(cupti, "fake_cupti_pcs_state", &fake.pcs_state);
     resolve(cupti, "fake_cupti_pcs_reset", &fake.pcs_reset);
@@ -1665,6 +1668,7 @@ static void pc_sampling_drain_period(void **state) {
         stop();
         unsetenv("GPUFL_PC_SAMPLING_DRAIN_MS");
         if (i) assert_non_null(strstr(capture.last, "GPUFL_PC_SAMPLING_DRAIN_MS=5"));
+        if (i) assert_non_null(strstr(capture.last, "the period adapts"));
         session_t d = read_session();
         json_t *st = tu_first(&d.device, "pc_sampling_stats");
         assert_non_null(st);
@@ -1679,31 +1683,48 @@ static void pc_sampling_drain_period(void **state) {
     }
 }
 
-/* The adapted GetData period: from 100 ms it doubles while drains bring
- * little, up to 500 ms, and halves when one brings more than a quarter of
- * what CUPTI's scratch buffer holds; no sample is lost on the way. */
+/* The adapted GetData period. It stays at 100 ms while no context samples
+ * (so the first context's first windows are short), doubles while drains
+ * bring little, up to 500 ms, shortens in proportion when one brings more
+ * than a quarter of what CUPTI's scratch buffer holds, and goes straight to
+ * 100 ms when the hardware buffer is full; no sample is lost on the way. */
 static void pc_sampling_drain_adapts(void **state) {
     (void)state;
     fresh_pcs();
-    gpufl_options_t o = pcs_options("pcs_drain_adapts");
+    gpufl_options_t o = pcs_options("pcs_drain_first_context");
+    o.flush_interval_ms = 10;
+    start(&o);
+    for (int i = 0; i < 3; i++) let_collector_run(); /* no context: nothing to adapt to */
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4widev", 0x10, R_LONG_SB, 1), 0);
+    struct timespec t = {0, 150 * 1000000L};
+    nanosleep(&t, NULL); /* one drain, 100 ms after the context came */
+    stop();
+    session_t d = read_session();
+    assert_int_equal(pcs_stat(&d, "drain_fixed"), 0);
+    assert_true(json_number_value(
+                    json_object_get(tu_first(&d.device, "pc_sampling_stats"), "drain_ms")) <= 200);
+    free_session(&d);
+
+    fresh_pcs();
+    o = pcs_options("pcs_drain_adapts");
     o.flush_interval_ms = 10;
     start(&o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    for (int i = 0; i < 5; i++) let_collector_run(); /* 100, 200, 400 and 500 ms apart */
-    for (uint64_t pc = 0; pc < 25000; pc++)
-        assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4widev", pc * 16, R_LONG_SB, 1), 0);
+    for (int i = 0; i < 4; i++) let_collector_run(); /* drains 100, 200, 400 ms apart */
+    /* More than a quarter of the scratch buffer in one drain. */
+    assert_int_equal(fake.pcs_add_many(CTX_A, 0xabc, "_Z4widev", 0, 25000, R_LONG_SB, 1), 0);
+    for (int i = 0; i < 3; i++) let_collector_run();
+    fake.pcs_buffer_full(CTX_A, 1);
     for (int i = 0; i < 3; i++) let_collector_run();
     stop();
-    session_t d = read_session();
+    d = read_session();
     json_t *st = tu_first(&d.device, "pc_sampling_stats");
-    assert_int_equal(pcs_stat(&d, "drain_fixed"), 0);
-    assert_int_equal(pcs_stat(&d, "drain_shortened"), 1);
-    double ms = json_number_value(json_object_get(st, "drain_ms"));
-    assert_true(ms >= 100 && ms <= 500);
+    assert_int_equal(pcs_stat(&d, "drain_shortened"), 2); /* the heavy drain, the full buffer */
+    assert_true(json_number_value(json_object_get(st, "drain_ms")) == 100);
+    assert_true(pcs_stat(&d, "buffer_full") >= 1);
     assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4widev"), 25000);
     assert_int_equal(pcs_stat(&d, "lost"), 0);
-    /* Fewer calls than at a fixed 100 ms over the same 2 s. */
-    assert_true(pcs_stat(&d, "drains") < 20);
     free_session(&d);
 }
 
