@@ -9,7 +9,8 @@ Workloads (each a loop of identical steps after warmup):
 Variants: `untraced` (no gpufl loaded), `trace` (engine Trace),
 `pcs<P>` (engine PcSampling at period P; with --drains, also `pcs<P>d<MS>`,
 GetData every MS ms; `pcs<P>w<MS>`, given in --variants, has CUPTI decode
-every MS ms), and with --deep-engines also
+every MS ms; any variant with `-late` appended, given in --variants, starts
+its session on the live context after warmup), and with --deep-engines also
 `sassm` (engine SassMetrics) and `deep` (engine Deep), each in a fresh
 process. gpufl is
 loaded through ctypes (tests/gpu/gpufl_ctypes.py) and initialised before the
@@ -154,6 +155,10 @@ def child(workload, variant, log_dir, steps_wanted=0, free_running=False, timeli
     t_start = time.time()
     label = variant
     g = None
+    # A variant ending in "-late" starts its session after the model is
+    # built and warm (a live context, as a script that imports torch first).
+    late = variant.endswith("-late")
+    variant = variant[:-5] if late else variant
     if variant != "untraced":
         import gpufl_ctypes
         # A variant ending in "-alt" uses the library given by --alt-library
@@ -161,7 +166,8 @@ def child(workload, variant, log_dir, steps_wanted=0, free_running=False, timeli
         alt = variant.endswith("-alt")
         variant = variant[:-4] if alt else variant
         g = gpufl_ctypes.Gpufl(os.environ["GPUFL_ALT_LIBRARY"] if alt else None)
-        gpufl_init(g, variant, log_dir)
+        if not late:
+            gpufl_init(g, variant, log_dir)
     t_init = time.time()
     import torch
     step, warmup, steps, inner = make_workload(workload)
@@ -171,6 +177,13 @@ def child(workload, variant, log_dir, steps_wanted=0, free_running=False, timeli
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
+    if late:
+        if g is not None:
+            gpufl_init(g, variant, log_dir)
+        t_late = time.time()  # as --in-process: steps for 1.5 s after the start
+        while time.time() - t_late < 1.5:
+            step()
+        torch.cuda.synchronize()
     warmup_s = time.time() - t_warm
     times, mono = time_steps(step, steps, inner, free_running)
     session = None
