@@ -77,6 +77,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *only = argc > 3 ? argv[3] : nullptr;
+    // The pause before each scope when there are several (ms, default 2):
+    // the collector switches metric groups between scopes.
+    const char *gap_env = std::getenv("PCS_KERNELS_SCOPE_GAP_MS");
+    const int gap_ms = gap_env && *gap_env ? std::atoi(gap_env) : 2;
     const char *clean_env = std::getenv("PCS_KERNELS_CLEAN_L2");
     const bool clean_l2 = clean_env && std::strcmp(clean_env, "1") == 0;
     float *a = nullptr, *b = nullptr, *c = nullptr;
@@ -152,7 +156,8 @@ int main(int argc, char **argv) {
         float total_ms = 0;
         if (clean_l2) clean_l2_pass();
         for (int r = 0; r < scopes; ++r) {
-            if (scopes > 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            if (scopes > 1 && gap_ms > 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
             gpufl_scope_t scope = gpufl_scope_begin(names[k], nullptr);
             if (profiler_ranges) CHECK(cudaProfilerStart());
             CHECK(cudaEventRecord(e0));

@@ -24,6 +24,7 @@
 # collection, group 0). A range's elapsed time also holds the idle time
 # around its first and last kernels (about 0.1 ms), so N (default 40) is
 # large enough for that to be small against its kernels' time.
+# PCS_KERNELS_SCOPE_GAP_MS (default 2) is the pause before each scope when there are several.
 # --clean-l2 sets PCS_KERNELS_CLEAN_L2=1 in all three runs: before each
 # kernel's first scope, a read pass over twice L2's size writes back what
 # the kernels before left dirty (ncu's kernel replay is then limited to the
@@ -33,7 +34,7 @@
 #                                      [--ncu-launches M (5)] [--tolerance-pct P] [--clean-l2]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
-  sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 out=$1; shift

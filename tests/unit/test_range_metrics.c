@@ -265,7 +265,8 @@ static void test_range_groups_l2_hit(void **state) {
     assert_non_null(strstr(text, "One row per profiled scope of metric group 0, by start time (3 "
                                  "of 3); values over the range's elapsed time, gaps between its "
                                  "kernels included. Ranges of the other groups (2) are not "
-                                 "listed: they count in the figures per scope path.\n"));
+                                 "listed: they count in the figures per scope path. DRAM bytes "
+                                 "written include the range profiler's own"));
     assert_non_null(strstr(text, "  metric groups      2, one per collection: group 0, and the "
                                  "others in turn as the switch budget allows; the metrics "
                                  "above are group 0; 1: gpu__time_duration.sum, "
@@ -366,7 +367,9 @@ static void test_range_groups_old_log(void **state) {
     json_decref(doc);
     char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
     assert_non_null(strstr(text, "One row per profiled scope, by start time (4 of 4); values over "
-                                 "the range's elapsed time, gaps between its kernels included.\n"));
+                                 "the range's elapsed time, gaps between its kernels included. "
+                                 "DRAM bytes written include the range profiler's own, a fixed "
+                                 "amount per range"));
     assert_null(strstr(text, "metric groups"));
     assert_null(strstr(text, "SM throughput of"));
     assert_non_null(strstr(text, "  step        2     1/1              -  -            50.0%\n"));
