@@ -417,8 +417,9 @@ static void rows_note(const gpufl_report_range_t *s, char *buf, size_t size) {
                           s->other_groups);
     /* Measured on an H100 (docs/gpu-results/2026-11-22-range-profiler.md, "The one miss"). */
     gpufl__report_cat(buf, size, &k,
-                      " DRAM bytes written include the range profiler's own, a fixed amount per "
-                      "range (about 3.3 MB on an H100): a scope that writes little reads high.");
+                      " DRAM bytes written include what the scope's kernels left dirty in L2, "
+                      "written back within the range (Nsight Compute's range replay counts "
+                      "less): a scope that writes mostly to L2 reads high.");
 }
 
 static void paths_note(const gpufl_report_range_t *s, char *buf, size_t size) {

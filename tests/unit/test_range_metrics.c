@@ -266,7 +266,7 @@ static void test_range_groups_l2_hit(void **state) {
                                  "of 3); values over the range's elapsed time, gaps between its "
                                  "kernels included. Ranges of the other groups (2) are not "
                                  "listed: they count in the figures per scope path. DRAM bytes "
-                                 "written include the range profiler's own"));
+                                 "written include what the scope's kernels left dirty in L2"));
     assert_non_null(strstr(text, "  metric groups      2, one per collection: group 0, and the "
                                  "others in turn as the switch budget allows; the metrics "
                                  "above are group 0; 1: gpu__time_duration.sum, "
@@ -368,8 +368,8 @@ static void test_range_groups_old_log(void **state) {
     char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
     assert_non_null(strstr(text, "One row per profiled scope, by start time (4 of 4); values over "
                                  "the range's elapsed time, gaps between its kernels included. "
-                                 "DRAM bytes written include the range profiler's own, a fixed "
-                                 "amount per range"));
+                                 "DRAM bytes written include what the scope's kernels left "
+                                 "dirty in L2, written back within the range"));
     assert_null(strstr(text, "metric groups"));
     assert_null(strstr(text, "SM throughput of"));
     assert_non_null(strstr(text, "  step        2     1/1              -  -            50.0%\n"));
