@@ -8,7 +8,9 @@
  * period 2^18 cycles per SM keeps every sample in continuous collection
  * (CUPTI's own default, 2^11, filled its hardware buffer within 1.6 s, and
  * 2^16 a training loop's after about a minute, each losing all later data
- * without counting it as dropped); GetData every 100 ms; only the
+ * without counting it as dropped); GetData every 100 to 500 ms, adapted to
+ * what each drain brings (each call holds up the application's launches
+ * for its length: adapt_drain_period); only the
  * plain stall reasons are kept, since CUPTI also lists a total, a dropped
  * count and a `_not_issued` twin of each reason.
  */
