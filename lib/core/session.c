@@ -270,10 +270,12 @@ static void start_trace(const gpufl_settings_t *s, backend_state_t *be, gpufl_so
             be->engine = GPUFL_ENGINE_SASS_METRICS;
         else if (g.trace.rp != NULL)
             be->engine = GPUFL_ENGINE_RANGE_PROFILER;
-        snprintf(be->rp_why, sizeof be->rp_why, "%s", g.trace.rp_why);
-        snprintf(be->pcs_why, sizeof be->pcs_why, "%s", g.trace.pcs_why);
-        snprintf(be->sassm_why, sizeof be->sassm_why, "%s", g.trace.sassm_why);
     }
+    /* Also when tracing failed: an engine refused before that (PC sampling
+     * after SASS metrics, say) keeps its own reason. */
+    snprintf(be->rp_why, sizeof be->rp_why, "%s", g.trace.rp_why);
+    snprintf(be->pcs_why, sizeof be->pcs_why, "%s", g.trace.pcs_why);
+    snprintf(be->sassm_why, sizeof be->sassm_why, "%s", g.trace.sassm_why);
 #else
     (void)source;
     snprintf(be->trace_why, sizeof be->trace_why,

@@ -1924,6 +1924,32 @@ static void pc_sampling_refused_after_sass_metrics(void **state) {
         }
         free_session(&d);
     }
+    /* CUPTI refusing Trace's activity kind too (as after Deep on an H100):
+     * Monitor runs, and PC sampling keeps its own reason. */
+    char path[1200];
+    snprintf(path, sizeof path, "%s/script.json", tu_scratch_dir(SUITE, "pcs_after_sassm"));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"enable_errors\": {\"%d\": %d}}", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+            CUPTI_ERROR_NOT_COMPATIBLE);
+    fclose(f);
+    setenv("GPUFL_FAKE_CUPTI", path, 1);
+    gpufl_options_t o = trace_options("pcs_after_sassm_monitor");
+    o.profiling_engine = GPUFL_ENGINE_PC_SAMPLING;
+    start(&o);
+    stop();
+    unsetenv("GPUFL_FAKE_CUPTI");
+    session_t d = read_session();
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Monitor");
+    json_t *features = json_object_get(caps, "features");
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(features, "pc_sampling"), "why")),
+               "SASS metrics counted earlier in this process"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(features, "cupti_trace"), "why")),
+               "CUPTI_ERROR_NOT_COMPATIBLE"));
+    free_session(&d);
     gpufl__engine_forget_patched();
 }
 
