@@ -58,7 +58,8 @@ uint64_t gpufl__engine_null_names(void);
  * code, so PC samples taken later in the process fall in CUPTI's non-user
  * count (95 to 100 % of them, measured on an H100), and PC sampling after a
  * Deep session faulted in CUPTI (cuptiPCSamplingDisable joining a worker
- * thread it never started) or corrupted the heap: the engines refuse PC
+ * thread through a handle that was no longer valid) or corrupted the heap:
+ * the engines refuse PC
  * sampling once this is set (docs/design/pc-sampling.md, "Sessions one
  * after another"). Any thread. */
 void gpufl__engine_mark_patched(void);
