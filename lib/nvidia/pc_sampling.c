@@ -48,10 +48,11 @@
  * scratch buffer). */
 #define FINAL_PCS 16384
 /* PC records the scratch buffer holds (measured with every reason). A drain
- * that brings more than a quarter of it halves the GetData period, one that
- * brings less than a sixteenth doubles it (between GPUFL_PCS_DRAIN_MIN_NS
- * and _MAX_NS): the buffer must never fill between two drains, since CUPTI's
- * hardware buffer then fills behind it and stays full. */
+ * that brings more than a quarter of it shortens the GetData period, one
+ * that brings less than a sixteenth doubles it (adapt_drain_period, between
+ * GPUFL_PCS_DRAIN_MIN_NS and _MAX_NS): the buffer must never fill between
+ * two drains, since CUPTI's hardware buffer then fills behind it and stays
+ * full. */
 #define SCRATCH_PCS 88000
 /* Distinct (function, PC, reason) per window, at most: 2^20 slots of 40
  * bytes (40 MiB), past what one window holds (a training loop's drains
