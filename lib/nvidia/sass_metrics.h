@@ -11,7 +11,9 @@
  *   without them, or a device CUPTI refuses, makes the engine fail with a
  *   reason, and the session runs one engine lower.
  * - One configuration per device (CUPTI refuses a second one in a process),
- *   set at the first context on it; counting is enabled per context with
+ *   set at the first context on it and kept for the process: a later
+ *   session reuses it. Counting marks the process as patched, and PC
+ *   sampling is refused after that (engine.h). Counting is enabled per context with
  *   lazy patching (eager patching counted nothing on an H100), when the
  *   context is created or, for contexts from before init, at the first
  *   launch gpufl sees on it (that launch only tries the lock).
