@@ -166,12 +166,21 @@ void gpufl__engine_stats_end(gpufl_collector_t *c) {
     pthread_mutex_unlock(&f->lock);
 }
 
-long gpufl__engine_env_long(const char *name, long lo, long hi, long fallback, const char *what) {
+long gpufl__engine_env_long_else(const char *name, long lo, long hi, long fallback,
+                                 const char *what, const char *otherwise) {
     const char *text = getenv(name);
     if (text == NULL || *text == '\0') return fallback;
     char *end = NULL;
     long v = strtol(text, &end, 10);
     if (end != NULL && *end == '\0' && v >= lo && v <= hi) return v;
-    gpufl__warn("%s=%s is not %s from %ld to %ld; using %ld", name, text, what, lo, hi, fallback);
+    if (otherwise)
+        gpufl__warn("%s=%s is not %s from %ld to %ld; %s", name, text, what, lo, hi, otherwise);
+    else
+        gpufl__warn("%s=%s is not %s from %ld to %ld; using %ld", name, text, what, lo, hi,
+                    fallback);
     return fallback;
+}
+
+long gpufl__engine_env_long(const char *name, long lo, long hi, long fallback, const char *what) {
+    return gpufl__engine_env_long_else(name, lo, hi, fallback, what, NULL);
 }

@@ -99,6 +99,10 @@ int gpufl__engine_refusal(CUptiResult r);
  * what it should be: "a number of ms", "a whole percentage"). Tuning and
  * diagnosis knobs only (docs/options.md). */
 long gpufl__engine_env_long(const char *name, long lo, long hi, long fallback, const char *what);
+/* The same, the warning ending with otherwise (what the fallback means, as
+ * "the period adapts") instead of "using <fallback>". */
+long gpufl__engine_env_long_else(const char *name, long lo, long hi, long fallback,
+                                 const char *what, const char *otherwise);
 
 /* Failed calls: counted, the latest kept, written as one event per pass. */
 typedef struct gpufl_engine_errors {

@@ -217,18 +217,9 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     /* Knobs (docs/options.md): whether a context whose hardware buffer
      * filled is restarted, and how often the collector calls GetData. */
     p->restart_full = (int)gpufl__engine_env_long("GPUFL_PC_SAMPLING_RESTART", 0, 1, 0, "0 or 1");
-    long drain_ms = 0; /* unset or not valid: adapted */
-    const char *drain_text = getenv("GPUFL_PC_SAMPLING_DRAIN_MS");
-    if (drain_text != NULL && *drain_text != '\0') {
-        char *end = NULL;
-        drain_ms = strtol(drain_text, &end, 10);
-        if (end == NULL || *end != '\0' || drain_ms < 10 || drain_ms > 10000) {
-            gpufl__warn("GPUFL_PC_SAMPLING_DRAIN_MS=%s is not a number of ms from 10 to 10000; "
-                        "the period adapts (100 to 500 ms)",
-                        drain_text);
-            drain_ms = 0;
-        }
-    }
+    long drain_ms = /* 0, unset or not valid: adapted */
+        gpufl__engine_env_long_else("GPUFL_PC_SAMPLING_DRAIN_MS", 10, 10000, 0, "a number of ms",
+                                    "the period adapts (100 to 500 ms)");
     p->drain_fixed = drain_ms > 0;
     /* Adapted: from the shortest, growing while drains bring little. */
     p->drain_every_ns = p->drain_fixed ? drain_ms * 1000000LL : GPUFL_PCS_DRAIN_MIN_NS;

@@ -502,12 +502,13 @@ static void create_engines(gpufl_trace_source_t *t, const gpufl_settings_t *sett
                                 sizeof t->sassm_why))
             t->sassm = NULL;
     }
-    if ((e == GPUFL_ENGINE_PC_SAMPLING || e == GPUFL_ENGINE_DEEP) && gpufl__engine_patched()) {
+    if (e != GPUFL_ENGINE_PC_SAMPLING && e != GPUFL_ENGINE_DEEP) return;
+    if (gpufl__engine_patched()) {
         snprintf(t->pcs_why, sizeof t->pcs_why,
                  "SASS metrics counted earlier in this process, and CUPTI keeps the kernels "
                  "patched: samples would be CUPTI's non-user ones, and sampling after Deep "
                  "crashed CUPTI (docs/design/pc-sampling.md); start a new process");
-    } else if (e == GPUFL_ENGINE_PC_SAMPLING || e == GPUFL_ENGINE_DEEP) {
+    } else {
         gpufl_pcs_config_t cfg = {settings->pc_sampling_period,
                                   (int64_t)settings->flush_interval_ms * 1000000, 1,
                                   gpufl__sassm_sass_log(t->sassm), t->sassm != NULL};

@@ -647,19 +647,24 @@ static void another_cupti_client_present(void **state) {
     free_session(&d);
 }
 
+/* Has the fake CUPTI refuse the concurrent-kernel activity kind with error
+ * (a script in a scratch directory named dir, through GPUFL_FAKE_CUPTI,
+ * which the caller unsets). */
+static void refuse_kernel_activity(const char *dir, CUptiResult error) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/script.json", tu_scratch_dir(SUITE, dir));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"enable_errors\": {\"%d\": %d}}", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, error);
+    fclose(f);
+    setenv("GPUFL_FAKE_CUPTI", path, 1);
+}
+
 /* Profiling restricted to administrators: CUPTI refuses kernel activity.
  * gpufl runs Monitor, unsubscribed again, and says why. */
 static void insufficient_privileges(void **state) {
     (void)state;
-    const char *dir = tu_scratch_dir(SUITE, "privileges");
-    char path[1200];
-    snprintf(path, sizeof path, "%s/script.json", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"enable_errors\": {\"%d\": %d}}", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-            CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
-    fclose(f);
-    setenv("GPUFL_FAKE_CUPTI", path, 1);
+    refuse_kernel_activity("privileges", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
     gpufl_options_t o = trace_options("privileges");
     start(&o);
     assert_int_equal(fake.callbacks_on(), 0); /* the subscription was given back */
@@ -1926,14 +1931,7 @@ static void pc_sampling_refused_after_sass_metrics(void **state) {
     }
     /* CUPTI refusing Trace's activity kind too (as after Deep on an H100):
      * Monitor runs, and PC sampling keeps its own reason. */
-    char path[1200];
-    snprintf(path, sizeof path, "%s/script.json", tu_scratch_dir(SUITE, "pcs_after_sassm"));
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"enable_errors\": {\"%d\": %d}}", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-            CUPTI_ERROR_NOT_COMPATIBLE);
-    fclose(f);
-    setenv("GPUFL_FAKE_CUPTI", path, 1);
+    refuse_kernel_activity("pcs_after_sassm", CUPTI_ERROR_NOT_COMPATIBLE);
     gpufl_options_t o = trace_options("pcs_after_sassm_monitor");
     o.profiling_engine = GPUFL_ENGINE_PC_SAMPLING;
     start(&o);
