@@ -438,8 +438,9 @@ static void insight_row(row_t *w) {
 
 /* perf: the fixed columns, then one per metric name of the range_metrics
  * records (made by perf_defs, in the order first met). */
-static const gpufl_an_coldef_t perf_fixed[] = {{"ts_ns", I}, {"start_ns", I}, {"context", I},
-                                               {"scope", I}, {"path", S},     {"group", I}};
+static const gpufl_an_coldef_t perf_fixed[] = {{"ts_ns", I},   {"start_ns", I}, {"context", I},
+                                               {"scope", I},   {"path", S},     {"group", I},
+                                               {"settling", I}};
 #define PERF_FIXED    N_DEFS(perf_fixed)
 #define PERF_COLS_MAX 1024 /* metric columns kept; CUPTI's list is far shorter */
 
@@ -451,6 +452,7 @@ static void perf_row(row_t *w) {
     put_i(w, g->scope);
     put_sn(w, g->path);
     put_i(w, g->group);
+    put_i(w, g->settling != 0);
     while (w->c < w->t->ncols) {
         double v = NAN;
         json_t *x = json_object_get(g->metrics, w->t->defs[w->c].name);

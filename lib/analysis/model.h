@@ -471,6 +471,8 @@ typedef struct gpufl_model_range {
     int64_t path_id;  /* dict id of the scope path */
     const char *path; /* its string, "?" when undefined */
     int64_t group;    /* index into its context's groups; 0 when absent */
+    int settling;     /* among the first ranges after the profiler was configured (started,
+                         or switched group): its counters carry the profiler's effect */
     json_t *metrics;  /* CUPTI's name -> number, or null when not evaluated: its group's */
 } gpufl_model_range_t;
 

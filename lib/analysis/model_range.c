@@ -128,6 +128,10 @@ int gpufl__model_on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *po
     if (gpufl__reader_int(json_object_get(rec, "tid"), &tid) == 0 && tid >= 0) r.tid = tid;
     if (gpufl__reader_int(json_object_get(rec, "group"), &r.group) < 0 || r.group < 0)
         return gpufl__model_bad_line(m, pos, "range_metrics", "group is not an integer >= 0");
+    json_t *settling = json_object_get(rec, "settling");
+    if (settling && !json_is_boolean(settling))
+        return gpufl__model_bad_line(m, pos, "range_metrics", "settling is not a boolean");
+    r.settling = json_is_true(settling);
     const gpufl_model_range_context_t *c = range_context(m, r.context);
     if (c && (uint64_t)r.group >= c->n_groups)
         return gpufl__model_bad_line(m, pos, "range_metrics",

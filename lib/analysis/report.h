@@ -340,7 +340,8 @@ typedef struct gpufl_report_sassm {
 typedef struct gpufl_report_range_path {
     const char *path;
     size_t ranges, groups_seen;
-    double gpu_ns; /* summed gpu__time_duration.sum: the order of the table */
+    size_t settling_left_out; /* settling ranges the figures leave out (their group has others) */
+    double gpu_ns;            /* summed gpu__time_duration.sum: the order of the table */
     double sm_throughput_pct;
     const char *sm_limiter; /* the sm_throughput_of name at the maximum; NULL when none taken */
     double l2_hit_pct;
@@ -363,6 +364,7 @@ typedef struct gpufl_report_range {
     const gpufl_model_range_t **rows; /* by start time */
     size_t n_rows, total;
     size_t other_groups;              /* ranges not in rows: of groups past 0 */
+    size_t settling;                  /* ranges marked settling, of every group */
     gpufl_report_range_path_t *paths; /* by GPU time, the most first */
     size_t n_paths, paths_total;
 } gpufl_report_range_t;

@@ -156,9 +156,29 @@ static double path_l2_hit(const gpufl_model_range_t *const *rs, size_t n) {
     return hit + miss > 0 ? 100 * hit / (hit + miss) : NAN; /* false when either is NAN */
 }
 
-/* The figures of the ranges rs[0..n) of one path, sorted by group. */
+/* Into use, the ranges of rs[0..n) (sorted by group) that the figures
+ * take: of each group the settled ones, or all of them where every range
+ * of the group is settling. Returns how many; *left counts those set aside. */
+static size_t settled(const gpufl_model_range_t *const *rs, size_t n,
+                      const gpufl_model_range_t **use, size_t *left) {
+    size_t k = 0;
+    *left = 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        size_t calm = 0;
+        for (j = i; j < n && rs[j]->group == rs[i]->group; j++) calm += !rs[j]->settling;
+        for (size_t q = i; q < j; q++)
+            if (!calm || !rs[q]->settling)
+                use[k++] = rs[q];
+            else
+                (*left)++;
+    }
+    return k;
+}
+
+/* The figures of the ranges rs[0..n) of one path, sorted by group; use:
+ * scratch of n. */
 static void path_figures(const gpufl_report_range_t *s, const gpufl_model_range_t *const *rs,
-                         size_t n, gpufl_report_range_path_t *p) {
+                         size_t n, const gpufl_model_range_t **use, gpufl_report_range_path_t *p) {
     memset(p, 0, sizeof *p);
     p->path = rs[0]->path;
     p->ranges = n;
@@ -167,8 +187,9 @@ static void path_figures(const gpufl_report_range_t *s, const gpufl_model_range_
         p->groups_seen += i == 0 || rs[i]->group != rs[i - 1]->group;
         if (metric(rs[i], GPU_TIME, &t) == 0) p->gpu_ns += t;
     }
-    path_sm_throughput(s, rs, n, p);
-    p->l2_hit_pct = path_l2_hit(rs, n);
+    size_t k = settled(rs, n, use, &p->settling_left_out);
+    path_sm_throughput(s, use, k, p);
+    p->l2_hit_pct = path_l2_hit(use, k);
 }
 
 /* The end of the run of ranges of byp[i]'s path. */
@@ -186,11 +207,16 @@ static int build_paths(const gpufl_model_t *m, gpufl_report_range_t *s,
     qsort(byp, n, sizeof *byp, cmp_path);
     for (size_t i = 0; i < n; i = path_end(byp, n, i)) n_paths++;
     s->paths = malloc(n_paths * sizeof *s->paths);
-    if (!s->paths) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
+    const gpufl_model_range_t **use = malloc((n ? n : 1) * sizeof *use);
+    if (!s->paths || !use) {
+        free(use);
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
+    }
     for (size_t i = 0, j; i < n; i = j) {
         j = path_end(byp, n, i);
-        path_figures(s, byp + i, j - i, &s->paths[s->paths_total++]);
+        path_figures(s, byp + i, j - i, use, &s->paths[s->paths_total++]);
     }
+    free(use);
     qsort(s->paths, s->paths_total, sizeof *s->paths, cmp_path_time);
     s->n_paths =
         s->paths_total < GPUFL_REPORT_RANGE_ROWS_MAX ? s->paths_total : GPUFL_REPORT_RANGE_ROWS_MAX;
@@ -226,6 +252,7 @@ int gpufl__report_build_range(const gpufl_model_t *m, gpufl_report_range_t *s) {
     int rc = build_paths(m, s, s->rows);
     if (rc) return rc;
     for (size_t i = 0; i < m->n_ranges; i++) {
+        s->settling += m->ranges[i].settling != 0;
         if (s->n_groups > 1 && m->ranges[i].group != 0)
             s->other_groups++;
         else
@@ -256,7 +283,7 @@ typedef struct range_table {
 
 static void range_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
     const gpufl_model_range_t *g = s->rows[row];
-    snprintf(c[0], CELL, "%s", g->path);
+    snprintf(c[0], CELL, "%s%s", g->path, g->settling ? " *" : "");
     for (size_t i = 0; i < N_COLUMNS; i++) {
         double v;
         char *b = c[i + 1];
@@ -402,7 +429,7 @@ static size_t fields(const gpufl_report_range_t *s, const char *label[RANGE_FIEL
     return n;
 }
 
-#define NOTE_BYTES 600
+#define NOTE_BYTES 800
 
 static void rows_note(const gpufl_report_range_t *s, char *buf, size_t size) {
     size_t k = 0;
@@ -415,17 +442,21 @@ static void rows_note(const gpufl_report_range_t *s, char *buf, size_t size) {
                           " Ranges of the other groups (%zu) are not listed: they count in the "
                           "figures per scope path.",
                           s->other_groups);
-    /* Measured on an H100 (docs/gpu-results/2026-11-22-range-profiler.md, "The one miss"). */
-    gpufl__report_cat(buf, size, &k,
-                      " DRAM bytes written include what the scope's kernels left dirty in L2, "
-                      "written back within the range (Nsight Compute's range replay counts "
-                      "less): a scope that writes mostly to L2 reads high.");
+    /* Measured on an H100 (docs/design/range-profiler.md, "Settling"). */
+    if (s->settling)
+        gpufl__report_cat(buf, size, &k,
+                          " * settling (%zu of all ranges): one of the first ranges on its "
+                          "context after the profiler was configured (started, or switched "
+                          "metric group); its DRAM writes include what L2 then held dirty and "
+                          "its time may run long.",
+                          s->settling);
 }
 
 static void paths_note(const gpufl_report_range_t *s, char *buf, size_t size) {
     snprintf(buf, size,
              "One row per scope path, by GPU time (%zu of %zu): its ranges of every group, "
-             "weighted by GPU time. SM throughput is sm__throughput, else the largest of the "
+             "weighted by GPU time, less the settling ones of a group that has others. SM "
+             "throughput is sm__throughput, else the largest of the "
              "metrics it is the maximum of (SM limiter); L2 hit is lts__t_sector_hit_rate, else "
              "lookup hits / sectors, else lookup hits / (hits + misses). These combine different "
              "instances of the scope, so they assume its instances do similar work.",
@@ -488,6 +519,7 @@ static json_t *range_json(const gpufl_model_range_t *g) {
     json_object_set_new(o, "tid", g->tid < 0 ? json_null() : json_integer(g->tid));
     json_object_set_new(o, "start_ns", json_integer(g->start_ns));
     json_object_set_new(o, "end_ns", json_integer(g->ts_ns));
+    json_object_set_new(o, "settling", json_boolean(g->settling));
     for (size_t i = 0; i < N_COLUMNS; i++) {
         double v;
         json_object_set_new(o, columns[i].json,
@@ -512,6 +544,7 @@ static json_t *path_json(const gpufl_report_range_t *s, const gpufl_report_range
     json_object_set_new(o, "scope_path", json_string(p->path));
     json_object_set_new(o, "ranges", json_integer((json_int_t)p->ranges));
     json_object_set_new(o, "groups_seen", json_integer((json_int_t)p->groups_seen));
+    json_object_set_new(o, "settling_left_out", json_integer((json_int_t)p->settling_left_out));
     json_object_set_new(o, "groups", json_integer((json_int_t)s->n_groups));
     json_object_set_new(o, "sm_throughput_pct", pct_json(p->sm_throughput_pct));
     json_object_set_new(o, "sm_throughput_limiter",

@@ -127,6 +127,7 @@ typedef struct rp_range {
     uint64_t scope;
     int32_t tid;
     int64_t begin_ns, end_ns; /* CLOCK_MONOTONIC at push and pop; end 0 while open */
+    int settling;             /* one of the first GPUFL_RP_SETTLE_RANGES after a configuration */
     char path[GPUFL_RP_PATH_BYTES];
 } rp_range_t;
 
@@ -159,6 +160,8 @@ typedef struct rp_ctx {
     int64_t switch_ns; /* spent on them */
     int64_t last_switch_ns; /* the last switch's cost (before one: the first Start's) */
     int collecting;         /* between Start and Stop */
+    int fresh;              /* the collection began with a configuration (first Start, switch) */
+    uint64_t since_config;  /* ranges pushed since the last configuration */
     int open;               /* a range is open (CUPTI keeps one stack per context) */
     rp_range_t *ranges;     /* pushed since the last decode */
     size_t pending;
@@ -208,6 +211,7 @@ struct gpufl_rp {
     gpufl_launch_hooks_t hooks;
     gpufl_engine_errors_t errors;
     uint64_t contexts, ranges_pushed, ranges_written, decodes, dropped, lost, over_capacity;
+    uint64_t settling_written;
     uint64_t unprofiled, open_at_end;
     _Atomic uint64_t nested, concurrent, no_context;
     int64_t decode_ns_total;
@@ -709,6 +713,8 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
     x->configured = g;
     x->collecting = 1;
     x->pending = 0;
+    x->fresh = switching || first;
+    if (x->fresh) x->since_config = 0;
     if (switching) { /* disable, enable and the Start that programs the counters */
         x->last_switch_ns = gpufl__mono_ns() - t0;
         x->switch_ns += x->last_switch_ns;
@@ -855,6 +861,7 @@ static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
         range->scope = 0; /* evaluated */
         s->result_count++;
         s->ranges_written++;
+        s->settling_written += range->settling != 0;
     }
 }
 
@@ -987,6 +994,7 @@ static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint
     r->tid = gpufl__thread_id();
     r->begin_ns = gpufl__mono_ns();
     r->end_ns = 0;
+    r->settling = x->since_config++ < GPUFL_RP_SETTLE_RANGES;
     memcpy(r->path, t->path, sizeof r->path);
     x->open = 1;
     s->ranges_pushed++;
@@ -1017,8 +1025,11 @@ static void on_end(void *user, uint64_t id, uint32_t depth) {
             break;
         }
     /* Decoding waits for the context's work: only when the image is full
-     * or the interval has passed, and only on a thread where it is current. */
-    if ((x->pending == GPUFL_RP_RANGES_MAX || gpufl__mono_ns() >= x->decode_due_ns) &&
+     * or the interval has passed (after a configuration, once a range past
+     * the settling ones is in), and only on a thread where it is current. */
+    int due = gpufl__mono_ns() >= x->decode_due_ns &&
+              (!x->fresh || x->since_config > GPUFL_RP_SETTLE_RANGES);
+    if ((x->pending == GPUFL_RP_RANGES_MAX || due) &&
         gpufl__cuda_current_context(s->cuda) == x->ctx)
         decode(s, x, 1);
 out:
@@ -1166,6 +1177,7 @@ static void write_results(gpufl_rp_t *s) {
         gpufl__buf_kv_i64(b, "path", path);
         gpufl__buf_kv_i64(b, "tid", r->range.tid);
         gpufl__buf_kv_i64(b, "group", r->group);
+        if (r->range.settling) put_bool(b, "settling", 1);
         gpufl__buf_key(b, "metrics");
         gpufl__buf_putc(b, '{');
         const char *missing[GPUFL_RP_METRICS_MAX];
@@ -1205,19 +1217,14 @@ void gpufl__rp_poll(gpufl_rp_t *s) {
 static void write_stats(gpufl_rp_t *s) {
     gpufl_rp_stats_t st;
     gpufl__rp_stats(s, &st);
-    const gpufl_engine_count_t v[] = {{"contexts", st.contexts},
-                                      {"ranges_pushed", st.ranges_pushed},
-                                      {"ranges", st.ranges},
-                                      {"decodes", st.decodes},
-                                      {"nested", st.nested},
-                                      {"concurrent", st.concurrent},
-                                      {"no_context", st.no_context},
-                                      {"unprofiled", st.unprofiled},
-                                      {"over_capacity", st.over_capacity},
-                                      {"dropped", st.dropped},
-                                      {"lost", st.lost},
-                                      {"open_at_end", st.open_at_end},
-                                      {"errors", st.errors}};
+    const gpufl_engine_count_t v[] = {
+        {"contexts", st.contexts},       {"ranges_pushed", st.ranges_pushed},
+        {"ranges", st.ranges},           {"decodes", st.decodes},
+        {"settling", st.settling},       {"nested", st.nested},
+        {"concurrent", st.concurrent},   {"no_context", st.no_context},
+        {"unprofiled", st.unprofiled},   {"over_capacity", st.over_capacity},
+        {"dropped", st.dropped},         {"lost", st.lost},
+        {"open_at_end", st.open_at_end}, {"errors", st.errors}};
     gpufl_buf_t *b =
         gpufl__engine_stats_begin(s->collector, "range_profiler_stats", v, sizeof v / sizeof v[0]);
     gpufl__buf_key(b, "decode_ms");
@@ -1260,6 +1267,7 @@ void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out) {
     out->ranges_pushed = s->ranges_pushed;
     out->ranges = s->ranges_written;
     out->decodes = s->decodes;
+    out->settling = s->settling_written;
     out->nested = atomic_load(&s->nested);
     out->concurrent = atomic_load(&s->concurrent);
     out->no_context = atomic_load(&s->no_context);

@@ -32,7 +32,12 @@
  * - Each range is pushed under its scope's id, so CUPTI never merges two
  *   scopes of one name. Ranges are decoded on the scope's thread at the end
  *   of a range when the image is full or a flush interval has passed (a
- *   decode waits for the context's work), and at finish on the collector.
+ *   decode waits for the context's work; after a configuration, not before
+ *   the collection holds a range past the settling ones), and at finish on
+ *   the collector.
+ * - The first GPUFL_RP_SETTLE_RANGES ranges after each configuration of a
+ *   context are written with "settling": their counters carry the
+ *   profiler's own effect, and the analysis prefers the others.
  * - Threads: the scope hooks run on application threads and take the
  *   engine's lock (they are not inside CUPTI callbacks); the context
  *   destroy callback waits for it 2 s at most; poll and finish run on
@@ -57,11 +62,20 @@
 #define GPUFL_RP_RANGES_MAX   128 /* ranges one counter data image holds between decodes */
 #define GPUFL_RP_RESULTS_MAX  65536 /* evaluated ranges waiting for the collector */
 #define GPUFL_RP_PATH_BYTES   256   /* scope path kept per range (longer ones are cut) */
+/* Ranges marked settling after each configuration of a context (its first
+ * Start, and every metric-group switch): measured on an H100, the kernels
+ * of the first two ranges that run any after it write back to DRAM what L2
+ * held dirty, and the first runs slower (docs/design/range-profiler.md,
+ * "Settling"); one more covers an empty range before them. A collection
+ * begun by a configuration is decoded on the flush interval only once it
+ * holds a range past these. */
+#define GPUFL_RP_SETTLE_RANGES 3
 
 typedef struct gpufl_rp gpufl_rp_t;
 
 typedef struct gpufl_rp_stats {
     uint64_t contexts, ranges_pushed, ranges, decodes;
+    uint64_t settling; /* of ranges: written with "settling" */
     uint64_t nested, concurrent, no_context, unprofiled, over_capacity, dropped, lost, open_at_end;
     uint64_t errors;
     double decode_ms, stop_ms, start_ms; /* decode_ms holds the other two */

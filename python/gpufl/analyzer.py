@@ -18,9 +18,10 @@ from . import _gpufl
 __all__ = ["GpuFlightSession", "PERF_COLUMNS", "PROFILE_COLUMNS"]
 
 #: The first columns of GpuFlightSession.perf (hardware counters per profiled
-#: scope, RangeProfiler engine); one float column per CUPTI metric name the
+#: scope, RangeProfiler engine; settling is 1 on the first ranges after the
+#: profiler was configured); one float column per CUPTI metric name the
 #: session's range_metrics records hold follows them (NaN where not evaluated).
-PERF_COLUMNS = ("ts_ns", "start_ns", "context", "scope", "path", "group")
+PERF_COLUMNS = ("ts_ns", "start_ns", "context", "scope", "path", "group", "settling")
 
 #: Columns of GpuFlightSession.scopes: the rows of pc_samples and
 #: sass_metrics together, `source` telling which ("pc_sampling",

@@ -57,6 +57,12 @@ where what a range's first launch finds in L2 depends on the kernel run
 before) are noise for the rate, and 5 % of so small a count is no measure of
 fidelity. A row that passes only through a slack says "ok (slack)".
 
+Settling ranges (range_metrics "settling": the first ranges on a context
+after the profiler was configured there, at its start and at each switch of
+metric group, whose kernels write back what L2 then held dirty and run
+slower) are set aside on a path wherever their group has other ranges of the
+path; the per-path line says how many. --keep-settling compares them too.
+
 A second reference, --ncu-range CSV: ncu's range replay of the same program
 with PCS_KERNELS_PROFILER_RANGES=1 and R = 1 (`ncu --replay-mode range`, the
 options above), one row per cudaProfilerStart/Stop range ("Kernel Name"
@@ -82,7 +88,7 @@ decides it and every derived value could be compared, 1 otherwise (or when
 none could be compared, or a path has no ranges), 2 on unusable input (an
 --ncu-range CSV without one range per kernel included).
 Usage: check_range_fidelity.py SESSION NCU_CSV [--launches-per-scope N] [--tolerance-pct 5]
-                               [--abs-slack 0.5] [--bytes-slack-frac 1e-4]
+                               [--abs-slack 0.5] [--bytes-slack-frac 1e-4] [--keep-settling]
                                [--ncu-range CSV [--ncu-range-launches N]]
        check_range_fidelity.py SESSION --metrics   (prints the ncu metric list)
 """
@@ -235,6 +241,14 @@ def ours_rate(metric, recs):
     if not pairs:
         return None, 0
     return sum(v for v, _ in pairs) / sum(t for _, t in pairs), len(pairs)
+
+
+def settled(recs):
+    """(the ranges to compare, how many were set aside): of each group the ranges without
+    "settling", or all of the group's when every one of them is settling."""
+    calm = {int(r.get("group", 0)) for r in recs if r.get("settling") is not True}
+    kept = [r for r in recs if r.get("settling") is not True or int(r.get("group", 0)) not in calm]
+    return kept, len(recs) - len(kept)
 
 
 def ranges_with(recs, names):
@@ -428,6 +442,8 @@ def main():
                          "reference of the counters that depend on L2's contents")
     ap.add_argument("--ncu-range-launches", type=int, default=0,
                     help="launches in each of ncu's ranges (default --launches-per-scope)")
+    ap.add_argument("--keep-settling", action="store_true",
+                    help="compare the settling ranges too (the first after each configuration)")
     ap.add_argument("--metrics", action="store_true",
                     help="print the metric list for ncu (groups, left out, references), and exit")
     a = ap.parse_args()
@@ -468,7 +484,9 @@ def main():
     paths_missing = 0
     for k in KERNELS:
         print()
-        recs = ranges.get(k, [])
+        recs, set_aside = ranges.get(k, []), 0
+        if not a.keep_settling:
+            recs, set_aside = settled(recs)
         mine = [l["metrics"] for l in launches if l["kernel"] == k]
         if not recs or not mine:
             print(f"{k}: {len(recs)} range_metrics records, {len(mine)} ncu launches: "
@@ -483,7 +501,8 @@ def main():
         sectors = first_known(ours_value(L2_SECTORS, recs, lpr)[0], ncu_value(L2_SECTORS, mine),
                               in_range(L2_SECTORS))
         count_slack = a.abs_slack / 100.0 * sectors if sectors else None
-        print(f"{k}: {len(recs)} ranges, groups {' '.join(str(g) for g in sorted(seen))} seen "
+        print(f"{k}: {len(recs)} ranges ({set_aside} settling set aside), groups "
+              f"{' '.join(str(g) for g in sorted(seen))} seen "
               f"({len(seen)} of {n_groups}), {lpr} launches per range"
               f"{'' if a.launches_per_scope else ' (as ncu)'}; ncu {len(mine)} launches"
               f"{f', range replay {nr} per range' if a.ncu_range else ''}; DRAM "

@@ -32,6 +32,13 @@
 // its own, l2_clean_read, which no scope or profiler range holds; ncu's
 // kernel replay must be told to leave it out (its save and restore of memory
 // around a profiled launch would dirty L2 again).
+// With PCS_KERNELS_SETTLE=K (and R > 1), K launches of one kernel right after
+// engine_start, outside any scope, then a device synchronize: the kernel is
+// PCS_KERNELS_SETTLE_KERNEL (a name above, "nop" for an empty kernel of one
+// block, "memset" for a 4-byte cudaMemsetAsync) or else each measured kernel in
+// turn. They take the launches that follow the range profiler's start, which
+// write back what L2 holds dirty (docs/design/range-profiler.md, "Settling"),
+// out of the first scopes.
 // Usage: [PCS_KERNELS_SCOPES=R] pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
@@ -62,6 +69,9 @@ extern "C" __global__ void l2_clean_read(uint4 *scratch, size_t n) {
     }
     if (bits != 0) scratch[0].x = bits;
 }
+
+// An empty kernel, for PCS_KERNELS_SETTLE_KERNEL=nop.
+extern "C" __global__ void settle_nop() {}
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -148,6 +158,23 @@ int main(int argc, char **argv) {
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());
         gpufl_scope_end(gpufl_scope_begin("engine_start", nullptr));
+        const char *settle_env = std::getenv("PCS_KERNELS_SETTLE");
+        const int settle = settle_env && *settle_env ? std::atoi(settle_env) : 0;
+        const char *settle_kernel = std::getenv("PCS_KERNELS_SETTLE_KERNEL");
+        int *word = nullptr;
+        if (settle_kernel && std::strcmp(settle_kernel, "memset") == 0)
+            CHECK(cudaMalloc(&word, sizeof *word));
+        for (int i = 0; word && i < settle; ++i) CHECK(cudaMemsetAsync(word, i, sizeof *word));
+        for (int i = 0; settle_kernel && std::strcmp(settle_kernel, "nop") == 0 && i < settle; ++i)
+            settle_nop<<<1, 32>>>();
+        for (int k = 0; k < 4 && settle > 0; ++k) {
+            const bool chosen = settle_kernel && *settle_kernel
+                                    ? std::strcmp(settle_kernel, names[k]) == 0
+                                    : !only || std::strcmp(only, names[k]) == 0;
+            for (int i = 0; chosen && i < settle; ++i) launch(k);
+        }
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
     }
     const char *ranges_env = std::getenv("PCS_KERNELS_PROFILER_RANGES");
     const bool profiler_ranges = ranges_env && std::strcmp(ranges_env, "1") == 0;

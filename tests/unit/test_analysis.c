@@ -120,7 +120,7 @@ static void test_analysis_perf(void **state) {
     size_t rows = 0, cols = 0;
     assert_int_equal(gpufl_analysis_table(a, GPUFL_TABLE_PERF, &rows, &cols), 0);
     assert_int_equal(rows, 2);
-    assert_int_equal(cols, 6 + 11);
+    assert_int_equal(cols, 7 + 11);
     assert_string_equal(gpufl_table_name(GPUFL_TABLE_PERF), "perf");
     gpufl_column_t c = column(a, GPUFL_TABLE_PERF, "gpu__time_duration.sum");
     assert_int_equal(c.type, GPUFL_COLUMN_DOUBLE);
@@ -133,6 +133,9 @@ static void test_analysis_perf(void **state) {
     c = column(a, GPUFL_TABLE_PERF, "group");
     assert_int_equal(c.type, GPUFL_COLUMN_INT64);
     assert_int_equal(((const int64_t *)c.data)[1], 0); /* a log without groups */
+    c = column(a, GPUFL_TABLE_PERF, "settling");
+    assert_int_equal(c.type, GPUFL_COLUMN_INT64);
+    assert_int_equal(((const int64_t *)c.data)[0], 1);
     gpufl_analysis_close(a);
 }
 

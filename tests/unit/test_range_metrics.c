@@ -265,8 +265,7 @@ static void test_range_groups_l2_hit(void **state) {
     assert_non_null(strstr(text, "One row per profiled scope of metric group 0, by start time (3 "
                                  "of 3); values over the range's elapsed time, gaps between its "
                                  "kernels included. Ranges of the other groups (2) are not "
-                                 "listed: they count in the figures per scope path. DRAM bytes "
-                                 "written include what the scope's kernels left dirty in L2"));
+                                 "listed: they count in the figures per scope path.\n"));
     assert_non_null(strstr(text, "  metric groups      2, one per collection: group 0, and the "
                                  "others in turn as the switch budget allows; the metrics "
                                  "above are group 0; 1: gpu__time_duration.sum, "
@@ -367,9 +366,8 @@ static void test_range_groups_old_log(void **state) {
     json_decref(doc);
     char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
     assert_non_null(strstr(text, "One row per profiled scope, by start time (4 of 4); values over "
-                                 "the range's elapsed time, gaps between its kernels included. "
-                                 "DRAM bytes written include what the scope's kernels left "
-                                 "dirty in L2, written back within the range"));
+                                 "the range's elapsed time, gaps between its kernels included.\n"));
+    assert_null(strstr(text, " * settling")); /* a log from before settling marks none */
     assert_null(strstr(text, "metric groups"));
     assert_null(strstr(text, "SM throughput of"));
     assert_non_null(strstr(text, "  step        2     1/1              -  -            50.0%\n"));
@@ -436,8 +434,59 @@ static void test_range_l2_hit_without_hits(void **state) {
     if (!unknown) fail_msg("l2_hit_pct is %g with no lookup hit seen", v); /* fails: 100 */
 }
 
+/* Ranges marked settling (the first after the profiler was configured):
+ * marked in the range table and the JSON, left out of a path's figures
+ * where their group has others, kept where it has none; a settling that
+ * is not a boolean makes the line bad. */
+#define SETTLING ",\"settling\":true"
+static void test_range_settling(void **state) {
+    (void)state;
+    const char *lines[] = {
+        RP "\"chip\":\"GH100\",\"metrics\":[" T "," HIT "," SECTORS "],\"groups\":[[" T "," HIT
+           "," SECTORS "],[" T "," MISS "]]}",
+        "{\"type\":\"dict\",\"v\":1,\"id\":[2],\"str\":[\"eval\"]}",
+        /* step, group 0: the settling range would read 90 %, the others 50 % */
+        RANGE(1, 1, G(0) SETTLING, T ":1000," HIT ":900," SECTORS ":1000"),
+        RANGE(2, 1, G(0), T ":1000," HIT ":500," SECTORS ":1000"),
+        RANGE(3, 1, G(0), T ":3000," HIT ":1500," SECTORS ":3000"),
+        /* eval: every range of group 0 settling, so they count */
+        RANGE(4, 2, G(0) SETTLING, T ":1000," HIT ":200," SECTORS ":1000"),
+        RANGE(5, 2, G(1) SETTLING, T ":1000," MISS ":5"),
+        RANGE(6, 1, G(0) ",\"settling\":1", T ":1000," HIT ":1," SECTORS ":1"),
+    };
+    gpufl_model_t *m = load_lines("settling", lines, sizeof lines / sizeof lines[0]);
+    assert_int_equal(m->read.corrupt_lines, 1);
+    assert_true(has_warning(m, "range_metrics: settling is not a boolean"));
+    assert_int_equal(m->n_ranges, 5);
+    assert_true(m->ranges[0].settling);
+    assert_false(m->ranges[1].settling);
+
+    json_t *doc, *hc = counters_json(m, &doc);
+    json_t *step = scope_of(hc, "step"), *eval = scope_of(hc, "eval");
+    assert_float_equal(number(step, "l2_hit_pct"), 50, 1e-9);
+    assert_int_equal(number(step, "settling_left_out"), 1);
+    assert_int_equal(number(step, "ranges"), 3);
+    assert_float_equal(number(eval, "l2_hit_pct"), 20, 1e-9);
+    assert_int_equal(number(eval, "settling_left_out"), 0);
+    json_t *ranges = json_object_get(hc, "ranges");
+    assert_int_equal(json_array_size(ranges), 4);
+    assert_true(json_is_true(json_object_get(json_array_get(ranges, 0), "settling")));
+    assert_true(json_is_false(json_object_get(json_array_get(ranges, 1), "settling")));
+    json_decref(doc);
+
+    char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
+    assert_non_null(strstr(text, " * settling (3 of all ranges): one of the first ranges on its "
+                                 "context after the profiler was configured"));
+    assert_non_null(strstr(text, "  step *  "));
+    assert_non_null(strstr(text, "  eval *  "));
+    assert_non_null(strstr(text, "less the settling ones of a group that has others."));
+    free(text);
+    gpufl__model_destroy(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_range_settling),
         cmocka_unit_test(test_range_malformed),
         cmocka_unit_test(test_range_not_shown),
         cmocka_unit_test(test_range_groups_l2_hit),

@@ -18,6 +18,7 @@
 #include "nvidia/engine.h"
 #include "nvidia/launch.h"
 #include "nvidia/pc_sampling.h"
+#include "nvidia/range_profiler.h"
 
 #include <cuda.h>
 #include <cupti.h>
@@ -2242,10 +2243,13 @@ static void range_profiler_scopes_become_ranges(void **state) {
  * and holding that group's metrics. */
 static void range_profiler_groups_rotate(void **state) {
     (void)state;
-    /* A decode, and the next group, after every range; switching costs no limit. */
+    /* A decode, and the next group, at every range end past the flush
+     * interval, once a collection begun by a configuration (the first, and
+     * each switch) holds a range past the settling ones; switching costs no
+     * limit. */
     start_range("range_groups", 1, "100");
     assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 20; i++) {
         gpufl_scope_t step = gpufl_scope_begin("step", NULL);
         assert_int_equal(fake.range_work(CTX_A, 1 + i), 0);
         usleep(3000); /* past the flush interval: the range's end decodes */
@@ -2276,14 +2280,21 @@ static void range_profiler_groups_rotate(void **state) {
             "sm__instruction_throughput_internal_activity.avg.pct_of_peak_sustained_elapsed")),
         "needs 2 passes"));
     assert_null(json_object_get(left, "lts__t_sectors_lookup_miss.sum"));
-    const int expect[10] = {0, 1, 0, 2, 0, 3, 0, 4, 0, 5};
+    /* Four ranges a collection (three settling and one past them), groups
+     * 0, 1, 0, 2, 0. */
+    const int expect[20] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0};
     size_t n = 0;
     for (size_t i = 0; i < d.device.n; i++) {
         json_t *j = d.device.v[i];
         if (strcmp(tu_type(j), "range_metrics") != 0) continue;
-        assert_true(n < 10);
+        assert_true(n < 20);
         int64_t g = field(j, "group");
         assert_int_equal(g, expect[n]);
+        json_t *settling = json_object_get(j, "settling");
+        if (n % 4 < GPUFL_RP_SETTLE_RANGES)
+            assert_true(json_is_true(settling));
+        else
+            assert_null(settling); /* written only when true */
         json_t *metrics = json_object_get(j, "metrics");
         json_t *names = json_array_get(groups, (size_t)g);
         assert_int_equal(json_object_size(metrics), json_array_size(names));
@@ -2295,9 +2306,10 @@ static void range_profiler_groups_rotate(void **state) {
                     1000.0 * (double)(n + 1));
         n++;
     }
-    assert_int_equal(n, 10);
-    assert_int_equal(range_stat(&d, "decodes"), 11); /* and the empty one at finish */
-    assert_int_equal(range_stat(&d, "switches"), 10);
+    assert_int_equal(n, 20);
+    assert_int_equal(range_stat(&d, "decodes"), 6); /* and the empty one of group 3 at finish */
+    assert_int_equal(range_stat(&d, "switches"), 5);
+    assert_int_equal(range_stat(&d, "settling"), 15);
     assert_int_equal(range_stat(&d, "lost"), 0);
     assert_int_equal(range_stat(&d, "errors"), 0);
     free_session(&d);
@@ -2350,10 +2362,16 @@ static void range_profiler_switch_budget(void **state) {
             assert_int_equal(others, 0);
             assert_int_equal(field(stats, "switches"), 0);
         } else {
-            /* Some other groups, never two in a row, and no more switching
-             * than the share allows (plus the excursion that crossed it). */
+            /* Some other groups, one at a time, each visit holding a range
+             * past the settling ones unless the run ended it, and no more
+             * switching than the share allows (plus the excursion that
+             * crossed it). */
             assert_true(others >= 1 && others < 20);
-            for (size_t i = 1; i < n; i++) assert_false(groups[i] != 0 && groups[i - 1] != 0);
+            for (size_t i = 0, j; i < n; i = j) {
+                for (j = i + 1; j < n && groups[j] == groups[i];) j++;
+                if (groups[i] != 0 && j < n) assert_true(j - i > GPUFL_RP_SETTLE_RANGES);
+                if (j < n) assert_true(groups[i] == 0 || groups[j] == 0);
+            }
             assert_true(switch_ms <= 0.30 * (double)elapsed / 1e6 + 2 * 4.0 * 2);
         }
         free_session(&d);
