@@ -150,6 +150,7 @@ typedef struct rp_ctx {
     int announced;
     char error[240];
     int64_t started_ns, enable_ns;
+    int at_creation; /* started in the context-created callback (init came before the context) */
     CUpti_RangeProfiler_Object *object;
     uint8_t *data[GPUFL_RP_GROUPS_MAX]; /* a counter data image per metric group */
     size_t data_size[GPUFL_RP_GROUPS_MAX];
@@ -611,6 +612,15 @@ static rp_device_t *configure_device(gpufl_rp_t *s, CUcontext ctx, uint32_t devi
     return d;
 }
 
+/* A device's groups freed and its state back to not tried. */
+static void forget_device(gpufl_rp_t *s, rp_device_t *d) {
+    for (int g = 0; g < d->groups; g++) {
+        host_free(s, d->group[g].host);
+        free(d->group[g].config);
+    }
+    memset(d, 0, sizeof *d);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Collection on a context                                                  */
 /* ---------------------------------------------------------------------- */
@@ -774,6 +784,43 @@ disable:;
     dis.pRangeProfilerObject = x->object;
     s->fn.disable(&dis);
     x->object = NULL;
+}
+
+/* The context-created callback, on the creating thread inside CUPTI's
+ * callback. With init before the context, the profiler starts here, before
+ * the context's first kernel: choosing the metrics and the first Start
+ * (about 1 s on an H100) are paid at context creation instead of inside the
+ * first scope, and no kernel has left L2 dirty yet. When it cannot start
+ * here (another thread holds the engine's lock, or CUPTI refuses inside
+ * the callback), nothing of the attempt is kept and the first scope on the
+ * context starts it, as when init comes late. */
+static void context_created(gpufl_rp_t *s, CUcontext ctx) {
+    if (ctx == NULL || pthread_mutex_trylock(&s->lock) != 0) return;
+    int known = 0;
+    for (int i = 0; i < s->ctx_count; i++)
+        known |= s->ctx[i].ctx == ctx && s->ctx[i].state != CTX_FREE;
+    if (!known && !atomic_load(&s->finished) && s->ctx_count < GPUFL_RP_CONTEXTS_MAX) {
+        uint32_t device = 0;
+        rp_device_t *d = s->fn.device_id(ctx, &device) == CUPTI_SUCCESS &&
+                                 device < GPUFL_RP_DEVICES_MAX && s->devices[device].state == 0
+                             ? &s->devices[device]
+                             : NULL; /* tried here first: forgotten if it fails here */
+        int pushed = gpufl__cuda_push_context(s->cuda, ctx) == 0;
+        rp_ctx_t *x = &s->ctx[s->ctx_count++];
+        x->ctx = ctx;
+        enable_context(s, x);
+        if (pushed) gpufl__cuda_pop_context(s->cuda);
+        if (x->state == CTX_ON) {
+            x->at_creation = 1;
+        } else { /* the first scope tries again, the device's choice too */
+            if (d != NULL && d->state == -1) forget_device(s, d);
+            for (int g = 0; g < GPUFL_RP_GROUPS_MAX; g++) free(x->data[g]);
+            free(x->ranges);
+            memset(x, 0, sizeof *x);
+            s->ctx_count--;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* Lock held. A context that cannot be profiled is said once, aloud, and
@@ -1081,8 +1128,9 @@ static void context_destroying(gpufl_rp_t *s, CUcontext ctx) {
 
 static void on_resource(void *user, uint32_t cbid, const void *data) {
     const CUpti_ResourceData *r = data;
-    if (r != NULL && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
-        context_destroying(user, r->context);
+    if (r == NULL) return;
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) context_created(user, r->context);
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) context_destroying(user, r->context);
 }
 
 static int on_context_seen(void *user, void *context) {
@@ -1129,6 +1177,7 @@ static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
     gpufl__buf_kv_i64(b, "context", x->id);
     gpufl__buf_key(b, "enable_ms");
     gpufl__buf_put_fixed(b, (double)x->enable_ns / 1e6, 1);
+    gpufl__buf_kv_str(b, "started_at", x->at_creation ? "context_created" : "first_scope");
     if (x->state == CTX_FAILED && !x->ran) { /* never collected: why (a later stop is an event) */
         gpufl__buf_kv_str(b, "error", x->error);
     } else if (d != NULL) {
@@ -1295,11 +1344,7 @@ void gpufl__rp_destroy(gpufl_rp_t *s) {
         for (int g = 0; g < GPUFL_RP_GROUPS_MAX; g++) free(s->ctx[i].data[g]);
         free(s->ctx[i].ranges);
     }
-    for (int d = 0; d < GPUFL_RP_DEVICES_MAX; d++)
-        for (int g = 0; g < s->devices[d].groups; g++) {
-            host_free(s, s->devices[d].group[g].host);
-            free(s->devices[d].group[g].config);
-        }
+    for (int d = 0; d < GPUFL_RP_DEVICES_MAX; d++) forget_device(s, &s->devices[d]);
     if (s->profiler_ready) {
         CUpti_Profiler_DeInitialize_Params p = {.structSize =
                                                     CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};

@@ -20,9 +20,13 @@
  *   and a Start that programs the counters: about 0.3 s) stays within
  *   GPUFL_RANGE_PROFILER_SWITCH_PCT of its time; so a scope that runs many
  *   times gets every group on some of its instances, and the analysis
- *   derives SM throughput and the L2 hit rate per scope path. Chosen at the first
- *   profiled scope of a device; what fits in no group is left out and the
- *   range_profiler record says why.
+ *   derives SM throughput and the L2 hit rate per scope path. Chosen when
+ *   the profiler first starts on a device; what fits in no group is left
+ *   out and the range_profiler record says why.
+ * - The profiler starts on a context in its creation callback when gpufl
+ *   was initialised before the context (before its first kernel), else at
+ *   the first scope on it (init after the context, or CUPTI refusing inside
+ *   the callback: nothing of that attempt is kept).
  * - Ranges are per context and CUPTI keeps one stack of them per context,
  *   so a scope becomes a range when it begins on a thread whose current
  *   context has no range open: one level (a second level needs a second

@@ -8,7 +8,10 @@ machine with PyTorch and the gpufl package:
              its context is current when its scope opens);
   single     a scope alone afterwards: profiled as usual;
   left_open  a scope still open at shutdown: counted as open_at_end, and
-             the process exits cleanly.
+             the process exits cleanly;
+  early      gpufl is initialised before PyTorch creates the context, so the
+             profiler starts in the context-created callback
+             (range_profiler.started_at "context_created").
 Prints one JSON summary (the range_metrics paths and GPU times, the
 range_profiler_stats record, the kernels traced) and exits 1 when the
 process-level expectations fail: a profiled `single`, open_at_end 1, and
@@ -63,13 +66,15 @@ def main():
     gpufl.shutdown()
 
     session = os.path.join(log, sorted(os.listdir(log))[-1])
-    ranges, stats, kernels, paths = [], {}, 0, {}
+    ranges, stats, kernels, paths, started = [], {}, 0, {}, []
     with open(os.path.join(session, "device.log"), encoding="utf-8") as f:
         for rec in map(json.loads, f):
             if rec["type"] == "dict":
                 paths.update(zip(rec["id"], rec["str"]))
             elif rec["type"] == "range_metrics":
                 ranges.append(rec)
+            elif rec["type"] == "range_profiler":
+                started.append(rec.get("started_at"))
             elif rec["type"] == "range_profiler_stats":
                 stats = rec
             elif rec["type"] == "kernel":
@@ -80,6 +85,7 @@ def main():
                    for r in ranges],
         "stats": {k: v for k, v in stats.items() if k not in ("type", "v")},
         "kernel_rows": kernels,
+        "started_at": started,
     }
     profiled = [r["path"] for r in summary["ranges"]]
     threads_seen = sum(p.startswith("thread") for p in profiled)
@@ -89,6 +95,7 @@ def main():
         "open_at_end_counted": stats.get("open_at_end") == 1,
         "one_thread_scope_profiled": threads_seen == 1,
         "both_thread_scopes_accounted": accounted == 2,
+        "started_at_context_creation": started == ["context_created"],
     }
     print(json.dumps(summary, indent=1))
     return 0 if all(summary["checks"].values()) else 1

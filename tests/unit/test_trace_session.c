@@ -2434,6 +2434,57 @@ static void range_profiler_threads_and_contexts(void **state) {
     free_session(&d);
 }
 
+/* The range_profiler record of a context (by CUPTI's id). */
+static json_t *range_profiler_of(const session_t *d, int64_t context) {
+    for (size_t i = 0; i < d->device.n; i++)
+        if (strcmp(tu_type(d->device.v[i]), "range_profiler") == 0 &&
+            field(d->device.v[i], "context") == context)
+            return d->device.v[i];
+    fail_msg("no range_profiler record of context %lld", (long long)context);
+    return NULL;
+}
+
+/* With init before the context, the profiler starts in the context-created
+ * callback, before any scope; where CUPTI refuses there, nothing of the
+ * attempt is kept and the first scope on that context starts it. Each
+ * record says where it started. */
+static void range_profiler_starts_at_context_creation(void **state) {
+    (void)state;
+    start_range("range_created", 60000, "5");
+    int enabled = 0, pushes, pops, depth, decodes;
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
+    fake.range_state(CTX_A, &enabled, &pushes, &pops, &depth, &decodes);
+    assert_int_equal(enabled, 1); /* before any scope */
+    fake.range_error("cuptiRangeProfilerEnable", CUPTI_ERROR_NOT_READY, 1);
+    assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_B, NULL, 0), 1);
+    enabled = 0;
+    if (fake.range_state(CTX_B, &enabled, &pushes, &pops, &depth, &decodes) == 0)
+        assert_int_equal(enabled, 0); /* an object of the failed Enable, never enabled */
+    const CUcontext ctxs[2] = {CTX_A, CTX_B};
+    const char *names[2] = {"on_a", "on_b"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(fake.push_current(ctxs[i]), CUDA_SUCCESS);
+        gpufl_scope_t sc = gpufl_scope_begin(names[i], NULL);
+        assert_int_equal(fake.range_work(ctxs[i], 2 + i), 0);
+        gpufl_scope_end(sc);
+        CUcontext popped;
+        assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    }
+    stop();
+    session_t d = read_session();
+    assert_int_equal(tu_count(&d.device, "range_profiler"), 2);
+    json_t *a = range_profiler_of(&d, 0x1234), *b = range_profiler_of(&d, 0x2345);
+    assert_string_equal(json_string_value(json_object_get(a, "started_at")), "context_created");
+    assert_string_equal(json_string_value(json_object_get(b, "started_at")), "first_scope");
+    assert_null(json_object_get(a, "error"));
+    assert_null(json_object_get(b, "error"));
+    assert_true(range_metric(&d, "on_a", "dram__bytes_write.sum") == 2000.0);
+    assert_true(range_metric(&d, "on_b", "dram__bytes_write.sum") == 3000.0);
+    assert_int_equal(range_stat(&d, "contexts"), 2);
+    assert_int_equal(range_stat(&d, "errors"), 0);
+    free_session(&d);
+}
+
 /* 130 scopes: the image (128 ranges) is decoded when full and collection
  * goes on. With Stop failing, the full image cannot be decoded: later
  * scopes are counted as over capacity, the ranges it held as lost, and the
@@ -2686,6 +2737,7 @@ int main(void) {
         cmocka_unit_test(range_profiler_scopes_become_ranges),
         cmocka_unit_test(range_profiler_groups_rotate),
         cmocka_unit_test(range_profiler_switch_budget),
+        cmocka_unit_test(range_profiler_starts_at_context_creation),
         cmocka_unit_test(range_profiler_threads_and_contexts),
         cmocka_unit_test(range_profiler_more_ranges_than_the_image),
         cmocka_unit_test(range_profiler_refused_or_unavailable),
