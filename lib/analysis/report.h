@@ -341,6 +341,7 @@ typedef struct gpufl_report_range_path {
     const char *path;
     size_t ranges, groups_seen;
     size_t settling_left_out; /* settling ranges the figures leave out (their group has others) */
+    size_t settling_used;     /* settling ranges the figures take (their group has no other) */
     double gpu_ns;            /* summed gpu__time_duration.sum: the order of the table */
     double sm_throughput_pct;
     const char *sm_limiter; /* the sm_throughput_of name at the maximum; NULL when none taken */

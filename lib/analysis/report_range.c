@@ -51,8 +51,8 @@ static int known(const char *metric) {
 }
 
 /* The counters of range_profiler_stats the report shows. */
-static const char *const stat_keys[] = {"ranges",        "nested", "concurrent", "no_context",
-                                        "over_capacity", "lost",   "errors"};
+static const char *const stat_keys[] = {"ranges",     "settling",      "nested", "concurrent",
+                                        "no_context", "over_capacity", "lost",   "errors"};
 #define N_STATS (sizeof stat_keys / sizeof stat_keys[0])
 
 /* ---------------------------------------------------------------------- */
@@ -158,19 +158,23 @@ static double path_l2_hit(const gpufl_model_range_t *const *rs, size_t n) {
 
 /* Into use, the ranges of rs[0..n) (sorted by group) that the figures
  * take: of each group the settled ones, or all of them where every range
- * of the group is settling. Returns how many; *left counts those set aside. */
+ * of the group is settling. Returns how many; *left counts the settling
+ * ranges set aside, *used those taken. */
 static size_t settled(const gpufl_model_range_t *const *rs, size_t n,
-                      const gpufl_model_range_t **use, size_t *left) {
+                      const gpufl_model_range_t **use, size_t *left, size_t *used) {
     size_t k = 0;
-    *left = 0;
+    *left = *used = 0;
     for (size_t i = 0, j; i < n; i = j) {
         size_t calm = 0;
         for (j = i; j < n && rs[j]->group == rs[i]->group; j++) calm += !rs[j]->settling;
-        for (size_t q = i; q < j; q++)
-            if (!calm || !rs[q]->settling)
-                use[k++] = rs[q];
-            else
+        for (size_t q = i; q < j; q++) {
+            if (calm && rs[q]->settling) {
                 (*left)++;
+                continue;
+            }
+            *used += rs[q]->settling != 0;
+            use[k++] = rs[q];
+        }
     }
     return k;
 }
@@ -187,7 +191,7 @@ static void path_figures(const gpufl_report_range_t *s, const gpufl_model_range_
         p->groups_seen += i == 0 || rs[i]->group != rs[i - 1]->group;
         if (metric(rs[i], GPU_TIME, &t) == 0) p->gpu_ns += t;
     }
-    size_t k = settled(rs, n, use, &p->settling_left_out);
+    size_t k = settled(rs, n, use, &p->settling_left_out, &p->settling_used);
     path_sm_throughput(s, use, k, p);
     p->l2_hit_pct = path_l2_hit(use, k);
 }
@@ -283,7 +287,8 @@ typedef struct range_table {
 
 static void range_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
     const gpufl_model_range_t *g = s->rows[row];
-    snprintf(c[0], CELL, "%s%s", g->path, g->settling ? " *" : "");
+    /* The mark survives a path longer than the cell. */
+    snprintf(c[0], CELL, "%.*s%s", (int)CELL - 3, g->path, g->settling ? " *" : "");
     for (size_t i = 0; i < N_COLUMNS; i++) {
         double v;
         char *b = c[i + 1];
@@ -326,21 +331,22 @@ static void pct_cell(char *buf, double pct) {
 
 static void path_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
     const gpufl_report_range_path_t *p = &s->paths[row];
-    snprintf(c[0], CELL, "%s", p->path);
+    snprintf(c[0], CELL, "%.*s%s", (int)CELL - 3, p->path, p->settling_used ? " *" : "");
     snprintf(c[1], CELL, "%zu", p->ranges);
-    snprintf(c[2], CELL, "%zu/%zu", p->groups_seen, s->n_groups);
-    pct_cell(c[3], p->sm_throughput_pct);
+    snprintf(c[2], CELL, "%zu/%zu", p->settling_left_out, p->settling_used);
+    snprintf(c[3], CELL, "%zu/%zu", p->groups_seen, s->n_groups);
+    pct_cell(c[4], p->sm_throughput_pct);
     if (p->sm_limiter)
-        short_limiter(c[4], CELL, p->sm_limiter);
+        short_limiter(c[5], CELL, p->sm_limiter);
     else
-        snprintf(c[4], CELL, "-");
-    pct_cell(c[5], p->l2_hit_pct);
+        snprintf(c[5], CELL, "-");
+    pct_cell(c[6], p->l2_hit_pct);
 }
 
-static const char *const path_heads[] = {"scope",         "ranges",     "groups",
+static const char *const path_heads[] = {"scope",         "ranges",     "settling", "groups",
                                          "SM throughput", "SM limiter", "L2 hit"};
 static const range_table_t path_table = {sizeof path_heads / sizeof path_heads[0], path_heads,
-                                         "lrrrlr", path_cells};
+                                         "lrrrrlr", path_cells};
 
 /* The metrics of g without a column, "name=value, ..." ("" when none). */
 static void other_metrics(const gpufl_model_range_t *g, char *buf, size_t size) {
@@ -447,15 +453,20 @@ static void rows_note(const gpufl_report_range_t *s, char *buf, size_t size) {
         gpufl__report_cat(buf, size, &k,
                           " * settling (%zu of all ranges): one of the first ranges on its "
                           "context after the profiler was configured (started, or switched "
-                          "metric group); its DRAM writes include what L2 then held dirty and "
-                          "its time may run long.",
+                          "metric group); its DRAM writes may include what L2 then held dirty.",
                           s->settling);
+    else if (s->stats && !json_object_get(s->stats, "settling"))
+        gpufl__report_cat(buf, size, &k,
+                          " This log does not mark settling ranges (an older gpufl): the first "
+                          "ranges after each configuration of the profiler may include DRAM "
+                          "writes of what L2 then held dirty.");
 }
 
 static void paths_note(const gpufl_report_range_t *s, char *buf, size_t size) {
     snprintf(buf, size,
              "One row per scope path, by GPU time (%zu of %zu): its ranges of every group, "
-             "weighted by GPU time, less the settling ones of a group that has others. SM "
+             "weighted by GPU time, less the settling ones of a group that has others (settling: "
+             "set aside / taken for want of others; * where some were taken). SM "
              "throughput is sm__throughput, else the largest of the "
              "metrics it is the maximum of (SM limiter); L2 hit is lts__t_sector_hit_rate, else "
              "lookup hits / sectors, else lookup hits / (hits + misses). These combine different "
@@ -545,6 +556,7 @@ static json_t *path_json(const gpufl_report_range_t *s, const gpufl_report_range
     json_object_set_new(o, "ranges", json_integer((json_int_t)p->ranges));
     json_object_set_new(o, "groups_seen", json_integer((json_int_t)p->groups_seen));
     json_object_set_new(o, "settling_left_out", json_integer((json_int_t)p->settling_left_out));
+    json_object_set_new(o, "settling_used", json_integer((json_int_t)p->settling_used));
     json_object_set_new(o, "groups", json_integer((json_int_t)s->n_groups));
     json_object_set_new(o, "sm_throughput_pct", pct_json(p->sm_throughput_pct));
     json_object_set_new(o, "sm_throughput_limiter",

@@ -161,8 +161,7 @@ typedef struct rp_ctx {
     int64_t switch_ns; /* spent on them */
     int64_t last_switch_ns; /* the last switch's cost (before one: the first Start's) */
     int collecting;         /* between Start and Stop */
-    int fresh;              /* the collection began with a configuration (first Start, switch) */
-    uint64_t since_config;  /* ranges pushed since the last configuration */
+    uint64_t since_config;  /* ranges pushed since the last configuration (first Start, switch) */
     int open;               /* a range is open (CUPTI keeps one stack per context) */
     rp_range_t *ranges;     /* pushed since the last decode */
     size_t pending;
@@ -633,6 +632,10 @@ static void forget_device(gpufl_rp_t *s, rp_device_t *d) {
  * this one at the last one's cost, stay within switch_pct of its time
  * (100: whenever a collection ends; 0: never). */
 static int next_group(const gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
+    /* A group stays until a range past the settling ones came in it: its
+     * visit gives a settled range, and a Start of the same configuration
+     * is no new configuration (measured: no write-back after it). */
+    if (x->configured >= 0 && x->since_config <= GPUFL_RP_SETTLE_RANGES) return x->configured;
     if (d->groups <= 1 || x->configured != 0 || s->switch_pct <= 0) return 0;
     if (s->switch_pct < 100) {
         int64_t elapsed = gpufl__mono_ns() - x->started_ns;
@@ -723,8 +726,7 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
     x->configured = g;
     x->collecting = 1;
     x->pending = 0;
-    x->fresh = switching || first;
-    if (x->fresh) x->since_config = 0;
+    if (switching || first) x->since_config = 0;
     if (switching) { /* disable, enable and the Start that programs the counters */
         x->last_switch_ns = gpufl__mono_ns() - t0;
         x->switch_ns += x->last_switch_ns;
@@ -1072,11 +1074,8 @@ static void on_end(void *user, uint64_t id, uint32_t depth) {
             break;
         }
     /* Decoding waits for the context's work: only when the image is full
-     * or the interval has passed (after a configuration, once a range past
-     * the settling ones is in), and only on a thread where it is current. */
-    int due = gpufl__mono_ns() >= x->decode_due_ns &&
-              (!x->fresh || x->since_config > GPUFL_RP_SETTLE_RANGES);
-    if ((x->pending == GPUFL_RP_RANGES_MAX || due) &&
+     * or the interval has passed, and only on a thread where it is current. */
+    if ((x->pending == GPUFL_RP_RANGES_MAX || gpufl__mono_ns() >= x->decode_due_ns) &&
         gpufl__cuda_current_context(s->cuda) == x->ctx)
         decode(s, x, 1);
 out:

@@ -36,12 +36,12 @@
  * - Each range is pushed under its scope's id, so CUPTI never merges two
  *   scopes of one name. Ranges are decoded on the scope's thread at the end
  *   of a range when the image is full or a flush interval has passed (a
- *   decode waits for the context's work; after a configuration, not before
- *   the collection holds a range past the settling ones), and at finish on
- *   the collector.
+ *   decode waits for the context's work), and at finish on the collector.
  * - The first GPUFL_RP_SETTLE_RANGES ranges after each configuration of a
- *   context are written with "settling": their counters carry the
- *   profiler's own effect, and the analysis prefers the others.
+ *   context are written with "settling": their counters may carry the
+ *   profiler's own effect, and the analysis prefers the others. A group
+ *   is kept (its collections restarted, no new configuration) until a
+ *   range past them came in it.
  * - Threads: the scope hooks run on application threads and take the
  *   engine's lock (they are not inside CUPTI callbacks); the context
  *   destroy callback waits for it 2 s at most; poll and finish run on
@@ -67,12 +67,13 @@
 #define GPUFL_RP_RESULTS_MAX  65536 /* evaluated ranges waiting for the collector */
 #define GPUFL_RP_PATH_BYTES   256   /* scope path kept per range (longer ones are cut) */
 /* Ranges marked settling after each configuration of a context (its first
- * Start, and every metric-group switch): measured on an H100, the kernels
- * of the first two ranges that run any after it write back to DRAM what L2
- * held dirty, and the first runs slower (docs/design/range-profiler.md,
- * "Settling"); one more covers an empty range before them. A collection
- * begun by a configuration is decoded on the flush interval only once it
- * holds a range past these. */
+ * Start, and every metric-group switch): measured on an H100, the first two
+ * kernel launches that write memory after it came with DRAM writes of
+ * what L2 held dirty (docs/design/range-profiler.md, "Settling"). Three
+ * ranges hold them when each range runs a launch or more, with one empty
+ * range before. A context stays in a metric group until a range past
+ * these came in it. The count is per context and was measured with one
+ * context; L2 is the device's. */
 #define GPUFL_RP_SETTLE_RANGES 3
 
 typedef struct gpufl_rp gpufl_rp_t;

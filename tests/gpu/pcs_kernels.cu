@@ -18,7 +18,8 @@
 // collection, does so there), and 2 ms of host sleep before each kernel
 // scope, outside it: with GPUFL_FLUSH_INTERVAL_MS=1 (a collection ends at
 // the first range end after the interval) every kernel scope then ends a
-// collection of its own, however short its launches.
+// collection of its own, however short its launches (the engine keeps a
+// metric group for 4 ranges, the first 3 settling).
 // With PCS_KERNELS_PROFILER_RANGES=1 each scope is also a cudaProfilerStart
 // / cudaProfilerStop range, which ncu --replay-mode range measures as one:
 // the reference for a range (gaps and overlapping kernels included) where

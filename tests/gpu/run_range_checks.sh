@@ -4,13 +4,13 @@
 # (divergent, strided, stream_triad, fma_chains) N launches inside each of
 # R scopes of its name (PCS_KERNELS_SCOPES=R, after a warm-up launch of each
 # outside any scope): under gpufl with engine RangeProfiler and
-# GPUFL_FLUSH_INTERVAL_MS=1 and GPUFL_RANGE_PROFILER_SWITCH_PCT=100 (a scope
-# end decodes once its collection holds a range past the 3 settling ones
-# after a configuration, and no limit on switching groups, so the groups
-# rotate and each
-# kernel's 2(G-1) collections of 4 ranges cover all G groups; 64 for GH100's
-# 9; the checker sets the settling ranges aside), then twice under ncu with
-# GPUFL_DISABLED=1, R = 1 and the same
+# GPUFL_FLUSH_INTERVAL_MS=1 and GPUFL_RANGE_PROFILER_SWITCH_PCT=100 (every
+# scope end decodes; the engine keeps a metric group for 4 ranges, the first
+# 3 settling, then switches with no limit, so each kernel's 64 scopes are 16
+# visits of 4 that cover GH100's 9 groups, give or take the empty
+# engine_start range that shifts the visits across kernels; the checker
+# sets the settling ranges aside and fails a group not seen), then twice
+# under ncu with GPUFL_DISABLED=1, R = 1 and the same
 # metrics plus the references: kernel replay of M launches (--ncu-launches,
 # default 5; ncu replays each launch alone, in as many passes as it needs,
 # ncu.csv), and range replay of one cudaProfilerStart/Stop range of the same
@@ -37,7 +37,7 @@
 #                                      [--ncu-launches M (5)] [--tolerance-pct P] [--clean-l2]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
-  sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 out=$1; shift

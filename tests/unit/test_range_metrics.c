@@ -271,17 +271,19 @@ static void test_range_groups_l2_hit(void **state) {
                                  "above are group 0; 1: gpu__time_duration.sum, "
                                  "lts__t_sectors_lookup_miss.sum\n"));
     assert_non_null(strstr(text, "so they assume its instances do similar work."));
-    assert_non_null(strstr(text, "  scope  ranges  groups  SM throughput  SM limiter  L2 hit\n"
-                                 "  step        4     2/2              -  -            71.4%\n"
-                                 "  eval        1     1/2              -  -                -\n"));
+    assert_non_null(
+        strstr(text, "  scope  ranges  settling  groups  SM throughput  SM limiter  L2 hit\n"
+                     "  step        4       0/0     2/2              -  -            71.4%\n"
+                     "  eval        1       0/0     1/2              -  -                -\n"));
     free(text);
     text = render(m, GPUFL_REPORT_MARKDOWN, NULL);
     assert_non_null(strstr(text, "### Per scope path\n"));
-    assert_non_null(strstr(text, "| step | 4 | 2/2 | - | - | 71.4% |\n"));
+    assert_non_null(strstr(text, "| step | 4 | 0/0 | 2/2 | - | - | 71.4% |\n"));
     free(text);
     text = render(m, GPUFL_REPORT_HTML, NULL);
     assert_non_null(strstr(text, "<h3>Per scope path</h3>"));
-    assert_non_null(strstr(text, "<td>step</td><td class=\"r\">4</td><td class=\"r\">2/2</td>"));
+    assert_non_null(strstr(text, "<td>step</td><td class=\"r\">4</td><td class=\"r\">0/0</td>"
+                                 "<td class=\"r\">2/2</td>"));
     free(text);
     gpufl__model_destroy(m);
 }
@@ -331,9 +333,10 @@ static void test_range_groups_sm_throughput(void **state) {
     char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
     assert_non_null(strstr(text, "  SM throughput of   the largest of "
                                  "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed, "));
-    assert_non_null(strstr(text, "  step        7     3/3          30.0%  inst_executed_pipe_lsu"));
-    assert_non_null(strstr(text, "  fwd         4     3/3          47.5%  -"));
-    assert_non_null(strstr(text, "  eval        2     2/3              -  -"));
+    assert_non_null(
+        strstr(text, "  step        7       0/0     3/3          30.0%  inst_executed_pipe_lsu"));
+    assert_non_null(strstr(text, "  fwd         4       0/0     3/3          47.5%  -"));
+    assert_non_null(strstr(text, "  eval        2       0/0     2/3              -  -"));
     free(text);
     gpufl__model_destroy(m);
 }
@@ -349,6 +352,10 @@ static void test_range_groups_old_log(void **state) {
         RANGE(2, 1, "", T ":1000," HIT ":100," MISS ":300"),
         RANGE(3, 2, "", T ":1000," HIT ":1," MISS ":0," HIT_RATE ":80"),
         RANGE(4, 2, "", T ":1000," HIT ":1," MISS ":0," HIT_RATE ":40"),
+        "{\"type\":\"range_profiler_stats\",\"v\":1,\"ts_ns\":2000000,\"contexts\":1,"
+        "\"ranges_pushed\":4,\"ranges\":4,\"decodes\":1,\"nested\":0,\"concurrent\":0,"
+        "\"no_context\":0,\"unprofiled\":0,\"over_capacity\":0,\"dropped\":0,\"lost\":0,"
+        "\"open_at_end\":0,\"errors\":0,\"decode_ms\":1.0}",
     };
     gpufl_model_t *m = load_lines("groups_old", lines, sizeof lines / sizeof lines[0]);
     assert_int_equal(m->read.corrupt_lines, 0);
@@ -366,11 +373,15 @@ static void test_range_groups_old_log(void **state) {
     json_decref(doc);
     char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
     assert_non_null(strstr(text, "One row per profiled scope, by start time (4 of 4); values over "
-                                 "the range's elapsed time, gaps between its kernels included.\n"));
+                                 "the range's elapsed time, gaps between its kernels included. "
+                                 "This log does not mark"));
     assert_null(strstr(text, " * settling")); /* a log from before settling marks none */
     assert_null(strstr(text, "metric groups"));
     assert_null(strstr(text, "SM throughput of"));
-    assert_non_null(strstr(text, "  step        2     1/1              -  -            50.0%\n"));
+    assert_non_null(
+        strstr(text, "  step        2       0/0     1/1              -  -            50.0%\n"));
+    /* Its stats record has no settling count: the caveat that replaces the marks. */
+    assert_non_null(strstr(text, "This log does not mark settling ranges (an older gpufl)"));
     free(text);
     gpufl__model_destroy(m);
 }
@@ -444,7 +455,11 @@ static void test_range_settling(void **state) {
     const char *lines[] = {
         RP "\"chip\":\"GH100\",\"metrics\":[" T "," HIT "," SECTORS "],\"groups\":[[" T "," HIT
            "," SECTORS "],[" T "," MISS "]]}",
-        "{\"type\":\"dict\",\"v\":1,\"id\":[2],\"str\":[\"eval\"]}",
+        "{\"type\":\"dict\",\"v\":1,\"id\":[2,3],\"str\":[\"eval\",\"fwd\"]}",
+        /* fwd: a settled group-0 range (no sectors: the hit rate from misses) and a
+         * settling group-1 one, 0.5 hits and 0.25 misses a ns */
+        RANGE(7, 3, G(0), T ":1000," HIT ":500"),
+        RANGE(8, 3, G(1) SETTLING, T ":1000," MISS ":250"),
         /* step, group 0: the settling range would read 90 %, the others 50 % */
         RANGE(1, 1, G(0) SETTLING, T ":1000," HIT ":900," SECTORS ":1000"),
         RANGE(2, 1, G(0), T ":1000," HIT ":500," SECTORS ":1000"),
@@ -457,9 +472,11 @@ static void test_range_settling(void **state) {
     gpufl_model_t *m = load_lines("settling", lines, sizeof lines / sizeof lines[0]);
     assert_int_equal(m->read.corrupt_lines, 1);
     assert_true(has_warning(m, "range_metrics: settling is not a boolean"));
-    assert_int_equal(m->n_ranges, 5);
-    assert_true(m->ranges[0].settling);
-    assert_false(m->ranges[1].settling);
+    assert_int_equal(m->n_ranges, 7);
+    assert_false(m->ranges[0].settling);
+    assert_true(m->ranges[1].settling);
+    assert_true(m->ranges[2].settling);
+    assert_false(m->ranges[3].settling);
 
     json_t *doc, *hc = counters_json(m, &doc);
     json_t *step = scope_of(hc, "step"), *eval = scope_of(hc, "eval");
@@ -468,18 +485,29 @@ static void test_range_settling(void **state) {
     assert_int_equal(number(step, "ranges"), 3);
     assert_float_equal(number(eval, "l2_hit_pct"), 20, 1e-9);
     assert_int_equal(number(eval, "settling_left_out"), 0);
+    assert_int_equal(number(eval, "settling_used"), 2);
+    assert_int_equal(number(step, "settling_used"), 0);
+    /* Set aside per group: fwd's settling range of group 1 is its group's
+     * only one and counts, though group 0 has a settled range. */
+    json_t *fwd = scope_of(hc, "fwd");
+    assert_int_equal(number(fwd, "settling_left_out"), 0);
+    assert_int_equal(number(fwd, "settling_used"), 1);
+    assert_float_equal(number(fwd, "l2_hit_pct"), 100 * 0.5 / (0.5 + 0.25), 1e-9);
     json_t *ranges = json_object_get(hc, "ranges");
-    assert_int_equal(json_array_size(ranges), 4);
+    assert_int_equal(json_array_size(ranges), 5); /* group 0's, by start time */
     assert_true(json_is_true(json_object_get(json_array_get(ranges, 0), "settling")));
     assert_true(json_is_false(json_object_get(json_array_get(ranges, 1), "settling")));
     json_decref(doc);
 
     char *text = render(m, GPUFL_REPORT_TEXT, "hardware_counters");
-    assert_non_null(strstr(text, " * settling (3 of all ranges): one of the first ranges on its "
+    assert_non_null(strstr(text, " * settling (4 of all ranges): one of the first ranges on its "
                                  "context after the profiler was configured"));
     assert_non_null(strstr(text, "  step *  "));
     assert_non_null(strstr(text, "  eval *  "));
-    assert_non_null(strstr(text, "less the settling ones of a group that has others."));
+    assert_non_null(strstr(text, "less the settling ones of a group that has others"));
+    assert_non_null(strstr(text, "  step         3       1/0     1/2"));
+    assert_non_null(strstr(text, "  eval *       2       0/2     2/2"));
+    assert_null(strstr(text, "This log does not mark settling ranges"));
     free(text);
     gpufl__model_destroy(m);
 }

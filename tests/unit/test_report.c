@@ -1021,10 +1021,11 @@ static void test_report_golden_rangeprof(void **state) {
     size_t len;
     char *text = render(m, &len);
     assert_non_null(strstr(text, "\nHardware counters per scope\n"));
-    assert_non_null(strstr(text, "ranges 2, nested 1, concurrent 0, no_context 0, over_capacity "
-                                 "0, lost 0, errors 0"));
+    assert_non_null(strstr(text, "ranges 2, settling 1, nested 1, concurrent 0, no_context 0, "
+                                 "over_capacity 0, lost 0, errors 0"));
     assert_non_null(strstr(text, "  train *   41.2 ms      61.2%      87.4%  2.31   42.1%"));
-    assert_true(m->ranges[0].settling && m->ranges[1].settling);
+    assert_true(m->ranges[0].settling && !m->ranges[1].settling);
+    assert_non_null(strstr(text, "  eval      12.5 ms"));
     assert_non_null(strstr(text, "eval (scope 3): lts__t_sectors_lookup_hit.sum=5000, "
                                  "sm__inst_executed_pipe_tensor_op_hmma.sum=null"));
     free(text);

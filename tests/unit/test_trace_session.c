@@ -2243,10 +2243,9 @@ static void range_profiler_scopes_become_ranges(void **state) {
  * and holding that group's metrics. */
 static void range_profiler_groups_rotate(void **state) {
     (void)state;
-    /* A decode, and the next group, at every range end past the flush
-     * interval, once a collection begun by a configuration (the first, and
-     * each switch) holds a range past the settling ones; switching costs no
-     * limit. */
+    /* A decode at every range end past the flush interval; the next group
+     * once the one in use (from the first Start, and after each switch)
+     * has had a range past the settling ones; switching costs no limit. */
     start_range("range_groups", 1, "100");
     assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
     for (int i = 0; i < 20; i++) {
@@ -2280,8 +2279,8 @@ static void range_profiler_groups_rotate(void **state) {
             "sm__instruction_throughput_internal_activity.avg.pct_of_peak_sustained_elapsed")),
         "needs 2 passes"));
     assert_null(json_object_get(left, "lts__t_sectors_lookup_miss.sum"));
-    /* Four ranges a collection (three settling and one past them), groups
-     * 0, 1, 0, 2, 0. */
+    /* Four ranges a group (three settling and one past them), groups 0, 1,
+     * 0, 2, 0. */
     const int expect[20] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0};
     size_t n = 0;
     for (size_t i = 0; i < d.device.n; i++) {
@@ -2307,7 +2306,7 @@ static void range_profiler_groups_rotate(void **state) {
         n++;
     }
     assert_int_equal(n, 20);
-    assert_int_equal(range_stat(&d, "decodes"), 6); /* and the empty one of group 3 at finish */
+    assert_int_equal(range_stat(&d, "decodes"), 21); /* and the empty one of group 3 at finish */
     assert_int_equal(range_stat(&d, "switches"), 5);
     assert_int_equal(range_stat(&d, "settling"), 15);
     assert_int_equal(range_stat(&d, "lost"), 0);
@@ -2358,9 +2357,20 @@ static void range_profiler_switch_budget(void **state) {
         for (size_t i = 0; i < n; i++) others += groups[i] != 0;
         json_t *stats = tu_first(&d.device, "range_profiler_stats");
         double switch_ms = json_number_value(json_object_get(stats, "switch_ms"));
+        /* A collection ends at every range end (the flush interval passed):
+         * restarts of the group in use, which are no new configuration. */
+        assert_int_equal(field(stats, "decodes"), 41);
         if (k == 0) {
             assert_int_equal(others, 0);
             assert_int_equal(field(stats, "switches"), 0);
+            assert_int_equal(field(stats, "settling"), GPUFL_RP_SETTLE_RANGES);
+            size_t seen = 0; /* in the order pushed: the first three only */
+            for (size_t i = 0; i < d.device.n; i++) {
+                json_t *j = d.device.v[i];
+                if (strcmp(tu_type(j), "range_metrics") != 0) continue;
+                assert_int_equal(json_is_true(json_object_get(j, "settling")),
+                                 seen++ < GPUFL_RP_SETTLE_RANGES);
+            }
         } else {
             /* Some other groups, one at a time, each visit holding a range
              * past the settling ones unless the run ended it, and no more
