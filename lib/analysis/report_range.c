@@ -465,8 +465,8 @@ static void rows_note(const gpufl_report_range_t *s, char *buf, size_t size) {
 static void paths_note(const gpufl_report_range_t *s, char *buf, size_t size) {
     snprintf(buf, size,
              "One row per scope path, by GPU time (%zu of %zu): its ranges of every group, "
-             "weighted by GPU time, less the settling ones of a group that has others (settling: "
-             "set aside / taken for want of others; * where some were taken). SM "
+             "weighted by GPU time, less the settling ones of a group that has settled ones "
+             "(settling: set aside / considered for want of settled ones, * where some were). SM "
              "throughput is sm__throughput, else the largest of the "
              "metrics it is the maximum of (SM limiter); L2 hit is lts__t_sector_hit_rate, else "
              "lookup hits / sectors, else lookup hits / (hits + misses). These combine different "

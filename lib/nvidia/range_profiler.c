@@ -145,12 +145,14 @@ enum ctx_state { CTX_FREE = 0, CTX_ON, CTX_FAILED, CTX_DONE };
 
 typedef struct rp_ctx {
     CUcontext ctx;
+    uint64_t gen; /* tells a slot's uses apart when it is taken again */
     enum ctx_state state;
     uint32_t id, device;
     int announced;
     char error[240];
     int64_t started_ns, enable_ns;
     int at_creation; /* started in the context-created callback (init came before the context) */
+    int64_t first_range_ns; /* the first range pushed: the switch budget counts from there */
     CUpti_RangeProfiler_Object *object;
     uint8_t *data[GPUFL_RP_GROUPS_MAX]; /* a counter data image per metric group */
     size_t data_size[GPUFL_RP_GROUPS_MAX];
@@ -212,6 +214,8 @@ struct gpufl_rp {
     gpufl_engine_errors_t errors;
     uint64_t contexts, ranges_pushed, ranges_written, decodes, dropped, lost, over_capacity;
     uint64_t settling_written;
+    _Atomic uint64_t deferred; /* context-created starts left to the first scope */
+    uint64_t slot_gen;
     uint64_t unprofiled, open_at_end;
     _Atomic uint64_t nested, concurrent, no_context;
     int64_t decode_ns_total;
@@ -227,6 +231,7 @@ typedef struct rp_thread {
     char path[GPUFL_RP_PATH_BYTES];
     uint64_t scope; /* the scope whose range is open; 0 none */
     int slot;
+    uint64_t gen; /* the slot's, when the range was pushed */
     CUcontext ctx;
 } rp_thread_t;
 
@@ -638,7 +643,8 @@ static int next_group(const gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
     if (x->configured >= 0 && x->since_config <= GPUFL_RP_SETTLE_RANGES) return x->configured;
     if (d->groups <= 1 || x->configured != 0 || s->switch_pct <= 0) return 0;
     if (s->switch_pct < 100) {
-        int64_t elapsed = gpufl__mono_ns() - x->started_ns;
+        int64_t elapsed =
+            gpufl__mono_ns() - (x->first_range_ns ? x->first_range_ns : x->started_ns);
         int64_t cost = x->switch_ns + 2 * x->last_switch_ns;
         if (cost * 100 > (int64_t)s->switch_pct * elapsed) return 0;
     }
@@ -784,44 +790,58 @@ disable:;
     CUpti_RangeProfiler_Disable_Params dis = {.structSize =
                                                   CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
     dis.pRangeProfilerObject = x->object;
-    s->fn.disable(&dis);
-    x->object = NULL;
+    if (s->fn.disable(&dis) == CUPTI_SUCCESS) x->object = NULL; /* else finish tries again */
 }
 
 /* The context-created callback, on the creating thread inside CUPTI's
  * callback. With init before the context, the profiler starts here, before
- * the context's first kernel: choosing the metrics and the first Start
- * (about 1 s on an H100) are paid at context creation instead of inside the
- * first scope, and no kernel has left L2 dirty yet. When it cannot start
- * here (another thread holds the engine's lock, or CUPTI refuses inside
- * the callback), nothing of the attempt is kept and the first scope on the
- * context starts it, as when init comes late. */
+ * the context's first kernel, and the first scope does not pay for choosing
+ * the metrics and the first Start (1.3-1.9 s on an H100: the creating CUDA
+ * call pays it, with the engine's lock held). When it cannot start here
+ * (another thread holds the lock, the context cannot be made current, the
+ * table is full, or CUPTI refuses inside the callback), the attempt leaves
+ * no slot and no error behind (a device whose groups it failed to choose is
+ * tried again) and the first scope on the context starts it, as when init
+ * comes late; `deferred` counts these. A Disable that fails after a failed
+ * start keeps the slot, failed, for finish to disable. */
+static rp_ctx_t *new_slot(gpufl_rp_t *s, CUcontext ctx);
+
 static void context_created(gpufl_rp_t *s, CUcontext ctx) {
-    if (ctx == NULL || pthread_mutex_trylock(&s->lock) != 0) return;
+    if (ctx == NULL) return;
+    if (pthread_mutex_trylock(&s->lock) != 0) {
+        atomic_fetch_add(&s->deferred, 1);
+        return;
+    }
     int known = 0;
     for (int i = 0; i < s->ctx_count; i++)
         known |= s->ctx[i].ctx == ctx && s->ctx[i].state != CTX_FREE;
-    if (!known && !atomic_load(&s->finished) && s->ctx_count < GPUFL_RP_CONTEXTS_MAX) {
+    rp_ctx_t *x = known || atomic_load(&s->finished) ? NULL : new_slot(s, ctx);
+    int pushed = x != NULL && gpufl__cuda_push_context(s->cuda, ctx) == 0;
+    if (x != NULL && pushed) {
         uint32_t device = 0;
         rp_device_t *d = s->fn.device_id(ctx, &device) == CUPTI_SUCCESS &&
                                  device < GPUFL_RP_DEVICES_MAX && s->devices[device].state == 0
                              ? &s->devices[device]
                              : NULL; /* tried here first: forgotten if it fails here */
-        int pushed = gpufl__cuda_push_context(s->cuda, ctx) == 0;
-        rp_ctx_t *x = &s->ctx[s->ctx_count++];
-        x->ctx = ctx;
+        gpufl_engine_errors_t before = {.count = s->errors.count};
+        memcpy(before.last, s->errors.last, sizeof before.last);
         enable_context(s, x);
-        if (pushed) gpufl__cuda_pop_context(s->cuda);
+        gpufl__cuda_pop_context(s->cuda);
         if (x->state == CTX_ON) {
             x->at_creation = 1;
-        } else { /* the first scope tries again, the device's choice too */
+        } else if (x->object == NULL) { /* undone: the first scope tries again */
             if (d != NULL && d->state == -1) forget_device(s, d);
-            for (int g = 0; g < GPUFL_RP_GROUPS_MAX; g++) free(x->data[g]);
-            free(x->ranges);
-            memset(x, 0, sizeof *x);
-            s->ctx_count--;
+            s->errors.count = before.count;
+            memcpy(s->errors.last, before.last, sizeof before.last);
+            x->state = CTX_FREE;
+            x->ctx = NULL;
         }
+    } else if (x != NULL) {
+        x->state = CTX_FREE;
+        x->ctx = NULL;
     }
+    if (x == NULL ? !known && !atomic_load(&s->finished) : x->state == CTX_FREE)
+        atomic_fetch_add(&s->deferred, 1);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -837,13 +857,33 @@ static void start_context(gpufl_rp_t *s, rp_ctx_t *x) {
 }
 
 /* Lock held. The context's slot, started when new; NULL when the table is full. */
+/* Lock held. A slot for a new context: a free one, or one whose context
+ * was destroyed and whose record and ranges are out, else a new one; NULL
+ * when the table is full. */
+static rp_ctx_t *new_slot(gpufl_rp_t *s, CUcontext ctx) {
+    rp_ctx_t *x = NULL;
+    for (int i = 0; i < s->ctx_count && x == NULL; i++) {
+        rp_ctx_t *o = &s->ctx[i];
+        if (o->state == CTX_FREE || (o->ctx == NULL && o->announced && o->state != CTX_ON &&
+                                     o->object == NULL && o->pending == 0))
+            x = o;
+    }
+    if (x == NULL && s->ctx_count == GPUFL_RP_CONTEXTS_MAX) return NULL;
+    if (x == NULL) x = &s->ctx[s->ctx_count++];
+    for (int g = 0; g < GPUFL_RP_GROUPS_MAX; g++) free(x->data[g]);
+    free(x->ranges);
+    memset(x, 0, sizeof *x);
+    x->ctx = ctx;
+    x->gen = ++s->slot_gen;
+    return x;
+}
+
+/* Lock held. The context's slot, started when new; NULL when the table is full. */
 static rp_ctx_t *slot_of(gpufl_rp_t *s, CUcontext ctx) {
     for (int i = 0; i < s->ctx_count; i++)
         if (s->ctx[i].ctx == ctx && s->ctx[i].state != CTX_FREE) return &s->ctx[i];
-    if (s->ctx_count == GPUFL_RP_CONTEXTS_MAX) return NULL;
-    rp_ctx_t *x = &s->ctx[s->ctx_count++];
-    x->ctx = ctx;
-    start_context(s, x);
+    rp_ctx_t *x = new_slot(s, ctx);
+    if (x != NULL) start_context(s, x);
     return x;
 }
 
@@ -1044,11 +1084,13 @@ static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint
     r->begin_ns = gpufl__mono_ns();
     r->end_ns = 0;
     r->settling = x->since_config++ < GPUFL_RP_SETTLE_RANGES;
+    if (x->first_range_ns == 0) x->first_range_ns = r->begin_ns;
     memcpy(r->path, t->path, sizeof r->path);
     x->open = 1;
     s->ranges_pushed++;
     t->scope = id;
     t->slot = (int)(x - s->ctx);
+    t->gen = x->gen;
     t->ctx = ctx;
 out:
     pthread_mutex_unlock(&s->lock);
@@ -1062,7 +1104,9 @@ static void on_end(void *user, uint64_t id, uint32_t depth) {
     t->scope = 0;
     pthread_mutex_lock(&s->lock);
     rp_ctx_t *x = &s->ctx[t->slot];
-    if (x->ctx != t->ctx || x->state != CTX_ON || !x->open || atomic_load(&s->finished)) goto out;
+    if (x->gen != t->gen || x->ctx != t->ctx || x->state != CTX_ON || !x->open ||
+        atomic_load(&s->finished))
+        goto out;
     CUpti_RangeProfiler_PopRange_Params p = {.structSize =
                                                  CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
     p.pRangeProfilerObject = x->object;
@@ -1265,14 +1309,21 @@ void gpufl__rp_poll(gpufl_rp_t *s) {
 static void write_stats(gpufl_rp_t *s) {
     gpufl_rp_stats_t st;
     gpufl__rp_stats(s, &st);
-    const gpufl_engine_count_t v[] = {
-        {"contexts", st.contexts},       {"ranges_pushed", st.ranges_pushed},
-        {"ranges", st.ranges},           {"decodes", st.decodes},
-        {"settling", st.settling},       {"nested", st.nested},
-        {"concurrent", st.concurrent},   {"no_context", st.no_context},
-        {"unprofiled", st.unprofiled},   {"over_capacity", st.over_capacity},
-        {"dropped", st.dropped},         {"lost", st.lost},
-        {"open_at_end", st.open_at_end}, {"errors", st.errors}};
+    const gpufl_engine_count_t v[] = {{"contexts", st.contexts},
+                                      {"ranges_pushed", st.ranges_pushed},
+                                      {"ranges", st.ranges},
+                                      {"decodes", st.decodes},
+                                      {"settling", st.settling},
+                                      {"deferred", st.deferred},
+                                      {"nested", st.nested},
+                                      {"concurrent", st.concurrent},
+                                      {"no_context", st.no_context},
+                                      {"unprofiled", st.unprofiled},
+                                      {"over_capacity", st.over_capacity},
+                                      {"dropped", st.dropped},
+                                      {"lost", st.lost},
+                                      {"open_at_end", st.open_at_end},
+                                      {"errors", st.errors}};
     gpufl_buf_t *b =
         gpufl__engine_stats_begin(s->collector, "range_profiler_stats", v, sizeof v / sizeof v[0]);
     gpufl__buf_key(b, "decode_ms");
@@ -1316,6 +1367,7 @@ void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out) {
     out->ranges = s->ranges_written;
     out->decodes = s->decodes;
     out->settling = s->settling_written;
+    out->deferred = atomic_load(&s->deferred);
     out->nested = atomic_load(&s->nested);
     out->concurrent = atomic_load(&s->concurrent);
     out->no_context = atomic_load(&s->no_context);

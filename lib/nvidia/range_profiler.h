@@ -15,18 +15,23 @@
  *   of the metrics gpufl wants; what it cannot hold goes to further
  *   one-pass groups with the GPU time (the L2 lookup miss sum, and the
  *   sub-unit throughputs whose largest is SM throughput when sm__throughput
- *   does not fit). A context collects group 0, and between two group-0
- *   collections another group in turn, while switching (Disable, Enable
- *   and a Start that programs the counters: about 0.3 s) stays within
- *   GPUFL_RANGE_PROFILER_SWITCH_PCT of its time; so a scope that runs many
+ *   does not fit). A context collects group 0, and between two visits of
+ *   group 0 another group in turn, while switching (Disable, Enable and a
+ *   Start that programs the counters: about 0.3 s) stays within
+ *   GPUFL_RANGE_PROFILER_SWITCH_PCT of its time since its first range; a
+ *   visit lasts until a range past the settling ones came (below), over as
+ *   many collections as that takes; so a scope that runs many
  *   times gets every group on some of its instances, and the analysis
  *   derives SM throughput and the L2 hit rate per scope path. Chosen when
  *   the profiler first starts on a device; what fits in no group is left
  *   out and the range_profiler record says why.
  * - The profiler starts on a context in its creation callback when gpufl
  *   was initialised before the context (before its first kernel), else at
- *   the first scope on it (init after the context, or CUPTI refusing inside
- *   the callback: nothing of that attempt is kept).
+ *   the first scope on it: init after the context, or a start the callback
+ *   could not make (the engine's lock busy, the context not made current,
+ *   the table full, CUPTI refusing there), which leaves no slot or error
+ *   behind and is counted as deferred. Slots of destroyed contexts whose
+ *   records are out are taken again.
  * - Ranges are per context and CUPTI keeps one stack of them per context,
  *   so a scope becomes a range when it begins on a thread whose current
  *   context has no range open: one level (a second level needs a second
@@ -44,8 +49,12 @@
  *   range past them came in it.
  * - Threads: the scope hooks run on application threads and take the
  *   engine's lock (they are not inside CUPTI callbacks); the context
- *   destroy callback waits for it 2 s at most; poll and finish run on
- *   the collector thread.
+ *   destroy callback waits for it 2 s at most; the context-created
+ *   callback only tries it, and then holds it through the start (the
+ *   first on a device chooses its groups: 1.3-1.9 s on an H100, paid by
+ *   the CUDA call that creates the context, and a destroy callback on
+ *   another thread meanwhile may give up its wait); poll and finish run
+ *   on the collector thread.
  */
 #ifndef GPUFL_NVIDIA_RANGE_PROFILER_H
 #define GPUFL_NVIDIA_RANGE_PROFILER_H
@@ -81,6 +90,7 @@ typedef struct gpufl_rp gpufl_rp_t;
 typedef struct gpufl_rp_stats {
     uint64_t contexts, ranges_pushed, ranges, decodes;
     uint64_t settling; /* of ranges: written with "settling" */
+    uint64_t deferred; /* context-created starts left to the first scope */
     uint64_t nested, concurrent, no_context, unprofiled, over_capacity, dropped, lost, open_at_end;
     uint64_t errors;
     double decode_ms, stop_ms, start_ms; /* decode_ms holds the other two */

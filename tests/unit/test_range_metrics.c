@@ -233,6 +233,10 @@ static void test_range_groups_l2_hit(void **state) {
         RANGE(4, 2, G(0), T ":500," HIT ":10"),
         RANGE(5, 1, G(1), T ":0," MISS ":999"),
         RANGE(6, 1, G(2), T ":1000"),
+        "{\"type\":\"range_profiler_stats\",\"v\":1,\"ts_ns\":2000000,\"contexts\":1,"
+        "\"ranges_pushed\":6,\"ranges\":6,\"settling\":0,\"decodes\":1,\"nested\":0,"
+        "\"concurrent\":0,\"no_context\":0,\"unprofiled\":0,\"over_capacity\":0,\"dropped\":0,"
+        "\"lost\":0,\"open_at_end\":0,\"errors\":0,\"decode_ms\":1.0}",
     };
     gpufl_model_t *m = load_lines("groups_l2", lines, sizeof lines / sizeof lines[0]);
     assert_int_equal(m->read.corrupt_lines, 1);
@@ -271,6 +275,8 @@ static void test_range_groups_l2_hit(void **state) {
                                  "above are group 0; 1: gpu__time_duration.sum, "
                                  "lts__t_sectors_lookup_miss.sum\n"));
     assert_non_null(strstr(text, "so they assume its instances do similar work."));
+    /* A log that marks settling ranges, none here: no caveat. */
+    assert_null(strstr(text, "This log does not mark settling ranges"));
     assert_non_null(
         strstr(text, "  scope  ranges  settling  groups  SM throughput  SM limiter  L2 hit\n"
                      "  step        4       0/0     2/2              -  -            71.4%\n"
@@ -504,7 +510,7 @@ static void test_range_settling(void **state) {
                                  "context after the profiler was configured"));
     assert_non_null(strstr(text, "  step *  "));
     assert_non_null(strstr(text, "  eval *  "));
-    assert_non_null(strstr(text, "less the settling ones of a group that has others"));
+    assert_non_null(strstr(text, "less the settling ones of a group that has settled ones"));
     assert_non_null(strstr(text, "  step         3       1/0     1/2"));
     assert_non_null(strstr(text, "  eval *       2       0/2     2/2"));
     assert_null(strstr(text, "This log does not mark settling ranges"));
