@@ -285,10 +285,15 @@ typedef struct range_table {
     void (*cells)(const gpufl_report_range_t *s, size_t i, char c[][CELL]);
 } range_table_t;
 
+/* A scope path cell, " *" after it when marked; the mark survives a path
+ * longer than the cell. */
+static void path_cell(char *c, const char *path, int marked) {
+    snprintf(c, CELL, "%.*s%s", (int)CELL - 3, path, marked ? " *" : "");
+}
+
 static void range_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
     const gpufl_model_range_t *g = s->rows[row];
-    /* The mark survives a path longer than the cell. */
-    snprintf(c[0], CELL, "%.*s%s", (int)CELL - 3, g->path, g->settling ? " *" : "");
+    path_cell(c[0], g->path, g->settling);
     for (size_t i = 0; i < N_COLUMNS; i++) {
         double v;
         char *b = c[i + 1];
@@ -331,7 +336,7 @@ static void pct_cell(char *buf, double pct) {
 
 static void path_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
     const gpufl_report_range_path_t *p = &s->paths[row];
-    snprintf(c[0], CELL, "%.*s%s", (int)CELL - 3, p->path, p->settling_used ? " *" : "");
+    path_cell(c[0], p->path, p->settling_used != 0);
     snprintf(c[1], CELL, "%zu", p->ranges);
     snprintf(c[2], CELL, "%zu/%zu", p->settling_left_out, p->settling_used);
     snprintf(c[3], CELL, "%zu/%zu", p->groups_seen, s->n_groups);

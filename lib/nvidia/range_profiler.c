@@ -793,70 +793,6 @@ disable:;
     if (s->fn.disable(&dis) == CUPTI_SUCCESS) x->object = NULL; /* else finish tries again */
 }
 
-/* The context-created callback, on the creating thread inside CUPTI's
- * callback. With init before the context, the profiler starts here, before
- * the context's first kernel, and the first scope does not pay for choosing
- * the metrics and the first Start (1.3-1.9 s on an H100: the creating CUDA
- * call pays it, with the engine's lock held). When it cannot start here
- * (another thread holds the lock, the context cannot be made current, the
- * table is full, or CUPTI refuses inside the callback), the attempt leaves
- * no slot and no error behind (a device whose groups it failed to choose is
- * tried again) and the first scope on the context starts it, as when init
- * comes late; `deferred` counts these. A Disable that fails after a failed
- * start keeps the slot, failed, for finish to disable. */
-static rp_ctx_t *new_slot(gpufl_rp_t *s, CUcontext ctx);
-
-static void context_created(gpufl_rp_t *s, CUcontext ctx) {
-    if (ctx == NULL) return;
-    if (pthread_mutex_trylock(&s->lock) != 0) {
-        atomic_fetch_add(&s->deferred, 1);
-        return;
-    }
-    int known = 0;
-    for (int i = 0; i < s->ctx_count; i++)
-        known |= s->ctx[i].ctx == ctx && s->ctx[i].state != CTX_FREE;
-    rp_ctx_t *x = known || atomic_load(&s->finished) ? NULL : new_slot(s, ctx);
-    int pushed = x != NULL && gpufl__cuda_push_context(s->cuda, ctx) == 0;
-    if (x != NULL && pushed) {
-        uint32_t device = 0;
-        rp_device_t *d = s->fn.device_id(ctx, &device) == CUPTI_SUCCESS &&
-                                 device < GPUFL_RP_DEVICES_MAX && s->devices[device].state == 0
-                             ? &s->devices[device]
-                             : NULL; /* tried here first: forgotten if it fails here */
-        gpufl_engine_errors_t before = {.count = s->errors.count};
-        memcpy(before.last, s->errors.last, sizeof before.last);
-        enable_context(s, x);
-        gpufl__cuda_pop_context(s->cuda);
-        if (x->state == CTX_ON) {
-            x->at_creation = 1;
-        } else if (x->object == NULL) { /* undone: the first scope tries again */
-            if (d != NULL && d->state == -1) forget_device(s, d);
-            s->errors.count = before.count;
-            memcpy(s->errors.last, before.last, sizeof before.last);
-            x->state = CTX_FREE;
-            x->ctx = NULL;
-        }
-    } else if (x != NULL) {
-        x->state = CTX_FREE;
-        x->ctx = NULL;
-    }
-    if (x == NULL ? !known && !atomic_load(&s->finished) : x->state == CTX_FREE)
-        atomic_fetch_add(&s->deferred, 1);
-    pthread_mutex_unlock(&s->lock);
-}
-
-/* Lock held. A context that cannot be profiled is said once, aloud, and
- * counted; its range_profiler record carries the reason. */
-static void start_context(gpufl_rp_t *s, rp_ctx_t *x) {
-    enable_context(s, x);
-    if (x->state == CTX_ON) return;
-    char msg[300];
-    snprintf(msg, sizeof msg, "context %u: %s", x->id, x->error);
-    note_error(s, msg);
-    if (!s->warned++) gpufl__warn("range profiler: %s; scopes on it are not profiled", msg);
-}
-
-/* Lock held. The context's slot, started when new; NULL when the table is full. */
 /* Lock held. A slot for a new context: a free one, or one whose context
  * was destroyed and whose record and ranges are out, else a new one; NULL
  * when the table is full. */
@@ -878,11 +814,74 @@ static rp_ctx_t *new_slot(gpufl_rp_t *s, CUcontext ctx) {
     return x;
 }
 
-/* Lock held. The context's slot, started when new; NULL when the table is full. */
-static rp_ctx_t *slot_of(gpufl_rp_t *s, CUcontext ctx) {
+/* Lock held. The slot of a context known to the engine, NULL none. */
+static rp_ctx_t *find_slot(gpufl_rp_t *s, CUcontext ctx) {
     for (int i = 0; i < s->ctx_count; i++)
         if (s->ctx[i].ctx == ctx && s->ctx[i].state != CTX_FREE) return &s->ctx[i];
-    rp_ctx_t *x = new_slot(s, ctx);
+    return NULL;
+}
+
+/* The context-created callback, on the creating thread inside CUPTI's
+ * callback. With init before the context, the profiler starts here, before
+ * the context's first kernel, and the first scope does not pay for choosing
+ * the metrics and the first Start (1.3-1.9 s on an H100: the creating CUDA
+ * call pays it, with the engine's lock held). When it cannot start here
+ * (another thread holds the lock, the context cannot be made current, the
+ * table is full, or CUPTI refuses inside the callback), the attempt leaves
+ * no slot and no error behind (a device whose groups it failed to choose is
+ * tried again) and the first scope on the context starts it, as when init
+ * comes late; `deferred` counts these. A Disable that fails after a failed
+ * start keeps the slot, failed, for finish to disable. */
+static void context_created(gpufl_rp_t *s, CUcontext ctx) {
+    if (ctx == NULL) return;
+    if (pthread_mutex_trylock(&s->lock) != 0) {
+        atomic_fetch_add(&s->deferred, 1);
+        return;
+    }
+    int known = find_slot(s, ctx) != NULL;
+    rp_ctx_t *x = known || atomic_load(&s->finished) ? NULL : new_slot(s, ctx); /* CTX_FREE */
+    if (x != NULL && gpufl__cuda_push_context(s->cuda, ctx) == 0) {
+        uint32_t device = 0;
+        rp_device_t *d = s->fn.device_id(ctx, &device) == CUPTI_SUCCESS &&
+                                 device < GPUFL_RP_DEVICES_MAX && s->devices[device].state == 0
+                             ? &s->devices[device]
+                             : NULL; /* tried here first: forgotten if it fails here */
+        uint64_t errors = s->errors.count;
+        char last[sizeof s->errors.last];
+        memcpy(last, s->errors.last, sizeof last);
+        enable_context(s, x);
+        gpufl__cuda_pop_context(s->cuda);
+        if (x->state == CTX_ON) {
+            x->at_creation = 1;
+        } else if (x->object == NULL) { /* undone: the first scope tries again */
+            if (d != NULL && d->state == -1) forget_device(s, d);
+            s->errors.count = errors;
+            memcpy(s->errors.last, last, sizeof last);
+            x->state = CTX_FREE;
+        }
+    }
+    if (x != NULL && x->state == CTX_FREE) x->ctx = NULL; /* not started: the slot is free */
+    if (x == NULL ? !known && !atomic_load(&s->finished) : x->state == CTX_FREE)
+        atomic_fetch_add(&s->deferred, 1);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Lock held. A context that cannot be profiled is said once, aloud, and
+ * counted; its range_profiler record carries the reason. */
+static void start_context(gpufl_rp_t *s, rp_ctx_t *x) {
+    enable_context(s, x);
+    if (x->state == CTX_ON) return;
+    char msg[300];
+    snprintf(msg, sizeof msg, "context %u: %s", x->id, x->error);
+    note_error(s, msg);
+    if (!s->warned++) gpufl__warn("range profiler: %s; scopes on it are not profiled", msg);
+}
+
+/* Lock held. The context's slot, started when new; NULL when the table is full. */
+static rp_ctx_t *slot_of(gpufl_rp_t *s, CUcontext ctx) {
+    rp_ctx_t *x = find_slot(s, ctx);
+    if (x != NULL) return x;
+    x = new_slot(s, ctx);
     if (x != NULL) start_context(s, x);
     return x;
 }

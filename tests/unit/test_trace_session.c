@@ -2461,6 +2461,16 @@ static json_t *range_profiler_of(const session_t *d, int64_t context) {
     return NULL;
 }
 
+/* A scope named name on ctx (pushed current for it) that does work there. */
+static void scope_with_work(CUcontext ctx, const char *name, double work) {
+    assert_int_equal(fake.push_current(ctx), CUDA_SUCCESS);
+    gpufl_scope_t sc = gpufl_scope_begin(name, NULL);
+    assert_int_equal(fake.range_work(ctx, work), 0);
+    gpufl_scope_end(sc);
+    CUcontext popped;
+    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+}
+
 /* With init before the context, the profiler starts in the context-created
  * callback, before any scope; where CUPTI refuses there, nothing of the
  * attempt is kept and the first scope on that context starts it. Each
@@ -2478,15 +2488,8 @@ static void range_profiler_starts_at_context_creation(void **state) {
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_B, NULL, 0), 1);
     /* the failed Enable left no object on CTX_B (the fake makes one when it succeeds) */
     assert_int_equal(fake.range_state(CTX_B, &enabled, &pushes, &pops, &depth, &decodes), -1);
-    const CUcontext ctxs[2] = {CTX_A, CTX_B};
-    const char *names[2] = {"on_a", "on_b"};
-    for (int i = 0; i < 2; i++) {
-        assert_int_equal(fake.push_current(ctxs[i]), CUDA_SUCCESS);
-        gpufl_scope_t sc = gpufl_scope_begin(names[i], NULL);
-        assert_int_equal(fake.range_work(ctxs[i], 2 + i), 0);
-        gpufl_scope_end(sc);
-        assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
-    }
+    scope_with_work(CTX_A, "on_a", 2);
+    scope_with_work(CTX_B, "on_b", 3);
     stop();
     session_t d = read_session();
     assert_int_equal(tu_count(&d.device, "range_profiler"), 2);
@@ -2513,12 +2516,7 @@ static void range_profiler_creation_start_undone(void **state) {
         start_range(k ? "range_undone_support" : "range_undone_config", 60000, "5");
         fake.range_error(calls[k], CUPTI_ERROR_NOT_READY, 1);
         assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-        assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
-        gpufl_scope_t sc = gpufl_scope_begin("after", NULL);
-        assert_int_equal(fake.range_work(CTX_A, 2), 0);
-        gpufl_scope_end(sc);
-        CUcontext popped;
-        assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+        scope_with_work(CTX_A, "after", 2);
         stop();
         session_t d = read_session();
         assert_int_equal(tu_count(&d.device, "range_profiler"), 1);
@@ -2546,12 +2544,7 @@ static void range_profiler_slots_taken_again(void **state) {
         if (i % 20 == 19) let_collector_run(); /* their records written */
     }
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    assert_int_equal(fake.push_current(CTX_A), CUDA_SUCCESS);
-    gpufl_scope_t sc = gpufl_scope_begin("last", NULL);
-    assert_int_equal(fake.range_work(CTX_A, 3), 0);
-    gpufl_scope_end(sc);
-    CUcontext popped;
-    assert_int_equal(fake.pop_current(&popped), CUDA_SUCCESS);
+    scope_with_work(CTX_A, "last", 3);
     stop();
     session_t d = read_session();
     assert_int_equal(tu_count(&d.device, "range_profiler"), 81);
