@@ -4,6 +4,7 @@
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/build_progress.sh
 
 if [[ "${1:-}" == "--help" ]]; then
   echo "usage: scripts/test.sh [--quick]"
@@ -20,13 +21,18 @@ run() { # name, cmake args..., then -- ctest args...
   while [[ $# -gt 0 && $1 != -- ]]; do cfg+=("$1"); shift; done
   [[ $# -gt 0 ]] && shift && ctest_args=("$@")
   echo "== $name"
-  cmake -S . -B "build/$name" -DGPUFL_WERROR=ON "${cfg[@]}" >/dev/null
-  cmake --build "build/$name" -j "$jobs" >/dev/null
+  gpufl_build "$name" "build/$name" -DGPUFL_WERROR=ON "${cfg[@]}"
   rm -rf "build/$name/test-logs" && mkdir -p "build/$name/test-logs"
   (cd "build/$name" && ctest --output-on-failure -j "$jobs" "${ctest_args[@]}")
 }
 
-run ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The CI build also compiles the GPU demo where a CUDA compiler is found, so
+# that it cannot rot on machines without a GPU.
+gpu_demo=()
+for nvcc in "$(command -v nvcc || true)" /usr/local/cuda/bin/nvcc; do
+  [[ -n $nvcc && -x $nvcc ]] && { gpu_demo=(-DGPUFL_BUILD_GPU_DEMO=ON "-DCMAKE_CUDA_COMPILER=$nvcc"); break; }
+done
+run ci -DCMAKE_BUILD_TYPE=RelWithDebInfo "${gpu_demo[@]}"
 if [[ "${1:-}" != "--quick" ]]; then
   run asan -DCMAKE_BUILD_TYPE=Debug "-DGPUFL_SANITIZE=address;undefined" -DGPUFL_BUILD_BENCH=OFF \
       -- -LE api
