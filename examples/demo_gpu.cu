@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-constexpr int kDim = 1024;  // square matrices of kDim x kDim floats (4 MiB each)
+constexpr int kDim = 2048;  // square matrices of kDim x kDim floats (16 MiB each)
 constexpr int kTile = 16;   // the matmul's shared-memory tile
 constexpr int kBatchMiB = 64;
 
@@ -69,7 +69,7 @@ void usage() {
               "Runs a small CUDA training loop under gpufl's Trace engine (CPU stacks on) and\n"
               "prints the gpufl report. Exits 77 when no CUDA device can be used.\n"
               "  --log-path DIR  where session logs go (default: gpufl_demo.log)\n"
-              "  --steps N       training steps (default: 20)");
+              "  --steps N       training steps (default: 50)");
 }
 
 } // namespace
@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
     opts.enable_stack_trace = true;
     opts.continuous_system_sampling = true;
     opts.system_sample_rate_ms = 20;
-    int steps = 20;
+    int steps = 50;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
             usage();

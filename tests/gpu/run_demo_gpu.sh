@@ -33,7 +33,7 @@ fi
   (ncu --version 2>&1 || echo "no ncu on PATH") | tail -1
 } | tee "$out/machine.txt"
 
-steps=20
+steps=50
 rm -rf build/demo/gpufl_demo.log
 scripts/demo.sh --no-build --steps "$steps" 2>&1 | tee "$out/demo.txt"
 session=$(ls -1td build/demo/gpufl_demo.log/*/ 2>/dev/null | head -n 1)
