@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds gpufl in Release and runs the benchmarks in bench/, printing their
-# figures; with --save, also writes them to bench/results/<date>-<host>.txt.
+# figures; with --save, also writes them to bench/results/raw/<date>-core/<date>-<host>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,8 +36,9 @@ out=$(mktemp)
 } | tee "$out"
 
 if [[ "${1:-}" == "--save" ]]; then
-  mkdir -p bench/results
-  dest="bench/results/$(date -u +%Y-%m-%d)-$(hostname -s).txt"
+  day=$(date -u +%Y-%m-%d)
+  mkdir -p "bench/results/raw/$day-core"
+  dest="bench/results/raw/$day-core/$day-$(hostname -s).txt"
   cp "$out" "$dest"
   echo "saved to $dest"
 fi
