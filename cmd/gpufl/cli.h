@@ -14,11 +14,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Exit codes, documented in `gpufl --help` and docs/cli.md; never renumbered. */
-#define CLI_OK        0 /* done */
-#define CLI_FAILED    1 /* runtime failure: no such session, unreadable log, ... */
-#define CLI_USAGE     2 /* bad subcommand or option */
-#define CLI_NOT_BUILT 3 /* the subcommand is not built yet in this release */
+/* Exit codes, documented in `gpufl --help` and docs/cli.md; never renumbered
+ * (3, once "not built yet", is retired and not reused). */
+#define CLI_OK     0 /* done */
+#define CLI_FAILED 1 /* runtime failure: no such session, unreadable log, ... */
+#define CLI_USAGE  2 /* bad subcommand or option */
 
 #define CLI_PATH_MAX GPUFL_SESSION_PATH_MAX
 
@@ -37,10 +37,26 @@ int cli_is_session_dir(const char *dir);
  * caller frees. Returns 0, or CLI_FAILED after printing why. */
 int cli_sessions_list(const char *root, cli_session_t **out, size_t *count);
 
-/* Sets dir to the session named by arg: a session directory, a session id
- * under the default root, or NULL for the latest session there. Returns
- * CLI_OK, or CLI_FAILED after printing why. */
-int cli_resolve_session(const char *arg, char *dir, size_t size);
+/* The session a command works on, as the user named it: up to two
+ * arguments (DIR [SESSION] or SESSION) and --session ID. */
+typedef struct cli_target {
+    const char *args[2];
+    int n_args;
+    const char *session; /* --session ID; NULL when not given */
+} cli_target_t;
+
+/* Takes argv[*i] into t when it names the session: --session ID,
+ * --session=ID or an argument (advancing *i past a separate value). Any
+ * other option, a third argument or a session named twice is a usage error
+ * of cmd. Returns CLI_OK, or CLI_USAGE after printing the error. */
+int cli_target_arg(const char *cmd, int argc, char **argv, int *i, cli_target_t *t);
+
+/* Sets dir to the session t names: DIR, a session directory or a log root
+ * (then its latest session, or the one SESSION or --session names); SESSION
+ * alone, a session id under the default root; nothing, the latest session
+ * there. Sessions match as in gpufl_analysis_find(). Returns CLI_OK, or
+ * CLI_FAILED after printing why. */
+int cli_resolve_session(const cli_target_t *t, char *dir, size_t size);
 
 /* Progress on stderr while a subcommand works (progress.c): shown only when
  * stderr is a terminal and the work has taken 0.3 s, rewritten in place,
@@ -64,7 +80,8 @@ int cli_load_session(const char *dir, gpufl_model_t **m);
 
 /* Option helpers: 1 when arg is -h or --help. */
 int cli_is_help(const char *arg);
-/* Prints "gpufl: <message>" and the usage of cmd to stderr; returns CLI_USAGE. */
+/* Prints "gpufl: <message>" and "see gpufl <cmd> --help" to stderr (cmd ""
+ * for the tool); returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the usage of cmd ("" for the tool) to out. */
 void cli_print_usage(const char *cmd, FILE *out);

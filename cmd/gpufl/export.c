@@ -37,7 +37,9 @@ static int parse_count(const char *s, uint64_t *out) {
 }
 
 int cli_export(int argc, char **argv) {
-    const char *arg = NULL, *output = NULL, *format = NULL, *max = NULL;
+    const char *output = NULL, *format = NULL, *max = NULL;
+    cli_target_t target = {0};
+    int rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **opt = NULL;
@@ -60,12 +62,8 @@ int cli_export(int argc, char **argv) {
             format = a + 9;
         } else if (strncmp(a, "--max-events=", 13) == 0) {
             max = a + 13;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return cli_usage_error("export", "unknown option '%s'", a);
-        } else if (arg) {
-            return cli_usage_error("export", "more than one session given");
-        } else {
-            arg = a;
+        } else if ((rc = cli_target_arg("export", argc, argv, &i, &target)) != CLI_OK) {
+            return rc;
         }
     }
     gpufl_export_options_t opt;
@@ -84,7 +82,7 @@ int cli_export(int argc, char **argv) {
     }
 
     char dir[CLI_PATH_MAX];
-    int rc = cli_resolve_session(arg, dir, sizeof dir);
+    rc = cli_resolve_session(&target, dir, sizeof dir);
     if (rc) return rc;
 
     gpufl_model_t *m = NULL;

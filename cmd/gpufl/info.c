@@ -52,10 +52,9 @@ static int show_nvml(void) {
 }
 
 /* Whether this CUPTI has the PC Sampling and SASS Metrics APIs; where
- * nvdisasm is for SASS. */
-static char pcs_state[512] = "no: needs CUPTI";
-static char sassm_state[512] = "no: needs CUPTI";
-static char rp_state[512] = "no: needs CUPTI";
+ * nvdisasm is for SASS. Set afresh by each run of the command (the tool may
+ * run more than once in a process: `python -m gpufl`). */
+static char pcs_state[512], sassm_state[512], rp_state[512];
 
 /* Says what the Trace engine lacks besides NVML: "" when CUPTI and libcuda loaded. */
 static const char *show_trace_libraries(void) {
@@ -121,6 +120,9 @@ int cli_info(int argc, char **argv) {
         return cli_usage_error("info", "unexpected argument '%s'", argv[i]);
     }
     printf("gpufl %s\n\n", gpufl_version());
+    snprintf(pcs_state, sizeof pcs_state, "no: needs CUPTI");
+    snprintf(sassm_state, sizeof sassm_state, "no: needs CUPTI");
+    snprintf(rp_state, sizeof rp_state, "no: needs CUPTI");
     int nvml = show_nvml();
     const char *trace_lacks = show_trace_libraries();
 

@@ -41,7 +41,9 @@ static const char *option_value(int argc, char **argv, int *i, const char *name,
 }
 
 int cli_insights(int argc, char **argv) {
-    const char *arg = NULL, *format = "text", *output = NULL;
+    const char *format = "text", *output = NULL;
+    cli_target_t target = {0};
+    int rc;
     gpufl_severity_t min = GPUFL_SEVERITY_LOW;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -61,12 +63,8 @@ int cli_insights(int argc, char **argv) {
             output = v;
         } else if (bad) {
             return cli_usage_error("insights", "%s needs a value", a);
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return cli_usage_error("insights", "unknown option '%s'", a);
-        } else if (arg) {
-            return cli_usage_error("insights", "more than one session given");
-        } else {
-            arg = a;
+        } else if ((rc = cli_target_arg("insights", argc, argv, &i, &target)) != CLI_OK) {
+            return rc;
         }
     }
     int json = strcmp(format, "json") == 0;
@@ -75,7 +73,7 @@ int cli_insights(int argc, char **argv) {
     if (output && *output == '\0') return cli_usage_error("insights", "--output needs a file name");
 
     char dir[CLI_PATH_MAX];
-    int rc = cli_resolve_session(arg, dir, sizeof dir);
+    rc = cli_resolve_session(&target, dir, sizeof dir);
     if (rc) return rc;
     gpufl_model_t *m = NULL;
     if (cli_load_session(dir, &m) != CLI_OK) return CLI_FAILED;

@@ -18,7 +18,9 @@
 #include <string.h>
 
 int cli_report(int argc, char **argv) {
-    const char *arg = NULL, *output = NULL, *format = "text";
+    const char *output = NULL, *format = "text";
+    cli_target_t target = {0};
+    int rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
@@ -35,12 +37,8 @@ int cli_report(int argc, char **argv) {
             format = argv[++i];
         } else if (strncmp(a, "--format=", 9) == 0) {
             format = a + 9;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return cli_usage_error("report", "unknown option '%s'", a);
-        } else if (arg) {
-            return cli_usage_error("report", "more than one session given");
-        } else {
-            arg = a;
+        } else if ((rc = cli_target_arg("report", argc, argv, &i, &target)) != CLI_OK) {
+            return rc;
         }
     }
     if (output && *output == '\0') return cli_usage_error("report", "--output needs a file name");
@@ -50,7 +48,7 @@ int cli_report(int argc, char **argv) {
                                format);
 
     char dir[CLI_PATH_MAX];
-    int rc = cli_resolve_session(arg, dir, sizeof dir);
+    rc = cli_resolve_session(&target, dir, sizeof dir);
     if (rc) return rc;
     FILE *out = stdout;
     if (output) {

@@ -1,13 +1,17 @@
 /*
  * sessions.c - `gpufl sessions`: the session directories under a log root,
  * newest first (the listing is the analysis library's, lib/analysis/sessions.c).
- * Also the lookup the other subcommands use (the log root, the latest session).
+ * Also how the other subcommands find the session the user named (a session
+ * directory, a log root and a session id, or nothing), with the same rules
+ * as gpufl_analysis_find() and so the Python analyzer, and errors that say
+ * what was looked for where.
  */
 #include "cli.h"
 
 #include "analysis/sessions.h"
 
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_analysis.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,48 +110,104 @@ int cli_sessions(int argc, char **argv) {
     return CLI_OK;
 }
 
+int cli_target_arg(const char *cmd, int argc, char **argv, int *i, cli_target_t *t) {
+    const char *a = argv[*i], *id;
+    if (strcmp(a, "--session") == 0) {
+        if (*i + 1 >= argc) return cli_usage_error(cmd, "--session needs a session id");
+        id = argv[++*i];
+    } else if (strncmp(a, "--session=", 10) == 0) {
+        id = a + 10;
+    } else if (a[0] == '-' && a[1] != '\0') {
+        return cli_usage_error(cmd, "unknown option '%s'", a);
+    } else if (t->n_args == 2) {
+        return cli_usage_error(cmd, "unexpected argument '%s'", a);
+    } else if (t->n_args == 1 && t->session) {
+        return cli_usage_error(cmd, "more than one session given ('%s' and --session)", a);
+    } else {
+        t->args[t->n_args++] = a;
+        return CLI_OK;
+    }
+    if (*id == '\0') return cli_usage_error(cmd, "--session needs a session id");
+    if (t->session || t->n_args == 2) return cli_usage_error(cmd, "more than one session given");
+    t->session = id;
+    return CLI_OK;
+}
+
 static int is_directory(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int cli_resolve_session(const char *arg, char *dir, size_t size) {
-    char root[CLI_PATH_MAX];
-    cli_default_root(root, sizeof root);
-    if (arg == NULL) {
-        cli_session_t *list;
-        size_t n;
-        if (!is_directory(root)) {
+/* Says why no session was found under root, for id (NULL: the latest).
+ * root_named: the user named root (else it is the default one); id_alone:
+ * id was the only argument, which is not a directory; why: the lookup's
+ * error. */
+static int not_found(const char *root, const char *id, int root_named, int id_alone,
+                     const char *why) {
+    struct stat st;
+    if (!is_directory(root)) {
+        if (root_named && stat(root, &st) == 0)
+            fprintf(stderr, "gpufl: '%s' is not a directory\n", root);
+        else if (root_named)
+            fprintf(stderr, "gpufl: no such session or log root: '%s'\n", root);
+        else if (id_alone)
             fprintf(stderr,
-                    "gpufl: no session found: log root '%s' does not exist (set GPUFL_LOG_PATH "
-                    "or name a session directory)\n",
+                    "gpufl: no such session: '%s' (not a directory, and the log root '%s' "
+                    "does not exist)\n",
+                    id, root);
+        else
+            fprintf(stderr,
+                    "gpufl: no session found: log root '%s' does not exist (set "
+                    "GPUFL_LOG_PATH, or name a session directory or log root)\n",
                     root);
-            return CLI_FAILED;
-        }
-        int rc = cli_sessions_list(root, &list, &n);
-        if (rc) return rc;
-        if (n == 0) {
-            fprintf(stderr, "gpufl: no session found under '%s'\n", root);
-            free(list);
-            return CLI_FAILED;
-        }
-        snprintf(dir, size, "%s", list[0].path);
-        free(list);
-        return CLI_OK;
+        return CLI_FAILED;
     }
-    if (is_directory(arg)) {
-        if (!cli_is_session_dir(arg)) {
-            fprintf(stderr, "gpufl: '%s' is not a session directory (no device.log or scope.log)\n",
-                    arg);
-            return CLI_FAILED;
-        }
-        snprintf(dir, size, "%s", arg);
-        return CLI_OK;
+    cli_session_t *list;
+    size_t n;
+    if (cli_is_session_dir(root)) {
+        fprintf(stderr, "gpufl: %s\n", why); /* the session's id is another */
+        return CLI_FAILED;
     }
-    if (strchr(arg, '/') == NULL && (size_t)snprintf(dir, size, "%s/%s", root, arg) < size &&
-        is_directory(dir) && cli_is_session_dir(dir))
-        return CLI_OK;
-    fprintf(stderr, "gpufl: no such session: '%s' (neither a directory nor a session under '%s')\n",
-            arg, root);
+    if (gpufl__sessions_list(root, &list, &n) != 0) {
+        fprintf(stderr, "gpufl: %s\n", gpufl_last_error());
+        return CLI_FAILED;
+    }
+    free(list);
+    if (n > 0 && !id)
+        fprintf(stderr, "gpufl: %s\n", why); /* not a miss: out of memory, path too long */
+    else if (n == 0 && root_named)
+        fprintf(stderr,
+                "gpufl: '%s' is neither a session directory (no device.log or scope.log) "
+                "nor a log root holding sessions\n",
+                root);
+    else if (n == 0 && !id_alone)
+        fprintf(stderr, "gpufl: no session found under '%s'\n", root);
+    else if (id_alone)
+        fprintf(stderr,
+                "gpufl: no such session: '%s' (neither a directory nor a session under "
+                "'%s'; see gpufl sessions %s)\n",
+                id, root, root);
+    else
+        fprintf(stderr, "gpufl: no such session: '%s' under '%s' (see gpufl sessions %s)\n", id,
+                root, root);
     return CLI_FAILED;
+}
+
+int cli_resolve_session(const cli_target_t *t, char *dir, size_t size) {
+    char def[CLI_PATH_MAX];
+    const char *root = t->n_args ? t->args[0] : cli_default_root(def, sizeof def);
+    const char *id = t->n_args == 2 ? t->args[1] : t->session;
+    int root_named = t->n_args > 0, id_alone = 0;
+    /* One argument that is no directory and no path: a session id under the
+     * default root. */
+    if (t->n_args == 1 && !t->session && !is_directory(root) && !strchr(root, '/')) {
+        id = root;
+        root = cli_default_root(def, sizeof def);
+        root_named = 0;
+        id_alone = 1;
+    }
+    if (is_directory(root) && gpufl_analysis_find(root, NULL, id, dir, size) == 0) return CLI_OK;
+    char why[512];
+    snprintf(why, sizeof why, "%s", gpufl_last_error());
+    return not_found(root, id, root_named, id_alone, why);
 }

@@ -1,14 +1,18 @@
 /*
  * module.c - the gpufl._gpufl extension module: its function table, state,
  * and the calls too small for a file of their own (shutdown, system
- * windows, upload, queries).
+ * windows, upload, queries, the command-line tool).
  *
  * The public API is the Python package gpufl, which wraps these functions;
  * nothing here is meant to be called directly.
  */
 #include "gpufl_py.h"
 
+#include "cli_main.h"
+
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 
 gpufl_py_state_t *gpufl__py_state(PyObject *module) {
     return (gpufl_py_state_t *)PyModule_GetState(module);
@@ -120,6 +124,58 @@ static PyObject *py_backend_names(PyObject *module, PyObject *unused) {
     return names(backend_name, GPUFL_BACKEND_NONE + 1);
 }
 
+#define CLI_ARGS_MAX 65536 /* more arguments than any command takes */
+
+/* _cli_main(argv) -> int: the gpufl command-line tool itself (cmd/gpufl,
+ * compiled into this module), run in this process on argv (the program
+ * first); it writes to file descriptors 1 and 2 through C stdio. */
+static PyObject *py_cli_main(PyObject *module, PyObject *argv_obj) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* one run at a time */
+    static const char *const streams[] = {"stdout", "stderr"};
+    (void)module;
+    Py_ssize_t n = PySequence_Size(argv_obj);
+    if (n < 0) return NULL;
+    if (n < 1 || n > CLI_ARGS_MAX)
+        return PyErr_Format(PyExc_ValueError, "_cli_main takes 1 to %d arguments, not %zd",
+                            CLI_ARGS_MAX, n);
+    PyObject **bytes = PyMem_Calloc((size_t)n, sizeof *bytes);
+    char **argv = PyMem_Calloc((size_t)n + 1, sizeof *argv);
+    PyObject *result = NULL;
+    int rc;
+    if (!bytes || !argv) {
+        PyErr_NoMemory();
+        goto free_arrays;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_GetItem(argv_obj, i);
+        int ok = item && PyUnicode_FSConverter(item, &bytes[i]);
+        Py_XDECREF(item);
+        if (!ok) goto free_bytes;
+        argv[i] = PyBytes_AsString(bytes[i]);
+    }
+    /* What Python printed so far comes before what the tool prints. */
+    for (size_t i = 0; i < 2; i++) {
+        PyObject *f = PySys_GetObject(streams[i]); /* borrowed; None when closed */
+        PyObject *r = f && f != Py_None ? PyObject_CallMethod(f, "flush", NULL) : Py_None;
+        if (!r) goto free_bytes;
+        if (r != Py_None) Py_DECREF(r);
+    }
+    Py_BEGIN_ALLOW_THREADS; /* a large session takes seconds to read */
+    pthread_mutex_lock(&lock);
+    rc = gpufl__cli_main((int)n, argv);
+    fflush(stdout);
+    fflush(stderr);
+    pthread_mutex_unlock(&lock);
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLong(rc);
+free_bytes:
+    for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(bytes[i]);
+free_arrays:
+    PyMem_Free(argv);
+    PyMem_Free(bytes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"init", (PyCFunction)(void (*)(void))gpufl__py_init, METH_VARARGS | METH_KEYWORDS,
      "init(**options) -> bool: start a session (False when gpufl is switched off)."},
@@ -137,6 +193,9 @@ static PyMethodDef methods[] = {
      "find_session(log_dir, app_name, session_id) -> str: a session directory "
      "(gpufl_analysis_find)."},
     {"version", py_version, METH_NOARGS, "version() -> str: libgpufl's version."},
+    {"_cli_main", py_cli_main, METH_O,
+     "_cli_main(argv) -> int: run the gpufl command-line tool on argv (program first); "
+     "see gpufl.cli."},
     {"_frames_start", gpufl__py_frames_start, METH_O,
      "_frames_start(library_dirs): put Python frames in captured stacks."},
     {"_frames_stop", gpufl__py_frames_stop, METH_NOARGS,

@@ -18,6 +18,16 @@ expect() {
   [[ $got == "$want" ]] || { fail "$what: exit $got, expected $want"; cat "$tmp/err"; }
 }
 has() { grep -q -- "$2" "$tmp/$1" || fail "'$2' not in $1 of the last command"; }
+# usage_error HINT: stderr is exactly the one-line error and "see HINT --help".
+usage_error() {
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  [[ $lines == 2 ]] || { fail "usage error: $lines lines on stderr, expected 2"; cat "$tmp/err"; }
+  grep -q "^gpufl: ." <(head -1 "$tmp/err") || fail "usage error: no 'gpufl: ...' line first"
+  [[ $(sed -n 2p "$tmp/err") == "see $1 --help" ]] ||
+    fail "usage error: second line is '$(sed -n 2p "$tmp/err")', expected 'see $1 --help'"
+  hasnt err "usage:"
+}
 hasnt() { ! grep -q -- "$2" "$tmp/$1" || fail "'$2' should not be in $1 of the last command"; }
 
 # The log root: each fixture under its session id, as the library names them.
@@ -69,7 +79,7 @@ has err "no session found under '$tmp/empty'"
 GPUFL_LOG_PATH=$root expect 1 "report of an unknown session" -- "$gpufl" report nosuch
 has err "no such session: 'nosuch'"
 expect 1 "report of a directory without logs" -- "$gpufl" report "$root/not-a-session"
-has err "not a session directory"
+has err "'$root/not-a-session' is neither a session directory"
 expect 1 "report to an unwritable file" -- "$gpufl" report -o "$tmp/nowhere/r.txt" \
   "$root/20261122T031500.123Z-4711-9f3a"
 has err "$tmp/nowhere/r.txt"
@@ -93,12 +103,13 @@ GPUFL_LOG_PATH=$root expect 0 "report --format text" -- "$gpufl" report --format
 has out "^Insights"
 expect 2 "report with a bad format" -- "$gpufl" report --format xml "$root/20261122T031500.123Z-4711-9f3a"
 has err "unknown format 'xml'"
-has err "usage: gpufl report"
+usage_error "gpufl report"
 expect 2 "report --format without a value" -- "$gpufl" report --format
 has err "needs a format"
+usage_error "gpufl report"
 expect 2 "report with a bad option" -- "$gpufl" report --bogus
 has err "unknown option '--bogus'"
-has err "usage: gpufl report"
+usage_error "gpufl report"
 
 # info: never fails, says why each vendor library is missing.
 GPUFL_NVML_LIBRARY=$tmp/no/libnvidia-ml.so.1 GPUFL_CUDA_LIBRARY=$tmp/no/libcuda.so.1 \
@@ -186,29 +197,53 @@ expect 0 "insights above a severity" -- "$gpufl" insights --min-severity high "$
 has out "^No findings at this severity.$"
 expect 2 "insights with a bad format" -- "$gpufl" insights --format xml "$root/$stacks_id"
 has err "--format takes text or json, not 'xml'"
+usage_error "gpufl insights"
 expect 2 "insights with a bad severity" -- "$gpufl" insights --min-severity SEVERE
 has err "--min-severity takes LOW, MEDIUM or HIGH"
+usage_error "gpufl insights"
 expect 1 "insights of no session" -- "$gpufl" insights "$tmp/nowhere"
 has err "no such session"
 
 # Usage errors, help and version.
 expect 2 "unknown command" -- "$gpufl" bogus
 has err "unknown command 'bogus'"
-has err "usage: gpufl"
+usage_error "gpufl"
 expect 2 "no command" -- "$gpufl"
+usage_error "gpufl"
 expect 2 "unknown top-level option" -- "$gpufl" --bogus
+has err "unknown option '--bogus'"
+usage_error "gpufl"
 expect 2 "help of an unknown command" -- "$gpufl" help bogus
+usage_error "gpufl"
+expect 2 "sessions with two roots" -- "$gpufl" sessions "$root" "$root"
+usage_error "gpufl sessions"
+expect 2 "info with an argument" -- "$gpufl" info x
+usage_error "gpufl info"
+expect 2 "report with three arguments" -- "$gpufl" report "$root" "$trace_id" x
+has err "unexpected argument 'x'"
+usage_error "gpufl report"
+expect 2 "--session without a value" -- "$gpufl" report "$root" --session
+has err "needs a session id"
+usage_error "gpufl report"
+expect 2 "--session and a second argument" -- "$gpufl" insights --session "$trace_id" "$root" x
+has err "more than one session given"
+usage_error "gpufl insights"
+expect 2 "export --max-events not a count" -- "$gpufl" export -f chrome --max-events x "$root"
+has err "needs a count"
+usage_error "gpufl export"
 expect 0 "--version" -- "$gpufl" --version
 has out "^gpufl [0-9]"
 for args in "--help" "help" "-h"; do
   expect 0 "$args" -- "$gpufl" $args
   has out "exit codes:"
   has out "insights"
+  hasnt out "not built"
 done
 for cmd in report sessions info insights export; do
   expect 0 "$cmd --help" -- "$gpufl" "$cmd" --help
   has out "usage: gpufl $cmd"
-  has out "3  subcommand not built yet"
+  has out "exit codes:"
+  hasnt out "not built"
   expect 0 "help $cmd" -- "$gpufl" help "$cmd"
   has out "usage: gpufl $cmd"
 done
@@ -218,7 +253,7 @@ trace_id=20261123T120000.000Z-7070-c3d4
 is_json() { python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
 expect 2 "export with a bad format" -- "$gpufl" export --format bogus "$root/$trace_id"
 has err "unknown format 'bogus'"
-has err "usage: gpufl export"
+usage_error "gpufl export"
 expect 2 "export without a format" -- "$gpufl" export "$root/$trace_id"
 has err "format"
 expect 2 "export --max-events for perfetto" -- "$gpufl" export -f perfetto --max-events 5 \
@@ -248,6 +283,54 @@ expect 1 "export to an unwritable file" -- "$gpufl" export -f chrome -o "$tmp/no
 has err "$tmp/nowhere/x.json"
 GPUFL_LOG_PATH=$root expect 1 "export of an unknown session" -- "$gpufl" export -f chrome nosuch
 has err "no such session: 'nosuch'"
+
+# A log root names its latest session; --session ID, or a session id after the
+# root, picks another. One lookup serves report, insights and export.
+latest=20261124T090000.000Z-8080-5c0e
+expect 0 "report ROOT" -- "$gpufl" report "$root"
+has out "gpufl report: scoped_demo"
+expect 0 "report --session ID ROOT" -- "$gpufl" report --session "$trace_id" "$root"
+has out "gpufl report: trace_demo"
+expect 0 "report ROOT --session=ID" -- "$gpufl" report "$root" --session="$trace_id"
+has out "gpufl report: trace_demo"
+expect 0 "report ROOT SESSION" -- "$gpufl" report -f json "$root" "$trace_id"
+has out '"app": "trace_demo"'
+expect 0 "report of a session directory with its own id" -- "$gpufl" report \
+  --session "$trace_id" "$root/$trace_id"
+has out "gpufl report: trace_demo"
+"$gpufl" insights --format json "$root/$latest" >"$tmp/want.json"
+expect 0 "insights ROOT" -- "$gpufl" insights --format json "$root"
+cmp -s "$tmp/out" "$tmp/want.json" || fail "insights ROOT: not the latest session's insights"
+expect 0 "insights ROOT SESSION" -- "$gpufl" insights "$root" "$stacks_id"
+has out "^\[HIGH\] SYNCHRONIZATION: In-loop sync × 4"
+expect 0 "insights --session ID ROOT" -- "$gpufl" insights --session="$stacks_id" "$root"
+has out "^\[HIGH\] SYNCHRONIZATION: In-loop sync × 4"
+rm -f "$tmp/$latest.perfetto-trace"
+expect 0 "export ROOT" -- "$gpufl" export -f perfetto "$root"
+has out "^$latest.perfetto-trace\$"
+[[ -s $tmp/$latest.perfetto-trace ]] || fail "export ROOT: no $latest.perfetto-trace"
+"$gpufl" export -f chrome -o "$tmp/want.json" "$root/$trace_id" >/dev/null
+expect 0 "export ROOT SESSION" -- "$gpufl" export -f chrome -o - "$root" "$trace_id"
+cmp -s "$tmp/out" "$tmp/want.json" || fail "export ROOT SESSION: not that session's trace"
+expect 0 "export --session ID ROOT" -- "$gpufl" export -f chrome -o - --session "$trace_id" "$root"
+cmp -s "$tmp/out" "$tmp/want.json" || fail "export --session: not that session's trace"
+GPUFL_LOG_PATH=$root expect 0 "report --session ID (default root)" -- "$gpufl" report \
+  --session "$trace_id"
+has out "gpufl report: trace_demo"
+# What cannot be found says what was looked for and how to see what there is.
+for cmd in report insights "export -f chrome"; do
+  expect 1 "$cmd of an empty directory" -- "$gpufl" $cmd "$tmp/empty"
+  has err "^gpufl: '$tmp/empty' is neither a session directory (no device.log or scope.log) nor a log root holding sessions$"
+  expect 1 "$cmd --session of an unknown id" -- "$gpufl" $cmd --session nosuch "$root"
+  has err "^gpufl: no such session: 'nosuch' under '$root' (see gpufl sessions $root)$"
+  expect 1 "$cmd ROOT SESSION of an unknown id" -- "$gpufl" $cmd "$root" nosuch
+  has err "^gpufl: no such session: 'nosuch' under '$root' (see gpufl sessions $root)$"
+  expect 1 "$cmd of a missing directory" -- "$gpufl" $cmd "$tmp/nowhere"
+  has err "^gpufl: no such session or log root: '$tmp/nowhere'$"
+done
+expect 1 "report of a session directory with another id" -- "$gpufl" report \
+  --session "$stacks_id" "$root/$trace_id"
+has err "is '$trace_id', not '$stacks_id'"
 
 # A PcSampling session: launch rows, no kernel rows (docs/log-format.md, `launch`).
 pc_id=20261120T100000.000Z-9191-7a1b

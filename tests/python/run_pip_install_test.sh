@@ -2,8 +2,9 @@
 # run_pip_install_test.sh - installs the Python package as a user would, offline and from a copy
 # of the source tree (so nothing is written into the checkout): `pip install
 # --no-build-isolation --no-index --target DIR ./python` with Debian's setuptools, then imports
-# it from that directory and records a session. It also checks the wheel's abi3 tag and that
-# the module exports nothing but its init function.
+# it from that directory and records a session. It also checks the wheel's abi3 tag, that
+# the module exports nothing but its init function, and that the gpufl command pip installs and
+# `python -m gpufl` run the command-line tool.
 #
 # Usage: run_pip_install_test.sh <source dir> [python3]. Exits non-zero on the first failure.
 set -euo pipefail
@@ -53,3 +54,23 @@ scope_log = open(os.path.join("pip_check.log", session, "scope.log")).read()
 assert "\"installed\"" in scope_log and "scope_end" in scope_log, scope_log
 print("gpufl", gpufl.__version__, "installed and recorded", session)
 ')
+
+echo "== the gpufl command pip installed, and python -m gpufl"
+gpufl_cmd=$tmp/site/bin/gpufl
+[[ -x $gpufl_cmd ]] || { echo "FAIL: pip installed no gpufl command" >&2; ls "$tmp/site" >&2; exit 1; }
+PYTHONPATH="$tmp/site" "$gpufl_cmd" --help >"$tmp/help.txt" ||
+    { echo "FAIL: gpufl --help" >&2; exit 1; }
+grep -q "^usage: gpufl <command>" "$tmp/help.txt" ||
+    { echo "FAIL: gpufl --help printed:" >&2; cat "$tmp/help.txt" >&2; exit 1; }
+(cd "$tmp/run" && env -u GPUFL_LOG_PATH PYTHONPATH="$tmp/site" \
+    "$python" -m gpufl sessions "$src/tests/fixtures/sessions") >"$tmp/sessions.txt" ||
+    { echo "FAIL: python -m gpufl sessions" >&2; exit 1; }
+grep -q "^scoped  .* scoped_demo " "$tmp/sessions.txt" ||
+    { echo "FAIL: python -m gpufl sessions printed:" >&2; cat "$tmp/sessions.txt" >&2; exit 1; }
+set +e
+PYTHONPATH="$tmp/site" "$gpufl_cmd" report --bogus 2>"$tmp/usage.txt"
+code=$?
+set -e
+[[ $code == 2 && $(cat "$tmp/usage.txt") == $'gpufl: unknown option \'--bogus\'\nsee gpufl report --help' ]] ||
+    { echo "FAIL: gpufl report --bogus: exit $code" >&2; cat "$tmp/usage.txt" >&2; exit 1; }
+echo "gpufl command and python -m gpufl run the installed CLI"

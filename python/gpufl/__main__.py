@@ -1,0 +1,5 @@
+"""`python -m gpufl ...`: the gpufl command-line tool (see gpufl.cli)."""
+from .cli import main
+
+if __name__ == "__main__":
+    main()
