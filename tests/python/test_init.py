@@ -236,18 +236,26 @@ def test_removed_keywords_name_their_replacement(log_dir, keyword, value, replac
     assert not log_dir.exists()
 
 
-def test_remote_upload_shim_uploads_at_exit(log_dir, monkeypatch):
+def test_remote_upload_shim_uploads_at_exit(log_dir, monkeypatch, capfd):
     registered = []
     monkeypatch.setattr(gpufl._session.atexit, "register", registered.append)
     monkeypatch.setattr(gpufl._session, "_upload_at_exit_registered", False)
     monkeypatch.setenv("GPUFL_REMOTE_UPLOAD", "yes")
-    with pytest.warns(DeprecationWarning, match=r"remote_upload \(GPUFL_REMOTE_UPLOAD\)"):
-        assert gpufl.init(log_path=str(log_dir), backend_url="https://example.invalid")
+    with pytest.warns(DeprecationWarning, match=r"remote_upload \(GPUFL_REMOTE_UPLOAD\) is "
+                      r"deprecated.*upload is not built yet in this release"):
+        assert gpufl.init(log_path=str(log_dir))
     assert len(registered) == 1
-    # At exit: the session ends, then the upload says it is not built yet.
-    with pytest.warns(RuntimeWarning, match="remote_upload at exit: uploading logs is not built"):
+    assert "remote_upload is deprecated" in capfd.readouterr().err  # the library's notice
+    # At exit: the session ends, and the upload says once more, through the
+    # library, that it is not built and where the logs stayed; no traceback,
+    # no second warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         registered[0]()
     assert not gpufl._gpufl.is_active()
+    err = capfd.readouterr().err.splitlines()
+    assert len(err) == 1 and "uploadLogs: upload is not built yet" in err[0], err
+    assert str(log_dir) in err[0]
 
 
 def test_no_warning_for_current_keywords(log_dir):
