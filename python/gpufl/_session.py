@@ -1,7 +1,8 @@
 """Sessions: init and shutdown, system-sampling windows, log upload, and the
 session() context manager that does all three around a block.
 
-init() takes every field of InitOptions as a keyword. Names from older
+init() takes every field of InitOptions as a keyword, and app_name also as
+its one positional argument (init("my_app", enabled=False)). Names from older
 releases are handled here before the options reach the C extension: a
 renamed one still works with a DeprecationWarning, a removed one raises
 TypeError naming what replaces it.
@@ -67,14 +68,15 @@ def _legacy_keywords(legacy, options):
         options[new] = value
 
 
-def init(*, app_name="gpufl", log_path="", backend_url="", api_key="", api_path="",
+def init(app_name="gpufl", *, log_path="", backend_url="", api_key="", api_path="",
          remote_upload=False, enable_stack_trace=False, enable_source_collection=True,
          enable_external_correlation=True, enable_synchronization=True,
          enable_memory_tracking=False, enable_cuda_graphs_tracking=False,
          system_sample_rate_ms=0, kernel_sample_rate_ms=0, continuous_system_sampling=False,
          backend=BackendKind.Auto, profiling_engine=ProfilingEngine.Monitor, config_file="",
          flush_logs_always=False, enable_debug_output=False, enabled=True, **legacy):
-    """Starts a session; every keyword is a field of InitOptions.
+    """Starts a session; every keyword is a field of InitOptions, and the
+    app name may also be given as the one positional argument.
 
     Returns True when the session started and False when gpufl is switched
     off (enabled=False, GPUFL_DISABLED=1, or enabled false in the config
@@ -85,7 +87,8 @@ def init(*, app_name="gpufl", log_path="", backend_url="", api_key="", api_path=
     backend_url (or GPUFL_BACKEND_URL) makes the library warn, once, that
     upload is not built yet in this release and where the logs stay.
 
-    Raises TypeError for an unknown keyword or a value of the wrong type,
+    Raises TypeError for an unknown keyword, a value of the wrong type, a
+    second positional argument or app_name given both ways,
     InvalidArgumentError (a ValueError) for a value out of range,
     ConfigError for a bad config file, FileAccessError (an OSError) when the
     log directory cannot be written, and AlreadyRunningError when a session
@@ -232,14 +235,16 @@ class Session:
         return False
 
 
-def session(**options):
-    """A context manager around a whole session: init(**options) on entry,
-    shutdown() on exit, then upload_logs() when a backend_url is given (or
-    GPUFL_BACKEND_URL is set) and the block raised nothing. Takes the same
-    keywords as init().
+def session(app_name=None, **options):
+    """A context manager around a whole session: init(app_name, **options)
+    on entry, shutdown() on exit, then upload_logs() when a backend_url is
+    given (or GPUFL_BACKEND_URL is set) and the block raised nothing. Takes
+    the same arguments as init().
 
     The upload never raises: while it is not built (this release), the
     library says so in one line naming where the logs stay, as init() did,
     and ``s.upload`` is UploadResult(success=False, events_uploaded=0).
     """
+    if app_name is not None:
+        options["app_name"] = app_name
     return Session(options)

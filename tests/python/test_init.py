@@ -19,14 +19,31 @@ INIT_OPTIONS = [
 ]
 
 
-def test_init_takes_exactly_the_init_options_as_keywords():
+def test_init_takes_exactly_the_init_options_the_app_name_also_positionally():
     params = inspect.signature(gpufl.init).parameters
+    assert [n for n, p in params.items() if p.kind is not p.VAR_KEYWORD] == INIT_OPTIONS
+    assert params["app_name"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
     keyword_only = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
-    assert keyword_only == INIT_OPTIONS
+    assert keyword_only == INIT_OPTIONS[1:]
     assert gpufl.init.__kwdefaults__["profiling_engine"] is gpufl.ProfilingEngine.Monitor
     assert gpufl.init.__kwdefaults__["backend"] is gpufl.BackendKind.Auto
-    with pytest.raises(TypeError):
-        gpufl.init("my_app")  # keywords only
+    with pytest.raises(TypeError, match="positional"):
+        gpufl.init("my_app", "./logs")  # every other option is a keyword
+
+
+def test_app_name_as_the_positional_argument(log_dir):
+    # As code written for the product's own binding calls it.
+    assert gpufl.init("my_app", enabled=False) is False
+    assert gpufl.init("positional_app", log_path=str(log_dir)) is True
+    gpufl.shutdown()
+    header = SessionLogs(only_session(log_dir)).lines["scope"][0]
+    assert header["app_name"] == "positional_app"
+
+
+def test_app_name_both_positionally_and_as_a_keyword_is_a_type_error(log_dir):
+    with pytest.raises(TypeError, match="multiple values for argument 'app_name'"):
+        gpufl.init("one", app_name="two", log_path=str(log_dir))
+    assert not gpufl._gpufl.is_active() and not log_dir.exists()
 
 
 def test_init_writes_a_session_and_returns_true(log_dir):

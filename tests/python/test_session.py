@@ -118,6 +118,16 @@ def test_session_context_manager(log_dir):
     assert [x["name"] for x in SessionLogs(s.directory).scopes()] == ["inside"]
 
 
+def test_session_takes_the_app_name_positionally(log_dir):
+    with gpufl.session("ctx_positional", log_path=str(log_dir)) as s:
+        assert s.started
+    assert SessionLogs(s.directory).lines["scope"][0]["app_name"] == "ctx_positional"
+    with pytest.raises(TypeError, match="multiple values for argument 'app_name'"):
+        gpufl.session("one", app_name="two")
+    with pytest.raises(TypeError, match="positional"):
+        gpufl.session("one", str(log_dir))
+
+
 def test_init_with_a_backend_warns_once_that_upload_is_not_built(log_dir, capfd):
     assert gpufl.init(log_path=str(log_dir), backend_url="https://example.invalid")
     err = capfd.readouterr().err.splitlines()
@@ -158,7 +168,7 @@ def test_session_with_a_backend_ends_without_raising(log_dir, capfd):
 def test_session_without_a_log_path_names_its_session_directory(tmp_path, monkeypatch, capfd):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPUFL_BACKEND_URL", "https://example.invalid")
-    with gpufl.session(app_name="default_path") as s:
+    with gpufl.session("default_path") as s:
         pass
     assert s.upload == gpufl.UploadResult(success=False, events_uploaded=0)
     assert capfd.readouterr().err.splitlines()[-1].endswith("the logs stay in " + s.directory)
