@@ -133,7 +133,8 @@ typedef struct gpufl_options {
     const char *app_name; /**< default "gpufl" */
     const char *log_path; /**< default "<app_name>.log": directory of sessions */
 
-    /* fleet upload (used by a later release; accepted and stored now) */
+    /* fleet upload (a later release; accepted and stored now: a backend_url
+     * makes init warn once that upload is not built yet) */
     const char *backend_url;
     const char *api_key;
     const char *api_path; /**< default "" meaning "/api/v1" */

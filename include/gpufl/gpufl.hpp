@@ -24,11 +24,11 @@ struct InitOptions {
     std::string app_name = "gpufl";
     std::string log_path = ""; // empty: "<app_name>.log"
 
-    // fleet upload
+    // fleet upload: not built yet; a backend_url makes init warn once, naming where the logs stay
     std::string backend_url = "";
     std::string api_key = "";
     std::string api_path = "";  // empty: "/api/v1"
-    bool remote_upload = false; // deprecated: no effect, notice at init
+    bool remote_upload = false; // deprecated: no effect, notice at init (upload not built yet)
 
     // what to capture
     bool enable_stack_trace = false;
@@ -103,7 +103,8 @@ struct UploadOptions {
     std::string api_path = "";
 };
 
-/** Not built yet: returns false at once and logs why (true when gpufl is disabled). */
+/** Not built yet: returns false at once and logs "uploadLogs: upload is not built yet in this
+ *  release (...); the logs stay in <log_path>" (true when gpufl is disabled). */
 inline bool uploadLogs(const UploadOptions &o) {
     gpufl_upload_options_t c;
     gpufl_upload_options_init(&c);

@@ -10,6 +10,7 @@
 
 #include "core/config_file.h"
 #include "core/log.h"
+#include "core/session.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -404,8 +405,10 @@ int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl_settings_t *out) 
                     dis);
     if (out->disabled_by_env) out->enabled = 0;
     if (out->remote_upload)
-        gpufl__warn("remote_upload is deprecated and has no effect; call uploadLogs() after "
-                    "shutdown instead");
+        gpufl__warn("remote_upload is deprecated and has no effect (its replacement is "
+                    "uploadLogs() after shutdown); " GPUFL__UPLOAD_NOT_BUILT
+                    ", so the logs stay in %s%s",
+                    *out->log_path ? out->log_path : out->app_name, *out->log_path ? "" : ".log");
     if (out->kernel_sample_rate_ms)
         gpufl__warn("kernel_sample_rate_ms is deprecated and has no effect; every kernel record "
                     "is captured");

@@ -397,6 +397,10 @@ static int start_session(void) {
 
     rc = create_session_dir(log_path, &g.ident, g.dir, sizeof g.dir);
     if (rc) return rc;
+    /* Said once, here, rather than as a failure at the end of the program. */
+    if (*s->backend_url)
+        gpufl__warn("backend_url is set, but " GPUFL__UPLOAD_NOT_BUILT "; the logs stay in %s",
+                    g.dir);
     gpufl__ring_pool_reset(pool);
     rc = gpufl__collector_create(s, pool, g.dir, &g.ident, &g.collector);
     if (rc) return rc;

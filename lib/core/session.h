@@ -7,4 +7,8 @@
 /* 1 when gpufl is switched off: GPUFL_DISABLED, or the last init was disabled. */
 int gpufl__session_disabled(void);
 
+/* Upload belongs to a later release. Every message about it (backend_url and
+ * remote_upload at init, uploadLogs) says so in these words. */
+#define GPUFL__UPLOAD_NOT_BUILT "upload is not built yet in this release"
+
 #endif

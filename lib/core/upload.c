@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/session.h"
 
+#include <stddef.h>
 #include <string.h>
 
 void gpufl_upload_options_init_sized(gpufl_upload_options_t *opts, size_t size) {
@@ -15,12 +16,18 @@ void gpufl_upload_options_init_sized(gpufl_upload_options_t *opts, size_t size) 
 }
 
 int gpufl_upload_logs(const gpufl_upload_options_t *opts) {
-    (void)opts;
+    char dir[4096];
+    const char *where = "log_path";
     if (gpufl__session_disabled()) return GPUFL_EDISABLED; /* switched off: nothing to send */
-    int rc = gpufl__set_error(GPUFL_ENOTSUP,
-                              "uploading logs is not built yet in gpufl %s; the session logs "
-                              "stay on disk under log_path",
-                              gpufl_version());
+    /* Name the logs the call was about: its log_path, else the last session's. */
+    if (opts && opts->size >= offsetof(gpufl_upload_options_t, log_path) + sizeof opts->log_path &&
+        opts->log_path && *opts->log_path)
+        where = opts->log_path;
+    else if (gpufl_session_dir(dir, sizeof dir) > 0)
+        where = dir;
+    int rc =
+        gpufl__set_error(GPUFL_ENOTSUP, GPUFL__UPLOAD_NOT_BUILT " (gpufl %s); the logs stay in %s",
+                         gpufl_version(), where);
     gpufl__warn("uploadLogs: %s", gpufl_last_error());
     return rc;
 }

@@ -4,7 +4,7 @@ A thin layer over libgpufl's C API (the extension gpufl._gpufl): sessions
 write the same NDJSON logs as C and C++ programs do.
 
     import gpufl
-    gpufl.init(app_name="my_app", profiling_engine=gpufl.ProfilingEngine.Trace)
+    gpufl.init("my_app", profiling_engine=gpufl.ProfilingEngine.Trace)
     with gpufl.Scope("forward_pass"):
         ...
     gpufl.shutdown()

@@ -1,7 +1,8 @@
 """Sessions: init and shutdown, system-sampling windows, log upload, and the
 session() context manager that does all three around a block.
 
-init() takes every field of InitOptions as a keyword. Names from older
+init() takes every field of InitOptions as a keyword, and app_name also as
+its one positional argument (init("my_app", enabled=False)). Names from older
 releases are handled here before the options reach the C extension: a
 renamed one still works with a DeprecationWarning, a removed one raises
 TypeError naming what replaces it.
@@ -67,14 +68,15 @@ def _legacy_keywords(legacy, options):
         options[new] = value
 
 
-def init(*, app_name="gpufl", log_path="", backend_url="", api_key="", api_path="",
+def init(app_name="gpufl", *, log_path="", backend_url="", api_key="", api_path="",
          remote_upload=False, enable_stack_trace=False, enable_source_collection=True,
          enable_external_correlation=True, enable_synchronization=True,
          enable_memory_tracking=False, enable_cuda_graphs_tracking=False,
          system_sample_rate_ms=0, kernel_sample_rate_ms=0, continuous_system_sampling=False,
          backend=BackendKind.Auto, profiling_engine=ProfilingEngine.Monitor, config_file="",
          flush_logs_always=False, enable_debug_output=False, enabled=True, **legacy):
-    """Starts a session; every keyword is a field of InitOptions.
+    """Starts a session; every keyword is a field of InitOptions, and the
+    app name may also be given as the one positional argument.
 
     Returns True when the session started and False when gpufl is switched
     off (enabled=False, GPUFL_DISABLED=1, or enabled false in the config
@@ -82,7 +84,11 @@ def init(*, app_name="gpufl", log_path="", backend_url="", api_key="", api_path=
     Fields left at their default may be set by the config file and the
     GPUFL_* environment variables (docs/options.md).
 
-    Raises TypeError for an unknown keyword or a value of the wrong type,
+    backend_url (or GPUFL_BACKEND_URL) makes the library warn, once, that
+    upload is not built yet in this release and where the logs stay.
+
+    Raises TypeError for an unknown keyword, a value of the wrong type, a
+    second positional argument or app_name given both ways,
     InvalidArgumentError (a ValueError) for a value out of range,
     ConfigError for a bad config file, FileAccessError (an OSError) when the
     log directory cannot be written, and AlreadyRunningError when a session
@@ -110,8 +116,9 @@ def init(*, app_name="gpufl", log_path="", backend_url="", api_key="", api_path=
         os.environ.get("GPUFL_REMOTE_UPLOAD", "").strip().lower() in _TRUTHY)
     if upload_at_exit:
         warnings.warn("init(): remote_upload%s is deprecated; call gpufl.upload_logs() after "
-                      "shutdown(), or use gpufl.session(...). Until then the logs are "
-                      "uploaded at exit" % ("" if remote_upload else " (GPUFL_REMOTE_UPLOAD)"),
+                      "shutdown(), or use gpufl.session(...). Until then upload_logs() is "
+                      "called at exit, but upload is not built yet in this release: the logs "
+                      "stay on disk" % ("" if remote_upload else " (GPUFL_REMOTE_UPLOAD)"),
                       DeprecationWarning, stacklevel=2)
     started = _gpufl.init(**options)
     if started and upload_at_exit:
@@ -148,12 +155,24 @@ def _register_upload_at_exit(options):
 
     def upload_at_exit():
         shutdown()
-        try:
-            upload_logs(**paths)
-        except _gpufl.Error as e:  # at exit, a warning rather than a traceback
-            warnings.warn("remote_upload at exit: %s" % e, RuntimeWarning)
+        _upload_or_say_why(paths)
 
     atexit.register(upload_at_exit)
+
+
+def _upload_or_say_why(paths):
+    """upload_logs() where a failure must not end the program (at exit, at
+    the end of session()): the result, or UploadResult(success=False). Not
+    built yet is said by the library itself, as one line naming where the
+    logs stay; any other failure becomes a RuntimeWarning."""
+    try:
+        return upload_logs(**paths)
+    except _gpufl.NotSupportedError:
+        pass
+    except _gpufl.Error as e:
+        warnings.warn("gpufl: the upload failed, the logs stay on disk: %s" % e, RuntimeWarning,
+                      stacklevel=3)
+    return UploadResult(success=False, events_uploaded=0)
 
 
 def shutdown():
@@ -209,16 +228,23 @@ class Session:
         shutdown()
         backend_url = self._options.get("backend_url") or os.environ.get("GPUFL_BACKEND_URL")
         if exc_type is None and backend_url:
-            self.upload = upload_logs(
+            self.upload = _upload_or_say_why(dict(
                 log_path=self._options.get("log_path") or None, backend_url=backend_url,
                 api_key=self._options.get("api_key") or None,
-                api_path=self._options.get("api_path") or None)
+                api_path=self._options.get("api_path") or None))
         return False
 
 
-def session(**options):
-    """A context manager around a whole session: init(**options) on entry,
-    shutdown() on exit, then upload_logs() when a backend_url is given (or
-    GPUFL_BACKEND_URL is set) and the block raised nothing. Takes the same
-    keywords as init()."""
+def session(app_name=None, **options):
+    """A context manager around a whole session: init(app_name, **options)
+    on entry, shutdown() on exit, then upload_logs() when a backend_url is
+    given (or GPUFL_BACKEND_URL is set) and the block raised nothing. Takes
+    the same arguments as init().
+
+    The upload never raises: while it is not built (this release), the
+    library says so in one line naming where the logs stay, as init() did,
+    and ``s.upload`` is UploadResult(success=False, events_uploaded=0).
+    """
+    if app_name is not None:
+        options["app_name"] = app_name
     return Session(options)

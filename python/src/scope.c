@@ -50,15 +50,17 @@ static int to_count(PyObject *value, const char *what, long minimum, int32_t *ou
         gpufl__py_type_error(what, "an int", value);
         return -1;
     }
-    long v = PyLong_AsLong(value);
-    if (v == -1 && PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
-        PyErr_Clear();
-        v = LONG_MAX;
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (overflow) v = overflow < 0 ? LONG_MIN : LONG_MAX;
+    if (v < minimum) {
+        PyErr_Format(PyExc_ValueError, "%s must be >= %ld, not %R", what, minimum, value);
+        return -1;
     }
-    if (v < minimum || v > INT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %R", what, minimum,
-                     (long)INT32_MAX, value);
+    if (v > INT32_MAX) { /* the log's counts are 32-bit */
+        PyErr_Format(PyExc_ValueError, "%s must be at most %ld, not %R", what, (long)INT32_MAX,
+                     value);
         return -1;
     }
     *out = (int32_t)v;
@@ -205,7 +207,8 @@ PyDoc_STRVAR(scope_doc,
              "``for i in Scope(\"matmul\", repeat=10, warmup=3):`` runs the body three times\n"
              "before the scope opens (i = -3, -2, -1), then ten times inside it (i = 0..9);\n"
              "the begin record carries both counts. The scope closes when the loop ends,\n"
-             "also through break or an exception.\n\n"
+             "also through break or an exception. repeat must be >= 1 and warmup >= 0\n"
+             "(ValueError otherwise).\n\n"
              "Without a running session (before init, after shutdown, gpufl switched off)\n"
              "nothing is recorded and the body runs as usual. A Scope object may be entered\n"
              "again after it exited, on one thread at a time.");

@@ -19,14 +19,31 @@ INIT_OPTIONS = [
 ]
 
 
-def test_init_takes_exactly_the_init_options_as_keywords():
+def test_init_takes_exactly_the_init_options_the_app_name_also_positionally():
     params = inspect.signature(gpufl.init).parameters
+    assert [n for n, p in params.items() if p.kind is not p.VAR_KEYWORD] == INIT_OPTIONS
+    assert params["app_name"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
     keyword_only = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
-    assert keyword_only == INIT_OPTIONS
+    assert keyword_only == INIT_OPTIONS[1:]
     assert gpufl.init.__kwdefaults__["profiling_engine"] is gpufl.ProfilingEngine.Monitor
     assert gpufl.init.__kwdefaults__["backend"] is gpufl.BackendKind.Auto
-    with pytest.raises(TypeError):
-        gpufl.init("my_app")  # keywords only
+    with pytest.raises(TypeError, match="positional"):
+        gpufl.init("my_app", "./logs")  # every other option is a keyword
+
+
+def test_app_name_as_the_positional_argument(log_dir):
+    # As code written for the product's own binding calls it.
+    assert gpufl.init("my_app", enabled=False) is False
+    assert gpufl.init("positional_app", log_path=str(log_dir)) is True
+    gpufl.shutdown()
+    header = SessionLogs(only_session(log_dir)).lines["scope"][0]
+    assert header["app_name"] == "positional_app"
+
+
+def test_app_name_both_positionally_and_as_a_keyword_is_a_type_error(log_dir):
+    with pytest.raises(TypeError, match="multiple values for argument 'app_name'"):
+        gpufl.init("one", app_name="two", log_path=str(log_dir))
+    assert not gpufl._gpufl.is_active() and not log_dir.exists()
 
 
 def test_init_writes_a_session_and_returns_true(log_dir):
@@ -236,18 +253,26 @@ def test_removed_keywords_name_their_replacement(log_dir, keyword, value, replac
     assert not log_dir.exists()
 
 
-def test_remote_upload_shim_uploads_at_exit(log_dir, monkeypatch):
+def test_remote_upload_shim_uploads_at_exit(log_dir, monkeypatch, capfd):
     registered = []
     monkeypatch.setattr(gpufl._session.atexit, "register", registered.append)
     monkeypatch.setattr(gpufl._session, "_upload_at_exit_registered", False)
     monkeypatch.setenv("GPUFL_REMOTE_UPLOAD", "yes")
-    with pytest.warns(DeprecationWarning, match=r"remote_upload \(GPUFL_REMOTE_UPLOAD\)"):
-        assert gpufl.init(log_path=str(log_dir), backend_url="https://example.invalid")
+    with pytest.warns(DeprecationWarning, match=r"remote_upload \(GPUFL_REMOTE_UPLOAD\) is "
+                      r"deprecated.*upload is not built yet in this release"):
+        assert gpufl.init(log_path=str(log_dir))
     assert len(registered) == 1
-    # At exit: the session ends, then the upload says it is not built yet.
-    with pytest.warns(RuntimeWarning, match="remote_upload at exit: uploading logs is not built"):
+    assert "remote_upload is deprecated" in capfd.readouterr().err  # the library's notice
+    # At exit: the session ends, and the upload says once more, through the
+    # library, that it is not built and where the logs stayed; no traceback,
+    # no second warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         registered[0]()
     assert not gpufl._gpufl.is_active()
+    err = capfd.readouterr().err.splitlines()
+    assert len(err) == 1 and "uploadLogs: upload is not built yet" in err[0], err
+    assert str(log_dir) in err[0]
 
 
 def test_no_warning_for_current_keywords(log_dir):

@@ -118,13 +118,74 @@ def test_session_context_manager(log_dir):
     assert [x["name"] for x in SessionLogs(s.directory).scopes()] == ["inside"]
 
 
-def test_session_with_a_backend_says_upload_is_not_built(log_dir):
-    with pytest.raises(gpufl.NotSupportedError, match="not built yet"):
-        with gpufl.session(log_path=str(log_dir), backend_url="https://example.invalid",
-                           api_key="k"):
-            pass
+def test_session_takes_the_app_name_positionally(log_dir):
+    with gpufl.session("ctx_positional", log_path=str(log_dir)) as s:
+        assert s.started
+    assert SessionLogs(s.directory).lines["scope"][0]["app_name"] == "ctx_positional"
+    with pytest.raises(TypeError, match="multiple values for argument 'app_name'"):
+        gpufl.session("one", app_name="two")
+    with pytest.raises(TypeError, match="positional"):
+        gpufl.session("one", str(log_dir))
+
+
+def test_init_with_a_backend_warns_once_that_upload_is_not_built(log_dir, capfd):
+    assert gpufl.init(log_path=str(log_dir), backend_url="https://example.invalid")
+    err = capfd.readouterr().err.splitlines()
+    assert err == ["gpufl: warning: backend_url is set, but upload is not built yet in this "
+                   "release; the logs stay in " + gpufl._gpufl.session_dir()]
+    with gpufl.Scope("work"):
+        pass
+    gpufl.shutdown()
+    assert capfd.readouterr().err == ""
+
+
+def test_backend_url_from_the_environment_warns_too(log_dir, capfd, monkeypatch):
+    monkeypatch.setenv("GPUFL_BACKEND_URL", "https://example.invalid")
+    assert gpufl.init(log_path=str(log_dir))
+    assert "backend_url is set, but upload is not built yet" in capfd.readouterr().err
+    gpufl.shutdown()
+    monkeypatch.delenv("GPUFL_BACKEND_URL")
+    assert gpufl.init(log_path=str(log_dir))
+    gpufl.shutdown()
+    assert capfd.readouterr().err == ""
+
+
+def test_session_with_a_backend_ends_without_raising(log_dir, capfd):
+    # Warned at init; at the end the upload says once where the logs stayed,
+    # and s.upload tells that nothing was sent.
+    with gpufl.session(log_path=str(log_dir), backend_url="https://example.invalid",
+                       api_key="k") as s:
+        err = capfd.readouterr().err.splitlines()
+        assert len(err) == 1 and "backend_url is set, but upload is not built yet" in err[0]
     assert not gpufl._gpufl.is_active()
+    assert s.upload == gpufl.UploadResult(success=False, events_uploaded=0)
+    err = capfd.readouterr().err.splitlines()
+    assert err == ["gpufl: warning: uploadLogs: upload is not built yet in this release "
+                   "(gpufl %s); the logs stay in %s" % (gpufl.__version__, log_dir)]
     assert SessionLogs(only_session(log_dir)).lines["scope"][-1]["type"] == "session_end"
+
+
+def test_session_without_a_log_path_names_its_session_directory(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPUFL_BACKEND_URL", "https://example.invalid")
+    with gpufl.session("default_path") as s:
+        pass
+    assert s.upload == gpufl.UploadResult(success=False, events_uploaded=0)
+    assert capfd.readouterr().err.splitlines()[-1].endswith("the logs stay in " + s.directory)
+
+
+def test_session_upload_failure_is_a_warning_not_an_exception(log_dir, monkeypatch):
+    # Once upload exists, its failures (the network, say) must not fail the
+    # program either: all of it runs after the workload.
+    def failing_upload(**paths):
+        raise gpufl.FileAccessError("cannot read the logs")
+
+    monkeypatch.setattr(gpufl._session, "upload_logs", failing_upload)
+    with pytest.warns(RuntimeWarning, match="the upload failed, the logs stay on disk: cannot "
+                      "read the logs"):
+        with gpufl.session(log_path=str(log_dir), backend_url="https://example.invalid") as s:
+            pass
+    assert s.upload == gpufl.UploadResult(success=False, events_uploaded=0)
 
 
 def test_session_body_error_propagates_without_upload(log_dir):

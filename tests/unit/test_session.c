@@ -314,14 +314,62 @@ static void kill_switch(void **state) {
 static void upload_not_built_says_so(void **state) {
     (void)state;
     gpufl_upload_options_t u;
-    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "upload"));
+    const char *root = tu_log_dir(SUITE, "upload");
+    gpufl_options_t o = tu_options(root);
+    tu_log_capture_t cap = {0};
+    char dir[4096];
     assert_int_equal(gpufl_init(&o), 0); /* enabled again after the kill-switch test */
+    snprintf(dir, sizeof dir, "%s", tu_session_dir());
     gpufl_shutdown();
     gpufl_upload_options_init(&u);
-    gpufl_set_log_hook(tu_capture_hook, &(tu_log_capture_t){0});
+    gpufl_set_log_hook(tu_capture_hook, &cap);
+    /* Without a log_path it names the directory of the last session... */
+    assert_int_equal(gpufl_upload_logs(&u), GPUFL_ENOTSUP);
+    assert_non_null(strstr(gpufl_last_error(), "upload is not built yet"));
+    assert_non_null(strstr(gpufl_last_error(), dir));
+    assert_int_equal(cap.warnings, 1);
+    assert_non_null(strstr(cap.last, "uploadLogs: upload is not built yet"));
+    /* ...and with one, that directory. */
+    u.log_path = root;
     assert_int_equal(gpufl_upload_logs(&u), GPUFL_ENOTSUP);
     gpufl_set_log_hook(NULL, NULL);
-    assert_non_null(strstr(gpufl_last_error(), "not built yet"));
+    assert_non_null(strstr(gpufl_last_error(), root));
+    assert_null(strstr(gpufl_last_error(), dir));
+}
+
+/* backend_url asks for an upload that is not built: init says so once, with
+ * the session's directory, whether the URL came from code or the
+ * environment; nothing is said without one, nor again at shutdown. */
+static void backend_url_warns_once_at_init(void **state) {
+    (void)state;
+    const char *root = tu_log_dir(SUITE, "backend_url");
+    gpufl_options_t o = tu_options(root);
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap);
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_shutdown();
+    assert_int_equal(cap.warnings, 0);
+
+    for (int from_env = 0; from_env < 2; from_env++) {
+        char dir[4096];
+        memset(&cap, 0, sizeof cap);
+        o = tu_options(root);
+        if (from_env)
+            setenv("GPUFL_BACKEND_URL", "https://fleet.example", 1);
+        else
+            o.backend_url = "https://fleet.example";
+        assert_int_equal(gpufl_init(&o), 0);
+        snprintf(dir, sizeof dir, "%s", tu_session_dir());
+        assert_int_equal(cap.warnings, 1);
+        assert_non_null(strstr(cap.last, "backend_url is set, but upload is not built yet"));
+        assert_non_null(strstr(cap.last, dir));
+        assert_null(strchr(cap.last, '\n'));
+        gpufl_scope_end(gpufl_scope_begin("work", NULL));
+        gpufl_shutdown();
+        assert_int_equal(cap.warnings, 1);
+        unsetenv("GPUFL_BACKEND_URL");
+    }
+    gpufl_set_log_hook(NULL, NULL);
 }
 
 /* Trace asked for on a machine without a driver (like CI's): the session
@@ -600,6 +648,7 @@ int main(void) {
         cmocka_unit_test(long_flush_interval_loses_nothing),
         cmocka_unit_test(kill_switch),
         cmocka_unit_test(upload_not_built_says_so),
+        cmocka_unit_test(backend_url_warns_once_at_init),
         cmocka_unit_test(trace_without_a_driver_runs_monitor),
         cmocka_unit_test(system_windows_are_counted),
         cmocka_unit_test(samples_only_inside_scopes_without_continuous),
