@@ -24,7 +24,8 @@ typedef struct scope_object {
     PyObject *tag;                    /* str or None */
     const char *name_utf8, *tag_utf8; /* into name and tag; tag_utf8 NULL for None */
     Py_ssize_t name_len, tag_len;
-    int32_t repeat; /* 0: none given (a plain scope) */
+    int32_t repeat;
+    int loop; /* repeat= given: an iterable benchmark loop (repeat may be 0, as in C++) */
     int32_t warmup;
     int open; /* entries not yet left */
     gpufl_scope_t handles[SCOPE_NEST_MAX];
@@ -79,7 +80,7 @@ static PyObject *scope_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (!PyUnicode_Check(name)) return gpufl__py_type_error("Scope() name", "a str", name);
     if (tag != Py_None && !PyUnicode_Check(tag))
         return gpufl__py_type_error("Scope() tag", "a str or None", tag);
-    if (repeat != Py_None && to_count(repeat, "Scope() repeat", 1, &repeat_n) < 0) return NULL;
+    if (repeat != Py_None && to_count(repeat, "Scope() repeat", 0, &repeat_n) < 0) return NULL;
     if (warmup && to_count(warmup, "Scope() warmup", 0, &warmup_n) < 0) return NULL;
     if (warmup_n && repeat == Py_None) {
         PyErr_Format(PyExc_ValueError,
@@ -95,6 +96,7 @@ static PyObject *scope_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->name = Py_NewRef(name);
     self->tag = Py_NewRef(tag);
     self->repeat = repeat_n;
+    self->loop = repeat != Py_None;
     self->warmup = warmup_n;
     /* The UTF-8 forms live as long as the str objects, which self holds. */
     self->name_utf8 = PyUnicode_AsUTF8AndSize(name, &self->name_len);
@@ -141,7 +143,7 @@ static PyObject *scope_exit(PyObject *op, PyObject *const *args, Py_ssize_t narg
 
 static PyObject *scope_iter(PyObject *op) {
     scope_object_t *self = (scope_object_t *)op;
-    if (!self->repeat)
+    if (!self->loop)
         return PyErr_Format(PyExc_TypeError, "Scope(%R) is iterable only with repeat=N",
                             self->name);
     gpufl_py_state_t *st = (gpufl_py_state_t *)PyType_GetModuleState(Py_TYPE(op));
@@ -157,7 +159,7 @@ static PyObject *scope_iter(PyObject *op) {
 
 static PyObject *scope_repr(PyObject *op) {
     scope_object_t *self = (scope_object_t *)op;
-    if (!self->repeat) return PyUnicode_FromFormat("gpufl.Scope(%R, %R)", self->name, self->tag);
+    if (!self->loop) return PyUnicode_FromFormat("gpufl.Scope(%R, %R)", self->name, self->tag);
     return PyUnicode_FromFormat("gpufl.Scope(%R, %R, repeat=%d, warmup=%d)", self->name, self->tag,
                                 (int)self->repeat, (int)self->warmup);
 }
@@ -175,7 +177,7 @@ static PyObject *get_tag(PyObject *op, void *closure) {
 static PyObject *get_repeat(PyObject *op, void *closure) {
     scope_object_t *self = (scope_object_t *)op;
     (void)closure;
-    if (!self->repeat) Py_RETURN_NONE;
+    if (!self->loop) Py_RETURN_NONE;
     return PyLong_FromLong(self->repeat);
 }
 
@@ -207,8 +209,9 @@ PyDoc_STRVAR(scope_doc,
              "``for i in Scope(\"matmul\", repeat=10, warmup=3):`` runs the body three times\n"
              "before the scope opens (i = -3, -2, -1), then ten times inside it (i = 0..9);\n"
              "the begin record carries both counts. The scope closes when the loop ends,\n"
-             "also through break or an exception. repeat must be >= 1 and warmup >= 0\n"
-             "(ValueError otherwise).\n\n"
+             "also through break or an exception. repeat and warmup must be >= 0\n"
+             "(ValueError otherwise); repeat=0 runs the warmup and no measured iteration,\n"
+             "as GFL_BENCH does in C++.\n\n"
              "Without a running session (before init, after shutdown, gpufl switched off)\n"
              "nothing is recorded and the body runs as usual. A Scope object may be entered\n"
              "again after it exited, on one thread at a time.");

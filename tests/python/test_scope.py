@@ -87,6 +87,15 @@ def test_repeat_without_warmup(session):
     assert (scope["repeat"], scope["warmup"]) == (2, 0)
 
 
+def test_repeat_zero_runs_the_warmup_and_no_measured_iteration(session):
+    # As GFL_BENCH with setRepeat(0) in C++: the warmup, then an empty scope.
+    scope = gpufl.Scope("empty_bench", repeat=0, warmup=2)
+    assert scope.repeat == 0 and list(scope) == [-2, -1]
+    (rec,) = session().scopes()
+    assert (rec["name"], rec["repeat"], rec["warmup"]) == ("empty_bench", 0, 2)
+    assert rec["end"] is not None
+
+
 def test_break_and_exceptions_close_the_benchmark_scope(session):
     for i in gpufl.Scope("broken", repeat=5, warmup=1):
         if i == 1:
@@ -141,11 +150,10 @@ def test_scopes_from_threads(session):
     (("n", 7), {}, TypeError, "tag must be a str or None, not int"),
     (("n",), {"repeat": "3"}, TypeError, "repeat must be an int, not str"),
     (("n",), {"repeat": True}, TypeError, "repeat must be an int, not bool"),
-    (("n",), {"repeat": 0}, ValueError, r"Scope\(\) repeat must be >= 1, not 0"),
-    (("n",), {"repeat": -3}, ValueError, r"Scope\(\) repeat must be >= 1, not -3"),
+    (("n",), {"repeat": -3}, ValueError, r"Scope\(\) repeat must be >= 0, not -3"),
     (("n",), {"repeat": 2, "warmup": -1}, ValueError, r"Scope\(\) warmup must be >= 0, not -1"),
     (("n",), {"warmup": -1}, ValueError, r"Scope\(\) warmup must be >= 0, not -1"),
-    (("n",), {"repeat": -2**70}, ValueError, r"Scope\(\) repeat must be >= 1, not -1180"),
+    (("n",), {"repeat": -2**70}, ValueError, r"Scope\(\) repeat must be >= 0, not -1180"),
     (("n",), {"repeat": 2**31}, ValueError, "repeat must be at most 2147483647, not 2147483648"),
     (("n",), {"repeat": 2, "warmup": 2**70}, ValueError, "warmup must be at most 2147483647"),
     (("n",), {"warmup": 2}, ValueError, "warmup=2 needs repeat=N"),
