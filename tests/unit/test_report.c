@@ -2098,9 +2098,9 @@ static void test_report_batch_fallback(void **state) {
 /* The other formats, insights, progress                                    */
 /* ---------------------------------------------------------------------- */
 
-static const char *const fixtures_all[] = {"basic",       "killed",   "rotated", "gpu",
-                                           "trace",       "scoped",   "stacks",  "pcsampled",
-                                           "sassmetrics", "rangeprof"};
+static const char *const fixtures_all[] = {"basic",       "killed",    "rotated", "gpu",
+                                           "trace",       "scoped",    "stacks",  "pcsampled",
+                                           "sassmetrics", "rangeprof", "timeline"};
 #define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
 
 static void test_report_golden_json(void **state) {
@@ -2419,6 +2419,197 @@ static void test_report_html_bounded(void **state) {
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Scope tags, open scopes and the HTML timeline                            */
+/* ---------------------------------------------------------------------- */
+
+/* The line of text that starts with prefix, as a heap string (NULL: none). */
+static char *line_of(const char *text, const char *prefix) {
+    size_t n = strlen(prefix);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, prefix, n) != 0) continue;
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char *s = malloc(len + 1);
+        assert_non_null(s);
+        memcpy(s, p, len);
+        s[len] = '\0';
+        return s;
+    }
+    return NULL;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+/* A session with kernels on two streams, copies, memsets, scopes on three
+ * threads with tags, and two scopes left open (the screenshot's session). */
+static void test_report_golden_timeline(void **state) {
+    (void)state;
+    check_golden("timeline");
+}
+
+/* The tag cell: the values joined, cut at the width with how many are left. */
+static void test_report_fmt_tags(void **state) {
+    (void)state;
+    char buf[256];
+    const char *two[] = {"GET", "POST"};
+    gpufl__report_fmt_tags(buf, sizeof buf, two, 2);
+    assert_string_equal(buf, "GET, POST");
+    gpufl__report_fmt_tags(buf, sizeof buf, two, 0);
+    assert_string_equal(buf, "-");
+    const char *many[] = {"shard=train-00000-of-01024", "shard=train-00001-of-01024",
+                          "shard=val-00000-of-00128"};
+    gpufl__report_fmt_tags(buf, sizeof buf, many, 3);
+    assert_string_equal(buf, "shard=train-00000-of-01024, ... (+2 more)");
+    const char *longest[] = {"a-tag-far-longer-than-the-forty-columns-of-the-cell", "b"};
+    gpufl__report_fmt_tags(buf, sizeof buf, longest, 2);
+    assert_string_equal(buf, "a-tag-far-longer-than-the-forty-colum... (+1 more)");
+    gpufl__report_fmt_tags(buf, sizeof buf, longest, 1);
+    assert_string_equal(buf, "a-tag-far-longer-than-the-forty-colum...");
+    const char *odd[] = {"line\nbreak", "\xc2\xb5s=1"};
+    gpufl__report_fmt_tags(buf, sizeof buf, odd, 2);
+    assert_string_equal(buf, "line?break, \xc2\xb5s=1");
+    char small[12];
+    gpufl__report_fmt_tags(small, sizeof small, many, 3);
+    assert_int_equal(strlen(small), sizeof small - 1); /* cut, terminated */
+}
+
+/* Tag values (not a count) per scope path, and the tag of each open scope,
+ * in every format. */
+static void test_report_tags_formats(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/killed");
+    size_t len;
+    char *text = render(m, &len);
+    char *row = line_of(text, "    handle ");
+    assert_non_null(row);
+    assert_true(ends_with(row, "  GET, POST"));
+    free(row);
+    assert_non_null(strstr(text, "    serve/handle  (tid 900, begun at 90.0 ms, tag GET)\n"));
+    assert_non_null(strstr(text, "    serve  (tid 900, begun at 10.0 ms)\n"));
+    free(text);
+
+    char *js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    json_t *doc = json_loadb(js, len, 0, NULL);
+    assert_non_null(doc);
+    json_t *sc = json_object_get(doc, "scopes");
+    json_t *p = json_array_get(json_object_get(sc, "paths"), 1);
+    assert_string_equal(json_string_value(json_object_get(p, "path")), "serve/handle");
+    assert_int_equal(json_integer_value(json_object_get(p, "tags")), 2);
+    json_t *tv = json_object_get(p, "tag_values");
+    assert_int_equal(json_array_size(tv), 2);
+    assert_string_equal(json_string_value(json_array_get(tv, 0)), "GET");
+    assert_string_equal(json_string_value(json_array_get(tv, 1)), "POST");
+    tv = json_object_get(json_array_get(json_object_get(sc, "paths"), 0), "tag_values");
+    assert_true(json_is_array(tv));
+    assert_int_equal(json_array_size(tv), 0);
+    json_t *open = json_object_get(sc, "open_scopes");
+    assert_true(json_is_null(json_object_get(json_array_get(open, 0), "tag")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(open, 1), "tag")), "GET");
+    json_decref(doc);
+    free(js);
+
+    char *md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, "| \xc2\xb7 handle | 3 | 1 |"));
+    assert_non_null(strstr(md, " | GET, POST |\n"));
+    free(md);
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, ">GET, POST</td></tr>"));
+    free(html);
+    gpufl__model_destroy(m);
+
+    /* More tags than the cell holds: the first, then how many more. */
+    m = load("sessions/timeline");
+    text = render(m, &len);
+    row = line_of(text, "  load_batch ");
+    assert_non_null(row);
+    assert_true(ends_with(row, "  shard=train-00000-of-01024, ... (+2 more)"));
+    free(row);
+    free(text);
+    md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, " | shard=train-00000-of-01024, ... (+2 more) |\n"));
+    free(md);
+    html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, ">shard=train-00000-of-01024, ... (+2 more)</td></tr>"));
+    free(html);
+    js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    doc = json_loadb(js, len, 0, NULL);
+    assert_non_null(doc);
+    json_t *paths = json_object_get(json_object_get(doc, "scopes"), "paths");
+    size_t found = 0;
+    for (size_t i = 0; i < json_array_size(paths); i++) {
+        p = json_array_get(paths, i);
+        if (strcmp(json_string_value(json_object_get(p, "path")), "load_batch") != 0) continue;
+        tv = json_object_get(p, "tag_values");
+        assert_int_equal(json_array_size(tv), 3);
+        assert_string_equal(json_string_value(json_array_get(tv, 2)), "shard=val-00000-of-00128");
+        found++;
+    }
+    assert_int_equal(found, 1);
+    json_decref(doc);
+    free(js);
+    gpufl__model_destroy(m);
+}
+
+/* Markdown and HTML list the open scopes as the text report does: path,
+ * thread, begin and tag, the first GPUFL_REPORT_LIST_MAX, then how many more. */
+static void test_report_open_scopes_doc(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/timeline");
+    size_t len;
+    char *md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, "Open scopes (begun, never ended: still running or killed): 2\n"));
+    assert_non_null(strstr(md, "| scope | thread | begun at | tag |\n"));
+    assert_non_null(strstr(md, "| checkpoint | 4250 | 255 ms | epoch=0 |\n"));
+    assert_non_null(strstr(md, "| checkpoint/upload | 4250 | 276 ms | dest=s3 |\n"));
+    free(md);
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, "Open scopes (begun, never ended: still running or killed): 2"));
+    assert_non_null(strstr(html, "<tr><td>checkpoint/upload</td><td class=\"r\">4250</td><td "
+                                 "class=\"r\">276 ms</td><td class=\"r\">dest=s3</td></tr>"));
+    free(html);
+    gpufl__model_destroy(m);
+
+    /* Twelve open scopes: ten listed, then "... and 2 more" in every format. */
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "scope.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"scope\",\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"job\"]}\n"
+               "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1,2,3,4,5,6,7,8,9,10,11,12],"
+               "\"tid\":[1,2,3,4,5,6,7,8,9,10,11,12],\"id\":[1,2,3,4,5,6,7,8,9,10,11,12],"
+               "\"parent\":[0,0,0,0,0,0,0,0,0,0,0,0],\"depth\":[1,1,1,1,1,1,1,1,1,1,1,1],"
+               "\"name\":[1,1,1,1,1,1,1,1,1,1,1,1],\"tag\":[0,0,0,0,0,0,0,0,0,0,0,0],"
+               "\"path\":[1,1,1,1,1,1,1,1,1,1,1,1],\"repeat\":[0,0,0,0,0,0,0,0,0,0,0,0],"
+               "\"warmup\":[0,0,0,0,0,0,0,0,0,0,0,0]}\n");
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(m->n_open_scopes, 12);
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "    job  (tid 10, begun at 10.0 ns)\n    ... and 2 more\n"));
+    assert_null(strstr(text, "tid 11,"));
+    free(text);
+    md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, "| job | 10 | 10.0 ns | - |\n\n... and 2 more\n"));
+    assert_null(strstr(md, "| job | 11 |"));
+    free(md);
+    html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, "<p>... and 2 more</p>"));
+    free(html);
+    char *js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    json_t *doc = json_loadb(js, len, 0, NULL);
+    assert_non_null(doc);
+    json_t *open = json_object_get(json_object_get(doc, "scopes"), "open_scopes");
+    assert_int_equal(json_array_size(open), 10);
+    json_decref(doc);
+    free(js);
+    gpufl__model_destroy(m);
+    remove_file(dir, "scope.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
 typedef struct progress_seen {
     size_t calls;
     uint64_t last_read, last_total;
@@ -2509,6 +2700,10 @@ int main(void) {
         cmocka_unit_test(test_report_escaping),
         cmocka_unit_test(test_report_insights_formats),
         cmocka_unit_test(test_report_html_bounded),
+        cmocka_unit_test(test_report_golden_timeline),
+        cmocka_unit_test(test_report_fmt_tags),
+        cmocka_unit_test(test_report_tags_formats),
+        cmocka_unit_test(test_report_open_scopes_doc),
         cmocka_unit_test(test_report_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
