@@ -79,7 +79,7 @@ GPUFL_LOG_PATH=$root expect 0 "report --format html -o" -- "$gpufl" report --for
 [[ -s $tmp/out ]] && fail "report --format html -o also wrote to stdout"
 [[ -s $tmp/err ]] && fail "report --format html wrote to stderr (progress off a terminal?)"
 grep -q "^<!DOCTYPE html>" "$tmp/r.html" || fail "report --format html: not an HTML file"
-grep -q "<h2>Timeline</h2>" "$tmp/r.html" || fail "report --format html: no timeline"
+grep -q ">Timeline</h2>" "$tmp/r.html" || fail "report --format html: no timeline"
 grep -Eq "https?://" "$tmp/r.html" && fail "report --format html: refers to the network"
 GPUFL_LOG_PATH=$root expect 0 "report --format=json" -- "$gpufl" report --format=json \
   20261123T120000.000Z-7070-c3d4
