@@ -339,25 +339,23 @@ static void put_scope_row(FILE *out, size_t name_w, const char *name, const char
         fputc(' ', out);
         put_cell(out, t[i], 9, 1);
     }
-    fputc(' ', out);
-    put_cell(out, tags, 5, 1);
-    fputc('\n', out);
+    fprintf(out, "  %s\n", tags); /* the last column: values, as wide as they are */
 }
 
-static void put_open_scopes(FILE *out, const gpufl_model_t *m) {
-    size_t listed = 0;
+static void put_open_scopes(FILE *out, const gpufl_report_t *r) {
+    const gpufl_report_scopes_t *sc = &r->scopes;
     fprintf(out, "\n  Open scopes (begun, never ended: still running or killed): %zu\n",
-            m->n_open_scopes);
-    for (size_t i = 0; i < m->n_scopes && listed < LIST_MAX; i++) {
-        const gpufl_model_scope_t *s = &m->scopes[i];
-        if (!s->open) continue;
-        char at[32];
+            r->m->n_open_scopes);
+    for (size_t i = 0; i < sc->n_open; i++) {
+        const gpufl_model_scope_t *s = sc->open[i];
+        char at[32], tag[GPUFL_REPORT_TAG_CELL];
         fmt_ns(at, sizeof at, (double)s->begin_ns);
-        fprintf(out, "    %s  (tid %lld, begun at %s)\n", s->path, (long long)s->tid, at);
-        listed++;
+        gpufl__report_fmt_tags(tag, sizeof tag, &s->tag, *s->tag != '\0');
+        fprintf(out, "    %s  (tid %lld, begun at %s%s%s)\n", s->path, (long long)s->tid, at,
+                *s->tag ? ", tag " : "", *s->tag ? tag : "");
     }
-    if (m->n_open_scopes > listed)
-        fprintf(out, "    ... and %zu more\n", m->n_open_scopes - listed);
+    if (r->m->n_open_scopes > sc->n_open)
+        fprintf(out, "    ... and %zu more\n", r->m->n_open_scopes - sc->n_open);
 }
 
 static int put_scopes(FILE *out, const gpufl_report_t *r) {
@@ -390,11 +388,11 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
         const gpufl_report_scope_row_t *row = &sc->rows[k];
         const gpufl_model_scope_path_t *p = row->path;
         indented(label, p->depth, p->name);
-        char calls[24], open[24], tags[24], t[5][32];
+        char calls[24], open[24], tags[GPUFL_REPORT_TAG_CELL], t[5][32];
         const char *tp[5] = {t[0], t[1], t[2], t[3], t[4]};
         snprintf(calls, sizeof calls, "%zu", p->calls);
         count_or_dash(open, sizeof open, p->open);
-        count_or_dash(tags, sizeof tags, p->tags);
+        gpufl__report_fmt_tags(tags, sizeof tags, row->tags, row->n_tags);
         if (p->calls) {
             fmt_ns(t[0], sizeof t[0], p->total_ns);
             fmt_ns(t[1], sizeof t[1], row->avg_ns);
@@ -412,7 +410,7 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
     if (sc->implicit)
         fprintf(out, "\n  %zu scope%s closed implicitly (an enclosing scope ended first)\n",
                 sc->implicit, sc->implicit == 1 ? " was" : "s were");
-    if (m->n_open_scopes) put_open_scopes(out, m);
+    if (m->n_open_scopes) put_open_scopes(out, r);
     free(label);
     return 0;
 }

@@ -116,13 +116,28 @@ typedef struct gpufl_report_scope_row {
     const gpufl_model_scope_path_t *path;
     double avg_ns;      /* -1 when no call ended */
     double per_iter_ns; /* -1 when not a GFL_BENCH scope */
+    const char *const *tags; /* the path's distinct non-empty tags, by strcmp (timing rows) */
+    size_t n_tags;
 } gpufl_report_scope_row_t;
 
 typedef struct gpufl_report_scopes {
     gpufl_report_scope_row_t *rows; /* parents first, siblings by total time */
     size_t n_rows;
     size_t closed, implicit, bench;
+    const char **tags; /* every row's tags, one run per path (rows[i].tags point here) */
+    /* The first open scopes (no scope_end) in log order; m->n_open_scopes in all. */
+    const gpufl_model_scope_t *open[GPUFL_REPORT_LIST_MAX];
+    size_t n_open;
 } gpufl_report_scopes_t;
+
+/* The tags shown in a scope row, by every format but JSON: the tags joined
+ * by ", " up to GPUFL_REPORT_TAGS_WIDTH characters (a longer first tag is
+ * cut with "..."), then ", ... (+N more)" for those left out; "-" when
+ * there are none. Control characters read as '?'. */
+#define GPUFL_REPORT_TAGS_WIDTH 40
+#define GPUFL_REPORT_TAGS_JSON  GPUFL_REPORT_LIST_MAX /* tag values listed per path in JSON */
+#define GPUFL_REPORT_TAG_CELL   (GPUFL_REPORT_TAGS_WIDTH * 4 + 32) /* bytes: the cell, cut or not */
+void gpufl__report_fmt_tags(char *buf, size_t size, const char *const *tags, size_t n);
 
 enum {
     GPUFL_RH_CPU,

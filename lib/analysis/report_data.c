@@ -17,6 +17,8 @@
 
 static int oom(void) { return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report"); }
 
+#define cat gpufl__report_cat
+
 /* ---------------------------------------------------------------------- */
 /* Human units                                                              */
 /* ---------------------------------------------------------------------- */
@@ -105,6 +107,52 @@ const char *gpufl__report_dir_name(int dir) {
                                                               "device",
                                                               "peer", "other"};
     return dir >= 0 && dir < GPUFL_REPORT_DIR_COUNT ? names[dir] : "?";
+}
+
+/* Appends c to buf (of size) at *n when it fits, keeping it terminated. */
+static void put_byte(char *buf, size_t size, size_t *n, char c) {
+    if (*n + 1 >= size) return;
+    buf[(*n)++] = c;
+    buf[*n] = '\0';
+}
+
+/* Appends the first cols code points of s, control characters as '?'. */
+static void put_tag(char *buf, size_t size, size_t *n, const char *s, size_t cols) {
+    for (size_t w = 0; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c & 0xc0) != 0x80 && w++ == cols) break;
+        put_byte(buf, size, n, c < 0x20 || c == 0x7f ? '?' : (char)c);
+    }
+}
+
+static size_t code_points(const char *s) {
+    size_t w = 0;
+    for (; *s; s++) w += ((unsigned char)*s & 0xc0) != 0x80;
+    return w;
+}
+
+void gpufl__report_fmt_tags(char *buf, size_t size, const char *const *tags, size_t n) {
+    size_t at = 0, width = 0, shown = 0;
+    if (!size) return;
+    buf[0] = '\0';
+    if (!n) {
+        cat(buf, size, &at, "-");
+        return;
+    }
+    for (; shown < n; shown++) {
+        size_t sep = shown ? 2 : 0, w = code_points(tags[shown]);
+        if (width + sep + w > GPUFL_REPORT_TAGS_WIDTH) break;
+        if (sep) cat(buf, size, &at, ", ");
+        put_tag(buf, size, &at, tags[shown], w);
+        width += sep + w;
+    }
+    if (shown == 0) { /* even the first is too long: its start, cut */
+        put_tag(buf, size, &at, tags[0], GPUFL_REPORT_TAGS_WIDTH - 3);
+        cat(buf, size, &at, "...");
+        if (n > 1) cat(buf, size, &at, " (+%zu more)", n - 1);
+    } else if (shown < n) {
+        cat(buf, size, &at, ", ... (+%zu more)", n - shown);
+    }
 }
 
 int gpufl__report_has_limits(const gpufl_model_kernel_config_t *r) {
@@ -470,6 +518,57 @@ static void fill_row(gpufl_report_scope_row_t *row, const gpufl_model_scope_path
     row->path = p;
     row->avg_ns = p->calls ? p->total_ns / (double)p->calls : -1;
     row->per_iter_ns = p->bench_iters > 0 ? p->bench_total_ns / p->bench_iters : -1;
+    row->tags = NULL;
+    row->n_tags = 0;
+}
+
+typedef struct path_tag {
+    size_t path;
+    const char *tag;
+} path_tag_t;
+
+static int cmp_path_tag(const void *a, const void *b) {
+    const path_tag_t *x = a, *y = b;
+    if (x->path != y->path) return x->path < y->path ? -1 : 1;
+    return strcmp(x->tag, y->tag);
+}
+
+/* The distinct non-empty tags of every scope path, into sc->tags, and each
+ * timing row's run of them. */
+static int build_tags(const gpufl_model_t *m, gpufl_report_scopes_t *sc) {
+    size_t n = 0, np = m->n_scope_paths, k = 0;
+    for (size_t i = 0; i < m->n_scopes; i++) n += *m->scopes[i].tag && m->scopes[i].path_index < np;
+    if (!n) return 0;
+    path_tag_t *pt = malloc(n * sizeof *pt);
+    size_t *first = calloc(np, sizeof *first), *count = calloc(np, sizeof *count);
+    sc->tags = malloc(n * sizeof *sc->tags);
+    int rc = 0;
+    if (!pt || !first || !count || !sc->tags) {
+        rc = oom();
+        goto free_all;
+    }
+    for (size_t i = 0; i < m->n_scopes; i++) {
+        const gpufl_model_scope_t *s = &m->scopes[i];
+        if (*s->tag && s->path_index < np) pt[k++] = (path_tag_t){s->path_index, s->tag};
+    }
+    qsort(pt, n, sizeof *pt, cmp_path_tag);
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i && cmp_path_tag(&pt[i - 1], &pt[i]) == 0) continue;
+        if (!count[pt[i].path]) first[pt[i].path] = k;
+        count[pt[i].path]++;
+        sc->tags[k++] = pt[i].tag;
+    }
+    for (size_t i = 0; i < sc->n_rows; i++) {
+        size_t p = (size_t)(sc->rows[i].path - m->scope_paths);
+        sc->rows[i].tags = sc->tags + first[p];
+        sc->rows[i].n_tags = count[p];
+    }
+free_all:
+    free(pt);
+    free(first);
+    free(count);
+    return rc;
 }
 
 static int build_scopes(const gpufl_model_t *m, gpufl_report_t *r) {
@@ -494,6 +593,9 @@ static int build_scopes(const gpufl_model_t *m, gpufl_report_t *r) {
     if (rc) goto free_all;
     for (size_t k = 0; k < n; k++) fill_row(&r->scopes.rows[k], &m->scope_paths[order[k]]);
     r->scopes.n_rows = n;
+    for (size_t i = 0; i < m->n_scopes && r->scopes.n_open < GPUFL_REPORT_LIST_MAX; i++)
+        if (m->scopes[i].open) r->scopes.open[r->scopes.n_open++] = &m->scopes[i];
+    rc = build_tags(m, &r->scopes);
 free_all:
     free(key);
     free(order);
@@ -1043,6 +1145,7 @@ void gpufl__report_free(gpufl_report_t *r) {
     free(r->summary.warn_order);
     gpufl__insights_free(&r->insights);
     free(r->scopes.rows);
+    free(r->scopes.tags);
     free(r->system.window_names);
     free(r->gpus);
     free(r->kgroups);

@@ -194,6 +194,30 @@ static const char *tree_label(char *buf, size_t size, size_t depth, const char *
     return buf;
 }
 
+/* The open scopes, as the text report lists them: the first ones, then how
+ * many more. */
+static void open_scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+    static const char *const heads[] = {"scope", "thread", "begun at", "tag"};
+    const gpufl_report_scopes_t *sc = &r->scopes;
+    FILE *o = e->out;
+    char v[128];
+    e->para(o, f(v, sizeof v, "Open scopes (begun, never ended: still running or killed): %zu",
+                 r->m->n_open_scopes));
+    e->table_begin(o, 4, heads, "lrrl");
+    for (size_t i = 0; i < sc->n_open; i++) {
+        const gpufl_model_scope_t *s = sc->open[i];
+        char tid[24], at[32], tag[GPUFL_REPORT_TAG_CELL];
+        const char *cells[4] = {s->path, tid, at, tag};
+        snprintf(tid, sizeof tid, "%lld", (long long)s->tid);
+        fmt_ns(at, sizeof at, (double)s->begin_ns);
+        gpufl__report_fmt_tags(tag, sizeof tag, &s->tag, *s->tag != '\0');
+        e->row(o, 4, cells);
+    }
+    e->table_end(o);
+    if (r->m->n_open_scopes > sc->n_open)
+        e->para(o, f(v, sizeof v, "... and %zu more", r->m->n_open_scopes - sc->n_open));
+}
+
 static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     FILE *o = e->out;
     const gpufl_report_scopes_t *sc = &r->scopes;
@@ -208,7 +232,7 @@ static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
               sc->n_rows, plural(sc->n_rows), sc->closed, plural(sc->closed), r->m->n_open_scopes));
     static const char *const heads[] = {"scope", "calls", "open",     "total", "avg",
                                         "min",   "max",   "per iter", "tags"};
-    e->table_begin(o, 9, heads, "lrrrrrrrr");
+    e->table_begin(o, 9, heads, "lrrrrrrrl");
     for (size_t i = 0; i < sc->n_rows; i++) {
         const gpufl_report_scope_row_t *row = &sc->rows[i];
         const gpufl_model_scope_path_t *p = row->path;
@@ -225,13 +249,14 @@ static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
             fmt_ns(c[6], sizeof c[6], p->max_ns);
         }
         if (row->per_iter_ns >= 0) fmt_ns(c[7], sizeof c[7], row->per_iter_ns);
-        if (p->tags) snprintf(c[8], sizeof c[8], "%zu", p->tags);
+        gpufl__report_fmt_tags(c[8], sizeof c[8], row->tags, row->n_tags);
         e->row(o, 9, cp);
     }
     e->table_end(o);
     if (sc->implicit)
         e->para(o, f(v, sizeof v, "%zu scope%s closed implicitly (an enclosing scope ended first)",
                      sc->implicit, sc->implicit == 1 ? " was" : "s were"));
+    if (r->m->n_open_scopes) open_scopes(e, r);
 }
 
 typedef void (*fmt_fn)(char *, size_t, double);

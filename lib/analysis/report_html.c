@@ -2,25 +2,36 @@
  * report_html.c - the report as ONE self-contained HTML file: inline CSS and
  * inline SVG, no script, font, image or link to load, so it opens offline.
  * The sections come from report_doc.c; this file adds the timeline (kernels
- * per device and stream, scopes per thread, copies and memsets per device)
- * and the metric plots (GPU utilisation, memory used, power and SM clock per
- * device, host CPU). Big sessions stay small files: a lane of more than
- * BARS_MAX bars is drawn as BARS_MAX time bins of merged bars, a plot as at
- * most PLOT_POINTS points (bin means), and the page says so.
+ * per device and stream, scopes per thread, copies and memsets per device:
+ * a time axis of round steps, a colour per name, names inside the bars that
+ * hold them, open scopes hatched to the session end; an SVG as wide as the
+ * page) and the metric plots (GPU utilisation, memory used, power and SM
+ * clock per device, host CPU). Big sessions stay small files: a lane of more
+ * than BARS_MAX bars is drawn as BARS_MAX time bins of merged bars, a plot
+ * as at most PLOT_POINTS points (bin means), and the page says so.
  */
 #include "analysis/report.h"
 
 #include "core/error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define LANES_MAX   48   /* timeline lanes drawn */
 #define BARS_MAX    1000 /* bars per lane before merging into bins */
-#define DEPTH_ROWS  4    /* scope rows per thread lane (deeper ones share the last) */
-#define TL_WIDTH    1000 /* time axis, px */
-#define TL_LABEL    170  /* lane label column, px */
-#define ROW_H       12
+#define DEPTH_ROWS  6    /* scope rows per thread lane (deeper ones share the last) */
+#define VIEW_W      1200 /* the timeline's width in SVG units; the page scales it to fit */
+#define TL_LABEL    150  /* lane label column */
+#define TL_WIDTH    (VIEW_W - TL_LABEL - 10) /* the time axis */
+#define ROW_H       18
+#define BAR_H       16
+#define LANE_GAP    6
+#define AXIS_H      28
+#define LEGEND_H    24
+#define TICKS_MAX   10  /* ticks at most, before labels widen the step */
+#define CHAR_W      7.0 /* a character of the 11-unit font, an upper estimate */
+#define LABEL_PAD   6   /* space around a label inside its bar */
 #define PLOT_W      560
 #define PLOT_H      110
 #define PLOT_POINTS 560
@@ -67,7 +78,14 @@ static void h_field(FILE *out, const char *label, const char *value) {
 
 static void h_fields_end(FILE *out) { fputs("</table>\n", out); }
 
+/* The aligns of the table being written on this thread: a row is written
+ * without them (tables do not nest, and each thread writes its own). */
+#define ALIGNS_MAX 32
+static _Thread_local char table_aligns[ALIGNS_MAX + 1];
+
 static void h_table_begin(FILE *out, size_t cols, const char *const *heads, const char *aligns) {
+    snprintf(table_aligns, sizeof table_aligns, "%.*s",
+             (int)(cols < ALIGNS_MAX ? cols : ALIGNS_MAX), aligns);
     fputs("<table class=\"t\">\n<tr>", out);
     for (size_t i = 0; i < cols; i++) {
         fputs(aligns[i] == 'r' ? "<th class=\"r\">" : "<th>", out);
@@ -79,16 +97,21 @@ static void h_table_begin(FILE *out, size_t cols, const char *const *heads, cons
 
 static void h_row(FILE *out, size_t cols, const char *const *cells) {
     fputs("<tr>", out);
+    size_t known = strlen(table_aligns);
     for (size_t i = 0; i < cols; i++) {
-        /* the first column is a name, the others mostly numbers */
-        fputs(i ? "<td class=\"r\">" : "<td>", out);
+        /* past the aligns given: the first column a name, the others numbers */
+        int right = i < known ? table_aligns[i] == 'r' : i > 0;
+        fputs(right ? "<td class=\"r\">" : "<td>", out);
         esc(out, cells[i]);
         fputs("</td>", out);
     }
     fputs("</tr>\n", out);
 }
 
-static void h_table_end(FILE *out) { fputs("</table>\n", out); }
+static void h_table_end(FILE *out) {
+    table_aligns[0] = '\0';
+    fputs("</table>\n", out);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Timeline                                                                 */
@@ -101,6 +124,7 @@ typedef struct lane {
     int64_t device, stream; /* stream: the tid for a scope lane */
     size_t count;           /* items */
     size_t first;           /* into the lane-ordered index */
+    int rows;               /* rows drawn: nesting depth of scopes, up to DEPTH_ROWS */
 } lane_t;
 
 typedef struct timeline {
@@ -108,6 +132,7 @@ typedef struct timeline {
     size_t n_lanes;
     uint64_t not_drawn; /* items of lanes past LANES_MAX */
     int64_t t0, t1;
+    size_t open, copies, memsets; /* drawn one by one: what the legend names */
 } timeline_t;
 
 /* The lane of (kind, device, stream), added when new; -1 past the cap. */
@@ -121,7 +146,7 @@ static int lane_of(timeline_t *t, int *last, int kind, int64_t device, int64_t s
         if (l->kind == kind && l->device == device && l->stream == stream) return *last = (int)i;
     }
     if (t->n_lanes == LANES_MAX) return -1;
-    t->lanes[t->n_lanes] = (lane_t){kind, device, stream, 0, 0};
+    t->lanes[t->n_lanes] = (lane_t){kind, device, stream, 0, 0, 1};
     return *last = (int)t->n_lanes++;
 }
 
@@ -132,25 +157,49 @@ static int cmp_lane(const void *a, const void *b) {
     return (x->stream > y->stream) - (x->stream < y->stream);
 }
 
+enum { ITEM_KERNEL, ITEM_COPY, ITEM_MEMSET, ITEM_SCOPE };
+
 /* One timed item: a kernel, copy, memset or scope. */
 typedef struct item {
-    int64_t start, end;
-    const char *name; /* NULL for copies and memsets */
+    int kind;
+    int64_t start, end;             /* end: start for an open scope */
+    int open;                       /* a scope with no end recorded */
+    const char *name;               /* kernel: demangled; scope: its name */
+    const char *path, *tag;         /* scopes */
+    const gpufl_model_copy_t *copy; /* copies */
+    int64_t bytes;                  /* copies and memsets */
     int depth;
 } item_t;
 
 static item_t get_item(const gpufl_model_t *m, size_t i) {
     size_t nk = m->n_kernels, nc = m->n_copies, nm = m->n_memsets;
-    if (i < nk)
-        return (item_t){m->kernels[i].start_ns, m->kernels[i].end_ns, m->kernels[i].demangled, 0};
-    i -= nk;
-    if (i < nc) return (item_t){m->copies[i].start_ns, m->copies[i].end_ns, NULL, 0};
-    i -= nc;
-    if (i < nm) return (item_t){m->memsets[i].start_ns, m->memsets[i].end_ns, NULL, 1};
-    i -= nm;
-    const gpufl_model_scope_t *s = &m->scopes[i];
-    return (item_t){s->begin_ns, s->open ? -1 : s->end_ns, s->path,
-                    s->depth > 0 ? s->depth - 1 : 0};
+    if (i < nk) {
+        const gpufl_model_kernel_t *k = &m->kernels[i];
+        return (item_t){
+            .kind = ITEM_KERNEL, .start = k->start_ns, .end = k->end_ns, .name = k->demangled};
+    }
+    if ((i -= nk) < nc) {
+        const gpufl_model_copy_t *c = &m->copies[i];
+        return (item_t){.kind = ITEM_COPY,
+                        .start = c->start_ns,
+                        .end = c->end_ns,
+                        .copy = c,
+                        .bytes = c->bytes};
+    }
+    if ((i -= nc) < nm) {
+        const gpufl_model_memset_t *s = &m->memsets[i];
+        return (item_t){
+            .kind = ITEM_MEMSET, .start = s->start_ns, .end = s->end_ns, .bytes = s->bytes};
+    }
+    const gpufl_model_scope_t *s = &m->scopes[i - nm];
+    return (item_t){.kind = ITEM_SCOPE,
+                    .start = s->begin_ns,
+                    .end = s->open ? s->begin_ns : s->end_ns,
+                    .open = s->open,
+                    .name = s->name,
+                    .path = s->path,
+                    .tag = s->tag,
+                    .depth = s->depth > 0 ? s->depth - 1 : 0};
 }
 
 static int item_lane(const gpufl_model_t *m, timeline_t *t, int *last, size_t i) {
@@ -164,10 +213,31 @@ static int item_lane(const gpufl_model_t *m, timeline_t *t, int *last, size_t i)
     return lane_of(t, last, LANE_SCOPE, 0, m->scopes[i].tid);
 }
 
+/* The colours of kernel and scope names: 16 hues in a light and a mid tone
+ * that dark text reads on and that stand apart on a white page; a name's
+ * FNV-1a hash picks one, so a name has the same colour in every row and
+ * every report. */
+static const char *const palette[] = {
+    "#eaa9a9", "#eac1a9", "#eadaa9", "#e2eaa9", "#c9eaa9", "#b1eaa9", "#a9eab9", "#a9ead1",
+    "#a9eaea", "#a9d1ea", "#a9b9ea", "#b1a9ea", "#c9a9ea", "#e2a9ea", "#eaa9da", "#eaa9c1",
+    "#d58181", "#d5a081", "#d5c081", "#cad581", "#abd581", "#8bd581", "#81d596", "#81d5b5",
+    "#81d5d5", "#81b5d5", "#8196d5", "#8b81d5", "#ab81d5", "#ca81d5", "#d581c0", "#d581a0",
+};
+#define PALETTE_N  (sizeof palette / sizeof palette[0])
+#define COPY_FILL  "#a8b0bb"
+#define MSET_FILL  "#cdbb9e"
+#define OPEN_HATCH "url(#open-hatch)"
+
 static uint32_t hash_name(const char *s) {
     uint32_t h = 2166136261u;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
     return h;
+}
+
+static const char *item_fill(const item_t *it) {
+    if (it->kind == ITEM_COPY) return COPY_FILL;
+    if (it->kind == ITEM_MEMSET) return MSET_FILL;
+    return palette[hash_name(it->name ? it->name : "") % PALETTE_N];
 }
 
 /* Differences of times in double: a damaged log's extreme times must not
@@ -177,38 +247,162 @@ static double span_of(int64_t t0, int64_t t1) {
     return d >= 1 ? d : 1;
 }
 
-static double x_of(const timeline_t *t, int64_t ns) {
-    return TL_LABEL + ((double)ns - (double)t->t0) / span_of(t->t0, t->t1) * TL_WIDTH;
+static double x_of(const timeline_t *t, double ns) {
+    return TL_LABEL + (ns - (double)t->t0) / span_of(t->t0, t->t1) * TL_WIDTH;
 }
 
-static void bar(FILE *out, const timeline_t *t, const item_t *it, double y, double h,
-                const char *fill) {
-    char d[32];
-    int64_t end = it->end >= it->start ? it->end : t->t1;
-    double x0 = x_of(t, it->start), x1 = x_of(t, end);
-    gpufl__report_fmt_ns(d, sizeof d, (double)(end - it->start));
-    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
-            x0, y, x1 - x0 < 0.5 ? 0.5 : x1 - x0, h, fill);
-    if (it->name) esc(out, it->name);
-    fprintf(out, "%s%s%s</title></rect>\n", it->name ? " (" : "", d, it->name ? ")" : "");
+/* Width of text in the timeline's font, an upper estimate (no font metrics
+ * without a script): one CHAR_W per code point. */
+static double text_w(const char *s, size_t len) {
+    size_t n = 0;
+    for (size_t i = 0; i < len && s[i]; i++) n += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return (double)n * CHAR_W;
+}
+
+/* The depth of brackets ('<' and '(') after c, from depth. */
+static int bracket_depth(char c, int depth) {
+    if (c == '<' || c == '(') return depth + 1;
+    if ((c == '>' || c == ')') && depth > 0) return depth - 1;
+    return depth;
+}
+
+/* A kernel's name without its return type and parameters ("void
+ * ns::k<8>(float*)" -> "ns::k<8>"), or, bare, without namespaces and
+ * template arguments too ("k"): *len bytes from the returned start. */
+static const char *kernel_base(const char *name, size_t *len, int bare) {
+    const char *s = name, *end = name + strlen(name);
+    int depth = 0;
+    for (const char *p = name; *p; p++) { /* the parameters: the last '(' at depth 0 */
+        if (*p == '(' && depth == 0 && p > name) end = p;
+        depth = bracket_depth(*p, depth);
+    }
+    depth = 0;
+    for (const char *p = name; p < end; p++) { /* a return type: up to a space at depth 0 */
+        if (*p == ' ' && depth == 0) s = p + 1;
+        depth = bracket_depth(*p, depth);
+    }
+    if (bare) {
+        depth = 0;
+        const char *p = s, *last = s;
+        for (; p < end && !(*p == '<' && depth == 0); p++) {
+            if (depth == 0 && p[0] == ':' && p + 1 < end && p[1] == ':') last = p + 2;
+            depth = bracket_depth(*p, depth);
+        }
+        s = last;
+        end = p;
+    }
+    *len = (size_t)(end - s);
+    return s;
+}
+
+/* Copies the len bytes of s into buf when they fit in room. */
+static int fit(char *buf, size_t size, const char *s, size_t len, double room) {
+    if (!len || text_w(s, len) > room) return 0;
+    snprintf(buf, size, "%.*s", (int)len, s);
+    return 1;
+}
+
+/* The label drawn inside a bar of width w: the longest form of the item's
+ * name that fits, or none. */
+static int bar_label(const item_t *it, double w, char *buf, size_t size) {
+    double room = w - LABEL_PAD;
+    size_t len;
+    char full[GPUFL_REPORT_CELL], num[32];
+    if (it->kind == ITEM_SCOPE) {
+        snprintf(full, sizeof full, "%s [%s]", it->name, it->tag);
+        return (*it->tag && fit(buf, size, full, strlen(full), room)) ||
+               fit(buf, size, it->name, strlen(it->name), room);
+    }
+    if (it->kind == ITEM_KERNEL) {
+        if (fit(buf, size, it->name, strlen(it->name), room)) return 1;
+        for (int bare = 0; bare <= 1; bare++) {
+            const char *s = kernel_base(it->name, &len, bare);
+            if (fit(buf, size, s, len, room)) return 1;
+        }
+        return 0;
+    }
+    static const char *const short_dir[GPUFL_REPORT_DIR_COUNT] = {"HtoD", "DtoH", "DtoD", "peer",
+                                                                  "copy"};
+    const char *what = "memset";
+    if (it->copy) {
+        int dir = gpufl__report_copy_dir(it->copy->copy_kind);
+        what = dir >= 0 && dir < GPUFL_REPORT_DIR_COUNT ? short_dir[dir] : "copy";
+    }
+    gpufl__report_fmt_bytes(num, sizeof num, (double)it->bytes);
+    snprintf(full, sizeof full, "%s %s", what, num);
+    return fit(buf, size, full, strlen(full), room) || fit(buf, size, what, strlen(what), room);
+}
+
+/* The tooltip: what the item is, its times and duration. */
+static void bar_title(FILE *out, const item_t *it, int64_t end) {
+    char a[32], b[32], d[32], num[32];
+    gpufl__report_fmt_ns(a, sizeof a, (double)it->start);
+    gpufl__report_fmt_ns(b, sizeof b, (double)end);
+    gpufl__report_fmt_ns(d, sizeof d, (double)end - (double)it->start);
+    fputs("<title>", out);
+    if (it->kind == ITEM_SCOPE) {
+        esc(out, it->path);
+        if (*it->tag) {
+            fputs(" [", out);
+            esc(out, it->tag);
+            fputc(']', out);
+        }
+    } else if (it->kind == ITEM_KERNEL) {
+        esc(out, it->name);
+    } else {
+        gpufl__report_fmt_bytes(num, sizeof num, (double)it->bytes);
+        fprintf(out, "%s %s%s", it->copy ? "copy" : "memset",
+                it->copy ? gpufl__report_dir_name(gpufl__report_copy_dir(it->copy->copy_kind)) : "",
+                it->copy ? " " : "");
+        fputs(num, out);
+    }
+    if (it->open)
+        fprintf(out, "\nbegun at %s, open: no end recorded</title>", a);
+    else
+        fprintf(out, "\n%s to %s (%s)</title>", a, b, d);
+}
+
+/* One item: a bar, hatched with a dashed border when open (drawn to the
+ * end of the timeline, the session's end), its label inside when it fits. */
+static void bar(FILE *out, const timeline_t *t, const item_t *it, double y) {
+    int open = it->open;
+    int64_t end = open ? t->t1 : it->end;
+    double x0 = x_of(t, (double)it->start), x1 = x_of(t, (double)end);
+    double min_w = open ? 3 : 0.5; /* visible; an open bar still ends at the session's end */
+    double w = x1 - x0 < min_w ? min_w : x1 - x0;
+    if (open) x0 = x1 - w;
+    char label[GPUFL_REPORT_CELL];
+    fputs("<g>", out);
+    bar_title(out, it, end);
+    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"", x0, y + 1,
+            w, BAR_H, item_fill(it));
+    if (open)
+        fprintf(out,
+                " stroke=\"#333\" stroke-dasharray=\"3 2\"/><rect x=\"%.1f\" y=\"%.1f\" "
+                "width=\"%.1f\" height=\"%d\" fill=\"" OPEN_HATCH "\"",
+                x0, y + 1, w, BAR_H);
+    fputs("/>", out);
+    if (bar_label(it, w, label, sizeof label)) {
+        fprintf(out, "<text class=\"bl\" x=\"%.1f\" y=\"%.1f\">", x0 + LABEL_PAD / 2.0,
+                y + 1 + BAR_H / 2.0 + 4);
+        esc(out, label);
+        fputs("</text>", out);
+    }
+    fputs("</g>\n", out);
 }
 
 /* Draws a lane's items, each as a bar or, past BARS_MAX, merged into bins. */
-static void draw_lane(FILE *out, const gpufl_model_t *m, const timeline_t *t, const lane_t *l,
+static void draw_lane(FILE *out, const gpufl_model_t *m, timeline_t *t, const lane_t *l,
                       const size_t *idx, double y, double *bins_ns, size_t *bins_n) {
-    int rows = l->kind == LANE_SCOPE ? DEPTH_ROWS : 1;
-    double h = ROW_H - 2;
-    static const char *const kind_fill[] = {"#4878d0", "#ee854a", "#6acc64"};
+    static const char *const kind_fill[] = {"#4878d0", COPY_FILL, "#6acc64"};
     if (l->count <= BARS_MAX) {
         for (size_t k = 0; k < l->count; k++) {
             item_t it = get_item(m, idx[l->first + k]);
-            char fill[32];
-            if (l->kind == LANE_KERNEL && it.name)
-                snprintf(fill, sizeof fill, "hsl(%u,55%%,55%%)", hash_name(it.name) % 360);
-            else
-                snprintf(fill, sizeof fill, "%s", kind_fill[l->kind]);
-            int row = it.depth < rows ? it.depth : rows - 1;
-            bar(out, t, &it, y + row * ROW_H, h, fill);
+            int row = it.depth < l->rows ? it.depth : l->rows - 1;
+            t->open += it.open;
+            t->copies += it.kind == ITEM_COPY;
+            t->memsets += it.kind == ITEM_MEMSET;
+            bar(out, t, &it, y + row * ROW_H);
         }
         return;
     }
@@ -217,10 +411,10 @@ static void draw_lane(FILE *out, const gpufl_model_t *m, const timeline_t *t, co
     double span = span_of(t->t0, t->t1), bin_ns = span / BARS_MAX;
     for (size_t k = 0; k < l->count; k++) {
         item_t it = get_item(m, idx[l->first + k]);
-        int64_t end = it.end >= it.start ? it.end : t->t1;
-        size_t b = (size_t)((double)(it.start - t->t0) / span * BARS_MAX);
+        int64_t end = it.open ? t->t1 : it.end;
+        size_t b = (size_t)(((double)it.start - (double)t->t0) / span * BARS_MAX);
         if (b >= BARS_MAX) b = BARS_MAX - 1;
-        bins_ns[b] += (double)(end - it.start);
+        bins_ns[b] += (double)end - (double)it.start;
         bins_n[b]++;
     }
     for (size_t b = 0; b < BARS_MAX; b++) {
@@ -232,8 +426,8 @@ static void draw_lane(FILE *out, const gpufl_model_t *m, const timeline_t *t, co
         fprintf(out,
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
                 "fill-opacity=\"%.2f\"><title>%zu merged (%s)</title></rect>\n",
-                TL_LABEL + (double)b * TL_WIDTH / BARS_MAX, y, (double)TL_WIDTH / BARS_MAX,
-                rows * ROW_H - 2.0, kind_fill[l->kind], 0.25 + 0.75 * busy, bins_n[b], d);
+                TL_LABEL + (double)b * TL_WIDTH / BARS_MAX, y + 1, (double)TL_WIDTH / BARS_MAX,
+                l->rows * ROW_H - 2.0, kind_fill[l->kind], 0.25 + 0.75 * busy, bins_n[b], d);
     }
 }
 
@@ -246,9 +440,107 @@ static void lane_label(char *buf, size_t size, const lane_t *l) {
         snprintf(buf, size, "thread %lld scopes", (long long)l->stream);
 }
 
-static int timeline(FILE *out, const gpufl_model_t *m) {
+/* The smallest step of 1, 2 or 5 times a power of ten (ns) of at least
+ * min_ns, and at least 1 ns. */
+static double nice_step(double min_ns) {
+    double p = 1;
+    while (p * 10 <= min_ns && p < 1e300) p *= 10;
+    return min_ns <= p ? p : min_ns <= 2 * p ? 2 * p : min_ns <= 5 * p ? 5 * p : 10 * p;
+}
+
+/* The label of session time ns on an axis of step: in the unit of the
+ * largest time shown (unit_ns), with the decimals the step needs. */
+static void tick_label(char *buf, size_t size, double ns, double step, double unit_ns,
+                       const char *unit) {
+    int decimals = 0;
+    for (double x = step / unit_ns; x < 0.999 && decimals < 9; x *= 10) decimals++;
+    int n = snprintf(buf, size, "%.*f", decimals, ns / unit_ns);
+    if (n < 0 || (size_t)n >= size) n = (int)strlen(buf);
+    if (decimals) { /* 1.50 -> 1.5, 2.0 -> 2 */
+        while (n > 0 && buf[n - 1] == '0') buf[--n] = '\0';
+        if (n > 0 && buf[n - 1] == '.') buf[--n] = '\0';
+    }
+    if (strcmp(buf, "-0") == 0) snprintf(buf, size, "0");
+    size_t len = strlen(buf);
+    snprintf(buf + len, size - len, " %s", unit);
+}
+
+/* The time axis at the top: ticks at round steps (1, 2, 5 x 10^k) whose
+ * labels never overlap, in session time, with grid lines down to bottom. */
+static void axis(FILE *out, const timeline_t *t, double bottom) {
+    static const double units_ns[] = {1, 1e3, 1e6, 1e9};
+    static const char *const units[] = {"ns", "\xc2\xb5s", "ms", "s"};
+    double span = span_of(t->t0, t->t1), step = nice_step(span / TICKS_MAX);
+    double far =
+        fabs((double)t->t0) > fabs((double)t->t1) ? fabs((double)t->t0) : fabs((double)t->t1);
+    int u = 0;
+    while (u < 3 && far >= units_ns[u + 1]) u++;
+    char label[48];
+    for (int tries = 0; tries < 64; tries++) { /* widen the step until the labels fit */
+        tick_label(label, sizeof label, (double)t->t1, step, units_ns[u], units[u]);
+        double w = text_w(label, sizeof label) + 12;
+        tick_label(label, sizeof label, (double)t->t0, step, units_ns[u], units[u]);
+        double w0 = text_w(label, sizeof label) + 12;
+        if (w0 > w) w = w0;
+        if (step / span * TL_WIDTH >= w) break;
+        step = nice_step(step * 1.01);
+    }
+    static const char caption[] = "session time";
+    fprintf(out, "<text x=\"4\" y=\"%d\" class=\"ax\">%s</text>\n", AXIS_H - 10, caption);
+    double k0 = ceil((double)t->t0 / step), drawn_to = 4 + text_w(caption, sizeof caption) + 4;
+    for (int i = 0; i <= TICKS_MAX + 1; i++) {
+        double ns = (k0 + i) * step;
+        if (ns > (double)t->t1) break;
+        double x = x_of(t, ns);
+        tick_label(label, sizeof label, ns, step, units_ns[u], units[u]);
+        double half = text_w(label, sizeof label) / 2;
+        int at_end = x + half > VIEW_W - 2;
+        double left = at_end ? VIEW_W - 2 - 2 * half : x - half;
+        if (left < drawn_to) continue; /* times past double's precision: one label */
+        drawn_to = left + 2 * half + 4;
+        const char *anchor = at_end ? "end" : "middle";
+        fprintf(out,
+                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#777\"/>"
+                "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>\n",
+                x, AXIS_H, x, bottom, x, AXIS_H - 5, x, AXIS_H, at_end ? VIEW_W - 2.0 : x,
+                AXIS_H - 10, anchor, label);
+    }
+    fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#777\"/>\n", TL_LABEL,
+            AXIS_H, TL_LABEL + TL_WIDTH, AXIS_H);
+}
+
+/* What the colours and marks mean, under the lanes: swatches are paths, so
+ * that every rect of the page is a bar. */
+static void legend(FILE *out, const timeline_t *t, double y) {
+    double x = TL_LABEL;
+    const struct {
+        int shown;
+        const char *fill, *text;
+    } items[] = {{t->open > 0, OPEN_HATCH, "open: no end recorded (drawn to the session end)"},
+                 {t->copies > 0, COPY_FILL, "copy"},
+                 {t->memsets > 0, MSET_FILL, "memset"}};
+    fprintf(out,
+            "<text x=\"4\" y=\"%.1f\" class=\"ax\">legend</text>"
+            "<text x=\"%.1f\" y=\"%.1f\">kernels and scopes: one colour per name</text>\n",
+            y + 12, x, y + 12);
+    x += text_w("kernels and scopes: one colour per name", 64) + 24;
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        if (!items[i].shown) continue;
+        fprintf(out,
+                "<path d=\"M%.1f %.1fh22v12h-22z\" fill=\"%s\" stroke=\"#333\"%s/>"
+                "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+                x, y + 2, items[i].fill,
+                items[i].fill[0] == 'u' ? " stroke-dasharray=\"3 2\"" : " stroke-width=\"0\"",
+                x + 28, y + 12, items[i].text);
+        x += 28 + text_w(items[i].text, 64) + 24;
+    }
+}
+
+static int timeline(FILE *out, const gpufl_report_t *r) {
+    const gpufl_model_t *m = r->m;
     size_t n = m->n_kernels + m->n_copies + m->n_memsets + m->n_scopes;
-    fputs("<h2>Timeline</h2>\n", out);
+    fputs("<h2 id=\"timeline\">Timeline</h2>\n", out);
     if (!n) {
         fputs("<p>no kernels, copies, memsets or scopes to draw</p>\n", out);
         return 0;
@@ -258,7 +550,7 @@ static int timeline(FILE *out, const gpufl_model_t *m) {
     size_t *idx = malloc(n * sizeof *idx);
     double *bins_ns = malloc(BARS_MAX * sizeof *bins_ns);
     size_t *bins_n = malloc(BARS_MAX * sizeof *bins_n);
-    int rc = 0, last = -1;
+    int rc = 0, last = -1, any_open = 0;
     if (!t || !lane || !idx || !bins_ns || !bins_n) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the HTML timeline");
         goto free_all;
@@ -270,7 +562,10 @@ static int timeline(FILE *out, const gpufl_model_t *m) {
         if (it.start < t->t0) t->t0 = it.start;
         if (it.start > t->t1) t->t1 = it.start;
         if (it.end > t->t1) t->t1 = it.end;
+        any_open |= it.open;
     }
+    /* open scopes run to the session's end */
+    if (any_open && r->summary.duration_ns > t->t1) t->t1 = r->summary.duration_ns;
     if (t->t1 <= t->t0) t->t1 = t->t0 < INT64_MAX ? t->t0 + 1 : t->t0;
     /* Lanes in a fixed order (kind, device, stream), then the items of each
      * lane together, in log order (a counting sort). */
@@ -291,43 +586,55 @@ static int timeline(FILE *out, const gpufl_model_t *m) {
             continue;
         }
         lane[i] = remap[lane[i]];
-        t->lanes[lane[i]].count++;
+        lane_t *l = &t->lanes[lane[i]];
+        l->count++;
+        if (l->kind == LANE_SCOPE) {
+            int depth = get_item(m, i).depth;
+            if (depth >= l->rows) l->rows = depth < DEPTH_ROWS ? depth + 1 : DEPTH_ROWS;
+        }
     }
     for (size_t i = 0, at = 0; i < t->n_lanes; i++) t->lanes[i].first = at, at += t->lanes[i].count;
     size_t fill[LANES_MAX] = {0};
     for (size_t i = 0; i < n; i++)
         if (lane[i] >= 0) idx[t->lanes[lane[i]].first + fill[lane[i]]++] = i;
 
-    double height = 24;
-    for (size_t i = 0; i < t->n_lanes; i++)
-        height += (t->lanes[i].kind == LANE_SCOPE ? DEPTH_ROWS : 1) * ROW_H + 4;
+    double lanes_h = 0;
+    for (size_t i = 0; i < t->n_lanes; i++) lanes_h += t->lanes[i].rows * ROW_H + LANE_GAP;
+    double height = AXIS_H + 4 + lanes_h + LEGEND_H;
     char a[32], b[32];
     gpufl__report_fmt_ns(a, sizeof a, (double)t->t0);
     gpufl__report_fmt_ns(b, sizeof b, (double)t->t1);
     fprintf(out,
-            "<p>Session time %s to %s (times since the session epoch). Kernels per device and "
-            "stream, copies and memsets per device, scopes per thread (nested scopes one row "
-            "lower, up to %d rows). Hover a bar for its name and duration. A lane of more than "
-            "%d bars is drawn as %d time bins of merged bars (darker: busier).</p>\n",
+            "<p>From %s to %s of session time (since the session started). Kernels per device "
+            "and stream, copies and memsets per device, scopes per thread (nested scopes one row "
+            "lower, up to %d rows). A bar is labelled when its name fits; hover it for the full "
+            "name, its tag, times and duration. Open scopes (no end recorded) are hatched and run "
+            "to the session end. A lane of more than %d bars is drawn as %d time bins of merged "
+            "bars (darker: busier).</p>\n",
             a, b, DEPTH_ROWS, BARS_MAX, BARS_MAX);
-    fprintf(out, "<svg class=\"tl\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n",
-            TL_LABEL + TL_WIDTH + 10, height, TL_LABEL + TL_WIDTH + 10, height);
-    double y = 4;
+    fprintf(out,
+            "<svg class=\"tl\" width=\"100%%\" viewBox=\"0 0 %d %.0f\" "
+            "preserveAspectRatio=\"xMinYMin meet\">\n"
+            "<defs><pattern id=\"open-hatch\" width=\"6\" height=\"6\" "
+            "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+            "<path d=\"M0 0v6\" stroke=\"#333\" stroke-width=\"2\" stroke-opacity=\"0.45\"/>"
+            "</pattern></defs>\n",
+            VIEW_W, height);
+    double y = AXIS_H + 4;
+    axis(out, t, y + lanes_h - LANE_GAP);
     for (size_t i = 0; i < t->n_lanes; i++) {
         const lane_t *l = &t->lanes[i];
         char label[96];
         lane_label(label, sizeof label, l);
-        int rows = l->kind == LANE_SCOPE ? DEPTH_ROWS : 1;
-        fprintf(out, "<text x=\"4\" y=\"%.1f\">%s%s</text>\n", y + ROW_H - 3, label,
+        fprintf(out, "<text x=\"4\" y=\"%.1f\">%s%s</text>\n", y + 1 + BAR_H / 2.0 + 4, label,
                 l->count > BARS_MAX ? " *" : "");
-        fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-                TL_LABEL, y + rows * ROW_H + 1, TL_LABEL + TL_WIDTH, y + rows * ROW_H + 1);
+        fprintf(out, "<line x1=\"4\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+                y + l->rows * ROW_H + LANE_GAP / 2.0, TL_LABEL + TL_WIDTH,
+                y + l->rows * ROW_H + LANE_GAP / 2.0);
         draw_lane(out, m, t, l, idx, y, bins_ns, bins_n);
-        y += rows * ROW_H + 4;
+        y += l->rows * ROW_H + LANE_GAP;
     }
-    fprintf(out, "<text x=\"%d\" y=\"%.1f\">%s</text>\n", TL_LABEL, y + 12, a);
-    fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", TL_LABEL + TL_WIDTH,
-            y + 12, b);
+    legend(out, t, y + 4);
     fputs("</svg>\n", out);
     for (size_t i = 0; i < t->n_lanes; i++)
         if (t->lanes[i].count > BARS_MAX) {
@@ -486,7 +793,7 @@ static int plots(FILE *out, const gpufl_model_t *m) {
 /* ---------------------------------------------------------------------- */
 
 static const char css[] =
-    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1300px}"
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}p{max-width:120ch}"
     "h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:28px}"
     "h3{font-size:15px}table{border-collapse:collapse;margin:8px 0}"
     "td,th{padding:2px 8px;text-align:left;vertical-align:top}"
@@ -494,7 +801,10 @@ static const char css[] =
     "table.t tr:first-child th{border-bottom:2px solid #ccc}"
     "table.f th{font-weight:normal;color:#555;white-space:nowrap}"
     ".r{text-align:right;font-variant-numeric:tabular-nums}"
-    "svg{font:11px system-ui,sans-serif;display:block}svg.tl{border:1px solid #eee}"
+    "svg{font:11px system-ui,sans-serif;display:block}"
+    "svg.tl{border:1px solid #eee;height:auto;font-family:Arial,'Liberation Sans',Helvetica,"
+    "sans-serif}svg.tl .bl{fill:#1a1a1a;pointer-events:none}"
+    "svg.tl .tick,svg.tl .ax{fill:#444}"
     ".plots{display:flex;flex-wrap:wrap;gap:8px}";
 
 int gpufl__report_render_html(const gpufl_report_t *r, FILE *out) {
@@ -508,7 +818,7 @@ int gpufl__report_render_html(const gpufl_report_t *r, FILE *out) {
     esc(out, r->summary.app);
     fputs("</h1>\n", out);
     int rc = gpufl__report_doc_head(&e, r);
-    if (!rc) rc = timeline(out, r->m);
+    if (!rc) rc = timeline(out, r);
     if (!rc) rc = plots(out, r->m);
     if (!rc) rc = gpufl__report_doc_body(&e, r);
     fputs("</body>\n</html>\n", out);

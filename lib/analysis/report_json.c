@@ -185,19 +185,22 @@ static json_t *scopes_json(const gpufl_report_t *r) {
         put(x, "min_ns", p->calls ? num(p->min_ns) : json_null());
         put(x, "max_ns", p->calls ? num(p->max_ns) : json_null());
         put(x, "per_iter_ns", known(row->per_iter_ns));
+        json_t *tags = json_array();
+        put(x, "tag_values", tags);
+        for (size_t k = 0; tags && k < row->n_tags && k < GPUFL_REPORT_TAGS_JSON; k++)
+            json_array_append_new(tags, str(row->tags[k]));
         json_array_append_new(a, x);
     }
     json_t *open = json_array();
     put(o, "open_scopes", open);
-    for (size_t i = 0, listed = 0; open && i < m->n_scopes && listed < GPUFL_REPORT_LIST_MAX; i++) {
-        const gpufl_model_scope_t *s = &m->scopes[i];
-        if (!s->open) continue;
+    for (size_t i = 0; open && i < r->scopes.n_open; i++) {
+        const gpufl_model_scope_t *s = r->scopes.open[i];
         json_t *x = json_object();
         put(x, "path", json_string(s->path));
         put(x, "tid", json_integer((json_int_t)s->tid));
         put(x, "begin_ns", num((double)s->begin_ns));
+        put(x, "tag", *s->tag ? str(s->tag) : json_null());
         json_array_append_new(open, x);
-        listed++;
     }
     return o;
 }

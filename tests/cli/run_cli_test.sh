@@ -44,7 +44,7 @@ cd "$tmp"
 # sessions: newest first (by the header's start time), with app, duration, size.
 expect 0 "sessions ROOT" -- "$gpufl" sessions "$root"
 order=$(awk 'NR > 1 {print $4}' "$tmp/out" | tr '\n' ' ')
-[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo pc_demo sass_demo range_demo " ]] ||
+[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo pc_demo sass_demo range_demo resnet_train " ]] ||
   fail "sessions order: '$order'"
 grep -Eq "^20261124T090000.000Z-8080-5c0e +2026-11-24 09:00:00 +scoped_demo +0.700 s +[0-9.]+ KiB$" \
   "$tmp/out" || fail "the newest session's row"
@@ -89,7 +89,7 @@ GPUFL_LOG_PATH=$root expect 0 "report --format html -o" -- "$gpufl" report --for
 [[ -s $tmp/out ]] && fail "report --format html -o also wrote to stdout"
 [[ -s $tmp/err ]] && fail "report --format html wrote to stderr (progress off a terminal?)"
 grep -q "^<!DOCTYPE html>" "$tmp/r.html" || fail "report --format html: not an HTML file"
-grep -q "<h2>Timeline</h2>" "$tmp/r.html" || fail "report --format html: no timeline"
+grep -q ">Timeline</h2>" "$tmp/r.html" || fail "report --format html: no timeline"
 grep -Eq "https?://" "$tmp/r.html" && fail "report --format html: refers to the network"
 GPUFL_LOG_PATH=$root expect 0 "report --format=json" -- "$gpufl" report --format=json \
   20261123T120000.000Z-7070-c3d4

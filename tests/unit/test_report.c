@@ -2098,9 +2098,9 @@ static void test_report_batch_fallback(void **state) {
 /* The other formats, insights, progress                                    */
 /* ---------------------------------------------------------------------- */
 
-static const char *const fixtures_all[] = {"basic",       "killed",   "rotated", "gpu",
-                                           "trace",       "scoped",   "stacks",  "pcsampled",
-                                           "sassmetrics", "rangeprof"};
+static const char *const fixtures_all[] = {"basic",       "killed",    "rotated", "gpu",
+                                           "trace",       "scoped",    "stacks",  "pcsampled",
+                                           "sassmetrics", "rangeprof", "timeline"};
 #define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
 
 static void test_report_golden_json(void **state) {
@@ -2134,13 +2134,18 @@ static void test_report_format_parse(void **state) {
     assert_int_equal(gpufl__report_format_parse(NULL, &f), GPUFL_EINVAL);
 }
 
-/* Nothing in the HTML report is loaded from elsewhere. */
+/* Nothing in the HTML report is loaded from elsewhere: url() only names
+ * something of the page itself (the open scopes' hatching). */
 static void assert_offline(const char *html) {
-    static const char *const banned[] = {"http://", "https://", "<script", "src=",    "@import",
-                                         "url(",    "<link",    "<img",    "<iframe", "href="};
+    static const char *const banned[] = {"http://", "https://", "<script", "src=", "@import",
+                                         "<link",   "<img",     "<iframe", "href="};
     for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++) {
         if (strstr(html, banned[i])) print_error("HTML report holds '%s'\n", banned[i]);
         assert_null(strstr(html, banned[i]));
+    }
+    for (const char *p = html; (p = strstr(p, "url(")) != NULL; p += 4) {
+        if (p[4] != '#') print_error("HTML report holds '%.40s'\n", p);
+        assert_int_equal(p[4], '#');
     }
 }
 
@@ -2153,7 +2158,7 @@ static void test_report_html_offline(void **state) {
         size_t len;
         char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
         assert_offline(html);
-        assert_non_null(strstr(html, "<h2>Timeline</h2>"));
+        assert_non_null(strstr(html, "<h2 id=\"timeline\">Timeline</h2>"));
         assert_non_null(strstr(html, "<h2>Insights</h2>"));
         assert_non_null(strstr(html, "</html>\n"));
         free(html);
@@ -2419,6 +2424,366 @@ static void test_report_html_bounded(void **state) {
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Scope tags, open scopes and the HTML timeline                            */
+/* ---------------------------------------------------------------------- */
+
+/* The line of text that starts with prefix, as a heap string (NULL: none). */
+static char *line_of(const char *text, const char *prefix) {
+    size_t n = strlen(prefix);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, prefix, n) != 0) continue;
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char *s = malloc(len + 1);
+        assert_non_null(s);
+        memcpy(s, p, len);
+        s[len] = '\0';
+        return s;
+    }
+    return NULL;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+/* A session with kernels on two streams, copies, memsets, scopes on three
+ * threads with tags, and two scopes left open (the screenshot's session). */
+static void test_report_golden_timeline(void **state) {
+    (void)state;
+    check_golden("timeline");
+}
+
+/* The tag cell: the values joined, cut at the width with how many are left. */
+static void test_report_fmt_tags(void **state) {
+    (void)state;
+    char buf[256];
+    const char *two[] = {"GET", "POST"};
+    gpufl__report_fmt_tags(buf, sizeof buf, two, 2);
+    assert_string_equal(buf, "GET, POST");
+    gpufl__report_fmt_tags(buf, sizeof buf, two, 0);
+    assert_string_equal(buf, "-");
+    const char *many[] = {"shard=train-00000-of-01024", "shard=train-00001-of-01024",
+                          "shard=val-00000-of-00128"};
+    gpufl__report_fmt_tags(buf, sizeof buf, many, 3);
+    assert_string_equal(buf, "shard=train-00000-of-01024, ... (+2 more)");
+    const char *longest[] = {"a-tag-far-longer-than-the-forty-columns-of-the-cell", "b"};
+    gpufl__report_fmt_tags(buf, sizeof buf, longest, 2);
+    assert_string_equal(buf, "a-tag-far-longer-than-the-forty-colum... (+1 more)");
+    gpufl__report_fmt_tags(buf, sizeof buf, longest, 1);
+    assert_string_equal(buf, "a-tag-far-longer-than-the-forty-colum...");
+    const char *odd[] = {"line\nbreak", "\xc2\xb5s=1"};
+    gpufl__report_fmt_tags(buf, sizeof buf, odd, 2);
+    assert_string_equal(buf, "line?break, \xc2\xb5s=1");
+    char small[12];
+    gpufl__report_fmt_tags(small, sizeof small, many, 3);
+    assert_int_equal(strlen(small), sizeof small - 1); /* cut, terminated */
+}
+
+/* Tag values (not a count) per scope path, and the tag of each open scope,
+ * in every format. */
+static void test_report_tags_formats(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/killed");
+    size_t len;
+    char *text = render(m, &len);
+    char *row = line_of(text, "    handle ");
+    assert_non_null(row);
+    assert_true(ends_with(row, "  GET, POST"));
+    free(row);
+    assert_non_null(strstr(text, "    serve/handle  (tid 900, begun at 90.0 ms, tag GET)\n"));
+    assert_non_null(strstr(text, "    serve  (tid 900, begun at 10.0 ms)\n"));
+    free(text);
+
+    char *js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    json_t *doc = json_loadb(js, len, 0, NULL);
+    assert_non_null(doc);
+    json_t *sc = json_object_get(doc, "scopes");
+    json_t *p = json_array_get(json_object_get(sc, "paths"), 1);
+    assert_string_equal(json_string_value(json_object_get(p, "path")), "serve/handle");
+    assert_int_equal(json_integer_value(json_object_get(p, "tags")), 2);
+    json_t *tv = json_object_get(p, "tag_values");
+    assert_int_equal(json_array_size(tv), 2);
+    assert_string_equal(json_string_value(json_array_get(tv, 0)), "GET");
+    assert_string_equal(json_string_value(json_array_get(tv, 1)), "POST");
+    tv = json_object_get(json_array_get(json_object_get(sc, "paths"), 0), "tag_values");
+    assert_true(json_is_array(tv));
+    assert_int_equal(json_array_size(tv), 0);
+    json_t *open = json_object_get(sc, "open_scopes");
+    assert_true(json_is_null(json_object_get(json_array_get(open, 0), "tag")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(open, 1), "tag")), "GET");
+    json_decref(doc);
+    free(js);
+
+    char *md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, "| \xc2\xb7 handle | 3 | 1 |"));
+    assert_non_null(strstr(md, " | GET, POST |\n"));
+    free(md);
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, ">GET, POST</td></tr>"));
+    free(html);
+    gpufl__model_destroy(m);
+
+    /* More tags than the cell holds: the first, then how many more. */
+    m = load("sessions/timeline");
+    text = render(m, &len);
+    row = line_of(text, "  load_batch ");
+    assert_non_null(row);
+    assert_true(ends_with(row, "  shard=train-00000-of-01024, ... (+2 more)"));
+    free(row);
+    free(text);
+    md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, " | shard=train-00000-of-01024, ... (+2 more) |\n"));
+    free(md);
+    html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, ">shard=train-00000-of-01024, ... (+2 more)</td></tr>"));
+    free(html);
+    js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    doc = json_loadb(js, len, 0, NULL);
+    assert_non_null(doc);
+    json_t *paths = json_object_get(json_object_get(doc, "scopes"), "paths");
+    size_t found = 0;
+    for (size_t i = 0; i < json_array_size(paths); i++) {
+        p = json_array_get(paths, i);
+        if (strcmp(json_string_value(json_object_get(p, "path")), "load_batch") != 0) continue;
+        tv = json_object_get(p, "tag_values");
+        assert_int_equal(json_array_size(tv), 3);
+        assert_string_equal(json_string_value(json_array_get(tv, 2)), "shard=val-00000-of-00128");
+        found++;
+    }
+    assert_int_equal(found, 1);
+    json_decref(doc);
+    free(js);
+    gpufl__model_destroy(m);
+}
+
+/* Markdown and HTML list the open scopes as the text report does: path,
+ * thread, begin and tag, the first GPUFL_REPORT_LIST_MAX, then how many more. */
+static void test_report_open_scopes_doc(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/timeline");
+    size_t len;
+    char *md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, "Open scopes (begun, never ended: still running or killed): 2\n"));
+    assert_non_null(strstr(md, "| scope | thread | begun at | tag |\n"));
+    assert_non_null(strstr(md, "| checkpoint | 4250 | 255 ms | epoch=0 |\n"));
+    assert_non_null(strstr(md, "| checkpoint/upload | 4250 | 276 ms | dest=s3 |\n"));
+    free(md);
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, "Open scopes (begun, never ended: still running or killed): 2"));
+    assert_non_null(strstr(html, "<tr><td>checkpoint/upload</td><td class=\"r\">4250</td><td "
+                                 "class=\"r\">276 ms</td><td>dest=s3</td></tr>"));
+    free(html);
+    gpufl__model_destroy(m);
+
+    /* Twelve open scopes: ten listed, then "... and 2 more" in every format. */
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "scope.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"scope\",\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"job\"]}\n"
+               "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1,2,3,4,5,6,7,8,9,10,11,12],"
+               "\"tid\":[1,2,3,4,5,6,7,8,9,10,11,12],\"id\":[1,2,3,4,5,6,7,8,9,10,11,12],"
+               "\"parent\":[0,0,0,0,0,0,0,0,0,0,0,0],\"depth\":[1,1,1,1,1,1,1,1,1,1,1,1],"
+               "\"name\":[1,1,1,1,1,1,1,1,1,1,1,1],\"tag\":[0,0,0,0,0,0,0,0,0,0,0,0],"
+               "\"path\":[1,1,1,1,1,1,1,1,1,1,1,1],\"repeat\":[0,0,0,0,0,0,0,0,0,0,0,0],"
+               "\"warmup\":[0,0,0,0,0,0,0,0,0,0,0,0]}\n");
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(m->n_open_scopes, 12);
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "    job  (tid 10, begun at 10.0 ns)\n    ... and 2 more\n"));
+    assert_null(strstr(text, "tid 11,"));
+    free(text);
+    md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, "| job | 10 | 10.0 ns | - |\n\n... and 2 more\n"));
+    assert_null(strstr(md, "| job | 11 |"));
+    free(md);
+    html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, "<p>... and 2 more</p>"));
+    free(html);
+    char *js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    json_t *doc = json_loadb(js, len, 0, NULL);
+    assert_non_null(doc);
+    json_t *open = json_object_get(json_object_get(doc, "scopes"), "open_scopes");
+    assert_int_equal(json_array_size(open), 10);
+    json_decref(doc);
+    free(js);
+    gpufl__model_destroy(m);
+    remove_file(dir, "scope.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* The fill colour of the bar whose tooltip starts with title, the nth (0:
+ * the first) such bar; "" when none. */
+static const char *bar_fill(const char *html, const char *title, int nth, char out[16]) {
+    char key[256];
+    snprintf(key, sizeof key, "<title>%s", title);
+    const char *p = html;
+    out[0] = '\0';
+    for (int i = 0; i <= nth; i++) {
+        p = strstr(p, key);
+        if (!p) return out;
+        p += strlen(key);
+    }
+    const char *f = strstr(p, "fill=\"");
+    const char *g = strstr(p, "</g>");
+    if (!f || (g && g < f)) return out;
+    f += 6;
+    size_t n = strcspn(f, "\"");
+    if (n >= 16) return out;
+    memcpy(out, f, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* A number attribute (x="12.5") of the first rect after the tooltip title. */
+static double bar_attr(const char *html, const char *title, const char *attr) {
+    char key[256], name[32];
+    snprintf(key, sizeof key, "<title>%s", title);
+    const char *p = strstr(html, key);
+    assert_non_null(p);
+    p = strstr(p, "<rect ");
+    assert_non_null(p);
+    snprintf(name, sizeof name, " %s=\"", attr);
+    p = strstr(p, name);
+    assert_non_null(p);
+    return strtod(p + strlen(name), NULL);
+}
+
+static size_t count_of(const char *text, const char *needle) {
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* The timeline's SVG in an HTML report, as a heap string. */
+static char *timeline_svg(const char *html) {
+    const char *tl = strstr(html, "<svg class=\"tl\"");
+    assert_non_null(tl);
+    const char *end = strstr(tl, "</svg>");
+    assert_non_null(end);
+    char *svg = strndup(tl, (size_t)(end - tl) + 6);
+    assert_non_null(svg);
+    return svg;
+}
+
+/* The timeline: as wide as the page, a time axis of round steps, bars
+ * labelled where the name fits, a colour per name, open scopes marked and
+ * drawn to the session end. */
+static void test_report_html_timeline(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("sessions/timeline");
+    size_t len;
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_offline(html);
+    char *tl = timeline_svg(html);
+    /* as wide as the page: the svg element scales its view box */
+    const char *tag_end = strchr(tl, '>'), *width = strstr(tl, " width=\"100%\"");
+    const char *view = strstr(tl, " viewBox=\"0 0 1200 ");
+    assert_non_null(width);
+    assert_non_null(view);
+    assert_true(width < tag_end && view < tag_end);
+    /* 3 ms to 320 ms: ticks every 50 ms, in ms, at session time */
+    static const char *const ticks[] = {">50 ms</text>",  ">100 ms</text>", ">150 ms</text>",
+                                        ">200 ms</text>", ">250 ms</text>", ">300 ms</text>"};
+    for (size_t i = 0; i < 6; i++) assert_non_null(strstr(tl, ticks[i]));
+    assert_null(strstr(tl, ">0 ms</text>")); /* before the first record */
+    assert_null(strstr(tl, ">350 ms</text>"));
+    assert_true(count_of(tl, "class=\"tick\"") >= 6);
+    /* labels inside bars wide enough, none on narrow ones */
+    assert_non_null(strstr(tl, "class=\"bl\""));
+    assert_non_null(strstr(tl, ">forward</text>"));
+    assert_non_null(strstr(tl, ">step [step=0]</text>"));
+    assert_non_null(strstr(tl, ">sgemm_128x64</text>"));
+    assert_null(strstr(tl, ">relu</text>")); /* 1.2 ms: a few pixels */
+    assert_null(strstr(tl, ">relu(float*, int)</text>"));
+    /* one colour per name: across rows and instances, and across kinds */
+    char a[16], b[16];
+    assert_string_equal(bar_fill(tl, "train/step/forward", 0, a),
+                        bar_fill(tl, "train/step/forward", 1, b));
+    assert_true(a[0] == '#');
+    assert_string_not_equal(a, bar_fill(tl, "train/step/backward", 0, b));
+    assert_string_not_equal(a, bar_fill(tl, "train/step [", 0, b));
+    assert_string_equal(bar_fill(tl, "sgemm_128x64(", 0, a), bar_fill(tl, "sgemm_128x64(", 2, b));
+    assert_true(a[0] == '#');
+    assert_string_not_equal(a, bar_fill(tl, "sgemm_bwd(", 0, b));
+    /* open scopes: hatched, to the session end (320 ms: the right edge), legend */
+    assert_non_null(strstr(tl, "<pattern id=\"open-hatch\""));
+    assert_int_equal(count_of(tl, "fill=\"url(#open-hatch)\""), 3); /* two bars, the legend */
+    assert_non_null(strstr(tl, "open: no end recorded"));
+    double x = bar_attr(tl, "checkpoint/upload", "x"),
+           w = bar_attr(tl, "checkpoint/upload", "width");
+    assert_true(x + w > 1189.9 && x + w < 1190.1);
+    assert_true(strstr(tl, "<title>checkpoint/upload [dest=s3]\nbegun at 276 ms, open: no end "
+                           "recorded</title>") != NULL);
+    /* a closed bar ends where its scope ended */
+    double x0 = bar_attr(tl, "checkpoint/serialize", "x");
+    double w0 = bar_attr(tl, "checkpoint/serialize", "width");
+    assert_true(x0 + w0 < x - 0.5);
+    free(tl);
+    free(html);
+    gpufl__model_destroy(m);
+
+    /* Seconds: the basic session spans 0.1 s to 3.46 s */
+    m = load("sessions/basic");
+    html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    tl = timeline_svg(html);
+    assert_non_null(strstr(tl, ">0.5 s</text>"));
+    assert_non_null(strstr(tl, ">1 s</text>"));
+    assert_non_null(strstr(tl, ">1.5 s</text>"));
+    assert_null(strstr(tl, " ms</text>"));
+    free(tl);
+    free(html);
+    gpufl__model_destroy(m);
+}
+
+/* Microseconds: ticks of a short session, never overlapping their labels;
+ * a long kernel name shortened to what fits its bar. */
+static void test_report_html_axis_short(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "device.log",
+               "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1,2],\"str\":[\"k\",\"void "
+               "ns::gemm<128, (anonymous namespace)::Op>(float*, int)\"]}\n"
+               "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1000,5000,9000,9600],"
+               "\"end_ns\":[3800,9000,9500,10800],\"device\":[0,0,0,0],\"stream\":[7,7,7,7],"
+               "\"correlation\":[1,2,3,4],\"name\":[2,1,1,2],\"grid_x\":[1,1,1,1],"
+               "\"grid_y\":[1,1,1,1],\"grid_z\":[1,1,1,1],\"block_x\":[32,32,32,32],"
+               "\"block_y\":[1,1,1,1],\"block_z\":[1,1,1,1],\"registers\":[8,8,8,8],"
+               "\"static_smem_bytes\":[0,0,0,0],\"dynamic_smem_bytes\":[0,0,0,0]}\n");
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    size_t len;
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    char *tl = timeline_svg(html);
+    /* 1 to 10.8 µs: a tick per µs */
+    assert_non_null(strstr(tl, ">1 \xc2\xb5s</text>"));
+    assert_non_null(strstr(tl, ">5 \xc2\xb5s</text>"));
+    assert_non_null(strstr(tl, ">10 \xc2\xb5s</text>"));
+    assert_int_equal(count_of(tl, " \xc2\xb5s</text>"), 10);
+    /* the same kernel name: one colour; both bars labelled */
+    char a[16], b[16];
+    assert_string_equal(bar_fill(tl, "k\n", 0, a), bar_fill(tl, "k\n", 1, b));
+    assert_true(a[0] == '#');
+    assert_int_equal(count_of(tl, ">k</text>"), 2);
+    /* a long name: without return type and parameters where that fits (2.8
+     * µs of 9.8), else without namespaces and template arguments too */
+    assert_non_null(strstr(tl, "<title>void ns::gemm&lt;128, (anonymous namespace)::Op&gt;(float*, "
+                               "int)\n1.00 \xc2\xb5s to 3.80 \xc2\xb5s (2.80 \xc2\xb5s)</title>"));
+    assert_non_null(strstr(tl, ">ns::gemm&lt;128, (anonymous namespace)::Op&gt;</text>"));
+    assert_non_null(strstr(tl, ">gemm</text>"));
+    assert_null(strstr(tl, "(float*, int)</text>"));
+    free(tl);
+    free(html);
+    gpufl__model_destroy(m);
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
 typedef struct progress_seen {
     size_t calls;
     uint64_t last_read, last_total;
@@ -2509,6 +2874,12 @@ int main(void) {
         cmocka_unit_test(test_report_escaping),
         cmocka_unit_test(test_report_insights_formats),
         cmocka_unit_test(test_report_html_bounded),
+        cmocka_unit_test(test_report_golden_timeline),
+        cmocka_unit_test(test_report_fmt_tags),
+        cmocka_unit_test(test_report_tags_formats),
+        cmocka_unit_test(test_report_open_scopes_doc),
+        cmocka_unit_test(test_report_html_timeline),
+        cmocka_unit_test(test_report_html_axis_short),
         cmocka_unit_test(test_report_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
