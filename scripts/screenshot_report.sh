@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Takes docs/images/report-html.png: the HTML report of the fixture session
 # tests/fixtures/sessions/timeline (kernels, copies, scopes with tags, open
-# scopes) in headless Chromium, scrolled to its timeline.
+# scopes), or of another session, in headless Chromium, scrolled to its timeline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "--help" ]]; then
-  echo "usage: scripts/screenshot_report.sh [BUILD_DIR] [OUT_PNG]"
+  echo "usage: scripts/screenshot_report.sh [BUILD_DIR] [OUT_PNG] [SESSION]"
   echo "Runs BUILD_DIR/cmd/gpufl/gpufl (default build-dev) and chromium (\$CHROMIUM, default"
-  echo "chromium); writes OUT_PNG (default docs/images/report-html.png)."
+  echo "chromium) on SESSION (default the fixture tests/fixtures/sessions/timeline); writes"
+  echo "OUT_PNG (default docs/images/report-html.png)."
   exit 0
 fi
 
@@ -16,7 +17,7 @@ build=${1:-build-dev}
 out=${2:-docs/images/report-html.png}
 gpufl=$build/cmd/gpufl/gpufl
 chromium=${CHROMIUM:-chromium}
-session=$PWD/tests/fixtures/sessions/timeline
+session=${3:-$PWD/tests/fixtures/sessions/timeline}
 [[ -x $gpufl ]] || { echo "no $gpufl: build gpufl first" >&2; exit 1; }
 command -v "$chromium" >/dev/null || { echo "no $chromium: apt-get install chromium" >&2; exit 1; }
 

@@ -116,7 +116,7 @@ typedef struct gpufl_report_scope_row {
     const gpufl_model_scope_path_t *path;
     double avg_ns;      /* -1 when no call ended */
     double per_iter_ns; /* -1 when not a GFL_BENCH scope */
-    const char *const *tags; /* the path's distinct non-empty tags, by strcmp (timing rows) */
+    const char *const *tags; /* the path's distinct non-empty tags, numbers by value (timing rows) */
     size_t n_tags;
 } gpufl_report_scope_row_t;
 
@@ -129,6 +129,10 @@ typedef struct gpufl_report_scopes {
     const gpufl_model_scope_t *open[GPUFL_REPORT_LIST_MAX];
     size_t n_open;
 } gpufl_report_scopes_t;
+
+/* Orders tags with the numbers inside them by value (step=2 before step=10);
+ * tags equal that way but not byte for byte ("01", "1") by their bytes. */
+int gpufl__report_cmp_natural(const char *a, const char *b);
 
 /* The tags shown in a scope row, by every format but JSON: the tags joined
  * by ", " up to GPUFL_REPORT_TAGS_WIDTH characters (a longer first tag is

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -527,10 +528,35 @@ typedef struct path_tag {
     const char *tag;
 } path_tag_t;
 
+/* Numbers inside tags compare by value, so step=2 comes before step=10; tags
+ * equal that way ("01", "1") fall back to their bytes, so distinct ones stay
+ * distinct. */
+int gpufl__report_cmp_natural(const char *a, const char *b) {
+    const char *x = a, *y = b;
+    while (*x && *y) {
+        if (isdigit((unsigned char)*x) && isdigit((unsigned char)*y)) {
+            while (*x == '0') x++;
+            while (*y == '0') y++;
+            size_t nx = 0, ny = 0;
+            while (isdigit((unsigned char)x[nx])) nx++;
+            while (isdigit((unsigned char)y[ny])) ny++;
+            if (nx != ny) return nx < ny ? -1 : 1;
+            int c = memcmp(x, y, nx);
+            if (c) return c;
+            x += nx, y += ny;
+        } else {
+            if (*x != *y) return (unsigned char)*x < (unsigned char)*y ? -1 : 1;
+            x++, y++;
+        }
+    }
+    if (*x || *y) return *x ? 1 : -1;
+    return strcmp(a, b);
+}
+
 static int cmp_path_tag(const void *a, const void *b) {
     const path_tag_t *x = a, *y = b;
     if (x->path != y->path) return x->path < y->path ? -1 : 1;
-    return strcmp(x->tag, y->tag);
+    return gpufl__report_cmp_natural(x->tag, y->tag);
 }
 
 /* The distinct non-empty tags of every scope path, into sc->tags, and each

@@ -2482,6 +2482,20 @@ static void test_report_fmt_tags(void **state) {
     assert_int_equal(strlen(small), sizeof small - 1); /* cut, terminated */
 }
 
+/* Tags are listed with their numbers in numeric order. */
+static void test_report_cmp_natural(void **state) {
+    (void)state;
+    assert_true(gpufl__report_cmp_natural("step=2", "step=10") < 0);
+    assert_true(gpufl__report_cmp_natural("step=10", "step=9") > 0);
+    assert_true(gpufl__report_cmp_natural("a1b2", "a1b10") < 0);
+    assert_true(gpufl__report_cmp_natural("GET", "POST") < 0);
+    assert_true(gpufl__report_cmp_natural("step", "step=1") < 0);
+    assert_int_equal(gpufl__report_cmp_natural("x=7", "x=7"), 0);
+    assert_true(gpufl__report_cmp_natural("x=01", "x=1") != 0); /* distinct stay distinct */
+    assert_true((gpufl__report_cmp_natural("x=01", "x=1") < 0) != (gpufl__report_cmp_natural("x=1", "x=01") < 0));
+    assert_true(gpufl__report_cmp_natural("x=99999999999999999999999", "x=100000000000000000000000") < 0);
+}
+
 /* Tag values (not a count) per scope path, and the tag of each open scope,
  * in every format. */
 static void test_report_tags_formats(void **state) {
@@ -2876,6 +2890,7 @@ int main(void) {
         cmocka_unit_test(test_report_html_bounded),
         cmocka_unit_test(test_report_golden_timeline),
         cmocka_unit_test(test_report_fmt_tags),
+        cmocka_unit_test(test_report_cmp_natural),
         cmocka_unit_test(test_report_tags_formats),
         cmocka_unit_test(test_report_open_scopes_doc),
         cmocka_unit_test(test_report_html_timeline),
