@@ -141,6 +141,13 @@ typedef struct gpufl_report_system {
     size_t n; /* host samples */
     int64_t first_ts_ns, last_ts_ns;
     gpufl_report_stat_t st[GPUFL_RH_COUNT];
+    /* The CPU figures' bounds, from host_info: the CPUs the process may use
+     * (cpus_allowed, else cpu_count; -1 unknown) and the shortest interval a
+     * figure covers (-1: a log older than that field). */
+    int64_t cpus, cpu_min_interval_ns;
+    int period_below_min;              /* samples came closer than cpu_min_interval_ns */
+    size_t proc_cpu_over, cg_cpu_over; /* figures above 100 % per CPU: impossible (logs
+                                          written before figures were clamped) */
     const char **window_names; /* distinct, sorted */
     size_t n_window_names;
 } gpufl_report_system_t;

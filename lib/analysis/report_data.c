@@ -550,10 +550,32 @@ static int cmp_str_ptr(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* What bounds the CPU figures (docs/log-format.md, host_info). */
+static void cpu_bounds(const gpufl_model_t *m, gpufl_report_system_t *s) {
+    const json_t *hi = m->host_info;
+    int64_t v;
+    s->cpus = s->cpu_min_interval_ns = -1;
+    if (gpufl__reader_int(json_object_get(hi, "cpus_allowed"), &v) == 0 && v > 0)
+        s->cpus = v;
+    else if (gpufl__reader_int(json_object_get(hi, "cpu_count"), &v) == 0 && v > 0)
+        s->cpus = v;
+    if (gpufl__reader_int(json_object_get(hi, "cpu_min_interval_ns"), &v) == 0 && v > 0)
+        s->cpu_min_interval_ns = v;
+}
+
 static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
     s->n = m->n_samples;
+    cpu_bounds(m, s);
+    double most = 100.0 * (double)s->cpus;
     for (size_t i = 0; i < m->n_samples; i++) {
         const gpufl_model_host_sample_t *x = &m->samples[i];
+        if (s->cpus > 0) {
+            s->proc_cpu_over += x->proc_cpu_pct > most;
+            s->cg_cpu_over += x->cg_cpu_pct > most;
+        }
+        if (i > 0 && s->cpu_min_interval_ns > 0 && x->ts_ns > m->samples[i - 1].ts_ns &&
+            x->ts_ns - m->samples[i - 1].ts_ns < s->cpu_min_interval_ns)
+            s->period_below_min = 1;
         st_add(&s->st[GPUFL_RH_CPU], x->cpu_pct);
         st_add(&s->st[GPUFL_RH_PROC_CPU], x->proc_cpu_pct);
         st_add(&s->st[GPUFL_RH_MEM_USED], (double)x->mem_used_bytes);

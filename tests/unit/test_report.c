@@ -557,6 +557,59 @@ static void test_report_caps_counted(void **state) {
     gpufl__model_destroy(m);
 }
 
+/* The summary of the CPU figures: one above what the host's CPUs allow (a
+ * log written before figures were clamped) is pointed out; samples closer
+ * than a figure's shortest interval carry none, and the summary says why. */
+static void test_report_host_cpu_bounds(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    /* an older log: no cpus_allowed or cpu_min_interval_ns; 2 CPUs */
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"host_info\",\"v\":1,\"cpu_count\":2}\n"
+               "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[10000000,20000000,30000000],"
+               "\"cpu_pct\":[null,90,95],\"proc_cpu_pct\":[null,0,125],"
+               "\"mem_used_bytes\":[1,1,1],\"mem_total_bytes\":[2,2,2],"
+               "\"proc_rss_bytes\":[1,1,1],\"cg_mem_used_bytes\":[1,1,1],"
+               "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,236,150],"
+               "\"cg_cpu_limit_cores\":[null,null,null]}\n");
+    gpufl_model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "  process CPU        avg 62.5%, max 125.0% of one CPU (2 of 3 "
+                                 "samples)\n"));
+    assert_non_null(strstr(text, "  cgroup CPU         avg 193.0%, max 236.0% of one CPU (2 of 3 "
+                                 "samples); 1 above the 200% 2 CPUs allow\n"));
+    free(text);
+    gpufl__model_destroy(m);
+
+    /* a log of samples 10 ms apart whose CPU figures need 90 ms, on a
+     * cpuset of 1 CPU out of 2 */
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"host_info\",\"v\":1,\"cpu_count\":2,\"cpus_allowed\":1,"
+               "\"clock_ticks_per_s\":100,\"cpu_min_interval_ns\":90000000}\n"
+               "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[10000000,20000000,100000000],"
+               "\"cpu_pct\":[null,null,40],\"proc_cpu_pct\":[null,null,100],"
+               "\"mem_used_bytes\":[1,1,1],\"mem_total_bytes\":[2,2,2],"
+               "\"proc_rss_bytes\":[1,1,1],\"cg_mem_used_bytes\":[1,1,1],"
+               "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,null,100],"
+               "\"cg_cpu_limit_cores\":[null,null,null]}\n");
+    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    text = render(m, &len);
+    assert_non_null(strstr(text, "  host CPU           avg 40.0%, max 40.0% (1 of 3 samples: a "
+                                 "figure needs 90 ms)\n"));
+    assert_non_null(strstr(text, "  process CPU        avg 100.0%, max 100.0% of one CPU (1 of 3 "
+                                 "samples: a figure needs 90 ms)\n"));
+    assert_null(strstr(text, "above the"));
+    free(text);
+    gpufl__model_destroy(m);
+    remove_file(dir, "system.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* Segment bookkeeping: a missing segment named by segment_end, a header of
  * the wrong segment, a dict id redefined. */
 static void test_report_segment_checks(void **state) {
@@ -2475,6 +2528,7 @@ int main(void) {
         cmocka_unit_test(test_report_oversized_line),
         cmocka_unit_test(test_report_caps_counted),
         cmocka_unit_test(test_report_segment_checks),
+        cmocka_unit_test(test_report_host_cpu_bounds),
         cmocka_unit_test(test_report_model_gpu),
         cmocka_unit_test(test_report_gpu_corrupt),
         cmocka_unit_test(test_report_gpu_absent),
