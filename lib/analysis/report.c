@@ -236,6 +236,7 @@ static void put_log_lines(FILE *out, const gpufl_model_t *m, const gpufl_report_
     else
         snprintf(line, sizeof line, "none");
     put_field(out, "log problems", line);
+    for (size_t i = 0; i < s->n_damage; i++) put_field(out, "", s->damage[i]);
 }
 
 static void put_summary(FILE *out, const gpufl_report_t *r) {
@@ -365,7 +366,7 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
     const gpufl_report_scopes_t *sc = &r->scopes;
     fprintf(out, "\nScope timing\n");
     if (sc->n_rows == 0) {
-        fprintf(out, "  no scopes recorded\n");
+        fprintf(out, "  %s\n", *sc->lost ? sc->lost : "no scopes recorded");
         return 0;
     }
     char *label = malloc(LABEL_SIZE);
@@ -412,6 +413,7 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
     if (sc->implicit)
         fprintf(out, "\n  %zu scope%s closed implicitly (an enclosing scope ended first)\n",
                 sc->implicit, sc->implicit == 1 ? " was" : "s were");
+    if (*sc->lost) fprintf(out, "\n  %s\n", sc->lost);
     if (m->n_open_scopes) put_open_scopes(out, m);
     free(label);
     return 0;

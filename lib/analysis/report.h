@@ -57,6 +57,7 @@ int gpufl__report_session_dir(const char *session_dir, FILE *out);
 /* ---------------------------------------------------------------------- */
 
 #define GPUFL_REPORT_LIST_MAX     10 /* events, open scopes, window names, processes listed */
+#define GPUFL_REPORT_DAMAGE_LINES 6  /* lines on damaged lines in the summary */
 #define GPUFL_REPORT_PROBLEMS_MAX 20 /* log problems listed */
 #define GPUFL_REPORT_HOTSPOTS_MAX 10 /* kernel names in the hotspots and details (top_n 0) */
 #define GPUFL_REPORT_CONFIGS_MAX  8  /* launch configurations listed per name */
@@ -109,6 +110,11 @@ typedef struct gpufl_report_summary {
     size_t *warn_order; /* indexes of the warn/error events in m->events, by time */
     unsigned log_files;
     size_t problems; /* log problems, listed or not */
+    /* Damaged lines and the rows lost with them, in words for every
+     * renderer: one line per file segment ("1 damaged line in scope.log
+     * (line 12; 3 rows lost)"), the last one for the rest when more. */
+    char damage[GPUFL_REPORT_DAMAGE_LINES][320];
+    size_t n_damage;
 } gpufl_report_summary_t;
 
 /* One row of the scope timing tree. */
@@ -122,6 +128,10 @@ typedef struct gpufl_report_scopes {
     gpufl_report_scope_row_t *rows; /* parents first, siblings by total time */
     size_t n_rows;
     size_t closed, implicit, bench;
+    /* Scope ends with no begin, in words for every renderer ("3 scope ends
+     * had no begin (lost with the damaged line in scope.log): a, a/b; 1 with
+     * no name left"); "" when every end had its begin. */
+    char lost[1024];
 } gpufl_report_scopes_t;
 
 enum {
