@@ -11,7 +11,6 @@
 
 #include "core/error.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -505,15 +504,7 @@ free_all:
 /* Damaged lines and what went with them                                    */
 /* ---------------------------------------------------------------------- */
 
-static void append(char *buf, size_t size, size_t *n, const char *fmt, ...) GPUFL__PRINTF(4, 5);
-static void append(char *buf, size_t size, size_t *n, const char *fmt, ...) {
-    if (*n >= size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(buf + *n, size - *n, fmt, ap);
-    va_end(ap);
-    if (k > 0) *n = *n + (size_t)k < size ? *n + (size_t)k : size - 1;
-}
+#define append gpufl__report_cat
 
 static int cmp_lost_by_path(const void *a, const void *b) {
     const gpufl_model_scope_t *x = *(const gpufl_model_scope_t *const *)a;

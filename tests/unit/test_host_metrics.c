@@ -336,6 +336,19 @@ static void write_cgroup_cpu(const char *root, uint64_t usage_usec, const char *
     if (cpuset != NULL) write_file(root, "sys/fs/cgroup/job/cpuset.cpus.effective", cpuset);
 }
 
+/* Sets the process's CPU ticks (utime) and the cgroup's usage, samples with
+ * every read at now_ns, and checks the two figures. */
+static void expect_figures(gpufl_host_reader_t *r, const char *root, uint64_t utime,
+                           uint64_t usage_usec, const char *cpuset, int64_t now_ns, double proc_pct,
+                           double cg_pct) {
+    gpufl_host_sample_t s;
+    write_self_stat(root, "gpufl_test", utime, 500);
+    write_cgroup_cpu(root, usage_usec, cpuset);
+    sample_ok(r, now_ns, &s);
+    assert_close(s.proc_cpu_pct, proc_pct);
+    assert_close(s.cg_cpu_pct, cg_pct);
+}
+
 /* The reads of the next sample happen at these times, in the order
  * host CPU, process CPU, cgroup CPU. */
 static void script_reads(int64_t host_ns, int64_t proc_ns, int64_t cg_ns) {
@@ -401,19 +414,10 @@ static void test_rates_clamped_to_allowed_cpus(void **state) {
     assert_int_equal(r.info.cpus_allowed, 4);
     sample_ok(&r, 1 * SECOND_NS, &s);
 
-    /* 10 s of process CPU and 6 s of cgroup CPU in 1 s on 4 CPUs. */
-    write_self_stat(root, "gpufl_test", 1000 + 10 * hz, 500);
-    write_cgroup_cpu(root, 6000000, NULL);
-    sample_ok(&r, 2 * SECOND_NS, &s);
-    assert_close(s.proc_cpu_pct, 400);
-    assert_close(s.cg_cpu_pct, 400);
-
-    /* What fits stays as it is. */
-    write_self_stat(root, "gpufl_test", 1000 + 10 * hz + 3 * hz, 500);
-    write_cgroup_cpu(root, 9500000, NULL);
-    sample_ok(&r, 3 * SECOND_NS, &s);
-    assert_close(s.proc_cpu_pct, 300);
-    assert_close(s.cg_cpu_pct, 350);
+    /* 10 s of process CPU and 6 s of cgroup CPU in 1 s on 4 CPUs; then what
+     * fits stays as it is. */
+    expect_figures(&r, root, 1000 + 10 * hz, 6000000, NULL, 2 * SECOND_NS, 400, 400);
+    expect_figures(&r, root, 1000 + 13 * hz, 9500000, NULL, 3 * SECOND_NS, 300, 350);
     gpufl__host_reader_fini(&r);
 
     /* A cpuset of 2 CPUs (of 4 online) bounds both at 200 %. */
@@ -422,11 +426,8 @@ static void test_rates_clamped_to_allowed_cpus(void **state) {
     init_reader(&r, root);
     assert_int_equal(r.info.cpus_allowed, 2);
     sample_ok(&r, 1 * SECOND_NS, &s);
-    write_self_stat(root, "gpufl_test", 1000 + 3 * hz, 500);
-    write_cgroup_cpu(root, 2360000, "0,2\n"); /* 236 % of one CPU, on 2 CPUs */
-    sample_ok(&r, 2 * SECOND_NS, &s);
-    assert_close(s.proc_cpu_pct, 200);
-    assert_close(s.cg_cpu_pct, 200);
+    /* 236 % of one CPU, on 2 CPUs */
+    expect_figures(&r, root, 1000 + 3 * hz, 2360000, "0,2\n", 2 * SECOND_NS, 200, 200);
     gpufl__host_reader_fini(&r);
 }
 
@@ -542,18 +543,11 @@ static void test_rebase_starts_afresh(void **state) {
     write_cgroup_cpu(root, 0, NULL);
     init_reader(&r, root);
     sample_ok(&r, 1 * SECOND_NS, &s);
-    write_self_stat(root, "gpufl_test", 1000 + hz, 500);
-    write_cgroup_cpu(root, 1000000, NULL);
     gpufl__host_reader_rebase(&r);
-    sample_ok(&r, 1 * SECOND_NS + SECOND_NS / 20, &s); /* 50 ms on: too soon, and rebased */
-    assert_close(s.cpu_pct, -1);
-    assert_close(s.proc_cpu_pct, -1);
-    assert_close(s.cg_cpu_pct, -1);
-    write_self_stat(root, "gpufl_test", 1000 + hz + hz / 10, 500);
-    write_cgroup_cpu(root, 1100000, NULL);
-    sample_ok(&r, 1 * SECOND_NS + SECOND_NS / 20 + SECOND_NS / 5, &s);
-    assert_close(s.proc_cpu_pct, 50); /* 0.1 s over the 0.2 s since the rebase */
-    assert_close(s.cg_cpu_pct, 50);
+    assert_int_equal(r.have_prev, 0);
+    /* 50 ms on: too soon, and rebased; then 0.1 s over the 0.2 s since */
+    expect_figures(&r, root, 1000 + hz, 1000000, NULL, SECOND_NS + SECOND_NS / 20, -1, -1);
+    expect_figures(&r, root, 1000 + hz + hz / 10, 1100000, NULL, SECOND_NS + SECOND_NS / 4, 50, 50);
     gpufl__host_reader_fini(&r);
 }
 

@@ -99,6 +99,15 @@ static char *render(const gpufl_model_t *m, size_t *len) {
     return buf;
 }
 
+/* Loads the session in dir (limits NULL: the defaults) into *m and returns
+ * its text report as a heap string. */
+static char *load_and_render(const char *dir, const gpufl_model_limits_t *limits,
+                             gpufl_model_t **m) {
+    size_t len;
+    assert_int_equal(gpufl__model_load_limits(dir, limits, m), 0);
+    return render(*m, &len);
+}
+
 static char *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -580,9 +589,7 @@ static void test_report_host_cpu_bounds(void **state) {
                "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,236,150],"
                "\"cg_cpu_limit_cores\":[null,null,null]}\n");
     gpufl_model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
-    size_t len;
-    char *text = render(m, &len);
+    char *text = load_and_render(dir, NULL, &m);
     assert_non_null(strstr(text, "  process CPU        avg 62.5%, max 125.0% of one CPU (2 of 3 "
                                  "samples)\n"));
     assert_non_null(strstr(text, "  cgroup CPU         avg 193.0%, max 236.0% of one CPU (2 of 3 "
@@ -602,8 +609,7 @@ static void test_report_host_cpu_bounds(void **state) {
                "\"proc_rss_bytes\":[1,1,1],\"cg_mem_used_bytes\":[1,1,1],"
                "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,null,100],"
                "\"cg_cpu_limit_cores\":[null,null,null]}\n");
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
-    text = render(m, &len);
+    text = load_and_render(dir, NULL, &m);
     assert_non_null(strstr(text, "  host CPU           avg 40.0%, max 40.0% (1 of 3 samples: a "
                                  "figure needs 90 ms)\n"));
     assert_non_null(strstr(text, "  process CPU        avg 100.0%, max 100.0% of one CPU (1 of 3 "
@@ -2316,14 +2322,12 @@ static void test_report_damaged_lines_summed(void **state) {
                "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
                "\x01\x02 torn\n");
     gpufl_model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    char *text = load_and_render(dir, NULL, &m);
     assert_int_equal(m->damaged_lines, 3);
     assert_int_equal(m->damaged_scope_lines, 2);
     assert_int_equal(m->n_lost_scopes, 2);
     assert_string_equal(m->lost_scopes[0].path, "outer"); /* from its child outer/inner */
     assert_null(m->lost_scopes[1].path);                  /* nothing names 3 */
-    size_t len;
-    char *text = render(m, &len);
     assert_non_null(strstr(text, "                     1 damaged line in device.log (line 2; "
                                  "rows unknown)\n"
                                  "                     2 damaged lines in scope.log (lines 3, 5; "
@@ -2349,10 +2353,9 @@ static void test_report_damaged_lines_summed(void **state) {
                "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1,2],\n");
     gpufl_model_limits_t lim = {0};
     lim.max_warnings = 1;
-    assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
+    text = load_and_render(dir, &lim, &m);
     assert_int_equal(m->n_damaged, 1);
     assert_int_equal(m->damaged_lines, 3);
-    text = render(m, &len);
     assert_non_null(strstr(text, "\nScope timing\n  1 scope end had no begin (their scope_begin "
                                  "rows are not in the log); no name left for them\n"));
     assert_non_null(strstr(text, "                     1 damaged line in device.log (line 2; "
