@@ -431,22 +431,22 @@ static void coverage(char *buf, size_t size, const gpufl_report_stat_t *a, size_
         buf[0] = '\0';
 }
 
-/* A CPU figure's line. s: the system figures, for a CPU line's notes (NULL
- * for none); over: its figures above what the CPUs allow. */
+/* A CPU figure's line. s: the system figures, for the line's notes; over:
+ * its figures above what the CPUs allow. */
 static void put_pct_line(FILE *out, const char *label, const gpufl_report_stat_t *a, size_t total,
                          const char *note, const gpufl_report_system_t *s, size_t over) {
     char avg[32], max[32], cov[128], line[384];
     if (!a->n) return;
     fmt_pct(avg, sizeof avg, a->sum / (double)a->n);
     fmt_pct(max, sizeof max, a->max);
-    if (s && s->period_below_min && a->n < total) /* samples closer than that carry none */
+    if (s->period_below_min && a->n < total) /* samples closer than that carry none */
         snprintf(cov, sizeof cov, " (%zu of %zu samples: a figure needs %.0f ms)", a->n, total,
                  (double)s->cpu_min_interval_ns / 1e6);
     else
         coverage(cov, sizeof cov, a, total);
     size_t n = 0;
     cat(line, sizeof line, &n, "avg %s, max %s%s%s", avg, max, note, cov);
-    if (s && over)
+    if (over)
         cat(line, sizeof line, &n, "; %zu above the %lld%% %lld CPU%s allow", over,
             (long long)(100 * s->cpus), (long long)s->cpus, s->cpus == 1 ? "" : "s");
     put_field(out, label, line);
