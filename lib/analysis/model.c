@@ -29,19 +29,6 @@
 #define DEFAULT_MAX_GPUS     ((size_t)1024)
 #define MAX_SOURCE_COSTS     ((size_t)64)
 
-/* A scope_end row, kept until the join. */
-typedef struct scope_end_row {
-    int64_t ts_ns, tid, id;
-    int64_t implicit;
-} scope_end_row_t;
-
-typedef struct load_state {
-    scope_end_row_t *ends;
-    size_t n_ends, ends_alloc;
-    uint64_t scope_ids_duplicate;
-    uint64_t scopes_backwards; /* end before begin */
-} load_state_t;
-
 /* ---------------------------------------------------------------------- */
 /* Small helpers                                                            */
 /* ---------------------------------------------------------------------- */
@@ -351,6 +338,7 @@ static int on_scope_begin(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
         s->warmup = (int32_t)v[WARMUP];
         s->open = 1;
         s->implicit = 0;
+        s->lost = 0;
     }
     m->scopes_over_cap += over;
     if (rows) gpufl__model_note_ts(m, lo), gpufl__model_note_ts(m, hi);
@@ -1496,6 +1484,8 @@ static int join_scopes(gpufl_model_t *m) {
         size_t idx;
         if (e->id <= 0 || !gpufl__idmap_get(&m->scope_index, (uint64_t)e->id, &idx)) {
             m->scope_ends_unmatched++;
+            int rc = gpufl__model_add_lost_scope(m, e);
+            if (rc) return rc;
             continue;
         }
         gpufl_model_scope_t *s = &m->scopes[idx];
@@ -1516,7 +1506,7 @@ static int join_scopes(gpufl_model_t *m) {
         s->path = gpufl__model_resolve(m, s->path_id);
         if (s->open) m->n_open_scopes++;
     }
-    return 0;
+    return gpufl__model_name_lost_scopes(m);
 }
 
 static int cmp_gpu(const void *a, const void *b) {
@@ -1708,6 +1698,10 @@ static long path_parent(const gpufl_model_t *m, size_t i, int64_t parent_scope) 
 
 /* Adds one instance to its path's host figures. */
 static void path_add(gpufl_model_scope_path_t *p, const gpufl_model_scope_t *s) {
+    if (s->lost) { /* an end without its begin: no time to add */
+        p->lost++;
+        return;
+    }
     if (s->open) {
         p->open++;
         return;
@@ -1750,15 +1744,19 @@ static int link_paths(gpufl_model_t *m, const int64_t *parent_scope) {
     return 0;
 }
 
-/* Groups the scope instances into paths, sorted by path. */
+/* Groups the scope instances into paths, sorted by path; lost scopes (an
+ * end without a begin) whose path is known keep their place in the tree. */
 static int build_paths(gpufl_model_t *m) {
     size_t n = m->n_scopes, np = 0;
+    for (size_t i = 0; i < m->n_lost_scopes; i++) n += m->lost_scopes[i].path != NULL;
     if (!n) return 0;
     int rc = 0;
     int64_t *parent_scope = NULL;
     gpufl_model_scope_t **by_path = malloc(n * sizeof *by_path);
     if (!by_path) goto out_of_memory;
-    for (size_t i = 0; i < n; i++) by_path[i] = &m->scopes[i];
+    for (size_t i = 0; i < m->n_scopes; i++) by_path[i] = &m->scopes[i];
+    for (size_t i = 0, k = m->n_scopes; i < m->n_lost_scopes; i++)
+        if (m->lost_scopes[i].path) by_path[k++] = &m->lost_scopes[i];
     qsort(by_path, n, sizeof *by_path, cmp_scope_path_tag);
     for (size_t i = 0; i < n; i++) np += i == 0 || strcmp(by_path[i - 1]->path, by_path[i]->path);
     m->scope_paths = calloc(np, sizeof *m->scope_paths);
@@ -2111,8 +2109,11 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     m->header.pid = m->header.epoch_unix_us = GPUFL_MODEL_UNKNOWN;
     m->load_state = &st;
 
-    gpufl_reader_ops_t ops = {
-        .record = on_record, .warn = on_warn, .batch_types = scanned_types, .batch = on_batch};
+    gpufl_reader_ops_t ops = {.record = on_record,
+                              .warn = on_warn,
+                              .batch_types = scanned_types,
+                              .batch = on_batch,
+                              .damaged = gpufl__model_on_damaged};
     gpufl_reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes,
                                 .progress = limits ? limits->progress : NULL,
                                 .progress_user = limits ? limits->progress_user : NULL};
@@ -2128,6 +2129,7 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     if (rc == 0) rc = gpufl__model_attribute_pc(m);
     if (rc == 0) summarize(m);
     free(st.ends);
+    free(st.salvaged);
     m->load_state = NULL;
     if (rc) {
         gpufl__model_destroy(m);
@@ -2150,6 +2152,7 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     json_decref(m->drops.rec);
     json_decref(m->session_end.rec);
     free(m->scopes);
+    gpufl__model_free_lost(m);
     free(m->samples);
     free(m->windows);
     free(m->events);

@@ -59,7 +59,8 @@ typedef struct gpufl_model_scope {
     int32_t warmup;
     uint8_t open;      /* no scope_end: still open when the log ends */
     uint8_t implicit;  /* closed because an enclosing scope closed first */
-    size_t path_index; /* its entry in scope_paths */
+    uint8_t lost;      /* in lost_scopes: its scope_begin is missing (begin_ns unknown) */
+    size_t path_index; /* its entry in scope_paths; for a lost scope only when path is known */
 } gpufl_model_scope_t;
 
 /* One host sample (host_sample row, or the snapshot of system_start/stop).
@@ -549,6 +550,7 @@ typedef struct gpufl_model_scope_path {
     size_t depth;          /* 0 at top level */
     size_t calls;          /* closed instances */
     size_t open, implicit; /* instances still open / closed implicitly */
+    size_t lost;           /* scope ends without a begin that what survives names this path */
     size_t tags;           /* distinct non-empty tags */
     double total_ns;       /* host (wall) time of the closed instances */
     double min_ns, max_ns; /* of one closed instance; 0 when none */
@@ -565,6 +567,16 @@ typedef struct gpufl_model_source_cost {
     int64_t total_ns;
     int64_t mean_ns; /* per sample (nvml: per device and sample) */
 } gpufl_model_source_cost_t;
+
+/* A damaged line (not JSON: a write cut short or overwritten) and what the
+ * reader could tell of what went with it (reader.h, gpufl_reader_damage_t). */
+typedef struct gpufl_model_damage {
+    const char *file; /* "scope.log.1" */
+    uint64_t line;    /* 1-based */
+    const char *type; /* the record type; NULL when unknown */
+    int64_t rows;     /* rows lost; -1 unknown */
+    int rows_exact;   /* 0: at least rows */
+} gpufl_model_damage_t;
 
 /* A problem found while reading: a corrupt line, a dict conflict, ... */
 typedef struct gpufl_model_warning {
@@ -618,6 +630,19 @@ typedef struct gpufl_model {
     uint64_t scope_ends_over_cap;  /* scope_end rows past the cap (max_scopes), not kept */
     uint64_t scope_ends_unmatched; /* scope_end rows with no scope_begin */
     uint64_t scope_ends_duplicate; /* a second scope_end for one id */
+    /* The scope_end rows with no scope_begin (most often lost with a damaged
+     * line), as scopes with lost = 1, in scope_end order: end_ns, tid and id
+     * from the end row; begin_ns unknown; path and name as far as what
+     * survives tells (the damaged line's own columns, a child's path), NULL
+     * when nothing does. Those with a path count in their scope path's lost. */
+    gpufl_model_scope_t *lost_scopes;
+    size_t n_lost_scopes, lost_scopes_alloc;
+
+    /* Damaged lines (kept up to max_warnings) and counts over all of them. */
+    gpufl_model_damage_t *damaged;
+    size_t n_damaged, damaged_alloc;
+    uint64_t damaged_lines;       /* all damaged lines, kept or not */
+    uint64_t damaged_scope_lines; /* of them, in scope.log and its segments */
 
     gpufl_model_host_sample_t *samples; /* host_sample rows, in log order */
     size_t n_samples;

@@ -9,6 +9,28 @@
 
 #include "analysis/model.h"
 
+/* A scope_end row, kept until the join. */
+typedef struct scope_end_row {
+    int64_t ts_ns, tid, id;
+    int64_t implicit;
+} scope_end_row_t;
+
+/* What survives of a scope_begin row in a damaged line: enough to name the
+ * scope whose end finds no begin. 0 where the column did not survive. */
+typedef struct salvaged_begin {
+    int64_t id, parent, name_id, tag_id, path_id;
+} salvaged_begin_t;
+
+/* What loading keeps until everything is read (m->load_state). */
+typedef struct load_state {
+    scope_end_row_t *ends;
+    size_t n_ends, ends_alloc;
+    uint64_t scope_ids_duplicate;
+    uint64_t scopes_backwards; /* end before begin */
+    salvaged_begin_t *salvaged;
+    size_t n_salvaged, salvaged_alloc;
+} load_state_t;
+
 /* Where the rows of one record type go: a growing array and its cap. */
 typedef struct row_array {
     void **data;
@@ -105,6 +127,20 @@ void gpufl__model_free_sassm(gpufl_model_t *m);
 int gpufl__model_on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
 int gpufl__model_on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
 void gpufl__model_free_range(gpufl_model_t *m);
+
+/* model_lost.c: damaged lines and the scopes whose begins went with them.
+ * The reader's damaged callback (user: the model): keeps the line and what
+ * went with it, and the surviving columns of scope_begin rows. */
+int gpufl__model_on_damaged(void *user, const gpufl_reader_pos_t *pos,
+                            const gpufl_reader_damage_t *d);
+/* Adds a scope_end row that matched no scope_begin to m->lost_scopes.
+ * Returns 0 or GPUFL_ENOMEM. */
+int gpufl__model_add_lost_scope(gpufl_model_t *m, const scope_end_row_t *e);
+/* After the join, before the scope paths: names the lost scopes from what
+ * survives (the damaged lines' columns, their children's paths). Returns 0
+ * or GPUFL_ENOMEM. */
+int gpufl__model_name_lost_scopes(gpufl_model_t *m);
+void gpufl__model_free_lost(gpufl_model_t *m);
 
 /* pc_attrib.c: gives the samples of pc_sample rows to scope paths through
  * the kernels that ran at their time (after the scope paths are built).

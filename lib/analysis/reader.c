@@ -7,7 +7,9 @@
  * memory stays bounded by the longest line, never the file.
  * Damage is expected and local: the format guarantees that a crash leaves at
  * most one incomplete line, at the end of a file, and a failed write at most
- * one bad line, so a bad line is reported and reading goes on.
+ * one bad line, so a bad line is reported and reading goes on. What a line
+ * that is not JSON held (its type, its rows) is read from its surviving
+ * start and handed on, so the loss can be counted and named.
  */
 #include "analysis/reader.h"
 
@@ -353,44 +355,109 @@ static int scan_column(gpufl_reader_scanner_t *s, scan_t *sc, size_t n, size_t *
     return 1;
 }
 
-int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t len,
-                             gpufl_reader_batch_t *b) {
-    scan_t sc = {line, line + len};
+/* Reads '{"type":"<name>","v":' and the version into *v, the type into
+ * s->type. Returns 1, or 0 when the line does not start so. */
+static int scan_type_and_version(gpufl_reader_scanner_t *s, scan_t *sc, int64_t *v) {
     const char *type;
-    size_t type_len, n = 0, cells = 0, rows = 0;
-    if (!scan_char(&sc, '{') || !scan_key(&sc, "type") || !scan_name(&sc, &type, &type_len) ||
-        type_len >= sizeof s->type || !scan_char(&sc, ',') || !scan_key(&sc, "v"))
+    size_t type_len;
+    if (!scan_char(sc, '{') || !scan_key(sc, "type") || !scan_name(sc, &type, &type_len) ||
+        type_len >= sizeof s->type)
         return 0;
-    int64_t v;
-    if (scan_cell(&sc, &v) != 1 || v != 1) return 0;
-    while (scan_char(&sc, ',')) {
-        if (n == SCAN_MAX_COLUMNS) return 0;
-        if (n == s->columns_alloc) {
-            gpufl_reader_column_t *cols = realloc(s->columns, SCAN_MAX_COLUMNS * sizeof *cols);
-            if (!cols) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a batch");
-            s->columns = cols;
-            s->columns_alloc = SCAN_MAX_COLUMNS;
-        }
-        int rc = scan_column(s, &sc, n, &cells, &rows);
-        if (rc <= 0) return rc;
-        n++;
-    }
-    if (!scan_char(&sc, '}')) return 0;
-    scan_ws(&sc);
-    if (sc.p != sc.end) return 0;
+    memcpy(s->type, type, type_len);
+    s->type[type_len] = '\0';
+    return scan_char(sc, ',') && scan_key(sc, "v") && scan_cell(sc, v) == 1;
+}
+
+static int reserve_columns(gpufl_reader_scanner_t *s) {
+    if (s->columns_alloc) return 0;
+    s->columns = malloc(SCAN_MAX_COLUMNS * sizeof *s->columns);
+    if (!s->columns) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a batch");
+    s->columns_alloc = SCAN_MAX_COLUMNS;
+    return 0;
+}
+
+/* Hands the n columns scanned over as b, once the cells stop moving. */
+static void finish_columns(gpufl_reader_scanner_t *s, size_t n, size_t rows,
+                           gpufl_reader_batch_t *b) {
     for (size_t i = 0; i < n; i++) {
         size_t start = (size_t)(uintptr_t)s->columns[i].values;
         /* empty columns only: no cell was stored, and none will be read */
         s->columns[i].values = s->values ? s->values + start : NULL;
         s->columns[i].is_null = s->is_null ? s->is_null + start : NULL;
     }
-    memcpy(s->type, type, type_len);
-    s->type[type_len] = '\0';
     b->type = s->type;
     b->n_columns = n;
     b->rows = rows;
     b->columns = s->columns;
+}
+
+int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t len,
+                             gpufl_reader_batch_t *b) {
+    scan_t sc = {line, line + len};
+    size_t n = 0, cells = 0, rows = 0;
+    int64_t v;
+    if (!scan_type_and_version(s, &sc, &v) || v != 1) return 0;
+    int rc = reserve_columns(s);
+    if (rc) return rc;
+    while (scan_char(&sc, ',')) {
+        if (n == SCAN_MAX_COLUMNS) return 0;
+        rc = scan_column(s, &sc, n, &cells, &rows);
+        if (rc <= 0) return rc;
+        n++;
+    }
+    if (!scan_char(&sc, '}')) return 0;
+    scan_ws(&sc);
+    if (sc.p != sc.end) return 0;
+    finish_columns(s, n, rows, b);
     return 1;
+}
+
+int gpufl__reader_scan_damage(gpufl_reader_scanner_t *s, const char *line, size_t len,
+                              gpufl_reader_batch_t *b, gpufl_reader_damage_t *d) {
+    scan_t sc = {line, line + len};
+    size_t n = 0, cells = 0, rows = 0;
+    int64_t v;
+    const char *name;
+    size_t name_len;
+    memset(d, 0, sizeof *d);
+    d->rows = -1;
+    s->type[0] = '\0';
+    int whole = scan_type_and_version(s, &sc, &v);
+    if (s->type[0]) d->type = s->type;
+    if (!whole || !scan_char(&sc, ',')) return 0;
+    /* The member after "v": an array begins a batch's columns, any other
+     * value makes the line a single record. */
+    scan_t peek = sc;
+    if (!scan_name(&peek, &name, &name_len) || !scan_char(&peek, ':')) return 0;
+    scan_ws(&peek);
+    if (peek.p == peek.end) return 0;
+    if (*peek.p != '[') {
+        d->rows = 1;
+        d->rows_exact = 1;
+        return 0;
+    }
+    int rc = reserve_columns(s);
+    if (rc) return rc;
+    for (; n < SCAN_MAX_COLUMNS; n++) {
+        size_t before = cells;
+        rc = scan_column(s, &sc, n, &cells, &rows);
+        if (rc < 0) return rc;
+        if (rc == 0) {
+            /* A first column cut short still shows that many rows began. */
+            if (n == 0 && cells > before) d->rows = (int64_t)(cells - before);
+            break;
+        }
+        if (!scan_char(&sc, ',')) {
+            n++;
+            break;
+        }
+    }
+    if (n == 0) return 0;
+    finish_columns(s, n, rows, b);
+    d->rows = (int64_t)rows;
+    d->rows_exact = 1;
+    d->columns = b;
+    return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -525,6 +592,27 @@ static int handle_batch(read_ctx_t *c, const char *line, size_t len) {
     return rc > 0 ? 0 : rc;
 }
 
+/* A line that is not JSON: a write cut short or overwritten. Says what was
+ * lost with it, as far as its start tells, and hands that to ops->damaged. */
+static int handle_damage(read_ctx_t *c, const char *line, size_t len, const json_error_t *jerr) {
+    gpufl_reader_batch_t b;
+    gpufl_reader_damage_t d;
+    char lost[160];
+    int rc = gpufl__reader_scan_damage(&c->scanner, line, len, &b, &d);
+    if (rc) return rc;
+    if (!d.type)
+        snprintf(lost, sizeof lost, "what it held is unknown");
+    else if (d.rows < 0)
+        snprintf(lost, sizeof lost, "a \"%s\" line lost, rows unknown", d.type);
+    else if (d.rows == 1 && d.rows_exact && !d.columns)
+        snprintf(lost, sizeof lost, "a \"%s\" record lost", d.type);
+    else
+        snprintf(lost, sizeof lost, "a \"%s\" batch of %s%lld row%s lost", d.type,
+                 d.rows_exact ? "" : "at least ", (long long)d.rows, d.rows == 1 ? "" : "s");
+    corrupt(c, "not JSON: %s (column %d); %s", jerr->text, jerr->column, lost);
+    return c->ops->damaged ? c->ops->damaged(c->user, &c->pos, &d) : 0;
+}
+
 static int handle_line(read_ctx_t *c, const char *line, size_t len) {
     json_error_t jerr;
     if (len == 0) {
@@ -536,10 +624,7 @@ static int handle_line(read_ctx_t *c, const char *line, size_t len) {
         if (rc <= 0) return rc;
     }
     json_t *rec = json_loadb(line, len, 0, &jerr);
-    if (!rec) {
-        corrupt(c, "not JSON: %s (column %d)", jerr.text, jerr.column);
-        return 0;
-    }
+    if (!rec) return handle_damage(c, line, len, &jerr);
     int rc = 0;
     json_t *type = json_object_get(rec, "type");
     json_t *v = json_object_get(rec, "v");

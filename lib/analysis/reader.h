@@ -142,6 +142,29 @@ typedef struct gpufl_reader_scanner {
 
 int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t len,
                              gpufl_reader_batch_t *b);
+
+/*
+ * What a damaged line (bytes that are not JSON: a write cut short, or
+ * overwritten) held, as far as its surviving start tells. Writers put
+ * "type" and "v" first and the columns of a batch after them, all of one
+ * length, so the first column to survive whole gives the row count.
+ */
+typedef struct gpufl_reader_damage {
+    const char *type; /* the record type, NULL when even that is gone */
+    int64_t rows;     /* rows (1 for a single record) lost with the line; -1 unknown */
+    int rows_exact;   /* 1: exactly rows; 0: at least rows (the first column was cut) */
+    /* The integer columns that survived whole, in line order (NULL when
+     * none): all of `rows` rows, up to the first column cut or not made of
+     * integers. Their values were damaged too, possibly: good for naming
+     * what was lost, not for figures. */
+    const gpufl_reader_batch_t *columns;
+} gpufl_reader_damage_t;
+
+/* Reads what survives of a damaged line into d, with the scanner's buffers
+ * (d and what it points to are valid until the scanner's next use).
+ * Returns 0 or GPUFL_ENOMEM. */
+int gpufl__reader_scan_damage(gpufl_reader_scanner_t *s, const char *line, size_t len,
+                              gpufl_reader_batch_t *b, gpufl_reader_damage_t *d);
 void gpufl__reader_scanner_fini(gpufl_reader_scanner_t *s);
 
 typedef struct gpufl_reader_ops {
@@ -166,6 +189,11 @@ typedef struct gpufl_reader_ops {
      */
     const char *const *batch_types;
     int (*batch)(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b);
+    /* A damaged line at pos (not JSON; also counted in corrupt_lines and
+     * reported through warn): what it held, for the caller to account for
+     * what was lost. May be NULL. Returns 0, or a negative GPUFL_E* code to
+     * stop reading. */
+    int (*damaged)(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_damage_t *d);
 } gpufl_reader_ops_t;
 
 /* Progress of a long read: bytes read so far and the size of all segment

@@ -236,6 +236,7 @@ static void put_log_lines(FILE *out, const gpufl_model_t *m, const gpufl_report_
     else
         snprintf(line, sizeof line, "none");
     put_field(out, "log problems", line);
+    for (size_t i = 0; i < s->n_damage; i++) put_field(out, "", s->damage[i]);
 }
 
 static void put_summary(FILE *out, const gpufl_report_t *r) {
@@ -363,7 +364,7 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
     const gpufl_report_scopes_t *sc = &r->scopes;
     fprintf(out, "\nScope timing\n");
     if (sc->n_rows == 0) {
-        fprintf(out, "  no scopes recorded\n");
+        fprintf(out, "  %s\n", *sc->lost ? sc->lost : "no scopes recorded");
         return 0;
     }
     char *label = malloc(LABEL_SIZE);
@@ -410,6 +411,7 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
     if (sc->implicit)
         fprintf(out, "\n  %zu scope%s closed implicitly (an enclosing scope ended first)\n",
                 sc->implicit, sc->implicit == 1 ? " was" : "s were");
+    if (*sc->lost) fprintf(out, "\n  %s\n", sc->lost);
     if (m->n_open_scopes) put_open_scopes(out, r);
     free(label);
     return 0;
@@ -427,14 +429,24 @@ static void coverage(char *buf, size_t size, const gpufl_report_stat_t *a, size_
         buf[0] = '\0';
 }
 
+/* A CPU figure's line. s: the system figures, for the line's notes; over:
+ * its figures above what the CPUs allow. */
 static void put_pct_line(FILE *out, const char *label, const gpufl_report_stat_t *a, size_t total,
-                         const char *note) {
-    char avg[32], max[32], cov[64], line[256];
+                         const char *note, const gpufl_report_system_t *s, size_t over) {
+    char avg[32], max[32], cov[128], line[384];
     if (!a->n) return;
     fmt_pct(avg, sizeof avg, a->sum / (double)a->n);
     fmt_pct(max, sizeof max, a->max);
-    coverage(cov, sizeof cov, a, total);
-    snprintf(line, sizeof line, "avg %s, max %s%s%s", avg, max, note, cov);
+    if (s->period_below_min && a->n < total) /* samples closer than that carry none */
+        snprintf(cov, sizeof cov, " (%zu of %zu samples: a figure needs %.0f ms)", a->n, total,
+                 (double)s->cpu_min_interval_ns / 1e6);
+    else
+        coverage(cov, sizeof cov, a, total);
+    size_t n = 0;
+    cat(line, sizeof line, &n, "avg %s, max %s%s%s", avg, max, note, cov);
+    if (over)
+        cat(line, sizeof line, &n, "; %zu above the %lld%% %lld CPU%s allow", over,
+            (long long)(100 * s->cpus), (long long)s->cpus, s->cpus == 1 ? "" : "s");
     put_field(out, label, line);
 }
 
@@ -467,8 +479,8 @@ static void put_system(FILE *out, const gpufl_report_t *r) {
     fmt_ns(a, sizeof a, (double)s->first_ts_ns);
     fmt_ns(b, sizeof b, (double)s->last_ts_ns);
     fprintf(out, "  %zu host sample%s from %s to %s\n", n, n == 1 ? "" : "s", a, b);
-    put_pct_line(out, "host CPU", &st[GPUFL_RH_CPU], n, "");
-    put_pct_line(out, "process CPU", &st[GPUFL_RH_PROC_CPU], n, " of one CPU");
+    put_pct_line(out, "host CPU", &st[GPUFL_RH_CPU], n, "", s, 0);
+    put_pct_line(out, "process CPU", &st[GPUFL_RH_PROC_CPU], n, " of one CPU", s, s->proc_cpu_over);
     const gpufl_report_stat_t *mem = &st[GPUFL_RH_MEM_USED], *total = &st[GPUFL_RH_MEM_TOTAL];
     if (mem->n) {
         fmt_bytes(a, sizeof a, mem->sum / (double)mem->n);
@@ -502,7 +514,7 @@ static void put_system(FILE *out, const gpufl_report_t *r) {
         }
         put_field(out, "cgroup memory used", line);
     }
-    put_pct_line(out, "cgroup CPU", &st[GPUFL_RH_CG_CPU], n, " of one CPU");
+    put_pct_line(out, "cgroup CPU", &st[GPUFL_RH_CG_CPU], n, " of one CPU", s, s->cg_cpu_over);
     if (st[GPUFL_RH_CG_CORES].n) {
         snprintf(line, sizeof line, "%.2f cores", st[GPUFL_RH_CG_CORES].max);
         put_field(out, "cgroup CPU limit", line);

@@ -57,6 +57,7 @@ int gpufl__report_session_dir(const char *session_dir, FILE *out);
 /* ---------------------------------------------------------------------- */
 
 #define GPUFL_REPORT_LIST_MAX     10 /* events, open scopes, window names, processes listed */
+#define GPUFL_REPORT_DAMAGE_LINES 6  /* lines on damaged lines in the summary */
 #define GPUFL_REPORT_PROBLEMS_MAX 20 /* log problems listed */
 #define GPUFL_REPORT_HOTSPOTS_MAX 10 /* kernel names in the hotspots and details (top_n 0) */
 #define GPUFL_REPORT_CONFIGS_MAX  8  /* launch configurations listed per name */
@@ -109,6 +110,11 @@ typedef struct gpufl_report_summary {
     size_t *warn_order; /* indexes of the warn/error events in m->events, by time */
     unsigned log_files;
     size_t problems; /* log problems, listed or not */
+    /* Damaged lines and the rows lost with them, in words for every
+     * renderer: one line per file segment ("1 damaged line in scope.log
+     * (line 12; 3 rows lost)"), the last one for the rest when more. */
+    char damage[GPUFL_REPORT_DAMAGE_LINES][320];
+    size_t n_damage;
 } gpufl_report_summary_t;
 
 /* One row of the scope timing tree. */
@@ -128,6 +134,10 @@ typedef struct gpufl_report_scopes {
     /* The first open scopes (no scope_end) in log order; m->n_open_scopes in all. */
     const gpufl_model_scope_t *open[GPUFL_REPORT_LIST_MAX];
     size_t n_open;
+    /* Scope ends with no begin, in words for every renderer ("3 scope ends
+     * had no begin (lost with the damaged line in scope.log): a, a/b; 1 with
+     * no name left"); "" when every end had its begin. */
+    char lost[1024];
 } gpufl_report_scopes_t;
 
 /* Orders tags with the numbers inside them by value (step=2 before step=10);
@@ -160,6 +170,13 @@ typedef struct gpufl_report_system {
     size_t n; /* host samples */
     int64_t first_ts_ns, last_ts_ns;
     gpufl_report_stat_t st[GPUFL_RH_COUNT];
+    /* The CPU figures' bounds, from host_info: the CPUs the process may use
+     * (cpus_allowed, else cpu_count; -1 unknown) and the shortest interval a
+     * figure covers (-1: a log older than that field). */
+    int64_t cpus, cpu_min_interval_ns;
+    int period_below_min;              /* samples came closer than cpu_min_interval_ns */
+    size_t proc_cpu_over, cg_cpu_over; /* figures above 100 % per CPU: impossible (logs
+                                          written before figures were clamped) */
     const char **window_names; /* distinct, sorted */
     size_t n_window_names;
 } gpufl_report_system_t;

@@ -628,6 +628,129 @@ free_all:
     return rc;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Damaged lines and what went with them                                    */
+/* ---------------------------------------------------------------------- */
+
+#define append gpufl__report_cat
+
+static int cmp_lost_by_path(const void *a, const void *b) {
+    const gpufl_model_scope_t *x = *(const gpufl_model_scope_t *const *)a;
+    const gpufl_model_scope_t *y = *(const gpufl_model_scope_t *const *)b;
+    return strcmp(x->path, y->path);
+}
+
+/* A path of lost scopes: its string, how many, and the smallest id (scopes
+ * are numbered as they begin: paths are listed in the order they began). */
+typedef struct lost_path {
+    const char *path;
+    size_t count;
+    int64_t first_id;
+} lost_path_t;
+
+static int cmp_lost_path(const void *a, const void *b) {
+    const lost_path_t *x = a, *y = b;
+    return x->first_id < y->first_id ? -1 : x->first_id > y->first_id;
+}
+
+/* The scope section's line on scope ends with no begin: each path they had
+ * once, with its count, in the order they began (the first
+ * GPUFL_REPORT_LIST_MAX), and how many had no name left. */
+static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) {
+    size_t n = 0, total = m->n_lost_scopes, named = 0, paths = 0;
+    char *buf = sc->lost;
+    size_t size = sizeof sc->lost;
+    if (!total) return 0;
+    const gpufl_model_scope_t **by_path = malloc(total * sizeof *by_path);
+    lost_path_t *groups = malloc(total * sizeof *groups);
+    if (!by_path || !groups) {
+        free(by_path);
+        free(groups);
+        return oom();
+    }
+    for (size_t i = 0; i < total; i++)
+        if (m->lost_scopes[i].path) by_path[named++] = &m->lost_scopes[i];
+    qsort(by_path, named, sizeof *by_path, cmp_lost_by_path);
+    for (size_t i = 0; i < named; i++) {
+        if (i == 0 || strcmp(by_path[i - 1]->path, by_path[i]->path) != 0)
+            groups[paths++] = (lost_path_t){by_path[i]->path, 0, by_path[i]->id};
+        lost_path_t *g = &groups[paths - 1];
+        if (by_path[i]->id < g->first_id) g->first_id = by_path[i]->id;
+        g->count++;
+    }
+    qsort(groups, paths, sizeof *groups, cmp_lost_path);
+    append(buf, size, &n, "%zu scope end%s had no begin ", total, total == 1 ? "" : "s");
+    if (m->damaged_scope_lines == 1)
+        append(buf, size, &n, "(lost with the damaged line in scope.log)");
+    else if (m->damaged_scope_lines)
+        append(buf, size, &n, "(lost with %llu damaged lines in scope.log)",
+               (unsigned long long)m->damaged_scope_lines);
+    else
+        append(buf, size, &n, "(their scope_begin rows are not in the log)");
+    for (size_t k = 0; k < paths && k < GPUFL_REPORT_LIST_MAX; k++) {
+        append(buf, size, &n, "%s %s", k ? "," : ":", groups[k].path);
+        if (groups[k].count > 1) append(buf, size, &n, " (%zu)", groups[k].count);
+    }
+    if (paths > GPUFL_REPORT_LIST_MAX)
+        append(buf, size, &n, ", and %zu more path%s", paths - GPUFL_REPORT_LIST_MAX,
+               paths - GPUFL_REPORT_LIST_MAX == 1 ? "" : "s");
+    if (!named)
+        append(buf, size, &n, "; no name left for them");
+    else if (named < total)
+        append(buf, size, &n, "; %zu with no name left", total - named);
+    free(by_path);
+    free(groups);
+    return 0;
+}
+
+/* One file segment's damaged lines, from m->damaged[*next] on (the kept
+ * lines come in file order, so a segment's are together), into buf. */
+static void damage_line(const gpufl_model_t *m, size_t *next, char *buf, size_t size) {
+    enum { LINES_LISTED = 5 };
+    size_t n = 0, i = *next, end = i, unknown = 0, at_least = 0;
+    const char *file = m->damaged[i].file;
+    uint64_t rows = 0;
+    while (end < m->n_damaged && strcmp(m->damaged[end].file, file) == 0) {
+        const gpufl_model_damage_t *d = &m->damaged[end++];
+        if (d->rows < 0)
+            unknown++;
+        else
+            rows += (uint64_t)d->rows, at_least += !d->rows_exact;
+    }
+    size_t lines = end - i;
+    append(buf, size, &n, "%zu damaged line%s in %s (line%s", lines, lines == 1 ? "" : "s", file,
+           lines == 1 ? "" : "s");
+    for (size_t k = i; k < end && k < i + LINES_LISTED; k++)
+        append(buf, size, &n, "%s %llu", k > i ? "," : "", (unsigned long long)m->damaged[k].line);
+    if (lines > LINES_LISTED) append(buf, size, &n, ", ...");
+    if (unknown == lines)
+        append(buf, size, &n, "; rows unknown)");
+    else
+        append(buf, size, &n, "; %s%llu row%s lost%s)", at_least ? "at least " : "",
+               (unsigned long long)rows, rows == 1 ? "" : "s",
+               unknown ? ", the rows of the others unknown" : "");
+    *next = end;
+}
+
+/* The summary's lines on damaged lines: one per file segment, the last one
+ * for the rest when there are more (or when some were not kept). */
+static void build_damage(const gpufl_model_t *m, gpufl_report_summary_t *s) {
+    size_t next = 0;
+    while (next < m->n_damaged && s->n_damage < GPUFL_REPORT_DAMAGE_LINES) {
+        size_t from = next;
+        damage_line(m, &next, s->damage[s->n_damage], sizeof s->damage[0]);
+        if (s->n_damage == GPUFL_REPORT_DAMAGE_LINES - 1 && m->damaged_lines > next) {
+            next = from; /* the last line says how many more */
+            break;
+        }
+        s->n_damage++;
+    }
+    uint64_t rest = m->damaged_lines - next;
+    if (rest)
+        snprintf(s->damage[s->n_damage++], sizeof s->damage[0], "and %llu more damaged line%s",
+                 (unsigned long long)rest, rest == 1 ? "" : "s");
+}
+
 static int has_work(const gpufl_model_gpu_work_t *w) {
     return w->kernels + w->copies + w->memsets > 0;
 }
@@ -678,10 +801,32 @@ static int cmp_str_ptr(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* What bounds the CPU figures (docs/log-format.md, host_info). */
+static void cpu_bounds(const gpufl_model_t *m, gpufl_report_system_t *s) {
+    const json_t *hi = m->host_info;
+    int64_t v;
+    s->cpus = s->cpu_min_interval_ns = -1;
+    if (gpufl__reader_int(json_object_get(hi, "cpus_allowed"), &v) == 0 && v > 0)
+        s->cpus = v;
+    else if (gpufl__reader_int(json_object_get(hi, "cpu_count"), &v) == 0 && v > 0)
+        s->cpus = v;
+    if (gpufl__reader_int(json_object_get(hi, "cpu_min_interval_ns"), &v) == 0 && v > 0)
+        s->cpu_min_interval_ns = v;
+}
+
 static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
     s->n = m->n_samples;
+    cpu_bounds(m, s);
+    double most = 100.0 * (double)s->cpus;
     for (size_t i = 0; i < m->n_samples; i++) {
         const gpufl_model_host_sample_t *x = &m->samples[i];
+        if (s->cpus > 0) {
+            s->proc_cpu_over += x->proc_cpu_pct > most;
+            s->cg_cpu_over += x->cg_cpu_pct > most;
+        }
+        if (i > 0 && s->cpu_min_interval_ns > 0 && x->ts_ns > m->samples[i - 1].ts_ns &&
+            x->ts_ns - m->samples[i - 1].ts_ns < s->cpu_min_interval_ns)
+            s->period_below_min = 1;
         st_add(&s->st[GPUFL_RH_CPU], x->cpu_pct);
         st_add(&s->st[GPUFL_RH_PROC_CPU], x->proc_cpu_pct);
         st_add(&s->st[GPUFL_RH_MEM_USED], (double)x->mem_used_bytes);
@@ -1152,6 +1297,8 @@ int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
     int rc = build_summary(m, &r->summary);
     if (!rc) rc = gpufl__insights_compute(m, &r->insights);
     if (!rc) rc = build_scopes(m, r);
+    if (!rc) rc = build_lost_scopes(m, &r->scopes);
+    if (!rc) build_damage(m, &r->summary);
     if (!rc) rc = build_system(m, &r->system);
     if (!rc) rc = build_gpus(m, r);
     if (!rc) rc = build_kernels(m, r);

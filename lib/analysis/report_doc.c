@@ -134,6 +134,7 @@ static void summary(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
                s->log_files, plural(s->log_files)));
     e->field(o, "log problems",
              s->problems ? f(v, sizeof v, "%zu (listed at the end)", s->problems) : "none");
+    for (size_t i = 0; i < s->n_damage; i++) e->field(o, "", s->damage[i]);
     e->fields_end(o);
 }
 
@@ -224,7 +225,7 @@ static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     char v[512];
     e->heading(o, 2, "Scope timing");
     if (!sc->n_rows) {
-        e->para(o, "no scopes recorded");
+        e->para(o, *sc->lost ? sc->lost : "no scopes recorded");
         return;
     }
     e->para(o,
@@ -256,6 +257,7 @@ static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     if (sc->implicit)
         e->para(o, f(v, sizeof v, "%zu scope%s closed implicitly (an enclosing scope ended first)",
                      sc->implicit, sc->implicit == 1 ? " was" : "s were"));
+    if (*sc->lost) e->para(o, sc->lost);
     if (r->m->n_open_scopes) open_scopes(e, r);
 }
 

@@ -12,7 +12,10 @@
  *   proc/self/statm                resident pages of this process
  *   cgroup memory usage            v2 memory.current, v1 memory.usage_in_bytes
  *   cgroup CPU usage               v2 cpu.stat usage_usec, v1 cpuacct.usage
- * Every GPUFL_HOST_LIMITS_EVERY-th sample also opens and reads the limit files.
+ * Every GPUFL_HOST_LIMITS_EVERY-th sample also opens and reads the limit files
+ * (and the cgroup's cpuset, which bounds the CPU figures). The CPU counters
+ * are stamped with the reader's clock as they are read, and give a figure
+ * only over GPUFL_HOST_CPU_MIN_TICKS ticks or more (host_metrics.h).
  * A file with no kept descriptor is opened by path when read, and kept from
  * then on. See host_metrics.h for what kept descriptors mean for replaced
  * files and for fork().
@@ -34,6 +37,7 @@
  */
 #include "host/host_metrics.h"
 
+#include "core/clock.h"
 #include "core/error.h"
 
 #include <errno.h>
@@ -162,12 +166,11 @@ static int is_blank(char c) { return c == ' ' || c == '\t'; }
 /* What may follow a number: anything else ("12abc") makes it garbage. */
 static int ends_number(char c) { return c == '\0' || c == ' ' || c == '\t' || c == '\n'; }
 
-/* Parses an unsigned decimal after optional blanks (not newlines, so a
- * parse never runs into the next line) and advances *cursor past it.
+/* Parses an unsigned decimal at *cursor that ends where ends_number() says
+ * or at one of stops ("3-5,8" in a cpu list), and advances *cursor past it.
  * Returns 0, or -1 for no number, trailing garbage or overflow. */
-static int parse_u64(const char **cursor, uint64_t *out) {
+static int parse_digits(const char **cursor, uint64_t *out, const char *stops) {
     const char *p = *cursor;
-    while (is_blank(*p)) p++;
     if (!is_digit(*p)) return -1;
     uint64_t value = 0;
     for (; is_digit(*p); p++) {
@@ -175,9 +178,20 @@ static int parse_u64(const char **cursor, uint64_t *out) {
         if (value > (UINT64_MAX - digit) / 10) return -1;
         value = value * 10 + digit;
     }
-    if (!ends_number(*p)) return -1;
+    if (!ends_number(*p) && strchr(stops, *p) == NULL) return -1;
     *cursor = p;
     *out = value;
+    return 0;
+}
+
+/* Parses an unsigned decimal after optional blanks (not newlines, so a
+ * parse never runs into the next line) and advances *cursor past it.
+ * Returns 0, or -1 for no number, trailing garbage or overflow. */
+static int parse_u64(const char **cursor, uint64_t *out) {
+    const char *p = *cursor;
+    while (is_blank(*p)) p++;
+    if (parse_digits(&p, out, "") != 0) return -1;
+    *cursor = p;
     return 0;
 }
 
@@ -235,6 +249,27 @@ static double percent_of_one_cpu(uint64_t previous, uint64_t current, double uni
     if (current < previous || elapsed_ns <= 0 || units_per_second <= 0) return -1;
     double cpu_seconds = (double)(current - previous) / units_per_second;
     return 100.0 * cpu_seconds / (elapsed_ns / 1e9);
+}
+
+/* Counts the CPUs of a cpu list ("0-3,8,10-11\n", as cpuset files and
+ * /proc/self/status write them). Returns the count, or -1 for an empty or
+ * malformed list. */
+static int count_cpu_list(const char *text) {
+    const char *p = text;
+    uint64_t count = 0, first, last;
+    for (;;) {
+        if (parse_digits(&p, &first, ",-") != 0) return -1;
+        last = first;
+        if (*p == '-') {
+            p++;
+            if (parse_digits(&p, &last, ",") != 0 || last < first) return -1;
+        }
+        if (last - first >= (uint64_t)INT32_MAX - count) return -1;
+        count += last - first + 1;
+        if (*p != ',') break;
+        p++;
+    }
+    return *p == '\0' || *p == '\n' ? (int)count : -1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -318,11 +353,12 @@ static void count_cpu_lines(struct cpu_line_counter *counter, const char *text, 
 
 /* The process's place in each hierarchy, from /proc/self/cgroup. */
 struct cgroup_membership {
-    int has_unified, has_memory, has_cpu, has_cpuacct;
+    int has_unified, has_memory, has_cpu, has_cpuacct, has_cpuset;
     char unified_path[CGROUP_PATH_BYTES];
     char memory_path[CGROUP_PATH_BYTES];
     char cpu_path[CGROUP_PATH_BYTES];
     char cpuacct_path[CGROUP_PATH_BYTES];
+    char cpuset_path[CGROUP_PATH_BYTES];
 };
 
 /* A path is used only when it is absolute, fits, and has no ".." that would
@@ -379,6 +415,8 @@ static void parse_cgroup_line(const char *line, size_t length, struct cgroup_mem
         set_cgroup_path(m->cpu_path, &m->has_cpu, path, path_length);
     if (controller_list_has(controllers, controllers_length, "cpuacct"))
         set_cgroup_path(m->cpuacct_path, &m->has_cpuacct, path, path_length);
+    if (controller_list_has(controllers, controllers_length, "cpuset"))
+        set_cgroup_path(m->cpuset_path, &m->has_cpuset, path, path_length);
 }
 
 static void parse_cgroup_membership(const char *text, struct cgroup_membership *m) {
@@ -455,13 +493,35 @@ static void detect_cgroup(gpufl_host_reader_t *r, char *buf, size_t cap) {
         if (limit_hierarchy != NULL)
             resolve_cgroup_dir(r->root, limit_hierarchy, m.cpu_path, r->cg_cpu_limit_dir,
                                sizeof r->cg_cpu_limit_dir);
+        if (m.has_cpuset && hierarchy_exists(r->root, "/cpuset"))
+            resolve_cgroup_dir(r->root, "/cpuset", m.cpuset_path, r->cg_cpuset_dir,
+                               sizeof r->cg_cpuset_dir);
     } else if (m.has_unified && hierarchy_exists(r->root, "")) {
         info->cgroup_version = 2;
         snprintf(info->cgroup_path, sizeof info->cgroup_path, "%s", m.unified_path);
         resolve_cgroup_dir(r->root, "", m.unified_path, r->cg_mem_dir, sizeof r->cg_mem_dir);
         memcpy(r->cg_cpu_usage_dir, r->cg_mem_dir, sizeof r->cg_cpu_usage_dir);
         memcpy(r->cg_cpu_limit_dir, r->cg_mem_dir, sizeof r->cg_cpu_limit_dir);
+        memcpy(r->cg_cpuset_dir, r->cg_mem_dir, sizeof r->cg_cpuset_dir);
     }
+}
+
+/* The CPUs the process may run on: the online CPUs (the cpuN lines of
+ * /proc/stat), or fewer when the cgroup's cpuset says so. Thread affinity
+ * (sched_getaffinity) is left out: it is per thread, and the process's
+ * threads may each have a different one. */
+static void read_cpus_allowed(gpufl_host_reader_t *r, char *buf, size_t cap) {
+    int v2 = r->info.cgroup_version == 2;
+    int cpuset = -1;
+    if (r->info.cgroup_version != 0 &&
+        read_dir_text(r->cg_cpuset_dir, v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus", buf,
+                      cap) >= 0)
+        cpuset = count_cpu_list(buf);
+    int online = r->info.cpu_count;
+    if (cpuset > 0 && (online <= 0 || cpuset < online))
+        r->cpus_allowed = cpuset;
+    else
+        r->cpus_allowed = online > 0 ? online : GPUFL_HOST_UNKNOWN;
 }
 
 /* Reads the current limits into the reader: at init and every
@@ -492,6 +552,7 @@ static void read_limits(gpufl_host_reader_t *r, char *buf, size_t cap) {
             parse_single_u64(buf, &period_usec) == 0 && period_usec > 0)
             r->cg_cpu_limit_cores = (double)v1_quota_usec / (double)period_usec;
     }
+    read_cpus_allowed(r, buf, cap);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -661,8 +722,10 @@ static void clear_reader(gpufl_host_reader_t *r) {
     r->info.mem_total_bytes = GPUFL_HOST_UNKNOWN;
     r->info.cg_mem_limit_bytes = GPUFL_HOST_UNKNOWN;
     r->info.cg_cpu_limit_cores = -1;
+    r->info.cpus_allowed = GPUFL_HOST_UNKNOWN;
     r->cg_mem_limit_bytes = GPUFL_HOST_UNKNOWN;
     r->cg_cpu_limit_cores = -1;
+    r->cpus_allowed = GPUFL_HOST_UNKNOWN;
 }
 
 int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root) {
@@ -681,7 +744,14 @@ int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root) {
     read_limits(r, buf, sizeof buf);
     r->info.cg_mem_limit_bytes = r->cg_mem_limit_bytes;
     r->info.cg_cpu_limit_cores = r->cg_cpu_limit_cores;
+    r->info.cpus_allowed = r->cpus_allowed;
     r->clk_tck = sysconf(_SC_CLK_TCK);
+    r->info.clock_ticks_per_s = r->clk_tck;
+    /* USER_HZ is 100 on every Linux architecture; the fallback only keeps
+     * the interval sane should sysconf fail (then no process figure is made). */
+    r->info.cpu_min_interval_ns =
+        GPUFL_HOST_CPU_MIN_TICKS * (INT64_C(1000000000) / (r->clk_tck > 0 ? r->clk_tck : 100));
+    r->clock = gpufl__mono_ns;
     r->page_size = sysconf(_SC_PAGESIZE);
     r->self_pid = getpid();
     /* Failures here are not errors: a file without a descriptor is opened by
@@ -694,6 +764,16 @@ int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root) {
     r->fds[GPUFL_HOST_FILE_SELF_STATM] = open_kept_file(r, GPUFL_HOST_FILE_SELF_STATM);
     r->ready = 1;
     return 0;
+}
+
+void gpufl__host_reader_set_clock(gpufl_host_reader_t *r, gpufl_host_clock_fn clock) {
+    if (r != NULL) r->clock = clock != NULL ? clock : gpufl__mono_ns;
+}
+
+void gpufl__host_reader_rebase(gpufl_host_reader_t *r) {
+    if (r != NULL)
+        r->have_prev &=
+            ~(GPUFL_HOST_PREV_HOST_CPU | GPUFL_HOST_PREV_PROC_CPU | GPUFL_HOST_PREV_CG_CPU);
 }
 
 void gpufl__host_reader_fini(gpufl_host_reader_t *r) {
@@ -729,17 +809,51 @@ static void remember(gpufl_host_reader_t *r, unsigned bit, int have_value) {
         r->have_prev &= ~bit;
 }
 
+/* What a counter read at now_ns may give against its baseline read at
+ * prev_ns: FIGURE_TAKE (elapsed_ns set; the read then becomes the new
+ * baseline), FIGURE_NONE (no baseline yet: the read becomes one) or
+ * FIGURE_WAIT (too soon for a figure that a tick more or less would not
+ * swing: no figure, and the baseline stays, so the next figure covers the
+ * whole time since it). */
+enum figure_step { FIGURE_NONE, FIGURE_TAKE, FIGURE_WAIT };
+
+static enum figure_step figure_step(const gpufl_host_reader_t *r, unsigned bit, int64_t prev_ns,
+                                    int64_t now_ns, double *elapsed_ns) {
+    if (!(r->have_prev & bit)) return FIGURE_NONE;
+    /* Doubles: no overflow whatever a clock says. A clock that went back
+     * (only a test clock does) restarts from the new read. */
+    *elapsed_ns = (double)now_ns - (double)prev_ns;
+    if (*elapsed_ns < 0) return FIGURE_NONE;
+    return *elapsed_ns < (double)r->info.cpu_min_interval_ns ? FIGURE_WAIT : FIGURE_TAKE;
+}
+
+/* A process or cgroup figure, clamped to 100 % per CPU the process may use:
+ * a counter that lags (cgroup usage, up to a scheduler tick per CPU) or a
+ * tick boundary can push a figure past what the CPUs could have done. */
+static double clamp_to_cpus(const gpufl_host_reader_t *r, double pct) {
+    double most = 100.0 * r->cpus_allowed;
+    return r->cpus_allowed > 0 && pct > most ? most : pct;
+}
+
 /* Returns -1 when /proc/stat cannot be read at all. */
 static int sample_host_cpu(gpufl_host_reader_t *r, char *buf, size_t cap,
                            gpufl_host_sample_t *out) {
     uint64_t busy, total;
+    double elapsed_ns;
     if (read_kept_file(r, GPUFL_HOST_FILE_STAT, 1, buf, cap) < 0) {
         remember(r, GPUFL_HOST_PREV_HOST_CPU, 0);
         return -1;
     }
+    int64_t now_ns = r->clock();
     int parsed = parse_host_cpu_line(buf, &busy, &total) == 0;
-    /* A total that shrinks (a CPU went offline) gives no rate for this interval. */
-    if (parsed && (r->have_prev & GPUFL_HOST_PREV_HOST_CPU) && total > r->prev_host_total) {
+    enum figure_step step =
+        parsed ? figure_step(r, GPUFL_HOST_PREV_HOST_CPU, r->prev_host_ns, now_ns, &elapsed_ns)
+               : FIGURE_NONE;
+    /* A total that shrinks (a CPU went offline) gives no rate for this
+     * interval, and the next is measured from it. */
+    if (step != FIGURE_NONE && total < r->prev_host_total) step = FIGURE_NONE;
+    if (step == FIGURE_WAIT) return 0;
+    if (step == FIGURE_TAKE && total > r->prev_host_total) {
         double busy_delta = (double)busy - (double)r->prev_host_busy;
         double pct = 100.0 * busy_delta / (double)(total - r->prev_host_total);
         /* iowait may go backwards on some kernels, pushing busy past the bounds. */
@@ -748,6 +862,7 @@ static int sample_host_cpu(gpufl_host_reader_t *r, char *buf, size_t cap,
     if (parsed) {
         r->prev_host_busy = busy;
         r->prev_host_total = total;
+        r->prev_host_ns = now_ns;
     }
     remember(r, GPUFL_HOST_PREV_HOST_CPU, parsed);
     return 0;
@@ -765,17 +880,37 @@ static int sample_memory(gpufl_host_reader_t *r, char *buf, size_t cap, gpufl_ho
     return 0;
 }
 
-static void sample_process(gpufl_host_reader_t *r, char *buf, size_t cap, double elapsed_ns,
+/* A figure in percent of one CPU from a counter in units_per_second, read
+ * at now_ns, against its baseline (*prev, *prev_ns; have_prev bit); then
+ * the baseline moves on as figure_step says. Returns the figure or -1. */
+static double counter_figure(gpufl_host_reader_t *r, unsigned bit, int have_value, uint64_t value,
+                             int64_t now_ns, double units_per_second, uint64_t *prev,
+                             int64_t *prev_ns) {
+    double elapsed_ns, pct = -1;
+    enum figure_step step =
+        have_value ? figure_step(r, bit, *prev_ns, now_ns, &elapsed_ns) : FIGURE_NONE;
+    /* A counter that went back (a new process under the same pid after a
+     * restore, say) restarts from the new read. */
+    if (step != FIGURE_NONE && value < *prev) step = FIGURE_NONE;
+    if (step == FIGURE_WAIT) return -1;
+    if (step == FIGURE_TAKE)
+        pct = clamp_to_cpus(r, percent_of_one_cpu(*prev, value, units_per_second, elapsed_ns));
+    if (have_value) {
+        *prev = value;
+        *prev_ns = now_ns;
+    }
+    remember(r, bit, have_value);
+    return pct;
+}
+
+static void sample_process(gpufl_host_reader_t *r, char *buf, size_t cap,
                            gpufl_host_sample_t *out) {
-    uint64_t ticks, size_pages, resident_pages;
+    uint64_t ticks = 0, size_pages, resident_pages;
     follow_fork(r);
     int have_ticks = read_kept_file(r, GPUFL_HOST_FILE_SELF_STAT, 1, buf, cap) >= 0 &&
                      parse_process_ticks(buf, &ticks) == 0;
-    if (have_ticks && (r->have_prev & GPUFL_HOST_PREV_PROC_CPU))
-        out->proc_cpu_pct =
-            percent_of_one_cpu(r->prev_proc_ticks, ticks, (double)r->clk_tck, elapsed_ns);
-    if (have_ticks) r->prev_proc_ticks = ticks;
-    remember(r, GPUFL_HOST_PREV_PROC_CPU, have_ticks);
+    out->proc_cpu_pct = counter_figure(r, GPUFL_HOST_PREV_PROC_CPU, have_ticks, ticks, r->clock(),
+                                       (double)r->clk_tck, &r->prev_proc_ticks, &r->prev_proc_ns);
 
     const char *p = buf;
     if (read_kept_file(r, GPUFL_HOST_FILE_SELF_STATM, 1, buf, cap) >= 0 &&
@@ -801,20 +936,18 @@ static int read_cgroup_usage(gpufl_host_reader_t *r, int look_again, char *buf, 
 }
 
 static void sample_cgroup(gpufl_host_reader_t *r, int refresh, char *buf, size_t cap,
-                          double elapsed_ns, gpufl_host_sample_t *out) {
+                          gpufl_host_sample_t *out) {
     uint64_t usage_usec = 0;
     if (r->info.cgroup_version == 0) return;
     if (refresh) read_limits(r, buf, cap);
     out->cg_mem_limit_bytes = r->cg_mem_limit_bytes;
     out->cg_cpu_limit_cores = r->cg_cpu_limit_cores;
     int have_usage = read_cgroup_usage(r, refresh, buf, cap, out, &usage_usec);
-    if (have_usage && (r->have_prev & GPUFL_HOST_PREV_CG_CPU))
-        out->cg_cpu_pct = percent_of_one_cpu(r->prev_cg_usage_usec, usage_usec, 1e6, elapsed_ns);
-    if (have_usage) r->prev_cg_usage_usec = usage_usec;
-    remember(r, GPUFL_HOST_PREV_CG_CPU, have_usage);
+    out->cg_cpu_pct = counter_figure(r, GPUFL_HOST_PREV_CG_CPU, have_usage, usage_usec, r->clock(),
+                                     1e6, &r->prev_cg_usage_usec, &r->prev_cg_ns);
 }
 
-int gpufl__host_sample(gpufl_host_reader_t *r, int64_t now_mono_ns, gpufl_host_sample_t *out) {
+int gpufl__host_sample(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
     char buf[READ_BUFFER_BYTES];
     if (r == NULL || out == NULL)
         return gpufl__set_error(GPUFL_EINVAL, "host sample: NULL reader or output");
@@ -823,8 +956,6 @@ int gpufl__host_sample(gpufl_host_reader_t *r, int64_t now_mono_ns, gpufl_host_s
     set_sample_unknown(out);
     r->samples++;
     int refresh = r->samples % GPUFL_HOST_LIMITS_EVERY == 0;
-    /* Doubles: no overflow whatever the caller's clock says. */
-    double elapsed_ns = (double)now_mono_ns - (double)r->prev_mono_ns;
 
     const char *unreadable = NULL;
     int saved_errno = 0;
@@ -836,9 +967,8 @@ int gpufl__host_sample(gpufl_host_reader_t *r, int64_t now_mono_ns, gpufl_host_s
         unreadable = "/proc/meminfo";
         saved_errno = errno;
     }
-    sample_process(r, buf, sizeof buf, elapsed_ns, out);
-    sample_cgroup(r, refresh, buf, sizeof buf, elapsed_ns, out);
-    r->prev_mono_ns = now_mono_ns;
+    sample_process(r, buf, sizeof buf, out);
+    sample_cgroup(r, refresh, buf, sizeof buf, out);
     if (unreadable != NULL)
         return gpufl__set_error(GPUFL_EIO, "cannot read %s%s: %s", r->root, unreadable,
                                 strerror(saved_errno));

@@ -20,6 +20,23 @@
  * cpu.cfs_quota_us, cpu.cfs_period_us) are not kept: they are opened by path
  * at init and every GPUFL_HOST_LIMITS_EVERY-th sample, so a rename shows there.
  *
+ * CPU figures. cpu_pct, proc_cpu_pct and cg_cpu_pct are differences of
+ * counters over the real time between two reads: each counter read is
+ * stamped with the reader's clock (CLOCK_MONOTONIC) right after it, never
+ * with the caller's nominal sampling time. The counters are coarse: the
+ * /proc ones count clock ticks (USER_HZ, 100 a second), and cgroup usage,
+ * though in microseconds, lags by up to one scheduler tick per running CPU.
+ * Over 10 ms a process that runs all the time reads 0 or 1 or 2 ticks: 0 %,
+ * 100 % or 200 %. So a figure is given only over at least
+ * GPUFL_HOST_CPU_MIN_TICKS ticks (info.cpu_min_interval_ns); a sample taken
+ * sooner has none (-1) and keeps the previous read as the baseline, so the
+ * next figure covers the whole time since. A figure is then within one tick
+ * in GPUFL_HOST_CPU_MIN_TICKS (11 %) of one CPU, and is clamped to what the
+ * CPUs allow: cpu_pct to 100 (all CPUs), proc_cpu_pct and cg_cpu_pct to 100
+ * per CPU the process may run on (info.cpus_allowed). The cgroup's CPU quota
+ * is no bound: it is enforced per period (100 ms by default) and may burst,
+ * so usage over an interval can pass it.
+ *
  * Fork. The process files (/proc/self/stat, /proc/self/statm) are kept too,
  * but opening "/proc/self/..." resolves to /proc/<pid>/... once, at open:
  * after fork() the inherited descriptor still describes the parent. So they
@@ -51,6 +68,14 @@
  * + the cgroup path (< 512). */
 #define GPUFL_HOST_DIR_BYTES 800
 
+/* The shortest real interval, in clock ticks (USER_HZ), a CPU figure is taken
+ * over: 9, not 10, so that a 100 ms sampling period whose sample comes a few
+ * milliseconds early still gets a figure at every sample. */
+#define GPUFL_HOST_CPU_MIN_TICKS 9
+
+/* The reader's clock: CLOCK_MONOTONIC nanoseconds (tests set their own). */
+typedef int64_t (*gpufl_host_clock_fn)(void);
+
 /* Static facts, read once at init. */
 typedef struct gpufl_host_info {
     char hostname[256];
@@ -61,26 +86,32 @@ typedef struct gpufl_host_info {
     char cgroup_path[512];      /* the process's cgroup (v1: the memory one), "" when none */
     int64_t cg_mem_limit_bytes; /* at init; GPUFL_HOST_UNKNOWN when unlimited */
     double cg_cpu_limit_cores;  /* at init; < 0 when unlimited */
+    int cpus_allowed;           /* CPUs the process and its cgroup may run on: cpu_count,
+                                   narrowed by the cgroup's cpuset; UNKNOWN when neither is known */
+    long clock_ticks_per_s;     /* USER_HZ, the unit of the /proc CPU counters */
+    int64_t cpu_min_interval_ns; /* GPUFL_HOST_CPU_MIN_TICKS ticks */
 } gpufl_host_info_t;
 
-/* One sample. Percentages are over the interval since the previous sample
- * taken with the same gpufl_host_reader_t; the first sample has -1 for them. */
+/* One sample. Percentages are over the real interval since the baseline
+ * read of the same gpufl_host_reader_t (see "CPU figures" above); the first
+ * sample, and samples taken sooner than info.cpu_min_interval_ns after the
+ * baseline, have -1 for them. */
 typedef struct gpufl_host_sample {
     int64_t ts_ns;          /* set by the caller; not touched here */
     double cpu_pct;         /* host busy time over all CPUs, 0..100, or -1 */
-    double proc_cpu_pct;    /* this process, percent of one CPU, or -1 */
+    double proc_cpu_pct;    /* this process, percent of one CPU, 0..100 * cpus_allowed, or -1 */
     int64_t mem_used_bytes; /* MemTotal - MemAvailable */
     int64_t mem_total_bytes;
     int64_t proc_rss_bytes;
     int64_t cg_mem_used_bytes;  /* GPUFL_HOST_UNKNOWN outside a cgroup */
     int64_t cg_mem_limit_bytes; /* current (see GPUFL_HOST_LIMITS_EVERY); UNKNOWN when unlimited */
-    double cg_cpu_pct;          /* percent of one CPU, or -1 */
+    double cg_cpu_pct;          /* percent of one CPU, 0..100 * cpus_allowed, or -1 */
     double cg_cpu_limit_cores;  /* current; < 0 when unlimited */
 } gpufl_host_sample_t;
 
 /* Bits of gpufl_host_reader_t.have_prev: which previous counter holds a
- * value. A counter that could not be read clears its bit, so the next rate
- * is never taken over a stale value. */
+ * value (the baseline of the next figure). A counter that could not be read
+ * clears its bit, so the next rate is never taken over a stale value. */
 #define GPUFL_HOST_PREV_HOST_CPU 1u /* prev_host_busy, prev_host_total */
 #define GPUFL_HOST_PREV_PROC_CPU 2u /* prev_proc_ticks */
 #define GPUFL_HOST_PREV_CG_CPU   4u /* prev_cg_usage_usec */
@@ -108,7 +139,9 @@ typedef struct gpufl_host_reader {
     uint64_t prev_host_busy, prev_host_total; /* /proc/stat jiffies */
     uint64_t prev_proc_ticks;                 /* utime+stime of the process */
     uint64_t prev_cg_usage_usec;
-    int64_t prev_mono_ns; /* when the previous sample was read */
+    /* when each baseline was read, by clock */
+    int64_t prev_host_ns, prev_proc_ns, prev_cg_ns;
+    gpufl_host_clock_fn clock; /* gpufl__mono_ns after init */
     long clk_tck;
     long page_size;
     gpufl_host_info_t info;
@@ -122,8 +155,10 @@ typedef struct gpufl_host_reader {
     char cg_mem_dir[GPUFL_HOST_DIR_BYTES];       /* memory usage and limit */
     char cg_cpu_usage_dir[GPUFL_HOST_DIR_BYTES]; /* v1 cpuacct (usage) */
     char cg_cpu_limit_dir[GPUFL_HOST_DIR_BYTES]; /* v1 cpu (cfs quota and period) */
+    char cg_cpuset_dir[GPUFL_HOST_DIR_BYTES];    /* v1 cpuset (the CPUs it may use) */
     int64_t cg_mem_limit_bytes; /* current limits, re-read every GPUFL_HOST_LIMITS_EVERY */
     double cg_cpu_limit_cores;
+    int cpus_allowed; /* likewise: the bound of proc_cpu_pct and cg_cpu_pct */
     uint64_t samples; /* samples taken so far */
 
     int fds[GPUFL_HOST_FILE_COUNT]; /* -1 when not open: then opened by path when needed */
@@ -145,12 +180,21 @@ int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root);
  * init was never called on (unless it is zero-filled). */
 void gpufl__host_reader_fini(gpufl_host_reader_t *r);
 
-/* Reads one sample into *out (all fields but ts_ns). now_mono_ns is the
- * caller's CLOCK_MONOTONIC time, used for the process and cgroup CPU rates.
+/* Sets the clock that stamps the counter reads (after init; NULL: back to
+ * CLOCK_MONOTONIC). For tests, which script the time of each read. */
+void gpufl__host_reader_set_clock(gpufl_host_reader_t *r, gpufl_host_clock_fn clock);
+
+/* Forgets the CPU baselines: the next sample's counter reads become new
+ * baselines and give no figure. For the start of an active stretch, so no
+ * figure covers the idle time before it. */
+void gpufl__host_reader_rebase(gpufl_host_reader_t *r);
+
+/* Reads one sample into *out (all fields but ts_ns). The CPU figures are over
+ * the real time between reads, by the reader's clock (see "CPU figures").
  * Returns 0; GPUFL_EIO when /proc/stat or /proc/meminfo could not be read,
  * and then every other field is still filled as far as it could be read
  * (the unreadable ones are -1 / GPUFL_HOST_UNKNOWN); GPUFL_EINVAL for a NULL
  * argument or a reader that is not initialized. */
-int gpufl__host_sample(gpufl_host_reader_t *r, int64_t now_mono_ns, gpufl_host_sample_t *out);
+int gpufl__host_sample(gpufl_host_reader_t *r, gpufl_host_sample_t *out);
 
 #endif

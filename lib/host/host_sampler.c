@@ -37,14 +37,18 @@ static void sample_to_cells(const gpufl_host_sample_t *x, gpufl_cell_t *row) {
     row[9].d = x->cg_cpu_limit_cores;
 }
 
-/* Takes a sample; caller holds s->lock. Returns 0 when the reader works. */
-static int take(gpufl_host_sampler_t *s, int64_t now_ns, gpufl_host_sample_t *out) {
+/* Takes a sample, stamped with the time its reads began (the CPU figures
+ * use the reader's own stamps of each read, never the nominal period);
+ * caller holds s->lock. rebase: the first sample of an active stretch,
+ * whose CPU counters become new baselines. Returns 0 when the reader works. */
+static int take(gpufl_host_sampler_t *s, int rebase, gpufl_host_sample_t *out) {
     memset(out, 0, sizeof *out);
     if (!s->reader_ok) return -1;
+    if (rebase) gpufl__host_reader_rebase(&s->reader);
     int64_t t0 = gpufl__mono_ns();
-    gpufl__host_sample(&s->reader, now_ns, out);
+    gpufl__host_sample(&s->reader, out);
     gpufl__cost_add(&s->cost, gpufl__mono_ns() - t0);
-    out->ts_ns = gpufl__collector_session_ns(s->collector, now_ns);
+    out->ts_ns = gpufl__collector_session_ns(s->collector, t0);
     return 0;
 }
 
@@ -54,9 +58,9 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
     pthread_mutex_lock(&s->lock);
     switch (gpufl__sampling_step(&s->when, gpufl__collector_sampling_active(c), now_ns)) {
     case GPUFL_SAMPLE_NONE: break;
-    case GPUFL_SAMPLE_BASELINE: take(s, now_ns, &x); break;
+    case GPUFL_SAMPLE_BASELINE: take(s, 1, &x); break;
     case GPUFL_SAMPLE_TAKE:
-        if (take(s, now_ns, &x) == 0) {
+        if (take(s, 0, &x) == 0) {
             gpufl_cell_t *row = gpufl__batch_next(
                 &s->batch, gpufl__collector_file(c, GPUFL_FILE_SYSTEM), gpufl__collector_dict(c));
             if (row) sample_to_cells(&x, row);
@@ -106,11 +110,28 @@ static void write_host_info(gpufl_host_sampler_t *s) {
         gpufl__buf_kv_opt(b, "cg_mem_limit_bytes", h->cg_mem_limit_bytes);
         gpufl__buf_key(b, "cg_cpu_limit_cores");
         gpufl__buf_put_fixed(b, h->cg_cpu_limit_cores, 2);
+        gpufl__buf_kv_opt(b, "cpus_allowed", h->cpus_allowed);
+        gpufl__buf_kv_i64(b, "clock_ticks_per_s", h->clock_ticks_per_s);
+        gpufl__buf_kv_i64(b, "cpu_min_interval_ns", h->cpu_min_interval_ns);
     } else {
         gpufl__buf_kv_str(b, "error", gpufl_last_error());
     }
     gpufl__writer_end_record(f);
     pthread_mutex_unlock(&f->lock);
+}
+
+/* A period shorter than the CPU figures' shortest interval is kept (memory
+ * is read at every sample, and the GPU sampler shares the period), but the
+ * CPU columns then come at most once per interval: say so once. */
+static void warn_short_period(const gpufl_host_sampler_t *s) {
+    const gpufl_host_info_t *h = &s->reader.info;
+    if (!s->reader_ok || s->when.period_ns == 0 || s->when.period_ns >= h->cpu_min_interval_ns)
+        return;
+    gpufl__warn("system_sample_rate_ms is %lld: host CPU figures need at least %lld ms (%d clock "
+                "ticks of 1/%ld s), so samples in between carry none",
+                (long long)(s->when.period_ns / 1000000),
+                (long long)(h->cpu_min_interval_ns / 1000000), GPUFL_HOST_CPU_MIN_TICKS,
+                h->clock_ticks_per_s);
 }
 
 int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
@@ -125,10 +146,11 @@ int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
     if (rc) return rc;
     s->reader_ok = gpufl__host_reader_init(&s->reader, root) == 0;
     if (!s->reader_ok) gpufl__warn("host metrics are off: %s", gpufl_last_error());
+    warn_short_period(s);
     if (s->when.continuous) { /* baseline now: the first period gets its rates */
         gpufl_host_sample_t x;
-        int64_t now = gpufl__mono_ns();
-        if (gpufl__sampling_step(&s->when, 1, now) == GPUFL_SAMPLE_BASELINE) take(s, now, &x);
+        if (gpufl__sampling_step(&s->when, 1, gpufl__mono_ns()) == GPUFL_SAMPLE_BASELINE)
+            take(s, 1, &x);
     }
     write_host_info(s);
     *source = (gpufl_source_t){"host", s, poll, due_in, flush, finish};
@@ -197,11 +219,9 @@ int gpufl__host_sampler_window(gpufl_host_sampler_t *s, const char *name, int op
         s->nwindows--;
         gpufl__collector_windows_add(s->collector, -1);
     }
-    int fresh_baseline = s->when.continuous || s->when.was_active;
-    have = take(s, now, &x) == 0;
-    if (!fresh_baseline) { /* rates since a reading before an idle stretch would mislead */
-        x.cpu_pct = x.proc_cpu_pct = x.cg_cpu_pct = -1;
-    }
+    /* Outside an active stretch the baselines are from before an idle one:
+     * a figure over that would mislead, so this read starts afresh. */
+    have = take(s, !(s->when.continuous || s->when.was_active), &x) == 0;
     x.ts_ns = gpufl__collector_session_ns(s->collector, now);
     write_window_record(s, open ? "system_start" : "system_stop", name, &x, have);
 out:

@@ -105,6 +105,18 @@ static void check_model(const gpufl_model_t *m) {
         open += s->open;
     }
     FUZZ_CHECK(open == m->n_open_scopes);
+    /* Scope ends without a begin: named or not, both or neither. */
+    FUZZ_CHECK(m->n_lost_scopes <= m->scope_ends_unmatched);
+    for (size_t i = 0; i < m->n_lost_scopes; i++) {
+        const gpufl_model_scope_t *s = &m->lost_scopes[i];
+        FUZZ_CHECK(s->lost && !s->open && s->tag && !s->path == !s->name);
+        FUZZ_CHECK(s->begin_ns == GPUFL_MODEL_UNKNOWN && !gpufl__model_scope_find(m, s->id));
+    }
+    /* Damaged lines: kept within the warnings cap, each one a corrupt line. */
+    FUZZ_CHECK(m->n_damaged <= m->damaged_lines && m->n_damaged <= m->limits.max_warnings);
+    FUZZ_CHECK(m->damaged_lines <= m->read.corrupt_lines);
+    for (size_t i = 0; i < m->n_damaged; i++)
+        FUZZ_CHECK(m->damaged[i].file && m->damaged[i].line > 0 && m->damaged[i].rows >= -1);
     for (size_t i = 0; i < m->n_windows; i++) FUZZ_CHECK(m->windows[i].name != NULL);
     for (size_t i = 0; i < m->n_events; i++) {
         const gpufl_model_event_t *e = &m->events[i];

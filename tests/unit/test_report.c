@@ -99,6 +99,15 @@ static char *render(const gpufl_model_t *m, size_t *len) {
     return buf;
 }
 
+/* Loads the session in dir (limits NULL: the defaults) into *m and returns
+ * its text report as a heap string. */
+static char *load_and_render(const char *dir, const gpufl_model_limits_t *limits,
+                             gpufl_model_t **m) {
+    size_t len;
+    assert_int_equal(gpufl__model_load_limits(dir, limits, m), 0);
+    return render(*m, &len);
+}
+
 static char *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -134,11 +143,12 @@ static char *render_fmt(const gpufl_model_t *m, gpufl_report_format_t fmt, size_
     return buf;
 }
 
-/* Compares the report of session `name` in format fmt with golden/<name>.<ext>,
- * byte for byte. */
-static void check_golden_fmt(const char *name, gpufl_report_format_t fmt, const char *ext) {
+/* Compares the report of the session in fixtures/<dir>/<name> in format fmt
+ * with golden/<name>.<ext>, byte for byte. */
+static void check_golden_in(const char *dir, const char *name, gpufl_report_format_t fmt,
+                            const char *ext) {
     char rel[256], golden_path[4096];
-    snprintf(rel, sizeof rel, "sessions/%s", name);
+    snprintf(rel, sizeof rel, "%s/%s", dir, name);
     gpufl_model_t *m = load(rel);
     size_t len, glen = 0;
     char *text = render_fmt(m, fmt, &len);
@@ -171,6 +181,10 @@ static void check_golden_fmt(const char *name, gpufl_report_format_t fmt, const 
     free(golden);
     free(text);
     gpufl__model_destroy(m);
+}
+
+static void check_golden_fmt(const char *name, gpufl_report_format_t fmt, const char *ext) {
+    check_golden_in("sessions", name, fmt, ext);
 }
 
 static void check_golden(const char *name) { check_golden_fmt(name, GPUFL_REPORT_TEXT, "txt"); }
@@ -555,6 +569,56 @@ static void test_report_caps_counted(void **state) {
     assert_int_equal(m->n_warnings, 2);
     assert_int_equal(m->warnings_over_cap, 3);
     gpufl__model_destroy(m);
+}
+
+/* The summary of the CPU figures: one above what the host's CPUs allow (a
+ * log written before figures were clamped) is pointed out; samples closer
+ * than a figure's shortest interval carry none, and the summary says why. */
+static void test_report_host_cpu_bounds(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    /* an older log: no cpus_allowed or cpu_min_interval_ns; 2 CPUs */
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"host_info\",\"v\":1,\"cpu_count\":2}\n"
+               "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[10000000,20000000,30000000],"
+               "\"cpu_pct\":[null,90,95],\"proc_cpu_pct\":[null,0,125],"
+               "\"mem_used_bytes\":[1,1,1],\"mem_total_bytes\":[2,2,2],"
+               "\"proc_rss_bytes\":[1,1,1],\"cg_mem_used_bytes\":[1,1,1],"
+               "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,236,150],"
+               "\"cg_cpu_limit_cores\":[null,null,null]}\n");
+    gpufl_model_t *m = NULL;
+    char *text = load_and_render(dir, NULL, &m);
+    assert_non_null(strstr(text, "  process CPU        avg 62.5%, max 125.0% of one CPU (2 of 3 "
+                                 "samples)\n"));
+    assert_non_null(strstr(text, "  cgroup CPU         avg 193.0%, max 236.0% of one CPU (2 of 3 "
+                                 "samples); 1 above the 200% 2 CPUs allow\n"));
+    free(text);
+    gpufl__model_destroy(m);
+
+    /* a log of samples 10 ms apart whose CPU figures need 90 ms, on a
+     * cpuset of 1 CPU out of 2 */
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"host_info\",\"v\":1,\"cpu_count\":2,\"cpus_allowed\":1,"
+               "\"clock_ticks_per_s\":100,\"cpu_min_interval_ns\":90000000}\n"
+               "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[10000000,20000000,100000000],"
+               "\"cpu_pct\":[null,null,40],\"proc_cpu_pct\":[null,null,100],"
+               "\"mem_used_bytes\":[1,1,1],\"mem_total_bytes\":[2,2,2],"
+               "\"proc_rss_bytes\":[1,1,1],\"cg_mem_used_bytes\":[1,1,1],"
+               "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,null,100],"
+               "\"cg_cpu_limit_cores\":[null,null,null]}\n");
+    text = load_and_render(dir, NULL, &m);
+    assert_non_null(strstr(text, "  host CPU           avg 40.0%, max 40.0% (1 of 3 samples: a "
+                                 "figure needs 90 ms)\n"));
+    assert_non_null(strstr(text, "  process CPU        avg 100.0%, max 100.0% of one CPU (1 of 3 "
+                                 "samples: a figure needs 90 ms)\n"));
+    assert_null(strstr(text, "above the"));
+    free(text);
+    gpufl__model_destroy(m);
+    remove_file(dir, "system.log");
+    assert_int_equal(rmdir(dir), 0);
 }
 
 /* Segment bookkeeping: a missing segment named by segment_end, a header of
@@ -2095,6 +2159,216 @@ static void test_report_batch_fallback(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* Damaged lines: what went with them                                       */
+/* ---------------------------------------------------------------------- */
+
+static gpufl_reader_damage_t damage_of(gpufl_reader_scanner_t *s, const char *text,
+                                       gpufl_reader_batch_t *b) {
+    gpufl_reader_damage_t d;
+    assert_int_equal(gpufl__reader_scan_damage(s, text, strlen(text), b, &d), 0);
+    return d;
+}
+
+static void expect_damage(gpufl_reader_scanner_t *s, const char *text, const char *type,
+                          int64_t rows, int exact, size_t columns) {
+    gpufl_reader_batch_t b;
+    gpufl_reader_damage_t d = damage_of(s, text, &b);
+    if (type)
+        assert_string_equal(d.type, type);
+    else
+        assert_null(d.type);
+    if (d.rows != rows || d.rows_exact != exact)
+        fail_msg("%s: rows %lld (exact %d), expected %lld (exact %d)", text, (long long)d.rows,
+                 d.rows_exact, (long long)rows, exact);
+    assert_int_equal(d.columns ? d.columns->n_columns : 0, columns);
+}
+
+/* What the surviving start of a damaged line tells: the type, the rows
+ * (exact once a whole column survives, a lower bound from a cut first
+ * column), a single record, or nothing. */
+static void test_report_damage_scan(void **state) {
+    (void)state;
+    gpufl_reader_scanner_t s;
+    memset(&s, 0, sizeof s);
+    expect_damage(&s,
+                  "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1,2,3],\"tid\":[4,4,4],"
+                  "\"id\":[7,8,9],\"parent\":[0,7",
+                  "scope_begin", 3, 1, 3);
+    expect_damage(&s, "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1,2,3", "scope_begin", 3, 0, 0);
+    expect_damage(&s, "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[10,2", "scope_end", 2, 0, 0);
+    expect_damage(&s, "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[", "scope_end", -1, 0, 0);
+    expect_damage(&s, "{\"type\":\"scope_end\",\"v\":1,\"ts_", "scope_end", -1, 0, 0);
+    expect_damage(&s, "{\"type\":\"scope_end\",\"v\"", "scope_end", -1, 0, 0);
+    expect_damage(&s, "{\"type\":\"scope_be", NULL, -1, 0, 0);
+    expect_damage(&s, "this line is not JSON {", NULL, -1, 0, 0);
+    expect_damage(&s, "", NULL, -1, 0, 0);
+    /* a single record: the member after "v" is no array */
+    expect_damage(&s, "{\"type\":\"event\",\"v\":1,\"ts_ns\":5,\"level\":\"wa", "event", 1, 1, 0);
+    expect_damage(&s, "{\"type\":\"options\",\"v\":1,\"app_name\":{\"va", "options", 1, 1, 0);
+    /* columns up to the first that is not integers: the rows are known */
+    expect_damage(&s, "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[1,2],\"cpu_pct\":[1.5,",
+                  "host_sample", 2, 1, 1);
+    expect_damage(&s, "{\"type\":\"dict\",\"v\":1,\"id\":[1,2],\"str\":[\"a", "dict", 2, 1, 1);
+    /* damage inside the line, not at its end */
+    expect_damage(&s,
+                  "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1,2,3],\"end_ns\":[4,5,6],\"x\":[@]}",
+                  "kernel", 3, 1, 2);
+    expect_damage(&s, "{\"type\":\"kernel\",\"v\":1,\"a\":[1,2],\"b\":[1,2,3],\"c\":[", "kernel", 2,
+                  1, 1);
+
+    /* The surviving columns' values, as the batch scanner gives them. */
+    gpufl_reader_batch_t b;
+    gpufl_reader_damage_t d =
+        damage_of(&s, "{\"type\":\"scope_begin\",\"v\":1,\"id\":[5,null,6],\"path\":[3,", &b);
+    assert_non_null(d.columns);
+    expect_cell(d.columns, "id", 0, 0, 5);
+    expect_cell(d.columns, "id", 1, 1, 0);
+    expect_cell(d.columns, "id", 2, 0, 6);
+    assert_null(gpufl__reader_batch_column(d.columns, "path"));
+    gpufl__reader_scanner_fini(&s);
+}
+
+/* The fixture: a scope_begin batch line cut short in the middle of
+ * scope.log. Its 3 rows are lost, and only those: the 3 scope ends whose
+ * begins it held are named from its surviving columns, and the tree is
+ * built from all that remains (golden/damaged.*). */
+static void test_report_damaged_line(void **state) {
+    (void)state;
+    gpufl_model_t *m = load("bad/damaged");
+    expect_warnings(m, 2);
+    assert_true(has_warning(m, "scope.log", 5, "a \"scope_begin\" batch of 3 rows lost"));
+    assert_true(has_warning(m, "", 0, "3 scope_end rows match no scope_begin"));
+    assert_int_equal(m->read.corrupt_lines, 1);
+    assert_int_equal(m->damaged_lines, 1);
+    assert_int_equal(m->damaged_scope_lines, 1);
+    assert_int_equal(m->n_damaged, 1);
+    assert_string_equal(m->damaged[0].file, "scope.log");
+    assert_int_equal(m->damaged[0].line, 5);
+    assert_string_equal(m->damaged[0].type, "scope_begin");
+    assert_int_equal(m->damaged[0].rows, 3);
+    assert_true(m->damaged[0].rows_exact);
+
+    /* the rows around it all loaded */
+    assert_int_equal(m->n_scopes, 7);
+    assert_int_equal(m->n_open_scopes, 0);
+    assert_int_equal(aggregate(m, "epoch/step").calls, 2);
+    assert_int_equal(aggregate(m, "epoch/step/load").calls, 2);
+    assert_int_equal(aggregate(m, "epoch").total, 29 * MS);
+
+    /* the ends of its scopes, named from its columns */
+    assert_int_equal(m->n_lost_scopes, 3);
+    static const struct {
+        int64_t id, end_ms;
+        const char *path, *name;
+    } lost[] = {{6, 13, "epoch/step/load", "load"},
+                {7, 18, "epoch/step/checkpoint", "checkpoint"},
+                {5, 19, "epoch/step", "step"}};
+    for (size_t i = 0; i < 3; i++) {
+        const gpufl_model_scope_t *x = &m->lost_scopes[i];
+        assert_int_equal(x->id, lost[i].id);
+        assert_int_equal(x->end_ns, lost[i].end_ms * MS);
+        assert_true(x->lost);
+        assert_string_equal(x->path, lost[i].path);
+        assert_string_equal(x->name, lost[i].name);
+        assert_null(gpufl__model_scope_find(m, lost[i].id));
+    }
+    /* a path only a lost scope had keeps its place in the tree */
+    const gpufl_model_scope_path_t *p = gpufl__model_scope_path_find(m, "epoch/step/checkpoint");
+    assert_non_null(p);
+    assert_int_equal(p->calls, 0);
+    assert_int_equal(p->lost, 1);
+    assert_int_equal(p->depth, 2);
+    assert_string_equal(m->scope_paths[p->parent].path, "epoch/step");
+    assert_int_equal(gpufl__model_scope_path_find(m, "epoch/step")->lost, 1);
+
+    size_t len;
+    char *text = render(m, &len);
+    assert_non_null(strstr(text, "  log problems       2 (listed at the end)\n"
+                                 "                     1 damaged line in scope.log (line 5; 3 "
+                                 "rows lost)\n"));
+    assert_non_null(strstr(text, "\n  3 scope ends had no begin (lost with the damaged line in "
+                                 "scope.log): epoch/step, epoch/step/load, "
+                                 "epoch/step/checkpoint\n"));
+    assert_null(strstr(text, "no scopes recorded"));
+    free(text);
+    gpufl__model_destroy(m);
+
+    check_golden_in("bad", "damaged", GPUFL_REPORT_TEXT, "txt");
+    check_golden_in("bad", "damaged", GPUFL_REPORT_MARKDOWN, "md");
+    check_golden_in("bad", "damaged", GPUFL_REPORT_HTML, "html");
+    check_golden_in("bad", "damaged", GPUFL_REPORT_JSON, "json");
+}
+
+/* A session of damaged lines: their rows summed per file, lower bounds and
+ * unknowns said as such; scope ends named from a surviving child, or from
+ * nothing. */
+static void test_report_damaged_lines_summed(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "scope.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1,2,3],\"str\":[\"outer\",\"inner\","
+               "\"outer/inner\"]}\n"
+               /* the begins of 1 (outer) and 3: only their ids survive */
+               "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1000000,1000000],\"tid\":[9,9],"
+               "\"id\":[1,3],\"parent\":[0,\n"
+               "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[2000000],\"tid\":[9],\"id\":[2],"
+               "\"parent\":[1],\"depth\":[2],\"name\":[2],\"tag\":[0],\"path\":[3]}\n"
+               "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[4000000,5000000,6000000,700\n"
+               "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[3000000,8000000,9000000],"
+               "\"tid\":[9,9,9],\"id\":[2,1,3],\"implicit\":[0,0,0]}\n");
+    write_file(dir, "device.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "\x01\x02 torn\n");
+    gpufl_model_t *m = NULL;
+    char *text = load_and_render(dir, NULL, &m);
+    assert_int_equal(m->damaged_lines, 3);
+    assert_int_equal(m->damaged_scope_lines, 2);
+    assert_int_equal(m->n_lost_scopes, 2);
+    assert_string_equal(m->lost_scopes[0].path, "outer"); /* from its child outer/inner */
+    assert_null(m->lost_scopes[1].path);                  /* nothing names 3 */
+    assert_non_null(strstr(text, "                     1 damaged line in device.log (line 2; "
+                                 "rows unknown)\n"
+                                 "                     2 damaged lines in scope.log (lines 3, 5; "
+                                 "at least 6 rows lost)\n"));
+    assert_non_null(strstr(text, "\n  2 scope ends had no begin (lost with 2 damaged lines in "
+                                 "scope.log): outer; 1 with no name left\n"));
+    /* outer keeps its place above inner */
+    assert_non_null(strstr(text, "\n  outer        0     -         -"));
+    assert_non_null(strstr(text, "\n    inner      1     -   1.00 ms"));
+    free(text);
+    gpufl__model_destroy(m);
+
+    /* Only ends, no begin anywhere and no damaged line: said so, not "no
+     * scopes recorded"; past the warnings cap, the rest are counted. */
+    write_file(dir, "scope.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[3000000],\"tid\":[9],\"id\":[4],"
+               "\"implicit\":[0]}\n");
+    write_file(dir, "device.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"event\",\"v\":1,\"ts_\n"
+               "{\"type\":\"event\",\"v\":1,\"ts_\n"
+               "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1,2],\n");
+    gpufl_model_limits_t lim = {0};
+    lim.max_warnings = 1;
+    text = load_and_render(dir, &lim, &m);
+    assert_int_equal(m->n_damaged, 1);
+    assert_int_equal(m->damaged_lines, 3);
+    assert_non_null(strstr(text, "\nScope timing\n  1 scope end had no begin (their scope_begin "
+                                 "rows are not in the log); no name left for them\n"));
+    assert_non_null(strstr(text, "                     1 damaged line in device.log (line 2; "
+                                 "rows unknown)\n"
+                                 "                     and 2 more damaged lines\n"));
+    free(text);
+    gpufl__model_destroy(m);
+    remove_file(dir, "scope.log");
+    remove_file(dir, "device.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* ---------------------------------------------------------------------- */
 /* The other formats, insights, progress                                    */
 /* ---------------------------------------------------------------------- */
 
@@ -2854,6 +3128,7 @@ int main(void) {
         cmocka_unit_test(test_report_oversized_line),
         cmocka_unit_test(test_report_caps_counted),
         cmocka_unit_test(test_report_segment_checks),
+        cmocka_unit_test(test_report_host_cpu_bounds),
         cmocka_unit_test(test_report_model_gpu),
         cmocka_unit_test(test_report_gpu_corrupt),
         cmocka_unit_test(test_report_gpu_absent),
@@ -2879,6 +3154,9 @@ int main(void) {
         cmocka_unit_test(test_report_write_error),
         cmocka_unit_test(test_report_batch_scanner),
         cmocka_unit_test(test_report_batch_fallback),
+        cmocka_unit_test(test_report_damage_scan),
+        cmocka_unit_test(test_report_damaged_line),
+        cmocka_unit_test(test_report_damaged_lines_summed),
         cmocka_unit_test(test_report_golden_json),
         cmocka_unit_test(test_report_golden_markdown),
         cmocka_unit_test(test_report_golden_html),
