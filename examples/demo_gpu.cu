@@ -144,10 +144,10 @@ int main(int argc, char **argv) {
         GFL_SCOPE("optimizer_step") {
             sgd_update<<<flat_blocks, 256>>>(w, grad, 1e-7f, kDim);
             check(cudaGetLastError(), "kernel launch");
-            // Reading the loss back every step waits for the whole step: the
-            // synchronization the in-loop sync insight points at.
-            check(cudaMemcpy(&h_loss, loss, sizeof(float), cudaMemcpyDeviceToHost), "copy loss");
+            // Waiting for the whole step before reading the loss back: the
+            // synchronization the sync insights point at, once per step.
             check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+            check(cudaMemcpy(&h_loss, loss, sizeof(float), cudaMemcpyDeviceToHost), "copy loss");
         }
     }
     GFL_SCOPE("evaluate") {

@@ -372,6 +372,27 @@ static void backend_url_warns_once_at_init(void **state) {
     gpufl_set_log_hook(NULL, NULL);
 }
 
+/* A sampling period below the kernel's CPU clock tick is warned about once at
+ * init (no sample could count CPU time of its own); 20 ms, which only spaces
+ * the CPU figures out (the report says so), is not. */
+static void sample_period_below_a_tick_warns(void **state) {
+    (void)state;
+    const char *root = tu_log_dir(SUITE, "short_period");
+    const int periods[] = {20, 5};
+    for (int k = 0; k < 2; k++) {
+        gpufl_options_t o = tu_options(root);
+        o.system_sample_rate_ms = periods[k];
+        o.continuous_system_sampling = 1;
+        tu_log_capture_t cap = {0};
+        gpufl_set_log_hook(tu_capture_hook, &cap);
+        assert_int_equal(gpufl_init(&o), 0);
+        gpufl_shutdown();
+        gpufl_set_log_hook(NULL, NULL);
+        assert_int_equal(cap.warnings, k);
+        if (k) assert_non_null(strstr(cap.last, "system_sample_rate_ms is 5, shorter than"));
+    }
+}
+
 /* Trace asked for on a machine without a driver (like CI's): the session
  * runs Monitor and the capability record and a warning say why. */
 static void trace_without_a_driver_runs_monitor(void **state) {
@@ -649,6 +670,7 @@ int main(void) {
         cmocka_unit_test(kill_switch),
         cmocka_unit_test(upload_not_built_says_so),
         cmocka_unit_test(backend_url_warns_once_at_init),
+        cmocka_unit_test(sample_period_below_a_tick_warns),
         cmocka_unit_test(trace_without_a_driver_runs_monitor),
         cmocka_unit_test(system_windows_are_counted),
         cmocka_unit_test(samples_only_inside_scopes_without_continuous),
