@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_launch.c - the cost of gpufl's driver-API callback at a kernel
  * launch, on the fake CUPTI and libcuda of the tests (no GPU needed): a

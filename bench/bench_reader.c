@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_reader.c - how fast the analysis library loads a large session: a
  * synthetic device.log of N kernel rows (default 1,000,000) in the writer's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_scope.cpp - cost of one scope (begin + end) through the C++ API.
 //
 // Three configurations in one run, so their ratios share the machine's

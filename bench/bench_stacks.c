@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_stacks.c - the cost of one CPU stack capture on the hot path
  * (gpufl__stacks_capture: walk, drop gpufl's frames, hash, find or intern),

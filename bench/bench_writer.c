@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_writer.c - writer throughput: scope events encoded and appended to a
  * session file per second, on one core.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """python_analyzer.py - how fast gpufl.analyzer turns a large session into a
 DataFrame: GpuFlightSession(dir).kernels on a synthetic session of N kernel
 rows (default 1,000,000), beside `gpufl report` on the same session (which

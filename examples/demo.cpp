@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // demo.cpp - a small sample program profiled with gpufl, then its report.
 //
 // It does CPU work in named phases (nested scopes, a GFL_BENCH loop, worker

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // demo_gpu.cu - the demo where a GPU exists: a small training-style CUDA
 // program traced by gpufl's Trace engine with CPU stacks on, then its report.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * example.c - gpufl from C: a session, scopes (with GFL_SCOPE and by hand),
  * a system-sampling window and the report.

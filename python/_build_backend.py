@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The build backend pip runs for this directory (pyproject.toml): setuptools'
 own, setuptools.build_meta, imported here so that a Python without setuptools
 stops with one line naming it rather than a traceback. setup.py checks the

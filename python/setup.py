@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds the gpufl package: the pure-Python files, and the extension
 gpufl._gpufl, which CMake builds from the repository around this directory
 (target gpufl_python in python/CMakeLists.txt, linked with a static libgpufl)

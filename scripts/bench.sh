@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds gpufl in Release and runs the benchmarks in bench/, printing their
 # figures; with --save, also writes them to bench/results/raw/<date>-core/<date>-<host>.txt.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # build_progress.sh - sourced by demo.sh and test.sh: configures and builds a
 # CMake tree while saying how far it is, so no build is a silent minute.
 # On a terminal the percentage is rewritten in place; elsewhere (CI logs) a

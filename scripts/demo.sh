@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The README's first command: installs what is needed, builds gpufl, profiles
 # a demo program and prints the report of its session. Where an NVIDIA driver
 # and a CUDA compiler are present the demo is a small CUDA training loop under

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs, from Debian's archive, what building and testing gpufl needs.
 # Only missing packages are installed; uses sudo when not root.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Takes docs/images/report-html.png: the HTML report of the fixture session
 # tests/fixtures/sessions/timeline (kernels, copies, scopes with tags, open
 # scopes), or of another session, in headless Chromium, scrolled to its timeline.

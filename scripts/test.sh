@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the whole test suite three ways: a -Werror build, an ASan+UBSan
 # build, and a TSan build (unit tests, which all run the collector thread).
 # Exits non-zero on any failure.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: splits the Trace engine's launch overhead into its
 # parts. The launch-bound workload of trace_overhead.cu under the minimal
 # CUPTI tracer with one more CUPTI feature at a time (activity kinds, the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: the launch-bound workload only, many short rounds
 # of untraced, minimal CUPTI tracer, gpufl Trace, gpufl Trace with CPU stacks
 # (enable_stack_trace), and gpufl Trace without one

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Overhead of gpufl's engines on real PyTorch workloads, on the GPU machine.
 
 Workloads (each a loop of identical steps after warmup):

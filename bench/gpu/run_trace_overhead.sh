@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: the tracing-overhead benchmark (trace_overhead.cu),
 # one process per configuration, alternating untraced, monitor, trace, minimal
 # round after round so that their figures are side by side, then the summary

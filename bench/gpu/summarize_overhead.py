@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Summarizes trace_overhead results (bench/gpu/run_trace_overhead.sh) and
 checks the Trace engine's overhead targets.
 

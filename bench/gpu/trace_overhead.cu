@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trace_overhead.cu - what tracing costs a CUDA program, one configuration per
 // process: no tracer, gpufl Monitor, gpufl Trace, gpufl PcSampling (its cost on
 // each launch: CUPTI's callbacks and sampling), or a minimal CUPTI tracer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cli.c - the gpufl command-line tool: one subcommand per file, dispatched
  * here (gpufl__cli_main, run by the executable and by `python -m gpufl`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cli.h - what the subcommands of the gpufl command-line tool share: exit
  * codes, the log root the library writes to, the session list, colour.

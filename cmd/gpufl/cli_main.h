@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cli_main.h - the one entry into the gpufl command-line tool, for the
  * executable (main.c) and the Python extension (`python -m gpufl`). It is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export.c - `gpufl export`: one session as a trace for Perfetto UI or
  * chrome://tracing (lib/analysis/export_trace.h does the work). Picks the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * info.c - `gpufl info`: what this machine gives gpufl. Loads NVML, CUPTI and
  * libcuda through the library's own loaders (the same names, environment

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * insights.c - `gpufl insights`: the findings drawn from one session, as
  * text or JSON, from the same rules the report uses (lib/analysis/insights).

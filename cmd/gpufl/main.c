@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * main.c - the gpufl executable. The command-line tool itself is
  * gpufl__cli_main() (cli.c), which the Python package runs too

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * progress.c - what the subcommands show while they work: the reading of a
  * session (with its percentage, once the load has taken 0.3 s) and the

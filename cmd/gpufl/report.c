@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report.c - `gpufl report`: the report of one session in text (the one the
  * library's gpufl_report_session() writes), JSON, Markdown or HTML. Resolves

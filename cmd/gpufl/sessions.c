@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sessions.c - `gpufl sessions`: the session directories under a log root,
  * newest first (the listing is the analysis library's, lib/analysis/sessions.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpufl.h - the C API of libgpufl, the GPU flight recorder.
  *

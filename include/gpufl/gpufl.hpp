@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpufl.hpp - the documented C++ API of gpufl, header-only over gpufl.h.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpufl_analysis.h - reading a recorded session back: its records as
  * columns, the insights and the report, from the same analysis library the

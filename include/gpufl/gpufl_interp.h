@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpufl_interp.h - for language bindings: an interpreter's own frames in the
  * CPU stacks gpufl captures at kernel launches and synchronizations

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpufl_ops.h - for framework bindings: tag every kernel with the framework
  * operation that launched it (gpufl.torch: the aten op), through CUPTI's

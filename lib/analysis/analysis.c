@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * analysis.c - the public read API over the session model: finding and
  * opening a session, its tables as columns, the string table, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * analysis.h - the inside of the public read API (gpufl_analysis.h): a
  * handle holds the loaded model, the report computed from it on first need,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * analysis_tables.c - the tables of the public read API, column by column
  * (docs/python.md lists them). Each builder walks the model's rows once and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export_chrome.c - the timeline as Chrome trace event JSON, the format of
  * chrome://tracing (Catapult) that Perfetto UI also opens: complete events

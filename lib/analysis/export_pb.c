@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export_pb.c - protobuf wire-format encoding for the Perfetto exporter
  * (see export_pb.h): little-endian base-128 varints, 8-byte fixed fields,

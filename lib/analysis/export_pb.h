@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export_pb.h - the few protobuf wire-format encoders the Perfetto exporter
  * needs, written for it (the product links no protobuf library): varints,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export_perfetto.c - the timeline as a native Perfetto trace: a protobuf
  * `Trace` whose packets are TrackDescriptors (the process, its threads, one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export_timeline.c - builds the timeline the trace exporters write: groups
  * the model's rows into tracks, repairs nesting (threads) or spreads overlap

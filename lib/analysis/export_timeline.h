@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export_timeline.h - the timeline both trace formats write, built once from
  * the model: tracks, and every slice and counter value as one small row in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export_trace.c - the entry point of the trace exporters: checks the
  * options, builds the timeline once (export_timeline.c) and hands it to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export_trace.h - a session model written as a timeline for trace viewers:
  * the Chrome trace event JSON (chrome://tracing, Perfetto UI, Speedscope)

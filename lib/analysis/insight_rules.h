@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * insight_rules.h - what the insight rules share; internal to the insights
  * module (insights.c holds the framework, each rules_*.c file a family of

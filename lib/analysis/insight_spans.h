@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * insight_spans.h - time spans for the insight rules: merging the intervals
  * of GPU work into the time a device was busy, and the overlap of two such

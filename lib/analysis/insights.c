@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * insights.c - the insight framework: runs the families of rules, owns the
  * list they fill and orders it (see insights.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * insights.h - findings a GPU engineer acts on, computed from a session
  * model by one set of rules that the report, the CLI and (later) the server

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * insights_format.c - insights as text for people and as JSON for tools
  * (`gpufl insights`, and the report's insights section).

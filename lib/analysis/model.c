@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * model.c - builds the session model from the records the reader hands over.
  *

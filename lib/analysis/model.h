@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * model.h - the session model: everything a session's logs say, in plain C
  * arrays, built once by gpufl__model_load() and then only read.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * model_internal.h - what model.c shares with the files that load further
  * record kinds into the model (model_pc.c, model_sassm.c) and derive from them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * model_lost.c - what went with damaged lines: the lines themselves, with
  * the rows the reader could tell they held, and the scopes whose scope_begin

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * model_pc.c - loads the PC sampling records (pc_sampling, pc_sample,
  * pc_window, pc_sampling_stats) and the sass records into the model

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * model_range.c - loads the range profiler records (range_profiler,
  * range_metrics, range_profiler_stats) into the model (docs/log-format.md,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * model_sassm.c - loads the SASS metrics records (sass_metrics,
  * sass_metric, sass_metrics_stats) into the model (docs/log-format.md,

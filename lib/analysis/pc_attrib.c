@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_attrib.c - gives the samples of pc_sample rows to scope paths by time.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_profile.c - sums the pc_sample rows up per function, source line and
  * instruction (see pc_profile.h). One sort of the rows by (function, cubin,

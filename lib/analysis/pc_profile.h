@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_profile.h - the PC samples of a session summed up once for the report
  * and the insights: per function (kernel), per source line and per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * reader.c - reads a session directory line by line into records.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * reader.h - the one reader of gpufl session logs (docs/log-format.md).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report.c - the text report for people, rendered from the sections that
  * report_data.c computed, and the entry points of every format.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report.h - the report of a session in four formats: text (for people, the
  * one gpufl_report_session() writes), JSON (for programs), Markdown and one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_data.c - computes every section of a session's report once, into
  * the structs of report.h, for all four formats to render; plus the human

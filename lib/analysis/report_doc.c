@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_doc.c - the report's sections as headings, field lists and tables,
  * written once for Markdown and HTML through the emitter each provides

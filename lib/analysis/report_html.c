@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_html.c - the report as ONE self-contained HTML file: inline CSS and
  * inline SVG, no script, font, image or link to load, so it opens offline.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_json.c - the report as one JSON document for programs: the sections
  * report_data.c computed, in base units (ns, bytes, percent 0-100), keys in

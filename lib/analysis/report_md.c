@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_md.c - the report as Markdown (GitHub flavour): a heading per
  * section, "label: value" lists and GitHub tables, through report_doc.c.

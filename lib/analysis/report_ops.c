@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_ops.c - the report's framework operations section: the GPU time of
  * the kernels each framework operation launched (gpufl_ops.h, gpufl.torch),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_pc.c - the report's PC sampling section: how sampling ran (period,
  * samples counted and recorded, what was lost), how precisely the samples

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_range.c - the report's hardware counters section (engine
  * RangeProfiler): one row per profiled scope with the counters gpufl asks

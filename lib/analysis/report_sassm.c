@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report_sassm.c - the report's SASS metrics section: how counting ran and
  * what was lost, then the exact per-instruction counts per kernel function

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rules_device.c - the insight rules about whole devices: idle gaps between
  * GPU work (Trace rows), clocks held down by heat or power (NVML's throttle

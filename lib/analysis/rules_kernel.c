@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rules_kernel.c - the insight rules about kernels and transfers: low
  * theoretical occupancy and what limits it, register pressure, local memory

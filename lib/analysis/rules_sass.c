@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rules_sass.c - the insights from SASS metrics (exact per-instruction
  * counts): warp_divergence, a function whose warps run with many threads

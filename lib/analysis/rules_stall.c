@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rules_stall.c - the insight from PC samples: dominant_stall, a kernel
  * whose warps spend most of their sampled time stalled for one reason

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rules_sync.c - the SYNCHRONIZATION insights: which source lines block the
  * host on the GPU (sync attribution), and which of them synchronize inside a

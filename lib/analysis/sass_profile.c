@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sass_profile.c - sums the sass_metric rows up per function, source line
  * and instruction (see sass_profile.h). The model keeps the rows sorted by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sass_profile.h - the sass_metric rows of a session summed up once for the
  * report and the insights: per function, per source line and per

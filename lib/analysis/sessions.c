@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sessions.c - the session directories under a log root, newest first. Only
  * each session's first header line and its last segment's tail are read, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sessions.h - the session directories under a log root: which directory is
  * a session, and the list of them with what their headers say, newest first.

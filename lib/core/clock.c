@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * clock.c - turns hot-path ticks into CLOCK_MONOTONIC nanoseconds.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * clock.h - the session clock: int64 nanoseconds of CLOCK_MONOTONIC.
  *

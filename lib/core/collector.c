@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * collector.c - the session's background thread: rings in, log lines out.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * config_file.c - loads the JSON config file with jansson and reports
  * errors precisely enough to fix them without guessing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * config_file.h - reads the JSON config file (config_file / GPUFL_CONFIG_FILE).
  *

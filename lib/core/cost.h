@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cost.h - what a sampling source costs: a fixed histogram of per-sample
  * durations in microseconds, for the median and p99 of the source_cost

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * demangle.c - kernel names demangled through the C++ runtime's
  * __cxa_demangle, looked up at run time (see demangle.h).

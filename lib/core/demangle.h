@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * demangle.h - C++ symbol names made readable ("_Z6kernelPfi" ->
  * "kernel(float*, int)") for kernel names.

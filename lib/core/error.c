@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * error.c - names of the stable error codes and the thread-local message
  * behind gpufl_last_error().

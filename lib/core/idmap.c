@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * idmap.c - an open-addressing map from uint64 keys to size_t values (see
  * idmap.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * idmap.h - a map from uint64 keys (never 0) to size_t values, open
  * addressing, grown to keep its load under 3/4. Used for the ids of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * intern.c - open-addressing hash table from strings to dense ids.
  *

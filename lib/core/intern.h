@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * intern.h - the session's string dictionary: each distinct string gets a
  * small positive id, written once per file segment as a `dict` line.

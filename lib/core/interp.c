@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * interp.c - the one interpreter a process may register (see interp.h and
  * gpufl_interp.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * interp.h - the registered interpreter (gpufl_interp.h) as the stack
  * capture and the stack log use it: the provider and where the

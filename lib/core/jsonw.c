@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * jsonw.c - JSON encoding into capped buffers for the log writer.
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * jsonw.h - a capped byte buffer with the JSON encoders the writer needs.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * log.c - routes the library's diagnostics to the user's hook.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * log.h - the library's own diagnostics, routed through the user's log hook.
  *

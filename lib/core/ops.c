@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ops.c - framework operation names and per-call ids (see ops.h and
  * gpufl_ops.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ops.h - framework operation names and their per-call ids (gpufl_ops.h):
  * the process-wide name table, the hooks a tracing session attaches to push

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * options.c - the option table and the layered resolution of settings.
  *

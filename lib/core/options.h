@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * options.h - resolves gpufl_options_t into the settings a session runs with.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ring.c - the ring pool: one mapping for all rings, claimed lock-free.
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ring.h - per-thread single-producer/single-consumer rings of 64-byte records.
  *

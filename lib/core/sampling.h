@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sampling.h - when a periodic source (host, GPU) takes a sample.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * scope.c - scope begin/end: the path every instrumented program runs.
  *

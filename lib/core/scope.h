@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * scope.h - the hot path: scope begin/end into the calling thread's ring.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * session.c - init and shutdown: one session at a time per process.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * session.h - what other modules may ask of the session state.
  */

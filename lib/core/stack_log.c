@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stack_log.c - stack and frame records, each written once (see
  * stack_log.h).

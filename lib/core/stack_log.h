@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stack_log.h - the collector's side of CPU stacks: writes each captured
  * stack (stacks.h) to a log file once, before the first row that names it,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stacks.c - hot-path stack capture and lock-free interning (see stacks.h).
  *

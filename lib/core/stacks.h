@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stacks.h - CPU call stacks captured on the hot path (kernel launches and
  * synchronization calls, with enable_stack_trace) and interned per session.

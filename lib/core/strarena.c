@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * strarena.c - strings in blocks that never move (see strarena.h).
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * strarena.h - copies of strings that never move: blocks of 64 KiB, each
  * string NUL-terminated, all freed together. For tables that keep pointers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * symbols.c - pc -> module, function, file:line (and the line's text) for
  * the captured stack traces, through elfutils' libdwfl loaded with dlopen,

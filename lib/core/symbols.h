@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * symbols.h - code addresses of the running process turned into module,
  * function, source file and line (and optionally the line's text), for the

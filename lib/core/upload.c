@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * upload.c - the fleet upload entry point. The upload itself is part of the
  * fleet release; until then the call says so at once instead of pretending.

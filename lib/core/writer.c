@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * writer.c - append-only, line-atomic session files with rotation, and the
  * column-wise batch encoder.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * writer.h - one session log file (device, scope or system) and its batches.
  *

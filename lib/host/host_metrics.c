@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * host_metrics.c - host, process and cgroup metrics read from /proc and
  * /sys/fs/cgroup below a root directory (a fake tree in tests).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * host_metrics.h - reads host and process metrics from /proc and cgroups.
  *

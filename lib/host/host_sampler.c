@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * host_sampler.c - drives host_metrics on the collector thread and writes
  * host_info, host_sample batches and system_start/system_stop records.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * host_sampler.h - the host-metrics source: periodic samples and the
  * system_start/system_stop windows.

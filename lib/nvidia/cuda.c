@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cuda.c - libcuda through dlopen, for the occupancy of kernel launches: the
  * driver's answer next to our per-resource breakdown, with each device's

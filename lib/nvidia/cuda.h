@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cuda.h - the few libcuda calls gpufl makes itself: the occupancy of a
  * kernel launch, as the driver reports it and as lib/nvidia/occupancy.c

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cupti.c - CUPTI activity tracing: libcupti through dlopen, a fixed pool of
  * activity buffers that CUPTI's callbacks only take from and queue to, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cupti.h - the Trace engine's CUPTI activity source: libcupti loaded with
  * dlopen, activity buffers from a fixed pool, records converted to small

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cupti_host.h - the few declarations gpufl needs from CUPTI's profiler host
  * API (cupti_profiler_host.h, CUDA 13.0), which is a C++ header

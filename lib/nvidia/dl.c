@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * dl.c - dlopen/dlsym with ordered library names, versioned symbol names and
  * one-line reasons. Shared by every vendor module (NVML, libcuda, CUPTI).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * dl.h - loads a vendor library at run time (libnvidia-ml now, libcuda and
  * libcupti next) and resolves its symbols with versioned fallbacks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine.c - the pieces the CUPTI engines above Trace share (engine.h).
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine.h - what the CUPTI engines above Trace (PcSampling, SassMetrics,
  * RangeProfiler) share: resolving their CUPTI functions by name, starting

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpu_sampler.c - turns NVML readings into device.log records.
  *

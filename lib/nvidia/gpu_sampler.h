@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpu_sampler.h - the NVML source: one gpu_info record per device at start,
  * gpu_sample batches under the session's sampling policy, and gpu_processes

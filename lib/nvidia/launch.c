@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * launch.c - driver-API callbacks: the calling thread's scope, the kernel's
  * launch configuration and external correlation id, noted by correlation

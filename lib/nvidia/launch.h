@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * launch.h - what the application thread knew when it made a CUDA call.
  *

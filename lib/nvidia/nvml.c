@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nvml.c - NVIDIA device telemetry: libnvidia-ml loaded with dlopen, devices
  * (and MIG instances) listed once, samples read with as few calls as NVML

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nvml.h - NVIDIA device telemetry through NVML, loaded at run time.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nvml_api.h - our own minimal declarations of the NVML C API: only the
  * types, constants and function signatures that nvml.c loads with dlopen

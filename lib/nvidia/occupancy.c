@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * occupancy.c - blocks per SM by warp slots, registers, shared memory and
  * block slots, after the rules of the CUDA occupancy calculator

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * occupancy.h - theoretical occupancy of a kernel launch: how many blocks an
  * SM can hold by each resource (warp slots, registers, shared memory, block

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_sampling.c - the PcSampling engine (see pc_sampling.h): per-context
  * enable and configuration, periodic GetData on the collector thread, a

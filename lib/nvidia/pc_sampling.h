@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_sampling.h - the PcSampling engine: CUPTI's PC Sampling API in
  * continuous mode on every CUDA context, drained by the collector and written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * range_profiler.c - the RangeProfiler engine (see range_profiler.h): per
  * device a one-pass metric set and a host object, per context a range

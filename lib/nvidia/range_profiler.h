@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * range_profiler.h - the RangeProfiler engine: CUPTI's Range Profiler API
  * with user ranges, where a range is a gpufl scope. Per profiled scope:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rebind.c - rewrites a loaded library's import slots (GOT entries) for one
  * symbol; see rebind.h. The library is found with dladdr, its program

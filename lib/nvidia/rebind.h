@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rebind.h - points one function that a loaded vendor library imports at a
  * replacement of ours, by rewriting the library's own import slot (its GOT

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sass.c - SASS of a captured cubin: nvdisasm run on a private copy of it,
  * its text parsed into functions, instructions and source lines. Slow and

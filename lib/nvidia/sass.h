@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sass.h - the SASS of a captured cubin, by nvdisasm: each function's
  * instructions with their offsets and source lines, which the PC sampling

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sass_log.c - sampled functions' SASS as `sass` records (see sass_log.h):
  * a list of kept cubins, a queue of wanted functions for the worker, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sass_log.h - the SASS of sampled functions in the session log: cubins
  * kept from module load, disassembled by nvdisasm (sass.h) on a worker

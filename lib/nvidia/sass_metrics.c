@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sass_metrics.c - the SassMetrics engine (see sass_metrics.h): one CUPTI
  * configuration per device, counting enabled per context with lazy

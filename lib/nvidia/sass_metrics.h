@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sass_metrics.h - the SassMetrics engine: CUPTI's SASS Metrics API, which
  * patches every function a context runs so that each SASS instruction's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_source.c - CUPTI activity records into device.log batches, each
  * joined with the note its launching thread left (launch.h): scope,

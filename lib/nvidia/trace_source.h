@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_source.h - the Trace engine's source: CUPTI activity records turned
  * into kernel, copy, memset, sync, allocation and graph-launch batches in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl: the GPU flight recorder for Python.
 
 A thin layer over libgpufl's C API (the extension gpufl._gpufl): sessions

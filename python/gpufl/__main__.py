@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`python -m gpufl ...`: the gpufl command-line tool (see gpufl.cli)."""
 from .cli import main
 

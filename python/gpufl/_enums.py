@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The two enums of InitOptions, with the C library's values.
 
 BackendKind has a member named None, as in C++; since ``BackendKind.None``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python frames in the CPU stacks gpufl captures (enable_stack_trace).
 
 Imported by the package: registers the extension's frame provider, so that a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sessions: init and shutdown, system-sampling windows, log upload, and the
 session() context manager that does all three around a block.
 

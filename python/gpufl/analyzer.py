@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl.analyzer: a recorded session as pandas DataFrames.
 
     from gpufl.analyzer import GpuFlightSession

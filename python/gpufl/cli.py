@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The gpufl command-line tool, from Python: `python -m gpufl ...` and the
 `gpufl` command pip installs.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl.report: the report of a recorded session, as text (or JSON,
 Markdown, HTML), rendered by libgpufl's report: the same bytes
 `gpufl report` writes for the session.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl.torch: every kernel tagged with the PyTorch (aten) operation that
 launched it.
 

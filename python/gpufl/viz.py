@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl.viz: timelines of a recorded session, drawn with matplotlib.
 
     import gpufl.viz as viz

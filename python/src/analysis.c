@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * analysis.c - gpufl._gpufl.Analysis, a recorded session opened through the
  * read API of gpufl_analysis.h, and Column, one of its columns as a

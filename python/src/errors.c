@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * errors.c - the exception classes of gpufl and the mapping from the C
  * library's GPUFL_E* codes to them.

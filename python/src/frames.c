@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * frames.c - Python frames in the CPU stacks gpufl captures at kernel
  * launches and synchronizations (enable_stack_trace): the interpreter

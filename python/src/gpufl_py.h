@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpufl_py.h - what the files of the gpufl._gpufl extension share.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * init.c - _gpufl.init(**options): keyword arguments to a gpufl_options_t,
  * then gpufl_init().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * module.c - the gpufl._gpufl extension module: its function table, state,
  * and the calls too small for a file of their own (shutdown, system

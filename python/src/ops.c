@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ops.c - framework operation tagging for gpufl.torch (gpufl_ops.h): the
  * three calls its dispatch hook makes, kept to one C call each because they

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * scope.c - gpufl.Scope, the type behind `with gpufl.Scope(name, tag)` and
  * `for i in gpufl.Scope(name, repeat=N, warmup=W)`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * c_program.c - the C API of an installed gpufl, from strict C11 (-std=c11 -pedantic -Werror):
  * options, init/shutdown, GFL_SCOPE with an early return, scopes by hand, errors, version, the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_api_test.sh - installs a built gpufl into a temporary prefix and uses it as a customer would:
 # CMake find_package and plain pkg-config builds (shared and static), every program run with gpufl
 # on and with GPUFL_DISABLED=1, the exported symbols and the headers under -pedantic.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spec_program.cpp - the C++ API exactly as the spec documents it, built against an installed
 // gpufl. It checks behaviour, not only that it compiles: run it with `--mode enabled`, and with
 // `--mode disabled` under GPUFL_DISABLED=1. Exits non-zero after naming every failed check.

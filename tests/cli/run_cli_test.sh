@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The gpufl command-line tool, driven as a user would: the fixture sessions
 # copied into a temporary log root, then every subcommand's output and exit
 # code. Usage: run_cli_test.sh GPUFL_BINARY FIXTURE_SESSIONS_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fake_cuda.c - a stand-in for libcuda, built as libfake_cuda.so (what
  * lib/nvidia/cuda.c loads) and, with -DFAKE_CUDA_NO_OCCUPANCY, as

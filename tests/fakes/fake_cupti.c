@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fake_cupti.c - a scriptable libcupti for the tests: the activity API that
  * lib/nvidia/cupti.c loads, records built in the real cupti_activity.h

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fake_cupti_pcs.c - the PC Sampling API of the fake libcupti (built into
  * cupti/libcupti.so, not into the old variant, which stands for a CUPTI

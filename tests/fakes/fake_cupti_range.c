@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fake_cupti_range.c - the Range Profiler API of the fake libcupti (built
  * into cupti/libcupti.so only, like the PC Sampling and SASS Metrics APIs):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fake_cupti_sassm.c - the SASS Metrics API of the fake libcupti (built into
  * cupti/libcupti.so only, like the PC Sampling API): the profiler's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # fake_nvdisasm.sh - stands in for nvdisasm in tests/unit/test_sass.c, which
 # runs it through GPUFL_NVDISASM. FAKE_NVDISASM_MODE says what it does:
 #   fixture  print the file $FAKE_NVDISASM_FIXTURE (the default)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fake_nvml.c - a scriptable stand-in for libnvidia-ml, built as
  * libfake_nvml.so (every symbol lib/nvidia/nvml.c loads, versioned names

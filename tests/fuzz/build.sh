@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # build.sh - builds the gpufl fuzz targets with clang + libFuzzer (ASan, UBSan)
 # and runs a local campaign: each target fuzzes a copy of its corpus, then the
 # inputs that add coverage are merged back into tests/fuzz/corpus/<target>.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_config.c - fuzz target for the JSON config file: every input becomes
  * the config file of a gpufl__settings_resolve() call, which must fail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_reader.c - fuzz target for the session-log reader, the session model
  * and the report: each input is cut into the files of one session directory,

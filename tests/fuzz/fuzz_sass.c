@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_sass.c - fuzz target for what the SASS module reads from outside:
  * nvdisasm's text (gpufl__sass_parse) and a cubin's ELF header and symbol

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_target.h - what the fuzz targets and the replay driver share: the
  * libFuzzer entry point and a check that fails loudly in every build type.

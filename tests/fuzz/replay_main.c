@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * replay_main.c - runs a fuzz target on saved inputs without libFuzzer, so the
  * committed corpus replays in CI with any compiler (plain and ASan builds).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds, on the development VM, the static programs the GPU checks run on the
 # GPU machine (which has no jansson): they go to .devbin/, which git ignores
 # and the device tool carries. Also a libgpufl.so for the Python checks

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the GPU demo's session (examples/demo_gpu.cu) against what the
 program did and against Nsight Compute.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_in_loop_sync.py - runs the in-loop sync program on the GPU and checks
 what gpufl makes of it: `gpufl insights` must name the program's own
 synchronization line (file:line, function) in an in-loop sync insight and a

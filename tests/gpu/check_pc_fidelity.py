@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """PC sampling against independent references, on the GPU machine.
 
 For each kernel of tests/gpu/pcs_kernels.cu, from one gpufl session run

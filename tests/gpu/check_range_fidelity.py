@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """RangeProfiler fidelity: gpufl's per-scope metrics against Nsight Compute.
 
 Reads a RangeProfiler session of tests/gpu/pcs_kernels (each reference kernel

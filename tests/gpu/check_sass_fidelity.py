@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """SassMetrics fidelity: gpufl's per-instruction counts against Nsight Compute.
 
 Reads a SassMetrics (or Deep) session of tests/gpu/pcs_kernels and an ncu CSV

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs tests/gpu/trace_faults.cu in each of its modes on a GPU machine and
 checks the session logs against what the program says it launched.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks gpufl's occupancy records against Nsight Compute.
 
 Runs tests/gpu/occupancy_kernels (kernels of deliberately different resource

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compares what gpufl's NVML sampler recorded with nvidia-smi over the same run.
 
 Usage: python3 compare_nvidia_smi.py SESSION_DIR SMI_STATIC_CSV SMI_LOG_CSV

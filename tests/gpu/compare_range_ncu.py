@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Compares tests/gpu/range_profiler_probe's range metrics with Nsight Compute.
 
 Inputs, both from the GPU machine:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks gpufl's Trace engine against torch.profiler on a PyTorch workload.
 
 Default mode (the comparison): the deterministic training workload of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Where a crash happened, from a core file, without a debugger.
 
 A diagnosis aid for the GPU machine (which has no gdb): reads an x86-64 ELF

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuda_check.cuh - CHECK(call) for the GPU check programs: a CUDA runtime
 // call that fails prints the call and CUDA's message, prefixed with the
 // program's name (kProgram, defined before this header), and exits 1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cupti_check.cu - the CUPTI activity module on a real GPU: starts it before
 // any CUDA call, runs known work (kernels on two streams, copies in every
 // direction, a memset, syncs), stops, and checks what came back: counts,

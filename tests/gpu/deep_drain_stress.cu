@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // deep_drain_stress.cu - Deep's periodic PC-sampling drain against first
 // launches, on the GPU machine. Under Deep, SASS metrics patch each function
 // at its first launch, inside the launch call, and a GetData of PC samples

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ctypes binding of the few gpufl C API calls the Python GPU checks need
 (compare_torch.py), until the Python package exists. The option struct
 mirrors gpufl_options_t in include/gpufl/gpufl.h field by field; the library

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small reader of gpufl session logs for the GPU checks (compare_ncu.py,
 compare_torch.py): segments, dict lines, column batches as rows, single
 records. It follows docs/log-format.md and the Trace engine's additions

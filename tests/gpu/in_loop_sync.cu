@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // in_loop_sync.cu - the anti-pattern the in-loop sync insight exists for: a
 // training-style loop that launches kernels and then synchronizes the stream
 // on every iteration. Runs a Trace session with enable_stack_trace and prints

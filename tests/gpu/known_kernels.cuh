@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // known_kernels.cuh - the reference kernels of the deep engines' fidelity
 // checks, whose behaviour is known from their source: shared by
 // pcs_kernels.cu (run under gpufl) and sass_metrics_probe.cu (CUPTI alone), so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GPU load for the NVML check: idle, a matrix-product phase, idle again.
 
 Usage: python3 load.py IDLE_S BUSY_S IDLE_S

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * monitor_session.c - a gpufl session that only watches: Monitor engine,
  * continuous sampling, for a given time. The GPU check runs it beside

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // occupancy_kernels.cu - the reference workload of the occupancy check
 // (tests/gpu/compare_ncu.py): kernels with deliberately different resource use
 // (block sizes 32..1024, register pressure, static and dynamic shared memory,

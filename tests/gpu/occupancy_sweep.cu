@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // occupancy_sweep.cu - gpufl's own occupancy breakdown (lib/nvidia/occupancy.c,
 // through lib/nvidia/cuda.c) against the driver's
 // cuOccupancyMaxActiveBlocksPerMultiprocessor on a real GPU, over kernels of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pc_sampling_probe: a standalone check of CUPTI's PC Sampling API
 // (cupti_pcsampling.h) on a real GPU, written before gpufl's PcSampling engine
 // so that the engine is designed from measured facts (docs/design/pc-sampling.md).

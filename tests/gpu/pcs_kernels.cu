@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pcs_kernels.cu - the reference kernels of known_kernels.cuh (divergent,
 // strided, stream_triad, fma_chains) under gpufl, for the fidelity checks of
 // the deep engines (PC sampling against ncu's warp states; later SASS

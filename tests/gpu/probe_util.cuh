@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // probe_util.cuh: the helpers the standalone CUPTI probes of tests/gpu share
 // (pc_sampling_probe, sass_metrics_probe, sass_metrics_seq, range_profiler_probe):
 // JSON writers for their stdout lines, the names of CUPTI results, the

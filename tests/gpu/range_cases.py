@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """RangeProfiler cases that run_range_checks.sh does not cover, on the GPU
 machine with PyTorch and the gpufl package:
   threads    two Python threads open an outer scope each on the one context

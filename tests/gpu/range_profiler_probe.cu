@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // range_profiler_probe: a standalone check of CUPTI's Range Profiler API
 // (cupti_range_profiler.h) and of the profiler host API that builds its
 // configuration and evaluates its data (cupti_profiler_host.h), on a real GPU,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // record_cupti.cu - records real CUPTI activity buffers on a GPU machine for
 // the fake libcupti to replay in CI (tests/fakes/fake_cupti.c, "replay").
 //

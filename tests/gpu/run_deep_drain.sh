@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: Deep's periodic PC-sampling drain against first
 # launches (tests/gpu/deep_drain_stress.cu), RUNS processes of each of two
 # library builds, interleaved: "gated" (as built: drains pass the launch

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_demo_gpu.sh - the README's first command on the GPU machine: runs
 # scripts/demo.sh --no-build over a build made on the development VM (the GPU
 # machine has no jansson to build with), then checks the demo's session with

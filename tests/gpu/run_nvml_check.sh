@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: a gpufl Monitor session beside nvidia-smi while a
 # PyTorch load runs, then the comparison. Writes everything under $OUT.
 # Expects the static binaries in .devbin/ (tests/gpu/build_for_device.sh).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: the PcSampling engine's checks against references.
 #   fidelity   tests/gpu/pcs_kernels under PcSampling, then the same program
 #              under ncu without gpufl; check_pc_fidelity.py compares the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: the RangeProfiler engine against Nsight Compute.
 # tests/gpu/pcs_kernels runs each reference kernel of known_kernels.cuh
 # (divergent, strided, stream_triad, fma_chains) N launches inside each of

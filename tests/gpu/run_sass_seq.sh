@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs sass_metrics_seq (tests/gpu/sass_metrics_seq.cu) through the call
 # orders that decide the SassMetrics engine's design, each in a fresh
 # process, and the same kernels under Nsight Compute for the reference

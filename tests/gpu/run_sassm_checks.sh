@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: the SassMetrics and Deep engines against
 # references, and the range profiler probe.
 #   fidelity  tests/gpu/pcs_kernels under SassMetrics, then under ncu without

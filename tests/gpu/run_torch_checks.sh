@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The gpufl Python package with PyTorch on the GPU machine (torch_checks.py):
 # the in-loop sync insight naming the Python line and aten operations on
 # kernels, in both import orders; the operations against torch.profiler's;

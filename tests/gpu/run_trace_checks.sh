@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: the Trace engine's checks against references, one
 # after the other, continuing past failures: the trace_session check, the
 # occupancy comparison with Nsight Compute (compare_ncu.py), the kernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sass_metrics_probe: a standalone check of CUPTI's SASS Metrics API
 // (cupti_sass_metrics.h) on a real GPU, written before gpufl's SassMetrics
 // engine so that the engine is designed from measured facts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sass_metrics_seq: runs a sequence of CUPTI SASS Metrics operations given on
 // the command line, one letter per operation, so that one GPU session can try
 // many call orders, each in a fresh process. It settles what the first probe

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * segv_trace.c - a diagnosis aid for the GPU machine, which has no debugger:
  * preloaded (LD_PRELOAD=.devbin/libsegv_trace.so), it prints the native

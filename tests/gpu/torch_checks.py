@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The gpufl Python package with PyTorch on the GPU machine: Python lines in
 sync stacks, aten operations on kernels (gpufl.torch), both import orders,
 and their cost. tests/gpu/run_torch_checks.sh runs the whole set.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The deterministic PyTorch CUDA workload of the torch.profiler comparison
 (compare_torch.py): a small convolutional net with an MLP head, one training
 step (forward, cross-entropy, backward, SGD with momentum) per iteration, on

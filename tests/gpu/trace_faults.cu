@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trace_faults.cu - Trace sessions on a real GPU in the situations where
 // tracing is easy to get wrong: scope attribution across nested scopes,
 // threads (one per GPU, several per GPU), graphs, allocations and external

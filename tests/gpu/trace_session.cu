@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trace_session.cu - a gpufl session with the Trace engine on a real GPU:
 // known work (51 kernels on two streams, three copies, a memset, syncs)
 // inside a scope, then the session's device.log is read back and checked.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * exit_without_shutdown.c - a program that starts a session, opens and closes scopes (also from a
  * second thread) and returns from main without gpufl_shutdown(): the atexit handler must end the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fork_session.c - fork() in the middle of a session: the child's scopes are no-ops, it may start
  * and end a session of its own in another directory, and neither it nor a child that exits through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * kill_check.c - SIGKILLs kill_writer at 20 points between 5 and 200 ms into its scope storm and
  * checks what each death left: complete JSON lines (the last possibly cut short), no session_end,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * kill_writer.c - the victim of the kill test (kill_check.c): a session that flushes every 5 ms
  * without fsync, and two threads opening and closing scopes as fast as they can until SIGKILL.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * logcheck.c - the log reader of the integration tests (see logcheck.h). Independent of the
  * library's own reader on purpose: it checks the files against docs/log-format.md directly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * logcheck.h - reads gpufl session logs for the integration tests: finds a session directory,
  * parses every line of its three files with jansson and sums up scopes and session ends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * unload_and_small_stack.c - two ways a host program could crash in gpufl:
  * unloading the library (dlclose) while a thread that recorded scopes lives

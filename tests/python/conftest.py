@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures and log readers shared by the tests of the gpufl Python package.
 
 Every test starts with no GPUFL_* variable from the caller's environment and

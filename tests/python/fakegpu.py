@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A GPU for the Python tests: the fake libcupti and libcuda of tests/fakes,
 driven through ctypes. A driver call made through FakeGpu.call runs the
 subscriber's callbacks on the calling thread, as CUDA's do, so a Trace

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_pip_install_test.sh - installs the Python package as a user would, offline and from a copy
 # of the source tree (so nothing is written into the checkout): `pip install
 # --no-build-isolation --no-index --target DIR ./python` with Debian's setuptools, then imports

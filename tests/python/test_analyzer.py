@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl.analyzer and gpufl.report on the recorded fixture sessions of
 tests/fixtures/sessions: DataFrames against what the fixtures hold, the
 session lookup and its errors, and the report against `gpufl report`."""

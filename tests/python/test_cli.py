@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`python -m gpufl` and gpufl.cli: the gpufl command-line tool run from
 Python, which must be the C tool itself (the same output and exit codes as the
 `gpufl` binary ctest names in GPUFL_CLI), on the fixture sessions of

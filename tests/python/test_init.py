@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl.init() and shutdown(): keywords, types, errors, the config file,
 deprecated names, and what a session writes to disk."""
 import inspect

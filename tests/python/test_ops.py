@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Framework operation tagging (gpufl_ops.h, the calls gpufl.torch makes
 around every aten operation) in a Trace session over the fakes: kernels
 launched inside a call carry its id through CUPTI's external correlation,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl.Scope as a context manager and as a benchmark loop (repeat /
 warmup), checked against the scope records it leaves in scope.log."""
 import threading

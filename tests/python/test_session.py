@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kill switch, system-sampling windows, upload_logs() and the
 session() context manager; the enums and the package's surface."""
 import pytest

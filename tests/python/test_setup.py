@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """python/setup.py and its build backend, when a piece the build needs is
 missing: pip must fail with one line naming the piece and how to get it,
 not with setuptools' "invalid command 'bdist_wheel'" or a traceback.

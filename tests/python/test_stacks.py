@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python frames in the CPU stacks of kernel launches and synchronizations
 (enable_stack_trace): a Trace session over the fake libcupti and libcuda of
 tests/fakes, whose driver calls are made from this file through ctypes, so

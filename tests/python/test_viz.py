@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpufl.viz on the recorded fixture sessions and on sessions this process
 records: the panels and lanes drawn, boxes and lines against the analyzer's
 DataFrames, the PNG written, empty and partial sessions, the time window,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks that the relative links of the project's Markdown files point at files that exist.
 
 Every link of every *.md file under the given paths ([text](target), ![alt](target),

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """tests/tools/check_doc_links.py on small trees made here: links that resolve pass, a link or
 a root-relative path to a missing file fails with its file and line, code and external links
 are left alone, and a tree with nothing to check is an error. Run by CTest (unittest)."""

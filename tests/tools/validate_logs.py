@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Validates gpufl session logs against the JSON Schema and the format's own rules.
 
 Every line of every *.log and *.log.N file under the given directories must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rebind_target.c - a shared library for test_rebind: it imports strdup
  * from libc like libcupti does, and copies whatever it is given.

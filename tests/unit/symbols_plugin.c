@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * symbols_plugin.c - a small shared object the symbols test dlopens after
  * creating its resolver: a module that was not mapped at create.

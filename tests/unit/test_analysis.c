@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_analysis.c - the public read API (gpufl_analysis.h) on the fixture
  * sessions: finding a session, tables and columns, string ids, the report

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tests/gpu/check_range_fidelity.py on a synthetic RangeProfiler session and synthetic ncu
 CSVs (kernel replay, range replay): the verdicts of each row, which reference decides it, the
 L2 count slack, the JSON summary and the exit status. No GPU: run by CTest (unittest)."""

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_clock.c - ticks to CLOCK_MONOTONIC nanoseconds: close to the kernel's
  * clock across anchors, and monotonic.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_cuda.c - lib/nvidia/cuda.c against the fake libcuda
  * (tests/fakes/fake_cuda.c): the driver's occupancy next to ours, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_cupti.c - lib/nvidia/cupti.c against the scriptable fake libcupti
  * (tests/fakes/fake_cupti.c): every field of every record kind, the kinds

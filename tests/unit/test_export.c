@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_export.c - the trace exporters (lib/analysis/export_*.c) on a small
  * hand-written session: kernels on two streams with launch times, threads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_gpu_session.c - whole sessions with the NVIDIA backend, driven by the
  * fake libnvidia-ml: backend choice and the capability record, gpu_info and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_host_metrics.c - host_metrics against fake /proc and /sys/fs/cgroup
  * trees made of real files in a temporary directory (kept descriptors,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_insights.c - the kernel and device insight rules (rules_kernel.c,
  * rules_device.c) on small sessions generated in a temporary directory:

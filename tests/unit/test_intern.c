@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_intern.c - the string dictionary: dense ids, deduplication across
  * table growth, embedded bytes, and the caps.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_jsonw.c - the JSON encoders: exact bytes for integers, fixed-point
  * numbers and null, escaping, UTF-8 repair, and the buffer cap.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_nvml.c - lib/nvidia/nvml.c against the scriptable fake libnvidia-ml
  * (tests/fakes/fake_nvml.c): identity, MIG, exact sample values, counter

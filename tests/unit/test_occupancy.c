@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_occupancy.c - lib/nvidia/occupancy.c on worked examples: every
  * expected number below is derived by hand from the occupancy rules (the

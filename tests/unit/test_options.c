@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_options.c - option resolution: defaults, config file, GPUFL_* environment
  * and code layers with their recorded sources, GPUFL_DISABLED, bad input of each

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The arithmetic of bench/gpu/pcs_overhead.py, on synthetic blocks: the GetData calls read
 from the library's debug output, the comparison of steps that overlap a call with those that
 do not, and the in-process summary (per-round ratios against the untraced block of the same

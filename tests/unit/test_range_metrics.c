@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_range_metrics.c - the analysis of the range profiler records:
  * loading range_profiler, range_metrics and range_profiler_stats (malformed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_rebind.c - rebind.h on a real shared library: the import slot of
  * strdup in rebind_target.so is pointed at a replacement, so that the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_report.c - the log reader, the session model and the text report,
  * against hand-written session fixtures (tests/fixtures/sessions/, and

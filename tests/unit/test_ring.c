@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_ring.c - the per-thread ring: reserve/commit across the wrap, drops
  * counted when full, lock-free claiming, reset, and one producer against one

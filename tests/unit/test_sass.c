@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_sass.c - SASS disassembly: the parser on fixtures in nvdisasm's format
  * (tests/fixtures/sass), field by field and on damaged copies; the cubin's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_sass_metrics.c - the analysis of SASS metrics: loading sass_metrics,
  * sass_metric and sass_metrics_stats records (null columns, a context read

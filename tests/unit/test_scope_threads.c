@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_scope_threads.c - scopes from many threads at once: every row comes
  * back with its thread, path and parent; full rings drop and count; rings of

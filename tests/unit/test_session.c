@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_session.c - sessions end to end through the public C API: the
  * directory layout and headers, the lifecycle and its misuse, the kill

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_symbols.c - the address resolver: a call site in this file back to
  * its file, line, function and text; libc; bad addresses; an object

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_trace_session.c - whole Trace sessions against the fake libcupti and
  * libcuda: driver calls made on application threads (their callbacks run

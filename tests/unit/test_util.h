@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_util.h - helpers shared by the unit tests: fresh log directories
  * under the tree the schema test validates, reading session files back as

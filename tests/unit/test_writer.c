@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_writer.c - session files: header first, dict before use, exact batch
  * bytes, rotation into segments, and recovery after a failed write (the
