@@ -104,8 +104,9 @@ struct UploadOptions {
     std::string api_path = "";
 };
 
-/** Not built yet: returns false at once and logs "uploadLogs: upload is not built yet in this
- *  release (...); the logs stay in <log_path>" (true when gpufl is disabled). */
+/** Not built yet: returns false at once and logs "upload is not built yet in this release
+ *  (...); the logs stay in <log_path>" unless init already said so (true when gpufl is
+ *  disabled). */
 inline bool uploadLogs(const UploadOptions &o) {
     gpufl_upload_options_t c;
     gpufl_upload_options_init(&c);

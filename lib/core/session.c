@@ -399,9 +399,11 @@ static int start_session(void) {
     rc = create_session_dir(log_path, &g.ident, g.dir, sizeof g.dir);
     if (rc) return rc;
     /* Said once, here, rather than as a failure at the end of the program. */
-    if (*s->backend_url)
+    if (*s->backend_url) {
         gpufl__warn("backend_url is set, but " GPUFL__UPLOAD_NOT_BUILT "; the logs stay in %s",
                     g.dir);
+        gpufl__upload_said(1);
+    }
     gpufl__ring_pool_reset(pool);
     rc = gpufl__collector_create(s, pool, g.dir, &g.ident, &g.collector);
     if (rc) return rc;
@@ -469,6 +471,7 @@ int gpufl_init(const gpufl_options_t *opts) {
         goto out;
     }
     gpufl__settings_fini(&g.settings);
+    gpufl__upload_said(0);
     rc = gpufl__settings_resolve(opts, &g.settings);
     if (rc) goto out;
     gpufl__log_set_debug(g.settings.enable_debug_output);

@@ -12,4 +12,9 @@ int gpufl__session_disabled(void);
  * remote_upload at init, uploadLogs) says so in these words. */
 #define GPUFL__UPLOAD_NOT_BUILT "upload is not built yet in this release"
 
+/* Whether a warning has already told the user upload is not built (init's
+ * backend_url or remote_upload line): uploadLogs() then returns its error
+ * without a second line on stderr. Each init starts again at 0. */
+void gpufl__upload_said(int said);
+
 #endif

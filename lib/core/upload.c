@@ -6,8 +6,14 @@
 #include "core/log.h"
 #include "core/session.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
+
+/* Whether a warning already said upload is not built: one line per process. */
+static atomic_int upload_said;
+
+void gpufl__upload_said(int said) { atomic_store(&upload_said, said); }
 
 void gpufl_upload_options_init_sized(gpufl_upload_options_t *opts, size_t size) {
     if (size > sizeof *opts) size = sizeof *opts;
@@ -29,6 +35,6 @@ int gpufl_upload_logs(const gpufl_upload_options_t *opts) {
     int rc =
         gpufl__set_error(GPUFL_ENOTSUP, GPUFL__UPLOAD_NOT_BUILT " (gpufl %s); the logs stay in %s",
                          gpufl_version(), where);
-    gpufl__warn("uploadLogs: %s", gpufl_last_error());
+    if (!atomic_exchange(&upload_said, 1)) gpufl__warn("%s", gpufl_last_error());
     return rc;
 }

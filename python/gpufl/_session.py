@@ -115,12 +115,8 @@ def init(app_name="gpufl", *, log_path="", backend_url="", api_key="", api_path=
                       "kernel is recorded", DeprecationWarning, stacklevel=2)
     upload_at_exit = remote_upload or (
         os.environ.get("GPUFL_REMOTE_UPLOAD", "").strip().lower() in _TRUTHY)
-    if upload_at_exit:
-        warnings.warn("init(): remote_upload%s is deprecated; call gpufl.upload_logs() after "
-                      "shutdown(), or use gpufl.session(...). Until then upload_logs() is "
-                      "called at exit, but upload is not built yet in this release: the logs "
-                      "stay on disk" % ("" if remote_upload else " (GPUFL_REMOTE_UPLOAD)"),
-                      DeprecationWarning, stacklevel=2)
+    # The deprecation itself is the library's one line at init, the same in
+    # C++ and Python; the shim below keeps the old behaviour (upload at exit).
     started = _gpufl.init(**options)
     if started and upload_at_exit:
         _register_upload_at_exit(options)
