@@ -4,11 +4,12 @@
 // It does CPU work in named phases (nested scopes, a GFL_BENCH loop, worker
 // threads) with the host sampler on, the way a training loop would use gpufl
 // around its GPU work, and prints the text report built from the session logs.
+#include "demo_args.h"
+
 #include <gpufl/gpufl.hpp>
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,12 +20,11 @@ static double busy_work(int n) {
     return acc;
 }
 
-static void usage() {
-    std::puts("usage: gpufl_demo [--log-path DIR] [--steps N]\n"
-              "Runs a small CPU workload in gpufl scopes and prints the gpufl report.\n"
-              "  --log-path DIR  where session logs go (default: gpufl_demo.log)\n"
-              "  --steps N       training steps to simulate (default: 5)");
-}
+static const char usage[] =
+    "usage: gpufl_demo [--log-path DIR] [--steps N]\n"
+    "Runs a small CPU workload in gpufl scopes and prints the gpufl report.\n"
+    "  --log-path DIR  where session logs go (default: gpufl_demo.log)\n"
+    "  --steps N       training steps to simulate (default: 5)\n";
 
 int main(int argc, char **argv) {
     gpufl::InitOptions opts;
@@ -32,19 +32,8 @@ int main(int argc, char **argv) {
     opts.continuous_system_sampling = true;
     opts.system_sample_rate_ms = 20;
     int steps = 5;
-    for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
-        } else if (!std::strcmp(argv[i], "--log-path") && i + 1 < argc) {
-            opts.log_path = argv[++i];
-        } else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
-            steps = std::atoi(argv[++i]);
-        } else {
-            std::fprintf(stderr, "gpufl_demo: unknown argument '%s' (try --help)\n", argv[i]);
-            return 2;
-        }
-    }
+    int rc = demo_parse_args(argc, argv, "gpufl_demo", usage, opts, &steps);
+    if (rc >= 0) return rc;
 
     if (!gpufl::init(opts)) std::fprintf(stderr, "gpufl_demo: gpufl is off; running unprofiled\n");
 

@@ -74,7 +74,8 @@ elif [[ ! -x $build_dir/examples/gpufl_demo ]]; then
   exit 1
 fi
 if ((gpu)) && [[ ! -x $build_dir/examples/gpufl_demo_gpu ]]; then
-  echo "gpufl: $build_dir has no GPU demo (built without a GPU): running the CPU-only demo"
+  echo "gpufl: $build_dir has no GPU demo (built without a GPU): running the CPU-only demo" \
+       "(scripts/demo.sh without --no-build builds it)"
   gpu=0
 fi
 
@@ -94,9 +95,10 @@ if ((gpu)); then
     echo "gpufl: running the CPU-only demo instead"
     gpu=0 rc=0
   fi
+elif [[ $mode == cpu ]]; then
+  echo "gpufl: running the CPU-only demo (--cpu)"
 fi
 if ((!gpu)); then
-  echo "gpufl: running the CPU-only demo"
   (cd build/demo && ../release/examples/gpufl_demo "${demo_args[@]}") || rc=$?
 fi
 ((rc == 0)) || exit "$rc"
@@ -109,7 +111,7 @@ tool=$build_dir/cmd/gpufl/gpufl
 cat <<TEXT
 
 gpufl: the session is in $session/
-Reopen it with the gpufl tool:
+Reopen it with the gpufl tool, from the repository root ($PWD):
   $tool report $session
   $tool report --format html --output report.html $session
   $tool insights $session

@@ -23,6 +23,11 @@ done
 
 sudo=()
 [[ $(id -u) -ne 0 ]] && sudo=(sudo)
-echo "gpufl: installing ${missing[*]}"
+echo "gpufl: installing ${#missing[@]} Debian packages (a minute or more): ${missing[*]}"
+echo "gpufl: updating the package lists"
 "${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+# One line a package as apt unpacks and sets it up: progress, not apt's whole log.
+set -o pipefail
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q -o Dpkg::Use-Pty=0 \
+  "${missing[@]}" | { grep --line-buffered -E '^Setting up ' || true; } |
+  sed -u 's/^Setting up \([^ ]*\).*/gpufl: installed \1/'

@@ -7,11 +7,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/build_progress.sh
 
-if [[ "${1:-}" == "--help" ]]; then
-  echo "usage: scripts/test.sh [--quick]"
-  echo "  --quick   only the -Werror build (no sanitizer builds)"
-  exit 0
-fi
+quick=0
+for arg in "$@"; do
+  case $arg in
+    -h|--help)
+      echo "usage: scripts/test.sh [--quick]"
+      echo "Builds gpufl three ways and runs the test suite in each: build/ci (-Werror),"
+      echo "build/asan (ASan+UBSan) and build/tsan (TSan, unit tests)."
+      echo "  --quick   only the -Werror build (no sanitizer builds)"
+      exit 0 ;;
+    --quick) quick=1 ;;
+    *) echo "scripts/test.sh: unknown argument '$arg' (see scripts/test.sh --help)" >&2; exit 2 ;;
+  esac
+done
 
 scripts/deps.sh
 jobs=$(nproc)
@@ -34,7 +42,7 @@ for nvcc in "$(command -v nvcc || true)" /usr/local/cuda/bin/nvcc; do
   [[ -n $nvcc && -x $nvcc ]] && { gpu_demo=(-DGPUFL_BUILD_GPU_DEMO=ON "-DCMAKE_CUDA_COMPILER=$nvcc"); break; }
 done
 run ci -DCMAKE_BUILD_TYPE=RelWithDebInfo "${gpu_demo[@]}"
-if [[ "${1:-}" != "--quick" ]]; then
+if ((!quick)); then
   run asan -DCMAKE_BUILD_TYPE=Debug "-DGPUFL_SANITIZE=address;undefined" -DGPUFL_BUILD_BENCH=OFF \
       -- -LE api
   TSAN_OPTIONS="halt_on_error=1" \
