@@ -147,6 +147,7 @@ int gpufl__cli_main(int argc, char **argv) {
         return CLI_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        if (argc > 2) return cli_usage_error("", "%s takes no argument", cmd);
         printf("gpufl %s\n", gpufl_version());
         return CLI_OK;
     }

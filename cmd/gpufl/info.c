@@ -118,6 +118,8 @@ int cli_info(int argc, char **argv) {
             cli_print_usage("info", stdout);
             return CLI_OK;
         }
+        if (argv[i][0] == '-' && argv[i][1] != '\0')
+            return cli_usage_error("info", "unknown option '%s'", argv[i]);
         return cli_usage_error("info", "unexpected argument '%s'", argv[i]);
     }
     printf("gpufl %s\n\n", gpufl_version());

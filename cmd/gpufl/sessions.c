@@ -90,7 +90,10 @@ int cli_sessions(int argc, char **argv) {
     int rc = cli_sessions_list(root, &list, &n);
     if (rc) return rc;
     if (n == 0) {
-        printf("no sessions found under '%s'\n", root);
+        if (cli_is_session_dir(root))
+            printf("'%s' is a session directory, not a log root: gpufl report %s\n", root, root);
+        else
+            printf("no sessions found under '%s'\n", root);
         free(list);
         return CLI_OK;
     }

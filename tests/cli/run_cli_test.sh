@@ -58,6 +58,14 @@ has out "scoped_demo"
 mkdir "$tmp/empty"
 expect 0 "sessions of an empty root" -- "$gpufl" sessions "$tmp/empty"
 has out "no sessions found under"
+expect 0 "sessions of a session directory" -- "$gpufl" sessions "$root/20261123T120000.000Z-7070-c3d4"
+has out "is a session directory, not a log root: gpufl report "
+expect 2 "info with an option" -- "$gpufl" info --bogus
+has err "unknown option '--bogus'"
+usage_error "gpufl info"
+expect 2 "--version with an argument" -- "$gpufl" --version extra
+has err "--version takes no argument"
+usage_error "gpufl"
 expect 1 "sessions of a missing root" -- "$gpufl" sessions "$tmp/nowhere"
 has err "$tmp/nowhere"
 
