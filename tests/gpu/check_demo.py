@@ -15,10 +15,12 @@ disabled, ncu being a CUPTI client itself).
 Usage: check_demo.py REPORT_JSON STEPS [NCU_CSV]. Prints one line per check
 and exits 1 when any fails. Python 3 standard library only.
 """
-import csv
-import io
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_ncu import parse_ncu_csv  # noqa: E402
 
 KERNELS_PER_STEP = {"matmul_tiled": 3, "bias_relu": 1, "row_loss": 1, "sgd_update": 1}
 
@@ -31,16 +33,9 @@ def short(name):
 
 def ncu_occupancy(path):
     """{kernel short name: theoretical occupancy %} from ncu's raw CSV."""
-    text = open(path, encoding="utf-8", errors="replace").read()
-    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        return {}
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-    header, body = rows[0], [r for r in rows[1:] if r and r[0].strip().isdigit()]
+    rows, _ = parse_ncu_csv(open(path, encoding="utf-8", errors="replace").read())
     out = {}
-    for r in body:
-        row = dict(zip(header, r))
+    for row in rows:
         value = row.get("sm__maximum_warps_per_active_cycle_pct", "").replace(",", "")
         if value:
             out[short(row.get("Kernel Name", "?"))] = float(value)
