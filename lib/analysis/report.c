@@ -439,8 +439,7 @@ static void put_pct_line(FILE *out, const char *label, const gpufl_report_stat_t
     fmt_pct(avg, sizeof avg, a->sum / (double)a->n);
     fmt_pct(max, sizeof max, a->max);
     if (s->period_below_min && a->n < total) /* samples closer than that carry none */
-        snprintf(cov, sizeof cov, " (%zu of %zu samples: a figure needs %.0f ms)", a->n, total,
-                 (double)s->cpu_min_interval_ns / 1e6);
+        snprintf(cov, sizeof cov, " (%zu of %zu samples: %s)", a->n, total, s->cpu_why);
     else
         coverage(cov, sizeof cov, a, total);
     size_t n = 0;
@@ -520,6 +519,7 @@ static void put_system(FILE *out, const gpufl_report_t *r) {
         snprintf(line, sizeof line, "%.2f cores", st[GPUFL_RH_CG_CORES].max);
         put_field(out, "cgroup CPU limit", line);
     }
+    if (*s->cpu_none) put_field(out, "CPU figures", s->cpu_none);
     put_windows(out, r);
 }
 

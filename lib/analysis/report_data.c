@@ -813,6 +813,41 @@ static void cpu_bounds(const gpufl_model_t *m, gpufl_report_system_t *s) {
         s->cpus = v;
     if (gpufl__reader_int(json_object_get(hi, "cpu_min_interval_ns"), &v) == 0 && v > 0)
         s->cpu_min_interval_ns = v;
+    s->clock_ticks_per_s = -1;
+    if (gpufl__reader_int(json_object_get(hi, "clock_ticks_per_s"), &v) == 0 && v > 0)
+        s->clock_ticks_per_s = v;
+    if (s->cpu_min_interval_ns > 0)
+        snprintf(s->cpu_why, sizeof s->cpu_why, "a figure needs %.0f ms",
+                 (double)s->cpu_min_interval_ns / 1e6);
+}
+
+/* The CPU statistics with no figure at all, and why: the samples span less
+ * than the figures' interval, or (a log without that interval) just that. A
+ * cgroup statistic counts only where the log has a cgroup. */
+static void cpu_none(const gpufl_model_t *m, gpufl_report_system_t *s) {
+    int64_t v;
+    int cgroup = s->st[GPUFL_RH_CG_MEM].n ||
+                 (gpufl__reader_int(json_object_get(m->host_info, "cgroup_version"), &v) == 0 &&
+                  v > 0);
+    const char *names[3];
+    size_t k = 0, n = 0;
+    if (!s->n) return;
+    if (!s->st[GPUFL_RH_CPU].n) names[k++] = "host";
+    if (!s->st[GPUFL_RH_PROC_CPU].n) names[k++] = "process";
+    if (cgroup && !s->st[GPUFL_RH_CG_CPU].n) names[k++] = "cgroup";
+    if (!k) return;
+    char *o = s->cpu_none;
+    size_t cap = sizeof s->cpu_none;
+    cat(o, cap, &n, "no figure for ");
+    for (size_t i = 0; i < k; i++)
+        cat(o, cap, &n, "%s%s", i == 0 ? "" : i + 1 == k ? " and " : ", ", names[i]);
+    cat(o, cap, &n, " CPU");
+    if (s->cpu_min_interval_ns > 0 && s->clock_ticks_per_s > 0)
+        cat(o, cap, &n, ": the samples span %.0f ms; a figure needs %.0f ms (%lld clock ticks)",
+            (double)(s->last_ts_ns - s->first_ts_ns) / 1e6, (double)s->cpu_min_interval_ns / 1e6,
+            (long long)(s->cpu_min_interval_ns * s->clock_ticks_per_s / 1000000000));
+    else
+        cat(o, cap, &n, " in the log");
 }
 
 static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
@@ -840,6 +875,7 @@ static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
         if (i == 0 || x->ts_ns < s->first_ts_ns) s->first_ts_ns = x->ts_ns;
         if (i == 0 || x->ts_ns > s->last_ts_ns) s->last_ts_ns = x->ts_ns;
     }
+    cpu_none(m, s);
     if (!m->n_windows) return 0;
     s->window_names = malloc(m->n_windows * sizeof *s->window_names);
     if (!s->window_names) return oom();

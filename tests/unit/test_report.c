@@ -616,6 +616,67 @@ static void test_report_host_cpu_bounds(void **state) {
     assert_non_null(strstr(text, "  process CPU        avg 100.0%, max 100.0% of one CPU (1 of 3 "
                                  "samples: a figure needs 90 ms)\n"));
     assert_null(strstr(text, "above the"));
+    assert_null(strstr(text, "no figure"));
+    free(text);
+    /* Markdown and HTML give the reason too; JSON carries the interval */
+    size_t len;
+    char *md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, "| 1 of 3: a figure needs 90 ms |"));
+    free(md);
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, "1 of 3: a figure needs 90 ms"));
+    free(html);
+    char *js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    assert_non_null(strstr(js, "\"cpu_min_interval_ns\": 90000000"));
+    assert_non_null(strstr(js, "\"cpu_none\": null"));
+    free(js);
+    gpufl__model_destroy(m);
+
+    /* a session shorter than the figures' interval: no figure at all, and
+     * every format says why in one line */
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"host_info\",\"v\":1,\"cpu_count\":2,\"cgroup_version\":2,"
+               "\"clock_ticks_per_s\":100,\"cpu_min_interval_ns\":90000000}\n"
+               "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[20000000,40000000,77000000],"
+               "\"cpu_pct\":[null,null,null],\"proc_cpu_pct\":[null,null,null],"
+               "\"mem_used_bytes\":[1,1,1],\"mem_total_bytes\":[2,2,2],"
+               "\"proc_rss_bytes\":[1,1,1],\"cg_mem_used_bytes\":[1,1,1],"
+               "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,null,null],"
+               "\"cg_cpu_limit_cores\":[null,null,null]}\n");
+    static const char none[] = "no figure for host, process and cgroup CPU: the samples span 57 "
+                               "ms; a figure needs 90 ms (9 clock ticks)";
+    text = load_and_render(dir, NULL, &m);
+    char want[256];
+    snprintf(want, sizeof want, "  CPU figures        %s\n", none);
+    assert_non_null(strstr(text, want));
+    free(text);
+    md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    snprintf(want, sizeof want, "CPU figures: %s", none);
+    assert_non_null(strstr(md, want));
+    free(md);
+    html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, want));
+    free(html);
+    js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    snprintf(want, sizeof want, "\"cpu_none\": \"%s\"", none);
+    assert_non_null(strstr(js, want));
+    free(js);
+    gpufl__model_destroy(m);
+
+    /* a log without the interval: plainly none in the log; no cgroup, so
+     * only the host and process figures are missed */
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"host_info\",\"v\":1,\"cpu_count\":2}\n"
+               "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[20000000],"
+               "\"cpu_pct\":[null],\"proc_cpu_pct\":[null],\"mem_used_bytes\":[1],"
+               "\"mem_total_bytes\":[2],\"proc_rss_bytes\":[1],\"cg_mem_used_bytes\":[null],"
+               "\"cg_mem_limit_bytes\":[null],\"cg_cpu_pct\":[null],"
+               "\"cg_cpu_limit_cores\":[null]}\n");
+    text = load_and_render(dir, NULL, &m);
+    assert_non_null(
+        strstr(text, "  CPU figures        no figure for host and process CPU in the log\n"));
     free(text);
     gpufl__model_destroy(m);
     remove_file(dir, "system.log");
