@@ -133,6 +133,13 @@ static size_t code_points(const char *s) {
     return w;
 }
 
+void gpufl__report_fmt_calls(char *buf, size_t size, const gpufl_model_scope_path_t *p) {
+    if (p->lost)
+        snprintf(buf, size, "%zu +%zu lost", p->calls, p->lost);
+    else
+        snprintf(buf, size, "%zu", p->calls);
+}
+
 void gpufl__report_fmt_tags(char *buf, size_t size, const char *const *tags, size_t n) {
     size_t at = 0, width = 0, shown = 0;
     if (!size) return;
@@ -669,8 +676,21 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
         free(groups);
         return oom();
     }
-    for (size_t i = 0; i < total; i++)
-        if (m->lost_scopes[i].path) by_path[named++] = &m->lost_scopes[i];
+    const char *pathless[GPUFL_REPORT_LIST_MAX];
+    size_t n_pathless = 0;
+    for (size_t i = 0; i < total; i++) {
+        const gpufl_model_scope_t *s = &m->lost_scopes[i];
+        const char *name = s->name_id > 0 ? gpufl__model_str(m, s->name_id) : NULL;
+        if (s->path)
+            by_path[named++] = s;
+        else if (name && *name && n_pathless < GPUFL_REPORT_LIST_MAX)
+            pathless[n_pathless++] = name;
+        else if (name && *name)
+            n_pathless++;
+    }
+    sc->lost_total = total;
+    sc->lost_pathless = n_pathless;
+    sc->lost_unnamed = total - named - n_pathless;
     qsort(by_path, named, sizeof *by_path, cmp_lost_by_path);
     for (size_t i = 0; i < named; i++) {
         if (i == 0 || strcmp(by_path[i - 1]->path, by_path[i]->path) != 0)
@@ -680,6 +700,11 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
         g->count++;
     }
     qsort(groups, paths, sizeof *groups, cmp_lost_path);
+    sc->n_lost_paths = paths;
+    for (size_t k = 0; k < paths && k < GPUFL_REPORT_LIST_MAX; k++) {
+        sc->lost_paths[k] = groups[k].path;
+        sc->lost_counts[k] = groups[k].count;
+    }
     append(buf, size, &n, "%zu scope end%s had no begin ", total, total == 1 ? "" : "s");
     if (m->damaged_scope_lines == 1)
         append(buf, size, &n, "(lost with the damaged line in scope.log)");
@@ -695,10 +720,18 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
     if (paths > GPUFL_REPORT_LIST_MAX)
         append(buf, size, &n, ", and %zu more path%s", paths - GPUFL_REPORT_LIST_MAX,
                paths - GPUFL_REPORT_LIST_MAX == 1 ? "" : "s");
-    if (!named)
+    /* What is missing: the name itself, or only the path above it. */
+    if (sc->lost_unnamed == total)
         append(buf, size, &n, "; no name left for them");
-    else if (named < total)
-        append(buf, size, &n, "; %zu with no name left", total - named);
+    else if (sc->lost_unnamed)
+        append(buf, size, &n, "; %zu with no name left", sc->lost_unnamed);
+    if (n_pathless) {
+        append(buf, size, &n, "; %zu with a name but no path (the begin above %s was lost too):",
+               n_pathless, n_pathless == 1 ? "it" : "them");
+        for (size_t k = 0; k < n_pathless && k < GPUFL_REPORT_LIST_MAX; k++)
+            append(buf, size, &n, "%s %s", k ? "," : "", pathless[k]);
+        if (n_pathless > GPUFL_REPORT_LIST_MAX) append(buf, size, &n, ", ...");
+    }
     free(by_path);
     free(groups);
     return 0;
@@ -745,6 +778,15 @@ static void build_damage(const gpufl_model_t *m, gpufl_report_summary_t *s) {
             break;
         }
         s->n_damage++;
+    }
+    s->damage_lines = m->damaged_lines;
+    s->damage_rows_unknown = m->damaged_lines - m->n_damaged; /* past the cap: not kept */
+    for (size_t i = 0; i < m->n_damaged; i++) {
+        const gpufl_model_damage_t *d = &m->damaged[i];
+        if (d->rows < 0)
+            s->damage_rows_unknown++;
+        else
+            s->damage_rows += (uint64_t)d->rows, s->damage_rows_at_least |= !d->rows_exact;
     }
     uint64_t rest = m->damaged_lines - next;
     if (rest)

@@ -242,7 +242,7 @@ static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
         const char *cp[9];
         for (int k = 0; k < 9; k++) cp[k] = c[k], snprintf(c[k], sizeof c[k], "-");
         tree_label(c[0], sizeof c[0], p->depth, p->name);
-        snprintf(c[1], sizeof c[1], "%zu", p->calls);
+        gpufl__report_fmt_calls(c[1], sizeof c[1], p);
         if (p->open) snprintf(c[2], sizeof c[2], "%zu", p->open);
         if (p->calls) {
             fmt_ns(c[3], sizeof c[3], p->total_ns);
