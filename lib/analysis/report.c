@@ -329,12 +329,13 @@ static void count_or_dash(char *buf, size_t size, size_t v) {
         snprintf(buf, size, "-");
 }
 
-static void put_scope_row(FILE *out, size_t name_w, const char *name, const char *calls,
-                          const char *open, const char *const t[5], const char *tags) {
+static void put_scope_row(FILE *out, size_t name_w, size_t calls_w, const char *name,
+                          const char *calls, const char *open, const char *const t[5],
+                          const char *tags) {
     fputs("  ", out);
     put_cell(out, name, name_w, 0);
     fputc(' ', out);
-    put_cell(out, calls, 6, 1);
+    put_cell(out, calls, calls_w, 1);
     fputc(' ', out);
     put_cell(out, open, 5, 1);
     for (int i = 0; i < 5; i++) {
@@ -378,6 +379,12 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
         if (w > name_w) name_w = w;
     }
     if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
+    size_t calls_w = 6; /* wider only for "2 +1 lost" */
+    for (size_t i = 0; i < n; i++) {
+        char calls[48];
+        gpufl__report_fmt_calls(calls, sizeof calls, sc->rows[i].path);
+        if (strlen(calls) > calls_w) calls_w = strlen(calls);
+    }
     fprintf(out, "  %zu scope path%s, %zu call%s ended, %zu open; wall time per scope path\n", n,
             plural(n), sc->closed, plural(sc->closed), m->n_open_scopes);
     if (sc->bench)
@@ -385,14 +392,14 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
                 "  per iter: total / measured iterations, for GFL_BENCH scopes (repeat > 0)\n");
     fputc('\n', out);
     static const char *const heads[5] = {"total", "avg", "min", "max", "per iter"};
-    put_scope_row(out, name_w, "scope", "calls", "open", heads, "tags");
+    put_scope_row(out, name_w, calls_w, "scope", "calls", "open", heads, "tags");
     for (size_t k = 0; k < n; k++) {
         const gpufl_report_scope_row_t *row = &sc->rows[k];
         const gpufl_model_scope_path_t *p = row->path;
         indented(label, p->depth, p->name);
-        char calls[24], open[24], tags[GPUFL_REPORT_TAG_CELL], t[5][32];
+        char calls[48], open[24], tags[GPUFL_REPORT_TAG_CELL], t[5][32];
         const char *tp[5] = {t[0], t[1], t[2], t[3], t[4]};
-        snprintf(calls, sizeof calls, "%zu", p->calls);
+        gpufl__report_fmt_calls(calls, sizeof calls, p);
         count_or_dash(open, sizeof open, p->open);
         gpufl__report_fmt_tags(tags, sizeof tags, row->tags, row->n_tags);
         if (p->calls) {
@@ -407,7 +414,7 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
             fmt_ns(t[4], sizeof t[4], row->per_iter_ns);
         else
             snprintf(t[4], sizeof t[4], "-");
-        put_scope_row(out, name_w, label, calls, open, tp, tags);
+        put_scope_row(out, name_w, calls_w, label, calls, open, tp, tags);
     }
     if (sc->implicit)
         fprintf(out, "\n  %zu scope%s closed implicitly (an enclosing scope ended first)\n",
@@ -439,8 +446,7 @@ static void put_pct_line(FILE *out, const char *label, const gpufl_report_stat_t
     fmt_pct(avg, sizeof avg, a->sum / (double)a->n);
     fmt_pct(max, sizeof max, a->max);
     if (s->period_below_min && a->n < total) /* samples closer than that carry none */
-        snprintf(cov, sizeof cov, " (%zu of %zu samples: a figure needs %.0f ms)", a->n, total,
-                 (double)s->cpu_min_interval_ns / 1e6);
+        snprintf(cov, sizeof cov, " (%zu of %zu samples: %s)", a->n, total, s->cpu_why);
     else
         coverage(cov, sizeof cov, a, total);
     size_t n = 0;
@@ -520,6 +526,7 @@ static void put_system(FILE *out, const gpufl_report_t *r) {
         snprintf(line, sizeof line, "%.2f cores", st[GPUFL_RH_CG_CORES].max);
         put_field(out, "cgroup CPU limit", line);
     }
+    if (*s->cpu_none) put_field(out, "CPU figures", s->cpu_none);
     put_windows(out, r);
 }
 

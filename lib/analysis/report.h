@@ -116,6 +116,10 @@ typedef struct gpufl_report_summary {
      * (line 12; 3 rows lost)"), the last one for the rest when more. */
     char damage[GPUFL_REPORT_DAMAGE_LINES][320];
     size_t n_damage;
+    /* Their totals: damaged lines, rows lost (a lower bound when
+     * damage_rows_at_least), and lines whose rows are unknown. */
+    uint64_t damage_lines, damage_rows, damage_rows_unknown;
+    int damage_rows_at_least;
 } gpufl_report_summary_t;
 
 /* One row of the scope timing tree. */
@@ -139,6 +143,12 @@ typedef struct gpufl_report_scopes {
      * had no begin (lost with the damaged line in scope.log): a, a/b; 1 with
      * no name left"); "" when every end had its begin. */
     char lost[1024];
+    /* The same, for the JSON report: all of them, those with no name left,
+     * those whose name survives with no path (their parent's begin was lost
+     * too), and the first paths (in the order they began) with counts. */
+    size_t lost_total, lost_unnamed, lost_pathless, n_lost_paths;
+    const char *lost_paths[GPUFL_REPORT_LIST_MAX];
+    size_t lost_counts[GPUFL_REPORT_LIST_MAX];
 } gpufl_report_scopes_t;
 
 /* Orders tags with the numbers inside them by value (step=2 before step=10);
@@ -153,6 +163,9 @@ int gpufl__report_cmp_natural(const char *a, const char *b);
 #define GPUFL_REPORT_TAGS_JSON  GPUFL_REPORT_LIST_MAX /* tag values listed per path in JSON */
 #define GPUFL_REPORT_TAG_CELL   (GPUFL_REPORT_TAGS_WIDTH * 4 + 32) /* bytes: the cell, cut or not */
 void gpufl__report_fmt_tags(char *buf, size_t size, const char *const *tags, size_t n);
+/* A scope path's calls cell: "3", or "2 +1 lost" when scope ends of the
+ * path had no begin (lost with a damaged line: no time for them). */
+void gpufl__report_fmt_calls(char *buf, size_t size, const gpufl_model_scope_path_t *p);
 
 enum {
     GPUFL_RH_CPU,
@@ -175,7 +188,13 @@ typedef struct gpufl_report_system {
      * (cpus_allowed, else cpu_count; -1 unknown) and the shortest interval a
      * figure covers (-1: a log older than that field). */
     int64_t cpus, cpu_min_interval_ns;
+    int64_t clock_ticks_per_s;         /* host_info; -1 unknown */
     int period_below_min;              /* samples came closer than cpu_min_interval_ns */
+    /* Why samples lack a CPU figure ("a figure needs 90 ms"; "" when the
+     * log does not say), and, when a CPU statistic has no figure at all,
+     * one sentence naming them and why ("" when every one has figures). */
+    char cpu_why[48];
+    char cpu_none[192];
     size_t proc_cpu_over, cg_cpu_over; /* figures above 100 % per CPU: impossible (logs
                                           written before figures were clamped) */
     const char **window_names; /* distinct, sorted */

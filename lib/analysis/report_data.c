@@ -133,6 +133,13 @@ static size_t code_points(const char *s) {
     return w;
 }
 
+void gpufl__report_fmt_calls(char *buf, size_t size, const gpufl_model_scope_path_t *p) {
+    if (p->lost)
+        snprintf(buf, size, "%zu +%zu lost", p->calls, p->lost);
+    else
+        snprintf(buf, size, "%zu", p->calls);
+}
+
 void gpufl__report_fmt_tags(char *buf, size_t size, const char *const *tags, size_t n) {
     size_t at = 0, width = 0, shown = 0;
     if (!size) return;
@@ -669,8 +676,21 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
         free(groups);
         return oom();
     }
-    for (size_t i = 0; i < total; i++)
-        if (m->lost_scopes[i].path) by_path[named++] = &m->lost_scopes[i];
+    const char *pathless[GPUFL_REPORT_LIST_MAX];
+    size_t n_pathless = 0;
+    for (size_t i = 0; i < total; i++) {
+        const gpufl_model_scope_t *s = &m->lost_scopes[i];
+        const char *name = s->name_id > 0 ? gpufl__model_str(m, s->name_id) : NULL;
+        if (s->path)
+            by_path[named++] = s;
+        else if (name && *name && n_pathless < GPUFL_REPORT_LIST_MAX)
+            pathless[n_pathless++] = name;
+        else if (name && *name)
+            n_pathless++;
+    }
+    sc->lost_total = total;
+    sc->lost_pathless = n_pathless;
+    sc->lost_unnamed = total - named - n_pathless;
     qsort(by_path, named, sizeof *by_path, cmp_lost_by_path);
     for (size_t i = 0; i < named; i++) {
         if (i == 0 || strcmp(by_path[i - 1]->path, by_path[i]->path) != 0)
@@ -680,6 +700,11 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
         g->count++;
     }
     qsort(groups, paths, sizeof *groups, cmp_lost_path);
+    sc->n_lost_paths = paths;
+    for (size_t k = 0; k < paths && k < GPUFL_REPORT_LIST_MAX; k++) {
+        sc->lost_paths[k] = groups[k].path;
+        sc->lost_counts[k] = groups[k].count;
+    }
     append(buf, size, &n, "%zu scope end%s had no begin ", total, total == 1 ? "" : "s");
     if (m->damaged_scope_lines == 1)
         append(buf, size, &n, "(lost with the damaged line in scope.log)");
@@ -695,10 +720,18 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
     if (paths > GPUFL_REPORT_LIST_MAX)
         append(buf, size, &n, ", and %zu more path%s", paths - GPUFL_REPORT_LIST_MAX,
                paths - GPUFL_REPORT_LIST_MAX == 1 ? "" : "s");
-    if (!named)
+    /* What is missing: the name itself, or only the path above it. */
+    if (sc->lost_unnamed == total)
         append(buf, size, &n, "; no name left for them");
-    else if (named < total)
-        append(buf, size, &n, "; %zu with no name left", total - named);
+    else if (sc->lost_unnamed)
+        append(buf, size, &n, "; %zu with no name left", sc->lost_unnamed);
+    if (n_pathless) {
+        append(buf, size, &n, "; %zu with a name but no path (the begin above %s was lost too):",
+               n_pathless, n_pathless == 1 ? "it" : "them");
+        for (size_t k = 0; k < n_pathless && k < GPUFL_REPORT_LIST_MAX; k++)
+            append(buf, size, &n, "%s %s", k ? "," : "", pathless[k]);
+        if (n_pathless > GPUFL_REPORT_LIST_MAX) append(buf, size, &n, ", ...");
+    }
     free(by_path);
     free(groups);
     return 0;
@@ -745,6 +778,15 @@ static void build_damage(const gpufl_model_t *m, gpufl_report_summary_t *s) {
             break;
         }
         s->n_damage++;
+    }
+    s->damage_lines = m->damaged_lines;
+    s->damage_rows_unknown = m->damaged_lines - m->n_damaged; /* past the cap: not kept */
+    for (size_t i = 0; i < m->n_damaged; i++) {
+        const gpufl_model_damage_t *d = &m->damaged[i];
+        if (d->rows < 0)
+            s->damage_rows_unknown++;
+        else
+            s->damage_rows += (uint64_t)d->rows, s->damage_rows_at_least |= !d->rows_exact;
     }
     uint64_t rest = m->damaged_lines - next;
     if (rest)
@@ -813,6 +855,41 @@ static void cpu_bounds(const gpufl_model_t *m, gpufl_report_system_t *s) {
         s->cpus = v;
     if (gpufl__reader_int(json_object_get(hi, "cpu_min_interval_ns"), &v) == 0 && v > 0)
         s->cpu_min_interval_ns = v;
+    s->clock_ticks_per_s = -1;
+    if (gpufl__reader_int(json_object_get(hi, "clock_ticks_per_s"), &v) == 0 && v > 0)
+        s->clock_ticks_per_s = v;
+    if (s->cpu_min_interval_ns > 0)
+        snprintf(s->cpu_why, sizeof s->cpu_why, "a figure needs %.0f ms",
+                 (double)s->cpu_min_interval_ns / 1e6);
+}
+
+/* The CPU statistics with no figure at all, and why: the samples span less
+ * than the figures' interval, or (a log without that interval) just that. A
+ * cgroup statistic counts only where the log has a cgroup. */
+static void cpu_none(const gpufl_model_t *m, gpufl_report_system_t *s) {
+    int64_t v;
+    int cgroup = s->st[GPUFL_RH_CG_MEM].n ||
+                 (gpufl__reader_int(json_object_get(m->host_info, "cgroup_version"), &v) == 0 &&
+                  v > 0);
+    const char *names[3];
+    size_t k = 0, n = 0;
+    if (!s->n) return;
+    if (!s->st[GPUFL_RH_CPU].n) names[k++] = "host";
+    if (!s->st[GPUFL_RH_PROC_CPU].n) names[k++] = "process";
+    if (cgroup && !s->st[GPUFL_RH_CG_CPU].n) names[k++] = "cgroup";
+    if (!k) return;
+    char *o = s->cpu_none;
+    size_t cap = sizeof s->cpu_none;
+    cat(o, cap, &n, "no figure for ");
+    for (size_t i = 0; i < k; i++)
+        cat(o, cap, &n, "%s%s", i == 0 ? "" : i + 1 == k ? " and " : ", ", names[i]);
+    cat(o, cap, &n, " CPU");
+    if (s->cpu_min_interval_ns > 0 && s->clock_ticks_per_s > 0)
+        cat(o, cap, &n, ": the samples span %.0f ms; a figure needs %.0f ms (%lld clock ticks)",
+            (double)(s->last_ts_ns - s->first_ts_ns) / 1e6, (double)s->cpu_min_interval_ns / 1e6,
+            (long long)(s->cpu_min_interval_ns * s->clock_ticks_per_s / 1000000000));
+    else
+        cat(o, cap, &n, " in the log");
 }
 
 static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
@@ -840,6 +917,7 @@ static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
         if (i == 0 || x->ts_ns < s->first_ts_ns) s->first_ts_ns = x->ts_ns;
         if (i == 0 || x->ts_ns > s->last_ts_ns) s->last_ts_ns = x->ts_ns;
     }
+    cpu_none(m, s);
     if (!m->n_windows) return 0;
     s->window_names = malloc(m->n_windows * sizeof *s->window_names);
     if (!s->window_names) return oom();

@@ -242,7 +242,7 @@ static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
         const char *cp[9];
         for (int k = 0; k < 9; k++) cp[k] = c[k], snprintf(c[k], sizeof c[k], "-");
         tree_label(c[0], sizeof c[0], p->depth, p->name);
-        snprintf(c[1], sizeof c[1], "%zu", p->calls);
+        gpufl__report_fmt_calls(c[1], sizeof c[1], p);
         if (p->open) snprintf(c[2], sizeof c[2], "%zu", p->open);
         if (p->calls) {
             fmt_ns(c[3], sizeof c[3], p->total_ns);
@@ -282,15 +282,18 @@ static void fmt_rate(char *buf, size_t size, double v) {
 }
 
 /* One row of a metric table: name, avg, min, max, samples. */
+/* why: appended to a partial sample count ("5 of 27: a figure needs 90 ms"), or NULL. */
 static void stat_row(const gpufl_report_emitter_t *e, const char *name,
-                     const gpufl_report_stat_t *s, size_t total, fmt_fn fmt) {
+                     const gpufl_report_stat_t *s, size_t total, fmt_fn fmt, const char *why) {
     if (!s->n) return;
     char c[5][64];
     const char *cp[5] = {name, c[1], c[2], c[3], c[4]};
     fmt(c[1], sizeof c[1], s->sum / (double)s->n);
     fmt(c[2], sizeof c[2], s->min);
     fmt(c[3], sizeof c[3], s->max);
-    if (s->n < total)
+    if (s->n < total && why && *why)
+        snprintf(c[4], sizeof c[4], "%zu of %zu: %s", s->n, total, why);
+    else if (s->n < total)
         snprintf(c[4], sizeof c[4], "%zu of %zu", s->n, total);
     else
         snprintf(c[4], sizeof c[4], "%zu", s->n);
@@ -298,6 +301,10 @@ static void stat_row(const gpufl_report_emitter_t *e, const char *name,
 }
 
 static const char *const stat_heads[] = {"metric", "avg", "min", "max", "samples"};
+
+static int is_cpu_figure(int st) {
+    return st == GPUFL_RH_CPU || st == GPUFL_RH_PROC_CPU || st == GPUFL_RH_CG_CPU;
+}
 
 static void system_metrics(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     static const struct {
@@ -325,8 +332,10 @@ static void system_metrics(const gpufl_report_emitter_t *e, const gpufl_report_t
         e->para(o, f(v, sizeof v, "%zu host sample%s from %s to %s", s->n, plural(s->n), a, b));
         e->table_begin(o, 5, stat_heads, "lrrrr");
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-            stat_row(e, rows[i].name, &s->st[rows[i].st], s->n, rows[i].fmt);
+            stat_row(e, rows[i].name, &s->st[rows[i].st], s->n, rows[i].fmt,
+                     s->period_below_min && is_cpu_figure(rows[i].st) ? s->cpu_why : NULL);
         e->table_end(o);
+        if (*s->cpu_none) e->para(o, f(v, sizeof v, "CPU figures: %s", s->cpu_none));
     }
     if (r->m->n_windows) {
         size_t n = 0;
@@ -428,7 +437,7 @@ static void gpu_device(const gpufl_report_emitter_t *e, const gpufl_report_t *r,
     if (!a->n) return;
     e->table_begin(o, 5, stat_heads, "lrrrr");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        stat_row(e, rows[i].name, &a->st[rows[i].st], a->n, rows[i].fmt);
+        stat_row(e, rows[i].name, &a->st[rows[i].st], a->n, rows[i].fmt, NULL);
     e->table_end(o);
 }
 

@@ -114,6 +114,12 @@ static json_t *summary_json(const gpufl_report_t *r) {
             json_array_append_new(a, json_string(gpufl__reader_file_name((gpufl_log_file_t)f)));
     put(log, "truncated_lines", json_integer((json_int_t)m->read.truncated_lines));
     put(log, "problems", json_integer((json_int_t)s->problems));
+    json_t *dmg = json_object();
+    put(dmg, "lines", json_integer((json_int_t)s->damage_lines));
+    put(dmg, "rows_lost", json_integer((json_int_t)s->damage_rows));
+    put(dmg, "rows_at_least", json_boolean(s->damage_rows_at_least || s->damage_rows_unknown));
+    put(dmg, "rows_unknown", json_integer((json_int_t)s->damage_rows_unknown));
+    put(log, "damaged", dmg);
     put(o, "log", log);
     return o;
 }
@@ -190,6 +196,7 @@ static json_t *scopes_json(const gpufl_report_t *r) {
         put(x, "tag_values", tags);
         for (size_t k = 0; tags && k < row->n_tags && k < GPUFL_REPORT_TAGS_JSON; k++)
             json_array_append_new(tags, str(row->tags[k]));
+        put(x, "lost", json_integer((json_int_t)p->lost));
         json_array_append_new(a, x);
     }
     json_t *open = json_array();
@@ -203,6 +210,20 @@ static json_t *scopes_json(const gpufl_report_t *r) {
         put(x, "tag", *s->tag ? str(s->tag) : json_null());
         json_array_append_new(open, x);
     }
+    const gpufl_report_scopes_t *sc = &r->scopes;
+    json_t *lost = json_object(), *paths = json_array();
+    put(lost, "count", json_integer((json_int_t)sc->lost_total));
+    put(lost, "paths", paths);
+    for (size_t i = 0; paths && i < sc->n_lost_paths && i < GPUFL_REPORT_LIST_MAX; i++) {
+        json_t *x = json_object();
+        put(x, "path", json_string(sc->lost_paths[i]));
+        put(x, "count", json_integer((json_int_t)sc->lost_counts[i]));
+        json_array_append_new(paths, x);
+    }
+    put(lost, "paths_count", json_integer((json_int_t)sc->n_lost_paths));
+    put(lost, "no_path", json_integer((json_int_t)sc->lost_pathless));
+    put(lost, "unnamed", json_integer((json_int_t)sc->lost_unnamed));
+    put(o, "lost_ends", lost);
     return o;
 }
 
@@ -229,6 +250,9 @@ static json_t *system_json(const gpufl_report_t *r) {
     for (size_t i = 0; a && i < s->n_window_names; i++)
         json_array_append_new(a, json_string(s->window_names[i] ? s->window_names[i] : ""));
     put(o, "windows", w);
+    put(o, "cpu_min_interval_ns", s->cpu_min_interval_ns > 0 ? num((double)s->cpu_min_interval_ns)
+                                                              : json_null());
+    put(o, "cpu_none", *s->cpu_none ? json_string(s->cpu_none) : json_null());
     return o;
 }
 

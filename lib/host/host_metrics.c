@@ -825,7 +825,7 @@ static enum figure_step figure_step(const gpufl_host_reader_t *r, unsigned bit, 
      * (only a test clock does) restarts from the new read. */
     *elapsed_ns = (double)now_ns - (double)prev_ns;
     if (*elapsed_ns < 0) return FIGURE_NONE;
-    return *elapsed_ns < (double)r->info.cpu_min_interval_ns ? FIGURE_WAIT : FIGURE_TAKE;
+    return *elapsed_ns < (double)r->figure_min_ns ? FIGURE_WAIT : FIGURE_TAKE;
 }
 
 /* A process or cgroup figure, clamped to 100 % per CPU the process may use:
@@ -948,12 +948,14 @@ static void sample_cgroup(gpufl_host_reader_t *r, int refresh, char *buf, size_t
                                      1e6, &r->prev_cg_usage_usec, &r->prev_cg_ns);
 }
 
-int gpufl__host_sample(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
+/* A sample whose CPU figures need min_ticks clock ticks since their baselines. */
+static int sample_over(gpufl_host_reader_t *r, gpufl_host_sample_t *out, int min_ticks) {
     char buf[READ_BUFFER_BYTES];
     if (r == NULL || out == NULL)
         return gpufl__set_error(GPUFL_EINVAL, "host sample: NULL reader or output");
     if (!r->ready)
         return gpufl__set_error(GPUFL_EINVAL, "host sample: the reader is not initialized");
+    r->figure_min_ns = r->info.cpu_min_interval_ns / GPUFL_HOST_CPU_MIN_TICKS * min_ticks;
     set_sample_unknown(out);
     r->samples++;
     int refresh = r->samples % GPUFL_HOST_LIMITS_EVERY == 0;
@@ -974,4 +976,12 @@ int gpufl__host_sample(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
         return gpufl__set_error(GPUFL_EIO, "cannot read %s%s: %s", r->root, unreadable,
                                 strerror(saved_errno));
     return 0;
+}
+
+int gpufl__host_sample(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
+    return sample_over(r, out, GPUFL_HOST_CPU_MIN_TICKS);
+}
+
+int gpufl__host_sample_final(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
+    return sample_over(r, out, GPUFL_HOST_CPU_FINAL_MIN_TICKS);
 }

@@ -74,6 +74,11 @@
  * milliseconds early still gets a figure at every sample. */
 #define GPUFL_HOST_CPU_MIN_TICKS 9
 
+/* The shortest interval of the last sample's CPU figures (the session's end,
+ * gpufl__host_sample_final): a short session then still gets one figure,
+ * within one tick of its interval (over 60 ms, 17 % of one CPU). */
+#define GPUFL_HOST_CPU_FINAL_MIN_TICKS 2
+
 /* The reader's clock: CLOCK_MONOTONIC nanoseconds (tests set their own). */
 typedef int64_t (*gpufl_host_clock_fn)(void);
 
@@ -161,6 +166,7 @@ typedef struct gpufl_host_reader {
     double cg_cpu_limit_cores;
     int cpus_allowed; /* likewise: the bound of proc_cpu_pct and cg_cpu_pct */
     uint64_t samples; /* samples taken so far */
+    int64_t figure_min_ns; /* the current sample's shortest figure interval */
 
     int fds[GPUFL_HOST_FILE_COUNT]; /* -1 when not open: then opened by path when needed */
     unsigned absent;                /* bits (1u << gpufl_host_file_t): cgroup files found
@@ -197,5 +203,11 @@ void gpufl__host_reader_rebase(gpufl_host_reader_t *r);
  * (the unreadable ones are -1 / GPUFL_HOST_UNKNOWN); GPUFL_EINVAL for a NULL
  * argument or a reader that is not initialized. */
 int gpufl__host_sample(gpufl_host_reader_t *r, gpufl_host_sample_t *out);
+
+/* The session's last sample: like gpufl__host_sample, but a CPU figure
+ * needs only GPUFL_HOST_CPU_FINAL_MIN_TICKS ticks since its baseline, so the
+ * time since the last figure is not lost; its precision is one tick over
+ * that interval. */
+int gpufl__host_sample_final(gpufl_host_reader_t *r, gpufl_host_sample_t *out);
 
 #endif

@@ -42,15 +42,21 @@ static void sample_to_cells(const gpufl_host_sample_t *x, gpufl_cell_t *row) {
  * use the reader's own stamps of each read, never the nominal period);
  * caller holds s->lock. rebase: the first sample of an active stretch,
  * whose CPU counters become new baselines. Returns 0 when the reader works. */
-static int take(gpufl_host_sampler_t *s, int rebase, gpufl_host_sample_t *out) {
+static int take_by(gpufl_host_sampler_t *s, int rebase,
+                   int (*read)(gpufl_host_reader_t *, gpufl_host_sample_t *),
+                   gpufl_host_sample_t *out) {
     memset(out, 0, sizeof *out);
     if (!s->reader_ok) return -1;
     if (rebase) gpufl__host_reader_rebase(&s->reader);
     int64_t t0 = gpufl__mono_ns();
-    gpufl__host_sample(&s->reader, out);
+    read(&s->reader, out);
     gpufl__cost_add(&s->cost, gpufl__mono_ns() - t0);
     out->ts_ns = gpufl__collector_session_ns(s->collector, t0);
     return 0;
+}
+
+static int take(gpufl_host_sampler_t *s, int rebase, gpufl_host_sample_t *out) {
+    return take_by(s, rebase, gpufl__host_sample, out);
 }
 
 static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
@@ -89,9 +95,27 @@ static void flush(gpufl_collector_t *c, void *self) {
     pthread_mutex_unlock(&s->lock);
 }
 
+/* The session's last sample, at stop, while a stretch is active (its
+ * baselines are then from within it): its CPU figures need 2 ticks, not 9,
+ * so a session shorter than the figures' interval still gets one, and a
+ * longer one keeps the time since its last figure. */
+static void take_final(gpufl_collector_t *c, gpufl_host_sampler_t *s) {
+    gpufl_host_sample_t x;
+    if (s->when.period_ns == 0 || !(s->when.continuous || s->when.was_active) ||
+        take_by(s, 0, gpufl__host_sample_final, &x) != 0)
+        return;
+    gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_SYSTEM);
+    gpufl_cell_t *row = gpufl__batch_next(&s->batch, f, gpufl__collector_dict(c));
+    if (row) sample_to_cells(&x, row);
+    pthread_mutex_lock(&f->lock);
+    gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
+    pthread_mutex_unlock(&f->lock);
+}
+
 static void finish(gpufl_collector_t *c, void *self) {
     gpufl_host_sampler_t *s = self;
     pthread_mutex_lock(&s->lock);
+    take_final(c, s);
     gpufl__collector_source_cost(c, GPUFL_FILE_SYSTEM, "host", &s->cost, NULL, 0);
     pthread_mutex_unlock(&s->lock);
 }

@@ -532,6 +532,42 @@ static void test_short_period_accumulates(void **state) {
     gpufl__host_reader_fini(&r);
 }
 
+/* The session's last sample (gpufl__host_sample_final) gives a figure over
+ * 2 ticks or more since the baseline, where a plain sample needs 9: a
+ * session of 60 ms then still gets one, over those 60 ms. */
+static void test_final_sample_short_interval(void **state) {
+    struct fake_root *fake = *state;
+    const char *root = fake->path;
+    gpufl_host_reader_t r;
+    gpufl_host_sample_t s;
+    long hz = sysconf(_SC_CLK_TCK);
+    int64_t tick_ns = SECOND_NS / hz;
+    write_base_proc(root);
+    init_reader(&r, root);
+    write_self_stat(root, "gpufl_test", 1000, 0);
+    sample_ok(&r, SECOND_NS, &s); /* baseline */
+    /* 3 ticks later: too soon for a plain sample, which keeps the baseline */
+    write_self_stat(root, "gpufl_test", 1003, 0);
+    sample_ok(&r, SECOND_NS + 3 * tick_ns, &s);
+    assert_close(s.proc_cpu_pct, -1);
+    /* 6 ticks after the baseline, 3 of them busy: 50 % over the whole 6 */
+    write_self_stat(root, "gpufl_test", 1003, 0);
+    memset(&s, 0, sizeof s);
+    fake_now_ns = SECOND_NS + 6 * tick_ns;
+    fake_read_count = fake_read_next = 0;
+    assert_int_equal(gpufl__host_sample_final(&r, &s), 0);
+    assert_close(s.proc_cpu_pct, 50);
+    /* under 2 ticks since that figure: none even at the end */
+    fake_now_ns += tick_ns;
+    assert_int_equal(gpufl__host_sample_final(&r, &s), 0);
+    assert_close(s.proc_cpu_pct, -1);
+    /* and a plain sample still needs 9 ticks afterwards */
+    write_self_stat(root, "gpufl_test", 1005, 0);
+    sample_ok(&r, SECOND_NS + 9 * tick_ns, &s);
+    assert_close(s.proc_cpu_pct, -1);
+    gpufl__host_reader_fini(&r);
+}
+
 /* After a rebase (the start of an active stretch) the next reads are new
  * baselines: no figure covers the idle time before them. */
 static void test_rebase_starts_afresh(void **state) {
@@ -1410,6 +1446,8 @@ int main(void) {
                                         teardown_root),
         cmocka_unit_test_setup_teardown(test_cpus_allowed_from_cpuset, setup_root, teardown_root),
         cmocka_unit_test_setup_teardown(test_short_period_accumulates, setup_root, teardown_root),
+        cmocka_unit_test_setup_teardown(test_final_sample_short_interval, setup_root,
+                                        teardown_root),
         cmocka_unit_test_setup_teardown(test_rebase_starts_afresh, setup_root, teardown_root),
         cmocka_unit_test_setup_teardown(test_cgroup_v2_limited, setup_root, teardown_root),
         cmocka_unit_test_setup_teardown(test_cgroup_v2_unlimited, setup_root, teardown_root),

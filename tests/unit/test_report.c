@@ -616,9 +616,118 @@ static void test_report_host_cpu_bounds(void **state) {
     assert_non_null(strstr(text, "  process CPU        avg 100.0%, max 100.0% of one CPU (1 of 3 "
                                  "samples: a figure needs 90 ms)\n"));
     assert_null(strstr(text, "above the"));
+    assert_null(strstr(text, "no figure"));
+    free(text);
+    /* Markdown and HTML give the reason too; JSON carries the interval */
+    size_t len;
+    char *md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    assert_non_null(strstr(md, "| 1 of 3: a figure needs 90 ms |"));
+    free(md);
+    char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, "1 of 3: a figure needs 90 ms"));
+    free(html);
+    char *js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    assert_non_null(strstr(js, "\"cpu_min_interval_ns\": 90000000"));
+    assert_non_null(strstr(js, "\"cpu_none\": null"));
+    free(js);
+    gpufl__model_destroy(m);
+
+    /* a session shorter than the figures' interval: no figure at all, and
+     * every format says why in one line */
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"host_info\",\"v\":1,\"cpu_count\":2,\"cgroup_version\":2,"
+               "\"clock_ticks_per_s\":100,\"cpu_min_interval_ns\":90000000}\n"
+               "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[20000000,40000000,77000000],"
+               "\"cpu_pct\":[null,null,null],\"proc_cpu_pct\":[null,null,null],"
+               "\"mem_used_bytes\":[1,1,1],\"mem_total_bytes\":[2,2,2],"
+               "\"proc_rss_bytes\":[1,1,1],\"cg_mem_used_bytes\":[1,1,1],"
+               "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,null,null],"
+               "\"cg_cpu_limit_cores\":[null,null,null]}\n");
+    static const char none[] = "no figure for host, process and cgroup CPU: the samples span 57 "
+                               "ms; a figure needs 90 ms (9 clock ticks)";
+    text = load_and_render(dir, NULL, &m);
+    char want[256];
+    snprintf(want, sizeof want, "  CPU figures        %s\n", none);
+    assert_non_null(strstr(text, want));
+    free(text);
+    md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
+    snprintf(want, sizeof want, "CPU figures: %s", none);
+    assert_non_null(strstr(md, want));
+    free(md);
+    html = render_fmt(m, GPUFL_REPORT_HTML, &len);
+    assert_non_null(strstr(html, want));
+    free(html);
+    js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    snprintf(want, sizeof want, "\"cpu_none\": \"%s\"", none);
+    assert_non_null(strstr(js, want));
+    free(js);
+    gpufl__model_destroy(m);
+
+    /* a log without the interval: plainly none in the log; no cgroup, so
+     * only the host and process figures are missed */
+    write_file(dir, "system.log",
+               "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
+               "{\"type\":\"host_info\",\"v\":1,\"cpu_count\":2}\n"
+               "{\"type\":\"host_sample\",\"v\":1,\"ts_ns\":[20000000],"
+               "\"cpu_pct\":[null],\"proc_cpu_pct\":[null],\"mem_used_bytes\":[1],"
+               "\"mem_total_bytes\":[2],\"proc_rss_bytes\":[1],\"cg_mem_used_bytes\":[null],"
+               "\"cg_mem_limit_bytes\":[null],\"cg_cpu_pct\":[null],"
+               "\"cg_cpu_limit_cores\":[null]}\n");
+    text = load_and_render(dir, NULL, &m);
+    assert_non_null(
+        strstr(text, "  CPU figures        no figure for host and process CPU in the log\n"));
     free(text);
     gpufl__model_destroy(m);
     remove_file(dir, "system.log");
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* Scope ends whose begins were lost: one whose name survives under a lost,
+ * unnamed parent has a name but no path, which the report says as such;
+ * the JSON report carries the lost ends and the damaged lines' totals. */
+static void test_report_lost_name_without_path(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gpufl-test-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_file(dir, "scope.log",
+               "{\"type\":\"header\",\"v\":1,\"format\":\"gpufl-log\",\"file\":\"scope\","
+               "\"segment\":0}\n"
+               "{\"type\":\"dict\",\"v\":1,\"id\":[1,2,3],\"str\":[\"epoch\",\"step\","
+               "\"epoch/step\"]}\n"
+               "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1000000],\"tid\":[44],\"id\":[1],"
+               "\"parent\":[0],\"depth\":[1\n"
+               "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[2000000],\"tid\":[44],\"id\":[2],"
+               "\"parent\":[1],\"depth\":[2],\"name\":[2],\"tag\":[0],\"pa\n"
+               "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[5000000,9000000],\"tid\":[44,44],"
+               "\"id\":[2,1],\"implicit\":[0,0]}\n");
+    gpufl_model_t *m = NULL;
+    char *text = load_and_render(dir, NULL, &m);
+    assert_non_null(strstr(text, "  2 scope ends had no begin (lost with 2 damaged lines in "
+                                 "scope.log); 1 with no name left; 1 with a name but no path "
+                                 "(the begin above it was lost too): step\n"));
+    assert_null(strstr(text, "no name left for them"));
+    free(text);
+    size_t len;
+    char *js = render_fmt(m, GPUFL_REPORT_JSON, &len);
+    json_error_t err;
+    json_t *doc = json_loads(js, 0, &err);
+    assert_non_null(doc);
+    json_t *lost = json_object_get(json_object_get(doc, "scopes"), "lost_ends");
+    assert_int_equal(json_integer_value(json_object_get(lost, "count")), 2);
+    assert_int_equal(json_integer_value(json_object_get(lost, "unnamed")), 1);
+    assert_int_equal(json_integer_value(json_object_get(lost, "no_path")), 1);
+    assert_int_equal(json_array_size(json_object_get(lost, "paths")), 0);
+    json_t *dmg = json_object_get(
+        json_object_get(json_object_get(doc, "session"), "log"), "damaged");
+    assert_int_equal(json_integer_value(json_object_get(dmg, "lines")), 2);
+    assert_int_equal(json_integer_value(json_object_get(dmg, "rows_lost")), 2);
+    assert_true(json_is_false(json_object_get(dmg, "rows_at_least")));
+    assert_int_equal(json_integer_value(json_object_get(dmg, "rows_unknown")), 0);
+    json_decref(doc);
+    free(js);
+    gpufl__model_destroy(m);
+    remove_file(dir, "scope.log");
     assert_int_equal(rmdir(dir), 0);
 }
 
@@ -2335,9 +2444,9 @@ static void test_report_damaged_lines_summed(void **state) {
                                  "at least 6 rows lost)\n"));
     assert_non_null(strstr(text, "\n  2 scope ends had no begin (lost with 2 damaged lines in "
                                  "scope.log): outer; 1 with no name left\n"));
-    /* outer keeps its place above inner */
-    assert_non_null(strstr(text, "\n  outer        0     -         -"));
-    assert_non_null(strstr(text, "\n    inner      1     -   1.00 ms"));
+    /* outer keeps its place above inner, its lost call in its calls cell */
+    assert_non_null(strstr(text, "\n  outer   0 +1 lost     -         -"));
+    assert_non_null(strstr(text, "\n    inner         1     -   1.00 ms"));
     free(text);
     gpufl__model_destroy(m);
 
@@ -3130,6 +3239,7 @@ int main(void) {
         cmocka_unit_test(test_report_caps_counted),
         cmocka_unit_test(test_report_segment_checks),
         cmocka_unit_test(test_report_host_cpu_bounds),
+        cmocka_unit_test(test_report_lost_name_without_path),
         cmocka_unit_test(test_report_model_gpu),
         cmocka_unit_test(test_report_gpu_corrupt),
         cmocka_unit_test(test_report_gpu_absent),

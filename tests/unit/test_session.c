@@ -18,6 +18,12 @@ static void sleep_ms(int ms) {
     }
 }
 
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void before_any_init(void **state) {
     (void)state;
     gpufl_stats_t s = {.size = sizeof s};
@@ -513,6 +519,32 @@ static void continuous_sampling(void **state) {
     tu_free(&S);
 }
 
+/* A session shorter than the CPU figures' interval (9 ticks) still gets one
+ * figure: the last sample, at stop, needs only 2 ticks since the baseline. */
+static void short_session_gets_a_final_cpu_figure(void **state) {
+    (void)state;
+    const char *root = tu_log_dir(SUITE, "sampling_final");
+    gpufl_options_t o = tu_options(root);
+    o.system_sample_rate_ms = 20;
+    o.continuous_system_sampling = 1;
+    assert_int_equal(gpufl_init(&o), 0);
+    int64_t t0 = now_ns();
+    while (now_ns() - t0 < 50000000) { /* busy, so the process counts ticks */
+    }
+    gpufl_shutdown();
+    tu_lines_t S = tu_read(tu_session_dir(), "system.log");
+    json_t *last = tu_last(&S, "host_sample");
+    assert_non_null(last);
+    json_t *proc = json_object_get(last, "proc_cpu_pct");
+    json_t *host = json_object_get(last, "cpu_pct");
+    size_t k = json_array_size(proc);
+    assert_true(k > 0);
+    assert_true(json_is_number(json_array_get(proc, k - 1)));
+    assert_true(json_is_number(json_array_get(host, k - 1)));
+    assert_true(json_number_value(json_array_get(proc, k - 1)) > 0);
+    tu_free(&S);
+}
+
 static void data_reaches_disk_within_a_second(void **state) {
     (void)state;
     const char *root = tu_log_dir(SUITE, "live");
@@ -682,6 +714,7 @@ int main(void) {
         cmocka_unit_test(system_windows_are_counted),
         cmocka_unit_test(samples_only_inside_scopes_without_continuous),
         cmocka_unit_test(continuous_sampling),
+        cmocka_unit_test(short_session_gets_a_final_cpu_figure),
         cmocka_unit_test(data_reaches_disk_within_a_second),
         cmocka_unit_test(flush_logs_always_writes_promptly),
         cmocka_unit_test(names_are_escaped_and_capped),
