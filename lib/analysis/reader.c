@@ -610,7 +610,17 @@ static int handle_damage(read_ctx_t *c, const char *line, size_t len, const json
     else
         snprintf(lost, sizeof lost, "a \"%s\" batch of %s%lld row%s lost", d.type,
                  d.rows_exact ? "" : "at least ", (long long)d.rows, d.rows == 1 ? "" : "s");
-    corrupt(c, "not JSON: %s (column %d); %s", jerr->text, jerr->column, lost);
+    /* jansson reads one line as its whole input, so an error at the line's
+     * end says "near end of file": for a reader that is a line cut short. */
+    char why[JSON_ERROR_TEXT_LENGTH];
+    snprintf(why, sizeof why, "%s", jerr->text);
+    char *eof = strstr(why, " near end of file");
+    if (eof || jerr->position >= (int)len) {
+        if (eof) *eof = '\0';
+        corrupt(c, "line cut short after %zu bytes (%s); %s", len, why, lost);
+    } else {
+        corrupt(c, "not JSON at column %d: %s; %s", jerr->column, why, lost);
+    }
     return c->ops->damaged ? c->ops->damaged(c->user, &c->pos, &d) : 0;
 }
 

@@ -405,7 +405,7 @@ static void test_report_corrupt_lines(void **state) {
     gpufl_model_t *m = load("bad/corrupt");
     expect_warnings(m, 5);
     assert_int_equal(m->read.corrupt_lines, 5);
-    assert_true(has_warning(m, "scope.log", 4, "not JSON"));
+    assert_true(has_warning(m, "scope.log", 4, "not JSON at column 4: '[' or '{' expected"));
     assert_true(has_warning(m, "scope.log", 5, "scope_begin: column \"tid\" has 1 rows"));
     assert_true(has_warning(m, "scope.log", 6, "scope_end: row 0: ts_ns is not an integer"));
     assert_true(has_warning(m, "scope.log", 8, "not a JSON object"));
@@ -2254,7 +2254,7 @@ static void test_report_batch_fallback(void **state) {
         has_warning(m, "device.log", 6, "memset: column \"end_ns\" has 1 rows, the others 2"));
     assert_true(has_warning(m, "device.log", 7, "memset: column \"device\" missing"));
     assert_true(has_warning(m, "device.log", 8, "memset: row 0: device is not an integer"));
-    assert_true(has_warning(m, "device.log", 9, "not JSON"));
+    assert_true(has_warning(m, "device.log", 9, "line cut short after 38 bytes"));
     assert_int_equal(m->n_memsets, 1);
     assert_int_equal(m->memsets[0].scope, GPUFL_MODEL_UNKNOWN);
     assert_int_equal(m->n_kernels, 0);
@@ -2347,6 +2347,9 @@ static void test_report_damaged_line(void **state) {
     gpufl_model_t *m = load("bad/damaged");
     expect_warnings(m, 2);
     assert_true(has_warning(m, "scope.log", 5, "a \"scope_begin\" batch of 3 rows lost"));
+    /* a line cut short, said as such, not as jansson's "end of file" */
+    assert_true(has_warning(m, "scope.log", 5, "line cut short after 168 bytes (']' expected)"));
+    assert_false(has_warning(m, "scope.log", 5, "end of file"));
     assert_true(has_warning(m, "", 0, "3 scope_end rows match no scope_begin"));
     assert_int_equal(m->read.corrupt_lines, 1);
     assert_int_equal(m->damaged_lines, 1);
