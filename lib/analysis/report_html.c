@@ -225,8 +225,10 @@ static const char *const palette[] = {
     "#81d5d5", "#81b5d5", "#8196d5", "#8b81d5", "#ab81d5", "#ca81d5", "#d581c0", "#d581a0",
 };
 #define PALETTE_N  (sizeof palette / sizeof palette[0])
-#define COPY_FILL  "#a8b0bb"
-#define MSET_FILL  "#cdbb9e"
+/* Copies and memsets in greys, which no palette entry is, so that the legend's
+ * two colours never stand for a name too. */
+#define COPY_FILL  "#8f8f8f"
+#define MSET_FILL  "#c9c9c9"
 #define OPEN_HATCH "url(#open-hatch)"
 
 static uint32_t hash_name(const char *s) {
@@ -799,6 +801,8 @@ static const char css[] =
     "h3{font-size:15px}table{border-collapse:collapse;margin:8px 0}"
     "td,th{padding:2px 8px;text-align:left;vertical-align:top}"
     "table.t td,table.t th{border-bottom:1px solid #eee}"
+    /* a wide table (long kernel names) scrolls inside itself, not the page */
+    "table.t{display:block;overflow-x:auto;max-width:100%}"
     "table.t tr:first-child th{border-bottom:2px solid #ccc}"
     "table.f th{font-weight:normal;color:#555;white-space:nowrap}"
     ".r{text-align:right;font-variant-numeric:tabular-nums}"

@@ -3110,6 +3110,23 @@ static void test_report_html_timeline(void **state) {
     assert_string_equal(bar_fill(tl, "sgemm_128x64(", 0, a), bar_fill(tl, "sgemm_128x64(", 2, b));
     assert_true(a[0] == '#');
     assert_string_not_equal(a, bar_fill(tl, "sgemm_bwd(", 0, b));
+    /* copies and memsets in greys, which no name's colour is */
+    static const char *const named[] = {
+        "adam_update(", "argmax_kernel(", "checkpoint [", "checkpoint/serialize", "load_batch [",
+        "load_batch/decode", "ncclDevKernel_AllReduce", "relu(", "sgemm_128x64(", "sgemm_bwd(",
+        "softmax_bwd(", "softmax_fwd(", "train [", "train/evaluate", "train/step/optimizer"};
+    char copy_fill[16], mset_fill[16];
+    bar_fill(tl, "copy host", 0, copy_fill);
+    bar_fill(tl, "memset ", 0, mset_fill);
+    for (int g = 0; g < 2; g++) {
+        const char *f = g ? mset_fill : copy_fill;
+        assert_true(strlen(f) == 7 && f[1] == f[3] && f[2] == f[4] && f[3] == f[5] && f[4] == f[6]);
+    }
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        bar_fill(tl, named[i], 0, a);
+        assert_true(strlen(a) == 7);
+        assert_false(a[1] == a[3] && a[2] == a[4] && a[3] == a[5] && a[4] == a[6]); /* not grey */
+    }
     /* open scopes: hatched, to the session end (320 ms: the right edge), legend */
     assert_non_null(strstr(tl, "<pattern id=\"open-hatch\""));
     assert_int_equal(count_of(tl, "fill=\"url(#open-hatch)\""), 3); /* two bars, the legend */
