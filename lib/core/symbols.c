@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strarena.h"
-#include "nvidia/dl.h"
+#include "util/dl.h"
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>

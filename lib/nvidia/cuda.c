@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "nvidia/dl.h"
+#include "util/dl.h"
 
 #include <cuda.h>
 

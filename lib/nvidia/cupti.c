@@ -9,7 +9,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "nvidia/dl.h"
+#include "util/dl.h"
 
 #include <cupti.h>
 

@@ -34,8 +34,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "nvidia/dl.h"
 #include "nvidia/nvml_api.h"
+#include "util/dl.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * dl.h - loads a vendor library at run time (libnvidia-ml now, libcuda and
- * libcupti next) and resolves its symbols with versioned fallbacks.
+ * dl.h - loads an optional library at run time (the vendor libraries:
+ * libnvidia-ml, libcuda, libcupti; and libdw for stack symbols) and resolves
+ * its symbols with versioned fallbacks.
  *
- * gpufl never links against a vendor library: a missing library or symbol is
+ * gpufl never links against these libraries: a missing library or symbol is
  * a normal state, reported as a one-line reason for the capability record.
  * Libraries are opened RTLD_NOW | RTLD_LOCAL (their symbols never leak into
  * the application's namespace) | RTLD_NODELETE (never unmapped, see dl.c).
  * Not thread-safe per gpufl__dl_t.
  */
-#ifndef GPUFL_NVIDIA_DL_H
-#define GPUFL_NVIDIA_DL_H
+#ifndef GPUFL_UTIL_DL_H
+#define GPUFL_UTIL_DL_H
 
 #include <stddef.h>
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * dl.c - dlopen/dlsym with ordered library names, versioned symbol names and
- * one-line reasons. Shared by every vendor module (NVML, libcuda, CUPTI).
+ * one-line reasons. Shared by every vendor module (NVML, libcuda, CUPTI) and
+ * by the stack symbolizer (libdw).
  */
-#include "nvidia/dl.h"
+#include "util/dl.h"
 
 #include "core/error.h"
 
@@ -12,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Vendor libraries are never unmapped (RTLD_NODELETE): they start threads
+/* Libraries are never unmapped (RTLD_NODELETE): they start threads
  * and register exit handlers of their own, and CUPTI must outlive any
  * callback it may still deliver. dlclose then only drops our reference; a
  * later open finds the library already loaded. */
