@@ -9,7 +9,7 @@
 #include "analysis/analysis.h"
 
 #include "analysis/sessions.h"
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

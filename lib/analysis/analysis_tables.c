@@ -9,7 +9,7 @@
  */
 #include "analysis/analysis.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  */
 #include "analysis/export_timeline.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/jsonw.h"
 
 #include <errno.h>

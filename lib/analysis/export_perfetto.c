@@ -48,7 +48,7 @@
 #include "analysis/export_pb.h"
 #include "analysis/export_timeline.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/intern.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
  */
 #include "analysis/export_timeline.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/jsonw.h"
 
 #include <inttypes.h>

@@ -7,7 +7,7 @@
 #include "analysis/export_trace.h"
 #include "analysis/export_timeline.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdlib.h>
 #include <string.h>

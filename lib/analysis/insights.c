@@ -5,7 +5,7 @@
  */
 #include "analysis/insight_rules.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include "analysis/insights.h"
 #include "analysis/report.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <jansson.h>
 

@@ -13,7 +13,7 @@
 #include "analysis/model.h"
 #include "analysis/model_internal.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -33,7 +33,7 @@
  */
 #include "analysis/model_internal.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdlib.h>
 #include <string.h>

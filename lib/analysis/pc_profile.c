@@ -6,7 +6,7 @@
  */
 #include "analysis/pc_profile.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  */
 #include "analysis/reader.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <stdarg.h>

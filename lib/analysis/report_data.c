@@ -10,7 +10,7 @@
  */
 #include "analysis/report.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  */
 #include "analysis/report.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  */
 #include "analysis/report.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <math.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #include "analysis/insight_rules.h"
 #include "analysis/insight_spans.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  */
 #include "analysis/insight_rules.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

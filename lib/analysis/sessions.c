@@ -6,7 +6,7 @@
  */
 #include "analysis/sessions.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <jansson.h>
 

@@ -11,7 +11,7 @@
 #include "core/collector.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 #include "core/scope.h"
 

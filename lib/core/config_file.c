@@ -5,7 +5,7 @@
  */
 #include "core/config_file.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <stdio.h>

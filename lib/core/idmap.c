@@ -5,7 +5,7 @@
  */
 #include "core/idmap.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  */
 #include "core/interp.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <link.h>
 #include <pthread.h>

@@ -9,7 +9,7 @@
 #ifndef GPUFL_CORE_LOG_H
 #define GPUFL_CORE_LOG_H
 
-#include "core/error.h"
+#include "util/error.h"
 
 void gpufl__log(gpufl_log_level_t level, const char *fmt, ...) GPUFL__PRINTF(2, 3);
 /* Turns debug/info messages on or off (enable_debug_output). */

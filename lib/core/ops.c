@@ -10,7 +10,7 @@
  */
 #include "core/ops.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/jsonw.h"
 
 #include <pthread.h>

@@ -4,7 +4,7 @@
  */
 #include "core/ring.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  */
 #include "core/stack_log.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/interp.h"
 #include "core/jsonw.h"
 #include "core/log.h"

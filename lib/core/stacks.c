@@ -11,7 +11,7 @@
 #include "core/stacks.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/interp.h"
 
 #include <dlfcn.h>

@@ -10,7 +10,7 @@
 #include "core/symbols.h"
 
 #include "core/demangle.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 #include "core/strarena.h"
 #include "util/dl.h"

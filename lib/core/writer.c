@@ -5,7 +5,7 @@
  */
 #include "core/writer.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 
 #include <errno.h>

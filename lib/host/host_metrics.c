@@ -39,7 +39,7 @@
 #include "host/host_metrics.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
 #include "host/host_sampler.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 #include "core/scope.h"
 

@@ -6,7 +6,7 @@
  */
 #include "nvidia/cuda.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 #include "util/dl.h"
 

@@ -7,7 +7,7 @@
 #include "nvidia/cupti.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 #include "util/dl.h"
 

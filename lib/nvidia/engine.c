@@ -5,7 +5,7 @@
 #include "nvidia/engine.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/idmap.h"
 #include "core/log.h"
 #include "nvidia/rebind.h"

@@ -10,7 +10,7 @@
 #include "nvidia/gpu_sampler.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include "nvidia/launch.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 #include "core/scope.h"
 #include "core/stacks.h"

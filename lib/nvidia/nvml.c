@@ -32,7 +32,7 @@
  */
 #include "nvidia/nvml.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 #include "nvidia/nvml_api.h"
 #include "util/dl.h"

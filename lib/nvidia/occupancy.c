@@ -28,7 +28,7 @@
  */
 #include "nvidia/occupancy.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdint.h>
 #include <string.h>

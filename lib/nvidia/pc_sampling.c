@@ -19,7 +19,7 @@
 
 #include "core/clock.h"
 #include "core/demangle.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/idmap.h"
 #include "core/log.h"
 #include "nvidia/engine.h"

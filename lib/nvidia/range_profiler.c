@@ -15,7 +15,7 @@
 #include "nvidia/range_profiler.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/log.h"
 #include "core/scope.h"
 #include "nvidia/cupti_host.h"

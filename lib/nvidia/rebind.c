@@ -8,7 +8,7 @@
  */
 #include "nvidia/rebind.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "gpufl/gpufl.h"
 
 #include <dlfcn.h>

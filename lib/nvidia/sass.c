@@ -6,7 +6,7 @@
  */
 #include "nvidia/sass.h"
 
-#include "core/error.h"
+#include "util/error.h"
 #include "core/strarena.h"
 
 #include <errno.h>

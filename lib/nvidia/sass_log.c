@@ -7,7 +7,7 @@
 #include "nvidia/sass_log.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/idmap.h"
 #include "core/log.h"
 #include "nvidia/sass.h"

@@ -14,7 +14,7 @@
 #include "nvidia/trace_source.h"
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "core/demangle.h"
 #include "core/log.h"
 #include "core/ring.h"

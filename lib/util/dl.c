@@ -6,7 +6,7 @@
  */
 #include "util/dl.h"
 
-#include "core/error.h"
+#include "util/error.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "util/error.h"
 #include "nvidia/cuda.h"
 
 #ifndef GPUFL_FAKE_CUDA_PATH

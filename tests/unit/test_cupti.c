@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "util/error.h"
 #include "nvidia/cupti.h"
 
 #ifndef GPUFL_FAKE_CUPTI_PATH

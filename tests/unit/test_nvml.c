@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "util/error.h"
 #include "nvidia/nvml.h"
 #include "nvidia/nvml_api.h"
 #include "test_util.h"

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "util/error.h"
 #include "nvidia/occupancy.h"
 
 /* Device attributes as the driver reports them; all of these have 64 Ki

@@ -6,8 +6,8 @@
  * failure, records a detailed message with gpufl__set_error(); the public
  * gpufl_last_error() returns it.
  */
-#ifndef GPUFL_CORE_ERROR_H
-#define GPUFL_CORE_ERROR_H
+#ifndef GPUFL_UTIL_ERROR_H
+#define GPUFL_UTIL_ERROR_H
 
 #include <gpufl/gpufl.h>
 

@@ -3,7 +3,7 @@
  * error.c - names of the stable error codes and the thread-local message
  * behind gpufl_last_error().
  */
-#include "core/error.h"
+#include "util/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
