@@ -15,7 +15,7 @@
 #include "analysis/export_timeline.h"
 
 #include "util/error.h"
-#include "core/jsonw.h"
+#include "util/jsonw.h"
 
 #include <errno.h>
 #include <stdlib.h>

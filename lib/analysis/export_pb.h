@@ -12,7 +12,7 @@
 #ifndef GPUFL_ANALYSIS_EXPORT_PB_H
 #define GPUFL_ANALYSIS_EXPORT_PB_H
 
-#include "core/jsonw.h"
+#include "util/jsonw.h"
 
 #include <stddef.h>
 #include <stdint.h>

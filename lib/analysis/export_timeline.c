@@ -10,7 +10,7 @@
 #include "analysis/export_timeline.h"
 
 #include "util/error.h"
-#include "core/jsonw.h"
+#include "util/jsonw.h"
 
 #include <inttypes.h>
 #include <stdio.h>

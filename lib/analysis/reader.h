@@ -17,7 +17,7 @@
 #ifndef GPUFL_ANALYSIS_READER_H
 #define GPUFL_ANALYSIS_READER_H
 
-#include "core/idmap.h"
+#include "util/idmap.h"
 
 #include <gpufl/gpufl.h>
 

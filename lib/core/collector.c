@@ -12,7 +12,7 @@
 
 #include "core/clock.h"
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/scope.h"
 
 #include <pthread.h>

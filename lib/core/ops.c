@@ -11,7 +11,7 @@
 #include "core/ops.h"
 
 #include "util/error.h"
-#include "core/jsonw.h"
+#include "util/jsonw.h"
 
 #include <pthread.h>
 #include <sched.h>

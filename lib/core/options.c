@@ -10,7 +10,7 @@
 #include "core/options.h"
 
 #include "core/config_file.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/session.h"
 
 #include <ctype.h>

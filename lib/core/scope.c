@@ -12,7 +12,7 @@
 #include "core/scope.h"
 
 #include "core/clock.h"
-#include "core/log.h"
+#include "util/log.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

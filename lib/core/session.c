@@ -12,7 +12,7 @@
 #include "core/clock.h"
 #include "core/collector.h"
 #include "core/interp.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/ops.h"
 #include "core/options.h"
 #include "core/scope.h"

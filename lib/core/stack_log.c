@@ -7,8 +7,8 @@
 
 #include "util/error.h"
 #include "core/interp.h"
-#include "core/jsonw.h"
-#include "core/log.h"
+#include "util/jsonw.h"
+#include "util/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

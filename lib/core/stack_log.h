@@ -14,7 +14,7 @@
 #ifndef GPUFL_CORE_STACK_LOG_H
 #define GPUFL_CORE_STACK_LOG_H
 
-#include "core/idmap.h"
+#include "util/idmap.h"
 #include "core/stacks.h"
 #include "core/symbols.h"
 #include "core/writer.h"

@@ -4,15 +4,15 @@
  * the captured stack traces, through elfutils' libdwfl loaded with dlopen,
  * or dladdr alone when libdw is absent (see symbols.h).
  *
- * Everything returned is interned in a string arena (core/strarena.h) whose
+ * Everything returned is interned in a string arena (util/strarena.h) whose
  * copies never move, so they stay valid until destroy; each resolved pc is cached.
  */
 #include "core/symbols.h"
 
 #include "core/demangle.h"
 #include "util/error.h"
-#include "core/log.h"
-#include "core/strarena.h"
+#include "util/log.h"
+#include "util/strarena.h"
 #include "util/dl.h"
 
 #include <dwarf.h>

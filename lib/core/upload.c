@@ -3,7 +3,7 @@
  * upload.c - the fleet upload entry point. The upload itself is part of the
  * fleet release; until then the call says so at once instead of pretending.
  */
-#include "core/log.h"
+#include "util/log.h"
 #include "core/session.h"
 
 #include <stdatomic.h>

@@ -6,7 +6,7 @@
 #include "core/writer.h"
 
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #define GPUFL_CORE_WRITER_H
 
 #include "core/intern.h"
-#include "core/jsonw.h"
+#include "util/jsonw.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 
 #include "core/clock.h"
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/scope.h"
 
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include "nvidia/cuda.h"
 
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "util/dl.h"
 
 #include <cuda.h>

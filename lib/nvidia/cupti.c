@@ -8,7 +8,7 @@
 
 #include "core/clock.h"
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "util/dl.h"
 
 #include <cupti.h>

@@ -6,8 +6,8 @@
 
 #include "core/clock.h"
 #include "util/error.h"
-#include "core/idmap.h"
-#include "core/log.h"
+#include "util/idmap.h"
+#include "util/log.h"
 #include "nvidia/rebind.h"
 
 #include <stdio.h>

@@ -11,7 +11,7 @@
 
 #include "core/clock.h"
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 
 #include <stdio.h>
 #include <string.h>

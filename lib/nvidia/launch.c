@@ -8,7 +8,7 @@
 
 #include "core/clock.h"
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/scope.h"
 #include "core/stacks.h"
 

@@ -33,7 +33,7 @@
 #include "nvidia/nvml.h"
 
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "nvidia/nvml_api.h"
 #include "util/dl.h"
 

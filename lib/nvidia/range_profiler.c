@@ -16,7 +16,7 @@
 
 #include "core/clock.h"
 #include "util/error.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/scope.h"
 #include "nvidia/cupti_host.h"
 #include "nvidia/engine.h"

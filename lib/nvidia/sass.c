@@ -7,7 +7,7 @@
 #include "nvidia/sass.h"
 
 #include "util/error.h"
-#include "core/strarena.h"
+#include "util/strarena.h"
 
 #include <errno.h>
 #include <fcntl.h>

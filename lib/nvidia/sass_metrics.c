@@ -14,8 +14,8 @@
 #include "core/clock.h"
 #include "core/demangle.h"
 #include "util/error.h"
-#include "core/idmap.h"
-#include "core/log.h"
+#include "util/idmap.h"
+#include "util/log.h"
 #include "nvidia/engine.h"
 
 #include <cupti.h>

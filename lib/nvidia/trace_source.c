@@ -16,7 +16,7 @@
 #include "core/clock.h"
 #include "util/error.h"
 #include "core/demangle.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/ring.h"
 #include "core/stack_log.h"
 #include "nvidia/engine.h"

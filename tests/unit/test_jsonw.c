@@ -5,7 +5,7 @@
  */
 #include "test_util.h"
 
-#include "core/jsonw.h"
+#include "util/jsonw.h"
 
 #include <math.h>
 

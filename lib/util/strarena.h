@@ -5,8 +5,8 @@
  * to their strings (the symbol cache, a parsed disassembly). Not
  * thread-safe.
  */
-#ifndef GPUFL_CORE_STRARENA_H
-#define GPUFL_CORE_STRARENA_H
+#ifndef GPUFL_UTIL_STRARENA_H
+#define GPUFL_UTIL_STRARENA_H
 
 #include <stddef.h>
 

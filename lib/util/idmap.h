@@ -5,8 +5,8 @@
  * session's records (dict, scopes, configs, stacks) and the code addresses
  * of CPU stacks. Not thread-safe.
  */
-#ifndef GPUFL_CORE_IDMAP_H
-#define GPUFL_CORE_IDMAP_H
+#ifndef GPUFL_UTIL_IDMAP_H
+#define GPUFL_UTIL_IDMAP_H
 
 #include <stddef.h>
 #include <stdint.h>

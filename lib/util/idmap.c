@@ -3,7 +3,7 @@
  * idmap.c - an open-addressing map from uint64 keys to size_t values (see
  * idmap.h).
  */
-#include "core/idmap.h"
+#include "util/idmap.h"
 
 #include "util/error.h"
 

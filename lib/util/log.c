@@ -6,7 +6,7 @@
  * debug/info lines only when debug output is on. Nothing else in the library
  * writes to stderr.
  */
-#include "core/log.h"
+#include "util/log.h"
 
 #include <pthread.h>
 #include <stdarg.h>

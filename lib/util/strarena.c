@@ -2,7 +2,7 @@
 /*
  * strarena.c - strings in blocks that never move (see strarena.h).
  */
-#include "core/strarena.h"
+#include "util/strarena.h"
 
 #include <stdlib.h>
 #include <string.h>

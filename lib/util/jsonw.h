@@ -7,8 +7,8 @@
  * and checked as UTF-8 (invalid bytes become U+FFFD, so a name cut in the
  * middle of a character still yields valid JSON).
  */
-#ifndef GPUFL_CORE_JSONW_H
-#define GPUFL_CORE_JSONW_H
+#ifndef GPUFL_UTIL_JSONW_H
+#define GPUFL_UTIL_JSONW_H
 
 #include <stddef.h>
 #include <stdint.h>

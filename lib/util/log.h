@@ -6,8 +6,8 @@
  * which calls the hook set with gpufl_set_log_hook() (default: one line on
  * stderr for warnings and errors; debug and info only with debug output on).
  */
-#ifndef GPUFL_CORE_LOG_H
-#define GPUFL_CORE_LOG_H
+#ifndef GPUFL_UTIL_LOG_H
+#define GPUFL_UTIL_LOG_H
 
 #include "util/error.h"
 

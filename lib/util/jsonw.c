@@ -2,7 +2,7 @@
 /*
  * jsonw.c - JSON encoding into capped buffers for the log writer.
  */
-#include "core/jsonw.h"
+#include "util/jsonw.h"
 
 #include <stdlib.h>
 #include <string.h>
