@@ -8,6 +8,11 @@
 /* 1 when gpufl is switched off: GPUFL_DISABLED, or the last init was disabled. */
 int gpufl__session_disabled(void);
 
+/* The directory of the last session that ran in this process, flushed, for
+ * gpufl_report_write(): 0, GPUFL_EDISABLED when gpufl is off, or
+ * GPUFL_ENOTINIT (with a warning) when no session ran. */
+int gpufl__session_report_dir(char *dir, size_t size);
+
 /* Upload belongs to a later release. Every message about it (backend_url and
  * remote_upload at init, uploadLogs) says so in these words. */
 #define GPUFL__UPLOAD_NOT_BUILT "upload is not built yet in this release"
