@@ -41,7 +41,6 @@ typedef struct libdw_api {
     __typeof__(dwfl_errmsg) *errmsg;
     __typeof__(dwfl_linux_proc_report) *proc_report;
     __typeof__(dwfl_linux_proc_find_elf) *proc_find_elf;
-    __typeof__(dwfl_standard_find_debuginfo) *standard_find_debuginfo;
     __typeof__(dwfl_build_id_find_debuginfo) *build_id_find_debuginfo;
     __typeof__(dwfl_report_begin) *report_begin;
     __typeof__(dwfl_report_end) *report_end;
@@ -347,7 +346,6 @@ static int load_libdw(gpufl_symbols_t *s, char *why, size_t why_size) {
         {{"dwfl_errmsg"}, &dw->errmsg, 1, -1},
         {{"dwfl_linux_proc_report"}, &dw->proc_report, 1, -1},
         {{"dwfl_linux_proc_find_elf"}, &dw->proc_find_elf, 1, -1},
-        {{"dwfl_standard_find_debuginfo"}, &dw->standard_find_debuginfo, 1, -1},
         {{"dwfl_build_id_find_debuginfo"}, &dw->build_id_find_debuginfo, 1, -1},
         {{"dwfl_report_begin"}, &dw->report_begin, 1, -1},
         {{"dwfl_report_end"}, &dw->report_end, 1, -1},
@@ -395,13 +393,16 @@ static int report_modules(gpufl_symbols_t *s) {
 }
 
 static int start_dwfl(gpufl_symbols_t *s, char *why, size_t why_size) {
-    /* With DEBUGINFOD_URLS set, the standard search would end by fetching
-     * debug info over the network from inside the profiled process: only
-     * the local build-id lookup is made then. */
-    const char *debuginfod = getenv("DEBUGINFOD_URLS");
+    /* Only the local build-id lookup (/usr/lib/debug/.build-id, where
+     * Debian's and Fedora's debug packages put their files): the standard
+     * search ends in libdw's debuginfod client, which fetches over the
+     * network from inside the profiled process and, even with no
+     * DEBUGINFOD_URLS, starts curl and OpenSSL. Started on the collector
+     * thread while the process exits, after OpenSSL's exit handler ran, that
+     * crashed a process (a Python program ending with daemon threads, under
+     * ASan). Binaries built with -g carry their DWARF and need no search. */
     s->callbacks.find_elf = s->dw.proc_find_elf;
-    s->callbacks.find_debuginfo = (debuginfod && debuginfod[0]) ? s->dw.build_id_find_debuginfo
-                                                                : s->dw.standard_find_debuginfo;
+    s->callbacks.find_debuginfo = s->dw.build_id_find_debuginfo;
     s->callbacks.debuginfo_path = NULL; /* the default: ":.debug:/usr/lib/debug" */
     s->dwfl = s->dw.begin(&s->callbacks);
     if (s->dwfl == NULL) {
