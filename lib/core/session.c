@@ -8,6 +8,7 @@
  * repeat. A session still running at exit is shut down by an atexit handler;
  * a forked child starts with no session (it may call init for its own).
  */
+#include "core/backend.h"
 #include "core/clock.h"
 #include "core/collector.h"
 #include "core/interp.h"
@@ -16,11 +17,6 @@
 #include "core/options.h"
 #include "core/scope.h"
 #include "core/session.h"
-#include "host/host_sampler.h"
-#include "nvidia/gpu_sampler.h"
-#if GPUFL_HAVE_CUPTI
-#include "nvidia/trace_source.h"
-#endif
 
 #include <errno.h>
 #include <pthread.h>
@@ -47,11 +43,7 @@ static struct session_state {
     char dir[4096];
     gpufl_collector_t *collector;
     gpufl_ring_pool_t *pool;
-    gpufl_host_sampler_t host;
-    gpufl_gpu_sampler_t gpu; /* zeroed when no NVIDIA backend runs */
-#if GPUFL_HAVE_CUPTI
-    gpufl_trace_source_t trace; /* zeroed unless the Trace engine runs */
-#endif
+    int host_started; /* how many of gpufl__host_sources run */
     gpufl_stats_t last_stats;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -143,176 +135,78 @@ static void put_feature(gpufl_buf_t *b, const char *name, int on, const char *wh
     gpufl__buf_putc(b, '}');
 }
 
-/* Why the NVIDIA backend is not running, or NULL when it is. */
-typedef struct backend_state {
-    gpufl_backend_t running;
-    char why[256];         /* why NVML is off, when it is */
-    gpufl_engine_t engine; /* the engine that runs */
-    char trace_why[256];   /* why CUPTI tracing is off, when it is */
-    char pcs_why[256];     /* why PC sampling is off when it was asked for */
-    char sassm_why[256];   /* why SASS metrics are off when they were asked for */
-    char rp_why[256];      /* why the range profiler is off when it was asked for */
-} backend_state_t;
+/* The session's backend: the first of the table asked for (by name or
+ * Auto) whose device library answers, NONE when none does. Every backend of
+ * the table starts its engine (one not asked for only records why not); the
+ * engine is the first one above Monitor. opened[i]: backend i answered. A
+ * missing driver is a normal state: recorded, and said aloud only when the
+ * backend was asked for by name. */
+static gpufl_backend_t start_backends(const gpufl_settings_t *s, gpufl_engine_t *engine,
+                                      int *opened, gpufl_source_t *sources, int *nsources) {
+    const char *absent = gpufl__backend_absent_why(s->backend);
+    gpufl_backend_t running = GPUFL_BACKEND_NONE;
+    char other[64];
+    *engine = GPUFL_ENGINE_MONITOR;
+    *nsources = 0;
+    if (absent && s->backend != GPUFL_BACKEND_NONE)
+        gpufl__warn("backend %s: %s", gpufl_backend_name(s->backend), absent);
+    snprintf(other, sizeof other, "backend %s was asked for", gpufl_backend_name(s->backend));
+    for (int i = 0; gpufl__backends[i] && i < GPUFL__BACKENDS_MAX; i++) {
+        const gpufl__backend_ops_t *b = gpufl__backends[i];
+        int asked = !absent && (s->backend == GPUFL_BACKEND_AUTO || s->backend == b->kind);
+        char why[256];
+        opened[i] = 0;
+        if (asked && b->open(s, why, sizeof why) == 0) {
+            opened[i] = 1;
+            if (running == GPUFL_BACKEND_NONE) running = b->kind;
+        } else if (asked && s->backend == b->kind) {
+            gpufl__warn("backend %s: %s", gpufl_backend_name(b->kind), why);
+        } else if (asked) {
+            gpufl__debug("no %s backend: %s", b->name, why);
+        }
+        const char *off_why = NULL;
+        if (!asked) off_why = absent ? absent : other;
+        gpufl_engine_t e;
+        int have = 0;
+        if (*nsources < GPUFL_MAX_SOURCES)
+            b->start_engine(g.collector, s, off_why, &e, &sources[*nsources], &have);
+        else
+            e = GPUFL_ENGINE_MONITOR;
+        *nsources += have;
+        if (*engine == GPUFL_ENGINE_MONITOR) *engine = e;
+    }
+    return running;
+}
 
-/* Says what runs and, for what does not, why. */
-static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s, int host_ok,
-                               const backend_state_t *be) {
+/* Says what runs and, for what does not, why: the host sources' entries,
+ * then each backend's; then each backend explains an engine downgrade. */
+static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s,
+                               const gpufl__feature_t *host, int nhost, gpufl_backend_t running,
+                               gpufl_engine_t engine) {
     gpufl_buf_t *b = gpufl__writer_record(f, "capabilities");
     gpufl__buf_kv_str(b, "backend_requested", gpufl_backend_name(s->backend));
-    gpufl__buf_kv_str(b, "backend", gpufl_backend_name(be->running));
+    gpufl__buf_kv_str(b, "backend", gpufl_backend_name(running));
     gpufl__buf_kv_str(b, "engine_requested", gpufl_engine_name(s->profiling_engine));
-    gpufl__buf_kv_str(b, "engine", gpufl_engine_name(be->engine));
+    gpufl__buf_kv_str(b, "engine", gpufl_engine_name(engine));
     gpufl__buf_key(b, "features");
     gpufl__buf_putc(b, '{');
-    put_feature(b, "host_metrics", host_ok, host_ok ? NULL : "cannot read /proc");
-    put_feature(b, "nvml", be->running == GPUFL_BACKEND_NVIDIA,
-                be->running == GPUFL_BACKEND_NVIDIA ? NULL : be->why);
-    int tracing = be->engine >= GPUFL_ENGINE_TRACE;
-    put_feature(b, "cupti_trace", tracing, tracing ? NULL : be->trace_why);
-    gpufl_engine_t asked = s->profiling_engine;
-    int sampling = be->engine == GPUFL_ENGINE_PC_SAMPLING || be->engine == GPUFL_ENGINE_DEEP;
-    int wants_sampling = asked == GPUFL_ENGINE_PC_SAMPLING || asked == GPUFL_ENGINE_DEEP;
-    put_feature(b, "pc_sampling", sampling,
-                sampling          ? NULL
-                : !wants_sampling ? "needs engine PcSampling or Deep"
-                : be->pcs_why[0]  ? be->pcs_why
-                                  : be->trace_why);
-    int counting = be->engine == GPUFL_ENGINE_SASS_METRICS || be->engine == GPUFL_ENGINE_DEEP;
-    int wants_counting = asked == GPUFL_ENGINE_SASS_METRICS || asked == GPUFL_ENGINE_DEEP;
-    put_feature(b, "sass_metrics", counting,
-                counting           ? NULL
-                : !wants_counting  ? "needs engine SassMetrics or Deep"
-                : be->sassm_why[0] ? be->sassm_why
-                                   : be->trace_why);
-    int ranging = be->engine == GPUFL_ENGINE_RANGE_PROFILER;
-    put_feature(b, "range_profiler", ranging,
-                ranging                                ? NULL
-                : asked != GPUFL_ENGINE_RANGE_PROFILER ? "needs engine RangeProfiler"
-                : be->rp_why[0]                        ? be->rp_why
-                                                       : be->trace_why);
-#if GPUFL_HAVE_CUPTI
-    const char *sass_why =
-        g.trace.sassm ? gpufl__sassm_sass_why(g.trace.sassm) : gpufl__pcs_sass_why(g.trace.pcs);
-    int disassembly = sampling || counting;
-    put_feature(b, "sass", disassembly && sass_why == NULL,
-                disassembly ? sass_why : "needs engine PcSampling, SassMetrics or Deep");
-    /* Theoretical occupancy needs libcuda besides CUPTI. */
-    int occupancy = tracing && g.trace.cuda != NULL;
-    put_feature(b, "occupancy", occupancy,
-                occupancy  ? NULL
-                : !tracing ? "needs the Trace engine"
-                           : g.trace.occupancy_why);
-    /* CPU stacks: on with a note when walked or described in a reduced way. */
-    int stacks = tracing && g.trace.stacks_on;
-    put_feature(b, "stack_trace", stacks,
-                stacks ? (g.trace.stack_log.note[0] ? g.trace.stack_log.note : NULL)
-                : !s->enable_stack_trace ? "off by option (enable_stack_trace)"
-                                         : "needs the Trace engine");
-#endif
+    for (int i = 0; i < nhost; i++) put_feature(b, host[i].name, host[i].on, host[i].why);
+    for (int i = 0; gpufl__backends[i]; i++) {
+        gpufl__feature_t features[GPUFL__FEATURES_MAX];
+        int n = gpufl__backends[i]->features(s, features, GPUFL__FEATURES_MAX);
+        for (int j = 0; j < n; j++)
+            put_feature(b, features[j].name, features[j].on, features[j].why);
+    }
     gpufl__buf_putc(b, '}');
     gpufl__writer_end_record(f);
-
-    if (asked == be->engine) return;
-    if (asked == GPUFL_ENGINE_DEEP && be->engine == GPUFL_ENGINE_PC_SAMPLING)
-        gpufl__warn("profiling engine Deep: SASS metrics cannot run: %s; running PcSampling",
-                    be->sassm_why);
-    else if (asked == GPUFL_ENGINE_DEEP && be->engine == GPUFL_ENGINE_SASS_METRICS)
-        gpufl__warn("profiling engine Deep: PC sampling cannot run: %s; running SassMetrics",
-                    be->pcs_why);
-    else if (asked == GPUFL_ENGINE_SASS_METRICS && be->engine == GPUFL_ENGINE_TRACE &&
-             be->sassm_why[0])
-        gpufl__warn("profiling engine SassMetrics: SASS metrics cannot run: %s; running Trace",
-                    be->sassm_why);
-    else if (asked == GPUFL_ENGINE_DEEP && be->engine == GPUFL_ENGINE_TRACE)
-        gpufl__warn("profiling engine Deep: neither PC sampling (%s) nor SASS metrics (%s) can "
-                    "run; running Trace",
-                    be->pcs_why, be->sassm_why);
-    else if (asked == GPUFL_ENGINE_RANGE_PROFILER && be->engine == GPUFL_ENGINE_TRACE &&
-             be->rp_why[0])
-        gpufl__warn("profiling engine RangeProfiler: the range profiler cannot run: %s; running "
-                    "Trace",
-                    be->rp_why);
-    else if (asked >= GPUFL_ENGINE_PC_SAMPLING && be->engine == GPUFL_ENGINE_TRACE &&
-             be->pcs_why[0])
-        gpufl__warn("profiling engine %s: PC sampling cannot run: %s; running Trace",
-                    gpufl_engine_name(asked), be->pcs_why);
-    else if (asked > GPUFL_ENGINE_TRACE && be->engine == GPUFL_ENGINE_TRACE)
-        gpufl__warn("profiling engine %s is not built yet; running Trace",
-                    gpufl_engine_name(asked));
-    else
-        gpufl__warn("profiling engine %s: %s; running %s", gpufl_engine_name(s->profiling_engine),
-                    be->trace_why, gpufl_engine_name(be->engine));
+    for (int i = 0; gpufl__backends[i]; i++) gpufl__backends[i]->explain_engine(s);
 }
 
-/* Starts the Trace engine's source when an engine from Trace up is asked for. */
-static void start_trace(const gpufl_settings_t *s, backend_state_t *be, gpufl_source_t *source,
-                        int *have_source) {
-    *have_source = 0;
-    be->engine = GPUFL_ENGINE_MONITOR;
-    if (s->profiling_engine == GPUFL_ENGINE_MONITOR) {
-        snprintf(be->trace_why, sizeof be->trace_why, "engine Monitor runs no CUPTI");
-        return;
-    }
-    if (s->backend == GPUFL_BACKEND_NONE || s->backend == GPUFL_BACKEND_AMD) {
-        snprintf(be->trace_why, sizeof be->trace_why, "CUPTI needs the NVIDIA backend");
-        return;
-    }
-#if GPUFL_HAVE_CUPTI
-    if (gpufl__trace_source_init(&g.trace, g.collector, s, be->trace_why, sizeof be->trace_why,
-                                 source) == 0) {
-        be->engine = GPUFL_ENGINE_TRACE;
-        *have_source = 1;
-        if (g.trace.pcs != NULL && g.trace.sassm != NULL)
-            be->engine = GPUFL_ENGINE_DEEP;
-        else if (g.trace.pcs != NULL)
-            be->engine = GPUFL_ENGINE_PC_SAMPLING;
-        else if (g.trace.sassm != NULL)
-            be->engine = GPUFL_ENGINE_SASS_METRICS;
-        else if (g.trace.rp != NULL)
-            be->engine = GPUFL_ENGINE_RANGE_PROFILER;
-    }
-    /* Also when tracing failed: an engine refused before that (PC sampling
-     * after SASS metrics, say) keeps its own reason. */
-    snprintf(be->rp_why, sizeof be->rp_why, "%s", g.trace.rp_why);
-    snprintf(be->pcs_why, sizeof be->pcs_why, "%s", g.trace.pcs_why);
-    snprintf(be->sassm_why, sizeof be->sassm_why, "%s", g.trace.sassm_why);
-#else
-    (void)source;
-    snprintf(be->trace_why, sizeof be->trace_why,
-             "this gpufl was built without the CUDA toolkit's CUPTI headers");
-#endif
-}
-
-/* Picks the backend: NVIDIA when asked for or Auto and NVML answers. A
- * missing driver is a normal state: recorded, and said aloud only when the
- * NVIDIA backend was asked for by name. */
-static gpufl_nvml_t *open_backend(const gpufl_settings_t *s, backend_state_t *be) {
-    gpufl_nvml_t *nvml = NULL;
-    be->running = GPUFL_BACKEND_NONE;
-    switch (s->backend) {
-    case GPUFL_BACKEND_NONE: snprintf(be->why, sizeof be->why, "backend None was asked for"); break;
-    case GPUFL_BACKEND_AMD:
-        snprintf(be->why, sizeof be->why, "the AMD backend is not built yet in this release");
-        gpufl__warn("backend Amd: %s", be->why);
-        break;
-    default:
-        if (gpufl__nvml_open(NULL, &nvml, be->why, sizeof be->why) == 0) {
-            be->running = GPUFL_BACKEND_NVIDIA;
-            break;
-        }
-        if (s->backend == GPUFL_BACKEND_NVIDIA)
-            gpufl__warn("backend Nvidia: %s", be->why);
-        else
-            gpufl__debug("no NVIDIA backend: %s", be->why);
-    }
-    return nvml;
-}
-
-static void trace_fini(void) {
-#if GPUFL_HAVE_CUPTI
-    gpufl__trace_source_fini(&g.trace);
-    memset(&g.trace, 0, sizeof g.trace);
-#endif
+/* After the collector stopped: the backends, then the host sources started. */
+static void stop_sources(void) {
+    for (int i = 0; gpufl__backends[i]; i++) gpufl__backends[i]->stop();
+    for (int i = g.host_started - 1; i >= 0; i--) gpufl__host_sources[i]->stop();
+    g.host_started = 0;
 }
 
 /* ---------------- process hooks ---------------- */
@@ -335,12 +229,8 @@ static void fork_child(void) {
     gpufl__interp_after_fork_child();
     gpufl__log_after_fork(1);
     g.running = 0;
-    g.collector = NULL;              /* the parent's: left alone (its thread is not here) */
-    memset(&g.gpu, 0, sizeof g.gpu); /* the parent's NVML handle: not ours to close */
-#if GPUFL_HAVE_CUPTI
-    memset(&g.trace, 0, sizeof g.trace); /* nor its CUPTI */
-    gpufl__cupti_after_fork_child();
-#endif
+    g.collector = NULL; /* the parent's: left alone (its thread is not here) */
+    for (int i = 0; gpufl__backends[i]; i++) gpufl__backends[i]->after_fork_child();
     pthread_mutex_init(&g.lock, NULL);
 }
 
@@ -356,7 +246,9 @@ static void install_hooks(void) {
 static int start_session(void) {
     gpufl_settings_t *s = &g.settings;
     gpufl_ring_pool_t *pool;
-    gpufl_source_t host_source;
+    gpufl_source_t host_sources[GPUFL_MAX_SOURCES], engine_sources[GPUFL_MAX_SOURCES];
+    gpufl__feature_t host_features[GPUFL_MAX_SOURCES];
+    int opened[GPUFL__BACKENDS_MAX], nengine;
     char log_path[4096];
     int rc;
 
@@ -408,44 +300,40 @@ static int start_session(void) {
     if (rc) return rc;
 
     gpufl_writer_t *device = gpufl__collector_file(g.collector, GPUFL_FILE_DEVICE);
-    rc = gpufl__host_sampler_init(&g.host, g.collector, s, NULL, &host_source);
-    if (rc) goto fail;
-    backend_state_t be;
-    gpufl_nvml_t *nvml = open_backend(s, &be);
-    gpufl_source_t trace_source;
-    int have_trace;
-    start_trace(s, &be, &trace_source, &have_trace);
+    g.host_started = 0;
+    for (int i = 0; gpufl__host_sources[i] && i < GPUFL_MAX_SOURCES; i++) {
+        rc = gpufl__host_sources[i]->start(g.collector, s, &host_sources[i], &host_features[i]);
+        if (rc) goto fail;
+        g.host_started++;
+    }
+    gpufl_engine_t engine;
+    gpufl_backend_t running = start_backends(s, &engine, opened, engine_sources, &nengine);
     write_options(device, s);
-    write_capabilities(device, s, g.host.reader_ok, &be);
-    if (have_trace && (rc = gpufl__collector_add_source(g.collector, &trace_source))) {
-        if (nvml) gpufl__nvml_close(nvml);
-        goto stop;
-    }
-    memset(&g.gpu, 0, sizeof g.gpu);
-    if (nvml) {
-        gpufl_source_t gpu_source;
-        rc = gpufl__gpu_sampler_init(&g.gpu, nvml, g.collector, s, &gpu_source);
-        if (rc == 0) rc = gpufl__collector_add_source(g.collector, &gpu_source);
-        if (rc) {
-            if (!g.gpu.nvml) gpufl__nvml_close(nvml);
+    write_capabilities(device, s, host_features, g.host_started, running, engine);
+    for (int i = 0; i < nengine; i++)
+        if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i]))) goto stop;
+    for (int i = 0; gpufl__backends[i] && i < GPUFL__BACKENDS_MAX; i++) {
+        gpufl_source_t devices;
+        if (!opened[i]) continue;
+        if ((rc = gpufl__backends[i]->start_devices(g.collector, s, &devices)) ||
+            (rc = gpufl__collector_add_source(g.collector, &devices)))
             goto stop;
-        }
     }
-    if ((rc = gpufl__collector_add_source(g.collector, &host_source)) ||
-        (rc = gpufl__collector_start(g.collector)))
-        goto stop;
+    for (int i = 0; i < g.host_started; i++)
+        if ((rc = gpufl__collector_add_source(g.collector, &host_sources[i]))) goto stop;
+    if ((rc = gpufl__collector_start(g.collector))) goto stop;
     g.pool = pool;
     gpufl__scope_attach(pool, ++g.generation);
     gpufl__debug("session %s started in %s", g.ident.session_id, g.dir);
     return 0;
 stop:
     gpufl__collector_destroy(g.collector, NULL);
-    trace_fini();
-    gpufl__gpu_sampler_fini(&g.gpu);
-    gpufl__host_sampler_fini(&g.host);
+    stop_sources();
     g.collector = NULL;
     return rc;
 fail:
+    for (int i = g.host_started - 1; i >= 0; i--) gpufl__host_sources[i]->stop();
+    g.host_started = 0;
     gpufl__collector_destroy(g.collector, NULL);
     g.collector = NULL;
     return rc;
@@ -496,9 +384,7 @@ void gpufl_shutdown(void) {
         gpufl__scope_detach();
         g.last_stats.size = sizeof g.last_stats;
         gpufl__collector_destroy(g.collector, &g.last_stats);
-        trace_fini();
-        gpufl__gpu_sampler_fini(&g.gpu);
-        gpufl__host_sampler_fini(&g.host);
+        stop_sources();
         gpufl__ring_pool_release(g.pool);
         g.collector = NULL;
         g.running = 0;
@@ -558,9 +444,14 @@ static int system_window(const char *name, int open) {
     int rc;
     if (!name) return gpufl__set_error(GPUFL_EINVAL, "system window name is NULL");
     pthread_mutex_lock(&g.lock);
-    if (g.running)
-        rc = gpufl__host_sampler_window(&g.host, name, open);
-    else if (g.last_disabled)
+    if (g.running) {
+        rc = gpufl__set_error(GPUFL_ENOTSUP, "system windows need a host source");
+        for (int i = 0; i < g.host_started; i++)
+            if (gpufl__host_sources[i]->window) {
+                rc = gpufl__host_sources[i]->window(name, open);
+                break;
+            }
+    } else if (g.last_disabled)
         rc = GPUFL_EDISABLED;
     else
         rc = gpufl__set_error(GPUFL_ENOTINIT, "system_%s(\"%s\"): no session is running",

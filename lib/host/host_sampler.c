@@ -5,6 +5,7 @@
  */
 #include "host/host_sampler.h"
 
+#include "core/backend.h"
 #include "core/clock.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -256,3 +257,28 @@ out:
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
+
+/* ---------------- the host source of the session (core/backend.h) ---------------- */
+
+static gpufl_host_sampler_t session_host; /* one session at a time (session.c's lock) */
+
+static int host_start(gpufl_collector_t *c, const gpufl_settings_t *settings,
+                      gpufl_source_t *source, gpufl__feature_t *feature) {
+    int rc = gpufl__host_sampler_init(&session_host, c, settings, NULL, source);
+    *feature = (gpufl__feature_t){"host_metrics", session_host.reader_ok,
+                                  session_host.reader_ok ? NULL : "cannot read /proc"};
+    return rc;
+}
+
+static void host_stop(void) { gpufl__host_sampler_fini(&session_host); }
+
+static int host_window(const char *name, int open) {
+    return gpufl__host_sampler_window(&session_host, name, open);
+}
+
+const gpufl__source_ops_t gpufl__source_host = {
+    .name = "host",
+    .start = host_start,
+    .stop = host_stop,
+    .window = host_window,
+};

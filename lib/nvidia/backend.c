@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * backend.c - the NVIDIA backend (core/backend.h): NVML for the device
+ * sampler, CUPTI for the Trace engine and the engines above it (PC sampling,
+ * SASS metrics, the range profiler), and their entries of the capability
+ * record with the engine ladder's reasons and downgrade warnings.
+ */
+#include "core/backend.h"
+#include "nvidia/gpu_sampler.h"
+#if GPUFL_HAVE_CUPTI
+#include "nvidia/trace_source.h"
+#endif
+#include "util/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The session's NVIDIA state: one session at a time (session.c's lock). */
+static struct nvidia_state {
+    int running;             /* NVML answered */
+    char why[256];           /* why NVML is off, when it is */
+    gpufl_nvml_t *nvml;      /* opened, not yet handed to the sampler */
+    gpufl_gpu_sampler_t gpu; /* zeroed when the sampler does not run */
+    gpufl_engine_t engine;   /* the engine that runs */
+    char trace_why[256];     /* why CUPTI tracing is off, when it is */
+    char pcs_why[256];       /* why PC sampling is off when it was asked for */
+    char sassm_why[256];     /* why SASS metrics are off when they were asked for */
+    char rp_why[256];        /* why the range profiler is off when it was asked for */
+#if GPUFL_HAVE_CUPTI
+    gpufl_trace_source_t trace; /* zeroed unless the Trace engine runs */
+#endif
+} st;
+
+static int nvidia_open(const gpufl_settings_t *s, char *why, size_t why_size) {
+    (void)s;
+    st.nvml = NULL;
+    int rc = gpufl__nvml_open(NULL, &st.nvml, st.why, sizeof st.why);
+    st.running = rc == 0;
+    if (rc) st.nvml = NULL;
+    snprintf(why, why_size, "%s", st.why);
+    return rc;
+}
+
+/* Starts the Trace engine's source when an engine from Trace up is asked for. */
+static void nvidia_start_engine(gpufl_collector_t *c, const gpufl_settings_t *s,
+                                const char *off_why, gpufl_engine_t *engine, gpufl_source_t *source,
+                                int *have_source) {
+    *have_source = 0;
+    st.engine = GPUFL_ENGINE_MONITOR;
+    st.trace_why[0] = st.pcs_why[0] = st.sassm_why[0] = st.rp_why[0] = '\0';
+    if (off_why) {
+        st.running = 0;
+        st.nvml = NULL;
+        snprintf(st.why, sizeof st.why, "%s", off_why);
+    }
+    *engine = st.engine;
+    if (s->profiling_engine == GPUFL_ENGINE_MONITOR) {
+        snprintf(st.trace_why, sizeof st.trace_why, "engine Monitor runs no CUPTI");
+        return;
+    }
+    if (off_why) {
+        snprintf(st.trace_why, sizeof st.trace_why, "CUPTI needs the NVIDIA backend");
+        return;
+    }
+#if GPUFL_HAVE_CUPTI
+    if (gpufl__trace_source_init(&st.trace, c, s, st.trace_why, sizeof st.trace_why, source) == 0) {
+        st.engine = GPUFL_ENGINE_TRACE;
+        *have_source = 1;
+        if (st.trace.pcs != NULL && st.trace.sassm != NULL)
+            st.engine = GPUFL_ENGINE_DEEP;
+        else if (st.trace.pcs != NULL)
+            st.engine = GPUFL_ENGINE_PC_SAMPLING;
+        else if (st.trace.sassm != NULL)
+            st.engine = GPUFL_ENGINE_SASS_METRICS;
+        else if (st.trace.rp != NULL)
+            st.engine = GPUFL_ENGINE_RANGE_PROFILER;
+    }
+    /* Also when tracing failed: an engine refused before that (PC sampling
+     * after SASS metrics, say) keeps its own reason. */
+    snprintf(st.rp_why, sizeof st.rp_why, "%s", st.trace.rp_why);
+    snprintf(st.pcs_why, sizeof st.pcs_why, "%s", st.trace.pcs_why);
+    snprintf(st.sassm_why, sizeof st.sassm_why, "%s", st.trace.sassm_why);
+#else
+    (void)c;
+    (void)source;
+    snprintf(st.trace_why, sizeof st.trace_why,
+             "this gpufl was built without the CUDA toolkit's CUPTI headers");
+#endif
+    *engine = st.engine;
+}
+
+static int nvidia_start_devices(gpufl_collector_t *c, const gpufl_settings_t *s,
+                                gpufl_source_t *source) {
+    memset(&st.gpu, 0, sizeof st.gpu);
+    int rc = gpufl__gpu_sampler_init(&st.gpu, st.nvml, c, s, source);
+    if (st.gpu.nvml) st.nvml = NULL; /* the sampler owns it now */
+    return rc;
+}
+
+static int add(gpufl__feature_t *out, int n, int max, const char *name, int on, const char *why) {
+    if (n < max) out[n] = (gpufl__feature_t){name, on, why};
+    return n + 1;
+}
+
+static int nvidia_features(const gpufl_settings_t *s, gpufl__feature_t *out, int max) {
+    int n = 0;
+    gpufl_engine_t asked = s->profiling_engine, engine = st.engine;
+    n = add(out, n, max, "nvml", st.running, st.running ? NULL : st.why);
+    int tracing = engine >= GPUFL_ENGINE_TRACE;
+    n = add(out, n, max, "cupti_trace", tracing, tracing ? NULL : st.trace_why);
+    int sampling = engine == GPUFL_ENGINE_PC_SAMPLING || engine == GPUFL_ENGINE_DEEP;
+    int wants_sampling = asked == GPUFL_ENGINE_PC_SAMPLING || asked == GPUFL_ENGINE_DEEP;
+    n = add(out, n, max, "pc_sampling", sampling,
+            sampling          ? NULL
+            : !wants_sampling ? "needs engine PcSampling or Deep"
+            : st.pcs_why[0]   ? st.pcs_why
+                              : st.trace_why);
+    int counting = engine == GPUFL_ENGINE_SASS_METRICS || engine == GPUFL_ENGINE_DEEP;
+    int wants_counting = asked == GPUFL_ENGINE_SASS_METRICS || asked == GPUFL_ENGINE_DEEP;
+    n = add(out, n, max, "sass_metrics", counting,
+            counting          ? NULL
+            : !wants_counting ? "needs engine SassMetrics or Deep"
+            : st.sassm_why[0] ? st.sassm_why
+                              : st.trace_why);
+    int ranging = engine == GPUFL_ENGINE_RANGE_PROFILER;
+    n = add(out, n, max, "range_profiler", ranging,
+            ranging                                ? NULL
+            : asked != GPUFL_ENGINE_RANGE_PROFILER ? "needs engine RangeProfiler"
+            : st.rp_why[0]                         ? st.rp_why
+                                                   : st.trace_why);
+#if GPUFL_HAVE_CUPTI
+    const char *sass_why =
+        st.trace.sassm ? gpufl__sassm_sass_why(st.trace.sassm) : gpufl__pcs_sass_why(st.trace.pcs);
+    int disassembly = sampling || counting;
+    n = add(out, n, max, "sass", disassembly && sass_why == NULL,
+            disassembly ? sass_why : "needs engine PcSampling, SassMetrics or Deep");
+    /* Theoretical occupancy needs libcuda besides CUPTI. */
+    int occupancy = tracing && st.trace.cuda != NULL;
+    n = add(out, n, max, "occupancy", occupancy,
+            occupancy  ? NULL
+            : !tracing ? "needs the Trace engine"
+                       : st.trace.occupancy_why);
+    /* CPU stacks: on with a note when walked or described in a reduced way. */
+    int stacks = tracing && st.trace.stacks_on;
+    n = add(out, n, max, "stack_trace", stacks,
+            stacks                   ? (st.trace.stack_log.note[0] ? st.trace.stack_log.note : NULL)
+            : !s->enable_stack_trace ? "off by option (enable_stack_trace)"
+                                     : "needs the Trace engine");
+#endif
+    return n < max ? n : max;
+}
+
+static void nvidia_explain_engine(const gpufl_settings_t *s) {
+    gpufl_engine_t asked = s->profiling_engine, engine = st.engine;
+    if (asked == engine) return;
+    if (asked == GPUFL_ENGINE_DEEP && engine == GPUFL_ENGINE_PC_SAMPLING)
+        gpufl__warn("profiling engine Deep: SASS metrics cannot run: %s; running PcSampling",
+                    st.sassm_why);
+    else if (asked == GPUFL_ENGINE_DEEP && engine == GPUFL_ENGINE_SASS_METRICS)
+        gpufl__warn("profiling engine Deep: PC sampling cannot run: %s; running SassMetrics",
+                    st.pcs_why);
+    else if (asked == GPUFL_ENGINE_SASS_METRICS && engine == GPUFL_ENGINE_TRACE && st.sassm_why[0])
+        gpufl__warn("profiling engine SassMetrics: SASS metrics cannot run: %s; running Trace",
+                    st.sassm_why);
+    else if (asked == GPUFL_ENGINE_DEEP && engine == GPUFL_ENGINE_TRACE)
+        gpufl__warn("profiling engine Deep: neither PC sampling (%s) nor SASS metrics (%s) can "
+                    "run; running Trace",
+                    st.pcs_why, st.sassm_why);
+    else if (asked == GPUFL_ENGINE_RANGE_PROFILER && engine == GPUFL_ENGINE_TRACE && st.rp_why[0])
+        gpufl__warn("profiling engine RangeProfiler: the range profiler cannot run: %s; running "
+                    "Trace",
+                    st.rp_why);
+    else if (asked >= GPUFL_ENGINE_PC_SAMPLING && engine == GPUFL_ENGINE_TRACE && st.pcs_why[0])
+        gpufl__warn("profiling engine %s: PC sampling cannot run: %s; running Trace",
+                    gpufl_engine_name(asked), st.pcs_why);
+    else if (asked > GPUFL_ENGINE_TRACE && engine == GPUFL_ENGINE_TRACE)
+        gpufl__warn("profiling engine %s is not built yet; running Trace",
+                    gpufl_engine_name(asked));
+    else
+        gpufl__warn("profiling engine %s: %s; running %s", gpufl_engine_name(asked), st.trace_why,
+                    gpufl_engine_name(engine));
+}
+
+static void nvidia_stop(void) {
+#if GPUFL_HAVE_CUPTI
+    gpufl__trace_source_fini(&st.trace);
+    memset(&st.trace, 0, sizeof st.trace);
+#endif
+    gpufl__gpu_sampler_fini(&st.gpu);
+    memset(&st.gpu, 0, sizeof st.gpu);
+    if (st.nvml) gpufl__nvml_close(st.nvml);
+    st.nvml = NULL;
+}
+
+static void nvidia_after_fork_child(void) {
+    /* The parent's NVML handle and CUPTI: not ours to close. */
+    st.nvml = NULL;
+    memset(&st.gpu, 0, sizeof st.gpu);
+#if GPUFL_HAVE_CUPTI
+    memset(&st.trace, 0, sizeof st.trace);
+    gpufl__cupti_after_fork_child();
+#endif
+}
+
+const gpufl__backend_ops_t gpufl__backend_nvidia = {
+    .name = "NVIDIA",
+    .kind = GPUFL_BACKEND_NVIDIA,
+    .open = nvidia_open,
+    .start_engine = nvidia_start_engine,
+    .start_devices = nvidia_start_devices,
+    .features = nvidia_features,
+    .explain_engine = nvidia_explain_engine,
+    .stop = nvidia_stop,
+    .after_fork_child = nvidia_after_fork_child,
+};
