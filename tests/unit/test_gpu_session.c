@@ -132,8 +132,14 @@ static void backend_none_loads_no_vendor_library(void **state) {
     write_script(h100);
     gpufl_options_t o = tu_options(tu_log_dir(SUITE, "backend_none"));
     o.backend = GPUFL_BACKEND_NONE;
+    o.profiling_engine = GPUFL_ENGINE_DEEP; /* each engine says it needs CUPTI, which is off */
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap);
     assert_int_equal(gpufl_init(&o), 0);
     gpufl_shutdown();
+    gpufl_set_log_hook(NULL, NULL);
+    assert_string_equal(cap.last, "profiling engine Deep: CUPTI needs the NVIDIA backend; "
+                                  "running Monitor");
     setenv("GPUFL_DISABLED", "1", 1);
     o.backend = GPUFL_BACKEND_AUTO;
     assert_int_equal(gpufl_init(&o), GPUFL_EDISABLED);
@@ -146,6 +152,12 @@ static void backend_none_loads_no_vendor_library(void **state) {
     json_t *nvml = json_object_get(json_object_get(caps, "features"), "nvml");
     assert_string_equal(json_string_value(json_object_get(nvml, "why")),
                         "backend None was asked for");
+    const char *engines[] = {"cupti_trace", "pc_sampling", "sass_metrics"};
+    for (int i = 0; i < 3; i++) {
+        json_t *f = json_object_get(json_object_get(caps, "features"), engines[i]);
+        assert_string_equal(json_string_value(json_object_get(f, "why")),
+                            "CUPTI needs the NVIDIA backend");
+    }
     tu_free(&D);
     assert_null(dlopen(GPUFL_FAKE_NVML_PATH, RTLD_NOW | RTLD_NOLOAD));
     unsetenv("GPUFL_FAKE_NVML");
