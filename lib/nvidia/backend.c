@@ -102,6 +102,12 @@ static int add(gpufl__feature_t *out, int n, int max, const char *name, int on, 
     return n + 1;
 }
 
+/* An engine's reason: none when it runs; what it needs when not asked for;
+ * else its own refusal, or why CUPTI is off when it has none. */
+static const char *engine_why(int on, int asked, const char *needs, const char *own) {
+    return on ? NULL : !asked ? needs : own[0] ? own : st.trace_why;
+}
+
 static int nvidia_features(const gpufl_settings_t *s, gpufl__feature_t *out, int max) {
     int n = 0;
     gpufl_engine_t asked = s->profiling_engine, engine = st.engine;
@@ -111,23 +117,15 @@ static int nvidia_features(const gpufl_settings_t *s, gpufl__feature_t *out, int
     int sampling = engine == GPUFL_ENGINE_PC_SAMPLING || engine == GPUFL_ENGINE_DEEP;
     int wants_sampling = asked == GPUFL_ENGINE_PC_SAMPLING || asked == GPUFL_ENGINE_DEEP;
     n = add(out, n, max, "pc_sampling", sampling,
-            sampling          ? NULL
-            : !wants_sampling ? "needs engine PcSampling or Deep"
-            : st.pcs_why[0]   ? st.pcs_why
-                              : st.trace_why);
+            engine_why(sampling, wants_sampling, "needs engine PcSampling or Deep", st.pcs_why));
     int counting = engine == GPUFL_ENGINE_SASS_METRICS || engine == GPUFL_ENGINE_DEEP;
     int wants_counting = asked == GPUFL_ENGINE_SASS_METRICS || asked == GPUFL_ENGINE_DEEP;
     n = add(out, n, max, "sass_metrics", counting,
-            counting          ? NULL
-            : !wants_counting ? "needs engine SassMetrics or Deep"
-            : st.sassm_why[0] ? st.sassm_why
-                              : st.trace_why);
+            engine_why(counting, wants_counting, "needs engine SassMetrics or Deep", st.sassm_why));
     int ranging = engine == GPUFL_ENGINE_RANGE_PROFILER;
     n = add(out, n, max, "range_profiler", ranging,
-            ranging                                ? NULL
-            : asked != GPUFL_ENGINE_RANGE_PROFILER ? "needs engine RangeProfiler"
-            : st.rp_why[0]                         ? st.rp_why
-                                                   : st.trace_why);
+            engine_why(ranging, asked == GPUFL_ENGINE_RANGE_PROFILER, "needs engine RangeProfiler",
+                       st.rp_why));
 #if GPUFL_HAVE_CUPTI
     const char *sass_why =
         st.trace.sassm ? gpufl__sassm_sass_why(st.trace.sassm) : gpufl__pcs_sass_why(st.trace.pcs);
