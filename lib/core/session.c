@@ -151,7 +151,7 @@ static gpufl_backend_t start_backends(const gpufl_settings_t *s, gpufl_engine_t 
     if (absent && s->backend != GPUFL_BACKEND_NONE)
         gpufl__warn("backend %s: %s", gpufl_backend_name(s->backend), absent);
     snprintf(other, sizeof other, "backend %s was asked for", gpufl_backend_name(s->backend));
-    for (int i = 0; gpufl__backends[i] && i < GPUFL__BACKENDS_MAX; i++) {
+    for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++) {
         const gpufl__backend_ops_t *b = gpufl__backends[i];
         int asked = !absent && (s->backend == GPUFL_BACKEND_AUTO || s->backend == b->kind);
         char why[256];
@@ -301,9 +301,9 @@ static int start_session(void) {
 
     gpufl_writer_t *device = gpufl__collector_file(g.collector, GPUFL_FILE_DEVICE);
     g.host_started = 0;
-    for (int i = 0; gpufl__host_sources[i] && i < GPUFL_MAX_SOURCES; i++) {
+    for (int i = 0; i < GPUFL_MAX_SOURCES && gpufl__host_sources[i]; i++) {
         rc = gpufl__host_sources[i]->start(g.collector, s, &host_sources[i], &host_features[i]);
-        if (rc) goto fail;
+        if (rc) goto stop;
         g.host_started++;
     }
     gpufl_engine_t engine;
@@ -312,7 +312,7 @@ static int start_session(void) {
     write_capabilities(device, s, host_features, g.host_started, running, engine);
     for (int i = 0; i < nengine; i++)
         if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i]))) goto stop;
-    for (int i = 0; gpufl__backends[i] && i < GPUFL__BACKENDS_MAX; i++) {
+    for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++) {
         gpufl_source_t devices;
         if (!opened[i]) continue;
         if ((rc = gpufl__backends[i]->start_devices(g.collector, s, &devices)) ||
@@ -329,12 +329,6 @@ static int start_session(void) {
 stop:
     gpufl__collector_destroy(g.collector, NULL);
     stop_sources();
-    g.collector = NULL;
-    return rc;
-fail:
-    for (int i = g.host_started - 1; i >= 0; i--) gpufl__host_sources[i]->stop();
-    g.host_started = 0;
-    gpufl__collector_destroy(g.collector, NULL);
     g.collector = NULL;
     return rc;
 }
