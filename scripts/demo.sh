@@ -7,7 +7,7 @@
 # that reopen the session with the gpufl tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/build_progress.sh
+source scripts/build_helpers.sh
 
 usage() {
   cat <<'TEXT'
@@ -42,20 +42,12 @@ has_nvidia_driver() {
   [[ -e /proc/driver/nvidia/version ]] && return 0
   command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1
 }
-find_nvcc() {
-  command -v nvcc 2>/dev/null && return 0
-  local dir
-  for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
-    [[ -n $dir && -x $dir/bin/nvcc ]] && { echo "$dir/bin/nvcc"; return 0; }
-  done
-  return 1
-}
 
 gpu=0 cmake_gpu=()
 if [[ $mode == auto ]]; then
   if ! has_nvidia_driver; then
     echo "gpufl: no NVIDIA driver on this machine: running the CPU-only demo"
-  elif ! nvcc=$(find_nvcc); then
+  elif ! nvcc=$(gpufl_find_nvcc); then
     echo "gpufl: an NVIDIA driver is here but no CUDA compiler (nvcc) to build the GPU demo:" \
          "install the CUDA toolkit; running the CPU-only demo"
   else

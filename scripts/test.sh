@@ -5,7 +5,7 @@
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/build_progress.sh
+source scripts/build_helpers.sh
 
 quick=0
 for arg in "$@"; do
@@ -38,9 +38,9 @@ run() { # name, cmake args..., then -- ctest args...
 # The CI build also compiles the GPU demo where a CUDA compiler is found, so
 # that it cannot rot on machines without a GPU.
 gpu_demo=()
-for nvcc in "$(command -v nvcc || true)" /usr/local/cuda/bin/nvcc; do
-  [[ -n $nvcc && -x $nvcc ]] && { gpu_demo=(-DGPUFL_BUILD_GPU_DEMO=ON "-DCMAKE_CUDA_COMPILER=$nvcc"); break; }
-done
+if nvcc=$(gpufl_find_nvcc); then
+  gpu_demo=(-DGPUFL_BUILD_GPU_DEMO=ON "-DCMAKE_CUDA_COMPILER=$nvcc")
+fi
 run ci -DCMAKE_BUILD_TYPE=RelWithDebInfo "${gpu_demo[@]}"
 if ((!quick)); then
   run asan -DCMAKE_BUILD_TYPE=Debug "-DGPUFL_SANITIZE=address;undefined" -DGPUFL_BUILD_BENCH=OFF \

@@ -127,7 +127,7 @@ typedef struct gpufl_report_scope_row {
     const gpufl_model_scope_path_t *path;
     double avg_ns;      /* -1 when no call ended */
     double per_iter_ns; /* -1 when not a GFL_BENCH scope */
-    const char *const *tags; /* the path's distinct non-empty tags, numbers by value (timing rows) */
+    const char *const *tags; /* the distinct non-empty tags of the path, numbers by value */
     size_t n_tags;
 } gpufl_report_scope_row_t;
 

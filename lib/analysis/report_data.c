@@ -640,8 +640,6 @@ free_all:
 /* Damaged lines and what went with them                                    */
 /* ---------------------------------------------------------------------- */
 
-#define append gpufl__report_cat
-
 static int cmp_lost_by_path(const void *a, const void *b) {
     const gpufl_model_scope_t *x = *(const gpufl_model_scope_t *const *)a;
     const gpufl_model_scope_t *y = *(const gpufl_model_scope_t *const *)b;
@@ -705,32 +703,32 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
         sc->lost_paths[k] = groups[k].path;
         sc->lost_counts[k] = groups[k].count;
     }
-    append(buf, size, &n, "%zu scope end%s had no begin ", total, total == 1 ? "" : "s");
+    cat(buf, size, &n, "%zu scope end%s had no begin ", total, total == 1 ? "" : "s");
     if (m->damaged_scope_lines == 1)
-        append(buf, size, &n, "(lost with the damaged line in scope.log)");
+        cat(buf, size, &n, "(lost with the damaged line in scope.log)");
     else if (m->damaged_scope_lines)
-        append(buf, size, &n, "(lost with %llu damaged lines in scope.log)",
+        cat(buf, size, &n, "(lost with %llu damaged lines in scope.log)",
                (unsigned long long)m->damaged_scope_lines);
     else
-        append(buf, size, &n, "(their scope_begin rows are not in the log)");
+        cat(buf, size, &n, "(their scope_begin rows are not in the log)");
     for (size_t k = 0; k < paths && k < GPUFL_REPORT_LIST_MAX; k++) {
-        append(buf, size, &n, "%s %s", k ? "," : ":", groups[k].path);
-        if (groups[k].count > 1) append(buf, size, &n, " (%zu)", groups[k].count);
+        cat(buf, size, &n, "%s %s", k ? "," : ":", groups[k].path);
+        if (groups[k].count > 1) cat(buf, size, &n, " (%zu)", groups[k].count);
     }
     if (paths > GPUFL_REPORT_LIST_MAX)
-        append(buf, size, &n, ", and %zu more path%s", paths - GPUFL_REPORT_LIST_MAX,
+        cat(buf, size, &n, ", and %zu more path%s", paths - GPUFL_REPORT_LIST_MAX,
                paths - GPUFL_REPORT_LIST_MAX == 1 ? "" : "s");
     /* What is missing: the name itself, or only the path above it. */
     if (sc->lost_unnamed == total)
-        append(buf, size, &n, "; no name left for them");
+        cat(buf, size, &n, "; no name left for them");
     else if (sc->lost_unnamed)
-        append(buf, size, &n, "; %zu with no name left", sc->lost_unnamed);
+        cat(buf, size, &n, "; %zu with no name left", sc->lost_unnamed);
     if (n_pathless) {
-        append(buf, size, &n, "; %zu with a name but no path (the begin above %s was lost too):",
+        cat(buf, size, &n, "; %zu with a name but no path (the begin above %s was lost too):",
                n_pathless, n_pathless == 1 ? "it" : "them");
         for (size_t k = 0; k < n_pathless && k < GPUFL_REPORT_LIST_MAX; k++)
-            append(buf, size, &n, "%s %s", k ? "," : "", pathless[k]);
-        if (n_pathless > GPUFL_REPORT_LIST_MAX) append(buf, size, &n, ", ...");
+            cat(buf, size, &n, "%s %s", k ? "," : "", pathless[k]);
+        if (n_pathless > GPUFL_REPORT_LIST_MAX) cat(buf, size, &n, ", ...");
     }
     free(by_path);
     free(groups);
@@ -752,15 +750,15 @@ static void damage_line(const gpufl_model_t *m, size_t *next, char *buf, size_t 
             rows += (uint64_t)d->rows, at_least += !d->rows_exact;
     }
     size_t lines = end - i;
-    append(buf, size, &n, "%zu damaged line%s in %s (line%s", lines, lines == 1 ? "" : "s", file,
+    cat(buf, size, &n, "%zu damaged line%s in %s (line%s", lines, lines == 1 ? "" : "s", file,
            lines == 1 ? "" : "s");
     for (size_t k = i; k < end && k < i + LINES_LISTED; k++)
-        append(buf, size, &n, "%s %llu", k > i ? "," : "", (unsigned long long)m->damaged[k].line);
-    if (lines > LINES_LISTED) append(buf, size, &n, ", ...");
+        cat(buf, size, &n, "%s %llu", k > i ? "," : "", (unsigned long long)m->damaged[k].line);
+    if (lines > LINES_LISTED) cat(buf, size, &n, ", ...");
     if (unknown == lines)
-        append(buf, size, &n, "; rows unknown)");
+        cat(buf, size, &n, "; rows unknown)");
     else
-        append(buf, size, &n, "; %s%llu row%s lost%s)", at_least ? "at least " : "",
+        cat(buf, size, &n, "; %s%llu row%s lost%s)", at_least ? "at least " : "",
                (unsigned long long)rows, rows == 1 ? "" : "s",
                unknown ? ", the rows of the others unknown" : "");
     *next = end;

@@ -157,9 +157,10 @@ static PyObject *py_cli_main(PyObject *module, PyObject *argv_obj) {
     /* What Python printed so far comes before what the tool prints. */
     for (size_t i = 0; i < 2; i++) {
         PyObject *f = PySys_GetObject(streams[i]); /* borrowed; None when closed */
-        PyObject *r = f && f != Py_None ? PyObject_CallMethod(f, "flush", NULL) : Py_None;
+        if (!f || f == Py_None) continue;
+        PyObject *r = PyObject_CallMethod(f, "flush", NULL);
         if (!r) goto free_bytes;
-        if (r != Py_None) Py_DECREF(r);
+        Py_DECREF(r);
     }
     Py_BEGIN_ALLOW_THREADS; /* a large session takes seconds to read */
     pthread_mutex_lock(&lock);

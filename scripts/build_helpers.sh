@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# build_progress.sh - sourced by demo.sh and test.sh: configures and builds a
-# CMake tree while saying how far it is, so no build is a silent minute.
+# build_helpers.sh - sourced by demo.sh and test.sh: configures and builds a
+# CMake tree while saying how far it is, so no build is a silent minute, and
+# finds the CUDA compiler the GPU demo is built with.
 # On a terminal the percentage is rewritten in place; elsewhere (CI logs) a
 # line is printed at each quarter. A failed step prints the end of its log.
 
@@ -37,4 +38,15 @@ gpufl_build() {
   fi
   ((tty)) && printf '\rgpufl: building %s done\n' "$label"
   return 0
+}
+
+# gpufl_find_nvcc: prints the CUDA compiler's path (PATH, then $CUDA_HOME,
+# $CUDA_PATH and /usr/local/cuda); fails when there is none.
+gpufl_find_nvcc() {
+  command -v nvcc 2>/dev/null && return 0
+  local dir
+  for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+    [[ -n $dir && -x $dir/bin/nvcc ]] && { echo "$dir/bin/nvcc"; return 0; }
+  done
+  return 1
 }
