@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-constexpr int kDim = 2048;  // square matrices of kDim x kDim floats (16 MiB each)
-constexpr int kTile = 16;   // the matmul's shared-memory tile
+constexpr int kDim = 2048; // square matrices of kDim x kDim floats (16 MiB each)
+constexpr int kTile = 16;  // the matmul's shared-memory tile
 constexpr int kBatchMiB = 64;
 
 // C = A x B, one 16x16 tile of C per block, through shared memory.
@@ -91,17 +91,17 @@ int main(int argc, char **argv) {
                     probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
         return 77;
     }
+    if (!gpufl::init(opts))
+        std::fprintf(stderr, "gpufl_demo_gpu: gpufl is off; running unprofiled\n");
 
-    if (!gpufl::init(opts)) std::fprintf(stderr, "gpufl_demo_gpu: gpufl is off; running unprofiled\n");
-
-    const size_t mat_bytes = sizeof(float) * kDim * kDim;
+    const size_t mat_bytes = sizeof(float) * kDim * kDim, bias_bytes = sizeof(float) * kDim;
     const size_t batch_bytes = size_t(kBatchMiB) << 20;
     float *w, *x, *y, *grad, *bias, *loss, *batch;
     check(cudaMalloc(&w, mat_bytes), "cudaMalloc");
     check(cudaMalloc(&x, mat_bytes), "cudaMalloc");
     check(cudaMalloc(&y, mat_bytes), "cudaMalloc");
     check(cudaMalloc(&grad, mat_bytes), "cudaMalloc");
-    check(cudaMalloc(&bias, sizeof(float) * kDim), "cudaMalloc");
+    check(cudaMalloc(&bias, bias_bytes), "cudaMalloc");
     check(cudaMalloc(&loss, sizeof(float)), "cudaMalloc");
     check(cudaMalloc(&batch, batch_bytes), "cudaMalloc");
     if (failures) return 1;
@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
         check(cudaMemcpy(batch, host.data(), batch_bytes, cudaMemcpyHostToDevice), "copy batch");
         check(cudaMemcpy(w, host.data(), mat_bytes, cudaMemcpyHostToDevice), "copy weights");
         check(cudaMemcpy(x, host.data(), mat_bytes, cudaMemcpyHostToDevice), "copy inputs");
-        check(cudaMemcpy(bias, host.data(), sizeof(float) * kDim, cudaMemcpyHostToDevice), "copy bias");
+        check(cudaMemcpy(bias, host.data(), bias_bytes, cudaMemcpyHostToDevice), "copy bias");
     }
 
     const dim3 tiles(kDim / kTile, kDim / kTile), tile(kTile, kTile);

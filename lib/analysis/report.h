@@ -188,8 +188,8 @@ typedef struct gpufl_report_system {
      * (cpus_allowed, else cpu_count; -1 unknown) and the shortest interval a
      * figure covers (-1: a log older than that field). */
     int64_t cpus, cpu_min_interval_ns;
-    int64_t clock_ticks_per_s;         /* host_info; -1 unknown */
-    int period_below_min;              /* samples came closer than cpu_min_interval_ns */
+    int64_t clock_ticks_per_s; /* host_info; -1 unknown */
+    int period_below_min;      /* samples came closer than cpu_min_interval_ns */
     /* Why samples lack a CPU figure ("a figure needs 90 ms"; "" when the
      * log does not say), and, when a CPU statistic has no figure at all,
      * one sentence naming them and why ("" when every one has figures). */

@@ -708,7 +708,7 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
         cat(buf, size, &n, "(lost with the damaged line in scope.log)");
     else if (m->damaged_scope_lines)
         cat(buf, size, &n, "(lost with %llu damaged lines in scope.log)",
-               (unsigned long long)m->damaged_scope_lines);
+            (unsigned long long)m->damaged_scope_lines);
     else
         cat(buf, size, &n, "(their scope_begin rows are not in the log)");
     for (size_t k = 0; k < paths && k < GPUFL_REPORT_LIST_MAX; k++) {
@@ -717,15 +717,16 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
     }
     if (paths > GPUFL_REPORT_LIST_MAX)
         cat(buf, size, &n, ", and %zu more path%s", paths - GPUFL_REPORT_LIST_MAX,
-               paths - GPUFL_REPORT_LIST_MAX == 1 ? "" : "s");
+            paths - GPUFL_REPORT_LIST_MAX == 1 ? "" : "s");
     /* What is missing: the name itself, or only the path above it. */
     if (sc->lost_unnamed == total)
         cat(buf, size, &n, "; no name left for them");
     else if (sc->lost_unnamed)
         cat(buf, size, &n, "; %zu with no name left", sc->lost_unnamed);
     if (n_pathless) {
-        cat(buf, size, &n, "; %zu with a name but no path (the begin above %s was lost too):",
-               n_pathless, n_pathless == 1 ? "it" : "them");
+        cat(buf, size, &n,
+            "; %zu with a name but no path (the begin above %s was lost too):", n_pathless,
+            n_pathless == 1 ? "it" : "them");
         for (size_t k = 0; k < n_pathless && k < GPUFL_REPORT_LIST_MAX; k++)
             cat(buf, size, &n, "%s %s", k ? "," : "", pathless[k]);
         if (n_pathless > GPUFL_REPORT_LIST_MAX) cat(buf, size, &n, ", ...");
@@ -751,7 +752,7 @@ static void damage_line(const gpufl_model_t *m, size_t *next, char *buf, size_t 
     }
     size_t lines = end - i;
     cat(buf, size, &n, "%zu damaged line%s in %s (line%s", lines, lines == 1 ? "" : "s", file,
-           lines == 1 ? "" : "s");
+        lines == 1 ? "" : "s");
     for (size_t k = i; k < end && k < i + LINES_LISTED; k++)
         cat(buf, size, &n, "%s %llu", k > i ? "," : "", (unsigned long long)m->damaged[k].line);
     if (lines > LINES_LISTED) cat(buf, size, &n, ", ...");
@@ -759,8 +760,8 @@ static void damage_line(const gpufl_model_t *m, size_t *next, char *buf, size_t 
         cat(buf, size, &n, "; rows unknown)");
     else
         cat(buf, size, &n, "; %s%llu row%s lost%s)", at_least ? "at least " : "",
-               (unsigned long long)rows, rows == 1 ? "" : "s",
-               unknown ? ", the rows of the others unknown" : "");
+            (unsigned long long)rows, rows == 1 ? "" : "s",
+            unknown ? ", the rows of the others unknown" : "");
     *next = end;
 }
 
@@ -866,9 +867,9 @@ static void cpu_bounds(const gpufl_model_t *m, gpufl_report_system_t *s) {
  * cgroup statistic counts only where the log has a cgroup. */
 static void cpu_none(const gpufl_model_t *m, gpufl_report_system_t *s) {
     int64_t v;
-    int cgroup = s->st[GPUFL_RH_CG_MEM].n ||
-                 (gpufl__reader_int(json_object_get(m->host_info, "cgroup_version"), &v) == 0 &&
-                  v > 0);
+    int cgroup =
+        s->st[GPUFL_RH_CG_MEM].n ||
+        (gpufl__reader_int(json_object_get(m->host_info, "cgroup_version"), &v) == 0 && v > 0);
     const char *names[3];
     size_t k = 0, n = 0;
     if (!s->n) return;

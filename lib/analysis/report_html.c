@@ -224,7 +224,7 @@ static const char *const palette[] = {
     "#d58181", "#d5a081", "#d5c081", "#cad581", "#abd581", "#8bd581", "#81d596", "#81d5b5",
     "#81d5d5", "#81b5d5", "#8196d5", "#8b81d5", "#ab81d5", "#ca81d5", "#d581c0", "#d581a0",
 };
-#define PALETTE_N  (sizeof palette / sizeof palette[0])
+#define PALETTE_N (sizeof palette / sizeof palette[0])
 /* Copies and memsets in greys, which no palette entry is, so that the legend's
  * two colours never stand for a name too. */
 #define COPY_FILL  "#8f8f8f"

@@ -250,8 +250,8 @@ static json_t *system_json(const gpufl_report_t *r) {
     for (size_t i = 0; a && i < s->n_window_names; i++)
         json_array_append_new(a, json_string(s->window_names[i] ? s->window_names[i] : ""));
     put(o, "windows", w);
-    put(o, "cpu_min_interval_ns", s->cpu_min_interval_ns > 0 ? num((double)s->cpu_min_interval_ns)
-                                                              : json_null());
+    put(o, "cpu_min_interval_ns",
+        s->cpu_min_interval_ns > 0 ? num((double)s->cpu_min_interval_ns) : json_null());
     put(o, "cpu_none", *s->cpu_none ? json_string(s->cpu_none) : json_null());
     return o;
 }

@@ -718,8 +718,8 @@ static void test_report_lost_name_without_path(void **state) {
     assert_int_equal(json_integer_value(json_object_get(lost, "unnamed")), 1);
     assert_int_equal(json_integer_value(json_object_get(lost, "no_path")), 1);
     assert_int_equal(json_array_size(json_object_get(lost, "paths")), 0);
-    json_t *dmg = json_object_get(
-        json_object_get(json_object_get(doc, "session"), "log"), "damaged");
+    json_t *dmg =
+        json_object_get(json_object_get(json_object_get(doc, "session"), "log"), "damaged");
     assert_int_equal(json_integer_value(json_object_get(dmg, "lines")), 2);
     assert_int_equal(json_integer_value(json_object_get(dmg, "rows_lost")), 2);
     assert_true(json_is_false(json_object_get(dmg, "rows_at_least")));
@@ -2879,8 +2879,10 @@ static void test_report_cmp_natural(void **state) {
     assert_true(gpufl__report_cmp_natural("step", "step=1") < 0);
     assert_int_equal(gpufl__report_cmp_natural("x=7", "x=7"), 0);
     assert_true(gpufl__report_cmp_natural("x=01", "x=1") != 0); /* distinct stay distinct */
-    assert_true((gpufl__report_cmp_natural("x=01", "x=1") < 0) != (gpufl__report_cmp_natural("x=1", "x=01") < 0));
-    assert_true(gpufl__report_cmp_natural("x=99999999999999999999999", "x=100000000000000000000000") < 0);
+    assert_true((gpufl__report_cmp_natural("x=01", "x=1") < 0) !=
+                (gpufl__report_cmp_natural("x=1", "x=01") < 0));
+    assert_true(
+        gpufl__report_cmp_natural("x=99999999999999999999999", "x=100000000000000000000000") < 0);
 }
 
 /* Tag values (not a count) per scope path, and the tag of each open scope,
@@ -3111,10 +3113,21 @@ static void test_report_html_timeline(void **state) {
     assert_true(a[0] == '#');
     assert_string_not_equal(a, bar_fill(tl, "sgemm_bwd(", 0, b));
     /* copies and memsets in greys, which no name's colour is */
-    static const char *const named[] = {
-        "adam_update(", "argmax_kernel(", "checkpoint [", "checkpoint/serialize", "load_batch [",
-        "load_batch/decode", "ncclDevKernel_AllReduce", "relu(", "sgemm_128x64(", "sgemm_bwd(",
-        "softmax_bwd(", "softmax_fwd(", "train [", "train/evaluate", "train/step/optimizer"};
+    static const char *const named[] = {"adam_update(",
+                                        "argmax_kernel(",
+                                        "checkpoint [",
+                                        "checkpoint/serialize",
+                                        "load_batch [",
+                                        "load_batch/decode",
+                                        "ncclDevKernel_AllReduce",
+                                        "relu(",
+                                        "sgemm_128x64(",
+                                        "sgemm_bwd(",
+                                        "softmax_bwd(",
+                                        "softmax_fwd(",
+                                        "train [",
+                                        "train/evaluate",
+                                        "train/step/optimizer"};
     char copy_fill[16], mset_fill[16];
     bar_fill(tl, "copy host", 0, copy_fill);
     bar_fill(tl, "memset ", 0, mset_fill);
