@@ -12,7 +12,7 @@ set -uo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   echo "usage: bench/gpu/paired_launch_overhead.sh [ROUNDS]   (default 15; needs .devbin/trace_overhead)"
   echo "  VARIANTS=\"untraced trace ...\" picks the variants (default: all, trace-stacks included:"
-  echo "  Trace with enable_stack_trace)"
+  echo "  Trace with enable_stack_trace; trace-before: Trace in the build of bench/gpu/build_before.sh)"
   exit 0
 fi
 rounds=${1:-15}
@@ -28,6 +28,7 @@ for ((r = 1; r <= rounds; r++)); do
       trace-stacks) cfg=trace; env=(GPUFL_ENABLE_STACK_TRACE=1) ;;
       trace-no-notes) cfg=trace; run=${bin}_no_notes ;;
       trace-no-rows) cfg=trace; run=${bin}_no_rows ;;
+      trace-before) cfg=trace; run=${bin}_before ;;
     esac
     [[ -x $run ]] || continue
     env "${env[@]}" "$run" "$cfg" --workload launch --reps 3 --round "$r" \
@@ -43,7 +44,7 @@ for line in open(sys.argv[1]):
     v = re.search(r"variant=(\S+)", line).group(1)
     r = int(re.search(r"round=(\d+)", line).group(1))
     per[r][v].append(float(re.search(r"us_per_kernel=([\d.]+)", line).group(1)))
-order = ["minimal", "trace", "trace-stacks", "trace-external", "trace-no-notes", "trace-no-rows"]
+order = ["minimal", "trace", "trace-before", "trace-stacks", "trace-external", "trace-no-notes", "trace-no-rows"]
 seen = {v for d in per.values() for v in d}
 variants = [v for v in order if v in seen]
 added = {v: [] for v in variants}
@@ -64,6 +65,8 @@ for v in variants:
           f"quartiles {x[n // 4]:.3f} .. {x[(3 * n) // 4]:.3f}")
 if added.get("minimal") and added.get("trace"):
     print(f"trace/minimal added ratio {statistics.median(added['trace']) / statistics.median(added['minimal']):.2f}")
+if added.get("trace-before") and added.get("trace"):
+    print(f"trace/trace-before added ratio {statistics.median(added['trace']) / statistics.median(added['trace-before']):.3f}")
 base = [statistics.median(d["untraced"]) for d in per.values() if d["untraced"]]
 print(f"untraced per-round median us/kernel: median {statistics.median(base):.3f}, "
       f"range {min(base):.3f}..{max(base):.3f}")
