@@ -286,8 +286,12 @@ static void write_drops(gpufl_collector_t *c, int64_t now_ns, int always) {
               "more threads recorded scopes than the ring pool holds; their records were "
               "dropped (raise memory_cap_bytes)");
     if (!always && memcmp(&k, &c->written, sizeof k) == 0) return;
-    gpufl__wire_drops_t d = {gpufl__collector_session_ns(c, now_ns), k.dropped, k.unbuffered,
-                             k.truncated, k.unbalanced, k.depth_overflow};
+    gpufl__wire_drops_t d = {gpufl__collector_session_ns(c, now_ns),
+                             k.dropped,
+                             k.unbuffered,
+                             k.truncated,
+                             k.unbalanced,
+                             k.depth_overflow};
     gpufl__line_t l;
     gpufl__wire_drops(&l, &d);
     gpufl__collector_record(c, GPUFL_FILE_SCOPE, &l);
@@ -503,7 +507,7 @@ void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) 
         publish_stats(c); /* last: counts every byte written, before the locks go */
     }
     if (final_stats) gpufl__collector_stats(c, final_stats);
-    gpufl__fanout_close(&c->sinks); /* the session files among them */
+    gpufl__fanout_close(&c->sinks);       /* the session files among them */
     gpufl__ndjson_sink_close(&c->ndjson); /* when open failed before the attach */
     gpufl__batch_fini(&c->begins);
     gpufl__batch_fini(&c->ends);

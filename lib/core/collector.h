@@ -51,8 +51,7 @@ void gpufl__collector_stats(gpufl_collector_t *c, gpufl_stats_t *out);
 /* ---- rows to the sinks (sink.h); the collector's thread unless said ---- */
 
 /* Hands a finished record line to every sink and frees it. Any thread. */
-void gpufl__collector_record(gpufl_collector_t *c, enum gpufl_file_id channel,
-                             gpufl__line_t *line);
+void gpufl__collector_record(gpufl_collector_t *c, enum gpufl_file_id channel, gpufl__line_t *line);
 /* Hands b's rows to every sink and empties b. */
 void gpufl__collector_batch(gpufl_collector_t *c, enum gpufl_file_id channel, gpufl_batch_t *b);
 /* The next row of b to fill; a full b goes to the sinks first. */

@@ -124,7 +124,7 @@ void gpufl__ops_after_fork_child(void) {
 }
 
 size_t gpufl__ops_write_new(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t *written,
-                           uint64_t *lost_seen) {
+                            uint64_t *lost_seen) {
     uint32_t n = atomic_load_explicit(&count, memory_order_acquire);
     size_t out = 0;
     uint64_t lost = gpufl__collector_lines_lost(c, channel);

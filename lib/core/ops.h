@@ -42,7 +42,7 @@ void gpufl__ops_after_fork_child(void);
  * *lost_seen (gpufl__collector_lines_lost), every name is written again. Returns the
  * records written. */
 size_t gpufl__ops_write_new(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t *written,
-                           uint64_t *lost_seen);
+                            uint64_t *lost_seen);
 
 /* Calls whose pop found another id, or none, on the thread's stack. */
 uint64_t gpufl__ops_mismatched(void);

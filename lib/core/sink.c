@@ -59,8 +59,8 @@ static void failed(gpufl__sink_t *s, const char *what, int rc) {
 
 #define EACH_SINK(f, s)                                                                            \
     for (gpufl__sink_t *s = (f)->sinks,                                                            \
-                       *s##_end = (f)->sinks + atomic_load_explicit(&(f)->count,                   \
-                                                                    memory_order_acquire);         \
+                       *s##_end =                                                                  \
+                           (f)->sinks + atomic_load_explicit(&(f)->count, memory_order_acquire);   \
          s < s##_end; s++)
 
 void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel,

@@ -71,7 +71,8 @@ void gpufl__fanout_init(gpufl__fanout_t *f, const gpufl_intern_t *dict);
 /* Adds a sink (it receives every row from now on). GPUFL_EINVAL without
  * ops->batch, GPUFL_ENOMEM past GPUFL__SINKS_MAX, GPUFL_EINVAL once closed. */
 int gpufl__fanout_attach(gpufl__fanout_t *f, const gpufl__sink_ops_t *ops, void *self);
-void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel, const gpufl__line_t *line);
+void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel,
+                          const gpufl__line_t *line);
 /* Gives b's rows to every sink, then empties b. */
 void gpufl__fanout_batch(gpufl__fanout_t *f, enum gpufl_file_id channel, gpufl_batch_t *b);
 void gpufl__fanout_flush(gpufl__fanout_t *f);
@@ -101,8 +102,8 @@ void gpufl__ring_sink_destroy(gpufl__ring_sink_t *r);
 void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out);
 /* Calls fn for each kept line of channel, oldest first (type, rows: 0 for a
  * record, the line with its '\n'); stops when fn returns non-zero. */
-typedef int (*gpufl__ring_sink_visit_fn)(void *ctx, const char *type, size_t rows,
-                                         const char *line, size_t len);
+typedef int (*gpufl__ring_sink_visit_fn)(void *ctx, const char *type, size_t rows, const char *line,
+                                         size_t len);
 void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl_file_id channel,
                            gpufl__ring_sink_visit_fn fn, void *ctx);
 /* Appends channel's kept lines as a log file: a header, then each line
@@ -126,8 +127,8 @@ void gpufl__gauge_sink_destroy(gpufl__gauge_sink_t *g);
  * and its update count into *updates (optional). 0; GPUFL_ENOTFOUND when
  * none came yet (or not a gauge table); GPUFL_EIO when writes kept
  * overlapping the read for long (try again later). */
-int gpufl__gauge_sink_read(gpufl__gauge_sink_t *g, const gpufl__wire_table_t *table,
-                           int instance, gpufl_cell_t *cells, uint64_t *updates);
+int gpufl__gauge_sink_read(gpufl__gauge_sink_t *g, const gpufl__wire_table_t *table, int instance,
+                           gpufl_cell_t *cells, uint64_t *updates);
 /* Rows that named an instance past GPUFL_GAUGE_INSTANCES_MAX. */
 uint64_t gpufl__gauge_sink_ignored(gpufl__gauge_sink_t *g);
 

@@ -91,8 +91,8 @@ const gpufl__sink_ops_t gpufl__gauge_sink_ops = {
     .batch = gauges_batch,
 };
 
-int gpufl__gauge_sink_read(gpufl__gauge_sink_t *g, const gpufl__wire_table_t *table,
-                           int instance, gpufl_cell_t *cells, uint64_t *updates) {
+int gpufl__gauge_sink_read(gpufl__gauge_sink_t *g, const gpufl__wire_table_t *table, int instance,
+                           gpufl_cell_t *cells, uint64_t *updates) {
     int t = table_index(g, table);
     if (t < 0 || instance < 0 || instance >= GPUFL_GAUGE_INSTANCES_MAX ||
         (table->gauge_key == GPUFL_WIRE_GAUGE_ONE && instance != 0))
@@ -102,8 +102,8 @@ int gpufl__gauge_sink_read(gpufl__gauge_sink_t *g, const gpufl__wire_table_t *ta
     for (int tries = 0; tries < READ_TRIES; tries++) {
         uint_fast64_t before = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (before == 0)
-            return gpufl__set_error(GPUFL_ENOTFOUND, "no %s row yet for instance %d",
-                                    table->type, instance);
+            return gpufl__set_error(GPUFL_ENOTFOUND, "no %s row yet for instance %d", table->type,
+                                    instance);
         if (before & 1) continue;
         for (int c = 0; c < table->ncols; c++) {
             /* acquire: the sequence load below cannot move above the cells */

@@ -39,11 +39,13 @@ struct gpufl__ring_sink {
     entry_t *head, *tail; /* oldest, newest */
     gpufl__ring_sink_stats_t stats;
     uint32_t max_id;
-    uint32_t *ids;  /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */
+    uint32_t *ids;    /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */
     gpufl_buf_t line; /* scratch: a batch line */
 };
 
-static const uint32_t *entry_ids(const entry_t *e) { return (const uint32_t *)(const void *)e->data; }
+static const uint32_t *entry_ids(const entry_t *e) {
+    return (const uint32_t *)(const void *)e->data;
+}
 static const uint32_t *entry_lens(const entry_t *e) { return entry_ids(e) + e->nids; }
 static const char *entry_strs(const entry_t *e) { return (const char *)(entry_lens(e) + e->nids); }
 static const char *entry_line(const entry_t *e) { return entry_strs(e) + e->strs_len; }

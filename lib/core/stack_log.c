@@ -58,9 +58,9 @@ typedef struct frame_desc {
 static void put_frame(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t id, uintptr_t pc,
                       const frame_desc_t *d) {
     const gpufl_frame_info_t *info = &d->info;
-    gpufl__wire_frame_t f = {id,         pc,         info->module,   info->module_offset,
-                             d->language, d->library, info->function, info->file,
-                             info->line, info->source};
+    gpufl__wire_frame_t f = {id,          pc,          info->module,   info->module_offset,
+                             d->language, d->library,  info->function, info->file,
+                             info->line,  info->source};
     gpufl__line_t l;
     gpufl__wire_frame(&l, &f);
     gpufl__collector_record(c, channel, &l);

@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
-#define TABLE(var, name, cols, key)                                                                \
-    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key}
+#define NCOLS(a)                    ((int)(sizeof a / sizeof a[0]))
+#define TABLE(var, name, cols, key) const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key}
 
 /* ---------------- scope.log ---------------- */
 
@@ -183,11 +182,11 @@ TABLE(gpufl__wire_pc_window, "pc_window", pc_window_cols, GPUFL_WIRE_NOT_GAUGE);
 TABLE(gpufl__wire_sass_metric, "sass_metric", sass_metric_cols, GPUFL_WIRE_NOT_GAUGE);
 
 const gpufl__wire_table_t *const gpufl__wire_tables[] = {
-    &gpufl__wire_scope_begin, &gpufl__wire_scope_end,    &gpufl__wire_host_sample,
-    &gpufl__wire_gpu_sample,  &gpufl__wire_kernel,       &gpufl__wire_copy,
-    &gpufl__wire_memset,      &gpufl__wire_sync,         &gpufl__wire_alloc,
+    &gpufl__wire_scope_begin,  &gpufl__wire_scope_end,   &gpufl__wire_host_sample,
+    &gpufl__wire_gpu_sample,   &gpufl__wire_kernel,      &gpufl__wire_copy,
+    &gpufl__wire_memset,       &gpufl__wire_sync,        &gpufl__wire_alloc,
     &gpufl__wire_graph_launch, &gpufl__wire_launch,      &gpufl__wire_pc_sample,
-    &gpufl__wire_pc_window,   &gpufl__wire_sass_metric,  NULL};
+    &gpufl__wire_pc_window,    &gpufl__wire_sass_metric, NULL};
 
 const gpufl__wire_table_t *gpufl__wire_table(const char *type) {
     for (int i = 0; gpufl__wire_tables[i]; i++)

@@ -209,7 +209,8 @@ void gpufl__writer_put_line(gpufl_writer_t *f, const gpufl_intern_t *dict,
     }
 }
 
-void gpufl__writer_put_batch(gpufl_writer_t *f, const gpufl_intern_t *dict, const gpufl_batch_t *b) {
+void gpufl__writer_put_batch(gpufl_writer_t *f, const gpufl_intern_t *dict,
+                             const gpufl_batch_t *b) {
     size_t n, fresh = 0;
     if (b->rows == 0) return;
     gpufl_buf_t *o = &f->out;

@@ -1290,8 +1290,8 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"sass_functions", s.sass_functions},
                                       {"sass_failed", s.sass_failed}};
     gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__engine_stats_begin(&l, p->collector, "pc_sampling_stats", v,
-                                               sizeof v / sizeof v[0]);
+    gpufl_buf_t *b =
+        gpufl__engine_stats_begin(&l, p->collector, "pc_sampling_stats", v, sizeof v / sizeof v[0]);
     gpufl__buf_key(b, "drain_ms");
     gpufl__buf_put_fixed(b, (double)p->drain_every_ns / 1e6, 0);
     gpufl__buf_key(b, "get_data_ms");

@@ -293,9 +293,9 @@ static void write_configs(gpufl_trace_source_t *t) {
 
 static void encode_all(gpufl_trace_source_t *t) {
     take_queued(t);
-    gpufl__ops_write_new(t->collector, GPUFL_FILE_DEVICE, &t->ops_written,
-                         &t->ops_lost_seen); /* before the rows naming them */
-    write_configs(t); /* before the kernel rows that name them */
+    /* Op names and configurations before the rows that name them. */
+    gpufl__ops_write_new(t->collector, GPUFL_FILE_DEVICE, &t->ops_written, &t->ops_lost_seen);
+    write_configs(t);
     gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
                                 &t->allocs,  &t->graphs, &t->launches};
     for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++)
@@ -344,34 +344,35 @@ static void write_stats(gpufl_trace_source_t *t) {
     gpufl_stacks_stats_t ss;
     gpufl__stacks_stats(t->stacks_on ? t->stack_log.stacks : NULL, &ss);
     const gpufl_trace_counts_t *n = &t->counts;
-    gpufl__wire_count_t v[] = {{"kernels", n->kernels},
-             {"copies", n->copies},
-             {"memsets", n->memsets},
-             {"syncs", n->syncs},
-             {"allocs", n->allocs},
-             {"graph_launches", n->graph_launches},
-             {"launches", n->launches},
-             {"launches_lost", ls.launches_lost},
-             {"gate_waits", ls.gate_waits},
-             {"gate_overruns", ls.gate_overruns},
-             {"unattributed", n->unattributed},
-             {"configs", ls.configs},
-             {"configs_dropped", ls.configs_dropped},
-             {"occupancy_failures", ls.occupancy_failures},
-             {"graph_launches_lost", ls.graph_launches_lost},
-             {"syncs_lost", ls.syncs_lost},
-             {"stacks", ss.captures},
-             {"stacks_distinct", ss.distinct},
-             {"stacks_lost", ss.lost},
-             {"stacks_interp", ss.interp_walks},
-             {"stacks_interp_empty", ss.interp_empty},
-             {"stacks_interp_ns", ss.interp_ns},
-             {"stacks_interp_max_ns", ss.interp_max_ns},
-             {"ops", t->ops_written},
-             {"op_pops_mismatched", gpufl__ops_mismatched()},
-             {"cupti_dropped", cs.records_dropped},
-             {"buffers_refused", cs.buffers_refused},
-             {"callbacks_enabled", (uint64_t)gpufl__cupti_callbacks_enabled(t->cupti)}};
+    gpufl__wire_count_t v[] = {
+        {"kernels", n->kernels},
+        {"copies", n->copies},
+        {"memsets", n->memsets},
+        {"syncs", n->syncs},
+        {"allocs", n->allocs},
+        {"graph_launches", n->graph_launches},
+        {"launches", n->launches},
+        {"launches_lost", ls.launches_lost},
+        {"gate_waits", ls.gate_waits},
+        {"gate_overruns", ls.gate_overruns},
+        {"unattributed", n->unattributed},
+        {"configs", ls.configs},
+        {"configs_dropped", ls.configs_dropped},
+        {"occupancy_failures", ls.occupancy_failures},
+        {"graph_launches_lost", ls.graph_launches_lost},
+        {"syncs_lost", ls.syncs_lost},
+        {"stacks", ss.captures},
+        {"stacks_distinct", ss.distinct},
+        {"stacks_lost", ss.lost},
+        {"stacks_interp", ss.interp_walks},
+        {"stacks_interp_empty", ss.interp_empty},
+        {"stacks_interp_ns", ss.interp_ns},
+        {"stacks_interp_max_ns", ss.interp_max_ns},
+        {"ops", t->ops_written},
+        {"op_pops_mismatched", gpufl__ops_mismatched()},
+        {"cupti_dropped", cs.records_dropped},
+        {"buffers_refused", cs.buffers_refused},
+        {"callbacks_enabled", (uint64_t)gpufl__cupti_callbacks_enabled(t->cupti)}};
     gpufl__line_t l;
     gpufl__wire_counts(&l, "trace_stats", ts(t, gpufl__mono_ns()), v, sizeof v / sizeof v[0]);
     gpufl__collector_record(t->collector, GPUFL_FILE_DEVICE, &l);

@@ -79,7 +79,8 @@ static void fanout_counts_a_failing_sink(void **state) {
     gpufl__fanout_init(&fan, dict);
     assert_int_equal(gpufl__fanout_attach(&fan, &failing_ops, NULL), 0);
     assert_int_equal(gpufl__fanout_attach(&fan, &gpufl__ring_sink_ops, ring), 0);
-    assert_int_equal(gpufl__fanout_attach(&fan, &(gpufl__sink_ops_t){.name = "none"}, NULL), GPUFL_EINVAL);
+    assert_int_equal(gpufl__fanout_attach(&fan, &(gpufl__sink_ops_t){.name = "none"}, NULL),
+                     GPUFL_EINVAL);
     assert_int_equal(gpufl__batch_init_table(&b, &gpufl__wire_scope_end), 0);
     for (int k = 0; k < 5; k++) {
         fill_scope_ends(&b, k * 10, 10);
@@ -179,7 +180,8 @@ static const char *run_session(const char *name, gpufl__ring_sink_t *ring,
                      GPUFL_ENOTINIT);
     assert_int_equal(gpufl_init(&o), 0);
     if (ring) assert_int_equal(gpufl__session_attach_sink(&gpufl__ring_sink_ops, ring, ident), 0);
-    if (gauges) assert_int_equal(gpufl__session_attach_sink(&gpufl__gauge_sink_ops, gauges, NULL), 0);
+    if (gauges)
+        assert_int_equal(gpufl__session_attach_sink(&gpufl__gauge_sink_ops, gauges, NULL), 0);
     for (int i = 0; i < scopes; i++) {
         char n[32];
         snprintf(n, sizeof n, "step_%d", i % 7);
