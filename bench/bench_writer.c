@@ -90,7 +90,8 @@ int main(int argc, char **argv) {
     const long events = argc > 1 && strcmp(argv[1], "--help") != 0 ? atol(argv[1]) : 4000000;
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
         puts("usage: bench_writer [EVENTS]\nEncodes and writes EVENTS scope events (default 4M), "
-             "into the file and through the sinks' fan-out, and prints events per CPU-second.");
+             "into the file and through the sinks' fan-out (three alternating rounds), and "
+             "prints the best events per CPU-second of each.");
         return 0;
     }
     char dir[] = "/tmp/gpufl-bench-writer-XXXXXX", dir2[] = "/tmp/gpufl-bench-writer-XXXXXX";
@@ -110,9 +111,17 @@ int main(int argc, char **argv) {
     }
     gpufl__fanout_init(&fan, dict);
     gpufl__fanout_attach(&fan, &gpufl__ndjson_sink_ops, &files);
-    double direct = run(events, &f, NULL, &batch, dict);
-    uint64_t bytes = f.bytes_total;
-    double sinks = run(events, &files.files[GPUFL_FILE_SCOPE], &fan, &batch, dict);
+    /* Alternating rounds, the best of each: a shared machine's noise comes in bursts. */
+    double direct = 1e9, sinks = 1e9;
+    uint64_t bytes = 0;
+    for (int round = 0; round < 3; round++) {
+        uint64_t before = f.bytes_total;
+        double d = run(events, &f, NULL, &batch, dict);
+        double s = run(events, &files.files[GPUFL_FILE_SCOPE], &fan, &batch, dict);
+        bytes = f.bytes_total - before;
+        if (d < direct) direct = d;
+        if (s < sinks) sinks = s;
+    }
     printf("writer: %ld events in %.3f CPU s = %.2f M events/s, %.1f bytes/event\n", events, direct,
            (double)events / direct / 1e6, (double)bytes / (double)events);
     printf("writer through the sinks (session files only): %.2f M events/s, %.3fx the direct "
