@@ -11,6 +11,7 @@
 #include "core/collector.h"
 
 #include "core/clock.h"
+#include "core/sink_ndjson.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "core/scope.h"
@@ -42,22 +43,12 @@ typedef struct counters {
     uint64_t records, dropped, unbalanced, truncated, depth_overflow, unbuffered;
 } counters_t;
 
-static const gpufl_col_def_t begin_cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
-                                             {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
-                                             {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
-                                             {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
-                                             {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
-static const gpufl_col_def_t end_cols[] = {{"ts_ns", GPUFL_COL_INT},
-                                           {"tid", GPUFL_COL_INT},
-                                           {"id", GPUFL_COL_INT},
-                                           {"implicit", GPUFL_COL_INT}};
-
 struct gpufl_collector {
     const gpufl_settings_t *settings;
     gpufl_ring_pool_t *pool;
     gpufl_session_ident_t ident;
-    gpufl_writer_t files[GPUFL_FILE_COUNT];
-    int files_open;
+    gpufl__ndjson_sink_t ndjson; /* the session files: the first sink, always */
+    gpufl__fanout_t sinks;
     gpufl_intern_t *dict;
     thread_view_t *threads; /* one per ring in the pool */
     uint64_t *heads;        /* drain_all's snapshot, one per ring */
@@ -100,15 +91,8 @@ static size_t read_text(gpufl_ring_t *r, uint64_t at, const gpufl_rec_t *rec, ch
     return total;
 }
 
-static void encode_scope_batch(gpufl_collector_t *c, gpufl_batch_t *b) {
-    gpufl_writer_t *f = &c->files[GPUFL_FILE_SCOPE];
-    pthread_mutex_lock(&f->lock);
-    gpufl__batch_encode(b, f, c->dict);
-    pthread_mutex_unlock(&f->lock);
-}
-
 static gpufl_cell_t *next_row(gpufl_collector_t *c, gpufl_batch_t *b) {
-    return gpufl__batch_next(b, &c->files[GPUFL_FILE_SCOPE], c->dict);
+    return gpufl__collector_row(c, GPUFL_FILE_SCOPE, b);
 }
 
 static uint32_t path_of(gpufl_collector_t *c, uint32_t parent_path, const char *name,
@@ -268,38 +252,17 @@ static counters_t current_counters(gpufl_collector_t *c) {
 
 void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const char *level,
                             const char *code, const char *message) {
-    gpufl_writer_t *f = &c->files[id];
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "event");
-    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(c, gpufl__mono_ns()));
-    gpufl__buf_kv_str(b, "level", level);
-    gpufl__buf_kv_str(b, "code", code);
-    gpufl__buf_kv_str(b, "message", message);
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__line_t l;
+    gpufl__wire_event(&l, gpufl__collector_session_ns(c, gpufl__mono_ns()), level, code, message);
+    gpufl__collector_record(c, id, &l);
 }
 
 void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, const char *source,
                                   const gpufl_cost_t *cost, const gpufl_cost_part_t *parts,
                                   int nparts) {
-    int64_t samples = cost->samples, total_ns = cost->total_ns;
-    gpufl_writer_t *f = &c->files[id];
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "source_cost");
-    gpufl__buf_kv_str(b, "source", source);
-    gpufl__buf_kv_i64(b, "samples", samples);
-    gpufl__buf_kv_i64(b, "total_ns", total_ns);
-    gpufl__buf_kv_i64(b, "mean_ns", samples ? total_ns / samples : 0);
-    gpufl__buf_kv_i64(b, "median_ns", gpufl__cost_quantile(cost, 0.5));
-    gpufl__buf_kv_i64(b, "p99_ns", gpufl__cost_quantile(cost, 0.99));
-    if (nparts > 0) {
-        gpufl__buf_key(b, "parts_mean_ns");
-        gpufl__buf_putc(b, '{');
-        for (int i = 0; i < nparts; i++) gpufl__buf_kv_i64(b, parts[i].name, parts[i].mean_ns);
-        gpufl__buf_putc(b, '}');
-    }
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__line_t l;
+    gpufl__wire_source_cost(&l, source, cost, parts, nparts);
+    gpufl__collector_record(c, id, &l);
 }
 
 /* The first time a kind of loss happens, say so once, in the log and to the user. */
@@ -309,14 +272,6 @@ static void warn_once(gpufl_collector_t *c, int *warned, uint64_t count, const c
     *warned = 1;
     gpufl__warn("%s", message);
     gpufl__collector_event(c, GPUFL_FILE_SCOPE, "warn", code, message);
-}
-
-static void put_counters(gpufl_buf_t *b, const counters_t *k) {
-    gpufl__buf_kv_i64(b, "records", (int64_t)k->dropped);
-    gpufl__buf_kv_i64(b, "threads_unbuffered", (int64_t)k->unbuffered);
-    gpufl__buf_kv_i64(b, "names_truncated", (int64_t)k->truncated);
-    gpufl__buf_kv_i64(b, "unbalanced_ends", (int64_t)k->unbalanced);
-    gpufl__buf_kv_i64(b, "depth_overflow", (int64_t)k->depth_overflow);
 }
 
 static void write_drops(gpufl_collector_t *c, int64_t now_ns, int always) {
@@ -331,24 +286,27 @@ static void write_drops(gpufl_collector_t *c, int64_t now_ns, int always) {
               "more threads recorded scopes than the ring pool holds; their records were "
               "dropped (raise memory_cap_bytes)");
     if (!always && memcmp(&k, &c->written, sizeof k) == 0) return;
-    gpufl_writer_t *f = &c->files[GPUFL_FILE_SCOPE];
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "drops");
-    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(c, now_ns));
-    put_counters(b, &k);
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__wire_drops_t d = {gpufl__collector_session_ns(c, now_ns),
+                             k.dropped,
+                             k.unbuffered,
+                             k.truncated,
+                             k.unbalanced,
+                             k.depth_overflow};
+    gpufl__line_t l;
+    gpufl__wire_drops(&l, &d);
+    gpufl__collector_record(c, GPUFL_FILE_SCOPE, &l);
     c->written = k;
 }
 
 static void publish_stats(gpufl_collector_t *c) {
     counters_t k = current_counters(c);
     uint64_t bytes = 0, errors = 0;
-    for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
-        pthread_mutex_lock(&c->files[i].lock);
-        bytes += c->files[i].bytes_total;
-        errors += c->files[i].write_errors + c->files[i].batches_lost;
-        pthread_mutex_unlock(&c->files[i].lock);
+    for (int i = 0; i < c->ndjson.files_open; i++) {
+        gpufl_writer_t *f = &c->ndjson.files[i];
+        pthread_mutex_lock(&f->lock);
+        bytes += f->bytes_total;
+        errors += f->write_errors + f->batches_lost;
+        pthread_mutex_unlock(&f->lock);
     }
     pthread_mutex_lock(&c->mu);
     c->published.records_written = c->records_taken;
@@ -370,16 +328,12 @@ static void publish_stats(gpufl_collector_t *c) {
 /* ---------------- the pass and the thread ---------------- */
 
 static void write_files(gpufl_collector_t *c, int64_t now_ns) {
-    encode_scope_batch(c, &c->begins);
-    encode_scope_batch(c, &c->ends);
+    gpufl__collector_batch(c, GPUFL_FILE_SCOPE, &c->begins);
+    gpufl__collector_batch(c, GPUFL_FILE_SCOPE, &c->ends);
     for (int i = 0; i < c->nsources; i++)
         if (c->sources[i].flush) c->sources[i].flush(c, c->sources[i].self);
     write_drops(c, now_ns, 0);
-    for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
-        pthread_mutex_lock(&c->files[i].lock);
-        gpufl__writer_flush(&c->files[i]);
-        pthread_mutex_unlock(&c->files[i].lock);
-    }
+    gpufl__fanout_flush(&c->sinks);
     c->next_write_ns = now_ns + c->flush_interval_ns;
 }
 
@@ -389,10 +343,10 @@ static void write_files(gpufl_collector_t *c, int64_t now_ns) {
 
 static size_t pending_bytes(gpufl_collector_t *c) {
     size_t n = 0;
-    for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
-        pthread_mutex_lock(&c->files[i].lock);
-        n += c->files[i].out.len;
-        pthread_mutex_unlock(&c->files[i].lock);
+    for (int i = 0; i < c->ndjson.files_open; i++) {
+        pthread_mutex_lock(&c->ndjson.files[i].lock);
+        n += c->ndjson.files[i].out.len;
+        pthread_mutex_unlock(&c->ndjson.files[i].lock);
     }
     return n;
 }
@@ -454,8 +408,6 @@ static void *collector_main(void *arg) {
 
 /* ---------------- lifecycle ---------------- */
 
-static const char *const file_names[GPUFL_FILE_COUNT] = {"device", "scope", "system"};
-
 int gpufl__collector_create(const gpufl_settings_t *settings, gpufl_ring_pool_t *pool,
                             const char *dir, const gpufl_session_ident_t *ident,
                             gpufl_collector_t **out) {
@@ -484,15 +436,15 @@ int gpufl__collector_create(const gpufl_settings_t *settings, gpufl_ring_pool_t 
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the collector");
         goto fail;
     }
-    if ((rc = gpufl__batch_init(&c->begins, "scope_begin", begin_cols, 10)) ||
-        (rc = gpufl__batch_init(&c->ends, "scope_end", end_cols, 4)))
+    if ((rc = gpufl__batch_init_table(&c->begins, &gpufl__wire_scope_begin)) ||
+        (rc = gpufl__batch_init_table(&c->ends, &gpufl__wire_scope_end)))
         goto fail;
-    for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
-        rc = gpufl__writer_open(&c->files[i], dir, file_names[i], &c->ident,
-                                (uint64_t)settings->log_rotate_bytes, settings->flush_logs_always);
-        c->files_open = i + 1;
-        if (rc) goto fail;
-    }
+    gpufl__fanout_init(&c->sinks, c->dict);
+    if ((rc = gpufl__ndjson_sink_open(&c->ndjson, dir, &c->ident,
+                                      (uint64_t)settings->log_rotate_bytes,
+                                      settings->flush_logs_always)) ||
+        (rc = gpufl__fanout_attach(&c->sinks, &gpufl__ndjson_sink_ops, &c->ndjson)))
+        goto fail;
     *out = c;
     return 0;
 fail:
@@ -519,18 +471,18 @@ int gpufl__collector_start(gpufl_collector_t *c) {
 static void write_session_end(gpufl_collector_t *c, int64_t now_ns) {
     gpufl_stats_t s = {.size = sizeof s};
     gpufl__collector_stats(c, &s);
-    for (int i = 0; i < c->files_open; i++) {
-        gpufl_writer_t *f = &c->files[i];
+    /* The files' own last line, like their header: what reached each file. */
+    for (int i = 0; i < c->ndjson.files_open; i++) {
+        gpufl_writer_t *f = &c->ndjson.files[i];
         pthread_mutex_lock(&f->lock);
-        gpufl_buf_t *b = gpufl__writer_record(f, "session_end");
-        int64_t ts = gpufl__collector_session_ns(c, now_ns);
-        gpufl__buf_kv_i64(b, "ts_ns", ts);
-        gpufl__buf_kv_i64(b, "duration_ns", ts);
-        gpufl__buf_kv_i64(b, "records_written", (int64_t)s.records_written);
-        gpufl__buf_kv_i64(b, "records_dropped", (int64_t)s.records_dropped);
-        gpufl__buf_kv_i64(b, "bytes_written", (int64_t)(s.bytes_written + f->out.len));
-        gpufl__buf_kv_i64(b, "write_errors", (int64_t)s.write_errors);
-        gpufl__writer_end_record(f);
+        gpufl__wire_session_end_t e = {gpufl__collector_session_ns(c, now_ns), s.records_written,
+                                       s.records_dropped, s.bytes_written + f->out.len,
+                                       s.write_errors};
+        gpufl__line_t l = {.type = "session_end"};
+        gpufl__buf_init(&l.buf, (size_t)4096);
+        gpufl__wire_session_end(&l.buf, &e);
+        gpufl__writer_put_line(f, c->dict, &l);
+        gpufl__line_fini(&l);
         pthread_mutex_unlock(&f->lock);
     }
 }
@@ -551,15 +503,12 @@ void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) 
         write_drops(c, now, 1);
         publish_stats(c);
         write_session_end(c, now);
-        for (int i = 0; i < c->files_open; i++) {
-            pthread_mutex_lock(&c->files[i].lock);
-            gpufl__writer_flush(&c->files[i]);
-            pthread_mutex_unlock(&c->files[i].lock);
-        }
+        gpufl__fanout_flush(&c->sinks);
         publish_stats(c); /* last: counts every byte written, before the locks go */
     }
     if (final_stats) gpufl__collector_stats(c, final_stats);
-    for (int i = 0; i < c->files_open; i++) gpufl__writer_close(&c->files[i]);
+    gpufl__fanout_close(&c->sinks);       /* the session files among them */
+    gpufl__ndjson_sink_close(&c->ndjson); /* when open failed before the attach */
     gpufl__batch_fini(&c->begins);
     gpufl__batch_fini(&c->ends);
     gpufl__intern_destroy(c->dict);
@@ -592,8 +541,34 @@ void gpufl__collector_stats(gpufl_collector_t *c, gpufl_stats_t *out) {
     out->size = size;
 }
 
-gpufl_writer_t *gpufl__collector_file(gpufl_collector_t *c, enum gpufl_file_id id) {
-    return &c->files[id];
+void gpufl__collector_record(gpufl_collector_t *c, enum gpufl_file_id channel,
+                             gpufl__line_t *line) {
+    gpufl__fanout_record(&c->sinks, channel, line);
+    gpufl__line_fini(line);
+}
+
+void gpufl__collector_batch(gpufl_collector_t *c, enum gpufl_file_id channel, gpufl_batch_t *b) {
+    gpufl__fanout_batch(&c->sinks, channel, b);
+}
+
+gpufl_cell_t *gpufl__collector_row(gpufl_collector_t *c, enum gpufl_file_id channel,
+                                   gpufl_batch_t *b) {
+    gpufl_cell_t *row = gpufl__batch_row(b);
+    if (row) return row;
+    gpufl__fanout_batch(&c->sinks, channel, b);
+    return gpufl__batch_row(b);
+}
+
+int gpufl__collector_attach_sink(gpufl_collector_t *c, const gpufl__sink_ops_t *ops, void *self) {
+    return gpufl__fanout_attach(&c->sinks, ops, self);
+}
+
+uint64_t gpufl__collector_lines_lost(gpufl_collector_t *c, enum gpufl_file_id channel) {
+    gpufl_writer_t *f = &c->ndjson.files[channel];
+    pthread_mutex_lock(&f->lock);
+    uint64_t lost = f->batches_lost;
+    pthread_mutex_unlock(&f->lock);
+    return lost;
 }
 
 const gpufl_intern_t *gpufl__collector_dict(gpufl_collector_t *c) { return c->dict; }

@@ -13,16 +13,9 @@
 #include "core/cost.h"
 #include "core/options.h"
 #include "core/ring.h"
-#include "core/writer.h"
+#include "core/sink.h"
 
 typedef struct gpufl_collector gpufl_collector_t;
-
-enum gpufl_file_id {
-    GPUFL_FILE_DEVICE = 0,
-    GPUFL_FILE_SCOPE = 1,
-    GPUFL_FILE_SYSTEM = 2,
-    GPUFL_FILE_COUNT
-};
 
 /* A data source driven by the collector thread. */
 typedef struct gpufl_source {
@@ -55,7 +48,21 @@ void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats);
 int gpufl__collector_flush(gpufl_collector_t *c);
 void gpufl__collector_stats(gpufl_collector_t *c, gpufl_stats_t *out);
 
-gpufl_writer_t *gpufl__collector_file(gpufl_collector_t *c, enum gpufl_file_id id);
+/* ---- rows to the sinks (sink.h); the collector's thread unless said ---- */
+
+/* Hands a finished record line to every sink and frees it. Any thread. */
+void gpufl__collector_record(gpufl_collector_t *c, enum gpufl_file_id channel, gpufl__line_t *line);
+/* Hands b's rows to every sink and empties b. */
+void gpufl__collector_batch(gpufl_collector_t *c, enum gpufl_file_id channel, gpufl_batch_t *b);
+/* The next row of b to fill; a full b goes to the sinks first. */
+gpufl_cell_t *gpufl__collector_row(gpufl_collector_t *c, enum gpufl_file_id channel,
+                                   gpufl_batch_t *b);
+/* Attaches one more sink (it gets every row from now on). Any thread. */
+int gpufl__collector_attach_sink(gpufl_collector_t *c, const gpufl__sink_ops_t *ops, void *self);
+/* Lines of channel's file lost so far (no room, cut by a failed write): a
+ * record written once (a stack, an op name) is written again after it grows. */
+uint64_t gpufl__collector_lines_lost(gpufl_collector_t *c, enum gpufl_file_id channel);
+
 const gpufl_intern_t *gpufl__collector_dict(gpufl_collector_t *c);
 /* Session time (ns since the epoch) of a CLOCK_MONOTONIC reading. */
 int64_t gpufl__collector_session_ns(const gpufl_collector_t *c, int64_t mono_ns);
@@ -67,10 +74,6 @@ void gpufl__collector_windows_add(gpufl_collector_t *c, int delta);
 int gpufl__collector_sampling_active(const gpufl_collector_t *c);
 /* Writes a source_cost record: how much a source's samples cost. */
 /* parts: NULL, or nparts (name, mean ns) pairs, written as "parts". */
-typedef struct gpufl_cost_part {
-    const char *name;
-    int64_t mean_ns;
-} gpufl_cost_part_t;
 void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, const char *source,
                                   const gpufl_cost_t *cost, const gpufl_cost_part_t *parts,
                                   int nparts);

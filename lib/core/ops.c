@@ -11,7 +11,6 @@
 #include "core/ops.h"
 
 #include "util/error.h"
-#include "util/jsonw.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -124,23 +123,21 @@ void gpufl__ops_after_fork_child(void) {
     pthread_mutex_init(&names_lock, NULL);
 }
 
-size_t gpufl__ops_write_new(gpufl_writer_t *f, uint32_t *written, uint64_t *lost_seen) {
+size_t gpufl__ops_write_new(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t *written,
+                            uint64_t *lost_seen) {
     uint32_t n = atomic_load_explicit(&count, memory_order_acquire);
     size_t out = 0;
-    pthread_mutex_lock(&f->lock);
-    uint64_t lost = f->batches_lost;
+    uint64_t lost = gpufl__collector_lines_lost(c, channel);
     if (lost != *lost_seen) { /* lines were lost since: any of ours may be among them */
         *lost_seen = lost;
         *written = 0;
     }
     for (uint32_t i = *written; i < n; i++, out++) {
-        gpufl_buf_t *b = gpufl__writer_record(f, "op");
-        gpufl__buf_kv_i64(b, "index", (int64_t)i + 1);
-        gpufl__buf_kv_str(b, "name", names[i]);
-        gpufl__writer_end_record(f);
+        gpufl__line_t l;
+        gpufl__wire_op(&l, (int64_t)i + 1, names[i]);
+        gpufl__collector_record(c, channel, &l);
     }
-    int kept = f->batches_lost == lost;
-    pthread_mutex_unlock(&f->lock);
+    int kept = gpufl__collector_lines_lost(c, channel) == lost;
     if (kept) *written = n; /* else all are written again next time (readers keep the first) */
     return kept ? out : 0;
 }

@@ -14,7 +14,7 @@
 
 #include <gpufl/gpufl_ops.h>
 
-#include "core/writer.h"
+#include "core/collector.h"
 
 #include <stdint.h>
 
@@ -39,9 +39,10 @@ void gpufl__ops_after_fork_child(void);
 
 /* Writes an `op` record for each name registered since *written (0 at a
  * session's start) and advances it; when the file lost lines since
- * *lost_seen (its batches_lost), every name is written again. Returns the
+ * *lost_seen (gpufl__collector_lines_lost), every name is written again. Returns the
  * records written. */
-size_t gpufl__ops_write_new(gpufl_writer_t *f, uint32_t *written, uint64_t *lost_seen);
+size_t gpufl__ops_write_new(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t *written,
+                            uint64_t *lost_seen);
 
 /* Calls whose pop found another id, or none, on the thread's stack. */
 uint64_t gpufl__ops_mismatched(void);

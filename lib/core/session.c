@@ -109,8 +109,9 @@ static int create_session_dir(const char *log_path, gpufl_session_ident_t *ident
 
 /* ---------------- records written at init ---------------- */
 
-static void write_options(gpufl_writer_t *f, const gpufl_settings_t *s) {
-    gpufl_buf_t *b = gpufl__writer_record(f, "options");
+static void write_options(gpufl_collector_t *c, const gpufl_settings_t *s) {
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__line_begin(&l, "options");
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
         const char *name, *str;
         int64_t num;
@@ -125,7 +126,8 @@ static void write_options(gpufl_writer_t *f, const gpufl_settings_t *s) {
         gpufl__buf_kv_str(b, "from", gpufl__option_source_name(src));
         gpufl__buf_putc(b, '}');
     }
-    gpufl__writer_end_record(f);
+    gpufl__line_end(&l);
+    gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
 }
 
 static void put_feature(gpufl_buf_t *b, const char *name, int on, const char *why) {
@@ -180,10 +182,11 @@ static gpufl_backend_t start_backends(const gpufl_settings_t *s, gpufl_engine_t 
 
 /* Says what runs and, for what does not, why: the host sources' entries,
  * then each backend's; then each backend explains an engine downgrade. */
-static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s,
+static void write_capabilities(gpufl_collector_t *c, const gpufl_settings_t *s,
                                const gpufl__feature_t *host, int nhost, gpufl_backend_t running,
                                gpufl_engine_t engine) {
-    gpufl_buf_t *b = gpufl__writer_record(f, "capabilities");
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__line_begin(&l, "capabilities");
     gpufl__buf_kv_str(b, "backend_requested", gpufl_backend_name(s->backend));
     gpufl__buf_kv_str(b, "backend", gpufl_backend_name(running));
     gpufl__buf_kv_str(b, "engine_requested", gpufl_engine_name(s->profiling_engine));
@@ -198,7 +201,8 @@ static void write_capabilities(gpufl_writer_t *f, const gpufl_settings_t *s,
             put_feature(b, features[j].name, features[j].on, features[j].why);
     }
     gpufl__buf_putc(b, '}');
-    gpufl__writer_end_record(f);
+    gpufl__line_end(&l);
+    gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
     for (int i = 0; gpufl__backends[i]; i++) gpufl__backends[i]->explain_engine(s);
 }
 
@@ -299,7 +303,6 @@ static int start_session(void) {
     rc = gpufl__collector_create(s, pool, g.dir, &g.ident, &g.collector);
     if (rc) return rc;
 
-    gpufl_writer_t *device = gpufl__collector_file(g.collector, GPUFL_FILE_DEVICE);
     g.host_started = 0;
     for (int i = 0; i < GPUFL_MAX_SOURCES && gpufl__host_sources[i]; i++) {
         rc = gpufl__host_sources[i]->start(g.collector, s, &host_sources[i], &host_features[i]);
@@ -308,8 +311,8 @@ static int start_session(void) {
     }
     gpufl_engine_t engine;
     gpufl_backend_t running = start_backends(s, &engine, opened, engine_sources, &nengine);
-    write_options(device, s);
-    write_capabilities(device, s, host_features, g.host_started, running, engine);
+    write_options(g.collector, s);
+    write_capabilities(g.collector, s, host_features, g.host_started, running, engine);
     for (int i = 0; i < nengine; i++)
         if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i]))) goto stop;
     for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++) {
@@ -477,4 +480,17 @@ int gpufl__session_report_dir(char *dir, size_t size) {
     snprintf(dir, size, "%s", g.dir);
     pthread_mutex_unlock(&g.lock);
     return 0;
+}
+
+int gpufl__session_attach_sink(const gpufl__sink_ops_t *ops, void *self,
+                               gpufl_session_ident_t *ident) {
+    int rc;
+    pthread_mutex_lock(&g.lock);
+    if (!g.running || !g.collector)
+        rc = gpufl__set_error(GPUFL_ENOTINIT, "no session is running to attach a sink to");
+    else
+        rc = gpufl__collector_attach_sink(g.collector, ops, self);
+    if (rc == 0 && ident) *ident = g.ident;
+    pthread_mutex_unlock(&g.lock);
+    return rc;
 }

@@ -13,6 +13,15 @@ int gpufl__session_disabled(void);
  * GPUFL_ENOTINIT (with a warning) when no session ran. */
 int gpufl__session_report_dir(char *dir, size_t size);
 
+struct gpufl__sink_ops;
+/* Attaches a sink (core/sink.h) to the running session: it gets every row
+ * and record from now on, and its close at shutdown; its owner frees it
+ * after. *ident (optional) gets the session's identity, for a dump's header.
+ * 0, GPUFL_ENOTINIT without a running session, or the fan-out's errors. */
+struct gpufl_session_ident;
+int gpufl__session_attach_sink(const struct gpufl__sink_ops *ops, void *self,
+                               struct gpufl_session_ident *ident);
+
 /* Upload belongs to a later release. Every message about it (backend_url and
  * remote_upload at init, uploadLogs) says so in these words. */
 #define GPUFL__UPLOAD_NOT_BUILT "upload is not built yet in this release"

@@ -7,7 +7,6 @@
 
 #include "util/error.h"
 #include "core/interp.h"
-#include "util/jsonw.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -47,21 +46,6 @@ void gpufl__stack_log_fini(gpufl_stack_log_t *sl) {
     memset(sl, 0, sizeof *sl);
 }
 
-static void kv_hex(gpufl_buf_t *b, const char *key, uint64_t v) {
-    char hex[24];
-    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v);
-    gpufl__buf_kv_str(b, key, hex);
-}
-
-static void kv_str_or_null(gpufl_buf_t *b, const char *key, const char *s) {
-    if (s && *s) {
-        gpufl__buf_kv_str(b, key, s);
-    } else {
-        gpufl__buf_key(b, key);
-        gpufl__buf_puts(b, "null");
-    }
-}
-
 /* How a stack entry is described: a native frame's info, or an
  * interpreted frame's (language set; library from its describe). */
 typedef struct frame_desc {
@@ -71,23 +55,15 @@ typedef struct frame_desc {
 } frame_desc_t;
 
 /* A frame record for pc, id as given, described by d. */
-static void put_frame(gpufl_writer_t *f, uint32_t id, uintptr_t pc, const frame_desc_t *d) {
+static void put_frame(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t id, uintptr_t pc,
+                      const frame_desc_t *d) {
     const gpufl_frame_info_t *info = &d->info;
-    gpufl_buf_t *b = gpufl__writer_record(f, "frame");
-    gpufl__buf_kv_i64(b, "id", id);
-    kv_hex(b, "pc", pc);
-    kv_str_or_null(b, "module", info->module);
-    if (*info->module) kv_hex(b, "offset", info->module_offset);
-    if (d->language) {
-        gpufl__buf_kv_str(b, "language", d->language);
-        gpufl__buf_key(b, "library");
-        gpufl__buf_puts(b, d->library ? "true" : "false");
-    }
-    kv_str_or_null(b, "function", info->function);
-    kv_str_or_null(b, "file", info->file);
-    if (info->line > 0) gpufl__buf_kv_i64(b, "line", info->line);
-    if (info->source && *info->source) gpufl__buf_kv_str(b, "source", info->source);
-    gpufl__writer_end_record(f);
+    gpufl__wire_frame_t f = {id,          pc,          info->module,   info->module_offset,
+                             d->language, d->library,  info->function, info->file,
+                             info->line,  info->source};
+    gpufl__line_t l;
+    gpufl__wire_frame(&l, &f);
+    gpufl__collector_record(c, channel, &l);
 }
 
 /* Describes one stack entry: an interpreted frame by its interpreter, an
@@ -122,7 +98,8 @@ static void forget_written(gpufl_stack_log_t *sl) {
     sl->rewrites++;
 }
 
-int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t id) {
+int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_collector_t *c,
+                             enum gpufl_file_id channel, uint32_t id) {
     const uintptr_t *pcs;
     size_t depth = gpufl__stacks_get(sl->stacks, id, &pcs);
     if (id == 0 || depth == 0) return -1;
@@ -135,9 +112,7 @@ int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t 
         sl->written = w;
         sl->written_cap = cap;
     }
-    pthread_mutex_lock(&f->lock); /* other threads write records too */
-    uint64_t lost_now = f->batches_lost;
-    pthread_mutex_unlock(&f->lock);
+    uint64_t lost_now = gpufl__collector_lines_lost(c, channel);
     if (lost_now != sl->lost_seen) {
         sl->lost_seen = lost_now;
         forget_written(sl);
@@ -159,23 +134,15 @@ int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t 
         frames[i] = fresh[i] ? (uint32_t)++sl->frames : (uint32_t)known;
         if (fresh[i]) describe(sl, pcs[i], &desc[i]);
     }
-    pthread_mutex_lock(&f->lock);
-    uint64_t lost = f->batches_lost;
+    uint64_t lost = lost_now;
     for (size_t i = 0; i < depth; i++)
-        if (fresh[i]) put_frame(f, frames[i], pcs[i], &desc[i]);
-    gpufl_buf_t *b = gpufl__writer_record(f, "stack");
-    gpufl__buf_kv_i64(b, "id", id);
-    gpufl__buf_key(b, "frames");
-    gpufl__buf_putc(b, '[');
-    for (size_t i = 0; i < depth; i++) {
-        if (i) gpufl__buf_putc(b, ',');
-        gpufl__buf_put_i64(b, frames[i]);
-    }
-    gpufl__buf_putc(b, ']');
-    gpufl__writer_end_record(f);
-    int kept = f->batches_lost == lost;
-    sl->lost_seen = f->batches_lost;
-    pthread_mutex_unlock(&f->lock);
+        if (fresh[i]) put_frame(c, channel, frames[i], pcs[i], &desc[i]);
+    gpufl__line_t l;
+    gpufl__wire_stack(&l, id, frames, depth);
+    gpufl__collector_record(c, channel, &l);
+    /* Other threads' lost lines count too: at worst a stack written again. */
+    sl->lost_seen = gpufl__collector_lines_lost(c, channel);
+    int kept = sl->lost_seen == lost;
     if (!kept) { /* a record did not fit: the row names no stack, and all is written anew */
         forget_written(sl);
         return -1;

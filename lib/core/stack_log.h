@@ -17,7 +17,7 @@
 #include "util/idmap.h"
 #include "core/stacks.h"
 #include "core/symbols.h"
-#include "core/writer.h"
+#include "core/collector.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,13 +44,14 @@ int gpufl__stack_log_init(gpufl_stack_log_t *sl, int source);
 void gpufl__stack_log_fini(gpufl_stack_log_t *sl);
 
 /*
- * The stack id for a row's `stack` column: writes stack id (its new frames
- * first) to f unless written before, taking f->lock. Returns the id, or -1
- * (null) for 0 or a stack that cannot be written. When the writer has lost
- * lines since the last call (its batches_lost grew), any of them may have
- * been a stack or frame record: every stack is then written again before a
- * row names it, with frames under new ids.
+ * The stack id for a row's `stack` column: hands stack id (its new frames
+ * first) to c's sinks on channel unless done before. Returns the id, or -1
+ * (null) for 0 or a stack that cannot be written. When the channel's file
+ * has lost lines since the last call (gpufl__collector_lines_lost grew), any
+ * of them may have been a stack or frame record: every stack is then written
+ * again before a row names it, with frames under new ids.
  */
-int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_writer_t *f, uint32_t id);
+int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_collector_t *c,
+                             enum gpufl_file_id channel, uint32_t id);
 
 #endif

@@ -19,23 +19,7 @@
 #define PENDING_MAX_BYTES ((size_t)64 << 20)
 
 static void put_header(gpufl_writer_t *f) {
-    const gpufl_session_ident_t *id = f->ident;
-    char epoch[24];
-    gpufl_buf_t *b = &f->out;
-    gpufl__buf_record(b, "header");
-    gpufl__buf_kv_str(b, "format", "gpufl-log");
-    gpufl__buf_kv_str(b, "file", f->name);
-    gpufl__buf_kv_i64(b, "segment", f->segment);
-    gpufl__buf_kv_str(b, "session_id", id->session_id);
-    gpufl__buf_kv_str(b, "app_name", id->app_name);
-    gpufl__buf_kv_i64(b, "pid", id->pid);
-    gpufl__buf_kv_str(b, "hostname", id->hostname);
-    snprintf(epoch, sizeof epoch, "%lld", (long long)id->epoch_ns);
-    gpufl__buf_kv_str(b, "epoch_ns", epoch);
-    gpufl__buf_kv_i64(b, "epoch_unix_us", id->epoch_unix_us);
-    gpufl__buf_kv_str(b, "clock", "monotonic");
-    gpufl__buf_kv_str(b, "gpufl_version", gpufl_version());
-    gpufl__buf_puts(b, "}\n");
+    gpufl__wire_header(&f->out, f->ident, f->name, f->segment);
 }
 
 static int open_segment(gpufl_writer_t *f) {
@@ -91,9 +75,7 @@ static int write_all(gpufl_writer_t *f, const char *p, size_t n, size_t *done) {
 static void rotate(gpufl_writer_t *f) {
     char next[64];
     snprintf(next, sizeof next, "%s.log.%d", f->name, f->segment + 1);
-    gpufl__buf_record(&f->out, "segment_end");
-    gpufl__buf_kv_str(&f->out, "next", next);
-    gpufl__buf_puts(&f->out, "}\n");
+    gpufl__wire_segment_end(&f->out, next);
     write_all(f, f->out.data, f->out.len, NULL);
     close(f->fd);
     f->fd = -1;
@@ -192,34 +174,11 @@ static int dict_mark(gpufl_writer_t *f, uint32_t id) {
 }
 
 size_t gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, uint32_t *ids, size_t n) {
-    size_t start = f->out.len, fresh = 0;
-    gpufl__buf_record(&f->out, "dict");
-    gpufl__buf_puts(&f->out, ",\"id\":[");
-    gpufl_buf_t strs;
-    gpufl__buf_init(&strs, PENDING_MAX_BYTES);
-    for (size_t i = 0; i < n; i++) {
-        size_t len;
-        const char *s;
-        if (ids[i] == 0 || !dict_mark(f, ids[i])) continue;
-        ids[fresh++] = ids[i]; /* the new ones, at the front, to unmark on failure */
-        s = gpufl__intern_str(dict, ids[i], &len);
-        if (!s) continue;
-        if (strs.len) {
-            gpufl__buf_putc(&f->out, ',');
-            gpufl__buf_putc(&strs, ',');
-        }
-        gpufl__buf_put_i64(&f->out, ids[i]);
-        gpufl__buf_put_str(&strs, s, len);
-    }
-    if (strs.len) {
-        gpufl__buf_puts(&f->out, "],\"str\":[");
-        gpufl__buf_put(&f->out, strs.data, strs.len);
-        gpufl__buf_puts(&f->out, "]}\n");
-    } else {
-        f->out.len = start;
-    }
-    if (strs.overflow) f->out.overflow = 1;
-    gpufl__buf_fini(&strs);
+    size_t fresh = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] != 0 && dict_mark(f, ids[i]))
+            ids[fresh++] = ids[i]; /* the new ones, at the front, to unmark on failure */
+    if (fresh) gpufl__wire_dict_line(&f->out, ids, fresh, gpufl__wire_intern_str, dict);
     return fresh;
 }
 
@@ -229,95 +188,46 @@ static void dict_unmark(gpufl_writer_t *f, const uint32_t *ids, size_t n) {
         if (ids[i] < f->dict_written_cap) f->dict_written[ids[i]] = 0;
 }
 
-int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols) {
-    memset(b, 0, sizeof *b);
-    b->type = type;
-    b->cols = cols;
-    b->ncols = ncols;
-    if (ncols < 1 || ncols > GPUFL_BATCH_MAX_COLS)
-        return gpufl__set_error(GPUFL_EINVAL, "a %s batch has %d columns (1..%d)", type, ncols,
-                                GPUFL_BATCH_MAX_COLS);
-    int dict_cols = 0;
-    for (int c = 0; c < ncols; c++) dict_cols += cols[c].kind == GPUFL_COL_DICT;
-    b->cells = malloc((size_t)GPUFL_BATCH_MAX_ROWS * (size_t)ncols * sizeof *b->cells);
-    b->dict_ids = malloc((size_t)GPUFL_BATCH_MAX_ROWS * (size_t)(dict_cols + 1) * sizeof(uint32_t));
-    if (!b->cells || !b->dict_ids) {
-        gpufl__batch_fini(b);
-        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a %s batch", type);
+void gpufl__writer_put_line(gpufl_writer_t *f, const gpufl_intern_t *dict,
+                            const gpufl__line_t *line) {
+    uint32_t ids[GPUFL_LINE_DICT_MAX];
+    size_t start = f->out.len, fresh = 0;
+    if (line->buf.len == 0) { /* it did not fit its own cap */
+        f->batches_lost++;
+        return;
     }
-    return 0;
-}
-
-void gpufl__batch_fini(gpufl_batch_t *b) {
-    free(b->cells);
-    free(b->dict_ids);
-    b->cells = NULL;
-    b->dict_ids = NULL;
-}
-
-gpufl_cell_t *gpufl__batch_next(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict) {
-    gpufl_cell_t *row = gpufl__batch_row(b);
-    if (row) return row;
-    pthread_mutex_lock(&f->lock);
-    gpufl__batch_encode(b, f, dict);
-    pthread_mutex_unlock(&f->lock);
-    return gpufl__batch_row(b);
-}
-
-void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell_t *cell) {
-    switch (kind) {
-    case GPUFL_COL_PCT: gpufl__buf_put_fixed(b, cell->d, 1); break;
-    case GPUFL_COL_FIX2: gpufl__buf_put_fixed(b, cell->d, 2); break;
-    case GPUFL_COL_OPT:
-        if (cell->i < 0)
-            gpufl__buf_put(b, "null", 4);
-        else
-            gpufl__buf_put_i64(b, cell->i);
-        break;
-    default: gpufl__buf_put_i64(b, cell->i); break;
+    if (line->ndict) {
+        memcpy(ids, line->dict_ids, line->ndict * sizeof ids[0]);
+        fresh = gpufl__writer_dict(f, dict, ids, line->ndict);
+    }
+    gpufl__buf_put(&f->out, line->buf.data, line->buf.len);
+    if (f->out.overflow) { /* all or nothing: never half a line */
+        f->out.len = start;
+        f->out.overflow = 0;
+        dict_unmark(f, ids, fresh);
+        f->batches_lost++;
     }
 }
 
-void gpufl__batch_encode(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict) {
-    uint32_t *ids = b->dict_ids;
-    size_t n = 0, fresh = 0;
+void gpufl__writer_put_batch(gpufl_writer_t *f, const gpufl_intern_t *dict,
+                             const gpufl_batch_t *b) {
+    size_t n, fresh = 0;
     if (b->rows == 0) return;
     gpufl_buf_t *o = &f->out;
     size_t start = o->len;
     /* One dict line ahead of the batch defines every new string it uses. */
-    for (int c = 0; c < b->ncols; c++) {
-        if (b->cols[c].kind != GPUFL_COL_DICT) continue;
-        for (size_t r = 0; r < b->rows; r++) ids[n++] = (uint32_t)b->cells[r * b->ncols + c].i;
-    }
-    if (n) fresh = gpufl__writer_dict(f, dict, ids, n);
-    gpufl__buf_record(o, b->type);
-    for (int c = 0; c < b->ncols; c++) {
-        gpufl__buf_key(o, b->cols[c].name);
-        gpufl__buf_putc(o, '[');
-        gpufl_col_kind_t kind = b->cols[c].kind;
-        if ((kind == GPUFL_COL_INT || kind == GPUFL_COL_DICT) &&
-            gpufl__buf_reserve(o, b->rows * 21) == 0) {
-            /* The common case, room reserved once: digits straight in. */
-            char *p = o->data + o->len;
-            for (size_t r = 0; r < b->rows; r++) {
-                if (r) *p++ = ',';
-                p = gpufl__fmt_i64(p, b->cells[r * b->ncols + c].i);
-            }
-            o->len = (size_t)(p - o->data);
-        } else {
-            for (size_t r = 0; r < b->rows; r++) {
-                if (r) gpufl__buf_putc(o, ',');
-                gpufl__buf_put_cell(o, kind, &b->cells[r * b->ncols + c]);
-            }
-        }
-        gpufl__buf_putc(o, ']');
-    }
-    gpufl__buf_puts(o, "}\n");
+    n = gpufl__wire_batch_ids(b, 0, b->rows, b->dict_ids);
+    if (n) fresh = gpufl__writer_dict(f, dict, b->dict_ids, n);
+    gpufl__wire_batch_line(o, b, 0, b->rows);
     if (o->overflow) { /* never leave half a line: batch and dict are lost and counted */
         o->len = start;
         o->overflow = 0;
-        dict_unmark(f, ids, fresh);
+        dict_unmark(f, b->dict_ids, fresh);
         f->batches_lost++;
     }
+}
+
+void gpufl__batch_encode(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict) {
+    gpufl__writer_put_batch(f, dict, b);
     b->rows = 0;
 }

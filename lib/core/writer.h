@@ -14,23 +14,11 @@
 #define GPUFL_CORE_WRITER_H
 
 #include "core/intern.h"
+#include "core/wire.h"
 #include "util/jsonw.h"
 
 #include <pthread.h>
 #include <stdint.h>
-
-#define GPUFL_BATCH_MAX_ROWS 4096
-#define GPUFL_BATCH_MAX_COLS 32
-
-/* What a header needs; shared by the session's three files. */
-typedef struct gpufl_session_ident {
-    char session_id[64];
-    char app_name[256];
-    char hostname[256];
-    int pid;
-    int64_t epoch_ns;      /* CLOCK_MONOTONIC at init */
-    int64_t epoch_unix_us; /* wall clock at the same moment */
-} gpufl_session_ident_t;
 
 typedef struct gpufl_writer {
     pthread_mutex_t lock;
@@ -72,49 +60,14 @@ size_t gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, uint32_
 gpufl_buf_t *gpufl__writer_record(gpufl_writer_t *f, const char *type);
 void gpufl__writer_end_record(gpufl_writer_t *f);
 
-/* ---- batches: rows of int64 or percentage cells, written column by column ---- */
-
-typedef enum gpufl_col_kind {
-    GPUFL_COL_INT = 0,  /* integer */
-    GPUFL_COL_DICT = 1, /* integer dict id (0 = none), written to the dict first */
-    GPUFL_COL_PCT = 2,  /* double with one decimal; negative = null */
-    GPUFL_COL_OPT = 3,  /* integer, negative = null */
-    GPUFL_COL_FIX2 = 4  /* double with two decimals; negative = null */
-} gpufl_col_kind_t;
-
-typedef struct gpufl_col_def {
-    const char *name;
-    gpufl_col_kind_t kind;
-} gpufl_col_def_t;
-
-typedef union gpufl_cell {
-    int64_t i;
-    double d;
-} gpufl_cell_t;
-
-typedef struct gpufl_batch {
-    const char *type;
-    const gpufl_col_def_t *cols;
-    int ncols;
-    size_t rows;
-    gpufl_cell_t *cells; /* rows x ncols, row-major; GPUFL_BATCH_MAX_ROWS rows */
-    uint32_t *dict_ids;  /* scratch: the dict ids one batch uses */
-} gpufl_batch_t;
-
-int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols);
-void gpufl__batch_fini(gpufl_batch_t *b);
-/* The next row to fill (ncols cells), or NULL when the batch is full. */
-static inline gpufl_cell_t *gpufl__batch_row(gpufl_batch_t *b) {
-    if (b->rows >= GPUFL_BATCH_MAX_ROWS) return NULL;
-    return &b->cells[b->rows++ * (size_t)b->ncols];
-}
-/* The next row to fill; when the batch is full, it is first encoded into f
- * (taking f->lock). NULL only when encoding freed no row. */
-gpufl_cell_t *gpufl__batch_next(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict);
-/* Writes one cell as JSON according to its column kind. */
-void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell_t *cell);
-/* Encodes the batch (and the dict lines it needs) into f's pending lines and
- * empties it. Caller holds f->lock. */
+/* Appends a record line (after a dict line for the ids it names that are
+ * not yet in this segment); a line that does not fit is dropped whole and
+ * counted. Caller holds f->lock. */
+void gpufl__writer_put_line(gpufl_writer_t *f, const gpufl_intern_t *dict,
+                            const gpufl__line_t *line);
+/* Encodes the batch (and the dict lines it needs) into f's pending lines;
+ * gpufl__batch_encode also empties it. Caller holds f->lock. */
+void gpufl__writer_put_batch(gpufl_writer_t *f, const gpufl_intern_t *dict, const gpufl_batch_t *b);
 void gpufl__batch_encode(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict);
 
 #endif

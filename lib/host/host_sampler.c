@@ -11,20 +11,9 @@
 #include "util/log.h"
 #include "core/scope.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const gpufl_col_def_t sample_cols[] = {{"ts_ns", GPUFL_COL_INT},
-                                              {"cpu_pct", GPUFL_COL_PCT},
-                                              {"proc_cpu_pct", GPUFL_COL_PCT},
-                                              {"mem_used_bytes", GPUFL_COL_OPT},
-                                              {"mem_total_bytes", GPUFL_COL_OPT},
-                                              {"proc_rss_bytes", GPUFL_COL_OPT},
-                                              {"cg_mem_used_bytes", GPUFL_COL_OPT},
-                                              {"cg_mem_limit_bytes", GPUFL_COL_OPT},
-                                              {"cg_cpu_pct", GPUFL_COL_PCT},
-                                              {"cg_cpu_limit_cores", GPUFL_COL_FIX2}};
-#define SAMPLE_COLS ((int)(sizeof sample_cols / sizeof sample_cols[0]))
 
 static void sample_to_cells(const gpufl_host_sample_t *x, gpufl_cell_t *row) {
     row[0].i = x->ts_ns;
@@ -69,8 +58,7 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
     case GPUFL_SAMPLE_BASELINE: take(s, 1, &x); break;
     case GPUFL_SAMPLE_TAKE:
         if (take(s, 0, &x) == 0) {
-            gpufl_cell_t *row = gpufl__batch_next(
-                &s->batch, gpufl__collector_file(c, GPUFL_FILE_SYSTEM), gpufl__collector_dict(c));
+            gpufl_cell_t *row = gpufl__collector_row(c, GPUFL_FILE_SYSTEM, &s->batch);
             if (row) sample_to_cells(&x, row);
         }
         break;
@@ -88,11 +76,8 @@ static int64_t due_in(void *self, int64_t now_ns) {
 
 static void flush(gpufl_collector_t *c, void *self) {
     gpufl_host_sampler_t *s = self;
-    gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_SYSTEM);
     pthread_mutex_lock(&s->lock);
-    pthread_mutex_lock(&f->lock);
-    gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
-    pthread_mutex_unlock(&f->lock);
+    gpufl__collector_batch(c, GPUFL_FILE_SYSTEM, &s->batch);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -105,12 +90,9 @@ static void take_final(gpufl_collector_t *c, gpufl_host_sampler_t *s) {
     if (s->when.period_ns == 0 || !(s->when.continuous || s->when.was_active) ||
         take_by(s, 0, gpufl__host_sample_final, &x) != 0)
         return;
-    gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_SYSTEM);
-    gpufl_cell_t *row = gpufl__batch_next(&s->batch, f, gpufl__collector_dict(c));
+    gpufl_cell_t *row = gpufl__collector_row(c, GPUFL_FILE_SYSTEM, &s->batch);
     if (row) sample_to_cells(&x, row);
-    pthread_mutex_lock(&f->lock);
-    gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(c));
-    pthread_mutex_unlock(&f->lock);
+    gpufl__collector_batch(c, GPUFL_FILE_SYSTEM, &s->batch);
 }
 
 static void finish(gpufl_collector_t *c, void *self) {
@@ -122,28 +104,22 @@ static void finish(gpufl_collector_t *c, void *self) {
 }
 
 static void write_host_info(gpufl_host_sampler_t *s) {
-    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_SYSTEM);
     const gpufl_host_info_t *h = &s->reader.info;
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "host_info");
-    if (s->reader_ok) {
-        gpufl__buf_kv_str(b, "hostname", h->hostname);
-        gpufl__buf_kv_str(b, "kernel", h->kernel_release);
-        gpufl__buf_kv_i64(b, "cpu_count", h->cpu_count);
-        gpufl__buf_kv_opt(b, "mem_total_bytes", h->mem_total_bytes);
-        gpufl__buf_kv_i64(b, "cgroup_version", h->cgroup_version);
-        gpufl__buf_kv_str(b, "cgroup_path", h->cgroup_path);
-        gpufl__buf_kv_opt(b, "cg_mem_limit_bytes", h->cg_mem_limit_bytes);
-        gpufl__buf_key(b, "cg_cpu_limit_cores");
-        gpufl__buf_put_fixed(b, h->cg_cpu_limit_cores, 2);
-        gpufl__buf_kv_opt(b, "cpus_allowed", h->cpus_allowed);
-        gpufl__buf_kv_i64(b, "clock_ticks_per_s", h->clock_ticks_per_s);
-        gpufl__buf_kv_i64(b, "cpu_min_interval_ns", h->cpu_min_interval_ns);
-    } else {
-        gpufl__buf_kv_str(b, "error", gpufl_last_error());
-    }
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__wire_host_info_t w = {.error = s->reader_ok ? NULL : gpufl_last_error(),
+                                 .hostname = h->hostname,
+                                 .kernel = h->kernel_release,
+                                 .cgroup_path = h->cgroup_path,
+                                 .cpu_count = h->cpu_count,
+                                 .mem_total_bytes = h->mem_total_bytes,
+                                 .cgroup_version = h->cgroup_version,
+                                 .cg_mem_limit_bytes = h->cg_mem_limit_bytes,
+                                 .cg_cpu_limit_cores = h->cg_cpu_limit_cores,
+                                 .cpus_allowed = h->cpus_allowed,
+                                 .clock_ticks_per_s = h->clock_ticks_per_s,
+                                 .cpu_min_interval_ns = h->cpu_min_interval_ns};
+    gpufl__line_t l;
+    gpufl__wire_host_info(&l, &w);
+    gpufl__collector_record(s->collector, GPUFL_FILE_SYSTEM, &l);
 }
 
 /* A period shorter than the CPU figures' shortest interval is kept (memory
@@ -171,7 +147,7 @@ int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
     s->collector = c;
     gpufl__sampling_init(&s->when, settings->system_sample_rate_ms,
                          settings->continuous_system_sampling);
-    int rc = gpufl__batch_init(&s->batch, "host_sample", sample_cols, SAMPLE_COLS);
+    int rc = gpufl__batch_init_table(&s->batch, &gpufl__wire_host_sample);
     if (rc) return rc;
     s->reader_ok = gpufl__host_reader_init(&s->reader, root) == 0;
     if (!s->reader_ok) gpufl__warn("host metrics are off: %s", gpufl_last_error());
@@ -196,28 +172,12 @@ void gpufl__host_sampler_fini(gpufl_host_sampler_t *s) {
 
 static void write_window_record(gpufl_host_sampler_t *s, const char *type, const char *name,
                                 const gpufl_host_sample_t *x, int have_sample) {
-    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_SYSTEM);
-    gpufl_cell_t cells[SAMPLE_COLS];
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, type);
-    gpufl__buf_kv_i64(b, "ts_ns", x->ts_ns);
-    gpufl__buf_kv_i64(b, "tid", gpufl__thread_id());
-    gpufl__buf_kv_str(b, "name", name);
-    gpufl__buf_kv_i64(b, "active", s->nwindows);
-    gpufl__buf_key(b, "snapshot");
-    if (have_sample) {
-        sample_to_cells(x, cells);
-        gpufl__buf_putc(b, '{');
-        for (int i = 0; i < SAMPLE_COLS; i++) {
-            gpufl__buf_key(b, sample_cols[i].name);
-            gpufl__buf_put_cell(b, sample_cols[i].kind, &cells[i]);
-        }
-        gpufl__buf_putc(b, '}');
-    } else {
-        gpufl__buf_puts(b, "null");
-    }
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl_cell_t cells[GPUFL_BATCH_MAX_COLS];
+    gpufl__line_t l;
+    if (have_sample) sample_to_cells(x, cells);
+    gpufl__wire_system_window(&l, type, x->ts_ns, gpufl__thread_id(), name, s->nwindows,
+                              have_sample ? cells : NULL);
+    gpufl__collector_record(s->collector, GPUFL_FILE_SYSTEM, &l);
 }
 
 int gpufl__host_sampler_window(gpufl_host_sampler_t *s, const char *name, int open) {

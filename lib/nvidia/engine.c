@@ -151,20 +151,17 @@ void gpufl__engine_report_errors(gpufl_engine_errors_t *e, gpufl_collector_t *c,
     gpufl__collector_event(c, GPUFL_FILE_DEVICE, "warn", code, msg);
 }
 
-gpufl_buf_t *gpufl__engine_stats_begin(gpufl_collector_t *c, const char *type,
+gpufl_buf_t *gpufl__engine_stats_begin(gpufl__line_t *l, gpufl_collector_t *c, const char *type,
                                        const gpufl_engine_count_t *v, size_t n) {
-    gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_DEVICE);
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, type);
+    gpufl_buf_t *b = gpufl__line_begin(l, type);
     gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(c, gpufl__mono_ns()));
     for (size_t i = 0; i < n; i++) gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
     return b;
 }
 
-void gpufl__engine_stats_end(gpufl_collector_t *c) {
-    gpufl_writer_t *f = gpufl__collector_file(c, GPUFL_FILE_DEVICE);
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+void gpufl__engine_stats_end(gpufl__line_t *l, gpufl_collector_t *c) {
+    gpufl__line_end(l);
+    gpufl__collector_record(c, GPUFL_FILE_DEVICE, l);
 }
 
 long gpufl__engine_env_long_else(const char *name, long lo, long hi, long fallback,

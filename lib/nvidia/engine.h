@@ -129,11 +129,11 @@ typedef struct gpufl_engine_count {
     uint64_t value;
 } gpufl_engine_count_t;
 
-/* Starts a totals record of type in device.log: takes the writer's lock and
- * writes ts_ns and the counts; the caller may add fields to the returned
- * buffer, then calls gpufl__engine_stats_end. */
-gpufl_buf_t *gpufl__engine_stats_begin(gpufl_collector_t *c, const char *type,
+/* Starts a totals record of type for device.log in l: ts_ns and the
+ * counts; the caller may add fields to the returned buffer, then calls
+ * gpufl__engine_stats_end, which hands it to the session's sinks. */
+gpufl_buf_t *gpufl__engine_stats_begin(gpufl__line_t *l, gpufl_collector_t *c, const char *type,
                                        const gpufl_engine_count_t *v, size_t n);
-void gpufl__engine_stats_end(gpufl_collector_t *c);
+void gpufl__engine_stats_end(gpufl__line_t *l, gpufl_collector_t *c);
 
 #endif

@@ -18,37 +18,6 @@
 
 #define GPU_SLOW_EVERY_NS 1000000000LL
 
-static const gpufl_col_def_t sample_cols[] = {
-    {"ts_ns", GPUFL_COL_INT},
-    {"device", GPUFL_COL_INT},
-    {"gpu_util_pct", GPUFL_COL_OPT},
-    {"mem_util_pct", GPUFL_COL_OPT},
-    {"mem_used_bytes", GPUFL_COL_OPT},
-    {"mem_free_bytes", GPUFL_COL_OPT},
-    {"mem_total_bytes", GPUFL_COL_OPT},
-    {"temp_gpu_c", GPUFL_COL_OPT},
-    {"temp_mem_c", GPUFL_COL_OPT},
-    {"power_mw", GPUFL_COL_OPT},
-    {"power_limit_mw", GPUFL_COL_OPT},
-    {"energy_mj", GPUFL_COL_OPT},
-    {"clock_sm_mhz", GPUFL_COL_OPT},
-    {"clock_gfx_mhz", GPUFL_COL_OPT},
-    {"clock_mem_mhz", GPUFL_COL_OPT},
-    {"fan_pct", GPUFL_COL_OPT},
-    {"pcie_tx_bytes_per_s", GPUFL_COL_OPT},
-    {"pcie_rx_bytes_per_s", GPUFL_COL_OPT},
-    {"throttle_reasons", GPUFL_COL_OPT},
-    {"ecc_sbe_volatile", GPUFL_COL_OPT},
-    {"ecc_dbe_volatile", GPUFL_COL_OPT},
-    {"nvlink_tx_bytes_per_s", GPUFL_COL_OPT},
-    {"nvlink_rx_bytes_per_s", GPUFL_COL_OPT},
-    {"sm_active_pct", GPUFL_COL_PCT},
-    {"sm_occupancy_pct", GPUFL_COL_PCT},
-    {"tensor_active_pct", GPUFL_COL_PCT},
-    {"dram_bw_util_pct", GPUFL_COL_PCT},
-};
-#define SAMPLE_COLS ((int)(sizeof sample_cols / sizeof sample_cols[0]))
-
 static void to_cells(int64_t ts, int device, const gpufl_gpu_sample_t *x, gpufl_cell_t *row) {
     int64_t ints[] = {
         ts, device, x->gpu_util_pct, x->mem_util_pct, x->mem_used_bytes, x->mem_free_bytes,
@@ -69,12 +38,11 @@ static void to_cells(int64_t ts, int device, const gpufl_gpu_sample_t *x, gpufl_
 }
 
 static void write_info(gpufl_gpu_sampler_t *s) {
-    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
-    pthread_mutex_lock(&f->lock);
     for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++) {
         const gpufl_gpu_info_t *g = gpufl__nvml_device_info(s->nvml, d);
         char cc[16];
-        gpufl_buf_t *b = gpufl__writer_record(f, "gpu_info");
+        gpufl__line_t l;
+        gpufl_buf_t *b = gpufl__line_begin(&l, "gpu_info");
         gpufl__buf_kv_i64(b, "device", d);
         gpufl__buf_kv_i64(b, "nvml_index", g->index);
         gpufl__buf_kv_opt(b, "mig_index", g->mig_index);
@@ -92,10 +60,12 @@ static void write_info(gpufl_gpu_sampler_t *s) {
         gpufl__buf_kv_i64(b, "nvlink_links", g->nvlink_links);
         gpufl__buf_kv_opt(b, "power_limit_mw", g->power_limit_mw);
         gpufl__buf_kv_str(b, "nvml_version", gpufl__nvml_version(s->nvml));
-        gpufl__writer_end_record(f);
+        gpufl__line_end(&l);
+        gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
     }
     /* The names of the throttle reason bits, so the log explains itself. */
-    gpufl_buf_t *b = gpufl__writer_record(f, "gpu_legend");
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__line_begin(&l, "gpu_legend");
     gpufl__buf_key(b, "throttle_reasons");
     gpufl__buf_putc(b, '{');
     for (int bit = 0; bit < 64; bit++) {
@@ -106,8 +76,8 @@ static void write_info(gpufl_gpu_sampler_t *s) {
         gpufl__buf_kv_str(b, key, name);
     }
     gpufl__buf_putc(b, '}');
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__line_end(&l);
+    gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
 static uint64_t proc_signature(const gpufl_gpu_sample_t *x) {
@@ -125,36 +95,19 @@ static void write_processes(gpufl_gpu_sampler_t *s, int d, int64_t ts,
     uint64_t sig = proc_signature(x);
     if (sig == s->proc_sig[d] || x->nprocs < 0) return;
     s->proc_sig[d] = sig;
-    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
     int n = x->nprocs < GPUFL_GPU_PROCS_MAX ? x->nprocs : GPUFL_GPU_PROCS_MAX;
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "gpu_processes");
-    gpufl__buf_kv_i64(b, "ts_ns", ts);
-    gpufl__buf_kv_i64(b, "device", d);
-    gpufl__buf_kv_i64(b, "count", x->nprocs);
-    gpufl__buf_puts(b, ",\"pid\":[");
+    int64_t pid[GPUFL_GPU_PROCS_MAX], used[GPUFL_GPU_PROCS_MAX];
     for (int i = 0; i < n; i++) {
-        if (i) gpufl__buf_putc(b, ',');
-        gpufl__buf_put_i64(b, x->procs[i].pid);
+        pid[i] = x->procs[i].pid;
+        used[i] = x->procs[i].used_bytes;
     }
-    gpufl__buf_puts(b, "],\"used_bytes\":[");
-    for (int i = 0; i < n; i++) {
-        if (i) gpufl__buf_putc(b, ',');
-        if (x->procs[i].used_bytes < 0)
-            gpufl__buf_puts(b, "null");
-        else
-            gpufl__buf_put_i64(b, x->procs[i].used_bytes);
-    }
-    gpufl__buf_putc(b, ']');
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__line_t l;
+    gpufl__wire_gpu_processes(&l, ts, d, x->nprocs, pid, used, n);
+    gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
 static void encode_batch(gpufl_gpu_sampler_t *s) {
-    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
-    pthread_mutex_lock(&f->lock);
-    gpufl__batch_encode(&s->batch, f, gpufl__collector_dict(s->collector));
-    pthread_mutex_unlock(&f->lock);
+    gpufl__collector_batch(s->collector, GPUFL_FILE_DEVICE, &s->batch);
 }
 
 static void sample_all(gpufl_gpu_sampler_t *s, int64_t now_ns, int keep) {
@@ -175,9 +128,7 @@ static void sample_all(gpufl_gpu_sampler_t *s, int64_t now_ns, int keep) {
             continue;
         }
         if (!keep) continue; /* baseline: rates start from here */
-        gpufl_cell_t *row =
-            gpufl__batch_next(&s->batch, gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE),
-                              gpufl__collector_dict(s->collector));
+        gpufl_cell_t *row = gpufl__collector_row(s->collector, GPUFL_FILE_DEVICE, &s->batch);
         if (row) to_cells(ts, d, &x, row);
         write_processes(s, d, ts, &x);
     }
@@ -216,7 +167,7 @@ int gpufl__gpu_sampler_init(gpufl_gpu_sampler_t *s, gpufl_nvml_t *nvml, gpufl_co
     s->collector = c;
     gpufl__sampling_init(&s->when, settings->system_sample_rate_ms,
                          settings->continuous_system_sampling);
-    int rc = gpufl__batch_init(&s->batch, "gpu_sample", sample_cols, SAMPLE_COLS);
+    int rc = gpufl__batch_init_table(&s->batch, &gpufl__wire_gpu_sample);
     if (rc) return rc;
     /* GPM and process lists cost ~10x the rest of a sample (measured on
      * H100/H200): read them at most once a second, the window DCGM's

@@ -173,15 +173,6 @@ struct gpufl_pcs {
     int warned_unnamed;
 };
 
-static const gpufl_col_def_t sample_cols[] = {
-    {"t0_ns", GPUFL_COL_INT},  {"t1_ns", GPUFL_COL_INT},     {"context", GPUFL_COL_INT},
-    {"cubin", GPUFL_COL_DICT}, {"function", GPUFL_COL_DICT}, {"demangled", GPUFL_COL_DICT},
-    {"pc", GPUFL_COL_INT},     {"reason", GPUFL_COL_DICT},   {"samples", GPUFL_COL_INT}};
-static const gpufl_col_def_t window_cols[] = {
-    {"t0_ns", GPUFL_COL_INT},    {"t1_ns", GPUFL_COL_INT},   {"context", GPUFL_COL_INT},
-    {"drains", GPUFL_COL_INT},   {"samples", GPUFL_COL_INT}, {"recorded", GPUFL_COL_INT},
-    {"non_user", GPUFL_COL_INT}, {"dropped", GPUFL_COL_INT}, {"buffer_full", GPUFL_COL_INT},
-    {"pcs_left", GPUFL_COL_INT}, {"lost", GPUFL_COL_INT},    {"unplaced", GPUFL_COL_INT}};
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
 /* ---------------------------------------------------------------------- */
@@ -256,8 +247,8 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     gpufl__idmap_init(&p->cubins);
     gpufl__idmap_init(&p->demangled);
     gpufl__idmap_init(&p->functions);
-    if (gpufl__batch_init(&p->rows, "pc_sample", sample_cols, NCOLS(sample_cols)) ||
-        gpufl__batch_init(&p->windows, "pc_window", window_cols, NCOLS(window_cols))) {
+    if (gpufl__batch_init_table(&p->rows, &gpufl__wire_pc_sample) ||
+        gpufl__batch_init_table(&p->windows, &gpufl__wire_pc_window)) {
         snprintf(why, why_size, "%s", gpufl_last_error());
         gpufl__pcs_destroy(p);
         return GPUFL_ENOMEM;
@@ -971,10 +962,6 @@ const gpufl_launch_hooks_t *gpufl__pcs_hooks(gpufl_pcs_t *p) {
 /* Writing                                                                  */
 /* ---------------------------------------------------------------------- */
 
-static gpufl_writer_t *device_log(gpufl_pcs_t *p) {
-    return gpufl__collector_file(p->collector, GPUFL_FILE_DEVICE);
-}
-
 static gpufl_intern_t *dict(gpufl_pcs_t *p) {
     return (gpufl_intern_t *)gpufl__collector_dict(p->collector);
 }
@@ -987,9 +974,8 @@ static uint32_t intern(gpufl_pcs_t *p, const char *s) {
 static void announce(gpufl_pcs_t *p, pcs_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
-    gpufl_writer_t *f = device_log(p);
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "pc_sampling");
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__line_begin(&l, "pc_sampling");
     gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(p->collector, x->started_ns));
     gpufl__buf_kv_i64(b, "device", x->device);
     gpufl__buf_kv_i64(b, "context", x->id);
@@ -1017,8 +1003,8 @@ static void announce(gpufl_pcs_t *p, pcs_ctx_t *x) {
         }
         gpufl__buf_putc(b, ']');
     }
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__line_end(&l);
+    gpufl__collector_record(p->collector, GPUFL_FILE_DEVICE, &l);
 }
 
 /* The dict id of a function's name, interned once per CUPTI string (rows
@@ -1051,7 +1037,7 @@ static uint32_t cubin_id(gpufl_pcs_t *p, uint64_t crc) {
 
 /* Returns 0, or -1 when the batch had no room (the caller counts the loss). */
 static int add_row(gpufl_pcs_t *p, gpufl_batch_t *b, const int64_t *v, int n) {
-    gpufl_cell_t *r = gpufl__batch_next(b, device_log(p), gpufl__collector_dict(p->collector));
+    gpufl_cell_t *r = gpufl__collector_row(p->collector, GPUFL_FILE_DEVICE, b);
     if (r == NULL) return -1;
     for (int i = 0; i < n; i++) r[i].i = v[i];
     return 0;
@@ -1269,12 +1255,8 @@ void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
 
 void gpufl__pcs_flush(gpufl_pcs_t *p) {
     if (p == NULL) return;
-    gpufl_writer_t *f = device_log(p);
-    const gpufl_intern_t *d = gpufl__collector_dict(p->collector);
-    pthread_mutex_lock(&f->lock);
-    gpufl__batch_encode(&p->rows, f, d);
-    gpufl__batch_encode(&p->windows, f, d);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__collector_batch(p->collector, GPUFL_FILE_DEVICE, &p->rows);
+    gpufl__collector_batch(p->collector, GPUFL_FILE_DEVICE, &p->windows);
     gpufl__sass_log_write(p->sass); /* after the rows that define its dict ids */
 }
 
@@ -1307,8 +1289,9 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"cubins_over_cap", s.cubins_skipped},
                                       {"sass_functions", s.sass_functions},
                                       {"sass_failed", s.sass_failed}};
+    gpufl__line_t l;
     gpufl_buf_t *b =
-        gpufl__engine_stats_begin(p->collector, "pc_sampling_stats", v, sizeof v / sizeof v[0]);
+        gpufl__engine_stats_begin(&l, p->collector, "pc_sampling_stats", v, sizeof v / sizeof v[0]);
     gpufl__buf_key(b, "drain_ms");
     gpufl__buf_put_fixed(b, (double)p->drain_every_ns / 1e6, 0);
     gpufl__buf_key(b, "get_data_ms");
@@ -1317,7 +1300,7 @@ static void write_stats(gpufl_pcs_t *p) {
     gpufl__buf_put_fixed(b, (double)p->get_data_max_ns / 1e6, 1);
     gpufl__buf_key(b, "restart_ms");
     gpufl__buf_put_fixed(b, (double)p->restart_ns / 1e6, 1);
-    gpufl__engine_stats_end(p->collector);
+    gpufl__engine_stats_end(&l, p->collector);
 }
 
 void gpufl__pcs_finish(gpufl_pcs_t *p) {

@@ -1212,9 +1212,8 @@ static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
     const rp_device_t *d = x->device < GPUFL_RP_DEVICES_MAX ? &s->devices[x->device] : NULL;
-    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "range_profiler");
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__line_begin(&l, "range_profiler");
     gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(s->collector, x->started_ns));
     gpufl__buf_kv_i64(b, "device", x->device);
     gpufl__buf_kv_i64(b, "context", x->id);
@@ -1245,22 +1244,20 @@ static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
         gpufl__buf_key(b, "plan_ms");
         gpufl__buf_put_fixed(b, (double)d->plan_ns / 1e6, 1);
     }
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__line_end(&l);
+    gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
 /* Lock held. One range_metrics record per evaluated range. */
 static void write_results(gpufl_rp_t *s) {
     if (s->result_count == 0) return;
-    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
     gpufl_intern_t *dict = (gpufl_intern_t *)gpufl__collector_dict(s->collector);
-    pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < s->result_count; i++) {
         const rp_result_t *r = &s->results[i];
         uint32_t path = gpufl__intern(dict, r->range.path, strlen(r->range.path));
-        uint32_t ids[1] = {path};
-        gpufl__writer_dict(f, dict, ids, 1);
-        gpufl_buf_t *b = gpufl__writer_record(f, "range_metrics");
+        gpufl__line_t l;
+        gpufl_buf_t *b = gpufl__line_begin(&l, "range_metrics");
+        gpufl__line_dict(&l, path);
         gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(s->collector, r->range.end_ns));
         gpufl__buf_kv_i64(b, "start_ns",
                           gpufl__collector_session_ns(s->collector, r->range.begin_ns));
@@ -1285,9 +1282,9 @@ static void write_results(gpufl_rp_t *s) {
         }
         gpufl__buf_putc(b, '}');
         if (n_missing) put_names(b, "unevaluated", missing, n_missing);
-        gpufl__writer_end_record(f);
+        gpufl__line_end(&l);
+        gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
     }
-    pthread_mutex_unlock(&f->lock);
     s->result_count = 0;
 }
 
@@ -1324,8 +1321,9 @@ static void write_stats(gpufl_rp_t *s) {
                                       {"lost", st.lost},
                                       {"open_at_end", st.open_at_end},
                                       {"errors", st.errors}};
-    gpufl_buf_t *b =
-        gpufl__engine_stats_begin(s->collector, "range_profiler_stats", v, sizeof v / sizeof v[0]);
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__engine_stats_begin(&l, s->collector, "range_profiler_stats", v,
+                                               sizeof v / sizeof v[0]);
     gpufl__buf_key(b, "decode_ms");
     gpufl__buf_put_fixed(b, st.decode_ms, 1);
     gpufl__buf_key(b, "stop_ms");
@@ -1335,7 +1333,7 @@ static void write_stats(gpufl_rp_t *s) {
     gpufl__buf_kv_i64(b, "switches", (int64_t)st.switches);
     gpufl__buf_key(b, "switch_ms");
     gpufl__buf_put_fixed(b, st.switch_ms, 1);
-    gpufl__engine_stats_end(s->collector);
+    gpufl__engine_stats_end(&l, s->collector);
 }
 
 void gpufl__rp_finish(gpufl_rp_t *s) {

@@ -275,19 +275,21 @@ void gpufl__sass_log_want(gpufl_sass_log_t *s, uint64_t crc, const char *functio
     pthread_mutex_unlock(&s->lock);
 }
 
-/* One `sass` record. Caller holds f->lock. */
-static void write_record(gpufl_sass_log_t *s, gpufl_writer_t *f, const job_t *j) {
+/* One `sass` record. */
+static void write_record(gpufl_sass_log_t *s, const job_t *j) {
     gpufl_intern_t *dict = (gpufl_intern_t *)gpufl__collector_dict(s->collector);
     char crc[24];
     snprintf(crc, sizeof crc, "0x%016llx", (unsigned long long)j->crc);
-    uint32_t ids[2] = {gpufl__intern(dict, crc, strlen(crc)), j->function_id};
-    gpufl__writer_dict(f, dict, ids, 2);
-    gpufl_buf_t *b = gpufl__writer_record(f, "sass");
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__line_begin(&l, "sass");
+    gpufl__line_dict(&l, gpufl__intern(dict, crc, strlen(crc)));
+    gpufl__line_dict(&l, j->function_id);
     gpufl__buf_kv_i64(b, "cubin", gpufl__intern(dict, crc, strlen(crc)));
     gpufl__buf_kv_i64(b, "function", j->function_id);
     if (j->fn == NULL) {
         gpufl__buf_kv_str(b, "error", j->error[0] ? j->error : "not disassembled");
-        gpufl__writer_end_record(f);
+        gpufl__line_end(&l);
+        gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
         s->stats.errors++;
         return;
     }
@@ -342,7 +344,8 @@ static void write_record(gpufl_sass_log_t *s, gpufl_writer_t *f, const job_t *j)
         gpufl__buf_key(b, "truncated");
         gpufl__buf_puts(b, "true");
     }
-    gpufl__writer_end_record(f);
+    gpufl__line_end(&l);
+    gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
     s->stats.records++;
 }
 
@@ -354,11 +357,8 @@ static void write_done(gpufl_sass_log_t *s, job_t *extra) {
     s->done_tail = &s->done;
     pthread_mutex_unlock(&s->lock);
     if (done == NULL && extra == NULL) return;
-    gpufl_writer_t *f = gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
-    pthread_mutex_lock(&f->lock);
-    for (job_t *j = done; j; j = j->next) write_record(s, f, j);
-    for (job_t *j = extra; j; j = j->next) write_record(s, f, j);
-    pthread_mutex_unlock(&f->lock);
+    for (job_t *j = done; j; j = j->next) write_record(s, j);
+    for (job_t *j = extra; j; j = j->next) write_record(s, j);
     free_jobs(done);
 }
 

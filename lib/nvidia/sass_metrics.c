@@ -125,11 +125,6 @@ struct gpufl_sassm {
     _Atomic int finished;
 };
 
-static const gpufl_col_def_t metric_cols[] = {
-    {"ts_ns", GPUFL_COL_INT},        {"context", GPUFL_COL_INT},     {"cubin", GPUFL_COL_DICT},
-    {"function", GPUFL_COL_DICT},    {"demangled", GPUFL_COL_DICT},  {"pc", GPUFL_COL_INT},
-    {"inst", GPUFL_COL_OPT},         {"thread_inst", GPUFL_COL_OPT}, {"sectors", GPUFL_COL_OPT},
-    {"sectors_ideal", GPUFL_COL_OPT}};
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
 /* ---------------------------------------------------------------------- */
@@ -214,7 +209,7 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
         return GPUFL_ENOTSUP;
     }
     why[0] = '\0';
-    if (gpufl__batch_init(&s->rows, "sass_metric", metric_cols, NCOLS(metric_cols))) {
+    if (gpufl__batch_init_table(&s->rows, &gpufl__wire_sass_metric)) {
         snprintf(why, why_size, "%s", gpufl_last_error());
         gpufl__sassm_destroy(s);
         return GPUFL_ENOMEM;
@@ -638,10 +633,6 @@ gpufl_sass_log_t *gpufl__sassm_sass_log(gpufl_sassm_t *s) { return s ? s->sass :
 /* Writing (collector thread)                                               */
 /* ---------------------------------------------------------------------- */
 
-static gpufl_writer_t *device_log(gpufl_sassm_t *s) {
-    return gpufl__collector_file(s->collector, GPUFL_FILE_DEVICE);
-}
-
 static uint32_t intern(gpufl_sassm_t *s, const char *str) {
     return gpufl__intern((gpufl_intern_t *)gpufl__collector_dict(s->collector), str, strlen(str));
 }
@@ -651,9 +642,8 @@ static void announce(gpufl_sassm_t *s, sassm_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
     const sassm_device_t *d = x->device < GPUFL_SASSM_DEVICES_MAX ? &s->devices[x->device] : NULL;
-    gpufl_writer_t *f = device_log(s);
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "sass_metrics");
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__line_begin(&l, "sass_metrics");
     gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(s->collector, x->started_ns));
     gpufl__buf_kv_i64(b, "device", x->device);
     gpufl__buf_kv_i64(b, "context", x->id);
@@ -675,8 +665,8 @@ static void announce(gpufl_sassm_t *s, sassm_ctx_t *x) {
         gpufl__buf_key(b, "lazy");
         gpufl__buf_puts(b, "true");
     }
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__line_end(&l);
+    gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
 /* Lock held. A read context's entries as rows, and its functions' SASS
@@ -702,15 +692,14 @@ static void write_entries(gpufl_sassm_t *s, sassm_ctx_t *x) {
             gpufl__sass_log_want(s->sass, e->crc, e->function, fid);
         }
         prev = e;
-        gpufl_cell_t *r =
-            gpufl__batch_next(&s->rows, device_log(s), gpufl__collector_dict(s->collector));
+        gpufl_cell_t *r = gpufl__collector_row(s->collector, GPUFL_FILE_DEVICE, &s->rows);
         if (r == NULL) { /* the counts CUPTI gave for this instruction */
             s->lost += GPUFL_SASSM_METRICS;
             continue;
         }
         int64_t v[] = {ts,    x->id,       cid,         fid,         did,
                        e->pc, e->value[0], e->value[1], e->value[2], e->value[3]};
-        for (int c = 0; c < NCOLS(metric_cols); c++) r[c].i = v[c];
+        for (int c = 0; c < NCOLS(v); c++) r[c].i = v[c];
         s->rows_written++;
     }
     free(x->entries);
@@ -766,10 +755,7 @@ void gpufl__sassm_poll(gpufl_sassm_t *s) {
 
 void gpufl__sassm_flush(gpufl_sassm_t *s) {
     if (s == NULL) return;
-    gpufl_writer_t *f = device_log(s);
-    pthread_mutex_lock(&f->lock);
-    gpufl__batch_encode(&s->rows, f, gpufl__collector_dict(s->collector));
-    pthread_mutex_unlock(&f->lock);
+    gpufl__collector_batch(s->collector, GPUFL_FILE_DEVICE, &s->rows);
     gpufl__sass_log_write(s->sass); /* after the rows that define its dict ids */
 }
 
@@ -789,11 +775,12 @@ static void write_stats(gpufl_sassm_t *s) {
                                       {"cubins_over_cap", st.cubins_skipped},
                                       {"sass_functions", st.sass_functions},
                                       {"sass_failed", st.sass_failed}};
-    gpufl_buf_t *b =
-        gpufl__engine_stats_begin(s->collector, "sass_metrics_stats", v, sizeof v / sizeof v[0]);
+    gpufl__line_t l;
+    gpufl_buf_t *b = gpufl__engine_stats_begin(&l, s->collector, "sass_metrics_stats", v,
+                                               sizeof v / sizeof v[0]);
     gpufl__buf_key(b, "read_ms");
     gpufl__buf_put_fixed(b, st.read_ms, 1);
-    gpufl__engine_stats_end(s->collector);
+    gpufl__engine_stats_end(&l, s->collector);
 }
 
 /* Lock held on entry and exit. Waits for the context's work with the lock

@@ -25,83 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Columns shared by the activity batches, then each batch's own. */
-#define TIMES                                                                                      \
-    {"start_ns", GPUFL_COL_INT}, { "end_ns", GPUFL_COL_INT }
-#define SCOPE                                                                                      \
-    { "scope", GPUFL_COL_OPT }
-static const gpufl_col_def_t kernel_cols[] = {TIMES,
-                                              {"device", GPUFL_COL_INT},
-                                              {"context", GPUFL_COL_INT},
-                                              {"stream", GPUFL_COL_INT},
-                                              {"correlation", GPUFL_COL_INT},
-                                              {"name", GPUFL_COL_DICT},
-                                              {"grid_x", GPUFL_COL_INT},
-                                              {"grid_y", GPUFL_COL_INT},
-                                              {"grid_z", GPUFL_COL_INT},
-                                              {"block_x", GPUFL_COL_INT},
-                                              {"block_y", GPUFL_COL_INT},
-                                              {"block_z", GPUFL_COL_INT},
-                                              {"registers", GPUFL_COL_INT},
-                                              {"static_smem_bytes", GPUFL_COL_INT},
-                                              {"dynamic_smem_bytes", GPUFL_COL_INT},
-                                              {"local_bytes_per_thread", GPUFL_COL_INT},
-                                              {"graph_id", GPUFL_COL_INT},
-                                              {"graph_node", GPUFL_COL_INT},
-                                              {"demangled", GPUFL_COL_DICT},
-                                              SCOPE,
-                                              {"config", GPUFL_COL_OPT},
-                                              {"external_kind", GPUFL_COL_OPT},
-                                              {"external_id", GPUFL_COL_OPT},
-                                              {"launch_ns", GPUFL_COL_OPT},
-                                              {"tid", GPUFL_COL_OPT},
-                                              {"stack", GPUFL_COL_OPT}};
-static const gpufl_col_def_t copy_cols[] = {TIMES,
-                                            {"device", GPUFL_COL_INT},
-                                            {"stream", GPUFL_COL_INT},
-                                            {"correlation", GPUFL_COL_INT},
-                                            {"bytes", GPUFL_COL_INT},
-                                            {"copy_kind", GPUFL_COL_INT},
-                                            {"src_kind", GPUFL_COL_INT},
-                                            {"dst_kind", GPUFL_COL_INT},
-                                            {"async", GPUFL_COL_INT},
-                                            SCOPE};
-static const gpufl_col_def_t memset_cols[] = {TIMES,
-                                              {"device", GPUFL_COL_INT},
-                                              {"stream", GPUFL_COL_INT},
-                                              {"correlation", GPUFL_COL_INT},
-                                              {"bytes", GPUFL_COL_INT},
-                                              {"memory_kind", GPUFL_COL_INT},
-                                              SCOPE};
-static const gpufl_col_def_t sync_cols[] = {TIMES,
-                                            {"sync_type", GPUFL_COL_INT},
-                                            {"context", GPUFL_COL_INT},
-                                            {"stream", GPUFL_COL_OPT},
-                                            {"event", GPUFL_COL_OPT},
-                                            {"correlation", GPUFL_COL_INT},
-                                            SCOPE,
-                                            {"tid", GPUFL_COL_OPT},
-                                            {"stack", GPUFL_COL_OPT}};
-static const gpufl_col_def_t alloc_cols[] = {
-    {"ts_ns", GPUFL_COL_INT},       {"op", GPUFL_COL_INT},
-    {"memory_kind", GPUFL_COL_INT}, {"device", GPUFL_COL_INT},
-    {"address", GPUFL_COL_INT},     {"bytes", GPUFL_COL_INT},
-    {"stream", GPUFL_COL_OPT},      {"correlation", GPUFL_COL_INT},
-    {"async", GPUFL_COL_INT},       SCOPE};
-static const gpufl_col_def_t graph_cols[] = {{"ts_ns", GPUFL_COL_INT},
-                                             {"tid", GPUFL_COL_INT},
-                                             {"correlation", GPUFL_COL_INT},
-                                             {"graph_exec", GPUFL_COL_OPT},
-                                             SCOPE};
-static const gpufl_col_def_t launch_cols[] = {
-    {"ts_ns", GPUFL_COL_INT},         {"tid", GPUFL_COL_OPT},         {"context", GPUFL_COL_OPT},
-    {"correlation", GPUFL_COL_INT},   {"config", GPUFL_COL_OPT},      SCOPE,
-    {"external_kind", GPUFL_COL_OPT}, {"external_id", GPUFL_COL_OPT}, {"stack", GPUFL_COL_OPT}};
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
 static gpufl_cell_t *next(gpufl_trace_source_t *t, gpufl_batch_t *b) {
-    return gpufl__batch_next(b, gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE),
-                             gpufl__collector_dict(t->collector));
+    return gpufl__collector_row(t->collector, GPUFL_FILE_DEVICE, b);
 }
 
 static int64_t ts(const gpufl_trace_source_t *t, int64_t ns) {
@@ -120,8 +47,7 @@ static int64_t opt_id(uint64_t v) { return v ? (int64_t)v : -1; }
 /* The `stack` column of a row: the stack written before it, or null. */
 static int64_t stack_col(gpufl_trace_source_t *t, uint32_t id) {
     if (id == 0 || !t->stacks_on) return -1;
-    return gpufl__stack_log_put(&t->stack_log,
-                                gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE), id);
+    return gpufl__stack_log_put(&t->stack_log, t->collector, GPUFL_FILE_DEVICE, id);
 }
 
 /* The host time of a launch: null when the note is gone. */
@@ -195,7 +121,7 @@ static void on_kernel(void *user, const gpufl_cupti_kernel_t *k) {
                    launch_col(t, &info),
                    info.tid > 0 ? info.tid : -1,
                    stack_col(t, info.stack)};
-    for (int i = 0; i < NCOLS(kernel_cols); i++) r[i].i = v[i];
+    for (int i = 0; i < NCOLS(v); i++) r[i].i = v[i];
     t->counts.kernels++;
 }
 
@@ -207,7 +133,7 @@ static void on_copy(void *user, const gpufl_cupti_copy_t *c) {
     int64_t v[] = {ts(t, c->start_ns), ts(t, c->end_ns),  c->device_id,      c->stream_id,
                    c->correlation_id,  (int64_t)c->bytes, c->copy_kind,      c->src_kind,
                    c->dst_kind,        c->async,          opt_id(info.scope)};
-    for (int i = 0; i < NCOLS(copy_cols); i++) r[i].i = v[i];
+    for (int i = 0; i < NCOLS(v); i++) r[i].i = v[i];
     t->counts.copies++;
 }
 
@@ -218,7 +144,7 @@ static void on_memset(void *user, const gpufl_cupti_memset_t *m) {
     gpufl_cell_t *r = next(t, &t->memsets);
     int64_t v[] = {ts(t, m->start_ns), ts(t, m->end_ns),  m->device_id,   m->stream_id,
                    m->correlation_id,  (int64_t)m->bytes, m->memory_kind, opt_id(info.scope)};
-    for (int i = 0; i < NCOLS(memset_cols); i++) r[i].i = v[i];
+    for (int i = 0; i < NCOLS(v); i++) r[i].i = v[i];
     t->counts.memsets++;
 }
 
@@ -237,7 +163,7 @@ static void on_sync(void *user, const gpufl_cupti_sync_t *s) {
                    opt_id(info.scope),
                    -1,
                    -1};
-    for (int i = 0; i < NCOLS(sync_cols); i++) r[i].i = v[i];
+    for (int i = 0; i < NCOLS(v); i++) r[i].i = v[i];
     t->counts.syncs++;
 }
 
@@ -257,7 +183,7 @@ static void on_alloc(void *user, const gpufl_cupti_alloc_t *a) {
                    a->correlation_id,
                    a->async != 0,
                    opt_id(info.scope)};
-    for (int i = 0; i < NCOLS(alloc_cols); i++) r[i].i = v[i];
+    for (int i = 0; i < NCOLS(v); i++) r[i].i = v[i];
     t->counts.allocs++;
 }
 
@@ -277,7 +203,7 @@ static void take_queued(gpufl_trace_source_t *t) {
         gpufl_cell_t *r = next(t, &t->graphs);
         int64_t v[] = {ts(t, g[i].mono_ns), g[i].tid, g[i].correlation, opt_id(g[i].graph_exec),
                        opt_id(g[i].scope)};
-        for (int c = 0; c < NCOLS(graph_cols); c++) r[c].i = v[c];
+        for (int c = 0; c < NCOLS(v); c++) r[c].i = v[c];
     }
     t->counts.graph_launches += n;
     const gpufl_sync_call_t *s;
@@ -294,7 +220,7 @@ static void take_queued(gpufl_trace_source_t *t) {
                        opt_id(s[i].scope),
                        s[i].tid > 0 ? s[i].tid : -1,
                        stack_col(t, s[i].stack)};
-        for (int c = 0; c < NCOLS(sync_cols); c++) r[c].i = v[c];
+        for (int c = 0; c < NCOLS(v); c++) r[c].i = v[c];
     }
     t->counts.syncs += n;
     const gpufl_kernel_launch_t *k;
@@ -315,19 +241,20 @@ static void take_queued(gpufl_trace_source_t *t) {
                        k[i].external_kind ? (int64_t)k[i].external_kind - 1 : -1,
                        k[i].external_kind ? (int64_t)(k[i].external_id & INT64_MAX) : -1,
                        stack_col(t, k[i].stack)};
-        for (int c = 0; c < NCOLS(launch_cols); c++) r[c].i = v[c];
+        for (int c = 0; c < NCOLS(v); c++) r[c].i = v[c];
     }
     t->counts.launches += n;
 }
 
 /* One kernel_config record per configuration first launched since the
- * last pass. Caller holds f->lock. */
-static void write_configs(gpufl_trace_source_t *t, gpufl_writer_t *f) {
+ * last pass. */
+static void write_configs(gpufl_trace_source_t *t) {
     gpufl_kernel_config_t *const *k;
     size_t n = t->launch ? gpufl__launch_take_configs(t->launch, &k) : 0;
     for (size_t i = 0; i < n; i++) {
         const gpufl_kernel_occupancy_t *o = &k[i]->occupancy;
-        gpufl_buf_t *b = gpufl__writer_record(f, "kernel_config");
+        gpufl__line_t l;
+        gpufl_buf_t *b = gpufl__line_begin(&l, "kernel_config");
         gpufl__buf_kv_i64(b, "ts_ns", ts(t, k[i]->first_mono_ns));
         gpufl__buf_kv_i64(b, "id", k[i]->id);
         gpufl__buf_kv_str(b, "name", k[i]->name);
@@ -335,7 +262,8 @@ static void write_configs(gpufl_trace_source_t *t, gpufl_writer_t *f) {
         gpufl__buf_kv_i64(b, "dynamic_smem_bytes", k[i]->dynamic_smem);
         if (!k[i]->have_occupancy) {
             gpufl__buf_kv_str(b, "occupancy_unknown", k[i]->why);
-            gpufl__writer_end_record(f);
+            gpufl__line_end(&l);
+            gpufl__collector_record(t->collector, GPUFL_FILE_DEVICE, &l);
             continue;
         }
         const gpufl_occ_result_t *c = &o->computed;
@@ -358,22 +286,20 @@ static void write_configs(gpufl_trace_source_t *t, gpufl_writer_t *f) {
         }
         gpufl__buf_key(b, "breakdown_agrees");
         gpufl__buf_puts(b, o->agrees ? "true" : "false");
-        gpufl__writer_end_record(f);
+        gpufl__line_end(&l);
+        gpufl__collector_record(t->collector, GPUFL_FILE_DEVICE, &l);
     }
 }
 
 static void encode_all(gpufl_trace_source_t *t) {
-    gpufl_writer_t *f = gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE);
-    const gpufl_intern_t *d = gpufl__collector_dict(t->collector);
     take_queued(t);
-    gpufl__ops_write_new(f, &t->ops_written, &t->ops_lost_seen); /* before the rows naming them */
-    pthread_mutex_lock(&f->lock);
-    write_configs(t, f); /* before the kernel rows that name them */
+    /* Op names and configurations before the rows that name them. */
+    gpufl__ops_write_new(t->collector, GPUFL_FILE_DEVICE, &t->ops_written, &t->ops_lost_seen);
+    write_configs(t);
     gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
                                 &t->allocs,  &t->graphs, &t->launches};
     for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++)
-        gpufl__batch_encode(batches[i], f, d);
-    pthread_mutex_unlock(&f->lock);
+        gpufl__collector_batch(t->collector, GPUFL_FILE_DEVICE, batches[i]);
     if (t->dropped != t->dropped_written) { /* said once per change, with the running total */
         char msg[160];
         snprintf(msg, sizeof msg, "CUPTI dropped %llu activity records so far (no buffer space)",
@@ -411,7 +337,6 @@ static void flush(gpufl_collector_t *c, void *self) {
 
 /* The session's totals: what was traced and what was lost. */
 static void write_stats(gpufl_trace_source_t *t) {
-    gpufl_writer_t *f = gpufl__collector_file(t->collector, GPUFL_FILE_DEVICE);
     gpufl_launch_stats_t ls;
     gpufl_cupti_stats_t cs;
     gpufl__launch_stats(t->launch, &ls);
@@ -419,44 +344,38 @@ static void write_stats(gpufl_trace_source_t *t) {
     gpufl_stacks_stats_t ss;
     gpufl__stacks_stats(t->stacks_on ? t->stack_log.stacks : NULL, &ss);
     const gpufl_trace_counts_t *n = &t->counts;
-    struct {
-        const char *key;
-        uint64_t value;
-    } v[] = {{"kernels", n->kernels},
-             {"copies", n->copies},
-             {"memsets", n->memsets},
-             {"syncs", n->syncs},
-             {"allocs", n->allocs},
-             {"graph_launches", n->graph_launches},
-             {"launches", n->launches},
-             {"launches_lost", ls.launches_lost},
-             {"gate_waits", ls.gate_waits},
-             {"gate_overruns", ls.gate_overruns},
-             {"unattributed", n->unattributed},
-             {"configs", ls.configs},
-             {"configs_dropped", ls.configs_dropped},
-             {"occupancy_failures", ls.occupancy_failures},
-             {"graph_launches_lost", ls.graph_launches_lost},
-             {"syncs_lost", ls.syncs_lost},
-             {"stacks", ss.captures},
-             {"stacks_distinct", ss.distinct},
-             {"stacks_lost", ss.lost},
-             {"stacks_interp", ss.interp_walks},
-             {"stacks_interp_empty", ss.interp_empty},
-             {"stacks_interp_ns", ss.interp_ns},
-             {"stacks_interp_max_ns", ss.interp_max_ns},
-             {"ops", t->ops_written},
-             {"op_pops_mismatched", gpufl__ops_mismatched()},
-             {"cupti_dropped", cs.records_dropped},
-             {"buffers_refused", cs.buffers_refused},
-             {"callbacks_enabled", (uint64_t)gpufl__cupti_callbacks_enabled(t->cupti)}};
-    pthread_mutex_lock(&f->lock);
-    gpufl_buf_t *b = gpufl__writer_record(f, "trace_stats");
-    gpufl__buf_kv_i64(b, "ts_ns", ts(t, gpufl__mono_ns()));
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
-    gpufl__writer_end_record(f);
-    pthread_mutex_unlock(&f->lock);
+    gpufl__wire_count_t v[] = {
+        {"kernels", n->kernels},
+        {"copies", n->copies},
+        {"memsets", n->memsets},
+        {"syncs", n->syncs},
+        {"allocs", n->allocs},
+        {"graph_launches", n->graph_launches},
+        {"launches", n->launches},
+        {"launches_lost", ls.launches_lost},
+        {"gate_waits", ls.gate_waits},
+        {"gate_overruns", ls.gate_overruns},
+        {"unattributed", n->unattributed},
+        {"configs", ls.configs},
+        {"configs_dropped", ls.configs_dropped},
+        {"occupancy_failures", ls.occupancy_failures},
+        {"graph_launches_lost", ls.graph_launches_lost},
+        {"syncs_lost", ls.syncs_lost},
+        {"stacks", ss.captures},
+        {"stacks_distinct", ss.distinct},
+        {"stacks_lost", ss.lost},
+        {"stacks_interp", ss.interp_walks},
+        {"stacks_interp_empty", ss.interp_empty},
+        {"stacks_interp_ns", ss.interp_ns},
+        {"stacks_interp_max_ns", ss.interp_max_ns},
+        {"ops", t->ops_written},
+        {"op_pops_mismatched", gpufl__ops_mismatched()},
+        {"cupti_dropped", cs.records_dropped},
+        {"buffers_refused", cs.buffers_refused},
+        {"callbacks_enabled", (uint64_t)gpufl__cupti_callbacks_enabled(t->cupti)}};
+    gpufl__line_t l;
+    gpufl__wire_counts(&l, "trace_stats", ts(t, gpufl__mono_ns()), v, sizeof v / sizeof v[0]);
+    gpufl__collector_record(t->collector, GPUFL_FILE_DEVICE, &l);
     if (n->unattributed > 0)
         gpufl__debug("trace: %llu activity records without a launch note",
                      (unsigned long long)n->unattributed);
@@ -569,13 +488,13 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     memset(t, 0, sizeof *t);
     t->collector = c;
     t->flush_every_ns = (int64_t)settings->flush_interval_ms * 1000000;
-    if ((rc = gpufl__batch_init(&t->kernels, "kernel", kernel_cols, NCOLS(kernel_cols))) ||
-        (rc = gpufl__batch_init(&t->copies, "copy", copy_cols, NCOLS(copy_cols))) ||
-        (rc = gpufl__batch_init(&t->memsets, "memset", memset_cols, NCOLS(memset_cols))) ||
-        (rc = gpufl__batch_init(&t->syncs, "sync", sync_cols, NCOLS(sync_cols))) ||
-        (rc = gpufl__batch_init(&t->allocs, "alloc", alloc_cols, NCOLS(alloc_cols))) ||
-        (rc = gpufl__batch_init(&t->graphs, "graph_launch", graph_cols, NCOLS(graph_cols))) ||
-        (rc = gpufl__batch_init(&t->launches, "launch", launch_cols, NCOLS(launch_cols)))) {
+    if ((rc = gpufl__batch_init_table(&t->kernels, &gpufl__wire_kernel)) ||
+        (rc = gpufl__batch_init_table(&t->copies, &gpufl__wire_copy)) ||
+        (rc = gpufl__batch_init_table(&t->memsets, &gpufl__wire_memset)) ||
+        (rc = gpufl__batch_init_table(&t->syncs, &gpufl__wire_sync)) ||
+        (rc = gpufl__batch_init_table(&t->allocs, &gpufl__wire_alloc)) ||
+        (rc = gpufl__batch_init_table(&t->graphs, &gpufl__wire_graph_launch)) ||
+        (rc = gpufl__batch_init_table(&t->launches, &gpufl__wire_launch))) {
         snprintf(why, why_size, "%s", gpufl_last_error());
         goto fail;
     }

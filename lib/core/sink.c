@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * sink.c - the fan-out: every row and record to every attached sink, in the
+ * order attached. A failing sink is counted and said once; the others go on.
+ * With only the session files attached this is one indirect call per batch
+ * (a batch holds up to 4096 rows) or per record.
+ */
+#include "core/sink.h"
+
+#include "util/error.h"
+#include "util/log.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static const char *const channel_names[GPUFL_FILE_COUNT] = {"device", "scope", "system"};
+
+const char *gpufl__channel_name(enum gpufl_file_id channel) {
+    return (unsigned)channel < GPUFL_FILE_COUNT ? channel_names[channel] : "?";
+}
+
+void gpufl__fanout_init(gpufl__fanout_t *f, const gpufl_intern_t *dict) {
+    memset(f, 0, sizeof *f);
+    f->dict = dict;
+    atomic_init(&f->count, 0);
+    atomic_init(&f->closed, 0);
+}
+
+int gpufl__fanout_attach(gpufl__fanout_t *f, const gpufl__sink_ops_t *ops, void *self) {
+    static pthread_mutex_t attaching = PTHREAD_MUTEX_INITIALIZER; /* never on a row's path */
+    int rc = 0;
+    if (!ops || !ops->batch)
+        return gpufl__set_error(GPUFL_EINVAL, "a sink needs at least a batch operation");
+    pthread_mutex_lock(&attaching);
+    int n = atomic_load_explicit(&f->count, memory_order_relaxed);
+    if (atomic_load(&f->closed)) {
+        rc = gpufl__set_error(GPUFL_EINVAL, "sink %s: the session's sinks are closed", ops->name);
+    } else if (n == GPUFL__SINKS_MAX) {
+        rc = gpufl__set_error(GPUFL_ENOMEM, "too many sinks (limit %d)", GPUFL__SINKS_MAX);
+    } else {
+        gpufl__sink_t *s = &f->sinks[n];
+        s->ops = ops;
+        s->self = self;
+        atomic_init(&s->failures, 0);
+        atomic_init(&s->warned, 0);
+        /* The entry is complete before a reader of count can see it. */
+        atomic_store_explicit(&f->count, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&attaching);
+    return rc;
+}
+
+static void failed(gpufl__sink_t *s, const char *what, int rc) {
+    atomic_fetch_add_explicit(&s->failures, 1, memory_order_relaxed);
+    if (atomic_exchange(&s->warned, 1)) return;
+    gpufl__warn("sink %s failed (%s: %s); its later failures are counted, not said", s->ops->name,
+                what, gpufl_strerror(rc));
+}
+
+#define EACH_SINK(f, s)                                                                            \
+    for (gpufl__sink_t *s = (f)->sinks,                                                            \
+                       *s##_end =                                                                  \
+                           (f)->sinks + atomic_load_explicit(&(f)->count, memory_order_acquire);   \
+         s < s##_end; s++)
+
+void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel,
+                          const gpufl__line_t *line) {
+    EACH_SINK(f, s) {
+        int rc = s->ops->record ? s->ops->record(s->self, channel, line, f->dict) : 0;
+        if (rc < 0) failed(s, line->type, rc);
+    }
+}
+
+void gpufl__fanout_batch(gpufl__fanout_t *f, enum gpufl_file_id channel, gpufl_batch_t *b) {
+    if (b->rows == 0) return;
+    EACH_SINK(f, s) {
+        int rc = s->ops->batch(s->self, channel, b, f->dict);
+        if (rc < 0) failed(s, b->type, rc);
+    }
+    b->rows = 0;
+}
+
+void gpufl__fanout_flush(gpufl__fanout_t *f) {
+    EACH_SINK(f, s) {
+        int rc = s->ops->flush ? s->ops->flush(s->self) : 0;
+        if (rc < 0) failed(s, "flush", rc);
+    }
+}
+
+void gpufl__fanout_close(gpufl__fanout_t *f) {
+    if (atomic_exchange(&f->closed, 1)) return;
+    EACH_SINK(f, s) {
+        if (s->ops->close) s->ops->close(s->self);
+    }
+}
+
+uint64_t gpufl__fanout_failures(gpufl__fanout_t *f) {
+    uint64_t n = 0;
+    EACH_SINK(f, s) { n += atomic_load_explicit(&s->failures, memory_order_relaxed); }
+    return n;
+}

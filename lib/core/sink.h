@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * sink.h - where rows go: a table of operations per sink, and the fan-out
+ * the collector owns that hands every row to every attached sink.
+ *
+ * Sources fill typed rows (wire.h) and give them to the collector; it calls
+ * each sink in the order attached. The NDJSON session files are always the
+ * first sink; the in-memory ring (a flight recorder's window) and the
+ * latest-value gauges (a /metrics endpoint's) are attached on demand. A sink
+ * that fails does not stop the others: its failures are counted and said
+ * once through gpufl__log.
+ *
+ * Threads: rows come from the collector thread; records also from
+ * application threads (system_start/stop), so a sink's record and batch
+ * must be safe against each other. Attaching is safe while rows flow.
+ */
+#ifndef GPUFL_CORE_SINK_H
+#define GPUFL_CORE_SINK_H
+
+#include "core/wire.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* The channel a row belongs to: one session file each. */
+enum gpufl_file_id {
+    GPUFL_FILE_DEVICE = 0,
+    GPUFL_FILE_SCOPE = 1,
+    GPUFL_FILE_SYSTEM = 2,
+    GPUFL_FILE_COUNT
+};
+
+/* "device", "scope" or "system". */
+const char *gpufl__channel_name(enum gpufl_file_id channel);
+
+/* The operations of a sink; each returns 0 or a negative GPUFL_E* (counted
+ * as a failure of that sink). Only batch is required. */
+typedef struct gpufl__sink_ops {
+    const char *name;
+    /* One single-line record (its dict ids defined before it, if the sink
+     * keeps dict lines). dict: the session's strings, readable during the
+     * call only when it names dict ids (then on the collector thread). */
+    int (*record)(void *self, enum gpufl_file_id channel, const gpufl__line_t *line,
+                  const gpufl_intern_t *dict);
+    /* The rows of b (b->rows of them); the sink copies what it keeps. */
+    int (*batch)(void *self, enum gpufl_file_id channel, const gpufl_batch_t *b,
+                 const gpufl_intern_t *dict);
+    /* What the sink buffers goes where it goes (a file: write()). */
+    int (*flush)(void *self);
+    /* No rows after this; the sink's owner frees it (the ring is read after). */
+    void (*close)(void *self);
+} gpufl__sink_ops_t;
+
+#define GPUFL__SINKS_MAX 8
+
+typedef struct gpufl__sink {
+    const gpufl__sink_ops_t *ops;
+    void *self;
+    atomic_uint_fast64_t failures;
+    atomic_int warned;
+} gpufl__sink_t;
+
+typedef struct gpufl__fanout {
+    const gpufl_intern_t *dict; /* the session's, which dict columns name */
+    gpufl__sink_t sinks[GPUFL__SINKS_MAX];
+    atomic_int count; /* entries below count are complete */
+    atomic_int closed;
+} gpufl__fanout_t;
+
+void gpufl__fanout_init(gpufl__fanout_t *f, const gpufl_intern_t *dict);
+/* Adds a sink (it receives every row from now on). GPUFL_EINVAL without
+ * ops->batch, GPUFL_ENOMEM past GPUFL__SINKS_MAX, GPUFL_EINVAL once closed. */
+int gpufl__fanout_attach(gpufl__fanout_t *f, const gpufl__sink_ops_t *ops, void *self);
+void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel,
+                          const gpufl__line_t *line);
+/* Gives b's rows to every sink, then empties b. */
+void gpufl__fanout_batch(gpufl__fanout_t *f, enum gpufl_file_id channel, gpufl_batch_t *b);
+void gpufl__fanout_flush(gpufl__fanout_t *f);
+/* Closes every sink, once. */
+void gpufl__fanout_close(gpufl__fanout_t *f);
+/* Failures of all sinks so far. */
+uint64_t gpufl__fanout_failures(gpufl__fanout_t *f);
+
+/* ---- the sinks gpufl has (sink_ndjson.c, sink_ring.c, sink_gauges.c) ---- */
+
+/* The session files: today's NDJSON output (writer.h), three files. */
+typedef struct gpufl__ndjson_sink gpufl__ndjson_sink_t;
+extern const gpufl__sink_ops_t gpufl__ndjson_sink_ops;
+
+/* The in-memory ring: the newest rows up to a cap of bytes (their encoded
+ * lines and the dict strings they name), oldest evicted first. */
+typedef struct gpufl__ring_sink gpufl__ring_sink_t;
+extern const gpufl__sink_ops_t gpufl__ring_sink_ops;
+typedef struct gpufl__ring_sink_stats {
+    uint64_t kept_rows, kept_lines, kept_bytes;
+    uint64_t evicted_rows, evicted_lines, evicted_bytes;
+} gpufl__ring_sink_stats_t;
+/* cap_bytes: what the ring may hold (>= 4 KiB); rows_per_line: rows of a
+ * batch kept per line, the unit of eviction (0: 256). */
+int gpufl__ring_sink_create(gpufl__ring_sink_t **out, size_t cap_bytes, size_t rows_per_line);
+void gpufl__ring_sink_destroy(gpufl__ring_sink_t *r);
+void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out);
+/* Calls fn for each kept line of channel, oldest first (type, rows: 0 for a
+ * record, the line with its '\n'); stops when fn returns non-zero. */
+typedef int (*gpufl__ring_sink_visit_fn)(void *ctx, const char *type, size_t rows, const char *line,
+                                         size_t len);
+void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl_file_id channel,
+                           gpufl__ring_sink_visit_fn fn, void *ctx);
+/* Appends channel's kept lines as a log file: a header, then each line
+ * after a dict line for the strings it names not yet defined. 0, or
+ * GPUFL_ENOMEM when out overflowed its cap. */
+int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
+                          enum gpufl_file_id channel, gpufl_buf_t *out);
+/* Writes the three files of a session into dir (which must exist). */
+int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
+                              const char *dir);
+
+/* Latest-value gauges: for each gauge table (wire.h: host_sample, and
+ * gpu_sample per device), the newest value of each column. Written by the
+ * collector thread, read by any thread without ever making it wait. */
+typedef struct gpufl__gauge_sink gpufl__gauge_sink_t;
+extern const gpufl__sink_ops_t gpufl__gauge_sink_ops;
+#define GPUFL_GAUGE_INSTANCES_MAX 16 /* devices per table */
+int gpufl__gauge_sink_create(gpufl__gauge_sink_t **out);
+void gpufl__gauge_sink_destroy(gpufl__gauge_sink_t *g);
+/* Copies the newest row of table's instance (its ncols cells) into cells
+ * and its update count into *updates (optional). 0; GPUFL_ENOTFOUND when
+ * none came yet (or not a gauge table); GPUFL_EIO when writes kept
+ * overlapping the read for long (try again later). */
+int gpufl__gauge_sink_read(gpufl__gauge_sink_t *g, const gpufl__wire_table_t *table, int instance,
+                           gpufl_cell_t *cells, uint64_t *updates);
+/* Rows that named an instance past GPUFL_GAUGE_INSTANCES_MAX. */
+uint64_t gpufl__gauge_sink_ignored(gpufl__gauge_sink_t *g);
+
+#endif

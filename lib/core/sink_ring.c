@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * sink_ring.c - the in-memory ring: the newest lines of a session up to a
+ * cap of bytes, what a flight recorder keeps. Batches are kept in lines of
+ * at most rows_per_line rows (the unit of eviction), each with the dict
+ * strings it names copied in, so a dump needs nothing of the session (its
+ * intern table is the collector's alone) and defines every string it uses.
+ *
+ * Threads: one mutex; the collector adds, any thread reads or dumps (a dump
+ * holds the collector back only for its own length, not the hot path).
+ */
+#include "core/sink.h"
+
+#include "util/error.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_ROWS_PER_LINE 256
+#define MIN_CAP_BYTES         4096
+#define DUMP_MAX_BYTES        ((size_t)1 << 30)
+
+/* One kept line. data: ids[nids], lens[nids], the strings, the line, the type. */
+typedef struct entry {
+    struct entry *next;
+    enum gpufl_file_id channel;
+    size_t rows; /* 0 for a record */
+    size_t nids, strs_len, line_len, bytes;
+    char data[];
+} entry_t;
+
+struct gpufl__ring_sink {
+    pthread_mutex_t lock;
+    size_t cap_bytes, rows_per_line;
+    entry_t *head, *tail; /* oldest, newest */
+    gpufl__ring_sink_stats_t stats;
+    uint32_t max_id;
+    uint32_t *ids;    /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */
+    gpufl_buf_t line; /* scratch: a batch line */
+};
+
+static const uint32_t *entry_ids(const entry_t *e) {
+    return (const uint32_t *)(const void *)e->data;
+}
+static const uint32_t *entry_lens(const entry_t *e) { return entry_ids(e) + e->nids; }
+static const char *entry_strs(const entry_t *e) { return (const char *)(entry_lens(e) + e->nids); }
+static const char *entry_line(const entry_t *e) { return entry_strs(e) + e->strs_len; }
+static const char *entry_type(const entry_t *e) { return entry_line(e) + e->line_len; }
+
+int gpufl__ring_sink_create(gpufl__ring_sink_t **out, size_t cap_bytes, size_t rows_per_line) {
+    *out = NULL;
+    if (cap_bytes < MIN_CAP_BYTES)
+        return gpufl__set_error(GPUFL_EINVAL, "a ring sink needs at least %d bytes (got %zu)",
+                                MIN_CAP_BYTES, cap_bytes);
+    if (rows_per_line > GPUFL_BATCH_MAX_ROWS)
+        return gpufl__set_error(GPUFL_EINVAL, "rows_per_line %zu is above %d", rows_per_line,
+                                GPUFL_BATCH_MAX_ROWS);
+    gpufl__ring_sink_t *r = calloc(1, sizeof *r);
+    size_t per_line = rows_per_line ? rows_per_line : DEFAULT_ROWS_PER_LINE;
+    uint32_t *ids = malloc(per_line * GPUFL_BATCH_MAX_COLS * sizeof *ids);
+    if (!r || !ids) {
+        free(r);
+        free(ids);
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring sink");
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    r->cap_bytes = cap_bytes;
+    r->rows_per_line = per_line;
+    r->ids = ids;
+    gpufl__buf_init(&r->line, cap_bytes);
+    *out = r;
+    return 0;
+}
+
+void gpufl__ring_sink_destroy(gpufl__ring_sink_t *r) {
+    if (!r) return;
+    for (entry_t *e = r->head, *next; e; e = next) {
+        next = e->next;
+        free(e);
+    }
+    gpufl__buf_fini(&r->line);
+    free(r->ids);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts ids[0..n), drops 0s and repeats, returns how many are left. */
+static size_t unique_ids(uint32_t *ids, size_t n) {
+    size_t k = 0;
+    qsort(ids, n, sizeof *ids, cmp_u32);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] != 0 && (k == 0 || ids[k - 1] != ids[i])) ids[k++] = ids[i];
+    return k;
+}
+
+static void evict_oldest(gpufl__ring_sink_t *r) {
+    entry_t *e = r->head;
+    r->head = e->next;
+    if (!r->head) r->tail = NULL;
+    r->stats.kept_lines--;
+    r->stats.kept_rows -= e->rows;
+    r->stats.kept_bytes -= e->bytes;
+    r->stats.evicted_lines++;
+    r->stats.evicted_rows += e->rows;
+    r->stats.evicted_bytes += e->bytes;
+    free(e);
+}
+
+/* Keeps one line and the strings of its ids (unique, non-zero), evicting
+ * the oldest lines to make room. Caller holds the lock. */
+static int keep(gpufl__ring_sink_t *r, enum gpufl_file_id channel, const char *type, size_t rows,
+                const char *line, size_t line_len, const uint32_t *ids, size_t nids,
+                const gpufl_intern_t *dict) {
+    size_t strs_len = 0, type_len = strlen(type) + 1;
+    for (size_t i = 0; i < nids; i++) {
+        size_t len = 0;
+        if (gpufl__intern_str(dict, ids[i], &len)) strs_len += len;
+    }
+    size_t bytes = sizeof(entry_t) + 2 * nids * sizeof(uint32_t) + strs_len + line_len + type_len;
+    if (bytes > r->cap_bytes) { /* larger than the whole ring: gone at once */
+        r->stats.evicted_lines++;
+        r->stats.evicted_rows += rows;
+        r->stats.evicted_bytes += bytes;
+        return 0;
+    }
+    while (r->head && r->stats.kept_bytes + bytes > r->cap_bytes) evict_oldest(r);
+    entry_t *e = malloc(bytes);
+    if (!e) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring sink line");
+    *e = (entry_t){NULL, channel, rows, nids, strs_len, line_len, bytes};
+    uint32_t *eids = (uint32_t *)(void *)e->data, *lens = eids + nids;
+    char *p = (char *)(lens + nids);
+    for (size_t i = 0; i < nids; i++) {
+        size_t len = 0;
+        const char *s = gpufl__intern_str(dict, ids[i], &len);
+        eids[i] = ids[i];
+        lens[i] = s ? (uint32_t)len : UINT32_MAX; /* UINT32_MAX: no string */
+        if (s) memcpy(p, s, len);
+        if (s) p += len;
+        if (ids[i] > r->max_id) r->max_id = ids[i];
+    }
+    memcpy(p, line, line_len);
+    memcpy(p + line_len, type, type_len);
+    if (r->tail)
+        r->tail->next = e;
+    else
+        r->head = e;
+    r->tail = e;
+    r->stats.kept_lines++;
+    r->stats.kept_rows += rows;
+    r->stats.kept_bytes += bytes;
+    return 0;
+}
+
+static int ring_record(void *self, enum gpufl_file_id channel, const gpufl__line_t *line,
+                       const gpufl_intern_t *dict) {
+    gpufl__ring_sink_t *r = self;
+    uint32_t ids[GPUFL_LINE_DICT_MAX];
+    if (line->buf.len == 0) return 0; /* past its cap: no line to keep */
+    memcpy(ids, line->dict_ids, line->ndict * sizeof ids[0]);
+    size_t n = unique_ids(ids, line->ndict);
+    pthread_mutex_lock(&r->lock);
+    int rc = keep(r, channel, line->type, 0, line->buf.data, line->buf.len, ids, n, dict);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static int ring_batch(void *self, enum gpufl_file_id channel, const gpufl_batch_t *b,
+                      const gpufl_intern_t *dict) {
+    gpufl__ring_sink_t *r = self;
+    int rc = 0;
+    pthread_mutex_lock(&r->lock);
+    for (size_t r0 = 0; r0 < b->rows && rc == 0; r0 += r->rows_per_line) {
+        size_t r1 = r0 + r->rows_per_line < b->rows ? r0 + r->rows_per_line : b->rows;
+        size_t n = unique_ids(r->ids, gpufl__wire_batch_ids(b, r0, r1, r->ids));
+        r->line.len = 0;
+        gpufl__wire_batch_line(&r->line, b, r0, r1);
+        if (r->line.overflow) { /* larger than the ring: counted as evicted at once */
+            r->line.overflow = 0;
+            r->stats.evicted_lines++;
+            r->stats.evicted_rows += r1 - r0;
+            r->stats.evicted_bytes += r->line.len;
+            continue;
+        }
+        rc = keep(r, channel, b->type, r1 - r0, r->line.data, r->line.len, r->ids, n, dict);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+const gpufl__sink_ops_t gpufl__ring_sink_ops = {
+    .name = "ring",
+    .record = ring_record,
+    .batch = ring_batch,
+};
+
+void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out) {
+    pthread_mutex_lock(&r->lock);
+    *out = r->stats;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl_file_id channel,
+                           gpufl__ring_sink_visit_fn fn, void *ctx) {
+    pthread_mutex_lock(&r->lock);
+    for (const entry_t *e = r->head; e; e = e->next)
+        if (e->channel == channel &&
+            fn(ctx, entry_type(e), e->rows, entry_line(e), e->line_len) != 0)
+            break;
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* The dict line of an entry's strings not yet in this dump. */
+typedef struct dump_strs {
+    const entry_t *e;
+    uint8_t *defined; /* by id */
+} dump_strs_t;
+
+static const char *entry_str(const void *ctx, uint32_t id, size_t *len) {
+    const dump_strs_t *d = ctx;
+    const uint32_t *ids = entry_ids(d->e), *lens = entry_lens(d->e);
+    const char *p = entry_strs(d->e);
+    if (d->defined[id]) return NULL;
+    for (size_t i = 0; i < d->e->nids; i++) {
+        if (lens[i] == UINT32_MAX) continue;
+        if (ids[i] == id) {
+            *len = lens[i];
+            return p;
+        }
+        p += lens[i];
+    }
+    return NULL;
+}
+
+int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
+                          enum gpufl_file_id channel, gpufl_buf_t *out) {
+    int rc = 0;
+    gpufl__wire_header(out, ident, gpufl__channel_name(channel), 0);
+    pthread_mutex_lock(&r->lock);
+    dump_strs_t d = {NULL, calloc((size_t)r->max_id + 1, 1)};
+    if (!d.defined) {
+        rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring dump");
+        goto unlock;
+    }
+    for (const entry_t *e = r->head; e; e = e->next) {
+        if (e->channel != channel) continue;
+        d.e = e;
+        gpufl__wire_dict_line(out, entry_ids(e), e->nids, entry_str, &d);
+        for (size_t i = 0; i < e->nids; i++) d.defined[entry_ids(e)[i]] = 1;
+        gpufl__buf_put(out, entry_line(e), e->line_len);
+    }
+    free(d.defined);
+    if (out->overflow)
+        rc = gpufl__set_error(GPUFL_ENOMEM, "the ring's %s lines passed the dump's cap",
+                              gpufl__channel_name(channel));
+unlock:
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
+                              const char *dir) {
+    int rc = 0;
+    for (int ch = 0; ch < GPUFL_FILE_COUNT && rc == 0; ch++) {
+        char path[4200];
+        gpufl_buf_t out;
+        gpufl__buf_init(&out, DUMP_MAX_BYTES);
+        rc = gpufl__ring_sink_dump(r, ident, (enum gpufl_file_id)ch, &out);
+        snprintf(path, sizeof path, "%s/%s.log", dir, gpufl__channel_name((enum gpufl_file_id)ch));
+        int fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (rc == 0 && (fd < 0 || write(fd, out.data, out.len) != (ssize_t)out.len))
+            rc = gpufl__set_error(GPUFL_EIO, "cannot write the ring's dump to '%s'", path);
+        if (fd >= 0) close(fd);
+        gpufl__buf_fini(&out);
+    }
+    return rc;
+}

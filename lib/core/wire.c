@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * wire.c - the batch tables of the log format and the encoders of rows,
+ * batches, dict lines and file headers. Every sink that writes NDJSON (the
+ * session files, the in-memory ring) encodes through these, so their lines
+ * are the same bytes.
+ */
+#include "core/wire.h"
+
+#include "util/error.h"
+
+#include <gpufl/gpufl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCOLS(a)                    ((int)(sizeof a / sizeof a[0]))
+#define TABLE(var, name, cols, key) const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key}
+
+/* ---------------- scope.log ---------------- */
+
+static const gpufl_col_def_t begin_cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
+                                             {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
+                                             {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
+                                             {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
+                                             {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
+static const gpufl_col_def_t end_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                           {"tid", GPUFL_COL_INT},
+                                           {"id", GPUFL_COL_INT},
+                                           {"implicit", GPUFL_COL_INT}};
+TABLE(gpufl__wire_scope_begin, "scope_begin", begin_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_scope_end, "scope_end", end_cols, GPUFL_WIRE_NOT_GAUGE);
+
+/* ---------------- system.log ---------------- */
+
+static const gpufl_col_def_t host_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                            {"cpu_pct", GPUFL_COL_PCT},
+                                            {"proc_cpu_pct", GPUFL_COL_PCT},
+                                            {"mem_used_bytes", GPUFL_COL_OPT},
+                                            {"mem_total_bytes", GPUFL_COL_OPT},
+                                            {"proc_rss_bytes", GPUFL_COL_OPT},
+                                            {"cg_mem_used_bytes", GPUFL_COL_OPT},
+                                            {"cg_mem_limit_bytes", GPUFL_COL_OPT},
+                                            {"cg_cpu_pct", GPUFL_COL_PCT},
+                                            {"cg_cpu_limit_cores", GPUFL_COL_FIX2}};
+TABLE(gpufl__wire_host_sample, "host_sample", host_cols, GPUFL_WIRE_GAUGE_ONE);
+
+/* ---------------- device.log: telemetry ---------------- */
+
+static const gpufl_col_def_t gpu_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},
+    {"device", GPUFL_COL_INT},
+    {"gpu_util_pct", GPUFL_COL_OPT},
+    {"mem_util_pct", GPUFL_COL_OPT},
+    {"mem_used_bytes", GPUFL_COL_OPT},
+    {"mem_free_bytes", GPUFL_COL_OPT},
+    {"mem_total_bytes", GPUFL_COL_OPT},
+    {"temp_gpu_c", GPUFL_COL_OPT},
+    {"temp_mem_c", GPUFL_COL_OPT},
+    {"power_mw", GPUFL_COL_OPT},
+    {"power_limit_mw", GPUFL_COL_OPT},
+    {"energy_mj", GPUFL_COL_OPT},
+    {"clock_sm_mhz", GPUFL_COL_OPT},
+    {"clock_gfx_mhz", GPUFL_COL_OPT},
+    {"clock_mem_mhz", GPUFL_COL_OPT},
+    {"fan_pct", GPUFL_COL_OPT},
+    {"pcie_tx_bytes_per_s", GPUFL_COL_OPT},
+    {"pcie_rx_bytes_per_s", GPUFL_COL_OPT},
+    {"throttle_reasons", GPUFL_COL_OPT},
+    {"ecc_sbe_volatile", GPUFL_COL_OPT},
+    {"ecc_dbe_volatile", GPUFL_COL_OPT},
+    {"nvlink_tx_bytes_per_s", GPUFL_COL_OPT},
+    {"nvlink_rx_bytes_per_s", GPUFL_COL_OPT},
+    {"sm_active_pct", GPUFL_COL_PCT},
+    {"sm_occupancy_pct", GPUFL_COL_PCT},
+    {"tensor_active_pct", GPUFL_COL_PCT},
+    {"dram_bw_util_pct", GPUFL_COL_PCT},
+};
+TABLE(gpufl__wire_gpu_sample, "gpu_sample", gpu_cols, 1 /* device */);
+
+/* ---------------- device.log: traced work ---------------- */
+
+/* Columns shared by the activity batches, then each batch's own. */
+#define TIMES                                                                                      \
+    {"start_ns", GPUFL_COL_INT}, { "end_ns", GPUFL_COL_INT }
+#define SCOPE                                                                                      \
+    { "scope", GPUFL_COL_OPT }
+static const gpufl_col_def_t kernel_cols[] = {TIMES,
+                                              {"device", GPUFL_COL_INT},
+                                              {"context", GPUFL_COL_INT},
+                                              {"stream", GPUFL_COL_INT},
+                                              {"correlation", GPUFL_COL_INT},
+                                              {"name", GPUFL_COL_DICT},
+                                              {"grid_x", GPUFL_COL_INT},
+                                              {"grid_y", GPUFL_COL_INT},
+                                              {"grid_z", GPUFL_COL_INT},
+                                              {"block_x", GPUFL_COL_INT},
+                                              {"block_y", GPUFL_COL_INT},
+                                              {"block_z", GPUFL_COL_INT},
+                                              {"registers", GPUFL_COL_INT},
+                                              {"static_smem_bytes", GPUFL_COL_INT},
+                                              {"dynamic_smem_bytes", GPUFL_COL_INT},
+                                              {"local_bytes_per_thread", GPUFL_COL_INT},
+                                              {"graph_id", GPUFL_COL_INT},
+                                              {"graph_node", GPUFL_COL_INT},
+                                              {"demangled", GPUFL_COL_DICT},
+                                              SCOPE,
+                                              {"config", GPUFL_COL_OPT},
+                                              {"external_kind", GPUFL_COL_OPT},
+                                              {"external_id", GPUFL_COL_OPT},
+                                              {"launch_ns", GPUFL_COL_OPT},
+                                              {"tid", GPUFL_COL_OPT},
+                                              {"stack", GPUFL_COL_OPT}};
+static const gpufl_col_def_t copy_cols[] = {TIMES,
+                                            {"device", GPUFL_COL_INT},
+                                            {"stream", GPUFL_COL_INT},
+                                            {"correlation", GPUFL_COL_INT},
+                                            {"bytes", GPUFL_COL_INT},
+                                            {"copy_kind", GPUFL_COL_INT},
+                                            {"src_kind", GPUFL_COL_INT},
+                                            {"dst_kind", GPUFL_COL_INT},
+                                            {"async", GPUFL_COL_INT},
+                                            SCOPE};
+static const gpufl_col_def_t memset_cols[] = {TIMES,
+                                              {"device", GPUFL_COL_INT},
+                                              {"stream", GPUFL_COL_INT},
+                                              {"correlation", GPUFL_COL_INT},
+                                              {"bytes", GPUFL_COL_INT},
+                                              {"memory_kind", GPUFL_COL_INT},
+                                              SCOPE};
+static const gpufl_col_def_t sync_cols[] = {TIMES,
+                                            {"sync_type", GPUFL_COL_INT},
+                                            {"context", GPUFL_COL_INT},
+                                            {"stream", GPUFL_COL_OPT},
+                                            {"event", GPUFL_COL_OPT},
+                                            {"correlation", GPUFL_COL_INT},
+                                            SCOPE,
+                                            {"tid", GPUFL_COL_OPT},
+                                            {"stack", GPUFL_COL_OPT}};
+static const gpufl_col_def_t alloc_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},       {"op", GPUFL_COL_INT},
+    {"memory_kind", GPUFL_COL_INT}, {"device", GPUFL_COL_INT},
+    {"address", GPUFL_COL_INT},     {"bytes", GPUFL_COL_INT},
+    {"stream", GPUFL_COL_OPT},      {"correlation", GPUFL_COL_INT},
+    {"async", GPUFL_COL_INT},       SCOPE};
+static const gpufl_col_def_t graph_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                             {"tid", GPUFL_COL_INT},
+                                             {"correlation", GPUFL_COL_INT},
+                                             {"graph_exec", GPUFL_COL_OPT},
+                                             SCOPE};
+static const gpufl_col_def_t launch_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},         {"tid", GPUFL_COL_OPT},         {"context", GPUFL_COL_OPT},
+    {"correlation", GPUFL_COL_INT},   {"config", GPUFL_COL_OPT},      SCOPE,
+    {"external_kind", GPUFL_COL_OPT}, {"external_id", GPUFL_COL_OPT}, {"stack", GPUFL_COL_OPT}};
+TABLE(gpufl__wire_kernel, "kernel", kernel_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_copy, "copy", copy_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_memset, "memset", memset_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_sync, "sync", sync_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_alloc, "alloc", alloc_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_graph_launch, "graph_launch", graph_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_launch, "launch", launch_cols, GPUFL_WIRE_NOT_GAUGE);
+
+/* ---------------- device.log: instruction-level engines ---------------- */
+
+static const gpufl_col_def_t pc_sample_cols[] = {
+    {"t0_ns", GPUFL_COL_INT},  {"t1_ns", GPUFL_COL_INT},     {"context", GPUFL_COL_INT},
+    {"cubin", GPUFL_COL_DICT}, {"function", GPUFL_COL_DICT}, {"demangled", GPUFL_COL_DICT},
+    {"pc", GPUFL_COL_INT},     {"reason", GPUFL_COL_DICT},   {"samples", GPUFL_COL_INT}};
+static const gpufl_col_def_t pc_window_cols[] = {
+    {"t0_ns", GPUFL_COL_INT},    {"t1_ns", GPUFL_COL_INT},   {"context", GPUFL_COL_INT},
+    {"drains", GPUFL_COL_INT},   {"samples", GPUFL_COL_INT}, {"recorded", GPUFL_COL_INT},
+    {"non_user", GPUFL_COL_INT}, {"dropped", GPUFL_COL_INT}, {"buffer_full", GPUFL_COL_INT},
+    {"pcs_left", GPUFL_COL_INT}, {"lost", GPUFL_COL_INT},    {"unplaced", GPUFL_COL_INT}};
+static const gpufl_col_def_t sass_metric_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},        {"context", GPUFL_COL_INT},     {"cubin", GPUFL_COL_DICT},
+    {"function", GPUFL_COL_DICT},    {"demangled", GPUFL_COL_DICT},  {"pc", GPUFL_COL_INT},
+    {"inst", GPUFL_COL_OPT},         {"thread_inst", GPUFL_COL_OPT}, {"sectors", GPUFL_COL_OPT},
+    {"sectors_ideal", GPUFL_COL_OPT}};
+TABLE(gpufl__wire_pc_sample, "pc_sample", pc_sample_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_pc_window, "pc_window", pc_window_cols, GPUFL_WIRE_NOT_GAUGE);
+TABLE(gpufl__wire_sass_metric, "sass_metric", sass_metric_cols, GPUFL_WIRE_NOT_GAUGE);
+
+const gpufl__wire_table_t *const gpufl__wire_tables[] = {
+    &gpufl__wire_scope_begin,  &gpufl__wire_scope_end,   &gpufl__wire_host_sample,
+    &gpufl__wire_gpu_sample,   &gpufl__wire_kernel,      &gpufl__wire_copy,
+    &gpufl__wire_memset,       &gpufl__wire_sync,        &gpufl__wire_alloc,
+    &gpufl__wire_graph_launch, &gpufl__wire_launch,      &gpufl__wire_pc_sample,
+    &gpufl__wire_pc_window,    &gpufl__wire_sass_metric, NULL};
+
+const gpufl__wire_table_t *gpufl__wire_table(const char *type) {
+    for (int i = 0; gpufl__wire_tables[i]; i++)
+        if (strcmp(gpufl__wire_tables[i]->type, type) == 0) return gpufl__wire_tables[i];
+    return NULL;
+}
+
+/* ---------------- batches ---------------- */
+
+int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols) {
+    memset(b, 0, sizeof *b);
+    b->type = type;
+    b->cols = cols;
+    b->ncols = ncols;
+    if (ncols < 1 || ncols > GPUFL_BATCH_MAX_COLS)
+        return gpufl__set_error(GPUFL_EINVAL, "a %s batch has %d columns (1..%d)", type, ncols,
+                                GPUFL_BATCH_MAX_COLS);
+    int dict_cols = 0;
+    for (int c = 0; c < ncols; c++) dict_cols += cols[c].kind == GPUFL_COL_DICT;
+    b->cells = malloc((size_t)GPUFL_BATCH_MAX_ROWS * (size_t)ncols * sizeof *b->cells);
+    b->dict_ids = malloc((size_t)GPUFL_BATCH_MAX_ROWS * (size_t)(dict_cols + 1) * sizeof(uint32_t));
+    if (!b->cells || !b->dict_ids) {
+        gpufl__batch_fini(b);
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a %s batch", type);
+    }
+    return 0;
+}
+
+int gpufl__batch_init_table(gpufl_batch_t *b, const gpufl__wire_table_t *table) {
+    int rc = gpufl__batch_init(b, table->type, table->cols, table->ncols);
+    b->table = table;
+    return rc;
+}
+
+void gpufl__batch_fini(gpufl_batch_t *b) {
+    free(b->cells);
+    free(b->dict_ids);
+    b->cells = NULL;
+    b->dict_ids = NULL;
+}
+
+void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell_t *cell) {
+    switch (kind) {
+    case GPUFL_COL_PCT: gpufl__buf_put_fixed(b, cell->d, 1); break;
+    case GPUFL_COL_FIX2: gpufl__buf_put_fixed(b, cell->d, 2); break;
+    case GPUFL_COL_OPT:
+        if (cell->i < 0)
+            gpufl__buf_put(b, "null", 4);
+        else
+            gpufl__buf_put_i64(b, cell->i);
+        break;
+    default: gpufl__buf_put_i64(b, cell->i); break;
+    }
+}
+
+size_t gpufl__wire_batch_ids(const gpufl_batch_t *b, size_t r0, size_t r1, uint32_t *ids) {
+    size_t n = 0;
+    for (int c = 0; c < b->ncols; c++) {
+        if (b->cols[c].kind != GPUFL_COL_DICT) continue;
+        for (size_t r = r0; r < r1; r++) ids[n++] = (uint32_t)b->cells[r * b->ncols + c].i;
+    }
+    return n;
+}
+
+void gpufl__wire_batch_line(gpufl_buf_t *o, const gpufl_batch_t *b, size_t r0, size_t r1) {
+    size_t rows = r1 - r0;
+    gpufl__buf_record(o, b->type);
+    for (int c = 0; c < b->ncols; c++) {
+        gpufl__buf_key(o, b->cols[c].name);
+        gpufl__buf_putc(o, '[');
+        gpufl_col_kind_t kind = b->cols[c].kind;
+        const gpufl_cell_t *cell = &b->cells[r0 * b->ncols + c];
+        if ((kind == GPUFL_COL_INT || kind == GPUFL_COL_DICT) &&
+            gpufl__buf_reserve(o, rows * 21) == 0) {
+            /* The common case, room reserved once: digits straight in. */
+            char *p = o->data + o->len;
+            for (size_t r = 0; r < rows; r++, cell += b->ncols) {
+                if (r) *p++ = ',';
+                p = gpufl__fmt_i64(p, cell->i);
+            }
+            o->len = (size_t)(p - o->data);
+        } else {
+            for (size_t r = 0; r < rows; r++, cell += b->ncols) {
+                if (r) gpufl__buf_putc(o, ',');
+                gpufl__buf_put_cell(o, kind, cell);
+            }
+        }
+        gpufl__buf_putc(o, ']');
+    }
+    gpufl__buf_puts(o, "}\n");
+}
+
+/* ---------------- dict lines and file framing ---------------- */
+
+const char *gpufl__wire_intern_str(const void *ctx, uint32_t id, size_t *len) {
+    return gpufl__intern_str(ctx, id, len);
+}
+
+void gpufl__wire_dict_line(gpufl_buf_t *o, const uint32_t *ids, size_t n, gpufl__wire_str_fn str,
+                           const void *ctx) {
+    size_t start = o->len, strs_at, count = 0;
+    gpufl__buf_record(o, "dict");
+    gpufl__buf_puts(o, ",\"id\":[");
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        if (ids[i] == 0 || !str(ctx, ids[i], &len)) continue;
+        if (count++) gpufl__buf_putc(o, ',');
+        gpufl__buf_put_i64(o, ids[i]);
+    }
+    if (count == 0) {
+        o->len = start;
+        return;
+    }
+    gpufl__buf_puts(o, "],\"str\":[");
+    strs_at = o->len;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *s = ids[i] ? str(ctx, ids[i], &len) : NULL;
+        if (!s) continue;
+        if (o->len > strs_at) gpufl__buf_putc(o, ',');
+        gpufl__buf_put_str(o, s, len);
+    }
+    gpufl__buf_puts(o, "]}\n");
+}
+
+void gpufl__wire_header(gpufl_buf_t *b, const gpufl_session_ident_t *id, const char *file,
+                        int segment) {
+    char epoch[24];
+    gpufl__buf_record(b, "header");
+    gpufl__buf_kv_str(b, "format", "gpufl-log");
+    gpufl__buf_kv_str(b, "file", file);
+    gpufl__buf_kv_i64(b, "segment", segment);
+    gpufl__buf_kv_str(b, "session_id", id->session_id);
+    gpufl__buf_kv_str(b, "app_name", id->app_name);
+    gpufl__buf_kv_i64(b, "pid", id->pid);
+    gpufl__buf_kv_str(b, "hostname", id->hostname);
+    snprintf(epoch, sizeof epoch, "%lld", (long long)id->epoch_ns);
+    gpufl__buf_kv_str(b, "epoch_ns", epoch);
+    gpufl__buf_kv_i64(b, "epoch_unix_us", id->epoch_unix_us);
+    gpufl__buf_kv_str(b, "clock", "monotonic");
+    gpufl__buf_kv_str(b, "gpufl_version", gpufl_version());
+    gpufl__buf_puts(b, "}\n");
+}
+
+void gpufl__wire_segment_end(gpufl_buf_t *o, const char *next) {
+    gpufl__buf_record(o, "segment_end");
+    gpufl__buf_kv_str(o, "next", next);
+    gpufl__buf_puts(o, "}\n");
+}

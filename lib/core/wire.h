@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * wire.h - the log's wire format in one place: every batch type's name and
+ * column table, typed rows (cells), and the encoders that turn rows, dict
+ * entries and single-line records into NDJSON (docs/log-format.md).
+ *
+ * Sources fill rows of these tables and hand them to the collector, which
+ * gives them to every sink (sink.h); only the encoders here write JSON.
+ * Nothing here names a vendor: turning a vendor's values into row fields is
+ * the vendor's own code.
+ */
+#ifndef GPUFL_CORE_WIRE_H
+#define GPUFL_CORE_WIRE_H
+
+#include "core/cost.h"
+#include "core/intern.h"
+#include "util/jsonw.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPUFL_BATCH_MAX_ROWS 4096
+#define GPUFL_BATCH_MAX_COLS 32
+
+/* What a header needs; shared by the session's three files. */
+typedef struct gpufl_session_ident {
+    char session_id[64];
+    char app_name[256];
+    char hostname[256];
+    int pid;
+    int64_t epoch_ns;      /* CLOCK_MONOTONIC at init */
+    int64_t epoch_unix_us; /* wall clock at the same moment */
+} gpufl_session_ident_t;
+
+/* ---- column tables ---- */
+
+typedef enum gpufl_col_kind {
+    GPUFL_COL_INT = 0,  /* integer */
+    GPUFL_COL_DICT = 1, /* integer dict id (0 = none), written to the dict first */
+    GPUFL_COL_PCT = 2,  /* double with one decimal; negative = null */
+    GPUFL_COL_OPT = 3,  /* integer, negative = null */
+    GPUFL_COL_FIX2 = 4  /* double with two decimals; negative = null */
+} gpufl_col_kind_t;
+
+typedef struct gpufl_col_def {
+    const char *name;
+    gpufl_col_kind_t kind;
+} gpufl_col_def_t;
+
+typedef union gpufl_cell {
+    int64_t i;
+    double d;
+} gpufl_cell_t;
+
+/* gauge_key of a table: not a gauge; one instance; else the column whose
+ * value names the instance (a device index). */
+#define GPUFL_WIRE_NOT_GAUGE (-2)
+#define GPUFL_WIRE_GAUGE_ONE (-1)
+
+/* One batch record type. */
+typedef struct gpufl__wire_table {
+    const char *type;
+    const gpufl_col_def_t *cols;
+    int ncols;
+    int gauge_key;
+} gpufl__wire_table_t;
+
+extern const gpufl__wire_table_t gpufl__wire_scope_begin, gpufl__wire_scope_end,
+    gpufl__wire_host_sample, gpufl__wire_gpu_sample, gpufl__wire_kernel, gpufl__wire_copy,
+    gpufl__wire_memset, gpufl__wire_sync, gpufl__wire_alloc, gpufl__wire_graph_launch,
+    gpufl__wire_launch, gpufl__wire_pc_sample, gpufl__wire_pc_window, gpufl__wire_sass_metric;
+/* Every batch table, NULL-terminated. */
+extern const gpufl__wire_table_t *const gpufl__wire_tables[];
+/* The table of a batch type, NULL when it is not one. */
+const gpufl__wire_table_t *gpufl__wire_table(const char *type);
+
+/* ---- batches: rows of one table, encoded column by column ---- */
+
+typedef struct gpufl_batch {
+    const gpufl__wire_table_t *table;
+    const char *type; /* table->type, cols, ncols: what the encoders read */
+    const gpufl_col_def_t *cols;
+    int ncols;
+    size_t rows;
+    gpufl_cell_t *cells; /* rows x ncols, row-major; GPUFL_BATCH_MAX_ROWS rows */
+    uint32_t *dict_ids;  /* scratch: the dict ids one batch uses */
+} gpufl_batch_t;
+
+/* Rows of table; GPUFL_EINVAL for a bad table, GPUFL_ENOMEM. */
+int gpufl__batch_init_table(gpufl_batch_t *b, const gpufl__wire_table_t *table);
+/* A batch of an ad hoc table (tests, benchmarks); cols must outlive b. */
+int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols);
+void gpufl__batch_fini(gpufl_batch_t *b);
+/* The next row to fill (ncols cells), or NULL when the batch is full. */
+static inline gpufl_cell_t *gpufl__batch_row(gpufl_batch_t *b) {
+    if (b->rows >= GPUFL_BATCH_MAX_ROWS) return NULL;
+    return &b->cells[b->rows++ * (size_t)b->ncols];
+}
+/* Row r of b. */
+static inline const gpufl_cell_t *gpufl__batch_at(const gpufl_batch_t *b, size_t r) {
+    return &b->cells[r * (size_t)b->ncols];
+}
+
+/* Writes one cell as JSON according to its column kind. */
+void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell_t *cell);
+/* Puts the dict ids of rows [r0, r1) of b (0 included) into ids (room for
+ * (r1 - r0) x its dict columns) and returns how many. */
+size_t gpufl__wire_batch_ids(const gpufl_batch_t *b, size_t r0, size_t r1, uint32_t *ids);
+/* Encodes rows [r0, r1) of b as one batch line. */
+void gpufl__wire_batch_line(gpufl_buf_t *o, const gpufl_batch_t *b, size_t r0, size_t r1);
+
+/* Looks up the string of a dict id (NULL when there is none). */
+typedef const char *(*gpufl__wire_str_fn)(const void *ctx, uint32_t id, size_t *len);
+/* A dict line for ids[0..n) (0 skipped), each string from str(ctx, id);
+ * writes nothing when none has a string. */
+void gpufl__wire_dict_line(gpufl_buf_t *o, const uint32_t *ids, size_t n, gpufl__wire_str_fn str,
+                           const void *ctx);
+/* The session intern table as a gpufl__wire_str_fn (ctx: the gpufl_intern_t). */
+const char *gpufl__wire_intern_str(const void *ctx, uint32_t id, size_t *len);
+
+/* A file's header line and the line that ends a segment. */
+void gpufl__wire_header(gpufl_buf_t *o, const gpufl_session_ident_t *ident, const char *file,
+                        int segment);
+void gpufl__wire_segment_end(gpufl_buf_t *o, const char *next);
+
+/* ---- single-line records ---- */
+
+#define GPUFL_LINE_DICT_MAX 8
+
+/* One record: its JSON line (ending in '\n') and the dict ids it names,
+ * which a sink defines before the line. */
+typedef struct gpufl__line {
+    const char *type;
+    gpufl_buf_t buf;
+    uint32_t dict_ids[GPUFL_LINE_DICT_MAX];
+    size_t ndict;
+} gpufl__line_t;
+
+/* Opens the record {"type":type,"v":1 in l (freed by gpufl__line_fini) and
+ * returns the buffer of its members. The record encoders below and in
+ * wire_records.c build on it. */
+gpufl_buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type);
+/* Closes the line; -1 (line emptied) when it passed the cap. */
+int gpufl__line_end(gpufl__line_t *l);
+/* Notes that the record names dict id (defined before it by the sinks). */
+void gpufl__line_dict(gpufl__line_t *l, uint32_t id);
+void gpufl__line_fini(gpufl__line_t *l);
+
+/* The records every part of the library writes (wire_records.c). */
+void gpufl__wire_event(gpufl__line_t *l, int64_t ts_ns, const char *level, const char *code,
+                       const char *message);
+typedef struct gpufl_cost_part {
+    const char *name;
+    int64_t mean_ns;
+} gpufl_cost_part_t;
+void gpufl__wire_source_cost(gpufl__line_t *l, const char *source, const gpufl_cost_t *cost,
+                             const gpufl_cost_part_t *parts, int nparts);
+/* A record of integer members: ts_ns, then keys[i]: values[i]. */
+typedef struct gpufl__wire_count {
+    const char *key;
+    uint64_t value;
+} gpufl__wire_count_t;
+void gpufl__wire_counts(gpufl__line_t *l, const char *type, int64_t ts_ns,
+                        const gpufl__wire_count_t *v, size_t n);
+/* What lost scope records the collector counted (`drops`). */
+typedef struct gpufl__wire_drops {
+    int64_t ts_ns;
+    uint64_t dropped, unbuffered, truncated, unbalanced, depth_overflow;
+} gpufl__wire_drops_t;
+void gpufl__wire_drops(gpufl__line_t *l, const gpufl__wire_drops_t *d);
+typedef struct gpufl__wire_session_end {
+    int64_t ts_ns;
+    uint64_t records_written, records_dropped, bytes_written, write_errors;
+} gpufl__wire_session_end_t;
+void gpufl__wire_session_end(gpufl_buf_t *o, const gpufl__wire_session_end_t *e);
+/* A record of one row of table (its columns as members), e.g. a snapshot. */
+void gpufl__wire_row_object(gpufl_buf_t *o, const gpufl__wire_table_t *table,
+                            const gpufl_cell_t *row);
+/* gpu_processes: n pids and their memory (negative: null). */
+void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int count,
+                               const int64_t *pid, const int64_t *used_bytes, int n);
+/* frame: one code address described (NULL or "" strings: null). */
+typedef struct gpufl__wire_frame {
+    uint32_t id;
+    uint64_t pc;
+    const char *module; /* offset written only with a module */
+    uint64_t offset;
+    const char *language; /* an interpreted frame's (then library too); NULL: native */
+    int library;
+    const char *function, *file;
+    int line;           /* written when > 0 */
+    const char *source; /* written when not empty */
+} gpufl__wire_frame_t;
+void gpufl__wire_frame(gpufl__line_t *l, const gpufl__wire_frame_t *f);
+/* stack: its frame ids, innermost first. */
+void gpufl__wire_stack(gpufl__line_t *l, uint32_t id, const uint32_t *frames, size_t depth);
+/* host_info: what the host sampler read at start, or why it could not. */
+typedef struct gpufl__wire_host_info {
+    const char *error; /* not NULL: the only member written */
+    const char *hostname, *kernel, *cgroup_path;
+    int64_t cpu_count, mem_total_bytes, cgroup_version, cg_mem_limit_bytes;
+    double cg_cpu_limit_cores;
+    int64_t cpus_allowed, clock_ticks_per_s, cpu_min_interval_ns;
+} gpufl__wire_host_info_t;
+void gpufl__wire_host_info(gpufl__line_t *l, const gpufl__wire_host_info_t *h);
+/* system_start / system_stop: snapshot is a host_sample row, or NULL. */
+void gpufl__wire_system_window(gpufl__line_t *l, const char *type, int64_t ts_ns, int64_t tid,
+                               const char *name, int active, const gpufl_cell_t *snapshot);
+/* op: an operation name's index. */
+void gpufl__wire_op(gpufl__line_t *l, int64_t index, const char *name);
+
+#endif

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * wire_records.c - single-line records: the line a record becomes, and the
+ * encoders of the records that several parts of the library write (events,
+ * costs, counters, drops, the end of a session, process lists, operations).
+ */
+#include "core/wire.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A record past this (a whole function's SASS is the largest) is dropped. */
+#define LINE_MAX_BYTES ((size_t)64 << 20)
+
+gpufl_buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type) {
+    l->type = type;
+    l->ndict = 0;
+    gpufl__buf_init(&l->buf, LINE_MAX_BYTES);
+    gpufl__buf_record(&l->buf, type);
+    return &l->buf;
+}
+
+int gpufl__line_end(gpufl__line_t *l) {
+    gpufl__buf_puts(&l->buf, "}\n");
+    if (!l->buf.overflow) return 0;
+    l->buf.len = 0; /* all or nothing: never half a line */
+    return -1;
+}
+
+void gpufl__line_dict(gpufl__line_t *l, uint32_t id) {
+    if (id != 0 && l->ndict < GPUFL_LINE_DICT_MAX) l->dict_ids[l->ndict++] = id;
+}
+
+void gpufl__line_fini(gpufl__line_t *l) { gpufl__buf_fini(&l->buf); }
+
+void gpufl__wire_event(gpufl__line_t *l, int64_t ts_ns, const char *level, const char *code,
+                       const char *message) {
+    gpufl_buf_t *b = gpufl__line_begin(l, "event");
+    gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
+    gpufl__buf_kv_str(b, "level", level);
+    gpufl__buf_kv_str(b, "code", code);
+    gpufl__buf_kv_str(b, "message", message);
+    gpufl__line_end(l);
+}
+
+void gpufl__wire_source_cost(gpufl__line_t *l, const char *source, const gpufl_cost_t *cost,
+                             const gpufl_cost_part_t *parts, int nparts) {
+    int64_t samples = cost->samples, total_ns = cost->total_ns;
+    gpufl_buf_t *b = gpufl__line_begin(l, "source_cost");
+    gpufl__buf_kv_str(b, "source", source);
+    gpufl__buf_kv_i64(b, "samples", samples);
+    gpufl__buf_kv_i64(b, "total_ns", total_ns);
+    gpufl__buf_kv_i64(b, "mean_ns", samples ? total_ns / samples : 0);
+    gpufl__buf_kv_i64(b, "median_ns", gpufl__cost_quantile(cost, 0.5));
+    gpufl__buf_kv_i64(b, "p99_ns", gpufl__cost_quantile(cost, 0.99));
+    if (nparts > 0) {
+        gpufl__buf_key(b, "parts_mean_ns");
+        gpufl__buf_putc(b, '{');
+        for (int i = 0; i < nparts; i++) gpufl__buf_kv_i64(b, parts[i].name, parts[i].mean_ns);
+        gpufl__buf_putc(b, '}');
+    }
+    gpufl__line_end(l);
+}
+
+void gpufl__wire_counts(gpufl__line_t *l, const char *type, int64_t ts_ns,
+                        const gpufl__wire_count_t *v, size_t n) {
+    gpufl_buf_t *b = gpufl__line_begin(l, type);
+    gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
+    for (size_t i = 0; i < n; i++) gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
+    gpufl__line_end(l);
+}
+
+void gpufl__wire_drops(gpufl__line_t *l, const gpufl__wire_drops_t *d) {
+    gpufl_buf_t *b = gpufl__line_begin(l, "drops");
+    gpufl__buf_kv_i64(b, "ts_ns", d->ts_ns);
+    gpufl__buf_kv_i64(b, "records", (int64_t)d->dropped);
+    gpufl__buf_kv_i64(b, "threads_unbuffered", (int64_t)d->unbuffered);
+    gpufl__buf_kv_i64(b, "names_truncated", (int64_t)d->truncated);
+    gpufl__buf_kv_i64(b, "unbalanced_ends", (int64_t)d->unbalanced);
+    gpufl__buf_kv_i64(b, "depth_overflow", (int64_t)d->depth_overflow);
+    gpufl__line_end(l);
+}
+
+void gpufl__wire_session_end(gpufl_buf_t *b, const gpufl__wire_session_end_t *e) {
+    gpufl__buf_record(b, "session_end");
+    gpufl__buf_kv_i64(b, "ts_ns", e->ts_ns);
+    gpufl__buf_kv_i64(b, "duration_ns", e->ts_ns);
+    gpufl__buf_kv_i64(b, "records_written", (int64_t)e->records_written);
+    gpufl__buf_kv_i64(b, "records_dropped", (int64_t)e->records_dropped);
+    gpufl__buf_kv_i64(b, "bytes_written", (int64_t)e->bytes_written);
+    gpufl__buf_kv_i64(b, "write_errors", (int64_t)e->write_errors);
+    gpufl__buf_puts(b, "}\n");
+}
+
+void gpufl__wire_row_object(gpufl_buf_t *b, const gpufl__wire_table_t *table,
+                            const gpufl_cell_t *row) {
+    gpufl__buf_putc(b, '{');
+    for (int i = 0; i < table->ncols; i++) {
+        gpufl__buf_key(b, table->cols[i].name);
+        gpufl__buf_put_cell(b, table->cols[i].kind, &row[i]);
+    }
+    gpufl__buf_putc(b, '}');
+}
+
+static void put_i64_array(gpufl_buf_t *b, const int64_t *v, int n, int negative_null) {
+    gpufl__buf_putc(b, '[');
+    for (int i = 0; i < n; i++) {
+        if (i) gpufl__buf_putc(b, ',');
+        if (negative_null && v[i] < 0)
+            gpufl__buf_puts(b, "null");
+        else
+            gpufl__buf_put_i64(b, v[i]);
+    }
+    gpufl__buf_putc(b, ']');
+}
+
+void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int count,
+                               const int64_t *pid, const int64_t *used_bytes, int n) {
+    gpufl_buf_t *b = gpufl__line_begin(l, "gpu_processes");
+    gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
+    gpufl__buf_kv_i64(b, "device", device);
+    gpufl__buf_kv_i64(b, "count", count);
+    gpufl__buf_key(b, "pid");
+    put_i64_array(b, pid, n, 0);
+    gpufl__buf_key(b, "used_bytes");
+    put_i64_array(b, used_bytes, n, 1);
+    gpufl__line_end(l);
+}
+
+void gpufl__wire_op(gpufl__line_t *l, int64_t index, const char *name) {
+    gpufl_buf_t *b = gpufl__line_begin(l, "op");
+    gpufl__buf_kv_i64(b, "index", index);
+    gpufl__buf_kv_str(b, "name", name);
+    gpufl__line_end(l);
+}
+
+static void kv_hex(gpufl_buf_t *b, const char *key, uint64_t v) {
+    char hex[24];
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v);
+    gpufl__buf_kv_str(b, key, hex);
+}
+
+static void kv_str_or_null(gpufl_buf_t *b, const char *key, const char *s) {
+    if (s && *s) {
+        gpufl__buf_kv_str(b, key, s);
+    } else {
+        gpufl__buf_key(b, key);
+        gpufl__buf_puts(b, "null");
+    }
+}
+
+void gpufl__wire_frame(gpufl__line_t *l, const gpufl__wire_frame_t *f) {
+    gpufl_buf_t *b = gpufl__line_begin(l, "frame");
+    gpufl__buf_kv_i64(b, "id", f->id);
+    kv_hex(b, "pc", f->pc);
+    kv_str_or_null(b, "module", f->module);
+    if (f->module && *f->module) kv_hex(b, "offset", f->offset);
+    if (f->language) {
+        gpufl__buf_kv_str(b, "language", f->language);
+        gpufl__buf_key(b, "library");
+        gpufl__buf_puts(b, f->library ? "true" : "false");
+    }
+    kv_str_or_null(b, "function", f->function);
+    kv_str_or_null(b, "file", f->file);
+    if (f->line > 0) gpufl__buf_kv_i64(b, "line", f->line);
+    if (f->source && *f->source) gpufl__buf_kv_str(b, "source", f->source);
+    gpufl__line_end(l);
+}
+
+void gpufl__wire_stack(gpufl__line_t *l, uint32_t id, const uint32_t *frames, size_t depth) {
+    gpufl_buf_t *b = gpufl__line_begin(l, "stack");
+    gpufl__buf_kv_i64(b, "id", id);
+    gpufl__buf_key(b, "frames");
+    gpufl__buf_putc(b, '[');
+    for (size_t i = 0; i < depth; i++) {
+        if (i) gpufl__buf_putc(b, ',');
+        gpufl__buf_put_i64(b, frames[i]);
+    }
+    gpufl__buf_putc(b, ']');
+    gpufl__line_end(l);
+}
+
+void gpufl__wire_host_info(gpufl__line_t *l, const gpufl__wire_host_info_t *h) {
+    gpufl_buf_t *b = gpufl__line_begin(l, "host_info");
+    if (h->error) {
+        gpufl__buf_kv_str(b, "error", h->error);
+        gpufl__line_end(l);
+        return;
+    }
+    gpufl__buf_kv_str(b, "hostname", h->hostname);
+    gpufl__buf_kv_str(b, "kernel", h->kernel);
+    gpufl__buf_kv_i64(b, "cpu_count", h->cpu_count);
+    gpufl__buf_kv_opt(b, "mem_total_bytes", h->mem_total_bytes);
+    gpufl__buf_kv_i64(b, "cgroup_version", h->cgroup_version);
+    gpufl__buf_kv_str(b, "cgroup_path", h->cgroup_path);
+    gpufl__buf_kv_opt(b, "cg_mem_limit_bytes", h->cg_mem_limit_bytes);
+    gpufl__buf_key(b, "cg_cpu_limit_cores");
+    gpufl__buf_put_fixed(b, h->cg_cpu_limit_cores, 2);
+    gpufl__buf_kv_opt(b, "cpus_allowed", h->cpus_allowed);
+    gpufl__buf_kv_i64(b, "clock_ticks_per_s", h->clock_ticks_per_s);
+    gpufl__buf_kv_i64(b, "cpu_min_interval_ns", h->cpu_min_interval_ns);
+    gpufl__line_end(l);
+}
+
+void gpufl__wire_system_window(gpufl__line_t *l, const char *type, int64_t ts_ns, int64_t tid,
+                               const char *name, int active, const gpufl_cell_t *snapshot) {
+    gpufl_buf_t *b = gpufl__line_begin(l, type);
+    gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
+    gpufl__buf_kv_i64(b, "tid", tid);
+    gpufl__buf_kv_str(b, "name", name);
+    gpufl__buf_kv_i64(b, "active", active);
+    gpufl__buf_key(b, "snapshot");
+    if (snapshot)
+        gpufl__wire_row_object(b, &gpufl__wire_host_sample, snapshot);
+    else
+        gpufl__buf_puts(b, "null");
+    gpufl__line_end(l);
+}

@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_sink.c - the sinks rows reach (core/sink.h): the fan-out and a
+ * failing sink, the ring's bound, eviction counts and dump (read back by
+ * the analysis), the gauges read from another thread while rows are
+ * written, and one session's rows reaching all three sinks.
+ */
+#include "test_util.h"
+
+#include "core/session.h"
+#include "core/sink.h"
+
+#include <gpufl/gpufl_analysis.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#define SUITE "sink"
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Counts the warnings, and those that name the failing sink. */
+typedef struct warnings {
+    int all, sink;
+    char other[512];
+} warnings_t;
+static void count_warnings(gpufl_log_level_t level, const char *message, void *user) {
+    warnings_t *w = user;
+    if (level < GPUFL_LOG_WARN) return;
+    w->all++;
+    if (strstr(message, "sink failing failed"))
+        w->sink++;
+    else
+        snprintf(w->other, sizeof w->other, "%s", message);
+}
+
+/* ---- a sink that fails every call, and counts them ---- */
+
+static atomic_int failing_calls;
+static int fail_record(void *self, enum gpufl_file_id ch, const gpufl__line_t *l,
+                       const gpufl_intern_t *d) {
+    (void)self, (void)ch, (void)l, (void)d;
+    atomic_fetch_add(&failing_calls, 1);
+    return GPUFL_EIO;
+}
+static int fail_batch(void *self, enum gpufl_file_id ch, const gpufl_batch_t *b,
+                      const gpufl_intern_t *d) {
+    (void)self, (void)ch, (void)b, (void)d;
+    atomic_fetch_add(&failing_calls, 1);
+    return GPUFL_EIO;
+}
+static const gpufl__sink_ops_t failing_ops = {"failing", fail_record, fail_batch, NULL, NULL};
+
+/* Rows of scope_end: ts_ns = i, tid = 1, id = i, implicit = 0. */
+static void fill_scope_ends(gpufl_batch_t *b, int64_t from, int n) {
+    for (int i = 0; i < n; i++) {
+        gpufl_cell_t *r = gpufl__batch_row(b);
+        r[0].i = from + i;
+        r[1].i = 1;
+        r[2].i = from + i;
+        r[3].i = 0;
+    }
+}
+
+static void fanout_counts_a_failing_sink(void **state) {
+    (void)state;
+    gpufl__fanout_t fan;
+    gpufl__ring_sink_t *ring;
+    gpufl_batch_t b;
+    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap);
+    assert_int_equal(gpufl__ring_sink_create(&ring, 1 << 20, 0), 0);
+    gpufl__fanout_init(&fan, dict);
+    assert_int_equal(gpufl__fanout_attach(&fan, &failing_ops, NULL), 0);
+    assert_int_equal(gpufl__fanout_attach(&fan, &gpufl__ring_sink_ops, ring), 0);
+    assert_int_equal(gpufl__fanout_attach(&fan, &(gpufl__sink_ops_t){.name = "none"}, NULL),
+                     GPUFL_EINVAL);
+    assert_int_equal(gpufl__batch_init_table(&b, &gpufl__wire_scope_end), 0);
+    for (int k = 0; k < 5; k++) {
+        fill_scope_ends(&b, k * 10, 10);
+        gpufl__fanout_batch(&fan, GPUFL_FILE_SCOPE, &b);
+        assert_int_equal(b.rows, 0); /* handed over, emptied */
+    }
+    gpufl__line_t l;
+    gpufl__wire_event(&l, 7, "warn", "x", "y");
+    gpufl__fanout_record(&fan, GPUFL_FILE_SCOPE, &l);
+    gpufl__line_fini(&l);
+    gpufl__fanout_close(&fan);
+    assert_int_equal(gpufl__fanout_attach(&fan, &failing_ops, NULL), GPUFL_EINVAL);
+    gpufl_set_log_hook(NULL, NULL);
+
+    assert_int_equal(gpufl__fanout_failures(&fan), 6);
+    assert_int_equal(cap.warnings, 1); /* said once */
+    assert_non_null(strstr(cap.last, "sink failing failed"));
+    gpufl__ring_sink_stats_t st; /* the sink after it got everything */
+    gpufl__ring_sink_stats(ring, &st);
+    assert_int_equal(st.kept_rows, 50);
+    assert_int_equal(st.kept_lines, 6);
+    gpufl__ring_sink_destroy(ring);
+    gpufl__batch_fini(&b);
+    gpufl__intern_destroy(dict);
+}
+
+/* ---- the ring ---- */
+
+typedef struct seen {
+    int64_t first_ts, last_ts;
+    size_t rows, lines;
+} seen_t;
+
+/* The first and last ts_ns of each kept scope_end line (rows are ts = i). */
+static int visit(void *ctx, const char *type, size_t rows, const char *line, size_t len) {
+    seen_t *s = ctx;
+    json_error_t err;
+    json_t *j = json_loadb(line, len, 0, &err);
+    assert_non_null(j);
+    assert_string_equal(type, "scope_end");
+    json_t *ts = json_object_get(j, "ts_ns");
+    assert_int_equal(json_array_size(ts), rows);
+    if (s->lines == 0) s->first_ts = json_integer_value(json_array_get(ts, 0));
+    s->last_ts = json_integer_value(json_array_get(ts, rows - 1));
+    s->rows += rows;
+    s->lines++;
+    json_decref(j);
+    return 0;
+}
+
+static void ring_keeps_newest_within_cap(void **state) {
+    (void)state;
+    gpufl__ring_sink_t *ring;
+    gpufl_batch_t b;
+    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    const size_t cap = 16384;
+    assert_int_equal(gpufl__ring_sink_create(&ring, 100, 0), GPUFL_EINVAL);
+    assert_int_equal(gpufl__ring_sink_create(&ring, cap, 16), 0);
+    assert_int_equal(gpufl__batch_init_table(&b, &gpufl__wire_scope_end), 0);
+    const int total = 20000;
+    for (int i = 0; i < total; i += 100) {
+        fill_scope_ends(&b, i, 100);
+        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, &b, dict), 0);
+        b.rows = 0;
+        gpufl__ring_sink_stats_t st;
+        gpufl__ring_sink_stats(ring, &st);
+        assert_true(st.kept_bytes <= cap);
+    }
+    gpufl__ring_sink_stats_t st;
+    gpufl__ring_sink_stats(ring, &st);
+    assert_true(st.evicted_rows > 0 && st.evicted_bytes > 0 && st.evicted_lines > 0);
+    assert_int_equal(st.kept_rows + st.evicted_rows, total);
+    assert_true(st.kept_bytes + 2048 > cap); /* full, not emptied by eviction */
+    seen_t s = {0};
+    gpufl__ring_sink_each(ring, GPUFL_FILE_SCOPE, visit, &s);
+    assert_int_equal(s.rows, st.kept_rows);
+    assert_int_equal(s.lines, st.kept_lines);
+    assert_int_equal(s.last_ts, total - 1);                 /* the newest row is kept */
+    assert_int_equal(s.first_ts, (int64_t)st.evicted_rows); /* the oldest ones went */
+    seen_t none = {0};
+    gpufl__ring_sink_each(ring, GPUFL_FILE_DEVICE, visit, &none);
+    assert_int_equal(none.lines, 0);
+    gpufl__ring_sink_destroy(ring);
+    gpufl__batch_fini(&b);
+    gpufl__intern_destroy(dict);
+}
+
+/* A session with the ring and the gauges attached: scopes, host samples. */
+static const char *run_session(const char *name, gpufl__ring_sink_t *ring,
+                               gpufl__gauge_sink_t *gauges, gpufl_session_ident_t *ident,
+                               int scopes) {
+    static char dir[4096];
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, name));
+    o.continuous_system_sampling = 1;
+    o.system_sample_rate_ms = 10;
+    assert_int_equal(gpufl__session_attach_sink(&gpufl__ring_sink_ops, ring, ident),
+                     GPUFL_ENOTINIT);
+    assert_int_equal(gpufl_init(&o), 0);
+    if (ring) assert_int_equal(gpufl__session_attach_sink(&gpufl__ring_sink_ops, ring, ident), 0);
+    if (gauges)
+        assert_int_equal(gpufl__session_attach_sink(&gpufl__gauge_sink_ops, gauges, NULL), 0);
+    for (int i = 0; i < scopes; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "step_%d", i % 7);
+        uint64_t outer = gpufl_scope_begin(n, NULL);
+        gpufl_scope_end(gpufl_scope_begin("inner", NULL));
+        gpufl_scope_end(outer);
+        if (i % 50 == 0) sleep_ms(5);
+    }
+    sleep_ms(60); /* a few host samples */
+    snprintf(dir, sizeof dir, "%s", tu_session_dir());
+    return dir;
+}
+
+static void ring_dump_reads_back(void **state) {
+    (void)state;
+    gpufl__ring_sink_t *ring;
+    gpufl_session_ident_t ident;
+    assert_int_equal(gpufl__ring_sink_create(&ring, 256 << 10, 64), 0);
+    run_session("ring", ring, NULL, &ident, 2000);
+    gpufl_shutdown();
+    gpufl__ring_sink_stats_t st;
+    gpufl__ring_sink_stats(ring, &st);
+    assert_true(st.evicted_rows > 0); /* 4000 scopes do not fit in 256 KiB */
+    const char *dump = tu_scratch_dir(SUITE, "ring_dump");
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+
+    gpufl_analysis_t *a;
+    size_t rows = 0;
+    gpufl_column_t name = {.size = sizeof name};
+    assert_int_equal(gpufl_analysis_open(&a, dump), 0);
+    assert_int_equal(gpufl_analysis_table(a, GPUFL_TABLE_SCOPES, &rows, NULL), 0);
+    assert_true(rows > 100);
+    assert_true(rows < 4000);
+    assert_int_equal(gpufl_analysis_column_find(a, GPUFL_TABLE_SCOPES, "name", &name), 0);
+    const int64_t *ids = name.data;
+    size_t inner = 0;
+    for (size_t r = 0; r < rows; r++) { /* every name the kept rows use is defined */
+        const char *s = gpufl_analysis_string(a, ids[r]);
+        assert_non_null(s);
+        assert_true(strcmp(s, "inner") == 0 || strncmp(s, "step_", 5) == 0);
+        inner += strcmp(s, "inner") == 0;
+    }
+    assert_true(inner > 0 && inner < rows);
+    assert_int_equal(gpufl_analysis_table(a, GPUFL_TABLE_HOST_METRICS, &rows, NULL), 0);
+    assert_true(rows > 0);
+    gpufl_analysis_close(a);
+    tu_lines_t L = tu_read(dump, "system.log");
+    assert_string_equal(tu_type(L.v[0]), "header");
+    assert_int_equal(tu_count(&L, "header"), 1);
+    tu_free(&L);
+    gpufl__ring_sink_destroy(ring);
+}
+
+/* ---- the gauges ---- */
+
+typedef struct gauge_run {
+    gpufl__gauge_sink_t *g;
+    atomic_int done;
+    atomic_llong reads;
+    int64_t torn;
+} gauge_run_t;
+
+/* Reads while the writer writes: every row read is one row, whole. */
+static void *gauge_reader(void *arg) {
+    gauge_run_t *run = arg;
+    int64_t last = -1;
+    while (!atomic_load(&run->done)) {
+        gpufl_cell_t cells[GPUFL_BATCH_MAX_COLS];
+        uint64_t updates;
+        int rc = gpufl__gauge_sink_read(run->g, &gpufl__wire_host_sample, 0, cells, &updates);
+        if (rc == GPUFL_ENOTFOUND) continue;
+        if (rc != 0) continue;
+        run->reads++;
+        int64_t v = cells[0].i;
+        if (cells[1].d != (double)v || cells[3].i != v * 3 || cells[9].d != (double)v / 2 ||
+            v < last)
+            run->torn++;
+        last = v;
+    }
+    return NULL;
+}
+
+static void gauges_read_while_written(void **state) {
+    (void)state;
+    gauge_run_t run = {0};
+    gpufl_batch_t host, gpu, scope;
+    assert_int_equal(gpufl__gauge_sink_create(&run.g), 0);
+    assert_int_equal(gpufl__batch_init_table(&host, &gpufl__wire_host_sample), 0);
+    assert_int_equal(gpufl__batch_init_table(&gpu, &gpufl__wire_gpu_sample), 0);
+    assert_int_equal(gpufl__batch_init_table(&scope, &gpufl__wire_scope_end), 0);
+    gpufl_cell_t cells[GPUFL_BATCH_MAX_COLS];
+    assert_int_equal(gpufl__gauge_sink_read(run.g, &gpufl__wire_host_sample, 0, cells, NULL),
+                     GPUFL_ENOTFOUND);
+    assert_int_equal(gpufl__gauge_sink_read(run.g, &gpufl__wire_scope_end, 0, cells, NULL),
+                     GPUFL_ENOTFOUND);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, gauge_reader, &run), 0);
+    /* On a busy machine the reader may start late: write until it has read
+     * a while (10 s at most). */
+    int64_t n = 0;
+    for (int64_t v = 0; v < 100000 || (atomic_load(&run.reads) < 20000 && v < 50000000); v++) {
+        n = v + 1;
+        for (int k = 0; k < 2; k++) { /* two rows a batch: the newest counts */
+            gpufl_cell_t *r = gpufl__batch_row(&host);
+            int64_t x = k ? v : v - 1;
+            r[0].i = x;
+            for (int c = 1; c < host.ncols; c++) {
+                if (host.cols[c].kind == GPUFL_COL_PCT || host.cols[c].kind == GPUFL_COL_FIX2)
+                    r[c].d = c == 9 ? (double)x / 2 : (double)x;
+                else
+                    r[c].i = x * 3;
+            }
+        }
+        assert_int_equal(gpufl__gauge_sink_ops.batch(run.g, GPUFL_FILE_SYSTEM, &host, NULL), 0);
+        host.rows = 0;
+    }
+    atomic_store(&run.done, 1);
+    pthread_join(t, NULL);
+    assert_true(run.reads > 0);
+    assert_int_equal(run.torn, 0);
+    uint64_t updates;
+    assert_int_equal(gpufl__gauge_sink_read(run.g, &gpufl__wire_host_sample, 0, cells, &updates),
+                     0);
+    assert_int_equal(cells[0].i, n - 1);
+    assert_int_equal(updates, n);
+
+    /* GPU samples: one gauge per device; the newest row of each. */
+    int64_t devices[] = {0, 1, 0, 3, 99};
+    for (int k = 0; k < 5; k++) {
+        gpufl_cell_t *r = gpufl__batch_row(&gpu);
+        memset(r, 0, (size_t)gpu.ncols * sizeof *r);
+        r[0].i = 100 + k;
+        r[1].i = devices[k];
+    }
+    fill_scope_ends(&scope, 0, 3);
+    assert_int_equal(gpufl__gauge_sink_ops.batch(run.g, GPUFL_FILE_DEVICE, &gpu, NULL), 0);
+    assert_int_equal(gpufl__gauge_sink_ops.batch(run.g, GPUFL_FILE_SCOPE, &scope, NULL), 0);
+    int64_t want[] = {102, 101, -1, 103};
+    for (int d = 0; d < 4; d++) {
+        int rc = gpufl__gauge_sink_read(run.g, &gpufl__wire_gpu_sample, d, cells, &updates);
+        if (want[d] < 0) {
+            assert_int_equal(rc, GPUFL_ENOTFOUND);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(cells[0].i, want[d]);
+        assert_int_equal(cells[1].i, d);
+        assert_int_equal(updates, 1);
+    }
+    assert_int_equal(gpufl__gauge_sink_ignored(run.g), 1); /* device 99 */
+    gpufl__batch_fini(&host);
+    gpufl__batch_fini(&gpu);
+    gpufl__batch_fini(&scope);
+    gpufl__gauge_sink_destroy(run.g);
+}
+
+/* ---- sessions ---- */
+
+static void failing_sink_leaves_files_complete(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "failing"));
+    warnings_t w = {0};
+    atomic_store(&failing_calls, 0);
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_set_log_hook(count_warnings, &w);
+    assert_int_equal(gpufl__session_attach_sink(&failing_ops, NULL, NULL), 0);
+    for (int k = 0; k < 5; k++) { /* in rounds: the thread's ring holds 8192 records */
+        for (int i = 0; i < 1000; i++) gpufl_scope_end(gpufl_scope_begin("s", NULL));
+        assert_int_equal(gpufl_flush(), 0);
+    }
+    assert_int_equal(gpufl_system_start("w"), 0);
+    assert_int_equal(gpufl_system_stop("w"), 0);
+    const char *dir = tu_session_dir();
+    gpufl_shutdown();
+    gpufl_set_log_hook(NULL, NULL);
+    assert_true(atomic_load(&failing_calls) >= 4);
+    if (w.all != w.sink) fail_msg("another warning: %s", w.other);
+    assert_int_equal(w.sink, 1); /* said once, however often it failed */
+    tu_lines_t L = tu_read(dir, "scope.log");
+    size_t n = 0;
+    int64_t *ids = tu_column(&L, "scope_end", "id", &n);
+    assert_int_equal(n, 5000);
+    free(ids);
+    assert_non_null(tu_last(&L, "session_end"));
+    tu_free(&L);
+    L = tu_read(dir, "system.log");
+    assert_int_equal(tu_count(&L, "system_start"), 1);
+    assert_int_equal(tu_count(&L, "system_stop"), 1);
+    tu_free(&L);
+}
+
+static void session_rows_reach_every_sink(void **state) {
+    (void)state;
+    gpufl__ring_sink_t *ring;
+    gpufl__gauge_sink_t *gauges;
+    gpufl_session_ident_t ident;
+    assert_int_equal(gpufl__ring_sink_create(&ring, 64 << 20, 0), 0);
+    assert_int_equal(gpufl__gauge_sink_create(&gauges), 0);
+    const char *dir = run_session("all", ring, gauges, &ident, 300);
+    assert_int_equal(gpufl_flush(), 0);
+    gpufl_cell_t live[GPUFL_BATCH_MAX_COLS];
+    assert_int_equal(gpufl__gauge_sink_read(gauges, &gpufl__wire_host_sample, 0, live, NULL), 0);
+    gpufl_shutdown();
+    assert_string_equal(ident.session_id, strrchr(dir, '/') + 1);
+
+    /* The files: what the NDJSON sink wrote. */
+    tu_lines_t S = tu_read(dir, "scope.log"), Y = tu_read(dir, "system.log");
+    size_t begins = 0, samples = 0;
+    int64_t *b = tu_column(&S, "scope_begin", "ts_ns", &begins);
+    int64_t *ts = tu_column(&Y, "host_sample", "ts_ns", &samples);
+    assert_int_equal(begins, 600);
+    assert_true(samples > 0);
+
+    /* The ring: the same rows (nothing evicted at 64 MiB). */
+    gpufl__ring_sink_stats_t st;
+    gpufl__ring_sink_stats(ring, &st);
+    assert_int_equal(st.evicted_rows, 0);
+    const char *dump = tu_scratch_dir(SUITE, "all_dump");
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+    tu_lines_t D = tu_read(dump, "scope.log");
+    size_t dumped = 0;
+    int64_t *db = tu_column(&D, "scope_begin", "ts_ns", &dumped);
+    assert_int_equal(dumped, begins);
+    assert_memory_equal(db, b, begins * sizeof *b);
+    tu_lines_t DY = tu_read(dump, "system.log"); /* host_info came before the attach */
+    assert_int_equal(tu_count(&DY, "host_info"), 0);
+    size_t dsamples = 0;
+    free(tu_column(&DY, "host_sample", "ts_ns", &dsamples));
+    assert_int_equal(dsamples, samples);
+
+    /* The gauges: the newest host sample of the files. */
+    gpufl_cell_t cells[GPUFL_BATCH_MAX_COLS];
+    uint64_t updates = 0;
+    assert_int_equal(gpufl__gauge_sink_read(gauges, &gpufl__wire_host_sample, 0, cells, &updates),
+                     0);
+    assert_int_equal(cells[0].i, ts[samples - 1]);
+    assert_true(cells[0].i >= live[0].i);
+    assert_true(updates >= 1 && updates <= samples);
+    free(b);
+    free(ts);
+    free(db);
+    tu_free(&S);
+    tu_free(&Y);
+    tu_free(&D);
+    tu_free(&DY);
+    gpufl__ring_sink_destroy(ring);
+    gpufl__gauge_sink_destroy(gauges);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fanout_counts_a_failing_sink),
+        cmocka_unit_test(ring_keeps_newest_within_cap),
+        cmocka_unit_test(ring_dump_reads_back),
+        cmocka_unit_test(gauges_read_while_written),
+        cmocka_unit_test(failing_sink_leaves_files_complete),
+        cmocka_unit_test(session_rows_reach_every_sink),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
