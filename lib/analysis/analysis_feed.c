@@ -234,9 +234,8 @@ int gpufl_analysis_feed(gpufl_analysis_t *a, const char *channel, const char *by
     if (!a || (!bytes && len)) return gpufl__set_error(GPUFL_EINVAL, "feed: no handle or bytes");
     int file = channel ? file_of(channel) : -1;
     if (channel && file < 0)
-        return gpufl__set_error(GPUFL_EINVAL,
-                                "feed: unknown channel '%s' (device, scope, system or NULL)",
-                                channel);
+        return gpufl__set_error(
+            GPUFL_EINVAL, "feed: unknown channel '%s' (device, scope, system or NULL)", channel);
     pthread_mutex_lock(&a->lock);
     int rc = GPUFL_EINVAL;
     gpufl__analysis_feed_t *f = feed_of(a, "feed");
@@ -318,8 +317,8 @@ static int build_from_kept(gpufl__analysis_feed_t *f, gpufl_model_t **out) {
             memcpy(&header, ff->kept + at, sizeof header);
             size_t len = (size_t)(header & (((uint64_t)1 << KIND_SHIFT) - 1));
             gpufl_reader_cut_t kind = (gpufl_reader_cut_t)(header >> KIND_SHIFT);
-            rc = gpufl__reader_feed_cut(&r, (gpufl_log_file_t)i, kind, ff->kept + at + sizeof header,
-                                        len);
+            rc = gpufl__reader_feed_cut(&r, (gpufl_log_file_t)i, kind,
+                                        ff->kept + at + sizeof header, len);
             at += sizeof header + len;
         }
         r.stats->bytes += ff->bytes;

@@ -86,7 +86,8 @@ static int on_gpu_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *
     g->mig_index = gpufl__model_nonneg_or_unknown(json_object_get(rec, "mig_index"));
     g->sm_count = gpufl__model_nonneg_or_unknown(json_object_get(rec, "sm_count"));
     g->mem_total_bytes = gpufl__model_nonneg_or_unknown(json_object_get(rec, "mem_total_bytes"));
-    g->cuda_driver_version = gpufl__model_nonneg_or_unknown(json_object_get(rec, "cuda_driver_version"));
+    g->cuda_driver_version =
+        gpufl__model_nonneg_or_unknown(json_object_get(rec, "cuda_driver_version"));
     g->mig_mode = gpufl__model_nonneg_or_unknown(json_object_get(rec, "mig_mode"));
     g->gpm_supported = gpufl__model_nonneg_or_unknown(json_object_get(rec, "gpm_supported"));
     g->nvlink_links = gpufl__model_nonneg_or_unknown(json_object_get(rec, "nvlink_links"));

@@ -124,7 +124,7 @@ static void fill_pc_sample(void *row, const int64_t *v) {
 }
 
 static int on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                              const gpufl_reader_batch_t *view) {
+                        const gpufl_reader_batch_t *view) {
     static const char *const names[P_NCOL] = {"t0_ns",  "t1_ns",   "context", "function", "pc",
                                               "reason", "samples", "cubin",   "demangled"};
     static const int64_t max[P_NCOL] = {
@@ -185,7 +185,7 @@ static void fill_pc_window(void *row, const int64_t *v) {
 }
 
 static int on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                              const gpufl_reader_batch_t *view) {
+                        const gpufl_reader_batch_t *view) {
     static const char *const names[W_NCOL] = {"t0_ns",       "t1_ns",    "context",  "drains",
                                               "samples",     "recorded", "non_user", "dropped",
                                               "buffer_full", "pcs_left", "lost",     "unplaced"};

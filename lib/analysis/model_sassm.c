@@ -92,7 +92,7 @@ static void fill_sass_metric(void *row, const int64_t *v) {
 }
 
 static int on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                                const gpufl_reader_batch_t *view) {
+                          const gpufl_reader_batch_t *view) {
     static const char *const names[S_NCOL] = {"ts_ns",   "context",      "function", "pc",
                                               "cubin",   "demangled",    "inst",     "thread_inst",
                                               "sectors", "sectors_ideal"};

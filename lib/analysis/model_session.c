@@ -40,7 +40,6 @@ static int on_header(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
     return 0;
 }
 
-
 static gpufl_model_level_t level_of(const char *s) {
     static const char *const names[] = {"debug", "info", "warn", "error"};
     for (int i = 0; i < 4; i++)

@@ -713,8 +713,8 @@ static int handle_line(gpufl_reader_t *r, const char *line, size_t len) {
                 int64_t seg;
                 if (gpufl__reader_int(json_object_get(rec, "segment"), &seg) == 0 &&
                     seg != (int64_t)ch->pos.segment)
-                    warnf(r, ch->pos.line, "header says segment %lld in segment %u",
-                          (long long)seg, ch->pos.segment);
+                    warnf(r, ch->pos.line, "header says segment %lld in segment %u", (long long)seg,
+                          ch->pos.segment);
             }
             r->stats->records++;
             rc = r->ops->record(r->user, &ch->pos, t, rec);

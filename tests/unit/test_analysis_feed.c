@@ -16,8 +16,8 @@
 #error "GPUFL_TEST_SOURCE_DIR must name the tests/ directory"
 #endif
 
-static const char *const sessions[] = {"basic",    "gpu",     "killed",      "pcsampled",
-                                       "rangeprof", "rotated", "sassmetrics", "scoped",
+static const char *const sessions[] = {"basic",     "gpu",      "killed",      "pcsampled",
+                                       "rangeprof", "rotated",  "sassmetrics", "scoped",
                                        "stacks",    "timeline", "trace"};
 static const char *const channels[3] = {"device", "scope", "system"};
 
@@ -244,7 +244,8 @@ static void test_analysis_feed_report_mid_session(void **state) {
     assert_int_equal(session_value(a, "truncated_lines"), 0); /* a cut line is not damage yet */
     int64_t lines_mid = session_value(a, "lines");
     assert_true(lines_mid > 0);
-    for (int i = 0; i < 3; i++) feed_ok(a, channels[i], files[i].data + half[i], files[i].len - half[i]);
+    for (int i = 0; i < 3; i++)
+        feed_ok(a, channels[i], files[i].data + half[i], files[i].len - half[i]);
     assert_true(session_value(a, "lines") > lines_mid); /* rebuilt after more lines */
     assert_int_equal(session_value(a, "ended"), 1);
     end_and_compare(a, "basic", "after a report mid-feed");
