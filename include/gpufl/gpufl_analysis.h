@@ -23,7 +23,8 @@
  * GPUFL_E* code and set gpufl_last_error(). A handle is safe to use from
  * several threads (calls on one handle are serialised). Everything a handle
  * returns (columns, strings, report text) stays valid and unchanged until
- * gpufl_analysis_close(). Tables only gain columns at their end in later
+ * gpufl_analysis_close() (for a handle being fed: until it is next fed, see
+ * gpufl_analysis_feed()). Tables only gain columns at their end in later
  * releases; look columns up by name.
  */
 #ifndef GPUFL_ANALYSIS_H
@@ -38,7 +39,7 @@
 extern "C" {
 #endif
 
-/** A loaded session (opaque). */
+/** A loaded session, or one being fed (opaque). */
 typedef struct gpufl_analysis gpufl_analysis_t;
 
 /**
@@ -144,6 +145,96 @@ GPUFL_API int gpufl_analysis_column_find(gpufl_analysis_t *a, gpufl_table_t tabl
 GPUFL_API const char *gpufl_analysis_string(gpufl_analysis_t *a, int64_t id);
 /** One past the largest string id given so far. */
 GPUFL_API int64_t gpufl_analysis_string_count(gpufl_analysis_t *a);
+
+/* ---------------------------------------------------------------------- */
+/* Feeding a session line by line                                           */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A handle can also be built from a session's lines as they arrive (a
+ * server receiving windows, a live view) instead of from a directory:
+ *     gpufl_analysis_create(&a, NULL);
+ *     gpufl_analysis_feed(a, "device", bytes, len);   ... any file, any order
+ *     gpufl_analysis_report(a, NULL, &text, NULL);   ... at any point
+ *     gpufl_analysis_feed_end(a, NULL);              ... the session is complete
+ * The lines of device.log, scope.log and system.log may interleave in any
+ * way; each file's own lines must come in order (rotated segments of a file
+ * one after another: a segment_end line starts the next). Fed in full, a
+ * session gives the same tables and report, byte for byte, as opening its
+ * directory. A report taken before the end is of what came so far and says
+ * the session is still open, as it does for a session that never ended.
+ */
+
+/** Lines are applied as they come and not kept (see gpufl_analysis_options_t). */
+#define GPUFL_ANALYSIS_IN_ORDER 1u
+
+/** How gpufl_analysis_create() builds a handle. Fields are only appended. */
+typedef struct gpufl_analysis_options {
+    size_t size; /**< sizeof(gpufl_analysis_options_t); set by the init call */
+    /**
+     * 0 (default): the lines are kept, in memory, so that files may
+     * interleave in any way and a report can be taken at any point (each is
+     * built from every line so far). GPUFL_ANALYSIS_IN_ORDER: nothing but
+     * the model is kept; the files must come one after another (device,
+     * scope, system; any may be absent) and tables and reports wait for
+     * gpufl_analysis_feed_end(a, NULL). Opening a directory reads this way.
+     */
+    unsigned flags;
+    /** A longer line is skipped and counted as damaged, never held; 0: 64 MiB. */
+    size_t max_line_bytes;
+    /** Cap on the lines kept (flags 0); 0: 4 GiB. */
+    size_t max_kept_bytes;
+} gpufl_analysis_options_t;
+
+/** Fills the first `size` bytes of *opts with the defaults and sets opts->size. */
+GPUFL_API void gpufl_analysis_options_init_sized(gpufl_analysis_options_t *opts, size_t size);
+/** Fills *opts with the defaults. */
+static inline void gpufl_analysis_options_init(gpufl_analysis_options_t *opts) {
+    gpufl_analysis_options_init_sized(opts, sizeof *opts);
+}
+
+/**
+ * Makes an empty handle to be fed (*out, NULL on failure); close it with
+ * gpufl_analysis_close(). opts NULL: the defaults. Returns 0, GPUFL_EINVAL
+ * (NULL out, an opts->size that is 0, unknown flags), GPUFL_ENOMEM.
+ */
+GPUFL_API int gpufl_analysis_create(gpufl_analysis_t **out, const gpufl_analysis_options_t *opts);
+
+/**
+ * Feeds len bytes of one of the session's files. channel names the file:
+ * "device", "scope" or "system" (also "device.log", "scope.log.2", ...: the
+ * segment number is not needed); NULL lets the header lines tell: each
+ * header line's "file" says whose lines follow on the NULL channel, so
+ * whole files may be fed there one after another (a file that ends in an
+ * unfinished line, as a killed writer leaves it, would join the next file's
+ * header there: name its channel). The bytes may end in the
+ * middle of a line: the rest comes with the next call for that channel.
+ * Damaged lines (not JSON, longer than max_line_bytes, of a type or version
+ * the library does not know) are skipped and counted, as when reading a
+ * directory; they do not fail the call. The bytes are copied (kept or
+ * applied) before the call returns. Tables, strings and report texts an
+ * earlier call returned stay valid until the next feed call or close.
+ *
+ * Returns 0; GPUFL_EINVAL for a NULL handle or bytes (len > 0), an unknown
+ * channel, a handle opened from a directory, a file already ended, after
+ * gpufl_analysis_feed_end(a, NULL), or (GPUFL_ANALYSIS_IN_ORDER) a file
+ * before one already fed; GPUFL_EFORMAT for a line on the NULL channel
+ * before any header line says its file; GPUFL_ENOMEM (max_kept_bytes
+ * reached, or out of memory). Thread-safe (calls on one handle are
+ * serialised).
+ */
+GPUFL_API int gpufl_analysis_feed(gpufl_analysis_t *a, const char *channel, const char *bytes,
+                                  size_t len);
+
+/**
+ * Ends one file (channel as gpufl_analysis_feed's) or, for NULL, the whole
+ * session: an unfinished last line is dropped and counted as truncated (what
+ * a killed writer leaves), and no more bytes are taken for it. Ending the
+ * session is what GPUFL_ANALYSIS_IN_ORDER tables and reports wait for.
+ * Returns 0; GPUFL_EINVAL as gpufl_analysis_feed (ending a file twice, or
+ * anything after the session's end); GPUFL_ENOMEM.
+ */
+GPUFL_API int gpufl_analysis_feed_end(gpufl_analysis_t *a, const char *channel);
 
 /* ---------------------------------------------------------------------- */
 /* Report                                                                   */

@@ -171,8 +171,7 @@ int gpufl_analysis_open(gpufl_analysis_t **out, const char *session_dir) {
     return 0;
 }
 
-void gpufl_analysis_close(gpufl_analysis_t *a) {
-    if (!a) return;
+void gpufl__analysis_drop_model(gpufl_analysis_t *a) {
     for (int t = 0; t < GPUFL_TABLE_COUNT; t++) gpufl__analysis_table_free(&a->tables[t]);
     for (gpufl_an_text_t *x = a->texts, *next; x; x = next) {
         next = x->next;
@@ -180,11 +179,27 @@ void gpufl_analysis_close(gpufl_analysis_t *a) {
         free(x->text);
         free(x);
     }
+    a->texts = NULL;
     if (a->report_built) gpufl__report_free(&a->report);
+    a->report_built = 0;
     gpufl__model_destroy(a->m);
+    a->m = NULL;
     free(a->strs);
     free(a->hashes);
     free(a->slots);
+    a->strs = NULL;
+    a->hashes = NULL;
+    a->slots = NULL;
+    a->n_strs = a->strs_alloc = a->n_slots = 0;
+    a->str_failed = 0;
+    gpufl__idmap_fini(&a->by_ptr);
+    gpufl__idmap_init(&a->by_ptr);
+}
+
+void gpufl_analysis_close(gpufl_analysis_t *a) {
+    if (!a) return;
+    gpufl__analysis_drop_model(a);
+    gpufl__analysis_feed_free(a);
     gpufl__idmap_fini(&a->by_ptr);
     pthread_mutex_destroy(&a->lock);
     free(a->dir);
@@ -301,6 +316,8 @@ static gpufl_an_table_t *table_get(gpufl_analysis_t *a, gpufl_table_t t, int *rc
         *rc = gpufl__set_error(GPUFL_EINVAL, "no such table: %d", (int)t);
         return NULL;
     }
+    *rc = gpufl__analysis_feed_model(a);
+    if (*rc) return NULL;
     gpufl_an_table_t *tb = &a->tables[t];
     if (!tb->built) *rc = gpufl__analysis_table_build(a, t);
     return *rc ? NULL : tb;
@@ -416,6 +433,11 @@ int gpufl_analysis_report(gpufl_analysis_t *a, const gpufl_report_options_t *opt
     if (o.section && fmt != GPUFL_REPORT_TEXT)
         return gpufl__set_error(GPUFL_EINVAL, "report: sections are for the text format only");
     pthread_mutex_lock(&a->lock);
+    rc = gpufl__analysis_feed_model(a);
+    if (rc) {
+        pthread_mutex_unlock(&a->lock);
+        return rc;
+    }
     gpufl_an_text_t *x = a->texts;
     for (; x; x = x->next)
         if (x->fmt == fmt && x->top_n == o.top_n && !x->section == !o.section &&

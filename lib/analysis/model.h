@@ -811,7 +811,18 @@ int gpufl__model_load(const char *session_dir, gpufl_model_t **out);
 /* As gpufl__model_load, with caps (NULL: defaults). */
 int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
                              gpufl_model_t **out);
-/* Frees a model; accepts NULL. */
+/*
+ * Building a model from lines fed in pieces (the feed path both of the
+ * above take): gpufl__model_create makes an empty model in its loading
+ * state (*out); gpufl__model_reader_init sets up a reader whose records go
+ * into it (follow_segments: see gpufl_reader_t); after the lines,
+ * gpufl__model_finish joins and summarizes once, and the model is then only
+ * read. Return 0, GPUFL_ENOMEM (GPUFL_EINVAL: finished twice).
+ */
+int gpufl__model_create(const gpufl_model_limits_t *limits, gpufl_model_t **out);
+void gpufl__model_reader_init(gpufl_model_t *m, gpufl_reader_t *r, int follow_segments);
+int gpufl__model_finish(gpufl_model_t *m);
+/* Frees a model (finished or not); accepts NULL. */
 void gpufl__model_destroy(gpufl_model_t *m);
 
 /* The string of a dict id: "" for 0, NULL when undefined. */
