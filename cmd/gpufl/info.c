@@ -75,9 +75,9 @@ int cli_info(int argc, char **argv) {
     }
 
     /* Every engine of the ladder: "yes", "yes: <note>" or "no: <why>". */
-    static const gpufl_engine_t ladder[] = {GPUFL_ENGINE_MONITOR,      GPUFL_ENGINE_TRACE,
-                                            GPUFL_ENGINE_PC_SAMPLING,  GPUFL_ENGINE_SASS_METRICS,
-                                            GPUFL_ENGINE_DEEP,         GPUFL_ENGINE_RANGE_PROFILER};
+    static const gpufl_engine_t ladder[] = {GPUFL_ENGINE_MONITOR,     GPUFL_ENGINE_TRACE,
+                                            GPUFL_ENGINE_PC_SAMPLING, GPUFL_ENGINE_SASS_METRICS,
+                                            GPUFL_ENGINE_DEEP,        GPUFL_ENGINE_RANGE_PROFILER};
     heading("Engines");
     for (size_t i = 0; i < sizeof ladder / sizeof ladder[0]; i++) {
         const char *name = gpufl_engine_name(ladder[i]);

@@ -105,8 +105,7 @@ int gpufl_session_list_create(gpufl_session_list_t **out, const char *root) {
 
 size_t gpufl_session_list_count(const gpufl_session_list_t *list) { return list ? list->count : 0; }
 
-const gpufl_session_info_t *gpufl_session_list_get(const gpufl_session_list_t *list,
-                                                   size_t index) {
+const gpufl_session_info_t *gpufl_session_list_get(const gpufl_session_list_t *list, size_t index) {
     return list && index < list->count ? &list->infos[index] : NULL;
 }
 

@@ -56,6 +56,18 @@ static int probe_nvml(gpufl_probe_t *p) {
     return 1;
 }
 
+#if GPUFL_HAVE_CUPTI
+/* An engine's CUPTI API: note into on[512] when this CUPTI has symbol, else
+ * why not into why[320]. */
+static void api_state(gpufl_cupti_t *cupti, const char *symbol, const char *api, const char *note,
+                      char *on, char *why) {
+    if (gpufl__cupti_symbol(cupti, symbol) == NULL)
+        snprintf(why, 320, "%.256s lacks the %s API", gpufl__cupti_library(cupti), api);
+    else
+        snprintf(on, 512, "%s", note);
+}
+#endif
+
 /* Adds the entries of CUPTI and libcuda; returns what the Trace engine lacks
  * besides NVML ("" when both loaded) and fills *apis. */
 static const char *probe_trace_libraries(gpufl_probe_t *p, engine_apis_t *apis) {
@@ -70,24 +82,17 @@ static const char *probe_trace_libraries(gpufl_probe_t *p, engine_apis_t *apis) 
         char nvdisasm[1024], sass_why[256];
         int have_sass =
             gpufl__sass_find_nvdisasm(nvdisasm, sizeof nvdisasm, sass_why, sizeof sass_why) == 0;
-        if (gpufl__cupti_symbol(cupti, "cuptiPCSamplingEnable") == NULL)
-            snprintf(apis->pcs_why, sizeof apis->pcs_why, "%.256s lacks the PC Sampling API", lib);
-        else
-            snprintf(apis->pcs, sizeof apis->pcs, "SASS: %.400s", have_sass ? nvdisasm : sass_why);
-        if (gpufl__cupti_symbol(cupti, "cuptiRangeProfilerEnable") == NULL)
-            snprintf(apis->range_why, sizeof apis->range_why,
-                     "%.256s lacks the Range Profiler API", lib);
-        else
-            snprintf(apis->range, sizeof apis->range,
-                     "where the device allows it (checked at the first scope on a context; "
-                     "one-pass metrics per outermost scope)");
-        if (gpufl__cupti_symbol(cupti, "cuptiSassMetricsEnable") == NULL)
-            snprintf(apis->sassm_why, sizeof apis->sassm_why,
-                     "%.256s lacks the SASS Metrics API", lib);
-        else
-            snprintf(apis->sassm, sizeof apis->sassm,
-                     "where the device allows it (checked at init; kernels run many times "
-                     "slower while counted)");
+        char sass[512];
+        snprintf(sass, sizeof sass, "SASS: %.400s", have_sass ? nvdisasm : sass_why);
+        api_state(cupti, "cuptiPCSamplingEnable", "PC Sampling", sass, apis->pcs, apis->pcs_why);
+        api_state(cupti, "cuptiRangeProfilerEnable", "Range Profiler",
+                  "where the device allows it (checked at the first scope on a context; "
+                  "one-pass metrics per outermost scope)",
+                  apis->range, apis->range_why);
+        api_state(cupti, "cuptiSassMetricsEnable", "SASS Metrics",
+                  "where the device allows it (checked at init; kernels run many times "
+                  "slower while counted)",
+                  apis->sassm, apis->sassm_why);
     } else {
         gpufl__probe_add(p, "cupti", 0, why[0] ? why : NULL, NULL);
     }
@@ -106,8 +111,7 @@ static const char *probe_trace_libraries(gpufl_probe_t *p, engine_apis_t *apis) 
     return lacks;
 #else
     (void)apis;
-    gpufl__probe_add(p, "cupti", 0,
-                     "this gpufl was built without the CUDA toolkit headers", NULL);
+    gpufl__probe_add(p, "cupti", 0, "this gpufl was built without the CUDA toolkit headers", NULL);
     return "a build with CUPTI";
 #endif
 }

@@ -254,8 +254,7 @@ static void check_probe_agrees(const char *name) {
     const gpufl_capability_t *pn = gpufl_probe_find(p, "nvml");
     assert_non_null(pn);
     assert_int_equal(pn->on, json_is_true(json_object_get(nvml, "on")));
-    if (!pn->on)
-        assert_string_equal(pn->reason, json_string_value(json_object_get(nvml, "why")));
+    if (!pn->on) assert_string_equal(pn->reason, json_string_value(json_object_get(nvml, "why")));
     size_t devices = 0;
     while (gpufl_probe_device(p, devices)) devices++;
     assert_int_equal(devices, tu_count(&D, "gpu_info"));
