@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,8 +72,75 @@ GPUFL_API int gpufl_analysis_find(const char *log_dir, const char *app_name, con
  */
 GPUFL_API int gpufl_analysis_open(gpufl_analysis_t **out, const char *session_dir);
 
+/** Called now and then while a session is read: bytes read so far of all its log files. */
+typedef void (*gpufl_load_progress_fn)(void *user, uint64_t read_bytes, uint64_t total_bytes);
+
+/** How gpufl_analysis_open_with() reads. Fields are only appended. */
+typedef struct gpufl_open_options {
+    size_t size;                     /**< sizeof(gpufl_open_options_t); set by the init call */
+    gpufl_load_progress_fn progress; /**< NULL: none; called on the opening thread */
+    void *progress_user;             /**< passed to progress */
+} gpufl_open_options_t;
+
+/** Fills the first `size` bytes of *opts with the defaults (no progress) and sets opts->size. */
+GPUFL_API void gpufl_open_options_init_sized(gpufl_open_options_t *opts, size_t size);
+/** Fills *opts with the defaults. */
+static inline void gpufl_open_options_init(gpufl_open_options_t *opts) {
+    gpufl_open_options_init_sized(opts, sizeof *opts);
+}
+
+/**
+ * As gpufl_analysis_open(), with options (NULL: the defaults): the progress
+ * of a long read, for a progress bar. Same returns.
+ */
+GPUFL_API int gpufl_analysis_open_with(gpufl_analysis_t **out, const char *session_dir,
+                                       const gpufl_open_options_t *opts);
+
 /** Frees a handle and everything it returned. Accepts NULL. */
 GPUFL_API void gpufl_analysis_close(gpufl_analysis_t *a);
+
+/**
+ * 1 when dir is a session directory (it holds a device.log or scope.log),
+ * else 0 (also for NULL). Thread-safe.
+ */
+GPUFL_API int gpufl_analysis_is_session(const char *dir);
+
+/* ---------------------------------------------------------------------- */
+/* Session listing                                                          */
+/* ---------------------------------------------------------------------- */
+
+/** One session directory and what its files say. Fields are only appended. */
+typedef struct gpufl_session_info {
+    size_t size;            /**< sizeof(gpufl_session_info_t) of the library */
+    const char *name;       /**< the directory's name: the session id */
+    const char *path;       /**< the directory */
+    const char *app_name;   /**< from the header; "" when unknown */
+    const char *session_id; /**< from the header; "" when unknown */
+    int64_t start_unix_us;  /**< session start from the header; -1 unknown */
+    int64_t duration_ns;    /**< from the session's end record; -1 when running or died */
+    uint64_t size_bytes;    /**< all files of the session */
+} gpufl_session_info_t;
+
+/** The sessions under a log root (opaque). */
+typedef struct gpufl_session_list gpufl_session_list_t;
+
+/**
+ * Lists the session directories directly under root, newest first (by
+ * start, then name), reading only each one's first header and its last
+ * segment's tail; at most 100000. A root that is itself a session, or
+ * holds none, gives an empty list. Returns 0 and a new list in *out (NULL
+ * on failure); GPUFL_ENOTFOUND or GPUFL_EIO when root cannot be read;
+ * GPUFL_EINVAL for NULL arguments; GPUFL_ENOMEM. Thread-safe; the list is
+ * read-only after creation and may be read from any thread.
+ */
+GPUFL_API int gpufl_session_list_create(gpufl_session_list_t **out, const char *root);
+/** The number of sessions in the list (0 for NULL). */
+GPUFL_API size_t gpufl_session_list_count(const gpufl_session_list_t *list);
+/** Session `index`, newest first; NULL past the last. Owned by the list. */
+GPUFL_API const gpufl_session_info_t *gpufl_session_list_get(const gpufl_session_list_t *list,
+                                                             size_t index);
+/** Frees a list and everything it returned. Accepts NULL. */
+GPUFL_API void gpufl_session_list_destroy(gpufl_session_list_t *list);
 
 /* ---------------------------------------------------------------------- */
 /* Tables                                                                   */
@@ -240,6 +308,20 @@ GPUFL_API int gpufl_analysis_feed_end(gpufl_analysis_t *a, const char *channel);
 /* Report                                                                   */
 /* ---------------------------------------------------------------------- */
 
+/** The report's formats. Values are stable: never renumbered. */
+typedef enum gpufl_report_format {
+    GPUFL_REPORT_TEXT = 0,     /**< for people; what gpufl_report_session() writes */
+    GPUFL_REPORT_JSON = 1,     /**< for programs */
+    GPUFL_REPORT_MARKDOWN = 2, /**< Markdown */
+    GPUFL_REPORT_HTML = 3      /**< one self-contained HTML file */
+} gpufl_report_format_t;
+
+/**
+ * A format's name ("text", "json", "markdown" or "md", "html") to *out.
+ * Returns 0, or GPUFL_EINVAL for any other name or a NULL argument.
+ */
+GPUFL_API int gpufl_report_format_parse(const char *name, gpufl_report_format_t *out);
+
 /** What gpufl_analysis_report() renders. Fields are only appended. */
 typedef struct gpufl_report_options {
     size_t size;        /**< sizeof(gpufl_report_options_t); set by the init call */
@@ -270,6 +352,131 @@ static inline void gpufl_report_options_init(gpufl_report_options_t *opts) {
  */
 GPUFL_API int gpufl_analysis_report(gpufl_analysis_t *a, const gpufl_report_options_t *opts,
                                     const char **text, size_t *len);
+
+/**
+ * As gpufl_analysis_report(), written to out instead of kept in memory
+ * (a large HTML report is not held twice). opts NULL: the defaults.
+ * Returns 0, GPUFL_EINVAL (as gpufl_analysis_report(), or a NULL handle or
+ * out), GPUFL_EIO when writing to out failed, GPUFL_ENOMEM. out stays the
+ * caller's (not closed). Calls on one handle are serialised.
+ */
+GPUFL_API int gpufl_analysis_report_write(gpufl_analysis_t *a, const gpufl_report_options_t *opts,
+                                          FILE *out);
+
+/* ---------------------------------------------------------------------- */
+/* Insights                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/** How much an insight matters. Values are stable: never renumbered. */
+typedef enum gpufl_severity {
+    GPUFL_SEVERITY_LOW = 1,
+    GPUFL_SEVERITY_MEDIUM = 2,
+    GPUFL_SEVERITY_HIGH = 3
+} gpufl_severity_t;
+
+/** "LOW", "MEDIUM", "HIGH"; "?" for another value. */
+GPUFL_API const char *gpufl_severity_name(gpufl_severity_t severity);
+/**
+ * A severity's name, in any letter case, to *out. Returns 0, or GPUFL_EINVAL
+ * for another name or a NULL argument.
+ */
+GPUFL_API int gpufl_severity_parse(const char *name, gpufl_severity_t *out);
+
+/** What gpufl_analysis_insights_write() writes. Fields are only appended. */
+typedef struct gpufl_insights_options {
+    size_t size;                   /**< sizeof(gpufl_insights_options_t); set by the init call */
+    const char *format;            /**< "text" (default, NULL) or "json" */
+    gpufl_severity_t min_severity; /**< the lowest severity written; default LOW */
+} gpufl_insights_options_t;
+
+/** Fills the first `size` bytes of *opts with the defaults and sets opts->size. */
+GPUFL_API void gpufl_insights_options_init_sized(gpufl_insights_options_t *opts, size_t size);
+/** Fills *opts with the defaults: text, every severity. */
+static inline void gpufl_insights_options_init(gpufl_insights_options_t *opts) {
+    gpufl_insights_options_init_sized(opts, sizeof *opts);
+}
+
+/**
+ * Writes the session's insights (the report's findings, most severe first;
+ * docs/insights.md) to out, as `gpufl insights` prints them: text for
+ * people, or JSON. opts NULL: the defaults. Returns 0, GPUFL_EINVAL (a NULL
+ * handle or out, an unknown format), GPUFL_EIO when writing failed,
+ * GPUFL_ENOMEM. Calls on one handle are serialised.
+ */
+GPUFL_API int gpufl_analysis_insights_write(gpufl_analysis_t *a,
+                                            const gpufl_insights_options_t *opts, FILE *out);
+
+/* ---------------------------------------------------------------------- */
+/* Export to trace viewers (docs/export.md)                                 */
+/* ---------------------------------------------------------------------- */
+
+/** Trace formats. Values are stable: never renumbered. */
+typedef enum gpufl_export_format {
+    GPUFL_EXPORT_CHROME = 0,  /**< Chrome trace event JSON (chrome://tracing, Perfetto UI) */
+    GPUFL_EXPORT_PERFETTO = 1 /**< Perfetto protobuf trace (ui.perfetto.dev, trace_processor) */
+} gpufl_export_format_t;
+
+/** "chrome" or "perfetto" to *out. Returns 0, or GPUFL_EINVAL for any other name. */
+GPUFL_API int gpufl_export_format_parse(const char *name, gpufl_export_format_t *out);
+/** The file name ending of a format: ".trace.json", ".perfetto-trace". */
+GPUFL_API const char *gpufl_export_extension(gpufl_export_format_t format);
+
+/** Chrome JSON: trace events per file (metadata events aside) unless told otherwise. */
+#define GPUFL_EXPORT_CHROME_MAX_EVENTS 1000000u
+/** Chrome JSON: files one export may split into. */
+#define GPUFL_EXPORT_FILES_MAX 10000u
+
+/** Called now and then while writing, on the exporting thread: fraction done, 0..1. */
+typedef void (*gpufl_export_progress_fn)(void *user, double fraction);
+
+/** What gpufl_analysis_export() writes. Set `size` (or zero the struct and set it). Fields are
+ * only appended. */
+typedef struct gpufl_export_options {
+    size_t size; /**< sizeof(gpufl_export_options_t) */
+    gpufl_export_format_t format;
+    /** The file to write; NULL or "-": the stream `out` (never split). */
+    const char *path;
+    FILE *out;
+    /** Chrome JSON: at most this many trace events per file (0: the default,
+     * GPUFL_EXPORT_CHROME_MAX_EVENTS; UINT64_MAX: one file). A session with
+     * more is split by time into <stem>.<n><ending>, each file complete with
+     * the process and track metadata. */
+    uint64_t max_events_per_file;
+    gpufl_export_progress_fn progress; /**< NULL: none */
+    void *progress_user;
+} gpufl_export_options_t;
+
+/** What an export wrote. Free with gpufl_export_result_fini(). */
+typedef struct gpufl_export_result {
+    size_t n_files;
+    char **files;         /**< the paths written, in time order; NULL for a stream */
+    uint64_t events;      /**< Chrome: trace events written, metadata included; Perfetto: packets */
+    uint64_t bytes;       /**< written, all files together */
+    uint64_t slices;      /**< scopes, syncs, launches, kernels, copies, memsets */
+    uint64_t counters;    /**< counter values */
+    uint64_t instants;    /**< launch rows drawn as instants (sessions without kernel rows) */
+    uint64_t flows;       /**< launch -> kernel arrows written */
+    uint64_t flows_cut;   /**< Chrome: arrows left out, their ends in different files */
+    uint64_t clipped;     /**< slices shortened to nest inside the one enclosing them */
+    uint64_t no_launch;   /**< kernels whose launch time is not in the log: no arrow */
+    size_t tracks;        /**< thread, GPU and counter tracks */
+    int split_suppressed; /**< Chrome to a stream: more events than one file should hold */
+} gpufl_export_result_t;
+
+/**
+ * Writes the session's timeline in opt->format: a track per CPU thread
+ * (scopes, syncs, launches), per GPU stream (kernels, copies), launch ->
+ * kernel arrows and counter tracks (docs/export.md). Returns 0, GPUFL_EINVAL
+ * (a NULL handle or opt, bad options), GPUFL_EIO (a file could not be
+ * created or written: the message names it; files already complete stay,
+ * and *res lists them), GPUFL_ENOMEM. *res (may be NULL) says what was
+ * written; free it with gpufl_export_result_fini(), also after a failure.
+ * Calls on one handle are serialised.
+ */
+GPUFL_API int gpufl_analysis_export(gpufl_analysis_t *a, const gpufl_export_options_t *opt,
+                                    gpufl_export_result_t *res);
+/** Frees what a result holds; accepts NULL and a result never filled (zeroed). */
+GPUFL_API void gpufl_export_result_fini(gpufl_export_result_t *res);
 
 #ifdef __cplusplus
 }

@@ -2511,14 +2511,14 @@ static void test_report_golden_html(void **state) {
 static void test_report_format_parse(void **state) {
     (void)state;
     gpufl_report_format_t f = GPUFL_REPORT_HTML;
-    assert_int_equal(gpufl__report_format_parse("text", &f), 0);
+    assert_int_equal(gpufl_report_format_parse("text", &f), 0);
     assert_int_equal(f, GPUFL_REPORT_TEXT);
-    assert_int_equal(gpufl__report_format_parse("md", &f), 0);
+    assert_int_equal(gpufl_report_format_parse("md", &f), 0);
     assert_int_equal(f, GPUFL_REPORT_MARKDOWN);
-    assert_int_equal(gpufl__report_format_parse("html", &f), 0);
+    assert_int_equal(gpufl_report_format_parse("html", &f), 0);
     assert_int_equal(f, GPUFL_REPORT_HTML);
-    assert_int_equal(gpufl__report_format_parse("xml", &f), GPUFL_EINVAL);
-    assert_int_equal(gpufl__report_format_parse(NULL, &f), GPUFL_EINVAL);
+    assert_int_equal(gpufl_report_format_parse("xml", &f), GPUFL_EINVAL);
+    assert_int_equal(gpufl_report_format_parse(NULL, &f), GPUFL_EINVAL);
 }
 
 /* Nothing in the HTML report is loaded from elsewhere: url() only names

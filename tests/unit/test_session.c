@@ -690,6 +690,41 @@ static void report_of_last_session(void **state) {
     assert_non_null(strstr(text, "Scope timing"));
     snprintf(path, sizeof path, "%s/no/such/dir/report.txt", root);
     assert_int_equal(gpufl_report_session(tu_session_dir(), path), GPUFL_EIO);
+    snprintf(path, sizeof path, "%s/missing.txt", root);
+    assert_int_equal(gpufl_report_session(root, path), GPUFL_ENOTFOUND); /* a root, no session */
+}
+
+/* The report is libgpufl-analysis's, loaded at call time: without it the
+ * call fails, names the library and writes no file. */
+static void report_without_the_analysis_library(void **state) {
+    (void)state;
+    const char *root = tu_log_dir(SUITE, "report_absent");
+    char path[1200], missing[1200], saved[4096] = "";
+    const char *env = getenv("GPUFL_ANALYSIS_LIBRARY");
+    if (env) snprintf(saved, sizeof saved, "%s", env);
+    gpufl_options_t o = tu_options(root);
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_scope_end(gpufl_scope_begin("absent", NULL));
+    gpufl_shutdown();
+    snprintf(missing, sizeof missing, "%s/no/libgpufl-analysis.so.0", root);
+    setenv("GPUFL_ANALYSIS_LIBRARY", missing, 1);
+    snprintf(path, sizeof path, "%s/report.txt", root);
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap);
+    assert_int_equal(gpufl_report_write(path), GPUFL_ENOTSUP);
+    gpufl_set_log_hook(NULL, NULL);
+    assert_non_null(strstr(gpufl_last_error(), "libgpufl-analysis"));
+    assert_non_null(strstr(gpufl_last_error(), missing));
+    assert_non_null(strstr(cap.last, "libgpufl-analysis")); /* generateReport warns */
+    assert_int_equal(gpufl_report_session(tu_session_dir(), NULL), GPUFL_ENOTSUP);
+    assert_false(tu_exists(root, "report.txt"));
+    if (saved[0]) {
+        setenv("GPUFL_ANALYSIS_LIBRARY", saved, 1);
+        assert_int_equal(gpufl_report_write(path), 0); /* present again */
+        assert_true(tu_exists(root, "report.txt"));
+    } else {
+        unsetenv("GPUFL_ANALYSIS_LIBRARY");
+    }
 }
 
 int main(void) {
@@ -698,6 +733,7 @@ int main(void) {
         /* first session of the process: the ring pool is not resident yet */
         cmocka_unit_test(monitor_init_adds_at_most_8_mib),
         cmocka_unit_test(layout_and_headers),
+        cmocka_unit_test(report_without_the_analysis_library),
         cmocka_unit_test(session_ids_unique_and_sorted),
         cmocka_unit_test(default_log_path_is_app_name_dot_log),
         cmocka_unit_test(unwritable_log_path_fails_cleanly),
