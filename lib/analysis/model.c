@@ -12,6 +12,7 @@
  */
 #include "analysis/model.h"
 #include "analysis/model_internal.h"
+#include "analysis/compat.h"
 
 #include "core/demangle.h"
 #include "util/error.h"
@@ -1004,7 +1005,10 @@ static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
     static const int64_t max[C_NCOL] = {
         [C_DEVICE] = INT32_MAX, [C_KIND] = INT32_MAX, [C_SRC] = INT32_MAX, [C_DST] = INT32_MAX};
     static const trace_cols_t t = {"copy", names, max, C_NCOL, C_SCOPE, 0};
-    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, copies, max_copies), fill_copy);
+    size_t first = m->n_copies;
+    int rc = gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, copies, max_copies), fill_copy);
+    gpufl__compat_copies(m, first, rec, view);
+    return rc;
 }
 
 enum memset_col { M_START, M_END, M_DEVICE, M_BYTES, M_KIND, M_SCOPE, M_NCOL };
@@ -1025,8 +1029,11 @@ static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
                                               "bytes",    "memory_kind", "scope"};
     static const int64_t max[M_NCOL] = {[M_DEVICE] = INT32_MAX, [M_KIND] = INT32_MAX};
     static const trace_cols_t t = {"memset", names, max, M_NCOL, M_SCOPE, 0};
-    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets),
-                                  fill_memset);
+    size_t first = m->n_memsets;
+    int rc =
+        gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets), fill_memset);
+    gpufl__compat_memsets(m, first, rec, view);
+    return rc;
 }
 
 enum sync_col {
@@ -1062,7 +1069,10 @@ static int on_sync(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                                               "event",    "scope",       "stack"};
     static const int64_t max[S_NCOL] = {[S_TYPE] = INT32_MAX};
     static const trace_cols_t t = {"sync", names, max, S_NCOL, S_TID, 0};
-    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, syncs, max_syncs), fill_sync);
+    size_t first = m->n_syncs;
+    int rc = gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, syncs, max_syncs), fill_sync);
+    gpufl__compat_syncs(m, first, rec, view);
+    return rc;
 }
 
 enum launch_col {
@@ -1398,7 +1408,7 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     int t = 0;
     while (t < NTYPES && strcmp(type, types[t]) != 0) t++;
     if (t == NTYPES) return 1; /* unknown types are skipped */
-    if (json_integer_value(json_object_get(rec, "v")) != 1) {
+    if (!gpufl__compat_known(type, json_integer_value(json_object_get(rec, "v")))) {
         m->unknown_versions++;
         return 1;
     }
@@ -1451,6 +1461,10 @@ static const char *const scanned_types[] = {
 
 static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b) {
     gpufl_model_t *m = user;
+    if (!gpufl__compat_known(b->type, b->version)) {
+        m->unknown_versions++;
+        return 1;
+    }
     if (strcmp(b->type, "kernel") == 0) return on_kernel(m, pos, NULL, b);
     if (strcmp(b->type, "copy") == 0) return on_copy(m, pos, NULL, b);
     if (strcmp(b->type, "memset") == 0) return on_memset(m, pos, NULL, b);

@@ -18,6 +18,8 @@
 #include "core/scope.h"
 #include "core/session.h"
 
+#include <gpufl/gpufl_log.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -133,6 +135,28 @@ static void put_feature(gpufl_buf_t *b, const char *name, int on, const char *wh
     gpufl__buf_puts(b, on ? "{\"on\":true" : "{\"on\":false");
     if (why) gpufl__buf_kv_str(b, "why", why);
     gpufl__buf_putc(b, '}');
+}
+
+/* The names of gpufl's own values in the log (gpufl_log.h), so that a reader
+ * can print them without knowing the enums: one member per column, value
+ * (as a string key) -> name. */
+static void put_names(gpufl_buf_t *b, const char *column, int count, const char *(*name)(int)) {
+    gpufl__buf_key(b, column);
+    gpufl__buf_putc(b, '{');
+    for (int v = 0; v < count; v++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", v);
+        gpufl__buf_kv_str(b, key, name(v));
+    }
+    gpufl__buf_putc(b, '}');
+}
+
+static void write_legend(gpufl_writer_t *f) {
+    gpufl_buf_t *b = gpufl__writer_record(f, "legend");
+    put_names(b, "copy_kind", GPUFL_COPY_KIND_COUNT, gpufl_copy_kind_name);
+    put_names(b, "memory_kind", GPUFL_MEMORY_KIND_COUNT, gpufl_memory_kind_name);
+    put_names(b, "sync_type", GPUFL_SYNC_TYPE_COUNT, gpufl_sync_type_name);
+    gpufl__writer_end_record(f);
 }
 
 /* The session's backend: the first of the table asked for (by name or
@@ -310,6 +334,7 @@ static int start_session(void) {
     gpufl_backend_t running = start_backends(s, &engine, opened, engine_sources, &nengine);
     write_options(device, s);
     write_capabilities(device, s, host_features, g.host_started, running, engine);
+    write_legend(device);
     for (int i = 0; i < nengine; i++)
         if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i]))) goto stop;
     for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++) {

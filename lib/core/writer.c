@@ -232,6 +232,7 @@ static void dict_unmark(gpufl_writer_t *f, const uint32_t *ids, size_t n) {
 int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols) {
     memset(b, 0, sizeof *b);
     b->type = type;
+    b->version = 1;
     b->cols = cols;
     b->ncols = ncols;
     if (ncols < 1 || ncols > GPUFL_BATCH_MAX_COLS)
@@ -290,7 +291,7 @@ void gpufl__batch_encode(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern
         for (size_t r = 0; r < b->rows; r++) ids[n++] = (uint32_t)b->cells[r * b->ncols + c].i;
     }
     if (n) fresh = gpufl__writer_dict(f, dict, ids, n);
-    gpufl__buf_record(o, b->type);
+    gpufl__buf_record_v(o, b->type, b->version);
     for (int c = 0; c < b->ncols; c++) {
         gpufl__buf_key(o, b->cols[c].name);
         gpufl__buf_putc(o, '[');

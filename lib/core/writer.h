@@ -94,6 +94,7 @@ typedef union gpufl_cell {
 
 typedef struct gpufl_batch {
     const char *type;
+    int version; /* the "v" of its lines: 1 from init, set after it for a later one */
     const gpufl_col_def_t *cols;
     int ncols;
     size_t rows;

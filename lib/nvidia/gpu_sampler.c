@@ -13,6 +13,8 @@
 #include "util/error.h"
 #include "util/log.h"
 
+#include <gpufl/gpufl_log.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -76,6 +78,7 @@ static void write_info(gpufl_gpu_sampler_t *s) {
         char cc[16];
         gpufl_buf_t *b = gpufl__writer_record(f, "gpu_info");
         gpufl__buf_kv_i64(b, "device", d);
+        gpufl__buf_kv_str(b, "vendor", GPUFL_LOG_VENDOR_NVIDIA);
         gpufl__buf_kv_i64(b, "nvml_index", g->index);
         gpufl__buf_kv_opt(b, "mig_index", g->mig_index);
         gpufl__buf_kv_str(b, "name", g->name);

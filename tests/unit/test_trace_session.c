@@ -333,11 +333,11 @@ static void rows_carry_the_scope_of_their_launch(void **state) {
     assert_int_equal(cell_int(&s, "kernel", in_inner, "scope"), attention);
     assert_int_equal(cell_int(&s, "copy", copy, "scope"), attention);
     assert_int_equal(cell_int(&s, "sync", sync, "scope"), forward);
-    assert_int_equal(cell_int(&s, "sync", sync, "sync_type"), 3);
+    assert_int_equal(cell_int(&s, "sync", sync, "sync_type"), GPUFL_SYNC_TYPE_STREAM);
     assert_int_equal(cell_int(&s, "sync", sync, "stream"), 13);
     assert_true(json_is_null(cell(&s, "sync", sync, "event")));
     assert_true(cell_int(&s, "sync", sync, "end_ns") >= cell_int(&s, "sync", sync, "start_ns"));
-    assert_int_equal(cell_int(&s, "sync", device_sync, "sync_type"), 4);
+    assert_int_equal(cell_int(&s, "sync", device_sync, "sync_type"), GPUFL_SYNC_TYPE_DEVICE);
     assert_true(json_is_null(cell(&s, "sync", device_sync, "stream")));
     assert_int_equal(cell_int(&s, "sync", device_sync, "scope"), forward);
     /* The early kernel is written, unattributed and counted. */
@@ -728,7 +728,9 @@ static void replay_of_recorded_buffers(void **state) {
     int64_t *kind = tu_column(&s.device, "copy", "copy_kind", &n);
     int directions = 0;
     for (size_t i = 0; i < n; i++) directions |= 1 << kind[i];
-    assert_int_equal(directions, (1 << 1) | (1 << 2) | (1 << 8)); /* HtoD, DtoH, DtoD */
+    assert_int_equal(directions, (1 << GPUFL_COPY_KIND_HOST_TO_DEVICE) |
+                                     (1 << GPUFL_COPY_KIND_DEVICE_TO_HOST) |
+                                     (1 << GPUFL_COPY_KIND_DEVICE_TO_DEVICE));
     free(start_ns), free(end_ns), free(demangled), free(graph), free(kind);
     json_decref(want);
     free_session(&s);
