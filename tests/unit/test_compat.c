@@ -25,12 +25,6 @@
 
 #define SUITE "compat"
 
-static const char *fixture(const char *rel) {
-    static char path[4096];
-    snprintf(path, sizeof path, "%s/fixtures/%s", GPUFL_TEST_SOURCE_DIR, rel);
-    return path;
-}
-
 static gpufl_model_t *load(const char *dir) {
     gpufl_model_t *m = NULL;
     int rc = gpufl__model_load(dir, &m);
@@ -52,7 +46,7 @@ static void write_device_log(const char *dir, const char *lines) {
 /* The committed version 1 sessions: their rows as today's values. */
 static void compat_fixtures_load_new_values(void **state) {
     (void)state;
-    gpufl_model_t *m = load(fixture("sessions/trace"));
+    gpufl_model_t *m = load(tu_fixture("sessions/trace"));
     assert_int_equal(m->n_copies, 4);
     /* copy_kind 1, src_kind 1 (pageable), dst_kind 3 (device) */
     assert_int_equal(m->copies[0].copy_kind, GPUFL_COPY_KIND_HOST_TO_DEVICE);
@@ -64,7 +58,7 @@ static void compat_fixtures_load_new_values(void **state) {
     assert_int_equal(m->copies[3].copy_kind, GPUFL_COPY_KIND_DEVICE_TO_DEVICE);
     gpufl__model_destroy(m);
 
-    m = load(fixture("sessions/scoped"));
+    m = load(tu_fixture("sessions/scoped"));
     assert_int_equal(m->n_syncs, 1);
     assert_int_equal(m->syncs[0].sync_type, GPUFL_SYNC_TYPE_STREAM); /* CUPTI's 3 */
     assert_string_equal(gpufl__model_sync_name(m->syncs[0].sync_type), "cudaStreamSynchronize");
@@ -223,7 +217,7 @@ static void check_same_session(const char *name) {
     char v1[256], v2[256];
     snprintf(v1, sizeof v1, "sessions/%s", name);
     snprintf(v2, sizeof v2, "v2/%s", name);
-    gpufl_model_t *a = load(fixture(v1)), *b = load(fixture(v2));
+    gpufl_model_t *a = load(tu_fixture(v1)), *b = load(tu_fixture(v2));
     assert_int_equal(b->unknown_versions, 0);
     assert_int_equal(a->n_copies, b->n_copies);
     assert_int_equal(a->n_memsets, b->n_memsets);

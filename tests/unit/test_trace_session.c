@@ -216,6 +216,21 @@ static uint32_t call_with_record(uint32_t cbid, const void *params, const char *
     return corr;
 }
 
+/* cuMemAlloc_v2 and CUPTI's record of the allocation, of CUPTI's memory
+ * kind; returns the correlation id. */
+static uint32_t allocate(int memory_kind, int64_t bytes) {
+    cuMemAlloc_v2_params ap = {0};
+    uint32_t corr = fake.call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap, NULL);
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"kind\": 49, \"timestamp\": %lld, \"memoryOperationType\": 1, "
+             "\"memoryKind\": %d, \"address\": 140000000, \"bytes\": %lld, "
+             "\"correlationId\": %u}",
+             (long long)now_ns(), memory_kind, (long long)bytes, corr);
+    assert_int_equal(fake.add_record(json), 0);
+    return corr;
+}
+
 /* ---- reading the session back ---- */
 
 typedef struct session {
@@ -552,15 +567,7 @@ static void rows_carry_gpufl_values(void **state) {
     cuMemsetD8_v2_params mp = {0};
     uint32_t mset = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, &mp,
                                      "\"kind\": 2, \"bytes\": 64, \"memoryKind\": 5");
-    cuMemAlloc_v2_params ap = {0};
-    uint32_t alloc = fake.call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap, NULL);
-    char json[256];
-    snprintf(json, sizeof json,
-             "{\"kind\": 49, \"timestamp\": %lld, \"memoryOperationType\": 1, "
-             "\"memoryKind\": 7, \"address\": 140000000, \"bytes\": 64, "
-             "\"correlationId\": %u}",
-             (long long)now_ns(), alloc);
-    assert_int_equal(fake.add_record(json), 0);
+    uint32_t alloc = allocate(7, 64);
     cuEventSynchronize_params ep = {.hEvent = (CUevent)(uintptr_t)0x1000};
     uint32_t event = fake.call(CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, &ep, NULL);
     cuStreamWaitEvent_params wp = {.hStream = (CUstream)(uintptr_t)13,
@@ -612,15 +619,7 @@ static void allocations_and_no_sync(void **state) {
     o.enable_synchronization = 0;
     start(&o);
     gpufl_scope_t load = gpufl_scope_begin("load", NULL);
-    cuMemAlloc_v2_params ap = {0};
-    uint32_t corr = fake.call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap, NULL);
-    char json[256];
-    snprintf(json, sizeof json,
-             "{\"kind\": 49, \"timestamp\": %lld, \"memoryOperationType\": 1, "
-             "\"memoryKind\": 3, \"address\": 140000000, \"bytes\": 1048576, "
-             "\"correlationId\": %u}",
-             (long long)now_ns(), corr);
-    assert_int_equal(fake.add_record(json), 0);
+    uint32_t corr = allocate(3, 1048576);
     cuStreamSynchronize_params sp = {0};
     fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, NULL);
     gpufl_scope_end(load);
