@@ -31,6 +31,7 @@
 #define GPUFL_ANALYSIS_H
 
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_log.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -149,7 +150,10 @@ GPUFL_API void gpufl_session_list_destroy(gpufl_session_list_t *list);
 /**
  * The tables of a session; docs/python.md lists every column. Times are
  * int64 nanoseconds on the session clock (since the session's epoch).
- * Values are stable: never renumbered.
+ * Values are stable: never renumbered. The columns copy_kind, src_kind,
+ * dst_kind, memory_kind and sync_type hold the values of gpufl_log.h
+ * (gpufl_copy_kind_t, gpufl_memory_kind_t, gpufl_sync_type_t), whichever
+ * version of the log they were read from.
  */
 typedef enum gpufl_table {
     GPUFL_TABLE_SESSION = 0,        /**< one row: header, engine, duration, read problems */

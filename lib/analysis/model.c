@@ -19,6 +19,7 @@
  */
 #include "analysis/model.h"
 #include "analysis/model_internal.h"
+#include "analysis/compat.h"
 
 #include "util/error.h"
 
@@ -192,7 +193,7 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     gpufl_model_t *m = user;
     const gpufl__model_handler_t *h = handler_of(type);
     if (!h) return 1; /* unknown types are skipped */
-    if (json_integer_value(json_object_get(rec, "v")) != 1) {
+    if (!gpufl__compat_known(type, json_integer_value(json_object_get(rec, "v")))) {
         m->unknown_versions++;
         return 1;
     }
@@ -200,8 +201,14 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
 }
 
 static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b) {
+    gpufl_model_t *m = user;
     const gpufl__model_handler_t *h = handler_of(b->type);
-    return h && h->rows ? h->rows(user, pos, NULL, b) : 1;
+    if (!h || !h->rows) return 1;
+    if (!gpufl__compat_known(b->type, b->version)) {
+        m->unknown_versions++;
+        return 1;
+    }
+    return h->rows(m, pos, NULL, b);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -11,6 +11,7 @@
  * values of older logs.
  */
 #include "analysis/model_internal.h"
+#include "analysis/compat.h"
 
 #include "core/demangle.h"
 #include "core/ops.h"
@@ -264,7 +265,10 @@ static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
     static const int64_t max[C_NCOL] = {
         [C_DEVICE] = INT32_MAX, [C_KIND] = INT32_MAX, [C_SRC] = INT32_MAX, [C_DST] = INT32_MAX};
     static const trace_cols_t t = {"copy", names, max, C_NCOL, C_SCOPE, 0};
-    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, copies, max_copies), fill_copy);
+    size_t first = m->n_copies;
+    int rc = gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, copies, max_copies), fill_copy);
+    gpufl__compat_copies(m, first, rec, view);
+    return rc;
 }
 
 enum memset_col { M_START, M_END, M_DEVICE, M_BYTES, M_KIND, M_SCOPE, M_NCOL };
@@ -285,8 +289,11 @@ static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
                                               "bytes",    "memory_kind", "scope"};
     static const int64_t max[M_NCOL] = {[M_DEVICE] = INT32_MAX, [M_KIND] = INT32_MAX};
     static const trace_cols_t t = {"memset", names, max, M_NCOL, M_SCOPE, 0};
-    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets),
-                                  fill_memset);
+    size_t first = m->n_memsets;
+    int rc =
+        gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, memsets, max_memsets), fill_memset);
+    gpufl__compat_memsets(m, first, rec, view);
+    return rc;
 }
 
 enum sync_col {
@@ -322,7 +329,10 @@ static int on_sync(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
                                               "event",    "scope",       "stack"};
     static const int64_t max[S_NCOL] = {[S_TYPE] = INT32_MAX};
     static const trace_cols_t t = {"sync", names, max, S_NCOL, S_TID, 0};
-    return gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, syncs, max_syncs), fill_sync);
+    size_t first = m->n_syncs;
+    int rc = gpufl__model_load_rows(m, pos, rec, view, &t, ROWS(m, syncs, max_syncs), fill_sync);
+    gpufl__compat_syncs(m, first, rec, view);
+    return rc;
 }
 
 enum launch_col {

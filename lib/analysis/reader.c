@@ -399,7 +399,7 @@ int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t
     scan_t sc = {line, line + len};
     size_t n = 0, cells = 0, rows = 0;
     int64_t v;
-    if (!scan_type_and_version(s, &sc, &v) || v != 1) return 0;
+    if (!scan_type_and_version(s, &sc, &v) || v < 1) return 0;
     int rc = reserve_columns(s);
     if (rc) return rc;
     while (scan_char(&sc, ',')) {
@@ -412,6 +412,7 @@ int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t
     scan_ws(&sc);
     if (sc.p != sc.end) return 0;
     finish_columns(s, n, rows, b);
+    b->version = v;
     return 1;
 }
 
@@ -457,6 +458,7 @@ int gpufl__reader_scan_damage(gpufl_reader_scanner_t *s, const char *line, size_
     }
     if (n == 0) return 0;
     finish_columns(s, n, rows, b);
+    b->version = v;
     d->rows = (int64_t)rows;
     d->rows_exact = 1;
     d->columns = b;

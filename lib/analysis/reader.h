@@ -112,11 +112,13 @@ typedef struct gpufl_reader_column {
     const unsigned char *is_null;
 } gpufl_reader_column_t;
 
-/* A batch line whose members after "type" and "v":1 are all arrays of the
+/* A batch line whose members after "type" and "v" are all arrays of the
  * same length holding only integers (within int64) and nulls, with no key
- * twice. Valid during the callback. */
+ * twice. Valid during the callback. Whether its version is one the caller
+ * knows is the caller's to judge. */
 typedef struct gpufl_reader_batch {
     const char *type;
+    int64_t version; /* its "v" */
     size_t n_columns, rows;
     const gpufl_reader_column_t *columns;
 } gpufl_reader_batch_t;

@@ -18,6 +18,8 @@
 #include "core/scope.h"
 #include "core/session.h"
 
+#include <gpufl/gpufl_log.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -135,6 +137,12 @@ static void put_feature(gpufl_buf_t *b, const char *name, int on, const char *wh
     gpufl__buf_puts(b, on ? "{\"on\":true" : "{\"on\":false");
     if (why) gpufl__buf_kv_str(b, "why", why);
     gpufl__buf_putc(b, '}');
+}
+
+static void write_legend(gpufl_collector_t *c) {
+    gpufl__line_t l;
+    gpufl__wire_legend(&l);
+    gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
 }
 
 /* The session's backend: the first of the table asked for (by name or
@@ -313,6 +321,7 @@ static int start_session(void) {
     gpufl_backend_t running = start_backends(s, &engine, opened, engine_sources, &nengine);
     write_options(g.collector, s);
     write_capabilities(g.collector, s, host_features, g.host_started, running, engine);
+    write_legend(g.collector);
     for (int i = 0; i < nengine; i++)
         if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i]))) goto stop;
     for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++) {

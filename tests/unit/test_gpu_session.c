@@ -64,6 +64,7 @@ static void nvidia_backend_samples_devices(void **state) {
     json_t *info = tu_first(&D, "gpu_info");
     assert_non_null(info);
     assert_string_equal(json_string_value(json_object_get(info, "name")), "NVIDIA H100 80GB HBM3");
+    assert_string_equal(json_string_value(json_object_get(info, "vendor")), "nvidia");
     assert_string_equal(json_string_value(json_object_get(info, "compute_capability")), "9.0");
     assert_int_equal(json_integer_value(json_object_get(info, "sm_count")), 132);
     size_t n, m;
