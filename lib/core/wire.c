@@ -17,7 +17,8 @@
 #include <string.h>
 
 #define NCOLS(a)                    ((int)(sizeof a / sizeof a[0]))
-#define TABLE(var, name, cols, key) const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, 1}
+#define TABLE(var, name, cols, key)                                                                \
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, 1}
 /* A record type past its first version (docs/log-format.md says what changed). */
 #define TABLE_V(var, name, cols, key, v)                                                           \
     const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, v}
