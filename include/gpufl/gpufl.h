@@ -263,10 +263,9 @@ GPUFL_API gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *t
  * need no NUL and may hold any bytes; tag may be NULL). The fastest form:
  * the inline wrappers pass lengths the compiler knows for string literals.
  */
-GPUFL_API GPUFL_INTERNAL_NOPLT gpufl_scope_t gpufl_scope_begin_n(const char *name,
-                                                                 size_t name_len, const char *tag,
-                                                                 size_t tag_len, int32_t repeat,
-                                                                 int32_t warmup);
+GPUFL_API GPUFL_INTERNAL_NOPLT gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len,
+                                                                 const char *tag, size_t tag_len,
+                                                                 int32_t repeat, int32_t warmup);
 
 /**
  * Closes a scope opened on this thread. Closing a scope that is not the

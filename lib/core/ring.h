@@ -59,8 +59,8 @@ _Static_assert(offsetof(gpufl_rec_t, flags) == offsetof(gpufl_rec_t, kind) + 1 &
 static inline void gpufl__rec_set_header(gpufl_rec_t *rec, uint8_t kind, uint8_t flags,
                                          uint8_t extra, uint8_t depth) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint32_t word = (uint32_t)kind | (uint32_t)flags << 8 | (uint32_t)extra << 16 |
-                    (uint32_t)depth << 24;
+    uint32_t word =
+        (uint32_t)kind | (uint32_t)flags << 8 | (uint32_t)extra << 16 | (uint32_t)depth << 24;
     __builtin_memcpy(&rec->kind, &word, sizeof word);
 #else
     rec->kind = kind;

@@ -335,9 +335,8 @@ static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id
             gpufl_rec_t *rec = gpufl__ring_at(r, at + k);
             rec->ticks = ticks;
             rec->scope_id = r->stack[depth - 1 - k];
-            gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_END,
-                                  k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0, 0,
-                                  (uint8_t)(depth - 1 - k));
+            gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_END, k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0,
+                                  0, (uint8_t)(depth - 1 - k));
         }
         gpufl__ring_commit(r, at + n);
     }

@@ -280,8 +280,7 @@ typedef struct seen {
     size_t name_len[8];
 } seen_t;
 
-static void seen_begin(void *user, uint64_t id, const char *name, size_t name_len,
-                       uint32_t depth) {
+static void seen_begin(void *user, uint64_t id, const char *name, size_t name_len, uint32_t depth) {
     seen_t *s = user;
     (void)name;
     if (s->begins == 8) return;
