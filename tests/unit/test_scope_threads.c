@@ -205,6 +205,14 @@ static void more_threads_than_rings_are_counted(void **state) {
     tu_free(&L);
 }
 
+/* Options for a session of a few scopes: rings of 4096 records, 1 MiB in all. */
+static gpufl_options_t small_rings(const char *log_path) {
+    gpufl_options_t o = tu_options(log_path);
+    o.ring_capacity_records = 4096;
+    o.memory_cap_bytes = 1 << 20;
+    return o;
+}
+
 static pthread_barrier_t helper_in, main_done;
 
 static void *scope_around_main(void *arg) {
@@ -224,9 +232,7 @@ static void *scope_around_main(void *arg) {
  * as nested in the helper's and a ring would have two writers. */
 static void a_ring_of_an_earlier_session_is_not_reused(void **state) {
     (void)state;
-    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "earlier_ring"));
-    o.ring_capacity_records = 4096;
-    o.memory_cap_bytes = 1 << 20;
+    gpufl_options_t o = small_rings(tu_log_dir(SUITE, "earlier_ring"));
     assert_int_equal(gpufl_init(&o), 0);
     gpufl_scope_end(gpufl_scope_begin("first", NULL)); /* this thread takes the first ring */
     gpufl_shutdown();
@@ -299,9 +305,7 @@ static void seen_end(void *user, uint64_t id, uint32_t depth) {
  * rest the fast ones. The observer hears of each with its id and depth. */
 static void observer_sees_fast_and_slow_paths(void **state) {
     (void)state;
-    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "observer"));
-    o.ring_capacity_records = 4096;
-    o.memory_cap_bytes = 1 << 20;
+    gpufl_options_t o = small_rings(tu_log_dir(SUITE, "observer"));
     assert_int_equal(gpufl_init(&o), 0);
     seen_t seen = {0};
     gpufl_scope_observer_t obs = {seen_begin, seen_end, &seen};
@@ -347,9 +351,7 @@ static void scopes_record_on_the_monotonic_clock(void **state) {
 #if defined(__SANITIZE_THREAD__)
     skip();
 #endif
-    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "monotonic"));
-    o.ring_capacity_records = 4096;
-    o.memory_cap_bytes = 1 << 20;
+    gpufl_options_t o = small_rings(tu_log_dir(SUITE, "monotonic"));
     assert_int_equal(gpufl_init(&o), 0);
     int was_tsc = gpufl__clock_tsc;
     gpufl__clock_tsc = 0;
