@@ -7,7 +7,8 @@
  * 64-byte record written into the thread's own ring. No lock, no
  * allocation, no system call, no stack frame: everything else (a thread's
  * first scope, which registers it with one gettid() and a ring claim; long
- * names; deep nesting; a full ring; an observer) is a tail call out of line.
+ * names; deep nesting; a full ring; a clock other than the TSC; an observer)
+ * is a tail call out of line.
  * The thread's stack of open scopes lives in its ring.
  */
 #include "core/scope.h"
@@ -250,8 +251,8 @@ static inline int observed(void) { return __atomic_load_n(&observer, __ATOMIC_RE
 /* Everything the fast path leaves out: no session, a NULL name, a thread's
  * first scope, deep nesting, long names and tags (cut to GPUFL_TEXT_MAX and
  * counted), a ring full as far as the producer last saw, a clock other than
- * the TSC. Takes the arguments
- * of gpufl_scope_begin_n, so the fast path reaches it by a jump. */
+ * the TSC. Takes the arguments of gpufl_scope_begin_n, so the fast path
+ * reaches it by a jump. */
 static __attribute__((noinline)) gpufl_scope_t begin_slow(const char *name, size_t name_len,
                                                           const char *tag, size_t tag_len,
                                                           int32_t repeat, int32_t warmup) {
