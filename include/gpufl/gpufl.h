@@ -40,6 +40,20 @@ extern "C" {
 #define GPUFL_API
 #endif
 
+/** @cond internal
+ * The scope calls of the inline wrappers go through the GOT directly, not
+ * through a PLT stub (one indirect jump less per call; the linker turns them
+ * into direct calls when it links gpufl statically). */
+#if defined(__has_attribute) && !defined(GPUFL_BUILDING_LIBRARY)
+#if __has_attribute(noplt)
+#define GPUFL_INTERNAL_NOPLT __attribute__((noplt))
+#endif
+#endif
+#ifndef GPUFL_INTERNAL_NOPLT
+#define GPUFL_INTERNAL_NOPLT
+#endif
+/** @endcond */
+
 #define GPUFL_VERSION_MAJOR 0
 #define GPUFL_VERSION_MINOR 1
 #define GPUFL_VERSION_PATCH 0
@@ -256,8 +270,9 @@ GPUFL_API gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *t
  * need no NUL and may hold any bytes; tag may be NULL). The fastest form:
  * the inline wrappers pass lengths the compiler knows for string literals.
  */
-GPUFL_API gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char *tag,
-                                            size_t tag_len, int32_t repeat, int32_t warmup);
+GPUFL_API GPUFL_INTERNAL_NOPLT gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len,
+                                                                 const char *tag, size_t tag_len,
+                                                                 int32_t repeat, int32_t warmup);
 
 /**
  * Closes a scope opened on this thread. Closing a scope that is not the
@@ -266,7 +281,7 @@ GPUFL_API gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, c
  * silently. A handle already closed, or from another thread or session, is
  * ignored and counted as an unbalanced end, with a warning.
  */
-GPUFL_API void gpufl_scope_end(gpufl_scope_t scope);
+GPUFL_API GPUFL_INTERNAL_NOPLT void gpufl_scope_end(gpufl_scope_t scope);
 
 /** @cond internal
  * Nonzero while a session runs. Exported only so that the inline wrappers

@@ -45,7 +45,7 @@ static int create_pool(gpufl_ring_pool_t *pool, uint64_t cap, uint64_t count) {
         r->recs = (gpufl_rec_t *)((char *)map + header_bytes + (size_t)i * ring_bytes);
         /* Each pool numbers its scopes from its own base, so an id from an
          * earlier pool never matches a scope of this one. */
-        r->seq = (uint64_t)npools << 36;
+        r->next_id = ((((uint64_t)npools << 36) + 1) << GPUFL_SCOPE_ID_RING_BITS) | (i + 1);
     }
     return 0;
 }
@@ -108,7 +108,7 @@ void gpufl__ring_pool_reset(gpufl_ring_pool_t *pool) {
         atomic_store(&r->unbalanced_ends, 0);
         atomic_store(&r->truncated, 0);
         atomic_store(&r->depth_overflow, 0);
-        r->depth = 0; /* seq goes on: scope ids are never reused in the process */
+        r->depth = 0; /* next_id goes on: scope ids are never reused in the process */
         r->cached_tail = 0;
         r->tid = 0;
         atomic_store_explicit(&r->generation, 0, memory_order_relaxed);

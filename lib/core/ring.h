@@ -27,6 +27,10 @@ enum gpufl_rec_kind {
 #define GPUFL_REC_FLAG_TRUNCATED 2    /* name or tag was cut to GPUFL_TEXT_MAX */
 #define GPUFL_TEXT_MAX           1024 /* longest name or tag kept, in bytes */
 #define GPUFL_SCOPE_STACK_MAX    128  /* deepest scope nesting recorded per thread */
+/* Scope ids keep the log compact: the ring (thread) index + 1 in the low
+ * GPUFL_SCOPE_ID_RING_BITS bits, the ring's own count of scopes above.
+ * Stays below 2^53 for 2^41 scopes. */
+#define GPUFL_SCOPE_ID_RING_BITS 12
 
 /* One fixed-size record. name_len + tag_len bytes of text start in `text`
  * and go on in `extra` GPUFL_REC_TEXT records that follow it. */
@@ -45,6 +49,26 @@ typedef struct gpufl_rec {
 } gpufl_rec_t;
 
 _Static_assert(sizeof(gpufl_rec_t) == 64, "a record is one cache line");
+_Static_assert(offsetof(gpufl_rec_t, flags) == offsetof(gpufl_rec_t, kind) + 1 &&
+                   offsetof(gpufl_rec_t, extra) == offsetof(gpufl_rec_t, kind) + 2 &&
+                   offsetof(gpufl_rec_t, depth) == offsetof(gpufl_rec_t, kind) + 3,
+               "kind, flags, extra and depth are one 32-bit word");
+
+/* Sets kind, flags, extra and depth with one store instead of four (the
+ * producer writes them on every record). */
+static inline void gpufl__rec_set_header(gpufl_rec_t *rec, uint8_t kind, uint8_t flags,
+                                         uint8_t extra, uint8_t depth) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t word =
+        (uint32_t)kind | (uint32_t)flags << 8 | (uint32_t)extra << 16 | (uint32_t)depth << 24;
+    __builtin_memcpy(&rec->kind, &word, sizeof word);
+#else
+    rec->kind = kind;
+    rec->flags = flags;
+    rec->extra = extra;
+    rec->depth = depth;
+#endif
+}
 
 enum gpufl_ring_state { GPUFL_RING_FREE = 0, GPUFL_RING_OWNED = 1, GPUFL_RING_ORPHANED = 2 };
 
@@ -57,7 +81,7 @@ typedef struct gpufl_ring {
     _Atomic uint64_t truncated;            /* names or tags cut to GPUFL_TEXT_MAX */
     _Atomic uint64_t depth_overflow;       /* scopes deeper than the per-thread stack */
     uint32_t depth;                        /* open scopes of the owner thread */
-    uint64_t seq;                          /* scopes opened by the owner thread */
+    uint64_t next_id;                      /* id of the owner thread's next scope */
     uint64_t stack[GPUFL_SCOPE_STACK_MAX]; /* ids of the open scopes, outermost first */
     /* consumer side */
     _Alignas(64) _Atomic uint64_t tail; /* next record to read */
@@ -93,6 +117,12 @@ gpufl_ring_t *gpufl__ring_claim(gpufl_ring_pool_t *pool, int32_t tid, uint64_t g
 
 /* Resets every ring to empty and free: session start, collector thread stopped. */
 void gpufl__ring_pool_reset(gpufl_ring_pool_t *pool);
+
+/* Producer: whether one more record fits at `head`, by the producer's last
+ * view of the tail (when not, gpufl__ring_reserve looks again). */
+static inline int gpufl__ring_fits_one(const gpufl_ring_t *r, uint64_t head) {
+    return head - r->cached_tail <= r->mask;
+}
 
 /* Producer: reserves n consecutive records; returns the first index or
  * UINT64_MAX (and counts n drops) when the ring lacks room. */

@@ -2,12 +2,14 @@
 /*
  * scope.c - scope begin/end: the path every instrumented program runs.
  *
- * Steady state: one relaxed load of the session generation, two TLS loads
+ * Steady state: one relaxed load of the session generation, one TLS block
  * (the thread's ring and the session it was claimed in), one TSC read and a
  * 64-byte record written into the thread's own ring. No lock, no
- * allocation, no system call. The first scope of a thread in a session
- * registers the thread (one gettid() and a ring claim); it is the only slow
- * path. The thread's stack of open scopes lives in its ring.
+ * allocation, no system call, no stack frame: everything else (a thread's
+ * first scope, which registers it with one gettid() and a ring claim; long
+ * names; deep nesting; a full ring; a clock other than the TSC; an observer)
+ * is a tail call out of line.
+ * The thread's stack of open scopes lives in its ring.
  */
 #include "core/scope.h"
 
@@ -25,6 +27,11 @@
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 uint64_t gpufl_internal_live_generation;
+/* The same value, for the library's own reads: the exported variable may
+ * live in the executable (a copy relocation), so reading it costs a load
+ * through the GOT first; this hidden one is one load away. Written together
+ * by attach and detach. */
+static uint64_t live_generation;
 
 static gpufl_ring_pool_t *live_pool;
 static _Atomic uint64_t stray_ends;
@@ -35,37 +42,58 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static const gpufl_scope_observer_t *observer; /* atomic builtins */
 static _Atomic int observer_calls;             /* calls inside the observer now */
 
-/* The default TLS model, through TLS descriptors (lib/CMakeLists.txt): not
- * initial-exec, whose static TLS a dlopen()ed module may not get (the
- * Python extension loaded beside PyTorch's libgomp failed so). */
-static __thread gpufl_ring_t *tls_ring;
-/* The generation in which this thread found no free ring: it does not scan
- * the pool again (nor count itself twice) until the next session. */
-static __thread uint64_t tls_no_ring_generation;
-/* The generation tls_ring was claimed in: the ring is this thread's only in
- * that session, and at thread exit it is handed back only if it was not
- * reset and given to another thread since. */
-static __thread uint64_t tls_ring_generation;
+/* The thread's state, one TLS block so that the hot path resolves one
+ * address. The default TLS model, through TLS descriptors
+ * (lib/CMakeLists.txt): not initial-exec, whose static TLS a dlopen()ed
+ * module may not get (the Python extension loaded beside PyTorch's libgomp
+ * failed so). */
+typedef struct thread_state {
+    /* The generation `ring` was claimed in, 0 for none (then ring is NULL
+     * too; never 0 while ring is set): the ring is this thread's only in that
+     * session, and at thread exit it is handed back only if it was not reset
+     * and given to another thread since. */
+    uint64_t ring_generation;
+    gpufl_ring_t *ring;
+    /* The generation in which this thread found no free ring: it does not
+     * scan the pool again (nor count itself twice) until the next session. */
+    uint64_t no_ring_generation;
+    int32_t tid; /* gettid(), cached */
+} thread_state_t;
+static __thread thread_state_t tls;
 
-/* The thread's ring if it claimed it in this session, else NULL. The ring's
- * own generation cannot tell: a ring kept from an earlier session may now
- * be another thread's, claimed in this one; writing into it would give it
- * two producers, and when that thread exits the collector frees it under
- * this thread's open scopes (their ends then count as stray). */
+/* The thread's ring if it claimed it in this session (generation, nonzero),
+ * else NULL. The ring's own generation cannot tell: a ring kept from an
+ * earlier session may now be another thread's, claimed in this one; writing
+ * into it would give it two producers, and when that thread exits the
+ * collector frees it under this thread's open scopes (their ends then count
+ * as stray). */
 static inline gpufl_ring_t *owned_ring(uint64_t generation) {
-    return LIKELY(tls_ring_generation == generation) ? tls_ring : NULL;
+    return LIKELY(tls.ring_generation == generation) ? tls.ring : NULL;
 }
+
+/* The fast paths read the TSC inline and leave the other clock (a call) to
+ * the slow paths: a call anywhere in a function costs every path through it
+ * a stack frame and saved registers. Elsewhere than x86 the fast clock is
+ * the monotonic one. */
+#if defined(__x86_64__) || defined(__i386__)
+#define FAST_CLOCK() LIKELY(gpufl__clock_tsc)
+static inline uint64_t fast_ticks(void) { return __rdtsc(); }
+#else
+#define FAST_CLOCK() 1
+static inline uint64_t fast_ticks(void) { return (uint64_t)gpufl__mono_ns(); }
+#endif
 
 /* Thread exit: hand the ring back; the collector drains it and frees it. */
 static void on_thread_exit(void *arg) {
     gpufl_ring_t *r = arg;
     int expected = GPUFL_RING_OWNED;
-    if (gpufl__ring_generation(r) == tls_ring_generation)
+    if (gpufl__ring_generation(r) == tls.ring_generation)
         atomic_compare_exchange_strong(&r->state, &expected, GPUFL_RING_ORPHANED);
     /* Destructors that run after this one on this thread must not write into
      * a ring that may soon belong to another thread: they record nothing. */
-    tls_ring = NULL;
-    tls_no_ring_generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_ACQUIRE);
+    tls.ring_generation = 0;
+    tls.ring = NULL;
+    tls.no_ring_generation = __atomic_load_n(&live_generation, __ATOMIC_ACQUIRE);
 }
 
 static void make_exit_key(void) {
@@ -80,32 +108,33 @@ void gpufl__scope_attach(gpufl_ring_pool_t *pool, uint64_t generation) {
     live_pool = pool;
     atomic_store(&stray_ends, 0);
     atomic_store(&threads_unbuffered, 0);
+    __atomic_store_n(&live_generation, generation, __ATOMIC_RELEASE);
     __atomic_store_n(&gpufl_internal_live_generation, generation, __ATOMIC_RELEASE);
 }
 
 void gpufl__scope_detach(void) {
     __atomic_store_n(&gpufl_internal_live_generation, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&live_generation, 0, __ATOMIC_RELEASE);
 }
 
 uint64_t gpufl__scope_stray_ends(void) { return atomic_load(&stray_ends); }
 uint64_t gpufl__scope_threads_unbuffered(void) { return atomic_load(&threads_unbuffered); }
 
 static __attribute__((noinline)) gpufl_ring_t *register_thread(uint64_t generation) {
-    if (tls_no_ring_generation == generation) return NULL;
+    if (tls.no_ring_generation == generation) return NULL;
     /* Acquire: pairs with attach's release, so live_pool is the one published
      * with this generation (matters on weakly ordered CPUs). */
-    if (__atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_ACQUIRE) != generation)
-        return NULL;
+    if (__atomic_load_n(&live_generation, __ATOMIC_ACQUIRE) != generation) return NULL;
     gpufl_ring_t *r = gpufl__ring_claim(live_pool, (int32_t)syscall(SYS_gettid), generation);
     if (!r) {
-        tls_no_ring_generation = generation;
+        tls.no_ring_generation = generation;
         atomic_fetch_add(&threads_unbuffered, 1);
         return NULL;
     }
-    r->depth = 0; /* seq is never reset: scope ids stay unique for the process */
+    r->depth = 0; /* next_id is never reset: scope ids stay unique for the process */
     if (exit_key_ok) pthread_setspecific(exit_key, r);
-    tls_ring = r;
-    tls_ring_generation = generation;
+    tls.ring = r;
+    tls.ring_generation = generation;
     return r;
 }
 
@@ -156,23 +185,13 @@ static inline void copy_small(char *dst, const char *src, size_t n) {
 }
 
 /* Writes a begin record of 1 + extra records at `at` and opens the scope. */
-static inline gpufl_scope_t put_begin(gpufl_ring_t *r, uint64_t at, uint64_t extra,
-                                      const char *name, size_t name_len, const char *tag,
-                                      size_t tag_len, int32_t repeat, int32_t warmup,
-                                      int truncated) {
-    /* Small ids keep the log compact: the ring (thread) in the low 12 bits,
-     * the thread's own count above. Stays below 2^53 for 2^41 scopes. */
-    gpufl_scope_t id = (++r->seq << 12) | (r->index + 1);
+static inline __attribute__((always_inline)) gpufl_scope_t
+put_begin(gpufl_ring_t *r, uint64_t at, uint64_t extra, const char *name, size_t name_len,
+          const char *tag, size_t tag_len, int32_t repeat, int32_t warmup, int truncated,
+          int fast_clock) {
     gpufl_rec_t *rec = gpufl__ring_at(r, at);
-    rec->scope_id = id;
-    rec->kind = GPUFL_REC_SCOPE_BEGIN;
-    rec->flags = truncated ? GPUFL_REC_FLAG_TRUNCATED : 0;
-    rec->extra = (uint8_t)extra;
-    rec->depth = (uint8_t)r->depth;
-    rec->name_len = (uint16_t)name_len;
-    rec->tag_len = (uint16_t)tag_len;
-    rec->repeat = repeat;
-    rec->warmup = warmup;
+    /* The text first: fewer values live at once, so the fast path keeps
+     * them all in registers and saves none on the stack. */
     if (LIKELY(extra == 0)) {
         copy_small(rec->text, name, name_len);
         if (tag_len) copy_small(rec->text + name_len, tag, tag_len);
@@ -180,19 +199,67 @@ static inline gpufl_scope_t put_begin(gpufl_ring_t *r, uint64_t at, uint64_t ext
         put_text(r, at, 0, name, name_len);
         put_text(r, at, name_len, tag, tag_len);
     }
-    r->stack[r->depth++] = id;
+    rec->name_len = (uint16_t)name_len;
+    rec->tag_len = (uint16_t)tag_len;
+    rec->repeat = repeat;
+    rec->warmup = warmup;
+    /* Read after the stores above, which may alias them. */
+    gpufl_scope_t id = r->next_id;
+    r->next_id = id + ((uint64_t)1 << GPUFL_SCOPE_ID_RING_BITS);
+    uint32_t depth = r->depth;
+    rec->scope_id = id;
+    gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_BEGIN, truncated ? GPUFL_REC_FLAG_TRUNCATED : 0,
+                          (uint8_t)extra, (uint8_t)depth);
+    r->stack[depth] = id;
+    r->depth = depth + 1;
     /* Read the clock last, so the scope excludes the cost of opening it. */
-    rec->ticks = gpufl__ticks();
+    rec->ticks = fast_clock ? fast_ticks() : gpufl__ticks();
     gpufl__ring_commit(r, at + 1 + extra);
     return id;
 }
 
-/* Everything the fast path leaves out: a thread's first scope, deep nesting,
- * long names and tags (cut to GPUFL_TEXT_MAX and counted), a full ring. */
-static __attribute__((noinline)) gpufl_scope_t begin_slow(uint64_t generation, const char *name,
-                                                          size_t name_len, const char *tag,
-                                                          size_t tag_len, int32_t repeat,
-                                                          int32_t warmup) {
+int gpufl__scope_observe(const gpufl_scope_observer_t *o) {
+    __atomic_store_n(&observer, o, __ATOMIC_RELEASE);
+    if (o != NULL) return 0;
+    for (int i = 0; i < 2000; i++) {
+        if (atomic_load(&observer_calls) == 0) return 0;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return -1;
+}
+
+/* Returns id, so that the hot path reaches it by a tail call. */
+static __attribute__((noinline)) gpufl_scope_t observe_begin(gpufl_scope_t id, const char *name,
+                                                             size_t name_len, uint32_t depth) {
+    atomic_fetch_add(&observer_calls, 1);
+    const gpufl_scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
+    if (o != NULL) o->begin(o->user, id, name, name_len, depth);
+    atomic_fetch_sub(&observer_calls, 1);
+    return id;
+}
+
+static __attribute__((noinline)) void observe_end(uint64_t id, uint32_t depth) {
+    atomic_fetch_add(&observer_calls, 1);
+    const gpufl_scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
+    if (o != NULL) o->end(o->user, id, depth);
+    atomic_fetch_sub(&observer_calls, 1);
+}
+
+static inline int observed(void) { return __atomic_load_n(&observer, __ATOMIC_RELAXED) != NULL; }
+
+/* Everything the fast path leaves out: no session, a NULL name, a thread's
+ * first scope, deep nesting, long names and tags (cut to GPUFL_TEXT_MAX and
+ * counted), a ring full as far as the producer last saw, a clock other than
+ * the TSC. Takes the arguments of gpufl_scope_begin_n, so the fast path
+ * reaches it by a jump. */
+static __attribute__((noinline)) gpufl_scope_t begin_slow(const char *name, size_t name_len,
+                                                          const char *tag, size_t tag_len,
+                                                          int32_t repeat, int32_t warmup) {
+    uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
+    if (UNLIKELY(!generation)) return 0;
+    if (!name) name = "(unnamed)", name_len = 9;
+    if (!tag) tag_len = 0;
     gpufl_ring_t *r = thread_ring(generation);
     if (UNLIKELY(!r)) return 0;
     if (UNLIKELY(r->depth >= GPUFL_SCOPE_STACK_MAX)) {
@@ -210,67 +277,36 @@ static __attribute__((noinline)) gpufl_scope_t begin_slow(uint64_t generation, c
     uint64_t at = gpufl__ring_reserve(r, 1 + extra);
     if (UNLIKELY(at == UINT64_MAX)) return 0;
     if (UNLIKELY(truncated)) gpufl__ring_count(&r->truncated);
-    return put_begin(r, at, extra, name, name_len, tag, tag_len, repeat, warmup, truncated);
-}
-
-int gpufl__scope_observe(const gpufl_scope_observer_t *o) {
-    __atomic_store_n(&observer, o, __ATOMIC_RELEASE);
-    if (o != NULL) return 0;
-    for (int i = 0; i < 2000; i++) {
-        if (atomic_load(&observer_calls) == 0) return 0;
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
-    return -1;
-}
-
-static __attribute__((noinline)) void observe_begin(uint64_t id, const char *name, size_t name_len,
-                                                    uint32_t depth) {
-    atomic_fetch_add(&observer_calls, 1);
-    const gpufl_scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
-    if (o != NULL) o->begin(o->user, id, name, name_len, depth);
-    atomic_fetch_sub(&observer_calls, 1);
-}
-
-static __attribute__((noinline)) void observe_end(uint64_t id, uint32_t depth) {
-    atomic_fetch_add(&observer_calls, 1);
-    const gpufl_scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
-    if (o != NULL) o->end(o->user, id, depth);
-    atomic_fetch_sub(&observer_calls, 1);
-}
-
-static inline gpufl_scope_t observed_begin(gpufl_scope_t id, const char *name, size_t name_len,
-                                           const gpufl_ring_t *r) {
-    if (UNLIKELY(__atomic_load_n(&observer, __ATOMIC_RELAXED) != NULL) && id != 0)
-        observe_begin(id, name, name_len, r->depth - 1);
+    gpufl_scope_t id =
+        put_begin(r, at, extra, name, name_len, tag, tag_len, repeat, warmup, truncated, 0);
+    if (UNLIKELY(observed())) return observe_begin(id, name, name_len, r->depth - 1);
     return id;
 }
 
 gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char *tag,
                                   size_t tag_len, int32_t repeat, int32_t warmup) {
-    uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
+    uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
     if (UNLIKELY(!generation)) return 0;
-    if (UNLIKELY(!name)) name = "(unnamed)", name_len = 9;
     if (!tag) tag_len = 0;
-    gpufl_ring_t *r = owned_ring(generation);
-    /* Fast path: a registered thread, room on the stack, and name and tag
-     * that fit in the record (most scope names are short literals). */
-    if (UNLIKELY(!r || r->depth >= GPUFL_SCOPE_STACK_MAX ||
-                 name_len + tag_len > GPUFL_REC_INLINE_TEXT)) {
-        gpufl_scope_t id = begin_slow(generation, name, name_len, tag, tag_len, repeat, warmup);
-        /* after the call: a thread's first scope registers its ring */
-        return observed_begin(id, name, name_len < GPUFL_TEXT_MAX ? name_len : GPUFL_TEXT_MAX,
-                              tls_ring);
-    }
-    uint64_t at = gpufl__ring_reserve(r, 1);
-    if (UNLIKELY(at == UINT64_MAX)) return 0;
-    return observed_begin(put_begin(r, at, 0, name, name_len, tag, tag_len, repeat, warmup, 0),
-                          name, name_len, r);
+    /* Fast path: a registered thread, room on the stack and in the ring, and
+     * a name and tag that fit in the record (most scope names are short
+     * literals). ring_generation matches only a nonzero generation, so ring
+     * is set. */
+    if (UNLIKELY(tls.ring_generation != generation || !name ||
+                 name_len + tag_len > GPUFL_REC_INLINE_TEXT || !FAST_CLOCK()))
+        return begin_slow(name, name_len, tag, tag_len, repeat, warmup);
+    gpufl_ring_t *r = tls.ring;
+    uint64_t at = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (UNLIKELY(r->depth >= GPUFL_SCOPE_STACK_MAX || !gpufl__ring_fits_one(r, at)))
+        return begin_slow(name, name_len, tag, tag_len, repeat, warmup);
+    gpufl_scope_t id = put_begin(r, at, 0, name, name_len, tag, tag_len, repeat, warmup, 0, 1);
+    if (UNLIKELY(observed())) return observe_begin(id, name, name_len, r->depth - 1);
+    return id;
 }
 
 gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_t repeat,
                                        int32_t warmup) {
-    if (UNLIKELY(!__atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED))) return 0;
+    if (UNLIKELY(!__atomic_load_n(&live_generation, __ATOMIC_RELAXED))) return 0;
     /* One byte past the cap tells a cut name from one exactly at the cap. */
     size_t name_len = name ? strnlen(name, GPUFL_TEXT_MAX + 1) : 0;
     size_t tag_len = tag ? strnlen(tag, GPUFL_TEXT_MAX + 1) : 0;
@@ -281,8 +317,10 @@ gpufl_scope_t gpufl_scope_begin(const char *name, const char *tag) {
     return gpufl_scope_begin_repeat(name, tag, 0, 0);
 }
 
-/* Ends scope `id` at `ticks` when it is not simply the innermost scope:
- * the scopes opened inside it close with it; an unknown id is counted. */
+/* Ends scope `id` at `ticks` when the fast path cannot: it is not simply the
+ * innermost scope (the scopes opened inside it close with it; an unknown id
+ * is counted), or the ring looked full (the record may be dropped, and is
+ * counted then). */
 static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id, uint64_t ticks) {
     uint32_t depth = r->depth;
     uint32_t pos = depth; /* 1-based position of id in the stack */
@@ -298,66 +336,76 @@ static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id
             gpufl_rec_t *rec = gpufl__ring_at(r, at + k);
             rec->ticks = ticks;
             rec->scope_id = r->stack[depth - 1 - k];
-            rec->kind = GPUFL_REC_SCOPE_END;
-            rec->flags = k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0;
-            rec->extra = 0;
-            rec->depth = (uint8_t)(depth - 1 - k);
+            gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_END, k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0,
+                                  0, (uint8_t)(depth - 1 - k));
         }
         gpufl__ring_commit(r, at + n);
     }
     r->depth = pos - 1;
-    if (UNLIKELY(__atomic_load_n(&observer, __ATOMIC_RELAXED) != NULL))
+    if (UNLIKELY(observed()))
         for (uint32_t k = depth; k > pos - 1; k--) observe_end(r->stack[k - 1], k - 1);
+}
+
+/* An end on a thread that owns no ring in this session: counted while a
+ * session runs. */
+static __attribute__((noinline, cold)) void end_unowned(uint64_t generation) {
+    if (generation) atomic_fetch_add(&stray_ends, 1);
+}
+
+/* Ends scope id (nonzero) at ticks. */
+static inline __attribute__((always_inline)) void end_at(gpufl_scope_t id, uint64_t ticks) {
+    uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
+    if (UNLIKELY(tls.ring_generation != generation || !generation)) {
+        end_unowned(generation);
+        return;
+    }
+    gpufl_ring_t *r = tls.ring;
+    uint32_t depth = r->depth;
+    uint64_t at = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (UNLIKELY(depth == 0 || r->stack[depth - 1] != id || !gpufl__ring_fits_one(r, at))) {
+        end_slow(r, id, ticks);
+        return;
+    }
+    gpufl_rec_t *rec = gpufl__ring_at(r, at);
+    rec->ticks = ticks;
+    rec->scope_id = id;
+    gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_END, 0, 0, (uint8_t)(depth - 1));
+    r->depth = depth - 1;
+    gpufl__ring_commit(r, at + 1);
+    if (UNLIKELY(observed())) observe_end(id, depth - 1);
+}
+
+static __attribute__((noinline)) void end_other_clock(gpufl_scope_t id) {
+    end_at(id, gpufl__ticks());
 }
 
 void gpufl_scope_end(gpufl_scope_t id) {
     if (UNLIKELY(id == 0)) return;
+    if (UNLIKELY(!FAST_CLOCK())) {
+        end_other_clock(id);
+        return;
+    }
     /* Read the clock first, so the scope excludes the cost of closing it. */
-    uint64_t ticks = gpufl__ticks();
-    uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
-    if (UNLIKELY(!generation)) return;
-    gpufl_ring_t *r = owned_ring(generation);
-    if (UNLIKELY(!r)) {
-        atomic_fetch_add(&stray_ends, 1);
-        return;
-    }
-    uint32_t depth = r->depth;
-    if (UNLIKELY(depth == 0 || r->stack[depth - 1] != id)) {
-        end_slow(r, id, ticks);
-        return;
-    }
-    r->depth = depth - 1;
-    if (UNLIKELY(__atomic_load_n(&observer, __ATOMIC_RELAXED) != NULL)) observe_end(id, depth - 1);
-    uint64_t at = gpufl__ring_reserve(r, 1);
-    if (UNLIKELY(at == UINT64_MAX)) return;
-    gpufl_rec_t *rec = gpufl__ring_at(r, at);
-    rec->ticks = ticks;
-    rec->scope_id = id;
-    rec->kind = GPUFL_REC_SCOPE_END;
-    rec->flags = 0;
-    rec->extra = 0;
-    rec->depth = (uint8_t)(depth - 1);
-    gpufl__ring_commit(r, at + 1);
+    end_at(id, fast_ticks());
 }
 
 uint64_t gpufl__scope_current(void) {
-    uint64_t generation = __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED);
+    uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
     gpufl_ring_t *r = generation ? owned_ring(generation) : NULL;
     if (!r || r->depth == 0) return 0;
     return r->stack[r->depth - 1];
 }
 
-static __thread int32_t tls_tid;
-
 int32_t gpufl__thread_id(void) {
-    if (!tls_tid) tls_tid = (int32_t)syscall(SYS_gettid);
-    return tls_tid;
+    if (!tls.tid) tls.tid = (int32_t)syscall(SYS_gettid);
+    return tls.tid;
 }
 
 void gpufl__scope_after_fork_child(void) {
-    tls_tid = 0;     /* the child's only thread has a new id */
-    tls_ring = NULL; /* the parent's ring is not ours */
-    tls_ring_generation = 0;
-    tls_no_ring_generation = 0;
+    tls.tid = 0; /* the child's only thread has a new id */
+    /* the parent's ring is not ours */
+    tls.ring_generation = 0;
+    tls.ring = NULL;
+    tls.no_ring_generation = 0;
     gpufl__scope_detach();
 }

@@ -3,10 +3,14 @@
  * test_scope_threads.c - scopes from many threads at once: every row comes
  * back with its thread, path and parent; full rings drop and count; rings of
  * exited threads are reused; more threads than rings are counted; a ring
- * kept from an earlier session is not written into. Also runs under TSan
- * (label "threaded").
+ * kept from an earlier session is not written into; an observer sees the
+ * scopes of the fast and the slow paths; scopes record on the monotonic
+ * clock where the TSC is not used. Also runs under TSan (label "threaded").
  */
 #include "test_util.h"
+
+#include "core/clock.h"
+#include "core/scope.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -201,6 +205,14 @@ static void more_threads_than_rings_are_counted(void **state) {
     tu_free(&L);
 }
 
+/* Options for a session of a few scopes: rings of 4096 records, 1 MiB in all. */
+static gpufl_options_t small_rings(const char *log_path) {
+    gpufl_options_t o = tu_options(log_path);
+    o.ring_capacity_records = 4096;
+    o.memory_cap_bytes = 1 << 20;
+    return o;
+}
+
 static pthread_barrier_t helper_in, main_done;
 
 static void *scope_around_main(void *arg) {
@@ -220,9 +232,7 @@ static void *scope_around_main(void *arg) {
  * as nested in the helper's and a ring would have two writers. */
 static void a_ring_of_an_earlier_session_is_not_reused(void **state) {
     (void)state;
-    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "earlier_ring"));
-    o.ring_capacity_records = 4096;
-    o.memory_cap_bytes = 1 << 20;
+    gpufl_options_t o = small_rings(tu_log_dir(SUITE, "earlier_ring"));
     assert_int_equal(gpufl_init(&o), 0);
     gpufl_scope_end(gpufl_scope_begin("first", NULL)); /* this thread takes the first ring */
     gpufl_shutdown();
@@ -268,6 +278,114 @@ static void a_ring_of_an_earlier_session_is_not_reused(void **state) {
     tu_free(&L);
 }
 
+/* What an observer was told, in order. */
+typedef struct seen {
+    int begins, ends;
+    uint64_t begin_id[8], end_id[8];
+    uint32_t begin_depth[8], end_depth[8];
+    size_t name_len[8];
+} seen_t;
+
+static void seen_begin(void *user, uint64_t id, const char *name, size_t name_len, uint32_t depth) {
+    seen_t *s = user;
+    (void)name;
+    if (s->begins == 8) return;
+    s->begin_id[s->begins] = id, s->begin_depth[s->begins] = depth;
+    s->name_len[s->begins++] = name_len;
+}
+
+static void seen_end(void *user, uint64_t id, uint32_t depth) {
+    seen_t *s = user;
+    if (s->ends == 8) return;
+    s->end_id[s->ends] = id, s->end_depth[s->ends++] = depth;
+}
+
+/* The thread's first scope (it registers the thread), a name too long for
+ * the record and a scope closed with its parent take the slow paths; the
+ * rest the fast ones. The observer hears of each with its id and depth. */
+static void observer_sees_fast_and_slow_paths(void **state) {
+    (void)state;
+    gpufl_options_t o = small_rings(tu_log_dir(SUITE, "observer"));
+    assert_int_equal(gpufl_init(&o), 0);
+    seen_t seen = {0};
+    gpufl_scope_observer_t obs = {seen_begin, seen_end, &seen};
+    assert_int_equal(gpufl__scope_observe(&obs), 0);
+    char long_name[100];
+    memset(long_name, 'x', sizeof long_name);
+    gpufl_scope_t a = gpufl_scope_begin("outer", NULL);
+    gpufl_scope_t b = gpufl_scope_begin_n(long_name, sizeof long_name, NULL, 0, 0, 0);
+    gpufl_scope_t c = gpufl_scope_begin("inner", "t");
+    gpufl_scope_end(c); /* innermost: fast */
+    gpufl_scope_end(a); /* closes b with it: slow */
+    gpufl_scope_t d = gpufl_scope_begin("again", NULL);
+    gpufl_scope_end(d);
+    assert_int_equal(gpufl__scope_observe(NULL), 0);
+    gpufl_shutdown();
+
+    assert_true(a && b && c && d);
+    assert_int_equal(seen.begins, 4);
+    const uint64_t begin_id[] = {a, b, c, d};
+    const uint32_t begin_depth[] = {0, 1, 2, 0};
+    const size_t name_len[] = {5, sizeof long_name, 5, 5};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(seen.begin_id[i], begin_id[i]);
+        assert_int_equal(seen.begin_depth[i], begin_depth[i]);
+        assert_int_equal(seen.name_len[i], name_len[i]);
+    }
+    assert_int_equal(seen.ends, 4);
+    const uint64_t end_id[] = {c, b, a, d};
+    const uint32_t end_depth[] = {2, 1, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(seen.end_id[i], end_id[i]);
+        assert_int_equal(seen.end_depth[i], end_depth[i]);
+    }
+}
+
+/* Where ticks are not the TSC (other CPUs, a clocksource the kernel does
+ * not trust), the hot path reads CLOCK_MONOTONIC in its slow paths: the
+ * rows still carry the times the scopes opened and closed. Not under TSan:
+ * the clock choice is set once before any thread reads it, here it is
+ * changed while the collector runs. */
+static void scopes_record_on_the_monotonic_clock(void **state) {
+    (void)state;
+#if defined(__SANITIZE_THREAD__)
+    skip();
+#endif
+    gpufl_options_t o = small_rings(tu_log_dir(SUITE, "monotonic"));
+    assert_int_equal(gpufl_init(&o), 0);
+    int was_tsc = gpufl__clock_tsc;
+    gpufl__clock_tsc = 0;
+    int64_t t0 = gpufl__mono_ns();
+    gpufl_scope_t outer = gpufl_scope_begin("outer", NULL);
+    gpufl_scope_t inner = gpufl_scope_begin("inner", NULL);
+    gpufl_scope_end(inner);
+    gpufl_scope_end(outer);
+    int64_t t1 = gpufl__mono_ns();
+    gpufl_flush();
+    gpufl_shutdown();
+    gpufl__clock_tsc = was_tsc;
+    assert_true(outer && inner);
+
+    tu_lines_t L = tu_read(tu_session_dir(), "scope.log");
+    size_t nb, ne, n;
+    int64_t *bid = tu_column(&L, "scope_begin", "id", &nb);
+    int64_t *bts = tu_column(&L, "scope_begin", "ts_ns", &n);
+    int64_t *eid = tu_column(&L, "scope_end", "id", &ne);
+    int64_t *ets = tu_column(&L, "scope_end", "ts_ns", &n);
+    assert_int_equal(nb, 2);
+    assert_int_equal(ne, 2);
+    assert_int_equal(bid[0], (int64_t)outer);
+    assert_int_equal(bid[1], (int64_t)inner);
+    assert_int_equal(eid[0], (int64_t)inner);
+    assert_int_equal(eid[1], (int64_t)outer);
+    /* opened in order, closed in order, within the time the calls took
+     * (ts_ns counts from the session start) */
+    assert_true(0 <= bts[0] && bts[0] <= bts[1] && bts[1] <= ets[0] && ets[0] <= ets[1]);
+    assert_true(ets[1] - bts[0] <= t1 - t0);
+    free(bid), free(bts), free(eid), free(ets);
+    tu_free(&L);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(many_threads_nested),
@@ -275,6 +393,8 @@ int main(void) {
         cmocka_unit_test(exited_threads_give_their_rings_back),
         cmocka_unit_test(more_threads_than_rings_are_counted),
         cmocka_unit_test(a_ring_of_an_earlier_session_is_not_reused),
+        cmocka_unit_test(observer_sees_fast_and_slow_paths),
+        cmocka_unit_test(scopes_record_on_the_monotonic_clock),
     };
     return cmocka_run_group_tests_name("scope_threads", tests, NULL, NULL);
 }
