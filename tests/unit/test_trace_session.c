@@ -1115,7 +1115,11 @@ static gpufl_options_t pcs_options(const char *name) {
 
 /* Lets the collector drain at least once (every 100 ms) and close a window
  * (flush_interval_ms is short). */
+/* At least one whole collector pass (gpufl_flush waits for it: a loaded
+ * machine may not give the collector a pass within any fixed sleep), then
+ * some time, as sources that poll on their own clock expect. */
 static void let_collector_run(void) {
+    (void)gpufl_flush();
     struct timespec t = {0, 250 * 1000000L};
     nanosleep(&t, NULL);
 }
