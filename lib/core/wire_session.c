@@ -9,7 +9,7 @@
 #include <string.h>
 
 void gpufl__wire_options(gpufl__line_t *l, const gpufl__wire_option_t *v, size_t n) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "options");
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "options");
     for (size_t i = 0; i < n; i++) {
         gpufl__buf_key(b, v[i].name);
         gpufl__buf_puts(b, "{\"value\":");
@@ -24,7 +24,7 @@ void gpufl__wire_options(gpufl__line_t *l, const gpufl__wire_option_t *v, size_t
 }
 
 void gpufl__wire_capabilities(gpufl__line_t *l, const gpufl__wire_capabilities_t *c) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "capabilities");
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "capabilities");
     gpufl__buf_kv_str(b, "backend_requested", c->backend_requested);
     gpufl__buf_kv_str(b, "backend", c->backend);
     gpufl__buf_kv_str(b, "engine_requested", c->engine_requested);

@@ -42,7 +42,7 @@ static void write_info(gpufl_gpu_sampler_t *s) {
         const gpufl_gpu_info_t *g = gpufl__nvml_device_info(s->nvml, d);
         char cc[16];
         gpufl__line_t l;
-        gpufl_buf_t *b = gpufl__line_begin(&l, "gpu_info");
+        gpufl_buf_t *b = gpufl__line_begin_describing(&l, "gpu_info");
         gpufl__buf_kv_i64(b, "device", d);
         gpufl__buf_kv_i64(b, "nvml_index", g->index);
         gpufl__buf_kv_opt(b, "mig_index", g->mig_index);
@@ -65,7 +65,7 @@ static void write_info(gpufl_gpu_sampler_t *s) {
     }
     /* The names of the throttle reason bits, so the log explains itself. */
     gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__line_begin(&l, "gpu_legend");
+    gpufl_buf_t *b = gpufl__line_begin_describing(&l, "gpu_legend");
     gpufl__buf_key(b, "throttle_reasons");
     gpufl__buf_putc(b, '{');
     for (int bit = 0; bit < 64; bit++) {

@@ -254,7 +254,7 @@ static void write_configs(gpufl_trace_source_t *t) {
     for (size_t i = 0; i < n; i++) {
         const gpufl_kernel_occupancy_t *o = &k[i]->occupancy;
         gpufl__line_t l;
-        gpufl_buf_t *b = gpufl__line_begin(&l, "kernel_config");
+        gpufl_buf_t *b = gpufl__line_begin_describing(&l, "kernel_config");
         gpufl__buf_kv_i64(b, "ts_ns", ts(t, k[i]->first_mono_ns));
         gpufl__buf_kv_i64(b, "id", k[i]->id);
         gpufl__buf_kv_str(b, "name", k[i]->name);
