@@ -9,7 +9,7 @@
 #ifndef GPUFL_CLI_H
 #define GPUFL_CLI_H
 
-#include "analysis/sessions.h"
+#include <gpufl/gpufl_analysis.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,10 +21,7 @@
 #define CLI_FAILED 1 /* runtime failure: no such session, unreadable log, ... */
 #define CLI_USAGE  2 /* bad subcommand or option */
 
-#define CLI_PATH_MAX GPUFL_SESSION_PATH_MAX
-
-/* A session directory and what its header says (lib/analysis/sessions.h). */
-typedef gpufl_session_entry_t cli_session_t;
+#define CLI_PATH_MAX 4096
 
 /* The directory sessions are written to when no root is given, as the library
  * picks it: $GPUFL_LOG_PATH, else $GPUFL_APP_NAME.log, else gpufl.log (the
@@ -34,9 +31,9 @@ const char *cli_default_root(char *buf, size_t size);
 /* 1 when dir holds a session (a device.log or scope.log), else 0. */
 int cli_is_session_dir(const char *dir);
 
-/* Lists the sessions under root, newest first, into a malloc'd array the
- * caller frees. Returns 0, or CLI_FAILED after printing why. */
-int cli_sessions_list(const char *root, cli_session_t **out, size_t *count);
+/* Lists the sessions under root, newest first, into *out (the caller
+ * destroys it). Returns 0, or CLI_FAILED after printing why. */
+int cli_sessions_list(const char *root, gpufl_session_list_t **out);
 
 /* The session a command works on, as the user named it: up to two
  * arguments (DIR [SESSION] or SESSION) and --session ID. */
@@ -74,10 +71,9 @@ void cli_progress_start(cli_progress_t *p, const char *what);
 void cli_progress_fraction(void *user, double fraction);
 void cli_progress_clear(cli_progress_t *p);
 
-/* Loads the session in dir into *m, showing the reading's progress; prints
+/* Opens the session in dir into *a, showing the reading's progress; prints
  * why on failure. Returns CLI_OK or CLI_FAILED. */
-typedef struct gpufl_model gpufl_model_t;
-int cli_load_session(const char *dir, gpufl_model_t **m);
+int cli_load_session(const char *dir, gpufl_analysis_t **a);
 
 /* Option helpers: 1 when arg is -h or --help. */
 int cli_is_help(const char *arg);

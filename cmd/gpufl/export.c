@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * export.c - `gpufl export`: one session as a trace for Perfetto UI or
- * chrome://tracing (lib/analysis/export_trace.h does the work). Picks the
+ * chrome://tracing (gpufl_analysis_export() does the work). Picks the
  * default file name, shows progress on a terminal only, and says which
  * files it wrote.
  */
 #include "cli.h"
 
-#include "analysis/export_trace.h"
-#include "analysis/model.h"
-
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_analysis.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -19,8 +17,13 @@
 #include <string.h>
 
 /* The session id: from the header, else the directory's name. */
-static const char *session_name(const gpufl_model_t *m, const char *dir) {
-    if (*m->header.session_id) return m->header.session_id;
+static const char *session_name(gpufl_analysis_t *a, const char *dir) {
+    gpufl_column_t c;
+    c.size = sizeof c;
+    if (gpufl_analysis_column_find(a, GPUFL_TABLE_SESSION, "session_id", &c) == 0 && c.rows) {
+        const char *id = gpufl_analysis_string(a, ((const int64_t *)c.data)[0]);
+        if (id && *id) return id;
+    }
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--;
     const char *base = dir + n;
@@ -71,7 +74,7 @@ int cli_export(int argc, char **argv) {
     memset(&opt, 0, sizeof opt);
     opt.size = sizeof opt;
     if (!format) return cli_usage_error("export", "--format perfetto or --format chrome is needed");
-    if (gpufl__export_format_parse(format, &opt.format) != 0)
+    if (gpufl_export_format_parse(format, &opt.format) != 0)
         return cli_usage_error("export", "unknown format '%s' (perfetto or chrome)", format);
     if (output && *output == '\0') return cli_usage_error("export", "--output needs a file name");
     if (max) {
@@ -86,13 +89,13 @@ int cli_export(int argc, char **argv) {
     rc = cli_resolve_session(&target, dir, sizeof dir);
     if (rc) return rc;
 
-    gpufl_model_t *m = NULL;
-    if (cli_load_session(dir, &m) != CLI_OK) return CLI_FAILED;
+    gpufl_analysis_t *a = NULL;
+    if (cli_load_session(dir, &a) != CLI_OK) return CLI_FAILED;
 
     char path[CLI_PATH_MAX];
     if (!output) {
-        snprintf(path, sizeof path, "%s%s", session_name(m, dir),
-                 gpufl__export_extension(opt.format));
+        snprintf(path, sizeof path, "%s%s", session_name(a, dir),
+                 gpufl_export_extension(opt.format));
         output = path;
     }
     int to_stdout = strcmp(output, "-") == 0;
@@ -103,14 +106,14 @@ int cli_export(int argc, char **argv) {
     opt.progress = cli_progress_fraction;
     opt.progress_user = &progress;
     gpufl_export_result_t res;
-    rc = gpufl__export_write(m, &opt, &res);
+    rc = gpufl_analysis_export(a, &opt, &res);
     cli_progress_clear(&progress);
     if (rc != 0) {
         fprintf(stderr, "gpufl: cannot export '%s': %s\n", dir, gpufl_last_error());
         for (size_t i = 0; i < res.n_files; i++)
             fprintf(stderr, "gpufl: written before the failure: %s\n", res.files[i]);
-        gpufl__export_result_fini(&res);
-        gpufl__model_destroy(m);
+        gpufl_export_result_fini(&res);
+        gpufl_analysis_close(a);
         return CLI_FAILED;
     }
 
@@ -134,7 +137,7 @@ int cli_export(int argc, char **argv) {
     if (res.clipped)
         fprintf(stderr, "gpufl: note: %" PRIu64 " slices were shortened to nest on their track\n",
                 res.clipped);
-    gpufl__export_result_fini(&res);
-    gpufl__model_destroy(m);
+    gpufl_export_result_fini(&res);
+    gpufl_analysis_close(a);
     return CLI_OK;
 }

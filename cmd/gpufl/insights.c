@@ -1,30 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * insights.c - `gpufl insights`: the findings drawn from one session, as
- * text or JSON, from the same rules the report uses (lib/analysis/insights).
+ * text or JSON, from the same rules the report uses (gpufl_analysis.h).
  */
 #include "cli.h"
 
-#include "analysis/insights.h"
-#include "analysis/model.h"
-
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_analysis.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-static int parse_severity(const char *s, gpufl_severity_t *out) {
-    static const gpufl_severity_t all[] = {GPUFL_SEVERITY_LOW, GPUFL_SEVERITY_MEDIUM,
-                                           GPUFL_SEVERITY_HIGH};
-    for (size_t i = 0; i < 3; i++)
-        if (strcasecmp(s, gpufl__severity_name(all[i])) == 0) {
-            *out = all[i];
-            return 0;
-        }
-    return -1;
-}
 
 /* The value of option `name` at argv[*i] ("--name V" or "--name=V"); NULL
  * when argv[*i] is another argument; *bad set when the value is missing. */
@@ -56,7 +42,7 @@ int cli_insights(int argc, char **argv) {
         if ((v = option_value(argc, argv, &i, "--format", &bad)) != NULL) {
             format = v;
         } else if ((v = option_value(argc, argv, &i, "--min-severity", &bad)) != NULL) {
-            if (parse_severity(v, &min))
+            if (gpufl_severity_parse(v, &min))
                 return cli_usage_error("insights",
                                        "--min-severity takes LOW, MEDIUM or HIGH, not '%s'", v);
         } else if ((v = option_value(argc, argv, &i, "--output", &bad)) != NULL ||
@@ -76,23 +62,21 @@ int cli_insights(int argc, char **argv) {
     char dir[CLI_PATH_MAX];
     rc = cli_resolve_session(&target, dir, sizeof dir);
     if (rc) return rc;
-    gpufl_model_t *m = NULL;
-    if (cli_load_session(dir, &m) != CLI_OK) return CLI_FAILED;
-    gpufl_insights_t in;
-    rc = gpufl__insights_compute(m, &in);
+    gpufl_analysis_t *a = NULL;
+    if (cli_load_session(dir, &a) != CLI_OK) return CLI_FAILED;
+    gpufl_insights_options_t opts;
+    gpufl_insights_options_init(&opts);
+    opts.format = json ? "json" : "text";
+    opts.min_severity = min;
     FILE *out = stdout;
-    if (!rc && output && (out = fopen(output, "w")) == NULL) {
+    if (output && (out = fopen(output, "w")) == NULL) {
         fprintf(stderr, "gpufl: cannot write '%s': %m\n", output);
         rc = -1;
-    } else if (!rc) {
-        rc = json ? gpufl__insights_write_json(&in, min, out)
-                  : gpufl__insights_write_text(&in, min, "", out);
-        if (out != stdout && fclose(out) != 0) rc = -1;
-        if (rc) fprintf(stderr, "gpufl: cannot write the insights: %s\n", gpufl_last_error());
     } else {
-        fprintf(stderr, "gpufl: cannot compute the insights: %s\n", gpufl_last_error());
+        rc = gpufl_analysis_insights_write(a, &opts, out);
+        if (out != stdout && fclose(out) != 0 && !rc) rc = -1;
+        if (rc) fprintf(stderr, "gpufl: cannot write the insights: %s\n", gpufl_last_error());
     }
-    gpufl__insights_free(&in);
-    gpufl__model_destroy(m);
+    gpufl_analysis_close(a);
     return rc ? CLI_FAILED : CLI_OK;
 }

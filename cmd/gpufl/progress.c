@@ -7,9 +7,8 @@
  */
 #include "cli.h"
 
-#include "analysis/model.h"
-
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_analysis.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -58,16 +57,16 @@ void cli_progress_clear(cli_progress_t *p) {
     p->last_pct = -1;
 }
 
-int cli_load_session(const char *dir, gpufl_model_t **m) {
+int cli_load_session(const char *dir, gpufl_analysis_t **a) {
     cli_progress_t p;
     cli_progress_start(&p, "reading session");
-    gpufl_model_limits_t limits;
-    memset(&limits, 0, sizeof limits);
+    gpufl_open_options_t opts;
+    gpufl_open_options_init(&opts);
     if (p.on) {
-        limits.progress = on_load;
-        limits.progress_user = &p;
+        opts.progress = on_load;
+        opts.progress_user = &p;
     }
-    int rc = gpufl__model_load_limits(dir, &limits, m);
+    int rc = gpufl_analysis_open_with(a, dir, &opts);
     cli_progress_clear(&p);
     if (rc != 0) {
         fprintf(stderr, "gpufl: cannot read '%s': %s\n", dir, gpufl_last_error());

@@ -8,10 +8,8 @@
  */
 #include "cli.h"
 
-#include "analysis/model.h"
-#include "analysis/report.h"
-
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_analysis.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +42,7 @@ int cli_report(int argc, char **argv) {
     }
     if (output && *output == '\0') return cli_usage_error("report", "--output needs a file name");
     gpufl_report_format_t fmt;
-    if (gpufl__report_format_parse(format, &fmt) != 0)
+    if (gpufl_report_format_parse(format, &fmt) != 0)
         return cli_usage_error("report", "unknown format '%s' (text, json, markdown, html)",
                                format);
 
@@ -59,14 +57,17 @@ int cli_report(int argc, char **argv) {
             return CLI_FAILED;
         }
     }
-    gpufl_model_t *m = NULL;
-    int lrc = cli_load_session(dir, &m);
+    gpufl_analysis_t *a = NULL;
+    int lrc = cli_load_session(dir, &a);
     if (lrc != CLI_OK) {
         if (out != stdout) fclose(out);
         return lrc;
     }
-    if (lrc == 0) lrc = gpufl__report_write_format(m, fmt, out);
-    gpufl__model_destroy(m);
+    gpufl_report_options_t opts;
+    gpufl_report_options_init(&opts);
+    opts.format = format;
+    lrc = gpufl_analysis_report_write(a, &opts, out);
+    gpufl_analysis_close(a);
     if (out != stdout && fclose(out) != 0 && lrc == 0) {
         fprintf(stderr, "gpufl: cannot write report '%s': %s\n", output, strerror(errno));
         return CLI_FAILED;

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * sessions.c - `gpufl sessions`: the session directories under a log root,
- * newest first (the listing is the analysis library's, lib/analysis/sessions.c).
+ * newest first (the listing is the analysis library's, gpufl_session_list_create()).
  * Also how the other subcommands find the session the user named (a session
  * directory, a log root and a session id, or nothing), with the same rules
  * as gpufl_analysis_find() and so the Python analyzer, and errors that say
  * what was looked for where.
  */
 #include "cli.h"
-
-#include "analysis/sessions.h"
 
 #include <gpufl/gpufl.h>
 #include <gpufl/gpufl_analysis.h>
@@ -30,10 +28,10 @@ const char *cli_default_root(char *buf, size_t size) {
     return buf;
 }
 
-int cli_is_session_dir(const char *dir) { return gpufl__session_dir_check(dir); }
+int cli_is_session_dir(const char *dir) { return gpufl_analysis_is_session(dir); }
 
-int cli_sessions_list(const char *root, cli_session_t **out, size_t *count) {
-    if (gpufl__sessions_list(root, out, count) == 0) return CLI_OK;
+int cli_sessions_list(const char *root, gpufl_session_list_t **out) {
+    if (gpufl_session_list_create(out, root) == 0) return CLI_OK;
     fprintf(stderr, "gpufl: %s\n", gpufl_last_error());
     return CLI_FAILED;
 }
@@ -85,32 +83,35 @@ int cli_sessions(int argc, char **argv) {
     }
     if (!root) root = cli_default_root(def, sizeof def);
 
-    cli_session_t *list;
-    size_t n;
-    int rc = cli_sessions_list(root, &list, &n);
+    gpufl_session_list_t *list;
+    int rc = cli_sessions_list(root, &list);
     if (rc) return rc;
+    size_t n = gpufl_session_list_count(list);
     if (n == 0) {
         if (cli_is_session_dir(root))
             printf("'%s' is a session directory, not a log root: gpufl report %s\n", root, root);
         else
             printf("no sessions found under '%s'\n", root);
-        free(list);
+        gpufl_session_list_destroy(list);
         return CLI_OK;
     }
     int width = (int)strlen("SESSION");
-    for (size_t i = 0; i < n; i++)
-        if ((int)strlen(list[i].name) > width) width = (int)strlen(list[i].name);
+    for (size_t i = 0; i < n; i++) {
+        const gpufl_session_info_t *s = gpufl_session_list_get(list, i);
+        if ((int)strlen(s->name) > width) width = (int)strlen(s->name);
+    }
     printf("%s%-*s  %-19s  %-16s  %-15s  %s%s\n", cli_bold(stdout), width, "SESSION", "START (UTC)",
            "APP", "DURATION", "SIZE", cli_reset(stdout));
     for (size_t i = 0; i < n; i++) {
+        const gpufl_session_info_t *s = gpufl_session_list_get(list, i);
         char start[32], duration[32], size[32];
-        format_start(list[i].epoch_unix_us, start, sizeof start);
-        format_duration(list[i].duration_ns, duration, sizeof duration);
-        format_size(list[i].size_bytes, size, sizeof size);
-        printf("%-*s  %-19s  %-16s  %-15s  %s\n", width, list[i].name, start,
-               *list[i].app_name ? list[i].app_name : "-", duration, size);
+        format_start(s->start_unix_us, start, sizeof start);
+        format_duration(s->duration_ns, duration, sizeof duration);
+        format_size(s->size_bytes, size, sizeof size);
+        printf("%-*s  %-19s  %-16s  %-15s  %s\n", width, s->name, start,
+               *s->app_name ? s->app_name : "-", duration, size);
     }
-    free(list);
+    gpufl_session_list_destroy(list);
     return CLI_OK;
 }
 
@@ -166,17 +167,17 @@ static int not_found(const char *root, const char *id, int root_named, int id_al
                     root);
         return CLI_FAILED;
     }
-    cli_session_t *list;
-    size_t n;
+    gpufl_session_list_t *list;
     if (cli_is_session_dir(root)) {
         fprintf(stderr, "gpufl: %s\n", why); /* the session's id is another */
         return CLI_FAILED;
     }
-    if (gpufl__sessions_list(root, &list, &n) != 0) {
+    if (gpufl_session_list_create(&list, root) != 0) {
         fprintf(stderr, "gpufl: %s\n", gpufl_last_error());
         return CLI_FAILED;
     }
-    free(list);
+    size_t n = gpufl_session_list_count(list);
+    gpufl_session_list_destroy(list);
     if (n > 0 && !id)
         fprintf(stderr, "gpufl: %s\n", why); /* not a miss: out of memory, path too long */
     else if (n == 0 && root_named)

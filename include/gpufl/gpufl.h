@@ -76,6 +76,13 @@ GPUFL_API const char *gpufl_strerror(int code);
  */
 GPUFL_API const char *gpufl_last_error(void);
 
+/** @cond internal
+ * Sets the calling thread's gpufl_last_error() message (copied, cut to 1023
+ * bytes). Exported only so that libgpufl-analysis reports its failures
+ * through the same message as libgpufl; applications never call it. */
+GPUFL_API void gpufl_internal_set_last_error(const char *message);
+/** @endcond */
+
 /* ---------------------------------------------------------------------- */
 /* Version                                                                  */
 /* ---------------------------------------------------------------------- */
@@ -322,19 +329,92 @@ GPUFL_API int gpufl_system_stop(const char *name);
 /* Reports                                                                  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The report is computed by libgpufl-analysis (gpufl_analysis.h), which an
+ * application need not link: these two calls load it at call time, from the
+ * file named by GPUFL_ANALYSIS_LIBRARY when set, else from the directory
+ * libgpufl itself was loaded from, else through the dynamic linker's search
+ * (LD_LIBRARY_PATH, the system directories). Without it they return
+ * GPUFL_ENOTSUP, and gpufl_last_error() names the library and where it was
+ * looked for. Thread-safe; each call reads the logs afresh.
+ */
+
 /**
  * Writes a text report of the last session of this process (the running one
  * is flushed first) to output_path, or to stdout when output_path is NULL or
  * "". Returns 0, GPUFL_ENOTINIT when no session ran, GPUFL_EIO, or
- * GPUFL_EFORMAT when the logs cannot be read.
+ * GPUFL_EFORMAT when the logs cannot be read, GPUFL_ENOTSUP when
+ * libgpufl-analysis cannot be loaded.
  */
 GPUFL_API int gpufl_report_write(const char *output_path);
 
 /**
  * Writes a text report of the session in session_dir (a directory holding
- * scope.log etc.) to output_path, or stdout when NULL or "".
+ * scope.log etc.) to output_path, or stdout when NULL or "". Returns 0,
+ * GPUFL_EINVAL for a NULL session_dir, GPUFL_ENOTFOUND when it holds no
+ * session, GPUFL_EIO, GPUFL_ENOMEM, GPUFL_ENOTSUP when libgpufl-analysis
+ * cannot be loaded.
  */
 GPUFL_API int gpufl_report_session(const char *session_dir, const char *output_path);
+
+/* ---------------------------------------------------------------------- */
+/* What this machine gives gpufl                                           */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * One capability entry: a feature, whether it is available, and why not.
+ * The same names as the session's capability record where both have one
+ * ("nvml", ...); the vendor libraries ("cupti", "libcuda"), the driver
+ * ("driver") and the engines by their names ("Monitor", "Trace",
+ * "PcSampling", "SassMetrics", "Deep", "RangeProfiler"). Fields are only
+ * appended.
+ */
+typedef struct gpufl_capability {
+    size_t size;         /**< sizeof(gpufl_capability_t) of the library */
+    const char *feature; /**< "nvml", "Trace", ... */
+    int on;              /**< 1: available; 0: not */
+    /** Off: why (never NULL). On: a limit worth knowing ("where the device
+     * allows it"), or NULL. */
+    const char *reason;
+    /** What was found: a library's file and version, the driver version; NULL when nothing. */
+    const char *detail;
+} gpufl_capability_t;
+
+/** One GPU (or MIG instance) the backend's device library sees. Fields are only appended. */
+typedef struct gpufl_device_info {
+    size_t size;              /**< sizeof(gpufl_device_info_t) of the library */
+    int index;                /**< the device's index */
+    int mig_index;            /**< the MIG instance, or -1 for a whole GPU */
+    const char *name;         /**< "NVIDIA H100 80GB HBM3" */
+    uint64_t mem_total_bytes; /**< 0 when unknown */
+    int compute_major;        /**< compute capability; -1 when unknown */
+    int compute_minor;
+} gpufl_device_info_t;
+
+/** What gpufl_probe_create() found (opaque). */
+typedef struct gpufl_probe gpufl_probe_t;
+
+/**
+ * Asks every backend built into this gpufl what the machine gives it, as a
+ * session would find it (the same libraries, environment overrides such as
+ * GPUFL_NVML_LIBRARY, and reasons), without starting a session or
+ * writing anything. A missing driver is an entry with its reason, not a
+ * failure. Returns 0 and a new handle in *out (NULL on failure),
+ * GPUFL_EINVAL for a NULL out, GPUFL_ENOMEM. Safe from any thread, also
+ * while a session runs.
+ */
+GPUFL_API int gpufl_probe_create(gpufl_probe_t **out);
+/** Entry `index` (0, 1, ... in the order the backends give them), NULL past the last. Owned by
+ * the probe. */
+GPUFL_API const gpufl_capability_t *gpufl_probe_capability(const gpufl_probe_t *probe,
+                                                           size_t index);
+/** The entry of a feature, or NULL when no backend gave one. Owned by the probe. */
+GPUFL_API const gpufl_capability_t *gpufl_probe_find(const gpufl_probe_t *probe,
+                                                     const char *feature);
+/** Device `index` (0, 1, ...), NULL past the last. Owned by the probe. */
+GPUFL_API const gpufl_device_info_t *gpufl_probe_device(const gpufl_probe_t *probe, size_t index);
+/** Frees a probe and everything it returned. Accepts NULL. */
+GPUFL_API void gpufl_probe_destroy(gpufl_probe_t *probe);
 
 /* ---------------------------------------------------------------------- */
 /* Fleet upload                                                             */

@@ -23,22 +23,25 @@
  * GPUFL_E* code and set gpufl_last_error(). A handle is safe to use from
  * several threads (calls on one handle are serialised). Everything a handle
  * returns (columns, strings, report text) stays valid and unchanged until
- * gpufl_analysis_close(). Tables only gain columns at their end in later
+ * gpufl_analysis_close() (for a handle being fed: until it is next fed, see
+ * gpufl_analysis_feed()). Tables only gain columns at their end in later
  * releases; look columns up by name.
  */
 #ifndef GPUFL_ANALYSIS_H
 #define GPUFL_ANALYSIS_H
 
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_log.h>
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** A loaded session (opaque). */
+/** A loaded session, or one being fed (opaque). */
 typedef struct gpufl_analysis gpufl_analysis_t;
 
 /**
@@ -70,8 +73,75 @@ GPUFL_API int gpufl_analysis_find(const char *log_dir, const char *app_name, con
  */
 GPUFL_API int gpufl_analysis_open(gpufl_analysis_t **out, const char *session_dir);
 
+/** Called now and then while a session is read: bytes read so far of all its log files. */
+typedef void (*gpufl_load_progress_fn)(void *user, uint64_t read_bytes, uint64_t total_bytes);
+
+/** How gpufl_analysis_open_with() reads. Fields are only appended. */
+typedef struct gpufl_open_options {
+    size_t size;                     /**< sizeof(gpufl_open_options_t); set by the init call */
+    gpufl_load_progress_fn progress; /**< NULL: none; called on the opening thread */
+    void *progress_user;             /**< passed to progress */
+} gpufl_open_options_t;
+
+/** Fills the first `size` bytes of *opts with the defaults (no progress) and sets opts->size. */
+GPUFL_API void gpufl_open_options_init_sized(gpufl_open_options_t *opts, size_t size);
+/** Fills *opts with the defaults. */
+static inline void gpufl_open_options_init(gpufl_open_options_t *opts) {
+    gpufl_open_options_init_sized(opts, sizeof *opts);
+}
+
+/**
+ * As gpufl_analysis_open(), with options (NULL: the defaults): the progress
+ * of a long read, for a progress bar. Same returns.
+ */
+GPUFL_API int gpufl_analysis_open_with(gpufl_analysis_t **out, const char *session_dir,
+                                       const gpufl_open_options_t *opts);
+
 /** Frees a handle and everything it returned. Accepts NULL. */
 GPUFL_API void gpufl_analysis_close(gpufl_analysis_t *a);
+
+/**
+ * 1 when dir is a session directory (it holds a device.log or scope.log),
+ * else 0 (also for NULL). Thread-safe.
+ */
+GPUFL_API int gpufl_analysis_is_session(const char *dir);
+
+/* ---------------------------------------------------------------------- */
+/* Session listing                                                          */
+/* ---------------------------------------------------------------------- */
+
+/** One session directory and what its files say. Fields are only appended. */
+typedef struct gpufl_session_info {
+    size_t size;            /**< sizeof(gpufl_session_info_t) of the library */
+    const char *name;       /**< the directory's name: the session id */
+    const char *path;       /**< the directory */
+    const char *app_name;   /**< from the header; "" when unknown */
+    const char *session_id; /**< from the header; "" when unknown */
+    int64_t start_unix_us;  /**< session start from the header; -1 unknown */
+    int64_t duration_ns;    /**< from the session's end record; -1 when running or died */
+    uint64_t size_bytes;    /**< all files of the session */
+} gpufl_session_info_t;
+
+/** The sessions under a log root (opaque). */
+typedef struct gpufl_session_list gpufl_session_list_t;
+
+/**
+ * Lists the session directories directly under root, newest first (by
+ * start, then name), reading only each one's first header and its last
+ * segment's tail; at most 100000. A root that is itself a session, or
+ * holds none, gives an empty list. Returns 0 and a new list in *out (NULL
+ * on failure); GPUFL_ENOTFOUND or GPUFL_EIO when root cannot be read;
+ * GPUFL_EINVAL for NULL arguments; GPUFL_ENOMEM. Thread-safe; the list is
+ * read-only after creation and may be read from any thread.
+ */
+GPUFL_API int gpufl_session_list_create(gpufl_session_list_t **out, const char *root);
+/** The number of sessions in the list (0 for NULL). */
+GPUFL_API size_t gpufl_session_list_count(const gpufl_session_list_t *list);
+/** Session `index`, newest first; NULL past the last. Owned by the list. */
+GPUFL_API const gpufl_session_info_t *gpufl_session_list_get(const gpufl_session_list_t *list,
+                                                             size_t index);
+/** Frees a list and everything it returned. Accepts NULL. */
+GPUFL_API void gpufl_session_list_destroy(gpufl_session_list_t *list);
 
 /* ---------------------------------------------------------------------- */
 /* Tables                                                                   */
@@ -80,7 +150,10 @@ GPUFL_API void gpufl_analysis_close(gpufl_analysis_t *a);
 /**
  * The tables of a session; docs/python.md lists every column. Times are
  * int64 nanoseconds on the session clock (since the session's epoch).
- * Values are stable: never renumbered.
+ * Values are stable: never renumbered. The columns copy_kind, src_kind,
+ * dst_kind, memory_kind and sync_type hold the values of gpufl_log.h
+ * (gpufl_copy_kind_t, gpufl_memory_kind_t, gpufl_sync_type_t), whichever
+ * version of the log they were read from.
  */
 typedef enum gpufl_table {
     GPUFL_TABLE_SESSION = 0,        /**< one row: header, engine, duration, read problems */
@@ -146,8 +219,112 @@ GPUFL_API const char *gpufl_analysis_string(gpufl_analysis_t *a, int64_t id);
 GPUFL_API int64_t gpufl_analysis_string_count(gpufl_analysis_t *a);
 
 /* ---------------------------------------------------------------------- */
+/* Feeding a session line by line                                           */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A handle can also be built from a session's lines as they arrive (a
+ * server receiving windows, a live view) instead of from a directory:
+ *     gpufl_analysis_create(&a, NULL);
+ *     gpufl_analysis_feed(a, "device", bytes, len);   ... any file, any order
+ *     gpufl_analysis_report(a, NULL, &text, NULL);   ... at any point
+ *     gpufl_analysis_feed_end(a, NULL);              ... the session is complete
+ * The lines of device.log, scope.log and system.log may interleave in any
+ * way; each file's own lines must come in order (rotated segments of a file
+ * one after another: a segment_end line starts the next). Fed in full, a
+ * session gives the same tables and report, byte for byte, as opening its
+ * directory. A report taken before the end is of what came so far and says
+ * the session is still open, as it does for a session that never ended.
+ */
+
+/** Lines are applied as they come and not kept (see gpufl_analysis_options_t). */
+#define GPUFL_ANALYSIS_IN_ORDER 1u
+
+/** How gpufl_analysis_create() builds a handle. Fields are only appended. */
+typedef struct gpufl_analysis_options {
+    size_t size; /**< sizeof(gpufl_analysis_options_t); set by the init call */
+    /**
+     * 0 (default): the lines are kept, in memory, so that files may
+     * interleave in any way and a report can be taken at any point (each is
+     * built from every line so far). GPUFL_ANALYSIS_IN_ORDER: nothing but
+     * the model is kept; the files must come one after another (device,
+     * scope, system; any may be absent) and tables and reports wait for
+     * gpufl_analysis_feed_end(a, NULL). Opening a directory reads this way.
+     */
+    unsigned flags;
+    /** A longer line is skipped and counted as damaged, never held; 0: 64 MiB. */
+    size_t max_line_bytes;
+    /** Cap on the lines kept (flags 0); 0: 4 GiB. */
+    size_t max_kept_bytes;
+} gpufl_analysis_options_t;
+
+/** Fills the first `size` bytes of *opts with the defaults and sets opts->size. */
+GPUFL_API void gpufl_analysis_options_init_sized(gpufl_analysis_options_t *opts, size_t size);
+/** Fills *opts with the defaults. */
+static inline void gpufl_analysis_options_init(gpufl_analysis_options_t *opts) {
+    gpufl_analysis_options_init_sized(opts, sizeof *opts);
+}
+
+/**
+ * Makes an empty handle to be fed (*out, NULL on failure); close it with
+ * gpufl_analysis_close(). opts NULL: the defaults. Returns 0, GPUFL_EINVAL
+ * (NULL out, an opts->size that is 0, unknown flags), GPUFL_ENOMEM.
+ */
+GPUFL_API int gpufl_analysis_create(gpufl_analysis_t **out, const gpufl_analysis_options_t *opts);
+
+/**
+ * Feeds len bytes of one of the session's files. channel names the file:
+ * "device", "scope" or "system" (also "device.log", "scope.log.2", ...: the
+ * segment number is not needed); NULL lets the header lines tell: each
+ * header line's "file" says whose lines follow on the NULL channel, so
+ * whole files may be fed there one after another (a file that ends in an
+ * unfinished line, as a killed writer leaves it, would join the next file's
+ * header there: name its channel). The bytes may end in the
+ * middle of a line: the rest comes with the next call for that channel.
+ * Damaged lines (not JSON, longer than max_line_bytes, of a type or version
+ * the library does not know) are skipped and counted, as when reading a
+ * directory; they do not fail the call. The bytes are copied (kept or
+ * applied) before the call returns. Tables, strings and report texts an
+ * earlier call returned stay valid until the next feed call or close.
+ *
+ * Returns 0; GPUFL_EINVAL for a NULL handle or bytes (len > 0), an unknown
+ * channel, a handle opened from a directory, a file already ended, after
+ * gpufl_analysis_feed_end(a, NULL), or (GPUFL_ANALYSIS_IN_ORDER) a file
+ * before one already fed; GPUFL_EFORMAT for a line on the NULL channel
+ * before any header line says its file; GPUFL_ENOMEM (max_kept_bytes
+ * reached, or out of memory). Thread-safe (calls on one handle are
+ * serialised).
+ */
+GPUFL_API int gpufl_analysis_feed(gpufl_analysis_t *a, const char *channel, const char *bytes,
+                                  size_t len);
+
+/**
+ * Ends one file (channel as gpufl_analysis_feed's) or, for NULL, the whole
+ * session: an unfinished last line is dropped and counted as truncated (what
+ * a killed writer leaves), and no more bytes are taken for it. Ending the
+ * session is what GPUFL_ANALYSIS_IN_ORDER tables and reports wait for.
+ * Returns 0; GPUFL_EINVAL as gpufl_analysis_feed (ending a file twice, or
+ * anything after the session's end); GPUFL_ENOMEM.
+ */
+GPUFL_API int gpufl_analysis_feed_end(gpufl_analysis_t *a, const char *channel);
+
+/* ---------------------------------------------------------------------- */
 /* Report                                                                   */
 /* ---------------------------------------------------------------------- */
+
+/** The report's formats. Values are stable: never renumbered. */
+typedef enum gpufl_report_format {
+    GPUFL_REPORT_TEXT = 0,     /**< for people; what gpufl_report_session() writes */
+    GPUFL_REPORT_JSON = 1,     /**< for programs */
+    GPUFL_REPORT_MARKDOWN = 2, /**< Markdown */
+    GPUFL_REPORT_HTML = 3      /**< one self-contained HTML file */
+} gpufl_report_format_t;
+
+/**
+ * A format's name ("text", "json", "markdown" or "md", "html") to *out.
+ * Returns 0, or GPUFL_EINVAL for any other name or a NULL argument.
+ */
+GPUFL_API int gpufl_report_format_parse(const char *name, gpufl_report_format_t *out);
 
 /** What gpufl_analysis_report() renders. Fields are only appended. */
 typedef struct gpufl_report_options {
@@ -179,6 +356,131 @@ static inline void gpufl_report_options_init(gpufl_report_options_t *opts) {
  */
 GPUFL_API int gpufl_analysis_report(gpufl_analysis_t *a, const gpufl_report_options_t *opts,
                                     const char **text, size_t *len);
+
+/**
+ * As gpufl_analysis_report(), written to out instead of kept in memory
+ * (a large HTML report is not held twice). opts NULL: the defaults.
+ * Returns 0, GPUFL_EINVAL (as gpufl_analysis_report(), or a NULL handle or
+ * out), GPUFL_EIO when writing to out failed, GPUFL_ENOMEM. out stays the
+ * caller's (not closed). Calls on one handle are serialised.
+ */
+GPUFL_API int gpufl_analysis_report_write(gpufl_analysis_t *a, const gpufl_report_options_t *opts,
+                                          FILE *out);
+
+/* ---------------------------------------------------------------------- */
+/* Insights                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/** How much an insight matters. Values are stable: never renumbered. */
+typedef enum gpufl_severity {
+    GPUFL_SEVERITY_LOW = 1,
+    GPUFL_SEVERITY_MEDIUM = 2,
+    GPUFL_SEVERITY_HIGH = 3
+} gpufl_severity_t;
+
+/** "LOW", "MEDIUM", "HIGH"; "?" for another value. */
+GPUFL_API const char *gpufl_severity_name(gpufl_severity_t severity);
+/**
+ * A severity's name, in any letter case, to *out. Returns 0, or GPUFL_EINVAL
+ * for another name or a NULL argument.
+ */
+GPUFL_API int gpufl_severity_parse(const char *name, gpufl_severity_t *out);
+
+/** What gpufl_analysis_insights_write() writes. Fields are only appended. */
+typedef struct gpufl_insights_options {
+    size_t size;                   /**< sizeof(gpufl_insights_options_t); set by the init call */
+    const char *format;            /**< "text" (default, NULL) or "json" */
+    gpufl_severity_t min_severity; /**< the lowest severity written; default LOW */
+} gpufl_insights_options_t;
+
+/** Fills the first `size` bytes of *opts with the defaults and sets opts->size. */
+GPUFL_API void gpufl_insights_options_init_sized(gpufl_insights_options_t *opts, size_t size);
+/** Fills *opts with the defaults: text, every severity. */
+static inline void gpufl_insights_options_init(gpufl_insights_options_t *opts) {
+    gpufl_insights_options_init_sized(opts, sizeof *opts);
+}
+
+/**
+ * Writes the session's insights (the report's findings, most severe first;
+ * docs/insights.md) to out, as `gpufl insights` prints them: text for
+ * people, or JSON. opts NULL: the defaults. Returns 0, GPUFL_EINVAL (a NULL
+ * handle or out, an unknown format), GPUFL_EIO when writing failed,
+ * GPUFL_ENOMEM. Calls on one handle are serialised.
+ */
+GPUFL_API int gpufl_analysis_insights_write(gpufl_analysis_t *a,
+                                            const gpufl_insights_options_t *opts, FILE *out);
+
+/* ---------------------------------------------------------------------- */
+/* Export to trace viewers (docs/export.md)                                 */
+/* ---------------------------------------------------------------------- */
+
+/** Trace formats. Values are stable: never renumbered. */
+typedef enum gpufl_export_format {
+    GPUFL_EXPORT_CHROME = 0,  /**< Chrome trace event JSON (chrome://tracing, Perfetto UI) */
+    GPUFL_EXPORT_PERFETTO = 1 /**< Perfetto protobuf trace (ui.perfetto.dev, trace_processor) */
+} gpufl_export_format_t;
+
+/** "chrome" or "perfetto" to *out. Returns 0, or GPUFL_EINVAL for any other name. */
+GPUFL_API int gpufl_export_format_parse(const char *name, gpufl_export_format_t *out);
+/** The file name ending of a format: ".trace.json", ".perfetto-trace". */
+GPUFL_API const char *gpufl_export_extension(gpufl_export_format_t format);
+
+/** Chrome JSON: trace events per file (metadata events aside) unless told otherwise. */
+#define GPUFL_EXPORT_CHROME_MAX_EVENTS 1000000u
+/** Chrome JSON: files one export may split into. */
+#define GPUFL_EXPORT_FILES_MAX 10000u
+
+/** Called now and then while writing, on the exporting thread: fraction done, 0..1. */
+typedef void (*gpufl_export_progress_fn)(void *user, double fraction);
+
+/** What gpufl_analysis_export() writes. Set `size` (or zero the struct and set it). Fields are
+ * only appended. */
+typedef struct gpufl_export_options {
+    size_t size; /**< sizeof(gpufl_export_options_t) */
+    gpufl_export_format_t format;
+    /** The file to write; NULL or "-": the stream `out` (never split). */
+    const char *path;
+    FILE *out;
+    /** Chrome JSON: at most this many trace events per file (0: the default,
+     * GPUFL_EXPORT_CHROME_MAX_EVENTS; UINT64_MAX: one file). A session with
+     * more is split by time into <stem>.<n><ending>, each file complete with
+     * the process and track metadata. */
+    uint64_t max_events_per_file;
+    gpufl_export_progress_fn progress; /**< NULL: none */
+    void *progress_user;
+} gpufl_export_options_t;
+
+/** What an export wrote. Free with gpufl_export_result_fini(). */
+typedef struct gpufl_export_result {
+    size_t n_files;
+    char **files;         /**< the paths written, in time order; NULL for a stream */
+    uint64_t events;      /**< Chrome: trace events written, metadata included; Perfetto: packets */
+    uint64_t bytes;       /**< written, all files together */
+    uint64_t slices;      /**< scopes, syncs, launches, kernels, copies, memsets */
+    uint64_t counters;    /**< counter values */
+    uint64_t instants;    /**< launch rows drawn as instants (sessions without kernel rows) */
+    uint64_t flows;       /**< launch -> kernel arrows written */
+    uint64_t flows_cut;   /**< Chrome: arrows left out, their ends in different files */
+    uint64_t clipped;     /**< slices shortened to nest inside the one enclosing them */
+    uint64_t no_launch;   /**< kernels whose launch time is not in the log: no arrow */
+    size_t tracks;        /**< thread, GPU and counter tracks */
+    int split_suppressed; /**< Chrome to a stream: more events than one file should hold */
+} gpufl_export_result_t;
+
+/**
+ * Writes the session's timeline in opt->format: a track per CPU thread
+ * (scopes, syncs, launches), per GPU stream (kernels, copies), launch ->
+ * kernel arrows and counter tracks (docs/export.md). Returns 0, GPUFL_EINVAL
+ * (a NULL handle or opt, bad options), GPUFL_EIO (a file could not be
+ * created or written: the message names it; files already complete stay,
+ * and *res lists them), GPUFL_ENOMEM. *res (may be NULL) says what was
+ * written; free it with gpufl_export_result_fini(), also after a failure.
+ * Calls on one handle are serialised.
+ */
+GPUFL_API int gpufl_analysis_export(gpufl_analysis_t *a, const gpufl_export_options_t *opt,
+                                    gpufl_export_result_t *res);
+/** Frees what a result holds; accepts NULL and a result never filled (zeroed). */
+GPUFL_API void gpufl_export_result_fini(gpufl_export_result_t *res);
 
 #ifdef __cplusplus
 }

@@ -146,7 +146,24 @@ int gpufl_analysis_find(const char *log_dir, const char *app_name, const char *s
 /* The handle                                                               */
 /* ---------------------------------------------------------------------- */
 
+void gpufl_open_options_init_sized(gpufl_open_options_t *opts, size_t size) {
+    gpufl_open_options_t d = {sizeof d, NULL, NULL};
+    if (!opts) return;
+    d.size = size < sizeof d ? size : sizeof d;
+    memcpy(opts, &d, d.size);
+}
+
+int gpufl_analysis_is_session(const char *dir) { return dir && gpufl__session_dir_check(dir); }
+
 int gpufl_analysis_open(gpufl_analysis_t **out, const char *session_dir) {
+    return gpufl_analysis_open_with(out, session_dir, NULL);
+}
+
+int gpufl_analysis_open_with(gpufl_analysis_t **out, const char *session_dir,
+                             const gpufl_open_options_t *opts) {
+    gpufl_open_options_t o;
+    gpufl_open_options_init(&o);
+    if (opts) memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
     if (out) *out = NULL;
     if (!out || !session_dir)
         return gpufl__set_error(GPUFL_EINVAL, "open: out and session_dir are required");
@@ -162,7 +179,11 @@ int gpufl_analysis_open(gpufl_analysis_t **out, const char *session_dir) {
     gpufl__idmap_init(&a->by_ptr);
     pthread_mutex_init(&a->lock, NULL);
     a->dir = strdup(session_dir);
-    int rc = a->dir ? gpufl__model_load(session_dir, &a->m) : oom();
+    gpufl_model_limits_t limits;
+    memset(&limits, 0, sizeof limits); /* 0: each default */
+    limits.progress = o.progress;
+    limits.progress_user = o.progress_user;
+    int rc = a->dir ? gpufl__model_load_limits(session_dir, &limits, &a->m) : oom();
     if (rc) {
         gpufl_analysis_close(a);
         return rc;
@@ -171,8 +192,7 @@ int gpufl_analysis_open(gpufl_analysis_t **out, const char *session_dir) {
     return 0;
 }
 
-void gpufl_analysis_close(gpufl_analysis_t *a) {
-    if (!a) return;
+void gpufl__analysis_drop_model(gpufl_analysis_t *a) {
     for (int t = 0; t < GPUFL_TABLE_COUNT; t++) gpufl__analysis_table_free(&a->tables[t]);
     for (gpufl_an_text_t *x = a->texts, *next; x; x = next) {
         next = x->next;
@@ -180,11 +200,27 @@ void gpufl_analysis_close(gpufl_analysis_t *a) {
         free(x->text);
         free(x);
     }
+    a->texts = NULL;
     if (a->report_built) gpufl__report_free(&a->report);
+    a->report_built = 0;
     gpufl__model_destroy(a->m);
+    a->m = NULL;
     free(a->strs);
     free(a->hashes);
     free(a->slots);
+    a->strs = NULL;
+    a->hashes = NULL;
+    a->slots = NULL;
+    a->n_strs = a->strs_alloc = a->n_slots = 0;
+    a->str_failed = 0;
+    gpufl__idmap_fini(&a->by_ptr);
+    gpufl__idmap_init(&a->by_ptr);
+}
+
+void gpufl_analysis_close(gpufl_analysis_t *a) {
+    if (!a) return;
+    gpufl__analysis_drop_model(a);
+    gpufl__analysis_feed_free(a);
     gpufl__idmap_fini(&a->by_ptr);
     pthread_mutex_destroy(&a->lock);
     free(a->dir);
@@ -301,6 +337,8 @@ static gpufl_an_table_t *table_get(gpufl_analysis_t *a, gpufl_table_t t, int *rc
         *rc = gpufl__set_error(GPUFL_EINVAL, "no such table: %d", (int)t);
         return NULL;
     }
+    *rc = gpufl__analysis_feed_model(a);
+    if (*rc) return NULL;
     gpufl_an_table_t *tb = &a->tables[t];
     if (!tb->built) *rc = gpufl__analysis_table_build(a, t);
     return *rc ? NULL : tb;
@@ -404,18 +442,51 @@ fail:
     return rc;
 }
 
+/* The caller's options over the defaults, checked; fmt gets the format. */
+static int report_options(const gpufl_report_options_t *opts, gpufl_report_options_t *o,
+                          gpufl_report_format_t *fmt) {
+    gpufl_report_options_init(o);
+    if (opts) memcpy(o, opts, opts->size < sizeof *o ? opts->size : sizeof *o);
+    int rc = gpufl_report_format_parse(o->format ? o->format : "text", fmt);
+    if (rc) return rc;
+    if (o->section && *fmt != GPUFL_REPORT_TEXT)
+        return gpufl__set_error(GPUFL_EINVAL, "report: sections are for the text format only");
+    return 0;
+}
+
+int gpufl_analysis_report_write(gpufl_analysis_t *a, const gpufl_report_options_t *opts,
+                                FILE *out) {
+    gpufl_report_options_t o;
+    gpufl_report_format_t fmt;
+    if (!a || !out) return gpufl__set_error(GPUFL_EINVAL, "report: no handle or no stream");
+    int rc = report_options(opts, &o, &fmt);
+    if (rc) return rc;
+    pthread_mutex_lock(&a->lock);
+    rc = gpufl__analysis_report_built(a);
+    if (!rc) {
+        a->report.top_n = o.top_n;
+        rc = o.section ? gpufl__report_render_text_section(&a->report, o.section, out)
+                       : gpufl__report_render(&a->report, fmt, out);
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (!rc && (fflush(out) != 0 || ferror(out)))
+        rc = gpufl__set_error(GPUFL_EIO, "report: writing the report failed");
+    return rc;
+}
+
 int gpufl_analysis_report(gpufl_analysis_t *a, const gpufl_report_options_t *opts,
                           const char **text, size_t *len) {
     gpufl_report_options_t o;
-    gpufl_report_options_init(&o);
-    if (opts) memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
-    if (!a || !text) return gpufl__set_error(GPUFL_EINVAL, "report: no handle or no text");
     gpufl_report_format_t fmt;
-    int rc = gpufl__report_format_parse(o.format ? o.format : "text", &fmt);
+    if (!a || !text) return gpufl__set_error(GPUFL_EINVAL, "report: no handle or no text");
+    int rc = report_options(opts, &o, &fmt);
     if (rc) return rc;
-    if (o.section && fmt != GPUFL_REPORT_TEXT)
-        return gpufl__set_error(GPUFL_EINVAL, "report: sections are for the text format only");
     pthread_mutex_lock(&a->lock);
+    rc = gpufl__analysis_feed_model(a);
+    if (rc) {
+        pthread_mutex_unlock(&a->lock);
+        return rc;
+    }
     gpufl_an_text_t *x = a->texts;
     for (; x; x = x->next)
         if (x->fmt == fmt && x->top_n == o.top_n && !x->section == !o.section &&

@@ -3,7 +3,8 @@
  * analysis.h - the inside of the public read API (gpufl_analysis.h): a
  * handle holds the loaded model, the report computed from it on first need,
  * the tables built from both on first use, and one string table for every
- * STRING column. analysis.c holds the handle, analysis_tables.c the tables.
+ * STRING column. analysis.c holds the handle, analysis_tables.c the tables,
+ * analysis_feed.c the feeding of lines.
  */
 #ifndef GPUFL_ANALYSIS_ANALYSIS_H
 #define GPUFL_ANALYSIS_ANALYSIS_H
@@ -51,6 +52,10 @@ struct gpufl_analysis {
     int str_failed; /* a string could not be added: the build fails */
 
     gpufl_an_text_t *texts;
+
+    /* A handle being fed (analysis_feed.c); NULL for one opened from a
+     * directory. m is then built from what was fed, on first need. */
+    struct gpufl__analysis_feed *feed;
 };
 
 /* The id of s (0 for NULL), adding it when new. On failure sets
@@ -59,6 +64,18 @@ int64_t gpufl__analysis_str(gpufl_analysis_t *a, const char *s);
 
 /* Builds a->report once. 0 or GPUFL_ENOMEM. */
 int gpufl__analysis_report_built(gpufl_analysis_t *a);
+
+/* Frees the model and everything built from it (tables, texts, report,
+ * strings), leaving the handle as if nothing had been read. */
+void gpufl__analysis_drop_model(gpufl_analysis_t *a);
+
+/* analysis_feed.c: makes a->m current for a handle being fed (builds it from
+ * the lines so far when something was fed since); nothing for a handle
+ * opened from a directory. Called locked. 0, GPUFL_EINVAL (in order, before
+ * the end), GPUFL_ENOMEM. */
+int gpufl__analysis_feed_model(gpufl_analysis_t *a);
+/* Frees a->feed; accepts a handle with none. */
+void gpufl__analysis_feed_free(gpufl_analysis_t *a);
 
 /* Builds table t (analysis_tables.c): its defs, rows and column arrays.
  * 0, GPUFL_ENOMEM. */

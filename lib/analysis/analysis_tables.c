@@ -425,7 +425,7 @@ static void insight_row(row_t *w) {
     const gpufl_insight_t *in = &w->a->report.insights.items[w->i];
     put_s(w, in->rule);
     put_s(w, in->category);
-    put_s(w, gpufl__severity_name(in->severity));
+    put_s(w, gpufl_severity_name(in->severity));
     put_i(w, in->severity);
     put_sn(w, in->title);
     put_sn(w, in->message);

@@ -512,34 +512,28 @@ void gpufl__export_timeline_fini(gpufl_export_timeline_t *tl) {
 /* Names and arguments                                                      */
 /* ---------------------------------------------------------------------- */
 
+/* The names profilers give copies: CUPTI's short forms, which trace viewers
+ * users know. */
 static const char *copy_name(int32_t kind) {
     switch (kind) {
-    case 1: return "Memcpy HtoD";
-    case 2: return "Memcpy DtoH";
-    case 3: return "Memcpy HtoA";
-    case 4: return "Memcpy AtoH";
-    case 5: return "Memcpy AtoA";
-    case 6: return "Memcpy AtoD";
-    case 7: return "Memcpy DtoA";
-    case 8: return "Memcpy DtoD";
-    case 9: return "Memcpy HtoH";
-    case 10: return "Memcpy PtoP";
+    case GPUFL_COPY_KIND_HOST_TO_DEVICE: return "Memcpy HtoD";
+    case GPUFL_COPY_KIND_DEVICE_TO_HOST: return "Memcpy DtoH";
+    case GPUFL_COPY_KIND_HOST_TO_ARRAY: return "Memcpy HtoA";
+    case GPUFL_COPY_KIND_ARRAY_TO_HOST: return "Memcpy AtoH";
+    case GPUFL_COPY_KIND_ARRAY_TO_ARRAY: return "Memcpy AtoA";
+    case GPUFL_COPY_KIND_ARRAY_TO_DEVICE: return "Memcpy AtoD";
+    case GPUFL_COPY_KIND_DEVICE_TO_ARRAY: return "Memcpy DtoA";
+    case GPUFL_COPY_KIND_DEVICE_TO_DEVICE: return "Memcpy DtoD";
+    case GPUFL_COPY_KIND_HOST_TO_HOST: return "Memcpy HtoH";
+    case GPUFL_COPY_KIND_PEER: return "Memcpy PtoP";
     default: return "Memcpy";
     }
 }
 
-/* CUPTI's memory kinds. */
+/* The legend's name of a memory kind, "unknown" for a value not known. */
 static const char *memory_kind_name(int32_t kind) {
-    switch (kind) {
-    case 1: return "pageable";
-    case 2: return "pinned";
-    case 3: return "device";
-    case 4: return "array";
-    case 5: return "managed";
-    case 6: return "device_static";
-    case 7: return "managed_static";
-    default: return "unknown";
-    }
+    const char *name = gpufl_memory_kind_name(kind);
+    return name ? name : "unknown";
 }
 
 const char *gpufl__export_kind_name(gpufl_export_kind_t kind) {

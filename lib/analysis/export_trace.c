@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gpufl__export_format_parse(const char *name, gpufl_export_format_t *out) {
+int gpufl_export_format_parse(const char *name, gpufl_export_format_t *out) {
     if (name && strcmp(name, "chrome") == 0) {
         *out = GPUFL_EXPORT_CHROME;
         return 0;
@@ -24,11 +24,11 @@ int gpufl__export_format_parse(const char *name, gpufl_export_format_t *out) {
     return GPUFL_EINVAL;
 }
 
-const char *gpufl__export_extension(gpufl_export_format_t format) {
+const char *gpufl_export_extension(gpufl_export_format_t format) {
     return format == GPUFL_EXPORT_PERFETTO ? ".perfetto-trace" : ".trace.json";
 }
 
-void gpufl__export_result_fini(gpufl_export_result_t *res) {
+void gpufl_export_result_fini(gpufl_export_result_t *res) {
     if (!res) return;
     for (size_t i = 0; i < res->n_files; i++) free(res->files[i]);
     free(res->files);
@@ -57,6 +57,6 @@ int gpufl__export_write(const gpufl_model_t *m, const gpufl_export_options_t *op
     res->tracks = tl.n_tracks;
     if (opt->progress && rc == 0) opt->progress(opt->progress_user, 1.0);
     gpufl__export_timeline_fini(&tl);
-    if (res == &local) gpufl__export_result_fini(&local);
+    if (res == &local) gpufl_export_result_fini(&local);
     return rc;
 }

@@ -19,7 +19,7 @@ static const char *const rule_order[] = {
     "register_limited", "register_spill", "memcpy_bound",    "pageable_memcpy",   "throttling",
     "low_sm_activity",  "dominant_stall", "warp_divergence", "uncoalesced_global"};
 
-const char *gpufl__severity_name(gpufl_severity_t s) {
+const char *gpufl_severity_name(gpufl_severity_t s) {
     switch (s) {
     case GPUFL_SEVERITY_HIGH: return "HIGH";
     case GPUFL_SEVERITY_MEDIUM: return "MEDIUM";

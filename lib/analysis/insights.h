@@ -22,17 +22,12 @@
 
 #include "analysis/model.h"
 
+#include <gpufl/gpufl_analysis.h>
+
 #include <stddef.h>
 #include <stdio.h>
 
-typedef enum gpufl_severity {
-    GPUFL_SEVERITY_LOW = 1,
-    GPUFL_SEVERITY_MEDIUM = 2,
-    GPUFL_SEVERITY_HIGH = 3
-} gpufl_severity_t;
-
-/* "LOW", "MEDIUM", "HIGH". */
-const char *gpufl__severity_name(gpufl_severity_t s);
+/* gpufl_severity_t and its names: gpufl_analysis.h. */
 
 #define GPUFL_INSIGHT_EVIDENCE_MAX 12
 

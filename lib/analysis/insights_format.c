@@ -39,7 +39,7 @@ int gpufl__insights_write_text(const gpufl_insights_t *in, gpufl_severity_t min,
     for (size_t i = 0, k = 0; i < in->n; i++) {
         const gpufl_insight_t *x = &in->items[i];
         if (x->severity < min) continue;
-        fprintf(out, "%s%s[%s] %s: %s\n", k++ ? "\n" : "", p, gpufl__severity_name(x->severity),
+        fprintf(out, "%s%s[%s] %s: %s\n", k++ ? "\n" : "", p, gpufl_severity_name(x->severity),
                 x->category, x->title ? x->title : x->rule);
         char where[1024];
         place(x, where, sizeof where);
@@ -80,7 +80,7 @@ static json_t *insight_json(const gpufl_insight_t *x) {
         return NULL;
     }
     int rc = put_str(o, "rule", x->rule) | put_str(o, "category", x->category) |
-             put_str(o, "severity", gpufl__severity_name(x->severity)) |
+             put_str(o, "severity", gpufl_severity_name(x->severity)) |
              put_str(o, "title", x->title) | put_str(o, "message", x->message) |
              put_str(o, "advice", x->advice) | put_str(o, "file", x->file) |
              (x->line > 0 ? json_object_set_new(o, "line", json_integer(x->line)) : 0) |

@@ -22,6 +22,8 @@
 
 #include "analysis/reader.h"
 
+#include <gpufl/gpufl_log.h>
+
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -250,21 +252,23 @@ typedef struct gpufl_model_kernel_config {
     int32_t device;            /* UNKNOWN when absent */
 } gpufl_model_kernel_config_t;
 
-/* CUPTI memcpy kinds (copy_kind) and memory kinds (src_kind, dst_kind). */
-#define GPUFL_MODEL_COPY_HTOD    1
-#define GPUFL_MODEL_COPY_DTOH    2
-#define GPUFL_MODEL_COPY_DTOD    8
-#define GPUFL_MODEL_COPY_PTOP    10
-#define GPUFL_MODEL_MEM_PAGEABLE 1
-#define GPUFL_MODEL_MEM_PINNED   2
+/* The copy kinds (copy_kind) and memory kinds (src_kind, dst_kind) the
+ * analysis tells apart: gpufl's values (gpufl_log.h), whatever the log's
+ * version (compat.c translates older ones). */
+#define GPUFL_MODEL_COPY_HTOD    GPUFL_COPY_KIND_HOST_TO_DEVICE
+#define GPUFL_MODEL_COPY_DTOH    GPUFL_COPY_KIND_DEVICE_TO_HOST
+#define GPUFL_MODEL_COPY_DTOD    GPUFL_COPY_KIND_DEVICE_TO_DEVICE
+#define GPUFL_MODEL_COPY_PTOP    GPUFL_COPY_KIND_PEER
+#define GPUFL_MODEL_MEM_PAGEABLE GPUFL_MEMORY_KIND_PAGEABLE
+#define GPUFL_MODEL_MEM_PINNED   GPUFL_MEMORY_KIND_PINNED
 
 /* One memory copy (a copy row, Trace engine); end_ns >= start_ns. */
 typedef struct gpufl_model_copy {
     int64_t start_ns, end_ns;
     int64_t bytes;
     int32_t device;    /* gpufl_model_gpu_t.device */
-    int32_t copy_kind; /* GPUFL_MODEL_COPY_*, or another CUPTI memcpy kind */
-    int32_t src_kind;  /* GPUFL_MODEL_MEM_*, or another CUPTI memory kind */
+    int32_t copy_kind; /* gpufl_copy_kind_t */
+    int32_t src_kind;  /* gpufl_memory_kind_t */
     int32_t dst_kind;
     int64_t scope; /* scope instance id open at launch; UNKNOWN when none or unknown */
 } gpufl_model_copy_t;
@@ -275,14 +279,14 @@ typedef struct gpufl_model_memset {
     int64_t bytes;
     int64_t scope;       /* as in gpufl_model_copy_t */
     int32_t device;      /* gpufl_model_gpu_t.device */
-    int32_t memory_kind; /* a CUPTI memory kind */
+    int32_t memory_kind; /* gpufl_memory_kind_t */
 } gpufl_model_memset_t;
 
-/* CUPTI's synchronization types (sync_type). */
-#define GPUFL_MODEL_SYNC_EVENT      1 /* cudaEventSynchronize */
-#define GPUFL_MODEL_SYNC_WAIT_EVENT 2 /* cudaStreamWaitEvent */
-#define GPUFL_MODEL_SYNC_STREAM     3 /* cudaStreamSynchronize */
-#define GPUFL_MODEL_SYNC_CONTEXT    4 /* cudaDeviceSynchronize (cuCtxSynchronize) */
+/* The synchronization types (sync_type): gpufl's values (gpufl_log.h). */
+#define GPUFL_MODEL_SYNC_EVENT      GPUFL_SYNC_TYPE_EVENT             /* cudaEventSynchronize */
+#define GPUFL_MODEL_SYNC_WAIT_EVENT GPUFL_SYNC_TYPE_STREAM_WAIT_EVENT /* cudaStreamWaitEvent */
+#define GPUFL_MODEL_SYNC_STREAM     GPUFL_SYNC_TYPE_STREAM            /* cudaStreamSynchronize */
+#define GPUFL_MODEL_SYNC_CONTEXT    GPUFL_SYNC_TYPE_DEVICE            /* cudaDeviceSynchronize */
 
 /* One synchronization call (a sync row, Trace engine): the host thread was
  * blocked from start_ns to end_ns. */
@@ -294,7 +298,7 @@ typedef struct gpufl_model_sync {
     int64_t event;       /* the event's handle; UNKNOWN for types without one */
     int64_t scope;       /* as in gpufl_model_copy_t */
     int64_t stack;       /* CPU stack at the call (a stack id); UNKNOWN when not captured */
-    int32_t sync_type;   /* GPUFL_MODEL_SYNC_* */
+    int32_t sync_type;   /* gpufl_sync_type_t */
 } gpufl_model_sync_t;
 
 /*
@@ -811,7 +815,18 @@ int gpufl__model_load(const char *session_dir, gpufl_model_t **out);
 /* As gpufl__model_load, with caps (NULL: defaults). */
 int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
                              gpufl_model_t **out);
-/* Frees a model; accepts NULL. */
+/*
+ * Building a model from lines fed in pieces (the feed path both of the
+ * above take): gpufl__model_create makes an empty model in its loading
+ * state (*out); gpufl__model_reader_init sets up a reader whose records go
+ * into it (follow_segments: see gpufl_reader_t); after the lines,
+ * gpufl__model_finish joins and summarizes once, and the model is then only
+ * read. Return 0, GPUFL_ENOMEM (GPUFL_EINVAL: finished twice).
+ */
+int gpufl__model_create(const gpufl_model_limits_t *limits, gpufl_model_t **out);
+void gpufl__model_reader_init(gpufl_model_t *m, gpufl_reader_t *r, int follow_segments);
+int gpufl__model_finish(gpufl_model_t *m);
+/* Frees a model (finished or not); accepts NULL. */
 void gpufl__model_destroy(gpufl_model_t *m);
 
 /* The string of a dict id: "" for 0, NULL when undefined. */

@@ -3,7 +3,8 @@
  * model_internal.h - what model.c shares with the files that load further
  * record kinds into the model (model_pc.c, model_sassm.c) and derive from them
  * (pc_attrib.c). Internal to the analysis library; only valid while a model
- * is being loaded.
+ * is being loaded. Each domain file (model_<domain>.c) registers its record
+ * types in a gpufl__model_handler_t table declared here.
  */
 #ifndef GPUFL_ANALYSIS_MODEL_INTERNAL_H
 #define GPUFL_ANALYSIS_MODEL_INTERNAL_H
@@ -102,31 +103,73 @@ int gpufl__model_keep_last(json_t **slot, json_t *rec);
 int gpufl__model_context_head(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
                               json_t *rec, const char *names, int64_t *context, int64_t *ts);
 
-/* model_pc.c: the PC sampling and sass records. Each returns what a reader
- * callback returns. */
-int gpufl__model_on_pc_sampling(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
-int gpufl__model_on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                              const gpufl_reader_batch_t *view);
-int gpufl__model_on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                              const gpufl_reader_batch_t *view);
-int gpufl__model_on_sass(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
-/* After reading: the reason table, sass sorted, problems counted. Returns 0
+/*
+ * The handler of one record type, in its domain's table (a NULL type ends
+ * the table). Exactly one of record and rows is set: record takes the
+ * record as JSON; rows takes a high-rate integer batch either as JSON (rec,
+ * view NULL) or as the reader's scanned column view (rec NULL), which the
+ * reader only builds for types with rows. Both return what a reader
+ * callback returns: 0 handled, 1 unknown, 2 corrupt (reported), < 0 stop.
+ */
+typedef struct gpufl__model_handler {
+    const char *type;
+    int (*record)(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
+    int (*rows)(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                const gpufl_reader_batch_t *view);
+} gpufl__model_handler_t;
+
+/* The domains' tables (model.c walks them). */
+extern const gpufl__model_handler_t gpufl__model_session_handlers[]; /* model_session.c */
+extern const gpufl__model_handler_t gpufl__model_host_handlers[];    /* model_host.c */
+extern const gpufl__model_handler_t gpufl__model_scope_handlers[];   /* model_scope.c */
+extern const gpufl__model_handler_t gpufl__model_gpu_handlers[];     /* model_gpu.c */
+extern const gpufl__model_handler_t gpufl__model_trace_handlers[];   /* model_trace.c */
+extern const gpufl__model_handler_t gpufl__model_stack_handlers[];   /* model_stack.c */
+extern const gpufl__model_handler_t gpufl__model_pc_handlers[];      /* model_pc.c */
+extern const gpufl__model_handler_t gpufl__model_sassm_handlers[];   /* model_sassm.c */
+extern const gpufl__model_handler_t gpufl__model_range_handlers[];   /* model_range.c */
+
+/* Field readers shared by the domains (model.c). */
+int64_t gpufl__model_int_or_unknown(const json_t *v);
+/* A value: negative means unknown, like null. */
+int64_t gpufl__model_nonneg_or_unknown(const json_t *v);
+/* Reads a device number (0 .. INT32_MAX). Returns 0 or -1. */
+int gpufl__model_device_number(const json_t *v, int64_t *out);
+/* The "name" member of rec, written as a string or as a dict id (then
+ * resolved after loading): sets *id (0 for a string) and *out ("" until
+ * resolved). Returns 0 or GPUFL_ENOMEM. */
+int gpufl__model_name_member(gpufl_model_t *m, const json_t *rec, int64_t *id, const char **out);
+/* Keeps rec in *slot unless it holds one already (the first record wins). */
+int gpufl__model_keep_first(json_t **slot, json_t *rec);
+
+/* model_gpu.c: the entry of device, created (has_info 0, all unknown) when
+ * new. Returns 0, 1 when the device cap is reached, or GPUFL_ENOMEM. */
+int gpufl__model_gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **out);
+/* model_scope.c: the index of the first len bytes of path in the sorted
+ * scope paths, or -1. */
+long gpufl__model_path_find(const gpufl_model_t *m, const char *path, size_t len);
+
+/* The steps after reading, in the order model.c runs them; each returns 0
+ * or GPUFL_ENOMEM. Scope joins (model_scope.c); devices (model_gpu.c);
+ * scope paths and GPU time per path (model_scope.c); stacks
+ * (model_stack.c); kernel_config names and launches (model_trace.c). */
+int gpufl__model_finish_scopes(gpufl_model_t *m);
+int gpufl__model_finish_gpus(gpufl_model_t *m);
+int gpufl__model_finish_paths(gpufl_model_t *m);
+void gpufl__model_finish_stacks(gpufl_model_t *m);
+int gpufl__model_finish_trace(gpufl_model_t *m);
+
+/* model_pc.c: after reading: the reason table, sass sorted, problems counted. Returns 0
  * or GPUFL_ENOMEM. */
 int gpufl__model_finish_pc(gpufl_model_t *m);
 /* Frees what model_pc.c allocated. */
 void gpufl__model_free_pc(gpufl_model_t *m);
 
-/* model_sassm.c: the SASS metrics records, as model_pc.c's. */
-int gpufl__model_on_sass_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
-int gpufl__model_on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                                const gpufl_reader_batch_t *view);
-/* After reading: the rows sorted, one per (context, cubin, function, pc). */
+/* model_sassm.c: after reading: the rows sorted, one per (context, cubin, function, pc). */
 void gpufl__model_finish_sassm(gpufl_model_t *m);
 void gpufl__model_free_sassm(gpufl_model_t *m);
 
-/* model_range.c: the range profiler records, as model_pc.c's. */
-int gpufl__model_on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
-int gpufl__model_on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
+/* model_range.c */
 void gpufl__model_free_range(gpufl_model_t *m);
 
 /* model_lost.c: damaged lines and the scopes whose begins went with them.

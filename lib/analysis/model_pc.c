@@ -60,7 +60,7 @@ int gpufl__model_context_head(gpufl_model_t *m, const gpufl_reader_pos_t *pos, c
 /* pc_sampling (pc_sampling_stats is kept whole: gpufl__model_keep_last)   */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__model_on_pc_sampling(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_pc_sampling(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t context, ts;
     int rc = gpufl__model_context_head(m, pos, "pc_sampling", rec, "reasons", &context, &ts);
     if (rc) return rc;
@@ -123,8 +123,8 @@ static void fill_pc_sample(void *row, const int64_t *v) {
     s->demangled = v[P_DEMANGLED] > 0 ? (uint32_t)v[P_DEMANGLED] : s->function;
 }
 
-int gpufl__model_on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                              const gpufl_reader_batch_t *view) {
+static int on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                        const gpufl_reader_batch_t *view) {
     static const char *const names[P_NCOL] = {"t0_ns",  "t1_ns",   "context", "function", "pc",
                                               "reason", "samples", "cubin",   "demangled"};
     static const int64_t max[P_NCOL] = {
@@ -184,8 +184,8 @@ static void fill_pc_window(void *row, const int64_t *v) {
     w->unplaced = v[W_UNPLACED];
 }
 
-int gpufl__model_on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                              const gpufl_reader_batch_t *view) {
+static int on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                        const gpufl_reader_batch_t *view) {
     static const char *const names[W_NCOL] = {"t0_ns",       "t1_ns",    "context",  "drains",
                                               "samples",     "recorded", "non_user", "dropped",
                                               "buffer_full", "pcs_left", "lost",     "unplaced"};
@@ -253,7 +253,7 @@ static int sass_insn(gpufl_model_t *m, json_t *pc, json_t *text, json_t *file, j
     return 0;
 }
 
-int gpufl__model_on_sass(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_sass(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t cubin, function;
     if (gpufl__reader_int(json_object_get(rec, "cubin"), &cubin) != 0 || cubin <= 0 ||
         gpufl__reader_int(json_object_get(rec, "function"), &function) != 0 || function <= 0)
@@ -450,3 +450,17 @@ const gpufl_model_sass_insn_t *gpufl__model_sass_insn(const gpufl_model_t *m,
     }
     return lo < s->n && v[lo].pc == pc ? &v[lo] : NULL;
 }
+
+static int on_pc_sampling_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    (void)pos;
+    return gpufl__model_keep_last(&m->pc_stats, rec);
+}
+
+const gpufl__model_handler_t gpufl__model_pc_handlers[] = {
+    {"pc_sampling", on_pc_sampling, NULL},
+    {"pc_sample", NULL, on_pc_sample},
+    {"pc_window", NULL, on_pc_window},
+    {"pc_sampling_stats", on_pc_sampling_stats, NULL},
+    {"sass", on_sass, NULL},
+    {NULL, NULL, NULL},
+};

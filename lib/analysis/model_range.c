@@ -54,7 +54,7 @@ static int check_groups(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const j
 }
 
 /* range_profiler_stats is kept whole: gpufl__model_keep_last. */
-int gpufl__model_on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t context, ts;
     int rc = gpufl__model_context_head(m, pos, "range_profiler", rec, "metrics", &context, &ts);
     if (rc) return rc;
@@ -104,7 +104,7 @@ static int need_int(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
     return 0;
 }
 
-int gpufl__model_on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     gpufl_model_range_t r = {.tid = GPUFL_MODEL_UNKNOWN};
     int rc;
     if ((rc = need_int(m, pos, rec, "ts_ns", &r.ts_ns)) ||
@@ -162,3 +162,15 @@ void gpufl__model_free_range(gpufl_model_t *m) {
     free(m->ranges);
     json_decref(m->range_stats);
 }
+
+static int on_range_profiler_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    (void)pos;
+    return gpufl__model_keep_last(&m->range_stats, rec);
+}
+
+const gpufl__model_handler_t gpufl__model_range_handlers[] = {
+    {"range_profiler", on_range_profiler, NULL},
+    {"range_metrics", on_range_metrics, NULL},
+    {"range_profiler_stats", on_range_profiler_stats, NULL},
+    {NULL, NULL, NULL},
+};

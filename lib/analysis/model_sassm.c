@@ -25,7 +25,7 @@
 /* sass_metrics (sass_metrics_stats is kept whole: gpufl__model_keep_last) */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__model_on_sass_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_sass_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     int64_t context, ts;
     int rc = gpufl__model_context_head(m, pos, "sass_metrics", rec, "metrics", &context, &ts);
     if (rc) return rc;
@@ -91,8 +91,8 @@ static void fill_sass_metric(void *row, const int64_t *v) {
     r->sectors_ideal = v[S_SECTORS_IDEAL];
 }
 
-int gpufl__model_on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                                const gpufl_reader_batch_t *view) {
+static int on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
+                          const gpufl_reader_batch_t *view) {
     static const char *const names[S_NCOL] = {"ts_ns",   "context",      "function", "pc",
                                               "cubin",   "demangled",    "inst",     "thread_inst",
                                               "sectors", "sectors_ideal"};
@@ -182,3 +182,15 @@ int gpufl__model_sass_counted(const gpufl_model_t *m) {
         if (!*m->sassm_contexts[i].error) return 1;
     return 0;
 }
+
+static int on_sass_metrics_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+    (void)pos;
+    return gpufl__model_keep_last(&m->sassm_stats, rec);
+}
+
+const gpufl__model_handler_t gpufl__model_sassm_handlers[] = {
+    {"sass_metrics", on_sass_metrics, NULL},
+    {"sass_metric", NULL, on_sass_metric},
+    {"sass_metrics_stats", on_sass_metrics_stats, NULL},
+    {NULL, NULL, NULL},
+};

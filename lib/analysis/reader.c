@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * reader.c - reads a session directory line by line into records.
+ * reader.c - reads a session's lines into records: from a session directory,
+ * or fed by file in any interleaving (gpufl__reader_feed, the one path both
+ * take).
  *
  * Lines are cut out of a growable buffer (capped: a line past the cap is
  * reported and skipped without being held in memory) and parsed one by one
@@ -397,7 +399,7 @@ int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t
     scan_t sc = {line, line + len};
     size_t n = 0, cells = 0, rows = 0;
     int64_t v;
-    if (!scan_type_and_version(s, &sc, &v) || v != 1) return 0;
+    if (!scan_type_and_version(s, &sc, &v) || v < 1) return 0;
     int rc = reserve_columns(s);
     if (rc) return rc;
     while (scan_char(&sc, ',')) {
@@ -410,6 +412,7 @@ int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t
     scan_ws(&sc);
     if (sc.p != sc.end) return 0;
     finish_columns(s, n, rows, b);
+    b->version = v;
     return 1;
 }
 
@@ -455,6 +458,7 @@ int gpufl__reader_scan_damage(gpufl_reader_scanner_t *s, const char *line, size_
     }
     if (n == 0) return 0;
     finish_columns(s, n, rows, b);
+    b->version = v;
     d->rows = (int64_t)rows;
     d->rows_exact = 1;
     d->columns = b;
@@ -472,19 +476,344 @@ const char *gpufl__reader_file_name(gpufl_log_file_t file) {
     return (unsigned)file < GPUFL_LOG_FILE_COUNT ? file_names[file] : "?";
 }
 
+/* ---------------------------------------------------------------------- */
+/* Cutting lines                                                            */
+/* ---------------------------------------------------------------------- */
+
+static size_t max_line_of(size_t max_line) { return max_line ? max_line : LINE_DEFAULT_MAX; }
+
+/* Appends to the unfinished line, growing the buffer (within max_line + 1). */
+static int tail_add(gpufl_reader_cutter_t *c, const char *p, size_t n) {
+    if (c->tail_alloc - c->tail_len < n) {
+        size_t grown = c->tail_alloc ? c->tail_alloc : 4096;
+        while (grown - c->tail_len < n) grown *= 2;
+        char *t = realloc(c->tail, grown);
+        if (!t) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a line");
+        c->tail = t;
+        c->tail_alloc = grown;
+    }
+    memcpy(c->tail + c->tail_len, p, n);
+    c->tail_len += n;
+    return 0;
+}
+
+/* Ends the line that is p[0..n) after the kept tail. */
+static int cut_line(gpufl_reader_cutter_t *c, const char *p, size_t n, gpufl_reader_line_fn fn,
+                    void *user) {
+    size_t max = max_line_of(c->max_line);
+    if (c->skipping) {
+        c->skipping = 0;
+        return fn(user, GPUFL_READER_CUT_LONG_END, NULL, 0);
+    }
+    if (c->tail_len + n > max) {
+        c->tail_len = 0;
+        int rc = fn(user, GPUFL_READER_CUT_LONG, NULL, 0);
+        return rc ? rc : fn(user, GPUFL_READER_CUT_LONG_END, NULL, 0);
+    }
+    if (!c->tail_len) return fn(user, GPUFL_READER_CUT_LINE, p, n);
+    int rc = tail_add(c, p, n);
+    if (rc) return rc;
+    size_t whole = c->tail_len;
+    c->tail_len = 0;
+    return fn(user, GPUFL_READER_CUT_LINE, c->tail, whole);
+}
+
+int gpufl__reader_cut(gpufl_reader_cutter_t *c, const char *bytes, size_t len,
+                      gpufl_reader_line_fn fn, void *user) {
+    size_t max = max_line_of(c->max_line);
+    const char *p = bytes, *end = bytes + len, *nl;
+    while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        int rc = cut_line(c, p, (size_t)(nl - p), fn, user);
+        if (rc) return rc;
+        p = nl + 1;
+    }
+    if (p == end || c->skipping) return 0;
+    size_t n = (size_t)(end - p);
+    if (c->tail_len + n > max) { /* reported now, not held: its '\n' ends it */
+        c->tail_len = 0;
+        c->skipping = 1;
+        return fn(user, GPUFL_READER_CUT_LONG, NULL, 0);
+    }
+    return tail_add(c, p, n);
+}
+
+int gpufl__reader_cut_end(gpufl_reader_cutter_t *c) {
+    int unfinished = c->tail_len > 0 || c->skipping;
+    c->tail_len = 0;
+    c->skipping = 0;
+    if (c->tail_alloc > READ_CHUNK) { /* give back the room a long line needed */
+        free(c->tail);
+        c->tail = NULL;
+        c->tail_alloc = 0;
+    }
+    return unfinished;
+}
+
+void gpufl__reader_cutter_fini(gpufl_reader_cutter_t *c) {
+    free(c->tail);
+    c->tail = NULL;
+    c->tail_len = c->tail_alloc = 0;
+    c->skipping = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading lines                                                            */
+/* ---------------------------------------------------------------------- */
+
+static void warnf(gpufl_reader_t *r, uint64_t line, const char *fmt, ...) GPUFL__PRINTF(3, 4);
+
+static void warnf(gpufl_reader_t *r, uint64_t line, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!r->ops->warn) return;
+    gpufl_reader_pos_t pos = r->cur->pos;
+    pos.line = line;
+    r->ops->warn(r->user, &pos, msg);
+}
+
+static void corrupt(gpufl_reader_t *r, const char *fmt, ...) GPUFL__PRINTF(2, 3);
+
+static void corrupt(gpufl_reader_t *r, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->stats->corrupt_lines++;
+    if (r->ops->warn) r->ops->warn(r->user, &r->cur->pos, msg);
+}
+
+/* Interns a dict line; all of it or none of it. */
+static int handle_dict(gpufl_reader_t *r, json_t *rec) {
+    static const char *const names[] = {"id", "str"};
+    json_t *cols[2];
+    size_t rows;
+    char why[160];
+    if (gpufl__reader_columns(rec, names, cols, 2, 2, &rows, why, sizeof why)) {
+        corrupt(r, "dict: %s", why);
+        return 0;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        json_t *id = json_array_get(cols[0], i);
+        if (!json_is_integer(id) || json_integer_value(id) <= 0) {
+            corrupt(r, "dict: id in row %zu is not a positive integer", i);
+            return 0;
+        }
+        if (!json_is_string(json_array_get(cols[1], i))) {
+            corrupt(r, "dict: str in row %zu is not a string", i);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < rows; i++) {
+        json_t *s = json_array_get(cols[1], i);
+        int64_t id = (int64_t)json_integer_value(json_array_get(cols[0], i));
+        int rc = gpufl__dict_put(r->dict, id, json_string_value(s), json_string_length(s));
+        r->stats->dict_entries++;
+        if (rc < 0) return rc;
+        if (rc == 1)
+            warnf(r, r->cur->pos.line,
+                  "dict: id %lld redefined with a different string (first kept)", (long long)id);
+    }
+    return 0;
+}
+
+/* The bookkeeping every record line gets before its callback. */
+static void note_record(gpufl_reader_t *r, const char *t) {
+    gpufl_reader_channel_t *ch = r->cur;
+    int first = ch->records_in_segment++ == 0;
+    if (first && strcmp(t, "header") != 0)
+        warnf(r, ch->pos.line, "the first line is a \"%s\" record, not a header", t);
+    if (ch->saw_segment_end) warnf(r, ch->pos.line, "a \"%s\" record after segment_end", t);
+}
+
+/* Hands a batch line the scanner understood to ops->batch. Returns 1 when
+ * the line is not one (jansson reads it), 0 or < 0 as handle_line. */
+static int handle_batch(gpufl_reader_t *r, const char *line, size_t len) {
+    gpufl_reader_batch_t b;
+    int rc = gpufl__reader_scan_batch(&r->scanner, line, len, &b);
+    if (rc <= 0) return rc < 0 ? rc : 1;
+    const char *const *t = r->ops->batch_types;
+    while (*t && strcmp(*t, b.type) != 0) t++;
+    if (!*t) return 1;
+    note_record(r, b.type);
+    r->stats->records++;
+    rc = r->ops->batch(r->user, &r->cur->pos, &b);
+    if (rc == 1) r->stats->unknown_records++;
+    if (rc == 2) r->stats->corrupt_lines++;
+    return rc > 0 ? 0 : rc;
+}
+
+/* A line that is not JSON: a write cut short or overwritten. Says what was
+ * lost with it, as far as its start tells, and hands that to ops->damaged. */
+static int handle_damage(gpufl_reader_t *r, const char *line, size_t len,
+                         const json_error_t *jerr) {
+    gpufl_reader_batch_t b;
+    gpufl_reader_damage_t d;
+    char lost[160];
+    int rc = gpufl__reader_scan_damage(&r->scanner, line, len, &b, &d);
+    if (rc) return rc;
+    if (!d.type)
+        snprintf(lost, sizeof lost, "what it held is unknown");
+    else if (d.rows < 0)
+        snprintf(lost, sizeof lost, "a \"%s\" line lost, rows unknown", d.type);
+    else if (d.rows == 1 && d.rows_exact && !d.columns)
+        snprintf(lost, sizeof lost, "a \"%s\" record lost", d.type);
+    else
+        snprintf(lost, sizeof lost, "a \"%s\" batch of %s%lld row%s lost", d.type,
+                 d.rows_exact ? "" : "at least ", (long long)d.rows, d.rows == 1 ? "" : "s");
+    /* jansson reads one line as its whole input, so an error at the line's
+     * end says "near end of file": for a reader that is a line cut short. */
+    char why[JSON_ERROR_TEXT_LENGTH];
+    snprintf(why, sizeof why, "%s", jerr->text);
+    char *eof = strstr(why, " near end of file");
+    if (eof || jerr->position >= (int)len) {
+        if (eof) *eof = '\0';
+        corrupt(r, "line cut short after %zu bytes (%s); %s", len, why, lost);
+    } else {
+        corrupt(r, "not JSON at column %d: %s; %s", jerr->column, why, lost);
+    }
+    return r->ops->damaged ? r->ops->damaged(r->user, &r->cur->pos, &d) : 0;
+}
+
+static int handle_line(gpufl_reader_t *r, const char *line, size_t len) {
+    json_error_t jerr;
+    if (len == 0) {
+        r->stats->empty_lines++;
+        return 0;
+    }
+    if (r->ops->batch && r->ops->batch_types) {
+        int rc = handle_batch(r, line, len);
+        if (rc <= 0) return rc;
+    }
+    json_t *rec = json_loadb(line, len, 0, &jerr);
+    if (!rec) return handle_damage(r, line, len, &jerr);
+    int rc = 0;
+    gpufl_reader_channel_t *ch = r->cur;
+    json_t *type = json_object_get(rec, "type");
+    json_t *v = json_object_get(rec, "v");
+    if (!json_is_object(rec)) {
+        corrupt(r, "not a JSON object");
+    } else if (!json_is_string(type)) {
+        corrupt(r, "no \"type\" string");
+    } else if (!json_is_integer(v)) {
+        corrupt(r, "no integer \"v\"");
+    } else {
+        const char *t = json_string_value(type);
+        note_record(r, t);
+        if (strcmp(t, "dict") == 0 && json_integer_value(v) == 1) {
+            rc = handle_dict(r, rec);
+        } else if (strcmp(t, "segment_end") == 0 && json_integer_value(v) == 1) {
+            json_t *next = json_object_get(rec, "next");
+            ch->saw_segment_end = 1;
+            snprintf(ch->segment_next, sizeof ch->segment_next, "%s",
+                     json_is_string(next) ? json_string_value(next) : "");
+        } else {
+            if (strcmp(t, "header") == 0) {
+                int64_t seg;
+                if (gpufl__reader_int(json_object_get(rec, "segment"), &seg) == 0 &&
+                    seg != (int64_t)ch->pos.segment)
+                    warnf(r, ch->pos.line, "header says segment %lld in segment %u", (long long)seg,
+                          ch->pos.segment);
+            }
+            r->stats->records++;
+            rc = r->ops->record(r->user, &ch->pos, t, rec);
+            if (rc == 1) r->stats->unknown_records++;
+            if (rc == 2) r->stats->corrupt_lines++;
+            if (rc > 0) rc = 0;
+        }
+    }
+    json_decref(rec);
+    return rc;
+}
+
+void gpufl__reader_init(gpufl_reader_t *r, const gpufl_reader_ops_t *ops, void *user,
+                        gpufl_dict_t *dict, const gpufl_reader_limits_t *limits,
+                        gpufl_reader_stats_t *stats, int follow_segments) {
+    memset(r, 0, sizeof *r);
+    memset(stats, 0, sizeof *stats);
+    r->ops = ops;
+    r->user = user;
+    r->dict = dict;
+    r->stats = stats;
+    r->max_line = max_line_of(limits ? limits->max_line_bytes : 0);
+    r->follow_segments = follow_segments;
+    for (int f = 0; f < GPUFL_LOG_FILE_COUNT; f++) {
+        r->ch[f].pos.file = (gpufl_log_file_t)f;
+        r->ch[f].pos.name = r->ch[f].name;
+        r->ch[f].cutter.max_line = r->max_line;
+        snprintf(r->ch[f].name, sizeof r->ch[f].name, "%s", file_names[f]);
+    }
+    r->cur = &r->ch[0];
+}
+
+void gpufl__reader_fini(gpufl_reader_t *r) {
+    for (int f = 0; f < GPUFL_LOG_FILE_COUNT; f++) gpufl__reader_cutter_fini(&r->ch[f].cutter);
+    gpufl__reader_scanner_fini(&r->scanner);
+}
+
+void gpufl__reader_segment(gpufl_reader_t *r, gpufl_log_file_t file, unsigned segment) {
+    gpufl_reader_channel_t *ch = &r->ch[file];
+    if (segment == 0)
+        snprintf(ch->name, sizeof ch->name, "%s", file_names[file]);
+    else
+        snprintf(ch->name, sizeof ch->name, "%s.%u", file_names[file], segment);
+    ch->pos.segment = segment;
+    ch->pos.line = 0;
+    ch->records_in_segment = 0;
+    ch->saw_segment_end = 0;
+    ch->segment_next[0] = '\0';
+    ch->started = 1;
+    r->stats->segments[file]++;
+}
+
+int gpufl__reader_feed_cut(gpufl_reader_t *r, gpufl_log_file_t file, gpufl_reader_cut_t kind,
+                           const char *line, size_t len) {
+    gpufl_reader_channel_t *ch = &r->ch[file];
+    r->cur = ch;
+    if (kind == GPUFL_READER_CUT_LONG) { /* counted when it begins, as its line */
+        r->stats->oversized_lines++;
+        warnf(r, ch->pos.line + 1, "line longer than %zu bytes, skipped", r->max_line);
+        return 0;
+    }
+    if (!ch->started)
+        gpufl__reader_segment(r, file, 0);
+    else if (r->follow_segments && ch->saw_segment_end && kind == GPUFL_READER_CUT_LINE)
+        gpufl__reader_segment(r, file, ch->pos.segment + 1);
+    ch->pos.line++;
+    r->stats->lines++;
+    return kind == GPUFL_READER_CUT_LINE ? handle_line(r, line, len) : 0;
+}
+
+typedef struct feed_ctx {
+    gpufl_reader_t *r;
+    gpufl_log_file_t file;
+} feed_ctx_t;
+
+static int feed_one(void *user, gpufl_reader_cut_t kind, const char *line, size_t len) {
+    feed_ctx_t *f = user;
+    return gpufl__reader_feed_cut(f->r, f->file, kind, line, len);
+}
+
+int gpufl__reader_feed(gpufl_reader_t *r, gpufl_log_file_t file, const char *bytes, size_t len) {
+    feed_ctx_t f = {r, file};
+    r->stats->bytes += len;
+    return gpufl__reader_cut(&r->ch[file].cutter, bytes, len, feed_one, &f);
+}
+
+void gpufl__reader_end(gpufl_reader_t *r, gpufl_log_file_t file, int unfinished) {
+    /* A crash leaves at most this: an incomplete last line. */
+    if (gpufl__reader_cut_end(&r->ch[file].cutter) || unfinished) r->stats->truncated_lines++;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading a session directory                                              */
+/* ---------------------------------------------------------------------- */
+
 typedef struct read_ctx {
-    const gpufl_reader_ops_t *ops;
-    void *user;
-    gpufl_dict_t *dict;
-    gpufl_reader_stats_t *stats;
-    size_t max_line;
-    gpufl_reader_pos_t pos;
-    char name[64];
-    /* per segment */
-    uint64_t records_in_segment; /* lines that parsed, header included */
-    int saw_segment_end;
-    char segment_next[64]; /* the `next` of segment_end */
-    gpufl_reader_scanner_t scanner;
+    gpufl_reader_t r;
     /* progress */
     gpufl_reader_progress_fn progress;
     void *progress_user;
@@ -504,255 +833,37 @@ static void note_progress(read_ctx_t *c) {
     int64_t now = monotonic_ns();
     if (now - c->last_progress_ns < GPUFL_READER_PROGRESS_NS) return;
     c->last_progress_ns = now;
-    uint64_t done = c->stats->bytes;
+    uint64_t done = c->r.stats->bytes;
     c->progress(c->progress_user, done, done > c->total_bytes ? done : c->total_bytes);
 }
 
-static void warnf(read_ctx_t *c, uint64_t line, const char *fmt, ...) GPUFL__PRINTF(3, 4);
-
-static void warnf(read_ctx_t *c, uint64_t line, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!c->ops->warn) return;
-    gpufl_reader_pos_t pos = c->pos;
-    pos.line = line;
-    c->ops->warn(c->user, &pos, msg);
-}
-
-static void corrupt(read_ctx_t *c, const char *fmt, ...) GPUFL__PRINTF(2, 3);
-
-static void corrupt(read_ctx_t *c, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    c->stats->corrupt_lines++;
-    if (c->ops->warn) c->ops->warn(c->user, &c->pos, msg);
-}
-
-/* Interns a dict line; all of it or none of it. */
-static int handle_dict(read_ctx_t *c, json_t *rec) {
-    static const char *const names[] = {"id", "str"};
-    json_t *cols[2];
-    size_t rows;
-    char why[160];
-    if (gpufl__reader_columns(rec, names, cols, 2, 2, &rows, why, sizeof why)) {
-        corrupt(c, "dict: %s", why);
-        return 0;
-    }
-    for (size_t i = 0; i < rows; i++) {
-        json_t *id = json_array_get(cols[0], i);
-        if (!json_is_integer(id) || json_integer_value(id) <= 0) {
-            corrupt(c, "dict: id in row %zu is not a positive integer", i);
-            return 0;
-        }
-        if (!json_is_string(json_array_get(cols[1], i))) {
-            corrupt(c, "dict: str in row %zu is not a string", i);
-            return 0;
-        }
-    }
-    for (size_t i = 0; i < rows; i++) {
-        json_t *s = json_array_get(cols[1], i);
-        int64_t id = (int64_t)json_integer_value(json_array_get(cols[0], i));
-        int rc = gpufl__dict_put(c->dict, id, json_string_value(s), json_string_length(s));
-        c->stats->dict_entries++;
-        if (rc < 0) return rc;
-        if (rc == 1)
-            warnf(c, c->pos.line, "dict: id %lld redefined with a different string (first kept)",
-                  (long long)id);
-    }
-    return 0;
-}
-
-/* The bookkeeping every record line gets before its callback. */
-static void note_record(read_ctx_t *c, const char *t) {
-    int first = c->records_in_segment++ == 0;
-    if (first && strcmp(t, "header") != 0)
-        warnf(c, c->pos.line, "the first line is a \"%s\" record, not a header", t);
-    if (c->saw_segment_end) warnf(c, c->pos.line, "a \"%s\" record after segment_end", t);
-}
-
-/* Hands a batch line the scanner understood to ops->batch. Returns 1 when
- * the line is not one (jansson reads it), 0 or < 0 as handle_line. */
-static int handle_batch(read_ctx_t *c, const char *line, size_t len) {
-    gpufl_reader_batch_t b;
-    int rc = gpufl__reader_scan_batch(&c->scanner, line, len, &b);
-    if (rc <= 0) return rc < 0 ? rc : 1;
-    const char *const *t = c->ops->batch_types;
-    while (*t && strcmp(*t, b.type) != 0) t++;
-    if (!*t) return 1;
-    note_record(c, b.type);
-    c->stats->records++;
-    rc = c->ops->batch(c->user, &c->pos, &b);
-    if (rc == 1) c->stats->unknown_records++;
-    if (rc == 2) c->stats->corrupt_lines++;
-    return rc > 0 ? 0 : rc;
-}
-
-/* A line that is not JSON: a write cut short or overwritten. Says what was
- * lost with it, as far as its start tells, and hands that to ops->damaged. */
-static int handle_damage(read_ctx_t *c, const char *line, size_t len, const json_error_t *jerr) {
-    gpufl_reader_batch_t b;
-    gpufl_reader_damage_t d;
-    char lost[160];
-    int rc = gpufl__reader_scan_damage(&c->scanner, line, len, &b, &d);
-    if (rc) return rc;
-    if (!d.type)
-        snprintf(lost, sizeof lost, "what it held is unknown");
-    else if (d.rows < 0)
-        snprintf(lost, sizeof lost, "a \"%s\" line lost, rows unknown", d.type);
-    else if (d.rows == 1 && d.rows_exact && !d.columns)
-        snprintf(lost, sizeof lost, "a \"%s\" record lost", d.type);
-    else
-        snprintf(lost, sizeof lost, "a \"%s\" batch of %s%lld row%s lost", d.type,
-                 d.rows_exact ? "" : "at least ", (long long)d.rows, d.rows == 1 ? "" : "s");
-    /* jansson reads one line as its whole input, so an error at the line's
-     * end says "near end of file": for a reader that is a line cut short. */
-    char why[JSON_ERROR_TEXT_LENGTH];
-    snprintf(why, sizeof why, "%s", jerr->text);
-    char *eof = strstr(why, " near end of file");
-    if (eof || jerr->position >= (int)len) {
-        if (eof) *eof = '\0';
-        corrupt(c, "line cut short after %zu bytes (%s); %s", len, why, lost);
-    } else {
-        corrupt(c, "not JSON at column %d: %s; %s", jerr->column, why, lost);
-    }
-    return c->ops->damaged ? c->ops->damaged(c->user, &c->pos, &d) : 0;
-}
-
-static int handle_line(read_ctx_t *c, const char *line, size_t len) {
-    json_error_t jerr;
-    if (len == 0) {
-        c->stats->empty_lines++;
-        return 0;
-    }
-    if (c->ops->batch && c->ops->batch_types) {
-        int rc = handle_batch(c, line, len);
-        if (rc <= 0) return rc;
-    }
-    json_t *rec = json_loadb(line, len, 0, &jerr);
-    if (!rec) return handle_damage(c, line, len, &jerr);
-    int rc = 0;
-    json_t *type = json_object_get(rec, "type");
-    json_t *v = json_object_get(rec, "v");
-    if (!json_is_object(rec)) {
-        corrupt(c, "not a JSON object");
-    } else if (!json_is_string(type)) {
-        corrupt(c, "no \"type\" string");
-    } else if (!json_is_integer(v)) {
-        corrupt(c, "no integer \"v\"");
-    } else {
-        const char *t = json_string_value(type);
-        note_record(c, t);
-        if (strcmp(t, "dict") == 0 && json_integer_value(v) == 1) {
-            rc = handle_dict(c, rec);
-        } else if (strcmp(t, "segment_end") == 0 && json_integer_value(v) == 1) {
-            json_t *next = json_object_get(rec, "next");
-            c->saw_segment_end = 1;
-            snprintf(c->segment_next, sizeof c->segment_next, "%s",
-                     json_is_string(next) ? json_string_value(next) : "");
-        } else {
-            if (strcmp(t, "header") == 0) {
-                int64_t seg;
-                if (gpufl__reader_int(json_object_get(rec, "segment"), &seg) == 0 &&
-                    seg != (int64_t)c->pos.segment)
-                    warnf(c, c->pos.line, "header says segment %lld in segment %u", (long long)seg,
-                          c->pos.segment);
-            }
-            c->stats->records++;
-            rc = c->ops->record(c->user, &c->pos, t, rec);
-            if (rc == 1) c->stats->unknown_records++;
-            if (rc == 2) c->stats->corrupt_lines++;
-            if (rc > 0) rc = 0;
-        }
-    }
-    json_decref(rec);
-    return rc;
-}
-
-/* Reads one segment file. Returns 0, 1 when it does not exist, or < 0. */
-static int read_file(read_ctx_t *c, const char *path) {
+/* Reads one segment file through the feed. Returns 0, 1 when it does not
+ * exist, or < 0. */
+static int read_file(read_ctx_t *c, gpufl_log_file_t file, unsigned segment, const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         if (errno == ENOENT) return 1;
         return gpufl__set_error(GPUFL_EIO, "cannot open '%s': %s", path, strerror(errno));
     }
     int rc = 0;
-    size_t alloc = READ_CHUNK, len = 0, scanned = 0;
-    int skipping = 0; /* inside an oversized line: drop bytes up to its '\n' */
-    char *buf = malloc(alloc);
+    char *buf = malloc(READ_CHUNK);
     if (!buf) {
         fclose(f);
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a read buffer");
     }
-    c->records_in_segment = 0;
-    c->saw_segment_end = 0;
-    c->segment_next[0] = '\0';
-    c->pos.line = 0;
-
+    gpufl__reader_segment(&c->r, file, segment);
     for (;;) {
-        if (alloc - len < READ_CHUNK / 2) {
-            size_t grown = alloc * 2;
-            char *nb = realloc(buf, grown);
-            if (!nb) {
-                rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for a line of '%s'", path);
-                break;
-            }
-            buf = nb;
-            alloc = grown;
-        }
-        size_t n = fread(buf + len, 1, alloc - len, f);
+        size_t n = fread(buf, 1, READ_CHUNK, f);
         if (n == 0) {
             if (ferror(f))
                 rc = gpufl__set_error(GPUFL_EIO, "cannot read '%s': %s", path, strerror(errno));
             break;
         }
-        c->stats->bytes += n;
-        len += n;
+        rc = gpufl__reader_feed(&c->r, file, buf, n);
         note_progress(c);
-        size_t start = 0;
-        char *nl;
-        while ((nl = memchr(buf + scanned, '\n', len - scanned)) != NULL) {
-            size_t end = (size_t)(nl - buf);
-            c->pos.line++;
-            c->stats->lines++;
-            if (!skipping && end - start > c->max_line) {
-                c->stats->oversized_lines++;
-                warnf(c, c->pos.line, "line longer than %zu bytes, skipped", c->max_line);
-            } else if (!skipping) {
-                rc = handle_line(c, buf + start, end - start);
-            }
-            skipping = 0;
-            start = scanned = end + 1;
-            if (rc) goto done;
-        }
-        /* Keep only the unfinished line, at the front of the buffer. */
-        if (start) {
-            memmove(buf, buf + start, len - start);
-            len -= start;
-        }
-        scanned = len;
-        if (!skipping && len > c->max_line) {
-            c->stats->oversized_lines++;
-            warnf(c, c->pos.line + 1, "line longer than %zu bytes, skipped", c->max_line);
-            skipping = 1;
-        }
-        if (skipping) len = scanned = 0;
-        if (alloc > READ_CHUNK * 4 && len < READ_CHUNK) {
-            /* Give back the room a long line needed. */
-            char *nb = realloc(buf, READ_CHUNK * 2);
-            if (nb) buf = nb, alloc = READ_CHUNK * 2;
-        }
+        if (rc) break;
     }
-    if (!rc && (len > 0 || skipping)) {
-        /* A crash leaves at most this: an incomplete last line. */
-        c->stats->truncated_lines++;
-    }
-done:
+    if (!rc) gpufl__reader_end(&c->r, file, 0);
     free(buf);
     fclose(f);
     return rc;
@@ -777,18 +888,17 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
 
     read_ctx_t c;
     memset(&c, 0, sizeof c);
-    c.ops = ops;
-    c.user = user;
-    c.dict = dict;
-    c.stats = stats;
-    c.max_line = limits && limits->max_line_bytes ? limits->max_line_bytes : LINE_DEFAULT_MAX;
+    gpufl__reader_init(&c.r, ops, user, dict, limits, stats, 0);
     unsigned max_segments =
         limits && limits->max_segments ? limits->max_segments : SEGMENTS_DEFAULT_MAX;
 
     size_t dir_len = strlen(session_dir);
     size_t path_size = dir_len + 64;
     char *path = malloc(path_size);
-    if (!path) return gpufl__set_error(GPUFL_ENOMEM, "out of memory");
+    if (!path) {
+        gpufl__reader_fini(&c.r);
+        return gpufl__set_error(GPUFL_ENOMEM, "out of memory");
+    }
     int files = 0, rc = 0;
     if (limits && limits->progress) {
         /* The total: every segment there is now, found as the read finds them. */
@@ -807,44 +917,39 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
         }
     }
     for (int f = 0; f < GPUFL_LOG_FILE_COUNT && !rc; f++) {
+        gpufl_reader_channel_t *ch = &c.r.ch[f];
         char prev_name[64] = "", prev_next[64] = "";
         int prev_ended = 0;
         /* Segments are read in number order while they exist; segment_end
          * lines are only checked against what is there. */
         for (unsigned seg = 0; seg < max_segments; seg++) {
+            char name[64];
             if (seg == 0)
-                snprintf(c.name, sizeof c.name, "%s", file_names[f]);
+                snprintf(name, sizeof name, "%s", file_names[f]);
             else
-                snprintf(c.name, sizeof c.name, "%s.%u", file_names[f], seg);
-            snprintf(path, path_size, "%s/%s", session_dir, c.name);
-            c.pos.file = (gpufl_log_file_t)f;
-            c.pos.segment = seg;
-            c.pos.name = c.name;
-            c.pos.line = 0;
-            rc = read_file(&c, path);
+                snprintf(name, sizeof name, "%s.%u", file_names[f], seg);
+            snprintf(path, path_size, "%s/%s", session_dir, name);
+            rc = read_file(&c, (gpufl_log_file_t)f, seg, path);
+            c.r.cur = ch;
             if (rc == 1) { /* no such segment: the previous one was the last */
                 rc = 0;
-                if (seg > 0 && prev_ended) {
-                    c.pos.segment = seg - 1;
-                    c.pos.name = prev_name;
-                    warnf(&c, 0, "segment_end names '%s', which is missing", prev_next);
-                }
+                if (seg > 0 && prev_ended)
+                    warnf(&c.r, 0, "segment_end names '%s', which is missing", prev_next);
                 break;
             }
             if (rc) break;
             files++;
-            stats->segments[f]++;
             if (seg > 0 && !prev_ended)
-                warnf(&c, 0, "follows %s, which has no segment_end line", prev_name);
-            else if (seg > 0 && strcmp(prev_next, c.name) != 0)
-                warnf(&c, 0, "%s's segment_end names '%s' instead", prev_name, prev_next);
-            prev_ended = c.saw_segment_end;
-            snprintf(prev_name, sizeof prev_name, "%s", c.name);
-            snprintf(prev_next, sizeof prev_next, "%s", c.segment_next);
+                warnf(&c.r, 0, "follows %s, which has no segment_end line", prev_name);
+            else if (seg > 0 && strcmp(prev_next, ch->name) != 0)
+                warnf(&c.r, 0, "%s's segment_end names '%s' instead", prev_name, prev_next);
+            prev_ended = ch->saw_segment_end;
+            snprintf(prev_name, sizeof prev_name, "%s", ch->name);
+            snprintf(prev_next, sizeof prev_next, "%s", ch->segment_next);
         }
     }
     free(path);
-    gpufl__reader_scanner_fini(&c.scanner);
+    gpufl__reader_fini(&c.r);
     if (!rc && c.progress)
         c.progress(c.progress_user, stats->bytes,
                    stats->bytes > c.total_bytes ? stats->bytes : c.total_bytes);

@@ -112,11 +112,13 @@ typedef struct gpufl_reader_column {
     const unsigned char *is_null;
 } gpufl_reader_column_t;
 
-/* A batch line whose members after "type" and "v":1 are all arrays of the
+/* A batch line whose members after "type" and "v" are all arrays of the
  * same length holding only integers (within int64) and nulls, with no key
- * twice. Valid during the callback. */
+ * twice. Valid during the callback. Whether its version is one the caller
+ * knows is the caller's to judge. */
 typedef struct gpufl_reader_batch {
     const char *type;
+    int64_t version; /* its "v" */
     size_t n_columns, rows;
     const gpufl_reader_column_t *columns;
 } gpufl_reader_batch_t;
@@ -211,6 +213,87 @@ typedef struct gpufl_reader_limits {
 } gpufl_reader_limits_t;
 
 #define GPUFL_READER_PROGRESS_NS 100000000 /* 0.1 s */
+
+/*
+ * Cutting bytes into lines. A cutter keeps the unfinished end of what it was
+ * given until the next call; a line longer than max_line bytes is not kept:
+ * its start is reported (GPUFL_READER_CUT_LONG) and its bytes dropped up to
+ * its '\n' (GPUFL_READER_CUT_LONG_END). Caller-owned; zero it, set
+ * max_line, and free it with gpufl__reader_cutter_fini.
+ */
+typedef enum gpufl_reader_cut {
+    GPUFL_READER_CUT_LINE = 0,     /* a complete line (no '\n') */
+    GPUFL_READER_CUT_LONG = 1,     /* an over-long line begins (counted, skipped) */
+    GPUFL_READER_CUT_LONG_END = 2, /* the '\n' that ends the over-long line */
+} gpufl_reader_cut_t;
+
+typedef struct gpufl_reader_cutter {
+    char *tail; /* the unfinished line */
+    size_t tail_len, tail_alloc;
+    size_t max_line; /* 0: the reader's default (64 MiB) */
+    int skipping;    /* inside an over-long line */
+} gpufl_reader_cutter_t;
+
+/* What a cutter hands on: kind, and the line for GPUFL_READER_CUT_LINE
+ * (valid during the call). Returns 0 or a negative GPUFL_E* code to stop. */
+typedef int (*gpufl_reader_line_fn)(void *user, gpufl_reader_cut_t kind, const char *line,
+                                    size_t len);
+
+/* Cuts bytes into lines for fn. Returns 0, GPUFL_ENOMEM, or what fn returned. */
+int gpufl__reader_cut(gpufl_reader_cutter_t *c, const char *bytes, size_t len,
+                      gpufl_reader_line_fn fn, void *user);
+/* The end of the input: drops what is left and returns 1 when that was an
+ * unfinished line (a crash leaves one), else 0. */
+int gpufl__reader_cut_end(gpufl_reader_cutter_t *c);
+void gpufl__reader_cutter_fini(gpufl_reader_cutter_t *c);
+
+/*
+ * A reader of one session's lines, fed by file ("channel"): each file keeps
+ * its own unfinished line, line numbers and segment, so the lines of the
+ * three files may come interleaved in any way. Reading a directory and the
+ * public feed (analysis_feed.c) both go through gpufl__reader_feed.
+ */
+typedef struct gpufl_reader_channel {
+    gpufl_reader_pos_t pos;
+    char name[64];
+    uint64_t records_in_segment; /* lines that parsed, header included */
+    int saw_segment_end;
+    int started;           /* a segment began */
+    char segment_next[64]; /* the `next` of segment_end */
+    gpufl_reader_cutter_t cutter;
+} gpufl_reader_channel_t;
+
+typedef struct gpufl_reader {
+    const gpufl_reader_ops_t *ops;
+    void *user;
+    gpufl_dict_t *dict;
+    gpufl_reader_stats_t *stats;
+    size_t max_line;
+    /* 1: a line after a segment_end line begins the next segment (fed
+     * lines); 0: segments begin with gpufl__reader_segment (files). */
+    int follow_segments;
+    gpufl_reader_channel_t ch[GPUFL_LOG_FILE_COUNT];
+    gpufl_reader_channel_t *cur; /* the channel of the line being handled */
+    gpufl_reader_scanner_t scanner;
+} gpufl_reader_t;
+
+/* Sets up r (stats zeroed). limits may be NULL (progress is not used here). */
+void gpufl__reader_init(gpufl_reader_t *r, const gpufl_reader_ops_t *ops, void *user,
+                        gpufl_dict_t *dict, const gpufl_reader_limits_t *limits,
+                        gpufl_reader_stats_t *stats, int follow_segments);
+void gpufl__reader_fini(gpufl_reader_t *r);
+/* Begins segment `segment` of file: line numbers restart, the segment counts. */
+void gpufl__reader_segment(gpufl_reader_t *r, gpufl_log_file_t file, unsigned segment);
+/* Feeds bytes of file; a line may end in a later call. Returns 0 or what the
+ * callbacks returned to stop (GPUFL_ENOMEM, ...). */
+int gpufl__reader_feed(gpufl_reader_t *r, gpufl_log_file_t file, const char *bytes, size_t len);
+/* One line already cut (what gpufl__reader_cut handed on). */
+int gpufl__reader_feed_cut(gpufl_reader_t *r, gpufl_log_file_t file, gpufl_reader_cut_t kind,
+                           const char *line, size_t len);
+/* The end of file's input (or its segment): an unfinished line is counted
+ * in truncated_lines. unfinished: 1 also counts one (a line the caller's own
+ * cutter dropped), 0 adds none. */
+void gpufl__reader_end(gpufl_reader_t *r, gpufl_log_file_t file, int unfinished);
 
 /*
  * Reads the session in session_dir. dict receives the interned strings.

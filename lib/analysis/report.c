@@ -1403,7 +1403,7 @@ size_t gpufl__report_top(const gpufl_report_t *r, size_t n) {
     return n < top ? n : top;
 }
 
-int gpufl__report_format_parse(const char *name, gpufl_report_format_t *out) {
+int gpufl_report_format_parse(const char *name, gpufl_report_format_t *out) {
     static const struct {
         const char *name;
         gpufl_report_format_t fmt;

@@ -27,19 +27,12 @@
 #include "analysis/pc_profile.h"
 #include "analysis/sass_profile.h"
 
+#include <gpufl/gpufl_analysis.h>
+
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum gpufl_report_format {
-    GPUFL_REPORT_TEXT = 0,
-    GPUFL_REPORT_JSON = 1,
-    GPUFL_REPORT_MARKDOWN = 2,
-    GPUFL_REPORT_HTML = 3
-} gpufl_report_format_t;
-
-/* "text", "json", "markdown" (or "md"), "html" to *out. Returns 0, or
- * GPUFL_EINVAL for any other name. */
-int gpufl__report_format_parse(const char *name, gpufl_report_format_t *out);
+/* gpufl_report_format_t and gpufl_report_format_parse(): gpufl_analysis.h. */
 
 /* Writes the report of m to out in format fmt. Returns 0, or GPUFL_EIO when
  * writing failed, GPUFL_ENOMEM, GPUFL_EINVAL. Safe to call from several

@@ -151,7 +151,7 @@ static void insights(const gpufl_report_emitter_t *e, const gpufl_insights_t *in
     for (size_t i = 0; i < ins->n; i++) {
         const gpufl_insight_t *in = &ins->items[i];
         e->heading(o, 3,
-                   f(v, sizeof v, "[%s] %s: %s", gpufl__severity_name(in->severity), in->category,
+                   f(v, sizeof v, "[%s] %s: %s", gpufl_severity_name(in->severity), in->category,
                      in->title ? in->title : in->rule));
         e->fields_begin(o);
         e->field(o, "rule", in->rule);

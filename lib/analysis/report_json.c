@@ -132,7 +132,7 @@ static json_t *insights_json(const gpufl_insights_t *ins) {
         const gpufl_insight_t *in = &ins->items[i];
         json_t *x = json_object(), *loc = json_null(), *ev = json_array();
         put(x, "rule", json_string(in->rule));
-        put(x, "severity", json_string(gpufl__severity_name(in->severity)));
+        put(x, "severity", json_string(gpufl_severity_name(in->severity)));
         put(x, "category", json_string(in->category));
         put(x, "title", str(in->title));
         put(x, "message", str(in->message));

@@ -155,16 +155,20 @@ static int set_place(gpufl_insight_t *in, const sync_ref_t *r) {
     return 0;
 }
 
-/* The API of a group: the type with the most blocked time. */
+/* The API of a group: the type with the most blocked time; of types tied,
+ * the first of `order`. */
 static const char *group_api(const sync_ref_t *g, size_t n) {
-    double w[5] = {0}; /* blocked ns, and a count to break ties */
+    static const int32_t order[] = {GPUFL_SYNC_TYPE_EVENT, GPUFL_SYNC_TYPE_STREAM_WAIT_EVENT,
+                                    GPUFL_SYNC_TYPE_STREAM, GPUFL_SYNC_TYPE_DEVICE};
+    double w[GPUFL_SYNC_TYPE_COUNT] = {0}; /* blocked ns, and a count to break ties */
     for (size_t i = 0; i < n; i++) {
         int32_t t = g[i].sync->sync_type;
-        w[t >= 1 && t <= 4 ? t : 0] += (double)(g[i].sync->end_ns - g[i].sync->start_ns) + 1e-3;
+        w[t > 0 && t < GPUFL_SYNC_TYPE_COUNT ? t : 0] +=
+            (double)(g[i].sync->end_ns - g[i].sync->start_ns) + 1e-3;
     }
-    int best = 0;
-    for (int t = 1; t <= 4; t++)
-        if (w[t] > w[best]) best = t;
+    int32_t best = GPUFL_SYNC_TYPE_UNKNOWN;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (w[order[i]] > w[best]) best = order[i];
     return gpufl__model_sync_name(best);
 }
 

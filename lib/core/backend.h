@@ -46,7 +46,19 @@ typedef struct gpufl__backend_ops {
     void (*stop)(void);
     /* In a forked child: forgets the parent's handles without closing them. */
     void (*after_fork_child)(void);
+    /* Optional: what the machine gives this backend, without a session and
+     * touching no session state: its libraries, driver and engines as
+     * capability entries (gpufl__probe_add), its devices
+     * (gpufl__probe_add_device). Libraries are opened and closed again. */
+    void (*probe)(gpufl_probe_t *probe);
 } gpufl__backend_ops_t;
+
+/* What a backend's probe reports (probe.c): strings are copied; entries past
+ * the probe's cap are dropped. A NULL reason of an entry that is off reads
+ * "unknown reason". */
+void gpufl__probe_add(gpufl_probe_t *probe, const char *feature, int on, const char *reason,
+                      const char *detail);
+void gpufl__probe_add_device(gpufl_probe_t *probe, const gpufl_device_info_t *device);
 
 /* A host source, started for every session whatever the backend. */
 typedef struct gpufl__source_ops {

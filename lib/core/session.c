@@ -18,6 +18,8 @@
 #include "core/scope.h"
 #include "core/session.h"
 
+#include <gpufl/gpufl_log.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -118,6 +120,12 @@ static void write_options(gpufl_collector_t *c, const gpufl_settings_t *s) {
     }
     gpufl__line_t l;
     gpufl__wire_options(&l, v, GPUFL_OPTION_COUNT);
+    gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
+}
+
+static void write_legend(gpufl_collector_t *c) {
+    gpufl__line_t l;
+    gpufl__wire_legend(&l);
     gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
 }
 
@@ -290,6 +298,7 @@ static int start_session(void) {
     gpufl_backend_t running = start_backends(s, &engine, opened, engine_sources, &nengine);
     write_options(g.collector, s);
     write_capabilities(g.collector, s, host_features, g.host_started, running, engine);
+    write_legend(g.collector);
     for (int i = 0; i < nengine; i++)
         if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i]))) goto stop;
     for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++) {

@@ -5,6 +5,8 @@
 #ifndef GPUFL_CORE_SESSION_H
 #define GPUFL_CORE_SESSION_H
 
+#include <stddef.h>
+
 /* 1 when gpufl is switched off: GPUFL_DISABLED, or the last init was disabled. */
 int gpufl__session_disabled(void);
 

@@ -10,13 +10,18 @@
 #include "util/error.h"
 
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_log.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NCOLS(a)                    ((int)(sizeof a / sizeof a[0]))
-#define TABLE(var, name, cols, key) const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key}
+#define TABLE(var, name, cols, key)                                                                \
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, 1}
+/* A record type past its first version (docs/log-format.md says what changed). */
+#define TABLE_V(var, name, cols, key, v)                                                           \
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, v}
 
 /* ---------------- scope.log ---------------- */
 
@@ -154,10 +159,11 @@ static const gpufl_col_def_t launch_cols[] = {
     {"correlation", GPUFL_COL_INT},   {"config", GPUFL_COL_OPT},      SCOPE,
     {"external_kind", GPUFL_COL_OPT}, {"external_id", GPUFL_COL_OPT}, {"stack", GPUFL_COL_OPT}};
 TABLE(gpufl__wire_kernel, "kernel", kernel_cols, GPUFL_WIRE_NOT_GAUGE);
-TABLE(gpufl__wire_copy, "copy", copy_cols, GPUFL_WIRE_NOT_GAUGE);
-TABLE(gpufl__wire_memset, "memset", memset_cols, GPUFL_WIRE_NOT_GAUGE);
-TABLE(gpufl__wire_sync, "sync", sync_cols, GPUFL_WIRE_NOT_GAUGE);
-TABLE(gpufl__wire_alloc, "alloc", alloc_cols, GPUFL_WIRE_NOT_GAUGE);
+/* Their kinds and types are gpufl's own values (gpufl_log.h), not a vendor's numbers. */
+TABLE_V(gpufl__wire_copy, "copy", copy_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
+TABLE_V(gpufl__wire_memset, "memset", memset_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
+TABLE_V(gpufl__wire_sync, "sync", sync_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
+TABLE_V(gpufl__wire_alloc, "alloc", alloc_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
 TABLE(gpufl__wire_graph_launch, "graph_launch", graph_cols, GPUFL_WIRE_NOT_GAUGE);
 TABLE(gpufl__wire_launch, "launch", launch_cols, GPUFL_WIRE_NOT_GAUGE);
 
@@ -199,6 +205,7 @@ const gpufl__wire_table_t *gpufl__wire_table(const char *type) {
 int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols) {
     memset(b, 0, sizeof *b);
     b->type = type;
+    b->version = 1;
     b->cols = cols;
     b->ncols = ncols;
     if (ncols < 1 || ncols > GPUFL_BATCH_MAX_COLS)
@@ -218,6 +225,7 @@ int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t 
 int gpufl__batch_init_table(gpufl_batch_t *b, const gpufl__wire_table_t *table) {
     int rc = gpufl__batch_init(b, table->type, table->cols, table->ncols);
     b->table = table;
+    b->version = table->version;
     return rc;
 }
 
@@ -253,7 +261,7 @@ size_t gpufl__wire_batch_ids(const gpufl_batch_t *b, size_t r0, size_t r1, uint3
 
 void gpufl__wire_batch_line(gpufl_buf_t *o, const gpufl_batch_t *b, size_t r0, size_t r1) {
     size_t rows = r1 - r0;
-    gpufl__buf_record(o, b->type);
+    gpufl__buf_record_v(o, b->type, b->version);
     for (int c = 0; c < b->ncols; c++) {
         gpufl__buf_key(o, b->cols[c].name);
         gpufl__buf_putc(o, '[');

@@ -63,6 +63,7 @@ typedef struct gpufl__wire_table {
     const gpufl_col_def_t *cols;
     int ncols;
     int gauge_key;
+    int version; /* the "v" of its lines */
 } gpufl__wire_table_t;
 
 extern const gpufl__wire_table_t gpufl__wire_scope_begin, gpufl__wire_scope_end,
@@ -78,7 +79,8 @@ const gpufl__wire_table_t *gpufl__wire_table(const char *type);
 
 typedef struct gpufl_batch {
     const gpufl__wire_table_t *table;
-    const char *type; /* table->type, cols, ncols: what the encoders read */
+    const char *type; /* table->type, cols, ncols, version: what the encoders read */
+    int version;
     const gpufl_col_def_t *cols;
     int ncols;
     size_t rows;
@@ -213,6 +215,8 @@ void gpufl__wire_host_info(gpufl__line_t *l, const gpufl__wire_host_info_t *h);
 /* system_start / system_stop: snapshot is a host_sample row, or NULL. */
 void gpufl__wire_system_window(gpufl__line_t *l, const char *type, int64_t ts_ns, int64_t tid,
                                const char *name, int active, const gpufl_cell_t *snapshot);
+/* legend: the name of every value of gpufl's own enums (gpufl_log.h). */
+void gpufl__wire_legend(gpufl__line_t *l);
 /* op: an operation name's index. */
 void gpufl__wire_op(gpufl__line_t *l, int64_t index, const char *name);
 

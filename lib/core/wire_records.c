@@ -6,6 +6,8 @@
  */
 #include "core/wire.h"
 
+#include <gpufl/gpufl_log.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -221,5 +223,27 @@ void gpufl__wire_system_window(gpufl__line_t *l, const char *type, int64_t ts_ns
         gpufl__wire_row_object(b, &gpufl__wire_host_sample, snapshot);
     else
         gpufl__buf_puts(b, "null");
+    gpufl__line_end(l);
+}
+
+/* The names of gpufl's own values in the log (gpufl_log.h), so that a reader
+ * can print them without knowing the enums: one member per column, value
+ * (as a string key) -> name. */
+static void put_names(gpufl_buf_t *b, const char *column, int count, const char *(*name)(int)) {
+    gpufl__buf_key(b, column);
+    gpufl__buf_putc(b, '{');
+    for (int v = 0; v < count; v++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", v);
+        gpufl__buf_kv_str(b, key, name(v));
+    }
+    gpufl__buf_putc(b, '}');
+}
+
+void gpufl__wire_legend(gpufl__line_t *l) {
+    gpufl_buf_t *b = gpufl__line_begin(l, "legend");
+    put_names(b, "copy_kind", GPUFL_COPY_KIND_COUNT, gpufl_copy_kind_name);
+    put_names(b, "memory_kind", GPUFL_MEMORY_KIND_COUNT, gpufl_memory_kind_name);
+    put_names(b, "sync_type", GPUFL_SYNC_TYPE_COUNT, gpufl_sync_type_name);
     gpufl__line_end(l);
 }

@@ -7,6 +7,7 @@
  */
 #include "core/backend.h"
 #include "nvidia/gpu_sampler.h"
+#include "nvidia/probe.h"
 #if GPUFL_HAVE_CUPTI
 #include "nvidia/trace_source.h"
 #endif
@@ -210,4 +211,5 @@ const gpufl__backend_ops_t gpufl__backend_nvidia = {
     .explain_engine = nvidia_explain_engine,
     .stop = nvidia_stop,
     .after_fork_child = nvidia_after_fork_child,
+    .probe = gpufl__nvidia_probe,
 };

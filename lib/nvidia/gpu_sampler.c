@@ -13,6 +13,8 @@
 #include "util/error.h"
 #include "util/log.h"
 
+#include <gpufl/gpufl_log.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +46,7 @@ static void write_info(gpufl_gpu_sampler_t *s) {
         gpufl__line_t l;
         gpufl_buf_t *b = gpufl__line_begin_describing(&l, "gpu_info");
         gpufl__buf_kv_i64(b, "device", d);
+        gpufl__buf_kv_str(b, "vendor", GPUFL_LOG_VENDOR_NVIDIA);
         gpufl__buf_kv_i64(b, "nvml_index", g->index);
         gpufl__buf_kv_opt(b, "mig_index", g->mig_index);
         gpufl__buf_kv_str(b, "name", g->name);

@@ -130,9 +130,17 @@ static void on_copy(void *user, const gpufl_cupti_copy_t *c) {
     gpufl_launch_info_t info;
     attribution(t, c->correlation_id, &info);
     gpufl_cell_t *r = next(t, &t->copies);
-    int64_t v[] = {ts(t, c->start_ns), ts(t, c->end_ns),  c->device_id,      c->stream_id,
-                   c->correlation_id,  (int64_t)c->bytes, c->copy_kind,      c->src_kind,
-                   c->dst_kind,        c->async,          opt_id(info.scope)};
+    int64_t v[] = {ts(t, c->start_ns),
+                   ts(t, c->end_ns),
+                   c->device_id,
+                   c->stream_id,
+                   c->correlation_id,
+                   (int64_t)c->bytes,
+                   gpufl__cupti_values_copy_kind(&t->misses, c->copy_kind),
+                   gpufl__cupti_values_memory_kind(&t->misses, c->src_kind),
+                   gpufl__cupti_values_memory_kind(&t->misses, c->dst_kind),
+                   c->async,
+                   opt_id(info.scope)};
     for (int i = 0; i < NCOLS(v); i++) r[i].i = v[i];
     t->counts.copies++;
 }
@@ -142,8 +150,14 @@ static void on_memset(void *user, const gpufl_cupti_memset_t *m) {
     gpufl_launch_info_t info;
     attribution(t, m->correlation_id, &info);
     gpufl_cell_t *r = next(t, &t->memsets);
-    int64_t v[] = {ts(t, m->start_ns), ts(t, m->end_ns),  m->device_id,   m->stream_id,
-                   m->correlation_id,  (int64_t)m->bytes, m->memory_kind, opt_id(info.scope)};
+    int64_t v[] = {ts(t, m->start_ns),
+                   ts(t, m->end_ns),
+                   m->device_id,
+                   m->stream_id,
+                   m->correlation_id,
+                   (int64_t)m->bytes,
+                   gpufl__cupti_values_memory_kind(&t->misses, m->memory_kind),
+                   opt_id(info.scope)};
     for (int i = 0; i < NCOLS(v); i++) r[i].i = v[i];
     t->counts.memsets++;
 }
@@ -155,7 +169,7 @@ static void on_sync(void *user, const gpufl_cupti_sync_t *s) {
     gpufl_cell_t *r = next(t, &t->syncs);
     int64_t v[] = {ts(t, s->start_ns),
                    ts(t, s->end_ns),
-                   s->type,
+                   gpufl__cupti_values_sync_type(&t->misses, s->type),
                    s->context_id,
                    opt_u32(s->stream_id),
                    opt_u32(s->cuda_event_id),
@@ -175,7 +189,7 @@ static void on_alloc(void *user, const gpufl_cupti_alloc_t *a) {
     gpufl_cell_t *r = next(t, &t->allocs);
     int64_t v[] = {ts(t, a->timestamp_ns),
                    a->operation,
-                   a->memory_kind,
+                   gpufl__cupti_values_memory_kind(&t->misses, a->memory_kind),
                    a->device_id,
                    (int64_t)(a->address & INT64_MAX),
                    (int64_t)a->bytes,
@@ -212,7 +226,7 @@ static void take_queued(gpufl_trace_source_t *t) {
         gpufl_cell_t *r = next(t, &t->syncs);
         int64_t v[] = {ts(t, s[i].start_mono_ns),
                        ts(t, s[i].end_mono_ns),
-                       s[i].type,
+                       gpufl__cupti_values_sync_type(&t->misses, s[i].type),
                        s[i].context,
                        s[i].stream,
                        s[i].event,
@@ -309,6 +323,16 @@ static void encode_all(gpufl_trace_source_t *t) {
                                msg);
         t->dropped_written = t->dropped;
     }
+    if (t->misses.count > 0 && !t->misses_said) { /* the first one, with its number */
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "CUPTI gave %s %u, which gpufl has no value for: written as 0 "
+                 "(unknown); trace_stats.values_unmapped counts them",
+                 t->misses.first, (unsigned)t->misses.first_value);
+        gpufl__collector_event(t->collector, GPUFL_FILE_DEVICE, "warn", "cupti_value_unmapped",
+                               msg);
+        t->misses_said = 1;
+    }
 }
 
 static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
@@ -356,6 +380,7 @@ static void write_stats(gpufl_trace_source_t *t) {
         {"gate_waits", ls.gate_waits},
         {"gate_overruns", ls.gate_overruns},
         {"unattributed", n->unattributed},
+        {"values_unmapped", t->misses.count},
         {"configs", ls.configs},
         {"configs_dropped", ls.configs_dropped},
         {"occupancy_failures", ls.occupancy_failures},

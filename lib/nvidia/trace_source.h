@@ -17,6 +17,7 @@
 #include "core/stack_log.h"
 #include "nvidia/cuda.h"
 #include "nvidia/cupti.h"
+#include "nvidia/cupti_values.h"
 #include "nvidia/launch.h"
 #include "nvidia/pc_sampling.h"
 #include "nvidia/range_profiler.h"
@@ -41,6 +42,8 @@ typedef struct gpufl_trace_source {
     uint64_t dropped; /* records CUPTI said it dropped */
     uint64_t dropped_written;
     gpufl_trace_counts_t counts;
+    gpufl__value_misses_t misses; /* CUPTI numbers with no gpufl value (cupti_values.h) */
+    int misses_said;              /* the cupti_value_unmapped event was written */
     char occupancy_why[160]; /* why there is no occupancy, "" when there is */
     int stacks_on;           /* enable_stack_trace: stacks captured and written */
     gpufl_stack_log_t stack_log;

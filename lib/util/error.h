@@ -17,6 +17,8 @@
 #define GPUFL__PRINTF(f, a)
 #endif
 
+#define GPUFL__ERROR_BYTES 1024 /* longest message kept, NUL included */
+
 /* Records a message for the calling thread and returns code (a GPUFL_E* value). */
 int gpufl__set_error(int code, const char *fmt, ...) GPUFL__PRINTF(2, 3);
 /* Clears the calling thread's message. */

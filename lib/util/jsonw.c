@@ -173,10 +173,13 @@ void gpufl__buf_key(gpufl_buf_t *b, const char *key) {
     gpufl__buf_putc(b, ':');
 }
 
-void gpufl__buf_record(gpufl_buf_t *b, const char *type) {
+void gpufl__buf_record(gpufl_buf_t *b, const char *type) { gpufl__buf_record_v(b, type, 1); }
+
+void gpufl__buf_record_v(gpufl_buf_t *b, const char *type, int version) {
     gpufl__buf_puts(b, "{\"type\":");
     gpufl__buf_put_str(b, type, strlen(type));
-    gpufl__buf_puts(b, ",\"v\":1");
+    gpufl__buf_puts(b, ",\"v\":");
+    gpufl__buf_put_i64(b, version);
 }
 
 void gpufl__buf_kv_i64(gpufl_buf_t *b, const char *key, int64_t v) {

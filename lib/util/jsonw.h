@@ -39,6 +39,8 @@ void gpufl__buf_put_str(gpufl_buf_t *b, const char *s, size_t n);
 void gpufl__buf_key(gpufl_buf_t *b, const char *key);
 /* The common record opening: {"type":"<type>","v":1 */
 void gpufl__buf_record(gpufl_buf_t *b, const char *type);
+/* The same for a record type past its first version: {"type":"<type>","v":<version> */
+void gpufl__buf_record_v(gpufl_buf_t *b, const char *type, int version);
 
 /* Shorthands for the common "key":value members. */
 void gpufl__buf_kv_i64(gpufl_buf_t *b, const char *key, int64_t v);

@@ -125,7 +125,7 @@ GPUFL_NVML_LIBRARY=$tmp/no/libnvidia-ml.so.1 GPUFL_CUDA_LIBRARY=$tmp/no/libcuda.
   expect 0 "info without a driver" -- "$gpufl" info
 has out "NVML: not available: "
 has out "libcuda: not available: "
-has out "Monitor: host metrics only"
+has out "Monitor: yes: host metrics only (no GPU telemetry without NVML)$"
 has out "Trace: no: lacks NVML"
 has out "PcSampling: no: needs Trace"
 has out "SassMetrics: no: needs Trace"

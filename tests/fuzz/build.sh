@@ -21,7 +21,7 @@ usage() {
     cat <<EOF
 usage: tests/fuzz/build.sh [options]
 
-Builds fuzz_config, fuzz_reader and fuzz_sass with $cc -fsanitize=fuzzer,address,undefined
+Builds fuzz_config, fuzz_reader, fuzz_sass and fuzz_feed with $cc -fsanitize=fuzzer,address,undefined
 (the library sources are compiled in, with coverage), runs each target for
 SECONDS on a copy of tests/fuzz/corpus/<target> in a temporary directory, then
 merges the new inputs that add coverage into the committed corpus (-merge=1).
@@ -29,7 +29,7 @@ Crashes are saved under BUILD_DIR/artifacts/<target>/; the script then exits 1.
 
 options:
   -t, --time SECONDS     fuzzing time per target (default $seconds)
-  -T, --target NAME      config, reader or sass; repeat for several (default: all)
+  -T, --target NAME      config, reader, sass or feed; repeat for several (default: all)
   -b, --build-dir DIR    where binaries, logs and crashes go (default build-fuzz/)
   -j, --fork N           run N fuzzing processes per target (libFuzzer -fork=N)
   -s, --suppressions F   UBSan suppressions file, to fuzz past a known, reported bug
@@ -59,9 +59,9 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(config reader sass)
+[ ${#targets[@]} -gt 0 ] || targets=(config reader sass feed)
 for t in "${targets[@]}"; do
-    case "$t" in config | reader | sass) ;; *) die "unknown target '$t' (config, reader or sass)" ;; esac
+    case "$t" in config | reader | sass | feed) ;; *) die "unknown target '$t' (config, reader, sass or feed)" ;; esac
 done
 case "$seconds" in '' | *[!0-9]*) die "--time wants whole seconds" ;; esac
 case "$fork" in '' | *[!0-9]*) die "--fork wants a number" ;; esac
@@ -119,7 +119,7 @@ ubsan="halt_on_error=1:print_stacktrace=1"
 [ -z "$suppressions" ] || ubsan="$ubsan:suppressions=$suppressions"
 
 max_len() {
-    case "$1" in config) echo 8192 ;; reader) echo 65536 ;; esac
+    case "$1" in config) echo 8192 ;; reader | feed) echo 65536 ;; esac
 }
 
 failed=()
@@ -132,7 +132,7 @@ for t in "${targets[@]}"; do
     mkdir -p "$work/$t" "$artifacts" "$corpus"
     cp -R "$corpus/." "$work/$t/"
     args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")"
-        -dict="$here/$t.dict" -artifact_prefix="$artifacts/" -print_final_stats=1)
+        -dict="$here/${t/feed/reader}.dict" -artifact_prefix="$artifacts/" -print_final_stats=1)
     [ "$fork" -eq 0 ] || args+=(-fork="$fork" -ignore_crashes=0)
     echo "build.sh: fuzzing $t for ${seconds}s (log: $log)"
     status=0

@@ -3,13 +3,15 @@
 # Builds, on the development VM, the static programs the GPU checks run on the
 # GPU machine (which has no jansson): they go to .devbin/, which git ignores
 # and the device tool carries. Also a libgpufl.so for the Python checks
-# (ctypes), with libjansson.so.4 beside it: Debian's libjansson.a is not
+# (ctypes) and the libgpufl-analysis.so.0 that gpufl_report_write() loads,
+# with libjansson.so.4 beside them: Debian's libjansson.a is not
 # position-independent, so it cannot be linked into a shared object; the
-# library finds the copy through its RUNPATH ($ORIGIN).
+# libraries find the copy through their RUNPATH ($ORIGIN).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build/device -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF >/dev/null
-cmake --build build/device -j "$(nproc)" --target gpufl_static gpufl_python >/dev/null
+cmake --build build/device -j "$(nproc)" --target gpufl_static gpufl_analysis_static gpufl_python \
+  >/dev/null
 mkdir -p .devbin
 # The Python package (abi3: loads in the GPU machine's Python 3.12), for the
 # PyTorch checks (run_torch_checks.sh); its libjansson.so.4 is copied below.
@@ -26,9 +28,10 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     -o .devbin/trace_session "${libs[@]}" -cudart static
   "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include tests/gpu/occupancy_kernels.cu \
     -o .devbin/occupancy_kernels "${libs[@]}" -cudart static
-  # The gpufl command-line tool, for `gpufl info` and reports on the GPU machine.
-  cc -O2 -std=c11 -D_GNU_SOURCE -DGPUFL_HAVE_CUPTI=1 -I include -I lib -isystem "$cuda_inc" \
-    cmd/gpufl/*.c -o .devbin/gpufl "${libs[@]}"
+  # The gpufl command-line tool, for `gpufl info` and reports on the GPU machine
+  # (public headers only; both libraries).
+  cc -O2 -std=c11 -D_GNU_SOURCE -I include cmd/gpufl/*.c -o .devbin/gpufl \
+    build/device/lib/libgpufl-analysis.a "${libs[@]}"
   # The minimal CUPTI tracer in the benchmark links libcupti (the toolkit puts
   # it in lib64, older ones in extras/CUPTI/lib64).
   cuda_root=$(dirname "$nvcc")/..
@@ -120,6 +123,9 @@ fi
 cc -shared -o .devbin/libgpufl.so -Wl,-soname,libgpufl.so \
   -Wl,--whole-archive build/device/lib/libgpufl.a -Wl,--no-whole-archive \
   -ljansson -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
+cc -shared -o .devbin/libgpufl-analysis.so.0 -Wl,-soname,libgpufl-analysis.so.0 \
+  -Wl,--whole-archive build/device/lib/libgpufl-analysis.a -Wl,--no-whole-archive \
+  -L .devbin -l:libgpufl.so -ljansson -lpthread -lm -Wl,--no-undefined -Wl,-rpath,'$ORIGIN'
 cp -L /usr/lib/x86_64-linux-gnu/libjansson.so.4 .devbin/
 # A fault handler that prints the native backtrace (the GPU machine has no debugger).
 cc -shared -fPIC -O1 -g -o .devbin/libsegv_trace.so tests/gpu/segv_trace.c

@@ -31,7 +31,7 @@ class ImportGraph(unittest.TestCase):
         self.write("lib/nvidia/nvml.c", '#include "nvidia/nvml.h"\n#include "core/error.h"\n'
                    ' #  include "util/dl.h"\n#include "util/dl.h"\n')
         self.write("lib/analysis/model.h", '#include "core/error.h"\n')
-        self.write("cmd/gpufl/main.c", '#include "cli.h"\n#include "analysis/model.h"\n'
+        self.write("cmd/gpufl/main.c", '#include "cli.h"\n#include "gpufl/gpufl.h"\n'
                    '#include <gpufl/gpufl_analysis.h>\n')
         self.write("python/src/module.c", '#include "gpufl_py.h"\n#include "gpufl/gpufl.h"\n')
         self.write("include/gpufl/gpufl.h", "#pragma once\n")
@@ -60,7 +60,6 @@ class ImportGraph(unittest.TestCase):
         self.assertEqual(code, 0, out)
         lines = out.splitlines()
         self.assertEqual(lines, [
-            "cmd/gpufl -> lib/analysis: 1",
             "lib/analysis -> lib/core: 1",
             "lib/core -> lib/nvidia: 1  (breaks the layering)",
             "lib/core -> lib/util: 1",
@@ -72,7 +71,7 @@ class ImportGraph(unittest.TestCase):
     def test_todays_tree_passes_the_check(self):
         code, out = self.run_script("--check")
         self.assertEqual(code, 0, out)
-        self.assertIn("7 arrows, 1 break the layering (1 includes), 1 allowed: ok", out)
+        self.assertIn("6 arrows, 1 break the layering (1 includes), 1 allowed: ok", out)
 
     def test_planted_violation_fails_with_its_file_and_line(self):
         self.append("lib/util/dl.c", '#include "core/error.h"\n')
@@ -85,7 +84,9 @@ class ImportGraph(unittest.TestCase):
     def test_every_rule_catches_its_arrow(self):
         planted = {"lib/core/x.c": "host/h.h", "lib/host/x.c": "nvidia/nvml.h",
                    "lib/nvidia/x.c": "analysis/model.h", "lib/host/y.c": "analysis/model.h",
-                   "lib/core/y.c": "analysis/model.h", "lib/util/x.c": "host/h.h"}
+                   "lib/core/y.c": "analysis/model.h", "lib/util/x.c": "host/h.h",
+                   "cmd/gpufl/x.c": "analysis/model.h", "cmd/gpufl-monitor/x.c": "util/dl.h",
+                   "python/src/x.c": "core/error.h", "python/src/y.c": "util/dl.h"}
         self.write("lib/host/h.h", "#pragma once\n")
         for rel, header in planted.items():
             self.write(rel, '#include "%s"\n' % header)
@@ -118,8 +119,8 @@ class ImportGraph(unittest.TestCase):
         self.assertIn("remove it from the allow-list", out)
 
     def test_downward_arrows_need_no_allowance(self):
-        self.append("cmd/gpufl/main.c", '#include "nvidia/nvml.h"\n#include "core/error.h"\n')
         self.append("lib/analysis/model.h", '#include "nvidia/nvml.h"\n')
+        self.append("lib/host/host.c", '#include "util/dl.h"\n')
         code, out = self.run_script("--check")
         self.assertEqual(code, 0, out)
 

@@ -310,7 +310,7 @@ static void test_chrome_content(void **state) {
     c = find_event(ev, "C", "process RSS (bytes)", 1);
     assert_true(num(json_object_get(c, "args"), "value") == 2147487744.0);
     json_decref(root);
-    gpufl__export_result_fini(&res);
+    gpufl_export_result_fini(&res);
 }
 
 static void test_chrome_split(void **state) {
@@ -359,18 +359,18 @@ static void test_chrome_split(void **state) {
     assert_true(r2.split_suppressed);
     assert_int_equal(r2.flows, 2);
     fclose(f);
-    gpufl__export_result_fini(&r2);
-    gpufl__export_result_fini(&res);
+    gpufl_export_result_fini(&r2);
+    gpufl_export_result_fini(&res);
 }
 
 static void test_errors(void **state) {
     (void)state;
     gpufl_export_format_t fmt;
-    assert_int_equal(gpufl__export_format_parse("perfetto", &fmt), 0);
+    assert_int_equal(gpufl_export_format_parse("perfetto", &fmt), 0);
     assert_int_equal(fmt, GPUFL_EXPORT_PERFETTO);
-    assert_int_equal(gpufl__export_format_parse("chrome", &fmt), 0);
+    assert_int_equal(gpufl_export_format_parse("chrome", &fmt), 0);
     assert_int_equal(fmt, GPUFL_EXPORT_CHROME);
-    assert_int_equal(gpufl__export_format_parse("bogus", &fmt), GPUFL_EINVAL);
+    assert_int_equal(gpufl_export_format_parse("bogus", &fmt), GPUFL_EINVAL);
     gpufl_export_options_t o = options(GPUFL_EXPORT_CHROME, "");
     assert_int_equal(gpufl__export_write(model, &o, NULL), GPUFL_EINVAL);
     o.size = 4;
@@ -382,7 +382,7 @@ static void test_errors(void **state) {
         gpufl_export_result_t res;
         assert_int_equal(gpufl__export_write(model, &o, &res), GPUFL_EIO);
         assert_non_null(strstr(gpufl_last_error(), "no/such/dir/x.json"));
-        gpufl__export_result_fini(&res);
+        gpufl_export_result_fini(&res);
     }
 }
 
@@ -761,7 +761,7 @@ static void test_perfetto_content(void **state) {
     assert_int_equal(t.util_last, 100);
     for (size_t i = 0; i < t.n_tracks; i++) free(t.tracks[i].name);
     for (size_t i = 0; i < MAX_NAMES; i++) free(t.names[i]), free(t.keys[i]);
-    gpufl__export_result_fini(&res);
+    gpufl_export_result_fini(&res);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -802,7 +802,7 @@ static void test_launch_instants(void **state) {
     assert_string_equal(str_of(args, "scope"), "train");
     assert_non_null(find_event(ev, "i", "gemm(float const*, float const*, float*)", 2));
     json_decref(doc);
-    gpufl__export_result_fini(&res);
+    gpufl_export_result_fini(&res);
 
     snprintf(path, sizeof path, "%s/launches.perfetto-trace", out_dir);
     o = options(GPUFL_EXPORT_PERFETTO, path);
@@ -816,7 +816,7 @@ static void test_launch_instants(void **state) {
     assert_int_equal(t.ends, 2);
     for (size_t i = 0; i < t.n_tracks; i++) free(t.tracks[i].name);
     for (size_t i = 0; i < MAX_NAMES; i++) free(t.names[i]), free(t.keys[i]);
-    gpufl__export_result_fini(&res);
+    gpufl_export_result_fini(&res);
     gpufl__model_destroy(m);
 }
 

@@ -64,6 +64,7 @@ static void nvidia_backend_samples_devices(void **state) {
     json_t *info = tu_first(&D, "gpu_info");
     assert_non_null(info);
     assert_string_equal(json_string_value(json_object_get(info, "name")), "NVIDIA H100 80GB HBM3");
+    assert_string_equal(json_string_value(json_object_get(info, "vendor")), "nvidia");
     assert_string_equal(json_string_value(json_object_get(info, "compute_capability")), "9.0");
     assert_int_equal(json_integer_value(json_object_get(info, "sm_count")), 132);
     size_t n, m;
@@ -234,12 +235,72 @@ static void trace_engine_writes_gpu_activity(void **state) {
 }
 #endif
 
+/* The probe (gpufl info) and a session's capability record, for the same
+ * machine: the same NVML state and reason, the same devices, and a Trace
+ * engine that the probe offers exactly when a Trace session gets it. */
+static void check_probe_agrees(const char *name) {
+    gpufl_probe_t *p = NULL;
+    assert_int_equal(gpufl_probe_create(&p), 0);
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, name));
+    o.profiling_engine = GPUFL_ENGINE_TRACE;
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap); /* a downgrade from Trace warns */
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_shutdown();
+    gpufl_set_log_hook(NULL, NULL);
+
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    json_t *features = json_object_get(tu_first(&D, "capabilities"), "features");
+    json_t *nvml = json_object_get(features, "nvml");
+    const gpufl_capability_t *pn = gpufl_probe_find(p, "nvml");
+    assert_non_null(pn);
+    assert_int_equal(pn->on, json_is_true(json_object_get(nvml, "on")));
+    if (!pn->on) assert_string_equal(pn->reason, json_string_value(json_object_get(nvml, "why")));
+    size_t devices = 0;
+    while (gpufl_probe_device(p, devices)) devices++;
+    assert_int_equal(devices, tu_count(&D, "gpu_info"));
+    if (devices)
+        assert_string_equal(gpufl_probe_device(p, 0)->name,
+                            json_string_value(json_object_get(tu_first(&D, "gpu_info"), "name")));
+    json_t *trace = json_object_get(features, "cupti_trace");
+    const gpufl_capability_t *pt = gpufl_probe_find(p, "Trace");
+    assert_non_null(pt);
+    assert_int_equal(pt->on, json_is_true(json_object_get(trace, "on")));
+    assert_true(gpufl_probe_find(p, "Monitor")->on);
+    tu_free(&D);
+    gpufl_probe_destroy(p);
+}
+
+static void probe_agrees_with_the_capability_record(void **state) {
+    (void)state;
+    char missing[1200];
+    snprintf(missing, sizeof missing, "%s/no/libnvidia-ml.so.1", GPUFL_TEST_LOG_ROOT);
+    setenv("GPUFL_NVML_LIBRARY", missing, 1); /* no driver */
+    check_probe_agrees("probe_no_driver");
+    write_script(h100);
+    check_probe_agrees("probe_h100");
+    write_script("{\"init_error\": 9, \"gpus\": []}"); /* a driver that fails to start */
+    check_probe_agrees("probe_init_error");
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+
+    gpufl_probe_t *p = NULL;
+    assert_int_equal(gpufl_probe_create(NULL), GPUFL_EINVAL);
+    assert_int_equal(gpufl_probe_create(&p), 0);
+    assert_null(gpufl_probe_capability(p, 1000));
+    assert_null(gpufl_probe_find(p, "no such feature"));
+    assert_null(gpufl_probe_device(p, 1000));
+    gpufl_probe_destroy(p);
+    gpufl_probe_destroy(NULL);
+}
+
 int main(void) {
     /* Runs first: checks that nothing loaded the vendor library yet. */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(backend_none_loads_no_vendor_library),
         cmocka_unit_test(nvidia_backend_samples_devices),
         cmocka_unit_test(driver_that_fails_to_init_is_recorded),
+        cmocka_unit_test(probe_agrees_with_the_capability_record),
 #ifdef GPUFL_FAKE_CUPTI_PATH
         cmocka_unit_test(trace_engine_writes_gpu_activity),
 #endif

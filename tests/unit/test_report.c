@@ -2110,6 +2110,11 @@ static void test_report_batch_scanner(void **state) {
     assert_int_equal(b.n_columns, 2);
     assert_int_equal(scan(&s, "{\"type\":\"kernel\",\"v\":1}", &b), 1);
     assert_int_equal(b.n_columns, 0);
+    assert_int_equal(b.version, 1);
+    /* Any version: the model judges it (compat.c). */
+    assert_int_equal(scan(&s, "{\"type\":\"copy\",\"v\":2,\"x\":[4]}", &b), 1);
+    assert_int_equal(b.version, 2);
+    expect_cell(&b, "x", 0, 0, 4);
 
     /* A longer batch than the first buffer, to move the arrays as they grow. */
     size_t rows = 20000, n = 0;
@@ -2147,7 +2152,7 @@ static void test_report_batch_scanner(void **state) {
         "{\"type\":\"kernel\",\"v\":1,\"a\":[1],\"type\":[2]}",
         "{\"type\":\"kernel\",\"v\":1,\"d\":0}", /* not an array */
         "{\"type\":\"kernel\",\"v\":1,\"a\":[[1]]}",
-        "{\"type\":\"kernel\",\"v\":2,\"a\":[1]}",       /* another version */
+        "{\"type\":\"kernel\",\"v\":0,\"a\":[1]}",       /* no version */
         "{\"v\":1,\"type\":\"kernel\",\"a\":[1]}",       /* other member order */
         "{\"type\":\"ker\\u006eel\",\"v\":1,\"a\":[1]}", /* escapes */
         "{\"type\":\"kernel\",\"v\":1,\"\\u0061\":[1]}",
@@ -2511,14 +2516,14 @@ static void test_report_golden_html(void **state) {
 static void test_report_format_parse(void **state) {
     (void)state;
     gpufl_report_format_t f = GPUFL_REPORT_HTML;
-    assert_int_equal(gpufl__report_format_parse("text", &f), 0);
+    assert_int_equal(gpufl_report_format_parse("text", &f), 0);
     assert_int_equal(f, GPUFL_REPORT_TEXT);
-    assert_int_equal(gpufl__report_format_parse("md", &f), 0);
+    assert_int_equal(gpufl_report_format_parse("md", &f), 0);
     assert_int_equal(f, GPUFL_REPORT_MARKDOWN);
-    assert_int_equal(gpufl__report_format_parse("html", &f), 0);
+    assert_int_equal(gpufl_report_format_parse("html", &f), 0);
     assert_int_equal(f, GPUFL_REPORT_HTML);
-    assert_int_equal(gpufl__report_format_parse("xml", &f), GPUFL_EINVAL);
-    assert_int_equal(gpufl__report_format_parse(NULL, &f), GPUFL_EINVAL);
+    assert_int_equal(gpufl_report_format_parse("xml", &f), GPUFL_EINVAL);
+    assert_int_equal(gpufl_report_format_parse(NULL, &f), GPUFL_EINVAL);
 }
 
 /* Nothing in the HTML report is loaded from elsewhere: url() only names

@@ -7,6 +7,8 @@
  */
 #include "test_util.h"
 
+#include <gpufl/gpufl_log.h>
+
 #include <errno.h>
 #include <time.h>
 
@@ -76,6 +78,46 @@ static void layout_and_headers(void **state) {
     json_t *caps = tu_first(&D, "capabilities");
     assert_non_null(caps);
     assert_string_equal(json_string_value(json_object_get(caps, "engine")), "Monitor");
+    tu_free(&D);
+}
+
+/* names holds every value 0 .. count-1 of an enum, by the header's name,
+ * and nothing else. */
+static void expect_names(json_t *names, int count, const char *(*name)(int)) {
+    assert_true(json_is_object(names));
+    assert_int_equal(json_object_size(names), count);
+    for (int v = 0; v < count; v++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", v);
+        assert_non_null(name(v));
+        assert_string_equal(json_string_value(json_object_get(names, key)), name(v));
+    }
+    assert_null(name(count)); /* the header lists no value past its count */
+}
+
+/* Every session's device.log names gpufl's values once (gpufl_log.h), so a
+ * reader can print them without the header; no GPU needed. */
+static void legend_names_every_value(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "legend"));
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_shutdown();
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    assert_int_equal(tu_count(&D, "legend"), 1);
+    json_t *legend = tu_first(&D, "legend");
+    assert_int_equal(json_integer_value(json_object_get(legend, "v")), 1);
+    expect_names(json_object_get(legend, "copy_kind"), GPUFL_COPY_KIND_COUNT, gpufl_copy_kind_name);
+    expect_names(json_object_get(legend, "memory_kind"), GPUFL_MEMORY_KIND_COUNT,
+                 gpufl_memory_kind_name);
+    expect_names(json_object_get(legend, "sync_type"), GPUFL_SYNC_TYPE_COUNT, gpufl_sync_type_name);
+    /* Spot checks against the documented numbers (docs/log-format.md). */
+    json_t *copy = json_object_get(legend, "copy_kind");
+    assert_string_equal(json_string_value(json_object_get(copy, "0")), "unknown");
+    assert_string_equal(json_string_value(json_object_get(copy, "3")), "device_to_device");
+    assert_string_equal(json_string_value(json_object_get(copy, "4")), "peer");
+    json_t *sync = json_object_get(legend, "sync_type");
+    assert_string_equal(json_string_value(json_object_get(sync, "1")), "device");
+    assert_string_equal(json_string_value(json_object_get(sync, "2")), "stream");
     tu_free(&D);
 }
 
@@ -690,6 +732,41 @@ static void report_of_last_session(void **state) {
     assert_non_null(strstr(text, "Scope timing"));
     snprintf(path, sizeof path, "%s/no/such/dir/report.txt", root);
     assert_int_equal(gpufl_report_session(tu_session_dir(), path), GPUFL_EIO);
+    snprintf(path, sizeof path, "%s/missing.txt", root);
+    assert_int_equal(gpufl_report_session(root, path), GPUFL_ENOTFOUND); /* a root, no session */
+}
+
+/* The report is libgpufl-analysis's, loaded at call time: without it the
+ * call fails, names the library and writes no file. */
+static void report_without_the_analysis_library(void **state) {
+    (void)state;
+    const char *root = tu_log_dir(SUITE, "report_absent");
+    char path[1200], missing[1200], saved[4096] = "";
+    const char *env = getenv("GPUFL_ANALYSIS_LIBRARY");
+    if (env) snprintf(saved, sizeof saved, "%s", env);
+    gpufl_options_t o = tu_options(root);
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_scope_end(gpufl_scope_begin("absent", NULL));
+    gpufl_shutdown();
+    snprintf(missing, sizeof missing, "%s/no/libgpufl-analysis.so.0", root);
+    setenv("GPUFL_ANALYSIS_LIBRARY", missing, 1);
+    snprintf(path, sizeof path, "%s/report.txt", root);
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap);
+    assert_int_equal(gpufl_report_write(path), GPUFL_ENOTSUP);
+    gpufl_set_log_hook(NULL, NULL);
+    assert_non_null(strstr(gpufl_last_error(), "libgpufl-analysis"));
+    assert_non_null(strstr(gpufl_last_error(), missing));
+    assert_non_null(strstr(cap.last, "libgpufl-analysis")); /* generateReport warns */
+    assert_int_equal(gpufl_report_session(tu_session_dir(), NULL), GPUFL_ENOTSUP);
+    assert_false(tu_exists(root, "report.txt"));
+    if (saved[0]) {
+        setenv("GPUFL_ANALYSIS_LIBRARY", saved, 1);
+        assert_int_equal(gpufl_report_write(path), 0); /* present again */
+        assert_true(tu_exists(root, "report.txt"));
+    } else {
+        unsetenv("GPUFL_ANALYSIS_LIBRARY");
+    }
 }
 
 int main(void) {
@@ -698,6 +775,8 @@ int main(void) {
         /* first session of the process: the ring pool is not resident yet */
         cmocka_unit_test(monitor_init_adds_at_most_8_mib),
         cmocka_unit_test(layout_and_headers),
+        cmocka_unit_test(report_without_the_analysis_library),
+        cmocka_unit_test(legend_names_every_value),
         cmocka_unit_test(session_ids_unique_and_sorted),
         cmocka_unit_test(default_log_path_is_app_name_dot_log),
         cmocka_unit_test(unwritable_log_path_fails_cleanly),

@@ -216,6 +216,21 @@ static uint32_t call_with_record(uint32_t cbid, const void *params, const char *
     return corr;
 }
 
+/* cuMemAlloc_v2 and CUPTI's record of the allocation, of CUPTI's memory
+ * kind; returns the correlation id. */
+static uint32_t allocate(int memory_kind, int64_t bytes) {
+    cuMemAlloc_v2_params ap = {0};
+    uint32_t corr = fake.call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap, NULL);
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"kind\": 49, \"timestamp\": %lld, \"memoryOperationType\": 1, "
+             "\"memoryKind\": %d, \"address\": 140000000, \"bytes\": %lld, "
+             "\"correlationId\": %u}",
+             (long long)now_ns(), memory_kind, (long long)bytes, corr);
+    assert_int_equal(fake.add_record(json), 0);
+    return corr;
+}
+
 /* ---- reading the session back ---- */
 
 typedef struct session {
@@ -333,11 +348,11 @@ static void rows_carry_the_scope_of_their_launch(void **state) {
     assert_int_equal(cell_int(&s, "kernel", in_inner, "scope"), attention);
     assert_int_equal(cell_int(&s, "copy", copy, "scope"), attention);
     assert_int_equal(cell_int(&s, "sync", sync, "scope"), forward);
-    assert_int_equal(cell_int(&s, "sync", sync, "sync_type"), 3);
+    assert_int_equal(cell_int(&s, "sync", sync, "sync_type"), GPUFL_SYNC_TYPE_STREAM);
     assert_int_equal(cell_int(&s, "sync", sync, "stream"), 13);
     assert_true(json_is_null(cell(&s, "sync", sync, "event")));
     assert_true(cell_int(&s, "sync", sync, "end_ns") >= cell_int(&s, "sync", sync, "start_ns"));
-    assert_int_equal(cell_int(&s, "sync", device_sync, "sync_type"), 4);
+    assert_int_equal(cell_int(&s, "sync", device_sync, "sync_type"), GPUFL_SYNC_TYPE_DEVICE);
     assert_true(json_is_null(cell(&s, "sync", device_sync, "stream")));
     assert_int_equal(cell_int(&s, "sync", device_sync, "scope"), forward);
     /* The early kernel is written, unattributed and counted. */
@@ -530,6 +545,71 @@ static void graph_launches(void **state) {
     free_session(&s);
 }
 
+/* The kinds and types in the rows are gpufl's values (gpufl_log.h), not
+ * CUPTI's numbers, in lines of version 2; a number gpufl has no value for is
+ * written as unknown, counted, and said once. */
+static void rows_carry_gpufl_values(void **state) {
+    (void)state;
+    gpufl_options_t o = trace_options("values");
+    o.enable_memory_tracking = 1;
+    start(&o);
+    cuMemcpyDtoD_v2_params dp = {0};
+    uint32_t dtod = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2, &dp,
+                                     "\"kind\": 1, \"bytes\": 64, \"copyKind\": 8, "
+                                     "\"srcKind\": 3, \"dstKind\": 5");
+    uint32_t peer = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2, &dp,
+                                     "\"kind\": 1, \"bytes\": 64, \"copyKind\": 10, "
+                                     "\"srcKind\": 4, \"dstKind\": 6");
+    /* 42 and 99: numbers no CUPTI gives today */
+    uint32_t odd = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2, &dp,
+                                    "\"kind\": 1, \"bytes\": 64, \"copyKind\": 42, "
+                                    "\"srcKind\": 2, \"dstKind\": 99");
+    cuMemsetD8_v2_params mp = {0};
+    uint32_t mset = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, &mp,
+                                     "\"kind\": 2, \"bytes\": 64, \"memoryKind\": 5");
+    uint32_t alloc = allocate(7, 64);
+    cuEventSynchronize_params ep = {.hEvent = (CUevent)(uintptr_t)0x1000};
+    uint32_t event = fake.call(CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, &ep, NULL);
+    cuStreamWaitEvent_params wp = {.hStream = (CUstream)(uintptr_t)13,
+                                   .hEvent = (CUevent)(uintptr_t)0x1000};
+    uint32_t wait = fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, &wp, NULL);
+    stop();
+
+    session_t s = read_session();
+    assert_int_equal(cell_int(&s, "copy", dtod, "copy_kind"), GPUFL_COPY_KIND_DEVICE_TO_DEVICE);
+    assert_int_equal(cell_int(&s, "copy", dtod, "src_kind"), GPUFL_MEMORY_KIND_DEVICE);
+    assert_int_equal(cell_int(&s, "copy", dtod, "dst_kind"), GPUFL_MEMORY_KIND_MANAGED);
+    assert_int_equal(cell_int(&s, "copy", peer, "copy_kind"), GPUFL_COPY_KIND_PEER);
+    assert_int_equal(cell_int(&s, "copy", peer, "src_kind"), GPUFL_MEMORY_KIND_ARRAY);
+    assert_int_equal(cell_int(&s, "copy", peer, "dst_kind"), GPUFL_MEMORY_KIND_DEVICE_STATIC);
+    assert_int_equal(cell_int(&s, "copy", odd, "copy_kind"), GPUFL_COPY_KIND_UNKNOWN);
+    assert_int_equal(cell_int(&s, "copy", odd, "src_kind"), GPUFL_MEMORY_KIND_PINNED);
+    assert_int_equal(cell_int(&s, "copy", odd, "dst_kind"), GPUFL_MEMORY_KIND_UNKNOWN);
+    assert_int_equal(cell_int(&s, "copy", odd, "bytes"), 64); /* kept, not dropped */
+    assert_int_equal(cell_int(&s, "memset", mset, "memory_kind"), GPUFL_MEMORY_KIND_MANAGED);
+    assert_int_equal(cell_int(&s, "alloc", alloc, "memory_kind"), GPUFL_MEMORY_KIND_MANAGED_STATIC);
+    assert_int_equal(cell_int(&s, "sync", event, "sync_type"), GPUFL_SYNC_TYPE_EVENT);
+    assert_int_equal(cell_int(&s, "sync", wait, "sync_type"), GPUFL_SYNC_TYPE_STREAM_WAIT_EVENT);
+    assert_int_equal(stat_of(&s, "values_unmapped"), 2);
+    json_t *said = tu_event(&s.device, "cupti_value_unmapped");
+    assert_non_null(said);
+    assert_non_null(strstr(json_string_value(json_object_get(said, "message")), "copy kind 42"));
+    size_t events = 0;
+    for (size_t i = 0; i < s.device.n; i++) {
+        const char *type = tu_type(s.device.v[i]);
+        json_int_t v = json_integer_value(json_object_get(s.device.v[i], "v"));
+        const char *code = json_string_value(json_object_get(s.device.v[i], "code"));
+        events += strcmp(type, "event") == 0 && code && strcmp(code, "cupti_value_unmapped") == 0;
+        if (!strcmp(type, "copy") || !strcmp(type, "memset") || !strcmp(type, "sync") ||
+            !strcmp(type, "alloc"))
+            assert_int_equal(v, GPUFL_LOG_VALUES_VERSION);
+        else
+            assert_int_equal(v, 1);
+    }
+    assert_int_equal(events, 1);
+    free_session(&s);
+}
+
 /* Memory tracking adds allocation rows, attributed like the rest; sync
  * capture switched off leaves no sync rows and no sync kind enabled. */
 static void allocations_and_no_sync(void **state) {
@@ -539,15 +619,7 @@ static void allocations_and_no_sync(void **state) {
     o.enable_synchronization = 0;
     start(&o);
     gpufl_scope_t load = gpufl_scope_begin("load", NULL);
-    cuMemAlloc_v2_params ap = {0};
-    uint32_t corr = fake.call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap, NULL);
-    char json[256];
-    snprintf(json, sizeof json,
-             "{\"kind\": 49, \"timestamp\": %lld, \"memoryOperationType\": 1, "
-             "\"memoryKind\": 3, \"address\": 140000000, \"bytes\": 1048576, "
-             "\"correlationId\": %u}",
-             (long long)now_ns(), corr);
-    assert_int_equal(fake.add_record(json), 0);
+    uint32_t corr = allocate(3, 1048576);
     cuStreamSynchronize_params sp = {0};
     fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, NULL);
     gpufl_scope_end(load);
@@ -728,7 +800,9 @@ static void replay_of_recorded_buffers(void **state) {
     int64_t *kind = tu_column(&s.device, "copy", "copy_kind", &n);
     int directions = 0;
     for (size_t i = 0; i < n; i++) directions |= 1 << kind[i];
-    assert_int_equal(directions, (1 << 1) | (1 << 2) | (1 << 8)); /* HtoD, DtoH, DtoD */
+    assert_int_equal(directions, (1 << GPUFL_COPY_KIND_HOST_TO_DEVICE) |
+                                     (1 << GPUFL_COPY_KIND_DEVICE_TO_HOST) |
+                                     (1 << GPUFL_COPY_KIND_DEVICE_TO_DEVICE));
     free(start_ns), free(end_ns), free(demangled), free(graph), free(kind);
     json_decref(want);
     free_session(&s);
@@ -2779,6 +2853,7 @@ int main(void) {
         cmocka_unit_test(external_ids_on_a_quiet_thread),
         cmocka_unit_test(graph_launches),
         cmocka_unit_test(allocations_and_no_sync),
+        cmocka_unit_test(rows_carry_gpufl_values),
         cmocka_unit_test(threads_launching_at_once),
         cmocka_unit_test(another_cupti_client_present),
         cmocka_unit_test(insufficient_privileges),

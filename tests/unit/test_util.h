@@ -34,6 +34,13 @@ static inline const char *tu_log_dir(const char *suite, const char *name) {
     return path;
 }
 
+/* The path of tests/fixtures/<rel> (valid until the next call). */
+static inline const char *tu_fixture(const char *rel) {
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/fixtures/%s", GPUFL_TEST_SOURCE_DIR, rel);
+    return path;
+}
+
 /* A new, empty directory outside the validated tree, for tests that write
  * deliberately synthetic or damaged lines. */
 static inline const char *tu_scratch_dir(const char *suite, const char *name) {
