@@ -199,3 +199,35 @@ void gpufl__wire_sass(gpufl__line_t *l, const gpufl__wire_sass_t *r) {
     if (r->truncated) put_bool(b, "truncated", 1);
     gpufl__line_end(l);
 }
+
+void gpufl__wire_kernel_config(gpufl__line_t *l, const gpufl__wire_kernel_config_t *k) {
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "kernel_config");
+    gpufl__buf_kv_i64(b, "ts_ns", k->ts_ns);
+    gpufl__buf_kv_i64(b, "id", k->id);
+    gpufl__buf_kv_str(b, "name", k->name);
+    gpufl__buf_kv_i64(b, "block_threads", k->block_threads);
+    gpufl__buf_kv_i64(b, "dynamic_smem_bytes", k->dynamic_smem_bytes);
+    if (k->occupancy_unknown) {
+        gpufl__buf_kv_str(b, "occupancy_unknown", k->occupancy_unknown);
+        gpufl__line_end(l);
+        return;
+    }
+    gpufl__buf_kv_i64(b, "device", k->device);
+    gpufl__buf_kv_i64(b, "registers", k->registers);
+    gpufl__buf_kv_i64(b, "static_smem_bytes", k->static_smem_bytes);
+    gpufl__buf_kv_i64(b, "local_bytes_per_thread", k->local_bytes_per_thread);
+    gpufl__buf_kv_i64(b, "max_threads_per_block", k->max_threads_per_block);
+    gpufl__buf_kv_i64(b, "blocks_per_sm", k->blocks_per_sm);
+    gpufl__buf_kv_i64(b, "active_warps", k->active_warps);
+    gpufl__buf_kv_i64(b, "max_warps", k->max_warps);
+    put_fixed(b, "occupancy", k->occupancy, 3);
+    if (k->have_limits) {
+        gpufl__buf_kv_i64(b, "limit_warps", k->limit_warps);
+        gpufl__buf_kv_i64(b, "limit_registers", k->limit_registers);
+        gpufl__buf_kv_i64(b, "limit_smem", k->limit_smem);
+        gpufl__buf_kv_i64(b, "limit_blocks", k->limit_blocks);
+        gpufl__buf_kv_str(b, "limiter", k->limiter);
+    }
+    put_bool(b, "breakdown_agrees", k->breakdown_agrees);
+    gpufl__line_end(l);
+}

@@ -115,4 +115,21 @@ typedef struct gpufl__wire_sass {
 } gpufl__wire_sass_t;
 void gpufl__wire_sass(gpufl__line_t *l, const gpufl__wire_sass_t *r);
 
+/* kernel_config: one launch configuration of a kernel, interned (launch
+ * rows name its id), with its occupancy or why that is unknown. */
+typedef struct gpufl__wire_kernel_config {
+    int64_t ts_ns, id;
+    const char *name;
+    int64_t block_threads, dynamic_smem_bytes;
+    const char *occupancy_unknown; /* not NULL: why, and nothing after it */
+    int64_t device, registers, static_smem_bytes, local_bytes_per_thread, max_threads_per_block;
+    int64_t blocks_per_sm, active_warps, max_warps;
+    double occupancy;
+    int have_limits; /* the breakdown below was computed */
+    int64_t limit_warps, limit_registers, limit_smem, limit_blocks;
+    const char *limiter;
+    int breakdown_agrees;
+} gpufl__wire_kernel_config_t;
+void gpufl__wire_kernel_config(gpufl__line_t *l, const gpufl__wire_kernel_config_t *k);
+
 #endif

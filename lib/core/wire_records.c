@@ -241,7 +241,7 @@ static void put_names(gpufl_buf_t *b, const char *column, int count, const char 
 }
 
 void gpufl__wire_legend(gpufl__line_t *l) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "legend");
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "legend");
     put_names(b, "copy_kind", GPUFL_COPY_KIND_COUNT, gpufl_copy_kind_name);
     put_names(b, "memory_kind", GPUFL_MEMORY_KIND_COUNT, gpufl_memory_kind_name);
     put_names(b, "sync_type", GPUFL_SYNC_TYPE_COUNT, gpufl_sync_type_name);

@@ -35,4 +35,33 @@ typedef struct gpufl__wire_capabilities {
 } gpufl__wire_capabilities_t;
 void gpufl__wire_capabilities(gpufl__line_t *l, const gpufl__wire_capabilities_t *c);
 
+/* gpu_info: one device as its backend's library reports it. Strings are
+ * written as given; an integer member that is negative is null where the
+ * wire says "opt" below. The wire keys still carry NVML's and CUDA's names
+ * (docs/log-format.md); the fields say what they mean. */
+typedef struct gpufl__wire_gpu_info {
+    int64_t device;
+    const char *vendor;
+    int64_t library_index;   /* "nvml_index": the device library's own index */
+    int64_t partition_index; /* "mig_index", opt */
+    const char *name, *uuid, *pci_bus_id;
+    const char *compute_capability; /* "" when unknown */
+    int64_t sm_count, mem_total_bytes;  /* opt */
+    const char *driver_version;
+    int64_t compute_driver_version;     /* "cuda_driver_version", opt */
+    int64_t partition_mode;             /* "mig_mode", opt */
+    int64_t perf_metrics_supported;     /* "gpm_supported" */
+    int64_t interconnect_links;         /* "nvlink_links" */
+    int64_t power_limit_mw;             /* opt */
+    const char *library_version;        /* "nvml_version" */
+} gpufl__wire_gpu_info_t;
+void gpufl__wire_gpu_info(gpufl__line_t *l, const gpufl__wire_gpu_info_t *g);
+
+/* gpu_legend: the name of each throttle reason bit of gpu_sample rows
+ * (NULL: a bit without a name, left out). */
+typedef struct gpufl__wire_gpu_legend {
+    const char *throttle_reasons[64];
+} gpufl__wire_gpu_legend_t;
+void gpufl__wire_gpu_legend(gpufl__line_t *l, const gpufl__wire_gpu_legend_t *g);
+
 #endif
