@@ -182,9 +182,12 @@ static void write_capabilities(gpufl_collector_t *c, const gpufl_settings_t *s,
     for (int i = 0; i < nhost && n < GPUFL__FEATURES_MAX; i++) features[n++] = host[i];
     for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++)
         n += (size_t)gpufl__backends[i]->features(s, &features[n], GPUFL__FEATURES_MAX);
-    gpufl__wire_capabilities_t caps = {gpufl_backend_name(s->backend), gpufl_backend_name(running),
+    gpufl__wire_capabilities_t caps = {gpufl_backend_name(s->backend),
+                                       gpufl_backend_name(running),
                                        gpufl_engine_name(s->profiling_engine),
-                                       gpufl_engine_name(engine), features, n};
+                                       gpufl_engine_name(engine),
+                                       features,
+                                       n};
     gpufl__line_t l;
     gpufl__wire_capabilities(&l, &caps);
     gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);

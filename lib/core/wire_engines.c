@@ -31,8 +31,8 @@ static void put_names(gpufl_buf_t *b, const char *key, const gpufl__wire_names_t
 }
 
 /* What every per-context record opens with. */
-static gpufl_buf_t *context_begin(gpufl__line_t *l, const char *type, int64_t ts_ns,
-                                  int64_t device, int64_t context) {
+static gpufl_buf_t *context_begin(gpufl__line_t *l, const char *type, int64_t ts_ns, int64_t device,
+                                  int64_t context) {
     gpufl_buf_t *b = gpufl__line_begin(l, type);
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     gpufl__buf_kv_i64(b, "device", device);
@@ -45,7 +45,8 @@ void gpufl__wire_totals(gpufl__line_t *l, const char *type, int64_t ts_ns,
                         const gpufl__wire_measure_t *measures, size_t nmeasures) {
     gpufl_buf_t *b = gpufl__line_begin(l, type);
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
-    for (size_t i = 0; i < ncounts; i++) gpufl__buf_kv_i64(b, counts[i].key, (int64_t)counts[i].value);
+    for (size_t i = 0; i < ncounts; i++)
+        gpufl__buf_kv_i64(b, counts[i].key, (int64_t)counts[i].value);
     for (size_t i = 0; i < nmeasures; i++) {
         const gpufl__wire_measure_t *m = &measures[i];
         if (m->decimals > 0)
@@ -106,8 +107,7 @@ void gpufl__wire_range_profiler(gpufl__line_t *l, const gpufl__wire_range_profil
         if (r->sm_throughput_of.count) put_names(b, "sm_throughput_of", &r->sm_throughput_of);
         gpufl__buf_key(b, "left_out");
         gpufl__buf_putc(b, '{');
-        for (int i = 0; i < r->nleft; i++)
-            gpufl__buf_kv_str(b, r->left_out[i], r->left_why[i]);
+        for (int i = 0; i < r->nleft; i++) gpufl__buf_kv_str(b, r->left_out[i], r->left_why[i]);
         gpufl__buf_putc(b, '}');
         gpufl__buf_kv_i64(b, "max_ranges", r->max_ranges);
         gpufl__buf_kv_i64(b, "nesting_levels", r->nesting_levels);

@@ -71,7 +71,7 @@ typedef struct gpufl__wire_range_profiler {
     gpufl__wire_names_t metrics; /* the first group's */
     const gpufl__wire_names_t *groups;
     int ngroups;
-    gpufl__wire_names_t sm_throughput_of; /* count 0: not written */
+    gpufl__wire_names_t sm_throughput_of;          /* count 0: not written */
     const char *const *left_out, *const *left_why; /* a metric, why it is left out */
     int nleft;
     int64_t max_ranges, nesting_levels;

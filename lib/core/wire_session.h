@@ -45,15 +45,15 @@ typedef struct gpufl__wire_gpu_info {
     int64_t library_index;   /* "nvml_index": the device library's own index */
     int64_t partition_index; /* "mig_index", opt */
     const char *name, *uuid, *pci_bus_id;
-    const char *compute_capability; /* "" when unknown */
-    int64_t sm_count, mem_total_bytes;  /* opt */
+    const char *compute_capability;    /* "" when unknown */
+    int64_t sm_count, mem_total_bytes; /* opt */
     const char *driver_version;
-    int64_t compute_driver_version;     /* "cuda_driver_version", opt */
-    int64_t partition_mode;             /* "mig_mode", opt */
-    int64_t perf_metrics_supported;     /* "gpm_supported" */
-    int64_t interconnect_links;         /* "nvlink_links" */
-    int64_t power_limit_mw;             /* opt */
-    const char *library_version;        /* "nvml_version" */
+    int64_t compute_driver_version; /* "cuda_driver_version", opt */
+    int64_t partition_mode;         /* "mig_mode", opt */
+    int64_t perf_metrics_supported; /* "gpm_supported" */
+    int64_t interconnect_links;     /* "nvlink_links" */
+    int64_t power_limit_mw;         /* opt */
+    const char *library_version;    /* "nvml_version" */
 } gpufl__wire_gpu_info_t;
 void gpufl__wire_gpu_info(gpufl__line_t *l, const gpufl__wire_gpu_info_t *g);
 

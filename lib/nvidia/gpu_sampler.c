@@ -68,7 +68,8 @@ static void write_info(gpufl_gpu_sampler_t *s) {
     }
     /* The names of the throttle reason bits, so the log explains itself. */
     gpufl__wire_gpu_legend_t legend;
-    for (int bit = 0; bit < 64; bit++) legend.throttle_reasons[bit] = gpufl__nvml_throttle_name(bit);
+    for (int bit = 0; bit < 64; bit++)
+        legend.throttle_reasons[bit] = gpufl__nvml_throttle_name(bit);
     gpufl__line_t l;
     gpufl__wire_gpu_legend(&l, &legend);
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
