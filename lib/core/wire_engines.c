@@ -30,13 +30,16 @@ static void put_names(gpufl_buf_t *b, const char *key, const gpufl__wire_names_t
     gpufl__buf_putc(b, ']');
 }
 
-/* What every per-context record opens with. */
+/* What every per-context record opens with; late: NULL where the record
+ * has no such member. */
 static gpufl_buf_t *context_begin(gpufl__line_t *l, const char *type, int64_t ts_ns, int64_t device,
-                                  int64_t context) {
+                                  int64_t context, const int *late, double enable_ms) {
     gpufl_buf_t *b = gpufl__line_begin(l, type);
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     gpufl__buf_kv_i64(b, "device", device);
     gpufl__buf_kv_i64(b, "context", context);
+    if (late) put_bool(b, "late", *late);
+    put_fixed(b, "enable_ms", enable_ms, 1);
     return b;
 }
 
@@ -58,9 +61,8 @@ void gpufl__wire_totals(gpufl__line_t *l, const char *type, int64_t ts_ns,
 }
 
 void gpufl__wire_pc_sampling(gpufl__line_t *l, const gpufl__wire_pc_sampling_t *r) {
-    gpufl_buf_t *b = context_begin(l, "pc_sampling", r->ts_ns, r->device, r->context);
-    put_bool(b, "late", r->late);
-    put_fixed(b, "enable_ms", r->enable_ms, 1);
+    gpufl_buf_t *b = context_begin(l, "pc_sampling", r->ts_ns, r->device, r->context, &r->late,
+                                   r->enable_ms);
     if (r->error) {
         gpufl__buf_kv_str(b, "error", r->error);
     } else {
@@ -75,9 +77,8 @@ void gpufl__wire_pc_sampling(gpufl__line_t *l, const gpufl__wire_pc_sampling_t *
 }
 
 void gpufl__wire_sass_metrics(gpufl__line_t *l, const gpufl__wire_sass_metrics_t *r) {
-    gpufl_buf_t *b = context_begin(l, "sass_metrics", r->ts_ns, r->device, r->context);
-    put_bool(b, "late", r->late);
-    put_fixed(b, "enable_ms", r->enable_ms, 1);
+    gpufl_buf_t *b = context_begin(l, "sass_metrics", r->ts_ns, r->device, r->context, &r->late,
+                                   r->enable_ms);
     if (r->error) {
         gpufl__buf_kv_str(b, "error", r->error);
     } else {
@@ -89,8 +90,8 @@ void gpufl__wire_sass_metrics(gpufl__line_t *l, const gpufl__wire_sass_metrics_t
 }
 
 void gpufl__wire_range_profiler(gpufl__line_t *l, const gpufl__wire_range_profiler_t *r) {
-    gpufl_buf_t *b = context_begin(l, "range_profiler", r->ts_ns, r->device, r->context);
-    put_fixed(b, "enable_ms", r->enable_ms, 1);
+    gpufl_buf_t *b = context_begin(l, "range_profiler", r->ts_ns, r->device, r->context, NULL,
+                                   r->enable_ms);
     gpufl__buf_kv_str(b, "started_at", r->started_at);
     if (r->error) {
         gpufl__buf_kv_str(b, "error", r->error);

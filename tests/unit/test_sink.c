@@ -239,23 +239,42 @@ static void ring_keeps_newest_within_cap(void **state) {
     gpufl__intern_destroy(dict);
 }
 
+/* A 16 KiB ring of 16-row lines, a batch of scope_end rows, a dict. */
+typedef struct small_ring {
+    gpufl__ring_sink_t *ring;
+    gpufl_batch_t b;
+    gpufl_intern_t *dict;
+} small_ring_t;
+
+static void small_ring_init(small_ring_t *t) {
+    t->dict = gpufl__intern_create(100, 1 << 20);
+    assert_int_equal(gpufl__ring_sink_create(&t->ring, 16384, 16), 0);
+    assert_int_equal(gpufl__batch_init_table(&t->b, &gpufl__wire_scope_end), 0);
+}
+
+static void small_ring_fini(small_ring_t *t) {
+    gpufl__ring_sink_destroy(t->ring);
+    gpufl__batch_fini(&t->b);
+    gpufl__intern_destroy(t->dict);
+}
+
 /* The records that describe the session stay in the ring however many
  * rows pass through it. */
 static void ring_pins_describing_records(void **state) {
     (void)state;
-    gpufl__ring_sink_t *ring;
-    gpufl_batch_t b;
-    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
-    assert_int_equal(gpufl__ring_sink_create(&ring, 16384, 16), 0);
-    assert_int_equal(gpufl__batch_init_table(&b, &gpufl__wire_scope_end), 0);
+    small_ring_t t;
+    small_ring_init(&t);
+    gpufl__ring_sink_t *ring = t.ring;
+    gpufl_batch_t *b = &t.b;
+    gpufl_intern_t *dict = t.dict;
     gpufl__line_t l;
     gpufl__wire_op(&l, 1, "memcpy");
     assert_int_equal(gpufl__ring_sink_ops.record(ring, GPUFL_FILE_SCOPE, &l, dict), 0);
     gpufl__line_fini(&l);
     for (int i = 0; i < 20000; i += 100) {
-        fill_scope_ends(&b, i, 100);
-        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, &b, dict), 0);
-        b.rows = 0;
+        fill_scope_ends(b, i, 100);
+        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, b, dict), 0);
+        b->rows = 0;
     }
     gpufl__ring_sink_stats_t st;
     gpufl__ring_sink_stats(ring, &st);
@@ -271,9 +290,7 @@ static void ring_pins_describing_records(void **state) {
     assert_non_null(op);
     assert_true(op < strstr(out.data, "\"type\":\"scope_end\"")); /* before the rows */
     gpufl__buf_fini(&out);
-    gpufl__ring_sink_destroy(ring);
-    gpufl__batch_fini(&b);
-    gpufl__intern_destroy(dict);
+    small_ring_fini(&t);
 }
 
 /* A visitor as slow as a dump to a slow destination. */
@@ -306,41 +323,39 @@ static int64_t now_ns(void) {
  * the reader holds) without waiting for it. */
 static void ring_reader_never_blocks_rows(void **state) {
     (void)state;
-    gpufl__ring_sink_t *ring;
-    gpufl_batch_t b;
-    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
-    assert_int_equal(gpufl__ring_sink_create(&ring, 16384, 16), 0);
-    assert_int_equal(gpufl__batch_init_table(&b, &gpufl__wire_scope_end), 0);
+    small_ring_t t;
+    small_ring_init(&t);
+    gpufl__ring_sink_t *ring = t.ring;
+    gpufl_batch_t *b = &t.b;
+    gpufl_intern_t *dict = t.dict;
     for (int i = 0; i < 400; i += 100) { /* 28 lines: a reader sleeping 20 ms on each */
-        fill_scope_ends(&b, i, 100);
-        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, &b, dict), 0);
-        b.rows = 0;
+        fill_scope_ends(b, i, 100);
+        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, b, dict), 0);
+        b->rows = 0;
     }
     gpufl__ring_sink_stats_t before;
     gpufl__ring_sink_stats(ring, &before);
     assert_int_equal(before.kept_lines, 28);
     slow_visit_t v = {.ring = ring};
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, slow_reader, &v), 0);
+    pthread_t reader;
+    assert_int_equal(pthread_create(&reader, NULL, slow_reader, &v), 0);
     while (!atomic_load(&v.started)) sleep_ms(1);
     int64_t worst = 0;
     for (int i = 400; i < 20000; i += 100) { /* the whole ring replaced meanwhile */
-        fill_scope_ends(&b, i, 100);
+        fill_scope_ends(b, i, 100);
         int64_t t0 = now_ns();
-        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, &b, dict), 0);
+        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, b, dict), 0);
         int64_t took = now_ns() - t0;
         if (took > worst) worst = took;
-        b.rows = 0;
+        b->rows = 0;
     }
-    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(pthread_join(reader, NULL), 0);
     assert_int_equal(v.lines, 28);        /* the reader saw its snapshot whole */
     assert_true(worst < 200 * 1000000LL); /* never the reader's 560 ms */
     gpufl__ring_sink_stats_t st;
     gpufl__ring_sink_stats(ring, &st);
     assert_true(st.evicted_rows >= 400);
-    gpufl__ring_sink_destroy(ring);
-    gpufl__batch_fini(&b);
-    gpufl__intern_destroy(dict);
+    small_ring_fini(&t);
 }
 
 /* A session with the ring and the gauges attached: scopes, host samples. */
