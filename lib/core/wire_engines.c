@@ -61,8 +61,8 @@ void gpufl__wire_totals(gpufl__line_t *l, const char *type, int64_t ts_ns,
 }
 
 void gpufl__wire_pc_sampling(gpufl__line_t *l, const gpufl__wire_pc_sampling_t *r) {
-    gpufl_buf_t *b = context_begin(l, "pc_sampling", r->ts_ns, r->device, r->context, &r->late,
-                                   r->enable_ms);
+    gpufl_buf_t *b =
+        context_begin(l, "pc_sampling", r->ts_ns, r->device, r->context, &r->late, r->enable_ms);
     if (r->error) {
         gpufl__buf_kv_str(b, "error", r->error);
     } else {
@@ -77,8 +77,8 @@ void gpufl__wire_pc_sampling(gpufl__line_t *l, const gpufl__wire_pc_sampling_t *
 }
 
 void gpufl__wire_sass_metrics(gpufl__line_t *l, const gpufl__wire_sass_metrics_t *r) {
-    gpufl_buf_t *b = context_begin(l, "sass_metrics", r->ts_ns, r->device, r->context, &r->late,
-                                   r->enable_ms);
+    gpufl_buf_t *b =
+        context_begin(l, "sass_metrics", r->ts_ns, r->device, r->context, &r->late, r->enable_ms);
     if (r->error) {
         gpufl__buf_kv_str(b, "error", r->error);
     } else {
@@ -90,8 +90,8 @@ void gpufl__wire_sass_metrics(gpufl__line_t *l, const gpufl__wire_sass_metrics_t
 }
 
 void gpufl__wire_range_profiler(gpufl__line_t *l, const gpufl__wire_range_profiler_t *r) {
-    gpufl_buf_t *b = context_begin(l, "range_profiler", r->ts_ns, r->device, r->context, NULL,
-                                   r->enable_ms);
+    gpufl_buf_t *b =
+        context_begin(l, "range_profiler", r->ts_ns, r->device, r->context, NULL, r->enable_ms);
     gpufl__buf_kv_str(b, "started_at", r->started_at);
     if (r->error) {
         gpufl__buf_kv_str(b, "error", r->error);

@@ -252,6 +252,26 @@ static void small_ring_init(small_ring_t *t) {
     assert_int_equal(gpufl__batch_init_table(&t->b, &gpufl__wire_scope_end), 0);
 }
 
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Rows [from, to) into the ring, 100 a batch; the longest a batch took (ns). */
+static int64_t small_ring_fill(small_ring_t *t, int from, int to) {
+    int64_t worst = 0;
+    for (int i = from; i < to; i += 100) {
+        fill_scope_ends(&t->b, i, 100);
+        int64_t t0 = now_ns();
+        assert_int_equal(gpufl__ring_sink_ops.batch(t->ring, GPUFL_FILE_SCOPE, &t->b, t->dict), 0);
+        int64_t took = now_ns() - t0;
+        if (took > worst) worst = took;
+        t->b.rows = 0;
+    }
+    return worst;
+}
+
 static void small_ring_fini(small_ring_t *t) {
     gpufl__ring_sink_destroy(t->ring);
     gpufl__batch_fini(&t->b);
@@ -264,27 +284,20 @@ static void ring_pins_describing_records(void **state) {
     (void)state;
     small_ring_t t;
     small_ring_init(&t);
-    gpufl__ring_sink_t *ring = t.ring;
-    gpufl_batch_t *b = &t.b;
-    gpufl_intern_t *dict = t.dict;
     gpufl__line_t l;
     gpufl__wire_op(&l, 1, "memcpy");
-    assert_int_equal(gpufl__ring_sink_ops.record(ring, GPUFL_FILE_SCOPE, &l, dict), 0);
+    assert_int_equal(gpufl__ring_sink_ops.record(t.ring, GPUFL_FILE_SCOPE, &l, t.dict), 0);
     gpufl__line_fini(&l);
-    for (int i = 0; i < 20000; i += 100) {
-        fill_scope_ends(b, i, 100);
-        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, b, dict), 0);
-        b->rows = 0;
-    }
+    small_ring_fill(&t, 0, 20000);
     gpufl__ring_sink_stats_t st;
-    gpufl__ring_sink_stats(ring, &st);
+    gpufl__ring_sink_stats(t.ring, &st);
     assert_true(st.evicted_rows > 0);
     assert_int_equal(st.pinned_lines, 1);
     assert_true(st.kept_bytes + st.pinned_bytes <= 16384);
     gpufl_buf_t out;
     gpufl__buf_init(&out, 1 << 20);
     gpufl_session_ident_t ident = {.session_id = "s", .app_name = "a", .hostname = "h"};
-    assert_int_equal(gpufl__ring_sink_dump(ring, &ident, GPUFL_FILE_SCOPE, &out), 0);
+    assert_int_equal(gpufl__ring_sink_dump(t.ring, &ident, GPUFL_FILE_SCOPE, &out), 0);
     gpufl__buf_putc(&out, '\0');
     const char *op = strstr(out.data, "\"type\":\"op\"");
     assert_non_null(op);
@@ -313,47 +326,26 @@ static void *slow_reader(void *arg) {
     return NULL;
 }
 
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* While a slow reader walks the ring, rows still go in (and evict lines
  * the reader holds) without waiting for it. */
 static void ring_reader_never_blocks_rows(void **state) {
     (void)state;
     small_ring_t t;
     small_ring_init(&t);
-    gpufl__ring_sink_t *ring = t.ring;
-    gpufl_batch_t *b = &t.b;
-    gpufl_intern_t *dict = t.dict;
-    for (int i = 0; i < 400; i += 100) { /* 28 lines: a reader sleeping 20 ms on each */
-        fill_scope_ends(b, i, 100);
-        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, b, dict), 0);
-        b->rows = 0;
-    }
+    small_ring_fill(&t, 0, 400); /* 28 lines: a reader sleeping 20 ms on each */
     gpufl__ring_sink_stats_t before;
-    gpufl__ring_sink_stats(ring, &before);
+    gpufl__ring_sink_stats(t.ring, &before);
     assert_int_equal(before.kept_lines, 28);
-    slow_visit_t v = {.ring = ring};
+    slow_visit_t v = {.ring = t.ring};
     pthread_t reader;
     assert_int_equal(pthread_create(&reader, NULL, slow_reader, &v), 0);
     while (!atomic_load(&v.started)) sleep_ms(1);
-    int64_t worst = 0;
-    for (int i = 400; i < 20000; i += 100) { /* the whole ring replaced meanwhile */
-        fill_scope_ends(b, i, 100);
-        int64_t t0 = now_ns();
-        assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, b, dict), 0);
-        int64_t took = now_ns() - t0;
-        if (took > worst) worst = took;
-        b->rows = 0;
-    }
+    int64_t worst = small_ring_fill(&t, 400, 20000); /* the whole ring replaced meanwhile */
     assert_int_equal(pthread_join(reader, NULL), 0);
     assert_int_equal(v.lines, 28);        /* the reader saw its snapshot whole */
     assert_true(worst < 200 * 1000000LL); /* never the reader's 560 ms */
     gpufl__ring_sink_stats_t st;
-    gpufl__ring_sink_stats(ring, &st);
+    gpufl__ring_sink_stats(t.ring, &st);
     assert_true(st.evicted_rows >= 400);
     small_ring_fini(&t);
 }
