@@ -8,14 +8,9 @@
 #define GPUFL_CORE_BACKEND_H
 
 #include "core/collector.h"
+#include "core/wire_session.h"
 
-/* One entry of the capability record's "features": what runs and, when it
- * does not, why (NULL for no reason). Strings live in the owner's state. */
-typedef struct gpufl__feature {
-    const char *name;
-    int on;
-    const char *why;
-} gpufl__feature_t;
+/* gpufl__feature_t, an entry of the capability record: core/wire_session.h. */
 
 #define GPUFL__FEATURES_MAX 16
 #define GPUFL__BACKENDS_MAX 4 /* entries of gpufl__backends the session walks */

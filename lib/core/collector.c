@@ -508,6 +508,7 @@ void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) 
     }
     if (final_stats) gpufl__collector_stats(c, final_stats);
     gpufl__fanout_close(&c->sinks);       /* the session files among them */
+    gpufl__fanout_fini(&c->sinks);
     gpufl__ndjson_sink_close(&c->ndjson); /* when open failed before the attach */
     gpufl__batch_fini(&c->begins);
     gpufl__batch_fini(&c->ends);

@@ -112,31 +112,15 @@ static int create_session_dir(const char *log_path, gpufl_session_ident_t *ident
 /* ---------------- records written at init ---------------- */
 
 static void write_options(gpufl_collector_t *c, const gpufl_settings_t *s) {
-    gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__line_begin(&l, "options");
+    gpufl__wire_option_t v[GPUFL_OPTION_COUNT];
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
-        const char *name, *str;
-        int64_t num;
         gpufl_option_source_t src;
-        gpufl__settings_get(s, i, &name, &src, &str, &num);
-        gpufl__buf_key(b, name);
-        gpufl__buf_puts(b, "{\"value\":");
-        if (str)
-            gpufl__buf_put_str(b, str, strlen(str));
-        else
-            gpufl__buf_put_i64(b, num);
-        gpufl__buf_kv_str(b, "from", gpufl__option_source_name(src));
-        gpufl__buf_putc(b, '}');
+        gpufl__settings_get(s, i, &v[i].name, &src, &v[i].str, &v[i].num);
+        v[i].from = gpufl__option_source_name(src);
     }
-    gpufl__line_end(&l);
+    gpufl__line_t l;
+    gpufl__wire_options(&l, v, GPUFL_OPTION_COUNT);
     gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
-}
-
-static void put_feature(gpufl_buf_t *b, const char *name, int on, const char *why) {
-    gpufl__buf_key(b, name);
-    gpufl__buf_puts(b, on ? "{\"on\":true" : "{\"on\":false");
-    if (why) gpufl__buf_kv_str(b, "why", why);
-    gpufl__buf_putc(b, '}');
 }
 
 static void write_legend(gpufl_collector_t *c) {
@@ -193,23 +177,19 @@ static gpufl_backend_t start_backends(const gpufl_settings_t *s, gpufl_engine_t 
 static void write_capabilities(gpufl_collector_t *c, const gpufl_settings_t *s,
                                const gpufl__feature_t *host, int nhost, gpufl_backend_t running,
                                gpufl_engine_t engine) {
+    gpufl__feature_t features[GPUFL__FEATURES_MAX * (GPUFL__BACKENDS_MAX + 1)];
+    size_t n = 0;
+    for (int i = 0; i < nhost && n < GPUFL__FEATURES_MAX; i++) features[n++] = host[i];
+    for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++)
+        n += (size_t)gpufl__backends[i]->features(s, &features[n], GPUFL__FEATURES_MAX);
+    gpufl__wire_capabilities_t caps = {gpufl_backend_name(s->backend),
+                                       gpufl_backend_name(running),
+                                       gpufl_engine_name(s->profiling_engine),
+                                       gpufl_engine_name(engine),
+                                       features,
+                                       n};
     gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__line_begin(&l, "capabilities");
-    gpufl__buf_kv_str(b, "backend_requested", gpufl_backend_name(s->backend));
-    gpufl__buf_kv_str(b, "backend", gpufl_backend_name(running));
-    gpufl__buf_kv_str(b, "engine_requested", gpufl_engine_name(s->profiling_engine));
-    gpufl__buf_kv_str(b, "engine", gpufl_engine_name(engine));
-    gpufl__buf_key(b, "features");
-    gpufl__buf_putc(b, '{');
-    for (int i = 0; i < nhost; i++) put_feature(b, host[i].name, host[i].on, host[i].why);
-    for (int i = 0; gpufl__backends[i]; i++) {
-        gpufl__feature_t features[GPUFL__FEATURES_MAX];
-        int n = gpufl__backends[i]->features(s, features, GPUFL__FEATURES_MAX);
-        for (int j = 0; j < n; j++)
-            put_feature(b, features[j].name, features[j].on, features[j].why);
-    }
-    gpufl__buf_putc(b, '}');
-    gpufl__line_end(&l);
+    gpufl__wire_capabilities(&l, &caps);
     gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
     for (int i = 0; gpufl__backends[i]; i++) gpufl__backends[i]->explain_engine(s);
 }

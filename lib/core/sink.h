@@ -19,6 +19,7 @@
 
 #include "core/wire.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -60,16 +61,34 @@ typedef struct gpufl__sink {
     atomic_int warned;
 } gpufl__sink_t;
 
+/* The records that describe the session (gpufl__line_t.describes) the
+ * fan-out keeps for sinks attached later, at most this many bytes; past it
+ * they are counted and a later attach says how many it could not give. */
+#define GPUFL__KEPT_MAX_BYTES ((size_t)1 << 20)
+
+typedef struct gpufl__kept_line gpufl__kept_line_t;
+
 typedef struct gpufl__fanout {
     const gpufl_intern_t *dict; /* the session's, which dict columns name */
     gpufl__sink_t sinks[GPUFL__SINKS_MAX];
     atomic_int count; /* entries below count are complete */
     atomic_int closed;
+    /* Attaching, and the records kept for it: a describing record is kept
+     * and handed to the sinks under this lock, so a sink attached meanwhile
+     * gets it once, from the replay or from the fan-out. Rows never take it. */
+    pthread_mutex_t lock;
+    gpufl__kept_line_t *kept, *kept_tail;
+    size_t kept_bytes;
+    uint64_t kept_left_out; /* describing records past GPUFL__KEPT_MAX_BYTES */
 } gpufl__fanout_t;
 
 void gpufl__fanout_init(gpufl__fanout_t *f, const gpufl_intern_t *dict);
-/* Adds a sink (it receives every row from now on). GPUFL_EINVAL without
- * ops->batch, GPUFL_ENOMEM past GPUFL__SINKS_MAX, GPUFL_EINVAL once closed. */
+/* Frees the kept records; after close, when no thread uses f any more. */
+void gpufl__fanout_fini(gpufl__fanout_t *f);
+/* Adds a sink: it first gets the records kept so far that describe the
+ * session (in the order written, through its record operation), then
+ * every row from now on. GPUFL_EINVAL without ops->batch, GPUFL_ENOMEM past
+ * GPUFL__SINKS_MAX, GPUFL_EINVAL once closed. */
 int gpufl__fanout_attach(gpufl__fanout_t *f, const gpufl__sink_ops_t *ops, void *self);
 void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel,
                           const gpufl__line_t *line);
@@ -88,20 +107,24 @@ typedef struct gpufl__ndjson_sink gpufl__ndjson_sink_t;
 extern const gpufl__sink_ops_t gpufl__ndjson_sink_ops;
 
 /* The in-memory ring: the newest rows up to a cap of bytes (their encoded
- * lines and the dict strings they name), oldest evicted first. */
+ * lines and the dict strings they name), oldest evicted first; the records
+ * that describe the session are pinned (up to a quarter of the cap). Reads
+ * and dumps work on a snapshot: the collector never waits for them. */
 typedef struct gpufl__ring_sink gpufl__ring_sink_t;
 extern const gpufl__sink_ops_t gpufl__ring_sink_ops;
 typedef struct gpufl__ring_sink_stats {
     uint64_t kept_rows, kept_lines, kept_bytes;
     uint64_t evicted_rows, evicted_lines, evicted_bytes;
+    uint64_t pinned_lines, pinned_bytes; /* describing records, never evicted */
 } gpufl__ring_sink_stats_t;
 /* cap_bytes: what the ring may hold (>= 4 KiB); rows_per_line: rows of a
  * batch kept per line, the unit of eviction (0: 256). */
 int gpufl__ring_sink_create(gpufl__ring_sink_t **out, size_t cap_bytes, size_t rows_per_line);
 void gpufl__ring_sink_destroy(gpufl__ring_sink_t *r);
 void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out);
-/* Calls fn for each kept line of channel, oldest first (type, rows: 0 for a
- * record, the line with its '\n'); stops when fn returns non-zero. */
+/* Calls fn for each kept line of channel, pinned ones first, then oldest
+ * first (type, rows: 0 for a record, the line with its '\n'); stops when fn
+ * returns non-zero. fn runs without the ring's lock: rows keep coming. */
 typedef int (*gpufl__ring_sink_visit_fn)(void *ctx, const char *type, size_t rows, const char *line,
                                          size_t len);
 void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl_file_id channel,

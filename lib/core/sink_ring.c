@@ -5,9 +5,15 @@
  * at most rows_per_line rows (the unit of eviction), each with the dict
  * strings it names copied in, so a dump needs nothing of the session (its
  * intern table is the collector's alone) and defines every string it uses.
+ * The records that describe the session (options, devices, frames...) are
+ * pinned, up to a quarter of the cap, so a dump still says what ran where.
  *
- * Threads: one mutex; the collector adds, any thread reads or dumps (a dump
- * holds the collector back only for its own length, not the hot path).
+ * Threads: one mutex, held only to add a line or to take a snapshot of the
+ * kept lines (a reference to each, counted). A dump or a visit encodes and
+ * writes from its snapshot with the lock released, so however slow its
+ * destination, the collector never waits on it; a line evicted meanwhile is
+ * freed by the last of the ring and the snapshots to let it go (the ring's
+ * memory may pass its cap by what running dumps still hold).
  */
 #include "core/sink.h"
 
@@ -15,6 +21,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,16 +34,22 @@
 /* One kept line. data: ids[nids], lens[nids], the strings, the line, the type. */
 typedef struct entry {
     struct entry *next;
+    atomic_int refs; /* the ring's own, and one per snapshot holding it */
     enum gpufl_file_id channel;
     size_t rows; /* 0 for a record */
     size_t nids, strs_len, line_len, bytes;
     char data[];
 } entry_t;
 
+/* Oldest first. */
+typedef struct entry_list {
+    entry_t *head, *tail;
+} entry_list_t;
+
 struct gpufl__ring_sink {
     pthread_mutex_t lock;
     size_t cap_bytes, rows_per_line;
-    entry_t *head, *tail; /* oldest, newest */
+    entry_list_t pinned, lines; /* pinned: describing records, never evicted */
     gpufl__ring_sink_stats_t stats;
     uint32_t max_id;
     uint32_t *ids;    /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */
@@ -50,6 +63,10 @@ static const uint32_t *entry_lens(const entry_t *e) { return entry_ids(e) + e->n
 static const char *entry_strs(const entry_t *e) { return (const char *)(entry_lens(e) + e->nids); }
 static const char *entry_line(const entry_t *e) { return entry_strs(e) + e->strs_len; }
 static const char *entry_type(const entry_t *e) { return entry_line(e) + e->line_len; }
+
+static void entry_release(entry_t *e) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) free(e);
+}
 
 int gpufl__ring_sink_create(gpufl__ring_sink_t **out, size_t cap_bytes, size_t rows_per_line) {
     *out = NULL;
@@ -76,12 +93,18 @@ int gpufl__ring_sink_create(gpufl__ring_sink_t **out, size_t cap_bytes, size_t r
     return 0;
 }
 
+static void free_list(entry_list_t *l) {
+    for (entry_t *e = l->head, *next; e; e = next) {
+        next = e->next;
+        entry_release(e);
+    }
+    l->head = l->tail = NULL;
+}
+
 void gpufl__ring_sink_destroy(gpufl__ring_sink_t *r) {
     if (!r) return;
-    for (entry_t *e = r->head, *next; e; e = next) {
-        next = e->next;
-        free(e);
-    }
+    free_list(&r->pinned);
+    free_list(&r->lines);
     gpufl__buf_fini(&r->line);
     free(r->ids);
     pthread_mutex_destroy(&r->lock);
@@ -103,39 +126,42 @@ static size_t unique_ids(uint32_t *ids, size_t n) {
 }
 
 static void evict_oldest(gpufl__ring_sink_t *r) {
-    entry_t *e = r->head;
-    r->head = e->next;
-    if (!r->head) r->tail = NULL;
+    entry_t *e = r->lines.head;
+    r->lines.head = e->next;
+    if (!r->lines.head) r->lines.tail = NULL;
     r->stats.kept_lines--;
     r->stats.kept_rows -= e->rows;
     r->stats.kept_bytes -= e->bytes;
     r->stats.evicted_lines++;
     r->stats.evicted_rows += e->rows;
     r->stats.evicted_bytes += e->bytes;
-    free(e);
+    entry_release(e);
 }
 
 /* Keeps one line and the strings of its ids (unique, non-zero), evicting
- * the oldest lines to make room. Caller holds the lock. */
+ * the oldest lines to make room; a describing record is pinned while the
+ * pinned ones take at most a quarter of the cap. Caller holds the lock. */
 static int keep(gpufl__ring_sink_t *r, enum gpufl_file_id channel, const char *type, size_t rows,
                 const char *line, size_t line_len, const uint32_t *ids, size_t nids,
-                const gpufl_intern_t *dict) {
+                const gpufl_intern_t *dict, int describes) {
     size_t strs_len = 0, type_len = strlen(type) + 1;
     for (size_t i = 0; i < nids; i++) {
         size_t len = 0;
         if (gpufl__intern_str(dict, ids[i], &len)) strs_len += len;
     }
     size_t bytes = sizeof(entry_t) + 2 * nids * sizeof(uint32_t) + strs_len + line_len + type_len;
-    if (bytes > r->cap_bytes) { /* larger than the whole ring: gone at once */
+    int pin = describes && r->stats.pinned_bytes + bytes <= r->cap_bytes / 4;
+    if (!pin && r->stats.pinned_bytes + bytes > r->cap_bytes) { /* no room at all: gone at once */
         r->stats.evicted_lines++;
         r->stats.evicted_rows += rows;
         r->stats.evicted_bytes += bytes;
         return 0;
     }
-    while (r->head && r->stats.kept_bytes + bytes > r->cap_bytes) evict_oldest(r);
+    while (r->lines.head && r->stats.pinned_bytes + r->stats.kept_bytes + bytes > r->cap_bytes)
+        evict_oldest(r);
     entry_t *e = malloc(bytes);
     if (!e) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring sink line");
-    *e = (entry_t){NULL, channel, rows, nids, strs_len, line_len, bytes};
+    *e = (entry_t){NULL, 1, channel, rows, nids, strs_len, line_len, bytes};
     uint32_t *eids = (uint32_t *)(void *)e->data, *lens = eids + nids;
     char *p = (char *)(lens + nids);
     for (size_t i = 0; i < nids; i++) {
@@ -149,11 +175,17 @@ static int keep(gpufl__ring_sink_t *r, enum gpufl_file_id channel, const char *t
     }
     memcpy(p, line, line_len);
     memcpy(p + line_len, type, type_len);
-    if (r->tail)
-        r->tail->next = e;
+    entry_list_t *list = pin ? &r->pinned : &r->lines;
+    if (list->tail)
+        list->tail->next = e;
     else
-        r->head = e;
-    r->tail = e;
+        list->head = e;
+    list->tail = e;
+    if (pin) {
+        r->stats.pinned_lines++;
+        r->stats.pinned_bytes += bytes;
+        return 0;
+    }
     r->stats.kept_lines++;
     r->stats.kept_rows += rows;
     r->stats.kept_bytes += bytes;
@@ -168,7 +200,8 @@ static int ring_record(void *self, enum gpufl_file_id channel, const gpufl__line
     memcpy(ids, line->dict_ids, line->ndict * sizeof ids[0]);
     size_t n = unique_ids(ids, line->ndict);
     pthread_mutex_lock(&r->lock);
-    int rc = keep(r, channel, line->type, 0, line->buf.data, line->buf.len, ids, n, dict);
+    int rc = keep(r, channel, line->type, 0, line->buf.data, line->buf.len, ids, n, dict,
+                  line->describes);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
@@ -190,7 +223,7 @@ static int ring_batch(void *self, enum gpufl_file_id channel, const gpufl_batch_
             r->stats.evicted_bytes += r->line.len;
             continue;
         }
-        rc = keep(r, channel, b->type, r1 - r0, r->line.data, r->line.len, r->ids, n, dict);
+        rc = keep(r, channel, b->type, r1 - r0, r->line.data, r->line.len, r->ids, n, dict, 0);
     }
     pthread_mutex_unlock(&r->lock);
     return rc;
@@ -208,14 +241,50 @@ void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out
     pthread_mutex_unlock(&r->lock);
 }
 
+/* The kept lines of channel, pinned first, each with a reference the
+ * caller lets go with release_snapshot; *max_id: the largest dict id. */
+typedef struct snapshot {
+    entry_t **v;
+    size_t n;
+    uint32_t max_id;
+} snapshot_t;
+
+static int take_snapshot(gpufl__ring_sink_t *r, enum gpufl_file_id channel, snapshot_t *out) {
+    *out = (snapshot_t){NULL, 0, 0};
+    pthread_mutex_lock(&r->lock);
+    /* Bounded: one pointer per line the cap holds. */
+    size_t most = (size_t)(r->stats.pinned_lines + r->stats.kept_lines);
+    out->v = malloc((most ? most : 1) * sizeof *out->v);
+    if (out->v) {
+        const entry_list_t *lists[2] = {&r->pinned, &r->lines};
+        for (int i = 0; i < 2; i++)
+            for (entry_t *e = lists[i]->head; e; e = e->next) {
+                if (e->channel != channel) continue;
+                atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+                out->v[out->n++] = e;
+            }
+        out->max_id = r->max_id;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (!out->v) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring snapshot");
+    return 0;
+}
+
+static void release_snapshot(snapshot_t *s) {
+    for (size_t i = 0; i < s->n; i++) entry_release(s->v[i]);
+    free(s->v);
+    *s = (snapshot_t){NULL, 0, 0};
+}
+
 void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl_file_id channel,
                            gpufl__ring_sink_visit_fn fn, void *ctx) {
-    pthread_mutex_lock(&r->lock);
-    for (const entry_t *e = r->head; e; e = e->next)
-        if (e->channel == channel &&
-            fn(ctx, entry_type(e), e->rows, entry_line(e), e->line_len) != 0)
-            break;
-    pthread_mutex_unlock(&r->lock);
+    snapshot_t snap;
+    if (take_snapshot(r, channel, &snap) != 0) return;
+    for (size_t i = 0; i < snap.n; i++) {
+        const entry_t *e = snap.v[i];
+        if (fn(ctx, entry_type(e), e->rows, entry_line(e), e->line_len) != 0) break;
+    }
+    release_snapshot(&snap);
 }
 
 /* The dict line of an entry's strings not yet in this dump. */
@@ -242,27 +311,28 @@ static const char *entry_str(const void *ctx, uint32_t id, size_t *len) {
 
 int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
                           enum gpufl_file_id channel, gpufl_buf_t *out) {
-    int rc = 0;
+    snapshot_t snap;
+    int rc = take_snapshot(r, channel, &snap);
+    if (rc) return rc;
     gpufl__wire_header(out, ident, gpufl__channel_name(channel), 0);
-    pthread_mutex_lock(&r->lock);
-    dump_strs_t d = {NULL, calloc((size_t)r->max_id + 1, 1)};
+    dump_strs_t d = {NULL, calloc((size_t)snap.max_id + 1, 1)};
     if (!d.defined) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring dump");
-        goto unlock;
+        goto release;
     }
-    for (const entry_t *e = r->head; e; e = e->next) {
-        if (e->channel != channel) continue;
+    for (size_t i = 0; i < snap.n; i++) {
+        const entry_t *e = snap.v[i];
         d.e = e;
         gpufl__wire_dict_line(out, entry_ids(e), e->nids, entry_str, &d);
-        for (size_t i = 0; i < e->nids; i++) d.defined[entry_ids(e)[i]] = 1;
+        for (size_t k = 0; k < e->nids; k++) d.defined[entry_ids(e)[k]] = 1;
         gpufl__buf_put(out, entry_line(e), e->line_len);
     }
     free(d.defined);
     if (out->overflow)
         rc = gpufl__set_error(GPUFL_ENOMEM, "the ring's %s lines passed the dump's cap",
                               gpufl__channel_name(channel));
-unlock:
-    pthread_mutex_unlock(&r->lock);
+release:
+    release_snapshot(&snap);
     return rc;
 }
 

@@ -130,18 +130,25 @@ void gpufl__wire_segment_end(gpufl_buf_t *o, const char *next);
 #define GPUFL_LINE_DICT_MAX 8
 
 /* One record: its JSON line (ending in '\n') and the dict ids it names,
- * which a sink defines before the line. */
+ * which a sink defines before the line. describes: the record describes the
+ * session or defines what later rows name (options, capabilities, devices,
+ * legends, frames, stacks, op names, kernel configurations), so the fan-out
+ * keeps it for sinks attached later and the ring never evicts it; such a
+ * record names no dict id. */
 typedef struct gpufl__line {
     const char *type;
     gpufl_buf_t buf;
     uint32_t dict_ids[GPUFL_LINE_DICT_MAX];
     size_t ndict;
+    int describes;
 } gpufl__line_t;
 
 /* Opens the record {"type":type,"v":1 in l (freed by gpufl__line_fini) and
  * returns the buffer of its members. The record encoders below and in
  * wire_records.c build on it. */
 gpufl_buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type);
+/* The same for a record that describes the session (see describes). */
+gpufl_buf_t *gpufl__line_begin_describing(gpufl__line_t *l, const char *type);
 /* Closes the line; -1 (line emptied) when it passed the cap. */
 int gpufl__line_end(gpufl__line_t *l);
 /* Notes that the record names dict id (defined before it by the sinks). */

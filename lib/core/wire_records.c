@@ -17,9 +17,16 @@
 gpufl_buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type) {
     l->type = type;
     l->ndict = 0;
+    l->describes = 0;
     gpufl__buf_init(&l->buf, LINE_MAX_BYTES);
     gpufl__buf_record(&l->buf, type);
     return &l->buf;
+}
+
+gpufl_buf_t *gpufl__line_begin_describing(gpufl__line_t *l, const char *type) {
+    gpufl_buf_t *b = gpufl__line_begin(l, type);
+    l->describes = 1;
+    return b;
 }
 
 int gpufl__line_end(gpufl__line_t *l) {
@@ -130,7 +137,7 @@ void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int 
 }
 
 void gpufl__wire_op(gpufl__line_t *l, int64_t index, const char *name) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "op");
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "op");
     gpufl__buf_kv_i64(b, "index", index);
     gpufl__buf_kv_str(b, "name", name);
     gpufl__line_end(l);
@@ -152,7 +159,7 @@ static void kv_str_or_null(gpufl_buf_t *b, const char *key, const char *s) {
 }
 
 void gpufl__wire_frame(gpufl__line_t *l, const gpufl__wire_frame_t *f) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "frame");
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "frame");
     gpufl__buf_kv_i64(b, "id", f->id);
     kv_hex(b, "pc", f->pc);
     kv_str_or_null(b, "module", f->module);
@@ -170,7 +177,7 @@ void gpufl__wire_frame(gpufl__line_t *l, const gpufl__wire_frame_t *f) {
 }
 
 void gpufl__wire_stack(gpufl__line_t *l, uint32_t id, const uint32_t *frames, size_t depth) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "stack");
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "stack");
     gpufl__buf_kv_i64(b, "id", id);
     gpufl__buf_key(b, "frames");
     gpufl__buf_putc(b, '[');
@@ -183,7 +190,7 @@ void gpufl__wire_stack(gpufl__line_t *l, uint32_t id, const uint32_t *frames, si
 }
 
 void gpufl__wire_host_info(gpufl__line_t *l, const gpufl__wire_host_info_t *h) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "host_info");
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "host_info");
     if (h->error) {
         gpufl__buf_kv_str(b, "error", h->error);
         gpufl__line_end(l);
@@ -234,7 +241,7 @@ static void put_names(gpufl_buf_t *b, const char *column, int count, const char 
 }
 
 void gpufl__wire_legend(gpufl__line_t *l) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "legend");
+    gpufl_buf_t *b = gpufl__line_begin_describing(l, "legend");
     put_names(b, "copy_kind", GPUFL_COPY_KIND_COUNT, gpufl_copy_kind_name);
     put_names(b, "memory_kind", GPUFL_MEMORY_KIND_COUNT, gpufl_memory_kind_name);
     put_names(b, "sync_type", GPUFL_SYNC_TYPE_COUNT, gpufl_sync_type_name);

@@ -151,17 +151,13 @@ void gpufl__engine_report_errors(gpufl_engine_errors_t *e, gpufl_collector_t *c,
     gpufl__collector_event(c, GPUFL_FILE_DEVICE, "warn", code, msg);
 }
 
-gpufl_buf_t *gpufl__engine_stats_begin(gpufl__line_t *l, gpufl_collector_t *c, const char *type,
-                                       const gpufl_engine_count_t *v, size_t n) {
-    gpufl_buf_t *b = gpufl__line_begin(l, type);
-    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(c, gpufl__mono_ns()));
-    for (size_t i = 0; i < n; i++) gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
-    return b;
-}
-
-void gpufl__engine_stats_end(gpufl__line_t *l, gpufl_collector_t *c) {
-    gpufl__line_end(l);
-    gpufl__collector_record(c, GPUFL_FILE_DEVICE, l);
+void gpufl__engine_write_totals(gpufl_collector_t *c, const char *type,
+                                const gpufl_engine_count_t *counts, size_t ncounts,
+                                const gpufl__wire_measure_t *measures, size_t nmeasures) {
+    gpufl__line_t l;
+    gpufl__wire_totals(&l, type, gpufl__collector_session_ns(c, gpufl__mono_ns()), counts, ncounts,
+                       measures, nmeasures);
+    gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
 }
 
 long gpufl__engine_env_long_else(const char *name, long lo, long hi, long fallback,

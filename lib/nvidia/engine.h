@@ -11,6 +11,7 @@
 #define GPUFL_NVIDIA_ENGINE_H
 
 #include "core/collector.h"
+#include "core/wire_engines.h"
 #include "nvidia/cupti.h"
 
 #include <cupti.h>
@@ -124,16 +125,12 @@ void gpufl__engine_report_errors(gpufl_engine_errors_t *e, gpufl_collector_t *c,
                                  const char *code, const char *waiter, const char *effect);
 
 /* One count of a totals record. */
-typedef struct gpufl_engine_count {
-    const char *key;
-    uint64_t value;
-} gpufl_engine_count_t;
+typedef gpufl__wire_count_t gpufl_engine_count_t;
 
-/* Starts a totals record of type for device.log in l: ts_ns and the
- * counts; the caller may add fields to the returned buffer, then calls
- * gpufl__engine_stats_end, which hands it to the session's sinks. */
-gpufl_buf_t *gpufl__engine_stats_begin(gpufl__line_t *l, gpufl_collector_t *c, const char *type,
-                                       const gpufl_engine_count_t *v, size_t n);
-void gpufl__engine_stats_end(gpufl__line_t *l, gpufl_collector_t *c);
+/* Writes a totals record of type to device.log: ts_ns (now), the counts,
+ * then the measures (wire_engines.h), and hands it to the session's sinks. */
+void gpufl__engine_write_totals(gpufl_collector_t *c, const char *type,
+                                const gpufl_engine_count_t *counts, size_t ncounts,
+                                const gpufl__wire_measure_t *measures, size_t nmeasures);
 
 #endif

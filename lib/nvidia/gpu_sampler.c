@@ -10,6 +10,7 @@
 #include "nvidia/gpu_sampler.h"
 
 #include "core/clock.h"
+#include "core/wire_session.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -43,43 +44,34 @@ static void write_info(gpufl_gpu_sampler_t *s) {
     for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++) {
         const gpufl_gpu_info_t *g = gpufl__nvml_device_info(s->nvml, d);
         char cc[16];
-        gpufl__line_t l;
-        gpufl_buf_t *b = gpufl__line_begin(&l, "gpu_info");
-        gpufl__buf_kv_i64(b, "device", d);
-        gpufl__buf_kv_str(b, "vendor", GPUFL_LOG_VENDOR_NVIDIA);
-        gpufl__buf_kv_i64(b, "nvml_index", g->index);
-        gpufl__buf_kv_opt(b, "mig_index", g->mig_index);
-        gpufl__buf_kv_str(b, "name", g->name);
-        gpufl__buf_kv_str(b, "uuid", g->uuid);
-        gpufl__buf_kv_str(b, "pci_bus_id", g->pci_bus_id);
         snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
-        gpufl__buf_kv_str(b, "compute_capability", g->cc_major >= 0 ? cc : "");
-        gpufl__buf_kv_opt(b, "sm_count", g->sm_count);
-        gpufl__buf_kv_opt(b, "mem_total_bytes", g->mem_total_bytes);
-        gpufl__buf_kv_str(b, "driver_version", g->driver_version);
-        gpufl__buf_kv_opt(b, "cuda_driver_version", g->cuda_driver_version);
-        gpufl__buf_kv_opt(b, "mig_mode", g->mig_mode);
-        gpufl__buf_kv_i64(b, "gpm_supported", g->gpm_supported);
-        gpufl__buf_kv_i64(b, "nvlink_links", g->nvlink_links);
-        gpufl__buf_kv_opt(b, "power_limit_mw", g->power_limit_mw);
-        gpufl__buf_kv_str(b, "nvml_version", gpufl__nvml_version(s->nvml));
-        gpufl__line_end(&l);
+        gpufl__wire_gpu_info_t w = {.device = d,
+                                    .vendor = GPUFL_LOG_VENDOR_NVIDIA,
+                                    .library_index = g->index,
+                                    .partition_index = g->mig_index,
+                                    .name = g->name,
+                                    .uuid = g->uuid,
+                                    .pci_bus_id = g->pci_bus_id,
+                                    .compute_capability = g->cc_major >= 0 ? cc : "",
+                                    .sm_count = g->sm_count,
+                                    .mem_total_bytes = g->mem_total_bytes,
+                                    .driver_version = g->driver_version,
+                                    .compute_driver_version = g->cuda_driver_version,
+                                    .partition_mode = g->mig_mode,
+                                    .perf_metrics_supported = g->gpm_supported,
+                                    .interconnect_links = g->nvlink_links,
+                                    .power_limit_mw = g->power_limit_mw,
+                                    .library_version = gpufl__nvml_version(s->nvml)};
+        gpufl__line_t l;
+        gpufl__wire_gpu_info(&l, &w);
         gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
     }
     /* The names of the throttle reason bits, so the log explains itself. */
+    gpufl__wire_gpu_legend_t legend;
+    for (int bit = 0; bit < 64; bit++)
+        legend.throttle_reasons[bit] = gpufl__nvml_throttle_name(bit);
     gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__line_begin(&l, "gpu_legend");
-    gpufl__buf_key(b, "throttle_reasons");
-    gpufl__buf_putc(b, '{');
-    for (int bit = 0; bit < 64; bit++) {
-        const char *name = gpufl__nvml_throttle_name(bit);
-        char key[8];
-        if (!name) continue;
-        snprintf(key, sizeof key, "%d", bit);
-        gpufl__buf_kv_str(b, key, name);
-    }
-    gpufl__buf_putc(b, '}');
-    gpufl__line_end(&l);
+    gpufl__wire_gpu_legend(&l, &legend);
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 

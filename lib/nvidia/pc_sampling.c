@@ -61,6 +61,7 @@
 #define AGG_SLOTS_MAX ((size_t)1 << 20)
 #define DRAIN_LOOPS   64 /* GetData calls per drain at most (COLLECT_PCS each) */
 #define NAME_BYTES    CUPTI_STALL_REASON_STRING_SIZE
+#define REASONS_MAX   1024 /* stall reasons a device may offer */
 #define UNNAMED_MAX   256 /* functions named from their module for CUPTI, at most */
 
 typedef struct pcs_fn {
@@ -363,7 +364,7 @@ static int read_reasons(gpufl_pcs_t *p, pcs_ctx_t *x) {
         explain(p, r, "cuptiPCSamplingGetNumStallReasons", x->error, sizeof x->error);
         return -1;
     }
-    if (n == 0 || n > 1024) {
+    if (n == 0 || n > REASONS_MAX) {
         snprintf(x->error, sizeof x->error, "CUPTI offers %zu stall reasons on this device", n);
         return -1;
     }
@@ -974,36 +975,31 @@ static uint32_t intern(gpufl_pcs_t *p, const char *s) {
 static void announce(gpufl_pcs_t *p, pcs_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
-    gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__line_begin(&l, "pc_sampling");
-    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(p->collector, x->started_ns));
-    gpufl__buf_kv_i64(b, "device", x->device);
-    gpufl__buf_kv_i64(b, "context", x->id);
-    gpufl__buf_key(b, "late");
-    gpufl__buf_puts(b, x->late ? "true" : "false");
-    gpufl__buf_key(b, "enable_ms");
-    gpufl__buf_put_fixed(b, (double)x->enable_ns / 1e6, 1);
+    const char *reasons[REASONS_MAX];
+    gpufl__wire_pc_sampling_t r = {
+        .ts_ns = gpufl__collector_session_ns(p->collector, x->started_ns),
+        .device = x->device,
+        .context = x->id,
+        .late = x->late,
+        .enable_ms = (double)x->enable_ns / 1e6,
+    };
     if (x->reason_count == 0 || x->error[0]) {
-        gpufl__buf_kv_str(b, "error", x->error[0] ? x->error : "sampling did not start");
+        r.error = x->error[0] ? x->error : "sampling did not start";
     } else {
-        gpufl__buf_kv_i64(b, "period", x->period);
-        gpufl__buf_kv_str(b, "mode", "continuous");
-        gpufl__buf_kv_i64(b, "scratch_bytes", (int64_t)x->scratch_bytes);
-        gpufl__buf_kv_i64(b, "hardware_buffer_bytes", (int64_t)x->hw_bytes);
-        gpufl__buf_kv_i64(b, "worker_sleep_ms", x->sleep_ms);
-        gpufl__buf_key(b, "reasons");
-        gpufl__buf_putc(b, '[');
-        int first = 1;
+        r.period = x->period;
+        r.mode = "continuous";
+        r.scratch_bytes = (int64_t)x->scratch_bytes;
+        r.hardware_buffer_bytes = (int64_t)x->hw_bytes;
+        r.worker_sleep_ms = x->sleep_ms;
+        r.reasons.names = reasons;
         for (size_t i = 0; i < x->reason_count; i++) {
             if (!x->reason_plain[i]) continue;
-            if (!first) gpufl__buf_putc(b, ',');
-            first = 0;
-            gpufl__buf_put_str(b, x->reason_name[i], strlen(x->reason_name[i]));
+            reasons[r.reasons.count++] = x->reason_name[i];
             x->reason_dict[i] = intern(p, x->reason_name[i]);
         }
-        gpufl__buf_putc(b, ']');
     }
-    gpufl__line_end(&l);
+    gpufl__line_t l;
+    gpufl__wire_pc_sampling(&l, &r);
     gpufl__collector_record(p->collector, GPUFL_FILE_DEVICE, &l);
 }
 
@@ -1289,18 +1285,12 @@ static void write_stats(gpufl_pcs_t *p) {
                                       {"cubins_over_cap", s.cubins_skipped},
                                       {"sass_functions", s.sass_functions},
                                       {"sass_failed", s.sass_failed}};
-    gpufl__line_t l;
-    gpufl_buf_t *b =
-        gpufl__engine_stats_begin(&l, p->collector, "pc_sampling_stats", v, sizeof v / sizeof v[0]);
-    gpufl__buf_key(b, "drain_ms");
-    gpufl__buf_put_fixed(b, (double)p->drain_every_ns / 1e6, 0);
-    gpufl__buf_key(b, "get_data_ms");
-    gpufl__buf_put_fixed(b, (double)p->get_data_ns / 1e6, 1);
-    gpufl__buf_key(b, "get_data_max_ms");
-    gpufl__buf_put_fixed(b, (double)p->get_data_max_ns / 1e6, 1);
-    gpufl__buf_key(b, "restart_ms");
-    gpufl__buf_put_fixed(b, (double)p->restart_ns / 1e6, 1);
-    gpufl__engine_stats_end(&l, p->collector);
+    const gpufl__wire_measure_t m[] = {{"drain_ms", (double)p->drain_every_ns / 1e6, 1},
+                                       {"get_data_ms", (double)p->get_data_ns / 1e6, 1},
+                                       {"get_data_max_ms", (double)p->get_data_max_ns / 1e6, 1},
+                                       {"restart_ms", (double)p->restart_ns / 1e6, 1}};
+    gpufl__engine_write_totals(p->collector, "pc_sampling_stats", v, sizeof v / sizeof v[0], m,
+                               sizeof m / sizeof m[0]);
 }
 
 void gpufl__pcs_finish(gpufl_pcs_t *p) {

@@ -1191,60 +1191,42 @@ const gpufl_launch_hooks_t *gpufl__rp_hooks(gpufl_rp_t *s) {
 /* Writing (collector thread)                                               */
 /* ---------------------------------------------------------------------- */
 
-static void put_bool(gpufl_buf_t *b, const char *key, int v) {
-    gpufl__buf_key(b, key);
-    gpufl__buf_puts(b, v ? "true" : "false");
-}
-
-/* names as a JSON array, under key (NULL: an array element). */
-static void put_names(gpufl_buf_t *b, const char *key, const char *const *names, int n) {
-    if (key != NULL) gpufl__buf_key(b, key);
-    gpufl__buf_putc(b, '[');
-    for (int i = 0; i < n; i++) {
-        if (i) gpufl__buf_putc(b, ',');
-        gpufl__buf_put_str(b, names[i], strlen(names[i]));
-    }
-    gpufl__buf_putc(b, ']');
-}
-
 /* The range_profiler record of a context, once. Lock held. */
 static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
     const rp_device_t *d = x->device < GPUFL_RP_DEVICES_MAX ? &s->devices[x->device] : NULL;
-    gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__line_begin(&l, "range_profiler");
-    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(s->collector, x->started_ns));
-    gpufl__buf_kv_i64(b, "device", x->device);
-    gpufl__buf_kv_i64(b, "context", x->id);
-    gpufl__buf_key(b, "enable_ms");
-    gpufl__buf_put_fixed(b, (double)x->enable_ns / 1e6, 1);
-    gpufl__buf_kv_str(b, "started_at", x->at_creation ? "context_created" : "first_scope");
+    gpufl__wire_names_t groups[GPUFL_RP_GROUPS_MAX];
+    const char *why[WANTED + SM_PARTS];
+    gpufl__wire_range_profiler_t r = {
+        .ts_ns = gpufl__collector_session_ns(s->collector, x->started_ns),
+        .device = x->device,
+        .context = x->id,
+        .enable_ms = (double)x->enable_ns / 1e6,
+        .started_at = x->at_creation ? "context_created" : "first_scope",
+    };
     if (x->state == CTX_FAILED && !x->ran) { /* never collected: why (a later stop is an event) */
-        gpufl__buf_kv_str(b, "error", x->error);
+        r.error = x->error;
     } else if (d != NULL) {
-        gpufl__buf_kv_str(b, "chip", d->chip);
-        put_names(b, "metrics", d->group[0].metrics, d->group[0].metric_count);
-        gpufl__buf_key(b, "groups");
-        gpufl__buf_putc(b, '[');
-        for (int g = 0; g < d->groups; g++) {
-            if (g) gpufl__buf_putc(b, ',');
-            put_names(b, NULL, d->group[g].metrics, d->group[g].metric_count);
-        }
-        gpufl__buf_putc(b, ']');
-        if (d->sm_of_count) put_names(b, "sm_throughput_of", d->sm_of, d->sm_of_count);
-        gpufl__buf_key(b, "left_out");
-        gpufl__buf_putc(b, '{');
-        for (int i = 0; i < d->left_count; i++)
-            gpufl__buf_kv_str(b, d->left_out[i], d->left_why[i]);
-        gpufl__buf_putc(b, '}');
-        gpufl__buf_kv_i64(b, "max_ranges", GPUFL_RP_RANGES_MAX);
-        gpufl__buf_kv_i64(b, "nesting_levels", 1);
-        put_bool(b, "one_pass", 1);
-        gpufl__buf_key(b, "plan_ms");
-        gpufl__buf_put_fixed(b, (double)d->plan_ns / 1e6, 1);
+        r.planned = 1;
+        r.chip = d->chip;
+        r.metrics = (gpufl__wire_names_t){d->group[0].metrics, d->group[0].metric_count};
+        for (int g = 0; g < d->groups; g++)
+            groups[g] = (gpufl__wire_names_t){d->group[g].metrics, d->group[g].metric_count};
+        r.groups = groups;
+        r.ngroups = d->groups;
+        r.sm_throughput_of = (gpufl__wire_names_t){d->sm_of, d->sm_of_count};
+        for (int i = 0; i < d->left_count; i++) why[i] = d->left_why[i];
+        r.left_out = d->left_out;
+        r.left_why = why;
+        r.nleft = d->left_count;
+        r.max_ranges = GPUFL_RP_RANGES_MAX;
+        r.nesting_levels = 1;
+        r.one_pass = 1;
+        r.plan_ms = (double)d->plan_ns / 1e6;
     }
-    gpufl__line_end(&l);
+    gpufl__line_t l;
+    gpufl__wire_range_profiler(&l, &r);
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
@@ -1253,36 +1235,22 @@ static void write_results(gpufl_rp_t *s) {
     if (s->result_count == 0) return;
     gpufl_intern_t *dict = (gpufl_intern_t *)gpufl__collector_dict(s->collector);
     for (size_t i = 0; i < s->result_count; i++) {
-        const rp_result_t *r = &s->results[i];
-        uint32_t path = gpufl__intern(dict, r->range.path, strlen(r->range.path));
+        const rp_result_t *res = &s->results[i];
+        gpufl__wire_range_metrics_t r = {
+            .ts_ns = gpufl__collector_session_ns(s->collector, res->range.end_ns),
+            .start_ns = gpufl__collector_session_ns(s->collector, res->range.begin_ns),
+            .context = res->context,
+            .scope = (int64_t)res->range.scope,
+            .path = gpufl__intern(dict, res->range.path, strlen(res->range.path)),
+            .tid = res->range.tid,
+            .group = res->group,
+            .settling = res->range.settling,
+            .metrics = res->metrics,
+            .values = res->value,
+            .count = res->metric_count,
+        };
         gpufl__line_t l;
-        gpufl_buf_t *b = gpufl__line_begin(&l, "range_metrics");
-        gpufl__line_dict(&l, path);
-        gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(s->collector, r->range.end_ns));
-        gpufl__buf_kv_i64(b, "start_ns",
-                          gpufl__collector_session_ns(s->collector, r->range.begin_ns));
-        gpufl__buf_kv_i64(b, "context", r->context);
-        gpufl__buf_kv_i64(b, "scope", (int64_t)r->range.scope);
-        gpufl__buf_kv_i64(b, "path", path);
-        gpufl__buf_kv_i64(b, "tid", r->range.tid);
-        gpufl__buf_kv_i64(b, "group", r->group);
-        if (r->range.settling) put_bool(b, "settling", 1);
-        gpufl__buf_key(b, "metrics");
-        gpufl__buf_putc(b, '{');
-        const char *missing[GPUFL_RP_METRICS_MAX];
-        int n_missing = 0;
-        for (int m = 0; m < r->metric_count; m++) {
-            gpufl__buf_key(b, r->metrics[m]);
-            if (isfinite(r->value[m])) {
-                gpufl__buf_put_fixed(b, r->value[m], 3);
-            } else {
-                gpufl__buf_puts(b, "null");
-                missing[n_missing++] = r->metrics[m];
-            }
-        }
-        gpufl__buf_putc(b, '}');
-        if (n_missing) put_names(b, "unevaluated", missing, n_missing);
-        gpufl__line_end(&l);
+        gpufl__wire_range_metrics(&l, &r);
         gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
     }
     s->result_count = 0;
@@ -1321,19 +1289,13 @@ static void write_stats(gpufl_rp_t *s) {
                                       {"lost", st.lost},
                                       {"open_at_end", st.open_at_end},
                                       {"errors", st.errors}};
-    gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__engine_stats_begin(&l, s->collector, "range_profiler_stats", v,
-                                               sizeof v / sizeof v[0]);
-    gpufl__buf_key(b, "decode_ms");
-    gpufl__buf_put_fixed(b, st.decode_ms, 1);
-    gpufl__buf_key(b, "stop_ms");
-    gpufl__buf_put_fixed(b, st.stop_ms, 1);
-    gpufl__buf_key(b, "start_ms");
-    gpufl__buf_put_fixed(b, st.start_ms, 1);
-    gpufl__buf_kv_i64(b, "switches", (int64_t)st.switches);
-    gpufl__buf_key(b, "switch_ms");
-    gpufl__buf_put_fixed(b, st.switch_ms, 1);
-    gpufl__engine_stats_end(&l, s->collector);
+    const gpufl__wire_measure_t m[] = {{"decode_ms", st.decode_ms, 1},
+                                       {"stop_ms", st.stop_ms, 1},
+                                       {"start_ms", st.start_ms, 1},
+                                       {"switches", (double)st.switches, 0},
+                                       {"switch_ms", st.switch_ms, 1}};
+    gpufl__engine_write_totals(s->collector, "range_profiler_stats", v, sizeof v / sizeof v[0], m,
+                               sizeof m / sizeof m[0]);
 }
 
 void gpufl__rp_finish(gpufl_rp_t *s) {

@@ -7,6 +7,7 @@
 #include "nvidia/sass_log.h"
 
 #include "core/clock.h"
+#include "core/wire_engines.h"
 #include "util/error.h"
 #include "util/idmap.h"
 #include "util/log.h"
@@ -275,78 +276,64 @@ void gpufl__sass_log_want(gpufl_sass_log_t *s, uint64_t crc, const char *functio
     pthread_mutex_unlock(&s->lock);
 }
 
+/* The instructions of a function as the record lists them, its files
+ * renumbered from 0 in order of use. Fills r; 0, or -1 out of memory. */
+static int describe(gpufl__wire_sass_t *r, const job_t *j, const char **files,
+                    gpufl__wire_instruction_t *out) {
+    const gpufl_sass_function_t *fn = j->fn;
+    size_t nfiles = j->module->file_count;
+    int32_t *local = nfiles ? malloc(nfiles * sizeof *local) : NULL;
+    if (nfiles && !local) return -1;
+    for (size_t k = 0; k < nfiles; k++) local[k] = -1;
+    r->count = fn->instruction_count < RECORD_INSTRUCTIONS_MAX ? fn->instruction_count
+                                                               : RECORD_INSTRUCTIONS_MAX;
+    r->truncated = r->count < fn->instruction_count;
+    r->files = (gpufl__wire_names_t){files, 0};
+    for (size_t i = 0; i < r->count; i++) {
+        const gpufl_sass_instruction_t *in = &fn->instructions[i];
+        int32_t file = in->file;
+        int known = file >= 0 && (size_t)file < nfiles;
+        if (known && local[file] < 0) {
+            local[file] = r->files.count;
+            files[r->files.count++] = j->module->files[file];
+        }
+        out[i] = (gpufl__wire_instruction_t){in->offset_bytes, in->text, known ? local[file] : -1,
+                                             in->line};
+    }
+    r->instructions = out;
+    free(local);
+    return 0;
+}
+
 /* One `sass` record. */
 static void write_record(gpufl_sass_log_t *s, const job_t *j) {
     gpufl_intern_t *dict = (gpufl_intern_t *)gpufl__collector_dict(s->collector);
     char crc[24];
     snprintf(crc, sizeof crc, "0x%016llx", (unsigned long long)j->crc);
-    gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__line_begin(&l, "sass");
-    gpufl__line_dict(&l, gpufl__intern(dict, crc, strlen(crc)));
-    gpufl__line_dict(&l, j->function_id);
-    gpufl__buf_kv_i64(b, "cubin", gpufl__intern(dict, crc, strlen(crc)));
-    gpufl__buf_kv_i64(b, "function", j->function_id);
+    gpufl__wire_sass_t r = {.cubin = gpufl__intern(dict, crc, strlen(crc)),
+                            .function = j->function_id};
+    const char **files = NULL;
+    gpufl__wire_instruction_t *in = NULL;
     if (j->fn == NULL) {
-        gpufl__buf_kv_str(b, "error", j->error[0] ? j->error : "not disassembled");
-        gpufl__line_end(&l);
-        gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
-        s->stats.errors++;
-        return;
+        r.error = j->error[0] ? j->error : "not disassembled";
+    } else {
+        r.arch = j->module->arch[0] ? j->module->arch : "sm_unknown";
+        size_t n = j->fn->instruction_count < RECORD_INSTRUCTIONS_MAX ? j->fn->instruction_count
+                                                                      : RECORD_INSTRUCTIONS_MAX;
+        files = malloc((j->module->file_count ? j->module->file_count : 1) * sizeof *files);
+        in = malloc((n ? n : 1) * sizeof *in);
+        if (!files || !in || describe(&r, j, files, in) != 0)
+            r.error = "out of memory for the record";
     }
-    const gpufl_sass_function_t *fn = j->fn;
-    size_t n = fn->instruction_count < RECORD_INSTRUCTIONS_MAX ? fn->instruction_count
-                                                               : RECORD_INSTRUCTIONS_MAX;
-    gpufl__buf_kv_str(b, "arch", j->module->arch[0] ? j->module->arch : "sm_unknown");
-    /* The files this function names, renumbered from 0 in order of use. */
-    size_t nfiles = j->module->file_count;
-    int32_t *local = nfiles ? malloc(nfiles * sizeof *local) : NULL;
-    for (size_t k = 0; k < nfiles && local; k++) local[k] = -1;
-    int32_t used = 0;
-    gpufl__buf_key(b, "files");
-    gpufl__buf_putc(b, '[');
-    for (size_t i = 0; i < n && local; i++) {
-        int32_t file = fn->instructions[i].file;
-        if (file < 0 || (size_t)file >= nfiles || local[file] >= 0) continue;
-        const char *path = j->module->files[file];
-        if (used) gpufl__buf_putc(b, ',');
-        gpufl__buf_put_str(b, path, strlen(path));
-        local[file] = used++;
-    }
-    gpufl__buf_putc(b, ']');
-    static const char *const cols[] = {"pc", "text", "file", "line"};
-    for (int col = 0; col < 4; col++) {
-        gpufl__buf_key(b, cols[col]);
-        gpufl__buf_putc(b, '[');
-        for (size_t i = 0; i < n; i++) {
-            const gpufl_sass_instruction_t *in = &fn->instructions[i];
-            if (i) gpufl__buf_putc(b, ',');
-            int known = local && in->file >= 0 && (size_t)in->file < nfiles && in->line > 0;
-            switch (col) {
-            case 0: gpufl__buf_put_i64(b, in->offset_bytes); break;
-            case 1: gpufl__buf_put_str(b, in->text, strlen(in->text)); break;
-            case 2:
-                if (known)
-                    gpufl__buf_put_i64(b, local[in->file]);
-                else
-                    gpufl__buf_puts(b, "null");
-                break;
-            default:
-                if (known)
-                    gpufl__buf_put_i64(b, in->line);
-                else
-                    gpufl__buf_puts(b, "null");
-            }
-        }
-        gpufl__buf_putc(b, ']');
-    }
-    free(local);
-    if (n < fn->instruction_count) {
-        gpufl__buf_key(b, "truncated");
-        gpufl__buf_puts(b, "true");
-    }
-    gpufl__line_end(&l);
+    gpufl__line_t l;
+    gpufl__wire_sass(&l, &r);
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
-    s->stats.records++;
+    free(files);
+    free(in);
+    if (r.error)
+        s->stats.errors++;
+    else
+        s->stats.records++;
 }
 
 /* Takes the finished jobs and writes them. */

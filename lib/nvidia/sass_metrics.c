@@ -642,30 +642,19 @@ static void announce(gpufl_sassm_t *s, sassm_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
     const sassm_device_t *d = x->device < GPUFL_SASSM_DEVICES_MAX ? &s->devices[x->device] : NULL;
+    gpufl__wire_sass_metrics_t r = {
+        .ts_ns = gpufl__collector_session_ns(s->collector, x->started_ns),
+        .device = x->device,
+        .context = x->id,
+        .late = x->late,
+        .enable_ms = (double)x->enable_ns / 1e6,
+        .chip = d ? d->chip : "",
+        .metrics = {metric_names, GPUFL_SASSM_METRICS},
+        .lazy = 1,
+    };
+    if (x->state == CTX_FAILED) r.error = x->error[0] ? x->error : "counting did not start";
     gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__line_begin(&l, "sass_metrics");
-    gpufl__buf_kv_i64(b, "ts_ns", gpufl__collector_session_ns(s->collector, x->started_ns));
-    gpufl__buf_kv_i64(b, "device", x->device);
-    gpufl__buf_kv_i64(b, "context", x->id);
-    gpufl__buf_key(b, "late");
-    gpufl__buf_puts(b, x->late ? "true" : "false");
-    gpufl__buf_key(b, "enable_ms");
-    gpufl__buf_put_fixed(b, (double)x->enable_ns / 1e6, 1);
-    if (x->state == CTX_FAILED) {
-        gpufl__buf_kv_str(b, "error", x->error[0] ? x->error : "counting did not start");
-    } else {
-        gpufl__buf_kv_str(b, "chip", d ? d->chip : "");
-        gpufl__buf_key(b, "metrics");
-        gpufl__buf_putc(b, '[');
-        for (int i = 0; i < GPUFL_SASSM_METRICS; i++) {
-            if (i) gpufl__buf_putc(b, ',');
-            gpufl__buf_put_str(b, metric_names[i], strlen(metric_names[i]));
-        }
-        gpufl__buf_putc(b, ']');
-        gpufl__buf_key(b, "lazy");
-        gpufl__buf_puts(b, "true");
-    }
-    gpufl__line_end(&l);
+    gpufl__wire_sass_metrics(&l, &r);
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
@@ -775,12 +764,8 @@ static void write_stats(gpufl_sassm_t *s) {
                                       {"cubins_over_cap", st.cubins_skipped},
                                       {"sass_functions", st.sass_functions},
                                       {"sass_failed", st.sass_failed}};
-    gpufl__line_t l;
-    gpufl_buf_t *b = gpufl__engine_stats_begin(&l, s->collector, "sass_metrics_stats", v,
-                                               sizeof v / sizeof v[0]);
-    gpufl__buf_key(b, "read_ms");
-    gpufl__buf_put_fixed(b, st.read_ms, 1);
-    gpufl__engine_stats_end(&l, s->collector);
+    const gpufl__wire_measure_t m[] = {{"read_ms", st.read_ms, 1}};
+    gpufl__engine_write_totals(s->collector, "sass_metrics_stats", v, sizeof v / sizeof v[0], m, 1);
 }
 
 /* Lock held on entry and exit. Waits for the context's work with the lock

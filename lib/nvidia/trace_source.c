@@ -14,6 +14,7 @@
 #include "nvidia/trace_source.h"
 
 #include "core/clock.h"
+#include "core/wire_engines.h"
 #include "util/error.h"
 #include "core/demangle.h"
 #include "util/log.h"
@@ -267,40 +268,36 @@ static void write_configs(gpufl_trace_source_t *t) {
     size_t n = t->launch ? gpufl__launch_take_configs(t->launch, &k) : 0;
     for (size_t i = 0; i < n; i++) {
         const gpufl_kernel_occupancy_t *o = &k[i]->occupancy;
-        gpufl__line_t l;
-        gpufl_buf_t *b = gpufl__line_begin(&l, "kernel_config");
-        gpufl__buf_kv_i64(b, "ts_ns", ts(t, k[i]->first_mono_ns));
-        gpufl__buf_kv_i64(b, "id", k[i]->id);
-        gpufl__buf_kv_str(b, "name", k[i]->name);
-        gpufl__buf_kv_i64(b, "block_threads", k[i]->block_threads);
-        gpufl__buf_kv_i64(b, "dynamic_smem_bytes", k[i]->dynamic_smem);
-        if (!k[i]->have_occupancy) {
-            gpufl__buf_kv_str(b, "occupancy_unknown", k[i]->why);
-            gpufl__line_end(&l);
-            gpufl__collector_record(t->collector, GPUFL_FILE_DEVICE, &l);
-            continue;
-        }
         const gpufl_occ_result_t *c = &o->computed;
-        gpufl__buf_kv_i64(b, "device", o->device);
-        gpufl__buf_kv_i64(b, "registers", o->kernel.registers_per_thread);
-        gpufl__buf_kv_i64(b, "static_smem_bytes", o->kernel.static_smem_bytes);
-        gpufl__buf_kv_i64(b, "local_bytes_per_thread", o->kernel.local_bytes_per_thread);
-        gpufl__buf_kv_i64(b, "max_threads_per_block", o->kernel.max_threads_per_block);
-        gpufl__buf_kv_i64(b, "blocks_per_sm", o->driver_blocks_per_sm);
-        gpufl__buf_kv_i64(b, "active_warps", o->active_warps);
-        gpufl__buf_kv_i64(b, "max_warps", o->max_warps);
-        gpufl__buf_key(b, "occupancy");
-        gpufl__buf_put_fixed(b, o->occupancy, 3);
-        if (o->computed_status == 0) {
-            gpufl__buf_kv_i64(b, "limit_warps", c->limit_warps);
-            gpufl__buf_kv_i64(b, "limit_registers", c->limit_registers);
-            gpufl__buf_kv_i64(b, "limit_smem", c->limit_smem);
-            gpufl__buf_kv_i64(b, "limit_blocks", c->limit_blocks);
-            gpufl__buf_kv_str(b, "limiter", gpufl__occupancy_limiter_name(c->limiter));
+        gpufl__wire_kernel_config_t w = {.ts_ns = ts(t, k[i]->first_mono_ns),
+                                         .id = k[i]->id,
+                                         .name = k[i]->name,
+                                         .block_threads = k[i]->block_threads,
+                                         .dynamic_smem_bytes = k[i]->dynamic_smem};
+        if (!k[i]->have_occupancy) {
+            w.occupancy_unknown = k[i]->why;
+        } else {
+            w.device = o->device;
+            w.registers = o->kernel.registers_per_thread;
+            w.static_smem_bytes = o->kernel.static_smem_bytes;
+            w.local_bytes_per_thread = o->kernel.local_bytes_per_thread;
+            w.max_threads_per_block = o->kernel.max_threads_per_block;
+            w.blocks_per_sm = o->driver_blocks_per_sm;
+            w.active_warps = o->active_warps;
+            w.max_warps = o->max_warps;
+            w.occupancy = o->occupancy;
+            w.breakdown_agrees = o->agrees;
+            if (o->computed_status == 0) {
+                w.have_limits = 1;
+                w.limit_warps = c->limit_warps;
+                w.limit_registers = c->limit_registers;
+                w.limit_smem = c->limit_smem;
+                w.limit_blocks = c->limit_blocks;
+                w.limiter = gpufl__occupancy_limiter_name(c->limiter);
+            }
         }
-        gpufl__buf_key(b, "breakdown_agrees");
-        gpufl__buf_puts(b, o->agrees ? "true" : "false");
-        gpufl__line_end(&l);
+        gpufl__line_t l;
+        gpufl__wire_kernel_config(&l, &w);
         gpufl__collector_record(t->collector, GPUFL_FILE_DEVICE, &l);
     }
 }

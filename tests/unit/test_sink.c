@@ -102,8 +102,79 @@ static void fanout_counts_a_failing_sink(void **state) {
     gpufl__ring_sink_stats(ring, &st);
     assert_int_equal(st.kept_rows, 50);
     assert_int_equal(st.kept_lines, 6);
+    gpufl__fanout_fini(&fan);
     gpufl__ring_sink_destroy(ring);
     gpufl__batch_fini(&b);
+    gpufl__intern_destroy(dict);
+}
+
+/* Collects the types of the records a sink gets. */
+typedef struct recorded {
+    char types[64][32];
+    int n;
+} recorded_t;
+static int record_type(void *self, enum gpufl_file_id ch, const gpufl__line_t *l,
+                       const gpufl_intern_t *d) {
+    recorded_t *r = self;
+    (void)ch, (void)d;
+    if (r->n < 64) snprintf(r->types[r->n++], sizeof r->types[0], "%s", l->type);
+    return 0;
+}
+static int ignore_batch(void *self, enum gpufl_file_id ch, const gpufl_batch_t *b,
+                        const gpufl_intern_t *d) {
+    (void)self, (void)ch, (void)b, (void)d;
+    return 0;
+}
+static const gpufl__sink_ops_t recording_ops = {"recording", record_type, ignore_batch, NULL, NULL};
+
+static void fan_op(gpufl__fanout_t *f, int64_t index, const char *name) {
+    gpufl__line_t l;
+    gpufl__wire_op(&l, index, name);
+    gpufl__fanout_record(f, GPUFL_FILE_SCOPE, &l);
+    gpufl__line_fini(&l);
+}
+
+/* A sink attached late first gets the records that describe the session,
+ * once each, in order; not the others; and the kept bytes are capped. */
+static void fanout_replays_describing_records(void **state) {
+    (void)state;
+    gpufl__fanout_t fan;
+    recorded_t early = {0}, late = {0}, last = {0};
+    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    gpufl__fanout_init(&fan, dict);
+    assert_int_equal(gpufl__fanout_attach(&fan, &recording_ops, &early), 0);
+    fan_op(&fan, 1, "first");
+    gpufl__line_t l;
+    gpufl__wire_event(&l, 7, "warn", "x", "y"); /* not describing: not kept */
+    gpufl__fanout_record(&fan, GPUFL_FILE_SCOPE, &l);
+    gpufl__line_fini(&l);
+    gpufl__wire_stack(&l, 3, (const uint32_t[]){1, 2}, 2);
+    gpufl__fanout_record(&fan, GPUFL_FILE_SCOPE, &l);
+    gpufl__line_fini(&l);
+    assert_int_equal(gpufl__fanout_attach(&fan, &recording_ops, &late), 0);
+    assert_int_equal(late.n, 2);
+    assert_string_equal(late.types[0], "op");
+    assert_string_equal(late.types[1], "stack");
+    fan_op(&fan, 2, "second"); /* after the attach: from the fan-out, once */
+    assert_int_equal(late.n, 3);
+    assert_int_equal(early.n, 4);
+
+    /* Past the cap: left out, and said at the next attach. */
+    char name[1024];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    size_t rounds = GPUFL__KEPT_MAX_BYTES / sizeof name + 16;
+    for (size_t i = 0; i < rounds; i++) fan_op(&fan, (int64_t)i + 3, name);
+    assert_true(fan.kept_left_out > 0);
+    assert_true(fan.kept_bytes <= GPUFL__KEPT_MAX_BYTES);
+    tu_log_capture_t cap = {0};
+    gpufl_set_log_hook(tu_capture_hook, &cap);
+    assert_int_equal(gpufl__fanout_attach(&fan, &recording_ops, &last), 0);
+    gpufl_set_log_hook(NULL, NULL);
+    assert_int_equal(cap.warnings, 1);
+    assert_non_null(strstr(cap.last, "describe the session"));
+    gpufl__fanout_close(&fan);
+    gpufl__fanout_fini(&fan);
     gpufl__intern_destroy(dict);
 }
 
@@ -166,6 +237,117 @@ static void ring_keeps_newest_within_cap(void **state) {
     gpufl__ring_sink_destroy(ring);
     gpufl__batch_fini(&b);
     gpufl__intern_destroy(dict);
+}
+
+/* A 16 KiB ring of 16-row lines, a batch of scope_end rows, a dict. */
+typedef struct small_ring {
+    gpufl__ring_sink_t *ring;
+    gpufl_batch_t b;
+    gpufl_intern_t *dict;
+} small_ring_t;
+
+static void small_ring_init(small_ring_t *t) {
+    t->dict = gpufl__intern_create(100, 1 << 20);
+    assert_int_equal(gpufl__ring_sink_create(&t->ring, 16384, 16), 0);
+    assert_int_equal(gpufl__batch_init_table(&t->b, &gpufl__wire_scope_end), 0);
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Rows [from, to) into the ring, 100 a batch; the longest a batch took (ns). */
+static int64_t small_ring_fill(small_ring_t *t, int from, int to) {
+    int64_t worst = 0;
+    for (int i = from; i < to; i += 100) {
+        fill_scope_ends(&t->b, i, 100);
+        int64_t t0 = now_ns();
+        assert_int_equal(gpufl__ring_sink_ops.batch(t->ring, GPUFL_FILE_SCOPE, &t->b, t->dict), 0);
+        int64_t took = now_ns() - t0;
+        if (took > worst) worst = took;
+        t->b.rows = 0;
+    }
+    return worst;
+}
+
+static void small_ring_fini(small_ring_t *t) {
+    gpufl__ring_sink_destroy(t->ring);
+    gpufl__batch_fini(&t->b);
+    gpufl__intern_destroy(t->dict);
+}
+
+/* The records that describe the session stay in the ring however many
+ * rows pass through it. */
+static void ring_pins_describing_records(void **state) {
+    (void)state;
+    small_ring_t t;
+    small_ring_init(&t);
+    gpufl__line_t l;
+    gpufl__wire_op(&l, 1, "memcpy");
+    assert_int_equal(gpufl__ring_sink_ops.record(t.ring, GPUFL_FILE_SCOPE, &l, t.dict), 0);
+    gpufl__line_fini(&l);
+    small_ring_fill(&t, 0, 20000);
+    gpufl__ring_sink_stats_t st;
+    gpufl__ring_sink_stats(t.ring, &st);
+    assert_true(st.evicted_rows > 0);
+    assert_int_equal(st.pinned_lines, 1);
+    assert_true(st.kept_bytes + st.pinned_bytes <= 16384);
+    gpufl_buf_t out;
+    gpufl__buf_init(&out, 1 << 20);
+    gpufl_session_ident_t ident = {.session_id = "s", .app_name = "a", .hostname = "h"};
+    assert_int_equal(gpufl__ring_sink_dump(t.ring, &ident, GPUFL_FILE_SCOPE, &out), 0);
+    gpufl__buf_putc(&out, '\0');
+    const char *op = strstr(out.data, "\"type\":\"op\"");
+    assert_non_null(op);
+    assert_true(op < strstr(out.data, "\"type\":\"scope_end\"")); /* before the rows */
+    gpufl__buf_fini(&out);
+    small_ring_fini(&t);
+}
+
+/* A visitor as slow as a dump to a slow destination. */
+typedef struct slow_visit {
+    gpufl__ring_sink_t *ring;
+    atomic_int started;
+    int lines;
+} slow_visit_t;
+static int slow_visitor(void *ctx, const char *type, size_t rows, const char *line, size_t len) {
+    slow_visit_t *v = ctx;
+    (void)type, (void)rows, (void)line, (void)len;
+    atomic_store(&v->started, 1);
+    sleep_ms(20);
+    v->lines++;
+    return 0;
+}
+static void *slow_reader(void *arg) {
+    slow_visit_t *v = arg;
+    gpufl__ring_sink_each(v->ring, GPUFL_FILE_SCOPE, slow_visitor, v);
+    return NULL;
+}
+
+/* While a slow reader walks the ring, rows still go in (and evict lines
+ * the reader holds) without waiting for it. */
+static void ring_reader_never_blocks_rows(void **state) {
+    (void)state;
+    small_ring_t t;
+    small_ring_init(&t);
+    small_ring_fill(&t, 0, 400); /* 28 lines: a reader sleeping 20 ms on each */
+    gpufl__ring_sink_stats_t before;
+    gpufl__ring_sink_stats(t.ring, &before);
+    assert_int_equal(before.kept_lines, 28);
+    slow_visit_t v = {.ring = t.ring};
+    pthread_t reader;
+    assert_int_equal(pthread_create(&reader, NULL, slow_reader, &v), 0);
+    while (!atomic_load(&v.started)) sleep_ms(1);
+    int64_t worst = small_ring_fill(&t, 400, 20000); /* the whole ring replaced meanwhile */
+    assert_int_equal(pthread_join(reader, NULL), 0);
+    assert_int_equal(v.lines, 28);        /* the reader saw its snapshot whole */
+    assert_true(worst < 200 * 1000000LL); /* never the reader's 560 ms */
+    gpufl__ring_sink_stats_t st;
+    gpufl__ring_sink_stats(t.ring, &st);
+    assert_true(st.evicted_rows >= 400);
+    small_ring_fini(&t);
 }
 
 /* A session with the ring and the gauges attached: scopes, host samples. */
@@ -406,8 +588,8 @@ static void session_rows_reach_every_sink(void **state) {
     int64_t *db = tu_column(&D, "scope_begin", "ts_ns", &dumped);
     assert_int_equal(dumped, begins);
     assert_memory_equal(db, b, begins * sizeof *b);
-    tu_lines_t DY = tu_read(dump, "system.log"); /* host_info came before the attach */
-    assert_int_equal(tu_count(&DY, "host_info"), 0);
+    tu_lines_t DY = tu_read(dump, "system.log"); /* host_info: before the attach, replayed */
+    assert_int_equal(tu_count(&DY, "host_info"), 1);
     size_t dsamples = 0;
     free(tu_column(&DY, "host_sample", "ts_ns", &dsamples));
     assert_int_equal(dsamples, samples);
@@ -431,14 +613,90 @@ static void session_rows_reach_every_sink(void **state) {
     gpufl__gauge_sink_destroy(gauges);
 }
 
+#ifdef GPUFL_FAKE_NVML_PATH
+/* A flight recorder attached mid-session (a device from the fake NVML)
+ * dumps a session the analysis opens with its device and options known. */
+static void ring_attached_late_dumps_a_known_session(void **state) {
+    (void)state;
+    char script[1024];
+    snprintf(script, sizeof script, "%s", tu_scratch_dir(SUITE, "nvml"));
+    strcat(script, "/script.json");
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs("{\"driver_version\": \"580.95.05\", \"nvml_version\": \"13.580.95.05\","
+          " \"cuda_driver_version\": 13000, \"gpus\": [{\"name\": \"NVIDIA H100 80GB HBM3\","
+          " \"uuid\": \"GPU-1\", \"pci_bus_id\": \"00000000:1B:00.0\", \"cc\": [9, 0],"
+          " \"cores\": 16896, \"memory_total\": 85520809984, \"mig_mode\": 0,"
+          " \"samples\": {\"util_gpu\": [100], \"throttle\": [4]}}]}",
+          f);
+    fclose(f);
+    setenv("GPUFL_FAKE_NVML", script, 1);
+    setenv("GPUFL_NVML_LIBRARY", GPUFL_FAKE_NVML_PATH, 1);
+    gpufl__ring_sink_t *ring;
+    gpufl_session_ident_t ident;
+    assert_int_equal(gpufl__ring_sink_create(&ring, 128 << 10, 64), 0);
+    const char *dir = run_session("late", NULL, NULL, &ident, 200);
+    assert_int_equal(gpufl_flush(), 0);
+    assert_int_equal(gpufl__session_attach_sink(&gpufl__ring_sink_ops, ring, &ident), 0);
+    for (int i = 0; i < 10000; i++) {
+        gpufl_scope_end(gpufl_scope_begin("after", NULL));
+        if (i % 500 == 0) sleep_ms(2); /* the per-thread ring is not a test subject here */
+    }
+    sleep_ms(60);
+    gpufl_shutdown();
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+    gpufl__ring_sink_stats_t st;
+    gpufl__ring_sink_stats(ring, &st);
+    assert_true(st.evicted_rows > 0); /* the ring turned over after the attach */
+    const char *dump = tu_scratch_dir(SUITE, "late_dump");
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+
+    /* The records written before the attach, once each. */
+    tu_lines_t D = tu_read(dump, "device.log"), F = tu_read(dir, "device.log");
+    const char *once[] = {"options", "capabilities", "legend", "gpu_info", "gpu_legend"};
+    for (size_t i = 0; i < sizeof once / sizeof once[0]; i++) {
+        assert_int_equal(tu_count(&F, once[i]), 1);
+        assert_int_equal(tu_count(&D, once[i]), 1);
+    }
+    tu_lines_t Y = tu_read(dump, "system.log");
+    assert_int_equal(tu_count(&Y, "host_info"), 1);
+
+    gpufl_analysis_t *a;
+    size_t rows = 0;
+    gpufl_column_t col = {.size = sizeof col};
+    assert_int_equal(gpufl_analysis_open(&a, dump), 0);
+    assert_int_equal(gpufl_analysis_table(a, GPUFL_TABLE_SESSION, &rows, NULL), 0);
+    assert_int_equal(gpufl_analysis_column_find(a, GPUFL_TABLE_SESSION, "backend", &col), 0);
+    assert_string_equal(gpufl_analysis_string(a, ((const int64_t *)col.data)[0]), "Nvidia");
+    assert_int_equal(gpufl_analysis_table(a, GPUFL_TABLE_DEVICE_METRICS, &rows, NULL), 0);
+    assert_true(rows > 0);
+    assert_int_equal(gpufl_analysis_column_find(a, GPUFL_TABLE_DEVICE_METRICS, "gpu_name", &col),
+                     0);
+    assert_string_equal(gpufl_analysis_string(a, ((const int64_t *)col.data)[rows - 1]),
+                        "NVIDIA H100 80GB HBM3");
+    gpufl_analysis_close(a);
+    tu_free(&D);
+    tu_free(&F);
+    tu_free(&Y);
+    gpufl__ring_sink_destroy(ring);
+}
+#endif
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fanout_counts_a_failing_sink),
+        cmocka_unit_test(fanout_replays_describing_records),
         cmocka_unit_test(ring_keeps_newest_within_cap),
+        cmocka_unit_test(ring_pins_describing_records),
+        cmocka_unit_test(ring_reader_never_blocks_rows),
         cmocka_unit_test(ring_dump_reads_back),
         cmocka_unit_test(gauges_read_while_written),
         cmocka_unit_test(failing_sink_leaves_files_complete),
         cmocka_unit_test(session_rows_reach_every_sink),
+#ifdef GPUFL_FAKE_NVML_PATH
+        cmocka_unit_test(ring_attached_late_dumps_a_known_session),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
