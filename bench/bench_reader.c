@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
     static const char *const fmt_names[4] = {"text", "json", "markdown", "html"};
     double load[50], render[4][50], insights[50];
     for (int r = 0; r < runs; r++) {
-        gpufl_model_t *m = NULL;
+        gpufl__model_t *m = NULL;
         double t0 = now_s();
         if (gpufl__model_load(dir, &m) != 0) {
             fprintf(stderr, "bench_reader: load failed\n");
@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
         }
         fclose(null);
         /* Every format runs the insight rules once; their share, alone: */
-        gpufl_insights_t in;
+        gpufl__insights_t in;
         double s0 = now_s();
         gpufl__insights_compute(m, &in);
         insights[r] = now_s() - s0;

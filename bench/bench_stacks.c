@@ -26,7 +26,7 @@
 #define CALLS        20000 /* captures per round and depth */
 #define JUDGED_DEPTH 32    /* frames at which the target is judged */
 
-static gpufl_stacks_t *stacks;
+static gpufl__stacks_t *stacks;
 
 static double now_ns(void) {
     struct timespec t;
@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_stacks: cannot make the stack table\n");
         return 1;
     }
-    gpufl_stacks_stats_t st;
+    gpufl__stacks_stats_t st;
     gpufl__stacks_stats(stacks, &st);
     printf("walker: %s%s%s\n", st.walker, note[0] ? " - " : "", note);
     static const int depths[] = {8, 16, 32, 56};

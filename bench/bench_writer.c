@@ -12,7 +12,7 @@
  * the collector's fan-out with only the session files attached (what every
  * session does), so the two figures show what the fan-out costs.
  */
-#include "core/intern.h"
+#include "util/intern.h"
 #include "core/sink_ndjson.h"
 #include "core/writer.h"
 
@@ -25,11 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static const gpufl_col_def_t cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
-                                       {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
-                                       {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
-                                       {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
-                                       {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
+static const gpufl__col_def_t cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
+                                        {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
+                                        {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
+                                        {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
+                                        {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
 
 static double cpu_seconds(void) {
     struct timespec ts;
@@ -39,15 +39,15 @@ static double cpu_seconds(void) {
 
 /* Fills and encodes `events` scope_begin rows into f: directly, or through
  * fan (when not NULL). Returns the CPU seconds it took. */
-static double run(long events, gpufl_writer_t *f, gpufl__fanout_t *fan, gpufl_batch_t *batch,
-                  gpufl_intern_t *dict) {
+static double run(long events, gpufl__writer_t *f, gpufl__fanout_t *fan, gpufl__batch_t *batch,
+                  gpufl__intern_t *dict) {
     char name[32];
     double t0 = cpu_seconds();
     int64_t ts = 1000;
     for (long i = 0; i < events; i++) {
         int n = snprintf(name, sizeof name, "phase_%ld", i % 40);
         uint32_t name_id = gpufl__intern(dict, name, (size_t)n);
-        gpufl_cell_t *row = gpufl__batch_row(batch);
+        gpufl__cell_t *row = gpufl__batch_row(batch);
         if (!row) {
             if (fan)
                 gpufl__fanout_batch(fan, GPUFL_FILE_SCOPE, batch);
@@ -96,13 +96,13 @@ int main(int argc, char **argv) {
     }
     char dir[] = "/tmp/gpufl-bench-writer-XXXXXX", dir2[] = "/tmp/gpufl-bench-writer-XXXXXX";
     if (!mkdtemp(dir) || !mkdtemp(dir2)) return 1;
-    gpufl_session_ident_t ident = {
+    gpufl__session_ident_t ident = {
         .session_id = "bench", .app_name = "bench_writer", .hostname = "localhost", .pid = 1};
-    gpufl_writer_t f;
+    gpufl__writer_t f;
     gpufl__ndjson_sink_t files;
     gpufl__fanout_t fan;
-    gpufl_batch_t batch;
-    gpufl_intern_t *dict = gpufl__intern_create(1u << 20, 64u << 20);
+    gpufl__batch_t batch;
+    gpufl__intern_t *dict = gpufl__intern_create(1u << 20, 64u << 20);
     if (!dict || gpufl__writer_open(&f, dir, "scope", &ident, (uint64_t)1 << 40, 0) ||
         gpufl__ndjson_sink_open(&files, dir2, &ident, (uint64_t)1 << 40, 0) ||
         gpufl__batch_init(&batch, "scope_begin", cols, 10)) {

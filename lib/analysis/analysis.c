@@ -16,13 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-struct gpufl_an_text {
+struct gpufl__an_text {
     gpufl_report_format_t fmt;
     char *section; /* NULL: the whole report */
     size_t top_n;
     char *text;
     size_t len;
-    gpufl_an_text_t *next;
+    gpufl__an_text_t *next;
 };
 
 static int oom(void) { return gpufl__set_error(GPUFL_ENOMEM, "out of memory reading a session"); }
@@ -36,7 +36,7 @@ static int is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int matches(const gpufl_session_entry_t *s, const char *app, const char *id) {
+static int matches(const gpufl__session_entry_t *s, const char *app, const char *id) {
     if (app && strcmp(s->app_name, app) != 0) return 0;
     return !id || strcmp(s->name, id) == 0 || strcmp(s->session_id, id) == 0;
 }
@@ -50,7 +50,7 @@ static int put_path(const char *path, char *buf, size_t size) {
 }
 
 /* "a, b" of the distinct app names in list[0..n), into names. */
-static void app_names(const gpufl_session_entry_t *list, size_t n, char *names, size_t size) {
+static void app_names(const gpufl__session_entry_t *list, size_t n, char *names, size_t size) {
     size_t len = 0;
     names[0] = '\0';
     for (size_t i = 0; i < n; i++) {
@@ -65,7 +65,7 @@ static void app_names(const gpufl_session_entry_t *list, size_t n, char *names, 
 /* The session directory log_dir itself: it must match app and id. */
 static int find_in_session(const char *log_dir, const char *app, const char *id, char *buf,
                            size_t size) {
-    gpufl_session_entry_t s;
+    gpufl__session_entry_t s;
     gpufl__session_describe(log_dir, &s);
     if (!matches(&s, app, NULL))
         return gpufl__set_error(GPUFL_ENOTFOUND, "the session in '%s' is of app '%s', not '%s'",
@@ -92,21 +92,21 @@ int gpufl_analysis_find(const char *log_dir, const char *app_name, const char *s
     /* The sessions of log_dir and, for an app, of log_dir/<app>.log. */
     char roots[2][GPUFL_SESSION_PATH_MAX];
     size_t n_roots = 1, n_all = 0;
-    gpufl_session_entry_t *all = NULL;
+    gpufl__session_entry_t *all = NULL;
     snprintf(roots[0], sizeof roots[0], "%s", log_dir);
     if (app &&
         (size_t)snprintf(roots[1], sizeof roots[1], "%s/%s.log", log_dir, app) < sizeof roots[1] &&
         is_dir(roots[1]))
         n_roots = 2;
     for (size_t r = 0; r < n_roots; r++) {
-        gpufl_session_entry_t *list;
+        gpufl__session_entry_t *list;
         size_t n;
         int rc = gpufl__sessions_list(roots[r], &list, &n);
         if (rc) {
             free(all);
             return rc;
         }
-        gpufl_session_entry_t *grown = n ? realloc(all, (n_all + n) * sizeof *all) : all;
+        gpufl__session_entry_t *grown = n ? realloc(all, (n_all + n) * sizeof *all) : all;
         if (n && !grown) {
             free(list);
             free(all);
@@ -117,7 +117,7 @@ int gpufl_analysis_find(const char *log_dir, const char *app_name, const char *s
         n_all += n;
         free(list);
     }
-    const gpufl_session_entry_t *best = NULL;
+    const gpufl__session_entry_t *best = NULL;
     size_t of_app = 0;
     for (size_t i = 0; i < n_all; i++) {
         of_app += matches(&all[i], app, NULL);
@@ -179,7 +179,7 @@ int gpufl_analysis_open_with(gpufl_analysis_t **out, const char *session_dir,
     gpufl__idmap_init(&a->by_ptr);
     pthread_mutex_init(&a->lock, NULL);
     a->dir = strdup(session_dir);
-    gpufl_model_limits_t limits;
+    gpufl__model_limits_t limits;
     memset(&limits, 0, sizeof limits); /* 0: each default */
     limits.progress = o.progress;
     limits.progress_user = o.progress_user;
@@ -194,7 +194,7 @@ int gpufl_analysis_open_with(gpufl_analysis_t **out, const char *session_dir,
 
 void gpufl__analysis_drop_model(gpufl_analysis_t *a) {
     for (int t = 0; t < GPUFL_TABLE_COUNT; t++) gpufl__analysis_table_free(&a->tables[t]);
-    for (gpufl_an_text_t *x = a->texts, *next; x; x = next) {
+    for (gpufl__an_text_t *x = a->texts, *next; x; x = next) {
         next = x->next;
         free(x->section);
         free(x->text);
@@ -331,7 +331,7 @@ const char *gpufl_table_name(gpufl_table_t table) {
 }
 
 /* The built table, or NULL with the error set in *rc. Called locked. */
-static gpufl_an_table_t *table_get(gpufl_analysis_t *a, gpufl_table_t t, int *rc) {
+static gpufl__an_table_t *table_get(gpufl_analysis_t *a, gpufl_table_t t, int *rc) {
     *rc = 0;
     if (!a || (unsigned)t >= GPUFL_TABLE_COUNT) {
         *rc = gpufl__set_error(GPUFL_EINVAL, "no such table: %d", (int)t);
@@ -339,7 +339,7 @@ static gpufl_an_table_t *table_get(gpufl_analysis_t *a, gpufl_table_t t, int *rc
     }
     *rc = gpufl__analysis_feed_model(a);
     if (*rc) return NULL;
-    gpufl_an_table_t *tb = &a->tables[t];
+    gpufl__an_table_t *tb = &a->tables[t];
     if (!tb->built) *rc = gpufl__analysis_table_build(a, t);
     return *rc ? NULL : tb;
 }
@@ -348,7 +348,7 @@ int gpufl_analysis_table(gpufl_analysis_t *a, gpufl_table_t table, size_t *rows,
     int rc;
     if (!a) return gpufl__set_error(GPUFL_EINVAL, "table: no handle");
     pthread_mutex_lock(&a->lock);
-    const gpufl_an_table_t *tb = table_get(a, table, &rc);
+    const gpufl__an_table_t *tb = table_get(a, table, &rc);
     if (tb && rows) *rows = tb->rows;
     if (tb && columns) *columns = tb->ncols;
     pthread_mutex_unlock(&a->lock);
@@ -356,7 +356,7 @@ int gpufl_analysis_table(gpufl_analysis_t *a, gpufl_table_t table, size_t *rows,
 }
 
 /* Fills the caller's first out->size bytes of column c of tb. */
-static int column_out(const gpufl_an_table_t *tb, size_t c, gpufl_column_t *out) {
+static int column_out(const gpufl__an_table_t *tb, size_t c, gpufl_column_t *out) {
     gpufl_column_t col = {sizeof col, tb->defs[c].name, tb->defs[c].type,
                           tb->rows ? tb->data[c] : NULL, tb->rows};
     size_t n = out->size < sizeof col ? out->size : sizeof col;
@@ -371,7 +371,7 @@ int gpufl_analysis_column(gpufl_analysis_t *a, gpufl_table_t table, size_t index
     int rc;
     if (!a || !out) return gpufl__set_error(GPUFL_EINVAL, "column: no handle or no out");
     pthread_mutex_lock(&a->lock);
-    const gpufl_an_table_t *tb = table_get(a, table, &rc);
+    const gpufl__an_table_t *tb = table_get(a, table, &rc);
     if (tb && index >= tb->ncols)
         rc = gpufl__set_error(GPUFL_EINVAL, "table %s has %zu columns, not %zu", table_names[table],
                               tb->ncols, index + 1);
@@ -386,7 +386,7 @@ int gpufl_analysis_column_find(gpufl_analysis_t *a, gpufl_table_t table, const c
     int rc;
     if (!a || !out || !name) return gpufl__set_error(GPUFL_EINVAL, "column: missing argument");
     pthread_mutex_lock(&a->lock);
-    const gpufl_an_table_t *tb = table_get(a, table, &rc);
+    const gpufl__an_table_t *tb = table_get(a, table, &rc);
     size_t c = 0;
     while (tb && c < tb->ncols && strcmp(tb->defs[c].name, name) != 0) c++;
     if (tb && c == tb->ncols)
@@ -411,8 +411,8 @@ void gpufl_report_options_init_sized(gpufl_report_options_t *opts, size_t size) 
 
 /* Renders into a new text; called locked. */
 static int render(gpufl_analysis_t *a, gpufl_report_format_t fmt, const char *section, size_t top_n,
-                  gpufl_an_text_t **out) {
-    gpufl_an_text_t *x = calloc(1, sizeof *x);
+                  gpufl__an_text_t **out) {
+    gpufl__an_text_t *x = calloc(1, sizeof *x);
     FILE *f = NULL;
     int rc = 0;
     if (!x || (section && !(x->section = strdup(section))) ||
@@ -487,7 +487,7 @@ int gpufl_analysis_report(gpufl_analysis_t *a, const gpufl_report_options_t *opt
         pthread_mutex_unlock(&a->lock);
         return rc;
     }
-    gpufl_an_text_t *x = a->texts;
+    gpufl__an_text_t *x = a->texts;
     for (; x; x = x->next)
         if (x->fmt == fmt && x->top_n == o.top_n && !x->section == !o.section &&
             (!o.section || strcmp(x->section, o.section) == 0))

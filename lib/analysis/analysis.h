@@ -17,28 +17,28 @@
 #include <pthread.h>
 
 /* A column's name and type, as a table declares it. */
-typedef struct gpufl_an_coldef {
+typedef struct gpufl__an_coldef {
     const char *name;
     gpufl_column_type_t type;
-} gpufl_an_coldef_t;
+} gpufl__an_coldef_t;
 
-typedef struct gpufl_an_table {
+typedef struct gpufl__an_table {
     int built;
     size_t rows, ncols;
-    const gpufl_an_coldef_t *defs;
-    gpufl_an_coldef_t *owned_defs; /* defs when made for this session (perf), else NULL */
+    const gpufl__an_coldef_t *defs;
+    gpufl__an_coldef_t *owned_defs; /* defs when made for this session (perf), else NULL */
     void **data;                   /* per column: int64_t[rows] or double[rows] */
-} gpufl_an_table_t;
+} gpufl__an_table_t;
 
-typedef struct gpufl_an_text gpufl_an_text_t; /* a rendered report, kept until close */
+typedef struct gpufl__an_text gpufl__an_text_t; /* a rendered report, kept until close */
 
 struct gpufl_analysis {
     pthread_mutex_t lock;
     char *dir;
-    gpufl_model_t *m;
-    gpufl_report_t report; /* built by gpufl__analysis_report_built() */
+    gpufl__model_t *m;
+    gpufl__report_t report; /* built by gpufl__analysis_report_built() */
     int report_built;
-    gpufl_an_table_t tables[GPUFL_TABLE_COUNT];
+    gpufl__an_table_t tables[GPUFL_TABLE_COUNT];
 
     /* Strings: id -> string (strs[0] is NULL), found by pointer first, then
      * by content (slots: ids by hash, open addressing). The strings belong
@@ -48,10 +48,10 @@ struct gpufl_analysis {
     size_t n_strs, strs_alloc;
     uint32_t *slots;
     size_t n_slots;
-    gpufl_idmap_t by_ptr;
+    gpufl__idmap_t by_ptr;
     int str_failed; /* a string could not be added: the build fails */
 
-    gpufl_an_text_t *texts;
+    gpufl__an_text_t *texts;
 
     /* A handle being fed (analysis_feed.c); NULL for one opened from a
      * directory. m is then built from what was fed, on first need. */
@@ -81,6 +81,6 @@ void gpufl__analysis_feed_free(gpufl_analysis_t *a);
  * 0, GPUFL_ENOMEM. */
 int gpufl__analysis_table_build(gpufl_analysis_t *a, gpufl_table_t t);
 /* Frees a table's columns and zeroes it. */
-void gpufl__analysis_table_free(gpufl_an_table_t *t);
+void gpufl__analysis_table_free(gpufl__an_table_t *t);
 
 #endif

@@ -24,7 +24,7 @@
 
 /* One file of the session as fed. */
 typedef struct fed_file {
-    gpufl_reader_cutter_t cutter;
+    gpufl__reader_cutter_t cutter;
     char *kept; /* cut lines: a uint64_t header, then the line's bytes */
     size_t kept_len, kept_alloc;
     uint64_t bytes; /* fed, over-long lines included */
@@ -35,17 +35,17 @@ typedef struct fed_file {
 
 typedef struct gpufl__analysis_feed {
     unsigned flags;
-    gpufl_model_limits_t limits;
+    gpufl__model_limits_t limits;
     size_t max_kept, kept_total;
     fed_file_t files[GPUFL_LOG_FILE_COUNT];
     /* The NULL channel: one cutter, and the file its last header named. */
-    gpufl_reader_cutter_t auto_cutter;
+    gpufl__reader_cutter_t auto_cutter;
     int auto_file; /* -1: no header yet */
     int ended;     /* the session's end */
     int changed;   /* fed since a->m was built */
     /* GPUFL_ANALYSIS_IN_ORDER: the model being loaded and its reader. */
-    gpufl_model_t *live;
-    gpufl_reader_t reader;
+    gpufl__model_t *live;
+    gpufl__reader_t reader;
     int last_file; /* the latest file fed, -1 none */
 } gpufl__analysis_feed_t;
 
@@ -136,7 +136,7 @@ static int file_of(const char *channel) {
 }
 
 /* Keeps one cut line of file i for the next model. */
-static int keep(gpufl__analysis_feed_t *f, int i, gpufl_reader_cut_t kind, const char *line,
+static int keep(gpufl__analysis_feed_t *f, int i, gpufl__reader_cut_t kind, const char *line,
                 size_t len) {
     fed_file_t *ff = &f->files[i];
     uint64_t header = (uint64_t)kind << KIND_SHIFT | (uint64_t)len;
@@ -160,20 +160,20 @@ static int keep(gpufl__analysis_feed_t *f, int i, gpufl_reader_cut_t kind, const
 }
 
 /* One cut line of file i: into the live model (in order) or kept. */
-static int put_line(gpufl__analysis_feed_t *f, int i, gpufl_reader_cut_t kind, const char *line,
+static int put_line(gpufl__analysis_feed_t *f, int i, gpufl__reader_cut_t kind, const char *line,
                     size_t len) {
     if (f->files[i].ended)
         return gpufl__set_error(GPUFL_EINVAL, "feed: %s was already ended",
-                                gpufl__reader_file_name((gpufl_log_file_t)i));
+                                gpufl__reader_file_name((gpufl__log_file_t)i));
     if ((f->flags & GPUFL_ANALYSIS_IN_ORDER) && i < f->last_file)
         return gpufl__set_error(GPUFL_EINVAL,
                                 "feed: %s after %s, but the handle takes files in order",
-                                gpufl__reader_file_name((gpufl_log_file_t)i),
-                                gpufl__reader_file_name((gpufl_log_file_t)f->last_file));
+                                gpufl__reader_file_name((gpufl__log_file_t)i),
+                                gpufl__reader_file_name((gpufl__log_file_t)f->last_file));
     f->last_file = i;
     f->files[i].fed = 1;
     f->changed = 1;
-    if (f->live) return gpufl__reader_feed_cut(&f->reader, (gpufl_log_file_t)i, kind, line, len);
+    if (f->live) return gpufl__reader_feed_cut(&f->reader, (gpufl__log_file_t)i, kind, line, len);
     return keep(f, i, kind, line, len);
 }
 
@@ -182,7 +182,7 @@ typedef struct cut_ctx {
     int file;
 } cut_ctx_t;
 
-static int on_cut(void *user, gpufl_reader_cut_t kind, const char *line, size_t len) {
+static int on_cut(void *user, gpufl__reader_cut_t kind, const char *line, size_t len) {
     cut_ctx_t *c = user;
     return put_line(c->f, c->file, kind, line, len);
 }
@@ -200,7 +200,7 @@ static int header_file(const char *line, size_t len) {
 }
 
 /* A line of the NULL channel: its header lines say whose lines follow. */
-static int on_auto_cut(void *user, gpufl_reader_cut_t kind, const char *line, size_t len) {
+static int on_auto_cut(void *user, gpufl__reader_cut_t kind, const char *line, size_t len) {
     gpufl__analysis_feed_t *f = user;
     if (kind == GPUFL_READER_CUT_LINE) {
         int i = header_file(line, len);
@@ -256,10 +256,10 @@ int gpufl_analysis_feed(gpufl_analysis_t *a, const char *channel, const char *by
 
 /* The end of file i in reader r: a file fed but with no whole line still
  * exists (as an empty file does), and its unfinished line is counted. */
-static void reader_end(gpufl_reader_t *r, const fed_file_t *ff, int i) {
+static void reader_end(gpufl__reader_t *r, const fed_file_t *ff, int i) {
     if (!r->ch[i].started && (ff->fed || ff->unfinished))
-        gpufl__reader_segment(r, (gpufl_log_file_t)i, 0);
-    if (r->ch[i].started) gpufl__reader_end(r, (gpufl_log_file_t)i, ff->unfinished);
+        gpufl__reader_segment(r, (gpufl__log_file_t)i, 0);
+    if (r->ch[i].started) gpufl__reader_end(r, (gpufl__log_file_t)i, ff->unfinished);
 }
 
 /* Ends file i: its unfinished line (unfinished: one left on the NULL
@@ -304,9 +304,9 @@ int gpufl_analysis_feed_end(gpufl_analysis_t *a, const char *channel) {
 /* ---------------------------------------------------------------------- */
 
 /* A fresh model from the kept lines, file by file as a directory is read. */
-static int build_from_kept(gpufl__analysis_feed_t *f, gpufl_model_t **out) {
-    gpufl_model_t *m;
-    gpufl_reader_t r;
+static int build_from_kept(gpufl__analysis_feed_t *f, gpufl__model_t **out) {
+    gpufl__model_t *m;
+    gpufl__reader_t r;
     int rc = gpufl__model_create(&f->limits, &m);
     if (rc) return rc;
     gpufl__model_reader_init(m, &r, 1);
@@ -316,15 +316,15 @@ static int build_from_kept(gpufl__analysis_feed_t *f, gpufl_model_t **out) {
             uint64_t header;
             memcpy(&header, ff->kept + at, sizeof header);
             size_t len = (size_t)(header & (((uint64_t)1 << KIND_SHIFT) - 1));
-            gpufl_reader_cut_t kind = (gpufl_reader_cut_t)(header >> KIND_SHIFT);
-            rc = gpufl__reader_feed_cut(&r, (gpufl_log_file_t)i, kind,
+            gpufl__reader_cut_t kind = (gpufl__reader_cut_t)(header >> KIND_SHIFT);
+            rc = gpufl__reader_feed_cut(&r, (gpufl__log_file_t)i, kind,
                                         ff->kept + at + sizeof header, len);
             at += sizeof header + len;
         }
         r.stats->bytes += ff->bytes;
         if (!rc && ff->ended) reader_end(&r, ff, i);
         if (!rc && !ff->ended && ff->fed && !r.ch[i].started)
-            gpufl__reader_segment(&r, (gpufl_log_file_t)i, 0);
+            gpufl__reader_segment(&r, (gpufl__log_file_t)i, 0);
     }
     gpufl__reader_fini(&r);
     if (!rc) rc = gpufl__model_finish(m);
@@ -339,7 +339,7 @@ static int build_from_kept(gpufl__analysis_feed_t *f, gpufl_model_t **out) {
 int gpufl__analysis_feed_model(gpufl_analysis_t *a) {
     gpufl__analysis_feed_t *f = a->feed;
     if (!f || !f->changed) return 0;
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     int rc;
     if (f->live) {
         if (!f->ended)

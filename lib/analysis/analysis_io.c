@@ -45,7 +45,7 @@ int gpufl_analysis_insights_write(gpufl_analysis_t *a, const gpufl_insights_opti
     if (!json && strcmp(format, "text") != 0)
         return gpufl__set_error(GPUFL_EINVAL, "insights: unknown format '%s' (text or json)",
                                 format);
-    gpufl_insights_t in;
+    gpufl__insights_t in;
     pthread_mutex_lock(&a->lock);
     int rc = gpufl__insights_compute(a->m, &in);
     if (!rc)
@@ -71,7 +71,7 @@ int gpufl_analysis_export(gpufl_analysis_t *a, const gpufl_export_options_t *opt
 /* ---------------------------------------------------------------------- */
 
 struct gpufl_session_list {
-    gpufl_session_entry_t *entries; /* what sessions.c found */
+    gpufl__session_entry_t *entries; /* what sessions.c found */
     gpufl_session_info_t *infos;    /* the public view of each, pointing into entries */
     size_t count;
 };
@@ -89,7 +89,7 @@ int gpufl_session_list_create(gpufl_session_list_t **out, const char *root) {
         return rc;
     }
     for (size_t i = 0; i < l->count; i++) {
-        const gpufl_session_entry_t *e = &l->entries[i];
+        const gpufl__session_entry_t *e = &l->entries[i];
         l->infos[i] = (gpufl_session_info_t){sizeof(gpufl_session_info_t),
                                              e->name,
                                              e->path,

@@ -23,7 +23,7 @@
 /* Writes the cells of one row, column after column in the table's order. */
 typedef struct row {
     gpufl_analysis_t *a;
-    gpufl_an_table_t *t;
+    gpufl__an_table_t *t;
     size_t i, c;
 } row_t;
 
@@ -41,7 +41,7 @@ static void put_dur(row_t *w, int64_t start, int64_t end) {
     put_i(w, start >= 0 && end >= start ? end - start : -1);
 }
 
-static int alloc_table(gpufl_an_table_t *t, const gpufl_an_coldef_t *defs, size_t ncols,
+static int alloc_table(gpufl__an_table_t *t, const gpufl__an_coldef_t *defs, size_t ncols,
                        size_t rows) {
     t->defs = defs;
     t->ncols = ncols;
@@ -54,8 +54,8 @@ static int alloc_table(gpufl_an_table_t *t, const gpufl_an_coldef_t *defs, size_
 }
 
 /* The path of the scope instance `id`, NULL when none or unknown. */
-static const char *scope_path(const gpufl_model_t *m, int64_t id) {
-    const gpufl_model_scope_t *s = id > 0 ? gpufl__model_scope_find(m, id) : NULL;
+static const char *scope_path(const gpufl__model_t *m, int64_t id) {
+    const gpufl__model_scope_t *s = id > 0 ? gpufl__model_scope_find(m, id) : NULL;
     return s ? s->path : NULL;
 }
 
@@ -67,9 +67,9 @@ static void put_scope(row_t *w, int64_t id) {
 
 /* The source line and SASS text of an instruction, from its sass record. */
 static void put_source(row_t *w, uint32_t cubin, uint32_t function, uint32_t pc) {
-    const gpufl_model_t *m = w->a->m;
-    const gpufl_model_sass_t *s = gpufl__model_sass_find(m, cubin, function);
-    const gpufl_model_sass_insn_t *in = s ? gpufl__model_sass_insn(m, s, pc) : NULL;
+    const gpufl__model_t *m = w->a->m;
+    const gpufl__model_sass_t *s = gpufl__model_sass_find(m, cubin, function);
+    const gpufl__model_sass_insn_t *in = s ? gpufl__model_sass_insn(m, s, pc) : NULL;
     put_sn(w, in ? in->file : NULL);
     put_i(w, in && in->line > 0 ? in->line : -1);
     put_sn(w, in ? in->text : NULL);
@@ -87,7 +87,7 @@ static void put_function(row_t *w, uint32_t demangled, uint32_t function, uint32
 
 /* ---------------------------------------------------------------------- */
 
-static const gpufl_an_coldef_t session_defs[] = {
+static const gpufl__an_coldef_t session_defs[] = {
     {"session_id", S},    {"app_name", S},         {"hostname", S},
     {"gpufl_version", S}, {"directory", S},        {"pid", I},
     {"epoch_unix_us", I}, {"duration_ns", I},      {"ended", I},
@@ -97,8 +97,8 @@ static const gpufl_an_coldef_t session_defs[] = {
     {"warnings", I},      {"records_dropped", I}};
 
 static void session_row(row_t *w) {
-    const gpufl_model_t *m = w->a->m;
-    const gpufl_model_header_t *h = &m->header;
+    const gpufl__model_t *m = w->a->m;
+    const gpufl__model_header_t *h = &m->header;
     unsigned segments = 0;
     for (int f = 0; f < GPUFL_LOG_FILE_COUNT; f++) segments += m->read.segments[f];
     put_sn(w, h->session_id);
@@ -123,41 +123,41 @@ static void session_row(row_t *w) {
     put_i(w, m->drops.present ? m->drops.records : -1);
 }
 
-static const gpufl_an_coldef_t kernel_defs[] = {{"start_ns", I},
-                                                {"end_ns", I},
-                                                {"duration_ns", I},
-                                                {"name", S},
-                                                {"mangled", S},
-                                                {"device", I},
-                                                {"stream", I},
-                                                {"correlation", I},
-                                                {"grid_x", I},
-                                                {"grid_y", I},
-                                                {"grid_z", I},
-                                                {"block_x", I},
-                                                {"block_y", I},
-                                                {"block_z", I},
-                                                {"registers", I},
-                                                {"static_smem_bytes", I},
-                                                {"dynamic_smem_bytes", I},
-                                                {"local_bytes_per_thread", I},
-                                                {"config", I},
-                                                {"occupancy", D},
-                                                {"limiter", S},
-                                                {"scope", I},
-                                                {"scope_path", S},
-                                                {"graph_id", I},
-                                                {"graph_node", I},
-                                                {"launch_ns", I},
-                                                {"tid", I},
-                                                {"stack", I},
-                                                {"external_kind", I},
-                                                {"external_id", I},
-                                                {"op", S}};
+static const gpufl__an_coldef_t kernel_defs[] = {{"start_ns", I},
+                                                 {"end_ns", I},
+                                                 {"duration_ns", I},
+                                                 {"name", S},
+                                                 {"mangled", S},
+                                                 {"device", I},
+                                                 {"stream", I},
+                                                 {"correlation", I},
+                                                 {"grid_x", I},
+                                                 {"grid_y", I},
+                                                 {"grid_z", I},
+                                                 {"block_x", I},
+                                                 {"block_y", I},
+                                                 {"block_z", I},
+                                                 {"registers", I},
+                                                 {"static_smem_bytes", I},
+                                                 {"dynamic_smem_bytes", I},
+                                                 {"local_bytes_per_thread", I},
+                                                 {"config", I},
+                                                 {"occupancy", D},
+                                                 {"limiter", S},
+                                                 {"scope", I},
+                                                 {"scope_path", S},
+                                                 {"graph_id", I},
+                                                 {"graph_node", I},
+                                                 {"launch_ns", I},
+                                                 {"tid", I},
+                                                 {"stack", I},
+                                                 {"external_kind", I},
+                                                 {"external_id", I},
+                                                 {"op", S}};
 
 static void kernel_row(row_t *w) {
-    const gpufl_model_kernel_t *k = &w->a->m->kernels[w->i];
-    const gpufl_model_kernel_config_t *c = gpufl__model_config_find(w->a->m, k->config);
+    const gpufl__model_kernel_t *k = &w->a->m->kernels[w->i];
+    const gpufl__model_kernel_config_t *c = gpufl__model_config_find(w->a->m, k->config);
     put_i(w, k->start_ns);
     put_i(w, k->end_ns);
     put_dur(w, k->start_ns, k->end_ns);
@@ -190,13 +190,13 @@ static void kernel_row(row_t *w) {
     put_sn(w, gpufl__model_op_name(w->a->m, k->external_kind, k->external_id));
 }
 
-static const gpufl_an_coldef_t copy_defs[] = {{"start_ns", I}, {"end_ns", I},    {"duration_ns", I},
-                                              {"bytes", I},    {"direction", S}, {"copy_kind", I},
-                                              {"src_kind", I}, {"dst_kind", I},  {"device", I},
-                                              {"scope", I},    {"scope_path", S}};
+static const gpufl__an_coldef_t copy_defs[] = {
+    {"start_ns", I},  {"end_ns", I},    {"duration_ns", I}, {"bytes", I},
+    {"direction", S}, {"copy_kind", I}, {"src_kind", I},    {"dst_kind", I},
+    {"device", I},    {"scope", I},     {"scope_path", S}};
 
 static void copy_row(row_t *w) {
-    const gpufl_model_copy_t *c = &w->a->m->copies[w->i];
+    const gpufl__model_copy_t *c = &w->a->m->copies[w->i];
     put_i(w, c->start_ns);
     put_i(w, c->end_ns);
     put_dur(w, c->start_ns, c->end_ns);
@@ -209,12 +209,12 @@ static void copy_row(row_t *w) {
     put_scope(w, c->scope);
 }
 
-static const gpufl_an_coldef_t memset_defs[] = {
+static const gpufl__an_coldef_t memset_defs[] = {
     {"start_ns", I},    {"end_ns", I}, {"duration_ns", I}, {"bytes", I},
     {"memory_kind", I}, {"device", I}, {"scope", I},       {"scope_path", S}};
 
 static void memset_row(row_t *w) {
-    const gpufl_model_memset_t *s = &w->a->m->memsets[w->i];
+    const gpufl__model_memset_t *s = &w->a->m->memsets[w->i];
     put_i(w, s->start_ns);
     put_i(w, s->end_ns);
     put_dur(w, s->start_ns, s->end_ns);
@@ -224,14 +224,14 @@ static void memset_row(row_t *w) {
     put_scope(w, s->scope);
 }
 
-static const gpufl_an_coldef_t sync_defs[] = {
+static const gpufl__an_coldef_t sync_defs[] = {
     {"start_ns", I},   {"end_ns", I}, {"duration_ns", I},   {"sync_type", I},   {"call", S},
     {"tid", I},        {"stream", I}, {"event", I},         {"correlation", I}, {"scope", I},
     {"scope_path", S}, {"stack", I},  {"site_function", S}, {"site_file", S},   {"site_line", I}};
 
 static void sync_row(row_t *w) {
-    const gpufl_model_sync_t *s = &w->a->m->syncs[w->i];
-    const gpufl_model_frame_t *site = gpufl__model_stack_site(w->a->m, s->stack);
+    const gpufl__model_sync_t *s = &w->a->m->syncs[w->i];
+    const gpufl__model_frame_t *site = gpufl__model_stack_site(w->a->m, s->stack);
     put_i(w, s->start_ns);
     put_i(w, s->end_ns);
     put_dur(w, s->start_ns, s->end_ns);
@@ -248,13 +248,13 @@ static void sync_row(row_t *w) {
     put_i(w, site && site->line > 0 ? site->line : -1);
 }
 
-static const gpufl_an_coldef_t launch_defs[] = {
+static const gpufl__an_coldef_t launch_defs[] = {
     {"ts_ns", I},         {"name", S},        {"config", I}, {"tid", I},
     {"context", I},       {"correlation", I}, {"scope", I},  {"scope_path", S},
     {"external_kind", I}, {"external_id", I}, {"stack", I},  {"op", S}};
 
 static void launch_row(row_t *w) {
-    const gpufl_model_launch_t *l = &w->a->m->launches[w->i];
+    const gpufl__model_launch_t *l = &w->a->m->launches[w->i];
     put_i(w, l->ts_ns);
     put_s(w, gpufl__model_launch_name(w->a->m, l));
     put_i(w, l->config);
@@ -268,13 +268,13 @@ static void launch_row(row_t *w) {
     put_sn(w, gpufl__model_op_name(w->a->m, l->external_kind, l->external_id));
 }
 
-static const gpufl_an_coldef_t scope_defs[] = {
+static const gpufl__an_coldef_t scope_defs[] = {
     {"id", I},     {"parent", I},   {"name", S},   {"tag", S},         {"path", S},
     {"tid", I},    {"start_ns", I}, {"end_ns", I}, {"duration_ns", I}, {"depth", I},
     {"repeat", I}, {"warmup", I},   {"open", I},   {"implicit", I}};
 
 static void scope_row(row_t *w) {
-    const gpufl_model_scope_t *s = &w->a->m->scopes[w->i];
+    const gpufl__model_scope_t *s = &w->a->m->scopes[w->i];
     put_i(w, s->id);
     put_i(w, s->parent);
     put_s(w, s->name);
@@ -291,38 +291,38 @@ static void scope_row(row_t *w) {
     put_i(w, s->implicit);
 }
 
-static const gpufl_an_coldef_t device_defs[] = {{"ts_ns", I},
-                                                {"device", I},
-                                                {"gpu_name", S},
-                                                {"gpu_util_pct", D},
-                                                {"mem_util_pct", D},
-                                                {"mem_used_bytes", D},
-                                                {"mem_free_bytes", D},
-                                                {"mem_total_bytes", D},
-                                                {"temp_gpu_c", D},
-                                                {"temp_mem_c", D},
-                                                {"power_mw", D},
-                                                {"power_limit_mw", D},
-                                                {"energy_mj", D},
-                                                {"clock_sm_mhz", D},
-                                                {"clock_gfx_mhz", D},
-                                                {"clock_mem_mhz", D},
-                                                {"fan_pct", D},
-                                                {"pcie_tx_bytes_per_s", D},
-                                                {"pcie_rx_bytes_per_s", D},
-                                                {"nvlink_tx_bytes_per_s", D},
-                                                {"nvlink_rx_bytes_per_s", D},
-                                                {"ecc_sbe_volatile", D},
-                                                {"ecc_dbe_volatile", D},
-                                                {"sm_active_pct", D},
-                                                {"sm_occupancy_pct", D},
-                                                {"tensor_active_pct", D},
-                                                {"dram_bw_util_pct", D},
-                                                {"throttle_reasons", I}};
+static const gpufl__an_coldef_t device_defs[] = {{"ts_ns", I},
+                                                 {"device", I},
+                                                 {"gpu_name", S},
+                                                 {"gpu_util_pct", D},
+                                                 {"mem_util_pct", D},
+                                                 {"mem_used_bytes", D},
+                                                 {"mem_free_bytes", D},
+                                                 {"mem_total_bytes", D},
+                                                 {"temp_gpu_c", D},
+                                                 {"temp_mem_c", D},
+                                                 {"power_mw", D},
+                                                 {"power_limit_mw", D},
+                                                 {"energy_mj", D},
+                                                 {"clock_sm_mhz", D},
+                                                 {"clock_gfx_mhz", D},
+                                                 {"clock_mem_mhz", D},
+                                                 {"fan_pct", D},
+                                                 {"pcie_tx_bytes_per_s", D},
+                                                 {"pcie_rx_bytes_per_s", D},
+                                                 {"nvlink_tx_bytes_per_s", D},
+                                                 {"nvlink_rx_bytes_per_s", D},
+                                                 {"ecc_sbe_volatile", D},
+                                                 {"ecc_dbe_volatile", D},
+                                                 {"sm_active_pct", D},
+                                                 {"sm_occupancy_pct", D},
+                                                 {"tensor_active_pct", D},
+                                                 {"dram_bw_util_pct", D},
+                                                 {"throttle_reasons", I}};
 
 static void device_row(row_t *w) {
-    const gpufl_model_gpu_sample_t *s = &w->a->m->gpu_samples[w->i];
-    const gpufl_model_gpu_t *g = gpufl__model_gpu_find(w->a->m, s->device);
+    const gpufl__model_gpu_sample_t *s = &w->a->m->gpu_samples[w->i];
+    const gpufl__model_gpu_t *g = gpufl__model_gpu_find(w->a->m, s->device);
     put_i(w, s->ts_ns);
     put_i(w, s->device);
     put_sn(w, g ? g->name : NULL);
@@ -353,19 +353,19 @@ static void device_row(row_t *w) {
     put_i(w, s->throttle_reasons);
 }
 
-static const gpufl_an_coldef_t host_defs[] = {{"ts_ns", I},
-                                              {"cpu_pct", D},
-                                              {"proc_cpu_pct", D},
-                                              {"mem_used_bytes", D},
-                                              {"mem_total_bytes", D},
-                                              {"proc_rss_bytes", D},
-                                              {"cg_cpu_pct", D},
-                                              {"cg_cpu_limit_cores", D},
-                                              {"cg_mem_used_bytes", D},
-                                              {"cg_mem_limit_bytes", D}};
+static const gpufl__an_coldef_t host_defs[] = {{"ts_ns", I},
+                                               {"cpu_pct", D},
+                                               {"proc_cpu_pct", D},
+                                               {"mem_used_bytes", D},
+                                               {"mem_total_bytes", D},
+                                               {"proc_rss_bytes", D},
+                                               {"cg_cpu_pct", D},
+                                               {"cg_cpu_limit_cores", D},
+                                               {"cg_mem_used_bytes", D},
+                                               {"cg_mem_limit_bytes", D}};
 
 static void host_row(row_t *w) {
-    const gpufl_model_host_sample_t *s = &w->a->m->samples[w->i];
+    const gpufl__model_host_sample_t *s = &w->a->m->samples[w->i];
     put_i(w, s->ts_ns);
     put_dd(w, s->cpu_pct);
     put_dd(w, s->proc_cpu_pct);
@@ -378,14 +378,14 @@ static void host_row(row_t *w) {
     put_di(w, s->cg_mem_limit_bytes);
 }
 
-static const gpufl_an_coldef_t pc_defs[] = {
+static const gpufl__an_coldef_t pc_defs[] = {
     {"t0_ns", I}, {"t1_ns", I}, {"context", I},    {"function", S}, {"mangled", S},
     {"cubin", S}, {"pc", I},    {"reason", S},     {"stall", I},    {"samples", I},
     {"file", S},  {"line", I},  {"instruction", S}};
 
 static void pc_row(row_t *w) {
-    const gpufl_model_pc_sample_t *p = &w->a->m->pc_samples[w->i];
-    const gpufl_model_pc_reason_t *r =
+    const gpufl__model_pc_sample_t *p = &w->a->m->pc_samples[w->i];
+    const gpufl__model_pc_reason_t *r =
         p->reason < w->a->m->n_pc_reasons ? &w->a->m->pc_reasons[p->reason] : NULL;
     put_i(w, p->t0_ns);
     put_i(w, p->t1_ns);
@@ -398,13 +398,13 @@ static void pc_row(row_t *w) {
     put_source(w, p->cubin, p->function, p->pc);
 }
 
-static const gpufl_an_coldef_t sassm_defs[] = {
+static const gpufl__an_coldef_t sass_metrics_defs[] = {
     {"ts_ns", I}, {"context", I}, {"function", S},    {"mangled", S}, {"cubin", S},
     {"pc", I},    {"inst", I},    {"thread_inst", I}, {"sectors", I}, {"sectors_ideal", I},
     {"file", S},  {"line", I},    {"instruction", S}};
 
-static void sassm_row(row_t *w) {
-    const gpufl_model_sass_metric_t *s = &w->a->m->sass_metrics[w->i];
+static void sass_metrics_row(row_t *w) {
+    const gpufl__model_sass_metric_t *s = &w->a->m->sass_metrics[w->i];
     put_i(w, s->ts_ns);
     put_i(w, s->context);
     put_function(w, s->demangled, s->function, s->cubin);
@@ -416,13 +416,13 @@ static void sassm_row(row_t *w) {
     put_source(w, s->cubin, s->function, s->pc);
 }
 
-static const gpufl_an_coldef_t insight_defs[] = {
+static const gpufl__an_coldef_t insight_defs[] = {
     {"rule", S},  {"category", S}, {"severity", S}, {"severity_level", I},
     {"title", S}, {"message", S},  {"advice", S},   {"file", S},
     {"line", I},  {"function", S}, {"source", S},   {"kernel", S}};
 
 static void insight_row(row_t *w) {
-    const gpufl_insight_t *in = &w->a->report.insights.items[w->i];
+    const gpufl__insight_t *in = &w->a->report.insights.items[w->i];
     put_s(w, in->rule);
     put_s(w, in->category);
     put_s(w, gpufl_severity_name(in->severity));
@@ -439,14 +439,14 @@ static void insight_row(row_t *w) {
 
 /* perf: the fixed columns, then one per metric name of the range_metrics
  * records (made by perf_defs, in the order first met). */
-static const gpufl_an_coldef_t perf_fixed[] = {{"ts_ns", I},   {"start_ns", I}, {"context", I},
-                                               {"scope", I},   {"path", S},     {"group", I},
-                                               {"settling", I}};
+static const gpufl__an_coldef_t perf_fixed[] = {{"ts_ns", I},   {"start_ns", I}, {"context", I},
+                                                {"scope", I},   {"path", S},     {"group", I},
+                                                {"settling", I}};
 #define PERF_FIXED    N_DEFS(perf_fixed)
 #define PERF_COLS_MAX 1024 /* metric columns kept; CUPTI's list is far shorter */
 
 static void perf_row(row_t *w) {
-    const gpufl_model_range_t *g = &w->a->m->ranges[w->i];
+    const gpufl__model_range_t *g = &w->a->m->ranges[w->i];
     put_i(w, g->ts_ns);
     put_i(w, g->start_ns);
     put_i(w, g->context);
@@ -462,16 +462,16 @@ static void perf_row(row_t *w) {
     }
 }
 
-static int perf_has(const gpufl_an_coldef_t *defs, size_t n, const char *name) {
+static int perf_has(const gpufl__an_coldef_t *defs, size_t n, const char *name) {
     for (size_t i = PERF_FIXED; i < n; i++)
         if (strcmp(defs[i].name, name) == 0) return 1;
     return 0;
 }
 
 /* The columns of perf into *defs (the names belong to the model). */
-static int perf_defs(const gpufl_model_t *m, gpufl_an_coldef_t **defs, size_t *n) {
+static int perf_defs(const gpufl__model_t *m, gpufl__an_coldef_t **defs, size_t *n) {
     size_t cap = PERF_FIXED + PERF_COLS_MAX;
-    gpufl_an_coldef_t *d = malloc(cap * sizeof *d);
+    gpufl__an_coldef_t *d = malloc(cap * sizeof *d);
     if (!d) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for table perf");
     memcpy(d, perf_fixed, sizeof perf_fixed);
     size_t k = PERF_FIXED;
@@ -479,7 +479,7 @@ static int perf_defs(const gpufl_model_t *m, gpufl_an_coldef_t **defs, size_t *n
         const char *name;
         json_t *v;
         json_object_foreach(m->ranges[i].metrics, name, v) {
-            if (k < cap && !perf_has(d, k, name)) d[k++] = (gpufl_an_coldef_t){name, D};
+            if (k < cap && !perf_has(d, k, name)) d[k++] = (gpufl__an_coldef_t){name, D};
         }
     }
     *defs = d;
@@ -490,7 +490,7 @@ static int perf_defs(const gpufl_model_t *m, gpufl_an_coldef_t **defs, size_t *n
 /* ---------------------------------------------------------------------- */
 
 typedef struct table_spec {
-    const gpufl_an_coldef_t *defs;
+    const gpufl__an_coldef_t *defs;
     size_t ncols;
     void (*row)(row_t *w);
 } table_spec_t;
@@ -508,14 +508,14 @@ static const table_spec_t specs[GPUFL_TABLE_COUNT] = {
     [GPUFL_TABLE_DEVICE_METRICS] = SPEC(device_defs, device_row),
     [GPUFL_TABLE_HOST_METRICS] = SPEC(host_defs, host_row),
     [GPUFL_TABLE_PC_SAMPLES] = SPEC(pc_defs, pc_row),
-    [GPUFL_TABLE_SASS_METRICS] = SPEC(sassm_defs, sassm_row),
+    [GPUFL_TABLE_SASS_METRICS] = SPEC(sass_metrics_defs, sass_metrics_row),
     [GPUFL_TABLE_INSIGHTS] = SPEC(insight_defs, insight_row),
     [GPUFL_TABLE_PERF] = SPEC(perf_fixed, perf_row), /* its columns: perf_defs */
 };
 
 /* How many rows table t has; the insights need the report. */
 static int row_count(gpufl_analysis_t *a, gpufl_table_t t, size_t *n) {
-    const gpufl_model_t *m = a->m;
+    const gpufl__model_t *m = a->m;
     switch (t) {
     case GPUFL_TABLE_SESSION: *n = 1; return 0;
     case GPUFL_TABLE_KERNELS: *n = m->n_kernels; return 0;
@@ -539,7 +539,7 @@ static int row_count(gpufl_analysis_t *a, gpufl_table_t t, size_t *n) {
     return gpufl__set_error(GPUFL_EINVAL, "no such table: %d", (int)t);
 }
 
-void gpufl__analysis_table_free(gpufl_an_table_t *t) {
+void gpufl__analysis_table_free(gpufl__an_table_t *t) {
     for (size_t c = 0; t->data && c < t->ncols; c++) free(t->data[c]);
     free(t->data);
     free(t->owned_defs);
@@ -550,9 +550,9 @@ int gpufl__analysis_table_build(gpufl_analysis_t *a, gpufl_table_t t) {
     size_t n = 0;
     int rc = row_count(a, t, &n);
     if (rc || (unsigned)t >= GPUFL_TABLE_COUNT) return rc; /* row_count said which */
-    gpufl_an_table_t *tb = &a->tables[t];
+    gpufl__an_table_t *tb = &a->tables[t];
     const table_spec_t *spec = &specs[t];
-    const gpufl_an_coldef_t *defs = spec->defs;
+    const gpufl__an_coldef_t *defs = spec->defs;
     size_t ncols = spec->ncols;
     if (t == GPUFL_TABLE_PERF) {
         if ((rc = perf_defs(a->m, &tb->owned_defs, &ncols))) return rc;

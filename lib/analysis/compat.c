@@ -56,30 +56,30 @@ static const uint8_t v1_sync_types[] = {[0] = GPUFL_SYNC_TYPE_UNKNOWN,
 #define V1(table, x) ((x) >= 0 && (size_t)(x) < sizeof table ? (int32_t)table[(x)] : 0)
 
 /* The version of the line the rows came from. */
-static int64_t line_version(json_t *rec, const gpufl_reader_batch_t *view) {
+static int64_t line_version(json_t *rec, const gpufl__reader_batch_t *view) {
     return rec ? json_integer_value(json_object_get(rec, "v")) : view->version;
 }
 
-void gpufl__compat_copies(gpufl_model_t *m, size_t first, json_t *rec,
-                          const gpufl_reader_batch_t *view) {
+void gpufl__compat_copies(gpufl__model_t *m, size_t first, json_t *rec,
+                          const gpufl__reader_batch_t *view) {
     if (first >= m->n_copies || line_version(rec, view) != 1) return;
     for (size_t i = first; i < m->n_copies; i++) {
-        gpufl_model_copy_t *c = &m->copies[i];
+        gpufl__model_copy_t *c = &m->copies[i];
         c->copy_kind = V1(v1_copy_kinds, c->copy_kind);
         c->src_kind = V1(v1_memory_kinds, c->src_kind);
         c->dst_kind = V1(v1_memory_kinds, c->dst_kind);
     }
 }
 
-void gpufl__compat_memsets(gpufl_model_t *m, size_t first, json_t *rec,
-                           const gpufl_reader_batch_t *view) {
+void gpufl__compat_memsets(gpufl__model_t *m, size_t first, json_t *rec,
+                           const gpufl__reader_batch_t *view) {
     if (first >= m->n_memsets || line_version(rec, view) != 1) return;
     for (size_t i = first; i < m->n_memsets; i++)
         m->memsets[i].memory_kind = V1(v1_memory_kinds, m->memsets[i].memory_kind);
 }
 
-void gpufl__compat_syncs(gpufl_model_t *m, size_t first, json_t *rec,
-                         const gpufl_reader_batch_t *view) {
+void gpufl__compat_syncs(gpufl__model_t *m, size_t first, json_t *rec,
+                         const gpufl__reader_batch_t *view) {
     if (first >= m->n_syncs || line_version(rec, view) != 1) return;
     for (size_t i = first; i < m->n_syncs; i++)
         m->syncs[i].sync_type = V1(v1_sync_types, m->syncs[i].sync_type);

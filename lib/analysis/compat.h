@@ -22,11 +22,11 @@ int gpufl__compat_known(const char *type, int64_t v);
  * when the line is of an older version: v 1 held CUPTI's numbers for the
  * kinds and types (docs/log-format.md, Versions). A number v 1 never held
  * becomes 0 (unknown). */
-void gpufl__compat_copies(gpufl_model_t *m, size_t first, json_t *rec,
-                          const gpufl_reader_batch_t *view);
-void gpufl__compat_memsets(gpufl_model_t *m, size_t first, json_t *rec,
-                           const gpufl_reader_batch_t *view);
-void gpufl__compat_syncs(gpufl_model_t *m, size_t first, json_t *rec,
-                         const gpufl_reader_batch_t *view);
+void gpufl__compat_copies(gpufl__model_t *m, size_t first, json_t *rec,
+                          const gpufl__reader_batch_t *view);
+void gpufl__compat_memsets(gpufl__model_t *m, size_t first, json_t *rec,
+                           const gpufl__reader_batch_t *view);
+void gpufl__compat_syncs(gpufl__model_t *m, size_t first, json_t *rec,
+                         const gpufl__reader_batch_t *view);
 
 #endif

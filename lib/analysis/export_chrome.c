@@ -26,10 +26,10 @@
 #define BUF_MAX_BYTES ((size_t)512 << 20)
 
 typedef struct chrome {
-    const gpufl_export_timeline_t *tl;
+    const gpufl__export_timeline_t *tl;
     const gpufl_export_options_t *opt;
     gpufl_export_result_t *res;
-    gpufl_buf_t buf;
+    gpufl__buf_t buf;
     FILE *f;
     const char *path; /* for messages */
     int failed;       /* an error was set */
@@ -53,7 +53,7 @@ static int flush(chrome_t *c) {
 }
 
 /* Nanoseconds as microseconds with three decimals. */
-static void put_us(gpufl_buf_t *b, int64_t ns) {
+static void put_us(gpufl__buf_t *b, int64_t ns) {
     uint64_t u = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
     if (ns < 0) gpufl__buf_putc(b, '-');
     gpufl__buf_put_i64(b, (int64_t)(u / 1000));
@@ -93,8 +93,8 @@ static void arg_dbl(void *user, const char *key, double v) {
 }
 
 static void write_metadata(chrome_t *c, size_t file, size_t n_files) {
-    const gpufl_export_timeline_t *tl = c->tl;
-    const gpufl_model_t *m = tl->m;
+    const gpufl__export_timeline_t *tl = c->tl;
+    const gpufl__model_t *m = tl->m;
     gpufl__buf_puts(&c->buf, "{\"traceEvents\":[");
     c->first_event = 1;
     event_open(c, "M");
@@ -119,7 +119,7 @@ static void write_metadata(chrome_t *c, size_t file, size_t n_files) {
         gpufl__buf_puts(&c->buf, "}}");
     }
     for (size_t i = 0; i < tl->n_tracks; i++) {
-        const gpufl_export_track_t *t = &tl->tracks[i];
+        const gpufl__export_track_t *t = &tl->tracks[i];
         if (t->kind == GPUFL_EXPORT_TRACK_COUNTER) continue;
         event_open(c, "M");
         gpufl__buf_kv_str(&c->buf, "name", "thread_name");
@@ -137,7 +137,7 @@ static void write_metadata(chrome_t *c, size_t file, size_t n_files) {
 }
 
 static void write_end(chrome_t *c, size_t file, size_t n_files) {
-    const gpufl_model_t *m = c->tl->m;
+    const gpufl__model_t *m = c->tl->m;
     gpufl__buf_puts(&c->buf, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{");
     gpufl__buf_kv_str(&c->buf, "producer", "gpufl export");
     gpufl__buf_kv_str(&c->buf, "session_id", m->header.session_id);
@@ -152,8 +152,8 @@ static void write_end(chrome_t *c, size_t file, size_t n_files) {
 }
 
 /* One flow end (s at the launch, f at the kernel) of kernel `index`. */
-static void write_flow(chrome_t *c, const gpufl_export_row_t *r) {
-    const gpufl_export_track_t *t = &c->tl->tracks[r->track];
+static void write_flow(chrome_t *c, const gpufl__export_row_t *r) {
+    const gpufl__export_track_t *t = &c->tl->tracks[r->track];
     event_open(c, r->kind == GPUFL_EXPORT_LAUNCH ? "s" : "f");
     if (r->kind != GPUFL_EXPORT_LAUNCH) gpufl__buf_puts(&c->buf, ",\"bp\":\"e\"");
     gpufl__buf_kv_i64(&c->buf, "id", (int64_t)r->index + GPUFL_EXPORT_FLOW_BASE);
@@ -165,9 +165,9 @@ static void write_flow(chrome_t *c, const gpufl_export_row_t *r) {
     gpufl__buf_putc(&c->buf, '}');
 }
 
-static void write_row(chrome_t *c, const gpufl_export_row_t *r) {
-    const gpufl_export_timeline_t *tl = c->tl;
-    const gpufl_export_track_t *t = &tl->tracks[r->track];
+static void write_row(chrome_t *c, const gpufl__export_row_t *r) {
+    const gpufl__export_timeline_t *tl = c->tl;
+    const gpufl__export_track_t *t = &tl->tracks[r->track];
     const char *name = gpufl__export_row_name(tl, r);
     if (r->kind == GPUFL_EXPORT_COUNTER) {
         event_open(c, "C");
@@ -190,7 +190,7 @@ static void write_row(chrome_t *c, const gpufl_export_row_t *r) {
     int instant = r->kind == GPUFL_EXPORT_LAUNCH_CALL;
     event_open(c, instant ? "i" : "X");
     if (instant) gpufl__buf_puts(&c->buf, ",\"s\":\"t\"");
-    gpufl__buf_kv_str(&c->buf, "cat", gpufl__export_kind_name((gpufl_export_kind_t)r->kind));
+    gpufl__buf_kv_str(&c->buf, "cat", gpufl__export_kind_name((gpufl__export_kind_t)r->kind));
     gpufl__buf_key(&c->buf, "name");
     gpufl__buf_put_str(&c->buf, name, strlen(name));
     put_pid_tid(c, t->chrome_tid);
@@ -203,7 +203,7 @@ static void write_row(chrome_t *c, const gpufl_export_row_t *r) {
         put_us(&c->buf, dur);
     }
     gpufl__buf_puts(&c->buf, ",\"args\":{");
-    gpufl_export_args_t sink = {arg_str, arg_i64, arg_dbl, c};
+    gpufl__export_args_t sink = {arg_str, arg_i64, arg_dbl, c};
     gpufl__export_row_args(tl, r, &sink);
     gpufl__buf_puts(&c->buf, "}}");
     if (instant)
@@ -251,7 +251,8 @@ static int add_file(gpufl_export_result_t *res, const char *path) {
 }
 
 /* Where each file starts (rows), so that none holds more than max events. */
-static int plan_files(const gpufl_export_timeline_t *tl, uint64_t max, size_t **starts, size_t *n) {
+static int plan_files(const gpufl__export_timeline_t *tl, uint64_t max, size_t **starts,
+                      size_t *n) {
     size_t cap = 16, count = 1;
     size_t *s = malloc(cap * sizeof *s);
     if (!s) return gpufl__set_error(GPUFL_ENOMEM, "export: out of memory");
@@ -287,7 +288,7 @@ static int plan_files(const gpufl_export_timeline_t *tl, uint64_t max, size_t **
 }
 
 /* For each kernel with an arrow: the file of its launch and of itself. */
-static int plan_flows(const gpufl_export_timeline_t *tl, const size_t *starts, size_t n_files,
+static int plan_flows(const gpufl__export_timeline_t *tl, const size_t *starts, size_t n_files,
                       uint32_t **file_of) {
     *file_of = NULL;
     if (n_files < 2 || tl->flows == 0) return 0;
@@ -297,7 +298,7 @@ static int plan_flows(const gpufl_export_timeline_t *tl, const size_t *starts, s
     size_t file = 0;
     for (size_t i = 0; i < tl->n_rows; i++) {
         while (file + 1 < n_files && starts[file + 1] <= i) file++;
-        const gpufl_export_row_t *r = &tl->rows[i];
+        const gpufl__export_row_t *r = &tl->rows[i];
         if (!r->flow) continue;
         f[2 * r->index + (r->kind == GPUFL_EXPORT_LAUNCH ? 0 : 1)] = (uint32_t)file;
     }
@@ -308,9 +309,9 @@ static int plan_flows(const gpufl_export_timeline_t *tl, const size_t *starts, s
 static int write_file(chrome_t *c, size_t file, size_t n_files, size_t from, size_t to,
                       const uint32_t *file_of) {
     write_metadata(c, file, n_files);
-    const gpufl_export_timeline_t *tl = c->tl;
+    const gpufl__export_timeline_t *tl = c->tl;
     for (size_t i = from; i < to; i++) {
-        const gpufl_export_row_t *r = &tl->rows[i];
+        const gpufl__export_row_t *r = &tl->rows[i];
         write_row(c, r);
         if (r->flow) {
             int same = !file_of || file_of[2 * r->index] == file_of[2 * r->index + 1];
@@ -329,7 +330,7 @@ static int write_file(chrome_t *c, size_t file, size_t n_files, size_t from, siz
     return flush(c);
 }
 
-int gpufl__export_chrome(const gpufl_export_timeline_t *tl, const gpufl_export_options_t *opt,
+int gpufl__export_chrome(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
                          gpufl_export_result_t *res) {
     int to_stream = !opt->path || strcmp(opt->path, "-") == 0;
     uint64_t max =

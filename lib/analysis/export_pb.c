@@ -8,12 +8,12 @@
 
 #include <string.h>
 
-void gpufl__pb_init(gpufl_pb_t *pb, size_t max_bytes) {
+void gpufl__pb_init(gpufl__pb_t *pb, size_t max_bytes) {
     memset(pb, 0, sizeof *pb);
     gpufl__buf_init(&pb->buf, max_bytes);
 }
 
-void gpufl__pb_fini(gpufl_pb_t *pb) {
+void gpufl__pb_fini(gpufl__pb_t *pb) {
     gpufl__buf_fini(&pb->buf);
     memset(pb, 0, sizeof *pb);
 }
@@ -37,7 +37,7 @@ static char *put_varint(char *p, uint64_t v) {
 }
 
 /* Tag and value in one reserve: 10 bytes of tag at most, 10 of varint. */
-static void put_tag_varint(gpufl_pb_t *pb, uint32_t field, int wire, int has_value, uint64_t v) {
+static void put_tag_varint(gpufl__pb_t *pb, uint32_t field, int wire, int has_value, uint64_t v) {
     if (gpufl__buf_reserve(&pb->buf, 20)) return;
     char *p = pb->buf.data + pb->buf.len;
     p = put_varint(p, ((uint64_t)field << 3) | (uint64_t)wire);
@@ -45,11 +45,11 @@ static void put_tag_varint(gpufl_pb_t *pb, uint32_t field, int wire, int has_val
     pb->buf.len = (size_t)(p - pb->buf.data);
 }
 
-void gpufl__pb_varint(gpufl_pb_t *pb, uint32_t field, uint64_t v) {
+void gpufl__pb_varint(gpufl__pb_t *pb, uint32_t field, uint64_t v) {
     put_tag_varint(pb, field, GPUFL_PB_VARINT, 1, v);
 }
 
-void gpufl__pb_fixed64(gpufl_pb_t *pb, uint32_t field, uint64_t v) {
+void gpufl__pb_fixed64(gpufl__pb_t *pb, uint32_t field, uint64_t v) {
     put_tag_varint(pb, field, GPUFL_PB_I64, 0, 0);
     if (gpufl__buf_reserve(&pb->buf, 8)) return;
     unsigned char *p = (unsigned char *)pb->buf.data + pb->buf.len;
@@ -57,18 +57,18 @@ void gpufl__pb_fixed64(gpufl_pb_t *pb, uint32_t field, uint64_t v) {
     pb->buf.len += 8;
 }
 
-void gpufl__pb_double(gpufl_pb_t *pb, uint32_t field, double v) {
+void gpufl__pb_double(gpufl__pb_t *pb, uint32_t field, double v) {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
     gpufl__pb_fixed64(pb, field, bits);
 }
 
-void gpufl__pb_bytes(gpufl_pb_t *pb, uint32_t field, const void *s, size_t n) {
+void gpufl__pb_bytes(gpufl__pb_t *pb, uint32_t field, const void *s, size_t n) {
     put_tag_varint(pb, field, GPUFL_PB_LEN, 1, n);
     gpufl__buf_put(&pb->buf, s, n);
 }
 
-void gpufl__pb_string(gpufl_pb_t *pb, uint32_t field, const char *s, size_t max_bytes) {
+void gpufl__pb_string(gpufl__pb_t *pb, uint32_t field, const char *s, size_t max_bytes) {
     size_t n = strlen(s);
     if (n > max_bytes) {
         n = max_bytes;
@@ -77,7 +77,7 @@ void gpufl__pb_string(gpufl_pb_t *pb, uint32_t field, const char *s, size_t max_
     gpufl__pb_bytes(pb, field, s, n);
 }
 
-void gpufl__pb_begin(gpufl_pb_t *pb, uint32_t field) {
+void gpufl__pb_begin(gpufl__pb_t *pb, uint32_t field) {
     if (pb->depth == GPUFL_PB_DEPTH_MAX) {
         pb->error = 1;
         return;
@@ -86,7 +86,7 @@ void gpufl__pb_begin(gpufl_pb_t *pb, uint32_t field) {
     pb->open[pb->depth++] = pb->buf.len;
 }
 
-void gpufl__pb_end(gpufl_pb_t *pb) {
+void gpufl__pb_end(gpufl__pb_t *pb) {
     if (pb->depth == 0) {
         pb->error = 1;
         return;

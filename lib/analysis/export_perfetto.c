@@ -49,7 +49,7 @@
 #include "analysis/export_timeline.h"
 
 #include "util/error.h"
-#include "core/intern.h"
+#include "util/intern.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -119,14 +119,14 @@ typedef struct open_end {
 } open_end_t;
 
 typedef struct perfetto {
-    const gpufl_export_timeline_t *tl;
+    const gpufl__export_timeline_t *tl;
     const gpufl_export_options_t *opt;
     gpufl_export_result_t *res;
-    gpufl_pb_t pb;
+    gpufl__pb_t pb;
     FILE *f;
     const char *path;
     int64_t shift_ns; /* added to every time: Perfetto's are unsigned */
-    gpufl_intern_t *names, *keys;
+    gpufl__intern_t *names, *keys;
     uint32_t new_name; /* iid of a name new in this packet, or 0 */
     const char *new_name_str;
     uint32_t new_keys[NEW_KEYS_MAX];
@@ -161,7 +161,7 @@ static void packet_open(perfetto_t *p, int flags) {
 }
 
 /* The iid of s in table t (new ones noted in *is_new), or 0 when t is full. */
-static uint32_t intern(gpufl_intern_t *t, const char *s, int *is_new) {
+static uint32_t intern(gpufl__intern_t *t, const char *s, int *is_new) {
     uint32_t before = gpufl__intern_count(t);
     uint64_t full = gpufl__intern_overflows(t);
     size_t n = strlen(s);
@@ -228,7 +228,7 @@ static void put_interned(perfetto_t *p) {
 }
 
 static void put_descriptors(perfetto_t *p) {
-    const gpufl_export_timeline_t *tl = p->tl;
+    const gpufl__export_timeline_t *tl = p->tl;
     packet_open(p, SEQ_INCREMENTAL_STATE_CLEARED);
     gpufl__pb_begin(&p->pb, F_PACKET_TRACK_DESCRIPTOR);
     gpufl__pb_varint(&p->pb, F_TRACK_UUID, PROCESS_UUID);
@@ -239,7 +239,7 @@ static void put_descriptors(perfetto_t *p) {
     gpufl__pb_end(&p->pb);
     gpufl__pb_end(&p->pb);
     for (size_t i = 0; i < tl->n_tracks; i++) {
-        const gpufl_export_track_t *t = &tl->tracks[i];
+        const gpufl__export_track_t *t = &tl->tracks[i];
         packet_open(p, 0);
         gpufl__pb_begin(&p->pb, F_PACKET_TRACK_DESCRIPTOR);
         gpufl__pb_varint(&p->pb, F_TRACK_UUID, TRACK_UUID(i));
@@ -277,8 +277,8 @@ static void put_end(perfetto_t *p, const open_end_t *e) {
     gpufl__pb_end(&p->pb);
 }
 
-static void put_row(perfetto_t *p, const gpufl_export_row_t *r) {
-    const gpufl_export_timeline_t *tl = p->tl;
+static void put_row(perfetto_t *p, const gpufl__export_row_t *r) {
+    const gpufl__export_timeline_t *tl = p->tl;
     if (r->kind == GPUFL_EXPORT_COUNTER) {
         event_open(p, r->start_ns, TYPE_COUNTER, r->track);
         int64_t iv;
@@ -306,7 +306,7 @@ static void put_row(perfetto_t *p, const gpufl_export_row_t *r) {
     } else {
         gpufl__pb_string(&p->pb, F_EVENT_NAME, name, STRING_MAX_BYTES);
     }
-    gpufl_export_args_t sink = {arg_str, arg_i64, arg_dbl, p};
+    gpufl__export_args_t sink = {arg_str, arg_i64, arg_dbl, p};
     gpufl__export_row_args(tl, r, &sink);
     if (r->flow) {
         uint64_t id = (uint64_t)r->index + GPUFL_EXPORT_FLOW_BASE;
@@ -360,10 +360,10 @@ static open_end_t heap_pop(perfetto_t *p) {
 }
 
 static int write_events(perfetto_t *p) {
-    const gpufl_export_timeline_t *tl = p->tl;
+    const gpufl__export_timeline_t *tl = p->tl;
     put_descriptors(p);
     for (size_t i = 0; i < tl->n_rows; i++) {
-        const gpufl_export_row_t *r = &tl->rows[i];
+        const gpufl__export_row_t *r = &tl->rows[i];
         while (p->n_heap && p->heap[0].end_ns <= r->start_ns) {
             open_end_t e = heap_pop(p);
             put_end(p, &e);
@@ -388,7 +388,7 @@ static int write_events(perfetto_t *p) {
     return flush(p);
 }
 
-int gpufl__export_perfetto(const gpufl_export_timeline_t *tl, const gpufl_export_options_t *opt,
+int gpufl__export_perfetto(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
                            gpufl_export_result_t *res) {
     int to_stream = !opt->path || strcmp(opt->path, "-") == 0;
     perfetto_t p;

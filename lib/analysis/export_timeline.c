@@ -23,7 +23,7 @@
 /* ---------------------------------------------------------------------- */
 
 typedef struct group {
-    gpufl_export_track_kind_t kind;
+    gpufl__export_track_kind_t kind;
     int64_t a, b;   /* thread: tid; GPU: device, stream; counter: device (-1 host), metric */
     unsigned lanes; /* tracks it needs */
     uint32_t base;  /* its first track */
@@ -63,7 +63,7 @@ static int map_grow(group_map_t *gm) {
 }
 
 /* The group of a key, added when new; UINT32_MAX when out of memory. */
-static uint32_t group_of(group_map_t *gm, gpufl_export_track_kind_t kind, int64_t a, int64_t b) {
+static uint32_t group_of(group_map_t *gm, gpufl__export_track_kind_t kind, int64_t a, int64_t b) {
     if ((gm->n + 1) * 2 > gm->mask && map_grow(gm)) return UINT32_MAX;
     size_t i = key_hash((int)kind, a, b) & gm->mask;
     for (;; i = (i + 1) & gm->mask) {
@@ -115,11 +115,11 @@ static const char *const metric_names[GPUFL_EXPORT_METRICS] = {
     "host CPU (%)",    "process CPU (%)",     "process RSS (bytes)"};
 
 /* 1 when sample i holds a value of metric; the value in *i or *d. */
-static int metric_value(const gpufl_model_t *m, unsigned metric, size_t idx, int64_t *iv,
+static int metric_value(const gpufl__model_t *m, unsigned metric, size_t idx, int64_t *iv,
                         double *dv, int *is_double) {
     *is_double = 0;
     if (metric <= GPUFL_EXPORT_GPU_SM_ACTIVE) {
-        const gpufl_model_gpu_sample_t *s = &m->gpu_samples[idx];
+        const gpufl__model_gpu_sample_t *s = &m->gpu_samples[idx];
         switch (metric) {
         case GPUFL_EXPORT_GPU_UTIL: *iv = s->gpu_util_pct; break;
         case GPUFL_EXPORT_GPU_MEM_USED: *iv = s->mem_used_bytes; break;
@@ -136,7 +136,7 @@ static int metric_value(const gpufl_model_t *m, unsigned metric, size_t idx, int
         }
         return *iv >= 0;
     }
-    const gpufl_model_host_sample_t *h = &m->samples[idx];
+    const gpufl__model_host_sample_t *h = &m->samples[idx];
     switch (metric) {
     case GPUFL_EXPORT_HOST_CPU:
         *is_double = 1;
@@ -150,7 +150,7 @@ static int metric_value(const gpufl_model_t *m, unsigned metric, size_t idx, int
     }
 }
 
-int gpufl__export_counter_value(const gpufl_export_timeline_t *tl, const gpufl_export_row_t *r,
+int gpufl__export_counter_value(const gpufl__export_timeline_t *tl, const gpufl__export_row_t *r,
                                 int64_t *i, double *d) {
     int is_double = 0;
     *i = 0;
@@ -165,22 +165,22 @@ int gpufl__export_counter_value(const gpufl_export_timeline_t *tl, const gpufl_e
 
 /* Within a group: by start, longer first (so a parent comes before its
  * children); ties keep the order of collection. */
-static int row_cmp_group(const gpufl_export_row_t *x, const gpufl_export_row_t *y) {
+static int row_cmp_group(const gpufl__export_row_t *x, const gpufl__export_row_t *y) {
     if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
     return x->end_ns > y->end_ns ? -1 : x->end_ns < y->end_ns;
 }
 
 /* The output order: by start; at one time outer slices before inner ones;
  * ties keep track order, then the order on the track. */
-static int row_cmp_time(const gpufl_export_row_t *x, const gpufl_export_row_t *y) {
+static int row_cmp_time(const gpufl__export_row_t *x, const gpufl__export_row_t *y) {
     if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
     return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
-typedef int (*row_cmp_t)(const gpufl_export_row_t *, const gpufl_export_row_t *);
+typedef int (*row_cmp_t)(const gpufl__export_row_t *, const gpufl__export_row_t *);
 
-static void merge_runs(const gpufl_export_row_t *a, size_t na, const gpufl_export_row_t *b,
-                       size_t nb, gpufl_export_row_t *out, row_cmp_t cmp) {
+static void merge_runs(const gpufl__export_row_t *a, size_t na, const gpufl__export_row_t *b,
+                       size_t nb, gpufl__export_row_t *out, row_cmp_t cmp) {
     size_t i = 0, j = 0, o = 0;
     while (i < na && j < nb) out[o++] = cmp(&b[j], &a[i]) < 0 ? b[j++] : a[i++];
     memcpy(out + o, a + i, (na - i) * sizeof *a);
@@ -191,9 +191,9 @@ static void merge_runs(const gpufl_export_row_t *a, size_t na, const gpufl_expor
  * long ordered runs (a stream's kernels, a thread's scopes), so merging the
  * runs found costs far less than sorting from scratch; sorted input costs
  * n - 1 comparisons. */
-static void sort_rows(gpufl_export_row_t *a, size_t n, gpufl_export_row_t *tmp, row_cmp_t cmp) {
+static void sort_rows(gpufl__export_row_t *a, size_t n, gpufl__export_row_t *tmp, row_cmp_t cmp) {
     if (n < 2) return;
-    gpufl_export_row_t *src = a, *dst = tmp;
+    gpufl__export_row_t *src = a, *dst = tmp;
     for (;;) {
         size_t runs = 0;
         for (size_t i = 0; i < n;) {
@@ -210,7 +210,7 @@ static void sort_rows(gpufl_export_row_t *a, size_t n, gpufl_export_row_t *tmp, 
             runs++;
             i = k;
         }
-        gpufl_export_row_t *t = src;
+        gpufl__export_row_t *t = src;
         src = dst;
         dst = t;
         if (runs == 1) break;
@@ -220,21 +220,21 @@ done:
 }
 
 typedef struct builder {
-    const gpufl_model_t *m;
-    gpufl_export_timeline_t *tl;
+    const gpufl__model_t *m;
+    gpufl__export_timeline_t *tl;
     group_map_t gm;
     size_t *stack; /* nesting on one thread group */
     int oom;
 } builder_t;
 
-static void add_row(builder_t *b, gpufl_export_kind_t kind, uint32_t group, size_t index,
+static void add_row(builder_t *b, gpufl__export_kind_t kind, uint32_t group, size_t index,
                     int64_t start, int64_t end, unsigned metric) {
     if (group == UINT32_MAX) {
         b->oom = 1;
         return;
     }
-    gpufl_export_row_t *r = &b->tl->rows[b->tl->n_rows++];
-    *r = (gpufl_export_row_t){
+    gpufl__export_row_t *r = &b->tl->rows[b->tl->n_rows++];
+    *r = (gpufl__export_row_t){
         start,          end < start ? start : end, group, (uint32_t)index, 0, (uint8_t)kind, 0, 0,
         (uint8_t)metric};
 }
@@ -244,15 +244,15 @@ static uint32_t thread_group(builder_t *b, int64_t tid) {
 }
 
 static void collect_rows(builder_t *b) {
-    const gpufl_model_t *m = b->m;
-    gpufl_export_timeline_t *tl = b->tl;
+    const gpufl__model_t *m = b->m;
+    gpufl__export_timeline_t *tl = b->tl;
     for (size_t i = 0; i < m->n_scopes; i++) {
-        const gpufl_model_scope_t *s = &m->scopes[i];
+        const gpufl__model_scope_t *s = &m->scopes[i];
         int64_t end = s->end_ns == GPUFL_MODEL_UNKNOWN || s->open ? tl->end_ns : s->end_ns;
         add_row(b, GPUFL_EXPORT_SCOPE, thread_group(b, s->tid), i, s->begin_ns, end, 0);
     }
     for (size_t i = 0; i < m->n_syncs; i++) {
-        const gpufl_model_sync_t *s = &m->syncs[i];
+        const gpufl__model_sync_t *s = &m->syncs[i];
         add_row(b, GPUFL_EXPORT_SYNC, thread_group(b, s->tid), i, s->start_ns, s->end_ns, 0);
     }
     /* Consecutive kernels mostly share a stream: remember the last group. */
@@ -260,7 +260,7 @@ static void collect_rows(builder_t *b) {
     int64_t last_stream = 0;
     uint32_t last_group = UINT32_MAX;
     for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_t *k = &m->kernels[i];
         if (last_group == UINT32_MAX || k->device != last_dev || k->stream != last_stream) {
             last_group = group_of(&b->gm, GPUFL_EXPORT_TRACK_GPU, k->device, k->stream);
             last_dev = k->device;
@@ -280,16 +280,16 @@ static void collect_rows(builder_t *b) {
     /* Without kernel rows (engines that time no kernels) the launch calls themselves:
      * instants on the launching thread. */
     for (size_t i = 0; m->n_kernels == 0 && i < m->n_launches; i++) {
-        const gpufl_model_launch_t *l = &m->launches[i];
+        const gpufl__model_launch_t *l = &m->launches[i];
         add_row(b, GPUFL_EXPORT_LAUNCH_CALL, thread_group(b, l->tid), i, l->ts_ns, l->ts_ns, 0);
     }
     for (size_t i = 0; i < m->n_copies; i++) {
-        const gpufl_model_copy_t *c = &m->copies[i];
+        const gpufl__model_copy_t *c = &m->copies[i];
         uint32_t g = group_of(&b->gm, GPUFL_EXPORT_TRACK_GPU, c->device, GPUFL_EXPORT_COPY_STREAM);
         add_row(b, GPUFL_EXPORT_COPY, g, i, c->start_ns, c->end_ns, 0);
     }
     for (size_t i = 0; i < m->n_memsets; i++) {
-        const gpufl_model_memset_t *s = &m->memsets[i];
+        const gpufl__model_memset_t *s = &m->memsets[i];
         uint32_t g = group_of(&b->gm, GPUFL_EXPORT_TRACK_GPU, s->device, GPUFL_EXPORT_COPY_STREAM);
         add_row(b, GPUFL_EXPORT_MEMSET, g, i, s->start_ns, s->end_ns, 0);
     }
@@ -297,7 +297,7 @@ static void collect_rows(builder_t *b) {
     double dv;
     int is_double;
     for (size_t i = 0; i < m->n_gpu_samples; i++) {
-        const gpufl_model_gpu_sample_t *s = &m->gpu_samples[i];
+        const gpufl__model_gpu_sample_t *s = &m->gpu_samples[i];
         for (unsigned k = GPUFL_EXPORT_GPU_UTIL; k <= GPUFL_EXPORT_GPU_SM_ACTIVE; k++) {
             if (!metric_value(m, k, i, &iv, &dv, &is_double)) continue;
             uint32_t g = group_of(&b->gm, GPUFL_EXPORT_TRACK_COUNTER, s->device, k);
@@ -316,10 +316,10 @@ static void collect_rows(builder_t *b) {
 
 /* A thread: slices nest; one that outlives its parent is cut at the
  * parent's end. A launch ends where the thread's next slice starts. */
-static void nest_group(builder_t *b, gpufl_export_row_t *r, size_t n) {
+static void nest_group(builder_t *b, gpufl__export_row_t *r, size_t n) {
     size_t sp = 0;
     for (size_t i = 0; i < n; i++) {
-        gpufl_export_row_t *x = &r[i];
+        gpufl__export_row_t *x = &r[i];
         if (x->kind == GPUFL_EXPORT_LAUNCH && i + 1 < n && r[i + 1].start_ns < x->end_ns)
             x->end_ns = r[i + 1].start_ns;
         while (sp && r[b->stack[sp - 1]].end_ns <= x->start_ns) sp--;
@@ -334,11 +334,11 @@ static void nest_group(builder_t *b, gpufl_export_row_t *r, size_t n) {
 
 /* GPU work (and rows of no known thread): overlap goes to the next free
  * lane; past the last lane, a row starts when the lane frees (clipped). */
-static unsigned lane_group(builder_t *b, gpufl_export_row_t *r, size_t n) {
+static unsigned lane_group(builder_t *b, gpufl__export_row_t *r, size_t n) {
     int64_t lane_end[GPUFL_EXPORT_LANES_MAX];
     unsigned lanes = 0;
     for (size_t i = 0; i < n; i++) {
-        gpufl_export_row_t *x = &r[i];
+        gpufl__export_row_t *x = &r[i];
         unsigned l = 0;
         while (l < lanes && lane_end[l] > x->start_ns) l++;
         if (l == lanes && lanes < GPUFL_EXPORT_LANES_MAX) {
@@ -357,7 +357,8 @@ static unsigned lane_group(builder_t *b, gpufl_export_row_t *r, size_t n) {
     return lanes ? lanes : 1;
 }
 
-static void name_track(const gpufl_export_timeline_t *tl, gpufl_export_track_t *t, unsigned lanes) {
+static void name_track(const gpufl__export_timeline_t *tl, gpufl__export_track_t *t,
+                       unsigned lanes) {
     char lane[32] = "";
     if (lanes > 1 && t->lane > 0) snprintf(lane, sizeof lane, " #%u", t->lane + 1);
     switch (t->kind) {
@@ -384,7 +385,7 @@ static void name_track(const gpufl_export_timeline_t *tl, gpufl_export_track_t *
 }
 
 static int make_tracks(builder_t *b) {
-    gpufl_export_timeline_t *tl = b->tl;
+    gpufl__export_timeline_t *tl = b->tl;
     size_t n = 0;
     for (size_t g = 0; g < b->gm.n; g++) {
         b->gm.groups[g].base = (uint32_t)n;
@@ -396,13 +397,13 @@ static int make_tracks(builder_t *b) {
     for (size_t g = 0; g < b->gm.n; g++) {
         const group_t *gr = &b->gm.groups[g];
         for (unsigned l = 0; l < gr->lanes; l++) {
-            gpufl_export_track_t *t = &tl->tracks[gr->base + l];
+            gpufl__export_track_t *t = &tl->tracks[gr->base + l];
             t->kind = gr->kind;
             t->tid = gr->kind == GPUFL_EXPORT_TRACK_THREAD ? gr->a : GPUFL_MODEL_UNKNOWN;
             t->device = gr->kind == GPUFL_EXPORT_TRACK_THREAD ? -1 : (int32_t)gr->a;
             t->stream = gr->kind == GPUFL_EXPORT_TRACK_GPU ? gr->b : 0;
             t->lane = l;
-            t->metric = gr->kind == GPUFL_EXPORT_TRACK_COUNTER ? (gpufl_export_metric_t)gr->b : 0;
+            t->metric = gr->kind == GPUFL_EXPORT_TRACK_COUNTER ? (gpufl__export_metric_t)gr->b : 0;
             t->metric_is_bytes =
                 gr->kind == GPUFL_EXPORT_TRACK_COUNTER &&
                 (gr->b == GPUFL_EXPORT_GPU_MEM_USED || gr->b == GPUFL_EXPORT_PROC_RSS);
@@ -418,7 +419,7 @@ static int make_tracks(builder_t *b) {
     return 0;
 }
 
-int gpufl__export_timeline_build(const gpufl_model_t *m, gpufl_export_timeline_t *tl) {
+int gpufl__export_timeline_build(const gpufl__model_t *m, gpufl__export_timeline_t *tl) {
     memset(tl, 0, sizeof *tl);
     tl->m = m;
     tl->pid = m->header.pid > 0 ? m->header.pid : 0;
@@ -434,7 +435,7 @@ int gpufl__export_timeline_build(const gpufl_model_t *m, gpufl_export_timeline_t
         return gpufl__set_error(GPUFL_ENOMEM, "export: %zu rows are more than one trace holds",
                                 cap);
     builder_t b = {m, tl, {0}, NULL, 0};
-    gpufl_export_row_t *tmp = NULL;
+    gpufl__export_row_t *tmp = NULL;
     tl->rows = malloc((cap ? cap : 1) * sizeof *tl->rows);
     b.stack = malloc((cap ? cap : 1) * sizeof *b.stack);
     if (!tl->rows || !b.stack) goto oom;
@@ -461,7 +462,7 @@ int gpufl__export_timeline_build(const gpufl_model_t *m, gpufl_export_timeline_t
     for (size_t g = 0; g < b.gm.n; g++) first[g + 1] += first[g];
     for (size_t i = 0; i < tl->n_rows; i++) tmp[first[tl->rows[i].track]++] = tl->rows[i];
     free(first);
-    gpufl_export_row_t *swap = tl->rows;
+    gpufl__export_row_t *swap = tl->rows;
     tl->rows = tmp;
     tmp = swap;
     for (size_t i = 0, j; i < tl->n_rows; i = j) {
@@ -477,7 +478,7 @@ int gpufl__export_timeline_build(const gpufl_model_t *m, gpufl_export_timeline_t
     }
     if (make_tracks(&b)) goto oom;
     for (size_t i = 0; i < tl->n_rows; i++) {
-        gpufl_export_row_t *r = &tl->rows[i];
+        gpufl__export_row_t *r = &tl->rows[i];
         r->track = b.gm.groups[r->track].base + r->lane;
         if (r->kind == GPUFL_EXPORT_COUNTER)
             tl->counters++;
@@ -500,10 +501,10 @@ oom:
     return gpufl__set_error(GPUFL_ENOMEM, "export: out of memory for the timeline");
 }
 
-void gpufl__export_timeline_fini(gpufl_export_timeline_t *tl) {
+void gpufl__export_timeline_fini(gpufl__export_timeline_t *tl) {
     free(tl->rows);
     free(tl->tracks);
-    const gpufl_model_t *m = tl->m;
+    const gpufl__model_t *m = tl->m;
     memset(tl, 0, sizeof *tl);
     tl->m = m;
 }
@@ -536,16 +537,17 @@ static const char *memory_kind_name(int32_t kind) {
     return name ? name : "unknown";
 }
 
-const char *gpufl__export_kind_name(gpufl_export_kind_t kind) {
+const char *gpufl__export_kind_name(gpufl__export_kind_t kind) {
     static const char *const names[] = {"scope",  "sync",   "launch",  "kernel",
                                         "memcpy", "memset", "counter", "launch"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
-const char *gpufl__export_row_name(const gpufl_export_timeline_t *tl, const gpufl_export_row_t *r) {
-    const gpufl_model_t *m = tl->m;
+const char *gpufl__export_row_name(const gpufl__export_timeline_t *tl,
+                                   const gpufl__export_row_t *r) {
+    const gpufl__model_t *m = tl->m;
     const char *s = NULL;
-    switch ((gpufl_export_kind_t)r->kind) {
+    switch ((gpufl__export_kind_t)r->kind) {
     case GPUFL_EXPORT_SCOPE: s = m->scopes[r->index].name; break;
     case GPUFL_EXPORT_SYNC: s = gpufl__model_sync_name(m->syncs[r->index].sync_type); break;
     case GPUFL_EXPORT_LAUNCH: s = "launch"; break;
@@ -561,16 +563,16 @@ const char *gpufl__export_row_name(const gpufl_export_timeline_t *tl, const gpuf
     return s && *s ? s : "?";
 }
 
-static void scope_arg(const gpufl_model_t *m, int64_t scope, const gpufl_export_args_t *out) {
+static void scope_arg(const gpufl__model_t *m, int64_t scope, const gpufl__export_args_t *out) {
     if (scope <= 0) return;
-    const gpufl_model_scope_t *s = gpufl__model_scope_find(m, scope);
+    const gpufl__model_scope_t *s = gpufl__model_scope_find(m, scope);
     if (s && s->path && *s->path) out->str(out->user, "scope", s->path);
 }
 
 /* "file:line in function" for the application code a stack comes from. */
-static void site_arg(const gpufl_model_t *m, int64_t stack, const gpufl_export_args_t *out) {
+static void site_arg(const gpufl__model_t *m, int64_t stack, const gpufl__export_args_t *out) {
     if (stack <= 0) return;
-    const gpufl_model_frame_t *f = gpufl__model_stack_site(m, stack);
+    const gpufl__model_frame_t *f = gpufl__model_stack_site(m, stack);
     char buf[1024];
     if (!f) {
         if (!gpufl__model_stack_find(m, stack)) return;
@@ -597,8 +599,8 @@ static const char *dims(char *buf, int32_t x, int32_t y, int32_t z) {
     return buf;
 }
 
-static void kernel_args(const gpufl_model_t *m, const gpufl_model_kernel_t *k,
-                        const gpufl_export_args_t *out) {
+static void kernel_args(const gpufl__model_t *m, const gpufl__model_kernel_t *k,
+                        const gpufl__export_args_t *out) {
     char buf[96];
     out->i64(out->user, "device", k->device);
     out->i64(out->user, "stream", k->stream);
@@ -610,7 +612,7 @@ static void kernel_args(const gpufl_model_t *m, const gpufl_model_kernel_t *k,
         out->i64(out->user, "dynamic_smem_bytes", k->dynamic_smem_bytes);
     if (k->local_bytes_per_thread > 0)
         out->i64(out->user, "local_bytes_per_thread", k->local_bytes_per_thread);
-    const gpufl_model_kernel_config_t *c =
+    const gpufl__model_kernel_config_t *c =
         k->config > 0 ? gpufl__model_config_find(m, k->config) : NULL;
     if (c && c->occupancy >= 0) out->dbl(out->user, "occupancy_pct", c->occupancy * 100.0);
     if (c && c->limiter && *c->limiter) out->str(out->user, "limiter", c->limiter);
@@ -621,12 +623,12 @@ static void kernel_args(const gpufl_model_t *m, const gpufl_model_kernel_t *k,
     site_arg(m, k->stack, out);
 }
 
-void gpufl__export_row_args(const gpufl_export_timeline_t *tl, const gpufl_export_row_t *r,
-                            const gpufl_export_args_t *out) {
-    const gpufl_model_t *m = tl->m;
-    switch ((gpufl_export_kind_t)r->kind) {
+void gpufl__export_row_args(const gpufl__export_timeline_t *tl, const gpufl__export_row_t *r,
+                            const gpufl__export_args_t *out) {
+    const gpufl__model_t *m = tl->m;
+    switch ((gpufl__export_kind_t)r->kind) {
     case GPUFL_EXPORT_SCOPE: {
-        const gpufl_model_scope_t *s = &m->scopes[r->index];
+        const gpufl__model_scope_t *s = &m->scopes[r->index];
         if (s->path && *s->path) out->str(out->user, "path", s->path);
         if (s->tag && *s->tag) out->str(out->user, "tag", s->tag);
         if (s->repeat > 0) {
@@ -638,7 +640,7 @@ void gpufl__export_row_args(const gpufl_export_timeline_t *tl, const gpufl_expor
         break;
     }
     case GPUFL_EXPORT_SYNC: {
-        const gpufl_model_sync_t *s = &m->syncs[r->index];
+        const gpufl__model_sync_t *s = &m->syncs[r->index];
         if (s->stream >= 0) out->i64(out->user, "stream", s->stream);
         if (s->event >= 0) out->i64(out->user, "event", s->event);
         if (s->correlation >= 0) out->i64(out->user, "correlation", s->correlation);
@@ -647,14 +649,14 @@ void gpufl__export_row_args(const gpufl_export_timeline_t *tl, const gpufl_expor
         break;
     }
     case GPUFL_EXPORT_LAUNCH: {
-        const gpufl_model_kernel_t *k = &m->kernels[r->index];
+        const gpufl__model_kernel_t *k = &m->kernels[r->index];
         if (k->correlation >= 0) out->i64(out->user, "correlation", k->correlation);
         site_arg(m, k->stack, out);
         break;
     }
     case GPUFL_EXPORT_KERNEL: kernel_args(m, &m->kernels[r->index], out); break;
     case GPUFL_EXPORT_COPY: {
-        const gpufl_model_copy_t *c = &m->copies[r->index];
+        const gpufl__model_copy_t *c = &m->copies[r->index];
         out->i64(out->user, "bytes", c->bytes);
         out->str(out->user, "src", memory_kind_name(c->src_kind));
         out->str(out->user, "dst", memory_kind_name(c->dst_kind));
@@ -662,7 +664,7 @@ void gpufl__export_row_args(const gpufl_export_timeline_t *tl, const gpufl_expor
         break;
     }
     case GPUFL_EXPORT_MEMSET: {
-        const gpufl_model_memset_t *s = &m->memsets[r->index];
+        const gpufl__model_memset_t *s = &m->memsets[r->index];
         out->i64(out->user, "bytes", s->bytes);
         out->str(out->user, "memory", memory_kind_name(s->memory_kind));
         scope_arg(m, s->scope, out);
@@ -670,7 +672,7 @@ void gpufl__export_row_args(const gpufl_export_timeline_t *tl, const gpufl_expor
     }
     case GPUFL_EXPORT_COUNTER: break;
     case GPUFL_EXPORT_LAUNCH_CALL: {
-        const gpufl_model_launch_t *l = &m->launches[r->index];
+        const gpufl__model_launch_t *l = &m->launches[r->index];
         if (l->correlation >= 0) out->i64(out->user, "correlation", l->correlation);
         if (l->config > 0) out->i64(out->user, "config", l->config);
         if (l->context >= 0) out->i64(out->user, "context", l->context);

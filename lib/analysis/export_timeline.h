@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 /* What a row is (also the order of rows with equal keys). */
-typedef enum gpufl_export_kind {
+typedef enum gpufl__export_kind {
     GPUFL_EXPORT_SCOPE = 0,
     GPUFL_EXPORT_SYNC = 1,
     GPUFL_EXPORT_LAUNCH = 2, /* the launching call of kernel `index` */
@@ -32,10 +32,10 @@ typedef enum gpufl_export_kind {
     /* a launch row (PcSampling, Deep: no kernel rows), an instant on the
      * launching thread; `index` into m->launches */
     GPUFL_EXPORT_LAUNCH_CALL = 7
-} gpufl_export_kind_t;
+} gpufl__export_kind_t;
 
 /* The metrics drawn as counter tracks. */
-typedef enum gpufl_export_metric {
+typedef enum gpufl__export_metric {
     GPUFL_EXPORT_GPU_UTIL = 0, /* gpu_util_pct */
     GPUFL_EXPORT_GPU_MEM_USED, /* mem_used_bytes */
     GPUFL_EXPORT_GPU_POWER,    /* power_mw, shown in W */
@@ -46,13 +46,13 @@ typedef enum gpufl_export_metric {
     GPUFL_EXPORT_PROC_CPU,
     GPUFL_EXPORT_PROC_RSS,
     GPUFL_EXPORT_METRICS
-} gpufl_export_metric_t;
+} gpufl__export_metric_t;
 
-typedef enum gpufl_export_track_kind {
+typedef enum gpufl__export_track_kind {
     GPUFL_EXPORT_TRACK_THREAD = 0,
     GPUFL_EXPORT_TRACK_GPU = 1,
     GPUFL_EXPORT_TRACK_COUNTER = 2
-} gpufl_export_track_kind_t;
+} gpufl__export_track_kind_t;
 
 /* A GPU track's stream for the copies and memsets of a device. */
 #define GPUFL_EXPORT_COPY_STREAM INT64_MIN
@@ -64,35 +64,35 @@ typedef enum gpufl_export_track_kind {
 /* Flow (arrow) ids: kernel index + this. */
 #define GPUFL_EXPORT_FLOW_BASE 1
 
-typedef struct gpufl_export_track {
-    gpufl_export_track_kind_t kind;
+typedef struct gpufl__export_track {
+    gpufl__export_track_kind_t kind;
     int64_t tid;                  /* thread tracks; GPUFL_MODEL_UNKNOWN: rows without a thread */
     int32_t device;               /* GPU and GPU counter tracks; -1 for host counters */
     int64_t stream;               /* GPU tracks: the stream, or GPUFL_EXPORT_COPY_STREAM */
     unsigned lane;                /* GPU tracks: 0, or the overlap lane */
-    gpufl_export_metric_t metric; /* counter tracks */
+    gpufl__export_metric_t metric; /* counter tracks */
     int metric_is_bytes;          /* counter tracks: values are bytes */
     char name[128];
     int64_t chrome_tid; /* Chrome JSON: the thread id it is shown as */
     int32_t sort_index; /* CPU threads first, then GPUs, then counters */
-} gpufl_export_track_t;
+} gpufl__export_track_t;
 
-typedef struct gpufl_export_row {
+typedef struct gpufl__export_row {
     int64_t start_ns, end_ns; /* end_ns == start_ns for counters */
     uint32_t track;           /* index in tracks */
     uint32_t index;           /* in the model array of its kind */
     uint16_t lane;            /* internal while building */
-    uint8_t kind;             /* gpufl_export_kind_t */
+    uint8_t kind;             /* gpufl__export_kind_t */
     uint8_t depth;            /* nesting on its track, 0 outermost (capped at 255) */
     uint8_t flow;             /* a launch or kernel with an arrow between them */
     uint8_t metric;           /* counters */
-} gpufl_export_row_t;
+} gpufl__export_row_t;
 
-typedef struct gpufl_export_timeline {
-    const gpufl_model_t *m;
-    gpufl_export_track_t *tracks;
+typedef struct gpufl__export_timeline {
+    const gpufl__model_t *m;
+    gpufl__export_track_t *tracks;
     size_t n_tracks;
-    gpufl_export_row_t *rows; /* by start, then depth, track, kind, index */
+    gpufl__export_row_t *rows; /* by start, then depth, track, kind, index */
     size_t n_rows;
     int64_t pid; /* from the header; 0 when unknown */
     char process_name[160];
@@ -101,41 +101,42 @@ typedef struct gpufl_export_timeline {
     uint64_t flows;     /* kernels with a launch arrow */
     uint64_t no_launch; /* kernels without a launch time */
     uint64_t slices, counters;
-} gpufl_export_timeline_t;
+} gpufl__export_timeline_t;
 
 /* Builds the timeline of m into *tl. Returns 0 or GPUFL_ENOMEM (tl is then
  * empty). Free with gpufl__export_timeline_fini(). */
-int gpufl__export_timeline_build(const gpufl_model_t *m, gpufl_export_timeline_t *tl);
-void gpufl__export_timeline_fini(gpufl_export_timeline_t *tl);
+int gpufl__export_timeline_build(const gpufl__model_t *m, gpufl__export_timeline_t *tl);
+void gpufl__export_timeline_fini(gpufl__export_timeline_t *tl);
 
 /* The name a row is shown with ("train_step", "cudaStreamSynchronize", a
  * kernel's demangled name, "Memcpy HtoD"); counters: their track's name. */
-const char *gpufl__export_row_name(const gpufl_export_timeline_t *tl, const gpufl_export_row_t *r);
+const char *gpufl__export_row_name(const gpufl__export_timeline_t *tl,
+                                   const gpufl__export_row_t *r);
 /* The category of a row: "scope", "sync", "launch", "kernel", "memcpy", "memset", "counter"
  * (launch calls: "launch"). */
-const char *gpufl__export_kind_name(gpufl_export_kind_t kind);
+const char *gpufl__export_kind_name(gpufl__export_kind_t kind);
 
 /* Receives the arguments of a row, in a fixed order; keys are literals. */
-typedef struct gpufl_export_args {
+typedef struct gpufl__export_args {
     void (*str)(void *user, const char *key, const char *value);
     void (*i64)(void *user, const char *key, int64_t value);
     void (*dbl)(void *user, const char *key, double value);
     void *user;
-} gpufl_export_args_t;
+} gpufl__export_args_t;
 /* Calls back once per known argument of a slice row (none for counters). */
-void gpufl__export_row_args(const gpufl_export_timeline_t *tl, const gpufl_export_row_t *r,
-                            const gpufl_export_args_t *out);
+void gpufl__export_row_args(const gpufl__export_timeline_t *tl, const gpufl__export_row_t *r,
+                            const gpufl__export_args_t *out);
 
 /* A counter row's value: 0 with *i set for integral metrics, 1 with *d set
  * for the others (percentages of GPM and the host, watts). */
-int gpufl__export_counter_value(const gpufl_export_timeline_t *tl, const gpufl_export_row_t *r,
+int gpufl__export_counter_value(const gpufl__export_timeline_t *tl, const gpufl__export_row_t *r,
                                 int64_t *i, double *d);
 
 /* The writers: export_chrome.c, export_perfetto.c. Same contract as
  * gpufl__export_write(); they add to *res. */
-int gpufl__export_chrome(const gpufl_export_timeline_t *tl, const gpufl_export_options_t *opt,
+int gpufl__export_chrome(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
                          gpufl_export_result_t *res);
-int gpufl__export_perfetto(const gpufl_export_timeline_t *tl, const gpufl_export_options_t *opt,
+int gpufl__export_perfetto(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
                            gpufl_export_result_t *res);
 
 #endif

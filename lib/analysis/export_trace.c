@@ -35,7 +35,7 @@ void gpufl_export_result_fini(gpufl_export_result_t *res) {
     memset(res, 0, sizeof *res);
 }
 
-int gpufl__export_write(const gpufl_model_t *m, const gpufl_export_options_t *opt,
+int gpufl__export_write(const gpufl__model_t *m, const gpufl_export_options_t *opt,
                         gpufl_export_result_t *res) {
     gpufl_export_result_t local;
     if (!res) res = &local;
@@ -47,7 +47,7 @@ int gpufl__export_write(const gpufl_model_t *m, const gpufl_export_options_t *op
     if (opt->path && *opt->path == '\0')
         return gpufl__set_error(GPUFL_EINVAL, "export: empty output path");
 
-    gpufl_export_timeline_t tl;
+    gpufl__export_timeline_t tl;
     int rc = gpufl__export_timeline_build(m, &tl);
     if (rc) return rc;
     rc = opt->format == GPUFL_EXPORT_CHROME ? gpufl__export_chrome(&tl, opt, res)

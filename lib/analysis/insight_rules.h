@@ -12,23 +12,24 @@
 
 /* A new insight at the end of out, zeroed but for its identity; NULL when
  * out of memory. rule and category must be static strings. */
-gpufl_insight_t *gpufl__insight_add(gpufl_insights_t *out, const char *rule, const char *category,
-                                    gpufl_severity_t severity);
+gpufl__insight_t *gpufl__insight_add(gpufl__insights_t *out, const char *rule, const char *category,
+                                     gpufl_severity_t severity);
 
 /* *field = the formatted text (a previous value is freed). 0 or GPUFL_ENOMEM. */
 int gpufl__insight_text(char **field, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Appends one evidence number (name and unit static); past
  * GPUFL_INSIGHT_EVIDENCE_MAX it is left out. */
-void gpufl__insight_evidence(gpufl_insight_t *in, const char *name, double value, const char *unit);
+void gpufl__insight_evidence(gpufl__insight_t *in, const char *name, double value,
+                             const char *unit);
 
 /* Records that `rule` was not judged and why. 0 or GPUFL_ENOMEM. */
-int gpufl__insight_skip(gpufl_insights_t *out, const char *rule, const char *fmt, ...)
+int gpufl__insight_skip(gpufl__insights_t *out, const char *rule, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Session wall time in ns: from the session's first to its last record
  * (session_end's duration when present); 0 when unknown. */
-double gpufl__insight_session_ns(const gpufl_model_t *m);
+double gpufl__insight_session_ns(const gpufl__model_t *m);
 
 /* "1.23 s", "45.6 ms", "789 us", "12 ns": a duration for a title. */
 const char *gpufl__insight_duration(double ns, char *buf, size_t size);
@@ -43,10 +44,10 @@ double gpufl__insight_median_i64(int64_t *v, size_t n);
 
 /* The families of rules, each in its own file; each returns 0 or
  * GPUFL_ENOMEM. The order here is the order of rules in the output. */
-int gpufl__rules_sync(const gpufl_model_t *m, gpufl_insights_t *out);   /* rules_sync.c */
-int gpufl__rules_kernel(const gpufl_model_t *m, gpufl_insights_t *out); /* rules_kernel.c */
-int gpufl__rules_device(const gpufl_model_t *m, gpufl_insights_t *out); /* rules_device.c */
-int gpufl__rules_stall(const gpufl_model_t *m, gpufl_insights_t *out);  /* rules_stall.c */
-int gpufl__rules_sass(const gpufl_model_t *m, gpufl_insights_t *out);   /* rules_sass.c */
+int gpufl__rules_sync(const gpufl__model_t *m, gpufl__insights_t *out);   /* rules_sync.c */
+int gpufl__rules_kernel(const gpufl__model_t *m, gpufl__insights_t *out); /* rules_kernel.c */
+int gpufl__rules_device(const gpufl__model_t *m, gpufl__insights_t *out); /* rules_device.c */
+int gpufl__rules_stall(const gpufl__model_t *m, gpufl__insights_t *out);  /* rules_stall.c */
+int gpufl__rules_sass(const gpufl__model_t *m, gpufl__insights_t *out);   /* rules_sass.c */
 
 #endif

@@ -15,32 +15,32 @@
 #include <stdlib.h>
 
 /* One interval of GPU work, [start_ns, end_ns). */
-typedef struct gpufl_span {
+typedef struct gpufl__span {
     int64_t start_ns, end_ns;
-} gpufl_span_t;
+} gpufl__span_t;
 
 /* A growable list of spans (caller-owned; free `v`). */
-typedef struct gpufl_spans {
-    gpufl_span_t *v;
+typedef struct gpufl__spans {
+    gpufl__span_t *v;
     size_t n, cap;
-} gpufl_spans_t;
+} gpufl__spans_t;
 
 /* Appends [start, end); 0 or -1 when out of memory. An end before start
  * (never written by the recorder) counts as an instant. */
-static inline int gpufl__spans_add(gpufl_spans_t *s, int64_t start, int64_t end) {
+static inline int gpufl__spans_add(gpufl__spans_t *s, int64_t start, int64_t end) {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
-        gpufl_span_t *v = realloc(s->v, cap * sizeof *v);
+        gpufl__span_t *v = realloc(s->v, cap * sizeof *v);
         if (!v) return -1;
         s->v = v;
         s->cap = cap;
     }
-    s->v[s->n++] = (gpufl_span_t){start, end < start ? start : end};
+    s->v[s->n++] = (gpufl__span_t){start, end < start ? start : end};
     return 0;
 }
 
 static inline int gpufl__span_cmp(const void *a, const void *b) {
-    const gpufl_span_t *x = a, *y = b;
+    const gpufl__span_t *x = a, *y = b;
     if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
     if (x->end_ns != y->end_ns) return x->end_ns < y->end_ns ? -1 : 1;
     return 0;
@@ -48,7 +48,7 @@ static inline int gpufl__span_cmp(const void *a, const void *b) {
 
 /* Sorts and merges overlapping or touching spans in place; returns the
  * summed length of the merged spans (the busy time). */
-static inline double gpufl__spans_merge(gpufl_spans_t *s) {
+static inline double gpufl__spans_merge(gpufl__spans_t *s) {
     if (s->n == 0) return 0;
     gpufl__insight_sort(s->v, s->n, sizeof *s->v, gpufl__span_cmp);
     size_t k = 0;
@@ -66,7 +66,7 @@ static inline double gpufl__spans_merge(gpufl_spans_t *s) {
 }
 
 /* Time covered by both of two merged span lists. */
-static inline double gpufl__spans_overlap(const gpufl_spans_t *a, const gpufl_spans_t *b) {
+static inline double gpufl__spans_overlap(const gpufl__spans_t *a, const gpufl__spans_t *b) {
     double both = 0;
     size_t i = 0, j = 0;
     while (i < a->n && j < b->n) {

@@ -28,16 +28,16 @@ const char *gpufl_severity_name(gpufl_severity_t s) {
     return "?";
 }
 
-gpufl_insight_t *gpufl__insight_add(gpufl_insights_t *out, const char *rule, const char *category,
-                                    gpufl_severity_t severity) {
+gpufl__insight_t *gpufl__insight_add(gpufl__insights_t *out, const char *rule, const char *category,
+                                     gpufl_severity_t severity) {
     if (out->n == out->cap) {
         size_t cap = out->cap ? out->cap * 2 : 16;
-        gpufl_insight_t *items = realloc(out->items, cap * sizeof *items);
+        gpufl__insight_t *items = realloc(out->items, cap * sizeof *items);
         if (items == NULL) return NULL;
         out->items = items;
         out->cap = cap;
     }
-    gpufl_insight_t *in = &out->items[out->n++];
+    gpufl__insight_t *in = &out->items[out->n++];
     memset(in, 0, sizeof *in);
     in->rule = rule;
     in->category = category;
@@ -61,16 +61,16 @@ int gpufl__insight_text(char **field, const char *fmt, ...) {
     return 0;
 }
 
-void gpufl__insight_evidence(gpufl_insight_t *in, const char *name, double value,
+void gpufl__insight_evidence(gpufl__insight_t *in, const char *name, double value,
                              const char *unit) {
     if (in->n_evidence < GPUFL_INSIGHT_EVIDENCE_MAX)
-        in->evidence[in->n_evidence++] = (gpufl_evidence_t){name, value, unit};
+        in->evidence[in->n_evidence++] = (gpufl__evidence_t){name, value, unit};
 }
 
-int gpufl__insight_skip(gpufl_insights_t *out, const char *rule, const char *fmt, ...) {
+int gpufl__insight_skip(gpufl__insights_t *out, const char *rule, const char *fmt, ...) {
     if (out->n_skipped == out->skipped_cap) {
         size_t cap = out->skipped_cap ? out->skipped_cap * 2 : 8;
-        gpufl_insight_skip_t *s = realloc(out->skipped, cap * sizeof *s);
+        gpufl__insight_skip_t *s = realloc(out->skipped, cap * sizeof *s);
         if (s == NULL) return GPUFL_ENOMEM;
         out->skipped = s;
         out->skipped_cap = cap;
@@ -80,11 +80,11 @@ int gpufl__insight_skip(gpufl_insights_t *out, const char *rule, const char *fmt
     char *why = vformat(fmt, ap);
     va_end(ap);
     if (why == NULL) return GPUFL_ENOMEM;
-    out->skipped[out->n_skipped++] = (gpufl_insight_skip_t){rule, why};
+    out->skipped[out->n_skipped++] = (gpufl__insight_skip_t){rule, why};
     return 0;
 }
 
-double gpufl__insight_session_ns(const gpufl_model_t *m) {
+double gpufl__insight_session_ns(const gpufl__model_t *m) {
     if (m->session_end.present && m->session_end.duration_ns > 0)
         return (double)m->session_end.duration_ns;
     if (m->first_ts_ns >= 0 && m->last_ts_ns > m->first_ts_ns)
@@ -161,7 +161,7 @@ static size_t rule_rank(const char *rule) {
 }
 
 static int cmp_insight(const void *a, const void *b) {
-    const gpufl_insight_t *x = a, *y = b;
+    const gpufl__insight_t *x = a, *y = b;
     if (x->severity != y->severity) return x->severity > y->severity ? -1 : 1;
     size_t rx = rule_rank(x->rule), ry = rule_rank(y->rule);
     if (rx != ry) return rx < ry ? -1 : 1;
@@ -169,7 +169,7 @@ static int cmp_insight(const void *a, const void *b) {
     return strcmp(x->title ? x->title : "", y->title ? y->title : "");
 }
 
-int gpufl__insights_compute(const gpufl_model_t *m, gpufl_insights_t *out) {
+int gpufl__insights_compute(const gpufl__model_t *m, gpufl__insights_t *out) {
     memset(out, 0, sizeof *out);
     int rc = gpufl__rules_sync(m, out);
     if (!rc) rc = gpufl__rules_kernel(m, out);
@@ -181,9 +181,9 @@ int gpufl__insights_compute(const gpufl_model_t *m, gpufl_insights_t *out) {
     return 0;
 }
 
-void gpufl__insights_free(gpufl_insights_t *in) {
+void gpufl__insights_free(gpufl__insights_t *in) {
     for (size_t i = 0; i < in->n; i++) {
-        gpufl_insight_t *x = &in->items[i];
+        gpufl__insight_t *x = &in->items[i];
         free(x->title);
         free(x->message);
         free(x->advice);

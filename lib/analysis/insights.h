@@ -33,13 +33,13 @@
 
 /* One number an insight rests on: name ("sync_ns"), value and unit ("ns",
  * "%", "count", "bytes", "ratio"). */
-typedef struct gpufl_evidence {
+typedef struct gpufl__evidence {
     const char *name; /* a static string */
     double value;
     const char *unit; /* a static string */
-} gpufl_evidence_t;
+} gpufl__evidence_t;
 
-typedef struct gpufl_insight {
+typedef struct gpufl__insight {
     const char *rule;     /* stable id: "sync_attribution", "in_loop_sync", ... (static) */
     const char *category; /* "SYNCHRONIZATION", "OCCUPANCY", ... (static) */
     gpufl_severity_t severity;
@@ -53,41 +53,41 @@ typedef struct gpufl_insight {
     char *source;  /* the source line's text, when the session collected it */
     char *kernel;  /* the kernel it is about (demangled), NULL when none */
     double weight; /* orders insights of one rule and severity: larger first */
-    gpufl_evidence_t evidence[GPUFL_INSIGHT_EVIDENCE_MAX];
+    gpufl__evidence_t evidence[GPUFL_INSIGHT_EVIDENCE_MAX];
     size_t n_evidence;
-} gpufl_insight_t;
+} gpufl__insight_t;
 
 /* A rule that was not judged, and why. */
-typedef struct gpufl_insight_skip {
+typedef struct gpufl__insight_skip {
     const char *rule; /* static */
     char *why;
-} gpufl_insight_skip_t;
+} gpufl__insight_skip_t;
 
-typedef struct gpufl_insights {
-    gpufl_insight_t *items;
+typedef struct gpufl__insights {
+    gpufl__insight_t *items;
     size_t n;
-    gpufl_insight_skip_t *skipped;
+    gpufl__insight_skip_t *skipped;
     size_t n_skipped;
     size_t cap, skipped_cap; /* internal */
-} gpufl_insights_t;
+} gpufl__insights_t;
 
 /* Runs every rule on m into *out (zeroed first). Returns 0 or GPUFL_ENOMEM
  * (out then holds what was made before; free it either way). */
-int gpufl__insights_compute(const gpufl_model_t *m, gpufl_insights_t *out);
+int gpufl__insights_compute(const gpufl__model_t *m, gpufl__insights_t *out);
 
 /* Frees what compute made; accepts a zeroed struct. */
-void gpufl__insights_free(gpufl_insights_t *in);
+void gpufl__insights_free(gpufl__insights_t *in);
 
 /* Writes the insights as text for people: one block per insight (severity,
  * category, title, place and quoted source, kernel, message, advice,
  * evidence), then the rules not judged and why; each line begins with
  * indent. min: the lowest severity shown. Returns 0 or GPUFL_EIO. */
-int gpufl__insights_write_text(const gpufl_insights_t *in, gpufl_severity_t min, const char *indent,
-                               FILE *out);
+int gpufl__insights_write_text(const gpufl__insights_t *in, gpufl_severity_t min,
+                               const char *indent, FILE *out);
 
 /* Writes the insights as one JSON document ({"format":"gpufl-insights",
  * "version":1,"insights":[...],"skipped":[...]}; docs/insights.md). Returns 0
  * or GPUFL_EIO. */
-int gpufl__insights_write_json(const gpufl_insights_t *in, gpufl_severity_t min, FILE *out);
+int gpufl__insights_write_json(const gpufl__insights_t *in, gpufl_severity_t min, FILE *out);
 
 #endif

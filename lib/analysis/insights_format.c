@@ -12,14 +12,14 @@
 
 #include <string.h>
 
-static size_t shown(const gpufl_insights_t *in, gpufl_severity_t min) {
+static size_t shown(const gpufl__insights_t *in, gpufl_severity_t min) {
     size_t n = 0;
     for (size_t i = 0; i < in->n; i++) n += in->items[i].severity >= min;
     return n;
 }
 
 /* "file:line in function" (or the parts known), "" when none. */
-static void place(const gpufl_insight_t *x, char *buf, size_t size) {
+static void place(const gpufl__insight_t *x, char *buf, size_t size) {
     buf[0] = '\0';
     if (x->file && x->line > 0)
         snprintf(buf, size, "%s:%lld", x->file, (long long)x->line);
@@ -31,13 +31,13 @@ static void place(const gpufl_insight_t *x, char *buf, size_t size) {
     }
 }
 
-int gpufl__insights_write_text(const gpufl_insights_t *in, gpufl_severity_t min, const char *indent,
-                               FILE *out) {
+int gpufl__insights_write_text(const gpufl__insights_t *in, gpufl_severity_t min,
+                               const char *indent, FILE *out) {
     const char *p = indent ? indent : "";
     if (shown(in, min) == 0)
         fprintf(out, "%sNo findings%s.\n", p, min > GPUFL_SEVERITY_LOW ? " at this severity" : "");
     for (size_t i = 0, k = 0; i < in->n; i++) {
-        const gpufl_insight_t *x = &in->items[i];
+        const gpufl__insight_t *x = &in->items[i];
         if (x->severity < min) continue;
         fprintf(out, "%s%s[%s] %s: %s\n", k++ ? "\n" : "", p, gpufl_severity_name(x->severity),
                 x->category, x->title ? x->title : x->rule);
@@ -71,7 +71,7 @@ static int put_str(json_t *obj, const char *key, const char *s) {
     return s ? json_object_set_new(obj, key, json_string(s)) : 0;
 }
 
-static json_t *insight_json(const gpufl_insight_t *x) {
+static json_t *insight_json(const gpufl__insight_t *x) {
     json_t *o = json_object();
     json_t *ev = json_array();
     if (o == NULL || ev == NULL) {
@@ -104,7 +104,7 @@ static json_t *insight_json(const gpufl_insight_t *x) {
     return o;
 }
 
-int gpufl__insights_write_json(const gpufl_insights_t *in, gpufl_severity_t min, FILE *out) {
+int gpufl__insights_write_json(const gpufl__insights_t *in, gpufl_severity_t min, FILE *out) {
     json_t *doc = json_object(), *items = json_array(), *skipped = json_array();
     int rc = doc == NULL || items == NULL || skipped == NULL;
     for (size_t i = 0; !rc && i < in->n; i++) {

@@ -13,7 +13,7 @@
  * This file is the core: the helpers every domain uses, the dispatch of a
  * record to its handler by type name (each domain's file registers its
  * types in a table: model_session.c, model_host.c, model_scope.c,
- * model_gpu.c, model_trace.c, model_stack.c, model_pc.c, model_sassm.c,
+ * model_gpu.c, model_trace.c, model_stack.c, model_pc.c, model_sass_metrics.c,
  * model_range.c), the steps after reading, and create / finish / destroy.
  * Lookups on a loaded model are model_query.c's.
  */
@@ -67,7 +67,7 @@ void *gpufl__model_append_row(row_array_t a, int *rc) {
     return row;
 }
 
-const char *gpufl__model_pool_str(gpufl_model_t *m, const char *s, size_t len) {
+const char *gpufl__model_pool_str(gpufl__model_t *m, const char *s, size_t len) {
     const char *out;
     if (gpufl__strpool_add(&m->strings, s, len, &out)) return NULL;
     return out;
@@ -75,7 +75,7 @@ const char *gpufl__model_pool_str(gpufl_model_t *m, const char *s, size_t len) {
 
 /* A string member of obj copied into the model, "" when absent; NULL only
  * when out of memory. */
-const char *gpufl__model_member_str(gpufl_model_t *m, const json_t *obj, const char *key) {
+const char *gpufl__model_member_str(gpufl__model_t *m, const json_t *obj, const char *key) {
     json_t *v = json_object_get(obj, key);
     if (!json_is_string(v)) return "";
     return gpufl__model_pool_str(m, json_string_value(v), json_string_length(v));
@@ -84,7 +84,7 @@ const char *gpufl__model_member_str(gpufl_model_t *m, const json_t *obj, const c
 /* The "name" member of rec, written as a string or as a dict id (then
  * resolved after loading): sets *id (0 for a string) and *out ("" until
  * resolved). Returns 0 or GPUFL_ENOMEM. */
-int gpufl__model_name_member(gpufl_model_t *m, const json_t *rec, int64_t *id, const char **out) {
+int gpufl__model_name_member(gpufl__model_t *m, const json_t *rec, int64_t *id, const char **out) {
     json_t *name = json_object_get(rec, "name");
     *id = json_is_integer(name) ? (int64_t)json_integer_value(name) : 0;
     *out = *id ? "" : gpufl__model_member_str(m, rec, "name");
@@ -96,13 +96,13 @@ const char *gpufl__model_json_str(const json_t *obj, const char *key) {
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-void gpufl__model_note_ts(gpufl_model_t *m, int64_t ts) {
+void gpufl__model_note_ts(gpufl__model_t *m, int64_t ts) {
     if (ts < 0) return;
     if (m->first_ts_ns == GPUFL_MODEL_UNKNOWN || ts < m->first_ts_ns) m->first_ts_ns = ts;
     if (ts > m->last_ts_ns) m->last_ts_ns = ts;
 }
 
-void gpufl__model_warn(gpufl_model_t *m, const char *file, uint64_t line, const char *fmt, ...) {
+void gpufl__model_warn(gpufl__model_t *m, const char *file, uint64_t line, const char *fmt, ...) {
     char msg[600];
     va_list ap;
     va_start(ap, fmt);
@@ -113,7 +113,7 @@ void gpufl__model_warn(gpufl_model_t *m, const char *file, uint64_t line, const 
         m->warnings_over_cap++;
         return;
     }
-    gpufl_model_warning_t *w = &m->warnings[m->n_warnings];
+    gpufl__model_warning_t *w = &m->warnings[m->n_warnings];
     w->file = gpufl__model_pool_str(m, file, strlen(file));
     w->message = gpufl__model_pool_str(m, msg, strlen(msg));
     w->line = line;
@@ -124,12 +124,12 @@ void gpufl__model_warn(gpufl_model_t *m, const char *file, uint64_t line, const 
     m->n_warnings++;
 }
 
-static void on_warn(void *user, const gpufl_reader_pos_t *pos, const char *message) {
+static void on_warn(void *user, const gpufl__reader_pos_t *pos, const char *message) {
     gpufl__model_warn(user, pos->name, pos->line, "%s", message);
 }
 
 /* Reports a bad line and tells the reader it was corrupt. */
-int gpufl__model_bad_line(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
+int gpufl__model_bad_line(gpufl__model_t *m, const gpufl__reader_pos_t *pos, const char *type,
                           const char *fmt, ...) {
     char msg[400];
     va_list ap;
@@ -161,8 +161,8 @@ int gpufl__model_keep_first(json_t **slot, json_t *rec) {
  * its domain's table. */
 static const gpufl__model_handler_t *const domains[] = {
     gpufl__model_trace_handlers, /* the high-rate types first */
-    gpufl__model_scope_handlers, gpufl__model_gpu_handlers,   gpufl__model_host_handlers,
-    gpufl__model_pc_handlers,    gpufl__model_sassm_handlers, gpufl__model_session_handlers,
+    gpufl__model_scope_handlers, gpufl__model_gpu_handlers,          gpufl__model_host_handlers,
+    gpufl__model_pc_handlers,    gpufl__model_sass_metrics_handlers, gpufl__model_session_handlers,
     gpufl__model_stack_handlers, gpufl__model_range_handlers,
 };
 
@@ -189,8 +189,8 @@ static const char *const *scanned_types(void) {
     return types;
 }
 
-static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type, json_t *rec) {
-    gpufl_model_t *m = user;
+static int on_record(void *user, const gpufl__reader_pos_t *pos, const char *type, json_t *rec) {
+    gpufl__model_t *m = user;
     const gpufl__model_handler_t *h = handler_of(type);
     if (!h) return 1; /* unknown types are skipped */
     if (!gpufl__compat_known(type, json_integer_value(json_object_get(rec, "v")))) {
@@ -200,8 +200,8 @@ static int on_record(void *user, const gpufl_reader_pos_t *pos, const char *type
     return h->record ? h->record(m, pos, rec) : h->rows(m, pos, rec, NULL);
 }
 
-static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reader_batch_t *b) {
-    gpufl_model_t *m = user;
+static int on_batch(void *user, const gpufl__reader_pos_t *pos, const gpufl__reader_batch_t *b) {
+    gpufl__model_t *m = user;
     const gpufl__model_handler_t *h = handler_of(b->type);
     if (!h || !h->rows) return 1;
     if (!gpufl__compat_known(b->type, b->version)) {
@@ -215,14 +215,14 @@ static int on_batch(void *user, const gpufl_reader_pos_t *pos, const gpufl_reade
 /* After reading                                                          */
 /* ---------------------------------------------------------------------- */
 
-const char *gpufl__model_resolve(gpufl_model_t *m, int64_t id) {
+const char *gpufl__model_resolve(gpufl__model_t *m, int64_t id) {
     const char *s = gpufl__dict_get(&m->dict, id);
     if (s) return s;
     m->undefined_ids++;
     return "?";
 }
 
-static void summarize(gpufl_model_t *m) {
+static void summarize(gpufl__model_t *m) {
     load_state_t *st = m->load_state;
     for (size_t i = 0; i < m->n_windows; i++)
         if (m->windows[i].name_id)
@@ -283,7 +283,7 @@ static void summarize(gpufl_model_t *m) {
     if (m->stacks_missing)
         gpufl__model_warn(m, "", 0, "%llu stack references name a stack or frame no record defines",
                           (unsigned long long)m->stacks_missing);
-    const gpufl_model_gpu_work_t *u = &m->gpu_unknown_scope.self;
+    const gpufl__model_gpu_work_t *u = &m->gpu_unknown_scope.self;
     if (u->kernels + u->copies + u->memsets)
         gpufl__model_warn(
             m, "", 0,
@@ -298,8 +298,8 @@ static void summarize(gpufl_model_t *m) {
 /* Public                                                                   */
 /* ---------------------------------------------------------------------- */
 
-static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in) {
-    gpufl_model_limits_t d = {0};
+static void set_limits(gpufl__model_limits_t *out, const gpufl__model_limits_t *in) {
+    gpufl__model_limits_t d = {0};
     if (in) d = *in;
     out->max_scopes = d.max_scopes ? d.max_scopes : DEFAULT_MAX_ROWS;
     out->max_samples = d.max_samples ? d.max_samples : DEFAULT_MAX_ROWS;
@@ -325,18 +325,18 @@ static void set_limits(gpufl_model_limits_t *out, const gpufl_model_limits_t *in
     out->max_sass_metrics = d.max_sass_metrics ? d.max_sass_metrics : DEFAULT_MAX_ROWS;
 }
 
-static const gpufl_reader_ops_t *reader_ops(void) {
-    static gpufl_reader_ops_t ops = {.record = on_record,
-                                     .warn = on_warn,
-                                     .batch = on_batch,
-                                     .damaged = gpufl__model_on_damaged};
+static const gpufl__reader_ops_t *reader_ops(void) {
+    static gpufl__reader_ops_t ops = {.record = on_record,
+                                      .warn = on_warn,
+                                      .batch = on_batch,
+                                      .damaged = gpufl__model_on_damaged};
     ops.batch_types = scanned_types();
     return &ops;
 }
 
-int gpufl__model_create(const gpufl_model_limits_t *limits, gpufl_model_t **out) {
+int gpufl__model_create(const gpufl__model_limits_t *limits, gpufl__model_t **out) {
     *out = NULL;
-    gpufl_model_t *m = calloc(1, sizeof *m);
+    gpufl__model_t *m = calloc(1, sizeof *m);
     load_state_t *st = calloc(1, sizeof *st);
     if (!m || !st) {
         free(m);
@@ -360,12 +360,12 @@ int gpufl__model_create(const gpufl_model_limits_t *limits, gpufl_model_t **out)
     return 0;
 }
 
-void gpufl__model_reader_init(gpufl_model_t *m, gpufl_reader_t *r, int follow_segments) {
-    gpufl_reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes};
+void gpufl__model_reader_init(gpufl__model_t *m, gpufl__reader_t *r, int follow_segments) {
+    gpufl__reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes};
     gpufl__reader_init(r, reader_ops(), m, &m->dict, &rl, &m->read, follow_segments);
 }
 
-static void free_load_state(gpufl_model_t *m) {
+static void free_load_state(gpufl__model_t *m) {
     load_state_t *st = m->load_state;
     if (!st) return;
     free(st->ends);
@@ -374,7 +374,7 @@ static void free_load_state(gpufl_model_t *m) {
     m->load_state = NULL;
 }
 
-int gpufl__model_finish(gpufl_model_t *m) {
+int gpufl__model_finish(gpufl__model_t *m) {
     if (!m->load_state)
         return gpufl__set_error(GPUFL_EINVAL, "the session model is already finished");
     int rc = gpufl__model_finish_scopes(m);
@@ -382,7 +382,7 @@ int gpufl__model_finish(gpufl_model_t *m) {
     if (rc == 0) rc = gpufl__model_finish_paths(m);
     if (rc == 0) gpufl__model_finish_stacks(m);
     if (rc == 0) rc = gpufl__model_finish_pc(m);
-    if (rc == 0) gpufl__model_finish_sassm(m);
+    if (rc == 0) gpufl__model_finish_sass_metrics(m);
     if (rc == 0) rc = gpufl__model_finish_trace(m);
     if (rc == 0) rc = gpufl__model_attribute_pc(m);
     if (rc == 0) summarize(m);
@@ -390,15 +390,15 @@ int gpufl__model_finish(gpufl_model_t *m) {
     return rc;
 }
 
-int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t *limits,
-                             gpufl_model_t **out) {
-    gpufl_model_t *m;
+int gpufl__model_load_limits(const char *session_dir, const gpufl__model_limits_t *limits,
+                             gpufl__model_t **out) {
+    gpufl__model_t *m;
     *out = NULL;
     int rc = gpufl__model_create(limits, &m);
     if (rc) return rc;
-    gpufl_reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes,
-                                .progress = limits ? limits->progress : NULL,
-                                .progress_user = limits ? limits->progress_user : NULL};
+    gpufl__reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes,
+                                 .progress = limits ? limits->progress : NULL,
+                                 .progress_user = limits ? limits->progress_user : NULL};
     rc = gpufl__reader_read_session(session_dir, reader_ops(), m, &m->dict, &rl, &m->read);
     if (rc == 0) rc = gpufl__model_finish(m);
     if (rc) {
@@ -409,11 +409,11 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl_model_limits_t
     return 0;
 }
 
-int gpufl__model_load(const char *session_dir, gpufl_model_t **out) {
+int gpufl__model_load(const char *session_dir, gpufl__model_t **out) {
     return gpufl__model_load_limits(session_dir, NULL, out);
 }
 
-void gpufl__model_destroy(gpufl_model_t *m) {
+void gpufl__model_destroy(gpufl__model_t *m) {
     if (!m) return;
     free_load_state(m);
     json_decref(m->options);
@@ -441,7 +441,7 @@ void gpufl__model_destroy(gpufl_model_t *m) {
     free(m->stacks);
     free(m->stack_frames);
     gpufl__model_free_pc(m);
-    gpufl__model_free_sassm(m);
+    gpufl__model_free_sass_metrics(m);
     gpufl__model_free_range(m);
     gpufl__idmap_fini(&m->frame_index);
     gpufl__idmap_fini(&m->stack_index);

@@ -27,7 +27,7 @@ int gpufl__model_device_number(const json_t *v, int64_t *out) {
 
 /* The entry of device, created (has_info 0, all unknown) when new. Returns
  * 0, 1 when the device cap is reached, or GPUFL_ENOMEM. */
-int gpufl__model_gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **out) {
+int gpufl__model_gpu_slot(gpufl__model_t *m, int64_t device, gpufl__model_gpu_t **out) {
     size_t idx;
     if (gpufl__idmap_get(&m->gpu_index, (uint64_t)device + 1, &idx)) {
         *out = &m->gpus[idx];
@@ -38,7 +38,7 @@ int gpufl__model_gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **
     if (rc) return rc;
     if (gpufl__idmap_put(&m->gpu_index, (uint64_t)device + 1, m->n_gpus, NULL) < 0)
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the device index");
-    gpufl_model_gpu_t *g = &m->gpus[m->n_gpus++];
+    gpufl__model_gpu_t *g = &m->gpus[m->n_gpus++];
     memset(g, 0, sizeof *g);
     g->device = device;
     g->nvml_index = g->mig_index = GPUFL_MODEL_UNKNOWN;
@@ -52,11 +52,11 @@ int gpufl__model_gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **
     return 0;
 }
 
-static int on_gpu_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_gpu_info(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t device;
     if (gpufl__model_device_number(json_object_get(rec, "device"), &device))
         return gpufl__model_bad_line(m, pos, "gpu_info", "no device number");
-    gpufl_model_gpu_t *g;
+    gpufl__model_gpu_t *g;
     int rc = gpufl__model_gpu_slot(m, device, &g);
     if (rc < 0) return rc;
     if (rc) {
@@ -96,7 +96,7 @@ static int on_gpu_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *
 }
 
 /* Bit names merge over records: a later name for a bit replaces the earlier. */
-static int on_gpu_legend(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_gpu_legend(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     json_t *names = json_object_get(rec, "throttle_reasons");
     if (!json_is_object(names))
         return gpufl__model_bad_line(m, pos, "gpu_legend", "throttle_reasons is not an object");
@@ -115,7 +115,7 @@ static int on_gpu_legend(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
     return 0;
 }
 
-static int on_gpu_processes(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_gpu_processes(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t ts, device;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return gpufl__model_bad_line(m, pos, "gpu_processes", "no integer ts_ns");
@@ -141,7 +141,7 @@ static int on_gpu_processes(gpufl_model_t *m, const gpufl_reader_pos_t *pos, jso
     int64_t count = gpufl__model_nonneg_or_unknown(json_object_get(rec, "count"));
     if (count < (int64_t)n) count = (int64_t)n; /* absent, or fewer than listed */
     gpufl__model_note_ts(m, ts);
-    gpufl_model_gpu_t *g;
+    gpufl__model_gpu_t *g;
     int rc = gpufl__model_gpu_slot(m, device, &g);
     if (rc < 0) return rc;
     if (rc) {
@@ -171,7 +171,7 @@ typedef struct gpu_col {
 } gpu_col_t;
 
 #define GCOL(kind, field)                                                                          \
-    { kind, offsetof(gpufl_model_gpu_sample_t, field) }
+    { kind, offsetof(gpufl__model_gpu_sample_t, field) }
 static const char *const gpu_col_names[] = {"ts_ns",
                                             "device",
                                             "gpu_util_pct",
@@ -234,7 +234,7 @@ _Static_assert(sizeof gpu_col_names / sizeof gpu_col_names[0] == GPU_NCOL,
                "a name and a slot for every gpu_sample column");
 
 /* Only ts_ns and device are required: a missing column means "unknown". */
-static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_gpu_sample(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     json_t *cols[GPU_NCOL];
     size_t rows;
     char why[160];
@@ -245,7 +245,7 @@ static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
     uint64_t over = 0;
     int64_t lo = INT64_MAX, hi = -1;
     for (size_t r = 0; r < rows; r++) {
-        gpufl_model_gpu_sample_t row;
+        gpufl__model_gpu_sample_t row;
         for (size_t c = 0; c < GPU_NCOL; c++) {
             json_t *cell = cols[c] ? json_array_get(cols[c], r) : NULL;
             char *slot = (char *)&row + gpu_cols[c].offset;
@@ -299,15 +299,16 @@ static int on_gpu_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t
 /* ---------------------------------------------------------------------- */
 
 static int cmp_gpu(const void *a, const void *b) {
-    int64_t x = ((const gpufl_model_gpu_t *)a)->device, y = ((const gpufl_model_gpu_t *)b)->device;
+    int64_t x = ((const gpufl__model_gpu_t *)a)->device,
+            y = ((const gpufl__model_gpu_t *)b)->device;
     return x < y ? -1 : x > y;
 }
 
 /* Gives the device of a row an entry. *last: the device of the previous row
  * (rows of one device often come in runs). */
-static int note_device(gpufl_model_t *m, int64_t d, int64_t *last) {
+static int note_device(gpufl__model_t *m, int64_t d, int64_t *last) {
     if (d == *last) return 0;
-    gpufl_model_gpu_t *g;
+    gpufl__model_gpu_t *g;
     int rc = gpufl__model_gpu_slot(m, d, &g);
     if (rc < 0) return rc;
     if (rc) {
@@ -321,13 +322,13 @@ static int note_device(gpufl_model_t *m, int64_t d, int64_t *last) {
 /* Gives every device a sample, kernel, copy or memset names an entry, then
  * sorts the devices by number and rebuilds the index. Resolves kernel names
  * and counts kernel rows whose config id no kernel_config record has. */
-static int finish_gpus(gpufl_model_t *m) {
+static int finish_gpus(gpufl__model_t *m) {
     int64_t last = -1;
     int rc = 0;
     for (size_t i = 0; i < m->n_gpu_samples && !rc; i++)
         rc = note_device(m, m->gpu_samples[i].device, &last);
     for (size_t i = 0; i < m->n_kernels && !rc; i++) {
-        gpufl_model_kernel_t *k = &m->kernels[i];
+        gpufl__model_kernel_t *k = &m->kernels[i];
         k->name = gpufl__model_resolve(m, k->name_id);
         k->demangled = k->demangled_id ? gpufl__model_resolve(m, k->demangled_id) : k->name;
         if (k->config > 0 && !gpufl__model_config_find(m, k->config)) m->configs_missing++;
@@ -350,7 +351,7 @@ static int finish_gpus(gpufl_model_t *m) {
     return 0;
 }
 
-int gpufl__model_finish_gpus(gpufl_model_t *m) { return finish_gpus(m); }
+int gpufl__model_finish_gpus(gpufl__model_t *m) { return finish_gpus(m); }
 
 const gpufl__model_handler_t gpufl__model_gpu_handlers[] = {
     {"gpu_info", on_gpu_info, NULL},

@@ -12,7 +12,7 @@
 #include <string.h>
 
 /* Fills a host sample from an object (system_start/stop snapshot). */
-static void sample_from_object(gpufl_model_host_sample_t *s, const json_t *o) {
+static void sample_from_object(gpufl__model_host_sample_t *s, const json_t *o) {
     double d;
     s->ts_ns = gpufl__model_int_or_unknown(json_object_get(o, "ts_ns"));
     s->cpu_pct = gpufl__reader_num(json_object_get(o, "cpu_pct"), &d) == 0 ? d : -1;
@@ -27,14 +27,14 @@ static void sample_from_object(gpufl_model_host_sample_t *s, const json_t *o) {
     s->cg_mem_limit_bytes = gpufl__model_int_or_unknown(json_object_get(o, "cg_mem_limit_bytes"));
 }
 
-static int on_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type, json_t *rec,
-                     int is_stop) {
+static int on_window(gpufl__model_t *m, const gpufl__reader_pos_t *pos, const char *type,
+                     json_t *rec, int is_stop) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return gpufl__model_bad_line(m, pos, type, "no integer ts_ns");
     gpufl__model_note_ts(m, ts);
     int rc;
-    gpufl_model_window_t *w = gpufl__model_append_row(ROWS(m, windows, max_windows), &rc);
+    gpufl__model_window_t *w = gpufl__model_append_row(ROWS(m, windows, max_windows), &rc);
     if (!w) return rc;
     w->ts_ns = ts;
     w->is_stop = is_stop;
@@ -49,7 +49,7 @@ static int on_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char
     return 0;
 }
 
-static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_host_sample(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     enum {
         TS,
         CPU,
@@ -102,7 +102,7 @@ static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
             over++;
             continue;
         }
-        gpufl_model_host_sample_t *s = &m->samples[m->n_samples++];
+        gpufl__model_host_sample_t *s = &m->samples[m->n_samples++];
         s->ts_ns = iv[TS];
         s->cpu_pct = dv[CPU];
         s->proc_cpu_pct = dv[PROC_CPU];
@@ -119,16 +119,16 @@ static int on_host_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
     return 0;
 }
 
-static int on_host_info(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_host_info(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     (void)pos;
     return gpufl__model_keep_first(&m->host_info, rec);
 }
 
-static int on_system_start(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_system_start(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     return on_window(m, pos, "system_start", rec, 0);
 }
 
-static int on_system_stop(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_system_stop(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     return on_window(m, pos, "system_stop", rec, 1);
 }
 

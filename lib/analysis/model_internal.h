@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * model_internal.h - what model.c shares with the files that load further
- * record kinds into the model (model_pc.c, model_sassm.c) and derive from them
+ * record kinds into the model (model_pc.c, model_sass_metrics.c) and derive from them
  * (pc_attrib.c). Internal to the analysis library; only valid while a model
  * is being loaded. Each domain file (model_<domain>.c) registers its record
  * types in a gpufl__model_handler_t table declared here.
@@ -69,25 +69,25 @@ int gpufl__model_reserve(void **data, size_t *alloc, size_t n, size_t elem, size
  * is reached (counted in over_cap), or with *rc = GPUFL_ENOMEM. */
 void *gpufl__model_append_row(row_array_t a, int *rc);
 /* A problem about the session (file "") or a file (line 0) or a line. */
-void gpufl__model_warn(gpufl_model_t *m, const char *file, uint64_t line, const char *fmt, ...)
+void gpufl__model_warn(gpufl__model_t *m, const char *file, uint64_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Reports a bad line of type and returns 2 (the reader's "corrupt"). */
-int gpufl__model_bad_line(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
+int gpufl__model_bad_line(gpufl__model_t *m, const gpufl__reader_pos_t *pos, const char *type,
                           const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A string member of obj copied into the model, "" when absent; NULL only
  * when out of memory. */
-const char *gpufl__model_member_str(gpufl_model_t *m, const json_t *obj, const char *key);
+const char *gpufl__model_member_str(gpufl__model_t *m, const json_t *obj, const char *key);
 /* Copies a string into the model's pool; NULL when out of memory. */
-const char *gpufl__model_pool_str(gpufl_model_t *m, const char *s, size_t len);
+const char *gpufl__model_pool_str(gpufl__model_t *m, const char *s, size_t len);
 /* Widens the session's first/last time to ts. */
-void gpufl__model_note_ts(gpufl_model_t *m, int64_t ts);
+void gpufl__model_note_ts(gpufl__model_t *m, int64_t ts);
 /* The string of a dict id; "?" (and counted) when undefined. */
-const char *gpufl__model_resolve(gpufl_model_t *m, int64_t id);
+const char *gpufl__model_resolve(gpufl__model_t *m, int64_t id);
 /* Loads the rows of an integer batch, from rec or from the reader's scanned
  * view, each row checked (see trace_cols_t) and handed to fill. A bad row
  * rolls the whole line back; rows past the cap are counted. */
-int gpufl__model_load_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                           const gpufl_reader_batch_t *view, const trace_cols_t *t, row_array_t a,
+int gpufl__model_load_rows(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                           const gpufl__reader_batch_t *view, const trace_cols_t *t, row_array_t a,
                            void (*fill)(void *row, const int64_t *v));
 
 /* A count member (>= 0), else GPUFL_MODEL_UNKNOWN; a duration in ms (>= 0),
@@ -100,7 +100,7 @@ int gpufl__model_keep_last(json_t **slot, json_t *rec);
 /* The head of a per-context record (pc_sampling, sass_metrics): its context
  * id and ts_ns into *context and *ts, its member `names` (an array or
  * null), the time noted. Returns 0, or 2 with the line reported. */
-int gpufl__model_context_head(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
+int gpufl__model_context_head(gpufl__model_t *m, const gpufl__reader_pos_t *pos, const char *type,
                               json_t *rec, const char *names, int64_t *context, int64_t *ts);
 
 /*
@@ -113,9 +113,9 @@ int gpufl__model_context_head(gpufl_model_t *m, const gpufl_reader_pos_t *pos, c
  */
 typedef struct gpufl__model_handler {
     const char *type;
-    int (*record)(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec);
-    int (*rows)(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                const gpufl_reader_batch_t *view);
+    int (*record)(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec);
+    int (*rows)(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                const gpufl__reader_batch_t *view);
 } gpufl__model_handler_t;
 
 /* The domains' tables (model.c walks them). */
@@ -126,7 +126,7 @@ extern const gpufl__model_handler_t gpufl__model_gpu_handlers[];     /* model_gp
 extern const gpufl__model_handler_t gpufl__model_trace_handlers[];   /* model_trace.c */
 extern const gpufl__model_handler_t gpufl__model_stack_handlers[];   /* model_stack.c */
 extern const gpufl__model_handler_t gpufl__model_pc_handlers[];      /* model_pc.c */
-extern const gpufl__model_handler_t gpufl__model_sassm_handlers[];   /* model_sassm.c */
+extern const gpufl__model_handler_t gpufl__model_sass_metrics_handlers[]; /* model_sass_metrics.c */
 extern const gpufl__model_handler_t gpufl__model_range_handlers[];   /* model_range.c */
 
 /* Field readers shared by the domains (model.c). */
@@ -138,57 +138,57 @@ int gpufl__model_device_number(const json_t *v, int64_t *out);
 /* The "name" member of rec, written as a string or as a dict id (then
  * resolved after loading): sets *id (0 for a string) and *out ("" until
  * resolved). Returns 0 or GPUFL_ENOMEM. */
-int gpufl__model_name_member(gpufl_model_t *m, const json_t *rec, int64_t *id, const char **out);
+int gpufl__model_name_member(gpufl__model_t *m, const json_t *rec, int64_t *id, const char **out);
 /* Keeps rec in *slot unless it holds one already (the first record wins). */
 int gpufl__model_keep_first(json_t **slot, json_t *rec);
 
 /* model_gpu.c: the entry of device, created (has_info 0, all unknown) when
  * new. Returns 0, 1 when the device cap is reached, or GPUFL_ENOMEM. */
-int gpufl__model_gpu_slot(gpufl_model_t *m, int64_t device, gpufl_model_gpu_t **out);
+int gpufl__model_gpu_slot(gpufl__model_t *m, int64_t device, gpufl__model_gpu_t **out);
 /* model_scope.c: the index of the first len bytes of path in the sorted
  * scope paths, or -1. */
-long gpufl__model_path_find(const gpufl_model_t *m, const char *path, size_t len);
+long gpufl__model_path_find(const gpufl__model_t *m, const char *path, size_t len);
 
 /* The steps after reading, in the order model.c runs them; each returns 0
  * or GPUFL_ENOMEM. Scope joins (model_scope.c); devices (model_gpu.c);
  * scope paths and GPU time per path (model_scope.c); stacks
  * (model_stack.c); kernel_config names and launches (model_trace.c). */
-int gpufl__model_finish_scopes(gpufl_model_t *m);
-int gpufl__model_finish_gpus(gpufl_model_t *m);
-int gpufl__model_finish_paths(gpufl_model_t *m);
-void gpufl__model_finish_stacks(gpufl_model_t *m);
-int gpufl__model_finish_trace(gpufl_model_t *m);
+int gpufl__model_finish_scopes(gpufl__model_t *m);
+int gpufl__model_finish_gpus(gpufl__model_t *m);
+int gpufl__model_finish_paths(gpufl__model_t *m);
+void gpufl__model_finish_stacks(gpufl__model_t *m);
+int gpufl__model_finish_trace(gpufl__model_t *m);
 
 /* model_pc.c: after reading: the reason table, sass sorted, problems counted. Returns 0
  * or GPUFL_ENOMEM. */
-int gpufl__model_finish_pc(gpufl_model_t *m);
+int gpufl__model_finish_pc(gpufl__model_t *m);
 /* Frees what model_pc.c allocated. */
-void gpufl__model_free_pc(gpufl_model_t *m);
+void gpufl__model_free_pc(gpufl__model_t *m);
 
-/* model_sassm.c: after reading: the rows sorted, one per (context, cubin, function, pc). */
-void gpufl__model_finish_sassm(gpufl_model_t *m);
-void gpufl__model_free_sassm(gpufl_model_t *m);
+/* model_sass_metrics.c: after reading: the rows sorted, one per (context, cubin, function, pc). */
+void gpufl__model_finish_sass_metrics(gpufl__model_t *m);
+void gpufl__model_free_sass_metrics(gpufl__model_t *m);
 
 /* model_range.c */
-void gpufl__model_free_range(gpufl_model_t *m);
+void gpufl__model_free_range(gpufl__model_t *m);
 
 /* model_lost.c: damaged lines and the scopes whose begins went with them.
  * The reader's damaged callback (user: the model): keeps the line and what
  * went with it, and the surviving columns of scope_begin rows. */
-int gpufl__model_on_damaged(void *user, const gpufl_reader_pos_t *pos,
-                            const gpufl_reader_damage_t *d);
+int gpufl__model_on_damaged(void *user, const gpufl__reader_pos_t *pos,
+                            const gpufl__reader_damage_t *d);
 /* Adds a scope_end row that matched no scope_begin to m->lost_scopes.
  * Returns 0 or GPUFL_ENOMEM. */
-int gpufl__model_add_lost_scope(gpufl_model_t *m, const scope_end_row_t *e);
+int gpufl__model_add_lost_scope(gpufl__model_t *m, const scope_end_row_t *e);
 /* After the join, before the scope paths: names the lost scopes from what
  * survives (the damaged lines' columns, their children's paths). Returns 0
  * or GPUFL_ENOMEM. */
-int gpufl__model_name_lost_scopes(gpufl_model_t *m);
-void gpufl__model_free_lost(gpufl_model_t *m);
+int gpufl__model_name_lost_scopes(gpufl__model_t *m);
+void gpufl__model_free_lost(gpufl__model_t *m);
 
 /* pc_attrib.c: gives the samples of pc_sample rows to scope paths through
  * the kernels that ran at their time (after the scope paths are built).
  * Returns 0 or GPUFL_ENOMEM. */
-int gpufl__model_attribute_pc(gpufl_model_t *m);
+int gpufl__model_attribute_pc(gpufl__model_t *m);
 
 #endif

@@ -23,18 +23,18 @@ static int out_of_memory(void) {
 }
 
 /* A cell of a surviving column, 0 when the column or the value is missing. */
-static int64_t cell_or_zero(const gpufl_reader_column_t *col, size_t row) {
+static int64_t cell_or_zero(const gpufl__reader_column_t *col, size_t row) {
     return col && !col->is_null[row] ? col->values[row] : 0;
 }
 
 /* Keeps the surviving columns of a damaged line's scope_begin rows. */
-static int salvage_begins(gpufl_model_t *m, const gpufl_reader_batch_t *b) {
+static int salvage_begins(gpufl__model_t *m, const gpufl__reader_batch_t *b) {
     load_state_t *st = m->load_state;
-    const gpufl_reader_column_t *id = gpufl__reader_batch_column(b, "id");
-    const gpufl_reader_column_t *parent = gpufl__reader_batch_column(b, "parent");
-    const gpufl_reader_column_t *name = gpufl__reader_batch_column(b, "name");
-    const gpufl_reader_column_t *tag = gpufl__reader_batch_column(b, "tag");
-    const gpufl_reader_column_t *path = gpufl__reader_batch_column(b, "path");
+    const gpufl__reader_column_t *id = gpufl__reader_batch_column(b, "id");
+    const gpufl__reader_column_t *parent = gpufl__reader_batch_column(b, "parent");
+    const gpufl__reader_column_t *name = gpufl__reader_batch_column(b, "name");
+    const gpufl__reader_column_t *tag = gpufl__reader_batch_column(b, "tag");
+    const gpufl__reader_column_t *path = gpufl__reader_batch_column(b, "path");
     if (!id) return 0;
     for (size_t r = 0; r < b->rows; r++) {
         if (cell_or_zero(id, r) <= 0) continue;
@@ -48,9 +48,9 @@ static int salvage_begins(gpufl_model_t *m, const gpufl_reader_batch_t *b) {
     return 0;
 }
 
-int gpufl__model_on_damaged(void *user, const gpufl_reader_pos_t *pos,
-                            const gpufl_reader_damage_t *d) {
-    gpufl_model_t *m = user;
+int gpufl__model_on_damaged(void *user, const gpufl__reader_pos_t *pos,
+                            const gpufl__reader_damage_t *d) {
+    gpufl__model_t *m = user;
     m->damaged_lines++;
     if (pos->file == GPUFL_LOG_FILE_SCOPE) m->damaged_scope_lines++;
     if (d->type && strcmp(d->type, "scope_begin") == 0 && d->columns) {
@@ -61,7 +61,7 @@ int gpufl__model_on_damaged(void *user, const gpufl_reader_pos_t *pos,
     int rc = gpufl__model_reserve((void **)&m->damaged, &m->damaged_alloc, m->n_damaged,
                                   sizeof *m->damaged, m->limits.max_warnings);
     if (rc) return rc < 0 ? rc : 0;
-    gpufl_model_damage_t *x = &m->damaged[m->n_damaged];
+    gpufl__model_damage_t *x = &m->damaged[m->n_damaged];
     x->file = gpufl__model_pool_str(m, pos->name, strlen(pos->name));
     x->type = d->type ? gpufl__model_pool_str(m, d->type, strlen(d->type)) : NULL;
     if (!x->file || (d->type && !x->type)) return out_of_memory();
@@ -72,11 +72,11 @@ int gpufl__model_on_damaged(void *user, const gpufl_reader_pos_t *pos,
     return 0;
 }
 
-int gpufl__model_add_lost_scope(gpufl_model_t *m, const scope_end_row_t *e) {
+int gpufl__model_add_lost_scope(gpufl__model_t *m, const scope_end_row_t *e) {
     int rc = gpufl__model_reserve((void **)&m->lost_scopes, &m->lost_scopes_alloc, m->n_lost_scopes,
                                   sizeof *m->lost_scopes, m->limits.max_scopes);
     if (rc) return rc < 0 ? rc : 0; /* at most as many as ends were kept */
-    gpufl_model_scope_t *s = &m->lost_scopes[m->n_lost_scopes++];
+    gpufl__model_scope_t *s = &m->lost_scopes[m->n_lost_scopes++];
     memset(s, 0, sizeof *s);
     s->id = e->id;
     s->tid = e->tid;
@@ -94,7 +94,7 @@ int gpufl__model_add_lost_scope(gpufl_model_t *m, const scope_end_row_t *e) {
 
 /* Sets a lost scope's path (a string that lives as long as the model) and
  * its name, the path's last part. */
-static void set_path(gpufl_model_scope_t *s, const char *path) {
+static void set_path(gpufl__model_scope_t *s, const char *path) {
     const char *slash = strrchr(path, '/');
     s->path = path;
     s->name = slash ? slash + 1 : path;
@@ -102,13 +102,13 @@ static void set_path(gpufl_model_scope_t *s, const char *path) {
 
 /* A dict string, or NULL for id 0 and undefined ids (not counted as
  * undefined: these ids come from a damaged line). */
-static const char *dict_or_null(const gpufl_model_t *m, int64_t id) {
+static const char *dict_or_null(const gpufl__model_t *m, int64_t id) {
     const char *str = id > 0 ? gpufl__model_str(m, id) : NULL;
     return str && *str ? str : NULL;
 }
 
 /* parent's path + "/" + name, in the model's pool; NULL when out of memory. */
-static const char *join_path(gpufl_model_t *m, const char *parent, const char *name) {
+static const char *join_path(gpufl__model_t *m, const char *parent, const char *name) {
     size_t pl = strlen(parent), nl = strlen(name);
     char *buf = malloc(pl + nl + 2);
     if (!buf) return NULL;
@@ -122,8 +122,8 @@ static const char *join_path(gpufl_model_t *m, const char *parent, const char *n
 
 /* The path of the scope with id (a surviving one, or a lost one already
  * named), NULL when unknown. */
-static const char *path_of(const gpufl_model_t *m, const gpufl_idmap_t *lost, int64_t id) {
-    const gpufl_model_scope_t *s = gpufl__model_scope_find(m, id);
+static const char *path_of(const gpufl__model_t *m, const gpufl__idmap_t *lost, int64_t id) {
+    const gpufl__model_scope_t *s = gpufl__model_scope_find(m, id);
     size_t idx;
     if (s) return s->path;
     if (id > 0 && gpufl__idmap_get(lost, (uint64_t)id, &idx)) return m->lost_scopes[idx].path;
@@ -145,9 +145,9 @@ static int cmp_by_id(const void *a, const void *b) {
 /* Names from surviving name columns: at the top level the name is the path,
  * below a parent whose path is known (parents come first in id order) the
  * path is the parent's plus the name. */
-static int name_from_names(gpufl_model_t *m, const gpufl_idmap_t *lost, const by_id_t *order) {
+static int name_from_names(gpufl__model_t *m, const gpufl__idmap_t *lost, const by_id_t *order) {
     for (size_t k = 0; k < m->n_lost_scopes; k++) {
-        gpufl_model_scope_t *s = &m->lost_scopes[order[k].index];
+        gpufl__model_scope_t *s = &m->lost_scopes[order[k].index];
         const char *name = dict_or_null(m, s->name_id), *parent;
         if (s->path || !name) continue;
         if (s->parent == 0) {
@@ -163,10 +163,11 @@ static int name_from_names(gpufl_model_t *m, const gpufl_idmap_t *lost, const by
 
 /* Names the lost parent of a child whose path is known: the child's path
  * less its last part. */
-static int name_parent(gpufl_model_t *m, const gpufl_idmap_t *lost, const gpufl_model_scope_t *c) {
+static int name_parent(gpufl__model_t *m, const gpufl__idmap_t *lost,
+                       const gpufl__model_scope_t *c) {
     size_t idx;
     if (!c->path || c->parent <= 0 || !gpufl__idmap_get(lost, (uint64_t)c->parent, &idx)) return 0;
-    gpufl_model_scope_t *s = &m->lost_scopes[idx];
+    gpufl__model_scope_t *s = &m->lost_scopes[idx];
     const char *slash = strrchr(c->path, '/');
     if (s->path || !slash || slash == c->path) return 0;
     const char *path = gpufl__model_pool_str(m, c->path, (size_t)(slash - c->path));
@@ -177,9 +178,9 @@ static int name_parent(gpufl_model_t *m, const gpufl_idmap_t *lost, const gpufl_
 
 /* Takes what the damaged lines kept of each lost scope's begin row; its own
  * path column, when that survived, names it. */
-static int apply_salvage(gpufl_model_t *m, gpufl_idmap_t *lost, by_id_t *order) {
+static int apply_salvage(gpufl__model_t *m, gpufl__idmap_t *lost, by_id_t *order) {
     load_state_t *st = m->load_state;
-    gpufl_idmap_t salvaged;
+    gpufl__idmap_t salvaged;
     size_t idx;
     int rc = 0;
     gpufl__idmap_init(&salvaged);
@@ -187,7 +188,7 @@ static int apply_salvage(gpufl_model_t *m, gpufl_idmap_t *lost, by_id_t *order) 
         if (gpufl__idmap_put(&salvaged, (uint64_t)st->salvaged[i].id, i, NULL) < 0)
             rc = out_of_memory();
     for (size_t i = 0; i < m->n_lost_scopes && !rc; i++) {
-        gpufl_model_scope_t *s = &m->lost_scopes[i];
+        gpufl__model_scope_t *s = &m->lost_scopes[i];
         order[i] = (by_id_t){s->id, i};
         if (s->id <= 0) continue;
         if (gpufl__idmap_put(lost, (uint64_t)s->id, i, NULL) < 0) rc = out_of_memory();
@@ -205,10 +206,10 @@ static int apply_salvage(gpufl_model_t *m, gpufl_idmap_t *lost, by_id_t *order) 
     return rc;
 }
 
-int gpufl__model_name_lost_scopes(gpufl_model_t *m) {
+int gpufl__model_name_lost_scopes(gpufl__model_t *m) {
     size_t n = m->n_lost_scopes;
     if (!n) return 0;
-    gpufl_idmap_t lost;
+    gpufl__idmap_t lost;
     gpufl__idmap_init(&lost);
     by_id_t *order = malloc(n * sizeof *order);
     int rc = order ? apply_salvage(m, &lost, order) : out_of_memory();
@@ -223,7 +224,7 @@ int gpufl__model_name_lost_scopes(gpufl_model_t *m) {
     return rc;
 }
 
-void gpufl__model_free_lost(gpufl_model_t *m) {
+void gpufl__model_free_lost(gpufl__model_t *m) {
     free(m->lost_scopes);
     free(m->damaged);
     m->lost_scopes = NULL;

@@ -25,7 +25,7 @@ static int oom(const char *what) {
     return gpufl__set_error(GPUFL_ENOMEM, "out of memory for %s", what);
 }
 
-/* Helpers shared with model_sassm.c (model_internal.h). */
+/* Helpers shared with model_sass_metrics.c (model_internal.h). */
 
 int64_t gpufl__model_count(const json_t *v) {
     int64_t x;
@@ -43,7 +43,7 @@ int gpufl__model_keep_last(json_t **slot, json_t *rec) {
     return 0;
 }
 
-int gpufl__model_context_head(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const char *type,
+int gpufl__model_context_head(gpufl__model_t *m, const gpufl__reader_pos_t *pos, const char *type,
                               json_t *rec, const char *names, int64_t *context, int64_t *ts) {
     if (gpufl__reader_int(json_object_get(rec, "context"), context) != 0 || *context < 0)
         return gpufl__model_bad_line(m, pos, type, "no context id");
@@ -60,7 +60,7 @@ int gpufl__model_context_head(gpufl_model_t *m, const gpufl_reader_pos_t *pos, c
 /* pc_sampling (pc_sampling_stats is kept whole: gpufl__model_keep_last)   */
 /* ---------------------------------------------------------------------- */
 
-static int on_pc_sampling(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_pc_sampling(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t context, ts;
     int rc = gpufl__model_context_head(m, pos, "pc_sampling", rec, "reasons", &context, &ts);
     if (rc) return rc;
@@ -74,7 +74,7 @@ static int on_pc_sampling(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
     rc = gpufl__model_reserve((void **)&m->pc_contexts, &m->pc_contexts_alloc, m->n_pc_contexts,
                               sizeof *m->pc_contexts, MAX_PC_CONTEXTS);
     if (rc) return rc < 0 ? rc : 0;
-    gpufl_model_pc_context_t *c = &m->pc_contexts[m->n_pc_contexts];
+    gpufl__model_pc_context_t *c = &m->pc_contexts[m->n_pc_contexts];
     memset(c, 0, sizeof *c);
     c->ts_ns = ts;
     c->context = context;
@@ -111,7 +111,7 @@ enum pc_col {
 };
 
 static void fill_pc_sample(void *row, const int64_t *v) {
-    gpufl_model_pc_sample_t *s = row;
+    gpufl__model_pc_sample_t *s = row;
     s->t0_ns = v[P_T0];
     s->t1_ns = v[P_T1];
     s->context = (uint32_t)v[P_CONTEXT];
@@ -123,8 +123,8 @@ static void fill_pc_sample(void *row, const int64_t *v) {
     s->demangled = v[P_DEMANGLED] > 0 ? (uint32_t)v[P_DEMANGLED] : s->function;
 }
 
-static int on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                        const gpufl_reader_batch_t *view) {
+static int on_pc_sample(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                        const gpufl__reader_batch_t *view) {
     static const char *const names[P_NCOL] = {"t0_ns",  "t1_ns",   "context", "function", "pc",
                                               "reason", "samples", "cubin",   "demangled"};
     static const int64_t max[P_NCOL] = {
@@ -139,7 +139,7 @@ static int on_pc_sample(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t 
     if (rc) return rc;
     uint64_t total = 0;
     for (size_t i = start; i < m->n_pc_samples; i++) {
-        const gpufl_model_pc_sample_t *s = &m->pc_samples[i];
+        const gpufl__model_pc_sample_t *s = &m->pc_samples[i];
         if (s->function == 0 || s->reason == 0) {
             m->n_pc_samples = start;
             m->pc_samples_over_cap = over;
@@ -169,7 +169,7 @@ enum win_col {
 };
 
 static void fill_pc_window(void *row, const int64_t *v) {
-    gpufl_model_pc_window_t *w = row;
+    gpufl__model_pc_window_t *w = row;
     w->t0_ns = v[W_T0];
     w->t1_ns = v[W_T1];
     w->context = v[W_CONTEXT];
@@ -179,13 +179,13 @@ static void fill_pc_window(void *row, const int64_t *v) {
     w->non_user = v[W_NON_USER];
     w->dropped = v[W_DROPPED];
     w->buffer_full = v[W_BUFFER_FULL];
-    w->pcs_left = v[W_PCS_LEFT];
+    w->pc_sampling_left = v[W_PCS_LEFT];
     w->lost = v[W_LOST];
     w->unplaced = v[W_UNPLACED];
 }
 
-static int on_pc_window(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                        const gpufl_reader_batch_t *view) {
+static int on_pc_window(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                        const gpufl__reader_batch_t *view) {
     static const char *const names[W_NCOL] = {"t0_ns",       "t1_ns",    "context",  "drains",
                                               "samples",     "recorded", "non_user", "dropped",
                                               "buffer_full", "pcs_left", "lost",     "unplaced"};
@@ -230,8 +230,8 @@ static int sass_arrays(const json_t *rec, json_t **pc, json_t **text, json_t **f
 }
 
 /* Reads instruction i of a sass record into *out. Returns 0 or -1. */
-static int sass_insn(gpufl_model_t *m, json_t *pc, json_t *text, json_t *file, json_t *line,
-                     const char **files, size_t n_files, size_t i, gpufl_model_sass_insn_t *out) {
+static int sass_insn(gpufl__model_t *m, json_t *pc, json_t *text, json_t *file, json_t *line,
+                     const char **files, size_t n_files, size_t i, gpufl__model_sass_insn_t *out) {
     int64_t v;
     json_t *t = json_array_get(text, i);
     if (gpufl__reader_int(json_array_get(pc, i), &v) != 0 || v < 0 || v > UINT32_MAX ||
@@ -253,7 +253,7 @@ static int sass_insn(gpufl_model_t *m, json_t *pc, json_t *text, json_t *file, j
     return 0;
 }
 
-static int on_sass(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_sass(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t cubin, function;
     if (gpufl__reader_int(json_object_get(rec, "cubin"), &cubin) != 0 || cubin <= 0 ||
         gpufl__reader_int(json_object_get(rec, "function"), &function) != 0 || function <= 0)
@@ -287,7 +287,7 @@ static int on_sass(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec)
         rc = gpufl__model_reserve((void **)&m->sass_insns, &m->sass_insns_alloc, m->n_sass_insns,
                                   sizeof *m->sass_insns, m->limits.max_sass_insns);
         if (rc) return rc < 0 ? rc : oom("sass");
-        gpufl_model_sass_insn_t *in = &m->sass_insns[m->n_sass_insns];
+        gpufl__model_sass_insn_t *in = &m->sass_insns[m->n_sass_insns];
         if (sass_insn(m, pc, text, file, line, file_names, n_files, i, in)) {
             m->n_sass_insns = first;
             return gpufl__model_bad_line(m, pos, "sass", "instruction %zu is malformed", i);
@@ -295,7 +295,7 @@ static int on_sass(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec)
         if (!in->text) return oom("sass");
         m->n_sass_insns++;
     }
-    m->sass[m->n_sass++] = (gpufl_model_sass_t){cubin, function, arch, error, first, n};
+    m->sass[m->n_sass++] = (gpufl__model_sass_t){cubin, function, arch, error, first, n};
     return 0;
 }
 
@@ -313,15 +313,15 @@ const char *gpufl__model_pc_reason_short(const char *name) {
 }
 
 static int cmp_reason(const void *a, const void *b) {
-    const gpufl_model_pc_reason_t *x = a, *y = b;
+    const gpufl__model_pc_reason_t *x = a, *y = b;
     int c = strcmp(x->short_name, y->short_name);
     return c ? c : strcmp(x->name, y->name);
 }
 
 /* The distinct reasons of the rows, sorted by short name; rows then hold
  * an index into them instead of the dict id. */
-static int build_reasons(gpufl_model_t *m) {
-    gpufl_idmap_t ids;
+static int build_reasons(gpufl__model_t *m) {
+    gpufl__idmap_t ids;
     gpufl__idmap_init(&ids);
     int rc = 0;
     for (size_t i = 0; i < m->n_pc_samples && !rc; i++) {
@@ -334,7 +334,7 @@ static int build_reasons(gpufl_model_t *m) {
             rc = oom("stall reasons");
             break;
         }
-        gpufl_model_pc_reason_t *r = &m->pc_reasons[m->n_pc_reasons++];
+        gpufl__model_pc_reason_t *r = &m->pc_reasons[m->n_pc_reasons++];
         r->id = id;
         r->name = gpufl__model_resolve(m, id);
         r->short_name = gpufl__model_pc_reason_short(r->name);
@@ -362,19 +362,19 @@ static int build_reasons(gpufl_model_t *m) {
 }
 
 static int cmp_sass(const void *a, const void *b) {
-    const gpufl_model_sass_t *x = a, *y = b;
+    const gpufl__model_sass_t *x = a, *y = b;
     if (x->cubin != y->cubin) return x->cubin < y->cubin ? -1 : 1;
     if (x->function != y->function) return x->function < y->function ? -1 : 1;
     return x->first < y->first ? -1 : x->first > y->first; /* the first record first */
 }
 
 static int cmp_insn(const void *a, const void *b) {
-    uint32_t x = ((const gpufl_model_sass_insn_t *)a)->pc;
-    uint32_t y = ((const gpufl_model_sass_insn_t *)b)->pc;
+    uint32_t x = ((const gpufl__model_sass_insn_t *)a)->pc;
+    uint32_t y = ((const gpufl__model_sass_insn_t *)b)->pc;
     return x < y ? -1 : x > y;
 }
 
-int gpufl__model_finish_pc(gpufl_model_t *m) {
+int gpufl__model_finish_pc(gpufl__model_t *m) {
     int rc = build_reasons(m);
     if (rc) return rc;
     for (size_t i = 0; i < m->n_sass; i++) /* records with an error have no instructions */
@@ -397,7 +397,7 @@ int gpufl__model_finish_pc(gpufl_model_t *m) {
     return 0;
 }
 
-void gpufl__model_free_pc(gpufl_model_t *m) {
+void gpufl__model_free_pc(gpufl__model_t *m) {
     free(m->pc_contexts);
     free(m->pc_samples);
     free(m->pc_windows);
@@ -412,18 +412,18 @@ void gpufl__model_free_pc(gpufl_model_t *m) {
 /* Lookups                                                                  */
 /* ---------------------------------------------------------------------- */
 
-const gpufl_model_pc_context_t *gpufl__model_pc_context(const gpufl_model_t *m, int64_t context) {
+const gpufl__model_pc_context_t *gpufl__model_pc_context(const gpufl__model_t *m, int64_t context) {
     for (size_t i = 0; i < m->n_pc_contexts; i++)
         if (m->pc_contexts[i].context == context) return &m->pc_contexts[i];
     return NULL;
 }
 
-const gpufl_model_sass_t *gpufl__model_sass_find(const gpufl_model_t *m, int64_t cubin,
-                                                 int64_t function) {
+const gpufl__model_sass_t *gpufl__model_sass_find(const gpufl__model_t *m, int64_t cubin,
+                                                  int64_t function) {
     size_t lo = 0, hi = m->n_sass;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const gpufl_model_sass_t *s = &m->sass[mid];
+        const gpufl__model_sass_t *s = &m->sass[mid];
         if (s->cubin < cubin || (s->cubin == cubin && s->function < function))
             lo = mid + 1;
         else
@@ -436,10 +436,10 @@ const gpufl_model_sass_t *gpufl__model_sass_find(const gpufl_model_t *m, int64_t
     return NULL;
 }
 
-const gpufl_model_sass_insn_t *gpufl__model_sass_insn(const gpufl_model_t *m,
-                                                      const gpufl_model_sass_t *s, uint32_t pc) {
+const gpufl__model_sass_insn_t *gpufl__model_sass_insn(const gpufl__model_t *m,
+                                                       const gpufl__model_sass_t *s, uint32_t pc) {
     if (!s || !s->n) return NULL;
-    const gpufl_model_sass_insn_t *v = m->sass_insns + s->first;
+    const gpufl__model_sass_insn_t *v = m->sass_insns + s->first;
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -451,7 +451,7 @@ const gpufl_model_sass_insn_t *gpufl__model_sass_insn(const gpufl_model_t *m,
     return lo < s->n && v[lo].pc == pc ? &v[lo] : NULL;
 }
 
-static int on_pc_sampling_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_pc_sampling_stats(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     (void)pos;
     return gpufl__model_keep_last(&m->pc_stats, rec);
 }

@@ -15,7 +15,7 @@
 
 #define MAX_RANGE_CONTEXTS ((size_t)65536)
 
-static const gpufl_model_range_context_t *range_context(const gpufl_model_t *m, int64_t context) {
+static const gpufl__model_range_context_t *range_context(const gpufl__model_t *m, int64_t context) {
     for (size_t i = 0; i < m->n_range_contexts; i++)
         if (m->range_contexts[i].context == context) return &m->range_contexts[i];
     return NULL;
@@ -23,7 +23,7 @@ static const gpufl_model_range_context_t *range_context(const gpufl_model_t *m, 
 
 /* 0 when a is absent, null or an array of strings; else the line is bad
  * (what names a in the message). */
-static int check_names(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const json_t *a,
+static int check_names(gpufl__model_t *m, const gpufl__reader_pos_t *pos, const json_t *a,
                        const char *what) {
     if (!a || json_is_null(a)) return 0;
     if (!json_is_array(a))
@@ -36,7 +36,7 @@ static int check_names(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const js
 }
 
 /* groups: absent, null, or an array of arrays of strings. */
-static int check_groups(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const json_t *groups) {
+static int check_groups(gpufl__model_t *m, const gpufl__reader_pos_t *pos, const json_t *groups) {
     if (!groups || json_is_null(groups)) return 0;
     if (!json_is_array(groups))
         return gpufl__model_bad_line(m, pos, "range_profiler", "groups is not an array");
@@ -54,7 +54,7 @@ static int check_groups(gpufl_model_t *m, const gpufl_reader_pos_t *pos, const j
 }
 
 /* range_profiler_stats is kept whole: gpufl__model_keep_last. */
-static int on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_range_profiler(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t context, ts;
     int rc = gpufl__model_context_head(m, pos, "range_profiler", rec, "metrics", &context, &ts);
     if (rc) return rc;
@@ -76,7 +76,7 @@ static int on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, js
     rc = gpufl__model_reserve((void **)&m->range_contexts, &m->range_contexts_alloc,
                               m->n_range_contexts, sizeof *m->range_contexts, MAX_RANGE_CONTEXTS);
     if (rc) return rc < 0 ? rc : 0;
-    gpufl_model_range_context_t *c = &m->range_contexts[m->n_range_contexts];
+    gpufl__model_range_context_t *c = &m->range_contexts[m->n_range_contexts];
     memset(c, 0, sizeof *c);
     c->ts_ns = ts;
     c->context = context;
@@ -97,15 +97,15 @@ static int on_range_profiler(gpufl_model_t *m, const gpufl_reader_pos_t *pos, js
 }
 
 /* A required integer member >= 0 into *out; else the line is bad. */
-static int need_int(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec, const char *key,
+static int need_int(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec, const char *key,
                     int64_t *out) {
     if (gpufl__reader_int(json_object_get(rec, key), out) != 0 || *out < 0)
         return gpufl__model_bad_line(m, pos, "range_metrics", "no integer %s", key);
     return 0;
 }
 
-static int on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
-    gpufl_model_range_t r = {.tid = GPUFL_MODEL_UNKNOWN};
+static int on_range_metrics(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
+    gpufl__model_range_t r = {.tid = GPUFL_MODEL_UNKNOWN};
     int rc;
     if ((rc = need_int(m, pos, rec, "ts_ns", &r.ts_ns)) ||
         (rc = need_int(m, pos, rec, "start_ns", &r.start_ns)) ||
@@ -133,7 +133,7 @@ static int on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, jso
     if (settling && !json_is_boolean(settling))
         return gpufl__model_bad_line(m, pos, "range_metrics", "settling is not a boolean");
     r.settling = json_is_true(settling);
-    const gpufl_model_range_context_t *c = range_context(m, r.context);
+    const gpufl__model_range_context_t *c = range_context(m, r.context);
     if (c && (uint64_t)r.group >= c->n_groups)
         return gpufl__model_bad_line(m, pos, "range_metrics",
                                      "group %lld is past context %lld's last group (%zu)",
@@ -150,7 +150,7 @@ static int on_range_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, jso
     return 0;
 }
 
-void gpufl__model_free_range(gpufl_model_t *m) {
+void gpufl__model_free_range(gpufl__model_t *m) {
     for (size_t i = 0; i < m->n_range_contexts; i++) {
         json_decref(m->range_contexts[i].metrics);
         json_decref(m->range_contexts[i].left_out);
@@ -163,7 +163,7 @@ void gpufl__model_free_range(gpufl_model_t *m) {
     json_decref(m->range_stats);
 }
 
-static int on_range_profiler_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_range_profiler_stats(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     (void)pos;
     return gpufl__model_keep_last(&m->range_stats, rec);
 }

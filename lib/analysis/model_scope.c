@@ -22,7 +22,7 @@ static int cell_int(json_t *col, size_t row, int64_t def, int64_t *out) {
     return gpufl__reader_int(json_array_get(col, row), out) == 0 ? 0 : -1;
 }
 
-static int on_scope_begin(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_scope_begin(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     enum { TS, TID, ID, PARENT, DEPTH, NAME, TAG, PATH, REPEAT, WARMUP, NCOL };
     static const char *const names[NCOL] = {"ts_ns", "tid", "id",   "parent", "depth",
                                             "name",  "tag", "path", "repeat", "warmup"};
@@ -57,7 +57,7 @@ static int on_scope_begin(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
             over++;
             continue;
         }
-        gpufl_model_scope_t *s = &m->scopes[m->n_scopes++];
+        gpufl__model_scope_t *s = &m->scopes[m->n_scopes++];
         s->id = v[ID];
         s->parent = v[PARENT];
         s->tid = v[TID];
@@ -79,7 +79,7 @@ static int on_scope_begin(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
     return 0;
 }
 
-static int on_scope_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_scope_end(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     enum { TS, TID, ID, IMPLICIT, NCOL };
     static const char *const names[NCOL] = {"ts_ns", "tid", "id", "implicit"};
     load_state_t *st = m->load_state;
@@ -124,7 +124,7 @@ static int on_scope_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t 
 /* After reading                                                          */
 /* ---------------------------------------------------------------------- */
 
-static int join_scopes(gpufl_model_t *m) {
+static int join_scopes(gpufl__model_t *m) {
     load_state_t *st = m->load_state;
     for (size_t i = 0; i < m->n_scopes; i++) {
         int rc = gpufl__idmap_put(&m->scope_index, (uint64_t)m->scopes[i].id, i, NULL);
@@ -140,7 +140,7 @@ static int join_scopes(gpufl_model_t *m) {
             if (rc) return rc;
             continue;
         }
-        gpufl_model_scope_t *s = &m->scopes[idx];
+        gpufl__model_scope_t *s = &m->scopes[idx];
         if (!s->open) {
             m->scope_ends_duplicate++;
             continue;
@@ -152,7 +152,7 @@ static int join_scopes(gpufl_model_t *m) {
     }
     m->n_open_scopes = 0;
     for (size_t i = 0; i < m->n_scopes; i++) {
-        gpufl_model_scope_t *s = &m->scopes[i];
+        gpufl__model_scope_t *s = &m->scopes[i];
         s->name = gpufl__model_resolve(m, s->name_id);
         s->tag = gpufl__model_resolve(m, s->tag_id);
         s->path = gpufl__model_resolve(m, s->path_id);
@@ -166,8 +166,8 @@ static int join_scopes(gpufl_model_t *m) {
 /* ---------------------------------------------------------------------- */
 
 static int cmp_scope_path_tag(const void *a, const void *b) {
-    const gpufl_model_scope_t *x = *(const gpufl_model_scope_t *const *)a;
-    const gpufl_model_scope_t *y = *(const gpufl_model_scope_t *const *)b;
+    const gpufl__model_scope_t *x = *(const gpufl__model_scope_t *const *)a;
+    const gpufl__model_scope_t *y = *(const gpufl__model_scope_t *const *)b;
     int c = strcmp(x->path, y->path);
     if (c) return c;
     c = strcmp(x->tag, y->tag);
@@ -176,7 +176,7 @@ static int cmp_scope_path_tag(const void *a, const void *b) {
 }
 
 /* The index of the first len bytes of path in the sorted paths, or -1. */
-long gpufl__model_path_find(const gpufl_model_t *m, const char *path, size_t len) {
+long gpufl__model_path_find(const gpufl__model_t *m, const char *path, size_t len) {
     size_t lo = 0, hi = m->n_scope_paths;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -193,8 +193,8 @@ long gpufl__model_path_find(const gpufl_model_t *m, const char *path, size_t len
 
 /* The enclosing path of path i: the path of a parent instance, else the
  * longest existing '/' prefix. */
-static long path_parent(const gpufl_model_t *m, size_t i, int64_t parent_scope) {
-    const gpufl_model_scope_t *p = gpufl__model_scope_find(m, parent_scope);
+static long path_parent(const gpufl__model_t *m, size_t i, int64_t parent_scope) {
+    const gpufl__model_scope_t *p = gpufl__model_scope_find(m, parent_scope);
     if (p) {
         long k = gpufl__model_path_find(m, p->path, strlen(p->path));
         if (k >= 0 && (size_t)k != i) return k;
@@ -212,7 +212,7 @@ static long path_parent(const gpufl_model_t *m, size_t i, int64_t parent_scope) 
 }
 
 /* Adds one instance to its path's host figures. */
-static void path_add(gpufl_model_scope_path_t *p, const gpufl_model_scope_t *s) {
+static void path_add(gpufl__model_scope_path_t *p, const gpufl__model_scope_t *s) {
     if (s->lost) { /* an end without its begin: no time to add */
         p->lost++;
         return;
@@ -236,8 +236,8 @@ static void path_add(gpufl_model_scope_path_t *p, const gpufl_model_scope_t *s) 
 
 /* Links the paths to their parents (dropping links that would form a
  * cycle) and sets their depths. parent_scope: a parent instance per path. */
-static int link_paths(gpufl_model_t *m, const int64_t *parent_scope) {
-    gpufl_model_scope_path_t *p = m->scope_paths;
+static int link_paths(gpufl__model_t *m, const int64_t *parent_scope) {
+    gpufl__model_scope_path_t *p = m->scope_paths;
     size_t n = m->n_scope_paths;
     for (size_t i = 0; i < n; i++) p[i].parent = path_parent(m, i, parent_scope[i]);
     for (size_t i = 0; i < n; i++) {
@@ -261,13 +261,13 @@ static int link_paths(gpufl_model_t *m, const int64_t *parent_scope) {
 
 /* Groups the scope instances into paths, sorted by path; lost scopes (an
  * end without a begin) whose path is known keep their place in the tree. */
-static int build_paths(gpufl_model_t *m) {
+static int build_paths(gpufl__model_t *m) {
     size_t n = m->n_scopes, np = 0;
     for (size_t i = 0; i < m->n_lost_scopes; i++) n += m->lost_scopes[i].path != NULL;
     if (!n) return 0;
     int rc = 0;
     int64_t *parent_scope = NULL;
-    gpufl_model_scope_t **by_path = malloc(n * sizeof *by_path);
+    gpufl__model_scope_t **by_path = malloc(n * sizeof *by_path);
     if (!by_path) goto out_of_memory;
     for (size_t i = 0; i < m->n_scopes; i++) by_path[i] = &m->scopes[i];
     for (size_t i = 0, k = m->n_scopes; i < m->n_lost_scopes; i++)
@@ -280,8 +280,8 @@ static int build_paths(gpufl_model_t *m) {
     m->n_scope_paths = np;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        gpufl_model_scope_t *s = by_path[i];
-        gpufl_model_scope_path_t *p = k ? &m->scope_paths[k - 1] : NULL;
+        gpufl__model_scope_t *s = by_path[i];
+        gpufl__model_scope_path_t *p = k ? &m->scope_paths[k - 1] : NULL;
         if (!p || strcmp(p->path, s->path) != 0) {
             p = &m->scope_paths[k++];
             p->path = s->path;
@@ -296,7 +296,7 @@ static int build_paths(gpufl_model_t *m) {
     }
     /* When a name could not be resolved, show the last part of the path. */
     for (size_t i = 0; i < np; i++) {
-        gpufl_model_scope_path_t *p = &m->scope_paths[i];
+        gpufl__model_scope_path_t *p = &m->scope_paths[i];
         if (strcmp(p->name, "?") == 0 && strcmp(p->path, "?") != 0) {
             const char *slash = strrchr(p->path, '/');
             p->name = slash ? slash + 1 : p->path;
@@ -339,7 +339,7 @@ static int cmp_str_ptr(const void *a, const void *b) {
  * would, comparing each distinct name string once instead of per kernel (a
  * session has few names and many kernels). */
 static int rank_kernel_names(kernel_ref_t *refs, size_t n) {
-    gpufl_idmap_t seen; /* name pointer -> index in names */
+    gpufl__idmap_t seen; /* name pointer -> index in names */
     const char **names = NULL;
     size_t *rank = NULL, n_names = 0, alloc = 0;
     int rc = 0;
@@ -387,13 +387,13 @@ static int rank_kernel_names(kernel_ref_t *refs, size_t n) {
     return 0;
 }
 
-static gpufl_model_scope_gpu_t *gpu_of_slot(gpufl_model_t *m, size_t slot) {
+static gpufl__model_scope_gpu_t *gpu_of_slot(gpufl__model_t *m, size_t slot) {
     if (slot < m->n_scope_paths) return &m->scope_paths[slot].gpu;
     return slot == m->n_scope_paths ? &m->gpu_no_scope : &m->gpu_unknown_scope;
 }
 
 /* The slot of a row's scope instance id. */
-static size_t gpu_slot_of(gpufl_model_t *m, int64_t scope) {
+static size_t gpu_slot_of(gpufl__model_t *m, int64_t scope) {
     size_t idx;
     if (scope <= 0) return m->n_scope_paths;
     m->gpu_scoped_rows++;
@@ -402,7 +402,7 @@ static size_t gpu_slot_of(gpufl_model_t *m, int64_t scope) {
 }
 
 /* Keeps the GPUFL_MODEL_TOP_KERNELS largest names, by time then name. */
-static void top_insert(gpufl_model_scope_gpu_t *g, const char *name, uint64_t calls, double ns) {
+static void top_insert(gpufl__model_scope_gpu_t *g, const char *name, uint64_t calls, double ns) {
     size_t i = g->n_top;
     while (i > 0 && (g->top[i - 1].total_ns < ns ||
                      (g->top[i - 1].total_ns == ns && strcmp(g->top[i - 1].name, name) > 0)))
@@ -410,11 +410,11 @@ static void top_insert(gpufl_model_scope_gpu_t *g, const char *name, uint64_t ca
     if (i >= GPUFL_MODEL_TOP_KERNELS) return;
     size_t kept = g->n_top < GPUFL_MODEL_TOP_KERNELS ? g->n_top : GPUFL_MODEL_TOP_KERNELS - 1;
     memmove(&g->top[i + 1], &g->top[i], (kept - i) * sizeof g->top[0]);
-    g->top[i] = (gpufl_model_top_kernel_t){name, calls, ns};
+    g->top[i] = (gpufl__model_top_kernel_t){name, calls, ns};
     if (g->n_top < GPUFL_MODEL_TOP_KERNELS) g->n_top++;
 }
 
-static void work_add(gpufl_model_gpu_work_t *to, const gpufl_model_gpu_work_t *w) {
+static void work_add(gpufl__model_gpu_work_t *to, const gpufl__model_gpu_work_t *w) {
     to->kernels += w->kernels;
     to->copies += w->copies;
     to->memsets += w->memsets;
@@ -426,28 +426,28 @@ static void work_add(gpufl_model_gpu_work_t *to, const gpufl_model_gpu_work_t *w
 /* Attributes every kernel, copy and memset to the scope path of its scope
  * instance, lists each path's top kernels, and adds each path's own work to
  * the totals of its ancestors. */
-static int attribute_gpu(gpufl_model_t *m) {
+static int attribute_gpu(gpufl__model_t *m) {
     kernel_ref_t *refs = NULL;
     if (m->n_kernels) {
         refs = malloc(m->n_kernels * sizeof *refs);
         if (!refs) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for GPU time per scope");
     }
     for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_t *k = &m->kernels[i];
         size_t slot = gpu_slot_of(m, k->scope);
-        gpufl_model_gpu_work_t *w = &gpu_of_slot(m, slot)->self;
+        gpufl__model_gpu_work_t *w = &gpu_of_slot(m, slot)->self;
         double ns = (double)(k->end_ns - k->start_ns);
         w->kernels++;
         w->kernel_ns += ns;
         refs[i] = (kernel_ref_t){slot, 0, k->demangled, ns};
     }
     for (size_t i = 0; i < m->n_copies; i++) {
-        gpufl_model_gpu_work_t *w = &gpu_of_slot(m, gpu_slot_of(m, m->copies[i].scope))->self;
+        gpufl__model_gpu_work_t *w = &gpu_of_slot(m, gpu_slot_of(m, m->copies[i].scope))->self;
         w->copies++;
         w->copy_ns += (double)(m->copies[i].end_ns - m->copies[i].start_ns);
     }
     for (size_t i = 0; i < m->n_memsets; i++) {
-        gpufl_model_gpu_work_t *w = &gpu_of_slot(m, gpu_slot_of(m, m->memsets[i].scope))->self;
+        gpufl__model_gpu_work_t *w = &gpu_of_slot(m, gpu_slot_of(m, m->memsets[i].scope))->self;
         w->memsets++;
         w->memset_ns += (double)(m->memsets[i].end_ns - m->memsets[i].start_ns);
     }
@@ -464,7 +464,7 @@ static int attribute_gpu(gpufl_model_t *m) {
         for (j = i;
              j < m->n_kernels && refs[j].slot == refs[i].slot && refs[j].rank == refs[i].rank; j++)
             ns += refs[j].ns;
-        gpufl_model_scope_gpu_t *g = gpu_of_slot(m, refs[i].slot);
+        gpufl__model_scope_gpu_t *g = gpu_of_slot(m, refs[i].slot);
         g->kernel_names++;
         top_insert(g, refs[i].name, (uint64_t)(j - i), ns);
     }
@@ -477,9 +477,9 @@ static int attribute_gpu(gpufl_model_t *m) {
     return 0;
 }
 
-int gpufl__model_finish_scopes(gpufl_model_t *m) { return join_scopes(m); }
+int gpufl__model_finish_scopes(gpufl__model_t *m) { return join_scopes(m); }
 
-int gpufl__model_finish_paths(gpufl_model_t *m) {
+int gpufl__model_finish_paths(gpufl__model_t *m) {
     int rc = build_paths(m);
     return rc ? rc : attribute_gpu(m);
 }

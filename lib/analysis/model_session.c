@@ -14,8 +14,8 @@
 
 #define MAX_SOURCE_COSTS ((size_t)64)
 
-static int on_header(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
-    gpufl_model_header_t *h = &m->header;
+static int on_header(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
+    gpufl__model_header_t *h = &m->header;
     const char *sid = gpufl__model_json_str(rec, "session_id");
     if (h->present) {
         if (sid && strcmp(sid, h->session_id) != 0)
@@ -40,21 +40,21 @@ static int on_header(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
     return 0;
 }
 
-static gpufl_model_level_t level_of(const char *s) {
+static gpufl__model_level_t level_of(const char *s) {
     static const char *const names[] = {"debug", "info", "warn", "error"};
     for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0) return (gpufl_model_level_t)i;
+        if (strcmp(s, names[i]) == 0) return (gpufl__model_level_t)i;
     if (strcmp(s, "warning") == 0) return GPUFL_MODEL_LEVEL_WARN;
     return GPUFL_MODEL_LEVEL_UNKNOWN;
 }
 
-static int on_event(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_event(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return gpufl__model_bad_line(m, pos, "event", "no integer ts_ns");
     gpufl__model_note_ts(m, ts);
     int rc;
-    gpufl_model_event_t *e = gpufl__model_append_row(ROWS(m, events, max_events), &rc);
+    gpufl__model_event_t *e = gpufl__model_append_row(ROWS(m, events, max_events), &rc);
     if (!e) return rc;
     e->ts_ns = ts;
     e->file = pos->file;
@@ -66,12 +66,12 @@ static int on_event(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
     return 0;
 }
 
-static int on_drops(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_drops(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return gpufl__model_bad_line(m, pos, "drops", "no integer ts_ns");
     gpufl__model_note_ts(m, ts);
-    gpufl_model_drops_t *d = &m->drops;
+    gpufl__model_drops_t *d = &m->drops;
     if (d->present && ts < d->ts_ns) return 0; /* counters are cumulative: keep the latest */
     d->present = 1;
     d->ts_ns = ts;
@@ -85,12 +85,12 @@ static int on_drops(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
     return 0;
 }
 
-static int on_session_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_session_end(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t ts;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return gpufl__model_bad_line(m, pos, "session_end", "no integer ts_ns");
     gpufl__model_note_ts(m, ts);
-    gpufl_model_session_end_t *e = &m->session_end;
+    gpufl__model_session_end_t *e = &m->session_end;
     e->files++;
     if (e->present && ts < e->ts_ns) return 0;
     e->present = 1;
@@ -102,10 +102,10 @@ static int on_session_end(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
 }
 
 /* One entry per source; a later record of the same source replaces it. */
-static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_source_cost(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     const char *source = gpufl__model_json_str(rec, "source");
     if (!source || !*source) return gpufl__model_bad_line(m, pos, "source_cost", "no source name");
-    gpufl_model_source_cost_t *c = NULL;
+    gpufl__model_source_cost_t *c = NULL;
     for (size_t i = 0; i < m->n_source_costs && !c; i++)
         if (strcmp(m->source_costs[i].source, source) == 0) c = &m->source_costs[i];
     if (!c) {
@@ -125,12 +125,12 @@ static int on_source_cost(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
     return 0;
 }
 
-static int on_options(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_options(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     (void)pos;
     return gpufl__model_keep_first(&m->options, rec);
 }
 
-static int on_capabilities(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_capabilities(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     (void)pos;
     return gpufl__model_keep_first(&m->capabilities, rec);
 }

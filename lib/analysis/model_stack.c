@@ -47,14 +47,14 @@ static int runtime_module(const char *path) {
     return 0;
 }
 
-static int on_frame(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_frame(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t id;
     if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
         return gpufl__model_bad_line(m, pos, "frame", "no positive integer id");
     size_t seen;
     if (gpufl__idmap_get(&m->frame_index, (uint64_t)id, &seen)) return 0; /* first kept */
     int rc;
-    gpufl_model_frame_t *f = gpufl__model_append_row(ROWS(m, frames, max_frames), &rc);
+    gpufl__model_frame_t *f = gpufl__model_append_row(ROWS(m, frames, max_frames), &rc);
     if (!f) return rc;
     f->id = id;
     if (hex_member(rec, "pc", &f->pc)) f->pc = 0;
@@ -78,7 +78,7 @@ static int on_frame(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
 
 /* A stack's frame ids are kept as ids until every frame record is read
  * (stack_frames holds ids then), and turned into indices after reading. */
-static int on_stack(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_stack(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t id;
     if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
         return gpufl__model_bad_line(m, pos, "stack", "no positive integer id");
@@ -98,7 +98,7 @@ static int on_stack(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
     size_t seen;
     if (gpufl__idmap_get(&m->stack_index, (uint64_t)id, &seen)) return 0; /* first kept */
     int rc;
-    gpufl_model_stack_t *s = gpufl__model_append_row(ROWS(m, stacks, max_stacks), &rc);
+    gpufl__model_stack_t *s = gpufl__model_append_row(ROWS(m, stacks, max_stacks), &rc);
     if (!s) return rc;
     for (size_t i = 0; i < depth && !rc; i++) /* reserve makes room for one more */
         rc = gpufl__model_reserve((void **)&m->stack_frames, &m->stack_frames_alloc,
@@ -127,7 +127,7 @@ static int on_stack(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec
 
 /* Turns the frame ids of stacks into indices into frames (SIZE_MAX for an
  * undefined one) and counts references to undefined stacks and frames. */
-static void join_stacks(gpufl_model_t *m) {
+static void join_stacks(gpufl__model_t *m) {
     for (size_t i = 0; i < m->n_stack_frames; i++) {
         size_t idx;
         if (gpufl__idmap_get(&m->frame_index, (uint64_t)m->stack_frames[i], &idx)) {
@@ -148,7 +148,7 @@ static void join_stacks(gpufl_model_t *m) {
             m->stacks_missing++;
 }
 
-void gpufl__model_finish_stacks(gpufl_model_t *m) { join_stacks(m); }
+void gpufl__model_finish_stacks(gpufl__model_t *m) { join_stacks(m); }
 
 const gpufl__model_handler_t gpufl__model_stack_handlers[] = {
     {"frame", on_frame, NULL},

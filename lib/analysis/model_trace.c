@@ -13,7 +13,7 @@
 #include "analysis/model_internal.h"
 #include "analysis/compat.h"
 
-#include "core/demangle.h"
+#include "util/demangle.h"
 #include "core/ops.h"
 #include "util/error.h"
 
@@ -39,8 +39,8 @@ static int big_decimal(const json_t *cell) {
  * a batch it scanned without jansson (view set). */
 typedef struct trace_src {
     json_t *cols[TRACE_COLS_MAX];
-    const gpufl_reader_column_t *view_cols[TRACE_COLS_MAX];
-    const gpufl_reader_batch_t *view;
+    const gpufl__reader_column_t *view_cols[TRACE_COLS_MAX];
+    const gpufl__reader_batch_t *view;
 } trace_src_t;
 
 /* Reads cell (r, c) as gpufl__reader_int does; *big is set for a decimal
@@ -48,7 +48,7 @@ typedef struct trace_src {
 static int trace_cell(const trace_src_t *src, int c, size_t r, int64_t *out, int *big) {
     *big = 0;
     if (src->view) {
-        const gpufl_reader_column_t *col = src->view_cols[c];
+        const gpufl__reader_column_t *col = src->view_cols[c];
         if (!col || col->is_null[r]) return 1;
         *out = col->values[r];
         return 0;
@@ -89,7 +89,7 @@ static int trace_row(const trace_cols_t *t, const trace_src_t *src, size_t r, in
 
 /* Looks up the columns of a scanned batch as gpufl__reader_columns does (the
  * scanner only accepts columns of one length). Returns 0, or -1 with why. */
-static int view_columns(const gpufl_reader_batch_t *b, const trace_cols_t *t, trace_src_t *src,
+static int view_columns(const gpufl__reader_batch_t *b, const trace_cols_t *t, trace_src_t *src,
                         size_t *rows, char *why, size_t why_size) {
     for (int c = 0; c < t->ncol; c++) {
         src->view_cols[c] = gpufl__reader_batch_column(b, t->names[c]);
@@ -106,8 +106,8 @@ static int view_columns(const gpufl_reader_batch_t *b, const trace_cols_t *t, tr
 /* Loads the rows of a trace batch (kernel, copy, memset), from rec or from
  * the scanned batch view, each row checked by trace_row and handed to fill.
  * A bad row rolls the whole line back; rows past the cap are counted. */
-int gpufl__model_load_rows(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                           const gpufl_reader_batch_t *view, const trace_cols_t *t, row_array_t a,
+int gpufl__model_load_rows(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                           const gpufl__reader_batch_t *view, const trace_cols_t *t, row_array_t a,
                            void (*fill)(void *row, const int64_t *v)) {
     trace_src_t src;
     size_t rows;
@@ -178,7 +178,7 @@ enum kernel_col {
 };
 
 static void fill_kernel(void *row, const int64_t *v) {
-    gpufl_model_kernel_t *k = row;
+    gpufl__model_kernel_t *k = row;
     k->start_ns = v[K_START];
     k->end_ns = v[K_END];
     k->stream = v[K_STREAM];
@@ -208,8 +208,8 @@ static void fill_kernel(void *row, const int64_t *v) {
     k->registers = (int32_t)v[K_REGS];
 }
 
-static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                     const gpufl_reader_batch_t *view) {
+static int on_kernel(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                     const gpufl__reader_batch_t *view) {
     static const char *const names[K_NCOL] = {"start_ns",
                                               "end_ns",
                                               "device",
@@ -247,7 +247,7 @@ static int on_kernel(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *re
 enum copy_col { C_START, C_END, C_DEVICE, C_BYTES, C_KIND, C_SRC, C_DST, C_SCOPE, C_NCOL };
 
 static void fill_copy(void *row, const int64_t *v) {
-    gpufl_model_copy_t *c = row;
+    gpufl__model_copy_t *c = row;
     c->start_ns = v[C_START];
     c->end_ns = v[C_END];
     c->bytes = v[C_BYTES];
@@ -258,8 +258,8 @@ static void fill_copy(void *row, const int64_t *v) {
     c->scope = scope_id(v[C_SCOPE]);
 }
 
-static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                   const gpufl_reader_batch_t *view) {
+static int on_copy(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                   const gpufl__reader_batch_t *view) {
     static const char *const names[C_NCOL] = {"start_ns",  "end_ns",   "device",   "bytes",
                                               "copy_kind", "src_kind", "dst_kind", "scope"};
     static const int64_t max[C_NCOL] = {
@@ -274,7 +274,7 @@ static int on_copy(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
 enum memset_col { M_START, M_END, M_DEVICE, M_BYTES, M_KIND, M_SCOPE, M_NCOL };
 
 static void fill_memset(void *row, const int64_t *v) {
-    gpufl_model_memset_t *s = row;
+    gpufl__model_memset_t *s = row;
     s->start_ns = v[M_START];
     s->end_ns = v[M_END];
     s->bytes = v[M_BYTES];
@@ -283,8 +283,8 @@ static void fill_memset(void *row, const int64_t *v) {
     s->memory_kind = (int32_t)v[M_KIND];
 }
 
-static int on_memset(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                     const gpufl_reader_batch_t *view) {
+static int on_memset(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                     const gpufl__reader_batch_t *view) {
     static const char *const names[M_NCOL] = {"start_ns", "end_ns",      "device",
                                               "bytes",    "memory_kind", "scope"};
     static const int64_t max[M_NCOL] = {[M_DEVICE] = INT32_MAX, [M_KIND] = INT32_MAX};
@@ -310,7 +310,7 @@ enum sync_col {
 };
 
 static void fill_sync(void *row, const int64_t *v) {
-    gpufl_model_sync_t *s = row;
+    gpufl__model_sync_t *s = row;
     s->start_ns = v[S_START];
     s->end_ns = v[S_END];
     s->sync_type = (int32_t)v[S_TYPE];
@@ -322,8 +322,8 @@ static void fill_sync(void *row, const int64_t *v) {
     s->stack = v[S_STACK] > 0 ? v[S_STACK] : GPUFL_MODEL_UNKNOWN;
 }
 
-static int on_sync(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                   const gpufl_reader_batch_t *view) {
+static int on_sync(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                   const gpufl__reader_batch_t *view) {
     static const char *const names[S_NCOL] = {"start_ns", "end_ns",      "sync_type",
                                               "tid",      "correlation", "stream",
                                               "event",    "scope",       "stack"};
@@ -349,7 +349,7 @@ enum launch_col {
 };
 
 static void fill_launch(void *row, const int64_t *v) {
-    gpufl_model_launch_t *l = row;
+    gpufl__model_launch_t *l = row;
     l->ts_ns = v[L_TS];
     l->tid = (int32_t)v[L_TID];
     l->correlation = v[L_CORR];
@@ -364,8 +364,8 @@ static void fill_launch(void *row, const int64_t *v) {
 
 /* launch rows (engines that time no kernels): ids that pass int32 (thread ids, CUPTI's
  * context ids, kernel_config ids never do) make the line malformed. */
-static int on_launch(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                     const gpufl_reader_batch_t *view) {
+static int on_launch(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                     const gpufl__reader_batch_t *view) {
     static const char *const names[L_NCOL] = {"ts_ns",         "correlation", "tid",
                                               "context",       "config",      "scope",
                                               "external_kind", "external_id", "stack"};
@@ -389,7 +389,7 @@ const char *gpufl__model_sync_name(int32_t sync_type) {
 }
 
 /* An operation name (gpufl_ops.h): the first record for an index is kept. */
-static int on_op(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_op(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t index;
     if (gpufl__reader_int(json_object_get(rec, "index"), &index) != 0 || index <= 0 ||
         index > GPUFL_OPS_MAX)
@@ -410,7 +410,7 @@ static int on_op(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
     return m->op_names[index - 1] ? 0 : GPUFL_ENOMEM;
 }
 
-const char *gpufl__model_op_name(const gpufl_model_t *m, int64_t external_kind,
+const char *gpufl__model_op_name(const gpufl__model_t *m, int64_t external_kind,
                                  int64_t external_id) {
     if (external_kind != GPUFL_MODEL_EXTERNAL_OPS || external_id <= 0) return NULL;
     uint64_t index = (uint64_t)external_id >> GPUFL_OPS_CALL_BITS;
@@ -419,7 +419,7 @@ const char *gpufl__model_op_name(const gpufl_model_t *m, int64_t external_kind,
 
 /* One record per launch configuration; a second record for an id is
  * counted and skipped (the writer never repeats one). */
-static int on_kernel_config(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_kernel_config(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t id, device;
     if (gpufl__reader_int(json_object_get(rec, "id"), &id) != 0 || id <= 0)
         return gpufl__model_bad_line(m, pos, "kernel_config", "no positive integer id");
@@ -434,7 +434,7 @@ static int on_kernel_config(gpufl_model_t *m, const gpufl_reader_pos_t *pos, jso
         return 0;
     }
     int rc;
-    gpufl_model_kernel_config_t *c = gpufl__model_append_row(ROWS(m, configs, max_configs), &rc);
+    gpufl__model_kernel_config_t *c = gpufl__model_append_row(ROWS(m, configs, max_configs), &rc);
     if (!c) return rc;
     c->id = id;
     c->device = (int32_t)device;
@@ -448,7 +448,7 @@ static int on_kernel_config(gpufl_model_t *m, const gpufl_reader_pos_t *pos, jso
         const char *key;
         size_t offset;
     } ints[] = {
-#define CFG_INT(field) {#field, offsetof(gpufl_model_kernel_config_t, field)}
+#define CFG_INT(field) {#field, offsetof(gpufl__model_kernel_config_t, field)}
         CFG_INT(block_threads), CFG_INT(dynamic_smem_bytes),     CFG_INT(static_smem_bytes),
         CFG_INT(registers),     CFG_INT(local_bytes_per_thread), CFG_INT(max_threads_per_block),
         CFG_INT(blocks_per_sm), CFG_INT(active_warps),           CFG_INT(max_warps),
@@ -487,7 +487,7 @@ static int cmp_name_pair(const void *a, const void *b) {
 /* The demangled form of a config's name: as pc_sample or kernel rows of the
  * same function wrote it (the recording process demangled it), else from
  * this process's demangler, else the name itself. */
-static const char *config_demangled(gpufl_model_t *m, const name_pair_t *pairs, size_t n,
+static const char *config_demangled(gpufl__model_t *m, const name_pair_t *pairs, size_t n,
                                     const char *name) {
     name_pair_t key = {name, NULL};
     const name_pair_t *p = n ? bsearch(&key, pairs, n, sizeof *pairs, cmp_name_pair) : NULL;
@@ -501,8 +501,8 @@ static const char *config_demangled(gpufl_model_t *m, const name_pair_t *pairs, 
 
 /* The distinct (mangled, demangled) names of pc_sample and kernel rows, by
  * dict id of the mangled name, into *pairs (sorted by name). */
-static int collect_names(gpufl_model_t *m, name_pair_t **pairs, size_t *n) {
-    gpufl_idmap_t seen;
+static int collect_names(gpufl__model_t *m, name_pair_t **pairs, size_t *n) {
+    gpufl__idmap_t seen;
     gpufl__idmap_init(&seen);
     size_t alloc = 0;
     int64_t last = 0;
@@ -513,12 +513,12 @@ static int collect_names(gpufl_model_t *m, name_pair_t **pairs, size_t *n) {
         int64_t id;
         const char *name, *d;
         if (i < m->n_pc_samples) {
-            const gpufl_model_pc_sample_t *r = &m->pc_samples[i];
+            const gpufl__model_pc_sample_t *r = &m->pc_samples[i];
             id = r->function;
             name = gpufl__model_str(m, r->function);
             d = gpufl__model_str(m, r->demangled);
         } else {
-            const gpufl_model_kernel_t *k = &m->kernels[i - m->n_pc_samples];
+            const gpufl__model_kernel_t *k = &m->kernels[i - m->n_pc_samples];
             id = k->name_id;
             name = k->name;
             d = k->demangled;
@@ -539,19 +539,19 @@ static int collect_names(gpufl_model_t *m, name_pair_t **pairs, size_t *n) {
 
 /* Names every kernel_config record in full (demangled too) and joins launch
  * rows with their records, counting the ids no record has. */
-static int finish_launches(gpufl_model_t *m) {
+static int finish_launches(gpufl__model_t *m) {
     name_pair_t *pairs = NULL;
     size_t n = 0;
     int rc = m->n_configs ? collect_names(m, &pairs, &n) : 0;
     for (size_t i = 0; i < m->n_configs && !rc; i++) {
-        gpufl_model_kernel_config_t *c = &m->configs[i];
+        gpufl__model_kernel_config_t *c = &m->configs[i];
         c->demangled = config_demangled(m, pairs, n, c->name);
         if (!c->demangled) rc = GPUFL_ENOMEM;
     }
     free(pairs);
     for (size_t i = 0; i < m->n_launches && !rc; i++) {
-        gpufl_model_launch_t *l = &m->launches[i];
-        const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, l->config);
+        gpufl__model_launch_t *l = &m->launches[i];
+        const gpufl__model_kernel_config_t *c = gpufl__model_config_find(m, l->config);
         if (c)
             l->config_index = (int32_t)(c - m->configs);
         else if (l->config > 0)
@@ -560,9 +560,9 @@ static int finish_launches(gpufl_model_t *m) {
     return rc;
 }
 
-int gpufl__model_finish_trace(gpufl_model_t *m) { return finish_launches(m); }
+int gpufl__model_finish_trace(gpufl__model_t *m) { return finish_launches(m); }
 
-static int on_trace_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_trace_stats(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     (void)pos;
     return gpufl__model_keep_first(&m->trace_stats, rec);
 }

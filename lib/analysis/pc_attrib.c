@@ -62,16 +62,16 @@ typedef struct cand {
 } cand_t;
 
 typedef struct attrib {
-    gpufl_model_t *m;
+    gpufl__model_t *m;
     kref_t *k;
     size_t nk;
     lref_t *l;
     size_t nl;
-    gpufl_idmap_t lfb; /* function << 32 | context + 1 -> index in fb_pool runs */
+    gpufl__idmap_t lfb; /* function << 32 | context + 1 -> index in fb_pool runs */
     cand_t *c;
     size_t nc, c_alloc;
-    gpufl_idmap_t acc; /* slot * n_reasons + reason + 1 -> index in m->pc_scopes */
-    gpufl_idmap_t fb;  /* function << 32 | device + 1 -> index in fb_pool runs */
+    gpufl__idmap_t acc; /* slot * n_reasons + reason + 1 -> index in m->pc_scopes */
+    gpufl__idmap_t fb;  /* function << 32 | device + 1 -> index in fb_pool runs */
     cand_t *fb_pool;
     size_t fb_n, fb_alloc;
     size_t *fb_runs; /* start, count pairs */
@@ -82,7 +82,7 @@ static int oom(void) {
     return gpufl__set_error(GPUFL_ENOMEM, "out of memory for PC sample attribution");
 }
 
-static size_t slot_of(const gpufl_model_t *m, int64_t scope) {
+static size_t slot_of(const gpufl__model_t *m, int64_t scope) {
     size_t idx;
     if (scope <= 0) return GPUFL_MODEL_PC_SLOT_NO_SCOPE(m);
     if (!gpufl__idmap_get(&m->scope_index, (uint64_t)scope, &idx))
@@ -107,8 +107,8 @@ static int cmp_lref(const void *a, const void *b) {
 }
 
 static int cmp_row(const void *a, const void *b, void *rows) {
-    const gpufl_model_pc_sample_t *x = (const gpufl_model_pc_sample_t *)rows + *(const size_t *)a;
-    const gpufl_model_pc_sample_t *y = (const gpufl_model_pc_sample_t *)rows + *(const size_t *)b;
+    const gpufl__model_pc_sample_t *x = (const gpufl__model_pc_sample_t *)rows + *(const size_t *)a;
+    const gpufl__model_pc_sample_t *y = (const gpufl__model_pc_sample_t *)rows + *(const size_t *)b;
     if (x->function != y->function) return x->function < y->function ? -1 : 1;
     if (x->context != y->context) return x->context < y->context ? -1 : 1;
     if (x->t0_ns != y->t0_ns) return x->t0_ns < y->t0_ns ? -1 : 1;
@@ -122,7 +122,7 @@ static int cmp_cand(const void *a, const void *b) {
 }
 
 static int cmp_scope(const void *a, const void *b) {
-    const gpufl_model_pc_scope_t *x = a, *y = b;
+    const gpufl__model_pc_scope_t *x = a, *y = b;
     if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
     return (x->reason > y->reason) - (x->reason < y->reason);
 }
@@ -212,7 +212,7 @@ static int push_all(attrib_t *a, int launches, int64_t context, size_t lo, size_
 static int fallback_cands(attrib_t *a, int launches, uint32_t function, int64_t where, size_t lo,
                           size_t hi) {
     uint64_t key = ((uint64_t)function << 32 | (uint32_t)(where + 1)) + 1;
-    gpufl_idmap_t *map = launches ? &a->lfb : &a->fb;
+    gpufl__idmap_t *map = launches ? &a->lfb : &a->fb;
     size_t run;
     a->nc = 0;
     if (!gpufl__idmap_get(map, key, &run)) {
@@ -242,7 +242,7 @@ static int fallback_cands(attrib_t *a, int launches, uint32_t function, int64_t 
 
 /* Adds samples of reason to slot. */
 static int add_share(attrib_t *a, size_t slot, uint32_t reason, double samples) {
-    gpufl_model_t *m = a->m;
+    gpufl__model_t *m = a->m;
     uint64_t key = (uint64_t)slot * (m->n_pc_reasons ? m->n_pc_reasons : 1) + reason + 1;
     size_t idx;
     if (!gpufl__idmap_get(&a->acc, key, &idx)) {
@@ -250,7 +250,7 @@ static int add_share(attrib_t *a, size_t slot, uint32_t reason, double samples) 
                                  sizeof *m->pc_scopes, SIZE_MAX / 2))
             return oom();
         idx = m->n_pc_scopes++;
-        m->pc_scopes[idx] = (gpufl_model_pc_scope_t){slot, reason, 0};
+        m->pc_scopes[idx] = (gpufl__model_pc_scope_t){slot, reason, 0};
         if (gpufl__idmap_put(&a->acc, key, idx, NULL) < 0) return oom();
     }
     m->pc_scopes[idx].samples += samples;
@@ -293,9 +293,9 @@ static int launch_cands(attrib_t *a, size_t lo, size_t hi, int64_t context, int6
 
 /* Attributes the rows order[from, to): one function, context and window. */
 static int attribute_window(attrib_t *a, const size_t *order, size_t from, size_t to) {
-    gpufl_model_t *m = a->m;
-    const gpufl_model_pc_sample_t *r0 = &m->pc_samples[order[from]];
-    const gpufl_model_pc_context_t *ctx = gpufl__model_pc_context(m, r0->context);
+    gpufl__model_t *m = a->m;
+    const gpufl__model_pc_sample_t *r0 = &m->pc_samples[order[from]];
+    const gpufl__model_pc_context_t *ctx = gpufl__model_pc_context(m, r0->context);
     int64_t device = ctx ? ctx->device : GPUFL_MODEL_UNKNOWN;
     int64_t wait_ms =
         ctx && ctx->worker_sleep_ms >= 0 ? ctx->worker_sleep_ms : GPUFL_MODEL_PC_WORKER_SLEEP_MS;
@@ -337,7 +337,7 @@ static int attribute_window(attrib_t *a, const size_t *order, size_t from, size_
     double total = 0;
     for (size_t i = 0; i < a->nc; i++) total += a->c[i].weight;
     for (size_t i = from; i < to; i++) {
-        const gpufl_model_pc_sample_t *r = &m->pc_samples[order[i]];
+        const gpufl__model_pc_sample_t *r = &m->pc_samples[order[i]];
         *kind += r->samples;
         if (by_launch) m->pc_attrib.by_launch += r->samples;
         for (size_t c = 0; c < a->nc; c++)
@@ -348,12 +348,12 @@ static int attribute_window(attrib_t *a, const size_t *order, size_t from, size_
 }
 
 static int build_krefs(attrib_t *a) {
-    gpufl_model_t *m = a->m;
+    gpufl__model_t *m = a->m;
     if (!m->n_kernels) return 0;
     a->k = malloc(m->n_kernels * sizeof *a->k);
     if (!a->k) return oom();
     for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_t *k = &m->kernels[i];
         a->k[i] = (kref_t){k->name, k->start_ns, k->end_ns, 0, slot_of(m, k->scope), k->device};
     }
     a->nk = m->n_kernels;
@@ -369,13 +369,13 @@ static int build_krefs(attrib_t *a) {
 /* Launches whose kernel_config record names them; the others cannot be
  * matched with a function. */
 static int build_lrefs(attrib_t *a) {
-    gpufl_model_t *m = a->m;
+    gpufl__model_t *m = a->m;
     if (!m->n_launches) return 0;
     a->l = malloc(m->n_launches * sizeof *a->l);
     if (!a->l) return oom();
     for (size_t i = 0; i < m->n_launches; i++) {
-        const gpufl_model_launch_t *l = &m->launches[i];
-        const gpufl_model_kernel_config_t *c = gpufl__model_launch_config(m, l);
+        const gpufl__model_launch_t *l = &m->launches[i];
+        const gpufl__model_kernel_config_t *c = gpufl__model_launch_config(m, l);
         if (c && *c->name)
             a->l[a->nl++] = (lref_t){c->name, l->ts_ns, l->context, slot_of(m, l->scope)};
     }
@@ -383,7 +383,7 @@ static int build_lrefs(attrib_t *a) {
     return 0;
 }
 
-int gpufl__model_attribute_pc(gpufl_model_t *m) {
+int gpufl__model_attribute_pc(gpufl__model_t *m) {
     if (!m->n_pc_samples) return 0;
     attrib_t a;
     memset(&a, 0, sizeof a);
@@ -399,9 +399,9 @@ int gpufl__model_attribute_pc(gpufl_model_t *m) {
         qsort_r(order, m->n_pc_samples, sizeof *order, cmp_row, m->pc_samples);
     }
     for (size_t i = 0, j; !rc && i < m->n_pc_samples; i = j) {
-        const gpufl_model_pc_sample_t *r = &m->pc_samples[order[i]];
+        const gpufl__model_pc_sample_t *r = &m->pc_samples[order[i]];
         for (j = i + 1; j < m->n_pc_samples; j++) {
-            const gpufl_model_pc_sample_t *s = &m->pc_samples[order[j]];
+            const gpufl__model_pc_sample_t *s = &m->pc_samples[order[j]];
             if (s->function != r->function || s->context != r->context || s->t0_ns != r->t0_ns ||
                 s->t1_ns != r->t1_ns)
                 break;

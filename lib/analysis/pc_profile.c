@@ -14,15 +14,15 @@
 static int oom(void) { return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the PC profile"); }
 
 static int cmp_row(const void *a, const void *b, void *rows) {
-    const gpufl_model_pc_sample_t *x = (const gpufl_model_pc_sample_t *)rows + *(const size_t *)a;
-    const gpufl_model_pc_sample_t *y = (const gpufl_model_pc_sample_t *)rows + *(const size_t *)b;
+    const gpufl__model_pc_sample_t *x = (const gpufl__model_pc_sample_t *)rows + *(const size_t *)a;
+    const gpufl__model_pc_sample_t *y = (const gpufl__model_pc_sample_t *)rows + *(const size_t *)b;
     if (x->function != y->function) return x->function < y->function ? -1 : 1;
     if (x->cubin != y->cubin) return x->cubin < y->cubin ? -1 : 1;
     if (x->pc != y->pc) return x->pc < y->pc ? -1 : 1;
     return (x->reason > y->reason) - (x->reason < y->reason);
 }
 
-static int same_insn(const gpufl_model_pc_sample_t *x, const gpufl_model_pc_sample_t *y) {
+static int same_insn(const gpufl__model_pc_sample_t *x, const gpufl__model_pc_sample_t *y) {
     return x->function == y->function && x->cubin == y->cubin && x->pc == y->pc;
 }
 
@@ -56,15 +56,15 @@ static int same_line(const line_key_t *x, const line_key_t *y) {
 static int cmp_text(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
 
 static int cmp_function(const void *a, const void *b) {
-    const gpufl_pc_function_t *x = a, *y = b;
+    const gpufl__pc_function_t *x = a, *y = b;
     if (x->samples != y->samples) return x->samples > y->samples ? -1 : 1;
     int c = strcmp(x->name, y->name);
     return c ? c : (x->function > y->function) - (x->function < y->function);
 }
 
 static int cmp_line(const void *a, const void *b, void *fns) {
-    const gpufl_pc_line_t *x = a, *y = b;
-    const gpufl_pc_function_t *f = fns;
+    const gpufl__pc_line_t *x = a, *y = b;
+    const gpufl__pc_function_t *f = fns;
     if (x->samples != y->samples) return x->samples > y->samples ? -1 : 1;
     int c = strcmp(f[x->fn].name, f[y->fn].name);
     if (c) return c;
@@ -74,7 +74,7 @@ static int cmp_line(const void *a, const void *b, void *fns) {
 }
 
 static int cmp_insn(const void *a, const void *b) {
-    const gpufl_pc_insn_t *x = a, *y = b;
+    const gpufl__pc_insn_t *x = a, *y = b;
     if (x->samples != y->samples) return x->samples > y->samples ? -1 : 1;
     if (x->line != y->line) return x->line < y->line ? -1 : 1;
     return (x->pc > y->pc) - (x->pc < y->pc);
@@ -82,14 +82,14 @@ static int cmp_insn(const void *a, const void *b) {
 
 /* Functions and instructions from the sorted rows; insn_of[i]: the
  * instruction of row order[i]. */
-static void first_pass(const gpufl_model_t *m, gpufl_pc_profile_t *p, const size_t *order,
+static void first_pass(const gpufl__model_t *m, gpufl__pc_profile_t *p, const size_t *order,
                        size_t *insn_of, line_key_t *keys) {
     size_t nr = p->n_reasons, n = m->n_pc_samples;
-    const gpufl_model_sass_t *sass = NULL;
+    const gpufl__model_sass_t *sass = NULL;
     for (size_t i = 0, j; i < n; i = j) {
-        const gpufl_model_pc_sample_t *r = &m->pc_samples[order[i]];
+        const gpufl__model_pc_sample_t *r = &m->pc_samples[order[i]];
         if (!p->n_functions || p->functions[p->n_functions - 1].function != r->function) {
-            gpufl_pc_function_t *f = &p->functions[p->n_functions];
+            gpufl__pc_function_t *f = &p->functions[p->n_functions];
             f->function = r->function;
             f->mangled = gpufl__model_str(m, r->function);
             f->name = gpufl__model_str(m, r->demangled);
@@ -102,13 +102,13 @@ static void first_pass(const gpufl_model_t *m, gpufl_pc_profile_t *p, const size
         } else if (i && m->pc_samples[order[i - 1]].cubin != r->cubin) {
             sass = gpufl__model_sass_find(m, r->cubin, r->function);
         }
-        gpufl_pc_function_t *f = &p->functions[p->n_functions - 1];
-        gpufl_pc_insn_t *in = &p->insns[p->n_insns];
+        gpufl__pc_function_t *f = &p->functions[p->n_functions - 1];
+        gpufl__pc_insn_t *in = &p->insns[p->n_insns];
         memset(in, 0, sizeof *in);
         in->pc = r->pc;
         double best = -1, run = 0;
         for (j = i; j < n && same_insn(&m->pc_samples[order[j]], r); j++) {
-            const gpufl_model_pc_sample_t *s = &m->pc_samples[order[j]];
+            const gpufl__model_pc_sample_t *s = &m->pc_samples[order[j]];
             insn_of[j] = p->n_insns;
             in->samples += s->samples;
             f->samples += s->samples;
@@ -120,7 +120,7 @@ static void first_pass(const gpufl_model_t *m, gpufl_pc_profile_t *p, const size
                 run = 0;
             }
         }
-        const gpufl_model_sass_insn_t *si = gpufl__model_sass_insn(m, sass, r->pc);
+        const gpufl__model_sass_insn_t *si = gpufl__model_sass_insn(m, sass, r->pc);
         in->text = si ? si->text : NULL;
         keys[p->n_insns] = (line_key_t){p->n_functions - 1, si && si->line > 0 ? si->file : NULL,
                                         si ? si->line : 0, r->pc, p->n_insns};
@@ -128,7 +128,7 @@ static void first_pass(const gpufl_model_t *m, gpufl_pc_profile_t *p, const size
     }
 }
 
-int gpufl__pc_profile_build(const gpufl_model_t *m, gpufl_pc_profile_t *p) {
+int gpufl__pc_profile_build(const gpufl__model_t *m, gpufl__pc_profile_t *p) {
     memset(p, 0, sizeof *p);
     size_t n = m->n_pc_samples, nr = m->n_pc_reasons;
     p->n_reasons = nr;
@@ -157,7 +157,7 @@ int gpufl__pc_profile_build(const gpufl_model_t *m, gpufl_pc_profile_t *p) {
     double *line_pool = p->pool + n * nr;
     for (size_t i = 0; i < p->n_insns; i++) {
         if (!i || !same_line(&keys[i - 1], &keys[i])) {
-            gpufl_pc_line_t *l = &p->lines[p->n_lines];
+            gpufl__pc_line_t *l = &p->lines[p->n_lines];
             l->fn = keys[i].fn;
             l->file = keys[i].file;
             l->line = keys[i].line;
@@ -171,8 +171,8 @@ int gpufl__pc_profile_build(const gpufl_model_t *m, gpufl_pc_profile_t *p) {
     }
     for (size_t i = 0; i < p->n_insns; i++) p->insns[i].line = line_of[i];
     for (size_t i = 0; i < n; i++) {
-        const gpufl_model_pc_sample_t *s = &m->pc_samples[order[i]];
-        gpufl_pc_line_t *l = &p->lines[line_of[insn_of[i]]];
+        const gpufl__model_pc_sample_t *s = &m->pc_samples[order[i]];
+        gpufl__pc_line_t *l = &p->lines[line_of[insn_of[i]]];
         l->samples += s->samples;
         l->by_reason[s->reason] += s->samples;
         p->samples += s->samples;
@@ -196,7 +196,7 @@ out:
     return rc;
 }
 
-void gpufl__pc_profile_free(gpufl_pc_profile_t *p) {
+void gpufl__pc_profile_free(gpufl__pc_profile_t *p) {
     if (!p) return;
     free(p->functions);
     free(p->lines);
@@ -205,7 +205,7 @@ void gpufl__pc_profile_free(gpufl_pc_profile_t *p) {
     memset(p, 0, sizeof *p);
 }
 
-long gpufl__pc_top_reason(const gpufl_model_t *m, const double *by_reason, int skip_issued) {
+long gpufl__pc_top_reason(const gpufl__model_t *m, const double *by_reason, int skip_issued) {
     long best = -1;
     for (size_t r = 0; r < m->n_pc_reasons; r++) {
         if (skip_issued && m->pc_reasons[r].issued) continue;
@@ -214,11 +214,11 @@ long gpufl__pc_top_reason(const gpufl_model_t *m, const double *by_reason, int s
     return best;
 }
 
-const gpufl_pc_line_t *gpufl__pc_hottest_line(const gpufl_pc_profile_t *p, size_t fn,
-                                              uint32_t reason) {
-    const gpufl_pc_line_t *best = NULL;
+const gpufl__pc_line_t *gpufl__pc_hottest_line(const gpufl__pc_profile_t *p, size_t fn,
+                                               uint32_t reason) {
+    const gpufl__pc_line_t *best = NULL;
     for (size_t i = 0; i < p->n_lines; i++) { /* sorted: the first of a tie wins */
-        const gpufl_pc_line_t *l = &p->lines[i];
+        const gpufl__pc_line_t *l = &p->lines[i];
         if (l->fn == fn && l->by_reason[reason] > 0 &&
             (!best || l->by_reason[reason] > best->by_reason[reason]))
             best = l;

@@ -37,22 +37,22 @@
 /* String pool                                                              */
 /* ---------------------------------------------------------------------- */
 
-struct gpufl_strpool_chunk {
-    gpufl_strpool_chunk_t *next;
+struct gpufl__strpool_chunk {
+    gpufl__strpool_chunk_t *next;
     size_t size, used;
     char data[];
 };
 
-void gpufl__strpool_init(gpufl_strpool_t *p, size_t max_bytes) {
+void gpufl__strpool_init(gpufl__strpool_t *p, size_t max_bytes) {
     p->head = NULL;
     p->used_bytes = 0;
     p->max_bytes = max_bytes ? max_bytes : STRPOOL_DEFAULT_MAX;
 }
 
-void gpufl__strpool_fini(gpufl_strpool_t *p) {
-    gpufl_strpool_chunk_t *c = p->head;
+void gpufl__strpool_fini(gpufl__strpool_t *p) {
+    gpufl__strpool_chunk_t *c = p->head;
     while (c) {
-        gpufl_strpool_chunk_t *next = c->next;
+        gpufl__strpool_chunk_t *next = c->next;
         free(c);
         c = next;
     }
@@ -60,11 +60,11 @@ void gpufl__strpool_fini(gpufl_strpool_t *p) {
     p->used_bytes = 0;
 }
 
-int gpufl__strpool_add(gpufl_strpool_t *p, const char *s, size_t len, const char **out) {
+int gpufl__strpool_add(gpufl__strpool_t *p, const char *s, size_t len, const char **out) {
     size_t need = len + 1;
     if (need > p->max_bytes - p->used_bytes || need == 0)
         return gpufl__set_error(GPUFL_ENOMEM, "string pool cap of %zu bytes reached", p->max_bytes);
-    gpufl_strpool_chunk_t *c = p->head;
+    gpufl__strpool_chunk_t *c = p->head;
     if (!c || c->size - c->used < need) {
         size_t size = need > STRPOOL_CHUNK ? need : STRPOOL_CHUNK;
         c = malloc(sizeof *c + size);
@@ -87,28 +87,28 @@ int gpufl__strpool_add(gpufl_strpool_t *p, const char *s, size_t len, const char
 /* Dictionary                                                               */
 /* ---------------------------------------------------------------------- */
 
-void gpufl__dict_init(gpufl_dict_t *d, size_t max_entries, size_t max_bytes) {
+void gpufl__dict_init(gpufl__dict_t *d, size_t max_entries, size_t max_bytes) {
     memset(d, 0, sizeof *d);
     gpufl__idmap_init(&d->ids);
     gpufl__strpool_init(&d->pool, max_bytes);
     d->max_entries = max_entries ? max_entries : DICT_DEFAULT_MAX;
 }
 
-void gpufl__dict_fini(gpufl_dict_t *d) {
+void gpufl__dict_fini(gpufl__dict_t *d) {
     gpufl__idmap_fini(&d->ids);
     gpufl__strpool_fini(&d->pool);
     free(d->str);
     memset(d, 0, sizeof *d);
 }
 
-const char *gpufl__dict_get(const gpufl_dict_t *d, int64_t id) {
+const char *gpufl__dict_get(const gpufl__dict_t *d, int64_t id) {
     size_t idx;
     if (id == 0) return "";
     if (id < 0 || !gpufl__idmap_get(&d->ids, (uint64_t)id, &idx)) return NULL;
     return d->str[idx];
 }
 
-int gpufl__dict_put(gpufl_dict_t *d, int64_t id, const char *s, size_t len) {
+int gpufl__dict_put(gpufl__dict_t *d, int64_t id, const char *s, size_t len) {
     size_t idx;
     if (id <= 0) return GPUFL_EINVAL;
     if (gpufl__idmap_get(&d->ids, (uint64_t)id, &idx)) {
@@ -229,15 +229,15 @@ int gpufl__reader_columns(const json_t *rec, const char *const names[], json_t *
 #define SCAN_MAX_COLUMNS 64
 #define SCAN_MAX_CELLS   ((size_t)16 << 20)
 
-void gpufl__reader_scanner_fini(gpufl_reader_scanner_t *s) {
+void gpufl__reader_scanner_fini(gpufl__reader_scanner_t *s) {
     free(s->values);
     free(s->is_null);
     free(s->columns);
     memset(s, 0, sizeof *s);
 }
 
-const gpufl_reader_column_t *gpufl__reader_batch_column(const gpufl_reader_batch_t *b,
-                                                        const char *name) {
+const gpufl__reader_column_t *gpufl__reader_batch_column(const gpufl__reader_batch_t *b,
+                                                         const char *name) {
     size_t len = strlen(name);
     for (size_t i = 0; i < b->n_columns; i++)
         if (b->columns[i].name_len == len && memcmp(b->columns[i].name, name, len) == 0)
@@ -307,7 +307,7 @@ static int scan_cell(scan_t *sc, int64_t *out) {
     return 1;
 }
 
-static int scan_reserve_cells(gpufl_reader_scanner_t *s, size_t need) {
+static int scan_reserve_cells(gpufl__reader_scanner_t *s, size_t need) {
     if (need <= s->cells_alloc) return 0;
     size_t alloc = s->cells_alloc ? s->cells_alloc : 4096;
     while (alloc < need) alloc *= 2;
@@ -324,9 +324,9 @@ static int scan_reserve_cells(gpufl_reader_scanner_t *s, size_t need) {
 
 /* Reads one "name":[cells] member at *cells. Returns 1, 0 not understood,
  * GPUFL_ENOMEM. */
-static int scan_column(gpufl_reader_scanner_t *s, scan_t *sc, size_t n, size_t *cells,
+static int scan_column(gpufl__reader_scanner_t *s, scan_t *sc, size_t n, size_t *cells,
                        size_t *rows) {
-    gpufl_reader_column_t *col = &s->columns[n];
+    gpufl__reader_column_t *col = &s->columns[n];
     if (!scan_name(sc, &col->name, &col->name_len) || !scan_char(sc, ':') || !scan_char(sc, '['))
         return 0;
     static const char *const fixed[] = {"type", "v"};
@@ -360,7 +360,7 @@ static int scan_column(gpufl_reader_scanner_t *s, scan_t *sc, size_t n, size_t *
 
 /* Reads '{"type":"<name>","v":' and the version into *v, the type into
  * s->type. Returns 1, or 0 when the line does not start so. */
-static int scan_type_and_version(gpufl_reader_scanner_t *s, scan_t *sc, int64_t *v) {
+static int scan_type_and_version(gpufl__reader_scanner_t *s, scan_t *sc, int64_t *v) {
     const char *type;
     size_t type_len;
     if (!scan_char(sc, '{') || !scan_key(sc, "type") || !scan_name(sc, &type, &type_len) ||
@@ -371,7 +371,7 @@ static int scan_type_and_version(gpufl_reader_scanner_t *s, scan_t *sc, int64_t 
     return scan_char(sc, ',') && scan_key(sc, "v") && scan_cell(sc, v) == 1;
 }
 
-static int reserve_columns(gpufl_reader_scanner_t *s) {
+static int reserve_columns(gpufl__reader_scanner_t *s) {
     if (s->columns_alloc) return 0;
     s->columns = malloc(SCAN_MAX_COLUMNS * sizeof *s->columns);
     if (!s->columns) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a batch");
@@ -380,8 +380,8 @@ static int reserve_columns(gpufl_reader_scanner_t *s) {
 }
 
 /* Hands the n columns scanned over as b, once the cells stop moving. */
-static void finish_columns(gpufl_reader_scanner_t *s, size_t n, size_t rows,
-                           gpufl_reader_batch_t *b) {
+static void finish_columns(gpufl__reader_scanner_t *s, size_t n, size_t rows,
+                           gpufl__reader_batch_t *b) {
     for (size_t i = 0; i < n; i++) {
         size_t start = (size_t)(uintptr_t)s->columns[i].values;
         /* empty columns only: no cell was stored, and none will be read */
@@ -394,8 +394,8 @@ static void finish_columns(gpufl_reader_scanner_t *s, size_t n, size_t rows,
     b->columns = s->columns;
 }
 
-int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t len,
-                             gpufl_reader_batch_t *b) {
+int gpufl__reader_scan_batch(gpufl__reader_scanner_t *s, const char *line, size_t len,
+                             gpufl__reader_batch_t *b) {
     scan_t sc = {line, line + len};
     size_t n = 0, cells = 0, rows = 0;
     int64_t v;
@@ -416,8 +416,8 @@ int gpufl__reader_scan_batch(gpufl_reader_scanner_t *s, const char *line, size_t
     return 1;
 }
 
-int gpufl__reader_scan_damage(gpufl_reader_scanner_t *s, const char *line, size_t len,
-                              gpufl_reader_batch_t *b, gpufl_reader_damage_t *d) {
+int gpufl__reader_scan_damage(gpufl__reader_scanner_t *s, const char *line, size_t len,
+                              gpufl__reader_batch_t *b, gpufl__reader_damage_t *d) {
     scan_t sc = {line, line + len};
     size_t n = 0, cells = 0, rows = 0;
     int64_t v;
@@ -472,7 +472,7 @@ int gpufl__reader_scan_damage(gpufl_reader_scanner_t *s, const char *line, size_
 static const char *const file_names[GPUFL_LOG_FILE_COUNT] = {"device.log", "scope.log",
                                                              "system.log"};
 
-const char *gpufl__reader_file_name(gpufl_log_file_t file) {
+const char *gpufl__reader_file_name(gpufl__log_file_t file) {
     return (unsigned)file < GPUFL_LOG_FILE_COUNT ? file_names[file] : "?";
 }
 
@@ -483,7 +483,7 @@ const char *gpufl__reader_file_name(gpufl_log_file_t file) {
 static size_t max_line_of(size_t max_line) { return max_line ? max_line : LINE_DEFAULT_MAX; }
 
 /* Appends to the unfinished line, growing the buffer (within max_line + 1). */
-static int tail_add(gpufl_reader_cutter_t *c, const char *p, size_t n) {
+static int tail_add(gpufl__reader_cutter_t *c, const char *p, size_t n) {
     if (c->tail_alloc - c->tail_len < n) {
         size_t grown = c->tail_alloc ? c->tail_alloc : 4096;
         while (grown - c->tail_len < n) grown *= 2;
@@ -498,7 +498,7 @@ static int tail_add(gpufl_reader_cutter_t *c, const char *p, size_t n) {
 }
 
 /* Ends the line that is p[0..n) after the kept tail. */
-static int cut_line(gpufl_reader_cutter_t *c, const char *p, size_t n, gpufl_reader_line_fn fn,
+static int cut_line(gpufl__reader_cutter_t *c, const char *p, size_t n, gpufl_reader_line_fn fn,
                     void *user) {
     size_t max = max_line_of(c->max_line);
     if (c->skipping) {
@@ -518,7 +518,7 @@ static int cut_line(gpufl_reader_cutter_t *c, const char *p, size_t n, gpufl_rea
     return fn(user, GPUFL_READER_CUT_LINE, c->tail, whole);
 }
 
-int gpufl__reader_cut(gpufl_reader_cutter_t *c, const char *bytes, size_t len,
+int gpufl__reader_cut(gpufl__reader_cutter_t *c, const char *bytes, size_t len,
                       gpufl_reader_line_fn fn, void *user) {
     size_t max = max_line_of(c->max_line);
     const char *p = bytes, *end = bytes + len, *nl;
@@ -537,7 +537,7 @@ int gpufl__reader_cut(gpufl_reader_cutter_t *c, const char *bytes, size_t len,
     return tail_add(c, p, n);
 }
 
-int gpufl__reader_cut_end(gpufl_reader_cutter_t *c) {
+int gpufl__reader_cut_end(gpufl__reader_cutter_t *c) {
     int unfinished = c->tail_len > 0 || c->skipping;
     c->tail_len = 0;
     c->skipping = 0;
@@ -549,7 +549,7 @@ int gpufl__reader_cut_end(gpufl_reader_cutter_t *c) {
     return unfinished;
 }
 
-void gpufl__reader_cutter_fini(gpufl_reader_cutter_t *c) {
+void gpufl__reader_cutter_fini(gpufl__reader_cutter_t *c) {
     free(c->tail);
     c->tail = NULL;
     c->tail_len = c->tail_alloc = 0;
@@ -560,23 +560,23 @@ void gpufl__reader_cutter_fini(gpufl_reader_cutter_t *c) {
 /* Reading lines                                                            */
 /* ---------------------------------------------------------------------- */
 
-static void warnf(gpufl_reader_t *r, uint64_t line, const char *fmt, ...) GPUFL__PRINTF(3, 4);
+static void warnf(gpufl__reader_t *r, uint64_t line, const char *fmt, ...) GPUFL__PRINTF(3, 4);
 
-static void warnf(gpufl_reader_t *r, uint64_t line, const char *fmt, ...) {
+static void warnf(gpufl__reader_t *r, uint64_t line, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (!r->ops->warn) return;
-    gpufl_reader_pos_t pos = r->cur->pos;
+    gpufl__reader_pos_t pos = r->cur->pos;
     pos.line = line;
     r->ops->warn(r->user, &pos, msg);
 }
 
-static void corrupt(gpufl_reader_t *r, const char *fmt, ...) GPUFL__PRINTF(2, 3);
+static void corrupt(gpufl__reader_t *r, const char *fmt, ...) GPUFL__PRINTF(2, 3);
 
-static void corrupt(gpufl_reader_t *r, const char *fmt, ...) {
+static void corrupt(gpufl__reader_t *r, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -587,7 +587,7 @@ static void corrupt(gpufl_reader_t *r, const char *fmt, ...) {
 }
 
 /* Interns a dict line; all of it or none of it. */
-static int handle_dict(gpufl_reader_t *r, json_t *rec) {
+static int handle_dict(gpufl__reader_t *r, json_t *rec) {
     static const char *const names[] = {"id", "str"};
     json_t *cols[2];
     size_t rows;
@@ -621,8 +621,8 @@ static int handle_dict(gpufl_reader_t *r, json_t *rec) {
 }
 
 /* The bookkeeping every record line gets before its callback. */
-static void note_record(gpufl_reader_t *r, const char *t) {
-    gpufl_reader_channel_t *ch = r->cur;
+static void note_record(gpufl__reader_t *r, const char *t) {
+    gpufl__reader_channel_t *ch = r->cur;
     int first = ch->records_in_segment++ == 0;
     if (first && strcmp(t, "header") != 0)
         warnf(r, ch->pos.line, "the first line is a \"%s\" record, not a header", t);
@@ -631,8 +631,8 @@ static void note_record(gpufl_reader_t *r, const char *t) {
 
 /* Hands a batch line the scanner understood to ops->batch. Returns 1 when
  * the line is not one (jansson reads it), 0 or < 0 as handle_line. */
-static int handle_batch(gpufl_reader_t *r, const char *line, size_t len) {
-    gpufl_reader_batch_t b;
+static int handle_batch(gpufl__reader_t *r, const char *line, size_t len) {
+    gpufl__reader_batch_t b;
     int rc = gpufl__reader_scan_batch(&r->scanner, line, len, &b);
     if (rc <= 0) return rc < 0 ? rc : 1;
     const char *const *t = r->ops->batch_types;
@@ -648,10 +648,10 @@ static int handle_batch(gpufl_reader_t *r, const char *line, size_t len) {
 
 /* A line that is not JSON: a write cut short or overwritten. Says what was
  * lost with it, as far as its start tells, and hands that to ops->damaged. */
-static int handle_damage(gpufl_reader_t *r, const char *line, size_t len,
+static int handle_damage(gpufl__reader_t *r, const char *line, size_t len,
                          const json_error_t *jerr) {
-    gpufl_reader_batch_t b;
-    gpufl_reader_damage_t d;
+    gpufl__reader_batch_t b;
+    gpufl__reader_damage_t d;
     char lost[160];
     int rc = gpufl__reader_scan_damage(&r->scanner, line, len, &b, &d);
     if (rc) return rc;
@@ -678,7 +678,7 @@ static int handle_damage(gpufl_reader_t *r, const char *line, size_t len,
     return r->ops->damaged ? r->ops->damaged(r->user, &r->cur->pos, &d) : 0;
 }
 
-static int handle_line(gpufl_reader_t *r, const char *line, size_t len) {
+static int handle_line(gpufl__reader_t *r, const char *line, size_t len) {
     json_error_t jerr;
     if (len == 0) {
         r->stats->empty_lines++;
@@ -691,7 +691,7 @@ static int handle_line(gpufl_reader_t *r, const char *line, size_t len) {
     json_t *rec = json_loadb(line, len, 0, &jerr);
     if (!rec) return handle_damage(r, line, len, &jerr);
     int rc = 0;
-    gpufl_reader_channel_t *ch = r->cur;
+    gpufl__reader_channel_t *ch = r->cur;
     json_t *type = json_object_get(rec, "type");
     json_t *v = json_object_get(rec, "v");
     if (!json_is_object(rec)) {
@@ -729,9 +729,9 @@ static int handle_line(gpufl_reader_t *r, const char *line, size_t len) {
     return rc;
 }
 
-void gpufl__reader_init(gpufl_reader_t *r, const gpufl_reader_ops_t *ops, void *user,
-                        gpufl_dict_t *dict, const gpufl_reader_limits_t *limits,
-                        gpufl_reader_stats_t *stats, int follow_segments) {
+void gpufl__reader_init(gpufl__reader_t *r, const gpufl__reader_ops_t *ops, void *user,
+                        gpufl__dict_t *dict, const gpufl__reader_limits_t *limits,
+                        gpufl__reader_stats_t *stats, int follow_segments) {
     memset(r, 0, sizeof *r);
     memset(stats, 0, sizeof *stats);
     r->ops = ops;
@@ -741,7 +741,7 @@ void gpufl__reader_init(gpufl_reader_t *r, const gpufl_reader_ops_t *ops, void *
     r->max_line = max_line_of(limits ? limits->max_line_bytes : 0);
     r->follow_segments = follow_segments;
     for (int f = 0; f < GPUFL_LOG_FILE_COUNT; f++) {
-        r->ch[f].pos.file = (gpufl_log_file_t)f;
+        r->ch[f].pos.file = (gpufl__log_file_t)f;
         r->ch[f].pos.name = r->ch[f].name;
         r->ch[f].cutter.max_line = r->max_line;
         snprintf(r->ch[f].name, sizeof r->ch[f].name, "%s", file_names[f]);
@@ -749,13 +749,13 @@ void gpufl__reader_init(gpufl_reader_t *r, const gpufl_reader_ops_t *ops, void *
     r->cur = &r->ch[0];
 }
 
-void gpufl__reader_fini(gpufl_reader_t *r) {
+void gpufl__reader_fini(gpufl__reader_t *r) {
     for (int f = 0; f < GPUFL_LOG_FILE_COUNT; f++) gpufl__reader_cutter_fini(&r->ch[f].cutter);
     gpufl__reader_scanner_fini(&r->scanner);
 }
 
-void gpufl__reader_segment(gpufl_reader_t *r, gpufl_log_file_t file, unsigned segment) {
-    gpufl_reader_channel_t *ch = &r->ch[file];
+void gpufl__reader_segment(gpufl__reader_t *r, gpufl__log_file_t file, unsigned segment) {
+    gpufl__reader_channel_t *ch = &r->ch[file];
     if (segment == 0)
         snprintf(ch->name, sizeof ch->name, "%s", file_names[file]);
     else
@@ -769,9 +769,9 @@ void gpufl__reader_segment(gpufl_reader_t *r, gpufl_log_file_t file, unsigned se
     r->stats->segments[file]++;
 }
 
-int gpufl__reader_feed_cut(gpufl_reader_t *r, gpufl_log_file_t file, gpufl_reader_cut_t kind,
+int gpufl__reader_feed_cut(gpufl__reader_t *r, gpufl__log_file_t file, gpufl__reader_cut_t kind,
                            const char *line, size_t len) {
-    gpufl_reader_channel_t *ch = &r->ch[file];
+    gpufl__reader_channel_t *ch = &r->ch[file];
     r->cur = ch;
     if (kind == GPUFL_READER_CUT_LONG) { /* counted when it begins, as its line */
         r->stats->oversized_lines++;
@@ -788,22 +788,22 @@ int gpufl__reader_feed_cut(gpufl_reader_t *r, gpufl_log_file_t file, gpufl_reade
 }
 
 typedef struct feed_ctx {
-    gpufl_reader_t *r;
-    gpufl_log_file_t file;
+    gpufl__reader_t *r;
+    gpufl__log_file_t file;
 } feed_ctx_t;
 
-static int feed_one(void *user, gpufl_reader_cut_t kind, const char *line, size_t len) {
+static int feed_one(void *user, gpufl__reader_cut_t kind, const char *line, size_t len) {
     feed_ctx_t *f = user;
     return gpufl__reader_feed_cut(f->r, f->file, kind, line, len);
 }
 
-int gpufl__reader_feed(gpufl_reader_t *r, gpufl_log_file_t file, const char *bytes, size_t len) {
+int gpufl__reader_feed(gpufl__reader_t *r, gpufl__log_file_t file, const char *bytes, size_t len) {
     feed_ctx_t f = {r, file};
     r->stats->bytes += len;
     return gpufl__reader_cut(&r->ch[file].cutter, bytes, len, feed_one, &f);
 }
 
-void gpufl__reader_end(gpufl_reader_t *r, gpufl_log_file_t file, int unfinished) {
+void gpufl__reader_end(gpufl__reader_t *r, gpufl__log_file_t file, int unfinished) {
     /* A crash leaves at most this: an incomplete last line. */
     if (gpufl__reader_cut_end(&r->ch[file].cutter) || unfinished) r->stats->truncated_lines++;
 }
@@ -813,7 +813,7 @@ void gpufl__reader_end(gpufl_reader_t *r, gpufl_log_file_t file, int unfinished)
 /* ---------------------------------------------------------------------- */
 
 typedef struct read_ctx {
-    gpufl_reader_t r;
+    gpufl__reader_t r;
     /* progress */
     gpufl_reader_progress_fn progress;
     void *progress_user;
@@ -839,7 +839,7 @@ static void note_progress(read_ctx_t *c) {
 
 /* Reads one segment file through the feed. Returns 0, 1 when it does not
  * exist, or < 0. */
-static int read_file(read_ctx_t *c, gpufl_log_file_t file, unsigned segment, const char *path) {
+static int read_file(read_ctx_t *c, gpufl__log_file_t file, unsigned segment, const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         if (errno == ENOENT) return 1;
@@ -869,9 +869,9 @@ static int read_file(read_ctx_t *c, gpufl_log_file_t file, unsigned segment, con
     return rc;
 }
 
-int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t *ops, void *user,
-                               gpufl_dict_t *dict, const gpufl_reader_limits_t *limits,
-                               gpufl_reader_stats_t *stats) {
+int gpufl__reader_read_session(const char *session_dir, const gpufl__reader_ops_t *ops, void *user,
+                               gpufl__dict_t *dict, const gpufl__reader_limits_t *limits,
+                               gpufl__reader_stats_t *stats) {
     struct stat st;
     memset(stats, 0, sizeof *stats);
     if (!session_dir || !*session_dir)
@@ -917,7 +917,7 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
         }
     }
     for (int f = 0; f < GPUFL_LOG_FILE_COUNT && !rc; f++) {
-        gpufl_reader_channel_t *ch = &c.r.ch[f];
+        gpufl__reader_channel_t *ch = &c.r.ch[f];
         char prev_name[64] = "", prev_next[64] = "";
         int prev_ended = 0;
         /* Segments are read in number order while they exist; segment_end
@@ -929,7 +929,7 @@ int gpufl__reader_read_session(const char *session_dir, const gpufl_reader_ops_t
             else
                 snprintf(name, sizeof name, "%s.%u", file_names[f], seg);
             snprintf(path, path_size, "%s/%s", session_dir, name);
-            rc = read_file(&c, (gpufl_log_file_t)f, seg, path);
+            rc = read_file(&c, (gpufl__log_file_t)f, seg, path);
             c.r.cur = ch;
             if (rc == 1) { /* no such segment: the previous one was the last */
                 rc = 0;

@@ -68,7 +68,7 @@ static void put_cell(FILE *out, const char *s, size_t width, int right) {
         for (size_t i = w; i < width; i++) fputc(' ', out);
 }
 
-void gpufl__report_text_table(FILE *out, size_t nrow, size_t ncol, gpufl_report_cells_t *rows,
+void gpufl__report_text_table(FILE *out, size_t nrow, size_t ncol, gpufl__report_cells_t *rows,
                               const char *aligns) {
     size_t w[GPUFL_REPORT_TABLE_COLS] = {0};
     for (size_t i = 0; i < nrow; i++)
@@ -126,7 +126,7 @@ void gpufl__report_cat(char *line, size_t size, size_t *n, const char *fmt, ...)
 /* Session summary                                                          */
 /* ---------------------------------------------------------------------- */
 
-static void put_cap_line(FILE *out, const char *kind, const gpufl_report_cap_t *c) {
+static void put_cap_line(FILE *out, const char *kind, const gpufl__report_cap_t *c) {
     char line[512];
     int n = snprintf(line, sizeof line, "asked %s, running %s", c->requested ? c->requested : "?",
                      c->running ? c->running : "?");
@@ -137,7 +137,7 @@ static void put_cap_line(FILE *out, const char *kind, const gpufl_report_cap_t *
 
 /* The features: those on in one line, then one line per feature off with
  * its reason. */
-static void put_features(FILE *out, const gpufl_report_summary_t *s) {
+static void put_features(FILE *out, const gpufl__report_summary_t *s) {
     size_t shown = 0;
     for (size_t i = 0; i < s->n_features; i++) {
         if (!s->features[i].on) continue;
@@ -156,7 +156,7 @@ static void put_features(FILE *out, const gpufl_report_summary_t *s) {
     }
 }
 
-static void put_host(FILE *out, const gpufl_report_summary_t *s) {
+static void put_host(FILE *out, const gpufl__report_summary_t *s) {
     char line[512], num[32];
     size_t n = 0;
     cat(line, sizeof line, &n, "%s", s->hostname);
@@ -198,7 +198,7 @@ static void put_start(FILE *out, int64_t us) {
     put_field(out, "started", line);
 }
 
-static void put_events(FILE *out, const gpufl_model_t *m, const gpufl_report_summary_t *s) {
+static void put_events(FILE *out, const gpufl__model_t *m, const gpufl__report_summary_t *s) {
     char line[256];
     if (!s->warn_events)
         snprintf(line, sizeof line, "none recorded");
@@ -210,7 +210,7 @@ static void put_events(FILE *out, const gpufl_model_t *m, const gpufl_report_sum
     }
     put_field(out, "warnings", line);
     for (size_t i = 0; i < s->warn_events && i < LIST_MAX; i++) {
-        const gpufl_model_event_t *e = &m->events[s->warn_order[i]];
+        const gpufl__model_event_t *e = &m->events[s->warn_order[i]];
         char at[32];
         fmt_ns(at, sizeof at, (double)e->ts_ns);
         fprintf(out, "    at %s: %s %s: %s\n", at, e->level_name, or_unknown(e->code), e->message);
@@ -219,15 +219,15 @@ static void put_events(FILE *out, const gpufl_model_t *m, const gpufl_report_sum
         fprintf(out, "    ... and %zu more\n", s->warn_events - LIST_MAX);
 }
 
-static void put_log_lines(FILE *out, const gpufl_model_t *m, const gpufl_report_summary_t *s) {
-    const gpufl_reader_stats_t *r = &m->read;
+static void put_log_lines(FILE *out, const gpufl__model_t *m, const gpufl__report_summary_t *s) {
+    const gpufl__reader_stats_t *r = &m->read;
     char line[512];
     size_t n = 0;
     cat(line, sizeof line, &n, "%llu lines in %u file%s", (unsigned long long)r->lines,
         s->log_files, s->log_files == 1 ? "" : "s");
     for (int f = 0; f < GPUFL_LOG_FILE_COUNT; f++)
         if (!r->segments[f])
-            cat(line, sizeof line, &n, ", no %s", gpufl__reader_file_name((gpufl_log_file_t)f));
+            cat(line, sizeof line, &n, ", no %s", gpufl__reader_file_name((gpufl__log_file_t)f));
     if (r->truncated_lines)
         cat(line, sizeof line, &n, ", %llu incomplete last line%s ignored",
             (unsigned long long)r->truncated_lines, r->truncated_lines == 1 ? "" : "s");
@@ -240,9 +240,9 @@ static void put_log_lines(FILE *out, const gpufl_model_t *m, const gpufl_report_
     for (size_t i = 0; i < s->n_damage; i++) put_field(out, "", s->damage[i]);
 }
 
-static void put_summary(FILE *out, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
-    const gpufl_report_summary_t *s = &r->summary;
+static void put_summary(FILE *out, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
+    const gpufl__report_summary_t *s = &r->summary;
     char line[512], num[32];
     size_t n = 0;
     fprintf(out, "Session\n");
@@ -298,7 +298,7 @@ static void put_summary(FILE *out, const gpufl_report_t *r) {
 /* Insights                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static void put_insights(FILE *out, const gpufl_insights_t *ins) {
+static void put_insights(FILE *out, const gpufl__insights_t *ins) {
     fprintf(out, "\nInsights\n");
     if (ins->n) {
         size_t sev[4] = {0};
@@ -345,12 +345,12 @@ static void put_scope_row(FILE *out, size_t name_w, size_t calls_w, const char *
     fprintf(out, "  %s\n", tags); /* the last column: values, as wide as they are */
 }
 
-static void put_open_scopes(FILE *out, const gpufl_report_t *r) {
-    const gpufl_report_scopes_t *sc = &r->scopes;
+static void put_open_scopes(FILE *out, const gpufl__report_t *r) {
+    const gpufl__report_scopes_t *sc = &r->scopes;
     fprintf(out, "\n  Open scopes (begun, never ended: still running or killed): %zu\n",
             r->m->n_open_scopes);
     for (size_t i = 0; i < sc->n_open; i++) {
-        const gpufl_model_scope_t *s = sc->open[i];
+        const gpufl__model_scope_t *s = sc->open[i];
         char at[32], tag[GPUFL_REPORT_TAG_CELL];
         fmt_ns(at, sizeof at, (double)s->begin_ns);
         gpufl__report_fmt_tags(tag, sizeof tag, &s->tag, *s->tag != '\0');
@@ -361,9 +361,9 @@ static void put_open_scopes(FILE *out, const gpufl_report_t *r) {
         fprintf(out, "    ... and %zu more\n", r->m->n_open_scopes - sc->n_open);
 }
 
-static int put_scopes(FILE *out, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
-    const gpufl_report_scopes_t *sc = &r->scopes;
+static int put_scopes(FILE *out, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
+    const gpufl__report_scopes_t *sc = &r->scopes;
     fprintf(out, "\nScope timing\n");
     if (sc->n_rows == 0) {
         fprintf(out, "  %s\n", *sc->lost ? sc->lost : "no scopes recorded");
@@ -373,7 +373,7 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
     if (!label) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
     size_t n = sc->n_rows, name_w = 5;
     for (size_t i = 0; i < n; i++) {
-        const gpufl_model_scope_path_t *p = sc->rows[i].path;
+        const gpufl__model_scope_path_t *p = sc->rows[i].path;
         size_t d = p->depth < INDENT_MAX ? p->depth : INDENT_MAX;
         size_t w = 2 * d + text_width(p->name);
         if (w > name_w) name_w = w;
@@ -394,8 +394,8 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
     static const char *const heads[5] = {"total", "avg", "min", "max", "per iter"};
     put_scope_row(out, name_w, calls_w, "scope", "calls", "open", heads, "tags");
     for (size_t k = 0; k < n; k++) {
-        const gpufl_report_scope_row_t *row = &sc->rows[k];
-        const gpufl_model_scope_path_t *p = row->path;
+        const gpufl__report_scope_row_t *row = &sc->rows[k];
+        const gpufl__model_scope_path_t *p = row->path;
         indented(label, p->depth, p->name);
         char calls[48], open[24], tags[GPUFL_REPORT_TAG_CELL], t[5][32];
         const char *tp[5] = {t[0], t[1], t[2], t[3], t[4]};
@@ -430,7 +430,7 @@ static int put_scopes(FILE *out, const gpufl_report_t *r) {
 /* ---------------------------------------------------------------------- */
 
 /* " (k of n samples)" when some samples lacked the value. */
-static void coverage(char *buf, size_t size, const gpufl_report_stat_t *a, size_t total) {
+static void coverage(char *buf, size_t size, const gpufl__report_stat_t *a, size_t total) {
     if (a->n < total)
         snprintf(buf, size, " (%zu of %zu samples)", a->n, total);
     else
@@ -439,8 +439,8 @@ static void coverage(char *buf, size_t size, const gpufl_report_stat_t *a, size_
 
 /* A CPU figure's line. s: the system figures, for the line's notes; over:
  * its figures above what the CPUs allow. */
-static void put_pct_line(FILE *out, const char *label, const gpufl_report_stat_t *a, size_t total,
-                         const char *note, const gpufl_report_system_t *s, size_t over) {
+static void put_pct_line(FILE *out, const char *label, const gpufl__report_stat_t *a, size_t total,
+                         const char *note, const gpufl__report_system_t *s, size_t over) {
     char avg[32], max[32], cov[128], line[384];
     if (!a->n) return;
     fmt_pct(avg, sizeof avg, a->sum / (double)a->n);
@@ -457,8 +457,8 @@ static void put_pct_line(FILE *out, const char *label, const gpufl_report_stat_t
     put_field(out, label, line);
 }
 
-static void put_windows(FILE *out, const gpufl_report_t *r) {
-    const gpufl_report_system_t *s = &r->system;
+static void put_windows(FILE *out, const gpufl__report_t *r) {
+    const gpufl__report_system_t *s = &r->system;
     if (!r->m->n_windows) return;
     fprintf(out, "  %-18s %zu started, %zu stopped:", "windows", r->summary.window_starts,
             r->summary.window_stops);
@@ -472,9 +472,9 @@ static void put_windows(FILE *out, const gpufl_report_t *r) {
     fputc('\n', out);
 }
 
-static void put_system(FILE *out, const gpufl_report_t *r) {
-    const gpufl_report_system_t *s = &r->system;
-    const gpufl_report_stat_t *st = s->st;
+static void put_system(FILE *out, const gpufl__report_t *r) {
+    const gpufl__report_system_t *s = &r->system;
+    const gpufl__report_stat_t *st = s->st;
     fprintf(out, "\nSystem metrics\n");
     size_t n = s->n;
     if (n == 0) {
@@ -488,7 +488,7 @@ static void put_system(FILE *out, const gpufl_report_t *r) {
     fprintf(out, "  %zu host sample%s from %s to %s\n", n, n == 1 ? "" : "s", a, b);
     put_pct_line(out, "host CPU", &st[GPUFL_RH_CPU], n, "", s, 0);
     put_pct_line(out, "process CPU", &st[GPUFL_RH_PROC_CPU], n, " of one CPU", s, s->proc_cpu_over);
-    const gpufl_report_stat_t *mem = &st[GPUFL_RH_MEM_USED], *total = &st[GPUFL_RH_MEM_TOTAL];
+    const gpufl__report_stat_t *mem = &st[GPUFL_RH_MEM_USED], *total = &st[GPUFL_RH_MEM_TOTAL];
     if (mem->n) {
         fmt_bytes(a, sizeof a, mem->sum / (double)mem->n);
         fmt_bytes(b, sizeof b, mem->max);
@@ -501,7 +501,7 @@ static void put_system(FILE *out, const gpufl_report_t *r) {
         }
         put_field(out, "host memory used", line);
     }
-    const gpufl_report_stat_t *rss = &st[GPUFL_RH_RSS];
+    const gpufl__report_stat_t *rss = &st[GPUFL_RH_RSS];
     if (rss->n) {
         fmt_bytes(a, sizeof a, rss->sum / (double)rss->n);
         fmt_bytes(b, sizeof b, rss->max);
@@ -509,7 +509,7 @@ static void put_system(FILE *out, const gpufl_report_t *r) {
         snprintf(line, sizeof line, "avg %s, max %s%s", a, b, cov);
         put_field(out, "process RSS", line);
     }
-    const gpufl_report_stat_t *cg_mem = &st[GPUFL_RH_CG_MEM], *cg_limit = &st[GPUFL_RH_CG_LIMIT];
+    const gpufl__report_stat_t *cg_mem = &st[GPUFL_RH_CG_MEM], *cg_limit = &st[GPUFL_RH_CG_LIMIT];
     if (cg_mem->n) {
         fmt_bytes(a, sizeof a, cg_mem->max);
         coverage(cov, sizeof cov, cg_mem, n);
@@ -534,7 +534,7 @@ static void put_system(FILE *out, const gpufl_report_t *r) {
 /* GPU devices                                                              */
 /* ---------------------------------------------------------------------- */
 
-static double st_avg(const gpufl_report_stat_t *a) { return a->sum / (double)a->n; }
+static double st_avg(const gpufl__report_stat_t *a) { return a->sum / (double)a->n; }
 
 static void fmt_rate(char *buf, size_t size, double bytes_per_s) {
     char num[32];
@@ -550,7 +550,7 @@ static void cat_coverage(char *line, size_t size, size_t *n, size_t known, size_
 }
 
 /* "avg X, max Y" (or "avg X, min Y") of a statistic, formatted by fmt. */
-static void cat_avg_ext(char *line, size_t size, size_t *n, const gpufl_report_stat_t *a,
+static void cat_avg_ext(char *line, size_t size, size_t *n, const gpufl__report_stat_t *a,
                         int use_min, void (*fmt)(char *, size_t, double)) {
     char avg[32], ext[32];
     fmt(avg, sizeof avg, st_avg(a));
@@ -575,7 +575,7 @@ static void fmt_celsius(char *buf, size_t size, double v) {
 }
 
 /* A line of one statistic: "avg X, max Y" with coverage; nothing when unknown. */
-static void put_stat(FILE *out, const char *label, const gpufl_report_stat_t *a, size_t total,
+static void put_stat(FILE *out, const char *label, const gpufl__report_stat_t *a, size_t total,
                      int use_min, void (*fmt)(char *, size_t, double)) {
     char line[256];
     size_t n = 0;
@@ -588,12 +588,12 @@ static void put_stat(FILE *out, const char *label, const gpufl_report_stat_t *a,
 
 /* Two statistics on one line: "<na> avg X, max Y; <nb> avg ..." (either may be unknown). */
 static void put_stat_pair(FILE *out, const char *label, const char *na,
-                          const gpufl_report_stat_t *a, const char *nb,
-                          const gpufl_report_stat_t *b, size_t total,
+                          const gpufl__report_stat_t *a, const char *nb,
+                          const gpufl__report_stat_t *b, size_t total,
                           void (*fmt)(char *, size_t, double)) {
     char line[320];
     size_t n = 0;
-    const gpufl_report_stat_t *st[2] = {a, b};
+    const gpufl__report_stat_t *st[2] = {a, b};
     const char *names[2] = {na, nb};
     line[0] = '\0';
     for (int i = 0; i < 2; i++) {
@@ -613,7 +613,7 @@ static void short_uuid(char *buf, size_t size, const char *uuid) {
     snprintf(buf, size, "%.*s", (int)keep, uuid);
 }
 
-static void put_gpu_identity(FILE *out, const gpufl_model_gpu_t *g) {
+static void put_gpu_identity(FILE *out, const gpufl__model_gpu_t *g) {
     char line[320], num[32];
     size_t n = 0;
     line[0] = '\0';
@@ -654,8 +654,8 @@ static void put_gpu_identity(FILE *out, const gpufl_model_gpu_t *g) {
     }
 }
 
-static void put_gpu_memory(FILE *out, const gpufl_report_gpu_t *a) {
-    const gpufl_report_stat_t *used = &a->st[GPUFL_RG_MEM_USED];
+static void put_gpu_memory(FILE *out, const gpufl__report_gpu_t *a) {
+    const gpufl__report_stat_t *used = &a->st[GPUFL_RG_MEM_USED];
     char line[256], b1[32], b2[32];
     size_t n = 0;
     if (!used->n) return;
@@ -669,8 +669,8 @@ static void put_gpu_memory(FILE *out, const gpufl_report_gpu_t *a) {
     put_gfield(out, "memory used", line);
 }
 
-static void put_gpu_power(FILE *out, const gpufl_report_gpu_t *a) {
-    const gpufl_report_stat_t *p = &a->st[GPUFL_RG_POWER];
+static void put_gpu_power(FILE *out, const gpufl__report_gpu_t *a) {
+    const gpufl__report_stat_t *p = &a->st[GPUFL_RG_POWER];
     char line[256], b1[32], b2[32], b3[32];
     size_t n = 0;
     if (p->n) {
@@ -685,7 +685,7 @@ static void put_gpu_power(FILE *out, const gpufl_report_gpu_t *a) {
         put_gfield(out, "power", line);
     }
     /* Energy from the driver's counter: last - first, over the time between. */
-    const gpufl_report_counter_t *e = &a->energy;
+    const gpufl__report_counter_t *e = &a->energy;
     if (e->n >= 2 && e->last_ts > e->first_ts) {
         n = 0;
         line[0] = '\0';
@@ -703,8 +703,8 @@ static void put_gpu_power(FILE *out, const gpufl_report_gpu_t *a) {
     }
 }
 
-static void put_gpu_ecc(FILE *out, const gpufl_report_gpu_t *a) {
-    const gpufl_report_counter_t *sbe = &a->sbe, *dbe = &a->dbe;
+static void put_gpu_ecc(FILE *out, const gpufl__report_gpu_t *a) {
+    const gpufl__report_counter_t *sbe = &a->sbe, *dbe = &a->dbe;
     char line[256];
     size_t n = 0;
     if (!sbe->n && !dbe->n) return;
@@ -712,7 +712,7 @@ static void put_gpu_ecc(FILE *out, const gpufl_report_gpu_t *a) {
         put_gfield(out, "ECC errors", "none");
         return;
     }
-    const gpufl_report_counter_t *c[2] = {sbe, dbe};
+    const gpufl__report_counter_t *c[2] = {sbe, dbe};
     const char *what[2] = {"corrected", "uncorrected"};
     for (int i = 0; i < 2; i++) {
         if (!c[i]->n) continue;
@@ -729,8 +729,8 @@ static void put_gpu_ecc(FILE *out, const gpufl_report_gpu_t *a) {
     put_gfield(out, "ECC errors", line);
 }
 
-static void put_gpu_throttle(FILE *out, const gpufl_report_t *r, const gpufl_report_gpu_t *a) {
-    const gpufl_model_t *m = r->m;
+static void put_gpu_throttle(FILE *out, const gpufl__report_t *r, const gpufl__report_gpu_t *a) {
+    const gpufl__model_t *m = r->m;
     char line[512], cov[64];
     size_t n = 0, cn = 0;
     if (!a->throttle_n) return;
@@ -757,12 +757,12 @@ static void put_gpu_throttle(FILE *out, const gpufl_report_t *r, const gpufl_rep
 }
 
 /* GPM: how busy the SMs, warps, tensor pipes and DRAM really were. */
-static void put_gpu_gpm(FILE *out, const gpufl_report_gpu_t *a) {
+static void put_gpu_gpm(FILE *out, const gpufl__report_gpu_t *a) {
     put_stat(out, "GPM SM active", &a->st[GPUFL_RG_SM_ACTIVE], a->n, 0, fmt_pct);
     put_stat(out, "GPM SM occupancy", &a->st[GPUFL_RG_SM_OCCUPANCY], a->n, 0, fmt_pct);
     put_stat(out, "GPM tensor active", &a->st[GPUFL_RG_TENSOR], a->n, 0, fmt_pct);
     put_stat(out, "GPM DRAM bandwidth", &a->st[GPUFL_RG_DRAM_BW], a->n, 0, fmt_pct);
-    const gpufl_report_stat_t *util = &a->st[GPUFL_RG_UTIL], *sm = &a->st[GPUFL_RG_SM_ACTIVE];
+    const gpufl__report_stat_t *util = &a->st[GPUFL_RG_UTIL], *sm = &a->st[GPUFL_RG_SM_ACTIVE];
     if (util->n && sm->n && st_avg(util) >= 80 && st_avg(sm) < 50) {
         char line[256];
         snprintf(line, sizeof line,
@@ -774,7 +774,7 @@ static void put_gpu_gpm(FILE *out, const gpufl_report_gpu_t *a) {
 }
 
 /* The core values a device did not report at all (MIG instances report few). */
-static void put_gpu_missing(FILE *out, const gpufl_report_gpu_t *a) {
+static void put_gpu_missing(FILE *out, const gpufl__report_gpu_t *a) {
     static const struct {
         int stat;
         const char *name;
@@ -790,7 +790,7 @@ static void put_gpu_missing(FILE *out, const gpufl_report_gpu_t *a) {
     if (n) put_gfield(out, "not reported", line);
 }
 
-static void put_gpu_procs(FILE *out, const gpufl_model_gpu_t *g) {
+static void put_gpu_procs(FILE *out, const gpufl__model_gpu_t *g) {
     char line[1024], at[32], num[32];
     size_t n = 0;
     if (!g->procs_records) return;
@@ -811,8 +811,8 @@ static void put_gpu_procs(FILE *out, const gpufl_model_gpu_t *g) {
     put_gfield(out, "processes", line);
 }
 
-static void put_gpu_device(FILE *out, const gpufl_report_t *r, const gpufl_report_gpu_t *a) {
-    const gpufl_model_gpu_t *g = a->gpu;
+static void put_gpu_device(FILE *out, const gpufl__report_t *r, const gpufl__report_gpu_t *a) {
+    const gpufl__model_gpu_t *g = a->gpu;
     char line[256], b1[32], b2[32];
     fprintf(out, "\n  GPU %lld  %s\n", (long long)g->device,
             g->has_info ? or_unknown(g->name) : "(no gpu_info record)");
@@ -846,12 +846,12 @@ static void put_gpu_device(FILE *out, const gpufl_report_t *r, const gpufl_repor
 }
 
 /* "sampling cost: host X µs, NVML Y µs per device and sample". */
-static void put_source_costs(FILE *out, const gpufl_report_t *r) {
+static void put_source_costs(FILE *out, const gpufl__report_t *r) {
     char line[512], num[32];
     size_t n = 0;
     line[0] = '\0';
     for (size_t i = 0; i < r->n_costs; i++) {
-        const gpufl_report_cost_t *c = &r->costs[i];
+        const gpufl__report_cost_t *c = &r->costs[i];
         fmt_ns(num, sizeof num, c->mean_ns);
         cat(line, sizeof line, &n, "%s%s %s%s", n ? ", " : "", c->is_nvml ? "NVML" : c->source, num,
             c->is_nvml ? " per device and sample" : "");
@@ -859,8 +859,8 @@ static void put_source_costs(FILE *out, const gpufl_report_t *r) {
     if (n) fprintf(out, "\n  sampling cost: %s\n", line);
 }
 
-static void put_gpu(FILE *out, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static void put_gpu(FILE *out, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     if (!m->n_gpus) {
         fprintf(out, "\nGPU\n");
         const char *why = r->no_gpu_reason;
@@ -895,7 +895,7 @@ static void put_hotspot_row(FILE *out, size_t name_w, const char *name, const ch
     fputc('\n', out);
 }
 
-static void put_kernels(FILE *out, const gpufl_report_t *r) {
+static void put_kernels(FILE *out, const gpufl__report_t *r) {
     size_t n = r->m->n_kernels, ng = r->n_kgroups;
     if (r->untimed) fprintf(out, "\nKernel hotspots\n  %s\n", GPUFL_REPORT_UNTIMED);
     if (!n) return;
@@ -914,7 +914,7 @@ static void put_kernels(FILE *out, const gpufl_report_t *r) {
                                          "max",   "p50",   "p99", "share"};
     put_hotspot_row(out, name_w, "kernel", heads);
     for (size_t i = 0; i < shown; i++) {
-        const gpufl_report_kgroup_t *g = &r->kgroups[i];
+        const gpufl__report_kgroup_t *g = &r->kgroups[i];
         char c[8][32];
         const char *cp[8] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]};
         snprintf(c[0], sizeof c[0], "%zu", g->calls);
@@ -947,7 +947,7 @@ static void put_launch_row(FILE *out, size_t name_w, const char *name,
 }
 
 /* Launch rows (engines that time no kernels): launches per kernel and configuration. */
-static void put_launches(FILE *out, const gpufl_report_t *r) {
+static void put_launches(FILE *out, const gpufl__report_t *r) {
     size_t ng = r->n_lgroups, n = r->m->n_launches;
     if (!ng) return;
     size_t shown = gpufl__report_top(r, ng);
@@ -991,7 +991,7 @@ static void put_copy_row(FILE *out, const char *dir, const char *const c[6]) {
     fputc('\n', out);
 }
 
-static void put_copies(FILE *out, const gpufl_report_t *r) {
+static void put_copies(FILE *out, const gpufl__report_t *r) {
     size_t n = r->m->n_copies;
     if (!n) return;
     char total[32];
@@ -1003,7 +1003,7 @@ static void put_copies(FILE *out, const gpufl_report_t *r) {
                                          "bandwidth", "pageable", "pinned"};
     put_copy_row(out, "direction", heads);
     for (int d = 0; d < GPUFL_REPORT_DIR_COUNT; d++) {
-        const gpufl_report_dir_t *a = &r->dirs[d];
+        const gpufl__report_dir_t *a = &r->dirs[d];
         if (!a->count) continue;
         char c[6][32];
         const char *cp[6] = {c[0], c[1], c[2], c[3], c[4], c[5]};
@@ -1050,7 +1050,7 @@ static void put_detail_row(FILE *out, const char *const c[DETAIL_COLS]) {
 
 #define fmt_int gpufl__report_fmt_count
 
-static void put_kconf(FILE *out, const gpufl_report_kconf_t *c) {
+static void put_kconf(FILE *out, const gpufl__report_kconf_t *c) {
     char v[GPUFL_REPORT_KCONF_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES];
     const char *cp[DETAIL_COLS];
     gpufl__report_kconf_cells(c, " *", v);
@@ -1061,10 +1061,10 @@ static void put_kconf(FILE *out, const gpufl_report_kconf_t *c) {
 /* Footnotes for the groups shown: config ids without a record, why the
  * occupancy is unknown, configs without a breakdown, and configs whose
  * limits do not give the driver's blocks per SM. */
-static void put_kconf_notes(FILE *out, const gpufl_report_kconf_t *g, size_t ng) {
+static void put_kconf_notes(FILE *out, const gpufl__report_kconf_t *g, size_t ng) {
     size_t no_breakdown = 0;
     for (size_t i = 0; i < ng; i++) {
-        const gpufl_model_kernel_config_t *r = g[i].rec;
+        const gpufl__model_kernel_config_t *r = g[i].rec;
         if (g[i].config > 0 && !r)
             fprintf(out, "  ? config %lld: no kernel_config record in the log\n",
                     (long long)g[i].config);
@@ -1104,9 +1104,9 @@ static void put_kconf_notes(FILE *out, const gpufl_report_kconf_t *g, size_t ng)
                 no_breakdown, plural(no_breakdown));
 }
 
-static void put_kernel_details(FILE *out, const gpufl_report_t *r) {
+static void put_kernel_details(FILE *out, const gpufl__report_t *r) {
     if (!r->m->n_kernels) return;
-    const gpufl_report_kconf_t *g = r->kconfs;
+    const gpufl__report_kconf_t *g = r->kconfs;
     size_t ng = r->n_kconfs, names = r->kernel_names, configs = r->configs;
     size_t unconfigured = r->unconfigured;
     fprintf(out, "\nKernel details\n");
@@ -1155,7 +1155,7 @@ static void put_kernel_details(FILE *out, const gpufl_report_t *r) {
 /* ---------------------------------------------------------------------- */
 
 /* "12 kernels, 2 copies, 1 memset", or "-". */
-static void fmt_work(char *buf, size_t size, const gpufl_model_gpu_work_t *w) {
+static void fmt_work(char *buf, size_t size, const gpufl__model_gpu_work_t *w) {
     size_t n = 0;
     buf[0] = '\0';
     if (w->kernels)
@@ -1170,7 +1170,7 @@ static void fmt_work(char *buf, size_t size, const gpufl_model_gpu_work_t *w) {
     if (!n) snprintf(buf, size, "-");
 }
 
-static int has_work(const gpufl_model_gpu_work_t *w) {
+static int has_work(const gpufl__model_gpu_work_t *w) {
     return w->kernels + w->copies + w->memsets > 0;
 }
 
@@ -1193,7 +1193,7 @@ static void put_scope_gpu_row(FILE *out, size_t name_w, const char *label, const
 
 /* The widest label of a scope row at depth and of its kernel lines. */
 static size_t gpu_label_width(size_t w, size_t depth, const char *name,
-                              const gpufl_model_scope_gpu_t *g) {
+                              const gpufl__model_scope_gpu_t *g) {
     size_t d = depth < INDENT_MAX ? depth : INDENT_MAX;
     if (2 * d + text_width(name) > w) w = 2 * d + text_width(name);
     d = depth + 1 < INDENT_MAX ? depth + 1 : INDENT_MAX;
@@ -1206,7 +1206,7 @@ static size_t gpu_label_width(size_t w, size_t depth, const char *name,
 
 /* A scope row (host < 0: none) and its kernel lines below it. */
 static void put_scope_gpu(FILE *out, size_t name_w, char *label, size_t depth, const char *name,
-                          double host, const gpufl_model_scope_gpu_t *g) {
+                          double host, const gpufl__model_scope_gpu_t *g) {
     char h[32], t[32], self[32], work[128];
     if (host >= 0)
         fmt_ns(h, sizeof h, host);
@@ -1218,7 +1218,7 @@ static void put_scope_gpu(FILE *out, size_t name_w, char *label, size_t depth, c
     indented(label, depth, name);
     put_scope_gpu_row(out, name_w, label, h, t, self, work);
     for (size_t i = 0; i < g->n_top; i++) {
-        const gpufl_model_top_kernel_t *k = &g->top[i];
+        const gpufl__model_top_kernel_t *k = &g->top[i];
         fmt_ns(t, sizeof t, k->total_ns);
         snprintf(work, sizeof work, "%llu call%s", (unsigned long long)k->calls,
                  plural((size_t)k->calls));
@@ -1236,8 +1236,8 @@ static void put_scope_gpu(FILE *out, size_t name_w, char *label, size_t depth, c
     }
 }
 
-static int put_scopes_gpu(FILE *out, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     if (!r->scope_gpu_shown) return 0;
     fprintf(out, "\nGPU time per scope\n");
     if (!m->gpu_scoped_rows) {
@@ -1249,7 +1249,7 @@ static int put_scopes_gpu(FILE *out, const gpufl_report_t *r) {
     if (!label) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
     size_t name_w = 5;
     for (size_t i = 0; i < r->n_scope_gpu_rows; i++) {
-        const gpufl_model_scope_path_t *p = r->scope_gpu_rows[i].path;
+        const gpufl__model_scope_path_t *p = r->scope_gpu_rows[i].path;
         name_w = gpu_label_width(name_w, p->depth, p->name, &p->gpu);
     }
     name_w = gpu_label_width(name_w, 0, "(unknown scope)", &m->gpu_unknown_scope);
@@ -1275,7 +1275,7 @@ static int put_scopes_gpu(FILE *out, const gpufl_report_t *r) {
     fputc('\n', out);
     put_scope_gpu_row(out, name_w, "scope", "host", "gpu", "self", "work");
     for (size_t k = 0; k < r->n_scope_gpu_rows; k++) {
-        const gpufl_model_scope_path_t *p = r->scope_gpu_rows[k].path;
+        const gpufl__model_scope_path_t *p = r->scope_gpu_rows[k].path;
         put_scope_gpu(out, name_w, label, p->depth, p->name, p->calls ? p->total_ns : -1, &p->gpu);
     }
     if (has_work(&m->gpu_unknown_scope.self))
@@ -1286,13 +1286,13 @@ static int put_scopes_gpu(FILE *out, const gpufl_report_t *r) {
     return 0;
 }
 
-static void put_problems(FILE *out, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static void put_problems(FILE *out, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     size_t total = r->summary.problems;
     if (!total) return;
     fprintf(out, "\nLog problems\n");
     for (size_t i = 0; i < m->n_warnings && i < GPUFL_REPORT_PROBLEMS_MAX; i++) {
-        const gpufl_model_warning_t *w = &m->warnings[i];
+        const gpufl__model_warning_t *w = &m->warnings[i];
         if (!*w->file)
             fprintf(out, "  session: %s\n", w->message);
         else if (!w->line)
@@ -1309,13 +1309,13 @@ static void put_problems(FILE *out, const gpufl_report_t *r) {
 /* ---------------------------------------------------------------------- */
 
 /* put_scopes and put_scopes_gpu may fail (no memory); the others cannot. */
-static int put_insights_of(FILE *out, const gpufl_report_t *r) {
+static int put_insights_of(FILE *out, const gpufl__report_t *r) {
     put_insights(out, &r->insights);
     return 0;
 }
 
 #define SECTION(fn)                                                                                \
-    static int section_##fn(FILE *out, const gpufl_report_t *r) {                                  \
+    static int section_##fn(FILE *out, const gpufl__report_t *r) {                                 \
         fn(out, r);                                                                                \
         return 0;                                                                                  \
     }
@@ -1327,28 +1327,28 @@ SECTION(put_copies)
 SECTION(put_problems)
 #undef SECTION
 
-static int section_kernels(FILE *out, const gpufl_report_t *r) {
+static int section_kernels(FILE *out, const gpufl__report_t *r) {
     put_kernels(out, r);
     put_launches(out, r);
     return 0;
 }
 
-static int section_pc(FILE *out, const gpufl_report_t *r) {
+static int section_pc(FILE *out, const gpufl__report_t *r) {
     gpufl__report_text_pc(r, out);
     return 0;
 }
 
-static int section_sassm(FILE *out, const gpufl_report_t *r) {
-    gpufl__report_text_sassm(r, out);
+static int section_sass_metrics(FILE *out, const gpufl__report_t *r) {
+    gpufl__report_text_sass_metrics(r, out);
     return 0;
 }
 
-static int section_ops(FILE *out, const gpufl_report_t *r) {
+static int section_ops(FILE *out, const gpufl__report_t *r) {
     gpufl__report_text_ops(r, out);
     return 0;
 }
 
-static int section_range(FILE *out, const gpufl_report_t *r) {
+static int section_range(FILE *out, const gpufl__report_t *r) {
     gpufl__report_text_range(r, out);
     return 0;
 }
@@ -1356,7 +1356,7 @@ static int section_range(FILE *out, const gpufl_report_t *r) {
 /* The sections of the text report, in its order. */
 static const struct {
     const char *name;
-    int (*put)(FILE *out, const gpufl_report_t *r);
+    int (*put)(FILE *out, const gpufl__report_t *r);
 } sections[] = {
     {"summary", section_put_summary},
     {"insights", put_insights_of},
@@ -1369,13 +1369,13 @@ static const struct {
     {"scope_gpu", put_scopes_gpu},
     {"framework_ops", section_ops},
     {"pc_sampling", section_pc},
-    {"sass_metrics", section_sassm},
+    {"sass_metrics", section_sass_metrics},
     {"hardware_counters", section_range},
     {"problems", section_put_problems},
 };
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
-int gpufl__report_render_text(const gpufl_report_t *r, FILE *out) {
+int gpufl__report_render_text(const gpufl__report_t *r, FILE *out) {
     fprintf(out, "gpufl report: %s\n", r->summary.app);
     size_t w = text_width(r->summary.app) + 14;
     for (size_t i = 0; i < w; i++) fputc('=', out);
@@ -1387,7 +1387,7 @@ int gpufl__report_render_text(const gpufl_report_t *r, FILE *out) {
     return 0;
 }
 
-int gpufl__report_render_text_section(const gpufl_report_t *r, const char *section, FILE *out) {
+int gpufl__report_render_text_section(const gpufl__report_t *r, const char *section, FILE *out) {
     char names[256];
     size_t n = 0;
     for (size_t i = 0; i < N_SECTIONS; i++) {
@@ -1398,7 +1398,7 @@ int gpufl__report_render_text_section(const gpufl_report_t *r, const char *secti
                             section ? section : "", names);
 }
 
-size_t gpufl__report_top(const gpufl_report_t *r, size_t n) {
+size_t gpufl__report_top(const gpufl__report_t *r, size_t n) {
     size_t top = r->top_n ? r->top_n : GPUFL_REPORT_HOTSPOTS_MAX;
     return n < top ? n : top;
 }
@@ -1422,7 +1422,7 @@ int gpufl_report_format_parse(const char *name, gpufl_report_format_t *out) {
                             name ? name : "");
 }
 
-int gpufl__report_render(const gpufl_report_t *r, gpufl_report_format_t fmt, FILE *out) {
+int gpufl__report_render(const gpufl__report_t *r, gpufl_report_format_t fmt, FILE *out) {
     switch (fmt) {
     case GPUFL_REPORT_TEXT: return gpufl__report_render_text(r, out);
     case GPUFL_REPORT_JSON: return gpufl__report_render_json(r, out);
@@ -1432,9 +1432,9 @@ int gpufl__report_render(const gpufl_report_t *r, gpufl_report_format_t fmt, FIL
     return gpufl__set_error(GPUFL_EINVAL, "report: unknown format %d", (int)fmt);
 }
 
-int gpufl__report_write_format(const gpufl_model_t *m, gpufl_report_format_t fmt, FILE *out) {
+int gpufl__report_write_format(const gpufl__model_t *m, gpufl_report_format_t fmt, FILE *out) {
     if (!m || !out) return gpufl__set_error(GPUFL_EINVAL, "report: no model or no output");
-    gpufl_report_t r;
+    gpufl__report_t r;
     int rc = gpufl__report_build(m, &r);
     if (!rc) rc = gpufl__report_render(&r, fmt, out);
     gpufl__report_free(&r);
@@ -1444,12 +1444,12 @@ int gpufl__report_write_format(const gpufl_model_t *m, gpufl_report_format_t fmt
     return 0;
 }
 
-int gpufl__report_write(const gpufl_model_t *m, FILE *out) {
+int gpufl__report_write(const gpufl__model_t *m, FILE *out) {
     return gpufl__report_write_format(m, GPUFL_REPORT_TEXT, out);
 }
 
 int gpufl__report_session_dir(const char *session_dir, FILE *out) {
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     int rc = gpufl__model_load(session_dir, &m);
     if (rc) return rc;
     rc = gpufl__report_write(m, out);

@@ -133,7 +133,7 @@ static size_t code_points(const char *s) {
     return w;
 }
 
-void gpufl__report_fmt_calls(char *buf, size_t size, const gpufl_model_scope_path_t *p) {
+void gpufl__report_fmt_calls(char *buf, size_t size, const gpufl__model_scope_path_t *p) {
     if (p->lost)
         snprintf(buf, size, "%zu +%zu lost", p->calls, p->lost);
     else
@@ -164,7 +164,7 @@ void gpufl__report_fmt_tags(char *buf, size_t size, const char *const *tags, siz
     }
 }
 
-int gpufl__report_has_limits(const gpufl_model_kernel_config_t *r) {
+int gpufl__report_has_limits(const gpufl__model_kernel_config_t *r) {
     return r->limit_warps >= 0 || r->limit_registers >= 0 || r->limit_smem >= 0 ||
            r->limit_blocks >= 0 || *r->limiter;
 }
@@ -191,10 +191,10 @@ json_t *gpufl__report_json_stats(const json_t *stats, const char *const *keys, s
     return o;
 }
 
-void gpufl__report_kconf_cells(const gpufl_report_kconf_t *c, const char *disagrees,
+void gpufl__report_kconf_cells(const gpufl__report_kconf_t *c, const char *disagrees,
                                char v[GPUFL_REPORT_KCONF_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES]) {
-    const gpufl_model_kernel_t *k = c->first;
-    const gpufl_model_kernel_config_t *r = c->rec;
+    const gpufl__model_kernel_t *k = c->first;
+    const gpufl__model_kernel_config_t *r = c->rec;
     char b1[24], b2[24], l[4][24];
     for (int i = 0; i < GPUFL_REPORT_KCONF_CELLS; i++) snprintf(v[i], sizeof v[i], "-");
     if (c->config >= 0) snprintf(v[0], sizeof v[0], "%lld%s", (long long)c->config, r ? "" : "?");
@@ -230,9 +230,9 @@ void gpufl__report_kconf_cells(const gpufl_report_kconf_t *c, const char *disagr
     }
 }
 
-void gpufl__report_lgroup_cells(const gpufl_report_lgroup_t *g,
+void gpufl__report_lgroup_cells(const gpufl__report_lgroup_t *g,
                                 char v[GPUFL_REPORT_LGROUP_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES]) {
-    const gpufl_model_kernel_config_t *r = g->rec;
+    const gpufl__model_kernel_config_t *r = g->rec;
     char b1[24], b2[24];
     for (int i = 0; i < GPUFL_REPORT_LGROUP_CELLS; i++) snprintf(v[i], sizeof v[i], "-");
     if (g->config >= 0) snprintf(v[0], sizeof v[0], "%lld%s", (long long)g->config, r ? "" : "?");
@@ -256,7 +256,7 @@ void gpufl__report_lgroup_cells(const gpufl_report_lgroup_t *g,
 /* Statistics                                                               */
 /* ---------------------------------------------------------------------- */
 
-static void st_add(gpufl_report_stat_t *a, double v) {
+static void st_add(gpufl__report_stat_t *a, double v) {
     if (v < 0) return;
     if (a->n == 0 || v > a->max) a->max = v;
     if (a->n == 0 || v < a->min) a->min = v;
@@ -264,7 +264,7 @@ static void st_add(gpufl_report_stat_t *a, double v) {
     a->n++;
 }
 
-static void ct_add(gpufl_report_counter_t *c, int64_t ts, int64_t v) {
+static void ct_add(gpufl__report_counter_t *c, int64_t ts, int64_t v) {
     if (v < 0) return;
     if (c->n == 0 || ts < c->first_ts) c->first = v, c->first_ts = ts;
     if (c->n == 0 || ts >= c->last_ts) c->last = v, c->last_ts = ts;
@@ -328,15 +328,15 @@ static const char *cap_reason(const json_t *caps, const char *kind) {
     return NULL;
 }
 
-static gpufl_report_cap_t read_cap(const json_t *caps, const char *kind) {
+static gpufl__report_cap_t read_cap(const json_t *caps, const char *kind) {
     const char *why = cap_reason(caps, kind);
-    return (gpufl_report_cap_t){cap_fact(caps, kind, "requested"), cap_fact(caps, kind, "running"),
-                                why && *why ? why : NULL};
+    return (gpufl__report_cap_t){cap_fact(caps, kind, "requested"), cap_fact(caps, kind, "running"),
+                                 why && *why ? why : NULL};
 }
 
 static int cmp_feature(const void *a, const void *b) {
-    return strcmp(((const gpufl_report_feature_t *)a)->name,
-                  ((const gpufl_report_feature_t *)b)->name);
+    return strcmp(((const gpufl__report_feature_t *)a)->name,
+                  ((const gpufl__report_feature_t *)b)->name);
 }
 
 static int feature_on(const json_t *v) {
@@ -346,7 +346,7 @@ static int feature_on(const json_t *v) {
 }
 
 /* Reads one feature entry: a boolean, or an object {on|enabled, why|reason}. */
-static int read_feature(const char *name, const json_t *v, gpufl_report_feature_t *f) {
+static int read_feature(const char *name, const json_t *v, gpufl__report_feature_t *f) {
     f->name = name;
     f->reason = NULL;
     f->on = feature_on(v);
@@ -360,13 +360,13 @@ static int read_feature(const char *name, const json_t *v, gpufl_report_feature_
     return f->name && f->on >= 0;
 }
 
-static int build_features(const json_t *caps, gpufl_report_summary_t *s) {
+static int build_features(const json_t *caps, gpufl__report_summary_t *s) {
     json_t *fs = caps ? json_object_get(caps, "features") : NULL;
     size_t n = json_is_object(fs)  ? json_object_size(fs)
                : json_is_array(fs) ? json_array_size(fs)
                                    : 0;
     if (!n) return 0;
-    gpufl_report_feature_t *list = calloc(n, sizeof *list);
+    gpufl__report_feature_t *list = calloc(n, sizeof *list);
     if (!list) return oom();
     size_t k = 0;
     if (json_is_object(fs)) {
@@ -396,8 +396,8 @@ static int cmp_ts_ref(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static int build_summary(const gpufl_model_t *m, gpufl_report_summary_t *s) {
-    const gpufl_model_header_t *h = &m->header;
+static int build_summary(const gpufl__model_t *m, gpufl__report_summary_t *s) {
+    const gpufl__model_header_t *h = &m->header;
     const json_t *hi = m->host_info;
     s->app = or_unknown(h->app_name);
     s->session_id = or_unknown(h->session_id);
@@ -414,7 +414,7 @@ static int build_summary(const gpufl_model_t *m, gpufl_report_summary_t *s) {
     if (!s->kernel_release) s->kernel_release = gpufl__model_json_str(hi, "kernel_release");
     s->pid = h->pid >= 0 ? h->pid : -1;
     s->start_unix_us = h->epoch_unix_us >= 0 ? h->epoch_unix_us : -1;
-    const gpufl_model_session_end_t *e = &m->session_end;
+    const gpufl__model_session_end_t *e = &m->session_end;
     s->ended = e->present;
     s->duration_ns = e->present           ? (e->duration_ns >= 0 ? e->duration_ns : e->ts_ns)
                      : m->last_ts_ns >= 0 ? m->last_ts_ns
@@ -431,12 +431,12 @@ static int build_summary(const gpufl_model_t *m, gpufl_report_summary_t *s) {
         else
             s->window_starts++;
     }
-    const gpufl_model_drops_t *d = &m->drops;
-    const gpufl_report_drop_t drops[5] = {{"records", d->records},
-                                          {"threads_unbuffered", d->threads_unbuffered},
-                                          {"names_truncated", d->names_truncated},
-                                          {"unbalanced_ends", d->unbalanced_ends},
-                                          {"depth_overflow", d->depth_overflow}};
+    const gpufl__model_drops_t *d = &m->drops;
+    const gpufl__report_drop_t drops[5] = {{"records", d->records},
+                                           {"threads_unbuffered", d->threads_unbuffered},
+                                           {"names_truncated", d->names_truncated},
+                                           {"unbalanced_ends", d->unbalanced_ends},
+                                           {"depth_overflow", d->depth_overflow}};
     for (size_t i = 0; d->present && i < 5; i++)
         if (drops[i].count > 0) s->drops[s->n_drops++] = drops[i];
     for (size_t i = 0; i < m->n_events; i++) {
@@ -486,7 +486,7 @@ static int cmp_node_key(const void *a, const void *b) {
 
 /* Orders the scope paths parents first, depth first, siblings by key[]
  * (larger first): fills order[] with indexes into m->scope_paths. */
-static int tree_order(const gpufl_model_t *m, const double *key, size_t *order) {
+static int tree_order(const gpufl__model_t *m, const double *key, size_t *order) {
     size_t n = m->n_scope_paths;
     if (!n) return 0;
     node_key_t *keys = malloc(n * sizeof *keys);
@@ -523,7 +523,7 @@ free_all:
     return rc;
 }
 
-static void fill_row(gpufl_report_scope_row_t *row, const gpufl_model_scope_path_t *p) {
+static void fill_row(gpufl__report_scope_row_t *row, const gpufl__model_scope_path_t *p) {
     row->path = p;
     row->avg_ns = p->calls ? p->total_ns / (double)p->calls : -1;
     row->per_iter_ns = p->bench_iters > 0 ? p->bench_total_ns / p->bench_iters : -1;
@@ -569,7 +569,7 @@ static int cmp_path_tag(const void *a, const void *b) {
 
 /* The distinct non-empty tags of every scope path, into sc->tags, and each
  * timing row's run of them. */
-static int build_tags(const gpufl_model_t *m, gpufl_report_scopes_t *sc) {
+static int build_tags(const gpufl__model_t *m, gpufl__report_scopes_t *sc) {
     size_t n = 0, np = m->n_scope_paths, k = 0;
     for (size_t i = 0; i < m->n_scopes; i++) n += *m->scopes[i].tag && m->scopes[i].path_index < np;
     if (!n) return 0;
@@ -582,7 +582,7 @@ static int build_tags(const gpufl_model_t *m, gpufl_report_scopes_t *sc) {
         goto free_all;
     }
     for (size_t i = 0; i < m->n_scopes; i++) {
-        const gpufl_model_scope_t *s = &m->scopes[i];
+        const gpufl__model_scope_t *s = &m->scopes[i];
         if (*s->tag && s->path_index < np) pt[k++] = (path_tag_t){s->path_index, s->tag};
     }
     qsort(pt, n, sizeof *pt, cmp_path_tag);
@@ -605,7 +605,7 @@ free_all:
     return rc;
 }
 
-static int build_scopes(const gpufl_model_t *m, gpufl_report_t *r) {
+static int build_scopes(const gpufl__model_t *m, gpufl__report_t *r) {
     size_t n = m->n_scope_paths;
     if (!n) return 0;
     double *key = malloc(n * sizeof *key);
@@ -617,7 +617,7 @@ static int build_scopes(const gpufl_model_t *m, gpufl_report_t *r) {
         goto free_all;
     }
     for (size_t i = 0; i < n; i++) {
-        const gpufl_model_scope_path_t *p = &m->scope_paths[i];
+        const gpufl__model_scope_path_t *p = &m->scope_paths[i];
         key[i] = p->total_ns;
         r->scopes.bench += p->bench_iters > 0;
         r->scopes.closed += p->calls;
@@ -641,8 +641,8 @@ free_all:
 /* ---------------------------------------------------------------------- */
 
 static int cmp_lost_by_path(const void *a, const void *b) {
-    const gpufl_model_scope_t *x = *(const gpufl_model_scope_t *const *)a;
-    const gpufl_model_scope_t *y = *(const gpufl_model_scope_t *const *)b;
+    const gpufl__model_scope_t *x = *(const gpufl__model_scope_t *const *)a;
+    const gpufl__model_scope_t *y = *(const gpufl__model_scope_t *const *)b;
     return strcmp(x->path, y->path);
 }
 
@@ -662,12 +662,12 @@ static int cmp_lost_path(const void *a, const void *b) {
 /* The scope section's line on scope ends with no begin: each path they had
  * once, with its count, in the order they began (the first
  * GPUFL_REPORT_LIST_MAX), and how many had no name left. */
-static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) {
+static int build_lost_scopes(const gpufl__model_t *m, gpufl__report_scopes_t *sc) {
     size_t n = 0, total = m->n_lost_scopes, named = 0, paths = 0;
     char *buf = sc->lost;
     size_t size = sizeof sc->lost;
     if (!total) return 0;
-    const gpufl_model_scope_t **by_path = malloc(total * sizeof *by_path);
+    const gpufl__model_scope_t **by_path = malloc(total * sizeof *by_path);
     lost_path_t *groups = malloc(total * sizeof *groups);
     if (!by_path || !groups) {
         free(by_path);
@@ -677,7 +677,7 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
     const char *pathless[GPUFL_REPORT_LIST_MAX];
     size_t n_pathless = 0;
     for (size_t i = 0; i < total; i++) {
-        const gpufl_model_scope_t *s = &m->lost_scopes[i];
+        const gpufl__model_scope_t *s = &m->lost_scopes[i];
         const char *name = s->name_id > 0 ? gpufl__model_str(m, s->name_id) : NULL;
         if (s->path)
             by_path[named++] = s;
@@ -738,13 +738,13 @@ static int build_lost_scopes(const gpufl_model_t *m, gpufl_report_scopes_t *sc) 
 
 /* One file segment's damaged lines, from m->damaged[*next] on (the kept
  * lines come in file order, so a segment's are together), into buf. */
-static void damage_line(const gpufl_model_t *m, size_t *next, char *buf, size_t size) {
+static void damage_line(const gpufl__model_t *m, size_t *next, char *buf, size_t size) {
     enum { LINES_LISTED = 5 };
     size_t n = 0, i = *next, end = i, unknown = 0, at_least = 0;
     const char *file = m->damaged[i].file;
     uint64_t rows = 0;
     while (end < m->n_damaged && strcmp(m->damaged[end].file, file) == 0) {
-        const gpufl_model_damage_t *d = &m->damaged[end++];
+        const gpufl__model_damage_t *d = &m->damaged[end++];
         if (d->rows < 0)
             unknown++;
         else
@@ -767,7 +767,7 @@ static void damage_line(const gpufl_model_t *m, size_t *next, char *buf, size_t 
 
 /* The summary's lines on damaged lines: one per file segment, the last one
  * for the rest when there are more (or when some were not kept). */
-static void build_damage(const gpufl_model_t *m, gpufl_report_summary_t *s) {
+static void build_damage(const gpufl__model_t *m, gpufl__report_summary_t *s) {
     size_t next = 0;
     while (next < m->n_damaged && s->n_damage < GPUFL_REPORT_DAMAGE_LINES) {
         size_t from = next;
@@ -781,7 +781,7 @@ static void build_damage(const gpufl_model_t *m, gpufl_report_summary_t *s) {
     s->damage_lines = m->damaged_lines;
     s->damage_rows_unknown = m->damaged_lines - m->n_damaged; /* past the cap: not kept */
     for (size_t i = 0; i < m->n_damaged; i++) {
-        const gpufl_model_damage_t *d = &m->damaged[i];
+        const gpufl__model_damage_t *d = &m->damaged[i];
         if (d->rows < 0)
             s->damage_rows_unknown++;
         else
@@ -793,11 +793,11 @@ static void build_damage(const gpufl_model_t *m, gpufl_report_summary_t *s) {
                  (unsigned long long)rest, rest == 1 ? "" : "s");
 }
 
-static int has_work(const gpufl_model_gpu_work_t *w) {
+static int has_work(const gpufl__model_gpu_work_t *w) {
     return w->kernels + w->copies + w->memsets > 0;
 }
 
-static int build_scope_gpu(const gpufl_model_t *m, gpufl_report_t *r) {
+static int build_scope_gpu(const gpufl__model_t *m, gpufl__report_t *r) {
     if (!m->n_kernels && !m->n_copies && !m->n_memsets) return 0;
     if (!m->gpu_scoped_rows && !m->n_scope_paths) return 0; /* nothing to attribute to */
     r->scope_gpu_shown = 1;
@@ -816,7 +816,7 @@ static int build_scope_gpu(const gpufl_model_t *m, gpufl_report_t *r) {
         goto free_all;
     }
     for (size_t i = 0; i < n; i++) {
-        const gpufl_model_scope_path_t *p = &m->scope_paths[i];
+        const gpufl__model_scope_path_t *p = &m->scope_paths[i];
         key[i] = gpufl__model_gpu_ns(&p->gpu.total);
         r->gpu_in_scopes_ns += gpufl__model_gpu_ns(&p->gpu.self);
         r->scope_gpu_hidden += !has_work(&p->gpu.total);
@@ -826,7 +826,7 @@ static int build_scope_gpu(const gpufl_model_t *m, gpufl_report_t *r) {
     rc = tree_order(m, key, order);
     if (rc) goto free_all;
     for (size_t k = 0; k < n; k++) {
-        const gpufl_model_scope_path_t *p = &m->scope_paths[order[k]];
+        const gpufl__model_scope_path_t *p = &m->scope_paths[order[k]];
         if (has_work(&p->gpu.total)) fill_row(&r->scope_gpu_rows[r->n_scope_gpu_rows++], p);
     }
 free_all:
@@ -844,7 +844,7 @@ static int cmp_str_ptr(const void *a, const void *b) {
 }
 
 /* What bounds the CPU figures (docs/log-format.md, host_info). */
-static void cpu_bounds(const gpufl_model_t *m, gpufl_report_system_t *s) {
+static void cpu_bounds(const gpufl__model_t *m, gpufl__report_system_t *s) {
     const json_t *hi = m->host_info;
     int64_t v;
     s->cpus = s->cpu_min_interval_ns = -1;
@@ -865,7 +865,7 @@ static void cpu_bounds(const gpufl_model_t *m, gpufl_report_system_t *s) {
 /* The CPU statistics with no figure at all, and why: the samples span less
  * than the figures' interval, or (a log without that interval) just that. A
  * cgroup statistic counts only where the log has a cgroup. */
-static void cpu_none(const gpufl_model_t *m, gpufl_report_system_t *s) {
+static void cpu_none(const gpufl__model_t *m, gpufl__report_system_t *s) {
     int64_t v;
     int cgroup =
         s->st[GPUFL_RH_CG_MEM].n ||
@@ -891,12 +891,12 @@ static void cpu_none(const gpufl_model_t *m, gpufl_report_system_t *s) {
         cat(o, cap, &n, " in the log");
 }
 
-static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
+static int build_system(const gpufl__model_t *m, gpufl__report_system_t *s) {
     s->n = m->n_samples;
     cpu_bounds(m, s);
     double most = 100.0 * (double)s->cpus;
     for (size_t i = 0; i < m->n_samples; i++) {
-        const gpufl_model_host_sample_t *x = &m->samples[i];
+        const gpufl__model_host_sample_t *x = &m->samples[i];
         if (s->cpus > 0) {
             s->proc_cpu_over += x->proc_cpu_pct > most;
             s->cg_cpu_over += x->cg_cpu_pct > most;
@@ -928,7 +928,7 @@ static int build_system(const gpufl_model_t *m, gpufl_report_system_t *s) {
     return 0;
 }
 
-static void acc_gpu_sample(gpufl_report_gpu_t *a, const gpufl_model_gpu_sample_t *s) {
+static void acc_gpu_sample(gpufl__report_gpu_t *a, const gpufl__model_gpu_sample_t *s) {
     if (a->n == 0 || s->ts_ns < a->first_ts_ns) a->first_ts_ns = s->ts_ns;
     if (a->n == 0 || s->ts_ns > a->last_ts_ns) a->last_ts_ns = s->ts_ns;
     a->n++;
@@ -962,23 +962,23 @@ static void acc_gpu_sample(gpufl_report_gpu_t *a, const gpufl_model_gpu_sample_t
 }
 
 static int cmp_bit_share(const void *x, const void *y) {
-    const gpufl_report_bit_share_t *a = x, *b = y;
+    const gpufl__report_bit_share_t *a = x, *b = y;
     if (a->n != b->n) return a->n > b->n ? -1 : 1;
     return a->bit - b->bit;
 }
 
 /* The bit named gpu_idle (bit 0 when there is no legend), or -1. */
-static int idle_bit(const gpufl_model_t *m) {
+static int idle_bit(const gpufl__model_t *m) {
     if (!m->has_legend) return 0;
     for (int b = 0; b < GPUFL_MODEL_THROTTLE_BITS; b++)
         if (m->throttle_names[b] && strcmp(m->throttle_names[b], "gpu_idle") == 0) return b;
     return -1;
 }
 
-static void build_costs(const gpufl_model_t *m, gpufl_report_t *r) {
+static void build_costs(const gpufl__model_t *m, gpufl__report_t *r) {
     for (int pass = 0; pass < 3; pass++) { /* host, nvml, then any other */
         for (size_t i = 0; i < m->n_source_costs; i++) {
-            const gpufl_model_source_cost_t *c = &m->source_costs[i];
+            const gpufl__model_source_cost_t *c = &m->source_costs[i];
             int is_host = strcmp(c->source, "host") == 0, is_nvml = strcmp(c->source, "nvml") == 0;
             if ((pass == 0 && !is_host) || (pass == 1 && !is_nvml) ||
                 (pass == 2 && (is_host || is_nvml)))
@@ -989,12 +989,12 @@ static void build_costs(const gpufl_model_t *m, gpufl_report_t *r) {
                               : -1;
             if (mean < 0 || c->samples == 0) continue;
             if (r->n_costs < sizeof r->costs / sizeof r->costs[0])
-                r->costs[r->n_costs++] = (gpufl_report_cost_t){c->source, mean, is_nvml};
+                r->costs[r->n_costs++] = (gpufl__report_cost_t){c->source, mean, is_nvml};
         }
     }
 }
 
-static int build_gpus(const gpufl_model_t *m, gpufl_report_t *r) {
+static int build_gpus(const gpufl__model_t *m, gpufl__report_t *r) {
     build_costs(m, r);
     r->idle_bit = idle_bit(m);
     if (!m->n_gpus) {
@@ -1005,15 +1005,15 @@ static int build_gpus(const gpufl_model_t *m, gpufl_report_t *r) {
     }
     r->gpus = calloc(m->n_gpus, sizeof *r->gpus);
     if (!r->gpus) return oom();
-    const gpufl_model_gpu_t *last = NULL;
+    const gpufl__model_gpu_t *last = NULL;
     for (size_t i = 0; i < m->n_gpu_samples; i++) {
-        const gpufl_model_gpu_sample_t *s = &m->gpu_samples[i];
+        const gpufl__model_gpu_sample_t *s = &m->gpu_samples[i];
         if (!last || last->device != s->device) last = gpufl__model_gpu_find(m, s->device);
         if (last) acc_gpu_sample(&r->gpus[last - m->gpus], s);
     }
     for (size_t i = 0; i < m->n_gpus; i++) {
-        gpufl_report_gpu_t *a = &r->gpus[i];
-        const gpufl_model_gpu_t *g = &m->gpus[i];
+        gpufl__report_gpu_t *a = &r->gpus[i];
+        const gpufl__model_gpu_t *g = &m->gpus[i];
         a->gpu = g;
         a->mem_total_bytes = a->st[GPUFL_RG_MEM_TOTAL].n ? a->st[GPUFL_RG_MEM_TOTAL].max
                              : g->mem_total_bytes >= 0   ? (double)g->mem_total_bytes
@@ -1023,7 +1023,7 @@ static int build_gpus(const gpufl_model_t *m, gpufl_report_t *r) {
                                                           : -1;
         for (int b = 0; b < GPUFL_MODEL_THROTTLE_BITS; b++)
             if (b != r->idle_bit && a->bit_n[b])
-                a->shares[a->n_shares++] = (gpufl_report_bit_share_t){b, a->bit_n[b]};
+                a->shares[a->n_shares++] = (gpufl__report_bit_share_t){b, a->bit_n[b]};
         qsort(a->shares, a->n_shares, sizeof *a->shares, cmp_bit_share);
     }
     return 0;
@@ -1036,8 +1036,8 @@ static int build_gpus(const gpufl_model_t *m, gpufl_report_t *r) {
 /* rank[i] for each kernel: its name's place in strcmp order (equal strings,
  * equal rank), comparing each distinct name pointer once. *n_ranks is one
  * past the largest rank. */
-static int rank_names(const gpufl_model_t *m, uint32_t *rank, size_t *n_ranks) {
-    gpufl_idmap_t seen; /* name pointer -> index in names */
+static int rank_names(const gpufl__model_t *m, uint32_t *rank, size_t *n_ranks) {
+    gpufl__idmap_t seen; /* name pointer -> index in names */
     const char **names = NULL, **sorted = NULL;
     uint32_t *of_name = NULL;
     size_t n_names = 0, alloc = 0;
@@ -1126,7 +1126,7 @@ static int64_t rank_dur(int64_t *d, size_t n, unsigned pct) {
 }
 
 static int cmp_kgroup(const void *a, const void *b) {
-    const gpufl_report_kgroup_t *x = a, *y = b;
+    const gpufl__report_kgroup_t *x = a, *y = b;
     if (x->total_ns != y->total_ns) return x->total_ns > y->total_ns ? -1 : 1;
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
@@ -1134,7 +1134,7 @@ static int cmp_kgroup(const void *a, const void *b) {
 /* Names by total GPU time, then name; in a name, configs by time, then id
  * (launches without one last). */
 static int cmp_kconf(const void *a, const void *b) {
-    const gpufl_report_kconf_t *x = a, *y = b;
+    const gpufl__report_kconf_t *x = a, *y = b;
     if (x->name_total_ns != y->name_total_ns) return x->name_total_ns > y->name_total_ns ? -1 : 1;
     if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
     if (x->total_ns != y->total_ns) return x->total_ns > y->total_ns ? -1 : 1;
@@ -1144,13 +1144,13 @@ static int cmp_kconf(const void *a, const void *b) {
 
 /* The launch configurations of the kernels by[from..to) (one name, in log
  * order) into r->kconfs. */
-static int group_configs(const gpufl_model_t *m, gpufl_report_t *r, const size_t *by, size_t from,
+static int group_configs(const gpufl__model_t *m, gpufl__report_t *r, const size_t *by, size_t from,
                          size_t to, uint32_t rank) {
-    gpufl_idmap_t cfg; /* config + 2 -> index in r->kconfs */
+    gpufl__idmap_t cfg; /* config + 2 -> index in r->kconfs */
     gpufl__idmap_init(&cfg);
     size_t first = r->n_kconfs;
     for (size_t i = from; i < to; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[by[i]];
+        const gpufl__model_kernel_t *k = &m->kernels[by[i]];
         uint64_t key = (uint64_t)k->config + 2; /* UNKNOWN (-1) is 1 */
         size_t idx;
         int put = gpufl__idmap_put(&cfg, key == 0 ? 1 : key, r->n_kconfs, &idx);
@@ -1158,7 +1158,7 @@ static int group_configs(const gpufl_model_t *m, gpufl_report_t *r, const size_t
             gpufl__idmap_fini(&cfg);
             return oom();
         }
-        gpufl_report_kconf_t *c;
+        gpufl__report_kconf_t *c;
         if (put == 0) {
             c = &r->kconfs[r->n_kconfs++];
             memset(c, 0, sizeof *c);
@@ -1171,7 +1171,7 @@ static int group_configs(const gpufl_model_t *m, gpufl_report_t *r, const size_t
         } else {
             c = &r->kconfs[idx];
         }
-        const gpufl_model_kernel_t *f = c->first;
+        const gpufl__model_kernel_t *f = c->first;
         c->calls++;
         c->total_ns += (double)(k->end_ns - k->start_ns);
         c->same_grid &= k->grid_x == f->grid_x && k->grid_y == f->grid_y && k->grid_z == f->grid_z;
@@ -1189,7 +1189,7 @@ static int group_configs(const gpufl_model_t *m, gpufl_report_t *r, const size_t
     return 0;
 }
 
-static int build_kernels(const gpufl_model_t *m, gpufl_report_t *r) {
+static int build_kernels(const gpufl__model_t *m, gpufl__report_t *r) {
     size_t n = m->n_kernels, n_ranks = 0;
     if (!n) return 0;
     int rc = 0;
@@ -1219,13 +1219,13 @@ static int build_kernels(const gpufl_model_t *m, gpufl_report_t *r) {
     for (size_t g = 0; g < n_ranks; g++) {
         size_t from = start[g], to = start[g + 1];
         if (from == to) continue;
-        gpufl_report_kgroup_t *kg = &r->kgroups[r->n_kgroups++];
+        gpufl__report_kgroup_t *kg = &r->kgroups[r->n_kgroups++];
         memset(kg, 0, sizeof *kg);
         kg->name = m->kernels[by[from]].demangled;
         kg->rank = (uint32_t)g;
         kg->calls = to - from;
         for (size_t i = from; i < to; i++) {
-            const gpufl_model_kernel_t *k = &m->kernels[by[i]];
+            const gpufl__model_kernel_t *k = &m->kernels[by[i]];
             int64_t d = k->end_ns - k->start_ns;
             dur[i - from] = d;
             kg->total_ns += (double)d;
@@ -1265,14 +1265,14 @@ int gpufl__report_copy_dir(int32_t copy_kind) {
     }
 }
 
-static void build_copies(const gpufl_model_t *m, gpufl_report_t *r) {
+static void build_copies(const gpufl__model_t *m, gpufl__report_t *r) {
     for (size_t i = 0; i < m->n_copies; i++) {
-        const gpufl_model_copy_t *c = &m->copies[i];
+        const gpufl__model_copy_t *c = &m->copies[i];
         int d = gpufl__report_copy_dir(c->copy_kind);
         int host = d == GPUFL_REPORT_DIR_HTOD   ? c->src_kind
                    : d == GPUFL_REPORT_DIR_DTOH ? c->dst_kind
                                                 : 0;
-        gpufl_report_dir_t *a = &r->dirs[d];
+        gpufl__report_dir_t *a = &r->dirs[d];
         a->count++;
         a->bytes += (double)c->bytes;
         a->time_ns += (double)(c->end_ns - c->start_ns);
@@ -1287,7 +1287,7 @@ static void build_copies(const gpufl_model_t *m, gpufl_report_t *r) {
 /* ---------------------------------------------------------------------- */
 
 static int cmp_lgroup(const void *a, const void *b) {
-    const gpufl_report_lgroup_t *x = a, *y = b;
+    const gpufl__report_lgroup_t *x = a, *y = b;
     if (x->launches != y->launches) return x->launches > y->launches ? -1 : 1;
     int c = strcmp(x->name, y->name);
     if (c) return c;
@@ -1307,7 +1307,7 @@ static int cmp_size_pair(const void *a, const void *b) {
 
 /* One group per kernel_config id that launch rows name (one for the rows
  * that name none or a missing record, by id). */
-static int build_launches(const gpufl_model_t *m, gpufl_report_t *r) {
+static int build_launches(const gpufl__model_t *m, gpufl__report_t *r) {
     if (!m->n_launches) return 0;
     r->untimed = m->n_kernels == 0;
     size_t ng = m->n_configs + 1; /* the last: launches without a record */
@@ -1322,11 +1322,11 @@ static int build_launches(const gpufl_model_t *m, gpufl_report_t *r) {
     }
     size_t np = 0;
     for (size_t i = 0; i < m->n_launches; i++) {
-        const gpufl_model_launch_t *l = &m->launches[i];
+        const gpufl__model_launch_t *l = &m->launches[i];
         size_t g = l->config_index >= 0 ? (size_t)l->config_index : m->n_configs;
         count[g]++;
         if (l->config <= 0 || l->config_index < 0) r->launches_without_config++;
-        const gpufl_model_scope_t *s = l->scope > 0 ? gpufl__model_scope_find(m, l->scope) : NULL;
+        const gpufl__model_scope_t *s = l->scope > 0 ? gpufl__model_scope_find(m, l->scope) : NULL;
         if (s) {
             pairs[np++] = g;
             pairs[np++] = s->path_index;
@@ -1336,10 +1336,10 @@ static int build_launches(const gpufl_model_t *m, gpufl_report_t *r) {
     for (size_t g = 0; g < ng; g++) {
         slot[g] = SIZE_MAX;
         if (!count[g]) continue;
-        const gpufl_model_kernel_config_t *c = g < m->n_configs ? &m->configs[g] : NULL;
+        const gpufl__model_kernel_config_t *c = g < m->n_configs ? &m->configs[g] : NULL;
         slot[g] = n;
-        r->lgroups[n++] = (gpufl_report_lgroup_t){c, c && *c->demangled ? c->demangled : "?",
-                                                  c ? c->id : GPUFL_MODEL_UNKNOWN, count[g], 0};
+        r->lgroups[n++] = (gpufl__report_lgroup_t){c, c && *c->demangled ? c->demangled : "?",
+                                                   c ? c->id : GPUFL_MODEL_UNKNOWN, count[g], 0};
     }
     qsort(pairs, np / 2, 2 * sizeof *pairs, cmp_size_pair);
     for (size_t i = 0; i < np; i += 2)
@@ -1367,7 +1367,7 @@ free_all:
 /* Public                                                                   */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
+int gpufl__report_build(const gpufl__model_t *m, gpufl__report_t *r) {
     memset(r, 0, sizeof *r);
     r->m = m;
     r->idle_bit = -1;
@@ -1384,13 +1384,13 @@ int gpufl__report_build(const gpufl_model_t *m, gpufl_report_t *r) {
     if (!rc) build_copies(m, r);
     if (!rc) rc = build_scope_gpu(m, r);
     if (!rc) rc = gpufl__report_build_pc(m, &r->pc);
-    if (!rc) rc = gpufl__report_build_sassm(m, &r->sassm);
+    if (!rc) rc = gpufl__report_build_sass_metrics(m, &r->sass_metrics);
     if (!rc) rc = gpufl__report_build_range(m, &r->range);
     if (!rc) rc = gpufl__report_build_ops(m, &r->ops);
     return rc;
 }
 
-void gpufl__report_free(gpufl_report_t *r) {
+void gpufl__report_free(gpufl__report_t *r) {
     if (!r) return;
     free(r->summary.features);
     free(r->summary.warn_order);
@@ -1404,7 +1404,7 @@ void gpufl__report_free(gpufl_report_t *r) {
     free(r->lgroups);
     free(r->scope_gpu_rows);
     gpufl__report_free_pc(&r->pc);
-    gpufl__report_free_sassm(&r->sassm);
+    gpufl__report_free_sass_metrics(&r->sass_metrics);
     gpufl__report_free_range(&r->range);
     gpufl__report_free_ops(&r->ops);
     memset(r, 0, sizeof *r);

@@ -35,7 +35,7 @@ static const char *f(char *buf, size_t size, const char *fmt, ...) {
 /* Summary                                                                  */
 /* ---------------------------------------------------------------------- */
 
-static void cap_value(char *buf, size_t size, const gpufl_report_cap_t *c) {
+static void cap_value(char *buf, size_t size, const gpufl__report_cap_t *c) {
     size_t n = 0;
     buf[0] = '\0';
     cat(buf, size, &n, "asked %s, running %s", c->requested ? c->requested : "?",
@@ -43,9 +43,9 @@ static void cap_value(char *buf, size_t size, const gpufl_report_cap_t *c) {
     if (c->reason) cat(buf, size, &n, ": %s", c->reason);
 }
 
-static void summary(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
-    const gpufl_report_summary_t *s = &r->summary;
+static void summary(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
+    const gpufl__report_summary_t *s = &r->summary;
     char v[1024], num[48];
     size_t n = 0;
     FILE *o = e->out;
@@ -122,7 +122,7 @@ static void summary(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     e->field(o, "warnings",
              s->warn_events ? f(v, sizeof v, "%zu recorded", s->warn_events) : "none recorded");
     for (size_t i = 0; i < s->warn_events && i < GPUFL_REPORT_LIST_MAX; i++) {
-        const gpufl_model_event_t *ev = &m->events[s->warn_order[i]];
+        const gpufl__model_event_t *ev = &m->events[s->warn_order[i]];
         fmt_ns(num, sizeof num, (double)ev->ts_ns);
         e->field(o, "",
                  f(v, sizeof v, "at %s: %s %s: %s", num, ev->level_name,
@@ -143,13 +143,13 @@ static void summary(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
 /* Insights                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static void insights(const gpufl_report_emitter_t *e, const gpufl_insights_t *ins) {
+static void insights(const gpufl__report_emitter_t *e, const gpufl__insights_t *ins) {
     FILE *o = e->out;
     char v[2048], num[48];
     e->heading(o, 2, "Insights");
     if (!ins->n) e->para(o, "No findings");
     for (size_t i = 0; i < ins->n; i++) {
-        const gpufl_insight_t *in = &ins->items[i];
+        const gpufl__insight_t *in = &ins->items[i];
         e->heading(o, 3,
                    f(v, sizeof v, "[%s] %s: %s", gpufl_severity_name(in->severity), in->category,
                      in->title ? in->title : in->rule));
@@ -198,16 +198,16 @@ static const char *tree_label(char *buf, size_t size, size_t depth, const char *
 
 /* The open scopes, as the text report lists them: the first ones, then how
  * many more. */
-static void open_scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+static void open_scopes(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     static const char *const heads[] = {"scope", "thread", "begun at", "tag"};
-    const gpufl_report_scopes_t *sc = &r->scopes;
+    const gpufl__report_scopes_t *sc = &r->scopes;
     FILE *o = e->out;
     char v[128];
     e->para(o, f(v, sizeof v, "Open scopes (begun, never ended: still running or killed): %zu",
                  r->m->n_open_scopes));
     e->table_begin(o, 4, heads, "lrrl");
     for (size_t i = 0; i < sc->n_open; i++) {
-        const gpufl_model_scope_t *s = sc->open[i];
+        const gpufl__model_scope_t *s = sc->open[i];
         char tid[24], at[32], tag[GPUFL_REPORT_TAG_CELL];
         const char *cells[4] = {s->path, tid, at, tag};
         snprintf(tid, sizeof tid, "%lld", (long long)s->tid);
@@ -220,9 +220,9 @@ static void open_scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r
         e->para(o, f(v, sizeof v, "... and %zu more", r->m->n_open_scopes - sc->n_open));
 }
 
-static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+static void scopes(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     FILE *o = e->out;
-    const gpufl_report_scopes_t *sc = &r->scopes;
+    const gpufl__report_scopes_t *sc = &r->scopes;
     char v[512];
     e->heading(o, 2, "Scope timing");
     if (!sc->n_rows) {
@@ -236,8 +236,8 @@ static void scopes(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
                                         "min",   "max",   "per iter", "tags"};
     e->table_begin(o, 9, heads, "lrrrrrrrl");
     for (size_t i = 0; i < sc->n_rows; i++) {
-        const gpufl_report_scope_row_t *row = &sc->rows[i];
-        const gpufl_model_scope_path_t *p = row->path;
+        const gpufl__report_scope_row_t *row = &sc->rows[i];
+        const gpufl__model_scope_path_t *p = row->path;
         char c[9][256];
         const char *cp[9];
         for (int k = 0; k < 9; k++) cp[k] = c[k], snprintf(c[k], sizeof c[k], "-");
@@ -283,8 +283,8 @@ static void fmt_rate(char *buf, size_t size, double v) {
 
 /* One row of a metric table: name, avg, min, max, samples. */
 /* why: appended to a partial sample count ("5 of 27: a figure needs 90 ms"), or NULL. */
-static void stat_row(const gpufl_report_emitter_t *e, const char *name,
-                     const gpufl_report_stat_t *s, size_t total, fmt_fn fmt, const char *why) {
+static void stat_row(const gpufl__report_emitter_t *e, const char *name,
+                     const gpufl__report_stat_t *s, size_t total, fmt_fn fmt, const char *why) {
     if (!s->n) return;
     char c[5][64];
     const char *cp[5] = {name, c[1], c[2], c[3], c[4]};
@@ -306,7 +306,7 @@ static int is_cpu_figure(int st) {
     return st == GPUFL_RH_CPU || st == GPUFL_RH_PROC_CPU || st == GPUFL_RH_CG_CPU;
 }
 
-static void system_metrics(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+static void system_metrics(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     static const struct {
         int st;
         const char *name;
@@ -320,7 +320,7 @@ static void system_metrics(const gpufl_report_emitter_t *e, const gpufl_report_t
                 {GPUFL_RH_CG_LIMIT, "cgroup memory limit", gpufl__report_fmt_bytes},
                 {GPUFL_RH_CG_CPU, "cgroup CPU (of one CPU)", gpufl__report_fmt_pct},
                 {GPUFL_RH_CG_CORES, "cgroup CPU limit (cores)", fmt_plain}};
-    const gpufl_report_system_t *s = &r->system;
+    const gpufl__report_system_t *s = &r->system;
     FILE *o = e->out;
     char v[1024], a[32], b[32];
     e->heading(o, 2, "System metrics");
@@ -354,8 +354,8 @@ static void system_metrics(const gpufl_report_emitter_t *e, const gpufl_report_t
 /* GPU devices                                                              */
 /* ---------------------------------------------------------------------- */
 
-static void gpu_device(const gpufl_report_emitter_t *e, const gpufl_report_t *r,
-                       const gpufl_report_gpu_t *a) {
+static void gpu_device(const gpufl__report_emitter_t *e, const gpufl__report_t *r,
+                       const gpufl__report_gpu_t *a) {
     static const struct {
         int st;
         const char *name;
@@ -377,7 +377,7 @@ static void gpu_device(const gpufl_report_emitter_t *e, const gpufl_report_t *r,
                 {GPUFL_RG_SM_OCCUPANCY, "GPM SM occupancy", gpufl__report_fmt_pct},
                 {GPUFL_RG_TENSOR, "GPM tensor active", gpufl__report_fmt_pct},
                 {GPUFL_RG_DRAM_BW, "GPM DRAM bandwidth", gpufl__report_fmt_pct}};
-    const gpufl_model_gpu_t *g = a->gpu;
+    const gpufl__model_gpu_t *g = a->gpu;
     FILE *o = e->out;
     char v[1024], num[48], t1[32], t2[32];
     size_t n = 0;
@@ -441,7 +441,7 @@ static void gpu_device(const gpufl_report_emitter_t *e, const gpufl_report_t *r,
     e->table_end(o);
 }
 
-static void gpus(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+static void gpus(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     FILE *o = e->out;
     char v[1024], num[32];
     if (!r->m->n_gpus) {
@@ -473,7 +473,7 @@ static void gpus(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
 /* Trace engine sections                                                    */
 /* ---------------------------------------------------------------------- */
 
-static void hotspots(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+static void hotspots(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     FILE *o = e->out;
     char v[256];
     if (r->untimed) {
@@ -494,7 +494,7 @@ static void hotspots(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
                                         "max",    "p50",   "p99",   "share"};
     e->table_begin(o, 9, heads, "lrrrrrrrr");
     for (size_t i = 0; i < shown; i++) {
-        const gpufl_report_kgroup_t *g = &r->kgroups[i];
+        const gpufl__report_kgroup_t *g = &r->kgroups[i];
         char c[9][32];
         const char *cp[9] = {g->name, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]};
         snprintf(c[1], sizeof c[1], "%zu", g->calls);
@@ -514,7 +514,7 @@ static void hotspots(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
 }
 
 /* Launch rows (PcSampling, Deep): launches per kernel and configuration. */
-static void launches(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+static void launches(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     FILE *o = e->out;
     char v[512];
     if (!r->n_lgroups) return;
@@ -546,7 +546,7 @@ static void launches(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
                      r->launches_without_config, r->launches_without_config == 1 ? "" : "es"));
 }
 
-static void kconf_row(const gpufl_report_emitter_t *e, const gpufl_report_kconf_t *c) {
+static void kconf_row(const gpufl__report_emitter_t *e, const gpufl__report_kconf_t *c) {
     char v[GPUFL_REPORT_KCONF_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES];
     const char *cp[GPUFL_REPORT_KCONF_CELLS + 1] = {"\xc2\xb7"};
     gpufl__report_kconf_cells(c, " (disagrees)", v);
@@ -554,7 +554,7 @@ static void kconf_row(const gpufl_report_emitter_t *e, const gpufl_report_kconf_
     e->row(e->out, GPUFL_REPORT_KCONF_CELLS + 1, cp);
 }
 
-static void details(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+static void details(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     FILE *o = e->out;
     char v[512], t[32];
     if (!r->m->n_kernels) return;
@@ -572,7 +572,7 @@ static void details(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
         "smem static+dyn", "local",  "occupancy", "warps", "limits w/r/s/b", "limiter"};
     e->table_begin(o, 13, heads, "lrrrrrrrrrrrl");
     size_t shown = 0;
-    const gpufl_report_kconf_t *g = r->kconfs;
+    const gpufl__report_kconf_t *g = r->kconfs;
     size_t top = gpufl__report_top(r, r->kernel_names);
     for (size_t i = 0, j; i < r->n_kconfs && shown < top; i = j, shown++) {
         for (j = i; j < r->n_kconfs && g[j].rank == g[i].rank; j++) {
@@ -590,7 +590,7 @@ static void details(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
                      plural(r->kernel_names - shown)));
 }
 
-static void transfers(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+static void transfers(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     FILE *o = e->out;
     char v[256], b[32];
     if (!r->m->n_copies) return;
@@ -602,7 +602,7 @@ static void transfers(const gpufl_report_emitter_t *e, const gpufl_report_t *r) 
                                         "bandwidth", "pageable", "pinned"};
     e->table_begin(o, 7, heads, "lrrrrrr");
     for (int d = 0; d < GPUFL_REPORT_DIR_COUNT; d++) {
-        const gpufl_report_dir_t *a = &r->dirs[d];
+        const gpufl__report_dir_t *a = &r->dirs[d];
         if (!a->count) continue;
         char c[7][32];
         const char *cp[7] = {gpufl__report_dir_name(d), c[1], c[2], c[3], c[4], c[5], c[6]};
@@ -624,8 +624,8 @@ static void transfers(const gpufl_report_emitter_t *e, const gpufl_report_t *r) 
     e->table_end(o);
 }
 
-static void scope_gpu_row(const gpufl_report_emitter_t *e, const char *label, double host,
-                          const gpufl_model_scope_gpu_t *g) {
+static void scope_gpu_row(const gpufl__report_emitter_t *e, const char *label, double host,
+                          const gpufl__model_scope_gpu_t *g) {
     char h[32], t[32], s[32], work[128], top[1024];
     size_t n = 0;
     const char *cp[6] = {label, h, t, s, work, top};
@@ -651,12 +651,12 @@ static void scope_gpu_row(const gpufl_report_emitter_t *e, const char *label, do
     e->row(e->out, 6, cp);
 }
 
-static int has_work(const gpufl_model_gpu_work_t *w) {
+static int has_work(const gpufl__model_gpu_work_t *w) {
     return w->kernels + w->copies + w->memsets > 0;
 }
 
-static void scope_gpu(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static void scope_gpu(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     FILE *o = e->out;
     char v[512], a[32], b[32], label[512];
     if (!r->scope_gpu_shown) return;
@@ -679,7 +679,7 @@ static void scope_gpu(const gpufl_report_emitter_t *e, const gpufl_report_t *r) 
     static const char *const heads[] = {"scope", "host", "gpu", "self", "work", "top kernels"};
     e->table_begin(o, 6, heads, "lrrrll");
     for (size_t i = 0; i < r->n_scope_gpu_rows; i++) {
-        const gpufl_model_scope_path_t *p = r->scope_gpu_rows[i].path;
+        const gpufl__model_scope_path_t *p = r->scope_gpu_rows[i].path;
         scope_gpu_row(e, tree_label(label, sizeof label, p->depth, p->name),
                       p->calls ? p->total_ns : -1, &p->gpu);
     }
@@ -692,15 +692,15 @@ static void scope_gpu(const gpufl_report_emitter_t *e, const gpufl_report_t *r) 
                      r->scope_gpu_hidden, plural(r->scope_gpu_hidden)));
 }
 
-static void problems(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static void problems(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     FILE *o = e->out;
     char where[256], v[64];
     if (!r->summary.problems) return;
     e->heading(o, 2, "Log problems");
     e->fields_begin(o);
     for (size_t i = 0; i < m->n_warnings && i < GPUFL_REPORT_PROBLEMS_MAX; i++) {
-        const gpufl_model_warning_t *w = &m->warnings[i];
+        const gpufl__model_warning_t *w = &m->warnings[i];
         if (!*w->file)
             snprintf(where, sizeof where, "session");
         else if (!w->line)
@@ -716,13 +716,13 @@ static void problems(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
     e->fields_end(o);
 }
 
-int gpufl__report_doc_head(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+int gpufl__report_doc_head(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     summary(e, r);
     insights(e, &r->insights);
     return 0;
 }
 
-int gpufl__report_doc_body(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
+int gpufl__report_doc_body(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
     scopes(e, r);
     system_metrics(e, r);
     gpus(e, r);
@@ -733,7 +733,7 @@ int gpufl__report_doc_body(const gpufl_report_emitter_t *e, const gpufl_report_t
     scope_gpu(e, r);
     gpufl__report_doc_ops(e, r);
     gpufl__report_doc_pc(e, r);
-    gpufl__report_doc_sassm(e, r);
+    gpufl__report_doc_sass_metrics(e, r);
     gpufl__report_doc_range(e, r);
     problems(e, r);
     return 0;

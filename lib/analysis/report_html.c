@@ -167,20 +167,20 @@ typedef struct item {
     int open;                       /* a scope with no end recorded */
     const char *name;               /* kernel: demangled; scope: its name */
     const char *path, *tag;         /* scopes */
-    const gpufl_model_copy_t *copy; /* copies */
+    const gpufl__model_copy_t *copy; /* copies */
     int64_t bytes;                  /* copies and memsets */
     int depth;
 } item_t;
 
-static item_t get_item(const gpufl_model_t *m, size_t i) {
+static item_t get_item(const gpufl__model_t *m, size_t i) {
     size_t nk = m->n_kernels, nc = m->n_copies, nm = m->n_memsets;
     if (i < nk) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_t *k = &m->kernels[i];
         return (item_t){
             .kind = ITEM_KERNEL, .start = k->start_ns, .end = k->end_ns, .name = k->demangled};
     }
     if ((i -= nk) < nc) {
-        const gpufl_model_copy_t *c = &m->copies[i];
+        const gpufl__model_copy_t *c = &m->copies[i];
         return (item_t){.kind = ITEM_COPY,
                         .start = c->start_ns,
                         .end = c->end_ns,
@@ -188,11 +188,11 @@ static item_t get_item(const gpufl_model_t *m, size_t i) {
                         .bytes = c->bytes};
     }
     if ((i -= nc) < nm) {
-        const gpufl_model_memset_t *s = &m->memsets[i];
+        const gpufl__model_memset_t *s = &m->memsets[i];
         return (item_t){
             .kind = ITEM_MEMSET, .start = s->start_ns, .end = s->end_ns, .bytes = s->bytes};
     }
-    const gpufl_model_scope_t *s = &m->scopes[i - nm];
+    const gpufl__model_scope_t *s = &m->scopes[i - nm];
     return (item_t){.kind = ITEM_SCOPE,
                     .start = s->begin_ns,
                     .end = s->open ? s->begin_ns : s->end_ns,
@@ -203,7 +203,7 @@ static item_t get_item(const gpufl_model_t *m, size_t i) {
                     .depth = s->depth > 0 ? s->depth - 1 : 0};
 }
 
-static int item_lane(const gpufl_model_t *m, timeline_t *t, int *last, size_t i) {
+static int item_lane(const gpufl__model_t *m, timeline_t *t, int *last, size_t i) {
     size_t nk = m->n_kernels, nc = m->n_copies, nm = m->n_memsets;
     if (i < nk) return lane_of(t, last, LANE_KERNEL, m->kernels[i].device, m->kernels[i].stream);
     i -= nk;
@@ -395,7 +395,7 @@ static void bar(FILE *out, const timeline_t *t, const item_t *it, double y) {
 }
 
 /* Draws a lane's items, each as a bar or, past BARS_MAX, merged into bins. */
-static void draw_lane(FILE *out, const gpufl_model_t *m, timeline_t *t, const lane_t *l,
+static void draw_lane(FILE *out, const gpufl__model_t *m, timeline_t *t, const lane_t *l,
                       const size_t *idx, double y, double *bins_ns, size_t *bins_n) {
     static const char *const kind_fill[] = {"#4878d0", COPY_FILL, "#6acc64"};
     if (l->count <= BARS_MAX) {
@@ -540,8 +540,8 @@ static void legend(FILE *out, const timeline_t *t, double y) {
     }
 }
 
-static int timeline(FILE *out, const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static int timeline(FILE *out, const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     size_t n = m->n_kernels + m->n_copies + m->n_memsets + m->n_scopes;
     fputs("<h2 id=\"timeline\">Timeline</h2>\n", out);
     if (!n) {
@@ -662,7 +662,7 @@ free_all:
 
 /* A series: value v(i) >= 0 at time ts(i) for the samples i that match. */
 typedef struct series {
-    const gpufl_model_t *m;
+    const gpufl__model_t *m;
     int64_t device; /* -1: host samples */
     int metric;
 } series_t;
@@ -675,7 +675,7 @@ static double sample(const series_t *s, size_t i, int64_t *ts) {
         *ts = s->m->samples[i].ts_ns;
         return s->m->samples[i].cpu_pct;
     }
-    const gpufl_model_gpu_sample_t *g = &s->m->gpu_samples[i];
+    const gpufl__model_gpu_sample_t *g = &s->m->gpu_samples[i];
     *ts = g->ts_ns;
     if (g->device != s->device) return -1;
     switch (s->metric) {
@@ -750,7 +750,7 @@ static int plot(FILE *out, const series_t *s, const char *title, const char *uni
     return 1;
 }
 
-static int plots(FILE *out, const gpufl_model_t *m) {
+static int plots(FILE *out, const gpufl__model_t *m) {
     double *sum = malloc(PLOT_POINTS * sizeof *sum);
     size_t *cnt = malloc(PLOT_POINTS * sizeof *cnt);
     if (!sum || !cnt) {
@@ -812,9 +812,9 @@ static const char css[] =
     "svg.tl .tick,svg.tl .ax{fill:#444}"
     ".plots{display:flex;flex-wrap:wrap;gap:8px}";
 
-int gpufl__report_render_html(const gpufl_report_t *r, FILE *out) {
-    const gpufl_report_emitter_t e = {out,          h_heading,     h_para, h_fields_begin, h_field,
-                                      h_fields_end, h_table_begin, h_row,  h_table_end};
+int gpufl__report_render_html(const gpufl__report_t *r, FILE *out) {
+    const gpufl__report_emitter_t e = {out,          h_heading,     h_para, h_fields_begin, h_field,
+                                       h_fields_end, h_table_begin, h_row,  h_table_end};
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>gpufl "
           "report: ",
           out);

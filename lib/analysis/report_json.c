@@ -30,7 +30,7 @@ static void put(json_t *obj, const char *key, json_t *v) {
     if (v) json_object_set_new(obj, key, v);
 }
 
-static json_t *stat_json(const gpufl_report_stat_t *s) {
+static json_t *stat_json(const gpufl__report_stat_t *s) {
     if (!s->n) return json_null();
     json_t *o = json_object();
     put(o, "avg", num(s->sum / (double)s->n));
@@ -40,7 +40,7 @@ static json_t *stat_json(const gpufl_report_stat_t *s) {
     return o;
 }
 
-static json_t *cap_json(const gpufl_report_cap_t *c) {
+static json_t *cap_json(const gpufl__report_cap_t *c) {
     json_t *o = json_object();
     put(o, "requested", str(c->requested));
     put(o, "running", str(c->running));
@@ -48,9 +48,9 @@ static json_t *cap_json(const gpufl_report_cap_t *c) {
     return o;
 }
 
-static json_t *summary_json(const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
-    const gpufl_report_summary_t *s = &r->summary;
+static json_t *summary_json(const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
+    const gpufl__report_summary_t *s = &r->summary;
     json_t *o = json_object(), *a;
     put(o, "app", json_string(s->app));
     put(o, "session_id", json_string(s->session_id));
@@ -97,7 +97,7 @@ static json_t *summary_json(const gpufl_report_t *r) {
     put(o, "other_events", json_integer((json_int_t)s->other_events));
     put(o, "warnings", a = json_array());
     for (size_t i = 0; a && i < s->warn_events && i < GPUFL_REPORT_LIST_MAX; i++) {
-        const gpufl_model_event_t *e = &m->events[s->warn_order[i]];
+        const gpufl__model_event_t *e = &m->events[s->warn_order[i]];
         json_t *w = json_object();
         put(w, "ts_ns", num((double)e->ts_ns));
         put(w, "level", json_string(e->level_name ? e->level_name : ""));
@@ -111,7 +111,7 @@ static json_t *summary_json(const gpufl_report_t *r) {
     put(log, "missing", a = json_array());
     for (int f = 0; a && f < GPUFL_LOG_FILE_COUNT; f++)
         if (!m->read.segments[f])
-            json_array_append_new(a, json_string(gpufl__reader_file_name((gpufl_log_file_t)f)));
+            json_array_append_new(a, json_string(gpufl__reader_file_name((gpufl__log_file_t)f)));
     put(log, "truncated_lines", json_integer((json_int_t)m->read.truncated_lines));
     put(log, "problems", json_integer((json_int_t)s->problems));
     json_t *dmg = json_object();
@@ -124,12 +124,12 @@ static json_t *summary_json(const gpufl_report_t *r) {
     return o;
 }
 
-static json_t *insights_json(const gpufl_insights_t *ins) {
+static json_t *insights_json(const gpufl__insights_t *ins) {
     json_t *o = json_object(), *list = json_array(), *skipped = json_array();
     put(o, "findings", list);
     put(o, "skipped", skipped);
     for (size_t i = 0; list && i < ins->n; i++) {
-        const gpufl_insight_t *in = &ins->items[i];
+        const gpufl__insight_t *in = &ins->items[i];
         json_t *x = json_object(), *loc = json_null(), *ev = json_array();
         put(x, "rule", json_string(in->rule));
         put(x, "severity", json_string(gpufl_severity_name(in->severity)));
@@ -166,8 +166,8 @@ static json_t *insights_json(const gpufl_insights_t *ins) {
     return o;
 }
 
-static json_t *scopes_json(const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static json_t *scopes_json(const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     json_t *o = json_object(), *a = json_array();
     put(o, "paths_count", json_integer((json_int_t)r->scopes.n_rows));
     put(o, "calls_ended", json_integer((json_int_t)r->scopes.closed));
@@ -175,8 +175,8 @@ static json_t *scopes_json(const gpufl_report_t *r) {
     put(o, "implicit", json_integer((json_int_t)r->scopes.implicit));
     put(o, "paths", a);
     for (size_t i = 0; a && i < r->scopes.n_rows; i++) {
-        const gpufl_report_scope_row_t *row = &r->scopes.rows[i];
-        const gpufl_model_scope_path_t *p = row->path;
+        const gpufl__report_scope_row_t *row = &r->scopes.rows[i];
+        const gpufl__model_scope_path_t *p = row->path;
         json_t *x = json_object();
         put(x, "path", json_string(p->path));
         put(x, "name", json_string(p->name));
@@ -202,7 +202,7 @@ static json_t *scopes_json(const gpufl_report_t *r) {
     json_t *open = json_array();
     put(o, "open_scopes", open);
     for (size_t i = 0; open && i < r->scopes.n_open; i++) {
-        const gpufl_model_scope_t *s = r->scopes.open[i];
+        const gpufl__model_scope_t *s = r->scopes.open[i];
         json_t *x = json_object();
         put(x, "path", json_string(s->path));
         put(x, "tid", json_integer((json_int_t)s->tid));
@@ -210,7 +210,7 @@ static json_t *scopes_json(const gpufl_report_t *r) {
         put(x, "tag", *s->tag ? str(s->tag) : json_null());
         json_array_append_new(open, x);
     }
-    const gpufl_report_scopes_t *sc = &r->scopes;
+    const gpufl__report_scopes_t *sc = &r->scopes;
     json_t *lost = json_object(), *paths = json_array();
     put(lost, "count", json_integer((json_int_t)sc->lost_total));
     put(lost, "paths", paths);
@@ -227,8 +227,8 @@ static json_t *scopes_json(const gpufl_report_t *r) {
     return o;
 }
 
-static json_t *system_json(const gpufl_report_t *r) {
-    const gpufl_report_system_t *s = &r->system;
+static json_t *system_json(const gpufl__report_t *r) {
+    const gpufl__report_system_t *s = &r->system;
     static const char *const keys[GPUFL_RH_COUNT] = {"cpu_pct",
                                                      "process_cpu_pct",
                                                      "mem_used_bytes",
@@ -256,7 +256,7 @@ static json_t *system_json(const gpufl_report_t *r) {
     return o;
 }
 
-static json_t *counter_json(const gpufl_report_counter_t *c) {
+static json_t *counter_json(const gpufl__report_counter_t *c) {
     if (!c->n) return json_null();
     json_t *o = json_object();
     put(o, "first", num((double)c->first));
@@ -264,7 +264,7 @@ static json_t *counter_json(const gpufl_report_counter_t *c) {
     return o;
 }
 
-static json_t *gpu_json(const gpufl_report_t *r, const gpufl_report_gpu_t *a) {
+static json_t *gpu_json(const gpufl__report_t *r, const gpufl__report_gpu_t *a) {
     static const char *const keys[GPUFL_RG_COUNT] = {"gpu_util_pct",
                                                      "mem_util_pct",
                                                      "mem_used_bytes",
@@ -284,7 +284,7 @@ static json_t *gpu_json(const gpufl_report_t *r, const gpufl_report_gpu_t *a) {
                                                      "sm_occupancy_pct",
                                                      "tensor_active_pct",
                                                      "dram_bw_util_pct"};
-    const gpufl_model_gpu_t *g = a->gpu;
+    const gpufl__model_gpu_t *g = a->gpu;
     json_t *o = json_object(), *x;
     put(o, "device", json_integer((json_int_t)g->device));
     put(o, "has_info", json_boolean(g->has_info));
@@ -342,7 +342,7 @@ static json_t *gpu_json(const gpufl_report_t *r, const gpufl_report_gpu_t *a) {
     return o;
 }
 
-static json_t *kernels_json(const gpufl_report_t *r) {
+static json_t *kernels_json(const gpufl__report_t *r) {
     if (!r->m->n_kernels) return json_null();
     json_t *o = json_object(), *a = json_array();
     put(o, "count", json_integer((json_int_t)r->m->n_kernels));
@@ -350,7 +350,7 @@ static json_t *kernels_json(const gpufl_report_t *r) {
     put(o, "total_ns", num(r->kernel_ns));
     put(o, "hotspots", a);
     for (size_t i = 0; a && i < r->n_kgroups && i < JSON_LIST_MAX; i++) {
-        const gpufl_report_kgroup_t *g = &r->kgroups[i];
+        const gpufl__report_kgroup_t *g = &r->kgroups[i];
         json_t *x = json_object();
         put(x, "name", json_string(g->name));
         put(x, "calls", json_integer((json_int_t)g->calls));
@@ -378,9 +378,9 @@ static json_t *dim3(int same, int32_t x, int32_t y, int32_t z) {
     return a;
 }
 
-static json_t *kconf_json(const gpufl_report_kconf_t *c) {
-    const gpufl_model_kernel_t *k = c->first;
-    const gpufl_model_kernel_config_t *rec = c->rec;
+static json_t *kconf_json(const gpufl__report_kconf_t *c) {
+    const gpufl__model_kernel_t *k = c->first;
+    const gpufl__model_kernel_config_t *rec = c->rec;
     json_t *x = json_object();
     put(x, "config", c->config < 0 ? json_null() : json_integer((json_int_t)c->config));
     put(x, "has_record", json_boolean(rec != NULL));
@@ -415,7 +415,7 @@ static json_t *kconf_json(const gpufl_report_kconf_t *c) {
     return x;
 }
 
-static json_t *details_json(const gpufl_report_t *r) {
+static json_t *details_json(const gpufl__report_t *r) {
     if (!r->m->n_kernels) return json_null();
     json_t *o = json_object(), *a = json_array();
     put(o, "kernel_names", json_integer((json_int_t)r->kernel_names));
@@ -424,7 +424,7 @@ static json_t *details_json(const gpufl_report_t *r) {
     put(o, "kernels", a);
     size_t shown = 0;
     for (size_t i = 0, j; a && i < r->n_kconfs && shown < JSON_LIST_MAX; i = j, shown++) {
-        const gpufl_report_kconf_t *g = r->kconfs;
+        const gpufl__report_kconf_t *g = r->kconfs;
         for (j = i; j < r->n_kconfs && g[j].rank == g[i].rank; j++) {
         }
         json_t *x = json_object(), *cs = json_array();
@@ -444,7 +444,7 @@ static json_t *details_json(const gpufl_report_t *r) {
 }
 
 /* Launch rows (PcSampling, Deep): launches per kernel_config id. */
-static json_t *launches_json(const gpufl_report_t *r) {
+static json_t *launches_json(const gpufl__report_t *r) {
     if (!r->n_lgroups) return json_null();
     json_t *o = json_object(), *a = json_array();
     put(o, "kernels_timed", json_boolean(!r->untimed));
@@ -455,8 +455,8 @@ static json_t *launches_json(const gpufl_report_t *r) {
     put(o, "configs", a);
     size_t shown = r->n_lgroups < JSON_LIST_MAX ? r->n_lgroups : JSON_LIST_MAX;
     for (size_t i = 0; a && i < shown; i++) {
-        const gpufl_report_lgroup_t *g = &r->lgroups[i];
-        const gpufl_model_kernel_config_t *c = g->rec;
+        const gpufl__report_lgroup_t *g = &r->lgroups[i];
+        const gpufl__model_kernel_config_t *c = g->rec;
         json_t *x = json_object();
         put(x, "name", json_string(g->name));
         put(x, "mangled", c ? json_string(c->name) : json_null());
@@ -476,7 +476,7 @@ static json_t *launches_json(const gpufl_report_t *r) {
     return o;
 }
 
-static json_t *transfers_json(const gpufl_report_t *r) {
+static json_t *transfers_json(const gpufl__report_t *r) {
     static const char *const keys[GPUFL_REPORT_DIR_COUNT] = {"htod", "dtoh", "dtod", "peer",
                                                              "other"};
     if (!r->m->n_copies) return json_null();
@@ -485,7 +485,7 @@ static json_t *transfers_json(const gpufl_report_t *r) {
     put(o, "bytes", num(r->copy_bytes));
     put(o, "directions", a);
     for (int d = 0; a && d < GPUFL_REPORT_DIR_COUNT; d++) {
-        const gpufl_report_dir_t *x = &r->dirs[d];
+        const gpufl__report_dir_t *x = &r->dirs[d];
         if (!x->count) continue;
         int host = d == GPUFL_REPORT_DIR_HTOD || d == GPUFL_REPORT_DIR_DTOH;
         json_t *t = json_object();
@@ -501,7 +501,7 @@ static json_t *transfers_json(const gpufl_report_t *r) {
     return o;
 }
 
-static json_t *work_json(const gpufl_model_scope_gpu_t *g, const char *path, double host_ns) {
+static json_t *work_json(const gpufl__model_scope_gpu_t *g, const char *path, double host_ns) {
     json_t *x = json_object(), *a = json_array();
     put(x, "path", str(path));
     put(x, "host_ns", known(host_ns));
@@ -522,8 +522,8 @@ static json_t *work_json(const gpufl_model_scope_gpu_t *g, const char *path, dou
     return x;
 }
 
-static json_t *scope_gpu_json(const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static json_t *scope_gpu_json(const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     if (!r->scope_gpu_shown) return json_null();
     json_t *o = json_object(), *a = json_array();
     put(o, "attributed", json_boolean(m->gpu_scoped_rows > 0));
@@ -533,7 +533,7 @@ static json_t *scope_gpu_json(const gpufl_report_t *r) {
     put(o, "hidden_paths", json_integer((json_int_t)r->scope_gpu_hidden));
     put(o, "paths", a);
     for (size_t i = 0; a && i < r->n_scope_gpu_rows; i++) {
-        const gpufl_model_scope_path_t *p = r->scope_gpu_rows[i].path;
+        const gpufl__model_scope_path_t *p = r->scope_gpu_rows[i].path;
         json_array_append_new(a, work_json(&p->gpu, p->path, p->calls ? p->total_ns : -1));
     }
     put(o, "unknown_scope",
@@ -542,13 +542,13 @@ static json_t *scope_gpu_json(const gpufl_report_t *r) {
     return o;
 }
 
-static json_t *problems_json(const gpufl_report_t *r) {
-    const gpufl_model_t *m = r->m;
+static json_t *problems_json(const gpufl__report_t *r) {
+    const gpufl__model_t *m = r->m;
     json_t *o = json_object(), *a = json_array();
     put(o, "count", json_integer((json_int_t)r->summary.problems));
     put(o, "listed", a);
     for (size_t i = 0; a && i < m->n_warnings && i < GPUFL_REPORT_PROBLEMS_MAX; i++) {
-        const gpufl_model_warning_t *w = &m->warnings[i];
+        const gpufl__model_warning_t *w = &m->warnings[i];
         json_t *x = json_object();
         put(x, "file", *w->file ? json_string(w->file) : json_null());
         put(x, "line", w->line ? json_integer((json_int_t)w->line) : json_null());
@@ -558,7 +558,7 @@ static json_t *problems_json(const gpufl_report_t *r) {
     return o;
 }
 
-int gpufl__report_render_json(const gpufl_report_t *r, FILE *out) {
+int gpufl__report_render_json(const gpufl__report_t *r, FILE *out) {
     json_t *doc = json_object(), *a;
     if (!doc) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the JSON report");
     put(doc, "format", json_string("gpufl-report"));
@@ -584,7 +584,8 @@ int gpufl__report_render_json(const gpufl_report_t *r, FILE *out) {
     put(doc, "transfers", transfers_json(r));
     put(doc, "scope_gpu", scope_gpu_json(r));
     put(doc, "pc_sampling", r->pc.shown ? gpufl__report_json_pc(r) : json_null());
-    put(doc, "sass_metrics", r->sassm.shown ? gpufl__report_json_sassm(r) : json_null());
+    put(doc, "sass_metrics",
+        r->sass_metrics.shown ? gpufl__report_json_sass_metrics(r) : json_null());
     put(doc, "problems", problems_json(r));
     put(doc, "hardware_counters", r->range.shown ? gpufl__report_json_range(r) : json_null());
     put(doc, "framework_ops", r->ops.shown ? gpufl__report_json_ops(r) : json_null());

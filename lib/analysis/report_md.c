@@ -86,10 +86,10 @@ static void md_row(FILE *out, size_t cols, const char *const *cells) {
 
 static void md_table_end(FILE *out) { fputc('\n', out); }
 
-int gpufl__report_render_markdown(const gpufl_report_t *r, FILE *out) {
-    const gpufl_report_emitter_t e = {out,         md_heading,    md_para,        md_fields_begin,
-                                      md_field,    md_fields_end, md_table_begin, md_row,
-                                      md_table_end};
+int gpufl__report_render_markdown(const gpufl__report_t *r, FILE *out) {
+    const gpufl__report_emitter_t e = {out,         md_heading,    md_para,        md_fields_begin,
+                                       md_field,    md_fields_end, md_table_begin, md_row,
+                                       md_table_end};
     fputs("# gpufl report: ", out);
     md_text(out, r->summary.app);
     fputs("\n\n", out);

@@ -29,18 +29,18 @@ static int cmp_tagged(const void *a, const void *b) {
 }
 
 static int cmp_row(const void *a, const void *b) {
-    const gpufl_report_op_row_t *x = a, *y = b;
+    const gpufl__report_op_row_t *x = a, *y = b;
     if (x->gpu_ns != y->gpu_ns) return x->gpu_ns > y->gpu_ns ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
-int gpufl__report_build_ops(const gpufl_model_t *m, gpufl_report_ops_t *s) {
+int gpufl__report_build_ops(const gpufl__model_t *m, gpufl__report_ops_t *s) {
     memset(s, 0, sizeof *s);
     tagged_t *t = malloc((m->n_kernels ? m->n_kernels : 1) * sizeof *t);
     if (!t) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
     size_t n = 0;
     for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_t *k = &m->kernels[i];
         double ns = (double)(k->end_ns - k->start_ns);
         const char *op = gpufl__model_op_name(m, k->external_kind, k->external_id);
         if (op) {
@@ -63,8 +63,8 @@ int gpufl__report_build_ops(const gpufl_model_t *m, gpufl_report_ops_t *s) {
     }
     for (size_t i = 0; i < n; i++) { /* sorted: one run of rows per operation, by call */
         int first = i == 0 || strcmp(t[i].op, t[i - 1].op) != 0;
-        if (first) s->rows[s->total++] = (gpufl_report_op_row_t){t[i].op, 0, 0, 0};
-        gpufl_report_op_row_t *row = &s->rows[s->total - 1];
+        if (first) s->rows[s->total++] = (gpufl__report_op_row_t){t[i].op, 0, 0, 0};
+        gpufl__report_op_row_t *row = &s->rows[s->total - 1];
         row->kernels++;
         row->gpu_ns += t[i].ns;
         if (first || t[i].call != t[i - 1].call) row->calls++;
@@ -75,7 +75,7 @@ int gpufl__report_build_ops(const gpufl_model_t *m, gpufl_report_ops_t *s) {
     return 0;
 }
 
-void gpufl__report_free_ops(gpufl_report_ops_t *s) {
+void gpufl__report_free_ops(gpufl__report_ops_t *s) {
     free(s->rows);
     memset(s, 0, sizeof *s);
 }
@@ -91,7 +91,7 @@ static const char *const aligns = "lrrrrr";
 static double share(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
 
 /* Shares are of all kernel time: the report's kernel_ns. */
-static void row_cells(const gpufl_report_t *r, const gpufl_report_op_row_t *o,
+static void row_cells(const gpufl__report_t *r, const gpufl__report_op_row_t *o,
                       char c[N_CELLS][CELL]) {
     snprintf(c[0], CELL, "%s", o->name);
     gpufl__report_fmt_count(c[1], CELL, (int64_t)o->calls);
@@ -101,8 +101,8 @@ static void row_cells(const gpufl_report_t *r, const gpufl_report_op_row_t *o,
     snprintf(c[5], CELL, "%.1f%%", share(o->gpu_ns, r->kernel_ns));
 }
 
-static void note(const gpufl_report_t *r, char *buf, size_t size) {
-    const gpufl_report_ops_t *s = &r->ops;
+static void note(const gpufl__report_t *r, char *buf, size_t size) {
+    const gpufl__report_ops_t *s = &r->ops;
     char untagged[CELL], kernels[CELL];
     gpufl__report_fmt_ns(untagged, sizeof untagged, s->untagged_ns);
     gpufl__report_fmt_count(kernels, sizeof kernels, (int64_t)s->untagged);
@@ -116,13 +116,13 @@ static void note(const gpufl_report_t *r, char *buf, size_t size) {
 /* Text                                                                     */
 /* ---------------------------------------------------------------------- */
 
-void gpufl__report_text_ops(const gpufl_report_t *r, FILE *out) {
-    const gpufl_report_ops_t *s = &r->ops;
+void gpufl__report_text_ops(const gpufl__report_t *r, FILE *out) {
+    const gpufl__report_ops_t *s = &r->ops;
     if (!s->shown) return;
     char line[600];
     note(r, line, sizeof line);
     fprintf(out, "\nGPU time per framework operation\n  %s\n\n", line);
-    gpufl_report_cells_t *cells = calloc(s->n_rows + 1, sizeof *cells);
+    gpufl__report_cells_t *cells = calloc(s->n_rows + 1, sizeof *cells);
     if (!cells) return;
     for (size_t c = 0; c < N_CELLS; c++) snprintf(cells[0][c], CELL, "%s", heads[c]);
     for (size_t i = 0; i < s->n_rows; i++) row_cells(r, &s->rows[i], cells[i + 1]);
@@ -134,8 +134,8 @@ void gpufl__report_text_ops(const gpufl_report_t *r, FILE *out) {
 /* JSON                                                                     */
 /* ---------------------------------------------------------------------- */
 
-json_t *gpufl__report_json_ops(const gpufl_report_t *r) {
-    const gpufl_report_ops_t *s = &r->ops;
+json_t *gpufl__report_json_ops(const gpufl__report_t *r) {
+    const gpufl__report_ops_t *s = &r->ops;
     json_t *o = json_object(), *rows = json_array();
     if (!o || !rows) {
         json_decref(o);
@@ -143,7 +143,7 @@ json_t *gpufl__report_json_ops(const gpufl_report_t *r) {
         return NULL;
     }
     for (size_t i = 0; i < s->n_rows; i++) {
-        const gpufl_report_op_row_t *op = &s->rows[i];
+        const gpufl__report_op_row_t *op = &s->rows[i];
         json_t *row = json_object();
         if (!row) break;
         json_object_set_new(row, "name", json_string(op->name));
@@ -165,8 +165,8 @@ json_t *gpufl__report_json_ops(const gpufl_report_t *r) {
 /* Markdown and HTML                                                        */
 /* ---------------------------------------------------------------------- */
 
-void gpufl__report_doc_ops(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
-    const gpufl_report_ops_t *s = &r->ops;
+void gpufl__report_doc_ops(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
+    const gpufl__report_ops_t *s = &r->ops;
     if (!s->shown) return;
     FILE *o = e->out;
     char line[600];

@@ -22,8 +22,8 @@ static int oom(void) { return gpufl__set_error(GPUFL_ENOMEM, "out of memory for 
 /* ---------------------------------------------------------------------- */
 
 /* The top reasons of a by_reason vector into row. */
-static void top_reasons(const gpufl_model_t *m, const double *by_reason,
-                        gpufl_report_pc_row_t *row) {
+static void top_reasons(const gpufl__model_t *m, const double *by_reason,
+                        gpufl__report_pc_row_t *row) {
     row->n_top = 0;
     for (size_t r = 0; r < m->n_pc_reasons; r++) {
         if (by_reason[r] <= 0) continue;
@@ -33,12 +33,12 @@ static void top_reasons(const gpufl_model_t *m, const double *by_reason,
         size_t kept =
             row->n_top < GPUFL_REPORT_PC_TOP_REASONS ? row->n_top : GPUFL_REPORT_PC_TOP_REASONS - 1;
         memmove(&row->top[i + 1], &row->top[i], (kept - i) * sizeof row->top[0]);
-        row->top[i] = (gpufl_report_pc_share_t){r, by_reason[r]};
+        row->top[i] = (gpufl__report_pc_share_t){r, by_reason[r]};
         if (row->n_top < GPUFL_REPORT_PC_TOP_REASONS) row->n_top++;
     }
 }
 
-static const char *slot_label(const gpufl_model_t *m, size_t slot) {
+static const char *slot_label(const gpufl__model_t *m, size_t slot) {
     if (slot < m->n_scope_paths) return m->scope_paths[slot].path;
     if (slot == GPUFL_MODEL_PC_SLOT_NO_SCOPE(m)) return "(no scope)";
     if (slot == GPUFL_MODEL_PC_SLOT_UNKNOWN_SCOPE(m)) return "(unknown scope)";
@@ -46,12 +46,12 @@ static const char *slot_label(const gpufl_model_t *m, size_t slot) {
 }
 
 static int cmp_row(const void *a, const void *b) {
-    const gpufl_report_pc_row_t *x = a, *y = b;
+    const gpufl__report_pc_row_t *x = a, *y = b;
     if (x->samples != y->samples) return x->samples > y->samples ? -1 : 1;
     return strcmp(x->label, y->label);
 }
 
-static int build_scopes(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
+static int build_scopes(const gpufl__model_t *m, gpufl__report_pc_t *pc) {
     size_t slots = 0;
     for (size_t i = 0; i < m->n_pc_scopes; i++)
         if (!i || m->pc_scopes[i].slot != m->pc_scopes[i - 1].slot) slots++;
@@ -63,7 +63,7 @@ static int build_scopes(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
         return oom();
     }
     for (size_t i = 0, j; i < m->n_pc_scopes; i = j) {
-        gpufl_report_pc_row_t *row = &pc->scopes[pc->n_scopes++];
+        gpufl__report_pc_row_t *row = &pc->scopes[pc->n_scopes++];
         row->label = slot_label(m, m->pc_scopes[i].slot);
         memset(v, 0, m->n_pc_reasons * sizeof *v);
         for (j = i; j < m->n_pc_scopes && m->pc_scopes[j].slot == m->pc_scopes[i].slot; j++) {
@@ -79,21 +79,21 @@ static int build_scopes(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     return 0;
 }
 
-static void build_lines(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
-    const gpufl_pc_profile_t *p = &pc->profile;
+static void build_lines(const gpufl__model_t *m, gpufl__report_pc_t *pc) {
+    const gpufl__pc_profile_t *p = &pc->profile;
     for (size_t i = 0; i < p->n_lines && pc->n_lines < GPUFL_REPORT_PC_ROWS_MAX; i++) {
-        gpufl_report_pc_line_t *l = &pc->lines[pc->n_lines++];
+        gpufl__report_pc_line_t *l = &pc->lines[pc->n_lines++];
         l->line = &p->lines[i];
         l->function = p->functions[l->line->fn].name;
         l->reason = gpufl__pc_top_reason(m, l->line->by_reason, 0);
-        for (size_t k = 0; l->line->file && k < p->n_insns && l->n_hot < GPUFL_REPORT_PC_HOT_PCS;
-             k++)
+        for (size_t k = 0;
+             l->line->file && k < p->n_insns && l->n_hot < GPUFL_REPORT_PC_HOT_PC_SAMPLING; k++)
             if (p->insns[k].line == i) l->hot[l->n_hot++] = &p->insns[k];
     }
 }
 
 /* A count of pc_sampling_stats, or -1 when absent or not a count. */
-static int64_t stats_count(const gpufl_model_t *m, const char *key) {
+static int64_t stats_count(const gpufl__model_t *m, const char *key) {
     int64_t v;
     return m->pc_stats && gpufl__reader_int(json_object_get(m->pc_stats, key), &v) == 0 && v >= 0
                ? v
@@ -102,14 +102,14 @@ static int64_t stats_count(const gpufl_model_t *m, const char *key) {
 
 /* When CUPTI's hardware buffer first filled, from the windows, and what
  * came after it; the restarts and records left out from pc_sampling_stats. */
-static void build_full(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
+static void build_full(const gpufl__model_t *m, gpufl__report_pc_t *pc) {
     pc->full_at_ns = pc->windows_end_ns = -1;
     pc->recorded_after_full = 0;
     pc->restarts = stats_count(m, "restarts");
     pc->implausible = stats_count(m, "implausible_records");
     int64_t full_end = -1;
     for (size_t w = 0; w < m->n_pc_windows; w++) {
-        const gpufl_model_pc_window_t *x = &m->pc_windows[w];
+        const gpufl__model_pc_window_t *x = &m->pc_windows[w];
         if (x->t1_ns > pc->windows_end_ns) pc->windows_end_ns = x->t1_ns;
         if (x->buffer_full > 0 && (pc->full_at_ns < 0 || x->t0_ns < pc->full_at_ns)) {
             pc->full_at_ns = x->t0_ns;
@@ -117,13 +117,13 @@ static void build_full(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
         }
     }
     for (size_t w = 0; full_end >= 0 && w < m->n_pc_windows; w++) {
-        const gpufl_model_pc_window_t *x = &m->pc_windows[w];
+        const gpufl__model_pc_window_t *x = &m->pc_windows[w];
         if (x->t0_ns >= full_end && x->recorded > 0) pc->recorded_after_full += x->recorded;
     }
 }
 
 /* The accounting: pc_sampling_stats when written, else the windows summed. */
-static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
+static void build_counts(const gpufl__model_t *m, gpufl__report_pc_t *pc) {
     int64_t *f[] = {&pc->samples,     &pc->recorded, &pc->dropped, &pc->non_user,
                     &pc->buffer_full, &pc->drains,   &pc->lost,    &pc->unplaced};
     static const char *const keys[] = {"samples",     "recorded", "dropped", "non_user",
@@ -139,7 +139,7 @@ static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     if (!m->n_pc_windows) return;
     for (size_t i = 0; i < COUNTS; i++) *f[i] = 0;
     for (size_t w = 0; w < m->n_pc_windows; w++) {
-        const gpufl_model_pc_window_t *x = &m->pc_windows[w];
+        const gpufl__model_pc_window_t *x = &m->pc_windows[w];
         const int64_t v[] = {x->samples,     x->recorded, x->dropped, x->non_user,
                              x->buffer_full, x->drains,   x->lost,    x->unplaced};
         for (size_t i = 0; i < COUNTS; i++)
@@ -147,13 +147,13 @@ static void build_counts(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     }
 }
 
-int gpufl__report_build_pc(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
+int gpufl__report_build_pc(const gpufl__model_t *m, gpufl__report_pc_t *pc) {
     memset(pc, 0, sizeof *pc);
     pc->period_min = pc->period_max = pc->worker_sleep_ms = -1;
     pc->shown = m->n_pc_contexts || m->n_pc_samples || m->pc_stats;
     if (!pc->shown) return 0;
     for (size_t i = 0; i < m->n_pc_contexts; i++) {
-        const gpufl_model_pc_context_t *c = &m->pc_contexts[i];
+        const gpufl__model_pc_context_t *c = &m->pc_contexts[i];
         pc->contexts++;
         if (*c->error) {
             pc->failed++;
@@ -169,7 +169,7 @@ int gpufl__report_build_pc(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     build_counts(m, pc);
     int rc = gpufl__pc_profile_build(m, &pc->profile);
     if (rc) return rc;
-    const gpufl_pc_profile_t *p = &pc->profile;
+    const gpufl__pc_profile_t *p = &pc->profile;
     size_t nk =
         p->n_functions < GPUFL_REPORT_PC_ROWS_MAX ? p->n_functions : GPUFL_REPORT_PC_ROWS_MAX;
     if (nk && !(pc->kernels = calloc(nk, sizeof *pc->kernels))) return oom();
@@ -187,7 +187,7 @@ int gpufl__report_build_pc(const gpufl_model_t *m, gpufl_report_pc_t *pc) {
     return 0;
 }
 
-void gpufl__report_free_pc(gpufl_report_pc_t *pc) {
+void gpufl__report_free_pc(gpufl__report_pc_t *pc) {
     gpufl__pc_profile_free(&pc->profile);
     free(pc->kernels);
     free(pc->scopes);
@@ -210,10 +210,10 @@ static void count_cell(char *buf, size_t size, int64_t v) {
 
 /* The "label: value" fields of the section, n of them. */
 #define PC_FIELDS 12 /* every field below shown at once */
-static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
+static size_t fields(const gpufl__report_t *r, const char *label[PC_FIELDS],
                      char value[PC_FIELDS][400]) {
-    const gpufl_report_pc_t *pc = &r->pc;
-    const gpufl_model_t *m = r->m;
+    const gpufl__report_pc_t *pc = &r->pc;
+    const gpufl__model_t *m = r->m;
     size_t n = 0;
     char a[32], b[64], c[32], d[32], e[32];
     label[n] = "contexts";
@@ -287,7 +287,7 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
                  "of the stall mix)",
                  a);
     }
-    const gpufl_model_pc_attrib_t *at = &m->pc_attrib;
+    const gpufl__model_pc_attrib_t *at = &m->pc_attrib;
     double total = at->exact + at->split + at->fallback + at->unattributed;
     label[n] = "to scopes";
     if (at->by_launch > 0) /* no kernel rows: given through launch rows (host times) */
@@ -330,7 +330,8 @@ static size_t fields(const gpufl_report_t *r, const char *label[PC_FIELDS],
 }
 
 /* Cells of a kernel or scope row: label, samples, share, top reasons. */
-static void row_cells(const gpufl_report_t *r, const gpufl_report_pc_row_t *row, char c[4][CELL]) {
+static void row_cells(const gpufl__report_t *r, const gpufl__report_pc_row_t *row,
+                      char c[4][CELL]) {
     snprintf(c[0], CELL, "%s", row->label);
     snprintf(c[1], CELL, "%.0f", row->samples);
     snprintf(c[2], CELL, "%.1f%%", pct(row->samples, r->pc.profile.samples));
@@ -342,7 +343,7 @@ static void row_cells(const gpufl_report_t *r, const gpufl_report_pc_row_t *row,
                           pct(row->top[i].samples, row->samples));
 }
 
-static void line_label(const gpufl_report_pc_line_t *l, char *buf, size_t size) {
+static void line_label(const gpufl__report_pc_line_t *l, char *buf, size_t size) {
     if (l->line->file) {
         const char *base = strrchr(l->line->file, '/');
         snprintf(buf, size, "%s:%d", base ? base + 1 : l->line->file, l->line->line);
@@ -352,7 +353,8 @@ static void line_label(const gpufl_report_pc_line_t *l, char *buf, size_t size) 
 }
 
 /* Cells of a source line: line, kernel, samples, share, dominant reason. */
-static void line_cells(const gpufl_report_t *r, const gpufl_report_pc_line_t *l, char c[5][CELL]) {
+static void line_cells(const gpufl__report_t *r, const gpufl__report_pc_line_t *l,
+                       char c[5][CELL]) {
     line_label(l, c[0], CELL);
     snprintf(c[1], CELL, "%s", l->function);
     snprintf(c[2], CELL, "%.0f", l->line->samples);
@@ -365,8 +367,8 @@ static void line_cells(const gpufl_report_t *r, const gpufl_report_pc_line_t *l,
 }
 
 /* Cells of one hot instruction of a line. */
-static void insn_cells(const gpufl_report_t *r, const gpufl_report_pc_line_t *l,
-                       const gpufl_pc_insn_t *in, char c[5][CELL]) {
+static void insn_cells(const gpufl__report_t *r, const gpufl__report_pc_line_t *l,
+                       const gpufl__pc_insn_t *in, char c[5][CELL]) {
     snprintf(c[0], CELL, "  +0x%04x", in->pc);
     snprintf(c[1], CELL, "%s", in->text ? in->text : "(no SASS)");
     snprintf(c[2], CELL, "%.0f", in->samples);
@@ -378,9 +380,9 @@ static void insn_cells(const gpufl_report_t *r, const gpufl_report_pc_line_t *l,
 /* Text                                                                     */
 /* ---------------------------------------------------------------------- */
 
-static void text_rows(FILE *out, const gpufl_report_t *r, const char *head,
-                      const gpufl_report_pc_row_t *rows, size_t n) {
-    gpufl_report_cells_t *cells = calloc(n + 1, sizeof *cells);
+static void text_rows(FILE *out, const gpufl__report_t *r, const char *head,
+                      const gpufl__report_pc_row_t *rows, size_t n) {
+    gpufl__report_cells_t *cells = calloc(n + 1, sizeof *cells);
     if (!cells) return;
     static const char *const heads[4] = {NULL, "samples", "share", "top reasons"};
     snprintf(cells[0][0], CELL, "%s", head);
@@ -390,8 +392,8 @@ static void text_rows(FILE *out, const gpufl_report_t *r, const char *head,
     free(cells);
 }
 
-void gpufl__report_text_pc(const gpufl_report_t *r, FILE *out) {
-    const gpufl_report_pc_t *pc = &r->pc;
+void gpufl__report_text_pc(const gpufl__report_t *r, FILE *out) {
+    const gpufl__report_pc_t *pc = &r->pc;
     if (!pc->shown) return;
     fprintf(out, "\nPC sampling\n");
     const char *label[PC_FIELDS];
@@ -413,7 +415,7 @@ void gpufl__report_text_pc(const gpufl_report_t *r, FILE *out) {
             pc->profile.has_sass_lines ? "" : "; no sass line info: by instruction");
     size_t rows = 1;
     for (size_t i = 0; i < pc->n_lines; i++) rows += 1 + pc->lines[i].n_hot;
-    gpufl_report_cells_t *cells = calloc(rows, sizeof *cells);
+    gpufl__report_cells_t *cells = calloc(rows, sizeof *cells);
     if (!cells) return;
     static const char *const heads[5] = {"line", "kernel / SASS", "samples", "share", "reason"};
     for (int c = 0; c < 5; c++) snprintf(cells[0][c], CELL, "%s", heads[c]);
@@ -433,7 +435,7 @@ void gpufl__report_text_pc(const gpufl_report_t *r, FILE *out) {
 
 static json_t *jcount(int64_t v) { return v < 0 ? json_null() : json_integer(v); }
 
-static json_t *jrows(const gpufl_report_t *r, const gpufl_report_pc_row_t *rows, size_t n,
+static json_t *jrows(const gpufl__report_t *r, const gpufl__report_pc_row_t *rows, size_t n,
                      const char *key) {
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) {
@@ -453,9 +455,9 @@ static json_t *jrows(const gpufl_report_t *r, const gpufl_report_pc_row_t *rows,
     return a;
 }
 
-json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
-    const gpufl_report_pc_t *pc = &r->pc;
-    const gpufl_model_t *m = r->m;
+json_t *gpufl__report_json_pc(const gpufl__report_t *r) {
+    const gpufl__report_pc_t *pc = &r->pc;
+    const gpufl__model_t *m = r->m;
     json_t *o = json_object();
     if (!o) return NULL;
     json_object_set_new(o, "contexts", json_integer((json_int_t)pc->contexts));
@@ -507,7 +509,7 @@ json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
     json_object_set_new(o, "scopes", jrows(r, pc->scopes, pc->n_scopes, "scope"));
     json_t *lines = json_array();
     for (size_t i = 0; lines && i < pc->n_lines; i++) {
-        const gpufl_report_pc_line_t *l = &pc->lines[i];
+        const gpufl__report_pc_line_t *l = &pc->lines[i];
         json_t *x = json_object(), *hot = json_array();
         json_object_set_new(x, "kernel", json_string(l->function));
         json_object_set_new(x, "file", l->line->file ? json_string(l->line->file) : json_null());
@@ -540,8 +542,8 @@ json_t *gpufl__report_json_pc(const gpufl_report_t *r) {
 /* Markdown and HTML                                                        */
 /* ---------------------------------------------------------------------- */
 
-static void doc_rows(const gpufl_report_emitter_t *e, const gpufl_report_t *r, const char *head,
-                     const gpufl_report_pc_row_t *rows, size_t n) {
+static void doc_rows(const gpufl__report_emitter_t *e, const gpufl__report_t *r, const char *head,
+                     const gpufl__report_pc_row_t *rows, size_t n) {
     const char *heads[4] = {head, "samples", "share", "top reasons"};
     e->table_begin(e->out, 4, heads, "lrrl");
     for (size_t i = 0; i < n; i++) {
@@ -553,8 +555,8 @@ static void doc_rows(const gpufl_report_emitter_t *e, const gpufl_report_t *r, c
     e->table_end(e->out);
 }
 
-void gpufl__report_doc_pc(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
-    const gpufl_report_pc_t *pc = &r->pc;
+void gpufl__report_doc_pc(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
+    const gpufl__report_pc_t *pc = &r->pc;
     if (!pc->shown) return;
     FILE *o = e->out;
     e->heading(o, 2, "PC sampling");

@@ -61,23 +61,23 @@ static const char *const stat_keys[] = {"ranges",     "settling",      "nested",
 /* ---------------------------------------------------------------------- */
 
 static int cmp_range(const void *a, const void *b) {
-    const gpufl_model_range_t *x = *(const gpufl_model_range_t *const *)a;
-    const gpufl_model_range_t *y = *(const gpufl_model_range_t *const *)b;
+    const gpufl__model_range_t *x = *(const gpufl__model_range_t *const *)a;
+    const gpufl__model_range_t *y = *(const gpufl__model_range_t *const *)b;
     if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
     if (x->context != y->context) return x->context < y->context ? -1 : 1;
     return (x->scope > y->scope) - (x->scope < y->scope);
 }
 
 /* A metric of a range: 0 and its value, or -1 when absent or null. */
-static int metric(const gpufl_model_range_t *g, const char *name, double *v) {
+static int metric(const gpufl__model_range_t *g, const char *name, double *v) {
     return gpufl__reader_num(json_object_get(g->metrics, name), v) == 0 ? 0 : -1;
 }
 
 /* By path, group, then the order read: the sums come out the same on
  * every platform. */
 static int cmp_path(const void *a, const void *b) {
-    const gpufl_model_range_t *x = *(const gpufl_model_range_t *const *)a;
-    const gpufl_model_range_t *y = *(const gpufl_model_range_t *const *)b;
+    const gpufl__model_range_t *x = *(const gpufl__model_range_t *const *)a;
+    const gpufl__model_range_t *y = *(const gpufl__model_range_t *const *)b;
     int c = strcmp(x->path, y->path);
     if (c) return c;
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
@@ -85,14 +85,14 @@ static int cmp_path(const void *a, const void *b) {
 }
 
 static int cmp_path_time(const void *a, const void *b) {
-    const gpufl_report_range_path_t *x = a, *y = b;
+    const gpufl__report_range_path_t *x = a, *y = b;
     if (x->gpu_ns != y->gpu_ns) return x->gpu_ns > y->gpu_ns ? -1 : 1;
     return strcmp(x->path, y->path);
 }
 
 /* Over the ranges rs[0..n) with metric name and a GPU time t > 0: the sums
  * of value * t, of value and of t. Returns how many ranges had them. */
-static size_t timed_sums(const gpufl_model_range_t *const *rs, size_t n, const char *name,
+static size_t timed_sums(const gpufl__model_range_t *const *rs, size_t n, const char *name,
                          double *vt, double *v_sum, double *t_sum) {
     size_t k = 0;
     *vt = *v_sum = *t_sum = 0;
@@ -108,21 +108,22 @@ static size_t timed_sums(const gpufl_model_range_t *const *rs, size_t n, const c
 }
 
 /* A percentage or ratio over rs weighted by GPU time; NAN when not seen. */
-static double weighted_mean(const gpufl_model_range_t *const *rs, size_t n, const char *name) {
+static double weighted_mean(const gpufl__model_range_t *const *rs, size_t n, const char *name) {
     double vt, v, t;
     return timed_sums(rs, n, name, &vt, &v, &t) ? vt / t : NAN;
 }
 
 /* A .sum counter over rs per ns of GPU time; NAN when not seen. */
-static double rate(const gpufl_model_range_t *const *rs, size_t n, const char *name) {
+static double rate(const gpufl__model_range_t *const *rs, size_t n, const char *name) {
     double vt, v, t;
     return timed_sums(rs, n, name, &vt, &v, &t) ? v / t : NAN;
 }
 
 /* SM throughput: measured, else the largest of the metrics it is the
  * maximum of, when every one of them was seen. */
-static void path_sm_throughput(const gpufl_report_range_t *s, const gpufl_model_range_t *const *rs,
-                               size_t n, gpufl_report_range_path_t *p) {
+static void path_sm_throughput(const gpufl__report_range_t *s,
+                               const gpufl__model_range_t *const *rs, size_t n,
+                               gpufl__report_range_path_t *p) {
     p->sm_throughput_pct = weighted_mean(rs, n, SM_THROUGHPUT);
     if (!isnan(p->sm_throughput_pct)) return;
     size_t k = json_array_size(s->sm_throughput_of);
@@ -145,7 +146,7 @@ static void path_sm_throughput(const gpufl_report_range_t *s, const gpufl_model_
  * lts__t_sector_hit_rate: checked against Nsight Compute's on an H100),
  * else over the lookups (hits and misses; a miss can count more than once,
  * so this reads low where misses repeat), each from ranges of any group. */
-static double path_l2_hit(const gpufl_model_range_t *const *rs, size_t n) {
+static double path_l2_hit(const gpufl__model_range_t *const *rs, size_t n) {
     double pct = weighted_mean(rs, n, L2_HIT_RATE);
     if (!isnan(pct)) return pct;
     double hit = rate(rs, n, L2_LOOKUP_HIT), sectors = rate(rs, n, L2_SECTORS);
@@ -161,8 +162,8 @@ static double path_l2_hit(const gpufl_model_range_t *const *rs, size_t n) {
  * take: of each group the settled ones, or all of them where every range
  * of the group is settling. Returns how many; *left counts the settling
  * ranges set aside, *used those taken. */
-static size_t settled(const gpufl_model_range_t *const *rs, size_t n,
-                      const gpufl_model_range_t **use, size_t *left, size_t *used) {
+static size_t settled(const gpufl__model_range_t *const *rs, size_t n,
+                      const gpufl__model_range_t **use, size_t *left, size_t *used) {
     size_t k = 0;
     *left = *used = 0;
     for (size_t i = 0, j; i < n; i = j) {
@@ -182,8 +183,9 @@ static size_t settled(const gpufl_model_range_t *const *rs, size_t n,
 
 /* The figures of the ranges rs[0..n) of one path, sorted by group; use:
  * scratch of n. */
-static void path_figures(const gpufl_report_range_t *s, const gpufl_model_range_t *const *rs,
-                         size_t n, const gpufl_model_range_t **use, gpufl_report_range_path_t *p) {
+static void path_figures(const gpufl__report_range_t *s, const gpufl__model_range_t *const *rs,
+                         size_t n, const gpufl__model_range_t **use,
+                         gpufl__report_range_path_t *p) {
     memset(p, 0, sizeof *p);
     p->path = rs[0]->path;
     p->ranges = n;
@@ -198,21 +200,21 @@ static void path_figures(const gpufl_report_range_t *s, const gpufl_model_range_
 }
 
 /* The end of the run of ranges of byp[i]'s path. */
-static size_t path_end(const gpufl_model_range_t *const *byp, size_t n, size_t i) {
+static size_t path_end(const gpufl__model_range_t *const *byp, size_t n, size_t i) {
     size_t j = i + 1;
     while (j < n && strcmp(byp[j]->path, byp[i]->path) == 0) j++;
     return j;
 }
 
 /* s->paths from the model's ranges, sorted in byp (scratch, n_ranges). */
-static int build_paths(const gpufl_model_t *m, gpufl_report_range_t *s,
-                       const gpufl_model_range_t **byp) {
+static int build_paths(const gpufl__model_t *m, gpufl__report_range_t *s,
+                       const gpufl__model_range_t **byp) {
     size_t n = m->n_ranges, n_paths = 0;
     for (size_t i = 0; i < n; i++) byp[i] = &m->ranges[i];
     qsort(byp, n, sizeof *byp, cmp_path);
     for (size_t i = 0; i < n; i = path_end(byp, n, i)) n_paths++;
     s->paths = malloc(n_paths * sizeof *s->paths);
-    const gpufl_model_range_t **use = malloc((n ? n : 1) * sizeof *use);
+    const gpufl__model_range_t **use = malloc((n ? n : 1) * sizeof *use);
     if (!s->paths || !use) {
         free(use);
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the report");
@@ -228,13 +230,13 @@ static int build_paths(const gpufl_model_t *m, gpufl_report_range_t *s,
     return 0;
 }
 
-int gpufl__report_build_range(const gpufl_model_t *m, gpufl_report_range_t *s) {
+int gpufl__report_build_range(const gpufl__model_t *m, gpufl__report_range_t *s) {
     memset(s, 0, sizeof *s);
     s->shown = m->n_ranges > 0;
     if (!s->shown) return 0;
     s->n_groups = 1;
     for (size_t i = 0; i < m->n_range_contexts; i++) {
-        const gpufl_model_range_context_t *c = &m->range_contexts[i];
+        const gpufl__model_range_context_t *c = &m->range_contexts[i];
         s->contexts++;
         if (c->n_groups > s->n_groups) s->n_groups = c->n_groups;
         if (*c->error) {
@@ -268,7 +270,7 @@ int gpufl__report_build_range(const gpufl_model_t *m, gpufl_report_range_t *s) {
     return 0;
 }
 
-void gpufl__report_free_range(gpufl_report_range_t *s) {
+void gpufl__report_free_range(gpufl__report_range_t *s) {
     free(s->rows);
     free(s->paths);
     memset(s, 0, sizeof *s);
@@ -283,7 +285,7 @@ typedef struct range_table {
     size_t ncol;
     const char *const *heads;
     const char *aligns;
-    void (*cells)(const gpufl_report_range_t *s, size_t i, char c[][CELL]);
+    void (*cells)(const gpufl__report_range_t *s, size_t i, char c[][CELL]);
 } range_table_t;
 
 /* A scope path cell, " *" after it when marked; the mark survives a path
@@ -292,8 +294,8 @@ static void path_cell(char *c, const char *path, int marked) {
     snprintf(c, CELL, "%.*s%s", (int)CELL - 3, path, marked ? " *" : "");
 }
 
-static void range_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
-    const gpufl_model_range_t *g = s->rows[row];
+static void range_cells(const gpufl__report_range_t *s, size_t row, char c[][CELL]) {
+    const gpufl__model_range_t *g = s->rows[row];
     path_cell(c[0], g->path, g->settling);
     for (size_t i = 0; i < N_COLUMNS; i++) {
         double v;
@@ -335,8 +337,8 @@ static void pct_cell(char *buf, double pct) {
         snprintf(buf, CELL, "%.1f%%", pct);
 }
 
-static void path_cells(const gpufl_report_range_t *s, size_t row, char c[][CELL]) {
-    const gpufl_report_range_path_t *p = &s->paths[row];
+static void path_cells(const gpufl__report_range_t *s, size_t row, char c[][CELL]) {
+    const gpufl__report_range_path_t *p = &s->paths[row];
     path_cell(c[0], p->path, p->settling_used != 0);
     snprintf(c[1], CELL, "%zu", p->ranges);
     snprintf(c[2], CELL, "%zu/%zu", p->settling_left_out, p->settling_used);
@@ -355,7 +357,7 @@ static const range_table_t path_table = {sizeof path_heads / sizeof path_heads[0
                                          "lrrrrlr", path_cells};
 
 /* The metrics of g without a column, "name=value, ..." ("" when none). */
-static void other_metrics(const gpufl_model_range_t *g, char *buf, size_t size) {
+static void other_metrics(const gpufl__model_range_t *g, char *buf, size_t size) {
     size_t k = 0;
     const char *name;
     json_t *v;
@@ -380,7 +382,7 @@ static void cat_names(char *buf, size_t size, size_t *k, const json_t *a) {
 /* The "label: value" fields of the section. */
 #define RANGE_FIELDS 6
 #define FIELD_BYTES  1024
-static size_t fields(const gpufl_report_range_t *s, const char *label[RANGE_FIELDS],
+static size_t fields(const gpufl__report_range_t *s, const char *label[RANGE_FIELDS],
                      char value[RANGE_FIELDS][FIELD_BYTES]) {
     size_t n = 0, k = 0;
     label[n] = "contexts";
@@ -443,7 +445,7 @@ static size_t fields(const gpufl_report_range_t *s, const char *label[RANGE_FIEL
 
 #define NOTE_BYTES 800
 
-static void rows_note(const gpufl_report_range_t *s, char *buf, size_t size) {
+static void rows_note(const gpufl__report_range_t *s, char *buf, size_t size) {
     size_t k = 0;
     gpufl__report_cat(buf, size, &k,
                       "One row per profiled scope%s, by start time (%zu of %zu); values over the "
@@ -468,7 +470,7 @@ static void rows_note(const gpufl_report_range_t *s, char *buf, size_t size) {
                           "writes of what L2 then held dirty.");
 }
 
-static void paths_note(const gpufl_report_range_t *s, char *buf, size_t size) {
+static void paths_note(const gpufl__report_range_t *s, char *buf, size_t size) {
     snprintf(buf, size,
              "One row per scope path, by GPU time (%zu of %zu): its ranges of every group, "
              "weighted by GPU time, less the settling ones of a group that has settled ones "
@@ -484,9 +486,9 @@ static void paths_note(const gpufl_report_range_t *s, char *buf, size_t size) {
 /* Text                                                                     */
 /* ---------------------------------------------------------------------- */
 
-static void text_table(FILE *out, const gpufl_report_range_t *s, const range_table_t *t,
+static void text_table(FILE *out, const gpufl__report_range_t *s, const range_table_t *t,
                        size_t n_rows) {
-    gpufl_report_cells_t *cells = calloc(n_rows + 1, sizeof *cells);
+    gpufl__report_cells_t *cells = calloc(n_rows + 1, sizeof *cells);
     if (!cells) return;
     for (size_t c = 0; c < t->ncol; c++) snprintf(cells[0][c], CELL, "%s", t->heads[c]);
     for (size_t i = 0; i < n_rows; i++) t->cells(s, i, cells[i + 1]);
@@ -494,8 +496,8 @@ static void text_table(FILE *out, const gpufl_report_range_t *s, const range_tab
     free(cells);
 }
 
-void gpufl__report_text_range(const gpufl_report_t *r, FILE *out) {
-    const gpufl_report_range_t *s = &r->range;
+void gpufl__report_text_range(const gpufl__report_t *r, FILE *out) {
+    const gpufl__report_range_t *s = &r->range;
     if (!s->shown) return;
     fprintf(out, "\nHardware counters per scope\n");
     const char *label[RANGE_FIELDS];
@@ -523,7 +525,7 @@ void gpufl__report_text_range(const gpufl_report_t *r, FILE *out) {
 /* JSON                                                                     */
 /* ---------------------------------------------------------------------- */
 
-static json_t *range_json(const gpufl_model_range_t *g) {
+static json_t *range_json(const gpufl__model_range_t *g) {
     json_t *o = json_object(), *other = json_object();
     if (!o || !other) {
         json_decref(o);
@@ -555,7 +557,7 @@ static json_t *range_json(const gpufl_model_range_t *g) {
 
 static json_t *pct_json(double pct) { return isnan(pct) ? json_null() : json_real(pct); }
 
-static json_t *path_json(const gpufl_report_range_t *s, const gpufl_report_range_path_t *p) {
+static json_t *path_json(const gpufl__report_range_t *s, const gpufl__report_range_path_t *p) {
     json_t *o = json_object();
     if (!o) return NULL;
     json_object_set_new(o, "scope_path", json_string(p->path));
@@ -572,15 +574,15 @@ static json_t *path_json(const gpufl_report_range_t *s, const gpufl_report_range
 }
 
 /* The groups as the log has them; without them, metrics as the one group. */
-static json_t *groups_json(const gpufl_report_range_t *s) {
+static json_t *groups_json(const gpufl__report_range_t *s) {
     if (s->groups) return json_deep_copy(s->groups);
     json_t *a = json_array();
     if (a && s->metrics) json_array_append_new(a, json_deep_copy(s->metrics));
     return a;
 }
 
-json_t *gpufl__report_json_range(const gpufl_report_t *r) {
-    const gpufl_report_range_t *s = &r->range;
+json_t *gpufl__report_json_range(const gpufl__report_t *r) {
+    const gpufl__report_range_t *s = &r->range;
     json_t *o = json_object();
     if (!o) return NULL;
     json_object_set_new(o, "contexts", json_integer((json_int_t)s->contexts));
@@ -611,7 +613,7 @@ json_t *gpufl__report_json_range(const gpufl_report_t *r) {
 /* Markdown and HTML                                                        */
 /* ---------------------------------------------------------------------- */
 
-static void doc_table(const gpufl_report_emitter_t *e, const gpufl_report_range_t *s,
+static void doc_table(const gpufl__report_emitter_t *e, const gpufl__report_range_t *s,
                       const range_table_t *t, size_t n_rows) {
     e->table_begin(e->out, t->ncol, t->heads, t->aligns);
     for (size_t i = 0; i < n_rows; i++) {
@@ -624,8 +626,8 @@ static void doc_table(const gpufl_report_emitter_t *e, const gpufl_report_range_
     e->table_end(e->out);
 }
 
-void gpufl__report_doc_range(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
-    const gpufl_report_range_t *s = &r->range;
+void gpufl__report_doc_range(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
+    const gpufl__report_range_t *s = &r->range;
     if (!s->shown) return;
     FILE *o = e->out;
     e->heading(o, 2, "Hardware counters per scope");

@@ -33,14 +33,14 @@
 #define SM_ACTIVE_HIGH   25.0
 
 /* Why a capabilities feature ("cupti_trace", "nvml") was off, or NULL. */
-static const char *feature_off_why(const gpufl_model_t *m, const char *feature) {
+static const char *feature_off_why(const gpufl__model_t *m, const char *feature) {
     json_t *f = json_object_get(json_object_get(m->capabilities, "features"), feature);
     if (!json_is_false(json_object_get(f, "on"))) return NULL;
     return gpufl__model_json_str(f, "why");
 }
 
-static size_t gpu_slot(const gpufl_model_t *m, int64_t device) {
-    const gpufl_model_gpu_t *g = gpufl__model_gpu_find(m, device);
+static size_t gpu_slot(const gpufl__model_t *m, int64_t device) {
+    const gpufl__model_gpu_t *g = gpufl__model_gpu_find(m, device);
     return g ? (size_t)(g - m->gpus) : SIZE_MAX;
 }
 
@@ -53,10 +53,10 @@ typedef struct gap {
 } gap_t;
 
 /* The innermost scope open at ts (on any thread), or NULL. */
-static const gpufl_model_scope_t *scope_at(const gpufl_model_t *m, int64_t ts) {
-    const gpufl_model_scope_t *best = NULL;
+static const gpufl__model_scope_t *scope_at(const gpufl__model_t *m, int64_t ts) {
+    const gpufl__model_scope_t *best = NULL;
     for (size_t i = 0; i < m->n_scopes; i++) {
-        const gpufl_model_scope_t *s = &m->scopes[i];
+        const gpufl__model_scope_t *s = &m->scopes[i];
         if (s->begin_ns > ts || (!s->open && s->end_ns < ts)) continue;
         if (!best || s->depth > best->depth ||
             (s->depth == best->depth && s->begin_ns > best->begin_ns))
@@ -81,8 +81,8 @@ static void keep_gap(gap_t *top, size_t *n, gap_t g) {
     top[i] = g;
 }
 
-static int add_idle(const gpufl_model_t *m, gpufl_insights_t *out, int64_t device,
-                    const gpufl_spans_t *sp, double busy_ns) {
+static int add_idle(const gpufl__model_t *m, gpufl__insights_t *out, int64_t device,
+                    const gpufl__spans_t *sp, double busy_ns) {
     static const char *const gap_start[IDLE_GAPS_LISTED] = {"gap1_start_ns", "gap2_start_ns",
                                                             "gap3_start_ns"};
     static const char *const gap_len[IDLE_GAPS_LISTED] = {"gap1_ns", "gap2_ns", "gap3_ns"};
@@ -97,7 +97,7 @@ static int add_idle(const gpufl_model_t *m, gpufl_insights_t *out, int64_t devic
     char list[1024] = "", d1[32], d2[32], d3[32];
     size_t len = 0;
     for (size_t i = 0; i < n_top && len < sizeof list; i++) {
-        const gpufl_model_scope_t *s = scope_at(m, top[i].start_ns + top[i].len_ns / 2);
+        const gpufl__model_scope_t *s = scope_at(m, top[i].start_ns + top[i].len_ns / 2);
         int w = snprintf(list + len, sizeof list - len, "%s%s at %s%s%s%s", i ? "; " : "",
                          gpufl__insight_duration((double)top[i].len_ns, d1, sizeof d1),
                          gpufl__insight_duration((double)top[i].start_ns, d2, sizeof d2),
@@ -105,7 +105,7 @@ static int add_idle(const gpufl_model_t *m, gpufl_insights_t *out, int64_t devic
         if (w > 0) len += (size_t)w;
     }
     gpufl_severity_t sev = share >= IDLE_SHARE_HIGH ? GPUFL_SEVERITY_HIGH : GPUFL_SEVERITY_MEDIUM;
-    gpufl_insight_t *in = gpufl__insight_add(out, "gpu_idle", "UTILIZATION", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "gpu_idle", "UTILIZATION", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = idle_ns;
     if (gpufl__insight_text(&in->title, "Device %lld idle %.1f%% of the time it had work (%s)",
@@ -138,7 +138,7 @@ static int add_idle(const gpufl_model_t *m, gpufl_insights_t *out, int64_t devic
     return 0;
 }
 
-static int rule_idle(const gpufl_model_t *m, gpufl_insights_t *out) {
+static int rule_idle(const gpufl__model_t *m, gpufl__insights_t *out) {
     if (m->n_kernels == 0 && m->n_launches) /* kernels ran, but the log has no GPU time of them */
         return gpufl__insight_skip(out, "gpu_idle",
                                    "needs kernel GPU times: this engine records kernel launches, "
@@ -150,7 +150,7 @@ static int rule_idle(const gpufl_model_t *m, gpufl_insights_t *out) {
                                    "run%s%s%s",
                                    why ? " (" : "", why ? why : "", why ? ")" : "");
     }
-    gpufl_spans_t *sp = calloc(m->n_gpus ? m->n_gpus : 1, sizeof *sp);
+    gpufl__spans_t *sp = calloc(m->n_gpus ? m->n_gpus : 1, sizeof *sp);
     if (!sp) return GPUFL_ENOMEM;
     int rc = 0;
     for (size_t i = 0; i < m->n_kernels && !rc; i++) {
@@ -183,7 +183,7 @@ static int rule_idle(const gpufl_model_t *m, gpufl_insights_t *out) {
 /* ---------------------------------------------------------------------- */
 
 /* The throttle_reasons bits the legend gives one of the names. */
-static uint64_t legend_mask(const gpufl_model_t *m, const char *const *names, size_t n) {
+static uint64_t legend_mask(const gpufl__model_t *m, const char *const *names, size_t n) {
     uint64_t mask = 0;
     for (int b = 0; b < GPUFL_MODEL_THROTTLE_BITS; b++)
         for (size_t i = 0; i < n && m->throttle_names[b]; i++)
@@ -209,7 +209,7 @@ typedef struct throttle_masks {
 } throttle_masks_t;
 
 static void throttle_count(throttle_acc_t *a, const throttle_masks_t *k,
-                           const gpufl_model_gpu_sample_t *s) {
+                           const gpufl__model_gpu_sample_t *s) {
     uint64_t bits = (uint64_t)s->throttle_reasons;
     a->busy++;
     a->thermal += (bits & k->thermal) != 0;
@@ -248,7 +248,7 @@ static void clock_note(char *buf, size_t size, double in_mhz, double free_mhz) {
                  in_mhz, free_mhz);
 }
 
-static int add_thermal(gpufl_insights_t *out, int64_t device, const throttle_acc_t *a) {
+static int add_thermal(gpufl__insights_t *out, int64_t device, const throttle_acc_t *a) {
     char clocks[200], temp[64] = "";
     double share = (double)a->thermal / (double)a->busy;
     double hw = (double)a->thermal_hw / (double)a->busy;
@@ -257,7 +257,7 @@ static int add_thermal(gpufl_insights_t *out, int64_t device, const throttle_acc
     clock_note(clocks, sizeof clocks, in_mhz, free_mhz);
     if (a->max_temp_c >= 0)
         snprintf(temp, sizeof temp, " The GPU reached %d C.", (int)a->max_temp_c);
-    gpufl_insight_t *in =
+    gpufl__insight_t *in =
         gpufl__insight_add(out, "throttling", "THERMAL",
                            hw >= THROTTLE_SHARE ? GPUFL_SEVERITY_HIGH : GPUFL_SEVERITY_MEDIUM);
     if (!in) return GPUFL_ENOMEM;
@@ -292,7 +292,7 @@ static int add_thermal(gpufl_insights_t *out, int64_t device, const throttle_acc
     return 0;
 }
 
-static int add_power(gpufl_insights_t *out, int64_t device, const throttle_acc_t *a) {
+static int add_power(gpufl__insights_t *out, int64_t device, const throttle_acc_t *a) {
     char clocks[200], draw[96] = "";
     double share = (double)a->power / (double)a->busy;
     double brake = (double)a->power_brake / (double)a->busy;
@@ -305,7 +305,7 @@ static int add_power(gpufl_insights_t *out, int64_t device, const throttle_acc_t
     gpufl_severity_t sev = brake >= THROTTLE_SHARE       ? GPUFL_SEVERITY_HIGH
                            : share >= POWER_SHARE_MEDIUM ? GPUFL_SEVERITY_MEDIUM
                                                          : GPUFL_SEVERITY_LOW;
-    gpufl_insight_t *in = gpufl__insight_add(out, "throttling", "POWER", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "throttling", "POWER", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = share;
     if (gpufl__insight_text(&in->title,
@@ -340,13 +340,13 @@ static int add_power(gpufl_insights_t *out, int64_t device, const throttle_acc_t
     return 0;
 }
 
-static int skip_no_samples(const gpufl_model_t *m, gpufl_insights_t *out, const char *rule) {
+static int skip_no_samples(const gpufl__model_t *m, gpufl__insights_t *out, const char *rule) {
     const char *why = feature_off_why(m, "nvml");
     return gpufl__insight_skip(out, rule, "no gpu_sample rows: NVML sampling did not run%s%s%s",
                                why ? " (" : "", why ? why : "", why ? ")" : "");
 }
 
-static int rule_throttling(const gpufl_model_t *m, gpufl_insights_t *out) {
+static int rule_throttling(const gpufl__model_t *m, gpufl__insights_t *out) {
     static const char *const thermal[] = {"sw_thermal_slowdown", "hw_thermal_slowdown",
                                           "hw_slowdown"};
     static const char *const power[] = {"sw_power_cap", "hw_power_brake_slowdown"};
@@ -369,7 +369,7 @@ static int rule_throttling(const gpufl_model_t *m, gpufl_insights_t *out) {
     size_t known = 0;
     for (size_t s = 0; s < m->n_gpus; s++) acc[s].max_temp_c = -1;
     for (size_t i = 0; i < m->n_gpu_samples; i++) {
-        const gpufl_model_gpu_sample_t *s = &m->gpu_samples[i];
+        const gpufl__model_gpu_sample_t *s = &m->gpu_samples[i];
         if (s->throttle_reasons < 0) continue;
         known++;
         size_t slot = gpu_slot(m, s->device);
@@ -407,11 +407,11 @@ typedef struct gpm_acc {
 
 /* Share of a device's kernel time spent in kernels that launch fewer blocks
  * than it has SMs; < 0 when unknown. */
-static double small_grid_share(const gpufl_model_t *m, const gpufl_model_gpu_t *g) {
+static double small_grid_share(const gpufl__model_t *m, const gpufl__model_gpu_t *g) {
     if (g->sm_count <= 0) return -1;
     double all = 0, small = 0;
     for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_t *k = &m->kernels[i];
         if (k->device != g->device) continue;
         double ns = (double)(k->end_ns - k->start_ns);
         all += ns;
@@ -420,7 +420,7 @@ static double small_grid_share(const gpufl_model_t *m, const gpufl_model_gpu_t *
     return all > 0 ? small / all : -1;
 }
 
-static int add_low_sm(const gpufl_model_t *m, gpufl_insights_t *out, const gpufl_model_gpu_t *g,
+static int add_low_sm(const gpufl__model_t *m, gpufl__insights_t *out, const gpufl__model_gpu_t *g,
                       const gpm_acc_t *a) {
     double util = a->util / (double)a->n, active = a->active / (double)a->n;
     double occ = a->n_occupancy ? a->occupancy / (double)a->n_occupancy : -1;
@@ -434,7 +434,7 @@ static int add_low_sm(const gpufl_model_t *m, gpufl_insights_t *out, const gpufl
                  "%lld SMs.",
                  100 * small, (long long)g->sm_count);
     gpufl_severity_t sev = active < SM_ACTIVE_HIGH ? GPUFL_SEVERITY_HIGH : GPUFL_SEVERITY_MEDIUM;
-    gpufl_insight_t *in = gpufl__insight_add(out, "low_sm_activity", "UTILIZATION", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "low_sm_activity", "UTILIZATION", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = (100 - active) * (double)a->n;
     if (gpufl__insight_text(&in->title,
@@ -463,7 +463,7 @@ static int add_low_sm(const gpufl_model_t *m, gpufl_insights_t *out, const gpufl
     return 0;
 }
 
-static int rule_low_sm(const gpufl_model_t *m, gpufl_insights_t *out) {
+static int rule_low_sm(const gpufl__model_t *m, gpufl__insights_t *out) {
     if (m->n_gpu_samples == 0) return skip_no_samples(m, out, "low_sm_activity");
     size_t with_gpm = 0;
     for (size_t i = 0; i < m->n_gpu_samples; i++)
@@ -479,7 +479,7 @@ static int rule_low_sm(const gpufl_model_t *m, gpufl_insights_t *out) {
     gpm_acc_t *acc = calloc(m->n_gpus ? m->n_gpus : 1, sizeof *acc);
     if (!acc) return GPUFL_ENOMEM;
     for (size_t i = 0; i < m->n_gpu_samples; i++) {
-        const gpufl_model_gpu_sample_t *s = &m->gpu_samples[i];
+        const gpufl__model_gpu_sample_t *s = &m->gpu_samples[i];
         if (s->sm_active_pct < 0 || s->gpu_util_pct < GPM_UTIL_HIGH) continue;
         size_t slot = gpu_slot(m, s->device);
         if (slot == SIZE_MAX) continue;
@@ -504,7 +504,7 @@ static int rule_low_sm(const gpufl_model_t *m, gpufl_insights_t *out) {
                                GPM_MIN_SAMPLES, GPM_UTIL_HIGH);
 }
 
-int gpufl__rules_device(const gpufl_model_t *m, gpufl_insights_t *out) {
+int gpufl__rules_device(const gpufl__model_t *m, gpufl__insights_t *out) {
     int rc = rule_idle(m, out);
     if (!rc) rc = rule_throttling(m, out);
     if (!rc) rc = rule_low_sm(m, out);

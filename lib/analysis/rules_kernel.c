@@ -79,7 +79,7 @@ static const char *fmt_bytes(double b, char *buf, size_t size) {
 }
 
 /* Why a capabilities feature ("cupti_trace") was off, or NULL. */
-static const char *feature_off_why(const gpufl_model_t *m, const char *feature) {
+static const char *feature_off_why(const gpufl__model_t *m, const char *feature) {
     json_t *f = json_object_get(json_object_get(m->capabilities, "features"), feature);
     if (!json_is_false(json_object_get(f, "on"))) return NULL;
     return gpufl__model_json_str(f, "why");
@@ -87,14 +87,14 @@ static const char *feature_off_why(const gpufl_model_t *m, const char *feature) 
 
 /* Skips `rule` because the session has launch rows but no kernel rows:
  * the rule needs the kernels' GPU times. */
-static int skip_untimed(gpufl_insights_t *out, const char *rule) {
+static int skip_untimed(gpufl__insights_t *out, const char *rule) {
     return gpufl__insight_skip(out, rule,
                                "needs kernel GPU times: this engine records kernel launches, not "
                                "timed kernels (docs/log-format.md, `launch`)");
 }
 
 /* Skips `rule` because the session has no kernel rows. */
-static int skip_no_kernels(const gpufl_model_t *m, gpufl_insights_t *out, const char *rule) {
+static int skip_no_kernels(const gpufl__model_t *m, gpufl__insights_t *out, const char *rule) {
     if (m->n_launches) return skip_untimed(out, rule);
     if (m->n_copies || m->n_memsets)
         return gpufl__insight_skip(out, rule,
@@ -105,15 +105,17 @@ static int skip_no_kernels(const gpufl_model_t *m, gpufl_insights_t *out, const 
 }
 
 /* The slot of a device in m->gpus, or SIZE_MAX. */
-static size_t gpu_slot(const gpufl_model_t *m, int64_t device) {
-    const gpufl_model_gpu_t *g = gpufl__model_gpu_find(m, device);
+static size_t gpu_slot(const gpufl__model_t *m, int64_t device) {
+    const gpufl__model_gpu_t *g = gpufl__model_gpu_find(m, device);
     return g ? (size_t)(g - m->gpus) : SIZE_MAX;
 }
 
-static double kernel_ns(const gpufl_model_kernel_t *k) { return (double)(k->end_ns - k->start_ns); }
+static double kernel_ns(const gpufl__model_kernel_t *k) {
+    return (double)(k->end_ns - k->start_ns);
+}
 
 /* Summed kernel time per device slot (calloc'd; NULL when out of memory). */
-static double *device_kernel_ns(const gpufl_model_t *m) {
+static double *device_kernel_ns(const gpufl__model_t *m) {
     double *ns = calloc(m->n_gpus ? m->n_gpus : 1, sizeof *ns);
     if (!ns) return NULL;
     for (size_t i = 0; i < m->n_kernels; i++) {
@@ -161,7 +163,7 @@ static const char *use_sentence(char *buf, size_t size, const cfg_use_t *u, doub
 
 /* The evidence of a configuration's weight: its GPU time and share, or its
  * share of the launches. */
-static void use_evidence(gpufl_insight_t *in, const cfg_use_t *u, double share) {
+static void use_evidence(gpufl__insight_t *in, const cfg_use_t *u, double share) {
     if (u->by_launch) {
         gpufl__insight_evidence(in, "launch_share_pct", 100 * share, "%");
         return;
@@ -186,12 +188,12 @@ static int64_t min_known(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 
-static int64_t smem_per_block(const gpufl_model_kernel_config_t *c) {
+static int64_t smem_per_block(const gpufl__model_kernel_config_t *c) {
     int64_t s = c->static_smem_bytes > 0 ? c->static_smem_bytes : 0;
     return s + (c->dynamic_smem_bytes > 0 ? c->dynamic_smem_bytes : 0);
 }
 
-static int occupancy_advice(gpufl_insight_t *in, const gpufl_model_kernel_config_t *c,
+static int occupancy_advice(gpufl__insight_t *in, const gpufl__model_kernel_config_t *c,
                             int64_t warps) {
     char b[32];
     const char *lim = c->limiter;
@@ -241,14 +243,14 @@ static int occupancy_advice(gpufl_insight_t *in, const gpufl_model_kernel_config
                      "per block with the SM's limits (Nsight Compute's occupancy section).");
 }
 
-static int add_low_occupancy(gpufl_insights_t *out, const gpufl_model_kernel_config_t *c,
+static int add_low_occupancy(gpufl__insights_t *out, const gpufl__model_kernel_config_t *c,
                              const cfg_use_t *u, double share) {
     char b[32], use[256];
     int64_t warps = (c->block_threads + WARP_SIZE - 1) / WARP_SIZE;
     gpufl_severity_t sev = c->occupancy <= OCC_VERY_LOW && share >= SHARE_MAJOR
                                ? GPUFL_SEVERITY_MEDIUM
                                : GPUFL_SEVERITY_LOW;
-    gpufl_insight_t *in = gpufl__insight_add(out, "low_occupancy", "OCCUPANCY", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "low_occupancy", "OCCUPANCY", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = u->by_launch ? (double)u->calls : u->ns;
     const char *lim = *c->limiter ? c->limiter : "an unknown resource";
@@ -283,7 +285,7 @@ static int add_low_occupancy(gpufl_insights_t *out, const gpufl_model_kernel_con
 
 /* register_limited for one configuration; nothing when cutting registers
  * would not raise occupancy or the limits do not follow the 7.0+ rules. */
-static int judge_registers(gpufl_insights_t *out, const gpufl_model_kernel_config_t *c,
+static int judge_registers(gpufl__insights_t *out, const gpufl__model_kernel_config_t *c,
                            const cfg_use_t *u, double share) {
     if (strcmp(c->limiter, "registers") != 0 || c->occupancy >= OCC_TARGET) return 0;
     if (c->registers <= 0 || c->block_threads <= 0 || c->max_warps <= 0 || c->limit_registers < 0 ||
@@ -304,7 +306,7 @@ static int judge_registers(gpufl_insights_t *out, const gpufl_model_kernel_confi
     char use[256];
     gpufl_severity_t sev =
         cut <= REG_CUT_EASY && share >= SHARE_MAJOR ? GPUFL_SEVERITY_MEDIUM : GPUFL_SEVERITY_LOW;
-    gpufl_insight_t *in = gpufl__insight_add(out, "register_limited", "OCCUPANCY", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "register_limited", "OCCUPANCY", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = u->by_launch ? (double)u->calls : u->ns;
     if (gpufl__insight_text(&in->kernel, "%s", u->kernel) ||
@@ -348,9 +350,9 @@ static int judge_registers(gpufl_insights_t *out, const gpufl_model_kernel_confi
 /* From launch rows (no kernel rows): launches per configuration, and the
  * device's launches in dev (per device slot; configs without a device
  * count under slot 0 when there is a single device). */
-static void use_of_launches(const gpufl_model_t *m, cfg_use_t *use, double *dev) {
+static void use_of_launches(const gpufl__model_t *m, cfg_use_t *use, double *dev) {
     for (size_t i = 0; i < m->n_launches; i++) {
-        const gpufl_model_kernel_config_t *c = gpufl__model_launch_config(m, &m->launches[i]);
+        const gpufl__model_kernel_config_t *c = gpufl__model_launch_config(m, &m->launches[i]);
         if (!c) continue;
         cfg_use_t *u = &use[c - m->configs];
         if (!u->calls) {
@@ -366,7 +368,7 @@ static void use_of_launches(const gpufl_model_t *m, cfg_use_t *use, double *dev)
     }
 }
 
-static int rules_occupancy(const gpufl_model_t *m, gpufl_insights_t *out, const double *dev_ns) {
+static int rules_occupancy(const gpufl__model_t *m, gpufl__insights_t *out, const double *dev_ns) {
     int rc;
     if (m->n_kernels == 0 && (m->n_launches == 0 || m->n_configs == 0)) {
         if ((rc = skip_no_kernels(m, out, "low_occupancy"))) return rc;
@@ -389,8 +391,8 @@ static int rules_occupancy(const gpufl_model_t *m, gpufl_insights_t *out, const 
         dev_ns = dev_launches;
     }
     for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
-        const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, k->config);
+        const gpufl__model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_config_t *c = gpufl__model_config_find(m, k->config);
         if (!c) continue;
         cfg_use_t *u = &use[c - m->configs];
         if (!u->calls) {
@@ -404,7 +406,7 @@ static int rules_occupancy(const gpufl_model_t *m, gpufl_insights_t *out, const 
     const char *why = NULL;
     rc = 0;
     for (size_t i = 0; i < m->n_configs && !rc; i++) {
-        const gpufl_model_kernel_config_t *c = &m->configs[i];
+        const gpufl__model_kernel_config_t *c = &m->configs[i];
         const cfg_use_t *u = &use[i];
         if (!u->calls) continue;
         joined++;
@@ -452,11 +454,11 @@ static int cmp_kref(const void *a, const void *b) {
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static int add_spill(gpufl_insights_t *out, const gpufl_model_kernel_t *k, int64_t local,
+static int add_spill(gpufl__insights_t *out, const gpufl__model_kernel_t *k, int64_t local,
                      int32_t regs, uint64_t calls, double ns, double share) {
     char d[32], b[32];
     gpufl_severity_t sev = share >= SHARE_MAJOR ? GPUFL_SEVERITY_MEDIUM : GPUFL_SEVERITY_LOW;
-    gpufl_insight_t *in = gpufl__insight_add(out, "register_spill", "MEMORY", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "register_spill", "MEMORY", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = ns;
     fmt_bytes((double)local, b, sizeof b);
@@ -491,7 +493,7 @@ static int add_spill(gpufl_insights_t *out, const gpufl_model_kernel_t *k, int64
     return 0;
 }
 
-static int rule_spill(const gpufl_model_t *m, gpufl_insights_t *out, const double *dev_ns) {
+static int rule_spill(const gpufl__model_t *m, gpufl__insights_t *out, const double *dev_ns) {
     if (m->n_kernels == 0) return skip_no_kernels(m, out, "register_spill");
     size_t n = 0, known = 0;
     for (size_t i = 0; i < m->n_kernels; i++) {
@@ -512,12 +514,12 @@ static int rule_spill(const gpufl_model_t *m, gpufl_insights_t *out, const doubl
     gpufl__insight_sort(idx, n, sizeof *idx, cmp_kref);
     int rc = 0;
     for (size_t a = 0, b; a < n && !rc; a = b) {
-        const gpufl_model_kernel_t *k = &m->kernels[idx[a].index];
+        const gpufl__model_kernel_t *k = &m->kernels[idx[a].index];
         double ns = 0;
         int64_t local = 0;
         int32_t regs = 0;
         for (b = a; b < n; b++) {
-            const gpufl_model_kernel_t *x = &m->kernels[idx[b].index];
+            const gpufl__model_kernel_t *x = &m->kernels[idx[b].index];
             if (x->device != k->device || x->name_id != k->name_id) break;
             ns += kernel_ns(x);
             if (x->local_bytes_per_thread > local) local = x->local_bytes_per_thread;
@@ -543,7 +545,7 @@ typedef struct launch_view {
     double to_start_ns; /* median time from the launch call to the kernel's start */
 } launch_view_t;
 
-static void launch_figures(const gpufl_model_t *m, const kref_t *idx, size_t n, int64_t *scratch,
+static void launch_figures(const gpufl__model_t *m, const kref_t *idx, size_t n, int64_t *scratch,
                            launch_view_t *lv) {
     memset(lv, 0, sizeof *lv);
     size_t k = 0;
@@ -559,16 +561,16 @@ static void launch_figures(const gpufl_model_t *m, const kref_t *idx, size_t n, 
     lv->interval_ns = median_i64(scratch, k - 1);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
-        const gpufl_model_kernel_t *x = &m->kernels[idx[i].index];
+        const gpufl__model_kernel_t *x = &m->kernels[idx[i].index];
         if (x->launch_ns >= 0 && x->start_ns >= x->launch_ns)
             scratch[j++] = x->start_ns - x->launch_ns;
     }
     lv->to_start_ns = median_i64(scratch, j);
 }
 
-static int add_launch_bound(const gpufl_model_t *m, gpufl_insights_t *out, int32_t device, size_t n,
-                            size_t n_short, double median_ns, double span_ns, double busy_ns,
-                            double gap_ns, const launch_view_t *lv) {
+static int add_launch_bound(const gpufl__model_t *m, gpufl__insights_t *out, int32_t device,
+                            size_t n, size_t n_short, double median_ns, double span_ns,
+                            double busy_ns, double gap_ns, const launch_view_t *lv) {
     char d1[32], d2[32], d3[32], d4[32], d5[32];
     double busy = busy_ns / span_ns, idle_ns = span_ns - busy_ns;
     double session_ns = gpufl__insight_session_ns(m);
@@ -576,7 +578,7 @@ static int add_launch_bound(const gpufl_model_t *m, gpufl_insights_t *out, int32
         busy < LAUNCH_BUSY_HIGH && session_ns > 0 && idle_ns >= LAUNCH_IDLE_HIGH * session_ns
             ? GPUFL_SEVERITY_HIGH
             : GPUFL_SEVERITY_MEDIUM;
-    gpufl_insight_t *in = gpufl__insight_add(out, "launch_bound", "LAUNCH", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "launch_bound", "LAUNCH", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = idle_ns;
     char host[400] = "";
@@ -624,13 +626,13 @@ static int add_launch_bound(const gpufl_model_t *m, gpufl_insights_t *out, int32
 }
 
 /* Judges the kernels of one device, idx[0..n) sorted by start. */
-static int judge_launches(const gpufl_model_t *m, gpufl_insights_t *out, const kref_t *idx,
-                          size_t n, int64_t *scratch, gpufl_spans_t *sp) {
+static int judge_launches(const gpufl__model_t *m, gpufl__insights_t *out, const kref_t *idx,
+                          size_t n, int64_t *scratch, gpufl__spans_t *sp) {
     if (n < LAUNCH_MIN_KERNELS) return 0;
     size_t n_short = 0;
     sp->n = 0;
     for (size_t i = 0; i < n; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[idx[i].index];
+        const gpufl__model_kernel_t *k = &m->kernels[idx[i].index];
         scratch[i] = k->end_ns - k->start_ns;
         if (scratch[i] < LAUNCH_SHORT_NS) n_short++;
         if (gpufl__spans_add(sp, k->start_ns, k->end_ns)) return GPUFL_ENOMEM;
@@ -649,12 +651,12 @@ static int judge_launches(const gpufl_model_t *m, gpufl_insights_t *out, const k
                             busy_ns, gap_ns, &lv);
 }
 
-static int rule_launch(const gpufl_model_t *m, gpufl_insights_t *out) {
+static int rule_launch(const gpufl__model_t *m, gpufl__insights_t *out) {
     if (m->n_kernels == 0) return skip_no_kernels(m, out, "launch_bound");
     size_t n = m->n_kernels;
     kref_t *idx = malloc(n * sizeof *idx);
     int64_t *scratch = malloc(n * sizeof *scratch);
-    gpufl_spans_t sp = {0};
+    gpufl__spans_t sp = {0};
     int rc = 0;
     if (!idx || !scratch) {
         rc = GPUFL_ENOMEM;
@@ -681,7 +683,7 @@ free_arrays:
 
 /* GPU work of one device as span lists, and its copies by direction. */
 typedef struct dev_work {
-    gpufl_spans_t kernels, copies, all;
+    gpufl__spans_t kernels, copies, all;
     double bytes[3], ns[3]; /* by direction: 0 HtoD, 1 DtoH, 2 other */
     uint64_t n_copies;
     uint64_t pageable_n;
@@ -694,19 +696,19 @@ static int copy_dir(int32_t kind) {
 
 /* Is copy c between pageable host memory and the device? pinned: the
  * same with pinned host memory. */
-static int is_pageable(const gpufl_model_copy_t *c) {
+static int is_pageable(const gpufl__model_copy_t *c) {
     return (c->copy_kind == GPUFL_MODEL_COPY_HTOD && c->src_kind == GPUFL_MODEL_MEM_PAGEABLE) ||
            (c->copy_kind == GPUFL_MODEL_COPY_DTOH && c->dst_kind == GPUFL_MODEL_MEM_PAGEABLE);
 }
 
-static int is_pinned(const gpufl_model_copy_t *c) {
+static int is_pinned(const gpufl__model_copy_t *c) {
     return (c->copy_kind == GPUFL_MODEL_COPY_HTOD && c->src_kind == GPUFL_MODEL_MEM_PINNED) ||
            (c->copy_kind == GPUFL_MODEL_COPY_DTOH && c->dst_kind == GPUFL_MODEL_MEM_PINNED);
 }
 
-static int collect_work(const gpufl_model_t *m, dev_work_t *w) {
+static int collect_work(const gpufl__model_t *m, dev_work_t *w) {
     for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_t *k = &m->kernels[i];
         size_t s = gpu_slot(m, k->device);
         if (s == SIZE_MAX) continue;
         if (gpufl__spans_add(&w[s].kernels, k->start_ns, k->end_ns) ||
@@ -714,7 +716,7 @@ static int collect_work(const gpufl_model_t *m, dev_work_t *w) {
             return GPUFL_ENOMEM;
     }
     for (size_t i = 0; i < m->n_copies; i++) {
-        const gpufl_model_copy_t *c = &m->copies[i];
+        const gpufl__model_copy_t *c = &m->copies[i];
         size_t s = gpu_slot(m, c->device);
         if (s == SIZE_MAX) continue;
         dev_work_t *d = &w[s];
@@ -732,7 +734,7 @@ static int collect_work(const gpufl_model_t *m, dev_work_t *w) {
             return GPUFL_ENOMEM;
     }
     for (size_t i = 0; i < m->n_memsets; i++) {
-        const gpufl_model_memset_t *s = &m->memsets[i];
+        const gpufl__model_memset_t *s = &m->memsets[i];
         size_t slot = gpu_slot(m, s->device);
         if (slot != SIZE_MAX && gpufl__spans_add(&w[slot].all, s->start_ns, s->end_ns))
             return GPUFL_ENOMEM;
@@ -740,11 +742,11 @@ static int collect_work(const gpufl_model_t *m, dev_work_t *w) {
     return 0;
 }
 
-static int add_memcpy_bound(gpufl_insights_t *out, int64_t device, const dev_work_t *d,
+static int add_memcpy_bound(gpufl__insights_t *out, int64_t device, const dev_work_t *d,
                             double copy_ns, double kernel_ns_busy, double exposed, double share) {
     char t1[32], t2[32], t3[32], b0[32], b1[32], b2[32];
     gpufl_severity_t sev = share >= COPY_SHARE_HIGH ? GPUFL_SEVERITY_HIGH : GPUFL_SEVERITY_MEDIUM;
-    gpufl_insight_t *in = gpufl__insight_add(out, "memcpy_bound", "MEMORY", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "memcpy_bound", "MEMORY", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = exposed;
     if (gpufl__insight_text(&in->title,
@@ -779,14 +781,14 @@ static int add_memcpy_bound(gpufl_insights_t *out, int64_t device, const dev_wor
     return 0;
 }
 
-static int add_pageable(gpufl_insights_t *out, int64_t device, const dev_work_t *d, double busy,
+static int add_pageable(gpufl__insights_t *out, int64_t device, const dev_work_t *d, double busy,
                         double pinned_bps) {
     char t1[32], b1[32], extra[160] = "";
     double share = busy > 0 ? d->pageable_ns / busy : 0;
     double bps = d->pageable_ns > 0 ? d->pageable_bytes * 1e9 / d->pageable_ns : 0;
     gpufl_severity_t sev =
         share >= PAGEABLE_SHARE_MEDIUM ? GPUFL_SEVERITY_MEDIUM : GPUFL_SEVERITY_LOW;
-    gpufl_insight_t *in = gpufl__insight_add(out, "pageable_memcpy", "MEMORY", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "pageable_memcpy", "MEMORY", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = d->pageable_ns;
     if (pinned_bps > 0)
@@ -823,7 +825,7 @@ static int add_pageable(gpufl_insights_t *out, int64_t device, const dev_work_t 
     return 0;
 }
 
-static int rules_copies(const gpufl_model_t *m, gpufl_insights_t *out) {
+static int rules_copies(const gpufl__model_t *m, gpufl__insights_t *out) {
     int rc;
     if (m->n_kernels == 0 && m->n_launches) { /* copies against kernels the log did not time */
         if ((rc = skip_untimed(out, "memcpy_bound"))) return rc;
@@ -874,7 +876,7 @@ static int rules_copies(const gpufl_model_t *m, gpufl_insights_t *out) {
     return rc;
 }
 
-int gpufl__rules_kernel(const gpufl_model_t *m, gpufl_insights_t *out) {
+int gpufl__rules_kernel(const gpufl__model_t *m, gpufl__insights_t *out) {
     double *dev_ns = device_kernel_ns(m);
     if (!dev_ns) return GPUFL_ENOMEM;
     int rc = rule_launch(m, out);

@@ -39,9 +39,9 @@ static const char *const coalescing_advice =
     "the index arithmetic of the line named.";
 
 /* " The <what> is at file:line (...)" or an instruction offset, into buf. */
-static void where_text(const gpufl_sass_profile_t *p, size_t fn, gpufl_sass_rank_t by,
-                       const gpufl_sass_line_t *line, char *buf, size_t size) {
-    const gpufl_sass_function_t *f = &p->functions[fn];
+static void where_text(const gpufl__sass_profile_t *p, size_t fn, gpufl__sass_rank_t by,
+                       const gpufl__sass_line_t *line, char *buf, size_t size) {
+    const gpufl__sass_function_t *f = &p->functions[fn];
     buf[0] = '\0';
     if (line && by == GPUFL_SASS_BY_IDLE_LANES) {
         snprintf(buf, size,
@@ -63,7 +63,7 @@ static void where_text(const gpufl_sass_profile_t *p, size_t fn, gpufl_sass_rank
                      gpufl__sass_excess_sectors(&f->counts));
         return;
     }
-    const gpufl_sass_insn_t *in = gpufl__sass_worst_insn(p, fn, by);
+    const gpufl__sass_insn_t *in = gpufl__sass_worst_insn(p, fn, by);
     if (in)
         snprintf(buf, size, " The instruction that loses most is at +0x%x%s%s (%s).", in->pc,
                  in->text ? ": " : "", in->text ? in->text : "",
@@ -72,8 +72,8 @@ static void where_text(const gpufl_sass_profile_t *p, size_t fn, gpufl_sass_rank
 }
 
 /* The place and kernel of an insight about function fn. */
-static int put_place(gpufl_insight_t *in, const gpufl_sass_function_t *f,
-                     const gpufl_sass_line_t *line) {
+static int put_place(gpufl__insight_t *in, const gpufl__sass_function_t *f,
+                     const gpufl__sass_line_t *line) {
     if (gpufl__insight_text(&in->kernel, "%s", f->name)) return GPUFL_ENOMEM;
     if (!line) return 0;
     in->line = line->line;
@@ -83,18 +83,18 @@ static int put_place(gpufl_insight_t *in, const gpufl_sass_function_t *f,
                : 0;
 }
 
-static int add_divergence(const gpufl_sass_profile_t *p, size_t fn, gpufl_insights_t *out) {
-    const gpufl_sass_function_t *f = &p->functions[fn];
-    const gpufl_sass_counts_t *c = &f->counts;
+static int add_divergence(const gpufl__sass_profile_t *p, size_t fn, gpufl__insights_t *out) {
+    const gpufl__sass_function_t *f = &p->functions[fn];
+    const gpufl__sass_counts_t *c = &f->counts;
     gpufl_severity_t sev = c->thread_inst * 5 < c->thread_base * DIVERGENCE_HIGH
                                ? GPUFL_SEVERITY_HIGH
                                : GPUFL_SEVERITY_MEDIUM;
-    gpufl_insight_t *in = gpufl__insight_add(out, "warp_divergence", "DIVERGENCE", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "warp_divergence", "DIVERGENCE", sev);
     if (!in) return GPUFL_ENOMEM;
     double eff = gpufl__sass_thread_efficiency(c), idle = gpufl__sass_idle_lanes(c);
     double share = 100 * c->inst / p->total.inst;
     in->weight = idle;
-    const gpufl_sass_line_t *line = gpufl__sass_worst_line(p, fn, GPUFL_SASS_BY_IDLE_LANES);
+    const gpufl__sass_line_t *line = gpufl__sass_worst_line(p, fn, GPUFL_SASS_BY_IDLE_LANES);
     char where[700];
     where_text(p, fn, GPUFL_SASS_BY_IDLE_LANES, line, where, sizeof where);
     if (put_place(in, f, line) ||
@@ -122,18 +122,18 @@ static int add_divergence(const gpufl_sass_profile_t *p, size_t fn, gpufl_insigh
     return 0;
 }
 
-static int add_coalescing(const gpufl_sass_profile_t *p, size_t fn, gpufl_insights_t *out) {
-    const gpufl_sass_function_t *f = &p->functions[fn];
-    const gpufl_sass_counts_t *c = &f->counts;
+static int add_coalescing(const gpufl__sass_profile_t *p, size_t fn, gpufl__insights_t *out) {
+    const gpufl__sass_function_t *f = &p->functions[fn];
+    const gpufl__sass_counts_t *c = &f->counts;
     gpufl_severity_t sev =
         c->ideal * COALESCING_HIGH <= c->ideal_base ? GPUFL_SEVERITY_HIGH : GPUFL_SEVERITY_MEDIUM;
-    gpufl_insight_t *in = gpufl__insight_add(out, "uncoalesced_global", "MEMORY", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "uncoalesced_global", "MEMORY", sev);
     if (!in) return GPUFL_ENOMEM;
     double eff = gpufl__sass_coalescing(c), excess = gpufl__sass_excess_sectors(c);
     double spr = gpufl__sass_sectors_per_request(c), ideal = gpufl__sass_ideal_per_request(c);
     double share = 100 * c->sectors / p->total.sectors;
     in->weight = excess;
-    const gpufl_sass_line_t *line = gpufl__sass_worst_line(p, fn, GPUFL_SASS_BY_EXCESS_SECTORS);
+    const gpufl__sass_line_t *line = gpufl__sass_worst_line(p, fn, GPUFL_SASS_BY_EXCESS_SECTORS);
     char where[700], per_request[160] = "", title[160], times[48] = "";
     where_text(p, fn, GPUFL_SASS_BY_EXCESS_SECTORS, line, where, sizeof where);
     if (spr >= 0) {
@@ -185,11 +185,11 @@ static int large_enough(double n, double total, double min) {
 
 /* Skips both rules when the session has no rows; returns 1 then (or
  * GPUFL_ENOMEM). */
-static int skip_without_rows(const gpufl_model_t *m, gpufl_insights_t *out) {
+static int skip_without_rows(const gpufl__model_t *m, gpufl__insights_t *out) {
     if (m->n_sass_metrics) return 0;
     const char *err = NULL;
-    for (size_t i = 0; i < m->n_sassm_contexts && !err; i++)
-        if (*m->sassm_contexts[i].error) err = m->sassm_contexts[i].error;
+    for (size_t i = 0; i < m->n_sass_metrics_contexts && !err; i++)
+        if (*m->sass_metrics_contexts[i].error) err = m->sass_metrics_contexts[i].error;
     static const char *const rules[] = {"warp_divergence", "uncoalesced_global"};
     for (size_t i = 0; i < 2; i++) {
         int rc =
@@ -203,10 +203,10 @@ static int skip_without_rows(const gpufl_model_t *m, gpufl_insights_t *out) {
     return 1;
 }
 
-int gpufl__rules_sass(const gpufl_model_t *m, gpufl_insights_t *out) {
+int gpufl__rules_sass(const gpufl__model_t *m, gpufl__insights_t *out) {
     int rc = skip_without_rows(m, out);
     if (rc) return rc < 0 ? rc : 0;
-    gpufl_sass_profile_t p;
+    gpufl__sass_profile_t p;
     rc = gpufl__sass_profile_build(m, &p);
     if (!rc && (!p.counted[0] || !p.counted[1]))
         rc = gpufl__insight_skip(
@@ -219,7 +219,7 @@ int gpufl__rules_sass(const gpufl_model_t *m, gpufl_insights_t *out) {
             p.counted[2] ? "sectors_ideal" : "sectors",
             p.counted[2] ? "smsp__sass_sectors_mem_global_ideal" : "smsp__sass_sectors_mem_global");
     for (size_t i = 0; !rc && i < p.n_functions; i++) {
-        const gpufl_sass_counts_t *c = &p.functions[i].counts;
+        const gpufl__sass_counts_t *c = &p.functions[i].counts;
         if (large_enough(c->inst, p.total.inst, MIN_WARP_INST) && c->thread_base > 0 &&
             c->thread_inst * 5 < c->thread_base * DIVERGENCE_MEDIUM)
             rc = add_divergence(&p, i, out);

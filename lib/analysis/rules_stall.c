@@ -97,17 +97,17 @@ static const stall_advice_t *advice_of(const char *reason) {
     return NULL;
 }
 
-static int add_stall(const gpufl_model_t *m, const gpufl_pc_profile_t *p, size_t fn, size_t r,
-                     gpufl_insights_t *out) {
-    const gpufl_pc_function_t *f = &p->functions[fn];
-    const gpufl_model_pc_reason_t *reason = &m->pc_reasons[r];
+static int add_stall(const gpufl__model_t *m, const gpufl__pc_profile_t *p, size_t fn, size_t r,
+                     gpufl__insights_t *out) {
+    const gpufl__pc_function_t *f = &p->functions[fn];
+    const gpufl__model_pc_reason_t *reason = &m->pc_reasons[r];
     double share = f->by_reason[r] / f->samples;
     gpufl_severity_t sev = share >= SHARE_HIGH ? GPUFL_SEVERITY_HIGH : GPUFL_SEVERITY_MEDIUM;
-    gpufl_insight_t *in = gpufl__insight_add(out, "dominant_stall", "STALL", sev);
+    gpufl__insight_t *in = gpufl__insight_add(out, "dominant_stall", "STALL", sev);
     if (!in) return GPUFL_ENOMEM;
     in->weight = f->by_reason[r];
     const stall_advice_t *a = advice_of(reason->short_name);
-    const gpufl_pc_line_t *line = gpufl__pc_hottest_line(p, fn, (uint32_t)r);
+    const gpufl__pc_line_t *line = gpufl__pc_hottest_line(p, fn, (uint32_t)r);
     double issued = 0;
     for (size_t i = 0; i < m->n_pc_reasons; i++)
         if (m->pc_reasons[i].issued) issued += f->by_reason[i];
@@ -153,7 +153,7 @@ static int add_stall(const gpufl_model_t *m, const gpufl_pc_profile_t *p, size_t
     return 0;
 }
 
-int gpufl__rules_stall(const gpufl_model_t *m, gpufl_insights_t *out) {
+int gpufl__rules_stall(const gpufl__model_t *m, gpufl__insights_t *out) {
     if (!m->n_pc_samples) {
         const char *err = NULL;
         for (size_t i = 0; i < m->n_pc_contexts && !err; i++)
@@ -170,10 +170,10 @@ int gpufl__rules_stall(const gpufl_model_t *m, gpufl_insights_t *out) {
                                    "the PC samples are of SASS-instrumented kernels (engine Deep): "
                                    "their stall mix is the instrumentation's, not the program's; "
                                    "take stall reasons from a PcSampling run");
-    gpufl_pc_profile_t p;
+    gpufl__pc_profile_t p;
     int rc = gpufl__pc_profile_build(m, &p);
     for (size_t i = 0; !rc && i < p.n_functions; i++) {
-        const gpufl_pc_function_t *f = &p.functions[i];
+        const gpufl__pc_function_t *f = &p.functions[i];
         if (f->samples < MIN_SAMPLES || f->samples < MIN_SESSION_SHARE * p.samples) continue;
         long r = gpufl__pc_top_reason(m, f->by_reason, 1);
         if (r < 0 || f->by_reason[r] < SHARE_MEDIUM * f->samples) continue;

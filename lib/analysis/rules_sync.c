@@ -28,8 +28,8 @@
 
 /* One sync and the line it came from. */
 typedef struct sync_ref {
-    const gpufl_model_sync_t *sync;
-    const gpufl_model_frame_t *site; /* NULL: driver-internal or no stack */
+    const gpufl__model_sync_t *sync;
+    const gpufl__model_frame_t *site; /* NULL: driver-internal or no stack */
     int no_stack;
 } sync_ref_t;
 
@@ -76,7 +76,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* From kernel rows (Trace), else from launch rows (engines that time no kernels
  * write the launch calls themselves, not CUPTI's kernel records). */
-static int make_launches(const gpufl_model_t *m, launches_t *l) {
+static int make_launches(const gpufl__model_t *m, launches_t *l) {
     memset(l, 0, sizeof *l);
     size_t rows = m->n_kernels ? m->n_kernels : m->n_launches;
     if (rows == 0) return 0;
@@ -112,8 +112,8 @@ static size_t launch_after(const launches_t *l, int64_t c) {
  * the first and before the second (correlation ids order every call of the
  * process), by any thread, as spec 003 counts them: a producer thread that
  * launches while another thread synchronizes is the same pattern. */
-static size_t launches_between(const launches_t *l, const gpufl_model_sync_t *a,
-                               const gpufl_model_sync_t *b) {
+static size_t launches_between(const launches_t *l, const gpufl__model_sync_t *a,
+                               const gpufl__model_sync_t *b) {
     size_t from = launch_after(l, a->correlation), to = launch_after(l, b->correlation - 1);
     return to > from ? to - from : 0;
 }
@@ -145,9 +145,9 @@ static gpufl_severity_t share_severity(double pct) {
 }
 
 /* The place of a group on an insight. */
-static int set_place(gpufl_insight_t *in, const sync_ref_t *r) {
+static int set_place(gpufl__insight_t *in, const sync_ref_t *r) {
     if (!r->site) return 0;
-    const gpufl_model_frame_t *f = r->site;
+    const gpufl__model_frame_t *f = r->site;
     if (*f->file && gpufl__insight_text(&in->file, "%s", f->file)) return GPUFL_ENOMEM;
     in->line = f->line;
     if (*f->function && gpufl__insight_text(&in->function, "%s", f->function)) return GPUFL_ENOMEM;
@@ -187,7 +187,7 @@ static int group_stats(const sync_ref_t *g, size_t n, const launches_t *l, doubl
     if (n < LOOP_MIN_SYNCS || l->n == 0) return 0;
     /* Consecutive in call order: by correlation (start times may tie). */
     int64_t *between = malloc((n - 1) * sizeof *between);
-    const gpufl_model_sync_t **order = malloc(n * sizeof *order);
+    const gpufl__model_sync_t **order = malloc(n * sizeof *order);
     if (between == NULL || order == NULL) {
         free(between);
         free(order);
@@ -215,17 +215,17 @@ static int group_stats(const sync_ref_t *g, size_t n, const launches_t *l, doubl
     return 0;
 }
 
-static int attribution_insight(gpufl_insights_t *out, const sync_ref_t *g, size_t n,
+static int attribution_insight(gpufl__insights_t *out, const sync_ref_t *g, size_t n,
                                const group_stats_t *st) {
     char where[512], dur[32];
     site_label(g, where, sizeof where);
-    gpufl_insight_t *in = gpufl__insight_add(out, "sync_attribution", "SYNCHRONIZATION",
-                                             share_severity(st->share_pct));
+    gpufl__insight_t *in = gpufl__insight_add(out, "sync_attribution", "SYNCHRONIZATION",
+                                              share_severity(st->share_pct));
     if (in == NULL) return GPUFL_ENOMEM;
     const char *api = group_api(g, n);
     gpufl__insight_duration(st->blocked_ns, dur, sizeof dur);
     in->weight = st->blocked_ns;
-    const gpufl_model_frame_t *f = g->site;
+    const gpufl__model_frame_t *f = g->site;
     const char *fn = f && *f->function ? f->function : NULL;
     int rc = gpufl__insight_text(&in->title, "%s \xc3\x97 %zu @ %s \xc2\xb7 %s (%.1f%% of session)",
                                  api, n, where, dur, st->share_pct);
@@ -257,17 +257,17 @@ static int attribution_insight(gpufl_insights_t *out, const sync_ref_t *g, size_
     return rc;
 }
 
-static int loop_insight(gpufl_insights_t *out, const sync_ref_t *g, size_t n,
+static int loop_insight(gpufl__insights_t *out, const sync_ref_t *g, size_t n,
                         const group_stats_t *st) {
     char where[512], dur[32];
     site_label(g, where, sizeof where);
-    gpufl_insight_t *in = gpufl__insight_add(out, "in_loop_sync", "SYNCHRONIZATION",
-                                             st->share_pct > SHARE_HIGH ? GPUFL_SEVERITY_HIGH
-                                                                        : GPUFL_SEVERITY_MEDIUM);
+    gpufl__insight_t *in = gpufl__insight_add(out, "in_loop_sync", "SYNCHRONIZATION",
+                                              st->share_pct > SHARE_HIGH ? GPUFL_SEVERITY_HIGH
+                                                                         : GPUFL_SEVERITY_MEDIUM);
     if (in == NULL) return GPUFL_ENOMEM;
     gpufl__insight_duration(st->blocked_ns, dur, sizeof dur);
     in->weight = st->blocked_ns;
-    const gpufl_model_frame_t *f = g->site;
+    const gpufl__model_frame_t *f = g->site;
     const char *fn = f && *f->function ? f->function : "an unknown function";
     int rc = gpufl__insight_text(
         &in->title, "In-loop sync \xc3\x97 %zu \xe2\x80\x94 likely blocking GPU pipelining", n);
@@ -293,7 +293,7 @@ static int loop_insight(gpufl_insights_t *out, const sync_ref_t *g, size_t n,
     return rc;
 }
 
-int gpufl__rules_sync(const gpufl_model_t *m, gpufl_insights_t *out) {
+int gpufl__rules_sync(const gpufl__model_t *m, gpufl__insights_t *out) {
     if (m->n_syncs == 0) {
         int rc = gpufl__insight_skip(
             out, "sync_attribution",
@@ -320,7 +320,7 @@ int gpufl__rules_sync(const gpufl_model_t *m, gpufl_insights_t *out) {
         return GPUFL_ENOMEM;
     }
     for (size_t i = 0; i < m->n_syncs; i++) {
-        const gpufl_model_sync_t *s = &m->syncs[i];
+        const gpufl__model_sync_t *s = &m->syncs[i];
         int no_stack = s->stack <= 0 || gpufl__model_stack_find(m, s->stack) == NULL;
         refs[i] = (sync_ref_t){s, no_stack ? NULL : gpufl__model_stack_site(m, s->stack), no_stack};
     }

@@ -21,7 +21,7 @@ static int oom(void) {
 /* Counts                                                                   */
 /* ---------------------------------------------------------------------- */
 
-static void counts_add_row(gpufl_sass_counts_t *c, const gpufl_model_sass_metric_t *r) {
+static void counts_add_row(gpufl__sass_counts_t *c, const gpufl__model_sass_metric_t *r) {
     if (r->inst >= 0) {
         c->inst += (double)r->inst;
         if (r->thread_inst >= 0) {
@@ -42,7 +42,7 @@ static void counts_add_row(gpufl_sass_counts_t *c, const gpufl_model_sass_metric
     }
 }
 
-static void counts_add(gpufl_sass_counts_t *c, const gpufl_sass_counts_t *x) {
+static void counts_add(gpufl__sass_counts_t *c, const gpufl__sass_counts_t *x) {
     c->inst += x->inst;
     c->thread_base += x->thread_base;
     c->thread_inst += x->thread_inst;
@@ -53,38 +53,38 @@ static void counts_add(gpufl_sass_counts_t *c, const gpufl_sass_counts_t *x) {
     c->ideal += x->ideal;
 }
 
-double gpufl__sass_thread_efficiency(const gpufl_sass_counts_t *c) {
+double gpufl__sass_thread_efficiency(const gpufl__sass_counts_t *c) {
     return c->thread_base > 0 ? c->thread_inst / (32 * c->thread_base) : -1;
 }
 
-double gpufl__sass_idle_lanes(const gpufl_sass_counts_t *c) {
+double gpufl__sass_idle_lanes(const gpufl__sass_counts_t *c) {
     if (c->thread_base <= 0) return -1;
     double idle = 32 * c->thread_base - c->thread_inst;
     return idle > 0 ? idle : 0;
 }
 
-double gpufl__sass_sectors_per_request(const gpufl_sass_counts_t *c) {
+double gpufl__sass_sectors_per_request(const gpufl__sass_counts_t *c) {
     return c->requests > 0 ? c->request_sectors / c->requests : -1;
 }
 
-double gpufl__sass_coalescing(const gpufl_sass_counts_t *c) {
+double gpufl__sass_coalescing(const gpufl__sass_counts_t *c) {
     return c->ideal_base > 0 ? c->ideal / c->ideal_base : -1;
 }
 
 /* The ideal sectors of the requests: their sectors scaled by the
  * coalescing of the rows that count the ideal (the same rows where every
  * metric was counted). */
-double gpufl__sass_ideal_per_request(const gpufl_sass_counts_t *c) {
+double gpufl__sass_ideal_per_request(const gpufl__sass_counts_t *c) {
     double spr = gpufl__sass_sectors_per_request(c), eff = gpufl__sass_coalescing(c);
     return spr >= 0 && eff >= 0 ? spr * eff : -1;
 }
 
-double gpufl__sass_excess_sectors(const gpufl_sass_counts_t *c) {
+double gpufl__sass_excess_sectors(const gpufl__sass_counts_t *c) {
     if (c->ideal_base <= 0) return c->sectors > 0 ? -1 : 0;
     return c->ideal_base > c->ideal ? c->ideal_base - c->ideal : 0;
 }
 
-double gpufl__sass_rank_value(const gpufl_sass_counts_t *c, gpufl_sass_rank_t by) {
+double gpufl__sass_rank_value(const gpufl__sass_counts_t *c, gpufl__sass_rank_t by) {
     double v =
         by == GPUFL_SASS_BY_IDLE_LANES ? gpufl__sass_idle_lanes(c) : gpufl__sass_excess_sectors(c);
     return v > 0 ? v : 0;
@@ -94,7 +94,7 @@ double gpufl__sass_rank_value(const gpufl_sass_counts_t *c, gpufl_sass_rank_t by
 /* Building                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static int same_function(const gpufl_model_sass_metric_t *x, const gpufl_model_sass_metric_t *y) {
+static int same_function(const gpufl__model_sass_metric_t *x, const gpufl__model_sass_metric_t *y) {
     return x->cubin == y->cubin && x->function == y->function;
 }
 
@@ -102,7 +102,7 @@ static int same_function(const gpufl_model_sass_metric_t *x, const gpufl_model_s
 typedef struct keyed_insn {
     const char *file; /* NULL without line info */
     int32_t line;
-    gpufl_sass_insn_t insn;
+    gpufl__sass_insn_t insn;
 } keyed_insn_t;
 
 static int cmp_keyed(const void *a, const void *b) {
@@ -122,7 +122,7 @@ static int same_line(const keyed_insn_t *x, const keyed_insn_t *y) {
 }
 
 static int cmp_function(const void *a, const void *b) {
-    const gpufl_sass_function_t *x = a, *y = b;
+    const gpufl__sass_function_t *x = a, *y = b;
     if (x->counts.inst != y->counts.inst) return x->counts.inst > y->counts.inst ? -1 : 1;
     int c = strcmp(x->name, y->name);
     if (c) return c;
@@ -132,19 +132,19 @@ static int cmp_function(const void *a, const void *b) {
 
 /* The instructions of the rows [i, end) of one function into keys (from
  * *nk on), each with its line from the function's sass record. */
-static void function_insns(const gpufl_model_t *m, gpufl_sass_profile_t *p, size_t i, size_t end,
+static void function_insns(const gpufl__model_t *m, gpufl__sass_profile_t *p, size_t i, size_t end,
                            keyed_insn_t *keys, size_t *nk) {
-    gpufl_sass_function_t *f = &p->functions[p->n_functions - 1];
-    const gpufl_model_sass_t *sass = gpufl__model_sass_find(m, f->cubin, f->function);
+    gpufl__sass_function_t *f = &p->functions[p->n_functions - 1];
+    const gpufl__model_sass_t *sass = gpufl__model_sass_find(m, f->cubin, f->function);
     f->has_sass = sass && sass->n > 0;
     for (size_t j; i < end; i = j) {
-        const gpufl_model_sass_metric_t *r = &m->sass_metrics[i];
+        const gpufl__model_sass_metric_t *r = &m->sass_metrics[i];
         keyed_insn_t *k = &keys[(*nk)++];
         memset(k, 0, sizeof *k);
         k->insn.pc = r->pc;
         for (j = i; j < end && m->sass_metrics[j].pc == r->pc; j++)
             counts_add_row(&k->insn.counts, &m->sass_metrics[j]);
-        const gpufl_model_sass_insn_t *si = gpufl__model_sass_insn(m, sass, r->pc);
+        const gpufl__model_sass_insn_t *si = gpufl__model_sass_insn(m, sass, r->pc);
         k->insn.text = si ? si->text : NULL;
         if (si && si->line > 0 && *si->file) {
             k->file = si->file;
@@ -156,13 +156,13 @@ static void function_insns(const gpufl_model_t *m, gpufl_sass_profile_t *p, size
 }
 
 /* Groups one function's instructions keys[from, to) into lines. */
-static void function_lines(gpufl_sass_profile_t *p, keyed_insn_t *keys, size_t from, size_t to) {
-    gpufl_sass_function_t *f = &p->functions[p->n_functions - 1];
+static void function_lines(gpufl__sass_profile_t *p, keyed_insn_t *keys, size_t from, size_t to) {
+    gpufl__sass_function_t *f = &p->functions[p->n_functions - 1];
     qsort(keys + from, to - from, sizeof *keys, cmp_keyed);
     f->first_line = p->n_lines;
     for (size_t i = from; i < to; i++) {
         if (i == from || !same_line(&keys[i - 1], &keys[i])) {
-            gpufl_sass_line_t *l = &p->lines[p->n_lines++];
+            gpufl__sass_line_t *l = &p->lines[p->n_lines++];
             memset(l, 0, sizeof *l);
             l->fn = p->n_functions - 1;
             l->file = keys[i].file;
@@ -170,7 +170,7 @@ static void function_lines(gpufl_sass_profile_t *p, keyed_insn_t *keys, size_t f
             l->first_insn = p->n_insns;
             if (l->file) p->has_sass_lines = 1;
         }
-        gpufl_sass_line_t *l = &p->lines[p->n_lines - 1];
+        gpufl__sass_line_t *l = &p->lines[p->n_lines - 1];
         p->insns[p->n_insns++] = keys[i].insn;
         l->n_insns++;
         counts_add(&l->counts, &keys[i].insn.counts);
@@ -178,19 +178,19 @@ static void function_lines(gpufl_sass_profile_t *p, keyed_insn_t *keys, size_t f
     f->n_lines = p->n_lines - f->first_line;
 }
 
-static void note_row(gpufl_sass_profile_t *p, const gpufl_model_sass_metric_t *r) {
+static void note_row(gpufl__sass_profile_t *p, const gpufl__model_sass_metric_t *r) {
     const int64_t v[4] = {r->inst, r->thread_inst, r->sectors, r->sectors_ideal};
     for (int c = 0; c < 4; c++)
         if (v[c] >= 0) p->counted[c] = 1;
     counts_add_row(&p->total, r);
 }
 
-int gpufl__sass_profile_build(const gpufl_model_t *m, gpufl_sass_profile_t *p) {
+int gpufl__sass_profile_build(const gpufl__model_t *m, gpufl__sass_profile_t *p) {
     memset(p, 0, sizeof *p);
     size_t n = m->n_sass_metrics;
     p->rows = n;
     if (!n) return 0;
-    gpufl_idmap_t contexts;
+    gpufl__idmap_t contexts;
     gpufl__idmap_init(&contexts);
     keyed_insn_t *keys = malloc(n * sizeof *keys);
     p->functions = calloc(n, sizeof *p->functions);
@@ -211,10 +211,10 @@ int gpufl__sass_profile_build(const gpufl_model_t *m, gpufl_sass_profile_t *p) {
     }
     p->contexts = contexts.count;
     for (size_t i = 0, j; i < n; i = j) {
-        const gpufl_model_sass_metric_t *r = &m->sass_metrics[i];
+        const gpufl__model_sass_metric_t *r = &m->sass_metrics[i];
         for (j = i; j < n && same_function(&m->sass_metrics[j], r); j++) {
         }
-        gpufl_sass_function_t *f = &p->functions[p->n_functions];
+        gpufl__sass_function_t *f = &p->functions[p->n_functions];
         f->cubin = r->cubin;
         f->function = r->function;
         f->mangled = gpufl__model_str(m, r->function);
@@ -237,7 +237,7 @@ out:
     return rc;
 }
 
-void gpufl__sass_profile_free(gpufl_sass_profile_t *p) {
+void gpufl__sass_profile_free(gpufl__sass_profile_t *p) {
     if (!p) return;
     free(p->functions);
     free(p->lines);
@@ -249,10 +249,10 @@ void gpufl__sass_profile_free(gpufl_sass_profile_t *p) {
 /* Lookups                                                                  */
 /* ---------------------------------------------------------------------- */
 
-const gpufl_sass_line_t *gpufl__sass_worst_line(const gpufl_sass_profile_t *p, size_t fn,
-                                                gpufl_sass_rank_t by) {
-    const gpufl_sass_function_t *f = &p->functions[fn];
-    const gpufl_sass_line_t *best = NULL;
+const gpufl__sass_line_t *gpufl__sass_worst_line(const gpufl__sass_profile_t *p, size_t fn,
+                                                 gpufl__sass_rank_t by) {
+    const gpufl__sass_function_t *f = &p->functions[fn];
+    const gpufl__sass_line_t *best = NULL;
     double best_v = 0;
     for (size_t i = f->first_line; i < f->first_line + f->n_lines; i++) {
         double v = gpufl__sass_rank_value(&p->lines[i].counts, by);
@@ -261,13 +261,13 @@ const gpufl_sass_line_t *gpufl__sass_worst_line(const gpufl_sass_profile_t *p, s
     return best;
 }
 
-const gpufl_sass_insn_t *gpufl__sass_worst_insn(const gpufl_sass_profile_t *p, size_t fn,
-                                                gpufl_sass_rank_t by) {
-    const gpufl_sass_function_t *f = &p->functions[fn];
-    const gpufl_sass_insn_t *best = NULL;
+const gpufl__sass_insn_t *gpufl__sass_worst_insn(const gpufl__sass_profile_t *p, size_t fn,
+                                                 gpufl__sass_rank_t by) {
+    const gpufl__sass_function_t *f = &p->functions[fn];
+    const gpufl__sass_insn_t *best = NULL;
     double best_v = 0;
     for (size_t l = f->first_line; l < f->first_line + f->n_lines; l++) {
-        const gpufl_sass_line_t *line = &p->lines[l];
+        const gpufl__sass_line_t *line = &p->lines[l];
         for (size_t i = line->first_insn; i < line->first_insn + line->n_insns; i++) {
             double v = gpufl__sass_rank_value(&p->insns[i].counts, by);
             if (v > best_v) best = &p->insns[i], best_v = v;

@@ -37,7 +37,7 @@ static void copy_string(char *dst, size_t size, const json_t *v) {
 }
 
 /* Reads the header (first line) of path into s. */
-static void read_header(const char *path, gpufl_session_entry_t *s) {
+static void read_header(const char *path, gpufl__session_entry_t *s) {
     FILE *f = fopen(path, "rb");
     if (!f) return;
     char *line = malloc(HEADER_LINE_MAX);
@@ -54,7 +54,7 @@ static void read_header(const char *path, gpufl_session_entry_t *s) {
 }
 
 /* The duration from the session_end line at the end of path, if any. */
-static void read_end(const char *path, gpufl_session_entry_t *s) {
+static void read_end(const char *path, gpufl__session_entry_t *s) {
     char buf[TAIL_BYTES + 1];
     FILE *f = fopen(path, "rb");
     if (!f) return;
@@ -93,7 +93,7 @@ static uint64_t dir_size(const char *dir) {
     return total;
 }
 
-static void describe(gpufl_session_entry_t *s) {
+static void describe(gpufl__session_entry_t *s) {
     char seg[GPUFL_SESSION_PATH_MAX + 32];
     s->epoch_unix_us = -1;
     s->duration_ns = -1;
@@ -113,17 +113,17 @@ static void describe(gpufl_session_entry_t *s) {
     s->size_bytes = dir_size(s->path);
 }
 
-int gpufl__session_newer(const gpufl_session_entry_t *x, const gpufl_session_entry_t *y) {
+int gpufl__session_newer(const gpufl__session_entry_t *x, const gpufl__session_entry_t *y) {
     if (x->epoch_unix_us != y->epoch_unix_us) return x->epoch_unix_us > y->epoch_unix_us;
     return strcmp(x->name, y->name) > 0; /* session ids sort by start time */
 }
 
 static int newest_first(const void *a, const void *b) {
-    const gpufl_session_entry_t *x = a, *y = b;
+    const gpufl__session_entry_t *x = a, *y = b;
     return gpufl__session_newer(x, y) ? -1 : gpufl__session_newer(y, x);
 }
 
-void gpufl__session_describe(const char *path, gpufl_session_entry_t *s) {
+void gpufl__session_describe(const char *path, gpufl__session_entry_t *s) {
     const char *slash = strrchr(path, '/');
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
@@ -132,8 +132,8 @@ void gpufl__session_describe(const char *path, gpufl_session_entry_t *s) {
     describe(s);
 }
 
-int gpufl__sessions_list(const char *root, gpufl_session_entry_t **out, size_t *count) {
-    gpufl_session_entry_t *list = NULL;
+int gpufl__sessions_list(const char *root, gpufl__session_entry_t **out, size_t *count) {
+    gpufl__session_entry_t *list = NULL;
     size_t n = 0, alloc = 0;
     *out = NULL;
     *count = 0;
@@ -148,7 +148,7 @@ int gpufl__sessions_list(const char *root, gpufl_session_entry_t **out, size_t *
         if (!gpufl__session_dir_check(path)) continue;
         if (n == alloc) {
             size_t grow = alloc ? alloc * 2 : 16;
-            gpufl_session_entry_t *bigger = realloc(list, grow * sizeof *list);
+            gpufl__session_entry_t *bigger = realloc(list, grow * sizeof *list);
             if (!bigger) {
                 free(list);
                 closedir(d);

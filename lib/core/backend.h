@@ -23,25 +23,25 @@ typedef struct gpufl__backend_ops {
     /* Opens the device library when this backend is asked for, by name or
      * Auto: 0 when it answers (then it is the session's backend), else
      * negative with a one-line reason in why. */
-    int (*open)(const gpufl_settings_t *settings, char *why, size_t why_size);
+    int (*open)(const gpufl__settings_t *settings, char *why, size_t why_size);
     /* Starts the profiling engine the settings ask for, as far as the machine
      * allows, before the capability record. off_why: NULL when this backend
      * was asked for (open ran, whatever it returned), else why it was not
      * (another backend or None was asked for): nothing starts then. *engine
      * gets the engine that runs (Monitor when none); *source is filled and
      * *have_source set when the engine has a source for the collector. */
-    void (*start_engine)(gpufl_collector_t *c, const gpufl_settings_t *settings,
-                         const char *off_why, gpufl_engine_t *engine, gpufl_source_t *source,
+    void (*start_engine)(gpufl__collector_t *c, const gpufl__settings_t *settings,
+                         const char *off_why, gpufl_engine_t *engine, gpufl__source_t *source,
                          int *have_source);
     /* After the capability record, when open succeeded: the device sampler
      * (it writes its device records), its source in *source. */
-    int (*start_devices)(gpufl_collector_t *c, const gpufl_settings_t *settings,
-                         gpufl_source_t *source);
+    int (*start_devices)(gpufl__collector_t *c, const gpufl__settings_t *settings,
+                         gpufl__source_t *source);
     /* The backend's entries of the capability record, in order; returns how
      * many (at most max). */
-    int (*features)(const gpufl_settings_t *settings, gpufl__feature_t *out, int max);
+    int (*features)(const gpufl__settings_t *settings, gpufl__feature_t *out, int max);
     /* After the record: warns when the engine that runs is not the one asked. */
-    void (*explain_engine)(const gpufl_settings_t *settings);
+    void (*explain_engine)(const gpufl__settings_t *settings);
     /* After the collector stopped: closes what start_* opened. Safe to repeat. */
     void (*stop)(void);
     /* In a forked child: forgets the parent's handles without closing them. */
@@ -64,7 +64,7 @@ void gpufl__probe_add_device(gpufl_probe_t *probe, const gpufl_device_info_t *de
 typedef struct gpufl__source_ops {
     const char *name;
     /* Fills *source and the source's capability entry *feature. */
-    int (*start)(gpufl_collector_t *c, const gpufl_settings_t *settings, gpufl_source_t *source,
+    int (*start)(gpufl__collector_t *c, const gpufl__settings_t *settings, gpufl__source_t *source,
                  gpufl__feature_t *feature);
     void (*stop)(void);
     /* Optional: system_start (open=1) / system_stop (open=0) from any thread. */

@@ -43,18 +43,18 @@ typedef struct counters {
     uint64_t records, dropped, unbalanced, truncated, depth_overflow, unbuffered;
 } counters_t;
 
-struct gpufl_collector {
-    const gpufl_settings_t *settings;
-    gpufl_ring_pool_t *pool;
-    gpufl_session_ident_t ident;
+struct gpufl__collector {
+    const gpufl__settings_t *settings;
+    gpufl__ring_pool_t *pool;
+    gpufl__session_ident_t ident;
     gpufl__ndjson_sink_t ndjson; /* the session files: the first sink, always */
     gpufl__fanout_t sinks;
-    gpufl_intern_t *dict;
+    gpufl__intern_t *dict;
     thread_view_t *threads; /* one per ring in the pool */
     uint64_t *heads;        /* drain_all's snapshot, one per ring */
     int *states;
-    gpufl_batch_t begins, ends;
-    gpufl_source_t sources[GPUFL_MAX_SOURCES];
+    gpufl__batch_t begins, ends;
+    gpufl__source_t sources[GPUFL_MAX_SOURCES];
     int nsources;
     int open_scopes;
     atomic_int windows_open;
@@ -79,23 +79,23 @@ struct gpufl_collector {
 /* ---------------- records to rows ---------------- */
 
 /* Copies the text that follows record `at` (name and tag) into buf. */
-static size_t read_text(gpufl_ring_t *r, uint64_t at, const gpufl_rec_t *rec, char *buf) {
+static size_t read_text(gpufl__ring_t *r, uint64_t at, const gpufl__rec_t *rec, char *buf) {
     size_t total = (size_t)rec->name_len + rec->tag_len;
     size_t n = total < GPUFL_REC_INLINE_TEXT ? total : GPUFL_REC_INLINE_TEXT;
     memcpy(buf, rec->text, n);
     for (uint64_t k = 1; n < total; k++) {
-        size_t chunk = total - n < sizeof(gpufl_rec_t) ? total - n : sizeof(gpufl_rec_t);
+        size_t chunk = total - n < sizeof(gpufl__rec_t) ? total - n : sizeof(gpufl__rec_t);
         memcpy(buf + n, gpufl__ring_at(r, at + k), chunk);
         n += chunk;
     }
     return total;
 }
 
-static gpufl_cell_t *next_row(gpufl_collector_t *c, gpufl_batch_t *b) {
+static gpufl__cell_t *next_row(gpufl__collector_t *c, gpufl__batch_t *b) {
     return gpufl__collector_row(c, GPUFL_FILE_SCOPE, b);
 }
 
-static uint32_t path_of(gpufl_collector_t *c, uint32_t parent_path, const char *name,
+static uint32_t path_of(gpufl__collector_t *c, uint32_t parent_path, const char *name,
                         size_t name_len) {
     char path[PATH_MAX_BYTES];
     size_t parent_len = 0, n = 0;
@@ -118,7 +118,7 @@ static uint32_t path_of(gpufl_collector_t *c, uint32_t parent_path, const char *
  * itself had. They part when an end record was dropped (full ring): the
  * thread closed the scope, the collector never heard of it. Those scopes
  * stay open in the log; the drops line counts the lost records. */
-static void align_depth(gpufl_collector_t *c, thread_view_t *t, uint32_t depth) {
+static void align_depth(gpufl__collector_t *c, thread_view_t *t, uint32_t depth) {
     if (t->depth > depth) {
         c->open_scopes -= (int)(t->depth - depth);
         t->depth = depth;
@@ -132,9 +132,9 @@ static void align_depth(gpufl_collector_t *c, thread_view_t *t, uint32_t depth) 
     }
 }
 
-static void on_begin(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t at, const gpufl_rec_t *rec,
+static void on_begin(gpufl__collector_t *c, gpufl__ring_t *r, uint64_t at, const gpufl__rec_t *rec,
                      int64_t ts) {
-    char text[2 * GPUFL_TEXT_MAX + sizeof(gpufl_rec_t)];
+    char text[2 * GPUFL_TEXT_MAX + sizeof(gpufl__rec_t)];
     thread_view_t *t = &c->threads[r->index];
     align_depth(c, t, rec->depth);
     read_text(r, at, rec, text);
@@ -143,7 +143,7 @@ static void on_begin(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t at, const g
     const open_scope_t *parent = t->depth ? &t->stack[t->depth - 1] : NULL;
     uint32_t path = path_of(c, parent ? parent->path : 0, text, rec->name_len);
 
-    gpufl_cell_t *row = next_row(c, &c->begins);
+    gpufl__cell_t *row = next_row(c, &c->begins);
     row[0].i = ts;
     row[1].i = r->tid;
     row[2].i = (int64_t)rec->scope_id;
@@ -159,7 +159,7 @@ static void on_begin(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t at, const g
     c->open_scopes++;
 }
 
-static void on_end(gpufl_collector_t *c, gpufl_ring_t *r, const gpufl_rec_t *rec, int64_t ts) {
+static void on_end(gpufl__collector_t *c, gpufl__ring_t *r, const gpufl__rec_t *rec, int64_t ts) {
     thread_view_t *t = &c->threads[r->index];
     align_depth(c, t, (uint32_t)rec->depth + 1);
     uint32_t pos = t->depth;
@@ -168,7 +168,7 @@ static void on_end(gpufl_collector_t *c, gpufl_ring_t *r, const gpufl_rec_t *rec
     c->open_scopes -= (int)(t->depth - pos + 1);
     t->depth = pos - 1;
 
-    gpufl_cell_t *row = next_row(c, &c->ends);
+    gpufl__cell_t *row = next_row(c, &c->ends);
     row[0].i = ts;
     row[1].i = r->tid;
     row[2].i = (int64_t)rec->scope_id;
@@ -176,12 +176,12 @@ static void on_end(gpufl_collector_t *c, gpufl_ring_t *r, const gpufl_rec_t *rec
 }
 
 /* Drains ring r up to head; returns how many records it held. */
-static uint64_t drain_ring(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t head) {
+static uint64_t drain_ring(gpufl__collector_t *c, gpufl__ring_t *r, uint64_t head) {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint64_t n = head - tail;
     int64_t epoch = c->ident.epoch_ns;
     while (tail < head) {
-        const gpufl_rec_t *rec = gpufl__ring_at(r, tail);
+        const gpufl__rec_t *rec = gpufl__ring_at(r, tail);
         int64_t ts = gpufl__clock_ticks_to_ns(rec->ticks) - epoch;
         switch (rec->kind) {
         case GPUFL_REC_SCOPE_BEGIN: on_begin(c, r, tail, rec, ts); break;
@@ -196,7 +196,7 @@ static uint64_t drain_ring(gpufl_collector_t *c, gpufl_ring_t *r, uint64_t head)
 }
 
 /* A ring whose thread exited: keep its counters, then free it for reuse. */
-static void retire_ring(gpufl_collector_t *c, gpufl_ring_t *r) {
+static void retire_ring(gpufl__collector_t *c, gpufl__ring_t *r) {
     c->retired.dropped += atomic_exchange(&r->dropped, 0);
     c->retired.unbalanced += atomic_exchange(&r->unbalanced_ends, 0);
     c->retired.truncated += atomic_exchange(&r->truncated, 0);
@@ -208,13 +208,13 @@ static void retire_ring(gpufl_collector_t *c, gpufl_ring_t *r) {
 }
 
 /* Returns the fullest ring's fill before draining, as a fraction. */
-static double drain_all(gpufl_collector_t *c) {
+static double drain_all(gpufl__collector_t *c) {
     uint64_t *heads = c->heads; /* per ring; kept off the stack: shutdown may run on a small one */
     int *states = c->states;
     double fullest = 0;
     uint32_t count = c->pool->count;
     for (uint32_t i = 0; i < count; i++) {
-        gpufl_ring_t *r = &c->pool->rings[i];
+        gpufl__ring_t *r = &c->pool->rings[i];
         states[i] = atomic_load_explicit(&r->state, memory_order_acquire);
         heads[i] =
             states[i] == GPUFL_RING_FREE ? 0 : atomic_load_explicit(&r->head, memory_order_acquire);
@@ -222,7 +222,7 @@ static double drain_all(gpufl_collector_t *c) {
     /* Every record below the snapshot was written before this anchor. */
     gpufl__clock_anchor();
     for (uint32_t i = 0; i < count; i++) {
-        gpufl_ring_t *r = &c->pool->rings[i];
+        gpufl__ring_t *r = &c->pool->rings[i];
         if (states[i] == GPUFL_RING_FREE) continue;
         uint64_t n = drain_ring(c, r, heads[i]);
         double fill = (double)n / (double)(c->pool->capacity);
@@ -235,10 +235,10 @@ static double drain_all(gpufl_collector_t *c) {
 
 /* ---------------- counters, drops and events ---------------- */
 
-static counters_t current_counters(gpufl_collector_t *c) {
+static counters_t current_counters(gpufl__collector_t *c) {
     counters_t k = c->retired;
     for (uint32_t i = 0; i < c->pool->count; i++) {
-        gpufl_ring_t *r = &c->pool->rings[i];
+        gpufl__ring_t *r = &c->pool->rings[i];
         k.dropped += atomic_load_explicit(&r->dropped, memory_order_relaxed);
         k.unbalanced += atomic_load_explicit(&r->unbalanced_ends, memory_order_relaxed);
         k.truncated += atomic_load_explicit(&r->truncated, memory_order_relaxed);
@@ -250,15 +250,15 @@ static counters_t current_counters(gpufl_collector_t *c) {
     return k;
 }
 
-void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const char *level,
+void gpufl__collector_event(gpufl__collector_t *c, enum gpufl__file_id id, const char *level,
                             const char *code, const char *message) {
     gpufl__line_t l;
     gpufl__wire_event(&l, gpufl__collector_session_ns(c, gpufl__mono_ns()), level, code, message);
     gpufl__collector_record(c, id, &l);
 }
 
-void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, const char *source,
-                                  const gpufl_cost_t *cost, const gpufl_cost_part_t *parts,
+void gpufl__collector_source_cost(gpufl__collector_t *c, enum gpufl__file_id id, const char *source,
+                                  const gpufl__cost_t *cost, const gpufl__cost_part_t *parts,
                                   int nparts) {
     gpufl__line_t l;
     gpufl__wire_source_cost(&l, source, cost, parts, nparts);
@@ -266,7 +266,7 @@ void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, c
 }
 
 /* The first time a kind of loss happens, say so once, in the log and to the user. */
-static void warn_once(gpufl_collector_t *c, int *warned, uint64_t count, const char *code,
+static void warn_once(gpufl__collector_t *c, int *warned, uint64_t count, const char *code,
                       const char *message) {
     if (*warned || count == 0) return;
     *warned = 1;
@@ -274,7 +274,7 @@ static void warn_once(gpufl_collector_t *c, int *warned, uint64_t count, const c
     gpufl__collector_event(c, GPUFL_FILE_SCOPE, "warn", code, message);
 }
 
-static void write_drops(gpufl_collector_t *c, int64_t now_ns, int always) {
+static void write_drops(gpufl__collector_t *c, int64_t now_ns, int always) {
     counters_t k = current_counters(c);
     warn_once(c, &c->warned_drop, k.dropped, "records_dropped",
               "scope records dropped because a thread's ring was full; raise "
@@ -298,11 +298,11 @@ static void write_drops(gpufl_collector_t *c, int64_t now_ns, int always) {
     c->written = k;
 }
 
-static void publish_stats(gpufl_collector_t *c) {
+static void publish_stats(gpufl__collector_t *c) {
     counters_t k = current_counters(c);
     uint64_t bytes = 0, errors = 0;
     for (int i = 0; i < c->ndjson.files_open; i++) {
-        gpufl_writer_t *f = &c->ndjson.files[i];
+        gpufl__writer_t *f = &c->ndjson.files[i];
         pthread_mutex_lock(&f->lock);
         bytes += f->bytes_total;
         errors += f->write_errors + f->batches_lost;
@@ -327,7 +327,7 @@ static void publish_stats(gpufl_collector_t *c) {
 
 /* ---------------- the pass and the thread ---------------- */
 
-static void write_files(gpufl_collector_t *c, int64_t now_ns) {
+static void write_files(gpufl__collector_t *c, int64_t now_ns) {
     gpufl__collector_batch(c, GPUFL_FILE_SCOPE, &c->begins);
     gpufl__collector_batch(c, GPUFL_FILE_SCOPE, &c->ends);
     for (int i = 0; i < c->nsources; i++)
@@ -341,7 +341,7 @@ static void write_files(gpufl_collector_t *c, int64_t now_ns) {
  * so a long flush interval never lets them reach the buffers' cap. */
 #define EARLY_WRITE_BYTES ((size_t)4 << 20)
 
-static size_t pending_bytes(gpufl_collector_t *c) {
+static size_t pending_bytes(gpufl__collector_t *c) {
     size_t n = 0;
     for (int i = 0; i < c->ndjson.files_open; i++) {
         pthread_mutex_lock(&c->ndjson.files[i].lock);
@@ -351,7 +351,7 @@ static size_t pending_bytes(gpufl_collector_t *c) {
     return n;
 }
 
-static void one_pass(gpufl_collector_t *c, int force_write) {
+static void one_pass(gpufl__collector_t *c, int force_write) {
     double fullest = drain_all(c);
     int64_t now = gpufl__mono_ns();
     for (int i = 0; i < c->nsources; i++) c->sources[i].poll(c, c->sources[i].self, now);
@@ -369,7 +369,7 @@ static void one_pass(gpufl_collector_t *c, int force_write) {
     if (c->poll_ns > idle_max) c->poll_ns = idle_max;
 }
 
-static int64_t next_wait_ns(gpufl_collector_t *c) {
+static int64_t next_wait_ns(gpufl__collector_t *c) {
     int64_t wait = c->poll_ns, now = gpufl__mono_ns();
     for (int i = 0; i < c->nsources; i++) {
         int64_t due = c->sources[i].due_in ? c->sources[i].due_in(c->sources[i].self, now) : wait;
@@ -379,7 +379,7 @@ static int64_t next_wait_ns(gpufl_collector_t *c) {
 }
 
 static void *collector_main(void *arg) {
-    gpufl_collector_t *c = arg;
+    gpufl__collector_t *c = arg;
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
         if (c->flush_requested == c->flush_completed) {
@@ -408,11 +408,11 @@ static void *collector_main(void *arg) {
 
 /* ---------------- lifecycle ---------------- */
 
-int gpufl__collector_create(const gpufl_settings_t *settings, gpufl_ring_pool_t *pool,
-                            const char *dir, const gpufl_session_ident_t *ident,
-                            gpufl_collector_t **out) {
+int gpufl__collector_create(const gpufl__settings_t *settings, gpufl__ring_pool_t *pool,
+                            const char *dir, const gpufl__session_ident_t *ident,
+                            gpufl__collector_t **out) {
     int rc;
-    gpufl_collector_t *c = calloc(1, sizeof *c);
+    gpufl__collector_t *c = calloc(1, sizeof *c);
     if (!c) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the collector");
     c->settings = settings;
     c->pool = pool;
@@ -452,14 +452,14 @@ fail:
     return rc;
 }
 
-int gpufl__collector_add_source(gpufl_collector_t *c, const gpufl_source_t *source) {
+int gpufl__collector_add_source(gpufl__collector_t *c, const gpufl__source_t *source) {
     if (c->nsources == GPUFL_MAX_SOURCES)
         return gpufl__set_error(GPUFL_ENOMEM, "too many sources (limit %d)", GPUFL_MAX_SOURCES);
     c->sources[c->nsources++] = *source;
     return 0;
 }
 
-int gpufl__collector_start(gpufl_collector_t *c) {
+int gpufl__collector_start(gpufl__collector_t *c) {
     int err = pthread_create(&c->thread, NULL, collector_main, c);
     if (err)
         return gpufl__set_error(GPUFL_ETHREAD, "cannot start the collector thread: %s",
@@ -468,12 +468,12 @@ int gpufl__collector_start(gpufl_collector_t *c) {
     return 0;
 }
 
-static void write_session_end(gpufl_collector_t *c, int64_t now_ns) {
+static void write_session_end(gpufl__collector_t *c, int64_t now_ns) {
     gpufl_stats_t s = {.size = sizeof s};
     gpufl__collector_stats(c, &s);
     /* The files' own last line, like their header: what reached each file. */
     for (int i = 0; i < c->ndjson.files_open; i++) {
-        gpufl_writer_t *f = &c->ndjson.files[i];
+        gpufl__writer_t *f = &c->ndjson.files[i];
         pthread_mutex_lock(&f->lock);
         gpufl__wire_session_end_t e = {gpufl__collector_session_ns(c, now_ns), s.records_written,
                                        s.records_dropped, s.bytes_written + f->out.len,
@@ -487,7 +487,7 @@ static void write_session_end(gpufl_collector_t *c, int64_t now_ns) {
     }
 }
 
-void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) {
+void gpufl__collector_destroy(gpufl__collector_t *c, gpufl_stats_t *final_stats) {
     if (!c) return;
     if (c->thread_running) {
         pthread_mutex_lock(&c->mu);
@@ -522,7 +522,7 @@ void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats) 
     free(c);
 }
 
-int gpufl__collector_flush(gpufl_collector_t *c) {
+int gpufl__collector_flush(gpufl__collector_t *c) {
     pthread_mutex_lock(&c->mu);
     uint64_t target = ++c->flush_requested;
     pthread_cond_signal(&c->wake);
@@ -531,7 +531,7 @@ int gpufl__collector_flush(gpufl_collector_t *c) {
     return 0;
 }
 
-void gpufl__collector_stats(gpufl_collector_t *c, gpufl_stats_t *out) {
+void gpufl__collector_stats(gpufl__collector_t *c, gpufl_stats_t *out) {
     size_t size = out->size;
     pthread_mutex_lock(&c->mu);
     gpufl_stats_t s = c->published;
@@ -542,48 +542,48 @@ void gpufl__collector_stats(gpufl_collector_t *c, gpufl_stats_t *out) {
     out->size = size;
 }
 
-void gpufl__collector_record(gpufl_collector_t *c, enum gpufl_file_id channel,
+void gpufl__collector_record(gpufl__collector_t *c, enum gpufl__file_id channel,
                              gpufl__line_t *line) {
     gpufl__fanout_record(&c->sinks, channel, line);
     gpufl__line_fini(line);
 }
 
-void gpufl__collector_batch(gpufl_collector_t *c, enum gpufl_file_id channel, gpufl_batch_t *b) {
+void gpufl__collector_batch(gpufl__collector_t *c, enum gpufl__file_id channel, gpufl__batch_t *b) {
     gpufl__fanout_batch(&c->sinks, channel, b);
 }
 
-gpufl_cell_t *gpufl__collector_row(gpufl_collector_t *c, enum gpufl_file_id channel,
-                                   gpufl_batch_t *b) {
-    gpufl_cell_t *row = gpufl__batch_row(b);
+gpufl__cell_t *gpufl__collector_row(gpufl__collector_t *c, enum gpufl__file_id channel,
+                                    gpufl__batch_t *b) {
+    gpufl__cell_t *row = gpufl__batch_row(b);
     if (row) return row;
     gpufl__fanout_batch(&c->sinks, channel, b);
     return gpufl__batch_row(b);
 }
 
-int gpufl__collector_attach_sink(gpufl_collector_t *c, const gpufl__sink_ops_t *ops, void *self) {
+int gpufl__collector_attach_sink(gpufl__collector_t *c, const gpufl__sink_ops_t *ops, void *self) {
     return gpufl__fanout_attach(&c->sinks, ops, self);
 }
 
-uint64_t gpufl__collector_lines_lost(gpufl_collector_t *c, enum gpufl_file_id channel) {
-    gpufl_writer_t *f = &c->ndjson.files[channel];
+uint64_t gpufl__collector_lines_lost(gpufl__collector_t *c, enum gpufl__file_id channel) {
+    gpufl__writer_t *f = &c->ndjson.files[channel];
     pthread_mutex_lock(&f->lock);
     uint64_t lost = f->batches_lost;
     pthread_mutex_unlock(&f->lock);
     return lost;
 }
 
-const gpufl_intern_t *gpufl__collector_dict(gpufl_collector_t *c) { return c->dict; }
+const gpufl__intern_t *gpufl__collector_dict(gpufl__collector_t *c) { return c->dict; }
 
-int64_t gpufl__collector_session_ns(const gpufl_collector_t *c, int64_t mono_ns) {
+int64_t gpufl__collector_session_ns(const gpufl__collector_t *c, int64_t mono_ns) {
     return mono_ns - c->ident.epoch_ns;
 }
 
-int gpufl__collector_open_scopes(const gpufl_collector_t *c) { return c->open_scopes; }
+int gpufl__collector_open_scopes(const gpufl__collector_t *c) { return c->open_scopes; }
 
-void gpufl__collector_windows_add(gpufl_collector_t *c, int delta) {
+void gpufl__collector_windows_add(gpufl__collector_t *c, int delta) {
     atomic_fetch_add(&c->windows_open, delta);
 }
 
-int gpufl__collector_sampling_active(const gpufl_collector_t *c) {
+int gpufl__collector_sampling_active(const gpufl__collector_t *c) {
     return c->open_scopes > 0 || atomic_load(&c->windows_open) > 0;
 }

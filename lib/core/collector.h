@@ -15,70 +15,71 @@
 #include "core/ring.h"
 #include "core/sink.h"
 
-typedef struct gpufl_collector gpufl_collector_t;
+typedef struct gpufl__collector gpufl__collector_t;
 
 /* A data source driven by the collector thread. */
-typedef struct gpufl_source {
+typedef struct gpufl__source {
     const char *name;
     void *self;
     /* Every pass; now_ns is CLOCK_MONOTONIC. */
-    void (*poll)(gpufl_collector_t *c, void *self, int64_t now_ns);
+    void (*poll)(gpufl__collector_t *c, void *self, int64_t now_ns);
     /* How long until the source needs its next poll (ns), INT64_MAX if idle. */
     int64_t (*due_in)(void *self, int64_t now_ns);
     /* Encode what is batched into the files (caller holds no file lock). */
-    void (*flush)(gpufl_collector_t *c, void *self);
+    void (*flush)(gpufl__collector_t *c, void *self);
     /* Optional: the last records of the session (its cost), before session_end. */
-    void (*finish)(gpufl_collector_t *c, void *self);
-} gpufl_source_t;
+    void (*finish)(gpufl__collector_t *c, void *self);
+} gpufl__source_t;
 
 #define GPUFL_MAX_SOURCES 8
 
 /* Creates the session files in dir and the collector state; no thread yet. */
-int gpufl__collector_create(const gpufl_settings_t *settings, gpufl_ring_pool_t *pool,
-                            const char *dir, const gpufl_session_ident_t *ident,
-                            gpufl_collector_t **out);
-int gpufl__collector_add_source(gpufl_collector_t *c, const gpufl_source_t *source);
+int gpufl__collector_create(const gpufl__settings_t *settings, gpufl__ring_pool_t *pool,
+                            const char *dir, const gpufl__session_ident_t *ident,
+                            gpufl__collector_t **out);
+int gpufl__collector_add_source(gpufl__collector_t *c, const gpufl__source_t *source);
 /* Starts the thread. */
-int gpufl__collector_start(gpufl_collector_t *c);
+int gpufl__collector_start(gpufl__collector_t *c);
 /* Stops the thread after a last full pass, writes session_end to every file,
  * closes them and frees everything. Accepts NULL. *final_stats gets the
  * session's last counters when not NULL. */
-void gpufl__collector_destroy(gpufl_collector_t *c, gpufl_stats_t *final_stats);
+void gpufl__collector_destroy(gpufl__collector_t *c, gpufl_stats_t *final_stats);
 /* Waits until everything recorded before the call is written. */
-int gpufl__collector_flush(gpufl_collector_t *c);
-void gpufl__collector_stats(gpufl_collector_t *c, gpufl_stats_t *out);
+int gpufl__collector_flush(gpufl__collector_t *c);
+void gpufl__collector_stats(gpufl__collector_t *c, gpufl_stats_t *out);
 
 /* ---- rows to the sinks (sink.h); the collector's thread unless said ---- */
 
 /* Hands a finished record line to every sink and frees it. Any thread. */
-void gpufl__collector_record(gpufl_collector_t *c, enum gpufl_file_id channel, gpufl__line_t *line);
+void gpufl__collector_record(gpufl__collector_t *c, enum gpufl__file_id channel,
+                             gpufl__line_t *line);
 /* Hands b's rows to every sink and empties b. */
-void gpufl__collector_batch(gpufl_collector_t *c, enum gpufl_file_id channel, gpufl_batch_t *b);
+void gpufl__collector_batch(gpufl__collector_t *c, enum gpufl__file_id channel, gpufl__batch_t *b);
 /* The next row of b to fill; a full b goes to the sinks first. */
-gpufl_cell_t *gpufl__collector_row(gpufl_collector_t *c, enum gpufl_file_id channel,
-                                   gpufl_batch_t *b);
+gpufl__cell_t *gpufl__collector_row(gpufl__collector_t *c, enum gpufl__file_id channel,
+                                    gpufl__batch_t *b);
 /* Attaches one more sink (it gets every row from now on). Any thread. */
-int gpufl__collector_attach_sink(gpufl_collector_t *c, const gpufl__sink_ops_t *ops, void *self);
+int gpufl__collector_attach_sink(gpufl__collector_t *c, const gpufl__sink_ops_t *ops, void *self);
 /* Lines of channel's file lost so far (no room, cut by a failed write): a
  * record written once (a stack, an op name) is written again after it grows. */
-uint64_t gpufl__collector_lines_lost(gpufl_collector_t *c, enum gpufl_file_id channel);
+uint64_t gpufl__collector_lines_lost(gpufl__collector_t *c, enum gpufl__file_id channel);
 
-const gpufl_intern_t *gpufl__collector_dict(gpufl_collector_t *c);
+const gpufl__intern_t *gpufl__collector_dict(gpufl__collector_t *c);
 /* Session time (ns since the epoch) of a CLOCK_MONOTONIC reading. */
-int64_t gpufl__collector_session_ns(const gpufl_collector_t *c, int64_t mono_ns);
+int64_t gpufl__collector_session_ns(const gpufl__collector_t *c, int64_t mono_ns);
 /* Scopes open across all threads, as far as the collector has seen. */
-int gpufl__collector_open_scopes(const gpufl_collector_t *c);
+int gpufl__collector_open_scopes(const gpufl__collector_t *c);
 /* System windows (system_start/stop) open now; any thread may change it. */
-void gpufl__collector_windows_add(gpufl_collector_t *c, int delta);
+void gpufl__collector_windows_add(gpufl__collector_t *c, int delta);
 /* 1 while a scope or a system window is open: sampling sources run then. */
-int gpufl__collector_sampling_active(const gpufl_collector_t *c);
+int gpufl__collector_sampling_active(const gpufl__collector_t *c);
 /* Writes a source_cost record: how much a source's samples cost. */
 /* parts: NULL, or nparts (name, mean ns) pairs, written as "parts". */
-void gpufl__collector_source_cost(gpufl_collector_t *c, enum gpufl_file_id id, const char *source,
-                                  const gpufl_cost_t *cost, const gpufl_cost_part_t *parts,
+void gpufl__collector_source_cost(gpufl__collector_t *c, enum gpufl__file_id id, const char *source,
+                                  const gpufl__cost_t *cost, const gpufl__cost_part_t *parts,
                                   int nparts);
 /* Writes an `event` record (warnings met while recording) to file id. */
-void gpufl__collector_event(gpufl_collector_t *c, enum gpufl_file_id id, const char *level,
+void gpufl__collector_event(gpufl__collector_t *c, enum gpufl__file_id id, const char *level,
                             const char *code, const char *message);
 
 #endif

@@ -12,12 +12,12 @@
 
 #define GPUFL_COST_BUCKETS 2048 /* 1 us each; the last holds everything slower */
 
-typedef struct gpufl_cost {
+typedef struct gpufl__cost {
     int64_t samples, total_ns;
     uint32_t bucket[GPUFL_COST_BUCKETS];
-} gpufl_cost_t;
+} gpufl__cost_t;
 
-static inline void gpufl__cost_add(gpufl_cost_t *c, int64_t ns) {
+static inline void gpufl__cost_add(gpufl__cost_t *c, int64_t ns) {
     int64_t us = ns / 1000;
     c->samples++;
     c->total_ns += ns;
@@ -25,7 +25,7 @@ static inline void gpufl__cost_add(gpufl_cost_t *c, int64_t ns) {
 }
 
 /* The q-quantile (0..1) in ns, to the microsecond; 0 without samples. */
-static inline int64_t gpufl__cost_quantile(const gpufl_cost_t *c, double q) {
+static inline int64_t gpufl__cost_quantile(const gpufl__cost_t *c, double q) {
     int64_t want = (int64_t)(q * (double)(c->samples - 1)) + 1, seen = 0;
     for (int i = 0; i < GPUFL_COST_BUCKETS && c->samples > 0; i++)
         if ((seen += c->bucket[i]) >= want) return (int64_t)i * 1000 + 500;

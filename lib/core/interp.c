@@ -12,8 +12,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-static gpufl_interp_reg_t slot;
-static _Atomic(const gpufl_interp_reg_t *) registered;
+static gpufl__interp_reg_t slot;
+static _Atomic(const gpufl__interp_reg_t *) registered;
 static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct code_range {
@@ -57,7 +57,7 @@ int gpufl_interp_register(const gpufl_interp_t *interp) {
                                 interp->native_code);
     pthread_mutex_lock(&register_lock);
     int rc = 0;
-    const gpufl_interp_reg_t *now = atomic_load_explicit(&registered, memory_order_acquire);
+    const gpufl__interp_reg_t *now = atomic_load_explicit(&registered, memory_order_acquire);
     if (now == NULL) {
         memcpy(&slot.api, interp, sizeof slot.api);
         slot.api.size = sizeof slot.api;
@@ -84,6 +84,6 @@ void gpufl__interp_capturing(int delta) { atomic_fetch_add(&capturing, delta); }
 
 void gpufl__interp_after_fork_child(void) { atomic_store(&capturing, 0); }
 
-const gpufl_interp_reg_t *gpufl__interp_get(void) {
+const gpufl__interp_reg_t *gpufl__interp_get(void) {
     return atomic_load_explicit(&registered, memory_order_acquire);
 }

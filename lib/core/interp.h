@@ -19,10 +19,10 @@
  * space addresses never have bit 63 set. */
 #define GPUFL_INTERP_KEY_BIT (UINT64_C(1) << 63)
 
-typedef struct gpufl_interp_reg {
+typedef struct gpufl__interp_reg {
     gpufl_interp_t api;
     uintptr_t code_lo, code_hi; /* the interpreter's executable segment */
-} gpufl_interp_reg_t;
+} gpufl__interp_reg_t;
 
 /* The executable segment [*lo, *hi) of the loaded object holding addr:
  * 1, or 0 when addr is in none. */
@@ -36,6 +36,6 @@ void gpufl__interp_capturing(int delta);
 void gpufl__interp_after_fork_child(void);
 
 /* The registered interpreter, or NULL. */
-const gpufl_interp_reg_t *gpufl__interp_get(void);
+const gpufl__interp_reg_t *gpufl__interp_get(void);
 
 #endif

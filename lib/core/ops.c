@@ -22,14 +22,14 @@ static char *names[GPUFL_OPS_MAX];
 static _Atomic uint32_t count;
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static gpufl_ops_hooks_t attached;               /* the session's hooks, copied */
-static _Atomic(const gpufl_ops_hooks_t *) hooks; /* &attached while a session runs */
+static gpufl__ops_hooks_t attached;               /* the session's hooks, copied */
+static _Atomic(const gpufl__ops_hooks_t *) hooks; /* &attached while a session runs */
 static atomic_int inside;                        /* pushes and pops using hooks now */
 /* The last hooks attached, kept after detach for the pops of calls that
  * began inside a session: CUPTI's per-thread stacks outlive sessions (and
  * libcupti is never unloaded), so an id left on one would tag the kernels
  * of the next session. */
-static gpufl_ops_hooks_t lingering;
+static gpufl__ops_hooks_t lingering;
 static int have_lingering;
 static pthread_mutex_t lingering_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t calls, mismatched;
@@ -61,9 +61,9 @@ int gpufl_op_register(const char *name) {
 }
 
 /* The hooks, counted as in use until leave(); NULL when none. */
-static const gpufl_ops_hooks_t *enter(void) {
+static const gpufl__ops_hooks_t *enter(void) {
     atomic_fetch_add(&inside, 1);
-    const gpufl_ops_hooks_t *h = atomic_load(&hooks);
+    const gpufl__ops_hooks_t *h = atomic_load(&hooks);
     if (h == NULL) atomic_fetch_sub_explicit(&inside, 1, memory_order_release);
     return h;
 }
@@ -74,7 +74,7 @@ uint64_t gpufl_op_push(int index) {
     if (index <= 0 || (uint32_t)index > atomic_load_explicit(&count, memory_order_relaxed))
         return 0;
     if (atomic_load_explicit(&hooks, memory_order_relaxed) == NULL) return 0; /* the usual case */
-    const gpufl_ops_hooks_t *h = enter();
+    const gpufl__ops_hooks_t *h = enter();
     if (h == NULL) return 0;
     uint64_t call = atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed) + 1;
     uint64_t id = (uint64_t)index << GPUFL_OPS_CALL_BITS |
@@ -87,7 +87,7 @@ uint64_t gpufl_op_push(int index) {
 void gpufl_op_pop(uint64_t id) {
     if (id == 0) return;
     uint64_t top = 0;
-    const gpufl_ops_hooks_t *h = enter();
+    const gpufl__ops_hooks_t *h = enter();
     if (h == NULL) { /* the session ended during the call */
         pthread_mutex_lock(&lingering_lock);
         if (have_lingering) lingering.pop(lingering.user, &top);
@@ -99,7 +99,7 @@ void gpufl_op_pop(uint64_t id) {
     leave();
 }
 
-void gpufl__ops_attach(const gpufl_ops_hooks_t *h) {
+void gpufl__ops_attach(const gpufl__ops_hooks_t *h) {
     attached = *h; /* no reader: the last detach waited for them all */
     pthread_mutex_lock(&lingering_lock);
     lingering = *h;
@@ -123,7 +123,7 @@ void gpufl__ops_after_fork_child(void) {
     pthread_mutex_init(&names_lock, NULL);
 }
 
-size_t gpufl__ops_write_new(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t *written,
+size_t gpufl__ops_write_new(gpufl__collector_t *c, enum gpufl__file_id channel, uint32_t *written,
                             uint64_t *lost_seen) {
     uint32_t n = atomic_load_explicit(&count, memory_order_acquire);
     size_t out = 0;

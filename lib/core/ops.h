@@ -22,16 +22,16 @@
 
 /* A tracing session's side: push an id on the calling thread's stack;
  * pop the top one, 0 or -1 when there is none. */
-typedef struct gpufl_ops_hooks {
+typedef struct gpufl__ops_hooks {
     int (*push)(void *user, uint64_t id);
     int (*pop)(void *user, uint64_t *id);
     void *user;
-} gpufl_ops_hooks_t;
+} gpufl__ops_hooks_t;
 
 /* Pushes and pops go to hooks (copied) until detach. Their user pointer
  * must stay valid for the life of the process: a pop of a call that began
  * before detach still goes to the last hooks attached. */
-void gpufl__ops_attach(const gpufl_ops_hooks_t *hooks);
+void gpufl__ops_attach(const gpufl__ops_hooks_t *hooks);
 void gpufl__ops_detach(void);
 
 /* In a forked child: no session's hooks (the parent's are not its own). */
@@ -41,7 +41,7 @@ void gpufl__ops_after_fork_child(void);
  * session's start) and advances it; when the file lost lines since
  * *lost_seen (gpufl__collector_lines_lost), every name is written again. Returns the
  * records written. */
-size_t gpufl__ops_write_new(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t *written,
+size_t gpufl__ops_write_new(gpufl__collector_t *c, enum gpufl__file_id channel, uint32_t *written,
                             uint64_t *lost_seen);
 
 /* Calls whose pop found another id, or none, on the thread's stack. */

@@ -33,7 +33,7 @@ typedef struct opt_desc {
     const char *name;
     opt_type_t type;
     size_t pub_off, pub_size; /* in gpufl_options_t */
-    size_t set_off;           /* in gpufl_settings_t */
+    size_t set_off;           /* in gpufl__settings_t */
     const char *def_str;      /* T_STR default; NULL means "" */
     int64_t def_num;          /* default of every other type */
     int64_t min, max;         /* T_INT / T_SIZE bounds */
@@ -41,7 +41,7 @@ typedef struct opt_desc {
 } opt_desc_t;
 
 #define PUB(field) offsetof(gpufl_options_t, field), sizeof(((gpufl_options_t *)0)->field)
-#define SET(field) offsetof(gpufl_settings_t, field)
+#define SET(field) offsetof(gpufl__settings_t, field)
 #define STR(f, def, fl)                                                                            \
     { #f, T_STR, PUB(f), SET(f), def, 0, 0, 0, fl }
 #define BOOL(f, def, fl)                                                                           \
@@ -119,7 +119,7 @@ static int backend_parse(const char *name, gpufl_backend_t *out) {
                             name ? name : "(null)");
 }
 
-const char *gpufl__option_source_name(gpufl_option_source_t source) {
+const char *gpufl__option_source_name(gpufl__option_source_t source) {
     static const char *const names[] = {"default", "config", "env", "code"};
     return (unsigned)source < 4 ? names[source] : "unknown";
 }
@@ -262,7 +262,7 @@ static int is_default(const opt_desc_t *d, const value_t *v) {
     return v->num == d->def_num;
 }
 
-static int store(const opt_desc_t *d, const value_t *v, gpufl_settings_t *s) {
+static int store(const opt_desc_t *d, const value_t *v, gpufl__settings_t *s) {
     char *field = (char *)s + d->set_off;
     switch (d->type) {
     case T_STR: {
@@ -315,7 +315,7 @@ static json_t *config_value(json_t *root, const char *name) {
 }
 
 /* The config file is named in code, else by GPUFL_CONFIG_FILE. */
-static const char *config_path(const gpufl_options_t *opts, gpufl_option_source_t *src) {
+static const char *config_path(const gpufl_options_t *opts, gpufl__option_source_t *src) {
     value_t v = {0};
     const char *env = getenv("GPUFL_CONFIG_FILE");
     if (value_from_code(&options[OPT_CONFIG_FILE], opts, &v) && v.str && *v.str) {
@@ -327,11 +327,11 @@ static const char *config_path(const gpufl_options_t *opts, gpufl_option_source_
 }
 
 static int resolve_one(int i, const gpufl_options_t *opts, json_t *config, const char *cfg_path,
-                       gpufl_settings_t *s) {
+                       gpufl__settings_t *s) {
     const opt_desc_t *d = &options[i];
     value_t v = {d->def_str, d->def_num};
     value_t code = v;
-    gpufl_option_source_t src = GPUFL_FROM_DEFAULT;
+    gpufl__option_source_t src = GPUFL_FROM_DEFAULT;
     json_t *j = config ? config_value(config, d->name) : NULL;
     /* "" means "not set" in the config file as in code and the environment. */
     if (j && d->type == T_STR && json_is_string(j) && !*json_string_value(j)) j = NULL;
@@ -372,9 +372,9 @@ static int resolve_one(int i, const gpufl_options_t *opts, json_t *config, const
     return store(d, &v, s);
 }
 
-int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl_settings_t *out) {
+int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl__settings_t *out) {
     json_t *config = NULL;
-    gpufl_option_source_t cfg_src;
+    gpufl__option_source_t cfg_src;
     const char *cfg_path;
     int rc = 0;
 
@@ -419,7 +419,7 @@ int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl_settings_t *out) 
     return 0;
 }
 
-void gpufl__settings_fini(gpufl_settings_t *s) {
+void gpufl__settings_fini(gpufl__settings_t *s) {
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
         if (options[i].type != T_STR) continue;
         char **field = (char **)((char *)s + options[i].set_off);
@@ -428,12 +428,12 @@ void gpufl__settings_fini(gpufl_settings_t *s) {
     }
 }
 
-void gpufl__settings_get(const gpufl_settings_t *s, int i, const char **name,
-                         gpufl_option_source_t *source, const char **str, int64_t *num) {
+void gpufl__settings_get(const gpufl__settings_t *s, int i, const char **name,
+                         gpufl__option_source_t *source, const char **str, int64_t *num) {
     const opt_desc_t *d = &options[i];
     const char *field = (const char *)s + d->set_off;
     *name = d->name;
-    *source = (gpufl_option_source_t)s->source[i];
+    *source = (gpufl__option_source_t)s->source[i];
     *str = NULL;
     *num = 0;
     switch (d->type) {

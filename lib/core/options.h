@@ -13,16 +13,16 @@
 
 #include <gpufl/gpufl.h>
 
-typedef enum gpufl_option_source {
+typedef enum gpufl__option_source {
     GPUFL_FROM_DEFAULT = 0,
     GPUFL_FROM_CONFIG = 1,
     GPUFL_FROM_ENV = 2,
     GPUFL_FROM_CODE = 3
-} gpufl_option_source_t;
+} gpufl__option_source_t;
 
 enum { GPUFL_OPTION_COUNT = 26 };
 
-typedef struct gpufl_settings {
+typedef struct gpufl__settings {
     /* Every string is owned (heap) and never NULL. */
     char *app_name, *log_path, *backend_url, *api_key, *api_path, *config_file;
     int remote_upload;
@@ -37,8 +37,8 @@ typedef struct gpufl_settings {
     int pc_sampling_period;
 
     int disabled_by_env;                      /* GPUFL_DISABLED was truthy */
-    unsigned char source[GPUFL_OPTION_COUNT]; /* gpufl_option_source_t per option */
-} gpufl_settings_t;
+    unsigned char source[GPUFL_OPTION_COUNT]; /* gpufl__option_source_t per option */
+} gpufl__settings_t;
 
 /*
  * Resolves opts (NULL for defaults) into *out, reading the config file and
@@ -47,8 +47,8 @@ typedef struct gpufl_settings {
  * in code), GPUFL_ECONFIG (config file unreadable or malformed) or
  * GPUFL_ENOMEM; on error *out holds nothing to free.
  */
-int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl_settings_t *out);
-void gpufl__settings_fini(gpufl_settings_t *s);
+int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl__settings_t *out);
+void gpufl__settings_fini(gpufl__settings_t *s);
 
 /* 1 when GPUFL_DISABLED holds a truthy value (1/true/yes/on, any case). */
 int gpufl__env_disabled(void);
@@ -60,9 +60,9 @@ int gpufl__parse_bool(const char *text, int *out);
 /* Walks the options in a fixed order, for the `options` log record. For
  * option i (0..GPUFL_OPTION_COUNT-1) gives its name, its source, and either a
  * string (*str != NULL) or an integer (*num). Secrets come back as "<set>". */
-void gpufl__settings_get(const gpufl_settings_t *s, int i, const char **name,
-                         gpufl_option_source_t *source, const char **str, int64_t *num);
+void gpufl__settings_get(const gpufl__settings_t *s, int i, const char **name,
+                         gpufl__option_source_t *source, const char **str, int64_t *num);
 
-const char *gpufl__option_source_name(gpufl_option_source_t source);
+const char *gpufl__option_source_name(gpufl__option_source_t source);
 
 #endif

@@ -14,7 +14,7 @@
  * into one); a session whose ring settings differ from the last gets a new
  * pool, and the old one's pages are handed back to the kernel. */
 #define MAX_POOLS 8
-static gpufl_ring_pool_t pools[MAX_POOLS];
+static gpufl__ring_pool_t pools[MAX_POOLS];
 static int npools;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -24,9 +24,9 @@ static uint64_t round_up_pow2(uint64_t v) {
     return p;
 }
 
-static int create_pool(gpufl_ring_pool_t *pool, uint64_t cap, uint64_t count) {
-    uint64_t ring_bytes = cap * sizeof(gpufl_rec_t);
-    size_t header_bytes = (size_t)count * sizeof(gpufl_ring_t);
+static int create_pool(gpufl__ring_pool_t *pool, uint64_t cap, uint64_t count) {
+    uint64_t ring_bytes = cap * sizeof(gpufl__rec_t);
+    size_t header_bytes = (size_t)count * sizeof(gpufl__ring_t);
     header_bytes = (header_bytes + 4095) & ~(size_t)4095;
     size_t bytes = header_bytes + (size_t)(count * ring_bytes);
     void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -39,10 +39,10 @@ static int create_pool(gpufl_ring_pool_t *pool, uint64_t cap, uint64_t count) {
     pool->mapping = map;
     pool->mapping_bytes = bytes;
     for (uint32_t i = 0; i < pool->count; i++) {
-        gpufl_ring_t *r = &pool->rings[i];
+        gpufl__ring_t *r = &pool->rings[i];
         r->index = i;
         r->mask = cap - 1;
-        r->recs = (gpufl_rec_t *)((char *)map + header_bytes + (size_t)i * ring_bytes);
+        r->recs = (gpufl__rec_t *)((char *)map + header_bytes + (size_t)i * ring_bytes);
         /* Each pool numbers its scopes from its own base, so an id from an
          * earlier pool never matches a scope of this one. */
         r->next_id = ((((uint64_t)npools << 36) + 1) << GPUFL_SCOPE_ID_RING_BITS) | (i + 1);
@@ -50,18 +50,18 @@ static int create_pool(gpufl_ring_pool_t *pool, uint64_t cap, uint64_t count) {
     return 0;
 }
 
-int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl_ring_pool_t **out) {
+int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl__ring_pool_t **out) {
     int rc = 0;
     uint64_t cap = round_up_pow2(capacity < 64 ? 64 : capacity);
-    uint64_t ring_bytes = cap * sizeof(gpufl_rec_t);
-    uint64_t count = cap_bytes / (ring_bytes + sizeof(gpufl_ring_t));
+    uint64_t ring_bytes = cap * sizeof(gpufl__rec_t);
+    uint64_t count = cap_bytes / (ring_bytes + sizeof(gpufl__ring_t));
     if (count < 1)
         return gpufl__set_error(GPUFL_EINVAL,
                                 "memory_cap_bytes (%llu) is smaller than one ring (%llu bytes)",
                                 (unsigned long long)cap_bytes, (unsigned long long)ring_bytes);
     if (count > 4095) count = 4095; /* scope ids keep the ring index in 12 bits */
     pthread_mutex_lock(&pool_lock);
-    gpufl_ring_pool_t *last = npools ? &pools[npools - 1] : NULL;
+    gpufl__ring_pool_t *last = npools ? &pools[npools - 1] : NULL;
     if (last && last->capacity == cap && last->count == count) {
         *out = last;
     } else if (npools == MAX_POOLS) {
@@ -75,15 +75,15 @@ int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl_ring_pool_
     return rc;
 }
 
-void gpufl__ring_pool_release(gpufl_ring_pool_t *pool) {
-    size_t header_bytes = ((size_t)pool->count * sizeof(gpufl_ring_t) + 4095) & ~(size_t)4095;
+void gpufl__ring_pool_release(gpufl__ring_pool_t *pool) {
+    size_t header_bytes = ((size_t)pool->count * sizeof(gpufl__ring_t) + 4095) & ~(size_t)4095;
     madvise((char *)pool->mapping + header_bytes, pool->mapping_bytes - header_bytes,
             MADV_DONTNEED);
 }
 
-gpufl_ring_t *gpufl__ring_claim(gpufl_ring_pool_t *pool, int32_t tid, uint64_t generation) {
+gpufl__ring_t *gpufl__ring_claim(gpufl__ring_pool_t *pool, int32_t tid, uint64_t generation) {
     for (uint32_t i = 0; i < pool->count; i++) {
-        gpufl_ring_t *r = &pool->rings[i];
+        gpufl__ring_t *r = &pool->rings[i];
         int expected = GPUFL_RING_FREE;
         if (atomic_load_explicit(&r->state, memory_order_relaxed) != GPUFL_RING_FREE) continue;
         /* Fill in the owner before the CAS publishes the ring as owned. The
@@ -99,9 +99,9 @@ gpufl_ring_t *gpufl__ring_claim(gpufl_ring_pool_t *pool, int32_t tid, uint64_t g
     return NULL;
 }
 
-void gpufl__ring_pool_reset(gpufl_ring_pool_t *pool) {
+void gpufl__ring_pool_reset(gpufl__ring_pool_t *pool) {
     for (uint32_t i = 0; i < pool->count; i++) {
-        gpufl_ring_t *r = &pool->rings[i];
+        gpufl__ring_t *r = &pool->rings[i];
         atomic_store(&r->head, 0);
         atomic_store(&r->tail, 0);
         atomic_store(&r->dropped, 0);

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum gpufl_rec_kind {
+enum gpufl__rec_kind {
     GPUFL_REC_SCOPE_BEGIN = 1,
     GPUFL_REC_SCOPE_END = 2,
     GPUFL_REC_TEXT = 3 /* continuation: 64 more bytes of the text of the record before */
@@ -34,10 +34,10 @@ enum gpufl_rec_kind {
 
 /* One fixed-size record. name_len + tag_len bytes of text start in `text`
  * and go on in `extra` GPUFL_REC_TEXT records that follow it. */
-typedef struct gpufl_rec {
+typedef struct gpufl__rec {
     uint64_t ticks;    /* gpufl__ticks() when it happened */
     uint64_t scope_id; /* instance id of the scope */
-    uint8_t kind;      /* enum gpufl_rec_kind */
+    uint8_t kind;      /* enum gpufl__rec_kind */
     uint8_t flags;     /* GPUFL_REC_FLAG_* */
     uint8_t extra;     /* continuation records that follow (at most 32) */
     uint8_t depth;     /* open scopes of the thread before a begin / after an end */
@@ -46,17 +46,17 @@ typedef struct gpufl_rec {
     int32_t repeat;
     int32_t warmup;
     char text[GPUFL_REC_INLINE_TEXT];
-} gpufl_rec_t;
+} gpufl__rec_t;
 
-_Static_assert(sizeof(gpufl_rec_t) == 64, "a record is one cache line");
-_Static_assert(offsetof(gpufl_rec_t, flags) == offsetof(gpufl_rec_t, kind) + 1 &&
-                   offsetof(gpufl_rec_t, extra) == offsetof(gpufl_rec_t, kind) + 2 &&
-                   offsetof(gpufl_rec_t, depth) == offsetof(gpufl_rec_t, kind) + 3,
+_Static_assert(sizeof(gpufl__rec_t) == 64, "a record is one cache line");
+_Static_assert(offsetof(gpufl__rec_t, flags) == offsetof(gpufl__rec_t, kind) + 1 &&
+                   offsetof(gpufl__rec_t, extra) == offsetof(gpufl__rec_t, kind) + 2 &&
+                   offsetof(gpufl__rec_t, depth) == offsetof(gpufl__rec_t, kind) + 3,
                "kind, flags, extra and depth are one 32-bit word");
 
 /* Sets kind, flags, extra and depth with one store instead of four (the
  * producer writes them on every record). */
-static inline void gpufl__rec_set_header(gpufl_rec_t *rec, uint8_t kind, uint8_t flags,
+static inline void gpufl__rec_set_header(gpufl__rec_t *rec, uint8_t kind, uint8_t flags,
                                          uint8_t extra, uint8_t depth) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     uint32_t word =
@@ -70,9 +70,9 @@ static inline void gpufl__rec_set_header(gpufl_rec_t *rec, uint8_t kind, uint8_t
 #endif
 }
 
-enum gpufl_ring_state { GPUFL_RING_FREE = 0, GPUFL_RING_OWNED = 1, GPUFL_RING_ORPHANED = 2 };
+enum gpufl__ring_state { GPUFL_RING_FREE = 0, GPUFL_RING_OWNED = 1, GPUFL_RING_ORPHANED = 2 };
 
-typedef struct gpufl_ring {
+typedef struct gpufl__ring {
     /* producer side */
     _Alignas(64) _Atomic uint64_t head;    /* next record to write */
     uint64_t cached_tail;                  /* producer's last view of tail */
@@ -86,47 +86,47 @@ typedef struct gpufl_ring {
     /* consumer side */
     _Alignas(64) _Atomic uint64_t tail; /* next record to read */
     /* set when claimed */
-    _Alignas(64) _Atomic int state; /* enum gpufl_ring_state */
+    _Alignas(64) _Atomic int state; /* enum gpufl__ring_state */
     int32_t tid;                    /* OS thread id of the owner */
     _Atomic uint64_t generation;    /* session the ring was claimed in (relaxed) */
     uint32_t index;                 /* position in the pool */
     uint64_t mask;                  /* capacity - 1 */
-    gpufl_rec_t *recs;
-} gpufl_ring_t;
+    gpufl__rec_t *recs;
+} gpufl__ring_t;
 
-typedef struct gpufl_ring_pool {
-    gpufl_ring_t *rings;
+typedef struct gpufl__ring_pool {
+    gpufl__ring_t *rings;
     uint32_t count;
     uint64_t capacity; /* records per ring, a power of two */
     void *mapping;
     size_t mapping_bytes;
-} gpufl_ring_pool_t;
+} gpufl__ring_pool_t;
 
 /* Returns a pool of rings of `capacity` records (rounded up to a power of
  * two) fitting in cap_bytes: the last one made if its sizes match, else a new
  * mapping. Pages are touched only as records are written, so unused rings
  * cost address space, not memory. */
-int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl_ring_pool_t **out);
+int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl__ring_pool_t **out);
 
 /* Gives the pool's record pages back to the kernel (the mapping stays valid
  * and reads as zeros). Called when a session ends. */
-void gpufl__ring_pool_release(gpufl_ring_pool_t *pool);
+void gpufl__ring_pool_release(gpufl__ring_pool_t *pool);
 
 /* Claims a free ring for the calling thread (lock-free). NULL when all are taken. */
-gpufl_ring_t *gpufl__ring_claim(gpufl_ring_pool_t *pool, int32_t tid, uint64_t generation);
+gpufl__ring_t *gpufl__ring_claim(gpufl__ring_pool_t *pool, int32_t tid, uint64_t generation);
 
 /* Resets every ring to empty and free: session start, collector thread stopped. */
-void gpufl__ring_pool_reset(gpufl_ring_pool_t *pool);
+void gpufl__ring_pool_reset(gpufl__ring_pool_t *pool);
 
 /* Producer: whether one more record fits at `head`, by the producer's last
  * view of the tail (when not, gpufl__ring_reserve looks again). */
-static inline int gpufl__ring_fits_one(const gpufl_ring_t *r, uint64_t head) {
+static inline int gpufl__ring_fits_one(const gpufl__ring_t *r, uint64_t head) {
     return head - r->cached_tail <= r->mask;
 }
 
 /* Producer: reserves n consecutive records; returns the first index or
  * UINT64_MAX (and counts n drops) when the ring lacks room. */
-static inline uint64_t gpufl__ring_reserve(gpufl_ring_t *r, uint64_t n) {
+static inline uint64_t gpufl__ring_reserve(gpufl__ring_t *r, uint64_t n) {
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t cap = r->mask + 1;
     if (head + n - r->cached_tail > cap) {
@@ -141,16 +141,16 @@ static inline uint64_t gpufl__ring_reserve(gpufl_ring_t *r, uint64_t n) {
     return head;
 }
 
-static inline uint64_t gpufl__ring_generation(const gpufl_ring_t *r) {
+static inline uint64_t gpufl__ring_generation(const gpufl__ring_t *r) {
     return atomic_load_explicit(&r->generation, memory_order_relaxed);
 }
 
-static inline gpufl_rec_t *gpufl__ring_at(gpufl_ring_t *r, uint64_t index) {
+static inline gpufl__rec_t *gpufl__ring_at(gpufl__ring_t *r, uint64_t index) {
     return &r->recs[index & r->mask];
 }
 
 /* Producer: publishes records up to (not including) new_head. */
-static inline void gpufl__ring_commit(gpufl_ring_t *r, uint64_t new_head) {
+static inline void gpufl__ring_commit(gpufl__ring_t *r, uint64_t new_head) {
     atomic_store_explicit(&r->head, new_head, memory_order_release);
 }
 

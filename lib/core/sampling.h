@@ -12,16 +12,16 @@
 
 #include <stdint.h>
 
-typedef struct gpufl_sampling {
+typedef struct gpufl__sampling {
     int64_t period_ns; /* 0: no periodic samples */
     int64_t next_ns;   /* CLOCK_MONOTONIC of the next sample */
     int continuous;
     int was_active;
-} gpufl_sampling_t;
+} gpufl__sampling_t;
 
-enum gpufl_sampling_action { GPUFL_SAMPLE_NONE, GPUFL_SAMPLE_BASELINE, GPUFL_SAMPLE_TAKE };
+enum gpufl__sampling_action { GPUFL_SAMPLE_NONE, GPUFL_SAMPLE_BASELINE, GPUFL_SAMPLE_TAKE };
 
-static inline void gpufl__sampling_init(gpufl_sampling_t *p, int period_ms, int continuous) {
+static inline void gpufl__sampling_init(gpufl__sampling_t *p, int period_ms, int continuous) {
     p->period_ns = (int64_t)period_ms * 1000000;
     p->next_ns = 0;
     p->continuous = continuous;
@@ -29,8 +29,8 @@ static inline void gpufl__sampling_init(gpufl_sampling_t *p, int period_ms, int 
 }
 
 /* What to do at now_ns, given whether a scope or window is open. */
-static inline enum gpufl_sampling_action gpufl__sampling_step(gpufl_sampling_t *p, int active,
-                                                              int64_t now_ns) {
+static inline enum gpufl__sampling_action gpufl__sampling_step(gpufl__sampling_t *p, int active,
+                                                               int64_t now_ns) {
     if (p->period_ns == 0) return GPUFL_SAMPLE_NONE;
     if (!p->continuous && !active) {
         p->was_active = 0;
@@ -49,7 +49,7 @@ static inline enum gpufl_sampling_action gpufl__sampling_step(gpufl_sampling_t *
 
 /* Nanoseconds until the next step matters. While idle without continuous
  * sampling, one period: a scope that opens is noticed within a period. */
-static inline int64_t gpufl__sampling_due_in(const gpufl_sampling_t *p, int64_t now_ns) {
+static inline int64_t gpufl__sampling_due_in(const gpufl__sampling_t *p, int64_t now_ns) {
     if (p->period_ns == 0) return INT64_MAX;
     return p->was_active ? p->next_ns - now_ns : p->period_ns;
 }

@@ -33,13 +33,13 @@ uint64_t gpufl_internal_live_generation;
  * by attach and detach. */
 static uint64_t live_generation;
 
-static gpufl_ring_pool_t *live_pool;
+static gpufl__ring_pool_t *live_pool;
 static _Atomic uint64_t stray_ends;
 static _Atomic uint64_t threads_unbuffered;
 static pthread_key_t exit_key;
 static int exit_key_ok; /* pthread_key_create can fail when a process used up its keys */
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
-static const gpufl_scope_observer_t *observer; /* atomic builtins */
+static const gpufl__scope_observer_t *observer; /* atomic builtins */
 static _Atomic int observer_calls;             /* calls inside the observer now */
 
 /* The thread's state, one TLS block so that the hot path resolves one
@@ -53,7 +53,7 @@ typedef struct thread_state {
      * session, and at thread exit it is handed back only if it was not reset
      * and given to another thread since. */
     uint64_t ring_generation;
-    gpufl_ring_t *ring;
+    gpufl__ring_t *ring;
     /* The generation in which this thread found no free ring: it does not
      * scan the pool again (nor count itself twice) until the next session. */
     uint64_t no_ring_generation;
@@ -67,7 +67,7 @@ static __thread thread_state_t tls;
  * into it would give it two producers, and when that thread exits the
  * collector frees it under this thread's open scopes (their ends then count
  * as stray). */
-static inline gpufl_ring_t *owned_ring(uint64_t generation) {
+static inline gpufl__ring_t *owned_ring(uint64_t generation) {
     return LIKELY(tls.ring_generation == generation) ? tls.ring : NULL;
 }
 
@@ -85,7 +85,7 @@ static inline uint64_t fast_ticks(void) { return (uint64_t)gpufl__mono_ns(); }
 
 /* Thread exit: hand the ring back; the collector drains it and frees it. */
 static void on_thread_exit(void *arg) {
-    gpufl_ring_t *r = arg;
+    gpufl__ring_t *r = arg;
     int expected = GPUFL_RING_OWNED;
     if (gpufl__ring_generation(r) == tls.ring_generation)
         atomic_compare_exchange_strong(&r->state, &expected, GPUFL_RING_ORPHANED);
@@ -103,7 +103,7 @@ static void make_exit_key(void) {
                     "at the next session");
 }
 
-void gpufl__scope_attach(gpufl_ring_pool_t *pool, uint64_t generation) {
+void gpufl__scope_attach(gpufl__ring_pool_t *pool, uint64_t generation) {
     pthread_once(&exit_key_once, make_exit_key);
     live_pool = pool;
     atomic_store(&stray_ends, 0);
@@ -120,12 +120,12 @@ void gpufl__scope_detach(void) {
 uint64_t gpufl__scope_stray_ends(void) { return atomic_load(&stray_ends); }
 uint64_t gpufl__scope_threads_unbuffered(void) { return atomic_load(&threads_unbuffered); }
 
-static __attribute__((noinline)) gpufl_ring_t *register_thread(uint64_t generation) {
+static __attribute__((noinline)) gpufl__ring_t *register_thread(uint64_t generation) {
     if (tls.no_ring_generation == generation) return NULL;
     /* Acquire: pairs with attach's release, so live_pool is the one published
      * with this generation (matters on weakly ordered CPUs). */
     if (__atomic_load_n(&live_generation, __ATOMIC_ACQUIRE) != generation) return NULL;
-    gpufl_ring_t *r = gpufl__ring_claim(live_pool, (int32_t)syscall(SYS_gettid), generation);
+    gpufl__ring_t *r = gpufl__ring_claim(live_pool, (int32_t)syscall(SYS_gettid), generation);
     if (!r) {
         tls.no_ring_generation = generation;
         atomic_fetch_add(&threads_unbuffered, 1);
@@ -138,15 +138,15 @@ static __attribute__((noinline)) gpufl_ring_t *register_thread(uint64_t generati
     return r;
 }
 
-static inline gpufl_ring_t *thread_ring(uint64_t generation) {
-    gpufl_ring_t *r = owned_ring(generation);
+static inline gpufl__ring_t *thread_ring(uint64_t generation) {
+    gpufl__ring_t *r = owned_ring(generation);
     if (LIKELY(r != NULL)) return r;
     return register_thread(generation);
 }
 
 /* Copies src into the text of the records from `first` on, which hold
  * GPUFL_REC_INLINE_TEXT bytes in the head record and 64 in each following. */
-static void put_text(gpufl_ring_t *r, uint64_t first, size_t offset, const char *src, size_t len) {
+static void put_text(gpufl__ring_t *r, uint64_t first, size_t offset, const char *src, size_t len) {
     while (len > 0) {
         char *dst;
         size_t room;
@@ -155,9 +155,9 @@ static void put_text(gpufl_ring_t *r, uint64_t first, size_t offset, const char 
             room = GPUFL_REC_INLINE_TEXT - offset;
         } else {
             size_t o = offset - GPUFL_REC_INLINE_TEXT;
-            dst = (char *)gpufl__ring_at(r, first + 1 + o / sizeof(gpufl_rec_t)) +
-                  o % sizeof(gpufl_rec_t);
-            room = sizeof(gpufl_rec_t) - o % sizeof(gpufl_rec_t);
+            dst = (char *)gpufl__ring_at(r, first + 1 + o / sizeof(gpufl__rec_t)) +
+                  o % sizeof(gpufl__rec_t);
+            room = sizeof(gpufl__rec_t) - o % sizeof(gpufl__rec_t);
         }
         size_t n = len < room ? len : room;
         memcpy(dst, src, n);
@@ -186,10 +186,10 @@ static inline void copy_small(char *dst, const char *src, size_t n) {
 
 /* Writes a begin record of 1 + extra records at `at` and opens the scope. */
 static inline __attribute__((always_inline)) gpufl_scope_t
-put_begin(gpufl_ring_t *r, uint64_t at, uint64_t extra, const char *name, size_t name_len,
+put_begin(gpufl__ring_t *r, uint64_t at, uint64_t extra, const char *name, size_t name_len,
           const char *tag, size_t tag_len, int32_t repeat, int32_t warmup, int truncated,
           int fast_clock) {
-    gpufl_rec_t *rec = gpufl__ring_at(r, at);
+    gpufl__rec_t *rec = gpufl__ring_at(r, at);
     /* The text first: fewer values live at once, so the fast path keeps
      * them all in registers and saves none on the stack. */
     if (LIKELY(extra == 0)) {
@@ -218,7 +218,7 @@ put_begin(gpufl_ring_t *r, uint64_t at, uint64_t extra, const char *name, size_t
     return id;
 }
 
-int gpufl__scope_observe(const gpufl_scope_observer_t *o) {
+int gpufl__scope_observe(const gpufl__scope_observer_t *o) {
     __atomic_store_n(&observer, o, __ATOMIC_RELEASE);
     if (o != NULL) return 0;
     for (int i = 0; i < 2000; i++) {
@@ -233,7 +233,7 @@ int gpufl__scope_observe(const gpufl_scope_observer_t *o) {
 static __attribute__((noinline)) gpufl_scope_t observe_begin(gpufl_scope_t id, const char *name,
                                                              size_t name_len, uint32_t depth) {
     atomic_fetch_add(&observer_calls, 1);
-    const gpufl_scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
+    const gpufl__scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
     if (o != NULL) o->begin(o->user, id, name, name_len, depth);
     atomic_fetch_sub(&observer_calls, 1);
     return id;
@@ -241,7 +241,7 @@ static __attribute__((noinline)) gpufl_scope_t observe_begin(gpufl_scope_t id, c
 
 static __attribute__((noinline)) void observe_end(uint64_t id, uint32_t depth) {
     atomic_fetch_add(&observer_calls, 1);
-    const gpufl_scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
+    const gpufl__scope_observer_t *o = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
     if (o != NULL) o->end(o->user, id, depth);
     atomic_fetch_sub(&observer_calls, 1);
 }
@@ -260,7 +260,7 @@ static __attribute__((noinline)) gpufl_scope_t begin_slow(const char *name, size
     if (UNLIKELY(!generation)) return 0;
     if (!name) name = "(unnamed)", name_len = 9;
     if (!tag) tag_len = 0;
-    gpufl_ring_t *r = thread_ring(generation);
+    gpufl__ring_t *r = thread_ring(generation);
     if (UNLIKELY(!r)) return 0;
     if (UNLIKELY(r->depth >= GPUFL_SCOPE_STACK_MAX)) {
         gpufl__ring_count(&r->depth_overflow);
@@ -272,7 +272,7 @@ static __attribute__((noinline)) gpufl_scope_t begin_slow(const char *name, size
     size_t total = name_len + tag_len;
     uint64_t extra =
         total > GPUFL_REC_INLINE_TEXT
-            ? (total - GPUFL_REC_INLINE_TEXT + sizeof(gpufl_rec_t) - 1) / sizeof(gpufl_rec_t)
+            ? (total - GPUFL_REC_INLINE_TEXT + sizeof(gpufl__rec_t) - 1) / sizeof(gpufl__rec_t)
             : 0;
     uint64_t at = gpufl__ring_reserve(r, 1 + extra);
     if (UNLIKELY(at == UINT64_MAX)) return 0;
@@ -295,7 +295,7 @@ gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char 
     if (UNLIKELY(tls.ring_generation != generation || !name ||
                  name_len + tag_len > GPUFL_REC_INLINE_TEXT || !FAST_CLOCK()))
         return begin_slow(name, name_len, tag, tag_len, repeat, warmup);
-    gpufl_ring_t *r = tls.ring;
+    gpufl__ring_t *r = tls.ring;
     uint64_t at = atomic_load_explicit(&r->head, memory_order_relaxed);
     if (UNLIKELY(r->depth >= GPUFL_SCOPE_STACK_MAX || !gpufl__ring_fits_one(r, at)))
         return begin_slow(name, name_len, tag, tag_len, repeat, warmup);
@@ -321,7 +321,7 @@ gpufl_scope_t gpufl_scope_begin(const char *name, const char *tag) {
  * innermost scope (the scopes opened inside it close with it; an unknown id
  * is counted), or the ring looked full (the record may be dropped, and is
  * counted then). */
-static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id, uint64_t ticks) {
+static __attribute__((noinline)) void end_slow(gpufl__ring_t *r, gpufl_scope_t id, uint64_t ticks) {
     uint32_t depth = r->depth;
     uint32_t pos = depth; /* 1-based position of id in the stack */
     while (pos > 0 && r->stack[pos - 1] != id) pos--;
@@ -333,7 +333,7 @@ static __attribute__((noinline)) void end_slow(gpufl_ring_t *r, gpufl_scope_t id
     uint64_t at = gpufl__ring_reserve(r, n);
     if (at != UINT64_MAX) {
         for (uint64_t k = 0; k < n; k++) {
-            gpufl_rec_t *rec = gpufl__ring_at(r, at + k);
+            gpufl__rec_t *rec = gpufl__ring_at(r, at + k);
             rec->ticks = ticks;
             rec->scope_id = r->stack[depth - 1 - k];
             gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_END, k + 1 < n ? GPUFL_REC_FLAG_IMPLICIT : 0,
@@ -359,14 +359,14 @@ static inline __attribute__((always_inline)) void end_at(gpufl_scope_t id, uint6
         end_unowned(generation);
         return;
     }
-    gpufl_ring_t *r = tls.ring;
+    gpufl__ring_t *r = tls.ring;
     uint32_t depth = r->depth;
     uint64_t at = atomic_load_explicit(&r->head, memory_order_relaxed);
     if (UNLIKELY(depth == 0 || r->stack[depth - 1] != id || !gpufl__ring_fits_one(r, at))) {
         end_slow(r, id, ticks);
         return;
     }
-    gpufl_rec_t *rec = gpufl__ring_at(r, at);
+    gpufl__rec_t *rec = gpufl__ring_at(r, at);
     rec->ticks = ticks;
     rec->scope_id = id;
     gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_END, 0, 0, (uint8_t)(depth - 1));
@@ -391,7 +391,7 @@ void gpufl_scope_end(gpufl_scope_t id) {
 
 uint64_t gpufl__scope_current(void) {
     uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
-    gpufl_ring_t *r = generation ? owned_ring(generation) : NULL;
+    gpufl__ring_t *r = generation ? owned_ring(generation) : NULL;
     if (!r || r->depth == 0) return 0;
     return r->stack[r->depth - 1];
 }

@@ -16,7 +16,7 @@
 /* gpufl_internal_live_generation (gpufl.h): nonzero while a session runs. */
 
 /* Makes the hot path record into pool for session `generation` (nonzero). */
-void gpufl__scope_attach(gpufl_ring_pool_t *pool, uint64_t generation);
+void gpufl__scope_attach(gpufl__ring_pool_t *pool, uint64_t generation);
 /* Stops recording: later hot-path calls do nothing. */
 void gpufl__scope_detach(void);
 /* Unbalanced ends from threads that own no ring in this session. */
@@ -36,13 +36,13 @@ uint64_t gpufl__scope_current(void);
  * once per scope closed, innermost first, with the depth it had. Both run
  * on the scope's thread, outside any gpufl lock, and must not block for
  * long. While none is set the hot path pays one load and a branch. */
-typedef struct gpufl_scope_observer {
+typedef struct gpufl__scope_observer {
     void (*begin)(void *user, uint64_t id, const char *name, size_t name_len, uint32_t depth);
     void (*end)(void *user, uint64_t id, uint32_t depth);
     void *user;
-} gpufl_scope_observer_t;
+} gpufl__scope_observer_t;
 /* Sets (or with NULL clears) the observer. Clearing waits, 2 s at most, for
  * calls already inside it to return; returns 0, or -1 when some did not. */
-int gpufl__scope_observe(const gpufl_scope_observer_t *o);
+int gpufl__scope_observe(const gpufl__scope_observer_t *o);
 
 #endif

@@ -40,11 +40,11 @@ static struct session_state {
     int last_disabled; /* the last init found gpufl switched off */
     int hooks_installed;
     uint64_t generation;
-    gpufl_settings_t settings;
-    gpufl_session_ident_t ident;
+    gpufl__settings_t settings;
+    gpufl__session_ident_t ident;
     char dir[4096];
-    gpufl_collector_t *collector;
-    gpufl_ring_pool_t *pool;
+    gpufl__collector_t *collector;
+    gpufl__ring_pool_t *pool;
     int host_started; /* how many of gpufl__host_sources run */
     gpufl_stats_t last_stats;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -94,7 +94,7 @@ static void make_session_id(char *out, size_t size, int64_t unix_us) {
              random16());
 }
 
-static int create_session_dir(const char *log_path, gpufl_session_ident_t *ident, char *dir,
+static int create_session_dir(const char *log_path, gpufl__session_ident_t *ident, char *dir,
                               size_t size) {
     int rc = make_dirs(log_path);
     if (rc) return rc;
@@ -111,10 +111,10 @@ static int create_session_dir(const char *log_path, gpufl_session_ident_t *ident
 
 /* ---------------- records written at init ---------------- */
 
-static void write_options(gpufl_collector_t *c, const gpufl_settings_t *s) {
+static void write_options(gpufl__collector_t *c, const gpufl__settings_t *s) {
     gpufl__wire_option_t v[GPUFL_OPTION_COUNT];
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
-        gpufl_option_source_t src;
+        gpufl__option_source_t src;
         gpufl__settings_get(s, i, &v[i].name, &src, &v[i].str, &v[i].num);
         v[i].from = gpufl__option_source_name(src);
     }
@@ -123,7 +123,7 @@ static void write_options(gpufl_collector_t *c, const gpufl_settings_t *s) {
     gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
 }
 
-static void write_legend(gpufl_collector_t *c) {
+static void write_legend(gpufl__collector_t *c) {
     gpufl__line_t l;
     gpufl__wire_legend(&l);
     gpufl__collector_record(c, GPUFL_FILE_DEVICE, &l);
@@ -135,8 +135,8 @@ static void write_legend(gpufl_collector_t *c) {
  * engine is the first one above Monitor. opened[i]: backend i answered. A
  * missing driver is a normal state: recorded, and said aloud only when the
  * backend was asked for by name. */
-static gpufl_backend_t start_backends(const gpufl_settings_t *s, gpufl_engine_t *engine,
-                                      int *opened, gpufl_source_t *sources, int *nsources) {
+static gpufl_backend_t start_backends(const gpufl__settings_t *s, gpufl_engine_t *engine,
+                                      int *opened, gpufl__source_t *sources, int *nsources) {
     const char *absent = gpufl__backend_absent_why(s->backend);
     gpufl_backend_t running = GPUFL_BACKEND_NONE;
     char other[64];
@@ -174,7 +174,7 @@ static gpufl_backend_t start_backends(const gpufl_settings_t *s, gpufl_engine_t 
 
 /* Says what runs and, for what does not, why: the host sources' entries,
  * then each backend's; then each backend explains an engine downgrade. */
-static void write_capabilities(gpufl_collector_t *c, const gpufl_settings_t *s,
+static void write_capabilities(gpufl__collector_t *c, const gpufl__settings_t *s,
                                const gpufl__feature_t *host, int nhost, gpufl_backend_t running,
                                gpufl_engine_t engine) {
     gpufl__feature_t features[GPUFL__FEATURES_MAX * (GPUFL__BACKENDS_MAX + 1)];
@@ -236,9 +236,9 @@ static void install_hooks(void) {
 /* ---------------- init and shutdown ---------------- */
 
 static int start_session(void) {
-    gpufl_settings_t *s = &g.settings;
-    gpufl_ring_pool_t *pool;
-    gpufl_source_t host_sources[GPUFL_MAX_SOURCES], engine_sources[GPUFL_MAX_SOURCES];
+    gpufl__settings_t *s = &g.settings;
+    gpufl__ring_pool_t *pool;
+    gpufl__source_t host_sources[GPUFL_MAX_SOURCES], engine_sources[GPUFL_MAX_SOURCES];
     gpufl__feature_t host_features[GPUFL_MAX_SOURCES];
     int opened[GPUFL__BACKENDS_MAX], nengine;
     char log_path[4096];
@@ -258,10 +258,10 @@ static int start_session(void) {
     /* Two limits that are each in range can still clash: a ring larger than
      * the whole cap. Keep the cap (it is the promise about memory) and shrink
      * the rings to fit four, saying so. */
-    uint64_t ring_bytes = (uint64_t)s->ring_capacity_records * sizeof(gpufl_rec_t);
+    uint64_t ring_bytes = (uint64_t)s->ring_capacity_records * sizeof(gpufl__rec_t);
     if (ring_bytes * 4 > (uint64_t)s->memory_cap_bytes) {
         int64_t fit = 64;
-        while ((uint64_t)(fit * 2) * sizeof(gpufl_rec_t) * 4 <= (uint64_t)s->memory_cap_bytes)
+        while ((uint64_t)(fit * 2) * sizeof(gpufl__rec_t) * 4 <= (uint64_t)s->memory_cap_bytes)
             fit *= 2;
         gpufl__warn("ring_capacity_records %lld does not fit memory_cap_bytes %lld four times; "
                     "using %lld records per ring",
@@ -305,7 +305,7 @@ static int start_session(void) {
     for (int i = 0; i < nengine; i++)
         if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i]))) goto stop;
     for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++) {
-        gpufl_source_t devices;
+        gpufl__source_t devices;
         if (!opened[i]) continue;
         if ((rc = gpufl__backends[i]->start_devices(g.collector, s, &devices)) ||
             (rc = gpufl__collector_add_source(g.collector, &devices)))
@@ -472,7 +472,7 @@ int gpufl__session_report_dir(char *dir, size_t size) {
 }
 
 int gpufl__session_attach_sink(const gpufl__sink_ops_t *ops, void *self,
-                               gpufl_session_ident_t *ident) {
+                               gpufl__session_ident_t *ident) {
     int rc;
     pthread_mutex_lock(&g.lock);
     if (!g.running || !g.collector)

@@ -20,9 +20,9 @@ struct gpufl__sink_ops;
  * and record from now on, and its close at shutdown; its owner frees it
  * after. *ident (optional) gets the session's identity, for a dump's header.
  * 0, GPUFL_ENOTINIT without a running session, or the fan-out's errors. */
-struct gpufl_session_ident;
+struct gpufl__session_ident;
 int gpufl__session_attach_sink(const struct gpufl__sink_ops *ops, void *self,
-                               struct gpufl_session_ident *ident);
+                               struct gpufl__session_ident *ident);
 
 /* Upload belongs to a later release. Every message about it (backend_url and
  * remote_upload at init, uploadLogs) says so in these words. */

@@ -18,19 +18,19 @@
 
 static const char *const channel_names[GPUFL_FILE_COUNT] = {"device", "scope", "system"};
 
-const char *gpufl__channel_name(enum gpufl_file_id channel) {
+const char *gpufl__channel_name(enum gpufl__file_id channel) {
     return (unsigned)channel < GPUFL_FILE_COUNT ? channel_names[channel] : "?";
 }
 
 /* A describing record as written: the line, then its type. */
 struct gpufl__kept_line {
     gpufl__kept_line_t *next;
-    enum gpufl_file_id channel;
+    enum gpufl__file_id channel;
     size_t len;
     char data[];
 };
 
-void gpufl__fanout_init(gpufl__fanout_t *f, const gpufl_intern_t *dict) {
+void gpufl__fanout_init(gpufl__fanout_t *f, const gpufl__intern_t *dict) {
     memset(f, 0, sizeof *f);
     f->dict = dict;
     atomic_init(&f->count, 0);
@@ -55,7 +55,7 @@ static void replay(gpufl__fanout_t *f, gpufl__sink_t *s) {
     if (!s->ops->record) return;
     for (const gpufl__kept_line_t *k = f->kept; k; k = k->next) {
         gpufl__line_t l = {.type = k->data + k->len, .describes = 1};
-        l.buf = (gpufl_buf_t){(char *)k->data, k->len, k->len, k->len, 0};
+        l.buf = (gpufl__buf_t){(char *)k->data, k->len, k->len, k->len, 0};
         int rc = s->ops->record(s->self, k->channel, &l, f->dict);
         if (rc < 0) failed(s, l.type, rc);
     }
@@ -90,7 +90,7 @@ int gpufl__fanout_attach(gpufl__fanout_t *f, const gpufl__sink_ops_t *ops, void 
 }
 
 /* Copies a describing record for sinks attached later. Lock held. */
-static void keep(gpufl__fanout_t *f, enum gpufl_file_id channel, const gpufl__line_t *line) {
+static void keep(gpufl__fanout_t *f, enum gpufl__file_id channel, const gpufl__line_t *line) {
     size_t type_len = strlen(line->type) + 1;
     size_t bytes = sizeof(gpufl__kept_line_t) + line->buf.len + type_len;
     gpufl__kept_line_t *k = NULL;
@@ -125,7 +125,7 @@ static void failed(gpufl__sink_t *s, const char *what, int rc) {
                            (f)->sinks + atomic_load_explicit(&(f)->count, memory_order_acquire);   \
          s < s##_end; s++)
 
-static void record_to_sinks(gpufl__fanout_t *f, enum gpufl_file_id channel,
+static void record_to_sinks(gpufl__fanout_t *f, enum gpufl__file_id channel,
                             const gpufl__line_t *line) {
     EACH_SINK(f, s) {
         int rc = s->ops->record ? s->ops->record(s->self, channel, line, f->dict) : 0;
@@ -133,7 +133,7 @@ static void record_to_sinks(gpufl__fanout_t *f, enum gpufl_file_id channel,
     }
 }
 
-void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel,
+void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl__file_id channel,
                           const gpufl__line_t *line) {
     if (!line->describes || line->ndict != 0 || line->buf.len == 0) {
         record_to_sinks(f, channel, line);
@@ -145,7 +145,7 @@ void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel,
     pthread_mutex_unlock(&f->lock);
 }
 
-void gpufl__fanout_batch(gpufl__fanout_t *f, enum gpufl_file_id channel, gpufl_batch_t *b) {
+void gpufl__fanout_batch(gpufl__fanout_t *f, enum gpufl__file_id channel, gpufl__batch_t *b) {
     if (b->rows == 0) return;
     EACH_SINK(f, s) {
         int rc = s->ops->batch(s->self, channel, b, f->dict);

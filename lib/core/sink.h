@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* The channel a row belongs to: one session file each. */
-enum gpufl_file_id {
+enum gpufl__file_id {
     GPUFL_FILE_DEVICE = 0,
     GPUFL_FILE_SCOPE = 1,
     GPUFL_FILE_SYSTEM = 2,
@@ -32,7 +32,7 @@ enum gpufl_file_id {
 };
 
 /* "device", "scope" or "system". */
-const char *gpufl__channel_name(enum gpufl_file_id channel);
+const char *gpufl__channel_name(enum gpufl__file_id channel);
 
 /* The operations of a sink; each returns 0 or a negative GPUFL_E* (counted
  * as a failure of that sink). Only batch is required. */
@@ -41,11 +41,11 @@ typedef struct gpufl__sink_ops {
     /* One single-line record (its dict ids defined before it, if the sink
      * keeps dict lines). dict: the session's strings, readable during the
      * call only when it names dict ids (then on the collector thread). */
-    int (*record)(void *self, enum gpufl_file_id channel, const gpufl__line_t *line,
-                  const gpufl_intern_t *dict);
+    int (*record)(void *self, enum gpufl__file_id channel, const gpufl__line_t *line,
+                  const gpufl__intern_t *dict);
     /* The rows of b (b->rows of them); the sink copies what it keeps. */
-    int (*batch)(void *self, enum gpufl_file_id channel, const gpufl_batch_t *b,
-                 const gpufl_intern_t *dict);
+    int (*batch)(void *self, enum gpufl__file_id channel, const gpufl__batch_t *b,
+                 const gpufl__intern_t *dict);
     /* What the sink buffers goes where it goes (a file: write()). */
     int (*flush)(void *self);
     /* No rows after this; the sink's owner frees it (the ring is read after). */
@@ -69,7 +69,7 @@ typedef struct gpufl__sink {
 typedef struct gpufl__kept_line gpufl__kept_line_t;
 
 typedef struct gpufl__fanout {
-    const gpufl_intern_t *dict; /* the session's, which dict columns name */
+    const gpufl__intern_t *dict; /* the session's, which dict columns name */
     gpufl__sink_t sinks[GPUFL__SINKS_MAX];
     atomic_int count; /* entries below count are complete */
     atomic_int closed;
@@ -82,7 +82,7 @@ typedef struct gpufl__fanout {
     uint64_t kept_left_out; /* describing records past GPUFL__KEPT_MAX_BYTES */
 } gpufl__fanout_t;
 
-void gpufl__fanout_init(gpufl__fanout_t *f, const gpufl_intern_t *dict);
+void gpufl__fanout_init(gpufl__fanout_t *f, const gpufl__intern_t *dict);
 /* Frees the kept records; after close, when no thread uses f any more. */
 void gpufl__fanout_fini(gpufl__fanout_t *f);
 /* Adds a sink: it first gets the records kept so far that describe the
@@ -90,10 +90,10 @@ void gpufl__fanout_fini(gpufl__fanout_t *f);
  * every row from now on. GPUFL_EINVAL without ops->batch, GPUFL_ENOMEM past
  * GPUFL__SINKS_MAX, GPUFL_EINVAL once closed. */
 int gpufl__fanout_attach(gpufl__fanout_t *f, const gpufl__sink_ops_t *ops, void *self);
-void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl_file_id channel,
+void gpufl__fanout_record(gpufl__fanout_t *f, enum gpufl__file_id channel,
                           const gpufl__line_t *line);
 /* Gives b's rows to every sink, then empties b. */
-void gpufl__fanout_batch(gpufl__fanout_t *f, enum gpufl_file_id channel, gpufl_batch_t *b);
+void gpufl__fanout_batch(gpufl__fanout_t *f, enum gpufl__file_id channel, gpufl__batch_t *b);
 void gpufl__fanout_flush(gpufl__fanout_t *f);
 /* Closes every sink, once. */
 void gpufl__fanout_close(gpufl__fanout_t *f);
@@ -127,15 +127,15 @@ void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out
  * returns non-zero. fn runs without the ring's lock: rows keep coming. */
 typedef int (*gpufl__ring_sink_visit_fn)(void *ctx, const char *type, size_t rows, const char *line,
                                          size_t len);
-void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl_file_id channel,
+void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl__file_id channel,
                            gpufl__ring_sink_visit_fn fn, void *ctx);
 /* Appends channel's kept lines as a log file: a header, then each line
  * after a dict line for the strings it names not yet defined. 0, or
  * GPUFL_ENOMEM when out overflowed its cap. */
-int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
-                          enum gpufl_file_id channel, gpufl_buf_t *out);
+int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
+                          enum gpufl__file_id channel, gpufl__buf_t *out);
 /* Writes the three files of a session into dir (which must exist). */
-int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
+int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
                               const char *dir);
 
 /* Latest-value gauges: for each gauge table (wire.h: host_sample, and
@@ -151,7 +151,7 @@ void gpufl__gauge_sink_destroy(gpufl__gauge_sink_t *g);
  * none came yet (or not a gauge table); GPUFL_EIO when writes kept
  * overlapping the read for long (try again later). */
 int gpufl__gauge_sink_read(gpufl__gauge_sink_t *g, const gpufl__wire_table_t *table, int instance,
-                           gpufl_cell_t *cells, uint64_t *updates);
+                           gpufl__cell_t *cells, uint64_t *updates);
 /* Rows that named an instance past GPUFL_GAUGE_INSTANCES_MAX. */
 uint64_t gpufl__gauge_sink_ignored(gpufl__gauge_sink_t *g);
 

@@ -51,7 +51,7 @@ static int table_index(const gpufl__gauge_sink_t *g, const gpufl__wire_table_t *
     return -1;
 }
 
-static void store_row(slot_t *s, const gpufl_cell_t *row, int ncols) {
+static void store_row(slot_t *s, const gpufl__cell_t *row, int ncols) {
     uint_fast64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
     atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
     for (int c = 0; c < ncols; c++) {
@@ -63,8 +63,8 @@ static void store_row(slot_t *s, const gpufl_cell_t *row, int ncols) {
     atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
 }
 
-static int gauges_batch(void *self, enum gpufl_file_id channel, const gpufl_batch_t *b,
-                        const gpufl_intern_t *dict) {
+static int gauges_batch(void *self, enum gpufl__file_id channel, const gpufl__batch_t *b,
+                        const gpufl__intern_t *dict) {
     gpufl__gauge_sink_t *g = self;
     (void)channel;
     (void)dict;
@@ -73,7 +73,7 @@ static int gauges_batch(void *self, enum gpufl_file_id channel, const gpufl_batc
     int key = b->table->gauge_key;
     uint32_t done = 0; /* instances already given their newest row */
     for (size_t r = b->rows; r-- > 0;) {
-        const gpufl_cell_t *row = gpufl__batch_at(b, r);
+        const gpufl__cell_t *row = gpufl__batch_at(b, r);
         int64_t instance = key >= 0 ? row[key].i : 0;
         if (instance < 0 || instance >= GPUFL_GAUGE_INSTANCES_MAX) {
             atomic_fetch_add_explicit(&g->ignored, 1, memory_order_relaxed);
@@ -92,7 +92,7 @@ const gpufl__sink_ops_t gpufl__gauge_sink_ops = {
 };
 
 int gpufl__gauge_sink_read(gpufl__gauge_sink_t *g, const gpufl__wire_table_t *table, int instance,
-                           gpufl_cell_t *cells, uint64_t *updates) {
+                           gpufl__cell_t *cells, uint64_t *updates) {
     int t = table_index(g, table);
     if (t < 0 || instance < 0 || instance >= GPUFL_GAUGE_INSTANCES_MAX ||
         (table->gauge_key == GPUFL_WIRE_GAUGE_ONE && instance != 0))

@@ -12,7 +12,7 @@
 static const char *const file_names[GPUFL_FILE_COUNT] = {"device", "scope", "system"};
 
 int gpufl__ndjson_sink_open(gpufl__ndjson_sink_t *s, const char *dir,
-                            const gpufl_session_ident_t *ident, uint64_t rotate_bytes,
+                            const gpufl__session_ident_t *ident, uint64_t rotate_bytes,
                             int sync_each_write) {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < GPUFL_FILE_COUNT; i++) {
@@ -32,20 +32,20 @@ void gpufl__ndjson_sink_close(gpufl__ndjson_sink_t *s) {
     s->files_open = 0;
 }
 
-static int ndjson_record(void *self, enum gpufl_file_id channel, const gpufl__line_t *line,
-                         const gpufl_intern_t *dict) {
+static int ndjson_record(void *self, enum gpufl__file_id channel, const gpufl__line_t *line,
+                         const gpufl__intern_t *dict) {
     gpufl__ndjson_sink_t *s = self;
-    gpufl_writer_t *f = &s->files[channel];
+    gpufl__writer_t *f = &s->files[channel];
     pthread_mutex_lock(&f->lock);
     gpufl__writer_put_line(f, dict, line);
     pthread_mutex_unlock(&f->lock);
     return 0;
 }
 
-static int ndjson_batch(void *self, enum gpufl_file_id channel, const gpufl_batch_t *b,
-                        const gpufl_intern_t *dict) {
+static int ndjson_batch(void *self, enum gpufl__file_id channel, const gpufl__batch_t *b,
+                        const gpufl__intern_t *dict) {
     gpufl__ndjson_sink_t *s = self;
-    gpufl_writer_t *f = &s->files[channel];
+    gpufl__writer_t *f = &s->files[channel];
     pthread_mutex_lock(&f->lock);
     gpufl__writer_put_batch(f, dict, b);
     pthread_mutex_unlock(&f->lock);

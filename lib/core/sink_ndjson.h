@@ -11,13 +11,13 @@
 #include "core/writer.h"
 
 struct gpufl__ndjson_sink {
-    gpufl_writer_t files[GPUFL_FILE_COUNT];
+    gpufl__writer_t files[GPUFL_FILE_COUNT];
     int files_open;
 };
 
 /* Creates the three files in dir. On failure every file opened is closed. */
 int gpufl__ndjson_sink_open(gpufl__ndjson_sink_t *s, const char *dir,
-                            const gpufl_session_ident_t *ident, uint64_t rotate_bytes,
+                            const gpufl__session_ident_t *ident, uint64_t rotate_bytes,
                             int sync_each_write);
 /* Writes what is pending and closes the files (the sink's close); accepts a
  * sink whose open failed. */

@@ -35,7 +35,7 @@
 typedef struct entry {
     struct entry *next;
     atomic_int refs; /* the ring's own, and one per snapshot holding it */
-    enum gpufl_file_id channel;
+    enum gpufl__file_id channel;
     size_t rows; /* 0 for a record */
     size_t nids, strs_len, line_len, bytes;
     char data[];
@@ -53,7 +53,7 @@ struct gpufl__ring_sink {
     gpufl__ring_sink_stats_t stats;
     uint32_t max_id;
     uint32_t *ids;    /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */
-    gpufl_buf_t line; /* scratch: a batch line */
+    gpufl__buf_t line; /* scratch: a batch line */
 };
 
 static const uint32_t *entry_ids(const entry_t *e) {
@@ -141,9 +141,9 @@ static void evict_oldest(gpufl__ring_sink_t *r) {
 /* Keeps one line and the strings of its ids (unique, non-zero), evicting
  * the oldest lines to make room; a describing record is pinned while the
  * pinned ones take at most a quarter of the cap. Caller holds the lock. */
-static int keep(gpufl__ring_sink_t *r, enum gpufl_file_id channel, const char *type, size_t rows,
+static int keep(gpufl__ring_sink_t *r, enum gpufl__file_id channel, const char *type, size_t rows,
                 const char *line, size_t line_len, const uint32_t *ids, size_t nids,
-                const gpufl_intern_t *dict, int describes) {
+                const gpufl__intern_t *dict, int describes) {
     size_t strs_len = 0, type_len = strlen(type) + 1;
     for (size_t i = 0; i < nids; i++) {
         size_t len = 0;
@@ -192,8 +192,8 @@ static int keep(gpufl__ring_sink_t *r, enum gpufl_file_id channel, const char *t
     return 0;
 }
 
-static int ring_record(void *self, enum gpufl_file_id channel, const gpufl__line_t *line,
-                       const gpufl_intern_t *dict) {
+static int ring_record(void *self, enum gpufl__file_id channel, const gpufl__line_t *line,
+                       const gpufl__intern_t *dict) {
     gpufl__ring_sink_t *r = self;
     uint32_t ids[GPUFL_LINE_DICT_MAX];
     if (line->buf.len == 0) return 0; /* past its cap: no line to keep */
@@ -206,8 +206,8 @@ static int ring_record(void *self, enum gpufl_file_id channel, const gpufl__line
     return rc;
 }
 
-static int ring_batch(void *self, enum gpufl_file_id channel, const gpufl_batch_t *b,
-                      const gpufl_intern_t *dict) {
+static int ring_batch(void *self, enum gpufl__file_id channel, const gpufl__batch_t *b,
+                      const gpufl__intern_t *dict) {
     gpufl__ring_sink_t *r = self;
     int rc = 0;
     pthread_mutex_lock(&r->lock);
@@ -249,7 +249,7 @@ typedef struct snapshot {
     uint32_t max_id;
 } snapshot_t;
 
-static int take_snapshot(gpufl__ring_sink_t *r, enum gpufl_file_id channel, snapshot_t *out) {
+static int take_snapshot(gpufl__ring_sink_t *r, enum gpufl__file_id channel, snapshot_t *out) {
     *out = (snapshot_t){NULL, 0, 0};
     pthread_mutex_lock(&r->lock);
     /* Bounded: one pointer per line the cap holds. */
@@ -276,7 +276,7 @@ static void release_snapshot(snapshot_t *s) {
     *s = (snapshot_t){NULL, 0, 0};
 }
 
-void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl_file_id channel,
+void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl__file_id channel,
                            gpufl__ring_sink_visit_fn fn, void *ctx) {
     snapshot_t snap;
     if (take_snapshot(r, channel, &snap) != 0) return;
@@ -309,8 +309,8 @@ static const char *entry_str(const void *ctx, uint32_t id, size_t *len) {
     return NULL;
 }
 
-int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
-                          enum gpufl_file_id channel, gpufl_buf_t *out) {
+int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
+                          enum gpufl__file_id channel, gpufl__buf_t *out) {
     snapshot_t snap;
     int rc = take_snapshot(r, channel, &snap);
     if (rc) return rc;
@@ -336,15 +336,15 @@ release:
     return rc;
 }
 
-int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl_session_ident_t *ident,
+int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
                               const char *dir) {
     int rc = 0;
     for (int ch = 0; ch < GPUFL_FILE_COUNT && rc == 0; ch++) {
         char path[4200];
-        gpufl_buf_t out;
+        gpufl__buf_t out;
         gpufl__buf_init(&out, DUMP_MAX_BYTES);
-        rc = gpufl__ring_sink_dump(r, ident, (enum gpufl_file_id)ch, &out);
-        snprintf(path, sizeof path, "%s/%s.log", dir, gpufl__channel_name((enum gpufl_file_id)ch));
+        rc = gpufl__ring_sink_dump(r, ident, (enum gpufl__file_id)ch, &out);
+        snprintf(path, sizeof path, "%s/%s.log", dir, gpufl__channel_name((enum gpufl__file_id)ch));
         int fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (rc == 0 && (fd < 0 || write(fd, out.data, out.len) != (ssize_t)out.len))
             rc = gpufl__set_error(GPUFL_EIO, "cannot write the ring's dump to '%s'", path);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void load_symbols(gpufl_stack_log_t *sl) {
+static void load_symbols(gpufl__stack_log_t *sl) {
     if (sl->symbols_tried) return;
     sl->symbols_tried = 1;
     char why[200] = "";
@@ -28,7 +28,7 @@ static void load_symbols(gpufl_stack_log_t *sl) {
     }
 }
 
-int gpufl__stack_log_init(gpufl_stack_log_t *sl, int source) {
+int gpufl__stack_log_init(gpufl__stack_log_t *sl, int source) {
     memset(sl, 0, sizeof *sl);
     sl->symbol_flags = source ? GPUFL_SYMBOLS_SOURCE : 0;
     int rc = gpufl__stacks_create(0, &sl->stacks, sl->note, sizeof sl->note);
@@ -38,7 +38,7 @@ int gpufl__stack_log_init(gpufl_stack_log_t *sl, int source) {
     return 0;
 }
 
-void gpufl__stack_log_fini(gpufl_stack_log_t *sl) {
+void gpufl__stack_log_fini(gpufl__stack_log_t *sl) {
     gpufl__stacks_destroy(sl->stacks);
     gpufl__symbols_destroy(sl->symbols);
     free(sl->written);
@@ -49,15 +49,15 @@ void gpufl__stack_log_fini(gpufl_stack_log_t *sl) {
 /* How a stack entry is described: a native frame's info, or an
  * interpreted frame's (language set; library from its describe). */
 typedef struct frame_desc {
-    gpufl_frame_info_t info;
+    gpufl__frame_info_t info;
     const char *language; /* NULL: a native frame */
     int library;
 } frame_desc_t;
 
 /* A frame record for pc, id as given, described by d. */
-static void put_frame(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t id, uintptr_t pc,
+static void put_frame(gpufl__collector_t *c, enum gpufl__file_id channel, uint32_t id, uintptr_t pc,
                       const frame_desc_t *d) {
-    const gpufl_frame_info_t *info = &d->info;
+    const gpufl__frame_info_t *info = &d->info;
     gpufl__wire_frame_t f = {id,          pc,          info->module,   info->module_offset,
                              d->language, d->library,  info->function, info->file,
                              info->line,  info->source};
@@ -68,11 +68,11 @@ static void put_frame(gpufl_collector_t *c, enum gpufl_file_id channel, uint32_t
 
 /* Describes one stack entry: an interpreted frame by its interpreter, an
  * address by the symbol resolver. */
-static void describe(gpufl_stack_log_t *sl, uintptr_t pc, frame_desc_t *d) {
+static void describe(gpufl__stack_log_t *sl, uintptr_t pc, frame_desc_t *d) {
     memset(d, 0, sizeof *d);
-    d->info = (gpufl_frame_info_t){"", 0, "", 0, "", 0, ""};
+    d->info = (gpufl__frame_info_t){"", 0, "", 0, "", 0, ""};
     if ((uint64_t)pc & GPUFL_INTERP_KEY_BIT) {
-        const gpufl_interp_reg_t *r = gpufl__interp_get();
+        const gpufl__interp_reg_t *r = gpufl__interp_get();
         gpufl_interp_frame_t fr = {0};
         if (r == NULL) return; /* cannot be: keys come only from a registered walk */
         d->language = r->api.language;
@@ -92,14 +92,14 @@ static void describe(gpufl_stack_log_t *sl, uintptr_t pc, frame_desc_t *d) {
 /* Forgets which stacks and frames were written: the writer lost lines since
  * (a full pending buffer, a failed write), and any of them may have been
  * ours. Frames get new ids from here on, stacks are written again. */
-static void forget_written(gpufl_stack_log_t *sl) {
+static void forget_written(gpufl__stack_log_t *sl) {
     if (sl->written) memset(sl->written, 0, sl->written_cap);
     gpufl__idmap_fini(&sl->frame_ids);
     sl->rewrites++;
 }
 
-int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_collector_t *c,
-                             enum gpufl_file_id channel, uint32_t id) {
+int64_t gpufl__stack_log_put(gpufl__stack_log_t *sl, gpufl__collector_t *c,
+                             enum gpufl__file_id channel, uint32_t id) {
     const uintptr_t *pcs;
     size_t depth = gpufl__stacks_get(sl->stacks, id, &pcs);
     if (id == 0 || depth == 0) return -1;

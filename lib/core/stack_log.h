@@ -22,26 +22,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gpufl_stack_log {
-    gpufl_stacks_t *stacks;   /* owned */
-    gpufl_symbols_t *symbols; /* owned; made at the first write */
+typedef struct gpufl__stack_log {
+    gpufl__stacks_t *stacks;   /* owned */
+    gpufl__symbols_t *symbols; /* owned; made at the first write */
     unsigned int symbol_flags;
     int symbols_tried;
     uint8_t *written; /* by stack id: 1 once its record is written */
     size_t written_cap;
-    gpufl_idmap_t frame_ids; /* pc -> frame id */
+    gpufl__idmap_t frame_ids; /* pc -> frame id */
     size_t frames;           /* frame ids given */
     uint64_t lost_seen;      /* the writer's batches_lost when last looked at */
     uint64_t rewrites;       /* times lost lines made everything be written again */
     uint64_t stacks_written;
     char note[320]; /* how stacks are walked and described, when degraded; "" when not */
-} gpufl_stack_log_t;
+} gpufl__stack_log_t;
 
 /* Makes the stack table. source: read the source lines' text too
  * (enable_source_collection). Returns 0 or GPUFL_ENOMEM. */
-int gpufl__stack_log_init(gpufl_stack_log_t *sl, int source);
+int gpufl__stack_log_init(gpufl__stack_log_t *sl, int source);
 /* Frees everything. Accepts a zeroed struct. */
-void gpufl__stack_log_fini(gpufl_stack_log_t *sl);
+void gpufl__stack_log_fini(gpufl__stack_log_t *sl);
 
 /*
  * The stack id for a row's `stack` column: hands stack id (its new frames
@@ -51,7 +51,7 @@ void gpufl__stack_log_fini(gpufl_stack_log_t *sl);
  * of them may have been a stack or frame record: every stack is then written
  * again before a row names it, with frames under new ids.
  */
-int64_t gpufl__stack_log_put(gpufl_stack_log_t *sl, gpufl_collector_t *c,
-                             enum gpufl_file_id channel, uint32_t id);
+int64_t gpufl__stack_log_put(gpufl__stack_log_t *sl, gpufl__collector_t *c,
+                             enum gpufl__file_id channel, uint32_t id);
 
 #endif

@@ -37,7 +37,7 @@ typedef struct entry {
 
 typedef int (*walk_fn)(void **buffer, int size);
 
-struct gpufl_stacks {
+struct gpufl__stacks {
     walk_fn walk;
     void *unwind;             /* libunwind's handle, NULL with glibc's walker */
     uintptr_t own_lo, own_hi; /* gpufl's code: leading frames there are dropped */
@@ -63,12 +63,12 @@ struct gpufl_stacks {
 
 static int glibc_walk(void **buffer, int size) { return backtrace(buffer, size); }
 
-int gpufl__stacks_create(size_t max_stacks, gpufl_stacks_t **out, char *note, size_t note_size) {
+int gpufl__stacks_create(size_t max_stacks, gpufl__stacks_t **out, char *note, size_t note_size) {
     *out = NULL;
     if (note_size) note[0] = '\0';
     if (max_stacks == 0) max_stacks = GPUFL_STACKS_DEFAULT;
     if (max_stacks > UINT32_MAX / 4) max_stacks = UINT32_MAX / 4;
-    gpufl_stacks_t *s = calloc(1, sizeof *s);
+    gpufl__stacks_t *s = calloc(1, sizeof *s);
     if (s == NULL) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the stack table");
     size_t n = 16;
     while (n < 2 * max_stacks) n *= 2;
@@ -101,7 +101,7 @@ int gpufl__stacks_create(size_t max_stacks, gpufl_stacks_t **out, char *note, si
     return 0;
 }
 
-void gpufl__stacks_destroy(gpufl_stacks_t *s) {
+void gpufl__stacks_destroy(gpufl__stacks_t *s) {
     if (s == NULL) return;
     if (s->counted) gpufl__interp_capturing(-1);
     /* Callers unsubscribe first (no capture runs after). libunwind stays
@@ -132,12 +132,12 @@ static uint32_t wait_id(slot_t *slot) {
 }
 
 /* pc lies in the interpreter's machine code. */
-static int in_interp(const gpufl_interp_reg_t *r, void *pc) {
+static int in_interp(const gpufl__interp_reg_t *r, void *pc) {
     return (uintptr_t)pc >= r->code_lo && (uintptr_t)pc < r->code_hi;
 }
 
 /* The registered interpreter's walk, timed and counted. */
-static size_t interp_walk(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, uint64_t *keys,
+static size_t interp_walk(gpufl__stacks_t *s, const gpufl__interp_reg_t *r, uint64_t *keys,
                           size_t max) {
     int64_t t0 = gpufl__mono_ns();
     size_t n = r->api.walk(keys, max, r->api.user);
@@ -157,7 +157,7 @@ static size_t interp_walk(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, uint64
  * with the frames from the interpreter's code outward replaced by its
  * interpreted frames (interp.h). Returns the depth, or -1 when no frame is
  * the interpreter's or it gave no frames (out is then not written). */
-static int splice_interp(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, void *const *pcs, int n,
+static int splice_interp(gpufl__stacks_t *s, const gpufl__interp_reg_t *r, void *const *pcs, int n,
                          uintptr_t *out) {
     int cut = 0;
     while (cut < n && !in_interp(r, pcs[cut])) cut++;
@@ -171,9 +171,9 @@ static int splice_interp(gpufl_stacks_t *s, const gpufl_interp_reg_t *r, void *c
     return kept + (int)m;
 }
 
-uint32_t gpufl__stacks_capture(gpufl_stacks_t *s) {
+uint32_t gpufl__stacks_capture(gpufl__stacks_t *s) {
     void *buf[INTERP_WALK_MAX + OWN_FRAMES_MAX];
-    const gpufl_interp_reg_t *interp = gpufl__interp_get();
+    const gpufl__interp_reg_t *interp = gpufl__interp_get();
     int n = s->walk(buf, GPUFL_STACK_DEPTH_MAX + OWN_FRAMES_MAX);
     if (interp && n == GPUFL_STACK_DEPTH_MAX + OWN_FRAMES_MAX) {
         /* A full walk that may stop short of the interpreter's frames: walk
@@ -233,14 +233,14 @@ uint32_t gpufl__stacks_capture(gpufl_stacks_t *s) {
     return 0;
 }
 
-size_t gpufl__stacks_get(const gpufl_stacks_t *s, uint32_t id, const uintptr_t **pcs) {
+size_t gpufl__stacks_get(const gpufl__stacks_t *s, uint32_t id, const uintptr_t **pcs) {
     if (s == NULL || id == 0 || id > s->max) return 0;
     const entry_t *e = &s->entries[id - 1];
     *pcs = e->pcs;
     return e->depth;
 }
 
-void gpufl__stacks_stats(const gpufl_stacks_t *s, gpufl_stacks_stats_t *out) {
+void gpufl__stacks_stats(const gpufl__stacks_t *s, gpufl__stacks_stats_t *out) {
     memset(out, 0, sizeof *out);
     if (s == NULL) return;
     out->captures = atomic_load_explicit(&s->captures, memory_order_relaxed);

@@ -31,9 +31,9 @@
 #define GPUFL_STACK_DEPTH_MAX 64   /* frames kept per stack, innermost first */
 #define GPUFL_STACKS_DEFAULT  4096 /* distinct stacks kept per session */
 
-typedef struct gpufl_stacks gpufl_stacks_t;
+typedef struct gpufl__stacks gpufl__stacks_t;
 
-typedef struct gpufl_stacks_stats {
+typedef struct gpufl__stacks_stats {
     uint64_t captures;  /* stacks captured */
     uint64_t distinct;  /* ids given */
     uint64_t lost;      /* captures that got no id: the table was full */
@@ -42,7 +42,7 @@ typedef struct gpufl_stacks_stats {
      * those that gave none, and their time (it includes any wait for the
      * interpreter's lock), all and the longest */
     uint64_t interp_walks, interp_empty, interp_ns, interp_max_ns;
-} gpufl_stacks_stats_t;
+} gpufl__stacks_stats_t;
 
 /*
  * A table for up to max_stacks distinct stacks (0: GPUFL_STACKS_DEFAULT).
@@ -50,17 +50,17 @@ typedef struct gpufl_stacks_stats {
  * name), else glibc's backtrace(); note then says why ("" otherwise).
  * Returns 0 or GPUFL_ENOMEM.
  */
-int gpufl__stacks_create(size_t max_stacks, gpufl_stacks_t **out, char *note, size_t note_size);
-void gpufl__stacks_destroy(gpufl_stacks_t *s); /* accepts NULL */
+int gpufl__stacks_create(size_t max_stacks, gpufl__stacks_t **out, char *note, size_t note_size);
+void gpufl__stacks_destroy(gpufl__stacks_t *s); /* accepts NULL */
 
 /* The calling thread's stack, as an id (0 when the table is full). */
-uint32_t gpufl__stacks_capture(gpufl_stacks_t *s);
+uint32_t gpufl__stacks_capture(gpufl__stacks_t *s);
 
 /* The frames of stack id: *pcs (innermost first) and the count returned; 0
  * for an id not given. A frame other than the first is a return address,
  * or an interpreted frame's key (GPUFL_INTERP_KEY_BIT set). */
-size_t gpufl__stacks_get(const gpufl_stacks_t *s, uint32_t id, const uintptr_t **pcs);
+size_t gpufl__stacks_get(const gpufl__stacks_t *s, uint32_t id, const uintptr_t **pcs);
 
-void gpufl__stacks_stats(const gpufl_stacks_t *s, gpufl_stacks_stats_t *out);
+void gpufl__stacks_stats(const gpufl__stacks_t *s, gpufl__stacks_stats_t *out);
 
 #endif

@@ -9,7 +9,7 @@
  */
 #include "core/symbols.h"
 
-#include "core/demangle.h"
+#include "util/demangle.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/strarena.h"
@@ -67,7 +67,7 @@ typedef struct libdw_api {
 
 typedef struct frame_entry {
     uintptr_t key; /* pc << 1 | return_address; 0 = empty slot */
-    gpufl_frame_info_t info;
+    gpufl__frame_info_t info;
 } frame_entry_t;
 
 typedef struct source_file {
@@ -81,7 +81,7 @@ typedef struct source_file {
 
 #define SOURCE_BUCKETS 64
 
-struct gpufl_symbols {
+struct gpufl__symbols {
     unsigned int flags;
     int full; /* libdw loaded and the process reported */
     pid_t pid;
@@ -91,7 +91,7 @@ struct gpufl_symbols {
     Dwfl *dwfl;
     char exe[PATH_MAX]; /* the main program, for dladdr's "" */
 
-    gpufl_strarena_t arena; /* the interned strings: never moved before destroy */
+    gpufl__strarena_t arena; /* the interned strings: never moved before destroy */
     const char **strings;   /* open addressing, NULL = empty */
     size_t strings_mask, strings_count, string_bytes;
 
@@ -118,7 +118,7 @@ static size_t hash_text(const char *text, size_t length) {
     return (size_t)h;
 }
 
-static int grow_strings(gpufl_symbols_t *s) {
+static int grow_strings(gpufl__symbols_t *s) {
     size_t n = (s->strings_mask + 1) * 2;
     const char **slots = calloc(n, sizeof *slots);
     if (slots == NULL) return -1;
@@ -137,7 +137,7 @@ static int grow_strings(gpufl_symbols_t *s) {
 
 /* The one stable copy of text[0..length) (no NUL inside); "" for the empty
  * string, past the cap, or out of memory. */
-static const char *intern(gpufl_symbols_t *s, const char *text, size_t length) {
+static const char *intern(gpufl__symbols_t *s, const char *text, size_t length) {
     if (text == NULL || length == 0) return empty;
     size_t i = hash_text(text, length) & s->strings_mask;
     for (; s->strings[i] != NULL; i = (i + 1) & s->strings_mask) {
@@ -153,14 +153,14 @@ static const char *intern(gpufl_symbols_t *s, const char *text, size_t length) {
     return copy;
 }
 
-static const char *intern_c(gpufl_symbols_t *s, const char *text) {
+static const char *intern_c(gpufl__symbols_t *s, const char *text) {
     return text ? intern(s, text, strlen(text)) : empty;
 }
 
 /* A function name, demangled when it is a C++ one. Symbol tables of debug
  * files name versioned symbols "__libc_start_main@@GLIBC_2.34": the version
  * is dropped, as dladdr drops it. */
-static const char *intern_function(gpufl_symbols_t *s, const char *name) {
+static const char *intern_function(gpufl__symbols_t *s, const char *name) {
     if (name == NULL) return empty;
     const char *at = strchr(name, '@');
     size_t length = at ? (size_t)(at - name) : strlen(name);
@@ -180,14 +180,14 @@ static const char *intern_function(gpufl_symbols_t *s, const char *name) {
 /* Resolved addresses                                                       */
 /* ---------------------------------------------------------------------- */
 
-static frame_entry_t *find_frame(gpufl_symbols_t *s, uintptr_t key) {
+static frame_entry_t *find_frame(gpufl__symbols_t *s, uintptr_t key) {
     size_t i = (size_t)(key * 0x9E3779B97F4A7C15u >> 20) & s->frames_mask;
     for (; s->frames[i].key != 0; i = (i + 1) & s->frames_mask)
         if (s->frames[i].key == key) return &s->frames[i];
     return &s->frames[i]; /* the empty slot where it would go */
 }
 
-static int grow_frames(gpufl_symbols_t *s) {
+static int grow_frames(gpufl__symbols_t *s) {
     frame_entry_t *old = s->frames;
     size_t old_size = s->frames_mask + 1, n = old_size * 2;
     frame_entry_t *slots = calloc(n, sizeof *slots);
@@ -200,7 +200,7 @@ static int grow_frames(gpufl_symbols_t *s) {
     return 0;
 }
 
-static void remember_frame(gpufl_symbols_t *s, uintptr_t key, const gpufl_frame_info_t *info) {
+static void remember_frame(gpufl__symbols_t *s, uintptr_t key, const gpufl__frame_info_t *info) {
     if (s->frames_count >= GPUFL_SYMBOLS_MAX_FRAMES) return;
     if ((s->frames_count + 1) * 2 > s->frames_mask && grow_frames(s) != 0) return;
     frame_entry_t *e = find_frame(s, key);
@@ -282,7 +282,7 @@ close_file:
     return text;
 }
 
-static void load_source(gpufl_symbols_t *s, source_file_t *f) {
+static void load_source(gpufl__symbols_t *s, source_file_t *f) {
     size_t size = 0;
     if (s->source_bytes >= GPUFL_SYMBOLS_MAX_SOURCE_BYTES) return;
     char *text = read_small_file(f->path, &size);
@@ -308,7 +308,7 @@ static void load_source(gpufl_symbols_t *s, source_file_t *f) {
 
 /* The cached file for an interned path, read on first use; NULL only when
  * out of memory. */
-static source_file_t *source_file(gpufl_symbols_t *s, const char *path) {
+static source_file_t *source_file(gpufl__symbols_t *s, const char *path) {
     size_t bucket = ((uintptr_t)path >> 4) % SOURCE_BUCKETS;
     for (source_file_t *f = s->sources[bucket]; f != NULL; f = f->next)
         if (f->path == path) return f;
@@ -321,7 +321,7 @@ static source_file_t *source_file(gpufl_symbols_t *s, const char *path) {
     return f;
 }
 
-static const char *source_line(gpufl_symbols_t *s, const char *path, int line) {
+static const char *source_line(gpufl__symbols_t *s, const char *path, int line) {
     if (path[0] == '\0' || line <= 0) return empty;
     source_file_t *f = source_file(s, path);
     if (f == NULL || f->text == NULL || (uint32_t)line > f->line_count) return empty;
@@ -337,7 +337,7 @@ static const char *source_line(gpufl_symbols_t *s, const char *path, int line) {
 /* Full mode: libdwfl                                                       */
 /* ---------------------------------------------------------------------- */
 
-static int load_libdw(gpufl_symbols_t *s, char *why, size_t why_size) {
+static int load_libdw(gpufl__symbols_t *s, char *why, size_t why_size) {
     static const char *const names[] = {"libdw.so.1", NULL};
     libdw_api_t *dw = &s->dw;
     gpufl__dl_sym_t syms[] = {
@@ -385,14 +385,14 @@ static int load_libdw(gpufl_symbols_t *s, char *why, size_t why_size) {
 
 /* Re-reads /proc/<pid>/maps. Modules already known keep what libdwfl read
  * of them; those no longer mapped are dropped. 0 or libdwfl's error. */
-static int report_modules(gpufl_symbols_t *s) {
+static int report_modules(gpufl__symbols_t *s) {
     s->dw.report_begin(s->dwfl);
     int rc = s->dw.proc_report(s->dwfl, s->pid);
     if (s->dw.report_end(s->dwfl, NULL, NULL) != 0 && rc == 0) rc = -1;
     return rc;
 }
 
-static int start_dwfl(gpufl_symbols_t *s, char *why, size_t why_size) {
+static int start_dwfl(gpufl__symbols_t *s, char *why, size_t why_size) {
     /* Only the local build-id lookup (/usr/lib/debug/.build-id, where
      * Debian's and Fedora's debug packages put their files): the standard
      * search ends in libdw's debuginfod client, which fetches over the
@@ -431,7 +431,7 @@ static const char *die_string(const libdw_api_t *dw, Dwarf_Die *die, unsigned in
 
 /* The name of the innermost inlined function that holds address, when the
  * address lies in one; NULL otherwise (or without the DWARF functions). */
-static const char *inlined_function(gpufl_symbols_t *s, Dwfl_Module *mod, Dwarf_Addr address) {
+static const char *inlined_function(gpufl__symbols_t *s, Dwfl_Module *mod, Dwarf_Addr address) {
     const libdw_api_t *dw = &s->dw;
     if (!dw->module_addrdie || !dw->getscopes || !dw->tag || !dw->attr_integrate || !dw->formstring)
         return NULL;
@@ -462,7 +462,7 @@ static const char *inlined_function(gpufl_symbols_t *s, Dwfl_Module *mod, Dwarf_
 
 /* The line table's file name, joined with the compilation directory when
  * it is relative (libdw joins a file with its include directory only). */
-static const char *intern_file(gpufl_symbols_t *s, Dwfl_Module *mod, Dwarf_Addr address,
+static const char *intern_file(gpufl__symbols_t *s, Dwfl_Module *mod, Dwarf_Addr address,
                                const char *file) {
     const libdw_api_t *dw = &s->dw;
     if (file == NULL || file[0] == '/' || file[0] == '\0' || !dw->module_addrdie ||
@@ -496,7 +496,7 @@ static int in_loaded_segment(const libdw_api_t *dw, Elf *elf, Dwarf_Addr bias, D
  * from a module's first mapping to its last and, past the highest module,
  * with that module for any address (the stack, a library mapped since):
  * its answer is checked against the object's segments. */
-static Dwfl_Module *find_module(gpufl_symbols_t *s, Dwarf_Addr address, Dwarf_Addr *start,
+static Dwfl_Module *find_module(gpufl__symbols_t *s, Dwarf_Addr address, Dwarf_Addr *start,
                                 Dwarf_Addr *bias, const char **name) {
     const libdw_api_t *dw = &s->dw;
     Dwfl_Module *mod = dw->addrmodule(s->dwfl, address);
@@ -509,8 +509,8 @@ static Dwfl_Module *find_module(gpufl_symbols_t *s, Dwarf_Addr address, Dwarf_Ad
     return in_loaded_segment(dw, elf, *bias, address) ? mod : NULL;
 }
 
-static int resolve_dwfl(gpufl_symbols_t *s, uintptr_t pc, uintptr_t address,
-                        gpufl_frame_info_t *out) {
+static int resolve_dwfl(gpufl__symbols_t *s, uintptr_t pc, uintptr_t address,
+                        gpufl__frame_info_t *out) {
     const libdw_api_t *dw = &s->dw;
     Dwarf_Addr start = 0, bias = 0;
     const char *name = NULL;
@@ -554,8 +554,8 @@ static int resolve_dwfl(gpufl_symbols_t *s, uintptr_t pc, uintptr_t address,
 /* Reduced mode: dladdr                                                     */
 /* ---------------------------------------------------------------------- */
 
-static int resolve_dladdr(gpufl_symbols_t *s, uintptr_t pc, uintptr_t address,
-                          gpufl_frame_info_t *out) {
+static int resolve_dladdr(gpufl__symbols_t *s, uintptr_t pc, uintptr_t address,
+                          gpufl__frame_info_t *out) {
     Dl_info info;
     struct link_map *map = NULL;
     if (dladdr1((void *)address, &info, (void **)&map, RTLD_DL_LINKMAP) == 0) return 0;
@@ -574,10 +574,10 @@ static int resolve_dladdr(gpufl_symbols_t *s, uintptr_t pc, uintptr_t address,
 /* Interface                                                                */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__symbols_create(unsigned int flags, gpufl_symbols_t **out, char *why, size_t why_size) {
+int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why, size_t why_size) {
     *out = NULL;
     set_why(why, why_size, "");
-    gpufl_symbols_t *s = calloc(1, sizeof *s);
+    gpufl__symbols_t *s = calloc(1, sizeof *s);
     if (s == NULL) goto out_of_memory;
     s->flags = flags;
     s->pid = getpid();
@@ -608,10 +608,10 @@ out_of_memory:
     return GPUFL_ENOMEM;
 }
 
-int gpufl__symbols_resolve(gpufl_symbols_t *s, uintptr_t pc, int return_address,
-                           gpufl_frame_info_t *out) {
+int gpufl__symbols_resolve(gpufl__symbols_t *s, uintptr_t pc, int return_address,
+                           gpufl__frame_info_t *out) {
     if (out == NULL) return 0;
-    *out = (gpufl_frame_info_t){empty, 0, empty, 0, empty, 0, empty};
+    *out = (gpufl__frame_info_t){empty, 0, empty, 0, empty, 0, empty};
     /* The first page is never mapped; that also keeps pc - 1 and the key
      * from wrapping. Kernel addresses are in no module and come back 0. */
     if (s == NULL || pc < 4096 || pc > UINTPTR_MAX / 2) return 0;
@@ -624,7 +624,7 @@ int gpufl__symbols_resolve(gpufl_symbols_t *s, uintptr_t pc, int return_address,
     uintptr_t address = return_address ? pc - 1 : pc;
     int found = s->full ? resolve_dwfl(s, pc, address, out) : resolve_dladdr(s, pc, address, out);
     if (!found) {
-        *out = (gpufl_frame_info_t){empty, 0, empty, 0, empty, 0, empty};
+        *out = (gpufl__frame_info_t){empty, 0, empty, 0, empty, 0, empty};
         return 0;
     }
     if (s->flags & GPUFL_SYMBOLS_SOURCE) out->source = source_line(s, out->file, out->line);
@@ -632,14 +632,14 @@ int gpufl__symbols_resolve(gpufl_symbols_t *s, uintptr_t pc, int return_address,
     return 1;
 }
 
-const char *gpufl__symbols_source(gpufl_symbols_t *s, const char *path, int line) {
+const char *gpufl__symbols_source(gpufl__symbols_t *s, const char *path, int line) {
     if (s == NULL || path == NULL || !(s->flags & GPUFL_SYMBOLS_SOURCE)) return empty;
     return source_line(s, path, line);
 }
 
-int gpufl__symbols_full(const gpufl_symbols_t *s) { return s != NULL && s->full; }
+int gpufl__symbols_full(const gpufl__symbols_t *s) { return s != NULL && s->full; }
 
-void gpufl__symbols_destroy(gpufl_symbols_t *s) {
+void gpufl__symbols_destroy(gpufl__symbols_t *s) {
     if (s == NULL) return;
     if (s->dwfl != NULL) s->dw.end(s->dwfl);
     gpufl__dl_close(&s->dl);

@@ -20,12 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gpufl_symbols gpufl_symbols_t;
+typedef struct gpufl__symbols gpufl__symbols_t;
 
 /* Also read the source line's text (enable_source_collection). */
 #define GPUFL_SYMBOLS_SOURCE (1u << 0)
 
-typedef struct gpufl_frame_info {
+typedef struct gpufl__frame_info {
     const char *module;       /* path of the loaded object holding pc; "" unknown */
     uint64_t module_offset;   /* pc minus the module's load bias (the address in the file) */
     const char *function;     /* demangled function name ("train_step(float*, int)"), "" unknown */
@@ -36,7 +36,7 @@ typedef struct gpufl_frame_info {
     /* text of that line (no newline, trimmed of trailing space, at most 240 bytes, valid
      * UTF-8), "" when not collected or unreadable */
     const char *source;
-} gpufl_frame_info_t;
+} gpufl__frame_info_t;
 
 /* Longest source text kept, in bytes (never cut inside a UTF-8 sequence). */
 #define GPUFL_SYMBOLS_SOURCE_BYTES 240
@@ -56,7 +56,7 @@ typedef struct gpufl_frame_info {
  * DEBUGINFOD_URLS is set, only the build-id lookup is made, so that libdw
  * never fetches debug info over the network from the profiled process.
  */
-int gpufl__symbols_create(unsigned int flags, gpufl_symbols_t **out, char *why, size_t why_size);
+int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why, size_t why_size);
 
 /*
  * Describes pc. return_address: pc is a return address (every frame but the
@@ -80,19 +80,19 @@ int gpufl__symbols_create(unsigned int flags, gpufl_symbols_t **out, char *why, 
  * (results are cached). Past the caches' caps (GPUFL_SYMBOLS_MAX_*),
  * addresses are still resolved but new strings come back as "".
  */
-int gpufl__symbols_resolve(gpufl_symbols_t *s, uintptr_t pc, int return_address,
-                           gpufl_frame_info_t *out);
+int gpufl__symbols_resolve(gpufl__symbols_t *s, uintptr_t pc, int return_address,
+                           gpufl__frame_info_t *out);
 
 /* 1 when file and line are available (libdw loaded), 0 in the reduced mode. */
-int gpufl__symbols_full(const gpufl_symbols_t *s);
+int gpufl__symbols_full(const gpufl__symbols_t *s);
 
 /* The text of line `line` of the file at path, as `source` above: "" when
  * the resolver was created without GPUFL_SYMBOLS_SOURCE, or the file or line
  * cannot be read. For frames described elsewhere (interpreted ones). */
-const char *gpufl__symbols_source(gpufl_symbols_t *s, const char *path, int line);
+const char *gpufl__symbols_source(gpufl__symbols_t *s, const char *path, int line);
 
 /* Frees the instance and every string it returned. Accepts NULL. */
-void gpufl__symbols_destroy(gpufl_symbols_t *s);
+void gpufl__symbols_destroy(gpufl__symbols_t *s);
 
 /* Caps on what an instance keeps. */
 #define GPUFL_SYMBOLS_MAX_FRAMES       (1u << 17)   /* cached addresses */

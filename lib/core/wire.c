@@ -25,35 +25,35 @@
 
 /* ---------------- scope.log ---------------- */
 
-static const gpufl_col_def_t begin_cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
-                                             {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
-                                             {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
-                                             {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
-                                             {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
-static const gpufl_col_def_t end_cols[] = {{"ts_ns", GPUFL_COL_INT},
-                                           {"tid", GPUFL_COL_INT},
-                                           {"id", GPUFL_COL_INT},
-                                           {"implicit", GPUFL_COL_INT}};
+static const gpufl__col_def_t begin_cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
+                                              {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
+                                              {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
+                                              {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
+                                              {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
+static const gpufl__col_def_t end_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                            {"tid", GPUFL_COL_INT},
+                                            {"id", GPUFL_COL_INT},
+                                            {"implicit", GPUFL_COL_INT}};
 TABLE(gpufl__wire_scope_begin, "scope_begin", begin_cols, GPUFL_WIRE_NOT_GAUGE);
 TABLE(gpufl__wire_scope_end, "scope_end", end_cols, GPUFL_WIRE_NOT_GAUGE);
 
 /* ---------------- system.log ---------------- */
 
-static const gpufl_col_def_t host_cols[] = {{"ts_ns", GPUFL_COL_INT},
-                                            {"cpu_pct", GPUFL_COL_PCT},
-                                            {"proc_cpu_pct", GPUFL_COL_PCT},
-                                            {"mem_used_bytes", GPUFL_COL_OPT},
-                                            {"mem_total_bytes", GPUFL_COL_OPT},
-                                            {"proc_rss_bytes", GPUFL_COL_OPT},
-                                            {"cg_mem_used_bytes", GPUFL_COL_OPT},
-                                            {"cg_mem_limit_bytes", GPUFL_COL_OPT},
-                                            {"cg_cpu_pct", GPUFL_COL_PCT},
-                                            {"cg_cpu_limit_cores", GPUFL_COL_FIX2}};
+static const gpufl__col_def_t host_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                             {"cpu_pct", GPUFL_COL_PCT},
+                                             {"proc_cpu_pct", GPUFL_COL_PCT},
+                                             {"mem_used_bytes", GPUFL_COL_OPT},
+                                             {"mem_total_bytes", GPUFL_COL_OPT},
+                                             {"proc_rss_bytes", GPUFL_COL_OPT},
+                                             {"cg_mem_used_bytes", GPUFL_COL_OPT},
+                                             {"cg_mem_limit_bytes", GPUFL_COL_OPT},
+                                             {"cg_cpu_pct", GPUFL_COL_PCT},
+                                             {"cg_cpu_limit_cores", GPUFL_COL_FIX2}};
 TABLE(gpufl__wire_host_sample, "host_sample", host_cols, GPUFL_WIRE_GAUGE_ONE);
 
 /* ---------------- device.log: telemetry ---------------- */
 
-static const gpufl_col_def_t gpu_cols[] = {
+static const gpufl__col_def_t gpu_cols[] = {
     {"ts_ns", GPUFL_COL_INT},
     {"device", GPUFL_COL_INT},
     {"gpu_util_pct", GPUFL_COL_OPT},
@@ -91,70 +91,70 @@ TABLE(gpufl__wire_gpu_sample, "gpu_sample", gpu_cols, 1 /* device */);
     {"start_ns", GPUFL_COL_INT}, { "end_ns", GPUFL_COL_INT }
 #define SCOPE                                                                                      \
     { "scope", GPUFL_COL_OPT }
-static const gpufl_col_def_t kernel_cols[] = {TIMES,
-                                              {"device", GPUFL_COL_INT},
-                                              {"context", GPUFL_COL_INT},
-                                              {"stream", GPUFL_COL_INT},
-                                              {"correlation", GPUFL_COL_INT},
-                                              {"name", GPUFL_COL_DICT},
-                                              {"grid_x", GPUFL_COL_INT},
-                                              {"grid_y", GPUFL_COL_INT},
-                                              {"grid_z", GPUFL_COL_INT},
-                                              {"block_x", GPUFL_COL_INT},
-                                              {"block_y", GPUFL_COL_INT},
-                                              {"block_z", GPUFL_COL_INT},
-                                              {"registers", GPUFL_COL_INT},
-                                              {"static_smem_bytes", GPUFL_COL_INT},
-                                              {"dynamic_smem_bytes", GPUFL_COL_INT},
-                                              {"local_bytes_per_thread", GPUFL_COL_INT},
-                                              {"graph_id", GPUFL_COL_INT},
-                                              {"graph_node", GPUFL_COL_INT},
-                                              {"demangled", GPUFL_COL_DICT},
-                                              SCOPE,
-                                              {"config", GPUFL_COL_OPT},
-                                              {"external_kind", GPUFL_COL_OPT},
-                                              {"external_id", GPUFL_COL_OPT},
-                                              {"launch_ns", GPUFL_COL_OPT},
-                                              {"tid", GPUFL_COL_OPT},
-                                              {"stack", GPUFL_COL_OPT}};
-static const gpufl_col_def_t copy_cols[] = {TIMES,
-                                            {"device", GPUFL_COL_INT},
-                                            {"stream", GPUFL_COL_INT},
-                                            {"correlation", GPUFL_COL_INT},
-                                            {"bytes", GPUFL_COL_INT},
-                                            {"copy_kind", GPUFL_COL_INT},
-                                            {"src_kind", GPUFL_COL_INT},
-                                            {"dst_kind", GPUFL_COL_INT},
-                                            {"async", GPUFL_COL_INT},
-                                            SCOPE};
-static const gpufl_col_def_t memset_cols[] = {TIMES,
-                                              {"device", GPUFL_COL_INT},
-                                              {"stream", GPUFL_COL_INT},
-                                              {"correlation", GPUFL_COL_INT},
-                                              {"bytes", GPUFL_COL_INT},
-                                              {"memory_kind", GPUFL_COL_INT},
-                                              SCOPE};
-static const gpufl_col_def_t sync_cols[] = {TIMES,
-                                            {"sync_type", GPUFL_COL_INT},
-                                            {"context", GPUFL_COL_INT},
-                                            {"stream", GPUFL_COL_OPT},
-                                            {"event", GPUFL_COL_OPT},
-                                            {"correlation", GPUFL_COL_INT},
-                                            SCOPE,
-                                            {"tid", GPUFL_COL_OPT},
-                                            {"stack", GPUFL_COL_OPT}};
-static const gpufl_col_def_t alloc_cols[] = {
+static const gpufl__col_def_t kernel_cols[] = {TIMES,
+                                               {"device", GPUFL_COL_INT},
+                                               {"context", GPUFL_COL_INT},
+                                               {"stream", GPUFL_COL_INT},
+                                               {"correlation", GPUFL_COL_INT},
+                                               {"name", GPUFL_COL_DICT},
+                                               {"grid_x", GPUFL_COL_INT},
+                                               {"grid_y", GPUFL_COL_INT},
+                                               {"grid_z", GPUFL_COL_INT},
+                                               {"block_x", GPUFL_COL_INT},
+                                               {"block_y", GPUFL_COL_INT},
+                                               {"block_z", GPUFL_COL_INT},
+                                               {"registers", GPUFL_COL_INT},
+                                               {"static_smem_bytes", GPUFL_COL_INT},
+                                               {"dynamic_smem_bytes", GPUFL_COL_INT},
+                                               {"local_bytes_per_thread", GPUFL_COL_INT},
+                                               {"graph_id", GPUFL_COL_INT},
+                                               {"graph_node", GPUFL_COL_INT},
+                                               {"demangled", GPUFL_COL_DICT},
+                                               SCOPE,
+                                               {"config", GPUFL_COL_OPT},
+                                               {"external_kind", GPUFL_COL_OPT},
+                                               {"external_id", GPUFL_COL_OPT},
+                                               {"launch_ns", GPUFL_COL_OPT},
+                                               {"tid", GPUFL_COL_OPT},
+                                               {"stack", GPUFL_COL_OPT}};
+static const gpufl__col_def_t copy_cols[] = {TIMES,
+                                             {"device", GPUFL_COL_INT},
+                                             {"stream", GPUFL_COL_INT},
+                                             {"correlation", GPUFL_COL_INT},
+                                             {"bytes", GPUFL_COL_INT},
+                                             {"copy_kind", GPUFL_COL_INT},
+                                             {"src_kind", GPUFL_COL_INT},
+                                             {"dst_kind", GPUFL_COL_INT},
+                                             {"async", GPUFL_COL_INT},
+                                             SCOPE};
+static const gpufl__col_def_t memset_cols[] = {TIMES,
+                                               {"device", GPUFL_COL_INT},
+                                               {"stream", GPUFL_COL_INT},
+                                               {"correlation", GPUFL_COL_INT},
+                                               {"bytes", GPUFL_COL_INT},
+                                               {"memory_kind", GPUFL_COL_INT},
+                                               SCOPE};
+static const gpufl__col_def_t sync_cols[] = {TIMES,
+                                             {"sync_type", GPUFL_COL_INT},
+                                             {"context", GPUFL_COL_INT},
+                                             {"stream", GPUFL_COL_OPT},
+                                             {"event", GPUFL_COL_OPT},
+                                             {"correlation", GPUFL_COL_INT},
+                                             SCOPE,
+                                             {"tid", GPUFL_COL_OPT},
+                                             {"stack", GPUFL_COL_OPT}};
+static const gpufl__col_def_t alloc_cols[] = {
     {"ts_ns", GPUFL_COL_INT},       {"op", GPUFL_COL_INT},
     {"memory_kind", GPUFL_COL_INT}, {"device", GPUFL_COL_INT},
     {"address", GPUFL_COL_INT},     {"bytes", GPUFL_COL_INT},
     {"stream", GPUFL_COL_OPT},      {"correlation", GPUFL_COL_INT},
     {"async", GPUFL_COL_INT},       SCOPE};
-static const gpufl_col_def_t graph_cols[] = {{"ts_ns", GPUFL_COL_INT},
-                                             {"tid", GPUFL_COL_INT},
-                                             {"correlation", GPUFL_COL_INT},
-                                             {"graph_exec", GPUFL_COL_OPT},
-                                             SCOPE};
-static const gpufl_col_def_t launch_cols[] = {
+static const gpufl__col_def_t graph_cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                              {"tid", GPUFL_COL_INT},
+                                              {"correlation", GPUFL_COL_INT},
+                                              {"graph_exec", GPUFL_COL_OPT},
+                                              SCOPE};
+static const gpufl__col_def_t launch_cols[] = {
     {"ts_ns", GPUFL_COL_INT},         {"tid", GPUFL_COL_OPT},         {"context", GPUFL_COL_OPT},
     {"correlation", GPUFL_COL_INT},   {"config", GPUFL_COL_OPT},      SCOPE,
     {"external_kind", GPUFL_COL_OPT}, {"external_id", GPUFL_COL_OPT}, {"stack", GPUFL_COL_OPT}};
@@ -169,16 +169,16 @@ TABLE(gpufl__wire_launch, "launch", launch_cols, GPUFL_WIRE_NOT_GAUGE);
 
 /* ---------------- device.log: instruction-level engines ---------------- */
 
-static const gpufl_col_def_t pc_sample_cols[] = {
+static const gpufl__col_def_t pc_sample_cols[] = {
     {"t0_ns", GPUFL_COL_INT},  {"t1_ns", GPUFL_COL_INT},     {"context", GPUFL_COL_INT},
     {"cubin", GPUFL_COL_DICT}, {"function", GPUFL_COL_DICT}, {"demangled", GPUFL_COL_DICT},
     {"pc", GPUFL_COL_INT},     {"reason", GPUFL_COL_DICT},   {"samples", GPUFL_COL_INT}};
-static const gpufl_col_def_t pc_window_cols[] = {
+static const gpufl__col_def_t pc_window_cols[] = {
     {"t0_ns", GPUFL_COL_INT},    {"t1_ns", GPUFL_COL_INT},   {"context", GPUFL_COL_INT},
     {"drains", GPUFL_COL_INT},   {"samples", GPUFL_COL_INT}, {"recorded", GPUFL_COL_INT},
     {"non_user", GPUFL_COL_INT}, {"dropped", GPUFL_COL_INT}, {"buffer_full", GPUFL_COL_INT},
     {"pcs_left", GPUFL_COL_INT}, {"lost", GPUFL_COL_INT},    {"unplaced", GPUFL_COL_INT}};
-static const gpufl_col_def_t sass_metric_cols[] = {
+static const gpufl__col_def_t sass_metric_cols[] = {
     {"ts_ns", GPUFL_COL_INT},        {"context", GPUFL_COL_INT},     {"cubin", GPUFL_COL_DICT},
     {"function", GPUFL_COL_DICT},    {"demangled", GPUFL_COL_DICT},  {"pc", GPUFL_COL_INT},
     {"inst", GPUFL_COL_OPT},         {"thread_inst", GPUFL_COL_OPT}, {"sectors", GPUFL_COL_OPT},
@@ -202,7 +202,8 @@ const gpufl__wire_table_t *gpufl__wire_table(const char *type) {
 
 /* ---------------- batches ---------------- */
 
-int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols) {
+int gpufl__batch_init(gpufl__batch_t *b, const char *type, const gpufl__col_def_t *cols,
+                      int ncols) {
     memset(b, 0, sizeof *b);
     b->type = type;
     b->version = 1;
@@ -222,21 +223,21 @@ int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t 
     return 0;
 }
 
-int gpufl__batch_init_table(gpufl_batch_t *b, const gpufl__wire_table_t *table) {
+int gpufl__batch_init_table(gpufl__batch_t *b, const gpufl__wire_table_t *table) {
     int rc = gpufl__batch_init(b, table->type, table->cols, table->ncols);
     b->table = table;
     b->version = table->version;
     return rc;
 }
 
-void gpufl__batch_fini(gpufl_batch_t *b) {
+void gpufl__batch_fini(gpufl__batch_t *b) {
     free(b->cells);
     free(b->dict_ids);
     b->cells = NULL;
     b->dict_ids = NULL;
 }
 
-void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell_t *cell) {
+void gpufl__buf_put_cell(gpufl__buf_t *b, gpufl__col_kind_t kind, const gpufl__cell_t *cell) {
     switch (kind) {
     case GPUFL_COL_PCT: gpufl__buf_put_fixed(b, cell->d, 1); break;
     case GPUFL_COL_FIX2: gpufl__buf_put_fixed(b, cell->d, 2); break;
@@ -250,7 +251,7 @@ void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell
     }
 }
 
-size_t gpufl__wire_batch_ids(const gpufl_batch_t *b, size_t r0, size_t r1, uint32_t *ids) {
+size_t gpufl__wire_batch_ids(const gpufl__batch_t *b, size_t r0, size_t r1, uint32_t *ids) {
     size_t n = 0;
     for (int c = 0; c < b->ncols; c++) {
         if (b->cols[c].kind != GPUFL_COL_DICT) continue;
@@ -259,14 +260,14 @@ size_t gpufl__wire_batch_ids(const gpufl_batch_t *b, size_t r0, size_t r1, uint3
     return n;
 }
 
-void gpufl__wire_batch_line(gpufl_buf_t *o, const gpufl_batch_t *b, size_t r0, size_t r1) {
+void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1) {
     size_t rows = r1 - r0;
     gpufl__buf_record_v(o, b->type, b->version);
     for (int c = 0; c < b->ncols; c++) {
         gpufl__buf_key(o, b->cols[c].name);
         gpufl__buf_putc(o, '[');
-        gpufl_col_kind_t kind = b->cols[c].kind;
-        const gpufl_cell_t *cell = &b->cells[r0 * b->ncols + c];
+        gpufl__col_kind_t kind = b->cols[c].kind;
+        const gpufl__cell_t *cell = &b->cells[r0 * b->ncols + c];
         if ((kind == GPUFL_COL_INT || kind == GPUFL_COL_DICT) &&
             gpufl__buf_reserve(o, rows * 21) == 0) {
             /* The common case, room reserved once: digits straight in. */
@@ -293,7 +294,7 @@ const char *gpufl__wire_intern_str(const void *ctx, uint32_t id, size_t *len) {
     return gpufl__intern_str(ctx, id, len);
 }
 
-void gpufl__wire_dict_line(gpufl_buf_t *o, const uint32_t *ids, size_t n, gpufl__wire_str_fn str,
+void gpufl__wire_dict_line(gpufl__buf_t *o, const uint32_t *ids, size_t n, gpufl__wire_str_fn str,
                            const void *ctx) {
     size_t start = o->len, strs_at, count = 0;
     gpufl__buf_record(o, "dict");
@@ -320,7 +321,7 @@ void gpufl__wire_dict_line(gpufl_buf_t *o, const uint32_t *ids, size_t n, gpufl_
     gpufl__buf_puts(o, "]}\n");
 }
 
-void gpufl__wire_header(gpufl_buf_t *b, const gpufl_session_ident_t *id, const char *file,
+void gpufl__wire_header(gpufl__buf_t *b, const gpufl__session_ident_t *id, const char *file,
                         int segment) {
     char epoch[24];
     gpufl__buf_record(b, "header");
@@ -339,7 +340,7 @@ void gpufl__wire_header(gpufl_buf_t *b, const gpufl_session_ident_t *id, const c
     gpufl__buf_puts(b, "}\n");
 }
 
-void gpufl__wire_segment_end(gpufl_buf_t *o, const char *next) {
+void gpufl__wire_segment_end(gpufl__buf_t *o, const char *next) {
     gpufl__buf_record(o, "segment_end");
     gpufl__buf_kv_str(o, "next", next);
     gpufl__buf_puts(o, "}\n");

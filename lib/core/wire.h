@@ -13,7 +13,7 @@
 #define GPUFL_CORE_WIRE_H
 
 #include "core/cost.h"
-#include "core/intern.h"
+#include "util/intern.h"
 #include "util/jsonw.h"
 
 #include <stddef.h>
@@ -23,34 +23,34 @@
 #define GPUFL_BATCH_MAX_COLS 32
 
 /* What a header needs; shared by the session's three files. */
-typedef struct gpufl_session_ident {
+typedef struct gpufl__session_ident {
     char session_id[64];
     char app_name[256];
     char hostname[256];
     int pid;
     int64_t epoch_ns;      /* CLOCK_MONOTONIC at init */
     int64_t epoch_unix_us; /* wall clock at the same moment */
-} gpufl_session_ident_t;
+} gpufl__session_ident_t;
 
 /* ---- column tables ---- */
 
-typedef enum gpufl_col_kind {
+typedef enum gpufl__col_kind {
     GPUFL_COL_INT = 0,  /* integer */
     GPUFL_COL_DICT = 1, /* integer dict id (0 = none), written to the dict first */
     GPUFL_COL_PCT = 2,  /* double with one decimal; negative = null */
     GPUFL_COL_OPT = 3,  /* integer, negative = null */
     GPUFL_COL_FIX2 = 4  /* double with two decimals; negative = null */
-} gpufl_col_kind_t;
+} gpufl__col_kind_t;
 
-typedef struct gpufl_col_def {
+typedef struct gpufl__col_def {
     const char *name;
-    gpufl_col_kind_t kind;
-} gpufl_col_def_t;
+    gpufl__col_kind_t kind;
+} gpufl__col_def_t;
 
-typedef union gpufl_cell {
+typedef union gpufl__cell {
     int64_t i;
     double d;
-} gpufl_cell_t;
+} gpufl__cell_t;
 
 /* gauge_key of a table: not a gauge; one instance; else the column whose
  * value names the instance (a device index). */
@@ -60,7 +60,7 @@ typedef union gpufl_cell {
 /* One batch record type. */
 typedef struct gpufl__wire_table {
     const char *type;
-    const gpufl_col_def_t *cols;
+    const gpufl__col_def_t *cols;
     int ncols;
     int gauge_key;
     int version; /* the "v" of its lines */
@@ -77,53 +77,53 @@ const gpufl__wire_table_t *gpufl__wire_table(const char *type);
 
 /* ---- batches: rows of one table, encoded column by column ---- */
 
-typedef struct gpufl_batch {
+typedef struct gpufl__batch {
     const gpufl__wire_table_t *table;
     const char *type; /* table->type, cols, ncols, version: what the encoders read */
     int version;
-    const gpufl_col_def_t *cols;
+    const gpufl__col_def_t *cols;
     int ncols;
     size_t rows;
-    gpufl_cell_t *cells; /* rows x ncols, row-major; GPUFL_BATCH_MAX_ROWS rows */
+    gpufl__cell_t *cells; /* rows x ncols, row-major; GPUFL_BATCH_MAX_ROWS rows */
     uint32_t *dict_ids;  /* scratch: the dict ids one batch uses */
-} gpufl_batch_t;
+} gpufl__batch_t;
 
 /* Rows of table; GPUFL_EINVAL for a bad table, GPUFL_ENOMEM. */
-int gpufl__batch_init_table(gpufl_batch_t *b, const gpufl__wire_table_t *table);
+int gpufl__batch_init_table(gpufl__batch_t *b, const gpufl__wire_table_t *table);
 /* A batch of an ad hoc table (tests, benchmarks); cols must outlive b. */
-int gpufl__batch_init(gpufl_batch_t *b, const char *type, const gpufl_col_def_t *cols, int ncols);
-void gpufl__batch_fini(gpufl_batch_t *b);
+int gpufl__batch_init(gpufl__batch_t *b, const char *type, const gpufl__col_def_t *cols, int ncols);
+void gpufl__batch_fini(gpufl__batch_t *b);
 /* The next row to fill (ncols cells), or NULL when the batch is full. */
-static inline gpufl_cell_t *gpufl__batch_row(gpufl_batch_t *b) {
+static inline gpufl__cell_t *gpufl__batch_row(gpufl__batch_t *b) {
     if (b->rows >= GPUFL_BATCH_MAX_ROWS) return NULL;
     return &b->cells[b->rows++ * (size_t)b->ncols];
 }
 /* Row r of b. */
-static inline const gpufl_cell_t *gpufl__batch_at(const gpufl_batch_t *b, size_t r) {
+static inline const gpufl__cell_t *gpufl__batch_at(const gpufl__batch_t *b, size_t r) {
     return &b->cells[r * (size_t)b->ncols];
 }
 
 /* Writes one cell as JSON according to its column kind. */
-void gpufl__buf_put_cell(gpufl_buf_t *b, gpufl_col_kind_t kind, const gpufl_cell_t *cell);
+void gpufl__buf_put_cell(gpufl__buf_t *b, gpufl__col_kind_t kind, const gpufl__cell_t *cell);
 /* Puts the dict ids of rows [r0, r1) of b (0 included) into ids (room for
  * (r1 - r0) x its dict columns) and returns how many. */
-size_t gpufl__wire_batch_ids(const gpufl_batch_t *b, size_t r0, size_t r1, uint32_t *ids);
+size_t gpufl__wire_batch_ids(const gpufl__batch_t *b, size_t r0, size_t r1, uint32_t *ids);
 /* Encodes rows [r0, r1) of b as one batch line. */
-void gpufl__wire_batch_line(gpufl_buf_t *o, const gpufl_batch_t *b, size_t r0, size_t r1);
+void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1);
 
 /* Looks up the string of a dict id (NULL when there is none). */
 typedef const char *(*gpufl__wire_str_fn)(const void *ctx, uint32_t id, size_t *len);
 /* A dict line for ids[0..n) (0 skipped), each string from str(ctx, id);
  * writes nothing when none has a string. */
-void gpufl__wire_dict_line(gpufl_buf_t *o, const uint32_t *ids, size_t n, gpufl__wire_str_fn str,
+void gpufl__wire_dict_line(gpufl__buf_t *o, const uint32_t *ids, size_t n, gpufl__wire_str_fn str,
                            const void *ctx);
-/* The session intern table as a gpufl__wire_str_fn (ctx: the gpufl_intern_t). */
+/* The session intern table as a gpufl__wire_str_fn (ctx: the gpufl__intern_t). */
 const char *gpufl__wire_intern_str(const void *ctx, uint32_t id, size_t *len);
 
 /* A file's header line and the line that ends a segment. */
-void gpufl__wire_header(gpufl_buf_t *o, const gpufl_session_ident_t *ident, const char *file,
+void gpufl__wire_header(gpufl__buf_t *o, const gpufl__session_ident_t *ident, const char *file,
                         int segment);
-void gpufl__wire_segment_end(gpufl_buf_t *o, const char *next);
+void gpufl__wire_segment_end(gpufl__buf_t *o, const char *next);
 
 /* ---- single-line records ---- */
 
@@ -137,7 +137,7 @@ void gpufl__wire_segment_end(gpufl_buf_t *o, const char *next);
  * record names no dict id. */
 typedef struct gpufl__line {
     const char *type;
-    gpufl_buf_t buf;
+    gpufl__buf_t buf;
     uint32_t dict_ids[GPUFL_LINE_DICT_MAX];
     size_t ndict;
     int describes;
@@ -146,9 +146,9 @@ typedef struct gpufl__line {
 /* Opens the record {"type":type,"v":1 in l (freed by gpufl__line_fini) and
  * returns the buffer of its members. The record encoders below and in
  * wire_records.c build on it. */
-gpufl_buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type);
+gpufl__buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type);
 /* The same for a record that describes the session (see describes). */
-gpufl_buf_t *gpufl__line_begin_describing(gpufl__line_t *l, const char *type);
+gpufl__buf_t *gpufl__line_begin_describing(gpufl__line_t *l, const char *type);
 /* Closes the line; -1 (line emptied) when it passed the cap. */
 int gpufl__line_end(gpufl__line_t *l);
 /* Notes that the record names dict id (defined before it by the sinks). */
@@ -158,12 +158,12 @@ void gpufl__line_fini(gpufl__line_t *l);
 /* The records every part of the library writes (wire_records.c). */
 void gpufl__wire_event(gpufl__line_t *l, int64_t ts_ns, const char *level, const char *code,
                        const char *message);
-typedef struct gpufl_cost_part {
+typedef struct gpufl__cost_part {
     const char *name;
     int64_t mean_ns;
-} gpufl_cost_part_t;
-void gpufl__wire_source_cost(gpufl__line_t *l, const char *source, const gpufl_cost_t *cost,
-                             const gpufl_cost_part_t *parts, int nparts);
+} gpufl__cost_part_t;
+void gpufl__wire_source_cost(gpufl__line_t *l, const char *source, const gpufl__cost_t *cost,
+                             const gpufl__cost_part_t *parts, int nparts);
 /* A record of integer members: ts_ns, then keys[i]: values[i]. */
 typedef struct gpufl__wire_count {
     const char *key;
@@ -181,10 +181,10 @@ typedef struct gpufl__wire_session_end {
     int64_t ts_ns;
     uint64_t records_written, records_dropped, bytes_written, write_errors;
 } gpufl__wire_session_end_t;
-void gpufl__wire_session_end(gpufl_buf_t *o, const gpufl__wire_session_end_t *e);
+void gpufl__wire_session_end(gpufl__buf_t *o, const gpufl__wire_session_end_t *e);
 /* A record of one row of table (its columns as members), e.g. a snapshot. */
-void gpufl__wire_row_object(gpufl_buf_t *o, const gpufl__wire_table_t *table,
-                            const gpufl_cell_t *row);
+void gpufl__wire_row_object(gpufl__buf_t *o, const gpufl__wire_table_t *table,
+                            const gpufl__cell_t *row);
 /* gpu_processes: n pids and their memory (negative: null). */
 void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int count,
                                const int64_t *pid, const int64_t *used_bytes, int n);
@@ -214,7 +214,7 @@ typedef struct gpufl__wire_host_info {
 void gpufl__wire_host_info(gpufl__line_t *l, const gpufl__wire_host_info_t *h);
 /* system_start / system_stop: snapshot is a host_sample row, or NULL. */
 void gpufl__wire_system_window(gpufl__line_t *l, const char *type, int64_t ts_ns, int64_t tid,
-                               const char *name, int active, const gpufl_cell_t *snapshot);
+                               const char *name, int active, const gpufl__cell_t *snapshot);
 /* legend: the name of every value of gpufl's own enums (gpufl_log.h). */
 void gpufl__wire_legend(gpufl__line_t *l);
 /* op: an operation name's index. */

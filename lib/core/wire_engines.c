@@ -9,18 +9,18 @@
 #include <math.h>
 #include <string.h>
 
-static void put_bool(gpufl_buf_t *b, const char *key, int v) {
+static void put_bool(gpufl__buf_t *b, const char *key, int v) {
     gpufl__buf_key(b, key);
     gpufl__buf_puts(b, v ? "true" : "false");
 }
 
-static void put_fixed(gpufl_buf_t *b, const char *key, double v, int decimals) {
+static void put_fixed(gpufl__buf_t *b, const char *key, double v, int decimals) {
     gpufl__buf_key(b, key);
     gpufl__buf_put_fixed(b, v, decimals);
 }
 
 /* names as a JSON array, under key (NULL: an array element). */
-static void put_names(gpufl_buf_t *b, const char *key, const gpufl__wire_names_t *n) {
+static void put_names(gpufl__buf_t *b, const char *key, const gpufl__wire_names_t *n) {
     if (key != NULL) gpufl__buf_key(b, key);
     gpufl__buf_putc(b, '[');
     for (int i = 0; i < n->count; i++) {
@@ -32,9 +32,10 @@ static void put_names(gpufl_buf_t *b, const char *key, const gpufl__wire_names_t
 
 /* What every per-context record opens with; late: NULL where the record
  * has no such member. */
-static gpufl_buf_t *context_begin(gpufl__line_t *l, const char *type, int64_t ts_ns, int64_t device,
-                                  int64_t context, const int *late, double enable_ms) {
-    gpufl_buf_t *b = gpufl__line_begin(l, type);
+static gpufl__buf_t *context_begin(gpufl__line_t *l, const char *type, int64_t ts_ns,
+                                   int64_t device, int64_t context, const int *late,
+                                   double enable_ms) {
+    gpufl__buf_t *b = gpufl__line_begin(l, type);
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     gpufl__buf_kv_i64(b, "device", device);
     gpufl__buf_kv_i64(b, "context", context);
@@ -46,7 +47,7 @@ static gpufl_buf_t *context_begin(gpufl__line_t *l, const char *type, int64_t ts
 void gpufl__wire_totals(gpufl__line_t *l, const char *type, int64_t ts_ns,
                         const gpufl__wire_count_t *counts, size_t ncounts,
                         const gpufl__wire_measure_t *measures, size_t nmeasures) {
-    gpufl_buf_t *b = gpufl__line_begin(l, type);
+    gpufl__buf_t *b = gpufl__line_begin(l, type);
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     for (size_t i = 0; i < ncounts; i++)
         gpufl__buf_kv_i64(b, counts[i].key, (int64_t)counts[i].value);
@@ -61,7 +62,7 @@ void gpufl__wire_totals(gpufl__line_t *l, const char *type, int64_t ts_ns,
 }
 
 void gpufl__wire_pc_sampling(gpufl__line_t *l, const gpufl__wire_pc_sampling_t *r) {
-    gpufl_buf_t *b =
+    gpufl__buf_t *b =
         context_begin(l, "pc_sampling", r->ts_ns, r->device, r->context, &r->late, r->enable_ms);
     if (r->error) {
         gpufl__buf_kv_str(b, "error", r->error);
@@ -77,7 +78,7 @@ void gpufl__wire_pc_sampling(gpufl__line_t *l, const gpufl__wire_pc_sampling_t *
 }
 
 void gpufl__wire_sass_metrics(gpufl__line_t *l, const gpufl__wire_sass_metrics_t *r) {
-    gpufl_buf_t *b =
+    gpufl__buf_t *b =
         context_begin(l, "sass_metrics", r->ts_ns, r->device, r->context, &r->late, r->enable_ms);
     if (r->error) {
         gpufl__buf_kv_str(b, "error", r->error);
@@ -90,7 +91,7 @@ void gpufl__wire_sass_metrics(gpufl__line_t *l, const gpufl__wire_sass_metrics_t
 }
 
 void gpufl__wire_range_profiler(gpufl__line_t *l, const gpufl__wire_range_profiler_t *r) {
-    gpufl_buf_t *b =
+    gpufl__buf_t *b =
         context_begin(l, "range_profiler", r->ts_ns, r->device, r->context, NULL, r->enable_ms);
     gpufl__buf_kv_str(b, "started_at", r->started_at);
     if (r->error) {
@@ -119,7 +120,7 @@ void gpufl__wire_range_profiler(gpufl__line_t *l, const gpufl__wire_range_profil
 }
 
 void gpufl__wire_range_metrics(gpufl__line_t *l, const gpufl__wire_range_metrics_t *r) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "range_metrics");
+    gpufl__buf_t *b = gpufl__line_begin(l, "range_metrics");
     gpufl__line_dict(l, r->path);
     gpufl__buf_kv_i64(b, "ts_ns", r->ts_ns);
     gpufl__buf_kv_i64(b, "start_ns", r->start_ns);
@@ -156,7 +157,7 @@ void gpufl__wire_range_metrics(gpufl__line_t *l, const gpufl__wire_range_metrics
 }
 
 /* One column of a sass record's instructions. */
-static void put_instruction_column(gpufl_buf_t *b, const gpufl__wire_sass_t *r, int col) {
+static void put_instruction_column(gpufl__buf_t *b, const gpufl__wire_sass_t *r, int col) {
     static const char *const cols[] = {"pc", "text", "file", "line"};
     gpufl__buf_key(b, cols[col]);
     gpufl__buf_putc(b, '[');
@@ -184,7 +185,7 @@ static void put_instruction_column(gpufl_buf_t *b, const gpufl__wire_sass_t *r, 
 }
 
 void gpufl__wire_sass(gpufl__line_t *l, const gpufl__wire_sass_t *r) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "sass");
+    gpufl__buf_t *b = gpufl__line_begin(l, "sass");
     gpufl__line_dict(l, r->cubin);
     gpufl__line_dict(l, r->function);
     gpufl__buf_kv_i64(b, "cubin", r->cubin);
@@ -202,7 +203,7 @@ void gpufl__wire_sass(gpufl__line_t *l, const gpufl__wire_sass_t *r) {
 }
 
 void gpufl__wire_kernel_config(gpufl__line_t *l, const gpufl__wire_kernel_config_t *k) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "kernel_config");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "kernel_config");
     gpufl__buf_kv_i64(b, "ts_ns", k->ts_ns);
     gpufl__buf_kv_i64(b, "id", k->id);
     gpufl__buf_kv_str(b, "name", k->name);

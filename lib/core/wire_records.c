@@ -14,7 +14,7 @@
 /* A record past this (a whole function's SASS is the largest) is dropped. */
 #define LINE_MAX_BYTES ((size_t)64 << 20)
 
-gpufl_buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type) {
+gpufl__buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type) {
     l->type = type;
     l->ndict = 0;
     l->describes = 0;
@@ -23,8 +23,8 @@ gpufl_buf_t *gpufl__line_begin(gpufl__line_t *l, const char *type) {
     return &l->buf;
 }
 
-gpufl_buf_t *gpufl__line_begin_describing(gpufl__line_t *l, const char *type) {
-    gpufl_buf_t *b = gpufl__line_begin(l, type);
+gpufl__buf_t *gpufl__line_begin_describing(gpufl__line_t *l, const char *type) {
+    gpufl__buf_t *b = gpufl__line_begin(l, type);
     l->describes = 1;
     return b;
 }
@@ -44,7 +44,7 @@ void gpufl__line_fini(gpufl__line_t *l) { gpufl__buf_fini(&l->buf); }
 
 void gpufl__wire_event(gpufl__line_t *l, int64_t ts_ns, const char *level, const char *code,
                        const char *message) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "event");
+    gpufl__buf_t *b = gpufl__line_begin(l, "event");
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     gpufl__buf_kv_str(b, "level", level);
     gpufl__buf_kv_str(b, "code", code);
@@ -52,10 +52,10 @@ void gpufl__wire_event(gpufl__line_t *l, int64_t ts_ns, const char *level, const
     gpufl__line_end(l);
 }
 
-void gpufl__wire_source_cost(gpufl__line_t *l, const char *source, const gpufl_cost_t *cost,
-                             const gpufl_cost_part_t *parts, int nparts) {
+void gpufl__wire_source_cost(gpufl__line_t *l, const char *source, const gpufl__cost_t *cost,
+                             const gpufl__cost_part_t *parts, int nparts) {
     int64_t samples = cost->samples, total_ns = cost->total_ns;
-    gpufl_buf_t *b = gpufl__line_begin(l, "source_cost");
+    gpufl__buf_t *b = gpufl__line_begin(l, "source_cost");
     gpufl__buf_kv_str(b, "source", source);
     gpufl__buf_kv_i64(b, "samples", samples);
     gpufl__buf_kv_i64(b, "total_ns", total_ns);
@@ -73,14 +73,14 @@ void gpufl__wire_source_cost(gpufl__line_t *l, const char *source, const gpufl_c
 
 void gpufl__wire_counts(gpufl__line_t *l, const char *type, int64_t ts_ns,
                         const gpufl__wire_count_t *v, size_t n) {
-    gpufl_buf_t *b = gpufl__line_begin(l, type);
+    gpufl__buf_t *b = gpufl__line_begin(l, type);
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     for (size_t i = 0; i < n; i++) gpufl__buf_kv_i64(b, v[i].key, (int64_t)v[i].value);
     gpufl__line_end(l);
 }
 
 void gpufl__wire_drops(gpufl__line_t *l, const gpufl__wire_drops_t *d) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "drops");
+    gpufl__buf_t *b = gpufl__line_begin(l, "drops");
     gpufl__buf_kv_i64(b, "ts_ns", d->ts_ns);
     gpufl__buf_kv_i64(b, "records", (int64_t)d->dropped);
     gpufl__buf_kv_i64(b, "threads_unbuffered", (int64_t)d->unbuffered);
@@ -90,7 +90,7 @@ void gpufl__wire_drops(gpufl__line_t *l, const gpufl__wire_drops_t *d) {
     gpufl__line_end(l);
 }
 
-void gpufl__wire_session_end(gpufl_buf_t *b, const gpufl__wire_session_end_t *e) {
+void gpufl__wire_session_end(gpufl__buf_t *b, const gpufl__wire_session_end_t *e) {
     gpufl__buf_record(b, "session_end");
     gpufl__buf_kv_i64(b, "ts_ns", e->ts_ns);
     gpufl__buf_kv_i64(b, "duration_ns", e->ts_ns);
@@ -101,8 +101,8 @@ void gpufl__wire_session_end(gpufl_buf_t *b, const gpufl__wire_session_end_t *e)
     gpufl__buf_puts(b, "}\n");
 }
 
-void gpufl__wire_row_object(gpufl_buf_t *b, const gpufl__wire_table_t *table,
-                            const gpufl_cell_t *row) {
+void gpufl__wire_row_object(gpufl__buf_t *b, const gpufl__wire_table_t *table,
+                            const gpufl__cell_t *row) {
     gpufl__buf_putc(b, '{');
     for (int i = 0; i < table->ncols; i++) {
         gpufl__buf_key(b, table->cols[i].name);
@@ -111,7 +111,7 @@ void gpufl__wire_row_object(gpufl_buf_t *b, const gpufl__wire_table_t *table,
     gpufl__buf_putc(b, '}');
 }
 
-static void put_i64_array(gpufl_buf_t *b, const int64_t *v, int n, int negative_null) {
+static void put_i64_array(gpufl__buf_t *b, const int64_t *v, int n, int negative_null) {
     gpufl__buf_putc(b, '[');
     for (int i = 0; i < n; i++) {
         if (i) gpufl__buf_putc(b, ',');
@@ -125,7 +125,7 @@ static void put_i64_array(gpufl_buf_t *b, const int64_t *v, int n, int negative_
 
 void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int count,
                                const int64_t *pid, const int64_t *used_bytes, int n) {
-    gpufl_buf_t *b = gpufl__line_begin(l, "gpu_processes");
+    gpufl__buf_t *b = gpufl__line_begin(l, "gpu_processes");
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     gpufl__buf_kv_i64(b, "device", device);
     gpufl__buf_kv_i64(b, "count", count);
@@ -137,19 +137,19 @@ void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int 
 }
 
 void gpufl__wire_op(gpufl__line_t *l, int64_t index, const char *name) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "op");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "op");
     gpufl__buf_kv_i64(b, "index", index);
     gpufl__buf_kv_str(b, "name", name);
     gpufl__line_end(l);
 }
 
-static void kv_hex(gpufl_buf_t *b, const char *key, uint64_t v) {
+static void kv_hex(gpufl__buf_t *b, const char *key, uint64_t v) {
     char hex[24];
     snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)v);
     gpufl__buf_kv_str(b, key, hex);
 }
 
-static void kv_str_or_null(gpufl_buf_t *b, const char *key, const char *s) {
+static void kv_str_or_null(gpufl__buf_t *b, const char *key, const char *s) {
     if (s && *s) {
         gpufl__buf_kv_str(b, key, s);
     } else {
@@ -159,7 +159,7 @@ static void kv_str_or_null(gpufl_buf_t *b, const char *key, const char *s) {
 }
 
 void gpufl__wire_frame(gpufl__line_t *l, const gpufl__wire_frame_t *f) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "frame");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "frame");
     gpufl__buf_kv_i64(b, "id", f->id);
     kv_hex(b, "pc", f->pc);
     kv_str_or_null(b, "module", f->module);
@@ -177,7 +177,7 @@ void gpufl__wire_frame(gpufl__line_t *l, const gpufl__wire_frame_t *f) {
 }
 
 void gpufl__wire_stack(gpufl__line_t *l, uint32_t id, const uint32_t *frames, size_t depth) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "stack");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "stack");
     gpufl__buf_kv_i64(b, "id", id);
     gpufl__buf_key(b, "frames");
     gpufl__buf_putc(b, '[');
@@ -190,7 +190,7 @@ void gpufl__wire_stack(gpufl__line_t *l, uint32_t id, const uint32_t *frames, si
 }
 
 void gpufl__wire_host_info(gpufl__line_t *l, const gpufl__wire_host_info_t *h) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "host_info");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "host_info");
     if (h->error) {
         gpufl__buf_kv_str(b, "error", h->error);
         gpufl__line_end(l);
@@ -212,8 +212,8 @@ void gpufl__wire_host_info(gpufl__line_t *l, const gpufl__wire_host_info_t *h) {
 }
 
 void gpufl__wire_system_window(gpufl__line_t *l, const char *type, int64_t ts_ns, int64_t tid,
-                               const char *name, int active, const gpufl_cell_t *snapshot) {
-    gpufl_buf_t *b = gpufl__line_begin(l, type);
+                               const char *name, int active, const gpufl__cell_t *snapshot) {
+    gpufl__buf_t *b = gpufl__line_begin(l, type);
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     gpufl__buf_kv_i64(b, "tid", tid);
     gpufl__buf_kv_str(b, "name", name);
@@ -229,7 +229,7 @@ void gpufl__wire_system_window(gpufl__line_t *l, const char *type, int64_t ts_ns
 /* The names of gpufl's own values in the log (gpufl_log.h), so that a reader
  * can print them without knowing the enums: one member per column, value
  * (as a string key) -> name. */
-static void put_names(gpufl_buf_t *b, const char *column, int count, const char *(*name)(int)) {
+static void put_names(gpufl__buf_t *b, const char *column, int count, const char *(*name)(int)) {
     gpufl__buf_key(b, column);
     gpufl__buf_putc(b, '{');
     for (int v = 0; v < count; v++) {
@@ -241,7 +241,7 @@ static void put_names(gpufl_buf_t *b, const char *column, int count, const char 
 }
 
 void gpufl__wire_legend(gpufl__line_t *l) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "legend");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "legend");
     put_names(b, "copy_kind", GPUFL_COPY_KIND_COUNT, gpufl_copy_kind_name);
     put_names(b, "memory_kind", GPUFL_MEMORY_KIND_COUNT, gpufl_memory_kind_name);
     put_names(b, "sync_type", GPUFL_SYNC_TYPE_COUNT, gpufl_sync_type_name);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 void gpufl__wire_options(gpufl__line_t *l, const gpufl__wire_option_t *v, size_t n) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "options");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "options");
     for (size_t i = 0; i < n; i++) {
         gpufl__buf_key(b, v[i].name);
         gpufl__buf_puts(b, "{\"value\":");
@@ -25,7 +25,7 @@ void gpufl__wire_options(gpufl__line_t *l, const gpufl__wire_option_t *v, size_t
 }
 
 void gpufl__wire_capabilities(gpufl__line_t *l, const gpufl__wire_capabilities_t *c) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "capabilities");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "capabilities");
     gpufl__buf_kv_str(b, "backend_requested", c->backend_requested);
     gpufl__buf_kv_str(b, "backend", c->backend);
     gpufl__buf_kv_str(b, "engine_requested", c->engine_requested);
@@ -44,7 +44,7 @@ void gpufl__wire_capabilities(gpufl__line_t *l, const gpufl__wire_capabilities_t
 }
 
 void gpufl__wire_gpu_info(gpufl__line_t *l, const gpufl__wire_gpu_info_t *g) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "gpu_info");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "gpu_info");
     gpufl__buf_kv_i64(b, "device", g->device);
     gpufl__buf_kv_str(b, "vendor", g->vendor);
     gpufl__buf_kv_i64(b, "nvml_index", g->library_index);
@@ -66,7 +66,7 @@ void gpufl__wire_gpu_info(gpufl__line_t *l, const gpufl__wire_gpu_info_t *g) {
 }
 
 void gpufl__wire_gpu_legend(gpufl__line_t *l, const gpufl__wire_gpu_legend_t *g) {
-    gpufl_buf_t *b = gpufl__line_begin_describing(l, "gpu_legend");
+    gpufl__buf_t *b = gpufl__line_begin_describing(l, "gpu_legend");
     gpufl__buf_key(b, "throttle_reasons");
     gpufl__buf_putc(b, '{');
     for (int bit = 0; bit < 64; bit++) {

@@ -18,11 +18,11 @@
 /* Pending lines beyond this are dropped (and counted) if the disk refuses them. */
 #define PENDING_MAX_BYTES ((size_t)64 << 20)
 
-static void put_header(gpufl_writer_t *f) {
+static void put_header(gpufl__writer_t *f) {
     gpufl__wire_header(&f->out, f->ident, f->name, f->segment);
 }
 
-static int open_segment(gpufl_writer_t *f) {
+static int open_segment(gpufl__writer_t *f) {
     char path[4200];
     if (f->segment == 0)
         snprintf(path, sizeof path, "%s/%s.log", f->dir, f->name);
@@ -39,8 +39,8 @@ static int open_segment(gpufl_writer_t *f) {
     return 0;
 }
 
-int gpufl__writer_open(gpufl_writer_t *f, const char *dir, const char *name,
-                       const gpufl_session_ident_t *ident, uint64_t rotate_bytes,
+int gpufl__writer_open(gpufl__writer_t *f, const char *dir, const char *name,
+                       const gpufl__session_ident_t *ident, uint64_t rotate_bytes,
                        int sync_each_write) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
@@ -57,7 +57,7 @@ int gpufl__writer_open(gpufl_writer_t *f, const char *dir, const char *name,
 }
 
 /* Writes p[0..n), finishing partial writes; *done says how far it got. */
-static int write_all(gpufl_writer_t *f, const char *p, size_t n, size_t *done) {
+static int write_all(gpufl__writer_t *f, const char *p, size_t n, size_t *done) {
     size_t off = 0;
     while (off < n) {
         ssize_t w = write(f->fd, p + off, n - off);
@@ -72,7 +72,7 @@ static int write_all(gpufl_writer_t *f, const char *p, size_t n, size_t *done) {
     return off == n ? 0 : -1;
 }
 
-static void rotate(gpufl_writer_t *f) {
+static void rotate(gpufl__writer_t *f) {
     char next[64];
     snprintf(next, sizeof next, "%s.log.%d", f->name, f->segment + 1);
     gpufl__wire_segment_end(&f->out, next);
@@ -88,7 +88,7 @@ static void rotate(gpufl_writer_t *f) {
     }
 }
 
-int gpufl__writer_flush(gpufl_writer_t *f) {
+int gpufl__writer_flush(gpufl__writer_t *f) {
     int rc = 0;
     size_t done = 0;
     if (f->fd < 0 && f->reopen && open_segment(f) == 0) f->reopen = 0;
@@ -127,7 +127,7 @@ out:
     return rc;
 }
 
-void gpufl__writer_close(gpufl_writer_t *f) {
+void gpufl__writer_close(gpufl__writer_t *f) {
     if (f->fd >= 0) {
         pthread_mutex_lock(&f->lock);
         gpufl__writer_flush(f);
@@ -142,13 +142,13 @@ void gpufl__writer_close(gpufl_writer_t *f) {
     pthread_mutex_destroy(&f->lock);
 }
 
-gpufl_buf_t *gpufl__writer_record(gpufl_writer_t *f, const char *type) {
+gpufl__buf_t *gpufl__writer_record(gpufl__writer_t *f, const char *type) {
     f->record_start = f->out.len;
     gpufl__buf_record(&f->out, type);
     return &f->out;
 }
 
-void gpufl__writer_end_record(gpufl_writer_t *f) {
+void gpufl__writer_end_record(gpufl__writer_t *f) {
     gpufl__buf_puts(&f->out, "}\n");
     if (f->out.overflow) { /* all or nothing: never half a line */
         f->out.len = f->record_start;
@@ -158,7 +158,7 @@ void gpufl__writer_end_record(gpufl_writer_t *f) {
 }
 
 /* Marks id as written in this segment; returns 1 if it was not yet. */
-static int dict_mark(gpufl_writer_t *f, uint32_t id) {
+static int dict_mark(gpufl__writer_t *f, uint32_t id) {
     if (id >= f->dict_written_cap) {
         size_t cap = f->dict_written_cap ? f->dict_written_cap : 1024;
         while (cap <= id) cap *= 2;
@@ -173,7 +173,8 @@ static int dict_mark(gpufl_writer_t *f, uint32_t id) {
     return 1;
 }
 
-size_t gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, uint32_t *ids, size_t n) {
+size_t gpufl__writer_dict(gpufl__writer_t *f, const gpufl__intern_t *dict, uint32_t *ids,
+                          size_t n) {
     size_t fresh = 0;
     for (size_t i = 0; i < n; i++)
         if (ids[i] != 0 && dict_mark(f, ids[i]))
@@ -183,12 +184,12 @@ size_t gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, uint32_
 }
 
 /* Undoes dict_mark for ids whose dict line was rolled back. */
-static void dict_unmark(gpufl_writer_t *f, const uint32_t *ids, size_t n) {
+static void dict_unmark(gpufl__writer_t *f, const uint32_t *ids, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (ids[i] < f->dict_written_cap) f->dict_written[ids[i]] = 0;
 }
 
-void gpufl__writer_put_line(gpufl_writer_t *f, const gpufl_intern_t *dict,
+void gpufl__writer_put_line(gpufl__writer_t *f, const gpufl__intern_t *dict,
                             const gpufl__line_t *line) {
     uint32_t ids[GPUFL_LINE_DICT_MAX];
     size_t start = f->out.len, fresh = 0;
@@ -209,11 +210,11 @@ void gpufl__writer_put_line(gpufl_writer_t *f, const gpufl_intern_t *dict,
     }
 }
 
-void gpufl__writer_put_batch(gpufl_writer_t *f, const gpufl_intern_t *dict,
-                             const gpufl_batch_t *b) {
+void gpufl__writer_put_batch(gpufl__writer_t *f, const gpufl__intern_t *dict,
+                             const gpufl__batch_t *b) {
     size_t n, fresh = 0;
     if (b->rows == 0) return;
-    gpufl_buf_t *o = &f->out;
+    gpufl__buf_t *o = &f->out;
     size_t start = o->len;
     /* One dict line ahead of the batch defines every new string it uses. */
     n = gpufl__wire_batch_ids(b, 0, b->rows, b->dict_ids);
@@ -227,7 +228,7 @@ void gpufl__writer_put_batch(gpufl_writer_t *f, const gpufl_intern_t *dict,
     }
 }
 
-void gpufl__batch_encode(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict) {
+void gpufl__batch_encode(gpufl__batch_t *b, gpufl__writer_t *f, const gpufl__intern_t *dict) {
     gpufl__writer_put_batch(f, dict, b);
     b->rows = 0;
 }

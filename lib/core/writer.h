@@ -13,14 +13,14 @@
 #ifndef GPUFL_CORE_WRITER_H
 #define GPUFL_CORE_WRITER_H
 
-#include "core/intern.h"
+#include "util/intern.h"
 #include "core/wire.h"
 #include "util/jsonw.h"
 
 #include <pthread.h>
 #include <stdint.h>
 
-typedef struct gpufl_writer {
+typedef struct gpufl__writer {
     pthread_mutex_t lock;
     int fd;
     char dir[4096];
@@ -32,8 +32,8 @@ typedef struct gpufl_writer {
     int broken_line;     /* the last write stopped inside a line */
     int reopen;          /* a new segment could not be created: retried at each flush */
     size_t record_start; /* where the record being encoded began in out */
-    const gpufl_session_ident_t *ident;
-    gpufl_buf_t out;       /* complete lines waiting for write() */
+    const gpufl__session_ident_t *ident;
+    gpufl__buf_t out;      /* complete lines waiting for write() */
     uint8_t *dict_written; /* per dict id: already in this segment */
     size_t dict_written_cap;
     uint64_t bytes_total;
@@ -41,33 +41,34 @@ typedef struct gpufl_writer {
     uint64_t
         batches_lost; /* lines lost: did not fit the pending buffer, or cut by a failed write */
     char last_error[256];
-} gpufl_writer_t;
+} gpufl__writer_t;
 
 /* Creates <dir>/<name>.log with O_EXCL and writes its header line. */
-int gpufl__writer_open(gpufl_writer_t *f, const char *dir, const char *name,
-                       const gpufl_session_ident_t *ident, uint64_t rotate_bytes,
+int gpufl__writer_open(gpufl__writer_t *f, const char *dir, const char *name,
+                       const gpufl__session_ident_t *ident, uint64_t rotate_bytes,
                        int sync_each_write);
 /* Writes what is pending and closes; accepts a file never opened (fd < 0). */
-void gpufl__writer_close(gpufl_writer_t *f);
+void gpufl__writer_close(gpufl__writer_t *f);
 /* Writes the pending lines (rotating first when the segment is full).
  * Returns 0 or GPUFL_EIO; on error the lines stay pending up to the buffer
  * cap, then are dropped and counted. Caller holds f->lock. */
-int gpufl__writer_flush(gpufl_writer_t *f);
+int gpufl__writer_flush(gpufl__writer_t *f);
 /* Emits a dict line for the ids in ids[0..n) not yet in this segment and
  * returns how many were new (moved to the front of ids). Caller holds lock. */
-size_t gpufl__writer_dict(gpufl_writer_t *f, const gpufl_intern_t *dict, uint32_t *ids, size_t n);
+size_t gpufl__writer_dict(gpufl__writer_t *f, const gpufl__intern_t *dict, uint32_t *ids, size_t n);
 /* Begins a single-line record of `type`; finish it with gpufl__writer_end_record. */
-gpufl_buf_t *gpufl__writer_record(gpufl_writer_t *f, const char *type);
-void gpufl__writer_end_record(gpufl_writer_t *f);
+gpufl__buf_t *gpufl__writer_record(gpufl__writer_t *f, const char *type);
+void gpufl__writer_end_record(gpufl__writer_t *f);
 
 /* Appends a record line (after a dict line for the ids it names that are
  * not yet in this segment); a line that does not fit is dropped whole and
  * counted. Caller holds f->lock. */
-void gpufl__writer_put_line(gpufl_writer_t *f, const gpufl_intern_t *dict,
+void gpufl__writer_put_line(gpufl__writer_t *f, const gpufl__intern_t *dict,
                             const gpufl__line_t *line);
 /* Encodes the batch (and the dict lines it needs) into f's pending lines;
  * gpufl__batch_encode also empties it. Caller holds f->lock. */
-void gpufl__writer_put_batch(gpufl_writer_t *f, const gpufl_intern_t *dict, const gpufl_batch_t *b);
-void gpufl__batch_encode(gpufl_batch_t *b, gpufl_writer_t *f, const gpufl_intern_t *dict);
+void gpufl__writer_put_batch(gpufl__writer_t *f, const gpufl__intern_t *dict,
+                             const gpufl__batch_t *b);
+void gpufl__batch_encode(gpufl__batch_t *b, gpufl__writer_t *f, const gpufl__intern_t *dict);
 
 #endif

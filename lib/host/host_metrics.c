@@ -55,7 +55,7 @@
 #define READ_BUFFER_BYTES 8192
 /* A resolved directory (< GPUFL_HOST_DIR_BYTES) + "/" + a file name. */
 #define PATH_BYTES        1024
-#define CGROUP_PATH_BYTES sizeof(((gpufl_host_info_t *)0)->cgroup_path)
+#define CGROUP_PATH_BYTES sizeof(((gpufl__host_info_t *)0)->cgroup_path)
 /* Reading /proc/stat at init stops after the cpu lines; this bounds it anyway
  * (a fake root could point it at an endless file). 8192 CPUs take about 1 MiB. */
 #define CPU_COUNT_MAX_READ_BYTES (4u << 20)
@@ -466,8 +466,8 @@ static void resolve_cgroup_dir(const char *root, const char *hierarchy, const ch
  * hierarchies win over a v2 line: on a hybrid host the v2 tree holds no
  * controllers. In v1 each controller has its own path; info.cgroup_path is
  * the memory one, the one that decides OOM kills. */
-static void detect_cgroup(gpufl_host_reader_t *r, char *buf, size_t cap) {
-    gpufl_host_info_t *info = &r->info;
+static void detect_cgroup(gpufl__host_reader_t *r, char *buf, size_t cap) {
+    gpufl__host_info_t *info = &r->info;
     struct cgroup_membership m;
     info->cgroup_version = 0;
     info->cgroup_path[0] = '\0';
@@ -511,7 +511,7 @@ static void detect_cgroup(gpufl_host_reader_t *r, char *buf, size_t cap) {
  * /proc/stat), or fewer when the cgroup's cpuset says so. Thread affinity
  * (sched_getaffinity) is left out: it is per thread, and the process's
  * threads may each have a different one. */
-static void read_cpus_allowed(gpufl_host_reader_t *r, char *buf, size_t cap) {
+static void read_cpus_allowed(gpufl__host_reader_t *r, char *buf, size_t cap) {
     int v2 = r->info.cgroup_version == 2;
     int cpuset = -1;
     if (r->info.cgroup_version != 0 &&
@@ -527,7 +527,7 @@ static void read_cpus_allowed(gpufl_host_reader_t *r, char *buf, size_t cap) {
 
 /* Reads the current limits into the reader: at init and every
  * GPUFL_HOST_LIMITS_EVERY-th sample. A limit that cannot be read is unknown. */
-static void read_limits(gpufl_host_reader_t *r, char *buf, size_t cap) {
+static void read_limits(gpufl__host_reader_t *r, char *buf, size_t cap) {
     uint64_t value, quota_usec, period_usec;
     int64_t v1_quota_usec;
     const char *p;
@@ -560,15 +560,15 @@ static void read_limits(gpufl_host_reader_t *r, char *buf, size_t cap) {
 /* Kept files                                                               */
 /* ---------------------------------------------------------------------- */
 
-static unsigned file_bit(gpufl_host_file_t file) { return 1u << file; }
+static unsigned file_bit(gpufl__host_file_t file) { return 1u << file; }
 
-static int is_cgroup_file(gpufl_host_file_t file) {
+static int is_cgroup_file(gpufl__host_file_t file) {
     return file == GPUFL_HOST_FILE_CG_MEM || file == GPUFL_HOST_FILE_CG_CPU;
 }
 
 /* The path of a kept file; -1 (errno ENOENT) for a cgroup file without a
  * cgroup directory. */
-static int kept_file_path(const gpufl_host_reader_t *r, gpufl_host_file_t file, char *path,
+static int kept_file_path(const gpufl__host_reader_t *r, gpufl__host_file_t file, char *path,
                           size_t cap) {
     int v2 = r->info.cgroup_version == 2;
     switch (file) {
@@ -592,7 +592,7 @@ static int kept_file_path(const gpufl_host_reader_t *r, gpufl_host_file_t file, 
 
 /* Opens a kept file by path. A cgroup file found missing is marked absent,
  * so samples do not look it up again before the next limits refresh. */
-static int open_kept_file(gpufl_host_reader_t *r, gpufl_host_file_t file) {
+static int open_kept_file(gpufl__host_reader_t *r, gpufl__host_file_t file) {
     char path[PATH_BYTES];
     int fd = kept_file_path(r, file, path, sizeof path) == 0 ? open_read_only(path) : -1;
     if (fd >= 0)
@@ -608,7 +608,7 @@ static int open_kept_file(gpufl_host_reader_t *r, gpufl_host_file_t file) {
  * the path is opened, read, and the descriptor kept when the read worked.
  * A cgroup file marked absent is only looked for when look_again is set.
  * Returns the byte count or -1 (errno set). */
-static ssize_t read_kept_file(gpufl_host_reader_t *r, gpufl_host_file_t file, int look_again,
+static ssize_t read_kept_file(gpufl__host_reader_t *r, gpufl__host_file_t file, int look_again,
                               char *buf, size_t cap) {
     int *kept = &r->fds[file];
     if (*kept >= 0) {
@@ -630,14 +630,14 @@ static ssize_t read_kept_file(gpufl_host_reader_t *r, gpufl_host_file_t file, in
     return count;
 }
 
-static void close_kept_files(gpufl_host_reader_t *r) {
+static void close_kept_files(gpufl__host_reader_t *r) {
     for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++) close_fd(&r->fds[i]);
 }
 
 /* The process files describe the process that opened them: a fork()ed child
  * drops the inherited ones (its copies; the parent's stay open) and opens
  * its own, and its first CPU rate starts from a new baseline. */
-static void follow_fork(gpufl_host_reader_t *r) {
+static void follow_fork(gpufl__host_reader_t *r) {
     pid_t pid = getpid();
     if (pid == r->self_pid) return;
     close_fd(&r->fds[GPUFL_HOST_FILE_SELF_STAT]);
@@ -652,7 +652,7 @@ static void follow_fork(gpufl_host_reader_t *r) {
 
 /* Copies root without trailing slashes, so "/" becomes "" and paths join
  * with a plain root + "/proc/...". */
-static int set_root(gpufl_host_reader_t *r, const char *root) {
+static int set_root(gpufl__host_reader_t *r, const char *root) {
     size_t length = root != NULL ? strlen(root) : 0;
     while (length > 0 && root[length - 1] == '/') length--;
     if (length >= sizeof r->root)
@@ -664,7 +664,7 @@ static int set_root(gpufl_host_reader_t *r, const char *root) {
 }
 
 /* Reads MemTotal and keeps /proc/meminfo open. */
-static int read_mem_total(gpufl_host_reader_t *r, char *buf, size_t cap) {
+static int read_mem_total(gpufl__host_reader_t *r, char *buf, size_t cap) {
     if (read_kept_file(r, GPUFL_HOST_FILE_MEMINFO, 1, buf, cap) < 0)
         return gpufl__set_error(GPUFL_EIO, "cannot read %s/proc/meminfo: %s", r->root,
                                 strerror(errno));
@@ -676,7 +676,7 @@ static int read_mem_total(gpufl_host_reader_t *r, char *buf, size_t cap) {
 
 /* Counts the CPUs, streaming /proc/stat past the buffer, and keeps it open:
  * samples pread() it at offset 0, whatever this left its offset at. */
-static int read_cpu_count(gpufl_host_reader_t *r, char *buf, size_t cap) {
+static int read_cpu_count(gpufl__host_reader_t *r, char *buf, size_t cap) {
     int fd = open_kept_file(r, GPUFL_HOST_FILE_STAT);
     if (fd < 0)
         return gpufl__set_error(GPUFL_EIO, "cannot read %s/proc/stat: %s", r->root,
@@ -702,8 +702,8 @@ static int read_cpu_count(gpufl_host_reader_t *r, char *buf, size_t cap) {
 
 /* Hostname and kernel release. gethostname() answers only for the real
  * system: under a fake root it would describe the wrong machine. */
-static void read_names(gpufl_host_reader_t *r, char *buf, size_t cap) {
-    gpufl_host_info_t *info = &r->info;
+static void read_names(gpufl__host_reader_t *r, char *buf, size_t cap) {
+    gpufl__host_info_t *info = &r->info;
     if (read_root_text(r->root, "/proc/sys/kernel/hostname", buf, cap) >= 0)
         copy_first_line(info->hostname, sizeof info->hostname, buf);
     if (info->hostname[0] == '\0' && r->root[0] == '\0' &&
@@ -716,7 +716,7 @@ static void read_names(gpufl_host_reader_t *r, char *buf, size_t cap) {
 }
 
 /* The state of a reader that owns nothing: fini's result, init's start. */
-static void clear_reader(gpufl_host_reader_t *r) {
+static void clear_reader(gpufl__host_reader_t *r) {
     memset(r, 0, sizeof *r);
     for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++) r->fds[i] = -1;
     r->info.cpu_count = GPUFL_HOST_UNKNOWN;
@@ -729,7 +729,7 @@ static void clear_reader(gpufl_host_reader_t *r) {
     r->cpus_allowed = GPUFL_HOST_UNKNOWN;
 }
 
-int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root) {
+int gpufl__host_reader_init(gpufl__host_reader_t *r, const char *root) {
     char buf[READ_BUFFER_BYTES];
     if (r == NULL) return gpufl__set_error(GPUFL_EINVAL, "host metrics reader is NULL");
     clear_reader(r);
@@ -767,17 +767,17 @@ int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root) {
     return 0;
 }
 
-void gpufl__host_reader_set_clock(gpufl_host_reader_t *r, gpufl_host_clock_fn clock) {
+void gpufl__host_reader_set_clock(gpufl__host_reader_t *r, gpufl_host_clock_fn clock) {
     if (r != NULL) r->clock = clock != NULL ? clock : gpufl__mono_ns;
 }
 
-void gpufl__host_reader_rebase(gpufl_host_reader_t *r) {
+void gpufl__host_reader_rebase(gpufl__host_reader_t *r) {
     if (r != NULL)
         r->have_prev &=
             ~(GPUFL_HOST_PREV_HOST_CPU | GPUFL_HOST_PREV_PROC_CPU | GPUFL_HOST_PREV_CG_CPU);
 }
 
-void gpufl__host_reader_fini(gpufl_host_reader_t *r) {
+void gpufl__host_reader_fini(gpufl__host_reader_t *r) {
     if (r == NULL) return;
     /* Only an initialized reader owns descriptors: a failed init closed its
      * own, a second fini finds ready cleared, and a zero-filled reader's fds
@@ -790,7 +790,7 @@ void gpufl__host_reader_fini(gpufl_host_reader_t *r) {
 /* Sampling                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static void set_sample_unknown(gpufl_host_sample_t *out) {
+static void set_sample_unknown(gpufl__host_sample_t *out) {
     out->cpu_pct = -1;
     out->proc_cpu_pct = -1;
     out->mem_used_bytes = GPUFL_HOST_UNKNOWN;
@@ -803,7 +803,7 @@ static void set_sample_unknown(gpufl_host_sample_t *out) {
 }
 
 /* Keeps a counter for the next rate, or forgets it when it could not be read. */
-static void remember(gpufl_host_reader_t *r, unsigned bit, int have_value) {
+static void remember(gpufl__host_reader_t *r, unsigned bit, int have_value) {
     if (have_value)
         r->have_prev |= bit;
     else
@@ -818,7 +818,7 @@ static void remember(gpufl_host_reader_t *r, unsigned bit, int have_value) {
  * whole time since it). */
 enum figure_step { FIGURE_NONE, FIGURE_TAKE, FIGURE_WAIT };
 
-static enum figure_step figure_step(const gpufl_host_reader_t *r, unsigned bit, int64_t prev_ns,
+static enum figure_step figure_step(const gpufl__host_reader_t *r, unsigned bit, int64_t prev_ns,
                                     int64_t now_ns, double *elapsed_ns) {
     if (!(r->have_prev & bit)) return FIGURE_NONE;
     /* Doubles: no overflow whatever a clock says. A clock that went back
@@ -831,14 +831,14 @@ static enum figure_step figure_step(const gpufl_host_reader_t *r, unsigned bit, 
 /* A process or cgroup figure, clamped to 100 % per CPU the process may use:
  * a counter that lags (cgroup usage, up to a scheduler tick per CPU) or a
  * tick boundary can push a figure past what the CPUs could have done. */
-static double clamp_to_cpus(const gpufl_host_reader_t *r, double pct) {
+static double clamp_to_cpus(const gpufl__host_reader_t *r, double pct) {
     double most = 100.0 * r->cpus_allowed;
     return r->cpus_allowed > 0 && pct > most ? most : pct;
 }
 
 /* Returns -1 when /proc/stat cannot be read at all. */
-static int sample_host_cpu(gpufl_host_reader_t *r, char *buf, size_t cap,
-                           gpufl_host_sample_t *out) {
+static int sample_host_cpu(gpufl__host_reader_t *r, char *buf, size_t cap,
+                           gpufl__host_sample_t *out) {
     uint64_t busy, total;
     double elapsed_ns;
     if (read_kept_file(r, GPUFL_HOST_FILE_STAT, 1, buf, cap) < 0) {
@@ -870,7 +870,8 @@ static int sample_host_cpu(gpufl_host_reader_t *r, char *buf, size_t cap,
 }
 
 /* Returns -1 when /proc/meminfo cannot be read at all. */
-static int sample_memory(gpufl_host_reader_t *r, char *buf, size_t cap, gpufl_host_sample_t *out) {
+static int sample_memory(gpufl__host_reader_t *r, char *buf, size_t cap,
+                         gpufl__host_sample_t *out) {
     uint64_t total_kib, available_kib;
     if (read_kept_file(r, GPUFL_HOST_FILE_MEMINFO, 1, buf, cap) < 0) return -1;
     if (find_line_value(buf, "MemTotal:", &total_kib) != 0) return 0;
@@ -884,7 +885,7 @@ static int sample_memory(gpufl_host_reader_t *r, char *buf, size_t cap, gpufl_ho
 /* A figure in percent of one CPU from a counter in units_per_second, read
  * at now_ns, against its baseline (*prev, *prev_ns; have_prev bit); then
  * the baseline moves on as figure_step says. Returns the figure or -1. */
-static double counter_figure(gpufl_host_reader_t *r, unsigned bit, int have_value, uint64_t value,
+static double counter_figure(gpufl__host_reader_t *r, unsigned bit, int have_value, uint64_t value,
                              int64_t now_ns, double units_per_second, uint64_t *prev,
                              int64_t *prev_ns) {
     double elapsed_ns, pct = -1;
@@ -904,8 +905,8 @@ static double counter_figure(gpufl_host_reader_t *r, unsigned bit, int have_valu
     return pct;
 }
 
-static void sample_process(gpufl_host_reader_t *r, char *buf, size_t cap,
-                           gpufl_host_sample_t *out) {
+static void sample_process(gpufl__host_reader_t *r, char *buf, size_t cap,
+                           gpufl__host_sample_t *out) {
     uint64_t ticks = 0, size_pages, resident_pages;
     follow_fork(r);
     int have_ticks = read_kept_file(r, GPUFL_HOST_FILE_SELF_STAT, 1, buf, cap) >= 0 &&
@@ -922,8 +923,8 @@ static void sample_process(gpufl_host_reader_t *r, char *buf, size_t cap,
 
 /* Reads the cgroup's memory usage and CPU time (microseconds) into the sample
  * and *usage_usec; returns whether the CPU time was read. */
-static int read_cgroup_usage(gpufl_host_reader_t *r, int look_again, char *buf, size_t cap,
-                             gpufl_host_sample_t *out, uint64_t *usage_usec) {
+static int read_cgroup_usage(gpufl__host_reader_t *r, int look_again, char *buf, size_t cap,
+                             gpufl__host_sample_t *out, uint64_t *usage_usec) {
     int v2 = r->info.cgroup_version == 2;
     uint64_t value;
     if (read_kept_file(r, GPUFL_HOST_FILE_CG_MEM, look_again, buf, cap) >= 0 &&
@@ -936,8 +937,8 @@ static int read_cgroup_usage(gpufl_host_reader_t *r, int look_again, char *buf, 
     return 1;
 }
 
-static void sample_cgroup(gpufl_host_reader_t *r, int refresh, char *buf, size_t cap,
-                          gpufl_host_sample_t *out) {
+static void sample_cgroup(gpufl__host_reader_t *r, int refresh, char *buf, size_t cap,
+                          gpufl__host_sample_t *out) {
     uint64_t usage_usec = 0;
     if (r->info.cgroup_version == 0) return;
     if (refresh) read_limits(r, buf, cap);
@@ -949,7 +950,7 @@ static void sample_cgroup(gpufl_host_reader_t *r, int refresh, char *buf, size_t
 }
 
 /* A sample whose CPU figures need min_ticks clock ticks since their baselines. */
-static int sample_over(gpufl_host_reader_t *r, gpufl_host_sample_t *out, int min_ticks) {
+static int sample_over(gpufl__host_reader_t *r, gpufl__host_sample_t *out, int min_ticks) {
     char buf[READ_BUFFER_BYTES];
     if (r == NULL || out == NULL)
         return gpufl__set_error(GPUFL_EINVAL, "host sample: NULL reader or output");
@@ -978,10 +979,10 @@ static int sample_over(gpufl_host_reader_t *r, gpufl_host_sample_t *out, int min
     return 0;
 }
 
-int gpufl__host_sample(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
+int gpufl__host_sample(gpufl__host_reader_t *r, gpufl__host_sample_t *out) {
     return sample_over(r, out, GPUFL_HOST_CPU_MIN_TICKS);
 }
 
-int gpufl__host_sample_final(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
+int gpufl__host_sample_final(gpufl__host_reader_t *r, gpufl__host_sample_t *out) {
     return sample_over(r, out, GPUFL_HOST_CPU_FINAL_MIN_TICKS);
 }

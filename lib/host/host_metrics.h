@@ -7,7 +7,7 @@
  * it at a fake /proc and /sys tree made of real files.
  *
  * Files and descriptors. Init resolves the process's cgroup directories once
- * and opens the files read at every sample (see gpufl_host_file_t); a sample
+ * and opens the files read at every sample (see gpufl__host_file_t); a sample
  * then reads each with one pread(fd, buf, n, 0) and opens nothing. Kept
  * files are read through their descriptor, so:
  *   - a file rewritten in place (open with O_TRUNC, fopen "w") shows its new
@@ -83,7 +83,7 @@
 typedef int64_t (*gpufl_host_clock_fn)(void);
 
 /* Static facts, read once at init. */
-typedef struct gpufl_host_info {
+typedef struct gpufl__host_info {
     char hostname[256];
     char kernel_release[128];
     int cpu_count;              /* "cpuN" lines of /proc/stat; GPUFL_HOST_UNKNOWN (-1) when none */
@@ -96,13 +96,13 @@ typedef struct gpufl_host_info {
                                    narrowed by the cgroup's cpuset; UNKNOWN when neither is known */
     long clock_ticks_per_s;     /* USER_HZ, the unit of the /proc CPU counters */
     int64_t cpu_min_interval_ns; /* GPUFL_HOST_CPU_MIN_TICKS ticks */
-} gpufl_host_info_t;
+} gpufl__host_info_t;
 
 /* One sample. Percentages are over the real interval since the baseline
- * read of the same gpufl_host_reader_t (see "CPU figures" above); the first
+ * read of the same gpufl__host_reader_t (see "CPU figures" above); the first
  * sample, and samples taken sooner than info.cpu_min_interval_ns after the
  * baseline, have -1 for them. */
-typedef struct gpufl_host_sample {
+typedef struct gpufl__host_sample {
     int64_t ts_ns;          /* set by the caller; not touched here */
     double cpu_pct;         /* host busy time over all CPUs, 0..100, or -1 */
     double proc_cpu_pct;    /* this process, percent of one CPU, 0..100 * cpus_allowed, or -1 */
@@ -113,17 +113,17 @@ typedef struct gpufl_host_sample {
     int64_t cg_mem_limit_bytes; /* current (see GPUFL_HOST_LIMITS_EVERY); UNKNOWN when unlimited */
     double cg_cpu_pct;          /* percent of one CPU, 0..100 * cpus_allowed, or -1 */
     double cg_cpu_limit_cores;  /* current; < 0 when unlimited */
-} gpufl_host_sample_t;
+} gpufl__host_sample_t;
 
-/* Bits of gpufl_host_reader_t.have_prev: which previous counter holds a
+/* Bits of gpufl__host_reader_t.have_prev: which previous counter holds a
  * value (the baseline of the next figure). A counter that could not be read
  * clears its bit, so the next rate is never taken over a stale value. */
 #define GPUFL_HOST_PREV_HOST_CPU 1u /* prev_host_busy, prev_host_total */
 #define GPUFL_HOST_PREV_PROC_CPU 2u /* prev_proc_ticks */
 #define GPUFL_HOST_PREV_CG_CPU   4u /* prev_cg_usage_usec */
 
-/* The files kept open, indexes of gpufl_host_reader_t.fds. */
-typedef enum gpufl_host_file {
+/* The files kept open, indexes of gpufl__host_reader_t.fds. */
+typedef enum gpufl__host_file {
     GPUFL_HOST_FILE_STAT,       /* proc/stat */
     GPUFL_HOST_FILE_MEMINFO,    /* proc/meminfo */
     GPUFL_HOST_FILE_CG_MEM,     /* v2 memory.current, v1 memory.usage_in_bytes */
@@ -131,7 +131,7 @@ typedef enum gpufl_host_file {
     GPUFL_HOST_FILE_SELF_STAT,  /* proc/self/stat, opened by process self_pid */
     GPUFL_HOST_FILE_SELF_STATM, /* proc/self/statm, likewise */
     GPUFL_HOST_FILE_COUNT
-} gpufl_host_file_t;
+} gpufl__host_file_t;
 
 /* Reader state: the open files, the cgroup directories and the previous
  * counters that turn into rates. Caller-owned struct, no heap: the reader
@@ -139,7 +139,7 @@ typedef enum gpufl_host_file {
  * not copy an initialized reader (both copies would close the same fds).
  * Not thread-safe: one user at a time (the caller holds a lock when it
  * shares one). */
-typedef struct gpufl_host_reader {
+typedef struct gpufl__host_reader {
     char root[256];                           /* "" means "/" */
     unsigned have_prev;                       /* GPUFL_HOST_PREV_* bits */
     uint64_t prev_host_busy, prev_host_total; /* /proc/stat jiffies */
@@ -150,7 +150,7 @@ typedef struct gpufl_host_reader {
     gpufl_host_clock_fn clock; /* gpufl__mono_ns after init */
     long clk_tck;
     long page_size;
-    gpufl_host_info_t info;
+    gpufl__host_info_t info;
 
     /* cgroup directories, full paths resolved at init ("" when none). In
      * v2 all three are the cgroup's directory. In v1 the controllers may be
@@ -169,32 +169,32 @@ typedef struct gpufl_host_reader {
     int64_t figure_min_ns; /* the current sample's shortest figure interval */
 
     int fds[GPUFL_HOST_FILE_COUNT]; /* -1 when not open: then opened by path when needed */
-    unsigned absent;                /* bits (1u << gpufl_host_file_t): cgroup files found
+    unsigned absent;                /* bits (1u << gpufl__host_file_t): cgroup files found
                                      missing, looked for again with the limits */
     pid_t self_pid;                 /* the process that opened the SELF files */
     int ready;                      /* set by a successful init, cleared by fini */
-} gpufl_host_reader_t;
+} gpufl__host_reader_t;
 
 /* root: NULL or "" for the real system, else a directory holding proc/ and
  * sys/fs/cgroup/. Reads the static info, resolves the cgroup directories and
  * opens the kept files. Returns 0 or a negative GPUFL_E* code: GPUFL_EINVAL
  * for a root too long, GPUFL_EIO when /proc/meminfo or /proc/stat cannot be
  * opened or read. A failed init leaves no descriptor open. */
-int gpufl__host_reader_init(gpufl_host_reader_t *r, const char *root);
+int gpufl__host_reader_init(gpufl__host_reader_t *r, const char *root);
 
 /* Closes the kept descriptors and clears the reader. Safe with NULL, after a
  * failed init and called twice (nothing is closed twice); not on a reader
  * init was never called on (unless it is zero-filled). */
-void gpufl__host_reader_fini(gpufl_host_reader_t *r);
+void gpufl__host_reader_fini(gpufl__host_reader_t *r);
 
 /* Sets the clock that stamps the counter reads (after init; NULL: back to
  * CLOCK_MONOTONIC). For tests, which script the time of each read. */
-void gpufl__host_reader_set_clock(gpufl_host_reader_t *r, gpufl_host_clock_fn clock);
+void gpufl__host_reader_set_clock(gpufl__host_reader_t *r, gpufl_host_clock_fn clock);
 
 /* Forgets the CPU baselines: the next sample's counter reads become new
  * baselines and give no figure. For the start of an active stretch, so no
  * figure covers the idle time before it. */
-void gpufl__host_reader_rebase(gpufl_host_reader_t *r);
+void gpufl__host_reader_rebase(gpufl__host_reader_t *r);
 
 /* Reads one sample into *out (all fields but ts_ns). The CPU figures are over
  * the real time between reads, by the reader's clock (see "CPU figures").
@@ -202,12 +202,12 @@ void gpufl__host_reader_rebase(gpufl_host_reader_t *r);
  * and then every other field is still filled as far as it could be read
  * (the unreadable ones are -1 / GPUFL_HOST_UNKNOWN); GPUFL_EINVAL for a NULL
  * argument or a reader that is not initialized. */
-int gpufl__host_sample(gpufl_host_reader_t *r, gpufl_host_sample_t *out);
+int gpufl__host_sample(gpufl__host_reader_t *r, gpufl__host_sample_t *out);
 
 /* The session's last sample: like gpufl__host_sample, but a CPU figure
  * needs only GPUFL_HOST_CPU_FINAL_MIN_TICKS ticks since its baseline, so the
  * time since the last figure is not lost; its precision is one tick over
  * that interval. */
-int gpufl__host_sample_final(gpufl_host_reader_t *r, gpufl_host_sample_t *out);
+int gpufl__host_sample_final(gpufl__host_reader_t *r, gpufl__host_sample_t *out);
 
 #endif

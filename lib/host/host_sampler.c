@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void sample_to_cells(const gpufl_host_sample_t *x, gpufl_cell_t *row) {
+static void sample_to_cells(const gpufl__host_sample_t *x, gpufl__cell_t *row) {
     row[0].i = x->ts_ns;
     row[1].d = x->cpu_pct;
     row[2].d = x->proc_cpu_pct;
@@ -32,9 +32,9 @@ static void sample_to_cells(const gpufl_host_sample_t *x, gpufl_cell_t *row) {
  * use the reader's own stamps of each read, never the nominal period);
  * caller holds s->lock. rebase: the first sample of an active stretch,
  * whose CPU counters become new baselines. Returns 0 when the reader works. */
-static int take_by(gpufl_host_sampler_t *s, int rebase,
-                   int (*read)(gpufl_host_reader_t *, gpufl_host_sample_t *),
-                   gpufl_host_sample_t *out) {
+static int take_by(gpufl__host_sampler_t *s, int rebase,
+                   int (*read)(gpufl__host_reader_t *, gpufl__host_sample_t *),
+                   gpufl__host_sample_t *out) {
     memset(out, 0, sizeof *out);
     if (!s->reader_ok) return -1;
     if (rebase) gpufl__host_reader_rebase(&s->reader);
@@ -45,20 +45,20 @@ static int take_by(gpufl_host_sampler_t *s, int rebase,
     return 0;
 }
 
-static int take(gpufl_host_sampler_t *s, int rebase, gpufl_host_sample_t *out) {
+static int take(gpufl__host_sampler_t *s, int rebase, gpufl__host_sample_t *out) {
     return take_by(s, rebase, gpufl__host_sample, out);
 }
 
-static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
-    gpufl_host_sampler_t *s = self;
-    gpufl_host_sample_t x;
+static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
+    gpufl__host_sampler_t *s = self;
+    gpufl__host_sample_t x;
     pthread_mutex_lock(&s->lock);
     switch (gpufl__sampling_step(&s->when, gpufl__collector_sampling_active(c), now_ns)) {
     case GPUFL_SAMPLE_NONE: break;
     case GPUFL_SAMPLE_BASELINE: take(s, 1, &x); break;
     case GPUFL_SAMPLE_TAKE:
         if (take(s, 0, &x) == 0) {
-            gpufl_cell_t *row = gpufl__collector_row(c, GPUFL_FILE_SYSTEM, &s->batch);
+            gpufl__cell_t *row = gpufl__collector_row(c, GPUFL_FILE_SYSTEM, &s->batch);
             if (row) sample_to_cells(&x, row);
         }
         break;
@@ -67,15 +67,15 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
 }
 
 static int64_t due_in(void *self, int64_t now_ns) {
-    gpufl_host_sampler_t *s = self;
+    gpufl__host_sampler_t *s = self;
     pthread_mutex_lock(&s->lock);
     int64_t due = gpufl__sampling_due_in(&s->when, now_ns);
     pthread_mutex_unlock(&s->lock);
     return due;
 }
 
-static void flush(gpufl_collector_t *c, void *self) {
-    gpufl_host_sampler_t *s = self;
+static void flush(gpufl__collector_t *c, void *self) {
+    gpufl__host_sampler_t *s = self;
     pthread_mutex_lock(&s->lock);
     gpufl__collector_batch(c, GPUFL_FILE_SYSTEM, &s->batch);
     pthread_mutex_unlock(&s->lock);
@@ -85,26 +85,26 @@ static void flush(gpufl_collector_t *c, void *self) {
  * baselines are then from within it): its CPU figures need 2 ticks, not 9,
  * so a session shorter than the figures' interval still gets one, and a
  * longer one keeps the time since its last figure. */
-static void take_final(gpufl_collector_t *c, gpufl_host_sampler_t *s) {
-    gpufl_host_sample_t x;
+static void take_final(gpufl__collector_t *c, gpufl__host_sampler_t *s) {
+    gpufl__host_sample_t x;
     if (s->when.period_ns == 0 || !(s->when.continuous || s->when.was_active) ||
         take_by(s, 0, gpufl__host_sample_final, &x) != 0)
         return;
-    gpufl_cell_t *row = gpufl__collector_row(c, GPUFL_FILE_SYSTEM, &s->batch);
+    gpufl__cell_t *row = gpufl__collector_row(c, GPUFL_FILE_SYSTEM, &s->batch);
     if (row) sample_to_cells(&x, row);
     gpufl__collector_batch(c, GPUFL_FILE_SYSTEM, &s->batch);
 }
 
-static void finish(gpufl_collector_t *c, void *self) {
-    gpufl_host_sampler_t *s = self;
+static void finish(gpufl__collector_t *c, void *self) {
+    gpufl__host_sampler_t *s = self;
     pthread_mutex_lock(&s->lock);
     take_final(c, s);
     gpufl__collector_source_cost(c, GPUFL_FILE_SYSTEM, "host", &s->cost, NULL, 0);
     pthread_mutex_unlock(&s->lock);
 }
 
-static void write_host_info(gpufl_host_sampler_t *s) {
-    const gpufl_host_info_t *h = &s->reader.info;
+static void write_host_info(gpufl__host_sampler_t *s) {
+    const gpufl__host_info_t *h = &s->reader.info;
     gpufl__wire_host_info_t w = {.error = s->reader_ok ? NULL : gpufl_last_error(),
                                  .hostname = h->hostname,
                                  .kernel = h->kernel_release,
@@ -127,8 +127,8 @@ static void write_host_info(gpufl_host_sampler_t *s) {
  * CPU columns then come at most once per interval, which the report says.
  * Below one clock tick no sample could ever count CPU time of its own: that
  * period is worth a warning at init (the demos' 20 ms is not). */
-static void warn_short_period(const gpufl_host_sampler_t *s) {
-    const gpufl_host_info_t *h = &s->reader.info;
+static void warn_short_period(const gpufl__host_sampler_t *s) {
+    const gpufl__host_info_t *h = &s->reader.info;
     int64_t tick_ns = h->clock_ticks_per_s > 0 ? 1000000000 / h->clock_ticks_per_s : 10000000;
     if (!s->reader_ok || s->when.period_ns == 0 || s->when.period_ns >= tick_ns) return;
     gpufl__warn("system_sample_rate_ms is %lld, shorter than the kernel's CPU clock tick: host "
@@ -139,9 +139,9 @@ static void warn_short_period(const gpufl_host_sampler_t *s) {
                 h->clock_ticks_per_s);
 }
 
-int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
-                             const gpufl_settings_t *settings, const char *root,
-                             gpufl_source_t *source) {
+int gpufl__host_sampler_init(gpufl__host_sampler_t *s, gpufl__collector_t *c,
+                             const gpufl__settings_t *settings, const char *root,
+                             gpufl__source_t *source) {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->lock, NULL);
     s->collector = c;
@@ -153,16 +153,16 @@ int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
     if (!s->reader_ok) gpufl__warn("host metrics are off: %s", gpufl_last_error());
     warn_short_period(s);
     if (s->when.continuous) { /* baseline now: the first period gets its rates */
-        gpufl_host_sample_t x;
+        gpufl__host_sample_t x;
         if (gpufl__sampling_step(&s->when, 1, gpufl__mono_ns()) == GPUFL_SAMPLE_BASELINE)
             take(s, 1, &x);
     }
     write_host_info(s);
-    *source = (gpufl_source_t){"host", s, poll, due_in, flush, finish};
+    *source = (gpufl__source_t){"host", s, poll, due_in, flush, finish};
     return 0;
 }
 
-void gpufl__host_sampler_fini(gpufl_host_sampler_t *s) {
+void gpufl__host_sampler_fini(gpufl__host_sampler_t *s) {
     for (int i = 0; i < s->nwindows; i++) free(s->windows[i]);
     s->nwindows = 0;
     if (s->reader_ok) gpufl__host_reader_fini(&s->reader);
@@ -170,9 +170,9 @@ void gpufl__host_sampler_fini(gpufl_host_sampler_t *s) {
     pthread_mutex_destroy(&s->lock);
 }
 
-static void write_window_record(gpufl_host_sampler_t *s, const char *type, const char *name,
-                                const gpufl_host_sample_t *x, int have_sample) {
-    gpufl_cell_t cells[GPUFL_BATCH_MAX_COLS];
+static void write_window_record(gpufl__host_sampler_t *s, const char *type, const char *name,
+                                const gpufl__host_sample_t *x, int have_sample) {
+    gpufl__cell_t cells[GPUFL_BATCH_MAX_COLS];
     gpufl__line_t l;
     if (have_sample) sample_to_cells(x, cells);
     gpufl__wire_system_window(&l, type, x->ts_ns, gpufl__thread_id(), name, s->nwindows,
@@ -180,8 +180,8 @@ static void write_window_record(gpufl_host_sampler_t *s, const char *type, const
     gpufl__collector_record(s->collector, GPUFL_FILE_SYSTEM, &l);
 }
 
-int gpufl__host_sampler_window(gpufl_host_sampler_t *s, const char *name, int open) {
-    gpufl_host_sample_t x;
+int gpufl__host_sampler_window(gpufl__host_sampler_t *s, const char *name, int open) {
+    gpufl__host_sample_t x;
     int rc = 0, have;
     int64_t now = gpufl__mono_ns();
     pthread_mutex_lock(&s->lock);
@@ -220,10 +220,10 @@ out:
 
 /* ---------------- the host source of the session (core/backend.h) ---------------- */
 
-static gpufl_host_sampler_t session_host; /* one session at a time (session.c's lock) */
+static gpufl__host_sampler_t session_host; /* one session at a time (session.c's lock) */
 
-static int host_start(gpufl_collector_t *c, const gpufl_settings_t *settings,
-                      gpufl_source_t *source, gpufl__feature_t *feature) {
+static int host_start(gpufl__collector_t *c, const gpufl__settings_t *settings,
+                      gpufl__source_t *source, gpufl__feature_t *feature) {
     int rc = gpufl__host_sampler_init(&session_host, c, settings, NULL, source);
     *feature = (gpufl__feature_t){"host_metrics", session_host.reader_ok,
                                   session_host.reader_ok ? NULL : "cannot read /proc"};

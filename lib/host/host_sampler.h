@@ -16,25 +16,25 @@
 
 #define GPUFL_HOST_WINDOWS_MAX 256
 
-typedef struct gpufl_host_sampler {
+typedef struct gpufl__host_sampler {
     pthread_mutex_t lock; /* reader and windows: app threads and the collector */
-    gpufl_host_reader_t reader;
+    gpufl__host_reader_t reader;
     int reader_ok;
-    gpufl_sampling_t when;
+    gpufl__sampling_t when;
     char *windows[GPUFL_HOST_WINDOWS_MAX]; /* open window names, oldest first */
     int nwindows;
-    gpufl_batch_t batch;
-    gpufl_collector_t *collector;
-    gpufl_cost_t cost; /* what sampling cost, for the source_cost record */
-} gpufl_host_sampler_t;
+    gpufl__batch_t batch;
+    gpufl__collector_t *collector;
+    gpufl__cost_t cost; /* what sampling cost, for the source_cost record */
+} gpufl__host_sampler_t;
 
 /* Reads the host info (writes host_info to system.log) and fills *source.
  * root: NULL for the real /proc and /sys. */
-int gpufl__host_sampler_init(gpufl_host_sampler_t *s, gpufl_collector_t *c,
-                             const gpufl_settings_t *settings, const char *root,
-                             gpufl_source_t *source);
-void gpufl__host_sampler_fini(gpufl_host_sampler_t *s);
+int gpufl__host_sampler_init(gpufl__host_sampler_t *s, gpufl__collector_t *c,
+                             const gpufl__settings_t *settings, const char *root,
+                             gpufl__source_t *source);
+void gpufl__host_sampler_fini(gpufl__host_sampler_t *s);
 /* system_start (open=1) / system_stop (open=0) from any thread. */
-int gpufl__host_sampler_window(gpufl_host_sampler_t *s, const char *name, int open);
+int gpufl__host_sampler_window(gpufl__host_sampler_t *s, const char *name, int open);
 
 #endif

@@ -20,19 +20,19 @@
 static struct nvidia_state {
     int running;             /* NVML answered */
     char why[256];           /* why NVML is off, when it is */
-    gpufl_nvml_t *nvml;      /* opened, not yet handed to the sampler */
-    gpufl_gpu_sampler_t gpu; /* zeroed when the sampler does not run */
+    gpufl__nvml_t *nvml;     /* opened, not yet handed to the sampler */
+    gpufl__gpu_sampler_t gpu; /* zeroed when the sampler does not run */
     gpufl_engine_t engine;   /* the engine that runs */
     char trace_why[256];     /* why CUPTI tracing is off, when it is */
-    char pcs_why[256];       /* why PC sampling is off when it was asked for */
-    char sassm_why[256];     /* why SASS metrics are off when they were asked for */
-    char rp_why[256];        /* why the range profiler is off when it was asked for */
+    char pc_sampling_why[256];    /* why PC sampling is off when it was asked for */
+    char sass_metrics_why[256];   /* why SASS metrics are off when they were asked for */
+    char range_profiler_why[256]; /* why the range profiler is off when it was asked for */
 #if GPUFL_HAVE_CUPTI
-    gpufl_trace_source_t trace; /* zeroed unless the Trace engine runs */
+    gpufl__trace_source_t trace; /* zeroed unless the Trace engine runs */
 #endif
 } st;
 
-static int nvidia_open(const gpufl_settings_t *s, char *why, size_t why_size) {
+static int nvidia_open(const gpufl__settings_t *s, char *why, size_t why_size) {
     (void)s;
     st.nvml = NULL;
     int rc = gpufl__nvml_open(NULL, &st.nvml, st.why, sizeof st.why);
@@ -43,12 +43,13 @@ static int nvidia_open(const gpufl_settings_t *s, char *why, size_t why_size) {
 }
 
 /* Starts the Trace engine's source when an engine from Trace up is asked for. */
-static void nvidia_start_engine(gpufl_collector_t *c, const gpufl_settings_t *s,
-                                const char *off_why, gpufl_engine_t *engine, gpufl_source_t *source,
-                                int *have_source) {
+static void nvidia_start_engine(gpufl__collector_t *c, const gpufl__settings_t *s,
+                                const char *off_why, gpufl_engine_t *engine,
+                                gpufl__source_t *source, int *have_source) {
     *have_source = 0;
     st.engine = GPUFL_ENGINE_MONITOR;
-    st.trace_why[0] = st.pcs_why[0] = st.sassm_why[0] = st.rp_why[0] = '\0';
+    st.trace_why[0] = st.pc_sampling_why[0] = st.sass_metrics_why[0] = st.range_profiler_why[0] =
+        '\0';
     if (off_why) {
         st.running = 0;
         st.nvml = NULL;
@@ -67,20 +68,21 @@ static void nvidia_start_engine(gpufl_collector_t *c, const gpufl_settings_t *s,
     if (gpufl__trace_source_init(&st.trace, c, s, st.trace_why, sizeof st.trace_why, source) == 0) {
         st.engine = GPUFL_ENGINE_TRACE;
         *have_source = 1;
-        if (st.trace.pcs != NULL && st.trace.sassm != NULL)
+        if (st.trace.pc_sampling != NULL && st.trace.sass_metrics != NULL)
             st.engine = GPUFL_ENGINE_DEEP;
-        else if (st.trace.pcs != NULL)
+        else if (st.trace.pc_sampling != NULL)
             st.engine = GPUFL_ENGINE_PC_SAMPLING;
-        else if (st.trace.sassm != NULL)
+        else if (st.trace.sass_metrics != NULL)
             st.engine = GPUFL_ENGINE_SASS_METRICS;
-        else if (st.trace.rp != NULL)
+        else if (st.trace.range_profiler != NULL)
             st.engine = GPUFL_ENGINE_RANGE_PROFILER;
     }
     /* Also when tracing failed: an engine refused before that (PC sampling
      * after SASS metrics, say) keeps its own reason. */
-    snprintf(st.rp_why, sizeof st.rp_why, "%s", st.trace.rp_why);
-    snprintf(st.pcs_why, sizeof st.pcs_why, "%s", st.trace.pcs_why);
-    snprintf(st.sassm_why, sizeof st.sassm_why, "%s", st.trace.sassm_why);
+    snprintf(st.range_profiler_why, sizeof st.range_profiler_why, "%s",
+             st.trace.range_profiler_why);
+    snprintf(st.pc_sampling_why, sizeof st.pc_sampling_why, "%s", st.trace.pc_sampling_why);
+    snprintf(st.sass_metrics_why, sizeof st.sass_metrics_why, "%s", st.trace.sass_metrics_why);
 #else
     (void)c;
     (void)source;
@@ -90,8 +92,8 @@ static void nvidia_start_engine(gpufl_collector_t *c, const gpufl_settings_t *s,
     *engine = st.engine;
 }
 
-static int nvidia_start_devices(gpufl_collector_t *c, const gpufl_settings_t *s,
-                                gpufl_source_t *source) {
+static int nvidia_start_devices(gpufl__collector_t *c, const gpufl__settings_t *s,
+                                gpufl__source_t *source) {
     memset(&st.gpu, 0, sizeof st.gpu);
     int rc = gpufl__gpu_sampler_init(&st.gpu, st.nvml, c, s, source);
     if (st.gpu.nvml) st.nvml = NULL; /* the sampler owns it now */
@@ -109,7 +111,7 @@ static const char *engine_why(int on, int asked, const char *needs, const char *
     return on ? NULL : !asked ? needs : own[0] ? own : st.trace_why;
 }
 
-static int nvidia_features(const gpufl_settings_t *s, gpufl__feature_t *out, int max) {
+static int nvidia_features(const gpufl__settings_t *s, gpufl__feature_t *out, int max) {
     int n = 0;
     gpufl_engine_t asked = s->profiling_engine, engine = st.engine;
     n = add(out, n, max, "nvml", st.running, st.running ? NULL : st.why);
@@ -118,18 +120,21 @@ static int nvidia_features(const gpufl_settings_t *s, gpufl__feature_t *out, int
     int sampling = engine == GPUFL_ENGINE_PC_SAMPLING || engine == GPUFL_ENGINE_DEEP;
     int wants_sampling = asked == GPUFL_ENGINE_PC_SAMPLING || asked == GPUFL_ENGINE_DEEP;
     n = add(out, n, max, "pc_sampling", sampling,
-            engine_why(sampling, wants_sampling, "needs engine PcSampling or Deep", st.pcs_why));
+            engine_why(sampling, wants_sampling, "needs engine PcSampling or Deep",
+                       st.pc_sampling_why));
     int counting = engine == GPUFL_ENGINE_SASS_METRICS || engine == GPUFL_ENGINE_DEEP;
     int wants_counting = asked == GPUFL_ENGINE_SASS_METRICS || asked == GPUFL_ENGINE_DEEP;
     n = add(out, n, max, "sass_metrics", counting,
-            engine_why(counting, wants_counting, "needs engine SassMetrics or Deep", st.sassm_why));
+            engine_why(counting, wants_counting, "needs engine SassMetrics or Deep",
+                       st.sass_metrics_why));
     int ranging = engine == GPUFL_ENGINE_RANGE_PROFILER;
     n = add(out, n, max, "range_profiler", ranging,
             engine_why(ranging, asked == GPUFL_ENGINE_RANGE_PROFILER, "needs engine RangeProfiler",
-                       st.rp_why));
+                       st.range_profiler_why));
 #if GPUFL_HAVE_CUPTI
-    const char *sass_why =
-        st.trace.sassm ? gpufl__sassm_sass_why(st.trace.sassm) : gpufl__pcs_sass_why(st.trace.pcs);
+    const char *sass_why = st.trace.sass_metrics
+                               ? gpufl__sass_metrics_sass_why(st.trace.sass_metrics)
+                               : gpufl__pc_sampling_sass_why(st.trace.pc_sampling);
     int disassembly = sampling || counting;
     n = add(out, n, max, "sass", disassembly && sass_why == NULL,
             disassembly ? sass_why : "needs engine PcSampling, SassMetrics or Deep");
@@ -149,29 +154,32 @@ static int nvidia_features(const gpufl_settings_t *s, gpufl__feature_t *out, int
     return n < max ? n : max;
 }
 
-static void nvidia_explain_engine(const gpufl_settings_t *s) {
+static void nvidia_explain_engine(const gpufl__settings_t *s) {
     gpufl_engine_t asked = s->profiling_engine, engine = st.engine;
     if (asked == engine) return;
     if (asked == GPUFL_ENGINE_DEEP && engine == GPUFL_ENGINE_PC_SAMPLING)
         gpufl__warn("profiling engine Deep: SASS metrics cannot run: %s; running PcSampling",
-                    st.sassm_why);
+                    st.sass_metrics_why);
     else if (asked == GPUFL_ENGINE_DEEP && engine == GPUFL_ENGINE_SASS_METRICS)
         gpufl__warn("profiling engine Deep: PC sampling cannot run: %s; running SassMetrics",
-                    st.pcs_why);
-    else if (asked == GPUFL_ENGINE_SASS_METRICS && engine == GPUFL_ENGINE_TRACE && st.sassm_why[0])
+                    st.pc_sampling_why);
+    else if (asked == GPUFL_ENGINE_SASS_METRICS && engine == GPUFL_ENGINE_TRACE &&
+             st.sass_metrics_why[0])
         gpufl__warn("profiling engine SassMetrics: SASS metrics cannot run: %s; running Trace",
-                    st.sassm_why);
+                    st.sass_metrics_why);
     else if (asked == GPUFL_ENGINE_DEEP && engine == GPUFL_ENGINE_TRACE)
         gpufl__warn("profiling engine Deep: neither PC sampling (%s) nor SASS metrics (%s) can "
                     "run; running Trace",
-                    st.pcs_why, st.sassm_why);
-    else if (asked == GPUFL_ENGINE_RANGE_PROFILER && engine == GPUFL_ENGINE_TRACE && st.rp_why[0])
+                    st.pc_sampling_why, st.sass_metrics_why);
+    else if (asked == GPUFL_ENGINE_RANGE_PROFILER && engine == GPUFL_ENGINE_TRACE &&
+             st.range_profiler_why[0])
         gpufl__warn("profiling engine RangeProfiler: the range profiler cannot run: %s; running "
                     "Trace",
-                    st.rp_why);
-    else if (asked >= GPUFL_ENGINE_PC_SAMPLING && engine == GPUFL_ENGINE_TRACE && st.pcs_why[0])
+                    st.range_profiler_why);
+    else if (asked >= GPUFL_ENGINE_PC_SAMPLING && engine == GPUFL_ENGINE_TRACE &&
+             st.pc_sampling_why[0])
         gpufl__warn("profiling engine %s: PC sampling cannot run: %s; running Trace",
-                    gpufl_engine_name(asked), st.pcs_why);
+                    gpufl_engine_name(asked), st.pc_sampling_why);
     else if (asked > GPUFL_ENGINE_TRACE && engine == GPUFL_ENGINE_TRACE)
         gpufl__warn("profiling engine %s is not built yet; running Trace",
                     gpufl_engine_name(asked));

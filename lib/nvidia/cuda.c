@@ -34,7 +34,7 @@ typedef struct cuda_fns {
     __typeof__(cuCtxGetCurrent) *ctx_current;
 } cuda_fns_t;
 
-struct gpufl_cuda {
+struct gpufl__cuda {
     gpufl__dl_t dl;
     cuda_fns_t fn;
     int driver_version;
@@ -42,7 +42,7 @@ struct gpufl_cuda {
      * ready flag is set (release); readers that see the flag (acquire) read
      * them without the lock. */
     atomic_int ready[GPUFL_CUDA_DEVICES_CACHED];
-    gpufl_occ_device_t devices[GPUFL_CUDA_DEVICES_CACHED];
+    gpufl__occ_device_t devices[GPUFL_CUDA_DEVICES_CACHED];
 };
 
 /* An attribute read into an int field of a struct: the driver's enum value,
@@ -54,7 +54,7 @@ typedef struct attribute {
 } attribute_t;
 
 #define DEVICE_ATTR(id, field)                                                                     \
-    { id, offsetof(gpufl_occ_device_t, field), #id }
+    { id, offsetof(gpufl__occ_device_t, field), #id }
 static const attribute_t device_attrs[] = {
     DEVICE_ATTR(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cc_major),
     DEVICE_ATTR(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cc_minor),
@@ -71,7 +71,7 @@ static const attribute_t device_attrs[] = {
 #undef DEVICE_ATTR
 
 #define FUNC_ATTR(id, field)                                                                       \
-    { id, offsetof(gpufl_occ_kernel_t, field), #id }
+    { id, offsetof(gpufl__occ_kernel_t, field), #id }
 static const attribute_t func_attrs[] = {
     FUNC_ATTR(CU_FUNC_ATTRIBUTE_NUM_REGS, registers_per_thread),
     FUNC_ATTR(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, static_smem_bytes),
@@ -94,7 +94,7 @@ static pthread_mutex_t fill_lock = PTHREAD_MUTEX_INITIALIZER;
 /* ---------------------------------------------------------------------- */
 
 /* Opens the library and resolves our symbols; on failure it is closed again. */
-static int load(gpufl_cuda_t *c, char *why, size_t why_size) {
+static int load(gpufl__cuda_t *c, char *why, size_t why_size) {
     static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
     gpufl__dl_sym_t syms[] = {
         {{"cuOccupancyMaxActiveBlocksPerMultiprocessor"}, &c->fn.occupancy, 1, -1},
@@ -117,9 +117,9 @@ static int load(gpufl_cuda_t *c, char *why, size_t why_size) {
     return rc;
 }
 
-int gpufl__cuda_open(gpufl_cuda_t **out, char *why, size_t why_size) {
+int gpufl__cuda_open(gpufl__cuda_t **out, char *why, size_t why_size) {
     *out = NULL;
-    gpufl_cuda_t *c = calloc(1, sizeof *c);
+    gpufl__cuda_t *c = calloc(1, sizeof *c);
     if (c == NULL) {
         snprintf(why, why_size, "out of memory");
         return GPUFL_ENOMEM;
@@ -138,22 +138,22 @@ int gpufl__cuda_open(gpufl_cuda_t **out, char *why, size_t why_size) {
     return 0;
 }
 
-void gpufl__cuda_close(gpufl_cuda_t *c) {
+void gpufl__cuda_close(gpufl__cuda_t *c) {
     if (c == NULL) return;
     gpufl__dl_close(&c->dl);
     free(c);
 }
 
-const char *gpufl__cuda_library(const gpufl_cuda_t *c) { return c->dl.name; }
+const char *gpufl__cuda_library(const gpufl__cuda_t *c) { return c->dl.name; }
 
-int gpufl__cuda_driver_version(const gpufl_cuda_t *c) { return c->driver_version; }
+int gpufl__cuda_driver_version(const gpufl__cuda_t *c) { return c->driver_version; }
 
 /* ---------------------------------------------------------------------- */
 /* Queries                                                                  */
 /* ---------------------------------------------------------------------- */
 
 /* Sets the message for a failed driver call: "<call> failed: <NAME> (<n>)". */
-static int driver_error(const gpufl_cuda_t *c, CUresult r, const char *call, const char *detail) {
+static int driver_error(const gpufl__cuda_t *c, CUresult r, const char *call, const char *detail) {
     const char *name = NULL;
     if (c->fn.error_name == NULL || c->fn.error_name(r, &name) != CUDA_SUCCESS || name == NULL)
         name = "CUDA error";
@@ -161,7 +161,7 @@ static int driver_error(const gpufl_cuda_t *c, CUresult r, const char *call, con
                             detail ? detail : "", detail ? ")" : "", name, (int)r);
 }
 
-static int read_device(const gpufl_cuda_t *c, CUdevice device, gpufl_occ_device_t *out) {
+static int read_device(const gpufl__cuda_t *c, CUdevice device, gpufl__occ_device_t *out) {
     for (size_t i = 0; i < sizeof device_attrs / sizeof device_attrs[0]; i++) {
         int value = 0;
         CUresult r = c->fn.device_attribute(&value, (CUdevice_attribute)device_attrs[i].id, device);
@@ -173,7 +173,7 @@ static int read_device(const gpufl_cuda_t *c, CUdevice device, gpufl_occ_device_
 }
 
 /* The attributes of device: from the cache, read into it the first time. */
-static int device_attributes(gpufl_cuda_t *c, CUdevice device, gpufl_occ_device_t *out) {
+static int device_attributes(gpufl__cuda_t *c, CUdevice device, gpufl__occ_device_t *out) {
     if (device < 0 || device >= GPUFL_CUDA_DEVICES_CACHED) return read_device(c, device, out);
     if (!atomic_load_explicit(&c->ready[device], memory_order_acquire)) {
         int rc = 0;
@@ -189,7 +189,7 @@ static int device_attributes(gpufl_cuda_t *c, CUdevice device, gpufl_occ_device_
     return 0;
 }
 
-static int read_function(const gpufl_cuda_t *c, CUfunction function, gpufl_occ_kernel_t *out) {
+static int read_function(const gpufl__cuda_t *c, CUfunction function, gpufl__occ_kernel_t *out) {
     for (size_t i = 0; i < sizeof func_attrs / sizeof func_attrs[0]; i++) {
         int value = 0;
         CUresult r = c->fn.func_attribute(&value, (CUfunction_attribute)func_attrs[i].id, function);
@@ -199,8 +199,8 @@ static int read_function(const gpufl_cuda_t *c, CUfunction function, gpufl_occ_k
     return 0;
 }
 
-int gpufl__cuda_kernel_occupancy(gpufl_cuda_t *c, void *function, int block_threads,
-                                 size_t dynamic_smem, gpufl_kernel_occupancy_t *out) {
+int gpufl__cuda_kernel_occupancy(gpufl__cuda_t *c, void *function, int block_threads,
+                                 size_t dynamic_smem, gpufl__kernel_occupancy_t *out) {
     if (out == NULL) return gpufl__set_error(GPUFL_EINVAL, "kernel occupancy: out is NULL");
     memset(out, 0, sizeof *out);
     if (c == NULL || function == NULL)
@@ -217,7 +217,7 @@ int gpufl__cuda_kernel_occupancy(gpufl_cuda_t *c, void *function, int block_thre
     out->device = device;
     int rc = device_attributes(c, device, &out->device_attributes);
     if (rc != 0) return rc;
-    gpufl_occ_kernel_t *k = &out->kernel;
+    gpufl__occ_kernel_t *k = &out->kernel;
     CUfunction f = (CUfunction)function;
     rc = read_function(c, f, k);
     if (rc != 0 && c->fn.kernel_function != NULL) {
@@ -238,7 +238,7 @@ int gpufl__cuda_kernel_occupancy(gpufl_cuda_t *c, void *function, int block_thre
     r = c->fn.occupancy(&blocks, f, block_threads, dynamic_smem);
     if (r != CUDA_SUCCESS)
         return driver_error(c, r, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
-    const gpufl_occ_device_t *d = &out->device_attributes;
+    const gpufl__occ_device_t *d = &out->device_attributes;
     out->driver_blocks_per_sm = blocks;
     if (d->warp_size > 0) {
         long long warps = ((long long)block_threads + d->warp_size - 1) / d->warp_size * blocks;
@@ -252,7 +252,7 @@ int gpufl__cuda_kernel_occupancy(gpufl_cuda_t *c, void *function, int block_thre
     return 0;
 }
 
-int gpufl__cuda_context_synchronize(gpufl_cuda_t *c, void *context) {
+int gpufl__cuda_context_synchronize(gpufl__cuda_t *c, void *context) {
     if (c == NULL || context == NULL)
         return gpufl__set_error(GPUFL_EINVAL, "context synchronize: no driver or no context");
     if (c->fn.ctx_push == NULL || c->fn.ctx_pop == NULL || c->fn.ctx_synchronize == NULL)
@@ -270,21 +270,21 @@ int gpufl__cuda_context_synchronize(gpufl_cuda_t *c, void *context) {
     return 0;
 }
 
-void *gpufl__cuda_current_context(gpufl_cuda_t *c) {
+void *gpufl__cuda_current_context(gpufl__cuda_t *c) {
     CUcontext ctx = NULL;
     if (c == NULL || c->fn.ctx_current == NULL || c->fn.ctx_current(&ctx) != CUDA_SUCCESS)
         return NULL;
     return ctx;
 }
 
-int gpufl__cuda_push_context(gpufl_cuda_t *c, void *context) {
+int gpufl__cuda_push_context(gpufl__cuda_t *c, void *context) {
     if (c == NULL || context == NULL || c->fn.ctx_push == NULL || c->fn.ctx_pop == NULL)
         return gpufl__set_error(GPUFL_ENOTSUP, "cannot make a context current: no driver call");
     CUresult r = c->fn.ctx_push((CUcontext)context);
     return r == CUDA_SUCCESS ? 0 : driver_error(c, r, "cuCtxPushCurrent", NULL);
 }
 
-void gpufl__cuda_pop_context(gpufl_cuda_t *c) {
+void gpufl__cuda_pop_context(gpufl__cuda_t *c) {
     CUcontext popped = NULL;
     if (c != NULL && c->fn.ctx_pop != NULL) c->fn.ctx_pop(&popped);
 }

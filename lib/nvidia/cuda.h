@@ -32,7 +32,7 @@
 
 #define GPUFL_CUDA_DEVICES_CACHED 64 /* device ordinals whose attributes are kept */
 
-typedef struct gpufl_cuda gpufl_cuda_t;
+typedef struct gpufl__cuda gpufl__cuda_t;
 
 /*
  * Loads libcuda (see the contract for the names tried) and reads the
@@ -40,30 +40,30 @@ typedef struct gpufl_cuda gpufl_cuda_t;
  * and *out NULL ("libcuda.so.1 not found: no NVIDIA driver", "<library>
  * lacks cuOccupancyMaxActiveBlocksPerMultiprocessor"); GPUFL_ENOMEM.
  */
-int gpufl__cuda_open(gpufl_cuda_t **out, char *why, size_t why_size);
+int gpufl__cuda_open(gpufl__cuda_t **out, char *why, size_t why_size);
 /* Unloads (the library stays mapped). Accepts NULL. No call may be running. */
-void gpufl__cuda_close(gpufl_cuda_t *c);
+void gpufl__cuda_close(gpufl__cuda_t *c);
 
 /* The library that loaded ("libcuda.so.1", or the path given). */
-const char *gpufl__cuda_library(const gpufl_cuda_t *c);
+const char *gpufl__cuda_library(const gpufl__cuda_t *c);
 /* cuDriverGetVersion (13000 for CUDA 13.0); 0 when unknown. */
-int gpufl__cuda_driver_version(const gpufl_cuda_t *c);
+int gpufl__cuda_driver_version(const gpufl__cuda_t *c);
 
 /* The occupancy of one launch. blocks_per_sm, active_warps and occupancy
  * are the driver's; computed is our breakdown of the same launch. */
-typedef struct gpufl_kernel_occupancy {
+typedef struct gpufl__kernel_occupancy {
     int device;                           /* ordinal of the current context's device */
-    gpufl_occ_device_t device_attributes; /* as read (and cached) for that device */
-    gpufl_occ_kernel_t kernel;            /* the function's attributes and the launch */
+    gpufl__occ_device_t device_attributes; /* as read (and cached) for that device */
+    gpufl__occ_kernel_t kernel;            /* the function's attributes and the launch */
     int driver_blocks_per_sm;             /* cuOccupancyMaxActiveBlocksPerMultiprocessor */
     int active_warps;                     /* driver_blocks_per_sm * warps per block */
     int max_warps;                        /* max_threads_per_sm / warp_size */
     double occupancy;                     /* active_warps / max_warps */
-    gpufl_occ_result_t computed;          /* gpufl__occupancy_compute; zeroed when it failed */
+    gpufl__occ_result_t computed;         /* gpufl__occupancy_compute; zeroed when it failed */
     int computed_status; /* 0, or its error (GPUFL_ENOTSUP: an architecture whose rules are
                             unknown); gpufl_last_error() then says why */
     int agrees;          /* computed_status == 0 && computed.blocks_per_sm == driver's */
-} gpufl_kernel_occupancy_t;
+} gpufl__kernel_occupancy_t;
 
 /*
  * Fills *out for a launch of function (a CUfunction) with block_threads
@@ -80,22 +80,22 @@ typedef struct gpufl_kernel_occupancy {
  * ("cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS) failed:
  * CUDA_ERROR_INVALID_HANDLE (400)").
  */
-int gpufl__cuda_kernel_occupancy(gpufl_cuda_t *c, void *function, int block_threads,
-                                 size_t dynamic_smem, gpufl_kernel_occupancy_t *out);
+int gpufl__cuda_kernel_occupancy(gpufl__cuda_t *c, void *function, int block_threads,
+                                 size_t dynamic_smem, gpufl__kernel_occupancy_t *out);
 
 /* Waits until every piece of work queued on context (a CUcontext) has
  * finished, from any thread: makes it current, synchronizes, restores the
  * thread's previous context. Returns 0; GPUFL_ENOTSUP when the driver
  * lacks one of the three calls; GPUFL_EIO naming the call that failed
  * ("cuCtxSynchronize failed: CUDA_ERROR_LAUNCH_FAILED (719)"). */
-int gpufl__cuda_context_synchronize(gpufl_cuda_t *c, void *context);
+int gpufl__cuda_context_synchronize(gpufl__cuda_t *c, void *context);
 
 /* The calling thread's current context (a CUcontext), NULL when it has none
  * or the driver cannot say. Any thread. */
-void *gpufl__cuda_current_context(gpufl_cuda_t *c);
+void *gpufl__cuda_current_context(gpufl__cuda_t *c);
 /* Makes context current on the calling thread until the matching pop.
  * Returns 0, GPUFL_ENOTSUP without the driver calls, GPUFL_EIO. */
-int gpufl__cuda_push_context(gpufl_cuda_t *c, void *context);
-void gpufl__cuda_pop_context(gpufl_cuda_t *c);
+int gpufl__cuda_push_context(gpufl__cuda_t *c, void *context);
+void gpufl__cuda_pop_context(gpufl__cuda_t *c);
 
 #endif

@@ -57,7 +57,7 @@ typedef struct completed {
 
 #define REASON_BYTES 256
 
-struct gpufl_cupti {
+struct gpufl__cupti {
     gpufl__dl_t dl;
     cupti_fns_t fn;
     uint32_t api_version;
@@ -89,7 +89,7 @@ struct gpufl_cupti {
 /* CUPTI's buffer callbacks carry no user pointer: the started module is a
  * process global. inside counts callbacks running, so stop can wait for
  * them to leave before the module may go away. */
-static _Atomic(gpufl_cupti_t *) active;
+static _Atomic(gpufl__cupti_t *) active;
 static atomic_int inside;
 
 static const struct {
@@ -107,7 +107,7 @@ static const struct {
                                    "external correlation"},
 };
 
-const char *gpufl__cupti_kind_name(gpufl_cupti_kind_t kind) {
+const char *gpufl__cupti_kind_name(gpufl__cupti_kind_t kind) {
     if ((unsigned)kind >= GPUFL_CUPTI_KIND_COUNT) return "unknown";
     return kinds[kind].name;
 }
@@ -158,7 +158,7 @@ static const char *result_symbol(CUptiResult r) {
 }
 
 /* "<what>: <explanation> (<SYMBOL>)", else CUPTI's own message and number. */
-static void describe(const gpufl_cupti_t *c, CUptiResult r, const char *what, char *out,
+static void describe(const gpufl__cupti_t *c, CUptiResult r, const char *what, char *out,
                      size_t size) {
     const char *text = explain(r), *symbol = result_symbol(r);
     if (text != NULL) {
@@ -181,7 +181,7 @@ static void describe(const gpufl_cupti_t *c, CUptiResult r, const char *what, ch
 #define REQUIRED(field, name)                                                                      \
     { {name}, &c->fn.field, 1, -1 }
 
-static int load_symbols(gpufl_cupti_t *c, char *why, size_t why_size) {
+static int load_symbols(gpufl__cupti_t *c, char *why, size_t why_size) {
     gpufl__dl_sym_t syms[] = {
         REQUIRED(enable, "cuptiActivityEnable"),
         REQUIRED(disable, "cuptiActivityDisable"),
@@ -225,13 +225,13 @@ static void library_names(const char *names[], char paths[][GPUFL_DL_NAME_BYTES]
     names[n] = NULL;
 }
 
-int gpufl__cupti_open(const char *library_path, gpufl_cupti_t **out, char *why, size_t why_size) {
+int gpufl__cupti_open(const char *library_path, gpufl__cupti_t **out, char *why, size_t why_size) {
     const char *names[SONAMES * 3 + 1];
     char paths[SONAMES * 2][GPUFL_DL_NAME_BYTES];
     int rc;
 
     *out = NULL;
-    gpufl_cupti_t *c = calloc(1, sizeof *c);
+    gpufl__cupti_t *c = calloc(1, sizeof *c);
     if (c == NULL) {
         snprintf(why, why_size, "out of memory");
         return GPUFL_ENOMEM;
@@ -270,9 +270,9 @@ fail_free:
 
 static uint64_t CUPTIAPI timestamp_ns(void) { return (uint64_t)gpufl__mono_ns(); }
 
-static gpufl_cupti_t *enter(void) {
+static gpufl__cupti_t *enter(void) {
     atomic_fetch_add(&inside, 1);
-    gpufl_cupti_t *c = atomic_load(&active);
+    gpufl__cupti_t *c = atomic_load(&active);
     if (c == NULL) atomic_fetch_sub(&inside, 1);
     return c;
 }
@@ -283,7 +283,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *buffer = NULL;
     *size = 0;
     *max_records = 0; /* as many as fit */
-    gpufl_cupti_t *c = enter();
+    gpufl__cupti_t *c = enter();
     if (c == NULL) return;
     pthread_mutex_lock(&c->lock);
     if (c->free_count > 0) {
@@ -303,7 +303,7 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uin
     (void)context;
     (void)stream_id;
     (void)size;
-    gpufl_cupti_t *c = enter();
+    gpufl__cupti_t *c = enter();
     if (c == NULL || buffer == NULL) {
         if (c) leave();
         return;
@@ -330,17 +330,17 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uin
 /* Copies a record of size bytes into dst, all of it from a CUPTI of CUDA 13
  * or later, else only the prefix before cuda13_field (the fields CUDA 13
  * appended read as 0). */
-static void copy_versioned(const gpufl_cupti_t *c, const CUpti_Activity *record, void *dst,
+static void copy_versioned(const gpufl__cupti_t *c, const CUpti_Activity *record, void *dst,
                            size_t size, size_t cuda13_field) {
     memset(dst, 0, size);
     memcpy(dst, record, c->api_version >= API_VERSION_CUDA13 ? size : cuda13_field);
 }
 
-static void read_kernel(const gpufl_cupti_t *c, const CUpti_Activity *record,
-                        const gpufl_cupti_sink_t *sink, void *user) {
+static void read_kernel(const gpufl__cupti_t *c, const CUpti_Activity *record,
+                        const gpufl__cupti_sink_t *sink, void *user) {
     CUpti_ActivityKernel10 k;
     copy_versioned(c, record, &k, sizeof k, offsetof(CUpti_ActivityKernel10, isDeviceLaunched));
-    gpufl_cupti_kernel_t out = {
+    gpufl__cupti_kernel_t out = {
         .start_ns = (int64_t)k.start,
         .end_ns = (int64_t)k.end,
         .device_id = k.deviceId,
@@ -372,11 +372,11 @@ static void read_kernel(const gpufl_cupti_t *c, const CUpti_Activity *record,
     if (sink->kernel) sink->kernel(user, &out);
 }
 
-static void read_copy(const gpufl_cupti_t *c, const CUpti_Activity *record,
-                      const gpufl_cupti_sink_t *sink, void *user) {
+static void read_copy(const gpufl__cupti_t *c, const CUpti_Activity *record,
+                      const gpufl__cupti_sink_t *sink, void *user) {
     CUpti_ActivityMemcpy6 m;
     copy_versioned(c, record, &m, sizeof m, offsetof(CUpti_ActivityMemcpy6, isDeviceLaunched));
-    gpufl_cupti_copy_t out = {
+    gpufl__cupti_copy_t out = {
         .start_ns = (int64_t)m.start,
         .end_ns = (int64_t)m.end,
         .device_id = m.deviceId,
@@ -395,11 +395,11 @@ static void read_copy(const gpufl_cupti_t *c, const CUpti_Activity *record,
     if (sink->copy) sink->copy(user, &out);
 }
 
-static void read_memset(const gpufl_cupti_t *c, const CUpti_Activity *record,
-                        const gpufl_cupti_sink_t *sink, void *user) {
+static void read_memset(const gpufl__cupti_t *c, const CUpti_Activity *record,
+                        const gpufl__cupti_sink_t *sink, void *user) {
     CUpti_ActivityMemset4 m;
     copy_versioned(c, record, &m, sizeof m, offsetof(CUpti_ActivityMemset4, isDeviceLaunched));
-    gpufl_cupti_memset_t out = {
+    gpufl__cupti_memset_t out = {
         .start_ns = (int64_t)m.start,
         .end_ns = (int64_t)m.end,
         .device_id = m.deviceId,
@@ -416,10 +416,10 @@ static void read_memset(const gpufl_cupti_t *c, const CUpti_Activity *record,
     if (sink->memset) sink->memset(user, &out);
 }
 
-static void read_sync(const CUpti_Activity *record, const gpufl_cupti_sink_t *sink, void *user) {
+static void read_sync(const CUpti_Activity *record, const gpufl__cupti_sink_t *sink, void *user) {
     CUpti_ActivitySynchronization2 s;
     memcpy(&s, record, sizeof s);
-    gpufl_cupti_sync_t out = {
+    gpufl__cupti_sync_t out = {
         .start_ns = (int64_t)s.start,
         .end_ns = (int64_t)s.end,
         .type = (uint32_t)s.type,
@@ -433,10 +433,10 @@ static void read_sync(const CUpti_Activity *record, const gpufl_cupti_sink_t *si
     if (sink->sync) sink->sync(user, &out);
 }
 
-static void read_alloc(const CUpti_Activity *record, const gpufl_cupti_sink_t *sink, void *user) {
+static void read_alloc(const CUpti_Activity *record, const gpufl__cupti_sink_t *sink, void *user) {
     CUpti_ActivityMemory4 m;
     memcpy(&m, record, sizeof m);
-    gpufl_cupti_alloc_t out = {
+    gpufl__cupti_alloc_t out = {
         .timestamp_ns = (int64_t)m.timestamp,
         .operation = (uint32_t)m.memoryOperationType,
         .memory_kind = (uint32_t)m.memoryKind,
@@ -455,11 +455,11 @@ static void read_alloc(const CUpti_Activity *record, const gpufl_cupti_sink_t *s
     if (sink->alloc) sink->alloc(user, &out);
 }
 
-static void read_external(const CUpti_Activity *record, const gpufl_cupti_sink_t *sink,
+static void read_external(const CUpti_Activity *record, const gpufl__cupti_sink_t *sink,
                           void *user) {
     CUpti_ActivityExternalCorrelation e;
     memcpy(&e, record, sizeof e);
-    gpufl_cupti_external_t out = {
+    gpufl__cupti_external_t out = {
         .external_kind = (uint32_t)e.externalKind,
         .external_id = e.externalId,
         .correlation_id = e.correlationId,
@@ -468,8 +468,8 @@ static void read_external(const CUpti_Activity *record, const gpufl_cupti_sink_t
 }
 
 /* Returns 1 when the record was one we read. */
-static int read_record(gpufl_cupti_t *c, const CUpti_Activity *record,
-                       const gpufl_cupti_sink_t *sink, void *user) {
+static int read_record(gpufl__cupti_t *c, const CUpti_Activity *record,
+                       const gpufl__cupti_sink_t *sink, void *user) {
     switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL: /* same layout; never enabled by us */
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: read_kernel(c, record, sink, user); return 1;
@@ -482,15 +482,15 @@ static int read_record(gpufl_cupti_t *c, const CUpti_Activity *record,
     }
 }
 
-static void report_dropped(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user) {
+static void report_dropped(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user) {
     size_t dropped = 0;
     if (c->fn.dropped_records(NULL, 0, &dropped) != CUPTI_SUCCESS || dropped == 0) return;
     atomic_fetch_add_explicit(&c->records_dropped, dropped, memory_order_relaxed);
     if (sink->dropped) sink->dropped(user, dropped);
 }
 
-static uint64_t parse_buffer(gpufl_cupti_t *c, uint8_t *buffer, size_t valid_bytes,
-                             const gpufl_cupti_sink_t *sink, void *user) {
+static uint64_t parse_buffer(gpufl__cupti_t *c, uint8_t *buffer, size_t valid_bytes,
+                             const gpufl__cupti_sink_t *sink, void *user) {
     uint64_t delivered = 0, other = 0;
     CUpti_Activity *record = NULL;
     while (valid_bytes > 0) {
@@ -510,8 +510,8 @@ static uint64_t parse_buffer(gpufl_cupti_t *c, uint8_t *buffer, size_t valid_byt
     return delivered;
 }
 
-uint64_t gpufl__cupti_drain(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user) {
-    static const gpufl_cupti_sink_t discard = {0};
+uint64_t gpufl__cupti_drain(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user) {
+    static const gpufl__cupti_sink_t discard = {0};
     uint64_t delivered = 0;
     if (c == NULL || c->pool == NULL) return 0;
     if (sink == NULL) sink = &discard;
@@ -544,7 +544,7 @@ uint64_t gpufl__cupti_drain(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, vo
 /* Start and stop                                                           */
 /* ---------------------------------------------------------------------- */
 
-static void free_pool(gpufl_cupti_t *c) {
+static void free_pool(gpufl__cupti_t *c) {
     free(c->pool);
     free(c->free_list);
     free(c->queue);
@@ -554,7 +554,7 @@ static void free_pool(gpufl_cupti_t *c) {
     c->count = 0;
 }
 
-static int alloc_pool(gpufl_cupti_t *c, size_t buffer_bytes, int count) {
+static int alloc_pool(gpufl__cupti_t *c, size_t buffer_bytes, int count) {
     c->buffer_bytes = buffer_bytes;
     c->count = count;
     /* CUPTI requires 8-byte aligned buffers. */
@@ -573,9 +573,9 @@ static int alloc_pool(gpufl_cupti_t *c, size_t buffer_bytes, int count) {
     return 0;
 }
 
-static int read_config(const gpufl_cupti_config_t *cfg, size_t *buffer_bytes, int *count,
+static int read_config(const gpufl__cupti_config_t *cfg, size_t *buffer_bytes, int *count,
                        unsigned int *flags) {
-    gpufl_cupti_config_t v = {0};
+    gpufl__cupti_config_t v = {0};
     if (cfg != NULL) {
         if (cfg->size < sizeof cfg->size) return GPUFL_EINVAL;
         memcpy(&v, cfg, cfg->size < sizeof v ? cfg->size : sizeof v);
@@ -591,7 +591,7 @@ static int read_config(const gpufl_cupti_config_t *cfg, size_t *buffer_bytes, in
 }
 
 /* Disables what is on, completes every buffer CUPTI holds and drains. */
-static void wind_down(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user) {
+static void wind_down(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user) {
     for (int k = 0; k < GPUFL_CUPTI_KIND_COUNT; k++)
         if (c->state[k] == GPUFL_CUPTI_ON) c->fn.disable(kinds[k].cupti);
     c->fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -614,7 +614,7 @@ static void wind_down(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *us
     }
 }
 
-int gpufl__cupti_start(gpufl_cupti_t *c, const gpufl_cupti_config_t *cfg, char *why,
+int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char *why,
                        size_t why_size) {
     size_t buffer_bytes;
     int count, rc;
@@ -625,7 +625,7 @@ int gpufl__cupti_start(gpufl_cupti_t *c, const gpufl_cupti_config_t *cfg, char *
         snprintf(why, why_size, "invalid CUPTI configuration");
         return GPUFL_EINVAL;
     }
-    gpufl_cupti_t *expected = NULL;
+    gpufl__cupti_t *expected = NULL;
     if (c->started || !atomic_compare_exchange_strong(&active, &expected, c)) {
         snprintf(why, why_size, "CUPTI tracing is already started in this process");
         return GPUFL_EALREADY;
@@ -686,12 +686,12 @@ fail_inactive:
     return rc;
 }
 
-void gpufl__cupti_stop(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user) {
+void gpufl__cupti_stop(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user) {
     if (c == NULL || !c->started) return;
     wind_down(c, sink, user);
 }
 
-int gpufl__cupti_flush(gpufl_cupti_t *c, int force) {
+int gpufl__cupti_flush(gpufl__cupti_t *c, int force) {
     if (c == NULL || !c->started) return 0;
     CUptiResult r = c->fn.flush_all(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     if (r == CUPTI_SUCCESS) return 0;
@@ -700,7 +700,7 @@ int gpufl__cupti_flush(gpufl_cupti_t *c, int force) {
     return gpufl__set_error(GPUFL_EIO, "%s", reason);
 }
 
-void gpufl__cupti_close(gpufl_cupti_t *c) {
+void gpufl__cupti_close(gpufl__cupti_t *c) {
     if (c == NULL) return;
     gpufl__cupti_unsubscribe(c);
     gpufl__cupti_stop(c, NULL, NULL);
@@ -728,7 +728,7 @@ static const CUpti_ExternalCorrelationKind external_kinds[] = {
  * a module is made owner only once its subscriber's data is complete.
  * Sequentially consistent on both sides: the callback's increment then
  * load, and unsubscribe's store then load, must not pass each other. */
-static _Atomic(gpufl_cupti_t *) api_owner;
+static _Atomic(gpufl__cupti_t *) api_owner;
 static atomic_int api_inside;
 
 /* CUPTI's callback type, forwarding to the subscriber's untyped one. */
@@ -736,7 +736,7 @@ static void CUPTIAPI api_trampoline(void *user, CUpti_CallbackDomain domain, CUp
                                     const void *cbdata) {
     (void)user;
     atomic_fetch_add(&api_inside, 1);
-    gpufl_cupti_t *c = atomic_load(&api_owner);
+    gpufl__cupti_t *c = atomic_load(&api_owner);
     if (c != NULL) c->api_fn(c->api_user, (int)domain, cbid, cbdata);
     atomic_fetch_sub_explicit(&api_inside, 1, memory_order_release);
 }
@@ -750,7 +750,7 @@ static void disown(void) {
 
 #define API_CBIDS 4096
 
-int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
+int gpufl__cupti_subscribe(gpufl__cupti_t *c, gpufl_cupti_api_fn fn, void *user,
                            gpufl_cupti_want_fn want, void *want_user, char *why, size_t why_size) {
     if (c->subscriber != NULL) {
         snprintf(why, why_size, "API callbacks: already subscribed");
@@ -777,7 +777,7 @@ int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
     }
     c->api_fn = fn;
     c->api_user = user;
-    gpufl_cupti_t *expected = NULL;
+    gpufl__cupti_t *expected = NULL;
     if (!atomic_compare_exchange_strong(&api_owner, &expected, c)) {
         snprintf(why, why_size, "API callbacks: already subscribed in this process");
         return GPUFL_EALREADY;
@@ -799,7 +799,7 @@ int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
     return 0;
 }
 
-void gpufl__cupti_unsubscribe(gpufl_cupti_t *c) {
+void gpufl__cupti_unsubscribe(gpufl__cupti_t *c) {
     if (c == NULL || c->subscriber == NULL) return;
     atomic_store(&api_owner, NULL);
     c->fn.unsubscribe(c->subscriber);
@@ -817,9 +817,9 @@ void gpufl__cupti_after_fork_child(void) {
     atomic_store(&inside, 0);
 }
 
-int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c) { return c ? c->callbacks_enabled : 0; }
+int gpufl__cupti_callbacks_enabled(const gpufl__cupti_t *c) { return c ? c->callbacks_enabled : 0; }
 
-int gpufl__cupti_enable_resource(gpufl_cupti_t *c, char *why, size_t why_size) {
+int gpufl__cupti_enable_resource(gpufl__cupti_t *c, char *why, size_t why_size) {
     if (c->subscriber == NULL) {
         snprintf(why, why_size, "resource callbacks: not subscribed");
         return GPUFL_EINVAL;
@@ -836,13 +836,13 @@ int gpufl__cupti_enable_resource(gpufl_cupti_t *c, char *why, size_t why_size) {
     return 0;
 }
 
-void *gpufl__cupti_symbol(const gpufl_cupti_t *c, const char *name) {
+void *gpufl__cupti_symbol(const gpufl__cupti_t *c, const char *name) {
     return c && c->dl.handle ? dlsym(c->dl.handle, name) : NULL;
 }
 
 /* CUPTI has no peek: the id is popped and pushed straight back, on the
  * calling thread's own stack. */
-int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t *id) {
+int gpufl__cupti_peek_external(const gpufl__cupti_t *c, uint32_t *kind, uint64_t *id) {
     if (c->fn.pop_external == NULL || c->fn.push_external == NULL) return 0;
     for (size_t i = 0; i < sizeof external_kinds / sizeof external_kinds[0]; i++) {
         uint64_t value = 0;
@@ -875,8 +875,8 @@ static int ops_pop(void *user, uint64_t *id) {
     return pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, id) == CUPTI_SUCCESS ? 0 : -1;
 }
 
-const gpufl_ops_hooks_t *gpufl__cupti_ops_hooks(const gpufl_cupti_t *c) {
-    static const gpufl_ops_hooks_t hooks = {ops_push, ops_pop, NULL};
+const gpufl__ops_hooks_t *gpufl__cupti_ops_hooks(const gpufl__cupti_t *c) {
+    static const gpufl__ops_hooks_t hooks = {ops_push, ops_pop, NULL};
     if (c->fn.push_external == NULL || c->fn.pop_external == NULL) return NULL;
     /* One libcupti per process, the same each session; atomic all the same:
      * a pop of a call that began in the last session may read them now. */
@@ -885,7 +885,7 @@ const gpufl_ops_hooks_t *gpufl__cupti_ops_hooks(const gpufl_cupti_t *c) {
     return &hooks;
 }
 
-int64_t gpufl__cupti_stream_id(const gpufl_cupti_t *c, void *context, void *stream,
+int64_t gpufl__cupti_stream_id(const gpufl__cupti_t *c, void *context, void *stream,
                                int per_thread) {
     uint32_t id = 0;
     if (c->fn.stream_id == NULL ||
@@ -895,7 +895,7 @@ int64_t gpufl__cupti_stream_id(const gpufl_cupti_t *c, void *context, void *stre
     return id;
 }
 
-uint32_t gpufl__cupti_graph_exec_id(const gpufl_cupti_t *c, void *graph_exec) {
+uint32_t gpufl__cupti_graph_exec_id(const gpufl__cupti_t *c, void *graph_exec) {
     uint32_t id = 0;
     if (c->fn.graph_exec_id == NULL ||
         c->fn.graph_exec_id((CUgraphExec)graph_exec, &id) != CUPTI_SUCCESS)
@@ -907,14 +907,15 @@ uint32_t gpufl__cupti_graph_exec_id(const gpufl_cupti_t *c, void *graph_exec) {
 /* Queries                                                                  */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__cupti_kind_state(const gpufl_cupti_t *c, gpufl_cupti_kind_t kind, const char **reason) {
+int gpufl__cupti_kind_state(const gpufl__cupti_t *c, gpufl__cupti_kind_t kind,
+                            const char **reason) {
     if (reason) *reason = "";
     if (c == NULL || (unsigned)kind >= GPUFL_CUPTI_KIND_COUNT) return GPUFL_CUPTI_OFF;
     if (reason) *reason = c->reason[kind];
     return c->state[kind];
 }
 
-void gpufl__cupti_stats(const gpufl_cupti_t *c, gpufl_cupti_stats_t *out) {
+void gpufl__cupti_stats(const gpufl__cupti_t *c, gpufl__cupti_stats_t *out) {
     memset(out, 0, sizeof *out);
     if (c == NULL) return;
     out->buffers_given = atomic_load(&c->buffers_given);
@@ -927,8 +928,8 @@ void gpufl__cupti_stats(const gpufl_cupti_t *c, gpufl_cupti_stats_t *out) {
     out->parse_errors = atomic_load(&c->parse_errors);
 }
 
-int gpufl__cupti_shared_clock(const gpufl_cupti_t *c) { return c ? c->shared_clock : 0; }
+int gpufl__cupti_shared_clock(const gpufl__cupti_t *c) { return c ? c->shared_clock : 0; }
 
-const char *gpufl__cupti_library(const gpufl_cupti_t *c) { return c ? c->dl.name : ""; }
+const char *gpufl__cupti_library(const gpufl__cupti_t *c) { return c ? c->dl.name : ""; }
 
-uint32_t gpufl__cupti_api_version(const gpufl_cupti_t *c) { return c ? c->api_version : 0; }
+uint32_t gpufl__cupti_api_version(const gpufl__cupti_t *c) { return c ? c->api_version : 0; }

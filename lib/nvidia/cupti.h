@@ -34,9 +34,9 @@
 
 #include <stdint.h>
 
-typedef struct gpufl_cupti gpufl_cupti_t;
+typedef struct gpufl__cupti gpufl__cupti_t;
 
-/* Optional activity kinds, bits of gpufl_cupti_config_t.flags. */
+/* Optional activity kinds, bits of gpufl__cupti_config_t.flags. */
 #define GPUFL_CUPTI_SYNC     (1u << 0) /* CUPTI_ACTIVITY_KIND_SYNCHRONIZATION */
 #define GPUFL_CUPTI_MEMORY   (1u << 1) /* CUPTI_ACTIVITY_KIND_MEMORY2: allocations and frees */
 #define GPUFL_CUPTI_EXTERNAL (1u << 2) /* CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION */
@@ -53,15 +53,15 @@ typedef struct gpufl_cupti gpufl_cupti_t;
 
 /* Options of start. Starts with its own size; fields are only appended.
  * Zeroed fields take the defaults. */
-typedef struct gpufl_cupti_config {
-    size_t size;         /* sizeof(gpufl_cupti_config_t) */
+typedef struct gpufl__cupti_config {
+    size_t size;         /* sizeof(gpufl__cupti_config_t) */
     size_t buffer_bytes; /* bytes per buffer (rounded up to 8), 0: 1 MiB */
     int buffer_count;    /* buffers in the pool, 0: 8 */
     unsigned int flags;  /* GPUFL_CUPTI_* */
-} gpufl_cupti_config_t;
+} gpufl__cupti_config_t;
 
 /* The kinds this module enables, for the per-kind state. */
-typedef enum gpufl_cupti_kind {
+typedef enum gpufl__cupti_kind {
     GPUFL_CUPTI_KIND_KERNEL,   /* CONCURRENT_KERNEL, always */
     GPUFL_CUPTI_KIND_COPY,     /* MEMCPY, always */
     GPUFL_CUPTI_KIND_MEMSET,   /* MEMSET, always */
@@ -69,7 +69,7 @@ typedef enum gpufl_cupti_kind {
     GPUFL_CUPTI_KIND_ALLOC,    /* GPUFL_CUPTI_MEMORY */
     GPUFL_CUPTI_KIND_EXTERNAL, /* GPUFL_CUPTI_EXTERNAL */
     GPUFL_CUPTI_KIND_COUNT
-} gpufl_cupti_kind_t;
+} gpufl__cupti_kind_t;
 
 /* State of one kind after start. */
 #define GPUFL_CUPTI_OFF     0  /* not asked for */
@@ -78,7 +78,7 @@ typedef enum gpufl_cupti_kind {
 
 /* All timestamps are ns, on CLOCK_MONOTONIC when gpufl__cupti_shared_clock(). */
 
-typedef struct gpufl_cupti_kernel {
+typedef struct gpufl__cupti_kernel {
     int64_t start_ns, end_ns;
     uint32_t device_id, context_id, stream_id, correlation_id;
     int32_t grid_x, grid_y, grid_z;
@@ -95,9 +95,9 @@ typedef struct gpufl_cupti_kernel {
     uint8_t launch_type;    /* CUpti_ActivityLaunchType: regular, cooperative ... */
     uint8_t device_launched;
     const char *name; /* mangled; valid only during the sink call */
-} gpufl_cupti_kernel_t;
+} gpufl__cupti_kernel_t;
 
-typedef struct gpufl_cupti_copy {
+typedef struct gpufl__cupti_copy {
     int64_t start_ns, end_ns;
     uint32_t device_id, context_id, stream_id, correlation_id;
     uint64_t bytes;
@@ -108,9 +108,9 @@ typedef struct gpufl_cupti_copy {
     uint32_t graph_id; /* 0 when not in a graph */
     uint64_t graph_node_id;
     uint64_t copy_count; /* copies a batched record stands for (1 or 0: one) */
-} gpufl_cupti_copy_t;
+} gpufl__cupti_copy_t;
 
-typedef struct gpufl_cupti_memset {
+typedef struct gpufl__cupti_memset {
     int64_t start_ns, end_ns;
     uint32_t device_id, context_id, stream_id, correlation_id;
     uint64_t bytes;
@@ -119,11 +119,11 @@ typedef struct gpufl_cupti_memset {
     uint8_t async;        /* CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC */
     uint32_t graph_id;
     uint64_t graph_node_id;
-} gpufl_cupti_memset_t;
+} gpufl__cupti_memset_t;
 
 /* CUPTI gives stream_id and cuda_event_id as CUPTI_SYNCHRONIZATION_INVALID_VALUE
  * where the type has none (a context synchronize has neither). */
-typedef struct gpufl_cupti_sync {
+typedef struct gpufl__cupti_sync {
     int64_t start_ns, end_ns; /* the host thread is blocked between them */
     uint32_t type;            /* CUpti_ActivitySynchronizationType: 1 event, 2 stream wait event,
                                  3 stream, 4 context */
@@ -131,9 +131,9 @@ typedef struct gpufl_cupti_sync {
     uint32_t cuda_event_id;
     uint64_t cuda_event_sync_id;
     uint32_t return_value; /* the CUDA API's result */
-} gpufl_cupti_sync_t;
+} gpufl__cupti_sync_t;
 
-typedef struct gpufl_cupti_alloc {
+typedef struct gpufl__cupti_alloc {
     int64_t timestamp_ns;
     uint32_t operation;   /* CUpti_ActivityMemoryOperationType: 1 allocation, 2 release */
     uint32_t memory_kind; /* CUpti_ActivityMemoryKind */
@@ -142,30 +142,30 @@ typedef struct gpufl_cupti_alloc {
     uint32_t async;     /* cudaMallocAsync / cudaFreeAsync */
     uint32_t pool_type; /* CUpti_ActivityMemoryPoolType; 0 outside a pool */
     uint64_t pool_address;
-} gpufl_cupti_alloc_t;
+} gpufl__cupti_alloc_t;
 
-typedef struct gpufl_cupti_external {
+typedef struct gpufl__cupti_external {
     uint32_t external_kind; /* CUpti_ExternalCorrelationKind */
     uint64_t external_id;
     uint32_t correlation_id;
-} gpufl_cupti_external_t;
+} gpufl__cupti_external_t;
 
 /* Receives the records of drain. Entries may be NULL (the kind is skipped).
  * Pointers passed are valid only during the call. */
-typedef struct gpufl_cupti_sink {
-    void (*kernel)(void *user, const gpufl_cupti_kernel_t *record);
-    void (*copy)(void *user, const gpufl_cupti_copy_t *record);
-    void (*memset)(void *user, const gpufl_cupti_memset_t *record);
-    void (*sync)(void *user, const gpufl_cupti_sync_t *record);
-    void (*alloc)(void *user, const gpufl_cupti_alloc_t *record);
-    void (*external)(void *user, const gpufl_cupti_external_t *record);
+typedef struct gpufl__cupti_sink {
+    void (*kernel)(void *user, const gpufl__cupti_kernel_t *record);
+    void (*copy)(void *user, const gpufl__cupti_copy_t *record);
+    void (*memset)(void *user, const gpufl__cupti_memset_t *record);
+    void (*sync)(void *user, const gpufl__cupti_sync_t *record);
+    void (*alloc)(void *user, const gpufl__cupti_alloc_t *record);
+    void (*external)(void *user, const gpufl__cupti_external_t *record);
     /* Records CUPTI reports it dropped (no buffer space), once per buffer
      * that had any. */
     void (*dropped)(void *user, uint64_t records);
-} gpufl_cupti_sink_t;
+} gpufl__cupti_sink_t;
 
 /* Counters since start; read them from the draining thread. */
-typedef struct gpufl_cupti_stats {
+typedef struct gpufl__cupti_stats {
     uint64_t buffers_given;     /* buffers handed to CUPTI */
     uint64_t buffers_refused;   /* requests answered NULL: the pool was empty */
     uint64_t buffers_completed; /* buffers CUPTI handed back */
@@ -174,7 +174,7 @@ typedef struct gpufl_cupti_stats {
     uint64_t records_other;     /* records of kinds we do not read */
     uint64_t records_dropped;   /* CUPTI's dropped counts, summed */
     uint64_t parse_errors;      /* buffers whose walk ended in an error */
-} gpufl_cupti_stats_t;
+} gpufl__cupti_stats_t;
 
 /*
  * Loads libcupti (see the contract above for the names tried). Returns 0,
@@ -182,9 +182,9 @@ typedef struct gpufl_cupti_stats {
  * "libcupti.so.13 not found: ..." or "<library> lacks cuptiActivityEnable".
  * GPUFL_ENOMEM when the handle cannot be allocated.
  */
-int gpufl__cupti_open(const char *library_path, gpufl_cupti_t **out, char *why, size_t why_size);
+int gpufl__cupti_open(const char *library_path, gpufl__cupti_t **out, char *why, size_t why_size);
 /* Stops the module if started, then unloads. Accepts NULL. */
-void gpufl__cupti_close(gpufl_cupti_t *c);
+void gpufl__cupti_close(gpufl__cupti_t *c);
 
 /*
  * Allocates the buffer pool, registers the buffer callbacks and the
@@ -196,35 +196,35 @@ void gpufl__cupti_close(gpufl_cupti_t *c);
  * module is already started in this process; GPUFL_EINVAL for a bad cfg;
  * GPUFL_ENOMEM. cfg may be NULL (defaults).
  */
-int gpufl__cupti_start(gpufl_cupti_t *c, const gpufl_cupti_config_t *cfg, char *why,
+int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char *why,
                        size_t why_size);
 /* Disables the kinds, flushes (forced) and drains what is left into sink
  * (which may be NULL: the records are discarded). Safe when not started. */
-void gpufl__cupti_stop(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user);
+void gpufl__cupti_stop(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user);
 
 /* Asks CUPTI to complete its buffers now (cuptiActivityFlushAll); force
  * also completes buffers still being filled. Returns 0 or GPUFL_EIO. */
-int gpufl__cupti_flush(gpufl_cupti_t *c, int force);
+int gpufl__cupti_flush(gpufl__cupti_t *c, int force);
 
 /* Parses every completed buffer into sink, reports CUPTI's dropped counts,
  * and returns the buffers to the pool. Returns the records delivered. */
-uint64_t gpufl__cupti_drain(gpufl_cupti_t *c, const gpufl_cupti_sink_t *sink, void *user);
+uint64_t gpufl__cupti_drain(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user);
 
 /* GPUFL_CUPTI_OFF / ON / REFUSED for kind, and the reason when refused
  * (else ""), e.g. "synchronization: insufficient privileges: ...
  * (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)". */
-int gpufl__cupti_kind_state(const gpufl_cupti_t *c, gpufl_cupti_kind_t kind, const char **reason);
+int gpufl__cupti_kind_state(const gpufl__cupti_t *c, gpufl__cupti_kind_t kind, const char **reason);
 
-void gpufl__cupti_stats(const gpufl_cupti_t *c, gpufl_cupti_stats_t *out);
+void gpufl__cupti_stats(const gpufl__cupti_t *c, gpufl__cupti_stats_t *out);
 
 /* 1 when record timestamps are CLOCK_MONOTONIC ns (the timestamp callback
  * was registered), 0 when they are CUPTI's own clock. */
-int gpufl__cupti_shared_clock(const gpufl_cupti_t *c);
+int gpufl__cupti_shared_clock(const gpufl__cupti_t *c);
 
 /* The library that loaded ("libcupti.so.13") and its CUPTI API version
  * (130001), 0 when unknown. */
-const char *gpufl__cupti_library(const gpufl_cupti_t *c);
-uint32_t gpufl__cupti_api_version(const gpufl_cupti_t *c);
+const char *gpufl__cupti_library(const gpufl__cupti_t *c);
+uint32_t gpufl__cupti_api_version(const gpufl__cupti_t *c);
 
 /* ---------------------------------------------------------------------- */
 /* API callbacks (driver domain)                                            */
@@ -244,10 +244,10 @@ typedef int (*gpufl_cupti_want_fn)(const char *name, uint32_t cbid, void *user);
  * already active in this process (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)").
  * At most one subscription per module.
  */
-int gpufl__cupti_subscribe(gpufl_cupti_t *c, gpufl_cupti_api_fn fn, void *user,
+int gpufl__cupti_subscribe(gpufl__cupti_t *c, gpufl_cupti_api_fn fn, void *user,
                            gpufl_cupti_want_fn want, void *want_user, char *why, size_t why_size);
 /* Ends the subscription (no callback runs after it returns). Safe when none. */
-void gpufl__cupti_unsubscribe(gpufl_cupti_t *c);
+void gpufl__cupti_unsubscribe(gpufl__cupti_t *c);
 /* In a forked child: forgets the parent's started module and subscriber
  * (their threads and locks are not the child's). */
 void gpufl__cupti_after_fork_child(void);
@@ -256,33 +256,34 @@ void gpufl__cupti_after_fork_child(void);
  * the subscription: its callbacks reach the subscriber's function with
  * domain CUPTI_CB_DOMAIN_RESOURCE and a CUpti_ResourceData. Returns 0, or
  * an error with a one-line reason. */
-int gpufl__cupti_enable_resource(gpufl_cupti_t *c, char *why, size_t why_size);
+int gpufl__cupti_enable_resource(gpufl__cupti_t *c, char *why, size_t why_size);
 /* A function of the opened library by name (for the engines above Trace,
  * which resolve their own APIs); NULL when absent. */
-void *gpufl__cupti_symbol(const gpufl_cupti_t *c, const char *name);
+void *gpufl__cupti_symbol(const gpufl__cupti_t *c, const char *name);
 /* The callbacks enabled by subscribe. */
-int gpufl__cupti_callbacks_enabled(const gpufl_cupti_t *c);
+int gpufl__cupti_callbacks_enabled(const gpufl__cupti_t *c);
 
 /* On the calling thread: the innermost external correlation id a framework
  * pushed (cuptiActivityPushExternalCorrelationId), looked at without taking
  * it. Returns 1 and fills kind/id, 0 when none is pushed. */
-int gpufl__cupti_peek_external(const gpufl_cupti_t *c, uint32_t *kind, uint64_t *id);
+int gpufl__cupti_peek_external(const gpufl__cupti_t *c, uint32_t *kind, uint64_t *id);
 
 /* The hooks through which framework op ids (gpufl_ops.h) are pushed on and
  * popped off CUPTI's external correlation stack of the calling thread, kind
  * CUSTOM2 (CUSTOM0 and CUSTOM1 are PyTorch's own profiler's); NULL when this
  * libcupti lacks the functions. */
-const gpufl_ops_hooks_t *gpufl__cupti_ops_hooks(const gpufl_cupti_t *c);
+const gpufl__ops_hooks_t *gpufl__cupti_ops_hooks(const gpufl__cupti_t *c);
 
 /* CUPTI's id of a stream of context (cuptiGetStreamIdEx; per_thread for the
  * _ptsz calls, whose default stream is the thread's), as activity records
  * carry it; -1 when unknown. */
-int64_t gpufl__cupti_stream_id(const gpufl_cupti_t *c, void *context, void *stream, int per_thread);
+int64_t gpufl__cupti_stream_id(const gpufl__cupti_t *c, void *context, void *stream,
+                               int per_thread);
 
 /* CUPTI's id of a graph exec (cuptiGetGraphExecId); 0 when unknown. */
-uint32_t gpufl__cupti_graph_exec_id(const gpufl_cupti_t *c, void *graph_exec);
+uint32_t gpufl__cupti_graph_exec_id(const gpufl__cupti_t *c, void *graph_exec);
 
 /* Our name of a kind ("concurrent kernels", "memcpy", ...). */
-const char *gpufl__cupti_kind_name(gpufl_cupti_kind_t kind);
+const char *gpufl__cupti_kind_name(gpufl__cupti_kind_t kind);
 
 #endif

@@ -17,66 +17,66 @@
 
 #define GPUFL_HOST_STRUCT_SIZE(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
 
-typedef struct gpufl_host_object gpufl_host_object_t; /* CUpti_Profiler_Host_Object */
+typedef struct gpufl__host_object gpufl__host_object_t; /* CUpti_Profiler_Host_Object */
 
 enum { GPUFL_HOST_RANGE_PROFILER = 0 }; /* CUPTI_PROFILER_TYPE_RANGE_PROFILER */
 
-typedef struct gpufl_host_init_params { /* CUpti_Profiler_Host_Initialize_Params */
+typedef struct gpufl__host_init_params { /* CUpti_Profiler_Host_Initialize_Params */
     size_t structSize;
     void *pPriv;
     int profilerType; /* CUpti_ProfilerType, an enum */
     const char *pChipName;
     const uint8_t *pCounterAvailabilityImage;
-    gpufl_host_object_t *pHostObject;
-} gpufl_host_init_params_t;
+    gpufl__host_object_t *pHostObject;
+} gpufl__host_init_params_t;
 
-typedef struct gpufl_host_deinit_params { /* CUpti_Profiler_Host_Deinitialize_Params */
+typedef struct gpufl__host_deinit_params { /* CUpti_Profiler_Host_Deinitialize_Params */
     size_t structSize;
     void *pPriv;
-    gpufl_host_object_t *pHostObject;
-} gpufl_host_deinit_params_t;
+    gpufl__host_object_t *pHostObject;
+} gpufl__host_deinit_params_t;
 
-typedef struct gpufl_host_add_metrics_params { /* CUpti_Profiler_Host_ConfigAddMetrics_Params */
+typedef struct gpufl__host_add_metrics_params { /* CUpti_Profiler_Host_ConfigAddMetrics_Params */
     size_t structSize;
     void *pPriv;
-    gpufl_host_object_t *pHostObject;
+    gpufl__host_object_t *pHostObject;
     const char **ppMetricNames;
     size_t numMetrics;
-} gpufl_host_add_metrics_params_t;
+} gpufl__host_add_metrics_params_t;
 
-typedef struct gpufl_host_image_size_params { /* ..._GetConfigImageSize_Params */
+typedef struct gpufl__host_image_size_params { /* ..._GetConfigImageSize_Params */
     size_t structSize;
     void *pPriv;
-    gpufl_host_object_t *pHostObject;
+    gpufl__host_object_t *pHostObject;
     size_t configImageSize;
-} gpufl_host_image_size_params_t;
+} gpufl__host_image_size_params_t;
 
-typedef struct gpufl_host_image_params { /* ..._GetConfigImage_Params */
+typedef struct gpufl__host_image_params { /* ..._GetConfigImage_Params */
     size_t structSize;
     void *pPriv;
-    gpufl_host_object_t *pHostObject;
+    gpufl__host_object_t *pHostObject;
     size_t configImageSize;
     uint8_t *pConfigImage;
-} gpufl_host_image_params_t;
+} gpufl__host_image_params_t;
 
-typedef struct gpufl_host_passes_params { /* ..._GetNumOfPasses_Params */
+typedef struct gpufl__host_passes_params { /* ..._GetNumOfPasses_Params */
     size_t structSize;
     void *pPriv;
     size_t configImageSize;
     uint8_t *pConfigImage;
     size_t numOfPasses;
-} gpufl_host_passes_params_t;
+} gpufl__host_passes_params_t;
 
-typedef struct gpufl_host_evaluate_params { /* ..._EvaluateToGpuValues_Params */
+typedef struct gpufl__host_evaluate_params { /* ..._EvaluateToGpuValues_Params */
     size_t structSize;
     void *pPriv;
-    gpufl_host_object_t *pHostObject;
+    gpufl__host_object_t *pHostObject;
     const uint8_t *pCounterDataImage;
     size_t counterDataImageSize;
     size_t rangeIndex;
     const char **ppMetricNames;
     size_t numMetrics;
     double *pMetricValues;
-} gpufl_host_evaluate_params_t;
+} gpufl__host_evaluate_params_t;
 
 #endif

@@ -48,7 +48,7 @@ uint64_t gpufl__engine_null_names(void) { return atomic_load(&null_names); }
 static struct {
     pthread_mutex_t lock;
     int ready;
-    gpufl_idmap_t seen;
+    gpufl__idmap_t seen;
 } kept = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 void gpufl__engine_keep_name(const char *name) {
@@ -70,7 +70,7 @@ int gpufl__engine_patched(void) { return atomic_load(&patched); }
 
 void gpufl__engine_forget_patched(void) { atomic_store(&patched, 0); }
 
-int gpufl__engine_resolve(gpufl_cupti_t *cupti, const gpufl_engine_sym_t *syms, size_t n,
+int gpufl__engine_resolve(gpufl__cupti_t *cupti, const gpufl__engine_sym_t *syms, size_t n,
                           const char *needs, char *why, size_t why_size) {
     for (size_t i = 0; i < n; i++) {
         void *f = gpufl__cupti_symbol(cupti, syms[i].name);
@@ -119,12 +119,12 @@ int gpufl__engine_refusal(CUptiResult r) {
     }
 }
 
-void gpufl__engine_note_error(gpufl_engine_errors_t *e, const char *message) {
+void gpufl__engine_note_error(gpufl__engine_errors_t *e, const char *message) {
     e->count++;
     snprintf(e->last, sizeof e->last, "%s", message);
 }
 
-int gpufl__engine_lock_within(pthread_mutex_t *m, int ms, gpufl_engine_errors_t *e) {
+int gpufl__engine_lock_within(pthread_mutex_t *m, int ms, gpufl__engine_errors_t *e) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_nsec += (long)ms * 1000000L;
@@ -135,8 +135,9 @@ int gpufl__engine_lock_within(pthread_mutex_t *m, int ms, gpufl_engine_errors_t 
     return -1;
 }
 
-void gpufl__engine_report_errors(gpufl_engine_errors_t *e, gpufl_collector_t *c, const char *prefix,
-                                 const char *code, const char *waiter, const char *effect) {
+void gpufl__engine_report_errors(gpufl__engine_errors_t *e, gpufl__collector_t *c,
+                                 const char *prefix, const char *code, const char *waiter,
+                                 const char *effect) {
     uint64_t timeouts = atomic_exchange(&e->lock_timeouts, 0);
     if (timeouts) {
         e->count += timeouts;
@@ -151,8 +152,8 @@ void gpufl__engine_report_errors(gpufl_engine_errors_t *e, gpufl_collector_t *c,
     gpufl__collector_event(c, GPUFL_FILE_DEVICE, "warn", code, msg);
 }
 
-void gpufl__engine_write_totals(gpufl_collector_t *c, const char *type,
-                                const gpufl_engine_count_t *counts, size_t ncounts,
+void gpufl__engine_write_totals(gpufl__collector_t *c, const char *type,
+                                const gpufl__engine_count_t *counts, size_t ncounts,
                                 const gpufl__wire_measure_t *measures, size_t nmeasures) {
     gpufl__line_t l;
     gpufl__wire_totals(&l, type, gpufl__collector_session_ns(c, gpufl__mono_ns()), counts, ncounts,

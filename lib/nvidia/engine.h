@@ -70,14 +70,14 @@ int gpufl__engine_patched(void);
 void gpufl__engine_forget_patched(void);
 
 /* A CUPTI function to resolve: the address of the engine's pointer, its name. */
-typedef struct gpufl_engine_sym {
+typedef struct gpufl__engine_sym {
     void *slot;
     const char *name;
-} gpufl_engine_sym_t;
+} gpufl__engine_sym_t;
 
 /* Resolves every symbol in cupti's library. Returns 0, or GPUFL_ENOTSUP
  * with why = "<library> lacks <name> (<needs>)" for the first one missing. */
-int gpufl__engine_resolve(gpufl_cupti_t *cupti, const gpufl_engine_sym_t *syms, size_t n,
+int gpufl__engine_resolve(gpufl__cupti_t *cupti, const gpufl__engine_sym_t *syms, size_t n,
                           const char *needs, char *why, size_t why_size);
 
 /* "<what> failed: <CUPTI's name of r> (CUPTI error <r>)"; result_string may
@@ -107,30 +107,31 @@ long gpufl__engine_env_long_else(const char *name, long lo, long hi, long fallba
                                  const char *what, const char *otherwise);
 
 /* Failed calls: counted, the latest kept, written as one event per pass. */
-typedef struct gpufl_engine_errors {
+typedef struct gpufl__engine_errors {
     uint64_t count, reported;
     char last[240];
     _Atomic uint64_t lock_timeouts; /* callbacks that gave up on the lock, not yet counted */
-} gpufl_engine_errors_t;
+} gpufl__engine_errors_t;
 
 /* Caller holds the engine's lock. */
-void gpufl__engine_note_error(gpufl_engine_errors_t *e, const char *message);
+void gpufl__engine_note_error(gpufl__engine_errors_t *e, const char *message);
 /* Takes m within ms, or counts a give-up in e and returns -1. */
-int gpufl__engine_lock_within(pthread_mutex_t *m, int ms, gpufl_engine_errors_t *e);
+int gpufl__engine_lock_within(pthread_mutex_t *m, int ms, gpufl__engine_errors_t *e);
 /* Collector, engine's lock held: the errors since the last call as one
  * `warn` event named code, "<prefix>: <latest> (<n> failed calls so far)";
  * a give-up on the lock becomes the latest error: "<waiter> gave up
  * waiting 200 ms for the collector (<effect>)". */
-void gpufl__engine_report_errors(gpufl_engine_errors_t *e, gpufl_collector_t *c, const char *prefix,
-                                 const char *code, const char *waiter, const char *effect);
+void gpufl__engine_report_errors(gpufl__engine_errors_t *e, gpufl__collector_t *c,
+                                 const char *prefix, const char *code, const char *waiter,
+                                 const char *effect);
 
 /* One count of a totals record. */
-typedef gpufl__wire_count_t gpufl_engine_count_t;
+typedef gpufl__wire_count_t gpufl__engine_count_t;
 
 /* Writes a totals record of type to device.log: ts_ns (now), the counts,
  * then the measures (wire_engines.h), and hands it to the session's sinks. */
-void gpufl__engine_write_totals(gpufl_collector_t *c, const char *type,
-                                const gpufl_engine_count_t *counts, size_t ncounts,
+void gpufl__engine_write_totals(gpufl__collector_t *c, const char *type,
+                                const gpufl__engine_count_t *counts, size_t ncounts,
                                 const gpufl__wire_measure_t *measures, size_t nmeasures);
 
 #endif

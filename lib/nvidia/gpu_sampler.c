@@ -21,7 +21,7 @@
 
 #define GPU_SLOW_EVERY_NS 1000000000LL
 
-static void to_cells(int64_t ts, int device, const gpufl_gpu_sample_t *x, gpufl_cell_t *row) {
+static void to_cells(int64_t ts, int device, const gpufl__gpu_sample_t *x, gpufl__cell_t *row) {
     int64_t ints[] = {
         ts, device, x->gpu_util_pct, x->mem_util_pct, x->mem_used_bytes, x->mem_free_bytes,
         x->mem_total_bytes, x->temp_gpu_c, x->temp_mem_c, x->power_mw, x->power_limit_mw,
@@ -40,9 +40,9 @@ static void to_cells(int64_t ts, int device, const gpufl_gpu_sample_t *x, gpufl_
     row[NINTS + 3].d = x->dram_bw_util_pct;
 }
 
-static void write_info(gpufl_gpu_sampler_t *s) {
+static void write_info(gpufl__gpu_sampler_t *s) {
     for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++) {
-        const gpufl_gpu_info_t *g = gpufl__nvml_device_info(s->nvml, d);
+        const gpufl__gpu_info_t *g = gpufl__nvml_device_info(s->nvml, d);
         char cc[16];
         snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
         gpufl__wire_gpu_info_t w = {.device = d,
@@ -75,7 +75,7 @@ static void write_info(gpufl_gpu_sampler_t *s) {
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
-static uint64_t proc_signature(const gpufl_gpu_sample_t *x) {
+static uint64_t proc_signature(const gpufl__gpu_sample_t *x) {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)x->nprocs;
     int n = x->nprocs < GPUFL_GPU_PROCS_MAX ? x->nprocs : GPUFL_GPU_PROCS_MAX;
     for (int i = 0; i < n; i++)
@@ -85,8 +85,8 @@ static uint64_t proc_signature(const gpufl_gpu_sample_t *x) {
 }
 
 /* Processes are written when the list (or their memory, to the MiB) changes. */
-static void write_processes(gpufl_gpu_sampler_t *s, int d, int64_t ts,
-                            const gpufl_gpu_sample_t *x) {
+static void write_processes(gpufl__gpu_sampler_t *s, int d, int64_t ts,
+                            const gpufl__gpu_sample_t *x) {
     uint64_t sig = proc_signature(x);
     if (sig == s->proc_sig[d] || x->nprocs < 0) return;
     s->proc_sig[d] = sig;
@@ -101,14 +101,14 @@ static void write_processes(gpufl_gpu_sampler_t *s, int d, int64_t ts,
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
-static void encode_batch(gpufl_gpu_sampler_t *s) {
+static void encode_batch(gpufl__gpu_sampler_t *s) {
     gpufl__collector_batch(s->collector, GPUFL_FILE_DEVICE, &s->batch);
 }
 
-static void sample_all(gpufl_gpu_sampler_t *s, int64_t now_ns, int keep) {
+static void sample_all(gpufl__gpu_sampler_t *s, int64_t now_ns, int keep) {
     int64_t ts = gpufl__collector_session_ns(s->collector, now_ns);
     for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++) {
-        gpufl_gpu_sample_t x;
+        gpufl__gpu_sample_t x;
         if (s->lost[d]) continue;
         int64_t t0 = gpufl__mono_ns();
         int rc = gpufl__nvml_sample(s->nvml, d, now_ns, &x);
@@ -123,14 +123,14 @@ static void sample_all(gpufl_gpu_sampler_t *s, int64_t now_ns, int keep) {
             continue;
         }
         if (!keep) continue; /* baseline: rates start from here */
-        gpufl_cell_t *row = gpufl__collector_row(s->collector, GPUFL_FILE_DEVICE, &s->batch);
+        gpufl__cell_t *row = gpufl__collector_row(s->collector, GPUFL_FILE_DEVICE, &s->batch);
         if (row) to_cells(ts, d, &x, row);
         write_processes(s, d, ts, &x);
     }
 }
 
-static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
-    gpufl_gpu_sampler_t *s = self;
+static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
+    gpufl__gpu_sampler_t *s = self;
     switch (gpufl__sampling_step(&s->when, gpufl__collector_sampling_active(c), now_ns)) {
     case GPUFL_SAMPLE_NONE: break;
     case GPUFL_SAMPLE_BASELINE: sample_all(s, now_ns, 0); break;
@@ -139,24 +139,24 @@ static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
 }
 
 static int64_t due_in(void *self, int64_t now_ns) {
-    return gpufl__sampling_due_in(&((gpufl_gpu_sampler_t *)self)->when, now_ns);
+    return gpufl__sampling_due_in(&((gpufl__gpu_sampler_t *)self)->when, now_ns);
 }
 
-static void flush(gpufl_collector_t *c, void *self) {
+static void flush(gpufl__collector_t *c, void *self) {
     (void)c;
     encode_batch(self);
 }
 
-static void finish(gpufl_collector_t *c, void *self) {
-    gpufl_gpu_sampler_t *s = self;
-    gpufl_cost_part_t parts[GPUFL_NVML_PARTS];
+static void finish(gpufl__collector_t *c, void *self) {
+    gpufl__gpu_sampler_t *s = self;
+    gpufl__cost_part_t parts[GPUFL_NVML_PARTS];
     for (int i = 0; i < GPUFL_NVML_PARTS; i++)
         parts[i].mean_ns = gpufl__nvml_part_cost(s->nvml, i, &parts[i].name);
     gpufl__collector_source_cost(c, GPUFL_FILE_DEVICE, "nvml", &s->cost, parts, GPUFL_NVML_PARTS);
 }
 
-int gpufl__gpu_sampler_init(gpufl_gpu_sampler_t *s, gpufl_nvml_t *nvml, gpufl_collector_t *c,
-                            const gpufl_settings_t *settings, gpufl_source_t *source) {
+int gpufl__gpu_sampler_init(gpufl__gpu_sampler_t *s, gpufl__nvml_t *nvml, gpufl__collector_t *c,
+                            const gpufl__settings_t *settings, gpufl__source_t *source) {
     memset(s, 0, sizeof *s);
     s->nvml = nvml;
     s->collector = c;
@@ -169,11 +169,11 @@ int gpufl__gpu_sampler_init(gpufl_gpu_sampler_t *s, gpufl_nvml_t *nvml, gpufl_co
      * profiling metrics use by default. */
     gpufl__nvml_set_slow_interval(nvml, GPU_SLOW_EVERY_NS);
     write_info(s);
-    *source = (gpufl_source_t){"nvml", s, poll, due_in, flush, finish};
+    *source = (gpufl__source_t){"nvml", s, poll, due_in, flush, finish};
     return 0;
 }
 
-void gpufl__gpu_sampler_fini(gpufl_gpu_sampler_t *s) {
+void gpufl__gpu_sampler_fini(gpufl__gpu_sampler_t *s) {
     if (!s->nvml) return;
     if (s->cost.samples > 0)
         gpufl__debug("NVML sampling cost per device and sample: median %.0f us, mean %.1f us "

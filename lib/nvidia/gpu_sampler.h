@@ -11,21 +11,21 @@
 #include "core/sampling.h"
 #include "nvidia/nvml.h"
 
-typedef struct gpufl_gpu_sampler {
-    gpufl_nvml_t *nvml; /* owned */
-    gpufl_collector_t *collector;
-    gpufl_sampling_t when;
-    gpufl_batch_t batch;
+typedef struct gpufl__gpu_sampler {
+    gpufl__nvml_t *nvml; /* owned */
+    gpufl__collector_t *collector;
+    gpufl__sampling_t when;
+    gpufl__batch_t batch;
     int lost[GPUFL_GPU_MAX];          /* device stopped answering: said once, not sampled again */
     uint64_t proc_sig[GPUFL_GPU_MAX]; /* signature of the last process list written */
-    gpufl_cost_t cost;                /* what each device sample cost, for the source_cost record */
-} gpufl_gpu_sampler_t;
+    gpufl__cost_t cost;               /* what each device sample cost, for the source_cost record */
+} gpufl__gpu_sampler_t;
 
 /* Takes ownership of nvml (opened by the caller), writes gpu_info records
  * and fills *source. */
-int gpufl__gpu_sampler_init(gpufl_gpu_sampler_t *s, gpufl_nvml_t *nvml, gpufl_collector_t *c,
-                            const gpufl_settings_t *settings, gpufl_source_t *source);
+int gpufl__gpu_sampler_init(gpufl__gpu_sampler_t *s, gpufl__nvml_t *nvml, gpufl__collector_t *c,
+                            const gpufl__settings_t *settings, gpufl__source_t *source);
 /* Writes the sampling cost record and closes NVML. Accepts a zeroed struct. */
-void gpufl__gpu_sampler_fini(gpufl_gpu_sampler_t *s);
+void gpufl__gpu_sampler_fini(gpufl__gpu_sampler_t *s);
 
 #endif

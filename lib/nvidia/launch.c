@@ -65,10 +65,10 @@ typedef struct row_queue {
     _Atomic uint64_t lost; /* past max, or no memory */
 } row_queue_t;
 
-struct gpufl_launch {
-    gpufl_cupti_t *cupti;
-    gpufl_cuda_t *cuda;     /* NULL: no occupancy */
-    gpufl_stacks_t *stacks; /* NULL: no stacks captured */
+struct gpufl__launch {
+    gpufl__cupti_t *cupti;
+    gpufl__cuda_t *cuda;     /* NULL: no occupancy */
+    gpufl__stacks_t *stacks; /* NULL: no stacks captured */
     char cuda_why[160];
     unsigned int flags;
     int subscribed;
@@ -80,7 +80,7 @@ struct gpufl_launch {
 
     /* Configurations: published in order under lock, never moved. */
     pthread_mutex_t lock;
-    gpufl_kernel_config_t **configs; /* GPUFL_LAUNCH_CONFIGS_MAX */
+    gpufl__kernel_config_t **configs; /* GPUFL_LAUNCH_CONFIGS_MAX */
     uint32_t *slots;                 /* open addressing: config id, 0 empty */
     size_t config_count, configs_taken;
     _Atomic uint64_t configs_dropped, occupancy_failures;
@@ -89,7 +89,7 @@ struct gpufl_launch {
     /* Rows made on application threads, waiting for the collector. */
     row_queue_t graphs, syncs, launches;
 
-    _Atomic(const gpufl_launch_hooks_t *) hooks; /* an engine above Trace; NULL none */
+    _Atomic(const gpufl__launch_hooks_t *) hooks; /* an engine above Trace; NULL none */
 
     /* The launch gate (GPUFL_LAUNCH_GATE): launches in, and whether it is
      * closed. Sequentially consistent: a launch counts itself in, then
@@ -133,7 +133,7 @@ static enum call_kind classify(const char *name, unsigned int flags) {
 }
 
 static int want(const char *name, uint32_t cbid, void *user) {
-    gpufl_launch_t *l = user;
+    gpufl__launch_t *l = user;
     if (cbid >= CBIDS) return 0;
     l->kind[cbid] = (uint8_t)classify(name, l->flags);
     l->per_thread[cbid] = strstr(name, "_ptsz") != NULL;
@@ -199,19 +199,19 @@ static size_t config_hash(void *function, int block_threads, uint32_t dynamic_sm
 }
 
 /* The slot of the key, holding its id or 0 where it would go. Under lock. */
-static uint32_t *find_slot(gpufl_launch_t *l, size_t hash, void *function, int block_threads,
+static uint32_t *find_slot(gpufl__launch_t *l, size_t hash, void *function, int block_threads,
                            uint32_t dynamic_smem) {
     for (size_t i = hash % SLOTS;; i = (i + 1) % SLOTS) {
         uint32_t id = l->slots[i];
         if (id == 0) return &l->slots[i];
-        const gpufl_kernel_config_t *k = l->configs[id - 1];
+        const gpufl__kernel_config_t *k = l->configs[id - 1];
         if (k->function == function && k->block_threads == block_threads &&
             k->dynamic_smem == dynamic_smem)
             return &l->slots[i];
     }
 }
 
-static uint32_t lookup_config(gpufl_launch_t *l, size_t hash, void *function, int block_threads,
+static uint32_t lookup_config(gpufl__launch_t *l, size_t hash, void *function, int block_threads,
                               uint32_t dynamic_smem) {
     pthread_mutex_lock(&l->lock);
     uint32_t id = *find_slot(l, hash, function, block_threads, dynamic_smem);
@@ -221,9 +221,9 @@ static uint32_t lookup_config(gpufl_launch_t *l, size_t hash, void *function, in
 
 /* A new configuration, its occupancy read from the driver before any lock
  * is taken (the driver has locks of its own). */
-static gpufl_kernel_config_t *make_config(gpufl_launch_t *l, void *function, int block_threads,
-                                          uint32_t dynamic_smem, const char *symbol) {
-    gpufl_kernel_config_t *k = calloc(1, sizeof *k);
+static gpufl__kernel_config_t *make_config(gpufl__launch_t *l, void *function, int block_threads,
+                                           uint32_t dynamic_smem, const char *symbol) {
+    gpufl__kernel_config_t *k = calloc(1, sizeof *k);
     if (k == NULL) return NULL;
     k->function = function;
     k->block_threads = block_threads;
@@ -245,7 +245,7 @@ static gpufl_kernel_config_t *make_config(gpufl_launch_t *l, void *function, int
     return k;
 }
 
-static void free_config(gpufl_kernel_config_t *k) {
+static void free_config(gpufl__kernel_config_t *k) {
     if (k == NULL) return;
     free(k->name);
     free(k);
@@ -253,7 +253,7 @@ static void free_config(gpufl_kernel_config_t *k) {
 
 /* The id of a configuration, made on first sight; 0 past the limit. state
  * is the calling thread's (NULL: no cache). */
-static uint32_t config_id(gpufl_launch_t *l, thread_state_t *state, void *function,
+static uint32_t config_id(gpufl__launch_t *l, thread_state_t *state, void *function,
                           int block_threads, uint32_t dynamic_smem, const char *symbol) {
     size_t hash = config_hash(function, block_threads, dynamic_smem);
     cached_t scratch, *c = state ? &state->cache[hash % CACHE] : &scratch;
@@ -268,7 +268,7 @@ static uint32_t config_id(gpufl_launch_t *l, thread_state_t *state, void *functi
         return 0;
     }
     if (id == 0) {
-        gpufl_kernel_config_t *k = make_config(l, function, block_threads, dynamic_smem, symbol);
+        gpufl__kernel_config_t *k = make_config(l, function, block_threads, dynamic_smem, symbol);
         pthread_mutex_lock(&l->lock);
         uint32_t *slot = find_slot(l, hash, function, block_threads, dynamic_smem);
         if (*slot == 0 && k != NULL && l->config_count < GPUFL_LAUNCH_CONFIGS_MAX) {
@@ -310,7 +310,7 @@ static void queue_fini(row_queue_t *q) {
     memset(q, 0, sizeof *q);
 }
 
-static void queue_push(gpufl_launch_t *l, row_queue_t *q, const void *item) {
+static void queue_push(gpufl__launch_t *l, row_queue_t *q, const void *item) {
     pthread_mutex_lock(&l->lock);
     if (q->count == q->cap) {
         size_t cap = q->cap ? 2 * q->cap : 64;
@@ -329,7 +329,7 @@ static void queue_push(gpufl_launch_t *l, row_queue_t *q, const void *item) {
 }
 
 /* The rows queued since the last take, valid until the next one. */
-static size_t queue_take(gpufl_launch_t *l, row_queue_t *q, const void **rows) {
+static size_t queue_take(gpufl__launch_t *l, row_queue_t *q, const void **rows) {
     pthread_mutex_lock(&l->lock);
     unsigned char *filled = q->items;
     size_t n = q->count, cap = q->cap;
@@ -343,16 +343,16 @@ static size_t queue_take(gpufl_launch_t *l, row_queue_t *q, const void **rows) {
     return n;
 }
 
-static void queue_graph(gpufl_launch_t *l, const CUpti_CallbackData *cb, uint64_t scope) {
+static void queue_graph(gpufl__launch_t *l, const CUpti_CallbackData *cb, uint64_t scope) {
     const cuGraphLaunch_params *p = cb->functionParams;
-    gpufl_graph_launch_t g = {gpufl__mono_ns(), gpufl__thread_id(), cb->correlationId,
-                              p ? gpufl__cupti_graph_exec_id(l->cupti, p->hGraph) : 0, scope};
+    gpufl__graph_launch_t g = {gpufl__mono_ns(), gpufl__thread_id(), cb->correlationId,
+                               p ? gpufl__cupti_graph_exec_id(l->cupti, p->hGraph) : 0, scope};
     queue_push(l, &l->graphs, &g);
 }
 
 /* A synchronization call: timed on the calling thread from its enter to its
  * exit callback, the host blocked in between. */
-static void sync_call(gpufl_launch_t *l, enum call_kind kind, uint32_t cbid,
+static void sync_call(gpufl__launch_t *l, enum call_kind kind, uint32_t cbid,
                       const CUpti_CallbackData *cb, uint64_t scope) {
     thread_state_t *state = thread_state();
     if (state == NULL) return;
@@ -369,7 +369,7 @@ static void sync_call(gpufl_launch_t *l, enum call_kind kind, uint32_t cbid,
     if (state->sync_generation != l->generation || state->sync_correlation != cb->correlationId)
         return;
     state->sync_generation = 0;
-    gpufl_sync_call_t row = {
+    gpufl__sync_call_t row = {
         .start_mono_ns = state->sync_start_ns,
         .end_mono_ns = gpufl__mono_ns(),
         .type = (uint32_t)(kind - CALL_SYNC_EVENT + 1),
@@ -407,7 +407,7 @@ static int threads_in_block(unsigned int x, unsigned int y, unsigned int z) {
     return n > INT_MAX ? -1 : (int)n;
 }
 
-static uint32_t launch_config(gpufl_launch_t *l, thread_state_t *state, enum call_kind kind,
+static uint32_t launch_config(gpufl__launch_t *l, thread_state_t *state, enum call_kind kind,
                               const CUpti_CallbackData *cb) {
     if (cb->functionParams == NULL) return 0;
     void *f;
@@ -437,7 +437,7 @@ static uint32_t launch_config(gpufl_launch_t *l, thread_state_t *state, enum cal
  * looked at every GPUFL_LAUNCH_EXTERNAL_EVERY-th call until one is found
  * again: the first calls after a framework starts pushing ids on such a
  * thread (at most EVERY - 1) may lack them. */
-static int external_id(gpufl_launch_t *l, thread_state_t *state, uint32_t *kind, uint64_t *id) {
+static int external_id(gpufl__launch_t *l, thread_state_t *state, uint32_t *kind, uint64_t *id) {
     if (state == NULL) return gpufl__cupti_peek_external(l->cupti, kind, id);
     if (state->external_generation != l->generation) { /* a new session: counts afresh */
         state->external_generation = l->generation;
@@ -459,8 +459,8 @@ static int external_id(gpufl_launch_t *l, thread_state_t *state, uint32_t *kind,
  * hooks hear of it, so that contexts made before the session are found. A
  * small set per thread, so that a thread driving several GPUs in turn does
  * not call the hook at every launch; the hook's 0 (busy) means ask again. */
-static void see_context(gpufl_launch_t *l, thread_state_t *state, void *context) {
-    const gpufl_launch_hooks_t *h = atomic_load_explicit(&l->hooks, memory_order_acquire);
+static void see_context(gpufl__launch_t *l, thread_state_t *state, void *context) {
+    const gpufl__launch_hooks_t *h = atomic_load_explicit(&l->hooks, memory_order_acquire);
     if (h == NULL || h->context_seen == NULL || state == NULL || context == NULL) return;
     if (state->seen_generation != l->generation) {
         memset(state->seen, 0, sizeof state->seen);
@@ -483,7 +483,7 @@ static void gate_pause(void) {
 
 /* The end of a launch's enter callback: in through the gate, waiting while
  * it is closed (at most GPUFL_LAUNCH_GATE_PASS_NS). */
-static void gate_enter(gpufl_launch_t *l, thread_state_t *state, uint32_t correlation) {
+static void gate_enter(gpufl__launch_t *l, thread_state_t *state, uint32_t correlation) {
     if (state == NULL) return; /* its exit could not be told: not counted in */
     int64_t give_up = 0;
     for (;;) {
@@ -505,7 +505,7 @@ static void gate_enter(gpufl_launch_t *l, thread_state_t *state, uint32_t correl
 }
 
 /* The start of a launch's exit callback: out, when its enter came in. */
-static void gate_leave(gpufl_launch_t *l, uint32_t correlation) {
+static void gate_leave(gpufl__launch_t *l, uint32_t correlation) {
     thread_state_t *state = thread_state();
     if (state == NULL || state->gate_generation != l->generation ||
         state->gate_correlation != correlation)
@@ -514,7 +514,7 @@ static void gate_leave(gpufl_launch_t *l, uint32_t correlation) {
     atomic_fetch_sub(&l->gate_in, 1);
 }
 
-int gpufl__launch_gate_close(gpufl_launch_t *l, int64_t wait_ns) {
+int gpufl__launch_gate_close(gpufl__launch_t *l, int64_t wait_ns) {
     if (l == NULL || !(l->flags & GPUFL_LAUNCH_GATE)) return 0;
     atomic_store(&l->gate_closed, 1);
     int64_t give_up = gpufl__mono_ns() + wait_ns;
@@ -528,7 +528,7 @@ int gpufl__launch_gate_close(gpufl_launch_t *l, int64_t wait_ns) {
     return 0;
 }
 
-void gpufl__launch_gate_open(gpufl_launch_t *l) {
+void gpufl__launch_gate_open(gpufl__launch_t *l) {
     if (l != NULL) atomic_store(&l->gate_closed, 0);
 }
 
@@ -540,10 +540,10 @@ void gpufl__launch_internal(int on) { internal_calls += on ? 1 : -1; }
 
 static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     const CUpti_CallbackData *cb = data;
-    gpufl_launch_t *l = user;
+    gpufl__launch_t *l = user;
     if (internal_calls) return;
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-        const gpufl_launch_hooks_t *h = atomic_load_explicit(&l->hooks, memory_order_acquire);
+        const gpufl__launch_hooks_t *h = atomic_load_explicit(&l->hooks, memory_order_acquire);
         if (h != NULL && h->resource != NULL) h->resource(h->user, cbid, data);
         return;
     }
@@ -583,7 +583,7 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
 
     if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH) {
         /* No activity record will come to be joined: the row is all. */
-        gpufl_kernel_launch_t row = {
+        gpufl__kernel_launch_t row = {
             now,    cb->context,   scope, external,          cb->correlationId,
             config, external_kind, stack, gpufl__thread_id()};
         queue_push(l, &l->launches, &row);
@@ -608,7 +608,7 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
 /* The collector's side                                                     */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__launch_lookup(gpufl_launch_t *l, uint32_t correlation, gpufl_launch_info_t *out) {
+int gpufl__launch_lookup(gpufl__launch_t *l, uint32_t correlation, gpufl__launch_info_t *out) {
     memset(out, 0, sizeof *out);
     if (l == NULL || correlation == 0) return 0;
     l->lookups++;
@@ -634,7 +634,7 @@ int gpufl__launch_lookup(gpufl_launch_t *l, uint32_t correlation, gpufl_launch_i
     return 0;
 }
 
-size_t gpufl__launch_take_configs(gpufl_launch_t *l, gpufl_kernel_config_t *const **first) {
+size_t gpufl__launch_take_configs(gpufl__launch_t *l, gpufl__kernel_config_t *const **first) {
     pthread_mutex_lock(&l->lock);
     size_t from = l->configs_taken, n = l->config_count - from;
     l->configs_taken = l->config_count;
@@ -643,28 +643,28 @@ size_t gpufl__launch_take_configs(gpufl_launch_t *l, gpufl_kernel_config_t *cons
     return n;
 }
 
-size_t gpufl__launch_take_graphs(gpufl_launch_t *l, const gpufl_graph_launch_t **rows) {
+size_t gpufl__launch_take_graphs(gpufl__launch_t *l, const gpufl__graph_launch_t **rows) {
     const void *p;
     size_t n = queue_take(l, &l->graphs, &p);
     *rows = p;
     return n;
 }
 
-size_t gpufl__launch_take_launches(gpufl_launch_t *l, const gpufl_kernel_launch_t **rows) {
+size_t gpufl__launch_take_launches(gpufl__launch_t *l, const gpufl__kernel_launch_t **rows) {
     const void *p;
     size_t n = queue_take(l, &l->launches, &p);
     *rows = p;
     return n;
 }
 
-size_t gpufl__launch_take_syncs(gpufl_launch_t *l, const gpufl_sync_call_t **rows) {
+size_t gpufl__launch_take_syncs(gpufl__launch_t *l, const gpufl__sync_call_t **rows) {
     const void *p;
     size_t n = queue_take(l, &l->syncs, &p);
     *rows = p;
     return n;
 }
 
-void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out) {
+void gpufl__launch_stats(gpufl__launch_t *l, gpufl__launch_stats_t *out) {
     memset(out, 0, sizeof *out);
     if (l == NULL) return;
     out->lookups = l->lookups;
@@ -688,11 +688,11 @@ void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out) {
 /* Create and destroy                                                       */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *cuda_why,
-                         unsigned int flags, gpufl_stacks_t *stacks, gpufl_launch_t **out,
+int gpufl__launch_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda, const char *cuda_why,
+                         unsigned int flags, gpufl__stacks_t *stacks, gpufl__launch_t **out,
                          char *why, size_t why_size) {
     *out = NULL;
-    gpufl_launch_t *l = calloc(1, sizeof *l);
+    gpufl__launch_t *l = calloc(1, sizeof *l);
     if (l == NULL || pthread_mutex_init(&l->lock, NULL) != 0) {
         free(l);
         snprintf(why, why_size, "out of memory");
@@ -703,9 +703,9 @@ int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *c
     l->stacks = stacks;
     snprintf(l->cuda_why, sizeof l->cuda_why, "%s", cuda_why ? cuda_why : "no libcuda");
     l->flags = flags;
-    queue_init(&l->graphs, sizeof(gpufl_graph_launch_t), GPUFL_LAUNCH_QUEUE_MAX);
-    queue_init(&l->syncs, sizeof(gpufl_sync_call_t), GPUFL_LAUNCH_QUEUE_MAX);
-    queue_init(&l->launches, sizeof(gpufl_kernel_launch_t), GPUFL_LAUNCH_QUEUE_MAX);
+    queue_init(&l->graphs, sizeof(gpufl__graph_launch_t), GPUFL_LAUNCH_QUEUE_MAX);
+    queue_init(&l->syncs, sizeof(gpufl__sync_call_t), GPUFL_LAUNCH_QUEUE_MAX);
+    queue_init(&l->launches, sizeof(gpufl__kernel_launch_t), GPUFL_LAUNCH_QUEUE_MAX);
     l->generation = atomic_fetch_add(&generations, 1) + 1;
     /* Large zeroed allocations come as untouched pages: memory is used only
      * as slots are written. */
@@ -727,11 +727,11 @@ int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *c
     return 0;
 }
 
-void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hooks) {
+void gpufl__launch_set_hooks(gpufl__launch_t *l, const gpufl__launch_hooks_t *hooks) {
     atomic_store_explicit(&l->hooks, hooks, memory_order_release);
 }
 
-void gpufl__launch_destroy(gpufl_launch_t *l) {
+void gpufl__launch_destroy(gpufl__launch_t *l) {
     if (l == NULL) return;
     if (l->subscribed) gpufl__cupti_unsubscribe(l->cupti); /* no callback runs after it */
     for (size_t i = 0; l->configs && i < l->config_count; i++) free_config(l->configs[i]);

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gpufl_launch gpufl_launch_t;
+typedef struct gpufl__launch gpufl__launch_t;
 
 /* Options of create. */
 #define GPUFL_LAUNCH_EXTERNAL (1u << 0) /* read external correlation ids at each call */
@@ -55,7 +55,7 @@ typedef struct gpufl_launch gpufl_launch_t;
 #define GPUFL_LAUNCH_QUEUE_MAX      (1u << 18) /* graph launches or syncs queued between passes */
 
 /* What a call left behind. */
-typedef struct gpufl_launch_info {
+typedef struct gpufl__launch_info {
     uint64_t scope;         /* innermost open scope id of the thread; 0 none */
     uint32_t config;        /* kernel configuration id; 0 none or unknown */
     uint32_t external_kind; /* CUpti_ExternalCorrelationKind, valid when has_external */
@@ -64,10 +64,10 @@ typedef struct gpufl_launch_info {
     uint32_t stack;  /* CPU stack id at the call; 0 none */
     int32_t tid;     /* OS thread id of the caller */
     int64_t mono_ns; /* when the call was made (CLOCK_MONOTONIC) */
-} gpufl_launch_info_t;
+} gpufl__launch_info_t;
 
 /* One distinct (function, block size, dynamic shared memory) launched. */
-typedef struct gpufl_kernel_config {
+typedef struct gpufl__kernel_config {
     uint32_t id; /* from 1 */
     void *function;
     int block_threads;
@@ -75,21 +75,21 @@ typedef struct gpufl_kernel_config {
     int64_t first_mono_ns; /* when it was first launched */
     char *name;            /* mangled, as CUPTI gave it */
     int have_occupancy;    /* occupancy is valid */
-    gpufl_kernel_occupancy_t occupancy;
+    gpufl__kernel_occupancy_t occupancy;
     char why[160]; /* why there is no occupancy, when there is none */
-} gpufl_kernel_config_t;
+} gpufl__kernel_config_t;
 
-typedef struct gpufl_graph_launch {
+typedef struct gpufl__graph_launch {
     int64_t mono_ns;
     int32_t tid;
     uint32_t correlation;
     uint32_t graph_exec; /* CUPTI's id; 0 unknown */
     uint64_t scope;
-} gpufl_graph_launch_t;
+} gpufl__graph_launch_t;
 
 /* A kernel launch call, queued with GPUFL_LAUNCH_ROWS for engines that do
  * without CUPTI's kernel records. */
-typedef struct gpufl_kernel_launch {
+typedef struct gpufl__kernel_launch {
     int64_t mono_ns;
     void *context; /* the CUcontext launched on; NULL unknown */
     uint64_t scope;
@@ -99,12 +99,12 @@ typedef struct gpufl_kernel_launch {
     uint32_t external_kind; /* kind + 1; 0 none */
     uint32_t stack;         /* 0 none */
     int32_t tid;
-} gpufl_kernel_launch_t;
+} gpufl__kernel_launch_t;
 
 /* A synchronization call, timed by its own callbacks: the host thread was
  * blocked from start to end. A call whose enter this module did not see
  * (begun before the session) is left out. */
-typedef struct gpufl_sync_call {
+typedef struct gpufl__sync_call {
     int64_t start_mono_ns, end_mono_ns;
     uint32_t type;    /* as CUPTI's: 1 event, 2 stream wait event, 3 stream, 4 context */
     uint32_t context; /* CUPTI's context id */
@@ -115,9 +115,9 @@ typedef struct gpufl_sync_call {
     uint64_t scope;
     int32_t tid;    /* OS thread id of the caller */
     uint32_t stack; /* CPU stack id at the call; 0 none */
-} gpufl_sync_call_t;
+} gpufl__sync_call_t;
 
-typedef struct gpufl_launch_stats {
+typedef struct gpufl__launch_stats {
     uint64_t lookups, misses;     /* lookups that found no note */
     uint64_t configs;             /* distinct configurations seen */
     uint64_t configs_dropped;     /* launches past GPUFL_LAUNCH_CONFIGS_MAX */
@@ -130,7 +130,7 @@ typedef struct gpufl_launch_stats {
     uint64_t launches_lost;       /* the queue was full */
     uint64_t gate_waits;          /* launches that found the gate closed and waited */
     uint64_t gate_overruns; /* of those, launches that went on after GPUFL_LAUNCH_GATE_PASS_NS */
-} gpufl_launch_stats_t;
+} gpufl__launch_stats_t;
 
 /*
  * Subscribes to the driver-API callbacks of the calls noted. cuda may be
@@ -139,27 +139,27 @@ typedef struct gpufl_launch_stats {
  * into it. Returns 0, or an error with why from gpufl__cupti_subscribe
  * (another CUPTI client).
  */
-int gpufl__launch_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, const char *cuda_why,
-                         unsigned int flags, gpufl_stacks_t *stacks, gpufl_launch_t **out,
+int gpufl__launch_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda, const char *cuda_why,
+                         unsigned int flags, gpufl__stacks_t *stacks, gpufl__launch_t **out,
                          char *why, size_t why_size);
 /* Unsubscribes and frees. Accepts NULL. */
-void gpufl__launch_destroy(gpufl_launch_t *l);
+void gpufl__launch_destroy(gpufl__launch_t *l);
 
 /* The note of a call: 1 and *out filled, 0 when none is left. */
-int gpufl__launch_lookup(gpufl_launch_t *l, uint32_t correlation, gpufl_launch_info_t *out);
+int gpufl__launch_lookup(gpufl__launch_t *l, uint32_t correlation, gpufl__launch_info_t *out);
 
 /* Configurations seen since the last call, in id order: *first gets a
  * pointer to the first, the count is returned. They stay valid until
  * destroy. */
-size_t gpufl__launch_take_configs(gpufl_launch_t *l, gpufl_kernel_config_t *const **first);
+size_t gpufl__launch_take_configs(gpufl__launch_t *l, gpufl__kernel_config_t *const **first);
 
 /* The graph launches (syncs) queued since the last take, in *rows, valid
  * until the next take of the same kind; returns how many. */
-size_t gpufl__launch_take_graphs(gpufl_launch_t *l, const gpufl_graph_launch_t **rows);
-size_t gpufl__launch_take_syncs(gpufl_launch_t *l, const gpufl_sync_call_t **rows);
-size_t gpufl__launch_take_launches(gpufl_launch_t *l, const gpufl_kernel_launch_t **rows);
+size_t gpufl__launch_take_graphs(gpufl__launch_t *l, const gpufl__graph_launch_t **rows);
+size_t gpufl__launch_take_syncs(gpufl__launch_t *l, const gpufl__sync_call_t **rows);
+size_t gpufl__launch_take_launches(gpufl__launch_t *l, const gpufl__kernel_launch_t **rows);
 
-void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out);
+void gpufl__launch_stats(gpufl__launch_t *l, gpufl__launch_stats_t *out);
 
 /* What an engine above Trace hears from the callbacks, on application
  * threads inside CUPTI's callbacks: resource callbacks (contexts and
@@ -167,12 +167,12 @@ void gpufl__launch_stats(gpufl_launch_t *l, gpufl_launch_stats_t *out);
  * and the first kernel launch a thread makes on each context, which finds
  * contexts created before the session. The hooks stay valid until
  * gpufl__launch_destroy; set them once, before the callbacks matter. */
-typedef struct gpufl_launch_hooks {
+typedef struct gpufl__launch_hooks {
     void (*resource)(void *user, uint32_t cbid, const void *resource_data);
     int (*context_seen)(void *user, void *context); /* 0: busy, call again later */
     void *user;
-} gpufl_launch_hooks_t;
-void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hooks);
+} gpufl__launch_hooks_t;
+void gpufl__launch_set_hooks(gpufl__launch_t *l, const gpufl__launch_hooks_t *hooks);
 
 /*
  * The launch gate (GPUFL_LAUNCH_GATE), for work of PC sampling's that must
@@ -195,8 +195,8 @@ void gpufl__launch_set_hooks(gpufl_launch_t *l, const gpufl_launch_hooks_t *hook
  * launches itself.
  */
 #define GPUFL_LAUNCH_GATE_PASS_NS 2000000000LL
-int gpufl__launch_gate_close(gpufl_launch_t *l, int64_t wait_ns);
-void gpufl__launch_gate_open(gpufl_launch_t *l);
+int gpufl__launch_gate_close(gpufl__launch_t *l, int64_t wait_ns);
+void gpufl__launch_gate_open(gpufl__launch_t *l);
 
 /* Marks the driver calls the calling thread makes from now on (on = 1)
  * until the matching call with on = 0 as gpufl's own: the callbacks ignore

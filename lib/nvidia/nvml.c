@@ -175,7 +175,7 @@ typedef struct counter {
 #define NVLINK_FIELDS (BIT(F_NVLINK_TX) | BIT(F_NVLINK_RX))
 
 typedef struct device {
-    gpufl_gpu_info_t info;
+    gpufl__gpu_info_t info;
     nvmlDevice_t handle;
     nvmlDevice_t parent;          /* the whole GPU, for a MIG instance (GPM is read there) */
     unsigned int gpu_instance_id; /* MIG GPU instance id, for nvmlGpmMigSampleGet */
@@ -193,7 +193,7 @@ typedef struct device {
     int gpm_have_prev;        /* gpm[!gpm_next] holds the previous snapshot */
 } device_t;
 
-struct gpufl_nvml {
+struct gpufl__nvml {
     gpufl__dl_t dl;
     nvml_fns_t fn;
     int initialized;       /* nvmlInit succeeded: shut down at close */
@@ -217,7 +217,7 @@ struct gpufl_nvml {
 /* ---------------------------------------------------------------------- */
 
 /* Our own names for the statuses we meet, for when nvmlErrorString is missing. */
-static const char *status_name(const gpufl_nvml_t *n, nvmlReturn_t r) {
+static const char *status_name(const gpufl__nvml_t *n, nvmlReturn_t r) {
     if (n && n->fn.error_string) {
         const char *s = n->fn.error_string(r);
         if (s && s[0]) return s;
@@ -311,7 +311,7 @@ static int field_u64(const nvmlFieldValue_t *f, uint64_t *out) {
 
 /* Resolves every symbol we use; newest version first. Returns 0 or
  * GPUFL_ENOTSUP (a required one is missing). */
-static int load_symbols(gpufl_nvml_t *n, char *why, size_t why_size) {
+static int load_symbols(gpufl__nvml_t *n, char *why, size_t why_size) {
     nvml_fns_t *fn = &n->fn;
     gpufl__dl_sym_t syms[] = {
         [SYM_INIT] = REQUIRED(init, "nvmlInit_v2", "nvmlInit"),
@@ -382,7 +382,7 @@ static int load_symbols(gpufl_nvml_t *n, char *why, size_t why_size) {
 /* Identity                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static void info_init(gpufl_gpu_info_t *info) {
+static void info_init(gpufl__gpu_info_t *info) {
     memset(info, 0, sizeof *info);
     info->index = GPUFL_GPU_UNKNOWN;
     info->mig_index = -1;
@@ -396,7 +396,7 @@ static void info_init(gpufl_gpu_info_t *info) {
 
 /* Total memory: the v2 call where the driver has it, else v1. Remembers a
  * v2 refusal so samples go straight to v1. */
-static int64_t read_memory_total(gpufl_nvml_t *n, device_t *d) {
+static int64_t read_memory_total(gpufl__nvml_t *n, device_t *d) {
     if (want(d, Q_MEMORY_V2, n->fn.memory_v2)) {
         nvmlMemory_v2_t m = {.version = NVML_MEMORY_V2_VERSION};
         nvmlReturn_t r = n->fn.memory_v2(d->handle, &m);
@@ -432,7 +432,7 @@ static int cores_per_sm(int major, int minor) {
  * H100 with 580), so there the CUDA core count divided by the cores per SM
  * of the architecture (16896 / 128 = 132 on an H100 SXM).
  */
-static int read_sm_count(gpufl_nvml_t *n, nvmlDevice_t h, int cc_major, int cc_minor) {
+static int read_sm_count(gpufl__nvml_t *n, nvmlDevice_t h, int cc_major, int cc_minor) {
     nvmlDeviceAttributes_t a;
     memset(&a, 0, sizeof a);
     if (n->fn.attributes && n->fn.attributes(h, &a) == NVML_SUCCESS && a.multiprocessorCount > 0)
@@ -445,7 +445,7 @@ static int read_sm_count(gpufl_nvml_t *n, nvmlDevice_t h, int cc_major, int cc_m
     return GPUFL_GPU_UNKNOWN;
 }
 
-static void read_pci_bus_id(gpufl_nvml_t *n, nvmlDevice_t h, char *out, size_t size) {
+static void read_pci_bus_id(gpufl__nvml_t *n, nvmlDevice_t h, char *out, size_t size) {
     nvmlPciInfo_t pci;
     memset(&pci, 0, sizeof pci);
     if (!n->fn.pci_info || n->fn.pci_info(h, &pci) != NVML_SUCCESS) return;
@@ -457,7 +457,7 @@ static void read_pci_bus_id(gpufl_nvml_t *n, nvmlDevice_t h, char *out, size_t s
 }
 
 /* Active NVLink links: asked link by link until the driver says there are no more. */
-static int count_nvlinks(gpufl_nvml_t *n, nvmlDevice_t h) {
+static int count_nvlinks(gpufl__nvml_t *n, nvmlDevice_t h) {
     int active = 0;
     if (!n->fn.nvlink_state) return 0;
     for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; link++) {
@@ -469,14 +469,14 @@ static int count_nvlinks(gpufl_nvml_t *n, nvmlDevice_t h) {
     return active;
 }
 
-static int gpm_supported(gpufl_nvml_t *n, nvmlDevice_t h) {
+static int gpm_supported(gpufl__nvml_t *n, nvmlDevice_t h) {
     nvmlGpmSupport_t support = {.version = NVML_GPM_SUPPORT_VERSION, .isSupportedDevice = 0};
     if (!n->fn.gpm_support || !n->fn.gpm_alloc || !n->fn.gpm_free || !n->fn.gpm_metrics) return 0;
     return n->fn.gpm_support(h, &support) == NVML_SUCCESS && support.isSupportedDevice == 1;
 }
 
 /* The two GPM snapshots of a device; without them it reads no GPM metrics. */
-static void gpm_alloc(gpufl_nvml_t *n, device_t *d) {
+static void gpm_alloc(gpufl__nvml_t *n, device_t *d) {
     if (!d->info.gpm_supported) return;
     if (n->fn.gpm_alloc(&d->gpm[0]) == NVML_SUCCESS && n->fn.gpm_alloc(&d->gpm[1]) == NVML_SUCCESS)
         return;
@@ -486,7 +486,7 @@ static void gpm_alloc(gpufl_nvml_t *n, device_t *d) {
     d->info.gpm_supported = 0;
 }
 
-static device_t *add_device(gpufl_nvml_t *n, nvmlDevice_t handle) {
+static device_t *add_device(gpufl__nvml_t *n, nvmlDevice_t handle) {
     if (n->count >= GPUFL_GPU_MAX) return NULL;
     device_t *d = &n->dev[n->count++];
     memset(d, 0, sizeof *d);
@@ -502,7 +502,7 @@ static device_t *add_device(gpufl_nvml_t *n, nvmlDevice_t handle) {
      BIT(Q_ENERGY) | BIT(Q_FIELDS))
 
 /* Lists the MIG devices of a GPU with MIG on, right after it. */
-static void add_mig_devices(gpufl_nvml_t *n, const device_t *parent) {
+static void add_mig_devices(gpufl__nvml_t *n, const device_t *parent) {
     unsigned int max = 0;
     if (!n->fn.max_mig_count || !n->fn.mig_handle ||
         n->fn.max_mig_count(parent->handle, &max) != NVML_SUCCESS)
@@ -516,8 +516,8 @@ static void add_mig_devices(gpufl_nvml_t *n, const device_t *parent) {
             gpufl__debug("nvml: more than %d devices, the rest are not listed", GPUFL_GPU_MAX);
             return;
         }
-        gpufl_gpu_info_t *info = &d->info;
-        const gpufl_gpu_info_t *p = &parent->info;
+        gpufl__gpu_info_t *info = &d->info;
+        const gpufl__gpu_info_t *p = &parent->info;
         d->parent = parent->handle;
         d->skip = MIG_SKIP;
         info->index = p->index;
@@ -543,7 +543,7 @@ static void add_mig_devices(gpufl_nvml_t *n, const device_t *parent) {
 }
 
 /* Reads a whole GPU's identity. Returns 0, or -1 when NVML has no handle for it. */
-static int add_gpu(gpufl_nvml_t *n, unsigned int index, const char *driver_version,
+static int add_gpu(gpufl__nvml_t *n, unsigned int index, const char *driver_version,
                    int cuda_driver_version) {
     nvmlDevice_t handle = NULL;
     nvmlReturn_t r = n->fn.handle_by_index(index, &handle);
@@ -556,7 +556,7 @@ static int add_gpu(gpufl_nvml_t *n, unsigned int index, const char *driver_versi
         gpufl__debug("nvml: more than %d devices, the rest are not listed", GPUFL_GPU_MAX);
         return -1;
     }
-    gpufl_gpu_info_t *info = &d->info;
+    gpufl__gpu_info_t *info = &d->info;
     info->index = (int)index;
     if (n->fn.name) n->fn.name(handle, info->name, sizeof info->name);
     if (n->fn.uuid) n->fn.uuid(handle, info->uuid, sizeof info->uuid);
@@ -602,7 +602,7 @@ static int add_gpu(gpufl_nvml_t *n, unsigned int index, const char *driver_versi
 /* Open / close                                                             */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__nvml_open(const char *library_path, gpufl_nvml_t **out, char *why, size_t why_size) {
+int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, size_t why_size) {
     char scratch[8];
     if (why == NULL || why_size == 0) {
         why = scratch;
@@ -612,7 +612,7 @@ int gpufl__nvml_open(const char *library_path, gpufl_nvml_t **out, char *why, si
     if (out == NULL) return gpufl__set_error(GPUFL_EINVAL, "gpufl__nvml_open: out is NULL");
     *out = NULL;
 
-    gpufl_nvml_t *n = calloc(1, sizeof *n);
+    gpufl__nvml_t *n = calloc(1, sizeof *n);
     if (n == NULL) {
         snprintf(why, why_size, "out of memory");
         return gpufl__set_error(GPUFL_ENOMEM, "nvml: out of memory");
@@ -669,7 +669,7 @@ fail:
     return rc;
 }
 
-void gpufl__nvml_close(gpufl_nvml_t *n) {
+void gpufl__nvml_close(gpufl__nvml_t *n) {
     if (n == NULL) return;
     if (n->fn.gpm_free)
         for (int i = 0; i < n->count; i++)
@@ -680,22 +680,22 @@ void gpufl__nvml_close(gpufl_nvml_t *n) {
     free(n);
 }
 
-int gpufl__nvml_device_count(const gpufl_nvml_t *n) { return n ? n->count : 0; }
+int gpufl__nvml_device_count(const gpufl__nvml_t *n) { return n ? n->count : 0; }
 
-const gpufl_gpu_info_t *gpufl__nvml_device_info(const gpufl_nvml_t *n, int device) {
+const gpufl__gpu_info_t *gpufl__nvml_device_info(const gpufl__nvml_t *n, int device) {
     if (n == NULL || device < 0 || device >= n->count) return NULL;
     return &n->dev[device].info;
 }
 
-const char *gpufl__nvml_version(const gpufl_nvml_t *n) { return n ? n->version : ""; }
+const char *gpufl__nvml_version(const gpufl__nvml_t *n) { return n ? n->version : ""; }
 
-const char *gpufl__nvml_missing(const gpufl_nvml_t *n) { return n ? n->dl.missing : ""; }
+const char *gpufl__nvml_missing(const gpufl__nvml_t *n) { return n ? n->dl.missing : ""; }
 
 /* ---------------------------------------------------------------------- */
 /* Sampling                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static void sample_init(gpufl_gpu_sample_t *s) {
+static void sample_init(gpufl__gpu_sample_t *s) {
     memset(s, 0, sizeof *s);
     s->gpu_util_pct = s->mem_util_pct = GPUFL_GPU_UNKNOWN;
     s->mem_used_bytes = s->mem_free_bytes = s->mem_total_bytes = GPUFL_GPU_UNKNOWN;
@@ -730,7 +730,7 @@ static int64_t counter_rate(counter_t *c, int have, uint64_t value, int wraps32,
     return rate;
 }
 
-static void read_memory(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
+static void read_memory(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
     if (want(d, Q_MEMORY_V2, n->fn.memory_v2)) {
         nvmlMemory_v2_t m = {.version = NVML_MEMORY_V2_VERSION};
         nvmlReturn_t r = n->fn.memory_v2(d->handle, &m);
@@ -759,7 +759,7 @@ static void read_uint(device_t *d, enum query q, nvml_device_uint_fn *fn, int64_
     if (want(d, q, fn) && ok(d, q, fn(d->handle, &v))) *out = v;
 }
 
-static void read_clock(gpufl_nvml_t *n, device_t *d, enum query q, unsigned int type, int *out) {
+static void read_clock(gpufl__nvml_t *n, device_t *d, enum query q, unsigned int type, int *out) {
     unsigned int mhz = 0;
     if (want(d, q, n->fn.clock) && ok(d, q, n->fn.clock(d->handle, type, &mhz))) *out = (int)mhz;
 }
@@ -774,7 +774,7 @@ static int64_t monotonic_ns(void) {
  * read takes longer than ENERGY_SLOW_NS (about 3 ms on an H100 with driver
  * 580, against well under 1 us for the power reading), at most every
  * ENERGY_SLOW_EVERY_NS, unknown in the samples between. */
-static void read_energy(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s, int64_t now_ns) {
+static void read_energy(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s, int64_t now_ns) {
     unsigned long long mj = 0;
     if (!want(d, Q_ENERGY, n->fn.energy) || (d->energy_next_ns != 0 && now_ns < d->energy_next_ns))
         return;
@@ -786,7 +786,7 @@ static void read_energy(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s, int
 }
 
 /* The field batch: memory temperature, ECC counts, PCIe/NVLink counters. */
-static void read_fields(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s, int64_t dt_ns) {
+static void read_fields(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s, int64_t dt_ns) {
     nvmlFieldValue_t values[F_COUNT];
     enum field which[F_COUNT];
     int count = 0;
@@ -837,8 +837,8 @@ static void read_fields(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s, int
 
 /* Adds the entries of one processes call to the sample, skipping pids
  * already there. Returns how many new pids it found (listed or not). */
-static int add_processes(gpufl_nvml_t *n, int k, unsigned int count, int *pids, int *npids,
-                         gpufl_gpu_sample_t *s) {
+static int add_processes(gpufl__nvml_t *n, int k, unsigned int count, int *pids, int *npids,
+                         gpufl__gpu_sample_t *s) {
     int stride = n->proc_stride[k];
     int added = 0;
     for (unsigned int i = 0; i < count; i++) {
@@ -866,7 +866,7 @@ static int add_processes(gpufl_nvml_t *n, int k, unsigned int count, int *pids, 
  * with a sentinel and the last byte the driver changed tells. The last
  * member of every layout (an instance id, protected memory) never equals
  * the sentinel pattern. */
-static void measure_stride(gpufl_nvml_t *n, int k, unsigned int count) {
+static void measure_stride(gpufl__nvml_t *n, int k, unsigned int count) {
     size_t end = (size_t)count * PROC_ENTRY_BYTES_MAX;
     while (end > 0 && n->proc_buffer[end - 1] == PROC_SENTINEL) end--;
     n->proc_stride[k] = end > (size_t)count * sizeof(nvmlProcessInfo_v2_t)
@@ -876,7 +876,7 @@ static void measure_stride(gpufl_nvml_t *n, int k, unsigned int count) {
                  n->proc_stride[k]);
 }
 
-static void read_processes(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
+static void read_processes(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
     nvml_device_processes_fn *fns[2] = {n->fn.compute_procs, n->fn.graphics_procs};
     const enum query queries[2] = {Q_COMPUTE_PROCS, Q_GRAPHICS_PROCS};
     int pids[2 * PROC_ENTRIES_MAX];
@@ -912,14 +912,14 @@ static void read_processes(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) 
 /* Whether GPM should give the rates of these counter fields: it does on
  * GPM devices, and where the counters are refused (or there is no
  * field-value call at all), unless GPM refused those metrics too. */
-static int rates_from_gpm(const gpufl_nvml_t *n, const device_t *d, unsigned int fields) {
+static int rates_from_gpm(const gpufl__nvml_t *n, const device_t *d, unsigned int fields) {
     if (d->parent || (d->gpm_refused & fields)) return 0;
     return (d->gpm_rates & fields) || !n->fn.field_values || (d->skip & BIT(Q_FIELDS)) ||
            (d->field_skip & fields) == fields;
 }
 
 /* GPM: a snapshot now, and the metrics between the previous one and it. */
-static void read_gpm(gpufl_nvml_t *n, device_t *d, gpufl_gpu_sample_t *s) {
+static void read_gpm(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
     if (!d->info.gpm_supported || !want(d, Q_GPM, n->fn.gpm_metrics)) return;
     nvmlGpmSample_t now = d->gpm[d->gpm_next];
     nvmlReturn_t r = d->parent ? n->fn.gpm_mig_sample(d->parent, d->gpu_instance_id, now)
@@ -1006,13 +1006,13 @@ static const char *const part_names[GPUFL_NVML_PARTS] = {
         (n)->part_ns[part] += monotonic_ns() - t0_;                                                \
     } while (0)
 
-int gpufl__nvml_sample(gpufl_nvml_t *n, int device, int64_t now_ns, gpufl_gpu_sample_t *out) {
+int gpufl__nvml_sample(gpufl__nvml_t *n, int device, int64_t now_ns, gpufl__gpu_sample_t *out) {
     if (out == NULL) return gpufl__set_error(GPUFL_EINVAL, "nvml sample: out is NULL");
     sample_init(out);
     if (n == NULL || device < 0 || device >= n->count)
         return gpufl__set_error(GPUFL_EINVAL, "nvml sample: no device %d", device);
     device_t *d = &n->dev[device];
-    gpufl_gpu_sample_t *s = out;
+    gpufl__gpu_sample_t *s = out;
     int64_t dt_ns = d->last_ns > 0 ? now_ns - d->last_ns : 0;
 
     n->part_samples++;
@@ -1075,11 +1075,11 @@ int gpufl__nvml_sample(gpufl_nvml_t *n, int device, int64_t now_ns, gpufl_gpu_sa
     return 0;
 }
 
-void gpufl__nvml_set_slow_interval(gpufl_nvml_t *n, int64_t every_ns) {
+void gpufl__nvml_set_slow_interval(gpufl__nvml_t *n, int64_t every_ns) {
     n->slow_every_ns = every_ns > 0 ? every_ns : 0;
 }
 
-int64_t gpufl__nvml_part_cost(const gpufl_nvml_t *n, int part, const char **name) {
+int64_t gpufl__nvml_part_cost(const gpufl__nvml_t *n, int part, const char **name) {
     if (part < 0 || part >= GPUFL_NVML_PARTS) return -1;
     *name = part_names[part];
     return n->part_samples ? n->part_ns[part] / n->part_samples : 0;

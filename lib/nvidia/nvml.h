@@ -4,7 +4,7 @@
  *
  * libnvidia-ml is opened with dlopen (never linked) through our own minimal
  * declarations (nvml_api.h); a missing library, driver or symbol is a normal
- * state that this module reports, never a crash. One gpufl_nvml_t lists the
+ * state that this module reports, never a crash. One gpufl__nvml_t lists the
  * devices (whole GPUs and, with MIG on, each MIG instance as a device of its
  * own) and reads their samples. Not thread-safe: the collector thread owns it.
  */
@@ -18,10 +18,10 @@
 #define GPUFL_GPU_PROCS_MAX 16   /* processes listed per device and sample */
 #define GPUFL_GPU_UNKNOWN   (-1) /* any integer field NVML could not give */
 
-typedef struct gpufl_nvml gpufl_nvml_t;
+typedef struct gpufl__nvml gpufl__nvml_t;
 
 /* Static identity, read once per session. */
-typedef struct gpufl_gpu_info {
+typedef struct gpufl__gpu_info {
     int index;     /* NVML index of the GPU (the parent, for a MIG instance) */
     int mig_index; /* -1 for a whole GPU, else the instance's position under its parent */
     char name[96];
@@ -36,11 +36,11 @@ typedef struct gpufl_gpu_info {
     int gpm_supported;       /* 1 when GPM metrics (Hopper and newer) can be read */
     int nvlink_links;        /* active NVLink links, 0 without NVLink */
     int64_t power_limit_mw;  /* enforced power limit */
-} gpufl_gpu_info_t;
+} gpufl__gpu_info_t;
 
 /* One reading. Rates (PCIe, NVLink, GPM) are over the interval since the
  * previous sample of the same device; the first sample has them unknown. */
-typedef struct gpufl_gpu_sample {
+typedef struct gpufl__gpu_sample {
     int gpu_util_pct, mem_util_pct; /* NVML utilization rates */
     int64_t mem_used_bytes, mem_free_bytes, mem_total_bytes;
     int temp_gpu_c, temp_mem_c;
@@ -61,7 +61,7 @@ typedef struct gpufl_gpu_sample {
         int pid;
         int64_t used_bytes; /* GPUFL_GPU_UNKNOWN where NVML does not say */
     } procs[GPUFL_GPU_PROCS_MAX];
-} gpufl_gpu_sample_t;
+} gpufl__gpu_sample_t;
 
 /*
  * Loads NVML (library_path, else $GPUFL_NVML_LIBRARY, else libnvidia-ml.so.1),
@@ -69,12 +69,12 @@ typedef struct gpufl_gpu_sample {
  * one-line reason in why ("libnvidia-ml.so.1 not found: no NVIDIA driver",
  * "nvmlInit_v2 failed: Driver Not Loaded", ...) and *out NULL.
  */
-int gpufl__nvml_open(const char *library_path, gpufl_nvml_t **out, char *why, size_t why_size);
+int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, size_t why_size);
 /* Shuts NVML down and unloads it. Accepts NULL. */
-void gpufl__nvml_close(gpufl_nvml_t *n);
+void gpufl__nvml_close(gpufl__nvml_t *n);
 
-int gpufl__nvml_device_count(const gpufl_nvml_t *n);
-const gpufl_gpu_info_t *gpufl__nvml_device_info(const gpufl_nvml_t *n, int device);
+int gpufl__nvml_device_count(const gpufl__nvml_t *n);
+const gpufl__gpu_info_t *gpufl__nvml_device_info(const gpufl__nvml_t *n, int device);
 
 /*
  * Reads one sample of device (0 .. count-1). now_ns is CLOCK_MONOTONIC, for
@@ -82,7 +82,7 @@ const gpufl_gpu_info_t *gpufl__nvml_device_info(const gpufl_nvml_t *n, int devic
  * query is not used). Returns 0, or GPUFL_EIO when the device stopped
  * answering (e.g. fell off the bus); fields that failed are unknown.
  */
-int gpufl__nvml_sample(gpufl_nvml_t *n, int device, int64_t now_ns, gpufl_gpu_sample_t *out);
+int gpufl__nvml_sample(gpufl__nvml_t *n, int device, int64_t now_ns, gpufl__gpu_sample_t *out);
 
 /* Name of a throttle (clock event) reason bit, e.g. "sw_power_cap",
  * "hw_thermal_slowdown"; NULL for a bit with no name. */
@@ -91,20 +91,20 @@ const char *gpufl__nvml_throttle_name(int bit);
 /* Reads the costly parts of a sample (process lists, and GPM with the rates
  * it gives) at most every every_ns; in the samples between, they are
  * unknown. 0 (the default) reads them in every sample. */
-void gpufl__nvml_set_slow_interval(gpufl_nvml_t *n, int64_t every_ns);
+void gpufl__nvml_set_slow_interval(gpufl__nvml_t *n, int64_t every_ns);
 
 /* The parts of a sample, timed separately: memory, utilization, ... gpm. */
 #define GPUFL_NVML_PARTS 11
 /* Mean time of one part per device sample so far (ns), and its name; -1 for
  * a part number out of range. */
-int64_t gpufl__nvml_part_cost(const gpufl_nvml_t *n, int part, const char **name);
+int64_t gpufl__nvml_part_cost(const gpufl__nvml_t *n, int part, const char **name);
 
 /* Version of the NVML library loaded, e.g. "13.580.95.05"; "" when unknown. */
-const char *gpufl__nvml_version(const gpufl_nvml_t *n);
+const char *gpufl__nvml_version(const gpufl__nvml_t *n);
 
 /* The optional NVML symbols the loaded library lacks (an older driver), e.g.
  * "nvmlGpmSampleGet, nvmlDeviceGetMemoryInfo_v2", for the capability record:
  * the readings they give stay unknown. "" when none is missing. */
-const char *gpufl__nvml_missing(const gpufl_nvml_t *n);
+const char *gpufl__nvml_missing(const gpufl__nvml_t *n);
 
 #endif

@@ -94,7 +94,7 @@ static int64_t config_holding(const arch_t *a, int64_t bytes) {
 
 static int clamp_int(int64_t value) { return value > INT_MAX ? INT_MAX : (int)value; }
 
-static int check_device(const gpufl_occ_device_t *d) {
+static int check_device(const gpufl__occ_device_t *d) {
     const struct {
         int value;
         const char *name;
@@ -117,7 +117,7 @@ static int check_device(const gpufl_occ_device_t *d) {
     return 0;
 }
 
-static int check_kernel(const gpufl_occ_kernel_t *k) {
+static int check_kernel(const gpufl__occ_kernel_t *k) {
     if (k->block_threads < 1)
         return gpufl__set_error(GPUFL_EINVAL, "occupancy: a block of %d threads", k->block_threads);
     if (k->max_threads_per_block < 1)
@@ -142,8 +142,8 @@ static int check_kernel(const gpufl_occ_kernel_t *k) {
 
 #define MIN_REGS_ALLOCATED 16
 
-static int registers_limit(const gpufl_occ_device_t *d, const gpufl_occ_kernel_t *k,
-                           int warps_per_block, gpufl_occ_result_t *r) {
+static int registers_limit(const gpufl__occ_device_t *d, const gpufl__occ_kernel_t *k,
+                           int warps_per_block, gpufl__occ_result_t *r) {
     if (k->registers_per_thread == 0) return GPUFL_OCC_NO_LIMIT;
     /* A thread is given at least MIN_REGS_ALLOCATED registers: Nsight Compute
      * reports 16 for kernels compiled to 8, 10 or 12 (H100, CUDA 13). It never
@@ -162,8 +162,8 @@ static int registers_limit(const gpufl_occ_device_t *d, const gpufl_occ_kernel_t
 
 /* Returns the limit, or a negative GPUFL_E* when the device's shared memory
  * fits none of its architecture's sizes. */
-static int smem_limit(const gpufl_occ_device_t *d, const gpufl_occ_kernel_t *k, const arch_t *a,
-                      gpufl_occ_result_t *r) {
+static int smem_limit(const gpufl__occ_device_t *d, const gpufl__occ_kernel_t *k, const arch_t *a,
+                      gpufl__occ_result_t *r) {
     int64_t used =
         (int64_t)k->static_smem_bytes + k->dynamic_smem_bytes + d->reserved_smem_per_block;
     int64_t per_block = round_up(used, a->smem_unit_bytes);
@@ -187,8 +187,8 @@ static int smem_limit(const gpufl_occ_device_t *d, const gpufl_occ_kernel_t *k, 
     return per_block > 0 ? (int)(config / per_block) : GPUFL_OCC_NO_LIMIT;
 }
 
-int gpufl__occupancy_compute(const gpufl_occ_device_t *device, const gpufl_occ_kernel_t *kernel,
-                             gpufl_occ_result_t *out) {
+int gpufl__occupancy_compute(const gpufl__occ_device_t *device, const gpufl__occ_kernel_t *kernel,
+                             gpufl__occ_result_t *out) {
     arch_t arch;
     int rc;
 
@@ -202,7 +202,7 @@ int gpufl__occupancy_compute(const gpufl_occ_device_t *device, const gpufl_occ_k
                                 "occupancy: compute capability %d.%d is not known to the rules",
                                 device->cc_major, device->cc_minor);
 
-    gpufl_occ_result_t r;
+    gpufl__occ_result_t r;
     memset(&r, 0, sizeof r);
     r.warps_per_block =
         (int)(((int64_t)kernel->block_threads + device->warp_size - 1) / device->warp_size);
@@ -217,7 +217,7 @@ int gpufl__occupancy_compute(const gpufl_occ_device_t *device, const gpufl_occ_k
     const int limits[] = {r.limit_warps, r.limit_registers, r.limit_smem, r.limit_blocks};
     r.limiter = GPUFL_OCC_WARPS;
     for (int i = 1; i < 4; i++)
-        if (limits[i] < limits[r.limiter]) r.limiter = (enum gpufl_occ_limiter)i;
+        if (limits[i] < limits[r.limiter]) r.limiter = (enum gpufl__occ_limiter)i;
     r.blocks_per_sm = limits[r.limiter];
     r.active_warps = clamp_int((int64_t)r.blocks_per_sm * r.warps_per_block);
     r.occupancy = r.max_warps > 0 ? (double)r.active_warps / r.max_warps : 0.0;
@@ -225,7 +225,7 @@ int gpufl__occupancy_compute(const gpufl_occ_device_t *device, const gpufl_occ_k
     return 0;
 }
 
-const char *gpufl__occupancy_limiter_name(enum gpufl_occ_limiter limiter) {
+const char *gpufl__occupancy_limiter_name(enum gpufl__occ_limiter limiter) {
     switch (limiter) {
     case GPUFL_OCC_WARPS: return "warps";
     case GPUFL_OCC_REGISTERS: return "registers";

@@ -26,7 +26,7 @@
 #define GPUFL_OCC_NO_LIMIT INT_MAX
 
 /* The device, from cuDeviceGetAttribute: read once per device. */
-typedef struct gpufl_occ_device {
+typedef struct gpufl__occ_device {
     int cc_major, cc_minor;      /* COMPUTE_CAPABILITY_MAJOR / _MINOR */
     int warp_size;               /* WARP_SIZE */
     int max_threads_per_sm;      /* MAX_THREADS_PER_MULTIPROCESSOR */
@@ -37,10 +37,10 @@ typedef struct gpufl_occ_device {
     int smem_per_block_optin;    /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, bytes */
     int reserved_smem_per_block; /* RESERVED_SHARED_MEMORY_PER_BLOCK, bytes (0 before 8.0) */
     int sm_count;                /* MULTIPROCESSOR_COUNT (not used by the computation) */
-} gpufl_occ_device_t;
+} gpufl__occ_device_t;
 
 /* The kernel, from cuFuncGetAttribute, and the launch. */
-typedef struct gpufl_occ_kernel {
+typedef struct gpufl__occ_kernel {
     int block_threads;          /* threads per block of the launch (x * y * z) */
     int registers_per_thread;   /* NUM_REGS */
     int static_smem_bytes;      /* SHARED_SIZE_BYTES */
@@ -48,17 +48,17 @@ typedef struct gpufl_occ_kernel {
     int max_threads_per_block;  /* MAX_THREADS_PER_BLOCK: the kernel's own limit */
     int local_bytes_per_thread; /* LOCAL_SIZE_BYTES (reported, no effect on occupancy) */
     int carveout_pct;           /* PREFERRED_SHARED_MEMORY_CARVEOUT: 0..100, -1 default */
-} gpufl_occ_kernel_t;
+} gpufl__occ_kernel_t;
 
 /* What bounds the blocks per SM. Names are written to logs: stable. */
-enum gpufl_occ_limiter {
+enum gpufl__occ_limiter {
     GPUFL_OCC_WARPS,         /* warp slots of the SM */
     GPUFL_OCC_REGISTERS,     /* the register file */
     GPUFL_OCC_SHARED_MEMORY, /* shared memory */
     GPUFL_OCC_BLOCKS         /* block slots of the SM */
 };
 
-typedef struct gpufl_occ_result {
+typedef struct gpufl__occ_result {
     /* Blocks per SM each resource allows (0: a block does not fit at all;
      * GPUFL_OCC_NO_LIMIT: the kernel uses none of it). */
     int limit_warps, limit_registers, limit_smem, limit_blocks;
@@ -67,13 +67,13 @@ typedef struct gpufl_occ_result {
     int active_warps;               /* blocks_per_sm * warps_per_block */
     int max_warps;                  /* max_threads_per_sm / warp_size */
     double occupancy;               /* active_warps / max_warps, 0..1 */
-    enum gpufl_occ_limiter limiter; /* the smallest limit; ties go to the first of warps,
+    enum gpufl__occ_limiter limiter; /* the smallest limit; ties go to the first of warps,
                                        registers, shared memory, blocks */
     int registers_per_block;        /* registers allocated to one block */
     int smem_per_block_bytes;       /* shared memory allocated to one block, reserve included */
     int smem_config_bytes; /* the SM's shared memory size the launch gets (carveout applied);
                               0 when a block does not fit */
-} gpufl_occ_result_t;
+} gpufl__occ_result_t;
 
 /*
  * Computes the limits for one launch. Returns 0, GPUFL_EINVAL with a message
@@ -86,10 +86,10 @@ typedef struct gpufl_occ_result {
  * limit, registers beyond the per-block file) is not an error: that limit is
  * 0, and so are blocks_per_sm and the occupancy.
  */
-int gpufl__occupancy_compute(const gpufl_occ_device_t *device, const gpufl_occ_kernel_t *kernel,
-                             gpufl_occ_result_t *out);
+int gpufl__occupancy_compute(const gpufl__occ_device_t *device, const gpufl__occ_kernel_t *kernel,
+                             gpufl__occ_result_t *out);
 
 /* "warps", "registers", "shared_memory", "blocks"; "unknown" otherwise. */
-const char *gpufl__occupancy_limiter_name(enum gpufl_occ_limiter limiter);
+const char *gpufl__occupancy_limiter_name(enum gpufl__occ_limiter limiter);
 
 #endif

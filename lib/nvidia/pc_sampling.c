@@ -18,7 +18,7 @@
 #include "nvidia/pc_sampling.h"
 
 #include "core/clock.h"
-#include "core/demangle.h"
+#include "util/demangle.h"
 #include "util/error.h"
 #include "util/idmap.h"
 #include "util/log.h"
@@ -51,7 +51,7 @@
 /* PC records the scratch buffer holds (measured with every reason). A drain
  * that brings more than a quarter of it shortens the GetData period, one
  * that brings less than a sixteenth doubles it (adapt_drain_period, between
- * GPUFL_PCS_DRAIN_MIN_NS and _MAX_NS): the buffer must never fill between
+ * GPUFL_PC_SAMPLING_DRAIN_MIN_NS and _MAX_NS): the buffer must never fill between
  * two drains, since CUPTI's hardware buffer then fills behind it and stays
  * full. */
 #define SCRATCH_PCS 88000
@@ -64,7 +64,7 @@
 #define REASONS_MAX   1024 /* stall reasons a device may offer */
 #define UNNAMED_MAX   256 /* functions named from their module for CUPTI, at most */
 
-typedef struct pcs_fn {
+typedef struct pc_sampling_fn {
     CUptiResult (*enable)(CUpti_PCSamplingEnableParams *);
     CUptiResult (*disable)(CUpti_PCSamplingDisableParams *);
     CUptiResult (*get_data)(CUpti_PCSamplingGetDataParams *);
@@ -76,18 +76,18 @@ typedef struct pcs_fn {
     CUptiResult (*device_id)(CUcontext, uint32_t *);
     CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
     CUptiResult (*result_string)(CUptiResult, const char **);
-} pcs_fn_t;
+} pc_sampling_fn_t;
 
 /* Counters of one window (or of the session, for the totals). */
-typedef struct pcs_counts {
+typedef struct pc_sampling_counts {
     uint64_t drains, samples, recorded, non_user, dropped, buffer_full;
     uint64_t lost;     /* in records CUPTI gave but gpufl could not keep (no memory) */
     uint64_t unplaced; /* in records CUPTI gave with neither function nor module */
-} pcs_counts_t;
+} pc_sampling_counts_t;
 
 enum ctx_state { CTX_FREE = 0, CTX_ON, CTX_FAILED, CTX_GONE };
 
-typedef struct pcs_ctx {
+typedef struct pc_sampling_ctx {
     CUcontext ctx;
     enum ctx_state state;
     uint32_t id, device;
@@ -102,17 +102,17 @@ typedef struct pcs_ctx {
     uint8_t *reason_plain; /* by position: 1 for a plain stall reason */
     uint32_t *reason_dict; /* by position: dict id, set when announced */
     CUpti_PCSamplingData *drain_buf, *final_buf;
-    pcs_counts_t window;
-    size_t pcs_left;
+    pc_sampling_counts_t window;
+    size_t pc_sampling_left;
     int64_t window_t0;  /* session clock; the end of this context's previous window */
     int64_t drained_ns; /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
-    size_t drain_pcs;   /* PC records its last drain brought */
+    size_t drain_pc_sampling; /* PC records its last drain brought */
     int drain_trouble;  /* its last drain: 0 fine, 1 buffer full, 2 a call failed */
     int64_t folded_ns;  /* CLOCK_MONOTONIC of its last counts taken; started_ns before */
     int window_written_once;
     int needs_restart;   /* its hardware buffer filled: restart() at the collector's next pass */
     int restart_refused; /* a restart's disable failed: none is tried again */
-} pcs_ctx_t;
+} pc_sampling_ctx_t;
 
 /* A function CUPTI handed over without a name, and the name gpufl gave it. */
 typedef struct unnamed {
@@ -130,36 +130,36 @@ typedef struct agg {
     uint16_t ctx;
 } agg_t;
 
-struct gpufl_pcs {
-    gpufl_cupti_t *cupti;
-    gpufl_collector_t *collector;
-    gpufl_pcs_config_t cfg;
-    pcs_fn_t fn;
+struct gpufl__pc_sampling {
+    gpufl__cupti_t *cupti;
+    gpufl__collector_t *collector;
+    gpufl__pc_sampling_config_t cfg;
+    pc_sampling_fn_t fn;
     pthread_mutex_t lock;
-    pcs_ctx_t ctx[GPUFL_PCS_CONTEXTS_MAX];
+    pc_sampling_ctx_t ctx[GPUFL_PC_SAMPLING_CONTEXTS_MAX];
     int ctx_count;
     agg_t *agg;
     size_t agg_slots, agg_count;
     int64_t next_drain_ns, window_end_ns, last_drain_ns;
-    gpufl_idmap_t names;     /* CUPTI's function name pointer -> dict id, 0 until interned */
-    gpufl_idmap_t cubins;    /* a module's CRC -> dict id of its hex form */
-    gpufl_idmap_t demangled; /* dict id -> dict id of the demangled name */
-    gpufl_idmap_t functions; /* dict id of a sampled function -> 1 */
-    gpufl_batch_t rows, windows;
-    gpufl_launch_hooks_t hooks;
-    pcs_counts_t total;
-    gpufl_sass_log_t *sass; /* NULL: no SASS records (sass_why says why) */
+    gpufl__idmap_t names;     /* CUPTI's function name pointer -> dict id, 0 until interned */
+    gpufl__idmap_t cubins;    /* a module's CRC -> dict id of its hex form */
+    gpufl__idmap_t demangled; /* dict id -> dict id of the demangled name */
+    gpufl__idmap_t functions; /* dict id of a sampled function -> 1 */
+    gpufl__batch_t rows, windows;
+    gpufl__launch_hooks_t hooks;
+    pc_sampling_counts_t total;
+    gpufl__sass_log_t *sass; /* NULL: no SASS records (sass_why says why) */
     int sass_owned;         /* 0: the SassMetrics engine's (Deep), which keeps the cubins */
     char sass_why[200];
     uint64_t rows_written, contexts;
-    gpufl_engine_errors_t errors;
+    gpufl__engine_errors_t errors;
     int64_t drain_every_ns;   /* GetData period (adapt_drain_period) */
     int drain_fixed;          /* GPUFL_PC_SAMPLING_DRAIN_MS set it */
     uint64_t drain_shortened; /* times adapt_drain_period shortened it */
     uint32_t decode_ms; /* CUPTI's decode period: GPUFL_PC_SAMPLING_DECODE_MS; 0 its default */
     int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
-    gpufl_launch_t *gate;     /* restarts (and under Deep drains) pass it; NULL none */
+    gpufl__launch_t *gate;    /* restarts (and under Deep drains) pass it; NULL none */
     uint64_t drains_deferred; /* the gate stayed busy: the drain was put off */
     int defer_streak;         /* drains put off in a row (the collector's own) */
     _Atomic uint64_t modules_loaded, modules_unloaded; /* seen by the resource callbacks */
@@ -181,22 +181,23 @@ struct gpufl_pcs {
 /* ---------------------------------------------------------------------- */
 
 /* Lock held. A failed call, counted and kept for the collector's event. */
-static void note_error(gpufl_pcs_t *p, const char *message) {
+static void note_error(gpufl__pc_sampling_t *p, const char *message) {
     gpufl__engine_note_error(&p->errors, message);
 }
 
-static void explain(const gpufl_pcs_t *p, CUptiResult r, const char *what, char *out, size_t size) {
+static void explain(const gpufl__pc_sampling_t *p, CUptiResult r, const char *what, char *out,
+                    size_t size) {
     gpufl__engine_explain(p->fn.result_string, r, what, out, size);
 }
 
 #define SYM(field, name)                                                                           \
     { &p->fn.field, name }
 
-int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
-                      const gpufl_pcs_config_t *cfg, gpufl_pcs_t **out, char *why,
-                      size_t why_size) {
+int gpufl__pc_sampling_create(gpufl__cupti_t *cupti, gpufl__collector_t *collector,
+                              const gpufl__pc_sampling_config_t *cfg, gpufl__pc_sampling_t **out,
+                              char *why, size_t why_size) {
     *out = NULL;
-    gpufl_pcs_t *p = calloc(1, sizeof *p);
+    gpufl__pc_sampling_t *p = calloc(1, sizeof *p);
     if (p == NULL || pthread_mutex_init(&p->lock, NULL) != 0) {
         free(p);
         snprintf(why, why_size, "out of memory");
@@ -205,7 +206,7 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     p->cupti = cupti;
     p->collector = collector;
     p->cfg = *cfg;
-    if (p->cfg.period < 5 || p->cfg.period > 31) p->cfg.period = GPUFL_PCS_PERIOD_DEFAULT;
+    if (p->cfg.period < 5 || p->cfg.period > 31) p->cfg.period = GPUFL_PC_SAMPLING_PERIOD_DEFAULT;
     if (p->cfg.window_ns <= 0) p->cfg.window_ns = 250 * 1000000LL;
     /* Knobs (docs/options.md): whether a context whose hardware buffer
      * filled is restarted, and how often the collector calls GetData. */
@@ -215,24 +216,24 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
                                     "the period adapts (100 to 500 ms)");
     p->drain_fixed = drain_ms > 0;
     /* Adapted: from the shortest, growing while drains bring little. */
-    p->drain_every_ns = p->drain_fixed ? drain_ms * 1000000LL : GPUFL_PCS_DRAIN_MIN_NS;
+    p->drain_every_ns = p->drain_fixed ? drain_ms * 1000000LL : GPUFL_PC_SAMPLING_DRAIN_MIN_NS;
     /* 0: CUPTI's own decode period (its worker thread's sleep span). */
     p->decode_ms = (uint32_t)gpufl__engine_env_long("GPUFL_PC_SAMPLING_DECODE_MS", 0, 10000, 0,
                                                     "a number of ms");
-    const gpufl_engine_sym_t syms[] = {SYM(enable, "cuptiPCSamplingEnable"),
-                                       SYM(disable, "cuptiPCSamplingDisable"),
-                                       SYM(get_data, "cuptiPCSamplingGetData"),
-                                       SYM(num_reasons, "cuptiPCSamplingGetNumStallReasons"),
-                                       SYM(reasons, "cuptiPCSamplingGetStallReasons"),
-                                       SYM(set_attr, "cuptiPCSamplingSetConfigurationAttribute"),
-                                       SYM(get_attr, "cuptiPCSamplingGetConfigurationAttribute"),
-                                       SYM(context_id, "cuptiGetContextId"),
-                                       SYM(device_id, "cuptiGetDeviceId"),
-                                       SYM(cubin_crc, "cuptiGetCubinCrc"),
-                                       SYM(result_string, "cuptiGetResultString")};
+    const gpufl__engine_sym_t syms[] = {SYM(enable, "cuptiPCSamplingEnable"),
+                                        SYM(disable, "cuptiPCSamplingDisable"),
+                                        SYM(get_data, "cuptiPCSamplingGetData"),
+                                        SYM(num_reasons, "cuptiPCSamplingGetNumStallReasons"),
+                                        SYM(reasons, "cuptiPCSamplingGetStallReasons"),
+                                        SYM(set_attr, "cuptiPCSamplingSetConfigurationAttribute"),
+                                        SYM(get_attr, "cuptiPCSamplingGetConfigurationAttribute"),
+                                        SYM(context_id, "cuptiGetContextId"),
+                                        SYM(device_id, "cuptiGetDeviceId"),
+                                        SYM(cubin_crc, "cuptiGetCubinCrc"),
+                                        SYM(result_string, "cuptiGetResultString")};
     if (gpufl__engine_resolve(cupti, syms, sizeof syms / sizeof syms[0],
                               "the PC Sampling API needs CUPTI 11.3 or newer", why, why_size)) {
-        gpufl__pcs_destroy(p);
+        gpufl__pc_sampling_destroy(p);
         return GPUFL_ENOTSUP;
     }
     char guard_why[200];
@@ -251,14 +252,14 @@ int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
     if (gpufl__batch_init_table(&p->rows, &gpufl__wire_pc_sample) ||
         gpufl__batch_init_table(&p->windows, &gpufl__wire_pc_window)) {
         snprintf(why, why_size, "%s", gpufl_last_error());
-        gpufl__pcs_destroy(p);
+        gpufl__pc_sampling_destroy(p);
         return GPUFL_ENOMEM;
     }
     if (!p->cfg.disassemble)
         snprintf(p->sass_why, sizeof p->sass_why, "off");
     else if (p->cfg.shared_sass != NULL)
         p->sass = p->cfg.shared_sass;
-    else if (gpufl__sass_log_create(collector, GPUFL_PCS_CUBIN_BYTES, &p->sass, p->sass_why,
+    else if (gpufl__sass_log_create(collector, GPUFL_PC_SAMPLING_CUBIN_BYTES, &p->sass, p->sass_why,
                                     sizeof p->sass_why) != 0)
         p->sass = NULL;
     else
@@ -295,13 +296,13 @@ static void free_data(CUpti_PCSamplingData *d) {
 }
 
 /* The sample buffers (megabytes): not needed once a context stopped. */
-static void free_buffers(pcs_ctx_t *x) {
+static void free_buffers(pc_sampling_ctx_t *x) {
     free_data(x->drain_buf);
     free_data(x->final_buf);
     x->drain_buf = x->final_buf = NULL;
 }
 
-static void free_ctx(pcs_ctx_t *x) {
+static void free_ctx(pc_sampling_ctx_t *x) {
     free(x->reason_index);
     free(x->reason_name);
     free(x->reason_plain);
@@ -323,8 +324,8 @@ static int plain_reason(const char *name) {
     return !(n >= s && strcmp(name + n - s, suffix) == 0);
 }
 
-static int set_attr(gpufl_pcs_t *p, pcs_ctx_t *x, CUpti_PCSamplingConfigurationInfo *info,
-                    const char *what) {
+static int set_attr(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x,
+                    CUpti_PCSamplingConfigurationInfo *info, const char *what) {
     CUpti_PCSamplingConfigurationInfoParams prm = {.size =
                                                        CUpti_PCSamplingConfigurationInfoParamsSize};
     prm.ctx = x->ctx;
@@ -339,7 +340,7 @@ static int set_attr(gpufl_pcs_t *p, pcs_ctx_t *x, CUpti_PCSamplingConfigurationI
     return -1;
 }
 
-static CUpti_PCSamplingConfigurationInfo get_attr(gpufl_pcs_t *p, pcs_ctx_t *x,
+static CUpti_PCSamplingConfigurationInfo get_attr(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x,
                                                   CUpti_PCSamplingConfigurationAttributeType t) {
     CUpti_PCSamplingConfigurationInfo info = {.attributeType = t};
     CUpti_PCSamplingConfigurationInfoParams prm = {.size =
@@ -353,7 +354,7 @@ static CUpti_PCSamplingConfigurationInfo get_attr(gpufl_pcs_t *p, pcs_ctx_t *x,
 }
 
 /* The stall reasons this context's device offers. */
-static int read_reasons(gpufl_pcs_t *p, pcs_ctx_t *x) {
+static int read_reasons(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     size_t n = 0;
     CUpti_PCSamplingGetNumStallReasonsParams np = {
         .size = CUpti_PCSamplingGetNumStallReasonsParamsSize};
@@ -401,7 +402,7 @@ static int read_reasons(gpufl_pcs_t *p, pcs_ctx_t *x) {
 /* Continuous mode, parsed records, every reason, our period, our scratch
  * buffer, and the buffer CUPTI fills with what is pending when sampling is
  * disabled. */
-static int configure(gpufl_pcs_t *p, pcs_ctx_t *x) {
+static int configure(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     /* A restart keeps the buffers it had (the reasons do not change). */
     if (x->drain_buf == NULL) x->drain_buf = alloc_data(x->reason_count, COLLECT_PCS);
     if (x->final_buf == NULL) x->final_buf = alloc_data(x->reason_count, FINAL_PCS);
@@ -457,7 +458,7 @@ static int configure(gpufl_pcs_t *p, pcs_ctx_t *x) {
 }
 
 /* Returns 0, or -1 (said) when CUPTI refused. */
-static int disable(gpufl_pcs_t *p, pcs_ctx_t *x) {
+static int disable(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     CUpti_PCSamplingDisableParams prm = {.size = CUpti_PCSamplingDisableParamsSize};
     prm.ctx = x->ctx;
     CUptiResult r = p->fn.disable(&prm);
@@ -470,23 +471,23 @@ static int disable(gpufl_pcs_t *p, pcs_ctx_t *x) {
 
 /* Lock held. Finds the context's slot, or takes a free one; NULL when the
  * table is full. */
-static pcs_ctx_t *slot_of(gpufl_pcs_t *p, CUcontext ctx, int *fresh) {
+static pc_sampling_ctx_t *slot_of(gpufl__pc_sampling_t *p, CUcontext ctx, int *fresh) {
     *fresh = 0;
     for (int i = 0; i < p->ctx_count; i++)
         if (p->ctx[i].ctx == ctx && p->ctx[i].state != CTX_GONE) return &p->ctx[i];
-    if (p->ctx_count == GPUFL_PCS_CONTEXTS_MAX) return NULL;
+    if (p->ctx_count == GPUFL_PC_SAMPLING_CONTEXTS_MAX) return NULL;
     *fresh = 1;
     return &p->ctx[p->ctx_count++];
 }
 
-static int lock_within(gpufl_pcs_t *p, int ms) {
+static int lock_within(gpufl__pc_sampling_t *p, int ms) {
     return gpufl__engine_lock_within(&p->lock, ms, &p->errors);
 }
 
 /* Enables sampling on ctx unless it is known. With try set (a launch, on
  * the application's hot path) a busy lock is not waited for: returns 0 and
  * the next launch tries again; else returns 1. */
-static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
+static int start_context(gpufl__pc_sampling_t *p, CUcontext ctx, int late, int try) {
     if (atomic_load(&p->finished)) return 1;
     if (try) {
         if (pthread_mutex_trylock(&p->lock) != 0) return 0;
@@ -498,7 +499,7 @@ static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
         return 1;
     }
     int fresh;
-    pcs_ctx_t *x = slot_of(p, ctx, &fresh);
+    pc_sampling_ctx_t *x = slot_of(p, ctx, &fresh);
     if (x == NULL || !fresh) {
         int first_overflow = x == NULL && !p->warned_table;
         if (first_overflow) {
@@ -508,7 +509,7 @@ static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
         pthread_mutex_unlock(&p->lock);
         if (first_overflow)
             gpufl__warn("PC sampling: more than %d CUDA contexts; the others are not sampled",
-                        GPUFL_PCS_CONTEXTS_MAX);
+                        GPUFL_PC_SAMPLING_CONTEXTS_MAX);
         return 1;
     }
     memset(x, 0, sizeof *x);
@@ -543,11 +544,11 @@ static int start_context(gpufl_pcs_t *p, CUcontext ctx, int late, int try) {
     return 1;
 }
 
-void gpufl__pcs_context_created(gpufl_pcs_t *p, void *context) {
+void gpufl__pc_sampling_context_created(gpufl__pc_sampling_t *p, void *context) {
     if (p && context) start_context(p, (CUcontext)context, 0, 0);
 }
 
-int gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context) {
+int gpufl__pc_sampling_context_seen(gpufl__pc_sampling_t *p, void *context) {
     return p && context ? start_context(p, (CUcontext)context, 1, 1) : 1;
 }
 
@@ -562,7 +563,7 @@ static uint64_t hash_key(uint64_t crc, uint64_t pc, const char *f, uint32_t reas
     return h ^ (h >> 29);
 }
 
-static int agg_grow(gpufl_pcs_t *p) {
+static int agg_grow(gpufl__pc_sampling_t *p) {
     if (p->agg_slots >= AGG_SLOTS_MAX) return -1; /* past the cap: samples counted as lost */
     size_t slots = p->agg_slots ? p->agg_slots * 2 : 4096;
     agg_t *t = calloc(slots, sizeof *t);
@@ -582,7 +583,7 @@ static int agg_grow(gpufl_pcs_t *p) {
 
 /* Returns 0, or -1 when the table could not grow (the caller counts the
  * samples as lost). */
-static int agg_add(gpufl_pcs_t *p, uint16_t ctx, uint64_t crc, const char *f, uint64_t pc,
+static int agg_add(gpufl__pc_sampling_t *p, uint16_t ctx, uint64_t crc, const char *f, uint64_t pc,
                    uint32_t reason_pos, uint64_t n) {
     if ((p->agg_count + 1) * 4 > p->agg_slots * 3 && agg_grow(p) != 0) return -1;
     size_t mask = p->agg_slots - 1, j = hash_key(crc, pc, f, reason_pos, ctx) & mask;
@@ -603,13 +604,13 @@ static int agg_add(gpufl_pcs_t *p, uint16_t ctx, uint64_t crc, const char *f, ui
 
 /* A name string met in a record: known to this engine (its dict id comes
  * later, function_id) and kept for the process. */
-static void own_name(gpufl_pcs_t *p, const char *name) {
+static void own_name(gpufl__pc_sampling_t *p, const char *name) {
     if (gpufl__idmap_put(&p->names, (uint64_t)(uintptr_t)name, 0, NULL) != 0) return;
     gpufl__engine_keep_name(name);
 }
 
 /* Position of CUPTI's reason index in the context's list, or -1. */
-static int reason_pos(const pcs_ctx_t *x, uint32_t index) {
+static int reason_pos(const pc_sampling_ctx_t *x, uint32_t index) {
     if (index < x->reason_count && x->reason_index[index] == index) return (int)index;
     for (size_t i = 0; i < x->reason_count; i++)
         if (x->reason_index[i] == index) return (int)i;
@@ -625,7 +626,8 @@ static int reason_pos(const pcs_ctx_t *x, uint32_t index) {
  * with a module finds no room (UNNAMED_MAX, or no memory): fold counts its
  * samples as lost, as it does a record it has no room for. Said once, with
  * the first record's identity. */
-static const char *name_unnamed(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingPCData *pc) {
+static const char *name_unnamed(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x,
+                                const CUpti_PCSamplingPCData *pc) {
     p->unnamed_records++;
     unnamed_t *u = NULL;
     for (size_t i = 0; i < p->unnamed_count && u == NULL; i++)
@@ -667,8 +669,8 @@ static const char *name_unnamed(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamp
 /* Lock held. A record with more samples than the GPU can take (most) is
  * not a count: it is left out whole and counted; the first is said with its
  * identity. */
-static int implausible(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingPCData *pc,
-                       double most) {
+static int implausible(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x,
+                       const CUpti_PCSamplingPCData *pc, double most) {
     size_t reasons =
         pc->stallReasonCount < x->reason_count ? pc->stallReasonCount : x->reason_count;
     uint64_t sum = 0; /* every reason first: below the bound, so are the plain ones */
@@ -708,7 +710,7 @@ static void clear_counts(CUpti_PCSamplingData *d) {
  * several calls reports its samples in the first (measured on an H100:
  * summed over a session they equal the samples in the records plus the
  * non-user ones exactly, docs/design/pc-sampling.md). */
-static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
+static void fold(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x, const CUpti_PCSamplingData *d) {
     uint16_t slot = (uint16_t)(x - p->ctx);
     int64_t now = gpufl__mono_ns(), since = x->folded_ns ? x->folded_ns : x->started_ns;
     x->folded_ns = now;
@@ -765,7 +767,7 @@ static void fold(gpufl_pcs_t *p, pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
 }
 
 /* Lock held. What a disable handed over in final_buf, said when it filled. */
-static void fold_final(gpufl_pcs_t *p, pcs_ctx_t *x) {
+static void fold_final(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     fold(p, x, x->final_buf);
     if (x->final_buf->totalNumPcs < x->final_buf->collectNumPcs) return;
     char msg[200];
@@ -790,7 +792,7 @@ static void fold_final(gpufl_pcs_t *p, pcs_ctx_t *x) {
  * 12 on an H100). Even so one of three long runs of a training loop hung
  * after its restart (docs/design/pc-sampling.md), so restarts are asked
  * for: GPUFL_PC_SAMPLING_RESTART=1. */
-static void restart(gpufl_pcs_t *p, pcs_ctx_t *x) {
+static void restart(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     x->needs_restart = 0; /* set by drain only where a restart is allowed */
     if (x->state != CTX_ON) return;
     int64_t t0 = gpufl__mono_ns();
@@ -825,10 +827,10 @@ static void restart(gpufl_pcs_t *p, pcs_ctx_t *x) {
 }
 
 /* Lock held. GetData until CUPTI has nothing more for this context. */
-static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
+static void drain(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     if (x->state != CTX_ON) return;
     x->drained_ns = gpufl__mono_ns();
-    x->drain_pcs = 0;
+    x->drain_pc_sampling = 0;
     x->drain_trouble = 0;
     CUpti_PCSamplingData *d = x->drain_buf;
     for (int loop = 0; loop < DRAIN_LOOPS; loop++) {
@@ -845,9 +847,9 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
         if (r == CUPTI_ERROR_OUT_OF_MEMORY || d->hardwareBufferFull) {
             x->window.buffer_full++;
             x->drain_trouble = 1;
-            x->drain_pcs += d->totalNumPcs;
+            x->drain_pc_sampling += d->totalNumPcs;
             fold(p, x, d); /* counts, if CUPTI gave any */
-            x->pcs_left = 0;
+            x->pc_sampling_left = 0;
             /* by the collector, through the gate */
             x->needs_restart = p->restart_full && !p->cfg.deep && !x->restart_refused;
             return;
@@ -860,10 +862,10 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
             break;
         }
         uint64_t before = x->window.recorded;
-        x->drain_pcs += d->totalNumPcs;
+        x->drain_pc_sampling += d->totalNumPcs;
         fold(p, x, d);
         /* The call's start on CLOCK_MONOTONIC and its length, so that a
-         * study of step times can line them up (bench/gpu/pcs_overhead.py). */
+         * study of step times can line them up (bench/gpu/pc_sampling_overhead.py). */
         gpufl__debug(
             "PC sampling: context %u GetData at %.1f ms (mono %lld ns, took %lld ns): %zu PCs, "
             "%zu left, recorded %llu, total %llu, dropped %llu, non-user %llu",
@@ -874,28 +876,28 @@ static void drain(gpufl_pcs_t *p, pcs_ctx_t *x) {
             (unsigned long long)d->nonUsrKernelsTotalSamples);
         if (d->remainingNumPcs == 0) break;
     }
-    x->pcs_left = d->remainingNumPcs;
+    x->pc_sampling_left = d->remainingNumPcs;
 }
 
 /* Lock held. The last data of a context: drained, disabled (CUPTI then
  * copies what it still held into final_buf), folded. */
-static void stop_context(gpufl_pcs_t *p, pcs_ctx_t *x) {
+static void stop_context(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     if (x->state != CTX_ON) return;
     drain(p, x);
     clear_counts(x->final_buf);
     disable(p, x);
     fold_final(p, x);
     free_buffers(x);
-    x->pcs_left = 0;
+    x->pc_sampling_left = 0;
     x->state = CTX_GONE;
 }
 
-void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
+void gpufl__pc_sampling_context_destroying(gpufl__pc_sampling_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
     if (lock_within(p, GPUFL_ENGINE_DESTROY_LOCK_MS) != 0)
         return; /* later GetData calls on it fail, counted */
     for (int i = 0; i < p->ctx_count; i++) {
-        pcs_ctx_t *x = &p->ctx[i];
+        pc_sampling_ctx_t *x = &p->ctx[i];
         if (x->ctx != (CUcontext)context) continue;
         if (x->state == CTX_ON) stop_context(p, x);
         if (x->state == CTX_FAILED) x->state = CTX_GONE; /* a new context there is tried */
@@ -904,7 +906,8 @@ void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context) {
 }
 
 /* The module's cubin, kept for its SASS under the CRC PC records carry. */
-void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size) {
+void gpufl__pc_sampling_module_loaded(gpufl__pc_sampling_t *p, void *context, const void *cubin,
+                                      size_t size) {
     (void)context;
     if (p != NULL) atomic_fetch_add(&p->modules_loaded, 1);
     if (p == NULL || !p->sass_owned || cubin == NULL || size == 0 || atomic_load(&p->finished))
@@ -918,7 +921,7 @@ void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, 
 
 /* PCs of a module unloaded and another loaded in its place must not mix:
  * what CUPTI has of the old one is taken first. */
-void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context) {
+void gpufl__pc_sampling_module_unloading(gpufl__pc_sampling_t *p, void *context) {
     if (p == NULL || atomic_load(&p->finished)) return;
     atomic_fetch_add(&p->modules_unloaded, 1);
     gpufl__debug("PC sampling: a module unloads at %.1f ms",
@@ -930,32 +933,34 @@ void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context) {
 }
 
 static void on_resource(void *user, uint32_t cbid, const void *data) {
-    gpufl_pcs_t *p = user;
+    gpufl__pc_sampling_t *p = user;
     const CUpti_ResourceData *r = data;
     if (r == NULL) return;
     switch (cbid) {
-    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: gpufl__pcs_context_created(p, r->context); break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+        gpufl__pc_sampling_context_created(p, r->context);
+        break;
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
-        gpufl__pcs_context_destroying(p, r->context);
+        gpufl__pc_sampling_context_destroying(p, r->context);
         break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
         const CUpti_ModuleResourceData *m = r->resourceDescriptor;
-        if (m != NULL) gpufl__pcs_module_loaded(p, r->context, m->pCubin, m->cubinSize);
+        if (m != NULL) gpufl__pc_sampling_module_loaded(p, r->context, m->pCubin, m->cubinSize);
         break;
     }
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
-        gpufl__pcs_module_unloading(p, r->context);
+        gpufl__pc_sampling_module_unloading(p, r->context);
         break;
     default: break;
     }
 }
 
 static int on_context_seen(void *user, void *context) {
-    return gpufl__pcs_context_seen(user, context);
+    return gpufl__pc_sampling_context_seen(user, context);
 }
 
-const gpufl_launch_hooks_t *gpufl__pcs_hooks(gpufl_pcs_t *p) {
-    p->hooks = (gpufl_launch_hooks_t){on_resource, on_context_seen, p};
+const gpufl__launch_hooks_t *gpufl__pc_sampling_hooks(gpufl__pc_sampling_t *p) {
+    p->hooks = (gpufl__launch_hooks_t){on_resource, on_context_seen, p};
     return &p->hooks;
 }
 
@@ -963,16 +968,16 @@ const gpufl_launch_hooks_t *gpufl__pcs_hooks(gpufl_pcs_t *p) {
 /* Writing                                                                  */
 /* ---------------------------------------------------------------------- */
 
-static gpufl_intern_t *dict(gpufl_pcs_t *p) {
-    return (gpufl_intern_t *)gpufl__collector_dict(p->collector);
+static gpufl__intern_t *dict(gpufl__pc_sampling_t *p) {
+    return (gpufl__intern_t *)gpufl__collector_dict(p->collector);
 }
 
-static uint32_t intern(gpufl_pcs_t *p, const char *s) {
+static uint32_t intern(gpufl__pc_sampling_t *p, const char *s) {
     return gpufl__intern(dict(p), s, strlen(s));
 }
 
 /* The pc_sampling record of a context, once. Collector thread, lock held. */
-static void announce(gpufl_pcs_t *p, pcs_ctx_t *x) {
+static void announce(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
     const char *reasons[REASONS_MAX];
@@ -1005,7 +1010,7 @@ static void announce(gpufl_pcs_t *p, pcs_ctx_t *x) {
 
 /* The dict id of a function's name, interned once per CUPTI string (rows
  * of every window name it again). */
-static uint32_t function_id(gpufl_pcs_t *p, const char *name) {
+static uint32_t function_id(gpufl__pc_sampling_t *p, const char *name) {
     size_t *known = gpufl__idmap_value(&p->names, (uint64_t)(uintptr_t)name);
     if (known != NULL && *known != 0) return (uint32_t)*known;
     uint32_t id = intern(p, name);
@@ -1021,7 +1026,7 @@ static uint32_t function_id(gpufl_pcs_t *p, const char *name) {
 }
 
 /* The dict id of a module's CRC as hex ("0x5e1f..."), interned once. */
-static uint32_t cubin_id(gpufl_pcs_t *p, uint64_t crc) {
+static uint32_t cubin_id(gpufl__pc_sampling_t *p, uint64_t crc) {
     size_t id;
     if (crc != 0 && gpufl__idmap_get(&p->cubins, crc, &id)) return (uint32_t)id;
     char hex[24];
@@ -1032,8 +1037,8 @@ static uint32_t cubin_id(gpufl_pcs_t *p, uint64_t crc) {
 }
 
 /* Returns 0, or -1 when the batch had no room (the caller counts the loss). */
-static int add_row(gpufl_pcs_t *p, gpufl_batch_t *b, const int64_t *v, int n) {
-    gpufl_cell_t *r = gpufl__collector_row(p->collector, GPUFL_FILE_DEVICE, b);
+static int add_row(gpufl__pc_sampling_t *p, gpufl__batch_t *b, const int64_t *v, int n) {
+    gpufl__cell_t *r = gpufl__collector_row(p->collector, GPUFL_FILE_DEVICE, b);
     if (r == NULL) return -1;
     for (int i = 0; i < n; i++) r[i].i = v[i];
     return 0;
@@ -1042,21 +1047,21 @@ static int add_row(gpufl_pcs_t *p, gpufl_batch_t *b, const int64_t *v, int n) {
 /* The end of a context's window: its own last drain (which may be on an
  * application thread, at module unload or context destruction, and after
  * the collector's), never before the window's start. */
-static int64_t window_end(const gpufl_pcs_t *p, const pcs_ctx_t *x, int64_t t1) {
+static int64_t window_end(const gpufl__pc_sampling_t *p, const pc_sampling_ctx_t *x, int64_t t1) {
     int64_t t = x->drained_ns ? gpufl__collector_session_ns(p->collector, x->drained_ns) : t1;
     return t > x->window_t0 ? t : x->window_t0;
 }
 
 /* Lock held. Turns the window's table into rows, and one pc_window row per
  * context that was drained in it. */
-static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
+static void close_window(gpufl__pc_sampling_t *p, int64_t now_ns) {
     int64_t t1 =
         gpufl__collector_session_ns(p->collector, p->last_drain_ns ? p->last_drain_ns : now_ns);
     for (int i = 0; i < p->ctx_count; i++) announce(p, &p->ctx[i]); /* names the reasons */
     for (size_t i = 0; i < p->agg_slots; i++) {
         agg_t *e = &p->agg[i];
         if (e->function == NULL) continue;
-        pcs_ctx_t *x = &p->ctx[e->ctx];
+        pc_sampling_ctx_t *x = &p->ctx[e->ctx];
         uint32_t fid = function_id(p, e->function);
         gpufl__sass_log_want(p->sass, e->crc, e->function, fid);
         size_t dem = fid;
@@ -1080,8 +1085,8 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
     if (p->agg_count) memset(p->agg, 0, p->agg_slots * sizeof *p->agg);
     p->agg_count = 0;
     for (int i = 0; i < p->ctx_count; i++) {
-        pcs_ctx_t *x = &p->ctx[i];
-        pcs_counts_t *w = &x->window;
+        pc_sampling_ctx_t *x = &p->ctx[i];
+        pc_sampling_counts_t *w = &x->window;
         if (w->drains == 0) continue;
         int64_t end = window_end(p, x, t1);
         int64_t v[] = {x->window_t0,
@@ -1093,7 +1098,7 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
                        (int64_t)w->non_user,
                        (int64_t)w->dropped,
                        (int64_t)w->buffer_full,
-                       (int64_t)x->pcs_left,
+                       (int64_t)x->pc_sampling_left,
                        (int64_t)w->lost,
                        (int64_t)w->unplaced};
         add_row(p, &p->windows, v, NCOLS(v));
@@ -1141,14 +1146,14 @@ static void close_window(gpufl_pcs_t *p, int64_t now_ns) {
 
 /* Lock held: failed calls since the last pass, as one event with the
  * latest message and the running count. */
-static void report_errors(gpufl_pcs_t *p) {
+static void report_errors(gpufl__pc_sampling_t *p) {
     gpufl__engine_report_errors(&p->errors, p->collector, "PC sampling", "pc_sampling_error",
                                 "a context or module callback",
                                 "its context is enabled at its first launch, its samples may be "
                                 "lost");
 }
 
-void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate) {
+void gpufl__pc_sampling_set_gate(gpufl__pc_sampling_t *p, gpufl__launch_t *gate) {
     if (p != NULL) p->gate = gate;
 }
 
@@ -1164,31 +1169,31 @@ void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate) {
  * first context would make its first windows long) or after a failed call;
  * a full buffer, or records left behind, go straight to the shortest; a
  * heavy drain shortens in proportion, aiming at an eighth of the buffer. */
-static void adapt_drain_period(gpufl_pcs_t *p) {
+static void adapt_drain_period(gpufl__pc_sampling_t *p) {
     if (p->drain_fixed) return;
     size_t most = 0;
     int on = 0, left = 0, full = 0, failed = 0;
     for (int i = 0; i < p->ctx_count; i++) {
-        const pcs_ctx_t *x = &p->ctx[i];
+        const pc_sampling_ctx_t *x = &p->ctx[i];
         if (x->state != CTX_ON) continue;
         on++;
-        if (x->drain_pcs > most) most = x->drain_pcs;
-        left |= x->pcs_left > 0;
+        if (x->drain_pc_sampling > most) most = x->drain_pc_sampling;
+        left |= x->pc_sampling_left > 0;
         full |= x->drain_trouble == 1;
         failed |= x->drain_trouble == 2;
     }
     if (on == 0 || failed) return;
     int64_t period = p->drain_every_ns;
     if (full || left) {
-        period = GPUFL_PCS_DRAIN_MIN_NS;
+        period = GPUFL_PC_SAMPLING_DRAIN_MIN_NS;
     } else if (most > SCRATCH_PCS / 4) {
         period = (int64_t)((double)period * (SCRATCH_PCS / 8) / (double)most);
         if (period > p->drain_every_ns / 2) period = p->drain_every_ns / 2;
     } else if (most < SCRATCH_PCS / 16) {
         period *= 2;
     }
-    if (period < GPUFL_PCS_DRAIN_MIN_NS) period = GPUFL_PCS_DRAIN_MIN_NS;
-    if (period > GPUFL_PCS_DRAIN_MAX_NS) period = GPUFL_PCS_DRAIN_MAX_NS;
+    if (period < GPUFL_PC_SAMPLING_DRAIN_MIN_NS) period = GPUFL_PC_SAMPLING_DRAIN_MIN_NS;
+    if (period > GPUFL_PC_SAMPLING_DRAIN_MAX_NS) period = GPUFL_PC_SAMPLING_DRAIN_MAX_NS;
     if (period < p->drain_every_ns) p->drain_shortened++;
     p->drain_every_ns = period;
 }
@@ -1196,15 +1201,15 @@ static void adapt_drain_period(gpufl_pcs_t *p) {
 /* The periodic drain of every context. The gate is closed before the lock
  * is taken: a launch may wait on the lock in its enter callback (a context
  * seen first), before it counts itself in. */
-static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
+static void drain_due(gpufl__pc_sampling_t *p, int64_t now_ns) {
     if (now_ns < p->next_drain_ns) return; /* next_drain_ns: the collector's own */
     int gated = GATED_DRAINS(p);
-    if (gated && gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0) {
+    if (gated && gpufl__launch_gate_close(p->gate, GPUFL_PC_SAMPLING_GATE_WAIT_NS) != 0) {
         /* A launch stays inside the driver: tried again later and later (a
          * closed gate holds every other launch for its wait), and said
          * once when it lasts (a launch whose exit never came keeps it). */
         int streak = p->defer_streak < 30 ? ++p->defer_streak : p->defer_streak;
-        int64_t retry = GPUFL_PCS_GATE_RETRY_NS << (streak < 10 ? streak - 1 : 9);
+        int64_t retry = GPUFL_PC_SAMPLING_GATE_RETRY_NS << (streak < 10 ? streak - 1 : 9);
         pthread_mutex_lock(&p->lock);
         p->drains_deferred++;
         if (streak == 20)
@@ -1226,7 +1231,7 @@ static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
     pthread_mutex_unlock(&p->lock);
     if (gated) gpufl__launch_gate_open(p->gate);
     p->next_drain_ns = now_ns + p->drain_every_ns;
-    if (restarts == 0 || gpufl__launch_gate_close(p->gate, GPUFL_PCS_GATE_WAIT_NS) != 0)
+    if (restarts == 0 || gpufl__launch_gate_close(p->gate, GPUFL_PC_SAMPLING_GATE_WAIT_NS) != 0)
         return; /* tried again after the next drain */
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->ctx_count; i++)
@@ -1235,7 +1240,7 @@ static void drain_due(gpufl_pcs_t *p, int64_t now_ns) {
     gpufl__launch_gate_open(p->gate);
 }
 
-void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
+void gpufl__pc_sampling_poll(gpufl__pc_sampling_t *p, int64_t now_ns) {
     if (p == NULL) return;
     drain_due(p, now_ns);
     pthread_mutex_lock(&p->lock);
@@ -1249,42 +1254,42 @@ void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns) {
     pthread_mutex_unlock(&p->lock);
 }
 
-void gpufl__pcs_flush(gpufl_pcs_t *p) {
+void gpufl__pc_sampling_flush(gpufl__pc_sampling_t *p) {
     if (p == NULL) return;
     gpufl__collector_batch(p->collector, GPUFL_FILE_DEVICE, &p->rows);
     gpufl__collector_batch(p->collector, GPUFL_FILE_DEVICE, &p->windows);
     gpufl__sass_log_write(p->sass); /* after the rows that define its dict ids */
 }
 
-static void write_stats(gpufl_pcs_t *p) {
-    gpufl_pcs_stats_t s;
-    gpufl__pcs_stats(p, &s);
-    const gpufl_engine_count_t v[] = {{"contexts", s.contexts},
-                                      {"drains", s.drains},
-                                      {"samples", s.samples},
-                                      {"recorded", s.recorded},
-                                      {"non_user", s.non_user},
-                                      {"dropped", s.dropped},
-                                      {"buffer_full", s.buffer_full},
-                                      {"drains_deferred", s.drains_deferred},
-                                      {"modules_loaded", s.modules_loaded},
-                                      {"modules_unloaded", s.modules_unloaded},
-                                      {"restarts", s.restarts},
-                                      {"unnamed_records", s.unnamed_records},
-                                      {"unplaced", s.unplaced},
-                                      {"unnamed_named", s.unnamed_named},
-                                      {"cupti_null_names", s.cupti_null_names},
-                                      {"implausible_records", s.implausible_records},
-                                      {"drain_fixed", s.drain_fixed},
-                                      {"drain_shortened", s.drain_shortened},
-                                      {"rows", s.rows},
-                                      {"functions", s.functions},
-                                      {"errors", s.errors},
-                                      {"lost", s.lost},
-                                      {"cubins", s.cubins},
-                                      {"cubins_over_cap", s.cubins_skipped},
-                                      {"sass_functions", s.sass_functions},
-                                      {"sass_failed", s.sass_failed}};
+static void write_stats(gpufl__pc_sampling_t *p) {
+    gpufl__pc_sampling_stats_t s;
+    gpufl__pc_sampling_stats(p, &s);
+    const gpufl__engine_count_t v[] = {{"contexts", s.contexts},
+                                       {"drains", s.drains},
+                                       {"samples", s.samples},
+                                       {"recorded", s.recorded},
+                                       {"non_user", s.non_user},
+                                       {"dropped", s.dropped},
+                                       {"buffer_full", s.buffer_full},
+                                       {"drains_deferred", s.drains_deferred},
+                                       {"modules_loaded", s.modules_loaded},
+                                       {"modules_unloaded", s.modules_unloaded},
+                                       {"restarts", s.restarts},
+                                       {"unnamed_records", s.unnamed_records},
+                                       {"unplaced", s.unplaced},
+                                       {"unnamed_named", s.unnamed_named},
+                                       {"cupti_null_names", s.cupti_null_names},
+                                       {"implausible_records", s.implausible_records},
+                                       {"drain_fixed", s.drain_fixed},
+                                       {"drain_shortened", s.drain_shortened},
+                                       {"rows", s.rows},
+                                       {"functions", s.functions},
+                                       {"errors", s.errors},
+                                       {"lost", s.lost},
+                                       {"cubins", s.cubins},
+                                       {"cubins_over_cap", s.cubins_skipped},
+                                       {"sass_functions", s.sass_functions},
+                                       {"sass_failed", s.sass_failed}};
     const gpufl__wire_measure_t m[] = {{"drain_ms", (double)p->drain_every_ns / 1e6, 1},
                                        {"get_data_ms", (double)p->get_data_ns / 1e6, 1},
                                        {"get_data_max_ms", (double)p->get_data_max_ns / 1e6, 1},
@@ -1293,7 +1298,7 @@ static void write_stats(gpufl_pcs_t *p) {
                                sizeof m / sizeof m[0]);
 }
 
-void gpufl__pcs_finish(gpufl_pcs_t *p) {
+void gpufl__pc_sampling_finish(gpufl__pc_sampling_t *p) {
     if (p == NULL) return;
     /* What CUPTI still decodes is handed over at its next period: one
      * drain, one wait, then the disable takes the rest (whatever does not
@@ -1320,12 +1325,12 @@ void gpufl__pcs_finish(gpufl_pcs_t *p) {
     close_window(p, now);
     report_errors(p);
     pthread_mutex_unlock(&p->lock);
-    gpufl__pcs_flush(p);
+    gpufl__pc_sampling_flush(p);
     if (p->sass_owned) gpufl__sass_log_finish(p->sass, GPUFL_SASS_LOG_FINISH_NS);
     write_stats(p);
 }
 
-uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context) {
+uint32_t gpufl__pc_sampling_context_id(gpufl__pc_sampling_t *p, void *context) {
     if (p == NULL || context == NULL) return 0;
     uint32_t id = 0;
     pthread_mutex_lock(&p->lock);
@@ -1340,17 +1345,17 @@ uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context) {
     return id;
 }
 
-int64_t gpufl__pcs_due_in(gpufl_pcs_t *p, int64_t now_ns) {
+int64_t gpufl__pc_sampling_due_in(gpufl__pc_sampling_t *p, int64_t now_ns) {
     if (p == NULL) return INT64_MAX;
     int64_t due = p->next_drain_ns - now_ns;
     return due > 0 ? due : 0;
 }
 
-const char *gpufl__pcs_sass_why(const gpufl_pcs_t *p) {
+const char *gpufl__pc_sampling_sass_why(const gpufl__pc_sampling_t *p) {
     return p == NULL ? "needs engine PcSampling or Deep" : p->sass ? NULL : p->sass_why;
 }
 
-int gpufl__pcs_running(gpufl_pcs_t *p) {
+int gpufl__pc_sampling_running(gpufl__pc_sampling_t *p) {
     if (p == NULL) return 0;
     pthread_mutex_lock(&p->lock);
     int n = 0;
@@ -1359,7 +1364,7 @@ int gpufl__pcs_running(gpufl_pcs_t *p) {
     return n;
 }
 
-void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
+void gpufl__pc_sampling_stats(gpufl__pc_sampling_t *p, gpufl__pc_sampling_stats_t *out) {
     memset(out, 0, sizeof *out);
     if (p == NULL) return;
     pthread_mutex_lock(&p->lock);
@@ -1386,7 +1391,7 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->cupti_null_names = gpufl__engine_null_names();
     out->modules_loaded = atomic_load(&p->modules_loaded);
     out->modules_unloaded = atomic_load(&p->modules_unloaded);
-    gpufl_sass_log_stats_t ss;
+    gpufl__sass_log_stats_t ss;
     gpufl__sass_log_stats(p->sass, &ss);
     out->cubins = ss.cubins;
     out->cubins_skipped = ss.cubins_over_cap;
@@ -1394,7 +1399,7 @@ void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out) {
     out->sass_failed = ss.errors;
 }
 
-void gpufl__pcs_destroy(gpufl_pcs_t *p) {
+void gpufl__pc_sampling_destroy(gpufl__pc_sampling_t *p) {
     if (p == NULL) return;
     for (int i = 0; i < p->ctx_count; i++) {
         if (p->ctx[i].state == CTX_ON) disable(p, &p->ctx[i]);

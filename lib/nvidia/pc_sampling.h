@@ -38,33 +38,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPUFL_PCS_PERIOD_DEFAULT 18 /* 2^18 cycles per SM: docs/design/pc-sampling.md */
-#define GPUFL_PCS_CONTEXTS_MAX   64
+#define GPUFL_PC_SAMPLING_PERIOD_DEFAULT 18 /* 2^18 cycles per SM: docs/design/pc-sampling.md */
+#define GPUFL_PC_SAMPLING_CONTEXTS_MAX   64
 /* GetData's period adapts between these (pc_sampling.c, adapt_drain_period):
  * each call holds the application's launches for its length, about 1.5 ms
  * plus 0.5 ms per 100 ms of data on an H100, so fewer calls cost less; the
  * shortest is CUPTI's decode period. */
-#define GPUFL_PCS_DRAIN_MIN_NS (100 * 1000000LL)
-#define GPUFL_PCS_DRAIN_MAX_NS (500 * 1000000LL)
-#define GPUFL_PCS_CUBIN_BYTES  ((size_t)512 << 20) /* cubins kept for disassembly */
+#define GPUFL_PC_SAMPLING_DRAIN_MIN_NS (100 * 1000000LL)
+#define GPUFL_PC_SAMPLING_DRAIN_MAX_NS (500 * 1000000LL)
+#define GPUFL_PC_SAMPLING_CUBIN_BYTES  ((size_t)512 << 20) /* cubins kept for disassembly */
 
-typedef struct gpufl_pcs gpufl_pcs_t;
+typedef struct gpufl__pc_sampling gpufl__pc_sampling_t;
 
-typedef struct gpufl_pcs_config {
+typedef struct gpufl__pc_sampling_config {
     int period;        /* exponent, 5..31 */
     int64_t window_ns; /* pc_sample rows are written per window of this length */
     int disassemble;   /* capture cubins and write sass records */
     /* Deep: the SassMetrics engine's SASS log, which keeps the cubins and
      * finishes the log; PC sampling only asks it for functions. NULL: the
      * engine keeps its own. */
-    struct gpufl_sass_log *shared_sass;
+    struct gpufl__sass_log *shared_sass;
     /* Deep: SASS metrics count beside sampling (with or without the shared
      * log), so sampling is never disabled and enabled again mid-run, and
      * the periodic drains pass the launch gate. */
     int deep;
-} gpufl_pcs_config_t;
+} gpufl__pc_sampling_config_t;
 
-typedef struct gpufl_pcs_stats {
+typedef struct gpufl__pc_sampling_stats {
     uint64_t contexts, drains, samples, recorded, non_user, dropped, buffer_full, lost, rows,
         functions, errors;
     uint64_t cubins, cubins_skipped, sass_functions, sass_failed;
@@ -82,27 +82,29 @@ typedef struct gpufl_pcs_stats {
      * (0), and the times it was shortened: a drain brought many PCs, left
      * some behind, or found the hardware buffer full. */
     uint64_t drain_fixed, drain_shortened;
-} gpufl_pcs_stats_t;
+} gpufl__pc_sampling_stats_t;
 
 /* Resolves the PC Sampling API in cupti's library. Returns 0, or
  * GPUFL_ENOTSUP / GPUFL_ENOMEM with a one-line reason in why. */
-int gpufl__pcs_create(gpufl_cupti_t *cupti, gpufl_collector_t *collector,
-                      const gpufl_pcs_config_t *cfg, gpufl_pcs_t **out, char *why, size_t why_size);
+int gpufl__pc_sampling_create(gpufl__cupti_t *cupti, gpufl__collector_t *collector,
+                              const gpufl__pc_sampling_config_t *cfg, gpufl__pc_sampling_t **out,
+                              char *why, size_t why_size);
 /* Disables sampling everywhere still enabled and frees. Accepts NULL. */
-void gpufl__pcs_destroy(gpufl_pcs_t *p);
+void gpufl__pc_sampling_destroy(gpufl__pc_sampling_t *p);
 
 /* The callbacks' hooks that feed the entry points below (resource
  * callbacks and first launches per context); valid until destroy. */
-const gpufl_launch_hooks_t *gpufl__pcs_hooks(gpufl_pcs_t *p);
+const gpufl__launch_hooks_t *gpufl__pc_sampling_hooks(gpufl__pc_sampling_t *p);
 
 /* Application threads, inside CUPTI callbacks. context is a CUcontext. */
-void gpufl__pcs_context_created(gpufl_pcs_t *p, void *context);
+void gpufl__pc_sampling_context_created(gpufl__pc_sampling_t *p, void *context);
 /* A launch on it: returns 1 when the context is handled (or known), 0 when
  * the engine was busy and the next launch should try again. Never waits. */
-int gpufl__pcs_context_seen(gpufl_pcs_t *p, void *context);
-void gpufl__pcs_context_destroying(gpufl_pcs_t *p, void *context);
-void gpufl__pcs_module_loaded(gpufl_pcs_t *p, void *context, const void *cubin, size_t size);
-void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
+int gpufl__pc_sampling_context_seen(gpufl__pc_sampling_t *p, void *context);
+void gpufl__pc_sampling_context_destroying(gpufl__pc_sampling_t *p, void *context);
+void gpufl__pc_sampling_module_loaded(gpufl__pc_sampling_t *p, void *context, const void *cubin,
+                                      size_t size);
+void gpufl__pc_sampling_module_unloading(gpufl__pc_sampling_t *p, void *context);
 
 /* The launch gate (launch.h): sampling restarts after a full hardware
  * buffer pass it always (a disable and enable while the application
@@ -114,28 +116,28 @@ void gpufl__pcs_module_unloading(gpufl_pcs_t *p, void *context);
  * under PcSampling too, which the gate did not prevent and pc_sampling.c
  * now guards (gpufl__engine_guard_names), so the gate is a precaution whose benefit is
  * not measured (docs/design/pc-sampling.md). A drain that cannot close the
- * gate within GPUFL_PCS_GATE_WAIT_NS is put off (counted) and tried again
- * after GPUFL_PCS_GATE_RETRY_NS, doubling each time it fails again up to
+ * gate within GPUFL_PC_SAMPLING_GATE_WAIT_NS is put off (counted) and tried again
+ * after GPUFL_PC_SAMPLING_GATE_RETRY_NS, doubling each time it fails again up to
  * the drain period; a restart is tried after the next drain. Set before
  * the callbacks start; NULL before the gate goes. */
-#define GPUFL_PCS_GATE_WAIT_NS  200000000LL
-#define GPUFL_PCS_GATE_RETRY_NS 10000000LL
-void gpufl__pcs_set_gate(gpufl_pcs_t *p, gpufl_launch_t *gate);
+#define GPUFL_PC_SAMPLING_GATE_WAIT_NS  200000000LL
+#define GPUFL_PC_SAMPLING_GATE_RETRY_NS 10000000LL
+void gpufl__pc_sampling_set_gate(gpufl__pc_sampling_t *p, gpufl__launch_t *gate);
 
 /* Collector thread. poll drains CUPTI when due; flush writes what is
  * ready; finish drains and disables every context and writes the totals. */
-void gpufl__pcs_poll(gpufl_pcs_t *p, int64_t now_ns);
-void gpufl__pcs_flush(gpufl_pcs_t *p);
-void gpufl__pcs_finish(gpufl_pcs_t *p);
+void gpufl__pc_sampling_poll(gpufl__pc_sampling_t *p, int64_t now_ns);
+void gpufl__pc_sampling_flush(gpufl__pc_sampling_t *p);
+void gpufl__pc_sampling_finish(gpufl__pc_sampling_t *p);
 
 /* CUPTI's id of a context (a CUcontext), 0 when unknown. Collector. */
-uint32_t gpufl__pcs_context_id(gpufl_pcs_t *p, void *context);
+uint32_t gpufl__pc_sampling_context_id(gpufl__pc_sampling_t *p, void *context);
 /* How long until the next drain is due (the collector's wait). */
-int64_t gpufl__pcs_due_in(gpufl_pcs_t *p, int64_t now_ns);
+int64_t gpufl__pc_sampling_due_in(gpufl__pc_sampling_t *p, int64_t now_ns);
 /* Why no sass records are made (no nvdisasm, say), or NULL when they are. */
-const char *gpufl__pcs_sass_why(const gpufl_pcs_t *p);
+const char *gpufl__pc_sampling_sass_why(const gpufl__pc_sampling_t *p);
 /* Contexts on which sampling runs now; for the capability record. */
-int gpufl__pcs_running(gpufl_pcs_t *p);
-void gpufl__pcs_stats(gpufl_pcs_t *p, gpufl_pcs_stats_t *out);
+int gpufl__pc_sampling_running(gpufl__pc_sampling_t *p);
+void gpufl__pc_sampling_stats(gpufl__pc_sampling_t *p, gpufl__pc_sampling_stats_t *out);
 
 #endif

@@ -20,13 +20,13 @@
 /* The engines above Trace as the CUPTI library allows them: "" when the
  * library lacks the API, else the note (why: the reason when it lacks it). */
 typedef struct engine_apis {
-    char pcs[512], sassm[512], range[512];             /* notes when available */
-    char pcs_why[320], sassm_why[320], range_why[320]; /* reasons when not */
+    char pc_sampling[512], sass_metrics[512], range[512];             /* notes when available */
+    char pc_sampling_why[320], sass_metrics_why[320], range_why[320]; /* reasons when not */
 } engine_apis_t;
 
 /* Returns 1 when NVML loaded. */
 static int probe_nvml(gpufl_probe_t *p) {
-    gpufl_nvml_t *nvml = NULL;
+    gpufl__nvml_t *nvml = NULL;
     char why[256] = "";
     if (gpufl__nvml_open(NULL, &nvml, why, sizeof why) != 0) {
         gpufl__probe_add(p, "nvml", 0, why[0] ? why : NULL, NULL);
@@ -40,7 +40,7 @@ static int probe_nvml(gpufl_probe_t *p) {
     gpufl__probe_add(p, "nvml", 1, missing[0] ? missing : NULL, *version ? version : "loaded");
     int count = gpufl__nvml_device_count(nvml);
     for (int i = 0; i < count; i++) {
-        const gpufl_gpu_info_t *g = gpufl__nvml_device_info(nvml, i);
+        const gpufl__gpu_info_t *g = gpufl__nvml_device_info(nvml, i);
         if (!g) continue;
         if (i == 0) gpufl__probe_add(p, "driver", 1, NULL, g->driver_version);
         gpufl_device_info_t d = {sizeof d,
@@ -59,7 +59,7 @@ static int probe_nvml(gpufl_probe_t *p) {
 #if GPUFL_HAVE_CUPTI
 /* An engine's CUPTI API: note into on[512] when this CUPTI has symbol, else
  * why not into why[320]. */
-static void api_state(gpufl_cupti_t *cupti, const char *symbol, const char *api, const char *note,
+static void api_state(gpufl__cupti_t *cupti, const char *symbol, const char *api, const char *note,
                       char *on, char *why) {
     if (gpufl__cupti_symbol(cupti, symbol) == NULL)
         snprintf(why, 320, "%.256s lacks the %s API", gpufl__cupti_library(cupti), api);
@@ -73,8 +73,8 @@ static void api_state(gpufl_cupti_t *cupti, const char *symbol, const char *api,
 static const char *probe_trace_libraries(gpufl_probe_t *p, engine_apis_t *apis) {
 #if GPUFL_HAVE_CUPTI
     char why[256] = "", detail[512];
-    gpufl_cupti_t *cupti = NULL;
-    gpufl_cuda_t *cuda = NULL;
+    gpufl__cupti_t *cupti = NULL;
+    gpufl__cuda_t *cuda = NULL;
     if (gpufl__cupti_open(NULL, &cupti, why, sizeof why) == 0) {
         const char *lib = gpufl__cupti_library(cupti);
         snprintf(detail, sizeof detail, "%s, API version %u", lib, gpufl__cupti_api_version(cupti));
@@ -84,7 +84,8 @@ static const char *probe_trace_libraries(gpufl_probe_t *p, engine_apis_t *apis) 
             gpufl__sass_find_nvdisasm(nvdisasm, sizeof nvdisasm, sass_why, sizeof sass_why) == 0;
         char sass[512];
         snprintf(sass, sizeof sass, "SASS: %.400s", have_sass ? nvdisasm : sass_why);
-        api_state(cupti, "cuptiPCSamplingEnable", "PC Sampling", sass, apis->pcs, apis->pcs_why);
+        api_state(cupti, "cuptiPCSamplingEnable", "PC Sampling", sass, apis->pc_sampling,
+                  apis->pc_sampling_why);
         api_state(cupti, "cuptiRangeProfilerEnable", "Range Profiler",
                   "where the device allows it (checked at the first scope on a context; "
                   "one-pass metrics per outermost scope)",
@@ -92,7 +93,7 @@ static const char *probe_trace_libraries(gpufl_probe_t *p, engine_apis_t *apis) 
         api_state(cupti, "cuptiSassMetricsEnable", "SASS Metrics",
                   "where the device allows it (checked at init; kernels run many times "
                   "slower while counted)",
-                  apis->sassm, apis->sassm_why);
+                  apis->sass_metrics, apis->sass_metrics_why);
     } else {
         gpufl__probe_add(p, "cupti", 0, why[0] ? why : NULL, NULL);
     }
@@ -143,9 +144,9 @@ void gpufl__nvidia_probe(gpufl_probe_t *p) {
     snprintf(why, sizeof why, "lacks %s%s%s", nvml ? "" : "NVML", nvml || !*lacks ? "" : ", ",
              lacks);
     gpufl__probe_add(p, gpufl_engine_name(GPUFL_ENGINE_TRACE), trace, trace ? NULL : why, NULL);
-    add_engine(p, GPUFL_ENGINE_PC_SAMPLING, trace, apis.pcs, apis.pcs_why);
-    add_engine(p, GPUFL_ENGINE_SASS_METRICS, trace, apis.sassm, apis.sassm_why);
-    int pcs = trace && apis.pcs[0], sassm = trace && apis.sassm[0];
+    add_engine(p, GPUFL_ENGINE_PC_SAMPLING, trace, apis.pc_sampling, apis.pc_sampling_why);
+    add_engine(p, GPUFL_ENGINE_SASS_METRICS, trace, apis.sass_metrics, apis.sass_metrics_why);
+    int pcs = trace && apis.pc_sampling[0], sassm = trace && apis.sass_metrics[0];
     gpufl__probe_add(p, gpufl_engine_name(GPUFL_ENGINE_DEEP), pcs || sassm,
                      pcs && sassm ? "PcSampling and SassMetrics together"
                      : pcs        ? "runs as PcSampling (no SASS Metrics API)"

@@ -99,13 +99,13 @@ typedef struct rp_fn {
     CUptiResult (*device_supported)(CUpti_Profiler_DeviceSupported_Params *);
     CUptiResult (*availability)(CUpti_Profiler_GetCounterAvailability_Params *);
     CUptiResult (*chip_name)(CUpti_Device_GetChipName_Params *);
-    CUptiResult (*host_init)(gpufl_host_init_params_t *);
-    CUptiResult (*host_deinit)(gpufl_host_deinit_params_t *);
-    CUptiResult (*add_metrics)(gpufl_host_add_metrics_params_t *);
-    CUptiResult (*image_size)(gpufl_host_image_size_params_t *);
-    CUptiResult (*image)(gpufl_host_image_params_t *);
-    CUptiResult (*passes)(gpufl_host_passes_params_t *);
-    CUptiResult (*evaluate)(gpufl_host_evaluate_params_t *);
+    CUptiResult (*host_init)(gpufl__host_init_params_t *);
+    CUptiResult (*host_deinit)(gpufl__host_deinit_params_t *);
+    CUptiResult (*add_metrics)(gpufl__host_add_metrics_params_t *);
+    CUptiResult (*image_size)(gpufl__host_image_size_params_t *);
+    CUptiResult (*image)(gpufl__host_image_params_t *);
+    CUptiResult (*passes)(gpufl__host_passes_params_t *);
+    CUptiResult (*evaluate)(gpufl__host_evaluate_params_t *);
     CUptiResult (*enable)(CUpti_RangeProfiler_Enable_Params *);
     CUptiResult (*disable)(CUpti_RangeProfiler_Disable_Params *);
     CUptiResult (*start)(CUpti_RangeProfiler_Start_Params *);
@@ -128,8 +128,8 @@ typedef struct rp_range {
     uint64_t scope;
     int32_t tid;
     int64_t begin_ns, end_ns; /* CLOCK_MONOTONIC at push and pop; end 0 while open */
-    int settling;             /* one of the first GPUFL_RP_SETTLE_RANGES after a configuration */
-    char path[GPUFL_RP_PATH_BYTES];
+    int settling; /* one of the first GPUFL_RANGE_PROFILER_SETTLE_RANGES after a configuration */
+    char path[GPUFL_RANGE_PROFILER_PATH_BYTES];
 } rp_range_t;
 
 /* An evaluated range, for the collector. */
@@ -139,7 +139,7 @@ typedef struct rp_result {
     int group;
     int metric_count;
     const char *const *metrics; /* the device's names */
-    double value[GPUFL_RP_METRICS_MAX];
+    double value[GPUFL_RANGE_PROFILER_METRICS_MAX];
 } rp_result_t;
 
 enum ctx_state { CTX_FREE = 0, CTX_ON, CTX_FAILED, CTX_DONE };
@@ -155,8 +155,8 @@ typedef struct rp_ctx {
     int at_creation; /* started in the context-created callback (init came before the context) */
     int64_t first_range_ns; /* the first range pushed: the switch budget counts from there */
     CUpti_RangeProfiler_Object *object;
-    uint8_t *data[GPUFL_RP_GROUPS_MAX]; /* a counter data image per metric group */
-    size_t data_size[GPUFL_RP_GROUPS_MAX];
+    uint8_t *data[GPUFL_RANGE_PROFILER_GROUPS_MAX]; /* a counter data image per metric group */
+    size_t data_size[GPUFL_RANGE_PROFILER_GROUPS_MAX];
     int configured;    /* the group of the object's collections; -1 none yet */
     int ran;           /* collected at all (a failure after that is an event, not the record's) */
     int other;         /* the last group other than 0 collected, 0 none */
@@ -173,10 +173,10 @@ typedef struct rp_ctx {
 
 /* A set of metrics that fits in one pass: one collection's. */
 typedef struct rp_group {
-    gpufl_host_object_t *host;
+    gpufl__host_object_t *host;
     uint8_t *config;
     size_t config_size;
-    const char *metrics[GPUFL_RP_METRICS_MAX];
+    const char *metrics[GPUFL_RANGE_PROFILER_METRICS_MAX];
     int metric_count;
 } rp_group_t;
 
@@ -184,7 +184,7 @@ typedef struct rp_device {
     int state; /* 0 not tried, 1 configured, -1 failed */
     char chip[64];
     char error[240];
-    rp_group_t group[GPUFL_RP_GROUPS_MAX];
+    rp_group_t group[GPUFL_RANGE_PROFILER_GROUPS_MAX];
     int groups;
     const char *sm_of[SM_PARTS]; /* the parts collected, when SM throughput is derived */
     int sm_of_count;
@@ -194,25 +194,25 @@ typedef struct rp_device {
     int64_t plan_ns; /* choosing the groups */
 } rp_device_t;
 
-struct gpufl_rp {
-    gpufl_cupti_t *cupti;
-    gpufl_cuda_t *cuda;
-    gpufl_collector_t *collector;
+struct gpufl__range_profiler {
+    gpufl__cupti_t *cupti;
+    gpufl__cuda_t *cuda;
+    gpufl__collector_t *collector;
     rp_fn_t fn;
     uint64_t serial; /* tells this engine's thread state from an earlier one's */
     int64_t decode_every_ns;
     int switch_pct; /* GPUFL_RANGE_PROFILER_SWITCH_PCT: see next_group */
     pthread_mutex_t lock;
-    rp_ctx_t ctx[GPUFL_RP_CONTEXTS_MAX];
+    rp_ctx_t ctx[GPUFL_RANGE_PROFILER_CONTEXTS_MAX];
     int ctx_count;
-    rp_device_t devices[GPUFL_RP_DEVICES_MAX];
+    rp_device_t devices[GPUFL_RANGE_PROFILER_DEVICES_MAX];
     int profiler_ready;
     int warned;
     rp_result_t *results;
     size_t result_count, result_cap;
-    gpufl_scope_observer_t observer;
-    gpufl_launch_hooks_t hooks;
-    gpufl_engine_errors_t errors;
+    gpufl__scope_observer_t observer;
+    gpufl__launch_hooks_t hooks;
+    gpufl__engine_errors_t errors;
     uint64_t contexts, ranges_pushed, ranges_written, decodes, dropped, lost, over_capacity;
     uint64_t settling_written;
     _Atomic uint64_t deferred; /* context-created starts left to the first scope */
@@ -229,7 +229,7 @@ typedef struct rp_thread {
     uint64_t serial;
     uint32_t depth;
     uint16_t end[GPUFL_SCOPE_STACK_MAX]; /* path length after each level */
-    char path[GPUFL_RP_PATH_BYTES];
+    char path[GPUFL_RANGE_PROFILER_PATH_BYTES];
     uint64_t scope; /* the scope whose range is open; 0 none */
     int slot;
     uint64_t gen; /* the slot's, when the range was pushed */
@@ -243,16 +243,17 @@ static __thread rp_thread_t tls;
 /* CUPTI calls                                                              */
 /* ---------------------------------------------------------------------- */
 
-static void note_error(gpufl_rp_t *s, const char *message) {
+static void note_error(gpufl__range_profiler_t *s, const char *message) {
     gpufl__engine_note_error(&s->errors, message);
 }
 
-static void explain(const gpufl_rp_t *s, CUptiResult r, const char *what, char *out, size_t size) {
+static void explain(const gpufl__range_profiler_t *s, CUptiResult r, const char *what, char *out,
+                    size_t size) {
     gpufl__engine_explain(s->fn.result_string, r, what, out, size);
 }
 
 /* Lock held: a failed call, counted; returns r. */
-static CUptiResult failed(gpufl_rp_t *s, CUptiResult r, const char *what) {
+static CUptiResult failed(gpufl__range_profiler_t *s, CUptiResult r, const char *what) {
     if (r != CUPTI_SUCCESS) {
         char msg[240];
         explain(s, r, what, msg, sizeof msg);
@@ -261,7 +262,7 @@ static CUptiResult failed(gpufl_rp_t *s, CUptiResult r, const char *what) {
     return r;
 }
 
-static CUptiResult profiler_ready(gpufl_rp_t *s, char *why, size_t why_size) {
+static CUptiResult profiler_ready(gpufl__range_profiler_t *s, char *why, size_t why_size) {
     if (s->profiler_ready) return CUPTI_SUCCESS;
     CUptiResult r =
         gpufl__engine_profiler_init(s->fn.profiler_init, s->fn.result_string, why, why_size);
@@ -272,10 +273,11 @@ static CUptiResult profiler_ready(gpufl_rp_t *s, char *why, size_t why_size) {
 #define SYM(field, name)                                                                           \
     { &s->fn.field, name }
 
-int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t *collector,
-                     int64_t decode_every_ns, gpufl_rp_t **out, char *why, size_t why_size) {
+int gpufl__range_profiler_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
+                                 gpufl__collector_t *collector, int64_t decode_every_ns,
+                                 gpufl__range_profiler_t **out, char *why, size_t why_size) {
     *out = NULL;
-    gpufl_rp_t *s = calloc(1, sizeof *s);
+    gpufl__range_profiler_t *s = calloc(1, sizeof *s);
     if (s == NULL || pthread_mutex_init(&s->lock, NULL) != 0) {
         free(s);
         snprintf(why, why_size, "out of memory");
@@ -287,10 +289,11 @@ int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t
     s->decode_every_ns = decode_every_ns > 0 ? decode_every_ns : 1000000000;
     /* A tuning knob (docs/options.md): the share of a context's time that
      * switching metric groups may take, 0 to 100. */
-    s->switch_pct = (int)gpufl__engine_env_long("GPUFL_RANGE_PROFILER_SWITCH_PCT", 0, 100,
-                                                GPUFL_RP_SWITCH_PCT, "a whole percentage");
+    s->switch_pct =
+        (int)gpufl__engine_env_long("GPUFL_RANGE_PROFILER_SWITCH_PCT", 0, 100,
+                                    GPUFL_RANGE_PROFILER_SWITCH_PCT, "a whole percentage");
     s->serial = atomic_fetch_add(&serials, 1) + 1;
-    const gpufl_engine_sym_t syms[] = {
+    const gpufl__engine_sym_t syms[] = {
         SYM(profiler_init, "cuptiProfilerInitialize"),
         SYM(profiler_deinit, "cuptiProfilerDeInitialize"),
         SYM(device_supported, "cuptiProfilerDeviceSupported"),
@@ -320,19 +323,19 @@ int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t
         SYM(result_string, "cuptiGetResultString")};
     if (gpufl__engine_resolve(cupti, syms, sizeof syms / sizeof syms[0],
                               "the Range Profiler API needs CUPTI 12.6 or newer", why, why_size)) {
-        gpufl__rp_destroy(s);
+        gpufl__range_profiler_destroy(s);
         return GPUFL_ENOTSUP;
     }
     if (cuda == NULL) {
         snprintf(why, why_size, "no libcuda: a scope's context cannot be known");
-        gpufl__rp_destroy(s);
+        gpufl__range_profiler_destroy(s);
         return GPUFL_ENOTSUP;
     }
     /* As with SASS metrics: a refusal stops the engine at init; other
      * failures (CUDA not initialised yet) are retried at the first scope. */
     CUptiResult r = profiler_ready(s, why, why_size);
     if (r != CUPTI_SUCCESS && gpufl__engine_refusal(r)) {
-        gpufl__rp_destroy(s);
+        gpufl__range_profiler_destroy(s);
         return GPUFL_ENOTSUP;
     }
     why[0] = '\0';
@@ -344,36 +347,36 @@ int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t
 /* The metric set of a device                                               */
 /* ---------------------------------------------------------------------- */
 
-static void host_free(gpufl_rp_t *s, gpufl_host_object_t *h) {
+static void host_free(gpufl__range_profiler_t *s, gpufl__host_object_t *h) {
     if (h == NULL) return;
-    gpufl_host_deinit_params_t p = {
-        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_deinit_params_t, pHostObject),
+    gpufl__host_deinit_params_t p = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_deinit_params_t, pHostObject),
         .pHostObject = h};
     s->fn.host_deinit(&p);
 }
 
 /* A host object configured with names; its image in *image (malloc'd) and
  * its passes in *passes. Returns the host object, NULL with *r set. */
-static gpufl_host_object_t *host_config(gpufl_rp_t *s, const rp_device_t *d,
-                                        const uint8_t *availability, const char **names, size_t n,
-                                        uint8_t **image, size_t *image_size, size_t *passes,
-                                        CUptiResult *r, const char **what) {
+static gpufl__host_object_t *host_config(gpufl__range_profiler_t *s, const rp_device_t *d,
+                                         const uint8_t *availability, const char **names, size_t n,
+                                         uint8_t **image, size_t *image_size, size_t *passes,
+                                         CUptiResult *r, const char **what) {
     *image = NULL;
-    gpufl_host_init_params_t init = {
-        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_init_params_t, pHostObject),
+    gpufl__host_init_params_t init = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_init_params_t, pHostObject),
         .profilerType = GPUFL_HOST_RANGE_PROFILER,
         .pChipName = d->chip,
         .pCounterAvailabilityImage = availability};
     *what = "cuptiProfilerHostInitialize";
     if ((*r = s->fn.host_init(&init)) != CUPTI_SUCCESS) return NULL;
-    gpufl_host_object_t *h = init.pHostObject;
-    gpufl_host_add_metrics_params_t add = {
-        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_add_metrics_params_t, numMetrics),
+    gpufl__host_object_t *h = init.pHostObject;
+    gpufl__host_add_metrics_params_t add = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_add_metrics_params_t, numMetrics),
         .pHostObject = h,
         .ppMetricNames = names,
         .numMetrics = n};
-    gpufl_host_image_size_params_t size = {
-        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_image_size_params_t, configImageSize),
+    gpufl__host_image_size_params_t size = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_image_size_params_t, configImageSize),
         .pHostObject = h};
     *what = "cuptiProfilerHostConfigAddMetrics";
     if ((*r = s->fn.add_metrics(&add)) != CUPTI_SUCCESS) goto fail;
@@ -385,15 +388,15 @@ static gpufl_host_object_t *host_config(gpufl_rp_t *s, const rp_device_t *d,
         *r = CUPTI_ERROR_OUT_OF_MEMORY;
         goto fail;
     }
-    gpufl_host_image_params_t img = {
-        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_image_params_t, pConfigImage),
+    gpufl__host_image_params_t img = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_image_params_t, pConfigImage),
         .pHostObject = h,
         .configImageSize = size.configImageSize,
         .pConfigImage = *image};
     *what = "cuptiProfilerHostGetConfigImage";
     if ((*r = s->fn.image(&img)) != CUPTI_SUCCESS) goto fail;
-    gpufl_host_passes_params_t np = {
-        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_passes_params_t, numOfPasses),
+    gpufl__host_passes_params_t np = {
+        .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_passes_params_t, numOfPasses),
         .configImageSize = size.configImageSize,
         .pConfigImage = *image};
     *what = "cuptiProfilerHostGetNumOfPasses";
@@ -409,13 +412,13 @@ fail:
 }
 
 /* 1 when names[0 .. n) fit in one pass; else 0 with why said. */
-static int one_pass(gpufl_rp_t *s, const rp_device_t *d, const uint8_t *availability,
+static int one_pass(gpufl__range_profiler_t *s, const rp_device_t *d, const uint8_t *availability,
                     const char **names, size_t n, char *why, size_t why_size) {
     uint8_t *image;
     size_t size, passes = 0;
     CUptiResult r;
     const char *what;
-    gpufl_host_object_t *h =
+    gpufl__host_object_t *h =
         host_config(s, d, availability, names, n, &image, &size, &passes, &r, &what);
     free(image);
     host_free(s, h);
@@ -435,7 +438,7 @@ static void leave_out(rp_device_t *d, const char *name, const char *why) {
 }
 
 /* Lock held. The final host object and configuration image of a group. */
-static int make_group(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability,
+static int make_group(gpufl__range_profiler_t *s, rp_device_t *d, const uint8_t *availability,
                       const char **names, size_t n) {
     rp_group_t *g = &d->group[d->groups];
     size_t passes = 0;
@@ -456,17 +459,17 @@ static int make_group(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability
 /* Lock held. Groups 1.. for the metrics of extra[0 .. n): each group is
  * GPU time and what else fits with it in one pass, in order; a metric that
  * does not fit even alone is left out, as are those past the last group. */
-static void plan_groups(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability,
+static void plan_groups(gpufl__range_profiler_t *s, rp_device_t *d, const uint8_t *availability,
                         const char **extra, int n) {
     char why[96];
-    while (n > 0 && d->groups < GPUFL_RP_GROUPS_MAX) {
-        const char *names[GPUFL_RP_METRICS_MAX + 1]; /* + 1: the one being tried */
+    while (n > 0 && d->groups < GPUFL_RANGE_PROFILER_GROUPS_MAX) {
+        const char *names[GPUFL_RANGE_PROFILER_METRICS_MAX + 1]; /* + 1: the one being tried */
         size_t k = 0;
         int rest = 0;
         names[k++] = GPU_TIME;
         for (int i = 0; i < n; i++) {
             names[k] = extra[i];
-            if (k < GPUFL_RP_METRICS_MAX &&
+            if (k < GPUFL_RANGE_PROFILER_METRICS_MAX &&
                 one_pass(s, d, availability, names, k + 1, why, sizeof why))
                 k++;
             else if (k == 1) /* not even alone with the GPU time */
@@ -485,7 +488,7 @@ static void plan_groups(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availabili
         }
         n = rest;
     }
-    snprintf(why, sizeof why, "no room: %d metric groups at most", GPUFL_RP_GROUPS_MAX);
+    snprintf(why, sizeof why, "no room: %d metric groups at most", GPUFL_RANGE_PROFILER_GROUPS_MAX);
     for (int i = 0; i < n; i++) leave_out(d, extra[i], why);
 }
 
@@ -498,15 +501,16 @@ static int in_group(const rp_group_t *g, const char *name) {
 /* Lock held. Group 0 keeps each wanted metric that the set still fits in
  * one pass with; the wanted metrics it could not keep, and the parts of SM
  * throughput when sm__throughput is not in it, go to further groups. */
-static int choose_metrics(gpufl_rp_t *s, rp_device_t *d, const uint8_t *availability) {
+static int choose_metrics(gpufl__range_profiler_t *s, rp_device_t *d, const uint8_t *availability) {
     int64_t t0 = gpufl__mono_ns();
-    const char *names[GPUFL_RP_METRICS_MAX + 1], *extra[WANTED + SM_PARTS];
+    const char *names[GPUFL_RANGE_PROFILER_METRICS_MAX + 1], *extra[WANTED + SM_PARTS];
     char why[96];
     size_t n = 0;
     int n_extra = 0;
     for (int i = 0; i < WANTED; i++) {
         names[n] = wanted[i];
-        if (n < GPUFL_RP_METRICS_MAX && one_pass(s, d, availability, names, n + 1, why, sizeof why))
+        if (n < GPUFL_RANGE_PROFILER_METRICS_MAX &&
+            one_pass(s, d, availability, names, n + 1, why, sizeof why))
             n++;
         else if (strcmp(wanted[i], SM_THROUGHPUT) == 0) /* derived from its parts instead */
             leave_out(d, wanted[i], why);
@@ -564,8 +568,8 @@ static void unsupported_why(const CUpti_Profiler_DeviceSupported_Params *p, char
 
 /* Lock held, the context current on this thread. The device's support,
  * chip and metric set, once. */
-static rp_device_t *configure_device(gpufl_rp_t *s, CUcontext ctx, uint32_t device) {
-    if (device >= GPUFL_RP_DEVICES_MAX) return NULL;
+static rp_device_t *configure_device(gpufl__range_profiler_t *s, CUcontext ctx, uint32_t device) {
+    if (device >= GPUFL_RANGE_PROFILER_DEVICES_MAX) return NULL;
     rp_device_t *d = &s->devices[device];
     if (d->state != 0) return d;
     d->state = -1;
@@ -618,7 +622,7 @@ static rp_device_t *configure_device(gpufl_rp_t *s, CUcontext ctx, uint32_t devi
 }
 
 /* A device's groups freed and its state back to not tried. */
-static void forget_device(gpufl_rp_t *s, rp_device_t *d) {
+static void forget_device(gpufl__range_profiler_t *s, rp_device_t *d) {
     for (int g = 0; g < d->groups; g++) {
         host_free(s, d->group[g].host);
         free(d->group[g].config);
@@ -637,11 +641,12 @@ static void forget_device(gpufl_rp_t *s, rp_device_t *d) {
  * So a context leaves group 0 only while its switches, with the two of
  * this one at the last one's cost, stay within switch_pct of its time
  * (100: whenever a collection ends; 0: never). */
-static int next_group(const gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
+static int next_group(const gpufl__range_profiler_t *s, rp_ctx_t *x, const rp_device_t *d) {
     /* A group stays until a range past the settling ones came in it: its
      * visit gives a settled range, and a Start of the same configuration
      * is no new configuration (measured: no write-back after it). */
-    if (x->configured >= 0 && x->since_config <= GPUFL_RP_SETTLE_RANGES) return x->configured;
+    if (x->configured >= 0 && x->since_config <= GPUFL_RANGE_PROFILER_SETTLE_RANGES)
+        return x->configured;
     if (d->groups <= 1 || x->configured != 0 || s->switch_pct <= 0) return 0;
     if (s->switch_pct < 100) {
         int64_t elapsed =
@@ -653,20 +658,21 @@ static int next_group(const gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
     return x->other;
 }
 
-static CUptiResult disable(gpufl_rp_t *s, rp_ctx_t *x);
+static CUptiResult disable(gpufl__range_profiler_t *s, rp_ctx_t *x);
 
 /* Lock held. Lays out the context's image for group g, grown as needed:
  * the range profiler object keeps the metrics of its last size query, and
  * an image initialized after a query for other metrics evaluates to NaN
  * (measured on an H100), so this runs before every initialization. */
-static CUptiResult size_image(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d, int g) {
+static CUptiResult size_image(gpufl__range_profiler_t *s, rp_ctx_t *x, const rp_device_t *d,
+                              int g) {
     CUpti_RangeProfiler_GetCounterDataSize_Params sz = {
         .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
     sz.pRangeProfilerObject = x->object;
     sz.pMetricNames = (const char **)d->group[g].metrics;
     sz.numMetrics = (size_t)d->group[g].metric_count;
-    sz.maxNumOfRanges = GPUFL_RP_RANGES_MAX;
-    sz.maxNumRangeTreeNodes = GPUFL_RP_RANGES_MAX; /* >= maxNumOfRanges */
+    sz.maxNumOfRanges = GPUFL_RANGE_PROFILER_RANGES_MAX;
+    sz.maxNumRangeTreeNodes = GPUFL_RANGE_PROFILER_RANGES_MAX; /* >= maxNumOfRanges */
     CUptiResult r = s->fn.data_size(&sz);
     if (r != CUPTI_SUCCESS) return failed(s, r, "cuptiRangeProfilerGetCounterDataSize");
     if (sz.counterDataSize > x->data_size[g] || x->data[g] == NULL) {
@@ -680,7 +686,7 @@ static CUptiResult size_image(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d, 
 
 /* Lock held. A fresh image, SetConfig and Start with the next group; 0 or
  * the failed result. */
-static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_t *d) {
+static CUptiResult begin_collection(gpufl__range_profiler_t *s, rp_ctx_t *x, const rp_device_t *d) {
     int g = next_group(s, x, d);
     int64_t t0 = gpufl__mono_ns();
     int switching = x->configured >= 0 && x->configured != g;
@@ -717,7 +723,7 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
     set.pCounterDataImage = x->data[g];
     set.range = CUPTI_UserRange;
     set.replayMode = CUPTI_UserReplay;
-    set.maxRangesPerPass = GPUFL_RP_RANGES_MAX;
+    set.maxRangesPerPass = GPUFL_RANGE_PROFILER_RANGES_MAX;
     set.numNestingLevels = 1; /* a second level needs a second pass */
     set.minNestingLevel = 1;
     set.passIndex = 0;
@@ -747,7 +753,7 @@ static CUptiResult begin_collection(gpufl_rp_t *s, rp_ctx_t *x, const rp_device_
 
 /* Lock held, ctx current. Enables the profiler on a new context; the slot
  * says why when it cannot. */
-static void enable_context(gpufl_rp_t *s, rp_ctx_t *x) {
+static void enable_context(gpufl__range_profiler_t *s, rp_ctx_t *x) {
     int64_t t0 = gpufl__mono_ns();
     x->started_ns = t0;
     x->state = CTX_FAILED;
@@ -773,7 +779,7 @@ static void enable_context(gpufl_rp_t *s, rp_ctx_t *x) {
     }
     x->object = en.pRangeProfilerObject;
     x->configured = -1;
-    x->ranges = malloc(GPUFL_RP_RANGES_MAX * sizeof *x->ranges);
+    x->ranges = malloc(GPUFL_RANGE_PROFILER_RANGES_MAX * sizeof *x->ranges);
     if (x->ranges == NULL) {
         snprintf(x->error, sizeof x->error, "out of memory for the ranges");
         goto disable;
@@ -797,7 +803,7 @@ disable:;
 /* Lock held. A slot for a new context: a free one, or one whose context
  * was destroyed and whose record and ranges are out, else a new one; NULL
  * when the table is full. */
-static rp_ctx_t *new_slot(gpufl_rp_t *s, CUcontext ctx) {
+static rp_ctx_t *new_slot(gpufl__range_profiler_t *s, CUcontext ctx) {
     rp_ctx_t *x = NULL;
     for (int i = 0; i < s->ctx_count && x == NULL; i++) {
         rp_ctx_t *o = &s->ctx[i];
@@ -805,9 +811,9 @@ static rp_ctx_t *new_slot(gpufl_rp_t *s, CUcontext ctx) {
                                      o->object == NULL && o->pending == 0))
             x = o;
     }
-    if (x == NULL && s->ctx_count == GPUFL_RP_CONTEXTS_MAX) return NULL;
+    if (x == NULL && s->ctx_count == GPUFL_RANGE_PROFILER_CONTEXTS_MAX) return NULL;
     if (x == NULL) x = &s->ctx[s->ctx_count++];
-    for (int g = 0; g < GPUFL_RP_GROUPS_MAX; g++) free(x->data[g]);
+    for (int g = 0; g < GPUFL_RANGE_PROFILER_GROUPS_MAX; g++) free(x->data[g]);
     free(x->ranges);
     memset(x, 0, sizeof *x);
     x->ctx = ctx;
@@ -816,7 +822,7 @@ static rp_ctx_t *new_slot(gpufl_rp_t *s, CUcontext ctx) {
 }
 
 /* Lock held. The slot of a context known to the engine, NULL none. */
-static rp_ctx_t *find_slot(gpufl_rp_t *s, CUcontext ctx) {
+static rp_ctx_t *find_slot(gpufl__range_profiler_t *s, CUcontext ctx) {
     for (int i = 0; i < s->ctx_count; i++)
         if (s->ctx[i].ctx == ctx && s->ctx[i].state != CTX_FREE) return &s->ctx[i];
     return NULL;
@@ -833,7 +839,7 @@ static rp_ctx_t *find_slot(gpufl_rp_t *s, CUcontext ctx) {
  * tried again) and the first scope on the context starts it, as when init
  * comes late; `deferred` counts these. A Disable that fails after a failed
  * start keeps the slot, failed, for finish to disable. */
-static void context_created(gpufl_rp_t *s, CUcontext ctx) {
+static void context_created(gpufl__range_profiler_t *s, CUcontext ctx) {
     if (ctx == NULL) return;
     if (pthread_mutex_trylock(&s->lock) != 0) {
         atomic_fetch_add(&s->deferred, 1);
@@ -844,7 +850,8 @@ static void context_created(gpufl_rp_t *s, CUcontext ctx) {
     if (x != NULL && gpufl__cuda_push_context(s->cuda, ctx) == 0) {
         uint32_t device = 0;
         rp_device_t *d = s->fn.device_id(ctx, &device) == CUPTI_SUCCESS &&
-                                 device < GPUFL_RP_DEVICES_MAX && s->devices[device].state == 0
+                                 device < GPUFL_RANGE_PROFILER_DEVICES_MAX &&
+                                 s->devices[device].state == 0
                              ? &s->devices[device]
                              : NULL; /* tried here first: forgotten if it fails here */
         uint64_t errors = s->errors.count;
@@ -869,7 +876,7 @@ static void context_created(gpufl_rp_t *s, CUcontext ctx) {
 
 /* Lock held. A context that cannot be profiled is said once, aloud, and
  * counted; its range_profiler record carries the reason. */
-static void start_context(gpufl_rp_t *s, rp_ctx_t *x) {
+static void start_context(gpufl__range_profiler_t *s, rp_ctx_t *x) {
     enable_context(s, x);
     if (x->state == CTX_ON) return;
     char msg[300];
@@ -879,7 +886,7 @@ static void start_context(gpufl_rp_t *s, rp_ctx_t *x) {
 }
 
 /* Lock held. The context's slot, started when new; NULL when the table is full. */
-static rp_ctx_t *slot_of(gpufl_rp_t *s, CUcontext ctx) {
+static rp_ctx_t *slot_of(gpufl__range_profiler_t *s, CUcontext ctx) {
     rp_ctx_t *x = find_slot(s, ctx);
     if (x != NULL) return x;
     x = new_slot(s, ctx);
@@ -897,7 +904,7 @@ static uint64_t scope_of_name(const char *name) {
 }
 
 /* Lock held. Evaluates each decoded range into a result. */
-static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
+static void evaluate(gpufl__range_profiler_t *s, rp_ctx_t *x, int all_passes) {
     const rp_group_t *grp = &s->devices[x->device].group[x->configured];
     uint8_t *data = x->data[x->configured];
     size_t data_size = x->data_size[x->configured];
@@ -922,8 +929,9 @@ static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
         if (range == NULL || range->end_ns == 0) continue; /* not one of ours, or still open */
         if (s->result_count == s->result_cap) {
             size_t cap = s->result_cap ? s->result_cap * 2 : 64;
-            rp_result_t *grown =
-                cap <= GPUFL_RP_RESULTS_MAX ? realloc(s->results, cap * sizeof *grown) : NULL;
+            rp_result_t *grown = cap <= GPUFL_RANGE_PROFILER_RESULTS_MAX
+                                     ? realloc(s->results, cap * sizeof *grown)
+                                     : NULL;
             if (grown == NULL) continue; /* counted as lost below */
             s->results = grown;
             s->result_cap = cap;
@@ -934,8 +942,8 @@ static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
         res->group = x->configured;
         res->metrics = grp->metrics;
         res->metric_count = grp->metric_count;
-        gpufl_host_evaluate_params_t ev = {
-            .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl_host_evaluate_params_t, pMetricValues),
+        gpufl__host_evaluate_params_t ev = {
+            .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_evaluate_params_t, pMetricValues),
             .pHostObject = grp->host,
             .pCounterDataImage = data,
             .counterDataImageSize = data_size,
@@ -957,7 +965,7 @@ static void evaluate(gpufl_rp_t *s, rp_ctx_t *x, int all_passes) {
 /* Lock held, no range open. Stops, decodes and evaluates the ranges
  * collected; with restart a new collection starts. Ranges not evaluated
  * are lost (counted). A failed Stop keeps them for the next try. */
-static void decode(gpufl_rp_t *s, rp_ctx_t *x, int restart) {
+static void decode(gpufl__range_profiler_t *s, rp_ctx_t *x, int restart) {
     if (!x->collecting) return;
     int64_t t0 = gpufl__mono_ns();
     CUpti_RangeProfiler_Stop_Params sp = {.structSize =
@@ -997,7 +1005,7 @@ static void decode(gpufl_rp_t *s, rp_ctx_t *x, int restart) {
 
 /* Lock held, the context current. The object is forgotten only once
  * disabled: after a failure, finish or the context's destruction tries again. */
-static CUptiResult disable(gpufl_rp_t *s, rp_ctx_t *x) {
+static CUptiResult disable(gpufl__range_profiler_t *s, rp_ctx_t *x) {
     if (x->object == NULL) return CUPTI_SUCCESS;
     CUpti_RangeProfiler_Disable_Params p = {.structSize =
                                                 CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
@@ -1012,7 +1020,7 @@ static CUptiResult disable(gpufl_rp_t *s, rp_ctx_t *x) {
 /* ---------------------------------------------------------------------- */
 
 /* The thread's state for this engine, reset when it belonged to another. */
-static rp_thread_t *thread_state(const gpufl_rp_t *s) {
+static rp_thread_t *thread_state(const gpufl__range_profiler_t *s) {
     if (tls.serial != s->serial) {
         tls.serial = s->serial;
         tls.depth = 0;
@@ -1039,7 +1047,7 @@ static void track_path(rp_thread_t *t, const char *name, size_t len, uint32_t de
 }
 
 static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint32_t depth) {
-    gpufl_rp_t *s = user;
+    gpufl__range_profiler_t *s = user;
     rp_thread_t *t = thread_state(s);
     track_path(t, name, len, depth);
     if (t->scope != 0) {
@@ -1062,12 +1070,13 @@ static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint
         atomic_fetch_add(&s->concurrent, 1);
         goto out;
     }
-    if (x->pending == GPUFL_RP_RANGES_MAX) decode(s, x, 1); /* a failed decode left it full */
+    if (x->pending == GPUFL_RANGE_PROFILER_RANGES_MAX)
+        decode(s, x, 1);      /* a failed decode left it full */
     if (x->state != CTX_ON) { /* the decode could not start the next collection */
         s->unprofiled++;
         goto out;
     }
-    if (!x->collecting || x->pending == GPUFL_RP_RANGES_MAX) {
+    if (!x->collecting || x->pending == GPUFL_RANGE_PROFILER_RANGES_MAX) {
         s->over_capacity++;
         goto out;
     }
@@ -1083,7 +1092,7 @@ static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint
     r->tid = gpufl__thread_id();
     r->begin_ns = gpufl__mono_ns();
     r->end_ns = 0;
-    r->settling = x->since_config++ < GPUFL_RP_SETTLE_RANGES;
+    r->settling = x->since_config++ < GPUFL_RANGE_PROFILER_SETTLE_RANGES;
     if (x->first_range_ns == 0) x->first_range_ns = r->begin_ns;
     memcpy(r->path, t->path, sizeof r->path);
     x->open = 1;
@@ -1097,7 +1106,7 @@ out:
 }
 
 static void on_end(void *user, uint64_t id, uint32_t depth) {
-    gpufl_rp_t *s = user;
+    gpufl__range_profiler_t *s = user;
     rp_thread_t *t = thread_state(s);
     if (depth < t->depth) t->depth = depth;
     if (t->scope != id || id == 0) return;
@@ -1119,16 +1128,16 @@ static void on_end(void *user, uint64_t id, uint32_t depth) {
         }
     /* Decoding waits for the context's work: only when the image is full
      * or the interval has passed, and only on a thread where it is current. */
-    if ((x->pending == GPUFL_RP_RANGES_MAX || gpufl__mono_ns() >= x->decode_due_ns) &&
+    if ((x->pending == GPUFL_RANGE_PROFILER_RANGES_MAX || gpufl__mono_ns() >= x->decode_due_ns) &&
         gpufl__cuda_current_context(s->cuda) == x->ctx)
         decode(s, x, 1);
 out:
     pthread_mutex_unlock(&s->lock);
 }
 
-void gpufl__rp_observe(gpufl_rp_t *s) {
+void gpufl__range_profiler_observe(gpufl__range_profiler_t *s) {
     if (s == NULL) return;
-    s->observer = (gpufl_scope_observer_t){on_begin, on_end, s};
+    s->observer = (gpufl__scope_observer_t){on_begin, on_end, s};
     gpufl__scope_observe(&s->observer);
 }
 
@@ -1136,7 +1145,7 @@ void gpufl__rp_observe(gpufl_rp_t *s) {
  * still open there is counted (and with pop, its range popped), what it
  * collected decoded, and its profiler disabled, also one left enabled by a
  * collection that failed to start. */
-static void retire(gpufl_rp_t *s, rp_ctx_t *x, int pop) {
+static void retire(gpufl__range_profiler_t *s, rp_ctx_t *x, int pop) {
     if (x->state == CTX_ON) {
         if (x->open && pop) { /* a scope still open at shutdown: its range ends here, unwritten */
             CUpti_RangeProfiler_PopRange_Params p = {
@@ -1154,7 +1163,7 @@ static void retire(gpufl_rp_t *s, rp_ctx_t *x, int pop) {
 
 /* A context being destroyed: what it collected is decoded on the
  * destroying thread (with the context made current), then it is retired. */
-static void context_destroying(gpufl_rp_t *s, CUcontext ctx) {
+static void context_destroying(gpufl__range_profiler_t *s, CUcontext ctx) {
     if (gpufl__engine_lock_within(&s->lock, GPUFL_ENGINE_DESTROY_LOCK_MS, &s->errors) != 0) return;
     for (int i = 0; i < s->ctx_count; i++) {
         rp_ctx_t *x = &s->ctx[i];
@@ -1182,8 +1191,8 @@ static int on_context_seen(void *user, void *context) {
     return 1;
 }
 
-const gpufl_launch_hooks_t *gpufl__rp_hooks(gpufl_rp_t *s) {
-    s->hooks = (gpufl_launch_hooks_t){on_resource, on_context_seen, s};
+const gpufl__launch_hooks_t *gpufl__range_profiler_hooks(gpufl__range_profiler_t *s) {
+    s->hooks = (gpufl__launch_hooks_t){on_resource, on_context_seen, s};
     return &s->hooks;
 }
 
@@ -1192,11 +1201,12 @@ const gpufl_launch_hooks_t *gpufl__rp_hooks(gpufl_rp_t *s) {
 /* ---------------------------------------------------------------------- */
 
 /* The range_profiler record of a context, once. Lock held. */
-static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
+static void announce(gpufl__range_profiler_t *s, rp_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
-    const rp_device_t *d = x->device < GPUFL_RP_DEVICES_MAX ? &s->devices[x->device] : NULL;
-    gpufl__wire_names_t groups[GPUFL_RP_GROUPS_MAX];
+    const rp_device_t *d =
+        x->device < GPUFL_RANGE_PROFILER_DEVICES_MAX ? &s->devices[x->device] : NULL;
+    gpufl__wire_names_t groups[GPUFL_RANGE_PROFILER_GROUPS_MAX];
     const char *why[WANTED + SM_PARTS];
     gpufl__wire_range_profiler_t r = {
         .ts_ns = gpufl__collector_session_ns(s->collector, x->started_ns),
@@ -1220,7 +1230,7 @@ static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
         r.left_out = d->left_out;
         r.left_why = why;
         r.nleft = d->left_count;
-        r.max_ranges = GPUFL_RP_RANGES_MAX;
+        r.max_ranges = GPUFL_RANGE_PROFILER_RANGES_MAX;
         r.nesting_levels = 1;
         r.one_pass = 1;
         r.plan_ms = (double)d->plan_ns / 1e6;
@@ -1231,9 +1241,9 @@ static void announce(gpufl_rp_t *s, rp_ctx_t *x) {
 }
 
 /* Lock held. One range_metrics record per evaluated range. */
-static void write_results(gpufl_rp_t *s) {
+static void write_results(gpufl__range_profiler_t *s) {
     if (s->result_count == 0) return;
-    gpufl_intern_t *dict = (gpufl_intern_t *)gpufl__collector_dict(s->collector);
+    gpufl__intern_t *dict = (gpufl__intern_t *)gpufl__collector_dict(s->collector);
     for (size_t i = 0; i < s->result_count; i++) {
         const rp_result_t *res = &s->results[i];
         gpufl__wire_range_metrics_t r = {
@@ -1256,13 +1266,13 @@ static void write_results(gpufl_rp_t *s) {
     s->result_count = 0;
 }
 
-static void report_errors(gpufl_rp_t *s) {
+static void report_errors(gpufl__range_profiler_t *s) {
     gpufl__engine_report_errors(&s->errors, s->collector, "range profiler", "range_profiler_error",
                                 "a context-destroy callback",
                                 "the context's last ranges are decoded at finish, if at all");
 }
 
-void gpufl__rp_poll(gpufl_rp_t *s) {
+void gpufl__range_profiler_poll(gpufl__range_profiler_t *s) {
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < s->ctx_count; i++) announce(s, &s->ctx[i]);
@@ -1271,24 +1281,24 @@ void gpufl__rp_poll(gpufl_rp_t *s) {
     pthread_mutex_unlock(&s->lock);
 }
 
-static void write_stats(gpufl_rp_t *s) {
-    gpufl_rp_stats_t st;
-    gpufl__rp_stats(s, &st);
-    const gpufl_engine_count_t v[] = {{"contexts", st.contexts},
-                                      {"ranges_pushed", st.ranges_pushed},
-                                      {"ranges", st.ranges},
-                                      {"decodes", st.decodes},
-                                      {"settling", st.settling},
-                                      {"deferred", st.deferred},
-                                      {"nested", st.nested},
-                                      {"concurrent", st.concurrent},
-                                      {"no_context", st.no_context},
-                                      {"unprofiled", st.unprofiled},
-                                      {"over_capacity", st.over_capacity},
-                                      {"dropped", st.dropped},
-                                      {"lost", st.lost},
-                                      {"open_at_end", st.open_at_end},
-                                      {"errors", st.errors}};
+static void write_stats(gpufl__range_profiler_t *s) {
+    gpufl__range_profiler_stats_t st;
+    gpufl__range_profiler_stats(s, &st);
+    const gpufl__engine_count_t v[] = {{"contexts", st.contexts},
+                                       {"ranges_pushed", st.ranges_pushed},
+                                       {"ranges", st.ranges},
+                                       {"decodes", st.decodes},
+                                       {"settling", st.settling},
+                                       {"deferred", st.deferred},
+                                       {"nested", st.nested},
+                                       {"concurrent", st.concurrent},
+                                       {"no_context", st.no_context},
+                                       {"unprofiled", st.unprofiled},
+                                       {"over_capacity", st.over_capacity},
+                                       {"dropped", st.dropped},
+                                       {"lost", st.lost},
+                                       {"open_at_end", st.open_at_end},
+                                       {"errors", st.errors}};
     const gpufl__wire_measure_t m[] = {{"decode_ms", st.decode_ms, 1},
                                        {"stop_ms", st.stop_ms, 1},
                                        {"start_ms", st.start_ms, 1},
@@ -1298,7 +1308,7 @@ static void write_stats(gpufl_rp_t *s) {
                                sizeof m / sizeof m[0]);
 }
 
-void gpufl__rp_finish(gpufl_rp_t *s) {
+void gpufl__range_profiler_finish(gpufl__range_profiler_t *s) {
     if (s == NULL) return;
     if (gpufl__scope_observe(NULL) != 0)
         gpufl__warn("range profiler: a scope hook did not return within 2 s");
@@ -1318,7 +1328,7 @@ void gpufl__rp_finish(gpufl_rp_t *s) {
     write_stats(s);
 }
 
-void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out) {
+void gpufl__range_profiler_stats(gpufl__range_profiler_t *s, gpufl__range_profiler_stats_t *out) {
     memset(out, 0, sizeof *out);
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);
@@ -1347,15 +1357,15 @@ void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out) {
     pthread_mutex_unlock(&s->lock);
 }
 
-void gpufl__rp_destroy(gpufl_rp_t *s) {
+void gpufl__range_profiler_destroy(gpufl__range_profiler_t *s) {
     if (s == NULL) return;
     if (s->observer.user == s) gpufl__scope_observe(NULL);
     for (int i = 0; i < s->ctx_count; i++) {
         disable(s, &s->ctx[i]);
-        for (int g = 0; g < GPUFL_RP_GROUPS_MAX; g++) free(s->ctx[i].data[g]);
+        for (int g = 0; g < GPUFL_RANGE_PROFILER_GROUPS_MAX; g++) free(s->ctx[i].data[g]);
         free(s->ctx[i].ranges);
     }
-    for (int d = 0; d < GPUFL_RP_DEVICES_MAX; d++) forget_device(s, &s->devices[d]);
+    for (int d = 0; d < GPUFL_RANGE_PROFILER_DEVICES_MAX; d++) forget_device(s, &s->devices[d]);
     if (s->profiler_ready) {
         CUpti_Profiler_DeInitialize_Params p = {.structSize =
                                                     CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};

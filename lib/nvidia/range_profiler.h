@@ -43,7 +43,7 @@
  *   scopes of one name. Ranges are decoded on the scope's thread at the end
  *   of a range when the image is full or a flush interval has passed (a
  *   decode waits for the context's work), and at finish on the collector.
- * - The first GPUFL_RP_SETTLE_RANGES ranges after each configuration of a
+ * - The first GPUFL_RANGE_PROFILER_SETTLE_RANGES ranges after each configuration of a
  *   context are written with "settling": their counters may carry the
  *   profiler's own effect, and the analysis prefers the others. A group
  *   is kept (its collections restarted, no new configuration) until a
@@ -68,14 +68,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPUFL_RP_CONTEXTS_MAX 64
-#define GPUFL_RP_DEVICES_MAX  64
-#define GPUFL_RP_METRICS_MAX  16
-#define GPUFL_RP_SWITCH_PCT   5   /* default share of time that switching metric groups may take */
-#define GPUFL_RP_GROUPS_MAX   12  /* one-pass metric sets a device rotates through */
-#define GPUFL_RP_RANGES_MAX   128 /* ranges one counter data image holds between decodes */
-#define GPUFL_RP_RESULTS_MAX  65536 /* evaluated ranges waiting for the collector */
-#define GPUFL_RP_PATH_BYTES   256   /* scope path kept per range (longer ones are cut) */
+#define GPUFL_RANGE_PROFILER_CONTEXTS_MAX 64
+#define GPUFL_RANGE_PROFILER_DEVICES_MAX  64
+#define GPUFL_RANGE_PROFILER_METRICS_MAX  16
+#define GPUFL_RANGE_PROFILER_SWITCH_PCT                                                            \
+    5 /* default share of time that switching metric groups may take */
+#define GPUFL_RANGE_PROFILER_GROUPS_MAX 12 /* one-pass metric sets a device rotates through */
+#define GPUFL_RANGE_PROFILER_RANGES_MAX                                                            \
+    128 /* ranges one counter data image holds between decodes */
+#define GPUFL_RANGE_PROFILER_RESULTS_MAX 65536 /* evaluated ranges waiting for the collector */
+#define GPUFL_RANGE_PROFILER_PATH_BYTES  256   /* scope path kept per range (longer ones are cut) */
 /* Ranges marked settling after each configuration of a context (its first
  * Start, and every metric-group switch): measured on an H100, the first two
  * kernel launches that write memory after it came with DRAM writes of
@@ -84,11 +86,11 @@
  * range before. A context stays in a metric group until a range past
  * these came in it. The count is per context and was measured with one
  * context; L2 is the device's. */
-#define GPUFL_RP_SETTLE_RANGES 3
+#define GPUFL_RANGE_PROFILER_SETTLE_RANGES 3
 
-typedef struct gpufl_rp gpufl_rp_t;
+typedef struct gpufl__range_profiler gpufl__range_profiler_t;
 
-typedef struct gpufl_rp_stats {
+typedef struct gpufl__range_profiler_stats {
     uint64_t contexts, ranges_pushed, ranges, decodes;
     uint64_t settling; /* of ranges: written with "settling" */
     uint64_t deferred; /* context-created starts left to the first scope */
@@ -97,28 +99,29 @@ typedef struct gpufl_rp_stats {
     double decode_ms, stop_ms, start_ms; /* decode_ms holds the other two */
     uint64_t switches;                   /* the profiler enabled again for another metric group */
     double switch_ms;
-} gpufl_rp_stats_t;
+} gpufl__range_profiler_stats_t;
 
 /* Resolves the Range Profiler API in cupti's library. cuda gives each
  * scope thread's current context; without it no scope is profiled.
  * decode_every_ns: the longest a range waits in the image before a range
  * end decodes it. Returns 0, or GPUFL_ENOTSUP / GPUFL_ENOMEM with a
  * one-line reason in why. */
-int gpufl__rp_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t *collector,
-                     int64_t decode_every_ns, gpufl_rp_t **out, char *why, size_t why_size);
+int gpufl__range_profiler_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
+                                 gpufl__collector_t *collector, int64_t decode_every_ns,
+                                 gpufl__range_profiler_t **out, char *why, size_t why_size);
 /* Disables the profiler wherever it is still on and frees. Accepts NULL. */
-void gpufl__rp_destroy(gpufl_rp_t *s);
+void gpufl__range_profiler_destroy(gpufl__range_profiler_t *s);
 
 /* Starts following scopes (gpufl__scope_observe). */
-void gpufl__rp_observe(gpufl_rp_t *s);
+void gpufl__range_profiler_observe(gpufl__range_profiler_t *s);
 /* The resource hooks (context destruction); valid until destroy. */
-const gpufl_launch_hooks_t *gpufl__rp_hooks(gpufl_rp_t *s);
+const gpufl__launch_hooks_t *gpufl__range_profiler_hooks(gpufl__range_profiler_t *s);
 
 /* Collector thread. poll writes what was evaluated; finish stops following
  * scopes, decodes every context and writes the totals. */
-void gpufl__rp_poll(gpufl_rp_t *s);
-void gpufl__rp_finish(gpufl_rp_t *s);
+void gpufl__range_profiler_poll(gpufl__range_profiler_t *s);
+void gpufl__range_profiler_finish(gpufl__range_profiler_t *s);
 
-void gpufl__rp_stats(gpufl_rp_t *s, gpufl_rp_stats_t *out);
+void gpufl__range_profiler_stats(gpufl__range_profiler_t *s, gpufl__range_profiler_stats_t *out);
 
 #endif

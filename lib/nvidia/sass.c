@@ -118,18 +118,18 @@ int gpufl__sass_find_nvdisasm(char *out, size_t size, char *why, size_t why_size
 
 /* Strings live in an arena that never moves; the tables are plain arrays,
  * grown while parsing and freed with the module. */
-struct gpufl_sass_arena {
-    gpufl_strarena_t strings;
-    gpufl_sass_instruction_t *instructions;
-    gpufl_sass_function_t *functions;
+struct gpufl__sass_arena {
+    gpufl__strarena_t strings;
+    gpufl__sass_instruction_t *instructions;
+    gpufl__sass_function_t *functions;
     const char **files;
 };
 
-static const char *arena_strdup(struct gpufl_sass_arena *a, const char *s, size_t len) {
+static const char *arena_strdup(struct gpufl__sass_arena *a, const char *s, size_t len) {
     return gpufl__strarena_copy(&a->strings, s, len);
 }
 
-static void arena_free(struct gpufl_sass_arena *a) {
+static void arena_free(struct gpufl__sass_arena *a) {
     if (a == NULL) return;
     gpufl__strarena_free(&a->strings);
     free(a->instructions);
@@ -138,7 +138,7 @@ static void arena_free(struct gpufl_sass_arena *a) {
     free(a);
 }
 
-void gpufl__sass_module_free(gpufl_sass_module_t *m) {
+void gpufl__sass_module_free(gpufl__sass_module_t *m) {
     if (m == NULL) return;
     arena_free(m->arena);
     free(m);
@@ -168,13 +168,13 @@ typedef struct function_build {
 } function_build_t;
 
 typedef struct parser {
-    struct gpufl_sass_arena *arena;
+    struct gpufl__sass_arena *arena;
     size_t line_no;
     char *why;
     size_t why_size;
     char arch[16];
 
-    gpufl_sass_instruction_t *instructions;
+    gpufl__sass_instruction_t *instructions;
     size_t instruction_count, instruction_cap;
     function_build_t *functions;
     size_t function_count, function_cap;
@@ -404,7 +404,7 @@ static int instruction(parser_t *p, const char *s, const char *e) {
     const char *stored = arena_strdup(p->arena, text, n);
     if (stored == NULL) return fail(p, GPUFL_ENOMEM, "out of memory");
     p->instructions[p->instruction_count++] =
-        (gpufl_sass_instruction_t){(uint32_t)offset, p->file, p->line, stored};
+        (gpufl__sass_instruction_t){(uint32_t)offset, p->file, p->line, stored};
     p->functions[p->function_count - 1].count++;
     p->in_block = false;
     return 0;
@@ -457,13 +457,13 @@ static int parse_line(parser_t *p, const char *s, const char *e) {
 }
 
 static int compare_functions(const void *a, const void *b) {
-    return strcmp(((const gpufl_sass_function_t *)a)->name,
-                  ((const gpufl_sass_function_t *)b)->name);
+    return strcmp(((const gpufl__sass_function_t *)a)->name,
+                  ((const gpufl__sass_function_t *)b)->name);
 }
 
 /* The parsed tables become the module's: functions sorted by name. */
-static int finish(parser_t *p, gpufl_sass_module_t *m) {
-    struct gpufl_sass_arena *a = p->arena;
+static int finish(parser_t *p, gpufl__sass_module_t *m) {
+    struct gpufl__sass_arena *a = p->arena;
     if (p->function_count == 0) {
         say(p->why, p->why_size, "no function in the disassembly (%zu lines)", p->line_no);
         return GPUFL_EFORMAT;
@@ -475,7 +475,7 @@ static int finish(parser_t *p, gpufl_sass_module_t *m) {
     }
     for (size_t i = 0; i < p->function_count; i++) {
         const function_build_t *f = &p->functions[i];
-        a->functions[i] = (gpufl_sass_function_t){
+        a->functions[i] = (gpufl__sass_function_t){
             f->name, f->count ? p->instructions + f->first : NULL, f->count};
     }
     qsort(a->functions, p->function_count, sizeof *a->functions, compare_functions);
@@ -496,14 +496,14 @@ static int finish(parser_t *p, gpufl_sass_module_t *m) {
     return 0;
 }
 
-int gpufl__sass_parse(const char *text, size_t len, gpufl_sass_module_t **out, char *why,
+int gpufl__sass_parse(const char *text, size_t len, gpufl__sass_module_t **out, char *why,
                       size_t why_size) {
     if (out == NULL || (text == NULL && len > 0)) {
         say(why, why_size, "no text or no place for the module");
         return GPUFL_EINVAL;
     }
     *out = NULL;
-    gpufl_sass_module_t *m = calloc(1, sizeof *m);
+    gpufl__sass_module_t *m = calloc(1, sizeof *m);
     parser_t p = {.why = why, .why_size = why_size, .file = -1};
     if (m == NULL || (p.arena = calloc(1, sizeof *p.arena)) == NULL) {
         free(m);
@@ -533,8 +533,8 @@ int gpufl__sass_parse(const char *text, size_t len, gpufl_sass_module_t **out, c
     return 0;
 }
 
-const gpufl_sass_function_t *gpufl__sass_find_function(const gpufl_sass_module_t *m,
-                                                       const char *mangled_name) {
+const gpufl__sass_function_t *gpufl__sass_find_function(const gpufl__sass_module_t *m,
+                                                        const char *mangled_name) {
     if (m == NULL || mangled_name == NULL) return NULL;
     size_t lo = 0, hi = m->function_count;
     while (lo < hi) {
@@ -549,8 +549,8 @@ const gpufl_sass_function_t *gpufl__sass_find_function(const gpufl_sass_module_t
     return NULL;
 }
 
-const gpufl_sass_instruction_t *gpufl__sass_find_instruction(const gpufl_sass_function_t *f,
-                                                             uint32_t offset_bytes) {
+const gpufl__sass_instruction_t *gpufl__sass_find_instruction(const gpufl__sass_function_t *f,
+                                                              uint32_t offset_bytes) {
     if (f == NULL) return NULL;
     size_t lo = 0, hi = f->instruction_count;
     while (lo < hi) {
@@ -878,16 +878,16 @@ static const char *first_line(char *err, size_t len) {
 }
 
 static int disassemble(const char *nvdisasm, const void *cubin, size_t size,
-                       const char *const *functions, size_t nfunctions, gpufl_sass_module_t **out,
+                       const char *const *functions, size_t nfunctions, gpufl__sass_module_t **out,
                        char *why, size_t why_size);
 
 int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size,
-                            gpufl_sass_module_t **out, char *why, size_t why_size) {
+                            gpufl__sass_module_t **out, char *why, size_t why_size) {
     return disassemble(nvdisasm, cubin, size, NULL, 0, out, why, why_size);
 }
 
 int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, size_t size,
-                                     const char *function, gpufl_sass_module_t **out, char *why,
+                                     const char *function, gpufl__sass_module_t **out, char *why,
                                      size_t why_size) {
     return gpufl__sass_disassemble_functions(nvdisasm, cubin, size, &function, 1, out, why,
                                              why_size);
@@ -895,7 +895,7 @@ int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, si
 
 int gpufl__sass_disassemble_functions(const char *nvdisasm, const void *cubin, size_t size,
                                       const char *const *functions, size_t n,
-                                      gpufl_sass_module_t **out, char *why, size_t why_size) {
+                                      gpufl__sass_module_t **out, char *why, size_t why_size) {
     if (functions == NULL || n == 0 || functions[0] == NULL) {
         if (out != NULL) *out = NULL;
         say(why, why_size, "no function name");
@@ -905,7 +905,7 @@ int gpufl__sass_disassemble_functions(const char *nvdisasm, const void *cubin, s
 }
 
 static int disassemble(const char *nvdisasm, const void *cubin, size_t size,
-                       const char *const *functions, size_t nfunctions, gpufl_sass_module_t **out,
+                       const char *const *functions, size_t nfunctions, gpufl__sass_module_t **out,
                        char *why, size_t why_size) {
     if (out != NULL) *out = NULL;
     if (nvdisasm == NULL || cubin == NULL || out == NULL) {

@@ -41,29 +41,29 @@
 #define GPUFL_SASS_INSTRUCTIONS_MAX  (1u << 24) /* in one module, all functions together */
 
 /* One instruction. */
-typedef struct gpufl_sass_instruction {
+typedef struct gpufl__sass_instruction {
     uint32_t offset_bytes; /* from the start of its function (the `/ *0010* /` comment) */
     int32_t file;          /* index into the module's files, or -1 without line info */
     uint32_t line;         /* source line, 0 without line info */
     const char *text;      /* "@P0 BRA `(.L_x_1)": predicate kept; no offset, `;` or encoding */
-} gpufl_sass_instruction_t;
+} gpufl__sass_instruction_t;
 
 /* One function (one `.text.<name>` section), its instructions in offset order. */
-typedef struct gpufl_sass_function {
+typedef struct gpufl__sass_function {
     const char *name; /* mangled, as in the cubin's symbol table */
-    const gpufl_sass_instruction_t *instructions;
+    const gpufl__sass_instruction_t *instructions;
     size_t instruction_count;
-} gpufl_sass_function_t;
+} gpufl__sass_function_t;
 
 /* A disassembled cubin. Every string lives as long as the module. */
-typedef struct gpufl_sass_module {
+typedef struct gpufl__sass_module {
     char arch[16];                          /* "sm_90"; "" when unknown */
-    const gpufl_sass_function_t *functions; /* sorted by name (strcmp) */
+    const gpufl__sass_function_t *functions; /* sorted by name (strcmp) */
     size_t function_count;
     const char *const *files; /* source paths, in order of first use */
     size_t file_count;
-    struct gpufl_sass_arena *arena; /* private: the storage of all the above */
-} gpufl_sass_module_t;
+    struct gpufl__sass_arena *arena; /* private: the storage of all the above */
+} gpufl__sass_module_t;
 
 /*
  * Finds nvdisasm (see the contract for the order) and copies its path into
@@ -87,7 +87,7 @@ int gpufl__sass_find_nvdisasm(char *out, size_t size, char *why, size_t why_size
  * passed the cap), GPUFL_ENOMEM.
  */
 int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size,
-                            gpufl_sass_module_t **out, char *why, size_t why_size);
+                            gpufl__sass_module_t **out, char *why, size_t why_size);
 
 /*
  * As gpufl__sass_disassemble, for one function only (nvdisasm's
@@ -97,7 +97,7 @@ int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size
  * name.
  */
 int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, size_t size,
-                                     const char *function, gpufl_sass_module_t **out, char *why,
+                                     const char *function, gpufl__sass_module_t **out, char *why,
                                      size_t why_size);
 
 /* As gpufl__sass_disassemble_function, for n functions of one cubin in one
@@ -105,7 +105,7 @@ int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, si
  * missing from the module); GPUFL_EFORMAT when it has none of them. */
 int gpufl__sass_disassemble_functions(const char *nvdisasm, const void *cubin, size_t size,
                                       const char *const *functions, size_t n,
-                                      gpufl_sass_module_t **out, char *why, size_t why_size);
+                                      gpufl__sass_module_t **out, char *why, size_t why_size);
 
 /* The index of the symbol `name` in a cubin's ELF symbol table (what
  * nvdisasm's --cuda-function-index takes). Returns 0, or GPUFL_EFORMAT when
@@ -126,19 +126,19 @@ const char *gpufl__sass_symbol_name(const void *cubin, size_t size, uint32_t ind
  * GPUFL_ENOMEM. On failure *out is NULL and why says what and where ("line
  * 12: ...").
  */
-int gpufl__sass_parse(const char *text, size_t len, gpufl_sass_module_t **out, char *why,
+int gpufl__sass_parse(const char *text, size_t len, gpufl__sass_module_t **out, char *why,
                       size_t why_size);
 
 /* Frees a module. Accepts NULL. */
-void gpufl__sass_module_free(gpufl_sass_module_t *m);
+void gpufl__sass_module_free(gpufl__sass_module_t *m);
 
 /* The function of that mangled name, or NULL (binary search). */
-const gpufl_sass_function_t *gpufl__sass_find_function(const gpufl_sass_module_t *m,
-                                                       const char *mangled_name);
+const gpufl__sass_function_t *gpufl__sass_find_function(const gpufl__sass_module_t *m,
+                                                        const char *mangled_name);
 
 /* The instruction at exactly that offset in f, or NULL (binary search). */
-const gpufl_sass_instruction_t *gpufl__sass_find_instruction(const gpufl_sass_function_t *f,
-                                                             uint32_t offset_bytes);
+const gpufl__sass_instruction_t *gpufl__sass_find_instruction(const gpufl__sass_function_t *f,
+                                                              uint32_t offset_bytes);
 
 /*
  * The architecture a cubin's ELF header names ("sm_90") into out; returns 0,

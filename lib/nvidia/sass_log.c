@@ -36,14 +36,14 @@ typedef struct job {
     uint64_t crc;
     char *function;
     uint32_t function_id;
-    gpufl_sass_module_t *module; /* set by the worker; NULL with error */
+    gpufl__sass_module_t *module; /* set by the worker; NULL with error */
     int owns_module;             /* the first job of a batch frees the batch's module */
-    const gpufl_sass_function_t *fn;
+    const gpufl__sass_function_t *fn;
     char error[240];
 } job_t;
 
-struct gpufl_sass_log {
-    gpufl_collector_t *collector;
+struct gpufl__sass_log {
+    gpufl__collector_t *collector;
     char nvdisasm[4096];
     size_t cap, kept;
     pthread_mutex_t lock;
@@ -53,14 +53,14 @@ struct gpufl_sass_log {
     int cancelled; /* finish ended the runs in progress */
     cubin_t *cubins;
     job_t *todo, **todo_tail, *done, **done_tail;
-    gpufl_idmap_t wanted; /* (crc, function id) already asked for */
-    gpufl_sass_log_stats_t stats;
+    gpufl__idmap_t wanted; /* (crc, function id) already asked for */
+    gpufl__sass_log_stats_t stats;
 };
 
-int gpufl__sass_log_create(gpufl_collector_t *collector, size_t cubin_cap_bytes,
-                           gpufl_sass_log_t **out, char *why, size_t why_size) {
+int gpufl__sass_log_create(gpufl__collector_t *collector, size_t cubin_cap_bytes,
+                           gpufl__sass_log_t **out, char *why, size_t why_size) {
     *out = NULL;
-    gpufl_sass_log_t *s = calloc(1, sizeof *s);
+    gpufl__sass_log_t *s = calloc(1, sizeof *s);
     if (s == NULL) {
         snprintf(why, why_size, "out of memory");
         return GPUFL_ENOMEM;
@@ -92,7 +92,7 @@ static void free_jobs(job_t *j) {
     }
 }
 
-void gpufl__sass_log_destroy(gpufl_sass_log_t *s) {
+void gpufl__sass_log_destroy(gpufl__sass_log_t *s) {
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
@@ -114,13 +114,13 @@ void gpufl__sass_log_destroy(gpufl_sass_log_t *s) {
     free(s);
 }
 
-static cubin_t *find_cubin(gpufl_sass_log_t *s, uint64_t crc) {
+static cubin_t *find_cubin(gpufl__sass_log_t *s, uint64_t crc) {
     for (cubin_t *c = s->cubins; c; c = c->next)
         if (c->crc == crc) return c;
     return NULL;
 }
 
-void gpufl__sass_log_add_cubin(gpufl_sass_log_t *s, uint64_t crc, const void *cubin, size_t size) {
+void gpufl__sass_log_add_cubin(gpufl__sass_log_t *s, uint64_t crc, const void *cubin, size_t size) {
     if (s == NULL || cubin == NULL || size == 0) return;
     pthread_mutex_lock(&s->lock);
     if (find_cubin(s, crc) != NULL) {
@@ -150,7 +150,7 @@ void gpufl__sass_log_add_cubin(gpufl_sass_log_t *s, uint64_t crc, const void *cu
     pthread_mutex_unlock(&s->lock);
 }
 
-int gpufl__sass_log_symbol_name(gpufl_sass_log_t *s, uint64_t crc, uint32_t index, char *out,
+int gpufl__sass_log_symbol_name(gpufl__sass_log_t *s, uint64_t crc, uint32_t index, char *out,
                                 size_t size) {
     if (s == NULL || out == NULL || size == 0) return GPUFL_ENOTFOUND;
     pthread_mutex_lock(&s->lock);
@@ -166,7 +166,7 @@ int gpufl__sass_log_symbol_name(gpufl_sass_log_t *s, uint64_t crc, uint32_t inde
  * one module (nvdisasm restricted to their symbols: a library module of
  * thousands of kernels takes nvdisasm minutes whole), the lock released
  * while nvdisasm runs. */
-static void resolve(gpufl_sass_log_t *s, job_t **batch, size_t n) {
+static void resolve(gpufl__sass_log_t *s, job_t **batch, size_t n) {
     cubin_t *c = find_cubin(s, batch[0]->crc);
     const char *error = NULL;
     if (c == NULL)
@@ -183,7 +183,7 @@ static void resolve(gpufl_sass_log_t *s, job_t **batch, size_t n) {
     const char *names[BATCH_MAX];
     for (size_t i = 0; i < n; i++) names[i] = batch[i]->function;
     pthread_mutex_unlock(&s->lock);
-    gpufl_sass_module_t *m = NULL;
+    gpufl__sass_module_t *m = NULL;
     char why[200] = "";
     int rc =
         gpufl__sass_disassemble_functions(s->nvdisasm, bytes, size, names, n, &m, why, sizeof why);
@@ -208,7 +208,7 @@ static void resolve(gpufl_sass_log_t *s, job_t **batch, size_t n) {
 }
 
 /* Lock held: takes the first waiting job and the others of its module. */
-static size_t take_batch(gpufl_sass_log_t *s, job_t **batch) {
+static size_t take_batch(gpufl__sass_log_t *s, job_t **batch) {
     size_t n = 0;
     uint64_t crc = s->todo->crc;
     for (job_t **at = &s->todo; *at != NULL && n < BATCH_MAX;) {
@@ -227,7 +227,7 @@ static size_t take_batch(gpufl_sass_log_t *s, job_t **batch) {
 }
 
 static void *worker_main(void *arg) {
-    gpufl_sass_log_t *s = arg;
+    gpufl__sass_log_t *s = arg;
     job_t *batch[BATCH_MAX];
     pthread_mutex_lock(&s->lock);
     for (;;) {
@@ -247,7 +247,7 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-void gpufl__sass_log_want(gpufl_sass_log_t *s, uint64_t crc, const char *function,
+void gpufl__sass_log_want(gpufl__sass_log_t *s, uint64_t crc, const char *function,
                           uint32_t function_id) {
     if (s == NULL || function == NULL) return;
     uint64_t key = (crc * 0x9e3779b97f4a7c15ull) ^ function_id;
@@ -280,7 +280,7 @@ void gpufl__sass_log_want(gpufl_sass_log_t *s, uint64_t crc, const char *functio
  * renumbered from 0 in order of use. Fills r; 0, or -1 out of memory. */
 static int describe(gpufl__wire_sass_t *r, const job_t *j, const char **files,
                     gpufl__wire_instruction_t *out) {
-    const gpufl_sass_function_t *fn = j->fn;
+    const gpufl__sass_function_t *fn = j->fn;
     size_t nfiles = j->module->file_count;
     int32_t *local = nfiles ? malloc(nfiles * sizeof *local) : NULL;
     if (nfiles && !local) return -1;
@@ -290,7 +290,7 @@ static int describe(gpufl__wire_sass_t *r, const job_t *j, const char **files,
     r->truncated = r->count < fn->instruction_count;
     r->files = (gpufl__wire_names_t){files, 0};
     for (size_t i = 0; i < r->count; i++) {
-        const gpufl_sass_instruction_t *in = &fn->instructions[i];
+        const gpufl__sass_instruction_t *in = &fn->instructions[i];
         int32_t file = in->file;
         int known = file >= 0 && (size_t)file < nfiles;
         if (known && local[file] < 0) {
@@ -306,8 +306,8 @@ static int describe(gpufl__wire_sass_t *r, const job_t *j, const char **files,
 }
 
 /* One `sass` record. */
-static void write_record(gpufl_sass_log_t *s, const job_t *j) {
-    gpufl_intern_t *dict = (gpufl_intern_t *)gpufl__collector_dict(s->collector);
+static void write_record(gpufl__sass_log_t *s, const job_t *j) {
+    gpufl__intern_t *dict = (gpufl__intern_t *)gpufl__collector_dict(s->collector);
     char crc[24];
     snprintf(crc, sizeof crc, "0x%016llx", (unsigned long long)j->crc);
     gpufl__wire_sass_t r = {.cubin = gpufl__intern(dict, crc, strlen(crc)),
@@ -337,7 +337,7 @@ static void write_record(gpufl_sass_log_t *s, const job_t *j) {
 }
 
 /* Takes the finished jobs and writes them. */
-static void write_done(gpufl_sass_log_t *s, job_t *extra) {
+static void write_done(gpufl__sass_log_t *s, job_t *extra) {
     pthread_mutex_lock(&s->lock);
     job_t *done = s->done;
     s->done = NULL;
@@ -349,11 +349,11 @@ static void write_done(gpufl_sass_log_t *s, job_t *extra) {
     free_jobs(done);
 }
 
-void gpufl__sass_log_write(gpufl_sass_log_t *s) {
+void gpufl__sass_log_write(gpufl__sass_log_t *s) {
     if (s != NULL) write_done(s, NULL);
 }
 
-void gpufl__sass_log_finish(gpufl_sass_log_t *s, int64_t wait_ns) {
+void gpufl__sass_log_finish(gpufl__sass_log_t *s, int64_t wait_ns) {
     if (s == NULL) return;
     int64_t deadline = gpufl__mono_ns() + wait_ns;
     pthread_mutex_lock(&s->lock);
@@ -395,7 +395,7 @@ void gpufl__sass_log_finish(gpufl_sass_log_t *s, int64_t wait_ns) {
     free_jobs(left);
 }
 
-void gpufl__sass_log_stats(gpufl_sass_log_t *s, gpufl_sass_log_stats_t *out) {
+void gpufl__sass_log_stats(gpufl__sass_log_t *s, gpufl__sass_log_stats_t *out) {
     memset(out, 0, sizeof *out);
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);

@@ -28,36 +28,36 @@
 
 #define GPUFL_SASS_LOG_FINISH_NS (10 * 1000000000LL) /* longest wait at session end */
 
-typedef struct gpufl_sass_log gpufl_sass_log_t;
+typedef struct gpufl__sass_log gpufl__sass_log_t;
 
-typedef struct gpufl_sass_log_stats {
+typedef struct gpufl__sass_log_stats {
     uint64_t cubins, cubin_bytes, cubins_over_cap, records, errors;
-} gpufl_sass_log_stats_t;
+} gpufl__sass_log_stats_t;
 
 /* Finds nvdisasm (sass.h). Returns 0, or GPUFL_ENOTSUP with a one-line
  * reason in why (no nvdisasm); GPUFL_ENOMEM. */
-int gpufl__sass_log_create(gpufl_collector_t *collector, size_t cubin_cap_bytes,
-                           gpufl_sass_log_t **out, char *why, size_t why_size);
+int gpufl__sass_log_create(gpufl__collector_t *collector, size_t cubin_cap_bytes,
+                           gpufl__sass_log_t **out, char *why, size_t why_size);
 /* Stops the worker and frees. Accepts NULL. */
-void gpufl__sass_log_destroy(gpufl_sass_log_t *s);
+void gpufl__sass_log_destroy(gpufl__sass_log_t *s);
 
 /* Application thread: keeps a copy of a module's cubin under its CRC. */
-void gpufl__sass_log_add_cubin(gpufl_sass_log_t *s, uint64_t crc, const void *cubin, size_t size);
+void gpufl__sass_log_add_cubin(gpufl__sass_log_t *s, uint64_t crc, const void *cubin, size_t size);
 /* Any thread: the name of symbol `index` of module crc's kept cubin (the
  * functionIndex of a PC record) copied into out. Returns 0, or
  * GPUFL_ENOTFOUND (no such module kept, no named symbol there, or out too
  * small). */
-int gpufl__sass_log_symbol_name(gpufl_sass_log_t *s, uint64_t crc, uint32_t index, char *out,
+int gpufl__sass_log_symbol_name(gpufl__sass_log_t *s, uint64_t crc, uint32_t index, char *out,
                                 size_t size);
 /* Collector: the function (mangled name, its dict id) of module crc has
  * samples; its record is made once. */
-void gpufl__sass_log_want(gpufl_sass_log_t *s, uint64_t crc, const char *function,
+void gpufl__sass_log_want(gpufl__sass_log_t *s, uint64_t crc, const char *function,
                           uint32_t function_id);
 /* Collector: writes the records that are ready. */
-void gpufl__sass_log_write(gpufl_sass_log_t *s);
+void gpufl__sass_log_write(gpufl__sass_log_t *s);
 /* Collector, at session end: waits up to wait_ns for the worker, then
  * writes everything, with an error record for what is still waiting. */
-void gpufl__sass_log_finish(gpufl_sass_log_t *s, int64_t wait_ns);
-void gpufl__sass_log_stats(gpufl_sass_log_t *s, gpufl_sass_log_stats_t *out);
+void gpufl__sass_log_finish(gpufl__sass_log_t *s, int64_t wait_ns);
+void gpufl__sass_log_stats(gpufl__sass_log_t *s, gpufl__sass_log_stats_t *out);
 
 #endif

@@ -12,7 +12,7 @@
 #include "nvidia/sass_metrics.h"
 
 #include "core/clock.h"
-#include "core/demangle.h"
+#include "util/demangle.h"
 #include "util/error.h"
 #include "util/idmap.h"
 #include "util/log.h"
@@ -37,11 +37,11 @@
 #define READ_WAIT_MS   2000              /* a destroying thread waits this long for finish's read */
 
 /* The metrics, in the order of the sass_metric columns they fill. */
-static const char *const metric_names[GPUFL_SASSM_METRICS] = {
+static const char *const metric_names[GPUFL_SASS_METRICS_METRICS] = {
     "smsp__sass_inst_executed", "smsp__sass_thread_inst_executed", "smsp__sass_sectors_mem_global",
     "smsp__sass_sectors_mem_global_ideal"};
 
-typedef struct sassm_fn {
+typedef struct sass_metrics_fn {
     CUptiResult (*profiler_init)(CUpti_Profiler_Initialize_Params *);
     CUptiResult (*profiler_deinit)(CUpti_Profiler_DeInitialize_Params *);
     CUptiResult (*chip_name)(CUpti_Device_GetChipName_Params *);
@@ -55,20 +55,20 @@ typedef struct sassm_fn {
     CUptiResult (*device_id)(CUcontext, uint32_t *);
     CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
     CUptiResult (*result_string)(CUptiResult, const char **);
-} sassm_fn_t;
+} sass_metrics_fn_t;
 
 /* One instruction's counts, as read. */
 typedef struct entry {
     uint32_t crc, function_index, pc;
     const char *function; /* CUPTI's string (never freed: see read_context) */
-    int64_t value[GPUFL_SASSM_METRICS];
+    int64_t value[GPUFL_SASS_METRICS_METRICS];
 } entry_t;
 
 /* CTX_READING: finish is reading it with the engine's lock released (while
  * the context's work finishes); a destroying thread waits for that. */
 enum ctx_state { CTX_FREE = 0, CTX_ON, CTX_FAILED, CTX_READING, CTX_READ };
 
-typedef struct sassm_ctx {
+typedef struct sass_metrics_ctx {
     CUcontext ctx;
     enum ctx_state state;
     uint32_t id, device;
@@ -78,33 +78,33 @@ typedef struct sassm_ctx {
     entry_t *entries; /* read, not yet written */
     size_t entry_count;
     int64_t read_ns; /* when it was read (CLOCK_MONOTONIC) */
-} sassm_ctx_t;
+} sass_metrics_ctx_t;
 
-typedef struct sassm_device {
+typedef struct sass_metrics_device {
     int state; /* 0 not tried, 1 configured, -1 failed */
     char chip[64];
     char error[240];
-    uint64_t metric_id[GPUFL_SASSM_METRICS];
-} sassm_device_t;
+    uint64_t metric_id[GPUFL_SASS_METRICS_METRICS];
+} sass_metrics_device_t;
 
 typedef struct pending_cubin {
     void *image;
     size_t size;
 } pending_cubin_t;
 
-struct gpufl_sassm {
-    gpufl_cupti_t *cupti;
-    gpufl_cuda_t *cuda;
-    gpufl_collector_t *collector;
-    sassm_fn_t fn;
+struct gpufl__sass_metrics {
+    gpufl__cupti_t *cupti;
+    gpufl__cuda_t *cuda;
+    gpufl__collector_t *collector;
+    sass_metrics_fn_t fn;
     pthread_mutex_t lock;
-    sassm_ctx_t ctx[GPUFL_SASSM_CONTEXTS_MAX];
+    sass_metrics_ctx_t ctx[GPUFL_SASS_METRICS_CONTEXTS_MAX];
     int ctx_count;
-    sassm_device_t devices[GPUFL_SASSM_DEVICES_MAX];
+    sass_metrics_device_t devices[GPUFL_SASS_METRICS_DEVICES_MAX];
     int profiler_ready;
-    gpufl_batch_t rows;
-    gpufl_launch_hooks_t hooks;
-    gpufl_sass_log_t *sass;
+    gpufl__batch_t rows;
+    gpufl__launch_hooks_t hooks;
+    gpufl__sass_log_t *sass;
     char sass_why[200];
     pthread_mutex_t cubin_lock; /* the pending list only; never held across a call out */
     pending_cubin_t pending[PENDING_CUBINS];
@@ -112,16 +112,16 @@ struct gpufl_sassm {
     pthread_cond_t read_done; /* a CTX_READING slot became CTX_READ */
     /* Contexts destroyed while their thread could not take the lock: their
      * slots are retired at the next locked pass, never read. */
-    _Atomic(void *) dead[GPUFL_SASSM_CONTEXTS_MAX];
+    _Atomic(void *) dead[GPUFL_SASS_METRICS_CONTEXTS_MAX];
     _Atomic int dead_count;
     int dead_settled;
     uint64_t cubins_unfiled; /* images not kept: the pending list was full, or no memory */
     uint64_t contexts, reads, records, rows_written, functions, dropped, lost;
     uint64_t configs_reused; /* devices configured by an earlier session (kept_devices) */
-    gpufl_engine_errors_t errors;
+    gpufl__engine_errors_t errors;
     int64_t read_ns_total;
     int warned_table, warned_failure;
-    int stopped; /* gpufl__sassm_stop ran */
+    int stopped; /* gpufl__sass_metrics_stop ran */
     _Atomic int finished;
 };
 
@@ -132,11 +132,11 @@ struct gpufl_sassm {
 /* ---------------------------------------------------------------------- */
 
 /* Lock held. A failed call, counted and kept for the collector's event. */
-static void note_error(gpufl_sassm_t *s, const char *message) {
+static void note_error(gpufl__sass_metrics_t *s, const char *message) {
     gpufl__engine_note_error(&s->errors, message);
 }
 
-static void explain(const gpufl_sassm_t *s, CUptiResult r, const char *what, char *out,
+static void explain(const gpufl__sass_metrics_t *s, CUptiResult r, const char *what, char *out,
                     size_t size) {
     gpufl__engine_explain(s->fn.result_string, r, what, out, size);
 }
@@ -144,7 +144,7 @@ static void explain(const gpufl_sassm_t *s, CUptiResult r, const char *what, cha
 /* The profiler's libraries and driver hooks, once, before the first
  * configuration (lock held, or from create). Returns 0, or the failed
  * result with why filled. */
-static CUptiResult profiler_ready(gpufl_sassm_t *s, char *why, size_t why_size) {
+static CUptiResult profiler_ready(gpufl__sass_metrics_t *s, char *why, size_t why_size) {
     if (s->profiler_ready) return CUPTI_SUCCESS;
     CUptiResult r =
         gpufl__engine_profiler_init(s->fn.profiler_init, s->fn.result_string, why, why_size);
@@ -155,10 +155,11 @@ static CUptiResult profiler_ready(gpufl_sassm_t *s, char *why, size_t why_size) 
 #define SYM(field, name)                                                                           \
     { &s->fn.field, name }
 
-int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t *collector,
-                        int disassemble, gpufl_sassm_t **out, char *why, size_t why_size) {
+int gpufl__sass_metrics_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
+                               gpufl__collector_t *collector, int disassemble,
+                               gpufl__sass_metrics_t **out, char *why, size_t why_size) {
     *out = NULL;
-    gpufl_sassm_t *s = calloc(1, sizeof *s);
+    gpufl__sass_metrics_t *s = calloc(1, sizeof *s);
     if (s == NULL || pthread_mutex_init(&s->lock, NULL) != 0) {
         free(s);
         snprintf(why, why_size, "out of memory");
@@ -169,22 +170,22 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
     s->cupti = cupti;
     s->cuda = cuda;
     s->collector = collector;
-    const gpufl_engine_sym_t syms[] = {SYM(profiler_init, "cuptiProfilerInitialize"),
-                                       SYM(profiler_deinit, "cuptiProfilerDeInitialize"),
-                                       SYM(chip_name, "cuptiDeviceGetChipName"),
-                                       SYM(properties, "cuptiSassMetricsGetProperties"),
-                                       SYM(set_config, "cuptiSassMetricsSetConfig"),
-                                       SYM(enable, "cuptiSassMetricsEnable"),
-                                       SYM(disable, "cuptiSassMetricsDisable"),
-                                       SYM(data_properties, "cuptiSassMetricsGetDataProperties"),
-                                       SYM(flush_data, "cuptiSassMetricsFlushData"),
-                                       SYM(context_id, "cuptiGetContextId"),
-                                       SYM(device_id, "cuptiGetDeviceId"),
-                                       SYM(cubin_crc, "cuptiGetCubinCrc"),
-                                       SYM(result_string, "cuptiGetResultString")};
+    const gpufl__engine_sym_t syms[] = {SYM(profiler_init, "cuptiProfilerInitialize"),
+                                        SYM(profiler_deinit, "cuptiProfilerDeInitialize"),
+                                        SYM(chip_name, "cuptiDeviceGetChipName"),
+                                        SYM(properties, "cuptiSassMetricsGetProperties"),
+                                        SYM(set_config, "cuptiSassMetricsSetConfig"),
+                                        SYM(enable, "cuptiSassMetricsEnable"),
+                                        SYM(disable, "cuptiSassMetricsDisable"),
+                                        SYM(data_properties, "cuptiSassMetricsGetDataProperties"),
+                                        SYM(flush_data, "cuptiSassMetricsFlushData"),
+                                        SYM(context_id, "cuptiGetContextId"),
+                                        SYM(device_id, "cuptiGetDeviceId"),
+                                        SYM(cubin_crc, "cuptiGetCubinCrc"),
+                                        SYM(result_string, "cuptiGetResultString")};
     if (gpufl__engine_resolve(cupti, syms, sizeof syms / sizeof syms[0],
                               "SASS metrics need CUPTI 12.5 or newer", why, why_size)) {
-        gpufl__sassm_destroy(s);
+        gpufl__sass_metrics_destroy(s);
         return GPUFL_ENOTSUP;
     }
     /* Its records' function names may pass the name cache whose copy of a
@@ -205,19 +206,19 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
      * first context starts it then. */
     CUptiResult r = profiler_ready(s, why, why_size);
     if (r != CUPTI_SUCCESS && gpufl__engine_refusal(r)) {
-        gpufl__sassm_destroy(s);
+        gpufl__sass_metrics_destroy(s);
         return GPUFL_ENOTSUP;
     }
     why[0] = '\0';
     if (gpufl__batch_init_table(&s->rows, &gpufl__wire_sass_metric)) {
         snprintf(why, why_size, "%s", gpufl_last_error());
-        gpufl__sassm_destroy(s);
+        gpufl__sass_metrics_destroy(s);
         return GPUFL_ENOMEM;
     }
     if (!disassemble)
         snprintf(s->sass_why, sizeof s->sass_why, "off");
-    else if (gpufl__sass_log_create(collector, GPUFL_SASSM_CUBIN_BYTES, &s->sass, s->sass_why,
-                                    sizeof s->sass_why) != 0)
+    else if (gpufl__sass_log_create(collector, GPUFL_SASS_METRICS_CUBIN_BYTES, &s->sass,
+                                    s->sass_why, sizeof s->sass_why) != 0)
         s->sass = NULL;
     *out = s;
     return 0;
@@ -230,11 +231,12 @@ int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collecto
  * says of a second SetConfig without UnsetConfig) goes on with the kept
  * one. */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static sassm_device_t kept_devices[GPUFL_SASSM_DEVICES_MAX];
+static sass_metrics_device_t kept_devices[GPUFL_SASS_METRICS_DEVICES_MAX];
 
 /* Sets device's configuration in CUPTI, filling d; CUPTI_SUCCESS, or the
  * failed call's result with d->error. */
-static CUptiResult set_device_config(gpufl_sassm_t *s, uint32_t device, sassm_device_t *d) {
+static CUptiResult set_device_config(gpufl__sass_metrics_t *s, uint32_t device,
+                                     sass_metrics_device_t *d) {
     CUpti_Device_GetChipName_Params chip = {.structSize =
                                                 CUpti_Device_GetChipName_Params_STRUCT_SIZE};
     chip.deviceIndex = device;
@@ -244,8 +246,8 @@ static CUptiResult set_device_config(gpufl_sassm_t *s, uint32_t device, sassm_de
         return r != CUPTI_SUCCESS ? r : CUPTI_ERROR_UNKNOWN;
     }
     snprintf(d->chip, sizeof d->chip, "%s", chip.pChipName);
-    CUpti_SassMetrics_Config cfg[GPUFL_SASSM_METRICS];
-    for (int i = 0; i < GPUFL_SASSM_METRICS; i++) {
+    CUpti_SassMetrics_Config cfg[GPUFL_SASS_METRICS_METRICS];
+    for (int i = 0; i < GPUFL_SASS_METRICS_METRICS; i++) {
         CUpti_SassMetrics_GetProperties_Params p = {
             .structSize = CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE};
         p.pChipName = d->chip;
@@ -265,7 +267,7 @@ static CUptiResult set_device_config(gpufl_sassm_t *s, uint32_t device, sassm_de
     CUpti_SassMetricsSetConfig_Params set = {.structSize =
                                                  CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE};
     set.pConfigs = cfg;
-    set.numOfMetricConfig = GPUFL_SASSM_METRICS;
+    set.numOfMetricConfig = GPUFL_SASS_METRICS_METRICS;
     set.deviceIndex = device;
     r = s->fn.set_config(&set);
     if (r != CUPTI_SUCCESS) explain(s, r, "cuptiSassMetricsSetConfig", d->error, sizeof d->error);
@@ -274,13 +276,13 @@ static CUptiResult set_device_config(gpufl_sassm_t *s, uint32_t device, sassm_de
 
 /* Lock held. The device's configuration: set now and kept, or the one an
  * earlier session of the process set (kept_devices). */
-static sassm_device_t *configure_device(gpufl_sassm_t *s, uint32_t device) {
-    if (device >= GPUFL_SASSM_DEVICES_MAX) return NULL;
-    sassm_device_t *d = &s->devices[device];
+static sass_metrics_device_t *configure_device(gpufl__sass_metrics_t *s, uint32_t device) {
+    if (device >= GPUFL_SASS_METRICS_DEVICES_MAX) return NULL;
+    sass_metrics_device_t *d = &s->devices[device];
     if (d->state != 0) return d;
     pthread_mutex_lock(&kept_lock);
     CUptiResult r = set_device_config(s, device, d);
-    sassm_device_t *kept = &kept_devices[device];
+    sass_metrics_device_t *kept = &kept_devices[device];
     if (r == CUPTI_SUCCESS) {
         d->state = 1;
         *kept = *d;
@@ -295,20 +297,20 @@ static sassm_device_t *configure_device(gpufl_sassm_t *s, uint32_t device) {
     return d;
 }
 
-static int lock_within(gpufl_sassm_t *s, int ms) {
+static int lock_within(gpufl__sass_metrics_t *s, int ms) {
     return gpufl__engine_lock_within(&s->lock, ms, &s->errors);
 }
 
 /* Lock held. Retires the slots of contexts destroyed while their thread
  * could not take the lock: their counts are gone with them (an error says
  * so), and a new context at the same address gets a slot of its own. */
-static void settle_dead(gpufl_sassm_t *s) {
+static void settle_dead(gpufl__sass_metrics_t *s) {
     int n = atomic_load(&s->dead_count);
-    if (n > GPUFL_SASSM_CONTEXTS_MAX) n = GPUFL_SASSM_CONTEXTS_MAX;
+    if (n > GPUFL_SASS_METRICS_CONTEXTS_MAX) n = GPUFL_SASS_METRICS_CONTEXTS_MAX;
     for (; s->dead_settled < n; s->dead_settled++) {
         void *ctx = atomic_load(&s->dead[s->dead_settled]);
         for (int i = 0; i < s->ctx_count; i++) {
-            sassm_ctx_t *x = &s->ctx[i];
+            sass_metrics_ctx_t *x = &s->ctx[i];
             if (ctx == NULL || x->ctx != (CUcontext)ctx) continue;
             if (x->state == CTX_ON) {
                 char msg[240];
@@ -325,18 +327,18 @@ static void settle_dead(gpufl_sassm_t *s) {
 }
 
 /* Lock held. The context's slot, or a free one; NULL when the table is full. */
-static sassm_ctx_t *slot_of(gpufl_sassm_t *s, CUcontext ctx, int *fresh) {
+static sass_metrics_ctx_t *slot_of(gpufl__sass_metrics_t *s, CUcontext ctx, int *fresh) {
     *fresh = 0;
     for (int i = 0; i < s->ctx_count; i++)
         if (s->ctx[i].ctx == ctx && s->ctx[i].state != CTX_FREE) return &s->ctx[i];
-    if (s->ctx_count == GPUFL_SASSM_CONTEXTS_MAX) return NULL;
+    if (s->ctx_count == GPUFL_SASS_METRICS_CONTEXTS_MAX) return NULL;
     *fresh = 1;
     return &s->ctx[s->ctx_count++];
 }
 
 /* Enables counting on ctx unless it is known; with try set (a launch) a
  * busy lock is not waited for (returns 0: the next launch tries again). */
-static int start_context(gpufl_sassm_t *s, CUcontext ctx, int late, int try) {
+static int start_context(gpufl__sass_metrics_t *s, CUcontext ctx, int late, int try) {
     if (atomic_load(&s->finished)) return 1;
     if (try) {
         if (pthread_mutex_trylock(&s->lock) != 0) return 0;
@@ -356,7 +358,7 @@ static int start_context(gpufl_sassm_t *s, CUcontext ctx, int late, int try) {
         return 1;
     }
     int fresh;
-    sassm_ctx_t *x = slot_of(s, ctx, &fresh);
+    sass_metrics_ctx_t *x = slot_of(s, ctx, &fresh);
     if (x == NULL || !fresh) {
         int first_overflow = x == NULL && !s->warned_table;
         if (first_overflow) {
@@ -373,14 +375,14 @@ static int start_context(gpufl_sassm_t *s, CUcontext ctx, int late, int try) {
     x->state = CTX_FAILED;
     if (s->fn.context_id(ctx, &x->id) != CUPTI_SUCCESS) x->id = 0;
     if (s->fn.device_id(ctx, &x->device) != CUPTI_SUCCESS) x->device = 0;
-    sassm_device_t *d = profiler_ready(s, x->error, sizeof x->error) == CUPTI_SUCCESS
-                            ? configure_device(s, x->device)
-                            : NULL;
+    sass_metrics_device_t *d = profiler_ready(s, x->error, sizeof x->error) == CUPTI_SUCCESS
+                                   ? configure_device(s, x->device)
+                                   : NULL;
     if (x->error[0]) {
         /* the profiler did not start: x->error says why */
     } else if (d == NULL) {
         snprintf(x->error, sizeof x->error, "device %u: past the %d devices the engine keeps",
-                 x->device, GPUFL_SASSM_DEVICES_MAX);
+                 x->device, GPUFL_SASS_METRICS_DEVICES_MAX);
     } else if (d->state != 1) {
         memcpy(x->error, d->error, sizeof x->error);
     } else {
@@ -412,11 +414,11 @@ static int start_context(gpufl_sassm_t *s, CUcontext ctx, int late, int try) {
     return 1;
 }
 
-void gpufl__sassm_context_created(gpufl_sassm_t *s, void *context) {
+void gpufl__sass_metrics_context_created(gpufl__sass_metrics_t *s, void *context) {
     if (s && context) start_context(s, (CUcontext)context, 0, 0);
 }
 
-int gpufl__sassm_context_seen(gpufl_sassm_t *s, void *context) {
+int gpufl__sass_metrics_context_seen(gpufl__sass_metrics_t *s, void *context) {
     return s && context ? start_context(s, (CUcontext)context, 1, 1) : 1;
 }
 
@@ -437,7 +439,7 @@ static int entry_order(const void *a, const void *b) {
 
 /* Folds records (one per instruction and metric) into one entry per
  * instruction: sorted, then merged. Returns the entry count. */
-static size_t fold(const sassm_device_t *d, const CUpti_SassMetrics_Data *data, size_t n,
+static size_t fold(const sass_metrics_device_t *d, const CUpti_SassMetrics_Data *data, size_t n,
                    size_t instances, entry_t *out) {
     for (size_t i = 0; i < n; i++) {
         entry_t *e = &out[i];
@@ -445,10 +447,10 @@ static size_t fold(const sassm_device_t *d, const CUpti_SassMetrics_Data *data, 
         e->function_index = data[i].functionIndex;
         e->pc = data[i].pcOffset;
         e->function = data[i].functionName ? data[i].functionName : "";
-        for (int m = 0; m < GPUFL_SASSM_METRICS; m++) e->value[m] = -1;
+        for (int m = 0; m < GPUFL_SASS_METRICS_METRICS; m++) e->value[m] = -1;
         for (size_t k = 0; k < instances; k++) {
             const CUpti_SassMetrics_InstanceValue *v = &data[i].pInstanceValues[k];
-            for (int m = 0; m < GPUFL_SASSM_METRICS; m++) {
+            for (int m = 0; m < GPUFL_SASS_METRICS_METRICS; m++) {
                 if (v->metricId != d->metric_id[m]) continue;
                 int64_t add = v->value > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->value;
                 e->value[m] = (e->value[m] < 0 ? 0 : e->value[m]) + add;
@@ -459,7 +461,7 @@ static size_t fold(const sassm_device_t *d, const CUpti_SassMetrics_Data *data, 
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
         if (w > 0 && entry_order(&out[w - 1], &out[i]) == 0) {
-            for (int m = 0; m < GPUFL_SASSM_METRICS; m++)
+            for (int m = 0; m < GPUFL_SASS_METRICS_METRICS; m++)
                 if (out[i].value[m] >= 0)
                     out[w - 1].value[m] =
                         (out[w - 1].value[m] < 0 ? 0 : out[w - 1].value[m]) + out[i].value[m];
@@ -472,10 +474,11 @@ static size_t fold(const sassm_device_t *d, const CUpti_SassMetrics_Data *data, 
 
 /* Lock held; the context's work has finished. Reads its counts into
  * x->entries, then disables counting. */
-static void read_context(gpufl_sassm_t *s, sassm_ctx_t *x) {
+static void read_context(gpufl__sass_metrics_t *s, sass_metrics_ctx_t *x) {
     if (x->state != CTX_ON) return;
     char msg[240];
-    const sassm_device_t *d = &s->devices[x->device < GPUFL_SASSM_DEVICES_MAX ? x->device : 0];
+    const sass_metrics_device_t *d =
+        &s->devices[x->device < GPUFL_SASS_METRICS_DEVICES_MAX ? x->device : 0];
     CUpti_SassMetricsGetDataProperties_Params dp = {
         .structSize = CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE};
     dp.ctx = x->ctx;
@@ -551,16 +554,16 @@ static void read_context(gpufl_sassm_t *s, sassm_ctx_t *x) {
  * destroying), so its counts are read here, on the destroying thread. When
  * the lock cannot be had, the context is listed as dead (never read); when
  * finish is reading it, the thread waits for that read, 2 s at most. */
-void gpufl__sassm_context_destroying(gpufl_sassm_t *s, void *context) {
+void gpufl__sass_metrics_context_destroying(gpufl__sass_metrics_t *s, void *context) {
     if (s == NULL) return;
     if (lock_within(s, GPUFL_ENGINE_CALLBACK_LOCK_MS) != 0) {
         int slot = atomic_fetch_add(&s->dead_count, 1);
-        if (slot < GPUFL_SASSM_CONTEXTS_MAX) atomic_store(&s->dead[slot], context);
+        if (slot < GPUFL_SASS_METRICS_CONTEXTS_MAX) atomic_store(&s->dead[slot], context);
         return;
     }
     settle_dead(s);
     for (int i = 0; i < s->ctx_count; i++) {
-        sassm_ctx_t *x = &s->ctx[i];
+        sass_metrics_ctx_t *x = &s->ctx[i];
         if (x->ctx != (CUcontext)context) continue;
         if (x->state == CTX_READING) {
             struct timespec until;
@@ -582,13 +585,13 @@ void gpufl__sassm_context_destroying(gpufl_sassm_t *s, void *context) {
 
 /* The image is copied; its CRC is taken later by the collector, since a
  * CUPTI call in the module-load callback can wait on the patching locks. */
-void gpufl__sassm_module_loaded(gpufl_sassm_t *s, const void *cubin, size_t size) {
+void gpufl__sass_metrics_module_loaded(gpufl__sass_metrics_t *s, const void *cubin, size_t size) {
     if (s == NULL || s->sass == NULL || cubin == NULL || size == 0 || atomic_load(&s->finished))
         return;
     void *copy = malloc(size);
     pthread_mutex_lock(&s->cubin_lock);
     if (copy != NULL && s->pending_count < PENDING_CUBINS &&
-        s->pending_bytes + size <= GPUFL_SASSM_CUBIN_BYTES) {
+        s->pending_bytes + size <= GPUFL_SASS_METRICS_CUBIN_BYTES) {
         memcpy(copy, cubin, size);
         s->pending[s->pending_count++] = (pending_cubin_t){copy, size};
         s->pending_bytes += size;
@@ -601,17 +604,19 @@ void gpufl__sassm_module_loaded(gpufl_sassm_t *s, const void *cubin, size_t size
 }
 
 static void on_resource(void *user, uint32_t cbid, const void *data) {
-    gpufl_sassm_t *s = user;
+    gpufl__sass_metrics_t *s = user;
     const CUpti_ResourceData *r = data;
     if (r == NULL) return;
     switch (cbid) {
-    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: gpufl__sassm_context_created(s, r->context); break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+        gpufl__sass_metrics_context_created(s, r->context);
+        break;
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
-        gpufl__sassm_context_destroying(s, r->context);
+        gpufl__sass_metrics_context_destroying(s, r->context);
         break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
         const CUpti_ModuleResourceData *m = r->resourceDescriptor;
-        if (m != NULL) gpufl__sassm_module_loaded(s, m->pCubin, m->cubinSize);
+        if (m != NULL) gpufl__sass_metrics_module_loaded(s, m->pCubin, m->cubinSize);
         break;
     }
     default: break;
@@ -619,29 +624,32 @@ static void on_resource(void *user, uint32_t cbid, const void *data) {
 }
 
 static int on_context_seen(void *user, void *context) {
-    return gpufl__sassm_context_seen(user, context);
+    return gpufl__sass_metrics_context_seen(user, context);
 }
 
-const gpufl_launch_hooks_t *gpufl__sassm_hooks(gpufl_sassm_t *s) {
-    s->hooks = (gpufl_launch_hooks_t){on_resource, on_context_seen, s};
+const gpufl__launch_hooks_t *gpufl__sass_metrics_hooks(gpufl__sass_metrics_t *s) {
+    s->hooks = (gpufl__launch_hooks_t){on_resource, on_context_seen, s};
     return &s->hooks;
 }
 
-gpufl_sass_log_t *gpufl__sassm_sass_log(gpufl_sassm_t *s) { return s ? s->sass : NULL; }
+gpufl__sass_log_t *gpufl__sass_metrics_sass_log(gpufl__sass_metrics_t *s) {
+    return s ? s->sass : NULL;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Writing (collector thread)                                               */
 /* ---------------------------------------------------------------------- */
 
-static uint32_t intern(gpufl_sassm_t *s, const char *str) {
-    return gpufl__intern((gpufl_intern_t *)gpufl__collector_dict(s->collector), str, strlen(str));
+static uint32_t intern(gpufl__sass_metrics_t *s, const char *str) {
+    return gpufl__intern((gpufl__intern_t *)gpufl__collector_dict(s->collector), str, strlen(str));
 }
 
 /* The sass_metrics record of a context, once. Lock held. */
-static void announce(gpufl_sassm_t *s, sassm_ctx_t *x) {
+static void announce(gpufl__sass_metrics_t *s, sass_metrics_ctx_t *x) {
     if (x->announced || x->state == CTX_FREE) return;
     x->announced = 1;
-    const sassm_device_t *d = x->device < GPUFL_SASSM_DEVICES_MAX ? &s->devices[x->device] : NULL;
+    const sass_metrics_device_t *d =
+        x->device < GPUFL_SASS_METRICS_DEVICES_MAX ? &s->devices[x->device] : NULL;
     gpufl__wire_sass_metrics_t r = {
         .ts_ns = gpufl__collector_session_ns(s->collector, x->started_ns),
         .device = x->device,
@@ -649,7 +657,7 @@ static void announce(gpufl_sassm_t *s, sassm_ctx_t *x) {
         .late = x->late,
         .enable_ms = (double)x->enable_ns / 1e6,
         .chip = d ? d->chip : "",
-        .metrics = {metric_names, GPUFL_SASSM_METRICS},
+        .metrics = {metric_names, GPUFL_SASS_METRICS_METRICS},
         .lazy = 1,
     };
     if (x->state == CTX_FAILED) r.error = x->error[0] ? x->error : "counting did not start";
@@ -660,7 +668,7 @@ static void announce(gpufl_sassm_t *s, sassm_ctx_t *x) {
 
 /* Lock held. A read context's entries as rows, and its functions' SASS
  * asked for. */
-static void write_entries(gpufl_sassm_t *s, sassm_ctx_t *x) {
+static void write_entries(gpufl__sass_metrics_t *s, sass_metrics_ctx_t *x) {
     if (x->entries == NULL) return;
     int64_t ts = gpufl__collector_session_ns(s->collector, x->read_ns);
     uint32_t fid = 0, did = 0, cid = 0;
@@ -681,9 +689,9 @@ static void write_entries(gpufl_sassm_t *s, sassm_ctx_t *x) {
             gpufl__sass_log_want(s->sass, e->crc, e->function, fid);
         }
         prev = e;
-        gpufl_cell_t *r = gpufl__collector_row(s->collector, GPUFL_FILE_DEVICE, &s->rows);
+        gpufl__cell_t *r = gpufl__collector_row(s->collector, GPUFL_FILE_DEVICE, &s->rows);
         if (r == NULL) { /* the counts CUPTI gave for this instruction */
-            s->lost += GPUFL_SASSM_METRICS;
+            s->lost += GPUFL_SASS_METRICS_METRICS;
             continue;
         }
         int64_t v[] = {ts,    x->id,       cid,         fid,         did,
@@ -697,7 +705,7 @@ static void write_entries(gpufl_sassm_t *s, sassm_ctx_t *x) {
 }
 
 /* Module images that came since the last pass, filed under their CRC. */
-static void file_cubins(gpufl_sassm_t *s) {
+static void file_cubins(gpufl__sass_metrics_t *s) {
     pending_cubin_t batch[64];
     for (;;) {
         size_t n = 0;
@@ -722,14 +730,14 @@ static void file_cubins(gpufl_sassm_t *s) {
 }
 
 /* Lock held: failed calls since the last pass, as one event. */
-static void report_errors(gpufl_sassm_t *s) {
+static void report_errors(gpufl__sass_metrics_t *s) {
     gpufl__engine_report_errors(&s->errors, s->collector, "SASS metrics", "sass_metrics_error",
                                 "a context callback",
                                 "the context is enabled at its first launch; a destroyed "
                                 "context's counts are lost");
 }
 
-void gpufl__sassm_poll(gpufl_sassm_t *s) {
+void gpufl__sass_metrics_poll(gpufl__sass_metrics_t *s) {
     if (s == NULL) return;
     file_cubins(s);
     pthread_mutex_lock(&s->lock);
@@ -742,28 +750,28 @@ void gpufl__sassm_poll(gpufl_sassm_t *s) {
     pthread_mutex_unlock(&s->lock);
 }
 
-void gpufl__sassm_flush(gpufl_sassm_t *s) {
+void gpufl__sass_metrics_flush(gpufl__sass_metrics_t *s) {
     if (s == NULL) return;
     gpufl__collector_batch(s->collector, GPUFL_FILE_DEVICE, &s->rows);
     gpufl__sass_log_write(s->sass); /* after the rows that define its dict ids */
 }
 
-static void write_stats(gpufl_sassm_t *s) {
-    gpufl_sassm_stats_t st;
-    gpufl__sassm_stats(s, &st);
-    const gpufl_engine_count_t v[] = {{"contexts", st.contexts},
-                                      {"reads", st.reads},
-                                      {"records", st.records},
-                                      {"rows", st.rows},
-                                      {"functions", st.functions},
-                                      {"dropped", st.dropped},
-                                      {"lost", st.lost},
-                                      {"errors", st.errors},
-                                      {"configs_reused", st.configs_reused},
-                                      {"cubins", st.cubins},
-                                      {"cubins_over_cap", st.cubins_skipped},
-                                      {"sass_functions", st.sass_functions},
-                                      {"sass_failed", st.sass_failed}};
+static void write_stats(gpufl__sass_metrics_t *s) {
+    gpufl__sass_metrics_stats_t st;
+    gpufl__sass_metrics_stats(s, &st);
+    const gpufl__engine_count_t v[] = {{"contexts", st.contexts},
+                                       {"reads", st.reads},
+                                       {"records", st.records},
+                                       {"rows", st.rows},
+                                       {"functions", st.functions},
+                                       {"dropped", st.dropped},
+                                       {"lost", st.lost},
+                                       {"errors", st.errors},
+                                       {"configs_reused", st.configs_reused},
+                                       {"cubins", st.cubins},
+                                       {"cubins_over_cap", st.cubins_skipped},
+                                       {"sass_functions", st.sass_functions},
+                                       {"sass_failed", st.sass_failed}};
     const gpufl__wire_measure_t m[] = {{"read_ms", st.read_ms, 1}};
     gpufl__engine_write_totals(s->collector, "sass_metrics_stats", v, sizeof v / sizeof v[0], m, 1);
 }
@@ -772,7 +780,7 @@ static void write_stats(gpufl_sassm_t *s) {
  * released (counts are read only when the context is idle: reading while
  * kernels ran lost every later count, docs/design/sass-metrics.md), then
  * reads it, unless its thread destroyed it meanwhile. */
-static void finish_context(gpufl_sassm_t *s, sassm_ctx_t *x) {
+static void finish_context(gpufl__sass_metrics_t *s, sass_metrics_ctx_t *x) {
     int64_t t0 = gpufl__mono_ns();
     CUcontext ctx = x->ctx;
     x->state = CTX_READING;
@@ -794,7 +802,7 @@ static void finish_context(gpufl_sassm_t *s, sassm_ctx_t *x) {
     s->read_ns_total += gpufl__mono_ns() - t0;
 }
 
-void gpufl__sassm_stop(gpufl_sassm_t *s) {
+void gpufl__sass_metrics_stop(gpufl__sass_metrics_t *s) {
     if (s == NULL) return;
     file_cubins(s);
     pthread_mutex_lock(&s->lock);
@@ -811,9 +819,9 @@ void gpufl__sassm_stop(gpufl_sassm_t *s) {
     pthread_mutex_unlock(&s->lock);
 }
 
-void gpufl__sassm_finish(gpufl_sassm_t *s) {
+void gpufl__sass_metrics_finish(gpufl__sass_metrics_t *s) {
     if (s == NULL) return;
-    gpufl__sassm_stop(s);
+    gpufl__sass_metrics_stop(s);
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < s->ctx_count; i++) {
         announce(s, &s->ctx[i]);
@@ -821,16 +829,16 @@ void gpufl__sassm_finish(gpufl_sassm_t *s) {
     }
     report_errors(s);
     pthread_mutex_unlock(&s->lock);
-    gpufl__sassm_flush(s);
+    gpufl__sass_metrics_flush(s);
     gpufl__sass_log_finish(s->sass, GPUFL_SASS_LOG_FINISH_NS);
     write_stats(s);
 }
 
-const char *gpufl__sassm_sass_why(const gpufl_sassm_t *s) {
+const char *gpufl__sass_metrics_sass_why(const gpufl__sass_metrics_t *s) {
     return s == NULL ? "needs engine SassMetrics or Deep" : s->sass ? NULL : s->sass_why;
 }
 
-int gpufl__sassm_running(gpufl_sassm_t *s) {
+int gpufl__sass_metrics_running(gpufl__sass_metrics_t *s) {
     if (s == NULL) return 0;
     pthread_mutex_lock(&s->lock);
     int n = 0;
@@ -839,7 +847,7 @@ int gpufl__sassm_running(gpufl_sassm_t *s) {
     return n;
 }
 
-uint32_t gpufl__sassm_context_id(gpufl_sassm_t *s, void *context) {
+uint32_t gpufl__sass_metrics_context_id(gpufl__sass_metrics_t *s, void *context) {
     if (s == NULL || context == NULL) return 0;
     uint32_t id = 0;
     pthread_mutex_lock(&s->lock);
@@ -850,7 +858,7 @@ uint32_t gpufl__sassm_context_id(gpufl_sassm_t *s, void *context) {
     return id;
 }
 
-void gpufl__sassm_stats(gpufl_sassm_t *s, gpufl_sassm_stats_t *out) {
+void gpufl__sass_metrics_stats(gpufl__sass_metrics_t *s, gpufl__sass_metrics_stats_t *out) {
     memset(out, 0, sizeof *out);
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);
@@ -865,7 +873,7 @@ void gpufl__sassm_stats(gpufl_sassm_t *s, gpufl_sassm_stats_t *out) {
     out->errors = s->errors.count;
     out->read_ms = (double)s->read_ns_total / 1e6;
     pthread_mutex_unlock(&s->lock);
-    gpufl_sass_log_stats_t ss;
+    gpufl__sass_log_stats_t ss;
     gpufl__sass_log_stats(s->sass, &ss);
     out->cubins = ss.cubins;
     out->cubins_skipped = ss.cubins_over_cap + s->cubins_unfiled;
@@ -873,7 +881,7 @@ void gpufl__sassm_stats(gpufl_sassm_t *s, gpufl_sassm_stats_t *out) {
     out->sass_failed = ss.errors;
 }
 
-void gpufl__sassm_destroy(gpufl_sassm_t *s) {
+void gpufl__sass_metrics_destroy(gpufl__sass_metrics_t *s) {
     if (s == NULL) return;
     for (int i = 0; i < s->ctx_count; i++) {
         if (s->ctx[i].state == CTX_ON) {

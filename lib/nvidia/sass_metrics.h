@@ -44,42 +44,44 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPUFL_SASSM_CONTEXTS_MAX 64
-#define GPUFL_SASSM_DEVICES_MAX  64
-#define GPUFL_SASSM_METRICS      4                   /* inst, thread_inst, sectors, sectors_ideal */
-#define GPUFL_SASSM_CUBIN_BYTES  ((size_t)512 << 20) /* cubins kept for disassembly */
+#define GPUFL_SASS_METRICS_CONTEXTS_MAX 64
+#define GPUFL_SASS_METRICS_DEVICES_MAX  64
+#define GPUFL_SASS_METRICS_METRICS      4 /* inst, thread_inst, sectors, sectors_ideal */
+#define GPUFL_SASS_METRICS_CUBIN_BYTES  ((size_t)512 << 20) /* cubins kept for disassembly */
 
-typedef struct gpufl_sassm gpufl_sassm_t;
+typedef struct gpufl__sass_metrics gpufl__sass_metrics_t;
 
-typedef struct gpufl_sassm_stats {
+typedef struct gpufl__sass_metrics_stats {
     uint64_t contexts, reads, records, rows, functions, dropped, lost, errors;
     uint64_t configs_reused; /* devices whose configuration an earlier session set */
     double read_ms;
     uint64_t cubins, cubins_skipped, sass_functions, sass_failed;
-} gpufl_sassm_stats_t;
+} gpufl__sass_metrics_stats_t;
 
 /* Resolves the SASS Metrics API in cupti's library. cuda (may be NULL)
  * waits for contexts before the final read; without it the read happens
  * without waiting and says so. disassemble: keep cubins and write sass
  * records. Returns 0, or GPUFL_ENOTSUP / GPUFL_ENOMEM with a one-line
  * reason in why. */
-int gpufl__sassm_create(gpufl_cupti_t *cupti, gpufl_cuda_t *cuda, gpufl_collector_t *collector,
-                        int disassemble, gpufl_sassm_t **out, char *why, size_t why_size);
+int gpufl__sass_metrics_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
+                               gpufl__collector_t *collector, int disassemble,
+                               gpufl__sass_metrics_t **out, char *why, size_t why_size);
 /* Disables counting wherever it is still on and frees. Accepts NULL. */
-void gpufl__sassm_destroy(gpufl_sassm_t *s);
+void gpufl__sass_metrics_destroy(gpufl__sass_metrics_t *s);
 
 /* The hooks that feed the engine (resource callbacks and first launches
  * per context); valid until destroy. */
-const gpufl_launch_hooks_t *gpufl__sassm_hooks(gpufl_sassm_t *s);
+const gpufl__launch_hooks_t *gpufl__sass_metrics_hooks(gpufl__sass_metrics_t *s);
 /* The SASS log the engine keeps (NULL without disassembly), which Deep's
  * PC sampling shares. */
-gpufl_sass_log_t *gpufl__sassm_sass_log(gpufl_sassm_t *s);
+gpufl__sass_log_t *gpufl__sass_metrics_sass_log(gpufl__sass_metrics_t *s);
 
 /* Application threads, inside CUPTI callbacks. context is a CUcontext. */
-void gpufl__sassm_context_created(gpufl_sassm_t *s, void *context);
-int gpufl__sassm_context_seen(gpufl_sassm_t *s, void *context); /* 0: busy, try again */
-void gpufl__sassm_context_destroying(gpufl_sassm_t *s, void *context);
-void gpufl__sassm_module_loaded(gpufl_sassm_t *s, const void *cubin, size_t size);
+void gpufl__sass_metrics_context_created(gpufl__sass_metrics_t *s, void *context);
+int gpufl__sass_metrics_context_seen(gpufl__sass_metrics_t *s,
+                                     void *context); /* 0: busy, try again */
+void gpufl__sass_metrics_context_destroying(gpufl__sass_metrics_t *s, void *context);
+void gpufl__sass_metrics_module_loaded(gpufl__sass_metrics_t *s, const void *cubin, size_t size);
 
 /* Collector thread. poll announces contexts, files cubins and writes what
  * destroyed contexts left; stop reads every context (after its work is
@@ -88,17 +90,17 @@ void gpufl__sassm_module_loaded(gpufl_sassm_t *s, const void *cubin, size_t size
  * metrics before PC sampling's last drain and disable: disabling PC
  * sampling while kernels were still patched crashed inside CUPTI (an H100,
  * docs/design/sass-metrics.md). */
-void gpufl__sassm_poll(gpufl_sassm_t *s);
-void gpufl__sassm_flush(gpufl_sassm_t *s);
-void gpufl__sassm_stop(gpufl_sassm_t *s);
-void gpufl__sassm_finish(gpufl_sassm_t *s);
+void gpufl__sass_metrics_poll(gpufl__sass_metrics_t *s);
+void gpufl__sass_metrics_flush(gpufl__sass_metrics_t *s);
+void gpufl__sass_metrics_stop(gpufl__sass_metrics_t *s);
+void gpufl__sass_metrics_finish(gpufl__sass_metrics_t *s);
 
 /* Why no sass records are made, or NULL when they are. */
-const char *gpufl__sassm_sass_why(const gpufl_sassm_t *s);
+const char *gpufl__sass_metrics_sass_why(const gpufl__sass_metrics_t *s);
 /* Contexts counted now; for the capability record and gpufl info. */
-int gpufl__sassm_running(gpufl_sassm_t *s);
+int gpufl__sass_metrics_running(gpufl__sass_metrics_t *s);
 /* CUPTI's id of a context counted by the engine, 0 when unknown. */
-uint32_t gpufl__sassm_context_id(gpufl_sassm_t *s, void *context);
-void gpufl__sassm_stats(gpufl_sassm_t *s, gpufl_sassm_stats_t *out);
+uint32_t gpufl__sass_metrics_context_id(gpufl__sass_metrics_t *s, void *context);
+void gpufl__sass_metrics_stats(gpufl__sass_metrics_t *s, gpufl__sass_metrics_stats_t *out);
 
 #endif

@@ -16,7 +16,7 @@
 #include "core/clock.h"
 #include "core/wire_engines.h"
 #include "util/error.h"
-#include "core/demangle.h"
+#include "util/demangle.h"
 #include "util/log.h"
 #include "core/ring.h"
 #include "core/stack_log.h"
@@ -28,16 +28,16 @@
 
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
-static gpufl_cell_t *next(gpufl_trace_source_t *t, gpufl_batch_t *b) {
+static gpufl__cell_t *next(gpufl__trace_source_t *t, gpufl__batch_t *b) {
     return gpufl__collector_row(t->collector, GPUFL_FILE_DEVICE, b);
 }
 
-static int64_t ts(const gpufl_trace_source_t *t, int64_t ns) {
+static int64_t ts(const gpufl__trace_source_t *t, int64_t ns) {
     return gpufl__collector_session_ns(t->collector, ns);
 }
 
-static gpufl_intern_t *dict(gpufl_trace_source_t *t) {
-    return (gpufl_intern_t *)gpufl__collector_dict(t->collector);
+static gpufl__intern_t *dict(gpufl__trace_source_t *t) {
+    return (gpufl__intern_t *)gpufl__collector_dict(t->collector);
 }
 
 /* CUPTI's "none" for a sync's stream or event becomes null in the log. */
@@ -46,25 +46,26 @@ static int64_t opt_u32(uint32_t v) { return v == 0xffffffffu ? -1 : (int64_t)v; 
 static int64_t opt_id(uint64_t v) { return v ? (int64_t)v : -1; }
 
 /* The `stack` column of a row: the stack written before it, or null. */
-static int64_t stack_col(gpufl_trace_source_t *t, uint32_t id) {
+static int64_t stack_col(gpufl__trace_source_t *t, uint32_t id) {
     if (id == 0 || !t->stacks_on) return -1;
     return gpufl__stack_log_put(&t->stack_log, t->collector, GPUFL_FILE_DEVICE, id);
 }
 
 /* The host time of a launch: null when the note is gone. */
-static int64_t launch_col(const gpufl_trace_source_t *t, const gpufl_launch_info_t *info) {
+static int64_t launch_col(const gpufl__trace_source_t *t, const gpufl__launch_info_t *info) {
     return info->mono_ns > 0 ? ts(t, info->mono_ns) : -1;
 }
 
 /* What the launching thread left for the call of correlation; a record
  * without a note (work launched before the session, or a note overwritten
  * by 2^18 later calls) is counted. */
-static void attribution(gpufl_trace_source_t *t, uint32_t correlation, gpufl_launch_info_t *info) {
+static void attribution(gpufl__trace_source_t *t, uint32_t correlation,
+                        gpufl__launch_info_t *info) {
     if (!gpufl__launch_lookup(t->launch, correlation, info)) t->counts.unattributed++;
 }
 
 /* The dict id of the demangled form of the name with dict id `name`. */
-static uint32_t demangled_id(gpufl_trace_source_t *t, uint32_t name, const char *text) {
+static uint32_t demangled_id(gpufl__trace_source_t *t, uint32_t name, const char *text) {
     if (name >= t->demangled_cap) {
         uint32_t cap = t->demangled_cap ? t->demangled_cap : 256;
         while (cap <= name) cap *= 2;
@@ -82,17 +83,17 @@ static uint32_t demangled_id(gpufl_trace_source_t *t, uint32_t name, const char 
     return t->demangled[name];
 }
 
-static void on_kernel(void *user, const gpufl_cupti_kernel_t *k) {
-    gpufl_trace_source_t *t = user;
+static void on_kernel(void *user, const gpufl__cupti_kernel_t *k) {
+    gpufl__trace_source_t *t = user;
 #ifdef GPUFL_DIAGNOSE_NO_ROWS
     /* Overhead diagnosis builds only (bench/gpu/diagnose_overhead.sh): the
      * records are counted, not joined nor written. */
     t->counts.kernels++;
     return;
 #endif
-    gpufl_launch_info_t info;
+    gpufl__launch_info_t info;
     attribution(t, k->correlation_id, &info);
-    gpufl_cell_t *r = next(t, &t->kernels);
+    gpufl__cell_t *r = next(t, &t->kernels);
     const char *name = k->name ? k->name : "";
     uint32_t name_id = gpufl__intern(dict(t), name, strlen(name));
     int64_t v[] = {ts(t, k->start_ns),
@@ -126,11 +127,11 @@ static void on_kernel(void *user, const gpufl_cupti_kernel_t *k) {
     t->counts.kernels++;
 }
 
-static void on_copy(void *user, const gpufl_cupti_copy_t *c) {
-    gpufl_trace_source_t *t = user;
-    gpufl_launch_info_t info;
+static void on_copy(void *user, const gpufl__cupti_copy_t *c) {
+    gpufl__trace_source_t *t = user;
+    gpufl__launch_info_t info;
     attribution(t, c->correlation_id, &info);
-    gpufl_cell_t *r = next(t, &t->copies);
+    gpufl__cell_t *r = next(t, &t->copies);
     int64_t v[] = {ts(t, c->start_ns),
                    ts(t, c->end_ns),
                    c->device_id,
@@ -146,11 +147,11 @@ static void on_copy(void *user, const gpufl_cupti_copy_t *c) {
     t->counts.copies++;
 }
 
-static void on_memset(void *user, const gpufl_cupti_memset_t *m) {
-    gpufl_trace_source_t *t = user;
-    gpufl_launch_info_t info;
+static void on_memset(void *user, const gpufl__cupti_memset_t *m) {
+    gpufl__trace_source_t *t = user;
+    gpufl__launch_info_t info;
     attribution(t, m->correlation_id, &info);
-    gpufl_cell_t *r = next(t, &t->memsets);
+    gpufl__cell_t *r = next(t, &t->memsets);
     int64_t v[] = {ts(t, m->start_ns),
                    ts(t, m->end_ns),
                    m->device_id,
@@ -163,11 +164,11 @@ static void on_memset(void *user, const gpufl_cupti_memset_t *m) {
     t->counts.memsets++;
 }
 
-static void on_sync(void *user, const gpufl_cupti_sync_t *s) {
-    gpufl_trace_source_t *t = user;
-    gpufl_launch_info_t info;
+static void on_sync(void *user, const gpufl__cupti_sync_t *s) {
+    gpufl__trace_source_t *t = user;
+    gpufl__launch_info_t info;
     attribution(t, s->correlation_id, &info);
-    gpufl_cell_t *r = next(t, &t->syncs);
+    gpufl__cell_t *r = next(t, &t->syncs);
     int64_t v[] = {ts(t, s->start_ns),
                    ts(t, s->end_ns),
                    gpufl__cupti_values_sync_type(&t->misses, s->type),
@@ -182,12 +183,12 @@ static void on_sync(void *user, const gpufl_cupti_sync_t *s) {
     t->counts.syncs++;
 }
 
-static void on_alloc(void *user, const gpufl_cupti_alloc_t *a) {
-    gpufl_trace_source_t *t = user;
-    gpufl_launch_info_t info;
+static void on_alloc(void *user, const gpufl__cupti_alloc_t *a) {
+    gpufl__trace_source_t *t = user;
+    gpufl__launch_info_t info;
     /* Frees at context teardown and pool trims have no call: not counted. */
     gpufl__launch_lookup(t->launch, a->correlation_id, &info);
-    gpufl_cell_t *r = next(t, &t->allocs);
+    gpufl__cell_t *r = next(t, &t->allocs);
     int64_t v[] = {ts(t, a->timestamp_ns),
                    a->operation,
                    gpufl__cupti_values_memory_kind(&t->misses, a->memory_kind),
@@ -203,28 +204,28 @@ static void on_alloc(void *user, const gpufl_cupti_alloc_t *a) {
 }
 
 static void on_dropped(void *user, uint64_t records) {
-    ((gpufl_trace_source_t *)user)->dropped += records;
+    ((gpufl__trace_source_t *)user)->dropped += records;
 }
 
-static const gpufl_cupti_sink_t sink = {on_kernel, on_copy, on_memset, on_sync,
-                                        on_alloc,  NULL,    on_dropped};
+static const gpufl__cupti_sink_t sink = {on_kernel, on_copy, on_memset, on_sync,
+                                         on_alloc,  NULL,    on_dropped};
 
 /* Graph launches and synchronization calls the callbacks queued, as rows. */
-static void take_queued(gpufl_trace_source_t *t) {
+static void take_queued(gpufl__trace_source_t *t) {
     if (t->launch == NULL) return;
-    const gpufl_graph_launch_t *g;
+    const gpufl__graph_launch_t *g;
     size_t n = gpufl__launch_take_graphs(t->launch, &g);
     for (size_t i = 0; i < n; i++) {
-        gpufl_cell_t *r = next(t, &t->graphs);
+        gpufl__cell_t *r = next(t, &t->graphs);
         int64_t v[] = {ts(t, g[i].mono_ns), g[i].tid, g[i].correlation, opt_id(g[i].graph_exec),
                        opt_id(g[i].scope)};
         for (int c = 0; c < NCOLS(v); c++) r[c].i = v[c];
     }
     t->counts.graph_launches += n;
-    const gpufl_sync_call_t *s;
+    const gpufl__sync_call_t *s;
     n = gpufl__launch_take_syncs(t->launch, &s);
     for (size_t i = 0; i < n; i++) {
-        gpufl_cell_t *r = next(t, &t->syncs);
+        gpufl__cell_t *r = next(t, &t->syncs);
         int64_t v[] = {ts(t, s[i].start_mono_ns),
                        ts(t, s[i].end_mono_ns),
                        gpufl__cupti_values_sync_type(&t->misses, s[i].type),
@@ -238,15 +239,16 @@ static void take_queued(gpufl_trace_source_t *t) {
         for (int c = 0; c < NCOLS(v); c++) r[c].i = v[c];
     }
     t->counts.syncs += n;
-    const gpufl_kernel_launch_t *k;
+    const gpufl__kernel_launch_t *k;
     n = gpufl__launch_take_launches(t->launch, &k);
     for (size_t i = 0; i < n; i++) {
         if (k[i].context != t->last_context) {
             t->last_context = k[i].context;
-            t->last_context_id = t->pcs ? gpufl__pcs_context_id(t->pcs, k[i].context)
-                                        : gpufl__sassm_context_id(t->sassm, k[i].context);
+            t->last_context_id =
+                t->pc_sampling ? gpufl__pc_sampling_context_id(t->pc_sampling, k[i].context)
+                               : gpufl__sass_metrics_context_id(t->sass_metrics, k[i].context);
         }
-        gpufl_cell_t *r = next(t, &t->launches);
+        gpufl__cell_t *r = next(t, &t->launches);
         int64_t v[] = {ts(t, k[i].mono_ns),
                        k[i].tid > 0 ? k[i].tid : -1,
                        t->last_context_id ? (int64_t)t->last_context_id : -1,
@@ -263,12 +265,12 @@ static void take_queued(gpufl_trace_source_t *t) {
 
 /* One kernel_config record per configuration first launched since the
  * last pass. */
-static void write_configs(gpufl_trace_source_t *t) {
-    gpufl_kernel_config_t *const *k;
+static void write_configs(gpufl__trace_source_t *t) {
+    gpufl__kernel_config_t *const *k;
     size_t n = t->launch ? gpufl__launch_take_configs(t->launch, &k) : 0;
     for (size_t i = 0; i < n; i++) {
-        const gpufl_kernel_occupancy_t *o = &k[i]->occupancy;
-        const gpufl_occ_result_t *c = &o->computed;
+        const gpufl__kernel_occupancy_t *o = &k[i]->occupancy;
+        const gpufl__occ_result_t *c = &o->computed;
         gpufl__wire_kernel_config_t w = {.ts_ns = ts(t, k[i]->first_mono_ns),
                                          .id = k[i]->id,
                                          .name = k[i]->name,
@@ -302,13 +304,13 @@ static void write_configs(gpufl_trace_source_t *t) {
     }
 }
 
-static void encode_all(gpufl_trace_source_t *t) {
+static void encode_all(gpufl__trace_source_t *t) {
     take_queued(t);
     /* Op names and configurations before the rows that name them. */
     gpufl__ops_write_new(t->collector, GPUFL_FILE_DEVICE, &t->ops_written, &t->ops_lost_seen);
     write_configs(t);
-    gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
-                                &t->allocs,  &t->graphs, &t->launches};
+    gpufl__batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
+                                 &t->allocs,  &t->graphs, &t->launches};
     for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++)
         gpufl__collector_batch(t->collector, GPUFL_FILE_DEVICE, batches[i]);
     if (t->dropped != t->dropped_written) { /* said once per change, with the running total */
@@ -332,39 +334,40 @@ static void encode_all(gpufl_trace_source_t *t) {
     }
 }
 
-static void poll(gpufl_collector_t *c, void *self, int64_t now_ns) {
-    gpufl_trace_source_t *t = self;
+static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
+    gpufl__trace_source_t *t = self;
     (void)c;
     if (now_ns >= t->next_flush_ns) {
         gpufl__cupti_flush(t->cupti, 0);
         t->next_flush_ns = now_ns + t->flush_every_ns;
     }
     gpufl__cupti_drain(t->cupti, &sink, t);
-    gpufl__sassm_poll(t->sassm); /* first: it files the cubins Deep's PC sampling asks about */
-    gpufl__pcs_poll(t->pcs, now_ns);
-    gpufl__rp_poll(t->rp);
+    gpufl__sass_metrics_poll(
+        t->sass_metrics); /* first: it files the cubins Deep's PC sampling asks about */
+    gpufl__pc_sampling_poll(t->pc_sampling, now_ns);
+    gpufl__range_profiler_poll(t->range_profiler);
 }
 
 static int64_t due_in(void *self, int64_t now_ns) {
-    return gpufl__pcs_due_in(((gpufl_trace_source_t *)self)->pcs, now_ns);
+    return gpufl__pc_sampling_due_in(((gpufl__trace_source_t *)self)->pc_sampling, now_ns);
 }
 
-static void flush(gpufl_collector_t *c, void *self) {
+static void flush(gpufl__collector_t *c, void *self) {
     (void)c;
     encode_all(self);
-    gpufl__pcs_flush(((gpufl_trace_source_t *)self)->pcs);
-    gpufl__sassm_flush(((gpufl_trace_source_t *)self)->sassm);
+    gpufl__pc_sampling_flush(((gpufl__trace_source_t *)self)->pc_sampling);
+    gpufl__sass_metrics_flush(((gpufl__trace_source_t *)self)->sass_metrics);
 }
 
 /* The session's totals: what was traced and what was lost. */
-static void write_stats(gpufl_trace_source_t *t) {
-    gpufl_launch_stats_t ls;
-    gpufl_cupti_stats_t cs;
+static void write_stats(gpufl__trace_source_t *t) {
+    gpufl__launch_stats_t ls;
+    gpufl__cupti_stats_t cs;
     gpufl__launch_stats(t->launch, &ls);
     gpufl__cupti_stats(t->cupti, &cs);
-    gpufl_stacks_stats_t ss;
+    gpufl__stacks_stats_t ss;
     gpufl__stacks_stats(t->stacks_on ? t->stack_log.stacks : NULL, &ss);
-    const gpufl_trace_counts_t *n = &t->counts;
+    const gpufl__trace_counts_t *n = &t->counts;
     gpufl__wire_count_t v[] = {
         {"kernels", n->kernels},
         {"copies", n->copies},
@@ -404,24 +407,24 @@ static void write_stats(gpufl_trace_source_t *t) {
 }
 
 /* Last records: CUPTI stopped, everything it holds drained and encoded. */
-static void finish(gpufl_collector_t *c, void *self) {
-    gpufl_trace_source_t *t = self;
+static void finish(gpufl__collector_t *c, void *self) {
+    gpufl__trace_source_t *t = self;
     (void)c;
     /* SASS metrics read and stopped first (Deep: PC sampling's disable
      * crashed inside CUPTI while kernels were still patched), their cubins
      * filed before PC sampling asks about its last functions, and the
      * shared SASS log finished last. */
-    gpufl__sassm_stop(t->sassm);
-    gpufl__pcs_finish(t->pcs);
-    gpufl__sassm_finish(t->sassm);
-    gpufl__rp_finish(t->rp); /* while CUPTI still runs: the last decode */
+    gpufl__sass_metrics_stop(t->sass_metrics);
+    gpufl__pc_sampling_finish(t->pc_sampling);
+    gpufl__sass_metrics_finish(t->sass_metrics);
+    gpufl__range_profiler_finish(t->range_profiler); /* while CUPTI still runs: the last decode */
     gpufl__cupti_stop(t->cupti, &sink, t);
     encode_all(t);
     write_stats(t);
 }
 
 /* Occupancy needs the driver API; without it, Trace runs and says why. */
-static void open_cuda(gpufl_trace_source_t *t) {
+static void open_cuda(gpufl__trace_source_t *t) {
     if (gpufl__cuda_open(&t->cuda, t->occupancy_why, sizeof t->occupancy_why) != 0) {
         t->cuda = NULL;
         gpufl__debug("trace: no occupancy: %s", t->occupancy_why);
@@ -432,80 +435,83 @@ static void open_cuda(gpufl_trace_source_t *t) {
  * change what Trace records. SassMetrics (alone or under Deep) comes first,
  * since Deep's PC sampling shares its SASS log. An engine that cannot run
  * leaves the others going, and its *_why says why. */
-static void create_engines(gpufl_trace_source_t *t, const gpufl_settings_t *settings) {
+static void create_engines(gpufl__trace_source_t *t, const gpufl__settings_t *settings) {
     gpufl_engine_t e = settings->profiling_engine;
     if (e == GPUFL_ENGINE_RANGE_PROFILER &&
-        gpufl__rp_create(t->cupti, t->cuda, t->collector,
-                         (int64_t)settings->flush_interval_ms * 1000000, &t->rp, t->rp_why,
-                         sizeof t->rp_why))
-        t->rp = NULL;
+        gpufl__range_profiler_create(
+            t->cupti, t->cuda, t->collector, (int64_t)settings->flush_interval_ms * 1000000,
+            &t->range_profiler, t->range_profiler_why, sizeof t->range_profiler_why))
+        t->range_profiler = NULL;
     if (e == GPUFL_ENGINE_SASS_METRICS || e == GPUFL_ENGINE_DEEP) {
-        if (gpufl__sassm_create(t->cupti, t->cuda, t->collector, 1, &t->sassm, t->sassm_why,
-                                sizeof t->sassm_why))
-            t->sassm = NULL;
+        if (gpufl__sass_metrics_create(t->cupti, t->cuda, t->collector, 1, &t->sass_metrics,
+                                       t->sass_metrics_why, sizeof t->sass_metrics_why))
+            t->sass_metrics = NULL;
     }
     if (e != GPUFL_ENGINE_PC_SAMPLING && e != GPUFL_ENGINE_DEEP) return;
     if (gpufl__engine_patched()) {
-        snprintf(t->pcs_why, sizeof t->pcs_why,
+        snprintf(t->pc_sampling_why, sizeof t->pc_sampling_why,
                  "SASS metrics counted earlier in this process, and CUPTI keeps the kernels "
                  "patched: samples would be CUPTI's non-user ones, and sampling after Deep "
                  "crashed CUPTI (docs/design/pc-sampling.md); start a new process");
     } else {
-        gpufl_pcs_config_t cfg = {settings->pc_sampling_period,
-                                  (int64_t)settings->flush_interval_ms * 1000000, 1,
-                                  gpufl__sassm_sass_log(t->sassm), t->sassm != NULL};
-        if (gpufl__pcs_create(t->cupti, t->collector, &cfg, &t->pcs, t->pcs_why, sizeof t->pcs_why))
-            t->pcs = NULL;
+        gpufl__pc_sampling_config_t cfg = {
+            settings->pc_sampling_period, (int64_t)settings->flush_interval_ms * 1000000, 1,
+            gpufl__sass_metrics_sass_log(t->sass_metrics), t->sass_metrics != NULL};
+        if (gpufl__pc_sampling_create(t->cupti, t->collector, &cfg, &t->pc_sampling,
+                                      t->pc_sampling_why, sizeof t->pc_sampling_why))
+            t->pc_sampling = NULL;
     }
 }
 
 /* SASS metrics first, then sampling (both orders worked on an H100; this
  * one matches the order the engines are created in). */
 static void both_resource(void *user, uint32_t cbid, const void *data) {
-    const gpufl_trace_source_t *t = user;
-    t->to_sassm.resource(t->to_sassm.user, cbid, data);
-    t->to_pcs.resource(t->to_pcs.user, cbid, data);
+    const gpufl__trace_source_t *t = user;
+    t->to_sass_metrics.resource(t->to_sass_metrics.user, cbid, data);
+    t->to_pc_sampling.resource(t->to_pc_sampling.user, cbid, data);
 }
 
 static int both_context_seen(void *user, void *context) {
-    const gpufl_trace_source_t *t = user;
-    int a = t->to_sassm.context_seen(t->to_sassm.user, context);
-    return t->to_pcs.context_seen(t->to_pcs.user, context) && a;
+    const gpufl__trace_source_t *t = user;
+    int a = t->to_sass_metrics.context_seen(t->to_sass_metrics.user, context);
+    return t->to_pc_sampling.context_seen(t->to_pc_sampling.user, context) && a;
 }
 
 /* Once subscribed: contexts and modules come to the engines. Without the
  * resource callbacks neither can run. */
-static void hook_engines(gpufl_trace_source_t *t) {
-    if (t->pcs == NULL && t->sassm == NULL && t->rp == NULL) return;
+static void hook_engines(gpufl__trace_source_t *t) {
+    if (t->pc_sampling == NULL && t->sass_metrics == NULL && t->range_profiler == NULL) return;
     char why[240];
     if (gpufl__cupti_enable_resource(t->cupti, why, sizeof why) != 0) {
-        if (t->rp) snprintf(t->rp_why, sizeof t->rp_why, "%s", why);
-        gpufl__rp_destroy(t->rp);
-        t->rp = NULL;
-        if (t->pcs) snprintf(t->pcs_why, sizeof t->pcs_why, "%s", why);
-        if (t->sassm) snprintf(t->sassm_why, sizeof t->sassm_why, "%s", why);
-        gpufl__pcs_destroy(t->pcs);
-        gpufl__sassm_destroy(t->sassm);
-        t->pcs = NULL;
-        t->sassm = NULL;
+        if (t->range_profiler)
+            snprintf(t->range_profiler_why, sizeof t->range_profiler_why, "%s", why);
+        gpufl__range_profiler_destroy(t->range_profiler);
+        t->range_profiler = NULL;
+        if (t->pc_sampling) snprintf(t->pc_sampling_why, sizeof t->pc_sampling_why, "%s", why);
+        if (t->sass_metrics) snprintf(t->sass_metrics_why, sizeof t->sass_metrics_why, "%s", why);
+        gpufl__pc_sampling_destroy(t->pc_sampling);
+        gpufl__sass_metrics_destroy(t->sass_metrics);
+        t->pc_sampling = NULL;
+        t->sass_metrics = NULL;
         return;
     }
-    if (t->rp) { /* RangeProfiler runs alone: the context-destroy callback */
-        gpufl__launch_set_hooks(t->launch, gpufl__rp_hooks(t->rp));
-    } else if (t->pcs && t->sassm) {
-        t->to_pcs = *gpufl__pcs_hooks(t->pcs);
-        t->to_sassm = *gpufl__sassm_hooks(t->sassm);
-        t->both = (gpufl_launch_hooks_t){both_resource, both_context_seen, t};
+    if (t->range_profiler) { /* RangeProfiler runs alone: the context-destroy callback */
+        gpufl__launch_set_hooks(t->launch, gpufl__range_profiler_hooks(t->range_profiler));
+    } else if (t->pc_sampling && t->sass_metrics) {
+        t->to_pc_sampling = *gpufl__pc_sampling_hooks(t->pc_sampling);
+        t->to_sass_metrics = *gpufl__sass_metrics_hooks(t->sass_metrics);
+        t->both = (gpufl__launch_hooks_t){both_resource, both_context_seen, t};
         gpufl__launch_set_hooks(t->launch, &t->both);
     } else {
-        gpufl__launch_set_hooks(t->launch,
-                                t->pcs ? gpufl__pcs_hooks(t->pcs) : gpufl__sassm_hooks(t->sassm));
+        gpufl__launch_set_hooks(t->launch, t->pc_sampling
+                                               ? gpufl__pc_sampling_hooks(t->pc_sampling)
+                                               : gpufl__sass_metrics_hooks(t->sass_metrics));
     }
 }
 
-int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
-                             const gpufl_settings_t *settings, char *why, size_t why_size,
-                             gpufl_source_t *source) {
+int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
+                             const gpufl__settings_t *settings, char *why, size_t why_size,
+                             gpufl__source_t *source) {
     int rc;
     memset(t, 0, sizeof *t);
     t->collector = c;
@@ -548,19 +554,20 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
      * block, measured on an H100; docs/log-format.md, `launch`): with any of
      * these engines, launches are written from the callbacks and no kind is
      * enabled. */
-    if (t->pcs != NULL || t->sassm != NULL) flags |= GPUFL_LAUNCH_ROWS;
-#ifndef GPUFL_DIAGNOSE_RP_WITH_ACTIVITY /* diagnosis build: the range profiler beside them */
-    if (t->rp != NULL) flags |= GPUFL_LAUNCH_ROWS;
+    if (t->pc_sampling != NULL || t->sass_metrics != NULL) flags |= GPUFL_LAUNCH_ROWS;
+#ifndef GPUFL_DIAGNOSE_RANGE_PROFILER_WITH_ACTIVITY /* diagnosis build: the range profiler beside them */
+    if (t->range_profiler != NULL) flags |= GPUFL_LAUNCH_ROWS;
 #endif
     /* PC sampling restarts (and under Deep, its drains) wait for launches
      * to leave the driver (pc_sampling.h). */
-    if (t->pcs != NULL) flags |= GPUFL_LAUNCH_GATE;
+    if (t->pc_sampling != NULL) flags |= GPUFL_LAUNCH_GATE;
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
     if (rc) goto explain;
-    if (flags & GPUFL_LAUNCH_GATE) gpufl__pcs_set_gate(t->pcs, t->launch);
+    if (flags & GPUFL_LAUNCH_GATE) gpufl__pc_sampling_set_gate(t->pc_sampling, t->launch);
     hook_engines(t);
-    if (t->pcs == NULL && t->sassm == NULL && t->rp == NULL && (flags & GPUFL_LAUNCH_ROWS)) {
+    if (t->pc_sampling == NULL && t->sass_metrics == NULL && t->range_profiler == NULL &&
+        (flags & GPUFL_LAUNCH_ROWS)) {
         /* The engines could not hook in: plain Trace, with CUPTI's records. */
         gpufl__launch_destroy(t->launch);
         t->launch = NULL;
@@ -574,22 +581,22 @@ int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
     /* Synchronization is timed by the callbacks at the sync calls: CUPTI's
      * synchronization kind costs about 0.5 us on every launch (measured on
      * an H100, bench/results/2026-11-22-trace-overhead.md). */
-    gpufl_cupti_config_t cfg = {sizeof cfg, 0, 0, 0};
+    gpufl__cupti_config_t cfg = {sizeof cfg, 0, 0, 0};
     if (settings->enable_memory_tracking) cfg.flags |= GPUFL_CUPTI_MEMORY;
-#ifndef GPUFL_DIAGNOSE_PCS_WITH_ACTIVITY /* diagnosis builds: tests/gpu/run_pcs_checks.sh, study */
+#ifndef GPUFL_DIAGNOSE_PC_SAMPLING_WITH_ACTIVITY /* diagnosis builds: tests/gpu/run_pc_sampling_checks.sh, study */
     if (flags & GPUFL_LAUNCH_ROWS) cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
 #endif
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
     if (rc) goto explain;
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
-    gpufl__rp_observe(t->rp); /* scopes become ranges from here on */
-    const gpufl_ops_hooks_t *ops = gpufl__cupti_ops_hooks(t->cupti);
+    gpufl__range_profiler_observe(t->range_profiler); /* scopes become ranges from here on */
+    const gpufl__ops_hooks_t *ops = gpufl__cupti_ops_hooks(t->cupti);
     if ((flags & GPUFL_LAUNCH_EXTERNAL) && ops) { /* framework ops (gpufl_ops.h) tagged from here */
         gpufl__ops_attach(ops);
         t->ops_attached = 1;
     }
-    *source = (gpufl_source_t){"cupti", t, poll, due_in, flush, finish};
+    *source = (gpufl__source_t){"cupti", t, poll, due_in, flush, finish};
     return 0;
 explain:
     if (t->cuda == NULL && strstr(t->occupancy_why, "not found") != NULL) {
@@ -603,26 +610,27 @@ fail:
     return rc ? rc : GPUFL_ENOTSUP;
 }
 
-void gpufl__trace_source_fini(gpufl_trace_source_t *t) {
+void gpufl__trace_source_fini(gpufl__trace_source_t *t) {
     if (t->ops_attached) gpufl__ops_detach(); /* before CUPTI goes */
     t->ops_attached = 0;
-    gpufl__pcs_set_gate(t->pcs, NULL);
+    gpufl__pc_sampling_set_gate(t->pc_sampling, NULL);
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
-    gpufl__pcs_destroy(t->pcs); /* after the callbacks stopped; before the SASS log it shares */
-    t->pcs = NULL;
-    gpufl__sassm_destroy(t->sassm);
-    t->sassm = NULL;
-    gpufl__rp_destroy(t->rp); /* stops following scopes first */
-    t->rp = NULL;
+    gpufl__pc_sampling_destroy(
+        t->pc_sampling); /* after the callbacks stopped; before the SASS log it shares */
+    t->pc_sampling = NULL;
+    gpufl__sass_metrics_destroy(t->sass_metrics);
+    t->sass_metrics = NULL;
+    gpufl__range_profiler_destroy(t->range_profiler); /* stops following scopes first */
+    t->range_profiler = NULL;
     gpufl__cupti_close(t->cupti);
     t->cupti = NULL;
     gpufl__cuda_close(t->cuda);
     t->cuda = NULL;
     gpufl__stack_log_fini(&t->stack_log);
     t->stacks_on = 0;
-    gpufl_batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
-                                &t->allocs,  &t->graphs, &t->launches};
+    gpufl__batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
+                                 &t->allocs,  &t->graphs, &t->launches};
     for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) gpufl__batch_fini(batches[i]);
     free(t->demangled);
     t->demangled = NULL;

@@ -24,50 +24,51 @@
 #include "nvidia/sass_metrics.h"
 
 /* Counts of a session's Trace records, written as trace_stats at its end. */
-typedef struct gpufl_trace_counts {
+typedef struct gpufl__trace_counts {
     uint64_t kernels, copies, memsets, syncs, allocs, graph_launches, launches;
     uint64_t unattributed; /* kernel, copy, memset or sync records without a launch note */
-} gpufl_trace_counts_t;
+} gpufl__trace_counts_t;
 
-typedef struct gpufl_trace_source {
-    gpufl_cupti_t *cupti;   /* owned */
-    gpufl_cuda_t *cuda;     /* owned; NULL without libcuda (no occupancy) */
-    gpufl_launch_t *launch; /* owned */
-    gpufl_collector_t *collector;
-    gpufl_batch_t kernels, copies, memsets, syncs, allocs, graphs, launches;
+typedef struct gpufl__trace_source {
+    gpufl__cupti_t *cupti;   /* owned */
+    gpufl__cuda_t *cuda;     /* owned; NULL without libcuda (no occupancy) */
+    gpufl__launch_t *launch; /* owned */
+    gpufl__collector_t *collector;
+    gpufl__batch_t kernels, copies, memsets, syncs, allocs, graphs, launches;
     uint32_t *demangled; /* dict id of a name -> dict id of its demangled form, 0 not yet */
     uint32_t demangled_cap;
     int64_t next_flush_ns; /* when to ask CUPTI for its completed buffers */
     int64_t flush_every_ns;
     uint64_t dropped; /* records CUPTI said it dropped */
     uint64_t dropped_written;
-    gpufl_trace_counts_t counts;
+    gpufl__trace_counts_t counts;
     gpufl__value_misses_t misses; /* CUPTI numbers with no gpufl value (cupti_values.h) */
     int misses_said;              /* the cupti_value_unmapped event was written */
     char occupancy_why[160]; /* why there is no occupancy, "" when there is */
     int stacks_on;           /* enable_stack_trace: stacks captured and written */
-    gpufl_stack_log_t stack_log;
-    gpufl_pcs_t *pcs;          /* owned; the PcSampling engine, NULL when it does not run */
-    char pcs_why[240];         /* why it does not, "" when it does or was not asked for */
-    gpufl_sassm_t *sassm;      /* owned; the SassMetrics engine (also under Deep), or NULL */
-    char sassm_why[240];       /* why it does not run, "" when it does or was not asked for */
-    gpufl_rp_t *rp;            /* owned; the RangeProfiler engine, or NULL */
-    char rp_why[240];          /* why it does not run, "" when it does or was not asked for */
-    gpufl_launch_hooks_t both; /* Deep: the callbacks feed both engines, */
-    gpufl_launch_hooks_t to_pcs, to_sassm; /* through copies of their hooks */
+    gpufl__stack_log_t stack_log;
+    gpufl__pc_sampling_t *pc_sampling; /* owned; the PcSampling engine, NULL when it does not run */
+    char pc_sampling_why[240];         /* why it does not, "" when it does or was not asked for */
+    gpufl__sass_metrics_t
+        *sass_metrics;          /* owned; the SassMetrics engine (also under Deep), or NULL */
+    char sass_metrics_why[240]; /* why it does not run, "" when it does or was not asked for */
+    gpufl__range_profiler_t *range_profiler; /* owned; the RangeProfiler engine, or NULL */
+    char range_profiler_why[240]; /* why it does not run, "" when it does or was not asked for */
+    gpufl__launch_hooks_t both;   /* Deep: the callbacks feed both engines, */
+    gpufl__launch_hooks_t to_pc_sampling, to_sass_metrics; /* through copies of their hooks */
     int ops_attached;                      /* framework op ids (gpufl_ops.h) go to CUPTI */
     uint32_t ops_written;                  /* op names written into this session's log */
     uint64_t ops_lost_seen;                /* the device file's lost lines when they were */
     void *last_context; /* the context of the last launch row, and its CUPTI id */
     uint32_t last_context_id;
-} gpufl_trace_source_t;
+} gpufl__trace_source_t;
 
 /* Loads and starts CUPTI for the settings' options. Returns 0 and fills
  * *source, or GPUFL_ENOTSUP with a one-line reason in why. */
-int gpufl__trace_source_init(gpufl_trace_source_t *t, gpufl_collector_t *c,
-                             const gpufl_settings_t *settings, char *why, size_t why_size,
-                             gpufl_source_t *source);
+int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
+                             const gpufl__settings_t *settings, char *why, size_t why_size,
+                             gpufl__source_t *source);
 /* Closes CUPTI (after the collector stopped). Accepts a zeroed struct. */
-void gpufl__trace_source_fini(gpufl_trace_source_t *t);
+void gpufl__trace_source_fini(gpufl__trace_source_t *t);
 
 #endif

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gpufl__idmap_init(gpufl_idmap_t *m) { memset(m, 0, sizeof *m); }
+void gpufl__idmap_init(gpufl__idmap_t *m) { memset(m, 0, sizeof *m); }
 
-void gpufl__idmap_fini(gpufl_idmap_t *m) {
+void gpufl__idmap_fini(gpufl__idmap_t *m) {
     free(m->keys);
     free(m->values);
     memset(m, 0, sizeof *m);
@@ -31,7 +31,7 @@ static size_t idmap_find_slot(const uint64_t *keys, size_t slots, uint64_t key) 
     return i;
 }
 
-static int idmap_grow(gpufl_idmap_t *m) {
+static int idmap_grow(gpufl__idmap_t *m) {
     size_t slots = m->slots ? m->slots * 2 : 64;
     if (slots > SIZE_MAX / sizeof(uint64_t) / 2)
         return gpufl__set_error(GPUFL_ENOMEM, "id map too large");
@@ -56,7 +56,7 @@ static int idmap_grow(gpufl_idmap_t *m) {
     return 0;
 }
 
-int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *existing) {
+int gpufl__idmap_put(gpufl__idmap_t *m, uint64_t key, size_t value, size_t *existing) {
     if (key == 0) return GPUFL_EINVAL;
     if ((m->count + 1) * 4 > m->slots * 3) { /* keep the load below 3/4 */
         int rc = idmap_grow(m);
@@ -73,13 +73,13 @@ int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *exist
     return 0;
 }
 
-size_t *gpufl__idmap_value(gpufl_idmap_t *m, uint64_t key) {
+size_t *gpufl__idmap_value(gpufl__idmap_t *m, uint64_t key) {
     if (!m->slots || key == 0) return NULL;
     size_t i = idmap_find_slot(m->keys, m->slots, key);
     return m->keys[i] == key ? &m->values[i] : NULL;
 }
 
-int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value) {
+int gpufl__idmap_get(const gpufl__idmap_t *m, uint64_t key, size_t *value) {
     if (!m->slots || key == 0) return 0;
     size_t i = idmap_find_slot(m->keys, m->slots, key);
     if (m->keys[i] != key) return 0;

@@ -11,23 +11,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gpufl_idmap {
+typedef struct gpufl__idmap {
     uint64_t *keys; /* 0 marks an empty slot */
     size_t *values;
     size_t slots; /* a power of two, or 0 */
     size_t count;
-} gpufl_idmap_t;
+} gpufl__idmap_t;
 
-void gpufl__idmap_init(gpufl_idmap_t *m);
-void gpufl__idmap_fini(gpufl_idmap_t *m);
+void gpufl__idmap_init(gpufl__idmap_t *m);
+void gpufl__idmap_fini(gpufl__idmap_t *m);
 /* Inserts key (> 0) or, when present, leaves it and reports the old value in
  * *existing (when not NULL). Returns 0 inserted, 1 already there,
  * GPUFL_EINVAL for key 0, GPUFL_ENOMEM. */
-int gpufl__idmap_put(gpufl_idmap_t *m, uint64_t key, size_t value, size_t *existing);
+int gpufl__idmap_put(gpufl__idmap_t *m, uint64_t key, size_t value, size_t *existing);
 /* Where key's value is stored, to read or change it; NULL when key is
  * absent. Valid until the next put. */
-size_t *gpufl__idmap_value(gpufl_idmap_t *m, uint64_t key);
+size_t *gpufl__idmap_value(gpufl__idmap_t *m, uint64_t key);
 /* Returns 1 and sets *value when key is present, else 0. */
-int gpufl__idmap_get(const gpufl_idmap_t *m, uint64_t key, size_t *value);
+int gpufl__idmap_get(const gpufl__idmap_t *m, uint64_t key, size_t *value);
 
 #endif

@@ -7,17 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gpufl__buf_init(gpufl_buf_t *b, size_t max_bytes) {
+void gpufl__buf_init(gpufl__buf_t *b, size_t max_bytes) {
     memset(b, 0, sizeof *b);
     b->max = max_bytes;
 }
 
-void gpufl__buf_fini(gpufl_buf_t *b) {
+void gpufl__buf_fini(gpufl__buf_t *b) {
     free(b->data);
     memset(b, 0, sizeof *b);
 }
 
-int gpufl__buf_reserve(gpufl_buf_t *b, size_t n) {
+int gpufl__buf_reserve(gpufl__buf_t *b, size_t n) {
     if (b->len + n > b->max) { /* the cap holds even where memory was already allocated */
         b->overflow = 1;
         return -1;
@@ -36,15 +36,15 @@ int gpufl__buf_reserve(gpufl_buf_t *b, size_t n) {
     return 0;
 }
 
-void gpufl__buf_put(gpufl_buf_t *b, const char *s, size_t n) {
+void gpufl__buf_put(gpufl__buf_t *b, const char *s, size_t n) {
     if (gpufl__buf_reserve(b, n)) return;
     memcpy(b->data + b->len, s, n);
     b->len += n;
 }
 
-void gpufl__buf_puts(gpufl_buf_t *b, const char *s) { gpufl__buf_put(b, s, strlen(s)); }
+void gpufl__buf_puts(gpufl__buf_t *b, const char *s) { gpufl__buf_put(b, s, strlen(s)); }
 
-void gpufl__buf_putc(gpufl_buf_t *b, char c) {
+void gpufl__buf_putc(gpufl__buf_t *b, char c) {
     if (gpufl__buf_reserve(b, 1)) return;
     b->data[b->len++] = c;
 }
@@ -74,12 +74,12 @@ char *gpufl__fmt_i64(char *p, int64_t v) {
     return p + n;
 }
 
-void gpufl__buf_put_i64(gpufl_buf_t *b, int64_t v) {
+void gpufl__buf_put_i64(gpufl__buf_t *b, int64_t v) {
     if (gpufl__buf_reserve(b, 21)) return;
     b->len = (size_t)(gpufl__fmt_i64(b->data + b->len, v) - b->data);
 }
 
-void gpufl__buf_put_fixed(gpufl_buf_t *b, double v, int decimals) {
+void gpufl__buf_put_fixed(gpufl__buf_t *b, double v, int decimals) {
     static const int64_t scale[] = {1, 10, 100, 1000};
     if (decimals < 1) decimals = 1;
     if (decimals > 3) decimals = 3;
@@ -120,7 +120,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     return len;
 }
 
-void gpufl__buf_put_str(gpufl_buf_t *b, const char *s, size_t n) {
+void gpufl__buf_put_str(gpufl__buf_t *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
     /* Worst case: every byte becomes \u00XX or U+FFFD (6 bytes). */
@@ -166,33 +166,33 @@ void gpufl__buf_put_str(gpufl_buf_t *b, const char *s, size_t n) {
     b->len = (size_t)(o - b->data);
 }
 
-void gpufl__buf_key(gpufl_buf_t *b, const char *key) {
+void gpufl__buf_key(gpufl__buf_t *b, const char *key) {
     if (b->len > 0 && b->data[b->len - 1] != '{' && b->data[b->len - 1] != '[')
         gpufl__buf_putc(b, ',');
     gpufl__buf_put_str(b, key, strlen(key));
     gpufl__buf_putc(b, ':');
 }
 
-void gpufl__buf_record(gpufl_buf_t *b, const char *type) { gpufl__buf_record_v(b, type, 1); }
+void gpufl__buf_record(gpufl__buf_t *b, const char *type) { gpufl__buf_record_v(b, type, 1); }
 
-void gpufl__buf_record_v(gpufl_buf_t *b, const char *type, int version) {
+void gpufl__buf_record_v(gpufl__buf_t *b, const char *type, int version) {
     gpufl__buf_puts(b, "{\"type\":");
     gpufl__buf_put_str(b, type, strlen(type));
     gpufl__buf_puts(b, ",\"v\":");
     gpufl__buf_put_i64(b, version);
 }
 
-void gpufl__buf_kv_i64(gpufl_buf_t *b, const char *key, int64_t v) {
+void gpufl__buf_kv_i64(gpufl__buf_t *b, const char *key, int64_t v) {
     gpufl__buf_key(b, key);
     gpufl__buf_put_i64(b, v);
 }
 
-void gpufl__buf_kv_str(gpufl_buf_t *b, const char *key, const char *s) {
+void gpufl__buf_kv_str(gpufl__buf_t *b, const char *key, const char *s) {
     gpufl__buf_key(b, key);
     gpufl__buf_put_str(b, s, strlen(s));
 }
 
-void gpufl__buf_kv_opt(gpufl_buf_t *b, const char *key, int64_t v) {
+void gpufl__buf_kv_opt(gpufl__buf_t *b, const char *key, int64_t v) {
     gpufl__buf_key(b, key);
     if (v < 0)
         gpufl__buf_put(b, "null", 4);

@@ -13,39 +13,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gpufl_buf {
+typedef struct gpufl__buf {
     char *data;
     size_t len;
     size_t cap;
     size_t max;   /* hard cap on cap */
     int overflow; /* a put did not fit under max; the content is incomplete */
-} gpufl_buf_t;
+} gpufl__buf_t;
 
-void gpufl__buf_init(gpufl_buf_t *b, size_t max_bytes);
-void gpufl__buf_fini(gpufl_buf_t *b);
+void gpufl__buf_init(gpufl__buf_t *b, size_t max_bytes);
+void gpufl__buf_fini(gpufl__buf_t *b);
 /* Makes room for n more bytes; 0 or -1 (sets overflow) past max or on ENOMEM. */
-int gpufl__buf_reserve(gpufl_buf_t *b, size_t n);
-void gpufl__buf_put(gpufl_buf_t *b, const char *s, size_t n);
-void gpufl__buf_puts(gpufl_buf_t *b, const char *s);
-void gpufl__buf_putc(gpufl_buf_t *b, char c);
-void gpufl__buf_put_i64(gpufl_buf_t *b, int64_t v);
+int gpufl__buf_reserve(gpufl__buf_t *b, size_t n);
+void gpufl__buf_put(gpufl__buf_t *b, const char *s, size_t n);
+void gpufl__buf_puts(gpufl__buf_t *b, const char *s);
+void gpufl__buf_putc(gpufl__buf_t *b, char c);
+void gpufl__buf_put_i64(gpufl__buf_t *b, int64_t v);
 /* Writes v in decimal at p (room for 20 bytes needed) and returns the end. */
 char *gpufl__fmt_i64(char *p, int64_t v);
 /* A number with 1 to 3 decimals; negative values are written as null (unknown). */
-void gpufl__buf_put_fixed(gpufl_buf_t *b, double v, int decimals);
+void gpufl__buf_put_fixed(gpufl__buf_t *b, double v, int decimals);
 /* A JSON string of n bytes of s, quoted and escaped. */
-void gpufl__buf_put_str(gpufl_buf_t *b, const char *s, size_t n);
+void gpufl__buf_put_str(gpufl__buf_t *b, const char *s, size_t n);
 /* "key": and a comma before it unless it follows '{' or '['. */
-void gpufl__buf_key(gpufl_buf_t *b, const char *key);
+void gpufl__buf_key(gpufl__buf_t *b, const char *key);
 /* The common record opening: {"type":"<type>","v":1 */
-void gpufl__buf_record(gpufl_buf_t *b, const char *type);
+void gpufl__buf_record(gpufl__buf_t *b, const char *type);
 /* The same for a record type past its first version: {"type":"<type>","v":<version> */
-void gpufl__buf_record_v(gpufl_buf_t *b, const char *type, int version);
+void gpufl__buf_record_v(gpufl__buf_t *b, const char *type, int version);
 
 /* Shorthands for the common "key":value members. */
-void gpufl__buf_kv_i64(gpufl_buf_t *b, const char *key, int64_t v);
-void gpufl__buf_kv_str(gpufl_buf_t *b, const char *key, const char *s);
+void gpufl__buf_kv_i64(gpufl__buf_t *b, const char *key, int64_t v);
+void gpufl__buf_kv_str(gpufl__buf_t *b, const char *key, const char *s);
 /* "key":v, or "key":null when v is negative (unknown). */
-void gpufl__buf_kv_opt(gpufl_buf_t *b, const char *key, int64_t v);
+void gpufl__buf_kv_opt(gpufl__buf_t *b, const char *key, int64_t v);
 
 #endif

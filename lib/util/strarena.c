@@ -9,14 +9,14 @@
 
 #define BLOCK_BYTES ((size_t)64 << 10)
 
-struct gpufl_strblock {
-    struct gpufl_strblock *next;
+struct gpufl__strblock {
+    struct gpufl__strblock *next;
     size_t used, cap;
     char data[];
 };
 
-char *gpufl__strarena_copy(gpufl_strarena_t *a, const char *s, size_t len) {
-    struct gpufl_strblock *b = a->blocks;
+char *gpufl__strarena_copy(gpufl__strarena_t *a, const char *s, size_t len) {
+    struct gpufl__strblock *b = a->blocks;
     if (b == NULL || b->cap - b->used < len + 1) {
         size_t cap = len + 1 > BLOCK_BYTES ? len + 1 : BLOCK_BYTES;
         b = malloc(sizeof *b + cap);
@@ -40,8 +40,8 @@ char *gpufl__strarena_copy(gpufl_strarena_t *a, const char *s, size_t len) {
     return copy;
 }
 
-void gpufl__strarena_free(gpufl_strarena_t *a) {
-    for (struct gpufl_strblock *b = a->blocks, *next; b != NULL; b = next) {
+void gpufl__strarena_free(gpufl__strarena_t *a) {
+    for (struct gpufl__strblock *b = a->blocks, *next; b != NULL; b = next) {
         next = b->next;
         free(b);
     }

@@ -10,13 +10,13 @@
 
 #include <stddef.h>
 
-typedef struct gpufl_strarena {
-    struct gpufl_strblock *blocks; /* the newest first; NULL when empty */
-} gpufl_strarena_t;
+typedef struct gpufl__strarena {
+    struct gpufl__strblock *blocks; /* the newest first; NULL when empty */
+} gpufl__strarena_t;
 
 /* A copy of the len bytes at s, NUL added; NULL when out of memory. */
-char *gpufl__strarena_copy(gpufl_strarena_t *a, const char *s, size_t len);
+char *gpufl__strarena_copy(gpufl__strarena_t *a, const char *s, size_t len);
 /* Frees every copy; the arena is empty again. */
-void gpufl__strarena_free(gpufl_strarena_t *a);
+void gpufl__strarena_free(gpufl__strarena_t *a);
 
 #endif

@@ -119,7 +119,7 @@ static int table_of(PyObject *name) {
 }
 
 static PyObject *make_column(PyObject *self, const gpufl_column_t *c) {
-    gpufl_py_state_t *st = (gpufl_py_state_t *)PyType_GetModuleState(Py_TYPE(self));
+    gpufl__py_state_t *st = (gpufl__py_state_t *)PyType_GetModuleState(Py_TYPE(self));
     PyTypeObject *type = (PyTypeObject *)st->column_type;
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
     column_object_t *col = (column_object_t *)alloc(type, 0);
@@ -257,7 +257,7 @@ PyObject *gpufl__py_find_session(PyObject *module, PyObject *args) {
 }
 
 int gpufl__py_analysis_add(PyObject *module) {
-    gpufl_py_state_t *st = gpufl__py_state(module);
+    gpufl__py_state_t *st = gpufl__py_state(module);
     st->column_type = PyType_FromModuleAndSpec(module, &column_spec, NULL);
     if (!st->column_type) return -1;
     st->analysis_type = PyType_FromModuleAndSpec(module, &analysis_spec, NULL);

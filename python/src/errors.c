@@ -51,7 +51,7 @@ static PyObject *builtin_base(int code) {
 static const char *short_name(const char *qualified) { return strchr(qualified, '.') + 1; }
 
 int gpufl__py_errors_add(PyObject *module) {
-    gpufl_py_state_t *st = gpufl__py_state(module);
+    gpufl__py_state_t *st = gpufl__py_state(module);
     st->error = PyErr_NewExceptionWithDoc("gpufl.Error",
                                           "Base class of the errors gpufl raises; `code` holds "
                                           "the C library's GPUFL_E* value.",
@@ -70,13 +70,13 @@ int gpufl__py_errors_add(PyObject *module) {
     return 0;
 }
 
-void gpufl__py_errors_clear(gpufl_py_state_t *st) {
+void gpufl__py_errors_clear(gpufl__py_state_t *st) {
     Py_CLEAR(st->error);
     for (int i = 0; i < GPUFL_PY_ERROR_SLOTS; i++) Py_CLEAR(st->by_code[i]);
 }
 
 PyObject *gpufl__py_raise(PyObject *module, int code) {
-    gpufl_py_state_t *st = gpufl__py_state(module);
+    gpufl__py_state_t *st = gpufl__py_state(module);
     const char *detail = gpufl_last_error();
     const char *message = detail && *detail ? detail : gpufl_strerror(code);
     PyObject *cls = code < 0 && -code < GPUFL_PY_ERROR_SLOTS && st->by_code[-code]

@@ -20,17 +20,17 @@
 /* One exception class per GPUFL_E* code, indexed by -code. */
 #define GPUFL_PY_ERROR_SLOTS 12
 
-typedef struct gpufl_py_state {
+typedef struct gpufl__py_state {
     PyObject *error;                         /* gpufl.Error, the base of all of them */
     PyObject *by_code[GPUFL_PY_ERROR_SLOTS]; /* gpufl.ConfigError, ...; NULL for 0 */
     PyObject *scope_type;                    /* gpufl.Scope */
     PyObject *scope_iter_type;               /* what iter(Scope(..., repeat=N)) gives */
     PyObject *analysis_type;                 /* gpufl._gpufl.Analysis: a loaded session */
     PyObject *column_type;                   /* one column of it, a buffer */
-} gpufl_py_state_t;
+} gpufl__py_state_t;
 
 /* The extension's state, from any of its functions' module argument. */
-gpufl_py_state_t *gpufl__py_state(PyObject *module);
+gpufl__py_state_t *gpufl__py_state(PyObject *module);
 
 /*
  * Raises the exception class of `code` with gpufl_last_error()'s message
@@ -40,7 +40,7 @@ PyObject *gpufl__py_raise(PyObject *module, int code);
 
 /* Creates the exception classes and adds them to the module. 0 or -1. */
 int gpufl__py_errors_add(PyObject *module);
-void gpufl__py_errors_clear(gpufl_py_state_t *state);
+void gpufl__py_errors_clear(gpufl__py_state_t *state);
 
 /* Py_TYPE(self)->tp_free under the limited API, then the heap type's
  * reference: the end of every dealloc of the extension's types. */

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-gpufl_py_state_t *gpufl__py_state(PyObject *module) {
-    return (gpufl_py_state_t *)PyModule_GetState(module);
+gpufl__py_state_t *gpufl__py_state(PyObject *module) {
+    return (gpufl__py_state_t *)PyModule_GetState(module);
 }
 
 void gpufl__py_free_object(PyObject *self) {
@@ -230,7 +230,7 @@ static int module_exec(PyObject *module) {
 }
 
 static int module_traverse(PyObject *module, visitproc visit, void *arg) {
-    gpufl_py_state_t *st = gpufl__py_state(module);
+    gpufl__py_state_t *st = gpufl__py_state(module);
     Py_VISIT(st->error);
     for (int i = 0; i < GPUFL_PY_ERROR_SLOTS; i++) Py_VISIT(st->by_code[i]);
     Py_VISIT(st->scope_type);
@@ -241,7 +241,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
 }
 
 static int module_clear(PyObject *module) {
-    gpufl_py_state_t *st = gpufl__py_state(module);
+    gpufl__py_state_t *st = gpufl__py_state(module);
     gpufl__py_errors_clear(st);
     Py_CLEAR(st->scope_type);
     Py_CLEAR(st->scope_iter_type);
@@ -261,7 +261,7 @@ static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "gpufl._gpufl",
     .m_doc = "The C extension of the gpufl package, over libgpufl's C API (gpufl.h).",
-    .m_size = sizeof(gpufl_py_state_t),
+    .m_size = sizeof(gpufl__py_state_t),
     .m_methods = methods,
     .m_slots = slots,
     .m_traverse = module_traverse,

@@ -147,7 +147,7 @@ static PyObject *scope_iter(PyObject *op) {
     if (!self->loop)
         return PyErr_Format(PyExc_TypeError, "Scope(%R) is iterable only with repeat=N",
                             self->name);
-    gpufl_py_state_t *st = (gpufl_py_state_t *)PyType_GetModuleState(Py_TYPE(op));
+    gpufl__py_state_t *st = (gpufl__py_state_t *)PyType_GetModuleState(Py_TYPE(op));
     if (!st) return NULL;
     PyTypeObject *type = (PyTypeObject *)st->scope_iter_type;
     allocfunc tp_alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
@@ -271,7 +271,7 @@ static PyType_Spec iter_spec = {
 };
 
 int gpufl__py_scope_add(PyObject *module) {
-    gpufl_py_state_t *st = gpufl__py_state(module);
+    gpufl__py_state_t *st = gpufl__py_state(module);
     st->scope_iter_type = PyType_FromModuleAndSpec(module, &iter_spec, NULL);
     if (!st->scope_iter_type) return -1;
     st->scope_type = PyType_FromModuleAndSpec(module, &scope_spec, NULL);

@@ -71,7 +71,7 @@ struct CUpti_RangeProfiler_Object {
     int current; /* index of the open level-1 range, -1 none */
 };
 
-struct gpufl_host_object {
+struct gpufl__host_object {
     char names[4096]; /* newline-separated */
 };
 
@@ -150,15 +150,15 @@ cuptiProfilerGetCounterAvailability(CUpti_Profiler_GetCounterAvailability_Params
 
 /* ---- the host object (gpufl's declarations: the toolkit's header is C++) ---- */
 
-EXPORT CUptiResult cuptiProfilerHostInitialize(gpufl_host_init_params_t *p);
-EXPORT CUptiResult cuptiProfilerHostDeinitialize(gpufl_host_deinit_params_t *p);
-EXPORT CUptiResult cuptiProfilerHostConfigAddMetrics(gpufl_host_add_metrics_params_t *p);
-EXPORT CUptiResult cuptiProfilerHostGetConfigImageSize(gpufl_host_image_size_params_t *p);
-EXPORT CUptiResult cuptiProfilerHostGetConfigImage(gpufl_host_image_params_t *p);
-EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(gpufl_host_passes_params_t *p);
-EXPORT CUptiResult cuptiProfilerHostEvaluateToGpuValues(gpufl_host_evaluate_params_t *p);
+EXPORT CUptiResult cuptiProfilerHostInitialize(gpufl__host_init_params_t *p);
+EXPORT CUptiResult cuptiProfilerHostDeinitialize(gpufl__host_deinit_params_t *p);
+EXPORT CUptiResult cuptiProfilerHostConfigAddMetrics(gpufl__host_add_metrics_params_t *p);
+EXPORT CUptiResult cuptiProfilerHostGetConfigImageSize(gpufl__host_image_size_params_t *p);
+EXPORT CUptiResult cuptiProfilerHostGetConfigImage(gpufl__host_image_params_t *p);
+EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(gpufl__host_passes_params_t *p);
+EXPORT CUptiResult cuptiProfilerHostEvaluateToGpuValues(gpufl__host_evaluate_params_t *p);
 
-EXPORT CUptiResult cuptiProfilerHostInitialize(gpufl_host_init_params_t *p) {
+EXPORT CUptiResult cuptiProfilerHostInitialize(gpufl__host_init_params_t *p) {
     CUptiResult r = fails("cuptiProfilerHostInitialize");
     if (r != CUPTI_SUCCESS) return r;
     if (p->pChipName == NULL || p->pCounterAvailabilityImage == NULL)
@@ -167,12 +167,12 @@ EXPORT CUptiResult cuptiProfilerHostInitialize(gpufl_host_init_params_t *p) {
     return p->pHostObject ? CUPTI_SUCCESS : CUPTI_ERROR_OUT_OF_MEMORY;
 }
 
-EXPORT CUptiResult cuptiProfilerHostDeinitialize(gpufl_host_deinit_params_t *p) {
+EXPORT CUptiResult cuptiProfilerHostDeinitialize(gpufl__host_deinit_params_t *p) {
     free(p->pHostObject);
     return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult cuptiProfilerHostConfigAddMetrics(gpufl_host_add_metrics_params_t *p) {
+EXPORT CUptiResult cuptiProfilerHostConfigAddMetrics(gpufl__host_add_metrics_params_t *p) {
     for (size_t i = 0; i < p->numMetrics; i++)
         if (!known(p->ppMetricNames[i])) return CUPTI_ERROR_INVALID_METRIC_NAME;
     for (size_t i = 0; i < p->numMetrics; i++) {
@@ -183,12 +183,12 @@ EXPORT CUptiResult cuptiProfilerHostConfigAddMetrics(gpufl_host_add_metrics_para
     return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult cuptiProfilerHostGetConfigImageSize(gpufl_host_image_size_params_t *p) {
+EXPORT CUptiResult cuptiProfilerHostGetConfigImageSize(gpufl__host_image_size_params_t *p) {
     p->configImageSize = strlen(p->pHostObject->names) + 1;
     return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult cuptiProfilerHostGetConfigImage(gpufl_host_image_params_t *p) {
+EXPORT CUptiResult cuptiProfilerHostGetConfigImage(gpufl__host_image_params_t *p) {
     if (p->configImageSize < strlen(p->pHostObject->names) + 1)
         return CUPTI_ERROR_INVALID_PARAMETER;
     memcpy(p->pConfigImage, p->pHostObject->names, strlen(p->pHostObject->names) + 1);
@@ -213,12 +213,12 @@ static size_t image_passes(const uint8_t *image) {
     return passes + conflicts(hit, miss, sectors, pipes);
 }
 
-EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(gpufl_host_passes_params_t *p) {
+EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(gpufl__host_passes_params_t *p) {
     p->numOfPasses = image_passes(p->pConfigImage);
     return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult cuptiProfilerHostEvaluateToGpuValues(gpufl_host_evaluate_params_t *p) {
+EXPORT CUptiResult cuptiProfilerHostEvaluateToGpuValues(gpufl__host_evaluate_params_t *p) {
     CUptiResult r = fails("cuptiProfilerHostEvaluateToGpuValues");
     if (r != CUPTI_SUCCESS) return r;
     const image_t *im = (const image_t *)p->pCounterDataImage;

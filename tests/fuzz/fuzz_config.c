@@ -70,7 +70,7 @@ static void write_config(const uint8_t *data, size_t size) {
 
 static int is_bool(int v) { return v == 0 || v == 1; }
 
-static void check_settings(const gpufl_settings_t *s) {
+static void check_settings(const gpufl__settings_t *s) {
     const char *strings[] = {s->app_name, s->log_path, s->backend_url,
                              s->api_key,  s->api_path, s->config_file};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) FUZZ_CHECK(strings[i] != NULL);
@@ -89,7 +89,7 @@ static void check_settings(const gpufl_settings_t *s) {
     FUZZ_CHECK((unsigned)s->profiling_engine <= GPUFL_ENGINE_DEEP);
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
         const char *name, *str;
-        gpufl_option_source_t src;
+        gpufl__option_source_t src;
         int64_t num;
         gpufl__settings_get(s, i, &name, &src, &str, &num);
         FUZZ_CHECK(name != NULL && *name != '\0');
@@ -102,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     write_config(data, size);
 
     gpufl_options_t opts;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     gpufl_options_init(&opts);
     opts.config_file = config_path;
     int rc = gpufl__settings_resolve(&opts, &s);

@@ -90,18 +90,18 @@ static void write_session(const uint8_t *data, size_t size) {
 }
 
 /* What model.h promises of every loaded model. */
-static void check_model(const gpufl_model_t *m) {
-    const gpufl_model_header_t *h = &m->header;
+static void check_model(const gpufl__model_t *m) {
+    const gpufl__model_header_t *h = &m->header;
     FUZZ_CHECK(h->session_id && h->app_name && h->hostname && h->clock && h->gpufl_version);
     FUZZ_CHECK(m->n_scopes <= m->limits.max_scopes && m->n_samples <= m->limits.max_samples);
     FUZZ_CHECK(m->n_windows <= m->limits.max_windows && m->n_events <= m->limits.max_events);
     FUZZ_CHECK(m->n_warnings <= m->limits.max_warnings);
     size_t open = 0;
     for (size_t i = 0; i < m->n_scopes; i++) {
-        const gpufl_model_scope_t *s = &m->scopes[i];
+        const gpufl__model_scope_t *s = &m->scopes[i];
         FUZZ_CHECK(s->id > 0 && s->name && s->tag && s->path);
         FUZZ_CHECK(!s->open || s->end_ns == GPUFL_MODEL_UNKNOWN);
-        const gpufl_model_scope_t *found = gpufl__model_scope_find(m, s->id);
+        const gpufl__model_scope_t *found = gpufl__model_scope_find(m, s->id);
         FUZZ_CHECK(found && found->id == s->id);
         open += s->open;
     }
@@ -109,7 +109,7 @@ static void check_model(const gpufl_model_t *m) {
     /* Scope ends without a begin: named or not, both or neither. */
     FUZZ_CHECK(m->n_lost_scopes <= m->scope_ends_unmatched);
     for (size_t i = 0; i < m->n_lost_scopes; i++) {
-        const gpufl_model_scope_t *s = &m->lost_scopes[i];
+        const gpufl__model_scope_t *s = &m->lost_scopes[i];
         FUZZ_CHECK(s->lost && !s->open && s->tag && !s->path == !s->name);
         FUZZ_CHECK(s->begin_ns == GPUFL_MODEL_UNKNOWN && !gpufl__model_scope_find(m, s->id));
     }
@@ -120,7 +120,7 @@ static void check_model(const gpufl_model_t *m) {
         FUZZ_CHECK(m->damaged[i].file && m->damaged[i].line > 0 && m->damaged[i].rows >= -1);
     for (size_t i = 0; i < m->n_windows; i++) FUZZ_CHECK(m->windows[i].name != NULL);
     for (size_t i = 0; i < m->n_events; i++) {
-        const gpufl_model_event_t *e = &m->events[i];
+        const gpufl__model_event_t *e = &m->events[i];
         FUZZ_CHECK(e->level_name && e->code && e->message);
     }
     for (size_t i = 0; i < m->n_warnings; i++)
@@ -131,7 +131,7 @@ static void check_model(const gpufl_model_t *m) {
 }
 
 /* The report of one model, as bytes (free *out). Returns the report's rc. */
-static int report_bytes(const gpufl_model_t *m, char **out, size_t *len) {
+static int report_bytes(const gpufl__model_t *m, char **out, size_t *len) {
     FILE *f = open_memstream(out, len);
     FUZZ_CHECK(f != NULL);
     int rc = gpufl__report_write(m, f);
@@ -139,8 +139,8 @@ static int report_bytes(const gpufl_model_t *m, char **out, size_t *len) {
     return rc;
 }
 
-static void load_and_report(const gpufl_model_limits_t *limits) {
-    gpufl_model_t *m = (gpufl_model_t *)1;
+static void load_and_report(const gpufl__model_limits_t *limits) {
+    gpufl__model_t *m = (gpufl__model_t *)1;
     int rc = limits ? gpufl__model_load_limits(session_dir, limits, &m)
                     : gpufl__model_load(session_dir, &m);
     FUZZ_CHECK(rc <= 0);
@@ -173,14 +173,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     load_and_report(NULL);
     /* Tiny caps reach the over-cap paths that small inputs never reach with
      * the defaults. */
-    const gpufl_model_limits_t tiny = {.max_scopes = 8,
-                                       .max_samples = 8,
-                                       .max_windows = 4,
-                                       .max_events = 4,
-                                       .max_warnings = 5,
-                                       .max_dict = 8,
-                                       .max_string_bytes = 4096,
-                                       .max_line_bytes = 1024};
+    const gpufl__model_limits_t tiny = {.max_scopes = 8,
+                                        .max_samples = 8,
+                                        .max_windows = 4,
+                                        .max_events = 4,
+                                        .max_warnings = 5,
+                                        .max_dict = 8,
+                                        .max_string_bytes = 4096,
+                                        .max_line_bytes = 1024};
     load_and_report(&tiny);
     return 0;
 }

@@ -11,14 +11,14 @@
 
 #include <string.h>
 
-static void check_module(const gpufl_sass_module_t *m) {
+static void check_module(const gpufl__sass_module_t *m) {
     for (size_t f = 0; f < m->function_count; f++) {
-        const gpufl_sass_function_t *fn = &m->functions[f];
+        const gpufl__sass_function_t *fn = &m->functions[f];
         FUZZ_CHECK(fn->name != NULL);
         FUZZ_CHECK(f == 0 || strcmp(m->functions[f - 1].name, fn->name) < 0);
         FUZZ_CHECK(gpufl__sass_find_function(m, fn->name) == fn);
         for (size_t i = 0; i < fn->instruction_count; i++) {
-            const gpufl_sass_instruction_t *in = &fn->instructions[i];
+            const gpufl__sass_instruction_t *in = &fn->instructions[i];
             FUZZ_CHECK(in->text != NULL);
             FUZZ_CHECK(strlen(in->text) < GPUFL_SASS_TEXT_MAX_BYTES);
             FUZZ_CHECK(in->file < (int32_t)m->file_count);
@@ -29,7 +29,7 @@ static void check_module(const gpufl_sass_module_t *m) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    gpufl_sass_module_t *m = NULL;
+    gpufl__sass_module_t *m = NULL;
     char why[256];
     if (gpufl__sass_parse((const char *)data, size, &m, why, sizeof why) == 0) {
         FUZZ_CHECK(m != NULL);

@@ -21,22 +21,24 @@ extern "C" {
 namespace {
 
 struct Seen {
-    std::vector<gpufl_cupti_kernel_t> kernels;
-    std::vector<gpufl_cupti_copy_t> copies;
-    std::vector<gpufl_cupti_sync_t> syncs;
+    std::vector<gpufl__cupti_kernel_t> kernels;
+    std::vector<gpufl__cupti_copy_t> copies;
+    std::vector<gpufl__cupti_sync_t> syncs;
     std::vector<std::string> names;
     int memsets = 0;
     unsigned long long dropped = 0;
 };
 
-void on_kernel(void *u, const gpufl_cupti_kernel_t *k) {
+void on_kernel(void *u, const gpufl__cupti_kernel_t *k) {
     Seen *s = static_cast<Seen *>(u);
     s->kernels.push_back(*k);
     s->names.push_back(k->name ? k->name : "");
 }
-void on_copy(void *u, const gpufl_cupti_copy_t *c) { static_cast<Seen *>(u)->copies.push_back(*c); }
-void on_memset(void *u, const gpufl_cupti_memset_t *) { static_cast<Seen *>(u)->memsets++; }
-void on_sync(void *u, const gpufl_cupti_sync_t *s) { static_cast<Seen *>(u)->syncs.push_back(*s); }
+void on_copy(void *u, const gpufl__cupti_copy_t *c) {
+    static_cast<Seen *>(u)->copies.push_back(*c);
+}
+void on_memset(void *u, const gpufl__cupti_memset_t *) { static_cast<Seen *>(u)->memsets++; }
+void on_sync(void *u, const gpufl__cupti_sync_t *s) { static_cast<Seen *>(u)->syncs.push_back(*s); }
 void on_dropped(void *u, uint64_t n) { static_cast<Seen *>(u)->dropped += n; }
 
 __global__ void spin(float *x, int iters) {
@@ -66,12 +68,12 @@ int64_t mono_ns() {
 
 int main() {
     char why[256];
-    gpufl_cupti_t *c = nullptr;
+    gpufl__cupti_t *c = nullptr;
     if (gpufl__cupti_open(nullptr, &c, why, sizeof why) != 0) {
         printf("FAIL  open: %s\n", why);
         return 1;
     }
-    gpufl_cupti_config_t cfg = {sizeof cfg, 0, 0, GPUFL_CUPTI_SYNC};
+    gpufl__cupti_config_t cfg = {sizeof cfg, 0, 0, GPUFL_CUPTI_SYNC};
     if (gpufl__cupti_start(c, &cfg, why, sizeof why) != 0) {
         printf("FAIL  start: %s\n", why);
         return 1;
@@ -110,7 +112,7 @@ int main() {
     cudaError_t err = cudaGetLastError();
 
     Seen seen;
-    gpufl_cupti_sink_t sink = {};
+    gpufl__cupti_sink_t sink = {};
     sink.kernel = on_kernel;
     sink.copy = on_copy;
     sink.memset = on_memset;
@@ -122,7 +124,7 @@ int main() {
     check("kernel records", seen.kernels.size() == 51, "%zu of 51", seen.kernels.size());
     check("no drops", seen.dropped == 0, "%llu dropped", seen.dropped);
     if (!seen.kernels.empty()) {
-        const gpufl_cupti_kernel_t &k = seen.kernels[0];
+        const gpufl__cupti_kernel_t &k = seen.kernels[0];
         double ms = (k.end_ns - k.start_ns) / 1e6;
         check("long kernel duration vs CUDA events",
               ms > 0 && ms <= event_ms && event_ms - ms < 0.05 * event_ms + 0.02,
@@ -158,7 +160,7 @@ int main() {
     check("syncs", stream_syncs == 2 && ctx_syncs >= 1 && event_syncs == 1,
           "%zu records: stream %d, context %d, event %d", seen.syncs.size(), stream_syncs,
           ctx_syncs, event_syncs);
-    gpufl_cupti_stats_t st;
+    gpufl__cupti_stats_t st;
     gpufl__cupti_stats(c, &st);
     printf("INFO  buffers given %llu completed %llu drained %llu refused %llu, records %llu\n",
            (unsigned long long)st.buffers_given, (unsigned long long)st.buffers_completed,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // known_kernels.cuh - the reference kernels of the deep engines' fidelity
 // checks, whose behaviour is known from their source: shared by
-// pcs_kernels.cu (run under gpufl) and sass_metrics_probe.cu (CUPTI alone), so
+// pc_sampling_kernels.cu (run under gpufl) and sass_metrics_probe.cu (CUPTI alone), so
 // that every tool measures the same code. extern "C" keeps their names plain.
 //   divergent     even and odd lanes take different arithmetic branches
 //                 (thread efficiency about 0.5 in the loops);

@@ -44,7 +44,7 @@ int main() {
         printf("no device\n");
         return 1;
     }
-    gpufl_cuda_t *c;
+    gpufl__cuda_t *c;
     char why[256];
     if (gpufl__cuda_open(&c, why, sizeof why) != 0) {
         printf("open: %s\n", why);
@@ -75,7 +75,7 @@ int main() {
                 if (b > a.maxThreadsPerBlock) continue;
                 for (int d : dyns) {
                     if ((size_t)d + a.sharedSizeBytes > p.sharedMemPerBlockOptin) continue;
-                    gpufl_kernel_occupancy_t o;
+                    gpufl__kernel_occupancy_t o;
                     total++;
                     if (gpufl__cuda_kernel_occupancy(c, f, b, (size_t)d, &o) != 0) {
                         errors++;

@@ -538,7 +538,7 @@ int main(int argc, char **argv) {
         p.ctx = ctx;
         CUPTI_CHECK_STATUS1(cuptiPCSamplingDisable(&p));
     }
-    size_t disable_pcs = disable_buf->totalNumPcs;
+    size_t disable_pc_sampling = disable_buf->totalNumPcs;
     absorb(totals, disable_buf);
 
     auto reason_of = [&](uint32_t idx) -> const char * {
@@ -644,13 +644,13 @@ int main(int argc, char **argv) {
         "\"fma_loop_ms\":{\"unsampled\":%.4f,\"sampled\":%.4f}}\n",
         used_period, startstop ? "startstop" : "late", kLaunches, (unsigned long long)totals.drains,
         (unsigned long long)totals.drains_with_records, final_drains, totals.range_ids.size(),
-        disable_pcs, (unsigned long long)totals.records, (unsigned long long)totals.record_samples,
-        (unsigned long long)totals.record_sample_count, (unsigned long long)totals.record_raw,
-        (unsigned long long)totals.total_samples_sum, (unsigned long long)totals.total_samples_max,
-        (unsigned long long)totals.dropped_sum, (unsigned long long)totals.dropped_max,
-        (unsigned long long)totals.non_user_sum, (unsigned long long)totals.hw_full_flags,
-        (unsigned long long)totals.getdata_oom, (unsigned long long)totals.max_remaining, base_load,
-        samp_load, base_fma, samp_fma);
+        disable_pc_sampling, (unsigned long long)totals.records,
+        (unsigned long long)totals.record_samples, (unsigned long long)totals.record_sample_count,
+        (unsigned long long)totals.record_raw, (unsigned long long)totals.total_samples_sum,
+        (unsigned long long)totals.total_samples_max, (unsigned long long)totals.dropped_sum,
+        (unsigned long long)totals.dropped_max, (unsigned long long)totals.non_user_sum,
+        (unsigned long long)totals.hw_full_flags, (unsigned long long)totals.getdata_oom,
+        (unsigned long long)totals.max_remaining, base_load, samp_load, base_fma, samp_fma);
     CUDA_CHECK(cudaFree(w.in));
     CUDA_CHECK(cudaFree(w.out));
     return 0;

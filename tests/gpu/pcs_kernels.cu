@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// pcs_kernels.cu - the reference kernels of known_kernels.cuh (divergent,
+// pc_sampling_kernels.cu - the reference kernels of known_kernels.cuh (divergent,
 // strided, stream_triad, fma_chains) under gpufl, for the fidelity checks of
 // the deep engines (PC sampling against ncu's warp states; later SASS
 // metrics and the range profiler). Each kernel runs in a loop inside a scope
@@ -41,7 +41,7 @@
 // turn. They take the launches that follow the range profiler's start, which
 // write back what L2 holds dirty (docs/design/range-profiler.md, "Settling"),
 // out of the first scopes.
-// Usage: [PCS_KERNELS_SCOPES=R] pcs_kernels LOG_DIR [LAUNCHES] [only-kernel]
+// Usage: [PCS_KERNELS_SCOPES=R] pc_sampling_kernels LOG_DIR [LAUNCHES] [only-kernel]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <gpufl/gpufl.h>

@@ -6,7 +6,7 @@
 //
 // It links only the CUDA runtime, the driver (for the current CUcontext) and
 // libcupti; nothing of gpufl. Four kernels of known behaviour (the shapes of
-// tests/gpu/pcs_kernels.cu) run first without SASS metrics, then with them:
+// tests/gpu/pc_sampling_kernels.cu) run first without SASS metrics, then with them:
 //   divergent     even and odd lanes take different arithmetic loops
 //                 (thread efficiency about 0.5 in both loops);
 //   strided       out[i] = 2 * in[(i*32) % n]: every thread's load has its own

@@ -193,30 +193,32 @@ static void op_flush(CUcontext ctx) {
 // ---- PC sampling (the configuration gpufl's engine uses) ------------------------
 
 static size_t g_reasons;
-static CUpti_PCSamplingData g_pcs_buf;
-static uint64_t g_pcs_samples, g_pcs_pcs, g_pcs_dropped;
+static CUpti_PCSamplingData g_pc_sampling_buf;
+static uint64_t g_pc_sampling_samples, g_pc_sampling_pc_sampling, g_pc_sampling_dropped;
 
-static void pcs_alloc(size_t pcs) {
-    g_pcs_buf = {};
-    g_pcs_buf.size = sizeof(CUpti_PCSamplingData);
-    g_pcs_buf.collectNumPcs = pcs;
-    g_pcs_buf.pPcData = (CUpti_PCSamplingPCData *)std::calloc(pcs, sizeof(CUpti_PCSamplingPCData));
+static void pc_sampling_alloc(size_t pcs) {
+    g_pc_sampling_buf = {};
+    g_pc_sampling_buf.size = sizeof(CUpti_PCSamplingData);
+    g_pc_sampling_buf.collectNumPcs = pcs;
+    g_pc_sampling_buf.pPcData =
+        (CUpti_PCSamplingPCData *)std::calloc(pcs, sizeof(CUpti_PCSamplingPCData));
     for (size_t i = 0; i < pcs; i++) {
-        g_pcs_buf.pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
-        g_pcs_buf.pPcData[i].stallReason = (CUpti_PCSamplingStallReason *)std::calloc(
+        g_pc_sampling_buf.pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
+        g_pc_sampling_buf.pPcData[i].stallReason = (CUpti_PCSamplingStallReason *)std::calloc(
             g_reasons, sizeof(CUpti_PCSamplingStallReason));
     }
 }
 
-static void pcs_count() {
-    g_pcs_pcs += g_pcs_buf.totalNumPcs;
-    g_pcs_dropped += g_pcs_buf.droppedSamples;
-    for (size_t i = 0; i < g_pcs_buf.totalNumPcs; i++)
-        for (size_t r = 0; r < g_pcs_buf.pPcData[i].stallReasonCount; r++)
-            g_pcs_samples += g_pcs_buf.pPcData[i].stallReason[r].samples;
+static void pc_sampling_count() {
+    g_pc_sampling_pc_sampling += g_pc_sampling_buf.totalNumPcs;
+    g_pc_sampling_dropped += g_pc_sampling_buf.droppedSamples;
+    for (size_t i = 0; i < g_pc_sampling_buf.totalNumPcs; i++)
+        for (size_t r = 0; r < g_pc_sampling_buf.pPcData[i].stallReasonCount; r++)
+            g_pc_sampling_samples += g_pc_sampling_buf.pPcData[i].stallReason[r].samples;
 }
 
-static bool pcs_attr(CUcontext ctx, CUpti_PCSamplingConfigurationInfo *info, const char *what) {
+static bool pc_sampling_attr(CUcontext ctx, CUpti_PCSamplingConfigurationInfo *info,
+                             const char *what) {
     CUpti_PCSamplingConfigurationInfoParams p = {};
     p.size = CUpti_PCSamplingConfigurationInfoParamsSize;
     p.ctx = ctx;
@@ -225,7 +227,7 @@ static bool pcs_attr(CUcontext ctx, CUpti_PCSamplingConfigurationInfo *info, con
     return check(cuptiPCSamplingSetConfigurationAttribute(&p), what);
 }
 
-static void op_pcs_on(CUcontext ctx) {
+static void op_pc_sampling_on(CUcontext ctx) {
     CUpti_PCSamplingEnableParams ep = {};
     ep.size = CUpti_PCSamplingEnableParamsSize;
     ep.ctx = ctx;
@@ -235,51 +237,53 @@ static void op_pcs_on(CUcontext ctx) {
     np.ctx = ctx;
     np.numStallReasons = &g_reasons;
     if (!check(cuptiPCSamplingGetNumStallReasons(&np), "cuptiPCSamplingGetNumStallReasons")) return;
-    pcs_alloc(8192);
+    pc_sampling_alloc(8192);
     CUpti_PCSamplingConfigurationInfo info = {};
     info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
     info.attributeData.collectionModeData.collectionMode =
         CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
-    pcs_attr(ctx, &info, "collection mode");
+    pc_sampling_attr(ctx, &info, "collection mode");
     info = {};
     info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
     info.attributeData.outputDataFormatData.outputDataFormat =
         CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
-    pcs_attr(ctx, &info, "output format");
+    pc_sampling_attr(ctx, &info, "output format");
     info = {};
     info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
-    info.attributeData.samplingDataBufferData.samplingDataBuffer = &g_pcs_buf;
-    pcs_attr(ctx, &info, "sampling data buffer");
+    info.attributeData.samplingDataBufferData.samplingDataBuffer = &g_pc_sampling_buf;
+    pc_sampling_attr(ctx, &info, "sampling data buffer");
     info = {};
     info.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
     info.attributeData.samplingPeriodData.samplingPeriod = 16;
-    pcs_attr(ctx, &info, "sampling period");
+    pc_sampling_attr(ctx, &info, "sampling period");
     std::printf(",\"reasons\":%zu", g_reasons);
 }
 
-static void op_pcs_get(CUcontext ctx) {
+static void op_pc_sampling_get(CUcontext ctx) {
     for (int i = 0; i < 1000; i++) {
         CUpti_PCSamplingGetDataParams gp = {};
         gp.size = CUpti_PCSamplingGetDataParamsSize;
         gp.ctx = ctx;
-        gp.pcSamplingData = &g_pcs_buf;
+        gp.pcSamplingData = &g_pc_sampling_buf;
         if (!check(cuptiPCSamplingGetData(&gp), "cuptiPCSamplingGetData")) break;
-        pcs_count();
-        if (g_pcs_buf.remainingNumPcs == 0) break;
+        pc_sampling_count();
+        if (g_pc_sampling_buf.remainingNumPcs == 0) break;
     }
     std::printf(",\"samples\":%llu,\"pcs\":%llu,\"dropped\":%llu",
-                (unsigned long long)g_pcs_samples, (unsigned long long)g_pcs_pcs,
-                (unsigned long long)g_pcs_dropped);
+                (unsigned long long)g_pc_sampling_samples,
+                (unsigned long long)g_pc_sampling_pc_sampling,
+                (unsigned long long)g_pc_sampling_dropped);
 }
 
-static void op_pcs_off(CUcontext ctx) {
+static void op_pc_sampling_off(CUcontext ctx) {
     CUpti_PCSamplingDisableParams dp = {};
     dp.size = CUpti_PCSamplingDisableParamsSize;
     dp.ctx = ctx;
-    if (check(cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable")) pcs_count();
+    if (check(cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable")) pc_sampling_count();
     std::printf(",\"samples\":%llu,\"pcs\":%llu,\"dropped\":%llu",
-                (unsigned long long)g_pcs_samples, (unsigned long long)g_pcs_pcs,
-                (unsigned long long)g_pcs_dropped);
+                (unsigned long long)g_pc_sampling_samples,
+                (unsigned long long)g_pc_sampling_pc_sampling,
+                (unsigned long long)g_pc_sampling_dropped);
 }
 
 // ---- activity and callbacks -------------------------------------------------------
@@ -429,9 +433,9 @@ int main(int argc, char **argv) {
             }
             std::printf("}");
             break;
-        case 'p': op_pcs_on(ctx); break;
-        case 'g': op_pcs_get(ctx); break;
-        case 'q': op_pcs_off(ctx); break;
+        case 'p': op_pc_sampling_on(ctx); break;
+        case 'g': op_pc_sampling_get(ctx); break;
+        case 'q': op_pc_sampling_off(ctx); break;
         case 'A': op_activity_on(); break;
         case 'a': op_activity_off(); break;
         case 'X': op_subscribe(); break;

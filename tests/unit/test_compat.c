@@ -25,8 +25,8 @@
 
 #define SUITE "compat"
 
-static gpufl_model_t *load(const char *dir) {
-    gpufl_model_t *m = NULL;
+static gpufl__model_t *load(const char *dir) {
+    gpufl__model_t *m = NULL;
     int rc = gpufl__model_load(dir, &m);
     if (rc) print_error("load %s: %d %s\n", dir, rc, gpufl_last_error());
     assert_int_equal(rc, 0);
@@ -46,7 +46,7 @@ static void write_device_log(const char *dir, const char *lines) {
 /* The committed version 1 sessions: their rows as today's values. */
 static void compat_fixtures_load_new_values(void **state) {
     (void)state;
-    gpufl_model_t *m = load(tu_fixture("sessions/trace"));
+    gpufl__model_t *m = load(tu_fixture("sessions/trace"));
     assert_int_equal(m->n_copies, 4);
     /* copy_kind 1, src_kind 1 (pageable), dst_kind 3 (device) */
     assert_int_equal(m->copies[0].copy_kind, GPUFL_COPY_KIND_HOST_TO_DEVICE);
@@ -92,7 +92,7 @@ static void check_every_v1_value(const char *copy_kind_key) {
              "\"correlation\":[1,2,3,4,5,6]}\n",
              copy_kind_key);
     write_device_log(dir, lines);
-    gpufl_model_t *m = load(dir);
+    gpufl__model_t *m = load(dir);
     /* What each of CUPTI's numbers meant, by name. */
     static const int32_t copy[] = {GPUFL_COPY_KIND_UNKNOWN,
                                    GPUFL_COPY_KIND_HOST_TO_DEVICE,
@@ -152,7 +152,7 @@ static void compat_v2_rows_as_written(void **state) {
                           "{\"type\":\"sync\",\"v\":2,\"start_ns\":[1],\"end_ns\":[2],"
                           "\"sync_type\":[1],\"context\":[1],\"stream\":[null],"
                           "\"event\":[null],\"correlation\":[1]}\n");
-    gpufl_model_t *m = load(dir);
+    gpufl__model_t *m = load(dir);
     assert_int_equal(m->read.corrupt_lines, 0);
     assert_int_equal(m->n_warnings, 0);
     assert_int_equal(m->n_copies, 2);
@@ -184,7 +184,7 @@ static void compat_unknown_versions_skipped(void **state) {
                           "\"device\":[0],\"stream\":[7],\"correlation\":[1],\"bytes\":[8],"
                           "\"memory_kind\":[3]}\n"
                           "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[1],\"end_ns\":[2]}\n");
-    gpufl_model_t *m = load(dir);
+    gpufl__model_t *m = load(dir);
     assert_int_equal(m->n_copies, 0);
     assert_int_equal(m->n_memsets, 0);
     assert_int_equal(m->n_kernels, 0);
@@ -200,7 +200,7 @@ static void compat_unknown_versions_skipped(void **state) {
     assert_true(gpufl__compat_known("frobnicate", 1));
 }
 
-static char *render(const gpufl_model_t *m, gpufl_report_format_t fmt, size_t *len) {
+static char *render(const gpufl__model_t *m, gpufl_report_format_t fmt, size_t *len) {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     assert_non_null(f);
@@ -217,7 +217,7 @@ static void check_same_session(const char *name) {
     char v1[256], v2[256];
     snprintf(v1, sizeof v1, "sessions/%s", name);
     snprintf(v2, sizeof v2, "v2/%s", name);
-    gpufl_model_t *a = load(tu_fixture(v1)), *b = load(tu_fixture(v2));
+    gpufl__model_t *a = load(tu_fixture(v1)), *b = load(tu_fixture(v2));
     assert_int_equal(b->unknown_versions, 0);
     assert_int_equal(a->n_copies, b->n_copies);
     assert_int_equal(a->n_memsets, b->n_memsets);

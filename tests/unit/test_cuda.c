@@ -50,7 +50,7 @@ static struct fake {
     void (*reset)(void);
 } fake;
 
-static gpufl_cuda_t *cuda;
+static gpufl__cuda_t *cuda;
 
 static int setup_suite(void **state) {
     (void)state;
@@ -97,8 +97,8 @@ static int teardown_test(void **state) {
     return 0;
 }
 
-static gpufl_kernel_occupancy_t occupancy_ok(CUfunction f, int threads, size_t dynamic) {
-    gpufl_kernel_occupancy_t o;
+static gpufl__kernel_occupancy_t occupancy_ok(CUfunction f, int threads, size_t dynamic) {
+    gpufl__kernel_occupancy_t o;
     int rc = gpufl__cuda_kernel_occupancy(cuda, f, threads, dynamic, &o);
     if (rc != 0) fail_msg("gpufl__cuda_kernel_occupancy: %d: %s", rc, gpufl_last_error());
     return o;
@@ -118,7 +118,7 @@ static void test_values(void **state) {
     /* 256 threads, 32 registers on the fake's H100: 8 blocks, warps-limited
      * (test_occupancy has the arithmetic); the driver says 8 too. */
     CUfunction f = fake.function(32, 0, 24, 1024, 8);
-    gpufl_kernel_occupancy_t o = occupancy_ok(f, 256, 0);
+    gpufl__kernel_occupancy_t o = occupancy_ok(f, 256, 0);
     assert_int_equal(o.device, 0);
     assert_int_equal(o.device_attributes.cc_major, 9);
     assert_int_equal(o.device_attributes.sm_count, 132);
@@ -163,7 +163,7 @@ static void test_carveout_read(void **state) {
     /* Carveout 0 with 48 KiB static: the SM takes 64 KiB, 1 block. */
     CUfunction f = fake.function(32, 49152, 0, 1024, 1);
     fake.function_carveout(f, 0);
-    gpufl_kernel_occupancy_t o = occupancy_ok(f, 256, 0);
+    gpufl__kernel_occupancy_t o = occupancy_ok(f, 256, 0);
     assert_int_equal(o.kernel.carveout_pct, 0);
     assert_int_equal(o.computed.limit_smem, 1);
     assert_int_equal(o.computed.smem_config_bytes, 65536);
@@ -176,7 +176,7 @@ static void test_disagreement(void **state) {
     /* We compute 8 blocks, the driver says 6: its numbers are reported,
      * ours stay in computed. */
     CUfunction f = fake.function(32, 0, 0, 1024, 6);
-    gpufl_kernel_occupancy_t o = occupancy_ok(f, 256, 0);
+    gpufl__kernel_occupancy_t o = occupancy_ok(f, 256, 0);
     assert_int_equal(o.driver_blocks_per_sm, 6);
     assert_int_equal(o.active_warps, 48);
     assert_close(o.occupancy, 0.75);
@@ -199,7 +199,7 @@ static void test_device_attributes_once(void **state) {
     /* An ordinal beyond the cache is read every time. */
     fake.set_device(GPUFL_CUDA_DEVICES_CACHED + 6);
     occupancy_ok(f, 256, 0);
-    gpufl_kernel_occupancy_t o = occupancy_ok(f, 256, 0);
+    gpufl__kernel_occupancy_t o = occupancy_ok(f, 256, 0);
     assert_int_equal(o.device, GPUFL_CUDA_DEVICES_CACHED + 6);
     assert_true(o.agrees);
     assert_int_equal(fake.calls("cuDeviceGetAttribute"), 4 * DEVICE_ATTRIBUTES);
@@ -210,7 +210,7 @@ static void test_device_attribute_values_used(void **state) {
     /* A device with 16 block slots: the tiny kernel is bound by them. */
     fake.set_device_attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 16);
     CUfunction f = fake.function(16, 0, 0, 1024, 16);
-    gpufl_kernel_occupancy_t o = occupancy_ok(f, 32, 0);
+    gpufl__kernel_occupancy_t o = occupancy_ok(f, 32, 0);
     assert_int_equal(o.computed.limit_blocks, 16);
     assert_int_equal(o.computed.limiter, GPUFL_OCC_BLOCKS);
     assert_int_equal(o.active_warps, 16);
@@ -226,7 +226,7 @@ typedef struct worker {
 static void *work(void *arg) {
     worker_t *w = arg;
     for (int i = 0; i < CALLS_PER_THREAD; i++) {
-        gpufl_kernel_occupancy_t o;
+        gpufl__kernel_occupancy_t o;
         if (gpufl__cuda_kernel_occupancy(cuda, w->function, 256, 0, &o) != 0)
             w->failures++;
         else if (!o.agrees || o.computed.blocks_per_sm != 8 || o.device_attributes.sm_count != 132)
@@ -256,7 +256,7 @@ static void test_threads(void **state) {
 }
 
 static void expect_failure(CUfunction f, int code, const char *message) {
-    gpufl_kernel_occupancy_t o;
+    gpufl__kernel_occupancy_t o;
     assert_int_equal(gpufl__cuda_kernel_occupancy(cuda, f, 256, 0, &o), code);
     assert_string_equal(gpufl_last_error(), message);
 }
@@ -291,7 +291,7 @@ static void test_failing_calls(void **state) {
 
 static void test_bad_arguments(void **state) {
     (void)state;
-    gpufl_kernel_occupancy_t o;
+    gpufl__kernel_occupancy_t o;
     CUfunction f = fake.function(32, 0, 0, 1024, 8);
     assert_int_equal(gpufl__cuda_kernel_occupancy(cuda, NULL, 256, 0, &o), GPUFL_EINVAL);
     assert_int_equal(gpufl__cuda_kernel_occupancy(NULL, f, 256, 0, &o), GPUFL_EINVAL);
@@ -307,7 +307,7 @@ static void test_computation_refused(void **state) {
     /* A block above the kernel's limit: the driver's answer (scripted 0) is
      * still reported; our computation refuses it and says why. */
     CUfunction f = fake.function(32, 0, 0, 512, 0);
-    gpufl_kernel_occupancy_t o = occupancy_ok(f, 1024, 0);
+    gpufl__kernel_occupancy_t o = occupancy_ok(f, 1024, 0);
     assert_int_equal(o.driver_blocks_per_sm, 0);
     assert_int_equal(o.computed_status, GPUFL_EINVAL);
     assert_non_null(strstr(gpufl_last_error(), "above the kernel's limit of 512"));
@@ -329,7 +329,7 @@ static void test_computation_refused(void **state) {
 static void test_missing_library(void **state) {
     (void)state;
     static char dummy;
-    gpufl_cuda_t *c = (gpufl_cuda_t *)(void *)&dummy; /* open must set it to NULL */
+    gpufl__cuda_t *c = (gpufl__cuda_t *)(void *)&dummy; /* open must set it to NULL */
     char why[256] = "";
     setenv("GPUFL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
     assert_int_equal(gpufl__cuda_open(&c, why, sizeof why), GPUFL_ENOTSUP);
@@ -339,7 +339,7 @@ static void test_missing_library(void **state) {
 
 static void test_lacks_occupancy(void **state) {
     (void)state;
-    gpufl_cuda_t *c = NULL;
+    gpufl__cuda_t *c = NULL;
     char why[512] = "";
     setenv("GPUFL_CUDA_LIBRARY", GPUFL_FAKE_CUDA_NO_OCCUPANCY_PATH, 1);
     assert_int_equal(gpufl__cuda_open(&c, why, sizeof why), GPUFL_ENOTSUP);

@@ -42,7 +42,7 @@ typedef struct fake {
 } fake_t;
 
 static fake_t fake_new, fake_old;
-static gpufl_cupti_t *open_handle;
+static gpufl__cupti_t *open_handle;
 static char script_path[256];
 
 static void fake_load(fake_t *f, const char *path) {
@@ -90,16 +90,16 @@ static void write_script(const char *json) {
     fclose(f);
 }
 
-static gpufl_cupti_t *open_fake(const char *path) {
+static gpufl__cupti_t *open_fake(const char *path) {
     char why[256] = "";
-    gpufl_cupti_t *c = NULL;
+    gpufl__cupti_t *c = NULL;
     int rc = gpufl__cupti_open(path, &c, why, sizeof why);
     if (rc != 0) fail_msg("open: %d %s", rc, why);
     open_handle = c;
     return c;
 }
 
-static void start_ok(gpufl_cupti_t *c, const gpufl_cupti_config_t *cfg) {
+static void start_ok(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg) {
     char why[256] = "";
     int rc = gpufl__cupti_start(c, cfg, why, sizeof why);
     if (rc != 0) fail_msg("start: %d %s", rc, why);
@@ -111,42 +111,42 @@ static void start_ok(gpufl_cupti_t *c, const gpufl_cupti_config_t *cfg) {
 
 #define KEEP 4096
 typedef struct got {
-    gpufl_cupti_kernel_t kernel[KEEP];
+    gpufl__cupti_kernel_t kernel[KEEP];
     char kernel_name[KEEP][32];
-    gpufl_cupti_copy_t copy[8];
-    gpufl_cupti_memset_t memset[8];
-    gpufl_cupti_sync_t sync[8];
-    gpufl_cupti_alloc_t alloc[8];
-    gpufl_cupti_external_t external[8];
+    gpufl__cupti_copy_t copy[8];
+    gpufl__cupti_memset_t memset[8];
+    gpufl__cupti_sync_t sync[8];
+    gpufl__cupti_alloc_t alloc[8];
+    gpufl__cupti_external_t external[8];
     int kernels, copies, memsets, syncs, allocs, externals, drop_calls;
     uint64_t dropped;
 } got_t;
 
 static got_t got;
 
-static void on_kernel(void *user, const gpufl_cupti_kernel_t *r) {
+static void on_kernel(void *user, const gpufl__cupti_kernel_t *r) {
     got_t *g = user;
     if (g->kernels == KEEP) return;
     snprintf(g->kernel_name[g->kernels], sizeof g->kernel_name[0], "%s", r->name);
     g->kernel[g->kernels++] = *r;
 }
-static void on_copy(void *user, const gpufl_cupti_copy_t *r) {
+static void on_copy(void *user, const gpufl__cupti_copy_t *r) {
     got_t *g = user;
     if (g->copies < 8) g->copy[g->copies++] = *r;
 }
-static void on_memset(void *user, const gpufl_cupti_memset_t *r) {
+static void on_memset(void *user, const gpufl__cupti_memset_t *r) {
     got_t *g = user;
     if (g->memsets < 8) g->memset[g->memsets++] = *r;
 }
-static void on_sync(void *user, const gpufl_cupti_sync_t *r) {
+static void on_sync(void *user, const gpufl__cupti_sync_t *r) {
     got_t *g = user;
     if (g->syncs < 8) g->sync[g->syncs++] = *r;
 }
-static void on_alloc(void *user, const gpufl_cupti_alloc_t *r) {
+static void on_alloc(void *user, const gpufl__cupti_alloc_t *r) {
     got_t *g = user;
     if (g->allocs < 8) g->alloc[g->allocs++] = *r;
 }
-static void on_external(void *user, const gpufl_cupti_external_t *r) {
+static void on_external(void *user, const gpufl__cupti_external_t *r) {
     got_t *g = user;
     if (g->externals < 8) g->external[g->externals++] = *r;
 }
@@ -156,10 +156,10 @@ static void on_dropped(void *user, uint64_t records) {
     g->drop_calls++;
 }
 
-static const gpufl_cupti_sink_t sink = {on_kernel, on_copy,     on_memset, on_sync,
-                                        on_alloc,  on_external, on_dropped};
+static const gpufl__cupti_sink_t sink = {on_kernel, on_copy,     on_memset, on_sync,
+                                         on_alloc,  on_external, on_dropped};
 
-static void flush_drain(gpufl_cupti_t *c) {
+static void flush_drain(gpufl__cupti_t *c) {
     assert_int_equal(gpufl__cupti_flush(c, 1), 0);
     gpufl__cupti_drain(c, &sink, &got);
 }
@@ -179,7 +179,7 @@ static void flush_drain(gpufl_cupti_t *c) {
     " \"clusterX\": 2, \"clusterY\": 4, \"clusterZ\": 8, \"isDeviceLaunched\": 1,"                 \
     " \"name\": \"_Z6kernelPfi\"}"
 
-static void check_kernel(const gpufl_cupti_kernel_t *k, const char *name, int new_library) {
+static void check_kernel(const gpufl__cupti_kernel_t *k, const char *name, int new_library) {
     assert_int_equal(k->start_ns, INT64_C(9007199254740993));
     assert_int_equal(k->end_ns, INT64_C(9007199254741999));
     assert_int_equal(k->device_id, 7);
@@ -215,7 +215,7 @@ static void test_kernel_fields(void **state) {
     memset(&got, 0, sizeof got);
     write_script("{\"records\": [" KERNEL_JSON ", {\"kind\": 10, \"localMemoryTotal\": 77},"
                  " {\"kind\": 9}]}");
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     start_ok(c, NULL);
     flush_drain(c);
     assert_int_equal(got.kernels, 2);
@@ -223,7 +223,7 @@ static void test_kernel_fields(void **state) {
     /* Without the 64-bit total, the 32-bit one; a NULL name reads "". */
     assert_int_equal(got.kernel[1].local_bytes_total, 77);
     assert_string_equal(got.kernel_name[1], "");
-    gpufl_cupti_stats_t s;
+    gpufl__cupti_stats_t s;
     gpufl__cupti_stats(c, &s);
     assert_int_equal(s.records, 2);
     assert_int_equal(s.records_other, 0); /* CONTEXT (9) is never enabled: not delivered */
@@ -244,11 +244,11 @@ static void test_copy_memset_fields(void **state) {
                  " \"end\": 22, \"deviceId\": 33, \"contextId\": 44, \"streamId\": 55,"
                  " \"correlationId\": 66, \"flags\": 1, \"memoryKind\": 3, \"graphNodeId\": 77,"
                  " \"graphId\": 88}]}");
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     start_ok(c, NULL);
     flush_drain(c);
     assert_int_equal(got.copies, 2);
-    const gpufl_cupti_copy_t *m = &got.copy[0];
+    const gpufl__cupti_copy_t *m = &got.copy[0];
     assert_int_equal(m->copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH);
     assert_int_equal(m->src_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
     assert_int_equal(m->dst_kind, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
@@ -269,7 +269,7 @@ static void test_copy_memset_fields(void **state) {
     assert_int_equal(got.copy[1].bytes, 4096);
 
     assert_int_equal(got.memsets, 1);
-    const gpufl_cupti_memset_t *s = &got.memset[0];
+    const gpufl__cupti_memset_t *s = &got.memset[0];
     assert_int_equal(s->value, UINT32_C(4294967295));
     assert_int_equal(s->bytes, UINT64_C(123456789012));
     assert_int_equal(s->start_ns, 11);
@@ -301,13 +301,13 @@ static void test_sync_alloc_external_fields(void **state) {
     (void)state;
     memset(&got, 0, sizeof got);
     write_script(OPTIONAL_JSON);
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
-    gpufl_cupti_config_t cfg = {
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_config_t cfg = {
         .size = sizeof cfg, .flags = GPUFL_CUPTI_SYNC | GPUFL_CUPTI_MEMORY | GPUFL_CUPTI_EXTERNAL};
     start_ok(c, &cfg);
     flush_drain(c);
     assert_int_equal(got.syncs, 2);
-    const gpufl_cupti_sync_t *s = &got.sync[0];
+    const gpufl__cupti_sync_t *s = &got.sync[0];
     assert_int_equal(s->type, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE);
     assert_int_equal(s->start_ns, 500);
     assert_int_equal(s->end_ns, 900);
@@ -322,7 +322,7 @@ static void test_sync_alloc_external_fields(void **state) {
     assert_int_equal(got.sync[1].cuda_event_id, 21);
 
     assert_int_equal(got.allocs, 1);
-    const gpufl_cupti_alloc_t *a = &got.alloc[0];
+    const gpufl__cupti_alloc_t *a = &got.alloc[0];
     assert_int_equal(a->operation, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION);
     assert_int_equal(a->memory_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
     assert_int_equal(a->correlation_id, 31);
@@ -350,7 +350,7 @@ static void test_optional_kinds_off(void **state) {
     (void)state;
     memset(&got, 0, sizeof got);
     write_script(OPTIONAL_JSON);
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     start_ok(c, NULL);
     flush_drain(c);
     assert_int_equal(got.syncs + got.allocs + got.externals, 0);
@@ -363,8 +363,8 @@ static void test_optional_kinds_off(void **state) {
 static void test_kinds_enabled(void **state) {
     (void)state;
     write_script("{}");
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
-    gpufl_cupti_config_t cfg = {
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_config_t cfg = {
         .size = sizeof cfg, .flags = GPUFL_CUPTI_SYNC | GPUFL_CUPTI_MEMORY | GPUFL_CUPTI_EXTERNAL};
     start_ok(c, &cfg);
     assert_int_equal(fake_new.enable_count(CUPTI_ACTIVITY_KIND_KERNEL), 0);
@@ -375,7 +375,7 @@ static void test_kinds_enabled(void **state) {
     assert_int_equal(fake_new.enable_count(CUPTI_ACTIVITY_KIND_MEMORY2), 1);
     assert_int_equal(fake_new.enable_count(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), 1);
     for (int k = 0; k < GPUFL_CUPTI_KIND_COUNT; k++)
-        assert_int_equal(gpufl__cupti_kind_state(c, (gpufl_cupti_kind_t)k, NULL), GPUFL_CUPTI_ON);
+        assert_int_equal(gpufl__cupti_kind_state(c, (gpufl__cupti_kind_t)k, NULL), GPUFL_CUPTI_ON);
     assert_true(fake_new.timestamp_registered());
     assert_true(gpufl__cupti_shared_clock(c));
     assert_int_equal(gpufl__cupti_api_version(c), CUPTI_API_VERSION);
@@ -389,7 +389,7 @@ static void test_kinds_enabled(void **state) {
 static void test_timestamp_clock(void **state) {
     (void)state;
     write_script("{\"records\": [{\"kind\": 10}]}");
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     start_ok(c, NULL);
     int64_t before = gpufl__mono_ns();
     flush_drain(c);
@@ -413,13 +413,13 @@ static void test_pool_reuse_and_exhaustion(void **state) {
                               i ? "," : "", i + 1);
     snprintf(json + n, sizeof json - n, "]}");
     write_script(json);
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
-    gpufl_cupti_config_t cfg = {.size = sizeof cfg, .buffer_bytes = 4096, .buffer_count = 2};
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_config_t cfg = {.size = sizeof cfg, .buffer_bytes = 4096, .buffer_count = 2};
     start_ok(c, &cfg);
     for (int i = 0; i < 3; i++) flush_drain(c);
     assert_int_equal(got.kernels, 6);
     for (int i = 0; i < 6; i++) assert_int_equal(got.kernel[i].correlation_id, i + 1);
-    gpufl_cupti_stats_t s;
+    gpufl__cupti_stats_t s;
     gpufl__cupti_stats(c, &s);
     assert_int_equal(s.buffers_given, 6);
     assert_int_equal(s.buffers_drained, 6);
@@ -442,14 +442,14 @@ static void test_dropped_reported(void **state) {
     (void)state;
     memset(&got, 0, sizeof got);
     write_script("{\"dropped\": 7, \"records\": [{\"kind\": 10}]}");
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     start_ok(c, NULL);
     flush_drain(c);
     assert_int_equal(got.dropped, 7);
     assert_int_equal(got.drop_calls, 1);
     flush_drain(c); /* the count is reset once read */
     assert_int_equal(got.dropped, 7);
-    gpufl_cupti_stats_t s;
+    gpufl__cupti_stats_t s;
     gpufl__cupti_stats(c, &s);
     assert_int_equal(s.records_dropped, 7);
 }
@@ -460,8 +460,9 @@ static void test_optional_kind_refused(void **state) {
     snprintf(json, sizeof json, "{\"enable_errors\": {\"38\": %d, \"49\": %d}}",
              CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
     write_script(json);
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
-    gpufl_cupti_config_t cfg = {.size = sizeof cfg, .flags = GPUFL_CUPTI_SYNC | GPUFL_CUPTI_MEMORY};
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_config_t cfg = {.size = sizeof cfg,
+                                 .flags = GPUFL_CUPTI_SYNC | GPUFL_CUPTI_MEMORY};
     start_ok(c, &cfg);
     const char *reason;
     assert_int_equal(gpufl__cupti_kind_state(c, GPUFL_CUPTI_KIND_SYNC, &reason),
@@ -492,7 +493,7 @@ static void test_kernel_refused(void **state) {
         {CUPTI_ERROR_NOT_INITIALIZED, "CUPTI could not initialise"},
         {CUPTI_ERROR_UNKNOWN, "CUPTI_ERROR_FAKE (CUPTI error 999)"},
     };
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char json[128], why[256] = "";
         snprintf(json, sizeof json, "{\"enable_errors\": {\"10\": %d}}", cases[i].error);
@@ -510,7 +511,7 @@ static void test_register_refused(void **state) {
     char json[128], why[256] = "";
     snprintf(json, sizeof json, "{\"register_error\": %d}", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
     write_script(json);
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     assert_int_equal(gpufl__cupti_start(c, NULL, why, sizeof why), GPUFL_ENOTSUP);
     assert_non_null(strstr(why, "cuptiActivityRegisterCallbacks: insufficient privileges"));
     write_script("{}");
@@ -520,7 +521,7 @@ static void test_register_refused(void **state) {
 static void test_one_started_per_process(void **state) {
     (void)state;
     write_script("{}");
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH), *other = NULL;
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH), *other = NULL;
     char why[256] = "";
     start_ok(c, NULL);
     assert_int_equal(gpufl__cupti_open(GPUFL_FAKE_CUPTI_PATH, &other, why, sizeof why), 0);
@@ -531,19 +532,20 @@ static void test_one_started_per_process(void **state) {
 
 static void test_bad_config(void **state) {
     (void)state;
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     char why[256];
-    gpufl_cupti_config_t cfg = {.size = sizeof cfg, .buffer_bytes = 100};
+    gpufl__cupti_config_t cfg = {.size = sizeof cfg, .buffer_bytes = 100};
     assert_int_equal(gpufl__cupti_start(c, &cfg, why, sizeof why), GPUFL_EINVAL);
-    cfg = (gpufl_cupti_config_t){.size = sizeof cfg, .buffer_bytes = 1 << 20, .buffer_count = 2048};
+    cfg =
+        (gpufl__cupti_config_t){.size = sizeof cfg, .buffer_bytes = 1 << 20, .buffer_count = 2048};
     assert_int_equal(gpufl__cupti_start(c, &cfg, why, sizeof why), GPUFL_EINVAL);
-    cfg = (gpufl_cupti_config_t){.size = 0};
+    cfg = (gpufl__cupti_config_t){.size = 0};
     assert_int_equal(gpufl__cupti_start(c, &cfg, why, sizeof why), GPUFL_EINVAL);
 }
 
 static void test_missing_library(void **state) {
     (void)state;
-    gpufl_cupti_t *c = (gpufl_cupti_t *)&got;
+    gpufl__cupti_t *c = (gpufl__cupti_t *)&got;
     char why[256] = "";
     assert_int_equal(gpufl__cupti_open("/nonexistent/libcupti.so.13", &c, why, sizeof why),
                      GPUFL_ENOTSUP);
@@ -566,7 +568,7 @@ static void test_old_library(void **state) {
     (void)state;
     memset(&got, 0, sizeof got);
     write_script("{\"records\": [" KERNEL_JSON "]}");
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_OLD_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_OLD_PATH);
     start_ok(c, NULL);
     assert_false(gpufl__cupti_shared_clock(c));
     assert_int_equal(gpufl__cupti_api_version(c), 120000);
@@ -583,7 +585,7 @@ static void test_old_library(void **state) {
 static atomic_int flusher_done;
 
 static void *flusher(void *arg) {
-    gpufl_cupti_t *c = arg;
+    gpufl__cupti_t *c = arg;
     for (int i = 0; i < RACE_RECORDS / 25 + 10; i++) gpufl__cupti_flush(c, 1);
     atomic_store(&flusher_done, 1);
     return NULL;
@@ -603,8 +605,8 @@ static void test_drain_races_completion(void **state) {
     snprintf(json + n, size - n, "]}");
     write_script(json);
     free(json);
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
-    gpufl_cupti_config_t cfg = {.size = sizeof cfg, .buffer_bytes = 4096, .buffer_count = 4};
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_config_t cfg = {.size = sizeof cfg, .buffer_bytes = 4096, .buffer_count = 4};
     start_ok(c, &cfg);
     atomic_store(&flusher_done, 0);
     pthread_t thread;
@@ -615,7 +617,7 @@ static void test_drain_races_completion(void **state) {
     assert_int_equal((uint64_t)got.kernels + got.dropped, RACE_RECORDS);
     for (int i = 1; i < got.kernels; i++)
         assert_true(got.kernel[i].correlation_id > got.kernel[i - 1].correlation_id);
-    gpufl_cupti_stats_t s;
+    gpufl__cupti_stats_t s;
     gpufl__cupti_stats(c, &s);
     assert_int_equal(s.buffers_completed, s.buffers_drained);
     assert_int_equal(s.buffers_given, s.buffers_completed);
@@ -626,7 +628,7 @@ static void test_stop_drains(void **state) {
     (void)state;
     memset(&got, 0, sizeof got);
     write_script("{\"records\": [{\"kind\": 10}, {\"kind\": 1}, {\"kind\": 2}]}");
-    gpufl_cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
+    gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH);
     start_ok(c, NULL);
     gpufl__cupti_stop(c, &sink, &got);
     assert_int_equal(got.kernels, 1);

@@ -152,7 +152,7 @@ static void v1_logs_load_as_the_backend_writes(void **state) {
           f);
     assert_int_equal(fclose(f), 0);
 
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     gpufl__value_misses_t misses = {0};
     assert_int_equal(m->n_copies, N);

@@ -108,7 +108,7 @@ static const char system_log[] = HEADER(
 
 static char session_dir[1024];
 static char out_dir[1024];
-static gpufl_model_t *model;
+static gpufl__model_t *model;
 
 static void write_file(const char *dir, const char *name, const char *text) {
     char path[1200];
@@ -450,7 +450,7 @@ static char *pb_str(const pbf_t *f) {
 
 static void test_pb_encoder(void **state) {
     (void)state;
-    gpufl_pb_t pb;
+    gpufl__pb_t pb;
     gpufl__pb_init(&pb, 1 << 20);
     char big[300];
     memset(big, 'x', sizeof big);
@@ -774,7 +774,7 @@ static void test_launch_instants(void **state) {
     (void)state;
     char dir[4200], path[1200];
     snprintf(dir, sizeof dir, "%s/fixtures/sessions/pcsampled", GPUFL_TEST_SOURCE_DIR);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     assert_int_equal(m->n_kernels, 0);
     assert_int_equal(m->n_launches, 7);

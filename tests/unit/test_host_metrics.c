@@ -185,7 +185,7 @@ static int64_t fake_clock(void) {
 }
 
 /* Inits a reader, asserting success; on a fake root it runs on fake_clock. */
-static void init_reader(gpufl_host_reader_t *r, const char *root) {
+static void init_reader(gpufl__host_reader_t *r, const char *root) {
     int rc = gpufl__host_reader_init(r, root);
     if (rc != 0)
         fail_msg("init on %s: %d (%s)", root != NULL ? root : "(real system)", rc,
@@ -194,14 +194,14 @@ static void init_reader(gpufl_host_reader_t *r, const char *root) {
 }
 
 /* Samples with every read at now_ns (a real-system reader ignores it). */
-static int sample_at(gpufl_host_reader_t *r, int64_t now_ns, gpufl_host_sample_t *out) {
+static int sample_at(gpufl__host_reader_t *r, int64_t now_ns, gpufl__host_sample_t *out) {
     memset(out, 0, sizeof *out);
     fake_now_ns = now_ns;
     fake_read_count = fake_read_next = 0;
     return gpufl__host_sample(r, out);
 }
 
-static void sample_ok(gpufl_host_reader_t *r, int64_t now_ns, gpufl_host_sample_t *out) {
+static void sample_ok(gpufl__host_reader_t *r, int64_t now_ns, gpufl__host_sample_t *out) {
     int rc = sample_at(r, now_ns, out);
     if (rc != 0) fail_msg("sample: %d (%s)", rc, gpufl_last_error());
 }
@@ -212,8 +212,8 @@ static void sample_ok(gpufl_host_reader_t *r, int64_t now_ns, gpufl_host_sample_
 
 static void test_info_and_memory(void **state) {
     struct fake_root *fake = *state;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     char root_with_slash[300];
     write_base_proc(fake->path);
     snprintf(root_with_slash, sizeof root_with_slash, "%s/", fake->path);
@@ -247,8 +247,8 @@ static void test_info_and_memory(void **state) {
 
 static void test_host_cpu_pct(void **state) {
     struct fake_root *fake = *state;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(fake->path);
     write_proc_stat(fake->path, 100, 100, 700, 100, 50); /* busy 200 of 1000 */
     init_reader(&r, fake->path);
@@ -282,8 +282,8 @@ static void test_host_cpu_pct(void **state) {
 
 static void test_process_cpu_pct(void **state) {
     struct fake_root *fake = *state;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
     write_base_proc(fake->path);
     init_reader(&r, fake->path);
@@ -309,8 +309,8 @@ static void test_process_cpu_pct(void **state) {
 
 static void test_comm_with_spaces_and_parens(void **state) {
     struct fake_root *fake = *state;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
     /* Parsing after the first ')' would take "7 7" as utime and stime. */
     const char *comm = "a) b (c) 7 7 7 7 7 7 7 7 7 7 7 7 7 7 )";
@@ -339,10 +339,10 @@ static void write_cgroup_cpu(const char *root, uint64_t usage_usec, const char *
 
 /* Sets the process's CPU ticks (utime) and the cgroup's usage, samples with
  * every read at now_ns, and checks the two figures. */
-static void expect_figures(gpufl_host_reader_t *r, const char *root, uint64_t utime,
+static void expect_figures(gpufl__host_reader_t *r, const char *root, uint64_t utime,
                            uint64_t usage_usec, const char *cpuset, int64_t now_ns, double proc_pct,
                            double cg_pct) {
-    gpufl_host_sample_t s;
+    gpufl__host_sample_t s;
     write_self_stat(root, "gpufl_test", utime, 500);
     write_cgroup_cpu(root, usage_usec, cpuset);
     sample_ok(r, now_ns, &s);
@@ -360,7 +360,7 @@ static void script_reads(int64_t host_ns, int64_t proc_ns, int64_t cg_ns) {
     fake_read_next = 0;
 }
 
-static void sample_scripted(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
+static void sample_scripted(gpufl__host_reader_t *r, gpufl__host_sample_t *out) {
     memset(out, 0, sizeof *out);
     int rc = gpufl__host_sample(r, out);
     if (rc != 0) fail_msg("sample: %d (%s)", rc, gpufl_last_error());
@@ -373,8 +373,8 @@ static void sample_scripted(gpufl_host_reader_t *r, gpufl_host_sample_t *out) {
 static void test_rates_over_real_read_interval(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
     write_base_proc(root);
     write_cgroup_cpu(root, 1000000, NULL);
@@ -406,8 +406,8 @@ static void test_rates_over_real_read_interval(void **state) {
 static void test_rates_clamped_to_allowed_cpus(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
     write_base_proc(root);
     write_cgroup_cpu(root, 0, NULL);
@@ -451,7 +451,7 @@ static void test_cpus_allowed_from_cpuset(void **state) {
                  {"0,,1\n", 4},
                  {"0-99999999999999999999\n", 4},
                  {"0-4294967295\n", 4}};
-    gpufl_host_reader_t r;
+    gpufl__host_reader_t r;
     write_base_proc(root);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_cgroup_cpu(root, 0, cases[i].list);
@@ -472,7 +472,7 @@ static void test_cpus_allowed_from_cpuset(void **state) {
 
     /* Re-read with the limits: a cpuset widened at runtime. */
     write_file(root, "sys/fs/cgroup/cpuset/pinned/cpuset.effective_cpus", "0-2\n");
-    gpufl_host_sample_t s;
+    gpufl__host_sample_t s;
     for (int n = 1; n <= GPUFL_HOST_LIMITS_EVERY; n++) sample_ok(&r, n * SECOND_NS, &s);
     assert_int_equal(r.cpus_allowed, 3);
     assert_int_equal(r.info.cpus_allowed, 2); /* the record of init */
@@ -487,8 +487,8 @@ static void test_cpus_allowed_from_cpuset(void **state) {
 static void test_short_period_accumulates(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     long hz = sysconf(_SC_CLK_TCK);
     int64_t tick_ns = SECOND_NS / hz;
     write_base_proc(root);
@@ -538,8 +538,8 @@ static void test_short_period_accumulates(void **state) {
 static void test_final_sample_short_interval(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     long hz = sysconf(_SC_CLK_TCK);
     int64_t tick_ns = SECOND_NS / hz;
     write_base_proc(root);
@@ -573,8 +573,8 @@ static void test_final_sample_short_interval(void **state) {
 static void test_rebase_starts_afresh(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
     write_base_proc(root);
     write_cgroup_cpu(root, 0, NULL);
@@ -595,8 +595,8 @@ static void test_rebase_starts_afresh(void **state) {
 static void test_cgroup_v2_limited(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "0::/app.slice/job.scope\n");
     write_file(root, "sys/fs/cgroup/app.slice/job.scope/memory.max", "536870912\n");
@@ -631,8 +631,8 @@ static void test_cgroup_v2_limited(void **state) {
 static void test_cgroup_v2_unlimited(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "0::/user.slice\n");
     write_file(root, "sys/fs/cgroup/user.slice/memory.max", "max\n");
@@ -656,8 +656,8 @@ static void test_cgroup_v2_unlimited(void **state) {
 static void test_cgroup_v2_falls_back_to_root(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "0::/kubepods/pod1/ctr1\n");
     write_file(root, "sys/fs/cgroup/memory.max", "1073741824\n");
@@ -683,8 +683,8 @@ static void test_cgroup_v2_falls_back_to_root(void **state) {
 static void test_cgroup_v2_missing_file_stays_unknown(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "0::/job\n");
     write_file(root, "sys/fs/cgroup/job/cpu.stat", "usage_usec 1\n");
@@ -702,8 +702,8 @@ static void test_cgroup_v2_missing_file_stays_unknown(void **state) {
 static void test_cgroup_v1_reordered_and_unlimited(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(root);
     /* A hybrid host: the "0::/" line must not win over the v1 controllers. */
     write_file(root, "proc/self/cgroup",
@@ -738,7 +738,7 @@ static void test_cgroup_v1_reordered_and_unlimited(void **state) {
 static void test_cgroup_v1_limited_memory_no_quota(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
+    gpufl__host_reader_t r;
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "4:memory:/job\n2:cpu,cpuacct:/job\n");
     write_file(root, "sys/fs/cgroup/memory/job/memory.limit_in_bytes", "2147483648\n");
@@ -770,8 +770,8 @@ static void test_cgroup_v1_limited_memory_no_quota(void **state) {
 static void test_cgroup_v1_split_paths(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     char expected[1024];
     write_base_proc(root);
     write_file(root, "proc/self/cgroup",
@@ -838,9 +838,9 @@ static void test_cgroup_v1_split_paths(void **state) {
 }
 
 /* Samples n_from..n_to (1-based sample counts) and checks the limits they carry. */
-static void expect_limits(gpufl_host_reader_t *r, int n_from, int n_to, int64_t mem_limit,
+static void expect_limits(gpufl__host_reader_t *r, int n_from, int n_to, int64_t mem_limit,
                           double cpu_limit) {
-    gpufl_host_sample_t s;
+    gpufl__host_sample_t s;
     for (int n = n_from; n <= n_to; n++) {
         sample_ok(r, n * SECOND_NS, &s);
         if (s.cg_mem_limit_bytes != mem_limit || s.cg_cpu_limit_cores != cpu_limit)
@@ -856,7 +856,7 @@ static void expect_limits(gpufl_host_reader_t *r, int n_from, int n_to, int64_t 
 static void test_cgroup_v2_limits_change_at_runtime(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
+    gpufl__host_reader_t r;
     assert_int_equal(GPUFL_HOST_LIMITS_EVERY, 50);
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "0::/job\n");
@@ -883,7 +883,7 @@ static void test_cgroup_v2_limits_change_at_runtime(void **state) {
 static void test_cgroup_v1_limits_change_at_runtime(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
+    gpufl__host_reader_t r;
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "4:memory:/a/b\n2:cpuacct:/\n1:cpu:/\n");
     write_file(root, "sys/fs/cgroup/memory/a/b/memory.limit_in_bytes", "9223372036854771712\n");
@@ -904,8 +904,8 @@ static void test_cgroup_v1_limits_change_at_runtime(void **state) {
 static void test_missing_cgroup_file_looked_for_with_limits(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "0::/job\n");
     write_file(root, "sys/fs/cgroup/job/cpu.stat", "usage_usec 1\n");
@@ -934,7 +934,7 @@ static void test_missing_cgroup_file_looked_for_with_limits(void **state) {
 
 static void test_missing_root_is_eio(void **state) {
     struct fake_root *fake = *state;
-    gpufl_host_reader_t r;
+    gpufl__host_reader_t r;
     char missing[300];
     snprintf(missing, sizeof missing, "%s/does-not-exist", fake->path);
 
@@ -960,7 +960,7 @@ static int count_open_fds(void) {
     return count;
 }
 
-static void assert_no_fds(const gpufl_host_reader_t *r) {
+static void assert_no_fds(const gpufl__host_reader_t *r) {
     for (int i = 0; i < GPUFL_HOST_FILE_COUNT; i++) assert_int_equal(r->fds[i], -1);
 }
 
@@ -968,8 +968,8 @@ static void assert_no_fds(const gpufl_host_reader_t *r) {
 static void test_fini_after_failed_init(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     int baseline = count_open_fds();
 
     /* meminfo is opened (and would be kept) before proc/stat is missed. */
@@ -1027,7 +1027,7 @@ static void test_fini_after_failed_init(void **state) {
 
 static void test_root_too_long_is_einval(void **state) {
     (void)state;
-    gpufl_host_reader_t r;
+    gpufl__host_reader_t r;
     char root[400];
     memset(root, 'x', sizeof root - 1);
     root[0] = '/';
@@ -1043,8 +1043,8 @@ static void test_root_too_long_is_einval(void **state) {
 static void test_unkept_and_failing_files(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     uint64_t hz = (uint64_t)sysconf(_SC_CLK_TCK);
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "0::/job\n");
@@ -1127,8 +1127,8 @@ static void test_unkept_and_failing_files(void **state) {
 static void test_kept_files_rewritten_and_replaced(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(root);
     write_file(root, "proc/self/cgroup", "0::/job\n");
     write_file(root, "sys/fs/cgroup/job/memory.current", "100\n");
@@ -1166,7 +1166,7 @@ static void test_kept_files_rewritten_and_replaced(void **state) {
     gpufl__host_reader_fini(&r);
 }
 
-static void assert_all_unknown(const gpufl_host_sample_t *s) {
+static void assert_all_unknown(const gpufl__host_sample_t *s) {
     assert_close(s->cpu_pct, -1);
     assert_close(s->proc_cpu_pct, -1);
     assert_int_equal(s->mem_used_bytes, GPUFL_HOST_UNKNOWN);
@@ -1195,8 +1195,8 @@ static void write_every_file(const char *root, const char *content) {
 }
 
 static void check_all_unknown_for(const char *root, const char *content) {
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_every_file(root, content);
     init_reader(&r, root);
     assert_int_equal(r.info.cpu_count, GPUFL_HOST_UNKNOWN);
@@ -1223,8 +1223,8 @@ static void test_garbage_and_empty_files(void **state) {
 static void test_malformed_values(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     write_base_proc(root);
     write_file(root, "proc/stat", "cpu  99999999999999999999999 0 0 0\ncpu0 1 2 3 4\n");
     write_file(root, "proc/meminfo", "MemTotal: 18446744073709551615 kB\nMemAvailable: 1 kB\n");
@@ -1251,7 +1251,7 @@ static void test_malformed_values(void **state) {
 static void test_bad_cgroup_lines(void **state) {
     struct fake_root *fake = *state;
     const char *root = fake->path;
-    gpufl_host_reader_t r;
+    gpufl__host_reader_t r;
     write_base_proc(root);
     write_file(root, "sys/fs/cgroup/memory.max", "1\n");
     write_file(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "1\n");
@@ -1282,8 +1282,8 @@ static int64_t monotonic_ns(void) {
 
 static void test_real_system(void **state) {
     (void)state;
-    gpufl_host_reader_t r, slash;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r, slash;
+    gpufl__host_sample_t s;
     init_reader(&r, NULL);
     assert_true(r.info.mem_total_bytes > 0);
     assert_true(r.info.cpu_count >= 1);
@@ -1337,9 +1337,9 @@ static void burn_cpu(int64_t ns) {
 }
 
 /* Runs in the child: no cmocka asserts here, the report goes up the pipe. */
-static void run_forked_child(gpufl_host_reader_t *r, int report_fd) {
+static void run_forked_child(gpufl__host_reader_t *r, int report_fd) {
     struct child_report report;
-    gpufl_host_sample_t s;
+    gpufl__host_sample_t s;
     struct tms own;
     size_t bytes = (size_t)64 << 20;
     memset(&report, 0, sizeof report);
@@ -1374,8 +1374,8 @@ static void run_forked_child(gpufl_host_reader_t *r, int report_fd) {
  * parent, so the child must reopen them. */
 static void test_fork_reads_the_child(void **state) {
     (void)state;
-    gpufl_host_reader_t r;
-    gpufl_host_sample_t s;
+    gpufl__host_reader_t r;
+    gpufl__host_sample_t s;
     struct child_report report;
     int pipe_fds[2], status;
     init_reader(&r, NULL);

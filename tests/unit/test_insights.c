@@ -263,8 +263,8 @@ static void put_config(sess_t *s, int64_t id, const cfg_t *c) {
 
 typedef struct run {
     sess_t *s;
-    gpufl_model_t *m;
-    gpufl_insights_t in;
+    gpufl__model_t *m;
+    gpufl__insights_t in;
 } run_t;
 
 static run_t compute(sess_t *s) {
@@ -294,8 +294,8 @@ static size_t count(const run_t *r, const char *rule) {
 }
 
 /* The only insight of `rule`; fails unless there is exactly one. */
-static const gpufl_insight_t *one(const run_t *r, const char *rule) {
-    const gpufl_insight_t *found = NULL;
+static const gpufl__insight_t *one(const run_t *r, const char *rule) {
+    const gpufl__insight_t *found = NULL;
     for (size_t i = 0; i < r->in.n; i++)
         if (strcmp(r->in.items[i].rule, rule) == 0) {
             if (found) fail_msg("more than one %s insight", rule);
@@ -306,20 +306,20 @@ static const gpufl_insight_t *one(const run_t *r, const char *rule) {
 }
 
 /* The insight of `rule` in `category`, or NULL. */
-static const gpufl_insight_t *in_category(const run_t *r, const char *rule, const char *cat) {
+static const gpufl__insight_t *in_category(const run_t *r, const char *rule, const char *cat) {
     for (size_t i = 0; i < r->in.n; i++)
         if (strcmp(r->in.items[i].rule, rule) == 0 && strcmp(r->in.items[i].category, cat) == 0)
             return &r->in.items[i];
     return NULL;
 }
 
-static int has_ev(const gpufl_insight_t *x, const char *name) {
+static int has_ev(const gpufl__insight_t *x, const char *name) {
     for (size_t i = 0; i < x->n_evidence; i++)
         if (strcmp(x->evidence[i].name, name) == 0) return 1;
     return 0;
 }
 
-static double ev(const gpufl_insight_t *x, const char *name) {
+static double ev(const gpufl__insight_t *x, const char *name) {
     for (size_t i = 0; i < x->n_evidence; i++)
         if (strcmp(x->evidence[i].name, name) == 0) return x->evidence[i].value;
     fail_msg("%s: no evidence %s", x->rule, name);
@@ -369,7 +369,7 @@ static void test_insights_low_occupancy(void **state) {
      * 160 threads (5 warps), 3 per SM. */
     cfg_t c = {160, 32, 65536, 3, 15, 64, 12, 12, 3, 32, "shared_memory", NULL};
     run_t r = occ_case(&c, 100000);
-    const gpufl_insight_t *x = one(&r, "low_occupancy");
+    const gpufl__insight_t *x = one(&r, "low_occupancy");
     assert_string_equal(x->category, "OCCUPANCY");
     assert_int_equal(x->severity, GPUFL_SEVERITY_LOW);
     assert_string_equal(x->kernel, "target(float*)");
@@ -437,7 +437,7 @@ static void test_insights_occupancy_advice(void **state) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_t r = occ_case(&cases[i].c, 300000);
-        const gpufl_insight_t *x = one(&r, "low_occupancy");
+        const gpufl__insight_t *x = one(&r, "low_occupancy");
         expect_text(x->advice, cases[i].advice);
         expect_text(x->title, cases[i].title);
         done(&r);
@@ -465,7 +465,7 @@ static void test_insights_register_limited(void **state) {
      * 64 registers give 4 blocks (50%). A cut of 8 on a 25% kernel: MEDIUM. */
     cfg_t c = reg_cfg(72, 3);
     run_t r = occ_case(&c, 250000);
-    const gpufl_insight_t *x = one(&r, "register_limited");
+    const gpufl__insight_t *x = one(&r, "register_limited");
     assert_string_equal(x->category, "OCCUPANCY");
     assert_int_equal(x->severity, GPUFL_SEVERITY_MEDIUM);
     assert_string_equal(x->kernel, "target(float*)");
@@ -565,7 +565,7 @@ static run_t spill_case(int64_t local, int64_t regs, int64_t share_ppm, int old)
 static void test_insights_register_spill(void **state) {
     (void)state;
     run_t r = spill_case(16, 40, 100000, 0);
-    const gpufl_insight_t *x = one(&r, "register_spill");
+    const gpufl__insight_t *x = one(&r, "register_spill");
     assert_string_equal(x->category, "MEMORY");
     assert_int_equal(x->severity, GPUFL_SEVERITY_LOW);
     assert_string_equal(x->kernel, "target(float*)");
@@ -640,7 +640,7 @@ static void test_insights_launch_bound(void **state) {
     /* 100 kernels of 2 us every 6 us: 33.6% busy, gaps of 4 us */
     launch_case_t c = {100, 100, 6 * US, 10000 * MS, 1};
     run_t r = launch_run(&c);
-    const gpufl_insight_t *x = one(&r, "launch_bound");
+    const gpufl__insight_t *x = one(&r, "launch_bound");
     assert_string_equal(x->category, "LAUNCH");
     assert_int_equal(x->severity, GPUFL_SEVERITY_MEDIUM);
     expect_text(x->title, "100 short kernels keep device 0 busy only 33.6%");
@@ -734,7 +734,7 @@ static void test_insights_memcpy_bound(void **state) {
     (void)state;
     /* 1 ms of copies, 2.9 ms of kernels: 25.6% -> MEDIUM; 3.1 ms: 24.4% -> none */
     run_t r = copy_run(MS, 2900 * US, 0);
-    const gpufl_insight_t *x = one(&r, "memcpy_bound");
+    const gpufl__insight_t *x = one(&r, "memcpy_bound");
     assert_string_equal(x->category, "MEMORY");
     assert_int_equal(x->severity, GPUFL_SEVERITY_MEDIUM);
     expect_text(x->title, "device 0 spent 25.6% of its busy time only copying");
@@ -790,7 +790,7 @@ static void test_insights_pageable_memcpy(void **state) {
     (void)state;
     /* 1 ms pageable (4 MiB) in 1 + 1 + 20 ms busy: LOW */
     run_t r = pageable_run(MS, MS, 20 * MS);
-    const gpufl_insight_t *x = one(&r, "pageable_memcpy");
+    const gpufl__insight_t *x = one(&r, "pageable_memcpy");
     assert_string_equal(x->category, "MEMORY");
     assert_int_equal(x->severity, GPUFL_SEVERITY_LOW);
     expect_text(x->title, "2 host-device copies on device 0");
@@ -836,7 +836,7 @@ static void test_insights_gpu_idle(void **state) {
     (void)state;
     /* 20% of 100 ms fires MEDIUM; 19.9% does not */
     run_t r = idle_run(100 * MS, 20 * MS);
-    const gpufl_insight_t *x = one(&r, "gpu_idle");
+    const gpufl__insight_t *x = one(&r, "gpu_idle");
     assert_string_equal(x->category, "UTILIZATION");
     assert_int_equal(x->severity, GPUFL_SEVERITY_MEDIUM);
     expect_text(x->title, "Device 0 idle 20.0%");
@@ -895,7 +895,7 @@ static void test_insights_gpu_idle_gaps(void **state) {
                "\"id\":[2,1],\"implicit\":[0,0]}\n");
     assert_int_equal(fclose(f), 0);
     run_t r = compute(s);
-    const gpufl_insight_t *x = one(&r, "gpu_idle");
+    const gpufl__insight_t *x = one(&r, "gpu_idle");
     assert_int_equal(x->severity, GPUFL_SEVERITY_HIGH); /* 50 ms of 100 */
     ASSERT_NEAR(ev(x, "idle_ns"), 50e6);
     ASSERT_NEAR(ev(x, "idle_pct"), 50);
@@ -937,7 +937,7 @@ static void test_insights_throttling_thermal(void **state) {
     (void)state;
     /* sw thermal in 2 of 20 busy samples (10%): MEDIUM; 2 of 21 (9.5%): none */
     run_t r = throttle_run(20, 2, BIT(5), 0, 0);
-    const gpufl_insight_t *x = one(&r, "throttling");
+    const gpufl__insight_t *x = one(&r, "throttling");
     assert_string_equal(x->category, "THERMAL");
     assert_int_equal(x->severity, GPUFL_SEVERITY_MEDIUM);
     expect_text(x->title, "10.0% of busy samples");
@@ -978,7 +978,7 @@ static void test_insights_throttling_power(void **state) {
     (void)state;
     /* sw power cap in 10%: LOW; in half: MEDIUM; the power brake in 10%: HIGH */
     run_t r = throttle_run(20, 2, BIT(2), 0, 0);
-    const gpufl_insight_t *x = one(&r, "throttling");
+    const gpufl__insight_t *x = one(&r, "throttling");
     assert_string_equal(x->category, "POWER");
     assert_int_equal(x->severity, GPUFL_SEVERITY_LOW);
     ASSERT_NEAR(ev(x, "power_pct"), 10);
@@ -1051,7 +1051,7 @@ static run_t gpm_run(size_t n, int64_t util, double active, int flags, int kerne
 static void test_insights_low_sm_activity(void **state) {
     (void)state;
     run_t r = gpm_run(5, 100, 49, 0, 1);
-    const gpufl_insight_t *x = one(&r, "low_sm_activity");
+    const gpufl__insight_t *x = one(&r, "low_sm_activity");
     assert_string_equal(x->category, "UTILIZATION");
     assert_int_equal(x->severity, GPUFL_SEVERITY_MEDIUM);
     expect_text(x->title, "reads 100% utilised but its SMs were active 49.0%");
@@ -1169,7 +1169,7 @@ static void test_insights_deterministic(void **state) {
     assert_int_equal(a.in.n, b.in.n);
     assert_int_equal(a.in.n_skipped, b.in.n_skipped);
     for (size_t i = 0; i < a.in.n; i++) {
-        const gpufl_insight_t *x = &a.in.items[i], *y = &b.in.items[i];
+        const gpufl__insight_t *x = &a.in.items[i], *y = &b.in.items[i];
         assert_string_equal(x->rule, y->rule);
         assert_string_equal(x->category, y->category);
         assert_int_equal(x->severity, y->severity);
@@ -1326,7 +1326,7 @@ static void test_insights_sync_attribution(void **state) {
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         run_t r = attribution_run(3, cases[c].blocked);
-        const gpufl_insight_t *x = one(&r, "sync_attribution");
+        const gpufl__insight_t *x = one(&r, "sync_attribution");
         assert_string_equal(x->category, "SYNCHRONIZATION");
         assert_int_equal(x->severity, cases[c].sev);
         assert_string_equal(x->title, cases[c].title);
@@ -1370,7 +1370,7 @@ static void test_insights_sync_python_site(void **state) {
     sess_end(s, 100 * MS);
     run_t run = compute(s);
     assert_int_equal(count(&run, "sync_attribution"), 2);
-    const gpufl_insight_t *x = &run.in.items[0], *internal = &run.in.items[1];
+    const gpufl__insight_t *x = &run.in.items[0], *internal = &run.in.items[1];
     expect_text(internal->title, "\xc3\x97 1 @ <driver-internal> ");
     assert_string_equal(x->file, "/src/train.py");
     assert_int_equal(x->line, 69);
@@ -1396,12 +1396,12 @@ static void test_insights_sync_sites(void **state) {
     sess_end(s, 100 * MS);
     run_t x = compute(s);
     assert_int_equal(count(&x, "sync_attribution"), 4);
-    const gpufl_insight_t *first = &x.in.items[0];
+    const gpufl__insight_t *first = &x.in.items[0];
     assert_int_equal(first->severity, GPUFL_SEVERITY_MEDIUM); /* 30 % */
     expect_text(first->title, "\xc3\x97 1 @ train.cu:120 ");
     int internal = 0, no_stack = 0;
     for (size_t i = 0; i < x.in.n; i++) {
-        const gpufl_insight_t *y = &x.in.items[i];
+        const gpufl__insight_t *y = &x.in.items[i];
         if (strstr(y->title, "@ <driver-internal> ")) {
             internal++;
             assert_null(y->file);
@@ -1451,7 +1451,7 @@ static void test_insights_in_loop_sync(void **state) {
                      low[] = {2, 2, 9}, even[] = {2, 4}, even_low[] = {2, 3}, others[] = {5, 5, 5};
     /* fires: 4 calls, 3 launches between each */
     run_t r = loop_run(4, three, NULL);
-    const gpufl_insight_t *x = one(&r, "in_loop_sync");
+    const gpufl__insight_t *x = one(&r, "in_loop_sync");
     assert_int_equal(x->severity, GPUFL_SEVERITY_MEDIUM);
     assert_string_equal(x->title,
                         "In-loop sync \xc3\x97 4 \xe2\x80\x94 likely blocking GPU pipelining");
@@ -1532,7 +1532,7 @@ static void test_insights_launch_rows(void **state) {
             expect_text(skip_why(&r, untimed[i]), "needs kernel GPU times");
             expect_text(skip_why(&r, untimed[i]), "`launch`");
         }
-        const gpufl_insight_t *x = one(&r, "low_occupancy");
+        const gpufl__insight_t *x = one(&r, "low_occupancy");
         assert_string_equal(x->kernel, "target(float*)");
         ASSERT_NEAR(ev(x, "launches"), (double)n_low);
         ASSERT_NEAR(ev(x, "launch_share_pct"), 10.0 * (double)n_low);
@@ -1650,7 +1650,7 @@ static void test_insights_dominant_stall(void **state) {
         if (count(&r, "dominant_stall") != (size_t)cases[i].fires)
             fail_msg("case %zu: %zu insights", i, count(&r, "dominant_stall"));
         if (cases[i].fires) {
-            const gpufl_insight_t *x = one(&r, "dominant_stall");
+            const gpufl__insight_t *x = one(&r, "dominant_stall");
             assert_int_equal(x->severity, cases[i].sev);
             assert_string_equal(x->category, "STALL");
             assert_string_equal(x->kernel, "target(float*)");

@@ -5,11 +5,11 @@
  */
 #include "test_util.h"
 
-#include "core/intern.h"
+#include "util/intern.h"
 
 static void dense_ids_and_dedup(void **state) {
     (void)state;
-    gpufl_intern_t *t = gpufl__intern_create(1 << 20, 1 << 26);
+    gpufl__intern_t *t = gpufl__intern_create(1 << 20, 1 << 26);
     char s[32];
     uint32_t first = gpufl__intern(t, "a", 1);
     for (int i = 0; i < 10000; i++) { /* forces several table growths */
@@ -35,7 +35,7 @@ static void dense_ids_and_dedup(void **state) {
 
 static void caps_return_the_full_marker(void **state) {
     (void)state;
-    gpufl_intern_t *t = gpufl__intern_create(3, 1 << 20);
+    gpufl__intern_t *t = gpufl__intern_create(3, 1 << 20);
     uint32_t a = gpufl__intern(t, "a", 1);
     uint32_t b = gpufl__intern(t, "b", 1);
     uint32_t c = gpufl__intern(t, "c", 1); /* the 4th string: over the cap of 3 */

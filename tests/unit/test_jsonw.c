@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-static const char *text(gpufl_buf_t *b) {
+static const char *text(gpufl__buf_t *b) {
     gpufl__buf_putc(b, '\0');
     b->len--;
     return b->data;
@@ -17,7 +17,7 @@ static const char *text(gpufl_buf_t *b) {
 
 static void integers(void **state) {
     (void)state;
-    gpufl_buf_t b;
+    gpufl__buf_t b;
     gpufl__buf_init(&b, 1 << 20);
     int64_t values[] = {0, 7, -7, 10, 99, 100, 12345, INT64_MAX, INT64_MIN, 9007199254740992};
     const char *want = "0,7,-7,10,99,100,12345,9223372036854775807,-9223372036854775808,"
@@ -32,7 +32,7 @@ static void integers(void **state) {
 
 static void fixed_point_and_null(void **state) {
     (void)state;
-    gpufl_buf_t b;
+    gpufl__buf_t b;
     gpufl__buf_init(&b, 1 << 20);
     gpufl__buf_put_fixed(&b, 0.0, 1);
     gpufl__buf_putc(&b, ' ');
@@ -53,7 +53,7 @@ static void fixed_point_and_null(void **state) {
 
 static void strings_escape_and_repair(void **state) {
     (void)state;
-    gpufl_buf_t b;
+    gpufl__buf_t b;
     gpufl__buf_init(&b, 1 << 20);
     const char in[] =
         "a\"b\\c\n\t\r\x01 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xff \xc3 \xed\xa0\x80";
@@ -71,7 +71,7 @@ static void strings_escape_and_repair(void **state) {
 
 static void records_and_keys(void **state) {
     (void)state;
-    gpufl_buf_t b;
+    gpufl__buf_t b;
     gpufl__buf_init(&b, 1 << 20);
     gpufl__buf_record(&b, "event");
     gpufl__buf_kv_i64(&b, "ts_ns", 5);
@@ -87,7 +87,7 @@ static void records_and_keys(void **state) {
 
 static void cap_is_enforced(void **state) {
     (void)state;
-    gpufl_buf_t b;
+    gpufl__buf_t b;
     gpufl__buf_init(&b, 16);
     gpufl__buf_puts(&b, "0123456789");
     assert_false(b.overflow);

@@ -46,7 +46,7 @@ static fake_t fake_new, fake_old;
 /* The handle a test has open, closed by teardown when an assertion ended the
  * test early (else the fake stays initialised and the next test sees its
  * old script). */
-static gpufl_nvml_t *open_handle;
+static gpufl__nvml_t *open_handle;
 
 static void fake_load(fake_t *f, const char *path) {
     f->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -98,8 +98,8 @@ static void script(const char *text) {
     setenv("GPUFL_FAKE_NVML", path, 1);
 }
 
-static gpufl_nvml_t *open_ok(const char *library) {
-    gpufl_nvml_t *n = NULL;
+static gpufl__nvml_t *open_ok(const char *library) {
+    gpufl__nvml_t *n = NULL;
     char why[256] = "untouched";
     int rc = gpufl__nvml_open(library, &n, why, sizeof why);
     if (rc != 0) fail_msg("gpufl__nvml_open: %d: %s", rc, why);
@@ -110,7 +110,7 @@ static gpufl_nvml_t *open_ok(const char *library) {
 
 /* Closes, and checks what every test must leave behind: NVML shut down, GPM
  * samples freed, the blocking PCIe throughput query never made. */
-static void close_checked(gpufl_nvml_t *n, const fake_t *f) {
+static void close_checked(gpufl__nvml_t *n, const fake_t *f) {
     open_handle = NULL;
     gpufl__nvml_close(n);
     assert_int_equal(f->refcount(), 0);
@@ -118,8 +118,8 @@ static void close_checked(gpufl_nvml_t *n, const fake_t *f) {
     assert_int_equal(f->calls("nvmlDeviceGetPcieThroughput"), 0);
 }
 
-static gpufl_gpu_sample_t sample_ok(gpufl_nvml_t *n, int device, int64_t now_ns) {
-    gpufl_gpu_sample_t s;
+static gpufl__gpu_sample_t sample_ok(gpufl__nvml_t *n, int device, int64_t now_ns) {
+    gpufl__gpu_sample_t s;
     int rc = gpufl__nvml_sample(n, device, now_ns, &s);
     if (rc != 0) fail_msg("gpufl__nvml_sample: %d: %s", rc, gpufl_last_error());
     return s;
@@ -165,12 +165,12 @@ static const char *const h100 =
 static void test_identity(void **state) {
     (void)state;
     script(h100);
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     assert_int_equal(gpufl__nvml_device_count(n), 2);
     assert_string_equal(gpufl__nvml_version(n), "13.580.95.05");
     assert_string_equal(gpufl__nvml_missing(n), "");
 
-    const gpufl_gpu_info_t *g = gpufl__nvml_device_info(n, 0);
+    const gpufl__gpu_info_t *g = gpufl__nvml_device_info(n, 0);
     assert_non_null(g);
     assert_int_equal(g->index, 0);
     assert_int_equal(g->mig_index, -1);
@@ -221,7 +221,7 @@ static void test_sm_count(void **state) {
            " {'uuid': 'GPU-c', 'cc': [9, 0], 'cores': 16900},"
            " {'uuid': 'GPU-d', 'cc': [42, 0], 'cores': 16896},"
            " {'uuid': 'GPU-e', 'cc': [9, 0]}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     assert_int_equal(gpufl__nvml_device_info(n, 0)->sm_count, 108); /* A100 */
     assert_int_equal(gpufl__nvml_device_info(n, 1)->sm_count, 84);  /* RTX 3090 */
     assert_int_equal(gpufl__nvml_device_info(n, 2)->sm_count, GPUFL_GPU_UNKNOWN);
@@ -236,8 +236,8 @@ static void test_partial_identity(void **state) {
     script("{'gpus': [{'uuid': 'GPU-x', 'not_supported': ['nvmlDeviceGetAttributes_v2',"
            " 'nvmlDeviceGetAttributes', 'nvmlDeviceGetCudaComputeCapability',"
            " 'nvmlDeviceGetPciInfo_v3', 'nvmlDeviceGetEnforcedPowerLimit']}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
-    const gpufl_gpu_info_t *g = gpufl__nvml_device_info(n, 0);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    const gpufl__gpu_info_t *g = gpufl__nvml_device_info(n, 0);
     assert_string_equal(g->name, "");
     assert_string_equal(g->uuid, "GPU-x");
     assert_string_equal(g->pci_bus_id, "");
@@ -247,7 +247,7 @@ static void test_partial_identity(void **state) {
     assert_int_equal(g->power_limit_mw, GPUFL_GPU_UNKNOWN);
     assert_int_equal(g->mig_mode, GPUFL_GPU_UNKNOWN);
 
-    gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     assert_int_equal(s.gpu_util_pct, GPUFL_GPU_UNKNOWN);
     assert_int_equal(s.mem_used_bytes, GPUFL_GPU_UNKNOWN);
     assert_int_equal(s.temp_mem_c, GPUFL_GPU_UNKNOWN);
@@ -265,9 +265,9 @@ static void test_partial_identity(void **state) {
 static void test_sample_values(void **state) {
     (void)state;
     script(h100);
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
 
-    gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     assert_int_equal(s.gpu_util_pct, 10);
     assert_int_equal(s.mem_util_pct, 1);
     assert_int_equal(s.mem_used_bytes, INT64_C(1073741824)); /* v2: reserved memory apart */
@@ -356,10 +356,10 @@ static void test_sample_values(void **state) {
 static void test_devices_sample_apart(void **state) {
     (void)state;
     script(h100);
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     /* The T4 answers only memory and its power limit; its unknowns do not
      * disturb the H100's rates. */
-    gpufl_gpu_sample_t t4 = sample_ok(n, 1, SECOND_NS);
+    gpufl__gpu_sample_t t4 = sample_ok(n, 1, SECOND_NS);
     assert_int_equal(t4.mem_total_bytes, INT64_C(16106127360));
     assert_int_equal(t4.mem_used_bytes, 0);
     assert_int_equal(t4.gpu_util_pct, GPUFL_GPU_UNKNOWN);
@@ -367,13 +367,13 @@ static void test_devices_sample_apart(void **state) {
     t4 = sample_ok(n, 1, 2 * SECOND_NS);
     assert_int_equal(t4.pcie_tx_bytes_per_s, GPUFL_GPU_UNKNOWN);
     assert_true(t4.sm_active_pct < 0);
-    gpufl_gpu_sample_t s = sample_ok(n, 0, 2 * SECOND_NS);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, 2 * SECOND_NS);
     assert_int_equal(s.pcie_tx_bytes_per_s, 3 * MIB);
     /* ECC is off on the T4: its ECC counters are never asked for. Only the
      * H100's two batches asked. */
     assert_int_equal(fake_new.field_calls(NVML_FI_DEV_ECC_SBE_VOL_TOTAL), 2);
 
-    gpufl_gpu_sample_t bad;
+    gpufl__gpu_sample_t bad;
     assert_int_equal(gpufl__nvml_sample(n, 2, SECOND_NS, &bad), GPUFL_EINVAL);
     assert_int_equal(gpufl__nvml_sample(n, -1, SECOND_NS, &bad), GPUFL_EINVAL);
     assert_int_equal(gpufl__nvml_sample(n, 0, SECOND_NS, NULL), GPUFL_EINVAL);
@@ -387,7 +387,7 @@ static void test_counter_rates(void **state) {
     script("{'gpus': [{'uuid': 'GPU-r', 'memory_total': 1000, 'samples': {"
            " 'pcie_tx_bytes': [1000, 2000, null, 5000, 7000, 4000, 6000, 8000, 9000],"
            " 'pcie_rx_bytes': [0]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     int64_t t = SECOND_NS;
     assert_int_equal(sample_ok(n, 0, t).pcie_tx_bytes_per_s, GPUFL_GPU_UNKNOWN);
     assert_int_equal(sample_ok(n, 0, t += SECOND_NS).pcie_tx_bytes_per_s, 1000);
@@ -407,9 +407,9 @@ static void test_counter_wrap32(void **state) {
     /* Drivers give the PCIe byte counters as unsigned int: they wrap at 4 GiB. */
     script("{'gpus': [{'uuid': 'GPU-w', 'memory_total': 1000, 'field_types': {'pcie_tx_bytes': 1},"
            " 'samples': {'pcie_tx_bytes': [4294967000, 704, 4000], 'pcie_rx_bytes': [5, 3]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     sample_ok(n, 0, SECOND_NS);
-    gpufl_gpu_sample_t s = sample_ok(n, 0, 2 * SECOND_NS);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, 2 * SECOND_NS);
     assert_int_equal(s.pcie_tx_bytes_per_s, 1000);
     assert_int_equal(s.pcie_rx_bytes_per_s, GPUFL_GPU_UNKNOWN); /* 64-bit and smaller: a reset */
     s = sample_ok(n, 0, 3 * SECOND_NS);
@@ -427,10 +427,10 @@ static void test_nvlink_counters(void **state) {
         "12,"
         " 'samples': {'nvlink_tx_kib': [100, 1124, 2148], 'nvlink_rx_kib': [0, 512, 512]}},"
         " {'uuid': 'GPU-pcie-only', 'memory_total': 1000, 'samples': {'nvlink_tx_kib': [1, 2]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     assert_int_equal(gpufl__nvml_device_info(n, 0)->nvlink_links, 12);
     assert_int_equal(gpufl__nvml_device_info(n, 1)->nvlink_links, 0);
-    gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     assert_int_equal(s.nvlink_tx_bytes_per_s, GPUFL_GPU_UNKNOWN);
     s = sample_ok(n, 0, SECOND_NS + SECOND_NS / 2);
     assert_int_equal(s.nvlink_tx_bytes_per_s, 2097152); /* 1024 KiB in 0.5 s */
@@ -452,7 +452,7 @@ static void test_energy(void **state) {
     script("{'gpus': [{'uuid': 'GPU-slow', 'memory_total': 1000, 'energy_delay_us': 2000,"
            "  'samples': {'energy_mj': [100, 200, 300]}},"
            " {'uuid': 'GPU-fast', 'memory_total': 1000, 'samples': {'energy_mj': [7, 8, 9]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     assert_int_equal(sample_ok(n, 0, SECOND_NS).energy_mj, 100);
     assert_int_equal(sample_ok(n, 0, 2 * SECOND_NS).energy_mj, GPUFL_GPU_UNKNOWN);
     assert_int_equal(sample_ok(n, 0, 30 * SECOND_NS).energy_mj, GPUFL_GPU_UNKNOWN);
@@ -473,9 +473,9 @@ static void test_field_value_types(void **state) {
            "                 'ecc_sbe': 0, 'ecc_dbe': 6},"
            " 'samples': {'temp_mem': [51], 'pcie_tx_bytes': [10, 20],"
            "  'pcie_rx_bytes': [30, 70], 'ecc_sbe': [7], 'ecc_dbe': [9]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     sample_ok(n, 0, SECOND_NS);
-    gpufl_gpu_sample_t s = sample_ok(n, 0, 2 * SECOND_NS);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, 2 * SECOND_NS);
     assert_int_equal(s.temp_mem_c, 51);
     assert_int_equal(s.pcie_tx_bytes_per_s, 10);
     assert_int_equal(s.pcie_rx_bytes_per_s, 40);
@@ -498,8 +498,8 @@ static void test_refusals_not_retried(void **state) {
            " 'procs': [[[1, 10]]], 'graphics_procs': [[[2, 20]]]},"
            " 'errors': {'nvmlDeviceGetPowerUsage': [0, 10],"
            "            'nvmlDeviceGetComputeRunningProcesses_v3': [4]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
-    gpufl_gpu_sample_t s[3];
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__gpu_sample_t s[3];
     for (int i = 0; i < 3; i++) s[i] = sample_ok(n, 0, (i + 1) * SECOND_NS);
     assert_int_equal(s[0].power_mw, 1000);
     assert_int_equal(s[1].power_mw, GPUFL_GPU_UNKNOWN);
@@ -527,7 +527,7 @@ static void test_calls_per_sample(void **state) {
     /* The H100 of the script answers everything: 16 calls a sample once GPM
      * has a previous snapshot (see nvml.c's header). */
     script(h100);
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     unsigned long long before = fake_new.total_calls();
     sample_ok(n, 0, SECOND_NS);
     unsigned long long first = fake_new.total_calls() - before;
@@ -568,8 +568,8 @@ static void test_gpu_lost(void **state) {
            "  'pcie_tx_bytes': [1, 2], 'pcie_rx_bytes': [1, 2], 'gpm': {'sm_util': [9.0]}}},"
            " {'uuid': 'GPU-fine', 'memory_total': 1000, 'samples': {'util_gpu': [3], 'util_mem': "
            "[4]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
-    gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     assert_int_equal(s.mem_used_bytes, 2);
     assert_int_equal(s.gpu_util_pct, 7);
 
@@ -602,9 +602,9 @@ static void test_gpu_lost_mid_sample(void **state) {
            "{'nvmlDeviceGetPowerUsage': [0, 15]},"
            " 'samples': {'util_gpu': [7], 'util_mem': [8], 'power_mw': [5], 'clock_sm': [100],"
            "  'clock_gfx': [100], 'clock_mem': [100]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     sample_ok(n, 0, SECOND_NS);
-    gpufl_gpu_sample_t s;
+    gpufl__gpu_sample_t s;
     assert_int_equal(gpufl__nvml_sample(n, 0, 2 * SECOND_NS, &s), GPUFL_EIO);
     assert_int_equal(s.gpu_util_pct, 7);
     assert_int_equal(s.power_mw, GPUFL_GPU_UNKNOWN);
@@ -632,15 +632,15 @@ static void test_mig(void **state) {
            "          {'slot': 2, 'gi': 5, 'name': 'NVIDIA H100 80GB HBM3 MIG 1g.10gb',"
            "           'uuid': 'MIG-66666666-7777-8888-9999-000000000000', 'sm_count': 16,"
            "           'memory_total': 10737418240, 'samples': {'mem_used': [0, 5]}}]}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     assert_int_equal(gpufl__nvml_device_count(n), 3);
 
-    const gpufl_gpu_info_t *p = gpufl__nvml_device_info(n, 0);
+    const gpufl__gpu_info_t *p = gpufl__nvml_device_info(n, 0);
     assert_string_equal(p->uuid, "GPU-parent");
     assert_int_equal(p->mig_mode, 1);
     assert_int_equal(p->mig_index, -1);
 
-    const gpufl_gpu_info_t *m = gpufl__nvml_device_info(n, 1);
+    const gpufl__gpu_info_t *m = gpufl__nvml_device_info(n, 1);
     assert_int_equal(m->index, 0); /* the parent's NVML index */
     assert_int_equal(m->mig_index, 0);
     assert_string_equal(m->name, "NVIDIA H100 80GB HBM3 MIG 3g.40gb");
@@ -658,7 +658,7 @@ static void test_mig(void **state) {
     assert_string_equal(m->uuid, "MIG-66666666-7777-8888-9999-000000000000");
     assert_int_equal(m->sm_count, 16);
 
-    gpufl_gpu_sample_t s = sample_ok(n, 1, SECOND_NS);
+    gpufl__gpu_sample_t s = sample_ok(n, 1, SECOND_NS);
     assert_int_equal(s.mem_used_bytes, INT64_C(1073741824));
     assert_int_equal(s.mem_total_bytes, INT64_C(42949672960));
     assert_int_equal(s.nprocs, 1);
@@ -692,8 +692,8 @@ static void test_process_stride_535(void **state) {
     script("{'process_v3_stride': 32, 'gpus': [{'uuid': 'GPU-p', 'memory_total': 1000,"
            " 'samples': {'procs': [[[11, 100], [22, 200], [33, null]], [[44, 400]]],"
            "             'graphics_procs': [[[55, 500]]]}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
-    gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     assert_int_equal(s.nprocs, 4);
     assert_int_equal(s.procs[0].pid, 11);
     assert_int_equal(s.procs[0].used_bytes, 100);
@@ -728,8 +728,8 @@ static void test_many_processes(void **state) {
             snprintf(text + used, sizeof text - (size_t)used, "%s[%d, 1]", i ? ", " : "", 1000 + i);
     snprintf(text + used, sizeof text - (size_t)used, "]]}}]}");
     script(text);
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
-    gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     assert_int_equal(s.nprocs, 20);
     for (int i = 0; i < GPUFL_GPU_PROCS_MAX; i++) {
         assert_int_equal(s.procs[i].pid, 100 + i);
@@ -746,8 +746,8 @@ static void test_gpm_rates_fallback(void **state) {
     script("{'gpus': [{'uuid': 'GPU-g', 'memory_total': 1000, 'gpm': true, 'nvlink_links': 18,"
            " 'samples': {'gpm': {'sm_util': [1.0], 'pcie_tx_mib': [2.0], 'pcie_rx_mib': [0.5],"
            "                     'nvlink_tx_mib': [100.0], 'nvlink_rx_mib': [3.0]}}}]}");
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
-    gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     assert_int_equal(s.pcie_tx_bytes_per_s, GPUFL_GPU_UNKNOWN);
     s = sample_ok(n, 0, 2 * SECOND_NS);
     assert_int_equal(s.pcie_tx_bytes_per_s, 2 * MIB);
@@ -778,7 +778,7 @@ static void test_gpm_rates_fallback(void **state) {
 /* ---------------------------------------------------------------------- */
 
 static void open_fails(const char *library, const char *why_expected, int exact) {
-    gpufl_nvml_t *n = (gpufl_nvml_t *)&n; /* must come back NULL */
+    gpufl__nvml_t *n = (gpufl__nvml_t *)&n; /* must come back NULL */
     char why[256] = "";
     assert_int_equal(gpufl__nvml_open(library, &n, why, sizeof why), GPUFL_ENOTSUP);
     assert_null(n);
@@ -836,8 +836,8 @@ static void test_old_driver(void **state) {
     (void)state;
     /* No _v2/_v3 symbols, no clock-event name, no GPM: the fallbacks carry. */
     script(h100);
-    gpufl_nvml_t *n = open_ok(GPUFL_FAKE_NVML_OLD_PATH);
-    const gpufl_gpu_info_t *g = gpufl__nvml_device_info(n, 0);
+    gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_OLD_PATH);
+    const gpufl__gpu_info_t *g = gpufl__nvml_device_info(n, 0);
     assert_string_equal(g->pci_bus_id, "00000000:1B:00.0"); /* from v1's numbers */
     assert_int_equal(g->sm_count, 132);
     assert_int_equal(g->cuda_driver_version, 13000);
@@ -849,7 +849,7 @@ static void test_old_driver(void **state) {
     assert_non_null(strstr(missing, "nvmlDeviceGetMemoryInfo_v2"));
     assert_null(strstr(missing, "nvmlDeviceGetMemoryInfo,"));
 
-    gpufl_gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
+    gpufl__gpu_sample_t s = sample_ok(n, 0, SECOND_NS);
     /* v1 memory counts the reserved memory as used. */
     assert_int_equal(s.mem_used_bytes, INT64_C(1073741824) + INT64_C(503316480));
     assert_true(s.throttle_reasons == 1);

@@ -27,31 +27,31 @@
         .sm_count = sms                                                                            \
     }
 /* Shared memory per SM and opt-in per block: 228 and 227 KiB. */
-static const gpufl_occ_device_t h100 = DEVICE(9, 0, 2048, 32, 233472, 232448, 1024, 132);
+static const gpufl__occ_device_t h100 = DEVICE(9, 0, 2048, 32, 233472, 232448, 1024, 132);
 /* 164 and 163 KiB. */
-static const gpufl_occ_device_t a100 = DEVICE(8, 0, 2048, 32, 167936, 166912, 1024, 108);
+static const gpufl__occ_device_t a100 = DEVICE(8, 0, 2048, 32, 167936, 166912, 1024, 108);
 /* 100 and 99 KiB. */
-static const gpufl_occ_device_t rtx3090 = DEVICE(8, 6, 1536, 16, 102400, 101376, 1024, 82);
-static const gpufl_occ_device_t rtx5090 = DEVICE(12, 0, 1536, 24, 102400, 101376, 1024, 170);
+static const gpufl__occ_device_t rtx3090 = DEVICE(8, 6, 1536, 16, 102400, 101376, 1024, 82);
+static const gpufl__occ_device_t rtx5090 = DEVICE(12, 0, 1536, 24, 102400, 101376, 1024, 170);
 /* 96 KiB, all of it for one block; no reserve before 8.0. */
-static const gpufl_occ_device_t v100 = DEVICE(7, 0, 2048, 32, 98304, 98304, 0, 80);
+static const gpufl__occ_device_t v100 = DEVICE(7, 0, 2048, 32, 98304, 98304, 0, 80);
 /* 64 KiB. */
-static const gpufl_occ_device_t t4 = DEVICE(7, 5, 1024, 16, 65536, 65536, 0, 40);
+static const gpufl__occ_device_t t4 = DEVICE(7, 5, 1024, 16, 65536, 65536, 0, 40);
 
 /* A kernel: block size, registers, static and dynamic shared memory;
  * max_threads_per_block 1024, default carveout. */
-static gpufl_occ_kernel_t kernel(int threads, int regs, int static_smem, int dynamic_smem) {
-    gpufl_occ_kernel_t k = {.block_threads = threads,
-                            .registers_per_thread = regs,
-                            .static_smem_bytes = static_smem,
-                            .dynamic_smem_bytes = dynamic_smem,
-                            .max_threads_per_block = 1024,
-                            .local_bytes_per_thread = 0,
-                            .carveout_pct = -1};
+static gpufl__occ_kernel_t kernel(int threads, int regs, int static_smem, int dynamic_smem) {
+    gpufl__occ_kernel_t k = {.block_threads = threads,
+                             .registers_per_thread = regs,
+                             .static_smem_bytes = static_smem,
+                             .dynamic_smem_bytes = dynamic_smem,
+                             .max_threads_per_block = 1024,
+                             .local_bytes_per_thread = 0,
+                             .carveout_pct = -1};
     return k;
 }
 
-static gpufl_occ_kernel_t with_carveout(gpufl_occ_kernel_t k, int pct) {
+static gpufl__occ_kernel_t with_carveout(gpufl__occ_kernel_t k, int pct) {
     k.carveout_pct = pct;
     return k;
 }
@@ -59,7 +59,7 @@ static gpufl_occ_kernel_t with_carveout(gpufl_occ_kernel_t k, int pct) {
 typedef struct expect {
     int warps, registers, smem, blocks; /* the four limits */
     int blocks_per_sm;
-    enum gpufl_occ_limiter limiter;
+    enum gpufl__occ_limiter limiter;
     int active_warps, max_warps;
 } expect_t;
 
@@ -68,8 +68,8 @@ typedef struct expect {
 /* cmocka's float comparison is single precision. */
 #define assert_close(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-12)
 
-static gpufl_occ_result_t check(const gpufl_occ_device_t *d, gpufl_occ_kernel_t k, expect_t e) {
-    gpufl_occ_result_t r;
+static gpufl__occ_result_t check(const gpufl__occ_device_t *d, gpufl__occ_kernel_t k, expect_t e) {
+    gpufl__occ_result_t r;
     int rc = gpufl__occupancy_compute(d, &k, &r);
     if (rc != 0) fail_msg("gpufl__occupancy_compute: %d: %s", rc, gpufl_last_error());
     assert_int_equal(r.limit_warps, e.warps);
@@ -99,7 +99,7 @@ static void test_h100_warps_limited(void **state) {
      *   228 KiB (233472); 233472 / 1024 = 228.
      * blocks: 32. Smallest 8, warps and registers tie: warps.
      * 8 blocks * 8 warps = 64 of 64: occupancy 1.0. */
-    gpufl_occ_result_t r =
+    gpufl__occ_result_t r =
         check(&h100, kernel(256, 32, 0, 0), (expect_t){8, 8, 228, 32, 8, GPUFL_OCC_WARPS, 64, 64});
     assert_int_equal(r.warps_per_block, 8);
     assert_int_equal(r.registers_per_block, 8192);
@@ -117,8 +117,8 @@ static void test_h100_registers_limited(void **state) {
     /* 128 threads = 4 warps, 255 registers: 255 * 32 = 8160, rounded up to
      * 256: 8192 a warp; 16384 / 8192 = 2 a quarter, 8 an SM; 8 / 4 = 2
      * blocks. Warps 64 / 4 = 16. 2 * 4 = 8 of 64 warps: 0.125. */
-    gpufl_occ_result_t r = check(&h100, kernel(128, 255, 0, 0),
-                                 (expect_t){16, 2, 228, 32, 2, GPUFL_OCC_REGISTERS, 8, 64});
+    gpufl__occ_result_t r = check(&h100, kernel(128, 255, 0, 0),
+                                  (expect_t){16, 2, 228, 32, 2, GPUFL_OCC_REGISTERS, 8, 64});
     assert_int_equal(r.registers_per_block, 32768);
     assert_close(r.occupancy, 0.125);
 }
@@ -144,8 +144,8 @@ static void test_h100_shared_memory(void **state) {
     check(&h100, kernel(1024, 32, 49152, 0), (expect_t){2, 2, 4, 32, 2, GPUFL_OCC_WARPS, 64, 64});
     /* The same at 256 threads: warps 8, registers 8, shared still 4: 4
      * blocks of 8 warps, 32 of 64: 0.5. */
-    gpufl_occ_result_t r = check(&h100, kernel(256, 32, 49152, 0),
-                                 (expect_t){8, 8, 4, 32, 4, GPUFL_OCC_SHARED_MEMORY, 32, 64});
+    gpufl__occ_result_t r = check(&h100, kernel(256, 32, 49152, 0),
+                                  (expect_t){8, 8, 4, 32, 4, GPUFL_OCC_SHARED_MEMORY, 32, 64});
     assert_int_equal(r.smem_per_block_bytes, 50176);
     /* Dynamic memory counts the same: 48 KiB dynamic instead of static. */
     check(&h100, kernel(256, 32, 0, 49152),
@@ -162,8 +162,8 @@ static void test_h100_carveout(void **state) {
     /* Carveout 50%: 50 * 233472 / 100 = 116736 (114 KiB), rounded up to
      * the next size Hopper has: 132 KiB = 135168. 135168 / 50176 = 2
      * (2.69): 2 blocks of 8 warps, 16 of 64: 0.25. */
-    gpufl_occ_result_t r = check(&h100, with_carveout(kernel(256, 32, 49152, 0), 50),
-                                 (expect_t){8, 8, 2, 32, 2, GPUFL_OCC_SHARED_MEMORY, 16, 64});
+    gpufl__occ_result_t r = check(&h100, with_carveout(kernel(256, 32, 49152, 0), 50),
+                                  (expect_t){8, 8, 2, 32, 2, GPUFL_OCC_SHARED_MEMORY, 16, 64});
     assert_int_equal(r.smem_config_bytes, 135168);
     /* Carveout 0 (all L1): 0 bytes preferred is less than one block
      * (50176), so the SM takes the smallest size holding a block: 64 KiB =
@@ -188,8 +188,8 @@ static void test_h100_blocks_limited(void **state) {
      * 32 = 512 a warp, 16384 / 512 = 32 a quarter, 128 an SM, 128 blocks;
      * shared 1024 a block, 228; blocks 32: the block slots bind. 32 warps
      * of 64: 0.5. */
-    gpufl_occ_result_t r = check(&h100, kernel(32, 16, 0, 0),
-                                 (expect_t){64, 128, 228, 32, 32, GPUFL_OCC_BLOCKS, 32, 64});
+    gpufl__occ_result_t r = check(&h100, kernel(32, 16, 0, 0),
+                                  (expect_t){64, 128, 228, 32, 32, GPUFL_OCC_BLOCKS, 32, 64});
     assert_close(r.occupancy, 0.5);
     /* A block of 33 threads takes 2 warps: warps 64 / 2 = 32, a tie with
      * the block slots that goes to warps; 64 warps: 1.0. */
@@ -205,8 +205,8 @@ static void test_h100_does_not_fit(void **state) {
           (expect_t){16, 16, 1, 32, 1, GPUFL_OCC_SHARED_MEMORY, 4, 64});
     /* One byte more: 233473, rounded up to 128: 233600 > 233472. No block
      * fits: shared memory 0, occupancy 0. */
-    gpufl_occ_result_t r = check(&h100, kernel(128, 32, 0, 232449),
-                                 (expect_t){16, 16, 0, 32, 0, GPUFL_OCC_SHARED_MEMORY, 0, 64});
+    gpufl__occ_result_t r = check(&h100, kernel(128, 32, 0, 232449),
+                                  (expect_t){16, 16, 0, 32, 0, GPUFL_OCC_SHARED_MEMORY, 0, 64});
     assert_int_equal(r.smem_per_block_bytes, 233600);
     assert_int_equal(r.smem_config_bytes, 0);
     assert_close(r.occupancy, 0.0);
@@ -221,8 +221,8 @@ static void test_h100_does_not_fit(void **state) {
 static void test_no_registers(void **state) {
     (void)state;
     /* A kernel that uses no registers has no register limit. */
-    gpufl_occ_result_t r = check(&h100, kernel(256, 0, 0, 0),
-                                 (expect_t){8, NONE, 228, 32, 8, GPUFL_OCC_WARPS, 64, 64});
+    gpufl__occ_result_t r = check(&h100, kernel(256, 0, 0, 0),
+                                  (expect_t){8, NONE, 228, 32, 8, GPUFL_OCC_WARPS, 64, 64});
     assert_int_equal(r.registers_per_block, 0);
 }
 
@@ -233,7 +233,7 @@ static void test_sub_partition_rule(void **state) {
      * 32768, but the hardware checks 7 rounded up to 8 warps: 36864 >
      * 32768, so no block fits (counting warps per quarter alone, 16384 /
      * 4608 = 3, 12 an SM, would say 1). */
-    gpufl_occ_device_t d = h100;
+    gpufl__occ_device_t d = h100;
     d.regs_per_block = 32768;
     check(&d, kernel(224, 144, 0, 0), (expect_t){9, 0, 228, 32, 0, GPUFL_OCC_REGISTERS, 0, 64});
     /* 4 warps: 4 * 4608 = 18432 fits; 12 warps an SM / 4 = 3 blocks. */
@@ -266,8 +266,8 @@ static void test_a100(void **state) {
     /* Carveout 25%: 25 * 167936 / 100 = 41984, rounded up to 64 KiB =
      * 65536. 16 KiB static: 16384 + 1024 = 17408 (136 * 128); 65536 /
      * 17408 = 3 (3.76). 24 of 64 warps: 0.375. */
-    gpufl_occ_result_t r = check(&a100, with_carveout(kernel(256, 32, 16384, 0), 25),
-                                 (expect_t){8, 8, 3, 32, 3, GPUFL_OCC_SHARED_MEMORY, 24, 64});
+    gpufl__occ_result_t r = check(&a100, with_carveout(kernel(256, 32, 16384, 0), 25),
+                                  (expect_t){8, 8, 3, 32, 3, GPUFL_OCC_SHARED_MEMORY, 24, 64});
     assert_int_equal(r.smem_config_bytes, 65536);
     /* Carveout 70%: 117555 bytes, rounded up to 132 KiB = 135168 (sm_80
      * has it, sm_86 does not); 135168 / 17408 = 7 (7.76). 7 * 8 = 56 of
@@ -290,8 +290,8 @@ static void test_sm86(void **state) {
     /* Carveout 70% on sm_86: 71680, rounded up to its next size, 100 KiB
      * (no 132 KiB here); 16 KiB static, 17408 a block: 102400 / 17408 = 5
      * (5.88). Warps bind first: 6 > 5, so 5 blocks, shared memory. */
-    gpufl_occ_result_t r = check(&rtx3090, with_carveout(kernel(256, 32, 16384, 0), 70),
-                                 (expect_t){6, 8, 5, 16, 5, GPUFL_OCC_SHARED_MEMORY, 40, 48});
+    gpufl__occ_result_t r = check(&rtx3090, with_carveout(kernel(256, 32, 16384, 0), 70),
+                                  (expect_t){6, 8, 5, 16, 5, GPUFL_OCC_SHARED_MEMORY, 40, 48});
     assert_int_equal(r.smem_config_bytes, 102400);
 }
 
@@ -301,8 +301,8 @@ static void test_v100(void **state) {
      * to 256: 10240 (40 * 256). Carveout 25%: 25 * 98304 / 100 = 24576,
      * rounded up to 32 KiB = 32768; 32768 / 10240 = 3 (3.2). 128 threads:
      * warps 16, registers 16. 3 * 4 = 12 of 64 warps: 0.1875. */
-    gpufl_occ_result_t r = check(&v100, with_carveout(kernel(128, 32, 10000, 0), 25),
-                                 (expect_t){16, 16, 3, 32, 3, GPUFL_OCC_SHARED_MEMORY, 12, 64});
+    gpufl__occ_result_t r = check(&v100, with_carveout(kernel(128, 32, 10000, 0), 25),
+                                  (expect_t){16, 16, 3, 32, 3, GPUFL_OCC_SHARED_MEMORY, 12, 64});
     assert_int_equal(r.smem_per_block_bytes, 10240);
     assert_int_equal(r.smem_config_bytes, 32768);
     /* No shared memory at all, and none reserved: no shared memory limit. */
@@ -323,8 +323,8 @@ static void test_turing(void **state) {
     check(&t4, kernel(1024, 32, 0, 0), (expect_t){1, 2, NONE, 16, 1, GPUFL_OCC_WARPS, 32, 32});
     /* Carveout 0 on Turing: its smallest size is 32 KiB. 1000 bytes static
      * -> 1024 a block; 32768 / 1024 = 32. 128 threads: warps 8. */
-    gpufl_occ_result_t r = check(&t4, with_carveout(kernel(128, 32, 1000, 0), 0),
-                                 (expect_t){8, 16, 32, 16, 8, GPUFL_OCC_WARPS, 32, 32});
+    gpufl__occ_result_t r = check(&t4, with_carveout(kernel(128, 32, 1000, 0), 0),
+                                  (expect_t){8, 16, 32, 16, 8, GPUFL_OCC_WARPS, 32, 32});
     assert_int_equal(r.smem_config_bytes, 32768);
 }
 
@@ -336,7 +336,7 @@ static void test_blackwell(void **state) {
           (expect_t){6, 8, 2, 24, 2, GPUFL_OCC_SHARED_MEMORY, 16, 48});
     /* sm_100 has Hopper's shared memory sizes: with the H100's numbers the
      * 50% carveout lands on 132 KiB again, 2 blocks. */
-    gpufl_occ_device_t b200 = h100;
+    gpufl__occ_device_t b200 = h100;
     b200.cc_major = 10;
     check(&b200, with_carveout(kernel(256, 32, 49152, 0), 50),
           (expect_t){8, 8, 2, 32, 2, GPUFL_OCC_SHARED_MEMORY, 16, 64});
@@ -346,14 +346,14 @@ static void test_blackwell(void **state) {
 /* Refused input                                                            */
 /* ---------------------------------------------------------------------- */
 
-static void refused(const gpufl_occ_device_t *d, gpufl_occ_kernel_t k, int code,
+static void refused(const gpufl__occ_device_t *d, gpufl__occ_kernel_t k, int code,
                     const char *message_part) {
-    gpufl_occ_result_t r;
+    gpufl__occ_result_t r;
     memset(&r, 0x5a, sizeof r);
     assert_int_equal(gpufl__occupancy_compute(d, &k, &r), code);
     if (strstr(gpufl_last_error(), message_part) == NULL)
         fail_msg("message \"%s\" lacks \"%s\"", gpufl_last_error(), message_part);
-    gpufl_occ_result_t zero;
+    gpufl__occ_result_t zero;
     memset(&zero, 0, sizeof zero);
     assert_memory_equal(&r, &zero, sizeof r);
 }
@@ -363,7 +363,7 @@ static void test_bad_input(void **state) {
     refused(&h100, kernel(0, 32, 0, 0), GPUFL_EINVAL, "block of 0 threads");
     refused(&h100, kernel(-5, 32, 0, 0), GPUFL_EINVAL, "block of -5 threads");
     refused(&h100, kernel(1025, 32, 0, 0), GPUFL_EINVAL, "above the kernel's limit of 1024");
-    gpufl_occ_kernel_t k = kernel(512, 32, 0, 0);
+    gpufl__occ_kernel_t k = kernel(512, 32, 0, 0);
     k.max_threads_per_block = 384; /* launch bounds, or registers, limit the kernel */
     refused(&h100, k, GPUFL_EINVAL, "above the kernel's limit of 384");
     refused(&h100, kernel(128, 256, 0, 0), GPUFL_EINVAL, "256 registers per thread");
@@ -372,7 +372,7 @@ static void test_bad_input(void **state) {
     refused(&h100, with_carveout(kernel(128, 32, 0, 0), 101), GPUFL_EINVAL, "carveout 101%");
     refused(&h100, with_carveout(kernel(128, 32, 0, 0), -2), GPUFL_EINVAL, "carveout -2%");
 
-    gpufl_occ_device_t d = h100;
+    gpufl__occ_device_t d = h100;
     d.warp_size = 0;
     refused(&d, kernel(128, 32, 0, 0), GPUFL_EINVAL, "warp_size is 0");
     d = h100;
@@ -382,7 +382,7 @@ static void test_bad_input(void **state) {
     d.smem_per_sm = 300 * 1024; /* more than Hopper's largest size, 228 KiB */
     refused(&d, kernel(128, 32, 0, 0), GPUFL_EINVAL, "more than compute capability 9.0 allows");
 
-    gpufl_occ_result_t r;
+    gpufl__occ_result_t r;
     k = kernel(128, 32, 0, 0);
     assert_int_equal(gpufl__occupancy_compute(&h100, &k, NULL), GPUFL_EINVAL);
     assert_int_equal(gpufl__occupancy_compute(NULL, &k, &r), GPUFL_EINVAL);
@@ -391,7 +391,7 @@ static void test_bad_input(void **state) {
 
 static void test_unknown_architecture(void **state) {
     (void)state;
-    gpufl_occ_device_t d = h100;
+    gpufl__occ_device_t d = h100;
     const int unknown[][2] = {{6, 1}, {5, 2}, {10, 2}, {12, 2}, {13, 0}};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         d.cc_major = unknown[i][0];
@@ -401,8 +401,8 @@ static void test_unknown_architecture(void **state) {
     const int known[][2] = {{7, 0},  {7, 2},  {8, 7},  {8, 9}, {9, 0},
                             {10, 0}, {10, 3}, {11, 0}, {12, 1}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        gpufl_occ_result_t r;
-        gpufl_occ_kernel_t k = kernel(128, 32, 0, 0);
+        gpufl__occ_result_t r;
+        gpufl__occ_kernel_t k = kernel(128, 32, 0, 0);
         d.cc_major = known[i][0];
         d.cc_minor = known[i][1];
         d.smem_per_sm = 65536; /* a size every known architecture has */
@@ -416,7 +416,7 @@ static void test_limiter_names(void **state) {
     assert_string_equal(gpufl__occupancy_limiter_name(GPUFL_OCC_REGISTERS), "registers");
     assert_string_equal(gpufl__occupancy_limiter_name(GPUFL_OCC_SHARED_MEMORY), "shared_memory");
     assert_string_equal(gpufl__occupancy_limiter_name(GPUFL_OCC_BLOCKS), "blocks");
-    assert_string_equal(gpufl__occupancy_limiter_name((enum gpufl_occ_limiter)7), "unknown");
+    assert_string_equal(gpufl__occupancy_limiter_name((enum gpufl__occ_limiter)7), "unknown");
 }
 
 int main(void) {

@@ -125,7 +125,7 @@ static const char *write_config(const char *name, const char *content) {
 /* Reading resolved options back through gpufl__settings_get              */
 /* ---------------------------------------------------------------------- */
 
-static int find_option(const gpufl_settings_t *s, const char *name, gpufl_option_source_t *src,
+static int find_option(const gpufl__settings_t *s, const char *name, gpufl__option_source_t *src,
                        const char **str, int64_t *num) {
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
         const char *n;
@@ -138,9 +138,9 @@ static int find_option(const gpufl_settings_t *s, const char *name, gpufl_option
 
 /* A string-valued option (strings, engine and backend names). */
 #define expect_str(s, name, value, source) expect_str_at(__LINE__, s, name, value, source)
-static void expect_str_at(int line, const gpufl_settings_t *s, const char *name, const char *value,
-                          gpufl_option_source_t source) {
-    gpufl_option_source_t src;
+static void expect_str_at(int line, const gpufl__settings_t *s, const char *name, const char *value,
+                          gpufl__option_source_t source) {
+    gpufl__option_source_t src;
     const char *str;
     int64_t num;
     find_option(s, name, &src, &str, &num);
@@ -154,9 +154,9 @@ static void expect_str_at(int line, const gpufl_settings_t *s, const char *name,
 
 /* An integer-valued option (bools, ints, sizes). */
 #define expect_num(s, name, value, source) expect_num_at(__LINE__, s, name, value, source)
-static void expect_num_at(int line, const gpufl_settings_t *s, const char *name, int64_t value,
-                          gpufl_option_source_t source) {
-    gpufl_option_source_t src;
+static void expect_num_at(int line, const gpufl__settings_t *s, const char *name, int64_t value,
+                          gpufl__option_source_t source) {
+    gpufl__option_source_t src;
     const char *str;
     int64_t num;
     find_option(s, name, &src, &str, &num);
@@ -177,14 +177,14 @@ static void expect_error_mentions_at(int line, const char *needle) {
 }
 
 /* Resolves opts and expects success. */
-static void resolve_ok(const gpufl_options_t *opts, gpufl_settings_t *s) {
+static void resolve_ok(const gpufl_options_t *opts, gpufl__settings_t *s) {
     int rc = gpufl__settings_resolve(opts, s);
     if (rc != 0) fail_msg("resolve failed with %d: %s", rc, gpufl_last_error());
 }
 
 /* Resolves opts, expects code, and checks that nothing is left to free. */
 static void resolve_fails(const gpufl_options_t *opts, int code) {
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     memset(&s, 0xAB, sizeof s);
     int rc = gpufl__settings_resolve(opts, &s);
     if (rc == 0) gpufl__settings_fini(&s);
@@ -198,7 +198,7 @@ static void resolve_fails(const gpufl_options_t *opts, int code) {
 /* Defaults                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static void expect_all_defaults(const gpufl_settings_t *s) {
+static void expect_all_defaults(const gpufl__settings_t *s) {
     expect_str(s, "app_name", "gpufl", GPUFL_FROM_DEFAULT);
     expect_str(s, "log_path", "", GPUFL_FROM_DEFAULT);
     expect_str(s, "backend_url", "", GPUFL_FROM_DEFAULT);
@@ -234,7 +234,7 @@ static void expect_all_defaults(const gpufl_settings_t *s) {
 
 static void test_defaults_match_spec(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     resolve_ok(&o, &s);
@@ -244,7 +244,7 @@ static void test_defaults_match_spec(void **state) {
 }
 
 static void test_null_options_mean_defaults(void **state) {
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     resolve_ok(NULL, &s);
     expect_all_defaults(&s);
@@ -287,7 +287,7 @@ static void test_options_init_fills_public_defaults(void **state) {
 /* The cap on all capture rings: 32 MiB (63 threads of 8192 records). */
 static void test_memory_cap_default_is_32_mib(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     assert_int_equal(o.memory_cap_bytes, (size_t)32 << 20);
@@ -302,7 +302,7 @@ static void test_memory_cap_default_is_32_mib(void **state) {
 
 static void test_code_values_win_over_defaults(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     o.app_name = "trainer";
@@ -332,7 +332,7 @@ static void test_code_values_win_over_defaults(void **state) {
 
 static void test_env_applies_to_fields_left_at_default(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_APP_NAME", "from-env", 1);
     setenv("GPUFL_SYSTEM_SAMPLE_RATE_MS", "75", 1);
@@ -374,7 +374,7 @@ static void test_env_applies_to_fields_left_at_default(void **state) {
 
 static void test_code_wins_over_env(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_APP_NAME", "from-env", 1);
     setenv("GPUFL_SYSTEM_SAMPLE_RATE_MS", "75", 1);
@@ -401,7 +401,7 @@ static void test_code_wins_over_env(void **state) {
  * alone, so the environment still applies to it. */
 static void test_code_at_default_value_lets_env_apply(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_APP_NAME", "from-env", 1);
     setenv("GPUFL_SYSTEM_SAMPLE_RATE_MS", "75", 1);
@@ -422,7 +422,7 @@ static void test_code_at_default_value_lets_env_apply(void **state) {
 
 static void test_empty_and_null_strings_mean_default(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     o.app_name = "";
@@ -446,7 +446,7 @@ static void test_empty_and_null_strings_mean_default(void **state) {
 
 static void test_empty_env_value_is_ignored(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_APP_NAME", "", 1);
     setenv("GPUFL_SYSTEM_SAMPLE_RATE_MS", "", 1);
@@ -465,7 +465,7 @@ static void test_empty_env_value_is_ignored(void **state) {
 
 static void test_config_file_layer(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     const char *path = write_config("c.json", "{\n"
                                               "  \"app_name\": \"cfg-app\",\n"
@@ -496,7 +496,7 @@ static void test_config_file_layer(void **state) {
 
 static void test_env_wins_over_config(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     const char *path = write_config("c.json", "{\"app_name\": \"cfg-app\", "
                                               "\"system_sample_rate_ms\": 100, "
@@ -520,7 +520,7 @@ static void test_env_wins_over_config(void **state) {
 
 static void test_code_wins_over_config_and_env(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     const char *path = write_config("c.json", "{\"app_name\": \"cfg-app\", "
                                               "\"system_sample_rate_ms\": 100, "
@@ -544,7 +544,7 @@ static void test_code_wins_over_config_and_env(void **state) {
 /* A config value survives a code field left at (or set to) its default. */
 static void test_config_survives_code_at_default(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     const char *path = write_config("c.json", "{\"app_name\": \"cfg-app\", "
                                               "\"enable_external_correlation\": 0}");
@@ -560,7 +560,7 @@ static void test_config_survives_code_at_default(void **state) {
 
 static void test_config_file_named_by_env(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     const char *path = write_config("env.json", "{\"app_name\": \"via-env-file\"}");
     setenv("GPUFL_CONFIG_FILE", path, 1);
@@ -574,7 +574,7 @@ static void test_config_file_named_by_env(void **state) {
 
 static void test_config_file_in_code_beats_env(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     char env_path[256];
     (void)state;
     snprintf(env_path, sizeof env_path, "%s",
@@ -592,7 +592,7 @@ static void test_config_file_in_code_beats_env(void **state) {
 
 static void test_config_bools_accept_true_false_0_1(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     const char *path = write_config("b.json", "{\"enable_stack_trace\": 1, "
                                               "\"enable_source_collection\": 0, "
@@ -618,7 +618,7 @@ static void test_config_bools_accept_true_false_0_1(void **state) {
 
 static void test_config_engine_names_any_case(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     o.config_file = write_config("e1.json", "{\"profiling_engine\": \"pcsampling\", "
@@ -806,7 +806,7 @@ static void test_config_duplicate_keys(void **state) {
 
 static void test_config_unknown_keys_warn(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     o.config_file = write_config("u.json", "{\"app_name\": \"known\", "
@@ -822,7 +822,7 @@ static void test_config_unknown_keys_warn(void **state) {
 
 static void test_config_old_key_sampling_auto_start(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     o.config_file = write_config("old.json", "{\"sampling_auto_start\": true}");
@@ -841,7 +841,7 @@ static void test_config_old_key_sampling_auto_start(void **state) {
 
 static void test_env_unknown_engine_warns_and_keeps_config(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_PROFILING_ENGINE", "Turbo", 1);
     gpufl_options_init(&o);
@@ -856,7 +856,7 @@ static void test_env_unknown_engine_warns_and_keeps_config(void **state) {
 }
 
 static void test_env_negative_rate_warns(void **state) {
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_SYSTEM_SAMPLE_RATE_MS", "-5", 1);
     resolve_ok(NULL, &s);
@@ -869,7 +869,7 @@ static void test_env_negative_rate_warns(void **state) {
 
 static void test_env_not_an_integer_warns(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_SYSTEM_SAMPLE_RATE_MS", "abc", 1);
     setenv("GPUFL_FLUSH_INTERVAL_MS", "100ms", 1);
@@ -888,7 +888,7 @@ static void test_env_not_an_integer_warns(void **state) {
 }
 
 static void test_env_bad_bool_warns(void **state) {
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_ENABLE_STACK_TRACE", "maybe", 1);
     setenv("GPUFL_ENABLE_SYNCHRONIZATION", "2", 1);
@@ -907,7 +907,7 @@ static void test_env_bad_bool_warns(void **state) {
 /* A bad variable for a field set in code is not even read. */
 static void test_env_bad_value_ignored_silently_when_code_set(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_PROFILING_ENGINE", "Turbo", 1);
     gpufl_options_init(&o);
@@ -979,7 +979,7 @@ static void test_code_flush_interval_zero(void **state) {
 static void test_disabled_env_truthy_overrides_everything(void **state) {
     static const char *const truthy[] = {"1", "true", "TRUE", "yes", "Yes", "on", "ON"};
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     o.enabled = 1;
@@ -998,7 +998,7 @@ static void test_disabled_env_truthy_overrides_everything(void **state) {
 
 static void test_disabled_env_falsy_or_unset(void **state) {
     static const char *const falsy[] = {"0", "false", "no", "OFF", "", "maybe", "2"};
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     assert_int_equal(gpufl__env_disabled(), 0);
     for (size_t i = 0; i < sizeof falsy / sizeof falsy[0]; i++) {
@@ -1015,7 +1015,7 @@ static void test_disabled_env_falsy_or_unset(void **state) {
 
 static void test_enabled_has_no_env_variable(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_ENABLED", "0", 1);
     gpufl_options_init(&o);
@@ -1044,7 +1044,7 @@ static void test_enabled_has_no_env_variable(void **state) {
 
 static void test_deprecated_fields_set_in_code_warn(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     o.remote_upload = 1;
@@ -1071,7 +1071,7 @@ static void test_deprecated_fields_set_in_code_warn(void **state) {
 
 static void test_deprecated_fields_from_env_and_config_warn(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_KERNEL_SAMPLE_RATE_MS", "5", 1);
     gpufl_options_init(&o);
@@ -1113,7 +1113,7 @@ static void test_size_zero_is_rejected(void **state) {
  * its size are not read (garbage there is harmless) and count as defaults. */
 static void test_older_struct_size(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     setenv("GPUFL_RING_CAPACITY_RECORDS", "128", 1);
     setenv("GPUFL_APP_NAME", "env-app", 1);
@@ -1142,7 +1142,7 @@ static void test_older_struct_size(void **state) {
 
 static void test_settings_get_names_and_redaction(void **state) {
     gpufl_options_t o;
-    gpufl_settings_t s;
+    gpufl__settings_t s;
     (void)state;
     gpufl_options_init(&o);
     o.api_key = "gpfl_topsecret";
@@ -1151,14 +1151,14 @@ static void test_settings_get_names_and_redaction(void **state) {
     /* Every option has a distinct name and a known source. */
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
         const char *name_i, *str;
-        gpufl_option_source_t src;
+        gpufl__option_source_t src;
         int64_t num;
         gpufl__settings_get(&s, i, &name_i, &src, &str, &num);
         assert_non_null(name_i);
         assert_true(src >= GPUFL_FROM_DEFAULT && src <= GPUFL_FROM_CODE);
         for (int j = 0; j < i; j++) {
             const char *name_j, *str_j;
-            gpufl_option_source_t src_j;
+            gpufl__option_source_t src_j;
             int64_t num_j;
             gpufl__settings_get(&s, j, &name_j, &src_j, &str_j, &num_j);
             assert_string_not_equal(name_i, name_j);

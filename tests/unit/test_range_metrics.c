@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static gpufl_model_t *load_lines(const char *name, const char *const *lines, size_t n) {
+static gpufl__model_t *load_lines(const char *name, const char *const *lines, size_t n) {
     char path[1100];
     const char *dir = tu_scratch_dir("range_metrics", name);
     snprintf(path, sizeof path, "%s/device.log", dir);
@@ -37,21 +37,21 @@ static gpufl_model_t *load_lines(const char *name, const char *const *lines, siz
           f);
     for (size_t i = 0; i < n; i++) fprintf(f, "%s\n", lines[i]);
     assert_int_equal(fclose(f), 0);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     int rc = gpufl__model_load(dir, &m);
     if (rc) fail_msg("load %s: %d %s", dir, rc, gpufl_last_error());
     return m;
 }
 
-static int has_warning(const gpufl_model_t *m, const char *text) {
+static int has_warning(const gpufl__model_t *m, const char *text) {
     for (size_t i = 0; i < m->n_warnings; i++)
         if (strstr(m->warnings[i].message, text)) return 1;
     return 0;
 }
 
 /* m's report in fmt, or one section of the text report. */
-static char *render(const gpufl_model_t *m, gpufl_report_format_t fmt, const char *section) {
-    gpufl_report_t r;
+static char *render(const gpufl__model_t *m, gpufl_report_format_t fmt, const char *section) {
+    gpufl__report_t r;
     assert_int_equal(gpufl__report_build(m, &r), 0);
     char *text = NULL;
     size_t len = 0;
@@ -113,7 +113,7 @@ static void test_range_malformed(void **state) {
     lines[N_BAD] = RM "\"ts_ns\":9,\"start_ns\":2,\"context\":1,\"scope\":7,\"path\":1,"
                       "\"metrics\":{\"gpu__time_duration.sum\":4000.0,\"my__metric.sum\":12.5,"
                       "\"sm__warps_active.avg.pct_of_peak_sustained_active\":null}}";
-    gpufl_model_t *m = load_lines("malformed", lines, N_BAD + 1);
+    gpufl__model_t *m = load_lines("malformed", lines, N_BAD + 1);
     assert_int_equal(m->read.corrupt_lines, N_BAD);
     for (size_t i = 0; i < N_BAD; i++)
         if (!has_warning(m, bad[i].why)) fail_msg("no warning \"%s\" (line %zu)", bad[i].why, i);
@@ -140,7 +140,7 @@ static void test_range_not_shown(void **state) {
     const char *lines[] = {
         "{\"type\":\"range_profiler\",\"v\":1,\"ts_ns\":1,\"context\":1,\"device\":0,"
         "\"error\":\"device 0 does not support range profiling (vGPU disabled)\"}"};
-    gpufl_model_t *m = load_lines("not_shown", lines, 1);
+    gpufl__model_t *m = load_lines("not_shown", lines, 1);
     assert_int_equal(m->n_range_contexts, 1);
     assert_string_equal(m->range_contexts[0].error,
                         "device 0 does not support range profiling (vGPU disabled)");
@@ -180,7 +180,7 @@ static void test_range_not_shown(void **state) {
     "0}"
 
 /* The report's hardware_counters member, parsed (*doc to free). */
-static json_t *counters_json(const gpufl_model_t *m, json_t **doc) {
+static json_t *counters_json(const gpufl__model_t *m, json_t **doc) {
     char *text = render(m, GPUFL_REPORT_JSON, NULL);
     json_error_t err;
     *doc = json_loads(text, 0, &err);
@@ -222,7 +222,7 @@ static void test_range_groups_l2_hit_of_sectors(void **state) {
         RANGE(1, 1, G(0), T ":1000," HIT ":900"),
         RANGE(2, 1, G(1), T ":2000," SECTORS ":3000," MISS ":200"),
     };
-    gpufl_model_t *m = load_lines("groups_sectors", lines, sizeof lines / sizeof lines[0]);
+    gpufl__model_t *m = load_lines("groups_sectors", lines, sizeof lines / sizeof lines[0]);
     json_t *doc, *hc = counters_json(m, &doc);
     /* hits 0.9 a ns, sectors 1.5 a ns */
     assert_float_equal(number(scope_of(hc, "step"), "l2_hit_pct"), 60, 1e-9);
@@ -244,7 +244,7 @@ static void test_range_groups_l2_hit(void **state) {
         RANGE(6, 1, G(2), T ":1000"),
         RP_STATS("\"ranges_pushed\":6,\"ranges\":6,\"settling\":0,"),
     };
-    gpufl_model_t *m = load_lines("groups_l2", lines, sizeof lines / sizeof lines[0]);
+    gpufl__model_t *m = load_lines("groups_l2", lines, sizeof lines / sizeof lines[0]);
     assert_int_equal(m->read.corrupt_lines, 1);
     assert_true(has_warning(m, "range_metrics: group 2 is past context 1's last group (1)"));
     assert_int_equal(m->n_range_contexts, 1);
@@ -327,7 +327,7 @@ static void test_range_groups_sm_throughput(void **state) {
         RANGE(12, 3, G(1), T ":1000," LSU ":99"),
         RANGE(13, 3, G(2), T ":1000," FMA ":99"),
     };
-    gpufl_model_t *m = load_lines("groups_sm", lines, sizeof lines / sizeof lines[0]);
+    gpufl__model_t *m = load_lines("groups_sm", lines, sizeof lines / sizeof lines[0]);
     assert_int_equal(m->read.corrupt_lines, 0);
     json_t *doc, *hc = counters_json(m, &doc);
     assert_int_equal(json_array_size(json_object_get(hc, "sm_throughput_of")), 3);
@@ -366,7 +366,7 @@ static void test_range_groups_old_log(void **state) {
         RANGE(4, 2, "", T ":1000," HIT ":1," MISS ":0," HIT_RATE ":40"),
         RP_STATS("\"ranges_pushed\":4,\"ranges\":4,"), /* no settling: an older gpufl */
     };
-    gpufl_model_t *m = load_lines("groups_old", lines, sizeof lines / sizeof lines[0]);
+    gpufl__model_t *m = load_lines("groups_old", lines, sizeof lines / sizeof lines[0]);
     assert_int_equal(m->read.corrupt_lines, 0);
     assert_int_equal(m->range_contexts[0].n_groups, 1);
     assert_null(m->range_contexts[0].groups);
@@ -417,7 +417,7 @@ static void test_range_groups_paths_capped(void **state) {
                  i + 1, i + 1, i + 2, (i + 1) * 1000);
         lines[i + 1] = ranges[i];
     }
-    gpufl_model_t *m = load_lines("groups_capped", lines, N_PATHS + 1);
+    gpufl__model_t *m = load_lines("groups_capped", lines, N_PATHS + 1);
     assert_int_equal(m->n_ranges, N_PATHS);
     json_t *doc, *hc = counters_json(m, &doc);
     json_t *scopes = json_object_get(hc, "scopes");
@@ -444,7 +444,7 @@ static void test_range_l2_hit_without_hits(void **state) {
            "," SECTORS "," MISS "]]}",
         RANGE(1, 1, G(1), T ":2000," SECTORS ":3000," MISS ":200"),
     };
-    gpufl_model_t *m = load_lines("l2_no_hits", lines, sizeof lines / sizeof lines[0]);
+    gpufl__model_t *m = load_lines("l2_no_hits", lines, sizeof lines / sizeof lines[0]);
     json_t *doc, *hc = counters_json(m, &doc);
     json_t *l2 = json_object_get(scope_of(hc, "step"), "l2_hit_pct");
     int unknown = json_is_null(l2);
@@ -478,7 +478,7 @@ static void test_range_settling(void **state) {
         RANGE(5, 2, G(1) SETTLING, T ":1000," MISS ":5"),
         RANGE(6, 1, G(0) ",\"settling\":1", T ":1000," HIT ":1," SECTORS ":1"),
     };
-    gpufl_model_t *m = load_lines("settling", lines, sizeof lines / sizeof lines[0]);
+    gpufl__model_t *m = load_lines("settling", lines, sizeof lines / sizeof lines[0]);
     assert_int_equal(m->read.corrupt_lines, 1);
     assert_true(has_warning(m, "range_metrics: settling is not a boolean"));
     assert_int_equal(m->n_ranges, 7);

@@ -39,8 +39,8 @@ static const char *fixture(const char *rel) {
     return path;
 }
 
-static gpufl_model_t *load(const char *rel) {
-    gpufl_model_t *m = NULL;
+static gpufl__model_t *load(const char *rel) {
+    gpufl__model_t *m = NULL;
     int rc = gpufl__model_load(fixture(rel), &m);
     if (rc) print_error("load %s: %d %s\n", rel, rc, gpufl_last_error());
     assert_int_equal(rc, 0);
@@ -54,10 +54,10 @@ typedef struct agg {
     int64_t total, min, max, repeat_sum;
 } agg_t;
 
-static agg_t aggregate(const gpufl_model_t *m, const char *path) {
+static agg_t aggregate(const gpufl__model_t *m, const char *path) {
     agg_t a = {0, 0, 0, INT64_MAX, 0, 0};
     for (size_t i = 0; i < m->n_scopes; i++) {
-        const gpufl_model_scope_t *s = &m->scopes[i];
+        const gpufl__model_scope_t *s = &m->scopes[i];
         if (strcmp(s->path, path) != 0) continue;
         if (s->open) {
             a.open++;
@@ -73,16 +73,16 @@ static agg_t aggregate(const gpufl_model_t *m, const char *path) {
     return a;
 }
 
-static int has_warning(const gpufl_model_t *m, const char *file, uint64_t line, const char *text) {
+static int has_warning(const gpufl__model_t *m, const char *file, uint64_t line, const char *text) {
     for (size_t i = 0; i < m->n_warnings; i++) {
-        const gpufl_model_warning_t *w = &m->warnings[i];
+        const gpufl__model_warning_t *w = &m->warnings[i];
         if (strcmp(w->file, file) == 0 && w->line == line && strstr(w->message, text)) return 1;
     }
     return 0;
 }
 
 /* Asserts the number of warnings, listing them when it is wrong. */
-static void expect_warnings(const gpufl_model_t *m, size_t n) {
+static void expect_warnings(const gpufl__model_t *m, size_t n) {
     if (m->n_warnings == n) return;
     for (size_t i = 0; i < m->n_warnings; i++)
         print_message("warning: %s:%llu: %s\n", m->warnings[i].file,
@@ -91,7 +91,7 @@ static void expect_warnings(const gpufl_model_t *m, size_t n) {
 }
 
 /* The report of a model as a heap string. */
-static char *render(const gpufl_model_t *m, size_t *len) {
+static char *render(const gpufl__model_t *m, size_t *len) {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     assert_non_null(f);
@@ -102,8 +102,8 @@ static char *render(const gpufl_model_t *m, size_t *len) {
 
 /* Loads the session in dir (limits NULL: the defaults) into *m and returns
  * its text report as a heap string. */
-static char *load_and_render(const char *dir, const gpufl_model_limits_t *limits,
-                             gpufl_model_t **m) {
+static char *load_and_render(const char *dir, const gpufl__model_limits_t *limits,
+                             gpufl__model_t **m) {
     size_t len;
     assert_int_equal(gpufl__model_load_limits(dir, limits, m), 0);
     return render(*m, &len);
@@ -135,7 +135,7 @@ static char *read_all(const char *path, size_t *len) {
 }
 
 /* The report of a model in one format as a heap string. */
-static char *render_fmt(const gpufl_model_t *m, gpufl_report_format_t fmt, size_t *len) {
+static char *render_fmt(const gpufl__model_t *m, gpufl_report_format_t fmt, size_t *len) {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     assert_non_null(f);
@@ -150,7 +150,7 @@ static void check_golden_in(const char *dir, const char *name, gpufl_report_form
                             const char *ext) {
     char rel[256], golden_path[4096];
     snprintf(rel, sizeof rel, "%s/%s", dir, name);
-    gpufl_model_t *m = load(rel);
+    gpufl__model_t *m = load(rel);
     size_t len, glen = 0;
     char *text = render_fmt(m, fmt, &len);
     snprintf(rel, sizeof rel, "golden/%s.%s", name, ext);
@@ -194,7 +194,7 @@ static void check_golden(const char *name) { check_golden_fmt(name, GPUFL_REPORT
 
 static void test_report_model_basic(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/basic");
+    gpufl__model_t *m = load("sessions/basic");
     expect_warnings(m, 0);
 
     /* header */
@@ -229,7 +229,7 @@ static void test_report_model_basic(void **state) {
     assert_int_equal(m->n_open_scopes, 1);
     assert_int_equal(m->scope_ends_unmatched, 0);
     assert_int_equal(m->scope_ends_duplicate, 0);
-    const gpufl_model_scope_t *s = gpufl__model_scope_find(m, 16);
+    const gpufl__model_scope_t *s = gpufl__model_scope_find(m, 16);
     assert_non_null(s);
     assert_true(s->open);
     assert_string_equal(s->path, "prefetch");
@@ -348,7 +348,7 @@ static void test_report_golden_gpu(void **state) {
 /* A killed writer: no session_end, open scopes, an incomplete last line. */
 static void test_report_truncated_last_line(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/killed");
+    gpufl__model_t *m = load("sessions/killed");
     expect_warnings(m, 0); /* the incomplete line is expected, not a problem */
     assert_int_equal(m->read.truncated_lines, 1);
     assert_int_equal(m->read.corrupt_lines, 0);
@@ -377,14 +377,14 @@ static void test_report_truncated_last_line(void **state) {
 /* Segments are read in order; scopes join across them; dicts repeat. */
 static void test_report_rotated_segments(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/rotated");
+    gpufl__model_t *m = load("sessions/rotated");
     expect_warnings(m, 0);
     assert_int_equal(m->read.segments[GPUFL_LOG_FILE_SCOPE], 2);
     assert_int_equal(m->read.segments[GPUFL_LOG_FILE_DEVICE], 1);
     assert_int_equal(m->read.segments[GPUFL_LOG_FILE_SYSTEM], 0); /* no system.log */
     assert_int_equal(m->n_scopes, 5);
     assert_int_equal(m->n_open_scopes, 0);
-    const gpufl_model_scope_t *s = gpufl__model_scope_find(m, 2); /* begun in .0, ended in .1 */
+    const gpufl__model_scope_t *s = gpufl__model_scope_find(m, 2); /* begun in .0, ended in .1 */
     assert_int_equal(s->begin_ns, 30 * MS);
     assert_int_equal(s->end_ns, 50 * MS);
     agg_t a = aggregate(m, "step");
@@ -402,7 +402,7 @@ static void test_report_rotated_segments(void **state) {
 /* Corrupt lines are reported with file:line and skipped; the rest loads. */
 static void test_report_corrupt_lines(void **state) {
     (void)state;
-    gpufl_model_t *m = load("bad/corrupt");
+    gpufl__model_t *m = load("bad/corrupt");
     expect_warnings(m, 5);
     assert_int_equal(m->read.corrupt_lines, 5);
     assert_true(has_warning(m, "scope.log", 4, "not JSON at column 4: '[' or '{' expected"));
@@ -429,7 +429,7 @@ static void test_report_corrupt_lines(void **state) {
 /* Unknown record types, unknown columns and newer versions are skipped. */
 static void test_report_unknown_ignored(void **state) {
     (void)state;
-    gpufl_model_t *m = load("bad/unknown");
+    gpufl__model_t *m = load("bad/unknown");
     expect_warnings(m, 1);
     assert_int_equal(m->read.corrupt_lines, 0);
     assert_int_equal(m->read.unknown_records, 2); /* kernel_frobnicate, scope_begin v2 */
@@ -443,7 +443,7 @@ static void test_report_unknown_ignored(void **state) {
 
 static void test_report_missing_dir(void **state) {
     (void)state;
-    gpufl_model_t *m = (gpufl_model_t *)&m; /* must be reset to NULL */
+    gpufl__model_t *m = (gpufl__model_t *)&m; /* must be reset to NULL */
     assert_int_equal(gpufl__model_load(fixture("sessions/no-such-session"), &m), GPUFL_ENOTFOUND);
     assert_null(m);
     assert_non_null(strstr(gpufl_last_error(), "no-such-session"));
@@ -492,9 +492,9 @@ static void test_report_oversized_line(void **state) {
                            "\"parent\":[0],\"depth\":[1],\"name\":[2],\"tag\":[0],\"path\":[2],"
                            "\"repeat\":[0],\"warmup\":[0]}\n");
     write_file(dir, "scope.log", text);
-    gpufl_model_limits_t lim = {0};
+    gpufl__model_limits_t lim = {0};
     lim.max_line_bytes = 1 << 20;
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
     expect_warnings(m, 1);
     assert_int_equal(m->read.oversized_lines, 1);
@@ -527,11 +527,11 @@ static void test_report_oversized_line(void **state) {
 /* Every array has a cap; what passes it is counted, not kept. */
 static void test_report_caps_counted(void **state) {
     (void)state;
-    gpufl_model_limits_t lim = {0};
+    gpufl__model_limits_t lim = {0};
     lim.max_scopes = 3;
     lim.max_samples = 2;
     lim.max_events = 1;
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load_limits(fixture("sessions/basic"), &lim, &m), 0);
     assert_int_equal(m->n_scopes, 3);
     assert_int_equal(m->scopes_over_cap, 13);
@@ -545,7 +545,7 @@ static void test_report_caps_counted(void **state) {
     gpufl__model_destroy(m);
 
     /* GPU samples and devices have caps of their own */
-    lim = (gpufl_model_limits_t){0};
+    lim = (gpufl__model_limits_t){0};
     lim.max_gpu_samples = 5;
     lim.max_gpus = 1;
     assert_int_equal(gpufl__model_load_limits(fixture("sessions/gpu"), &lim, &m), 0);
@@ -564,7 +564,7 @@ static void test_report_caps_counted(void **state) {
     free(text);
     gpufl__model_destroy(m);
 
-    lim = (gpufl_model_limits_t){0};
+    lim = (gpufl__model_limits_t){0};
     lim.max_warnings = 2;
     assert_int_equal(gpufl__model_load_limits(fixture("bad/corrupt"), &lim, &m), 0);
     assert_int_equal(m->n_warnings, 2);
@@ -589,7 +589,7 @@ static void test_report_host_cpu_bounds(void **state) {
                "\"proc_rss_bytes\":[1,1,1],\"cg_mem_used_bytes\":[1,1,1],"
                "\"cg_mem_limit_bytes\":[null,null,null],\"cg_cpu_pct\":[null,236,150],"
                "\"cg_cpu_limit_cores\":[null,null,null]}\n");
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     char *text = load_and_render(dir, NULL, &m);
     assert_non_null(strstr(text, "  process CPU        avg 62.5%, max 125.0% of one CPU (2 of 3 "
                                  "samples)\n"));
@@ -701,7 +701,7 @@ static void test_report_lost_name_without_path(void **state) {
                "\"parent\":[1],\"depth\":[2],\"name\":[2],\"tag\":[0],\"pa\n"
                "{\"type\":\"scope_end\",\"v\":1,\"ts_ns\":[5000000,9000000],\"tid\":[44,44],"
                "\"id\":[2,1],\"implicit\":[0,0]}\n");
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     char *text = load_and_render(dir, NULL, &m);
     assert_non_null(strstr(text, "  2 scope ends had no begin (lost with 2 damaged lines in "
                                  "scope.log); 1 with no name left; 1 with a name but no path "
@@ -745,7 +745,7 @@ static void test_report_segment_checks(void **state) {
                "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
                "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"b\"]}\n");
     write_file(dir, "device.log", "{\"type\":\"header\",\"v\":1,\"segment\":3}\n");
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     expect_warnings(m, 3);
     assert_true(
@@ -764,7 +764,7 @@ static void test_report_segment_checks(void **state) {
 /* The GPU session: an H100 and a MIG instance of another, sampled ten times. */
 static void test_report_model_gpu(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/gpu");
+    gpufl__model_t *m = load("sessions/gpu");
     expect_warnings(m, 0);
     assert_int_equal(m->read.lines, 14 + 5 + 5);
     assert_int_equal(m->read.corrupt_lines, 0);
@@ -775,7 +775,7 @@ static void test_report_model_gpu(void **state) {
     /* gpu_info */
     assert_int_equal(m->n_gpus, 2);
     assert_int_equal(m->gpus_over_cap, 0);
-    const gpufl_model_gpu_t *g = gpufl__model_gpu_find(m, 0);
+    const gpufl__model_gpu_t *g = gpufl__model_gpu_find(m, 0);
     assert_ptr_equal(g, &m->gpus[0]);
     assert_true(g->has_info);
     assert_int_equal(g->device, 0);
@@ -818,7 +818,7 @@ static void test_report_model_gpu(void **state) {
     /* gpu_sample: two batches, rows of both devices interleaved */
     assert_int_equal(m->n_gpu_samples, 20);
     assert_int_equal(m->gpu_samples_over_cap, 0);
-    const gpufl_model_gpu_sample_t *x = &m->gpu_samples[6]; /* device 0 at 2.5 s */
+    const gpufl__model_gpu_sample_t *x = &m->gpu_samples[6]; /* device 0 at 2.5 s */
     assert_int_equal(x->ts_ns, 2500 * MS);
     assert_int_equal(x->device, 0);
     assert_int_equal(x->gpu_util_pct, 98);
@@ -900,7 +900,7 @@ static void test_report_model_gpu(void **state) {
 
     /* source_cost, from device.log (nvml) and system.log (host) */
     assert_int_equal(m->n_source_costs, 2);
-    const gpufl_model_source_cost_t *c = gpufl__model_source_cost(m, "nvml");
+    const gpufl__model_source_cost_t *c = gpufl__model_source_cost(m, "nvml");
     assert_non_null(c);
     assert_int_equal(c->file, GPUFL_LOG_FILE_DEVICE);
     assert_int_equal(c->samples, 22);
@@ -922,7 +922,7 @@ static void test_report_model_gpu(void **state) {
 /* Damaged GPU lines are reported with file:line and skipped; the rest loads. */
 static void test_report_gpu_corrupt(void **state) {
     (void)state;
-    gpufl_model_t *m = load("bad/gpu");
+    gpufl__model_t *m = load("bad/gpu");
     expect_warnings(m, 6);
     assert_int_equal(m->read.corrupt_lines, 5);
     assert_true(
@@ -982,7 +982,7 @@ static void test_report_gpu_absent(void **state) {
                "{\"type\":\"header\",\"v\":1,\"file\":\"system\",\"segment\":0}\n"
                "{\"type\":\"source_cost\",\"v\":1,\"source\":\"host\",\"samples\":4,"
                "\"total_ns\":100000,\"mean_ns\":25000}\n");
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     expect_warnings(m, 0);
     assert_int_equal(m->n_gpus, 0);
@@ -1004,7 +1004,7 @@ static void test_report_gpu_absent(void **state) {
 
 static void test_report_model_trace(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/trace");
+    gpufl__model_t *m = load("sessions/trace");
     expect_warnings(m, 0);
     assert_int_equal(m->read.lines, 5);
     assert_int_equal(m->first_ts_ns, 100 * US);
@@ -1016,7 +1016,7 @@ static void test_report_model_trace(void **state) {
 
     assert_int_equal(m->n_kernels, 8);
     assert_int_equal(m->kernels_over_cap, 0);
-    const gpufl_model_kernel_t *k = &m->kernels[0];
+    const gpufl__model_kernel_t *k = &m->kernels[0];
     assert_int_equal(k->start_ns, 1000 * US);
     assert_int_equal(k->end_ns, 1300 * US);
     assert_int_equal(k->device, 0);
@@ -1049,7 +1049,7 @@ static void test_report_model_trace(void **state) {
 
     assert_int_equal(m->n_copies, 4);
     assert_int_equal(m->copies_over_cap, 0);
-    const gpufl_model_copy_t *c = &m->copies[0];
+    const gpufl__model_copy_t *c = &m->copies[0];
     assert_int_equal(c->start_ns, 100 * US);
     assert_int_equal(c->end_ns, 200 * US);
     assert_int_equal(c->device, 0);
@@ -1082,10 +1082,10 @@ static void test_report_golden_stacks(void **state) {
 
 /* Samples of scope path `path` (all reasons), of reason `reason` when it is
  * not NULL (short name). */
-static double pc_scope_samples(const gpufl_model_t *m, const char *path, const char *reason) {
+static double pc_scope_samples(const gpufl__model_t *m, const char *path, const char *reason) {
     double n = 0;
     for (size_t i = 0; i < m->n_pc_scopes; i++) {
-        const gpufl_model_pc_scope_t *s = &m->pc_scopes[i];
+        const gpufl__model_pc_scope_t *s = &m->pc_scopes[i];
         if (s->slot >= m->n_scope_paths || strcmp(m->scope_paths[s->slot].path, path) != 0)
             continue;
         if (!reason || strcmp(m->pc_reasons[s->reason].short_name, reason) == 0) n += s->samples;
@@ -1098,7 +1098,7 @@ static double pc_scope_samples(const gpufl_model_t *m, const char *path, const c
 static void test_report_golden_pcsampled(void **state) {
     (void)state;
     check_golden("pcsampled");
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(fixture("sessions/pcsampled"), &m), 0);
     expect_warnings(m, 0);
     assert_int_equal(m->n_pc_contexts, 1);
@@ -1116,7 +1116,7 @@ static void test_report_golden_pcsampled(void **state) {
     assert_int_equal(m->n_kernels, 0);
     assert_int_equal(m->n_launches, 7);
     assert_int_equal(m->n_configs, 2);
-    const gpufl_model_launch_t *l = &m->launches[4];
+    const gpufl__model_launch_t *l = &m->launches[4];
     assert_int_equal(l->ts_ns, 480 * MS);
     assert_int_equal(l->tid, 100);
     assert_int_equal(l->context, 1);
@@ -1159,15 +1159,15 @@ static void test_report_golden_pcsampled(void **state) {
 static void test_report_golden_sassmetrics(void **state) {
     (void)state;
     check_golden("sassmetrics");
-    gpufl_model_t *m = load("sessions/sassmetrics");
+    gpufl__model_t *m = load("sessions/sassmetrics");
     expect_warnings(m, 0);
-    assert_int_equal(m->n_sassm_contexts, 2);
-    assert_string_equal(m->sassm_contexts[0].chip, "GH100");
-    assert_true(m->sassm_contexts[1].lazy);
-    assert_int_equal(json_array_size(m->sassm_contexts[0].metrics), 4);
+    assert_int_equal(m->n_sass_metrics_contexts, 2);
+    assert_string_equal(m->sass_metrics_contexts[0].chip, "GH100");
+    assert_true(m->sass_metrics_contexts[1].lazy);
+    assert_int_equal(json_array_size(m->sass_metrics_contexts[0].metrics), 4);
     assert_int_equal(m->n_sass_metrics, 24);
     assert_int_equal(m->sass_metrics_replaced, 0);
-    assert_non_null(m->sassm_stats);
+    assert_non_null(m->sass_metrics_stats);
     assert_int_equal(m->n_sass, 3);
     size_t len;
     char *text = render(m, &len);
@@ -1184,7 +1184,7 @@ static void test_report_golden_sassmetrics(void **state) {
 static void test_report_golden_rangeprof(void **state) {
     (void)state;
     check_golden("rangeprof");
-    gpufl_model_t *m = load("sessions/rangeprof");
+    gpufl__model_t *m = load("sessions/rangeprof");
     expect_warnings(m, 0);
     assert_int_equal(m->n_range_contexts, 2);
     assert_string_equal(m->range_contexts[0].chip, "GH100");
@@ -1279,7 +1279,7 @@ static char *pcsampled_report(const char *const *prefixes, const char *const *li
     char dir[] = "/tmp/gpufl-test-pcreport-XXXXXX";
     assert_non_null(mkdtemp(dir));
     pcsampled_replacing(dir, prefixes, lines, n);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     size_t len;
     char *text = render(m, &len);
@@ -1296,7 +1296,7 @@ static void test_report_pc_kernel_rows(void **state) {
     char dir[] = "/tmp/gpufl-test-pckernels-XXXXXX";
     assert_non_null(mkdtemp(dir));
     pcsampled_with(dir, pc_kernel_rows);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     expect_warnings(m, 0);
     assert_int_equal(m->n_kernels, 5);
@@ -1400,7 +1400,7 @@ static void test_report_pc_launch_rows(void **state) {
     char rows[sizeof cfg + sizeof launches];
     snprintf(rows, sizeof rows, "%s%s", cfg, launches);
     pcsampled_with(dir, rows);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     assert_int_equal(m->n_launches, 5);
     assert_int_equal(m->read.corrupt_lines, 3);
@@ -1454,7 +1454,7 @@ static void test_report_pc_bad_lines(void **state) {
           "\"function\":[1],\"pc\":[0],\"reason\":[2],\"samples\":[3]}\n",
           f);
     fclose(f);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     assert_int_equal(m->n_pc_samples, 1); /* only the last line */
     assert_int_equal(m->read.corrupt_lines, 5);
@@ -1582,7 +1582,7 @@ static void test_report_trace_corrupt(void **state) {
                                                                                                  "]") "}\n");
 #undef KCOLS
 #undef CCOLS
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     expect_warnings(m, 6);
     assert_true(
@@ -1603,7 +1603,7 @@ static void test_report_trace_corrupt(void **state) {
     assert_int_equal(m->gpus[1].device, 2);
     gpufl__model_destroy(m);
 
-    gpufl_model_limits_t lim = {.max_kernels = 3, .max_copies = 1};
+    gpufl__model_limits_t lim = {.max_kernels = 3, .max_copies = 1};
     assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
     assert_int_equal(m->n_kernels, 3);
     assert_int_equal(m->kernels_over_cap, 1);
@@ -1620,14 +1620,14 @@ static void test_report_trace_corrupt(void **state) {
 /* Launch configurations and GPU time per scope                             */
 /* ---------------------------------------------------------------------- */
 
-static const gpufl_model_scope_path_t *path_of(const gpufl_model_t *m, const char *path) {
-    const gpufl_model_scope_path_t *p = gpufl__model_scope_path_find(m, path);
+static const gpufl__model_scope_path_t *path_of(const gpufl__model_t *m, const char *path) {
+    const gpufl__model_scope_path_t *p = gpufl__model_scope_path_find(m, path);
     if (!p) print_error("no scope path %s\n", path);
     assert_non_null(p);
     return p;
 }
 
-static void expect_work(const gpufl_model_gpu_work_t *w, uint64_t kernels, int64_t kernel_ns,
+static void expect_work(const gpufl__model_gpu_work_t *w, uint64_t kernels, int64_t kernel_ns,
                         uint64_t copies, int64_t copy_ns, uint64_t memsets, int64_t memset_ns) {
     assert_int_equal(w->kernels, kernels);
     assert_int_equal((int64_t)w->kernel_ns, kernel_ns);
@@ -1637,8 +1637,8 @@ static void expect_work(const gpufl_model_gpu_work_t *w, uint64_t kernels, int64
     assert_int_equal((int64_t)w->memset_ns, memset_ns);
 }
 
-static void expect_top(const gpufl_model_scope_gpu_t *g, size_t i, const char *name, uint64_t calls,
-                       int64_t total_ns) {
+static void expect_top(const gpufl__model_scope_gpu_t *g, size_t i, const char *name,
+                       uint64_t calls, int64_t total_ns) {
     assert_true(i < g->n_top);
     assert_string_equal(g->top[i].name, name);
     assert_int_equal(g->top[i].calls, calls);
@@ -1651,12 +1651,12 @@ static void expect_top(const gpufl_model_scope_gpu_t *g, size_t i, const char *n
  * written to the current format. */
 static void test_report_model_configs(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/scoped");
+    gpufl__model_t *m = load("sessions/scoped");
     expect_warnings(m, 0);
     assert_int_equal(m->read.unknown_records, 2); /* graph_launch, alloc: not modelled */
     assert_non_null(m->trace_stats);
     assert_int_equal(m->n_kernels, 14);
-    const gpufl_model_kernel_t *k = &m->kernels[0];
+    const gpufl__model_kernel_t *k = &m->kernels[0];
     assert_string_equal(k->name, "_Z12sgemm_128x64PKfS0_Pfi");
     assert_string_equal(k->demangled, SGEMM);
     assert_int_equal(k->demangled_id, 21);
@@ -1690,7 +1690,7 @@ static void test_report_model_configs(void **state) {
     assert_int_equal(m->n_configs, 5);
     assert_int_equal(m->configs_missing, 0);
     assert_int_equal(m->configs_duplicate, 0);
-    const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, 1);
+    const gpufl__model_kernel_config_t *c = gpufl__model_config_find(m, 1);
     assert_non_null(c);
     assert_string_equal(c->name, "_Z12sgemm_128x64PKfS0_Pfi");
     assert_int_equal(c->block_threads, 256);
@@ -1720,11 +1720,11 @@ static void test_report_model_configs(void **state) {
  * and the work outside any scope. */
 static void test_report_gpu_per_scope(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/scoped");
+    gpufl__model_t *m = load("sessions/scoped");
     assert_int_equal(m->n_scope_paths, 6);
     assert_int_equal(m->gpu_scoped_rows, 13 + 2 + 2);
 
-    const gpufl_model_scope_path_t *batch = path_of(m, "batch");
+    const gpufl__model_scope_path_t *batch = path_of(m, "batch");
     assert_int_equal(batch->calls, 2);
     assert_int_equal((int64_t)batch->total_ns, 220 * MS);
     assert_int_equal(batch->tags, 2);
@@ -1735,7 +1735,7 @@ static void test_report_gpu_per_scope(void **state) {
     assert_int_equal((int64_t)gpufl__model_gpu_ns(&batch->gpu.total), 12500 * US);
     assert_int_equal(batch->gpu.n_top, 0);
 
-    const gpufl_model_scope_path_t *fwd = path_of(m, "batch/forward_pass");
+    const gpufl__model_scope_path_t *fwd = path_of(m, "batch/forward_pass");
     assert_string_equal(fwd->name, "forward_pass");
     assert_int_equal(fwd->depth, 1);
     assert_ptr_equal(&m->scope_paths[fwd->parent], batch);
@@ -1748,7 +1748,7 @@ static void test_report_gpu_per_scope(void **state) {
     expect_top(&fwd->gpu, 2, "relu(float*, int)", 2, 200 * US);
     assert_int_equal(fwd->gpu.n_top, 3);
 
-    const gpufl_model_scope_path_t *att = path_of(m, "batch/forward_pass/attention");
+    const gpufl__model_scope_path_t *att = path_of(m, "batch/forward_pass/attention");
     assert_int_equal(att->depth, 2);
     assert_ptr_equal(&m->scope_paths[att->parent], fwd);
     expect_work(&att->gpu.self, 3, 1400 * US, 0, 0, 0, 0);
@@ -1756,14 +1756,14 @@ static void test_report_gpu_per_scope(void **state) {
     expect_top(&att->gpu, 0, "attn_kernel", 2, 1000 * US);
     expect_top(&att->gpu, 1, SGEMM, 1, 400 * US);
 
-    const gpufl_model_scope_path_t *bwd = path_of(m, "batch/backward_pass");
+    const gpufl__model_scope_path_t *bwd = path_of(m, "batch/backward_pass");
     expect_work(&bwd->gpu.total, 3, 5900 * US, 0, 0, 0, 0);
     expect_top(&bwd->gpu, 0, "sgemm_bwd(float const*, float*, int)", 2, 5800 * US);
 
-    const gpufl_model_scope_path_t *load_p = path_of(m, "data_loading");
+    const gpufl__model_scope_path_t *load_p = path_of(m, "data_loading");
     expect_work(&load_p->gpu.self, 1, 50 * US, 2, 200 * US, 0, 0);
     assert_int_equal((int64_t)load_p->total_ns, 50 * MS);
-    const gpufl_model_scope_path_t *ckpt = path_of(m, "checkpoint");
+    const gpufl__model_scope_path_t *ckpt = path_of(m, "checkpoint");
     expect_work(&ckpt->gpu.total, 0, 0, 0, 0, 0, 0);
     assert_int_equal(ckpt->gpu.n_top, 0);
 
@@ -1795,7 +1795,7 @@ static void test_report_golden_scoped(void **state) {
 /* The two sections' lines, independent of the golden file. */
 static void test_report_scoped_sections(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/scoped");
+    gpufl__model_t *m = load("sessions/scoped");
     size_t len;
     char *text = render(m, &len);
     static const char *const lines[] = {
@@ -1847,9 +1847,9 @@ static void test_report_scoped_sections(void **state) {
  * columns read as unknown, demangled names fall back to the mangled ones. */
 static void test_report_trace_old_format(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/trace");
+    gpufl__model_t *m = load("sessions/trace");
     for (size_t i = 0; i < m->n_kernels; i++) {
-        const gpufl_model_kernel_t *k = &m->kernels[i];
+        const gpufl__model_kernel_t *k = &m->kernels[i];
         assert_ptr_equal(k->demangled, k->name);
         assert_int_equal(k->demangled_id, 0);
         assert_int_equal(k->scope, GPUFL_MODEL_UNKNOWN);
@@ -1905,7 +1905,7 @@ static void test_report_trace_old_format(void **state) {
  * reported; the work is still counted, under "(unknown scope)". */
 static void test_report_trace_refs(void **state) {
     (void)state;
-    gpufl_model_t *m = load("bad/trace_refs");
+    gpufl__model_t *m = load("bad/trace_refs");
     expect_warnings(m, 3);
     assert_true(has_warning(m, "", 0, "1 kernel_config records repeat an id (the first kept)"));
     assert_true(has_warning(m, "", 0, "1 kernel rows name a kernel_config id that no record has"));
@@ -1917,7 +1917,7 @@ static void test_report_trace_refs(void **state) {
     assert_string_equal(gpufl__model_config_find(m, 1)->limiter, "warps"); /* the first */
     assert_null(gpufl__model_config_find(m, 9));
     /* without libcuda: the launch fields and why */
-    const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, 2);
+    const gpufl__model_kernel_config_t *c = gpufl__model_config_find(m, 2);
     assert_int_equal(c->block_threads, 128);
     assert_int_equal(c->blocks_per_sm, GPUFL_MODEL_UNKNOWN);
     assert_true(c->occupancy < 0);
@@ -1998,7 +1998,7 @@ static void test_report_configs_corrupt(void **state) {
 #undef K1
 #undef MS1
     write_file(dir, "device.log", text);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     expect_warnings(m, 7);
     assert_true(has_warning(m, "device.log", 4, "kernel: row 0: config is not an integer"));
@@ -2012,7 +2012,7 @@ static void test_report_configs_corrupt(void **state) {
     assert_string_equal(m->kernels[0].demangled, "?");
     assert_int_equal(m->kernels[0].scope, GPUFL_MODEL_UNKNOWN); /* 0: none */
     assert_int_equal(m->n_configs, 2);
-    const gpufl_model_kernel_config_t *c = gpufl__model_config_find(m, 2);
+    const gpufl__model_kernel_config_t *c = gpufl__model_config_find(m, 2);
     assert_true(c->occupancy < 0);
     assert_int_equal(c->limit_warps, GPUFL_MODEL_UNKNOWN);
     assert_int_equal(c->breakdown_agrees, GPUFL_MODEL_UNKNOWN);
@@ -2031,7 +2031,7 @@ static void test_report_configs_corrupt(void **state) {
     free(report);
     gpufl__model_destroy(m);
 
-    gpufl_model_limits_t lim = {.max_memsets = 1, .max_configs = 1};
+    gpufl__model_limits_t lim = {.max_memsets = 1, .max_configs = 1};
     assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
     assert_int_equal(m->n_memsets, 1);
     assert_int_equal(m->memsets_over_cap, 1);
@@ -2046,7 +2046,7 @@ static void test_report_configs_corrupt(void **state) {
 
 static void test_report_write_error(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/rotated");
+    gpufl__model_t *m = load("sessions/rotated");
     FILE *ro = fopen("/dev/null", "r"); /* writes fail on a read-only stream */
     assert_non_null(ro);
     assert_int_equal(gpufl__report_write(m, ro), GPUFL_EIO);
@@ -2056,13 +2056,13 @@ static void test_report_write_error(void **state) {
 }
 
 /* Scans text as a batch line; returns what gpufl__reader_scan_batch did. */
-static int scan(gpufl_reader_scanner_t *s, const char *text, gpufl_reader_batch_t *b) {
+static int scan(gpufl__reader_scanner_t *s, const char *text, gpufl__reader_batch_t *b) {
     return gpufl__reader_scan_batch(s, text, strlen(text), b);
 }
 
-static void expect_cell(const gpufl_reader_batch_t *b, const char *col, size_t r, int is_null,
+static void expect_cell(const gpufl__reader_batch_t *b, const char *col, size_t r, int is_null,
                         int64_t value) {
-    const gpufl_reader_column_t *c = gpufl__reader_batch_column(b, col);
+    const gpufl__reader_column_t *c = gpufl__reader_batch_column(b, col);
     assert_non_null(c);
     assert_true(r < b->rows);
     assert_int_equal(c->is_null[r], is_null);
@@ -2073,9 +2073,9 @@ static void expect_cell(const gpufl_reader_batch_t *b, const char *col, size_t r
  * back to jansson (0). */
 static void test_report_batch_scanner(void **state) {
     (void)state;
-    gpufl_reader_scanner_t s;
+    gpufl__reader_scanner_t s;
     memset(&s, 0, sizeof s);
-    gpufl_reader_batch_t b;
+    gpufl__reader_batch_t b;
     assert_int_equal(scan(&s,
                           "{\"type\":\"kernel\",\"v\":1,\"a\":[0,-5,null,9223372036854775807,"
                           "-9223372036854775807],\"b\":[1,2,3,4,5]}",
@@ -2186,7 +2186,7 @@ static void test_report_batch_fallback(void **state) {
     "\"local_bytes_per_thread\":[0,null,4],\"graph_id\":[null,5,0],\"scope\":[null,0,3]}\n"
     static const char head[] = "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
                                "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n";
-    gpufl_model_t *fast = NULL, *slow = NULL;
+    gpufl__model_t *fast = NULL, *slow = NULL;
     write_file(dir, "device.log",
                "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
                "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n" KROWS("\"start_ns\""));
@@ -2201,7 +2201,7 @@ static void test_report_batch_fallback(void **state) {
     assert_int_equal(fast->n_kernels, 3);
     assert_int_equal(slow->n_kernels, 3);
     for (size_t i = 0; i < 3; i++) {
-        gpufl_model_kernel_t a = fast->kernels[i], b = slow->kernels[i];
+        gpufl__model_kernel_t a = fast->kernels[i], b = slow->kernels[i];
         assert_int_equal(a.start_ns, b.start_ns);
         assert_int_equal(a.end_ns, b.end_ns);
         assert_int_equal(a.device, b.device);
@@ -2250,7 +2250,7 @@ static void test_report_batch_fallback(void **state) {
              "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1",
              head);
     write_file(dir, "device.log", text);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     expect_warnings(m, 6);
     assert_true(has_warning(m, "device.log", 3, "not JSON"));
@@ -2277,17 +2277,17 @@ static void test_report_batch_fallback(void **state) {
 /* Damaged lines: what went with them                                       */
 /* ---------------------------------------------------------------------- */
 
-static gpufl_reader_damage_t damage_of(gpufl_reader_scanner_t *s, const char *text,
-                                       gpufl_reader_batch_t *b) {
-    gpufl_reader_damage_t d;
+static gpufl__reader_damage_t damage_of(gpufl__reader_scanner_t *s, const char *text,
+                                        gpufl__reader_batch_t *b) {
+    gpufl__reader_damage_t d;
     assert_int_equal(gpufl__reader_scan_damage(s, text, strlen(text), b, &d), 0);
     return d;
 }
 
-static void expect_damage(gpufl_reader_scanner_t *s, const char *text, const char *type,
+static void expect_damage(gpufl__reader_scanner_t *s, const char *text, const char *type,
                           int64_t rows, int exact, size_t columns) {
-    gpufl_reader_batch_t b;
-    gpufl_reader_damage_t d = damage_of(s, text, &b);
+    gpufl__reader_batch_t b;
+    gpufl__reader_damage_t d = damage_of(s, text, &b);
     if (type)
         assert_string_equal(d.type, type);
     else
@@ -2303,7 +2303,7 @@ static void expect_damage(gpufl_reader_scanner_t *s, const char *text, const cha
  * column), a single record, or nothing. */
 static void test_report_damage_scan(void **state) {
     (void)state;
-    gpufl_reader_scanner_t s;
+    gpufl__reader_scanner_t s;
     memset(&s, 0, sizeof s);
     expect_damage(&s,
                   "{\"type\":\"scope_begin\",\"v\":1,\"ts_ns\":[1,2,3],\"tid\":[4,4,4],"
@@ -2332,8 +2332,8 @@ static void test_report_damage_scan(void **state) {
                   1, 1);
 
     /* The surviving columns' values, as the batch scanner gives them. */
-    gpufl_reader_batch_t b;
-    gpufl_reader_damage_t d =
+    gpufl__reader_batch_t b;
+    gpufl__reader_damage_t d =
         damage_of(&s, "{\"type\":\"scope_begin\",\"v\":1,\"id\":[5,null,6],\"path\":[3,", &b);
     assert_non_null(d.columns);
     expect_cell(d.columns, "id", 0, 0, 5);
@@ -2349,7 +2349,7 @@ static void test_report_damage_scan(void **state) {
  * built from all that remains (golden/damaged.*). */
 static void test_report_damaged_line(void **state) {
     (void)state;
-    gpufl_model_t *m = load("bad/damaged");
+    gpufl__model_t *m = load("bad/damaged");
     expect_warnings(m, 2);
     assert_true(has_warning(m, "scope.log", 5, "a \"scope_begin\" batch of 3 rows lost"));
     /* a line cut short, said as such, not as jansson's "end of file" */
@@ -2382,7 +2382,7 @@ static void test_report_damaged_line(void **state) {
                 {7, 18, "epoch/step/checkpoint", "checkpoint"},
                 {5, 19, "epoch/step", "step"}};
     for (size_t i = 0; i < 3; i++) {
-        const gpufl_model_scope_t *x = &m->lost_scopes[i];
+        const gpufl__model_scope_t *x = &m->lost_scopes[i];
         assert_int_equal(x->id, lost[i].id);
         assert_int_equal(x->end_ns, lost[i].end_ms * MS);
         assert_true(x->lost);
@@ -2391,7 +2391,7 @@ static void test_report_damaged_line(void **state) {
         assert_null(gpufl__model_scope_find(m, lost[i].id));
     }
     /* a path only a lost scope had keeps its place in the tree */
-    const gpufl_model_scope_path_t *p = gpufl__model_scope_path_find(m, "epoch/step/checkpoint");
+    const gpufl__model_scope_path_t *p = gpufl__model_scope_path_find(m, "epoch/step/checkpoint");
     assert_non_null(p);
     assert_int_equal(p->calls, 0);
     assert_int_equal(p->lost, 1);
@@ -2439,7 +2439,7 @@ static void test_report_damaged_lines_summed(void **state) {
     write_file(dir, "device.log",
                "{\"type\":\"header\",\"v\":1,\"segment\":0}\n"
                "\x01\x02 torn\n");
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     char *text = load_and_render(dir, NULL, &m);
     assert_int_equal(m->damaged_lines, 3);
     assert_int_equal(m->damaged_scope_lines, 2);
@@ -2469,7 +2469,7 @@ static void test_report_damaged_lines_summed(void **state) {
                "{\"type\":\"event\",\"v\":1,\"ts_\n"
                "{\"type\":\"event\",\"v\":1,\"ts_\n"
                "{\"type\":\"kernel\",\"v\":1,\"start_ns\":[1,2],\n");
-    gpufl_model_limits_t lim = {0};
+    gpufl__model_limits_t lim = {0};
     lim.max_warnings = 1;
     text = load_and_render(dir, &lim, &m);
     assert_int_equal(m->n_damaged, 1);
@@ -2546,7 +2546,7 @@ static void test_report_html_offline(void **state) {
     for (size_t i = 0; i < N_FIXTURES; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
-        gpufl_model_t *m = load(rel);
+        gpufl__model_t *m = load(rel);
         size_t len;
         char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
         assert_offline(html);
@@ -2582,7 +2582,7 @@ static void test_report_json_keys(void **state) {
     for (size_t i = 0; i < N_FIXTURES; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "sessions/%s", fixtures_all[i]);
-        gpufl_model_t *m = load(rel);
+        gpufl__model_t *m = load(rel);
         size_t len;
         char *text = render_fmt(m, GPUFL_REPORT_JSON, &len);
         json_error_t err;
@@ -2640,7 +2640,7 @@ static void test_report_escaping(void **state) {
                "\"demangled\":[2,2],\"grid_x\":[1,1],\"grid_y\":[1,1],\"grid_z\":[1,1],"
                "\"block_x\":[32,32],\"block_y\":[1,1],\"block_z\":[1,1],\"registers\":[8,8],"
                "\"static_smem_bytes\":[0,0],\"dynamic_smem_bytes\":[0,0]}\n");
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     assert_int_equal(m->n_kernels, 2);
     assert_string_equal(m->kernels[0].demangled, NASTY);
@@ -2677,11 +2677,11 @@ static void test_report_escaping(void **state) {
  * written elsewhere; here the report is given a list by hand. */
 static void test_report_insights_formats(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/trace");
-    gpufl_report_t r;
+    gpufl__model_t *m = load("sessions/trace");
+    gpufl__report_t r;
     assert_int_equal(gpufl__report_build(m, &r), 0);
     gpufl__insights_free(&r.insights);
-    gpufl_insight_t *in =
+    gpufl__insight_t *in =
         gpufl__insight_add(&r.insights, "in_loop_sync", "SYNCHRONIZATION", GPUFL_SEVERITY_HIGH);
     assert_non_null(in);
     assert_int_equal(gpufl__insight_text(&in->title, "sync in a <loop> & more"), 0);
@@ -2799,7 +2799,7 @@ static void test_report_html_bounded(void **state) {
     }
     fputs("}\n", f);
     assert_int_equal(fclose(f), 0);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     assert_int_equal(m->n_kernels, N);
     size_t len;
@@ -2894,7 +2894,7 @@ static void test_report_cmp_natural(void **state) {
  * in every format. */
 static void test_report_tags_formats(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/killed");
+    gpufl__model_t *m = load("sessions/killed");
     size_t len;
     char *text = render(m, &len);
     char *row = line_of(text, "    handle ");
@@ -2971,7 +2971,7 @@ static void test_report_tags_formats(void **state) {
  * thread, begin and tag, the first GPUFL_REPORT_LIST_MAX, then how many more. */
 static void test_report_open_scopes_doc(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/timeline");
+    gpufl__model_t *m = load("sessions/timeline");
     size_t len;
     char *md = render_fmt(m, GPUFL_REPORT_MARKDOWN, &len);
     assert_non_null(strstr(md, "Open scopes (begun, never ended: still running or killed): 2\n"));
@@ -3082,7 +3082,7 @@ static char *timeline_svg(const char *html) {
  * drawn to the session end. */
 static void test_report_html_timeline(void **state) {
     (void)state;
-    gpufl_model_t *m = load("sessions/timeline");
+    gpufl__model_t *m = load("sessions/timeline");
     size_t len;
     char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
     assert_offline(html);
@@ -3191,7 +3191,7 @@ static void test_report_html_axis_short(void **state) {
                "\"grid_y\":[1,1,1,1],\"grid_z\":[1,1,1,1],\"block_x\":[32,32,32,32],"
                "\"block_y\":[1,1,1,1],\"block_z\":[1,1,1,1],\"registers\":[8,8,8,8],"
                "\"static_smem_bytes\":[0,0,0,0],\"dynamic_smem_bytes\":[0,0,0,0]}\n");
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(dir, &m), 0);
     size_t len;
     char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
@@ -3238,11 +3238,11 @@ static void on_progress(void *user, uint64_t read_bytes, uint64_t total_bytes) {
 static void test_report_progress(void **state) {
     (void)state;
     progress_seen_t seen = {0, 0, 0};
-    gpufl_model_limits_t limits;
+    gpufl__model_limits_t limits;
     memset(&limits, 0, sizeof limits);
     limits.progress = on_progress;
     limits.progress_user = &seen;
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load_limits(fixture("sessions/rotated"), &limits, &m), 0);
     uint64_t total = 0;
     static const char *const files[] = {"device.log", "scope.log", "scope.log.1"};

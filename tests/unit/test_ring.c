@@ -10,8 +10,8 @@
 
 #include <pthread.h>
 
-static gpufl_ring_pool_t *pool_of(uint64_t capacity, uint64_t cap_bytes) {
-    gpufl_ring_pool_t *p = NULL;
+static gpufl__ring_pool_t *pool_of(uint64_t capacity, uint64_t cap_bytes) {
+    gpufl__ring_pool_t *p = NULL;
     assert_int_equal(gpufl__ring_pool_get(capacity, cap_bytes, &p), 0);
     gpufl__ring_pool_reset(p);
     return p;
@@ -19,20 +19,20 @@ static gpufl_ring_pool_t *pool_of(uint64_t capacity, uint64_t cap_bytes) {
 
 static void sizes_round_and_cap(void **state) {
     (void)state;
-    gpufl_ring_pool_t *p = pool_of(100, 1 << 20); /* 100 -> 128 records of 64 B */
+    gpufl__ring_pool_t *p = pool_of(100, 1 << 20); /* 100 -> 128 records of 64 B */
     assert_int_equal(p->capacity, 128);
-    assert_int_equal(p->count, (1 << 20) / (128 * 64 + sizeof(gpufl_ring_t)));
-    gpufl_ring_pool_t *same = pool_of(128, 1 << 20);
+    assert_int_equal(p->count, (1 << 20) / (128 * 64 + sizeof(gpufl__ring_t)));
+    gpufl__ring_pool_t *same = pool_of(128, 1 << 20);
     assert_ptr_equal(same, p); /* same settings: the same pool */
-    gpufl_ring_pool_t *q = NULL;
+    gpufl__ring_pool_t *q = NULL;
     assert_int_equal(gpufl__ring_pool_get(1 << 20, 1 << 20, &q), GPUFL_EINVAL);
     assert_non_null(strstr(gpufl_last_error(), "smaller than one ring"));
 }
 
 static void reserve_commit_wrap_and_drop(void **state) {
     (void)state;
-    gpufl_ring_pool_t *p = pool_of(64, 1 << 20);
-    gpufl_ring_t *r = gpufl__ring_claim(p, 42, 7);
+    gpufl__ring_pool_t *p = pool_of(64, 1 << 20);
+    gpufl__ring_t *r = gpufl__ring_claim(p, 42, 7);
     assert_non_null(r);
     assert_int_equal(r->tid, 42);
     for (int lap = 0; lap < 3; lap++) {
@@ -61,7 +61,7 @@ static void reserve_commit_wrap_and_drop(void **state) {
 
 static void claim_until_exhausted_then_reset(void **state) {
     (void)state;
-    gpufl_ring_pool_t *p = pool_of(4096, 1 << 20);
+    gpufl__ring_pool_t *p = pool_of(4096, 1 << 20);
     uint32_t n = 0;
     while (gpufl__ring_claim(p, 1, 1)) n++;
     assert_int_equal(n, p->count);
@@ -72,7 +72,7 @@ static void claim_until_exhausted_then_reset(void **state) {
 #define MESSAGES 200000
 
 static void *producer(void *arg) {
-    gpufl_ring_t *r = arg;
+    gpufl__ring_t *r = arg;
     for (uint64_t i = 0; i < MESSAGES;) {
         uint64_t at = gpufl__ring_reserve(r, 1);
         if (at == UINT64_MAX) continue; /* full: try again (a test, not the hot path) */
@@ -84,8 +84,8 @@ static void *producer(void *arg) {
 
 static void one_producer_one_consumer(void **state) {
     (void)state;
-    gpufl_ring_pool_t *p = pool_of(256, 1 << 20);
-    gpufl_ring_t *r = gpufl__ring_claim(p, 1, 3);
+    gpufl__ring_pool_t *p = pool_of(256, 1 << 20);
+    gpufl__ring_t *r = gpufl__ring_claim(p, 1, 3);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, producer, r), 0);
     uint64_t expect = 0;

@@ -29,7 +29,7 @@ static void write_text(const char *path, const char *text, mode_t mode) {
 }
 
 /* Parses text from a buffer of exactly its length (no NUL after it). */
-static int parse_exact(const char *text, size_t len, gpufl_sass_module_t **m, char *why,
+static int parse_exact(const char *text, size_t len, gpufl__sass_module_t **m, char *why,
                        size_t why_size) {
     char *copy = malloc(len ? len : 1);
     assert_non_null(copy);
@@ -39,7 +39,7 @@ static int parse_exact(const char *text, size_t len, gpufl_sass_module_t **m, ch
     return rc;
 }
 
-static const char *file_of(const gpufl_sass_module_t *m, const gpufl_sass_instruction_t *ins) {
+static const char *file_of(const gpufl__sass_module_t *m, const gpufl__sass_instruction_t *ins) {
     if (ins->file < 0) return NULL;
     assert_true((size_t)ins->file < m->file_count);
     return m->files[ins->file];
@@ -47,13 +47,13 @@ static const char *file_of(const gpufl_sass_module_t *m, const gpufl_sass_instru
 
 /* ---------------------------------------------------------------------- */
 
-static void check_two_functions(const gpufl_sass_module_t *m) {
+static void check_two_functions(const gpufl__sass_module_t *m) {
     assert_int_equal(m->function_count, 2);
     /* Sorted by name. */
     assert_string_equal(m->functions[0].name, "_Z1ff");
     assert_string_equal(m->functions[1].name, "_Z6kernelPfi");
 
-    const gpufl_sass_function_t *k = gpufl__sass_find_function(m, "_Z6kernelPfi");
+    const gpufl__sass_function_t *k = gpufl__sass_find_function(m, "_Z6kernelPfi");
     assert_ptr_equal(k, &m->functions[1]);
     assert_int_equal(k->instruction_count, 20);
     static const struct {
@@ -84,7 +84,7 @@ static void check_two_functions(const gpufl_sass_module_t *m) {
         {0x130, "NOP", "/home/user/src/saxpy.cu", 10},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        const gpufl_sass_instruction_t *ins = &k->instructions[i];
+        const gpufl__sass_instruction_t *ins = &k->instructions[i];
         assert_int_equal(ins->offset_bytes, want[i].offset);
         assert_string_equal(ins->text, want[i].text);
         assert_int_equal(ins->line, want[i].line);
@@ -94,7 +94,7 @@ static void check_two_functions(const gpufl_sass_module_t *m) {
             assert_string_equal(file_of(m, ins), want[i].file);
         }
     }
-    const gpufl_sass_function_t *f = gpufl__sass_find_function(m, "_Z1ff");
+    const gpufl__sass_function_t *f = gpufl__sass_find_function(m, "_Z1ff");
     assert_non_null(f);
     assert_int_equal(f->instruction_count, 2);
     assert_int_equal(f->instructions[0].offset_bytes, 0);
@@ -115,7 +115,7 @@ static void parse_fixture(void **state) {
     (void)state;
     size_t len;
     char *text = tu_read_file(FIXTURES "/two_functions.txt", &len);
-    gpufl_sass_module_t *m = NULL;
+    gpufl__sass_module_t *m = NULL;
     char why[256] = "";
     assert_int_equal(parse_exact(text, len, &m, why, sizeof why), 0);
     check_two_functions(m);
@@ -124,8 +124,8 @@ static void parse_fixture(void **state) {
     assert_null(gpufl__sass_find_function(m, "_Z6kernelPf"));
     assert_null(gpufl__sass_find_function(m, "kernel"));
     assert_null(gpufl__sass_find_function(NULL, "_Z1ff"));
-    const gpufl_sass_function_t *k = gpufl__sass_find_function(m, "_Z6kernelPfi");
-    const gpufl_sass_instruction_t *ins = gpufl__sass_find_instruction(k, 0xc0);
+    const gpufl__sass_function_t *k = gpufl__sass_find_function(m, "_Z6kernelPfi");
+    const gpufl__sass_instruction_t *ins = gpufl__sass_find_instruction(k, 0xc0);
     assert_non_null(ins);
     assert_string_equal(ins->text, "@!P0 BRA `(.L_x_1)");
     assert_null(gpufl__sass_find_instruction(k, 0xc4));
@@ -152,13 +152,13 @@ static void parse_variants(void **state) {
     (void)state;
     size_t len;
     char *text = tu_read_file(FIXTURES "/variants.txt", &len);
-    gpufl_sass_module_t *m = NULL;
+    gpufl__sass_module_t *m = NULL;
     char why[256] = "";
     assert_int_equal(parse_exact(text, len, &m, why, sizeof why), 0);
     assert_string_equal(m->arch, "");
     /* The data sections around it give no function and no instruction. */
     assert_int_equal(m->function_count, 1);
-    const gpufl_sass_function_t *f = gpufl__sass_find_function(m, "_Z4stepPf");
+    const gpufl__sass_function_t *f = gpufl__sass_find_function(m, "_Z4stepPf");
     assert_non_null(f);
     assert_int_equal(f->instruction_count, 4);
     /* Encodings dropped; PTX lines are no source lines. */
@@ -184,7 +184,7 @@ static void parse_variants(void **state) {
 }
 
 static void expect_format_error(const char *text, const char *needle) {
-    gpufl_sass_module_t *m = (gpufl_sass_module_t *)&m; /* must be reset to NULL */
+    gpufl__sass_module_t *m = (gpufl__sass_module_t *)&m; /* must be reset to NULL */
     char why[256] = "";
     assert_int_equal(parse_exact(text, strlen(text), &m, why, sizeof why), GPUFL_EFORMAT);
     assert_null(m);
@@ -219,7 +219,7 @@ static void parse_errors(void **state) {
     expect_format_error(name, "function name too long");
     free(name);
 
-    gpufl_sass_module_t *m;
+    gpufl__sass_module_t *m;
     char why[64];
     assert_int_equal(gpufl__sass_parse(NULL, 3, &m, why, sizeof why), GPUFL_EINVAL);
     assert_int_equal(gpufl__sass_parse("x", 1, NULL, why, sizeof why), GPUFL_EINVAL);
@@ -247,7 +247,7 @@ static void parse_damaged(void **state) {
     int parsed = 0, failed = 0;
     static const char junk[] = "\"/*//##\n\r\t:;.0fF@ ,x\xff";
     for (size_t cut = 0; cut <= len; cut += 7) {
-        gpufl_sass_module_t *m = NULL;
+        gpufl__sass_module_t *m = NULL;
         int rc = parse_exact(text, cut, &m, NULL, 0);
         assert_true(rc == 0 || rc == GPUFL_EFORMAT);
         rc == 0 ? parsed++ : failed++;
@@ -261,14 +261,14 @@ static void parse_damaged(void **state) {
             size_t at = (size_t)(seed >> 33) % len;
             copy[at] = junk[(seed >> 20) % (sizeof junk - 1)];
         }
-        gpufl_sass_module_t *m = NULL;
+        gpufl__sass_module_t *m = NULL;
         char why[128];
         int rc = parse_exact(copy, len, &m, why, sizeof why);
         assert_true(rc == 0 || rc == GPUFL_EFORMAT);
         if (rc == 0) {
             parsed++;
             for (size_t i = 0; i < m->function_count; i++) {
-                const gpufl_sass_function_t *f = &m->functions[i];
+                const gpufl__sass_function_t *f = &m->functions[i];
                 assert_ptr_equal(gpufl__sass_find_function(m, f->name), f);
                 for (size_t j = 0; j < f->instruction_count; j++) {
                     assert_true(f->instructions[j].file < (int32_t)m->file_count);
@@ -491,7 +491,7 @@ static void disassemble_with_fake(void **state) {
     unsigned char cubin[96];
     tu_cubin_header(cubin, 7, 0x500550); /* sm_80: the ELF header wins over .headerflags */
     for (size_t i = 64; i < sizeof cubin; i++) cubin[i] = (unsigned char)i;
-    gpufl_sass_module_t *m = NULL;
+    gpufl__sass_module_t *m = NULL;
     assert_int_equal(gpufl__sass_disassemble(found, cubin, sizeof cubin, &m, why, sizeof why), 0);
     check_two_functions(m);
     assert_string_equal(m->arch, "sm_80");
@@ -523,7 +523,7 @@ static void expect_run_error(const char *nvdisasm, const char *mode, int code, c
     unsigned char cubin[64];
     tu_cubin_header(cubin, 8, 0x9005a04);
     if (mode) setenv("FAKE_NVDISASM_MODE", mode, 1);
-    gpufl_sass_module_t *m = (gpufl_sass_module_t *)&m;
+    gpufl__sass_module_t *m = (gpufl__sass_module_t *)&m;
     char why[512] = "";
     int rc = gpufl__sass_disassemble(nvdisasm, cubin, sizeof cubin, &m, why, sizeof why);
     if (rc != code || strstr(why, needle) == NULL)
@@ -542,7 +542,7 @@ static void disassemble_errors(void **state) {
         fake, "fail", GPUFL_EIO,
         "nvdisasm exited with status 1: nvdisasm fatal   : Could not open input file '", tmpdir);
     char why[512];
-    gpufl_sass_module_t *m;
+    gpufl__sass_module_t *m;
     expect_run_error(fake, "noisy", GPUFL_EIO,
                      "nvdisasm exited with status 2: nvdisasm warning : line 0 of a long", tmpdir);
     expect_run_error(fake, "garbage", GPUFL_EFORMAT,
@@ -603,7 +603,7 @@ static void disassemble_one_function(void **state) {
     assert_string_equal(gpufl__sass_symbol_name(cubin, size, 1), "_Z1ff");
     assert_null(gpufl__sass_symbol_name(cubin, size, 0));
     assert_null(gpufl__sass_symbol_name(cubin, size, 3));
-    gpufl_sass_module_t *m = NULL;
+    gpufl__sass_module_t *m = NULL;
     assert_int_equal(
         gpufl__sass_disassemble_function(found, cubin, size, "_Z6kernelPfi", &m, why, sizeof why),
         0);

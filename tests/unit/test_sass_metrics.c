@@ -49,7 +49,7 @@ typedef struct mrow {
 typedef struct sess {
     char dir[1024];
     FILE *f;
-    gpufl_model_t *m;
+    gpufl__model_t *m;
 } sess_t;
 
 /* A session in a fresh scratch directory (the lines are synthetic, some
@@ -124,7 +124,7 @@ static void sess_load(sess_t *s) {
 
 static void sess_done(sess_t *s) { gpufl__model_destroy(s->m); }
 
-static int has_warning(const gpufl_model_t *m, const char *text) {
+static int has_warning(const gpufl__model_t *m, const char *text) {
     for (size_t i = 0; i < m->n_warnings; i++)
         if (strstr(m->warnings[i].message, text)) return 1;
     return 0;
@@ -134,7 +134,7 @@ static int has_warning(const gpufl_model_t *m, const char *text) {
 /* Loading                                                                  */
 /* ---------------------------------------------------------------------- */
 
-static void test_sassm_load(void **state) {
+static void test_sass_metrics_load(void **state) {
     (void)state;
     sess_t s;
     sess_open(&s);
@@ -160,17 +160,17 @@ static void test_sassm_load(void **state) {
           "\"read_ms\":2.5}\n",
           s.f);
     sess_load(&s);
-    gpufl_model_t *m = s.m;
-    assert_int_equal(m->n_sassm_contexts, 2); /* context 1 again: the first kept */
+    gpufl__model_t *m = s.m;
+    assert_int_equal(m->n_sass_metrics_contexts, 2); /* context 1 again: the first kept */
     assert_true(has_warning(m, "sass_metrics: context 1 started again"));
-    const gpufl_model_sassm_context_t *c = gpufl__model_sassm_context(m, 1);
+    const gpufl__model_sass_metrics_context_t *c = gpufl__model_sass_metrics_context(m, 1);
     assert_non_null(c);
     assert_string_equal(c->chip, "GH100");
     assert_true(c->lazy && c->late);
     assert_true(c->enable_ms == 1.5);
     assert_int_equal(json_array_size(c->metrics), 2);
-    assert_string_equal(gpufl__model_sassm_context(m, 2)->error, "refused");
-    assert_null(gpufl__model_sassm_context(m, 9));
+    assert_string_equal(gpufl__model_sass_metrics_context(m, 2)->error, "refused");
+    assert_null(gpufl__model_sass_metrics_context(m, 9));
     /* sorted by (cubin, function, pc, context); context 1's pc 16 once */
     assert_int_equal(m->n_sass_metrics, 3);
     assert_int_equal(m->sass_metrics_replaced, 1);
@@ -183,14 +183,14 @@ static void test_sassm_load(void **state) {
     assert_int_equal(m->sass_metrics[2].context, 3);
     assert_int_equal(m->sass_metrics[2].thread_inst, GPUFL_MODEL_UNKNOWN);
     assert_int_equal(m->sass_metrics[2].sectors_ideal, GPUFL_MODEL_UNKNOWN);
-    assert_non_null(m->sassm_stats);
+    assert_non_null(m->sass_metrics_stats);
     assert_int_equal(m->last_ts_ns, 200);
     sess_done(&s);
 }
 
 /* Malformed lines are reported with their line and skipped whole; the
  * well-formed ones around them load. */
-static void test_sassm_malformed(void **state) {
+static void test_sass_metrics_malformed(void **state) {
     (void)state;
     static const struct {
         const char *line, *why;
@@ -229,11 +229,11 @@ static void test_sassm_malformed(void **state) {
           "\"function\":[1],\"pc\":[0],\"inst\":[3],\"thread_inst\":[\"99999999999999999999\"]}\n",
           s.f);
     sess_load(&s);
-    gpufl_model_t *m = s.m;
+    gpufl__model_t *m = s.m;
     assert_int_equal(m->read.corrupt_lines, N_BAD);
     for (size_t i = 0; i < N_BAD; i++)
         if (!has_warning(m, bad[i].why)) fail_msg("no warning \"%s\" (line %zu)", bad[i].why, i);
-    assert_int_equal(m->n_sassm_contexts, 0);
+    assert_int_equal(m->n_sass_metrics_contexts, 0);
     assert_int_equal(m->n_sass_metrics, 1);
     assert_int_equal(m->sass_metrics[0].inst, 3);
     assert_int_equal(m->sass_metrics[0].thread_inst, GPUFL_MODEL_UNKNOWN);
@@ -245,7 +245,7 @@ static void test_sassm_malformed(void **state) {
 /* The profile                                                              */
 /* ---------------------------------------------------------------------- */
 
-static void test_sassm_profile(void **state) {
+static void test_sass_metrics_profile(void **state) {
     (void)state;
     sess_t s;
     sess_open(&s);
@@ -261,7 +261,7 @@ static void test_sassm_profile(void **state) {
     };
     put_rows(&s, rows, sizeof rows / sizeof rows[0]);
     sess_load(&s);
-    gpufl_sass_profile_t p;
+    gpufl__sass_profile_t p;
     assert_int_equal(gpufl__sass_profile_build(s.m, &p), 0);
     assert_int_equal(p.rows, 7);
     assert_int_equal(p.contexts, 2);
@@ -272,12 +272,12 @@ static void test_sassm_profile(void **state) {
     ASSERT_NEAR(p.total.inst, 1280);
 
     /* b first: more warp instructions; no sass record, one line */
-    const gpufl_sass_function_t *b = &p.functions[0], *a = &p.functions[1];
+    const gpufl__sass_function_t *b = &p.functions[0], *a = &p.functions[1];
     assert_string_equal(b->name, "b()");
     assert_string_equal(b->mangled, "_Z1bv");
     assert_false(b->has_sass);
     assert_int_equal(b->n_lines, 1);
-    const gpufl_sass_line_t *bl = &p.lines[b->first_line];
+    const gpufl__sass_line_t *bl = &p.lines[b->first_line];
     assert_null(bl->file);
     assert_int_equal(bl->fn, 0);
     assert_null(p.insns[bl->first_insn].text);
@@ -289,7 +289,7 @@ static void test_sassm_profile(void **state) {
     /* a: summed over contexts; null counts leave their rows out of the
      * figures that need them */
     assert_true(a->has_sass && a->has_lines);
-    const gpufl_sass_counts_t *c = &a->counts;
+    const gpufl__sass_counts_t *c = &a->counts;
     ASSERT_NEAR(c->inst, 280);
     ASSERT_NEAR(c->thread_base, 270); /* pc 64 has no thread_inst */
     ASSERT_NEAR(c->thread_inst, 7040);
@@ -305,7 +305,7 @@ static void test_sassm_profile(void **state) {
     /* lines: a.cu:10 (pcs 0, 16), a.cu:11 (pc 32, zero inst), then the
      * instructions without line info (48 from the record, 64 not in it) */
     assert_int_equal(a->n_lines, 3);
-    const gpufl_sass_line_t *l = &p.lines[a->first_line];
+    const gpufl__sass_line_t *l = &p.lines[a->first_line];
     assert_string_equal(l[0].file, "/s/a.cu");
     assert_int_equal(l[0].line, 10);
     assert_int_equal(l[0].fn, 1);
@@ -339,7 +339,7 @@ static void test_sassm_profile(void **state) {
 
 typedef struct judged {
     sess_t s;
-    gpufl_insights_t in;
+    gpufl__insights_t in;
 } judged_t;
 
 static void judge(judged_t *j, const mrow_t *rows, size_t n, int with_sass) {
@@ -355,8 +355,8 @@ static void unjudge(judged_t *j) {
     sess_done(&j->s);
 }
 
-static const gpufl_insight_t *find(const judged_t *j, const char *rule, size_t *count) {
-    const gpufl_insight_t *found = NULL;
+static const gpufl__insight_t *find(const judged_t *j, const char *rule, size_t *count) {
+    const gpufl__insight_t *found = NULL;
     *count = 0;
     for (size_t i = 0; i < j->in.n; i++)
         if (strcmp(j->in.items[i].rule, rule) == 0) found = &j->in.items[i], ++*count;
@@ -369,7 +369,7 @@ static const char *skip_why(const judged_t *j, const char *rule) {
     return NULL;
 }
 
-static double evidence(const gpufl_insight_t *x, const char *name) {
+static double evidence(const gpufl__insight_t *x, const char *name) {
     for (size_t i = 0; i < x->n_evidence; i++)
         if (strcmp(x->evidence[i].name, name) == 0) return x->evidence[i].value;
     fail_msg("%s: no evidence %s", x->rule, name);
@@ -382,7 +382,7 @@ static void expect_text(const char *text, const char *part) {
 
 /* a's one instruction (pc 16: a.cu:10 with the sass record) with inst and
  * thread_inst; b with `filler` warp instructions, no divergence. */
-static void test_sassm_warp_divergence(void **state) {
+static void test_sass_metrics_warp_divergence(void **state) {
     (void)state;
     static const struct {
         int64_t inst, thread_inst, filler;
@@ -403,7 +403,7 @@ static void test_sassm_warp_divergence(void **state) {
         judged_t j;
         judge(&j, rows, cases[i].filler ? 2 : 1, 1);
         size_t n;
-        const gpufl_insight_t *x = find(&j, "warp_divergence", &n);
+        const gpufl__insight_t *x = find(&j, "warp_divergence", &n);
         if (n != (cases[i].sev ? 1u : 0u)) fail_msg("case %zu: %zu insights", i, n);
         assert_null(skip_why(&j, "warp_divergence"));
         if (x) {
@@ -428,7 +428,7 @@ static void test_sassm_warp_divergence(void **state) {
     judged_t j;
     judge(&j, rows, 1, 0);
     size_t n;
-    const gpufl_insight_t *x = find(&j, "warp_divergence", &n);
+    const gpufl__insight_t *x = find(&j, "warp_divergence", &n);
     assert_int_equal(n, 1);
     assert_null(x->file);
     expect_text(x->message, "at +0x10 (no sass record for the function)");
@@ -438,7 +438,7 @@ static void test_sassm_warp_divergence(void **state) {
 
 /* a's global instruction (pc 16) with sectors and their ideal; b with
  * `filler` coalesced sectors. */
-static void test_sassm_uncoalesced_global(void **state) {
+static void test_sass_metrics_uncoalesced_global(void **state) {
     (void)state;
     static const struct {
         int64_t sectors, ideal, filler;
@@ -459,7 +459,7 @@ static void test_sassm_uncoalesced_global(void **state) {
         judged_t j;
         judge(&j, rows, cases[i].filler ? 2 : 1, 1);
         size_t n;
-        const gpufl_insight_t *x = find(&j, "uncoalesced_global", &n);
+        const gpufl__insight_t *x = find(&j, "uncoalesced_global", &n);
         if (n != (cases[i].sev ? 1u : 0u)) fail_msg("case %zu: %zu insights", i, n);
         assert_null(skip_why(&j, "uncoalesced_global"));
         if (x) {
@@ -482,7 +482,7 @@ static void test_sassm_uncoalesced_global(void **state) {
 
 /* Rules that cannot judge say why: no rows (counting failed or did not
  * run), a metric never counted. */
-static void test_sassm_skips(void **state) {
+static void test_sass_metrics_skips(void **state) {
     (void)state;
     judged_t j;
     judge(&j, NULL, 0, 0); /* an empty batch: no rows */
@@ -522,7 +522,7 @@ static void test_sassm_skips(void **state) {
 /* The report section without some metrics                                  */
 /* ---------------------------------------------------------------------- */
 
-static char *report_text(const gpufl_model_t *m, gpufl_report_format_t fmt) {
+static char *report_text(const gpufl__model_t *m, gpufl_report_format_t fmt) {
     char *buf = NULL;
     size_t len;
     FILE *f = open_memstream(&buf, &len);
@@ -532,7 +532,7 @@ static char *report_text(const gpufl_model_t *m, gpufl_report_format_t fmt) {
     return buf;
 }
 
-static void test_sassm_report_unknown(void **state) {
+static void test_sass_metrics_report_unknown(void **state) {
     (void)state;
     sess_t s;
     sess_open(&s);
@@ -568,7 +568,7 @@ static void test_sassm_report_unknown(void **state) {
 
 /* Deep: PC samples of the same session are of the instrumented kernels,
  * so dominant_stall is not judged and the PC sampling section says why. */
-static void test_sassm_deep_samples_not_judged(void **state) {
+static void test_sass_metrics_deep_samples_not_judged(void **state) {
     (void)state;
     judged_t j;
     sess_open(&j.s);
@@ -596,14 +596,14 @@ static void test_sassm_deep_samples_not_judged(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sassm_load),
-        cmocka_unit_test(test_sassm_malformed),
-        cmocka_unit_test(test_sassm_profile),
-        cmocka_unit_test(test_sassm_warp_divergence),
-        cmocka_unit_test(test_sassm_uncoalesced_global),
-        cmocka_unit_test(test_sassm_skips),
-        cmocka_unit_test(test_sassm_report_unknown),
-        cmocka_unit_test(test_sassm_deep_samples_not_judged),
+        cmocka_unit_test(test_sass_metrics_load),
+        cmocka_unit_test(test_sass_metrics_malformed),
+        cmocka_unit_test(test_sass_metrics_profile),
+        cmocka_unit_test(test_sass_metrics_warp_divergence),
+        cmocka_unit_test(test_sass_metrics_uncoalesced_global),
+        cmocka_unit_test(test_sass_metrics_skips),
+        cmocka_unit_test(test_sass_metrics_report_unknown),
+        cmocka_unit_test(test_sass_metrics_deep_samples_not_judged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -308,7 +308,7 @@ static void observer_sees_fast_and_slow_paths(void **state) {
     gpufl_options_t o = small_rings(tu_log_dir(SUITE, "observer"));
     assert_int_equal(gpufl_init(&o), 0);
     seen_t seen = {0};
-    gpufl_scope_observer_t obs = {seen_begin, seen_end, &seen};
+    gpufl__scope_observer_t obs = {seen_begin, seen_end, &seen};
     assert_int_equal(gpufl__scope_observe(&obs), 0);
     char long_name[100];
     memset(long_name, 'x', sizeof long_name);

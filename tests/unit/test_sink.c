@@ -42,14 +42,14 @@ static void count_warnings(gpufl_log_level_t level, const char *message, void *u
 /* ---- a sink that fails every call, and counts them ---- */
 
 static atomic_int failing_calls;
-static int fail_record(void *self, enum gpufl_file_id ch, const gpufl__line_t *l,
-                       const gpufl_intern_t *d) {
+static int fail_record(void *self, enum gpufl__file_id ch, const gpufl__line_t *l,
+                       const gpufl__intern_t *d) {
     (void)self, (void)ch, (void)l, (void)d;
     atomic_fetch_add(&failing_calls, 1);
     return GPUFL_EIO;
 }
-static int fail_batch(void *self, enum gpufl_file_id ch, const gpufl_batch_t *b,
-                      const gpufl_intern_t *d) {
+static int fail_batch(void *self, enum gpufl__file_id ch, const gpufl__batch_t *b,
+                      const gpufl__intern_t *d) {
     (void)self, (void)ch, (void)b, (void)d;
     atomic_fetch_add(&failing_calls, 1);
     return GPUFL_EIO;
@@ -57,9 +57,9 @@ static int fail_batch(void *self, enum gpufl_file_id ch, const gpufl_batch_t *b,
 static const gpufl__sink_ops_t failing_ops = {"failing", fail_record, fail_batch, NULL, NULL};
 
 /* Rows of scope_end: ts_ns = i, tid = 1, id = i, implicit = 0. */
-static void fill_scope_ends(gpufl_batch_t *b, int64_t from, int n) {
+static void fill_scope_ends(gpufl__batch_t *b, int64_t from, int n) {
     for (int i = 0; i < n; i++) {
-        gpufl_cell_t *r = gpufl__batch_row(b);
+        gpufl__cell_t *r = gpufl__batch_row(b);
         r[0].i = from + i;
         r[1].i = 1;
         r[2].i = from + i;
@@ -71,8 +71,8 @@ static void fanout_counts_a_failing_sink(void **state) {
     (void)state;
     gpufl__fanout_t fan;
     gpufl__ring_sink_t *ring;
-    gpufl_batch_t b;
-    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    gpufl__batch_t b;
+    gpufl__intern_t *dict = gpufl__intern_create(100, 1 << 20);
     tu_log_capture_t cap = {0};
     gpufl_set_log_hook(tu_capture_hook, &cap);
     assert_int_equal(gpufl__ring_sink_create(&ring, 1 << 20, 0), 0);
@@ -113,15 +113,15 @@ typedef struct recorded {
     char types[64][32];
     int n;
 } recorded_t;
-static int record_type(void *self, enum gpufl_file_id ch, const gpufl__line_t *l,
-                       const gpufl_intern_t *d) {
+static int record_type(void *self, enum gpufl__file_id ch, const gpufl__line_t *l,
+                       const gpufl__intern_t *d) {
     recorded_t *r = self;
     (void)ch, (void)d;
     if (r->n < 64) snprintf(r->types[r->n++], sizeof r->types[0], "%s", l->type);
     return 0;
 }
-static int ignore_batch(void *self, enum gpufl_file_id ch, const gpufl_batch_t *b,
-                        const gpufl_intern_t *d) {
+static int ignore_batch(void *self, enum gpufl__file_id ch, const gpufl__batch_t *b,
+                        const gpufl__intern_t *d) {
     (void)self, (void)ch, (void)b, (void)d;
     return 0;
 }
@@ -140,7 +140,7 @@ static void fanout_replays_describing_records(void **state) {
     (void)state;
     gpufl__fanout_t fan;
     recorded_t early = {0}, late = {0}, last = {0};
-    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    gpufl__intern_t *dict = gpufl__intern_create(100, 1 << 20);
     gpufl__fanout_init(&fan, dict);
     assert_int_equal(gpufl__fanout_attach(&fan, &recording_ops, &early), 0);
     fan_op(&fan, 1, "first");
@@ -205,8 +205,8 @@ static int visit(void *ctx, const char *type, size_t rows, const char *line, siz
 static void ring_keeps_newest_within_cap(void **state) {
     (void)state;
     gpufl__ring_sink_t *ring;
-    gpufl_batch_t b;
-    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    gpufl__batch_t b;
+    gpufl__intern_t *dict = gpufl__intern_create(100, 1 << 20);
     const size_t cap = 16384;
     assert_int_equal(gpufl__ring_sink_create(&ring, 100, 0), GPUFL_EINVAL);
     assert_int_equal(gpufl__ring_sink_create(&ring, cap, 16), 0);
@@ -242,8 +242,8 @@ static void ring_keeps_newest_within_cap(void **state) {
 /* A 16 KiB ring of 16-row lines, a batch of scope_end rows, a dict. */
 typedef struct small_ring {
     gpufl__ring_sink_t *ring;
-    gpufl_batch_t b;
-    gpufl_intern_t *dict;
+    gpufl__batch_t b;
+    gpufl__intern_t *dict;
 } small_ring_t;
 
 static void small_ring_init(small_ring_t *t) {
@@ -294,9 +294,9 @@ static void ring_pins_describing_records(void **state) {
     assert_true(st.evicted_rows > 0);
     assert_int_equal(st.pinned_lines, 1);
     assert_true(st.kept_bytes + st.pinned_bytes <= 16384);
-    gpufl_buf_t out;
+    gpufl__buf_t out;
     gpufl__buf_init(&out, 1 << 20);
-    gpufl_session_ident_t ident = {.session_id = "s", .app_name = "a", .hostname = "h"};
+    gpufl__session_ident_t ident = {.session_id = "s", .app_name = "a", .hostname = "h"};
     assert_int_equal(gpufl__ring_sink_dump(t.ring, &ident, GPUFL_FILE_SCOPE, &out), 0);
     gpufl__buf_putc(&out, '\0');
     const char *op = strstr(out.data, "\"type\":\"op\"");
@@ -352,7 +352,7 @@ static void ring_reader_never_blocks_rows(void **state) {
 
 /* A session with the ring and the gauges attached: scopes, host samples. */
 static const char *run_session(const char *name, gpufl__ring_sink_t *ring,
-                               gpufl__gauge_sink_t *gauges, gpufl_session_ident_t *ident,
+                               gpufl__gauge_sink_t *gauges, gpufl__session_ident_t *ident,
                                int scopes) {
     static char dir[4096];
     gpufl_options_t o = tu_options(tu_log_dir(SUITE, name));
@@ -380,7 +380,7 @@ static const char *run_session(const char *name, gpufl__ring_sink_t *ring,
 static void ring_dump_reads_back(void **state) {
     (void)state;
     gpufl__ring_sink_t *ring;
-    gpufl_session_ident_t ident;
+    gpufl__session_ident_t ident;
     assert_int_equal(gpufl__ring_sink_create(&ring, 256 << 10, 64), 0);
     run_session("ring", ring, NULL, &ident, 2000);
     gpufl_shutdown();
@@ -431,7 +431,7 @@ static void *gauge_reader(void *arg) {
     gauge_run_t *run = arg;
     int64_t last = -1;
     while (!atomic_load(&run->done)) {
-        gpufl_cell_t cells[GPUFL_BATCH_MAX_COLS];
+        gpufl__cell_t cells[GPUFL_BATCH_MAX_COLS];
         uint64_t updates;
         int rc = gpufl__gauge_sink_read(run->g, &gpufl__wire_host_sample, 0, cells, &updates);
         if (rc == GPUFL_ENOTFOUND) continue;
@@ -449,12 +449,12 @@ static void *gauge_reader(void *arg) {
 static void gauges_read_while_written(void **state) {
     (void)state;
     gauge_run_t run = {0};
-    gpufl_batch_t host, gpu, scope;
+    gpufl__batch_t host, gpu, scope;
     assert_int_equal(gpufl__gauge_sink_create(&run.g), 0);
     assert_int_equal(gpufl__batch_init_table(&host, &gpufl__wire_host_sample), 0);
     assert_int_equal(gpufl__batch_init_table(&gpu, &gpufl__wire_gpu_sample), 0);
     assert_int_equal(gpufl__batch_init_table(&scope, &gpufl__wire_scope_end), 0);
-    gpufl_cell_t cells[GPUFL_BATCH_MAX_COLS];
+    gpufl__cell_t cells[GPUFL_BATCH_MAX_COLS];
     assert_int_equal(gpufl__gauge_sink_read(run.g, &gpufl__wire_host_sample, 0, cells, NULL),
                      GPUFL_ENOTFOUND);
     assert_int_equal(gpufl__gauge_sink_read(run.g, &gpufl__wire_scope_end, 0, cells, NULL),
@@ -467,7 +467,7 @@ static void gauges_read_while_written(void **state) {
     for (int64_t v = 0; v < 100000 || (atomic_load(&run.reads) < 20000 && v < 50000000); v++) {
         n = v + 1;
         for (int k = 0; k < 2; k++) { /* two rows a batch: the newest counts */
-            gpufl_cell_t *r = gpufl__batch_row(&host);
+            gpufl__cell_t *r = gpufl__batch_row(&host);
             int64_t x = k ? v : v - 1;
             r[0].i = x;
             for (int c = 1; c < host.ncols; c++) {
@@ -493,7 +493,7 @@ static void gauges_read_while_written(void **state) {
     /* GPU samples: one gauge per device; the newest row of each. */
     int64_t devices[] = {0, 1, 0, 3, 99};
     for (int k = 0; k < 5; k++) {
-        gpufl_cell_t *r = gpufl__batch_row(&gpu);
+        gpufl__cell_t *r = gpufl__batch_row(&gpu);
         memset(r, 0, (size_t)gpu.ncols * sizeof *r);
         r[0].i = 100 + k;
         r[1].i = devices[k];
@@ -559,12 +559,12 @@ static void session_rows_reach_every_sink(void **state) {
     (void)state;
     gpufl__ring_sink_t *ring;
     gpufl__gauge_sink_t *gauges;
-    gpufl_session_ident_t ident;
+    gpufl__session_ident_t ident;
     assert_int_equal(gpufl__ring_sink_create(&ring, 64 << 20, 0), 0);
     assert_int_equal(gpufl__gauge_sink_create(&gauges), 0);
     const char *dir = run_session("all", ring, gauges, &ident, 300);
     assert_int_equal(gpufl_flush(), 0);
-    gpufl_cell_t live[GPUFL_BATCH_MAX_COLS];
+    gpufl__cell_t live[GPUFL_BATCH_MAX_COLS];
     assert_int_equal(gpufl__gauge_sink_read(gauges, &gpufl__wire_host_sample, 0, live, NULL), 0);
     gpufl_shutdown();
     assert_string_equal(ident.session_id, strrchr(dir, '/') + 1);
@@ -595,7 +595,7 @@ static void session_rows_reach_every_sink(void **state) {
     assert_int_equal(dsamples, samples);
 
     /* The gauges: the newest host sample of the files. */
-    gpufl_cell_t cells[GPUFL_BATCH_MAX_COLS];
+    gpufl__cell_t cells[GPUFL_BATCH_MAX_COLS];
     uint64_t updates = 0;
     assert_int_equal(gpufl__gauge_sink_read(gauges, &gpufl__wire_host_sample, 0, cells, &updates),
                      0);
@@ -633,7 +633,7 @@ static void ring_attached_late_dumps_a_known_session(void **state) {
     setenv("GPUFL_FAKE_NVML", script, 1);
     setenv("GPUFL_NVML_LIBRARY", GPUFL_FAKE_NVML_PATH, 1);
     gpufl__ring_sink_t *ring;
-    gpufl_session_ident_t ident;
+    gpufl__session_ident_t ident;
     assert_int_equal(gpufl__ring_sink_create(&ring, 128 << 10, 64), 0);
     const char *dir = run_session("late", NULL, NULL, &ident, 200);
     assert_int_equal(gpufl_flush(), 0);

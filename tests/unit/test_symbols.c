@@ -42,7 +42,7 @@ static const char *exe_path(void) {
     return path;
 }
 
-static void assert_empty_frame(const gpufl_frame_info_t *f) {
+static void assert_empty_frame(const gpufl__frame_info_t *f) {
     assert_string_equal(f->module, "");
     assert_string_equal(f->function, "");
     assert_string_equal(f->file, "");
@@ -52,8 +52,8 @@ static void assert_empty_frame(const gpufl_frame_info_t *f) {
     assert_int_equal(f->line, 0);
 }
 
-static gpufl_symbols_t *create_full(unsigned int flags) {
-    gpufl_symbols_t *s = NULL;
+static gpufl__symbols_t *create_full(unsigned int flags) {
+    gpufl__symbols_t *s = NULL;
     char why[256] = "x";
     assert_int_equal(gpufl__symbols_create(flags, &s, why, sizeof why), 0);
     assert_non_null(s);
@@ -64,10 +64,10 @@ static gpufl_symbols_t *create_full(unsigned int flags) {
 
 static void call_site_in_this_file(void **state) {
     (void)state;
-    gpufl_symbols_t *s = create_full(GPUFL_SYMBOLS_SOURCE);
+    gpufl__symbols_t *s = create_full(GPUFL_SYMBOLS_SOURCE);
     int line = 0;
     uintptr_t pc = symbols_test_caller(&line);
-    gpufl_frame_info_t f;
+    gpufl__frame_info_t f;
     assert_int_equal(gpufl__symbols_resolve(s, pc, 1, &f), 1);
     assert_true(ends_with(f.file, "/test_symbols.c"));
     assert_true(f.file[0] == '/'); /* joined with the compilation directory */
@@ -81,7 +81,7 @@ static void call_site_in_this_file(void **state) {
     assert_int_not_equal(f.source[strlen(f.source) - 1], ' '); /* trailing space trimmed */
 
     /* Cached: the same strings again. */
-    gpufl_frame_info_t again;
+    gpufl__frame_info_t again;
     assert_int_equal(gpufl__symbols_resolve(s, pc, 1, &again), 1);
     assert_ptr_equal(again.file, f.file);
     assert_ptr_equal(again.function, f.function);
@@ -99,10 +99,10 @@ static void call_site_in_this_file(void **state) {
 
 static void libc_function(void **state) {
     (void)state;
-    gpufl_symbols_t *s = create_full(0);
+    gpufl__symbols_t *s = create_full(0);
     uintptr_t pc = (uintptr_t)dlsym(RTLD_DEFAULT, "getpid");
     assert_true(pc != 0);
-    gpufl_frame_info_t f;
+    gpufl__frame_info_t f;
     assert_int_equal(gpufl__symbols_resolve(s, pc, 0, &f), 1);
     assert_non_null(strstr(f.module, "libc"));
     assert_non_null(strstr(f.function, "getpid"));
@@ -114,7 +114,7 @@ static void libc_function(void **state) {
 
 static void bad_addresses(void **state) {
     (void)state;
-    gpufl_symbols_t *s = create_full(GPUFL_SYMBOLS_SOURCE);
+    gpufl__symbols_t *s = create_full(GPUFL_SYMBOLS_SOURCE);
     /* Data, never code: the stack and the heap are in no object. (An
      * anonymous mmap would not do: it may land in the gap between two
      * segments of a library, which libdwfl counts as that library's.) */
@@ -131,14 +131,14 @@ static void bad_addresses(void **state) {
                              (uintptr_t)on_heap + 16};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         for (int return_address = 0; return_address <= 1; return_address++) {
-            gpufl_frame_info_t f;
+            gpufl__frame_info_t f;
             memset(&f, 0xAB, sizeof f);
             assert_int_equal(gpufl__symbols_resolve(s, bad[i], return_address, &f), 0);
             assert_empty_frame(&f);
         }
     }
     free(on_heap);
-    gpufl_frame_info_t f;
+    gpufl__frame_info_t f;
     assert_int_equal(gpufl__symbols_resolve(NULL, (uintptr_t)bad_addresses, 0, &f), 0);
     assert_empty_frame(&f);
     gpufl__symbols_destroy(s);
@@ -147,8 +147,8 @@ static void bad_addresses(void **state) {
 
 static void module_loaded_after_create(void **state) {
     (void)state;
-    gpufl_symbols_t *s = create_full(GPUFL_SYMBOLS_SOURCE);
-    gpufl_frame_info_t f;
+    gpufl__symbols_t *s = create_full(GPUFL_SYMBOLS_SOURCE);
+    gpufl__frame_info_t f;
     int line = 0;
     /* Something resolved before, so the process was reported without it. */
     assert_int_equal(gpufl__symbols_resolve(s, symbols_test_caller(&line), 1, &f), 1);
@@ -171,7 +171,7 @@ static void module_loaded_after_create(void **state) {
 
 static void reduced_mode_without_libdw(void **state) {
     (void)state;
-    gpufl_symbols_t *s = NULL;
+    gpufl__symbols_t *s = NULL;
     char why[256] = "";
     setenv("GPUFL_LIBDW_PATH", "/nonexistent/libdw.so.1", 1);
     int rc = gpufl__symbols_create(GPUFL_SYMBOLS_SOURCE, &s, why, sizeof why);
@@ -183,7 +183,7 @@ static void reduced_mode_without_libdw(void **state) {
     assert_non_null(strstr(why, "not found"));
     assert_non_null(strstr(why, "no file or line"));
 
-    gpufl_frame_info_t f;
+    gpufl__frame_info_t f;
     uintptr_t pc = (uintptr_t)dlsym(RTLD_DEFAULT, "getpid");
     assert_int_equal(gpufl__symbols_resolve(s, pc, 0, &f), 1);
     assert_non_null(strstr(f.module, "libc"));
@@ -228,9 +228,9 @@ static void reduced_mode_without_libdw(void **state) {
 
 static void source_off_by_default(void **state) {
     (void)state;
-    gpufl_symbols_t *s = create_full(0);
+    gpufl__symbols_t *s = create_full(0);
     int line = 0;
-    gpufl_frame_info_t f;
+    gpufl__frame_info_t f;
     assert_int_equal(gpufl__symbols_resolve(s, symbols_test_caller(&line), 1, &f), 1);
     assert_int_equal(f.line, line);
     assert_true(ends_with(f.file, "/test_symbols.c"));
@@ -242,7 +242,7 @@ static void source_off_by_default(void **state) {
  * 240 bytes, never cut inside a character. */
 static void source_text_is_clean_utf8(void **state) {
     (void)state;
-    gpufl_symbols_t *s = create_full(GPUFL_SYMBOLS_SOURCE);
+    gpufl__symbols_t *s = create_full(GPUFL_SYMBOLS_SOURCE);
     int line = 0;
     uintptr_t pc = fake_source_caller(&line);
     assert_true(line > 1);
@@ -258,7 +258,7 @@ static void source_text_is_clean_utf8(void **state) {
 
     char expected[256] = "\tcall();  ?\?( \xe2\x82\xac";
     for (int i = 0; i < 111; i++) strcat(expected, "\xc3\xa9");
-    gpufl_frame_info_t f;
+    gpufl__frame_info_t f;
     assert_int_equal(gpufl__symbols_resolve(s, pc, 1, &f), 1);
     assert_string_equal(f.file, GPUFL_SYMBOLS_FAKE_SOURCE);
     assert_int_equal(f.line, line);

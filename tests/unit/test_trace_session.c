@@ -52,30 +52,32 @@ static struct {
     CUkernel (*kernel)(CUfunction function);
     void (*set_context)(CUcontext context);
     int (*resource)(uint32_t cbid, CUcontext context, const void *cubin, size_t size);
-    int (*pcs_add_nameless)(CUcontext ctx, uint64_t crc, uint32_t index, uint64_t pc,
-                            uint32_t reason, uint32_t samples);
-    int (*pcs_strdup_rebound)(void);
-    int (*pcs_add_uncounted)(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc,
-                             uint32_t reason, uint32_t samples);
-    int (*pcs_add)(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc, uint32_t reason,
-                   uint32_t samples);
-    void (*pcs_count)(CUcontext ctx, uint64_t non_user, uint64_t dropped);
-    void (*pcs_buffer_full)(CUcontext ctx, int full);
-    int (*pcs_add_many)(CUcontext ctx, uint64_t crc, const char *function, uint64_t first_pc,
-                        uint64_t count, uint32_t reason, uint32_t samples);
-    void (*pcs_enable_error)(CUptiResult r);
-    int (*pcs_state)(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables, int *disables);
-    void (*pcs_reset)(void);
-    void (*pcs_patching)(int on);
-    unsigned long (*pcs_unsafe_calls)(void);
+    int (*pc_sampling_add_nameless)(CUcontext ctx, uint64_t crc, uint32_t index, uint64_t pc,
+                                    uint32_t reason, uint32_t samples);
+    int (*pc_sampling_strdup_rebound)(void);
+    int (*pc_sampling_add_uncounted)(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc,
+                                     uint32_t reason, uint32_t samples);
+    int (*pc_sampling_add)(CUcontext ctx, uint64_t crc, const char *function, uint64_t pc,
+                           uint32_t reason, uint32_t samples);
+    void (*pc_sampling_count)(CUcontext ctx, uint64_t non_user, uint64_t dropped);
+    void (*pc_sampling_buffer_full)(CUcontext ctx, int full);
+    int (*pc_sampling_add_many)(CUcontext ctx, uint64_t crc, const char *function,
+                                uint64_t first_pc, uint64_t count, uint32_t reason,
+                                uint32_t samples);
+    void (*pc_sampling_enable_error)(CUptiResult r);
+    int (*pc_sampling_state)(CUcontext ctx, uint32_t *period, uint32_t *mode, int *enables,
+                             int *disables);
+    void (*pc_sampling_reset)(void);
+    void (*pc_sampling_patching)(int on);
+    unsigned long (*pc_sampling_unsafe_calls)(void);
     CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
     unsigned long (*enable_count)(int kind);
-    int (*sassm_add)(CUcontext ctx, uint32_t crc, uint32_t function_index, const char *function,
-                     uint32_t pc, uint64_t inst, uint64_t thread_inst, uint64_t sectors,
-                     uint64_t ideal);
-    void (*sassm_error)(const char *call, CUptiResult result, int times);
-    int (*sassm_state)(CUcontext ctx, int *enabled, int *lazy, int *flushes, int *disables);
-    void (*sassm_reset)(void);
+    int (*sass_metrics_add)(CUcontext ctx, uint32_t crc, uint32_t function_index,
+                            const char *function, uint32_t pc, uint64_t inst, uint64_t thread_inst,
+                            uint64_t sectors, uint64_t ideal);
+    void (*sass_metrics_error)(const char *call, CUptiResult result, int times);
+    int (*sass_metrics_state)(CUcontext ctx, int *enabled, int *lazy, int *flushes, int *disables);
+    void (*sass_metrics_reset)(void);
     int (*range_work)(CUcontext ctx, double work);
     void (*range_error)(const char *call, CUptiResult result, int times);
     void (*range_support)(int level);
@@ -90,8 +92,8 @@ static struct {
 
 /* A fresh PC sampling fake, and the engines' mark of SASS metrics counted
  * earlier forgotten: the test stands in for a new process. */
-static void fresh_pcs(void) {
-    fake.pcs_reset();
+static void fresh_pc_sampling(void) {
+    fake.pc_sampling_reset();
     gpufl__engine_forget_patched();
 }
 
@@ -117,24 +119,24 @@ static int setup(void **state) {
     resolve(cupti, "cuptiActivityPopExternalCorrelationId", &fake.pop_external);
     resolve(cupti, "fake_cupti_set_context", &fake.set_context);
     resolve(cupti, "fake_cupti_resource", &fake.resource);
-    resolve(cupti, "fake_cupti_pcs_add", &fake.pcs_add);
-    resolve(cupti, "fake_cupti_pcs_add_nameless", &fake.pcs_add_nameless);
-    resolve(cupti, "fake_cupti_pcs_strdup_rebound", &fake.pcs_strdup_rebound);
-    resolve(cupti, "fake_cupti_pcs_add_uncounted", &fake.pcs_add_uncounted);
-    resolve(cupti, "fake_cupti_pcs_count", &fake.pcs_count);
-    resolve(cupti, "fake_cupti_pcs_buffer_full", &fake.pcs_buffer_full);
-    resolve(cupti, "fake_cupti_pcs_add_many", &fake.pcs_add_many);
-    resolve(cupti, "fake_cupti_pcs_enable_error", &fake.pcs_enable_error);
-    resolve(cupti, "fake_cupti_pcs_state", &fake.pcs_state);
-    resolve(cupti, "fake_cupti_pcs_reset", &fake.pcs_reset);
-    resolve(cupti, "fake_cupti_pcs_patching", &fake.pcs_patching);
-    resolve(cupti, "fake_cupti_pcs_unsafe_calls", &fake.pcs_unsafe_calls);
+    resolve(cupti, "fake_cupti_pcs_add", &fake.pc_sampling_add);
+    resolve(cupti, "fake_cupti_pcs_add_nameless", &fake.pc_sampling_add_nameless);
+    resolve(cupti, "fake_cupti_pcs_strdup_rebound", &fake.pc_sampling_strdup_rebound);
+    resolve(cupti, "fake_cupti_pcs_add_uncounted", &fake.pc_sampling_add_uncounted);
+    resolve(cupti, "fake_cupti_pcs_count", &fake.pc_sampling_count);
+    resolve(cupti, "fake_cupti_pcs_buffer_full", &fake.pc_sampling_buffer_full);
+    resolve(cupti, "fake_cupti_pcs_add_many", &fake.pc_sampling_add_many);
+    resolve(cupti, "fake_cupti_pcs_enable_error", &fake.pc_sampling_enable_error);
+    resolve(cupti, "fake_cupti_pcs_state", &fake.pc_sampling_state);
+    resolve(cupti, "fake_cupti_pcs_reset", &fake.pc_sampling_reset);
+    resolve(cupti, "fake_cupti_pcs_patching", &fake.pc_sampling_patching);
+    resolve(cupti, "fake_cupti_pcs_unsafe_calls", &fake.pc_sampling_unsafe_calls);
     resolve(cupti, "cuptiGetCubinCrc", &fake.cubin_crc);
     resolve(cupti, "fake_cupti_enable_count", &fake.enable_count);
-    resolve(cupti, "fake_cupti_sassm_add", &fake.sassm_add);
-    resolve(cupti, "fake_cupti_sassm_error", &fake.sassm_error);
-    resolve(cupti, "fake_cupti_sassm_state", &fake.sassm_state);
-    resolve(cupti, "fake_cupti_sassm_reset", &fake.sassm_reset);
+    resolve(cupti, "fake_cupti_sassm_add", &fake.sass_metrics_add);
+    resolve(cupti, "fake_cupti_sassm_error", &fake.sass_metrics_error);
+    resolve(cupti, "fake_cupti_sassm_state", &fake.sass_metrics_state);
+    resolve(cupti, "fake_cupti_sassm_reset", &fake.sass_metrics_reset);
     resolve(cupti, "fake_cupti_range_work", &fake.range_work);
     resolve(cupti, "fake_cupti_range_error", &fake.range_error);
     resolve(cupti, "fake_cupti_range_support", &fake.range_support);
@@ -1012,7 +1014,7 @@ static void stacks_name_the_sync_line(void **state) {
     for (int step = 0; step < 6; step++) train_step(gemm);
     stop();
 
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(tu_session_dir(), &m), 0);
     assert_int_equal(m->n_syncs, 6);
     assert_int_equal(m->n_kernels, 24);
@@ -1026,22 +1028,22 @@ static void stacks_name_the_sync_line(void **state) {
     /* One call site: one stack for all six syncs, its site this file. */
     int64_t stack = m->syncs[0].stack;
     for (size_t i = 0; i < m->n_syncs; i++) assert_int_equal(m->syncs[i].stack, stack);
-    const gpufl_model_frame_t *site = gpufl__model_stack_site(m, stack);
+    const gpufl__model_frame_t *site = gpufl__model_stack_site(m, stack);
     assert_non_null(site);
     assert_non_null(strstr(site->file, "test_trace_session.c"));
     assert_int_equal(site->line, sync_line);
     assert_non_null(strstr(site->function, "train_step"));
     assert_non_null(strstr(site->source, "cuStreamSynchronize"));
     /* The frames above it are CUDA's (here the fake libcupti): not user code. */
-    const gpufl_model_stack_t *st = gpufl__model_stack_find(m, stack);
+    const gpufl__model_stack_t *st = gpufl__model_stack_find(m, stack);
     assert_non_null(st);
-    const gpufl_model_frame_t *top = gpufl__model_stack_frame(m, st, 0);
+    const gpufl__model_frame_t *top = gpufl__model_stack_frame(m, st, 0);
     assert_non_null(strstr(top->module, "libcupti"));
     assert_false(top->user);
 
-    gpufl_insights_t in;
+    gpufl__insights_t in;
     assert_int_equal(gpufl__insights_compute(m, &in), 0);
-    const gpufl_insight_t *loop = NULL, *attr = NULL;
+    const gpufl__insight_t *loop = NULL, *attr = NULL;
     for (size_t i = 0; i < in.n; i++) {
         if (strcmp(in.items[i].rule, "in_loop_sync") == 0) loop = &in.items[i];
         if (strcmp(in.items[i].rule, "sync_attribution") == 0) attr = &in.items[i];
@@ -1107,7 +1109,7 @@ enum {
 #define CTX_A ((CUcontext)(uintptr_t)0x1234)
 #define CTX_B ((CUcontext)(uintptr_t)0x2345)
 
-static gpufl_options_t pcs_options(const char *name) {
+static gpufl_options_t pc_sampling_options(const char *name) {
     gpufl_options_t o = trace_options(name);
     o.profiling_engine = GPUFL_ENGINE_PC_SAMPLING;
     return o;
@@ -1125,7 +1127,7 @@ static void let_collector_run(void) {
 }
 
 /* The `pc_sampling` record of context id, or NULL. */
-static json_t *pcs_record(const session_t *s, int64_t context) {
+static json_t *pc_sampling_record(const session_t *s, int64_t context) {
     for (size_t i = 0; i < s->device.n; i++) {
         json_t *j = s->device.v[i];
         if (strcmp(tu_type(j), "pc_sampling") == 0 &&
@@ -1172,7 +1174,7 @@ static int64_t window_sum(const session_t *s, int64_t context, const char *col) 
     return sum;
 }
 
-static int64_t pcs_stat(const session_t *s, const char *key) {
+static int64_t pc_sampling_stat(const session_t *s, const char *key) {
     json_t *t = tu_first(&s->device, "pc_sampling_stats");
     assert_non_null(t);
     return json_integer_value(json_object_get(t, key));
@@ -1186,25 +1188,26 @@ static int64_t pcs_stat(const session_t *s, const char *key) {
  * drained while the program runs, windowed, and accounted for. */
 static void pc_samples_of_two_contexts(void **state) {
     (void)state;
-    fresh_pcs();
-    gpufl_options_t o = pcs_options("pcs_two_contexts");
+    fresh_pc_sampling();
+    gpufl_options_t o = pc_sampling_options("pcs_two_contexts");
     o.flush_interval_ms = 10;
     o.pc_sampling_period = 14;
     start(&o);
     CUfunction f = fake.function(32, 0, 0, 1024, 8);
     fake.set_context(CTX_A);
     uint32_t corr = launch(f, "_Z4axpyPf", 256, 0); /* CTX_A is seen here */
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 500), 0);
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB_NOT_ISSUED, 400), 0);
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_SELECTED, 100), 0);
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x20, R_MATH, 200), 0);
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x30, R_TOTAL, 999), 0);
-    fake.pcs_count(CTX_A, 30, 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 500), 0);
+    assert_int_equal(
+        fake.pc_sampling_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB_NOT_ISSUED, 400), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_SELECTED, 100), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4axpyPf", 0x20, R_MATH, 200), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4axpyPf", 0x30, R_TOTAL, 999), 0);
+    fake.pc_sampling_count(CTX_A, 30, 0);
     let_collector_run();
     /* Later samples of the same PC go to a later window. */
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 50), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 50), 0);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_B, NULL, 0), 1);
-    assert_int_equal(fake.pcs_add(CTX_B, 0xdef, "plain_c_kernel", 0x40, R_MATH, 70), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_B, 0xdef, "plain_c_kernel", 0x40, R_MATH, 70), 0);
     let_collector_run();
     fake.set_context(NULL);
     stop();
@@ -1215,7 +1218,7 @@ static void pc_samples_of_two_contexts(void **state) {
     json_t *feature = json_object_get(json_object_get(caps, "features"), "pc_sampling");
     assert_true(json_is_true(json_object_get(feature, "on")));
 
-    json_t *a = pcs_record(&d, 0x1234), *b = pcs_record(&d, 0x2345);
+    json_t *a = pc_sampling_record(&d, 0x1234), *b = pc_sampling_record(&d, 0x2345);
     assert_non_null(a);
     assert_non_null(b);
     assert_true(json_is_true(json_object_get(a, "late")));
@@ -1255,11 +1258,11 @@ static void pc_samples_of_two_contexts(void **state) {
     assert_int_equal(window_sum(&d, 0x1234, "recorded"), 850);
     assert_int_equal(window_sum(&d, 0x1234, "non_user"), 30);
     assert_int_equal(window_sum(&d, 0x1234, "buffer_full"), 0);
-    assert_int_equal(pcs_stat(&d, "contexts"), 2);
-    assert_int_equal(pcs_stat(&d, "recorded"), 920);
-    assert_int_equal(pcs_stat(&d, "samples"), 950);
-    assert_int_equal(pcs_stat(&d, "functions"), 2);
-    assert_int_equal(pcs_stat(&d, "errors"), 0);
+    assert_int_equal(pc_sampling_stat(&d, "contexts"), 2);
+    assert_int_equal(pc_sampling_stat(&d, "recorded"), 920);
+    assert_int_equal(pc_sampling_stat(&d, "samples"), 950);
+    assert_int_equal(pc_sampling_stat(&d, "functions"), 2);
+    assert_int_equal(pc_sampling_stat(&d, "errors"), 0);
     /* No activity kind is enabled (with them on, CUPTI gives samples to its
      * non-user count); the launch is written from the callback, with its
      * context and configuration. */
@@ -1277,7 +1280,7 @@ static void pc_samples_of_two_contexts(void **state) {
     /* CUPTI was set up as the engine wants it, and let go at the end. */
     uint32_t period, mode;
     int enables, disables;
-    assert_true(fake.pcs_state(CTX_A, &period, &mode, &enables, &disables));
+    assert_true(fake.pc_sampling_state(CTX_A, &period, &mode, &enables, &disables));
     assert_int_equal(period, 14);
     assert_int_equal(mode, CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
     assert_int_equal(enables, 1);
@@ -1288,22 +1291,22 @@ static void pc_samples_of_two_contexts(void **state) {
  * a PC that never reached a GetData comes back through the disable buffer. */
 static void pc_samples_of_a_destroyed_context(void **state) {
     (void)state;
-    fresh_pcs();
-    gpufl_options_t o = pcs_options("pcs_destroyed");
+    fresh_pc_sampling();
+    gpufl_options_t o = pc_sampling_options("pcs_destroyed");
     o.flush_interval_ms = 60000; /* nothing drained by the collector before the end */
     start(&o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_B, NULL, 0), 1);
-    assert_int_equal(fake.pcs_add(CTX_B, 0xdef, "k", 0x40, R_LONG_SB, 7), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_B, 0xdef, "k", 0x40, R_LONG_SB, 7), 0);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CTX_B, NULL, 0),
                      1);
     stop();
     session_t d = read_session();
     assert_int_equal(samples_of(&d, 0x2345, LONG_SB, "k"), 7);
-    assert_int_equal(pcs_stat(&d, "recorded"), 7);
+    assert_int_equal(pc_sampling_stat(&d, "recorded"), 7);
     free_session(&d);
     uint32_t period, mode;
     int enables, disables;
-    assert_true(fake.pcs_state(CTX_B, &period, &mode, &enables, &disables));
+    assert_true(fake.pc_sampling_state(CTX_B, &period, &mode, &enables, &disables));
     assert_int_equal(period, 18); /* the default */
     assert_int_equal(disables, 1);
 }
@@ -1324,15 +1327,15 @@ static cuLaunchKernel_params small_launch(void) {
 static void start_with_a_full_buffer(gpufl_options_t *o) {
     start(o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    fake.pcs_buffer_full(CTX_A, 1);
+    fake.pc_sampling_buffer_full(CTX_A, 1);
     let_collector_run();
 }
 
 /* The fake's count of enables (that succeeded) and disables on ctx. */
-static void assert_pcs_toggles(CUcontext ctx, int enables, int disables) {
+static void assert_pc_sampling_toggles(CUcontext ctx, int enables, int disables) {
     uint32_t period, mode;
     int e, d;
-    assert_true(fake.pcs_state(ctx, &period, &mode, &e, &d));
+    assert_true(fake.pc_sampling_state(ctx, &period, &mode, &e, &d));
     assert_int_equal(e, enables);
     assert_int_equal(d, disables);
 }
@@ -1344,36 +1347,36 @@ static void assert_pcs_toggles(CUcontext ctx, int enables, int disables) {
  * is restarted, and later samples are recorded again. */
 static void pc_sampling_buffer_full(void **state) {
     (void)state;
-    fresh_pcs();
-    gpufl_options_t o = pcs_options("pcs_buffer_stays_full");
+    fresh_pc_sampling();
+    gpufl_options_t o = pc_sampling_options("pcs_buffer_stays_full");
     o.flush_interval_ms = 10;
     start_with_a_full_buffer(&o);
-    assert_pcs_toggles(CTX_A, 1, 0);
+    assert_pc_sampling_toggles(CTX_A, 1, 0);
     stop();
     assert_non_null(strstr(capture.last, "unless GPUFL_PC_SAMPLING_RESTART=1"));
     session_t kept = read_session();
-    assert_int_equal(pcs_stat(&kept, "restarts"), 0);
+    assert_int_equal(pc_sampling_stat(&kept, "restarts"), 0);
     free_session(&kept);
 
-    fresh_pcs();
-    o = pcs_options("pcs_buffer_full");
+    fresh_pc_sampling();
+    o = pc_sampling_options("pcs_buffer_full");
     o.flush_interval_ms = 10;
     setenv("GPUFL_PC_SAMPLING_RESTART", "1", 1);
     start(&o);
     unsetenv("GPUFL_PC_SAMPLING_RESTART");
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    fake.pcs_buffer_full(CTX_A, 1);
+    fake.pc_sampling_buffer_full(CTX_A, 1);
     let_collector_run();
-    assert_pcs_toggles(CTX_A, 2, 1);
-    assert_int_equal(fake.pcs_add(CTX_A, 0x99, "_Z4axpyPf", 0x40, R_LONG_SB, 70), 0);
+    assert_pc_sampling_toggles(CTX_A, 2, 1);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0x99, "_Z4axpyPf", 0x40, R_LONG_SB, 70), 0);
     let_collector_run();
     stop();
     assert_non_null(strstr(capture.last, "hardware buffer was full"));
     assert_non_null(strstr(capture.last, "sampling was restarted"));
     session_t d = read_session();
     assert_true(window_sum(&d, 0x1234, "buffer_full") > 0);
-    assert_true(pcs_stat(&d, "buffer_full") > 0);
-    assert_int_equal(pcs_stat(&d, "restarts"), 1);
+    assert_true(pc_sampling_stat(&d, "buffer_full") > 0);
+    assert_int_equal(pc_sampling_stat(&d, "restarts"), 1);
     assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4axpyPf"), 70);
     int events = 0;
     for (size_t i = 0; i < d.device.n; i++) {
@@ -1400,29 +1403,29 @@ static void *first_launch_on_a(void *arg) {
  * launch does not enable the context again. */
 static void pc_sampling_restart_limits(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fresh_pcs();
+    fake.sass_metrics_reset();
+    fresh_pc_sampling();
     setenv("GPUFL_NVDISASM", "/nonexistent/nvdisasm", 1);
     setenv("GPUFL_PC_SAMPLING_RESTART", "1", 1);
     gpufl_options_t o = trace_options("deep_no_restart");
     o.profiling_engine = GPUFL_ENGINE_DEEP;
     o.flush_interval_ms = 10;
     start_with_a_full_buffer(&o);
-    assert_pcs_toggles(CTX_A, 1, 0);
+    assert_pc_sampling_toggles(CTX_A, 1, 0);
     stop();
     unsetenv("GPUFL_NVDISASM");
     assert_non_null(strstr(capture.last, "under Deep sampling cannot restart"));
 
-    fresh_pcs();
-    o = pcs_options("pcs_restart_fails");
+    fresh_pc_sampling();
+    o = pc_sampling_options("pcs_restart_fails");
     o.flush_interval_ms = 10;
     start(&o);
     unsetenv("GPUFL_PC_SAMPLING_RESTART");
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    fake.pcs_enable_error(CUPTI_ERROR_UNKNOWN);
-    fake.pcs_buffer_full(CTX_A, 1);
+    fake.pc_sampling_enable_error(CUPTI_ERROR_UNKNOWN);
+    fake.pc_sampling_buffer_full(CTX_A, 1);
     let_collector_run();
-    fake.pcs_enable_error(CUPTI_SUCCESS);
+    fake.pc_sampling_enable_error(CUPTI_SUCCESS);
     fake.set_context(CTX_A);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, first_launch_on_a, NULL), 0);
@@ -1431,11 +1434,11 @@ static void pc_sampling_restart_limits(void **state) {
     /* The first enable only (the fake counts those that succeed): the
      * restart disabled, its enable failed, and the later first launch did
      * not enable the context again. */
-    assert_pcs_toggles(CTX_A, 1, 1);
+    assert_pc_sampling_toggles(CTX_A, 1, 1);
     stop();
     assert_non_null(strstr(capture.last, "could not restart"));
     session_t d = read_session();
-    assert_int_equal(pcs_stat(&d, "restarts"), 0);
+    assert_int_equal(pc_sampling_stat(&d, "restarts"), 0);
     assert_int_equal(tu_count(&d.device, "pc_sampling"), 1);
     free_session(&d);
 }
@@ -1446,30 +1449,31 @@ static void pc_sampling_restart_limits(void **state) {
  * samples CUPTI counted). */
 static void pc_sampling_impossible_counts(void **state) {
     (void)state;
-    fresh_pcs();
-    gpufl_options_t o = pcs_options("pcs_impossible");
+    fresh_pc_sampling();
+    gpufl_options_t o = pc_sampling_options("pcs_impossible");
     o.flush_interval_ms = 10;
     start(&o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    fake.pcs_count(CTX_A, UINT64_C(732011570154), 0);
+    fake.pc_sampling_count(CTX_A, UINT64_C(732011570154), 0);
     let_collector_run();
-    fake.pcs_count(CTX_A, 500, 0);
+    fake.pc_sampling_count(CTX_A, 500, 0);
     let_collector_run();
     /* A record of one PC with more samples than the GPU takes in a second
      * at the default period (about 1.1 * 10^7), outside CUPTI's total as
      * on the H100: left out whole, said once; a plausible one beside it is
      * kept, and the totals hold. */
     assert_int_equal(
-        fake.pcs_add_uncounted(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 3000000000u), 0);
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4axpyPf", 0x20, R_LONG_SB, 40), 0);
+        fake.pc_sampling_add_uncounted(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 3000000000u), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4axpyPf", 0x20, R_LONG_SB, 40), 0);
     let_collector_run();
     stop();
     session_t d = read_session();
-    assert_int_equal(pcs_stat(&d, "non_user"), 500);
-    assert_int_equal(pcs_stat(&d, "samples"), 540);
-    assert_int_equal(pcs_stat(&d, "recorded"), 40);
-    assert_int_equal(pcs_stat(&d, "errors"), 1); /* the impossible total; the record is an event */
-    assert_int_equal(pcs_stat(&d, "implausible_records"), 1);
+    assert_int_equal(pc_sampling_stat(&d, "non_user"), 500);
+    assert_int_equal(pc_sampling_stat(&d, "samples"), 540);
+    assert_int_equal(pc_sampling_stat(&d, "recorded"), 40);
+    assert_int_equal(pc_sampling_stat(&d, "errors"),
+                     1); /* the impossible total; the record is an event */
+    assert_int_equal(pc_sampling_stat(&d, "implausible_records"), 1);
     assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4axpyPf"), 40);
     json_t *e = tu_event(&d.device, "pc_counts_implausible");
     assert_non_null(e);
@@ -1490,26 +1494,26 @@ static void pc_sampling_impossible_counts(void **state) {
  * say): the record says why, the warning too, and Trace goes on. */
 static void pc_sampling_refused(void **state) {
     (void)state;
-    fresh_pcs();
-    fake.pcs_enable_error(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
-    gpufl_options_t o = pcs_options("pcs_refused");
+    fresh_pc_sampling();
+    fake.pc_sampling_enable_error(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
+    gpufl_options_t o = pc_sampling_options("pcs_refused");
     start(&o);
     CUfunction f = fake.function(32, 0, 0, 1024, 8);
     fake.set_context(CTX_A);
     uint32_t corr = launch(f, "k", 256, 0);
     fake.set_context(NULL);
     stop();
-    fake.pcs_enable_error(CUPTI_SUCCESS);
+    fake.pc_sampling_enable_error(CUPTI_SUCCESS);
     assert_non_null(strstr(capture.last, "not sampling context"));
     session_t d = read_session();
-    json_t *a = pcs_record(&d, 0x1234);
+    json_t *a = pc_sampling_record(&d, 0x1234);
     assert_non_null(a);
     assert_non_null(
         strstr(json_string_value(json_object_get(a, "error")), "cuptiPCSamplingEnable"));
     assert_null(json_object_get(a, "period"));
     assert_true(has_row(&d, "launch", corr));
-    assert_int_equal(pcs_stat(&d, "contexts"), 0);
-    assert_int_equal(pcs_stat(&d, "errors"), 1);
+    assert_int_equal(pc_sampling_stat(&d, "contexts"), 0);
+    assert_int_equal(pc_sampling_stat(&d, "errors"), 1);
     free_session(&d);
 }
 
@@ -1518,7 +1522,7 @@ static void pc_sampling_refused(void **state) {
 static void pc_sampling_unavailable_and_deep(void **state) {
     (void)state;
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_OLD_PATH, 1);
-    gpufl_options_t o = pcs_options("pcs_unavailable");
+    gpufl_options_t o = pc_sampling_options("pcs_unavailable");
     start(&o);
     stop();
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
@@ -1534,14 +1538,14 @@ static void pc_sampling_unavailable_and_deep(void **state) {
     free_session(&d);
 
     /* Deep where the profiler cannot start: PC sampling alone, and why. */
-    fresh_pcs();
-    fake.sassm_reset();
-    fake.sassm_error("cuptiProfilerInitialize", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, 0);
-    gpufl_options_t deep = pcs_options("pcs_deep");
+    fresh_pc_sampling();
+    fake.sass_metrics_reset();
+    fake.sass_metrics_error("cuptiProfilerInitialize", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, 0);
+    gpufl_options_t deep = pc_sampling_options("pcs_deep");
     deep.profiling_engine = GPUFL_ENGINE_DEEP;
     start(&deep);
     stop();
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     assert_non_null(strstr(capture.last, "Deep"));
     assert_non_null(strstr(capture.last, "cuptiProfilerInitialize"));
     assert_non_null(strstr(capture.last, "running PcSampling"));
@@ -1596,17 +1600,17 @@ static uint64_t load_two_functions(CUcontext ctx) {
  * there is none. */
 static void pc_samples_carry_their_sass(void **state) {
     (void)state;
-    fresh_pcs();
+    fresh_pc_sampling();
     use_fake_nvdisasm();
-    gpufl_options_t o = pcs_options("pcs_sass");
+    gpufl_options_t o = pc_sampling_options("pcs_sass");
     o.flush_interval_ms = 10;
     start(&o);
     /* A cubin of the fixture's two functions (the fake nvdisasm prints it). */
     uint64_t crc = load_two_functions(CTX_A);
-    assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
-    assert_int_equal(fake.pcs_add(CTX_A, 0x999, "_Z5olderv", 0x10, R_MATH, 5), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0x999, "_Z5olderv", 0x10, R_MATH, 5), 0);
     let_collector_run();
-    assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 10), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 10), 0);
     let_collector_run();
     stop();
     unsetenv("GPUFL_NVDISASM");
@@ -1642,9 +1646,9 @@ static void pc_samples_carry_their_sass(void **state) {
     free_session(&d);
 
     /* Without nvdisasm: sampling runs, the capability says why there is no SASS. */
-    fresh_pcs();
+    fresh_pc_sampling();
     setenv("GPUFL_NVDISASM", "/nonexistent/nvdisasm", 1);
-    gpufl_options_t again = pcs_options("pcs_no_nvdisasm");
+    gpufl_options_t again = pc_sampling_options("pcs_no_nvdisasm");
     start(&again);
     stop();
     unsetenv("GPUFL_NVDISASM");
@@ -1666,24 +1670,25 @@ static void pc_samples_carry_their_sass(void **state) {
  * unplaced. Said once as a pc_unnamed_records event. */
 static void pc_records_without_a_name(void **state) {
     (void)state;
-    fresh_pcs();
+    fresh_pc_sampling();
     use_fake_nvdisasm();
-    gpufl_options_t o = pcs_options("pcs_nameless");
+    gpufl_options_t o = pc_sampling_options("pcs_nameless");
     o.flush_interval_ms = 10;
     start(&o);
-    assert_true(fake.pcs_strdup_rebound());
+    assert_true(fake.pc_sampling_strdup_rebound());
     uint64_t crc = load_two_functions(CTX_A); /* symbol 2 is _Z6kernelPfi */
-    assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 30), 0);
-    assert_int_equal(fake.pcs_add_nameless(CTX_A, crc, 2, 0xb0, R_LONG_SB, 40), 0);
-    assert_int_equal(fake.pcs_add_nameless(CTX_A, 0x999, 3, 0x10, R_MATH, 5), 0);
-    assert_int_equal(fake.pcs_add_nameless(CTX_A, 0, 0, 0, R_LONG_SB, 7), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 30), 0);
+    assert_int_equal(fake.pc_sampling_add_nameless(CTX_A, crc, 2, 0xb0, R_LONG_SB, 40), 0);
+    assert_int_equal(fake.pc_sampling_add_nameless(CTX_A, 0x999, 3, 0x10, R_MATH, 5), 0);
+    assert_int_equal(fake.pc_sampling_add_nameless(CTX_A, 0, 0, 0, R_LONG_SB, 7), 0);
     let_collector_run();
-    assert_int_equal(fake.pcs_add_nameless(CTX_A, 0, 0, 0, R_MATH, 2), 0);
+    assert_int_equal(fake.pc_sampling_add_nameless(CTX_A, 0, 0, 0, R_MATH, 2), 0);
     /* 256 such functions are named at most: the two above and 254 of
      * these; the last 6 have a module but no name, and are lost, not
      * unplaced. */
     for (uint32_t i = 1; i <= 260; i++)
-        assert_int_equal(fake.pcs_add_nameless(CTX_A, 0x777, i, 0x2000 + 16 * i, R_MATH, 1), 0);
+        assert_int_equal(fake.pc_sampling_add_nameless(CTX_A, 0x777, i, 0x2000 + 16 * i, R_MATH, 1),
+                         0);
     stop();
     unsetenv("GPUFL_NVDISASM");
     session_t d = read_session();
@@ -1696,11 +1701,11 @@ static void pc_records_without_a_name(void **state) {
     assert_int_equal(window_sum(&d, 0x1234, "lost"), 6);
     assert_int_equal(window_sum(&d, 0x1234, "recorded"), 75 + 254);
     assert_int_equal(window_sum(&d, 0x1234, "samples"), 84 + 260);
-    assert_int_equal(pcs_stat(&d, "unplaced"), 9);
-    assert_int_equal(pcs_stat(&d, "lost"), 6);
-    assert_int_equal(pcs_stat(&d, "unnamed_records"), 4 + 260);
-    assert_int_equal(pcs_stat(&d, "unnamed_named"), 1);
-    assert_true(pcs_stat(&d, "cupti_null_names") >= 1);
+    assert_int_equal(pc_sampling_stat(&d, "unplaced"), 9);
+    assert_int_equal(pc_sampling_stat(&d, "lost"), 6);
+    assert_int_equal(pc_sampling_stat(&d, "unnamed_records"), 4 + 260);
+    assert_int_equal(pc_sampling_stat(&d, "unnamed_named"), 1);
+    assert_true(pc_sampling_stat(&d, "cupti_null_names") >= 1);
     json_t *e = tu_event(&d.device, "pc_unnamed_records");
     assert_non_null(e);
     assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
@@ -1713,17 +1718,17 @@ static void pc_records_without_a_name(void **state) {
  * hand-over in its first call, add up exactly. */
 static void pc_samples_past_one_buffer(void **state) {
     (void)state;
-    fresh_pcs();
-    gpufl_options_t o = pcs_options("pcs_past_one_buffer");
+    fresh_pc_sampling();
+    gpufl_options_t o = pc_sampling_options("pcs_past_one_buffer");
     o.flush_interval_ms = 10;
     start(&o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
     for (uint64_t pc = 0; pc < 5000; pc++)
-        assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4widev", pc * 16, R_LONG_SB, 2), 0);
-    fake.pcs_count(CTX_A, 11, 3);
+        assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4widev", pc * 16, R_LONG_SB, 2), 0);
+    fake.pc_sampling_count(CTX_A, 11, 3);
     let_collector_run();
     for (uint64_t pc = 0; pc < 100; pc++)
-        assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4widev", pc * 16, R_MATH, 1), 0);
+        assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4widev", pc * 16, R_MATH, 1), 0);
     stop();
     session_t d = read_session();
     assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4widev"), 10000);
@@ -1732,8 +1737,8 @@ static void pc_samples_past_one_buffer(void **state) {
     assert_int_equal(window_sum(&d, 0x1234, "recorded"), 10100);
     assert_int_equal(window_sum(&d, 0x1234, "non_user"), 11);
     assert_int_equal(window_sum(&d, 0x1234, "dropped"), 3);
-    assert_int_equal(pcs_stat(&d, "samples"), 10114);
-    assert_true(pcs_stat(&d, "drains") >= 3); /* 5000 PCs took three calls at least */
+    assert_int_equal(pc_sampling_stat(&d, "samples"), 10114);
+    assert_true(pc_sampling_stat(&d, "drains") >= 3); /* 5000 PCs took three calls at least */
     free_session(&d);
 }
 
@@ -1744,9 +1749,9 @@ static void pc_sampling_drain_period(void **state) {
     (void)state;
     const char *values[] = {"40", "5"};
     for (int i = 0; i < 2; i++) {
-        fresh_pcs();
+        fresh_pc_sampling();
         setenv("GPUFL_PC_SAMPLING_DRAIN_MS", values[i], 1);
-        gpufl_options_t o = pcs_options(i ? "pcs_drain_bad" : "pcs_drain");
+        gpufl_options_t o = pc_sampling_options(i ? "pcs_drain_bad" : "pcs_drain");
         start(&o);
         assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
         let_collector_run();
@@ -1760,10 +1765,10 @@ static void pc_sampling_drain_period(void **state) {
         double ms = json_number_value(json_object_get(st, "drain_ms"));
         if (!i) assert_true(ms == 40);
         if (i) assert_true(ms >= 100 && ms <= 500);
-        assert_int_equal(pcs_stat(&d, "drain_fixed"), !i);
+        assert_int_equal(pc_sampling_stat(&d, "drain_fixed"), !i);
         assert_true(json_number_value(json_object_get(st, "get_data_ms")) >= 0);
         assert_true(json_number_value(json_object_get(st, "get_data_max_ms")) >= 0);
-        if (!i) assert_true(pcs_stat(&d, "drains") >= 2); /* at least one every 40 ms */
+        if (!i) assert_true(pc_sampling_stat(&d, "drains") >= 2); /* at least one every 40 ms */
         free_session(&d);
     }
 }
@@ -1775,41 +1780,43 @@ static void pc_sampling_drain_period(void **state) {
  * 100 ms when the hardware buffer is full; no sample is lost on the way. */
 static void pc_sampling_drain_adapts(void **state) {
     (void)state;
-    fresh_pcs();
-    gpufl_options_t o = pcs_options("pcs_drain_first_context");
+    fresh_pc_sampling();
+    gpufl_options_t o = pc_sampling_options("pcs_drain_first_context");
     o.flush_interval_ms = 10;
     start(&o);
     for (int i = 0; i < 3; i++) let_collector_run(); /* no context: nothing to adapt to */
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    assert_int_equal(fake.pcs_add(CTX_A, 0xabc, "_Z4widev", 0x10, R_LONG_SB, 1), 0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4widev", 0x10, R_LONG_SB, 1), 0);
     struct timespec t = {0, 150 * 1000000L};
     nanosleep(&t, NULL); /* one drain, 100 ms after the context came */
     stop();
     session_t d = read_session();
-    assert_int_equal(pcs_stat(&d, "drain_fixed"), 0);
+    assert_int_equal(pc_sampling_stat(&d, "drain_fixed"), 0);
     assert_true(json_number_value(
                     json_object_get(tu_first(&d.device, "pc_sampling_stats"), "drain_ms")) <= 200);
     free_session(&d);
 
-    fresh_pcs();
-    o = pcs_options("pcs_drain_adapts");
+    fresh_pc_sampling();
+    o = pc_sampling_options("pcs_drain_adapts");
     o.flush_interval_ms = 10;
     start(&o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
     for (int i = 0; i < 4; i++) let_collector_run(); /* drains 100, 200, 400 ms apart */
     /* More than a quarter of the scratch buffer in one drain. */
-    assert_int_equal(fake.pcs_add_many(CTX_A, 0xabc, "_Z4widev", 0, 25000, R_LONG_SB, 1), 0);
+    assert_int_equal(fake.pc_sampling_add_many(CTX_A, 0xabc, "_Z4widev", 0, 25000, R_LONG_SB, 1),
+                     0);
     for (int i = 0; i < 3; i++) let_collector_run();
-    fake.pcs_buffer_full(CTX_A, 1);
+    fake.pc_sampling_buffer_full(CTX_A, 1);
     for (int i = 0; i < 3; i++) let_collector_run();
     stop();
     d = read_session();
     json_t *st = tu_first(&d.device, "pc_sampling_stats");
-    assert_int_equal(pcs_stat(&d, "drain_shortened"), 2); /* the heavy drain, the full buffer */
+    assert_int_equal(pc_sampling_stat(&d, "drain_shortened"),
+                     2); /* the heavy drain, the full buffer */
     assert_true(json_number_value(json_object_get(st, "drain_ms")) == 100);
-    assert_true(pcs_stat(&d, "buffer_full") >= 1);
+    assert_true(pc_sampling_stat(&d, "buffer_full") >= 1);
     assert_int_equal(samples_of(&d, 0x1234, LONG_SB, "_Z4widev"), 25000);
-    assert_int_equal(pcs_stat(&d, "lost"), 0);
+    assert_int_equal(pc_sampling_stat(&d, "lost"), 0);
     free_session(&d);
 }
 
@@ -1855,7 +1862,7 @@ static int64_t field(json_t *j, const char *key) {
  * SASS metrics count nothing). */
 static void sass_metrics_count_each_instruction(void **state) {
     (void)state;
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     use_fake_nvdisasm();
     gpufl_options_t o = trace_options("sassm_counts");
     o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
@@ -1870,11 +1877,13 @@ static void sass_metrics_count_each_instruction(void **state) {
     fake.set_context(NULL);
     uint32_t c = (uint32_t)crc;
     /* CUPTI 13.0 gives every function of a module index 0: names tell them apart. */
-    assert_int_equal(fake.sassm_add(CTX_A, c, 0, "_Z6kernelPfi", 0xa0, 100, 1600, 3200, 400), 0);
-    assert_int_equal(fake.sassm_add(CTX_A, c, 0, "_Z6kernelPfi", 0x10, 50, 800, 0, 0), 0);
-    assert_int_equal(fake.sassm_add(CTX_A, c, 0, "_Z1ff", 0x10, 4, 64, 0, 0), 0);
-    assert_int_equal(fake.sassm_add(CTX_A, c, 0, "_Z6kernelPfi", 0xa0, 100, 1600, 3200, 400), 0);
-    assert_int_equal(fake.sassm_add(CTX_B, 0x77, 1, "_Z5otherv", 0x20, 9, 288, 36, 36), 0);
+    assert_int_equal(fake.sass_metrics_add(CTX_A, c, 0, "_Z6kernelPfi", 0xa0, 100, 1600, 3200, 400),
+                     0);
+    assert_int_equal(fake.sass_metrics_add(CTX_A, c, 0, "_Z6kernelPfi", 0x10, 50, 800, 0, 0), 0);
+    assert_int_equal(fake.sass_metrics_add(CTX_A, c, 0, "_Z1ff", 0x10, 4, 64, 0, 0), 0);
+    assert_int_equal(fake.sass_metrics_add(CTX_A, c, 0, "_Z6kernelPfi", 0xa0, 100, 1600, 3200, 400),
+                     0);
+    assert_int_equal(fake.sass_metrics_add(CTX_B, 0x77, 1, "_Z5otherv", 0x20, 9, 288, 36, 36), 0);
     let_collector_run();
     stop();
     unsetenv("GPUFL_NVDISASM");
@@ -1914,7 +1923,7 @@ static void sass_metrics_count_each_instruction(void **state) {
     assert_int_equal(field(st, "errors"), 0);
     free_session(&d);
     int enabled, lazy, flushes, disables;
-    assert_int_equal(fake.sassm_state(CTX_A, &enabled, &lazy, &flushes, &disables), 0);
+    assert_int_equal(fake.sass_metrics_state(CTX_A, &enabled, &lazy, &flushes, &disables), 0);
     assert_int_equal(enabled, 0);
     assert_int_equal(lazy, 1);
     assert_int_equal(flushes, 1);
@@ -1926,20 +1935,20 @@ static void sass_metrics_count_each_instruction(void **state) {
  * hidden. */
 static void sass_metrics_of_a_destroyed_context(void **state) {
     (void)state;
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     gpufl_options_t o = trace_options("sassm_destroyed");
     o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
     o.flush_interval_ms = 10;
     start(&o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_B, NULL, 0), 1);
-    assert_int_equal(fake.sassm_add(CTX_B, 0x99, 3, "k", 0x40, 10, 320, 0, 0), 0);
+    assert_int_equal(fake.sass_metrics_add(CTX_B, 0x99, 3, "k", 0x40, 10, 320, 0, 0), 0);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CTX_B, NULL, 0),
                      1);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    assert_int_equal(fake.sassm_add(CTX_A, 0x99, 3, "k", 0x40, 5, 160, 0, 0), 0);
-    fake.sassm_error("cuptiSassMetricsFlushData", CUPTI_ERROR_UNKNOWN, 0);
+    assert_int_equal(fake.sass_metrics_add(CTX_A, 0x99, 3, "k", 0x40, 5, 160, 0, 0), 0);
+    fake.sass_metrics_error("cuptiSassMetricsFlushData", CUPTI_ERROR_UNKNOWN, 0);
     stop();
-    fake.sassm_error("", CUPTI_SUCCESS, 0);
+    fake.sass_metrics_error("", CUPTI_SUCCESS, 0);
     session_t d = read_session();
     assert_int_equal(metric_of(&d, "k", 0x40, "inst"), 10);
     assert_int_equal(rows_of(&d, "sass_metric"), 1);
@@ -1961,13 +1970,13 @@ static void sass_metrics_of_a_destroyed_context(void **state) {
  * and the second, which CUPTI tells is already configured, counts with it. */
 static void sass_metrics_second_session_in_a_process(void **state) {
     (void)state;
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     for (int k = 0; k < 2; k++) {
         gpufl_options_t o = trace_options(k == 0 ? "sassm_first" : "sassm_second");
         o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
         start(&o);
         assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-        assert_int_equal(fake.sassm_add(CTX_A, 0x99, 3, "k", 0x40, 10 + k, 320, 0, 0), 0);
+        assert_int_equal(fake.sass_metrics_add(CTX_A, 0x99, 3, "k", 0x40, 10 + k, 320, 0, 0), 0);
         stop();
         session_t d = read_session();
         assert_null(json_object_get(tu_first(&d.device, "sass_metrics"), "error"));
@@ -1984,8 +1993,8 @@ static void sass_metrics_second_session_in_a_process(void **state) {
  * Trace and Deep as SassMetrics, each saying why. */
 static void pc_sampling_refused_after_sass_metrics(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fresh_pcs();
+    fake.sass_metrics_reset();
+    fresh_pc_sampling();
     const gpufl_engine_t asked[] = {GPUFL_ENGINE_PC_SAMPLING, GPUFL_ENGINE_SASS_METRICS,
                                     GPUFL_ENGINE_PC_SAMPLING, GPUFL_ENGINE_DEEP};
     const char *ran[] = {"PcSampling", "SassMetrics", "Trace", "SassMetrics"};
@@ -2036,14 +2045,14 @@ static void pc_sampling_refused_after_sass_metrics(void **state) {
  * SassMetrics runs as Trace and says why. */
 static void sass_metrics_refused_or_unavailable(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fake.sassm_error("cuptiSassMetricsSetConfig", CUPTI_ERROR_NOT_SUPPORTED, 0);
+    fake.sass_metrics_reset();
+    fake.sass_metrics_error("cuptiSassMetricsSetConfig", CUPTI_ERROR_NOT_SUPPORTED, 0);
     gpufl_options_t o = trace_options("sassm_refused");
     o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
     start(&o);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
     stop();
-    fake.sassm_error("", CUPTI_SUCCESS, 0);
+    fake.sass_metrics_error("", CUPTI_SUCCESS, 0);
     session_t d = read_session();
     json_t *m = tu_first(&d.device, "sass_metrics");
     assert_non_null(m);
@@ -2055,13 +2064,13 @@ static void sass_metrics_refused_or_unavailable(void **state) {
 
     /* Before CUDA is initialised the profiler fails to start (not a
      * refusal): it starts at the first context, and counting runs. */
-    fake.sassm_reset();
-    fake.sassm_error("cuptiProfilerInitialize", CUPTI_ERROR_UNKNOWN, 1);
+    fake.sass_metrics_reset();
+    fake.sass_metrics_error("cuptiProfilerInitialize", CUPTI_ERROR_UNKNOWN, 1);
     gpufl_options_t early = trace_options("sassm_early");
     early.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
     start(&early);
     assert_int_equal(fake.resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CTX_A, NULL, 0), 1);
-    assert_int_equal(fake.sassm_add(CTX_A, 0x99, 0, "k", 0x40, 5, 160, 0, 0), 0);
+    assert_int_equal(fake.sass_metrics_add(CTX_A, 0x99, 0, "k", 0x40, 5, 160, 0, 0), 0);
     stop();
     d = read_session();
     assert_string_equal(
@@ -2091,17 +2100,17 @@ static void sass_metrics_refused_or_unavailable(void **state) {
  * (one sass record per function, whichever engine names it). */
 static void deep_runs_both_engines(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fresh_pcs();
+    fake.sass_metrics_reset();
+    fresh_pc_sampling();
     use_fake_nvdisasm();
     gpufl_options_t o = trace_options("deep_both");
     o.profiling_engine = GPUFL_ENGINE_DEEP;
     o.flush_interval_ms = 10;
     start(&o);
     uint64_t crc = load_two_functions(CTX_A);
-    assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
-    assert_int_equal(fake.sassm_add(CTX_A, (uint32_t)crc, 7, "_Z6kernelPfi", 0xa0, 8, 256, 32, 8),
-                     0);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 90), 0);
+    assert_int_equal(
+        fake.sass_metrics_add(CTX_A, (uint32_t)crc, 7, "_Z6kernelPfi", 0xa0, 8, 256, 32, 8), 0);
     let_collector_run();
     stop();
     unsetenv("GPUFL_NVDISASM");
@@ -2121,10 +2130,10 @@ static void deep_runs_both_engines(void **state) {
 /* The stretch of a launch call where the driver patches the function for
  * SASS metrics (the fake counts a GetData made inside it), arg: its ms. */
 static void patch_for(void *arg) {
-    fake.pcs_patching(1);
+    fake.pc_sampling_patching(1);
     struct timespec t = {0, *(const long *)arg * 1000000L};
     nanosleep(&t, NULL);
-    fake.pcs_patching(0);
+    fake.pc_sampling_patching(0);
 }
 
 /* Deep drains PC samples periodically, never while a launch is inside the
@@ -2133,8 +2142,8 @@ static void patch_for(void *arg) {
  * drain off, counted, and it is taken later. */
 static void deep_drains_between_launches(void **state) {
     (void)state;
-    fake.sassm_reset();
-    fresh_pcs();
+    fake.sass_metrics_reset();
+    fresh_pc_sampling();
     use_fake_nvdisasm();
     gpufl_options_t o = trace_options("deep_gate");
     o.profiling_engine = GPUFL_ENGINE_DEEP;
@@ -2145,9 +2154,9 @@ static void deep_drains_between_launches(void **state) {
     uint64_t crc = load_two_functions(CTX_A);
     fake.set_context(CTX_A);
     cuLaunchKernel_params p = small_launch();
-    long short_ms = 4, long_ms = GPUFL_PCS_GATE_WAIT_NS / 1000000 + 150;
+    long short_ms = 4, long_ms = GPUFL_PC_SAMPLING_GATE_WAIT_NS / 1000000 + 150;
     for (int i = 0; i < 60; i++) {
-        assert_int_equal(fake.pcs_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 1), 0);
+        assert_int_equal(fake.pc_sampling_add(CTX_A, crc, "_Z6kernelPfi", 0xa0, R_LONG_SB, 1), 0);
         fake.call_across(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "_Z6kernelPfi", patch_for,
                          &short_ms);
     }
@@ -2157,7 +2166,7 @@ static void deep_drains_between_launches(void **state) {
     stop();
     fake.set_context(NULL);
     unsetenv("GPUFL_NVDISASM");
-    assert_int_equal(fake.pcs_unsafe_calls(), 0);
+    assert_int_equal(fake.pc_sampling_unsafe_calls(), 0);
     session_t d = read_session();
     json_t *st = tu_first(&d.device, "pc_sampling_stats");
     assert_true(json_number_value(json_object_get(st, "drain_ms")) == 10);
@@ -2182,7 +2191,7 @@ static gpufl_options_t range_options(const char *name) {
  * within switch_pct of the time (GPUFL_RANGE_PROFILER_SWITCH_PCT, read at
  * start only). */
 static void start_range(const char *name, int flush_ms, const char *switch_pct) {
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     fake.range_reset();
     gpufl_options_t o = range_options(name);
     o.flush_interval_ms = flush_ms;
@@ -2223,7 +2232,7 @@ static int64_t range_stat(const session_t *s, const char *key) {
  * null and named. */
 static void range_profiler_scopes_become_ranges(void **state) {
     (void)state;
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     fake.range_reset();
     fake.range_nan("l1tex__t_sector_hit_rate.pct");
     gpufl_options_t o = range_options("range_scopes");
@@ -2369,7 +2378,7 @@ static void range_profiler_groups_rotate(void **state) {
         int64_t g = field(j, "group");
         assert_int_equal(g, expect[n]);
         json_t *settling = json_object_get(j, "settling");
-        if (n % 4 < GPUFL_RP_SETTLE_RANGES)
+        if (n % 4 < GPUFL_RANGE_PROFILER_SETTLE_RANGES)
             assert_true(json_is_true(settling));
         else
             assert_null(settling); /* written only when true */
@@ -2452,18 +2461,18 @@ static void range_profiler_switch_budget(void **state) {
          * ones unless the run ended it, group 0 between two others. */
         for (size_t i = 0, j; i < n; i = j) {
             for (j = i + 1; j < n && groups[j] == groups[i];) j++;
-            if (j < n) assert_true(j - i > GPUFL_RP_SETTLE_RANGES);
+            if (j < n) assert_true(j - i > GPUFL_RANGE_PROFILER_SETTLE_RANGES);
             if (j < n) assert_true(groups[i] == 0 || groups[j] == 0);
         }
         if (k == 0) {
             assert_int_equal(field(stats, "switches"), 0);
-            assert_int_equal(field(stats, "settling"), GPUFL_RP_SETTLE_RANGES);
+            assert_int_equal(field(stats, "settling"), GPUFL_RANGE_PROFILER_SETTLE_RANGES);
             size_t seen = 0; /* in the order pushed: the first three only */
             for (size_t i = 0; i < d.device.n; i++) {
                 json_t *j = d.device.v[i];
                 if (strcmp(tu_type(j), "range_metrics") != 0) continue;
                 assert_int_equal(json_is_true(json_object_get(j, "settling")),
-                                 seen++ < GPUFL_RP_SETTLE_RANGES);
+                                 seen++ < GPUFL_RANGE_PROFILER_SETTLE_RANGES);
             }
         } else if (k == 2) {
             /* no more switching than the share allows, plus the excursion
@@ -2497,7 +2506,7 @@ static void *scope_on_the_busy_context(void *arg) {
  * stack per context): both counted. */
 static void range_profiler_threads_and_contexts(void **state) {
     (void)state;
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     fake.range_reset();
     gpufl_options_t o = range_options("range_threads");
     start(&o);
@@ -2643,7 +2652,7 @@ static void range_profiler_slots_taken_again(void **state) {
  * failure is an event. */
 static void range_profiler_more_ranges_than_the_image(void **state) {
     (void)state;
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     fake.range_reset();
     gpufl_options_t o = range_options("range_full");
     o.flush_interval_ms = 60000; /* decodes only when the image is full, and at the end */
@@ -2692,13 +2701,13 @@ static void range_profiler_more_ranges_than_the_image(void **state) {
  * warning says it once, and its scopes are counted as unprofiled. */
 static void range_profiler_refused_or_unavailable(void **state) {
     (void)state;
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     fake.range_reset();
-    fake.sassm_error("cuptiProfilerInitialize", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, 0);
+    fake.sass_metrics_error("cuptiProfilerInitialize", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, 0);
     gpufl_options_t o = range_options("range_privileges");
     start(&o);
     stop();
-    fake.sassm_reset();
+    fake.sass_metrics_reset();
     assert_non_null(strstr(capture.last, "range profiler cannot run"));
     session_t d = read_session();
     json_t *caps = tu_first(&d.device, "capabilities");
@@ -2760,7 +2769,7 @@ static void range_profiler_refused_or_unavailable(void **state) {
  * context CTX_FAILED with x->object still enabled; finish and the
  * context-destroy callback only disable CTX_ON contexts, so the profiler
  * stays enabled on a context that is being destroyed (only
- * gpufl__rp_destroy disables it later, after the context is gone). */
+ * gpufl__range_profiler_destroy disables it later, after the context is gone). */
 static void range_profiler_failed_switch_then_destroy(void **state) {
     (void)state;
     start_range("range_failed_switch", 1, "100");
@@ -2837,7 +2846,7 @@ static void range_profiler_failed_switch_before_announce(void **state) {
     json_t *rp = tu_first(&d.device, "range_profiler");
     int said_error = json_object_get(rp, "error") != NULL;
     free_session(&d);
-    gpufl_model_t *m = NULL;
+    gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(tu_session_dir(), &m), 0);
     size_t n_ranges = m->n_ranges;
     uint64_t corrupt = m->read.corrupt_lines;

@@ -15,17 +15,17 @@
 
 #define SUITE "writer"
 
-static const gpufl_col_def_t cols[] = {{"ts_ns", GPUFL_COL_INT},
-                                       {"name", GPUFL_COL_DICT},
-                                       {"pct", GPUFL_COL_PCT},
-                                       {"opt", GPUFL_COL_OPT}};
+static const gpufl__col_def_t cols[] = {{"ts_ns", GPUFL_COL_INT},
+                                        {"name", GPUFL_COL_DICT},
+                                        {"pct", GPUFL_COL_PCT},
+                                        {"opt", GPUFL_COL_OPT}};
 
-static gpufl_session_ident_t ident = {.session_id = "S1",
-                                      .app_name = "w",
-                                      .hostname = "h",
-                                      .pid = 9,
-                                      .epoch_ns = 12345678901234,
-                                      .epoch_unix_us = 1};
+static gpufl__session_ident_t ident = {.session_id = "S1",
+                                       .app_name = "w",
+                                       .hostname = "h",
+                                       .pid = 9,
+                                       .epoch_ns = 12345678901234,
+                                       .epoch_unix_us = 1};
 
 static char *slurp(const char *dir, const char *file) {
     char path[4200];
@@ -42,13 +42,13 @@ static char *slurp(const char *dir, const char *file) {
 static void header_dict_and_batch_bytes(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "bytes");
-    gpufl_writer_t f;
-    gpufl_batch_t b;
-    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    gpufl__writer_t f;
+    gpufl__batch_t b;
+    gpufl__intern_t *dict = gpufl__intern_create(100, 1 << 20);
     assert_int_equal(gpufl__writer_open(&f, dir, "scope", &ident, 1 << 30, 0), 0);
     assert_int_equal(gpufl__batch_init(&b, "t", cols, 4), 0);
     uint32_t x = gpufl__intern(dict, "x", 1), y = gpufl__intern(dict, "y\"", 2);
-    gpufl_cell_t *r = gpufl__batch_row(&b);
+    gpufl__cell_t *r = gpufl__batch_row(&b);
     r[0].i = 1, r[1].i = x, r[2].d = 12.34, r[3].i = -1;
     r = gpufl__batch_row(&b);
     r[0].i = 2, r[1].i = y, r[2].d = -1, r[3].i = 5;
@@ -76,7 +76,7 @@ static void header_dict_and_batch_bytes(void **state) {
 static void existing_file_is_never_overwritten(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "exclusive");
-    gpufl_writer_t f, g;
+    gpufl__writer_t f, g;
     assert_int_equal(gpufl__writer_open(&f, dir, "device", &ident, 1 << 30, 0), 0);
     assert_int_equal(gpufl__writer_open(&g, dir, "device", &ident, 1 << 30, 0), GPUFL_EIO);
     assert_non_null(strstr(gpufl_last_error(), "device.log"));
@@ -87,10 +87,10 @@ static void existing_file_is_never_overwritten(void **state) {
 static void rotation(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "rotation");
-    gpufl_writer_t f;
+    gpufl__writer_t f;
     assert_int_equal(gpufl__writer_open(&f, dir, "system", &ident, 1000, 0), 0);
     for (int i = 0; i < 30; i++) {
-        gpufl_buf_t *b = gpufl__writer_record(&f, "event");
+        gpufl__buf_t *b = gpufl__writer_record(&f, "event");
         gpufl__buf_kv_str(b, "message",
                           "0123456789012345678901234567890123456789012345678901234567890123456789");
         gpufl__writer_end_record(&f);
@@ -116,7 +116,7 @@ static void rotation(void **state) {
 static void failed_write_is_counted_and_healed(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "enospc");
-    gpufl_writer_t f;
+    gpufl__writer_t f;
     tu_log_capture_t cap = {0};
     assert_int_equal(gpufl__writer_open(&f, dir, "scope", &ident, 1 << 30, 0), 0);
     int saved = dup(f.fd), full = open("/dev/full", O_WRONLY);
@@ -151,12 +151,12 @@ static void failed_write_is_counted_and_healed(void **state) {
 static void cut_write_resumes_at_the_next_line(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "cut");
-    gpufl_writer_t f;
+    gpufl__writer_t f;
     struct rlimit old, lim;
     assert_int_equal(gpufl__writer_open(&f, dir, "scope", &ident, 1 << 30, 0), 0);
     signal(SIGXFSZ, SIG_IGN);
     for (int i = 0; i < 3; i++) {
-        gpufl_buf_t *b = gpufl__writer_record(&f, "event");
+        gpufl__buf_t *b = gpufl__writer_record(&f, "event");
         gpufl__buf_kv_i64(b, "n", i);
         gpufl__buf_kv_str(b, "message", "0123456789012345678901234567890123456789");
         gpufl__writer_end_record(&f);
@@ -198,11 +198,11 @@ static void cut_write_resumes_at_the_next_line(void **state) {
 static void overflow_rolls_back_dict_and_records(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "overflow_dict");
-    gpufl_writer_t f;
-    gpufl_batch_t b;
-    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
-    static const gpufl_col_def_t named[] = {{"ts_ns", GPUFL_COL_INT}, {"name", GPUFL_COL_DICT}};
-    gpufl_session_ident_t real = ident;
+    gpufl__writer_t f;
+    gpufl__batch_t b;
+    gpufl__intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    static const gpufl__col_def_t named[] = {{"ts_ns", GPUFL_COL_INT}, {"name", GPUFL_COL_DICT}};
+    gpufl__session_ident_t real = ident;
     snprintf(real.session_id, sizeof real.session_id, "20261122T000000.000Z-1-abcd");
     assert_int_equal(gpufl__writer_open(&f, dir, "scope", &real, 1 << 30, 0), 0);
     assert_int_equal(gpufl__batch_init(&b, "scope_end", named, 2), 0);
@@ -211,12 +211,12 @@ static void overflow_rolls_back_dict_and_records(void **state) {
     big[sizeof big - 1] = '\0';
     uint32_t id = gpufl__intern(dict, big, strlen(big));
     f.out.max = f.out.len + 300; /* too small for the dict line */
-    gpufl_cell_t *r = gpufl__batch_row(&b);
+    gpufl__cell_t *r = gpufl__batch_row(&b);
     r[0].i = 1, r[1].i = id;
     gpufl__batch_encode(&b, &f, dict);
     assert_int_equal(f.out.len, 0);
     assert_int_equal(f.batches_lost, 1);
-    gpufl_buf_t *rec = gpufl__writer_record(&f, "event");
+    gpufl__buf_t *rec = gpufl__writer_record(&f, "event");
     gpufl__buf_kv_str(rec, "message", big);
     gpufl__writer_end_record(&f); /* too big as well: gone whole */
     assert_int_equal(f.out.len, 0);
@@ -234,14 +234,14 @@ static void overflow_rolls_back_dict_and_records(void **state) {
 static void oversized_batch_is_dropped_whole(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "oversized");
-    gpufl_writer_t f;
-    gpufl_batch_t b;
-    gpufl_intern_t *dict = gpufl__intern_create(100, 1 << 20);
+    gpufl__writer_t f;
+    gpufl__batch_t b;
+    gpufl__intern_t *dict = gpufl__intern_create(100, 1 << 20);
     assert_int_equal(gpufl__writer_open(&f, dir, "scope", &ident, 1 << 30, 0), 0);
     f.out.max = f.out.len + 64; /* squeeze the pending buffer */
     assert_int_equal(gpufl__batch_init(&b, "t", cols, 4), 0);
     for (int i = 0; i < 100; i++) {
-        gpufl_cell_t *r = gpufl__batch_row(&b);
+        gpufl__cell_t *r = gpufl__batch_row(&b);
         r[0].i = i, r[1].i = 0, r[2].d = 1, r[3].i = 1;
     }
     size_t before = f.out.len;

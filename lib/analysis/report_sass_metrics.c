@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * report_sassm.c - the report's SASS metrics section: how counting ran and
+ * report_sass_metrics.c - the report's SASS metrics section: how counting ran and
  * what was lost, then the exact per-instruction counts per kernel function
  * (warp instructions, thread efficiency, global requests and sectors
  * against their coalesced ideal), the most divergent and the least
@@ -23,16 +23,16 @@ static int oom(void) { return gpufl__set_error(GPUFL_ENOMEM, "out of memory for 
 /* ---------------------------------------------------------------------- */
 
 typedef struct rank_ctx {
-    const gpufl_sass_profile_t *p;
-    gpufl_sass_rank_t by;
+    const gpufl__sass_profile_t *p;
+    gpufl__sass_rank_t by;
 } rank_ctx_t;
 
 /* Lines by the measure, most first; ties by function name, then file
  * ("(no line info)" last) and line. */
 static int cmp_line(const void *a, const void *b, void *arg) {
     const rank_ctx_t *rc = arg;
-    const gpufl_sass_line_t *x = &rc->p->lines[*(const size_t *)a];
-    const gpufl_sass_line_t *y = &rc->p->lines[*(const size_t *)b];
+    const gpufl__sass_line_t *x = &rc->p->lines[*(const size_t *)a];
+    const gpufl__sass_line_t *y = &rc->p->lines[*(const size_t *)b];
     double vx = gpufl__sass_rank_value(&x->counts, rc->by);
     double vy = gpufl__sass_rank_value(&y->counts, rc->by);
     if (vx != vy) return vx > vy ? -1 : 1;
@@ -45,27 +45,28 @@ static int cmp_line(const void *a, const void *b, void *arg) {
 }
 
 /* The instructions of line l that lose most by `by` (ties: lower pc). */
-static void worst_insns(const gpufl_sass_profile_t *p, gpufl_sass_rank_t by,
-                        gpufl_report_sassm_line_t *out) {
-    const gpufl_sass_line_t *l = out->line;
+static void worst_insns(const gpufl__sass_profile_t *p, gpufl__sass_rank_t by,
+                        gpufl__report_sass_metrics_line_t *out) {
+    const gpufl__sass_line_t *l = out->line;
     for (size_t i = l->first_insn; i < l->first_insn + l->n_insns; i++) {
-        const gpufl_sass_insn_t *in = &p->insns[i];
+        const gpufl__sass_insn_t *in = &p->insns[i];
         double v = gpufl__sass_rank_value(&in->counts, by);
         if (v <= 0) continue;
         size_t k = out->n_insns;
         while (k > 0 && gpufl__sass_rank_value(&out->insns[k - 1]->counts, by) < v) k--;
-        if (k >= GPUFL_REPORT_SASSM_INSNS) continue;
-        size_t kept =
-            out->n_insns < GPUFL_REPORT_SASSM_INSNS ? out->n_insns : GPUFL_REPORT_SASSM_INSNS - 1;
+        if (k >= GPUFL_REPORT_SASS_METRICS_INSNS) continue;
+        size_t kept = out->n_insns < GPUFL_REPORT_SASS_METRICS_INSNS
+                          ? out->n_insns
+                          : GPUFL_REPORT_SASS_METRICS_INSNS - 1;
         memmove(&out->insns[k + 1], &out->insns[k], (kept - k) * sizeof out->insns[0]);
         out->insns[k] = in;
-        if (out->n_insns < GPUFL_REPORT_SASSM_INSNS) out->n_insns++;
+        if (out->n_insns < GPUFL_REPORT_SASS_METRICS_INSNS) out->n_insns++;
     }
 }
 
 /* The lines that lose anything by `by`, the worst first, into out. */
-static int rank_lines(const gpufl_sass_profile_t *p, gpufl_sass_rank_t by,
-                      gpufl_report_sassm_line_t *out, size_t *n, size_t *total) {
+static int rank_lines(const gpufl__sass_profile_t *p, gpufl__sass_rank_t by,
+                      gpufl__report_sass_metrics_line_t *out, size_t *n, size_t *total) {
     size_t *idx = p->n_lines ? malloc(p->n_lines * sizeof *idx) : NULL;
     if (p->n_lines && !idx) return oom();
     size_t k = 0;
@@ -74,7 +75,7 @@ static int rank_lines(const gpufl_sass_profile_t *p, gpufl_sass_rank_t by,
     rank_ctx_t ctx = {p, by};
     if (k > 1) qsort_r(idx, k, sizeof *idx, cmp_line, &ctx);
     *total = k;
-    *n = k < GPUFL_REPORT_SASSM_ROWS_MAX ? k : GPUFL_REPORT_SASSM_ROWS_MAX;
+    *n = k < GPUFL_REPORT_SASS_METRICS_ROWS_MAX ? k : GPUFL_REPORT_SASS_METRICS_ROWS_MAX;
     for (size_t i = 0; i < *n; i++) {
         out[i].line = &p->lines[idx[i]];
         out[i].function = p->functions[out[i].line->fn].name;
@@ -84,12 +85,12 @@ static int rank_lines(const gpufl_sass_profile_t *p, gpufl_sass_rank_t by,
     return 0;
 }
 
-int gpufl__report_build_sassm(const gpufl_model_t *m, gpufl_report_sassm_t *s) {
+int gpufl__report_build_sass_metrics(const gpufl__model_t *m, gpufl__report_sass_metrics_t *s) {
     memset(s, 0, sizeof *s);
     s->shown = m->n_sass_metrics > 0;
     if (!s->shown) return 0;
-    for (size_t i = 0; i < m->n_sassm_contexts; i++) {
-        const gpufl_model_sassm_context_t *c = &m->sassm_contexts[i];
+    for (size_t i = 0; i < m->n_sass_metrics_contexts; i++) {
+        const gpufl__model_sass_metrics_context_t *c = &m->sass_metrics_contexts[i];
         s->contexts++;
         if (*c->error) {
             s->failed++;
@@ -103,12 +104,13 @@ int gpufl__report_build_sassm(const gpufl_model_t *m, gpufl_report_sassm_t *s) {
             s->metrics = c->metrics;
         }
     }
-    s->stats = m->sassm_stats;
+    s->stats = m->sass_metrics_stats;
     int rc = gpufl__sass_profile_build(m, &s->profile);
     if (rc) return rc;
-    const gpufl_sass_profile_t *p = &s->profile;
-    s->n_kernels =
-        p->n_functions < GPUFL_REPORT_SASSM_ROWS_MAX ? p->n_functions : GPUFL_REPORT_SASSM_ROWS_MAX;
+    const gpufl__sass_profile_t *p = &s->profile;
+    s->n_kernels = p->n_functions < GPUFL_REPORT_SASS_METRICS_ROWS_MAX
+                       ? p->n_functions
+                       : GPUFL_REPORT_SASS_METRICS_ROWS_MAX;
     rc =
         rank_lines(p, GPUFL_SASS_BY_IDLE_LANES, s->divergent, &s->n_divergent, &s->divergent_total);
     if (!rc)
@@ -117,7 +119,7 @@ int gpufl__report_build_sassm(const gpufl_model_t *m, gpufl_report_sassm_t *s) {
     return rc;
 }
 
-void gpufl__report_free_sassm(gpufl_report_sassm_t *s) {
+void gpufl__report_free_sass_metrics(gpufl__report_sass_metrics_t *s) {
     gpufl__sass_profile_free(&s->profile);
     memset(s, 0, sizeof *s);
 }
@@ -174,9 +176,9 @@ static const char *const stat_keys[N_STATS] = {[ST_CONTEXTS] = "contexts",
 
 /* The "label: value" fields of the section, n of them. */
 #define SASSM_FIELDS 5
-static size_t fields(const gpufl_report_sassm_t *s, const char *label[SASSM_FIELDS],
+static size_t fields(const gpufl__report_sass_metrics_t *s, const char *label[SASSM_FIELDS],
                      char value[SASSM_FIELDS][480]) {
-    const gpufl_sass_profile_t *p = &s->profile;
+    const gpufl__sass_profile_t *p = &s->profile;
     size_t n = 0, k = 0;
     char chip[80] = "";
     if (s->chip && *s->chip) snprintf(chip, sizeof chip, "%s, ", s->chip);
@@ -246,8 +248,8 @@ static size_t fields(const gpufl_report_sassm_t *s, const char *label[SASSM_FIEL
 
 /* The cells of a function's row; counted: which metrics the session
  * counts (requests need inst and sectors). */
-static void kernel_cells(const gpufl_sass_function_t *f, const int counted[4], char c[7][CELL]) {
-    const gpufl_sass_counts_t *x = &f->counts;
+static void kernel_cells(const gpufl__sass_function_t *f, const int counted[4], char c[7][CELL]) {
+    const gpufl__sass_counts_t *x = &f->counts;
     snprintf(c[0], CELL, "%s", f->name);
     num_cell(c[1], CELL, counted[0] ? x->inst : -1, 0);
     pct_cell(c[2], CELL, gpufl__sass_thread_efficiency(x));
@@ -257,7 +259,7 @@ static void kernel_cells(const gpufl_sass_function_t *f, const int counted[4], c
     pct_cell(c[6], CELL, gpufl__sass_coalescing(x));
 }
 
-static void line_label(const gpufl_sass_line_t *l, char *buf, size_t size) {
+static void line_label(const gpufl__sass_line_t *l, char *buf, size_t size) {
     if (!l->file) {
         snprintf(buf, size, "(no line info)");
         return;
@@ -269,7 +271,7 @@ static void line_label(const gpufl_sass_line_t *l, char *buf, size_t size) {
 /* The figures of a line or instruction by the measure: divergence: warp
  * inst, idle lanes, thread efficiency; coalescing: requests, sectors per
  * request, ideal per request, excess sectors. Returns the cells filled. */
-static size_t figure_cells(const gpufl_sass_counts_t *x, gpufl_sass_rank_t by, char c[][CELL]) {
+static size_t figure_cells(const gpufl__sass_counts_t *x, gpufl__sass_rank_t by, char c[][CELL]) {
     if (by == GPUFL_SASS_BY_IDLE_LANES) {
         snprintf(c[0], CELL, "%.0f", x->inst);
         num_cell(c[1], CELL, gpufl__sass_idle_lanes(x), 0);
@@ -283,13 +285,14 @@ static size_t figure_cells(const gpufl_sass_counts_t *x, gpufl_sass_rank_t by, c
     return 4;
 }
 
-static size_t line_cells(const gpufl_report_sassm_line_t *l, gpufl_sass_rank_t by, char c[][CELL]) {
+static size_t line_cells(const gpufl__report_sass_metrics_line_t *l, gpufl__sass_rank_t by,
+                         char c[][CELL]) {
     line_label(l->line, c[0], CELL);
     snprintf(c[1], CELL, "%s", l->function);
     return 2 + figure_cells(&l->line->counts, by, c + 2);
 }
 
-static size_t insn_cells(const gpufl_sass_insn_t *in, gpufl_sass_rank_t by, char c[][CELL]) {
+static size_t insn_cells(const gpufl__sass_insn_t *in, gpufl__sass_rank_t by, char c[][CELL]) {
     snprintf(c[0], CELL, "  +0x%04x", in->pc);
     snprintf(c[1], CELL, "%s", in->text ? in->text : "(no SASS)");
     return 2 + figure_cells(&in->counts, by, c + 2);
@@ -304,8 +307,8 @@ static const char *const kernel_heads[] = {"kernel",      "warp inst", "thread e
                                            "sectors/req", "ideal/req", "coalescing"};
 
 /* Why a table of lines is empty. */
-static const char *empty_why(const gpufl_report_sassm_t *s, gpufl_sass_rank_t by) {
-    const gpufl_sass_profile_t *p = &s->profile;
+static const char *empty_why(const gpufl__report_sass_metrics_t *s, gpufl__sass_rank_t by) {
+    const gpufl__sass_profile_t *p = &s->profile;
     if (by == GPUFL_SASS_BY_IDLE_LANES)
         return p->counted[1] ? "No divergence: every counted warp instruction ran with all 32 "
                                "threads active."
@@ -322,8 +325,8 @@ static const char *empty_why(const gpufl_report_sassm_t *s, gpufl_sass_rank_t by
 /* Text                                                                     */
 /* ---------------------------------------------------------------------- */
 
-static void text_lines(FILE *out, const gpufl_report_sassm_t *s, gpufl_sass_rank_t by) {
-    const gpufl_report_sassm_line_t *lines =
+static void text_lines(FILE *out, const gpufl__report_sass_metrics_t *s, gpufl__sass_rank_t by) {
+    const gpufl__report_sass_metrics_line_t *lines =
         by == GPUFL_SASS_BY_IDLE_LANES ? s->divergent : s->uncoalesced;
     size_t n = by == GPUFL_SASS_BY_IDLE_LANES ? s->n_divergent : s->n_uncoalesced;
     if (!n) {
@@ -332,7 +335,7 @@ static void text_lines(FILE *out, const gpufl_report_sassm_t *s, gpufl_sass_rank
     }
     size_t rows = 1;
     for (size_t i = 0; i < n; i++) rows += 1 + lines[i].n_insns;
-    gpufl_report_cells_t *cells = calloc(rows, sizeof *cells);
+    gpufl__report_cells_t *cells = calloc(rows, sizeof *cells);
     if (!cells) return;
     const char *const *heads = by == GPUFL_SASS_BY_IDLE_LANES ? divergent_heads : uncoalesced_heads;
     size_t ncol = by == GPUFL_SASS_BY_IDLE_LANES ? 5 : 6;
@@ -347,18 +350,18 @@ static void text_lines(FILE *out, const gpufl_report_sassm_t *s, gpufl_sass_rank
     free(cells);
 }
 
-void gpufl__report_text_sassm(const gpufl_report_t *r, FILE *out) {
-    const gpufl_report_sassm_t *s = &r->sassm;
+void gpufl__report_text_sass_metrics(const gpufl__report_t *r, FILE *out) {
+    const gpufl__report_sass_metrics_t *s = &r->sass_metrics;
     if (!s->shown) return;
     fprintf(out, "\nSASS metrics\n");
     const char *label[SASSM_FIELDS];
     char value[SASSM_FIELDS][480];
     size_t nf = fields(s, label, value);
     for (size_t i = 0; i < nf; i++) fprintf(out, "  %-18s %s\n", label[i], value[i]);
-    const gpufl_sass_profile_t *p = &s->profile;
+    const gpufl__sass_profile_t *p = &s->profile;
     fprintf(out, "\n  Per kernel (top %zu of %zu by warp instructions)\n\n", s->n_kernels,
             p->n_functions);
-    gpufl_report_cells_t *cells = calloc(s->n_kernels + 1, sizeof *cells);
+    gpufl__report_cells_t *cells = calloc(s->n_kernels + 1, sizeof *cells);
     if (!cells) return;
     for (size_t c = 0; c < 7; c++) snprintf(cells[0][c], CELL, "%s", kernel_heads[c]);
     for (size_t i = 0; i < s->n_kernels; i++)
@@ -392,7 +395,7 @@ static json_t *jcount(double v, int counted) {
 
 /* The figures of counts into o (the members shared by kernels, lines and
  * instructions); counted: which metrics some row of the session counts. */
-static void json_counts(json_t *o, const gpufl_sass_counts_t *x, const int counted[4]) {
+static void json_counts(json_t *o, const gpufl__sass_counts_t *x, const int counted[4]) {
     json_object_set_new(o, "warp_inst", jcount(x->inst, counted[0]));
     json_object_set_new(o, "thread_inst", jcount(x->thread_inst, counted[1]));
     json_object_set_new(o, "thread_efficiency_pct", jpct(gpufl__sass_thread_efficiency(x)));
@@ -406,17 +409,18 @@ static void json_counts(json_t *o, const gpufl_sass_counts_t *x, const int count
     json_object_set_new(o, "excess_sectors", jcount(gpufl__sass_excess_sectors(x), counted[3]));
 }
 
-static json_t *json_lines(const gpufl_report_sassm_line_t *lines, size_t n, const int counted[4]) {
+static json_t *json_lines(const gpufl__report_sass_metrics_line_t *lines, size_t n,
+                          const int counted[4]) {
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) {
-        const gpufl_sass_line_t *l = lines[i].line;
+        const gpufl__sass_line_t *l = lines[i].line;
         json_t *o = json_object(), *sass = json_array();
         json_object_set_new(o, "kernel", json_string(lines[i].function));
         json_object_set_new(o, "file", l->file ? json_string(l->file) : json_null());
         json_object_set_new(o, "line", l->file ? json_integer(l->line) : json_null());
         json_counts(o, &l->counts, counted);
         for (size_t h = 0; sass && h < lines[i].n_insns; h++) {
-            const gpufl_sass_insn_t *in = lines[i].insns[h];
+            const gpufl__sass_insn_t *in = lines[i].insns[h];
             json_t *x = json_object();
             json_object_set_new(x, "pc", json_integer(in->pc));
             json_object_set_new(x, "sass", in->text ? json_string(in->text) : json_null());
@@ -429,9 +433,9 @@ static json_t *json_lines(const gpufl_report_sassm_line_t *lines, size_t n, cons
     return a;
 }
 
-json_t *gpufl__report_json_sassm(const gpufl_report_t *r) {
-    const gpufl_report_sassm_t *s = &r->sassm;
-    const gpufl_sass_profile_t *p = &s->profile;
+json_t *gpufl__report_json_sass_metrics(const gpufl__report_t *r) {
+    const gpufl__report_sass_metrics_t *s = &r->sass_metrics;
+    const gpufl__sass_profile_t *p = &s->profile;
     json_t *o = json_object();
     if (!o) return NULL;
     json_object_set_new(o, "contexts", json_integer((json_int_t)s->contexts));
@@ -459,7 +463,7 @@ json_t *gpufl__report_json_sassm(const gpufl_report_t *r) {
     json_object_set_new(o, "total", total);
     json_t *kernels = json_array();
     for (size_t i = 0; kernels && i < s->n_kernels; i++) {
-        const gpufl_sass_function_t *f = &p->functions[i];
+        const gpufl__sass_function_t *f = &p->functions[i];
         json_t *x = json_object();
         json_object_set_new(x, "kernel", json_string(f->name));
         json_object_set_new(x, "mangled", json_string(f->mangled));
@@ -479,16 +483,16 @@ json_t *gpufl__report_json_sassm(const gpufl_report_t *r) {
 /* Markdown and HTML                                                        */
 /* ---------------------------------------------------------------------- */
 
-static void doc_row(const gpufl_report_emitter_t *e, size_t ncol, char c[][CELL]) {
+static void doc_row(const gpufl__report_emitter_t *e, size_t ncol, char c[][CELL]) {
     const char *cp[GPUFL_REPORT_TABLE_COLS];
     for (size_t i = 0; i < ncol; i++) cp[i] = c[i];
     e->row(e->out, ncol, cp);
 }
 
-static void doc_lines(const gpufl_report_emitter_t *e, const gpufl_report_sassm_t *s,
-                      gpufl_sass_rank_t by) {
+static void doc_lines(const gpufl__report_emitter_t *e, const gpufl__report_sass_metrics_t *s,
+                      gpufl__sass_rank_t by) {
     int div = by == GPUFL_SASS_BY_IDLE_LANES;
-    const gpufl_report_sassm_line_t *lines = div ? s->divergent : s->uncoalesced;
+    const gpufl__report_sass_metrics_line_t *lines = div ? s->divergent : s->uncoalesced;
     size_t n = div ? s->n_divergent : s->n_uncoalesced;
     e->heading(e->out, 3, div ? "Most divergent source lines" : "Least coalesced source lines");
     if (!n) {
@@ -506,8 +510,8 @@ static void doc_lines(const gpufl_report_emitter_t *e, const gpufl_report_sassm_
     e->table_end(e->out);
 }
 
-void gpufl__report_doc_sassm(const gpufl_report_emitter_t *e, const gpufl_report_t *r) {
-    const gpufl_report_sassm_t *s = &r->sassm;
+void gpufl__report_doc_sass_metrics(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
+    const gpufl__report_sass_metrics_t *s = &r->sass_metrics;
     if (!s->shown) return;
     FILE *o = e->out;
     e->heading(o, 2, "SASS metrics");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * model_sassm.c - loads the SASS metrics records (sass_metrics,
+ * model_sass_metrics.c - loads the SASS metrics records (sass_metrics,
  * sass_metric, sass_metrics_stats) into the model (docs/log-format.md,
  * "SASS metrics"); the sass records they share with PC sampling are
  * model_pc.c's.
@@ -25,7 +25,7 @@
 /* sass_metrics (sass_metrics_stats is kept whole: gpufl__model_keep_last) */
 /* ---------------------------------------------------------------------- */
 
-static int on_sass_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_sass_metrics(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     int64_t context, ts;
     int rc = gpufl__model_context_head(m, pos, "sass_metrics", rec, "metrics", &context, &ts);
     if (rc) return rc;
@@ -33,16 +33,17 @@ static int on_sass_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json
     for (size_t i = 0; json_is_array(metrics) && i < json_array_size(metrics); i++)
         if (!json_is_string(json_array_get(metrics, i)))
             return gpufl__model_bad_line(m, pos, "sass_metrics", "metrics[%zu] is not a string", i);
-    if (gpufl__model_sassm_context(m, context)) {
+    if (gpufl__model_sass_metrics_context(m, context)) {
         gpufl__model_warn(m, pos->name, pos->line,
                           "sass_metrics: context %lld started again (the first record kept)",
                           (long long)context);
         return 0;
     }
-    rc = gpufl__model_reserve((void **)&m->sassm_contexts, &m->sassm_contexts_alloc,
-                              m->n_sassm_contexts, sizeof *m->sassm_contexts, MAX_SASSM_CONTEXTS);
+    rc = gpufl__model_reserve((void **)&m->sass_metrics_contexts, &m->sass_metrics_contexts_alloc,
+                              m->n_sass_metrics_contexts, sizeof *m->sass_metrics_contexts,
+                              MAX_SASSM_CONTEXTS);
     if (rc) return rc < 0 ? rc : 0;
-    gpufl_model_sassm_context_t *c = &m->sassm_contexts[m->n_sassm_contexts];
+    gpufl__model_sass_metrics_context_t *c = &m->sass_metrics_contexts[m->n_sass_metrics_contexts];
     memset(c, 0, sizeof *c);
     c->ts_ns = ts;
     c->context = context;
@@ -55,7 +56,7 @@ static int on_sass_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json
     if (!c->chip || !c->error)
         return gpufl__set_error(GPUFL_ENOMEM, "out of memory for sass_metrics");
     c->metrics = json_is_array(metrics) ? json_incref(metrics) : NULL;
-    m->n_sassm_contexts++;
+    m->n_sass_metrics_contexts++;
     return 0;
 }
 
@@ -63,7 +64,7 @@ static int on_sass_metrics(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json
 /* sass_metric                                                              */
 /* ---------------------------------------------------------------------- */
 
-enum sassm_col {
+enum sass_metrics_col {
     S_TS,
     S_CONTEXT,
     S_FUNCTION,
@@ -78,7 +79,7 @@ enum sassm_col {
 };
 
 static void fill_sass_metric(void *row, const int64_t *v) {
-    gpufl_model_sass_metric_t *r = row;
+    gpufl__model_sass_metric_t *r = row;
     r->ts_ns = v[S_TS];
     r->context = (uint32_t)v[S_CONTEXT];
     r->function = (uint32_t)v[S_FUNCTION];
@@ -91,8 +92,8 @@ static void fill_sass_metric(void *row, const int64_t *v) {
     r->sectors_ideal = v[S_SECTORS_IDEAL];
 }
 
-static int on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec,
-                          const gpufl_reader_batch_t *view) {
+static int on_sass_metric(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec,
+                          const gpufl__reader_batch_t *view) {
     static const char *const names[S_NCOL] = {"ts_ns",   "context",      "function", "pc",
                                               "cubin",   "demangled",    "inst",     "thread_inst",
                                               "sectors", "sectors_ideal"};
@@ -108,7 +109,7 @@ static int on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
                                     fill_sass_metric);
     if (rc) return rc;
     for (size_t i = start; i < m->n_sass_metrics; i++) {
-        gpufl_model_sass_metric_t *r = &m->sass_metrics[i];
+        gpufl__model_sass_metric_t *r = &m->sass_metrics[i];
         if (r->function == 0) {
             m->n_sass_metrics = start;
             m->sass_metrics_over_cap = over;
@@ -126,7 +127,7 @@ static int on_sass_metric(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_
 
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
 
-static int same_place(const gpufl_model_sass_metric_t *x, const gpufl_model_sass_metric_t *y) {
+static int same_place(const gpufl__model_sass_metric_t *x, const gpufl__model_sass_metric_t *y) {
     return x->cubin == y->cubin && x->function == y->function && x->pc == y->pc &&
            x->context == y->context;
 }
@@ -134,7 +135,7 @@ static int same_place(const gpufl_model_sass_metric_t *x, const gpufl_model_sass
 /* (cubin, function, pc, context), then the order of reading: the latest
  * read of a place comes last. */
 static int cmp_sass_metric(const void *a, const void *b) {
-    const gpufl_model_sass_metric_t *x = a, *y = b;
+    const gpufl__model_sass_metric_t *x = a, *y = b;
     int c;
     if ((c = CMP(x->cubin, y->cubin)) || (c = CMP(x->function, y->function)) ||
         (c = CMP(x->pc, y->pc)) || (c = CMP(x->context, y->context)) ||
@@ -143,7 +144,7 @@ static int cmp_sass_metric(const void *a, const void *b) {
     return CMP(x->seq, y->seq);
 }
 
-void gpufl__model_finish_sassm(gpufl_model_t *m) {
+void gpufl__model_finish_sass_metrics(gpufl__model_t *m) {
     if (m->n_sass_metrics > 1)
         qsort(m->sass_metrics, m->n_sass_metrics, sizeof *m->sass_metrics, cmp_sass_metric);
     size_t kept = 0;
@@ -163,32 +164,33 @@ void gpufl__model_finish_sassm(gpufl_model_t *m) {
                           (unsigned long long)m->sass_metrics_replaced);
 }
 
-void gpufl__model_free_sassm(gpufl_model_t *m) {
-    for (size_t i = 0; i < m->n_sassm_contexts; i++) json_decref(m->sassm_contexts[i].metrics);
-    free(m->sassm_contexts);
+void gpufl__model_free_sass_metrics(gpufl__model_t *m) {
+    for (size_t i = 0; i < m->n_sass_metrics_contexts; i++)
+        json_decref(m->sass_metrics_contexts[i].metrics);
+    free(m->sass_metrics_contexts);
     free(m->sass_metrics);
-    json_decref(m->sassm_stats);
+    json_decref(m->sass_metrics_stats);
 }
 
-const gpufl_model_sassm_context_t *gpufl__model_sassm_context(const gpufl_model_t *m,
-                                                              int64_t context) {
-    for (size_t i = 0; i < m->n_sassm_contexts; i++)
-        if (m->sassm_contexts[i].context == context) return &m->sassm_contexts[i];
+const gpufl__model_sass_metrics_context_t *
+gpufl__model_sass_metrics_context(const gpufl__model_t *m, int64_t context) {
+    for (size_t i = 0; i < m->n_sass_metrics_contexts; i++)
+        if (m->sass_metrics_contexts[i].context == context) return &m->sass_metrics_contexts[i];
     return NULL;
 }
 
-int gpufl__model_sass_counted(const gpufl_model_t *m) {
-    for (size_t i = 0; i < m->n_sassm_contexts; i++)
-        if (!*m->sassm_contexts[i].error) return 1;
+int gpufl__model_sass_counted(const gpufl__model_t *m) {
+    for (size_t i = 0; i < m->n_sass_metrics_contexts; i++)
+        if (!*m->sass_metrics_contexts[i].error) return 1;
     return 0;
 }
 
-static int on_sass_metrics_stats(gpufl_model_t *m, const gpufl_reader_pos_t *pos, json_t *rec) {
+static int on_sass_metrics_stats(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     (void)pos;
-    return gpufl__model_keep_last(&m->sassm_stats, rec);
+    return gpufl__model_keep_last(&m->sass_metrics_stats, rec);
 }
 
-const gpufl__model_handler_t gpufl__model_sassm_handlers[] = {
+const gpufl__model_handler_t gpufl__model_sass_metrics_handlers[] = {
     {"sass_metrics", on_sass_metrics, NULL},
     {"sass_metric", NULL, on_sass_metric},
     {"sass_metrics_stats", on_sass_metrics_stats, NULL},

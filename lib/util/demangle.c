@@ -3,7 +3,7 @@
  * demangle.c - kernel names demangled through the C++ runtime's
  * __cxa_demangle, looked up at run time (see demangle.h).
  */
-#include "core/demangle.h"
+#include "util/demangle.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

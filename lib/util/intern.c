@@ -6,7 +6,7 @@
  * arena never invalidates it. Ids start at 1 and are dense, which lets the
  * writer keep a per-file "already written" bitmap indexed by id.
  */
-#include "core/intern.h"
+#include "util/intern.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@ typedef struct entry {
     uint32_t hash;
 } entry_t;
 
-struct gpufl_intern {
+struct gpufl__intern {
     entry_t *entries; /* index id-1 */
     uint32_t count, entries_cap;
     uint32_t *slots; /* 0 = empty, else id */
@@ -38,7 +38,7 @@ static uint32_t hash_bytes(const char *s, size_t len) {
     return h ? h : 1;
 }
 
-static int grow_slots(gpufl_intern_t *t) {
+static int grow_slots(gpufl__intern_t *t) {
     uint32_t n = (t->slots_mask + 1) * 2;
     uint32_t *slots = calloc(n, sizeof *slots);
     if (!slots) return -1;
@@ -53,7 +53,7 @@ static int grow_slots(gpufl_intern_t *t) {
     return 0;
 }
 
-static uint32_t add(gpufl_intern_t *t, const char *s, size_t len, uint32_t h, uint32_t slot) {
+static uint32_t add(gpufl__intern_t *t, const char *s, size_t len, uint32_t h, uint32_t slot) {
     if (t->count >= t->max_strings || t->arena_len + len + 1 > t->max_bytes) goto full;
     if (t->count == t->entries_cap) {
         uint32_t cap = t->entries_cap ? t->entries_cap * 2 : 256;
@@ -82,7 +82,7 @@ full:
     return t->full_id;
 }
 
-uint32_t gpufl__intern(gpufl_intern_t *t, const char *s, size_t len) {
+uint32_t gpufl__intern(gpufl__intern_t *t, const char *s, size_t len) {
     uint32_t h = hash_bytes(s, len);
     uint32_t i = h & t->slots_mask;
     for (;;) {
@@ -94,8 +94,8 @@ uint32_t gpufl__intern(gpufl_intern_t *t, const char *s, size_t len) {
     }
 }
 
-gpufl_intern_t *gpufl__intern_create(uint32_t max_strings, size_t max_bytes) {
-    gpufl_intern_t *t = calloc(1, sizeof *t);
+gpufl__intern_t *gpufl__intern_create(uint32_t max_strings, size_t max_bytes) {
+    gpufl__intern_t *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->slots = calloc(1024, sizeof *t->slots);
     if (!t->slots) {
@@ -115,7 +115,7 @@ gpufl_intern_t *gpufl__intern_create(uint32_t max_strings, size_t max_bytes) {
     return t;
 }
 
-void gpufl__intern_destroy(gpufl_intern_t *t) {
+void gpufl__intern_destroy(gpufl__intern_t *t) {
     if (!t) return;
     free(t->entries);
     free(t->slots);
@@ -123,11 +123,11 @@ void gpufl__intern_destroy(gpufl_intern_t *t) {
     free(t);
 }
 
-const char *gpufl__intern_str(const gpufl_intern_t *t, uint32_t id, size_t *len) {
+const char *gpufl__intern_str(const gpufl__intern_t *t, uint32_t id, size_t *len) {
     if (id == 0 || id > t->count) return NULL;
     if (len) *len = t->entries[id - 1].len;
     return t->arena + t->entries[id - 1].offset;
 }
 
-uint32_t gpufl__intern_count(const gpufl_intern_t *t) { return t->count; }
-uint64_t gpufl__intern_overflows(const gpufl_intern_t *t) { return t->overflows; }
+uint32_t gpufl__intern_count(const gpufl__intern_t *t) { return t->count; }
+uint64_t gpufl__intern_overflows(const gpufl__intern_t *t) { return t->overflows; }

@@ -8,8 +8,8 @@
  * libstdc++.so.6 loaded on first use. gpufl itself links no C++ runtime.
  * Without one, names stay mangled and available() says why.
  */
-#ifndef GPUFL_CORE_DEMANGLE_H
-#define GPUFL_CORE_DEMANGLE_H
+#ifndef GPUFL_UTIL_DEMANGLE_H
+#define GPUFL_UTIL_DEMANGLE_H
 
 #include <stddef.h>
 
