@@ -25,6 +25,11 @@ extern "C" {
 /** `vendor` of `gpu_info` records: whose device it is. */
 #define GPUFL_LOG_VENDOR_NVIDIA "nvidia"
 
+/** `external_id` of the kernels and launches made inside a framework
+ *  operation (gpufl_ops.h): the operation's `op` index shifted left by this
+ *  many bits, or'ed with the call's number. */
+#define GPUFL_LOG_OP_CALL_BITS 40
+
 /** The `v` of the record types whose columns hold these values (`copy`,
  *  `memset`, `sync`, `alloc`). Their `v` 1 held CUPTI's numbers instead. */
 #define GPUFL_LOG_VALUES_VERSION 2

@@ -14,8 +14,10 @@
 #include "analysis/compat.h"
 
 #include "util/demangle.h"
-#include "core/ops.h"
 #include "util/error.h"
+
+#include <gpufl/gpufl_log.h>
+#include <gpufl/gpufl_ops.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,7 +415,7 @@ static int on_op(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec)
 const char *gpufl__model_op_name(const gpufl__model_t *m, int64_t external_kind,
                                  int64_t external_id) {
     if (external_kind != GPUFL_MODEL_EXTERNAL_OPS || external_id <= 0) return NULL;
-    uint64_t index = (uint64_t)external_id >> GPUFL_OPS_CALL_BITS;
+    uint64_t index = (uint64_t)external_id >> GPUFL_LOG_OP_CALL_BITS;
     return index >= 1 && index <= m->n_op_names ? m->op_names[index - 1] : NULL;
 }
 

@@ -12,13 +12,14 @@
 #ifndef GPUFL_CORE_OPS_H
 #define GPUFL_CORE_OPS_H
 
+#include <gpufl/gpufl_log.h>
 #include <gpufl/gpufl_ops.h>
 
 #include "core/collector.h"
 
 #include <stdint.h>
 
-#define GPUFL_OPS_CALL_BITS 40 /* an id: index << 40 | call number */
+#define GPUFL_OPS_CALL_BITS GPUFL_LOG_OP_CALL_BITS /* an id: index << 40 | call number */
 
 /* A tracing session's side: push an id on the calling thread's stack;
  * pop the top one, 0 or -1 when there is none. */

@@ -43,6 +43,8 @@ FORBIDDEN = {
     "lib/util": None,
     "lib/core": ("lib/host",) + VENDORS + ("lib/analysis",),
     "lib/host": VENDORS + ("lib/analysis",),
+    # libgpufl-analysis links only the internal utility library and libgpufl's public API.
+    "lib/analysis": ("lib/core", "lib/host") + VENDORS,
 }
 for _vendor in VENDORS:
     FORBIDDEN[_vendor] = ("lib/analysis",)

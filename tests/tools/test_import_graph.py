@@ -30,7 +30,7 @@ class ImportGraph(unittest.TestCase):
         self.write("lib/nvidia/nvml.h", "#pragma once\n")
         self.write("lib/nvidia/nvml.c", '#include "nvidia/nvml.h"\n#include "core/error.h"\n'
                    ' #  include "util/dl.h"\n#include "util/dl.h"\n')
-        self.write("lib/analysis/model.h", '#include "core/error.h"\n')
+        self.write("lib/analysis/model.h", '#include "util/dl.h"\n#include <gpufl/gpufl.h>\n')
         self.write("cmd/gpufl/main.c", '#include "cli.h"\n#include "gpufl/gpufl.h"\n'
                    '#include <gpufl/gpufl_analysis.h>\n')
         self.write("python/src/module.c", '#include "gpufl_py.h"\n#include "gpufl/gpufl.h"\n')
@@ -60,7 +60,7 @@ class ImportGraph(unittest.TestCase):
         self.assertEqual(code, 0, out)
         lines = out.splitlines()
         self.assertEqual(lines, [
-            "lib/analysis -> lib/core: 1",
+            "lib/analysis -> lib/util: 1",
             "lib/core -> lib/nvidia: 1  (breaks the layering)",
             "lib/core -> lib/util: 1",
             "lib/host -> lib/core: 1",
@@ -85,6 +85,7 @@ class ImportGraph(unittest.TestCase):
         planted = {"lib/core/x.c": "host/h.h", "lib/host/x.c": "nvidia/nvml.h",
                    "lib/nvidia/x.c": "analysis/model.h", "lib/host/y.c": "analysis/model.h",
                    "lib/core/y.c": "analysis/model.h", "lib/util/x.c": "host/h.h",
+                   "lib/analysis/x.c": "core/error.h", "lib/analysis/y.c": "nvidia/nvml.h",
                    "cmd/gpufl/x.c": "analysis/model.h", "cmd/gpufl-monitor/x.c": "util/dl.h",
                    "python/src/x.c": "core/error.h", "python/src/y.c": "util/dl.h"}
         self.write("lib/host/h.h", "#pragma once\n")
@@ -119,14 +120,14 @@ class ImportGraph(unittest.TestCase):
         self.assertIn("remove it from the allow-list", out)
 
     def test_downward_arrows_need_no_allowance(self):
-        self.append("lib/analysis/model.h", '#include "nvidia/nvml.h"\n')
+        self.append("cmd/gpufl/main.c", '#include <gpufl/gpufl_log.h>\n')
         self.append("lib/host/host.c", '#include "util/dl.h"\n')
         code, out = self.run_script("--check")
         self.assertEqual(code, 0, out)
 
     def test_bad_allow_lists_are_errors(self):
         for text, message in (("lib/core -> lib/nvidia 1\n", "expected 'from -> to: count'"),
-                              ("lib/analysis -> lib/core: 1\n", "breaks no layering rule"),
+                              ("lib/analysis -> lib/util: 1\n", "breaks no layering rule"),
                               ("lib/core -> lib/nvidia: 1\nlib/core -> lib/nvidia: 1\n",
                                "listed twice")):
             self.write(ALLOWED, text)
