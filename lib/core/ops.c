@@ -10,6 +10,8 @@
  */
 #include "core/ops.h"
 
+#include "core/collector.h"
+
 #include "util/error.h"
 
 #include <pthread.h>

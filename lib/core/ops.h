@@ -15,9 +15,11 @@
 #include <gpufl/gpufl_log.h>
 #include <gpufl/gpufl_ops.h>
 
-#include "core/collector.h"
+#include "core/channel.h"
 
 #include <stdint.h>
+
+typedef struct gpufl__collector gpufl__collector_t; /* collector.h */
 
 #define GPUFL_OPS_CALL_BITS GPUFL_LOG_OP_CALL_BITS /* an id: index << 40 | call number */
 

@@ -17,22 +17,12 @@
 #ifndef GPUFL_CORE_SINK_H
 #define GPUFL_CORE_SINK_H
 
+#include "core/channel.h"
 #include "core/wire.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-
-/* The channel a row belongs to: one session file each. */
-enum gpufl__file_id {
-    GPUFL_FILE_DEVICE = 0,
-    GPUFL_FILE_SCOPE = 1,
-    GPUFL_FILE_SYSTEM = 2,
-    GPUFL_FILE_COUNT
-};
-
-/* "device", "scope" or "system". */
-const char *gpufl__channel_name(enum gpufl__file_id channel);
 
 /* The operations of a sink; each returns 0 or a negative GPUFL_E* (counted
  * as a failure of that sink). Only batch is required. */
