@@ -418,7 +418,7 @@ static int render(gpufl_analysis_t *a, gpufl_report_format_t fmt, const char *se
     if (!x || (section && !(x->section = strdup(section))) ||
         !(f = open_memstream(&x->text, &x->len))) {
         rc = oom();
-        goto fail;
+        goto free_text;
     }
     x->fmt = fmt;
     x->top_n = top_n;
@@ -427,12 +427,12 @@ static int render(gpufl_analysis_t *a, gpufl_report_format_t fmt, const char *se
                  : gpufl__report_render(&a->report, fmt, f);
     if (fclose(f) != 0 && !rc) rc = oom();
     f = NULL;
-    if (rc) goto fail;
+    if (rc) goto free_text;
     x->next = a->texts;
     a->texts = x;
     *out = x;
     return 0;
-fail:
+free_text:
     if (f) fclose(f);
     if (x) {
         free(x->section);

@@ -434,20 +434,20 @@ int gpufl__collector_create(const gpufl__settings_t *settings, gpufl__ring_pool_
     c->states = calloc(pool->count, sizeof *c->states);
     if (!c->dict || !c->threads || !c->heads || !c->states) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the collector");
-        goto fail;
+        goto destroy_collector;
     }
     if ((rc = gpufl__batch_init_table(&c->begins, &gpufl__wire_scope_begin)) ||
         (rc = gpufl__batch_init_table(&c->ends, &gpufl__wire_scope_end)))
-        goto fail;
+        goto destroy_collector;
     gpufl__fanout_init(&c->sinks, c->dict);
     if ((rc = gpufl__ndjson_sink_open(&c->ndjson, dir, &c->ident,
                                       (uint64_t)settings->log_rotate_bytes,
                                       settings->flush_logs_always)) ||
         (rc = gpufl__fanout_attach(&c->sinks, &gpufl__ndjson_sink_ops, &c->ndjson)))
-        goto fail;
+        goto destroy_collector;
     *out = c;
     return 0;
-fail:
+destroy_collector:
     gpufl__collector_destroy(c, NULL);
     return rc;
 }

@@ -578,14 +578,14 @@ int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why,
     *out = NULL;
     set_why(why, why_size, "");
     gpufl__symbols_t *s = calloc(1, sizeof *s);
-    if (s == NULL) goto out_of_memory;
+    if (s == NULL) goto destroy_symbols;
     s->flags = flags;
     s->pid = getpid();
     s->strings_mask = 1023;
     s->frames_mask = 1023;
     s->strings = calloc(s->strings_mask + 1, sizeof *s->strings);
     s->frames = calloc(s->frames_mask + 1, sizeof *s->frames);
-    if (s->strings == NULL || s->frames == NULL) goto out_of_memory;
+    if (s->strings == NULL || s->frames == NULL) goto destroy_symbols;
     ssize_t n = readlink("/proc/self/exe", s->exe, sizeof s->exe - 1);
     s->exe[n > 0 ? n : 0] = '\0';
 
@@ -602,7 +602,7 @@ int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why,
     *out = s;
     return 0;
 
-out_of_memory:
+destroy_symbols:
     gpufl__symbols_destroy(s);
     set_why(why, why_size, "out of memory");
     return GPUFL_ENOMEM;

@@ -190,7 +190,7 @@ int gpufl__host_sampler_window(gpufl__host_sampler_t *s, const char *name, int o
         if (!copy) {
             rc = gpufl__set_error(GPUFL_ENOMEM, "too many open system windows (limit %d)",
                                   GPUFL_HOST_WINDOWS_MAX);
-            goto out;
+            goto unlock;
         }
         s->windows[s->nwindows++] = copy;
         gpufl__collector_windows_add(s->collector, 1);
@@ -200,7 +200,7 @@ int gpufl__host_sampler_window(gpufl__host_sampler_t *s, const char *name, int o
         if (i < 0) {
             rc = gpufl__set_error(GPUFL_ENOTFOUND, "system_stop(\"%s\"): no such window is open",
                                   name);
-            goto out;
+            goto unlock;
         }
         free(s->windows[i]);
         memmove(&s->windows[i], &s->windows[i + 1],
@@ -213,7 +213,7 @@ int gpufl__host_sampler_window(gpufl__host_sampler_t *s, const char *name, int o
     have = take(s, !(s->when.continuous || s->when.was_active), &x) == 0;
     x.ts_ns = gpufl__collector_session_ns(s->collector, now);
     write_window_record(s, open ? "system_start" : "system_stop", name, &x, have);
-out:
+unlock:
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

@@ -621,13 +621,13 @@ int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, s
     if (path == NULL || path[0] == '\0') path = getenv("GPUFL_NVML_LIBRARY");
     int rc = gpufl__dl_open(&n->dl, path, default_names, "no NVIDIA driver", why, why_size);
     if (rc == 0) rc = load_symbols(n, why, why_size);
-    if (rc != 0) goto fail;
+    if (rc != 0) goto close_nvml;
 
     nvmlReturn_t r = n->fn.init();
     if (r != NVML_SUCCESS) {
         snprintf(why, why_size, "%s failed: %s", n->init_name, status_name(n, r));
         rc = GPUFL_ENOTSUP;
-        goto fail;
+        goto close_nvml;
     }
     n->initialized = 1;
 
@@ -644,26 +644,26 @@ int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, s
     if (r != NVML_SUCCESS) {
         snprintf(why, why_size, "nvmlDeviceGetCount failed: %s", status_name(n, r));
         rc = GPUFL_ENOTSUP;
-        goto fail;
+        goto close_nvml;
     }
     if (gpus == 0) {
         snprintf(why, why_size, "NVML lists no GPU");
         rc = GPUFL_ENOTSUP;
-        goto fail;
+        goto close_nvml;
     }
     for (unsigned int i = 0; i < gpus && n->count < GPUFL_GPU_MAX; i++)
         add_gpu(n, i, driver_version, cuda_driver_version);
     if (n->count == 0) {
         snprintf(why, why_size, "NVML lists %u GPU%s but none answers", gpus, gpus == 1 ? "" : "s");
         rc = GPUFL_ENOTSUP;
-        goto fail;
+        goto close_nvml;
     }
     gpufl__debug("nvml: %s (NVML %s), %d device%s", n->dl.name, n->version, n->count,
                  n->count == 1 ? "" : "s");
     *out = n;
     return 0;
 
-fail:
+close_nvml:
     gpufl__nvml_close(n);
     gpufl__set_error(rc, "%s", why);
     return rc;

@@ -524,16 +524,16 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
         (rc = gpufl__batch_init_table(&t->graphs, &gpufl__wire_graph_launch)) ||
         (rc = gpufl__batch_init_table(&t->launches, &gpufl__wire_launch))) {
         snprintf(why, why_size, "%s", gpufl_last_error());
-        goto fail;
+        goto fini_source;
     }
     rc = gpufl__cupti_open(NULL, &t->cupti, why, why_size);
-    if (rc) goto fail;
+    if (rc) goto fini_source;
     open_cuda(t);
     if (settings->enable_stack_trace) {
         rc = gpufl__stack_log_init(&t->stack_log, settings->enable_source_collection);
         if (rc) {
             snprintf(why, why_size, "out of memory for the stack table");
-            goto fail;
+            goto fini_source;
         }
         t->stacks_on = 1;
     }
@@ -563,7 +563,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     if (t->pc_sampling != NULL) flags |= GPUFL_LAUNCH_GATE;
     rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                               t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
-    if (rc) goto explain;
+    if (rc) goto explain_missing_driver;
     if (flags & GPUFL_LAUNCH_GATE) gpufl__pc_sampling_set_gate(t->pc_sampling, t->launch);
     hook_engines(t);
     if (t->pc_sampling == NULL && t->sass_metrics == NULL && t->range_profiler == NULL &&
@@ -575,7 +575,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
         rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
                                   t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why,
                                   why_size);
-        if (rc) goto explain;
+        if (rc) goto explain_missing_driver;
     }
 
     /* Synchronization is timed by the callbacks at the sync calls: CUPTI's
@@ -587,7 +587,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     if (flags & GPUFL_LAUNCH_ROWS) cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
 #endif
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
-    if (rc) goto explain;
+    if (rc) goto explain_missing_driver;
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
     gpufl__range_profiler_observe(t->range_profiler); /* scopes become ranges from here on */
@@ -598,14 +598,14 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     }
     *source = (gpufl__source_t){"cupti", t, poll, due_in, flush, finish};
     return 0;
-explain:
+explain_missing_driver:
     if (t->cuda == NULL && strstr(t->occupancy_why, "not found") != NULL) {
         /* Without a driver CUPTI loads but fails vaguely: name the real cause. */
         char cupti_why[200];
         snprintf(cupti_why, sizeof cupti_why, "%s", why);
         snprintf(why, why_size, "libcuda.so.1 not found: no NVIDIA driver (CUPTI: %s)", cupti_why);
     }
-fail:
+fini_source:
     gpufl__trace_source_fini(t);
     return rc ? rc : GPUFL_ENOTSUP;
 }
