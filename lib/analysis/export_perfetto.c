@@ -388,8 +388,8 @@ static int write_events(perfetto_t *p) {
     return flush(p);
 }
 
-int gpufl__export_perfetto(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
-                           gpufl_export_result_t *res) {
+int gpufl__export_perfetto(gpufl_export_result_t *res, const gpufl__export_timeline_t *tl,
+                           const gpufl_export_options_t *opt) {
     int to_stream = !opt->path || strcmp(opt->path, "-") == 0;
     perfetto_t p;
     memset(&p, 0, sizeof p);

@@ -1373,7 +1373,7 @@ int gpufl__report_build(const gpufl__model_t *m, gpufl__report_t *r) {
     r->idle_bit = -1;
     r->unattributed = -1;
     int rc = build_summary(m, &r->summary);
-    if (!rc) rc = gpufl__insights_compute(m, &r->insights);
+    if (!rc) rc = gpufl__insights_compute(&r->insights, m);
     if (!rc) rc = build_scopes(m, r);
     if (!rc) rc = build_lost_scopes(m, &r->scopes);
     if (!rc) build_damage(m, &r->summary);

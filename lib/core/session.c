@@ -271,8 +271,8 @@ static int start_session(void) {
                     (long long)fit);
         s->ring_capacity_records = fit;
     }
-    rc = gpufl__ring_pool_get((uint64_t)s->ring_capacity_records, (uint64_t)s->memory_cap_bytes,
-                              &pool);
+    rc = gpufl__ring_pool_get(&pool, (uint64_t)s->ring_capacity_records,
+                              (uint64_t)s->memory_cap_bytes);
     if (rc) return rc;
     gpufl__clock_setup();
     gpufl__clock_reset();
@@ -290,7 +290,7 @@ static int start_session(void) {
         gpufl__upload_said(1);
     }
     gpufl__ring_pool_reset(pool);
-    rc = gpufl__collector_create(s, pool, g.dir, &g.ident, &g.collector);
+    rc = gpufl__collector_create(&g.collector, s, pool, g.dir, &g.ident);
     if (rc) return rc;
 
     g.host_started = 0;
@@ -349,7 +349,7 @@ int gpufl_init(const gpufl_options_t *opts) {
     }
     gpufl__settings_fini(&g.settings);
     gpufl__upload_said(0);
-    rc = gpufl__settings_resolve(opts, &g.settings);
+    rc = gpufl__settings_resolve(&g.settings, opts);
     if (rc) goto unlock;
     gpufl__log_set_debug(g.settings.enable_debug_output);
     g.last_disabled = !g.settings.enabled;
@@ -408,7 +408,7 @@ int gpufl_get_stats(gpufl_stats_t *out) {
     int rc = 0;
     pthread_mutex_lock(&g.lock);
     if (g.running) {
-        gpufl__collector_stats(g.collector, out);
+        gpufl__collector_stats(out, g.collector);
     } else if (g.ran_once) {
         size_t size =
             out->size && out->size < sizeof g.last_stats ? out->size : sizeof g.last_stats;

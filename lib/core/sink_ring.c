@@ -235,7 +235,7 @@ const gpufl__sink_ops_t gpufl__ring_sink_ops = {
     .batch = ring_batch,
 };
 
-void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out) {
+void gpufl__ring_sink_stats(gpufl__ring_sink_stats_t *out, gpufl__ring_sink_t *r) {
     pthread_mutex_lock(&r->lock);
     *out = r->stats;
     pthread_mutex_unlock(&r->lock);

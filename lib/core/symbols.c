@@ -574,7 +574,7 @@ static int resolve_dladdr(gpufl__symbols_t *s, uintptr_t pc, uintptr_t address,
 /* Interface                                                                */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why, size_t why_size) {
+int gpufl__symbols_create(gpufl__symbols_t **out, unsigned int flags, char *why, size_t why_size) {
     *out = NULL;
     set_why(why, why_size, "");
     gpufl__symbols_t *s = calloc(1, sizeof *s);
@@ -608,8 +608,8 @@ destroy_symbols:
     return GPUFL_ENOMEM;
 }
 
-int gpufl__symbols_resolve(gpufl__symbols_t *s, uintptr_t pc, int return_address,
-                           gpufl__frame_info_t *out) {
+int gpufl__symbols_resolve(gpufl__frame_info_t *out, gpufl__symbols_t *s, uintptr_t pc,
+                           int return_address) {
     if (out == NULL) return 0;
     *out = (gpufl__frame_info_t){empty, 0, empty, 0, empty, 0, empty};
     /* The first page is never mapped; that also keeps pc - 1 and the key

@@ -33,13 +33,13 @@ static void sample_to_cells(const gpufl__host_sample_t *x, gpufl__cell_t *row) {
  * caller holds s->lock. rebase: the first sample of an active stretch,
  * whose CPU counters become new baselines. Returns 0 when the reader works. */
 static int take_by(gpufl__host_sampler_t *s, int rebase,
-                   int (*read)(gpufl__host_reader_t *, gpufl__host_sample_t *),
+                   int (*read)(gpufl__host_sample_t *, gpufl__host_reader_t *),
                    gpufl__host_sample_t *out) {
     memset(out, 0, sizeof *out);
     if (!s->reader_ok) return -1;
     if (rebase) gpufl__host_reader_rebase(&s->reader);
     int64_t t0 = gpufl__mono_ns();
-    read(&s->reader, out);
+    read(out, &s->reader);
     gpufl__cost_add(&s->cost, gpufl__mono_ns() - t0);
     out->ts_ns = gpufl__collector_session_ns(s->collector, t0);
     return 0;

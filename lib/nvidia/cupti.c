@@ -225,7 +225,7 @@ static void library_names(const char *names[], char paths[][GPUFL_DL_NAME_BYTES]
     names[n] = NULL;
 }
 
-int gpufl__cupti_open(const char *library_path, gpufl__cupti_t **out, char *why, size_t why_size) {
+int gpufl__cupti_open(gpufl__cupti_t **out, const char *library_path, char *why, size_t why_size) {
     const char *names[SONAMES * 3 + 1];
     char paths[SONAMES * 2][GPUFL_DL_NAME_BYTES];
     int rc;
@@ -915,7 +915,7 @@ int gpufl__cupti_kind_state(const gpufl__cupti_t *c, gpufl__cupti_kind_t kind,
     return c->state[kind];
 }
 
-void gpufl__cupti_stats(const gpufl__cupti_t *c, gpufl__cupti_stats_t *out) {
+void gpufl__cupti_stats(gpufl__cupti_stats_t *out, const gpufl__cupti_t *c) {
     memset(out, 0, sizeof *out);
     if (c == NULL) return;
     out->buffers_given = atomic_load(&c->buffers_given);

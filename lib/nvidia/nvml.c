@@ -602,7 +602,7 @@ static int add_gpu(gpufl__nvml_t *n, unsigned int index, const char *driver_vers
 /* Open / close                                                             */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, size_t why_size) {
+int gpufl__nvml_open(gpufl__nvml_t **out, const char *library_path, char *why, size_t why_size) {
     char scratch[8];
     if (why == NULL || why_size == 0) {
         why = scratch;
@@ -1006,7 +1006,7 @@ static const char *const part_names[GPUFL_NVML_PARTS] = {
         (n)->part_ns[part] += monotonic_ns() - t0_;                                                \
     } while (0)
 
-int gpufl__nvml_sample(gpufl__nvml_t *n, int device, int64_t now_ns, gpufl__gpu_sample_t *out) {
+int gpufl__nvml_sample(gpufl__gpu_sample_t *out, gpufl__nvml_t *n, int device, int64_t now_ns) {
     if (out == NULL) return gpufl__set_error(GPUFL_EINVAL, "nvml sample: out is NULL");
     sample_init(out);
     if (n == NULL || device < 0 || device >= n->count)

@@ -273,9 +273,9 @@ static CUptiResult profiler_ready(gpufl__range_profiler_t *s, char *why, size_t 
 #define SYM(field, name)                                                                           \
     { &s->fn.field, name }
 
-int gpufl__range_profiler_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
-                                 gpufl__collector_t *collector, int64_t decode_every_ns,
-                                 gpufl__range_profiler_t **out, char *why, size_t why_size) {
+int gpufl__range_profiler_create(gpufl__range_profiler_t **out, gpufl__cupti_t *cupti,
+                                 gpufl__cuda_t *cuda, gpufl__collector_t *collector,
+                                 int64_t decode_every_ns, char *why, size_t why_size) {
     *out = NULL;
     gpufl__range_profiler_t *s = calloc(1, sizeof *s);
     if (s == NULL || pthread_mutex_init(&s->lock, NULL) != 0) {
@@ -1283,7 +1283,7 @@ void gpufl__range_profiler_poll(gpufl__range_profiler_t *s) {
 
 static void write_stats(gpufl__range_profiler_t *s) {
     gpufl__range_profiler_stats_t st;
-    gpufl__range_profiler_stats(s, &st);
+    gpufl__range_profiler_stats(&st, s);
     const gpufl__engine_count_t v[] = {{"contexts", st.contexts},
                                        {"ranges_pushed", st.ranges_pushed},
                                        {"ranges", st.ranges},
@@ -1328,7 +1328,7 @@ void gpufl__range_profiler_finish(gpufl__range_profiler_t *s) {
     write_stats(s);
 }
 
-void gpufl__range_profiler_stats(gpufl__range_profiler_t *s, gpufl__range_profiler_stats_t *out) {
+void gpufl__range_profiler_stats(gpufl__range_profiler_stats_t *out, gpufl__range_profiler_t *s) {
     memset(out, 0, sizeof *out);
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);
