@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < runs; r++) {
         gpufl__model_t *m = NULL;
         double t0 = now_s();
-        if (gpufl__model_load(dir, &m) != 0) {
+        if (gpufl__model_load(&m, dir) != 0) {
             fprintf(stderr, "bench_reader: load failed\n");
             return 1;
         }
@@ -194,7 +194,7 @@ int main(int argc, char **argv) {
         /* Every format runs the insight rules once; their share, alone: */
         gpufl__insights_t in;
         double s0 = now_s();
-        gpufl__insights_compute(m, &in);
+        gpufl__insights_compute(&in, m);
         insights[r] = now_s() - s0;
         gpufl__insights_free(&in);
         if (r == 0 && (long)m->n_kernels != kernels) {

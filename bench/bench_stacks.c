@@ -77,12 +77,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     char note[320];
-    if (gpufl__stacks_create(0, &stacks, note, sizeof note) != 0) {
+    if (gpufl__stacks_create(&stacks, 0, note, sizeof note) != 0) {
         fprintf(stderr, "bench_stacks: cannot make the stack table\n");
         return 1;
     }
     gpufl__stacks_stats_t st;
-    gpufl__stacks_stats(stacks, &st);
+    gpufl__stacks_stats(&st, stacks);
     printf("walker: %s%s%s\n", st.walker, note[0] ? " - " : "", note);
     static const int depths[] = {8, 16, 32, 56};
     double *g = malloc(sizeof(double) * (size_t)rounds),
@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 1000; k++) site(k, &fresh); /* one call site, then seen: see below */
     printf("first capture at a call site, then repeats (1000 calls): %.0f ns a call\n",
            fresh / 1000);
-    gpufl__stacks_stats(stacks, &st);
+    gpufl__stacks_stats(&st, stacks);
     printf("captures %llu, distinct %llu, lost %llu\n", (unsigned long long)st.captures,
            (unsigned long long)st.distinct, (unsigned long long)st.lost);
     printf("RESULT %s: %.0f ns a capture of a known stack of %d frames (target <= 1000 ns)\n",

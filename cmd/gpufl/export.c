@@ -106,7 +106,7 @@ int cli_export(int argc, char **argv) {
     opt.progress = cli_progress_fraction;
     opt.progress_user = &progress;
     gpufl_export_result_t res;
-    rc = gpufl_analysis_export(a, &opt, &res);
+    rc = gpufl_analysis_export(&res, a, &opt);
     cli_progress_clear(&progress);
     if (rc != 0) {
         fprintf(stderr, "gpufl: cannot export '%s': %s\n", dir, gpufl_last_error());

@@ -477,8 +477,8 @@ typedef struct gpufl_export_result {
  * written; free it with gpufl_export_result_fini(), also after a failure.
  * Calls on one handle are serialised.
  */
-GPUFL_API int gpufl_analysis_export(gpufl_analysis_t *a, const gpufl_export_options_t *opt,
-                                    gpufl_export_result_t *res);
+GPUFL_API int gpufl_analysis_export(gpufl_export_result_t *res, gpufl_analysis_t *a,
+                                    const gpufl_export_options_t *opt);
 /** Frees what a result holds; accepts NULL and a result never filled (zeroed). */
 GPUFL_API void gpufl_export_result_fini(gpufl_export_result_t *res);
 

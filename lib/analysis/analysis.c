@@ -101,7 +101,7 @@ int gpufl_analysis_find(const char *log_dir, const char *app_name, const char *s
     for (size_t r = 0; r < n_roots; r++) {
         gpufl__session_entry_t *list;
         size_t n;
-        int rc = gpufl__sessions_list(roots[r], &list, &n);
+        int rc = gpufl__sessions_list(&list, &n, roots[r]);
         if (rc) {
             free(all);
             return rc;
@@ -183,7 +183,7 @@ int gpufl_analysis_open_with(gpufl_analysis_t **out, const char *session_dir,
     memset(&limits, 0, sizeof limits); /* 0: each default */
     limits.progress = o.progress;
     limits.progress_user = o.progress_user;
-    int rc = a->dir ? gpufl__model_load_limits(session_dir, &limits, &a->m) : oom();
+    int rc = a->dir ? gpufl__model_load_limits(&a->m, session_dir, &limits) : oom();
     if (rc) {
         gpufl_analysis_close(a);
         return rc;
@@ -418,7 +418,7 @@ static int render(gpufl_analysis_t *a, gpufl_report_format_t fmt, const char *se
     if (!x || (section && !(x->section = strdup(section))) ||
         !(f = open_memstream(&x->text, &x->len))) {
         rc = oom();
-        goto fail;
+        goto free_text;
     }
     x->fmt = fmt;
     x->top_n = top_n;
@@ -427,12 +427,12 @@ static int render(gpufl_analysis_t *a, gpufl_report_format_t fmt, const char *se
                  : gpufl__report_render(&a->report, fmt, f);
     if (fclose(f) != 0 && !rc) rc = oom();
     f = NULL;
-    if (rc) goto fail;
+    if (rc) goto free_text;
     x->next = a->texts;
     a->texts = x;
     *out = x;
     return 0;
-fail:
+free_text:
     if (f) fclose(f);
     if (x) {
         free(x->section);

@@ -88,7 +88,7 @@ int gpufl_analysis_create(gpufl_analysis_t **out, const gpufl_analysis_options_t
     for (int i = 0; i < GPUFL_LOG_FILE_COUNT; i++) f->files[i].cutter.max_line = o.max_line_bytes;
     f->changed = 1;
     if (f->flags & GPUFL_ANALYSIS_IN_ORDER) {
-        int rc = gpufl__model_create(&f->limits, &f->live);
+        int rc = gpufl__model_create(&f->live, &f->limits);
         if (rc) {
             gpufl_analysis_close(a);
             return rc;
@@ -307,7 +307,7 @@ int gpufl_analysis_feed_end(gpufl_analysis_t *a, const char *channel) {
 static int build_from_kept(gpufl__analysis_feed_t *f, gpufl__model_t **out) {
     gpufl__model_t *m;
     gpufl__reader_t r;
-    int rc = gpufl__model_create(&f->limits, &m);
+    int rc = gpufl__model_create(&m, &f->limits);
     if (rc) return rc;
     gpufl__model_reader_init(m, &r, 1);
     for (int i = 0; i < GPUFL_LOG_FILE_COUNT && !rc; i++) {

@@ -47,7 +47,7 @@ int gpufl_analysis_insights_write(gpufl_analysis_t *a, const gpufl_insights_opti
                                 format);
     gpufl__insights_t in;
     pthread_mutex_lock(&a->lock);
-    int rc = gpufl__insights_compute(a->m, &in);
+    int rc = gpufl__insights_compute(&in, a->m);
     if (!rc)
         rc = json ? gpufl__insights_write_json(&in, o.min_severity, out)
                   : gpufl__insights_write_text(&in, o.min_severity, "", out);
@@ -56,12 +56,12 @@ int gpufl_analysis_insights_write(gpufl_analysis_t *a, const gpufl_insights_opti
     return rc;
 }
 
-int gpufl_analysis_export(gpufl_analysis_t *a, const gpufl_export_options_t *opt,
-                          gpufl_export_result_t *res) {
+int gpufl_analysis_export(gpufl_export_result_t *res, gpufl_analysis_t *a,
+                          const gpufl_export_options_t *opt) {
     if (res) memset(res, 0, sizeof *res);
     if (!a || !opt) return gpufl__set_error(GPUFL_EINVAL, "export: no handle or no options");
     pthread_mutex_lock(&a->lock);
-    int rc = gpufl__export_write(a->m, opt, res);
+    int rc = gpufl__export_write(res, a->m, opt);
     pthread_mutex_unlock(&a->lock);
     return rc;
 }
@@ -81,7 +81,7 @@ int gpufl_session_list_create(gpufl_session_list_t **out, const char *root) {
     if (!out || !root) return gpufl__set_error(GPUFL_EINVAL, "sessions: out and root are required");
     gpufl_session_list_t *l = calloc(1, sizeof *l);
     if (!l) return gpufl__set_error(GPUFL_ENOMEM, "out of memory listing sessions");
-    int rc = gpufl__sessions_list(root, &l->entries, &l->count);
+    int rc = gpufl__sessions_list(&l->entries, &l->count, root);
     if (!rc && l->count && !(l->infos = calloc(l->count, sizeof *l->infos)))
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory listing sessions");
     if (rc) {

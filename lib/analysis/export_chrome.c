@@ -330,8 +330,8 @@ static int write_file(chrome_t *c, size_t file, size_t n_files, size_t from, siz
     return flush(c);
 }
 
-int gpufl__export_chrome(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
-                         gpufl_export_result_t *res) {
+int gpufl__export_chrome(gpufl_export_result_t *res, const gpufl__export_timeline_t *tl,
+                         const gpufl_export_options_t *opt) {
     int to_stream = !opt->path || strcmp(opt->path, "-") == 0;
     uint64_t max =
         opt->max_events_per_file ? opt->max_events_per_file : GPUFL_EXPORT_CHROME_MAX_EVENTS;

@@ -388,8 +388,8 @@ static int write_events(perfetto_t *p) {
     return flush(p);
 }
 
-int gpufl__export_perfetto(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
-                           gpufl_export_result_t *res) {
+int gpufl__export_perfetto(gpufl_export_result_t *res, const gpufl__export_timeline_t *tl,
+                           const gpufl_export_options_t *opt) {
     int to_stream = !opt->path || strcmp(opt->path, "-") == 0;
     perfetto_t p;
     memset(&p, 0, sizeof p);
@@ -409,7 +409,7 @@ int gpufl__export_perfetto(const gpufl__export_timeline_t *tl, const gpufl_expor
     int rc = 0;
     if (!p.names || !p.keys || !p.heap) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "export: out of memory");
-        goto done;
+        goto free_tables;
     }
     if (to_stream) {
         p.f = opt->out ? opt->out : stdout;
@@ -417,7 +417,7 @@ int gpufl__export_perfetto(const gpufl__export_timeline_t *tl, const gpufl_expor
         p.f = fopen(opt->path, "wb");
         if (!p.f) {
             rc = gpufl__set_error(GPUFL_EIO, "cannot create '%s': %s", opt->path, strerror(errno));
-            goto done;
+            goto free_tables;
         }
     }
     if (write_events(&p)) rc = p.pb.buf.overflow || p.pb.error ? GPUFL_ENOMEM : GPUFL_EIO;
@@ -436,7 +436,7 @@ int gpufl__export_perfetto(const gpufl__export_timeline_t *tl, const gpufl_expor
                 res->n_files = 1;
         }
     }
-done:
+free_tables:
     gpufl__intern_destroy(p.names);
     gpufl__intern_destroy(p.keys);
     free(p.heap);

@@ -200,7 +200,7 @@ static void sort_rows(gpufl__export_row_t *a, size_t n, gpufl__export_row_t *tmp
             size_t j = i + 1, k;
             while (j < n && cmp(&src[j - 1], &src[j]) <= 0) j++;
             if (j == n) {
-                if (i == 0) goto done; /* one run: sorted */
+                if (i == 0) goto copy_back; /* one run: sorted */
                 memcpy(dst + i, src + i, (n - i) * sizeof *src);
                 runs++;
                 break;
@@ -215,7 +215,7 @@ static void sort_rows(gpufl__export_row_t *a, size_t n, gpufl__export_row_t *tmp
         dst = t;
         if (runs == 1) break;
     }
-done:
+copy_back:
     if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
@@ -438,13 +438,13 @@ int gpufl__export_timeline_build(const gpufl__model_t *m, gpufl__export_timeline
     gpufl__export_row_t *tmp = NULL;
     tl->rows = malloc((cap ? cap : 1) * sizeof *tl->rows);
     b.stack = malloc((cap ? cap : 1) * sizeof *b.stack);
-    if (!tl->rows || !b.stack) goto oom;
+    if (!tl->rows || !b.stack) goto free_rows;
     collect_rows(&b);
-    if (b.oom) goto oom;
+    if (b.oom) goto free_rows;
 
     /* Put the groups in track order and renumber the rows' groups. */
     uint32_t *order = malloc((b.gm.n ? b.gm.n : 1) * sizeof *order);
-    if (!order) goto oom;
+    if (!order) goto free_rows;
     for (size_t g = 0; g < b.gm.n; g++) b.gm.groups[g].base = (uint32_t)g; /* old index */
     qsort(b.gm.groups, b.gm.n, sizeof *b.gm.groups, group_cmp);
     for (size_t g = 0; g < b.gm.n; g++) order[b.gm.groups[g].base] = (uint32_t)g;
@@ -456,7 +456,7 @@ int gpufl__export_timeline_build(const gpufl__model_t *m, gpufl__export_timeline
     tmp = malloc((tl->n_rows ? tl->n_rows : 1) * sizeof *tmp);
     if (!first || !tmp) {
         free(first);
-        goto oom;
+        goto free_rows;
     }
     for (size_t i = 0; i < tl->n_rows; i++) first[tl->rows[i].track + 1]++;
     for (size_t g = 0; g < b.gm.n; g++) first[g + 1] += first[g];
@@ -476,7 +476,7 @@ int gpufl__export_timeline_build(const gpufl__model_t *m, gpufl__export_timeline
         else if (gr->kind == GPUFL_EXPORT_TRACK_THREAD)
             nest_group(&b, tl->rows + i, j - i);
     }
-    if (make_tracks(&b)) goto oom;
+    if (make_tracks(&b)) goto free_rows;
     for (size_t i = 0; i < tl->n_rows; i++) {
         gpufl__export_row_t *r = &tl->rows[i];
         r->track = b.gm.groups[r->track].base + r->lane;
@@ -492,7 +492,7 @@ int gpufl__export_timeline_build(const gpufl__model_t *m, gpufl__export_timeline
     free(b.gm.slots);
     free(b.gm.groups);
     return 0;
-oom:
+free_rows:
     free(tmp);
     free(b.stack);
     free(b.gm.slots);

@@ -134,9 +134,9 @@ int gpufl__export_counter_value(const gpufl__export_timeline_t *tl, const gpufl_
 
 /* The writers: export_chrome.c, export_perfetto.c. Same contract as
  * gpufl__export_write(); they add to *res. */
-int gpufl__export_chrome(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
-                         gpufl_export_result_t *res);
-int gpufl__export_perfetto(const gpufl__export_timeline_t *tl, const gpufl_export_options_t *opt,
-                           gpufl_export_result_t *res);
+int gpufl__export_chrome(gpufl_export_result_t *res, const gpufl__export_timeline_t *tl,
+                         const gpufl_export_options_t *opt);
+int gpufl__export_perfetto(gpufl_export_result_t *res, const gpufl__export_timeline_t *tl,
+                           const gpufl_export_options_t *opt);
 
 #endif

@@ -35,8 +35,8 @@ void gpufl_export_result_fini(gpufl_export_result_t *res) {
     memset(res, 0, sizeof *res);
 }
 
-int gpufl__export_write(const gpufl__model_t *m, const gpufl_export_options_t *opt,
-                        gpufl_export_result_t *res) {
+int gpufl__export_write(gpufl_export_result_t *res, const gpufl__model_t *m,
+                        const gpufl_export_options_t *opt) {
     gpufl_export_result_t local;
     if (!res) res = &local;
     memset(res, 0, sizeof *res);
@@ -50,8 +50,8 @@ int gpufl__export_write(const gpufl__model_t *m, const gpufl_export_options_t *o
     gpufl__export_timeline_t tl;
     int rc = gpufl__export_timeline_build(m, &tl);
     if (rc) return rc;
-    rc = opt->format == GPUFL_EXPORT_CHROME ? gpufl__export_chrome(&tl, opt, res)
-                                            : gpufl__export_perfetto(&tl, opt, res);
+    rc = opt->format == GPUFL_EXPORT_CHROME ? gpufl__export_chrome(res, &tl, opt)
+                                            : gpufl__export_perfetto(res, &tl, opt);
     res->clipped = tl.clipped;
     res->no_launch = tl.no_launch;
     res->tracks = tl.n_tracks;

@@ -33,7 +33,7 @@
  * names it; files already complete stay), GPUFL_ENOMEM. *res (may be NULL)
  * says what was written; free it with gpufl_export_result_fini().
  */
-int gpufl__export_write(const gpufl__model_t *m, const gpufl_export_options_t *opt,
-                        gpufl_export_result_t *res);
+int gpufl__export_write(gpufl_export_result_t *res, const gpufl__model_t *m,
+                        const gpufl_export_options_t *opt);
 
 #endif

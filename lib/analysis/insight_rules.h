@@ -44,10 +44,10 @@ double gpufl__insight_median_i64(int64_t *v, size_t n);
 
 /* The families of rules, each in its own file; each returns 0 or
  * GPUFL_ENOMEM. The order here is the order of rules in the output. */
-int gpufl__rules_sync(const gpufl__model_t *m, gpufl__insights_t *out);   /* rules_sync.c */
-int gpufl__rules_kernel(const gpufl__model_t *m, gpufl__insights_t *out); /* rules_kernel.c */
-int gpufl__rules_device(const gpufl__model_t *m, gpufl__insights_t *out); /* rules_device.c */
-int gpufl__rules_stall(const gpufl__model_t *m, gpufl__insights_t *out);  /* rules_stall.c */
-int gpufl__rules_sass(const gpufl__model_t *m, gpufl__insights_t *out);   /* rules_sass.c */
+int gpufl__rules_sync(gpufl__insights_t *out, const gpufl__model_t *m);   /* rules_sync.c */
+int gpufl__rules_kernel(gpufl__insights_t *out, const gpufl__model_t *m); /* rules_kernel.c */
+int gpufl__rules_device(gpufl__insights_t *out, const gpufl__model_t *m); /* rules_device.c */
+int gpufl__rules_stall(gpufl__insights_t *out, const gpufl__model_t *m);  /* rules_stall.c */
+int gpufl__rules_sass(gpufl__insights_t *out, const gpufl__model_t *m);   /* rules_sass.c */
 
 #endif

@@ -169,13 +169,13 @@ static int cmp_insight(const void *a, const void *b) {
     return strcmp(x->title ? x->title : "", y->title ? y->title : "");
 }
 
-int gpufl__insights_compute(const gpufl__model_t *m, gpufl__insights_t *out) {
+int gpufl__insights_compute(gpufl__insights_t *out, const gpufl__model_t *m) {
     memset(out, 0, sizeof *out);
-    int rc = gpufl__rules_sync(m, out);
-    if (!rc) rc = gpufl__rules_kernel(m, out);
-    if (!rc) rc = gpufl__rules_device(m, out);
-    if (!rc) rc = gpufl__rules_stall(m, out);
-    if (!rc) rc = gpufl__rules_sass(m, out);
+    int rc = gpufl__rules_sync(out, m);
+    if (!rc) rc = gpufl__rules_kernel(out, m);
+    if (!rc) rc = gpufl__rules_device(out, m);
+    if (!rc) rc = gpufl__rules_stall(out, m);
+    if (!rc) rc = gpufl__rules_sass(out, m);
     if (rc) return gpufl__set_error(rc, "out of memory while computing insights");
     if (out->n > 1) qsort(out->items, out->n, sizeof *out->items, cmp_insight);
     return 0;

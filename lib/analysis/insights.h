@@ -73,7 +73,7 @@ typedef struct gpufl__insights {
 
 /* Runs every rule on m into *out (zeroed first). Returns 0 or GPUFL_ENOMEM
  * (out then holds what was made before; free it either way). */
-int gpufl__insights_compute(const gpufl__model_t *m, gpufl__insights_t *out);
+int gpufl__insights_compute(gpufl__insights_t *out, const gpufl__model_t *m);
 
 /* Frees what compute made; accepts a zeroed struct. */
 void gpufl__insights_free(gpufl__insights_t *in);

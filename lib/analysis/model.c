@@ -334,7 +334,7 @@ static const gpufl__reader_ops_t *reader_ops(void) {
     return &ops;
 }
 
-int gpufl__model_create(const gpufl__model_limits_t *limits, gpufl__model_t **out) {
+int gpufl__model_create(gpufl__model_t **out, const gpufl__model_limits_t *limits) {
     *out = NULL;
     gpufl__model_t *m = calloc(1, sizeof *m);
     load_state_t *st = calloc(1, sizeof *st);
@@ -390,11 +390,11 @@ int gpufl__model_finish(gpufl__model_t *m) {
     return rc;
 }
 
-int gpufl__model_load_limits(const char *session_dir, const gpufl__model_limits_t *limits,
-                             gpufl__model_t **out) {
+int gpufl__model_load_limits(gpufl__model_t **out, const char *session_dir,
+                             const gpufl__model_limits_t *limits) {
     gpufl__model_t *m;
     *out = NULL;
-    int rc = gpufl__model_create(limits, &m);
+    int rc = gpufl__model_create(&m, limits);
     if (rc) return rc;
     gpufl__reader_limits_t rl = {.max_line_bytes = m->limits.max_line_bytes,
                                  .progress = limits ? limits->progress : NULL,
@@ -409,8 +409,8 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl__model_limits_
     return 0;
 }
 
-int gpufl__model_load(const char *session_dir, gpufl__model_t **out) {
-    return gpufl__model_load_limits(session_dir, NULL, out);
+int gpufl__model_load(gpufl__model_t **out, const char *session_dir) {
+    return gpufl__model_load_limits(out, session_dir, NULL);
 }
 
 void gpufl__model_destroy(gpufl__model_t *m) {

@@ -812,10 +812,10 @@ typedef struct gpufl__model {
  * GPUFL_ENOTFOUND when the directory does not exist or holds no log file,
  * GPUFL_EIO, GPUFL_ENOMEM. Sets gpufl_last_error() on failure.
  */
-int gpufl__model_load(const char *session_dir, gpufl__model_t **out);
+int gpufl__model_load(gpufl__model_t **out, const char *session_dir);
 /* As gpufl__model_load, with caps (NULL: defaults). */
-int gpufl__model_load_limits(const char *session_dir, const gpufl__model_limits_t *limits,
-                             gpufl__model_t **out);
+int gpufl__model_load_limits(gpufl__model_t **out, const char *session_dir,
+                             const gpufl__model_limits_t *limits);
 /*
  * Building a model from lines fed in pieces (the feed path both of the
  * above take): gpufl__model_create makes an empty model in its loading
@@ -824,7 +824,7 @@ int gpufl__model_load_limits(const char *session_dir, const gpufl__model_limits_
  * gpufl__model_finish joins and summarizes once, and the model is then only
  * read. Return 0, GPUFL_ENOMEM (GPUFL_EINVAL: finished twice).
  */
-int gpufl__model_create(const gpufl__model_limits_t *limits, gpufl__model_t **out);
+int gpufl__model_create(gpufl__model_t **out, const gpufl__model_limits_t *limits);
 void gpufl__model_reader_init(gpufl__model_t *m, gpufl__reader_t *r, int follow_segments);
 int gpufl__model_finish(gpufl__model_t *m);
 /* Frees a model (finished or not); accepts NULL. */

@@ -27,7 +27,7 @@ int gpufl__model_device_number(const json_t *v, int64_t *out) {
 
 /* The entry of device, created (has_info 0, all unknown) when new. Returns
  * 0, 1 when the device cap is reached, or GPUFL_ENOMEM. */
-int gpufl__model_gpu_slot(gpufl__model_t *m, int64_t device, gpufl__model_gpu_t **out) {
+int gpufl__model_gpu_slot(gpufl__model_gpu_t **out, gpufl__model_t *m, int64_t device) {
     size_t idx;
     if (gpufl__idmap_get(&m->gpu_index, (uint64_t)device + 1, &idx)) {
         *out = &m->gpus[idx];
@@ -57,7 +57,7 @@ static int on_gpu_info(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t
     if (gpufl__model_device_number(json_object_get(rec, "device"), &device))
         return gpufl__model_bad_line(m, pos, "gpu_info", "no device number");
     gpufl__model_gpu_t *g;
-    int rc = gpufl__model_gpu_slot(m, device, &g);
+    int rc = gpufl__model_gpu_slot(&g, m, device);
     if (rc < 0) return rc;
     if (rc) {
         m->gpus_over_cap++;
@@ -142,7 +142,7 @@ static int on_gpu_processes(gpufl__model_t *m, const gpufl__reader_pos_t *pos, j
     if (count < (int64_t)n) count = (int64_t)n; /* absent, or fewer than listed */
     gpufl__model_note_ts(m, ts);
     gpufl__model_gpu_t *g;
-    int rc = gpufl__model_gpu_slot(m, device, &g);
+    int rc = gpufl__model_gpu_slot(&g, m, device);
     if (rc < 0) return rc;
     if (rc) {
         m->gpus_over_cap++;
@@ -309,7 +309,7 @@ static int cmp_gpu(const void *a, const void *b) {
 static int note_device(gpufl__model_t *m, int64_t d, int64_t *last) {
     if (d == *last) return 0;
     gpufl__model_gpu_t *g;
-    int rc = gpufl__model_gpu_slot(m, d, &g);
+    int rc = gpufl__model_gpu_slot(&g, m, d);
     if (rc < 0) return rc;
     if (rc) {
         m->gpus_over_cap++; /* its rows stay, with no device entry */

@@ -144,7 +144,7 @@ int gpufl__model_keep_first(json_t **slot, json_t *rec);
 
 /* model_gpu.c: the entry of device, created (has_info 0, all unknown) when
  * new. Returns 0, 1 when the device cap is reached, or GPUFL_ENOMEM. */
-int gpufl__model_gpu_slot(gpufl__model_t *m, int64_t device, gpufl__model_gpu_t **out);
+int gpufl__model_gpu_slot(gpufl__model_gpu_t **out, gpufl__model_t *m, int64_t device);
 /* model_scope.c: the index of the first len bytes of path in the sorted
  * scope paths, or -1. */
 long gpufl__model_path_find(const gpufl__model_t *m, const char *path, size_t len);

@@ -268,7 +268,7 @@ static int build_paths(gpufl__model_t *m) {
     int rc = 0;
     int64_t *parent_scope = NULL;
     gpufl__model_scope_t **by_path = malloc(n * sizeof *by_path);
-    if (!by_path) goto out_of_memory;
+    if (!by_path) goto set_oom_error;
     for (size_t i = 0; i < m->n_scopes; i++) by_path[i] = &m->scopes[i];
     for (size_t i = 0, k = m->n_scopes; i < m->n_lost_scopes; i++)
         if (m->lost_scopes[i].path) by_path[k++] = &m->lost_scopes[i];
@@ -276,7 +276,7 @@ static int build_paths(gpufl__model_t *m) {
     for (size_t i = 0; i < n; i++) np += i == 0 || strcmp(by_path[i - 1]->path, by_path[i]->path);
     m->scope_paths = calloc(np, sizeof *m->scope_paths);
     parent_scope = calloc(np, sizeof *parent_scope);
-    if (!m->scope_paths || !parent_scope) goto out_of_memory;
+    if (!m->scope_paths || !parent_scope) goto set_oom_error;
     m->n_scope_paths = np;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -304,7 +304,7 @@ static int build_paths(gpufl__model_t *m) {
     }
     rc = link_paths(m, parent_scope);
     goto free_temp;
-out_of_memory:
+set_oom_error:
     rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the scope paths");
 free_temp:
     free(by_path);

@@ -147,7 +147,7 @@ int gpufl__pc_profile_build(const gpufl__model_t *m, gpufl__pc_profile_t *p) {
     if (!order || !insn_of || !keys || !line_of || !p->functions || !p->insns || !p->lines ||
         !p->pool) {
         rc = oom();
-        goto out;
+        goto free_temp;
     }
     for (size_t i = 0; i < n; i++) order[i] = i;
     qsort_r(order, n, sizeof *order, cmp_row, m->pc_samples);
@@ -188,7 +188,7 @@ int gpufl__pc_profile_build(const gpufl__model_t *m, gpufl__pc_profile_t *p) {
     for (size_t i = 0; i < p->n_lines; i++) p->lines[i].fn = line_of[p->lines[i].fn];
     qsort(p->insns, p->n_insns, sizeof *p->insns, cmp_insn);
     rc = 0;
-out:
+free_temp:
     free(order);
     free(insn_of);
     free(keys);

@@ -1450,7 +1450,7 @@ int gpufl__report_write(const gpufl__model_t *m, FILE *out) {
 
 int gpufl__report_session_dir(const char *session_dir, FILE *out) {
     gpufl__model_t *m = NULL;
-    int rc = gpufl__model_load(session_dir, &m);
+    int rc = gpufl__model_load(&m, session_dir);
     if (rc) return rc;
     rc = gpufl__report_write(m, out);
     gpufl__model_destroy(m);

@@ -496,7 +496,7 @@ static int tree_order(const gpufl__model_t *m, const double *key, size_t *order)
     int rc = 0;
     if (!keys || !first || !count || !stack) {
         rc = oom();
-        goto free_all;
+        goto free_temp;
     }
     for (size_t i = 0; i < n; i++)
         keys[i] = (node_key_t){m->scope_paths[i].parent, key[i], m->scope_paths[i].path, i};
@@ -515,7 +515,7 @@ static int tree_order(const gpufl__model_t *m, const double *key, size_t *order)
         size_t slot = nd + 1;
         for (size_t i = count[slot]; i-- > 0;) stack[top++] = keys[first[slot] + i].node;
     }
-free_all:
+free_temp:
     free(keys);
     free(first);
     free(count);
@@ -579,7 +579,7 @@ static int build_tags(const gpufl__model_t *m, gpufl__report_scopes_t *sc) {
     int rc = 0;
     if (!pt || !first || !count || !sc->tags) {
         rc = oom();
-        goto free_all;
+        goto free_temp;
     }
     for (size_t i = 0; i < m->n_scopes; i++) {
         const gpufl__model_scope_t *s = &m->scopes[i];
@@ -598,7 +598,7 @@ static int build_tags(const gpufl__model_t *m, gpufl__report_scopes_t *sc) {
         sc->rows[i].tags = sc->tags + first[p];
         sc->rows[i].n_tags = count[p];
     }
-free_all:
+free_temp:
     free(pt);
     free(first);
     free(count);
@@ -614,7 +614,7 @@ static int build_scopes(const gpufl__model_t *m, gpufl__report_t *r) {
     int rc = 0;
     if (!key || !order || !r->scopes.rows) {
         rc = oom();
-        goto free_all;
+        goto free_temp;
     }
     for (size_t i = 0; i < n; i++) {
         const gpufl__model_scope_path_t *p = &m->scope_paths[i];
@@ -624,13 +624,13 @@ static int build_scopes(const gpufl__model_t *m, gpufl__report_t *r) {
         r->scopes.implicit += p->implicit;
     }
     rc = tree_order(m, key, order);
-    if (rc) goto free_all;
+    if (rc) goto free_temp;
     for (size_t k = 0; k < n; k++) fill_row(&r->scopes.rows[k], &m->scope_paths[order[k]]);
     r->scopes.n_rows = n;
     for (size_t i = 0; i < m->n_scopes && r->scopes.n_open < GPUFL_REPORT_LIST_MAX; i++)
         if (m->scopes[i].open) r->scopes.open[r->scopes.n_open++] = &m->scopes[i];
     rc = build_tags(m, &r->scopes);
-free_all:
+free_temp:
     free(key);
     free(order);
     return rc;
@@ -813,7 +813,7 @@ static int build_scope_gpu(const gpufl__model_t *m, gpufl__report_t *r) {
     int rc = 0;
     if (!key || !order || !r->scope_gpu_rows) {
         rc = oom();
-        goto free_all;
+        goto free_temp;
     }
     for (size_t i = 0; i < n; i++) {
         const gpufl__model_scope_path_t *p = &m->scope_paths[i];
@@ -824,12 +824,12 @@ static int build_scope_gpu(const gpufl__model_t *m, gpufl__report_t *r) {
     r->gpu_all_ns = r->gpu_in_scopes_ns + gpufl__model_gpu_ns(&m->gpu_no_scope.self) +
                     gpufl__model_gpu_ns(&m->gpu_unknown_scope.self);
     rc = tree_order(m, key, order);
-    if (rc) goto free_all;
+    if (rc) goto free_temp;
     for (size_t k = 0; k < n; k++) {
         const gpufl__model_scope_path_t *p = &m->scope_paths[order[k]];
         if (has_work(&p->gpu.total)) fill_row(&r->scope_gpu_rows[r->n_scope_gpu_rows++], p);
     }
-free_all:
+free_temp:
     free(key);
     free(order);
     return rc;
@@ -1049,7 +1049,7 @@ static int rank_names(const gpufl__model_t *m, uint32_t *rank, size_t *n_ranks) 
         int put = gpufl__idmap_put(&seen, (uint64_t)(uintptr_t)name, n_names, &idx);
         if (put < 0) {
             rc = put;
-            goto free_all;
+            goto free_temp;
         }
         if (put == 0) {
             if (n_names == alloc) {
@@ -1057,7 +1057,7 @@ static int rank_names(const gpufl__model_t *m, uint32_t *rank, size_t *n_ranks) 
                 const char **p = realloc(names, grown * sizeof *p);
                 if (!p) {
                     rc = GPUFL_ENOMEM;
-                    goto free_all;
+                    goto free_temp;
                 }
                 names = p;
                 alloc = grown;
@@ -1071,7 +1071,7 @@ static int rank_names(const gpufl__model_t *m, uint32_t *rank, size_t *n_ranks) 
     of_name = malloc((n_names ? n_names : 1) * sizeof *of_name);
     if (!sorted || !of_name) {
         rc = GPUFL_ENOMEM;
-        goto free_all;
+        goto free_temp;
     }
     if (n_names) memcpy(sorted, names, n_names * sizeof *sorted);
     qsort(sorted, n_names, sizeof *sorted, cmp_str_ptr);
@@ -1084,7 +1084,7 @@ static int rank_names(const gpufl__model_t *m, uint32_t *rank, size_t *n_ranks) 
     }
     *n_ranks = n_names ? (size_t)r + 1 : 0;
     for (size_t i = 0; i < m->n_kernels; i++) rank[i] = of_name[rank[i]];
-free_all:
+free_temp:
     free(names);
     free(sorted);
     free(of_name);
@@ -1201,14 +1201,14 @@ static int build_kernels(const gpufl__model_t *m, gpufl__report_t *r) {
     r->kconfs = malloc(n * sizeof *r->kconfs);
     if (!rank || !by || !dur || !r->kgroups || !r->kconfs) {
         rc = oom();
-        goto free_all;
+        goto free_temp;
     }
     rc = rank_names(m, rank, &n_ranks);
-    if (rc) goto free_all;
+    if (rc) goto free_temp;
     start = calloc(n_ranks + 1, sizeof *start);
     if (!start) {
         rc = oom();
-        goto free_all;
+        goto free_temp;
     }
     for (size_t i = 0; i < n; i++) start[rank[i] + 1]++;
     for (size_t k = 0; k < n_ranks; k++) start[k + 1] += start[k];
@@ -1236,7 +1236,7 @@ static int build_kernels(const gpufl__model_t *m, gpufl__report_t *r) {
         kg->p99_ns = rank_dur(dur, kg->calls, 99);
         r->kernel_ns += kg->total_ns;
         rc = group_configs(m, r, by, from, to, (uint32_t)g);
-        if (rc) goto free_all;
+        if (rc) goto free_temp;
     }
     qsort(r->kgroups, r->n_kgroups, sizeof *r->kgroups, cmp_kgroup);
     qsort(r->kconfs, r->n_kconfs, sizeof *r->kconfs, cmp_kconf);
@@ -1247,7 +1247,7 @@ static int build_kernels(const gpufl__model_t *m, gpufl__report_t *r) {
         else
             r->configs++;
     }
-free_all:
+free_temp:
     free(rank);
     free(by);
     free(start);
@@ -1318,7 +1318,7 @@ static int build_launches(const gpufl__model_t *m, gpufl__report_t *r) {
     int rc = 0;
     if (!count || !pairs || !slot || !r->lgroups) {
         rc = oom();
-        goto free_all;
+        goto free_temp;
     }
     size_t np = 0;
     for (size_t i = 0; i < m->n_launches; i++) {
@@ -1350,13 +1350,13 @@ static int build_launches(const gpufl__model_t *m, gpufl__report_t *r) {
     const char **names = malloc((n ? n : 1) * sizeof *names); /* distinct names */
     if (!names) {
         rc = oom();
-        goto free_all;
+        goto free_temp;
     }
     for (size_t i = 0; i < n; i++) names[i] = r->lgroups[i].name;
     qsort(names, n, sizeof *names, cmp_name_ptr);
     for (size_t i = 0; i < n; i++) r->launch_names += i == 0 || strcmp(names[i], names[i - 1]);
     free(names);
-free_all:
+free_temp:
     free(count);
     free(pairs);
     free(slot);
@@ -1373,7 +1373,7 @@ int gpufl__report_build(const gpufl__model_t *m, gpufl__report_t *r) {
     r->idle_bit = -1;
     r->unattributed = -1;
     int rc = build_summary(m, &r->summary);
-    if (!rc) rc = gpufl__insights_compute(m, &r->insights);
+    if (!rc) rc = gpufl__insights_compute(&r->insights, m);
     if (!rc) rc = build_scopes(m, r);
     if (!rc) rc = build_lost_scopes(m, &r->scopes);
     if (!rc) build_damage(m, &r->summary);

@@ -556,7 +556,7 @@ static int timeline(FILE *out, const gpufl__report_t *r) {
     int rc = 0, last = -1, any_open = 0;
     if (!t || !lane || !idx || !bins_ns || !bins_n) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the HTML timeline");
-        goto free_all;
+        goto free_temp;
     }
     t->t0 = INT64_MAX;
     t->t1 = INT64_MIN;
@@ -647,7 +647,7 @@ static int timeline(FILE *out, const gpufl__report_t *r) {
     if (t->not_drawn)
         fprintf(out, "<p>%llu records in lanes past the first %d are not drawn</p>\n",
                 (unsigned long long)t->not_drawn, LANES_MAX);
-free_all:
+free_temp:
     free(t);
     free(lane);
     free(idx);

@@ -504,7 +504,7 @@ static int rule_low_sm(const gpufl__model_t *m, gpufl__insights_t *out) {
                                GPM_MIN_SAMPLES, GPM_UTIL_HIGH);
 }
 
-int gpufl__rules_device(const gpufl__model_t *m, gpufl__insights_t *out) {
+int gpufl__rules_device(gpufl__insights_t *out, const gpufl__model_t *m) {
     int rc = rule_idle(m, out);
     if (!rc) rc = rule_throttling(m, out);
     if (!rc) rc = rule_low_sm(m, out);

@@ -876,7 +876,7 @@ static int rules_copies(const gpufl__model_t *m, gpufl__insights_t *out) {
     return rc;
 }
 
-int gpufl__rules_kernel(const gpufl__model_t *m, gpufl__insights_t *out) {
+int gpufl__rules_kernel(gpufl__insights_t *out, const gpufl__model_t *m) {
     double *dev_ns = device_kernel_ns(m);
     if (!dev_ns) return GPUFL_ENOMEM;
     int rc = rule_launch(m, out);

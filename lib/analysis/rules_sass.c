@@ -203,7 +203,7 @@ static int skip_without_rows(const gpufl__model_t *m, gpufl__insights_t *out) {
     return 1;
 }
 
-int gpufl__rules_sass(const gpufl__model_t *m, gpufl__insights_t *out) {
+int gpufl__rules_sass(gpufl__insights_t *out, const gpufl__model_t *m) {
     int rc = skip_without_rows(m, out);
     if (rc) return rc < 0 ? rc : 0;
     gpufl__sass_profile_t p;

@@ -153,7 +153,7 @@ static int add_stall(const gpufl__model_t *m, const gpufl__pc_profile_t *p, size
     return 0;
 }
 
-int gpufl__rules_stall(const gpufl__model_t *m, gpufl__insights_t *out) {
+int gpufl__rules_stall(gpufl__insights_t *out, const gpufl__model_t *m) {
     if (!m->n_pc_samples) {
         const char *err = NULL;
         for (size_t i = 0; i < m->n_pc_contexts && !err; i++)

@@ -293,7 +293,7 @@ static int loop_insight(gpufl__insights_t *out, const sync_ref_t *g, size_t n,
     return rc;
 }
 
-int gpufl__rules_sync(const gpufl__model_t *m, gpufl__insights_t *out) {
+int gpufl__rules_sync(gpufl__insights_t *out, const gpufl__model_t *m) {
     if (m->n_syncs == 0) {
         int rc = gpufl__insight_skip(
             out, "sync_attribution",

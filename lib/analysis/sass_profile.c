@@ -200,13 +200,13 @@ int gpufl__sass_profile_build(const gpufl__model_t *m, gpufl__sass_profile_t *p)
     int rc = 0;
     if (!keys || !p->functions || !p->lines || !p->insns || !to) {
         rc = oom();
-        goto out;
+        goto free_temp;
     }
     for (size_t i = 0; i < n; i++) {
         note_row(p, &m->sass_metrics[i]);
         if (gpufl__idmap_put(&contexts, (uint64_t)m->sass_metrics[i].context + 1, 0, NULL) < 0) {
             rc = oom();
-            goto out;
+            goto free_temp;
         }
     }
     p->contexts = contexts.count;
@@ -230,7 +230,7 @@ int gpufl__sass_profile_build(const gpufl__model_t *m, gpufl__sass_profile_t *p)
     qsort(p->functions, p->n_functions, sizeof *p->functions, cmp_function);
     for (size_t i = 0; i < p->n_functions; i++) to[p->functions[i].id] = i;
     for (size_t i = 0; i < p->n_lines; i++) p->lines[i].fn = to[p->lines[i].fn];
-out:
+free_temp:
     free(keys);
     free(to);
     gpufl__idmap_fini(&contexts);

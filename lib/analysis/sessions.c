@@ -132,7 +132,7 @@ void gpufl__session_describe(const char *path, gpufl__session_entry_t *s) {
     describe(s);
 }
 
-int gpufl__sessions_list(const char *root, gpufl__session_entry_t **out, size_t *count) {
+int gpufl__sessions_list(gpufl__session_entry_t **out, size_t *count, const char *root) {
     gpufl__session_entry_t *list = NULL;
     size_t n = 0, alloc = 0;
     *out = NULL;

@@ -38,6 +38,6 @@ int gpufl__session_newer(const gpufl__session_entry_t *x, const gpufl__session_e
  * malloc'd array the caller frees. Only each session's first header and its
  * last segment's tail are read. Returns 0, or GPUFL_ENOTFOUND / GPUFL_EIO
  * when root cannot be read, GPUFL_ENOMEM; gpufl_last_error() says why. */
-int gpufl__sessions_list(const char *root, gpufl__session_entry_t **out, size_t *count);
+int gpufl__sessions_list(gpufl__session_entry_t **out, size_t *count, const char *root);
 
 #endif

@@ -408,9 +408,9 @@ static void *collector_main(void *arg) {
 
 /* ---------------- lifecycle ---------------- */
 
-int gpufl__collector_create(const gpufl__settings_t *settings, gpufl__ring_pool_t *pool,
-                            const char *dir, const gpufl__session_ident_t *ident,
-                            gpufl__collector_t **out) {
+int gpufl__collector_create(gpufl__collector_t **out, const gpufl__settings_t *settings,
+                            gpufl__ring_pool_t *pool, const char *dir,
+                            const gpufl__session_ident_t *ident) {
     int rc;
     gpufl__collector_t *c = calloc(1, sizeof *c);
     if (!c) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the collector");
@@ -434,20 +434,20 @@ int gpufl__collector_create(const gpufl__settings_t *settings, gpufl__ring_pool_
     c->states = calloc(pool->count, sizeof *c->states);
     if (!c->dict || !c->threads || !c->heads || !c->states) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for the collector");
-        goto fail;
+        goto destroy_collector;
     }
     if ((rc = gpufl__batch_init_table(&c->begins, &gpufl__wire_scope_begin)) ||
         (rc = gpufl__batch_init_table(&c->ends, &gpufl__wire_scope_end)))
-        goto fail;
+        goto destroy_collector;
     gpufl__fanout_init(&c->sinks, c->dict);
     if ((rc = gpufl__ndjson_sink_open(&c->ndjson, dir, &c->ident,
                                       (uint64_t)settings->log_rotate_bytes,
                                       settings->flush_logs_always)) ||
         (rc = gpufl__fanout_attach(&c->sinks, &gpufl__ndjson_sink_ops, &c->ndjson)))
-        goto fail;
+        goto destroy_collector;
     *out = c;
     return 0;
-fail:
+destroy_collector:
     gpufl__collector_destroy(c, NULL);
     return rc;
 }
@@ -470,7 +470,7 @@ int gpufl__collector_start(gpufl__collector_t *c) {
 
 static void write_session_end(gpufl__collector_t *c, int64_t now_ns) {
     gpufl_stats_t s = {.size = sizeof s};
-    gpufl__collector_stats(c, &s);
+    gpufl__collector_stats(&s, c);
     /* The files' own last line, like their header: what reached each file. */
     for (int i = 0; i < c->ndjson.files_open; i++) {
         gpufl__writer_t *f = &c->ndjson.files[i];
@@ -506,7 +506,7 @@ void gpufl__collector_destroy(gpufl__collector_t *c, gpufl_stats_t *final_stats)
         gpufl__fanout_flush(&c->sinks);
         publish_stats(c); /* last: counts every byte written, before the locks go */
     }
-    if (final_stats) gpufl__collector_stats(c, final_stats);
+    if (final_stats) gpufl__collector_stats(final_stats, c);
     gpufl__fanout_close(&c->sinks);       /* the session files among them */
     gpufl__fanout_fini(&c->sinks);
     gpufl__ndjson_sink_close(&c->ndjson); /* when open failed before the attach */
@@ -531,7 +531,7 @@ int gpufl__collector_flush(gpufl__collector_t *c) {
     return 0;
 }
 
-void gpufl__collector_stats(gpufl__collector_t *c, gpufl_stats_t *out) {
+void gpufl__collector_stats(gpufl_stats_t *out, gpufl__collector_t *c) {
     size_t size = out->size;
     pthread_mutex_lock(&c->mu);
     gpufl_stats_t s = c->published;

@@ -34,9 +34,9 @@ typedef struct gpufl__source {
 #define GPUFL_MAX_SOURCES 8
 
 /* Creates the session files in dir and the collector state; no thread yet. */
-int gpufl__collector_create(const gpufl__settings_t *settings, gpufl__ring_pool_t *pool,
-                            const char *dir, const gpufl__session_ident_t *ident,
-                            gpufl__collector_t **out);
+int gpufl__collector_create(gpufl__collector_t **out, const gpufl__settings_t *settings,
+                            gpufl__ring_pool_t *pool, const char *dir,
+                            const gpufl__session_ident_t *ident);
 int gpufl__collector_add_source(gpufl__collector_t *c, const gpufl__source_t *source);
 /* Starts the thread. */
 int gpufl__collector_start(gpufl__collector_t *c);
@@ -46,7 +46,7 @@ int gpufl__collector_start(gpufl__collector_t *c);
 void gpufl__collector_destroy(gpufl__collector_t *c, gpufl_stats_t *final_stats);
 /* Waits until everything recorded before the call is written. */
 int gpufl__collector_flush(gpufl__collector_t *c);
-void gpufl__collector_stats(gpufl__collector_t *c, gpufl_stats_t *out);
+void gpufl__collector_stats(gpufl_stats_t *out, gpufl__collector_t *c);
 
 /* ---- rows to the sinks (sink.h); the collector's thread unless said ---- */
 

@@ -372,7 +372,7 @@ static int resolve_one(int i, const gpufl_options_t *opts, json_t *config, const
     return store(d, &v, s);
 }
 
-int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl__settings_t *out) {
+int gpufl__settings_resolve(gpufl__settings_t *out, const gpufl_options_t *opts) {
     json_t *config = NULL;
     gpufl__option_source_t cfg_src;
     const char *cfg_path;

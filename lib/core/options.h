@@ -47,7 +47,7 @@ typedef struct gpufl__settings {
  * in code), GPUFL_ECONFIG (config file unreadable or malformed) or
  * GPUFL_ENOMEM; on error *out holds nothing to free.
  */
-int gpufl__settings_resolve(const gpufl_options_t *opts, gpufl__settings_t *out);
+int gpufl__settings_resolve(gpufl__settings_t *out, const gpufl_options_t *opts);
 void gpufl__settings_fini(gpufl__settings_t *s);
 
 /* 1 when GPUFL_DISABLED holds a truthy value (1/true/yes/on, any case). */

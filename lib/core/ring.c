@@ -50,7 +50,7 @@ static int create_pool(gpufl__ring_pool_t *pool, uint64_t cap, uint64_t count) {
     return 0;
 }
 
-int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl__ring_pool_t **out) {
+int gpufl__ring_pool_get(gpufl__ring_pool_t **out, uint64_t capacity, uint64_t cap_bytes) {
     int rc = 0;
     uint64_t cap = round_up_pow2(capacity < 64 ? 64 : capacity);
     uint64_t ring_bytes = cap * sizeof(gpufl__rec_t);

@@ -106,7 +106,7 @@ typedef struct gpufl__ring_pool {
  * two) fitting in cap_bytes: the last one made if its sizes match, else a new
  * mapping. Pages are touched only as records are written, so unused rings
  * cost address space, not memory. */
-int gpufl__ring_pool_get(uint64_t capacity, uint64_t cap_bytes, gpufl__ring_pool_t **out);
+int gpufl__ring_pool_get(gpufl__ring_pool_t **out, uint64_t capacity, uint64_t cap_bytes);
 
 /* Gives the pool's record pages back to the kernel (the mapping stays valid
  * and reads as zeros). Called when a session ends. */

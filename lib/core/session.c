@@ -57,6 +57,11 @@ int gpufl_version_number(void) { return GPUFL_VERSION_NUMBER; }
 
 /* ---------------- directories and ids ---------------- */
 
+static int mkdir_error(const char *dir) {
+    return gpufl__set_error(GPUFL_EIO, "cannot create log directory '%s': %s", dir,
+                            strerror(errno));
+}
+
 static int make_dirs(const char *path) {
     char tmp[4096];
     size_t n = strlen(path);
@@ -66,14 +71,11 @@ static int make_dirs(const char *path) {
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) goto fail;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return mkdir_error(tmp);
         *p = '/';
     }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) goto fail;
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return mkdir_error(tmp);
     return 0;
-fail:
-    return gpufl__set_error(GPUFL_EIO, "cannot create log directory '%s': %s", tmp,
-                            strerror(errno));
 }
 
 static unsigned random16(void) {
@@ -269,8 +271,8 @@ static int start_session(void) {
                     (long long)fit);
         s->ring_capacity_records = fit;
     }
-    rc = gpufl__ring_pool_get((uint64_t)s->ring_capacity_records, (uint64_t)s->memory_cap_bytes,
-                              &pool);
+    rc = gpufl__ring_pool_get(&pool, (uint64_t)s->ring_capacity_records,
+                              (uint64_t)s->memory_cap_bytes);
     if (rc) return rc;
     gpufl__clock_setup();
     gpufl__clock_reset();
@@ -288,13 +290,13 @@ static int start_session(void) {
         gpufl__upload_said(1);
     }
     gpufl__ring_pool_reset(pool);
-    rc = gpufl__collector_create(s, pool, g.dir, &g.ident, &g.collector);
+    rc = gpufl__collector_create(&g.collector, s, pool, g.dir, &g.ident);
     if (rc) return rc;
 
     g.host_started = 0;
     for (int i = 0; i < GPUFL_MAX_SOURCES && gpufl__host_sources[i]; i++) {
         rc = gpufl__host_sources[i]->start(g.collector, s, &host_sources[i], &host_features[i]);
-        if (rc) goto stop;
+        if (rc) goto destroy_collector;
         g.host_started++;
     }
     gpufl_engine_t engine;
@@ -303,22 +305,24 @@ static int start_session(void) {
     write_capabilities(g.collector, s, host_features, g.host_started, running, engine);
     write_legend(g.collector);
     for (int i = 0; i < nengine; i++)
-        if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i]))) goto stop;
+        if ((rc = gpufl__collector_add_source(g.collector, &engine_sources[i])))
+            goto destroy_collector;
     for (int i = 0; i < GPUFL__BACKENDS_MAX && gpufl__backends[i]; i++) {
         gpufl__source_t devices;
         if (!opened[i]) continue;
         if ((rc = gpufl__backends[i]->start_devices(g.collector, s, &devices)) ||
             (rc = gpufl__collector_add_source(g.collector, &devices)))
-            goto stop;
+            goto destroy_collector;
     }
     for (int i = 0; i < g.host_started; i++)
-        if ((rc = gpufl__collector_add_source(g.collector, &host_sources[i]))) goto stop;
-    if ((rc = gpufl__collector_start(g.collector))) goto stop;
+        if ((rc = gpufl__collector_add_source(g.collector, &host_sources[i])))
+            goto destroy_collector;
+    if ((rc = gpufl__collector_start(g.collector))) goto destroy_collector;
     g.pool = pool;
     gpufl__scope_attach(pool, ++g.generation);
     gpufl__debug("session %s started in %s", g.ident.session_id, g.dir);
     return 0;
-stop:
+destroy_collector:
     gpufl__collector_destroy(g.collector, NULL);
     stop_sources();
     g.collector = NULL;
@@ -341,24 +345,24 @@ int gpufl_init(const gpufl_options_t *opts) {
                               "a session is already running (%s); call shutdown() before "
                               "init() again",
                               g.ident.session_id);
-        goto out;
+        goto unlock;
     }
     gpufl__settings_fini(&g.settings);
     gpufl__upload_said(0);
-    rc = gpufl__settings_resolve(opts, &g.settings);
-    if (rc) goto out;
+    rc = gpufl__settings_resolve(&g.settings, opts);
+    if (rc) goto unlock;
     gpufl__log_set_debug(g.settings.enable_debug_output);
     g.last_disabled = !g.settings.enabled;
     if (!g.settings.enabled) {
         rc = gpufl__set_error(GPUFL_EDISABLED, "gpufl is disabled by the config file");
-        goto out;
+        goto unlock;
     }
     rc = start_session();
-    if (rc) goto out;
+    if (rc) goto unlock;
     install_hooks();
     g.running = 1;
     g.ran_once = 1;
-out:
+unlock:
     if (rc && rc != GPUFL_EDISABLED) gpufl__warn("init failed: %s", gpufl_last_error());
     pthread_mutex_unlock(&g.lock);
     return rc;
@@ -404,7 +408,7 @@ int gpufl_get_stats(gpufl_stats_t *out) {
     int rc = 0;
     pthread_mutex_lock(&g.lock);
     if (g.running) {
-        gpufl__collector_stats(g.collector, out);
+        gpufl__collector_stats(out, g.collector);
     } else if (g.ran_once) {
         size_t size =
             out->size && out->size < sizeof g.last_stats ? out->size : sizeof g.last_stats;

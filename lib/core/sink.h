@@ -111,7 +111,7 @@ typedef struct gpufl__ring_sink_stats {
  * batch kept per line, the unit of eviction (0: 256). */
 int gpufl__ring_sink_create(gpufl__ring_sink_t **out, size_t cap_bytes, size_t rows_per_line);
 void gpufl__ring_sink_destroy(gpufl__ring_sink_t *r);
-void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out);
+void gpufl__ring_sink_stats(gpufl__ring_sink_stats_t *out, gpufl__ring_sink_t *r);
 /* Calls fn for each kept line of channel, pinned ones first, then oldest
  * first (type, rows: 0 for a record, the line with its '\n'); stops when fn
  * returns non-zero. fn runs without the ring's lock: rows keep coming. */

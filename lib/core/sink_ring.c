@@ -235,7 +235,7 @@ const gpufl__sink_ops_t gpufl__ring_sink_ops = {
     .batch = ring_batch,
 };
 
-void gpufl__ring_sink_stats(gpufl__ring_sink_t *r, gpufl__ring_sink_stats_t *out) {
+void gpufl__ring_sink_stats(gpufl__ring_sink_stats_t *out, gpufl__ring_sink_t *r) {
     pthread_mutex_lock(&r->lock);
     *out = r->stats;
     pthread_mutex_unlock(&r->lock);
@@ -318,7 +318,7 @@ int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl__session_ident_t *i
     dump_strs_t d = {NULL, calloc((size_t)snap.max_id + 1, 1)};
     if (!d.defined) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring dump");
-        goto release;
+        goto release_snapshot;
     }
     for (size_t i = 0; i < snap.n; i++) {
         const entry_t *e = snap.v[i];
@@ -331,7 +331,7 @@ int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl__session_ident_t *i
     if (out->overflow)
         rc = gpufl__set_error(GPUFL_ENOMEM, "the ring's %s lines passed the dump's cap",
                               gpufl__channel_name(channel));
-release:
+release_snapshot:
     release_snapshot(&snap);
     return rc;
 }

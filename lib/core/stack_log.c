@@ -17,7 +17,7 @@ static void load_symbols(gpufl__stack_log_t *sl) {
     if (sl->symbols_tried) return;
     sl->symbols_tried = 1;
     char why[200] = "";
-    if (gpufl__symbols_create(sl->symbol_flags, &sl->symbols, why, sizeof why) != 0) {
+    if (gpufl__symbols_create(&sl->symbols, sl->symbol_flags, why, sizeof why) != 0) {
         sl->symbols = NULL;
         snprintf(why, sizeof why, "out of memory for the symbol resolver");
     }
@@ -31,7 +31,7 @@ static void load_symbols(gpufl__stack_log_t *sl) {
 int gpufl__stack_log_init(gpufl__stack_log_t *sl, int source) {
     memset(sl, 0, sizeof *sl);
     sl->symbol_flags = source ? GPUFL_SYMBOLS_SOURCE : 0;
-    int rc = gpufl__stacks_create(0, &sl->stacks, sl->note, sizeof sl->note);
+    int rc = gpufl__stacks_create(&sl->stacks, 0, sl->note, sizeof sl->note);
     if (rc) return rc;
     if (sl->note[0]) gpufl__debug("stacks: %s", sl->note);
     load_symbols(sl); /* at init, so that the capability record can say how frames are described */
@@ -86,7 +86,7 @@ static void describe(gpufl__stack_log_t *sl, uintptr_t pc, frame_desc_t *d) {
         return;
     }
     /* gpufl's own frames were dropped: every frame left is a return address. */
-    if (sl->symbols != NULL) gpufl__symbols_resolve(sl->symbols, pc, 1, &d->info);
+    if (sl->symbols != NULL) gpufl__symbols_resolve(&d->info, sl->symbols, pc, 1);
 }
 
 /* Forgets which stacks and frames were written: the writer lost lines since

@@ -63,7 +63,7 @@ struct gpufl__stacks {
 
 static int glibc_walk(void **buffer, int size) { return backtrace(buffer, size); }
 
-int gpufl__stacks_create(size_t max_stacks, gpufl__stacks_t **out, char *note, size_t note_size) {
+int gpufl__stacks_create(gpufl__stacks_t **out, size_t max_stacks, char *note, size_t note_size) {
     *out = NULL;
     if (note_size) note[0] = '\0';
     if (max_stacks == 0) max_stacks = GPUFL_STACKS_DEFAULT;
@@ -240,7 +240,7 @@ size_t gpufl__stacks_get(const gpufl__stacks_t *s, uint32_t id, const uintptr_t 
     return e->depth;
 }
 
-void gpufl__stacks_stats(const gpufl__stacks_t *s, gpufl__stacks_stats_t *out) {
+void gpufl__stacks_stats(gpufl__stacks_stats_t *out, const gpufl__stacks_t *s) {
     memset(out, 0, sizeof *out);
     if (s == NULL) return;
     out->captures = atomic_load_explicit(&s->captures, memory_order_relaxed);

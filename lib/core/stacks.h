@@ -50,7 +50,7 @@ typedef struct gpufl__stacks_stats {
  * name), else glibc's backtrace(); note then says why ("" otherwise).
  * Returns 0 or GPUFL_ENOMEM.
  */
-int gpufl__stacks_create(size_t max_stacks, gpufl__stacks_t **out, char *note, size_t note_size);
+int gpufl__stacks_create(gpufl__stacks_t **out, size_t max_stacks, char *note, size_t note_size);
 void gpufl__stacks_destroy(gpufl__stacks_t *s); /* accepts NULL */
 
 /* The calling thread's stack, as an id (0 when the table is full). */
@@ -61,6 +61,6 @@ uint32_t gpufl__stacks_capture(gpufl__stacks_t *s);
  * or an interpreted frame's key (GPUFL_INTERP_KEY_BIT set). */
 size_t gpufl__stacks_get(const gpufl__stacks_t *s, uint32_t id, const uintptr_t **pcs);
 
-void gpufl__stacks_stats(const gpufl__stacks_t *s, gpufl__stacks_stats_t *out);
+void gpufl__stacks_stats(gpufl__stacks_stats_t *out, const gpufl__stacks_t *s);
 
 #endif

@@ -574,18 +574,18 @@ static int resolve_dladdr(gpufl__symbols_t *s, uintptr_t pc, uintptr_t address,
 /* Interface                                                                */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why, size_t why_size) {
+int gpufl__symbols_create(gpufl__symbols_t **out, unsigned int flags, char *why, size_t why_size) {
     *out = NULL;
     set_why(why, why_size, "");
     gpufl__symbols_t *s = calloc(1, sizeof *s);
-    if (s == NULL) goto out_of_memory;
+    if (s == NULL) goto destroy_symbols;
     s->flags = flags;
     s->pid = getpid();
     s->strings_mask = 1023;
     s->frames_mask = 1023;
     s->strings = calloc(s->strings_mask + 1, sizeof *s->strings);
     s->frames = calloc(s->frames_mask + 1, sizeof *s->frames);
-    if (s->strings == NULL || s->frames == NULL) goto out_of_memory;
+    if (s->strings == NULL || s->frames == NULL) goto destroy_symbols;
     ssize_t n = readlink("/proc/self/exe", s->exe, sizeof s->exe - 1);
     s->exe[n > 0 ? n : 0] = '\0';
 
@@ -602,14 +602,14 @@ int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why,
     *out = s;
     return 0;
 
-out_of_memory:
+destroy_symbols:
     gpufl__symbols_destroy(s);
     set_why(why, why_size, "out of memory");
     return GPUFL_ENOMEM;
 }
 
-int gpufl__symbols_resolve(gpufl__symbols_t *s, uintptr_t pc, int return_address,
-                           gpufl__frame_info_t *out) {
+int gpufl__symbols_resolve(gpufl__frame_info_t *out, gpufl__symbols_t *s, uintptr_t pc,
+                           int return_address) {
     if (out == NULL) return 0;
     *out = (gpufl__frame_info_t){empty, 0, empty, 0, empty, 0, empty};
     /* The first page is never mapped; that also keeps pc - 1 and the key

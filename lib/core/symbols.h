@@ -56,7 +56,7 @@ typedef struct gpufl__frame_info {
  * DEBUGINFOD_URLS is set, only the build-id lookup is made, so that libdw
  * never fetches debug info over the network from the profiled process.
  */
-int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why, size_t why_size);
+int gpufl__symbols_create(gpufl__symbols_t **out, unsigned int flags, char *why, size_t why_size);
 
 /*
  * Describes pc. return_address: pc is a return address (every frame but the
@@ -80,8 +80,8 @@ int gpufl__symbols_create(unsigned int flags, gpufl__symbols_t **out, char *why,
  * (results are cached). Past the caches' caps (GPUFL_SYMBOLS_MAX_*),
  * addresses are still resolved but new strings come back as "".
  */
-int gpufl__symbols_resolve(gpufl__symbols_t *s, uintptr_t pc, int return_address,
-                           gpufl__frame_info_t *out);
+int gpufl__symbols_resolve(gpufl__frame_info_t *out, gpufl__symbols_t *s, uintptr_t pc,
+                           int return_address);
 
 /* 1 when file and line are available (libdw loaded), 0 in the reduced mode. */
 int gpufl__symbols_full(const gpufl__symbols_t *s);

@@ -92,16 +92,16 @@ int gpufl__writer_flush(gpufl__writer_t *f) {
     int rc = 0;
     size_t done = 0;
     if (f->fd < 0 && f->reopen && open_segment(f) == 0) f->reopen = 0;
-    if (f->fd < 0 || f->out.len == 0) goto out;
+    if (f->fd < 0 || f->out.len == 0) goto clear_overflow;
     /* A line cut short by an earlier failed write is closed first, so the
      * damage stays inside that one line. */
-    if (f->broken_line && write_all(f, "\n", 1, NULL) != 0) goto fail;
-    if (write_all(f, f->out.data, f->out.len, &done) != 0) goto fail;
+    if (f->broken_line && write_all(f, "\n", 1, NULL) != 0) goto record_write_error;
+    if (write_all(f, f->out.data, f->out.len, &done) != 0) goto record_write_error;
     f->out.len = 0;
     if (f->sync_each_write) fdatasync(f->fd);
     if (f->bytes >= f->rotate_bytes) rotate(f);
-    goto out;
-fail:
+    goto clear_overflow;
+record_write_error:
     f->write_errors++;
     snprintf(f->last_error, sizeof f->last_error, "write to %.150s/%s.log failed: %s", f->dir,
              f->name, strerror(errno));
@@ -122,7 +122,7 @@ fail:
         f->batches_lost++;
     }
     rc = GPUFL_EIO;
-out:
+clear_overflow:
     f->out.overflow = 0;
     return rc;
 }

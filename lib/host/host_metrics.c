@@ -979,10 +979,10 @@ static int sample_over(gpufl__host_reader_t *r, gpufl__host_sample_t *out, int m
     return 0;
 }
 
-int gpufl__host_sample(gpufl__host_reader_t *r, gpufl__host_sample_t *out) {
+int gpufl__host_sample(gpufl__host_sample_t *out, gpufl__host_reader_t *r) {
     return sample_over(r, out, GPUFL_HOST_CPU_MIN_TICKS);
 }
 
-int gpufl__host_sample_final(gpufl__host_reader_t *r, gpufl__host_sample_t *out) {
+int gpufl__host_sample_final(gpufl__host_sample_t *out, gpufl__host_reader_t *r) {
     return sample_over(r, out, GPUFL_HOST_CPU_FINAL_MIN_TICKS);
 }

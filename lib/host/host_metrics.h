@@ -202,12 +202,12 @@ void gpufl__host_reader_rebase(gpufl__host_reader_t *r);
  * and then every other field is still filled as far as it could be read
  * (the unreadable ones are -1 / GPUFL_HOST_UNKNOWN); GPUFL_EINVAL for a NULL
  * argument or a reader that is not initialized. */
-int gpufl__host_sample(gpufl__host_reader_t *r, gpufl__host_sample_t *out);
+int gpufl__host_sample(gpufl__host_sample_t *out, gpufl__host_reader_t *r);
 
 /* The session's last sample: like gpufl__host_sample, but a CPU figure
  * needs only GPUFL_HOST_CPU_FINAL_MIN_TICKS ticks since its baseline, so the
  * time since the last figure is not lost; its precision is one tick over
  * that interval. */
-int gpufl__host_sample_final(gpufl__host_reader_t *r, gpufl__host_sample_t *out);
+int gpufl__host_sample_final(gpufl__host_sample_t *out, gpufl__host_reader_t *r);
 
 #endif

@@ -33,13 +33,13 @@ static void sample_to_cells(const gpufl__host_sample_t *x, gpufl__cell_t *row) {
  * caller holds s->lock. rebase: the first sample of an active stretch,
  * whose CPU counters become new baselines. Returns 0 when the reader works. */
 static int take_by(gpufl__host_sampler_t *s, int rebase,
-                   int (*read)(gpufl__host_reader_t *, gpufl__host_sample_t *),
+                   int (*read)(gpufl__host_sample_t *, gpufl__host_reader_t *),
                    gpufl__host_sample_t *out) {
     memset(out, 0, sizeof *out);
     if (!s->reader_ok) return -1;
     if (rebase) gpufl__host_reader_rebase(&s->reader);
     int64_t t0 = gpufl__mono_ns();
-    read(&s->reader, out);
+    read(out, &s->reader);
     gpufl__cost_add(&s->cost, gpufl__mono_ns() - t0);
     out->ts_ns = gpufl__collector_session_ns(s->collector, t0);
     return 0;
@@ -190,7 +190,7 @@ int gpufl__host_sampler_window(gpufl__host_sampler_t *s, const char *name, int o
         if (!copy) {
             rc = gpufl__set_error(GPUFL_ENOMEM, "too many open system windows (limit %d)",
                                   GPUFL_HOST_WINDOWS_MAX);
-            goto out;
+            goto unlock;
         }
         s->windows[s->nwindows++] = copy;
         gpufl__collector_windows_add(s->collector, 1);
@@ -200,7 +200,7 @@ int gpufl__host_sampler_window(gpufl__host_sampler_t *s, const char *name, int o
         if (i < 0) {
             rc = gpufl__set_error(GPUFL_ENOTFOUND, "system_stop(\"%s\"): no such window is open",
                                   name);
-            goto out;
+            goto unlock;
         }
         free(s->windows[i]);
         memmove(&s->windows[i], &s->windows[i + 1],
@@ -213,7 +213,7 @@ int gpufl__host_sampler_window(gpufl__host_sampler_t *s, const char *name, int o
     have = take(s, !(s->when.continuous || s->when.was_active), &x) == 0;
     x.ts_ns = gpufl__collector_session_ns(s->collector, now);
     write_window_record(s, open ? "system_start" : "system_stop", name, &x, have);
-out:
+unlock:
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

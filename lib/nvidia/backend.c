@@ -35,7 +35,7 @@ static struct nvidia_state {
 static int nvidia_open(const gpufl__settings_t *s, char *why, size_t why_size) {
     (void)s;
     st.nvml = NULL;
-    int rc = gpufl__nvml_open(NULL, &st.nvml, st.why, sizeof st.why);
+    int rc = gpufl__nvml_open(&st.nvml, NULL, st.why, sizeof st.why);
     st.running = rc == 0;
     if (rc) st.nvml = NULL;
     snprintf(why, why_size, "%s", st.why);

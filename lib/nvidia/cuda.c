@@ -199,8 +199,8 @@ static int read_function(const gpufl__cuda_t *c, CUfunction function, gpufl__occ
     return 0;
 }
 
-int gpufl__cuda_kernel_occupancy(gpufl__cuda_t *c, void *function, int block_threads,
-                                 size_t dynamic_smem, gpufl__kernel_occupancy_t *out) {
+int gpufl__cuda_kernel_occupancy(gpufl__kernel_occupancy_t *out, gpufl__cuda_t *c, void *function,
+                                 int block_threads, size_t dynamic_smem) {
     if (out == NULL) return gpufl__set_error(GPUFL_EINVAL, "kernel occupancy: out is NULL");
     memset(out, 0, sizeof *out);
     if (c == NULL || function == NULL)
@@ -247,7 +247,7 @@ int gpufl__cuda_kernel_occupancy(gpufl__cuda_t *c, void *function, int block_thr
     }
     out->occupancy = out->max_warps > 0 ? (double)out->active_warps / out->max_warps : 0.0;
 
-    out->computed_status = gpufl__occupancy_compute(d, k, &out->computed);
+    out->computed_status = gpufl__occupancy_compute(&out->computed, d, k);
     out->agrees = out->computed_status == 0 && out->computed.blocks_per_sm == blocks;
     return 0;
 }

@@ -80,8 +80,8 @@ typedef struct gpufl__kernel_occupancy {
  * ("cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS) failed:
  * CUDA_ERROR_INVALID_HANDLE (400)").
  */
-int gpufl__cuda_kernel_occupancy(gpufl__cuda_t *c, void *function, int block_threads,
-                                 size_t dynamic_smem, gpufl__kernel_occupancy_t *out);
+int gpufl__cuda_kernel_occupancy(gpufl__kernel_occupancy_t *out, gpufl__cuda_t *c, void *function,
+                                 int block_threads, size_t dynamic_smem);
 
 /* Waits until every piece of work queued on context (a CUcontext) has
  * finished, from any thread: makes it current, synchronizes, restores the

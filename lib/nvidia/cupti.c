@@ -225,7 +225,7 @@ static void library_names(const char *names[], char paths[][GPUFL_DL_NAME_BYTES]
     names[n] = NULL;
 }
 
-int gpufl__cupti_open(const char *library_path, gpufl__cupti_t **out, char *why, size_t why_size) {
+int gpufl__cupti_open(gpufl__cupti_t **out, const char *library_path, char *why, size_t why_size) {
     const char *names[SONAMES * 3 + 1];
     char paths[SONAMES * 2][GPUFL_DL_NAME_BYTES];
     int rc;
@@ -242,13 +242,13 @@ int gpufl__cupti_open(const char *library_path, gpufl__cupti_t **out, char *why,
     rc = gpufl__dl_open(&c->dl, library_path, names,
                         "no CUPTI on the library path (set GPUFL_CUPTI_LIBRARY or CUDA_HOME)", why,
                         why_size);
-    if (rc != 0) goto fail_free;
+    if (rc != 0) goto free_cupti;
     rc = load_symbols(c, why, why_size);
-    if (rc != 0) goto fail_close;
+    if (rc != 0) goto close_library;
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         snprintf(why, why_size, "cannot create a mutex");
         rc = GPUFL_ENOMEM;
-        goto fail_close;
+        goto close_library;
     }
     if (c->fn.get_version == NULL || c->fn.get_version(&c->api_version) != CUPTI_SUCCESS)
         c->api_version = 0;
@@ -257,9 +257,9 @@ int gpufl__cupti_open(const char *library_path, gpufl__cupti_t **out, char *why,
     *out = c;
     return 0;
 
-fail_close:
+close_library:
     gpufl__dl_close(&c->dl);
-fail_free:
+free_cupti:
     free(c);
     return rc;
 }
@@ -636,7 +636,7 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
     if (rc != 0) {
         snprintf(why, why_size, "cannot allocate %d CUPTI buffers of %zu bytes", count,
                  buffer_bytes);
-        goto fail_inactive;
+        goto clear_active;
     }
     atomic_store(&c->buffers_given, 0);
     atomic_store(&c->buffers_refused, 0);
@@ -653,7 +653,7 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
     if (r != CUPTI_SUCCESS) {
         describe(c, r, "cuptiActivityRegisterCallbacks", why, why_size);
         rc = GPUFL_ENOTSUP;
-        goto fail_pool;
+        goto free_buffer_pool;
     }
     /* Before any kind is enabled, so every record is on our clock. */
     c->shared_clock =
@@ -679,9 +679,9 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
     c->started = 1;
     return 0;
 
-fail_pool:
+free_buffer_pool:
     free_pool(c);
-fail_inactive:
+clear_active:
     atomic_store(&active, NULL);
     return rc;
 }
@@ -915,7 +915,7 @@ int gpufl__cupti_kind_state(const gpufl__cupti_t *c, gpufl__cupti_kind_t kind,
     return c->state[kind];
 }
 
-void gpufl__cupti_stats(const gpufl__cupti_t *c, gpufl__cupti_stats_t *out) {
+void gpufl__cupti_stats(gpufl__cupti_stats_t *out, const gpufl__cupti_t *c) {
     memset(out, 0, sizeof *out);
     if (c == NULL) return;
     out->buffers_given = atomic_load(&c->buffers_given);

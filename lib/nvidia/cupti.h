@@ -182,7 +182,7 @@ typedef struct gpufl__cupti_stats {
  * "libcupti.so.13 not found: ..." or "<library> lacks cuptiActivityEnable".
  * GPUFL_ENOMEM when the handle cannot be allocated.
  */
-int gpufl__cupti_open(const char *library_path, gpufl__cupti_t **out, char *why, size_t why_size);
+int gpufl__cupti_open(gpufl__cupti_t **out, const char *library_path, char *why, size_t why_size);
 /* Stops the module if started, then unloads. Accepts NULL. */
 void gpufl__cupti_close(gpufl__cupti_t *c);
 
@@ -215,7 +215,7 @@ uint64_t gpufl__cupti_drain(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, 
  * (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)". */
 int gpufl__cupti_kind_state(const gpufl__cupti_t *c, gpufl__cupti_kind_t kind, const char **reason);
 
-void gpufl__cupti_stats(const gpufl__cupti_t *c, gpufl__cupti_stats_t *out);
+void gpufl__cupti_stats(gpufl__cupti_stats_t *out, const gpufl__cupti_t *c);
 
 /* 1 when record timestamps are CLOCK_MONOTONIC ns (the timestamp callback
  * was registered), 0 when they are CUPTI's own clock. */

@@ -111,7 +111,7 @@ static void sample_all(gpufl__gpu_sampler_t *s, int64_t now_ns, int keep) {
         gpufl__gpu_sample_t x;
         if (s->lost[d]) continue;
         int64_t t0 = gpufl__mono_ns();
-        int rc = gpufl__nvml_sample(s->nvml, d, now_ns, &x);
+        int rc = gpufl__nvml_sample(&x, s->nvml, d, now_ns);
         gpufl__cost_add(&s->cost, gpufl__mono_ns() - t0);
         if (rc == GPUFL_EIO) {
             char msg[256];

@@ -236,8 +236,8 @@ static gpufl__kernel_config_t *make_config(gpufl__launch_t *l, void *function, i
     }
     if (l->cuda == NULL) {
         snprintf(k->why, sizeof k->why, "%s", l->cuda_why);
-    } else if (gpufl__cuda_kernel_occupancy(l->cuda, function, block_threads, dynamic_smem,
-                                            &k->occupancy) == 0) {
+    } else if (gpufl__cuda_kernel_occupancy(&k->occupancy, l->cuda, function, block_threads,
+                                            dynamic_smem) == 0) {
         k->have_occupancy = 1;
     } else {
         snprintf(k->why, sizeof k->why, "%s", gpufl_last_error());
@@ -608,7 +608,7 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
 /* The collector's side                                                     */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__launch_lookup(gpufl__launch_t *l, uint32_t correlation, gpufl__launch_info_t *out) {
+int gpufl__launch_lookup(gpufl__launch_info_t *out, gpufl__launch_t *l, uint32_t correlation) {
     memset(out, 0, sizeof *out);
     if (l == NULL || correlation == 0) return 0;
     l->lookups++;
@@ -664,7 +664,7 @@ size_t gpufl__launch_take_syncs(gpufl__launch_t *l, const gpufl__sync_call_t **r
     return n;
 }
 
-void gpufl__launch_stats(gpufl__launch_t *l, gpufl__launch_stats_t *out) {
+void gpufl__launch_stats(gpufl__launch_stats_t *out, gpufl__launch_t *l) {
     memset(out, 0, sizeof *out);
     if (l == NULL) return;
     out->lookups = l->lookups;
@@ -688,8 +688,8 @@ void gpufl__launch_stats(gpufl__launch_t *l, gpufl__launch_stats_t *out) {
 /* Create and destroy                                                       */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__launch_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda, const char *cuda_why,
-                         unsigned int flags, gpufl__stacks_t *stacks, gpufl__launch_t **out,
+int gpufl__launch_create(gpufl__launch_t **out, gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
+                         const char *cuda_why, unsigned int flags, gpufl__stacks_t *stacks,
                          char *why, size_t why_size) {
     *out = NULL;
     gpufl__launch_t *l = calloc(1, sizeof *l);

@@ -139,14 +139,14 @@ typedef struct gpufl__launch_stats {
  * into it. Returns 0, or an error with why from gpufl__cupti_subscribe
  * (another CUPTI client).
  */
-int gpufl__launch_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda, const char *cuda_why,
-                         unsigned int flags, gpufl__stacks_t *stacks, gpufl__launch_t **out,
+int gpufl__launch_create(gpufl__launch_t **out, gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
+                         const char *cuda_why, unsigned int flags, gpufl__stacks_t *stacks,
                          char *why, size_t why_size);
 /* Unsubscribes and frees. Accepts NULL. */
 void gpufl__launch_destroy(gpufl__launch_t *l);
 
 /* The note of a call: 1 and *out filled, 0 when none is left. */
-int gpufl__launch_lookup(gpufl__launch_t *l, uint32_t correlation, gpufl__launch_info_t *out);
+int gpufl__launch_lookup(gpufl__launch_info_t *out, gpufl__launch_t *l, uint32_t correlation);
 
 /* Configurations seen since the last call, in id order: *first gets a
  * pointer to the first, the count is returned. They stay valid until
@@ -159,7 +159,7 @@ size_t gpufl__launch_take_graphs(gpufl__launch_t *l, const gpufl__graph_launch_t
 size_t gpufl__launch_take_syncs(gpufl__launch_t *l, const gpufl__sync_call_t **rows);
 size_t gpufl__launch_take_launches(gpufl__launch_t *l, const gpufl__kernel_launch_t **rows);
 
-void gpufl__launch_stats(gpufl__launch_t *l, gpufl__launch_stats_t *out);
+void gpufl__launch_stats(gpufl__launch_stats_t *out, gpufl__launch_t *l);
 
 /* What an engine above Trace hears from the callbacks, on application
  * threads inside CUPTI's callbacks: resource callbacks (contexts and

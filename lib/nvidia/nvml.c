@@ -602,7 +602,7 @@ static int add_gpu(gpufl__nvml_t *n, unsigned int index, const char *driver_vers
 /* Open / close                                                             */
 /* ---------------------------------------------------------------------- */
 
-int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, size_t why_size) {
+int gpufl__nvml_open(gpufl__nvml_t **out, const char *library_path, char *why, size_t why_size) {
     char scratch[8];
     if (why == NULL || why_size == 0) {
         why = scratch;
@@ -621,13 +621,13 @@ int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, s
     if (path == NULL || path[0] == '\0') path = getenv("GPUFL_NVML_LIBRARY");
     int rc = gpufl__dl_open(&n->dl, path, default_names, "no NVIDIA driver", why, why_size);
     if (rc == 0) rc = load_symbols(n, why, why_size);
-    if (rc != 0) goto fail;
+    if (rc != 0) goto close_nvml;
 
     nvmlReturn_t r = n->fn.init();
     if (r != NVML_SUCCESS) {
         snprintf(why, why_size, "%s failed: %s", n->init_name, status_name(n, r));
         rc = GPUFL_ENOTSUP;
-        goto fail;
+        goto close_nvml;
     }
     n->initialized = 1;
 
@@ -644,26 +644,26 @@ int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, s
     if (r != NVML_SUCCESS) {
         snprintf(why, why_size, "nvmlDeviceGetCount failed: %s", status_name(n, r));
         rc = GPUFL_ENOTSUP;
-        goto fail;
+        goto close_nvml;
     }
     if (gpus == 0) {
         snprintf(why, why_size, "NVML lists no GPU");
         rc = GPUFL_ENOTSUP;
-        goto fail;
+        goto close_nvml;
     }
     for (unsigned int i = 0; i < gpus && n->count < GPUFL_GPU_MAX; i++)
         add_gpu(n, i, driver_version, cuda_driver_version);
     if (n->count == 0) {
         snprintf(why, why_size, "NVML lists %u GPU%s but none answers", gpus, gpus == 1 ? "" : "s");
         rc = GPUFL_ENOTSUP;
-        goto fail;
+        goto close_nvml;
     }
     gpufl__debug("nvml: %s (NVML %s), %d device%s", n->dl.name, n->version, n->count,
                  n->count == 1 ? "" : "s");
     *out = n;
     return 0;
 
-fail:
+close_nvml:
     gpufl__nvml_close(n);
     gpufl__set_error(rc, "%s", why);
     return rc;
@@ -1006,7 +1006,7 @@ static const char *const part_names[GPUFL_NVML_PARTS] = {
         (n)->part_ns[part] += monotonic_ns() - t0_;                                                \
     } while (0)
 
-int gpufl__nvml_sample(gpufl__nvml_t *n, int device, int64_t now_ns, gpufl__gpu_sample_t *out) {
+int gpufl__nvml_sample(gpufl__gpu_sample_t *out, gpufl__nvml_t *n, int device, int64_t now_ns) {
     if (out == NULL) return gpufl__set_error(GPUFL_EINVAL, "nvml sample: out is NULL");
     sample_init(out);
     if (n == NULL || device < 0 || device >= n->count)

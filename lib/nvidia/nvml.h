@@ -69,7 +69,7 @@ typedef struct gpufl__gpu_sample {
  * one-line reason in why ("libnvidia-ml.so.1 not found: no NVIDIA driver",
  * "nvmlInit_v2 failed: Driver Not Loaded", ...) and *out NULL.
  */
-int gpufl__nvml_open(const char *library_path, gpufl__nvml_t **out, char *why, size_t why_size);
+int gpufl__nvml_open(gpufl__nvml_t **out, const char *library_path, char *why, size_t why_size);
 /* Shuts NVML down and unloads it. Accepts NULL. */
 void gpufl__nvml_close(gpufl__nvml_t *n);
 
@@ -82,7 +82,7 @@ const gpufl__gpu_info_t *gpufl__nvml_device_info(const gpufl__nvml_t *n, int dev
  * query is not used). Returns 0, or GPUFL_EIO when the device stopped
  * answering (e.g. fell off the bus); fields that failed are unknown.
  */
-int gpufl__nvml_sample(gpufl__nvml_t *n, int device, int64_t now_ns, gpufl__gpu_sample_t *out);
+int gpufl__nvml_sample(gpufl__gpu_sample_t *out, gpufl__nvml_t *n, int device, int64_t now_ns);
 
 /* Name of a throttle (clock event) reason bit, e.g. "sw_power_cap",
  * "hw_thermal_slowdown"; NULL for a bit with no name. */

@@ -187,8 +187,8 @@ static int smem_limit(const gpufl__occ_device_t *d, const gpufl__occ_kernel_t *k
     return per_block > 0 ? (int)(config / per_block) : GPUFL_OCC_NO_LIMIT;
 }
 
-int gpufl__occupancy_compute(const gpufl__occ_device_t *device, const gpufl__occ_kernel_t *kernel,
-                             gpufl__occ_result_t *out) {
+int gpufl__occupancy_compute(gpufl__occ_result_t *out, const gpufl__occ_device_t *device,
+                             const gpufl__occ_kernel_t *kernel) {
     arch_t arch;
     int rc;
 

@@ -86,8 +86,8 @@ typedef struct gpufl__occ_result {
  * limit, registers beyond the per-block file) is not an error: that limit is
  * 0, and so are blocks_per_sm and the occupancy.
  */
-int gpufl__occupancy_compute(const gpufl__occ_device_t *device, const gpufl__occ_kernel_t *kernel,
-                             gpufl__occ_result_t *out);
+int gpufl__occupancy_compute(gpufl__occ_result_t *out, const gpufl__occ_device_t *device,
+                             const gpufl__occ_kernel_t *kernel);
 
 /* "warps", "registers", "shared_memory", "blocks"; "unknown" otherwise. */
 const char *gpufl__occupancy_limiter_name(enum gpufl__occ_limiter limiter);

@@ -193,8 +193,8 @@ static void explain(const gpufl__pc_sampling_t *p, CUptiResult r, const char *wh
 #define SYM(field, name)                                                                           \
     { &p->fn.field, name }
 
-int gpufl__pc_sampling_create(gpufl__cupti_t *cupti, gpufl__collector_t *collector,
-                              const gpufl__pc_sampling_config_t *cfg, gpufl__pc_sampling_t **out,
+int gpufl__pc_sampling_create(gpufl__pc_sampling_t **out, gpufl__cupti_t *cupti,
+                              gpufl__collector_t *collector, const gpufl__pc_sampling_config_t *cfg,
                               char *why, size_t why_size) {
     *out = NULL;
     gpufl__pc_sampling_t *p = calloc(1, sizeof *p);
@@ -259,7 +259,7 @@ int gpufl__pc_sampling_create(gpufl__cupti_t *cupti, gpufl__collector_t *collect
         snprintf(p->sass_why, sizeof p->sass_why, "off");
     else if (p->cfg.shared_sass != NULL)
         p->sass = p->cfg.shared_sass;
-    else if (gpufl__sass_log_create(collector, GPUFL_PC_SAMPLING_CUBIN_BYTES, &p->sass, p->sass_why,
+    else if (gpufl__sass_log_create(&p->sass, collector, GPUFL_PC_SAMPLING_CUBIN_BYTES, p->sass_why,
                                     sizeof p->sass_why) != 0)
         p->sass = NULL;
     else
@@ -1263,7 +1263,7 @@ void gpufl__pc_sampling_flush(gpufl__pc_sampling_t *p) {
 
 static void write_stats(gpufl__pc_sampling_t *p) {
     gpufl__pc_sampling_stats_t s;
-    gpufl__pc_sampling_stats(p, &s);
+    gpufl__pc_sampling_stats(&s, p);
     const gpufl__engine_count_t v[] = {{"contexts", s.contexts},
                                        {"drains", s.drains},
                                        {"samples", s.samples},
@@ -1364,7 +1364,7 @@ int gpufl__pc_sampling_running(gpufl__pc_sampling_t *p) {
     return n;
 }
 
-void gpufl__pc_sampling_stats(gpufl__pc_sampling_t *p, gpufl__pc_sampling_stats_t *out) {
+void gpufl__pc_sampling_stats(gpufl__pc_sampling_stats_t *out, gpufl__pc_sampling_t *p) {
     memset(out, 0, sizeof *out);
     if (p == NULL) return;
     pthread_mutex_lock(&p->lock);
@@ -1392,7 +1392,7 @@ void gpufl__pc_sampling_stats(gpufl__pc_sampling_t *p, gpufl__pc_sampling_stats_
     out->modules_loaded = atomic_load(&p->modules_loaded);
     out->modules_unloaded = atomic_load(&p->modules_unloaded);
     gpufl__sass_log_stats_t ss;
-    gpufl__sass_log_stats(p->sass, &ss);
+    gpufl__sass_log_stats(&ss, p->sass);
     out->cubins = ss.cubins;
     out->cubins_skipped = ss.cubins_over_cap;
     out->sass_functions = ss.records;

@@ -86,8 +86,8 @@ typedef struct gpufl__pc_sampling_stats {
 
 /* Resolves the PC Sampling API in cupti's library. Returns 0, or
  * GPUFL_ENOTSUP / GPUFL_ENOMEM with a one-line reason in why. */
-int gpufl__pc_sampling_create(gpufl__cupti_t *cupti, gpufl__collector_t *collector,
-                              const gpufl__pc_sampling_config_t *cfg, gpufl__pc_sampling_t **out,
+int gpufl__pc_sampling_create(gpufl__pc_sampling_t **out, gpufl__cupti_t *cupti,
+                              gpufl__collector_t *collector, const gpufl__pc_sampling_config_t *cfg,
                               char *why, size_t why_size);
 /* Disables sampling everywhere still enabled and frees. Accepts NULL. */
 void gpufl__pc_sampling_destroy(gpufl__pc_sampling_t *p);
@@ -138,6 +138,6 @@ int64_t gpufl__pc_sampling_due_in(gpufl__pc_sampling_t *p, int64_t now_ns);
 const char *gpufl__pc_sampling_sass_why(const gpufl__pc_sampling_t *p);
 /* Contexts on which sampling runs now; for the capability record. */
 int gpufl__pc_sampling_running(gpufl__pc_sampling_t *p);
-void gpufl__pc_sampling_stats(gpufl__pc_sampling_t *p, gpufl__pc_sampling_stats_t *out);
+void gpufl__pc_sampling_stats(gpufl__pc_sampling_stats_t *out, gpufl__pc_sampling_t *p);
 
 #endif

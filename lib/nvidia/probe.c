@@ -28,7 +28,7 @@ typedef struct engine_apis {
 static int probe_nvml(gpufl_probe_t *p) {
     gpufl__nvml_t *nvml = NULL;
     char why[256] = "";
-    if (gpufl__nvml_open(NULL, &nvml, why, sizeof why) != 0) {
+    if (gpufl__nvml_open(&nvml, NULL, why, sizeof why) != 0) {
         gpufl__probe_add(p, "nvml", 0, why[0] ? why : NULL, NULL);
         return 0;
     }
@@ -75,7 +75,7 @@ static const char *probe_trace_libraries(gpufl_probe_t *p, engine_apis_t *apis) 
     char why[256] = "", detail[512];
     gpufl__cupti_t *cupti = NULL;
     gpufl__cuda_t *cuda = NULL;
-    if (gpufl__cupti_open(NULL, &cupti, why, sizeof why) == 0) {
+    if (gpufl__cupti_open(&cupti, NULL, why, sizeof why) == 0) {
         const char *lib = gpufl__cupti_library(cupti);
         snprintf(detail, sizeof detail, "%s, API version %u", lib, gpufl__cupti_api_version(cupti));
         gpufl__probe_add(p, "cupti", 1, NULL, detail);

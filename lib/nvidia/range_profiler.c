@@ -273,9 +273,9 @@ static CUptiResult profiler_ready(gpufl__range_profiler_t *s, char *why, size_t 
 #define SYM(field, name)                                                                           \
     { &s->fn.field, name }
 
-int gpufl__range_profiler_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
-                                 gpufl__collector_t *collector, int64_t decode_every_ns,
-                                 gpufl__range_profiler_t **out, char *why, size_t why_size) {
+int gpufl__range_profiler_create(gpufl__range_profiler_t **out, gpufl__cupti_t *cupti,
+                                 gpufl__cuda_t *cuda, gpufl__collector_t *collector,
+                                 int64_t decode_every_ns, char *why, size_t why_size) {
     *out = NULL;
     gpufl__range_profiler_t *s = calloc(1, sizeof *s);
     if (s == NULL || pthread_mutex_init(&s->lock, NULL) != 0) {
@@ -379,14 +379,14 @@ static gpufl__host_object_t *host_config(gpufl__range_profiler_t *s, const rp_de
         .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_image_size_params_t, configImageSize),
         .pHostObject = h};
     *what = "cuptiProfilerHostConfigAddMetrics";
-    if ((*r = s->fn.add_metrics(&add)) != CUPTI_SUCCESS) goto fail;
+    if ((*r = s->fn.add_metrics(&add)) != CUPTI_SUCCESS) goto free_image;
     *what = "cuptiProfilerHostGetConfigImageSize";
-    if ((*r = s->fn.image_size(&size)) != CUPTI_SUCCESS) goto fail;
+    if ((*r = s->fn.image_size(&size)) != CUPTI_SUCCESS) goto free_image;
     *image = malloc(size.configImageSize ? size.configImageSize : 1);
     *what = "out of memory";
     if (*image == NULL) {
         *r = CUPTI_ERROR_OUT_OF_MEMORY;
-        goto fail;
+        goto free_image;
     }
     gpufl__host_image_params_t img = {
         .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_image_params_t, pConfigImage),
@@ -394,17 +394,17 @@ static gpufl__host_object_t *host_config(gpufl__range_profiler_t *s, const rp_de
         .configImageSize = size.configImageSize,
         .pConfigImage = *image};
     *what = "cuptiProfilerHostGetConfigImage";
-    if ((*r = s->fn.image(&img)) != CUPTI_SUCCESS) goto fail;
+    if ((*r = s->fn.image(&img)) != CUPTI_SUCCESS) goto free_image;
     gpufl__host_passes_params_t np = {
         .structSize = GPUFL_HOST_STRUCT_SIZE(gpufl__host_passes_params_t, numOfPasses),
         .configImageSize = size.configImageSize,
         .pConfigImage = *image};
     *what = "cuptiProfilerHostGetNumOfPasses";
-    if ((*r = s->fn.passes(&np)) != CUPTI_SUCCESS) goto fail;
+    if ((*r = s->fn.passes(&np)) != CUPTI_SUCCESS) goto free_image;
     *image_size = size.configImageSize;
     *passes = np.numOfPasses;
     return h;
-fail:
+free_image:
     free(*image);
     *image = NULL;
     host_free(s, h);
@@ -782,18 +782,18 @@ static void enable_context(gpufl__range_profiler_t *s, rp_ctx_t *x) {
     x->ranges = malloc(GPUFL_RANGE_PROFILER_RANGES_MAX * sizeof *x->ranges);
     if (x->ranges == NULL) {
         snprintf(x->error, sizeof x->error, "out of memory for the ranges");
-        goto disable;
+        goto disable_profiler;
     }
     if (begin_collection(s, x, d) != CUPTI_SUCCESS) {
         snprintf(x->error, sizeof x->error, "%s", s->errors.last);
-        goto disable;
+        goto disable_profiler;
     }
     x->state = CTX_ON;
     x->ran = 1;
     x->enable_ns = gpufl__mono_ns() - t0;
     s->contexts++;
     return;
-disable:;
+disable_profiler:;
     CUpti_RangeProfiler_Disable_Params dis = {.structSize =
                                                   CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
     dis.pRangeProfilerObject = x->object;
@@ -1060,25 +1060,25 @@ static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint
         return;
     }
     pthread_mutex_lock(&s->lock);
-    if (atomic_load(&s->finished)) goto out;
+    if (atomic_load(&s->finished)) goto unlock;
     rp_ctx_t *x = slot_of(s, ctx);
     if (x == NULL || x->state != CTX_ON) {
         s->unprofiled++;
-        goto out;
+        goto unlock;
     }
     if (x->open) {
         atomic_fetch_add(&s->concurrent, 1);
-        goto out;
+        goto unlock;
     }
     if (x->pending == GPUFL_RANGE_PROFILER_RANGES_MAX)
         decode(s, x, 1);      /* a failed decode left it full */
     if (x->state != CTX_ON) { /* the decode could not start the next collection */
         s->unprofiled++;
-        goto out;
+        goto unlock;
     }
     if (!x->collecting || x->pending == GPUFL_RANGE_PROFILER_RANGES_MAX) {
         s->over_capacity++;
-        goto out;
+        goto unlock;
     }
     char range_name[24];
     snprintf(range_name, sizeof range_name, "%llu", (unsigned long long)id);
@@ -1086,7 +1086,7 @@ static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint
                                                   CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
     p.pRangeProfilerObject = x->object;
     p.pRangeName = range_name;
-    if (failed(s, s->fn.push(&p), "cuptiRangeProfilerPushRange") != CUPTI_SUCCESS) goto out;
+    if (failed(s, s->fn.push(&p), "cuptiRangeProfilerPushRange") != CUPTI_SUCCESS) goto unlock;
     rp_range_t *r = &x->ranges[x->pending++];
     r->scope = id;
     r->tid = gpufl__thread_id();
@@ -1101,7 +1101,7 @@ static void on_begin(void *user, uint64_t id, const char *name, size_t len, uint
     t->slot = (int)(x - s->ctx);
     t->gen = x->gen;
     t->ctx = ctx;
-out:
+unlock:
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -1115,7 +1115,7 @@ static void on_end(void *user, uint64_t id, uint32_t depth) {
     rp_ctx_t *x = &s->ctx[t->slot];
     if (x->gen != t->gen || x->ctx != t->ctx || x->state != CTX_ON || !x->open ||
         atomic_load(&s->finished))
-        goto out;
+        goto unlock;
     CUpti_RangeProfiler_PopRange_Params p = {.structSize =
                                                  CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
     p.pRangeProfilerObject = x->object;
@@ -1131,7 +1131,7 @@ static void on_end(void *user, uint64_t id, uint32_t depth) {
     if ((x->pending == GPUFL_RANGE_PROFILER_RANGES_MAX || gpufl__mono_ns() >= x->decode_due_ns) &&
         gpufl__cuda_current_context(s->cuda) == x->ctx)
         decode(s, x, 1);
-out:
+unlock:
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -1283,7 +1283,7 @@ void gpufl__range_profiler_poll(gpufl__range_profiler_t *s) {
 
 static void write_stats(gpufl__range_profiler_t *s) {
     gpufl__range_profiler_stats_t st;
-    gpufl__range_profiler_stats(s, &st);
+    gpufl__range_profiler_stats(&st, s);
     const gpufl__engine_count_t v[] = {{"contexts", st.contexts},
                                        {"ranges_pushed", st.ranges_pushed},
                                        {"ranges", st.ranges},
@@ -1328,7 +1328,7 @@ void gpufl__range_profiler_finish(gpufl__range_profiler_t *s) {
     write_stats(s);
 }
 
-void gpufl__range_profiler_stats(gpufl__range_profiler_t *s, gpufl__range_profiler_stats_t *out) {
+void gpufl__range_profiler_stats(gpufl__range_profiler_stats_t *out, gpufl__range_profiler_t *s) {
     memset(out, 0, sizeof *out);
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);

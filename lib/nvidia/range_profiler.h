@@ -106,9 +106,9 @@ typedef struct gpufl__range_profiler_stats {
  * decode_every_ns: the longest a range waits in the image before a range
  * end decodes it. Returns 0, or GPUFL_ENOTSUP / GPUFL_ENOMEM with a
  * one-line reason in why. */
-int gpufl__range_profiler_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
-                                 gpufl__collector_t *collector, int64_t decode_every_ns,
-                                 gpufl__range_profiler_t **out, char *why, size_t why_size);
+int gpufl__range_profiler_create(gpufl__range_profiler_t **out, gpufl__cupti_t *cupti,
+                                 gpufl__cuda_t *cuda, gpufl__collector_t *collector,
+                                 int64_t decode_every_ns, char *why, size_t why_size);
 /* Disables the profiler wherever it is still on and frees. Accepts NULL. */
 void gpufl__range_profiler_destroy(gpufl__range_profiler_t *s);
 
@@ -122,6 +122,6 @@ const gpufl__launch_hooks_t *gpufl__range_profiler_hooks(gpufl__range_profiler_t
 void gpufl__range_profiler_poll(gpufl__range_profiler_t *s);
 void gpufl__range_profiler_finish(gpufl__range_profiler_t *s);
 
-void gpufl__range_profiler_stats(gpufl__range_profiler_t *s, gpufl__range_profiler_stats_t *out);
+void gpufl__range_profiler_stats(gpufl__range_profiler_stats_t *out, gpufl__range_profiler_t *s);
 
 #endif

@@ -496,7 +496,7 @@ static int finish(parser_t *p, gpufl__sass_module_t *m) {
     return 0;
 }
 
-int gpufl__sass_parse(const char *text, size_t len, gpufl__sass_module_t **out, char *why,
+int gpufl__sass_parse(gpufl__sass_module_t **out, const char *text, size_t len, char *why,
                       size_t why_size) {
     if (out == NULL || (text == NULL && len > 0)) {
         say(why, why_size, "no text or no place for the module");
@@ -881,21 +881,21 @@ static int disassemble(const char *nvdisasm, const void *cubin, size_t size,
                        const char *const *functions, size_t nfunctions, gpufl__sass_module_t **out,
                        char *why, size_t why_size);
 
-int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size,
-                            gpufl__sass_module_t **out, char *why, size_t why_size) {
+int gpufl__sass_disassemble(gpufl__sass_module_t **out, const char *nvdisasm, const void *cubin,
+                            size_t size, char *why, size_t why_size) {
     return disassemble(nvdisasm, cubin, size, NULL, 0, out, why, why_size);
 }
 
-int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, size_t size,
-                                     const char *function, gpufl__sass_module_t **out, char *why,
-                                     size_t why_size) {
-    return gpufl__sass_disassemble_functions(nvdisasm, cubin, size, &function, 1, out, why,
+int gpufl__sass_disassemble_function(gpufl__sass_module_t **out, const char *nvdisasm,
+                                     const void *cubin, size_t size, const char *function,
+                                     char *why, size_t why_size) {
+    return gpufl__sass_disassemble_functions(out, nvdisasm, cubin, size, &function, 1, why,
                                              why_size);
 }
 
-int gpufl__sass_disassemble_functions(const char *nvdisasm, const void *cubin, size_t size,
-                                      const char *const *functions, size_t n,
-                                      gpufl__sass_module_t **out, char *why, size_t why_size) {
+int gpufl__sass_disassemble_functions(gpufl__sass_module_t **out, const char *nvdisasm,
+                                      const void *cubin, size_t size, const char *const *functions,
+                                      size_t n, char *why, size_t why_size) {
     if (functions == NULL || n == 0 || functions[0] == NULL) {
         if (out != NULL) *out = NULL;
         say(why, why_size, "no function name");
@@ -974,7 +974,7 @@ static int disassemble(const char *nvdisasm, const void *cubin, size_t size,
     if (rc != 0) goto remove_temp;
 
     char parse_why[256];
-    rc = gpufl__sass_parse(o->text, o->len, out, parse_why, sizeof parse_why);
+    rc = gpufl__sass_parse(out, o->text, o->len, parse_why, sizeof parse_why);
     if (rc != 0) {
         say(why, why_size, "cannot parse nvdisasm's output: %s", parse_why);
         goto remove_temp;

@@ -86,8 +86,8 @@ int gpufl__sass_find_nvdisasm(char *out, size_t size, char *why, size_t why_size
  * 1: <its stderr's first line>", killed by a signal, timed out, or its output
  * passed the cap), GPUFL_ENOMEM.
  */
-int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size,
-                            gpufl__sass_module_t **out, char *why, size_t why_size);
+int gpufl__sass_disassemble(gpufl__sass_module_t **out, const char *nvdisasm, const void *cubin,
+                            size_t size, char *why, size_t why_size);
 
 /*
  * As gpufl__sass_disassemble, for one function only (nvdisasm's
@@ -96,16 +96,16 @@ int gpufl__sass_disassemble(const char *nvdisasm, const void *cubin, size_t size
  * far longer whole. GPUFL_EFORMAT also when the symbol table has no such
  * name.
  */
-int gpufl__sass_disassemble_function(const char *nvdisasm, const void *cubin, size_t size,
-                                     const char *function, gpufl__sass_module_t **out, char *why,
-                                     size_t why_size);
+int gpufl__sass_disassemble_function(gpufl__sass_module_t **out, const char *nvdisasm,
+                                     const void *cubin, size_t size, const char *function,
+                                     char *why, size_t why_size);
 
 /* As gpufl__sass_disassemble_function, for n functions of one cubin in one
  * run of nvdisasm. Names the symbol table lacks are left out (and so are
  * missing from the module); GPUFL_EFORMAT when it has none of them. */
-int gpufl__sass_disassemble_functions(const char *nvdisasm, const void *cubin, size_t size,
-                                      const char *const *functions, size_t n,
-                                      gpufl__sass_module_t **out, char *why, size_t why_size);
+int gpufl__sass_disassemble_functions(gpufl__sass_module_t **out, const char *nvdisasm,
+                                      const void *cubin, size_t size, const char *const *functions,
+                                      size_t n, char *why, size_t why_size);
 
 /* The index of the symbol `name` in a cubin's ELF symbol table (what
  * nvdisasm's --cuda-function-index takes). Returns 0, or GPUFL_EFORMAT when
@@ -126,7 +126,7 @@ const char *gpufl__sass_symbol_name(const void *cubin, size_t size, uint32_t ind
  * GPUFL_ENOMEM. On failure *out is NULL and why says what and where ("line
  * 12: ...").
  */
-int gpufl__sass_parse(const char *text, size_t len, gpufl__sass_module_t **out, char *why,
+int gpufl__sass_parse(gpufl__sass_module_t **out, const char *text, size_t len, char *why,
                       size_t why_size);
 
 /* Frees a module. Accepts NULL. */

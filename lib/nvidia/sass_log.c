@@ -57,8 +57,8 @@ struct gpufl__sass_log {
     gpufl__sass_log_stats_t stats;
 };
 
-int gpufl__sass_log_create(gpufl__collector_t *collector, size_t cubin_cap_bytes,
-                           gpufl__sass_log_t **out, char *why, size_t why_size) {
+int gpufl__sass_log_create(gpufl__sass_log_t **out, gpufl__collector_t *collector,
+                           size_t cubin_cap_bytes, char *why, size_t why_size) {
     *out = NULL;
     gpufl__sass_log_t *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -186,7 +186,7 @@ static void resolve(gpufl__sass_log_t *s, job_t **batch, size_t n) {
     gpufl__sass_module_t *m = NULL;
     char why[200] = "";
     int rc =
-        gpufl__sass_disassemble_functions(s->nvdisasm, bytes, size, names, n, &m, why, sizeof why);
+        gpufl__sass_disassemble_functions(&m, s->nvdisasm, bytes, size, names, n, why, sizeof why);
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < n; i++) {
         job_t *j = batch[i];
@@ -395,7 +395,7 @@ void gpufl__sass_log_finish(gpufl__sass_log_t *s, int64_t wait_ns) {
     free_jobs(left);
 }
 
-void gpufl__sass_log_stats(gpufl__sass_log_t *s, gpufl__sass_log_stats_t *out) {
+void gpufl__sass_log_stats(gpufl__sass_log_stats_t *out, gpufl__sass_log_t *s) {
     memset(out, 0, sizeof *out);
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);

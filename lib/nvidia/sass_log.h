@@ -36,8 +36,8 @@ typedef struct gpufl__sass_log_stats {
 
 /* Finds nvdisasm (sass.h). Returns 0, or GPUFL_ENOTSUP with a one-line
  * reason in why (no nvdisasm); GPUFL_ENOMEM. */
-int gpufl__sass_log_create(gpufl__collector_t *collector, size_t cubin_cap_bytes,
-                           gpufl__sass_log_t **out, char *why, size_t why_size);
+int gpufl__sass_log_create(gpufl__sass_log_t **out, gpufl__collector_t *collector,
+                           size_t cubin_cap_bytes, char *why, size_t why_size);
 /* Stops the worker and frees. Accepts NULL. */
 void gpufl__sass_log_destroy(gpufl__sass_log_t *s);
 
@@ -58,6 +58,6 @@ void gpufl__sass_log_write(gpufl__sass_log_t *s);
 /* Collector, at session end: waits up to wait_ns for the worker, then
  * writes everything, with an error record for what is still waiting. */
 void gpufl__sass_log_finish(gpufl__sass_log_t *s, int64_t wait_ns);
-void gpufl__sass_log_stats(gpufl__sass_log_t *s, gpufl__sass_log_stats_t *out);
+void gpufl__sass_log_stats(gpufl__sass_log_stats_t *out, gpufl__sass_log_t *s);
 
 #endif

@@ -155,9 +155,9 @@ static CUptiResult profiler_ready(gpufl__sass_metrics_t *s, char *why, size_t wh
 #define SYM(field, name)                                                                           \
     { &s->fn.field, name }
 
-int gpufl__sass_metrics_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
-                               gpufl__collector_t *collector, int disassemble,
-                               gpufl__sass_metrics_t **out, char *why, size_t why_size) {
+int gpufl__sass_metrics_create(gpufl__sass_metrics_t **out, gpufl__cupti_t *cupti,
+                               gpufl__cuda_t *cuda, gpufl__collector_t *collector, int disassemble,
+                               char *why, size_t why_size) {
     *out = NULL;
     gpufl__sass_metrics_t *s = calloc(1, sizeof *s);
     if (s == NULL || pthread_mutex_init(&s->lock, NULL) != 0) {
@@ -217,7 +217,7 @@ int gpufl__sass_metrics_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
     }
     if (!disassemble)
         snprintf(s->sass_why, sizeof s->sass_why, "off");
-    else if (gpufl__sass_log_create(collector, GPUFL_SASS_METRICS_CUBIN_BYTES, &s->sass,
+    else if (gpufl__sass_log_create(&s->sass, collector, GPUFL_SASS_METRICS_CUBIN_BYTES,
                                     s->sass_why, sizeof s->sass_why) != 0)
         s->sass = NULL;
     *out = s;
@@ -874,7 +874,7 @@ void gpufl__sass_metrics_stats(gpufl__sass_metrics_t *s, gpufl__sass_metrics_sta
     out->read_ms = (double)s->read_ns_total / 1e6;
     pthread_mutex_unlock(&s->lock);
     gpufl__sass_log_stats_t ss;
-    gpufl__sass_log_stats(s->sass, &ss);
+    gpufl__sass_log_stats(&ss, s->sass);
     out->cubins = ss.cubins;
     out->cubins_skipped = ss.cubins_over_cap + s->cubins_unfiled;
     out->sass_functions = ss.records;

@@ -63,9 +63,9 @@ typedef struct gpufl__sass_metrics_stats {
  * without waiting and says so. disassemble: keep cubins and write sass
  * records. Returns 0, or GPUFL_ENOTSUP / GPUFL_ENOMEM with a one-line
  * reason in why. */
-int gpufl__sass_metrics_create(gpufl__cupti_t *cupti, gpufl__cuda_t *cuda,
-                               gpufl__collector_t *collector, int disassemble,
-                               gpufl__sass_metrics_t **out, char *why, size_t why_size);
+int gpufl__sass_metrics_create(gpufl__sass_metrics_t **out, gpufl__cupti_t *cupti,
+                               gpufl__cuda_t *cuda, gpufl__collector_t *collector, int disassemble,
+                               char *why, size_t why_size);
 /* Disables counting wherever it is still on and frees. Accepts NULL. */
 void gpufl__sass_metrics_destroy(gpufl__sass_metrics_t *s);
 

@@ -61,7 +61,7 @@ static int64_t launch_col(const gpufl__trace_source_t *t, const gpufl__launch_in
  * by 2^18 later calls) is counted. */
 static void attribution(gpufl__trace_source_t *t, uint32_t correlation,
                         gpufl__launch_info_t *info) {
-    if (!gpufl__launch_lookup(t->launch, correlation, info)) t->counts.unattributed++;
+    if (!gpufl__launch_lookup(info, t->launch, correlation)) t->counts.unattributed++;
 }
 
 /* The dict id of the demangled form of the name with dict id `name`. */
@@ -187,7 +187,7 @@ static void on_alloc(void *user, const gpufl__cupti_alloc_t *a) {
     gpufl__trace_source_t *t = user;
     gpufl__launch_info_t info;
     /* Frees at context teardown and pool trims have no call: not counted. */
-    gpufl__launch_lookup(t->launch, a->correlation_id, &info);
+    gpufl__launch_lookup(&info, t->launch, a->correlation_id);
     gpufl__cell_t *r = next(t, &t->allocs);
     int64_t v[] = {ts(t, a->timestamp_ns),
                    a->operation,
@@ -363,10 +363,10 @@ static void flush(gpufl__collector_t *c, void *self) {
 static void write_stats(gpufl__trace_source_t *t) {
     gpufl__launch_stats_t ls;
     gpufl__cupti_stats_t cs;
-    gpufl__launch_stats(t->launch, &ls);
-    gpufl__cupti_stats(t->cupti, &cs);
+    gpufl__launch_stats(&ls, t->launch);
+    gpufl__cupti_stats(&cs, t->cupti);
     gpufl__stacks_stats_t ss;
-    gpufl__stacks_stats(t->stacks_on ? t->stack_log.stacks : NULL, &ss);
+    gpufl__stacks_stats(&ss, t->stacks_on ? t->stack_log.stacks : NULL);
     const gpufl__trace_counts_t *n = &t->counts;
     gpufl__wire_count_t v[] = {
         {"kernels", n->kernels},
@@ -438,12 +438,12 @@ static void open_cuda(gpufl__trace_source_t *t) {
 static void create_engines(gpufl__trace_source_t *t, const gpufl__settings_t *settings) {
     gpufl_engine_t e = settings->profiling_engine;
     if (e == GPUFL_ENGINE_RANGE_PROFILER &&
-        gpufl__range_profiler_create(
-            t->cupti, t->cuda, t->collector, (int64_t)settings->flush_interval_ms * 1000000,
-            &t->range_profiler, t->range_profiler_why, sizeof t->range_profiler_why))
+        gpufl__range_profiler_create(&t->range_profiler, t->cupti, t->cuda, t->collector,
+                                     (int64_t)settings->flush_interval_ms * 1000000,
+                                     t->range_profiler_why, sizeof t->range_profiler_why))
         t->range_profiler = NULL;
     if (e == GPUFL_ENGINE_SASS_METRICS || e == GPUFL_ENGINE_DEEP) {
-        if (gpufl__sass_metrics_create(t->cupti, t->cuda, t->collector, 1, &t->sass_metrics,
+        if (gpufl__sass_metrics_create(&t->sass_metrics, t->cupti, t->cuda, t->collector, 1,
                                        t->sass_metrics_why, sizeof t->sass_metrics_why))
             t->sass_metrics = NULL;
     }
@@ -457,7 +457,7 @@ static void create_engines(gpufl__trace_source_t *t, const gpufl__settings_t *se
         gpufl__pc_sampling_config_t cfg = {
             settings->pc_sampling_period, (int64_t)settings->flush_interval_ms * 1000000, 1,
             gpufl__sass_metrics_sass_log(t->sass_metrics), t->sass_metrics != NULL};
-        if (gpufl__pc_sampling_create(t->cupti, t->collector, &cfg, &t->pc_sampling,
+        if (gpufl__pc_sampling_create(&t->pc_sampling, t->cupti, t->collector, &cfg,
                                       t->pc_sampling_why, sizeof t->pc_sampling_why))
             t->pc_sampling = NULL;
     }
@@ -524,16 +524,16 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
         (rc = gpufl__batch_init_table(&t->graphs, &gpufl__wire_graph_launch)) ||
         (rc = gpufl__batch_init_table(&t->launches, &gpufl__wire_launch))) {
         snprintf(why, why_size, "%s", gpufl_last_error());
-        goto fail;
+        goto fini_source;
     }
-    rc = gpufl__cupti_open(NULL, &t->cupti, why, why_size);
-    if (rc) goto fail;
+    rc = gpufl__cupti_open(&t->cupti, NULL, why, why_size);
+    if (rc) goto fini_source;
     open_cuda(t);
     if (settings->enable_stack_trace) {
         rc = gpufl__stack_log_init(&t->stack_log, settings->enable_source_collection);
         if (rc) {
             snprintf(why, why_size, "out of memory for the stack table");
-            goto fail;
+            goto fini_source;
         }
         t->stacks_on = 1;
     }
@@ -561,9 +561,9 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     /* PC sampling restarts (and under Deep, its drains) wait for launches
      * to leave the driver (pc_sampling.h). */
     if (t->pc_sampling != NULL) flags |= GPUFL_LAUNCH_GATE;
-    rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
-                              t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why, why_size);
-    if (rc) goto explain;
+    rc = gpufl__launch_create(&t->launch, t->cupti, t->cuda, t->occupancy_why, flags,
+                              t->stacks_on ? t->stack_log.stacks : NULL, why, why_size);
+    if (rc) goto explain_missing_driver;
     if (flags & GPUFL_LAUNCH_GATE) gpufl__pc_sampling_set_gate(t->pc_sampling, t->launch);
     hook_engines(t);
     if (t->pc_sampling == NULL && t->sass_metrics == NULL && t->range_profiler == NULL &&
@@ -572,10 +572,9 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
         gpufl__launch_destroy(t->launch);
         t->launch = NULL;
         flags &= ~(GPUFL_LAUNCH_ROWS | GPUFL_LAUNCH_GATE);
-        rc = gpufl__launch_create(t->cupti, t->cuda, t->occupancy_why, flags,
-                                  t->stacks_on ? t->stack_log.stacks : NULL, &t->launch, why,
-                                  why_size);
-        if (rc) goto explain;
+        rc = gpufl__launch_create(&t->launch, t->cupti, t->cuda, t->occupancy_why, flags,
+                                  t->stacks_on ? t->stack_log.stacks : NULL, why, why_size);
+        if (rc) goto explain_missing_driver;
     }
 
     /* Synchronization is timed by the callbacks at the sync calls: CUPTI's
@@ -587,7 +586,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     if (flags & GPUFL_LAUNCH_ROWS) cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
 #endif
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
-    if (rc) goto explain;
+    if (rc) goto explain_missing_driver;
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
     gpufl__range_profiler_observe(t->range_profiler); /* scopes become ranges from here on */
@@ -598,14 +597,14 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     }
     *source = (gpufl__source_t){"cupti", t, poll, due_in, flush, finish};
     return 0;
-explain:
+explain_missing_driver:
     if (t->cuda == NULL && strstr(t->occupancy_why, "not found") != NULL) {
         /* Without a driver CUPTI loads but fails vaguely: name the real cause. */
         char cupti_why[200];
         snprintf(cupti_why, sizeof cupti_why, "%s", why);
         snprintf(why, why_size, "libcuda.so.1 not found: no NVIDIA driver (CUPTI: %s)", cupti_why);
     }
-fail:
+fini_source:
     gpufl__trace_source_fini(t);
     return rc ? rc : GPUFL_ENOTSUP;
 }

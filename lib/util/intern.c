@@ -54,11 +54,11 @@ static int grow_slots(gpufl__intern_t *t) {
 }
 
 static uint32_t add(gpufl__intern_t *t, const char *s, size_t len, uint32_t h, uint32_t slot) {
-    if (t->count >= t->max_strings || t->arena_len + len + 1 > t->max_bytes) goto full;
+    if (t->count >= t->max_strings || t->arena_len + len + 1 > t->max_bytes) goto count_overflow;
     if (t->count == t->entries_cap) {
         uint32_t cap = t->entries_cap ? t->entries_cap * 2 : 256;
         entry_t *e = realloc(t->entries, cap * sizeof *e);
-        if (!e) goto full;
+        if (!e) goto count_overflow;
         t->entries = e;
         t->entries_cap = cap;
     }
@@ -66,7 +66,7 @@ static uint32_t add(gpufl__intern_t *t, const char *s, size_t len, uint32_t h, u
         size_t cap = t->arena_cap ? t->arena_cap * 2 : 16384;
         while (cap < t->arena_len + len + 1) cap *= 2;
         char *a = realloc(t->arena, cap);
-        if (!a) goto full;
+        if (!a) goto count_overflow;
         t->arena = a;
         t->arena_cap = cap;
     }
@@ -77,7 +77,7 @@ static uint32_t add(gpufl__intern_t *t, const char *s, size_t len, uint32_t h, u
     t->slots[slot] = ++t->count;
     if (t->count * 2 > t->slots_mask) grow_slots(t); /* on failure the table just fills up more */
     return t->count;
-full:
+count_overflow:
     t->overflows++;
     return t->full_id;
 }

@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gpufl__settings_t s;
     gpufl_options_init(&opts);
     opts.config_file = config_path;
-    int rc = gpufl__settings_resolve(&opts, &s);
+    int rc = gpufl__settings_resolve(&s, &opts);
     FUZZ_CHECK(rc == 0 || rc == GPUFL_ECONFIG || rc == GPUFL_EINVAL);
     if (rc == 0) {
         check_settings(&s);

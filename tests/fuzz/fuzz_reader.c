@@ -141,8 +141,8 @@ static int report_bytes(const gpufl__model_t *m, char **out, size_t *len) {
 
 static void load_and_report(const gpufl__model_limits_t *limits) {
     gpufl__model_t *m = (gpufl__model_t *)1;
-    int rc = limits ? gpufl__model_load_limits(session_dir, limits, &m)
-                    : gpufl__model_load(session_dir, &m);
+    int rc = limits ? gpufl__model_load_limits(&m, session_dir, limits)
+                    : gpufl__model_load(&m, session_dir);
     FUZZ_CHECK(rc <= 0);
     FUZZ_CHECK((rc == 0) == (m != NULL));
     if (rc) return;

@@ -31,7 +31,7 @@ static void check_module(const gpufl__sass_module_t *m) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gpufl__sass_module_t *m = NULL;
     char why[256];
-    if (gpufl__sass_parse((const char *)data, size, &m, why, sizeof why) == 0) {
+    if (gpufl__sass_parse(&m, (const char *)data, size, why, sizeof why) == 0) {
         FUZZ_CHECK(m != NULL);
         check_module(m);
         gpufl__sass_module_free(m);

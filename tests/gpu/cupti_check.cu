@@ -69,7 +69,7 @@ int64_t mono_ns() {
 int main() {
     char why[256];
     gpufl__cupti_t *c = nullptr;
-    if (gpufl__cupti_open(nullptr, &c, why, sizeof why) != 0) {
+    if (gpufl__cupti_open(&c, nullptr, why, sizeof why) != 0) {
         printf("FAIL  open: %s\n", why);
         return 1;
     }
@@ -161,7 +161,7 @@ int main() {
           "%zu records: stream %d, context %d, event %d", seen.syncs.size(), stream_syncs,
           ctx_syncs, event_syncs);
     gpufl__cupti_stats_t st;
-    gpufl__cupti_stats(c, &st);
+    gpufl__cupti_stats(&st, c);
     printf("INFO  buffers given %llu completed %llu drained %llu refused %llu, records %llu\n",
            (unsigned long long)st.buffers_given, (unsigned long long)st.buffers_completed,
            (unsigned long long)st.buffers_drained, (unsigned long long)st.buffers_refused,

@@ -77,7 +77,7 @@ int main() {
                     if ((size_t)d + a.sharedSizeBytes > p.sharedMemPerBlockOptin) continue;
                     gpufl__kernel_occupancy_t o;
                     total++;
-                    if (gpufl__cuda_kernel_occupancy(c, f, b, (size_t)d, &o) != 0) {
+                    if (gpufl__cuda_kernel_occupancy(&o, c, f, b, (size_t)d) != 0) {
                         errors++;
                         if (shown++ < 40) printf("ERROR %s\n", gpufl_last_error());
                         continue;

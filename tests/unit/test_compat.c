@@ -27,7 +27,7 @@
 
 static gpufl__model_t *load(const char *dir) {
     gpufl__model_t *m = NULL;
-    int rc = gpufl__model_load(dir, &m);
+    int rc = gpufl__model_load(&m, dir);
     if (rc) print_error("load %s: %d %s\n", dir, rc, gpufl_last_error());
     assert_int_equal(rc, 0);
     return m;

@@ -99,7 +99,7 @@ static int teardown_test(void **state) {
 
 static gpufl__kernel_occupancy_t occupancy_ok(CUfunction f, int threads, size_t dynamic) {
     gpufl__kernel_occupancy_t o;
-    int rc = gpufl__cuda_kernel_occupancy(cuda, f, threads, dynamic, &o);
+    int rc = gpufl__cuda_kernel_occupancy(&o, cuda, f, threads, dynamic);
     if (rc != 0) fail_msg("gpufl__cuda_kernel_occupancy: %d: %s", rc, gpufl_last_error());
     return o;
 }
@@ -227,7 +227,7 @@ static void *work(void *arg) {
     worker_t *w = arg;
     for (int i = 0; i < CALLS_PER_THREAD; i++) {
         gpufl__kernel_occupancy_t o;
-        if (gpufl__cuda_kernel_occupancy(cuda, w->function, 256, 0, &o) != 0)
+        if (gpufl__cuda_kernel_occupancy(&o, cuda, w->function, 256, 0) != 0)
             w->failures++;
         else if (!o.agrees || o.computed.blocks_per_sm != 8 || o.device_attributes.sm_count != 132)
             w->disagreements++;
@@ -257,7 +257,7 @@ static void test_threads(void **state) {
 
 static void expect_failure(CUfunction f, int code, const char *message) {
     gpufl__kernel_occupancy_t o;
-    assert_int_equal(gpufl__cuda_kernel_occupancy(cuda, f, 256, 0, &o), code);
+    assert_int_equal(gpufl__cuda_kernel_occupancy(&o, cuda, f, 256, 0), code);
     assert_string_equal(gpufl_last_error(), message);
 }
 
@@ -293,11 +293,11 @@ static void test_bad_arguments(void **state) {
     (void)state;
     gpufl__kernel_occupancy_t o;
     CUfunction f = fake.function(32, 0, 0, 1024, 8);
-    assert_int_equal(gpufl__cuda_kernel_occupancy(cuda, NULL, 256, 0, &o), GPUFL_EINVAL);
-    assert_int_equal(gpufl__cuda_kernel_occupancy(NULL, f, 256, 0, &o), GPUFL_EINVAL);
-    assert_int_equal(gpufl__cuda_kernel_occupancy(cuda, f, 256, 0, NULL), GPUFL_EINVAL);
-    assert_int_equal(gpufl__cuda_kernel_occupancy(cuda, f, 0, 0, &o), GPUFL_EINVAL);
-    assert_int_equal(gpufl__cuda_kernel_occupancy(cuda, f, 256, (size_t)1 << 31, &o), GPUFL_EINVAL);
+    assert_int_equal(gpufl__cuda_kernel_occupancy(&o, cuda, NULL, 256, 0), GPUFL_EINVAL);
+    assert_int_equal(gpufl__cuda_kernel_occupancy(&o, NULL, f, 256, 0), GPUFL_EINVAL);
+    assert_int_equal(gpufl__cuda_kernel_occupancy(NULL, cuda, f, 256, 0), GPUFL_EINVAL);
+    assert_int_equal(gpufl__cuda_kernel_occupancy(&o, cuda, f, 0, 0), GPUFL_EINVAL);
+    assert_int_equal(gpufl__cuda_kernel_occupancy(&o, cuda, f, 256, (size_t)1 << 31), GPUFL_EINVAL);
     /* Refused before any driver call. */
     assert_int_equal(fake.calls("cuCtxGetDevice"), 0);
 }

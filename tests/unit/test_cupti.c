@@ -93,7 +93,7 @@ static void write_script(const char *json) {
 static gpufl__cupti_t *open_fake(const char *path) {
     char why[256] = "";
     gpufl__cupti_t *c = NULL;
-    int rc = gpufl__cupti_open(path, &c, why, sizeof why);
+    int rc = gpufl__cupti_open(&c, path, why, sizeof why);
     if (rc != 0) fail_msg("open: %d %s", rc, why);
     open_handle = c;
     return c;
@@ -224,7 +224,7 @@ static void test_kernel_fields(void **state) {
     assert_int_equal(got.kernel[1].local_bytes_total, 77);
     assert_string_equal(got.kernel_name[1], "");
     gpufl__cupti_stats_t s;
-    gpufl__cupti_stats(c, &s);
+    gpufl__cupti_stats(&s, c);
     assert_int_equal(s.records, 2);
     assert_int_equal(s.records_other, 0); /* CONTEXT (9) is never enabled: not delivered */
     assert_int_equal(s.parse_errors, 0);
@@ -420,7 +420,7 @@ static void test_pool_reuse_and_exhaustion(void **state) {
     assert_int_equal(got.kernels, 6);
     for (int i = 0; i < 6; i++) assert_int_equal(got.kernel[i].correlation_id, i + 1);
     gpufl__cupti_stats_t s;
-    gpufl__cupti_stats(c, &s);
+    gpufl__cupti_stats(&s, c);
     assert_int_equal(s.buffers_given, 6);
     assert_int_equal(s.buffers_drained, 6);
     assert_int_equal(s.buffers_refused, 0);
@@ -430,7 +430,7 @@ static void test_pool_reuse_and_exhaustion(void **state) {
     assert_int_equal(gpufl__cupti_flush(c, 1), 0);
     assert_int_equal(gpufl__cupti_flush(c, 1), 0);
     gpufl__cupti_drain(c, &sink, &got);
-    gpufl__cupti_stats(c, &s);
+    gpufl__cupti_stats(&s, c);
     assert_int_equal(s.buffers_refused, 2);
     assert_int_equal(got.kernels, 8);
     assert_int_equal(got.kernel[7].correlation_id, 8);
@@ -450,7 +450,7 @@ static void test_dropped_reported(void **state) {
     flush_drain(c); /* the count is reset once read */
     assert_int_equal(got.dropped, 7);
     gpufl__cupti_stats_t s;
-    gpufl__cupti_stats(c, &s);
+    gpufl__cupti_stats(&s, c);
     assert_int_equal(s.records_dropped, 7);
 }
 
@@ -524,7 +524,7 @@ static void test_one_started_per_process(void **state) {
     gpufl__cupti_t *c = open_fake(GPUFL_FAKE_CUPTI_PATH), *other = NULL;
     char why[256] = "";
     start_ok(c, NULL);
-    assert_int_equal(gpufl__cupti_open(GPUFL_FAKE_CUPTI_PATH, &other, why, sizeof why), 0);
+    assert_int_equal(gpufl__cupti_open(&other, GPUFL_FAKE_CUPTI_PATH, why, sizeof why), 0);
     assert_int_equal(gpufl__cupti_start(other, NULL, why, sizeof why), GPUFL_EALREADY);
     gpufl__cupti_close(other);
     assert_int_equal(gpufl__cupti_start(c, NULL, why, sizeof why), GPUFL_EALREADY);
@@ -547,18 +547,18 @@ static void test_missing_library(void **state) {
     (void)state;
     gpufl__cupti_t *c = (gpufl__cupti_t *)&got;
     char why[256] = "";
-    assert_int_equal(gpufl__cupti_open("/nonexistent/libcupti.so.13", &c, why, sizeof why),
+    assert_int_equal(gpufl__cupti_open(&c, "/nonexistent/libcupti.so.13", why, sizeof why),
                      GPUFL_ENOTSUP);
     assert_null(c);
     assert_string_equal(why, "/nonexistent/libcupti.so.13 not found: no CUPTI on the library path"
                              " (set GPUFL_CUPTI_LIBRARY or CUDA_HOME)");
     /* The environment variable is the override when no path is given. */
     setenv("GPUFL_CUPTI_LIBRARY", "/nonexistent/x/libcupti.so", 1);
-    assert_int_equal(gpufl__cupti_open(NULL, &c, why, sizeof why), GPUFL_ENOTSUP);
+    assert_int_equal(gpufl__cupti_open(&c, NULL, why, sizeof why), GPUFL_ENOTSUP);
     unsetenv("GPUFL_CUPTI_LIBRARY");
     assert_non_null(strstr(why, "/nonexistent/x/libcupti.so not found"));
     /* A library without the activity API. */
-    assert_int_equal(gpufl__cupti_open("libc.so.6", &c, why, sizeof why), GPUFL_ENOTSUP);
+    assert_int_equal(gpufl__cupti_open(&c, "libc.so.6", why, sizeof why), GPUFL_ENOTSUP);
     assert_string_equal(why, "libc.so.6 lacks cuptiActivityEnable");
 }
 
@@ -618,7 +618,7 @@ static void test_drain_races_completion(void **state) {
     for (int i = 1; i < got.kernels; i++)
         assert_true(got.kernel[i].correlation_id > got.kernel[i - 1].correlation_id);
     gpufl__cupti_stats_t s;
-    gpufl__cupti_stats(c, &s);
+    gpufl__cupti_stats(&s, c);
     assert_int_equal(s.buffers_completed, s.buffers_drained);
     assert_int_equal(s.buffers_given, s.buffers_completed);
 }

@@ -153,7 +153,7 @@ static void v1_logs_load_as_the_backend_writes(void **state) {
     assert_int_equal(fclose(f), 0);
 
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     gpufl__value_misses_t misses = {0};
     assert_int_equal(m->n_copies, N);
     for (int i = 0; i < N; i++) {

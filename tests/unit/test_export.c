@@ -126,7 +126,7 @@ static int setup(void **state) {
     write_file(session_dir, "device.log", device_log);
     write_file(session_dir, "scope.log", scope_log);
     write_file(session_dir, "system.log", system_log);
-    if (gpufl__model_load(session_dir, &model) != 0) return -1;
+    if (gpufl__model_load(&model, session_dir) != 0) return -1;
     return model->n_kernels == 3 && model->n_syncs == 2 && model->n_scopes == 3 ? 0 : -1;
 }
 
@@ -199,7 +199,7 @@ static void test_chrome_content(void **state) {
     snprintf(path, sizeof path, "%s/one.trace.json", out_dir);
     gpufl_export_options_t o = options(GPUFL_EXPORT_CHROME, path);
     gpufl_export_result_t res;
-    assert_int_equal(gpufl__export_write(model, &o, &res), 0);
+    assert_int_equal(gpufl__export_write(&res, model, &o), 0);
     assert_int_equal(res.n_files, 1);
     assert_string_equal(res.files[0], path);
     assert_int_equal(res.slices, N_SLICES);
@@ -320,7 +320,7 @@ static void test_chrome_split(void **state) {
     gpufl_export_options_t o = options(GPUFL_EXPORT_CHROME, path);
     o.max_events_per_file = 3;
     gpufl_export_result_t res;
-    assert_int_equal(gpufl__export_write(model, &o, &res), 0);
+    assert_int_equal(gpufl__export_write(&res, model, &o), 0);
     assert_true(res.n_files >= 10); /* file numbers of two digits */
     size_t x = 0, cnt = 0, flow_s = 0, flow_f = 0;
     for (size_t i = 0; i < res.n_files; i++) {
@@ -354,7 +354,7 @@ static void test_chrome_split(void **state) {
     o.path = "-";
     o.out = f;
     gpufl_export_result_t r2;
-    assert_int_equal(gpufl__export_write(model, &o, &r2), 0);
+    assert_int_equal(gpufl__export_write(&r2, model, &o), 0);
     assert_int_equal(r2.n_files, 0);
     assert_true(r2.split_suppressed);
     assert_int_equal(r2.flows, 2);
@@ -372,15 +372,15 @@ static void test_errors(void **state) {
     assert_int_equal(fmt, GPUFL_EXPORT_CHROME);
     assert_int_equal(gpufl_export_format_parse("bogus", &fmt), GPUFL_EINVAL);
     gpufl_export_options_t o = options(GPUFL_EXPORT_CHROME, "");
-    assert_int_equal(gpufl__export_write(model, &o, NULL), GPUFL_EINVAL);
+    assert_int_equal(gpufl__export_write(NULL, model, &o), GPUFL_EINVAL);
     o.size = 4;
-    assert_int_equal(gpufl__export_write(model, &o, NULL), GPUFL_EINVAL);
+    assert_int_equal(gpufl__export_write(NULL, model, &o), GPUFL_EINVAL);
     char path[1200];
     snprintf(path, sizeof path, "%s/no/such/dir/x.json", out_dir);
     for (int fmt_i = 0; fmt_i < 2; fmt_i++) {
         o = options((gpufl_export_format_t)fmt_i, path);
         gpufl_export_result_t res;
-        assert_int_equal(gpufl__export_write(model, &o, &res), GPUFL_EIO);
+        assert_int_equal(gpufl__export_write(&res, model, &o), GPUFL_EIO);
         assert_non_null(strstr(gpufl_last_error(), "no/such/dir/x.json"));
         gpufl_export_result_fini(&res);
     }
@@ -699,7 +699,7 @@ static void test_perfetto_content(void **state) {
     snprintf(path, sizeof path, "%s/one.perfetto-trace", out_dir);
     gpufl_export_options_t o = options(GPUFL_EXPORT_PERFETTO, path);
     gpufl_export_result_t res;
-    assert_int_equal(gpufl__export_write(model, &o, &res), 0);
+    assert_int_equal(gpufl__export_write(&res, model, &o), 0);
     assert_int_equal(res.n_files, 1);
     assert_int_equal(res.flows, 2);
     trace_info_t t;
@@ -775,14 +775,14 @@ static void test_launch_instants(void **state) {
     char dir[4200], path[1200];
     snprintf(dir, sizeof dir, "%s/fixtures/sessions/pcsampled", GPUFL_TEST_SOURCE_DIR);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     assert_int_equal(m->n_kernels, 0);
     assert_int_equal(m->n_launches, 7);
 
     snprintf(path, sizeof path, "%s/launches.trace.json", out_dir);
     gpufl_export_options_t o = options(GPUFL_EXPORT_CHROME, path);
     gpufl_export_result_t res;
-    assert_int_equal(gpufl__export_write(m, &o, &res), 0);
+    assert_int_equal(gpufl__export_write(&res, m, &o), 0);
     assert_int_equal(res.instants, 7);
     assert_int_equal(res.slices, 2); /* the two scopes */
     assert_int_equal(res.flows, 0);
@@ -806,7 +806,7 @@ static void test_launch_instants(void **state) {
 
     snprintf(path, sizeof path, "%s/launches.perfetto-trace", out_dir);
     o = options(GPUFL_EXPORT_PERFETTO, path);
-    assert_int_equal(gpufl__export_write(m, &o, &res), 0);
+    assert_int_equal(gpufl__export_write(&res, m, &o), 0);
     assert_int_equal(res.instants, 7);
     trace_info_t t;
     read_trace(path, &t);

@@ -198,7 +198,7 @@ static int sample_at(gpufl__host_reader_t *r, int64_t now_ns, gpufl__host_sample
     memset(out, 0, sizeof *out);
     fake_now_ns = now_ns;
     fake_read_count = fake_read_next = 0;
-    return gpufl__host_sample(r, out);
+    return gpufl__host_sample(out, r);
 }
 
 static void sample_ok(gpufl__host_reader_t *r, int64_t now_ns, gpufl__host_sample_t *out) {
@@ -231,7 +231,7 @@ static void test_info_and_memory(void **state) {
     assert_true(r.info.cg_cpu_limit_cores < 0);
 
     s.ts_ns = 777;
-    assert_int_equal(gpufl__host_sample(&r, &s), 0);
+    assert_int_equal(gpufl__host_sample(&s, &r), 0);
     assert_int_equal(s.ts_ns, 777); /* the caller's field */
     assert_int_equal(s.mem_total_bytes, INT64_C(16384000) * 1024);
     assert_int_equal(s.mem_used_bytes, (INT64_C(16384000) - 12000000) * 1024);
@@ -362,7 +362,7 @@ static void script_reads(int64_t host_ns, int64_t proc_ns, int64_t cg_ns) {
 
 static void sample_scripted(gpufl__host_reader_t *r, gpufl__host_sample_t *out) {
     memset(out, 0, sizeof *out);
-    int rc = gpufl__host_sample(r, out);
+    int rc = gpufl__host_sample(out, r);
     if (rc != 0) fail_msg("sample: %d (%s)", rc, gpufl_last_error());
     assert_int_equal(fake_read_next, 3); /* each counter read took its own time */
 }
@@ -555,11 +555,11 @@ static void test_final_sample_short_interval(void **state) {
     memset(&s, 0, sizeof s);
     fake_now_ns = SECOND_NS + 6 * tick_ns;
     fake_read_count = fake_read_next = 0;
-    assert_int_equal(gpufl__host_sample_final(&r, &s), 0);
+    assert_int_equal(gpufl__host_sample_final(&s, &r), 0);
     assert_close(s.proc_cpu_pct, 50);
     /* under 2 ticks since that figure: none even at the end */
     fake_now_ns += tick_ns;
-    assert_int_equal(gpufl__host_sample_final(&r, &s), 0);
+    assert_int_equal(gpufl__host_sample_final(&s, &r), 0);
     assert_close(s.proc_cpu_pct, -1);
     /* and a plain sample still needs 9 ticks afterwards */
     write_self_stat(root, "gpufl_test", 1005, 0);
@@ -1344,7 +1344,7 @@ static void run_forked_child(gpufl__host_reader_t *r, int report_fd) {
     size_t bytes = (size_t)64 << 20;
     memset(&report, 0, sizeof report);
 
-    report.rc_first = gpufl__host_sample(r, &s);
+    report.rc_first = gpufl__host_sample(&s, r);
     report.first_cpu_pct = s.proc_cpu_pct;
     report.first_ticks = r->prev_proc_ticks;
     times(&own);
@@ -1357,7 +1357,7 @@ static void run_forked_child(gpufl__host_reader_t *r, int report_fd) {
         pages[bytes - 1] = 0x5a;
     }
     burn_cpu(100 * 1000 * 1000);
-    report.rc_second = gpufl__host_sample(r, &s);
+    report.rc_second = gpufl__host_sample(&s, r);
     report.second_cpu_pct = s.proc_cpu_pct;
     report.rss_bytes = memory != NULL && memory[bytes - 1] == 0x5a ? s.proc_rss_bytes : -2;
     report.self_pid_is_child = r->self_pid == getpid();

@@ -271,10 +271,10 @@ static run_t compute(sess_t *s) {
     run_t r = {s, NULL, {0}};
     assert_int_equal(fclose(s->f), 0);
     s->f = NULL;
-    int rc = gpufl__model_load(s->dir, &r.m);
+    int rc = gpufl__model_load(&r.m, s->dir);
     if (rc) fail_msg("load %s: %d %s", s->dir, rc, gpufl_last_error());
     if (r.m->n_warnings) fail_msg("warning: %s", r.m->warnings[0].message);
-    assert_int_equal(gpufl__insights_compute(r.m, &r.in), 0);
+    assert_int_equal(gpufl__insights_compute(&r.in, r.m), 0);
     return r;
 }
 

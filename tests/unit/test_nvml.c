@@ -101,7 +101,7 @@ static void script(const char *text) {
 static gpufl__nvml_t *open_ok(const char *library) {
     gpufl__nvml_t *n = NULL;
     char why[256] = "untouched";
-    int rc = gpufl__nvml_open(library, &n, why, sizeof why);
+    int rc = gpufl__nvml_open(&n, library, why, sizeof why);
     if (rc != 0) fail_msg("gpufl__nvml_open: %d: %s", rc, why);
     assert_non_null(n);
     open_handle = n;
@@ -120,7 +120,7 @@ static void close_checked(gpufl__nvml_t *n, const fake_t *f) {
 
 static gpufl__gpu_sample_t sample_ok(gpufl__nvml_t *n, int device, int64_t now_ns) {
     gpufl__gpu_sample_t s;
-    int rc = gpufl__nvml_sample(n, device, now_ns, &s);
+    int rc = gpufl__nvml_sample(&s, n, device, now_ns);
     if (rc != 0) fail_msg("gpufl__nvml_sample: %d: %s", rc, gpufl_last_error());
     return s;
 }
@@ -374,9 +374,9 @@ static void test_devices_sample_apart(void **state) {
     assert_int_equal(fake_new.field_calls(NVML_FI_DEV_ECC_SBE_VOL_TOTAL), 2);
 
     gpufl__gpu_sample_t bad;
-    assert_int_equal(gpufl__nvml_sample(n, 2, SECOND_NS, &bad), GPUFL_EINVAL);
-    assert_int_equal(gpufl__nvml_sample(n, -1, SECOND_NS, &bad), GPUFL_EINVAL);
-    assert_int_equal(gpufl__nvml_sample(n, 0, SECOND_NS, NULL), GPUFL_EINVAL);
+    assert_int_equal(gpufl__nvml_sample(&bad, n, 2, SECOND_NS), GPUFL_EINVAL);
+    assert_int_equal(gpufl__nvml_sample(&bad, n, -1, SECOND_NS), GPUFL_EINVAL);
+    assert_int_equal(gpufl__nvml_sample(NULL, n, 0, SECOND_NS), GPUFL_EINVAL);
     close_checked(n, &fake_new);
 }
 
@@ -573,7 +573,7 @@ static void test_gpu_lost(void **state) {
     assert_int_equal(s.mem_used_bytes, 2);
     assert_int_equal(s.gpu_util_pct, 7);
 
-    assert_int_equal(gpufl__nvml_sample(n, 0, 2 * SECOND_NS, &s), GPUFL_EIO);
+    assert_int_equal(gpufl__nvml_sample(&s, n, 0, 2 * SECOND_NS), GPUFL_EIO);
     assert_non_null(strstr(gpufl_last_error(), "GPU-lost"));
     assert_non_null(strstr(gpufl_last_error(), "lost"));
     assert_int_equal(s.mem_used_bytes, GPUFL_GPU_UNKNOWN);
@@ -585,7 +585,7 @@ static void test_gpu_lost(void **state) {
 
     /* A lost GPU is not asked again at all. */
     unsigned long long before = fake_new.total_calls();
-    assert_int_equal(gpufl__nvml_sample(n, 0, 3 * SECOND_NS, &s), GPUFL_EIO);
+    assert_int_equal(gpufl__nvml_sample(&s, n, 0, 3 * SECOND_NS), GPUFL_EIO);
     assert_int_equal(fake_new.total_calls(), before);
 
     /* The other GPU is unaffected. */
@@ -605,7 +605,7 @@ static void test_gpu_lost_mid_sample(void **state) {
     gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     sample_ok(n, 0, SECOND_NS);
     gpufl__gpu_sample_t s;
-    assert_int_equal(gpufl__nvml_sample(n, 0, 2 * SECOND_NS, &s), GPUFL_EIO);
+    assert_int_equal(gpufl__nvml_sample(&s, n, 0, 2 * SECOND_NS), GPUFL_EIO);
     assert_int_equal(s.gpu_util_pct, 7);
     assert_int_equal(s.power_mw, GPUFL_GPU_UNKNOWN);
     assert_int_equal(s.clock_sm_mhz, GPUFL_GPU_UNKNOWN);
@@ -780,7 +780,7 @@ static void test_gpm_rates_fallback(void **state) {
 static void open_fails(const char *library, const char *why_expected, int exact) {
     gpufl__nvml_t *n = (gpufl__nvml_t *)&n; /* must come back NULL */
     char why[256] = "";
-    assert_int_equal(gpufl__nvml_open(library, &n, why, sizeof why), GPUFL_ENOTSUP);
+    assert_int_equal(gpufl__nvml_open(&n, library, why, sizeof why), GPUFL_ENOTSUP);
     assert_null(n);
     if (exact)
         assert_string_equal(why, why_expected);

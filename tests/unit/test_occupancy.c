@@ -70,7 +70,7 @@ typedef struct expect {
 
 static gpufl__occ_result_t check(const gpufl__occ_device_t *d, gpufl__occ_kernel_t k, expect_t e) {
     gpufl__occ_result_t r;
-    int rc = gpufl__occupancy_compute(d, &k, &r);
+    int rc = gpufl__occupancy_compute(&r, d, &k);
     if (rc != 0) fail_msg("gpufl__occupancy_compute: %d: %s", rc, gpufl_last_error());
     assert_int_equal(r.limit_warps, e.warps);
     assert_int_equal(r.limit_registers, e.registers);
@@ -350,7 +350,7 @@ static void refused(const gpufl__occ_device_t *d, gpufl__occ_kernel_t k, int cod
                     const char *message_part) {
     gpufl__occ_result_t r;
     memset(&r, 0x5a, sizeof r);
-    assert_int_equal(gpufl__occupancy_compute(d, &k, &r), code);
+    assert_int_equal(gpufl__occupancy_compute(&r, d, &k), code);
     if (strstr(gpufl_last_error(), message_part) == NULL)
         fail_msg("message \"%s\" lacks \"%s\"", gpufl_last_error(), message_part);
     gpufl__occ_result_t zero;
@@ -384,9 +384,9 @@ static void test_bad_input(void **state) {
 
     gpufl__occ_result_t r;
     k = kernel(128, 32, 0, 0);
-    assert_int_equal(gpufl__occupancy_compute(&h100, &k, NULL), GPUFL_EINVAL);
-    assert_int_equal(gpufl__occupancy_compute(NULL, &k, &r), GPUFL_EINVAL);
-    assert_int_equal(gpufl__occupancy_compute(&h100, NULL, &r), GPUFL_EINVAL);
+    assert_int_equal(gpufl__occupancy_compute(NULL, &h100, &k), GPUFL_EINVAL);
+    assert_int_equal(gpufl__occupancy_compute(&r, NULL, &k), GPUFL_EINVAL);
+    assert_int_equal(gpufl__occupancy_compute(&r, &h100, NULL), GPUFL_EINVAL);
 }
 
 static void test_unknown_architecture(void **state) {
@@ -406,7 +406,7 @@ static void test_unknown_architecture(void **state) {
         d.cc_major = known[i][0];
         d.cc_minor = known[i][1];
         d.smem_per_sm = 65536; /* a size every known architecture has */
-        assert_int_equal(gpufl__occupancy_compute(&d, &k, &r), 0);
+        assert_int_equal(gpufl__occupancy_compute(&r, &d, &k), 0);
     }
 }
 

@@ -178,7 +178,7 @@ static void expect_error_mentions_at(int line, const char *needle) {
 
 /* Resolves opts and expects success. */
 static void resolve_ok(const gpufl_options_t *opts, gpufl__settings_t *s) {
-    int rc = gpufl__settings_resolve(opts, s);
+    int rc = gpufl__settings_resolve(s, opts);
     if (rc != 0) fail_msg("resolve failed with %d: %s", rc, gpufl_last_error());
 }
 
@@ -186,7 +186,7 @@ static void resolve_ok(const gpufl_options_t *opts, gpufl__settings_t *s) {
 static void resolve_fails(const gpufl_options_t *opts, int code) {
     gpufl__settings_t s;
     memset(&s, 0xAB, sizeof s);
-    int rc = gpufl__settings_resolve(opts, &s);
+    int rc = gpufl__settings_resolve(&s, opts);
     if (rc == 0) gpufl__settings_fini(&s);
     assert_int_equal(rc, code);
     assert_null(s.app_name);

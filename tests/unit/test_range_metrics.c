@@ -38,7 +38,7 @@ static gpufl__model_t *load_lines(const char *name, const char *const *lines, si
     for (size_t i = 0; i < n; i++) fprintf(f, "%s\n", lines[i]);
     assert_int_equal(fclose(f), 0);
     gpufl__model_t *m = NULL;
-    int rc = gpufl__model_load(dir, &m);
+    int rc = gpufl__model_load(&m, dir);
     if (rc) fail_msg("load %s: %d %s", dir, rc, gpufl_last_error());
     return m;
 }

@@ -41,7 +41,7 @@ static const char *fixture(const char *rel) {
 
 static gpufl__model_t *load(const char *rel) {
     gpufl__model_t *m = NULL;
-    int rc = gpufl__model_load(fixture(rel), &m);
+    int rc = gpufl__model_load(&m, fixture(rel));
     if (rc) print_error("load %s: %d %s\n", rel, rc, gpufl_last_error());
     assert_int_equal(rc, 0);
     assert_non_null(m);
@@ -105,7 +105,7 @@ static char *render(const gpufl__model_t *m, size_t *len) {
 static char *load_and_render(const char *dir, const gpufl__model_limits_t *limits,
                              gpufl__model_t **m) {
     size_t len;
-    assert_int_equal(gpufl__model_load_limits(dir, limits, m), 0);
+    assert_int_equal(gpufl__model_load_limits(m, dir, limits), 0);
     return render(*m, &len);
 }
 
@@ -444,15 +444,15 @@ static void test_report_unknown_ignored(void **state) {
 static void test_report_missing_dir(void **state) {
     (void)state;
     gpufl__model_t *m = (gpufl__model_t *)&m; /* must be reset to NULL */
-    assert_int_equal(gpufl__model_load(fixture("sessions/no-such-session"), &m), GPUFL_ENOTFOUND);
+    assert_int_equal(gpufl__model_load(&m, fixture("sessions/no-such-session")), GPUFL_ENOTFOUND);
     assert_null(m);
     assert_non_null(strstr(gpufl_last_error(), "no-such-session"));
     /* a file, not a directory */
-    assert_int_equal(gpufl__model_load(fixture("sessions/basic/scope.log"), &m), GPUFL_ENOTFOUND);
+    assert_int_equal(gpufl__model_load(&m, fixture("sessions/basic/scope.log")), GPUFL_ENOTFOUND);
     /* a directory without any log */
     char dir[] = "/tmp/gpufl-test-report-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    assert_int_equal(gpufl__model_load(dir, &m), GPUFL_ENOTFOUND);
+    assert_int_equal(gpufl__model_load(&m, dir), GPUFL_ENOTFOUND);
     assert_non_null(strstr(gpufl_last_error(), "no log file"));
     assert_int_equal(rmdir(dir), 0);
     assert_int_equal(gpufl__report_session_dir(fixture("sessions/no-such-session"), stdout),
@@ -495,7 +495,7 @@ static void test_report_oversized_line(void **state) {
     gpufl__model_limits_t lim = {0};
     lim.max_line_bytes = 1 << 20;
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
+    assert_int_equal(gpufl__model_load_limits(&m, dir, &lim), 0);
     expect_warnings(m, 1);
     assert_int_equal(m->read.oversized_lines, 1);
     assert_int_equal(m->read.lines, 4);
@@ -507,7 +507,7 @@ static void test_report_oversized_line(void **state) {
 
     /* A line just past the cap that arrives whole in one read is skipped too. */
     lim.max_line_bytes = big - 16;
-    assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
+    assert_int_equal(gpufl__model_load_limits(&m, dir, &lim), 0);
     expect_warnings(m, 1);
     assert_int_equal(m->read.oversized_lines, 1);
     assert_null(gpufl__model_str(m, 1));
@@ -515,7 +515,7 @@ static void test_report_oversized_line(void **state) {
     gpufl__model_destroy(m);
 
     /* Without the cap, the same long line loads. */
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     assert_int_equal(m->read.oversized_lines, 0);
     assert_int_equal(strlen(gpufl__model_str(m, 1)), big);
     gpufl__model_destroy(m);
@@ -532,7 +532,7 @@ static void test_report_caps_counted(void **state) {
     lim.max_samples = 2;
     lim.max_events = 1;
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load_limits(fixture("sessions/basic"), &lim, &m), 0);
+    assert_int_equal(gpufl__model_load_limits(&m, fixture("sessions/basic"), &lim), 0);
     assert_int_equal(m->n_scopes, 3);
     assert_int_equal(m->scopes_over_cap, 13);
     assert_int_equal(m->scope_ends_over_cap, 12);
@@ -548,7 +548,7 @@ static void test_report_caps_counted(void **state) {
     lim = (gpufl__model_limits_t){0};
     lim.max_gpu_samples = 5;
     lim.max_gpus = 1;
-    assert_int_equal(gpufl__model_load_limits(fixture("sessions/gpu"), &lim, &m), 0);
+    assert_int_equal(gpufl__model_load_limits(&m, fixture("sessions/gpu"), &lim), 0);
     assert_int_equal(m->n_gpu_samples, 5);
     assert_int_equal(m->gpu_samples_over_cap, 15);
     assert_int_equal(m->n_gpus, 1);
@@ -566,7 +566,7 @@ static void test_report_caps_counted(void **state) {
 
     lim = (gpufl__model_limits_t){0};
     lim.max_warnings = 2;
-    assert_int_equal(gpufl__model_load_limits(fixture("bad/corrupt"), &lim, &m), 0);
+    assert_int_equal(gpufl__model_load_limits(&m, fixture("bad/corrupt"), &lim), 0);
     assert_int_equal(m->n_warnings, 2);
     assert_int_equal(m->warnings_over_cap, 3);
     gpufl__model_destroy(m);
@@ -746,7 +746,7 @@ static void test_report_segment_checks(void **state) {
                "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"b\"]}\n");
     write_file(dir, "device.log", "{\"type\":\"header\",\"v\":1,\"segment\":3}\n");
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     expect_warnings(m, 3);
     assert_true(
         has_warning(m, "scope.log", 0, "segment_end names 'scope.log.1', which is missing"));
@@ -983,7 +983,7 @@ static void test_report_gpu_absent(void **state) {
                "{\"type\":\"source_cost\",\"v\":1,\"source\":\"host\",\"samples\":4,"
                "\"total_ns\":100000,\"mean_ns\":25000}\n");
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     expect_warnings(m, 0);
     assert_int_equal(m->n_gpus, 0);
     assert_int_equal(m->n_gpu_samples, 0);
@@ -1099,7 +1099,7 @@ static void test_report_golden_pcsampled(void **state) {
     (void)state;
     check_golden("pcsampled");
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(fixture("sessions/pcsampled"), &m), 0);
+    assert_int_equal(gpufl__model_load(&m, fixture("sessions/pcsampled")), 0);
     expect_warnings(m, 0);
     assert_int_equal(m->n_pc_contexts, 1);
     assert_int_equal(m->pc_contexts[0].period, 16);
@@ -1280,7 +1280,7 @@ static char *pcsampled_report(const char *const *prefixes, const char *const *li
     assert_non_null(mkdtemp(dir));
     pcsampled_replacing(dir, prefixes, lines, n);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     size_t len;
     char *text = render(m, &len);
     gpufl__model_destroy(m);
@@ -1297,7 +1297,7 @@ static void test_report_pc_kernel_rows(void **state) {
     assert_non_null(mkdtemp(dir));
     pcsampled_with(dir, pc_kernel_rows);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     expect_warnings(m, 0);
     assert_int_equal(m->n_kernels, 5);
     assert_int_equal(m->n_launches, 0);
@@ -1401,7 +1401,7 @@ static void test_report_pc_launch_rows(void **state) {
     snprintf(rows, sizeof rows, "%s%s", cfg, launches);
     pcsampled_with(dir, rows);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     assert_int_equal(m->n_launches, 5);
     assert_int_equal(m->read.corrupt_lines, 3);
     assert_true(has_warning(m, "device.log", 9, "launch: row 0: tid is not an integer"));
@@ -1455,7 +1455,7 @@ static void test_report_pc_bad_lines(void **state) {
           f);
     fclose(f);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     assert_int_equal(m->n_pc_samples, 1); /* only the last line */
     assert_int_equal(m->read.corrupt_lines, 5);
     assert_int_equal(m->n_pc_contexts, 0);
@@ -1583,7 +1583,7 @@ static void test_report_trace_corrupt(void **state) {
 #undef KCOLS
 #undef CCOLS
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     expect_warnings(m, 6);
     assert_true(
         has_warning(m, "device.log", 4, "kernel: row 1: end_ns 199 is before start_ns 200"));
@@ -1604,7 +1604,7 @@ static void test_report_trace_corrupt(void **state) {
     gpufl__model_destroy(m);
 
     gpufl__model_limits_t lim = {.max_kernels = 3, .max_copies = 1};
-    assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
+    assert_int_equal(gpufl__model_load_limits(&m, dir, &lim), 0);
     assert_int_equal(m->n_kernels, 3);
     assert_int_equal(m->kernels_over_cap, 1);
     assert_int_equal(m->n_copies, 1);
@@ -1887,7 +1887,7 @@ static void test_report_trace_old_format(void **state) {
                "{\"type\":\"dict\",\"v\":1,\"id\":[2],\"str\":[\"k\"]}\n"
                "{\"type\":\"memset\",\"v\":1,\"start_ns\":[5],\"end_ns\":[9],\"device\":[0],"
                "\"stream\":[7],\"correlation\":[1],\"bytes\":[4],\"memory_kind\":[3]}\n");
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     expect_warnings(m, 0);
     expect_work(&m->gpu_no_scope.total, 0, 0, 0, 0, 1, 4);
     text = render(m, &len);
@@ -1999,7 +1999,7 @@ static void test_report_configs_corrupt(void **state) {
 #undef MS1
     write_file(dir, "device.log", text);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     expect_warnings(m, 7);
     assert_true(has_warning(m, "device.log", 4, "kernel: row 0: config is not an integer"));
     assert_true(has_warning(m, "device.log", 5, "kernel: row 0: scope -1 is out of range"));
@@ -2032,7 +2032,7 @@ static void test_report_configs_corrupt(void **state) {
     gpufl__model_destroy(m);
 
     gpufl__model_limits_t lim = {.max_memsets = 1, .max_configs = 1};
-    assert_int_equal(gpufl__model_load_limits(dir, &lim, &m), 0);
+    assert_int_equal(gpufl__model_load_limits(&m, dir, &lim), 0);
     assert_int_equal(m->n_memsets, 1);
     assert_int_equal(m->memsets_over_cap, 1);
     assert_int_equal(m->n_configs, 1);
@@ -2190,12 +2190,12 @@ static void test_report_batch_fallback(void **state) {
     write_file(dir, "device.log",
                "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
                "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n" KROWS("\"start_ns\""));
-    assert_int_equal(gpufl__model_load(dir, &fast), 0);
+    assert_int_equal(gpufl__model_load(&fast, dir), 0);
     write_file(
         dir, "device.log",
         "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
         "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n" KROWS("\"start\\u005fns\""));
-    assert_int_equal(gpufl__model_load(dir, &slow), 0);
+    assert_int_equal(gpufl__model_load(&slow, dir), 0);
     expect_warnings(fast, 1); /* scope 3 is not in scope.log */
     expect_warnings(slow, 1);
     assert_int_equal(fast->n_kernels, 3);
@@ -2251,7 +2251,7 @@ static void test_report_batch_fallback(void **state) {
              head);
     write_file(dir, "device.log", text);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     expect_warnings(m, 6);
     assert_true(has_warning(m, "device.log", 3, "not JSON"));
     assert_true(has_warning(m, "device.log", 4, "copy: row 0: start_ns is not an integer"));
@@ -2641,7 +2641,7 @@ static void test_report_escaping(void **state) {
                "\"block_x\":[32,32],\"block_y\":[1,1],\"block_z\":[1,1],\"registers\":[8,8],"
                "\"static_smem_bytes\":[0,0],\"dynamic_smem_bytes\":[0,0]}\n");
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     assert_int_equal(m->n_kernels, 2);
     assert_string_equal(m->kernels[0].demangled, NASTY);
     size_t len;
@@ -2800,7 +2800,7 @@ static void test_report_html_bounded(void **state) {
     fputs("}\n", f);
     assert_int_equal(fclose(f), 0);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     assert_int_equal(m->n_kernels, N);
     size_t len;
     char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
@@ -2998,7 +2998,7 @@ static void test_report_open_scopes_doc(void **state) {
                "\"name\":[1,1,1,1,1,1,1,1,1,1,1,1],\"tag\":[0,0,0,0,0,0,0,0,0,0,0,0],"
                "\"path\":[1,1,1,1,1,1,1,1,1,1,1,1],\"repeat\":[0,0,0,0,0,0,0,0,0,0,0,0],"
                "\"warmup\":[0,0,0,0,0,0,0,0,0,0,0,0]}\n");
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     assert_int_equal(m->n_open_scopes, 12);
     char *text = render(m, &len);
     assert_non_null(strstr(text, "    job  (tid 10, begun at 10.0 ns)\n    ... and 2 more\n"));
@@ -3192,7 +3192,7 @@ static void test_report_html_axis_short(void **state) {
                "\"block_y\":[1,1,1,1],\"block_z\":[1,1,1,1],\"registers\":[8,8,8,8],"
                "\"static_smem_bytes\":[0,0,0,0],\"dynamic_smem_bytes\":[0,0,0,0]}\n");
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(dir, &m), 0);
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
     size_t len;
     char *html = render_fmt(m, GPUFL_REPORT_HTML, &len);
     char *tl = timeline_svg(html);
@@ -3243,7 +3243,7 @@ static void test_report_progress(void **state) {
     limits.progress = on_progress;
     limits.progress_user = &seen;
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load_limits(fixture("sessions/rotated"), &limits, &m), 0);
+    assert_int_equal(gpufl__model_load_limits(&m, fixture("sessions/rotated"), &limits), 0);
     uint64_t total = 0;
     static const char *const files[] = {"device.log", "scope.log", "scope.log.1"};
     for (size_t i = 0; i < 3; i++) {

@@ -12,7 +12,7 @@
 
 static gpufl__ring_pool_t *pool_of(uint64_t capacity, uint64_t cap_bytes) {
     gpufl__ring_pool_t *p = NULL;
-    assert_int_equal(gpufl__ring_pool_get(capacity, cap_bytes, &p), 0);
+    assert_int_equal(gpufl__ring_pool_get(&p, capacity, cap_bytes), 0);
     gpufl__ring_pool_reset(p);
     return p;
 }
@@ -25,7 +25,7 @@ static void sizes_round_and_cap(void **state) {
     gpufl__ring_pool_t *same = pool_of(128, 1 << 20);
     assert_ptr_equal(same, p); /* same settings: the same pool */
     gpufl__ring_pool_t *q = NULL;
-    assert_int_equal(gpufl__ring_pool_get(1 << 20, 1 << 20, &q), GPUFL_EINVAL);
+    assert_int_equal(gpufl__ring_pool_get(&q, 1 << 20, 1 << 20), GPUFL_EINVAL);
     assert_non_null(strstr(gpufl_last_error(), "smaller than one ring"));
 }
 

@@ -34,7 +34,7 @@ static int parse_exact(const char *text, size_t len, gpufl__sass_module_t **m, c
     char *copy = malloc(len ? len : 1);
     assert_non_null(copy);
     memcpy(copy, text, len);
-    int rc = gpufl__sass_parse(copy, len, m, why, why_size);
+    int rc = gpufl__sass_parse(m, copy, len, why, why_size);
     free(copy);
     return rc;
 }
@@ -221,10 +221,10 @@ static void parse_errors(void **state) {
 
     gpufl__sass_module_t *m;
     char why[64];
-    assert_int_equal(gpufl__sass_parse(NULL, 3, &m, why, sizeof why), GPUFL_EINVAL);
-    assert_int_equal(gpufl__sass_parse("x", 1, NULL, why, sizeof why), GPUFL_EINVAL);
+    assert_int_equal(gpufl__sass_parse(&m, NULL, 3, why, sizeof why), GPUFL_EINVAL);
+    assert_int_equal(gpufl__sass_parse(NULL, "x", 1, why, sizeof why), GPUFL_EINVAL);
     /* No room for a message is fine. */
-    assert_int_equal(gpufl__sass_parse("x", 1, &m, NULL, 0), GPUFL_EFORMAT);
+    assert_int_equal(gpufl__sass_parse(&m, "x", 1, NULL, 0), GPUFL_EFORMAT);
 
     /* Lines of other shapes are left alone: labels, directives, bare comments. */
     const char *ok = FN("f") "/* 0x000fe40000000f00 */\n/*zz*/ NOP\n/*0000*/ .byte 0x1\n"
@@ -492,7 +492,7 @@ static void disassemble_with_fake(void **state) {
     tu_cubin_header(cubin, 7, 0x500550); /* sm_80: the ELF header wins over .headerflags */
     for (size_t i = 64; i < sizeof cubin; i++) cubin[i] = (unsigned char)i;
     gpufl__sass_module_t *m = NULL;
-    assert_int_equal(gpufl__sass_disassemble(found, cubin, sizeof cubin, &m, why, sizeof why), 0);
+    assert_int_equal(gpufl__sass_disassemble(&m, found, cubin, sizeof cubin, why, sizeof why), 0);
     check_two_functions(m);
     assert_string_equal(m->arch, "sm_80");
     gpufl__sass_module_free(m);
@@ -525,7 +525,7 @@ static void expect_run_error(const char *nvdisasm, const char *mode, int code, c
     if (mode) setenv("FAKE_NVDISASM_MODE", mode, 1);
     gpufl__sass_module_t *m = (gpufl__sass_module_t *)&m;
     char why[512] = "";
-    int rc = gpufl__sass_disassemble(nvdisasm, cubin, sizeof cubin, &m, why, sizeof why);
+    int rc = gpufl__sass_disassemble(&m, nvdisasm, cubin, sizeof cubin, why, sizeof why);
     if (rc != code || strstr(why, needle) == NULL)
         fail_msg("mode %s: %d '%s', expected %d '%s'", mode ? mode : "-", rc, why, code, needle);
     assert_null(m);
@@ -565,18 +565,18 @@ static void disassemble_errors(void **state) {
     /* Not a cubin: refused before anything runs. */
     unsigned char text[80];
     memset(text, 'x', sizeof text);
-    assert_int_equal(gpufl__sass_disassemble(fake, text, sizeof text, &m, why, sizeof why),
+    assert_int_equal(gpufl__sass_disassemble(&m, fake, text, sizeof text, why, sizeof why),
                      GPUFL_EFORMAT);
     assert_non_null(strstr(why, "not a CUDA cubin"));
-    assert_int_equal(gpufl__sass_disassemble(NULL, text, sizeof text, &m, why, sizeof why),
+    assert_int_equal(gpufl__sass_disassemble(&m, NULL, text, sizeof text, why, sizeof why),
                      GPUFL_EINVAL);
-    assert_int_equal(gpufl__sass_disassemble(fake, NULL, 0, &m, why, sizeof why), GPUFL_EINVAL);
+    assert_int_equal(gpufl__sass_disassemble(&m, fake, NULL, 0, why, sizeof why), GPUFL_EINVAL);
 
     /* A temporary directory that cannot be written. */
     unsetenv("FAKE_NVDISASM_MODE");
     setenv("TMPDIR", "/nonexistent-gpufl-dir", 1);
     tu_cubin_header(text, 8, 0x9005a04);
-    assert_int_equal(gpufl__sass_disassemble(fake, text, sizeof text, &m, why, sizeof why),
+    assert_int_equal(gpufl__sass_disassemble(&m, fake, text, sizeof text, why, sizeof why),
                      GPUFL_EIO);
     assert_non_null(strstr(why, "cannot create a temporary file in /nonexistent-gpufl-dir"));
 }
@@ -605,7 +605,7 @@ static void disassemble_one_function(void **state) {
     assert_null(gpufl__sass_symbol_name(cubin, size, 3));
     gpufl__sass_module_t *m = NULL;
     assert_int_equal(
-        gpufl__sass_disassemble_function(found, cubin, size, "_Z6kernelPfi", &m, why, sizeof why),
+        gpufl__sass_disassemble_function(&m, found, cubin, size, "_Z6kernelPfi", why, sizeof why),
         0);
     assert_non_null(gpufl__sass_find_function(m, "_Z6kernelPfi"));
     gpufl__sass_module_free(m);
@@ -614,13 +614,13 @@ static void disassemble_one_function(void **state) {
     assert_non_null(strstr(args, "--cuda-function-index\n2\n"));
     free(args);
     assert_int_equal(
-        gpufl__sass_disassemble_function(found, cubin, size, "_Z7missingv", &m, why, sizeof why),
+        gpufl__sass_disassemble_function(&m, found, cubin, size, "_Z7missingv", why, sizeof why),
         GPUFL_EFORMAT);
     assert_non_null(strstr(why, "symbol table has no _Z7missingv"));
     /* Several functions of one module in one run; a name the table lacks is left out. */
     const char *const several[] = {"_Z6kernelPfi", "_Z7missingv", "_Z1ff"};
     assert_int_equal(
-        gpufl__sass_disassemble_functions(found, cubin, size, several, 3, &m, why, sizeof why), 0);
+        gpufl__sass_disassemble_functions(&m, found, cubin, size, several, 3, why, sizeof why), 0);
     gpufl__sass_module_free(m);
     args = tu_read_file(record, &len);
     assert_non_null(strstr(args, "--cuda-function-index\n2,1\n"));

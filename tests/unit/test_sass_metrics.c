@@ -118,7 +118,7 @@ static void put_rows(sess_t *s, const mrow_t *r, size_t n) {
 static void sess_load(sess_t *s) {
     assert_int_equal(fclose(s->f), 0);
     s->f = NULL;
-    int rc = gpufl__model_load(s->dir, &s->m);
+    int rc = gpufl__model_load(&s->m, s->dir);
     if (rc) fail_msg("load %s: %d %s", s->dir, rc, gpufl_last_error());
 }
 
@@ -347,7 +347,7 @@ static void judge(judged_t *j, const mrow_t *rows, size_t n, int with_sass) {
     if (with_sass) put_sass_a(&j->s);
     put_rows(&j->s, rows, n);
     sess_load(&j->s);
-    assert_int_equal(gpufl__insights_compute(j->s.m, &j->in), 0);
+    assert_int_equal(gpufl__insights_compute(&j->in, j->s.m), 0);
 }
 
 static void unjudge(judged_t *j) {
@@ -495,7 +495,7 @@ static void test_sass_metrics_skips(void **state) {
           "\"late\":false,\"enable_ms\":0,\"error\":\"CUPTI_ERROR_INSUFFICIENT_PRIVILEGES\"}\n",
           j.s.f);
     sess_load(&j.s);
-    assert_int_equal(gpufl__insights_compute(j.s.m, &j.in), 0);
+    assert_int_equal(gpufl__insights_compute(&j.in, j.s.m), 0);
     expect_text(skip_why(&j, "uncoalesced_global"),
                 "could not start (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)");
     unjudge(&j);
@@ -584,7 +584,7 @@ static void test_sass_metrics_deep_samples_not_judged(void **state) {
     put_rows(&j.s, rows, 1);
     sess_load(&j.s);
     assert_true(j.s.m->n_pc_samples > 0);
-    assert_int_equal(gpufl__insights_compute(j.s.m, &j.in), 0);
+    assert_int_equal(gpufl__insights_compute(&j.in, j.s.m), 0);
     size_t n;
     assert_null(find(&j, "dominant_stall", &n));
     expect_text(skip_why(&j, "dominant_stall"), "SASS-instrumented kernels (engine Deep)");

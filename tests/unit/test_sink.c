@@ -99,7 +99,7 @@ static void fanout_counts_a_failing_sink(void **state) {
     assert_int_equal(cap.warnings, 1); /* said once */
     assert_non_null(strstr(cap.last, "sink failing failed"));
     gpufl__ring_sink_stats_t st; /* the sink after it got everything */
-    gpufl__ring_sink_stats(ring, &st);
+    gpufl__ring_sink_stats(&st, ring);
     assert_int_equal(st.kept_rows, 50);
     assert_int_equal(st.kept_lines, 6);
     gpufl__fanout_fini(&fan);
@@ -217,11 +217,11 @@ static void ring_keeps_newest_within_cap(void **state) {
         assert_int_equal(gpufl__ring_sink_ops.batch(ring, GPUFL_FILE_SCOPE, &b, dict), 0);
         b.rows = 0;
         gpufl__ring_sink_stats_t st;
-        gpufl__ring_sink_stats(ring, &st);
+        gpufl__ring_sink_stats(&st, ring);
         assert_true(st.kept_bytes <= cap);
     }
     gpufl__ring_sink_stats_t st;
-    gpufl__ring_sink_stats(ring, &st);
+    gpufl__ring_sink_stats(&st, ring);
     assert_true(st.evicted_rows > 0 && st.evicted_bytes > 0 && st.evicted_lines > 0);
     assert_int_equal(st.kept_rows + st.evicted_rows, total);
     assert_true(st.kept_bytes + 2048 > cap); /* full, not emptied by eviction */
@@ -290,7 +290,7 @@ static void ring_pins_describing_records(void **state) {
     gpufl__line_fini(&l);
     small_ring_fill(&t, 0, 20000);
     gpufl__ring_sink_stats_t st;
-    gpufl__ring_sink_stats(t.ring, &st);
+    gpufl__ring_sink_stats(&st, t.ring);
     assert_true(st.evicted_rows > 0);
     assert_int_equal(st.pinned_lines, 1);
     assert_true(st.kept_bytes + st.pinned_bytes <= 16384);
@@ -334,7 +334,7 @@ static void ring_reader_never_blocks_rows(void **state) {
     small_ring_init(&t);
     small_ring_fill(&t, 0, 400); /* 28 lines: a reader sleeping 20 ms on each */
     gpufl__ring_sink_stats_t before;
-    gpufl__ring_sink_stats(t.ring, &before);
+    gpufl__ring_sink_stats(&before, t.ring);
     assert_int_equal(before.kept_lines, 28);
     slow_visit_t v = {.ring = t.ring};
     pthread_t reader;
@@ -345,7 +345,7 @@ static void ring_reader_never_blocks_rows(void **state) {
     assert_int_equal(v.lines, 28);        /* the reader saw its snapshot whole */
     assert_true(worst < 200 * 1000000LL); /* never the reader's 560 ms */
     gpufl__ring_sink_stats_t st;
-    gpufl__ring_sink_stats(t.ring, &st);
+    gpufl__ring_sink_stats(&st, t.ring);
     assert_true(st.evicted_rows >= 400);
     small_ring_fini(&t);
 }
@@ -385,7 +385,7 @@ static void ring_dump_reads_back(void **state) {
     run_session("ring", ring, NULL, &ident, 2000);
     gpufl_shutdown();
     gpufl__ring_sink_stats_t st;
-    gpufl__ring_sink_stats(ring, &st);
+    gpufl__ring_sink_stats(&st, ring);
     assert_true(st.evicted_rows > 0); /* 4000 scopes do not fit in 256 KiB */
     const char *dump = tu_scratch_dir(SUITE, "ring_dump");
     assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
@@ -579,7 +579,7 @@ static void session_rows_reach_every_sink(void **state) {
 
     /* The ring: the same rows (nothing evicted at 64 MiB). */
     gpufl__ring_sink_stats_t st;
-    gpufl__ring_sink_stats(ring, &st);
+    gpufl__ring_sink_stats(&st, ring);
     assert_int_equal(st.evicted_rows, 0);
     const char *dump = tu_scratch_dir(SUITE, "all_dump");
     assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
@@ -647,7 +647,7 @@ static void ring_attached_late_dumps_a_known_session(void **state) {
     unsetenv("GPUFL_FAKE_NVML");
     unsetenv("GPUFL_NVML_LIBRARY");
     gpufl__ring_sink_stats_t st;
-    gpufl__ring_sink_stats(ring, &st);
+    gpufl__ring_sink_stats(&st, ring);
     assert_true(st.evicted_rows > 0); /* the ring turned over after the attach */
     const char *dump = tu_scratch_dir(SUITE, "late_dump");
     assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);

@@ -55,7 +55,7 @@ static void assert_empty_frame(const gpufl__frame_info_t *f) {
 static gpufl__symbols_t *create_full(unsigned int flags) {
     gpufl__symbols_t *s = NULL;
     char why[256] = "x";
-    assert_int_equal(gpufl__symbols_create(flags, &s, why, sizeof why), 0);
+    assert_int_equal(gpufl__symbols_create(&s, flags, why, sizeof why), 0);
     assert_non_null(s);
     assert_string_equal(why, ""); /* libdw-dev is a test dependency (scripts/deps.sh) */
     assert_true(gpufl__symbols_full(s));
@@ -68,7 +68,7 @@ static void call_site_in_this_file(void **state) {
     int line = 0;
     uintptr_t pc = symbols_test_caller(&line);
     gpufl__frame_info_t f;
-    assert_int_equal(gpufl__symbols_resolve(s, pc, 1, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, pc, 1), 1);
     assert_true(ends_with(f.file, "/test_symbols.c"));
     assert_true(f.file[0] == '/'); /* joined with the compilation directory */
     assert_int_equal(f.line, line);
@@ -82,14 +82,14 @@ static void call_site_in_this_file(void **state) {
 
     /* Cached: the same strings again. */
     gpufl__frame_info_t again;
-    assert_int_equal(gpufl__symbols_resolve(s, pc, 1, &again), 1);
+    assert_int_equal(gpufl__symbols_resolve(&again, s, pc, 1), 1);
     assert_ptr_equal(again.file, f.file);
     assert_ptr_equal(again.function, f.function);
     assert_ptr_equal(again.source, f.source);
     assert_int_equal(again.line, f.line);
 
     /* The function's own address: offset 0, a line in this file. */
-    assert_int_equal(gpufl__symbols_resolve(s, (uintptr_t)symbols_test_caller, 0, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, (uintptr_t)symbols_test_caller, 0), 1);
     assert_non_null(strstr(f.function, "symbols_test_caller"));
     assert_int_equal(f.function_offset, 0);
     assert_true(ends_with(f.file, "/test_symbols.c"));
@@ -103,7 +103,7 @@ static void libc_function(void **state) {
     uintptr_t pc = (uintptr_t)dlsym(RTLD_DEFAULT, "getpid");
     assert_true(pc != 0);
     gpufl__frame_info_t f;
-    assert_int_equal(gpufl__symbols_resolve(s, pc, 0, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, pc, 0), 1);
     assert_non_null(strstr(f.module, "libc"));
     assert_non_null(strstr(f.function, "getpid"));
     assert_int_equal(f.function_offset, 0);
@@ -133,13 +133,13 @@ static void bad_addresses(void **state) {
         for (int return_address = 0; return_address <= 1; return_address++) {
             gpufl__frame_info_t f;
             memset(&f, 0xAB, sizeof f);
-            assert_int_equal(gpufl__symbols_resolve(s, bad[i], return_address, &f), 0);
+            assert_int_equal(gpufl__symbols_resolve(&f, s, bad[i], return_address), 0);
             assert_empty_frame(&f);
         }
     }
     free(on_heap);
     gpufl__frame_info_t f;
-    assert_int_equal(gpufl__symbols_resolve(NULL, (uintptr_t)bad_addresses, 0, &f), 0);
+    assert_int_equal(gpufl__symbols_resolve(&f, NULL, (uintptr_t)bad_addresses, 0), 0);
     assert_empty_frame(&f);
     gpufl__symbols_destroy(s);
     gpufl__symbols_destroy(NULL);
@@ -151,7 +151,7 @@ static void module_loaded_after_create(void **state) {
     gpufl__frame_info_t f;
     int line = 0;
     /* Something resolved before, so the process was reported without it. */
-    assert_int_equal(gpufl__symbols_resolve(s, symbols_test_caller(&line), 1, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, symbols_test_caller(&line), 1), 1);
     void *plugin = dlopen(GPUFL_SYMBOLS_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
     assert_non_null(plugin);
     call_site_fn call_site;
@@ -159,7 +159,7 @@ static void module_loaded_after_create(void **state) {
     assert_non_null(address);
     memcpy(&call_site, &address, sizeof address);
     uintptr_t pc = call_site(&line);
-    assert_int_equal(gpufl__symbols_resolve(s, pc, 1, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, pc, 1), 1);
     assert_true(ends_with(f.module, "symbols_plugin.so"));
     assert_non_null(strstr(f.function, "symbols_plugin_call_site"));
     assert_true(ends_with(f.file, "/symbols_plugin.c"));
@@ -174,7 +174,7 @@ static void reduced_mode_without_libdw(void **state) {
     gpufl__symbols_t *s = NULL;
     char why[256] = "";
     setenv("GPUFL_LIBDW_PATH", "/nonexistent/libdw.so.1", 1);
-    int rc = gpufl__symbols_create(GPUFL_SYMBOLS_SOURCE, &s, why, sizeof why);
+    int rc = gpufl__symbols_create(&s, GPUFL_SYMBOLS_SOURCE, why, sizeof why);
     unsetenv("GPUFL_LIBDW_PATH");
     assert_int_equal(rc, 0);
     assert_non_null(s);
@@ -185,7 +185,7 @@ static void reduced_mode_without_libdw(void **state) {
 
     gpufl__frame_info_t f;
     uintptr_t pc = (uintptr_t)dlsym(RTLD_DEFAULT, "getpid");
-    assert_int_equal(gpufl__symbols_resolve(s, pc, 0, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, pc, 0), 1);
     assert_non_null(strstr(f.module, "libc"));
     assert_non_null(strstr(f.function, "getpid"));
     assert_int_equal(f.function_offset, 0);
@@ -197,7 +197,7 @@ static void reduced_mode_without_libdw(void **state) {
     void *plugin = dlopen(GPUFL_SYMBOLS_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
     assert_non_null(plugin);
     uintptr_t exported = (uintptr_t)dlsym(plugin, "symbols_plugin_call_site");
-    assert_int_equal(gpufl__symbols_resolve(s, exported + 4, 1, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, exported + 4, 1), 1);
     assert_string_equal(f.function, "symbols_plugin_call_site");
     assert_int_equal(f.function_offset, 4);
     assert_true(ends_with(f.module, "symbols_plugin.so"));
@@ -206,18 +206,18 @@ static void reduced_mode_without_libdw(void **state) {
 
     /* The main program: module known, its static functions not exported. */
     int line = 0;
-    assert_int_equal(gpufl__symbols_resolve(s, symbols_test_caller(&line), 1, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, symbols_test_caller(&line), 1), 1);
     assert_string_equal(f.module, exe_path());
     assert_string_equal(f.file, "");
     assert_int_equal(f.line, 0);
-    assert_int_equal(gpufl__symbols_resolve(s, 0, 1, &f), 0);
-    assert_int_equal(gpufl__symbols_resolve(s, (uintptr_t)-4096, 0, &f), 0);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, 0, 1), 0);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, (uintptr_t)-4096, 0), 0);
     assert_empty_frame(&f);
     gpufl__symbols_destroy(s);
 
     /* A library that loads but is not libdw: the symbol it lacks is named. */
     setenv("GPUFL_LIBDW_PATH", GPUFL_SYMBOLS_PLUGIN_PATH, 1);
-    rc = gpufl__symbols_create(0, &s, why, sizeof why);
+    rc = gpufl__symbols_create(&s, 0, why, sizeof why);
     unsetenv("GPUFL_LIBDW_PATH");
     assert_int_equal(rc, 0);
     assert_false(gpufl__symbols_full(s));
@@ -231,7 +231,7 @@ static void source_off_by_default(void **state) {
     gpufl__symbols_t *s = create_full(0);
     int line = 0;
     gpufl__frame_info_t f;
-    assert_int_equal(gpufl__symbols_resolve(s, symbols_test_caller(&line), 1, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, symbols_test_caller(&line), 1), 1);
     assert_int_equal(f.line, line);
     assert_true(ends_with(f.file, "/test_symbols.c"));
     assert_string_equal(f.source, "");
@@ -259,7 +259,7 @@ static void source_text_is_clean_utf8(void **state) {
     char expected[256] = "\tcall();  ?\?( \xe2\x82\xac";
     for (int i = 0; i < 111; i++) strcat(expected, "\xc3\xa9");
     gpufl__frame_info_t f;
-    assert_int_equal(gpufl__symbols_resolve(s, pc, 1, &f), 1);
+    assert_int_equal(gpufl__symbols_resolve(&f, s, pc, 1), 1);
     assert_string_equal(f.file, GPUFL_SYMBOLS_FAKE_SOURCE);
     assert_int_equal(f.line, line);
     assert_int_equal(strlen(f.source), 239);

@@ -1015,7 +1015,7 @@ static void stacks_name_the_sync_line(void **state) {
     stop();
 
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(tu_session_dir(), &m), 0);
+    assert_int_equal(gpufl__model_load(&m, tu_session_dir()), 0);
     assert_int_equal(m->n_syncs, 6);
     assert_int_equal(m->n_kernels, 24);
     assert_int_equal(m->stacks_missing, 0);
@@ -1042,7 +1042,7 @@ static void stacks_name_the_sync_line(void **state) {
     assert_false(top->user);
 
     gpufl__insights_t in;
-    assert_int_equal(gpufl__insights_compute(m, &in), 0);
+    assert_int_equal(gpufl__insights_compute(&in, m), 0);
     const gpufl__insight_t *loop = NULL, *attr = NULL;
     for (size_t i = 0; i < in.n; i++) {
         if (strcmp(in.items[i].rule, "in_loop_sync") == 0) loop = &in.items[i];
@@ -2847,7 +2847,7 @@ static void range_profiler_failed_switch_before_announce(void **state) {
     int said_error = json_object_get(rp, "error") != NULL;
     free_session(&d);
     gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(tu_session_dir(), &m), 0);
+    assert_int_equal(gpufl__model_load(&m, tu_session_dir()), 0);
     size_t n_ranges = m->n_ranges;
     uint64_t corrupt = m->read.corrupt_lines;
     gpufl__model_destroy(m);
