@@ -103,7 +103,8 @@ def run_mode(binary, outdir, mode):
             # at least most of the kernel's time.
             scopes = s.scopes()
             in_scope = lambda r: r.get("scope") in scopes and scopes[r["scope"]]["path"] == arg
-            syncs = [r for r in s.rows.get("sync", []) if in_scope(r) and r["sync_type"] == 3]
+            stream = s.value("sync_type", "stream")
+            syncs = [r for r in s.rows.get("sync", []) if in_scope(r) and r["sync_type"] == stream]
             ks = [k for k in kernels if in_scope(k)]
             ok = len(syncs) == value and len(ks) == 1
             detail = f"{len(syncs)} stream syncs, {len(ks)} kernels in {arg}"

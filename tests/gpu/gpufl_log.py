@@ -78,6 +78,7 @@ class Session:
         self.records = {}
         self.files_read = []
         self.skipped_lines = 0
+        self.versions = {}  # the newest "v" of each batch type read
         raw_batches = []
         for name in ("device.log", "scope.log", "system.log"):
             for path in _segments(directory, name):
@@ -98,6 +99,7 @@ class Session:
                                 self.strings[int(i)] = s
                         elif t in BATCH_TYPES:
                             raw_batches.append(rec)
+                            self.versions[t] = max(self.versions.get(t, 1), rec.get("v", 1))
                         else:
                             self.records.setdefault(t, []).append(rec)
         if not any(p.endswith("device.log") for p in self.files_read):
@@ -113,6 +115,33 @@ class Session:
                     if c in row and row[c] is not None:
                         row[c + "_str"] = self.strings.get(row[c], f"<dict id {row[c]} missing>")
                 out.append(row)
+
+    # What logs before the legend record (format 1) held: CUPTI's numbers.
+    _CUPTI_V1 = {"sync_type": {"event": 1, "stream_wait_event": 2, "stream": 3, "device": 4},
+                 "copy_kind": {"host_to_device": 1, "device_to_host": 2, "device_to_device": 8,
+                               "host_to_host": 9, "peer": 10},
+                 "memory_kind": {"pageable": 1, "pinned": 2, "device": 3, "array": 4,
+                                 "managed": 5, "device_static": 6, "managed_static": 7}}
+
+    # gpufl's own values (include/gpufl/gpufl_log.h), which the legend names.
+    _GPUFL = {"sync_type": {"device": 1, "stream": 2, "event": 3, "stream_wait_event": 4},
+              "copy_kind": {"host_to_device": 1, "device_to_host": 2, "device_to_device": 3,
+                            "peer": 4, "host_to_host": 5},
+              "memory_kind": {"pageable": 1, "pinned": 2, "device": 3, "managed": 4, "array": 5,
+                              "device_static": 6, "managed_static": 7}}
+    _TYPE_OF = {"sync_type": "sync", "copy_kind": "copy", "memory_kind": "memset"}
+
+    def value(self, column, name):
+        """The number a row's `column` (sync_type, copy_kind, memory_kind) holds
+        for `name`: from the session's legend record; without one, gpufl's
+        value for rows of "v" 2 and CUPTI's number for rows of "v" 1."""
+        for legend in self.records.get("legend", []):
+            for number, known in legend.get(column, {}).items():
+                if known == name:
+                    return int(number)
+        if self.versions.get(self._TYPE_OF[column], 1) >= 2:
+            return self._GPUFL[column][name]
+        return self._CUPTI_V1[column][name]
 
     def capabilities(self):
         caps = self.records.get("capabilities", [])

@@ -40,6 +40,9 @@ import time
 
 HERE = os.path.abspath(__file__)
 PREFIX = "torch_check"
+# gpufl_log.h: GPUFL_SYNC_TYPE_DEVICE, what the read API gives for a device
+# (context) synchronization, in every log version.
+SYNC_TYPE_DEVICE = 1
 
 
 def sync_line():
@@ -166,9 +169,10 @@ def do_check(args):
     syncs = session.syncs
     sites = syncs.groupby(["site_file", "site_line", "site_function"], dropna=False).size()
     result["sync_sites"] = [[str(f), int(l), str(fn), int(n)] for (f, l, fn), n in sites.items()]
-    # The loop's torch.cuda.synchronize() calls (context syncs); the copies
-    # that build() makes synchronize streams at their own line.
-    context = syncs[syncs["sync_type"] == 4]
+    # The loop's torch.cuda.synchronize() calls (device syncs: the read API
+    # gives gpufl's values, gpufl_log.h); the copies that build() makes
+    # synchronize streams at their own line.
+    context = syncs[syncs["sync_type"] == SYNC_TYPE_DEVICE]
     result["context_syncs"] = int(len(context))
     checks["every_device_sync_at_the_line"] = bool(
         len(context) > 0 and (context["site_line"] == line).all() and
