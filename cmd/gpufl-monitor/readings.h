@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * readings.h - what gpufl-monitor serves, as one snapshot: the host's and
+ * every device's latest row (columns named as the session log names them:
+ * host_sample, gpu_sample), each device's identity, and the counters the
+ * daemon accumulates from one sample to the next (energy, throttle time,
+ * PCIe and NVLink bytes, XID errors). The HTTP side renders a snapshot
+ * (exposition.c: Prometheus, OpenMetrics; api.c: JSON); the sampling side
+ * fills it (monitor.c). Neither blocks the other: a scrape renders a copy.
+ */
+#ifndef GPUFL_MONITOR_READINGS_H
+#define GPUFL_MONITOR_READINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MON_MAX_DEVICES 64
+#define MON_MAX_COLS 48
+#define MON_MAX_REASONS 64 /* throttle reason bits */
+#define MON_MAX_XIDS 32    /* distinct XID codes counted per device */
+
+/* One column of a row: its name in the log (gpu_util_pct, power_mw, ...),
+ * in the log's units; present == 0 when the device or host gave none. */
+typedef struct mon_value {
+    const char *column; /* static: the wire table's column name */
+    double value;
+    int present;
+} mon_value_t;
+
+/* What the daemon adds up between samples (monotonic from its start). */
+typedef struct mon_counters {
+    double energy_joules;                      /* from energy_mj's deltas */
+    double throttle_seconds[MON_MAX_REASONS];  /* time each reason bit was set */
+    double pcie_tx_bytes, pcie_rx_bytes;       /* rate x interval */
+    double nvlink_tx_bytes, nvlink_rx_bytes;
+    int nxids;
+    struct {
+        unsigned code;
+        uint64_t count;
+    } xids[MON_MAX_XIDS];
+    uint64_t xid_overflow; /* events whose code found no slot */
+} mon_counters_t;
+
+typedef struct mon_device {
+    int index;          /* gpufl's device index (the log's "device") */
+    char uuid[96];
+    char pci_bus_id[32];
+    char model[96];     /* the device's name */
+    int mig_instance;   /* -1: a whole GPU; else its MIG (GPU instance) index */
+    char mig_profile[32];
+    int lost;           /* stopped answering (GPU_IS_LOST): no fresh row */
+    int64_t ts_ns;      /* when its row was sampled (CLOCK_MONOTONIC) */
+    int ncols;
+    mon_value_t cols[MON_MAX_COLS]; /* gpu_sample's columns, ts_ns and device excluded */
+    const char *throttle_reason_names[MON_MAX_REASONS]; /* gpu_legend; NULL: unnamed bit */
+    mon_counters_t counters;
+} mon_device_t;
+
+/* The daemon's own cost, for gpufl_monitor_* series. */
+typedef struct mon_self {
+    uint64_t scrapes_total;
+    uint64_t samples_total;
+    uint64_t write_errors_total;     /* log writes that failed (disk full, ...) */
+    /* sample time per source, as a histogram (seconds) */
+    int nsources;
+    struct {
+        const char *source;          /* "gpu", "host" */
+        uint64_t bucket_counts[12];  /* cumulative, upper bounds in mon_sample_buckets */
+        uint64_t count;
+        double sum_seconds;
+    } sample[4];
+} mon_self_t;
+
+/* Upper bounds (seconds) of the sample-time histogram's buckets. */
+extern const double mon_sample_buckets[12];
+
+typedef struct mon_snapshot {
+    char hostname[256];
+    int64_t ts_unix_ms;   /* when the snapshot was taken (wall clock) */
+    int gpu_available;    /* the GPU backend runs */
+    char gpu_why[256];    /* why not, when it does not ("" otherwise) */
+    int host_ncols;
+    mon_value_t host[MON_MAX_COLS]; /* host_sample's columns, ts_ns excluded */
+    int ndevices;
+    mon_device_t devices[MON_MAX_DEVICES];
+    mon_self_t self;
+} mon_snapshot_t;
+
+/* Adds the time from prev to cur (same device, cur newer) to cur->counters,
+ * starting from prev->counters: energy, throttle seconds per set bit,
+ * PCIe/NVLink bytes. A device seen first (prev NULL) starts at zero. */
+void mon_counters_advance(mon_device_t *cur, const mon_device_t *prev);
+/* Counts one XID event of code on d. */
+void mon_counters_xid(mon_device_t *d, unsigned code);
+
+/* A growing output buffer; every render appends to it. Capped: past cap
+ * the render fails with -1 and the buffer holds what fitted. */
+typedef struct mon_buf {
+    char *data;
+    size_t len, cap, max;
+} mon_buf_t;
+
+/* Prometheus text format 0.0.4 (openmetrics == 0) or OpenMetrics 1.0
+ * (openmetrics == 1, ending in "# EOF"): every gpufl_* family with HELP and
+ * TYPE, and with dcgm_compat the dcgm-exporter twins of the default
+ * counters file. Returns 0, or -1 when the buffer's cap was reached. */
+int mon_render_metrics(mon_buf_t *out, const mon_snapshot_t *s, int openmetrics, int dcgm_compat);
+/* The Content-Type of what mon_render_metrics writes. */
+const char *mon_metrics_content_type(int openmetrics);
+
+#endif
