@@ -10,17 +10,19 @@ packages=(build-essential cmake pkg-config libjansson-dev libcmocka-dev libdw-de
           python3-numpy python3-pandas python3-matplotlib)
 # gpufl-monitor: libmicrohttpd serves its HTTP endpoints, libcurl its OTLP push.
 packages+=(libmicrohttpd-dev libcurl4-openssl-dev)
-# Test-only: python3-yaml reads the deployment manifests (deploy/), and a real Prometheus server
-# (with promtool) scrapes gpufl-monitor in its tests. Packages that run a service come without
-# their recommends (prometheus's is node-exporter, one more service on every interface), and the
-# service their installation starts is stopped and disabled: tests start their own, on 127.0.0.1.
+# Test-only: python3-yaml reads the deployment files (deploy/). Without their recommends, each of
+# which would add a service (prometheus's node-exporter, docker-compose's Docker daemon): a real
+# Prometheus server (with promtool) scrapes gpufl-monitor in its tests, and docker-compose checks
+# deploy/docker/docker-compose.yml. The service prometheus's installation starts (on every
+# interface) is stopped and disabled: tests start their own, on 127.0.0.1.
 packages+=(python3-yaml)
-service_packages=(prometheus)
+lean_packages=(prometheus docker-compose)
+services=(prometheus)
 
 if [[ "${1:-}" == "--help" ]]; then
   echo "usage: scripts/deps.sh"
-  echo "Installs the Debian packages gpufl needs: ${packages[*]} ${service_packages[*]}"
-  echo "(the service ${service_packages[*]} starts on installation is stopped and disabled)"
+  echo "Installs the Debian packages gpufl needs: ${packages[*]} ${lean_packages[*]}"
+  echo "(the last ${#lean_packages[@]} without recommends; the ${services[*]} service is stopped)"
   exit 0
 fi
 
@@ -31,12 +33,12 @@ missing_of() { # packages...: prints those not installed
   done
 }
 mapfile -t missing < <(missing_of "${packages[@]}")
-mapfile -t missing_services < <(missing_of "${service_packages[@]}")
-[[ ${#missing[@]} -eq 0 && ${#missing_services[@]} -eq 0 ]] && exit 0
+mapfile -t missing_lean < <(missing_of "${lean_packages[@]}")
+[[ ${#missing[@]} -eq 0 && ${#missing_lean[@]} -eq 0 ]] && exit 0
 
 sudo=()
 [[ $(id -u) -ne 0 ]] && sudo=(sudo)
-all=("${missing[@]}" "${missing_services[@]}")
+all=("${missing[@]}" "${missing_lean[@]}")
 echo "gpufl: installing ${#all[@]} Debian packages (a minute or more): ${all[*]}"
 echo "gpufl: updating the package lists"
 "${sudo[@]}" apt-get update -qq
@@ -61,7 +63,9 @@ stop_package_service() { # name
   fi
   echo "gpufl: stopped and disabled the $1 service (tests start their own on 127.0.0.1)"
 }
-if [[ ${#missing_services[@]} -gt 0 ]]; then
-  apt_install --no-install-recommends "${missing_services[@]}"
-  for s in "${missing_services[@]}"; do stop_package_service "$s"; done
+if [[ ${#missing_lean[@]} -gt 0 ]]; then
+  apt_install --no-install-recommends "${missing_lean[@]}"
+  for s in "${services[@]}"; do
+    if [[ " ${missing_lean[*]} " == *" $s "* ]]; then stop_package_service "$s"; fi
+  done
 fi
