@@ -620,11 +620,15 @@ int mon_metrics_doc(mon_buf_t *out) {
     rc |= mon_buf_printf(out, "\nWith `--dcgm-compat`:\n\n"
                               "| DCGM series | Type | Unit | Log column | gpufl series |\n"
                               "|---|---|---|---|---|\n");
-    for (int j = 0; j < NDCGM; j++)
-        rc |= mon_buf_printf(out, "| `%s` | %s | %s | %s%s%s | `%s` |\n", dcgm[j].name,
+    for (int j = 0; j < NDCGM; j++) {
+        const char *suffix = "";
+        for (int i = 0; i < NSERIES; i++)
+            if (strcmp(table[i].name, dcgm[j].twin) == 0) suffix = sample_suffix(table[i].type);
+        rc |= mon_buf_printf(out, "| `%s` | %s | %s | %s%s%s | `%s%s` |\n", dcgm[j].name,
                              type_word(dcgm[j].type, 0), dcgm[j].unit, dcgm[j].column ? "`" : "",
                              dcgm[j].column ? dcgm[j].column : "XID events",
-                             dcgm[j].column ? "`" : "", dcgm[j].twin);
+                             dcgm[j].column ? "`" : "", dcgm[j].twin, suffix);
+    }
     rc |= mon_buf_printf(out, "\nIn dcgm-exporter's default counters, not served:\n\n"
                               "| DCGM series | Why not |\n|---|---|\n");
     for (size_t j = 0; j < sizeof dcgm_missing / sizeof dcgm_missing[0]; j++)
