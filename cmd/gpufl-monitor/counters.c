@@ -35,9 +35,8 @@ static double integrate(const mon_device_t *cur, const mon_device_t *prev, const
 
 static double energy_delta(const mon_device_t *cur, const mon_device_t *prev, double dt) {
     const mon_value_t *a = col(prev, "energy_mj"), *b = col(cur, "energy_mj");
-    if (a && b)
-        /* A drop is the driver's counter restarting: that interval is unknown. */
-        return b->value >= a->value ? (b->value - a->value) / 1000.0 : 0;
+    /* A drop is the driver's counter restarting: that interval is unknown. */
+    if (a && b) return b->value >= a->value ? (b->value - a->value) / 1000.0 : 0;
     /* Boards without the energy counter: power (mW) over time. */
     return integrate(cur, prev, "power_mw", dt) / 1000.0;
 }

@@ -89,9 +89,9 @@ typedef enum {
 } source_t;
 
 typedef struct series {
-    const char *name;   /* the family: a counter's without "_total", an info's without "_info" */
+    const char *name; /* the family: a counter's without "_total", an info's without "_info" */
     mtype_t type;
-    const char *unit;   /* OpenMetrics UNIT (the name ends in it); NULL: none */
+    const char *unit; /* OpenMetrics UNIT (the name ends in it); NULL: none */
     source_t src;
     const char *column; /* the log column it comes from; NULL: none */
     double scale;       /* log unit -> base unit */
@@ -136,10 +136,10 @@ static const series_t table[] = {
      "Corrected (single-bit) ECC errors since the driver loaded."},
     {"gpufl_gpu_ecc_uncorrected_errors", T_COUNTER, NULL, S_GPU_COL, "ecc_dbe_volatile", 1,
      "Uncorrected (double-bit) ECC errors since the driver loaded."},
-    {"gpufl_gpu_nvlink_transmit_bytes", T_COUNTER, "bytes", S_NVLINK_TX, "nvlink_tx_bytes_per_s",
-     1, "Bytes sent over NVLink since the monitor started (rate x interval)."},
-    {"gpufl_gpu_nvlink_receive_bytes", T_COUNTER, "bytes", S_NVLINK_RX, "nvlink_rx_bytes_per_s",
-     1, "Bytes received over NVLink since the monitor started (rate x interval)."},
+    {"gpufl_gpu_nvlink_transmit_bytes", T_COUNTER, "bytes", S_NVLINK_TX, "nvlink_tx_bytes_per_s", 1,
+     "Bytes sent over NVLink since the monitor started (rate x interval)."},
+    {"gpufl_gpu_nvlink_receive_bytes", T_COUNTER, "bytes", S_NVLINK_RX, "nvlink_rx_bytes_per_s", 1,
+     "Bytes received over NVLink since the monitor started (rate x interval)."},
     {"gpufl_gpu_sm_active_ratio", T_GAUGE, "ratio", S_GPU_COL, "sm_active_pct", PCT,
      "Fraction of cycles an SM had at least one warp resident (GPM)."},
     {"gpufl_gpu_sm_occupancy_ratio", T_GAUGE, "ratio", S_GPU_COL, "sm_occupancy_pct", PCT,
@@ -164,8 +164,8 @@ static const series_t table[] = {
      "Host memory in all."},
     {"gpufl_host_cgroup_memory_used_bytes", T_GAUGE, "bytes", S_HOST_COL, "cg_mem_used_bytes", 1,
      "Memory used by the monitor's cgroup."},
-    {"gpufl_host_cgroup_memory_limit_bytes", T_GAUGE, "bytes", S_HOST_COL, "cg_mem_limit_bytes",
-     1, "Memory limit of the monitor's cgroup."},
+    {"gpufl_host_cgroup_memory_limit_bytes", T_GAUGE, "bytes", S_HOST_COL, "cg_mem_limit_bytes", 1,
+     "Memory limit of the monitor's cgroup."},
     {"gpufl_host_cgroup_cpu_utilization_ratio", T_GAUGE, "ratio", S_HOST_COL, "cg_cpu_pct", PCT,
      "CPU used by the monitor's cgroup, as a fraction of one core."},
     {"gpufl_host_cgroup_cpu_limit_cores", T_GAUGE, "cores", S_HOST_COL, "cg_cpu_limit_cores", 1,
@@ -205,8 +205,8 @@ typedef struct dcgm_series {
 static const dcgm_series_t dcgm[] = {
     {"DCGM_FI_DEV_SM_CLOCK", T_GAUGE, "MHz", "clock_sm_mhz", 1, 0, "gpufl_gpu_sm_clock_hertz",
      "SM clock (MHz)."},
-    {"DCGM_FI_DEV_MEM_CLOCK", T_GAUGE, "MHz", "clock_mem_mhz", 1, 0,
-     "gpufl_gpu_memory_clock_hertz", "Memory clock (MHz)."},
+    {"DCGM_FI_DEV_MEM_CLOCK", T_GAUGE, "MHz", "clock_mem_mhz", 1, 0, "gpufl_gpu_memory_clock_hertz",
+     "Memory clock (MHz)."},
     {"DCGM_FI_DEV_MEMORY_TEMP", T_GAUGE, "°C", "temp_mem_c", 1, 0,
      "gpufl_gpu_memory_temperature_celsius", "Memory temperature (C)."},
     {"DCGM_FI_DEV_GPU_TEMP", T_GAUGE, "°C", "temp_gpu_c", 1, 0, "gpufl_gpu_temperature_celsius",
@@ -291,8 +291,7 @@ static double peak_flops(const mon_device_t *d) {
         size_t n = strlen(peaks[i].key);
         for (const char *p = strstr(d->model, peaks[i].key); p; p = strstr(p + 1, peaks[i].key)) {
             char before = p == d->model ? ' ' : p[-1], after = p[n];
-            if ((before == ' ' || before == '-') &&
-                (after == '\0' || after == ' ' || after == '-'))
+            if ((before == ' ' || before == '-') && (after == '\0' || after == ' ' || after == '-'))
                 return peaks[i].flops;
         }
     }
@@ -315,9 +314,7 @@ static int dev_value(const series_t *s, const mon_device_t *d, double *v) {
     case S_NVLINK_TX: *v = c->nvlink_tx_bytes; return 1;
     case S_NVLINK_RX: *v = c->nvlink_rx_bytes; return 1;
     case S_LOST: *v = d->lost ? 1 : 0; return 1;
-    case S_PEAK_FLOPS:
-        *v = d->mig_instance < 0 ? peak_flops(d) : 0;
-        return *v > 0;
+    case S_PEAK_FLOPS: *v = d->mig_instance < 0 ? peak_flops(d) : 0; return *v > 0;
     case S_EST_FLOPS:
         if (d->mig_instance >= 0 || peak_flops(d) <= 0) return 0;
         if (!dev_col(d, "sm_active_pct", &a) || !dev_col(d, "sm_occupancy_pct", &b) ||
@@ -333,9 +330,12 @@ static int dev_value(const series_t *s, const mon_device_t *d, double *v) {
 
 /* The shortest of %.15g and %.17g that reads back as v. */
 static void fmt_num(char *dst, size_t n, double v) {
-    if (isnan(v)) snprintf(dst, n, "NaN");
-    else if (isinf(v)) snprintf(dst, n, v > 0 ? "+Inf" : "-Inf");
-    else if (v == floor(v) && fabs(v) < 9007199254740992.0) snprintf(dst, n, "%.0f", v);
+    if (isnan(v))
+        snprintf(dst, n, "NaN");
+    else if (isinf(v))
+        snprintf(dst, n, v > 0 ? "+Inf" : "-Inf");
+    else if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        snprintf(dst, n, "%.0f", v);
     else {
         snprintf(dst, n, "%.15g", v);
         if (strtod(dst, NULL) != v) snprintf(dst, n, "%.17g", v);
@@ -432,13 +432,13 @@ static void head(ctx_t *c, const char *family, mtype_t t, const char *unit, cons
     const char *suffix = "";
     if (!c->om && !keep_name) suffix = t == T_COUNTER ? "_total" : t == T_INFO ? "_info" : "";
     const char *tw = keep_name && c->om && t == T_COUNTER ? "unknown" : type_word(t, c->om);
-    c->rc |= mon_buf_printf(c->b, "# HELP %s%s %s\n# TYPE %s%s %s\n", family, suffix, help,
-                            family, suffix, tw);
+    c->rc |= mon_buf_printf(c->b, "# HELP %s%s %s\n# TYPE %s%s %s\n", family, suffix, help, family,
+                            suffix, tw);
     if (c->om && unit) c->rc |= mon_buf_printf(c->b, "# UNIT %s %s\n", family, unit);
 }
 
-static void sample(ctx_t *c, const char *name, const char *suffix, const labels_t *l,
-                   const char *k, const char *v, double value) {
+static void sample(ctx_t *c, const char *name, const char *suffix, const labels_t *l, const char *k,
+                   const char *v, double value) {
     char num[40];
     fmt_num(num, sizeof num, value);
     c->rc |= mon_buf_printf(c->b, "%s%s", name, suffix);
@@ -612,10 +612,9 @@ int mon_metrics_doc(mon_buf_t *out) {
                 snprintf(twin + strlen(twin), sizeof twin - strlen(twin), "%s`%s`",
                          twin[0] ? ", " : "", dcgm[j].name);
         rc |= mon_buf_printf(out, "| `%s%s` | %s | %s | %s | %s%s%s | %s |\n", s->name,
-                             sample_suffix(s->type), type_word(s->type, 1),
-                             s->unit ? s->unit : "-", labels_doc(s->src), s->column ? "`" : "",
-                             s->column ? s->column : "-", s->column ? "`" : "",
-                             twin[0] ? twin : "-");
+                             sample_suffix(s->type), type_word(s->type, 1), s->unit ? s->unit : "-",
+                             labels_doc(s->src), s->column ? "`" : "", s->column ? s->column : "-",
+                             s->column ? "`" : "", twin[0] ? twin : "-");
     }
     rc |= mon_buf_printf(out, "\nWith `--dcgm-compat`:\n\n"
                               "| DCGM series | Type | Unit | Log column | gpufl series |\n"

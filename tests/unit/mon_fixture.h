@@ -19,18 +19,30 @@ static const struct {
     const char *column;
     double value;
 } mf_gpu_cols[] = {
-    {"gpu_util_pct", 87},         {"mem_util_pct", 41},
-    {"mem_used_bytes", 42949672960.0}, {"mem_free_bytes", 42949672960.0},
-    {"mem_total_bytes", 85899345920.0}, {"temp_gpu_c", 61},
-    {"temp_mem_c", 70},           {"power_mw", 612345},
-    {"power_limit_mw", 700000},   {"energy_mj", 123456789},
-    {"clock_sm_mhz", 1980},       {"clock_gfx_mhz", 1980},
-    {"clock_mem_mhz", 2619},      {"fan_pct", 30},
-    {"pcie_tx_bytes_per_s", 1e9}, {"pcie_rx_bytes_per_s", 2e9},
-    {"throttle_reasons", 4},      {"ecc_sbe_volatile", 3},
-    {"ecc_dbe_volatile", 0},      {"nvlink_tx_bytes_per_s", 5e10},
-    {"nvlink_rx_bytes_per_s", 4e10}, {"sm_active_pct", 80},
-    {"sm_occupancy_pct", 50},     {"tensor_active_pct", 25},
+    {"gpu_util_pct", 87},
+    {"mem_util_pct", 41},
+    {"mem_used_bytes", 42949672960.0},
+    {"mem_free_bytes", 42949672960.0},
+    {"mem_total_bytes", 85899345920.0},
+    {"temp_gpu_c", 61},
+    {"temp_mem_c", 70},
+    {"power_mw", 612345},
+    {"power_limit_mw", 700000},
+    {"energy_mj", 123456789},
+    {"clock_sm_mhz", 1980},
+    {"clock_gfx_mhz", 1980},
+    {"clock_mem_mhz", 2619},
+    {"fan_pct", 30},
+    {"pcie_tx_bytes_per_s", 1e9},
+    {"pcie_rx_bytes_per_s", 2e9},
+    {"throttle_reasons", 4},
+    {"ecc_sbe_volatile", 3},
+    {"ecc_dbe_volatile", 0},
+    {"nvlink_tx_bytes_per_s", 5e10},
+    {"nvlink_rx_bytes_per_s", 4e10},
+    {"sm_active_pct", 80},
+    {"sm_occupancy_pct", 50},
+    {"tensor_active_pct", 25},
     {"dram_bw_util_pct", 60.5},
 };
 #define MF_NGPU_COLS ((int)(sizeof mf_gpu_cols / sizeof mf_gpu_cols[0]))
@@ -39,8 +51,8 @@ static const struct {
     const char *column;
     double value;
 } mf_host_cols[] = {
-    {"cpu_pct", 12.5},         {"proc_cpu_pct", 0.4},         {"mem_used_bytes", 8e9},
-    {"mem_total_bytes", 64e9}, {"proc_rss_bytes", 9437184},   {"cg_mem_used_bytes", 1e8},
+    {"cpu_pct", 12.5},           {"proc_cpu_pct", 0.4},       {"mem_used_bytes", 8e9},
+    {"mem_total_bytes", 64e9},   {"proc_rss_bytes", 9437184}, {"cg_mem_used_bytes", 1e8},
     {"cg_mem_limit_bytes", 2e9}, {"cg_cpu_pct", 0.5},         {"cg_cpu_limit_cores", 2},
 };
 #define MF_NHOST_COLS ((int)(sizeof mf_host_cols / sizeof mf_host_cols[0]))

@@ -19,16 +19,20 @@ int main(int argc, char **argv) {
     } else if (argc >= 3 && strcmp(argv[1], "--render") == 0) {
         int om = 0, dcgm = 0;
         for (int i = 3; i < argc; i++) {
-            if (strcmp(argv[i], "--openmetrics") == 0) om = 1;
-            else if (strcmp(argv[i], "--dcgm") == 0) dcgm = 1;
+            if (strcmp(argv[i], "--openmetrics") == 0)
+                om = 1;
+            else if (strcmp(argv[i], "--dcgm") == 0)
+                dcgm = 1;
             else {
                 fprintf(stderr, "mon_metrics_tool: unknown option %s\n", argv[i]);
                 return 2;
             }
         }
         mon_snapshot_t *s;
-        if (strcmp(argv[2], "full") == 0) s = mf_snapshot_8();
-        else if (strcmp(argv[2], "host") == 0) s = mf_snapshot_host_only();
+        if (strcmp(argv[2], "full") == 0)
+            s = mf_snapshot_8();
+        else if (strcmp(argv[2], "host") == 0)
+            s = mf_snapshot_host_only();
         else {
             fprintf(stderr, "mon_metrics_tool: --render full|host, not %s\n", argv[2]);
             return 2;

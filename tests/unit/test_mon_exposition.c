@@ -41,7 +41,7 @@ static int count_of(const char *text, const char *needle) {
 }
 
 #define LABELS0                                                                                    \
-    "gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\",pci_bus_id=\"00000000:18:00.0\","  \
+    "gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\",pci_bus_id=\"00000000:18:00.0\"," \
     "device=\"nvidia0\",model=\"NVIDIA H100 80GB HBM3\",hostname=\"node-a\""
 
 static void test_eight_gpus_prometheus(void **state) {
@@ -55,11 +55,11 @@ static void test_eight_gpus_prometheus(void **state) {
     assert_true(has_line(out, "gpufl_gpu_memory_used_bytes{" LABELS0 "} 42949672960"));
     assert_true(has_line(out, "gpufl_gpu_dram_active_ratio{" LABELS0 "} 0.605"));
     assert_true(has_line(out, "gpufl_gpu_energy_joules_total{" LABELS0 "} 1000.5"));
-    assert_true(has_line(out, "gpufl_gpu_throttle_seconds_total{" LABELS0
-                              ",reason=\"sw_power_cap\"} 3.5"));
+    assert_true(
+        has_line(out, "gpufl_gpu_throttle_seconds_total{" LABELS0 ",reason=\"sw_power_cap\"} 3.5"));
     /* Named reasons start at zero; an unnamed bit appears once it was set. */
-    assert_true(has_line(out, "gpufl_gpu_throttle_seconds_total{" LABELS0
-                              ",reason=\"gpu_idle\"} 0"));
+    assert_true(
+        has_line(out, "gpufl_gpu_throttle_seconds_total{" LABELS0 ",reason=\"gpu_idle\"} 0"));
     assert_true(has_line(out, "gpufl_gpu_throttle_seconds_total{" LABELS0 ",reason=\"bit40\"} 1"));
     assert_int_equal(count_of(out, "reason=\"bit3\""), 0);
     assert_true(has_line(out, "gpufl_gpu_pcie_transmit_bytes_total{" LABELS0 "} 1000000000000"));
@@ -168,7 +168,7 @@ static void test_host_only(void **state) {
 }
 
 #define DLABELS1                                                                                   \
-    "gpu=\"1\",UUID=\"GPU-00000001-1111-2222-3333-444444444444\",pci_bus_id=\"00000000:19:00.0\","  \
+    "gpu=\"1\",UUID=\"GPU-00000001-1111-2222-3333-444444444444\",pci_bus_id=\"00000000:19:00.0\"," \
     "device=\"nvidia1\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-a\""
 
 static void test_dcgm_compat(void **state) {
@@ -204,10 +204,11 @@ static void test_estimated_flops(void **state) {
     char *out = render(s, 0, 0);
     /* 989e12 x 0.80 x 0.50 x 0.25 */
     assert_true(strstr(out, "gpufl_gpu_estimated_flops{gpu=\"0\",") != NULL);
-    assert_true(strstr(out, "model=\"NVIDIA H100 80GB HBM3\",hostname=\"node-a\"} 98900000000000\n")
-                != NULL);
-    assert_true(strstr(out, "model=\"NVIDIA H100 PCIe\",hostname=\"node-a\"} 75600000000000\n")
-                != NULL);
+    assert_true(
+        strstr(out, "model=\"NVIDIA H100 80GB HBM3\",hostname=\"node-a\"} 98900000000000\n") !=
+        NULL);
+    assert_true(strstr(out, "model=\"NVIDIA H100 PCIe\",hostname=\"node-a\"} 75600000000000\n") !=
+                NULL);
     assert_true(strstr(out, "gpufl_gpu_peak_flops{gpu=\"0\",") != NULL);
     assert_true(has_line(out, "# HELP gpufl_gpu_estimated_flops ESTIMATE of FLOP/s: peak x SM "
                               "active x SM occupancy x tensor active."));
@@ -380,19 +381,25 @@ static void test_doc_rows(void **state) {
     (void)state;
     mon_buf_t b = {0};
     assert_int_equal(mon_metrics_doc(&b), 0);
-    assert_non_null(strstr(b.data, "| `gpufl_gpu_energy_joules_total` | counter | joules | device "
-                                   "labels | `energy_mj` | `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` |"));
+    assert_non_null(strstr(b.data,
+                           "| `gpufl_gpu_energy_joules_total` | counter | joules | device "
+                           "labels | `energy_mj` | `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` |"));
     assert_non_null(strstr(b.data, "| `DCGM_FI_DEV_ENC_UTIL` |"));
     mon_buf_free(&b);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_eight_gpus_prometheus), cmocka_unit_test(test_absent_values_left_out),
-        cmocka_unit_test(test_openmetrics),           cmocka_unit_test(test_host_only),
-        cmocka_unit_test(test_dcgm_compat),           cmocka_unit_test(test_estimated_flops),
-        cmocka_unit_test(test_label_escaping),        cmocka_unit_test(test_buffer_cap),
-        cmocka_unit_test(test_counters_advance),      cmocka_unit_test(test_counters_xid),
+        cmocka_unit_test(test_eight_gpus_prometheus),
+        cmocka_unit_test(test_absent_values_left_out),
+        cmocka_unit_test(test_openmetrics),
+        cmocka_unit_test(test_host_only),
+        cmocka_unit_test(test_dcgm_compat),
+        cmocka_unit_test(test_estimated_flops),
+        cmocka_unit_test(test_label_escaping),
+        cmocka_unit_test(test_buffer_cap),
+        cmocka_unit_test(test_counters_advance),
+        cmocka_unit_test(test_counters_xid),
         cmocka_unit_test(test_doc_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
