@@ -5,7 +5,7 @@
  * XID events per code. NVML gives rates, bitmasks and "the last XID"; these
  * turn them into the monotonic counters Prometheus's rate() expects.
  */
-#include "readings.h"
+#include "exposition.h"
 
 #include <math.h>
 #include <string.h>
@@ -14,11 +14,15 @@
 const double mon_sample_buckets[12] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                        0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 
-static const mon_value_t *col(const mon_device_t *d, const char *name) {
-    for (int i = 0; i < d->ncols && i < MON_MAX_COLS; i++)
-        if (d->cols[i].column && strcmp(d->cols[i].column, name) == 0)
-            return d->cols[i].present && isfinite(d->cols[i].value) ? &d->cols[i] : NULL;
+const mon_value_t *mon_value_find(const mon_value_t *cols, int n, const char *column) {
+    for (int i = 0; i < n && i < MON_MAX_COLS; i++)
+        if (cols[i].column && strcmp(cols[i].column, column) == 0)
+            return cols[i].present && isfinite(cols[i].value) ? &cols[i] : NULL;
     return NULL;
+}
+
+static const mon_value_t *col(const mon_device_t *d, const char *name) {
+    return mon_value_find(d->cols, d->ncols, name);
 }
 
 /* The integral of a rate over dt (trapezoid; one end alone held flat),

@@ -273,15 +273,8 @@ static const struct {
 
 /* ---------------- values ---------------- */
 
-static const mon_value_t *find(const mon_value_t *cols, int n, const char *column) {
-    for (int i = 0; i < n && i < MON_MAX_COLS; i++)
-        if (cols[i].column && strcmp(cols[i].column, column) == 0)
-            return cols[i].present && isfinite(cols[i].value) ? &cols[i] : NULL;
-    return NULL;
-}
-
 static int dev_col(const mon_device_t *d, const char *column, double *v) {
-    const mon_value_t *x = d->lost ? NULL : find(d->cols, d->ncols, column);
+    const mon_value_t *x = d->lost ? NULL : mon_value_find(d->cols, d->ncols, column);
     if (x) *v = x->value;
     return x != NULL;
 }
@@ -437,23 +430,21 @@ static void head(ctx_t *c, const char *family, mtype_t t, const char *unit, cons
     if (c->om && unit) c->rc |= mon_buf_printf(c->b, "# UNIT %s %s\n", family, unit);
 }
 
+static void put_label(ctx_t *c, int first, const char *k, const char *v) {
+    c->rc |= mon_buf_printf(c->b, "%s%s=\"", first ? "{" : ",", k);
+    c->rc |= put_escaped(c->b, v);
+    c->rc |= mon_buf_append(c->b, "\"", 1);
+}
+
+/* One sample line: name+suffix, labels l then k=v (when k), the value. */
 static void sample(ctx_t *c, const char *name, const char *suffix, const labels_t *l, const char *k,
                    const char *v, double value) {
     char num[40];
     fmt_num(num, sizeof num, value);
     c->rc |= mon_buf_printf(c->b, "%s%s", name, suffix);
     int n = 0;
-    for (int i = 0; l && i < l->n; i++, n++) {
-        c->rc |= mon_buf_printf(c->b, "%s%s=\"", n ? "," : "{", l->k[i]);
-        c->rc |= put_escaped(c->b, l->vp[i]);
-        c->rc |= mon_buf_append(c->b, "\"", 1);
-    }
-    if (k && v) {
-        c->rc |= mon_buf_printf(c->b, "%s%s=\"", n ? "," : "{", k);
-        c->rc |= put_escaped(c->b, v);
-        c->rc |= mon_buf_append(c->b, "\"", 1);
-        n++;
-    }
+    for (; l && n < l->n; n++) put_label(c, n == 0, l->k[n], l->vp[n]);
+    if (k && v) put_label(c, n++ == 0, k, v);
     c->rc |= mon_buf_printf(c->b, "%s %s\n", n ? "}" : "", num);
 }
 
@@ -529,7 +520,7 @@ static void render_family(ctx_t *c, const series_t *s, const mon_snapshot_t *sna
     c->headed = 0;
     switch (s->src) {
     case S_HOST_COL:
-        if (!(x = find(snap->host, snap->host_ncols, s->column))) return;
+        if (!(x = mon_value_find(snap->host, snap->host_ncols, s->column))) return;
         v = x->value * s->scale;
         break;
     case S_SCRAPES: v = (double)snap->self.scrapes_total; break;

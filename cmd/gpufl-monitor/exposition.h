@@ -26,6 +26,9 @@ int mon_buf_printf(mon_buf_t *b, const char *fmt, ...)
 /* Frees data and empties the buffer (max kept). */
 void mon_buf_free(mon_buf_t *b);
 
+/* The column named column among cols[0..n), when present and finite; else NULL. */
+const mon_value_t *mon_value_find(const mon_value_t *cols, int n, const char *column);
+
 /* Every series of the table as Markdown table rows (name, type, unit,
  * labels, log column, DCGM twin), then the DCGM default counters gpufl
  * cannot fill, one row each with why. docs/metrics.md holds this text. */
