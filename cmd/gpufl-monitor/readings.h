@@ -39,6 +39,7 @@ typedef struct mon_counters {
         uint64_t count;
     } xids[MON_MAX_XIDS];
     uint64_t xid_overflow; /* events whose code found no slot */
+    unsigned last_xid;     /* code of the latest event, 0: none yet (DCGM's XID gauge) */
 } mon_counters_t;
 
 typedef struct mon_device {
