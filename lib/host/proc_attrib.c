@@ -484,6 +484,21 @@ static int means_gone(ssize_t error) { return error == -ENOENT || error == -ESRC
 /* stat, status, environ, the user                                         */
 /* ---------------------------------------------------------------------- */
 
+/* Parses the decimal at *cursor, at most max, which must end at a blank, a
+ * newline or the text's end; advances *cursor past it. Returns 0 or -1. */
+static int parse_decimal(const char **cursor, uint64_t max, uint64_t *out) {
+    const char *p = *cursor;
+    if (!is_digit(*p)) return -1; /* strtoull would take blanks and signs */
+    errno = 0;
+    char *end;
+    unsigned long long value = strtoull(p, &end, 10);
+    if (errno == ERANGE || value > max) return -1;
+    if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\0') return -1;
+    *cursor = end;
+    *out = value;
+    return 0;
+}
+
 /* Parses the command name (field 2, inside the first '(' and the last ')':
  * it may itself hold both) and the start time (field 22). Returns 0 or -1. */
 static int parse_stat(const char *text, char *comm, size_t comm_cap, uint64_t *start_ticks) {
@@ -497,14 +512,8 @@ static int parse_stat(const char *text, char *comm, size_t comm_cap, uint64_t *s
         while (*p != '\0' && *p != ' ' && *p != '\n') p++;
     }
     while (*p == ' ') p++;
-    if (!is_digit(*p)) return -1;
-    uint64_t value = 0;
-    for (; is_digit(*p); p++) {
-        unsigned digit = (unsigned)(*p - '0');
-        if (value > (UINT64_MAX - digit) / 10) return -1;
-        value = value * 10 + digit;
-    }
-    if (*p != ' ' && *p != '\n' && *p != '\0') return -1;
+    uint64_t value;
+    if (parse_decimal(&p, UINT64_MAX, &value) != 0) return -1;
     struct span name = {open + 1, (size_t)(close - open - 1)};
     copy_span(comm, comm_cap, name);
     *start_ticks = value;
@@ -528,13 +537,8 @@ static int64_t parse_status_uid(const char *text) {
         if (strncmp(line, "Uid:", 4) == 0) {
             const char *p = line + 4;
             while (*p == ' ' || *p == '\t') p++;
-            if (!is_digit(*p)) return -1;
-            int64_t uid = 0;
-            for (; is_digit(*p); p++) {
-                uid = uid * 10 + (*p - '0');
-                if (uid > UINT32_MAX) return -1; /* uid_t is 32 bits */
-            }
-            return (*p == '\t' || *p == ' ' || *p == '\n' || *p == '\0') ? uid : -1;
+            uint64_t uid; /* uid_t is 32 bits */
+            return parse_decimal(&p, UINT32_MAX, &uid) == 0 ? (int64_t)uid : -1;
         }
         line = strchr(line, '\n');
         if (line != NULL) line++;
@@ -737,35 +741,25 @@ process_gone:
     return gone(pid);
 }
 
+/* Indexed by the enums' values, which start at 0 and have no gaps. */
+static const char *const runtime_names[] = {"", "docker", "containerd", "cri-o", "podman", "cri"};
+static const char *const qos_names[] = {"", "guaranteed", "burstable", "besteffort"};
+static const char *const slurm_from_names[] = {"", "environ", "cgroup"};
+
+static const char *name_of(const char *const *names, size_t count, unsigned value) {
+    return value < count ? names[value] : "";
+}
+
 const char *gpufl__proc_attrib_runtime_name(gpufl__runtime_t runtime) {
-    switch (runtime) {
-    case GPUFL__RUNTIME_DOCKER: return "docker";
-    case GPUFL__RUNTIME_CONTAINERD: return "containerd";
-    case GPUFL__RUNTIME_CRIO: return "cri-o";
-    case GPUFL__RUNTIME_PODMAN: return "podman";
-    case GPUFL__RUNTIME_CRI: return "cri";
-    case GPUFL__RUNTIME_NONE: break;
-    }
-    return "";
+    return name_of(runtime_names, COUNT(runtime_names), (unsigned)runtime);
 }
 
 const char *gpufl__proc_attrib_qos_name(gpufl__pod_qos_t qos) {
-    switch (qos) {
-    case GPUFL__POD_QOS_GUARANTEED: return "guaranteed";
-    case GPUFL__POD_QOS_BURSTABLE: return "burstable";
-    case GPUFL__POD_QOS_BESTEFFORT: return "besteffort";
-    case GPUFL__POD_QOS_NONE: break;
-    }
-    return "";
+    return name_of(qos_names, COUNT(qos_names), (unsigned)qos);
 }
 
 const char *gpufl__proc_attrib_slurm_from_name(gpufl__slurm_from_t from) {
-    switch (from) {
-    case GPUFL__SLURM_FROM_ENVIRON: return "environ";
-    case GPUFL__SLURM_FROM_CGROUP: return "cgroup";
-    case GPUFL__SLURM_FROM_NONE: break;
-    }
-    return "";
+    return name_of(slurm_from_names, COUNT(slurm_from_names), (unsigned)from);
 }
 
 /* ---------------------------------------------------------------------- */
