@@ -21,7 +21,7 @@ usage() {
     cat <<EOF
 usage: tests/fuzz/build.sh [options]
 
-Builds fuzz_config, fuzz_reader, fuzz_sass and fuzz_feed with $cc -fsanitize=fuzzer,address,undefined
+Builds fuzz_config, fuzz_reader, fuzz_sass, fuzz_feed and fuzz_cgroup with $cc -fsanitize=fuzzer,address,undefined
 (the library sources are compiled in, with coverage), runs each target for
 SECONDS on a copy of tests/fuzz/corpus/<target> in a temporary directory, then
 merges the new inputs that add coverage into the committed corpus (-merge=1).
@@ -29,7 +29,7 @@ Crashes are saved under BUILD_DIR/artifacts/<target>/; the script then exits 1.
 
 options:
   -t, --time SECONDS     fuzzing time per target (default $seconds)
-  -T, --target NAME      config, reader, sass or feed; repeat for several (default: all)
+  -T, --target NAME      config, reader, sass, feed or cgroup; repeat for several (default: all)
   -b, --build-dir DIR    where binaries, logs and crashes go (default build-fuzz/)
   -j, --fork N           run N fuzzing processes per target (libFuzzer -fork=N)
   -s, --suppressions F   UBSan suppressions file, to fuzz past a known, reported bug
@@ -59,9 +59,9 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(config reader sass feed)
+[ ${#targets[@]} -gt 0 ] || targets=(config reader sass feed cgroup)
 for t in "${targets[@]}"; do
-    case "$t" in config | reader | sass | feed) ;; *) die "unknown target '$t' (config, reader, sass or feed)" ;; esac
+    case "$t" in config | reader | sass | feed | cgroup) ;; *) die "unknown target '$t' (config, reader, sass, feed or cgroup)" ;; esac
 done
 case "$seconds" in '' | *[!0-9]*) die "--time wants whole seconds" ;; esac
 case "$fork" in '' | *[!0-9]*) die "--fork wants a number" ;; esac
@@ -84,11 +84,12 @@ common=(-g -O1 -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -I "$root/include"
 # skip a known bug; UBSAN_OPTIONS below makes every report fatal.
 sanitize=("-fsanitize=address,undefined")
 
-# The library's own source list, so the targets run the code CMake builds:
-# the main list and the analysis parts appended to it (PC sampling, SASS
-# metrics, exporters), not the CUDA-only sources appended inside if().
-mapfile -t sources < <(sed -n -e '/set(GPUFL_SOURCES/,/)/p' \
-    -e '/^list(APPEND GPUFL_SOURCES analysis\//,/)/p' "$root/lib/CMakeLists.txt" |
+# The libraries' own source lists, so the targets run the code CMake builds:
+# the shared helpers, libgpufl's list and libgpufl-analysis's with the parts
+# appended to it, not the CUDA-only sources appended inside if().
+mapfile -t sources < <(sed -n -e '/set(GPUFL_UTIL_SOURCES/,/)/p' -e '/set(GPUFL_SOURCES/,/)/p' \
+    -e '/set(GPUFL_ANALYSIS_SOURCES/,/)/p' \
+    -e '/^list(APPEND GPUFL_ANALYSIS_SOURCES/,/)/p' "$root/lib/CMakeLists.txt" |
     grep -o '[A-Za-z0-9_./-]*\.c')
 [ ${#sources[@]} -gt 0 ] || die "found no GPUFL_SOURCES in lib/CMakeLists.txt"
 
@@ -119,7 +120,7 @@ ubsan="halt_on_error=1:print_stacktrace=1"
 [ -z "$suppressions" ] || ubsan="$ubsan:suppressions=$suppressions"
 
 max_len() {
-    case "$1" in config) echo 8192 ;; reader | feed) echo 65536 ;; esac
+    case "$1" in config) echo 8192 ;; cgroup) echo 16384 ;; reader | feed) echo 65536 ;; esac
 }
 
 failed=()
