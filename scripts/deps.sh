@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libjansson-dev libcmocka-dev libdw-dev
           python3 python3-jsonschema
           python3-dev python3-setuptools python3-wheel python3-pip python3-venv python3-pytest
-          python3-numpy python3-pandas python3-matplotlib)
+          python3-numpy python3-pandas python3-matplotlib
+          libmicrohttpd-dev)
 
 if [[ "${1:-}" == "--help" ]]; then
   echo "usage: scripts/deps.sh"
