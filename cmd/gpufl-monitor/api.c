@@ -51,7 +51,8 @@ static json_t *device_object(const mon_device_t *d) {
 
 int mon_render_gpus_json(mon_buf_t *out, const mon_snapshot_t *s) {
     json_t *gpus = json_array();
-    for (int i = 0; i < s->ndevices; i++) json_array_append_new(gpus, device_object(&s->devices[i]));
+    for (int i = 0; i < s->ndevices; i++)
+        json_array_append_new(gpus, device_object(&s->devices[i]));
     json_t *root = json_pack("{s:s, s:I, s:b, s:o, s:o}", "hostname", s->hostname, "ts_unix_ms",
                              (json_int_t)s->ts_unix_ms, "gpu_available", s->gpu_available, "host",
                              row_object(s->host, s->host_ncols), "gpus", gpus);

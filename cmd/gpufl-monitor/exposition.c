@@ -57,15 +57,15 @@ static int put(mon_buf_t *out, const char *fmt, ...) {
     return mon_buf_put(out, line, (size_t)n);
 }
 
-static int gpu_family(mon_buf_t *out, const mon_snapshot_t *s, const char *name,
-                      const char *type, const char *help, const char *column, double scale) {
+static int gpu_family(mon_buf_t *out, const mon_snapshot_t *s, const char *name, const char *type,
+                      const char *help, const char *column, double scale) {
     int rc = put(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
     for (int i = 0; rc == 0 && i < s->ndevices; i++) {
         const mon_device_t *d = &s->devices[i];
         double v;
         if (!find(d->cols, d->ncols, column, &v)) continue;
-        rc = put(out, "%s{gpu=\"%d\",uuid=\"%s\",hostname=\"%s\"} %.17g\n", name, d->index,
-                 d->uuid, s->hostname, v * scale);
+        rc = put(out, "%s{gpu=\"%d\",uuid=\"%s\",hostname=\"%s\"} %.17g\n", name, d->index, d->uuid,
+                 s->hostname, v * scale);
     }
     return rc;
 }
@@ -79,10 +79,10 @@ int mon_render_metrics(mon_buf_t *out, const mon_snapshot_t *s, int openmetrics,
         rc = gpu_family(out, s, "gpufl_gpu_memory_used_bytes", "gauge", "Device memory used.",
                         "mem_used_bytes", 1);
     if (rc == 0)
-        rc = gpu_family(out, s, "gpufl_gpu_power_watts", "gauge", "Power draw.", "power_mw",
-                        0.001);
-    if (rc == 0) rc = put(out, "# HELP gpufl_host_memory_used_bytes Host memory used.\n"
-                               "# TYPE gpufl_host_memory_used_bytes gauge\n");
+        rc = gpu_family(out, s, "gpufl_gpu_power_watts", "gauge", "Power draw.", "power_mw", 0.001);
+    if (rc == 0)
+        rc = put(out, "# HELP gpufl_host_memory_used_bytes Host memory used.\n"
+                      "# TYPE gpufl_host_memory_used_bytes gauge\n");
     if (rc == 0 && find(s->host, s->host_ncols, "mem_used_bytes", &v))
         rc = put(out, "gpufl_host_memory_used_bytes{hostname=\"%s\"} %.17g\n", s->hostname, v);
     if (rc == 0)

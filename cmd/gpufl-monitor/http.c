@@ -160,11 +160,11 @@ int mon_http_start(mon_http_t **out, int *port, const mon_settings_t *s, mon_mon
     }
     h->monitor = m;
     h->dcgm_compat = s->dcgm_compat;
-    h->daemon = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, h,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)REQUEST_MEMORY_BYTES, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS_MAX,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    h->daemon = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_INTERNAL_POLLING_THREAD, 0,
+                                 NULL, NULL, handle, h, MHD_OPTION_LISTEN_SOCKET, fd,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)REQUEST_MEMORY_BYTES,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS_MAX,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
     if (!h->daemon) {
         close(fd);
         free(h);

@@ -21,30 +21,31 @@
 #define EXIT_USAGE 2
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: gpufl-monitor [options]\n"
-            "Samples every GPU (MIG instances as devices) and the host until SIGTERM or SIGINT,\n"
-            "writes gpufl session logs and serves the latest readings over HTTP.\n"
-            "\n"
-            "  --interval-ms N       sampling period in ms, 10..3600000 (default 1000)\n"
-            "  --log-path DIR        directory of session directories (default ./gpufl-monitor.log)\n"
-            "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; port 0: any free one;\n"
-            "                        'none': no HTTP). Serves /metrics, /healthz, /api/v1/gpus\n"
-            "  --window-s N          seal a log window (a new numbered segment of each file) every\n"
-            "                        N seconds, 1..86400 (default 10)\n"
-            "  --otlp-endpoint URL   OTLP/HTTP endpoint (http:// or https://); stored only: push\n"
-            "                        is not built yet\n"
-            "  --dcgm-compat         also serve dcgm-exporter's series names\n"
-            "  --help, --version\n"
-            "\n"
-            "Each flag can also be set by an environment variable, the flag winning:\n"
-            "GPUFL_MONITOR_INTERVAL_MS, GPUFL_MONITOR_LOG_PATH, GPUFL_MONITOR_LISTEN,\n"
-            "GPUFL_MONITOR_WINDOW_S, GPUFL_MONITOR_OTLP_ENDPOINT, GPUFL_MONITOR_DCGM_COMPAT (1/0).\n"
-            "\n"
-            "Signals: SIGTERM, SIGINT end the session (exit 0); SIGHUP ends it and starts a new\n"
-            "session in a new session directory under the log path (log rotation tools' reopen).\n"
-            "Exit status: 0 after a signal, 1 when the session or the listener cannot start (the\n"
-            "port taken), 2 for a bad flag.\n");
+    fprintf(
+        f,
+        "usage: gpufl-monitor [options]\n"
+        "Samples every GPU (MIG instances as devices) and the host until SIGTERM or SIGINT,\n"
+        "writes gpufl session logs and serves the latest readings over HTTP.\n"
+        "\n"
+        "  --interval-ms N       sampling period in ms, 10..3600000 (default 1000)\n"
+        "  --log-path DIR        directory of session directories (default ./gpufl-monitor.log)\n"
+        "  --listen ADDR:PORT    HTTP address (default 127.0.0.1:9464; port 0: any free one;\n"
+        "                        'none': no HTTP). Serves /metrics, /healthz, /api/v1/gpus\n"
+        "  --window-s N          seal a log window (a new numbered segment of each file) every\n"
+        "                        N seconds, 1..86400 (default 10)\n"
+        "  --otlp-endpoint URL   OTLP/HTTP endpoint (http:// or https://); stored only: push\n"
+        "                        is not built yet\n"
+        "  --dcgm-compat         also serve dcgm-exporter's series names\n"
+        "  --help, --version\n"
+        "\n"
+        "Each flag can also be set by an environment variable, the flag winning:\n"
+        "GPUFL_MONITOR_INTERVAL_MS, GPUFL_MONITOR_LOG_PATH, GPUFL_MONITOR_LISTEN,\n"
+        "GPUFL_MONITOR_WINDOW_S, GPUFL_MONITOR_OTLP_ENDPOINT, GPUFL_MONITOR_DCGM_COMPAT (1/0).\n"
+        "\n"
+        "Signals: SIGTERM, SIGINT end the session (exit 0); SIGHUP ends it and starts a new\n"
+        "session in a new session directory under the log path (log rotation tools' reopen).\n"
+        "Exit status: 0 after a signal, 1 when the session or the listener cannot start (the\n"
+        "port taken), 2 for a bad flag.\n");
 }
 
 static int bad(const char *what, const char *value, const char *why) {
@@ -121,22 +122,22 @@ static int apply(mon_settings_t *s, int opt, const char *v) {
 }
 
 static int parse_settings(mon_settings_t *s, int argc, char **argv) {
-    static const struct option flags[] = {
-        {"interval-ms", required_argument, NULL, OPT_INTERVAL},
-        {"log-path", required_argument, NULL, OPT_LOG_PATH},
-        {"listen", required_argument, NULL, OPT_LISTEN},
-        {"window-s", required_argument, NULL, OPT_WINDOW},
-        {"otlp-endpoint", required_argument, NULL, OPT_OTLP},
-        {"dcgm-compat", no_argument, NULL, OPT_DCGM},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0}};
+    static const struct option flags[] = {{"interval-ms", required_argument, NULL, OPT_INTERVAL},
+                                          {"log-path", required_argument, NULL, OPT_LOG_PATH},
+                                          {"listen", required_argument, NULL, OPT_LISTEN},
+                                          {"window-s", required_argument, NULL, OPT_WINDOW},
+                                          {"otlp-endpoint", required_argument, NULL, OPT_OTLP},
+                                          {"dcgm-compat", no_argument, NULL, OPT_DCGM},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {"version", no_argument, NULL, OPT_VERSION},
+                                          {NULL, 0, NULL, 0}};
     static const struct {
         const char *var;
         int opt;
-    } vars[] = {{"GPUFL_MONITOR_INTERVAL_MS", OPT_INTERVAL}, {"GPUFL_MONITOR_LOG_PATH", OPT_LOG_PATH},
-                {"GPUFL_MONITOR_LISTEN", OPT_LISTEN},        {"GPUFL_MONITOR_WINDOW_S", OPT_WINDOW},
-                {"GPUFL_MONITOR_OTLP_ENDPOINT", OPT_OTLP},   {"GPUFL_MONITOR_DCGM_COMPAT", OPT_DCGM}};
+    } vars[] = {
+        {"GPUFL_MONITOR_INTERVAL_MS", OPT_INTERVAL}, {"GPUFL_MONITOR_LOG_PATH", OPT_LOG_PATH},
+        {"GPUFL_MONITOR_LISTEN", OPT_LISTEN},        {"GPUFL_MONITOR_WINDOW_S", OPT_WINDOW},
+        {"GPUFL_MONITOR_OTLP_ENDPOINT", OPT_OTLP},   {"GPUFL_MONITOR_DCGM_COMPAT", OPT_DCGM}};
     memset(s, 0, sizeof *s);
     s->interval_ms = 1000;
     s->window_s = 10;
@@ -206,12 +207,10 @@ int main(int argc, char **argv) {
             mon_monitor_stop(m);
             return 1;
         }
-        fprintf(stderr, "gpufl-monitor: listening on http://%s:%d/metrics\n", s.listen_host,
-                port);
+        fprintf(stderr, "gpufl-monitor: listening on http://%s:%d/metrics\n", s.listen_host, port);
     }
     char dir[4096];
-    if (gpufl_session_dir(dir, sizeof dir) > 0)
-        fprintf(stderr, "gpufl-monitor: logs in %s\n", dir);
+    if (gpufl_session_dir(dir, sizeof dir) > 0) fprintf(stderr, "gpufl-monitor: logs in %s\n", dir);
 
     struct timespec wait = {s.interval_ms / 1000, (long)(s.interval_ms % 1000) * 1000000L};
     rc = 0;

@@ -12,11 +12,11 @@
 #include <stdint.h>
 
 typedef struct mon_settings {
-    int interval_ms;        /* sampling period */
-    int window_s;           /* seal a log window this often */
-    const char *log_path;   /* NULL: the library's default */
-    char listen_host[64];   /* "" : no HTTP */
-    int listen_port;        /* 0: an ephemeral port (said on stderr) */
+    int interval_ms;           /* sampling period */
+    int window_s;              /* seal a log window this often */
+    const char *log_path;      /* NULL: the library's default */
+    char listen_host[64];      /* "" : no HTTP */
+    int listen_port;           /* 0: an ephemeral port (said on stderr) */
     const char *otlp_endpoint; /* stored; push is a later step */
     int dcgm_compat;
 } mon_settings_t;

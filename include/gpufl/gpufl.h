@@ -474,12 +474,12 @@ typedef struct gpufl_readings_row {
 
 /** A device's identity as its gpu_info record gives it. Set `size` before a read. */
 typedef struct gpufl_readings_device {
-    size_t size;         /**< sizeof(gpufl_readings_device_t) of the caller */
-    int index;           /**< gpufl's device index (the log's "device") */
-    int mig_index;       /**< the MIG instance, or -1 for a whole GPU */
-    char uuid[96];       /**< "GPU-..." or "MIG-..." */
-    char pci_bus_id[32]; /**< "00000000:1B:00.0" */
-    char name[96];       /**< "NVIDIA H100 80GB HBM3", a MIG device's with " MIG 1g.10gb" */
+    size_t size;          /**< sizeof(gpufl_readings_device_t) of the caller */
+    int index;            /**< gpufl's device index (the log's "device") */
+    int mig_index;        /**< the MIG instance, or -1 for a whole GPU */
+    char uuid[96];        /**< "GPU-..." or "MIG-..." */
+    char pci_bus_id[32];  /**< "00000000:1B:00.0" */
+    char name[96];        /**< "NVIDIA H100 80GB HBM3", a MIG device's with " MIG 1g.10gb" */
     char mig_profile[32]; /**< "1g.10gb" (from the MIG device's name); "" for a whole GPU */
     int lost;             /**< it stopped answering (GPU_IS_LOST): no newer row will come */
 } gpufl_readings_device_t;
@@ -515,8 +515,7 @@ GPUFL_API int gpufl_readings_host(gpufl_readings_row_t *out, gpufl_readings_t *r
  * As gpufl_readings_host, for device `device` (gpufl's device index).
  * GPUFL_ENOTFOUND when that device gave no row yet (or there is none).
  */
-GPUFL_API int gpufl_readings_device_row(gpufl_readings_row_t *out, gpufl_readings_t *r,
-                                        int device);
+GPUFL_API int gpufl_readings_device_row(gpufl_readings_row_t *out, gpufl_readings_t *r, int device);
 
 /**
  * Looks a column up by name in a row copied out: 0 and *value, or

@@ -20,12 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEVICES_MAX GPUFL_GAUGE_INSTANCES_MAX
+#define DEVICES_MAX    GPUFL_GAUGE_INSTANCES_MAX
 #define NAME_MAX_BYTES 64
 
 struct gpufl_readings {
     gpufl__gauge_sink_t *gauges;
-    int64_t epoch_ns; /* the session's: rows' ts_ns are offsets from it */
+    int64_t epoch_ns;     /* the session's: rows' ts_ns are offsets from it */
     pthread_mutex_t lock; /* what follows */
     int closed, abandoned;
     size_t ndevices;
@@ -58,7 +58,8 @@ static void mig_profile_of(char *dst, size_t size, const char *name, int mig_ind
 
 static void take_gpu_info(gpufl_readings_t *r, json_t *o) {
     json_t *mig = json_object_get(o, "mig_index");
-    gpufl_readings_device_t *d = device_slot(r, (int)json_integer_value(json_object_get(o, "device")));
+    gpufl_readings_device_t *d =
+        device_slot(r, (int)json_integer_value(json_object_get(o, "device")));
     if (!d) return;
     d->mig_index = json_is_integer(mig) ? (int)json_integer_value(mig) : -1;
     copy_str(d->uuid, sizeof d->uuid, json_object_get(o, "uuid"));

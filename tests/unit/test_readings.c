@@ -35,7 +35,8 @@ static const char *two_gpus =
     " \"gpus\": [{\"name\": \"NVIDIA H100 80GB HBM3\", \"uuid\": \"GPU-aaaa\","
     "   \"pci_bus_id\": \"00000000:1B:00.0\", \"cc\": [9, 0], \"memory_total\": 1000,"
     "   \"mig_mode\": 0,"
-    "   \"samples\": {\"util_gpu\": [10, 20, 30, 40], \"util_mem\": [5], \"mem_used\": [100, 200, 300, 400],"
+    "   \"samples\": {\"util_gpu\": [10, 20, 30, 40], \"util_mem\": [5], \"mem_used\": [100, 200, "
+    "300, 400],"
     "     \"mem_free\": [900, 800, 700, 600], \"power_mw\": [650000], \"throttle\": [4]}},"
     "  {\"name\": \"NVIDIA H100 80GB HBM3\", \"uuid\": \"GPU-bbbb\","
     "   \"pci_bus_id\": \"00000000:2B:00.0\", \"cc\": [9, 0], \"memory_total\": 85520809984,"
@@ -47,6 +48,18 @@ static const char *two_gpus =
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* A session sampling continuously, with readings attached. */
+static gpufl_readings_t *start(const char *name, int flush_interval_ms) {
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, name));
+    if (flush_interval_ms) o.flush_interval_ms = flush_interval_ms;
+    o.system_sample_rate_ms = 10;
+    o.continuous_system_sampling = 1;
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_readings_t *r;
+    assert_int_equal(gpufl_readings_create(&r), 0);
+    return r;
 }
 
 static void no_session_no_readings(void **state) {
@@ -84,13 +97,7 @@ static void *read_loop(void *arg) {
 static void devices_rows_and_a_concurrent_reader(void **state) {
     (void)state;
     write_script(two_gpus);
-    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "two_gpus"));
-    o.flush_interval_ms = 10; /* many stores while the reader copies */
-    o.system_sample_rate_ms = 10;
-    o.continuous_system_sampling = 1;
-    assert_int_equal(gpufl_init(&o), 0);
-    gpufl_readings_t *r;
-    assert_int_equal(gpufl_readings_create(&r), 0);
+    gpufl_readings_t *r = start("two_gpus", 10); /* many stores while the reader copies */
 
     /* Identities came from the records replayed at attach: the GPU in MIG
      * mode is a device, and so is its MIG instance. */
@@ -166,12 +173,7 @@ static void devices_rows_and_a_concurrent_reader(void **state) {
 static void no_driver_says_why(void **state) {
     (void)state;
     write_script("{\"init_error\": 9, \"gpus\": []}");
-    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "no_driver"));
-    o.system_sample_rate_ms = 10;
-    o.continuous_system_sampling = 1;
-    assert_int_equal(gpufl_init(&o), 0);
-    gpufl_readings_t *r;
-    assert_int_equal(gpufl_readings_create(&r), 0);
+    gpufl_readings_t *r = start("no_driver", 0);
     char why[256];
     assert_int_equal(gpufl_readings_gpu_available(why, sizeof why, r), 0);
     assert_non_null(strstr(why, "nvml: "));
@@ -190,17 +192,13 @@ static void no_driver_says_why(void **state) {
 
 static void lost_gpu_is_marked(void **state) {
     (void)state;
-    write_script("{\"gpus\": [{\"name\": \"G\", \"uuid\": \"GPU-lost\", \"pci_bus_id\": \"0:1:0.0\","
-                 " \"memory_total\": 10, \"lost_at_sample\": 2,"
-                 " \"samples\": {\"mem_used\": [1], \"mem_free\": [9]}}]}");
+    write_script(
+        "{\"gpus\": [{\"name\": \"G\", \"uuid\": \"GPU-lost\", \"pci_bus_id\": \"0:1:0.0\","
+        " \"memory_total\": 10, \"lost_at_sample\": 2,"
+        " \"samples\": {\"mem_used\": [1], \"mem_free\": [9]}}]}");
     tu_log_capture_t cap = {0};
     gpufl_set_log_hook(tu_capture_hook, &cap); /* the warning the loss gives */
-    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "lost"));
-    o.system_sample_rate_ms = 10;
-    o.continuous_system_sampling = 1;
-    assert_int_equal(gpufl_init(&o), 0);
-    gpufl_readings_t *r;
-    assert_int_equal(gpufl_readings_create(&r), 0);
+    gpufl_readings_t *r = start("lost", 0);
     gpufl_readings_device_t d = {.size = sizeof d};
     for (int i = 0; i < 200 && !d.lost; i++) {
         sleep_ms(5);
