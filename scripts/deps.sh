@@ -15,7 +15,7 @@ packages+=(libmicrohttpd-dev libcurl4-openssl-dev)
 # Prometheus server (with promtool) scrapes gpufl-monitor in its tests, and docker-compose checks
 # deploy/docker/docker-compose.yml. The service prometheus's installation starts (on every
 # interface) is stopped and disabled: tests start their own, on 127.0.0.1.
-packages+=(python3-yaml)
+packages+=(python3-yaml python3-prometheus-client)
 lean_packages=(prometheus docker-compose)
 services=(prometheus)
 

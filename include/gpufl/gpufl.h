@@ -191,6 +191,9 @@ typedef struct gpufl_options {
     size_t log_rotate_bytes;      /**< start a new segment past this size, default 256 MiB */
     int flush_interval_ms;        /**< longest time data waits before write(), default 250 */
     int pc_sampling_period; /**< PcSampling: one sample per SM every 2^period cycles, 5..31, default 18 */
+    /** Also start a new segment this often, whatever its size (a window a shipper can take
+     * while the session runs); 0 (default): on size only. 0..86400000. */
+    int log_rotate_interval_ms;
 } gpufl_options_t;
 
 /**
@@ -430,6 +433,126 @@ GPUFL_API const gpufl_capability_t *gpufl_probe_find(const gpufl_probe_t *probe,
 GPUFL_API const gpufl_device_info_t *gpufl_probe_device(const gpufl_probe_t *probe, size_t index);
 /** Frees a probe and everything it returned. Accepts NULL. */
 GPUFL_API void gpufl_probe_destroy(gpufl_probe_t *probe);
+
+/* ---------------------------------------------------------------------- */
+/* Latest readings (what a sidecar such as gpufl-monitor serves)            */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * Latest-value readings of the running session: the newest host_sample row,
+ * the newest gpu_sample row of each device, each device's identity (from its
+ * gpu_info record), the throttle-reason names (gpu_legend) and whether the
+ * GPU backend runs (the capability record). Columns are named and in the
+ * units the session log uses (docs/log-format.md). Opaque.
+ *
+ * Rows are kept behind a seqlock: the collector thread stores a row without
+ * ever waiting for a reader, and a reader retries while a store overlaps.
+ * Identities change only when a describing record arrives; they are kept
+ * under a short lock that rows never take.
+ */
+typedef struct gpufl_readings gpufl_readings_t;
+
+/** Most columns a readings row holds (gpu_sample has the most). */
+#define GPUFL_READINGS_MAX_COLUMNS 32
+
+/**
+ * One row copied out of the readings. Set `size` to sizeof before a read;
+ * fields are only appended. Column names are static strings of the library
+ * (the log's column names); the row's time and device columns are not
+ * among them (see ts_ns and the device argument of the read).
+ */
+typedef struct gpufl_readings_row {
+    size_t size;      /**< sizeof(gpufl_readings_row_t) of the caller */
+    int64_t ts_ns;    /**< when it was sampled, CLOCK_MONOTONIC nanoseconds */
+    uint64_t updates; /**< rows stored so far for this host or device */
+    int ncolumns;
+    const char *columns[GPUFL_READINGS_MAX_COLUMNS]; /**< "gpu_util_pct", "power_mw", ... */
+    double values[GPUFL_READINGS_MAX_COLUMNS];
+    /** 1 when the host or device gave the value, 0 when it is null in the log. */
+    unsigned char present[GPUFL_READINGS_MAX_COLUMNS];
+} gpufl_readings_row_t;
+
+/** A device's identity as its gpu_info record gives it. Set `size` before a read. */
+typedef struct gpufl_readings_device {
+    size_t size;          /**< sizeof(gpufl_readings_device_t) of the caller */
+    int index;            /**< gpufl's device index (the log's "device") */
+    int mig_index;        /**< the MIG instance, or -1 for a whole GPU */
+    char uuid[96];        /**< "GPU-..." or "MIG-..." */
+    char pci_bus_id[32];  /**< "00000000:1B:00.0" */
+    char name[96];        /**< "NVIDIA H100 80GB HBM3", a MIG device's with " MIG 1g.10gb" */
+    char mig_profile[32]; /**< "1g.10gb" (from the MIG device's name); "" for a whole GPU */
+    int lost;             /**< it stopped answering (GPU_IS_LOST): no newer row will come */
+} gpufl_readings_device_t;
+
+/**
+ * Attaches latest-value readings to the running session and returns them in
+ * *out (NULL on failure). The records that describe the session so far
+ * (capabilities, devices, legends) are given to them at once, so identities
+ * are known before the first row. Returns 0, GPUFL_EINVAL for a NULL out,
+ * GPUFL_ENOTINIT when no session runs, GPUFL_ENOMEM (also when the session
+ * has no room for another sink). Safe from any thread.
+ */
+GPUFL_API int gpufl_readings_create(gpufl_readings_t **out);
+
+/**
+ * Frees readings. It may be called while their session still runs: they
+ * are then freed when the session ends (gpufl_shutdown()), and must not be
+ * used after this call. Accepts NULL. Not safe against a concurrent read of
+ * the same readings.
+ */
+GPUFL_API void gpufl_readings_destroy(gpufl_readings_t *r);
+
+/**
+ * Copies the newest host row into *out (out->size set first). Returns 0,
+ * GPUFL_EINVAL for NULL arguments or a size too small for the columns,
+ * GPUFL_ENOTFOUND when no host row came yet, GPUFL_EIO when stores kept
+ * overlapping the read (try again at the next interval). Never blocks the
+ * collector; safe from any thread, concurrently with other reads.
+ */
+GPUFL_API int gpufl_readings_host(gpufl_readings_row_t *out, gpufl_readings_t *r);
+
+/**
+ * As gpufl_readings_host, for device `device` (gpufl's device index).
+ * GPUFL_ENOTFOUND when that device gave no row yet (or there is none).
+ */
+GPUFL_API int gpufl_readings_device_row(gpufl_readings_row_t *out, gpufl_readings_t *r, int device);
+
+/**
+ * Looks a column up by name in a row copied out: 0 and *value, or
+ * GPUFL_ENOTFOUND when the row has no such column or its value is null.
+ */
+GPUFL_API int gpufl_readings_value(double *value, const gpufl_readings_row_t *row,
+                                   const char *column);
+
+/**
+ * The devices known so far: their count (0 without a GPU backend). Thread-safe.
+ */
+GPUFL_API size_t gpufl_readings_device_count(gpufl_readings_t *r);
+
+/**
+ * Copies the identity of the i-th known device (0 .. count - 1, in the order
+ * their gpu_info records came) into *out (out->size set first). Returns 0,
+ * GPUFL_EINVAL for NULL arguments or a size too small, GPUFL_ENOTFOUND past
+ * the last. Thread-safe.
+ */
+GPUFL_API int gpufl_readings_device_info(gpufl_readings_device_t *out, gpufl_readings_t *r,
+                                         size_t i);
+
+/**
+ * Copies the name of throttle-reason bit `bit` (0..63) of gpu_sample's
+ * throttle_reasons column ("sw_power_cap", ...) into buf. Returns its
+ * length, GPUFL_ENOTFOUND when the bit has no name (or no legend came),
+ * GPUFL_EINVAL for a bad bit, a NULL buf or one too small. Thread-safe.
+ */
+GPUFL_API int gpufl_readings_throttle_reason(char *buf, size_t size, gpufl_readings_t *r, int bit);
+
+/**
+ * Whether the session's GPU backend runs: returns 1, or 0 and copies why not
+ * (the capability record's reason, e.g. "nvmlInit failed: ...") into why
+ * (when why is not NULL; cut to size). Before the capability record came it
+ * returns 0 with "no capability record yet". Thread-safe.
+ */
+GPUFL_API int gpufl_readings_gpu_available(char *why, size_t size, gpufl_readings_t *r);
 
 /* ---------------------------------------------------------------------- */
 /* Fleet upload                                                             */

@@ -445,6 +445,9 @@ int gpufl__collector_create(gpufl__collector_t **out, const gpufl__settings_t *s
                                       settings->flush_logs_always)) ||
         (rc = gpufl__fanout_attach(&c->sinks, &gpufl__ndjson_sink_ops, &c->ndjson)))
         goto destroy_collector;
+    for (int i = 0; i < c->ndjson.files_open; i++)
+        gpufl__writer_rotate_every(&c->ndjson.files[i],
+                                   (int64_t)settings->log_rotate_interval_ms * 1000000);
     *out = c;
     return 0;
 destroy_collector:

@@ -20,7 +20,7 @@ typedef enum gpufl__option_source {
     GPUFL_FROM_CODE = 3
 } gpufl__option_source_t;
 
-enum { GPUFL_OPTION_COUNT = 26 };
+enum { GPUFL_OPTION_COUNT = 27 };
 
 typedef struct gpufl__settings {
     /* Every string is owned (heap) and never NULL. */
@@ -35,6 +35,7 @@ typedef struct gpufl__settings {
     int64_t ring_capacity_records, memory_cap_bytes, log_rotate_bytes;
     int flush_interval_ms;
     int pc_sampling_period;
+    int log_rotate_interval_ms;
 
     int disabled_by_env;                      /* GPUFL_DISABLED was truthy */
     unsigned char source[GPUFL_OPTION_COUNT]; /* gpufl__option_source_t per option */

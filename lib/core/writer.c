@@ -5,6 +5,8 @@
  */
 #include "core/writer.h"
 
+#include "core/clock.h"
+
 #include "util/error.h"
 #include "util/log.h"
 
@@ -35,7 +37,10 @@ static int open_segment(gpufl__writer_t *f) {
     f->bytes = 0;
     f->broken_line = 0;
     if (f->dict_written) memset(f->dict_written, 0, f->dict_written_cap);
+    size_t before = f->out.len;
     put_header(f);
+    f->header_bytes = f->out.len - before;
+    f->segment_start_ns = gpufl__mono_ns();
     return 0;
 }
 
@@ -54,6 +59,17 @@ int gpufl__writer_open(gpufl__writer_t *f, const char *dir, const char *name,
     int rc = open_segment(f);
     if (rc == 0) rc = gpufl__writer_flush(f);
     return rc;
+}
+
+void gpufl__writer_rotate_every(gpufl__writer_t *f, int64_t interval_ns) {
+    f->rotate_ns = interval_ns > 0 ? interval_ns : 0;
+}
+
+/* A segment is sealed on time only once it holds more than its header, so
+ * a file nothing is written to stays one segment. */
+static int window_due(const gpufl__writer_t *f) {
+    return f->rotate_ns > 0 && f->fd >= 0 && f->bytes > f->header_bytes &&
+           gpufl__mono_ns() - f->segment_start_ns >= f->rotate_ns;
 }
 
 /* Writes p[0..n), finishing partial writes; *done says how far it got. */
@@ -92,14 +108,17 @@ int gpufl__writer_flush(gpufl__writer_t *f) {
     int rc = 0;
     size_t done = 0;
     if (f->fd < 0 && f->reopen && open_segment(f) == 0) f->reopen = 0;
-    if (f->fd < 0 || f->out.len == 0) goto clear_overflow;
+    if (f->fd < 0 || f->out.len == 0) goto check_window;
     /* A line cut short by an earlier failed write is closed first, so the
      * damage stays inside that one line. */
     if (f->broken_line && write_all(f, "\n", 1, NULL) != 0) goto record_write_error;
     if (write_all(f, f->out.data, f->out.len, &done) != 0) goto record_write_error;
     f->out.len = 0;
     if (f->sync_each_write) fdatasync(f->fd);
-    if (f->bytes >= f->rotate_bytes) rotate(f);
+    if (f->bytes >= f->rotate_bytes || window_due(f)) rotate(f);
+    goto clear_overflow;
+check_window:
+    if (window_due(f)) rotate(f);
     goto clear_overflow;
 record_write_error:
     f->write_errors++;

@@ -5,7 +5,9 @@
  * Lines are encoded into a pending buffer and reach the file with one
  * write() of whole lines, on a file opened O_APPEND: a process killed at any
  * moment leaves every complete line intact. Past log_rotate_bytes the file
- * continues in a numbered segment that starts with its own header and dict.
+ * continues in a numbered segment that starts with its own header and dict;
+ * with a rotation interval, also once a segment holding data is that old
+ * (a window a shipper can take while the session runs).
  *
  * A log file is used by the collector thread; the few records written from
  * application threads (system_start/stop) take its lock first.
@@ -28,6 +30,9 @@ typedef struct gpufl__writer {
     int segment;
     uint64_t bytes; /* in the current segment */
     uint64_t rotate_bytes;
+    int64_t rotate_ns;        /* 0: on size only */
+    int64_t segment_start_ns; /* CLOCK_MONOTONIC when the segment was opened */
+    uint64_t header_bytes;    /* what the segment holds before any data */
     int sync_each_write; /* flush_logs_always */
     int broken_line;     /* the last write stopped inside a line */
     int reopen;          /* a new segment could not be created: retried at each flush */
@@ -47,6 +52,9 @@ typedef struct gpufl__writer {
 int gpufl__writer_open(gpufl__writer_t *f, const char *dir, const char *name,
                        const gpufl__session_ident_t *ident, uint64_t rotate_bytes,
                        int sync_each_write);
+/* Also starts a new segment once the current one holds data and is
+ * interval_ns old (0: on size only). Before the first flush. */
+void gpufl__writer_rotate_every(gpufl__writer_t *f, int64_t interval_ns);
 /* Writes what is pending and closes; accepts a file never opened (fd < 0). */
 void gpufl__writer_close(gpufl__writer_t *f);
 /* Writes the pending lines (rotating first when the segment is full).

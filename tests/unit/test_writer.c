@@ -113,6 +113,43 @@ static void rotation(void **state) {
     }
 }
 
+/* With an interval, a segment holding data is sealed once it is that old,
+ * also when nothing more is written; a file that holds only its header is
+ * never sealed, so an idle file stays one segment. */
+static void rotation_on_time(void **state) {
+    (void)state;
+    const char *dir = tu_scratch_dir(SUITE, "rotation_on_time");
+    gpufl__writer_t f, idle;
+    assert_int_equal(gpufl__writer_open(&f, dir, "system", &ident, 1 << 30, 0), 0);
+    assert_int_equal(gpufl__writer_open(&idle, dir, "scope", &ident, 1 << 30, 0), 0);
+    gpufl__writer_rotate_every(&f, 50 * 1000000);
+    gpufl__writer_rotate_every(&idle, 50 * 1000000);
+    gpufl__buf_kv_str(gpufl__writer_record(&f, "event"), "message", "first window");
+    gpufl__writer_end_record(&f);
+    assert_int_equal(gpufl__writer_flush(&f), 0);
+    assert_false(tu_exists(dir, "system.log.1")); /* not yet 50 ms old */
+    usleep(80 * 1000);
+    assert_int_equal(gpufl__writer_flush(&f), 0); /* nothing pending: sealed on time alone */
+    assert_int_equal(gpufl__writer_flush(&idle), 0);
+    assert_true(tu_exists(dir, "system.log.1"));
+    assert_false(tu_exists(dir, "scope.log.1"));
+    gpufl__buf_kv_str(gpufl__writer_record(&f, "event"), "message", "second window");
+    gpufl__writer_end_record(&f);
+    assert_int_equal(gpufl__writer_flush(&f), 0);
+    gpufl__writer_close(&f);
+    gpufl__writer_close(&idle);
+    tu_lines_t L = tu_read(dir, "system.log");
+    assert_string_equal(tu_type(L.v[L.n - 1]), "segment_end");
+    assert_string_equal(tu_type(L.v[L.n - 2]), "event");
+    tu_free(&L);
+    L = tu_read(dir, "system.log.1");
+    assert_string_equal(tu_type(L.v[0]), "header");
+    assert_int_equal(json_integer_value(json_object_get(L.v[0], "segment")), 1);
+    assert_string_equal(json_string_value(json_object_get(L.v[L.n - 1], "message")),
+                        "second window");
+    tu_free(&L);
+}
+
 static void failed_write_is_counted_and_healed(void **state) {
     (void)state;
     const char *dir = tu_scratch_dir(SUITE, "enospc");
@@ -260,6 +297,7 @@ int main(void) {
         cmocka_unit_test(header_dict_and_batch_bytes),
         cmocka_unit_test(existing_file_is_never_overwritten),
         cmocka_unit_test(rotation),
+        cmocka_unit_test(rotation_on_time),
         cmocka_unit_test(failed_write_is_counted_and_healed),
         cmocka_unit_test(oversized_batch_is_dropped_whole),
         cmocka_unit_test(cut_write_resumes_at_the_next_line),
