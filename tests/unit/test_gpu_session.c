@@ -13,19 +13,7 @@
 
 #define SUITE "gpu_session"
 
-static char script_path[1024];
-
-static void write_script(const char *json) {
-    snprintf(script_path, sizeof script_path, "%s/../test-scratch/gpu_session_script.json",
-             GPUFL_TEST_LOG_ROOT);
-    assert_int_equal(system("mkdir -p " GPUFL_TEST_LOG_ROOT "/../test-scratch"), 0);
-    FILE *f = fopen(script_path, "w");
-    assert_non_null(f);
-    fputs(json, f);
-    fclose(f);
-    setenv("GPUFL_FAKE_NVML", script_path, 1);
-    setenv("GPUFL_NVML_LIBRARY", GPUFL_FAKE_NVML_PATH, 1);
-}
+static void write_script(const char *json) { tu_fake_nvml(SUITE, json); }
 
 static const char *h100 =
     "{\"driver_version\": \"580.95.05\", \"nvml_version\": \"13.580.95.05\","

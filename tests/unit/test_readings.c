@@ -15,19 +15,7 @@
 
 #define SUITE "readings"
 
-static char script_path[1024];
-
-static void write_script(const char *json) {
-    snprintf(script_path, sizeof script_path, "%s/../test-scratch/readings_script.json",
-             GPUFL_TEST_LOG_ROOT);
-    assert_int_equal(system("mkdir -p " GPUFL_TEST_LOG_ROOT "/../test-scratch"), 0);
-    FILE *f = fopen(script_path, "w");
-    assert_non_null(f);
-    fputs(json, f);
-    fclose(f);
-    setenv("GPUFL_FAKE_NVML", script_path, 1);
-    setenv("GPUFL_NVML_LIBRARY", GPUFL_FAKE_NVML_PATH, 1);
-}
+static void write_script(const char *json) { tu_fake_nvml(SUITE, json); }
 
 /* Memory used and free change every sample, their sum never does. */
 static const char *two_gpus =

@@ -24,6 +24,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifdef GPUFL_FAKE_NVML_PATH
+/* Writes json as the fake NVML's script (tests/fakes/fake_nvml.c) under the
+ * scratch tree, named for suite, and points the library at the fake. */
+static inline void tu_fake_nvml(const char *suite, const char *json) {
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/../test-scratch/%s_script.json", GPUFL_TEST_LOG_ROOT, suite);
+    assert_int_equal(system("mkdir -p " GPUFL_TEST_LOG_ROOT "/../test-scratch"), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(json, f);
+    fclose(f);
+    setenv("GPUFL_FAKE_NVML", path, 1);
+    setenv("GPUFL_NVML_LIBRARY", GPUFL_FAKE_NVML_PATH, 1);
+}
+#endif
+
 /* A new, empty directory GPUFL_TEST_LOG_ROOT/<suite>/<name>. */
 static inline const char *tu_log_dir(const char *suite, const char *name) {
     static char path[1024];
