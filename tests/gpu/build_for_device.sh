@@ -127,6 +127,11 @@ cc -shared -o .devbin/libgpufl-analysis.so.0 -Wl,-soname,libgpufl-analysis.so.0 
   -Wl,--whole-archive build/device/lib/libgpufl-analysis.a -Wl,--no-whole-archive \
   -L .devbin -l:libgpufl.so -ljansson -lpthread -lm -Wl,--no-undefined -Wl,-rpath,'$ORIGIN'
 cp -L /usr/lib/x86_64-linux-gnu/libjansson.so.4 .devbin/
+# gpufl-monitor, for run_monitor_check.sh, with its HTTP library beside it
+# (the checks put .devbin on LD_LIBRARY_PATH).
+cmake --build build/device -j "$(nproc)" --target gpufl_monitor >/dev/null
+cp build/device/cmd/gpufl-monitor/gpufl-monitor .devbin/
+cp -L /usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12 .devbin/
 # A fault handler that prints the native backtrace (the GPU machine has no debugger).
 cc -shared -fPIC -O1 -g -o .devbin/libsegv_trace.so tests/gpu/segv_trace.c
 # Loaded at run time for CPU stacks (walking, and DWARF lines), in case the GPU

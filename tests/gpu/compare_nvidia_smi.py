@@ -11,14 +11,24 @@ Prints one line per check and exits 1 if any check fails.
 """
 import csv
 import datetime
+import glob
 import json
 import statistics
 import sys
 
 
+def segments(d):
+    """device.log, then its numbered segments (sealed windows) in order."""
+    rest = glob.glob(f"{d}/device.log.*")
+    return [f"{d}/device.log"] + sorted(rest, key=lambda p: int(p.rsplit(".", 1)[1]))
+
+
 def read_session(d):
     info, samples, epoch_us = {}, [], None
-    for line in open(f"{d}/device.log"):
+    lines = (line for path in segments(d) for line in open(path))
+    for line in lines:
+        if not line.strip():
+            continue
         r = json.loads(line)
         t = r["type"]
         if t == "header":
