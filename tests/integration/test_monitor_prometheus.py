@@ -165,6 +165,15 @@ def check_device_labels(name, row, exp, hostname, gpu_index_of, dcgm=False):
     check("gpu" in lab, f"{name} {uuid}: a gpu label")
 
 
+def arrived(prom, query, name):
+    """The series of query once it has any; [] and a failure when none comes within 15 s."""
+    try:
+        return prom.wait_for_series(query, timeout_s=15)
+    except AssertionError as e:
+        check(False, f"{name} arrives: {e}")
+        return []
+
+
 def close(a, b):
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
@@ -186,11 +195,7 @@ def test_own_names(prom, devices, rows_doc, hostname, mon_addr):
             rows = prom.query(query)
             print(f"host-dependent: {name}: {len(rows)} series")
         else:
-            try:
-                rows = prom.wait_for_series(query, timeout_s=15)
-            except AssertionError as e:
-                check(False, f"{name} arrives: {e}")
-                continue
+            rows = arrived(prom, query, name)
         for r in rows:
             lab, value = r["metric"], float(r["value"][1])
             check(lab.get("instance") == mon_addr, f"{name}: scraped from the daemon")
@@ -290,12 +295,7 @@ def test_dcgm(prom, devices, dcgm_doc, hostname):
         if name in DCGM_NOT_PRODUCED:
             print(f"not produced: {name}: {DCGM_NOT_PRODUCED[name]}")
             continue
-        try:
-            rows = prom.wait_for_series(name, timeout_s=15)
-        except AssertionError as e:
-            check(False, f"{name} arrives: {e}")
-            continue
-        for r in rows:
+        for r in arrived(prom, name, name):
             exp = devices.get(r["metric"].get("UUID"))
             check(exp is not None, f"{name}: a known UUID {r['metric'].get('UUID')!r}")
             if exp:
