@@ -11,8 +11,8 @@
 #include <string.h>
 
 /* Seconds: 100 us to 1 s, where a sample of 8 GPUs and the host lands. */
-const double mon_sample_buckets[12] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                       0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+const double mon_sample_buckets[MON_SAMPLE_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0};
 
 const mon_value_t *mon_value_find(const mon_value_t *cols, int n, const char *column) {
     for (int i = 0; i < n && i < MON_MAX_COLS; i++)
@@ -66,7 +66,9 @@ void mon_counters_advance(mon_device_t *cur, const mon_device_t *prev) {
     }
     mon_counters_t c = prev->counters;
     double dt = (double)(cur->ts_ns - prev->ts_ns) / 1e9;
-    if (dt > 0) {
+    /* A prev without a row yet (ts_ns 0) is no baseline: integrating from
+     * it would count the time since boot. */
+    if (dt > 0 && prev->ts_ns > 0) {
         c.energy_joules += energy_delta(cur, prev, dt);
         add_throttle(&c, cur, prev, dt);
         c.pcie_tx_bytes += integrate(cur, prev, "pcie_tx_bytes_per_s", dt);
@@ -92,4 +94,18 @@ void mon_counters_xid(mon_device_t *d, unsigned code) {
         return;
     }
     c->xid_overflow++;
+}
+
+void mon_self_observe(mon_self_t *self, const char *source, double seconds) {
+    int i = 0;
+    while (i < self->nsources && strcmp(self->sample[i].source, source) != 0) i++;
+    if (i == self->nsources) {
+        if (i >= MON_MAX_SOURCES) return;
+        self->sample[i].source = source;
+        self->nsources++;
+    }
+    for (int j = 0; j < MON_SAMPLE_BUCKETS; j++)
+        if (seconds <= mon_sample_buckets[j]) self->sample[i].bucket_counts[j]++;
+    self->sample[i].count++;
+    self->sample[i].sum_seconds += seconds;
 }

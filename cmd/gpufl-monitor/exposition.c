@@ -492,12 +492,12 @@ static void render_device_family(ctx_t *c, const series_t *s, const mon_snapshot
 
 static void render_histogram(ctx_t *c, const series_t *s, const mon_self_t *self,
                              const labels_t *host) {
-    for (int i = 0; i < self->nsources && i < 4; i++) {
+    for (int i = 0; i < self->nsources && i < MON_MAX_SOURCES; i++) {
         const char *src = self->sample[i].source ? self->sample[i].source : "unknown";
         head(c, s->name, s->type, s->unit, s->help, 0);
         labels_t l = *host;
         lab(&l, "source", src);
-        for (int j = 0; j < 12; j++) {
+        for (int j = 0; j < MON_SAMPLE_BUCKETS; j++) {
             char le[40];
             fmt_num(le, sizeof le, mon_sample_buckets[j]);
             /* OpenMetrics writes le as a float ("1.0"), 0.0.4 clients as Go does ("1"). */

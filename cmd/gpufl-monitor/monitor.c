@@ -32,6 +32,7 @@ struct mon_monitor {
     uint64_t samples_before; /* host rows of the sessions before a reopen */
     uint64_t host_updates;
     int64_t started_ns, last_host_ns; /* CLOCK_MONOTONIC: newest host row seen */
+    mon_self_t self;                  /* the sample-time histograms, kept across snapshots */
     /* Names of throttle bits, filled once and never rewritten: snapshots
      * point into it while a scrape renders them. */
     char reason_names[MON_MAX_REASONS][64];
@@ -143,6 +144,7 @@ void mon_monitor_sample(mon_monitor_t *m) {
         if (!m->reason_names[bit][0])
             gpufl_readings_throttle_reason(m->reason_names[bit], sizeof m->reason_names[bit],
                                            m->readings, bit);
+    int64_t t0 = mono_ns();
     if (gpufl_readings_host(&host, m->readings) == 0) {
         copy_row(s->host, &s->host_ncols, &host);
         if (host.updates != m->host_updates) host_seen = mono_ns();
@@ -151,12 +153,19 @@ void mon_monitor_sample(mon_monitor_t *m) {
         s->host_ncols = m->prev.host_ncols;
         memcpy(s->host, m->prev.host, sizeof s->host);
     }
+    int64_t t1 = mono_ns();
     size_t n = gpufl_readings_device_count(m->readings);
     for (size_t i = 0; i < n && s->ndevices < MON_MAX_DEVICES; i++) {
         gpufl_readings_device_t info = {.size = sizeof info};
         if (gpufl_readings_device_info(&info, m->readings, i) == 0)
             fill_device(m, &s->devices[s->ndevices++], &info);
     }
+    int64_t t2 = mono_ns();
+    /* The daemon's own step per source: reading the host row, and reading
+     * and adding up every device's (the NVML calls are the collector's). */
+    mon_self_observe(&m->self, "host", (double)(t1 - t0) / 1e9);
+    mon_self_observe(&m->self, "gpu", (double)(t2 - t1) / 1e9);
+    s->self = m->self;
     gpufl_stats_t st = {.size = sizeof st};
     if (gpufl_get_stats(&st) == 0) s->self.write_errors_total = st.write_errors;
     s->self.samples_total = m->samples_before + m->host_updates;

@@ -18,6 +18,8 @@
 #define MON_MAX_COLS 48
 #define MON_MAX_REASONS 64 /* throttle reason bits */
 #define MON_MAX_XIDS 32    /* distinct XID codes counted per device */
+#define MON_MAX_SOURCES    4     /* sample-time histograms (mon_self_t) */
+#define MON_SAMPLE_BUCKETS 12    /* their finite buckets */
 
 /* One column of a row: its name in the log (gpu_util_pct, power_mw, ...),
  * in the log's units; present == 0 when the device or host gave none. */
@@ -65,15 +67,20 @@ typedef struct mon_self {
     /* sample time per source, as a histogram (seconds) */
     int nsources;
     struct {
-        const char *source;          /* "gpu", "host" */
-        uint64_t bucket_counts[12];  /* cumulative, upper bounds in mon_sample_buckets */
+        const char *source;                         /* static: "gpu", "host" */
+        uint64_t bucket_counts[MON_SAMPLE_BUCKETS]; /* cumulative, bounds in mon_sample_buckets */
         uint64_t count;
         double sum_seconds;
-    } sample[4];
+    } sample[MON_MAX_SOURCES];
 } mon_self_t;
 
 /* Upper bounds (seconds) of the sample-time histogram's buckets. */
-extern const double mon_sample_buckets[12];
+extern const double mon_sample_buckets[MON_SAMPLE_BUCKETS];
+
+/* Counts one sample of source (a static string) that took seconds: its
+ * histogram's count, sum and every bucket whose bound it does not pass.
+ * A source past MON_MAX_SOURCES is not counted. */
+void mon_self_observe(mon_self_t *self, const char *source, double seconds);
 
 typedef struct mon_snapshot {
     char hostname[256];
