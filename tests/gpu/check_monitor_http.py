@@ -63,6 +63,15 @@ def main():
         if served_w is not None:
             check(f"gpu {index}: power within 25 % of nvidia-smi (sampled apart in time)",
                   abs(served_w - power_w) <= 0.25 * max(power_w, 50), f"{served_w:.1f} W / {power_w:.1f} W")
+    procs = series(metrics, "gpufl_process_memory_used_bytes")
+    if procs:
+        pid = open(f"{out}/load_pid.txt").read().strip()
+        mine = [dict(k) for k in procs if dict(k).get("pid") == pid]
+        check("the PyTorch load's process is served with its memory, command and user",
+              len(mine) == 1 and mine[0].get("comm", "").startswith("python") and mine[0].get("user"),
+              str(mine or sorted(dict(k).get("pid") for k in procs)))
+    else:
+        check("per-process series served", False, "no gpufl_process_memory_used_bytes series")
     om = open(f"{out}/metrics_om.txt").read()
     check("OpenMetrics ends in # EOF", om.endswith("# EOF\n"), om[-20:].strip())
     times = sorted(float(t) for t in open(f"{out}/scrape_times.txt") if t.strip())

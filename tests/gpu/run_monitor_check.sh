@@ -28,6 +28,14 @@ smi=$!
 sleep 1
 python3 tests/gpu/load.py 3 6 3 >"$out/load.txt" 2>&1 &
 load=$!
+echo "$load" >"$out/load_pid.txt"
+# Into the busy phase: the load's memory is on the GPU (CUDA started), then its
+# 3 s idle phase has passed.
+for i in $(seq 60); do
+  used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | tr -d ' ')
+  [[ ${used:-0} -gt 100 ]] && break
+  sleep 0.25
+done
 sleep 4
 # During the load: the same moment through the daemon and through nvidia-smi.
 curl -s "127.0.0.1:$port/metrics" >"$out/metrics.txt"
