@@ -157,7 +157,7 @@ def main():
     wall = time.monotonic() - wall0
     result = {"duration_s": round(wall, 3), "rate_per_s": a.rate, "interval_ms": a.interval_ms,
               "load": "python http.client, one keep-alive connection, steady rate",
-              "processes": {}}
+              "loadavg_end": open("/proc/loadavg").read().split()[:3], "processes": {}}
     for k, p in procs.items():
         cpu = cpu_seconds(p.pid) - cpu0[k]
         result["processes"][k] = {
