@@ -26,6 +26,7 @@ import monitor_daemon as md
 from monitor_daemon import sessions, wait_for
 
 MONITOR, FAKE_LIB, SCRIPT, LOG_ROOT = sys.argv[1:5]
+os.makedirs(LOG_ROOT, exist_ok=True)
 failures = []
 skips = []
 
