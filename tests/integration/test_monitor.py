@@ -12,15 +12,16 @@ usage: test_monitor.py GPUFL_MONITOR FAKE_NVML_LIB SCRIPT_8GPUS LOG_ROOT
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
+
+import monitor_daemon as md
+from monitor_daemon import lines, session_ended, sessions, wait_for
 
 MONITOR, FAKE_LIB, SCRIPT, LOG_ROOT = sys.argv[1:5]
 failures = []
@@ -33,99 +34,15 @@ def check(cond, what):
 
 
 def env_for(script):
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith("GPUFL_"):
-            del env[k]
-    env["GPUFL_FAKE_NVML"] = script
-    env["GPUFL_NVML_LIBRARY"] = FAKE_LIB
-    return env
+    return md.env_for(script, FAKE_LIB)
 
 
-class Daemon:
-    def __init__(self, args, script=SCRIPT, env_extra=None):
-        env = env_for(script)
-        env.update(env_extra or {})
-        self.err = tempfile.TemporaryFile(mode="w+")
-        self.p = subprocess.Popen([MONITOR] + args, env=env, stdout=subprocess.DEVNULL,
-                                  stderr=self.err)
-        self.port = None
-        deadline = time.time() + 20
-        while time.time() < deadline and self.p.poll() is None:
-            m = re.search(r"listening on http://[^:]+:(\d+)/", self.stderr())
-            if m and "logs in" in self.stderr():
-                self.port = int(m.group(1))
-                break
-            time.sleep(0.05)
-
-    def stderr(self):
-        self.err.seek(0)
-        return self.err.read()
-
-    def get(self, path, headers=None):
-        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path),
-                                     headers=headers or {})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, dict(r.headers), r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, dict(e.headers), e.read().decode()
-
-    def raw(self, data):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
-        try:
-            out = b""
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                out += chunk
-        except OSError:  # the server closed first: what it answered before counts
-            try:
-                out += s.recv(65536)
-            except OSError:
-                pass
-        finally:
-            s.close()
-        return out.decode(errors="replace")
-
-    def stop(self, sig=signal.SIGTERM):
-        self.p.send_signal(sig)
-        return self.p.wait(timeout=30)
+def Daemon(args, script=SCRIPT, env_extra=None):
+    return md.Daemon(MONITOR, FAKE_LIB, args, script, env_extra)
 
 
 def fresh(name):
-    path = os.path.join(LOG_ROOT, name)
-    shutil.rmtree(path, ignore_errors=True)
-    return path
-
-
-def sessions(log_path):
-    if not os.path.isdir(log_path):
-        return []
-    return sorted(os.path.join(log_path, d) for d in os.listdir(log_path))
-
-
-def lines(path):
-    with open(path) as f:
-        return [json.loads(x) for x in f if x.strip()]
-
-
-def session_ended(d):
-    return any(r.get("type") == "session_end"
-               for name in os.listdir(d) if name.startswith("device.log")
-               for r in lines(os.path.join(d, name)))
-
-
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return cond()
+    return md.fresh(LOG_ROOT, name)
 
 
 def test_serving_and_lifecycle():
