@@ -81,7 +81,7 @@ typedef enum {
     S_EST_FLOPS,  /* peak x SM active x SM occupancy x tensor active */
     S_LOST,
     S_PROCESS_MEMORY, /* mon_process_t's, one sample per process */
-    S_SCRAPES, /* mon_self_t's fields */
+    S_SCRAPES,        /* mon_self_t's fields */
     S_SAMPLES,
     S_WRITE_ERRORS,
     S_SAMPLE_SECONDS,
@@ -476,7 +476,8 @@ static void render_process_family(ctx_t *c, const series_t *s, const mon_snapsho
             lab(&l, "pod_uid", p->pod_uid);
             lab(&l, "slurm_job", p->slurm_job);
             head(c, s->name, s->type, s->unit, s->help, 0);
-            sample(c, s->name, sample_suffix(s->type), &l, NULL, NULL, (double)p->used_bytes * s->scale);
+            sample(c, s->name, sample_suffix(s->type), &l, NULL, NULL,
+                   (double)p->used_bytes * s->scale);
         }
     }
 }

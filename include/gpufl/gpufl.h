@@ -565,18 +565,18 @@ GPUFL_API int gpufl_readings_gpu_available(char *why, size_t size, gpufl_reading
  * Strings are "" when unknown.
  */
 typedef struct gpufl_readings_process {
-    size_t size;              /**< sizeof(gpufl_readings_process_t) of the caller */
-    int pid;                  /**< as the host's /proc names it */
-    uint64_t start_ticks;     /**< /proc/<pid>/stat field 22; 0 unknown */
-    int64_t used_bytes;       /**< device memory it uses; -1 when NVML does not say */
-    char comm[64];            /**< the kernel's command name */
-    int64_t uid;              /**< real uid; -1 unknown */
-    char user[64];            /**< uid's name */
-    char container_id[65];    /**< 64 hex digits */
+    size_t size;                /**< sizeof(gpufl_readings_process_t) of the caller */
+    int pid;                    /**< as the host's /proc names it */
+    uint64_t start_ticks;       /**< /proc/<pid>/stat field 22; 0 unknown */
+    int64_t used_bytes;         /**< device memory it uses; -1 when NVML does not say */
+    char comm[64];              /**< the kernel's command name */
+    int64_t uid;                /**< real uid; -1 unknown */
+    char user[64];              /**< uid's name */
+    char container_id[65];      /**< 64 hex digits */
     char container_runtime[16]; /**< "docker", "containerd", "cri-o", "podman", "cri" */
-    char pod_uid[37];         /**< Kubernetes pod uid */
-    char slurm_job_id[24];    /**< Slurm job id (digits) */
-    char slurm_job_source[16]; /**< "environ" or "cgroup" */
+    char pod_uid[37];           /**< Kubernetes pod uid */
+    char slurm_job_id[24];      /**< Slurm job id (digits) */
+    char slurm_job_source[16];  /**< "environ" or "cgroup" */
 } gpufl_readings_process_t;
 
 /**

@@ -183,8 +183,8 @@ typedef struct gpufl__model_gpu {
  * to). Strings are never NULL ("" when null); unknown integers are
  * GPUFL_MODEL_UNKNOWN. */
 typedef struct gpufl__model_process {
-    int64_t ts_ns;       /* when a device's process list first named it */
-    int64_t device;      /* that device */
+    int64_t ts_ns;  /* when a device's process list first named it */
+    int64_t device; /* that device */
     int64_t pid;
     int64_t start_ticks; /* with pid, names the process across pid reuse */
     int64_t uid;

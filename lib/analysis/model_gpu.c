@@ -164,9 +164,9 @@ static int on_gpu_processes(gpufl__model_t *m, const gpufl__reader_pos_t *pos, j
 
 /* process_info: kept as a row (the report does not show them yet). */
 static int on_process_info(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
-    static const char *const keys[] = {"comm",         "user",              "cgroup_path",
-                                       "container_id", "container_runtime", "pod_uid",
-                                       "pod_qos",      "slurm_job_id",      "slurm_job_source"};
+    static const char *const keys[] = {
+        "comm",    "user",    "cgroup_path",  "container_id",    "container_runtime",
+        "pod_uid", "pod_qos", "slurm_job_id", "slurm_job_source"};
     int64_t ts, device, pid;
     if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
         return gpufl__model_bad_line(m, pos, "process_info", "no integer ts_ns");
@@ -183,9 +183,9 @@ static int on_process_info(gpufl__model_t *m, const gpufl__reader_pos_t *pos, js
         return 0;
     }
     gpufl__model_process_t *p = &m->processes[m->n_processes];
-    const char **strs[] = {&p->comm,         &p->user,    &p->cgroup_path,
-                           &p->container_id, &p->container_runtime, &p->pod_uid,
-                           &p->pod_qos,      &p->slurm_job_id, &p->slurm_job_source};
+    const char **strs[] = {
+        &p->comm,    &p->user,    &p->cgroup_path,  &p->container_id,    &p->container_runtime,
+        &p->pod_uid, &p->pod_qos, &p->slurm_job_id, &p->slurm_job_source};
     p->ts_ns = ts;
     p->device = device;
     p->pid = pid;
@@ -389,10 +389,7 @@ static int finish_gpus(gpufl__model_t *m) {
 int gpufl__model_finish_gpus(gpufl__model_t *m) { return finish_gpus(m); }
 
 const gpufl__model_handler_t gpufl__model_gpu_handlers[] = {
-    {"gpu_info", on_gpu_info, NULL},
-    {"gpu_legend", on_gpu_legend, NULL},
-    {"gpu_sample", on_gpu_sample, NULL},
-    {"gpu_processes", on_gpu_processes, NULL},
-    {"process_info", on_process_info, NULL},
-    {NULL, NULL, NULL},
+    {"gpu_info", on_gpu_info, NULL},         {"gpu_legend", on_gpu_legend, NULL},
+    {"gpu_sample", on_gpu_sample, NULL},     {"gpu_processes", on_gpu_processes, NULL},
+    {"process_info", on_process_info, NULL}, {NULL, NULL, NULL},
 };

@@ -129,7 +129,8 @@ static void take_process_info(gpufl_readings_t *r, json_t *o) {
         const char *key;
         size_t offset, size;
     } strs[] = {
-#define STR(f) {#f, offsetof(gpufl_readings_process_t, f), sizeof(((gpufl_readings_process_t *)0)->f)}
+#define STR(f)                                                                                     \
+    {#f, offsetof(gpufl_readings_process_t, f), sizeof(((gpufl_readings_process_t *)0)->f)}
         STR(comm),    STR(user),         STR(container_id),    STR(container_runtime),
         STR(pod_uid), STR(slurm_job_id), STR(slurm_job_source)
 #undef STR
@@ -196,12 +197,9 @@ static int readings_record(void *self, enum gpufl__file_id channel, const gpufl_
     static const struct {
         const char *type;
         void (*take)(gpufl_readings_t *, json_t *);
-    } takers[] = {{"gpu_info", take_gpu_info},
-                  {"gpu_legend", take_legend},
-                  {"capabilities", take_capabilities},
-                  {"event", take_event},
-                  {"process_info", take_process_info},
-                  {"gpu_processes", take_processes}};
+    } takers[] = {{"gpu_info", take_gpu_info},         {"gpu_legend", take_legend},
+                  {"capabilities", take_capabilities}, {"event", take_event},
+                  {"process_info", take_process_info}, {"gpu_processes", take_processes}};
     gpufl_readings_t *r = self;
     (void)channel;
     (void)dict;
@@ -383,7 +381,6 @@ int gpufl_readings_processes(gpufl_readings_process_t *out, size_t max, gpufl_re
         rc = (int)n;
     }
     pthread_mutex_unlock(&r->lock);
-    if (rc == GPUFL_ENOTFOUND)
-        gpufl__set_error(rc, "no process list for device %d yet", device);
+    if (rc == GPUFL_ENOTFOUND) gpufl__set_error(rc, "no process list for device %d yet", device);
     return rc;
 }

@@ -130,10 +130,14 @@ static inline mon_snapshot_t *mf_snapshot_8(void) {
     /* Processes: on GPU 0 a containerised pod's and a Slurm job's; on GPU 1
      * one whose memory NVML did not give; on the lost GPU 3 a stale one. */
     s->devices[0].nprocesses = 2;
-    s->devices[0].processes[0] = (mon_process_t){
-        4242, 2147483648LL, "python3", "alice",
-        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-        "12345678-1234-1234-1234-123456789abc", ""};
+    s->devices[0].processes[0] =
+        (mon_process_t){4242,
+                        2147483648LL,
+                        "python3",
+                        "alice",
+                        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                        "12345678-1234-1234-1234-123456789abc",
+                        ""};
     s->devices[0].processes[1] = (mon_process_t){4343, 1048576, "train", "bob", "", "", "987"};
     s->devices[1].nprocesses = 1;
     s->devices[1].processes[0] = (mon_process_t){4444, -1, "idle", "carol", "", "", ""};

@@ -257,12 +257,14 @@ static void test_process_series(void **state) {
     char *out = render(s, 0, 0);
     assert_true(has_line(out, "# TYPE gpufl_process_memory_used_bytes gauge"));
     assert_true(has_line(
-        out, "gpufl_process_memory_used_bytes{" PROC_GPU0
-             ",pid=\"4242\",comm=\"python3\",user=\"alice\",container=\"0123456789abcdef0123456789abcdef"
-             "0123456789abcdef0123456789abcdef\",pod_uid=\"12345678-1234-1234-1234-123456789abc\"} "
-             "2147483648"));
-    assert_true(has_line(out, "gpufl_process_memory_used_bytes{" PROC_GPU0
-                              ",pid=\"4343\",comm=\"train\",user=\"bob\",slurm_job=\"987\"} 1048576"));
+        out,
+        "gpufl_process_memory_used_bytes{" PROC_GPU0
+        ",pid=\"4242\",comm=\"python3\",user=\"alice\",container=\"0123456789abcdef0123456789abcdef"
+        "0123456789abcdef0123456789abcdef\",pod_uid=\"12345678-1234-1234-1234-123456789abc\"} "
+        "2147483648"));
+    assert_true(has_line(out,
+                         "gpufl_process_memory_used_bytes{" PROC_GPU0
+                         ",pid=\"4343\",comm=\"train\",user=\"bob\",slurm_job=\"987\"} 1048576"));
     assert_int_equal(count_of(out, "gpufl_process_memory_used_bytes{"), 2);
     assert_null(strstr(out, "pid=\"4444\"")); /* no memory given */
     assert_null(strstr(out, "pid=\"4545\"")); /* its device is lost */
@@ -272,8 +274,7 @@ static void test_process_series(void **state) {
     assert_true(has_line(out, "# UNIT gpufl_process_memory_used_bytes bytes"));
     free(out);
     /* Escaped: a command name may hold any byte but NUL. */
-    snprintf(s->devices[0].processes[1].comm, sizeof s->devices[0].processes[1].comm,
-             "a\"b\\c\nd");
+    snprintf(s->devices[0].processes[1].comm, sizeof s->devices[0].processes[1].comm, "a\"b\\c\nd");
     out = render(s, 0, 0);
     assert_true(has_line(out, "gpufl_process_memory_used_bytes{" PROC_GPU0
                               ",pid=\"4343\",comm=\"a\\\"b\\\\c\\nd\",user=\"bob\","
