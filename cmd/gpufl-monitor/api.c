@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * api.c - /api/v1/gpus: the snapshot as JSON (jansson): the host's latest
- * row, and per device its identity, whether it was lost, and its latest
- * readings by column (null where the device gave none). Without a GPU
+ * row, and per device its identity, whether it was lost, its latest
+ * readings by column (null where the device gave none) and its processes
+ * (memory and who each belongs to; null where unknown). Without a GPU
  * backend the list is empty and gpu_why says why.
  */
 #include "monitor.h"
@@ -36,6 +37,22 @@ static json_t *row_object(const mon_value_t *cols, int n) {
     return o;
 }
 
+static json_t *str_or_null(const char *s) { return *s ? json_string(s) : json_null(); }
+
+static json_t *processes_array(const mon_device_t *d) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < d->nprocesses && i < MON_MAX_PROCESSES; i++) {
+        const mon_process_t *p = &d->processes[i];
+        json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "pid", p->pid, "used_bytes",
+                              p->used_bytes >= 0 ? json_integer(p->used_bytes) : json_null(),
+                              "comm", str_or_null(p->comm), "user", str_or_null(p->user),
+                              "container", str_or_null(p->container), "pod_uid",
+                              str_or_null(p->pod_uid), "slurm_job", str_or_null(p->slurm_job));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 static json_t *device_object(const mon_device_t *d) {
     json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:b}", "index", d->index, "uuid", d->uuid,
                           "pci_bus_id", d->pci_bus_id, "model", d->model, "lost", d->lost);
@@ -46,6 +63,7 @@ static json_t *device_object(const mon_device_t *d) {
     }
     json_object_set_new(o, "ts_ns", d->ncols ? json_integer(d->ts_ns) : json_null());
     json_object_set_new(o, "readings", row_object(d->cols, d->ncols));
+    json_object_set_new(o, "processes", processes_array(d));
     return o;
 }
 

@@ -80,7 +80,8 @@ typedef enum {
     S_PEAK_FLOPS, /* the model's peak, from peaks[] */
     S_EST_FLOPS,  /* peak x SM active x SM occupancy x tensor active */
     S_LOST,
-    S_SCRAPES, /* mon_self_t's fields */
+    S_PROCESS_MEMORY, /* mon_process_t's, one sample per process */
+    S_SCRAPES,        /* mon_self_t's fields */
     S_SAMPLES,
     S_WRITE_ERRORS,
     S_SAMPLE_SECONDS,
@@ -156,6 +157,8 @@ static const series_t table[] = {
      "ESTIMATE of FLOP/s: peak x SM active x SM occupancy x tensor active."},
     {"gpufl_gpu_lost", T_GAUGE, NULL, S_LOST, NULL, 1,
      "1 when the device stopped answering (fell off the bus): its readings are not served."},
+    {"gpufl_process_memory_used_bytes", T_GAUGE, "bytes", S_PROCESS_MEMORY, NULL, 1,
+     "Device memory a process uses (NVML's process list), labelled with who it belongs to."},
     {"gpufl_host_cpu_utilization_ratio", T_GAUGE, "ratio", S_HOST_COL, "cpu_pct", PCT,
      "Host CPU busy time over all cores."},
     {"gpufl_host_memory_used_bytes", T_GAUGE, "bytes", S_HOST_COL, "mem_used_bytes", 1,
@@ -454,6 +457,31 @@ static const char *sample_suffix(mtype_t t) {
 
 /* ---------------- families ---------------- */
 
+/* One sample per process whose memory NVML gave, labelled with its device
+ * and who it belongs to; a lost device serves none (its list is stale). */
+static void render_process_family(ctx_t *c, const series_t *s, const mon_snapshot_t *snap) {
+    for (int i = 0; i < snap->ndevices && i < MON_MAX_DEVICES; i++) {
+        const mon_device_t *d = &snap->devices[i];
+        for (int j = 0; !d->lost && j < d->nprocesses && j < MON_MAX_PROCESSES; j++) {
+            const mon_process_t *p = &d->processes[j];
+            labels_t l;
+            if (p->used_bytes < 0) continue;
+            memset(&l, 0, sizeof l);
+            lab_int(&l, "gpu", d->index);
+            lab(&l, "uuid", d->uuid);
+            lab_int(&l, "pid", p->pid);
+            lab(&l, "comm", p->comm);
+            lab(&l, "user", p->user);
+            lab(&l, "container", p->container);
+            lab(&l, "pod_uid", p->pod_uid);
+            lab(&l, "slurm_job", p->slurm_job);
+            head(c, s->name, s->type, s->unit, s->help, 0);
+            sample(c, s->name, sample_suffix(s->type), &l, NULL, NULL,
+                   (double)p->used_bytes * s->scale);
+        }
+    }
+}
+
 static void render_device_family(ctx_t *c, const series_t *s, const mon_snapshot_t *snap) {
     labels_t l;
     const char *suf = sample_suffix(s->type);
@@ -533,6 +561,7 @@ static void render_family(ctx_t *c, const series_t *s, const mon_snapshot_t *sna
         sample(c, s->name, suf, &host, "reason", snap->gpu_why[0] ? snap->gpu_why : "unknown", 1);
         return;
     case S_SAMPLE_SECONDS: render_histogram(c, s, &snap->self, &host); return;
+    case S_PROCESS_MEMORY: render_process_family(c, s, snap); return;
     default: render_device_family(c, s, snap); return;
     }
     head(c, s->name, s->type, s->unit, s->help, 0);
@@ -587,6 +616,7 @@ static const char *labels_doc(source_t src) {
     case S_SAMPLE_SECONDS: return "hostname, source, le";
     case S_THROTTLE: return "device labels, reason";
     case S_XID: return "device labels, xid";
+    case S_PROCESS_MEMORY: return "gpu, uuid, pid, comm, user, container, pod_uid, slurm_job";
     default: return "device labels";
     }
 }

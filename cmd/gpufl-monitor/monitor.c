@@ -102,6 +102,23 @@ static const mon_device_t *prev_device(const mon_monitor_t *m, int index) {
     return NULL;
 }
 
+/* The device's latest process list, with who each process is. */
+static void fill_processes(mon_monitor_t *m, mon_device_t *d) {
+    gpufl_readings_process_t procs[MON_MAX_PROCESSES];
+    procs[0].size = sizeof procs[0];
+    int n = gpufl_readings_processes(procs, MON_MAX_PROCESSES, m->readings, d->index);
+    for (int i = 0; i < n; i++) {
+        mon_process_t *p = &d->processes[d->nprocesses++];
+        p->pid = procs[i].pid;
+        p->used_bytes = procs[i].used_bytes;
+        snprintf(p->comm, sizeof p->comm, "%s", procs[i].comm);
+        snprintf(p->user, sizeof p->user, "%s", procs[i].user);
+        snprintf(p->container, sizeof p->container, "%s", procs[i].container_id);
+        snprintf(p->pod_uid, sizeof p->pod_uid, "%s", procs[i].pod_uid);
+        snprintf(p->slurm_job, sizeof p->slurm_job, "%s", procs[i].slurm_job_id);
+    }
+}
+
 static void fill_device(mon_monitor_t *m, mon_device_t *d, const gpufl_readings_device_t *info) {
     gpufl_readings_row_t row = {.size = sizeof row};
     const mon_device_t *prev = prev_device(m, info->index);
@@ -127,6 +144,7 @@ static void fill_device(mon_monitor_t *m, mon_device_t *d, const gpufl_readings_
         d->counters = prev->counters; /* nothing new to add up */
     else
         mon_counters_advance(d, prev);
+    if (!d->lost) fill_processes(m, d);
 }
 
 void mon_monitor_sample(mon_monitor_t *m) {

@@ -2,7 +2,7 @@
 /*
  * readings.h - what gpufl-monitor serves, as one snapshot: the host's and
  * every device's latest row (columns named as the session log names them:
- * host_sample, gpu_sample), each device's identity, and the counters the
+ * host_sample, gpu_sample), each device's identity and processes, and the counters the
  * daemon accumulates from one sample to the next (energy, throttle time,
  * PCIe and NVLink bytes, XID errors). The HTTP side renders a snapshot
  * (exposition.c: Prometheus, OpenMetrics; api.c: JSON); the sampling side
@@ -20,6 +20,9 @@
 #define MON_MAX_XIDS 32    /* distinct XID codes counted per device */
 #define MON_MAX_SOURCES    4     /* sample-time histograms (mon_self_t) */
 #define MON_SAMPLE_BUCKETS 12    /* their finite buckets */
+/* Processes kept per device: the readings' own bound (GPUFL_READINGS_MAX_PROCESSES);
+ * NVML may list more, and the rest are not served. */
+#define MON_MAX_PROCESSES 16
 
 /* One column of a row: its name in the log (gpu_util_pct, power_mw, ...),
  * in the log's units; present == 0 when the device or host gave none. */
@@ -44,6 +47,17 @@ typedef struct mon_counters {
     unsigned last_xid;     /* code of the latest event, 0: none yet (DCGM's XID gauge) */
 } mon_counters_t;
 
+/* One process on a device: its memory and who it belongs to ("" unknown). */
+typedef struct mon_process {
+    int pid;
+    int64_t used_bytes; /* -1: NVML did not say (no sample is served) */
+    char comm[64];
+    char user[64];
+    char container[65]; /* container id */
+    char pod_uid[37];
+    char slurm_job[24];
+} mon_process_t;
+
 typedef struct mon_device {
     int index;          /* gpufl's device index (the log's "device") */
     char uuid[96];
@@ -57,6 +71,8 @@ typedef struct mon_device {
     mon_value_t cols[MON_MAX_COLS]; /* gpu_sample's columns, ts_ns and device excluded */
     const char *throttle_reason_names[MON_MAX_REASONS]; /* gpu_legend; NULL: unnamed bit */
     mon_counters_t counters;
+    int nprocesses;
+    mon_process_t processes[MON_MAX_PROCESSES]; /* its latest process list */
 } mon_device_t;
 
 /* The daemon's own cost, for gpufl_monitor_* series. */

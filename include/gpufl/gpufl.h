@@ -441,7 +441,8 @@ GPUFL_API void gpufl_probe_destroy(gpufl_probe_t *probe);
 /**
  * Latest-value readings of the running session: the newest host_sample row,
  * the newest gpu_sample row of each device, each device's identity (from its
- * gpu_info record), the throttle-reason names (gpu_legend) and whether the
+ * gpu_info record), each device's latest process list (gpu_processes, with
+ * who each process is from process_info), the throttle-reason names (gpu_legend) and whether the
  * GPU backend runs (the capability record). Columns are named and in the
  * units the session log uses (docs/log-format.md). Opaque.
  *
@@ -553,6 +554,43 @@ GPUFL_API int gpufl_readings_throttle_reason(char *buf, size_t size, gpufl_readi
  * returns 0 with "no capability record yet". Thread-safe.
  */
 GPUFL_API int gpufl_readings_gpu_available(char *why, size_t size, gpufl_readings_t *r);
+
+/** Most processes of one device's list the readings keep (NVML may count more). */
+#define GPUFL_READINGS_MAX_PROCESSES 16
+
+/**
+ * One process on a device: NVML's pid and memory, and who the process
+ * belongs to (its process_info record; docs/process-attribution.md). Set
+ * `size` of the first element before a read; fields are only appended.
+ * Strings are "" when unknown.
+ */
+typedef struct gpufl_readings_process {
+    size_t size;                /**< sizeof(gpufl_readings_process_t) of the caller */
+    int pid;                    /**< as the host's /proc names it */
+    uint64_t start_ticks;       /**< /proc/<pid>/stat field 22; 0 unknown */
+    int64_t used_bytes;         /**< device memory it uses; -1 when NVML does not say */
+    char comm[64];              /**< the kernel's command name */
+    int64_t uid;                /**< real uid; -1 unknown */
+    char user[64];              /**< uid's name */
+    char container_id[65];      /**< 64 hex digits */
+    char container_runtime[16]; /**< "docker", "containerd", "cri-o", "podman", "cri" */
+    char pod_uid[37];           /**< Kubernetes pod uid */
+    char slurm_job_id[24];      /**< Slurm job id (digits) */
+    char slurm_job_source[16];  /**< "environ" or "cgroup" */
+} gpufl_readings_process_t;
+
+/**
+ * Copies device `device`'s latest process list (its newest gpu_processes
+ * record) into out[0 .. max - 1], out[0].size set first (every element is
+ * taken to be that size), at most GPUFL_READINGS_MAX_PROCESSES. Only the
+ * processes the session described (a process_info record) are listed: a
+ * pid that was gone before it could be read, or that this process cannot
+ * see in /proc, is left out. Returns the number copied (0: an empty list),
+ * GPUFL_EINVAL for NULL arguments or a size too small, GPUFL_ENOTFOUND when
+ * no list came yet for that device. Thread-safe.
+ */
+GPUFL_API int gpufl_readings_processes(gpufl_readings_process_t *out, size_t max,
+                                       gpufl_readings_t *r, int device);
 
 /* ---------------------------------------------------------------------- */
 /* Fleet upload                                                             */

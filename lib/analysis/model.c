@@ -268,6 +268,7 @@ static void summarize(gpufl__model_t *m) {
         {m->sass_insns_over_cap, "sass instructions", m->limits.max_sass_insns},
         {m->sass_metrics_over_cap, "sass_metric rows", m->limits.max_sass_metrics},
         {m->ranges_over_cap, "range_metrics records", GPUFL_MODEL_MAX_RANGES},
+        {m->processes_over_cap, "process_info records", GPUFL_MODEL_MAX_PROCESSES},
     };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         if (caps[i].count)
@@ -429,6 +430,7 @@ void gpufl__model_destroy(gpufl__model_t *m) {
     free(m->events);
     free(m->warnings);
     free(m->gpus);
+    free(m->processes);
     free(m->gpu_samples);
     free(m->kernels);
     free(m->copies);

@@ -176,6 +176,23 @@ typedef struct gpufl__model_gpu {
     gpufl__model_gpu_proc_t procs[GPUFL_MODEL_GPU_PROCS_MAX];
 } gpufl__model_gpu_t;
 
+/* process_info records kept; past it they are counted (processes_over_cap). */
+#define GPUFL_MODEL_MAX_PROCESSES ((size_t)1 << 16)
+
+/* A GPU process as its process_info record describes it (who it belongs
+ * to). Strings are never NULL ("" when null); unknown integers are
+ * GPUFL_MODEL_UNKNOWN. */
+typedef struct gpufl__model_process {
+    int64_t ts_ns;  /* when a device's process list first named it */
+    int64_t device; /* that device */
+    int64_t pid;
+    int64_t start_ticks; /* with pid, names the process across pid reuse */
+    int64_t uid;
+    const char *comm, *user;
+    const char *cgroup_path, *container_id, *container_runtime, *pod_uid, *pod_qos;
+    const char *slurm_job_id, *slurm_job_source;
+} gpufl__model_process_t;
+
 /*
  * One gpu_sample row. Unknown values are GPUFL_MODEL_UNKNOWN (doubles: < 0);
  * every known value is >= 0. Rates are over the interval since the previous
@@ -666,6 +683,10 @@ typedef struct gpufl__model {
     size_t n_gpus;
     uint64_t gpus_over_cap; /* records naming devices past the cap, not kept */
 
+    gpufl__model_process_t *processes; /* process_info records, in log order */
+    size_t n_processes;
+    uint64_t processes_over_cap;
+
     gpufl__model_gpu_sample_t *gpu_samples; /* gpu_sample rows of all devices, in log order */
     size_t n_gpu_samples;
     uint64_t gpu_samples_over_cap;
@@ -800,7 +821,7 @@ typedef struct gpufl__model {
     size_t stack_frames_alloc;
     size_t pc_contexts_alloc, pc_samples_alloc, pc_windows_alloc, pc_reasons_alloc, sass_alloc;
     size_t sass_insns_alloc, pc_scopes_alloc, launches_alloc, sass_metrics_contexts_alloc;
-    size_t sass_metrics_alloc, range_contexts_alloc, ranges_alloc;
+    size_t sass_metrics_alloc, range_contexts_alloc, ranges_alloc, processes_alloc;
     gpufl__idmap_t frame_index; /* frame id -> index in frames */
     gpufl__idmap_t stack_index; /* stack id -> index in stacks */
     void *load_state;          /* only during loading */

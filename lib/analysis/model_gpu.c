@@ -162,6 +162,41 @@ static int on_gpu_processes(gpufl__model_t *m, const gpufl__reader_pos_t *pos, j
     return 0;
 }
 
+/* process_info: kept as a row (the report does not show them yet). */
+static int on_process_info(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
+    static const char *const keys[] = {
+        "comm",    "user",    "cgroup_path",  "container_id",    "container_runtime",
+        "pod_uid", "pod_qos", "slurm_job_id", "slurm_job_source"};
+    int64_t ts, device, pid;
+    if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
+        return gpufl__model_bad_line(m, pos, "process_info", "no integer ts_ns");
+    if (gpufl__model_device_number(json_object_get(rec, "device"), &device))
+        return gpufl__model_bad_line(m, pos, "process_info", "no device number");
+    if (gpufl__reader_int(json_object_get(rec, "pid"), &pid) != 0 || pid <= 0)
+        return gpufl__model_bad_line(m, pos, "process_info", "no positive integer pid");
+    gpufl__model_note_ts(m, ts);
+    int rc = gpufl__model_reserve((void **)&m->processes, &m->processes_alloc, m->n_processes,
+                                  sizeof *m->processes, GPUFL_MODEL_MAX_PROCESSES);
+    if (rc < 0) return rc;
+    if (rc) {
+        m->processes_over_cap++;
+        return 0;
+    }
+    gpufl__model_process_t *p = &m->processes[m->n_processes];
+    const char **strs[] = {
+        &p->comm,    &p->user,    &p->cgroup_path,  &p->container_id,    &p->container_runtime,
+        &p->pod_uid, &p->pod_qos, &p->slurm_job_id, &p->slurm_job_source};
+    p->ts_ns = ts;
+    p->device = device;
+    p->pid = pid;
+    p->start_ticks = gpufl__model_nonneg_or_unknown(json_object_get(rec, "start_ticks"));
+    p->uid = gpufl__model_nonneg_or_unknown(json_object_get(rec, "uid"));
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!(*strs[i] = gpufl__model_member_str(m, rec, keys[i]))) return GPUFL_ENOMEM;
+    m->n_processes++;
+    return 0;
+}
+
 /* The gpu_sample columns: name, kind and where the value goes in a row. */
 enum { GCOL_I64, GCOL_I32, GCOL_REAL };
 enum { GCOL_TS = 0, GCOL_DEVICE = 1, GCOL_REQUIRED = 2 }; /* the first two: never unknown */
@@ -354,9 +389,7 @@ static int finish_gpus(gpufl__model_t *m) {
 int gpufl__model_finish_gpus(gpufl__model_t *m) { return finish_gpus(m); }
 
 const gpufl__model_handler_t gpufl__model_gpu_handlers[] = {
-    {"gpu_info", on_gpu_info, NULL},
-    {"gpu_legend", on_gpu_legend, NULL},
-    {"gpu_sample", on_gpu_sample, NULL},
-    {"gpu_processes", on_gpu_processes, NULL},
-    {NULL, NULL, NULL},
+    {"gpu_info", on_gpu_info, NULL},         {"gpu_legend", on_gpu_legend, NULL},
+    {"gpu_sample", on_gpu_sample, NULL},     {"gpu_processes", on_gpu_processes, NULL},
+    {"process_info", on_process_info, NULL}, {NULL, NULL, NULL},
 };

@@ -3,7 +3,8 @@
  * readings.c - the public latest-value readings (gpufl_readings_*, gpufl.h):
  * a sink that keeps rows in the gauge sink (seqlock: the collector never
  * waits) and, from the few records that describe the session (capabilities,
- * gpu_info, gpu_legend) and the gpu_lost events, who each device is.
+ * gpu_info, gpu_legend) and the gpu_lost events, who each device is; from
+ * gpu_processes and process_info, which processes each device runs.
  *
  * Those records are rare, so they are parsed (jansson) and kept under one
  * mutex that rows never take. The sink belongs to the session it is attached
@@ -16,12 +17,25 @@
 #include "util/error.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DEVICES_MAX    GPUFL_GAUGE_INSTANCES_MAX
 #define NAME_MAX_BYTES 64
+#define PROCS_MAX      GPUFL_READINGS_MAX_PROCESSES
+/* process_info records remembered, newest replacing oldest. Each is needed
+ * only until the gpu_processes record that follows it: after that its
+ * device's list holds a copy, and a later list finds it there. */
+#define INFOS_MAX 256
+
+/* A device's latest process list. */
+typedef struct proc_list {
+    int index; /* the device; -1: slot unused */
+    int n;
+    gpufl_readings_process_t procs[PROCS_MAX];
+} proc_list_t;
 
 struct gpufl_readings {
     gpufl__gauge_sink_t *gauges;
@@ -33,6 +47,9 @@ struct gpufl_readings {
     char reasons[64][NAME_MAX_BYTES]; /* "" : no name */
     int have_caps, gpu_on;
     char gpu_why[256];
+    proc_list_t lists[DEVICES_MAX];
+    gpufl_readings_process_t infos[INFOS_MAX]; /* ring; used_bytes unused */
+    size_t ninfos;                             /* ever taken: next slot is ninfos % INFOS_MAX */
 };
 
 static void copy_str(char *dst, size_t size, json_t *v) {
@@ -107,15 +124,82 @@ static void take_event(gpufl_readings_t *r, json_t *o) {
     if (d) d->lost = 1;
 }
 
+static void take_process_info(gpufl_readings_t *r, json_t *o) {
+    static const struct {
+        const char *key;
+        size_t offset, size;
+    } strs[] = {
+#define STR(f)                                                                                     \
+    {#f, offsetof(gpufl_readings_process_t, f), sizeof(((gpufl_readings_process_t *)0)->f)}
+        STR(comm),    STR(user),         STR(container_id),    STR(container_runtime),
+        STR(pod_uid), STR(slurm_job_id), STR(slurm_job_source)
+#undef STR
+    };
+    json_t *pid = json_object_get(o, "pid"), *start = json_object_get(o, "start_ticks");
+    json_t *uid = json_object_get(o, "uid");
+    if (!json_is_integer(pid) || json_integer_value(pid) <= 0) return;
+    gpufl_readings_process_t *p = &r->infos[r->ninfos++ % INFOS_MAX];
+    memset(p, 0, sizeof *p);
+    p->size = sizeof *p;
+    p->pid = (int)json_integer_value(pid);
+    p->start_ticks = json_is_integer(start) ? (uint64_t)json_integer_value(start) : 0;
+    p->uid = json_is_integer(uid) ? json_integer_value(uid) : -1;
+    p->used_bytes = -1;
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        copy_str((char *)p + strs[i].offset, strs[i].size, json_object_get(o, strs[i].key));
+}
+
+/* Who pid is: the newest process_info of it, else the copy a device's list
+ * kept (its record has left the ring); NULL when the session never
+ * described it. */
+static const gpufl_readings_process_t *find_process(const gpufl_readings_t *r, int pid) {
+    size_t kept = r->ninfos < INFOS_MAX ? r->ninfos : INFOS_MAX;
+    for (size_t k = 1; k <= kept; k++) {
+        const gpufl_readings_process_t *p = &r->infos[(r->ninfos - k) % INFOS_MAX];
+        if (p->pid == pid) return p;
+    }
+    for (int d = 0; d < DEVICES_MAX; d++)
+        for (int i = 0; r->lists[d].index >= 0 && i < r->lists[d].n; i++)
+            if (r->lists[d].procs[i].pid == pid) return &r->lists[d].procs[i];
+    return NULL;
+}
+
+static proc_list_t *list_slot(gpufl_readings_t *r, int index) {
+    proc_list_t *free_slot = NULL;
+    for (int d = 0; d < DEVICES_MAX; d++) {
+        if (r->lists[d].index == index) return &r->lists[d];
+        if (r->lists[d].index < 0 && !free_slot) free_slot = &r->lists[d];
+    }
+    if (free_slot) free_slot->index = index;
+    return free_slot;
+}
+
+static void take_processes(gpufl_readings_t *r, json_t *o) {
+    json_t *pids = json_object_get(o, "pid"), *used = json_object_get(o, "used_bytes");
+    proc_list_t *list = list_slot(r, (int)json_integer_value(json_object_get(o, "device")));
+    gpufl_readings_process_t procs[PROCS_MAX];
+    int n = 0;
+    if (!list || !json_is_array(pids)) return;
+    for (size_t i = 0; i < json_array_size(pids) && n < PROCS_MAX; i++) {
+        json_t *u = json_array_get(used, i);
+        const gpufl_readings_process_t *who =
+            find_process(r, (int)json_integer_value(json_array_get(pids, i)));
+        if (!who) continue; /* never described: gone, or not ours to see */
+        procs[n] = *who;
+        procs[n++].used_bytes = json_is_integer(u) ? json_integer_value(u) : -1;
+    }
+    memcpy(list->procs, procs, (size_t)n * sizeof procs[0]);
+    list->n = n;
+}
+
 static int readings_record(void *self, enum gpufl__file_id channel, const gpufl__line_t *line,
                            const gpufl__intern_t *dict) {
     static const struct {
         const char *type;
         void (*take)(gpufl_readings_t *, json_t *);
-    } takers[] = {{"gpu_info", take_gpu_info},
-                  {"gpu_legend", take_legend},
-                  {"capabilities", take_capabilities},
-                  {"event", take_event}};
+    } takers[] = {{"gpu_info", take_gpu_info},         {"gpu_legend", take_legend},
+                  {"capabilities", take_capabilities}, {"event", take_event},
+                  {"process_info", take_process_info}, {"gpu_processes", take_processes}};
     gpufl_readings_t *r = self;
     (void)channel;
     (void)dict;
@@ -167,6 +251,7 @@ int gpufl_readings_create(gpufl_readings_t **out) {
     gpufl_readings_t *r = calloc(1, sizeof *r);
     if (!r) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the readings");
     pthread_mutex_init(&r->lock, NULL);
+    for (int d = 0; d < DEVICES_MAX; d++) r->lists[d].index = -1;
     snprintf(r->gpu_why, sizeof r->gpu_why, "no capability record yet");
     int rc = gpufl__gauge_sink_create(&r->gauges);
     if (rc) goto free_readings;
@@ -275,4 +360,27 @@ int gpufl_readings_gpu_available(char *why, size_t size, gpufl_readings_t *r) {
     if (why && size) snprintf(why, size, "%s", on ? "" : r->gpu_why);
     pthread_mutex_unlock(&r->lock);
     return on;
+}
+
+int gpufl_readings_processes(gpufl_readings_process_t *out, size_t max, gpufl_readings_t *r,
+                             int device) {
+    if (!out || !r || max == 0 || out->size < sizeof *out)
+        return gpufl__set_error(GPUFL_EINVAL, "readings: NULL argument or process size too small");
+    /* A newer caller's elements are larger: step by its size, fill ours. */
+    size_t stride = out->size, n = 0;
+    int rc = GPUFL_ENOTFOUND;
+    pthread_mutex_lock(&r->lock);
+    for (int d = 0; d < DEVICES_MAX; d++) {
+        const proc_list_t *list = &r->lists[d];
+        if (list->index < 0 || list->index != device) continue;
+        for (n = 0; n < (size_t)list->n && n < max; n++) {
+            gpufl_readings_process_t *o = (gpufl_readings_process_t *)((char *)out + n * stride);
+            memcpy(o, &list->procs[n], sizeof *o);
+            o->size = stride;
+        }
+        rc = (int)n;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (rc == GPUFL_ENOTFOUND) gpufl__set_error(rc, "no process list for device %d yet", device);
+    return rc;
 }

@@ -188,6 +188,20 @@ void gpufl__wire_row_object(gpufl__buf_t *o, const gpufl__wire_table_t *table,
 /* gpu_processes: n pids and their memory (negative: null). */
 void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int count,
                                const int64_t *pid, const int64_t *used_bytes, int n);
+/* process_info: who a GPU process is, written once per process (pid and
+ * start time) when a device's process list first names it. Empty strings
+ * and negative numbers are written as null. */
+typedef struct gpufl__wire_process_info {
+    int64_t ts_ns;
+    int device; /* the device whose list named it first */
+    int64_t pid;
+    uint64_t start_ticks; /* /proc/<pid>/stat field 22; 0: unknown */
+    const char *comm, *user;
+    int64_t uid;
+    const char *cgroup_path, *container_id, *container_runtime, *pod_uid, *pod_qos;
+    const char *slurm_job_id, *slurm_job_source;
+} gpufl__wire_process_info_t;
+void gpufl__wire_process_info(gpufl__line_t *l, const gpufl__wire_process_info_t *p);
 /* frame: one code address described (NULL or "" strings: null). */
 typedef struct gpufl__wire_frame {
     uint32_t id;

@@ -158,6 +158,33 @@ static void kv_str_or_null(gpufl__buf_t *b, const char *key, const char *s) {
     }
 }
 
+static void kv_i64_or_null(gpufl__buf_t *b, const char *key, int64_t v) {
+    gpufl__buf_key(b, key);
+    if (v >= 0)
+        gpufl__buf_put_i64(b, v);
+    else
+        gpufl__buf_puts(b, "null");
+}
+
+void gpufl__wire_process_info(gpufl__line_t *l, const gpufl__wire_process_info_t *p) {
+    gpufl__buf_t *b = gpufl__line_begin(l, "process_info");
+    gpufl__buf_kv_i64(b, "ts_ns", p->ts_ns);
+    gpufl__buf_kv_i64(b, "device", p->device);
+    gpufl__buf_kv_i64(b, "pid", p->pid);
+    kv_i64_or_null(b, "start_ticks", p->start_ticks ? (int64_t)p->start_ticks : -1);
+    kv_str_or_null(b, "comm", p->comm);
+    kv_i64_or_null(b, "uid", p->uid);
+    kv_str_or_null(b, "user", p->user);
+    kv_str_or_null(b, "cgroup_path", p->cgroup_path);
+    kv_str_or_null(b, "container_id", p->container_id);
+    kv_str_or_null(b, "container_runtime", p->container_runtime);
+    kv_str_or_null(b, "pod_uid", p->pod_uid);
+    kv_str_or_null(b, "pod_qos", p->pod_qos);
+    kv_str_or_null(b, "slurm_job_id", p->slurm_job_id);
+    kv_str_or_null(b, "slurm_job_source", p->slurm_job_source);
+    gpufl__line_end(l);
+}
+
 void gpufl__wire_frame(gpufl__line_t *l, const gpufl__wire_frame_t *f) {
     gpufl__buf_t *b = gpufl__line_begin_describing(l, "frame");
     gpufl__buf_kv_i64(b, "id", f->id);

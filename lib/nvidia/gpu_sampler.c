@@ -20,6 +20,10 @@
 #include <string.h>
 
 #define GPU_SLOW_EVERY_NS 1000000000LL
+/* Processes whose attribution is kept: far more than a host runs on its GPUs
+ * at once; past it the least recently listed are read again when they come
+ * back (and described again). */
+#define ATTRIB_CACHE_ENTRIES 1024
 
 static void to_cells(int64_t ts, int device, const gpufl__gpu_sample_t *x, gpufl__cell_t *row) {
     int64_t ints[] = {
@@ -84,7 +88,39 @@ static uint64_t proc_signature(const gpufl__gpu_sample_t *x) {
     return h;
 }
 
-/* Processes are written when the list (or their memory, to the MiB) changes. */
+/* A process_info record for pid when the cache had to read it in full: a pid
+ * new to the session or a new process under a reused pid. A process gone
+ * before it could be read, or unreadable, gets none (readers leave it out). */
+static void describe_process(gpufl__gpu_sampler_t *s, int d, int64_t ts, int pid) {
+    gpufl__proc_attrib_cache_stats_t before, after;
+    gpufl__proc_attrib_t a;
+    if (!s->attrib || pid <= 0) return;
+    gpufl__proc_attrib_cache_stats(&before, s->attrib);
+    if (gpufl__proc_attrib_cache_get(&a, s->attrib, pid) != 0) return;
+    gpufl__proc_attrib_cache_stats(&after, s->attrib);
+    if (after.misses == before.misses) return; /* described when first read */
+    gpufl__wire_process_info_t w = {
+        .ts_ns = ts,
+        .device = d,
+        .pid = pid,
+        .start_ticks = a.start_ticks,
+        .comm = a.comm,
+        .uid = a.uid,
+        .user = a.user,
+        .cgroup_path = a.cgroup.path,
+        .container_id = a.cgroup.container_id,
+        .container_runtime = gpufl__proc_attrib_runtime_name(a.cgroup.runtime),
+        .pod_uid = a.cgroup.pod_uid,
+        .pod_qos = gpufl__proc_attrib_qos_name(a.cgroup.pod_qos),
+        .slurm_job_id = a.slurm_job_id,
+        .slurm_job_source = gpufl__proc_attrib_slurm_from_name(a.slurm_from)};
+    gpufl__line_t l;
+    gpufl__wire_process_info(&l, &w);
+    gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
+}
+
+/* Processes are written when the list (or their memory, to the MiB) changes;
+ * the processes new to it are described first, so a reader knows them. */
 static void write_processes(gpufl__gpu_sampler_t *s, int d, int64_t ts,
                             const gpufl__gpu_sample_t *x) {
     uint64_t sig = proc_signature(x);
@@ -95,6 +131,7 @@ static void write_processes(gpufl__gpu_sampler_t *s, int d, int64_t ts,
     for (int i = 0; i < n; i++) {
         pid[i] = x->procs[i].pid;
         used[i] = x->procs[i].used_bytes;
+        describe_process(s, d, ts, x->procs[i].pid);
     }
     gpufl__line_t l;
     gpufl__wire_gpu_processes(&l, ts, d, x->nprocs, pid, used, n);
@@ -168,6 +205,9 @@ int gpufl__gpu_sampler_init(gpufl__gpu_sampler_t *s, gpufl__nvml_t *nvml, gpufl_
      * H100/H200): read them at most once a second, the window DCGM's
      * profiling metrics use by default. */
     gpufl__nvml_set_slow_interval(nvml, GPU_SLOW_EVERY_NS);
+    /* Without a cache processes are listed but not described. */
+    if (gpufl__proc_attrib_cache_create(&s->attrib, "/proc", ATTRIB_CACHE_ENTRIES) != 0)
+        gpufl__warn("gpu sampler: no process attribution: %s", gpufl_last_error());
     write_info(s);
     *source = (gpufl__source_t){"nvml", s, poll, due_in, flush, finish};
     return 0;
@@ -182,6 +222,8 @@ void gpufl__gpu_sampler_fini(gpufl__gpu_sampler_t *s) {
                      (double)s->cost.total_ns / (double)s->cost.samples / 1000.0,
                      (long long)s->cost.samples);
     gpufl__batch_fini(&s->batch);
+    gpufl__proc_attrib_cache_destroy(s->attrib);
+    s->attrib = NULL;
     gpufl__nvml_close(s->nvml);
     s->nvml = NULL;
 }

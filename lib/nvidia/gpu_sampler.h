@@ -2,13 +2,15 @@
 /*
  * gpu_sampler.h - the NVML source: one gpu_info record per device at start,
  * gpu_sample batches under the session's sampling policy, and gpu_processes
- * records when the processes on a device change. All in device.log.
+ * records when the processes on a device change, each process new to the
+ * session first described by a process_info record. All in device.log.
  */
 #ifndef GPUFL_NVIDIA_GPU_SAMPLER_H
 #define GPUFL_NVIDIA_GPU_SAMPLER_H
 
 #include "core/collector.h"
 #include "core/sampling.h"
+#include "host/proc_attrib.h"
 #include "nvidia/nvml.h"
 
 typedef struct gpufl__gpu_sampler {
@@ -19,6 +21,7 @@ typedef struct gpufl__gpu_sampler {
     int lost[GPUFL_GPU_MAX];          /* device stopped answering: said once, not sampled again */
     uint64_t proc_sig[GPUFL_GPU_MAX]; /* signature of the last process list written */
     gpufl__cost_t cost;               /* what each device sample cost, for the source_cost record */
+    gpufl__proc_attrib_cache_t *attrib; /* who listed processes are; NULL: not described */
 } gpufl__gpu_sampler_t;
 
 /* Takes ownership of nvml (opened by the caller), writes gpu_info records

@@ -4,13 +4,16 @@
 them in MIG mode with two instances each: 12 devices): the HTTP endpoints on
 an ephemeral port, malformed and oversized requests on a raw socket, SIGHUP
 (a new session directory), --window-s (segments sealed on time), SIGTERM (a
-complete session, exit 0), the port taken (exit 1), bad flags (exit 2) and
-no driver (host only, with the reason).
+complete session, exit 0), the port taken (exit 1), bad flags (exit 2), no
+driver (host only, with the reason), and per-process series for a child
+process of the test that the fake's process list names (comm and user read
+from the real /proc).
 
 usage: test_monitor.py GPUFL_MONITOR FAKE_NVML_LIB SCRIPT_8GPUS LOG_ROOT
 """
 import json
 import os
+import pwd
 import re
 import signal
 import socket
@@ -193,7 +196,72 @@ def test_no_driver():
     os.unlink(f.name)
 
 
-for t in (test_bad_flags, test_port_taken, test_no_driver, test_serving_and_lifecycle):
+def script_with_processes(live_pid, gone_pid):
+    """The 8-GPU script with a process list on GPU 0: a live process and one gone."""
+    with open(SCRIPT) as f:
+        script = json.load(f)
+    script["gpus"][0]["samples"]["procs"] = [[[live_pid, 268435456], [gone_pid, 1048576]]]
+    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump(script, f)
+    f.close()
+    return f.name
+
+
+def test_processes():
+    child = subprocess.Popen(["sleep", "60"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    user = pwd.getpwuid(os.getuid()).pw_name
+    script = script_with_processes(child.pid, gone.pid)
+    log_path = fresh("processes")
+    d = Daemon(["--listen", "127.0.0.1:0", "--interval-ms", "100", "--log-path", log_path],
+               script=script)
+    check(d.port is not None, "the daemon serves: " + d.stderr())
+    try:
+        if d.port is None:
+            d.p.kill()
+            return
+
+        def gpu0():
+            api = json.loads(d.get("/api/v1/gpus")[2])
+            return next((g for g in api["gpus"] if g["uuid"] == "GPU-00000000-fake"), None)
+
+        check(wait_for(lambda: gpu0() is not None and gpu0()["processes"], 10),
+              "GPU 0's processes in /api/v1/gpus")
+        procs = gpu0()["processes"] if gpu0() else []
+        check([p["pid"] for p in procs] == [child.pid], "only the live process: %r" % procs)
+        if procs:
+            check(procs[0]["comm"] == "sleep" and procs[0]["user"] == user and
+                  procs[0]["used_bytes"] == 268435456, "its comm, user and memory: %r" % procs[0])
+        others = [g for g in json.loads(d.get("/api/v1/gpus")[2])["gpus"]
+                  if g["uuid"] != "GPU-00000000-fake"]
+        check(all(g["processes"] == [] for g in others), "no processes on the other devices")
+        body = d.get("/metrics")[2]
+        check("# TYPE gpufl_process_memory_used_bytes gauge" in body, "the process family's TYPE")
+        series = re.findall(r"^gpufl_process_memory_used_bytes\{([^}]*)\} (\S+)$", body, re.M)
+        check(len(series) == 1, "one process series: %r" % series)
+        if series:
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', series[0][0]))
+            check(labels.get("gpu") == "0" and labels.get("uuid") == "GPU-00000000-fake" and
+                  labels.get("pid") == str(child.pid) and labels.get("comm") == "sleep" and
+                  labels.get("user") == user and series[0][1] == "268435456",
+                  "the process series' labels and value: %r" % (series,))
+            check(all(v for v in labels.values()), "no empty label: %r" % labels)
+        check(d.stop() == 0, "exits 0")
+        infos = [r for name in sorted(os.listdir(sessions(log_path)[0]))
+                 if name.startswith("device.log")
+                 for r in lines(os.path.join(sessions(log_path)[0], name))
+                 if r["type"] == "process_info"]
+        check([(r["pid"], r["comm"], r["user"]) for r in infos] == [(child.pid, "sleep", user)],
+              "one process_info row, for the live process: %r" % infos)
+    finally:
+        child.kill()
+        child.wait()
+        os.unlink(script)
+
+
+for t in (test_bad_flags, test_port_taken, test_no_driver, test_serving_and_lifecycle,
+          test_processes):
     print("--", t.__name__, flush=True)
     t()
 print("%d failures" % len(failures))

@@ -2,7 +2,8 @@
 /*
  * mon_fixture.h - synthetic gpufl-monitor snapshots for the renderer's unit
  * tests and the metrics doc check: 8 devices (two of them MIG instances of
- * GPU 5, device 3 lost) with every gpu_sample column, or a host-only one.
+ * GPU 5, device 3 lost) with every gpu_sample column and a few processes,
+ * or a host-only one.
  */
 #ifndef GPUFL_TEST_MON_FIXTURE_H
 #define GPUFL_TEST_MON_FIXTURE_H
@@ -126,6 +127,22 @@ static inline mon_snapshot_t *mf_snapshot_8(void) {
         snprintf(d->mig_profile, sizeof d->mig_profile, "3g.40gb");
     }
     s->devices[3].lost = 1;
+    /* Processes: on GPU 0 a containerised pod's and a Slurm job's; on GPU 1
+     * one whose memory NVML did not give; on the lost GPU 3 a stale one. */
+    s->devices[0].nprocesses = 2;
+    s->devices[0].processes[0] =
+        (mon_process_t){4242,
+                        2147483648LL,
+                        "python3",
+                        "alice",
+                        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                        "12345678-1234-1234-1234-123456789abc",
+                        ""};
+    s->devices[0].processes[1] = (mon_process_t){4343, 1048576, "train", "bob", "", "", "987"};
+    s->devices[1].nprocesses = 1;
+    s->devices[1].processes[0] = (mon_process_t){4444, -1, "idle", "carol", "", "", ""};
+    s->devices[3].nprocesses = 1;
+    s->devices[3].processes[0] = (mon_process_t){4545, 4096, "stale", "dave", "", "", ""};
     s->devices[1].counters.nxids = 1;
     s->devices[1].counters.xids[0].code = 79;
     s->devices[1].counters.xids[0].count = 2;

@@ -3,7 +3,8 @@
  * test_mon_exposition.c - gpufl-monitor's /metrics renderer and counters on
  * synthetic snapshots: names, units and labels of every family, absent
  * readings left out, both formats, --dcgm-compat's twins, the counters added
- * up between samples, label escaping and the output buffer's cap.
+ * up between samples, label escaping, per-process series and the output
+ * buffer's cap.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,6 +247,47 @@ static void test_label_escaping(void **state) {
     free(s);
 }
 
+#define PROC_GPU0 "gpu=\"0\",uuid=\"GPU-00000000-1111-2222-3333-444444444444\""
+
+/* One sample per process with its memory, labelled with who it is; empty
+ * labels, processes without memory and a lost device's list left out. */
+static void test_process_series(void **state) {
+    (void)state;
+    mon_snapshot_t *s = mf_snapshot_8();
+    char *out = render(s, 0, 0);
+    assert_true(has_line(out, "# TYPE gpufl_process_memory_used_bytes gauge"));
+    assert_true(has_line(
+        out,
+        "gpufl_process_memory_used_bytes{" PROC_GPU0
+        ",pid=\"4242\",comm=\"python3\",user=\"alice\",container=\"0123456789abcdef0123456789abcdef"
+        "0123456789abcdef0123456789abcdef\",pod_uid=\"12345678-1234-1234-1234-123456789abc\"} "
+        "2147483648"));
+    assert_true(has_line(out,
+                         "gpufl_process_memory_used_bytes{" PROC_GPU0
+                         ",pid=\"4343\",comm=\"train\",user=\"bob\",slurm_job=\"987\"} 1048576"));
+    assert_int_equal(count_of(out, "gpufl_process_memory_used_bytes{"), 2);
+    assert_null(strstr(out, "pid=\"4444\"")); /* no memory given */
+    assert_null(strstr(out, "pid=\"4545\"")); /* its device is lost */
+    free(out);
+    /* OpenMetrics: the family with its unit. */
+    out = render(s, 1, 0);
+    assert_true(has_line(out, "# UNIT gpufl_process_memory_used_bytes bytes"));
+    free(out);
+    /* Escaped: a command name may hold any byte but NUL. */
+    snprintf(s->devices[0].processes[1].comm, sizeof s->devices[0].processes[1].comm, "a\"b\\c\nd");
+    out = render(s, 0, 0);
+    assert_true(has_line(out, "gpufl_process_memory_used_bytes{" PROC_GPU0
+                              ",pid=\"4343\",comm=\"a\\\"b\\\\c\\nd\",user=\"bob\","
+                              "slurm_job=\"987\"} 1048576"));
+    free(out);
+    /* No process anywhere: no family, not even its HELP. */
+    for (int i = 0; i < s->ndevices; i++) s->devices[i].nprocesses = 0;
+    out = render(s, 0, 0);
+    assert_null(strstr(out, "gpufl_process_memory_used_bytes"));
+    free(out);
+    free(s);
+}
+
 static void test_buffer_cap(void **state) {
     (void)state;
     mon_buf_t b = {.max = 16};
@@ -397,6 +439,7 @@ int main(void) {
         cmocka_unit_test(test_dcgm_compat),
         cmocka_unit_test(test_estimated_flops),
         cmocka_unit_test(test_label_escaping),
+        cmocka_unit_test(test_process_series),
         cmocka_unit_test(test_buffer_cap),
         cmocka_unit_test(test_counters_advance),
         cmocka_unit_test(test_counters_xid),

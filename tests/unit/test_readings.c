@@ -5,13 +5,19 @@
  * capability record with and without a driver, rows by column name, a
  * reader thread that copies rows while the collector stores them (every
  * copy consistent: used + free = total), and destroy during and after a
- * session. Driven by the fake libnvidia-ml.
+ * session, and each device's process list with who each process is (real
+ * child processes, so attribution reads the real /proc) and the
+ * process_info records behind it. Driven by the fake libnvidia-ml.
  */
 #include "test_util.h"
 
 #include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SUITE "readings"
 
@@ -200,12 +206,126 @@ static void lost_gpu_is_marked(void **state) {
     unsetenv("GPUFL_NVML_LIBRARY");
 }
 
+/* A child running `sleep 60` (comm "sleep"), killed by the caller. */
+static pid_t spawn_sleep(void) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execlp("sleep", "sleep", "60", (char *)NULL);
+        _exit(127);
+    }
+    /* comm is the parent's until exec: wait for it to change. */
+    char path[64], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    for (int i = 0; i < 400 && strcmp(comm, "sleep\n") != 0; i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof comm, f)) comm[0] = '\0';
+            fclose(f);
+        }
+        sleep_ms(5);
+    }
+    assert_string_equal(comm, "sleep\n");
+    return pid;
+}
+
+/* A pid that no process has: a child that exited and was reaped. */
+static pid_t gone_pid(void) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) _exit(0);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    return pid;
+}
+
+static size_t count_process_info(const tu_lines_t *L, pid_t pid) {
+    size_t n = 0;
+    for (size_t i = 0; i < L->n; i++)
+        n += strcmp(tu_type(L->v[i]), "process_info") == 0 &&
+             json_integer_value(json_object_get(L->v[i], "pid")) == pid;
+    return n;
+}
+
+static void process_lists_with_attribution(void **state) {
+    (void)state;
+    pid_t live = spawn_sleep(), gone = gone_pid();
+    char json[1024];
+    /* The list changes (the gone pid leaves, memory grows) on the third
+     * read: a second gpu_processes record naming the live process again. */
+    snprintf(json, sizeof json,
+             "{\"gpus\": [{\"name\": \"G\", \"uuid\": \"GPU-procs\", \"pci_bus_id\": \"0:1:0.0\","
+             " \"memory_total\": 100000000, \"samples\": {\"mem_used\": [1], \"mem_free\": [9],"
+             " \"procs\": [[[%d, 1048576], [%d, 2097152]], [[%d, 1048576], [%d, 2097152]],"
+             " [[%d, 3145728]]]}},"
+             " {\"name\": \"H\", \"uuid\": \"GPU-none\", \"pci_bus_id\": \"0:2:0.0\","
+             " \"memory_total\": 10, \"samples\": {\"mem_used\": [1], \"mem_free\": [9]}}]}",
+             (int)live, (int)gone, (int)live, (int)gone, (int)live);
+    write_script(json);
+    gpufl_readings_t *r = start("processes", 0);
+    gpufl_readings_process_t p[4];
+    p[0].size = sizeof p[0];
+    int n = GPUFL_ENOTFOUND;
+    /* Process lists are read once a second: wait for the third. */
+    for (int i = 0; i < 600; i++) {
+        n = gpufl_readings_processes(p, 4, r, 0);
+        if (n == 1 && p[0].used_bytes == 3145728) break;
+        sleep_ms(10);
+    }
+    assert_int_equal(n, 1); /* the gone pid is not listed */
+    assert_int_equal(p[0].pid, live);
+    assert_true(p[0].used_bytes == 3145728);
+    assert_string_equal(p[0].comm, "sleep");
+    assert_true(p[0].uid == (int64_t)getuid());
+    struct passwd *pw = getpwuid(getuid());
+    assert_non_null(pw);
+    assert_string_equal(p[0].user, pw->pw_name);
+    assert_true(p[0].start_ticks > 0);
+    assert_int_equal(p[0].size, sizeof p[0]);
+    /* A device NVML gives no process list for has none; bad arguments. */
+    assert_int_equal(gpufl_readings_processes(p, 4, r, 1), GPUFL_ENOTFOUND);
+    assert_int_equal(gpufl_readings_processes(p, 4, r, 9), GPUFL_ENOTFOUND);
+    assert_int_equal(gpufl_readings_processes(p, 0, r, 0), GPUFL_EINVAL);
+    assert_int_equal(gpufl_readings_processes(NULL, 4, r, 0), GPUFL_EINVAL);
+    p[0].size = 8;
+    assert_int_equal(gpufl_readings_processes(p, 4, r, 0), GPUFL_EINVAL);
+    gpufl_shutdown();
+    kill(live, SIGKILL);
+    waitpid(live, NULL, 0);
+
+    /* The log: one process_info for the live process, written before the
+     * first list that names it and not again for the second; none for the
+     * gone pid, which the lists still name. */
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    assert_true(tu_count(&D, "gpu_processes") >= 2);
+    assert_int_equal(count_process_info(&D, live), 1);
+    assert_int_equal(count_process_info(&D, gone), 0);
+    json_t *info = NULL;
+    for (size_t i = 0; i < D.n && !info; i++)
+        if (strcmp(tu_type(D.v[i]), "process_info") == 0 &&
+            json_integer_value(json_object_get(D.v[i], "pid")) == live)
+            info = D.v[i];
+    assert_string_equal(json_string_value(json_object_get(info, "comm")), "sleep");
+    assert_string_equal(json_string_value(json_object_get(info, "user")), pw->pw_name);
+    assert_int_equal(json_integer_value(json_object_get(info, "device")), 0);
+    assert_true(json_integer_value(json_object_get(info, "start_ticks")) > 0);
+    json_t *first = tu_first(&D, "gpu_processes");
+    for (size_t i = 0; i < D.n; i++) {
+        if (D.v[i] == info) break;
+        assert_true(D.v[i] != first); /* described before it is listed */
+    }
+    tu_free(&D);
+    gpufl_readings_destroy(r);
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_session_no_readings),
         cmocka_unit_test(devices_rows_and_a_concurrent_reader),
         cmocka_unit_test(no_driver_says_why),
         cmocka_unit_test(lost_gpu_is_marked),
+        cmocka_unit_test(process_lists_with_attribution),
     };
     return cmocka_run_group_tests_name("readings", tests, NULL, NULL);
 }

@@ -766,7 +766,7 @@ static void test_report_model_gpu(void **state) {
     (void)state;
     gpufl__model_t *m = load("sessions/gpu");
     expect_warnings(m, 0);
-    assert_int_equal(m->read.lines, 14 + 5 + 5);
+    assert_int_equal(m->read.lines, 15 + 5 + 5);
     assert_int_equal(m->read.corrupt_lines, 0);
     assert_int_equal(m->read.unknown_records, 0);
     assert_int_equal(m->first_ts_ns, 900 * MS);
@@ -879,6 +879,18 @@ static void test_report_model_gpu(void **state) {
     assert_int_equal(power_cap, 3);
     assert_int_equal(idle, 1);
     assert_int_equal(energy_last - energy_first, 2810000); /* 2810 J over 4.5 s: 624 W */
+
+    /* process_info: kept as a row */
+    assert_int_equal(m->n_processes, 1);
+    assert_int_equal(m->processes[0].pid, 5150);
+    assert_int_equal(m->processes[0].device, 0);
+    assert_int_equal(m->processes[0].start_ticks, 123456);
+    assert_int_equal(m->processes[0].uid, 1000);
+    assert_string_equal(m->processes[0].comm, "python3");
+    assert_string_equal(m->processes[0].user, "alice");
+    assert_string_equal(m->processes[0].container_runtime, "containerd");
+    assert_string_equal(m->processes[0].pod_uid, "12345678-1234-1234-1234-123456789abc");
+    assert_string_equal(m->processes[0].slurm_job_id, "");
 
     /* gpu_processes: the last list and the peak */
     g = &m->gpus[0];
