@@ -88,8 +88,10 @@ def doc_tables(path):
 
 def enriched_script(path):
     """The 8-GPU script plus what its GPUs 0 and 1 also answer (fan, memory temperature, ECC,
-    NVLink, GPM), so that the series of those readings arrive too."""
+    NVLink, GPM), and a process list on GPU 0 naming this test's own process, so that the
+    series of those readings arrive too."""
     d = json.load(open(path))
+    d["gpus"][0]["samples"]["procs"] = [[[os.getpid(), 268435456]]]
     for g in d["gpus"][:2]:
         g.update(gpm=True, ecc=True, nvlink_links=18, nvlink_active=4)
         g["samples"].update(fan=[40], temp_mem=[60], ecc_sbe=[3], ecc_dbe=[1], gpm={
@@ -216,6 +218,14 @@ def test_own_names(prom, devices, rows_doc, hostname, mon_addr):
                     check(value == exp["mem_total"], f"{name} {lab['uuid']}: {value}")
                 elif row["Type"] == "counter":
                     check(value >= 0, f"{name} {lab['uuid']}: a counter >= 0: {value}")
+            elif name.startswith("gpufl_process_"):
+                # This test's own process, on GPU 0 of the script: who it is comes from /proc;
+                # container, pod and Slurm job labels are left out where unknown, as here.
+                check(lab.get("uuid") in devices, f"{name}: a known uuid {lab.get('uuid')!r}")
+                check(lab.get("pid") == str(os.getpid()), f"{name}: pid {lab.get('pid')!r}")
+                check(lab.get("comm", "").startswith("python"), f"{name}: comm {lab.get('comm')!r}")
+                check(bool(lab.get("user")), f"{name}: user {lab.get('user')!r}")
+                check(value == 268435456, f"{name}: {value}, want 268435456")
             else:
                 check(lab.get("hostname") == hostname, f"{name}: hostname label")
                 for k in labels_doc.split(", ")[1:]:
