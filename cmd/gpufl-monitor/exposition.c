@@ -84,6 +84,8 @@ typedef enum {
     S_SCRAPES,        /* mon_self_t's fields */
     S_SAMPLES,
     S_WRITE_ERRORS,
+    S_OTLP_EXPORTS,
+    S_OTLP_DROPPED,
     S_SAMPLE_SECONDS,
     S_BACKEND_UP,
     S_BACKEND_INFO,
@@ -183,6 +185,10 @@ static const series_t table[] = {
     {"gpufl_monitor_samples", T_COUNTER, NULL, S_SAMPLES, NULL, 1, "Samples taken."},
     {"gpufl_monitor_log_write_errors", T_COUNTER, NULL, S_WRITE_ERRORS, NULL, 1,
      "Log writes that failed (disk full, ...); sampling went on."},
+    {"gpufl_monitor_otlp_exports", T_COUNTER, NULL, S_OTLP_EXPORTS, NULL, 1,
+     "OTLP pushes to --otlp-endpoint, by result (ok: answered 2xx; error: failed or timed out)."},
+    {"gpufl_monitor_otlp_dropped", T_COUNTER, NULL, S_OTLP_DROPPED, NULL, 1,
+     "Snapshots replaced by a newer one before the OTLP push thread took them."},
     {"gpufl_monitor_gpu_backend_up", T_GAUGE, NULL, S_BACKEND_UP, NULL, 1,
      "1 when the GPU backend runs, 0 when the monitor runs host-only."},
     {"gpufl_monitor_gpu_backend", T_INFO, NULL, S_BACKEND_INFO, NULL, 1,
@@ -554,6 +560,12 @@ static void render_family(ctx_t *c, const series_t *s, const mon_snapshot_t *sna
     case S_SCRAPES: v = (double)snap->self.scrapes_total; break;
     case S_SAMPLES: v = (double)snap->self.samples_total; break;
     case S_WRITE_ERRORS: v = (double)snap->self.write_errors_total; break;
+    case S_OTLP_DROPPED: v = (double)snap->self.otlp_dropped; break;
+    case S_OTLP_EXPORTS:
+        head(c, s->name, s->type, s->unit, s->help, 0);
+        sample(c, s->name, suf, &host, "result", "ok", (double)snap->self.otlp_exports_ok);
+        sample(c, s->name, suf, &host, "result", "error", (double)snap->self.otlp_exports_error);
+        return;
     case S_BACKEND_UP: v = snap->gpu_available ? 1 : 0; break;
     case S_BACKEND_INFO:
         if (snap->gpu_available) return;
@@ -611,7 +623,9 @@ static const char *labels_doc(source_t src) {
     case S_SCRAPES:
     case S_SAMPLES:
     case S_WRITE_ERRORS:
+    case S_OTLP_DROPPED:
     case S_BACKEND_UP: return "hostname";
+    case S_OTLP_EXPORTS: return "hostname, result";
     case S_BACKEND_INFO: return "hostname, reason";
     case S_SAMPLE_SECONDS: return "hostname, source, le";
     case S_THROTTLE: return "device labels, reason";

@@ -33,8 +33,8 @@ static void usage(FILE *f) {
         "                        'none': no HTTP). Serves /metrics, /healthz, /api/v1/gpus\n"
         "  --window-s N          seal a log window (a new numbered segment of each file) every\n"
         "                        N seconds, 1..86400 (default 10)\n"
-        "  --otlp-endpoint URL   OTLP/HTTP endpoint (http:// or https://); stored only: push\n"
-        "                        is not built yet\n"
+        "  --otlp-endpoint URL   push every sample as OTLP/HTTP JSON to URL/v1/metrics\n"
+        "                        (http:// or https://)\n"
         "  --dcgm-compat         also serve dcgm-exporter's series names\n"
         "  --help, --version\n"
         "\n"
@@ -191,11 +191,6 @@ int main(int argc, char **argv) {
     sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-    if (s.otlp_endpoint)
-        fprintf(stderr,
-                "gpufl-monitor: --otlp-endpoint %s is stored, but OTLP push is not built yet: "
-                "nothing is sent there\n",
-                s.otlp_endpoint);
     mon_monitor_t *m;
     if (mon_monitor_start(&m, &s)) return 1;
     mon_http_t *http = NULL;

@@ -24,6 +24,7 @@
 struct mon_monitor {
     mon_settings_t settings;
     gpufl_readings_t *readings;
+    mon_otlp_t *otlp;     /* NULL: no --otlp-endpoint */
     pthread_mutex_t lock; /* published */
     mon_snapshot_t published;
     mon_snapshot_t next, prev; /* the sampling thread's own */
@@ -80,6 +81,14 @@ int mon_monitor_start(mon_monitor_t **out, const mon_settings_t *s) {
         pthread_mutex_destroy(&m->lock);
         free(m);
         return -1;
+    }
+    if (s->otlp_endpoint) {
+        char why[256];
+        if (mon_otlp_start(&m->otlp, s->otlp_endpoint, s->interval_ms, why, sizeof why)) {
+            fprintf(stderr, "gpufl-monitor: %s\n", why);
+            mon_monitor_stop(m);
+            return -1;
+        }
     }
     mon_monitor_sample(m);
     *out = m;
@@ -191,6 +200,7 @@ void mon_monitor_sample(mon_monitor_t *m) {
     memcpy(&m->published, s, sizeof *s);
     if (host_seen) m->last_host_ns = host_seen;
     pthread_mutex_unlock(&m->lock);
+    mon_otlp_offer(m->otlp, s);
     memcpy(&m->prev, s, sizeof *s);
     m->have_prev = 1;
 }
@@ -210,6 +220,7 @@ int mon_monitor_reopen(mon_monitor_t *m) {
 
 void mon_monitor_stop(mon_monitor_t *m) {
     if (!m) return;
+    mon_otlp_stop(m->otlp);
     gpufl_shutdown();
     gpufl_readings_destroy(m->readings);
     pthread_mutex_destroy(&m->lock);
@@ -221,6 +232,7 @@ void mon_monitor_snapshot(mon_snapshot_t *out, mon_monitor_t *m) {
     memcpy(out, &m->published, sizeof *out);
     pthread_mutex_unlock(&m->lock);
     out->self.scrapes_total = atomic_load(&m->scrapes);
+    mon_otlp_counts(m->otlp, &out->self);
 }
 
 void mon_monitor_count_scrape(mon_monitor_t *m) { atomic_fetch_add(&m->scrapes, 1); }

@@ -9,6 +9,7 @@
 
 #include "readings.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct mon_settings {
@@ -17,7 +18,7 @@ typedef struct mon_settings {
     const char *log_path;      /* NULL: the library's default */
     char listen_host[64];      /* "" : no HTTP */
     int listen_port;           /* 0: an ephemeral port (said on stderr) */
-    const char *otlp_endpoint; /* stored; push is a later step */
+    const char *otlp_endpoint; /* NULL: no OTLP push */
     int dcgm_compat;
 } mon_settings_t;
 
@@ -42,6 +43,20 @@ void mon_monitor_snapshot(mon_snapshot_t *out, mon_monitor_t *m);
 int mon_monitor_healthy(mon_monitor_t *m, char *why, size_t size);
 /* Counts one scrape of /metrics (mon_self_t.scrapes_total). */
 void mon_monitor_count_scrape(mon_monitor_t *m);
+
+/* ---- otlp.c: the OTLP/HTTP push ---- */
+
+typedef struct mon_otlp mon_otlp_t;
+/* Starts the push thread for <endpoint>/v1/metrics, each request timed out
+ * after one interval (0.5 s to 10 s); 0, or -1 with the reason in why. */
+int mon_otlp_start(mon_otlp_t **out, const char *endpoint, int interval_ms, char *why, size_t size);
+/* Hands s to the push thread without waiting on it: s replaces a snapshot
+ * still pending (counted as dropped). o NULL: nothing. */
+void mon_otlp_offer(mon_otlp_t *o, const mon_snapshot_t *s);
+/* The export and drop counters into self (o NULL: left as they are). */
+void mon_otlp_counts(mon_otlp_t *o, mon_self_t *self);
+/* Stops the thread (after a request in flight) and frees o. */
+void mon_otlp_stop(mon_otlp_t *o);
 
 /* ---- http.c: the server ---- */
 

@@ -80,6 +80,8 @@ typedef struct mon_self {
     uint64_t scrapes_total;
     uint64_t samples_total;
     uint64_t write_errors_total;     /* log writes that failed (disk full, ...) */
+    uint64_t otlp_exports_ok, otlp_exports_error; /* OTLP pushes answered 2xx, or not */
+    uint64_t otlp_dropped; /* snapshots replaced before the push thread took them */
     /* sample time per source, as a histogram (seconds) */
     int nsources;
     struct {
