@@ -37,6 +37,13 @@ struct mon_monitor {
     /* Names of throttle bits, filled once and never rewritten: snapshots
      * point into it while a scrape renders them. */
     char reason_names[MON_MAX_REASONS][64];
+    /* Each device's XID counts in the readings already added to its
+     * counters; the readings count from 0 again after a reopen. */
+    struct {
+        int device;
+        uint64_t code, counted;
+    } xids_seen[MON_MAX_DEVICES * MON_MAX_XIDS];
+    int nxids_seen;
 };
 
 static int64_t mono_ns(void) {
@@ -128,6 +135,30 @@ static void fill_processes(mon_monitor_t *m, mon_device_t *d) {
     }
 }
 
+static uint64_t *xid_seen(mon_monitor_t *m, int device, uint64_t code) {
+    for (int i = 0; i < m->nxids_seen; i++)
+        if (m->xids_seen[i].device == device && m->xids_seen[i].code == code)
+            return &m->xids_seen[i].counted;
+    if (m->nxids_seen == MON_MAX_DEVICES * MON_MAX_XIDS) return NULL;
+    m->xids_seen[m->nxids_seen].device = device;
+    m->xids_seen[m->nxids_seen].code = code;
+    m->xids_seen[m->nxids_seen].counted = 0;
+    return &m->xids_seen[m->nxids_seen++].counted;
+}
+
+/* The XID events that came since the last snapshot, added to the counters
+ * the device took over from it (a lost device's too: XID 79 is how it went). */
+static void count_xids(mon_monitor_t *m, mon_device_t *d) {
+    gpufl_readings_xid_t xids[MON_MAX_XIDS];
+    xids[0].size = sizeof xids[0];
+    int n = gpufl_readings_xids(xids, MON_MAX_XIDS, m->readings, d->index);
+    for (int i = 0; i < n; i++) {
+        uint64_t *counted = xid_seen(m, d->index, xids[i].code);
+        for (; counted && *counted < xids[i].count; (*counted)++)
+            mon_counters_xid(d, (unsigned)xids[i].code);
+    }
+}
+
 static void fill_device(mon_monitor_t *m, mon_device_t *d, const gpufl_readings_device_t *info) {
     gpufl_readings_row_t row = {.size = sizeof row};
     const mon_device_t *prev = prev_device(m, info->index);
@@ -153,6 +184,7 @@ static void fill_device(mon_monitor_t *m, mon_device_t *d, const gpufl_readings_
         d->counters = prev->counters; /* nothing new to add up */
     else
         mon_counters_advance(d, prev);
+    count_xids(m, d);
     if (!d->lost) fill_processes(m, d);
 }
 
@@ -211,6 +243,7 @@ int mon_monitor_reopen(mon_monitor_t *m) {
     m->readings = NULL;
     m->samples_before += m->host_updates;
     m->host_updates = 0;
+    m->nxids_seen = 0; /* the new readings count their own XIDs from 0 */
     if (start_session(m)) return -1;
     char dir[4096];
     if (gpufl_session_dir(dir, sizeof dir) > 0)

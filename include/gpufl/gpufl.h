@@ -442,7 +442,8 @@ GPUFL_API void gpufl_probe_destroy(gpufl_probe_t *probe);
  * Latest-value readings of the running session: the newest host_sample row,
  * the newest gpu_sample row of each device, each device's identity (from its
  * gpu_info record), each device's latest process list (gpu_processes, with
- * who each process is from process_info), the throttle-reason names (gpu_legend) and whether the
+ * who each process is from process_info), each device's XID errors counted
+ * per code (xid records), the throttle-reason names (gpu_legend) and whether the
  * GPU backend runs (the capability record). Columns are named and in the
  * units the session log uses (docs/log-format.md). Opaque.
  *
@@ -591,6 +592,32 @@ typedef struct gpufl_readings_process {
  */
 GPUFL_API int gpufl_readings_processes(gpufl_readings_process_t *out, size_t max,
                                        gpufl_readings_t *r, int device);
+
+/** Most distinct XID codes the readings count per device; later codes are not counted. */
+#define GPUFL_READINGS_MAX_XIDS 32
+
+/**
+ * The XID errors of one code on a device (its xid records): how many came
+ * since the readings were created. Set `size` of the first element before
+ * a read; fields are only appended.
+ */
+typedef struct gpufl_readings_xid {
+    size_t size;        /**< sizeof(gpufl_readings_xid_t) of the caller */
+    uint64_t code;      /**< the XID, e.g. 79 (fallen off the bus) */
+    uint64_t count;     /**< events of this code so far: only grows */
+    int64_t last_ts_ns; /**< when the newest was seen, the log's ts_ns */
+} gpufl_readings_xid_t;
+
+/**
+ * Copies device `device`'s XID counts, one element per code in the order the
+ * codes first came, into out[0 .. max - 1], out[0].size set first (every
+ * element is taken to be that size), at most GPUFL_READINGS_MAX_XIDS.
+ * Returns the number copied: 0 when the device reported none (or has no XID
+ * events), GPUFL_EINVAL for NULL arguments or a size too small. A caller
+ * finds new events as counts that grew since its last read. Thread-safe.
+ */
+GPUFL_API int gpufl_readings_xids(gpufl_readings_xid_t *out, size_t max, gpufl_readings_t *r,
+                                  int device);
 
 /* ---------------------------------------------------------------------- */
 /* Fleet upload                                                             */

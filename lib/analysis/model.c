@@ -269,6 +269,7 @@ static void summarize(gpufl__model_t *m) {
         {m->sass_metrics_over_cap, "sass_metric rows", m->limits.max_sass_metrics},
         {m->ranges_over_cap, "range_metrics records", GPUFL_MODEL_MAX_RANGES},
         {m->processes_over_cap, "process_info records", GPUFL_MODEL_MAX_PROCESSES},
+        {m->xids_over_cap, "xid records", GPUFL_MODEL_MAX_XIDS},
     };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         if (caps[i].count)
@@ -431,6 +432,7 @@ void gpufl__model_destroy(gpufl__model_t *m) {
     free(m->warnings);
     free(m->gpus);
     free(m->processes);
+    free(m->xids);
     free(m->gpu_samples);
     free(m->kernels);
     free(m->copies);

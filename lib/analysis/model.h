@@ -193,6 +193,17 @@ typedef struct gpufl__model_process {
     const char *slurm_job_id, *slurm_job_source;
 } gpufl__model_process_t;
 
+/* xid records kept; past it they are counted (xids_over_cap). */
+#define GPUFL_MODEL_MAX_XIDS ((size_t)1 << 16)
+
+/* One critical XID error (an xid record). */
+typedef struct gpufl__model_xid {
+    int64_t ts_ns;
+    int64_t device;
+    int64_t code;
+    int64_t gpu_instance_id, compute_instance_id; /* GPUFL_MODEL_UNKNOWN: not given */
+} gpufl__model_xid_t;
+
 /*
  * One gpu_sample row. Unknown values are GPUFL_MODEL_UNKNOWN (doubles: < 0);
  * every known value is >= 0. Rates are over the interval since the previous
@@ -687,6 +698,10 @@ typedef struct gpufl__model {
     size_t n_processes;
     uint64_t processes_over_cap;
 
+    gpufl__model_xid_t *xids; /* xid records, in log order */
+    size_t n_xids;
+    uint64_t xids_over_cap;
+
     gpufl__model_gpu_sample_t *gpu_samples; /* gpu_sample rows of all devices, in log order */
     size_t n_gpu_samples;
     uint64_t gpu_samples_over_cap;
@@ -822,6 +837,7 @@ typedef struct gpufl__model {
     size_t pc_contexts_alloc, pc_samples_alloc, pc_windows_alloc, pc_reasons_alloc, sass_alloc;
     size_t sass_insns_alloc, pc_scopes_alloc, launches_alloc, sass_metrics_contexts_alloc;
     size_t sass_metrics_alloc, range_contexts_alloc, ranges_alloc, processes_alloc;
+    size_t xids_alloc;
     gpufl__idmap_t frame_index; /* frame id -> index in frames */
     gpufl__idmap_t stack_index; /* stack id -> index in stacks */
     void *load_state;          /* only during loading */

@@ -197,6 +197,33 @@ static int on_process_info(gpufl__model_t *m, const gpufl__reader_pos_t *pos, js
     return 0;
 }
 
+/* xid: kept as a row (the report does not show them yet). */
+static int on_xid(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
+    int64_t ts, device, code;
+    if (gpufl__reader_int(json_object_get(rec, "ts_ns"), &ts) != 0)
+        return gpufl__model_bad_line(m, pos, "xid", "no integer ts_ns");
+    if (gpufl__model_device_number(json_object_get(rec, "device"), &device))
+        return gpufl__model_bad_line(m, pos, "xid", "no device number");
+    if (gpufl__reader_int(json_object_get(rec, "code"), &code) != 0 || code < 0)
+        return gpufl__model_bad_line(m, pos, "xid", "no non-negative integer code");
+    gpufl__model_note_ts(m, ts);
+    int rc = gpufl__model_reserve((void **)&m->xids, &m->xids_alloc, m->n_xids, sizeof *m->xids,
+                                  GPUFL_MODEL_MAX_XIDS);
+    if (rc < 0) return rc;
+    if (rc) {
+        m->xids_over_cap++;
+        return 0;
+    }
+    m->xids[m->n_xids++] = (gpufl__model_xid_t){
+        .ts_ns = ts,
+        .device = device,
+        .code = code,
+        .gpu_instance_id = gpufl__model_nonneg_or_unknown(json_object_get(rec, "gpu_instance_id")),
+        .compute_instance_id =
+            gpufl__model_nonneg_or_unknown(json_object_get(rec, "compute_instance_id"))};
+    return 0;
+}
+
 /* The gpu_sample columns: name, kind and where the value goes in a row. */
 enum { GCOL_I64, GCOL_I32, GCOL_REAL };
 enum { GCOL_TS = 0, GCOL_DEVICE = 1, GCOL_REQUIRED = 2 }; /* the first two: never unknown */
@@ -389,7 +416,11 @@ static int finish_gpus(gpufl__model_t *m) {
 int gpufl__model_finish_gpus(gpufl__model_t *m) { return finish_gpus(m); }
 
 const gpufl__model_handler_t gpufl__model_gpu_handlers[] = {
-    {"gpu_info", on_gpu_info, NULL},         {"gpu_legend", on_gpu_legend, NULL},
-    {"gpu_sample", on_gpu_sample, NULL},     {"gpu_processes", on_gpu_processes, NULL},
-    {"process_info", on_process_info, NULL}, {NULL, NULL, NULL},
+    {"gpu_info", on_gpu_info, NULL},
+    {"gpu_legend", on_gpu_legend, NULL},
+    {"gpu_sample", on_gpu_sample, NULL},
+    {"gpu_processes", on_gpu_processes, NULL},
+    {"process_info", on_process_info, NULL},
+    {"xid", on_xid, NULL},
+    {NULL, NULL, NULL},
 };

@@ -4,7 +4,8 @@
  * a sink that keeps rows in the gauge sink (seqlock: the collector never
  * waits) and, from the few records that describe the session (capabilities,
  * gpu_info, gpu_legend) and the gpu_lost events, who each device is; from
- * gpu_processes and process_info, which processes each device runs.
+ * gpu_processes and process_info, which processes each device runs; from
+ * xid records, each device's XID errors counted per code.
  *
  * Those records are rare, so they are parsed (jansson) and kept under one
  * mutex that rows never take. The sink belongs to the session it is attached
@@ -37,6 +38,13 @@ typedef struct proc_list {
     gpufl_readings_process_t procs[PROCS_MAX];
 } proc_list_t;
 
+/* A device's XID errors, counted per code. */
+typedef struct xid_list {
+    int index; /* the device; -1: slot unused */
+    int n;
+    gpufl_readings_xid_t codes[GPUFL_READINGS_MAX_XIDS];
+} xid_list_t;
+
 struct gpufl_readings {
     gpufl__gauge_sink_t *gauges;
     int64_t epoch_ns;     /* the session's: rows' ts_ns are offsets from it */
@@ -50,6 +58,7 @@ struct gpufl_readings {
     proc_list_t lists[DEVICES_MAX];
     gpufl_readings_process_t infos[INFOS_MAX]; /* ring; used_bytes unused */
     size_t ninfos;                             /* ever taken: next slot is ninfos % INFOS_MAX */
+    xid_list_t xids[DEVICES_MAX];
 };
 
 static void copy_str(char *dst, size_t size, json_t *v) {
@@ -192,14 +201,44 @@ static void take_processes(gpufl_readings_t *r, json_t *o) {
     list->n = n;
 }
 
+static xid_list_t *xid_slot(gpufl_readings_t *r, int index) {
+    xid_list_t *free_slot = NULL;
+    for (int d = 0; d < DEVICES_MAX; d++) {
+        if (r->xids[d].index == index) return &r->xids[d];
+        if (r->xids[d].index < 0 && !free_slot) free_slot = &r->xids[d];
+    }
+    if (free_slot) free_slot->index = index;
+    return free_slot;
+}
+
+static void take_xid(gpufl_readings_t *r, json_t *o) {
+    json_t *code = json_object_get(o, "code"), *device = json_object_get(o, "device");
+    if (!json_is_integer(code) || json_integer_value(code) < 0 || !json_is_integer(device)) return;
+    xid_list_t *list = xid_slot(r, (int)json_integer_value(device));
+    if (!list) return;
+    uint64_t c = (uint64_t)json_integer_value(code);
+    int i = 0;
+    while (i < list->n && list->codes[i].code != c) i++;
+    if (i == list->n) {
+        if (list->n == GPUFL_READINGS_MAX_XIDS) return; /* no room for another code */
+        list->codes[list->n++] = (gpufl_readings_xid_t){.size = sizeof list->codes[0], .code = c};
+    }
+    list->codes[i].count++;
+    list->codes[i].last_ts_ns = json_integer_value(json_object_get(o, "ts_ns"));
+}
+
 static int readings_record(void *self, enum gpufl__file_id channel, const gpufl__line_t *line,
                            const gpufl__intern_t *dict) {
     static const struct {
         const char *type;
         void (*take)(gpufl_readings_t *, json_t *);
-    } takers[] = {{"gpu_info", take_gpu_info},         {"gpu_legend", take_legend},
-                  {"capabilities", take_capabilities}, {"event", take_event},
-                  {"process_info", take_process_info}, {"gpu_processes", take_processes}};
+    } takers[] = {{"gpu_info", take_gpu_info},
+                  {"gpu_legend", take_legend},
+                  {"capabilities", take_capabilities},
+                  {"event", take_event},
+                  {"process_info", take_process_info},
+                  {"gpu_processes", take_processes},
+                  {"xid", take_xid}};
     gpufl_readings_t *r = self;
     (void)channel;
     (void)dict;
@@ -251,7 +290,7 @@ int gpufl_readings_create(gpufl_readings_t **out) {
     gpufl_readings_t *r = calloc(1, sizeof *r);
     if (!r) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for the readings");
     pthread_mutex_init(&r->lock, NULL);
-    for (int d = 0; d < DEVICES_MAX; d++) r->lists[d].index = -1;
+    for (int d = 0; d < DEVICES_MAX; d++) r->lists[d].index = r->xids[d].index = -1;
     snprintf(r->gpu_why, sizeof r->gpu_why, "no capability record yet");
     int rc = gpufl__gauge_sink_create(&r->gauges);
     if (rc) goto free_readings;
@@ -383,4 +422,22 @@ int gpufl_readings_processes(gpufl_readings_process_t *out, size_t max, gpufl_re
     pthread_mutex_unlock(&r->lock);
     if (rc == GPUFL_ENOTFOUND) gpufl__set_error(rc, "no process list for device %d yet", device);
     return rc;
+}
+
+int gpufl_readings_xids(gpufl_readings_xid_t *out, size_t max, gpufl_readings_t *r, int device) {
+    if (!out || !r || max == 0 || out->size < sizeof *out)
+        return gpufl__set_error(GPUFL_EINVAL, "readings: NULL argument or xid size too small");
+    size_t stride = out->size, n = 0;
+    pthread_mutex_lock(&r->lock);
+    for (int d = 0; d < DEVICES_MAX; d++) {
+        const xid_list_t *list = &r->xids[d];
+        if (list->index < 0 || list->index != device) continue;
+        for (n = 0; n < (size_t)list->n && n < max; n++) {
+            gpufl_readings_xid_t *o = (gpufl_readings_xid_t *)((char *)out + n * stride);
+            memcpy(o, &list->codes[n], sizeof *o);
+            o->size = stride;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return (int)n;
 }

@@ -202,6 +202,10 @@ typedef struct gpufl__wire_process_info {
     const char *slurm_job_id, *slurm_job_source;
 } gpufl__wire_process_info_t;
 void gpufl__wire_process_info(gpufl__line_t *l, const gpufl__wire_process_info_t *p);
+/* xid: one critical XID error of a device; negative instance ids (not a
+ * MIG event, or the driver did not say) are written as null. */
+void gpufl__wire_xid(gpufl__line_t *l, int64_t ts_ns, int device, uint64_t code,
+                     int64_t gpu_instance_id, int64_t compute_instance_id);
 /* frame: one code address described (NULL or "" strings: null). */
 typedef struct gpufl__wire_frame {
     uint32_t id;

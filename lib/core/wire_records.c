@@ -185,6 +185,17 @@ void gpufl__wire_process_info(gpufl__line_t *l, const gpufl__wire_process_info_t
     gpufl__line_end(l);
 }
 
+void gpufl__wire_xid(gpufl__line_t *l, int64_t ts_ns, int device, uint64_t code,
+                     int64_t gpu_instance_id, int64_t compute_instance_id) {
+    gpufl__buf_t *b = gpufl__line_begin(l, "xid");
+    gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
+    gpufl__buf_kv_i64(b, "device", device);
+    gpufl__buf_kv_i64(b, "code", code > INT64_MAX ? INT64_MAX : (int64_t)code);
+    kv_i64_or_null(b, "gpu_instance_id", gpu_instance_id);
+    kv_i64_or_null(b, "compute_instance_id", compute_instance_id);
+    gpufl__line_end(l);
+}
+
 void gpufl__wire_frame(gpufl__line_t *l, const gpufl__wire_frame_t *f) {
     gpufl__buf_t *b = gpufl__line_begin_describing(l, "frame");
     gpufl__buf_kv_i64(b, "id", f->id);

@@ -24,6 +24,8 @@
  * at once; past it the least recently listed are read again when they come
  * back (and described again). */
 #define ATTRIB_CACHE_ENTRIES 1024
+/* XID events taken per pass; more stay pending in NVML for the next pass. */
+#define XIDS_PER_PASS 64
 
 static void to_cells(int64_t ts, int device, const gpufl__gpu_sample_t *x, gpufl__cell_t *row) {
     int64_t ints[] = {
@@ -138,6 +140,19 @@ static void write_processes(gpufl__gpu_sampler_t *s, int d, int64_t ts,
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
+/* Critical XID errors pending since the last pass, one xid record each,
+ * stamped with this pass's time (NVML's events carry none). */
+static void write_xids(gpufl__gpu_sampler_t *s, int64_t ts) {
+    gpufl__xid_event_t ev[XIDS_PER_PASS];
+    int n = gpufl__nvml_xid_events(ev, XIDS_PER_PASS, s->nvml);
+    for (int i = 0; i < n; i++) {
+        gpufl__line_t l;
+        gpufl__wire_xid(&l, ts, ev[i].device, ev[i].code, ev[i].gpu_instance_id,
+                        ev[i].compute_instance_id);
+        gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
+    }
+}
+
 static void encode_batch(gpufl__gpu_sampler_t *s) {
     gpufl__collector_batch(s->collector, GPUFL_FILE_DEVICE, &s->batch);
 }
@@ -164,6 +179,7 @@ static void sample_all(gpufl__gpu_sampler_t *s, int64_t now_ns, int keep) {
         if (row) to_cells(ts, d, &x, row);
         write_processes(s, d, ts, &x);
     }
+    write_xids(s, ts); /* on a baseline pass too: an error is not a rate */
 }
 
 static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {

@@ -94,10 +94,14 @@ typedef struct nvml_fns {
     nvml_gpm_sample_get_fn *gpm_sample;
     nvml_gpm_mig_sample_get_fn *gpm_mig_sample;
     nvml_gpm_metrics_get_fn *gpm_metrics;
+    nvml_event_set_create_fn *event_set_create;
+    nvml_event_set_free_fn *event_set_free;
+    nvml_device_register_events_fn *register_events;
+    nvml_event_set_wait_fn *event_set_wait;
 } nvml_fns_t;
 
 /* Indexes into the symbol table that open() looks at after resolving. */
-enum { SYM_INIT = 0, SYM_COMPUTE_PROCS = 1, SYM_GRAPHICS_PROCS = 2 };
+enum { SYM_INIT = 0, SYM_COMPUTE_PROCS = 1, SYM_GRAPHICS_PROCS = 2, SYM_EVENT_WAIT = 3 };
 
 /* Queries a device may refuse; each is a bit of dev->skip. */
 enum query {
@@ -210,6 +214,8 @@ struct gpufl__nvml {
     int64_t part_ns[GPUFL_NVML_PARTS]; /* time spent per part of a sample */
     int64_t part_samples;
     int64_t slow_every_ns; /* processes and GPM at most this often; 0: every sample */
+    nvmlEventSet_t events; /* critical XID events of the whole GPUs; NULL: none are read */
+    int event_wait_v2;     /* the wait call gives the MIG instance ids */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -321,6 +327,7 @@ static int load_symbols(gpufl__nvml_t *n, char *why, size_t why_size) {
         [SYM_GRAPHICS_PROCS] = SYM(graphics_procs, "nvmlDeviceGetGraphicsRunningProcesses_v3",
                                    "nvmlDeviceGetGraphicsRunningProcesses_v2",
                                    "nvmlDeviceGetGraphicsRunningProcesses"),
+        [SYM_EVENT_WAIT] = SYM(event_set_wait, "nvmlEventSetWait_v2", "nvmlEventSetWait"),
         REQUIRED(shutdown, "nvmlShutdown"),
         REQUIRED(device_count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"),
         REQUIRED(handle_by_index, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"),
@@ -359,6 +366,9 @@ static int load_symbols(gpufl__nvml_t *n, char *why, size_t why_size) {
         SYM(gpm_sample, "nvmlGpmSampleGet"),
         SYM(gpm_mig_sample, "nvmlGpmMigSampleGet"),
         SYM(gpm_metrics, "nvmlGpmMetricsGet"),
+        SYM(event_set_create, "nvmlEventSetCreate"),
+        SYM(event_set_free, "nvmlEventSetFree"),
+        SYM(register_events, "nvmlDeviceRegisterEvents"),
     };
     size_t count = sizeof syms / sizeof syms[0];
     int rc = gpufl__dl_resolve(&n->dl, syms, count, why, why_size);
@@ -371,6 +381,7 @@ static int load_symbols(gpufl__nvml_t *n, char *why, size_t why_size) {
                                          : (int)sizeof(nvmlProcessInfo_v1_t);
     }
     n->init_name = syms[SYM_INIT].names[syms[SYM_INIT].found];
+    n->event_wait_v2 = syms[SYM_EVENT_WAIT].found == 0;
     if (n->dl.missing_count) gpufl__debug("nvml: %s lacks %s", n->dl.name, n->dl.missing);
     return 0;
 }
@@ -599,6 +610,77 @@ static int add_gpu(gpufl__nvml_t *n, unsigned int index, const char *driver_vers
 }
 
 /* ---------------------------------------------------------------------- */
+/* XID events                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* An event set with every whole GPU that can report critical XID errors
+ * (MIG instances report through their parent). Without the symbols, or
+ * where no GPU can, there is no set and no XID is read: said once here. */
+static void open_events(gpufl__nvml_t *n) {
+    const nvml_fns_t *fn = &n->fn;
+    int registered = 0;
+    if (!fn->event_set_create || !fn->event_set_free || !fn->register_events ||
+        !fn->event_set_wait) {
+        gpufl__debug("nvml: no XID events: %s lacks the event set API", n->dl.name);
+        return;
+    }
+    nvmlReturn_t r = fn->event_set_create(&n->events);
+    if (r != NVML_SUCCESS) {
+        gpufl__debug("nvml: no XID events: nvmlEventSetCreate: %s", status_name(n, r));
+        n->events = NULL;
+        return;
+    }
+    for (int i = 0; i < n->count; i++) {
+        const device_t *d = &n->dev[i];
+        if (d->info.mig_index >= 0) continue;
+        r = fn->register_events(d->handle, NVML_EVENT_TYPE_XID_CRITICAL_ERROR, n->events);
+        if (r == NVML_SUCCESS)
+            registered++;
+        else
+            gpufl__debug("nvml: device %s: no XID events: %s", d->info.uuid, status_name(n, r));
+    }
+    if (registered == 0) {
+        fn->event_set_free(n->events);
+        n->events = NULL;
+    }
+}
+
+/* The device index of a whole GPU's handle; -1 when it is not ours. */
+static int gpu_of_handle(const gpufl__nvml_t *n, nvmlDevice_t handle) {
+    for (int i = 0; i < n->count; i++)
+        if (n->dev[i].info.mig_index < 0 && n->dev[i].handle == handle) return i;
+    return -1;
+}
+
+static int instance_id(unsigned int id) { return id == ~0u ? GPUFL_GPU_UNKNOWN : (int)id; }
+
+int gpufl__nvml_xid_events(gpufl__xid_event_t *out, int max, gpufl__nvml_t *n) {
+    int got = 0;
+    if (n == NULL || n->events == NULL) return 0;
+    while (got < max) {
+        nvmlEventData_t e;
+        memset(&e, 0xff, sizeof e);
+        nvmlReturn_t r = n->fn.event_set_wait(n->events, &e, 0);
+        if (r != NVML_SUCCESS) {
+            /* TIMEOUT is the normal "nothing pending". */
+            if (r != NVML_ERROR_TIMEOUT)
+                gpufl__debug("nvml: nvmlEventSetWait: %s", status_name(n, r));
+            break;
+        }
+        if (!(e.eventType & NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) continue;
+        int device = gpu_of_handle(n, e.device);
+        if (device < 0) continue;
+        out[got++] = (gpufl__xid_event_t){
+            .device = device,
+            .code = e.eventData,
+            .gpu_instance_id = n->event_wait_v2 ? instance_id(e.gpuInstanceId) : GPUFL_GPU_UNKNOWN,
+            .compute_instance_id =
+                n->event_wait_v2 ? instance_id(e.computeInstanceId) : GPUFL_GPU_UNKNOWN};
+    }
+    return got;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Open / close                                                             */
 /* ---------------------------------------------------------------------- */
 
@@ -658,6 +740,7 @@ int gpufl__nvml_open(gpufl__nvml_t **out, const char *library_path, char *why, s
         rc = GPUFL_ENOTSUP;
         goto close_nvml;
     }
+    open_events(n);
     gpufl__debug("nvml: %s (NVML %s), %d device%s", n->dl.name, n->version, n->count,
                  n->count == 1 ? "" : "s");
     *out = n;
@@ -671,6 +754,7 @@ close_nvml:
 
 void gpufl__nvml_close(gpufl__nvml_t *n) {
     if (n == NULL) return;
+    if (n->events) n->fn.event_set_free(n->events);
     if (n->fn.gpm_free)
         for (int i = 0; i < n->count; i++)
             for (int k = 0; k < 2; k++)

@@ -84,6 +84,22 @@ const gpufl__gpu_info_t *gpufl__nvml_device_info(const gpufl__nvml_t *n, int dev
  */
 int gpufl__nvml_sample(gpufl__gpu_sample_t *out, gpufl__nvml_t *n, int device, int64_t now_ns);
 
+/* One critical XID error NVML reported. */
+typedef struct gpufl__xid_event {
+    int device;              /* the whole GPU it came from */
+    unsigned long long code; /* the XID (79: fallen off the bus, 48: double-bit ECC, ...) */
+    int gpu_instance_id;     /* MIG GPU instance; GPUFL_GPU_UNKNOWN when NVML gives none */
+    int compute_instance_id; /* MIG compute instance; GPUFL_GPU_UNKNOWN when none */
+} gpufl__xid_event_t;
+
+/*
+ * Takes up to max pending XID events (nvmlEventSetWait with timeout 0:
+ * never waits) into out and returns how many; events past max stay pending
+ * for the next call. 0 without event support (an old driver, or no GPU
+ * that reports XIDs: said once in a debug line at open).
+ */
+int gpufl__nvml_xid_events(gpufl__xid_event_t *out, int max, gpufl__nvml_t *n);
+
 /* Name of a throttle (clock event) reason bit, e.g. "sw_power_cap",
  * "hw_thermal_slowdown"; NULL for a bit with no name. */
 const char *gpufl__nvml_throttle_name(int bit);

@@ -43,6 +43,7 @@ typedef unsigned int nvmlReturn_t; /* an NVML status; 0 is success */
 
 typedef struct nvmlDevice_st *nvmlDevice_t;       /* a GPU or MIG device, owned by NVML */
 typedef struct nvmlGpmSample_st *nvmlGpmSample_t; /* a GPM snapshot, from nvmlGpmSampleAlloc */
+typedef struct nvmlEventSet_st *nvmlEventSet_t;   /* a set of registered events, owned by NVML */
 
 typedef unsigned int nvmlEnableState_t; /* NVML_FEATURE_DISABLED / _ENABLED */
 #define NVML_FEATURE_DISABLED 0u        /* off */
@@ -259,6 +260,23 @@ typedef struct nvmlGpmMetricsGet_st {
     nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
 } nvmlGpmMetricsGet_t;
 
+/* ---------------------------------------------------------------------- */
+/* Events                                                                   */
+/* ---------------------------------------------------------------------- */
+
+#define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x8ull /* nvmlEventTypeXidCriticalError */
+
+/* nvmlEventSetWait_v2 fills all of it; nvmlEventSetWait (v1) only up to
+ * eventData. The instance ids are all ones on a GPU without MIG. */
+typedef struct nvmlEventData_st {
+    nvmlDevice_t device;            /* the whole GPU the event came from */
+    unsigned long long eventType;   /* NVML_EVENT_TYPE_* */
+    unsigned long long eventData;   /* for an XID event: the XID code */
+    unsigned int gpuInstanceId;     /* MIG GPU instance, all ones when none */
+    unsigned int computeInstanceId; /* MIG compute instance, all ones when none */
+} nvmlEventData_t;
+
+_Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 _Static_assert(sizeof(nvmlValue_t) == 8, "nvmlValue_t layout");
 _Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t layout");
 _Static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t layout");
@@ -352,5 +370,17 @@ typedef nvmlReturn_t nvml_gpm_mig_sample_get_fn(nvmlDevice_t device, unsigned in
                                                 nvmlGpmSample_t sample);
 /* nvmlGpmMetricsGet */
 typedef nvmlReturn_t nvml_gpm_metrics_get_fn(nvmlGpmMetricsGet_t *request);
+/* nvmlEventSetCreate */
+typedef nvmlReturn_t nvml_event_set_create_fn(nvmlEventSet_t *set);
+/* nvmlEventSetFree */
+typedef nvmlReturn_t nvml_event_set_free_fn(nvmlEventSet_t set);
+/* nvmlDeviceRegisterEvents: adds a whole GPU's events of the given types to set */
+typedef nvmlReturn_t nvml_device_register_events_fn(nvmlDevice_t device,
+                                                    unsigned long long event_types,
+                                                    nvmlEventSet_t set);
+/* nvmlEventSetWait_v2, nvmlEventSetWait: one event, or NVML_ERROR_TIMEOUT when none
+ * came within timeout_ms (0: do not wait) */
+typedef nvmlReturn_t nvml_event_set_wait_fn(nvmlEventSet_t set, nvmlEventData_t *data,
+                                            unsigned int timeout_ms);
 
 #endif

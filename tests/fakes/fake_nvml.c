@@ -39,6 +39,11 @@
  *         interval from the device's GPM snapshot k to any later one.
  * "lost_at_sample": k makes the k-th memory call after open's (and every call
  * after it) answer GPU_IS_LOST. "errors" scripts a status per call (0 = run).
+ * "xids": [[k, code], [k, code, gi, ci], ...] on a GPU: critical XID events,
+ * each delivered once by nvmlEventSetWait(_v2) of a set the GPU is
+ * registered with, once the GPU had k memory calls after open's (its
+ * samples, as lost_at_sample counts them); gi and ci (MIG instance ids)
+ * default to all ones. Events are kept in script order, 64 at most.
  *
  * For the tests: fake_nvml_calls(name) counts the calls of one function since
  * the first nvmlInit (kept past nvmlShutdown until the next init),
@@ -109,7 +114,12 @@
     X(nvmlGpmSampleFree)                                                                           \
     X(nvmlGpmSampleGet)                                                                            \
     X(nvmlGpmMigSampleGet)                                                                         \
-    X(nvmlGpmMetricsGet)
+    X(nvmlGpmMetricsGet)                                                                           \
+    X(nvmlEventSetCreate)                                                                          \
+    X(nvmlEventSetFree)                                                                            \
+    X(nvmlDeviceRegisterEvents)                                                                    \
+    X(nvmlEventSetWait_v2)                                                                         \
+    X(nvmlEventSetWait)
 // clang-format on
 
 #define AS_ENUM(name) FN_##name,
@@ -135,6 +145,12 @@ struct nvmlDevice_st {
     long long lost_at;               /* memory call index that loses the GPU; -1 never */
     int lost;
     unsigned long long gpm_taken; /* GPM snapshots taken */
+    struct nvmlEventSet_st *events;    /* the set it is registered with, NULL none */
+    unsigned long long xids_delivered; /* bit i: script's xids[i] was delivered */
+};
+
+struct nvmlEventSet_st {
+    unsigned int magic;
 };
 
 struct nvmlGpmSample_st {
@@ -150,6 +166,7 @@ static int ngpus, nmigs;
 static unsigned long long calls_total[FN_COUNT];
 static unsigned long long field_calls_total[FIELD_IDS_MAX];
 static long gpm_live;
+static long event_sets_live;
 
 /* Every export is declared through nvml_api.h's function types, so a
  * signature that differs from nvml.c's does not compile. */
@@ -190,11 +207,16 @@ nvml_gpm_free_fn nvmlGpmSampleFree;
 nvml_gpm_sample_get_fn nvmlGpmSampleGet;
 nvml_gpm_mig_sample_get_fn nvmlGpmMigSampleGet;
 nvml_gpm_metrics_get_fn nvmlGpmMetricsGet;
+nvml_event_set_create_fn nvmlEventSetCreate;
+nvml_event_set_free_fn nvmlEventSetFree;
+nvml_device_register_events_fn nvmlDeviceRegisterEvents;
+nvml_event_set_wait_fn nvmlEventSetWait_v2, nvmlEventSetWait;
 
 unsigned long long fake_nvml_calls(const char *name);
 unsigned long long fake_nvml_field_calls(unsigned int field_id);
 unsigned long long fake_nvml_total_calls(void);
 long fake_nvml_gpm_live(void);
+long fake_nvml_event_sets_live(void);
 int fake_nvml_refcount(void);
 
 /* ---------------------------------------------------------------------- */
@@ -990,6 +1012,92 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *q) {
 #endif
 
 /* ---------------------------------------------------------------------- */
+/* Events (not in the old driver)                                           */
+/* ---------------------------------------------------------------------- */
+
+#ifndef FAKE_NVML_OLD
+#define EVENT_SET_MAGIC 0x65767473u
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
+    nvmlReturn_t r = enter_global(FN_nvmlEventSetCreate);
+    if (r != NVML_SUCCESS) return r;
+    if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *set = malloc(sizeof **set); /* malloc: a set never freed shows as a leak */
+    if (*set == NULL) return NVML_ERROR_UNKNOWN;
+    (*set)->magic = EVENT_SET_MAGIC;
+    event_sets_live++;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+    calls_total[FN_nvmlEventSetFree]++;
+    if (set == NULL || set->magic != EVENT_SET_MAGIC) return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < ngpus; i++)
+        if (gpus[i].events == set) gpus[i].events = NULL;
+    set->magic = 0;
+    free(set);
+    event_sets_live--;
+    return NVML_SUCCESS;
+}
+
+/* Whole GPUs only; a GPU listed under "not_supported" refuses. */
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long event_types,
+                                      nvmlEventSet_t set) {
+    unsigned long long k;
+    nvmlReturn_t r = enter(FN_nvmlDeviceRegisterEvents, device, &k);
+    if (r != NVML_SUCCESS) return r;
+    if (set == NULL || set->magic != EVENT_SET_MAGIC) return NVML_ERROR_INVALID_ARGUMENT;
+    if (device->parent != NULL || !(event_types & NVML_EVENT_TYPE_XID_CRITICAL_ERROR))
+        return NVML_ERROR_NOT_SUPPORTED;
+    device->events = set;
+    return NVML_SUCCESS;
+}
+
+/* The first scripted XID due and not yet delivered on a GPU of set. */
+static nvmlReturn_t event_wait(int fn, nvmlEventSet_t set, nvmlEventData_t *data, size_t bytes) {
+    nvmlReturn_t r = enter_global(fn);
+    if (r != NVML_SUCCESS) return r;
+    if (set == NULL || set->magic != EVENT_SET_MAGIC || data == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < ngpus; i++) {
+        struct nvmlDevice_st *d = &gpus[i];
+        json_t *xids = json_object_get(d->spec, "xids");
+        if (d->events != set) continue;
+        for (size_t j = 0; j < json_array_size(xids) && j < 64; j++) {
+            json_t *x = json_array_get(xids, j);
+            long long due = json_integer_value(json_array_get(x, 0));
+            json_t *gi = json_array_get(x, 2), *ci = json_array_get(x, 3);
+            if ((d->xids_delivered >> j) & 1 || d->memory_calls < 1 ||
+                (long long)d->memory_calls - 1 < due)
+                continue;
+            d->xids_delivered |= 1ull << j;
+            nvmlEventData_t e = {
+                .device = d,
+                .eventType = NVML_EVENT_TYPE_XID_CRITICAL_ERROR,
+                .eventData = (unsigned long long)json_integer_value(json_array_get(x, 1)),
+                .gpuInstanceId = gi ? (unsigned int)json_integer_value(gi) : ~0u,
+                .computeInstanceId = ci ? (unsigned int)json_integer_value(ci) : ~0u};
+            memcpy(data, &e, bytes);
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_TIMEOUT; /* never waits, whatever the timeout */
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data,
+                                 unsigned int timeout_ms) {
+    (void)timeout_ms;
+    return event_wait(FN_nvmlEventSetWait_v2, set, data, sizeof *data);
+}
+
+/* v1 writes the data up to eventData: no instance ids. */
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms) {
+    (void)timeout_ms;
+    return event_wait(FN_nvmlEventSetWait, set, data, offsetof(nvmlEventData_t, gpuInstanceId));
+}
+#endif
+
+/* ---------------------------------------------------------------------- */
 /* For the tests                                                            */
 /* ---------------------------------------------------------------------- */
 
@@ -1012,5 +1120,7 @@ unsigned long long fake_nvml_total_calls(void) {
 }
 
 long fake_nvml_gpm_live(void) { return gpm_live; }
+
+long fake_nvml_event_sets_live(void) { return event_sets_live; }
 
 int fake_nvml_refcount(void) { return refcount; }

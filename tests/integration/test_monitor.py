@@ -262,8 +262,47 @@ def test_processes():
         os.unlink(script)
 
 
+def test_xids():
+    """Scripted XID events on GPU 1: counted per code on /metrics, one xid row each."""
+    with open(SCRIPT) as f:
+        script = json.load(f)
+    script["gpus"][1]["xids"] = [[1, 79], [2, 79], [3, 31]]
+    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump(script, f)
+    f.close()
+    uuid = script["gpus"][1]["uuid"]
+    log_path = fresh("xids")
+    d = Daemon(["--listen", "127.0.0.1:0", "--interval-ms", "100", "--log-path", log_path],
+               script=f.name)
+    check(d.port is not None, "the daemon serves: " + d.stderr())
+    try:
+        if d.port is None:
+            d.p.kill()
+            return
+
+        def xids():
+            body = d.get("/metrics")[2]
+            found = {}
+            for labels, value in re.findall(
+                    r"^gpufl_gpu_xid_errors_total\{([^}]*)\} (\S+)$", body, re.M):
+                lab = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels))
+                found[(lab.get("uuid"), lab.get("xid"))] = float(value)
+            return found
+
+        want = {(uuid, "79"): 2.0, (uuid, "31"): 1.0}
+        check(wait_for(lambda: xids() == want, 10), "the XID series on /metrics: %r" % xids())
+        check(d.stop() == 0, "exits 0")
+        rows = [r for name in sorted(os.listdir(sessions(log_path)[0]))
+                if name.startswith("device.log")
+                for r in lines(os.path.join(sessions(log_path)[0], name))
+                if r["type"] == "xid"]
+        check([r["code"] for r in rows] == [79, 79, 31], "one xid row per event: %r" % rows)
+    finally:
+        os.unlink(f.name)
+
+
 for t in (test_bad_flags, test_port_taken, test_no_driver, test_serving_and_lifecycle,
-          test_processes):
+          test_processes, test_xids):
     print("--", t.__name__, flush=True)
     t()
 print("%d failures" % len(failures))

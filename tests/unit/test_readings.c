@@ -319,6 +319,73 @@ static void process_lists_with_attribution(void **state) {
     unsetenv("GPUFL_NVML_LIBRARY");
 }
 
+static json_t *nth_xid(const tu_lines_t *L, size_t k) {
+    for (size_t i = 0; i < L->n; i++)
+        if (strcmp(tu_type(L->v[i]), "xid") == 0 && k-- == 0) return L->v[i];
+    return NULL;
+}
+
+static int64_t member_int(json_t *o, const char *key) {
+    return json_integer_value(json_object_get(o, key));
+}
+
+/* XID events: each scripted event is one xid record and counted once per
+ * code; a GPU that refuses event registration gives none, and no error. */
+static void xid_events_counted_per_code(void **state) {
+    (void)state;
+    write_script("{\"gpus\": [{\"name\": \"G\", \"uuid\": \"GPU-xid\", \"pci_bus_id\": \"0:1:0.0\","
+                 " \"memory_total\": 10, \"samples\": {\"mem_used\": [1], \"mem_free\": [9]},"
+                 " \"xids\": [[1, 79], [1, 79], [2, 48, 3, 1]]},"
+                 " {\"name\": \"H\", \"uuid\": \"GPU-noevents\", \"pci_bus_id\": \"0:2:0.0\","
+                 " \"memory_total\": 10, \"samples\": {\"mem_used\": [1], \"mem_free\": [9]},"
+                 " \"not_supported\": [\"nvmlDeviceRegisterEvents\"], \"xids\": [[0, 13]]}]}");
+    gpufl_readings_t *r = start("xids", 0);
+    gpufl_readings_xid_t x[4];
+    x[0].size = sizeof x[0];
+    int n = 0;
+    for (int i = 0; i < 400; i++) {
+        n = gpufl_readings_xids(x, 4, r, 0);
+        if (n == 2 && x[1].count == 1) break;
+        sleep_ms(10);
+    }
+    assert_int_equal(n, 2);
+    assert_true(x[0].code == 79 && x[0].count == 2);
+    assert_true(x[1].code == 48 && x[1].count == 1);
+    assert_true(x[1].last_ts_ns >= x[0].last_ts_ns && x[0].last_ts_ns > 0);
+    assert_int_equal(x[0].size, sizeof x[0]);
+    sleep_ms(50); /* more passes deliver nothing again */
+    assert_int_equal(gpufl_readings_xids(x, 4, r, 0), 2);
+    assert_true(x[0].count == 2 && x[1].count == 1);
+    assert_int_equal(gpufl_readings_xids(x, 4, r, 1), 0);
+    assert_int_equal(gpufl_readings_xids(x, 4, r, 9), 0);
+    assert_int_equal(gpufl_readings_xids(x, 0, r, 0), GPUFL_EINVAL);
+    assert_int_equal(gpufl_readings_xids(NULL, 4, r, 0), GPUFL_EINVAL);
+    x[0].size = 8;
+    assert_int_equal(gpufl_readings_xids(x, 4, r, 0), GPUFL_EINVAL);
+    gpufl_shutdown();
+
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    assert_int_equal(tu_count(&D, "xid"), 3);
+    for (size_t k = 0; k < 3; k++) {
+        json_t *e = nth_xid(&D, k);
+        assert_int_equal(member_int(e, "device"), 0);
+        assert_int_equal(member_int(e, "code"), k < 2 ? 79 : 48);
+        assert_true(member_int(e, "ts_ns") > 0);
+        /* The instance ids only where NVML gave them. */
+        assert_true(k < 2 ? json_is_null(json_object_get(e, "gpu_instance_id"))
+                          : member_int(e, "gpu_instance_id") == 3);
+        assert_true(k < 2 ? json_is_null(json_object_get(e, "compute_instance_id"))
+                          : member_int(e, "compute_instance_id") == 1);
+    }
+    for (size_t i = 0; i < D.n; i++)
+        assert_true(strcmp(tu_type(D.v[i]), "event") != 0 ||
+                    strcmp(json_string_value(json_object_get(D.v[i], "level")), "error") != 0);
+    tu_free(&D);
+    gpufl_readings_destroy(r);
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_session_no_readings),
@@ -326,6 +393,7 @@ int main(void) {
         cmocka_unit_test(no_driver_says_why),
         cmocka_unit_test(lost_gpu_is_marked),
         cmocka_unit_test(process_lists_with_attribution),
+        cmocka_unit_test(xid_events_counted_per_code),
     };
     return cmocka_run_group_tests_name("readings", tests, NULL, NULL);
 }
