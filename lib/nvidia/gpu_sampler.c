@@ -4,8 +4,11 @@
  *
  * Runs on the collector thread, under the same policy as the host sampler:
  * every period with continuous_system_sampling, else only while a scope or
- * system window is open. It times its own samples (per device) and writes
- * their cost as a source_cost record at shutdown.
+ * system window is open. The NVML calls run on one worker thread per device,
+ * waited for at most a budget per pass: a device whose call hangs misses its
+ * rows (counted, a gpu_slow event) while the others' and the host's go on.
+ * It times its own samples (per device) and writes their cost as a
+ * source_cost record at shutdown.
  */
 #include "nvidia/gpu_sampler.h"
 
@@ -17,6 +20,7 @@
 #include <gpufl/gpufl_log.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GPU_SLOW_EVERY_NS 1000000000LL
@@ -26,6 +30,26 @@
 #define ATTRIB_CACHE_ENTRIES 1024
 /* XID events taken per pass; more stay pending in NVML for the next pass. */
 #define XIDS_PER_PASS 64
+/* The least a pass waits for its devices: a sample takes well under a
+ * millisecond, so only a stuck call misses it, even at 10 ms intervals. */
+#define BUDGET_MIN_NS 100000000LL
+
+/* One device's request and reading, owned by its worker. */
+struct gpufl__gpu_job {
+    gpufl__nvml_t *nvml;
+    int device;
+    int64_t now_ns;
+    gpufl__gpu_sample_t x;
+    int rc;
+    int64_t cost_ns;
+};
+
+static void run_job(void *arg) {
+    gpufl__gpu_job_t *j = arg;
+    int64_t t0 = gpufl__mono_ns();
+    j->rc = gpufl__nvml_sample(&j->x, j->nvml, j->device, j->now_ns);
+    j->cost_ns = gpufl__mono_ns() - t0;
+}
 
 static void to_cells(int64_t ts, int device, const gpufl__gpu_sample_t *x, gpufl__cell_t *row) {
     int64_t ints[] = {
@@ -157,27 +181,69 @@ static void encode_batch(gpufl__gpu_sampler_t *s) {
     gpufl__collector_batch(s->collector, GPUFL_FILE_DEVICE, &s->batch);
 }
 
+/* A device whose sample failed with GPU_IS_LOST: said once, not sampled again. */
+static void mark_lost(gpufl__gpu_sampler_t *s, int d) {
+    char msg[256];
+    s->lost[d] = 1;
+    snprintf(msg, sizeof msg, "GPU %d (%s) stopped answering NVML; no more samples from it", d,
+             gpufl__nvml_device_info(s->nvml, d)->uuid);
+    gpufl__warn("%s", msg);
+    gpufl__collector_event(s->collector, GPUFL_FILE_DEVICE, "error", "gpu_lost", msg);
+}
+
+/* A device that missed this pass's budget; the event once per stall. */
+static void mark_slow(gpufl__gpu_sampler_t *s, int d) {
+    s->slow_passes[d]++;
+    if (s->late[d]) return;
+    s->late[d] = 1;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "GPU %d (%s): an NVML call took over %lld ms; its rows are left out until it "
+             "returns",
+             d, gpufl__nvml_device_info(s->nvml, d)->uuid, (long long)(s->budget_ns / 1000000));
+    gpufl__warn("%s", msg);
+    gpufl__collector_event(s->collector, GPUFL_FILE_DEVICE, "warn", "gpu_slow", msg);
+}
+
+static void take(gpufl__gpu_sampler_t *s, int d, int64_t ts, int keep) {
+    gpufl__gpu_job_t *j = s->job[d];
+    gpufl__cost_add(&s->cost, j->cost_ns);
+    if (j->rc == GPUFL_EIO) return mark_lost(s, d);
+    if (!keep) return; /* baseline: rates start from here */
+    gpufl__cell_t *row = gpufl__collector_row(s->collector, GPUFL_FILE_DEVICE, &s->batch);
+    if (row) to_cells(ts, d, &j->x, row);
+    write_processes(s, d, ts, &j->x);
+}
+
 static void sample_all(gpufl__gpu_sampler_t *s, int64_t now_ns, int keep) {
     int64_t ts = gpufl__collector_session_ns(s->collector, now_ns);
-    for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++) {
-        gpufl__gpu_sample_t x;
+    int n = gpufl__nvml_device_count(s->nvml);
+    int posted[GPUFL_GPU_MAX] = {0};
+    for (int d = 0; d < n; d++) {
         if (s->lost[d]) continue;
-        int64_t t0 = gpufl__mono_ns();
-        int rc = gpufl__nvml_sample(&x, s->nvml, d, now_ns);
-        gpufl__cost_add(&s->cost, gpufl__mono_ns() - t0);
-        if (rc == GPUFL_EIO) {
-            char msg[256];
-            s->lost[d] = 1;
-            snprintf(msg, sizeof msg, "GPU %d (%s) stopped answering NVML; no more samples from it",
-                     d, gpufl__nvml_device_info(s->nvml, d)->uuid);
-            gpufl__warn("%s", msg);
-            gpufl__collector_event(s->collector, GPUFL_FILE_DEVICE, "error", "gpu_lost", msg);
+        if (!gpufl__worker_idle(s->worker[d])) {
+            mark_slow(s, d); /* still inside last pass's call */
             continue;
         }
-        if (!keep) continue; /* baseline: rates start from here */
-        gpufl__cell_t *row = gpufl__collector_row(s->collector, GPUFL_FILE_DEVICE, &s->batch);
-        if (row) to_cells(ts, d, &x, row);
-        write_processes(s, d, ts, &x);
+        if (s->late[d]) { /* the late call returned: its reading is stale */
+            s->late[d] = 0;
+            gpufl__cost_add(&s->cost, s->job[d]->cost_ns);
+            if (s->job[d]->rc == GPUFL_EIO) {
+                mark_lost(s, d);
+                continue;
+            }
+        }
+        s->job[d]->now_ns = now_ns;
+        gpufl__worker_post(s->worker[d]);
+        posted[d] = 1;
+    }
+    int64_t deadline = gpufl__mono_ns() + s->budget_ns;
+    for (int d = 0; d < n; d++) {
+        if (!posted[d]) continue;
+        if (gpufl__worker_wait(s->worker[d], deadline))
+            take(s, d, ts, keep);
+        else
+            mark_slow(s, d);
     }
     write_xids(s, ts); /* on a baseline pass too: an error is not a rate */
 }
@@ -206,6 +272,37 @@ static void finish(gpufl__collector_t *c, void *self) {
     for (int i = 0; i < GPUFL_NVML_PARTS; i++)
         parts[i].mean_ns = gpufl__nvml_part_cost(s->nvml, i, &parts[i].name);
     gpufl__collector_source_cost(c, GPUFL_FILE_DEVICE, "nvml", &s->cost, parts, GPUFL_NVML_PARTS);
+    for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++)
+        if (s->slow_passes[d] > 0)
+            gpufl__warn("gpu sampler: GPU %d missed its %lld ms budget in %lld passes", d,
+                        (long long)(s->budget_ns / 1000000), (long long)s->slow_passes[d]);
+}
+
+static int start_workers(gpufl__gpu_sampler_t *s) {
+    for (int d = 0; d < gpufl__nvml_device_count(s->nvml); d++) {
+        gpufl__gpu_job_t *j = calloc(1, sizeof *j);
+        if (j == NULL) return gpufl__set_error(GPUFL_ENOMEM, "gpu sampler: out of memory");
+        j->nvml = s->nvml;
+        j->device = d;
+        int rc = gpufl__worker_start(&s->worker[d], run_job, j, free);
+        if (rc) {
+            free(j);
+            return rc;
+        }
+        s->job[d] = j;
+    }
+    return 0;
+}
+
+/* Returns how many workers are still inside NVML (left to finish alone). */
+static int stop_workers(gpufl__gpu_sampler_t *s) {
+    int stuck = 0;
+    for (int d = 0; d < GPUFL_GPU_MAX; d++) {
+        stuck += gpufl__worker_stop(s->worker[d]);
+        s->worker[d] = NULL;
+        s->job[d] = NULL;
+    }
+    return stuck;
 }
 
 int gpufl__gpu_sampler_init(gpufl__gpu_sampler_t *s, gpufl__nvml_t *nvml, gpufl__collector_t *c,
@@ -215,8 +312,18 @@ int gpufl__gpu_sampler_init(gpufl__gpu_sampler_t *s, gpufl__nvml_t *nvml, gpufl_
     s->collector = c;
     gpufl__sampling_init(&s->when, settings->system_sample_rate_ms,
                          settings->continuous_system_sampling);
+    /* A pass waits at most one interval: a stuck device then costs the
+     * others a late row, never a lost one. */
+    s->budget_ns = (int64_t)settings->system_sample_rate_ms * 1000000;
+    if (s->budget_ns < BUDGET_MIN_NS) s->budget_ns = BUDGET_MIN_NS;
     int rc = gpufl__batch_init_table(&s->batch, &gpufl__wire_gpu_sample);
     if (rc) return rc;
+    rc = start_workers(s);
+    if (rc) {
+        stop_workers(s);
+        gpufl__batch_fini(&s->batch);
+        return rc;
+    }
     /* GPM and process lists cost ~10x the rest of a sample (measured on
      * H100/H200): read them at most once a second, the window DCGM's
      * profiling metrics use by default. */
@@ -237,9 +344,16 @@ void gpufl__gpu_sampler_fini(gpufl__gpu_sampler_t *s) {
                      (double)gpufl__cost_quantile(&s->cost, 0.5) / 1000.0,
                      (double)s->cost.total_ns / (double)s->cost.samples / 1000.0,
                      (long long)s->cost.samples);
+    int stuck = stop_workers(s);
     gpufl__batch_fini(&s->batch);
     gpufl__proc_attrib_cache_destroy(s->attrib);
     s->attrib = NULL;
-    gpufl__nvml_close(s->nvml);
+    /* A worker still inside NVML reads s->nvml when its call returns: NVML
+     * is then neither shut down nor freed (the process is ending anyway). */
+    if (stuck)
+        gpufl__warn("gpu sampler: %d NVML call%s still running at stop; NVML left open", stuck,
+                    stuck == 1 ? "" : "s");
+    else
+        gpufl__nvml_close(s->nvml);
     s->nvml = NULL;
 }

@@ -9,9 +9,12 @@
 #define GPUFL_NVIDIA_GPU_SAMPLER_H
 
 #include "core/collector.h"
+#include "core/worker.h"
 #include "core/sampling.h"
 #include "host/proc_attrib.h"
 #include "nvidia/nvml.h"
+
+typedef struct gpufl__gpu_job gpufl__gpu_job_t;
 
 typedef struct gpufl__gpu_sampler {
     gpufl__nvml_t *nvml; /* owned */
@@ -22,6 +25,14 @@ typedef struct gpufl__gpu_sampler {
     uint64_t proc_sig[GPUFL_GPU_MAX]; /* signature of the last process list written */
     gpufl__cost_t cost;               /* what each device sample cost, for the source_cost record */
     gpufl__proc_attrib_cache_t *attrib; /* who listed processes are; NULL: not described */
+    /* Each device is sampled by a worker of its own, so an NVML call that
+     * hangs on one device costs the others nothing: a pass waits at most
+     * budget_ns for all of them and leaves out the rows not ready. */
+    gpufl__worker_t *worker[GPUFL_GPU_MAX];
+    gpufl__gpu_job_t *job[GPUFL_GPU_MAX]; /* the worker's; touched only while it is idle */
+    int64_t budget_ns;
+    int late[GPUFL_GPU_MAX];            /* a request past its budget still runs: said once */
+    int64_t slow_passes[GPUFL_GPU_MAX]; /* passes the device missed its budget */
 } gpufl__gpu_sampler_t;
 
 /* Takes ownership of nvml (opened by the caller), writes gpu_info records

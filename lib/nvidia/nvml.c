@@ -207,10 +207,10 @@ struct gpufl__nvml {
     char version[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
     /* Bytes per process entry each processes call writes: 16, 24, 32, or 0
      * while not yet measured (a _v3 symbol: 24 on most drivers, 32 on
-     * 535.43 .. 535.86, which grew the struct without a new symbol). */
+     * 535.43 .. 535.86, which grew the struct without a new symbol).
+     * Devices are sampled on threads of their own (gpu_sampler.c): what they
+     * share here is read and written atomically. */
     int proc_stride[2];
-    unsigned char proc_buffer[PROC_ENTRIES_MAX * PROC_ENTRY_BYTES_MAX];
-    nvmlGpmMetricsGet_t gpm_request;
     int64_t part_ns[GPUFL_NVML_PARTS]; /* time spent per part of a sample */
     int64_t part_samples;
     int64_t slow_every_ns; /* processes and GPM at most this often; 0: every sample */
@@ -921,12 +921,11 @@ static void read_fields(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s, i
 
 /* Adds the entries of one processes call to the sample, skipping pids
  * already there. Returns how many new pids it found (listed or not). */
-static int add_processes(gpufl__nvml_t *n, int k, unsigned int count, int *pids, int *npids,
-                         gpufl__gpu_sample_t *s) {
-    int stride = n->proc_stride[k];
+static int add_processes(const unsigned char *buffer, int stride, unsigned int count, int *pids,
+                         int *npids, gpufl__gpu_sample_t *s) {
     int added = 0;
     for (unsigned int i = 0; i < count; i++) {
-        const unsigned char *entry = n->proc_buffer + (size_t)i * (size_t)stride;
+        const unsigned char *entry = buffer + (size_t)i * (size_t)stride;
         unsigned int pid;
         unsigned long long used;
         memcpy(&pid, entry + offsetof(nvmlProcessInfo_v1_t, pid), sizeof pid);
@@ -950,14 +949,17 @@ static int add_processes(gpufl__nvml_t *n, int k, unsigned int count, int *pids,
  * with a sentinel and the last byte the driver changed tells. The last
  * member of every layout (an instance id, protected memory) never equals
  * the sentinel pattern. */
-static void measure_stride(gpufl__nvml_t *n, int k, unsigned int count) {
+static int measure_stride(gpufl__nvml_t *n, const unsigned char *buffer, int k,
+                          unsigned int count) {
     size_t end = (size_t)count * PROC_ENTRY_BYTES_MAX;
-    while (end > 0 && n->proc_buffer[end - 1] == PROC_SENTINEL) end--;
-    n->proc_stride[k] = end > (size_t)count * sizeof(nvmlProcessInfo_v2_t)
-                            ? (int)sizeof(nvmlProcessInfo_v3_535_t)
-                            : (int)sizeof(nvmlProcessInfo_v2_t);
+    while (end > 0 && buffer[end - 1] == PROC_SENTINEL) end--;
+    int stride = end > (size_t)count * sizeof(nvmlProcessInfo_v2_t)
+                     ? (int)sizeof(nvmlProcessInfo_v3_535_t)
+                     : (int)sizeof(nvmlProcessInfo_v2_t);
+    __atomic_store_n(&n->proc_stride[k], stride, __ATOMIC_RELAXED);
     gpufl__debug("nvml: %s processes entries are %d bytes", k == 0 ? "compute" : "graphics",
-                 n->proc_stride[k]);
+                 stride);
+    return stride;
 }
 
 static void read_processes(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
@@ -965,14 +967,15 @@ static void read_processes(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s
     const enum query queries[2] = {Q_COMPUTE_PROCS, Q_GRAPHICS_PROCS};
     int pids[2 * PROC_ENTRIES_MAX];
     int npids = 0, answered = 0, beyond = 0;
+    unsigned char buffer[PROC_ENTRIES_MAX * PROC_ENTRY_BYTES_MAX]; /* per thread */
 
     s->nprocs = 0;
     for (int k = 0; k < 2; k++) {
         if (!want(d, queries[k], fns[k])) continue;
         unsigned int count = PROC_ENTRIES_MAX;
-        int measuring = n->proc_stride[k] == 0;
-        if (measuring) memset(n->proc_buffer, PROC_SENTINEL, sizeof n->proc_buffer);
-        nvmlReturn_t r = fns[k](d->handle, &count, n->proc_buffer);
+        int stride = __atomic_load_n(&n->proc_stride[k], __ATOMIC_RELAXED);
+        if (stride == 0) memset(buffer, PROC_SENTINEL, sizeof buffer);
+        nvmlReturn_t r = fns[k](d->handle, &count, buffer);
         if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
             /* More than we ask for: counted, not listed. */
             answered = 1;
@@ -983,8 +986,8 @@ static void read_processes(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s
         answered = 1;
         if (count > PROC_ENTRIES_MAX) count = PROC_ENTRIES_MAX;
         if (count == 0) continue;
-        if (measuring) measure_stride(n, k, count);
-        add_processes(n, k, count, pids, &npids, s);
+        if (stride == 0) stride = measure_stride(n, buffer, k, count);
+        add_processes(buffer, stride, count, pids, &npids, s);
     }
     if (!answered) {
         s->nprocs = GPUFL_GPU_UNKNOWN;
@@ -1036,7 +1039,8 @@ static void read_gpm(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
         ids[count++] = NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC;
     }
 
-    nvmlGpmMetricsGet_t *q = &n->gpm_request;
+    nvmlGpmMetricsGet_t request; /* per thread */
+    nvmlGpmMetricsGet_t *q = &request;
     memset(q, 0, offsetof(nvmlGpmMetricsGet_t, metrics) + (size_t)count * sizeof q->metrics[0]);
     q->version = NVML_GPM_METRICS_GET_VERSION;
     q->numMetrics = (unsigned int)count;
@@ -1087,7 +1091,7 @@ static const char *const part_names[GPUFL_NVML_PARTS] = {
     do {                                                                                           \
         int64_t t0_ = monotonic_ns();                                                              \
         stmt;                                                                                      \
-        (n)->part_ns[part] += monotonic_ns() - t0_;                                                \
+        __atomic_fetch_add(&(n)->part_ns[part], monotonic_ns() - t0_, __ATOMIC_RELAXED);           \
     } while (0)
 
 int gpufl__nvml_sample(gpufl__gpu_sample_t *out, gpufl__nvml_t *n, int device, int64_t now_ns) {
@@ -1099,7 +1103,7 @@ int gpufl__nvml_sample(gpufl__gpu_sample_t *out, gpufl__nvml_t *n, int device, i
     gpufl__gpu_sample_t *s = out;
     int64_t dt_ns = d->last_ns > 0 ? now_ns - d->last_ns : 0;
 
-    n->part_samples++;
+    __atomic_fetch_add(&n->part_samples, 1, __ATOMIC_RELAXED);
     if (!d->lost) {
         /* Memory first: every device answers it, and a lost GPU shows here. */
         TIMED(n, 0, read_memory(n, d, s));
@@ -1166,7 +1170,8 @@ void gpufl__nvml_set_slow_interval(gpufl__nvml_t *n, int64_t every_ns) {
 int64_t gpufl__nvml_part_cost(const gpufl__nvml_t *n, int part, const char **name) {
     if (part < 0 || part >= GPUFL_NVML_PARTS) return -1;
     *name = part_names[part];
-    return n->part_samples ? n->part_ns[part] / n->part_samples : 0;
+    int64_t samples = __atomic_load_n(&n->part_samples, __ATOMIC_RELAXED);
+    return samples ? __atomic_load_n(&n->part_ns[part], __ATOMIC_RELAXED) / samples : 0;
 }
 
 /* ---------------------------------------------------------------------- */

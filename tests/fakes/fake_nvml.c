@@ -163,6 +163,7 @@ static json_t *script;
 static int refcount;
 static struct nvmlDevice_st gpus[GPUS_MAX], migs[MIGS_MAX];
 static int ngpus, nmigs;
+/* Counted atomically: the library calls from one thread per device. */
 static unsigned long long calls_total[FN_COUNT];
 static unsigned long long field_calls_total[FIELD_IDS_MAX];
 static long gpm_live;
@@ -285,7 +286,7 @@ static struct nvmlDevice_st *lookup(nvmlDevice_t handle) {
 /* Counts a call and applies the device's script: lost, not supported,
  * scripted errors. *k gets this call's index on the device. */
 static nvmlReturn_t enter(int fn, nvmlDevice_t handle, unsigned long long *k) {
-    calls_total[fn]++;
+    __atomic_fetch_add(&calls_total[fn], 1, __ATOMIC_RELAXED);
     struct nvmlDevice_st *d = lookup(handle);
     if (d == NULL || script == NULL)
         return script ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
@@ -306,7 +307,7 @@ static nvmlReturn_t enter(int fn, nvmlDevice_t handle, unsigned long long *k) {
 
 /* A call that needs no device: counted, and refused before nvmlInit. */
 static nvmlReturn_t enter_global(int fn) {
-    calls_total[fn]++;
+    __atomic_fetch_add(&calls_total[fn], 1, __ATOMIC_RELAXED);
     return script ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
 }
 
@@ -325,13 +326,13 @@ static void device_init(struct nvmlDevice_st *d, json_t *spec, struct nvmlDevice
 
 static nvmlReturn_t init_common(int fn) {
     if (refcount > 0) {
-        calls_total[fn]++;
+        __atomic_fetch_add(&calls_total[fn], 1, __ATOMIC_RELAXED);
         refcount++;
         return NVML_SUCCESS;
     }
     memset(calls_total, 0, sizeof calls_total);
     memset(field_calls_total, 0, sizeof field_calls_total);
-    calls_total[fn]++;
+    __atomic_fetch_add(&calls_total[fn], 1, __ATOMIC_RELAXED);
     const char *path = getenv("GPUFL_FAKE_NVML");
     if (path == NULL || path[0] == '\0') return NVML_ERROR_DRIVER_NOT_LOADED;
     json_error_t error;
@@ -369,7 +370,7 @@ nvmlReturn_t nvmlInit_v2(void) { return init_common(FN_nvmlInit_v2); }
 nvmlReturn_t nvmlInit(void) { return init_common(FN_nvmlInit); }
 
 nvmlReturn_t nvmlShutdown(void) {
-    calls_total[FN_nvmlShutdown]++;
+    __atomic_fetch_add(&calls_total[FN_nvmlShutdown], 1, __ATOMIC_RELAXED);
     if (refcount == 0) return NVML_ERROR_UNINITIALIZED;
     if (--refcount > 0) return NVML_SUCCESS;
     json_decref(script);
@@ -379,7 +380,7 @@ nvmlReturn_t nvmlShutdown(void) {
 }
 
 const char *nvmlErrorString(nvmlReturn_t result) {
-    calls_total[FN_nvmlErrorString]++;
+    __atomic_fetch_add(&calls_total[FN_nvmlErrorString], 1, __ATOMIC_RELAXED);
     switch (result) {
     case NVML_SUCCESS: return "Success";
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
@@ -587,7 +588,7 @@ static nvmlReturn_t memory(int fn, nvmlDevice_t device, unsigned long long out[4
 #ifndef FAKE_NVML_OLD
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *m) {
     if (m == NULL || m->version != NVML_MEMORY_V2_VERSION) {
-        calls_total[FN_nvmlDeviceGetMemoryInfo_v2]++;
+        __atomic_fetch_add(&calls_total[FN_nvmlDeviceGetMemoryInfo_v2], 1, __ATOMIC_RELAXED);
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     }
     unsigned long long v[4];
@@ -713,7 +714,7 @@ static nvmlReturn_t uint_series(int fn, nvmlDevice_t device, const char *key, un
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensor,
                                       unsigned int *celsius) {
     if (sensor != NVML_TEMPERATURE_GPU) {
-        calls_total[FN_nvmlDeviceGetTemperature]++;
+        __atomic_fetch_add(&calls_total[FN_nvmlDeviceGetTemperature], 1, __ATOMIC_RELAXED);
         return NVML_ERROR_INVALID_ARGUMENT;
     }
     return uint_series(FN_nvmlDeviceGetTemperature, device, "temp_gpu", celsius);
@@ -826,7 +827,7 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
             continue;
         }
         unsigned long long n = device->field_calls[f->fieldId]++;
-        field_calls_total[f->fieldId]++;
+        __atomic_fetch_add(&field_calls_total[f->fieldId], 1, __ATOMIC_RELAXED);
         int nvlink = f->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ||
                      f->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
         if (nvlink && f->scopeId != NVML_FI_SCOPE_ALL_LINKS) {
@@ -931,16 +932,16 @@ nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *sample) {
     if (s == NULL) return NVML_ERROR_UNKNOWN;
     s->magic = GPM_MAGIC;
     *sample = s;
-    gpm_live++;
+    __atomic_fetch_add(&gpm_live, 1, __ATOMIC_RELAXED);
     return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
-    calls_total[FN_nvmlGpmSampleFree]++;
+    __atomic_fetch_add(&calls_total[FN_nvmlGpmSampleFree], 1, __ATOMIC_RELAXED);
     if (sample == NULL || sample->magic != GPM_MAGIC) return NVML_ERROR_INVALID_ARGUMENT;
     sample->magic = 0;
     free(sample);
-    gpm_live--;
+    __atomic_fetch_sub(&gpm_live, 1, __ATOMIC_RELAXED);
     return NVML_SUCCESS;
 }
 
@@ -1030,7 +1031,7 @@ nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
 }
 
 nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
-    calls_total[FN_nvmlEventSetFree]++;
+    __atomic_fetch_add(&calls_total[FN_nvmlEventSetFree], 1, __ATOMIC_RELAXED);
     if (set == NULL || set->magic != EVENT_SET_MAGIC) return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < ngpus; i++)
         if (gpus[i].events == set) gpus[i].events = NULL;
@@ -1103,23 +1104,26 @@ nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigne
 
 unsigned long long fake_nvml_calls(const char *name) {
     for (int i = 0; i < FN_COUNT; i++)
-        if (strcmp(function_names[i], name) == 0) return calls_total[i];
+        if (strcmp(function_names[i], name) == 0)
+            return __atomic_load_n(&calls_total[i], __ATOMIC_RELAXED);
     return 0;
 }
 
 /* Times a field id was asked for, over all devices, since the last nvmlInit
  * (kept past nvmlShutdown until the next one). */
 unsigned long long fake_nvml_field_calls(unsigned int field_id) {
-    return field_id < FIELD_IDS_MAX ? field_calls_total[field_id] : 0;
+    return field_id < FIELD_IDS_MAX
+               ? __atomic_load_n(&field_calls_total[field_id], __ATOMIC_RELAXED)
+               : 0;
 }
 
 unsigned long long fake_nvml_total_calls(void) {
     unsigned long long total = 0;
-    for (int i = 0; i < FN_COUNT; i++) total += calls_total[i];
+    for (int i = 0; i < FN_COUNT; i++) total += __atomic_load_n(&calls_total[i], __ATOMIC_RELAXED);
     return total;
 }
 
-long fake_nvml_gpm_live(void) { return gpm_live; }
+long fake_nvml_gpm_live(void) { return __atomic_load_n(&gpm_live, __ATOMIC_RELAXED); }
 
 long fake_nvml_event_sets_live(void) { return event_sets_live; }
 

@@ -98,6 +98,56 @@ static void nvidia_backend_samples_devices(void **state) {
     unsetenv("GPUFL_NVML_LIBRARY");
 }
 
+/* One GPU whose energy read takes 600 ms, well past the pass budget (100 ms
+ * at a 20 ms interval): that pass leaves its row out and a gpu_slow event
+ * says so, while the other GPU's rows keep coming - no gap in them near the
+ * 600 ms the slow read takes. Last in the suite: at shutdown the slow GPU's
+ * worker may still be inside NVML, which then stays open. */
+static void slow_gpu_does_not_stall_the_others(void **state) {
+    (void)state;
+    write_script("{\"gpus\": [{\"uuid\": \"GPU-fast\", \"samples\": {\"util_gpu\": [7]}},"
+                 " {\"uuid\": \"GPU-slow\", \"energy_delay_us\": 600000,"
+                 "  \"samples\": {\"energy_mj\": [1000]}}]}");
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "slow_gpu"));
+    o.system_sample_rate_ms = 20;
+    o.continuous_system_sampling = 1;
+    assert_int_equal(gpufl_init(&o), 0);
+    sleep_ms(1200);
+    gpufl_shutdown();
+
+    tu_lines_t D = tu_read(tu_session_dir(), "device.log");
+    size_t n;
+    int64_t *device = tu_column(&D, "gpu_sample", "device", &n);
+    int64_t *ts = tu_column(&D, "gpu_sample", "ts_ns", &n);
+    int rows[2] = {0, 0};
+    int64_t last = -1, widest = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(device[i] == 0 || device[i] == 1);
+        rows[device[i]]++;
+        if (device[i] != 0) continue;
+        if (last >= 0 && ts[i] - last > widest) widest = ts[i] - last;
+        last = ts[i];
+    }
+    assert_true(rows[0] >= 6);
+    assert_true(rows[1] < rows[0]); /* the slow GPU's passes are left out */
+    /* The budget (100 ms) and slack for a loaded machine; the slow read
+     * would have held the fast GPU's rows for 600 ms. */
+    assert_true(widest < 400000000LL);
+    int slow = 0;
+    for (size_t i = 0; i < D.n; i++)
+        if (strcmp(tu_type(D.v[i]), "event") == 0 &&
+            strcmp(json_string_value(json_object_get(D.v[i], "code")), "gpu_slow") == 0) {
+            assert_non_null(
+                strstr(json_string_value(json_object_get(D.v[i], "message")), "GPU 1 (GPU-slow)"));
+            slow++;
+        }
+    assert_true(slow >= 1 && slow <= 3); /* once per stall, not once per pass */
+    free(device), free(ts);
+    tu_free(&D);
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+}
+
 static void driver_that_fails_to_init_is_recorded(void **state) {
     (void)state;
     write_script("{\"init_error\": 9, \"gpus\": []}"); /* 9: driver not loaded */
@@ -292,6 +342,7 @@ int main(void) {
 #ifdef GPUFL_FAKE_CUPTI_PATH
         cmocka_unit_test(trace_engine_writes_gpu_activity),
 #endif
+        cmocka_unit_test(slow_gpu_does_not_stall_the_others), /* last: may leave NVML open */
     };
     return cmocka_run_group_tests_name("gpu_session", tests, NULL, NULL);
 }
