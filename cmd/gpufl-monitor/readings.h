@@ -14,12 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MON_MAX_DEVICES 64
-#define MON_MAX_COLS 48
-#define MON_MAX_REASONS 64 /* throttle reason bits */
-#define MON_MAX_XIDS 32    /* distinct XID codes counted per device */
-#define MON_MAX_SOURCES    4     /* sample-time histograms (mon_self_t) */
-#define MON_SAMPLE_BUCKETS 12    /* their finite buckets */
+#define MON_MAX_DEVICES    64
+#define MON_MAX_COLS       48
+#define MON_MAX_REASONS    64 /* throttle reason bits */
+#define MON_MAX_XIDS       32 /* distinct XID codes counted per device */
+#define MON_MAX_SOURCES    4  /* sample-time histograms (mon_self_t) */
+#define MON_SAMPLE_BUCKETS 12 /* their finite buckets */
 /* Processes kept per device: the readings' own bound (GPUFL_READINGS_MAX_PROCESSES);
  * NVML may list more, and the rest are not served. */
 #define MON_MAX_PROCESSES 16
@@ -34,9 +34,9 @@ typedef struct mon_value {
 
 /* What the daemon adds up between samples (monotonic from its start). */
 typedef struct mon_counters {
-    double energy_joules;                      /* from energy_mj's deltas */
-    double throttle_seconds[MON_MAX_REASONS];  /* time each reason bit was set */
-    double pcie_tx_bytes, pcie_rx_bytes;       /* rate x interval */
+    double energy_joules;                     /* from energy_mj's deltas */
+    double throttle_seconds[MON_MAX_REASONS]; /* time each reason bit was set */
+    double pcie_tx_bytes, pcie_rx_bytes;      /* rate x interval */
     double nvlink_tx_bytes, nvlink_rx_bytes;
     int nxids;
     struct {
@@ -59,14 +59,14 @@ typedef struct mon_process {
 } mon_process_t;
 
 typedef struct mon_device {
-    int index;          /* gpufl's device index (the log's "device") */
+    int index; /* gpufl's device index (the log's "device") */
     char uuid[96];
     char pci_bus_id[32];
-    char model[96];     /* the device's name */
-    int mig_instance;   /* -1: a whole GPU; else its MIG (GPU instance) index */
+    char model[96];   /* the device's name */
+    int mig_instance; /* -1: a whole GPU; else its MIG (GPU instance) index */
     char mig_profile[32];
-    int lost;           /* stopped answering (GPU_IS_LOST): no fresh row */
-    int64_t ts_ns;      /* when its row was sampled (CLOCK_MONOTONIC) */
+    int lost;      /* stopped answering (GPU_IS_LOST): no fresh row */
+    int64_t ts_ns; /* when its row was sampled (CLOCK_MONOTONIC) */
     int ncols;
     mon_value_t cols[MON_MAX_COLS]; /* gpu_sample's columns, ts_ns and device excluded */
     const char *throttle_reason_names[MON_MAX_REASONS]; /* gpu_legend; NULL: unnamed bit */
@@ -79,7 +79,7 @@ typedef struct mon_device {
 typedef struct mon_self {
     uint64_t scrapes_total;
     uint64_t samples_total;
-    uint64_t write_errors_total;     /* log writes that failed (disk full, ...) */
+    uint64_t write_errors_total;                  /* log writes that failed (disk full, ...) */
     uint64_t otlp_exports_ok, otlp_exports_error; /* OTLP pushes answered 2xx, or not */
     uint64_t otlp_dropped; /* snapshots replaced before the push thread took them */
     /* sample time per source, as a histogram (seconds) */
@@ -102,9 +102,9 @@ void mon_self_observe(mon_self_t *self, const char *source, double seconds);
 
 typedef struct mon_snapshot {
     char hostname[256];
-    int64_t ts_unix_ms;   /* when the snapshot was taken (wall clock) */
-    int gpu_available;    /* the GPU backend runs */
-    char gpu_why[256];    /* why not, when it does not ("" otherwise) */
+    int64_t ts_unix_ms; /* when the snapshot was taken (wall clock) */
+    int gpu_available;  /* the GPU backend runs */
+    char gpu_why[256];  /* why not, when it does not ("" otherwise) */
     int host_ncols;
     mon_value_t host[MON_MAX_COLS]; /* host_sample's columns, ts_ns excluded */
     int ndevices;

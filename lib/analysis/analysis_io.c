@@ -72,7 +72,7 @@ int gpufl_analysis_export(gpufl_export_result_t *res, gpufl_analysis_t *a,
 
 struct gpufl_session_list {
     gpufl__session_entry_t *entries; /* what sessions.c found */
-    gpufl_session_info_t *infos;    /* the public view of each, pointing into entries */
+    gpufl_session_info_t *infos;     /* the public view of each, pointing into entries */
     size_t count;
 };
 

@@ -119,15 +119,15 @@ typedef struct gpufl__model_handler {
 } gpufl__model_handler_t;
 
 /* The domains' tables (model.c walks them). */
-extern const gpufl__model_handler_t gpufl__model_session_handlers[]; /* model_session.c */
-extern const gpufl__model_handler_t gpufl__model_host_handlers[];    /* model_host.c */
-extern const gpufl__model_handler_t gpufl__model_scope_handlers[];   /* model_scope.c */
-extern const gpufl__model_handler_t gpufl__model_gpu_handlers[];     /* model_gpu.c */
-extern const gpufl__model_handler_t gpufl__model_trace_handlers[];   /* model_trace.c */
-extern const gpufl__model_handler_t gpufl__model_stack_handlers[];   /* model_stack.c */
-extern const gpufl__model_handler_t gpufl__model_pc_handlers[];      /* model_pc.c */
+extern const gpufl__model_handler_t gpufl__model_session_handlers[];      /* model_session.c */
+extern const gpufl__model_handler_t gpufl__model_host_handlers[];         /* model_host.c */
+extern const gpufl__model_handler_t gpufl__model_scope_handlers[];        /* model_scope.c */
+extern const gpufl__model_handler_t gpufl__model_gpu_handlers[];          /* model_gpu.c */
+extern const gpufl__model_handler_t gpufl__model_trace_handlers[];        /* model_trace.c */
+extern const gpufl__model_handler_t gpufl__model_stack_handlers[];        /* model_stack.c */
+extern const gpufl__model_handler_t gpufl__model_pc_handlers[];           /* model_pc.c */
 extern const gpufl__model_handler_t gpufl__model_sass_metrics_handlers[]; /* model_sass_metrics.c */
-extern const gpufl__model_handler_t gpufl__model_range_handlers[];   /* model_range.c */
+extern const gpufl__model_handler_t gpufl__model_range_handlers[];        /* model_range.c */
 
 /* Field readers shared by the domains (model.c). */
 int64_t gpufl__model_int_or_unknown(const json_t *v);

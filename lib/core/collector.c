@@ -510,7 +510,7 @@ void gpufl__collector_destroy(gpufl__collector_t *c, gpufl_stats_t *final_stats)
         publish_stats(c); /* last: counts every byte written, before the locks go */
     }
     if (final_stats) gpufl__collector_stats(final_stats, c);
-    gpufl__fanout_close(&c->sinks);       /* the session files among them */
+    gpufl__fanout_close(&c->sinks); /* the session files among them */
     gpufl__fanout_fini(&c->sinks);
     gpufl__ndjson_sink_close(&c->ndjson); /* when open failed before the attach */
     gpufl__batch_fini(&c->begins);

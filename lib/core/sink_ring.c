@@ -52,7 +52,7 @@ struct gpufl__ring_sink {
     entry_list_t pinned, lines; /* pinned: describing records, never evicted */
     gpufl__ring_sink_stats_t stats;
     uint32_t max_id;
-    uint32_t *ids;    /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */
+    uint32_t *ids;     /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */
     gpufl__buf_t line; /* scratch: a batch line */
 };
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NCOLS(a)                    ((int)(sizeof a / sizeof a[0]))
+#define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 #define TABLE(var, name, cols, key)                                                                \
     const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, 1}
 /* A record type past its first version (docs/log-format.md says what changed). */

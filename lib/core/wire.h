@@ -85,7 +85,7 @@ typedef struct gpufl__batch {
     int ncols;
     size_t rows;
     gpufl__cell_t *cells; /* rows x ncols, row-major; GPUFL_BATCH_MAX_ROWS rows */
-    uint32_t *dict_ids;  /* scratch: the dict ids one batch uses */
+    uint32_t *dict_ids;   /* scratch: the dict ids one batch uses */
 } gpufl__batch_t;
 
 /* Rows of table; GPUFL_EINVAL for a bad table, GPUFL_ENOMEM. */

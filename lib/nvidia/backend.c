@@ -18,12 +18,12 @@
 
 /* The session's NVIDIA state: one session at a time (session.c's lock). */
 static struct nvidia_state {
-    int running;             /* NVML answered */
-    char why[256];           /* why NVML is off, when it is */
-    gpufl__nvml_t *nvml;     /* opened, not yet handed to the sampler */
-    gpufl__gpu_sampler_t gpu; /* zeroed when the sampler does not run */
-    gpufl_engine_t engine;   /* the engine that runs */
-    char trace_why[256];     /* why CUPTI tracing is off, when it is */
+    int running;                  /* NVML answered */
+    char why[256];                /* why NVML is off, when it is */
+    gpufl__nvml_t *nvml;          /* opened, not yet handed to the sampler */
+    gpufl__gpu_sampler_t gpu;     /* zeroed when the sampler does not run */
+    gpufl_engine_t engine;        /* the engine that runs */
+    char trace_why[256];          /* why CUPTI tracing is off, when it is */
     char pc_sampling_why[256];    /* why PC sampling is off when it was asked for */
     char sass_metrics_why[256];   /* why SASS metrics are off when they were asked for */
     char range_profiler_why[256]; /* why the range profiler is off when it was asked for */
