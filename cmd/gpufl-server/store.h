@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * store.h - the one interface gpufl-server's storage engines implement (SQLite by default,
+ * PostgreSQL for a fleet). Routes speak portable SQL through query(); only schema, bulk loads,
+ * partitions and retention differ per engine, each in its own file (store_sqlite.c,
+ * store_pg.c), chosen by the --db URL's scheme as an entry of one table (store.c).
+ */
+#ifndef GPUFL_SERVER_STORE_H
+#define GPUFL_SERVER_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- typed tables -------------------------------------------------------------------------
+ * A table of rows that ingest fills from a record type's batch lines (columns read by name)
+ * and the engines create from this description. store_tables.c holds the list. Every table
+ * also has workspace_id, session_id and day ahead of these columns; the engines add them.
+ * day, the PostgreSQL partition key, is the UTC date (days since 1970-01-01) of the row's own
+ * time: the session's epoch_unix_us plus its time_column; for windows and lines, the date the
+ * window arrived. A monitor session that runs for months thus spreads over its days' partitions
+ * and retention drops its oldest rows, not the whole session. */
+typedef enum {
+    GPUFL__COL_INT = 1, /* 64-bit integer */
+    GPUFL__COL_REAL,    /* double */
+    GPUFL__COL_TEXT,    /* UTF-8 */
+} gpufl__col_type_t;
+
+typedef struct gpufl__column {
+    const char *name;       /* the table's column */
+    gpufl__col_type_t type;
+    const char *from;       /* the log column it is read from (by name); NULL: same as name */
+    int dict;               /* 1: the log holds a dict id, stored as the string it names */
+} gpufl__column_t;
+
+typedef struct gpufl__table {
+    const char *name;        /* SQL table name, e.g. "activity" */
+    const char *record_type; /* the log record type whose batch rows fill it, e.g. "kernel" */
+    const char *kind;        /* value of the table's "kind" column when several types share it */
+    const char *time_column; /* the column (ns since the session epoch) that decides the day */
+    const gpufl__column_t *columns;
+    size_t n_columns;
+    const char *const *indexes; /* column lists to index, e.g. "session_id, start_ns"; NULL-ended */
+} gpufl__table_t;
+
+/* The list of typed tables and their record types (store_tables.c). */
+extern const gpufl__table_t *const gpufl__store_tables[];
+extern const size_t gpufl__store_n_tables;
+
+/* One cell of a typed row. */
+typedef struct gpufl__cell {
+    enum { GPUFL__CELL_NULL = 0, GPUFL__CELL_INT, GPUFL__CELL_REAL, GPUFL__CELL_TEXT } kind;
+    union {
+        int64_t i;
+        double r;
+        struct {
+            const char *s;
+            size_t len;
+        } t;
+    } u;
+} gpufl__cell_t;
+
+/* The rows of one typed table in one window: n_rows × table->n_columns cells, row-major. */
+typedef struct gpufl__rowset {
+    const gpufl__table_t *table;
+    size_t n_rows;
+    const gpufl__cell_t *cells;
+} gpufl__rowset_t;
+
+/* ---- a window --------------------------------------------------------------------------- */
+
+/* One line of a window, exactly as the library wrote it (without its '\n'). */
+typedef struct gpufl__line {
+    const char *text;
+    size_t len;
+    const char *type; /* the record's "type"; NULL for a damaged line kept on request */
+    int64_t rows;     /* records the line holds: a batch's length, 1 for a single record */
+} gpufl__line_t;
+
+/* What the session's header line and records said, for the sessions table. */
+typedef struct gpufl__session_facts {
+    const char *app_name, *hostname, *job_id, *engine, *gpufl_version; /* NULL: not in window */
+    int64_t pid;           /* 0: not in window */
+    int64_t epoch_unix_us; /* 0: not in window */
+    int64_t end_ns;        /* duration from a session_end line; -1: none in this window */
+} gpufl__session_facts_t;
+
+/* One window of one channel of one session, parsed and checked by ingest. */
+typedef struct gpufl__window {
+    int64_t workspace_id;
+    const char *session_id;
+    const char *channel; /* "device", "scope", "system" */
+    int64_t sequence;    /* the segment number within the channel */
+    const char *window_id;
+    uint8_t sha256[32];  /* of the decompressed bytes */
+    int64_t bytes;       /* decompressed */
+    int64_t rows;        /* sum of lines[].rows */
+    int wire_version;
+    const gpufl__line_t *lines;
+    size_t n_lines;
+    const gpufl__rowset_t *rowsets;
+    size_t n_rowsets;
+    gpufl__session_facts_t facts;
+} gpufl__window_t;
+
+typedef enum {
+    GPUFL__WINDOW_STORED = 1,    /* new: its identity, lines and rows were committed together */
+    GPUFL__WINDOW_DUPLICATE,     /* the same identity and hash were already stored: nothing done */
+    GPUFL__WINDOW_CONFLICT,      /* the same identity (or window id) with another hash */
+} gpufl__window_outcome_t;
+
+/* ---- workspaces, keys, users ------------------------------------------------------------ */
+
+typedef enum { GPUFL__ROLE_INGEST = 1, GPUFL__ROLE_READ = 2, GPUFL__ROLE_ADMIN = 3 } gpufl__role_t;
+
+typedef struct gpufl__key_row {
+    int64_t id;
+    int64_t workspace_id;
+    gpufl__role_t role;
+    uint8_t hash[32]; /* of the whole key; compared in constant time by the caller */
+    int revoked;
+} gpufl__key_row_t;
+
+/* ---- the engine table ------------------------------------------------------------------ */
+
+typedef struct gpufl__store gpufl__store_t; /* an engine's connection (pool); opaque */
+
+/* Called once per result row of query(): values as text (NULL for SQL NULL), n columns. */
+typedef int (*gpufl__row_cb)(void *arg, int n, const char *const *values, const char *const *names);
+
+typedef struct gpufl__store_ops {
+    const char *scheme; /* "sqlite", "postgresql" */
+    /* Opens (creating a SQLite file) and applies the migrations not yet applied. */
+    int (*open)(gpufl__store_t **out, const char *url);
+    void (*close)(gpufl__store_t *store);
+
+    /* One transaction: the window's identity, lines and typed rows, and the session row, or
+     * nothing. Safe to call from several threads and several processes at once: two callers
+     * with the same window get one STORED and one DUPLICATE. */
+    int (*window_put)(gpufl__store_t *store, gpufl__window_outcome_t *out, const gpufl__window_t *w);
+
+    int (*workspace_create)(gpufl__store_t *store, int64_t *out_id, const char *name);
+    int (*workspace_find)(gpufl__store_t *store, int64_t *out_id, const char *name);
+    int (*key_create)(gpufl__store_t *store, int64_t *out_id, int64_t workspace_id,
+                      gpufl__role_t role, const char *prefix, const uint8_t hash[32]);
+    /* By the key's public prefix; GPUFL_ENOTFOUND when none. */
+    int (*key_find)(gpufl__store_t *store, gpufl__key_row_t *out, const char *prefix);
+    /* Only a key of that workspace; GPUFL_ENOTFOUND otherwise (so no workspace learns of
+     * another's keys). */
+    int (*key_revoke)(gpufl__store_t *store, int64_t workspace_id, const char *prefix);
+    /* last_used for many keys in one write (the server batches them, never one per request). */
+    int (*keys_touch)(gpufl__store_t *store, const int64_t *ids, const int64_t *unix_s, size_t n);
+    int (*user_create)(gpufl__store_t *store, int64_t *out_id, int64_t workspace_id,
+                       const char *name, const char *password_hash);
+
+    /* Portable SQL with ? placeholders (the PostgreSQL engine numbers them), text parameters
+     * (NULL for SQL NULL). Every route's query names workspace_id among its conditions. */
+    int (*query)(gpufl__store_t *store, const char *sql, const char *const *params, size_t n_params,
+                 gpufl__row_cb cb, void *arg);
+
+    /* Drops what is older than days (PostgreSQL: whole day partitions, never row DELETE). */
+    int (*retain)(gpufl__store_t *store, int days);
+} gpufl__store_ops_t;
+
+/* Opens the engine the URL's scheme names ("sqlite:PATH", "postgresql://..."). */
+int gpufl__store_open(gpufl__store_t **out, const gpufl__store_ops_t **out_ops, const char *url);
+
+#endif
