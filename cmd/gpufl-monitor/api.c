@@ -43,11 +43,14 @@ static json_t *processes_array(const mon_device_t *d) {
     json_t *a = json_array();
     for (int i = 0; a && i < d->nprocesses && i < MON_MAX_PROCESSES; i++) {
         const mon_process_t *p = &d->processes[i];
-        json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "pid", p->pid, "used_bytes",
-                              p->used_bytes >= 0 ? json_integer(p->used_bytes) : json_null(),
-                              "comm", str_or_null(p->comm), "user", str_or_null(p->user),
-                              "container", str_or_null(p->container), "pod_uid",
-                              str_or_null(p->pod_uid), "slurm_job", str_or_null(p->slurm_job));
+        json_t *o = json_pack(
+            "{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "pid", p->pid, "used_bytes",
+            p->used_bytes >= 0 ? json_integer(p->used_bytes) : json_null(), "sm_util_pct",
+            p->sm_util_pct >= 0 ? json_integer(p->sm_util_pct) : json_null(), "mem_util_pct",
+            p->mem_util_pct >= 0 ? json_integer(p->mem_util_pct) : json_null(), "comm",
+            str_or_null(p->comm), "user", str_or_null(p->user), "container",
+            str_or_null(p->container), "pod_uid", str_or_null(p->pod_uid), "slurm_job",
+            str_or_null(p->slurm_job));
         json_array_append_new(a, o);
     }
     return a;

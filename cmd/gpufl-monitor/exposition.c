@@ -80,8 +80,8 @@ typedef enum {
     S_PEAK_FLOPS, /* the model's peak, from peaks[] */
     S_EST_FLOPS,  /* peak x SM active x SM occupancy x tensor active */
     S_LOST,
-    S_PROCESS_MEMORY, /* mon_process_t's, one sample per process */
-    S_SCRAPES,        /* mon_self_t's fields */
+    S_PROCESS, /* a mon_process_t field (column), one sample per process */
+    S_SCRAPES, /* mon_self_t's fields */
     S_SAMPLES,
     S_WRITE_ERRORS,
     S_OTLP_EXPORTS,
@@ -159,8 +159,12 @@ static const series_t table[] = {
      "ESTIMATE of FLOP/s: peak x SM active x SM occupancy x tensor active."},
     {"gpufl_gpu_lost", T_GAUGE, NULL, S_LOST, NULL, 1,
      "1 when the device stopped answering (fell off the bus): its readings are not served."},
-    {"gpufl_process_memory_used_bytes", T_GAUGE, "bytes", S_PROCESS_MEMORY, NULL, 1,
+    {"gpufl_process_memory_used_bytes", T_GAUGE, "bytes", S_PROCESS, "used_bytes", 1,
      "Device memory a process uses (NVML's process list), labelled with who it belongs to."},
+    {"gpufl_process_sm_utilization_ratio", T_GAUGE, "ratio", S_PROCESS, "sm_util_pct", PCT,
+     "Fraction of the last interval a kernel of the process ran (NVML's process samples)."},
+    {"gpufl_process_memory_utilization_ratio", T_GAUGE, "ratio", S_PROCESS, "mem_util_pct", PCT,
+     "Fraction of the last interval the process read or wrote device memory (NVML's samples)."},
     {"gpufl_host_cpu_utilization_ratio", T_GAUGE, "ratio", S_HOST_COL, "cpu_pct", PCT,
      "Host CPU busy time over all cores."},
     {"gpufl_host_memory_used_bytes", T_GAUGE, "bytes", S_HOST_COL, "mem_used_bytes", 1,
@@ -463,7 +467,14 @@ static const char *sample_suffix(mtype_t t) {
 
 /* ---------------- families ---------------- */
 
-/* One sample per process whose memory NVML gave, labelled with its device
+/* A process's value for a series' column; negative: unknown. */
+static double process_value(const mon_process_t *p, const char *column) {
+    if (strcmp(column, "sm_util_pct") == 0) return p->sm_util_pct;
+    if (strcmp(column, "mem_util_pct") == 0) return p->mem_util_pct;
+    return (double)p->used_bytes;
+}
+
+/* One sample per process whose value NVML gave, labelled with its device
  * and who it belongs to; a lost device serves none (its list is stale). */
 static void render_process_family(ctx_t *c, const series_t *s, const mon_snapshot_t *snap) {
     for (int i = 0; i < snap->ndevices && i < MON_MAX_DEVICES; i++) {
@@ -471,7 +482,8 @@ static void render_process_family(ctx_t *c, const series_t *s, const mon_snapsho
         for (int j = 0; !d->lost && j < d->nprocesses && j < MON_MAX_PROCESSES; j++) {
             const mon_process_t *p = &d->processes[j];
             labels_t l;
-            if (p->used_bytes < 0) continue;
+            double v = process_value(p, s->column);
+            if (v < 0) continue;
             memset(&l, 0, sizeof l);
             lab_int(&l, "gpu", d->index);
             lab(&l, "uuid", d->uuid);
@@ -482,8 +494,7 @@ static void render_process_family(ctx_t *c, const series_t *s, const mon_snapsho
             lab(&l, "pod_uid", p->pod_uid);
             lab(&l, "slurm_job", p->slurm_job);
             head(c, s->name, s->type, s->unit, s->help, 0);
-            sample(c, s->name, sample_suffix(s->type), &l, NULL, NULL,
-                   (double)p->used_bytes * s->scale);
+            sample(c, s->name, sample_suffix(s->type), &l, NULL, NULL, v * s->scale);
         }
     }
 }
@@ -573,7 +584,7 @@ static void render_family(ctx_t *c, const series_t *s, const mon_snapshot_t *sna
         sample(c, s->name, suf, &host, "reason", snap->gpu_why[0] ? snap->gpu_why : "unknown", 1);
         return;
     case S_SAMPLE_SECONDS: render_histogram(c, s, &snap->self, &host); return;
-    case S_PROCESS_MEMORY: render_process_family(c, s, snap); return;
+    case S_PROCESS: render_process_family(c, s, snap); return;
     default: render_device_family(c, s, snap); return;
     }
     head(c, s->name, s->type, s->unit, s->help, 0);
@@ -630,7 +641,7 @@ static const char *labels_doc(source_t src) {
     case S_SAMPLE_SECONDS: return "hostname, source, le";
     case S_THROTTLE: return "device labels, reason";
     case S_XID: return "device labels, xid";
-    case S_PROCESS_MEMORY: return "gpu, uuid, pid, comm, user, container, pod_uid, slurm_job";
+    case S_PROCESS: return "gpu, uuid, pid, comm, user, container, pod_uid, slurm_job";
     default: return "device labels";
     }
 }

@@ -127,6 +127,8 @@ static void fill_processes(mon_monitor_t *m, mon_device_t *d) {
         mon_process_t *p = &d->processes[d->nprocesses++];
         p->pid = procs[i].pid;
         p->used_bytes = procs[i].used_bytes;
+        p->sm_util_pct = procs[i].sm_util_pct;
+        p->mem_util_pct = procs[i].mem_util_pct;
         snprintf(p->comm, sizeof p->comm, "%s", procs[i].comm);
         snprintf(p->user, sizeof p->user, "%s", procs[i].user);
         snprintf(p->container, sizeof p->container, "%s", procs[i].container_id);

@@ -56,6 +56,8 @@ typedef struct mon_process {
     char container[65]; /* container id */
     char pod_uid[37];
     char slurm_job[24];
+    int sm_util_pct;  /* its share of the SMs' time over the last interval; -1 unknown */
+    int mem_util_pct; /* its share of memory read/write time; -1 unknown */
 } mon_process_t;
 
 typedef struct mon_device {

@@ -560,7 +560,7 @@ GPUFL_API int gpufl_readings_gpu_available(char *why, size_t size, gpufl_reading
 #define GPUFL_READINGS_MAX_PROCESSES 16
 
 /**
- * One process on a device: NVML's pid and memory, and who the process
+ * One process on a device: NVML's pid, memory and utilization, and who the process
  * belongs to (its process_info record; docs/process-attribution.md). Set
  * `size` of the first element before a read; fields are only appended.
  * Strings are "" when unknown.
@@ -578,6 +578,8 @@ typedef struct gpufl_readings_process {
     char pod_uid[37];           /**< Kubernetes pod uid */
     char slurm_job_id[24];      /**< Slurm job id (digits) */
     char slurm_job_source[16];  /**< "environ" or "cgroup" */
+    int sm_util_pct;  /**< its share of the SMs' time over the last interval, 0-100; -1 unknown */
+    int mem_util_pct; /**< its share of device-memory read/write time, the same way; -1 unknown */
 } gpufl_readings_process_t;
 
 /**

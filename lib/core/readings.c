@@ -185,6 +185,7 @@ static proc_list_t *list_slot(gpufl_readings_t *r, int index) {
 
 static void take_processes(gpufl_readings_t *r, json_t *o) {
     json_t *pids = json_object_get(o, "pid"), *used = json_object_get(o, "used_bytes");
+    json_t *sm = json_object_get(o, "sm_util_pct"), *mem = json_object_get(o, "mem_util_pct");
     proc_list_t *list = list_slot(r, (int)json_integer_value(json_object_get(o, "device")));
     gpufl_readings_process_t procs[PROCS_MAX];
     int n = 0;
@@ -194,8 +195,11 @@ static void take_processes(gpufl_readings_t *r, json_t *o) {
         const gpufl_readings_process_t *who =
             find_process(r, (int)json_integer_value(json_array_get(pids, i)));
         if (!who) continue; /* never described: gone, or not ours to see */
+        json_t *s = json_array_get(sm, i), *m = json_array_get(mem, i);
         procs[n] = *who;
-        procs[n++].used_bytes = json_is_integer(u) ? json_integer_value(u) : -1;
+        procs[n].used_bytes = json_is_integer(u) ? json_integer_value(u) : -1;
+        procs[n].sm_util_pct = json_is_integer(s) ? (int)json_integer_value(s) : -1;
+        procs[n++].mem_util_pct = json_is_integer(m) ? (int)json_integer_value(m) : -1;
     }
     memcpy(list->procs, procs, (size_t)n * sizeof procs[0]);
     list->n = n;
@@ -403,10 +407,14 @@ int gpufl_readings_gpu_available(char *why, size_t size, gpufl_readings_t *r) {
 
 int gpufl_readings_processes(gpufl_readings_process_t *out, size_t max, gpufl_readings_t *r,
                              int device) {
-    if (!out || !r || max == 0 || out->size < sizeof *out)
+    /* The first release's struct ended at slurm_job_source: callers built
+     * against it get the fields they know. */
+    const size_t first_size = offsetof(gpufl_readings_process_t, sm_util_pct);
+    if (!out || !r || max == 0 || out->size < first_size)
         return gpufl__set_error(GPUFL_EINVAL, "readings: NULL argument or process size too small");
-    /* A newer caller's elements are larger: step by its size, fill ours. */
-    size_t stride = out->size, n = 0;
+    /* A newer caller's elements are larger, an older one's smaller: step by
+     * its size, fill what both know. */
+    size_t stride = out->size, n = 0, copy = stride < sizeof *out ? stride : sizeof *out;
     int rc = GPUFL_ENOTFOUND;
     pthread_mutex_lock(&r->lock);
     for (int d = 0; d < DEVICES_MAX; d++) {
@@ -414,7 +422,7 @@ int gpufl_readings_processes(gpufl_readings_process_t *out, size_t max, gpufl_re
         if (list->index < 0 || list->index != device) continue;
         for (n = 0; n < (size_t)list->n && n < max; n++) {
             gpufl_readings_process_t *o = (gpufl_readings_process_t *)((char *)out + n * stride);
-            memcpy(o, &list->procs[n], sizeof *o);
+            memcpy(o, &list->procs[n], copy);
             o->size = stride;
         }
         rc = (int)n;

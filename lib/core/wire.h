@@ -185,9 +185,12 @@ void gpufl__wire_session_end(gpufl__buf_t *o, const gpufl__wire_session_end_t *e
 /* A record of one row of table (its columns as members), e.g. a snapshot. */
 void gpufl__wire_row_object(gpufl__buf_t *o, const gpufl__wire_table_t *table,
                             const gpufl__cell_t *row);
-/* gpu_processes: n pids and their memory (negative: null). */
+/* gpu_processes: n processes, parallel arrays; a negative value is written as null. */
+typedef struct gpufl__wire_processes {
+    const int64_t *pid, *used_bytes, *sm_util_pct, *mem_util_pct;
+} gpufl__wire_processes_t;
 void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int count,
-                               const int64_t *pid, const int64_t *used_bytes, int n);
+                               const gpufl__wire_processes_t *p, int n);
 /* process_info: who a GPU process is, written once per process (pid and
  * start time) when a device's process list first names it. Empty strings
  * and negative numbers are written as null. */

@@ -124,15 +124,19 @@ static void put_i64_array(gpufl__buf_t *b, const int64_t *v, int n, int negative
 }
 
 void gpufl__wire_gpu_processes(gpufl__line_t *l, int64_t ts_ns, int device, int count,
-                               const int64_t *pid, const int64_t *used_bytes, int n) {
+                               const gpufl__wire_processes_t *p, int n) {
     gpufl__buf_t *b = gpufl__line_begin(l, "gpu_processes");
     gpufl__buf_kv_i64(b, "ts_ns", ts_ns);
     gpufl__buf_kv_i64(b, "device", device);
     gpufl__buf_kv_i64(b, "count", count);
     gpufl__buf_key(b, "pid");
-    put_i64_array(b, pid, n, 0);
+    put_i64_array(b, p->pid, n, 0);
     gpufl__buf_key(b, "used_bytes");
-    put_i64_array(b, used_bytes, n, 1);
+    put_i64_array(b, p->used_bytes, n, 1);
+    gpufl__buf_key(b, "sm_util_pct");
+    put_i64_array(b, p->sm_util_pct, n, 1);
+    gpufl__buf_key(b, "mem_util_pct");
+    put_i64_array(b, p->mem_util_pct, n, 1);
     gpufl__line_end(l);
 }
 

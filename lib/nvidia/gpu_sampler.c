@@ -109,8 +109,11 @@ static uint64_t proc_signature(const gpufl__gpu_sample_t *x) {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)x->nprocs;
     int n = x->nprocs < GPUFL_GPU_PROCS_MAX ? x->nprocs : GPUFL_GPU_PROCS_MAX;
     for (int i = 0; i < n; i++)
-        h = (h ^ (uint64_t)x->procs[i].pid) * 1099511628211ull ^
-            (uint64_t)(x->procs[i].used_bytes >> 20);
+        h = ((h ^ (uint64_t)x->procs[i].pid) * 1099511628211ull ^
+             (uint64_t)(x->procs[i].used_bytes >> 20) ^
+             (uint64_t)(uint32_t)x->procs[i].sm_util_pct << 32) *
+                1099511628211ull ^
+            (uint64_t)(uint32_t)x->procs[i].mem_util_pct;
     return h;
 }
 
@@ -145,7 +148,8 @@ static void describe_process(gpufl__gpu_sampler_t *s, int d, int64_t ts, int pid
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 
-/* Processes are written when the list (or their memory, to the MiB) changes;
+/* Processes are written when the list, their memory (to the MiB) or their
+ * utilization changes;
  * the processes new to it are described first, so a reader knows them. */
 static void write_processes(gpufl__gpu_sampler_t *s, int d, int64_t ts,
                             const gpufl__gpu_sample_t *x) {
@@ -154,13 +158,18 @@ static void write_processes(gpufl__gpu_sampler_t *s, int d, int64_t ts,
     s->proc_sig[d] = sig;
     int n = x->nprocs < GPUFL_GPU_PROCS_MAX ? x->nprocs : GPUFL_GPU_PROCS_MAX;
     int64_t pid[GPUFL_GPU_PROCS_MAX], used[GPUFL_GPU_PROCS_MAX];
+    int64_t sm[GPUFL_GPU_PROCS_MAX], mem[GPUFL_GPU_PROCS_MAX];
     for (int i = 0; i < n; i++) {
         pid[i] = x->procs[i].pid;
         used[i] = x->procs[i].used_bytes;
+        sm[i] = x->procs[i].sm_util_pct;
+        mem[i] = x->procs[i].mem_util_pct;
         describe_process(s, d, ts, x->procs[i].pid);
     }
     gpufl__line_t l;
-    gpufl__wire_gpu_processes(&l, ts, d, x->nprocs, pid, used, n);
+    gpufl__wire_processes_t p = {
+        .pid = pid, .used_bytes = used, .sm_util_pct = sm, .mem_util_pct = mem};
+    gpufl__wire_gpu_processes(&l, ts, d, x->nprocs, &p, n);
     gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
 }
 

@@ -6,15 +6,17 @@
  *
  * Calls per sample, steady state (after the first sample has dropped what
  * the device refuses):
- *   whole GPU:    16 = memory, utilization, temperature, power, power limit,
+ *   whole GPU:    17 = memory, utilization, temperature, power, power limit,
  *                 3 clocks, fan, clock event reasons, energy, 1 field-value
  *                 batch (memory temperature; ECC corrected/uncorrected when
  *                 ECC is on; PCIe and NVLink byte counters on GPUs without
- *                 GPM), compute and graphics processes, GPM sample + GPM
+ *                 GPM), compute and graphics processes, process utilization
+ *                 (only while a process is listed), GPM sample + GPM
  *                 metrics (Hopper and newer: SM activity, occupancy, tensor,
  *                 DRAM, and the PCIe/NVLink rates).
  *   H100 SXM, driver 580.159.04: 14 (no fan; energy, which takes ~3 ms to
- *                 read there, once every 30 s). Measured there, 2026-11-22,
+ *                 read there, once every 30 s; counted before process
+ *                 utilization was read, which adds one while a process runs). Measured there, 2026-11-22,
  *                 median of 1000 samples: 79 us idle, 97 us with one process
  *                 running (87 us on an H200 with 18 NVLink links); the GPM
  *                 snapshot (~50 us), the two process lists (~40 us with one
@@ -88,6 +90,7 @@ typedef struct nvml_fns {
     nvml_device_ull_fn *event_reasons, *energy;
     nvml_device_fields_fn *field_values;
     nvml_device_processes_fn *compute_procs, *graphics_procs;
+    nvml_device_process_util_fn *process_util;
     nvml_gpm_support_fn *gpm_support;
     nvml_gpm_alloc_fn *gpm_alloc;
     nvml_gpm_free_fn *gpm_free;
@@ -121,6 +124,7 @@ enum query {
     Q_COMPUTE_PROCS,
     Q_GRAPHICS_PROCS,
     Q_GPM,
+    Q_PROCESS_UTIL,
     Q_COUNT
 };
 
@@ -141,6 +145,7 @@ static const char *const query_names[Q_COUNT] = {
     "compute processes",
     "graphics processes",
     "GPM",
+    "process utilization",
 };
 
 /* The field values read in the one batch call; each is a bit of dev->field_skip. */
@@ -195,6 +200,7 @@ typedef struct device {
     int64_t slow_last_ns;     /* when processes and GPM were last read */
     int gpm_next;             /* which one the next snapshot goes into */
     int gpm_have_prev;        /* gpm[!gpm_next] holds the previous snapshot */
+    unsigned long long util_seen_us; /* newest process utilization sample taken (NVML's clock) */
 } device_t;
 
 struct gpufl__nvml {
@@ -360,6 +366,7 @@ static int load_symbols(gpufl__nvml_t *n, char *why, size_t why_size) {
             "nvmlDeviceGetCurrentClocksThrottleReasons"),
         SYM(energy, "nvmlDeviceGetTotalEnergyConsumption"),
         SYM(field_values, "nvmlDeviceGetFieldValues"),
+        SYM(process_util, "nvmlDeviceGetProcessUtilization"),
         SYM(gpm_support, "nvmlGpmQueryDeviceSupport"),
         SYM(gpm_alloc, "nvmlGpmSampleAlloc"),
         SYM(gpm_free, "nvmlGpmSampleFree"),
@@ -937,6 +944,8 @@ static int add_processes(const unsigned char *buffer, int stride, unsigned int c
         added++;
         if (s->nprocs < GPUFL_GPU_PROCS_MAX) {
             s->procs[s->nprocs].pid = (int)pid;
+            s->procs[s->nprocs].sm_util_pct = GPUFL_GPU_UNKNOWN;
+            s->procs[s->nprocs].mem_util_pct = GPUFL_GPU_UNKNOWN;
             s->procs[s->nprocs].used_bytes =
                 used == NVML_VALUE_NOT_AVAILABLE_ULL ? GPUFL_GPU_UNKNOWN : clamp_i64(used);
         }
@@ -960,6 +969,51 @@ static int measure_stride(gpufl__nvml_t *n, const unsigned char *buffer, int k,
     gpufl__debug("nvml: %s processes entries are %d bytes", k == 0 ? "compute" : "graphics",
                  stride);
     return stride;
+}
+
+/* Samples of one process utilization call at most; more are counted as unknown. */
+#define UTIL_SAMPLES_MAX 256
+
+/*
+ * Per-process SM and memory utilization: the mean of the driver's samples
+ * of each listed process since the last call (the first call looks one
+ * second back). A listed process without a sample ran nothing in that
+ * time: 0. Unknown (-1) where the device refuses the call (MIG instances do)
+ * or the call failed this time.
+ */
+static void read_process_util(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
+    int listed = s->nprocs < GPUFL_GPU_PROCS_MAX ? s->nprocs : GPUFL_GPU_PROCS_MAX;
+    if (listed <= 0 || !want(d, Q_PROCESS_UTIL, n->fn.process_util)) return;
+    nvmlProcessUtilizationSample_t samples[UTIL_SAMPLES_MAX]; /* per thread */
+    unsigned int count = UTIL_SAMPLES_MAX;
+    unsigned long long since = d->util_seen_us;
+    if (since == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        since = (unsigned long long)now.tv_sec * 1000000ull +
+                (unsigned long long)now.tv_nsec / 1000u - 1000000ull;
+    }
+    nvmlReturn_t r = n->fn.process_util(d->handle, samples, &count, since);
+    if (r == NVML_ERROR_NOT_FOUND)
+        count = 0; /* no process ran a kernel since */
+    else if (!ok(d, Q_PROCESS_UTIL, r))
+        return;
+    if (count > UTIL_SAMPLES_MAX) count = UTIL_SAMPLES_MAX;
+    for (int i = 0; i < listed; i++) {
+        unsigned long long sm = 0, mem = 0, taken = 0;
+        for (unsigned int k = 0; k < count; k++) {
+            if (samples[k].pid != (unsigned int)s->procs[i].pid || samples[k].timeStamp <= since)
+                continue;
+            sm += samples[k].smUtil > 100 ? 100 : samples[k].smUtil;
+            mem += samples[k].memUtil > 100 ? 100 : samples[k].memUtil;
+            taken++;
+        }
+        s->procs[i].sm_util_pct = taken ? (int)((sm + taken / 2) / taken) : 0;
+        s->procs[i].mem_util_pct = taken ? (int)((mem + taken / 2) / taken) : 0;
+    }
+    for (unsigned int k = 0; k < count; k++)
+        if (samples[k].timeStamp > d->util_seen_us) d->util_seen_us = samples[k].timeStamp;
+    if (d->util_seen_us < since) d->util_seen_us = since;
 }
 
 static void read_processes(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
@@ -994,6 +1048,7 @@ static void read_processes(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s
         return;
     }
     s->nprocs += beyond;
+    read_process_util(n, d, s);
 }
 
 /* Whether GPM should give the rates of these counter fields: it does on

@@ -60,6 +60,8 @@ typedef struct gpufl__gpu_sample {
     struct {
         int pid;
         int64_t used_bytes; /* GPUFL_GPU_UNKNOWN where NVML does not say */
+        int sm_util_pct;    /* its share of the SMs' time since the last list; unknown: -1 */
+        int mem_util_pct;   /* its share of memory read/write time, the same way */
     } procs[GPUFL_GPU_PROCS_MAX];
 } gpufl__gpu_sample_t;
 

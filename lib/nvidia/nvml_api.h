@@ -203,6 +203,17 @@ typedef struct nvmlProcessInfo_v3_535_st {
     unsigned long long usedGpuCcProtectedMemory; /* confidential-computing memory */
 } nvmlProcessInfo_v3_535_t;
 
+/* nvmlDeviceGetProcessUtilization: one sample of one process over the driver's sampling
+ * period; timeStamp is CPU time in microseconds since the Unix epoch. */
+typedef struct nvmlProcessUtilizationSample_st {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil;  /* % of the period a kernel of the process ran */
+    unsigned int memUtil; /* % of the period its memory was read or written */
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 /* nvmlDeviceGetAttributes(_v2): engine counts of a GPU or a MIG device. */
 typedef struct nvmlDeviceAttributes_st {
     unsigned int multiprocessorCount; /* SMs (of the MIG instance, for MIG) */
@@ -287,6 +298,8 @@ _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
 _Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t layout");
 _Static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t layout");
 _Static_assert(sizeof(nvmlProcessInfo_v3_535_t) == 32, "nvmlProcessInfo_v3 (535) layout");
+_Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32,
+               "nvmlProcessUtilizationSample_t layout");
 _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t layout");
 _Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
 _Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t layout");
@@ -357,6 +370,12 @@ typedef nvmlReturn_t nvml_device_fields_fn(nvmlDevice_t device, int count,
  * the entry layout depends on the symbol's version and the driver (see above) */
 typedef nvmlReturn_t nvml_device_processes_fn(nvmlDevice_t device, unsigned int *count,
                                               void *infos);
+/* nvmlDeviceGetProcessUtilization: count is in/out (samples); only samples newer than
+ * last_seen_us; NVML_ERROR_NOT_FOUND when there are none */
+typedef nvmlReturn_t nvml_device_process_util_fn(nvmlDevice_t device,
+                                                 nvmlProcessUtilizationSample_t *samples,
+                                                 unsigned int *count,
+                                                 unsigned long long last_seen_us);
 /* nvmlGpmQueryDeviceSupport */
 typedef nvmlReturn_t nvml_gpm_support_fn(nvmlDevice_t device, nvmlGpmSupport_t *support);
 /* nvmlGpmSampleAlloc */

@@ -34,6 +34,9 @@
  *   fields: temp_mem pcie_tx_bytes pcie_rx_bytes ecc_sbe ecc_dbe
  *           nvlink_tx_kib nvlink_rx_kib (NVLink only with scopeId all-links)
  *   procs, graphics_procs: one list of [pid, used_bytes|null] per call
+ *   proc_util: one list of [pid, sm_util, mem_util] driver samples per call,
+ *              each stamped just after the call's lastSeenTimeStamp ([]: none
+ *              since, NOT_FOUND)
  *   gpm: {sm_util, sm_occupancy, tensor, dram_bw, pcie_tx_mib, pcie_rx_mib,
  *         nvlink_tx_mib, nvlink_rx_mib}: element k is the metric over the
  *         interval from the device's GPM snapshot k to any later one.
@@ -109,6 +112,7 @@
     X(nvmlDeviceGetGraphicsRunningProcesses_v2)                                                    \
     X(nvmlDeviceGetGraphicsRunningProcesses)                                                       \
     X(nvmlDeviceGetPcieThroughput)                                                                 \
+    X(nvmlDeviceGetProcessUtilization)                                                             \
     X(nvmlGpmQueryDeviceSupport)                                                                   \
     X(nvmlGpmSampleAlloc)                                                                          \
     X(nvmlGpmSampleFree)                                                                           \
@@ -200,6 +204,7 @@ nvml_device_processes_fn nvmlDeviceGetComputeRunningProcesses_v3,
     nvmlDeviceGetComputeRunningProcesses_v2, nvmlDeviceGetComputeRunningProcesses,
     nvmlDeviceGetGraphicsRunningProcesses_v3, nvmlDeviceGetGraphicsRunningProcesses_v2,
     nvmlDeviceGetGraphicsRunningProcesses;
+nvml_device_process_util_fn nvmlDeviceGetProcessUtilization;
 nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter,
                                          unsigned int *value);
 nvml_gpm_support_fn nvmlGpmQueryDeviceSupport;
@@ -867,6 +872,34 @@ static nvmlReturn_t processes(int fn, const char *key, size_t stride, nvmlDevice
         p.gpuInstanceId = p.computeInstanceId = device->parent ? device->gi : 0xFFFFFFFFu;
         memcpy(raw, &p, sizeof p);
         memcpy((unsigned char *)infos + i * stride, raw, stride);
+    }
+    *count = (unsigned int)n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                             nvmlProcessUtilizationSample_t *samples,
+                                             unsigned int *count, unsigned long long last_seen_us) {
+    unsigned long long k;
+    nvmlReturn_t r = enter(FN_nvmlDeviceGetProcessUtilization, device, &k);
+    if (r != NVML_SUCCESS) return r;
+    json_t *series = device->samples ? json_object_get(device->samples, "proc_util") : NULL;
+    if (series == NULL) return NVML_ERROR_NOT_SUPPORTED;
+    json_t *list = element(series, k);
+    if (!json_is_array(list)) return NVML_ERROR_UNKNOWN;
+    size_t n = json_array_size(list);
+    if (n == 0) return NVML_ERROR_NOT_FOUND;
+    if (count == NULL || samples == NULL || *count < n) {
+        if (count) *count = (unsigned int)n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *entry = json_array_get(list, i);
+        memset(&samples[i], 0, sizeof samples[i]);
+        samples[i].pid = (unsigned int)json_integer_value(json_array_get(entry, 0));
+        samples[i].timeStamp = last_seen_us + 1 + i;
+        samples[i].smUtil = (unsigned int)json_integer_value(json_array_get(entry, 1));
+        samples[i].memUtil = (unsigned int)json_integer_value(json_array_get(entry, 2));
     }
     *count = (unsigned int)n;
     return NVML_SUCCESS;

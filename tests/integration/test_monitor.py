@@ -203,6 +203,7 @@ def script_with_processes(live_pid, gone_pid):
     with open(SCRIPT) as f:
         script = json.load(f)
     script["gpus"][0]["samples"]["procs"] = [[[live_pid, 268435456], [gone_pid, 1048576]]]
+    script["gpus"][0]["samples"]["proc_util"] = [[[live_pid, 33, 7], [gone_pid, 90, 90]]]
     f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     json.dump(script, f)
     f.close()
@@ -234,7 +235,9 @@ def test_processes():
         check([p["pid"] for p in procs] == [child.pid], "only the live process: %r" % procs)
         if procs:
             check(procs[0]["comm"] == "sleep" and procs[0]["user"] == user and
-                  procs[0]["used_bytes"] == 268435456, "its comm, user and memory: %r" % procs[0])
+                  procs[0]["used_bytes"] == 268435456 and procs[0]["sm_util_pct"] == 33 and
+                  procs[0]["mem_util_pct"] == 7,
+                  "its comm, user, memory and utilization: %r" % procs[0])
         others = [g for g in json.loads(d.get("/api/v1/gpus")[2])["gpus"]
                   if g["uuid"] != "GPU-00000000-fake"]
         check(all(g["processes"] == [] for g in others), "no processes on the other devices")

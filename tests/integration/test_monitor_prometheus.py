@@ -92,6 +92,8 @@ def enriched_script(path):
     series of those readings arrive too."""
     d = json.load(open(path))
     d["gpus"][0]["samples"]["procs"] = [[[os.getpid(), 268435456]]]
+    # Two driver samples of it per list: utilization is their mean, 45 % and 10 %.
+    d["gpus"][0]["samples"]["proc_util"] = [[[os.getpid(), 40, 8], [os.getpid(), 50, 12]]]
     for g in d["gpus"][:2]:
         g.update(gpm=True, ecc=True, nvlink_links=18, nvlink_active=4)
         g["samples"].update(fan=[40], temp_mem=[60], ecc_sbe=[3], ecc_dbe=[1], gpm={
@@ -225,7 +227,10 @@ def test_own_names(prom, devices, rows_doc, hostname, mon_addr):
                 check(lab.get("pid") == str(os.getpid()), f"{name}: pid {lab.get('pid')!r}")
                 check(lab.get("comm", "").startswith("python"), f"{name}: comm {lab.get('comm')!r}")
                 check(bool(lab.get("user")), f"{name}: user {lab.get('user')!r}")
-                check(value == 268435456, f"{name}: {value}, want 268435456")
+                want = {"gpufl_process_memory_used_bytes": 268435456,
+                        "gpufl_process_sm_utilization_ratio": 0.45,
+                        "gpufl_process_memory_utilization_ratio": 0.10}.get(name)
+                check(want is not None and close(value, want), f"{name}: {value}, want {want}")
             else:
                 check(lab.get("hostname") == hostname, f"{name}: hostname label")
                 for k in labels_doc.split(", ")[1:]:

@@ -137,12 +137,16 @@ static inline mon_snapshot_t *mf_snapshot_8(void) {
                         "alice",
                         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
                         "12345678-1234-1234-1234-123456789abc",
-                        ""};
-    s->devices[0].processes[1] = (mon_process_t){4343, 1048576, "train", "bob", "", "", "987"};
+                        "",
+                        37,
+                        12};
+    /* Utilization: the first process's known, the others' not (a MIG device's). */
+    s->devices[0].processes[1] =
+        (mon_process_t){4343, 1048576, "train", "bob", "", "", "987", -1, -1};
     s->devices[1].nprocesses = 1;
-    s->devices[1].processes[0] = (mon_process_t){4444, -1, "idle", "carol", "", "", ""};
+    s->devices[1].processes[0] = (mon_process_t){4444, -1, "idle", "carol", "", "", "", -1, -1};
     s->devices[3].nprocesses = 1;
-    s->devices[3].processes[0] = (mon_process_t){4545, 4096, "stale", "dave", "", "", ""};
+    s->devices[3].processes[0] = (mon_process_t){4545, 4096, "stale", "dave", "", "", "", 50, 50};
     s->devices[1].counters.nxids = 1;
     s->devices[1].counters.xids[0].code = 79;
     s->devices[1].counters.xids[0].count = 2;

@@ -268,6 +268,17 @@ static void test_process_series(void **state) {
     assert_int_equal(count_of(out, "gpufl_process_memory_used_bytes{"), 2);
     assert_null(strstr(out, "pid=\"4444\"")); /* no memory given */
     assert_null(strstr(out, "pid=\"4545\"")); /* its device is lost */
+    /* Utilization as ratios, only where NVML's samples gave it. */
+    assert_true(has_line(out, "# TYPE gpufl_process_sm_utilization_ratio gauge"));
+    assert_true(has_line(
+        out,
+        "gpufl_process_sm_utilization_ratio{" PROC_GPU0
+        ",pid=\"4242\",comm=\"python3\",user=\"alice\",container=\"0123456789abcdef0123456789abcdef"
+        "0123456789abcdef0123456789abcdef\",pod_uid=\"12345678-1234-1234-1234-123456789abc\"} "
+        "0.37"));
+    assert_int_equal(count_of(out, "gpufl_process_sm_utilization_ratio{"), 1);
+    assert_int_equal(count_of(out, "gpufl_process_memory_utilization_ratio{"), 1);
+    assert_non_null(strstr(out, "pod_uid=\"12345678-1234-1234-1234-123456789abc\"} 0.12\n"));
     free(out);
     /* OpenMetrics: the family with its unit. */
     out = render(s, 1, 0);

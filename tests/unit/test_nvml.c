@@ -149,6 +149,7 @@ static const char *const h100 =
     "   'nvlink_tx_kib': [100, 1124, 2148], 'nvlink_rx_kib': [0, 512, 512],"
     "   'procs': [[[1234, 1048576], [5678, null]], [[1234, 2097152]], []],"
     "   'graphics_procs': [[[1234, 1048576], [999, 2048]], [], []],"
+    "   'proc_util': [[[1234, 80, 30], [1234, 61, 10], [999, 5, 1], [31337, 99, 99]], []],"
     "   'gpm': {'sm_util': [55.5, 60.0], 'sm_occupancy': [25.25], 'tensor': [12.5, 0.0],"
     "           'dram_bw': [33.0, 34.5], 'pcie_tx_mib': [3.0, 0.5], 'pcie_rx_mib': [1.0, 1.5],"
     "           'nvlink_tx_mib': [2.0, 1.0], 'nvlink_rx_mib': [1.0, 0.0]}}},"
@@ -300,6 +301,14 @@ static void test_sample_values(void **state) {
     assert_int_equal(s.procs[1].used_bytes, GPUFL_GPU_UNKNOWN);
     assert_int_equal(s.procs[2].pid, 999);
     assert_int_equal(s.procs[2].used_bytes, 2048);
+    /* Utilization: the mean of each process's samples (70.5 rounds up), 0
+     * for a listed process without one; an unlisted pid's are not kept. */
+    assert_int_equal(s.procs[0].sm_util_pct, 71);
+    assert_int_equal(s.procs[0].mem_util_pct, 20);
+    assert_int_equal(s.procs[1].sm_util_pct, 0);
+    assert_int_equal(s.procs[1].mem_util_pct, 0);
+    assert_int_equal(s.procs[2].sm_util_pct, 5);
+    assert_int_equal(s.procs[2].mem_util_pct, 1);
 
     /* Half a second later. */
     s = sample_ok(n, 0, SECOND_NS + SECOND_NS / 2);
@@ -323,6 +332,9 @@ static void test_sample_values(void **state) {
     assert_int_equal(s.nprocs, 1);
     assert_int_equal(s.procs[0].pid, 1234);
     assert_int_equal(s.procs[0].used_bytes, 2097152);
+    /* No sample since the last call (NOT_FOUND): it ran nothing. */
+    assert_int_equal(s.procs[0].sm_util_pct, 0);
+    assert_int_equal(s.procs[0].mem_util_pct, 0);
 
     /* One second later. */
     s = sample_ok(n, 0, 2 * SECOND_NS + SECOND_NS / 2);
@@ -524,18 +536,19 @@ static void test_refusals_not_retried(void **state) {
 
 static void test_calls_per_sample(void **state) {
     (void)state;
-    /* The H100 of the script answers everything: 16 calls a sample once GPM
-     * has a previous snapshot (see nvml.c's header). */
+    /* The H100 of the script answers everything: 17 calls a sample once GPM
+     * has a previous snapshot and while processes are listed (see nvml.c's
+     * header), one less without processes (no utilization call). */
     script(h100);
     gpufl__nvml_t *n = open_ok(GPUFL_FAKE_NVML_PATH);
     unsigned long long before = fake_new.total_calls();
     sample_ok(n, 0, SECOND_NS);
     unsigned long long first = fake_new.total_calls() - before;
-    assert_int_equal(first, 15); /* no GPM metrics yet */
+    assert_int_equal(first, 16); /* no GPM metrics yet */
     for (int i = 2; i <= 3; i++) {
         before = fake_new.total_calls();
         sample_ok(n, 0, i * SECOND_NS);
-        assert_int_equal(fake_new.total_calls() - before, 16);
+        assert_int_equal(fake_new.total_calls() - before, i == 2 ? 17 : 16); /* none listed at 3 */
     }
     close_checked(n, &fake_new);
 

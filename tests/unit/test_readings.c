@@ -15,6 +15,8 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -256,10 +258,10 @@ static void process_lists_with_attribution(void **state) {
              "{\"gpus\": [{\"name\": \"G\", \"uuid\": \"GPU-procs\", \"pci_bus_id\": \"0:1:0.0\","
              " \"memory_total\": 100000000, \"samples\": {\"mem_used\": [1], \"mem_free\": [9],"
              " \"procs\": [[[%d, 1048576], [%d, 2097152]], [[%d, 1048576], [%d, 2097152]],"
-             " [[%d, 3145728]]]}},"
+             " [[%d, 3145728]]], \"proc_util\": [[], [], [[%d, 20, 4], [%d, 30, 6]]]}},"
              " {\"name\": \"H\", \"uuid\": \"GPU-none\", \"pci_bus_id\": \"0:2:0.0\","
              " \"memory_total\": 10, \"samples\": {\"mem_used\": [1], \"mem_free\": [9]}}]}",
-             (int)live, (int)gone, (int)live, (int)gone, (int)live);
+             (int)live, (int)gone, (int)live, (int)gone, (int)live, (int)live, (int)live);
     write_script(json);
     gpufl_readings_t *r = start("processes", 0);
     gpufl_readings_process_t p[4];
@@ -281,6 +283,20 @@ static void process_lists_with_attribution(void **state) {
     assert_string_equal(p[0].user, pw->pw_name);
     assert_true(p[0].start_ticks > 0);
     assert_int_equal(p[0].size, sizeof p[0]);
+    assert_int_equal(p[0].sm_util_pct, 25); /* the mean of its two samples */
+    assert_int_equal(p[0].mem_util_pct, 5);
+    /* A caller built against the first release (without utilization) gets
+     * what it knows, and nothing is written past its elements. */
+    {
+        size_t old = offsetof(gpufl_readings_process_t, sm_util_pct);
+        _Alignas(gpufl_readings_process_t) unsigned char raw[2 * sizeof(gpufl_readings_process_t)];
+        memset(raw, 0xAB, sizeof raw);
+        ((gpufl_readings_process_t *)(void *)raw)->size = old;
+        assert_int_equal(gpufl_readings_processes((gpufl_readings_process_t *)(void *)raw, 1, r, 0),
+                         1);
+        assert_int_equal(((gpufl_readings_process_t *)(void *)raw)->pid, live);
+        for (size_t b = old; b < sizeof raw; b++) assert_int_equal(raw[b], 0xAB);
+    }
     /* A device NVML gives no process list for has none; bad arguments. */
     assert_int_equal(gpufl_readings_processes(p, 4, r, 1), GPUFL_ENOTFOUND);
     assert_int_equal(gpufl_readings_processes(p, 4, r, 9), GPUFL_ENOTFOUND);
