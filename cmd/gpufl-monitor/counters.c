@@ -26,12 +26,19 @@ static const mon_value_t *col(const mon_device_t *d, const char *name) {
 }
 
 /* The integral of a rate over dt (trapezoid; one end alone held flat),
- * 0 when neither end has it. Negative rates are no data. */
+ * 0 when neither end has it. Negative rates are no data. A value carried
+ * forward from an older row counts from when it was read: between two
+ * readings of a once-a-second rate the integral spans their real distance,
+ * and a carried value adds nothing until the next reading. */
 static double integrate(const mon_device_t *cur, const mon_device_t *prev, const char *name,
                         double dt) {
     const mon_value_t *a = col(prev, name), *b = col(cur, name);
     if (a && a->value < 0) a = NULL;
     if (b && b->value < 0) b = NULL;
+    if (a && b && a->taken_ns && b->taken_ns)
+        return b->taken_ns > a->taken_ns
+                   ? (a->value + b->value) / 2 * (double)(b->taken_ns - a->taken_ns) / 1e9
+                   : 0;
     if (a && b) return (a->value + b->value) / 2 * dt;
     if (a || b) return (a ? a->value : b->value) * dt;
     return 0;

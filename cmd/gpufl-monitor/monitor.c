@@ -109,6 +109,24 @@ static void copy_row(mon_value_t *cols, int *ncols, const gpufl_readings_row_t *
         v->column = row->columns[i];
         v->value = row->values[i];
         v->present = row->present[i];
+        v->taken_ns = row->ts_ns;
+    }
+}
+
+/* Columns the new row left out take the previous snapshot's value while it
+ * is under MON_CARRY_NS old, with the time it was read. */
+static void carry_forward(mon_device_t *d, const mon_device_t *prev) {
+    for (int i = 0; i < prev->ncols && i < MON_MAX_COLS; i++) {
+        const mon_value_t *old = &prev->cols[i];
+        if (!old->present || d->ts_ns - old->taken_ns > MON_CARRY_NS) continue;
+        int j = 0;
+        while (j < d->ncols && strcmp(d->cols[j].column, old->column) != 0) j++;
+        if (j < d->ncols && d->cols[j].present) continue;
+        if (j == d->ncols) {
+            if (d->ncols == MON_MAX_COLS) continue;
+            d->ncols++;
+        }
+        d->cols[j] = *old;
     }
 }
 
@@ -177,6 +195,7 @@ static void fill_device(mon_monitor_t *m, mon_device_t *d, const gpufl_readings_
     if (gpufl_readings_device_row(&row, m->readings, info->index) == 0) {
         d->ts_ns = row.ts_ns;
         copy_row(d->cols, &d->ncols, &row);
+        if (prev) carry_forward(d, prev);
     } else if (prev) { /* no row yet in this session (after a reopen): keep the last */
         d->ts_ns = prev->ts_ns;
         d->ncols = prev->ncols;

@@ -2,7 +2,10 @@
 /*
  * otlp.c - --otlp-endpoint: each snapshot pushed to <endpoint>/v1/metrics as
  * OTLP/HTTP JSON under the OpenTelemetry hardware semantic conventions'
- * names (hw.gpu.*, hw.power, hw.energy, hw.temperature), with libcurl.
+ * names where they define one (hw.gpu.*, hw.power, hw.energy, hw.temperature,
+ * hw.errors, system.*; process.*, container.* and k8s.* attributes) and
+ * gpufl.* for the rest (clocks, GPM ratios, throttle time, per-process
+ * readings), with libcurl.
  *
  * The push runs on its own thread behind a queue of one snapshot: the
  * sampling thread only copies into the slot (the newest wins, a snapshot
@@ -98,41 +101,168 @@ static int col(const mon_device_t *d, const char *column, double *v) {
     return x != NULL;
 }
 
-enum { M_UTIL, M_MEM_USAGE, M_MEM_LIMIT, M_MEM_UTIL, M_POWER, M_ENERGY, M_TEMP, M_COUNT };
+/* A device metric read from one gpu_sample column: value x scale. */
+typedef struct column_metric {
+    const char *name, *unit, *kind, *description, *column;
+    double scale;
+    const char *attr_key, *attr_value; /* one more attribute, or NULL */
+} column_metric_t;
+
+/* The semantic conventions' hw.* names where they define one; gpufl.* for
+ * the readings they do not cover (clocks, GPM ratios). */
+static const column_metric_t column_metrics[] = {
+    {"hw.gpu.utilization", "1", "gauge", "Fraction of time a kernel ran (gpu_util_pct).",
+     "gpu_util_pct", 0.01, "hw.gpu.task", "general"},
+    {"hw.gpu.memory.usage", "By", "updown", "Device memory in use (mem_used_bytes).",
+     "mem_used_bytes", 1, NULL, NULL},
+    {"hw.gpu.memory.limit", "By", "updown", "Device memory in all (mem_total_bytes).",
+     "mem_total_bytes", 1, NULL, NULL},
+    {"hw.power", "W", "gauge", "Power draw (power_mw).", "power_mw", 0.001, NULL, NULL},
+    {"hw.temperature", "Cel", "gauge", "GPU die temperature (temp_gpu_c).", "temp_gpu_c", 1, NULL,
+     NULL},
+    {"gpufl.gpu.clock.sm", "Hz", "gauge", "SM clock (clock_sm_mhz).", "clock_sm_mhz", 1e6, NULL,
+     NULL},
+    {"gpufl.gpu.clock.memory", "Hz", "gauge", "Memory clock (clock_mem_mhz).", "clock_mem_mhz", 1e6,
+     NULL, NULL},
+    {"gpufl.gpu.sm.active", "1", "gauge", "Fraction of cycles an SM had a warp resident (GPM).",
+     "sm_active_pct", 0.01, NULL, NULL},
+    {"gpufl.gpu.sm.occupancy", "1", "gauge", "Resident warps over the SMs' maximum (GPM).",
+     "sm_occupancy_pct", 0.01, NULL, NULL},
+    {"gpufl.gpu.tensor.active", "1", "gauge",
+     "Fraction of cycles the tensor pipes were busy (GPM).", "tensor_active_pct", 0.01, NULL, NULL},
+    {"gpufl.gpu.dram.active", "1", "gauge", "Device memory bandwidth used over its peak (GPM).",
+     "dram_bw_util_pct", 0.01, NULL, NULL},
+};
+#define N_COLUMN_METRICS (sizeof column_metrics / sizeof column_metrics[0])
+
+/* The metrics that are not one column each, after the column metrics. */
+enum {
+    M_MEM_UTIL = N_COLUMN_METRICS,
+    M_ENERGY,
+    M_IO,
+    M_ERRORS,
+    M_THROTTLE,
+    M_PROC_MEM,
+    M_PROC_SM,
+    M_PROC_MEM_UTIL,
+    M_HOST_CPU,
+    M_HOST_MEM,
+    M_HOST_MEM_LIMIT,
+    M_COUNT
+};
+
+/* A process's attributes: the semantic conventions' process.*, container.*
+ * and k8s.* names, and the device it runs on. */
+static json_t *process_attrs(const mon_device_t *d, const mon_process_t *p) {
+    json_t *a = json_array();
+    json_array_append_new(a, attr("hw.id", d->uuid));
+    json_array_append_new(a, json_pack("{s:s, s:{s:I}}", "key", "process.pid", "value", "intValue",
+                                       (json_int_t)p->pid));
+    if (p->comm[0]) json_array_append_new(a, attr("process.executable.name", p->comm));
+    if (p->user[0]) json_array_append_new(a, attr("process.owner", p->user));
+    if (p->container[0]) json_array_append_new(a, attr("container.id", p->container));
+    if (p->pod_uid[0]) json_array_append_new(a, attr("k8s.pod.uid", p->pod_uid));
+    if (p->slurm_job[0]) json_array_append_new(a, attr("gpufl.slurm.job_id", p->slurm_job));
+    return a;
+}
+
+static void device_points(metric_t *ms, const mon_otlp_t *o, int64_t ts, const mon_device_t *d) {
+    double v, total;
+    for (size_t k = 0; k < N_COLUMN_METRICS; k++) {
+        const column_metric_t *c = &column_metrics[k];
+        if (col(d, c->column, &v))
+            point(&ms[k], o, ts, device_attrs(d, c->attr_key, c->attr_value), v * c->scale);
+    }
+    if (col(d, "mem_total_bytes", &total) && col(d, "mem_used_bytes", &v) && total > 0)
+        point(&ms[M_MEM_UTIL], o, ts, device_attrs(d, NULL, NULL), v / total);
+    if (col(d, "energy_mj", &v) || col(d, "power_mw", &v))
+        point(&ms[M_ENERGY], o, ts, device_attrs(d, NULL, NULL), d->counters.energy_joules);
+    const mon_counters_t *k = &d->counters;
+    if (col(d, "pcie_tx_bytes_per_s", &v) || k->pcie_tx_bytes > 0) {
+        json_t *a = device_attrs(d, "network.io.direction", "transmit");
+        json_array_append_new(a, attr("gpufl.link", "pcie"));
+        point(&ms[M_IO], o, ts, a, k->pcie_tx_bytes);
+        a = device_attrs(d, "network.io.direction", "receive");
+        json_array_append_new(a, attr("gpufl.link", "pcie"));
+        point(&ms[M_IO], o, ts, a, k->pcie_rx_bytes);
+    }
+    if (col(d, "nvlink_tx_bytes_per_s", &v) || k->nvlink_tx_bytes > 0) {
+        json_t *a = device_attrs(d, "network.io.direction", "transmit");
+        json_array_append_new(a, attr("gpufl.link", "nvlink"));
+        point(&ms[M_IO], o, ts, a, k->nvlink_tx_bytes);
+        a = device_attrs(d, "network.io.direction", "receive");
+        json_array_append_new(a, attr("gpufl.link", "nvlink"));
+        point(&ms[M_IO], o, ts, a, k->nvlink_rx_bytes);
+    }
+    for (int x = 0; x < k->nxids && x < MON_MAX_XIDS; x++) {
+        char type[32];
+        snprintf(type, sizeof type, "xid_%u", k->xids[x].code);
+        point(&ms[M_ERRORS], o, ts, device_attrs(d, "error.type", type), (double)k->xids[x].count);
+    }
+    for (int bit = 0; bit < MON_MAX_REASONS; bit++)
+        if (d->throttle_reason_names[bit] && k->throttle_seconds[bit] > 0)
+            point(&ms[M_THROTTLE], o, ts,
+                  device_attrs(d, "gpufl.throttle.reason", d->throttle_reason_names[bit]),
+                  k->throttle_seconds[bit]);
+    for (int j = 0; j < d->nprocesses && j < MON_MAX_PROCESSES; j++) {
+        const mon_process_t *p = &d->processes[j];
+        if (p->used_bytes >= 0)
+            point(&ms[M_PROC_MEM], o, ts, process_attrs(d, p), (double)p->used_bytes);
+        if (p->sm_util_pct >= 0)
+            point(&ms[M_PROC_SM], o, ts, process_attrs(d, p), p->sm_util_pct / 100.0);
+        if (p->mem_util_pct >= 0)
+            point(&ms[M_PROC_MEM_UTIL], o, ts, process_attrs(d, p), p->mem_util_pct / 100.0);
+    }
+}
+
+/* The host's readings under the semantic conventions' system.* names. */
+static void host_points(metric_t *ms, const mon_otlp_t *o, int64_t ts, const mon_snapshot_t *s) {
+    const mon_value_t *cpu = mon_value_find(s->host, s->host_ncols, "cpu_pct");
+    const mon_value_t *used = mon_value_find(s->host, s->host_ncols, "mem_used_bytes");
+    const mon_value_t *total = mon_value_find(s->host, s->host_ncols, "mem_total_bytes");
+    if (cpu) point(&ms[M_HOST_CPU], o, ts, json_array(), cpu->value / 100);
+    if (used) {
+        json_t *a = json_array();
+        json_array_append_new(a, attr("system.memory.state", "used"));
+        point(&ms[M_HOST_MEM], o, ts, a, used->value);
+    }
+    if (total) point(&ms[M_HOST_MEM_LIMIT], o, ts, json_array(), total->value);
+}
 
 /* The snapshot as an ExportMetricsServiceRequest; NULL when out of memory. */
 static char *render(const mon_otlp_t *o, const mon_snapshot_t *s) {
-    metric_t ms[M_COUNT] = {
-        {"hw.gpu.utilization", "1", "gauge", "Fraction of time a kernel ran (gpu_util_pct).", NULL},
-        {"hw.gpu.memory.usage", "By", "updown", "Device memory in use (mem_used_bytes).", NULL},
-        {"hw.gpu.memory.limit", "By", "updown", "Device memory in all (mem_total_bytes).", NULL},
-        {"hw.gpu.memory.utilization", "1", "gauge",
-         "Fraction of device memory in use (mem_used_bytes / mem_total_bytes).", NULL},
-        {"hw.power", "W", "gauge", "Power draw (power_mw).", NULL},
-        {"hw.energy", "J", "sum", "Energy used since the monitor started (energy_mj).", NULL},
-        {"hw.temperature", "Cel", "gauge", "GPU die temperature (temp_gpu_c).", NULL},
-    };
+    metric_t ms[M_COUNT];
+    for (size_t k = 0; k < N_COLUMN_METRICS; k++)
+        ms[k] = (metric_t){column_metrics[k].name, column_metrics[k].unit, column_metrics[k].kind,
+                           column_metrics[k].description, NULL};
+    ms[M_MEM_UTIL] =
+        (metric_t){"hw.gpu.memory.utilization", "1", "gauge",
+                   "Fraction of device memory in use (mem_used_bytes / mem_total_bytes).", NULL};
+    ms[M_ENERGY] = (metric_t){"hw.energy", "J", "sum",
+                              "Energy used since the monitor started (energy_mj).", NULL};
+    ms[M_IO] = (metric_t){"hw.gpu.io", "By", "sum",
+                          "Bytes moved over PCIe and NVLink since the monitor started.", NULL};
+    ms[M_ERRORS] = (metric_t){"hw.errors", "{error}", "sum",
+                              "XID errors per code since the monitor started.", NULL};
+    ms[M_THROTTLE] = (metric_t){"gpufl.gpu.throttle.time", "s", "sum",
+                                "Time each clock event (throttle) reason was active.", NULL};
+    ms[M_PROC_MEM] = (metric_t){"gpufl.process.gpu.memory.usage", "By", "updown",
+                                "Device memory a process uses (NVML's process list).", NULL};
+    ms[M_PROC_SM] = (metric_t){"gpufl.process.gpu.sm.utilization", "1", "gauge",
+                               "Fraction of the last interval a kernel of the process ran.", NULL};
+    ms[M_PROC_MEM_UTIL] =
+        (metric_t){"gpufl.process.gpu.memory.utilization", "1", "gauge",
+                   "Fraction of the last interval the process used memory.", NULL};
+    ms[M_HOST_CPU] = (metric_t){"system.cpu.utilization", "1", "gauge",
+                                "Host CPU busy time over all cores.", NULL};
+    ms[M_HOST_MEM] = (metric_t){"system.memory.usage", "By", "updown", "Host memory in use.", NULL};
+    ms[M_HOST_MEM_LIMIT] =
+        (metric_t){"system.memory.limit", "By", "updown", "Host memory in all.", NULL};
     int64_t ts = s->ts_unix_ms * 1000000;
     for (int k = 0; k < M_COUNT; k++) ms[k].points = json_array();
-    for (int i = 0; i < s->ndevices && i < MON_MAX_DEVICES; i++) {
-        const mon_device_t *d = &s->devices[i];
-        double v, total;
-        if (d->lost) continue;
-        if (col(d, "gpu_util_pct", &v))
-            point(&ms[M_UTIL], o, ts, device_attrs(d, "hw.gpu.task", "general"), v / 100);
-        if (col(d, "mem_used_bytes", &v))
-            point(&ms[M_MEM_USAGE], o, ts, device_attrs(d, NULL, NULL), v);
-        if (col(d, "mem_total_bytes", &total)) {
-            point(&ms[M_MEM_LIMIT], o, ts, device_attrs(d, NULL, NULL), total);
-            if (col(d, "mem_used_bytes", &v) && total > 0)
-                point(&ms[M_MEM_UTIL], o, ts, device_attrs(d, NULL, NULL), v / total);
-        }
-        if (col(d, "power_mw", &v))
-            point(&ms[M_POWER], o, ts, device_attrs(d, NULL, NULL), v / 1000);
-        if (col(d, "energy_mj", &v) || col(d, "power_mw", &v))
-            point(&ms[M_ENERGY], o, ts, device_attrs(d, NULL, NULL), d->counters.energy_joules);
-        if (col(d, "temp_gpu_c", &v)) point(&ms[M_TEMP], o, ts, device_attrs(d, NULL, NULL), v);
-    }
+    for (int i = 0; i < s->ndevices && i < MON_MAX_DEVICES; i++)
+        if (!s->devices[i].lost) device_points(ms, o, ts, &s->devices[i]);
+    host_points(ms, o, ts, s);
     json_t *metrics = json_array();
     for (int k = 0; k < M_COUNT; k++) {
         if (json_array_size(ms[k].points) == 0) {

@@ -30,7 +30,14 @@ typedef struct mon_value {
     const char *column; /* static: the wire table's column name */
     double value;
     int present;
+    int64_t taken_ns; /* the row it was read in (CLOCK_MONOTONIC); older than the device's
+                         ts_ns when carried forward (see MON_CARRY_NS) */
 } mon_value_t;
+
+/* A device column the latest row left out (GPM ratios and process-side
+ * readings come once a second, rows as often as --interval-ms) keeps its
+ * last value this long, so that a series does not blink in and out. */
+#define MON_CARRY_NS 3000000000LL
 
 /* What the daemon adds up between samples (monotonic from its start). */
 typedef struct mon_counters {

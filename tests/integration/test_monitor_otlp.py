@@ -10,8 +10,10 @@ errors); a collector that starts late receives data once it is up.
 usage: test_monitor_otlp.py MONITOR FAKE_LIB SCRIPT LOG_ROOT"""
 import http.server
 import json
+import os
 import socket
 import sys
+import tempfile
 import threading
 import time
 
@@ -62,7 +64,7 @@ class Collector:
 
 
 def attrs(lst):
-    return {a["key"]: a["value"]["stringValue"] for a in lst}
+    return {a["key"]: a["value"].get("stringValue", a["value"].get("intValue")) for a in lst}
 
 
 def script_devices():
@@ -87,15 +89,40 @@ def scrape_ms(d):
     return status, (time.monotonic() - t) * 1000
 
 
+def enriched_script():
+    """The 8-GPU script plus a process list (this test's own process) with utilization on GPU 0,
+    GPM and PCIe counters on GPU 0 and two XID 79 on GPU 1: every metric family has points."""
+    with open(SCRIPT) as f:
+        d = json.load(f)
+    g0 = d["gpus"][0]
+    g0["samples"]["procs"] = [[[os.getpid(), 268435456]]]
+    g0["samples"]["proc_util"] = [[[os.getpid(), 40, 8], [os.getpid(), 50, 12]]]
+    g0["gpm"] = True
+    g0["samples"]["gpm"] = {"sm_util": [50.0], "sm_occupancy": [25.0], "tensor": [40.0],
+                            "dram_bw": [30.0], "pcie_tx_mib": [100.0], "pcie_rx_mib": [50.0]}
+    d["gpus"][1]["xids"] = [[1, 79], [2, 79]]
+    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump(d, f)
+    f.close()
+    return f.name, d
+
+
 def test_push():
     c = Collector("ok")
+    script_path, script = enriched_script()
     d = Daemon(MONITOR, FAKE_LIB, ["--interval-ms", "200", "--listen", "127.0.0.1:0",
                                    "--log-path", fresh(LOG_ROOT, "push"),
-                                   "--otlp-endpoint", "http://127.0.0.1:%d/" % c.port], SCRIPT)
+                                   "--otlp-endpoint", "http://127.0.0.1:%d/" % c.port], script_path)
     try:
         check(d.port is not None, "push: the daemon started: " + d.stderr())
         check("not built" not in d.stderr(), "push: no 'not built yet' line")
-        check(wait_for(lambda: len(c.bodies) >= 4, 20), "push: four exports arrived")
+        # GPM ratios need two snapshots a second apart, and process lists come once a second:
+        # wait for an export that has the process series.
+        def full(b):
+            return any(m["name"] == "gpufl.process.gpu.sm.utilization"
+                       for sm in b["resourceMetrics"][0]["scopeMetrics"] for m in sm["metrics"])
+        check(wait_for(lambda: len(c.bodies) >= 6 and full(c.bodies[-1]), 20),
+              "push: six exports arrived, the last with process series")
         check(all(p == ("/v1/metrics", "application/json") for p in c.paths),
               "push: POST /v1/metrics as application/json: %r" % c.paths[:2])
         body = c.bodies[-1]
@@ -105,15 +132,35 @@ def test_push():
         check(res.get("service.name") == "gpufl-monitor", "push: service.name: %r" % res)
         check(res.get("host.name") == socket.gethostname(), "push: host.name: %r" % res)
         metrics = {m["name"]: m for sm in rm[0]["scopeMetrics"] for m in sm["metrics"]}
-        want = {"hw.gpu.utilization": ("1", "gauge"), "hw.gpu.memory.usage": ("By", "sum"),
-                "hw.gpu.memory.limit": ("By", "sum"), "hw.gpu.memory.utilization": ("1", "gauge"),
-                "hw.power": ("W", "gauge"), "hw.energy": ("J", "sum"),
-                "hw.temperature": ("Cel", "gauge")}
-        check(set(metrics) == set(want), "push: metric names %s" % sorted(metrics))
+        # name: (unit, kind, monotonic); every device metric carries hw.id/hw.type/hw.vendor.
+        want = {"hw.gpu.utilization": ("1", "gauge", None),
+                "hw.gpu.memory.usage": ("By", "sum", False),
+                "hw.gpu.memory.limit": ("By", "sum", False),
+                "hw.gpu.memory.utilization": ("1", "gauge", None),
+                "hw.power": ("W", "gauge", None), "hw.energy": ("J", "sum", True),
+                "hw.temperature": ("Cel", "gauge", None), "hw.gpu.io": ("By", "sum", True),
+                "hw.errors": ("{error}", "sum", True),
+                "gpufl.gpu.clock.sm": ("Hz", "gauge", None),
+                "gpufl.gpu.clock.memory": ("Hz", "gauge", None),
+                "gpufl.gpu.sm.active": ("1", "gauge", None),
+                "gpufl.gpu.sm.occupancy": ("1", "gauge", None),
+                "gpufl.gpu.tensor.active": ("1", "gauge", None),
+                "gpufl.gpu.dram.active": ("1", "gauge", None),
+                "gpufl.gpu.throttle.time": ("s", "sum", True)}
+        process_want = {"gpufl.process.gpu.memory.usage": ("By", "sum", False, 268435456),
+                        "gpufl.process.gpu.sm.utilization": ("1", "gauge", None, 0.45),
+                        "gpufl.process.gpu.memory.utilization": ("1", "gauge", None, 0.10)}
+        host_want = {"system.cpu.utilization": ("1", "gauge", None),
+                     "system.memory.usage": ("By", "sum", False),
+                     "system.memory.limit": ("By", "sum", False)}
+        check(set(metrics) == set(want) | set(process_want) | set(host_want),
+              "push: metric names %s" % sorted(metrics))
         whole, mig = script_devices()
+        whole = {g["uuid"]: g for g in script["gpus"] if g["uuid"] in whole}
         scale = {"hw.gpu.utilization": ("util_gpu", 0.01), "hw.power": ("power_mw", 0.001),
-                 "hw.temperature": ("temp_gpu", 1), "hw.gpu.memory.usage": ("mem_used", 1)}
-        for name, (unit, kind) in want.items():
+                 "hw.temperature": ("temp_gpu", 1), "hw.gpu.memory.usage": ("mem_used", 1),
+                 "gpufl.gpu.clock.sm": ("clock_sm", 1e6), "gpufl.gpu.clock.memory": ("clock_mem", 1e6)}
+        for name, (unit, kind, monotonic, *_) in {**want, **process_want, **host_want}.items():
             m = metrics.get(name)
             if not m:
                 continue
@@ -122,15 +169,17 @@ def test_push():
             data = m.get(kind, {})
             if kind == "sum":
                 check(data.get("aggregationTemporality") == 2, f"{name}: cumulative")
-                check(data.get("isMonotonic") == (name == "hw.energy"), f"{name}: isMonotonic")
-            seen = set()
+                check(data.get("isMonotonic") == monotonic, f"{name}: isMonotonic")
             for p in data.get("dataPoints", []):
-                a = attrs(p["attributes"])
-                uuid = a.get("hw.id")
-                seen.add(uuid)
                 check(isinstance(p["timeUnixNano"], str) and
                       abs(int(p["timeUnixNano"]) / 1e9 - time.time()) < 60,
                       f"{name}: timeUnixNano a recent string: {p['timeUnixNano']!r}")
+        for name in want:
+            seen = set()
+            for p in metrics.get(name, {}).get(want[name][1], {}).get("dataPoints", []):
+                a = attrs(p["attributes"])
+                uuid = a.get("hw.id")
+                seen.add(uuid)
                 check(a.get("hw.type") == "gpu" and a.get("hw.vendor") == "NVIDIA",
                       f"{name} {uuid}: hw.type/hw.vendor {a}")
                 v = p["asDouble"]
@@ -152,16 +201,53 @@ def test_push():
                     check(any(abs(v - x) < 1e-9 for x in allowed), f"{name} {uuid}: {v}")
                 elif name == "hw.energy":
                     check(0 <= v <= 2000, f"{name} {uuid}: joules since start {v}")
-            check(set(whole) <= seen, f"{name}: every whole GPU's uuid: {sorted(seen)}")
+                elif name == "hw.gpu.io":
+                    check(a.get("network.io.direction") in ("transmit", "receive") and
+                          a.get("gpufl.link") == "pcie" and v >= 0, f"{name} {uuid}: {a} {v}")
+                elif name == "hw.errors":
+                    check(uuid == script["gpus"][1]["uuid"] and a.get("error.type") == "xid_79"
+                          and v == 2, f"{name}: two XID 79 on GPU 1: {uuid} {a} {v}")
+                elif name == "gpufl.gpu.sm.active":
+                    check(abs(v - 0.5) < 1e-9, f"{name} {uuid}: {v}")
+                elif name == "gpufl.gpu.throttle.time":
+                    check(a.get("gpufl.throttle.reason") and v > 0, f"{name} {uuid}: {a} {v}")
+            if name in ("hw.gpu.utilization", "hw.power", "hw.energy", "gpufl.gpu.clock.sm"):
+                check(set(whole) <= seen, f"{name}: every whole GPU's uuid: {sorted(seen)}")
         check(mig <= {attrs(p["attributes"]).get("hw.id") for p in
                       metrics["hw.gpu.memory.usage"]["sum"]["dataPoints"]},
               "push: the MIG instances' memory by their uuid")
+        for name, (unit, kind, monotonic, value) in process_want.items():
+            points = metrics.get(name, {}).get(kind, {}).get("dataPoints", [])
+            check(len(points) == 1, f"{name}: one process: {points}")
+            for p in points:
+                a = {x["key"]: x["value"] for x in p["attributes"]}
+                check(a.get("process.pid") == {"intValue": str(os.getpid())} or
+                      a.get("process.pid") == {"intValue": os.getpid()},
+                      f"{name}: process.pid {a.get('process.pid')}")
+                check(a.get("hw.id", {}).get("stringValue") == script["gpus"][0]["uuid"],
+                      f"{name}: on GPU 0: {a.get('hw.id')}")
+                check(a.get("process.executable.name", {}).get("stringValue", "").startswith("python")
+                      and a.get("process.owner"), f"{name}: who: {a}")
+                check(abs(p["asDouble"] - value) < 1e-9, f"{name}: {p['asDouble']}, want {value}")
+        for name in host_want:
+            points = metrics.get(name, {}).get(host_want[name][1], {}).get("dataPoints", [])
+            check(len(points) == 1, f"{name}: one point: {points}")
+            for p in points:
+                v = p["asDouble"]
+                if name == "system.cpu.utilization":
+                    check(0 <= v <= 1, f"{name}: {v}")
+                else:
+                    check(v > 0, f"{name}: {v}")
+                if name == "system.memory.usage":
+                    check(attrs(p["attributes"]).get("system.memory.state") == "used",
+                          f"{name}: system.memory.state")
         check(wait_for(lambda: (metrics_counter(d, "ok") or 0) >= 4, 5),
               "push: gpufl_monitor_otlp_exports_total{result=ok} counts them")
         check(metrics_counter(d, "error") == 0, "push: no errors counted")
     finally:
         check(d.stop() == 0, "push: clean exit")
         c.close()
+        os.unlink(script_path)
 
 
 def test_faulty(mode):

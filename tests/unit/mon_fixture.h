@@ -79,7 +79,7 @@ static inline void mf_device(mon_device_t *d, int index) {
     d->ts_ns = 1000000000LL;
     d->ncols = MF_NGPU_COLS;
     for (int c = 0; c < MF_NGPU_COLS; c++)
-        d->cols[c] = (mon_value_t){mf_gpu_cols[c].column, mf_gpu_cols[c].value, 1};
+        d->cols[c] = (mon_value_t){mf_gpu_cols[c].column, mf_gpu_cols[c].value, 1, 0};
     for (int b = 0; b < 4; b++) d->throttle_reason_names[b] = mf_reason_names[b];
 }
 
@@ -87,7 +87,7 @@ static inline void mf_host(mon_snapshot_t *s) {
     snprintf(s->hostname, sizeof s->hostname, "node-a");
     s->host_ncols = MF_NHOST_COLS;
     for (int c = 0; c < MF_NHOST_COLS; c++)
-        s->host[c] = (mon_value_t){mf_host_cols[c].column, mf_host_cols[c].value, 1};
+        s->host[c] = (mon_value_t){mf_host_cols[c].column, mf_host_cols[c].value, 1, 0};
     s->self.scrapes_total = 7;
     s->self.samples_total = 100;
     s->self.nsources = 2;

@@ -385,6 +385,28 @@ static void test_counters_advance(void **state) {
     mon_device_t *e = row(14 * s1, 9e9, 300000, 0xff, 1e9);
     mon_counters_advance(e, d);
     assert_memory_equal(&e->counters, &d->counters, sizeof e->counters);
+
+    /* A once-a-second rate (GPM) between 200 ms rows: carried forward with
+     * the time it was read, it adds nothing until the next reading, which
+     * adds the trapezoid over the real second between the two readings. */
+    mon_device_t *g[6];
+    double before = 0;
+    for (int i = 0; i < 6; i++) {
+        int64_t t = 20 * s1 + i * (s1 / 5);
+        g[i] = row(t, -1, -1, -1, i == 0 ? 1000 : i == 5 ? 3000 : 1000);
+        for (int k = 0; k < g[i]->ncols; k++)
+            if (strcmp(g[i]->cols[k].column, "pcie_tx_bytes_per_s") == 0)
+                g[i]->cols[k].taken_ns = i == 5 ? t : 20 * s1; /* carried: read at 20 s */
+        if (i == 0) {
+            mon_counters_advance(g[0], NULL);
+            before = g[0]->counters.pcie_tx_bytes;
+            continue;
+        }
+        mon_counters_advance(g[i], g[i - 1]);
+        if (i < 5) assert_true(g[i]->counters.pcie_tx_bytes == before);
+    }
+    assert_true(fabs(g[5]->counters.pcie_tx_bytes - before - 2000) <
+                1e-9); /* (1000+3000)/2 x 1 s */
 }
 
 static void test_counters_xid(void **state) {
