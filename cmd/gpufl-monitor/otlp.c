@@ -166,6 +166,17 @@ static json_t *process_attrs(const mon_device_t *d, const mon_process_t *p) {
     return a;
 }
 
+/* hw.gpu.io's two points of one link: bytes sent and received. */
+static void io_points(metric_t *m, const mon_otlp_t *o, int64_t ts, const mon_device_t *d,
+                      const char *link, double tx, double rx) {
+    json_t *a = device_attrs(d, "network.io.direction", "transmit");
+    json_array_append_new(a, attr("gpufl.link", link));
+    point(m, o, ts, a, tx);
+    a = device_attrs(d, "network.io.direction", "receive");
+    json_array_append_new(a, attr("gpufl.link", link));
+    point(m, o, ts, a, rx);
+}
+
 static void device_points(metric_t *ms, const mon_otlp_t *o, int64_t ts, const mon_device_t *d) {
     double v, total;
     for (size_t k = 0; k < N_COLUMN_METRICS; k++) {
@@ -178,22 +189,10 @@ static void device_points(metric_t *ms, const mon_otlp_t *o, int64_t ts, const m
     if (col(d, "energy_mj", &v) || col(d, "power_mw", &v))
         point(&ms[M_ENERGY], o, ts, device_attrs(d, NULL, NULL), d->counters.energy_joules);
     const mon_counters_t *k = &d->counters;
-    if (col(d, "pcie_tx_bytes_per_s", &v) || k->pcie_tx_bytes > 0) {
-        json_t *a = device_attrs(d, "network.io.direction", "transmit");
-        json_array_append_new(a, attr("gpufl.link", "pcie"));
-        point(&ms[M_IO], o, ts, a, k->pcie_tx_bytes);
-        a = device_attrs(d, "network.io.direction", "receive");
-        json_array_append_new(a, attr("gpufl.link", "pcie"));
-        point(&ms[M_IO], o, ts, a, k->pcie_rx_bytes);
-    }
-    if (col(d, "nvlink_tx_bytes_per_s", &v) || k->nvlink_tx_bytes > 0) {
-        json_t *a = device_attrs(d, "network.io.direction", "transmit");
-        json_array_append_new(a, attr("gpufl.link", "nvlink"));
-        point(&ms[M_IO], o, ts, a, k->nvlink_tx_bytes);
-        a = device_attrs(d, "network.io.direction", "receive");
-        json_array_append_new(a, attr("gpufl.link", "nvlink"));
-        point(&ms[M_IO], o, ts, a, k->nvlink_rx_bytes);
-    }
+    if (col(d, "pcie_tx_bytes_per_s", &v) || k->pcie_tx_bytes > 0)
+        io_points(&ms[M_IO], o, ts, d, "pcie", k->pcie_tx_bytes, k->pcie_rx_bytes);
+    if (col(d, "nvlink_tx_bytes_per_s", &v) || k->nvlink_tx_bytes > 0)
+        io_points(&ms[M_IO], o, ts, d, "nvlink", k->nvlink_tx_bytes, k->nvlink_rx_bytes);
     for (int x = 0; x < k->nxids && x < MON_MAX_XIDS; x++) {
         char type[32];
         snprintf(type, sizeof type, "xid_%u", k->xids[x].code);
