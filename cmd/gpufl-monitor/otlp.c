@@ -151,6 +151,26 @@ enum {
     M_COUNT
 };
 
+/* Name, unit, kind and description of the metrics after the column ones, in enum order. */
+static const metric_t other_metrics[M_COUNT - N_COLUMN_METRICS] = {
+    {"hw.gpu.memory.utilization", "1", "gauge",
+     "Fraction of device memory in use (mem_used_bytes / mem_total_bytes).", NULL},
+    {"hw.energy", "J", "sum", "Energy used since the monitor started (energy_mj).", NULL},
+    {"hw.gpu.io", "By", "sum", "Bytes moved over PCIe and NVLink since the monitor started.", NULL},
+    {"hw.errors", "{error}", "sum", "XID errors per code since the monitor started.", NULL},
+    {"gpufl.gpu.throttle.time", "s", "sum", "Time each clock event (throttle) reason was active.",
+     NULL},
+    {"gpufl.process.gpu.memory.usage", "By", "updown",
+     "Device memory a process uses (NVML's process list).", NULL},
+    {"gpufl.process.gpu.sm.utilization", "1", "gauge",
+     "Fraction of the last interval a kernel of the process ran.", NULL},
+    {"gpufl.process.gpu.memory.utilization", "1", "gauge",
+     "Fraction of the last interval the process used memory.", NULL},
+    {"system.cpu.utilization", "1", "gauge", "Host CPU busy time over all cores.", NULL},
+    {"system.memory.usage", "By", "updown", "Host memory in use.", NULL},
+    {"system.memory.limit", "By", "updown", "Host memory in all.", NULL},
+};
+
 /* A process's attributes: the semantic conventions' process.*, container.*
  * and k8s.* names, and the device it runs on. */
 static json_t *process_attrs(const mon_device_t *d, const mon_process_t *p) {
@@ -234,29 +254,7 @@ static char *render(const mon_otlp_t *o, const mon_snapshot_t *s) {
     for (size_t k = 0; k < N_COLUMN_METRICS; k++)
         ms[k] = (metric_t){column_metrics[k].name, column_metrics[k].unit, column_metrics[k].kind,
                            column_metrics[k].description, NULL};
-    ms[M_MEM_UTIL] =
-        (metric_t){"hw.gpu.memory.utilization", "1", "gauge",
-                   "Fraction of device memory in use (mem_used_bytes / mem_total_bytes).", NULL};
-    ms[M_ENERGY] = (metric_t){"hw.energy", "J", "sum",
-                              "Energy used since the monitor started (energy_mj).", NULL};
-    ms[M_IO] = (metric_t){"hw.gpu.io", "By", "sum",
-                          "Bytes moved over PCIe and NVLink since the monitor started.", NULL};
-    ms[M_ERRORS] = (metric_t){"hw.errors", "{error}", "sum",
-                              "XID errors per code since the monitor started.", NULL};
-    ms[M_THROTTLE] = (metric_t){"gpufl.gpu.throttle.time", "s", "sum",
-                                "Time each clock event (throttle) reason was active.", NULL};
-    ms[M_PROC_MEM] = (metric_t){"gpufl.process.gpu.memory.usage", "By", "updown",
-                                "Device memory a process uses (NVML's process list).", NULL};
-    ms[M_PROC_SM] = (metric_t){"gpufl.process.gpu.sm.utilization", "1", "gauge",
-                               "Fraction of the last interval a kernel of the process ran.", NULL};
-    ms[M_PROC_MEM_UTIL] =
-        (metric_t){"gpufl.process.gpu.memory.utilization", "1", "gauge",
-                   "Fraction of the last interval the process used memory.", NULL};
-    ms[M_HOST_CPU] = (metric_t){"system.cpu.utilization", "1", "gauge",
-                                "Host CPU busy time over all cores.", NULL};
-    ms[M_HOST_MEM] = (metric_t){"system.memory.usage", "By", "updown", "Host memory in use.", NULL};
-    ms[M_HOST_MEM_LIMIT] =
-        (metric_t){"system.memory.limit", "By", "updown", "Host memory in all.", NULL};
+    for (size_t k = N_COLUMN_METRICS; k < M_COUNT; k++) ms[k] = other_metrics[k - N_COLUMN_METRICS];
     int64_t ts = s->ts_unix_ms * 1000000;
     for (int k = 0; k < M_COUNT; k++) ms[k].points = json_array();
     for (int i = 0; i < s->ndevices && i < MON_MAX_DEVICES; i++)
