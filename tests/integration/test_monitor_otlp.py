@@ -119,10 +119,11 @@ def test_push():
         # GPM ratios need two snapshots a second apart, and process lists come once a second:
         # wait for an export that has the process series.
         def full(b):
-            return any(m["name"] == "gpufl.process.gpu.sm.utilization"
-                       for sm in b["resourceMetrics"][0]["scopeMetrics"] for m in sm["metrics"])
+            names = {m["name"] for sm in b["resourceMetrics"][0]["scopeMetrics"]
+                     for m in sm["metrics"]}
+            return {"gpufl.process.gpu.sm.utilization", "gpufl.gpu.sm.active"} <= names
         check(wait_for(lambda: len(c.bodies) >= 6 and full(c.bodies[-1]), 20),
-              "push: six exports arrived, the last with process series")
+              "push: six exports arrived, the last with process and GPM series")
         check(all(p == ("/v1/metrics", "application/json") for p in c.paths),
               "push: POST /v1/metrics as application/json: %r" % c.paths[:2])
         body = c.bodies[-1]
