@@ -351,6 +351,9 @@ static void test_concurrent_puts_store_once(void **state) {
     (void)state;
     const gpufl__store_ops_t *ops;
     gpufl__store_t *s = open_store(&ops);
+    /* a second handle on the same database, as a second server process would hold: only the
+     * database's own locking keeps the two apart */
+    gpufl__store_t *s2 = open_store(&ops);
     int64_t ws = new_workspace(s, ops, "concurrent");
     twin_t *wins = calloc(WINDOWS, sizeof *wins);
     assert_non_null(wins);
@@ -359,7 +362,7 @@ static void test_concurrent_puts_store_once(void **state) {
     putter_t p[THREADS];
     pthread_t th[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        p[i] = (putter_t){.s = s, .ops = ops, .wins = wins, .start = i * 7};
+        p[i] = (putter_t){.s = i % 2 ? s2 : s, .ops = ops, .wins = wins, .start = i * 7};
         assert_int_equal(pthread_create(&th[i], NULL, putter, &p[i]), 0);
     }
     int stored = 0, duplicate = 0, other = 0;
@@ -393,6 +396,7 @@ static void test_concurrent_puts_store_once(void **state) {
     assert_int_equal(r.rows, WINDOWS * N_LINES);
     assert_true(r.hash == sent);
     free(wins);
+    ops->close(s2);
     ops->close(s);
 }
 
