@@ -31,6 +31,48 @@ def series(text, name):
     return out
 
 
+def check_process_util(out):
+    """The load's SM utilization on /api/v1/gpus against nvidia-smi pmon's over the same 6 s."""
+    pid = int(open(f"{out}/load_pid.txt").read().strip())
+    ours = []
+    for line in open(f"{out}/proc_api.jsonl"):
+        if line.strip():
+            for g in json.loads(line)["gpus"]:
+                ours += [p["sm_util_pct"] for p in g.get("processes", [])
+                         if p["pid"] == pid and p.get("sm_util_pct") is not None]
+    pmon = []
+    for line in open(f"{out}/pmon.txt"):
+        f = line.split()
+        if len(f) >= 4 and not line.startswith("#") and f[1] == str(pid) and f[3] != "-":
+            pmon.append(int(f[3]))
+    if not ours or not pmon:
+        check("per-process SM utilization served and seen by nvidia-smi pmon", False,
+              f"ours {ours}, pmon {pmon}")
+        return
+    a, b = statistics.mean(ours), statistics.mean(pmon)
+    check("the load's SM utilization within 15 points of nvidia-smi pmon's (mean of 6 readings)",
+          abs(a - b) <= 15, f"ours {ours} mean {a:.1f}, pmon {pmon} mean {b:.1f}")
+
+
+def smaps_summary(out):
+    """Prints the daemon's resident memory per mapping, largest first (no check: a study)."""
+    try:
+        text = open(f"{out}/monitor_smaps.txt").read()
+    except OSError:
+        return
+    rss, name = {}, None
+    for line in text.splitlines():
+        f = line.split()
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            name = f[5] if len(f) > 5 else "[anon]"
+        elif f and f[0] == "Rss:" and name:
+            rss[name] = rss.get(name, 0) + int(f[1])
+    total = sum(rss.values())
+    print(f"INFO  RSS {total / 1024:.1f} MiB by mapping (KiB):")
+    for k, v in sorted(rss.items(), key=lambda x: -x[1])[:12]:
+        print(f"INFO    {v:8d}  {k}")
+
+
 def main():
     out = sys.argv[1]
     static = [[c.strip() for c in row] for row in csv.reader(open(f"{out}/smi_static.csv"))]
@@ -72,6 +114,8 @@ def main():
               str(mine or sorted(dict(k).get("pid") for k in procs)))
     else:
         check("per-process series served", False, "no gpufl_process_memory_used_bytes series")
+    check_process_util(out)
+    smaps_summary(out)
     om = open(f"{out}/metrics_om.txt").read()
     check("OpenMetrics ends in # EOF", om.endswith("# EOF\n"), om[-20:].strip())
     times = sorted(float(t) for t in open(f"{out}/scrape_times.txt") if t.strip())

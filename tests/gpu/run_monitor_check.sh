@@ -26,7 +26,7 @@ nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,temperature.g
   --format=csv,noheader,nounits -lms 100 >"$out/smi_log.csv" &
 smi=$!
 sleep 1
-python3 tests/gpu/load.py 3 6 3 >"$out/load.txt" 2>&1 &
+python3 tests/gpu/load.py 3 16 3 >"$out/load.txt" 2>&1 &
 load=$!
 echo "$load" >"$out/load_pid.txt"
 # Into the busy phase: the load's memory is on the GPU (CUDA started), then its
@@ -46,6 +46,14 @@ nvidia-smi --query-gpu=index,utilization.gpu,memory.used,power.draw.instant,temp
 curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "127.0.0.1:$port/healthz" >"$out/healthz.txt"
 for i in $(seq 200); do curl -s -o /dev/null -w '%{time_total}\n' "127.0.0.1:$port/metrics"; done \
   >"$out/scrape_times.txt"
+# Per-process utilization beside nvidia-smi pmon (the same driver samples), one reading a second
+# for 6 s, and where the daemon's resident memory lies (smaps, per mapping).
+nvidia-smi pmon -c 6 -d 1 -s um >"$out/pmon.txt" 2>&1 &
+pmon=$!
+for i in $(seq 6); do curl -s "127.0.0.1:$port/api/v1/gpus"; echo; sleep 1; done >"$out/proc_api.jsonl"
+wait $pmon
+cat /proc/$mon/smaps >"$out/monitor_smaps.txt" 2>/dev/null
+grep -E '^(VmRSS|RssAnon|RssFile|RssShmem)' /proc/$mon/status >"$out/monitor_status.txt" 2>/dev/null
 wait $load
 kill -TERM $mon
 wait $mon
