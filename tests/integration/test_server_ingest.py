@@ -24,11 +24,13 @@ import subprocess
 import threading
 import time
 
+import jsonschema
 import pytest
 
 SERVER = os.environ.get("GPUFL_SERVER", "build-dev/cmd/gpufl-server/gpufl-server")
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures", "sessions")
+SCHEMAS = os.path.join(HERE, "..", "..", "docs", "schema", "protocol")
 STREAM = "/api/v1/events/stream"
 COMPLETE = "/api/v1/events/session-complete"
 VERSION = "/api/v1/info/version"
@@ -43,6 +45,27 @@ def new_key(db, workspace, role):
     r = admin(db, "key", "create", "--workspace", workspace, "--role", role)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
+
+
+def schema(name):
+    with open(os.path.join(SCHEMAS, name + ".schema.json")) as f:
+        return json.load(f)
+
+
+# The answer of each route, as docs/protocol.md documents it: every answer a test gets is
+# checked against its schema.
+ANSWER_SCHEMAS = {"/api/v1/events/stream": schema("stream-answer"),
+                  "/api/v1/events/session-complete": schema("session-complete-answer"),
+                  "/api/v1/info/version": schema("version-answer"),
+                  "/healthz": schema("health-answer"), "/readyz": schema("health-answer")}
+ERROR_SCHEMA = schema("error")
+
+
+def check_answer(path, status, doc):
+    if status >= 400:
+        jsonschema.validate(doc, ERROR_SCHEMA)
+    elif path in ANSWER_SCHEMAS:
+        jsonschema.validate(doc, ANSWER_SCHEMAS[path])
 
 
 class Server:
@@ -86,6 +109,8 @@ class Server:
             doc = json.loads(data) if data else None
         except ValueError:
             doc = data
+        if method != "HEAD":
+            check_answer(path, r.status, doc)
         return r.status, doc, dict(r.getheaders())
 
     def stop(self):
@@ -236,6 +261,7 @@ def test_session_complete(env):
     srv, key = env["srv"], env["keys"]["ingest"]
     sid = fixture_windows()[0][0]
     post_window(srv, key, fixture_windows()[0])
+    jsonschema.validate({"session_id": sid}, schema("session-complete-request"))
     for _ in range(2):  # idempotent
         status, doc, _ = srv.request("POST", COMPLETE, json.dumps({"session_id": sid}),
                                      {"Authorization": "Bearer " + key})
@@ -351,6 +377,7 @@ def test_bad_gzip_oversize_bomb(env):
     r = conn.getresponse()
     doc = json.loads(r.read())
     conn.close()
+    check_answer(STREAM, r.status, doc)
     assert r.status == 413 and doc["max_bytes"] == 1 << 20
     assert_nothing_stored(env, before)
 
