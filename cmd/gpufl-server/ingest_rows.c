@@ -234,6 +234,7 @@ static int fill_table(gpufl__rows_t *r, size_t t, json_t *line, size_t n, char *
     const gpufl__table_t *tab = gpufl__store_tables[t];
     table_rows_t *tr = &r->tables[t];
     size_t nc = tab->n_columns;
+    if (n == 0) return 0; /* an empty batch adds no rows */
     if (n * nc > r->max_cells - r->n_cells) {
         snprintf(why, size, "the window holds more than %zu typed cells; send smaller windows",
                  r->max_cells);

@@ -2,7 +2,7 @@
 /*
  * server.h - what gpufl-server's front half shares: the settings main.c parses, the keys and
  * roles of auth.c, the request and route types of http.c, and ingest's body decoder and
- * window parser (ingest.c, ingest_rows.c). The storage side is store.h.
+ * window parser (ingest_parse.c, ingest_rows.c). The storage side is store.h.
  */
 #ifndef GPUFL_SERVER_SERVER_H
 #define GPUFL_SERVER_SERVER_H
@@ -72,7 +72,7 @@ const char *gpufl__auth_role_name(gpufl__role_t role);
 int gpufl__auth_password_hash(char *out, size_t size, const char *password);
 int gpufl__auth_init(void); /* sodium_init(); 0 or GPUFL_EINVAL */
 
-/* ---- a request body, inflated under its cap (ingest.c) -------------------------------- */
+/* ---- a request body, inflated under its cap (ingest_parse.c) -------------------------------- */
 
 typedef struct gpufl__body {
     char *data; /* decompressed bytes */
@@ -92,7 +92,7 @@ int gpufl__body_feed(gpufl__body_t *b, const void *data, size_t n);
 int gpufl__body_finish(gpufl__body_t *b);
 void gpufl__body_fini(gpufl__body_t *b);
 
-/* ---- ingest: headers and a window (ingest.c, ingest_rows.c) -------------------------- */
+/* ---- ingest: headers and a window (ingest_parse.c, ingest_rows.c) -------------------------- */
 
 #define GPUFL__ID_MAX         128 /* session and window ids */
 #define GPUFL__PROBLEMS_MAX   100 /* line problems listed in one answer */
@@ -117,6 +117,11 @@ int gpufl__ingest_headers_parse(gpufl__ingest_headers_t *out, gpufl__header_fn g
 
 /* One window as parsed from its bytes; owns everything the window points into. */
 typedef struct gpufl__parsed gpufl__parsed_t;
+
+/* 1 when s may be a session or window id: 1..128 of letters, digits and . - _ : */
+int gpufl__ingest_id_ok(const char *s);
+/* The wire versions accepted, as a JSON array. */
+json_t *gpufl__ingest_supported(void);
 
 /* Parses data (the decompressed window; not copied, must outlive the result) into a window for
  * workspace_id under the headers h. 0 and *out; or an HTTP status (400, 413) and *error (the
