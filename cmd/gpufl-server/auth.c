@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#define CACHE_SLOTS   1024 /* key lookups cached; a slot is overwritten by a newer lookup */
-#define TOUCH_SLOTS   4096 /* keys whose last_used waits for the next flush */
-#define BEARER        "Bearer "
-#define KEY_HEAD      "gpfl_"
+#define CACHE_SLOTS    1024 /* key lookups cached; a slot is overwritten by a newer lookup */
+#define TOUCH_SLOTS    4096 /* keys whose last_used waits for the next flush */
+#define BEARER         "Bearer "
+#define KEY_HEAD       "gpfl_"
 #define PREFIX_LETTERS "abcdefghijkmnpqrstuvwxyz23456789" /* 32, none that read alike */
 
 typedef struct cache_slot {
@@ -92,8 +92,8 @@ void gpufl__auth_key_generate(char key[GPUFL__KEY_LEN + 1], char prefix[GPUFL__K
 static int is_prefix_char(char c) { return c && strchr(PREFIX_LETTERS, c) != NULL; }
 
 static int is_secret_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
 }
 
 int gpufl__auth_key_parse(const char *key, size_t len, char prefix[GPUFL__KEY_PREFIX_LEN + 1]) {

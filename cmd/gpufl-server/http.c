@@ -90,8 +90,7 @@ unsigned gpufl__store_status(int rc) { return rc == GPUFL_EIO ? 503 : 500; }
 
 /* Matches path against a pattern segment by segment, capturing the {…} segments (pointers
  * into copy, which the request keeps). */
-static int path_matches(const char *pattern, const char *path, gpufl__request_t *req,
-                        char *copy) {
+static int path_matches(const char *pattern, const char *path, gpufl__request_t *req, char *copy) {
     size_t n = 0, lens[GPUFL__PATH_PARAMS_MAX];
     strcpy(copy, path);
     const char *q = pattern;
@@ -152,9 +151,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *mc, conn_t *c, gpufl__r
             text[len] = '\0';
         }
     }
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, text ? text : (char *)"", text ? MHD_RESPMEM_MUST_FREE
-                                                                            : MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        len, text ? text : (char *)"", text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(text);
         return MHD_NO;
@@ -299,12 +297,11 @@ static void access_log(conn_t *c, enum MHD_RequestTerminationCode toe) {
     size_t n = strlen(ts);
     snprintf(ts + n, sizeof ts - n, ".%03ldZ", wall.tv_nsec / 1000000);
     /* Only the key's public prefix is ever written. */
-    json_t *line = json_pack("{s:s,s:s,s:s,s:s,s:i,s:f,s:s*,s:I}", "ts", ts, "event", "request",
-                             "method", c->req.method ? c->req.method : "", "path",
-                             c->req.path ? c->req.path : "", "status", (int)c->early.status,
-                             "duration_ms", ms, "key",
-                             c->req.who.prefix[0] ? c->req.who.prefix : NULL, "bytes_in",
-                             (json_int_t)c->body.in_bytes);
+    json_t *line = json_pack(
+        "{s:s,s:s,s:s,s:s,s:i,s:f,s:s*,s:I}", "ts", ts, "event", "request", "method",
+        c->req.method ? c->req.method : "", "path", c->req.path ? c->req.path : "", "status",
+        (int)c->early.status, "duration_ms", ms, "key",
+        c->req.who.prefix[0] ? c->req.who.prefix : NULL, "bytes_in", (json_int_t)c->body.in_bytes);
     if (line && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         json_object_set_new(line, "aborted", json_true());
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(4)) : NULL;
@@ -334,7 +331,8 @@ static void completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 }
 
 static int listen_socket(const gpufl__server_settings_t *s, int *port, char *why, size_t size) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
     struct addrinfo *ai = NULL;
     char service[16];
@@ -421,11 +419,11 @@ int gpufl__http_start(gpufl__http_t **out, int *port, gpufl__server_t *server, c
     };
     if (!s->tls_cert_path) tls[0].option = MHD_OPTION_END;
     h->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle, h, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)REQUEST_MEMORY_BYTES, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS_MAX,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+        flags, 0, NULL, NULL, handle, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)s->threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)REQUEST_MEMORY_BYTES,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)30, MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_END);
     if (!h->daemon) {
         close(fd);
         free(h->tls_cert);

@@ -61,8 +61,8 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
     gpufl__server_t *s = req->server;
     gpufl__parsed_t *p;
     json_t *error;
-    int status = gpufl__ingest_parse(&p, &error, h, req->who.workspace_id, req->body,
-                                     req->body_len);
+    int status =
+        gpufl__ingest_parse(&p, &error, h, req->who.workspace_id, req->body, req->body_len);
     if (status == GPUFL_ENOMEM) {
         gpufl__reply_error(rep, 500, "out of memory");
         return;
@@ -78,8 +78,8 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
     int rc = s->ops->window_put(s->store, &outcome, w);
     if (rc != 0) {
         /* The engine's message may name tables and paths: it goes to the log, not the sender. */
-        fprintf(stderr, "gpufl-server: window %s of session %s not stored: %s (%d)\n",
-                h->window_id, h->session_id, gpufl_last_error(), rc);
+        fprintf(stderr, "gpufl-server: window %s of session %s not stored: %s (%d)\n", h->window_id,
+                h->session_id, gpufl_last_error(), rc);
         gpufl__reply_error(rep, gpufl__store_status(rc), "the window could not be stored");
     } else if (outcome == GPUFL__WINDOW_CONFLICT) {
         gpufl__reply_error(rep, 409, "this window (or window id) was stored with other bytes");
@@ -111,8 +111,8 @@ void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep) 
     json_t *doc = json_loadb(req->body ? req->body : "", req->body_len, 0, &err);
     json_t *sid = json_object_get(doc, "session_id");
     if (!json_is_string(sid) || !gpufl__ingest_id_ok(json_string_value(sid))) {
-        gpufl__reply_error(rep, 400, doc ? "expected {\"session_id\": \"...\"}"
-                                         : "the body is not JSON");
+        gpufl__reply_error(rep, 400,
+                           doc ? "expected {\"session_id\": \"...\"}" : "the body is not JSON");
         json_decref(doc);
         return;
     }
@@ -123,9 +123,9 @@ void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep) 
     const char *id = json_string_value(sid);
     const char *find[] = {ws, id};
     found_t found = {0};
-    int rc = s->ops->query(s->store,
-                           "SELECT 1 FROM sessions WHERE workspace_id = ? AND session_id = ?", find,
-                           2, count_row, &found);
+    int rc =
+        s->ops->query(s->store, "SELECT 1 FROM sessions WHERE workspace_id = ? AND session_id = ?",
+                      find, 2, count_row, &found);
     if (rc == 0 && !found.n) {
         gpufl__reply_error(rep, 404, "no such session in this workspace");
     } else if (rc == 0) {
@@ -148,6 +148,6 @@ void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep) 
 void gpufl__ingest_version(gpufl__request_t *req, gpufl__reply_t *rep) {
     (void)req;
     rep->status = 200;
-    rep->json = json_pack("{s:o,s:s}", "supported", gpufl__ingest_supported(), "server",
-                          gpufl_version());
+    rep->json =
+        json_pack("{s:o,s:s}", "supported", gpufl__ingest_supported(), "server", gpufl_version());
 }

@@ -178,7 +178,8 @@ int gpufl__ingest_headers_parse(gpufl__ingest_headers_t *h, gpufl__header_fn get
     if (enc && !strcasecmp(enc, "gzip"))
         h->gzip = 1;
     else if (enc && *enc && strcasecmp(enc, "identity") != 0) {
-        *error = error_json("Content-Encoding '%s' is not accepted: gzip or identity", shown(enc, buf));
+        *error =
+            error_json("Content-Encoding '%s' is not accepted: gzip or identity", shown(enc, buf));
         return 415;
     }
     const char *sid = get(arg, "X-GpuFlight-Session-Id");
@@ -212,12 +213,14 @@ int gpufl__ingest_headers_parse(gpufl__ingest_headers_t *h, gpufl__header_fn get
     snprintf(h->window_id, sizeof h->window_id, "%s", wid);
     const char *idem = get(arg, "Idempotency-Key");
     if (idem && strcmp(idem, wid) != 0) {
-        *error = error_json("Idempotency-Key '%s' differs from X-GpuFlight-Window-Id", shown(idem, buf));
+        *error =
+            error_json("Idempotency-Key '%s' differs from X-GpuFlight-Window-Id", shown(idem, buf));
         return 400;
     }
     const char *damaged = get(arg, "X-GpuFlight-Damaged-Lines");
     if (damaged && strcmp(damaged, "keep") != 0 && strcmp(damaged, "refuse") != 0) {
-        *error = error_json("X-GpuFlight-Damaged-Lines '%s': expected keep or refuse", shown(damaged, buf));
+        *error = error_json("X-GpuFlight-Damaged-Lines '%s': expected keep or refuse",
+                            shown(damaged, buf));
         return 400;
     }
     h->keep_damaged = damaged && !strcmp(damaged, "keep");
@@ -336,8 +339,8 @@ static void add_problem(json_t *problems, size_t *n, size_t line_no, char *why) 
     for (char *c = why; *c; c++)
         if (*c < 0x20 || *c >= 0x7f) *c = '?';
     if ((*n)++ < GPUFL__PROBLEMS_MAX)
-        json_array_append_new(problems, json_pack("{s:I,s:s}", "line", (json_int_t)line_no,
-                                                  "reason", why));
+        json_array_append_new(problems,
+                              json_pack("{s:I,s:s}", "line", (json_int_t)line_no, "reason", why));
 }
 
 int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__ingest_headers_t *h,
@@ -427,4 +430,3 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
     *out = p;
     return 0;
 }
-

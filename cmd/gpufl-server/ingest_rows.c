@@ -97,7 +97,8 @@ static int dict_grow(gpufl__rows_t *r) {
 
 int gpufl__rows_dict(gpufl__rows_t *r, json_t *line, char *why, size_t size) {
     json_t *ids = json_object_get(line, "id"), *strs = json_object_get(line, "str");
-    if (!json_is_array(ids) || !json_is_array(strs) || json_array_size(ids) != json_array_size(strs)) {
+    if (!json_is_array(ids) || !json_is_array(strs) ||
+        json_array_size(ids) != json_array_size(strs)) {
         snprintf(why, size, "a dict line needs arrays \"id\" and \"str\" of one length");
         return GPUFL_EFORMAT;
     }
@@ -229,8 +230,7 @@ static long batch_length(json_t *line) {
     return disagree ? -2 : n;
 }
 
-static int fill_table(gpufl__rows_t *r, size_t t, json_t *line, size_t n, char *why,
-                      size_t size) {
+static int fill_table(gpufl__rows_t *r, size_t t, json_t *line, size_t n, char *why, size_t size) {
     const gpufl__table_t *tab = gpufl__store_tables[t];
     table_rows_t *tr = &r->tables[t];
     size_t nc = tab->n_columns;
@@ -282,8 +282,8 @@ done:
     return rc;
 }
 
-int gpufl__rows_record(gpufl__rows_t *r, const char *type, json_t *line, int64_t *n_rows,
-                       char *why, size_t size) {
+int gpufl__rows_record(gpufl__rows_t *r, const char *type, json_t *line, int64_t *n_rows, char *why,
+                       size_t size) {
     long n = batch_length(line);
     *n_rows = n < 0 ? 1 : n;
     for (size_t t = 0; t < gpufl__store_n_tables; t++) {

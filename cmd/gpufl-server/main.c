@@ -18,41 +18,42 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_USAGE      2
-#define DRAIN_S         30   /* how long SIGTERM waits for the requests in flight */
-#define RETAIN_EVERY_S  3600 /* retention runs at start and then this often */
-#define PASSWORD_MAX    1024
-#define PASSWORD_MIN    8
+#define EXIT_USAGE     2
+#define DRAIN_S        30   /* how long SIGTERM waits for the requests in flight */
+#define RETAIN_EVERY_S 3600 /* retention runs at start and then this often */
+#define PASSWORD_MAX   1024
+#define PASSWORD_MIN   8
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: gpufl-server [options]\n"
-            "       gpufl-server [--db URL] admin workspace create NAME\n"
-            "       gpufl-server [--db URL] admin key create --workspace NAME --role ROLE\n"
-            "       gpufl-server [--db URL] admin key revoke --workspace NAME PREFIX\n"
-            "       gpufl-server [--db URL] admin user create --workspace NAME [--password-file F] USER\n"
-            "Stores the session logs gpufl sends (docs/protocol.md) and answers queries on them.\n"
-            "\n"
-            "  --listen ADDR:PORT     HTTP address (default 127.0.0.1:8080; port 0: any free one)\n"
-            "  --db URL               sqlite:PATH (default sqlite:./gpufl-server.db) or\n"
-            "                         postgresql://...\n"
-            "  --retention-days N     drop what is older than N days, 1..36500 (default: keep all)\n"
-            "  --max-body-mib N       cap of one request body, decompressed, 1..4096 (default 128)\n"
-            "  --tls-cert FILE        serve HTTPS with this PEM certificate (and --tls-key)\n"
-            "  --tls-key FILE         the certificate's PEM private key\n"
-            "  --threads N            HTTP worker threads, 1..256 (default 8)\n"
-            "  --max-windows N        windows parsed and stored at once, 1..4096 (default 8);\n"
-            "                         more are answered 429 with Retry-After\n"
-            "  --help, --version\n"
-            "\n"
-            "Each flag can also be set by an environment variable, the flag winning:\n"
-            "GPUFL_SERVER_LISTEN, GPUFL_SERVER_DB, GPUFL_SERVER_RETENTION_DAYS,\n"
-            "GPUFL_SERVER_MAX_BODY_MIB, GPUFL_SERVER_TLS_CERT, GPUFL_SERVER_TLS_KEY,\n"
-            "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS.\n"
-            "\n"
-            "Signals: SIGTERM, SIGINT stop accepting, let the requests in flight finish (up to\n"
-            "30 s) and exit 0. Exit status: 1 when the database or the listener cannot start\n"
-            "(the port taken), 2 for a bad flag.\n");
+    fprintf(
+        f, "usage: gpufl-server [options]\n"
+           "       gpufl-server [--db URL] admin workspace create NAME\n"
+           "       gpufl-server [--db URL] admin key create --workspace NAME --role ROLE\n"
+           "       gpufl-server [--db URL] admin key revoke --workspace NAME PREFIX\n"
+           "       gpufl-server [--db URL] admin user create --workspace NAME [--password-file F] "
+           "USER\n"
+           "Stores the session logs gpufl sends (docs/protocol.md) and answers queries on them.\n"
+           "\n"
+           "  --listen ADDR:PORT     HTTP address (default 127.0.0.1:8080; port 0: any free one)\n"
+           "  --db URL               sqlite:PATH (default sqlite:./gpufl-server.db) or\n"
+           "                         postgresql://...\n"
+           "  --retention-days N     drop what is older than N days, 1..36500 (default: keep all)\n"
+           "  --max-body-mib N       cap of one request body, decompressed, 1..4096 (default 128)\n"
+           "  --tls-cert FILE        serve HTTPS with this PEM certificate (and --tls-key)\n"
+           "  --tls-key FILE         the certificate's PEM private key\n"
+           "  --threads N            HTTP worker threads, 1..256 (default 8)\n"
+           "  --max-windows N        windows parsed and stored at once, 1..4096 (default 8);\n"
+           "                         more are answered 429 with Retry-After\n"
+           "  --help, --version\n"
+           "\n"
+           "Each flag can also be set by an environment variable, the flag winning:\n"
+           "GPUFL_SERVER_LISTEN, GPUFL_SERVER_DB, GPUFL_SERVER_RETENTION_DAYS,\n"
+           "GPUFL_SERVER_MAX_BODY_MIB, GPUFL_SERVER_TLS_CERT, GPUFL_SERVER_TLS_KEY,\n"
+           "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS.\n"
+           "\n"
+           "Signals: SIGTERM, SIGINT stop accepting, let the requests in flight finish (up to\n"
+           "30 s) and exit 0. Exit status: 1 when the database or the listener cannot start\n"
+           "(the port taken), 2 for a bad flag.\n");
 }
 
 static int bad(const char *what, const char *value, const char *why) {
@@ -175,8 +176,7 @@ static int parse_settings(gpufl__server_settings_t *s, int argc, char **argv, in
     }
     /* A test hook (docs/server.md): makes the 429 bound reachable on demand. */
     const char *delay = getenv("GPUFL_SERVER_TEST_STORE_DELAY_MS");
-    if (delay && parse_int("GPUFL_SERVER_TEST_STORE_DELAY_MS", delay, 0, 60000,
-                           &s->store_delay_ms))
+    if (delay && parse_int("GPUFL_SERVER_TEST_STORE_DELAY_MS", delay, 0, 60000, &s->store_delay_ms))
         return EXIT_USAGE;
     opterr = 0;
     int opt;
@@ -215,8 +215,7 @@ typedef struct admin {
 static int open_store(admin_t *a, const char *url) {
     int rc = gpufl__store_open(&a->store, &a->ops, url);
     if (rc != 0) {
-        fprintf(stderr, "gpufl-server: cannot open the database %s: %s\n", url,
-                gpufl_last_error());
+        fprintf(stderr, "gpufl-server: cannot open the database %s: %s\n", url, gpufl_last_error());
         return 1;
     }
     return 0;
@@ -359,8 +358,9 @@ static int admin_key_revoke(gpufl__server_settings_t *s, int argc, char **argv) 
         else if (r != 0)
             fprintf(stderr, "gpufl-server: %s\n", gpufl_last_error());
         else
-            fprintf(stderr, "gpufl-server: key %s revoked (refused within %d s by running "
-                            "servers)\n",
+            fprintf(stderr,
+                    "gpufl-server: key %s revoked (refused within %d s by running "
+                    "servers)\n",
                     p, GPUFL__KEY_CACHE_S);
         rc = r == 0 ? 0 : 1;
     }
@@ -379,8 +379,7 @@ static int read_password(char *out, size_t size, const char *path) {
     if (f != stdin) fclose(f);
     out[strcspn(out, "\r\n")] = '\0';
     if (strlen(out) < PASSWORD_MIN) {
-        fprintf(stderr, "gpufl-server: the password needs at least %d characters\n",
-                PASSWORD_MIN);
+        fprintf(stderr, "gpufl-server: the password needs at least %d characters\n", PASSWORD_MIN);
         return 1;
     }
     return 0;
@@ -410,8 +409,8 @@ static int admin_user_create(gpufl__server_settings_t *s, int argc, char **argv)
                     gpufl_last_error());
             rc = 1;
         } else {
-            fprintf(stderr, "gpufl-server: user '%s' created in workspace '%s'\n",
-                    args.positional, args.workspace);
+            fprintf(stderr, "gpufl-server: user '%s' created in workspace '%s'\n", args.positional,
+                    args.workspace);
         }
     }
     a.ops->close(a.store);

@@ -26,9 +26,9 @@ typedef struct gpufl__server_settings {
     int64_t max_body_bytes;    /* decompressed, per request */
     const char *tls_cert_path; /* PEM; both or neither */
     const char *tls_key_path;
-    int threads;               /* HTTP worker threads */
-    int max_windows;           /* windows parsed and stored at once; more: 429 */
-    int store_delay_ms;        /* test hook: sleep before each window_put (0 in production) */
+    int threads;        /* HTTP worker threads */
+    int max_windows;    /* windows parsed and stored at once; more: 429 */
+    int store_delay_ms; /* test hook: sleep before each window_put (0 in production) */
 } gpufl__server_settings_t;
 
 /* ---- keys and roles (auth.c) ----------------------------------------------------------- */
@@ -61,8 +61,8 @@ int gpufl__auth_check(gpufl__auth_t *auth, gpufl__principal_t *out, const char *
 int gpufl__auth_allows(gpufl__role_t have, gpufl__role_t need);
 /* A new key: "gpfl_<prefix>_<secret>" into key (GPUFL__KEY_LEN + 1 bytes), its prefix and
  * hash. */
-void gpufl__auth_key_generate(char key[GPUFL__KEY_LEN + 1],
-                              char prefix[GPUFL__KEY_PREFIX_LEN + 1], uint8_t hash[32]);
+void gpufl__auth_key_generate(char key[GPUFL__KEY_LEN + 1], char prefix[GPUFL__KEY_PREFIX_LEN + 1],
+                              uint8_t hash[32]);
 /* Splits a key into its prefix: 0, or GPUFL_EINVAL when it is not of the key's form. */
 int gpufl__auth_key_parse(const char *key, size_t len, char prefix[GPUFL__KEY_PREFIX_LEN + 1]);
 /* "ingest" | "read" | "admin" -> role; 0 when unknown. */
@@ -94,8 +94,8 @@ void gpufl__body_fini(gpufl__body_t *b);
 
 /* ---- ingest: headers and a window (ingest_parse.c, ingest_rows.c) -------------------------- */
 
-#define GPUFL__ID_MAX         128 /* session and window ids */
-#define GPUFL__PROBLEMS_MAX   100 /* line problems listed in one answer */
+#define GPUFL__ID_MAX       128 /* session and window ids */
+#define GPUFL__PROBLEMS_MAX 100 /* line problems listed in one answer */
 
 /* Looks up a request header by name (case-insensitive); NULL when absent. */
 typedef const char *(*gpufl__header_fn)(void *arg, const char *name);
@@ -169,7 +169,7 @@ typedef struct gpufl__request {
     gpufl__server_t *server;
     void *connection; /* struct MHD_Connection */
     const char *method, *path;
-    gpufl__principal_t who; /* valid when the route needs a role */
+    gpufl__principal_t who;                     /* valid when the route needs a role */
     const char *params[GPUFL__PATH_PARAMS_MAX]; /* the path's {…} segments, in order */
     size_t n_params;
     const char *body; /* decompressed; NULL for routes that take none */

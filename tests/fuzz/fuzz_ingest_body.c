@@ -60,7 +60,7 @@ static void check_refusal(int status, json_t *error, size_t len) {
     FUZZ_CHECK(json_array_size(lines) <= GPUFL__PROBLEMS_MAX);
     if (lines) /* as many listed as there are, up to the cap */
         FUZZ_CHECK(json_array_size(lines) ==
-                   (size_t)json_integer_value(json_object_get(error, "malformed")) ||
+                       (size_t)json_integer_value(json_object_get(error, "malformed")) ||
                    json_array_size(lines) == GPUFL__PROBLEMS_MAX ||
                    !json_object_get(error, "malformed"));
     json_array_foreach(lines, i, p) {
@@ -90,7 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == 0) rc = gpufl__body_finish(&body);
     FUZZ_CHECK(rc == 0 || rc == GPUFL_ENOMEM || rc == GPUFL_EFORMAT);
     FUZZ_CHECK(body.len <= CAP_BYTES);
-    if (!h.gzip && rc == 0) FUZZ_CHECK(body.len == size && (!size || !memcmp(body.data, data, size)));
+    if (!h.gzip && rc == 0)
+        FUZZ_CHECK(body.len == size && (!size || !memcmp(body.data, data, size)));
     if (rc == 0) {
         gpufl__parsed_t *p = NULL;
         json_t *error = NULL;

@@ -61,8 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(status == 400 || status == 415);
         FUZZ_CHECK(json_is_string(json_object_get(error, "error")));
         if (json_object_get(error, "supported"))
-            FUZZ_CHECK(json_integer_value(json_array_get(json_object_get(error, "supported"),
-                                                         0)) == GPUFL__WIRE_VERSION);
+            FUZZ_CHECK(json_integer_value(json_array_get(json_object_get(error, "supported"), 0)) ==
+                       GPUFL__WIRE_VERSION);
     }
     json_decref(error);
     free(text);
