@@ -237,8 +237,15 @@ typedef struct admin_args {
     int help;
 } admin_args_t;
 
+static int need_workspace(const admin_args_t *a, const char *usage_line) {
+    if (a->workspace && *a->workspace) return -1;
+    fprintf(stderr, "gpufl-server: --workspace NAME is needed (usage: %s)\n", usage_line);
+    return EXIT_USAGE;
+}
+
+/* -1 to go on, else the exit status (0 after --help). */
 static int admin_parse(admin_args_t *out, gpufl__server_settings_t *s, int argc, char **argv,
-                       const char *usage_line, int need_positional) {
+                       const char *usage_line, int need_positional, int needs_workspace) {
     static const struct option aflags[] = {{"workspace", required_argument, NULL, 'w'},
                                            {"role", required_argument, NULL, 'r'},
                                            {"password-file", required_argument, NULL, 'p'},
@@ -271,23 +278,27 @@ static int admin_parse(admin_args_t *out, gpufl__server_settings_t *s, int argc,
         return EXIT_USAGE;
     }
     out->positional = need_positional ? argv[optind] : NULL;
-    return -1;
+    return needs_workspace ? need_workspace(out, usage_line) : -1;
 }
 
-static int need_workspace(const admin_args_t *a, const char *usage_line) {
-    if (a->workspace && *a->workspace) return 0;
-    fprintf(stderr, "gpufl-server: --workspace NAME is needed (usage: %s)\n", usage_line);
-    return EXIT_USAGE;
+/* Opens the database and finds the workspace named (when one is): 0, or 1 with the reason
+ * said and nothing left open. */
+static int admin_open(admin_t *a, const gpufl__server_settings_t *s, const char *workspace,
+                      int64_t *ws) {
+    if (open_store(a, s->db_url)) return 1;
+    if (!workspace || find_workspace(a, ws, workspace) == 0) return 0;
+    a->ops->close(a->store);
+    return 1;
 }
 
 static int admin_workspace_create(gpufl__server_settings_t *s, int argc, char **argv) {
     const char *u = "admin workspace create NAME";
     admin_args_t args;
     admin_t a;
-    int rc = admin_parse(&args, s, argc, argv, u, 1);
-    if (rc >= 0) return rc;
-    if (open_store(&a, s->db_url)) return 1;
+    int rc = admin_parse(&args, s, argc, argv, u, 1, 0);
     int64_t id;
+    if (rc >= 0) return rc;
+    if (admin_open(&a, s, NULL, NULL)) return 1;
     rc = a.ops->workspace_create(a.store, &id, args.positional);
     if (rc != 0)
         fprintf(stderr, "gpufl-server: workspace '%s' not created: %s\n", args.positional,
@@ -302,31 +313,29 @@ static int admin_key_create(gpufl__server_settings_t *s, int argc, char **argv) 
     const char *u = "admin key create --workspace NAME --role ingest|read|admin";
     admin_args_t args;
     admin_t a;
-    int rc = admin_parse(&args, s, argc, argv, u, 0);
+    int rc = admin_parse(&args, s, argc, argv, u, 0, 1);
     if (rc >= 0) return rc;
-    if ((rc = need_workspace(&args, u))) return rc;
     gpufl__role_t role = args.role ? gpufl__auth_role_parse(args.role) : 0;
     if (!role) {
         bad("--role", args.role ? args.role : "", "expected ingest, read or admin");
         return EXIT_USAGE;
     }
-    if (open_store(&a, s->db_url)) return 1;
     int64_t ws, id;
+    if (admin_open(&a, s, args.workspace, &ws)) return 1;
     char key[GPUFL__KEY_LEN + 1], prefix[GPUFL__KEY_PREFIX_LEN + 1];
     uint8_t hash[32];
-    if ((rc = find_workspace(&a, &ws, args.workspace)) == 0) {
-        gpufl__auth_key_generate(key, prefix, hash);
-        if (a.ops->key_create(a.store, &id, ws, role, prefix, hash) != 0) {
-            fprintf(stderr, "gpufl-server: key not created: %s\n", gpufl_last_error());
-            rc = 1;
-        } else {
-            /* The key is shown this once; the server keeps only its hash. */
-            printf("%s\n", key);
-            fprintf(stderr, "gpufl-server: %s key %s created in workspace '%s'\n", args.role,
-                    prefix, args.workspace);
-        }
-        sodium_memzero(key, sizeof key);
+    gpufl__auth_key_generate(key, prefix, hash);
+    if (a.ops->key_create(a.store, &id, ws, role, prefix, hash) != 0) {
+        fprintf(stderr, "gpufl-server: key not created: %s\n", gpufl_last_error());
+        rc = 1;
+    } else {
+        /* The key is shown this once; the server keeps only its hash. */
+        printf("%s\n", key);
+        fprintf(stderr, "gpufl-server: %s key %s created in workspace '%s'\n", args.role, prefix,
+                args.workspace);
+        rc = 0;
     }
+    sodium_memzero(key, sizeof key);
     a.ops->close(a.store);
     return rc;
 }
@@ -335,9 +344,8 @@ static int admin_key_revoke(gpufl__server_settings_t *s, int argc, char **argv) 
     const char *u = "admin key revoke --workspace NAME PREFIX";
     admin_args_t args;
     admin_t a;
-    int rc = admin_parse(&args, s, argc, argv, u, 1);
+    int rc = admin_parse(&args, s, argc, argv, u, 1, 1);
     if (rc >= 0) return rc;
-    if ((rc = need_workspace(&args, u))) return rc;
     /* The prefix alone, or with its gpfl_ head. */
     const char *prefix = args.positional;
     if (!strncmp(prefix, "gpfl_", 5)) prefix += 5;
@@ -349,23 +357,18 @@ static int admin_key_revoke(gpufl__server_settings_t *s, int argc, char **argv) 
     char p[GPUFL__KEY_PREFIX_LEN + 1];
     memcpy(p, prefix, GPUFL__KEY_PREFIX_LEN);
     p[GPUFL__KEY_PREFIX_LEN] = '\0';
-    if (open_store(&a, s->db_url)) return 1;
     int64_t ws;
-    if ((rc = find_workspace(&a, &ws, args.workspace)) == 0) {
-        int r = a.ops->key_revoke(a.store, ws, p);
-        if (r == GPUFL_ENOTFOUND)
-            fprintf(stderr, "gpufl-server: no key %s in workspace '%s'\n", p, args.workspace);
-        else if (r != 0)
-            fprintf(stderr, "gpufl-server: %s\n", gpufl_last_error());
-        else
-            fprintf(stderr,
-                    "gpufl-server: key %s revoked (refused within %d s by running "
-                    "servers)\n",
-                    p, GPUFL__KEY_CACHE_S);
-        rc = r == 0 ? 0 : 1;
-    }
+    if (admin_open(&a, s, args.workspace, &ws)) return 1;
+    rc = a.ops->key_revoke(a.store, ws, p);
+    if (rc == GPUFL_ENOTFOUND)
+        fprintf(stderr, "gpufl-server: no key %s in workspace '%s'\n", p, args.workspace);
+    else if (rc != 0)
+        fprintf(stderr, "gpufl-server: %s\n", gpufl_last_error());
+    else
+        fprintf(stderr, "gpufl-server: key %s revoked (refused within %d s by running servers)\n",
+                p, GPUFL__KEY_CACHE_S);
     a.ops->close(a.store);
-    return rc;
+    return rc == 0 ? 0 : 1;
 }
 
 /* The first line of a file, or of stdin ("-" or no file): never argv, which others can see. */
@@ -390,9 +393,8 @@ static int admin_user_create(gpufl__server_settings_t *s, int argc, char **argv)
                     "(the password: the first line of FILE, or of stdin)";
     admin_args_t args;
     admin_t a;
-    int rc = admin_parse(&args, s, argc, argv, u, 1);
+    int rc = admin_parse(&args, s, argc, argv, u, 1, 1);
     if (rc >= 0) return rc;
-    if ((rc = need_workspace(&args, u))) return rc;
     char password[PASSWORD_MAX], hash[crypto_pwhash_STRBYTES];
     if (read_password(password, sizeof password, args.password_file)) return 1;
     rc = gpufl__auth_password_hash(hash, sizeof hash, password);
@@ -401,20 +403,17 @@ static int admin_user_create(gpufl__server_settings_t *s, int argc, char **argv)
         fprintf(stderr, "gpufl-server: the password could not be hashed (memory)\n");
         return 1;
     }
-    if (open_store(&a, s->db_url)) return 1;
     int64_t ws, id;
-    if ((rc = find_workspace(&a, &ws, args.workspace)) == 0) {
-        if (a.ops->user_create(a.store, &id, ws, args.positional, hash) != 0) {
-            fprintf(stderr, "gpufl-server: user '%s' not created: %s\n", args.positional,
-                    gpufl_last_error());
-            rc = 1;
-        } else {
-            fprintf(stderr, "gpufl-server: user '%s' created in workspace '%s'\n", args.positional,
-                    args.workspace);
-        }
-    }
+    if (admin_open(&a, s, args.workspace, &ws)) return 1;
+    rc = a.ops->user_create(a.store, &id, ws, args.positional, hash);
+    if (rc != 0)
+        fprintf(stderr, "gpufl-server: user '%s' not created: %s\n", args.positional,
+                gpufl_last_error());
+    else
+        fprintf(stderr, "gpufl-server: user '%s' created in workspace '%s'\n", args.positional,
+                args.workspace);
     a.ops->close(a.store);
-    return rc;
+    return rc == 0 ? 0 : 1;
 }
 
 static int admin(gpufl__server_settings_t *s, int argc, char **argv) {
