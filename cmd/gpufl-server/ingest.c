@@ -63,13 +63,14 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
     json_t *error;
     int status =
         gpufl__ingest_parse(&p, &error, h, req->who.workspace_id, req->body, req->body_len);
-    if (status == GPUFL_ENOMEM) {
-        gpufl__reply_error(rep, 500, "out of memory");
-        return;
-    }
     if (status) {
-        rep->status = (unsigned)status;
-        rep->json = error;
+        if (status == GPUFL_ENOMEM) {
+            gpufl__reply_error(rep, 500, "out of memory");
+        } else {
+            rep->status = (unsigned)status;
+            rep->json = error;
+        }
+        gpufl__ingest_stream_done(req);
         return;
     }
     if (s->settings->store_delay_ms > 0) usleep((useconds_t)s->settings->store_delay_ms * 1000);
@@ -92,6 +93,8 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
             json_object_set(rep->json, "damaged", gpufl__parsed_damaged(p));
     }
     gpufl__parsed_destroy(p);
+    /* The slot is free before the answer leaves, so the sender's next window finds it free. */
+    gpufl__ingest_stream_done(req);
 }
 
 typedef struct found {

@@ -199,7 +199,8 @@ typedef struct gpufl__route {
      * is sent at once and the body is not read (ingest's header and 429 checks). */
     void (*precheck)(gpufl__request_t *req, gpufl__reply_t *rep);
     gpufl__handler_fn handler;
-    /* Called when a request that passed precheck ends, however it ended. */
+    /* Called when a request that passed precheck ends, however it ended (a handler may call it
+     * sooner: it must do its work once). */
     void (*done)(gpufl__request_t *req);
 } gpufl__route_t;
 
