@@ -538,24 +538,42 @@ def test_429_when_the_store_is_behind(env):
         assert srv.stop() == 0
 
 
+def test_revoked_key_refused_within_the_cache_time(env):
+    srv, db = env["srv"], env["db"]
+    key = new_key(db, "alpha", "read")
+    auth = {"Authorization": "Bearer " + key}
+    assert srv.request("GET", VERSION, headers=auth)[0] == 200  # now cached
+    assert admin(db, "key", "revoke", "--workspace", "alpha", key.split("_")[1]).returncode == 0
+    time.sleep(5.5)  # GPUFL__KEY_CACHE_S, as docs/server.md states
+    assert srv.request("GET", VERSION, headers=auth)[0] == 401
+
+
+def last_used(db, key):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT last_used_at FROM api_keys WHERE prefix = ?",
+                           (key.split("_")[1],)).fetchone()[0]
+    finally:
+        con.close()
+
+
 def test_sigterm_drains_a_request_in_flight(env):
+    key = new_key(env["db"], "alpha", "ingest")
     srv = Server(env["db"], [], {"GPUFL_SERVER_TEST_STORE_DELAY_MS": "1500"})
-    key = env["keys"]["ingest"]
     w = bad_window(HEADER + KERNEL, seq=40)
     w = (w[0], w[1], 40, w[3], w[4].replace('"segment":0', '"segment":40'))
     result = {}
     t = threading.Thread(target=lambda: result.update(r=post_window(srv, key, w)))
     t.start()
     time.sleep(0.5)
+    # The key was used, but last_used waits in memory (no database write per request).
+    assert last_used(env["db"], key) is None
     srv.p.send_signal(signal.SIGTERM)
     t.join()
     assert srv.p.wait(timeout=40) == 0
     assert result["r"][0] == 200 and result["r"][1]["window"] == "stored"
-    # last_used reached the database at exit, not per request.
-    con = sqlite3.connect(env["db"])
-    used = con.execute("SELECT last_used_at FROM api_keys WHERE prefix = ?",
-                       (key.split("_")[1],)).fetchone()[0]
-    con.close()
+    # last_used reached the database at exit.
+    used = last_used(env["db"], key)
     assert used and abs(used - time.time()) < 120
 
 
