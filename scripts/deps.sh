@@ -12,6 +12,9 @@ packages=(build-essential cmake pkg-config libjansson-dev libcmocka-dev libdw-de
 packages+=(libmicrohttpd-dev libcurl4-openssl-dev)
 # gpufl-server: SQLite, its embedded database (the default --db sqlite:PATH).
 packages+=(libsqlite3-dev)
+# gpufl-server: libsodium (API keys, Argon2id passwords, SHA-256), zlib (gzip windows); openssl
+# makes the self-signed certificate of the TLS test.
+packages+=(libsodium-dev zlib1g-dev openssl)
 # Test-only: python3-yaml reads the deployment files (deploy/). Without their recommends, each of
 # which would add a service (prometheus's node-exporter, docker-compose's Docker daemon): a real
 # Prometheus server (with promtool) scrapes gpufl-monitor in its tests, and docker-compose checks

@@ -21,7 +21,8 @@ usage() {
     cat <<EOF
 usage: tests/fuzz/build.sh [options]
 
-Builds fuzz_config, fuzz_reader, fuzz_sass, fuzz_feed and fuzz_cgroup with $cc -fsanitize=fuzzer,address,undefined
+Builds fuzz_config, fuzz_reader, fuzz_sass, fuzz_feed, fuzz_cgroup, fuzz_ingest_body and
+fuzz_ingest_headers (gpufl-server's parsers, with its sources under cmd/gpufl-server) with $cc -fsanitize=fuzzer,address,undefined
 (the library sources are compiled in, with coverage), runs each target for
 SECONDS on a copy of tests/fuzz/corpus/<target> in a temporary directory, then
 merges the new inputs that add coverage into the committed corpus (-merge=1).
@@ -29,7 +30,8 @@ Crashes are saved under BUILD_DIR/artifacts/<target>/; the script then exits 1.
 
 options:
   -t, --time SECONDS     fuzzing time per target (default $seconds)
-  -T, --target NAME      config, reader, sass, feed or cgroup; repeat for several (default: all)
+  -T, --target NAME      config, reader, sass, feed, cgroup, ingest_body or ingest_headers;
+                         repeat for several (default: all)
   -b, --build-dir DIR    where binaries, logs and crashes go (default build-fuzz/)
   -j, --fork N           run N fuzzing processes per target (libFuzzer -fork=N)
   -s, --suppressions F   UBSan suppressions file, to fuzz past a known, reported bug
@@ -59,9 +61,10 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(config reader sass feed cgroup)
+[ ${#targets[@]} -gt 0 ] || targets=(config reader sass feed cgroup ingest_body ingest_headers)
 for t in "${targets[@]}"; do
-    case "$t" in config | reader | sass | feed | cgroup) ;; *) die "unknown target '$t' (config, reader, sass, feed or cgroup)" ;; esac
+    case "$t" in config | reader | sass | feed | cgroup | ingest_body | ingest_headers) ;;
+    *) die "unknown target '$t' (config, reader, sass, feed, cgroup, ingest_body or ingest_headers)" ;; esac
 done
 case "$seconds" in '' | *[!0-9]*) die "--time wants whole seconds" ;; esac
 case "$fork" in '' | *[!0-9]*) die "--fork wants a number" ;; esac
@@ -104,10 +107,25 @@ done
 rm -f "$build_dir/libgpufl-fuzz.a"
 ar rcs "$build_dir/libgpufl-fuzz.a" "${objects[@]}"
 
+# gpufl-server's parsers and the store library they name (its typed tables), as CMake lists them.
+server_dir="$root/cmd/gpufl-server"
+server_sources=(ingest_parse.c ingest_rows.c store.c store_tables.c store_sqlite.c)
+read -r -a server_libs <<<"$(pkg-config --libs sqlite3 libsodium zlib)"
 for t in "${targets[@]}"; do
     echo "build.sh: linking fuzz_$t"
-    "$cc" "${common[@]}" -fsanitize=fuzzer,address,undefined "$here/fuzz_$t.c" \
-        "$build_dir/libgpufl-fuzz.a" "${jansson_libs[@]}" -lpthread -ldl -lm \
+    extra=()
+    case "$t" in
+    ingest_*)
+        for src in "${server_sources[@]}"; do
+            obj="$build_dir/obj/server_${src%.c}.o"
+            "$cc" "${common[@]}" "${sanitize[@]}" -fsanitize=fuzzer-no-link -I "$server_dir" \
+                -c "$server_dir/$src" -o "$obj"
+            extra+=("$obj")
+        done
+        extra+=(-I "$server_dir" "${server_libs[@]}") ;;
+    esac
+    "$cc" "${common[@]}" -fsanitize=fuzzer,address,undefined "$here/fuzz_$t.c" "${extra[@]}" \
+        "$build_dir/libgpufl-fuzz.a" "${jansson_libs[@]}" "${server_libs[@]}" -lpthread -ldl -lm \
         -o "$build_dir/fuzz_$t"
 done
 [ "$build_only" -eq 0 ] || exit 0
@@ -120,7 +138,12 @@ ubsan="halt_on_error=1:print_stacktrace=1"
 [ -z "$suppressions" ] || ubsan="$ubsan:suppressions=$suppressions"
 
 max_len() {
-    case "$1" in config) echo 8192 ;; cgroup) echo 16384 ;; reader | feed) echo 65536 ;; esac
+    case "$1" in config | ingest_headers) echo 8192 ;; cgroup) echo 16384 ;;
+    reader | feed | ingest_body) echo 65536 ;; esac
+}
+
+dict_of() {
+    case "$1" in feed | ingest_body) echo reader ;; ingest_headers) echo ingest_headers ;; *) echo "$1" ;; esac
 }
 
 failed=()
@@ -133,7 +156,7 @@ for t in "${targets[@]}"; do
     mkdir -p "$work/$t" "$artifacts" "$corpus"
     cp -R "$corpus/." "$work/$t/"
     args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")"
-        -dict="$here/${t/feed/reader}.dict" -artifact_prefix="$artifacts/" -print_final_stats=1)
+        -dict="$here/$(dict_of "$t").dict" -artifact_prefix="$artifacts/" -print_final_stats=1)
     [ "$fork" -eq 0 ] || args+=(-fork="$fork" -ignore_crashes=0)
     echo "build.sh: fuzzing $t for ${seconds}s (log: $log)"
     status=0

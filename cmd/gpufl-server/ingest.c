@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ingest.c - the ingest routes: POST /api/v1/events/stream (headers checked and the 429 bound
+ * taken before the body is read, then the window parsed by ingest_parse.c and committed whole
+ * by the store), POST /api/v1/events/session-complete and GET /api/v1/info/version.
+ */
+#include "server.h"
+
+#include <gpufl/gpufl.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the routes --------------------------------------------------------------------------- */
+
+static const char *request_header(void *arg, const char *name) {
+    return gpufl__request_header(arg, name);
+}
+
+void gpufl__ingest_stream_precheck(gpufl__request_t *req, gpufl__reply_t *rep) {
+    gpufl__ingest_headers_t *h = malloc(sizeof *h);
+    if (!h) {
+        gpufl__reply_error(rep, 500, "out of memory");
+        return;
+    }
+    json_t *error;
+    int status = gpufl__ingest_headers_parse(h, request_header, req, &error);
+    if (status) {
+        free(h);
+        rep->status = (unsigned)status;
+        rep->json = error;
+        return;
+    }
+    /* The bound on windows parsed and stored at once: past it the store is behind, and the
+     * sender retries later rather than piling bodies up in memory here. */
+    gpufl__server_t *s = req->server;
+    if (atomic_fetch_add(&s->windows_busy, 1) >= s->settings->max_windows) {
+        atomic_fetch_sub(&s->windows_busy, 1);
+        free(h);
+        gpufl__reply_error(rep, 429, "the store is behind: retry after the Retry-After seconds");
+        rep->header_name = "Retry-After";
+        rep->header_value = "1";
+        return;
+    }
+    req->state = h;
+}
+
+void gpufl__ingest_stream_done(gpufl__request_t *req) {
+    if (!req->state) return;
+    free(req->state);
+    req->state = NULL;
+    atomic_fetch_sub(&req->server->windows_busy, 1);
+}
+
+void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
+    const gpufl__ingest_headers_t *h = req->state;
+    gpufl__server_t *s = req->server;
+    gpufl__parsed_t *p;
+    json_t *error;
+    int status =
+        gpufl__ingest_parse(&p, &error, h, req->who.workspace_id, req->body, req->body_len);
+    if (status) {
+        if (status == GPUFL_ENOMEM) {
+            gpufl__reply_error(rep, 500, "out of memory");
+        } else {
+            rep->status = (unsigned)status;
+            rep->json = error;
+        }
+        gpufl__ingest_stream_done(req);
+        return;
+    }
+    if (s->settings->store_delay_ms > 0) usleep((useconds_t)s->settings->store_delay_ms * 1000);
+    gpufl__window_outcome_t outcome = 0;
+    const gpufl__window_t *w = gpufl__parsed_window(p);
+    int rc = s->ops->window_put(s->store, &outcome, w);
+    if (rc != 0) {
+        /* The engine's message may name tables and paths: it goes to the log, not the sender. */
+        fprintf(stderr, "gpufl-server: window %s of session %s not stored: %s (%d)\n", h->window_id,
+                h->session_id, gpufl_last_error(), rc);
+        gpufl__reply_error(rep, gpufl__store_status(rc), "the window could not be stored");
+    } else if (outcome == GPUFL__WINDOW_CONFLICT) {
+        gpufl__reply_error(rep, 409, "this window (or window id) was stored with other bytes");
+        json_object_set_new(rep->json, "window_id", json_string(h->window_id));
+    } else {
+        rep->status = 200;
+        rep->json = json_pack("{s:I,s:s}", "rows", (json_int_t)w->rows, "window",
+                              outcome == GPUFL__WINDOW_STORED ? "stored" : "duplicate");
+        if (json_array_size(gpufl__parsed_damaged(p)))
+            json_object_set(rep->json, "damaged", gpufl__parsed_damaged(p));
+    }
+    gpufl__parsed_destroy(p);
+    /* The slot is free before the answer leaves, so the sender's next window finds it free. */
+    gpufl__ingest_stream_done(req);
+}
+
+typedef struct found {
+    int n;
+} found_t;
+
+static int count_row(void *arg, int n, const char *const *values, const char *const *names) {
+    (void)n;
+    (void)values;
+    (void)names;
+    ((found_t *)arg)->n++;
+    return 0;
+}
+
+void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep) {
+    json_error_t err;
+    json_t *doc = json_loadb(req->body ? req->body : "", req->body_len, 0, &err);
+    json_t *sid = json_object_get(doc, "session_id");
+    if (!json_is_string(sid) || !gpufl__ingest_id_ok(json_string_value(sid))) {
+        gpufl__reply_error(rep, 400,
+                           doc ? "expected {\"session_id\": \"...\"}" : "the body is not JSON");
+        json_decref(doc);
+        return;
+    }
+    gpufl__server_t *s = req->server;
+    char ws[32], now[32];
+    snprintf(ws, sizeof ws, "%" PRId64, req->who.workspace_id);
+    snprintf(now, sizeof now, "%" PRId64, (int64_t)time(NULL));
+    const char *id = json_string_value(sid);
+    const char *find[] = {ws, id};
+    found_t found = {0};
+    int rc =
+        s->ops->query(s->store, "SELECT 1 FROM sessions WHERE workspace_id = ? AND session_id = ?",
+                      find, 2, count_row, &found);
+    if (rc == 0 && !found.n) {
+        gpufl__reply_error(rep, 404, "no such session in this workspace");
+    } else if (rc == 0) {
+        /* Only the first completion sets the time: a retry changes nothing. */
+        const char *mark[] = {now, ws, id};
+        rc = s->ops->query(s->store,
+                           "UPDATE sessions SET state = 'complete', completed_at = ? WHERE "
+                           "workspace_id = ? AND session_id = ? AND completed_at IS NULL",
+                           mark, 3, NULL, NULL);
+    }
+    if (rc != 0) {
+        gpufl__reply_error(rep, gpufl__store_status(rc), "the session could not be marked");
+    } else if (found.n) {
+        rep->status = 200;
+        rep->json = json_pack("{s:s,s:s}", "session_id", id, "state", "complete");
+    }
+    json_decref(doc);
+}
+
+void gpufl__ingest_version(gpufl__request_t *req, gpufl__reply_t *rep) {
+    (void)req;
+    rep->status = 200;
+    rep->json =
+        json_pack("{s:o,s:s}", "supported", gpufl__ingest_supported(), "server", gpufl_version());
+}

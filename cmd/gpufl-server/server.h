@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * server.h - what gpufl-server's front half shares: the settings main.c parses, the keys and
+ * roles of auth.c, the request and route types of http.c, and ingest's body decoder and
+ * window parser (ingest_parse.c, ingest_rows.c). The storage side is store.h.
+ */
+#ifndef GPUFL_SERVER_SERVER_H
+#define GPUFL_SERVER_SERVER_H
+
+#include "store.h"
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPUFL__WIRE_VERSION 1 /* the one wire version this server speaks (docs/protocol.md) */
+
+/* ---- settings (main.c) ----------------------------------------------------------------- */
+
+typedef struct gpufl__server_settings {
+    char listen_host[256];
+    int listen_port;
+    const char *db_url;
+    int retention_days;        /* 0: keep everything */
+    int64_t max_body_bytes;    /* decompressed, per request */
+    const char *tls_cert_path; /* PEM; both or neither */
+    const char *tls_key_path;
+    int threads;        /* HTTP worker threads */
+    int max_windows;    /* windows parsed and stored at once; more: 429 */
+    int store_delay_ms; /* test hook: sleep before each window_put (0 in production) */
+} gpufl__server_settings_t;
+
+/* ---- keys and roles (auth.c) ----------------------------------------------------------- */
+
+#define GPUFL__KEY_PREFIX_LEN 10
+#define GPUFL__KEY_SECRET_LEN 43 /* 32 bytes, base64url without padding */
+#define GPUFL__KEY_LEN        (5 + GPUFL__KEY_PREFIX_LEN + 1 + GPUFL__KEY_SECRET_LEN)
+#define GPUFL__KEY_CACHE_S    5  /* a revoked key stops working within this many seconds */
+#define GPUFL__TOUCH_EVERY_S  30 /* last_used reaches the database at most this often */
+
+/* What a request's key proved. */
+typedef struct gpufl__principal {
+    int64_t key_id;
+    int64_t workspace_id;
+    gpufl__role_t role;
+    char prefix[GPUFL__KEY_PREFIX_LEN + 1]; /* public: the only part of a key ever logged */
+} gpufl__principal_t;
+
+typedef struct gpufl__auth gpufl__auth_t;
+
+int gpufl__auth_create(gpufl__auth_t **out, gpufl__store_t *store, const gpufl__store_ops_t *ops);
+/* Flushes the pending last_used times, then frees. Accepts NULL. */
+void gpufl__auth_destroy(gpufl__auth_t *auth);
+/* Checks an Authorization header value ("Bearer gpfl_..."). 0 and *out filled, or
+ * GPUFL_EINVAL (no key, malformed, unknown, wrong secret or revoked: all one answer, 401),
+ * or a store error. *prefix_out gets the key's prefix whenever one could be read (for the log). */
+int gpufl__auth_check(gpufl__auth_t *auth, gpufl__principal_t *out, const char *header,
+                      char prefix_out[GPUFL__KEY_PREFIX_LEN + 1]);
+/* 1 when a key of role `have` may do what `need` allows (admin may do everything). */
+int gpufl__auth_allows(gpufl__role_t have, gpufl__role_t need);
+/* A new key: "gpfl_<prefix>_<secret>" into key (GPUFL__KEY_LEN + 1 bytes), its prefix and
+ * hash. */
+void gpufl__auth_key_generate(char key[GPUFL__KEY_LEN + 1], char prefix[GPUFL__KEY_PREFIX_LEN + 1],
+                              uint8_t hash[32]);
+/* Splits a key into its prefix: 0, or GPUFL_EINVAL when it is not of the key's form. */
+int gpufl__auth_key_parse(const char *key, size_t len, char prefix[GPUFL__KEY_PREFIX_LEN + 1]);
+/* "ingest" | "read" | "admin" -> role; 0 when unknown. */
+gpufl__role_t gpufl__auth_role_parse(const char *name);
+const char *gpufl__auth_role_name(gpufl__role_t role);
+/* Argon2id (crypto_pwhash_str) of a password into out (crypto_pwhash_STRBYTES). */
+int gpufl__auth_password_hash(char *out, size_t size, const char *password);
+int gpufl__auth_init(void); /* sodium_init(); 0 or GPUFL_EINVAL */
+
+/* ---- a request body, inflated under its cap (ingest_parse.c) -------------------------------- */
+
+typedef struct gpufl__body {
+    char *data; /* decompressed bytes */
+    size_t len, cap;
+    size_t max_bytes;        /* decompressed cap */
+    size_t in_bytes, max_in; /* compressed bytes seen, and their cap */
+    int gzip;
+    int inflating; /* z is initialised */
+    int ended;     /* a gzip member ended and no other began */
+    void *z;       /* z_stream */
+} gpufl__body_t;
+
+void gpufl__body_init(gpufl__body_t *b, int gzip, size_t max_bytes);
+/* 0; GPUFL_ENOMEM past a cap (413); GPUFL_EFORMAT for bytes that are not gzip (400). */
+int gpufl__body_feed(gpufl__body_t *b, const void *data, size_t n);
+/* After the last feed: GPUFL_EFORMAT when a gzip stream is cut short. */
+int gpufl__body_finish(gpufl__body_t *b);
+void gpufl__body_fini(gpufl__body_t *b);
+
+/* ---- ingest: headers and a window (ingest_parse.c, ingest_rows.c) -------------------------- */
+
+#define GPUFL__ID_MAX       128 /* session and window ids */
+#define GPUFL__PROBLEMS_MAX 100 /* line problems listed in one answer */
+
+/* Looks up a request header by name (case-insensitive); NULL when absent. */
+typedef const char *(*gpufl__header_fn)(void *arg, const char *name);
+
+typedef struct gpufl__ingest_headers {
+    char session_id[GPUFL__ID_MAX + 1];
+    char channel[8];
+    int64_t sequence;
+    char window_id[GPUFL__ID_MAX + 1];
+    int wire_version;
+    int gzip;
+    int keep_damaged;
+} gpufl__ingest_headers_t;
+
+/* Reads and checks the stream headers. 0, or an HTTP status (400 or 415) with *error set to a
+ * JSON object for the answer (the caller owns it). */
+int gpufl__ingest_headers_parse(gpufl__ingest_headers_t *out, gpufl__header_fn get, void *arg,
+                                json_t **error);
+
+/* One window as parsed from its bytes; owns everything the window points into. */
+typedef struct gpufl__parsed gpufl__parsed_t;
+
+/* 1 when s may be a session or window id: 1..128 of letters, digits and . - _ : */
+int gpufl__ingest_id_ok(const char *s);
+/* The wire versions accepted, as a JSON array. */
+json_t *gpufl__ingest_supported(void);
+
+/* Parses data (the decompressed window; not copied, must outlive the result) into a window for
+ * workspace_id under the headers h. 0 and *out; or an HTTP status (400, 413) and *error (the
+ * line problems); or GPUFL_ENOMEM. With h->keep_damaged, damaged lines are kept (type NULL) and
+ * listed in gpufl__parsed_damaged(). */
+int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__ingest_headers_t *h,
+                        int64_t workspace_id, const char *data, size_t len);
+const gpufl__window_t *gpufl__parsed_window(const gpufl__parsed_t *p);
+/* The line numbers of damaged lines kept (a JSON array, borrowed). */
+json_t *gpufl__parsed_damaged(const gpufl__parsed_t *p);
+void gpufl__parsed_destroy(gpufl__parsed_t *p);
+
+/* Typed rows of one window, built line by line (ingest_rows.c). */
+typedef struct gpufl__rows gpufl__rows_t;
+
+int gpufl__rows_create(gpufl__rows_t **out, size_t max_cells);
+void gpufl__rows_destroy(gpufl__rows_t *rows);
+/* A dict line: its ids resolve later dict columns. 0, or GPUFL_EFORMAT with why. */
+int gpufl__rows_dict(gpufl__rows_t *rows, json_t *line, char *why, size_t size);
+/* A record line of type `type`: when a typed table is filled from that type, its rows are
+ * read (columns by name). *n_rows gets the records the line holds. 0; GPUFL_EFORMAT with why;
+ * GPUFL_ENOMEM past max_cells. */
+int gpufl__rows_record(gpufl__rows_t *rows, const char *type, json_t *line, int64_t *n_rows,
+                       char *why, size_t size);
+/* The rowsets built so far (valid until the next call or destroy). */
+const gpufl__rowset_t *gpufl__rows_sets(gpufl__rows_t *rows, size_t *n);
+/* A copy of s (len bytes, then a NUL) that lives as long as rows. NULL when out of memory. */
+const char *gpufl__rows_keep(gpufl__rows_t *rows, const char *s, size_t len);
+/* Drop unresolvable dict ids to NULL instead of failing (damaged lines kept). */
+void gpufl__rows_lenient(gpufl__rows_t *rows, int lenient);
+
+/* ---- HTTP (http.c) ----------------------------------------------------------------------- */
+
+typedef struct gpufl__server {
+    const gpufl__server_settings_t *settings;
+    gpufl__store_t *store;
+    const gpufl__store_ops_t *ops;
+    gpufl__auth_t *auth;
+    atomic_int windows_busy; /* windows being parsed or stored now (the 429 bound) */
+} gpufl__server_t;
+
+#define GPUFL__PATH_PARAMS_MAX 4
+
+typedef struct gpufl__request {
+    gpufl__server_t *server;
+    void *connection; /* struct MHD_Connection */
+    const char *method, *path;
+    gpufl__principal_t who;                     /* valid when the route needs a role */
+    const char *params[GPUFL__PATH_PARAMS_MAX]; /* the path's {…} segments, in order */
+    size_t n_params;
+    const char *body; /* decompressed; NULL for routes that take none */
+    size_t body_len;
+    void *state; /* the route's own, from precheck to done */
+} gpufl__request_t;
+
+/* A handler's answer: status, a JSON body (stolen) and optionally one more header. */
+typedef struct gpufl__reply {
+    unsigned status;
+    json_t *json;
+    const char *header_name, *header_value;
+} gpufl__reply_t;
+
+typedef void (*gpufl__handler_fn)(gpufl__request_t *req, gpufl__reply_t *rep);
+
+/* A role of 0: no key needed. GPUFL__ROLE_ANY: any valid key. */
+#define GPUFL__ROLE_NONE 0
+#define GPUFL__ROLE_ANY  (-1)
+
+typedef struct gpufl__route {
+    const char *method;
+    const char *pattern; /* "/api/v1/sessions/{id}": a {…} segment matches any one segment */
+    int role;
+    int takes_body;
+    /* Checked when the request's headers are in, before its body: an answer here (status set)
+     * is sent at once and the body is not read (ingest's header and 429 checks). */
+    void (*precheck)(gpufl__request_t *req, gpufl__reply_t *rep);
+    gpufl__handler_fn handler;
+    /* Called when a request that passed precheck ends, however it ended (a handler may call it
+     * sooner: it must do its work once). */
+    void (*done)(gpufl__request_t *req);
+} gpufl__route_t;
+
+/* Sets rep to {"error": message} with status. */
+void gpufl__reply_error(gpufl__reply_t *rep, unsigned status, const char *message);
+/* A request header (case-insensitive); NULL when absent. */
+const char *gpufl__request_header(gpufl__request_t *req, const char *name);
+/* The status a store error answers: 503 (database unavailable) or 500. */
+unsigned gpufl__store_status(int rc);
+
+typedef struct gpufl__http gpufl__http_t;
+
+int gpufl__http_start(gpufl__http_t **out, int *port, gpufl__server_t *server, char *why,
+                      size_t size);
+/* Stops accepting, waits for the requests in flight (at most drain_s seconds), stops. */
+void gpufl__http_stop(gpufl__http_t *http, int drain_s);
+
+/* The routes ingest.c serves (added to http.c's table). */
+void gpufl__ingest_stream_precheck(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__ingest_stream_done(gpufl__request_t *req);
+void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__ingest_version(gpufl__request_t *req, gpufl__reply_t *rep);
+
+#endif

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * fuzz_ingest_body.c - fuzz target for gpufl-server's ingest body: the gzip or identity decoder
+ * fed in uneven pieces under a small cap, then the window parser. Every input must end in a
+ * window whose lines cover the body exactly, or in a 400/413 whose problems name real lines.
+ * The first byte picks the mode: bit 0 gzip, bit 1 keep damaged lines, bits 2-3 the channel.
+ */
+#include "fuzz_target.h"
+
+#include "server.h"
+
+#include <gpufl/gpufl.h>
+
+#include <sodium.h>
+#include <string.h>
+
+#define CAP_BYTES (256 * 1024)
+
+static void check_window(const gpufl__window_t *w, const gpufl__ingest_headers_t *h,
+                         const char *data, size_t len) {
+    size_t newlines = 0;
+    for (size_t i = 0; i < len; i++) newlines += data[i] == '\n';
+    FUZZ_CHECK(w->n_lines == newlines && len > 0 && data[len - 1] == '\n');
+    FUZZ_CHECK(w->bytes == (int64_t)len && !strcmp(w->session_id, h->session_id));
+    const char *at = data;
+    int64_t rows = 0;
+    for (size_t i = 0; i < w->n_lines; i++) {
+        const gpufl__line_t *l = &w->lines[i];
+        FUZZ_CHECK(l->text == at && l->text[l->len] == '\n'); /* consecutive, whole lines */
+        at += l->len + 1;
+        FUZZ_CHECK(l->type != NULL || (h->keep_damaged && i > 0));
+        FUZZ_CHECK(l->rows >= 0);
+        rows += l->rows;
+    }
+    FUZZ_CHECK(rows == w->rows);
+    uint8_t sha[32];
+    crypto_hash_sha256(sha, (const unsigned char *)data, len);
+    FUZZ_CHECK(memcmp(sha, w->sha256, 32) == 0);
+    for (size_t s = 0; s < w->n_rowsets; s++) {
+        const gpufl__rowset_t *rs = &w->rowsets[s];
+        FUZZ_CHECK(rs->n_rows > 0 && gpufl__store_table_known(rs->table));
+        for (size_t c = 0; c < rs->n_rows * rs->table->n_columns; c++) {
+            const gpufl__cell_t *cell = &rs->cells[c];
+            const gpufl__column_t *col = &rs->table->columns[c % rs->table->n_columns];
+            FUZZ_CHECK(cell->kind == GPUFL__CELL_NULL ||
+                       (cell->kind == GPUFL__CELL_INT && col->type == GPUFL__COL_INT) ||
+                       (cell->kind == GPUFL__CELL_REAL && col->type == GPUFL__COL_REAL) ||
+                       (cell->kind == GPUFL__CELL_TEXT && col->type == GPUFL__COL_TEXT));
+            if (cell->kind == GPUFL__CELL_TEXT)
+                FUZZ_CHECK(cell->u.t.s && strlen(cell->u.t.s) >= cell->u.t.len);
+        }
+    }
+}
+
+static void check_refusal(int status, json_t *error, size_t len) {
+    FUZZ_CHECK(status == 400 || status == 413);
+    FUZZ_CHECK(json_is_string(json_object_get(error, "error")));
+    json_t *lines = json_object_get(error, "lines"), *p;
+    size_t i;
+    FUZZ_CHECK(json_array_size(lines) <= GPUFL__PROBLEMS_MAX);
+    if (lines) /* as many listed as there are, up to the cap */
+        FUZZ_CHECK(json_array_size(lines) ==
+                       (size_t)json_integer_value(json_object_get(error, "malformed")) ||
+                   json_array_size(lines) == GPUFL__PROBLEMS_MAX ||
+                   !json_object_get(error, "malformed"));
+    json_array_foreach(lines, i, p) {
+        json_int_t n = json_integer_value(json_object_get(p, "line"));
+        FUZZ_CHECK(n >= 1 && (size_t)n <= len + 1);
+        FUZZ_CHECK(json_is_string(json_object_get(p, "reason")));
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static const char *const channels[] = {"device", "scope", "system", "device"};
+    if (size < 1 || sodium_init() < 0) return 0;
+    gpufl__ingest_headers_t h = {.sequence = 0, .wire_version = GPUFL__WIRE_VERSION};
+    strcpy(h.session_id, "fuzz-session");
+    strcpy(h.window_id, "fuzz-window");
+    strcpy(h.channel, channels[(data[0] >> 2) & 3]);
+    h.gzip = data[0] & 1;
+    h.keep_damaged = (data[0] >> 1) & 1;
+    data++, size--;
+
+    gpufl__body_t body;
+    gpufl__body_init(&body, h.gzip, CAP_BYTES);
+    int rc = 0;
+    /* Uneven pieces, as the network delivers them. */
+    for (size_t at = 0, piece = 1; at < size && rc == 0; at += piece, piece = piece * 3 % 997 + 1)
+        rc = gpufl__body_feed(&body, data + at, piece < size - at ? piece : size - at);
+    if (rc == 0) rc = gpufl__body_finish(&body);
+    FUZZ_CHECK(rc == 0 || rc == GPUFL_ENOMEM || rc == GPUFL_EFORMAT);
+    FUZZ_CHECK(body.len <= CAP_BYTES);
+    if (!h.gzip && rc == 0)
+        FUZZ_CHECK(body.len == size && (!size || !memcmp(body.data, data, size)));
+    if (rc == 0) {
+        gpufl__parsed_t *p = NULL;
+        json_t *error = NULL;
+        int status = gpufl__ingest_parse(&p, &error, &h, 1, body.data ? body.data : "", body.len);
+        if (status == 0)
+            check_window(gpufl__parsed_window(p), &h, body.data, body.len);
+        else if (status != GPUFL_ENOMEM)
+            check_refusal(status, error, body.len);
+        gpufl__parsed_destroy(p);
+        json_decref(error);
+    }
+    gpufl__body_fini(&body);
+    return 0;
+}

@@ -1,0 +1,655 @@
+# SPDX-License-Identifier: Apache-2.0
+"""gpufl-server as a whole process on loopback with a temporary SQLite database: the fixture
+sessions shipped window by window (stored, then duplicate), every answer of the stream route
+(400 with line numbers, 401, 403, 404, 405, 409, 413 for oversize and bomb bodies, 415, 429 with
+Retry-After) with nothing of a refused window stored, the routes x keys table, one window sent
+many times at once (stored once), TLS with a self-signed certificate, the flags, the admin
+subcommands and SIGTERM draining a request in flight.
+
+usage: python3 -m pytest tests/integration/test_server_ingest.py, with GPUFL_SERVER naming the
+binary (ctest sets it).
+"""
+import concurrent.futures
+import gzip
+import hashlib
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import ssl
+import subprocess
+import threading
+import time
+
+import jsonschema
+import pytest
+
+SERVER = os.environ.get("GPUFL_SERVER", "build-dev/cmd/gpufl-server/gpufl-server")
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures", "sessions")
+SCHEMAS = os.path.join(HERE, "..", "..", "docs", "schema", "protocol")
+STREAM = "/api/v1/events/stream"
+COMPLETE = "/api/v1/events/session-complete"
+VERSION = "/api/v1/info/version"
+
+
+def admin(db, *args, stdin=None):
+    return subprocess.run([SERVER, "--db", "sqlite:" + db, "admin", *args], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def new_key(db, workspace, role):
+    r = admin(db, "key", "create", "--workspace", workspace, "--role", role)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def schema(name):
+    with open(os.path.join(SCHEMAS, name + ".schema.json")) as f:
+        return json.load(f)
+
+
+# The answer of each route, as docs/protocol.md documents it: every answer a test gets is
+# checked against its schema.
+ANSWER_SCHEMAS = {"/api/v1/events/stream": schema("stream-answer"),
+                  "/api/v1/events/session-complete": schema("session-complete-answer"),
+                  "/api/v1/info/version": schema("version-answer"),
+                  "/healthz": schema("health-answer"), "/readyz": schema("health-answer")}
+ERROR_SCHEMA = schema("error")
+
+
+def check_answer(path, status, doc):
+    if status >= 400:
+        jsonschema.validate(doc, ERROR_SCHEMA)
+    elif path in ANSWER_SCHEMAS:
+        jsonschema.validate(doc, ANSWER_SCHEMAS[path])
+
+
+class Server:
+    def __init__(self, db, args=(), env_extra=None, scheme="http"):
+        env = dict(os.environ)
+        env.update(env_extra or {})
+        self.log = open(db + ".%d.log" % time.monotonic_ns(), "w+")
+        self.p = subprocess.Popen([SERVER, "--db", "sqlite:" + db, "--listen", "127.0.0.1:0",
+                                   *args], stderr=self.log, env=env)
+        self.scheme = scheme
+        self.port = None
+        deadline = time.time() + 20
+        while time.time() < deadline and self.port is None:
+            self.log.seek(0)
+            m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", self.log.read())
+            if m:
+                self.port = int(m.group(1))
+            elif self.p.poll() is not None:
+                break
+            else:
+                time.sleep(0.05)
+        assert self.port, "the server did not start: " + self.stderr()
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def conn(self, context=None):
+        if self.scheme == "https":
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30,
+                                               context=context)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+
+    def request(self, method, path, body=None, headers=None, context=None):
+        c = self.conn(context)
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        try:
+            doc = json.loads(data) if data else None
+        except ValueError:
+            doc = data
+        if method != "HEAD":
+            check_answer(path, r.status, doc)
+        return r.status, doc, dict(r.getheaders())
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            self.p.wait(timeout=40)
+        self.log.close()
+        return self.p.returncode
+
+
+def header_of(text):
+    return json.loads(text.split("\n", 1)[0])
+
+
+def window_headers(key, sid, channel, seq, wid, gz=True, version="1"):
+    h = {"X-GpuFlight-Session-Id": sid, "X-GpuFlight-Window-Channel": channel,
+         "X-GpuFlight-Window-Sequence": str(seq), "X-GpuFlight-Window-Id": wid,
+         "X-GpuFlight-Wire-Version": version, "Content-Type": "application/x-ndjson"}
+    if key:
+        h["Authorization"] = "Bearer " + key
+    if gz:
+        h["Content-Encoding"] = "gzip"
+    return h
+
+
+def complete_lines(text):
+    """A killed session's file ends in a cut line: a shipper sends only whole lines."""
+    return text[: text.rfind("\n") + 1]
+
+
+def fixture_windows():
+    """(session_id, channel, sequence, window_id, text) for every segment of every fixture."""
+    out = []
+    for name in sorted(os.listdir(FIXTURES)):
+        d = os.path.join(FIXTURES, name)
+        for f in sorted(os.listdir(d)):
+            m = re.match(r"(device|scope|system)\.log(?:\.(\d+))?$", f)
+            if not m:
+                continue
+            with open(os.path.join(d, f)) as fh:
+                text = complete_lines(fh.read())
+            h = header_of(text)
+            seq = int(m.group(2) or 0)
+            out.append((h["session_id"], m.group(1), seq,
+                        "%s-%s-%d" % (h["session_id"], m.group(1), seq), text))
+    return out
+
+
+def counts(db):
+    c = sqlite3.connect(db)
+    try:
+        return {t: c.execute("SELECT count(*) FROM " + t).fetchone()[0]
+                for t in ("windows", "lines", "activity", "sessions")}
+    finally:
+        c.close()
+
+
+def stored_lines_digest(db, sid):
+    c = sqlite3.connect(db)
+    try:
+        rows = c.execute("SELECT channel, sequence, line_no, body FROM lines WHERE session_id = ? "
+                         "ORDER BY channel, sequence, line_no", (sid,)).fetchall()
+    finally:
+        c.close()
+    h = hashlib.sha256()
+    for ch, seq, _, body in rows:
+        h.update(("%s/%d/%s\n" % (ch, seq, body)).encode())
+    return h.hexdigest(), len(rows)
+
+
+def sent_lines_digest(windows, sid):
+    h = hashlib.sha256()
+    n = 0
+    for s, ch, seq, _, text in sorted(windows, key=lambda w: (w[1], w[2])):
+        if s != sid:
+            continue
+        for line in text.split("\n")[:-1]:
+            h.update(("%s/%d/%s\n" % (ch, seq, line)).encode())
+            n += 1
+    return h.hexdigest(), n
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    d = tmp_path_factory.mktemp("server")
+    db = str(d / "t.db")
+    for ws in ("alpha", "beta"):
+        r = admin(db, "workspace", "create", ws)
+        assert r.returncode == 0, r.stderr
+    keys = {"ingest": new_key(db, "alpha", "ingest"), "read": new_key(db, "alpha", "read"),
+            "admin": new_key(db, "alpha", "admin"), "revoked": new_key(db, "alpha", "ingest"),
+            "beta": new_key(db, "beta", "ingest")}
+    prefix = keys["revoked"].split("_")[1]
+    r = admin(db, "key", "revoke", "--workspace", "alpha", prefix)
+    assert r.returncode == 0, r.stderr
+    srv = Server(db, ["--max-body-mib", "1"])
+    yield {"db": db, "dir": str(d), "keys": keys, "srv": srv}
+    assert srv.stop() == 0
+    # A key is never written to the log, only its prefix.
+    log = open(srv.log.name).read()
+    for k in keys.values():
+        assert k not in log
+
+
+def post_window(srv, key, w, gz=True, extra=None, body=None):
+    sid, ch, seq, wid, text = w
+    h = window_headers(key, sid, ch, seq, wid, gz)
+    h.update(extra or {})
+    if body is None:
+        body = gzip.compress(text.encode()) if gz else text.encode()
+    return srv.request("POST", STREAM, body, h)
+
+
+def test_fixture_sessions_window_by_window(env):
+    srv, db, key = env["srv"], env["db"], env["keys"]["ingest"]
+    windows = fixture_windows()
+    assert len(windows) > 20
+    for w in windows:
+        status, doc, _ = post_window(srv, key, w)
+        assert status == 200, (w[:4], doc)
+        assert doc["window"] == "stored"
+    for w in windows:  # a retry after a lost answer
+        status, doc, _ = post_window(srv, key, w)
+        assert (status, doc["window"]) == (200, "duplicate")
+    c = counts(db)
+    assert c["windows"] == len(windows)
+    assert c["lines"] == sum(w[4].count("\n") for w in windows)
+    for sid in {w[0] for w in windows}:
+        assert stored_lines_digest(db, sid) == sent_lines_digest(windows, sid)
+    # Typed rows: every kernel, copy, memset and sync row of the logs, counted from the text.
+    expected = 0
+    for w in windows:
+        for line in w[4].split("\n")[:-1]:
+            rec = json.loads(line)
+            if rec["type"] in ("kernel", "copy", "memset", "sync"):
+                expected += len(rec["start_ns"])
+    assert c["activity"] == expected
+    # Columns by name: the trace fixture's kernel names come back through their dict ids.
+    con = sqlite3.connect(db)
+    names = {r[0] for r in con.execute("SELECT DISTINCT mangled FROM activity a JOIN sessions s "
+                                       "USING (workspace_id, session_id) WHERE s.app_name = "
+                                       "'trace_demo' AND mangled IS NOT NULL")}
+    con.close()
+    assert names == {"_Z4gemmPKfS0_Pfiii", "_Z4reluPfi", "_Z7softmaxPKfPfi"}
+
+
+def test_session_complete(env):
+    srv, key = env["srv"], env["keys"]["ingest"]
+    sid = fixture_windows()[0][0]
+    post_window(srv, key, fixture_windows()[0])
+    jsonschema.validate({"session_id": sid}, schema("session-complete-request"))
+    for _ in range(2):  # idempotent
+        status, doc, _ = srv.request("POST", COMPLETE, json.dumps({"session_id": sid}),
+                                     {"Authorization": "Bearer " + key})
+        assert (status, doc) == (200, {"session_id": sid, "state": "complete"})
+    status, doc, _ = srv.request("POST", COMPLETE, json.dumps({"session_id": "nope"}),
+                                 {"Authorization": "Bearer " + key})
+    assert status == 404
+    status, doc, _ = srv.request("POST", COMPLETE, "{not json",
+                                 {"Authorization": "Bearer " + key})
+    assert status == 400 and "error" in doc
+
+
+def bad_window(text, sid="bad-session", channel="device", seq=0, wid=None):
+    return (sid, channel, seq, wid or "w-%d" % time.monotonic_ns(), text)
+
+
+HEADER = ('{"type":"header","v":1,"format":"gpufl-log","file":"device","segment":0,'
+          '"session_id":"bad-session","app_name":"x","pid":1,"hostname":"h",'
+          '"epoch_ns":"1","epoch_unix_us":1795000000000000,"clock":"monotonic",'
+          '"gpufl_version":"0.1.0"}\n')
+KERNEL = ('{"type":"dict","v":1,"id":[1],"str":["k"]}\n'
+          '{"type":"kernel","v":1,"start_ns":[1,2],"end_ns":[2,3],"device":[0,0],'
+          '"name":[1,1]}\n')
+
+
+def assert_nothing_stored(env, before):
+    assert counts(env["db"]) == before
+
+
+@pytest.mark.parametrize("case,body,status,lines", [
+    ("not json", HEADER + KERNEL + "{oops\n", 400, [4]),
+    ("not an object", HEADER + "[1,2]\n" + KERNEL, 400, [2]),
+    ("no type", HEADER + '{"v":1}\n', 400, [2]),
+    ("no v", HEADER + '{"type":"event"}\n', 400, [2]),
+    ("incomplete last line", HEADER + KERNEL + '{"type":"event","v":1', 400, [4]),
+    ("first line not a header", KERNEL, 400, [1, 2]),  # then its dict is unknown
+    ("session id mismatch", HEADER.replace("bad-session", "other") + KERNEL, 400, [1]),
+    ("channel mismatch", HEADER.replace('"device"', '"scope"') + KERNEL, 400, [1]),
+    ("segment mismatch", HEADER.replace('"segment":0', '"segment":3') + KERNEL, 400, [1]),
+    ("columns of unequal length", HEADER + KERNEL.replace('"end_ns":[2,3]', '"end_ns":[2]'),
+     400, [3]),
+    ("undefined dict id", HEADER + KERNEL.replace('"name":[1,1]', '"name":[1,9]'), 400, [3]),
+    ("wrong cell type", HEADER + KERNEL.replace('"device":[0,0]', '"device":[0,{}]'), 400, [3]),
+    ("empty", "", 400, None),
+])
+def test_malformed_window_is_refused_whole(env, case, body, status, lines):
+    before = counts(env["db"])
+    st, doc, _ = post_window(env["srv"], env["keys"]["ingest"], bad_window(body))
+    assert st == status, (case, doc)
+    assert "error" in doc
+    if lines:
+        assert [p["line"] for p in doc["lines"]] == lines, doc
+        assert all(p["reason"] for p in doc["lines"])
+    assert_nothing_stored(env, before)
+
+
+def test_good_window_of_the_bad_session_stores(env):
+    """The cases above fail for their one defect, not for the base window."""
+    st, doc, _ = post_window(env["srv"], env["keys"]["ingest"],
+                             bad_window(HEADER + KERNEL, sid="bad-session"))
+    # rows: the records the lines hold (2 kernels); header and dict lines hold none.
+    assert (st, doc) == (200, {"rows": 2, "window": "stored"})
+
+
+def test_problems_listed_up_to_100(env):
+    before = counts(env["db"])
+    st, doc, _ = post_window(env["srv"], env["keys"]["ingest"],
+                             bad_window(HEADER + "x\n" * 150))
+    assert st == 400 and len(doc["lines"]) == 100 and doc["malformed"] == 150
+    assert_nothing_stored(env, before)
+
+
+def test_damaged_lines_kept_on_request(env):
+    body = HEADER + KERNEL + "{cut sho\n" + '{"type":"event","v":1,"ts_ns":5}\n'
+    w = bad_window(body, sid="bad-session", seq=7)
+    w = (w[0], w[1], 7, w[3], body.replace('"segment":0', '"segment":7'))
+    st, doc, _ = post_window(env["srv"], env["keys"]["ingest"], w,
+                             extra={"X-GpuFlight-Damaged-Lines": "keep"})
+    assert st == 200 and doc["damaged"] == [4] and doc["window"] == "stored", doc
+    con = sqlite3.connect(env["db"])
+    # The answer numbers lines from 1, the lines table from 0.
+    row = con.execute("SELECT type, body FROM lines WHERE session_id='bad-session' AND "
+                      "sequence=7 AND line_no=3").fetchone()
+    con.close()
+    assert row == (None, "{cut sho")
+
+
+def test_bad_gzip_oversize_bomb(env):
+    srv, key = env["srv"], env["keys"]["ingest"]
+    before = counts(env["db"])
+    good = gzip.compress((HEADER + KERNEL).encode())
+    for body, status in [(b"not gzip at all", 400), (good[:-9], 400),   # cut short
+                         (good + b"trailing junk", 400),
+                         (gzip.compress(b"\n" * (3 << 20)), 413)]:   # a bomb: 3 MiB of newlines
+        st, doc, _ = post_window(srv, key, bad_window(HEADER + KERNEL), body=body)
+        assert st == status, (body[:20], doc)
+        assert "error" in doc
+    # Past the cap as sent, said by Content-Length: refused before the body is read.
+    w = bad_window(HEADER + KERNEL)
+    h = window_headers(key, *w[:4])
+    c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    c.sendall(("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nExpect: 100-continue\r\n"
+               % (STREAM, 2 << 20) + "".join("%s: %s\r\n" % kv for kv in h.items()) +
+               "\r\n").encode())
+    answer = c.recv(65536).decode()
+    c.close()
+    assert answer.startswith("HTTP/1.1 413"), answer
+    # Past the cap without a length (chunked, identity): stopped while it arrives.
+    h = window_headers(key, *w[:4], gz=False)
+    chunks = [(HEADER + KERNEL).encode()] + [b" " * 65536] * 40
+    conn = srv.conn()
+    conn.request("POST", STREAM, body=iter(chunks), headers=h, encode_chunked=True)
+    r = conn.getresponse()
+    doc = json.loads(r.read())
+    conn.close()
+    check_answer(STREAM, r.status, doc)
+    assert r.status == 413 and doc["max_bytes"] == 1 << 20
+    assert_nothing_stored(env, before)
+
+
+def test_header_errors(env):
+    srv, key = env["srv"], env["keys"]["ingest"]
+    before = counts(env["db"])
+    w = bad_window(HEADER + KERNEL)
+    body = gzip.compress(w[4].encode())
+    base = window_headers(key, w[0], w[1], w[2], w[3])
+    cases = [
+        ({"X-GpuFlight-Wire-Version": "2"}, 400, "supported"),
+        ({"X-GpuFlight-Wire-Version": None}, 400, "supported"),
+        ({"X-GpuFlight-Session-Id": None}, 400, None),
+        ({"X-GpuFlight-Session-Id": "bad id/../x"}, 400, None),
+        ({"X-GpuFlight-Window-Channel": "gpu"}, 400, None),
+        ({"X-GpuFlight-Window-Sequence": "-1"}, 400, None),
+        ({"X-GpuFlight-Window-Sequence": "x"}, 400, None),
+        ({"X-GpuFlight-Window-Id": None}, 400, None),
+        ({"X-GpuFlight-Window-Id": "a" * 129}, 400, None),
+        ({"Idempotency-Key": "other"}, 400, None),
+        ({"X-GpuFlight-Damaged-Lines": "maybe"}, 400, None),
+        ({"Content-Encoding": "br"}, 415, None),
+    ]
+    for change, status, member in cases:
+        h = dict(base)
+        for k, v in change.items():
+            if v is None:
+                h.pop(k)
+            else:
+                h[k] = v
+        st, doc, _ = srv.request("POST", STREAM, body, h)
+        assert st == status, (change, doc)
+        assert "error" in doc
+        if member:
+            assert doc[member] == [1]
+    assert_nothing_stored(env, before)
+    # Idempotency-Key equal to the window id is fine.
+    h = dict(base, **{"Idempotency-Key": w[3]})
+    assert srv.request("POST", STREAM, body, h)[0] == 200
+
+
+def test_conflict(env):
+    srv, key = env["srv"], env["keys"]["ingest"]
+    w = bad_window(HEADER + KERNEL, seq=11)
+    w = (w[0], w[1], 11, w[3], w[4].replace('"segment":0', '"segment":11'))
+    assert post_window(srv, key, w)[0] == 200
+    before = counts(env["db"])
+    other = (w[0], w[1], 11, w[3], w[4] + '{"type":"event","v":1}\n')
+    st, doc, _ = post_window(srv, key, other)
+    assert st == 409 and doc["window_id"] == w[3]
+    # The same window id under another identity.
+    moved = (w[0], w[1], 12, w[3], w[4].replace('"segment":11', '"segment":12'))
+    assert post_window(srv, key, moved)[0] == 409
+    assert_nothing_stored(env, before)
+
+
+def test_version_and_unknown_routes(env):
+    srv, key = env["srv"], env["keys"]["read"]
+    st, doc, _ = srv.request("GET", VERSION, headers={"Authorization": "Bearer " + key})
+    assert st == 200 and doc["supported"] == [1] and doc["server"]
+    assert srv.request("GET", "/api/v1/nothing")[0] == 404
+    st, _, h = srv.request("GET", STREAM)
+    assert st == 405 and h["Allow"] == "POST"
+    assert srv.request("GET", "/healthz")[0:2] == (200, {"status": "ok"})
+    assert srv.request("GET", "/readyz")[0:2] == (200, {"status": "ready"})
+
+
+def test_routes_by_key(env):
+    """Every route x {no key, revoked key, another workspace's key, a read key on a write
+    route}: 401/403/404 and nothing of alpha changes or shows."""
+    srv, keys = env["srv"], env["keys"]
+    alpha_sid = fixture_windows()[0][0]
+    w = bad_window(HEADER + KERNEL, sid="bad-session", seq=20)
+    w = (w[0], w[1], 20, w[3], w[4].replace('"segment":0', '"segment":20'))
+    routes = {
+        STREAM: ("POST", lambda: gzip.compress(w[4].encode()),
+                 window_headers(None, w[0], w[1], w[2], w[3])),
+        COMPLETE: ("POST", lambda: json.dumps({"session_id": alpha_sid}), {}),
+        VERSION: ("GET", lambda: None, {}),
+    }
+    expect = {  # route -> {key: status}
+        STREAM: {None: 401, "revoked": 401, "read": 403, "bogus": 401},
+        COMPLETE: {None: 401, "revoked": 401, "read": 403, "beta": 404, "bogus": 401},
+        VERSION: {None: 401, "revoked": 401, "bogus": 401},
+    }
+    keys = dict(keys, bogus="gpfl_aaaaaaaaaa_" + "A" * 43)
+    before = counts(env["db"])
+    for route, (method, body, headers) in routes.items():
+        for who, status in expect[route].items():
+            h = dict(headers)
+            if who:
+                h["Authorization"] = "Bearer " + keys[who]
+            st, doc, _ = srv.request(method, route, body(), h)
+            assert st == status, (route, who, doc)
+            assert set(doc) <= {"error", "role"}, doc  # nothing else is said
+            assert alpha_sid not in json.dumps(doc)
+    assert_nothing_stored(env, before)
+    # Another workspace's key stores into its own workspace only.
+    st, doc, _ = post_window(srv, keys["beta"], w)
+    assert st == 200
+    con = sqlite3.connect(env["db"])
+    ws = dict(con.execute("SELECT name, id FROM workspaces"))
+    n = con.execute("SELECT workspace_id FROM windows WHERE window_id = ?", (w[3],)).fetchall()
+    con.close()
+    assert n == [(ws["beta"],)]
+    # The admin key may ingest.
+    w2 = (w[0], w[1], 21, w[3] + "x", w[4].replace('"segment":20', '"segment":21'))
+    assert post_window(srv, keys["admin"], w2)[0] == 200
+
+
+def test_same_window_concurrently_stored_once(env):
+    srv, key, db = env["srv"], env["keys"]["ingest"], env["db"]
+    sid = "concurrent-session"
+    windows = []
+    for seq in range(6):
+        text = (HEADER.replace("bad-session", sid).replace('"segment":0', '"segment":%d' % seq)
+                + KERNEL + '{"type":"event","v":1,"ts_ns":%d}\n' % seq)
+        windows.append((sid, "device", seq, "%s-%d" % (sid, seq), text))
+    jobs = windows * 8
+
+    def send(w):
+        for _ in range(50):
+            st, doc, _ = post_window(srv, key, w)
+            if st != 429:
+                return st, doc["window"]
+            time.sleep(0.05)
+        return st, None
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(send, jobs))
+    assert all(st == 200 for st, _ in results), results
+    assert sum(1 for _, o in results if o == "stored") == len(windows)
+    assert stored_lines_digest(db, sid) == sent_lines_digest(windows, sid)
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT count(*) FROM activity WHERE session_id = ?",
+                       (sid,)).fetchone()[0] == 2 * len(windows)
+    con.close()
+
+
+def test_429_when_the_store_is_behind(env):
+    db = env["db"]
+    srv = Server(db, ["--max-windows", "1"], {"GPUFL_SERVER_TEST_STORE_DELAY_MS": "1500"})
+    try:
+        key = env["keys"]["ingest"]
+        slow = bad_window(HEADER + KERNEL, seq=30)
+        slow = (slow[0], slow[1], 30, slow[3], slow[4].replace('"segment":0', '"segment":30'))
+        t = threading.Thread(target=lambda: post_window(srv, key, slow))
+        t.start()
+        time.sleep(0.5)
+        st, doc, h = post_window(srv, key, bad_window(HEADER + KERNEL, seq=0))
+        assert st == 429 and h["Retry-After"] == "1", doc
+        t.join()
+        # The slot is free again once the first is stored.
+        st, doc, _ = post_window(srv, key, slow)
+        assert (st, doc["window"]) == (200, "duplicate")
+    finally:
+        assert srv.stop() == 0
+
+
+def test_revoked_key_refused_within_the_cache_time(env):
+    srv, db = env["srv"], env["db"]
+    key = new_key(db, "alpha", "read")
+    auth = {"Authorization": "Bearer " + key}
+    assert srv.request("GET", VERSION, headers=auth)[0] == 200  # now cached
+    assert admin(db, "key", "revoke", "--workspace", "alpha", key.split("_")[1]).returncode == 0
+    time.sleep(5.5)  # GPUFL__KEY_CACHE_S, as docs/server.md states
+    assert srv.request("GET", VERSION, headers=auth)[0] == 401
+
+
+def last_used(db, key):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT last_used_at FROM api_keys WHERE prefix = ?",
+                           (key.split("_")[1],)).fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_sigterm_drains_a_request_in_flight(env):
+    key = new_key(env["db"], "alpha", "ingest")
+    srv = Server(env["db"], [], {"GPUFL_SERVER_TEST_STORE_DELAY_MS": "1500"})
+    w = bad_window(HEADER + KERNEL, seq=40)
+    w = (w[0], w[1], 40, w[3], w[4].replace('"segment":0', '"segment":40'))
+    result = {}
+    t = threading.Thread(target=lambda: result.update(r=post_window(srv, key, w)))
+    t.start()
+    time.sleep(0.5)
+    # The key was used, but last_used waits in memory (no database write per request).
+    assert last_used(env["db"], key) is None
+    srv.p.send_signal(signal.SIGTERM)
+    t.join()
+    assert srv.p.wait(timeout=40) == 0
+    assert result["r"][0] == 200 and result["r"][1]["window"] == "stored"
+    # last_used reached the database at exit.
+    used = last_used(env["db"], key)
+    assert used and abs(used - time.time()) < 120
+
+
+def test_tls(env, tmp_path):
+    cert, keyf = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyf,
+                    "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    srv = Server(env["db"], ["--tls-cert", cert, "--tls-key", keyf], scheme="https")
+    try:
+        ctx = ssl.create_default_context(cafile=cert)
+        st, doc, _ = srv.request("GET", VERSION, context=ctx,
+                                 headers={"Authorization": "Bearer " + env["keys"]["read"]})
+        assert (st, doc["supported"]) == (200, [1])
+        w = bad_window(HEADER + KERNEL, seq=50)
+        w = (w[0], w[1], 50, w[3], w[4].replace('"segment":0', '"segment":50'))
+        h = window_headers(env["keys"]["ingest"], *w[:4])
+        st, doc, _ = srv.request("POST", STREAM, gzip.compress(w[4].encode()), h, context=ctx)
+        assert (st, doc["window"]) == (200, "stored")
+        # Plain HTTP on the TLS port gets no answer in the clear.
+        with pytest.raises((http.client.HTTPException, ConnectionError, OSError)):
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+            c.request("GET", "/healthz")
+            r = c.getresponse()
+            assert r.status != 200
+            raise ConnectionError("answered: %d" % r.status)
+    finally:
+        assert srv.stop() == 0
+    r = subprocess.run([SERVER, "--tls-cert", cert], capture_output=True, text=True)
+    assert r.returncode == 2 and "--tls-key" in r.stderr
+
+
+def test_flags_and_admin(env, tmp_path):
+    def run(*args, **kw):
+        return subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=30, **kw)
+
+    r = run("--help")
+    assert r.returncode == 0 and "--max-body-mib" in r.stdout and "GPUFL_SERVER_DB" in r.stdout
+    assert run("--version").stdout.startswith("gpufl-server ")
+    for bad in (["--bogus"], ["--listen", "nope"], ["--max-body-mib", "0"], ["--db", "mysql://x"],
+                ["--threads"], ["extra"]):
+        r = run(*bad)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)
+    env_bad = dict(os.environ, GPUFL_SERVER_MAX_BODY_MIB="lots")
+    assert run(env=env_bad).returncode == 2
+    # The port taken: exit 1 with the reason.
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    r = run("--db", "sqlite:" + str(tmp_path / "p.db"), "--listen",
+            "127.0.0.1:%d" % s.getsockname()[1])
+    s.close()
+    assert r.returncode == 1 and "in use" in r.stderr
+    db = str(tmp_path / "a.db")
+    assert admin(db, "workspace", "create", "w").returncode == 0
+    assert admin(db, "workspace", "create", "w").returncode == 1  # taken
+    r = admin(db, "key", "create", "--workspace", "w", "--role", "read")
+    assert r.returncode == 0 and re.fullmatch(r"gpfl_[a-z2-9]{10}_[A-Za-z0-9_-]{43}\n", r.stdout)
+    printed = r.stdout.strip()
+    assert admin(db, "key", "create", "--workspace", "nope", "--role", "read").returncode == 1
+    assert admin(db, "key", "create", "--workspace", "w", "--role", "root").returncode == 2
+    assert admin(db, "key", "revoke", "--workspace", "w", "abcdefghij").returncode == 1
+    for sub in (["workspace", "create"], ["key", "create"], ["key", "revoke"],
+                ["user", "create"]):
+        r = admin(db, *sub, "--help")
+        assert r.returncode == 0 and "usage:" in r.stdout
+    r = admin(db, "user", "create", "--workspace", "w", "ana", stdin="correct horse battery\n")
+    assert r.returncode == 0, r.stderr
+    assert admin(db, "user", "create", "--workspace", "w", "bob", stdin="short\n").returncode == 1
+    con = sqlite3.connect(db)
+    h = con.execute("SELECT password_hash FROM users WHERE name = 'ana'").fetchone()[0]
+    con.close()
+    assert h.startswith("$argon2id$") and "correct" not in h
+    # The key is stored only as a hash.
+    con = sqlite3.connect(db)
+    stored = con.execute("SELECT * FROM api_keys").fetchall()
+    con.close()
+    assert len(stored) == 1
+    assert printed not in repr(stored) and printed.split("_")[2] not in repr(stored)
