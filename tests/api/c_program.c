@@ -172,7 +172,8 @@ static int file_has(const char *path, const char *needle) {
 static void check_errors_and_version(void) {
     static const int codes[] = {GPUFL_OK,      GPUFL_EINVAL,    GPUFL_ENOMEM,   GPUFL_EIO,
                                 GPUFL_ECONFIG, GPUFL_EALREADY,  GPUFL_ENOTINIT, GPUFL_EDISABLED,
-                                GPUFL_ENOTSUP, GPUFL_ENOTFOUND, GPUFL_EFORMAT,  GPUFL_ETHREAD};
+                                GPUFL_ENOTSUP, GPUFL_ENOTFOUND, GPUFL_EFORMAT,  GPUFL_ETHREAD,
+                                GPUFL_EUNAVAILABLE};
     enum { NCODES = sizeof codes / sizeof codes[0] };
     char want[32];
     for (int i = 0; i < NCODES; i++) {
