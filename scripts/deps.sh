@@ -10,6 +10,8 @@ packages=(build-essential cmake pkg-config libjansson-dev libcmocka-dev libdw-de
           python3-numpy python3-pandas python3-matplotlib)
 # gpufl-monitor: libmicrohttpd serves its HTTP endpoints, libcurl its OTLP push.
 packages+=(libmicrohttpd-dev libcurl4-openssl-dev)
+# gpufl-server: SQLite, its embedded database (the default --db sqlite:PATH).
+packages+=(libsqlite3-dev)
 # Test-only: python3-yaml reads the deployment files (deploy/). Without their recommends, each of
 # which would add a service (prometheus's node-exporter, docker-compose's Docker daemon): a real
 # Prometheus server (with promtool) scrapes gpufl-monitor in its tests, and docker-compose checks

@@ -164,4 +164,51 @@ typedef struct gpufl__store_ops {
 /* Opens the engine the URL's scheme names ("sqlite:PATH", "postgresql://..."). */
 int gpufl__store_open(gpufl__store_t **out, const gpufl__store_ops_t **out_ops, const char *url);
 
+/* ---- added with the SQLite engine (shared by the engines and their tests) -----------------
+ * Rules the engines follow beyond the comments above:
+ * - A table with a kind gets a "kind" TEXT column after day, set to table->kind; entries of
+ *   gpufl__store_tables that share a name (activity: kernel, copy, memset, sync) share one
+ *   columns array, and a row of one type leaves the others' columns NULL.
+ * - Typed tables only grow: a column added to store_tables.c is added to an existing database
+ *   when it is opened (ALTER TABLE ... ADD COLUMN); the other tables change by migrations.
+ * - A row's day comes from the session's epoch_unix_us (this window's facts, else the stored
+ *   session's); while neither is known, and for a row whose time cell is NULL, the arrival day.
+ * - query(): a callback's non-zero return stops the rows; query() then returns that value.
+ *   Statements other than SELECT run too (UPDATE sessions ... for session-complete).
+ * - Errors: GPUFL_EINVAL (bad argument, unknown table in a rowset), GPUFL_EALREADY (a
+ *   workspace or user name taken), GPUFL_ENOTFOUND, GPUFL_EIO (the database failed or stayed
+ *   busy), GPUFL_ENOMEM; gpufl_last_error() says what and where. */
+
+extern const gpufl__store_ops_t gpufl__store_sqlite_ops;
+#ifdef GPUFL_HAVE_LIBPQ
+extern const gpufl__store_ops_t gpufl__store_pg_ops;
+#endif
+
+/* Sets the calling thread's gpufl_last_error() message and returns code (store.c). The
+ * server uses the public headers only, so the message goes through gpufl.h. */
+#if defined(__GNUC__)
+#define GPUFL_STORE_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define GPUFL_STORE_PRINTF(f, a)
+#endif
+int gpufl__store_fail(int code, const char *fmt, ...) GPUFL_STORE_PRINTF(2, 3);
+
+/* The wall clock the engines read (unix seconds): received_at, the arrival day of windows and
+ * lines, and retain()'s today. Tests point it elsewhere; NULL or unset: time(). */
+extern int64_t (*gpufl__store_now_unix_s)(void);
+int64_t gpufl__store_now(void);
+
+/* Days since 1970-01-01 UTC of a unix time in µs (floor), and of a typed row's time:
+ * epoch_unix_us + time_ns / 1000, or fallback_day when either is unknown (epoch 0). */
+int64_t gpufl__store_day_of_unix_us(int64_t unix_us);
+int64_t gpufl__store_row_day(int64_t epoch_unix_us, const gpufl__cell_t *time_cell,
+                             int64_t fallback_day);
+
+/* 1 when t is an entry of gpufl__store_tables; the index of the first entry named like
+ * entry i (the one whose columns and indexes the engines create). */
+int gpufl__store_table_known(const gpufl__table_t *t);
+size_t gpufl__store_table_first(size_t i);
+/* The index of a table's time column among its columns, or -1. */
+int gpufl__store_table_time_index(const gpufl__table_t *t);
+
 #endif

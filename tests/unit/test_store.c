@@ -1,0 +1,623 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_store.c - gpufl-server's storage interface (cmd/gpufl-server/store.h), engine-neutral:
+ * it opens the URL in GPUFL_TEST_DB (default: a SQLite file in a temporary directory), so the
+ * same binary runs once per engine. Every test works in workspaces of its own, so a shared
+ * database (PostgreSQL) needs no cleaning between runs.
+ */
+#include "store.h"
+
+#include <gpufl/gpufl.h>
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define ROWS 5       /* kernel rows per test window */
+#define N_LINES 3    /* lines per test window */
+#define MAX_COLS 64
+
+static char db_url[512];
+static char tmp_dir[64]; /* the default database's directory, removed at the end */
+
+static const char *test_url(void) {
+    if (db_url[0]) return db_url;
+    const char *env = getenv("GPUFL_TEST_DB");
+    if (env && *env) {
+        snprintf(db_url, sizeof db_url, "%s", env);
+    } else {
+        snprintf(tmp_dir, sizeof tmp_dir, "/tmp/gpufl-test-store-XXXXXX");
+        assert_non_null(mkdtemp(tmp_dir));
+        snprintf(db_url, sizeof db_url, "sqlite:%s/store.db", tmp_dir);
+    }
+    return db_url;
+}
+
+static gpufl__store_t *open_store(const gpufl__store_ops_t **ops) {
+    gpufl__store_t *s = NULL;
+    int rc = gpufl__store_open(&s, ops, test_url());
+    if (rc) fail_msg("open %s: %s", test_url(), gpufl_last_error());
+    return s;
+}
+
+/* A workspace whose name no other run or test uses. */
+static int64_t new_workspace(gpufl__store_t *s, const gpufl__store_ops_t *ops, const char *what) {
+    static int counter;
+    char name[128];
+    snprintf(name, sizeof name, "%s-%d-%ld-%d", what, (int)getpid(), (long)time(NULL),
+             __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    int64_t id = 0;
+    assert_int_equal(ops->workspace_create(s, &id, name), 0);
+    assert_true(id > 0);
+    return id;
+}
+
+static const gpufl__table_t *table_of(const char *record_type) {
+    for (size_t i = 0; i < gpufl__store_n_tables; i++)
+        if (strcmp(gpufl__store_tables[i]->record_type, record_type) == 0)
+            return gpufl__store_tables[i];
+    fail_msg("no table for %s", record_type);
+    return NULL;
+}
+
+static int column_of(const gpufl__table_t *t, const char *name) {
+    for (size_t i = 0; i < t->n_columns; i++)
+        if (strcmp(t->columns[i].name, name) == 0) return (int)i;
+    fail_msg("no column %s in %s", name, t->name);
+    return -1;
+}
+
+static uint64_t fnv(uint64_t h, const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* ---- a test window ---------------------------------------------------------------------------- */
+
+typedef struct {
+    char session[96], channel[16], window_id[96];
+    char text[N_LINES][160];
+    char kname[ROWS][32];
+    gpufl__line_t lines[N_LINES];
+    gpufl__cell_t kernel_cells[ROWS * MAX_COLS];
+    gpufl__cell_t host_cells[MAX_COLS];
+    gpufl__rowset_t rowsets[2];
+    gpufl__window_t w;
+} twin_t;
+
+/* Window seq of a session's channel; variant changes its bytes (and so its hash). */
+static void twin_make(twin_t *t, int64_t ws, const char *session, const char *channel,
+                      int64_t seq, int variant) {
+    memset(t, 0, sizeof *t);
+    snprintf(t->session, sizeof t->session, "%s", session);
+    snprintf(t->channel, sizeof t->channel, "%s", channel);
+    snprintf(t->window_id, sizeof t->window_id, "%s/%s/%lld", session, channel, (long long)seq);
+    static const char *const types[N_LINES] = {"header", "dict", "kernel"};
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < N_LINES; i++) {
+        int n = snprintf(t->text[i], sizeof t->text[i],
+                         "{\"type\":\"%s\",\"v\":1,\"seq\":%lld,\"line\":%d,\"variant\":%d}",
+                         types[i], (long long)seq, i, variant);
+        t->lines[i] = (gpufl__line_t){t->text[i], (size_t)n, types[i], i == 2 ? ROWS : 1};
+        h = fnv(h, t->text[i], (size_t)n);
+    }
+    const gpufl__table_t *k = table_of("kernel");
+    for (int r = 0; r < ROWS; r++) {
+        gpufl__cell_t *row = t->kernel_cells + (size_t)r * k->n_columns;
+        row[column_of(k, "start_ns")] = (gpufl__cell_t){.kind = GPUFL__CELL_INT,
+                                                        .u.i = seq * 1000 + r};
+        row[column_of(k, "end_ns")] = (gpufl__cell_t){.kind = GPUFL__CELL_INT,
+                                                      .u.i = seq * 1000 + r + 10};
+        int n = snprintf(t->kname[r], sizeof t->kname[r], "kernel_%d", r % 2);
+        row[column_of(k, "name")] =
+            (gpufl__cell_t){.kind = GPUFL__CELL_TEXT, .u.t = {t->kname[r], (size_t)n}};
+    }
+    const gpufl__table_t *hs = table_of("host_sample");
+    t->host_cells[column_of(hs, "ts_ns")] = (gpufl__cell_t){.kind = GPUFL__CELL_INT, .u.i = seq};
+    t->host_cells[column_of(hs, "cpu_pct")] = (gpufl__cell_t){.kind = GPUFL__CELL_REAL,
+                                                              .u.r = 12.5};
+    t->rowsets[0] = (gpufl__rowset_t){k, ROWS, t->kernel_cells};
+    t->rowsets[1] = (gpufl__rowset_t){hs, 1, t->host_cells};
+    t->w = (gpufl__window_t){
+        .workspace_id = ws,
+        .session_id = t->session,
+        .channel = t->channel,
+        .sequence = seq,
+        .window_id = t->window_id,
+        .bytes = 100,
+        .rows = 2 + ROWS,
+        .wire_version = 1,
+        .lines = t->lines,
+        .n_lines = N_LINES,
+        .rowsets = t->rowsets,
+        .n_rowsets = 2,
+        .facts = {.end_ns = -1},
+    };
+    for (int i = 0; i < 4; i++) memcpy(t->w.sha256 + 8 * i, &h, 8);
+}
+
+static gpufl__window_outcome_t put(gpufl__store_t *s, const gpufl__store_ops_t *ops,
+                                   const gpufl__window_t *w) {
+    gpufl__window_outcome_t out = 0;
+    int rc = ops->window_put(s, &out, w);
+    if (rc) fail_msg("window_put: %s", gpufl_last_error());
+    return out;
+}
+
+/* ---- reading back ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int rows;
+    char first[256]; /* the first row's first value; "NULL" for SQL NULL */
+    uint64_t hash;   /* over every row's first value, in order */
+} result_t;
+
+static int collect(void *arg, int n, const char *const *values, const char *const *names) {
+    (void)names;
+    result_t *r = arg;
+    if (r->rows++ == 0)
+        snprintf(r->first, sizeof r->first, "%s", n > 0 && values[0] ? values[0] : "NULL");
+    if (n > 0 && values[0]) r->hash = fnv(r->hash, values[0], strlen(values[0]));
+    r->hash = fnv(r->hash, "\n", 1);
+    return 0;
+}
+
+/* Runs sql with the workspace id and (when given) a session id as its parameters. */
+static result_t ask(gpufl__store_t *s, const gpufl__store_ops_t *ops, const char *sql, int64_t ws,
+                    const char *session) {
+    char wsid[32];
+    snprintf(wsid, sizeof wsid, "%lld", (long long)ws);
+    const char *params[2] = {wsid, session};
+    result_t r = {.hash = 1469598103934665603ULL};
+    int rc = ops->query(s, sql, params, session ? 2 : 1, collect, &r);
+    if (rc) fail_msg("query %s: %s", sql, gpufl_last_error());
+    return r;
+}
+
+static long long count(gpufl__store_t *s, const gpufl__store_ops_t *ops, const char *table,
+                       int64_t ws, const char *session) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE workspace_id = ?%s", table,
+             session ? " AND session_id = ?" : "");
+    result_t r = ask(s, ops, sql, ws, session);
+    assert_int_equal(r.rows, 1);
+    return atoll(r.first);
+}
+
+/* ---- tests --------------------------------------------------------------------------------------- */
+
+static void test_tables_described_consistently(void **state) {
+    (void)state;
+    for (size_t i = 0; i < gpufl__store_n_tables; i++) {
+        const gpufl__table_t *t = gpufl__store_tables[i];
+        assert_true(gpufl__store_table_time_index(t) >= 0);
+        assert_true(t->n_columns <= MAX_COLS);
+        size_t first = gpufl__store_table_first(i);
+        /* entries sharing a table share its columns and tell their rows apart by kind */
+        if (first != i) {
+            assert_ptr_equal(gpufl__store_tables[first]->columns, t->columns);
+            assert_non_null(t->kind);
+        }
+        for (size_t c = 0; c < t->n_columns; c++)
+            if (t->columns[c].dict) assert_int_equal(t->columns[c].type, GPUFL__COL_TEXT);
+    }
+}
+
+static void test_open_unknown_scheme(void **state) {
+    (void)state;
+    gpufl__store_t *s = (gpufl__store_t *)1;
+    const gpufl__store_ops_t *ops = (const gpufl__store_ops_t *)1;
+    assert_int_equal(gpufl__store_open(&s, &ops, "mysql://x/y"), GPUFL_EINVAL);
+    assert_null(s);
+    assert_null(ops);
+    assert_non_null(strstr(gpufl_last_error(), "unknown database URL"));
+    assert_int_equal(gpufl__store_open(&s, &ops, "sqlite:"), GPUFL_EINVAL);
+#ifndef GPUFL_HAVE_LIBPQ
+    assert_int_equal(gpufl__store_open(&s, &ops, "postgresql://localhost/gpufl"), GPUFL_ENOTSUP);
+    assert_non_null(strstr(gpufl_last_error(), "without PostgreSQL"));
+    assert_int_equal(gpufl__store_open(&s, &ops, "postgres://localhost/gpufl"), GPUFL_ENOTSUP);
+#endif
+}
+
+static void test_migrations_idempotent(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    for (int round = 0; round < 2; round++) {
+        gpufl__store_t *s = open_store(&ops);
+        result_t r = {.hash = 1469598103934665603ULL};
+        assert_int_equal(ops->query(s, "SELECT COUNT(*) FROM schema_migrations WHERE version = 1",
+                                    NULL, 0, collect, &r),
+                         0);
+        assert_string_equal(r.first, "1");
+        ops->close(s);
+    }
+}
+
+static void test_window_stored_then_duplicate(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    int64_t ws = new_workspace(s, ops, "dup");
+    twin_t *t = malloc(sizeof *t);
+    twin_make(t, ws, "S1", "device", 0, 0);
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_DUPLICATE);
+    assert_int_equal(count(s, ops, "windows", ws, "S1"), 1);
+    assert_int_equal(count(s, ops, "lines", ws, "S1"), N_LINES);
+    assert_int_equal(count(s, ops, "activity", ws, "S1"), ROWS);
+    assert_int_equal(count(s, ops, "host_sample", ws, "S1"), 1);
+    assert_int_equal(count(s, ops, "sessions", ws, "S1"), 1);
+    /* the typed rows hold what was sent, by column name; a column the type lacks is NULL */
+    result_t r = ask(s, ops,
+                     "SELECT kind FROM activity WHERE workspace_id = ? AND session_id = ?"
+                     " AND name = 'kernel_1'",
+                     ws, "S1");
+    assert_int_equal(r.rows, ROWS / 2);
+    assert_string_equal(r.first, "kernel");
+    r = ask(s, ops,
+            "SELECT bytes FROM activity WHERE workspace_id = ? AND session_id = ?"
+            " ORDER BY start_ns",
+            ws, "S1");
+    assert_string_equal(r.first, "NULL");
+    r = ask(s, ops,
+            "SELECT SUM(end_ns - start_ns) FROM activity WHERE workspace_id = ? AND session_id = ?",
+            ws, "S1");
+    assert_string_equal(r.first, "50");
+    r = ask(s, ops, "SELECT cpu_pct FROM host_sample WHERE workspace_id = ? AND session_id = ?",
+            ws, "S1");
+    assert_true(atof(r.first) == 12.5);
+    r = ask(s, ops,
+            "SELECT body FROM lines WHERE workspace_id = ? AND session_id = ? ORDER BY line_no",
+            ws, "S1");
+    assert_string_equal(r.first, t->text[0]);
+    r = ask(s, ops, "SELECT rows FROM windows WHERE workspace_id = ? AND session_id = ?", ws,
+            "S1");
+    assert_string_equal(r.first, "7");
+    free(t);
+    ops->close(s);
+}
+
+static void test_window_conflicts(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    int64_t ws = new_workspace(s, ops, "conflict");
+    twin_t *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    twin_make(a, ws, "S", "device", 0, 0);
+    assert_int_equal(put(s, ops, &a->w), GPUFL__WINDOW_STORED);
+    /* the same identity with other bytes */
+    twin_make(b, ws, "S", "device", 0, 1);
+    assert_int_equal(put(s, ops, &b->w), GPUFL__WINDOW_CONFLICT);
+    /* the same window id under another identity */
+    twin_make(b, ws, "S", "device", 1, 0);
+    snprintf(b->window_id, sizeof b->window_id, "%s", a->window_id);
+    assert_int_equal(put(s, ops, &b->w), GPUFL__WINDOW_CONFLICT);
+    assert_int_equal(count(s, ops, "windows", ws, "S"), 1);
+    assert_int_equal(count(s, ops, "lines", ws, "S"), N_LINES);
+    assert_int_equal(count(s, ops, "activity", ws, "S"), ROWS);
+    result_t r = ask(s, ops,
+                     "SELECT body FROM lines WHERE workspace_id = ? AND session_id = ?"
+                     " ORDER BY line_no",
+                     ws, "S");
+    assert_string_equal(r.first, a->text[0]); /* the first bytes stay */
+    /* window ids are a workspace's own: another workspace may use the same one */
+    int64_t other = new_workspace(s, ops, "conflict-other");
+    twin_make(b, other, "S", "device", 0, 1);
+    assert_int_equal(put(s, ops, &b->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(count(s, ops, "lines", ws, "S"), N_LINES);
+    free(a);
+    free(b);
+    ops->close(s);
+}
+
+#define THREADS 8
+#define WINDOWS 50
+
+typedef struct {
+    gpufl__store_t *s;
+    const gpufl__store_ops_t *ops;
+    twin_t *wins;
+    int start;
+    int stored, duplicate, other;
+} putter_t;
+
+static void *putter(void *arg) {
+    putter_t *p = arg;
+    for (int k = 0; k < WINDOWS; k++) {
+        /* each thread starts elsewhere and half go backwards: every window meets contention */
+        int i = (p->start % 2) ? (p->start + k) % WINDOWS : (p->start + WINDOWS - k) % WINDOWS;
+        gpufl__window_outcome_t out = 0;
+        int rc = p->ops->window_put(p->s, &out, &p->wins[i].w);
+        if (rc == 0 && out == GPUFL__WINDOW_STORED)
+            p->stored++;
+        else if (rc == 0 && out == GPUFL__WINDOW_DUPLICATE)
+            p->duplicate++;
+        else
+            p->other++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_puts_store_once(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    /* a second handle on the same database, as a second server process would hold: only the
+     * database's own locking keeps the two apart */
+    gpufl__store_t *s2 = open_store(&ops);
+    int64_t ws = new_workspace(s, ops, "concurrent");
+    twin_t *wins = calloc(WINDOWS, sizeof *wins);
+    assert_non_null(wins);
+    for (int i = 0; i < WINDOWS; i++)
+        twin_make(&wins[i], ws, "C", i % 2 ? "scope" : "device", i / 2, 0);
+    putter_t p[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        p[i] = (putter_t){.s = i % 2 ? s2 : s, .ops = ops, .wins = wins, .start = i * 7};
+        assert_int_equal(pthread_create(&th[i], NULL, putter, &p[i]), 0);
+    }
+    int stored = 0, duplicate = 0, other = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        stored += p[i].stored;
+        duplicate += p[i].duplicate;
+        other += p[i].other;
+    }
+    assert_int_equal(other, 0);
+    assert_int_equal(stored, WINDOWS);
+    assert_int_equal(duplicate, (THREADS - 1) * WINDOWS);
+    assert_int_equal(count(s, ops, "windows", ws, "C"), WINDOWS);
+    assert_int_equal(count(s, ops, "lines", ws, "C"), WINDOWS * N_LINES);
+    assert_int_equal(count(s, ops, "activity", ws, "C"), WINDOWS * ROWS);
+    assert_int_equal(count(s, ops, "host_sample", ws, "C"), WINDOWS);
+    /* the stored lines, in order, are exactly the sent ones */
+    uint64_t sent = 1469598103934665603ULL;
+    const char *channels[2] = {"device", "scope"};
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < WINDOWS; i++)
+            if (strcmp(wins[i].channel, channels[c]) == 0)
+                for (int l = 0; l < N_LINES; l++) {
+                    sent = fnv(sent, wins[i].text[l], wins[i].lines[l].len);
+                    sent = fnv(sent, "\n", 1);
+                }
+    result_t r = ask(s, ops,
+                     "SELECT body FROM lines WHERE workspace_id = ? AND session_id = ?"
+                     " ORDER BY channel, sequence, line_no",
+                     ws, "C");
+    assert_int_equal(r.rows, WINDOWS * N_LINES);
+    assert_true(r.hash == sent);
+    free(wins);
+    ops->close(s2);
+    ops->close(s);
+}
+
+static void test_failing_rowset_leaves_nothing(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    int64_t ws = new_workspace(s, ops, "rollback");
+    twin_t *t = malloc(sizeof *t);
+    twin_make(t, ws, "R", "device", 0, 0);
+    /* the second rowset fails after the window, its lines and the first rowset went in */
+    t->rowsets[1].table = NULL;
+    gpufl__window_outcome_t out = 0;
+    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
+    assert_int_equal(count(s, ops, "windows", ws, NULL), 0);
+    assert_int_equal(count(s, ops, "lines", ws, NULL), 0);
+    assert_int_equal(count(s, ops, "activity", ws, NULL), 0);
+    assert_int_equal(count(s, ops, "sessions", ws, NULL), 0);
+    /* a table that is not one of store_tables.c fails the same way */
+    gpufl__table_t fake = *table_of("host_sample");
+    t->rowsets[1].table = &fake;
+    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
+    assert_int_equal(count(s, ops, "lines", ws, NULL), 0);
+    /* the identity was not used up: the good window is stored */
+    t->rowsets[1].table = table_of("host_sample");
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(count(s, ops, "activity", ws, NULL), ROWS);
+    free(t);
+    ops->close(s);
+}
+
+static void test_bad_windows_refused(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    int64_t ws = new_workspace(s, ops, "bad");
+    twin_t *t = malloc(sizeof *t);
+    twin_make(t, ws, "B", "device", 0, 0);
+    gpufl__window_outcome_t out = 0;
+    t->w.window_id = "";
+    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
+    t->w.window_id = t->window_id;
+    t->w.workspace_id = 0;
+    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
+    t->w.workspace_id = ws;
+    t->w.session_id = NULL;
+    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
+    assert_int_equal(count(s, ops, "windows", ws, NULL), 0);
+    free(t);
+    ops->close(s);
+}
+
+static void test_keys_scoped_to_workspace(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    int64_t a = new_workspace(s, ops, "keys-a"), b = new_workspace(s, ops, "keys-b");
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "p%d%ld", (int)getpid(), (long)a);
+    uint8_t hash[32];
+    for (int i = 0; i < 32; i++) hash[i] = (uint8_t)(i * 7 + 1);
+    int64_t id = 0;
+    assert_int_equal(ops->key_create(s, &id, a, GPUFL__ROLE_READ, prefix, hash), 0);
+    assert_true(id > 0);
+    gpufl__key_row_t k;
+    assert_int_equal(ops->key_find(s, &k, prefix), 0);
+    assert_int_equal(k.id, id);
+    assert_int_equal(k.workspace_id, a);
+    assert_int_equal(k.role, GPUFL__ROLE_READ);
+    assert_memory_equal(k.hash, hash, 32);
+    assert_int_equal(k.revoked, 0);
+    /* another workspace cannot revoke it, nor learn that it exists */
+    assert_int_equal(ops->key_revoke(s, b, prefix), GPUFL_ENOTFOUND);
+    assert_int_equal(ops->key_find(s, &k, prefix), 0);
+    assert_int_equal(k.revoked, 0);
+    assert_int_equal(ops->key_revoke(s, a, "no-such-prefix"), GPUFL_ENOTFOUND);
+    assert_int_equal(ops->key_find(s, &k, "no-such-prefix"), GPUFL_ENOTFOUND);
+    /* a prefix is unique; a key needs an existing workspace and a role */
+    int64_t id2;
+    assert_int_equal(ops->key_create(s, &id2, b, GPUFL__ROLE_ADMIN, prefix, hash), GPUFL_EALREADY);
+    assert_int_equal(ops->key_create(s, &id2, (int64_t)1 << 40, GPUFL__ROLE_ADMIN, "px-none", hash),
+                     GPUFL_ENOTFOUND);
+    assert_int_equal(ops->key_create(s, &id2, a, (gpufl__role_t)9, "px-role", hash), GPUFL_EINVAL);
+    /* last_used only moves forward, many keys in one call */
+    int64_t ids[2] = {id, id}, times[2] = {2000, 1000};
+    assert_int_equal(ops->keys_touch(s, ids, times, 2), 0);
+    result_t r = ask(s, ops, "SELECT last_used_at FROM api_keys WHERE workspace_id = ?", a, NULL);
+    assert_string_equal(r.first, "2000");
+    /* its own workspace revokes it */
+    assert_int_equal(ops->key_revoke(s, a, prefix), 0);
+    assert_int_equal(ops->key_find(s, &k, prefix), 0);
+    assert_int_equal(k.revoked, 1);
+    ops->close(s);
+}
+
+static void test_workspaces_and_users(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    char name[96];
+    snprintf(name, sizeof name, "ws-users-%d-%ld", (int)getpid(), (long)time(NULL));
+    int64_t id = 0, found = 0, again = 0;
+    assert_int_equal(ops->workspace_create(s, &id, name), 0);
+    assert_int_equal(ops->workspace_create(s, &again, name), GPUFL_EALREADY);
+    assert_int_equal(ops->workspace_find(s, &found, name), 0);
+    assert_int_equal(found, id);
+    assert_int_equal(ops->workspace_find(s, &found, "no such workspace, surely"), GPUFL_ENOTFOUND);
+    assert_int_equal(ops->workspace_create(s, &again, ""), GPUFL_EINVAL);
+    int64_t user = 0;
+    assert_int_equal(ops->user_create(s, &user, id, name, "$argon2id$v=19$x"), 0);
+    assert_true(user > 0);
+    assert_int_equal(ops->user_create(s, &user, id, name, "$argon2id$v=19$y"), GPUFL_EALREADY);
+    ops->close(s);
+}
+
+static void test_session_facts_merged(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    int64_t ws = new_workspace(s, ops, "facts");
+    twin_t *t = malloc(sizeof *t);
+    twin_make(t, ws, "F", "device", 0, 0);
+    t->w.facts.app_name = "train";
+    t->w.facts.engine = "Trace";
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    twin_make(t, ws, "F", "scope", 0, 0);
+    t->w.facts.app_name = "other"; /* known already: kept */
+    t->w.facts.hostname = "node7";
+    t->w.facts.pid = 4711;
+    t->w.facts.job_id = "";        /* empty is unknown */
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    twin_make(t, ws, "F", "device", 1, 0);
+    t->w.facts.job_id = "J42";
+    t->w.facts.end_ns = 5000;
+    t->w.facts.epoch_unix_us = 1795000000000000LL;
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    twin_make(t, ws, "F", "scope", 1, 0);
+    t->w.facts.end_ns = 4000; /* another file's end: the later one stays */
+    t->w.facts.epoch_unix_us = 1;
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    result_t r = ask(s, ops,
+                     "SELECT app_name || '|' || hostname || '|' || pid || '|' || job_id || '|' ||"
+                     " engine || '|' || end_ns || '|' || state || '|' || epoch_unix_us"
+                     " FROM sessions WHERE workspace_id = ? AND session_id = ?",
+                     ws, "F");
+    assert_int_equal(r.rows, 1);
+    assert_string_equal(r.first, "train|node7|4711|J42|Trace|5000|ended|1795000000000000");
+    free(t);
+    ops->close(s);
+}
+
+static int64_t fake_now;
+static int64_t fake_clock(void) { return fake_now; }
+
+static void test_retain_drops_old_days(void **state) {
+    (void)state;
+    const gpufl__store_ops_t *ops;
+    gpufl__store_t *s = open_store(&ops);
+    int64_t ws = new_workspace(s, ops, "retain");
+    int64_t now = (int64_t)time(NULL), old = now - 10 * 86400;
+    twin_t *t = malloc(sizeof *t);
+    /* OLD: arrived 10 days ago, and its rows are that old */
+    fake_now = old;
+    gpufl__store_now_unix_s = fake_clock;
+    twin_make(t, ws, "OLD", "device", 0, 0);
+    t->w.facts.epoch_unix_us = old * 1000000;
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    gpufl__store_now_unix_s = NULL;
+    /* MIXED: arrives now, its rows' times are 10 days old: they go, its lines stay */
+    twin_make(t, ws, "MIXED", "device", 0, 0);
+    t->w.facts.epoch_unix_us = old * 1000000;
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    twin_make(t, ws, "NEW", "device", 0, 0);
+    t->w.facts.epoch_unix_us = now * 1000000;
+    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+
+    assert_int_equal(ops->retain(s, -1), GPUFL_EINVAL);
+    assert_int_equal(ops->retain(s, 5), 0);
+    assert_int_equal(count(s, ops, "windows", ws, "OLD"), 0);
+    assert_int_equal(count(s, ops, "lines", ws, "OLD"), 0);
+    assert_int_equal(count(s, ops, "activity", ws, "OLD"), 0);
+    assert_int_equal(count(s, ops, "host_sample", ws, "OLD"), 0);
+    assert_int_equal(count(s, ops, "sessions", ws, "OLD"), 0);
+    assert_int_equal(count(s, ops, "windows", ws, "MIXED"), 1);
+    assert_int_equal(count(s, ops, "lines", ws, "MIXED"), N_LINES);
+    assert_int_equal(count(s, ops, "activity", ws, "MIXED"), 0);
+    assert_int_equal(count(s, ops, "sessions", ws, "MIXED"), 1);
+    assert_int_equal(count(s, ops, "windows", ws, "NEW"), 1);
+    assert_int_equal(count(s, ops, "activity", ws, "NEW"), ROWS);
+    assert_int_equal(count(s, ops, "host_sample", ws, "NEW"), 1);
+    /* 11 days keeps everything that is left */
+    assert_int_equal(ops->retain(s, 11), 0);
+    assert_int_equal(count(s, ops, "lines", ws, NULL), 2 * N_LINES);
+    free(t);
+    ops->close(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tables_described_consistently),
+        cmocka_unit_test(test_open_unknown_scheme),
+        cmocka_unit_test(test_migrations_idempotent),
+        cmocka_unit_test(test_window_stored_then_duplicate),
+        cmocka_unit_test(test_window_conflicts),
+        cmocka_unit_test(test_concurrent_puts_store_once),
+        cmocka_unit_test(test_failing_rowset_leaves_nothing),
+        cmocka_unit_test(test_bad_windows_refused),
+        cmocka_unit_test(test_keys_scoped_to_workspace),
+        cmocka_unit_test(test_workspaces_and_users),
+        cmocka_unit_test(test_session_facts_merged),
+        cmocka_unit_test(test_retain_drops_old_days),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (tmp_dir[0]) {
+        static const char *const files[] = {"store.db", "store.db-wal", "store.db-shm"};
+        char path[128];
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            snprintf(path, sizeof path, "%s/%s", tmp_dir, files[i]);
+            unlink(path);
+        }
+        rmdir(tmp_dir);
+    }
+    return failed;
+}
