@@ -619,7 +619,7 @@ static int copy_lines(copy_t *k, PGconn *c, const gpufl__window_t *w, int64_t da
         if (rc == 0) rc = copy_put(k, "\t", 1);
         if (rc == 0) rc = copy_int(k, l->rows);
         if (rc == 0) rc = copy_put(k, "\t", 1);
-        if (rc == 0) rc = copy_text(k, l->text, l->len);
+        if (rc == 0) rc = copy_text(k, l->text ? l->text : "", l->len);
         if (rc == 0) rc = copy_put(k, "\n", 1);
     }
     return copy_end(k, rc, "storing the window's lines");
@@ -684,6 +684,11 @@ static void hex32(char out[67], const uint8_t h[32]) {
     }
     out[66] = '\0';
 }
+
+static int nonempty(const char *s) { return s && *s; }
+
+/* An unknown fact: NULL for the database. */
+static const char *fact(const char *s) { return nonempty(s) ? s : NULL; }
 
 /* The session's epoch: this window's facts, else what an earlier window stored; 0 unknown. */
 static int session_epoch(PGconn *c, const gpufl__window_t *w, int64_t *out) {
@@ -803,12 +808,12 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out,
     const gpufl__session_facts_t *f = &w->facts;
     const char *sv[] = {ws,
                         w->session_id,
-                        f->app_name,
-                        f->hostname,
+                        fact(f->app_name),
+                        fact(f->hostname),
                         f->pid > 0 ? pid : NULL,
-                        f->job_id,
-                        f->engine,
-                        f->gpufl_version,
+                        fact(f->job_id),
+                        fact(f->engine),
+                        fact(f->gpufl_version),
                         f->epoch_unix_us > 0 ? epo : NULL,
                         at,
                         f->end_ns >= 0 ? end : NULL};
@@ -840,12 +845,25 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out,
 
 static int pg_window_put(gpufl__store_t *s, gpufl__window_outcome_t *out,
                          const gpufl__window_t *w) {
-    if (!s || !out || !w || !w->session_id || !w->channel || !w->window_id ||
-        (w->n_lines && !w->lines) || (w->n_rowsets && !w->rowsets))
-        return gpufl__store_fail(GPUFL_EINVAL, "postgresql: window_put: missing argument");
-    for (size_t i = 0; i < w->n_rowsets; i++)
+    if (!s || !out || !w || !nonempty(w->session_id) || !nonempty(w->channel) ||
+        !nonempty(w->window_id))
+        return gpufl__store_fail(GPUFL_EINVAL,
+                                 "store: a window needs a session id, a channel and a window id");
+    if (w->workspace_id <= 0)
+        return gpufl__store_fail(GPUFL_EINVAL, "store: a window needs a workspace");
+    if ((w->n_lines && !w->lines) || (w->n_rowsets && !w->rowsets))
+        return gpufl__store_fail(GPUFL_EINVAL, "store: the window's lines or rowsets are missing");
+    for (size_t i = 0; i < w->n_lines; i++)
+        if (!w->lines[i].text && w->lines[i].len)
+            return gpufl__store_fail(GPUFL_EINVAL, "store: line %zu of the window has no text", i);
+    for (size_t i = 0; i < w->n_rowsets; i++) {
         if (!gpufl__store_table_known(w->rowsets[i].table))
-            return gpufl__store_fail(GPUFL_EINVAL, "postgresql: a rowset of an unknown table");
+            return gpufl__store_fail(GPUFL_EINVAL,
+                                     "store: a rowset names no table of store_tables.c");
+        if (w->rowsets[i].n_rows && !w->rowsets[i].cells)
+            return gpufl__store_fail(GPUFL_EINVAL, "store: a %s rowset has rows but no cells",
+                                     w->rowsets[i].table->record_type);
+    }
     int64_t now = gpufl__store_now();
     int64_t arrival = gpufl__store_day_of_unix_us(now * 1000000);
     copy_t *k = malloc(sizeof *k);
