@@ -303,19 +303,30 @@ class Cluster:
         return [line.split("\t") for line in out.splitlines() if line != ""]
 
     def postgres_pids(self):
-        """Pids of the processes of this cluster still alive (the postmaster and its children),
-        read from /proc: what the cleanup test expects to be empty after stop()."""
-        pids = []
-        marker = (self.workdir or "").encode()
-        for p in glob.glob("/proc/[0-9]*"):
-            try:
-                with open(os.path.join(p, "cmdline"), "rb") as f:
-                    cmd = f.read()
-            except OSError:
-                continue
-            if marker and marker in cmd:
-                pids.append(int(os.path.basename(p)))
-        return pids
+        """Pids of this cluster's processes now: the postmaster (from data/postmaster.pid) and
+        its children, read from /proc (the children retitle themselves, so no command line
+        names the cluster). What the cleanup test expects to be gone after stop()."""
+        try:
+            with open(os.path.join(self.workdir or "", "data", "postmaster.pid")) as f:
+                pm = int(f.readline().strip())
+        except (OSError, ValueError):
+            return []
+        return ([pm] if os.path.exists(f"/proc/{pm}") else []) + children_of(pm)
+
+
+def children_of(pid):
+    """Pids of the live processes whose parent is pid, from /proc (racing exits skipped)."""
+    kids = []
+    for p in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(p) as f:
+                # "pid (comm) state ppid ...": comm may hold spaces, so split after ")"
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            kids.append(int(p.split("/")[2]))
+    return kids
 
 
 def _main(argv):
@@ -341,7 +352,10 @@ def _main(argv):
                 pass
             return 0
         env = dict(os.environ, GPUFL_TEST_DB=c.url)
-        return subprocess.run(args, env=env, check=False).returncode
+        # The command ends with the harness too (SIGTERM), so a killed harness leaves no test
+        # running against a cluster that is gone.
+        return subprocess.run(args, env=env, check=False,
+                              preexec_fn=_child_setup(None, signal.SIGTERM)).returncode
 
 
 if __name__ == "__main__":
