@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define POOL_MAX 16          /* connections: HTTP threads beyond this wait for one */
-#define STMT_CACHE 64        /* prepared statements kept per connection (query()'s SQL) */
-#define BUSY_TIMEOUT_MS 10000 /* another process holding the write lock: wait this long */
-#define SQL_MAX_BYTES 65536  /* generated DDL and INSERTs stay far below this */
-#define QUERY_MAX_COLUMNS 2000 /* SQLite's own default limit */
+#define POOL_MAX          16    /* connections: HTTP threads beyond this wait for one */
+#define STMT_CACHE        64    /* prepared statements kept per connection (query()'s SQL) */
+#define BUSY_TIMEOUT_MS   10000 /* another process holding the write lock: wait this long */
+#define SQL_MAX_BYTES     65536 /* generated DDL and INSERTs stay far below this */
+#define QUERY_MAX_COLUMNS 2000  /* SQLite's own default limit */
 
 typedef struct {
     char *sql;
@@ -173,9 +173,8 @@ static int conn_open(const char *path, conn_t **out) {
         return gpufl__store_fail(GPUFL_ENOMEM, "sqlite: no memory for a connection");
     }
     /* NOMUTEX: a connection is used by one thread at a time (the pool hands it out). */
-    int rc = sqlite3_open_v2(path, &c->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             NULL);
+    int rc = sqlite3_open_v2(
+        path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         int err = gpufl__store_fail(GPUFL_EIO, "sqlite: cannot open '%s': %s", path,
                                     c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
@@ -320,8 +319,10 @@ static int sync_typed_table(conn_t *c, const gpufl__table_t *t) {
     sql_t q = {0};
     if (rc) return rc;
     if (!exists) {
-        sql_add(&q, "CREATE TABLE \"%s\" (workspace_id INTEGER NOT NULL,"
-                    " session_id TEXT NOT NULL, day INTEGER NOT NULL", t->name);
+        sql_add(&q,
+                "CREATE TABLE \"%s\" (workspace_id INTEGER NOT NULL,"
+                " session_id TEXT NOT NULL, day INTEGER NOT NULL",
+                t->name);
         if (t->kind) sql_add(&q, ", kind TEXT NOT NULL");
         for (size_t i = 0; i < t->n_columns; i++)
             sql_add(&q, ", \"%s\" %s", t->columns[i].name, col_sql_type(t->columns[i].type));
@@ -329,8 +330,8 @@ static int sync_typed_table(conn_t *c, const gpufl__table_t *t) {
     } else {
         for (size_t i = 0; i < t->n_columns; i++)
             if (!have[i])
-                sql_add(&q, "ALTER TABLE \"%s\" ADD COLUMN \"%s\" %s;", t->name,
-                        t->columns[i].name, col_sql_type(t->columns[i].type));
+                sql_add(&q, "ALTER TABLE \"%s\" ADD COLUMN \"%s\" %s;", t->name, t->columns[i].name,
+                        col_sql_type(t->columns[i].type));
     }
     sql_add(&q, "CREATE INDEX IF NOT EXISTS \"%s_by_day\" ON \"%s\" (day);", t->name, t->name);
     for (const char *const *ix = t->indexes; ix && *ix; ix++) {
@@ -357,8 +358,8 @@ static int migrate(conn_t *c) {
     sqlite3_stmt *st = NULL;
     int64_t have = 0;
     if (!rc) {
-        int src = sqlite3_prepare_v2(c->db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-                                     -1, &st, NULL);
+        int src = sqlite3_prepare_v2(
+            c->db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", -1, &st, NULL);
         if (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW)
             have = sqlite3_column_int64(st, 0);
         else
@@ -373,8 +374,8 @@ static int migrate(conn_t *c) {
     for (int64_t v = have + 1; !rc && v <= (int64_t)N_MIGRATIONS; v++) {
         rc = exec(c, migrations[v - 1]);
         char ins[160];
-        snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%lld, %lld)",
-                 (long long)v, (long long)gpufl__store_now());
+        snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%lld, %lld)", (long long)v,
+                 (long long)gpufl__store_now());
         if (!rc) rc = exec(c, ins);
     }
     for (size_t i = 0; !rc && i < gpufl__store_n_tables; i++)
@@ -433,17 +434,24 @@ static int sqlite_open(gpufl__store_t **out, const char *path) {
 
 /* ---- windows ---------------------------------------------------------------------------------- */
 
-/* Whether the window's identity or its id is stored: *out DUPLICATE, CONFLICT, or 0 (new). */
-static int window_lookup(conn_t *c, const gpufl__window_t *w, gpufl__window_outcome_t *out) {
-    sqlite3_stmt *st;
-    *out = 0;
-    int rc = prepare(c, "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?"
-                        " AND channel = ? AND sequence = ?", &st);
-    if (rc) return rc;
+/* Parameters 1-4 of a statement on windows or lines: workspace, session, channel, sequence. */
+static void bind_identity(sqlite3_stmt *st, const gpufl__window_t *w) {
     sqlite3_bind_int64(st, 1, w->workspace_id);
     sqlite3_bind_text(st, 2, w->session_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, w->channel, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, w->sequence);
+}
+
+/* Whether the window's identity or its id is stored: *out DUPLICATE, CONFLICT, or 0 (new). */
+static int window_lookup(conn_t *c, const gpufl__window_t *w, gpufl__window_outcome_t *out) {
+    sqlite3_stmt *st;
+    *out = 0;
+    int rc = prepare(c,
+                     "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?"
+                     " AND channel = ? AND sequence = ?",
+                     &st);
+    if (rc) return rc;
+    bind_identity(st, w);
     int src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
         const void *h = sqlite3_column_blob(st, 0);
@@ -465,14 +473,13 @@ static int window_lookup(conn_t *c, const gpufl__window_t *w, gpufl__window_outc
 
 static int insert_window_row(conn_t *c, const gpufl__window_t *w, int64_t now, int64_t day) {
     sqlite3_stmt *st;
-    int rc = prepare(c, "INSERT INTO windows (workspace_id, session_id, channel, sequence,"
-                        " window_id, sha256, rows, bytes, wire_version, received_at, day)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
+    int rc = prepare(c,
+                     "INSERT INTO windows (workspace_id, session_id, channel, sequence,"
+                     " window_id, sha256, rows, bytes, wire_version, received_at, day)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     &st);
     if (rc) return rc;
-    sqlite3_bind_int64(st, 1, w->workspace_id);
-    sqlite3_bind_text(st, 2, w->session_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, w->channel, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, w->sequence);
+    bind_identity(st, w);
     sqlite3_bind_text(st, 5, w->window_id, -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 6, w->sha256, 32, SQLITE_STATIC);
     sqlite3_bind_int64(st, 7, w->rows);
@@ -534,13 +541,12 @@ static int upsert_session(conn_t *c, const gpufl__window_t *w, int64_t now, int6
 
 static int insert_lines(conn_t *c, const gpufl__window_t *w, int64_t day) {
     sqlite3_stmt *st;
-    int rc = prepare(c, "INSERT INTO lines (workspace_id, session_id, channel, sequence, line_no,"
-                        " type, rows, body, day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
+    int rc = prepare(c,
+                     "INSERT INTO lines (workspace_id, session_id, channel, sequence, line_no,"
+                     " type, rows, body, day) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     &st);
     if (rc) return rc;
-    sqlite3_bind_int64(st, 1, w->workspace_id);
-    sqlite3_bind_text(st, 2, w->session_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, w->channel, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, w->sequence);
+    bind_identity(st, w);
     sqlite3_bind_int64(st, 9, day);
     for (size_t i = 0; i < w->n_lines && !rc; i++) {
         const gpufl__line_t *l = &w->lines[i];
@@ -583,8 +589,7 @@ static void bind_cell(sqlite3_stmt *st, int i, const gpufl__cell_t *cell) {
     case GPUFL__CELL_INT: sqlite3_bind_int64(st, i, cell->u.i); break;
     case GPUFL__CELL_REAL: sqlite3_bind_double(st, i, cell->u.r); break;
     case GPUFL__CELL_TEXT:
-        sqlite3_bind_text(st, i, cell->u.t.s ? cell->u.t.s : "", (int)cell->u.t.len,
-                          SQLITE_STATIC);
+        sqlite3_bind_text(st, i, cell->u.t.s ? cell->u.t.s : "", (int)cell->u.t.len, SQLITE_STATIC);
         break;
     default: sqlite3_bind_null(st, i); break;
     }
@@ -611,9 +616,8 @@ static int insert_rowset(conn_t *c, const gpufl__window_t *w, const gpufl__rowse
     if (t->kind) sqlite3_bind_text(st, 4, t->kind, -1, SQLITE_STATIC);
     for (size_t r = 0; r < rs->n_rows && !rc; r++) {
         const gpufl__cell_t *row = rs->cells + r * t->n_columns;
-        sqlite3_bind_int64(st, 3,
-                           gpufl__store_row_day(epoch_us, time_i >= 0 ? &row[time_i] : NULL,
-                                                arrival_day));
+        sqlite3_bind_int64(
+            st, 3, gpufl__store_row_day(epoch_us, time_i >= 0 ? &row[time_i] : NULL, arrival_day));
         for (size_t k = 0; k < t->n_columns; k++) bind_cell(st, first + (int)k, &row[k]);
         rc = step_done(c, st, t->name);
     }
@@ -631,8 +635,8 @@ static int window_insert(conn_t *c, const gpufl__window_t *w) {
 }
 
 static int check_window(const gpufl__window_t *w) {
-    if (!w || !w->session_id || !*w->session_id || !w->channel || !*w->channel ||
-        !w->window_id || !*w->window_id)
+    if (!w || !w->session_id || !*w->session_id || !w->channel || !*w->channel || !w->window_id ||
+        !*w->window_id)
         return gpufl__store_fail(GPUFL_EINVAL,
                                  "store: a window needs a session id, a channel and a window id");
     if (w->workspace_id <= 0)
@@ -705,8 +709,8 @@ static int sqlite_workspace_create(gpufl__store_t *s, int64_t *out_id, const cha
     if (!s || !out_id || !name || !*name)
         return gpufl__store_fail(GPUFL_EINVAL, "store: a workspace needs a name");
     insert_args_t a = {.name = name, .now = gpufl__store_now()};
-    return insert_one(s, "INSERT INTO workspaces (name, created_at) VALUES (?, ?)",
-                      bind_workspace, &a, "workspace create", out_id);
+    return insert_one(s, "INSERT INTO workspaces (name, created_at) VALUES (?, ?)", bind_workspace,
+                      &a, "workspace create", out_id);
 }
 
 /* One row's first column as an integer: 0, or GPUFL_ENOTFOUND when there is no row. */
@@ -752,8 +756,11 @@ static int sqlite_key_create(gpufl__store_t *s, int64_t *out_id, int64_t workspa
         return gpufl__store_fail(GPUFL_EINVAL, "store: a key needs a prefix and a hash");
     if (role < GPUFL__ROLE_INGEST || role > GPUFL__ROLE_ADMIN)
         return gpufl__store_fail(GPUFL_EINVAL, "store: unknown key role %d", (int)role);
-    insert_args_t a = {.workspace_id = workspace_id, .name = prefix, .hash = hash,
-                       .role = (int)role, .now = gpufl__store_now()};
+    insert_args_t a = {.workspace_id = workspace_id,
+                       .name = prefix,
+                       .hash = hash,
+                       .role = (int)role,
+                       .now = gpufl__store_now()};
     return insert_one(s,
                       "INSERT INTO api_keys (workspace_id, prefix, hash, role, created_at)"
                       " VALUES (?, ?, ?, ?, ?)",
@@ -766,8 +773,10 @@ static int sqlite_key_find(gpufl__store_t *s, gpufl__key_row_t *out, const char 
     int rc = acquire(s, &c);
     if (rc) return rc;
     sqlite3_stmt *st;
-    rc = prepare(c, "SELECT id, workspace_id, role, hash, revoked_at IS NOT NULL"
-                    " FROM api_keys WHERE prefix = ?", &st);
+    rc = prepare(c,
+                 "SELECT id, workspace_id, role, hash, revoked_at IS NOT NULL"
+                 " FROM api_keys WHERE prefix = ?",
+                 &st);
     if (!rc) {
         sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
         int src = sqlite3_step(st);
@@ -796,8 +805,10 @@ static int sqlite_key_revoke(gpufl__store_t *s, int64_t workspace_id, const char
     int rc = write_begin(s, &c);
     if (rc) return rc;
     sqlite3_stmt *st;
-    rc = prepare(c, "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?)"
-                    " WHERE workspace_id = ? AND prefix = ?", &st);
+    rc = prepare(c,
+                 "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?)"
+                 " WHERE workspace_id = ? AND prefix = ?",
+                 &st);
     if (!rc) {
         sqlite3_bind_int64(st, 1, gpufl__store_now());
         sqlite3_bind_int64(st, 2, workspace_id);
@@ -818,8 +829,10 @@ static int sqlite_keys_touch(gpufl__store_t *s, const int64_t *ids, const int64_
     int rc = write_begin(s, &c);
     if (rc) return rc;
     sqlite3_stmt *st;
-    rc = prepare(c, "UPDATE api_keys SET last_used_at = MAX(COALESCE(last_used_at, 0), ?)"
-                    " WHERE id = ?", &st);
+    rc = prepare(c,
+                 "UPDATE api_keys SET last_used_at = MAX(COALESCE(last_used_at, 0), ?)"
+                 " WHERE id = ?",
+                 &st);
     for (size_t i = 0; i < n && !rc; i++) {
         sqlite3_bind_int64(st, 1, unix_s[i]);
         sqlite3_bind_int64(st, 2, ids[i]);
@@ -840,7 +853,9 @@ static int sqlite_user_create(gpufl__store_t *s, int64_t *out_id, int64_t worksp
                               const char *name, const char *password_hash) {
     if (!s || !out_id || !name || !*name || !password_hash || !*password_hash)
         return gpufl__store_fail(GPUFL_EINVAL, "store: a user needs a name and a password hash");
-    insert_args_t a = {.workspace_id = workspace_id, .name = name, .text = password_hash,
+    insert_args_t a = {.workspace_id = workspace_id,
+                       .name = name,
+                       .text = password_hash,
                        .now = gpufl__store_now()};
     return insert_one(s,
                       "INSERT INTO users (workspace_id, name, password_hash, created_at)"

@@ -9,9 +9,14 @@
 
 #include <string.h>
 
-#define COL(n, t) {n, GPUFL__COL_##t, NULL, 0}
-#define COL_FROM(n, t, f, d) {n, GPUFL__COL_##t, f, d}
+#define COL(n, t)                                                                                  \
+    { n, GPUFL__COL_##t, NULL, 0 }
+#define COL_FROM(n, t, f, d)                                                                       \
+    { n, GPUFL__COL_##t, f, d }
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+/* A table one record type of the same name fills. */
+#define ALONE(table, time)                                                                         \
+    { #table, #table, NULL, time, table##_columns, N_OF(table##_columns), table##_indexes }
 
 /* kernel, copy, memset and sync rows in one table: the timeline and the kernels-per-name views
  * read them together. A type leaves the columns it lacks NULL. name is the demangled kernel
@@ -58,13 +63,13 @@ static const char *const activity_indexes[] = {
     "workspace_id, session_id, name",
     NULL,
 };
-#define ACTIVITY(type)                                                                             \
-    {"activity",         type, type, "start_ns", activity_columns, N_OF(activity_columns),         \
-     activity_indexes}
-static const gpufl__table_t activity_kernel = ACTIVITY("kernel");
-static const gpufl__table_t activity_copy = ACTIVITY("copy");
-static const gpufl__table_t activity_memset = ACTIVITY("memset");
-static const gpufl__table_t activity_sync = ACTIVITY("sync");
+/* An entry of a table several record types share: its kind is the record type. */
+#define SHARED(table, type, time, prefix)                                                          \
+    { table, type, type, time, prefix##_columns, N_OF(prefix##_columns), prefix##_indexes }
+static const gpufl__table_t activity_kernel = SHARED("activity", "kernel", "start_ns", activity);
+static const gpufl__table_t activity_copy = SHARED("activity", "copy", "start_ns", activity);
+static const gpufl__table_t activity_memset = SHARED("activity", "memset", "start_ns", activity);
+static const gpufl__table_t activity_sync = SHARED("activity", "sync", "start_ns", activity);
 
 /* Every gpu_sample column: the device series and the fleet's latest readings. */
 static const gpufl__column_t gpu_sample_columns[] = {
@@ -101,9 +106,7 @@ static const char *const gpu_sample_indexes[] = {
     "workspace_id, session_id, device, ts_ns",
     NULL,
 };
-static const gpufl__table_t gpu_sample = {
-    "gpu_sample", "gpu_sample",         NULL, "ts_ns", gpu_sample_columns, N_OF(gpu_sample_columns),
-    gpu_sample_indexes};
+static const gpufl__table_t gpu_sample = ALONE(gpu_sample, "ts_ns");
 
 static const gpufl__column_t host_sample_columns[] = {
     COL("ts_ns", INT),
@@ -121,13 +124,7 @@ static const char *const host_sample_indexes[] = {
     "workspace_id, session_id, ts_ns",
     NULL,
 };
-static const gpufl__table_t host_sample = {"host_sample",
-                                           "host_sample",
-                                           NULL,
-                                           "ts_ns",
-                                           host_sample_columns,
-                                           N_OF(host_sample_columns),
-                                           host_sample_indexes};
+static const gpufl__table_t host_sample = ALONE(host_sample, "ts_ns");
 
 /* scope_begin and scope_end rows: the scope tree and the timeline's CPU lanes. An end row
  * has only ts_ns, tid, id and implicit; its name is its begin's (same id). */
@@ -150,11 +147,9 @@ static const char *const scope_event_indexes[] = {
     "workspace_id, session_id, id",
     NULL,
 };
-#define SCOPE_EVENT(type)                                                                          \
-    {"scope_event",          type, type, "ts_ns", scope_event_columns, N_OF(scope_event_columns),  \
-     scope_event_indexes}
-static const gpufl__table_t scope_begin = SCOPE_EVENT("scope_begin");
-static const gpufl__table_t scope_end = SCOPE_EVENT("scope_end");
+static const gpufl__table_t scope_begin =
+    SHARED("scope_event", "scope_begin", "ts_ns", scope_event);
+static const gpufl__table_t scope_end = SHARED("scope_event", "scope_end", "ts_ns", scope_event);
 
 const gpufl__table_t *const gpufl__store_tables[] = {
     &activity_kernel, &activity_copy, &activity_memset, &activity_sync,

@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#define ROWS 5       /* kernel rows per test window */
-#define N_LINES 3    /* lines per test window */
+#define ROWS     5 /* kernel rows per test window */
+#define N_LINES  3 /* lines per test window */
 #define MAX_COLS 64
 
 static char db_url[512];
@@ -95,8 +95,8 @@ typedef struct {
 } twin_t;
 
 /* Window seq of a session's channel; variant changes its bytes (and so its hash). */
-static void twin_make(twin_t *t, int64_t ws, const char *session, const char *channel,
-                      int64_t seq, int variant) {
+static void twin_make(twin_t *t, int64_t ws, const char *session, const char *channel, int64_t seq,
+                      int variant) {
     memset(t, 0, sizeof *t);
     snprintf(t->session, sizeof t->session, "%s", session);
     snprintf(t->channel, sizeof t->channel, "%s", channel);
@@ -113,18 +113,18 @@ static void twin_make(twin_t *t, int64_t ws, const char *session, const char *ch
     const gpufl__table_t *k = table_of("kernel");
     for (int r = 0; r < ROWS; r++) {
         gpufl__cell_t *row = t->kernel_cells + (size_t)r * k->n_columns;
-        row[column_of(k, "start_ns")] = (gpufl__cell_t){.kind = GPUFL__CELL_INT,
-                                                        .u.i = seq * 1000 + r};
-        row[column_of(k, "end_ns")] = (gpufl__cell_t){.kind = GPUFL__CELL_INT,
-                                                      .u.i = seq * 1000 + r + 10};
+        row[column_of(k, "start_ns")] =
+            (gpufl__cell_t){.kind = GPUFL__CELL_INT, .u.i = seq * 1000 + r};
+        row[column_of(k, "end_ns")] =
+            (gpufl__cell_t){.kind = GPUFL__CELL_INT, .u.i = seq * 1000 + r + 10};
         int n = snprintf(t->kname[r], sizeof t->kname[r], "kernel_%d", r % 2);
         row[column_of(k, "name")] =
             (gpufl__cell_t){.kind = GPUFL__CELL_TEXT, .u.t = {t->kname[r], (size_t)n}};
     }
     const gpufl__table_t *hs = table_of("host_sample");
     t->host_cells[column_of(hs, "ts_ns")] = (gpufl__cell_t){.kind = GPUFL__CELL_INT, .u.i = seq};
-    t->host_cells[column_of(hs, "cpu_pct")] = (gpufl__cell_t){.kind = GPUFL__CELL_REAL,
-                                                              .u.r = 12.5};
+    t->host_cells[column_of(hs, "cpu_pct")] =
+        (gpufl__cell_t){.kind = GPUFL__CELL_REAL, .u.r = 12.5};
     t->rowsets[0] = (gpufl__rowset_t){k, ROWS, t->kernel_cells};
     t->rowsets[1] = (gpufl__rowset_t){hs, 1, t->host_cells};
     t->w = (gpufl__window_t){
@@ -145,10 +145,33 @@ static void twin_make(twin_t *t, int64_t ws, const char *session, const char *ch
     for (int i = 0; i < 4; i++) memcpy(t->w.sha256 + 8 * i, &h, 8);
 }
 
-static gpufl__window_outcome_t put(gpufl__store_t *s, const gpufl__store_ops_t *ops,
-                                   const gpufl__window_t *w) {
+/* Each test's store, a workspace of its own and room for two windows. */
+typedef struct {
+    gpufl__store_t *s;
+    const gpufl__store_ops_t *ops;
+    int64_t ws;
+    twin_t t[2];
+} fx_t;
+
+static int fx_setup(void **state) {
+    fx_t *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->s = open_store(&f->ops);
+    f->ws = new_workspace(f->s, f->ops, "t");
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state) {
+    fx_t *f = *state;
+    f->ops->close(f->s);
+    free(f);
+    return 0;
+}
+
+static gpufl__window_outcome_t put(fx_t *f, const gpufl__window_t *w) {
     gpufl__window_outcome_t out = 0;
-    int rc = ops->window_put(s, &out, w);
+    int rc = f->ops->window_put(f->s, &out, w);
     if (rc) fail_msg("window_put: %s", gpufl_last_error());
     return out;
 }
@@ -171,24 +194,28 @@ static int collect(void *arg, int n, const char *const *values, const char *cons
     return 0;
 }
 
-/* Runs sql with the workspace id and (when given) a session id as its parameters. */
-static result_t ask(gpufl__store_t *s, const gpufl__store_ops_t *ops, const char *sql, int64_t ws,
-                    const char *session) {
+/* Runs sql with a workspace id and (when given) a session id as its parameters. */
+static result_t ask_in(fx_t *f, const char *sql, int64_t ws, const char *session) {
     char wsid[32];
     snprintf(wsid, sizeof wsid, "%lld", (long long)ws);
     const char *params[2] = {wsid, session};
     result_t r = {.hash = 1469598103934665603ULL};
-    int rc = ops->query(s, sql, params, session ? 2 : 1, collect, &r);
+    int rc = f->ops->query(f->s, sql, params, session ? 2 : 1, collect, &r);
     if (rc) fail_msg("query %s: %s", sql, gpufl_last_error());
     return r;
 }
 
-static long long count(gpufl__store_t *s, const gpufl__store_ops_t *ops, const char *table,
-                       int64_t ws, const char *session) {
+/* The same in the test's own workspace. */
+static result_t ask(fx_t *f, const char *sql, const char *session) {
+    return ask_in(f, sql, f->ws, session);
+}
+
+/* Rows of table in the test's workspace (and session, when given). */
+static long long count(fx_t *f, const char *table, const char *session) {
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE workspace_id = ?%s", table,
              session ? " AND session_id = ?" : "");
-    result_t r = ask(s, ops, sql, ws, session);
+    result_t r = ask(f, sql, session);
     assert_int_equal(r.rows, 1);
     return atoll(r.first);
 }
@@ -243,80 +270,66 @@ static void test_migrations_idempotent(void **state) {
 }
 
 static void test_window_stored_then_duplicate(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
-    int64_t ws = new_workspace(s, ops, "dup");
-    twin_t *t = malloc(sizeof *t);
-    twin_make(t, ws, "S1", "device", 0, 0);
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_DUPLICATE);
-    assert_int_equal(count(s, ops, "windows", ws, "S1"), 1);
-    assert_int_equal(count(s, ops, "lines", ws, "S1"), N_LINES);
-    assert_int_equal(count(s, ops, "activity", ws, "S1"), ROWS);
-    assert_int_equal(count(s, ops, "host_sample", ws, "S1"), 1);
-    assert_int_equal(count(s, ops, "sessions", ws, "S1"), 1);
+    fx_t *f = *state;
+    twin_t *t = &f->t[0];
+    twin_make(t, f->ws, "S1", "device", 0, 0);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_DUPLICATE);
+    assert_int_equal(count(f, "windows", "S1"), 1);
+    assert_int_equal(count(f, "lines", "S1"), N_LINES);
+    assert_int_equal(count(f, "activity", "S1"), ROWS);
+    assert_int_equal(count(f, "host_sample", "S1"), 1);
+    assert_int_equal(count(f, "sessions", "S1"), 1);
     /* the typed rows hold what was sent, by column name; a column the type lacks is NULL */
-    result_t r = ask(s, ops,
+    result_t r = ask(f,
                      "SELECT kind FROM activity WHERE workspace_id = ? AND session_id = ?"
                      " AND name = 'kernel_1'",
-                     ws, "S1");
+                     "S1");
     assert_int_equal(r.rows, ROWS / 2);
     assert_string_equal(r.first, "kernel");
-    r = ask(s, ops,
+    r = ask(f,
             "SELECT bytes FROM activity WHERE workspace_id = ? AND session_id = ?"
             " ORDER BY start_ns",
-            ws, "S1");
-    assert_string_equal(r.first, "NULL");
-    r = ask(s, ops,
-            "SELECT SUM(end_ns - start_ns) FROM activity WHERE workspace_id = ? AND session_id = ?",
-            ws, "S1");
-    assert_string_equal(r.first, "50");
-    r = ask(s, ops, "SELECT cpu_pct FROM host_sample WHERE workspace_id = ? AND session_id = ?",
-            ws, "S1");
-    assert_true(atof(r.first) == 12.5);
-    r = ask(s, ops,
-            "SELECT body FROM lines WHERE workspace_id = ? AND session_id = ? ORDER BY line_no",
-            ws, "S1");
-    assert_string_equal(r.first, t->text[0]);
-    r = ask(s, ops, "SELECT rows FROM windows WHERE workspace_id = ? AND session_id = ?", ws,
             "S1");
+    assert_string_equal(r.first, "NULL");
+    r = ask(f,
+            "SELECT SUM(end_ns - start_ns) FROM activity WHERE workspace_id = ? AND session_id = ?",
+            "S1");
+    assert_string_equal(r.first, "50");
+    r = ask(f, "SELECT cpu_pct FROM host_sample WHERE workspace_id = ? AND session_id = ?", "S1");
+    assert_true(atof(r.first) == 12.5);
+    r = ask(f, "SELECT body FROM lines WHERE workspace_id = ? AND session_id = ? ORDER BY line_no",
+            "S1");
+    assert_string_equal(r.first, t->text[0]);
+    r = ask(f, "SELECT rows FROM windows WHERE workspace_id = ? AND session_id = ?", "S1");
     assert_string_equal(r.first, "7");
-    free(t);
-    ops->close(s);
 }
 
 static void test_window_conflicts(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
-    int64_t ws = new_workspace(s, ops, "conflict");
-    twin_t *a = malloc(sizeof *a), *b = malloc(sizeof *b);
-    twin_make(a, ws, "S", "device", 0, 0);
-    assert_int_equal(put(s, ops, &a->w), GPUFL__WINDOW_STORED);
+    fx_t *f = *state;
+    twin_t *a = &f->t[0], *b = &f->t[1];
+    twin_make(a, f->ws, "S", "device", 0, 0);
+    assert_int_equal(put(f, &a->w), GPUFL__WINDOW_STORED);
     /* the same identity with other bytes */
-    twin_make(b, ws, "S", "device", 0, 1);
-    assert_int_equal(put(s, ops, &b->w), GPUFL__WINDOW_CONFLICT);
+    twin_make(b, f->ws, "S", "device", 0, 1);
+    assert_int_equal(put(f, &b->w), GPUFL__WINDOW_CONFLICT);
     /* the same window id under another identity */
-    twin_make(b, ws, "S", "device", 1, 0);
+    twin_make(b, f->ws, "S", "device", 1, 0);
     snprintf(b->window_id, sizeof b->window_id, "%s", a->window_id);
-    assert_int_equal(put(s, ops, &b->w), GPUFL__WINDOW_CONFLICT);
-    assert_int_equal(count(s, ops, "windows", ws, "S"), 1);
-    assert_int_equal(count(s, ops, "lines", ws, "S"), N_LINES);
-    assert_int_equal(count(s, ops, "activity", ws, "S"), ROWS);
-    result_t r = ask(s, ops,
+    assert_int_equal(put(f, &b->w), GPUFL__WINDOW_CONFLICT);
+    assert_int_equal(count(f, "windows", "S"), 1);
+    assert_int_equal(count(f, "lines", "S"), N_LINES);
+    assert_int_equal(count(f, "activity", "S"), ROWS);
+    result_t r = ask(f,
                      "SELECT body FROM lines WHERE workspace_id = ? AND session_id = ?"
                      " ORDER BY line_no",
-                     ws, "S");
+                     "S");
     assert_string_equal(r.first, a->text[0]); /* the first bytes stay */
     /* window ids are a workspace's own: another workspace may use the same one */
-    int64_t other = new_workspace(s, ops, "conflict-other");
+    int64_t other = new_workspace(f->s, f->ops, "conflict-other");
     twin_make(b, other, "S", "device", 0, 1);
-    assert_int_equal(put(s, ops, &b->w), GPUFL__WINDOW_STORED);
-    assert_int_equal(count(s, ops, "lines", ws, "S"), N_LINES);
-    free(a);
-    free(b);
-    ops->close(s);
+    assert_int_equal(put(f, &b->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(count(f, "lines", "S"), N_LINES);
 }
 
 #define THREADS 8
@@ -348,21 +361,19 @@ static void *putter(void *arg) {
 }
 
 static void test_concurrent_puts_store_once(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
+    fx_t *f = *state;
     /* a second handle on the same database, as a second server process would hold: only the
      * database's own locking keeps the two apart */
-    gpufl__store_t *s2 = open_store(&ops);
-    int64_t ws = new_workspace(s, ops, "concurrent");
+    const gpufl__store_ops_t *ops2;
+    gpufl__store_t *s2 = open_store(&ops2);
     twin_t *wins = calloc(WINDOWS, sizeof *wins);
     assert_non_null(wins);
     for (int i = 0; i < WINDOWS; i++)
-        twin_make(&wins[i], ws, "C", i % 2 ? "scope" : "device", i / 2, 0);
+        twin_make(&wins[i], f->ws, "C", i % 2 ? "scope" : "device", i / 2, 0);
     putter_t p[THREADS];
     pthread_t th[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        p[i] = (putter_t){.s = i % 2 ? s2 : s, .ops = ops, .wins = wins, .start = i * 7};
+        p[i] = (putter_t){.s = i % 2 ? s2 : f->s, .ops = f->ops, .wins = wins, .start = i * 7};
         assert_int_equal(pthread_create(&th[i], NULL, putter, &p[i]), 0);
     }
     int stored = 0, duplicate = 0, other = 0;
@@ -375,10 +386,10 @@ static void test_concurrent_puts_store_once(void **state) {
     assert_int_equal(other, 0);
     assert_int_equal(stored, WINDOWS);
     assert_int_equal(duplicate, (THREADS - 1) * WINDOWS);
-    assert_int_equal(count(s, ops, "windows", ws, "C"), WINDOWS);
-    assert_int_equal(count(s, ops, "lines", ws, "C"), WINDOWS * N_LINES);
-    assert_int_equal(count(s, ops, "activity", ws, "C"), WINDOWS * ROWS);
-    assert_int_equal(count(s, ops, "host_sample", ws, "C"), WINDOWS);
+    assert_int_equal(count(f, "windows", "C"), WINDOWS);
+    assert_int_equal(count(f, "lines", "C"), WINDOWS * N_LINES);
+    assert_int_equal(count(f, "activity", "C"), WINDOWS * ROWS);
+    assert_int_equal(count(f, "host_sample", "C"), WINDOWS);
     /* the stored lines, in order, are exactly the sent ones */
     uint64_t sent = 1469598103934665603ULL;
     const char *channels[2] = {"device", "scope"};
@@ -389,209 +400,187 @@ static void test_concurrent_puts_store_once(void **state) {
                     sent = fnv(sent, wins[i].text[l], wins[i].lines[l].len);
                     sent = fnv(sent, "\n", 1);
                 }
-    result_t r = ask(s, ops,
+    result_t r = ask(f,
                      "SELECT body FROM lines WHERE workspace_id = ? AND session_id = ?"
                      " ORDER BY channel, sequence, line_no",
-                     ws, "C");
+                     "C");
     assert_int_equal(r.rows, WINDOWS * N_LINES);
     assert_true(r.hash == sent);
     free(wins);
-    ops->close(s2);
-    ops->close(s);
+    ops2->close(s2);
 }
 
 static void test_failing_rowset_leaves_nothing(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
-    int64_t ws = new_workspace(s, ops, "rollback");
-    twin_t *t = malloc(sizeof *t);
-    twin_make(t, ws, "R", "device", 0, 0);
+    fx_t *f = *state;
+    twin_t *t = &f->t[0];
+    twin_make(t, f->ws, "R", "device", 0, 0);
     /* the second rowset fails after the window, its lines and the first rowset went in */
     t->rowsets[1].table = NULL;
     gpufl__window_outcome_t out = 0;
-    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
-    assert_int_equal(count(s, ops, "windows", ws, NULL), 0);
-    assert_int_equal(count(s, ops, "lines", ws, NULL), 0);
-    assert_int_equal(count(s, ops, "activity", ws, NULL), 0);
-    assert_int_equal(count(s, ops, "sessions", ws, NULL), 0);
+    assert_int_equal(f->ops->window_put(f->s, &out, &t->w), GPUFL_EINVAL);
+    assert_int_equal(count(f, "windows", NULL), 0);
+    assert_int_equal(count(f, "lines", NULL), 0);
+    assert_int_equal(count(f, "activity", NULL), 0);
+    assert_int_equal(count(f, "sessions", NULL), 0);
     /* a table that is not one of store_tables.c fails the same way */
     gpufl__table_t fake = *table_of("host_sample");
     t->rowsets[1].table = &fake;
-    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
-    assert_int_equal(count(s, ops, "lines", ws, NULL), 0);
+    assert_int_equal(f->ops->window_put(f->s, &out, &t->w), GPUFL_EINVAL);
+    assert_int_equal(count(f, "lines", NULL), 0);
     /* the identity was not used up: the good window is stored */
     t->rowsets[1].table = table_of("host_sample");
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
-    assert_int_equal(count(s, ops, "activity", ws, NULL), ROWS);
-    free(t);
-    ops->close(s);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(count(f, "activity", NULL), ROWS);
 }
 
 static void test_bad_windows_refused(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
-    int64_t ws = new_workspace(s, ops, "bad");
-    twin_t *t = malloc(sizeof *t);
-    twin_make(t, ws, "B", "device", 0, 0);
+    fx_t *f = *state;
+    twin_t *t = &f->t[0];
+    twin_make(t, f->ws, "B", "device", 0, 0);
     gpufl__window_outcome_t out = 0;
     t->w.window_id = "";
-    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
+    assert_int_equal(f->ops->window_put(f->s, &out, &t->w), GPUFL_EINVAL);
     t->w.window_id = t->window_id;
     t->w.workspace_id = 0;
-    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
-    t->w.workspace_id = ws;
+    assert_int_equal(f->ops->window_put(f->s, &out, &t->w), GPUFL_EINVAL);
+    t->w.workspace_id = f->ws;
     t->w.session_id = NULL;
-    assert_int_equal(ops->window_put(s, &out, &t->w), GPUFL_EINVAL);
-    assert_int_equal(count(s, ops, "windows", ws, NULL), 0);
-    free(t);
-    ops->close(s);
+    assert_int_equal(f->ops->window_put(f->s, &out, &t->w), GPUFL_EINVAL);
+    assert_int_equal(count(f, "windows", NULL), 0);
 }
 
 static void test_keys_scoped_to_workspace(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
-    int64_t a = new_workspace(s, ops, "keys-a"), b = new_workspace(s, ops, "keys-b");
+    fx_t *f = *state;
+    int64_t a = new_workspace(f->s, f->ops, "keys-a"), b = new_workspace(f->s, f->ops, "keys-b");
     char prefix[64];
     snprintf(prefix, sizeof prefix, "p%d%ld", (int)getpid(), (long)a);
     uint8_t hash[32];
     for (int i = 0; i < 32; i++) hash[i] = (uint8_t)(i * 7 + 1);
     int64_t id = 0;
-    assert_int_equal(ops->key_create(s, &id, a, GPUFL__ROLE_READ, prefix, hash), 0);
+    assert_int_equal(f->ops->key_create(f->s, &id, a, GPUFL__ROLE_READ, prefix, hash), 0);
     assert_true(id > 0);
     gpufl__key_row_t k;
-    assert_int_equal(ops->key_find(s, &k, prefix), 0);
+    assert_int_equal(f->ops->key_find(f->s, &k, prefix), 0);
     assert_int_equal(k.id, id);
     assert_int_equal(k.workspace_id, a);
     assert_int_equal(k.role, GPUFL__ROLE_READ);
     assert_memory_equal(k.hash, hash, 32);
     assert_int_equal(k.revoked, 0);
     /* another workspace cannot revoke it, nor learn that it exists */
-    assert_int_equal(ops->key_revoke(s, b, prefix), GPUFL_ENOTFOUND);
-    assert_int_equal(ops->key_find(s, &k, prefix), 0);
+    assert_int_equal(f->ops->key_revoke(f->s, b, prefix), GPUFL_ENOTFOUND);
+    assert_int_equal(f->ops->key_find(f->s, &k, prefix), 0);
     assert_int_equal(k.revoked, 0);
-    assert_int_equal(ops->key_revoke(s, a, "no-such-prefix"), GPUFL_ENOTFOUND);
-    assert_int_equal(ops->key_find(s, &k, "no-such-prefix"), GPUFL_ENOTFOUND);
+    assert_int_equal(f->ops->key_revoke(f->s, a, "no-such-prefix"), GPUFL_ENOTFOUND);
+    assert_int_equal(f->ops->key_find(f->s, &k, "no-such-prefix"), GPUFL_ENOTFOUND);
     /* a prefix is unique; a key needs an existing workspace and a role */
     int64_t id2;
-    assert_int_equal(ops->key_create(s, &id2, b, GPUFL__ROLE_ADMIN, prefix, hash), GPUFL_EALREADY);
-    assert_int_equal(ops->key_create(s, &id2, (int64_t)1 << 40, GPUFL__ROLE_ADMIN, "px-none", hash),
-                     GPUFL_ENOTFOUND);
-    assert_int_equal(ops->key_create(s, &id2, a, (gpufl__role_t)9, "px-role", hash), GPUFL_EINVAL);
+    assert_int_equal(f->ops->key_create(f->s, &id2, b, GPUFL__ROLE_ADMIN, prefix, hash),
+                     GPUFL_EALREADY);
+    assert_int_equal(
+        f->ops->key_create(f->s, &id2, (int64_t)1 << 40, GPUFL__ROLE_ADMIN, "px-none", hash),
+        GPUFL_ENOTFOUND);
+    assert_int_equal(f->ops->key_create(f->s, &id2, a, (gpufl__role_t)9, "px-role", hash),
+                     GPUFL_EINVAL);
     /* last_used only moves forward, many keys in one call */
     int64_t ids[2] = {id, id}, times[2] = {2000, 1000};
-    assert_int_equal(ops->keys_touch(s, ids, times, 2), 0);
-    result_t r = ask(s, ops, "SELECT last_used_at FROM api_keys WHERE workspace_id = ?", a, NULL);
+    assert_int_equal(f->ops->keys_touch(f->s, ids, times, 2), 0);
+    result_t r = ask_in(f, "SELECT last_used_at FROM api_keys WHERE workspace_id = ?", a, NULL);
     assert_string_equal(r.first, "2000");
     /* its own workspace revokes it */
-    assert_int_equal(ops->key_revoke(s, a, prefix), 0);
-    assert_int_equal(ops->key_find(s, &k, prefix), 0);
+    assert_int_equal(f->ops->key_revoke(f->s, a, prefix), 0);
+    assert_int_equal(f->ops->key_find(f->s, &k, prefix), 0);
     assert_int_equal(k.revoked, 1);
-    ops->close(s);
 }
 
 static void test_workspaces_and_users(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
+    fx_t *f = *state;
     char name[96];
-    snprintf(name, sizeof name, "ws-users-%d-%ld", (int)getpid(), (long)time(NULL));
+    snprintf(name, sizeof name, "f->ws-users-%d-%ld", (int)getpid(), (long)time(NULL));
     int64_t id = 0, found = 0, again = 0;
-    assert_int_equal(ops->workspace_create(s, &id, name), 0);
-    assert_int_equal(ops->workspace_create(s, &again, name), GPUFL_EALREADY);
-    assert_int_equal(ops->workspace_find(s, &found, name), 0);
+    assert_int_equal(f->ops->workspace_create(f->s, &id, name), 0);
+    assert_int_equal(f->ops->workspace_create(f->s, &again, name), GPUFL_EALREADY);
+    assert_int_equal(f->ops->workspace_find(f->s, &found, name), 0);
     assert_int_equal(found, id);
-    assert_int_equal(ops->workspace_find(s, &found, "no such workspace, surely"), GPUFL_ENOTFOUND);
-    assert_int_equal(ops->workspace_create(s, &again, ""), GPUFL_EINVAL);
+    assert_int_equal(f->ops->workspace_find(f->s, &found, "no such workspace, surely"),
+                     GPUFL_ENOTFOUND);
+    assert_int_equal(f->ops->workspace_create(f->s, &again, ""), GPUFL_EINVAL);
     int64_t user = 0;
-    assert_int_equal(ops->user_create(s, &user, id, name, "$argon2id$v=19$x"), 0);
+    assert_int_equal(f->ops->user_create(f->s, &user, id, name, "$argon2id$v=19$x"), 0);
     assert_true(user > 0);
-    assert_int_equal(ops->user_create(s, &user, id, name, "$argon2id$v=19$y"), GPUFL_EALREADY);
-    ops->close(s);
+    assert_int_equal(f->ops->user_create(f->s, &user, id, name, "$argon2id$v=19$y"),
+                     GPUFL_EALREADY);
 }
 
 static void test_session_facts_merged(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
-    int64_t ws = new_workspace(s, ops, "facts");
-    twin_t *t = malloc(sizeof *t);
-    twin_make(t, ws, "F", "device", 0, 0);
+    fx_t *f = *state;
+    twin_t *t = &f->t[0];
+    twin_make(t, f->ws, "F", "device", 0, 0);
     t->w.facts.app_name = "train";
     t->w.facts.engine = "Trace";
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
-    twin_make(t, ws, "F", "scope", 0, 0);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    twin_make(t, f->ws, "F", "scope", 0, 0);
     t->w.facts.app_name = "other"; /* known already: kept */
     t->w.facts.hostname = "node7";
     t->w.facts.pid = 4711;
-    t->w.facts.job_id = "";        /* empty is unknown */
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
-    twin_make(t, ws, "F", "device", 1, 0);
+    t->w.facts.job_id = ""; /* empty is unknown */
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    twin_make(t, f->ws, "F", "device", 1, 0);
     t->w.facts.job_id = "J42";
     t->w.facts.end_ns = 5000;
     t->w.facts.epoch_unix_us = 1795000000000000LL;
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
-    twin_make(t, ws, "F", "scope", 1, 0);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    twin_make(t, f->ws, "F", "scope", 1, 0);
     t->w.facts.end_ns = 4000; /* another file's end: the later one stays */
     t->w.facts.epoch_unix_us = 1;
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
-    result_t r = ask(s, ops,
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    result_t r = ask(f,
                      "SELECT app_name || '|' || hostname || '|' || pid || '|' || job_id || '|' ||"
                      " engine || '|' || end_ns || '|' || state || '|' || epoch_unix_us"
                      " FROM sessions WHERE workspace_id = ? AND session_id = ?",
-                     ws, "F");
+                     "F");
     assert_int_equal(r.rows, 1);
     assert_string_equal(r.first, "train|node7|4711|J42|Trace|5000|ended|1795000000000000");
-    free(t);
-    ops->close(s);
 }
 
 static int64_t fake_now;
 static int64_t fake_clock(void) { return fake_now; }
 
 static void test_retain_drops_old_days(void **state) {
-    (void)state;
-    const gpufl__store_ops_t *ops;
-    gpufl__store_t *s = open_store(&ops);
-    int64_t ws = new_workspace(s, ops, "retain");
+    fx_t *f = *state;
     int64_t now = (int64_t)time(NULL), old = now - 10 * 86400;
-    twin_t *t = malloc(sizeof *t);
+    twin_t *t = &f->t[0];
     /* OLD: arrived 10 days ago, and its rows are that old */
     fake_now = old;
     gpufl__store_now_unix_s = fake_clock;
-    twin_make(t, ws, "OLD", "device", 0, 0);
+    twin_make(t, f->ws, "OLD", "device", 0, 0);
     t->w.facts.epoch_unix_us = old * 1000000;
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
     gpufl__store_now_unix_s = NULL;
     /* MIXED: arrives now, its rows' times are 10 days old: they go, its lines stay */
-    twin_make(t, ws, "MIXED", "device", 0, 0);
+    twin_make(t, f->ws, "MIXED", "device", 0, 0);
     t->w.facts.epoch_unix_us = old * 1000000;
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
-    twin_make(t, ws, "NEW", "device", 0, 0);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    twin_make(t, f->ws, "NEW", "device", 0, 0);
     t->w.facts.epoch_unix_us = now * 1000000;
-    assert_int_equal(put(s, ops, &t->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
 
-    assert_int_equal(ops->retain(s, -1), GPUFL_EINVAL);
-    assert_int_equal(ops->retain(s, 5), 0);
-    assert_int_equal(count(s, ops, "windows", ws, "OLD"), 0);
-    assert_int_equal(count(s, ops, "lines", ws, "OLD"), 0);
-    assert_int_equal(count(s, ops, "activity", ws, "OLD"), 0);
-    assert_int_equal(count(s, ops, "host_sample", ws, "OLD"), 0);
-    assert_int_equal(count(s, ops, "sessions", ws, "OLD"), 0);
-    assert_int_equal(count(s, ops, "windows", ws, "MIXED"), 1);
-    assert_int_equal(count(s, ops, "lines", ws, "MIXED"), N_LINES);
-    assert_int_equal(count(s, ops, "activity", ws, "MIXED"), 0);
-    assert_int_equal(count(s, ops, "sessions", ws, "MIXED"), 1);
-    assert_int_equal(count(s, ops, "windows", ws, "NEW"), 1);
-    assert_int_equal(count(s, ops, "activity", ws, "NEW"), ROWS);
-    assert_int_equal(count(s, ops, "host_sample", ws, "NEW"), 1);
+    assert_int_equal(f->ops->retain(f->s, -1), GPUFL_EINVAL);
+    assert_int_equal(f->ops->retain(f->s, 5), 0);
+    assert_int_equal(count(f, "windows", "OLD"), 0);
+    assert_int_equal(count(f, "lines", "OLD"), 0);
+    assert_int_equal(count(f, "activity", "OLD"), 0);
+    assert_int_equal(count(f, "host_sample", "OLD"), 0);
+    assert_int_equal(count(f, "sessions", "OLD"), 0);
+    assert_int_equal(count(f, "windows", "MIXED"), 1);
+    assert_int_equal(count(f, "lines", "MIXED"), N_LINES);
+    assert_int_equal(count(f, "activity", "MIXED"), 0);
+    assert_int_equal(count(f, "sessions", "MIXED"), 1);
+    assert_int_equal(count(f, "windows", "NEW"), 1);
+    assert_int_equal(count(f, "activity", "NEW"), ROWS);
+    assert_int_equal(count(f, "host_sample", "NEW"), 1);
     /* 11 days keeps everything that is left */
-    assert_int_equal(ops->retain(s, 11), 0);
-    assert_int_equal(count(s, ops, "lines", ws, NULL), 2 * N_LINES);
-    free(t);
-    ops->close(s);
+    assert_int_equal(f->ops->retain(f->s, 11), 0);
+    assert_int_equal(count(f, "lines", NULL), 2 * N_LINES);
 }
 
 int main(void) {
@@ -599,15 +588,15 @@ int main(void) {
         cmocka_unit_test(test_tables_described_consistently),
         cmocka_unit_test(test_open_unknown_scheme),
         cmocka_unit_test(test_migrations_idempotent),
-        cmocka_unit_test(test_window_stored_then_duplicate),
-        cmocka_unit_test(test_window_conflicts),
-        cmocka_unit_test(test_concurrent_puts_store_once),
-        cmocka_unit_test(test_failing_rowset_leaves_nothing),
-        cmocka_unit_test(test_bad_windows_refused),
-        cmocka_unit_test(test_keys_scoped_to_workspace),
-        cmocka_unit_test(test_workspaces_and_users),
-        cmocka_unit_test(test_session_facts_merged),
-        cmocka_unit_test(test_retain_drops_old_days),
+        cmocka_unit_test_setup_teardown(test_window_stored_then_duplicate, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_window_conflicts, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_puts_store_once, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_failing_rowset_leaves_nothing, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_windows_refused, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_keys_scoped_to_workspace, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_workspaces_and_users, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_session_facts_merged, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_retain_drops_old_days, fx_setup, fx_teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (tmp_dir[0]) {
