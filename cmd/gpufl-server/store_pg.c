@@ -290,30 +290,68 @@ static const char *sql_type(gpufl__col_type_t t) {
     }
 }
 
-/* Creates each typed table (partitioned by day) and adds the columns store_tables.c gained
- * since, then its indexes; on the parent, so every partition has them. */
+/* Whether the schema holds relation rel (a table or an index) and, when col is given, that
+ * column of it: r lists (relation, column) pairs of the schema. */
+static int catalog_has(PGresult *r, const char *rel, const char *col) {
+    for (int i = 0; i < PQntuples(r); i++)
+        if (strcmp(PQgetvalue(r, i, 0), rel) == 0 &&
+            (!col || (!PQgetisnull(r, i, 1) && strcmp(PQgetvalue(r, i, 1), col) == 0)))
+            return 1;
+    return 0;
+}
+
+/* Index names follow their columns, as the SQLite engine names them: "activity_by" plus the
+ * columns without spaces, commas made '_'. */
+static void index_name(char *out, size_t cap, const char *table, const char *columns) {
+    size_t n = (size_t)snprintf(out, cap, "%s_by", table);
+    for (const char *p = columns; *p && n + 1 < cap; p++)
+        if (*p != ' ') out[n++] = *p == ',' ? '_' : *p;
+    out[n < cap ? n : cap - 1] = '\0';
+}
+
+/* Creates each typed table (partitioned by day), adds the columns store_tables.c gained since,
+ * and its indexes; on the parent, so every partition has them, and no index on day (the
+ * partitions are the days). Only what the catalog lacks: ALTER TABLE and CREATE INDEX lock the
+ * table against ingest even when they end up doing nothing. */
 static int typed_tables_sync(PGconn *c) {
+    PGresult *cat = PQexec(c, "SELECT c.relname, a.attname FROM pg_class c"
+                              " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                              " LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0"
+                              " AND NOT a.attisdropped WHERE n.nspname = current_schema()");
+    if (PQresultStatus(cat) != PGRES_TUPLES_OK) {
+        int rc = pg_fail(c, cat, "reading the catalog");
+        PQclear(cat);
+        return rc;
+    }
     buf_t b = {0, 0, 0, 1 << 20};
     int rc = 0;
     for (size_t i = 0; i < gpufl__store_n_tables && rc == 0; i++) {
         if (!table_is_first(i)) continue;
         const gpufl__table_t *t = gpufl__store_tables[i];
-        rc = buf_fmt(&b,
-                     "CREATE TABLE IF NOT EXISTS \"%s\" (workspace_id BIGINT NOT NULL,"
-                     " session_id TEXT NOT NULL, day INTEGER NOT NULL%s) PARTITION BY RANGE (day);",
-                     t->name, t->kind ? ", kind TEXT NOT NULL" : "");
-        for (size_t k = 0; k < t->n_columns && rc == 0; k++)
-            rc = buf_fmt(&b, "ALTER TABLE \"%s\" ADD COLUMN IF NOT EXISTS \"%s\" %s;", t->name,
-                         t->columns[k].name, sql_type(t->columns[k].type));
-        /* Named after their columns, as the SQLite engine names them. No index on day: the
-         * partitions are the days. */
+        int exists = catalog_has(cat, t->name, NULL);
+        if (!exists)
+            rc = buf_fmt(&b,
+                         "CREATE TABLE \"%s\" (workspace_id BIGINT NOT NULL,"
+                         " session_id TEXT NOT NULL, day INTEGER NOT NULL%s",
+                         t->name, t->kind ? ", kind TEXT NOT NULL" : "");
+        for (size_t k = 0; k < t->n_columns && rc == 0; k++) {
+            const gpufl__column_t *col = &t->columns[k];
+            if (!exists)
+                rc = buf_fmt(&b, ", \"%s\" %s", col->name, sql_type(col->type));
+            else if (!catalog_has(cat, t->name, col->name))
+                rc = buf_fmt(&b, "ALTER TABLE \"%s\" ADD COLUMN \"%s\" %s;", t->name, col->name,
+                             sql_type(col->type));
+        }
+        if (!exists && rc == 0) rc = buf_str(&b, ") PARTITION BY RANGE (day);");
         for (size_t k = 0; t->indexes && t->indexes[k] && rc == 0; k++) {
-            rc = buf_fmt(&b, "CREATE INDEX IF NOT EXISTS \"%s_by", t->name);
-            for (const char *p = t->indexes[k]; *p && rc == 0; p++)
-                if (*p != ' ') rc = buf_fmt(&b, "%c", *p == ',' ? '_' : *p);
-            if (rc == 0) rc = buf_fmt(&b, "\" ON \"%s\" (%s);", t->name, t->indexes[k]);
+            char name[128];
+            index_name(name, sizeof name, t->name, t->indexes[k]);
+            if (!catalog_has(cat, name, NULL))
+                rc = buf_fmt(&b, "CREATE INDEX \"%s\" ON \"%s\" (%s);", name, t->name,
+                             t->indexes[k]);
         }
     }
+    PQclear(cat);
     if (rc == 0 && b.p) rc = exec_ok(c, b.p, "creating the typed tables");
     free(b.p);
     return rc;

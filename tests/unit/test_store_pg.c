@@ -403,6 +403,37 @@ static void test_partition_dropped_elsewhere_is_remade(void **state) {
     gpufl__store_now_unix_s = NULL;
 }
 
+/* A database made by an older server lacks a column and an index store_tables.c has now:
+ * opening adds both, on the parent, so the existing day partitions get them too. */
+static void test_open_grows_typed_tables(void **state) {
+    (void)state;
+    gpufl__store_t *s = open_store();
+    q(s, "ALTER TABLE activity DROP COLUMN IF EXISTS event", NULL);
+    q(s, "DROP INDEX IF EXISTS activity_byworkspace_id_session_id_name", NULL);
+    assert_int_equal(q_int(s,
+                           "SELECT count(*) FROM information_schema.columns"
+                           " WHERE table_name = 'activity' AND column_name = 'event'",
+                           NULL),
+                     0);
+    ops->close(s);
+    s = open_store();
+    assert_int_equal(q_int(s,
+                           "SELECT count(*) FROM information_schema.columns"
+                           " WHERE table_name LIKE 'activity%' AND column_name = 'event'"
+                           " AND data_type = 'bigint'",
+                           NULL),
+                     1 + q_int(s,
+                               "SELECT count(*) FROM pg_inherits i JOIN pg_class p"
+                               " ON p.oid = i.inhparent WHERE p.relname = 'activity'",
+                               NULL));
+    assert_int_equal(q_int(s,
+                           "SELECT count(*) FROM pg_indexes"
+                           " WHERE indexname = 'activity_byworkspace_id_session_id_name'",
+                           NULL),
+                     1);
+    ops->close(s);
+}
+
 /* ---- errors, the pool and query() ----------------------------------------------------- */
 
 static void test_unreachable_database_is_unavailable(void **state) {
@@ -497,6 +528,7 @@ int main(void) {
         cmocka_unit_test(test_conflicts_store_nothing),
         cmocka_unit_test(test_retain_drops_partitions),
         cmocka_unit_test(test_partition_dropped_elsewhere_is_remade),
+        cmocka_unit_test(test_open_grows_typed_tables),
         cmocka_unit_test(test_unreachable_database_is_unavailable),
         cmocka_unit_test(test_broken_connection_is_replaced),
         cmocka_unit_test(test_pool_is_bounded),
