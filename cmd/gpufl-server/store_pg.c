@@ -948,18 +948,28 @@ static int returned_id(PGresult *r, int64_t *out) {
     return 0;
 }
 
+/* An INSERT ... RETURNING id: a workspace that does not exist (foreign key) is
+ * GPUFL_ENOTFOUND, a unique name or prefix already used GPUFL_EALREADY with the message taken. */
+static int insert_id(gpufl__store_t *s, int64_t *out_id, const char *sql, int n,
+                     const char *const *vals, const char *what, const char *taken) {
+    PGresult *r;
+    int rc = run1(s, &r, sql, n, vals, what);
+    if (rc == GPUFL_EIO && strcmp(last_sqlstate, "23503") == 0)
+        return gpufl__store_fail(GPUFL_ENOTFOUND, "%s: no such workspace", what);
+    if (rc == GPUFL_EALREADY) return gpufl__store_fail(rc, "%s", taken);
+    return rc ? rc : returned_id(r, out_id);
+}
+
 static int pg_workspace_create(gpufl__store_t *s, int64_t *out_id, const char *name) {
     if (!s || !name || !*name)
         return gpufl__store_fail(GPUFL_EINVAL, "workspace: an empty name");
     char at[24];
     snprintf(at, sizeof at, "%" PRId64, gpufl__store_now());
     const char *v[] = {name, at};
-    PGresult *r;
-    int rc = run1(s, &r, "INSERT INTO workspaces (name, created_at) VALUES ($1, $2) RETURNING id",
-                  2, v, "creating a workspace");
-    if (rc == GPUFL_EALREADY)
-        return gpufl__store_fail(rc, "workspace '%s' exists already", name);
-    return rc ? rc : returned_id(r, out_id);
+    char taken[160];
+    snprintf(taken, sizeof taken, "workspace '%s' exists already", name);
+    return insert_id(s, out_id, "INSERT INTO workspaces (name, created_at) VALUES ($1, $2)"
+                     " RETURNING id", 2, v, "creating a workspace", taken);
 }
 
 static int pg_workspace_find(gpufl__store_t *s, int64_t *out_id, const char *name) {
@@ -985,15 +995,12 @@ static int pg_key_create(gpufl__store_t *s, int64_t *out_id, int64_t workspace_i
     snprintf(at, sizeof at, "%" PRId64, gpufl__store_now());
     hex32(h, hash);
     const char *v[] = {ws, ro, prefix, h, at};
-    PGresult *r;
-    int rc = run1(s, &r,
-                  "INSERT INTO api_keys (workspace_id, role, prefix, hash, created_at)"
-                  " VALUES ($1, $2, $3, $4, $5) RETURNING id",
-                  5, v, "creating a key");
-    if (rc == GPUFL_EIO && strcmp(last_sqlstate, "23503") == 0)
-        return gpufl__store_fail(GPUFL_ENOTFOUND, "no workspace with id %" PRId64, workspace_id);
-    if (rc == GPUFL_EALREADY) return gpufl__store_fail(rc, "key prefix '%s' is taken", prefix);
-    return rc ? rc : returned_id(r, out_id);
+    char taken[160];
+    snprintf(taken, sizeof taken, "key prefix '%s' is taken", prefix);
+    return insert_id(s, out_id,
+                     "INSERT INTO api_keys (workspace_id, role, prefix, hash, created_at)"
+                     " VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                     5, v, "creating a key", taken);
 }
 
 static int unhex(uint8_t *out, size_t n, const char *s) {
@@ -1084,15 +1091,12 @@ static int pg_user_create(gpufl__store_t *s, int64_t *out_id, int64_t workspace_
     snprintf(ws, sizeof ws, "%" PRId64, workspace_id);
     snprintf(at, sizeof at, "%" PRId64, gpufl__store_now());
     const char *v[] = {ws, name, password_hash, at};
-    PGresult *r;
-    int rc = run1(s, &r,
-                  "INSERT INTO users (workspace_id, name, password_hash, created_at)"
-                  " VALUES ($1, $2, $3, $4) RETURNING id",
-                  4, v, "creating a user");
-    if (rc == GPUFL_EIO && strcmp(last_sqlstate, "23503") == 0)
-        return gpufl__store_fail(GPUFL_ENOTFOUND, "no workspace with id %" PRId64, workspace_id);
-    if (rc == GPUFL_EALREADY) return gpufl__store_fail(rc, "user '%s' exists already", name);
-    return rc ? rc : returned_id(r, out_id);
+    char taken[160];
+    snprintf(taken, sizeof taken, "user '%s' exists already", name);
+    return insert_id(s, out_id,
+                     "INSERT INTO users (workspace_id, name, password_hash, created_at)"
+                     " VALUES ($1, $2, $3, $4) RETURNING id",
+                     4, v, "creating a user", taken);
 }
 
 /* ---- query --------------------------------------------------------------------------- */

@@ -60,15 +60,13 @@ static int collect(void *arg, int n, const char *const *values, const char *cons
     return 0;
 }
 
-/* The rows of a query, "a|b\n" each; fails the test on an error. */
-static const char *q(gpufl__store_t *s, const char *sql, ...) {
+/* The rows of a query, "a|b" each, a newline between; fails the test on an error. The
+ * parameters follow sql, NULL-ended. */
+static const char *qv(gpufl__store_t *s, const char *sql, va_list ap) {
     static answer_t a;
     const char *params[8];
     size_t n = 0;
-    va_list ap;
-    va_start(ap, sql);
     for (const char *p; n < 8 && (p = va_arg(ap, const char *)) != NULL;) params[n++] = p;
-    va_end(ap);
     memset(&a, 0, sizeof a);
     int rc = ops->query(s, sql, params, n, collect, &a);
     if (rc) fail_msg("%s: %s", sql, gpufl_last_error());
@@ -77,18 +75,20 @@ static const char *q(gpufl__store_t *s, const char *sql, ...) {
     return a.text;
 }
 
-static long long q_int(gpufl__store_t *s, const char *sql, ...) {
-    const char *params[8];
-    size_t n = 0;
+static const char *q(gpufl__store_t *s, const char *sql, ...) {
     va_list ap;
     va_start(ap, sql);
-    for (const char *p; n < 8 && (p = va_arg(ap, const char *)) != NULL;) params[n++] = p;
+    const char *text = qv(s, sql, ap);
     va_end(ap);
-    answer_t a;
-    memset(&a, 0, sizeof a);
-    int rc = ops->query(s, sql, params, n, collect, &a);
-    if (rc) fail_msg("%s: %s", sql, gpufl_last_error());
-    return strtoll(a.text, NULL, 10);
+    return text;
+}
+
+static long long q_int(gpufl__store_t *s, const char *sql, ...) {
+    va_list ap;
+    va_start(ap, sql);
+    long long v = strtoll(qv(s, sql, ap), NULL, 10);
+    va_end(ap);
+    return v;
 }
 
 /* ---- windows -------------------------------------------------------------------------- */
