@@ -21,14 +21,14 @@
 #include <string.h>
 #include <time.h>
 
-#define POOL_DEFAULT     8   /* connections per process; GPUFL_SERVER_PG_POOL changes it */
-#define POOL_MAX         64  /* what GPUFL_SERVER_PG_POOL may ask for */
-#define POOL_WAIT_MS     10000 /* a caller waits this long for a free connection; */
-                               /* GPUFL_SERVER_PG_POOL_WAIT_MS changes it */
-#define DAYS_CACHED      64  /* days whose partitions this process knows exist */
+#define POOL_DEFAULT 8                /* connections per process; GPUFL_SERVER_PG_POOL changes it */
+#define POOL_MAX     64               /* what GPUFL_SERVER_PG_POOL may ask for */
+#define POOL_WAIT_MS 10000            /* a caller waits this long for a free connection; */
+                                      /* GPUFL_SERVER_PG_POOL_WAIT_MS changes it */
+#define DAYS_CACHED      64           /* days whose partitions this process knows exist */
 #define COPY_FLUSH_BYTES (256 * 1024) /* the COPY buffer's cap: sent to the server when full */
-#define WINDOW_MAX_DAYS  64  /* distinct days one window may touch */
-#define DAY_MAX          2932896 /* 9999-12-31: a row day past it is a bad time, not a date */
+#define WINDOW_MAX_DAYS  64           /* distinct days one window may touch */
+#define DAY_MAX          2932896      /* 9999-12-31: a row day past it is a bad time, not a date */
 #define SQL_MAX_PARAMS   1024
 
 /* The schema's versions, applied in order under an advisory lock so that servers starting
@@ -84,7 +84,7 @@ struct gpufl__store {
     pthread_cond_t cv; /* a connection came back */
     size_t cap;
     long wait_ms;
-    PGconn **conns;   /* cap slots: NULL (not opened), idle or busy */
+    PGconn **conns; /* cap slots: NULL (not opened), idle or busy */
     unsigned char *busy;
     int64_t days[DAYS_CACHED]; /* days whose partitions exist; -1 empty */
     size_t days_next;
@@ -121,8 +121,10 @@ static int pg_fail(PGconn *c, const PGresult *r, const char *what) {
     size_t n = strlen(clean);
     while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' ')) clean[--n] = '\0';
     int code = GPUFL_EIO;
-    if (is_unavailable(c, state)) code = GPUFL_EUNAVAILABLE;
-    else if (state && strcmp(state, "23505") == 0) code = GPUFL_EALREADY;
+    if (is_unavailable(c, state))
+        code = GPUFL_EUNAVAILABLE;
+    else if (state && strcmp(state, "23505") == 0)
+        code = GPUFL_EALREADY;
     return gpufl__store_fail(code, "postgresql: %s: %s%s%s%s", what, clean, state ? " [" : "",
                              state ? state : "", state ? "]" : "");
 }
@@ -213,8 +215,8 @@ static int pool_get(gpufl__store_t *s, PGconn **out) {
         if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) {
             pthread_mutex_unlock(&s->mu);
             return gpufl__store_fail(GPUFL_EUNAVAILABLE,
-                                     "postgresql: all %zu connections stayed busy for %ld ms", s->cap,
-                                     s->wait_ms);
+                                     "postgresql: all %zu connections stayed busy for %ld ms",
+                                     s->cap, s->wait_ms);
         }
     }
 }
@@ -595,8 +597,8 @@ static int copy_cell(copy_t *k, const gpufl__cell_t *cell) {
     case GPUFL__CELL_INT: return copy_int(k, cell->u.i);
     case GPUFL__CELL_REAL:
         if (isnan(cell->u.r)) return copy_put(k, "NaN", 3);
-        if (isinf(cell->u.r)) return cell->u.r > 0 ? copy_put(k, "Infinity", 8)
-                                                   : copy_put(k, "-Infinity", 9);
+        if (isinf(cell->u.r))
+            return cell->u.r > 0 ? copy_put(k, "Infinity", 8) : copy_put(k, "-Infinity", 9);
         return copy_put(k, tmp, (size_t)snprintf(tmp, sizeof tmp, "%.17g", cell->u.r));
     case GPUFL__CELL_TEXT: return copy_text(k, cell->u.t.s, cell->u.t.len);
     default: return copy_put(k, "\\N", 2);
@@ -768,8 +770,7 @@ static int window_days(const gpufl__window_t *w, int64_t epoch, int64_t arrival,
             while (k < *n_days && days[k] != day) k++;
             if (k < *n_days) continue;
             if (*n_days == WINDOW_MAX_DAYS)
-                return gpufl__store_fail(GPUFL_EINVAL,
-                                         "the window's rows span more than %d days",
+                return gpufl__store_fail(GPUFL_EINVAL, "the window's rows span more than %d days",
                                          WINDOW_MAX_DAYS);
             days[(*n_days)++] = day;
         }
@@ -788,8 +789,8 @@ static int window_days(const gpufl__window_t *w, int64_t epoch, int64_t arrival,
  * hashes. This is the unique index doing the work; an advisory lock on a hash of the identity
  * would also serialise the racers, but could collide between unrelated windows and would
  * still need the unique index to be correct. */
-static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out,
-                   const gpufl__window_t *w, int64_t epoch, int64_t arrival, int64_t now) {
+static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpufl__window_t *w,
+                   int64_t epoch, int64_t arrival, int64_t now) {
     char ws[24], seq[24], bytes[24], rows[24], ver[16], day[24], at[24], hash[67];
     snprintf(ws, sizeof ws, "%" PRId64, w->workspace_id);
     snprintf(seq, sizeof seq, "%" PRId64, w->sequence);
@@ -799,8 +800,8 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out,
     snprintf(day, sizeof day, "%" PRId64, arrival);
     snprintf(at, sizeof at, "%" PRId64, now);
     hex32(hash, w->sha256);
-    const char *wv[] = {ws, w->session_id, w->channel, seq, w->window_id, hash,
-                        bytes, rows, ver, day, at};
+    const char *wv[] = {ws,   w->session_id, w->channel, seq, w->window_id, hash, bytes,
+                        rows, ver,           day,        at};
     int rc = exec_ok(c, "BEGIN", "starting the window's transaction");
     if (rc) return rc;
     PGresult *r;
@@ -825,8 +826,9 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out,
         int n = PQntuples(r);
         if (n == 0) {
             PQclear(r);
-            return gpufl__store_fail(GPUFL_EIO, "postgresql: window %s vanished while being "
-                                                "compared (retention ran); send it again",
+            return gpufl__store_fail(GPUFL_EIO,
+                                     "postgresql: window %s vanished while being "
+                                     "compared (retention ran); send it again",
                                      w->window_id);
         }
         int same = n == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
@@ -931,8 +933,8 @@ static int pg_window_put(gpufl__store_t *s, gpufl__window_outcome_t *out,
 /* ---- workspaces, keys, users --------------------------------------------------------- */
 
 /* One statement on a pooled connection; *out holds the result on 0. */
-static int run1(gpufl__store_t *s, PGresult **out, const char *sql, int n,
-                const char *const *vals, const char *what) {
+static int run1(gpufl__store_t *s, PGresult **out, const char *sql, int n, const char *const *vals,
+                const char *what) {
     PGconn *c;
     int rc = pool_get(s, &c);
     if (rc) return rc;
@@ -961,15 +963,16 @@ static int insert_id(gpufl__store_t *s, int64_t *out_id, const char *sql, int n,
 }
 
 static int pg_workspace_create(gpufl__store_t *s, int64_t *out_id, const char *name) {
-    if (!s || !name || !*name)
-        return gpufl__store_fail(GPUFL_EINVAL, "workspace: an empty name");
+    if (!s || !name || !*name) return gpufl__store_fail(GPUFL_EINVAL, "workspace: an empty name");
     char at[24];
     snprintf(at, sizeof at, "%" PRId64, gpufl__store_now());
     const char *v[] = {name, at};
     char taken[160];
     snprintf(taken, sizeof taken, "workspace '%s' exists already", name);
-    return insert_id(s, out_id, "INSERT INTO workspaces (name, created_at) VALUES ($1, $2)"
-                     " RETURNING id", 2, v, "creating a workspace", taken);
+    return insert_id(s, out_id,
+                     "INSERT INTO workspaces (name, created_at) VALUES ($1, $2)"
+                     " RETURNING id",
+                     2, v, "creating a workspace", taken);
 }
 
 static int pg_workspace_find(gpufl__store_t *s, int64_t *out_id, const char *name) {
@@ -1144,8 +1147,7 @@ static int pg_query(gpufl__store_t *s, const char *sql, const char *const *param
     if (cols && !vals) rc = gpufl__store_fail(GPUFL_ENOMEM, "query: out of memory");
     for (int j = 0; j < cols && rc == 0; j++) vals[cols + j] = PQfname(r, j);
     for (int i = 0; i < rows && cb && rc == 0; i++) {
-        for (int j = 0; j < cols; j++)
-            vals[j] = PQgetisnull(r, i, j) ? NULL : PQgetvalue(r, i, j);
+        for (int j = 0; j < cols; j++) vals[j] = PQgetisnull(r, i, j) ? NULL : PQgetvalue(r, i, j);
         rc = cb(arg, cols, vals, vals + cols);
     }
     free(vals);
@@ -1204,8 +1206,7 @@ static int pg_retain(gpufl__store_t *s, int days) {
 }
 
 const gpufl__store_ops_t gpufl__store_pg_ops = {
-    "postgresql",        pg_open,          pg_close,      pg_window_put,
-    pg_workspace_create, pg_workspace_find, pg_key_create, pg_key_find,
-    pg_key_revoke,       pg_keys_touch,    pg_user_create, pg_query,
-    pg_retain,
+    "postgresql",      pg_open,       pg_close,    pg_window_put, pg_workspace_create,
+    pg_workspace_find, pg_key_create, pg_key_find, pg_key_revoke, pg_keys_touch,
+    pg_user_create,    pg_query,      pg_retain,
 };

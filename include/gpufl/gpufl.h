@@ -77,8 +77,9 @@ enum {
     GPUFL_ENOTFOUND = -9, /**< a session, file or name does not exist */
     GPUFL_EFORMAT = -10,  /**< a log file is not in the expected format */
     GPUFL_ETHREAD = -11,  /**< a background thread could not be started */
-    GPUFL_EUNAVAILABLE = -12 /**< a service the call needs (gpufl-server's database) is down or
-                                  refuses connections; trying again later may succeed */
+    /** a service the call needs (gpufl-server's database) is down or refuses connections;
+     *  trying again later may succeed */
+    GPUFL_EUNAVAILABLE = -12
 };
 
 /** Static, English name of an error code ("invalid argument", ...). Never NULL. */

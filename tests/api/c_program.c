@@ -172,8 +172,7 @@ static int file_has(const char *path, const char *needle) {
 static void check_errors_and_version(void) {
     static const int codes[] = {GPUFL_OK,      GPUFL_EINVAL,    GPUFL_ENOMEM,   GPUFL_EIO,
                                 GPUFL_ECONFIG, GPUFL_EALREADY,  GPUFL_ENOTINIT, GPUFL_EDISABLED,
-                                GPUFL_ENOTSUP, GPUFL_ENOTFOUND, GPUFL_EFORMAT,  GPUFL_ETHREAD,
-                                GPUFL_EUNAVAILABLE};
+                                GPUFL_ENOTSUP, GPUFL_ENOTFOUND, GPUFL_EFORMAT,  GPUFL_ETHREAD};
     enum { NCODES = sizeof codes / sizeof codes[0] };
     char want[32];
     for (int i = 0; i < NCODES; i++) {
@@ -185,6 +184,8 @@ static void check_errors_and_version(void) {
         }
     }
     check(gpufl_strerror(-999) != NULL, "gpufl_strerror of an unknown code is not NULL");
+    check(strcmp(gpufl_strerror(GPUFL_EUNAVAILABLE), gpufl_strerror(-999)) != 0,
+          "gpufl_strerror names GPUFL_EUNAVAILABLE (gpufl-server's 503)");
     check(gpufl_strerror(12345) != NULL, "gpufl_strerror of a positive code is not NULL");
     snprintf(want, sizeof want, "%d.%d.%d", GPUFL_VERSION_MAJOR, GPUFL_VERSION_MINOR,
              GPUFL_VERSION_PATCH);

@@ -22,11 +22,11 @@
 
 #include <cmocka.h>
 
-#define N_WINDOWS  24
-#define N_LINES    3
-#define N_KERNELS  5
-#define N_THREADS  4
-#define DAY_S      86400LL
+#define N_WINDOWS 24
+#define N_LINES   3
+#define N_KERNELS 5
+#define N_THREADS 4
+#define DAY_S     86400LL
 
 static const gpufl__store_ops_t *ops = &gpufl__store_pg_ops;
 static int64_t fake_now_s;
@@ -216,8 +216,8 @@ static void test_concurrent_puts_store_once(void **state) {
     pthread_t th[N_THREADS];
     for (int t = 0; t < N_THREADS; t++) {
         memset(&p[t], 0, sizeof p[t]);
-        p[t] = (putter_t){.store = t % 2 ? b : a, .windows = windows,
-                          .first = t * N_WINDOWS / N_THREADS};
+        p[t] = (putter_t){
+            .store = t % 2 ? b : a, .windows = windows, .first = t * N_WINDOWS / N_THREADS};
         assert_int_equal(pthread_create(&th[t], NULL, putter, &p[t]), 0);
     }
     for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
@@ -245,8 +245,9 @@ static void test_concurrent_puts_store_once(void **state) {
                            " WHERE workspace_id = ? AND session_id = 's-conc'",
                            wsid, NULL),
                      want_len);
-    assert_string_equal(q(a, "SELECT body FROM lines WHERE workspace_id = ? AND sequence = 3"
-                             " AND line_no = 1",
+    assert_string_equal(q(a,
+                          "SELECT body FROM lines WHERE workspace_id = ? AND sequence = 3"
+                          " AND line_no = 1",
                           wsid, NULL),
                         windows[3].text[1]);
     assert_int_equal(q_int(b, "SELECT count(*) FROM activity WHERE workspace_id = ?", wsid, NULL),
@@ -333,10 +334,9 @@ static void test_retain_drops_partitions(void **state) {
     gpufl__window_outcome_t out;
     assert_int_equal(ops->window_put(s, &out, &w0.w), 0);
     assert_int_equal(ops->window_put(s, &out, &w1.w), 0);
-    assert_int_equal(q_int(s,
-                           "SELECT count(DISTINCT day) FROM activity WHERE workspace_id = ?",
-                           wsid, NULL),
-                     10);
+    assert_int_equal(
+        q_int(s, "SELECT count(DISTINCT day) FROM activity WHERE workspace_id = ?", wsid, NULL),
+        10);
     assert_true(partitions_before(s, "activity", today - 7) >= 3);
 
     assert_int_equal(ops->retain(s, 7), 0); /* cutoff: today - 7 */
@@ -503,17 +503,17 @@ static void test_query_numbers_placeholders(void **state) {
     (void)state;
     gpufl__store_t *s = open_store();
     /* A ? inside quotes or a comment is text, not a parameter. */
-    assert_string_equal(q(s, "SELECT '?' AS a, ? AS b, \"?\" FROM (SELECT 1 AS \"?\") t -- ?\n",
-                          "x", NULL),
-                        "?|x|1");
-    assert_string_equal(q(s, "SELECT ?::int + ?::int, ?::text IS NULL", "2", "3", "z", NULL), "5|f");
+    assert_string_equal(
+        q(s, "SELECT '?' AS a, ? AS b, \"?\" FROM (SELECT 1 AS \"?\") t -- ?\n", "x", NULL),
+        "?|x|1");
+    assert_string_equal(q(s, "SELECT ?::int + ?::int, ?::text IS NULL", "2", "3", "z", NULL),
+                        "5|f");
     const char *one[] = {"1"};
     answer_t a;
     memset(&a, 0, sizeof a);
     assert_int_equal(ops->query(s, "SELECT ?, ?", one, 1, collect, &a), GPUFL_EINVAL);
     /* The engine's own message comes back. */
-    assert_int_equal(ops->query(s, "SELECT * FROM no_such_table", NULL, 0, collect, &a),
-                     GPUFL_EIO);
+    assert_int_equal(ops->query(s, "SELECT * FROM no_such_table", NULL, 0, collect, &a), GPUFL_EIO);
     assert_non_null(strstr(gpufl_last_error(), "no_such_table"));
     ops->close(s);
 }
