@@ -5,6 +5,7 @@ belongs to an unprivileged user, and leaves no process and no directory behind, 
 harness stops it, the command it ran fails, or the harness is killed with SIGKILL. Skips (77)
 where the PostgreSQL server binaries are absent, as every test that uses the harness does."""
 
+import glob
 import os
 import pwd
 import signal
@@ -55,32 +56,47 @@ def test_command_mode_passes_url_and_status():
     assert b"pg_harness: postgresql://" in r.stderr
 
 
+def cluster_dir_of(harness_pid):
+    """The cluster directory a harness process made (its harness.pid names it): other tests'
+    harnesses may run at the same time."""
+    for d in glob.glob(os.path.join(tempfile.gettempdir(), pg.DIR_PREFIX + "*")):
+        try:
+            with open(os.path.join(d, "harness.pid")) as f:
+                if int(f.read().strip()) == harness_pid:
+                    return d
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def test_killed_harness_leaves_nothing():
     # A harness killed by SIGKILL (a ctest timeout) cannot run its cleanup: the server and the
     # command die with it (parent-death signal), and the next harness removes its directory.
-    tmp = tempfile.gettempdir()
-    before = {d for d in os.listdir(tmp) if d.startswith(pg.DIR_PREFIX)}
     h = subprocess.Popen([sys.executable, HARNESS, "--", "sleep", "60"],
                          stderr=subprocess.PIPE)
-    line = h.stderr.readline()
-    assert b"pg_harness: postgresql://" in line, line
-    new = [d for d in os.listdir(tmp) if d.startswith(pg.DIR_PREFIX) and d not in before]
-    assert len(new) == 1, new
-    workdir = os.path.join(tmp, new[0])
-    probe = pg.Cluster()
-    probe.workdir = workdir
-    pids = probe.postgres_pids()
-    assert pids, "no postgres process of the harness found"
-    deadline = time.monotonic() + 20
-    while not (sleeper := [p for p in pg.children_of(h.pid) if p not in pids]):
-        assert time.monotonic() < deadline, "the harness's command did not start"
-        time.sleep(0.05)
-    pids += sleeper
-    h.send_signal(signal.SIGKILL)
-    h.wait()
-    assert wait_gone(pids) == [], f"postgres outlived its harness: {pids}"
-    assert pg.sweep_stale() >= 1
-    assert not os.path.exists(workdir)
+    try:
+        line = h.stderr.readline()
+        assert b"pg_harness: postgresql://" in line, line
+        workdir = cluster_dir_of(h.pid)
+        assert workdir, "the harness's cluster directory was not found"
+        probe = pg.Cluster()
+        probe.workdir = workdir
+        pids = probe.postgres_pids()
+        assert pids, "no postgres process of the harness found"
+        deadline = time.monotonic() + 20
+        while not (sleeper := [p for p in pg.children_of(h.pid) if p not in pids]):
+            assert time.monotonic() < deadline, "the harness's command did not start"
+            time.sleep(0.05)
+        pids += sleeper
+        h.send_signal(signal.SIGKILL)
+        h.wait()
+        assert wait_gone(pids) == [], f"postgres or the command outlived the harness: {pids}"
+        pg.sweep_stale()  # another test's harness may have swept it already
+        assert not os.path.exists(workdir)
+    finally:
+        if h.poll() is None:
+            h.kill()
+            h.wait()
 
 
 def test_absent_binaries_skip():
