@@ -189,7 +189,8 @@ static int pool_get(gpufl__store_t *s, PGconn **out) {
                 *out = c;
                 return 0;
             }
-            if (!s->conns[i] && empty == s->cap) empty = i;
+            /* a slot being connected is busy but still NULL: not free */
+            if (!s->conns[i] && !s->busy[i] && empty == s->cap) empty = i;
         }
         if (empty < s->cap) {
             s->busy[empty] = 1; /* reserved while connecting, outside the lock */

@@ -499,6 +499,51 @@ static void test_pool_is_bounded(void **state) {
     ops->close(s);
 }
 
+static void *short_query(void *arg) {
+    answer_t a;
+    memset(&a, 0, sizeof a);
+    ops->query(arg, "SELECT pg_sleep(0.05)", NULL, 0, collect, &a);
+    return NULL;
+}
+
+/* Eight threads on an empty pool of two at once: never more than two connections reach the
+ * server, and none is left open after close (a slot taken twice would leak one). */
+static void test_pool_cap_holds_under_a_rush(void **state) {
+    (void)state;
+    char tagged[512];
+    snprintf(tagged, sizeof tagged, "%s?application_name=pool-rush", url());
+    setenv("GPUFL_SERVER_PG_POOL", "2", 1);
+    gpufl__store_t *s = NULL;
+    assert_int_equal(ops->open(&s, tagged), 0);
+    unsetenv("GPUFL_SERVER_PG_POOL");
+    gpufl__store_t *watch = open_store();
+    for (int round = 0; round < 5; round++) {
+        pthread_t th[8];
+        for (int i = 0; i < 8; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, short_query, s), 0);
+        for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+        assert_true(q_int(watch,
+                          "SELECT count(*) FROM pg_stat_activity"
+                          " WHERE application_name = 'pool-rush'",
+                          NULL) <= 2);
+    }
+    ops->close(s);
+    for (int tries = 0; tries < 100; tries++) { /* backends end a moment after the close */
+        if (q_int(watch,
+                  "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pool-rush'",
+                  NULL) == 0)
+            break;
+        struct timespec pause = {0, 20 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    assert_int_equal(q_int(watch,
+                           "SELECT count(*) FROM pg_stat_activity"
+                           " WHERE application_name = 'pool-rush'",
+                           NULL),
+                     0);
+    ops->close(watch);
+}
+
 static void test_query_numbers_placeholders(void **state) {
     (void)state;
     gpufl__store_t *s = open_store();
@@ -532,6 +577,7 @@ int main(void) {
         cmocka_unit_test(test_unreachable_database_is_unavailable),
         cmocka_unit_test(test_broken_connection_is_replaced),
         cmocka_unit_test(test_pool_is_bounded),
+        cmocka_unit_test(test_pool_cap_holds_under_a_rush),
         cmocka_unit_test(test_query_numbers_placeholders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
