@@ -174,7 +174,9 @@ int gpufl__store_open(gpufl__store_t **out, const gpufl__store_ops_t **out_ops, 
  * - A row's day comes from the session's epoch_unix_us (this window's facts, else the stored
  *   session's); while neither is known, and for a row whose time cell is NULL, the arrival day.
  * - query(): a callback's non-zero return stops the rows; query() then returns that value.
- *   Statements other than SELECT run too (UPDATE sessions ... for session-complete).
+ *   Statements other than SELECT run too (UPDATE sessions ... for session-complete); while
+ *   one runs, its callback must not write through the same store (SQLite holds the
+ *   process's write lock for it).
  * - Errors: GPUFL_EINVAL (bad argument, unknown table in a rowset), GPUFL_EALREADY (a
  *   workspace or user name taken), GPUFL_ENOTFOUND, GPUFL_EIO (the database failed or stayed
  *   busy), GPUFL_ENOMEM; gpufl_last_error() says what and where. */
