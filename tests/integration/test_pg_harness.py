@@ -20,14 +20,25 @@ import pg_harness as pg  # noqa: E402
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pg_harness.py")
 
 
-def wait_gone(pids, timeout_s=20.0):
+def running(pid):
+    """The process's state letter, or None when it is gone. A zombie counts as gone: it has
+    exited, and only the reaper it was handed to (outside the test) has yet to collect it."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+    return None if state in ("Z", "X") else state
+
+
+def wait_gone(pids, timeout_s=30.0):
+    """Waits until none of pids runs; returns {pid: state} of those still running."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        alive = [p for p in pids if os.path.exists(f"/proc/{p}")]
-        if not alive:
-            return []
+    while True:
+        alive = {p: s for p in pids if (s := running(p))}
+        if not alive or time.monotonic() >= deadline:
+            return alive
         time.sleep(0.1)
-    return alive
 
 
 def test_cluster_and_cleanup():
@@ -44,7 +55,8 @@ def test_cluster_and_cleanup():
             assert pwd.getpwuid(owner).pw_name == pg.SYSTEM_USER
         pids, workdir = c.postgres_pids(), c.workdir
         assert c.proc.pid in pids and len(pids) > 1, pids  # postmaster and its workers
-    assert wait_gone(pids) == [], f"postgres processes left: {pids}"
+    left = wait_gone(pids)
+    assert not left, f"postgres processes left: {left}"
     assert not os.path.exists(workdir), workdir
 
 
@@ -90,7 +102,8 @@ def test_killed_harness_leaves_nothing():
         pids += sleeper
         h.send_signal(signal.SIGKILL)
         h.wait()
-        assert wait_gone(pids) == [], f"postgres or the command outlived the harness: {pids}"
+        left = wait_gone(pids)
+        assert not left, f"postgres or the command outlived the harness: {left}"
         pg.sweep_stale()  # another test's harness may have swept it already
         assert not os.path.exists(workdir)
     finally:
