@@ -15,19 +15,24 @@ packages+=(libsqlite3-dev)
 # gpufl-server: libsodium (API keys, Argon2id passwords, SHA-256), zlib (gzip windows); openssl
 # makes the self-signed certificate of the TLS test.
 packages+=(libsodium-dev zlib1g-dev openssl)
+# gpufl-server: libpq, its PostgreSQL client (--db postgresql://...).
+packages+=(libpq-dev)
 # Test-only: python3-yaml reads the deployment files (deploy/). Without their recommends, each of
 # which would add a service (prometheus's node-exporter, docker-compose's Docker daemon): a real
 # Prometheus server (with promtool) scrapes gpufl-monitor in its tests, and docker-compose checks
 # deploy/docker/docker-compose.yml. The service prometheus's installation starts (on every
 # interface) is stopped and disabled: tests start their own, on 127.0.0.1.
 packages+=(python3-yaml python3-prometheus-client)
-lean_packages=(prometheus docker-compose)
-services=(prometheus)
+# PostgreSQL's server (Debian's postgresql, version 15) likewise: the storage tests start their
+# own throwaway cluster (tests/integration/pg_harness.py), so the service and the cluster the
+# package sets up on installation are stopped and disabled.
+lean_packages=(prometheus docker-compose postgresql)
+services=(prometheus postgresql)
 
 if [[ "${1:-}" == "--help" ]]; then
   echo "usage: scripts/deps.sh"
   echo "Installs the Debian packages gpufl needs: ${packages[*]} ${lean_packages[*]}"
-  echo "(the last ${#lean_packages[@]} without recommends; the ${services[*]} service is stopped)"
+  echo "(the last ${#lean_packages[@]} without recommends; the services of ${services[*]} are stopped)"
   exit 0
 fi
 

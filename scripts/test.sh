@@ -22,8 +22,8 @@ for arg in "$@"; do
 done
 
 scripts/deps.sh
-# deps.sh installed Prometheus: its tests must run here, not skip.
-export GPUFL_REQUIRE_PROMETHEUS=1
+# deps.sh installed Prometheus and PostgreSQL: their tests must run here, not skip.
+export GPUFL_REQUIRE_PROMETHEUS=1 GPUFL_REQUIRE_POSTGRES=1
 jobs=$(nproc)
 
 run() { # name, cmake args..., then -- ctest args...

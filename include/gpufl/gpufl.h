@@ -76,7 +76,10 @@ enum {
     GPUFL_ENOTSUP = -8,   /**< the feature is not built yet or not available here */
     GPUFL_ENOTFOUND = -9, /**< a session, file or name does not exist */
     GPUFL_EFORMAT = -10,  /**< a log file is not in the expected format */
-    GPUFL_ETHREAD = -11   /**< a background thread could not be started */
+    GPUFL_ETHREAD = -11,  /**< a background thread could not be started */
+    /** a service the call needs (gpufl-server's database) is down or refuses connections;
+     *  trying again later may succeed */
+    GPUFL_EUNAVAILABLE = -12
 };
 
 /** Static, English name of an error code ("invalid argument", ...). Never NULL. */

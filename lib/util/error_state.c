@@ -25,6 +25,7 @@ const char *gpufl_strerror(int code) {
     case GPUFL_ENOTFOUND: return "not found";
     case GPUFL_EFORMAT: return "bad log format";
     case GPUFL_ETHREAD: return "thread error";
+    case GPUFL_EUNAVAILABLE: return "service unavailable";
     default: return "unknown error";
     }
 }

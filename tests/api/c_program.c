@@ -184,6 +184,8 @@ static void check_errors_and_version(void) {
         }
     }
     check(gpufl_strerror(-999) != NULL, "gpufl_strerror of an unknown code is not NULL");
+    check(strcmp(gpufl_strerror(GPUFL_EUNAVAILABLE), gpufl_strerror(-999)) != 0,
+          "gpufl_strerror names GPUFL_EUNAVAILABLE (gpufl-server's 503)");
     check(gpufl_strerror(12345) != NULL, "gpufl_strerror of a positive code is not NULL");
     snprintf(want, sizeof want, "%d.%d.%d", GPUFL_VERSION_MAJOR, GPUFL_VERSION_MINOR,
              GPUFL_VERSION_PATCH);
