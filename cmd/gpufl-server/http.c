@@ -86,7 +86,9 @@ const char *gpufl__request_header(gpufl__request_t *req, const char *name) {
     return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
 }
 
-unsigned gpufl__store_status(int rc) { return rc == GPUFL_EIO ? 503 : 500; }
+/* The database down, busy, full or unreachable: 503 (the client tries again later); any other
+ * store failure is the server's own error. */
+unsigned gpufl__store_status(int rc) { return rc == GPUFL_EUNAVAILABLE ? 503 : 500; }
 
 /* Matches path against a pattern segment by segment, capturing the {…} segments (pointers
  * into copy, which the request keeps). */

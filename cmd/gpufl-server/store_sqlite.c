@@ -47,8 +47,16 @@ struct gpufl__store {
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
+/* SQLite's result as a store error: the database busy past the timeout, full, read-only or
+ * unreadable is unavailable for now (HTTP 503: try again); the rest is an error (500). */
 static int fail_db(sqlite3 *db, int sqlite_rc, const char *what) {
-    int code = sqlite_rc == SQLITE_NOMEM ? GPUFL_ENOMEM : GPUFL_EIO;
+    int primary = sqlite_rc & 0xff;
+    int code = primary == SQLITE_NOMEM ? GPUFL_ENOMEM
+               : primary == SQLITE_BUSY || primary == SQLITE_LOCKED || primary == SQLITE_FULL ||
+                       primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN ||
+                       primary == SQLITE_READONLY
+                   ? GPUFL_EUNAVAILABLE
+                   : GPUFL_EIO;
     return gpufl__store_fail(code, "sqlite: %s: %s", what, db ? sqlite3_errmsg(db) : "?");
 }
 
