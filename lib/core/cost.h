@@ -14,6 +14,7 @@
 
 typedef struct gpufl__cost {
     int64_t samples, total_ns;
+    int64_t missed; /* samples left out: a device's call ran past the pass budget (GPU sources) */
     uint32_t bucket[GPUFL_COST_BUCKETS];
 } gpufl__cost_t;
 

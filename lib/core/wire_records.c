@@ -62,6 +62,7 @@ void gpufl__wire_source_cost(gpufl__line_t *l, const char *source, const gpufl__
     gpufl__buf_kv_i64(b, "mean_ns", samples ? total_ns / samples : 0);
     gpufl__buf_kv_i64(b, "median_ns", gpufl__cost_quantile(cost, 0.5));
     gpufl__buf_kv_i64(b, "p99_ns", gpufl__cost_quantile(cost, 0.99));
+    gpufl__buf_kv_i64(b, "missed", cost->missed);
     if (nparts > 0) {
         gpufl__buf_key(b, "parts_mean_ns");
         gpufl__buf_putc(b, '{');

@@ -203,6 +203,7 @@ static void mark_lost(gpufl__gpu_sampler_t *s, int d) {
 /* A device that missed this pass's budget; the event once per stall. */
 static void mark_slow(gpufl__gpu_sampler_t *s, int d) {
     s->slow_passes[d]++;
+    s->cost.missed++;
     if (s->late[d]) return;
     s->late[d] = 1;
     char msg[256];
