@@ -74,6 +74,19 @@ static const cli_command_t commands[] = {
      "limit); a larger session is split by time into FILE stem.1.trace.json, ...\n"
      "The files written are listed on stdout. See docs/export.md.\n",
      1},
+    {"upload", cli_upload, "send finished sessions to gpufl-server, each window once",
+     "upload [--server URL] [--api-key-file FILE] [--all] [--budget-s N] [SESSION | DIR]\n"
+     "\n"
+     "Sends the sealed windows of a session (the latest under the log root by default;\n"
+     "DIR may be a session directory or a log root, --all takes every session of the\n"
+     "root) to gpufl-server (docs/protocol.md). --server defaults to $GPUFL_BACKEND_URL,\n"
+     "the key to the first line of --api-key-file, else $GPUFL_API_KEY. What the server\n"
+     "acknowledged is kept in the root's .gpufl-upload.json, shared with the library's\n"
+     "upload and gpufl-agent: nothing is sent twice, and a session already delivered is\n"
+     "said to be. Network errors, 408, 429 and 5xx are retried with backoff for at most\n"
+     "--budget-s seconds (default 300). Exit 0: everything sealed is on the server;\n"
+     "1: part of it; 2: nothing could be sent (or a usage error).\n",
+     0},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 

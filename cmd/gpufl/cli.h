@@ -92,5 +92,6 @@ int cli_sessions(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_insights(int argc, char **argv);
+int cli_upload(int argc, char **argv);
 
 #endif

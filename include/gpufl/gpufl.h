@@ -158,8 +158,8 @@ typedef struct gpufl_options {
     const char *app_name; /**< default "gpufl" */
     const char *log_path; /**< default "<app_name>.log": directory of sessions */
 
-    /* fleet upload (a later release; accepted and stored now: a backend_url
-     * makes init warn once that upload is not built yet) */
+    /* fleet upload: the server and key gpufl_upload_logs() uses after
+     * shutdown when its own options name none */
     const char *backend_url;
     const char *api_key;
     const char *api_path; /**< default "" meaning "/api/v1" */
@@ -630,11 +630,35 @@ GPUFL_API int gpufl_readings_xids(gpufl_readings_xid_t *out, size_t max, gpufl_r
 
 typedef struct gpufl_upload_options {
     size_t size;
-    const char *log_path;
-    const char *backend_url;
-    const char *api_key;
-    const char *api_path;
+    const char *log_path;    /**< a log root; NULL: this process's last session's */
+    const char *backend_url; /**< "https://host:port"; NULL: $GPUFL_BACKEND_URL, else init's */
+    const char *api_key;     /**< NULL: $GPUFL_API_KEY, else init's; never logged */
+    const char *api_path;    /**< NULL: $GPUFL_API_PATH, else init's, else "/api/v1" */
+    /* appended in 0.2 */
+    const char *session; /**< a session id under log_path, or a session directory; NULL: the
+                              latest session (of log_path, or this process's last) */
+    int all;             /**< every session under log_path */
+    int64_t budget_ms;   /**< the whole upload, retries included; 0: 5 minutes */
+    int64_t timeout_ms;  /**< one request; 0: 60 s */
 } gpufl_upload_options_t;
+
+/** What an upload did. Set `size` before the call; fields are only appended. */
+typedef struct gpufl_upload_result {
+    size_t size;
+    int success;                 /**< every sealed window is on the server (now or before) */
+    int64_t events_uploaded;     /**< records in the windows the server stored now */
+    int64_t windows;             /**< windows acknowledged now (stored, or duplicates) */
+    int64_t windows_duplicate;   /**< of those, ones the server already had */
+    int64_t windows_before;      /**< acknowledged by an earlier upload: not sent */
+    int64_t windows_open;        /**< not sealed yet (a running session): not sent */
+    int64_t windows_quarantined; /**< refused for good (409): kept aside, reported */
+    int64_t bytes;               /**< of the windows acknowledged now, before gzip */
+    int64_t errors;              /**< windows not delivered this time */
+    int64_t retries;
+    int64_t sessions;
+    int64_t sessions_completed;
+    char error[512]; /**< the first error, "" when none */
+} gpufl_upload_result_t;
 
 /** As gpufl_options_init_sized, for the upload options. */
 GPUFL_API void gpufl_upload_options_init_sized(gpufl_upload_options_t *opts, size_t size);
@@ -642,10 +666,19 @@ static inline void gpufl_upload_options_init(gpufl_upload_options_t *opts) {
     gpufl_upload_options_init_sized(opts, sizeof *opts);
 }
 /**
- * Uploads finished session logs. Not built yet: returns GPUFL_ENOTSUP at once
- * with a message saying so (GPUFL_EDISABLED, a success with nothing sent, when
- * gpufl is switched off).
+ * Sends the sealed windows of finished sessions to gpufl-server (docs/protocol.md), each
+ * once: a cursor file in the log root (.gpufl-upload.json) records what the server
+ * acknowledged, shared with `gpufl upload` and gpufl-agent. Call it after gpufl_shutdown():
+ * all network I/O happens inside this call, within opts->budget_ms. Retries network errors,
+ * 408, 429 and 5xx with backoff; stops at a refused key (naming its prefix only).
+ * Returns 0 when everything sealed is on the server, 1 when some windows are not (out says
+ * which), GPUFL_EDISABLED when gpufl is switched off (a success with nothing sent),
+ * GPUFL_EINVAL (no server URL or key), GPUFL_ENOTFOUND (no session), GPUFL_ENOTSUP (libcurl
+ * missing). out may be NULL. Thread-safe; blocks.
  */
+GPUFL_API int gpufl_upload_logs_result(gpufl_upload_result_t *out,
+                                       const gpufl_upload_options_t *opts);
+/** gpufl_upload_logs_result without the result. */
 GPUFL_API int gpufl_upload_logs(const gpufl_upload_options_t *opts);
 
 /* ---------------------------------------------------------------------- */

@@ -25,11 +25,11 @@ struct InitOptions {
     std::string app_name = "gpufl";
     std::string log_path = ""; // empty: "<app_name>.log"
 
-    // fleet upload: not built yet; a backend_url makes init warn once, naming where the logs stay
+    // fleet upload: where uploadLogs() sends after shutdown() (it may also name them itself)
     std::string backend_url = "";
     std::string api_key = "";
     std::string api_path = "";  // empty: "/api/v1"
-    bool remote_upload = false; // deprecated: no effect, notice at init (upload not built yet)
+    bool remote_upload = false; // deprecated: no effect, notice at init (call uploadLogs())
 
     // what to capture
     bool enable_stack_trace = false;
@@ -98,15 +98,19 @@ inline bool systemStop(const std::string &name = "system") {
 }
 
 struct UploadOptions {
-    std::string log_path = "";
-    std::string backend_url = "";
-    std::string api_key = "";
-    std::string api_path = "";
+    std::string log_path = "";    // a log root; empty: the last session's
+    std::string backend_url = ""; // empty: $GPUFL_BACKEND_URL, else init's
+    std::string api_key = "";     // empty: $GPUFL_API_KEY, else init's
+    std::string api_path = "";    // empty: $GPUFL_API_PATH, else init's, else /api/v1
+    std::string session = "";     // a session id or directory; empty: the latest
+    bool all = false;             // every session under log_path
+    long long budget_ms = 0;      // the whole upload, retries included; 0: 5 minutes
 };
 
-/** Not built yet: returns false at once and logs "upload is not built yet in this release
- *  (...); the logs stay in <log_path>" unless init already said so (true when gpufl is
- *  disabled). */
+/** After shutdown(): sends the sealed windows of the session(s) to gpufl-server, each once
+ *  (gpufl_upload_logs_result in gpufl.h). True when everything sealed is on the server (or
+ *  gpufl is disabled); false otherwise, with one warning line and gpufl_last_error(). A
+ *  network failure never throws. */
 inline bool uploadLogs(const UploadOptions &o) {
     gpufl_upload_options_t c;
     gpufl_upload_options_init(&c);
@@ -114,6 +118,9 @@ inline bool uploadLogs(const UploadOptions &o) {
     c.backend_url = o.backend_url.c_str();
     c.api_key = o.api_key.c_str();
     c.api_path = o.api_path.c_str();
+    c.session = o.session.c_str();
+    c.all = o.all ? 1 : 0;
+    c.budget_ms = o.budget_ms;
     int rc = gpufl_upload_logs(&c);
     return rc == 0 || rc == GPUFL_EDISABLED;
 }

@@ -407,11 +407,10 @@ int gpufl__settings_resolve(gpufl__settings_t *out, const gpufl_options_t *opts)
                     dis);
     if (out->disabled_by_env) out->enabled = 0;
     if (out->remote_upload) {
-        gpufl__warn("remote_upload is deprecated and has no effect (upload after shutdown "
-                    "instead: uploadLogs() in C++, gpufl.upload_logs() or gpufl.session() in "
-                    "Python); " GPUFL__UPLOAD_NOT_BUILT ", so the logs stay in %s%s",
+        gpufl__warn("remote_upload is deprecated and has no effect: upload after shutdown "
+                    "instead (uploadLogs() in C++, gpufl_upload_logs() in C, gpufl.upload_logs() "
+                    "or gpufl.session() in Python); until then the logs stay in %s%s",
                     *out->log_path ? out->log_path : out->app_name, *out->log_path ? "" : ".log");
-        gpufl__upload_said(1);
     }
     if (out->kernel_sample_rate_ms)
         gpufl__warn("kernel_sample_rate_ms is deprecated and has no effect; every kernel record "

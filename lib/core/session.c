@@ -283,12 +283,6 @@ static int start_session(void) {
 
     rc = create_session_dir(log_path, &g.ident, g.dir, sizeof g.dir);
     if (rc) return rc;
-    /* Said once, here, rather than as a failure at the end of the program. */
-    if (*s->backend_url) {
-        gpufl__warn("backend_url is set, but " GPUFL__UPLOAD_NOT_BUILT "; the logs stay in %s",
-                    g.dir);
-        gpufl__upload_said(1);
-    }
     gpufl__ring_pool_reset(pool);
     rc = gpufl__collector_create(&g.collector, s, pool, g.dir, &g.ident);
     if (rc) return rc;
@@ -348,7 +342,6 @@ int gpufl_init(const gpufl_options_t *opts) {
         goto unlock;
     }
     gpufl__settings_fini(&g.settings);
-    gpufl__upload_said(0);
     rc = gpufl__settings_resolve(&g.settings, opts);
     if (rc) goto unlock;
     gpufl__log_set_debug(g.settings.enable_debug_output);
@@ -389,6 +382,16 @@ int gpufl__session_disabled(void) { return gpufl__env_disabled() || g.last_disab
 
 int gpufl_is_active(void) {
     return __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED) != 0;
+}
+
+void gpufl__session_upload_defaults(char *url, size_t url_size, char *key, size_t key_size,
+                                    char *path, size_t path_size) {
+    pthread_mutex_lock(&g.lock);
+    const gpufl__settings_t *s = &g.settings;
+    snprintf(url, url_size, "%s", g.ran_once && s->backend_url ? s->backend_url : "");
+    snprintf(key, key_size, "%s", g.ran_once && s->api_key ? s->api_key : "");
+    snprintf(path, path_size, "%s", g.ran_once && s->api_path ? s->api_path : "");
+    pthread_mutex_unlock(&g.lock);
 }
 
 int gpufl_session_dir(char *buf, size_t buf_size) {

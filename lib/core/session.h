@@ -24,13 +24,9 @@ struct gpufl__session_ident;
 int gpufl__session_attach_sink(const struct gpufl__sink_ops *ops, void *self,
                                struct gpufl__session_ident *ident);
 
-/* Upload belongs to a later release. Every message about it (backend_url and
- * remote_upload at init, uploadLogs) says so in these words. */
-#define GPUFL__UPLOAD_NOT_BUILT "upload is not built yet in this release"
-
-/* Whether a warning has already told the user upload is not built (init's
- * backend_url or remote_upload line): uploadLogs() then returns its error
- * without a second line on stderr. Each init starts again at 0. */
-void gpufl__upload_said(int said);
+/* The server URL, API key and API path the last session's init resolved (code, environment,
+ * config file), for gpufl_upload_logs(); "" each when no session ran or none was set. */
+void gpufl__session_upload_defaults(char *url, size_t url_size, char *key, size_t key_size,
+                                    char *path, size_t path_size);
 
 #endif

@@ -36,10 +36,25 @@ _upload_at_exit_registered = False
 
 @dataclasses.dataclass(frozen=True)
 class UploadResult:
-    """What upload_logs() did: success, and how many events were sent."""
+    """What upload_logs() did. success: every sealed window is on the server (now or from an
+    earlier upload); events_uploaded: records in the windows stored now; windows and bytes
+    (before gzip): what the server acknowledged now; errors: windows not delivered this time,
+    error: the first reason. The rest count windows the server had already (duplicate), an
+    earlier upload delivered (before), that are not sealed yet (open) or were refused for good
+    (quarantined), and retries and sessions marked complete."""
 
     success: bool
     events_uploaded: int = 0
+    windows: int = 0
+    bytes: int = 0
+    errors: int = 0
+    error: str = ""
+    windows_duplicate: int = 0
+    windows_before: int = 0
+    windows_open: int = 0
+    windows_quarantined: int = 0
+    retries: int = 0
+    sessions_completed: int = 0
 
 
 def _fspath(value, field):
@@ -152,24 +167,28 @@ def _register_upload_at_exit(options):
 
     def upload_at_exit():
         shutdown()
-        _upload_or_say_why(paths)
+        # Nowhere to send to: the library's line at init said where the logs stay.
+        if paths["backend_url"] or os.environ.get("GPUFL_BACKEND_URL"):
+            _upload_or_say_why(paths)
 
     atexit.register(upload_at_exit)
 
 
 def _upload_or_say_why(paths):
     """upload_logs() where a failure must not end the program (at exit, at
-    the end of session()): the result, or UploadResult(success=False). Not
-    built yet is said by the library itself, as one line naming where the
-    logs stay; any other failure becomes a RuntimeWarning."""
+    the end of session()): the result, or UploadResult(success=False). A
+    failure, or windows left undelivered, becomes one RuntimeWarning."""
     try:
-        return upload_logs(**paths)
-    except _gpufl.NotSupportedError:
-        pass
+        result = upload_logs(**paths)
     except _gpufl.Error as e:
         warnings.warn("gpufl: the upload failed, the logs stay on disk: %s" % e, RuntimeWarning,
                       stacklevel=3)
-    return UploadResult(success=False, events_uploaded=0)
+        return UploadResult(success=False, error=str(e))
+    if not result.success:
+        warnings.warn("gpufl: %d window(s) not uploaded, they stay on disk: %s"
+                      % (result.errors + result.windows_quarantined, result.error),
+                      RuntimeWarning, stacklevel=3)
+    return result
 
 
 def shutdown():
@@ -190,16 +209,24 @@ def system_stop(name="system"):
     return _gpufl.system_stop(name)
 
 
-def upload_logs(*, log_path=None, backend_url=None, api_key=None, api_path=None):
-    """Uploads finished session logs to a gpufl backend.
+def upload_logs(*, log_path=None, backend_url=None, api_key=None, api_path=None, session=None,
+                budget_s=300.0):
+    """Uploads finished sessions to gpufl-server after shutdown(): the latest session of
+    log_path (or the one session names; by default this process's last session), each window
+    once (the log root's .gpufl-upload.json remembers what the server acknowledged).
 
-    Not built yet in this release: raises NotSupportedError (a
-    NotImplementedError) saying so; the logs stay on disk. When gpufl is
-    switched off it sends nothing and returns UploadResult(success=True,
-    events_uploaded=0).
+    backend_url, api_key and api_path default to GPUFL_BACKEND_URL, GPUFL_API_KEY and
+    GPUFL_API_PATH, then to what init() was given. Network errors and busy servers are retried
+    for at most budget_s seconds. Returns an UploadResult; a network failure is a result with
+    success False, never an exception. Raises InvalidArgumentError (no server or key),
+    NotFoundError (no session) or NotSupportedError (libcurl missing). When gpufl is switched
+    off it sends nothing and returns UploadResult(success=True).
     """
-    _gpufl.upload_logs(_fspath(log_path, "log_path"), backend_url, api_key, api_path)
-    return UploadResult(success=True, events_uploaded=0)
+    if not isinstance(budget_s, (int, float)) or isinstance(budget_s, bool) or budget_s <= 0:
+        raise ValueError("budget_s must be a positive number of seconds")
+    r = _gpufl.upload_logs(_fspath(log_path, "log_path"), backend_url, api_key, api_path,
+                           _fspath(session, "session"), int(budget_s * 1000))
+    return UploadResult(**r)
 
 
 class Session:
@@ -211,6 +238,7 @@ class Session:
     """
 
     def __init__(self, options):
+        self._budget_s = options.pop("upload_budget_s", 300.0)
         self._options = options
         self.started = False
         self.directory = None
@@ -228,19 +256,20 @@ class Session:
             self.upload = _upload_or_say_why(dict(
                 log_path=self._options.get("log_path") or None, backend_url=backend_url,
                 api_key=self._options.get("api_key") or None,
-                api_path=self._options.get("api_path") or None))
+                api_path=self._options.get("api_path") or None,
+                session=self.directory, budget_s=self._budget_s))
         return False
 
 
 def session(app_name=None, **options):
     """A context manager around a whole session: init(app_name, **options)
-    on entry, shutdown() on exit, then upload_logs() when a backend_url is
-    given (or GPUFL_BACKEND_URL is set) and the block raised nothing. Takes
-    the same arguments as init().
+    on entry, shutdown() on exit, then upload_logs() of the session the block
+    recorded when a backend_url is given (or GPUFL_BACKEND_URL is set) and the
+    block raised nothing. Takes the same arguments as init(), and
+    upload_budget_s (default 300): the most the upload may take.
 
-    The upload never raises: while it is not built (this release), the
-    library says so in one line naming where the logs stay, as init() did,
-    and ``s.upload`` is UploadResult(success=False, events_uploaded=0).
+    The upload never raises: a failure, or windows left undelivered, is one
+    RuntimeWarning, and ``s.upload`` is the UploadResult.
     """
     if app_name is not None:
         options["app_name"] = app_name

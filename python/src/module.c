@@ -72,26 +72,39 @@ static PyObject *py_system_stop(PyObject *module, PyObject *name) {
     return system_window(module, name, 0);
 }
 
-/* upload_logs(log_path, backend_url, api_key, api_path) -> True when switched off. */
+/* upload_logs(log_path, backend_url, api_key, api_path, session, budget_ms) -> dict of the
+ * result (gpufl_upload_result_t's fields); raises when nothing could be tried. Switched off:
+ * success with nothing sent. */
 static PyObject *py_upload_logs(PyObject *module, PyObject *args) {
-    PyObject *log_path, *backend_url, *api_key, *api_path;
+    PyObject *log_path, *backend_url, *api_key, *api_path, *session;
+    long long budget_ms;
     gpufl_upload_options_t opts;
+    gpufl_upload_result_t r = {.size = sizeof r};
     int rc;
 
     gpufl_upload_options_init(&opts);
-    if (!PyArg_ParseTuple(args, "OOOO:upload_logs", &log_path, &backend_url, &api_key, &api_path))
+    if (!PyArg_ParseTuple(args, "OOOOOL:upload_logs", &log_path, &backend_url, &api_key, &api_path,
+                          &session, &budget_ms))
         return NULL;
     if (gpufl__py_utf8(log_path, "log_path", &opts.log_path) < 0 ||
         gpufl__py_utf8(backend_url, "backend_url", &opts.backend_url) < 0 ||
         gpufl__py_utf8(api_key, "api_key", &opts.api_key) < 0 ||
-        gpufl__py_utf8(api_path, "api_path", &opts.api_path) < 0)
+        gpufl__py_utf8(api_path, "api_path", &opts.api_path) < 0 ||
+        gpufl__py_utf8(session, "session", &opts.session) < 0)
         return NULL;
+    opts.budget_ms = budget_ms;
     Py_BEGIN_ALLOW_THREADS;
-    rc = gpufl_upload_logs(&opts);
+    rc = gpufl_upload_logs_result(&r, &opts);
     Py_END_ALLOW_THREADS;
-    if (rc == GPUFL_EDISABLED) Py_RETURN_TRUE;
-    if (rc != 0) return gpufl__py_raise(module, rc);
-    Py_RETURN_FALSE;
+    if (rc < 0 && rc != GPUFL_EDISABLED) return gpufl__py_raise(module, rc);
+    return Py_BuildValue(
+        "{s:O, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:s}", "success",
+        rc == 0 || rc == GPUFL_EDISABLED ? Py_True : Py_False, "events_uploaded",
+        (long long)r.events_uploaded, "windows", (long long)r.windows, "bytes", (long long)r.bytes,
+        "errors", (long long)r.errors, "windows_duplicate", (long long)r.windows_duplicate,
+        "windows_before", (long long)r.windows_before, "windows_open", (long long)r.windows_open,
+        "windows_quarantined", (long long)r.windows_quarantined, "retries", (long long)r.retries,
+        "sessions_completed", (long long)r.sessions_completed, "error", r.error);
 }
 
 static PyObject *py_version(PyObject *module, PyObject *unused) {

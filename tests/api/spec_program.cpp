@@ -258,6 +258,8 @@ gpufl::InitOptions options_for(const fs::path &log_path, const fs::path &config)
     return o;
 }
 
+// While the session runs (enabled) uploadLogs refuses at once: it uploads after shutdown();
+// disabled, it succeeds with nothing sent.
 bool upload_quickly(const fs::path &log_path, bool expect) {
     gpufl::UploadOptions u;
     u.log_path = log_path.string();

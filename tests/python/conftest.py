@@ -31,8 +31,9 @@ def log_dir(tmp_path):
 
 
 def only_session(log_dir):
-    """The directory of the one session under log_dir."""
-    sessions = sorted(os.listdir(log_dir))
+    """The directory of the one session under log_dir (the upload's cursor and lock, hidden
+    files of the log root, are not sessions)."""
+    sessions = sorted(n for n in os.listdir(log_dir) if not n.startswith("."))
     assert len(sessions) == 1, sessions
     return os.path.join(log_dir, sessions[0])
 

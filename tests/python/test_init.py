@@ -265,9 +265,10 @@ def test_remote_upload_shim_uploads_at_exit(log_dir, monkeypatch, capfd):
     assert len(registered) == 1
     err = capfd.readouterr().err.splitlines()
     assert len(err) == 1 and "remote_upload is deprecated and has no effect" in err[0], err
-    assert "upload is not built yet in this release, so the logs stay in " + str(log_dir) in err[0]
-    # At exit: the session ends and the upload is tried, quietly: the line at
-    # init already said it is not built. No traceback, no warning.
+    assert "gpufl.upload_logs()" in err[0]
+    assert "until then the logs stay in " + str(log_dir) in err[0]
+    # At exit: the session ends; with no server configured there is nothing to send to, and
+    # the line at init already said where the logs stay. No traceback, no warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         registered[0]()

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The kill switch, system-sampling windows, upload_logs() and the
 session() context manager; the enums and the package's surface."""
+import os
+import socket
+
 import pytest
 
 import gpufl
@@ -52,7 +55,10 @@ def test_gpufl_disabled_false_leaves_gpufl_on(log_dir, monkeypatch, value):
 def test_enabled_again_after_a_disabled_init(log_dir):
     assert gpufl.init(log_path=str(log_dir), enabled=False) is False
     assert gpufl.init(log_path=str(log_dir)) is True
-    with pytest.raises(gpufl.NotSupportedError):  # on again: upload is not a no-op now
+    with pytest.raises(gpufl.InvalidArgumentError, match="a session is running"):  # on again
+        gpufl.upload_logs()
+    gpufl.shutdown()
+    with pytest.raises(gpufl.InvalidArgumentError, match="no server"):
         gpufl.upload_logs()
 
 
@@ -93,13 +99,25 @@ def test_system_window_name_must_be_a_str(log_dir):
 
 # ---- upload ----
 
-def test_upload_is_not_built_yet(log_dir):
+def test_upload_to_a_server_that_does_not_answer(log_dir):
+    """A network failure is a result, never an exception, and never names the key; the
+    delivery itself is tested against the real server (tests/integration/test_upload.py)."""
     assert gpufl.init(log_path=str(log_dir))
+    with gpufl.Scope("work"):
+        pass
     gpufl.shutdown()
-    with pytest.raises(gpufl.NotSupportedError, match="not built yet") as info:
-        gpufl.upload_logs(log_path=str(log_dir), backend_url="https://example.invalid",
-                          api_key="k")
-    assert isinstance(info.value, NotImplementedError) and info.value.code == -8
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    result = gpufl.upload_logs(log_path=str(log_dir), backend_url="http://127.0.0.1:%d" % port,
+                               api_key="gpfl_abcdefghij_notarealkey", budget_s=1)
+    assert result.success is False and result.windows == 0 and result.errors >= 1
+    assert result.retries >= 1 and "gave up" in result.error
+    assert "notarealkey" not in result.error
+    with pytest.raises(gpufl.InvalidArgumentError, match="no API key"):
+        gpufl.upload_logs(log_path=str(log_dir), backend_url="http://127.0.0.1:%d" % port)
+    with pytest.raises(ValueError, match="budget_s"):
+        gpufl.upload_logs(budget_s=0)
     with pytest.raises(TypeError):
         gpufl.upload_logs(str(log_dir))  # keywords only
     with pytest.raises(TypeError, match="api_key must be a str or None, not int"):
@@ -129,54 +147,54 @@ def test_session_takes_the_app_name_positionally(log_dir):
         gpufl.session("one", str(log_dir))
 
 
-def test_init_with_a_backend_warns_once_that_upload_is_not_built(log_dir, capfd):
+def test_init_with_a_backend_says_nothing(log_dir, capfd):
+    """backend_url at init is what upload_logs() later sends to: nothing to warn about."""
     assert gpufl.init(log_path=str(log_dir), backend_url="https://example.invalid")
-    err = capfd.readouterr().err.splitlines()
-    assert err == ["gpufl: warning: backend_url is set, but upload is not built yet in this "
-                   "release; the logs stay in " + gpufl._gpufl.session_dir()]
+    assert capfd.readouterr().err == ""
     with gpufl.Scope("work"):
         pass
     gpufl.shutdown()
     assert capfd.readouterr().err == ""
 
 
-def test_backend_url_from_the_environment_warns_too(log_dir, capfd, monkeypatch):
+def closed_port_url():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return "http://127.0.0.1:%d" % s.getsockname()[1]  # closed when the block ends
+
+
+def test_backend_url_from_the_environment_says_nothing(log_dir, capfd, monkeypatch):
     monkeypatch.setenv("GPUFL_BACKEND_URL", "https://example.invalid")
     assert gpufl.init(log_path=str(log_dir))
-    assert "backend_url is set, but upload is not built yet" in capfd.readouterr().err
-    gpufl.shutdown()
-    monkeypatch.delenv("GPUFL_BACKEND_URL")
-    assert gpufl.init(log_path=str(log_dir))
     gpufl.shutdown()
     assert capfd.readouterr().err == ""
 
 
-def test_session_with_a_backend_ends_without_raising(log_dir, capfd):
-    # Warned once, at init; the upload at the end adds no line, and s.upload
-    # tells that nothing was sent.
-    with gpufl.session(log_path=str(log_dir), backend_url="https://example.invalid",
-                       api_key="k") as s:
-        err = capfd.readouterr().err.splitlines()
-        assert len(err) == 1 and "backend_url is set, but upload is not built yet" in err[0]
+def test_session_with_a_backend_ends_without_raising(log_dir):
+    # The server does not answer: one RuntimeWarning after the block, and s.upload says what
+    # was not sent; the session itself ended cleanly.
+    with pytest.warns(RuntimeWarning, match="not uploaded, they stay on disk"):
+        with gpufl.session(log_path=str(log_dir), backend_url=closed_port_url(),
+                           api_key="gpfl_abcdefghij_k", upload_budget_s=1) as s:
+            pass
     assert not gpufl._gpufl.is_active()
-    assert s.upload == gpufl.UploadResult(success=False, events_uploaded=0)
-    assert capfd.readouterr().err == ""
+    assert s.upload.success is False and s.upload.errors >= 1 and "gave up" in s.upload.error
     assert SessionLogs(only_session(log_dir)).lines["scope"][-1]["type"] == "session_end"
 
 
-def test_session_without_a_log_path_names_its_session_directory(tmp_path, monkeypatch, capfd):
+def test_session_without_a_key_warns(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("GPUFL_BACKEND_URL", "https://example.invalid")
-    with gpufl.session("default_path") as s:
-        pass
-    assert s.upload == gpufl.UploadResult(success=False, events_uploaded=0)
-    err = capfd.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].endswith("the logs stay in " + s.directory), err
+    monkeypatch.setenv("GPUFL_BACKEND_URL", closed_port_url())
+    with pytest.warns(RuntimeWarning, match="the upload failed, the logs stay on disk: upload: "
+                      "no API key"):
+        with gpufl.session("default_path") as s:
+            pass
+    assert s.upload.success is False and "no API key" in s.upload.error
+    assert os.path.isdir(s.directory)
 
 
 def test_session_upload_failure_is_a_warning_not_an_exception(log_dir, monkeypatch):
-    # Once upload exists, its failures (the network, say) must not fail the
-    # program either: all of it runs after the workload.
+    # The upload's failures must not fail the program: all of it runs after the workload.
     def failing_upload(**paths):
         raise gpufl.FileAccessError("cannot read the logs")
 
@@ -185,7 +203,7 @@ def test_session_upload_failure_is_a_warning_not_an_exception(log_dir, monkeypat
                       "read the logs"):
         with gpufl.session(log_path=str(log_dir), backend_url="https://example.invalid") as s:
             pass
-    assert s.upload == gpufl.UploadResult(success=False, events_uploaded=0)
+    assert s.upload == gpufl.UploadResult(success=False, error="cannot read the logs")
 
 
 def test_session_body_error_propagates_without_upload(log_dir):

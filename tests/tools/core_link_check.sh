@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# core_link_check.sh - links the objects of lib/core and lib/util alone into a shared library
-# with --no-undefined, against libc, libm, libdl, pthreads and jansson only; the entries of the
+# core_link_check.sh - links the objects of lib/core and lib/util (with lib/net, the upload
+# module core calls) alone into a shared library with --no-undefined, against libc, libm,
+# libdl, pthreads, jansson and zlib only (libcurl is loaded at run time); the entries of the
 # backend and source tables, which core/backends.c alone names (gpufl__backend_*,
 # gpufl__source_*), are stubbed. A core object that calls into a vendor or a source module
 # (gpufl__nvml_*, gpufl__cupti_*, gpufl__trace_*, gpufl__host_*, cu*, nvml*, ...) leaves an
@@ -9,7 +10,7 @@
 # table entry named outside core/backends.c.
 #
 # Usage: core_link_check.sh [--self-test] CC --link-flags=FLAGS OBJECT...
-#   OBJECT...: the library's objects; those under core/ and util/ are taken.
+#   OBJECT...: the library's objects; those under core/, net/ and util/ are taken.
 #   --self-test: also plants an object calling gpufl__nvml_open and cuInit, and succeeds only
 #   when the check then fails naming both (and passes without it).
 set -euo pipefail
@@ -35,7 +36,7 @@ for o in "$@"; do
             tables=$o
             objects+=("$o")
             ;;
-        */core/*.o | */util/*.o) objects+=("$o") ;;
+        */core/*.o | */net/*.o | */util/*.o) objects+=("$o") ;;
     esac
 done
 if [[ -z $tables ]]; then
@@ -70,7 +71,7 @@ check() {
     done
     [[ $bad == 0 ]] || return 1
     if "$cc" -shared -o "$tmp/core.so" "$@" "$tmp/stub.o" "${link_flags[@]}" -Wl,--no-undefined \
-        -ljansson -lpthread -ldl -lm 2>"$tmp/link.log"; then
+        -ljansson -lz -lpthread -ldl -lm 2>"$tmp/link.log"; then
         return 0
     fi
     echo "core_link_check: lib/core and lib/util do not link alone; what they reference outside:"

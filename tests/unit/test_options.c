@@ -1052,8 +1052,8 @@ static void test_deprecated_fields_set_in_code_warn(void **state) {
     expect_num(&s, "remote_upload", 1, GPUFL_FROM_CODE);
     assert_int_equal(captured.warnings, 1);
     assert_true(logged("remote_upload"));
-    /* As at init with backend_url and in uploadLogs: upload is not built yet. */
-    assert_true(logged("upload is not built yet"));
+    /* It says what to call instead, and where the logs are until then. */
+    assert_true(logged("uploadLogs()"));
     assert_true(logged("the logs stay in gpufl.log"));
     assert_int_equal(captured.multiline, 0);
     gpufl__settings_fini(&s);

@@ -9,6 +9,10 @@
 
 #include <gpufl/gpufl_log.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <errno.h>
 #include <time.h>
 
@@ -360,71 +364,69 @@ static void kill_switch(void **state) {
     assert_int_equal(tu_thread_count_settled(threads), threads);
 }
 
-static void upload_not_built_says_so(void **state) {
-    (void)state;
-    gpufl_upload_options_t u;
-    const char *root = tu_log_dir(SUITE, "upload");
-    gpufl_options_t o = tu_options(root);
-    tu_log_capture_t cap = {0};
-    char dir[4096];
-    assert_int_equal(gpufl_init(&o), 0); /* enabled again after the kill-switch test */
-    snprintf(dir, sizeof dir, "%s", tu_session_dir());
-    gpufl_shutdown();
-    gpufl_upload_options_init(&u);
-    gpufl_set_log_hook(tu_capture_hook, &cap);
-    /* Without a log_path it names the directory of the last session... */
-    assert_int_equal(gpufl_upload_logs(&u), GPUFL_ENOTSUP);
-    assert_non_null(strstr(gpufl_last_error(), "upload is not built yet"));
-    assert_non_null(strstr(gpufl_last_error(), dir));
-    assert_int_equal(cap.warnings, 1);
-    assert_non_null(strstr(cap.last, "upload is not built yet in this release (gpufl "));
-    /* ...and with one, that directory; said once, so no second line. */
-    u.log_path = root;
-    assert_int_equal(gpufl_upload_logs(&u), GPUFL_ENOTSUP);
-    assert_int_equal(cap.warnings, 1);
-    gpufl_set_log_hook(NULL, NULL);
-    assert_non_null(strstr(gpufl_last_error(), root));
-    assert_null(strstr(gpufl_last_error(), dir));
+/* A port nothing listens on: bound, then closed. */
+static int closed_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
 }
 
-/* backend_url asks for an upload that is not built: init says so once, with
- * the session's directory, whether the URL came from code or the
- * environment; nothing is said without one, nor again at shutdown. */
-static void backend_url_warns_once_at_init(void **state) {
+/* gpufl_upload_logs after a session: which server, key and logs (the call's options, the
+ * environment, then init's), each missing one a clear error; a server that does not answer
+ * is retried within the budget and reported without the key. The delivery itself is tested
+ * against the real server (tests/integration/test_upload.py). */
+static void upload_resolves_and_reports(void **state) {
     (void)state;
-    const char *root = tu_log_dir(SUITE, "backend_url");
+    const char *root = tu_log_dir(SUITE, "upload");
+    char url[64], dir[4096];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", closed_port());
     gpufl_options_t o = tu_options(root);
     tu_log_capture_t cap = {0};
     gpufl_set_log_hook(tu_capture_hook, &cap);
+    assert_int_equal(gpufl_init(&o), 0); /* enabled again after the kill-switch test */
+    snprintf(dir, sizeof dir, "%s", tu_session_dir());
+    gpufl_scope_end(gpufl_scope_begin("work", NULL));
+    gpufl_shutdown();
+    gpufl_upload_options_t u;
+    gpufl_upload_options_init(&u);
+    assert_int_equal(gpufl_upload_logs(&u), GPUFL_EINVAL);
+    assert_non_null(strstr(gpufl_last_error(), "no server"));
+    u.backend_url = url;
+    assert_int_equal(gpufl_upload_logs(&u), GPUFL_EINVAL);
+    assert_non_null(strstr(gpufl_last_error(), "no API key"));
+    u.api_key = "gpfl_abcdefghij_secretsecretsecret";
+    u.log_path = "/nonexistent/gpufl-root";
+    assert_int_equal(gpufl_upload_logs(&u), GPUFL_ENOTFOUND);
+    /* The last session of this process, to a server that does not answer: retried within
+     * the budget, then reported; the key never appears. */
+    u.log_path = NULL;
+    u.budget_ms = 1500;
+    gpufl_upload_result_t r = {.size = sizeof r};
+    assert_int_equal(gpufl_upload_logs_result(&r, &u), 1);
+    assert_false(r.success);
+    assert_true(r.errors >= 1 && r.retries >= 1 && r.windows == 0 && r.sessions == 1);
+    assert_non_null(strstr(r.error, "gave up"));
+    assert_null(strstr(r.error, "secretsecret"));
+    assert_null(strstr(gpufl_last_error(), "secretsecret"));
+    assert_null(strstr(cap.last, "secretsecret"));
+    /* init's backend_url and api_key are used when the call names none; no warning at init. */
+    memset(&cap, 0, sizeof cap);
+    o = tu_options(root);
+    o.backend_url = url;
+    o.api_key = "gpfl_abcdefghij_fromtheinitoptions";
     assert_int_equal(gpufl_init(&o), 0);
     gpufl_shutdown();
     assert_int_equal(cap.warnings, 0);
-
-    for (int from_env = 0; from_env < 2; from_env++) {
-        char dir[4096];
-        memset(&cap, 0, sizeof cap);
-        o = tu_options(root);
-        if (from_env)
-            setenv("GPUFL_BACKEND_URL", "https://fleet.example", 1);
-        else
-            o.backend_url = "https://fleet.example";
-        assert_int_equal(gpufl_init(&o), 0);
-        snprintf(dir, sizeof dir, "%s", tu_session_dir());
-        assert_int_equal(cap.warnings, 1);
-        assert_non_null(strstr(cap.last, "backend_url is set, but upload is not built yet"));
-        assert_non_null(strstr(cap.last, dir));
-        assert_null(strchr(cap.last, '\n'));
-        gpufl_scope_end(gpufl_scope_begin("work", NULL));
-        gpufl_shutdown();
-        assert_int_equal(cap.warnings, 1);
-        /* The upload after it fails as before, without a second line. */
-        gpufl_upload_options_t u;
-        gpufl_upload_options_init(&u);
-        assert_int_equal(gpufl_upload_logs(&u), GPUFL_ENOTSUP);
-        assert_int_equal(cap.warnings, 1);
-        unsetenv("GPUFL_BACKEND_URL");
-    }
+    gpufl_upload_options_init(&u);
+    u.budget_ms = 500;
+    assert_int_equal(gpufl_upload_logs(&u), 1);
+    assert_null(strstr(gpufl_last_error(), "fromtheinit"));
     gpufl_set_log_hook(NULL, NULL);
+    (void)dir;
 }
 
 /* A sampling period below the kernel's CPU clock tick is warned about once at
@@ -786,8 +788,7 @@ int main(void) {
         cmocka_unit_test(stale_handle_from_an_earlier_session),
         cmocka_unit_test(long_flush_interval_loses_nothing),
         cmocka_unit_test(kill_switch),
-        cmocka_unit_test(upload_not_built_says_so),
-        cmocka_unit_test(backend_url_warns_once_at_init),
+        cmocka_unit_test(upload_resolves_and_reports),
         cmocka_unit_test(sample_period_below_a_tick_warns),
         cmocka_unit_test(trace_without_a_driver_runs_monitor),
         cmocka_unit_test(system_windows_are_counted),

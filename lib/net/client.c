@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * client.c - the upload protocol's requests over libcurl, loaded with dlopen (client.h says
+ * why). curl's header gives the types and option numbers; its functions come from the loaded
+ * library. Answers are read into a capped buffer (64 KiB: an answer is a small JSON object).
+ */
+#include "net/client.h"
+
+#include "util/dl.h"
+#include "util/error.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define ANSWER_MAX (64 * 1024)
+
+typedef struct curl_fns {
+    CURLcode (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *curl, CURLoption option, ...);
+    CURLcode (*easy_perform)(CURL *curl);
+    CURLcode (*easy_getinfo)(CURL *curl, CURLINFO info, ...);
+    void (*easy_cleanup)(CURL *curl);
+    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+    void (*slist_free_all)(struct curl_slist *list);
+    const char *(*easy_strerror)(CURLcode code);
+} curl_fns_t;
+
+static gpufl__dl_t curl_dl;
+static curl_fns_t fn;
+static char curl_why[256];
+static int curl_rc = 1; /* 1: not tried; 0 loaded; < 0 failed */
+static pthread_mutex_t curl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Loads libcurl once per process (curl_global_init is not thread-safe: under the lock). */
+static int load_curl(char *why, size_t why_size) {
+    pthread_mutex_lock(&curl_lock);
+    if (curl_rc == 1) {
+        static const char *const names[] = {"libcurl.so.4", "libcurl-gnutls.so.4", NULL};
+        gpufl__dl_sym_t syms[] = {
+            {{"curl_global_init"}, &fn.global_init, 1, -1},
+            {{"curl_easy_init"}, &fn.easy_init, 1, -1},
+            {{"curl_easy_setopt"}, &fn.easy_setopt, 1, -1},
+            {{"curl_easy_perform"}, &fn.easy_perform, 1, -1},
+            {{"curl_easy_getinfo"}, &fn.easy_getinfo, 1, -1},
+            {{"curl_easy_cleanup"}, &fn.easy_cleanup, 1, -1},
+            {{"curl_slist_append"}, &fn.slist_append, 1, -1},
+            {{"curl_slist_free_all"}, &fn.slist_free_all, 1, -1},
+            {{"curl_easy_strerror"}, &fn.easy_strerror, 1, -1},
+        };
+        curl_rc = gpufl__dl_open(&curl_dl, getenv("GPUFL_CURL_LIBRARY"), names,
+                                 "install libcurl4 to upload", curl_why, sizeof curl_why);
+        if (curl_rc == 0)
+            curl_rc = gpufl__dl_resolve(&curl_dl, syms, sizeof syms / sizeof syms[0], curl_why,
+                                        sizeof curl_why);
+        if (curl_rc == 0 && fn.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            snprintf(curl_why, sizeof curl_why, "curl_global_init failed");
+            curl_rc = GPUFL_ENOTSUP;
+        }
+    }
+    int rc = curl_rc;
+    snprintf(why, why_size, "%s", curl_why);
+    pthread_mutex_unlock(&curl_lock);
+    return rc;
+}
+
+struct gpufl__net_client {
+    char base[2048];
+    char api_path[256];
+    char auth[512];    /* "Authorization: Bearer <key>" */
+    char key_name[32]; /* "gpfl_<prefix>…" */
+    int64_t timeout_ms;
+    CURL *curl;
+};
+
+int gpufl__net_client_create(gpufl__net_client_t **out, const char *base_url, const char *api_path,
+                             const char *api_key, int64_t timeout_ms) {
+    *out = NULL;
+    char why[256];
+    if (!base_url ||
+        (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0))
+        return gpufl__set_error(GPUFL_EINVAL,
+                                "upload: the server URL must start with http:// or https:// "
+                                "(got '%s')",
+                                base_url ? base_url : "");
+    if (!api_key || !*api_key || strlen(api_key) > 400 || strpbrk(api_key, "\r\n "))
+        return gpufl__set_error(GPUFL_EINVAL, "upload: an API key is needed (GPUFL_API_KEY)");
+    int rc = load_curl(why, sizeof why);
+    if (rc != 0) return gpufl__set_error(GPUFL_ENOTSUP, "upload: %s", why);
+    gpufl__net_client_t *c = calloc(1, sizeof *c);
+    if (!c) return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
+    snprintf(c->base, sizeof c->base, "%s", base_url);
+    size_t n = strlen(c->base);
+    while (n > 0 && c->base[n - 1] == '/') c->base[--n] = '\0';
+    snprintf(c->api_path, sizeof c->api_path, "%s", api_path && *api_path ? api_path : "/api/v1");
+    snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s", api_key);
+    snprintf(c->key_name, sizeof c->key_name, "%.15s…", api_key);
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
+    c->curl = fn.easy_init();
+    if (!c->curl) {
+        free(c);
+        return gpufl__set_error(GPUFL_ENOMEM, "upload: curl_easy_init failed");
+    }
+    *out = c;
+    return 0;
+}
+
+void gpufl__net_client_destroy(gpufl__net_client_t *c) {
+    if (!c) return;
+    if (c->curl) fn.easy_cleanup(c->curl);
+    memset(c->auth, 0, sizeof c->auth); /* the key */
+    free(c);
+}
+
+const char *gpufl__net_client_key_name(const gpufl__net_client_t *c) { return c->key_name; }
+
+gpufl__net_verdict_t gpufl__net_verdict(long status) {
+    if (status >= 200 && status < 300) return GPUFL__NET_ACKED;
+    if (status == 401 || status == 403) return GPUFL__NET_AUTH;
+    if (status == 409) return GPUFL__NET_CONFLICT;
+    if (status == 413) return GPUFL__NET_TOO_LARGE;
+    if (status == 0 || status == 408 || status == 429 || (status >= 500 && status != 501))
+        return GPUFL__NET_RETRY;
+    return GPUFL__NET_REFUSED;
+}
+
+/* The answer body, capped. */
+typedef struct sink {
+    char *data;
+    size_t len;
+    int64_t retry_after_s;
+} sink_t;
+
+static size_t on_body(char *p, size_t size, size_t n, void *user) {
+    sink_t *s = user;
+    size_t bytes = size * n, room = ANSWER_MAX - s->len;
+    size_t take = bytes < room ? bytes : room;
+    memcpy(s->data + s->len, p, take);
+    s->len += take;
+    return bytes; /* the rest is dropped, not an error */
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *user) {
+    sink_t *s = user;
+    size_t bytes = size * n;
+    if (bytes > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+        long long v = strtoll(p + 12, NULL, 10);
+        s->retry_after_s = v >= 0 && v < 86400 ? v : -1;
+    }
+    return bytes;
+}
+
+/* gzip of body (a member zlib writes with a gzip wrapper). */
+static int gzip(unsigned char **out, size_t *out_len, const char *body, size_t len) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return gpufl__set_error(GPUFL_ENOMEM, "upload: zlib could not start");
+    size_t cap = deflateBound(&z, (uLong)len) + 32;
+    unsigned char *buf = malloc(cap);
+    if (!buf) {
+        deflateEnd(&z);
+        return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory to compress a window");
+    }
+    z.next_in = (unsigned char *)(uintptr_t)body;
+    z.avail_in = (uInt)len;
+    z.next_out = buf;
+    z.avail_out = (uInt)cap;
+    int zr = deflate(&z, Z_FINISH);
+    *out_len = cap - z.avail_out;
+    deflateEnd(&z);
+    if (zr != Z_STREAM_END) {
+        free(buf);
+        return gpufl__set_error(GPUFL_EIO, "upload: zlib could not compress a window");
+    }
+    *out = buf;
+    return 0;
+}
+
+static void read_answer(gpufl__net_answer_t *a, const sink_t *s) {
+    json_t *j = json_loadb(s->data, s->len, 0, NULL);
+    json_t *err = json_object_get(j, "error"), *rows = json_object_get(j, "rows");
+    const char *window = json_string_value(json_object_get(j, "window"));
+    if (json_is_string(err)) snprintf(a->message, sizeof a->message, "%s", json_string_value(err));
+    if (json_is_integer(rows)) a->rows = json_integer_value(rows);
+    a->duplicate = window && strcmp(window, "duplicate") == 0;
+    json_decref(j);
+}
+
+/* One POST: url path, extra headers, body; the answer into *a. */
+static int post(gpufl__net_client_t *c, gpufl__net_answer_t *a, const char *path,
+                struct curl_slist *headers, const void *body, size_t len) {
+    char url[2400];
+    sink_t s = {malloc(ANSWER_MAX), 0, -1};
+    memset(a, 0, sizeof *a);
+    a->retry_after_s = -1;
+    a->rows = -1;
+    if (!s.data) return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
+    snprintf(url, sizeof url, "%s%s%s", c->base, c->api_path, path);
+    struct curl_slist *h = fn.slist_append(headers, c->auth);
+    CURL *k = c->curl;
+    fn.easy_setopt(k, CURLOPT_URL, url);
+    fn.easy_setopt(k, CURLOPT_POST, 1L);
+    fn.easy_setopt(k, CURLOPT_POSTFIELDS, body);
+    fn.easy_setopt(k, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    fn.easy_setopt(k, CURLOPT_HTTPHEADER, h);
+    fn.easy_setopt(k, CURLOPT_WRITEFUNCTION, on_body);
+    fn.easy_setopt(k, CURLOPT_WRITEDATA, &s);
+    fn.easy_setopt(k, CURLOPT_HEADERFUNCTION, on_header);
+    fn.easy_setopt(k, CURLOPT_HEADERDATA, &s);
+    fn.easy_setopt(k, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+    fn.easy_setopt(k, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    fn.easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
+    CURLcode cr = fn.easy_perform(k);
+    if (cr == CURLE_OK) {
+        fn.easy_getinfo(k, CURLINFO_RESPONSE_CODE, &a->status);
+        a->retry_after_s = s.retry_after_s;
+        read_answer(a, &s);
+        if (!a->message[0] && a->status != 200)
+            snprintf(a->message, sizeof a->message, "HTTP %ld", a->status);
+    } else {
+        a->status = 0;
+        snprintf(a->message, sizeof a->message, "%s", fn.easy_strerror(cr));
+    }
+    a->verdict = gpufl__net_verdict(a->status);
+    fn.easy_setopt(k, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
+    fn.slist_free_all(h);
+    free(s.data);
+    return 0;
+}
+
+int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a,
+                                  const char *session_id, const char *channel, int64_t sequence,
+                                  const char *window_id, const char *body, size_t len) {
+    unsigned char *gz = NULL;
+    size_t gz_len = 0;
+    int rc = gzip(&gz, &gz_len, body, len);
+    if (rc != 0) return rc;
+    char line[512];
+    struct curl_slist *h = NULL;
+    static const char *const fixed[] = {"Content-Type: application/x-ndjson",
+                                        "Content-Encoding: gzip", "X-GpuFlight-Wire-Version: 1"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) h = fn.slist_append(h, fixed[i]);
+    snprintf(line, sizeof line, "X-GpuFlight-Session-Id: %s", session_id);
+    h = fn.slist_append(h, line);
+    snprintf(line, sizeof line, "X-GpuFlight-Window-Channel: %s", channel);
+    h = fn.slist_append(h, line);
+    snprintf(line, sizeof line, "X-GpuFlight-Window-Sequence: %lld", (long long)sequence);
+    h = fn.slist_append(h, line);
+    snprintf(line, sizeof line, "X-GpuFlight-Window-Id: %s", window_id);
+    h = fn.slist_append(h, line);
+    snprintf(line, sizeof line, "Idempotency-Key: %s", window_id);
+    h = fn.slist_append(h, line);
+    rc = h ? post(c, a, "/events/stream", h, gz, gz_len)
+           : gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
+    free(gz);
+    return rc;
+}
+
+int gpufl__net_client_complete(gpufl__net_client_t *c, gpufl__net_answer_t *a,
+                               const char *session_id) {
+    char body[256];
+    int n = snprintf(body, sizeof body, "{\"session_id\":\"%s\"}", session_id);
+    struct curl_slist *h = fn.slist_append(NULL, "Content-Type: application/json");
+    if (!h) return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
+    return post(c, a, "/events/session-complete", h, body, (size_t)n);
+}

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * client.h - one request of the upload protocol (docs/protocol.md) over libcurl, and what its
+ * answer means for the sender. libcurl is loaded when the first upload starts
+ * (libcurl.so.4, or $GPUFL_CURL_LIBRARY), never linked: an application that records but never
+ * uploads does not map it, and a machine without it gets a clear error instead of a failed
+ * start. Windows are gzipped with zlib.
+ */
+#ifndef GPUFL_NET_CLIENT_H
+#define GPUFL_NET_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gpufl__net_client gpufl__net_client_t;
+
+/* What the sender does with an answer. */
+typedef enum {
+    GPUFL__NET_ACKED = 1, /* 2xx: stored or a duplicate; the cursor advances */
+    GPUFL__NET_RETRY,     /* network error, 408, 429, 5xx but 501: again later, same bytes */
+    GPUFL__NET_AUTH,      /* 401/403: the key is refused; stop, naming its prefix */
+    GPUFL__NET_TOO_LARGE, /* 413: past the server's body cap */
+    GPUFL__NET_CONFLICT,  /* 409: other bytes under this window: quarantined, reported */
+    GPUFL__NET_REFUSED,   /* any other answer (400, 404, 415, 501): not retried */
+} gpufl__net_verdict_t;
+
+typedef struct gpufl__net_answer {
+    long status; /* HTTP status; 0 when no answer came */
+    gpufl__net_verdict_t verdict;
+    int64_t retry_after_s; /* Retry-After, -1 when absent */
+    int duplicate;         /* 200 with "window": "duplicate" */
+    int64_t rows;          /* the answer's "rows", -1 when absent */
+    char message[512];     /* the server's "error", or the transport's */
+} gpufl__net_answer_t;
+
+/*
+ * A client for one server: base_url ("https://host:port", no path), api_path (the routes'
+ * prefix, default "/api/v1"), the API key (sent as a bearer token, never logged: messages
+ * name its prefix only), timeout_ms per request. Returns 0, GPUFL_ENOTSUP (no libcurl, with
+ * why), GPUFL_EINVAL (a URL or key that cannot be used).
+ */
+int gpufl__net_client_create(gpufl__net_client_t **out, const char *base_url, const char *api_path,
+                             const char *api_key, int64_t timeout_ms);
+void gpufl__net_client_destroy(gpufl__net_client_t *c);
+
+/* The key's public part for messages: "gpfl_abcdefghij…". */
+const char *gpufl__net_client_key_name(const gpufl__net_client_t *c);
+
+/* POSTs one window (its lines, gzipped here) and reads the answer into *a. Returns 0 when an
+ * answer (or a transport error, verdict RETRY) is in *a; GPUFL_ENOMEM. */
+int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a,
+                                  const char *session_id, const char *channel, int64_t sequence,
+                                  const char *window_id, const char *body, size_t len);
+
+/* POSTs session-complete for session_id. As send_window. */
+int gpufl__net_client_complete(gpufl__net_client_t *c, gpufl__net_answer_t *a,
+                               const char *session_id);
+
+/* The verdict of an HTTP status (0: no answer). */
+gpufl__net_verdict_t gpufl__net_verdict(long status);
+
+#endif

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * cursor.h - what a log root has delivered: the cursor file .gpufl-upload.json beside the
+ * sessions, listing per session and channel the windows the server acknowledged (a 2xx), the
+ * sessions whose completion it acknowledged, and the windows it refused for good (409). Every
+ * sender of a log root (the library after shutdown, `gpufl upload`, gpufl-agent) reads and
+ * writes the same file under an exclusive lock (.gpufl-upload.lock), so two of them never send
+ * the same window; the server's idempotency catches it if a cursor is lost.
+ */
+#ifndef GPUFL_NET_CURSOR_H
+#define GPUFL_NET_CURSOR_H
+
+#include <stdint.h>
+
+typedef struct gpufl__net_cursor gpufl__net_cursor_t;
+
+#define GPUFL__NET_CURSOR_FILE "/.gpufl-upload.json"
+#define GPUFL__NET_LOCK_FILE   "/.gpufl-upload.lock"
+
+/*
+ * Takes the log root's lock (waits for another sender to let go) and reads its cursor. A
+ * missing cursor is an empty one; a damaged one is set aside as .gpufl-upload.json.damaged,
+ * warned about once and started afresh (the server tells duplicates from new windows, so
+ * nothing is stored twice). Returns 0, GPUFL_EIO (the lock file cannot be created), GPUFL_ENOMEM.
+ */
+int gpufl__net_cursor_open(gpufl__net_cursor_t **out, const char *root);
+/* Whether the cursor was damaged and started afresh when opened. */
+int gpufl__net_cursor_was_rebuilt(const gpufl__net_cursor_t *c);
+
+int gpufl__net_cursor_acked(const gpufl__net_cursor_t *c, const char *session, const char *channel,
+                            int64_t sequence);
+int gpufl__net_cursor_ack(gpufl__net_cursor_t *c, const char *session, const char *channel,
+                          int64_t sequence);
+int gpufl__net_cursor_completed(const gpufl__net_cursor_t *c, const char *session);
+int gpufl__net_cursor_complete(gpufl__net_cursor_t *c, const char *session);
+int gpufl__net_cursor_quarantined(const gpufl__net_cursor_t *c, const char *session,
+                                  const char *channel, int64_t sequence);
+int gpufl__net_cursor_quarantine(gpufl__net_cursor_t *c, const char *session, const char *channel,
+                                 int64_t sequence);
+
+/* Writes the cursor: a temporary file, fsync, rename over the old one, fsync of the
+ * directory. Returns 0 or GPUFL_EIO (the old cursor is then intact). */
+int gpufl__net_cursor_save(gpufl__net_cursor_t *c);
+/* Lets go of the lock and frees the cursor (without saving). Accepts NULL. */
+void gpufl__net_cursor_close(gpufl__net_cursor_t *c);
+
+#endif

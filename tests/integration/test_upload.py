@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`gpufl upload` (the library's gpufl_upload_logs_result and its upload module, lib/net)
+against the real gpufl-server on loopback with a temporary SQLite database: the fixture
+sessions arrive with exact line counts; a second upload sends nothing and says so; a lost or
+damaged cursor makes the server answer duplicates and stores nothing twice; two uploads racing
+on one log root store each window once; a refused key stops with the key's prefix only; a
+server that is down is retried until the budget and reported.
+
+usage: python3 -m pytest tests/integration/test_upload.py, with GPUFL_SERVER and GPUFL_CLI
+naming the binaries (ctest sets them).
+"""
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+SERVER = os.environ.get("GPUFL_SERVER", "build-dev/cmd/gpufl-server/gpufl-server")
+CLI = os.environ.get("GPUFL_CLI", "build-dev/cmd/gpufl/gpufl")
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures", "sessions")
+SESSIONS = ("basic", "rotated", "killed", "gpu")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, db, port=None):
+        self.db, self.port = db, port or free_port()
+        self.p = subprocess.Popen([SERVER, "--db", "sqlite:" + db, "--listen",
+                                   "127.0.0.1:%d" % self.port], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("gpufl-server did not start: " + self.p.stderr.read())
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.p.terminate()
+        _, err = self.p.communicate(timeout=30)
+        return err
+
+
+def admin(db, *args):
+    r = subprocess.run([SERVER, "--db", "sqlite:" + db, "admin", *args], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def complete_lines(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return data[:data.rfind(b"\n") + 1].count(b"\n")
+
+
+def sealed(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    last = data[:data.rfind(b"\n")].rsplit(b"\n", 1)[-1]
+    return last.startswith(b'{"type":"segment_end"') or last.startswith(b'{"type":"session_end"')
+
+
+def expected(root):
+    """(windows, lines) of the sealed segments under root."""
+    windows = lines = 0
+    for d in sorted(os.listdir(root)):
+        full = os.path.join(root, d)
+        if not os.path.isdir(full):
+            continue
+        for name in os.listdir(full):
+            p = os.path.join(full, name)
+            if name.split(".")[0] in ("device", "scope", "system") and sealed(p):
+                windows += 1
+                lines += complete_lines(p)
+    return windows, lines
+
+
+def stored(db):
+    with sqlite3.connect(db) as c:
+        return (c.execute("select count(*) from windows").fetchone()[0],
+                c.execute("select count(*) from lines").fetchone()[0])
+
+
+@pytest.fixture
+def env(tmp_path):
+    db = str(tmp_path / "server.db")
+    admin(db, "workspace", "create", "team")
+    key = tmp_path / "key"
+    key.write_text(admin(db, "key", "create", "--workspace", "team", "--role", "ingest") + "\n")
+    root = tmp_path / "logs"
+    root.mkdir()
+    for s in SESSIONS:
+        shutil.copytree(os.path.join(FIXTURES, s), root / s)
+    srv = Server(db)
+    yield {"db": db, "key": str(key), "root": str(root), "srv": srv, "tmp": tmp_path}
+    srv.stop()
+
+
+def upload(env, *args, server=None, key=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("GPUFL_")}
+    return subprocess.run([CLI, "upload", "--server", server or env["srv"].url,
+                           "--api-key-file", key or env["key"], *args],
+                          capture_output=True, text=True, timeout=120, env=e)
+
+
+def test_all_sessions_arrive_exactly(env):
+    r = upload(env, "--all", env["root"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    windows, lines = expected(env["root"])
+    assert stored(env["db"]) == (windows, lines)
+    assert "%d windows sent" % windows in r.stdout
+    # The killed session's open segments are not sent and are said not to be.
+    assert "not sealed yet" in r.stdout
+    # Again: nothing is sent, and the tool says the sessions are on the server.
+    r = upload(env, "--all", env["root"])
+    assert r.returncode == 0, r.stderr
+    assert "0 windows sent" in r.stdout and "delivered before" in r.stdout
+    assert stored(env["db"]) == (windows, lines)
+
+
+def test_one_session_directory_and_completion(env):
+    r = upload(env, os.path.join(env["root"], "basic"))
+    assert r.returncode == 0, r.stderr
+    assert "1 of 1 complete on the server" in r.stdout
+    with sqlite3.connect(env["db"]) as c:
+        states = c.execute("select state from sessions").fetchall()
+    assert states == [("complete",)]
+
+
+def test_lost_or_damaged_cursor_stores_nothing_twice(env):
+    assert upload(env, "--all", env["root"]).returncode == 0
+    before = stored(env["db"])
+    cursor = os.path.join(env["root"], ".gpufl-upload.json")
+    os.unlink(cursor)
+    r = upload(env, "--all", env["root"])
+    assert r.returncode == 0, r.stderr
+    assert "(%d the server had already)" % before[0] in r.stdout
+    assert stored(env["db"]) == before
+    with open(cursor, "w") as f:
+        f.write('{"version": 1, "sessions": [')  # cut short
+    r = upload(env, "--all", env["root"])
+    assert r.returncode == 0, r.stderr
+    assert "damaged" in r.stderr and os.path.exists(cursor + ".damaged")
+    assert stored(env["db"]) == before
+
+
+def test_two_uploads_racing_store_each_window_once(env):
+    procs = [subprocess.Popen([CLI, "upload", "--server", env["srv"].url, "--api-key-file",
+                               env["key"], "--all", env["root"]], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    windows, lines = expected(env["root"])
+    assert stored(env["db"]) == (windows, lines)
+    # The cursor's lock is taken per window: they share the work, and none sends a window
+    # another already delivered (no duplicates reach the server).
+    counts = [re.search(r"(\d+) windows? sent \((\d+) the server had already\)", o[0]).groups()
+              for o in outs]
+    assert sum(int(c[0]) for c in counts) == windows, outs
+    assert all(c[1] == "0" for c in counts), outs
+
+
+def test_refused_key_names_its_prefix_only(env):
+    bad = env["tmp"] / "bad"
+    real = open(env["key"]).read().strip()
+    forged = real[:-4] + ("AAAA" if not real.endswith("AAAA") else "BBBB")
+    bad.write_text(forged)
+    r = upload(env, "--all", env["root"], key=str(bad))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "refused the key gpfl_" in r.stderr
+    assert forged not in r.stdout + r.stderr and real not in r.stdout + r.stderr
+    assert stored(env["db"]) == (0, 0)
+
+
+def test_server_down_is_retried_then_reported(env):
+    port = free_port()
+    t = time.monotonic()
+    r = upload(env, "--budget-s", "3", os.path.join(env["root"], "basic"),
+               server="http://127.0.0.1:%d" % port)
+    took = time.monotonic() - t
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "gave up" in r.stderr and "retries" in r.stdout
+    assert 1 <= took < 30
+    # The server comes up: the same command delivers everything.
+    r = upload(env, os.path.join(env["root"], "basic"))
+    assert r.returncode == 0
+
+
+def test_usage_errors(env):
+    r = subprocess.run([CLI, "upload", "--bogus"], capture_output=True, text=True)
+    assert r.returncode == 2 and "see gpufl upload --help" in r.stderr
+    r = subprocess.run([CLI, "upload", "--budget-s", "x"], capture_output=True, text=True)
+    assert r.returncode == 2
+    e = {k: v for k, v in os.environ.items() if not k.startswith("GPUFL_")}
+    r = subprocess.run([CLI, "upload", env["root"]], capture_output=True, text=True, env=e)
+    assert r.returncode == 2 and "no server" in r.stderr
