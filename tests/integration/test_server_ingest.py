@@ -521,3 +521,36 @@ def test_flags_and_admin(env, tmp_path):
                       "WHERE w.name = 'w'")
     assert len(stored) == 1
     assert printed not in repr(stored) and printed.split("_")[2] not in repr(stored)
+
+
+def test_memory_cap_per_request(env):
+    """A request holds its body (--max-body-mib, 1 here) and at most one typed cell (24 bytes)
+    per byte of it: a window of the library's kernel rows up to the body cap is stored, a
+    window of rows tinier than the library ever writes is 413, nothing of it stored."""
+    srv, key = env["srv"], env["keys"]["ingest"]
+    trace = [w for w in fixture_windows() if w[4].count('"app_name":"trace_demo"')
+             and w[1] == "device"][0][4].split("\n")
+    kernel = json.loads([line for line in trace if '"type":"kernel"' in line][0])
+    header = trace[0].replace('"segment":0', '"segment":60')
+    sid = json.loads(header)["session_id"]
+    dict_line = [line for line in trace if '"type":"dict"' in line][0]
+    reps = 1
+    while True:  # the fixture's kernels repeated until the window is just under 1 MiB
+        k = {c: (v * (reps * 2) if isinstance(v, list) else v) for c, v in kernel.items()}
+        text = "\n".join([header, dict_line, json.dumps(k, separators=(",", ":"))]) + "\n"
+        if len(text) > (1 << 20) - 4096:
+            break
+        reps *= 2
+        big = text
+    n = len(json.loads(big.split("\n")[2])["start_ns"])
+    # The library's density: ~60 bytes a kernel row of 35 cells (activity's columns).
+    assert n > 8000 and 50 < len(big) / n < 70
+    st, doc, _ = post_window(srv, key, (sid, "device", 60, sid + "-cap-60", big))
+    assert (st, doc.get("rows")) == (200, n), doc
+    # Rows of two tiny cells each (2 bytes of body a row, 35 cells of the activity table).
+    before = counts(env["db"])
+    tiny = HEADER + '{"type":"kernel","v":1,"start_ns":[%s],"end_ns":[%s]}\n' % (
+        ",".join(["1"] * 100000), ",".join(["2"] * 100000))
+    st, doc, _ = post_window(srv, key, bad_window(tiny))
+    assert st == 413 and "typed cells" in doc["error"], doc
+    assert_nothing_stored(env, before)
