@@ -330,21 +330,21 @@ KERNEL_NAMES = ["_Z4gemmPKfS0_Pfiii", "_Z4reluPfi", "_Z7softmaxPKfPfi", "_Z6redu
 
 
 def generated_session(sid, windows, kernels, batch=1000, seed=1):
-    """A device channel of `windows` windows, each a header, a dict line (first window only)
+    """A device channel of `windows` windows, each a header, a dict line
     and `kernels` kernel rows in batch lines of up to `batch` rows with the library's columns.
     Durations vary with seed and position, so two sessions' checksums differ."""
     out = []
-    t = 1_000_000
+    t = 1_728_000_000_000_000 + seed * 10**12  # ns of a machine up 20 days, as the library's
     for seq in range(windows):
         lines = [json.dumps({
             "type": "header", "v": 1, "format": "gpufl-log", "file": "device", "segment": seq,
             "session_id": sid, "app_name": "gen", "pid": 1000 + seed, "hostname": "gen-host",
             "epoch_ns": "1", "epoch_unix_us": 1795000000000000, "clock": "monotonic",
             "gpufl_version": "0.1.0"}, separators=(",", ":"))]
-        if seq == 0:
-            lines.append(json.dumps({"type": "dict", "v": 1,
-                                     "id": list(range(1, len(KERNEL_NAMES) + 1)),
-                                     "str": KERNEL_NAMES}, separators=(",", ":")))
+        # Every window defines the names it uses: a window is read on its own.
+        lines.append(json.dumps({"type": "dict", "v": 1,
+                                 "id": list(range(1, len(KERNEL_NAMES) + 1)),
+                                 "str": KERNEL_NAMES}, separators=(",", ":")))
         left = kernels
         while left > 0:
             n = min(batch, left)
@@ -366,3 +366,65 @@ def generated_session(sid, windows, kernels, batch=1000, seed=1):
                 "registers": [32] * k}, separators=(",", ":")))
         out.append((sid, "device", seq, "%s-device-%d" % (sid, seq), "\n".join(lines) + "\n"))
     return out
+
+
+# ---- whole-or-nothing and exact counts -----------------------------------------------------
+
+START_MOD = 1_000_000_007  # start times summed modulo a prime: no 64-bit overflow in SQL
+
+
+def session_checksums(db):
+    """{session_id: (windows, lines, bytes of lines, activity rows, sum of durations, sum of
+    starts modulo START_MOD)} of every stored session, computed by the engine (so a load test's millions of rows
+    never travel to Python)."""
+    out = {}
+    for sid, n, nl, nb in db.query(
+            "SELECT w.session_id, w.n, coalesce(l.n, 0), coalesce(l.b, 0) FROM"
+            " (SELECT session_id, count(*) AS n FROM windows GROUP BY session_id) w LEFT JOIN"
+            " (SELECT session_id, count(*) AS n, sum(length(body)) AS b FROM lines"
+            "  GROUP BY session_id) l ON l.session_id = w.session_id"):
+        out[sid] = [int(n), int(nl), int(nb), 0, 0, 0]
+    for sid, n, d, s in db.query("SELECT session_id, count(*), sum(end_ns - start_ns),"
+                                 " sum(start_ns %% %d) FROM activity GROUP BY session_id"
+                                 % START_MOD):
+        out.setdefault(sid, [0, 0, 0, 0, 0, 0])[3:] = [int(n), int(d), int(s)]
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def sent_checksums(windows):
+    """session_checksums of what `windows` hold, each window counted once."""
+    out = {}
+    seen = set()
+    for sid, _, seq, _, text in windows:
+        if (sid, seq, text) in seen:
+            continue
+        seen.add((sid, seq, text))
+        c = out.setdefault(sid, [0, 0, 0, 0, 0, 0])
+        c[0] += 1
+        for line in text.split("\n")[:-1]:
+            c[1] += 1
+            c[2] += len(line)
+            rec = json.loads(line)
+            if rec["type"] in ("kernel", "copy", "memset", "sync"):
+                c[3] += len(rec["start_ns"])
+                c[4] += sum(e - b for b, e in zip(rec["start_ns"], rec["end_ns"]))
+                c[5] += sum(t % START_MOD for t in rec["start_ns"])
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def assert_whole_or_absent(db, windows):
+    """Each window of its own session is stored whole or not at all: every session's
+    checksums are those of its window, or the session is absent (no window, line or row, and
+    no session row). Returns the session ids stored."""
+    want = sent_checksums(windows)
+    got = session_checksums(db)
+    sessions = {r[0] for r in db.query("SELECT session_id FROM sessions")}
+    stored = set()
+    for sid, c in want.items():
+        if sid in got:
+            assert got[sid] == c, (sid, got[sid], c)
+            assert sid in sessions
+            stored.add(sid)
+        else:
+            assert sid not in sessions, sid
+    return stored
