@@ -16,7 +16,6 @@ usage: python3 bench/server_ingest.py [--rows N] [--senders N] [--server PATH]
 import argparse
 import concurrent.futures
 import gzip
-import http.client
 import json
 import os
 import sqlite3

@@ -375,8 +375,8 @@ START_MOD = 1_000_000_007  # start times summed modulo a prime: no 64-bit overfl
 
 def session_checksums(db):
     """{session_id: (windows, lines, bytes of lines, activity rows, sum of durations, sum of
-    starts modulo START_MOD)} of every stored session, computed by the engine (so a load test's millions of rows
-    never travel to Python)."""
+    starts modulo START_MOD)} of every stored session, computed by the engine (so a load
+    test's millions of rows never travel to Python)."""
     out = {}
     for sid, n, nl, nb in db.query(
             "SELECT w.session_id, w.n, coalesce(l.n, 0), coalesce(l.b, 0) FROM"
