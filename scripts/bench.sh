@@ -34,6 +34,11 @@ out=$(mktemp)
     PYTHONPATH=build/bench/python "${py:-python3}" bench/python_analyzer.py \
       --cli build/bench/cmd/gpufl/gpufl
   fi
+  if [[ -x build/bench/cmd/gpufl-server/gpufl-server ]]; then
+    echo
+    # gpufl-server's ingest against the engines' own rates (PostgreSQL from scripts/deps.sh).
+    /usr/bin/python3 bench/server_ingest.py --server build/bench/cmd/gpufl-server/gpufl-server
+  fi
 } | tee "$out"
 
 if [[ "${1:-}" == "--save" ]]; then

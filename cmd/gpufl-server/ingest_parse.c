@@ -365,10 +365,11 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
     }
     gpufl__parsed_t *p = calloc(1, sizeof *p);
     json_t *problems = json_array();
-    /* One typed cell per 4 bytes of the window at most (a cell is 24 bytes; the library's
-     * cells average about 7 characters with their comma): a request holds its body plus at
-     * most 6 times it in rows, and a window of tinier cells is refused (413). */
-    if (p && problems) gpufl__rows_create(&p->rows, len / 4 + 4096);
+    /* One typed cell per byte of the window at most (a cell is 24 bytes). A row has a cell
+     * for every column of its table, present in the line or not: the library's kernel rows
+     * are about 60 bytes for activity's 35 cells. A request holds its body plus at most 24
+     * times it in rows, and a window of tinier rows is refused (413). */
+    if (p && problems) gpufl__rows_create(&p->rows, len + 4096);
     if (!p || !problems || !p->rows || !(p->lines = calloc(n_lines, sizeof *p->lines)) ||
         !(p->damaged = json_array())) {
         json_decref(problems);

@@ -818,8 +818,8 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpu
     if (!inserted) {
         const char *qv[] = {ws, w->session_id, w->channel, seq, w->window_id};
         rc = exec_params(c, &r,
-                         "SELECT session_id = $2 AND channel = $3 AND sequence = $4"
-                         " AND window_id = $5, encode(sha256, 'hex') FROM windows"
+                         "SELECT session_id = $2 AND channel = $3 AND sequence = $4,"
+                         " encode(sha256, 'hex') FROM windows"
                          " WHERE workspace_id = $1 AND ((session_id = $2 AND channel = $3 AND"
                          " sequence = $4) OR window_id = $5)",
                          5, qv, "reading the stored window");
@@ -832,8 +832,12 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpu
                                      "compared (retention ran); send it again",
                                      w->window_id);
         }
-        int same = n == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
-                   strcmp(PQgetvalue(r, 0, 1), hash + 2) == 0;
+        /* As in SQLite: the identity decides (the same bytes are a duplicate whatever window
+         * id they came with); a window id taken by another identity only conflicts. */
+        int same = 0;
+        for (int i = 0; i < n; i++)
+            if (strcmp(PQgetvalue(r, i, 0), "t") == 0)
+                same = strcmp(PQgetvalue(r, i, 1), hash + 2) == 0;
         PQclear(r);
         *out = same ? GPUFL__WINDOW_DUPLICATE : GPUFL__WINDOW_CONFLICT;
         return exec_ok(c, "ROLLBACK", "ending the window's transaction");

@@ -1,50 +1,40 @@
 # SPDX-License-Identifier: Apache-2.0
-"""gpufl-server as a whole process on loopback with a temporary SQLite database: the fixture
+"""gpufl-server as a whole process on loopback, on each engine (a temporary SQLite file, then a
+throwaway PostgreSQL of pg_harness.py; skipped only where its binaries are absent): the fixture
 sessions shipped window by window (stored, then duplicate), every answer of the stream route
 (400 with line numbers, 401, 403, 404, 405, 409, 413 for oversize and bomb bodies, 415, 429 with
 Retry-After) with nothing of a refused window stored, the routes x keys table, one window sent
 many times at once (stored once), TLS with a self-signed certificate, the flags, the admin
 subcommands and SIGTERM draining a request in flight.
 
+Stored rows are counted through the engine (server_harness.py).
+
 usage: python3 -m pytest tests/integration/test_server_ingest.py, with GPUFL_SERVER naming the
-binary (ctest sets it).
+binary (ctest sets it); -k sqlite or -k postgresql picks one engine.
 """
 import concurrent.futures
 import gzip
-import hashlib
-import http.client
 import json
 import os
 import re
 import signal
 import socket
-import sqlite3
 import ssl
 import subprocess
 import threading
 import time
 
+import http.client
 import jsonschema
 import pytest
 
-SERVER = os.environ.get("GPUFL_SERVER", "build-dev/cmd/gpufl-server/gpufl-server")
+import server_harness as sh
+from server_harness import (COMPLETE, STREAM, VERSION, fixture_windows, sent_digest,
+                            window_headers)
+
+SERVER = sh.SERVER
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "fixtures", "sessions")
 SCHEMAS = os.path.join(HERE, "..", "..", "docs", "schema", "protocol")
-STREAM = "/api/v1/events/stream"
-COMPLETE = "/api/v1/events/session-complete"
-VERSION = "/api/v1/info/version"
-
-
-def admin(db, *args, stdin=None):
-    return subprocess.run([SERVER, "--db", "sqlite:" + db, "admin", *args], input=stdin,
-                          capture_output=True, text=True, timeout=60)
-
-
-def new_key(db, workspace, role):
-    r = admin(db, "key", "create", "--workspace", workspace, "--role", role)
-    assert r.returncode == 0, r.stderr
-    return r.stdout.strip()
 
 
 def schema(name):
@@ -68,160 +58,48 @@ def check_answer(path, status, doc):
         jsonschema.validate(doc, ANSWER_SCHEMAS[path])
 
 
-class Server:
-    def __init__(self, db, args=(), env_extra=None, scheme="http"):
-        env = dict(os.environ)
-        env.update(env_extra or {})
-        self.log = open(db + ".%d.log" % time.monotonic_ns(), "w+")
-        self.p = subprocess.Popen([SERVER, "--db", "sqlite:" + db, "--listen", "127.0.0.1:0",
-                                   *args], stderr=self.log, env=env)
-        self.scheme = scheme
-        self.port = None
-        deadline = time.time() + 20
-        while time.time() < deadline and self.port is None:
-            self.log.seek(0)
-            m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)/", self.log.read())
-            if m:
-                self.port = int(m.group(1))
-            elif self.p.poll() is not None:
-                break
-            else:
-                time.sleep(0.05)
-        assert self.port, "the server did not start: " + self.stderr()
-
-    def stderr(self):
-        self.log.seek(0)
-        return self.log.read()
-
-    def conn(self, context=None):
-        if self.scheme == "https":
-            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30,
-                                               context=context)
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-
-    def request(self, method, path, body=None, headers=None, context=None):
-        c = self.conn(context)
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        try:
-            doc = json.loads(data) if data else None
-        except ValueError:
-            doc = data
-        if method != "HEAD":
-            check_answer(path, r.status, doc)
-        return r.status, doc, dict(r.getheaders())
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            self.p.wait(timeout=40)
-        self.log.close()
-        return self.p.returncode
+def Server(env, args=(), env_extra=None, scheme="http"):
+    return sh.Server(env["db"].url, args, env_extra, scheme, log_dir=env["dir"],
+                     check=check_answer)
 
 
-def header_of(text):
-    return json.loads(text.split("\n", 1)[0])
+def admin(env, *args, stdin=None):
+    return sh.admin(env["db"].url, *args, stdin=stdin)
 
 
-def window_headers(key, sid, channel, seq, wid, gz=True, version="1"):
-    h = {"X-GpuFlight-Session-Id": sid, "X-GpuFlight-Window-Channel": channel,
-         "X-GpuFlight-Window-Sequence": str(seq), "X-GpuFlight-Window-Id": wid,
-         "X-GpuFlight-Wire-Version": version, "Content-Type": "application/x-ndjson"}
-    if key:
-        h["Authorization"] = "Bearer " + key
-    if gz:
-        h["Content-Encoding"] = "gzip"
-    return h
-
-
-def complete_lines(text):
-    """A killed session's file ends in a cut line: a shipper sends only whole lines."""
-    return text[: text.rfind("\n") + 1]
-
-
-def fixture_windows():
-    """(session_id, channel, sequence, window_id, text) for every segment of every fixture."""
-    out = []
-    for name in sorted(os.listdir(FIXTURES)):
-        d = os.path.join(FIXTURES, name)
-        for f in sorted(os.listdir(d)):
-            m = re.match(r"(device|scope|system)\.log(?:\.(\d+))?$", f)
-            if not m:
-                continue
-            with open(os.path.join(d, f)) as fh:
-                text = complete_lines(fh.read())
-            h = header_of(text)
-            seq = int(m.group(2) or 0)
-            out.append((h["session_id"], m.group(1), seq,
-                        "%s-%s-%d" % (h["session_id"], m.group(1), seq), text))
-    return out
+def new_key(env, workspace, role):
+    return sh.new_key(env["db"].url, workspace, role)
 
 
 def counts(db):
-    c = sqlite3.connect(db)
-    try:
-        return {t: c.execute("SELECT count(*) FROM " + t).fetchone()[0]
-                for t in ("windows", "lines", "activity", "sessions")}
-    finally:
-        c.close()
+    return sh.counts(db)
 
 
-def stored_lines_digest(db, sid):
-    c = sqlite3.connect(db)
-    try:
-        rows = c.execute("SELECT channel, sequence, line_no, body FROM lines WHERE session_id = ? "
-                         "ORDER BY channel, sequence, line_no", (sid,)).fetchall()
-    finally:
-        c.close()
-    h = hashlib.sha256()
-    for ch, seq, _, body in rows:
-        h.update(("%s/%d/%s\n" % (ch, seq, body)).encode())
-    return h.hexdigest(), len(rows)
-
-
-def sent_lines_digest(windows, sid):
-    h = hashlib.sha256()
-    n = 0
-    for s, ch, seq, _, text in sorted(windows, key=lambda w: (w[1], w[2])):
-        if s != sid:
-            continue
-        for line in text.split("\n")[:-1]:
-            h.update(("%s/%d/%s\n" % (ch, seq, line)).encode())
-            n += 1
-    return h.hexdigest(), n
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    d = tmp_path_factory.mktemp("server")
-    db = str(d / "t.db")
-    for ws in ("alpha", "beta"):
-        r = admin(db, "workspace", "create", ws)
+@pytest.fixture(scope="module", params=sh.ENGINES)
+def env(request, tmp_path_factory):
+    """The server on each engine in turn, with workspaces alpha and beta and their keys."""
+    d = tmp_path_factory.mktemp("server-" + request.param)
+    with sh.engine(request.param, d) as db:
+        e = {"db": db, "dir": str(d)}
+        for ws in ("alpha", "beta"):
+            sh.new_workspace(db.url, ws)
+        keys = {"ingest": new_key(e, "alpha", "ingest"), "read": new_key(e, "alpha", "read"),
+                "admin": new_key(e, "alpha", "admin"), "revoked": new_key(e, "alpha", "ingest"),
+                "beta": new_key(e, "beta", "ingest")}
+        prefix = keys["revoked"].split("_")[1]
+        r = admin(e, "key", "revoke", "--workspace", "alpha", prefix)
         assert r.returncode == 0, r.stderr
-    keys = {"ingest": new_key(db, "alpha", "ingest"), "read": new_key(db, "alpha", "read"),
-            "admin": new_key(db, "alpha", "admin"), "revoked": new_key(db, "alpha", "ingest"),
-            "beta": new_key(db, "beta", "ingest")}
-    prefix = keys["revoked"].split("_")[1]
-    r = admin(db, "key", "revoke", "--workspace", "alpha", prefix)
-    assert r.returncode == 0, r.stderr
-    srv = Server(db, ["--max-body-mib", "1"])
-    yield {"db": db, "dir": str(d), "keys": keys, "srv": srv}
-    assert srv.stop() == 0
-    # A key is never written to the log, only its prefix.
-    log = open(srv.log.name).read()
-    for k in keys.values():
-        assert k not in log
+        srv = Server(e, ["--max-body-mib", "1"])
+        e.update(keys=keys, srv=srv)
+        yield e
+        assert srv.stop() == 0
+        # A key is never written to the log, only its prefix.
+        log = open(srv.log.name).read()
+        for k in keys.values():
+            assert k not in log
 
 
-def post_window(srv, key, w, gz=True, extra=None, body=None):
-    sid, ch, seq, wid, text = w
-    h = window_headers(key, sid, ch, seq, wid, gz)
-    h.update(extra or {})
-    if body is None:
-        body = gzip.compress(text.encode()) if gz else text.encode()
-    return srv.request("POST", STREAM, body, h)
+post_window = sh.post_window
 
 
 def test_fixture_sessions_window_by_window(env):
@@ -239,7 +117,7 @@ def test_fixture_sessions_window_by_window(env):
     assert c["windows"] == len(windows)
     assert c["lines"] == sum(w[4].count("\n") for w in windows)
     for sid in {w[0] for w in windows}:
-        assert stored_lines_digest(db, sid) == sent_lines_digest(windows, sid)
+        assert sh.lines_digest(db, sid) == sent_digest(windows, sid)
     # Typed rows: every kernel, copy, memset and sync row of the logs, counted from the text.
     expected = 0
     for w in windows:
@@ -249,11 +127,9 @@ def test_fixture_sessions_window_by_window(env):
                 expected += len(rec["start_ns"])
     assert c["activity"] == expected
     # Columns by name: the trace fixture's kernel names come back through their dict ids.
-    con = sqlite3.connect(db)
-    names = {r[0] for r in con.execute("SELECT DISTINCT mangled FROM activity a JOIN sessions s "
-                                       "USING (workspace_id, session_id) WHERE s.app_name = "
-                                       "'trace_demo' AND mangled IS NOT NULL")}
-    con.close()
+    names = {r[0] for r in db.query("SELECT DISTINCT mangled FROM activity a JOIN sessions s "
+                                    "USING (workspace_id, session_id) WHERE s.app_name = "
+                                    "'trace_demo' AND mangled IS NOT NULL")}
     assert names == {"_Z4gemmPKfS0_Pfiii", "_Z4reluPfi", "_Z7softmaxPKfPfi"}
 
 
@@ -341,12 +217,10 @@ def test_damaged_lines_kept_on_request(env):
     st, doc, _ = post_window(env["srv"], env["keys"]["ingest"], w,
                              extra={"X-GpuFlight-Damaged-Lines": "keep"})
     assert st == 200 and doc["damaged"] == [4] and doc["window"] == "stored", doc
-    con = sqlite3.connect(env["db"])
     # The answer numbers lines from 1, the lines table from 0.
-    row = con.execute("SELECT type, body FROM lines WHERE session_id='bad-session' AND "
-                      "sequence=7 AND line_no=3").fetchone()
-    con.close()
-    assert row == (None, "{cut sho")
+    rows = env["db"].query("SELECT type, body FROM lines WHERE session_id='bad-session' AND "
+                           "sequence=7 AND line_no=3")
+    assert rows == [(None, "{cut sho")]
 
 
 def test_bad_gzip_oversize_bomb(env):
@@ -429,6 +303,10 @@ def test_conflict(env):
     other = (w[0], w[1], 11, w[3], w[4] + '{"type":"event","v":1}\n')
     st, doc, _ = post_window(srv, key, other)
     assert st == 409 and doc["window_id"] == w[3]
+    # The same identity and bytes under another window id: the identity decides, a duplicate
+    # (both engines alike).
+    st, doc, _ = post_window(srv, key, (w[0], w[1], 11, w[3] + "-again", w[4]))
+    assert (st, doc["window"]) == (200, "duplicate")
     # The same window id under another identity.
     moved = (w[0], w[1], 12, w[3], w[4].replace('"segment":11', '"segment":12'))
     assert post_window(srv, key, moved)[0] == 409
@@ -479,10 +357,8 @@ def test_routes_by_key(env):
     # Another workspace's key stores into its own workspace only.
     st, doc, _ = post_window(srv, keys["beta"], w)
     assert st == 200
-    con = sqlite3.connect(env["db"])
-    ws = dict(con.execute("SELECT name, id FROM workspaces"))
-    n = con.execute("SELECT workspace_id FROM windows WHERE window_id = ?", (w[3],)).fetchall()
-    con.close()
+    ws = dict(env["db"].query("SELECT name, id FROM workspaces"))
+    n = env["db"].query("SELECT workspace_id FROM windows WHERE window_id = ?", (w[3],))
     assert n == [(ws["beta"],)]
     # The admin key may ingest.
     w2 = (w[0], w[1], 21, w[3] + "x", w[4].replace('"segment":20', '"segment":21'))
@@ -511,16 +387,13 @@ def test_same_window_concurrently_stored_once(env):
         results = list(pool.map(send, jobs))
     assert all(st == 200 for st, _ in results), results
     assert sum(1 for _, o in results if o == "stored") == len(windows)
-    assert stored_lines_digest(db, sid) == sent_lines_digest(windows, sid)
-    con = sqlite3.connect(db)
-    assert con.execute("SELECT count(*) FROM activity WHERE session_id = ?",
-                       (sid,)).fetchone()[0] == 2 * len(windows)
-    con.close()
+    assert sh.lines_digest(db, sid) == sent_digest(windows, sid)
+    assert sh.kernel_checksum(db, sid) == sh.sent_kernel_checksum(windows, sid)
+    assert sh.kernel_checksum(db, sid)[0] == 2 * len(windows)
 
 
 def test_429_when_the_store_is_behind(env):
-    db = env["db"]
-    srv = Server(db, ["--max-windows", "1"], {"GPUFL_SERVER_TEST_STORE_DELAY_MS": "1500"})
+    srv = Server(env, ["--max-windows", "1"], {"GPUFL_SERVER_TEST_STORE_DELAY_MS": "1500"})
     try:
         key = env["keys"]["ingest"]
         slow = bad_window(HEADER + KERNEL, seq=30)
@@ -539,27 +412,23 @@ def test_429_when_the_store_is_behind(env):
 
 
 def test_revoked_key_refused_within_the_cache_time(env):
-    srv, db = env["srv"], env["db"]
-    key = new_key(db, "alpha", "read")
+    srv = env["srv"]
+    key = new_key(env, "alpha", "read")
     auth = {"Authorization": "Bearer " + key}
     assert srv.request("GET", VERSION, headers=auth)[0] == 200  # now cached
-    assert admin(db, "key", "revoke", "--workspace", "alpha", key.split("_")[1]).returncode == 0
+    assert admin(env, "key", "revoke", "--workspace", "alpha", key.split("_")[1]).returncode == 0
     time.sleep(5.5)  # GPUFL__KEY_CACHE_S, as docs/server.md states
     assert srv.request("GET", VERSION, headers=auth)[0] == 401
 
 
 def last_used(db, key):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute("SELECT last_used_at FROM api_keys WHERE prefix = ?",
-                           (key.split("_")[1],)).fetchone()[0]
-    finally:
-        con.close()
+    return db.query("SELECT last_used_at FROM api_keys WHERE prefix = ?",
+                    (key.split("_")[1],))[0][0]
 
 
 def test_sigterm_drains_a_request_in_flight(env):
-    key = new_key(env["db"], "alpha", "ingest")
-    srv = Server(env["db"], [], {"GPUFL_SERVER_TEST_STORE_DELAY_MS": "1500"})
+    key = new_key(env, "alpha", "ingest")
+    srv = Server(env, [], {"GPUFL_SERVER_TEST_STORE_DELAY_MS": "1500"})
     w = bad_window(HEADER + KERNEL, seq=40)
     w = (w[0], w[1], 40, w[3], w[4].replace('"segment":0', '"segment":40'))
     result = {}
@@ -582,7 +451,7 @@ def test_tls(env, tmp_path):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyf,
                     "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
                     "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
-    srv = Server(env["db"], ["--tls-cert", cert, "--tls-key", keyf], scheme="https")
+    srv = Server(env, ["--tls-cert", cert, "--tls-key", keyf], scheme="https")
     try:
         ctx = ssl.create_default_context(cafile=cert)
         st, doc, _ = srv.request("GET", VERSION, context=ctx,
@@ -627,29 +496,61 @@ def test_flags_and_admin(env, tmp_path):
             "127.0.0.1:%d" % s.getsockname()[1])
     s.close()
     assert r.returncode == 1 and "in use" in r.stderr
-    db = str(tmp_path / "a.db")
-    assert admin(db, "workspace", "create", "w").returncode == 0
-    assert admin(db, "workspace", "create", "w").returncode == 1  # taken
-    r = admin(db, "key", "create", "--workspace", "w", "--role", "read")
+    # The admin commands, in a workspace of their own on this engine.
+    db = env["db"]
+    assert admin(env, "workspace", "create", "w").returncode == 0
+    assert admin(env, "workspace", "create", "w").returncode == 1  # taken
+    r = admin(env, "key", "create", "--workspace", "w", "--role", "read")
     assert r.returncode == 0 and re.fullmatch(r"gpfl_[a-z2-9]{10}_[A-Za-z0-9_-]{43}\n", r.stdout)
     printed = r.stdout.strip()
-    assert admin(db, "key", "create", "--workspace", "nope", "--role", "read").returncode == 1
-    assert admin(db, "key", "create", "--workspace", "w", "--role", "root").returncode == 2
-    assert admin(db, "key", "revoke", "--workspace", "w", "abcdefghij").returncode == 1
+    assert admin(env, "key", "create", "--workspace", "nope", "--role", "read").returncode == 1
+    assert admin(env, "key", "create", "--workspace", "w", "--role", "root").returncode == 2
+    assert admin(env, "key", "revoke", "--workspace", "w", "abcdefghij").returncode == 1
     for sub in (["workspace", "create"], ["key", "create"], ["key", "revoke"],
                 ["user", "create"]):
-        r = admin(db, *sub, "--help")
+        r = admin(env, *sub, "--help")
         assert r.returncode == 0 and "usage:" in r.stdout
-    r = admin(db, "user", "create", "--workspace", "w", "ana", stdin="correct horse battery\n")
+    r = admin(env, "user", "create", "--workspace", "w", "ana", stdin="correct horse battery\n")
     assert r.returncode == 0, r.stderr
-    assert admin(db, "user", "create", "--workspace", "w", "bob", stdin="short\n").returncode == 1
-    con = sqlite3.connect(db)
-    h = con.execute("SELECT password_hash FROM users WHERE name = 'ana'").fetchone()[0]
-    con.close()
+    assert admin(env, "user", "create", "--workspace", "w", "bob",
+                 stdin="short\n").returncode == 1
+    h = db.query("SELECT password_hash FROM users WHERE name = 'ana'")[0][0]
     assert h.startswith("$argon2id$") and "correct" not in h
     # The key is stored only as a hash.
-    con = sqlite3.connect(db)
-    stored = con.execute("SELECT * FROM api_keys").fetchall()
-    con.close()
+    stored = db.query("SELECT k.* FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id "
+                      "WHERE w.name = 'w'")
     assert len(stored) == 1
     assert printed not in repr(stored) and printed.split("_")[2] not in repr(stored)
+
+
+def test_memory_cap_per_request(env):
+    """A request holds its body (--max-body-mib, 1 here) and at most one typed cell (24 bytes)
+    per byte of it: a window of the library's kernel rows up to the body cap is stored, a
+    window of rows tinier than the library ever writes is 413, nothing of it stored."""
+    srv, key = env["srv"], env["keys"]["ingest"]
+    trace = [w for w in fixture_windows() if w[4].count('"app_name":"trace_demo"')
+             and w[1] == "device"][0][4].split("\n")
+    kernel = json.loads([line for line in trace if '"type":"kernel"' in line][0])
+    header = trace[0].replace('"segment":0', '"segment":60')
+    sid = json.loads(header)["session_id"]
+    dict_line = [line for line in trace if '"type":"dict"' in line][0]
+    reps = 1
+    while True:  # the fixture's kernels repeated until the window is just under 1 MiB
+        k = {c: (v * (reps * 2) if isinstance(v, list) else v) for c, v in kernel.items()}
+        text = "\n".join([header, dict_line, json.dumps(k, separators=(",", ":"))]) + "\n"
+        if len(text) > (1 << 20) - 4096:
+            break
+        reps *= 2
+        big = text
+    n = len(json.loads(big.split("\n")[2])["start_ns"])
+    # The library's density: ~60 bytes a kernel row of 35 cells (activity's columns).
+    assert n > 8000 and 50 < len(big) / n < 70
+    st, doc, _ = post_window(srv, key, (sid, "device", 60, sid + "-cap-60", big))
+    assert (st, doc.get("rows")) == (200, n), doc
+    # Rows of two tiny cells each (2 bytes of body a row, 35 cells of the activity table).
+    before = counts(env["db"])
+    tiny = HEADER + '{"type":"kernel","v":1,"start_ns":[%s],"end_ns":[%s]}\n' % (
+        ",".join(["1"] * 100000), ",".join(["2"] * 100000))
+    st, doc, _ = post_window(srv, key, bad_window(tiny))
+    assert st == 413 and "typed cells" in doc["error"], doc
+    assert_nothing_stored(env, before)
