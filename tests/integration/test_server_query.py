@@ -13,7 +13,6 @@ naming the binaries (ctest sets them); GPUFL_TEST_KERNELS the generated session'
 import gzip
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -209,17 +208,17 @@ def test_bad_parameters_are_400_naming_them(env, path, param):
     assert (st, doc.get("parameter")) == (400, param), doc
 
 
+def records_of(env, sid, types):
+    """The records of those types shipped for sid, in the order sent."""
+    for s, _, _, _, text in env["windows"]:
+        if s == sid:
+            yield from (r for r in map(json.loads, text.splitlines()) if r["type"] in types)
+
+
 def activity_of(env, sid):
     """(start_ns, end_ns) of every kernel, copy, memset and sync row shipped for sid."""
-    out = []
-    for s, _, _, _, text in env["windows"]:
-        if s != sid:
-            continue
-        for line in text.splitlines():
-            rec = json.loads(line)
-            if rec["type"] in ("kernel", "copy", "memset", "sync"):
-                out += list(zip(rec["start_ns"], rec.get("end_ns", rec["start_ns"])))
-    return out
+    return [row for rec in records_of(env, sid, ("kernel", "copy", "memset", "sync"))
+            for row in zip(rec["start_ns"], rec.get("end_ns", rec["start_ns"]))]
 
 
 def test_timeline_downsampling_keeps_counts(env):
@@ -246,16 +245,10 @@ def test_timeline_downsampling_keeps_counts(env):
 
 
 def samples_of(env, sid, rtype, column):
-    out = []
-    for s, _, _, _, text in env["windows"]:
-        if s != sid:
-            continue
-        for line in text.splitlines():
-            rec = json.loads(line)
-            if rec["type"] == rtype and column in rec:
-                devs = rec.get("device", [None] * len(rec["ts_ns"]))
-                out += list(zip(rec["ts_ns"], devs, rec[column]))
-    return out
+    """(ts_ns, device, value) of one column of the sample records shipped for sid."""
+    return [row for rec in records_of(env, sid, (rtype,)) if column in rec
+            for row in zip(rec["ts_ns"], rec.get("device", [None] * len(rec["ts_ns"])),
+                           rec[column])]
 
 
 def test_metric_buckets_against_the_samples(env):
