@@ -74,6 +74,21 @@ static const gpufl__route_t routes[] = {
      gpufl__ingest_stream, gpufl__ingest_stream_done},
     {"POST", "/api/v1/events/session-complete", GPUFL__ROLE_INGEST, 1, NULL,
      gpufl__ingest_session_complete, NULL},
+    /* Sessions, their reports and series (routes_sessions.c, docs/server-api.md). */
+    {"GET", "/api/v1/sessions", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_list, NULL},
+    {"GET", "/api/v1/sessions/{id}", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_get, NULL},
+    {"GET", "/api/v1/sessions/{id}/insights", GPUFL__ROLE_READ, 0, NULL,
+     gpufl__route_sessions_insights, NULL},
+    {"GET", "/api/v1/sessions/{id}/kernels", GPUFL__ROLE_READ, 0, NULL,
+     gpufl__route_sessions_kernels, NULL},
+    {"GET", "/api/v1/sessions/{id}/scopes", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_scopes,
+     NULL},
+    {"GET", "/api/v1/sessions/{id}/timeline", GPUFL__ROLE_READ, 0, NULL,
+     gpufl__route_sessions_timeline, NULL},
+    {"GET", "/api/v1/sessions/{id}/metrics", GPUFL__ROLE_READ, 0, NULL,
+     gpufl__route_sessions_metrics, NULL},
+    {"GET", "/api/v1/sessions/{id}/report", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_report,
+     NULL},
 };
 
 void gpufl__reply_error(gpufl__reply_t *rep, unsigned status, const char *message) {
@@ -140,12 +155,15 @@ static unsigned find_route(conn_t *c, const char *method, const char *path, char
 
 static enum MHD_Result send_reply(struct MHD_Connection *mc, conn_t *c, gpufl__reply_t *rep,
                                   const char *allow) {
-    if (!rep->json) gpufl__reply_error(rep, 500, "the handler gave no answer");
-    char *text = json_dumps(rep->json, JSON_COMPACT);
+    if (!rep->json && !rep->raw) gpufl__reply_error(rep, 500, "the handler gave no answer");
+    char *text = rep->json ? json_dumps(rep->json, JSON_COMPACT) : rep->raw;
+    int raw = !rep->json;
+    if (!raw) free(rep->raw);
     json_decref(rep->json);
     rep->json = NULL;
-    size_t len = text ? strlen(text) : 0;
-    if (text) {
+    rep->raw = NULL;
+    size_t len = raw ? rep->raw_len : text ? strlen(text) : 0;
+    if (text && !raw) {
         char *with_nl = realloc(text, len + 2);
         if (with_nl) {
             text = with_nl;
@@ -159,7 +177,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *mc, conn_t *c, gpufl__r
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            raw && rep->content_type ? rep->content_type : "application/json");
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (rep->status == 405 && allow) MHD_add_response_header(r, "Allow", allow);

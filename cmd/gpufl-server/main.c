@@ -4,6 +4,7 @@
  * need only the database, no HTTP), and the serving loop: the main thread waits for SIGTERM or
  * SIGINT (and runs retention hourly), then stops accepting and drains the requests in flight.
  */
+#include "report.h"
 #include "server.h"
 
 #include <gpufl/gpufl.h>
@@ -44,12 +45,14 @@ static void usage(FILE *f) {
            "  --threads N            HTTP worker threads, 1..256 (default 8)\n"
            "  --max-windows N        windows parsed and stored at once, 1..4096 (default 8);\n"
            "                         more are answered 429 with Retry-After\n"
+           "  --quiet-s N            build the report of a session that has had no window for\n"
+           "                         N seconds, 1..604800 (default 300)\n"
            "  --help, --version\n"
            "\n"
            "Each flag can also be set by an environment variable, the flag winning:\n"
            "GPUFL_SERVER_LISTEN, GPUFL_SERVER_DB, GPUFL_SERVER_RETENTION_DAYS,\n"
            "GPUFL_SERVER_MAX_BODY_MIB, GPUFL_SERVER_TLS_CERT, GPUFL_SERVER_TLS_KEY,\n"
-           "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS.\n"
+           "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS, GPUFL_SERVER_QUIET_S.\n"
            "\n"
            "Signals: SIGTERM, SIGINT stop accepting, let the requests in flight finish (up to\n"
            "30 s) and exit 0. Exit status: 1 when the database or the listener cannot start\n"
@@ -104,6 +107,7 @@ enum {
     OPT_TLS_KEY,
     OPT_THREADS,
     OPT_MAX_WINDOWS,
+    OPT_QUIET,
     OPT_VERSION
 };
 
@@ -128,6 +132,7 @@ static int apply(gpufl__server_settings_t *s, int opt, const char *v) {
         return 0;
     case OPT_THREADS: return parse_int("--threads", v, 1, 256, &s->threads);
     case OPT_MAX_WINDOWS: return parse_int("--max-windows", v, 1, 4096, &s->max_windows);
+    case OPT_QUIET: return parse_int("--quiet-s", v, 1, 604800, &s->quiet_s);
     default: return -1;
     }
 }
@@ -140,6 +145,7 @@ static const struct option flags[] = {{"listen", required_argument, NULL, OPT_LI
                                       {"tls-key", required_argument, NULL, OPT_TLS_KEY},
                                       {"threads", required_argument, NULL, OPT_THREADS},
                                       {"max-windows", required_argument, NULL, OPT_MAX_WINDOWS},
+                                      {"quiet-s", required_argument, NULL, OPT_QUIET},
                                       {"help", no_argument, NULL, 'h'},
                                       {"version", no_argument, NULL, OPT_VERSION},
                                       {NULL, 0, NULL, 0}};
@@ -162,7 +168,8 @@ static int parse_settings(gpufl__server_settings_t *s, int argc, char **argv, in
                 {"GPUFL_SERVER_TLS_CERT", OPT_TLS_CERT},
                 {"GPUFL_SERVER_TLS_KEY", OPT_TLS_KEY},
                 {"GPUFL_SERVER_THREADS", OPT_THREADS},
-                {"GPUFL_SERVER_MAX_WINDOWS", OPT_MAX_WINDOWS}};
+                {"GPUFL_SERVER_MAX_WINDOWS", OPT_MAX_WINDOWS},
+                {"GPUFL_SERVER_QUIET_S", OPT_QUIET}};
     memset(s, 0, sizeof *s);
     snprintf(s->listen_host, sizeof s->listen_host, "127.0.0.1");
     s->listen_port = 8080;
@@ -170,6 +177,7 @@ static int parse_settings(gpufl__server_settings_t *s, int argc, char **argv, in
     s->max_body_bytes = (int64_t)128 << 20;
     s->threads = 8;
     s->max_windows = 8;
+    s->quiet_s = 300;
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i].var);
         if (v && *v && apply(s, vars[i].opt, v)) return EXIT_USAGE;
@@ -479,6 +487,9 @@ static int serve(const gpufl__server_settings_t *s) {
             s->tls_cert_path ? "https" : "http", strchr(s->listen_host, ':') ? "[" : "",
             s->listen_host, strchr(s->listen_host, ':') ? "]" : "", port,
             strncmp(s->db_url, "sqlite:", 7) == 0 ? s->db_url : "postgresql");
+    if (gpufl__reports_start(&srv.reports, &srv) != 0)
+        fprintf(stderr, "gpufl-server: the report builder did not start: reports are built "
+                        "when asked for\n");
     retain(&srv);
     struct timespec wait = {RETAIN_EVERY_S, 0};
     for (;;) {
@@ -488,6 +499,7 @@ static int serve(const gpufl__server_settings_t *s) {
     }
     fprintf(stderr, "gpufl-server: stopping: draining the requests in flight\n");
     gpufl__http_stop(http, DRAIN_S);
+    gpufl__reports_stop(srv.reports);
     gpufl__auth_destroy(srv.auth); /* flushes last_used */
     srv.ops->close(srv.store);
     fprintf(stderr, "gpufl-server: stopped\n");

@@ -29,6 +29,7 @@ typedef struct gpufl__server_settings {
     int threads;        /* HTTP worker threads */
     int max_windows;    /* windows parsed and stored at once; more: 429 */
     int store_delay_ms; /* test hook: sleep before each window_put (0 in production) */
+    int quiet_s;        /* a live session this long without a window gets its report built */
 } gpufl__server_settings_t;
 
 /* ---- keys and roles (auth.c) ----------------------------------------------------------- */
@@ -161,6 +162,7 @@ typedef struct gpufl__server {
     const gpufl__store_ops_t *ops;
     gpufl__auth_t *auth;
     atomic_int windows_busy; /* windows being parsed or stored now (the 429 bound) */
+    struct gpufl__reports *reports; /* the report builder (report.c) */
 } gpufl__server_t;
 
 #define GPUFL__PATH_PARAMS_MAX 4
@@ -182,6 +184,11 @@ typedef struct gpufl__reply {
     unsigned status;
     json_t *json;
     const char *header_name, *header_value;
+    /* Instead of json: a body sent as it is (malloc'd, freed by http.c) with its type. A report
+     * goes out byte for byte as `gpufl report` writes it. */
+    char *raw;
+    size_t raw_len;
+    const char *content_type;
 } gpufl__reply_t;
 
 typedef void (*gpufl__handler_fn)(gpufl__request_t *req, gpufl__reply_t *rep);
@@ -224,5 +231,15 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__ingest_stream_done(gpufl__request_t *req);
 void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__ingest_version(gpufl__request_t *req, gpufl__reply_t *rep);
+
+/* The query routes routes_sessions.c serves (added to http.c's table). */
+void gpufl__route_sessions_list(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_sessions_get(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_sessions_insights(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_sessions_kernels(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_sessions_scopes(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_sessions_timeline(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_sessions_metrics(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_sessions_report(gpufl__request_t *req, gpufl__reply_t *rep);
 
 #endif

@@ -73,6 +73,15 @@ static const char *const migrations[] = {
     " body TEXT NOT NULL, day INTEGER NOT NULL) PARTITION BY RANGE (day);"
     "CREATE INDEX lines_by_session ON lines (workspace_id, session_id, channel, sequence,"
     " line_no);",
+    /* 2: each session's report, insights and kernels per name as gpufl-server last built them
+     * (report.c), and the windows they were built from (fewer than stored: stale). Small, one
+     * row a session: not partitioned. */
+    "CREATE TABLE session_reports ("
+    " workspace_id BIGINT NOT NULL, session_id TEXT NOT NULL, built_at BIGINT NOT NULL,"
+    " windows BIGINT NOT NULL, report_text TEXT NOT NULL, report_json TEXT NOT NULL,"
+    " report_html TEXT NOT NULL, insights_text TEXT NOT NULL, insights_json TEXT NOT NULL,"
+    " kernels_json TEXT NOT NULL, facts_json TEXT NOT NULL,"
+    " PRIMARY KEY (workspace_id, session_id));",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 /* The advisory lock key of migrations: "gpfl" and 1 (0x6770666c00000001). */

@@ -288,6 +288,13 @@ static const char *const migrations[] = {
     " rows INTEGER NOT NULL, body TEXT NOT NULL, day INTEGER NOT NULL,"
     " PRIMARY KEY (workspace_id, session_id, channel, sequence, line_no)) WITHOUT ROWID;"
     "CREATE INDEX lines_by_day ON lines (day);",
+    /* 2: each session's report, insights and kernels per name as gpufl-server last built them
+     * (report.c), and the windows they were built from (fewer than stored: stale). */
+    "CREATE TABLE session_reports (workspace_id INTEGER NOT NULL, session_id TEXT NOT NULL,"
+    " built_at INTEGER NOT NULL, windows INTEGER NOT NULL, report_text TEXT NOT NULL,"
+    " report_json TEXT NOT NULL, report_html TEXT NOT NULL, insights_text TEXT NOT NULL,"
+    " insights_json TEXT NOT NULL, kernels_json TEXT NOT NULL, facts_json TEXT NOT NULL,"
+    " PRIMARY KEY (workspace_id, session_id));",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 
