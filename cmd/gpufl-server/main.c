@@ -44,12 +44,13 @@ static void usage(FILE *f) {
            "  --threads N            HTTP worker threads, 1..256 (default 8)\n"
            "  --max-windows N        windows parsed and stored at once, 1..4096 (default 8);\n"
            "                         more are answered 429 with Retry-After\n"
+           "  --cors-origin ORIGIN   let this one origin's pages call the API (default: CORS off)\n"
            "  --help, --version\n"
            "\n"
            "Each flag can also be set by an environment variable, the flag winning:\n"
            "GPUFL_SERVER_LISTEN, GPUFL_SERVER_DB, GPUFL_SERVER_RETENTION_DAYS,\n"
            "GPUFL_SERVER_MAX_BODY_MIB, GPUFL_SERVER_TLS_CERT, GPUFL_SERVER_TLS_KEY,\n"
-           "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS.\n"
+           "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS, GPUFL_SERVER_CORS_ORIGIN.\n"
            "\n"
            "Signals: SIGTERM, SIGINT stop accepting, let the requests in flight finish (up to\n"
            "30 s) and exit 0. Exit status: 1 when the database or the listener cannot start\n"
@@ -104,6 +105,7 @@ enum {
     OPT_TLS_KEY,
     OPT_THREADS,
     OPT_MAX_WINDOWS,
+    OPT_CORS_ORIGIN,
     OPT_VERSION
 };
 
@@ -128,6 +130,11 @@ static int apply(gpufl__server_settings_t *s, int opt, const char *v) {
         return 0;
     case OPT_THREADS: return parse_int("--threads", v, 1, 256, &s->threads);
     case OPT_MAX_WINDOWS: return parse_int("--max-windows", v, 1, 4096, &s->max_windows);
+    case OPT_CORS_ORIGIN:
+        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+            return bad("--cors-origin", v, "expected an origin, http(s)://HOST[:PORT]");
+        s->cors_origin = v;
+        return 0;
     default: return -1;
     }
 }
@@ -140,6 +147,7 @@ static const struct option flags[] = {{"listen", required_argument, NULL, OPT_LI
                                       {"tls-key", required_argument, NULL, OPT_TLS_KEY},
                                       {"threads", required_argument, NULL, OPT_THREADS},
                                       {"max-windows", required_argument, NULL, OPT_MAX_WINDOWS},
+                                      {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
                                       {"help", no_argument, NULL, 'h'},
                                       {"version", no_argument, NULL, OPT_VERSION},
                                       {NULL, 0, NULL, 0}};
@@ -162,7 +170,8 @@ static int parse_settings(gpufl__server_settings_t *s, int argc, char **argv, in
                 {"GPUFL_SERVER_TLS_CERT", OPT_TLS_CERT},
                 {"GPUFL_SERVER_TLS_KEY", OPT_TLS_KEY},
                 {"GPUFL_SERVER_THREADS", OPT_THREADS},
-                {"GPUFL_SERVER_MAX_WINDOWS", OPT_MAX_WINDOWS}};
+                {"GPUFL_SERVER_MAX_WINDOWS", OPT_MAX_WINDOWS},
+                {"GPUFL_SERVER_CORS_ORIGIN", OPT_CORS_ORIGIN}};
     memset(s, 0, sizeof *s);
     snprintf(s->listen_host, sizeof s->listen_host, "127.0.0.1");
     s->listen_port = 8080;
@@ -461,6 +470,7 @@ static int serve(const gpufl__server_settings_t *s) {
     srv.store = a.store;
     srv.ops = a.ops;
     int rc = gpufl__auth_create(&srv.auth, srv.store, srv.ops);
+    if (rc == 0 && (rc = gpufl__live_create(&srv.live)) != 0) gpufl__auth_destroy(srv.auth);
     if (rc != 0) {
         fprintf(stderr, "gpufl-server: cannot start: %s\n", gpufl_strerror(rc));
         srv.ops->close(srv.store);
@@ -471,6 +481,7 @@ static int serve(const gpufl__server_settings_t *s) {
     int port;
     if (gpufl__http_start(&http, &port, &srv, why, sizeof why)) {
         fprintf(stderr, "gpufl-server: %s\n", why);
+        gpufl__live_destroy(srv.live);
         gpufl__auth_destroy(srv.auth);
         srv.ops->close(srv.store);
         return 1;
@@ -488,6 +499,7 @@ static int serve(const gpufl__server_settings_t *s) {
     }
     fprintf(stderr, "gpufl-server: stopping: draining the requests in flight\n");
     gpufl__http_stop(http, DRAIN_S);
+    gpufl__live_destroy(srv.live);
     gpufl__auth_destroy(srv.auth); /* flushes last_used */
     srv.ops->close(srv.store);
     fprintf(stderr, "gpufl-server: stopped\n");

@@ -288,6 +288,12 @@ static const char *const migrations[] = {
     " rows INTEGER NOT NULL, body TEXT NOT NULL, day INTEGER NOT NULL,"
     " PRIMARY KEY (workspace_id, session_id, channel, sequence, line_no)) WITHOUT ROWID;"
     "CREATE INDEX lines_by_day ON lines (day);",
+    /* 2: the dashboard's login sessions (auth.c): the cookie only as its BLAKE2b hash (hex). */
+    "CREATE TABLE login_sessions (id INTEGER PRIMARY KEY,"
+    " workspace_id INTEGER NOT NULL REFERENCES workspaces(id),"
+    " user_id INTEGER NOT NULL REFERENCES users(id), token_hash TEXT NOT NULL UNIQUE,"
+    " csrf TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);"
+    "CREATE INDEX login_sessions_by_expiry ON login_sessions (expires_at);",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 
