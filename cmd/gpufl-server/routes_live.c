@@ -15,10 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define BLOCK_BYTES  4096
 #define DEVICES_MAX  64 /* devices whose latest sample one window's event lists */
+/* The kernel's send buffer of a live connection: without it, autotuning lets a client that
+ * stops reading pin megabytes there before the bounded queue ever drops an event. */
+#define SOCKET_SEND_BYTES (64 * 1024)
 
 typedef struct client {
     struct client *next;
@@ -347,6 +351,10 @@ void gpufl__live_route(gpufl__request_t *req, gpufl__reply_t *rep) {
         gpufl__reply_error(rep, 500, "out of memory");
         return;
     }
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int sndbuf = SOCKET_SEND_BYTES;
+    if (info) setsockopt(info->connect_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
