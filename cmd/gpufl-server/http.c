@@ -223,8 +223,8 @@ static void authorize(conn_t *c, gpufl__reply_t *rep) {
     gpufl__server_t *s = c->req.server;
     char prefix[GPUFL__KEY_PREFIX_LEN + 1] = "";
     const char *bearer = gpufl__request_header(&c->req, "Authorization");
-    const char *cookie = MHD_lookup_connection_value(c->req.connection, MHD_COOKIE_KIND,
-                                                     GPUFL__SESSION_COOKIE);
+    const char *cookie =
+        MHD_lookup_connection_value(c->req.connection, MHD_COOKIE_KIND, GPUFL__SESSION_COOKIE);
     int rc;
     if (!bearer && cookie) {
         rc = gpufl__auth_cookie_check(s->auth, &c->req.who, cookie,
@@ -389,10 +389,9 @@ static void completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     access_log(c, toe);
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
-    gpufl__metrics_request(c->route ? c->route->method : NULL,
-                           c->route ? c->route->pattern : NULL, c->early.status,
-                           (double)(end.tv_sec - c->start.tv_sec) +
-                               (double)(end.tv_nsec - c->start.tv_nsec) / 1e9);
+    gpufl__metrics_request(
+        c->route ? c->route->method : NULL, c->route ? c->route->pattern : NULL, c->early.status,
+        (double)(end.tv_sec - c->start.tv_sec) + (double)(end.tv_nsec - c->start.tv_nsec) / 1e9);
     if (c->prechecked && c->route->done) c->route->done(&c->req);
     if (c->body_open) gpufl__body_fini(&c->body);
     json_decref(c->early.json);
@@ -463,8 +462,8 @@ int gpufl__http_start(gpufl__http_t **out, int *port, gpufl__server_t *server, c
     }
     h->server = server;
     /* Suspend and resume: a live stream with nothing to send holds no thread. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
-                     MHD_ALLOW_SUSPEND_RESUME;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     if (s->tls_cert_path) {
         if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
             snprintf(why, size, "this libmicrohttpd was built without TLS");

@@ -12,13 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROUTES_MAX   64 /* route slots; a route past them is counted as route="other" */
-#define CODES_MAX    16 /* distinct statuses counted per route; more go to code="other" */
-#define TEXT_MAX     (1 << 20)
-#define N_BUCKETS    (sizeof buckets_s / sizeof buckets_s[0])
+#define ROUTES_MAX 64 /* route slots; a route past them is counted as route="other" */
+#define CODES_MAX  16 /* distinct statuses counted per route; more go to code="other" */
+#define TEXT_MAX   (1 << 20)
+#define N_BUCKETS  (sizeof buckets_s / sizeof buckets_s[0])
 
-static const double buckets_s[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                   0.25,  0.5,   1,    2.5,   5,    10};
+static const double buckets_s[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
 typedef struct route_stat {
     const char *method, *pattern; /* the route table's strings; NULL: no route matched */
@@ -153,8 +152,8 @@ static void render_requests(text_t *t) {
             "gpufl_server_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"}"
             " %llu\n",
             meth, route, (unsigned long long)r->count);
-        put(t, "gpufl_server_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n",
-            meth, route, r->sum_s);
+        put(t, "gpufl_server_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n", meth,
+            route, r->sum_s);
         put(t, "gpufl_server_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
             meth, route, (unsigned long long)r->count);
     }
@@ -181,7 +180,8 @@ static void render(text_t *t, const gpufl__server_t *s) {
     pthread_mutex_unlock(&m.lock);
     family(t, "gpufl_server_windows_in_progress", "gauge",
            "Windows being parsed or stored now: the queue the 429 answer bounds.");
-    put(t, "gpufl_server_windows_in_progress %d\n", atomic_load(&((gpufl__server_t *)s)->windows_busy));
+    put(t, "gpufl_server_windows_in_progress %d\n",
+        atomic_load(&((gpufl__server_t *)s)->windows_busy));
     family(t, "gpufl_server_windows_in_progress_max", "gauge",
            "The bound past which windows are answered 429 (--max-windows).");
     put(t, "gpufl_server_windows_in_progress_max %d\n", s->settings->max_windows);

@@ -30,7 +30,7 @@ static int collect_row(void *arg, int n, const char *const *v, const char *const
     }
     json_t *o = json_object();
     for (int k = 0; k < n && c->types[k]; k++) {
-        json_t *val = !v[k]               ? json_null()
+        json_t *val = !v[k]                ? json_null()
                       : c->types[k] == 'i' ? json_integer((json_int_t)strtoll(v[k], NULL, 10))
                                            : json_string(v[k]);
         json_object_set_new(o, names[k], val ? val : json_null());
@@ -106,18 +106,17 @@ static int gpus_of(gpufl__request_t *req, json_t **out, int *truncated) {
                 json_integer_value(json_object_get(s, "device")) == device)
                 reading = s;
         }
-        json_int_t at = reading ? epoch + json_integer_value(json_object_get(reading, "ts_ns")) /
-                                              1000
-                                : -1;
+        json_int_t at =
+            reading ? epoch + json_integer_value(json_object_get(reading, "ts_ns")) / 1000 : -1;
         json_t *have = json_object_get(by_uuid, uuid);
         if (have && json_integer_value(json_object_get(have, "as_of_unix_us")) >= at) {
             json_decref(doc);
             continue;
         }
-        json_t *gpu = json_pack(
-            "{s:s,s:O,s:O,s:s,s:I,s:O}", "uuid", uuid, "name", json_object_get(doc, "name"),
-            "hostname", json_object_get(row, "hostname"), "session_id", sid, "device", device,
-            "mem_total_bytes", json_object_get(doc, "mem_total_bytes"));
+        json_t *gpu = json_pack("{s:s,s:O,s:O,s:s,s:I,s:O}", "uuid", uuid, "name",
+                                json_object_get(doc, "name"), "hostname",
+                                json_object_get(row, "hostname"), "session_id", sid, "device",
+                                device, "mem_total_bytes", json_object_get(doc, "mem_total_bytes"));
         if (gpu && reading) {
             json_t *r = json_deep_copy(reading);
             json_object_del(r, "session_id");

@@ -18,8 +18,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define BLOCK_BYTES  4096
-#define DEVICES_MAX  64 /* devices whose latest sample one window's event lists */
+#define BLOCK_BYTES 4096
+#define DEVICES_MAX 64 /* devices whose latest sample one window's event lists */
 /* The kernel's send buffer of a live connection: without it, autotuning lets a client that
  * stops reading pin megabytes there before the bounded queue ever drops an event. */
 #define SOCKET_SEND_BYTES (64 * 1024)
@@ -162,8 +162,8 @@ static int has_clients(gpufl__live_t *l, int64_t workspace_id) {
 void gpufl__live_session_state(gpufl__live_t *l, int64_t workspace_id, const char *session_id,
                                const char *state) {
     if (!l || !has_clients(l, workspace_id)) return;
-    publish(l, workspace_id, "session", json_pack("{s:s,s:s}", "session_id", session_id, "state",
-                                                  state));
+    publish(l, workspace_id, "session",
+            json_pack("{s:s,s:s}", "session_id", session_id, "state", state));
 }
 
 static json_t *cell_json(const gpufl__cell_t *c) {
@@ -222,8 +222,11 @@ void gpufl__live_window(gpufl__server_t *s, const gpufl__window_t *w) {
     snprintf(ws, sizeof ws, "%" PRId64, w->workspace_id);
     const char *p[] = {ws, w->session_id};
     long windows = 0;
-    if (s->ops->query(s->store, "SELECT COUNT(*) FROM windows WHERE workspace_id = ? AND "
-                      "session_id = ?", p, 2, count_rows, &windows) == 0 && windows == 1)
+    if (s->ops->query(s->store,
+                      "SELECT COUNT(*) FROM windows WHERE workspace_id = ? AND "
+                      "session_id = ?",
+                      p, 2, count_rows, &windows) == 0 &&
+        windows == 1)
         gpufl__live_session_state(l, w->workspace_id, w->session_id, "new");
     publish(l, w->workspace_id, "window",
             json_pack("{s:s,s:s,s:I,s:I,s:s}", "session_id", w->session_id, "channel", w->channel,

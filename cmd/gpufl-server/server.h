@@ -79,10 +79,10 @@ int gpufl__auth_init(void); /* sodium_init(); 0 or GPUFL_EINVAL */
 
 /* ---- users' logins (auth.c; docs/server-api.md "Logging in") ------------------------------- */
 
-#define GPUFL__TOKEN_LEN          43         /* 32 random bytes, base64url without padding */
+#define GPUFL__TOKEN_LEN          43          /* 32 random bytes, base64url without padding */
 #define GPUFL__LOGIN_SESSION_S    (12 * 3600) /* a login lasts this long */
-#define GPUFL__LOGIN_WINDOW_S     60         /* failed logins counted over this window ... */
-#define GPUFL__LOGIN_FAILURES_MAX 5          /* ... and refused (429) past this many */
+#define GPUFL__LOGIN_WINDOW_S     60          /* failed logins counted over this window ... */
+#define GPUFL__LOGIN_FAILURES_MAX 5           /* ... and refused (429) past this many */
 #define GPUFL__SESSION_COOKIE     "gpufl_session"
 
 typedef struct gpufl__login {
@@ -214,10 +214,10 @@ typedef struct gpufl__reply {
     unsigned status;
     json_t *json;
     const char *header_name, *header_value;
-    char *raw;                /* instead of json: this text (freed), of raw_content_type */
+    char *raw; /* instead of json: this text (freed), of raw_content_type */
     const char *raw_content_type;
-    char *cookie;             /* a Set-Cookie value (freed) */
-    int streamed;             /* the handler queued its own response (SSE) */
+    char *cookie; /* a Set-Cookie value (freed) */
+    int streamed; /* the handler queued its own response (SSE) */
 } gpufl__reply_t;
 
 typedef void (*gpufl__handler_fn)(gpufl__request_t *req, gpufl__reply_t *rep);
