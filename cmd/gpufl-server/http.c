@@ -89,6 +89,16 @@ static const gpufl__route_t routes[] = {
      gpufl__route_sessions_metrics, NULL},
     {"GET", "/api/v1/sessions/{id}/report", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_report,
      NULL},
+    /* Operations, logins, live and the fleet views (auth.c, metrics.c, routes_live.c,
+     * routes_fleet.c). */
+    {"GET", "/metrics", GPUFL__ROLE_NONE, 0, NULL, gpufl__metrics_route, NULL},
+    {"POST", "/api/v1/auth/login", GPUFL__ROLE_NONE, 1, NULL, gpufl__auth_route_login, NULL},
+    {"POST", "/api/v1/auth/logout", GPUFL__ROLE_ANY, 0, NULL, gpufl__auth_route_logout, NULL},
+    {"GET", "/api/v1/auth/me", GPUFL__ROLE_ANY, 0, NULL, gpufl__auth_route_me, NULL},
+    {"GET", "/api/v1/live", GPUFL__ROLE_READ, 0, NULL, gpufl__live_route, NULL},
+    {"GET", "/api/v1/fleet/hosts", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_hosts, NULL},
+    {"GET", "/api/v1/fleet/gpus", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_gpus, NULL},
+    {"GET", "/api/v1/fleet/jobs", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_jobs, NULL},
 };
 
 void gpufl__reply_error(gpufl__reply_t *rep, unsigned status, const char *message) {
@@ -153,16 +163,38 @@ static unsigned find_route(conn_t *c, const char *method, const char *path, char
     return path_known ? 405 : 404;
 }
 
+/* With --cors-origin, a request from that origin may read the answer (credentials included);
+ * from any other origin, or without the flag, no CORS header is ever sent. */
+static void add_cors(struct MHD_Response *r, conn_t *c) {
+    const char *want = c->req.server->settings->cors_origin;
+    const char *origin = gpufl__request_header(&c->req, "Origin");
+    if (!want || !origin || strcmp(want, origin) != 0) return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", want);
+    MHD_add_response_header(r, "Access-Control-Allow-Credentials", "true");
+    MHD_add_response_header(r, "Vary", "Origin");
+    if (!strcmp(c->req.method, "OPTIONS")) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                "Authorization, Content-Type, X-CSRF-Token");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    }
+}
+
 static enum MHD_Result send_reply(struct MHD_Connection *mc, conn_t *c, gpufl__reply_t *rep,
                                   const char *allow) {
+    if (rep->streamed) { /* the handler queued its own response */
+        c->req.body = NULL;
+        c->early.status = rep->status;
+        return MHD_YES;
+    }
     if (!rep->json && !rep->raw) gpufl__reply_error(rep, 500, "the handler gave no answer");
-    char *text = rep->json ? json_dumps(rep->json, JSON_COMPACT) : rep->raw;
     int raw = !rep->json;
+    char *text = raw ? rep->raw : json_dumps(rep->json, JSON_COMPACT);
     if (!raw) free(rep->raw);
     json_decref(rep->json);
     rep->json = NULL;
     rep->raw = NULL;
-    size_t len = raw ? rep->raw_len : text ? strlen(text) : 0;
+    size_t len = raw && rep->raw_len ? rep->raw_len : text ? strlen(text) : 0;
     if (text && !raw) {
         char *with_nl = realloc(text, len + 2);
         if (with_nl) {
@@ -183,6 +215,10 @@ static enum MHD_Result send_reply(struct MHD_Connection *mc, conn_t *c, gpufl__r
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (rep->status == 405 && allow) MHD_add_response_header(r, "Allow", allow);
     if (rep->header_name) MHD_add_response_header(r, rep->header_name, rep->header_value);
+    if (rep->cookie) MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, rep->cookie);
+    free(rep->cookie);
+    rep->cookie = NULL;
+    add_cors(r, c);
     c->req.body = NULL;
     enum MHD_Result rc = MHD_queue_response(mc, rep->status, r);
     MHD_destroy_response(r);
@@ -190,15 +226,34 @@ static enum MHD_Result send_reply(struct MHD_Connection *mc, conn_t *c, gpufl__r
     return rc;
 }
 
-/* The key and the role, before anything else of the request is looked at. */
+static int state_changing(const char *method) {
+    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
+}
+
+/* The key and the role, before anything else of the request is looked at. Without an
+ * Authorization header, a login cookie may stand for a key; a state-changing request on a
+ * cookie must also carry the login's X-CSRF-Token (a key needs none: browsers never send one
+ * on their own). */
 static void authorize(conn_t *c, gpufl__reply_t *rep) {
     int need = c->route->role;
     if (need == GPUFL__ROLE_NONE) return;
     gpufl__server_t *s = c->req.server;
-    char prefix[GPUFL__KEY_PREFIX_LEN + 1];
-    int rc = gpufl__auth_check(s->auth, &c->req.who,
-                               gpufl__request_header(&c->req, "Authorization"), prefix);
-    memcpy(c->req.who.prefix, prefix, sizeof prefix);
+    char prefix[GPUFL__KEY_PREFIX_LEN + 1] = "";
+    const char *bearer = gpufl__request_header(&c->req, "Authorization");
+    const char *cookie =
+        MHD_lookup_connection_value(c->req.connection, MHD_COOKIE_KIND, GPUFL__SESSION_COOKIE);
+    int rc;
+    if (!bearer && cookie) {
+        rc = gpufl__auth_cookie_check(s->auth, &c->req.who, cookie,
+                                      gpufl__request_header(&c->req, "X-CSRF-Token"));
+        if (rc == 0 && state_changing(c->req.method) && !c->req.who.csrf_ok) {
+            gpufl__reply_error(rep, 403, "a request on a login cookie needs its X-CSRF-Token");
+            return;
+        }
+    } else {
+        rc = gpufl__auth_check(s->auth, &c->req.who, bearer, prefix);
+        memcpy(c->req.who.prefix, prefix, sizeof prefix);
+    }
     if (rc == GPUFL_EINVAL) {
         gpufl__reply_error(rep, 401, "a valid API key is needed: Authorization: Bearer gpfl_...");
         rep->header_name = "WWW-Authenticate";
@@ -223,6 +278,13 @@ static void begin(conn_t *c, struct MHD_Connection *mc, const char *method, cons
     }
     memcpy(copy, url, n + 1);
     c->req.path = copy; /* freed with the request */
+    if (!strcmp(method, "OPTIONS") && c->req.server->settings->cors_origin) {
+        rep->status = 204; /* a CORS preflight: answered in add_cors's headers */
+        rep->raw = strdup("");
+        rep->content_type = "text/plain";
+        if (!rep->raw) gpufl__reply_error(rep, 500, "out of memory");
+        return;
+    }
     unsigned status = find_route(c, method, url, copy + n + 1, allow);
     if (status) {
         gpufl__reply_error(rep, status, status == 404 ? "no such route" : "method not allowed");
@@ -342,6 +404,11 @@ static void completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     (void)mc;
     if (!c) return;
     access_log(c, toe);
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    gpufl__metrics_request(
+        c->route ? c->route->method : NULL, c->route ? c->route->pattern : NULL, c->early.status,
+        (double)(end.tv_sec - c->start.tv_sec) + (double)(end.tv_nsec - c->start.tv_nsec) / 1e9);
     if (c->prechecked && c->route->done) c->route->done(&c->req);
     if (c->body_open) gpufl__body_fini(&c->body);
     json_decref(c->early.json);
@@ -411,7 +478,9 @@ int gpufl__http_start(gpufl__http_t **out, int *port, gpufl__server_t *server, c
         return -1;
     }
     h->server = server;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC;
+    /* Suspend and resume: a live stream with nothing to send holds no thread. */
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     if (s->tls_cert_path) {
         if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
             snprintf(why, size, "this libmicrohttpd was built without TLS");
@@ -460,6 +529,8 @@ int gpufl__http_start(gpufl__http_t **out, int *port, gpufl__server_t *server, c
 
 void gpufl__http_stop(gpufl__http_t *h, int drain_s) {
     if (!h) return;
+    /* Live streams never end by themselves: they are ended first, so draining can finish. */
+    gpufl__live_close(h->server->live);
     /* No new connections; the requests under way finish (up to drain_s), then all stops. */
     MHD_socket fd = MHD_quiesce_daemon(h->daemon);
     if (fd != MHD_INVALID_SOCKET) close(fd);

@@ -77,6 +77,8 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
     gpufl__window_outcome_t outcome = 0;
     const gpufl__window_t *w = gpufl__parsed_window(p);
     int rc = s->ops->window_put(s->store, &outcome, w);
+    gpufl__metrics_window(outcome, rc, w->rows, w->bytes);
+    if (rc == 0 && outcome == GPUFL__WINDOW_STORED) gpufl__live_window(s, w);
     if (rc != 0) {
         /* The engine's message may name tables and paths: it goes to the log, not the sender. */
         fprintf(stderr, "gpufl-server: window %s of session %s not stored: %s (%d)\n", h->window_id,
@@ -142,6 +144,7 @@ void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep) 
     if (rc != 0) {
         gpufl__reply_error(rep, gpufl__store_status(rc), "the session could not be marked");
     } else if (found.n) {
+        gpufl__live_session_state(s->live, req->who.workspace_id, id, "complete");
         rep->status = 200;
         rep->json = json_pack("{s:s,s:s}", "session_id", id, "state", "complete");
     }

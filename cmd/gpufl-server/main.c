@@ -47,12 +47,14 @@ static void usage(FILE *f) {
            "                         more are answered 429 with Retry-After\n"
            "  --quiet-s N            build the report of a session that has had no window for\n"
            "                         N seconds, 1..604800 (default 300)\n"
+           "  --cors-origin ORIGIN   let this one origin's pages call the API (default: CORS off)\n"
            "  --help, --version\n"
            "\n"
            "Each flag can also be set by an environment variable, the flag winning:\n"
            "GPUFL_SERVER_LISTEN, GPUFL_SERVER_DB, GPUFL_SERVER_RETENTION_DAYS,\n"
            "GPUFL_SERVER_MAX_BODY_MIB, GPUFL_SERVER_TLS_CERT, GPUFL_SERVER_TLS_KEY,\n"
-           "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS, GPUFL_SERVER_QUIET_S.\n"
+           "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS, GPUFL_SERVER_QUIET_S,\n"
+           "GPUFL_SERVER_CORS_ORIGIN.\n"
            "\n"
            "Signals: SIGTERM, SIGINT stop accepting, let the requests in flight finish (up to\n"
            "30 s) and exit 0. Exit status: 1 when the database or the listener cannot start\n"
@@ -108,6 +110,7 @@ enum {
     OPT_THREADS,
     OPT_MAX_WINDOWS,
     OPT_QUIET,
+    OPT_CORS_ORIGIN,
     OPT_VERSION
 };
 
@@ -133,6 +136,11 @@ static int apply(gpufl__server_settings_t *s, int opt, const char *v) {
     case OPT_THREADS: return parse_int("--threads", v, 1, 256, &s->threads);
     case OPT_MAX_WINDOWS: return parse_int("--max-windows", v, 1, 4096, &s->max_windows);
     case OPT_QUIET: return parse_int("--quiet-s", v, 1, 604800, &s->quiet_s);
+    case OPT_CORS_ORIGIN:
+        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+            return bad("--cors-origin", v, "expected an origin, http(s)://HOST[:PORT]");
+        s->cors_origin = v;
+        return 0;
     default: return -1;
     }
 }
@@ -146,6 +154,7 @@ static const struct option flags[] = {{"listen", required_argument, NULL, OPT_LI
                                       {"threads", required_argument, NULL, OPT_THREADS},
                                       {"max-windows", required_argument, NULL, OPT_MAX_WINDOWS},
                                       {"quiet-s", required_argument, NULL, OPT_QUIET},
+                                      {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
                                       {"help", no_argument, NULL, 'h'},
                                       {"version", no_argument, NULL, OPT_VERSION},
                                       {NULL, 0, NULL, 0}};
@@ -169,7 +178,8 @@ static int parse_settings(gpufl__server_settings_t *s, int argc, char **argv, in
                 {"GPUFL_SERVER_TLS_KEY", OPT_TLS_KEY},
                 {"GPUFL_SERVER_THREADS", OPT_THREADS},
                 {"GPUFL_SERVER_MAX_WINDOWS", OPT_MAX_WINDOWS},
-                {"GPUFL_SERVER_QUIET_S", OPT_QUIET}};
+                {"GPUFL_SERVER_QUIET_S", OPT_QUIET},
+                {"GPUFL_SERVER_CORS_ORIGIN", OPT_CORS_ORIGIN}};
     memset(s, 0, sizeof *s);
     snprintf(s->listen_host, sizeof s->listen_host, "127.0.0.1");
     s->listen_port = 8080;
@@ -469,6 +479,7 @@ static int serve(const gpufl__server_settings_t *s) {
     srv.store = a.store;
     srv.ops = a.ops;
     int rc = gpufl__auth_create(&srv.auth, srv.store, srv.ops);
+    if (rc == 0 && (rc = gpufl__live_create(&srv.live)) != 0) gpufl__auth_destroy(srv.auth);
     if (rc != 0) {
         fprintf(stderr, "gpufl-server: cannot start: %s\n", gpufl_strerror(rc));
         srv.ops->close(srv.store);
@@ -479,6 +490,7 @@ static int serve(const gpufl__server_settings_t *s) {
     int port;
     if (gpufl__http_start(&http, &port, &srv, why, sizeof why)) {
         fprintf(stderr, "gpufl-server: %s\n", why);
+        gpufl__live_destroy(srv.live);
         gpufl__auth_destroy(srv.auth);
         srv.ops->close(srv.store);
         return 1;
@@ -500,6 +512,7 @@ static int serve(const gpufl__server_settings_t *s) {
     fprintf(stderr, "gpufl-server: stopping: draining the requests in flight\n");
     gpufl__http_stop(http, DRAIN_S);
     gpufl__reports_stop(srv.reports);
+    gpufl__live_destroy(srv.live);
     gpufl__auth_destroy(srv.auth); /* flushes last_used */
     srv.ops->close(srv.store);
     fprintf(stderr, "gpufl-server: stopped\n");

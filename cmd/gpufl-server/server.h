@@ -30,6 +30,7 @@ typedef struct gpufl__server_settings {
     int max_windows;    /* windows parsed and stored at once; more: 429 */
     int store_delay_ms; /* test hook: sleep before each window_put (0 in production) */
     int quiet_s;        /* a live session this long without a window gets its report built */
+    const char *cors_origin; /* the one origin CORS answers; NULL: CORS off */
 } gpufl__server_settings_t;
 
 /* ---- keys and roles (auth.c) ----------------------------------------------------------- */
@@ -46,6 +47,10 @@ typedef struct gpufl__principal {
     int64_t workspace_id;
     gpufl__role_t role;
     char prefix[GPUFL__KEY_PREFIX_LEN + 1]; /* public: the only part of a key ever logged */
+    /* A dashboard login instead of a key (login_id != 0): role read in its user's workspace. */
+    int64_t login_id, user_id;
+    char user[256], workspace[256];
+    int csrf_ok; /* the request's X-CSRF-Token is the login's */
 } gpufl__principal_t;
 
 typedef struct gpufl__auth gpufl__auth_t;
@@ -72,6 +77,32 @@ const char *gpufl__auth_role_name(gpufl__role_t role);
 /* Argon2id (crypto_pwhash_str) of a password into out (crypto_pwhash_STRBYTES). */
 int gpufl__auth_password_hash(char *out, size_t size, const char *password);
 int gpufl__auth_init(void); /* sodium_init(); 0 or GPUFL_EINVAL */
+
+/* ---- users' logins (auth.c; docs/server-api.md "Logging in") ------------------------------- */
+
+#define GPUFL__TOKEN_LEN          43          /* 32 random bytes, base64url without padding */
+#define GPUFL__LOGIN_SESSION_S    (12 * 3600) /* a login lasts this long */
+#define GPUFL__LOGIN_WINDOW_S     60          /* failed logins counted over this window ... */
+#define GPUFL__LOGIN_FAILURES_MAX 5           /* ... and refused (429) past this many */
+#define GPUFL__SESSION_COOKIE     "gpufl_session"
+
+typedef struct gpufl__login {
+    char cookie[GPUFL__TOKEN_LEN + 1]; /* shown once, in Set-Cookie; stored as a hash */
+    char csrf[GPUFL__TOKEN_LEN + 1];   /* X-CSRF-Token of the login's state-changing requests */
+} gpufl__login_t;
+
+/* Checks a password (Argon2id) and opens a login session. 0; GPUFL_EINVAL for an unknown
+ * workspace or user or a wrong password (one answer, one Argon2id verification each); or a
+ * store error. A failure counts against the name's rate limit. */
+int gpufl__auth_login(gpufl__auth_t *auth, gpufl__login_t *out, const char *workspace,
+                      const char *user, const char *password);
+/* 1 when the name may try to log in now; else 0 and *retry_after_s. */
+int gpufl__auth_login_allowed(const char *workspace, const char *user, int *retry_after_s);
+/* The login session of a cookie value: 0 and *out (role read; csrf_ok when csrf_header is the
+ * session's token); GPUFL_EINVAL for none, expired or logged out; or a store error. */
+int gpufl__auth_cookie_check(gpufl__auth_t *auth, gpufl__principal_t *out, const char *cookie,
+                             const char *csrf_header);
+int gpufl__auth_logout(gpufl__auth_t *auth, const gpufl__principal_t *who);
 
 /* ---- a request body, inflated under its cap (ingest_parse.c) -------------------------------- */
 
@@ -163,6 +194,7 @@ typedef struct gpufl__server {
     gpufl__auth_t *auth;
     atomic_int windows_busy; /* windows being parsed or stored now (the 429 bound) */
     struct gpufl__reports *reports; /* the report builder (report.c) */
+    struct gpufl__live *live; /* the SSE broadcaster (routes_live.c) */
 } gpufl__server_t;
 
 #define GPUFL__PATH_PARAMS_MAX 4
@@ -189,6 +221,8 @@ typedef struct gpufl__reply {
     char *raw;
     size_t raw_len;
     const char *content_type;
+    char *cookie; /* a Set-Cookie value (freed) */
+    int streamed; /* the handler queued its own response (SSE) */
 } gpufl__reply_t;
 
 typedef void (*gpufl__handler_fn)(gpufl__request_t *req, gpufl__reply_t *rep);
@@ -241,5 +275,44 @@ void gpufl__route_sessions_scopes(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__route_sessions_timeline(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__route_sessions_metrics(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__route_sessions_report(gpufl__request_t *req, gpufl__reply_t *rep);
+/* The routes of auth.c, routes_fleet.c, routes_live.c and metrics.c. */
+void gpufl__auth_route_login(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__auth_route_logout(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__auth_route_me(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__fleet_hosts(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__fleet_gpus(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__fleet_jobs(gpufl__request_t *req, gpufl__reply_t *rep);
+
+/* ---- the server's own metrics (metrics.c) ------------------------------------------------ */
+
+/* One request answered: its route's method and pattern (NULL: no route), status, seconds. */
+void gpufl__metrics_request(const char *method, const char *pattern, unsigned status,
+                            double seconds);
+/* One window's outcome (0 with rc != 0: a store error), its rows and decompressed bytes. */
+void gpufl__metrics_window(gpufl__window_outcome_t outcome, int rc, int64_t rows, int64_t bytes);
+/* GET /metrics: Prometheus text 0.0.4 (a raw body: the route sets rep->raw). */
+void gpufl__metrics_route(gpufl__request_t *req, gpufl__reply_t *rep);
+
+/* ---- live: Server-Sent Events (routes_live.c) --------------------------------------------- */
+
+typedef struct gpufl__live gpufl__live_t;
+
+#define GPUFL__LIVE_CLIENTS_MAX 16  /* SSE clients at once per server; more: 503 */
+#define GPUFL__LIVE_QUEUE_MAX   256 /* events waiting per client; past it the oldest go */
+#define GPUFL__LIVE_HEARTBEAT_S 15
+
+int gpufl__live_create(gpufl__live_t **out);
+/* Ends every stream (they get their end of stream), so the HTTP server can stop. */
+void gpufl__live_close(gpufl__live_t *live);
+void gpufl__live_destroy(gpufl__live_t *live);
+/* Clients connected now (0 for NULL). */
+int gpufl__live_clients(gpufl__live_t *live);
+/* After a window was stored: its window event, its gpu_sample rows (latest per device), and
+ * "new" / "ended" session states. Never blocks on a client. */
+void gpufl__live_window(gpufl__server_t *server, const gpufl__window_t *w);
+void gpufl__live_session_state(gpufl__live_t *live, int64_t workspace_id, const char *session_id,
+                               const char *state);
+/* GET /api/v1/live: answers with a streaming response itself (rep->streamed). */
+void gpufl__live_route(gpufl__request_t *req, gpufl__reply_t *rep);
 
 #endif

@@ -82,6 +82,12 @@ static const char *const migrations[] = {
     " report_html TEXT NOT NULL, insights_text TEXT NOT NULL, insights_json TEXT NOT NULL,"
     " kernels_json TEXT NOT NULL, facts_json TEXT NOT NULL,"
     " PRIMARY KEY (workspace_id, session_id));",
+    /* 3: the dashboard's login sessions (auth.c): the cookie only as its BLAKE2b hash (hex). */
+    "CREATE TABLE login_sessions ("
+    " id BIGSERIAL PRIMARY KEY, workspace_id BIGINT NOT NULL REFERENCES workspaces(id),"
+    " user_id BIGINT NOT NULL REFERENCES users(id), token_hash TEXT NOT NULL UNIQUE,"
+    " csrf TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);"
+    "CREATE INDEX login_sessions_by_expiry ON login_sessions (expires_at);",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 /* The advisory lock key of migrations: "gpfl" and 1 (0x6770666c00000001). */

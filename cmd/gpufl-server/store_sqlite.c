@@ -295,6 +295,12 @@ static const char *const migrations[] = {
     " report_json TEXT NOT NULL, report_html TEXT NOT NULL, insights_text TEXT NOT NULL,"
     " insights_json TEXT NOT NULL, kernels_json TEXT NOT NULL, facts_json TEXT NOT NULL,"
     " PRIMARY KEY (workspace_id, session_id));",
+    /* 3: the dashboard's login sessions (auth.c): the cookie only as its BLAKE2b hash (hex). */
+    "CREATE TABLE login_sessions (id INTEGER PRIMARY KEY,"
+    " workspace_id INTEGER NOT NULL REFERENCES workspaces(id),"
+    " user_id INTEGER NOT NULL REFERENCES users(id), token_hash TEXT NOT NULL UNIQUE,"
+    " csrf TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);"
+    "CREATE INDEX login_sessions_by_expiry ON login_sessions (expires_at);",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 

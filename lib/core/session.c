@@ -237,6 +237,8 @@ static void install_hooks(void) {
 
 /* ---------------- init and shutdown ---------------- */
 
+static const char *session_getenv(const char *name) { return getenv(name); }
+
 static int start_session(void) {
     gpufl__settings_t *s = &g.settings;
     gpufl__ring_pool_t *pool;
@@ -256,6 +258,7 @@ static int start_session(void) {
     if (gethostname(g.ident.hostname, sizeof g.ident.hostname - 1) != 0)
         snprintf(g.ident.hostname, sizeof g.ident.hostname, "unknown");
     g.ident.pid = (int)getpid();
+    gpufl__wire_job_id(&g.ident, session_getenv);
 
     /* Two limits that are each in range can still clash: a ring larger than
      * the whole cap. Keep the cap (it is the promise about memory) and shrink

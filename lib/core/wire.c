@@ -337,7 +337,24 @@ void gpufl__wire_header(gpufl__buf_t *b, const gpufl__session_ident_t *id, const
     gpufl__buf_kv_i64(b, "epoch_unix_us", id->epoch_unix_us);
     gpufl__buf_kv_str(b, "clock", "monotonic");
     gpufl__buf_kv_str(b, "gpufl_version", gpufl_version());
+    if (id->job_id[0]) {
+        gpufl__buf_kv_str(b, "job_id", id->job_id);
+        gpufl__buf_kv_str(b, "job_id_from", id->job_id_from);
+    }
     gpufl__buf_puts(b, "}\n");
+}
+
+void gpufl__wire_job_id(gpufl__session_ident_t *id, const char *(*get)(const char *name)) {
+    /* The scheduler's own id first: a launcher inside a Slurm job may set the others too. */
+    static const char *const vars[] = {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "GPUFL_JOB_ID"};
+    id->job_id[0] = id->job_id_from[0] = '\0';
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = get(vars[i]);
+        if (!v || !*v) continue;
+        snprintf(id->job_id, sizeof id->job_id, "%s", v);
+        snprintf(id->job_id_from, sizeof id->job_id_from, "%s", vars[i]);
+        return;
+    }
 }
 
 void gpufl__wire_segment_end(gpufl__buf_t *o, const char *next) {

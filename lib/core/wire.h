@@ -30,6 +30,8 @@ typedef struct gpufl__session_ident {
     int pid;
     int64_t epoch_ns;      /* CLOCK_MONOTONIC at init */
     int64_t epoch_unix_us; /* wall clock at the same moment */
+    char job_id[128];      /* the batch job this process runs in; "" when none */
+    char job_id_from[24];  /* the variable it came from: SLURM_JOB_ID, TORCHELASTIC_RUN_ID, ... */
 } gpufl__session_ident_t;
 
 /* ---- column tables ---- */
@@ -121,6 +123,10 @@ void gpufl__wire_dict_line(gpufl__buf_t *o, const uint32_t *ids, size_t n, gpufl
 const char *gpufl__wire_intern_str(const void *ctx, uint32_t id, size_t *len);
 
 /* A file's header line and the line that ends a segment. */
+/* Fills id->job_id and job_id_from from the first of SLURM_JOB_ID, TORCHELASTIC_RUN_ID and
+ * GPUFL_JOB_ID that is set and not empty (get: getenv, or a test's lookup). A value longer
+ * than the field is cut; none set leaves both empty. */
+void gpufl__wire_job_id(gpufl__session_ident_t *id, const char *(*get)(const char *name));
 void gpufl__wire_header(gpufl__buf_t *o, const gpufl__session_ident_t *ident, const char *file,
                         int segment);
 void gpufl__wire_segment_end(gpufl__buf_t *o, const char *next);

@@ -85,6 +85,39 @@ static void layout_and_headers(void **state) {
     tu_free(&D);
 }
 
+/* The job id of the header: the first of SLURM_JOB_ID, TORCHELASTIC_RUN_ID, GPUFL_JOB_ID set
+ * and not empty, with its variable; none set writes neither field. */
+static const char *job_header_field(const char *name, const char *field) {
+    static char got[2][128];
+    const char *root = tu_log_dir(SUITE, name);
+    gpufl_options_t o = tu_options(root);
+    assert_int_equal(gpufl_init(&o), 0);
+    const char *dir = tu_session_dir();
+    gpufl_shutdown();
+    tu_lines_t L = tu_read(dir, "device.log");
+    const char *v = json_string_value(json_object_get(L.v[0], field));
+    char *slot = got[!strcmp(field, "job_id_from")];
+    snprintf(slot, sizeof got[0], "%s", v ? v : "(none)");
+    tu_free(&L);
+    return slot;
+}
+
+static void header_records_the_job_id(void **state) {
+    (void)state;
+    unsetenv("SLURM_JOB_ID"), unsetenv("TORCHELASTIC_RUN_ID"), unsetenv("GPUFL_JOB_ID");
+    assert_string_equal(job_header_field("job0", "job_id"), "(none)");
+    setenv("GPUFL_JOB_ID", "nightly-7", 1);
+    setenv("TORCHELASTIC_RUN_ID", "", 1); /* empty: not a job id */
+    assert_string_equal(job_header_field("job1", "job_id"), "nightly-7");
+    assert_string_equal(job_header_field("job1b", "job_id_from"), "GPUFL_JOB_ID");
+    setenv("TORCHELASTIC_RUN_ID", "te-run", 1);
+    assert_string_equal(job_header_field("job2", "job_id_from"), "TORCHELASTIC_RUN_ID");
+    setenv("SLURM_JOB_ID", "4242", 1);
+    assert_string_equal(job_header_field("job3", "job_id"), "4242");
+    assert_string_equal(job_header_field("job3b", "job_id_from"), "SLURM_JOB_ID");
+    unsetenv("SLURM_JOB_ID"), unsetenv("TORCHELASTIC_RUN_ID"), unsetenv("GPUFL_JOB_ID");
+}
+
 /* names holds every value 0 .. count-1 of an enum, by the header's name,
  * and nothing else. */
 static void expect_names(json_t *names, int count, const char *(*name)(int)) {
@@ -798,6 +831,7 @@ int main(void) {
         cmocka_unit_test(data_reaches_disk_within_a_second),
         cmocka_unit_test(flush_logs_always_writes_promptly),
         cmocka_unit_test(names_are_escaped_and_capped),
+        cmocka_unit_test(header_records_the_job_id),
         cmocka_unit_test(rotation_into_segments),
         cmocka_unit_test(report_of_last_session),
     };
