@@ -24,8 +24,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 import gen_session  # noqa: E402
 import pg_harness  # noqa: E402
-from test_server_ingest import (SERVER, STREAM, COMPLETE, Server, fixture_windows,  # noqa: E402
-                                window_headers)
+from server_harness import (SERVER, STREAM, COMPLETE, Server, fixture_windows,  # noqa: E402
+                            window_headers)
 
 CLI = os.environ.get("GPUFL_CLI", "build-dev/cmd/gpufl/gpufl")
 N_KERNELS = int(os.environ.get("GPUFL_TEST_KERNELS", "1000000"))
@@ -40,8 +40,7 @@ def admin(url, *args):
 
 
 def start_server(url, log_dir, args=()):
-    # test_server_ingest's Server passes --db sqlite:<its path>; a later --db wins.
-    return Server(os.path.join(log_dir, "srv"), ["--db", url, *args])
+    return Server(url, args, log_dir=log_dir)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
