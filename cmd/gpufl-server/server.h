@@ -194,7 +194,7 @@ typedef struct gpufl__server {
     gpufl__auth_t *auth;
     atomic_int windows_busy; /* windows being parsed or stored now (the 429 bound) */
     struct gpufl__reports *reports; /* the report builder (report.c) */
-    struct gpufl__live *live; /* the SSE broadcaster (routes_live.c) */
+    struct gpufl__live *live;       /* the SSE broadcaster (routes_live.c) */
 } gpufl__server_t;
 
 #define GPUFL__PATH_PARAMS_MAX 4

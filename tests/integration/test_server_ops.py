@@ -10,12 +10,10 @@ usage: python3 -m pytest tests/integration/test_server_ops.py, with GPUFL_SERVER
 binary (ctest sets it).
 """
 import gzip
-import http.client
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +24,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pg_harness  # noqa: E402
+import server_harness as sh  # noqa: E402
 
 SERVER = os.environ.get("GPUFL_SERVER", "build-dev/cmd/gpufl-server/gpufl-server")
 FIXTURES = os.path.join(HERE, "..", "fixtures", "sessions")
@@ -46,32 +45,14 @@ def must(r):
     return r.stdout.strip()
 
 
-class Server:
-    def __init__(self, url, log_path, args=(), env_extra=None):
-        env = dict(os.environ)
-        env.update(env_extra or {})
-        self.log = open(log_path, "w+")
-        self.p = subprocess.Popen([SERVER, "--db", url, "--listen", "127.0.0.1:0", *args],
-                                  stderr=self.log, env=env)
-        self.port = None
-        deadline = time.time() + 30
-        while time.time() < deadline and self.port is None:
-            self.log.seek(0)
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", self.log.read())
-            if m:
-                self.port = int(m.group(1))
-            elif self.p.poll() is not None:
-                break
-            else:
-                time.sleep(0.05)
-        assert self.port, "the server did not start: " + self.stderr()
+class Server(sh.Server):
+    """server_harness's server process; its answers keep every header (Set-Cookie twice)."""
 
-    def stderr(self):
-        self.log.seek(0)
-        return self.log.read()
+    def __init__(self, url, log_path, args=(), env_extra=None):
+        super().__init__(url, args, env_extra, log_dir=os.path.dirname(log_path))
 
     def request(self, method, path, body=None, headers=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        c = self.conn()
         c.request(method, path, body=body, headers=headers or {})
         r = c.getresponse()
         data = r.read()
@@ -81,12 +62,6 @@ class Server:
         except ValueError:
             doc = data.decode()
         return r.status, doc, r.headers
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            self.p.wait(timeout=60)
-        return self.p.returncode
 
 
 def bearer(key):
