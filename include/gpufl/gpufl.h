@@ -191,7 +191,7 @@ typedef struct gpufl_options {
     /* limits (gpufl's own, beyond the documented InitOptions) */
     size_t ring_capacity_records; /**< per-thread ring size, default 8192 (64 B each) */
     size_t memory_cap_bytes;      /**< cap on capture buffers, default 32 MiB */
-    size_t log_rotate_bytes;      /**< start a new segment past this size, default 256 MiB */
+    size_t log_rotate_bytes;      /**< start a new segment past this size, default 64 MiB */
     int flush_interval_ms;        /**< longest time data waits before write(), default 250 */
     int pc_sampling_period; /**< PcSampling: one sample per SM every 2^period cycles, 5..31, default 18 */
     /** Also start a new segment this often, whatever its size (a window a shipper can take

@@ -76,7 +76,7 @@ static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     BOOL(enabled, 1, F_NO_ENV),
     SIZE(ring_capacity_records, 8192, 64, 1 << 20),
     SIZE(memory_cap_bytes, 32 << 20, 1 << 20, (int64_t)16 << 30),
-    SIZE(log_rotate_bytes, 256 << 20, 64 << 10, (int64_t)1 << 40),
+    SIZE(log_rotate_bytes, 64 << 20, 64 << 10, (int64_t)1 << 40),
     INT(flush_interval_ms, 250, 1, 60000, 0),
     INT(pc_sampling_period, 18, 5, 31, 0),
     INT(log_rotate_interval_ms, 0, 0, 86400000, 0),

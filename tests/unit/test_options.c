@@ -221,7 +221,7 @@ static void expect_all_defaults(const gpufl__settings_t *s) {
     expect_num(s, "enable_debug_output", 0, GPUFL_FROM_DEFAULT);
     expect_num(s, "enabled", 1, GPUFL_FROM_DEFAULT);
     expect_num(s, "ring_capacity_records", 8192, GPUFL_FROM_DEFAULT);
-    expect_num(s, "log_rotate_bytes", INT64_C(256) << 20, GPUFL_FROM_DEFAULT);
+    expect_num(s, "log_rotate_bytes", INT64_C(64) << 20, GPUFL_FROM_DEFAULT);
     expect_num(s, "flush_interval_ms", 250, GPUFL_FROM_DEFAULT);
 
     assert_string_equal(s->app_name, "gpufl");
@@ -280,7 +280,7 @@ static void test_options_init_fills_public_defaults(void **state) {
     assert_int_equal(o.enable_debug_output, 0);
     assert_int_equal(o.enabled, 1);
     assert_int_equal(o.ring_capacity_records, 8192);
-    assert_int_equal(o.log_rotate_bytes, (size_t)256 << 20);
+    assert_int_equal(o.log_rotate_bytes, (size_t)64 << 20);
     assert_int_equal(o.flush_interval_ms, 250);
 }
 
@@ -1129,7 +1129,7 @@ static void test_older_struct_size(void **state) {
     expect_str(&s, "app_name", "old-caller", GPUFL_FROM_CODE);
     expect_num(&s, "enable_stack_trace", 1, GPUFL_FROM_CODE);
     expect_num(&s, "ring_capacity_records", 128, GPUFL_FROM_ENV);
-    expect_num(&s, "log_rotate_bytes", INT64_C(256) << 20, GPUFL_FROM_DEFAULT);
+    expect_num(&s, "log_rotate_bytes", INT64_C(64) << 20, GPUFL_FROM_DEFAULT);
     expect_num(&s, "flush_interval_ms", 250, GPUFL_FROM_DEFAULT);
     gpufl__settings_fini(&s);
     unsetenv("GPUFL_RING_CAPACITY_RECORDS");
