@@ -97,19 +97,25 @@ def stored(db):
                 c.execute("select count(*) from lines").fetchone()[0])
 
 
-@pytest.fixture
-def env(tmp_path):
+def server_env(tmp_path, sessions):
+    """A server on a new database with workspace "team", an ingest key in a file, and a log
+    root holding copies of the fixture sessions named."""
     db = str(tmp_path / "server.db")
     admin(db, "workspace", "create", "team")
     key = tmp_path / "key"
     key.write_text(admin(db, "key", "create", "--workspace", "team", "--role", "ingest") + "\n")
     root = tmp_path / "logs"
     root.mkdir()
-    for s in SESSIONS:
+    for s in sessions:
         shutil.copytree(os.path.join(FIXTURES, s), root / s)
-    srv = Server(db)
-    yield {"db": db, "key": str(key), "root": str(root), "srv": srv, "tmp": tmp_path}
-    srv.stop()
+    return {"db": db, "key": str(key), "root": str(root), "srv": Server(db), "tmp": tmp_path}
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = server_env(tmp_path, SESSIONS)
+    yield e
+    e["srv"].stop()
 
 
 def upload(env, *args, server=None, key=None):
