@@ -21,10 +21,12 @@ import tempfile
 import yaml
 
 UNIT = "deploy/systemd/gpufl-monitor.service"
+AGENT_UNIT = "deploy/systemd/gpufl-agent.service"
 DOCKERFILE = "deploy/docker/Dockerfile"
 COMPOSE = "deploy/docker/docker-compose.yml"
 KUBE = "deploy/kubernetes/gpufl-monitor.yaml"
 DOC = "docs/monitor.md"
+AGENT_DOC = "docs/upload.md"
 PORT = 9464
 # The targets of the issue: 1 % of a core and 12 MiB of RSS.
 CPU_REQUEST_MAX = 0.010
@@ -58,10 +60,16 @@ def documented_variables(repo):
 
 def check_variables(repo, allowed):
     errors = []
-    for path in (UNIT, DOCKERFILE, COMPOSE, KUBE):
+    agent_vars = set(re.findall(r"GPUFL_AGENT_[A-Z_]+", read(repo, AGENT_DOC)))
+    for path in (UNIT, AGENT_UNIT, DOCKERFILE, COMPOSE, KUBE):
         text = read(repo, path)
         for var in sorted(set(re.findall(r"GPUFL_MONITOR_[A-Z_]+", text)) - allowed):
             errors.append(f"{path}: sets {var}, not a documented variable ({DOC})")
+        for var in sorted(set(re.findall(r"GPUFL_AGENT_[A-Z_]+", text)) - agent_vars):
+            errors.append(f"{path}: sets {var}, not a documented variable ({AGENT_DOC})")
+        # A key is a file (a credential, a secret), never a variable others can read.
+        if re.search(r"GPUFL_API_KEY\b(?!_FILE)", text):
+            errors.append(f"{path}: sets GPUFL_API_KEY: pass the key as a file")
         if "0.0.0.0" in text and path != DOCKERFILE:
             errors.append(f"{path}: names 0.0.0.0; only the Dockerfile listens beyond loopback")
     return errors
@@ -104,30 +112,53 @@ def check_unit(repo):
             errors.append(f"{UNIT}: sets {key}= (the log directory is its only writable place; "
                           "the GPUs and /proc/<pid> must stay visible)")
 
+    return errors + analyze_unit(UNIT, text)
+
+
+def analyze_unit(path, text):
+    """systemd-analyze verify (no output at all) and security (exposure under EXPOSURE_MAX)."""
+    errors = []
     analyze = shutil.which("systemd-analyze")
     if not analyze:
-        NOTES.add("no systemd-analyze: the unit checked by its settings only")
+        NOTES.add("no systemd-analyze: the units checked by their settings only")
         return errors
     # verify wants ExecStart's program to exist: the unit as written, with /bin/true in it.
     with tempfile.TemporaryDirectory() as tmp:
-        unit = os.path.join(tmp, "gpufl-monitor.service")
+        unit = os.path.join(tmp, os.path.basename(path))
         with open(unit, "w") as f:
             f.write(re.sub(r"^ExecStart=\S+", "ExecStart=/bin/true", text, flags=re.M))
         r = subprocess.run([analyze, "verify", unit], capture_output=True, text=True)
         # Unknown keys are only warnings (exit 0): any output at all is a problem.
         out = (r.stdout + r.stderr).strip()
         if r.returncode or out:
-            errors.append(f"{UNIT}: systemd-analyze verify: {out or r.returncode}")
+            errors.append(f"{path}: systemd-analyze verify: {out or r.returncode}")
         r = subprocess.run([analyze, "security", "--offline=yes", "--no-pager", unit],
                            capture_output=True, text=True)
         m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
         if not m:
-            errors.append(f"{UNIT}: systemd-analyze security gave no exposure level: "
+            errors.append(f"{path}: systemd-analyze security gave no exposure level: "
                           f"{r.stderr.strip()}")
         elif float(m.group(1)) > EXPOSURE_MAX:
-            errors.append(f"{UNIT}: systemd-analyze security rates its exposure {m.group(1)}, "
+            errors.append(f"{path}: systemd-analyze security rates its exposure {m.group(1)}, "
                           f"over {EXPOSURE_MAX}")
     return errors
+
+
+def check_agent_unit(repo):
+    text = read(repo, AGENT_UNIT)
+    s = unit_settings(text)
+    errors = []
+    for key, value in (("ExecStart", "/usr/local/bin/gpufl-agent"), ("DynamicUser", "yes"),
+                       ("User", "gpufl-monitor"), ("LogsDirectory", "gpufl-monitor"),
+                       ("ProtectSystem", "strict"), ("NoNewPrivileges", "yes"),
+                       ("PrivateDevices", "yes"),
+                       ("Environment", "GPUFL_AGENT_API_KEY_FILE=%d/api-key"),
+                       ("Environment", "GPUFL_AGENT_LOG_PATH=/var/log/gpufl-monitor")):
+        if value not in s.get(key, []):
+            errors.append(f"{AGENT_UNIT}: wants {key}={value}")
+    if not any(v.startswith("api-key:") for v in s.get("LoadCredential", [])):
+        errors.append(f"{AGENT_UNIT}: wants LoadCredential=api-key:... (the key as a credential)")
+    return errors + analyze_unit(AGENT_UNIT, text)
 
 
 # -- Dockerfile -----------------------------------------------------------------------------
@@ -205,11 +236,25 @@ def check_compose(repo, data, run_tool=True):
     mon = services.get("gpufl-monitor")
     if not isinstance(mon, dict):
         return [f"{COMPOSE}: no gpufl-monitor service"]
-    if "gpufl-agent" in services:
-        errors.append(f"{COMPOSE}: gpufl-agent is active; it comes with the upload issue")
-    text = read(repo, COMPOSE)
-    if "# gpufl-agent:" not in text or "upload issue" not in text:
-        errors.append(f"{COMPOSE}: the commented-out gpufl-agent and its note are missing")
+    agent = services.get("gpufl-agent")
+    if not isinstance(agent, dict):
+        errors.append(f"{COMPOSE}: no gpufl-agent service")
+    else:
+        if agent.get("entrypoint") != ["/usr/local/bin/gpufl-agent"]:
+            errors.append(f"{COMPOSE}: gpufl-agent does not run /usr/local/bin/gpufl-agent")
+        if agent.get("ports"):
+            errors.append(f"{COMPOSE}: gpufl-agent publishes ports; its /metrics stays inside")
+        vols = [str(v) for v in agent.get("volumes") or []]
+        if "gpufl-logs:/var/log/gpufl-monitor" not in vols:
+            errors.append(f"{COMPOSE}: gpufl-agent lacks the logs volume, writable (its cursor)")
+        aenv = agent.get("environment") or {}
+        if isinstance(aenv, list):
+            aenv = dict(e.split("=", 1) for e in aenv)
+        if aenv.get("GPUFL_AGENT_API_KEY_FILE", "").startswith("/run/secrets/") is False or \
+                not agent.get("secrets"):
+            errors.append(f"{COMPOSE}: gpufl-agent's key must come from a secret file")
+        if agent.get("read_only") is not True or agent.get("cap_drop") != ["ALL"]:
+            errors.append(f"{COMPOSE}: gpufl-agent must run read-only with no capabilities")
     build = mon.get("build") or {}
     base = os.path.join(repo, os.path.dirname(COMPOSE))
     dockerfile = os.path.join(base, build.get("context", "."), build.get("dockerfile", "-"))
@@ -280,6 +325,18 @@ def check_kube(docs):
     mon = next((c for c in containers if c.get("name") == "gpufl-monitor"), None)
     if not mon:
         return errors + [f"{KUBE}: no gpufl-monitor container"]
+    agent = next((c for c in containers if c.get("name") == "gpufl-agent"), None)
+    if not agent:
+        errors.append(f"{KUBE}: no gpufl-agent container")
+    else:
+        if agent.get("command") != ["/usr/local/bin/gpufl-agent"]:
+            errors.append(f"{KUBE}: gpufl-agent does not run /usr/local/bin/gpufl-agent")
+        avols = {m.get("name"): m for m in agent.get("volumeMounts") or []}
+        if "logs" not in avols or avols["logs"].get("readOnly"):
+            errors.append(f"{KUBE}: gpufl-agent lacks the logs volume, writable (its cursor)")
+        key_vol = next((v for v in pod.get("volumes") or [] if v.get("secret")), None)
+        if not key_vol or key_vol.get("name") not in avols:
+            errors.append(f"{KUBE}: gpufl-agent's key must come from a Secret mounted as a file")
     gpu_limit = ((mon.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu")
     if pod.get("runtimeClassName") != "nvidia" and not gpu_limit:
         errors.append(f"{KUBE}: neither the nvidia runtime class nor nvidia.com/gpu")
@@ -348,6 +405,7 @@ def check(repo, compose_tool_too=True):
     allowed, e = documented_variables(repo)
     errors += e + check_variables(repo, allowed)
     errors += check_unit(repo)
+    errors += check_agent_unit(repo)
     errors += check_dockerfile(repo)
     try:
         errors += check_compose(repo, yaml.safe_load(read(repo, COMPOSE)) or {},
@@ -402,8 +460,15 @@ FAULTS = [
     (_edit(DOCKERFILE, "COPY --from=build", "COPY --from=builder"), "no such earlier stage"),
     (_edit(DOCKERFILE, "RUN scripts/deps.sh \\\n &&", "RUN"), "scripts/deps.sh"),
     (_edit(COMPOSE, '"127.0.0.1:9464:9464"', '"9464:9464"'), "loopback"),
-    (_edit(COMPOSE, "  # gpufl-agent:\n  #   image: gpufl-agent:0.1.0",
-           "  gpufl-agent:\n    image: gpufl-agent:0.1.0"), "gpufl-agent"),
+    (_edit(COMPOSE, "GPUFL_AGENT_API_KEY_FILE: /run/secrets/gpufl_api_key",
+           "GPUFL_API_KEY: gpfl_abcdefghij_secret"), "GPUFL_API_KEY"),
+    (_edit(COMPOSE, "lives in the log root.\n      - gpufl-logs:/var/log/gpufl-monitor\n",
+           "lives in the log root.\n      - gpufl-logs:/var/log/gpufl-monitor:ro\n"),
+     "writable"),
+    (_edit(AGENT_UNIT, "LoadCredential=api-key:", "#LoadCredential=api-key:"), "LoadCredential"),
+    (_edit(AGENT_UNIT, "ProtectSystem=strict", "ProtectSystem=no"), "ProtectSystem"),
+    (_edit(AGENT_UNIT, "GPUFL_AGENT_LISTEN", "GPUFL_AGENT_LISTEN_ON"), "GPUFL_AGENT_LISTEN_ON"),
+    (_edit_kube(lambda p: p["containers"].pop(1)), "no gpufl-agent"),
     (_edit(COMPOSE, "    pid: host\n", ""), "pid: host"),
     (_edit(COMPOSE, "services:\n", "services:\n  - [\n"), "not YAML"),
     # Valid YAML that only Compose's own schema rejects; skipped where Compose is not installed.
@@ -430,7 +495,7 @@ def self_test(repo):
         if word == "config" and not compose_tool():
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            for path in (UNIT, DOCKERFILE, COMPOSE, KUBE, DOC):
+            for path in (UNIT, AGENT_UNIT, DOCKERFILE, COMPOSE, KUBE, DOC, AGENT_DOC):
                 os.makedirs(os.path.join(tmp, os.path.dirname(path)), exist_ok=True)
                 shutil.copy(os.path.join(repo, path), os.path.join(tmp, path))
             plant(tmp)
