@@ -21,9 +21,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import pg_harness  # noqa: E402
-from server_harness import (FIXTURES, SERVER, STREAM, Server, fixture_windows,  # noqa: E402
-                            new_key, new_workspace, window_headers)
+from server_harness import (ENGINES, FIXTURES, SERVER, STREAM, Server, engine,  # noqa: E402
+                            fixture_windows, new_key, new_workspace, window_headers)
 
 CLI = os.environ.get("GPUFL_CLI") or os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(SERVER))), "gpufl", "gpufl")
@@ -31,31 +30,22 @@ FUNCTIONS = "/api/v1/sessions/%s/functions"
 SASS = "/api/v1/sessions/%s/functions/sass"
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=ENGINES)
 def env(request, tmp_path_factory):
     d = tmp_path_factory.mktemp("sass-" + request.param)
-    cluster = None
-    if request.param == "sqlite":
-        url = "sqlite:" + str(d / "s.db")
-    else:
-        if not pg_harness.find_bindir():
-            pytest.skip("PostgreSQL server binaries not found")
-        cluster = pg_harness.Cluster().start()
-        url = cluster.url
-    for ws in ("alpha", "beta"):
-        new_workspace(url, ws)
-    keys = {"ingest": new_key(url, "alpha", "ingest"), "read": new_key(url, "alpha", "read"),
-            "admin": new_key(url, "alpha", "admin"), "beta": new_key(url, "beta", "read")}
-    srv = Server(url, log_dir=str(d))
-    windows = fixture_windows()
-    for sid, ch, seq, wid, text in windows:
-        st, doc, _ = srv.request("POST", STREAM, gzip.compress(text.encode()),
-                                 window_headers(keys["ingest"], sid, ch, seq, wid))
-        assert st == 200, doc
-    yield {"srv": srv, "keys": keys, "windows": windows}
-    assert srv.stop() == 0
-    if cluster:
-        cluster.stop()
+    with engine(request.param, d, "sass") as db:
+        for ws in ("alpha", "beta"):
+            new_workspace(db.url, ws)
+        keys = {role: new_key(db.url, "alpha", role) for role in ("ingest", "read", "admin")}
+        keys["beta"] = new_key(db.url, "beta", "read")
+        srv = Server(db.url, log_dir=str(d))
+        windows = fixture_windows()
+        for sid, ch, seq, wid, text in windows:
+            st, doc, _ = srv.request("POST", STREAM, gzip.compress(text.encode()),
+                                     window_headers(keys["ingest"], sid, ch, seq, wid))
+            assert st == 200, doc
+        yield {"srv": srv, "keys": keys, "windows": windows}
+        assert srv.stop() == 0
 
 
 def get(env, path, key="read", **params):
