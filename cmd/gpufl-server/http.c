@@ -89,6 +89,11 @@ static const gpufl__route_t routes[] = {
      gpufl__route_sessions_metrics, NULL},
     {"GET", "/api/v1/sessions/{id}/report", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_report,
      NULL},
+    /* The SASS and source lines of a session's functions (routes_sass.c). */
+    {"GET", "/api/v1/sessions/{id}/functions", GPUFL__ROLE_READ, 0, NULL,
+     gpufl__route_sass_functions, NULL},
+    {"GET", "/api/v1/sessions/{id}/functions/sass", GPUFL__ROLE_READ, 0, NULL,
+     gpufl__route_sass_function, NULL},
     /* Operations, logins, live and the fleet views (auth.c, metrics.c, routes_live.c,
      * routes_fleet.c). */
     {"GET", "/metrics", GPUFL__ROLE_NONE, 0, NULL, gpufl__metrics_route, NULL},

@@ -213,6 +213,19 @@ static int render_insights(gpufl_analysis_t *a, const char *format, char **out) 
     return rc;
 }
 
+/* f->a: a handle fed every line of n_windows windows of the session and ended (closed by the
+ * caller, also after a failure). */
+static int open_model(gpufl__server_t *s, const char *ws, const char *sid, int64_t n_windows,
+                      feed_t *f) {
+    gpufl_analysis_options_t ao;
+    gpufl_analysis_options_init(&ao);
+    ao.flags = GPUFL_ANALYSIS_IN_ORDER; /* the files come whole, one after another */
+    int rc = gpufl_analysis_create(&f->a, &ao);
+    if (!rc) rc = feed_session(s, ws, sid, n_windows, f);
+    if (!rc) rc = gpufl_analysis_feed_end(f->a, NULL);
+    return rc;
+}
+
 /* Builds and stores the session's row of session_reports from n_windows windows. */
 static int build(gpufl__server_t *s, const char *ws, const char *sid, int64_t n_windows,
                  int64_t since) {
@@ -222,12 +235,7 @@ static int build(gpufl__server_t *s, const char *ws, const char *sid, int64_t n_
     char built_at[32], windows[32];
     snprintf(built_at, sizeof built_at, "%" PRId64, since);
     snprintf(windows, sizeof windows, "%" PRId64, n_windows);
-    gpufl_analysis_options_t ao;
-    gpufl_analysis_options_init(&ao);
-    ao.flags = GPUFL_ANALYSIS_IN_ORDER; /* the files come whole, one after another */
-    int rc = f.devices ? gpufl_analysis_create(&f.a, &ao) : GPUFL_ENOMEM;
-    if (!rc) rc = feed_session(s, ws, sid, n_windows, &f);
-    if (!rc) rc = gpufl_analysis_feed_end(f.a, NULL);
+    int rc = f.devices ? open_model(s, ws, sid, n_windows, &f) : GPUFL_ENOMEM;
     if (!rc) rc = render_report(f.a, "text", &text[0]);
     if (!rc) rc = render_report(f.a, "json", &text[1]);
     if (!rc) rc = render_report(f.a, "html", &text[2]);
@@ -357,6 +365,25 @@ int gpufl__report_facts(gpufl__server_t *s, int64_t workspace_id, const char *se
     if (!rc &&
         !(*out = json_pack("{s:O?,s:O}", "capabilities", f.capabilities, "devices", f.devices)))
         rc = GPUFL_ENOMEM;
+    json_decref(f.capabilities);
+    json_decref(f.devices);
+    return rc;
+}
+
+int gpufl__report_with_model(gpufl__server_t *s, int64_t workspace_id, const char *session_id,
+                             gpufl__model_fn fn, void *arg) {
+    char ws[32];
+    snprintf(ws, sizeof ws, "%" PRId64, workspace_id);
+    int64_t n_windows;
+    int rc = windows_of(s, ws, session_id, &n_windows);
+    if (rc) return rc;
+    feed_t f = {.devices = json_array()};
+    if (!f.devices) return GPUFL_ENOMEM;
+    pthread_mutex_lock(&build_mu);
+    rc = open_model(s, ws, session_id, n_windows, &f);
+    if (!rc) rc = fn(f.a, arg);
+    gpufl_analysis_close(f.a);
+    pthread_mutex_unlock(&build_mu);
     json_decref(f.capabilities);
     json_decref(f.devices);
     return rc;

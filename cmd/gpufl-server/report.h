@@ -9,6 +9,8 @@
 
 #include "server.h"
 
+#include <gpufl/gpufl_analysis.h>
+
 #define GPUFL__KERNEL_NAMES_MAX 10000 /* names kept per session in kernels_json */
 
 typedef struct gpufl__reports gpufl__reports_t;
@@ -39,5 +41,14 @@ int gpufl__report_facts(gpufl__server_t *srv, int64_t workspace_id, const char *
  * names. Percentiles are nearest-rank order statistics, as the report's. 0 or an error. */
 int gpufl__report_kernels(gpufl__server_t *srv, int64_t workspace_id, const char *session_id,
                           json_t **out);
+
+/* Feeds every stored line of the session to a new libgpufl-analysis handle, as a build does,
+ * and calls fn with it; the handle is closed when fn returns, so fn copies what it keeps.
+ * Runs under the build lock: one whole session in memory per process at a time. 0;
+ * GPUFL_ENOTFOUND when the workspace has no such session; a store error; GPUFL_ENOMEM; or
+ * fn's non-zero return. */
+typedef int (*gpufl__model_fn)(gpufl_analysis_t *a, void *arg);
+int gpufl__report_with_model(gpufl__server_t *srv, int64_t workspace_id, const char *session_id,
+                             gpufl__model_fn fn, void *arg);
 
 #endif

@@ -652,3 +652,16 @@ void gpufl__route_sessions_metrics(gpufl__request_t *req, gpufl__reply_t *rep) {
                           (json_int_t)to, "points", (json_int_t)points, "bucket_ns",
                           (json_int_t)width, "gpu", gpu.series, "host", host.series);
 }
+
+/* ---- for the other routes_*.c files ---------------------------------------------------------- */
+
+int gpufl__query_int_arg(gpufl__request_t *req, gpufl__reply_t *rep, const char *name, int64_t lo,
+                         int64_t hi, int64_t def, int64_t *out) {
+    return int_arg(req, rep, name, lo, hi, def, out);
+}
+
+void gpufl__query_bad_param(gpufl__reply_t *rep, const char *name, const char *why) {
+    bad_param(rep, name, why);
+}
+
+void gpufl__query_store_error(gpufl__reply_t *rep, int rc) { store_error(rep, rc); }

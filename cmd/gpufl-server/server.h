@@ -275,6 +275,16 @@ void gpufl__route_sessions_scopes(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__route_sessions_timeline(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__route_sessions_metrics(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__route_sessions_report(gpufl__request_t *req, gpufl__reply_t *rep);
+/* routes_sessions.c's parameter and error answers, shared with the other query routes: an
+ * integer parameter in lo..hi (def when absent; -1 with rep set to 400 naming it), a 400
+ * naming a parameter, and a store error's answer (GPUFL_ENOTFOUND: 404 no such session). */
+int gpufl__query_int_arg(gpufl__request_t *req, gpufl__reply_t *rep, const char *name, int64_t lo,
+                         int64_t hi, int64_t def, int64_t *out);
+void gpufl__query_bad_param(gpufl__reply_t *rep, const char *name, const char *why);
+void gpufl__query_store_error(gpufl__reply_t *rep, int rc);
+/* The SASS and source lines of a session's functions (routes_sass.c). */
+void gpufl__route_sass_functions(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_sass_function(gpufl__request_t *req, gpufl__reply_t *rep);
 /* The routes of auth.c, routes_fleet.c, routes_live.c and metrics.c. */
 void gpufl__auth_route_login(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__auth_route_logout(gpufl__request_t *req, gpufl__reply_t *rep);
