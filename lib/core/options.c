@@ -278,6 +278,24 @@ static int store(const opt_desc_t *d, const value_t *v, gpufl__settings_t *s) {
     }
 }
 
+/* Variables that name an option in other units: GPUFL_WINDOW_S (docs/upload.md: seal a log
+ * window every N seconds) is log_rotate_interval_ms in seconds. When d has one and it is set,
+ * its name goes to name and its value, in d's unit, to text. */
+static int env_alias(const opt_desc_t *d, char *name, size_t name_size, char *text,
+                     size_t text_size) {
+    if (strcmp(d->name, "log_rotate_interval_ms") != 0) return 0;
+    const char *v = getenv("GPUFL_WINDOW_S");
+    if (!v || !*v) return 0;
+    snprintf(name, name_size, "GPUFL_WINDOW_S");
+    char *end;
+    long long secs = strtoll(v, &end, 10);
+    if (*end || secs < 0 || secs > 86400)
+        snprintf(text, text_size, "%.20s", v); /* refused below, with the value named */
+    else
+        snprintf(text, text_size, "%lld", secs * 1000);
+    return 1;
+}
+
 static void env_name(const opt_desc_t *d, char *buf, size_t size) {
     size_t n = (size_t)snprintf(buf, size, "GPUFL_%s", d->name);
     for (size_t i = 0; i < n && i < size; i++) buf[i] = (char)toupper((unsigned char)buf[i]);
@@ -352,6 +370,9 @@ static int resolve_one(int i, const gpufl_options_t *opts, json_t *config, const
         value_t env = v;
         env_name(d, name, sizeof name);
         text = getenv(name);
+        char scaled[32];
+        if ((!text || !*text) && env_alias(d, name, sizeof name, scaled, sizeof scaled))
+            text = scaled;
         if (text && *text) {
             if (value_from_text(d, text, &env) == 0) {
                 v = env;

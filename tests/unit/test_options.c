@@ -1042,6 +1042,35 @@ static void test_enabled_has_no_env_variable(void **state) {
 /* Deprecated fields                                                        */
 /* ---------------------------------------------------------------------- */
 
+/* GPUFL_WINDOW_S seals a window every N seconds: log_rotate_interval_ms in seconds, from the
+ * environment; the option's own variable and code win over it; a bad value is refused. */
+static void test_window_s_is_the_rotation_interval_in_seconds(void **state) {
+    gpufl__settings_t s;
+    gpufl_options_t o;
+    (void)state;
+    setenv("GPUFL_WINDOW_S", "10", 1);
+    resolve_ok(NULL, &s);
+    expect_num(&s, "log_rotate_interval_ms", 10000, GPUFL_FROM_ENV);
+    gpufl__settings_fini(&s);
+    setenv("GPUFL_LOG_ROTATE_INTERVAL_MS", "2500", 1);
+    resolve_ok(NULL, &s);
+    expect_num(&s, "log_rotate_interval_ms", 2500, GPUFL_FROM_ENV);
+    gpufl__settings_fini(&s);
+    unsetenv("GPUFL_LOG_ROTATE_INTERVAL_MS");
+    gpufl_options_init(&o);
+    o.log_rotate_interval_ms = 3000;
+    resolve_ok(&o, &s);
+    expect_num(&s, "log_rotate_interval_ms", 3000, GPUFL_FROM_CODE);
+    gpufl__settings_fini(&s);
+    memset(&captured, 0, sizeof captured);
+    setenv("GPUFL_WINDOW_S", "ten", 1);
+    resolve_ok(NULL, &s);
+    expect_num(&s, "log_rotate_interval_ms", 0, GPUFL_FROM_DEFAULT);
+    assert_true(logged("ignoring GPUFL_WINDOW_S"));
+    gpufl__settings_fini(&s);
+    unsetenv("GPUFL_WINDOW_S");
+}
+
 static void test_deprecated_fields_set_in_code_warn(void **state) {
     gpufl_options_t o;
     gpufl__settings_t s;
@@ -1298,6 +1327,7 @@ int main(void) {
         T(test_disabled_env_truthy_overrides_everything),
         T(test_disabled_env_falsy_or_unset),
         T(test_enabled_has_no_env_variable),
+        T(test_window_s_is_the_rotation_interval_in_seconds),
         T(test_deprecated_fields_set_in_code_warn),
         T(test_deprecated_fields_from_env_and_config_warn),
         T(test_size_zero_is_rejected),
