@@ -74,6 +74,7 @@ static const gpufl__route_t routes[] = {
      gpufl__ingest_stream, gpufl__ingest_stream_done},
     {"POST", "/api/v1/events/session-complete", GPUFL__ROLE_INGEST, 1, NULL,
      gpufl__ingest_session_complete, NULL},
+    {"GET", "/api/v1/events/windows", GPUFL__ROLE_INGEST, 0, NULL, gpufl__ingest_windows, NULL},
     /* Sessions, their reports and series (routes_sessions.c, docs/server-api.md). */
     {"GET", "/api/v1/sessions", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_list, NULL},
     {"GET", "/api/v1/sessions/{id}", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_get, NULL},

@@ -9,6 +9,7 @@
 #include <gpufl/gpufl.h>
 
 #include <inttypes.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,72 @@ void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep) 
         rep->json = json_pack("{s:s,s:s}", "session_id", id, "state", "complete");
     }
     json_decref(doc);
+}
+
+/* ---- what the server has of a session ------------------------------------------------------ */
+
+#define WINDOWS_PAGE_MAX 10000 /* the query's LIMIT is one more: whether a next page exists */
+
+typedef struct windows_list {
+    json_t *list;
+    int64_t last_seq;
+} windows_list_t;
+
+static int window_row(void *arg, int n, const char *const *values, const char *const *names) {
+    (void)names;
+    windows_list_t *w = arg;
+    if (n < 3 || !values[0] || !values[1] || !values[2]) return 0;
+    w->last_seq = strtoll(values[1], NULL, 10);
+    json_array_append_new(w->list, json_pack("{s:s,s:I,s:s}", "channel", values[0], "sequence",
+                                             (json_int_t)w->last_seq, "window_id", values[2]));
+    return 0;
+}
+
+/* GET /api/v1/events/windows?session_id=S&channel=C[&after=N]: the windows of one channel of a
+ * session the key's workspace holds, by sequence, WINDOWS_PAGE_MAX at most a page (next_after
+ * when there are more). A sender that lost its cursor learns from it what is delivered. */
+void gpufl__ingest_windows(gpufl__request_t *req, gpufl__reply_t *rep) {
+    const char *sid =
+        MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, "session_id");
+    const char *channel =
+        MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, "channel");
+    int64_t after;
+    if (!sid || !gpufl__ingest_id_ok(sid)) {
+        gpufl__query_bad_param(rep, "session_id", "expected a session id");
+        return;
+    }
+    if (!channel ||
+        (strcmp(channel, "device") && strcmp(channel, "scope") && strcmp(channel, "system"))) {
+        gpufl__query_bad_param(rep, "channel", "expected device, scope or system");
+        return;
+    }
+    if (gpufl__query_int_arg(req, rep, "after", -1, INT32_MAX, -1, &after) != 0) return;
+    gpufl__server_t *s = req->server;
+    char ws[32], after_text[32];
+    snprintf(ws, sizeof ws, "%" PRId64, req->who.workspace_id);
+    snprintf(after_text, sizeof after_text, "%" PRId64, after);
+    const char *params[] = {ws, sid, channel, after_text};
+    windows_list_t w = {json_array(), -1};
+    int rc =
+        s->ops->query(s->store,
+                      "SELECT channel, sequence, window_id FROM windows WHERE workspace_id = ? "
+                      "AND session_id = ? AND channel = ? AND sequence > ? "
+                      "ORDER BY sequence LIMIT 10001", /* WINDOWS_PAGE_MAX + 1 */
+                      params, 4, window_row, &w);
+    if (rc != 0 || !w.list) {
+        json_decref(w.list);
+        gpufl__reply_error(rep, gpufl__store_status(rc), "the windows could not be read");
+        return;
+    }
+    json_t *next = json_null();
+    if (json_array_size(w.list) > WINDOWS_PAGE_MAX) {
+        json_array_remove(w.list, WINDOWS_PAGE_MAX);
+        next = json_integer(json_integer_value(
+            json_object_get(json_array_get(w.list, WINDOWS_PAGE_MAX - 1), "sequence")));
+    }
+    rep->status = 200;
+    rep->json = json_pack("{s:s,s:s,s:o,s:o}", "session_id", sid, "channel", channel, "windows",
+                          w.list, "next_after", next);
 }
 
 void gpufl__ingest_version(gpufl__request_t *req, gpufl__reply_t *rep) {

@@ -263,6 +263,8 @@ void gpufl__http_stop(gpufl__http_t *http, int drain_s);
 void gpufl__ingest_stream_precheck(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__ingest_stream_done(gpufl__request_t *req);
+/* GET /api/v1/events/windows: the windows of a session's channel the workspace holds. */
+void gpufl__ingest_windows(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__ingest_session_complete(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__ingest_version(gpufl__request_t *req, gpufl__reply_t *rep);
 

@@ -182,19 +182,24 @@ static int gzip(unsigned char **out, size_t *out_len, const char *body, size_t l
     return 0;
 }
 
-static void read_answer(gpufl__net_answer_t *a, const sink_t *s) {
+/* The answer's fields into *a; the parsed body to *doc when asked (else freed). */
+static void read_answer(gpufl__net_answer_t *a, const sink_t *s, json_t **doc) {
     json_t *j = json_loadb(s->data, s->len, 0, NULL);
     json_t *err = json_object_get(j, "error"), *rows = json_object_get(j, "rows");
     const char *window = json_string_value(json_object_get(j, "window"));
     if (json_is_string(err)) snprintf(a->message, sizeof a->message, "%s", json_string_value(err));
     if (json_is_integer(rows)) a->rows = json_integer_value(rows);
     a->duplicate = window && strcmp(window, "duplicate") == 0;
-    json_decref(j);
+    if (doc)
+        *doc = j;
+    else
+        json_decref(j);
 }
 
-/* One POST: url path, extra headers, body; the answer into *a. */
-static int post(gpufl__net_client_t *c, gpufl__net_answer_t *a, const char *path,
-                struct curl_slist *headers, const void *body, size_t len) {
+/* One request: a POST of body (a GET when body is NULL) to path with extra headers; the answer
+ * into *a, its parsed body into *doc when doc is given. */
+static int request(gpufl__net_client_t *c, gpufl__net_answer_t *a, const char *path,
+                   struct curl_slist *headers, const void *body, size_t len, json_t **doc) {
     char url[2400];
     sink_t s = {malloc(ANSWER_MAX), 0, -1};
     memset(a, 0, sizeof *a);
@@ -205,9 +210,13 @@ static int post(gpufl__net_client_t *c, gpufl__net_answer_t *a, const char *path
     struct curl_slist *h = fn.slist_append(headers, c->auth);
     CURL *k = c->curl;
     fn.easy_setopt(k, CURLOPT_URL, url);
-    fn.easy_setopt(k, CURLOPT_POST, 1L);
-    fn.easy_setopt(k, CURLOPT_POSTFIELDS, body);
-    fn.easy_setopt(k, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    if (body) {
+        fn.easy_setopt(k, CURLOPT_POST, 1L);
+        fn.easy_setopt(k, CURLOPT_POSTFIELDS, body);
+        fn.easy_setopt(k, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    } else {
+        fn.easy_setopt(k, CURLOPT_HTTPGET, 1L);
+    }
     fn.easy_setopt(k, CURLOPT_HTTPHEADER, h);
     fn.easy_setopt(k, CURLOPT_WRITEFUNCTION, on_body);
     fn.easy_setopt(k, CURLOPT_WRITEDATA, &s);
@@ -220,7 +229,7 @@ static int post(gpufl__net_client_t *c, gpufl__net_answer_t *a, const char *path
     if (cr == CURLE_OK) {
         fn.easy_getinfo(k, CURLINFO_RESPONSE_CODE, &a->status);
         a->retry_after_s = s.retry_after_s;
-        read_answer(a, &s);
+        read_answer(a, &s, doc);
         if (!a->message[0] && a->status != 200)
             snprintf(a->message, sizeof a->message, "HTTP %ld", a->status);
     } else {
@@ -256,7 +265,7 @@ int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a
     h = fn.slist_append(h, line);
     snprintf(line, sizeof line, "Idempotency-Key: %s", window_id);
     h = fn.slist_append(h, line);
-    rc = h ? post(c, a, "/events/stream", h, gz, gz_len)
+    rc = h ? request(c, a, "/events/stream", h, gz, gz_len, NULL)
            : gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
     free(gz);
     return rc;
@@ -268,5 +277,29 @@ int gpufl__net_client_complete(gpufl__net_client_t *c, gpufl__net_answer_t *a,
     int n = snprintf(body, sizeof body, "{\"session_id\":\"%s\"}", session_id);
     struct curl_slist *h = fn.slist_append(NULL, "Content-Type: application/json");
     if (!h) return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
-    return post(c, a, "/events/session-complete", h, body, (size_t)n);
+    return request(c, a, "/events/session-complete", h, body, (size_t)n, NULL);
+}
+
+int gpufl__net_client_windows(gpufl__net_client_t *c, gpufl__net_answer_t *a,
+                              const char *session_id, const char *channel, int64_t after,
+                              void (*each)(void *user, int64_t sequence), void *user,
+                              int64_t *next_after) {
+    char path[512];
+    json_t *doc = NULL;
+    *next_after = -1;
+    snprintf(path, sizeof path, "/events/windows?session_id=%s&channel=%s&after=%lld", session_id,
+             channel, (long long)after);
+    int rc = request(c, a, path, NULL, NULL, 0, &doc);
+    if (rc == 0 && a->verdict == GPUFL__NET_ACKED) {
+        size_t i;
+        json_t *w;
+        json_array_foreach(json_object_get(doc, "windows"), i, w) {
+            json_t *seq = json_object_get(w, "sequence");
+            if (json_is_integer(seq)) each(user, json_integer_value(seq));
+        }
+        json_t *next = json_object_get(doc, "next_after");
+        if (json_is_integer(next)) *next_after = json_integer_value(next);
+    }
+    json_decref(doc);
+    return rc;
 }

@@ -56,6 +56,15 @@ int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a
 int gpufl__net_client_complete(gpufl__net_client_t *c, gpufl__net_answer_t *a,
                                const char *session_id);
 
+/* Asks which windows of a session's channel the server already has (sequences after `after`,
+ * one page): each is passed to each(user, sequence); *next_after is the next page's `after`,
+ * or -1 when this was the last. A session id holds only URL-safe characters (window.h). Returns
+ * 0 when *a holds an answer (ACKED: the list was read). */
+int gpufl__net_client_windows(gpufl__net_client_t *c, gpufl__net_answer_t *a,
+                              const char *session_id, const char *channel, int64_t after,
+                              void (*each)(void *user, int64_t sequence), void *user,
+                              int64_t *next_after);
+
 /* The verdict of an HTTP status (0: no answer). */
 gpufl__net_verdict_t gpufl__net_verdict(long status);
 

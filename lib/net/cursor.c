@@ -151,6 +151,10 @@ int gpufl__net_cursor_completed(const gpufl__net_cursor_t *c, const char *sessio
     return json_is_true(json_object_get(session_of(c, session, 0), "completed"));
 }
 
+int gpufl__net_cursor_knows(const gpufl__net_cursor_t *c, const char *session) {
+    return session_of(c, session, 0) != NULL;
+}
+
 int gpufl__net_cursor_complete(gpufl__net_cursor_t *c, const char *session) {
     json_t *s = session_of(c, session, 1);
     if (!s || json_object_set_new(s, "completed", json_true()) != 0)

@@ -32,6 +32,8 @@ int gpufl__net_cursor_acked(const gpufl__net_cursor_t *c, const char *session, c
 int gpufl__net_cursor_ack(gpufl__net_cursor_t *c, const char *session, const char *channel,
                           int64_t sequence);
 int gpufl__net_cursor_completed(const gpufl__net_cursor_t *c, const char *session);
+/* Whether the cursor holds anything of session (acknowledged, quarantined or complete). */
+int gpufl__net_cursor_knows(const gpufl__net_cursor_t *c, const char *session);
 int gpufl__net_cursor_complete(gpufl__net_cursor_t *c, const char *session);
 int gpufl__net_cursor_quarantined(const gpufl__net_cursor_t *c, const char *session,
                                   const char *channel, int64_t sequence);

@@ -163,6 +163,50 @@ done:
     return rc;
 }
 
+typedef struct learned {
+    gpufl__net_cursor_t *cur;
+    const gpufl__net_session_t *s;
+    int channel;
+    int64_t acked;
+} learned_t;
+
+/* A window the server has: acknowledged in the cursor when the session has it here too. */
+static void server_has(void *user, int64_t sequence) {
+    learned_t *l = user;
+    for (size_t i = 0; i < l->s->n; i++)
+        if (l->s->windows[i].channel == l->channel && l->s->windows[i].sequence == sequence &&
+            gpufl__net_cursor_ack(l->cur, l->s->id, gpufl__net_channel_names[l->channel],
+                                  sequence) == 0)
+            l->acked++;
+}
+
+/* A session the cursor knows nothing of (new here, or the cursor was lost or damaged): what
+ * the server already has of it is acknowledged first, one question per channel and page, so a
+ * lost cursor does not send every window again. A server that cannot say is not asked again:
+ * its duplicate answers keep the windows stored once anyway. */
+static int learn_from_server(run_t *u, const gpufl__net_session_t *s) {
+    gpufl__net_cursor_t *cur = NULL;
+    int rc = gpufl__net_cursor_open(&cur, u->root);
+    if (rc != 0) return rc;
+    learned_t l = {cur, s, 0, 0};
+    int known = gpufl__net_cursor_knows(cur, s->id);
+    for (int c = 0; c < GPUFL__NET_CHANNELS && !known; c++) {
+        int present = 0;
+        for (size_t i = 0; i < s->n && !present; i++) present = s->windows[i].channel == c;
+        l.channel = c;
+        for (int64_t after = -1, page = 0; present && page < 1000; page++) {
+            gpufl__net_answer_t a;
+            if (gpufl__net_client_windows(u->client, &a, s->id, gpufl__net_channel_names[c], after,
+                                          server_has, &l, &after) != 0 ||
+                a.verdict != GPUFL__NET_ACKED || after < 0)
+                break;
+        }
+    }
+    if (l.acked) rc = gpufl__net_cursor_save(cur);
+    gpufl__net_cursor_close(cur);
+    return rc;
+}
+
 /* session-complete once every channel ended and every window is acknowledged. */
 static int complete_session(run_t *u, const gpufl__net_session_t *s) {
     gpufl__net_cursor_t *cur = NULL;
@@ -205,6 +249,7 @@ int gpufl__net_upload(gpufl__net_upload_result_t *r, const gpufl__net_upload_opt
             continue;
         }
         r->sessions++;
+        rc = learn_from_server(&u, &s);
         for (size_t i = 0; i < s.n && rc == 0; i++) rc = ship_window(&u, &s, &s.windows[i]);
         if (rc == 0) rc = complete_session(&u, &s);
         gpufl__net_session_fini(&s);

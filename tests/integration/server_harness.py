@@ -36,6 +36,7 @@ FIXTURES = os.path.join(HERE, "..", "fixtures", "sessions")
 STREAM = "/api/v1/events/stream"
 COMPLETE = "/api/v1/events/session-complete"
 VERSION = "/api/v1/info/version"
+WINDOWS = "/api/v1/events/windows?session_id=%s&channel=device"
 ENGINES = ("sqlite", "postgresql")
 COUNTED = ("windows", "lines", "activity", "sessions")
 

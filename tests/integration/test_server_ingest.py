@@ -29,7 +29,7 @@ import jsonschema
 import pytest
 
 import server_harness as sh
-from server_harness import (COMPLETE, STREAM, VERSION, fixture_windows, sent_digest,
+from server_harness import (COMPLETE, STREAM, VERSION, WINDOWS, fixture_windows, sent_digest,
                             window_headers)
 
 SERVER = sh.SERVER
@@ -47,6 +47,7 @@ def schema(name):
 ANSWER_SCHEMAS = {"/api/v1/events/stream": schema("stream-answer"),
                   "/api/v1/events/session-complete": schema("session-complete-answer"),
                   "/api/v1/info/version": schema("version-answer"),
+                  "/api/v1/events/windows": schema("windows-answer"),
                   "/healthz": schema("health-answer"), "/readyz": schema("health-answer")}
 ERROR_SCHEMA = schema("error")
 
@@ -54,8 +55,8 @@ ERROR_SCHEMA = schema("error")
 def check_answer(path, status, doc):
     if status >= 400:
         jsonschema.validate(doc, ERROR_SCHEMA)
-    elif path in ANSWER_SCHEMAS:
-        jsonschema.validate(doc, ANSWER_SCHEMAS[path])
+    elif path.split("?")[0] in ANSWER_SCHEMAS:
+        jsonschema.validate(doc, ANSWER_SCHEMAS[path.split("?")[0]])
 
 
 def Server(env, args=(), env_extra=None, scheme="http"):
@@ -336,11 +337,13 @@ def test_routes_by_key(env):
                  window_headers(None, w[0], w[1], w[2], w[3])),
         COMPLETE: ("POST", lambda: json.dumps({"session_id": alpha_sid}), {}),
         VERSION: ("GET", lambda: None, {}),
+        WINDOWS % alpha_sid: ("GET", lambda: None, {}),
     }
     expect = {  # route -> {key: status}
         STREAM: {None: 401, "revoked": 401, "read": 403, "bogus": 401},
         COMPLETE: {None: 401, "revoked": 401, "read": 403, "beta": 404, "bogus": 401},
         VERSION: {None: 401, "revoked": 401, "bogus": 401},
+        WINDOWS % alpha_sid: {None: 401, "revoked": 401, "read": 403, "bogus": 401},
     }
     keys = dict(keys, bogus="gpfl_aaaaaaaaaa_" + "A" * 43)
     before = counts(env["db"])
@@ -354,6 +357,18 @@ def test_routes_by_key(env):
             assert set(doc) <= {"error", "role"}, doc  # nothing else is said
             assert alpha_sid not in json.dumps(doc)
     assert_nothing_stored(env, before)
+    # What the server has of a session: the workspace's own windows; another workspace's key
+    # learns nothing (an empty list, as for a session it never sent).
+    st, doc, _ = srv.request("GET", WINDOWS % alpha_sid, None,
+                             {"Authorization": "Bearer " + keys["ingest"]})
+    assert st == 200 and doc["windows"] and doc["next_after"] is None, doc
+    assert all(x["channel"] == "device" for x in doc["windows"])
+    st, doc, _ = srv.request("GET", WINDOWS % alpha_sid, None,
+                             {"Authorization": "Bearer " + keys["beta"]})
+    assert st == 200 and doc["windows"] == [], doc
+    st, doc, _ = srv.request("GET", WINDOWS.replace("channel=device", "channel=gpu") % alpha_sid,
+                             None, {"Authorization": "Bearer " + keys["ingest"]})
+    assert st == 400 and doc.get("parameter") == "channel", doc
     # Another workspace's key stores into its own workspace only.
     st, doc, _ = post_window(srv, keys["beta"], w)
     assert st == 200
