@@ -11,6 +11,7 @@
 #include <gpufl/gpufl.h>
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,23 +31,44 @@ typedef struct text_block {
     char data[];
 } text_block_t;
 
-struct gpufl__rows {
-    /* The one rowset being built: at most GPUFL__ROWSET_MAX_ROWS rows of one table. */
+/* One rowset being built or read: at most GPUFL__ROWSET_MAX_ROWS rows of one table. */
+typedef struct rowbuf {
+    gpufl__rowset_t set;
     gpufl__cell_t *cells;
     size_t cap_cells;
-    gpufl__rowset_t set;
-    text_block_t *set_texts; /* integers written as text for the rowset; freed with it */
-    dict_entry_t *dict;      /* open addressing on id */
+    text_block_t *texts; /* integers written as text for the rowset; freed with it */
+    json_t *doc;         /* a reference on the line whose strings the cells point into */
+} rowbuf_t;
+
+/* The second pass runs on a thread of its own, one rowset ahead of the store, so parsing the
+ * next batch line overlaps writing this one (SQLite writes one window at a time per file).
+ * Rowset k is built into bufs[k % 2] once rowset k - 2 is released: the store holds rowset k - 1
+ * until its next call of next(). */
+typedef struct ahead {
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    rowbuf_t bufs[2];
+    size_t built, taken, released;
+    int done, stop, rc;
+    char error[256];
+} ahead_t;
+
+struct gpufl__rows {
+    rowbuf_t check;     /* the first pass's rowset, reused line after line */
+    dict_entry_t *dict; /* open addressing on id */
     size_t dict_cap, dict_len;
     text_block_t *texts; /* what lives as long as the window (facts, types) */
     int lenient;
-    size_t line_no; /* the line being read (1-based): dict ids of earlier lines resolve */
     int64_t time_min_ns, time_max_ns;
-    /* The rows source's place: line `at`, its document, and the table entry and row next. */
+    /* The second pass's place (its thread's alone): line `at`, its document, the table entry
+     * and the row next. */
     const gpufl__line_t *lines;
     size_t n_lines, at, table, row;
     json_t *doc;
     long doc_rows;
+    ahead_t ahead;
 };
 
 static void texts_free(text_block_t **list) {
@@ -57,23 +79,60 @@ static void texts_free(text_block_t **list) {
     }
 }
 
+static void rowbuf_clear(rowbuf_t *b) {
+    texts_free(&b->texts);
+    json_decref(b->doc);
+    b->doc = NULL;
+    b->set.n_rows = 0;
+}
+
+static void rowbuf_fini(rowbuf_t *b) {
+    rowbuf_clear(b);
+    free(b->cells);
+    memset(b, 0, sizeof *b);
+}
+
 int gpufl__rows_create(gpufl__rows_t **out) {
     gpufl__rows_t *r = calloc(1, sizeof *r);
     if (!r) return GPUFL_ENOMEM;
+    if (pthread_mutex_init(&r->ahead.mu, NULL) != 0) {
+        free(r);
+        return GPUFL_ENOMEM;
+    }
+    if (pthread_cond_init(&r->ahead.cv, NULL) != 0) {
+        pthread_mutex_destroy(&r->ahead.mu);
+        free(r);
+        return GPUFL_ENOMEM;
+    }
     r->time_min_ns = INT64_MAX;
     r->time_max_ns = INT64_MIN;
     *out = r;
     return 0;
 }
 
+static void ahead_stop(gpufl__rows_t *r) {
+    ahead_t *a = &r->ahead;
+    if (!a->started) return;
+    pthread_mutex_lock(&a->mu);
+    a->stop = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    pthread_join(a->thread, NULL);
+    a->started = 0;
+}
+
 void gpufl__rows_destroy(gpufl__rows_t *r) {
     if (!r) return;
+    ahead_stop(r);
     for (size_t i = 0; i < r->dict_cap; i++) free(r->dict[i].text);
     texts_free(&r->texts);
-    texts_free(&r->set_texts);
+    rowbuf_fini(&r->check);
+    rowbuf_fini(&r->ahead.bufs[0]);
+    rowbuf_fini(&r->ahead.bufs[1]);
     json_decref(r->doc);
+    pthread_cond_destroy(&r->ahead.cv);
+    pthread_mutex_destroy(&r->ahead.mu);
     free(r->dict);
-    free(r->cells);
     free(r);
 }
 
@@ -152,8 +211,8 @@ const char *gpufl__rows_keep(gpufl__rows_t *r, const char *s, size_t len) {
 }
 
 /* One cell from a JSON value, as the column's type wants it. */
-static int cell_of(gpufl__rows_t *r, gpufl__cell_t *cell, const gpufl__column_t *col, json_t *v,
-                   char *why, size_t size) {
+static int cell_of(const gpufl__rows_t *r, rowbuf_t *b, size_t line_no, gpufl__cell_t *cell,
+                   const gpufl__column_t *col, json_t *v, char *why, size_t size) {
     cell->kind = GPUFL__CELL_NULL;
     if (!v || json_is_null(v)) return 0;
     if (col->dict) {
@@ -161,7 +220,7 @@ static int cell_of(gpufl__rows_t *r, gpufl__cell_t *cell, const gpufl__column_t 
         int64_t id = json_integer_value(v);
         if (id == 0) return 0; /* "none" */
         const dict_entry_t *e = r->dict_cap ? &r->dict[dict_slot(r, id)] : NULL;
-        if (!e || !e->text || e->line_no >= r->line_no) {
+        if (!e || !e->text || e->line_no >= line_no) {
             if (r->lenient) return 0;
             snprintf(why, size, "column \"%s\": dict id %" PRId64 " is not defined before it",
                      col->from ? col->from : col->name, id);
@@ -205,7 +264,7 @@ static int cell_of(gpufl__rows_t *r, gpufl__cell_t *cell, const gpufl__column_t 
         } else if (json_is_integer(v)) {
             char text[32];
             int n = snprintf(text, sizeof text, "%" PRId64, (int64_t)json_integer_value(v));
-            const char *kept = keep_in(&r->set_texts, text, (size_t)n);
+            const char *kept = keep_in(&b->texts, text, (size_t)n);
             if (!kept) return GPUFL_ENOMEM;
             cell->kind = GPUFL__CELL_TEXT;
             cell->u.t.s = kept;
@@ -239,20 +298,19 @@ static long batch_length(json_t *line) {
     return disagree ? -2 : n;
 }
 
-/* Rows row0 .. row0 + n - 1 of table entry t from a batch line, as r->set. */
-static int fill_set(gpufl__rows_t *r, size_t t, json_t *line, size_t row0, size_t n, char *why,
-                    size_t size) {
+/* Rows row0 .. row0 + n - 1 of table entry t from batch line line_no, as b->set. */
+static int fill_set(const gpufl__rows_t *r, rowbuf_t *b, size_t line_no, size_t t, json_t *line,
+                    size_t row0, size_t n, char *why, size_t size) {
     const gpufl__table_t *tab = gpufl__store_tables[t];
     size_t nc = tab->n_columns;
-    texts_free(&r->set_texts);
-    r->set = (gpufl__rowset_t){tab, 0, r->cells};
-    if (n * nc > r->cap_cells) {
-        gpufl__cell_t *cells = realloc(r->cells, n * nc * sizeof *cells);
+    rowbuf_clear(b);
+    if (n * nc > b->cap_cells) {
+        gpufl__cell_t *cells = realloc(b->cells, n * nc * sizeof *cells);
         if (!cells) return GPUFL_ENOMEM;
-        r->cells = cells;
-        r->cap_cells = n * nc;
-        r->set.cells = cells;
+        b->cells = cells;
+        b->cap_cells = n * nc;
     }
+    b->set = (gpufl__rowset_t){tab, 0, b->cells};
     json_t **arrays = calloc(nc ? nc : 1, sizeof *arrays);
     if (!arrays) return GPUFL_ENOMEM;
     int rc = 0;
@@ -269,7 +327,8 @@ static int fill_set(gpufl__rows_t *r, size_t t, json_t *line, size_t row0, size_
     for (size_t i = 0; i < n; i++) {
         for (size_t c = 0; c < nc; c++) {
             json_t *v = json_is_array(arrays[c]) ? json_array_get(arrays[c], row0 + i) : NULL;
-            if ((rc = cell_of(r, &r->cells[i * nc + c], &tab->columns[c], v, why, size)) != 0) {
+            gpufl__cell_t *cell = &b->cells[i * nc + c];
+            if ((rc = cell_of(r, b, line_no, cell, &tab->columns[c], v, why, size)) != 0) {
                 size_t w = strlen(why);
                 if (rc == GPUFL_EFORMAT && w + 1 < size)
                     snprintf(why + w, size - w, " (row %zu)", row0 + i);
@@ -277,7 +336,7 @@ static int fill_set(gpufl__rows_t *r, size_t t, json_t *line, size_t row0, size_
             }
         }
     }
-    r->set.n_rows = n;
+    b->set.n_rows = n;
 done:
     free(arrays);
     return rc;
@@ -291,7 +350,6 @@ int gpufl__rows_check(gpufl__rows_t *r, size_t line_no, const char *type, json_t
                       int64_t *n_rows, char *why, size_t size) {
     long n = batch_length(line);
     *n_rows = n < 0 ? 1 : n;
-    r->line_no = line_no;
     /* The line's times count once the whole line is good (a damaged line kept adds none). */
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t t = 0; t < gpufl__store_n_tables; t++) {
@@ -305,9 +363,10 @@ int gpufl__rows_check(gpufl__rows_t *r, size_t line_no, const char *type, json_t
             return GPUFL_EFORMAT;
         }
         for (size_t row = 0; row < (size_t)n; row += piece((size_t)n - row)) {
-            int rc = fill_set(r, t, line, row, piece((size_t)n - row), why, size);
+            int rc =
+                fill_set(r, &r->check, line_no, t, line, row, piece((size_t)n - row), why, size);
             if (rc != 0) return rc;
-            gpufl__rowset_time_span(&r->set, &lo, &hi);
+            gpufl__rowset_time_span(&r->check.set, &lo, &hi);
         }
     }
     if (lo < r->time_min_ns) r->time_min_ns = lo;
@@ -329,30 +388,21 @@ static int typed_line(const gpufl__line_t *l) {
     return 0;
 }
 
-static int source_begin(void *arg) {
-    gpufl__rows_t *r = arg;
-    json_decref(r->doc);
-    r->doc = NULL;
-    r->at = r->table = r->row = 0;
-    return 0;
-}
-
-static int source_next(void *arg, const gpufl__rowset_t **out) {
-    gpufl__rows_t *r = arg;
-    *out = NULL;
+/* The next rowset of the window into b: 1, or 0 after the last, or a negative GPUFL_E* with
+ * why. Only the second pass's thread calls it. */
+static int build_next(gpufl__rows_t *r, rowbuf_t *b, char *why, size_t size) {
     for (;;) {
         for (; r->doc && r->table < gpufl__store_n_tables; r->table++, r->row = 0) {
             const char *type = r->lines[r->at].type;
             if (strcmp(gpufl__store_tables[r->table]->record_type, type) != 0) continue;
             if (r->row >= (size_t)r->doc_rows) continue;
-            char why[256] = "out of memory";
             size_t n = piece((size_t)r->doc_rows - r->row);
-            int rc = fill_set(r, r->table, r->doc, r->row, n, why, sizeof why);
-            if (rc != 0) /* the first pass passed this line: only memory can fail here */
-                return gpufl__store_fail(rc, "ingest: line %zu: %s", r->line_no, why);
+            /* the first pass passed this line: only memory can fail here */
+            int rc = fill_set(r, b, r->at + 1, r->table, r->doc, r->row, n, why, size);
+            if (rc != 0) return rc;
+            b->doc = json_incref(r->doc);
             r->row += n;
-            *out = &r->set;
-            return 0;
+            return 1;
         }
         if (r->doc) {
             json_decref(r->doc);
@@ -363,19 +413,86 @@ static int source_next(void *arg, const gpufl__rowset_t **out) {
         if (r->at >= r->n_lines) return 0;
         const gpufl__line_t *l = &r->lines[r->at];
         json_error_t err;
-        if (!(r->doc = json_loadb(l->text, l->len, 0, &err)))
-            return gpufl__store_fail(GPUFL_ENOMEM, "ingest: line %zu: %s", r->at + 1, err.text);
-        r->line_no = r->at + 1;
+        if (!(r->doc = json_loadb(l->text, l->len, 0, &err))) {
+            snprintf(why, size, "line %zu: %s", r->at + 1, err.text);
+            return GPUFL_ENOMEM;
+        }
         r->doc_rows = batch_length(r->doc);
         if (r->doc_rows < 0) r->doc_rows = 0; /* not a batch: the first pass refused it */
         r->table = r->row = 0;
     }
 }
 
+static void *ahead_main(void *arg) {
+    gpufl__rows_t *r = arg;
+    ahead_t *a = &r->ahead;
+    for (;;) {
+        pthread_mutex_lock(&a->mu);
+        while (!a->stop && a->built >= a->released + 2) pthread_cond_wait(&a->cv, &a->mu);
+        size_t k = a->built;
+        int stop = a->stop;
+        pthread_mutex_unlock(&a->mu);
+        if (stop) break;
+        char why[256] = "out of memory";
+        int rc = build_next(r, &a->bufs[k % 2], why, sizeof why);
+        pthread_mutex_lock(&a->mu);
+        if (rc > 0) {
+            a->built++;
+        } else {
+            a->done = 1;
+            a->rc = rc;
+            snprintf(a->error, sizeof a->error, "%s", why);
+        }
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        if (rc <= 0) break;
+    }
+    return NULL;
+}
+
+static int source_begin(void *arg) {
+    gpufl__rows_t *r = arg;
+    ahead_t *a = &r->ahead;
+    ahead_stop(r);
+    json_decref(r->doc);
+    r->doc = NULL;
+    r->at = r->table = r->row = 0;
+    rowbuf_clear(&a->bufs[0]);
+    rowbuf_clear(&a->bufs[1]);
+    a->built = a->taken = a->released = 0;
+    a->done = a->stop = a->rc = 0;
+    if (pthread_create(&a->thread, NULL, ahead_main, r) != 0)
+        return gpufl__store_fail(GPUFL_ENOMEM, "ingest: no thread for the window's rows");
+    a->started = 1;
+    return 0;
+}
+
+static int source_next(void *arg, const gpufl__rowset_t **out) {
+    gpufl__rows_t *r = arg;
+    ahead_t *a = &r->ahead;
+    *out = NULL;
+    if (!a->started) {
+        int rc = source_begin(r);
+        if (rc) return rc;
+    }
+    pthread_mutex_lock(&a->mu);
+    a->released = a->taken; /* the rowset returned last is no longer read */
+    pthread_cond_broadcast(&a->cv);
+    while (a->built == a->taken && !a->done) pthread_cond_wait(&a->cv, &a->mu);
+    int rc = 0;
+    if (a->built > a->taken)
+        *out = &a->bufs[a->taken++ % 2].set;
+    else
+        rc = a->rc;
+    pthread_mutex_unlock(&a->mu);
+    if (rc < 0) return gpufl__store_fail(rc, "ingest: %s", a->error);
+    return 0;
+}
+
 void gpufl__rows_source(gpufl__rows_t *r, const gpufl__line_t *lines, size_t n_lines,
                         gpufl__rows_source_t *out) {
+    rowbuf_fini(&r->check); /* the first pass is over */
     r->lines = lines;
     r->n_lines = n_lines;
-    source_begin(r);
     *out = (gpufl__rows_source_t){source_begin, source_next, r};
 }
