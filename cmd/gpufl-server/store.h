@@ -67,8 +67,8 @@ typedef struct gpufl__rowset {
 } gpufl__rowset_t;
 
 /* Rows a rowset of ingest holds at most: a batch line's rows (the library writes up to 4096)
- * reach the engine in pieces of this many, so a request never holds more typed cells than
- * GPUFL__ROWSET_MAX_ROWS times its table's columns, whatever the window's size. */
+ * reach the engine in pieces of this many, so a request holds at most two rowsets of typed
+ * cells (the one being written and the next), whatever the window's size. */
 #define GPUFL__ROWSET_MAX_ROWS 4096
 
 /* A window's typed rows, handed to the engine one rowset at a time inside the window's
