@@ -523,6 +523,14 @@ def test_flags_and_admin(env, tmp_path):
     assert printed not in repr(stored) and printed.split("_")[2] not in repr(stored)
 
 
+def sanitized():
+    """Under a sanitizer the server's RSS is mostly the sanitizer's (shadow memory, the
+    quarantine of freed blocks): its memory bound is not judged there."""
+    with open(SERVER, "rb") as f:
+        data = f.read()
+    return b"__asan_init" in data or b"__tsan_init" in data
+
+
 def vm_hwm_bytes(pid):
     """The peak resident set of a process so far (/proc/PID/status VmHWM)."""
     with open("/proc/%d/status" % pid) as f:
@@ -578,7 +586,8 @@ def test_memory_cap_per_request(env):
             grew = vm_hwm_bytes(srv.p.pid) - before
             print("%s: body %.1f MiB, %d rows, peak RSS grew %.1f MiB" % (
                 what, len(body) / 2**20, want, grew / 2**20))
-            assert grew < 1.5 * len(body) + (32 << 20), (what, len(body), grew)
+            if not sanitized():
+                assert grew < 1.5 * len(body) + (32 << 20), (what, len(body), grew)
         # A line past 8 MiB (the library's are ~0.25 MiB) is refused whole.
         before = counts(env["db"])
         huge = HEADER + '{"type":"kernel","v":1,"start_ns":[%s]}\n' % ",".join(
