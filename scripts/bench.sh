@@ -38,6 +38,9 @@ out=$(mktemp)
     echo
     # gpufl-server's ingest against the engines' own rates (PostgreSQL from scripts/deps.sh).
     /usr/bin/python3 bench/server_ingest.py --server build/bench/cmd/gpufl-server/gpufl-server
+    echo
+    # Its query API on a 1 M-kernel session: summary, insights, kernels per name, timelines.
+    /usr/bin/python3 bench/server_query.py --server build/bench/cmd/gpufl-server/gpufl-server
   fi
 } | tee "$out"
 

@@ -322,9 +322,9 @@ static int parse_line(gpufl__parsed_t *p, const gpufl__ingest_headers_t *h, size
     if (line_no == 1)
         rc = check_header(p, h, doc, why, size);
     else if (!strcmp(t, "dict"))
-        rc = gpufl__rows_dict(p->rows, doc, why, size);
+        rc = gpufl__rows_dict(p->rows, line_no, doc, why, size);
     else
-        rc = gpufl__rows_record(p->rows, t, doc, &line->rows, why, size);
+        rc = gpufl__rows_check(p->rows, line_no, t, doc, &line->rows, why, size);
     if (rc != 0) goto done;
     if (!strcmp(t, "capabilities")) p->w.facts.engine = keep_member(p, doc, "engine");
     if (!strcmp(t, "session_end")) p->w.facts.end_ns = int_member(doc, "ts_ns", -1);
@@ -365,11 +365,10 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
     }
     gpufl__parsed_t *p = calloc(1, sizeof *p);
     json_t *problems = json_array();
-    /* One typed cell per byte of the window at most (a cell is 24 bytes). A row has a cell
-     * for every column of its table, present in the line or not: the library's kernel rows
-     * are about 60 bytes for activity's 35 cells. A request holds its body plus at most 24
-     * times it in rows, and a window of tinier rows is refused (413). */
-    if (p && problems) gpufl__rows_create(&p->rows, len + 4096);
+    /* No typed rows are kept here: the lines are checked now, and built again one rowset at a
+     * time while the store writes them (gpufl__rows_source), so a request holds its body, its
+     * line index and one rowset, whatever the window's size. */
+    if (p && problems) gpufl__rows_create(&p->rows);
     if (!p || !problems || !p->rows || !(p->lines = calloc(n_lines, sizeof *p->lines)) ||
         !(p->damaged = json_array())) {
         json_decref(problems);
@@ -388,7 +387,12 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
         line->len = (size_t)(nl - at);
         at = nl + 1;
         char why[256] = "out of memory";
-        int lrc = parse_line(p, h, i + 1, line, why, sizeof why);
+        int lrc = GPUFL_ENOMEM;
+        if (line->len > GPUFL__LINE_MAX_BYTES)
+            snprintf(why, sizeof why, "line %zu holds %zu bytes, more than the %u MiB a line may",
+                     i + 1, line->len, GPUFL__LINE_MAX_BYTES >> 20);
+        else
+            lrc = parse_line(p, h, i + 1, line, why, sizeof why);
         if (lrc == GPUFL_ENOMEM) {
             *error = error_json("%s", why);
             status = 413;
@@ -427,7 +431,8 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
     crypto_hash_sha256(w->sha256, (const unsigned char *)data, len);
     w->lines = p->lines;
     w->n_lines = n_lines;
-    w->rowsets = gpufl__rows_sets(p->rows, &w->n_rowsets);
+    gpufl__rows_source(p->rows, p->lines, n_lines, &w->rows_source);
+    gpufl__rows_time_span(p->rows, &w->time_min_ns, &w->time_max_ns);
     *out = p;
     return 0;
 }

@@ -487,7 +487,7 @@ int gpufl__report_kernels(gpufl__server_t *s, int64_t workspace_id, const char *
     free(k.dur);
     json_t *doc = NULL, *list = NULL;
     if (!rc) {
-        qsort(k.groups, k.n, sizeof *k.groups, cmp_kgroup);
+        if (k.n) qsort(k.groups, k.n, sizeof *k.groups, cmp_kgroup); /* NULL when no kernels */
         int64_t total = 0;
         for (size_t i = 0; i < k.n; i++) total += k.groups[i].total;
         list = json_array();

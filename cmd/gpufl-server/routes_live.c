@@ -175,37 +175,59 @@ static json_t *cell_json(const gpufl__cell_t *c) {
     }
 }
 
-/* The window's gpu_sample rows as one `sample` event: the latest row of each device. */
-static void publish_samples(gpufl__live_t *l, const gpufl__window_t *w) {
-    for (size_t i = 0; i < w->n_rowsets; i++) {
-        const gpufl__rowset_t *rs = &w->rowsets[i];
-        if (strcmp(rs->table->name, "gpu_sample") != 0 || !rs->n_rows) continue;
-        size_t cols = rs->table->n_columns, device_col = cols;
-        for (size_t k = 0; k < cols; k++)
-            if (!strcmp(rs->table->columns[k].name, "device")) device_col = k;
-        int64_t devices[DEVICES_MAX];
-        size_t last[DEVICES_MAX], n = 0;
-        for (size_t r = 0; r < rs->n_rows && device_col < cols; r++) {
-            const gpufl__cell_t *d = &rs->cells[r * cols + device_col];
-            int64_t dev = d->kind == GPUFL__CELL_INT ? d->u.i : -1;
-            size_t j = 0;
-            while (j < n && devices[j] != dev) j++;
-            if (j == n && n == DEVICES_MAX) continue;
-            if (j == n) devices[n++] = dev;
-            last[j] = r;
+/* The latest row of each device among a gpu_sample rowset's rows, replacing older ones. */
+static void latest_samples(const gpufl__rowset_t *rs, int64_t *devices, json_t **latest,
+                           size_t *n) {
+    size_t cols = rs->table->n_columns, device_col = cols;
+    for (size_t k = 0; k < cols; k++)
+        if (!strcmp(rs->table->columns[k].name, "device")) device_col = k;
+    size_t last[DEVICES_MAX], slot[DEVICES_MAX], m = 0;
+    for (size_t r = 0; r < rs->n_rows && device_col < cols; r++) {
+        const gpufl__cell_t *d = &rs->cells[r * cols + device_col];
+        int64_t dev = d->kind == GPUFL__CELL_INT ? d->u.i : -1;
+        size_t j = 0;
+        while (j < *n && devices[j] != dev) j++;
+        if (j == *n && *n == DEVICES_MAX) continue;
+        if (j == *n) {
+            devices[(*n)++] = dev;
+            latest[j] = NULL;
         }
-        json_t *list = json_array();
-        for (size_t j = 0; j < n; j++) {
-            json_t *o = json_object();
-            for (size_t k = 0; k < cols; k++)
-                json_object_set_new(o, rs->table->columns[k].name,
-                                    cell_json(&rs->cells[last[j] * cols + k]));
-            json_array_append_new(list, o);
-        }
-        publish(l, w->workspace_id, "sample",
-                json_pack("{s:s,s:I,s:o}", "session_id", w->session_id, "epoch_unix_us",
-                          (json_int_t)w->facts.epoch_unix_us, "devices", list));
+        size_t i = 0;
+        while (i < m && slot[i] != j) i++;
+        if (i == m) slot[m++] = j;
+        last[i] = r;
     }
+    for (size_t i = 0; i < m; i++) {
+        json_t *o = json_object();
+        for (size_t k = 0; k < cols; k++)
+            json_object_set_new(o, rs->table->columns[k].name,
+                                cell_json(&rs->cells[last[i] * cols + k]));
+        json_decref(latest[slot[i]]);
+        latest[slot[i]] = o;
+    }
+}
+
+/* The window's gpu_sample rows as one `sample` event: the latest row of each device. The
+ * rows are read again from the window's rows source, one rowset at a time. */
+static void publish_samples(gpufl__live_t *l, const gpufl__window_t *w) {
+    const gpufl__rows_source_t *src = &w->rows_source;
+    if (!src->next || (src->begin && src->begin(src->arg) != 0)) return;
+    int64_t devices[DEVICES_MAX];
+    json_t *latest[DEVICES_MAX];
+    size_t n = 0;
+    int any = 0;
+    const gpufl__rowset_t *rs;
+    while (src->next(src->arg, &rs) == 0 && rs) {
+        if (strcmp(rs->table->name, "gpu_sample") != 0 || !rs->n_rows) continue;
+        latest_samples(rs, devices, latest, &n);
+        any = 1;
+    }
+    if (!any) return;
+    json_t *list = json_array();
+    for (size_t j = 0; j < n; j++) json_array_append_new(list, latest[j] ? latest[j] : json_null());
+    publish(l, w->workspace_id, "sample",
+            json_pack("{s:s,s:I,s:o}", "session_id", w->session_id, "epoch_unix_us",
+                      (json_int_t)w->facts.epoch_unix_us, "devices", list));
 }
 
 static int count_rows(void *arg, int n, const char *const *v, const char *const *names) {

@@ -127,6 +127,9 @@ void gpufl__body_fini(gpufl__body_t *b);
 /* ---- ingest: headers and a window (ingest_parse.c, ingest_rows.c) -------------------------- */
 
 #define GPUFL__ID_MAX       128 /* session and window ids */
+/* A line of a window at most: the library's batch lines (4096 rows) stay far below it, and a
+ * line is parsed whole (jansson holds up to ~20 times a line of tiny numbers while it is read). */
+#define GPUFL__LINE_MAX_BYTES (8u << 20)
 #define GPUFL__PROBLEMS_MAX 100 /* line problems listed in one answer */
 
 /* Looks up a request header by name (case-insensitive); NULL when absent. */
@@ -166,20 +169,27 @@ const gpufl__window_t *gpufl__parsed_window(const gpufl__parsed_t *p);
 json_t *gpufl__parsed_damaged(const gpufl__parsed_t *p);
 void gpufl__parsed_destroy(gpufl__parsed_t *p);
 
-/* Typed rows of one window, built line by line (ingest_rows.c). */
+/* Typed rows of one window (ingest_rows.c), in two passes over its lines: check() reads every
+ * cell of a line and keeps none; the rows source then builds them again, one rowset of at most
+ * GPUFL__ROWSET_MAX_ROWS rows at a time, while the store writes them. */
 typedef struct gpufl__rows gpufl__rows_t;
 
-int gpufl__rows_create(gpufl__rows_t **out, size_t max_cells);
+int gpufl__rows_create(gpufl__rows_t **out);
 void gpufl__rows_destroy(gpufl__rows_t *rows);
-/* A dict line: its ids resolve later dict columns. 0, or GPUFL_EFORMAT with why. */
-int gpufl__rows_dict(gpufl__rows_t *rows, json_t *line, char *why, size_t size);
-/* A record line of type `type`: when a typed table is filled from that type, its rows are
- * read (columns by name). *n_rows gets the records the line holds. 0; GPUFL_EFORMAT with why;
- * GPUFL_ENOMEM past max_cells. */
-int gpufl__rows_record(gpufl__rows_t *rows, const char *type, json_t *line, int64_t *n_rows,
-                       char *why, size_t size);
-/* The rowsets built so far (valid until the next call or destroy). */
-const gpufl__rowset_t *gpufl__rows_sets(gpufl__rows_t *rows, size_t *n);
+/* A dict line (line_no counts from 1): its ids resolve dict columns of later lines. 0, or
+ * GPUFL_EFORMAT with why; GPUFL_ENOMEM past the ids one window may define. */
+int gpufl__rows_dict(gpufl__rows_t *rows, size_t line_no, json_t *line, char *why, size_t size);
+/* A record line of type `type`: when a typed table is filled from that type, every cell of its
+ * rows is read (columns by name) and checked, and the rows' times widen the window's span.
+ * *n_rows gets the records the line holds. 0; GPUFL_EFORMAT with why; GPUFL_ENOMEM. */
+int gpufl__rows_check(gpufl__rows_t *rows, size_t line_no, const char *type, json_t *line,
+                      int64_t *n_rows, char *why, size_t size);
+/* The least and greatest time of the rows checked (min > max: none). */
+void gpufl__rows_time_span(const gpufl__rows_t *rows, int64_t *min_ns, int64_t *max_ns);
+/* The source of the typed rows of lines (checked before, and kept alive by the caller): the
+ * lines of type NULL (damaged, kept) are skipped. */
+void gpufl__rows_source(gpufl__rows_t *rows, const gpufl__line_t *lines, size_t n_lines,
+                        gpufl__rows_source_t *out);
 /* A copy of s (len bytes, then a NUL) that lives as long as rows. NULL when out of memory. */
 const char *gpufl__rows_keep(gpufl__rows_t *rows, const char *s, size_t len);
 /* Drop unresolvable dict ids to NULL instead of failing (damaged lines kept). */

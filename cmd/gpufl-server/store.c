@@ -61,6 +61,36 @@ int64_t gpufl__store_row_day(int64_t epoch_unix_us, const gpufl__cell_t *time_ce
     return gpufl__store_day_of_unix_us(epoch_unix_us + time_cell->u.i / 1000);
 }
 
+void gpufl__rowset_time_span(const gpufl__rowset_t *rs, int64_t *min_ns, int64_t *max_ns) {
+    int ti = rs->table ? gpufl__store_table_time_index(rs->table) : -1;
+    if (ti < 0 || !rs->cells) return;
+    for (size_t r = 0; r < rs->n_rows; r++) {
+        const gpufl__cell_t *cell = &rs->cells[r * rs->table->n_columns + (size_t)ti];
+        if (cell->kind != GPUFL__CELL_INT) continue;
+        if (cell->u.i < *min_ns) *min_ns = cell->u.i;
+        if (cell->u.i > *max_ns) *max_ns = cell->u.i;
+    }
+}
+
+static int list_begin(void *arg) {
+    ((gpufl__rowset_list_t *)arg)->at = 0;
+    return 0;
+}
+
+static int list_next(void *arg, const gpufl__rowset_t **out) {
+    gpufl__rowset_list_t *l = arg;
+    *out = l->at < l->n_sets ? &l->sets[l->at++] : NULL;
+    return 0;
+}
+
+void gpufl__window_set_rowsets(gpufl__window_t *w, gpufl__rowset_list_t *list) {
+    w->rows_source = (gpufl__rows_source_t){list_begin, list_next, list};
+    w->time_min_ns = INT64_MAX;
+    w->time_max_ns = INT64_MIN;
+    for (size_t i = 0; i < list->n_sets; i++)
+        gpufl__rowset_time_span(&list->sets[i], &w->time_min_ns, &w->time_max_ns);
+}
+
 int gpufl__store_open(gpufl__store_t **out, const gpufl__store_ops_t **out_ops, const char *url) {
     if (!out || !out_ops || !url)
         return gpufl__store_fail(GPUFL_EINVAL, "store: no database URL given");

@@ -59,12 +59,28 @@ typedef struct gpufl__cell {
     } u;
 } gpufl__cell_t;
 
-/* The rows of one typed table in one window: n_rows × table->n_columns cells, row-major. */
+/* Rows of one typed table: n_rows × table->n_columns cells, row-major. */
 typedef struct gpufl__rowset {
     const gpufl__table_t *table;
     size_t n_rows;
     const gpufl__cell_t *cells;
 } gpufl__rowset_t;
+
+/* Rows a rowset of ingest holds at most: a batch line's rows (the library writes up to 4096)
+ * reach the engine in pieces of this many, so a request holds at most two rowsets of typed
+ * cells (the one being written and the next), whatever the window's size. */
+#define GPUFL__ROWSET_MAX_ROWS 4096
+
+/* A window's typed rows, handed to the engine one rowset at a time inside the window's
+ * transaction, each built (from the next batch line) just before it is written. begin()
+ * starts over from the first rowset (an engine that retries its transaction reads them
+ * again); next() sets *out to the next rowset, valid until the following call, or to NULL
+ * after the last. Both return 0 or a negative GPUFL_E*, which rolls the window back. */
+typedef struct gpufl__rows_source {
+    int (*begin)(void *arg);
+    int (*next)(void *arg, const gpufl__rowset_t **out);
+    void *arg;
+} gpufl__rows_source_t;
 
 /* ---- a window --------------------------------------------------------------------------- */
 
@@ -97,8 +113,11 @@ typedef struct gpufl__window {
     int wire_version;
     const gpufl__line_t *lines;
     size_t n_lines;
-    const gpufl__rowset_t *rowsets;
-    size_t n_rowsets;
+    gpufl__rows_source_t rows_source; /* begin and next NULL: no typed rows */
+    /* The least and greatest time cell (ns since the session epoch) of the typed rows, so an
+     * engine knows their days before the rows come (PostgreSQL makes their partitions
+     * first); time_min_ns > time_max_ns when no row has a time. */
+    int64_t time_min_ns, time_max_ns;
     gpufl__session_facts_t facts;
 } gpufl__window_t;
 
@@ -161,6 +180,17 @@ typedef struct gpufl__store_ops {
     int (*retain)(gpufl__store_t *store, int days);
 } gpufl__store_ops_t;
 
+/* A rows source over rowsets already in memory (the engines' tests): list->sets, n_sets,
+ * filled by the caller. Sets w's rows_source and time span from them. */
+typedef struct gpufl__rowset_list {
+    const gpufl__rowset_t *sets;
+    size_t n_sets, at;
+} gpufl__rowset_list_t;
+void gpufl__window_set_rowsets(gpufl__window_t *w, gpufl__rowset_list_t *list);
+
+/* Widens [*min_ns, *max_ns] by the time cells of rs (its table's time column, INT cells). */
+void gpufl__rowset_time_span(const gpufl__rowset_t *rs, int64_t *min_ns, int64_t *max_ns);
+
 /* Opens the engine the URL's scheme names ("sqlite:PATH", "postgresql://..."). */
 int gpufl__store_open(gpufl__store_t **out, const gpufl__store_ops_t **out_ops, const char *url);
 
@@ -177,6 +207,10 @@ int gpufl__store_open(gpufl__store_t **out, const gpufl__store_ops_t **out_ops, 
  *   Statements other than SELECT run too (UPDATE sessions ... for session-complete); while
  *   one runs, its callback must not write through the same store (SQLite holds the
  *   process's write lock for it).
+ * - window_put() checks the window's identity before it reads a row: a DUPLICATE or CONFLICT
+ *   never calls the rows source. A rowset of an unknown table or a source's error rolls the
+ *   whole window back; so does, on PostgreSQL, a row whose time falls outside the window's
+ *   time_min_ns..time_max_ns (its day has no partition made for it).
  * - Errors: GPUFL_EINVAL (bad argument, unknown table in a rowset), GPUFL_EALREADY (a
  *   workspace or user name taken), GPUFL_ENOTFOUND, GPUFL_EIO (the database failed or stayed
  *   busy), GPUFL_ENOMEM; gpufl_last_error() says what and where. */

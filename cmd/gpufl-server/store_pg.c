@@ -681,9 +681,13 @@ static int copy_lines(copy_t *k, PGconn *c, const gpufl__window_t *w, int64_t da
     return copy_end(k, rc, "storing the window's lines");
 }
 
-static int copy_rowset(copy_t *k, PGconn *c, const gpufl__window_t *w, const gpufl__rowset_t *rs,
-                       int64_t epoch_unix_us, int64_t arrival_day) {
-    const gpufl__table_t *t = rs->table;
+/* The days a window's typed rows may fall on: arrival (rows without a time, or of a session
+ * whose epoch is unknown) and first..last, whose partitions were made before the transaction. */
+typedef struct {
+    int64_t arrival, first, last;
+} day_range_t;
+
+static int copy_table_begin(copy_t *k, PGconn *c, const gpufl__table_t *t) {
     buf_t sql = {0, 0, 0, 64 * 1024};
     int rc = buf_fmt(&sql, "COPY \"%s\" (workspace_id, session_id, day%s", t->name,
                      t->kind ? ", kind" : "");
@@ -692,11 +696,19 @@ static int copy_rowset(copy_t *k, PGconn *c, const gpufl__window_t *w, const gpu
     if (rc == 0) rc = buf_str(&sql, ") FROM STDIN");
     if (rc == 0) rc = copy_begin(k, c, sql.p, "storing typed rows");
     free(sql.p);
-    if (rc) return rc;
-    int ti = gpufl__store_table_time_index(t);
+    return rc;
+}
+
+static int copy_rowset(copy_t *k, const gpufl__window_t *w, const gpufl__rowset_t *rs,
+                       int64_t epoch_unix_us, const day_range_t *days) {
+    const gpufl__table_t *t = rs->table;
+    int ti = gpufl__store_table_time_index(t), rc = 0;
     for (size_t i = 0; i < rs->n_rows && rc == 0; i++) {
         const gpufl__cell_t *row = rs->cells + i * t->n_columns;
-        int64_t day = gpufl__store_row_day(epoch_unix_us, ti >= 0 ? &row[ti] : NULL, arrival_day);
+        int64_t day = gpufl__store_row_day(epoch_unix_us, ti >= 0 ? &row[ti] : NULL, days->arrival);
+        if (day != days->arrival && (day < days->first || day > days->last))
+            return gpufl__store_fail(
+                GPUFL_EINVAL, "%s row %zu: its time is outside the window's time span", t->name, i);
         rc = copy_row_head(k, w, day);
         if (rc == 0 && t->kind) {
             rc = copy_put(k, "\t", 1);
@@ -708,9 +720,46 @@ static int copy_rowset(copy_t *k, PGconn *c, const gpufl__window_t *w, const gpu
         }
         if (rc == 0) rc = copy_put(k, "\n", 1);
     }
+    return rc;
+}
+
+static int copy_table_end(copy_t *k, const gpufl__table_t *t, int rc) {
     char what[96];
     snprintf(what, sizeof what, "storing %s rows", t->name);
     return copy_end(k, rc, what);
+}
+
+/* The typed rows as the source builds them, one rowset at a time: consecutive rowsets of one
+ * table (kernel, copy, memset and sync all fill activity) share one COPY, which ends when a
+ * rowset of another table comes, so only the current rowset is ever held here. */
+static int copy_rows(copy_t *k, PGconn *c, const gpufl__window_t *w, int64_t epoch_unix_us,
+                     const day_range_t *days) {
+    const gpufl__rows_source_t *src = &w->rows_source;
+    if (!src->next) return 0;
+    int rc = src->begin ? src->begin(src->arg) : 0;
+    const gpufl__table_t *open = NULL; /* the table whose COPY is open */
+    const gpufl__rowset_t *rs = NULL;
+    while (rc == 0 && (rc = src->next(src->arg, &rs)) == 0 && rs) {
+        if (!gpufl__store_table_known(rs->table)) {
+            rc =
+                gpufl__store_fail(GPUFL_EINVAL, "store: a rowset names no table of store_tables.c");
+        } else if (rs->n_rows && !rs->cells) {
+            rc = gpufl__store_fail(GPUFL_EINVAL, "store: a %s rowset has rows but no cells",
+                                   rs->table->record_type);
+        } else if (rs->n_rows) {
+            if (open && strcmp(open->name, rs->table->name) != 0) {
+                rc = copy_table_end(k, open, 0);
+                open = NULL;
+            }
+            if (rc == 0 && !open && (rc = copy_table_begin(k, c, rs->table)) == 0) open = rs->table;
+            if (rc == 0) rc = copy_rowset(k, w, rs, epoch_unix_us, days);
+        }
+    }
+    if (open) {
+        int end = copy_table_end(k, open, rc);
+        if (rc == 0) rc = end;
+    }
+    return rc;
 }
 
 /* ---- a window ------------------------------------------------------------------------ */
@@ -764,33 +813,25 @@ static int session_epoch(PGconn *c, const gpufl__window_t *w, int64_t *out) {
     return 0;
 }
 
-/* Every day the window's rows fall on, checked: a row dated before 1970 or after 9999 has a
- * broken time, and a window spread over more days than WINDOW_MAX_DAYS would make a partition
- * per bad timestamp. */
-static int window_days(const gpufl__window_t *w, int64_t epoch, int64_t arrival, int64_t *days,
+/* The days the window's rows fall on, from its time span, checked: a row dated before 1970
+ * or after 9999 has a broken time, and a window spread over more than WINDOW_MAX_DAYS days
+ * would make a partition per bad timestamp. days[] gets the arrival day, then first..last. */
+static int window_days(const gpufl__window_t *w, int64_t epoch, day_range_t *range, int64_t *days,
                        size_t *n_days) {
-    days[0] = arrival;
+    days[0] = range->first = range->last = range->arrival;
     *n_days = 1;
-    for (size_t r = 0; r < w->n_rowsets; r++) {
-        const gpufl__rowset_t *rs = &w->rowsets[r];
-        int ti = gpufl__store_table_time_index(rs->table);
-        if (ti < 0) continue;
-        for (size_t i = 0; i < rs->n_rows; i++) {
-            const gpufl__cell_t *cell = &rs->cells[i * rs->table->n_columns + (size_t)ti];
-            int64_t day = gpufl__store_row_day(epoch, cell, arrival);
-            if (day < 0 || day > DAY_MAX)
-                return gpufl__store_fail(GPUFL_EINVAL,
-                                         "%s row %zu: its time falls outside 1970-9999",
-                                         rs->table->name, i);
-            size_t k = 0;
-            while (k < *n_days && days[k] != day) k++;
-            if (k < *n_days) continue;
-            if (*n_days == WINDOW_MAX_DAYS)
-                return gpufl__store_fail(GPUFL_EINVAL, "the window's rows span more than %d days",
-                                         WINDOW_MAX_DAYS);
-            days[(*n_days)++] = day;
-        }
-    }
+    if (epoch <= 0 || w->time_min_ns > w->time_max_ns) return 0;
+    const gpufl__cell_t lo = {.kind = GPUFL__CELL_INT, .u.i = w->time_min_ns};
+    const gpufl__cell_t hi = {.kind = GPUFL__CELL_INT, .u.i = w->time_max_ns};
+    range->first = gpufl__store_row_day(epoch, &lo, range->arrival);
+    range->last = gpufl__store_row_day(epoch, &hi, range->arrival);
+    if (range->first < 0 || range->last > DAY_MAX)
+        return gpufl__store_fail(GPUFL_EINVAL, "the window's rows have times outside 1970-9999");
+    if (range->last - range->first >= WINDOW_MAX_DAYS)
+        return gpufl__store_fail(GPUFL_EINVAL, "the window's rows span more than %d days",
+                                 WINDOW_MAX_DAYS);
+    for (int64_t d = range->first; d <= range->last; d++)
+        if (d != range->arrival) days[(*n_days)++] = d;
     return 0;
 }
 
@@ -806,14 +847,14 @@ static int window_days(const gpufl__window_t *w, int64_t epoch, int64_t arrival,
  * would also serialise the racers, but could collide between unrelated windows and would
  * still need the unique index to be correct. */
 static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpufl__window_t *w,
-                   int64_t epoch, int64_t arrival, int64_t now) {
+                   int64_t epoch, const day_range_t *days, int64_t now) {
     char ws[24], seq[24], bytes[24], rows[24], ver[16], day[24], at[24], hash[67];
     snprintf(ws, sizeof ws, "%" PRId64, w->workspace_id);
     snprintf(seq, sizeof seq, "%" PRId64, w->sequence);
     snprintf(bytes, sizeof bytes, "%" PRId64, w->bytes);
     snprintf(rows, sizeof rows, "%" PRId64, w->rows);
     snprintf(ver, sizeof ver, "%d", w->wire_version);
-    snprintf(day, sizeof day, "%" PRId64, arrival);
+    snprintf(day, sizeof day, "%" PRId64, days->arrival);
     snprintf(at, sizeof at, "%" PRId64, now);
     hex32(hash, w->sha256);
     const char *wv[] = {ws,   w->session_id, w->channel, seq, w->window_id, hash, bytes,
@@ -857,9 +898,8 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpu
         *out = same ? GPUFL__WINDOW_DUPLICATE : GPUFL__WINDOW_CONFLICT;
         return exec_ok(c, "ROLLBACK", "ending the window's transaction");
     }
-    rc = copy_lines(k, c, w, arrival);
-    for (size_t i = 0; i < w->n_rowsets && rc == 0; i++)
-        if (w->rowsets[i].n_rows) rc = copy_rowset(k, c, w, &w->rowsets[i], epoch, arrival);
+    rc = copy_lines(k, c, w, days->arrival);
+    if (rc == 0) rc = copy_rows(k, c, w, epoch, days);
     if (rc) return rc;
     char pid[24], epo[24], end[24];
     snprintf(pid, sizeof pid, "%" PRId64, w->facts.pid);
@@ -911,33 +951,25 @@ static int pg_window_put(gpufl__store_t *s, gpufl__window_outcome_t *out,
                                  "store: a window needs a session id, a channel and a window id");
     if (w->workspace_id <= 0)
         return gpufl__store_fail(GPUFL_EINVAL, "store: a window needs a workspace");
-    if ((w->n_lines && !w->lines) || (w->n_rowsets && !w->rowsets))
-        return gpufl__store_fail(GPUFL_EINVAL, "store: the window's lines or rowsets are missing");
+    if (w->n_lines && !w->lines)
+        return gpufl__store_fail(GPUFL_EINVAL, "store: the window's lines are missing");
     for (size_t i = 0; i < w->n_lines; i++)
         if (!w->lines[i].text && w->lines[i].len)
             return gpufl__store_fail(GPUFL_EINVAL, "store: line %zu of the window has no text", i);
-    for (size_t i = 0; i < w->n_rowsets; i++) {
-        if (!gpufl__store_table_known(w->rowsets[i].table))
-            return gpufl__store_fail(GPUFL_EINVAL,
-                                     "store: a rowset names no table of store_tables.c");
-        if (w->rowsets[i].n_rows && !w->rowsets[i].cells)
-            return gpufl__store_fail(GPUFL_EINVAL, "store: a %s rowset has rows but no cells",
-                                     w->rowsets[i].table->record_type);
-    }
     int64_t now = gpufl__store_now();
-    int64_t arrival = gpufl__store_day_of_unix_us(now * 1000000);
+    day_range_t range = {.arrival = gpufl__store_day_of_unix_us(now * 1000000)};
     copy_t *k = malloc(sizeof *k);
     if (!k) return gpufl__store_fail(GPUFL_ENOMEM, "postgresql: out of memory");
     PGconn *c = NULL;
-    int64_t epoch = 0, days[WINDOW_MAX_DAYS];
+    int64_t epoch = 0, days[WINDOW_MAX_DAYS + 1];
     size_t n_days = 0;
     int rc = pool_get(s, &c);
     if (rc == 0) rc = session_epoch(c, w, &epoch);
-    if (rc == 0) rc = window_days(w, epoch, arrival, days, &n_days);
+    if (rc == 0) rc = window_days(w, epoch, &range, days, &n_days);
     for (int attempt = 0; rc == 0; attempt++) {
         for (size_t i = 0; i < n_days && rc == 0; i++) rc = partitions_ensure(s, c, days[i]);
         if (rc) break;
-        rc = put_txn(c, k, out, w, epoch, arrival, now);
+        rc = put_txn(c, k, out, w, epoch, &range, now);
         if (rc == 0 || attempt == 1 || PQstatus(c) != CONNECTION_OK) break;
         /* 23514: no partition of the table for a row (dropped since we cached its day). */
         if (strcmp(last_sqlstate, "23514") != 0) break;

@@ -645,13 +645,24 @@ static int insert_rowset(conn_t *c, const gpufl__window_t *w, const gpufl__rowse
     return rc;
 }
 
+/* The typed rows, one rowset at a time as the source builds them: the request never holds
+ * more than one rowset's cells, and the transaction still takes all of them or none. */
+static int insert_rows(conn_t *c, const gpufl__window_t *w, int64_t epoch_us, int64_t day) {
+    const gpufl__rows_source_t *src = &w->rows_source;
+    if (!src->next) return 0;
+    int rc = src->begin ? src->begin(src->arg) : 0;
+    const gpufl__rowset_t *rs = NULL;
+    while (!rc && !(rc = src->next(src->arg, &rs)) && rs)
+        rc = insert_rowset(c, w, rs, epoch_us, day);
+    return rc;
+}
+
 static int window_insert(conn_t *c, const gpufl__window_t *w) {
     int64_t now = gpufl__store_now(), day = now / 86400, epoch_us = 0;
     int rc = insert_window_row(c, w, now, day);
     if (!rc) rc = upsert_session(c, w, now, &epoch_us);
     if (!rc) rc = insert_lines(c, w, day);
-    for (size_t i = 0; !rc && i < w->n_rowsets; i++)
-        rc = insert_rowset(c, w, &w->rowsets[i], epoch_us, day);
+    if (!rc) rc = insert_rows(c, w, epoch_us, day);
     return rc;
 }
 
@@ -662,8 +673,8 @@ static int check_window(const gpufl__window_t *w) {
                                  "store: a window needs a session id, a channel and a window id");
     if (w->workspace_id <= 0)
         return gpufl__store_fail(GPUFL_EINVAL, "store: a window needs a workspace");
-    if ((w->n_lines && !w->lines) || (w->n_rowsets && !w->rowsets))
-        return gpufl__store_fail(GPUFL_EINVAL, "store: the window's lines or rowsets are missing");
+    if (w->n_lines && !w->lines)
+        return gpufl__store_fail(GPUFL_EINVAL, "store: the window's lines are missing");
     return 0;
 }
 

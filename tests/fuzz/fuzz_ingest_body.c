@@ -36,9 +36,17 @@ static void check_window(const gpufl__window_t *w, const gpufl__ingest_headers_t
     uint8_t sha[32];
     crypto_hash_sha256(sha, (const unsigned char *)data, len);
     FUZZ_CHECK(memcmp(sha, w->sha256, 32) == 0);
-    for (size_t s = 0; s < w->n_rowsets; s++) {
-        const gpufl__rowset_t *rs = &w->rowsets[s];
-        FUZZ_CHECK(rs->n_rows > 0 && gpufl__store_table_known(rs->table));
+    /* The rows as the store reads them: one rowset at a time, each within the cap and the
+     * window's time span. */
+    const gpufl__rows_source_t *src = &w->rows_source;
+    const gpufl__rowset_t *rs;
+    FUZZ_CHECK(src->begin(src->arg) == 0);
+    while (src->next(src->arg, &rs) == 0 && rs) {
+        FUZZ_CHECK(rs->n_rows > 0 && rs->n_rows <= GPUFL__ROWSET_MAX_ROWS);
+        FUZZ_CHECK(gpufl__store_table_known(rs->table));
+        int64_t lo = w->time_min_ns, hi = w->time_max_ns;
+        gpufl__rowset_time_span(rs, &lo, &hi);
+        FUZZ_CHECK(lo == w->time_min_ns && hi == w->time_max_ns);
         for (size_t c = 0; c < rs->n_rows * rs->table->n_columns; c++) {
             const gpufl__cell_t *cell = &rs->cells[c];
             const gpufl__column_t *col = &rs->table->columns[c % rs->table->n_columns];

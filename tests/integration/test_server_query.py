@@ -352,9 +352,9 @@ def test_many_kernels_session(env):
     sid = "20261127T000000.000Z-4242-beef"
     srv, key = env["srv"], env["keys"]["ingest"]
     t0 = time.monotonic()
-    # Windows of 100 kernels: ingest caps a window's typed cells at a quarter of its bytes
-    # plus 4096, and a kernel row takes a cell per activity column (35).
-    for ch, seq, text in gen_session.windows(N_KERNELS, session_id=sid, segment_kernels=100):
+    # Windows of the library's size (a segment of 200,000 kernels each): ingest holds one
+    # rowset of typed cells at a time, whatever a window's rows.
+    for ch, seq, text in gen_session.windows(N_KERNELS, session_id=sid):
         st, doc, _ = srv.request("POST", STREAM, gzip.compress(text.encode()),
                                  window_headers(key, sid, ch, seq, "%s-%d" % (sid, seq)))
         assert st == 200, doc

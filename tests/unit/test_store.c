@@ -91,6 +91,7 @@ typedef struct {
     gpufl__cell_t kernel_cells[ROWS * MAX_COLS];
     gpufl__cell_t host_cells[MAX_COLS];
     gpufl__rowset_t rowsets[2];
+    gpufl__rowset_list_t list;
     gpufl__window_t w;
 } twin_t;
 
@@ -138,10 +139,10 @@ static void twin_make(twin_t *t, int64_t ws, const char *session, const char *ch
         .wire_version = 1,
         .lines = t->lines,
         .n_lines = N_LINES,
-        .rowsets = t->rowsets,
-        .n_rowsets = 2,
         .facts = {.end_ns = -1},
     };
+    t->list = (gpufl__rowset_list_t){.sets = t->rowsets, .n_sets = 2};
+    gpufl__window_set_rowsets(&t->w, &t->list);
     for (int i = 0; i < 4; i++) memcpy(t->w.sha256 + 8 * i, &h, 8);
 }
 
@@ -433,6 +434,112 @@ static void test_failing_rowset_leaves_nothing(void **state) {
     assert_int_equal(count(f, "activity", NULL), ROWS);
 }
 
+/* A rows source that builds each rowset in one buffer, overwriting the one before, as
+ * ingest's does: kernel rows in n_sets rowsets of rows each, start_ns numbering all of them.
+ * It counts its calls and fails with fail_rc at rowset fail_at (from 1; 0: never). */
+#define STREAM_ROWS 1000
+typedef struct {
+    gpufl__cell_t cells[STREAM_ROWS * MAX_COLS];
+    gpufl__rowset_t set;
+    int n_sets, at, calls, fail_at, fail_rc;
+} stream_t;
+
+static int stream_begin(void *arg) {
+    stream_t *st = arg;
+    st->at = 0;
+    st->calls++;
+    return 0;
+}
+
+static int stream_next(void *arg, const gpufl__rowset_t **out) {
+    stream_t *st = arg;
+    st->calls++;
+    *out = NULL;
+    if (st->at == st->n_sets) return 0;
+    if (++st->at == st->fail_at) return st->fail_rc;
+    const gpufl__table_t *k = table_of("kernel");
+    memset(st->cells, 0, sizeof st->cells);
+    for (int r = 0; r < STREAM_ROWS; r++) {
+        gpufl__cell_t *row = st->cells + (size_t)r * k->n_columns;
+        int64_t i = (int64_t)(st->at - 1) * STREAM_ROWS + r;
+        row[column_of(k, "start_ns")] = (gpufl__cell_t){.kind = GPUFL__CELL_INT, .u.i = i};
+        row[column_of(k, "name")] = (gpufl__cell_t){
+            .kind = GPUFL__CELL_TEXT, .u.t = {st->at % 2 ? "odd" : "even", st->at % 2 ? 3 : 4}};
+    }
+    st->set = (gpufl__rowset_t){k, STREAM_ROWS, st->cells};
+    *out = &st->set;
+    return 0;
+}
+
+static void stream_window(twin_t *t, stream_t *st, int n_sets) {
+    memset(st, 0, sizeof *st);
+    st->n_sets = n_sets;
+    t->w.rows_source = (gpufl__rows_source_t){stream_begin, stream_next, st};
+    t->w.time_min_ns = 0;
+    t->w.time_max_ns = (int64_t)n_sets * STREAM_ROWS - 1;
+}
+
+/* The engine writes each rowset as it comes (the source reuses its buffer), all in the
+ * window's one transaction. */
+static void test_rows_streamed(void **state) {
+    fx_t *f = *state;
+    twin_t *t = &f->t[0];
+    static stream_t st;
+    twin_make(t, f->ws, "ST", "device", 0, 0);
+    stream_window(t, &st, 7);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(count(f, "activity", "ST"), 7 * STREAM_ROWS);
+    /* every row as its rowset held it: start_ns 0..6999 (their sum), names by rowset */
+    result_t r = ask(
+        f, "SELECT SUM(start_ns) FROM activity WHERE workspace_id = ? AND session_id = ?", "ST");
+    assert_int_equal(atoll(r.first), 7LL * STREAM_ROWS * (7 * STREAM_ROWS - 1) / 2);
+    r = ask(f,
+            "SELECT COUNT(*) FROM activity WHERE workspace_id = ? AND session_id = ?"
+            " AND name = 'odd'",
+            "ST");
+    assert_int_equal(atoll(r.first), 4 * STREAM_ROWS);
+}
+
+/* The identity decides before any row is read: a duplicate or a conflict never calls the
+ * rows source. */
+static void test_duplicate_reads_no_rows(void **state) {
+    fx_t *f = *state;
+    twin_t *t = &f->t[0];
+    static stream_t st;
+    twin_make(t, f->ws, "DR", "device", 0, 0);
+    stream_window(t, &st, 3);
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    assert_true(st.calls >= 4);
+    st.calls = 0;
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_DUPLICATE);
+    assert_int_equal(st.calls, 0);
+    t->w.sha256[0] ^= 1;
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_CONFLICT);
+    assert_int_equal(st.calls, 0);
+    assert_int_equal(count(f, "activity", "DR"), 3 * STREAM_ROWS);
+}
+
+/* A source that fails halfway (after rowsets were written) leaves nothing of the window, and
+ * its identity stays free for the good copy. */
+static void test_source_failure_leaves_nothing(void **state) {
+    fx_t *f = *state;
+    twin_t *t = &f->t[0];
+    static stream_t st;
+    twin_make(t, f->ws, "SF", "device", 0, 0);
+    stream_window(t, &st, 5);
+    st.fail_at = 4;
+    st.fail_rc = GPUFL_ENOMEM;
+    gpufl__window_outcome_t out = 0;
+    assert_int_equal(f->ops->window_put(f->s, &out, &t->w), GPUFL_ENOMEM);
+    assert_int_equal(count(f, "windows", "SF"), 0);
+    assert_int_equal(count(f, "lines", "SF"), 0);
+    assert_int_equal(count(f, "activity", "SF"), 0);
+    assert_int_equal(count(f, "sessions", "SF"), 0);
+    st.fail_at = 0;
+    assert_int_equal(put(f, &t->w), GPUFL__WINDOW_STORED);
+    assert_int_equal(count(f, "activity", "SF"), 5 * STREAM_ROWS);
+}
+
 static void test_bad_windows_refused(void **state) {
     fx_t *f = *state;
     twin_t *t = &f->t[0];
@@ -592,6 +699,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_window_conflicts, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_puts_store_once, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_failing_rowset_leaves_nothing, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_rows_streamed, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_reads_no_rows, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_source_failure_leaves_nothing, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_bad_windows_refused, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_keys_scoped_to_workspace, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_workspaces_and_users, fx_setup, fx_teardown),

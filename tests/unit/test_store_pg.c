@@ -115,6 +115,7 @@ typedef struct {
     gpufl__line_t lines[N_LINES];
     gpufl__cell_t *cells;
     gpufl__rowset_t rowset;
+    gpufl__rowset_list_t list;
     gpufl__window_t w;
 } test_window_t;
 
@@ -153,9 +154,9 @@ static void window_make(test_window_t *tw, int64_t ws, const char *session, int 
                               .rows = N_KERNELS,
                               .wire_version = 1,
                               .lines = tw->lines,
-                              .n_lines = N_LINES,
-                              .rowsets = &tw->rowset,
-                              .n_rowsets = 1};
+                              .n_lines = N_LINES};
+    tw->list = (gpufl__rowset_list_t){.sets = &tw->rowset, .n_sets = 1};
+    gpufl__window_set_rowsets(&tw->w, &tw->list);
     for (int i = 0; i < 32; i++) tw->w.sha256[i] = (uint8_t)(seq * 7 + i);
     tw->w.facts.end_ns = -1;
     if (seq == 0) {
@@ -403,6 +404,43 @@ static void test_partition_dropped_elsewhere_is_remade(void **state) {
     gpufl__store_now_unix_s = NULL;
 }
 
+/* The partitions made before the transaction are those of the window's time span; a row whose
+ * time lies outside it (a source that misstated the span) rolls the window back with a clear
+ * error rather than failing on a partition nobody made. */
+static void test_row_outside_time_span(void **state) {
+    (void)state;
+    gpufl__store_now_unix_s = fake_now;
+    const int64_t today = 32000;
+    fake_now_s = today * DAY_S + 60;
+    gpufl__store_t *s = open_store();
+    int64_t ws = workspace(s, "span");
+    test_window_t tw;
+    /* rows one day apart from an epoch ten days ago: days -10 .. -6 */
+    window_make(&tw, ws, "s-span", 0, (today - 10) * DAY_S * 1000000, DAY_S * 1000000000LL);
+    assert_int_equal(tw.w.time_min_ns, 0);
+    assert_int_equal(tw.w.time_max_ns, (N_KERNELS - 1) * DAY_S * 1000000000LL);
+    tw.w.time_max_ns = DAY_S * 1000000000LL; /* misstated: days -10 .. -9 */
+    gpufl__window_outcome_t out = 0;
+    assert_int_equal(ops->window_put(s, &out, &tw.w), GPUFL_EINVAL);
+    assert_non_null(strstr(gpufl_last_error(), "outside the window's time span"));
+    char wsid[24];
+    snprintf(wsid, sizeof wsid, "%" PRId64, ws);
+    assert_int_equal(q_int(s, "SELECT count(*) FROM windows WHERE workspace_id = ?", wsid, NULL),
+                     0);
+    assert_int_equal(q_int(s, "SELECT count(*) FROM activity WHERE workspace_id = ?", wsid, NULL),
+                     0);
+    /* stated right, the same window is stored on its five days */
+    tw.w.time_max_ns = (N_KERNELS - 1) * DAY_S * 1000000000LL;
+    assert_int_equal(ops->window_put(s, &out, &tw.w), 0);
+    assert_int_equal(out, GPUFL__WINDOW_STORED);
+    assert_int_equal(
+        q_int(s, "SELECT count(DISTINCT day) FROM activity WHERE workspace_id = ?", wsid, NULL),
+        N_KERNELS);
+    window_free(&tw);
+    ops->close(s);
+    gpufl__store_now_unix_s = NULL;
+}
+
 /* A database made by an older server lacks a column and an index store_tables.c has now:
  * opening adds both, on the parent, so the existing day partitions get them too. */
 static void test_open_grows_typed_tables(void **state) {
@@ -573,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_conflicts_store_nothing),
         cmocka_unit_test(test_retain_drops_partitions),
         cmocka_unit_test(test_partition_dropped_elsewhere_is_remade),
+        cmocka_unit_test(test_row_outside_time_span),
         cmocka_unit_test(test_open_grows_typed_tables),
         cmocka_unit_test(test_unreachable_database_is_unavailable),
         cmocka_unit_test(test_broken_connection_is_replaced),
