@@ -64,6 +64,7 @@ class Proxy:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.seen = {f: 0 for f in FAULTS}
+        self.requests = 0
         outer = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -76,8 +77,15 @@ class Proxy:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def pick(self):
+        """Every other request takes a fault not seen yet, until each was; then a third of them
+        take one at random."""
         with self.lock:
-            f = self.rng.choice(FAULTS) if self.rng.random() < 0.35 else None
+            self.requests += 1
+            unseen = [f for f in FAULTS if not self.seen[f]]
+            if unseen and self.requests % 2 == 0:
+                f = unseen[0]
+            else:
+                f = self.rng.choice(FAULTS) if self.rng.random() < 0.35 else None
             if f:
                 self.seen[f] += 1
             return f
