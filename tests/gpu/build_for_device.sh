@@ -9,14 +9,16 @@
 # libraries find the copy through their RUNPATH ($ORIGIN).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cmake -S . -B build/device -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF >/dev/null
+# The GPU machine has no libpq: the device build's gpufl-server is the SQLite one.
+cmake -S . -B build/device -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_BUILD_TESTS=OFF \
+  -DGPUFL_SERVER_POSTGRESQL=OFF >/dev/null
 cmake --build build/device -j "$(nproc)" --target gpufl_static gpufl_analysis_static gpufl_python \
-  >/dev/null
+  gpufl_server >/dev/null
 mkdir -p .devbin
 # The Python package (abi3: loads in the GPU machine's Python 3.12), for the
 # PyTorch checks (run_torch_checks.sh); its libjansson.so.4 is copied below.
 rm -rf .devbin/python && mkdir -p .devbin/python && cp -r build/device/python/gpufl .devbin/python/
-libs=(build/device/lib/libgpufl.a /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm)
+libs=(build/device/lib/libgpufl.a /usr/lib/x86_64-linux-gnu/libjansson.a -lz -lpthread -ldl -lm)
 cc -O2 -std=c11 -D_GNU_SOURCE -I include tests/gpu/monitor_session.c -o .devbin/monitor_session "${libs[@]}"
 cc -O2 -std=c11 -D_GNU_SOURCE -I include -I lib bench/bench_stacks.c -o .devbin/bench_stacks "${libs[@]}"
 if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
@@ -60,7 +62,7 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
     "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include bench/gpu/trace_overhead.cu \
       -o ".devbin/trace_overhead_${part,,}" "$dir/lib/libgpufl.a" \
-      /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static "${cupti_link[@]}"
+      /usr/lib/x86_64-linux-gnu/libjansson.a -lz -lpthread -ldl -lm -cudart static "${cupti_link[@]}"
   done
   # A program of tests/gpu over a diagnosis build of the library
   # (-DGPUFL_DIAGNOSE_$1): .devbin/$2_$3 from tests/gpu/$2.cu.
@@ -71,7 +73,7 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     cmake --build "$dir" -j "$(nproc)" --target gpufl_static >/dev/null
     "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include "tests/gpu/$2.cu" \
       -o ".devbin/$2_$3" "$dir/lib/libgpufl.a" \
-      /usr/lib/x86_64-linux-gnu/libjansson.a -lpthread -ldl -lm -cudart static
+      /usr/lib/x86_64-linux-gnu/libjansson.a -lz -lpthread -ldl -lm -cudart static
   }
   # Deep's drains against first launches (run_deep_drain.sh): as built, and
   # without the launch gate, as Deep was when CUPTI crashed.
@@ -89,7 +91,7 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   # overhead diagnosis of bench/gpu/pcs_overhead.py --alt-library.
   cc -shared -o .devbin/libgpufl_no_notes.so -Wl,-soname,libgpufl.so \
     -Wl,--whole-archive build/device-diagnose-no_notes/lib/libgpufl.a -Wl,--no-whole-archive \
-    -ljansson -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
+    -ljansson -lz -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
   # The PC Sampling API probe (docs/design/pc-sampling.md): CUPTI and the
   # driver API directly, no gpufl.
   "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/pc_sampling_probe.cu -o .devbin/pc_sampling_probe \
@@ -122,7 +124,7 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
 fi
 cc -shared -o .devbin/libgpufl.so -Wl,-soname,libgpufl.so \
   -Wl,--whole-archive build/device/lib/libgpufl.a -Wl,--no-whole-archive \
-  -ljansson -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
+  -ljansson -lz -lpthread -ldl -lm -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
 cc -shared -o .devbin/libgpufl-analysis.so.0 -Wl,-soname,libgpufl-analysis.so.0 \
   -Wl,--whole-archive build/device/lib/libgpufl-analysis.a -Wl,--no-whole-archive \
   -L .devbin -l:libgpufl.so -ljansson -lpthread -lm -Wl,--no-undefined -Wl,-rpath,'$ORIGIN'
@@ -132,6 +134,9 @@ cp -L /usr/lib/x86_64-linux-gnu/libjansson.so.4 .devbin/
 cmake --build build/device -j "$(nproc)" --target gpufl_monitor >/dev/null
 cp build/device/cmd/gpufl-monitor/gpufl-monitor .devbin/
 cp -L /usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12 .devbin/
+# gpufl-server (SQLite), for run_upload_check.sh, with libsodium, which the machine lacks.
+cp build/device/cmd/gpufl-server/gpufl-server .devbin/
+cp -L /usr/lib/x86_64-linux-gnu/libsodium.so.23 .devbin/
 # A fault handler that prints the native backtrace (the GPU machine has no debugger).
 cc -shared -fPIC -O1 -g -o .devbin/libsegv_trace.so tests/gpu/segv_trace.c
 # Loaded at run time for CPU stacks (walking, and DWARF lines), in case the GPU
