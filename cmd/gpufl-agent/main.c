@@ -8,6 +8,7 @@
  * /metrics.
  */
 #include "agent.h"
+#include "flags.h"
 
 #include <gpufl/gpufl.h>
 
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define TOOL        "gpufl-agent" /* the messages' first word */
 #define ROOTS_MAX   64
 #define WATCHES_MAX 4096
 #define KEY_MAX     512
@@ -64,34 +66,14 @@ static void usage(FILE *out) {
             "  --help, --version\n");
 }
 
+/* A bad flag or variable: its one line (flags.h), exit status 2. */
 static int bad(const char *flag, const char *value, const char *why) {
-    fprintf(stderr, "gpufl-agent: bad %s '%s': %s (see --help)\n", flag, value, why);
+    cmd_bad(TOOL, flag, value, why);
     return 2;
 }
 
 static int parse_seconds(const char *flag, const char *v, int *out) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (*v == '\0' || *end || n < 1 || n > 3600) return bad(flag, v, "expected 1..3600");
-    *out = (int)n;
-    return 0;
-}
-
-static int read_key(const char *path, char *key, size_t size) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "gpufl-agent: cannot read the API key file %s: %s\n", path,
-                strerror(errno));
-        return 2;
-    }
-    if (!fgets(key, (int)size, f)) key[0] = '\0';
-    fclose(f);
-    key[strcspn(key, "\r\n")] = '\0';
-    if (!key[0]) {
-        fprintf(stderr, "gpufl-agent: the API key file %s is empty\n", path);
-        return 2;
-    }
-    return 0;
+    return cmd_parse_int(TOOL, flag, v, 1, 3600, out) ? 2 : 0;
 }
 
 typedef struct agent {
@@ -277,7 +259,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (a.once && a.drain) return bad("--exit-when-drained", "", "--once already exits");
-    if (key_file && (rc = read_key(key_file, a.key, sizeof a.key))) return rc;
+    if (key_file && cmd_read_key(TOOL, key_file, a.key, sizeof a.key) != 0) return 2;
     if (!a.server && !getenv("GPUFL_BACKEND_URL")) {
         fprintf(stderr, "gpufl-agent: no server: give --server URL or set GPUFL_BACKEND_URL\n");
         return 2;

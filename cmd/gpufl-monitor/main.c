@@ -5,6 +5,7 @@
  * for a signal at most one interval, then publishes a new snapshot.
  * SIGTERM/SIGINT end the session cleanly (exit 0); SIGHUP reopens the logs.
  */
+#include "flags.h"
 #include "monitor.h"
 
 #include <gpufl/gpufl.h>
@@ -19,6 +20,8 @@
 #include <time.h>
 
 #define EXIT_USAGE 2
+
+#define TOOL "gpufl-monitor" /* the messages' first word */
 
 static void usage(FILE *f) {
     fprintf(
@@ -48,40 +51,6 @@ static void usage(FILE *f) {
         "port taken), 2 for a bad flag.\n");
 }
 
-static int bad(const char *what, const char *value, const char *why) {
-    fprintf(stderr, "gpufl-monitor: bad %s '%s': %s (see --help)\n", what, value, why);
-    return -1;
-}
-
-static int parse_int(const char *what, const char *text, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
-        char range[64];
-        snprintf(range, sizeof range, "expected an integer %ld..%ld", lo, hi);
-        return bad(what, text, range);
-    }
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_listen(mon_settings_t *s, const char *text) {
-    if (strcmp(text, "none") == 0) {
-        s->listen_host[0] = '\0';
-        return 0;
-    }
-    const char *colon = strrchr(text, ':');
-    if (!colon || colon == text) return bad("--listen", text, "expected ADDR:PORT or none");
-    size_t n = (size_t)(colon - text);
-    const char *host = text;
-    if (text[0] == '[' && colon[-1] == ']') host++, n -= 2; /* [::1]:9464 */
-    if (n == 0 || n >= sizeof s->listen_host) return bad("--listen", text, "bad address");
-    memcpy(s->listen_host, host, n);
-    s->listen_host[n] = '\0';
-    return parse_int("--listen port", colon + 1, 0, 65535, &s->listen_port);
-}
-
 static int parse_bool(const char *what, const char *text, int *out) {
     if (!strcmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") ||
         !strcasecmp(text, "on"))
@@ -90,15 +59,16 @@ static int parse_bool(const char *what, const char *text, int *out) {
              !strcasecmp(text, "off") || !*text)
         *out = 0;
     else
-        return bad(what, text, "expected 1 or 0");
+        return cmd_bad(TOOL, what, text, "expected 1 or 0");
     return 0;
 }
 
 static int parse_otlp(mon_settings_t *s, const char *text) {
     if (strncmp(text, "http://", 7) != 0 && strncmp(text, "https://", 8) != 0)
-        return bad("--otlp-endpoint", text, "expected an http:// or https:// URL");
+        return cmd_bad(TOOL, "--otlp-endpoint", text, "expected an http:// or https:// URL");
     const char *host = strstr(text, "://") + 3;
-    if (!*host || *host == '/') return bad("--otlp-endpoint", text, "the URL names no host");
+    if (!*host || *host == '/')
+        return cmd_bad(TOOL, "--otlp-endpoint", text, "the URL names no host");
     s->otlp_endpoint = text;
     return 0;
 }
@@ -108,13 +78,14 @@ enum { OPT_INTERVAL = 256, OPT_LOG_PATH, OPT_LISTEN, OPT_WINDOW, OPT_OTLP, OPT_D
 /* One flag's value, from the command line or its variable. */
 static int apply(mon_settings_t *s, int opt, const char *v) {
     switch (opt) {
-    case OPT_INTERVAL: return parse_int("--interval-ms", v, 10, 3600000, &s->interval_ms);
+    case OPT_INTERVAL: return cmd_parse_int(TOOL, "--interval-ms", v, 10, 3600000, &s->interval_ms);
     case OPT_LOG_PATH:
-        if (!*v) return bad("--log-path", v, "empty");
+        if (!*v) return cmd_bad(TOOL, "--log-path", v, "empty");
         s->log_path = v;
         return 0;
-    case OPT_LISTEN: return parse_listen(s, v);
-    case OPT_WINDOW: return parse_int("--window-s", v, 1, 86400, &s->window_s);
+    case OPT_LISTEN:
+        return cmd_parse_listen(TOOL, v, 1, s->listen_host, sizeof s->listen_host, &s->listen_port);
+    case OPT_WINDOW: return cmd_parse_int(TOOL, "--window-s", v, 1, 86400, &s->window_s);
     case OPT_OTLP: return parse_otlp(s, v);
     case OPT_DCGM: return parse_bool("GPUFL_MONITOR_DCGM_COMPAT", v, &s->dcgm_compat);
     default: return -1;

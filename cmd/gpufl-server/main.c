@@ -4,6 +4,7 @@
  * need only the database, no HTTP), and the serving loop: the main thread waits for SIGTERM or
  * SIGINT (and runs retention hourly), then stops accepting and drains the requests in flight.
  */
+#include "flags.h"
 #include "report.h"
 #include "server.h"
 
@@ -24,6 +25,8 @@
 #define RETAIN_EVERY_S 3600 /* retention runs at start and then this often */
 #define PASSWORD_MAX   1024
 #define PASSWORD_MIN   8
+
+#define TOOL "gpufl-server" /* the messages' first word */
 
 static void usage(FILE *f) {
     fprintf(
@@ -61,41 +64,11 @@ static void usage(FILE *f) {
            "(the port taken), 2 for a bad flag.\n");
 }
 
-static int bad(const char *what, const char *value, const char *why) {
-    fprintf(stderr, "gpufl-server: bad %s '%s': %s (see --help)\n", what, value, why);
-    return -1;
-}
-
-static int parse_int(const char *what, const char *text, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
-        char range[64];
-        snprintf(range, sizeof range, "expected an integer %ld..%ld", lo, hi);
-        return bad(what, text, range);
-    }
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_listen(gpufl__server_settings_t *s, const char *text) {
-    const char *colon = strrchr(text, ':');
-    if (!colon || colon == text) return bad("--listen", text, "expected ADDR:PORT");
-    size_t n = (size_t)(colon - text);
-    const char *host = text;
-    if (text[0] == '[' && colon[-1] == ']') host++, n -= 2; /* [::1]:8080 */
-    if (n == 0 || n >= sizeof s->listen_host) return bad("--listen", text, "bad address");
-    memcpy(s->listen_host, host, n);
-    s->listen_host[n] = '\0';
-    return parse_int("--listen port", colon + 1, 0, 65535, &s->listen_port);
-}
-
 static int parse_db(gpufl__server_settings_t *s, const char *text) {
     if (strncmp(text, "sqlite:", 7) != 0 && strncmp(text, "postgresql://", 13) != 0 &&
         strncmp(text, "postgres://", 11) != 0)
-        return bad("--db", text, "expected sqlite:PATH or postgresql://...");
-    if (!strcmp(text, "sqlite:")) return bad("--db", text, "no path after sqlite:");
+        return cmd_bad(TOOL, "--db", text, "expected sqlite:PATH or postgresql://...");
+    if (!strcmp(text, "sqlite:")) return cmd_bad(TOOL, "--db", text, "no path after sqlite:");
     s->db_url = text;
     return 0;
 }
@@ -118,27 +91,29 @@ enum {
 static int apply(gpufl__server_settings_t *s, int opt, const char *v) {
     int mib;
     switch (opt) {
-    case OPT_LISTEN: return parse_listen(s, v);
+    case OPT_LISTEN:
+        return cmd_parse_listen(TOOL, v, 0, s->listen_host, sizeof s->listen_host, &s->listen_port);
     case OPT_DB: return parse_db(s, v);
-    case OPT_RETENTION: return parse_int("--retention-days", v, 1, 36500, &s->retention_days);
+    case OPT_RETENTION:
+        return cmd_parse_int(TOOL, "--retention-days", v, 1, 36500, &s->retention_days);
     case OPT_MAX_BODY:
-        if (parse_int("--max-body-mib", v, 1, 4096, &mib)) return -1;
+        if (cmd_parse_int(TOOL, "--max-body-mib", v, 1, 4096, &mib)) return -1;
         s->max_body_bytes = (int64_t)mib << 20;
         return 0;
     case OPT_TLS_CERT:
-        if (!*v) return bad("--tls-cert", v, "empty");
+        if (!*v) return cmd_bad(TOOL, "--tls-cert", v, "empty");
         s->tls_cert_path = v;
         return 0;
     case OPT_TLS_KEY:
-        if (!*v) return bad("--tls-key", v, "empty");
+        if (!*v) return cmd_bad(TOOL, "--tls-key", v, "empty");
         s->tls_key_path = v;
         return 0;
-    case OPT_THREADS: return parse_int("--threads", v, 1, 256, &s->threads);
-    case OPT_MAX_WINDOWS: return parse_int("--max-windows", v, 1, 4096, &s->max_windows);
-    case OPT_QUIET: return parse_int("--quiet-s", v, 1, 604800, &s->quiet_s);
+    case OPT_THREADS: return cmd_parse_int(TOOL, "--threads", v, 1, 256, &s->threads);
+    case OPT_MAX_WINDOWS: return cmd_parse_int(TOOL, "--max-windows", v, 1, 4096, &s->max_windows);
+    case OPT_QUIET: return cmd_parse_int(TOOL, "--quiet-s", v, 1, 604800, &s->quiet_s);
     case OPT_CORS_ORIGIN:
         if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-            return bad("--cors-origin", v, "expected an origin, http(s)://HOST[:PORT]");
+            return cmd_bad(TOOL, "--cors-origin", v, "expected an origin, http(s)://HOST[:PORT]");
         s->cors_origin = v;
         return 0;
     default: return -1;
@@ -194,7 +169,8 @@ static int parse_settings(gpufl__server_settings_t *s, int argc, char **argv, in
     }
     /* A test hook (docs/server.md): makes the 429 bound reachable on demand. */
     const char *delay = getenv("GPUFL_SERVER_TEST_STORE_DELAY_MS");
-    if (delay && parse_int("GPUFL_SERVER_TEST_STORE_DELAY_MS", delay, 0, 60000, &s->store_delay_ms))
+    if (delay && cmd_parse_int(TOOL, "GPUFL_SERVER_TEST_STORE_DELAY_MS", delay, 0, 60000,
+                               &s->store_delay_ms))
         return EXIT_USAGE;
     opterr = 0;
     int opt;
@@ -335,7 +311,7 @@ static int admin_key_create(gpufl__server_settings_t *s, int argc, char **argv) 
     if (rc >= 0) return rc;
     gpufl__role_t role = args.role ? gpufl__auth_role_parse(args.role) : 0;
     if (!role) {
-        bad("--role", args.role ? args.role : "", "expected ingest, read or admin");
+        cmd_bad(TOOL, "--role", args.role ? args.role : "", "expected ingest, read or admin");
         return EXIT_USAGE;
     }
     int64_t ws, id;
@@ -369,7 +345,7 @@ static int admin_key_revoke(gpufl__server_settings_t *s, int argc, char **argv) 
     if (!strncmp(prefix, "gpfl_", 5)) prefix += 5;
     if (strlen(prefix) < GPUFL__KEY_PREFIX_LEN ||
         (prefix[GPUFL__KEY_PREFIX_LEN] && prefix[GPUFL__KEY_PREFIX_LEN] != '_')) {
-        bad("PREFIX", args.positional, "expected the key's 10-character prefix");
+        cmd_bad(TOOL, "PREFIX", args.positional, "expected the key's 10-character prefix");
         return EXIT_USAGE;
     }
     char p[GPUFL__KEY_PREFIX_LEN + 1];

@@ -26,10 +26,10 @@ typedef struct gpufl__server_settings {
     int64_t max_body_bytes;    /* decompressed, per request */
     const char *tls_cert_path; /* PEM; both or neither */
     const char *tls_key_path;
-    int threads;        /* HTTP worker threads */
-    int max_windows;    /* windows parsed and stored at once; more: 429 */
-    int store_delay_ms; /* test hook: sleep before each window_put (0 in production) */
-    int quiet_s;        /* a live session this long without a window gets its report built */
+    int threads;             /* HTTP worker threads */
+    int max_windows;         /* windows parsed and stored at once; more: 429 */
+    int store_delay_ms;      /* test hook: sleep before each window_put (0 in production) */
+    int quiet_s;             /* a live session this long without a window gets its report built */
     const char *cors_origin; /* the one origin CORS answers; NULL: CORS off */
 } gpufl__server_settings_t;
 
@@ -126,11 +126,11 @@ void gpufl__body_fini(gpufl__body_t *b);
 
 /* ---- ingest: headers and a window (ingest_parse.c, ingest_rows.c) -------------------------- */
 
-#define GPUFL__ID_MAX       128 /* session and window ids */
+#define GPUFL__ID_MAX 128 /* session and window ids */
 /* A line of a window at most: the library's batch lines (4096 rows) stay far below it, and a
  * line is parsed whole (jansson holds up to ~20 times a line of tiny numbers while it is read). */
 #define GPUFL__LINE_MAX_BYTES (8u << 20)
-#define GPUFL__PROBLEMS_MAX 100 /* line problems listed in one answer */
+#define GPUFL__PROBLEMS_MAX   100 /* line problems listed in one answer */
 
 /* Looks up a request header by name (case-insensitive); NULL when absent. */
 typedef const char *(*gpufl__header_fn)(void *arg, const char *name);
@@ -202,7 +202,7 @@ typedef struct gpufl__server {
     gpufl__store_t *store;
     const gpufl__store_ops_t *ops;
     gpufl__auth_t *auth;
-    atomic_int windows_busy; /* windows being parsed or stored now (the 429 bound) */
+    atomic_int windows_busy;        /* windows being parsed or stored now (the 429 bound) */
     struct gpufl__reports *reports; /* the report builder (report.c) */
     struct gpufl__live *live;       /* the SSE broadcaster (routes_live.c) */
 } gpufl__server_t;

@@ -26,10 +26,10 @@ typedef enum {
 } gpufl__col_type_t;
 
 typedef struct gpufl__column {
-    const char *name;       /* the table's column */
+    const char *name; /* the table's column */
     gpufl__col_type_t type;
-    const char *from;       /* the log column it is read from (by name); NULL: same as name */
-    int dict;               /* 1: the log holds a dict id, stored as the string it names */
+    const char *from; /* the log column it is read from (by name); NULL: same as name */
+    int dict;         /* 1: the log holds a dict id, stored as the string it names */
 } gpufl__column_t;
 
 typedef struct gpufl__table {
@@ -95,9 +95,9 @@ typedef struct gpufl__line {
 /* What the session's header line and records said, for the sessions table. */
 typedef struct gpufl__session_facts {
     const char *app_name, *hostname, *job_id, *engine, *gpufl_version; /* NULL: not in window */
-    int64_t pid;           /* 0: not in window */
-    int64_t epoch_unix_us; /* 0: not in window */
-    int64_t end_ns;        /* duration from a session_end line; -1: none in this window */
+    int64_t pid;                                                       /* 0: not in window */
+    int64_t epoch_unix_us;                                             /* 0: not in window */
+    int64_t end_ns; /* duration from a session_end line; -1: none in this window */
 } gpufl__session_facts_t;
 
 /* One window of one channel of one session, parsed and checked by ingest. */
@@ -107,9 +107,9 @@ typedef struct gpufl__window {
     const char *channel; /* "device", "scope", "system" */
     int64_t sequence;    /* the segment number within the channel */
     const char *window_id;
-    uint8_t sha256[32];  /* of the decompressed bytes */
-    int64_t bytes;       /* decompressed */
-    int64_t rows;        /* sum of lines[].rows */
+    uint8_t sha256[32]; /* of the decompressed bytes */
+    int64_t bytes;      /* decompressed */
+    int64_t rows;       /* sum of lines[].rows */
     int wire_version;
     const gpufl__line_t *lines;
     size_t n_lines;
@@ -122,9 +122,9 @@ typedef struct gpufl__window {
 } gpufl__window_t;
 
 typedef enum {
-    GPUFL__WINDOW_STORED = 1,    /* new: its identity, lines and rows were committed together */
-    GPUFL__WINDOW_DUPLICATE,     /* the same identity and hash were already stored: nothing done */
-    GPUFL__WINDOW_CONFLICT,      /* the same identity (or window id) with another hash */
+    GPUFL__WINDOW_STORED = 1, /* new: its identity, lines and rows were committed together */
+    GPUFL__WINDOW_DUPLICATE,  /* the same identity and hash were already stored: nothing done */
+    GPUFL__WINDOW_CONFLICT,   /* the same identity (or window id) with another hash */
 } gpufl__window_outcome_t;
 
 /* ---- workspaces, keys, users ------------------------------------------------------------ */
@@ -155,7 +155,8 @@ typedef struct gpufl__store_ops {
     /* One transaction: the window's identity, lines and typed rows, and the session row, or
      * nothing. Safe to call from several threads and several processes at once: two callers
      * with the same window get one STORED and one DUPLICATE. */
-    int (*window_put)(gpufl__store_t *store, gpufl__window_outcome_t *out, const gpufl__window_t *w);
+    int (*window_put)(gpufl__store_t *store, gpufl__window_outcome_t *out,
+                      const gpufl__window_t *w);
 
     int (*workspace_create)(gpufl__store_t *store, int64_t *out_id, const char *name);
     int (*workspace_find)(gpufl__store_t *store, int64_t *out_id, const char *name);

@@ -6,10 +6,10 @@
  * Exit codes are the issue's: 0 done, 1 partial, 2 failed (a usage error is 2 as well).
  */
 #include "cli.h"
+#include "flags.h"
 
 #include <gpufl/gpufl.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,23 +17,6 @@
 #define UPLOAD_PARTIAL 1
 #define UPLOAD_FAILED  2
 #define KEY_MAX        512
-
-/* The key from a file: its first line, trimmed; never echoed. */
-static int read_key(const char *path, char *key, size_t size) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "gpufl: cannot read the API key file %s: %s\n", path, strerror(errno));
-        return UPLOAD_FAILED;
-    }
-    if (!fgets(key, (int)size, f)) key[0] = '\0';
-    fclose(f);
-    key[strcspn(key, "\r\n")] = '\0';
-    if (!key[0]) {
-        fprintf(stderr, "gpufl: the API key file %s is empty\n", path);
-        return UPLOAD_FAILED;
-    }
-    return CLI_OK;
-}
 
 static void say_mib(char *buf, size_t size, int64_t bytes) {
     if (bytes < 1024 * 1024)
@@ -79,7 +62,7 @@ int cli_upload(int argc, char **argv) {
         }
     }
     char key[KEY_MAX] = "", root[CLI_PATH_MAX];
-    if (key_file && read_key(key_file, key, sizeof key) != CLI_OK) return UPLOAD_FAILED;
+    if (key_file && cmd_read_key("gpufl", key_file, key, sizeof key) != 0) return UPLOAD_FAILED;
     gpufl_upload_options_t o;
     gpufl_upload_options_init(&o);
     o.backend_url = server;

@@ -32,7 +32,8 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     -o .devbin/occupancy_kernels "${libs[@]}" -cudart static
   # The gpufl command-line tool, for `gpufl info` and reports on the GPU machine
   # (public headers only; both libraries).
-  cc -O2 -std=c11 -D_GNU_SOURCE -I include cmd/gpufl/*.c -o .devbin/gpufl \
+  cc -O2 -std=c11 -D_GNU_SOURCE -I include -I cmd/common cmd/gpufl/*.c cmd/common/flags.c \
+    -o .devbin/gpufl \
     build/device/lib/libgpufl-analysis.a "${libs[@]}"
   # The minimal CUPTI tracer in the benchmark links libcupti (the toolkit puts
   # it in lib64, older ones in extras/CUPTI/lib64).

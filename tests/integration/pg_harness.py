@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 
+from service_process import ServiceProcess
+
 SKIP_RETURN_CODE = 77
 SYSTEM_USER = "gpufl-pg"
 SUPERUSER = "gpufl"  # the cluster's own superuser role, whatever OS user runs it
@@ -151,12 +153,16 @@ def sweep_stale(tmp=None):
     return n
 
 
-class Cluster:
+class Cluster(ServiceProcess):
     """One PostgreSQL cluster with one database `dbname`. Use it as a context manager (stopped
     and removed on leaving, also on an exception) or call start() and stop().
 
     Attributes once started: `port`, `url` (postgresql://gpufl@127.0.0.1:PORT/DBNAME),
     `socket_dir` (also the cluster's directory), `bindir`, `proc` (the postmaster)."""
+
+    STOP_SIGNAL = signal.SIGINT  # fast shutdown: clients cut, no checkpoint wait
+    STOP_TIMEOUT_S = 30
+    KEEP_VARIABLE = "GPUFL_KEEP_POSTGRES"
 
     def __init__(self, dbname=DEFAULT_DB, bindir=None, ready_timeout_s=60.0, settings=None):
         self.dbname = dbname
@@ -259,34 +265,6 @@ class Cluster:
         self._log.flush()
         self._log.seek(0)
         return self._log.read().decode(errors="replace")[-tail_chars:]
-
-    def _kill(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)  # fast shutdown: clients cut, no checkpoint wait
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-        if self._log:
-            self._log.close()
-            self._log = None
-
-    def stop(self):
-        """Stops the server and removes the cluster's directory (kept with
-        GPUFL_KEEP_POSTGRES=1). Safe to call twice; also runs at interpreter exit."""
-        self._kill()
-        if self.workdir and os.environ.get("GPUFL_KEEP_POSTGRES") != "1":
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        self.workdir = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
 
     # -- use ---------------------------------------------------------------------------------
 

@@ -34,6 +34,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from service_process import ServiceProcess
+
 SKIP_RETURN_CODE = 77
 
 # Loopback requests must not go through a proxy the environment names.
@@ -121,7 +123,7 @@ def _yaml_str(s):
     return json.dumps(str(s))
 
 
-class Prometheus:
+class Prometheus(ServiceProcess):
     """One Prometheus server scraping `targets` ("host:port" strings) every `scrape_interval_s`
     under the job `job`, at `metrics_path`, with `labels` added to every target. Use it as a
     context manager (stopped on leaving, also on an exception), or call start() and stop().
@@ -129,6 +131,10 @@ class Prometheus:
     `addresses` is the list of targets. Attributes once started: `port`, `url`
     (http://127.0.0.1:port), `workdir` (config, storage and the server's log, removed by stop()
     unless GPUFL_KEEP_PROMETHEUS=1)."""
+
+    STOP_SIGNAL = signal.SIGTERM  # Prometheus closes its storage and exits
+    STOP_TIMEOUT_S = 15
+    KEEP_VARIABLE = "GPUFL_KEEP_PROMETHEUS"
 
     def __init__(self, targets, job="gpufl", scrape_interval_s=1.0, metrics_path="/metrics",
                  labels=None, binary=None, ready_timeout_s=60.0):
@@ -227,34 +233,6 @@ class Prometheus:
         self._log.flush()
         self._log.seek(0)
         return self._log.read().decode(errors="replace")[-tail_chars:]
-
-    def _kill(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()  # SIGTERM: Prometheus closes its storage and exits
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-        if self._log:
-            self._log.close()
-            self._log = None
-
-    def stop(self):
-        """Stops the server (SIGTERM, then SIGKILL after 15 s) and removes its working directory.
-        Safe to call twice; also runs at interpreter exit."""
-        self._kill()
-        if self.workdir and os.environ.get("GPUFL_KEEP_PROMETHEUS") != "1":
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        self.workdir = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
 
     # -- HTTP API ----------------------------------------------------------------------------
 
