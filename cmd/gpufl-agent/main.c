@@ -4,8 +4,8 @@
  * window once, through the library's upload (gpufl_upload_logs_result: the same loop and the
  * same cursor as `gpufl upload` and an application's own upload, so the three never send a
  * window twice). A pass over every root runs at start, whenever inotify reports a new file or
- * a finished write under a root, and every --rescan-s as a fallback; its counts are served on
- * /metrics.
+ * a finished write under a root, and every --rescan-s as a fallback (every --live-s while a
+ * session runs, to ship its open windows' new lines); its counts are served on /metrics.
  */
 #include "agent.h"
 #include "flags.h"
@@ -43,13 +43,14 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: gpufl-agent --log-path DIR [--log-path DIR ...] [--server URL]\n"
             "                   [--api-key-file FILE] [--once | --exit-when-drained]\n"
-            "                   [--rescan-s N] [--budget-s N] [--listen ADDR:PORT | none]\n"
+            "                   [--rescan-s N] [--live-s N] [--budget-s N]\n"
+            "                   [--spool-max-mib N] [--listen ADDR:PORT | none]\n"
             "\n"
             "Ships the sessions under each log root to gpufl-server, each window once\n"
             "(docs/upload.md): at start, when a file appears or is finished under a root\n"
-            "(inotify), and every --rescan-s seconds (default 5). What was delivered is kept\n"
-            "in each root's .gpufl-upload.json, shared with `gpufl upload` and the\n"
-            "applications' own upload.\n"
+            "(inotify), and every --rescan-s seconds (default 5); the lines of sessions still\n"
+            "running every --live-s seconds. What was delivered is kept in each root's\n"
+            ".gpufl-upload.json, shared with `gpufl upload` and the applications' own upload.\n"
             "\n"
             "  --log-path DIR         a log root to watch (repeatable; GPUFL_AGENT_LOG_PATH,\n"
             "                         roots separated by ':')\n"
@@ -60,7 +61,15 @@ static void usage(FILE *out) {
             "  --exit-when-drained    exit 0 once every session ended and is delivered\n"
             "  --rescan-s N           seconds between passes without events, 1..3600 (default 5;\n"
             "                         GPUFL_AGENT_RESCAN_S)\n"
+            "  --live-s N             while a window is open (a running session), ship its new\n"
+            "                         complete lines every N seconds, 0..3600 (default 1; 0:\n"
+            "                         sealed windows only; GPUFL_AGENT_LIVE_S)\n"
             "  --budget-s N           the most one pass may spend retrying, 1..3600 (default 60)\n"
+            "  --spool-max-mib N      while the server is away: past N MiB not delivered under a\n"
+            "                         root, the oldest sealed windows are dropped, each leaving\n"
+            "                         a spool_dropped record in its place, counted and logged;\n"
+            "                         0..1048576 (default 4096; 0: no bound;\n"
+            "                         GPUFL_AGENT_SPOOL_MAX_MIB)\n"
             "  --listen ADDR:PORT     /metrics and /healthz (default 127.0.0.1:9465; none: off;\n"
             "                         GPUFL_AGENT_LISTEN)\n"
             "  --help, --version\n");
@@ -76,12 +85,17 @@ static int parse_seconds(const char *flag, const char *v, int *out) {
     return cmd_parse_int(TOOL, flag, v, 1, 3600, out) ? 2 : 0;
 }
 
+static int parse_live(const char *flag, const char *v, int *out) {
+    return cmd_parse_int(TOOL, flag, v, 0, 3600, out) ? 2 : 0;
+}
+
 typedef struct agent {
     const char *roots[ROOTS_MAX];
     int nroots;
     const char *server;
     char key[KEY_MAX];
-    int once, drain, rescan_s, budget_s;
+    int once, drain, rescan_s, live_s, budget_s, spool_max_mib;
+    int open_windows; /* the last pass left windows open: the next comes after live_s */
     const char *listen;
     int inotify_fd;
     int watches;
@@ -116,6 +130,7 @@ static void watch_root(agent_t *a, const char *root) {
 static int pass(agent_t *a, int *drained) {
     int worst = 0;
     *drained = 1;
+    a->open_windows = 0;
     for (int i = 0; i < a->nroots && !stopping; i++) {
         gpufl_upload_options_t o;
         gpufl_upload_options_init(&o);
@@ -124,6 +139,8 @@ static int pass(agent_t *a, int *drained) {
         o.backend_url = a->server;
         o.api_key = a->key[0] ? a->key : NULL;
         o.budget_ms = (int64_t)a->budget_s * 1000;
+        o.tails = a->live_s > 0;
+        o.spool_max_bytes = (int64_t)a->spool_max_mib << 20;
         gpufl_upload_result_t r = {.size = sizeof r};
         int rc = gpufl_upload_logs_result(&r, &o);
         if (rc == GPUFL_ENOTFOUND) continue; /* no session under this root yet */
@@ -143,6 +160,13 @@ static int pass(agent_t *a, int *drained) {
             if (worst < 1) worst = r.windows || r.windows_before ? 1 : 2;
         }
         if (rc != 0 || r.windows_open > 0 || r.sessions_completed < r.sessions) *drained = 0;
+        if (r.windows_open > 0) a->open_windows = 1;
+        if (r.windows_dropped)
+            fprintf(stderr,
+                    "gpufl-agent: %s: the spool passed %d MiB undelivered: %lld window(s) "
+                    "dropped unsent (%lld bytes), each replaced by a spool_dropped record\n",
+                    a->roots[i], a->spool_max_mib, (long long)r.windows_dropped,
+                    (long long)r.bytes_dropped);
         if (a->inotify_fd >= 0) watch_root(a, a->roots[i]);
     }
     return worst;
@@ -176,7 +200,9 @@ static int run(agent_t *a) {
             fprintf(stderr, "gpufl-agent: every session delivered: exiting\n");
             return 0;
         }
-        wait_events(a, a->rescan_s * 1000);
+        wait_events(a, a->open_windows && a->live_s > 0 && a->live_s < a->rescan_s
+                           ? a->live_s * 1000
+                           : a->rescan_s * 1000);
         if (stopping) return 0;
     }
 }
@@ -190,6 +216,8 @@ int main(int argc, char **argv) {
         OPT_DRAIN,
         OPT_RESCAN,
         OPT_BUDGET,
+        OPT_LIVE,
+        OPT_SPOOL,
         OPT_LISTEN,
         OPT_HELP,
         OPT_VERSION
@@ -201,14 +229,21 @@ int main(int argc, char **argv) {
                                           {"exit-when-drained", no_argument, NULL, OPT_DRAIN},
                                           {"rescan-s", required_argument, NULL, OPT_RESCAN},
                                           {"budget-s", required_argument, NULL, OPT_BUDGET},
+                                          {"live-s", required_argument, NULL, OPT_LIVE},
+                                          {"spool-max-mib", required_argument, NULL, OPT_SPOOL},
                                           {"listen", required_argument, NULL, OPT_LISTEN},
                                           {"help", no_argument, NULL, OPT_HELP},
                                           {"version", no_argument, NULL, OPT_VERSION},
                                           {NULL, 0, NULL, 0}};
-    agent_t a = {.rescan_s = 5, .budget_s = 60, .listen = "127.0.0.1:9465", .inotify_fd = -1};
+    agent_t a = {.rescan_s = 5,
+                 .live_s = 1,
+                 .spool_max_mib = 4096,
+                 .budget_s = 60,
+                 .listen = "127.0.0.1:9465",
+                 .inotify_fd = -1};
     const char *key_file = NULL;
     char *env_roots = NULL;
-    int opt, rc, listen_given = 0, rescan_given = 0;
+    int opt, rc, listen_given = 0, rescan_given = 0, live_given = 0, spool_given = 0;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (opt) {
@@ -226,6 +261,15 @@ int main(int argc, char **argv) {
             break;
         case OPT_BUDGET:
             if ((rc = parse_seconds("--budget-s", optarg, &a.budget_s))) return rc;
+            break;
+        case OPT_LIVE:
+            if ((rc = parse_live("--live-s", optarg, &a.live_s))) return rc;
+            live_given = 1;
+            break;
+        case OPT_SPOOL:
+            if (cmd_parse_int(TOOL, "--spool-max-mib", optarg, 0, 1048576, &a.spool_max_mib))
+                return 2;
+            spool_given = 1;
             break;
         case OPT_LISTEN:
             a.listen = optarg;
@@ -248,6 +292,13 @@ int main(int argc, char **argv) {
     if (!rescan_given && getenv("GPUFL_AGENT_RESCAN_S") &&
         (rc = parse_seconds("GPUFL_AGENT_RESCAN_S", getenv("GPUFL_AGENT_RESCAN_S"), &a.rescan_s)))
         return rc;
+    if (!live_given && getenv("GPUFL_AGENT_LIVE_S") &&
+        (rc = parse_live("GPUFL_AGENT_LIVE_S", getenv("GPUFL_AGENT_LIVE_S"), &a.live_s)))
+        return rc;
+    if (!spool_given && getenv("GPUFL_AGENT_SPOOL_MAX_MIB") &&
+        cmd_parse_int(TOOL, "GPUFL_AGENT_SPOOL_MAX_MIB", getenv("GPUFL_AGENT_SPOOL_MAX_MIB"), 0,
+                      1048576, &a.spool_max_mib))
+        return 2;
     if (a.nroots == 0 && getenv("GPUFL_AGENT_LOG_PATH") && *getenv("GPUFL_AGENT_LOG_PATH")) {
         env_roots = strdup(getenv("GPUFL_AGENT_LOG_PATH"));
         for (char *save = NULL, *r = strtok_r(env_roots, ":", &save); r && a.nroots < ROOTS_MAX;

@@ -21,6 +21,8 @@ struct agent_stats {
     pthread_mutex_t lock;
     struct MHD_Daemon *daemon;
     long long passes, windows_sent, windows_duplicate, windows_failed, retries, auth_refused;
+    long long slices_sent, bytes_sent, windows_dropped, bytes_dropped;
+    long long spool_bytes;                       /* gauge: the last pass's */
     long long windows_open, windows_quarantined; /* gauges: the last pass's */
     double last_pass_s, last_delivered_s;        /* wall clock; 0: never */
 };
@@ -38,6 +40,11 @@ void agent_stats_add(agent_stats_t *s, const gpufl_upload_result_t *r, int rc) {
     s->windows_duplicate += r->windows_duplicate;
     s->windows_failed += r->errors;
     s->retries += r->retries;
+    s->slices_sent += r->slices;
+    s->bytes_sent += r->bytes;
+    s->windows_dropped += r->windows_dropped;
+    s->bytes_dropped += r->bytes_dropped;
+    s->spool_bytes = r->spool_bytes;
     s->windows_open = r->windows_open;
     s->windows_quarantined = r->windows_quarantined;
     if (rc < 0 || strstr(r->error, "refused the key")) s->auth_refused++;
@@ -66,6 +73,20 @@ static char *render(agent_stats_t *s) {
         {"gpufl_agent_windows_failed_total", "counter",
          "Windows not delivered in a pass (the server away, a refusal); tried again later.",
          (double)s->windows_failed},
+        {"gpufl_agent_slices_sent_total", "counter",
+         "Parts of windows the server acknowledged: new lines of open windows (live tails), and "
+         "windows split to fit the server's body cap.",
+         (double)s->slices_sent},
+        {"gpufl_agent_bytes_sent_total", "counter",
+         "Bytes of session logs the server acknowledged (before gzip).", (double)s->bytes_sent},
+        {"gpufl_agent_dropped_windows_total", "counter",
+         "Windows dropped unsent to keep the spool's bound while the server was away (each "
+         "replaced by a spool_dropped record).",
+         (double)s->windows_dropped},
+        {"gpufl_agent_dropped_bytes_total", "counter", "Bytes of the windows dropped unsent.",
+         (double)s->bytes_dropped},
+        {"gpufl_agent_spool_bytes", "gauge", "Bytes under the roots not on the server, last pass.",
+         (double)s->spool_bytes},
         {"gpufl_agent_retries_total", "counter", "Requests sent again after a retryable answer.",
          (double)s->retries},
         {"gpufl_agent_key_refused_total", "counter",

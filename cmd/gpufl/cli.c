@@ -75,11 +75,14 @@ static const cli_command_t commands[] = {
      "The files written are listed on stdout. See docs/export.md.\n",
      1},
     {"upload", cli_upload, "send finished sessions to gpufl-server, each window once",
-     "upload [--server URL] [--api-key-file FILE] [--all] [--budget-s N] [SESSION | DIR]\n"
+     "upload [--server URL] [--api-key-file FILE] [--all] [--tails] [--budget-s N]\n"
+     "       [SESSION | DIR]\n"
      "\n"
      "Sends the sealed windows of a session (the latest under the log root by default;\n"
      "DIR may be a session directory or a log root, --all takes every session of the\n"
-     "root) to gpufl-server (docs/protocol.md). --server defaults to $GPUFL_BACKEND_URL,\n"
+     "root) to gpufl-server (docs/protocol.md). --tails also sends the windows still\n"
+     "open (a running session, or one that died) up to their last complete line; the\n"
+     "rest follows later. --server defaults to $GPUFL_BACKEND_URL,\n"
      "the key to the first line of --api-key-file, else $GPUFL_API_KEY. What the server\n"
      "acknowledged is kept in the root's .gpufl-upload.json, shared with the library's\n"
      "upload and gpufl-agent: nothing is sent twice, and a session already delivered is\n"

@@ -27,7 +27,7 @@ static void say_mib(char *buf, size_t size, int64_t bytes) {
 
 int cli_upload(int argc, char **argv) {
     const char *server = NULL, *key_file = NULL, *target = NULL;
-    int all = 0;
+    int all = 0, tails = 0;
     long long budget_s = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -53,6 +53,8 @@ int cli_upload(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--all")) {
             all = 1;
+        } else if (!strcmp(a, "--tails")) {
+            tails = 1;
         } else if (a[0] == '-') {
             return cli_usage_error("upload", "unknown option '%s'", a);
         } else if (target) {
@@ -69,6 +71,7 @@ int cli_upload(int argc, char **argv) {
     o.api_key = key[0] ? key : NULL;
     o.budget_ms = budget_s * 1000;
     o.all = all;
+    o.tails = tails;
     if (!target) {
         o.log_path = cli_default_root(root, sizeof root);
     } else if (cli_is_session_dir(target)) {
@@ -96,8 +99,13 @@ int cli_upload(int argc, char **argv) {
             r.windows == 1 ? "" : "s", (long long)r.windows_duplicate, (long long)r.events_uploaded,
             size);
     if (r.windows_before) fprintf(out, "; %lld delivered before", (long long)r.windows_before);
-    if (r.windows_open)
-        fprintf(out, "; %lld not sealed yet (the session runs, or died)",
+    if (r.slices) fprintf(out, "; %lld slice%s", (long long)r.slices, r.slices == 1 ? "" : "s");
+    if (r.windows_open && tails)
+        fprintf(out, "; %lld open, sent up to their last complete line", (long long)r.windows_open);
+    else if (r.windows_open)
+        fprintf(out,
+                "; %lld not sealed yet (the session runs, or died: --tails sends their complete "
+                "lines)",
                 (long long)r.windows_open);
     if (r.retries) fprintf(out, "; %lld retries", (long long)r.retries);
     fprintf(out, "; %lld of %lld complete on the server\n", (long long)r.sessions_completed,

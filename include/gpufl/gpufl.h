@@ -640,6 +640,14 @@ typedef struct gpufl_upload_options {
     int all;             /**< every session under log_path */
     int64_t budget_ms;   /**< the whole upload, retries included; 0: 5 minutes */
     int64_t timeout_ms;  /**< one request; 0: 60 s */
+    int tails; /**< also ship windows still open (a running session, or one that died without
+                    sealing its file) up to their last complete line, as slices the server
+                    appends to; 0: sealed windows only */
+    int64_t spool_max_bytes; /**< > 0: after the upload, while the windows of log_path not on
+                                  the server pass this many bytes, the oldest sealed ones are
+                                  dropped: each replaced by its header, a spool_dropped record
+                                  and its last line, counted in the result and logged (the
+                                  agent's bounded spool); 0: no bound */
 } gpufl_upload_options_t;
 
 /** What an upload did. Set `size` before the call; fields are only appended. */
@@ -650,7 +658,8 @@ typedef struct gpufl_upload_result {
     int64_t windows;             /**< windows acknowledged now (stored, or duplicates) */
     int64_t windows_duplicate;   /**< of those, ones the server already had */
     int64_t windows_before;      /**< acknowledged by an earlier upload: not sent */
-    int64_t windows_open;        /**< not sealed yet (a running session): not sent */
+    int64_t windows_open;        /**< not sealed yet (a running session): not sent, or with
+                                      tails sent up to the last complete line */
     int64_t windows_quarantined; /**< refused for good (409): kept aside, reported */
     int64_t bytes;               /**< of the windows acknowledged now, before gzip */
     int64_t errors;              /**< windows not delivered this time */
@@ -658,6 +667,11 @@ typedef struct gpufl_upload_result {
     int64_t sessions;
     int64_t sessions_completed;
     char error[512]; /**< the first error, "" when none */
+    int64_t slices;  /**< parts of windows acknowledged now: open windows' tails, and windows
+                         split to fit the server's body cap */
+    int64_t windows_dropped; /**< with spool_max_bytes: windows dropped unsent, and their bytes */
+    int64_t bytes_dropped;
+    int64_t spool_bytes; /**< with spool_max_bytes: bytes not on the server after the upload */
 } gpufl_upload_result_t;
 
 /** As gpufl_options_init_sized, for the upload options. */

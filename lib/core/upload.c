@@ -119,6 +119,12 @@ static void fill(gpufl_upload_result_t *out, const gpufl__net_upload_result_t *r
     out->sessions = r->sessions;
     out->sessions_completed = r->sessions_completed;
     snprintf(out->error, sizeof out->error, "%s", r->error[0] ? r->error : "");
+    if (size >= offsetof(gpufl_upload_result_t, spool_bytes) + sizeof out->spool_bytes) {
+        out->slices = r->slices_sent;
+        out->windows_dropped = r->windows_dropped;
+        out->bytes_dropped = r->bytes_dropped;
+        out->spool_bytes = r->spool_bytes;
+    }
 }
 
 int gpufl_upload_logs_result(gpufl_upload_result_t *out, const gpufl_upload_options_t *opts) {
@@ -137,6 +143,8 @@ int gpufl_upload_logs_result(gpufl_upload_result_t *out, const gpufl_upload_opti
     o.api_path = pick(HAS(opts, api_path) ? opts->api_path : NULL, "GPUFL_API_PATH", path);
     o.budget_ms = HAS(opts, budget_ms) ? opts->budget_ms : 0;
     o.timeout_ms = HAS(opts, timeout_ms) ? opts->timeout_ms : 0;
+    o.tails = HAS(opts, tails) && opts->tails;
+    o.spool_max_bytes = HAS(opts, spool_max_bytes) ? opts->spool_max_bytes : 0;
     if (!o.base_url)
         return gpufl__set_error(GPUFL_EINVAL, "upload: no server: set backend_url (or "
                                               "GPUFL_BACKEND_URL)");

@@ -124,6 +124,7 @@ gpufl__net_verdict_t gpufl__net_verdict(long status) {
     if (status == 401 || status == 403) return GPUFL__NET_AUTH;
     if (status == 409) return GPUFL__NET_CONFLICT;
     if (status == 413) return GPUFL__NET_TOO_LARGE;
+    if (status == 416) return GPUFL__NET_REALIGN;
     if (status == 0 || status == 408 || status == 429 || (status >= 500 && status != 501))
         return GPUFL__NET_RETRY;
     return GPUFL__NET_REFUSED;
@@ -192,6 +193,10 @@ static void read_answer(gpufl__net_answer_t *a, const sink_t *s, json_t **doc) {
     if (json_is_string(err)) snprintf(a->message, sizeof a->message, "%s", json_string_value(err));
     if (json_is_integer(rows)) a->rows = json_integer_value(rows);
     a->duplicate = window && strcmp(window, "duplicate") == 0;
+    json_t *stored = json_object_get(j, "stored_bytes"), *final = json_object_get(j, "final");
+    if (json_is_integer(stored) && json_integer_value(stored) >= 0)
+        a->stored_bytes = json_integer_value(stored);
+    if (json_is_boolean(final)) a->final = json_is_true(final);
     if (doc)
         *doc = j;
     else
@@ -207,6 +212,8 @@ static int request(gpufl__net_client_t *c, gpufl__net_answer_t *a, const char *p
     memset(a, 0, sizeof *a);
     a->retry_after_s = -1;
     a->rows = -1;
+    a->stored_bytes = -1;
+    a->final = -1;
     if (!s.data) return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
     snprintf(url, sizeof url, "%s%s%s", c->base, c->api_path, path);
     struct curl_slist *h = fn.slist_append(headers, c->auth);
@@ -247,7 +254,8 @@ static int request(gpufl__net_client_t *c, gpufl__net_answer_t *a, const char *p
 
 int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a,
                                   const char *session_id, const char *channel, int64_t sequence,
-                                  const char *window_id, const char *body, size_t len) {
+                                  const char *window_id, const gpufl__net_slice_t *slice,
+                                  const char *body, size_t len) {
     unsigned char *gz = NULL;
     size_t gz_len = 0;
     int rc = gzip(&gz, &gz_len, body, len);
@@ -267,6 +275,18 @@ int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a
     h = fn.slist_append(h, line);
     snprintf(line, sizeof line, "Idempotency-Key: %s", window_id);
     h = fn.slist_append(h, line);
+    if (slice->offset > 0 || !slice->final) {
+        /* Absent, they mean a whole sealed window: sent only for a slice. */
+        snprintf(line, sizeof line, "X-GpuFlight-Window-Offset: %lld", (long long)slice->offset);
+        h = fn.slist_append(h, line);
+        snprintf(line, sizeof line, "X-GpuFlight-Window-Final: %d", slice->final ? 1 : 0);
+        h = fn.slist_append(h, line);
+        if (slice->offset > 0) {
+            snprintf(line, sizeof line, "X-GpuFlight-Window-Prefix-Crc32: %lu",
+                     (unsigned long)slice->prefix_crc);
+            h = fn.slist_append(h, line);
+        }
+    }
     rc = h ? request(c, a, "/events/stream", h, gz, gz_len, NULL)
            : gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
     free(gz);
@@ -284,8 +304,7 @@ int gpufl__net_client_complete(gpufl__net_client_t *c, gpufl__net_answer_t *a,
 
 int gpufl__net_client_windows(gpufl__net_client_t *c, gpufl__net_answer_t *a,
                               const char *session_id, const char *channel, int64_t after,
-                              void (*each)(void *user, int64_t sequence), void *user,
-                              int64_t *next_after) {
+                              gpufl__net_window_cb each, void *user, int64_t *next_after) {
     char path[512];
     json_t *doc = NULL;
     *next_after = -1;
@@ -296,8 +315,12 @@ int gpufl__net_client_windows(gpufl__net_client_t *c, gpufl__net_answer_t *a,
         size_t i;
         json_t *w;
         json_array_foreach(json_object_get(doc, "windows"), i, w) {
-            json_t *seq = json_object_get(w, "sequence");
-            if (json_is_integer(seq)) each(user, json_integer_value(seq));
+            json_t *seq = json_object_get(w, "sequence"), *bytes = json_object_get(w, "bytes");
+            json_t *final = json_object_get(w, "final");
+            if (json_is_integer(seq))
+                each(user, json_integer_value(seq),
+                     json_is_integer(bytes) ? json_integer_value(bytes) : -1,
+                     json_is_boolean(final) ? json_is_true(final) : 1);
         }
         json_t *next = json_object_get(doc, "next_after");
         if (json_is_integer(next)) *next_after = json_integer_value(next);

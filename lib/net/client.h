@@ -21,8 +21,18 @@ typedef enum {
     GPUFL__NET_AUTH,      /* 401/403: the key is refused; stop, naming its prefix */
     GPUFL__NET_TOO_LARGE, /* 413: past the server's body cap */
     GPUFL__NET_CONFLICT,  /* 409: other bytes under this window: quarantined, reported */
+    GPUFL__NET_REALIGN,   /* 416: the slice does not start where the server's bytes end */
     GPUFL__NET_REFUSED,   /* any other answer (400, 404, 415, 501): not retried */
 } gpufl__net_verdict_t;
+
+/* Where a request's body lies in its window (docs/protocol.md, "A window in slices"): a whole
+ * sealed window is {0, 1, 0}; the live tail of an open window, or a part of a window split
+ * after a 413, starts at offset and proves the bytes before it by their crc32. */
+typedef struct gpufl__net_slice {
+    int64_t offset;      /* of the body within the window's bytes */
+    int final;           /* the body ends the sealed window */
+    uint32_t prefix_crc; /* zlib's crc32 of the window's bytes [0, offset) */
+} gpufl__net_slice_t;
 
 typedef struct gpufl__net_answer {
     long status; /* HTTP status; 0 when no answer came */
@@ -30,6 +40,8 @@ typedef struct gpufl__net_answer {
     int64_t retry_after_s; /* Retry-After, -1 when absent */
     int duplicate;         /* 200 with "window": "duplicate" */
     int64_t rows;          /* the answer's "rows", -1 when absent */
+    int64_t stored_bytes;  /* the answer's "stored_bytes": the server's end of the window, -1 */
+    int final;             /* the answer's "final": 1, 0, or -1 when absent */
     char message[512];     /* the server's "error", or the transport's */
 } gpufl__net_answer_t;
 
@@ -46,24 +58,27 @@ void gpufl__net_client_destroy(gpufl__net_client_t *c);
 /* The key's public part for messages: "gpfl_abcdefghij…". */
 const char *gpufl__net_client_key_name(const gpufl__net_client_t *c);
 
-/* POSTs one window (its lines, gzipped here) and reads the answer into *a. Returns 0 when an
- * answer (or a transport error, verdict RETRY) is in *a; GPUFL_ENOMEM. */
+/* POSTs one slice of a window (its lines, gzipped here; may be empty only to seal a window
+ * whose bytes are all stored) and reads the answer into *a. Returns 0 when an answer (or a
+ * transport error, verdict RETRY) is in *a; GPUFL_ENOMEM. */
 int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a,
                                   const char *session_id, const char *channel, int64_t sequence,
-                                  const char *window_id, const char *body, size_t len);
+                                  const char *window_id, const gpufl__net_slice_t *slice,
+                                  const char *body, size_t len);
 
 /* POSTs session-complete for session_id. As send_window. */
 int gpufl__net_client_complete(gpufl__net_client_t *c, gpufl__net_answer_t *a,
                                const char *session_id);
 
 /* Asks which windows of a session's channel the server already has (sequences after `after`,
- * one page): each is passed to each(user, sequence); *next_after is the next page's `after`,
- * or -1 when this was the last. A session id holds only URL-safe characters (window.h). Returns
- * 0 when *a holds an answer (ACKED: the list was read). */
+ * one page): each is passed to each(user, sequence, bytes, final), bytes the server's end of
+ * the window (-1 and final 1 when the server does not say: a whole window); *next_after is the
+ * next page's `after`, or -1 when this was the last. A session id holds only URL-safe
+ * characters (window.h). Returns 0 when *a holds an answer (ACKED: the list was read). */
+typedef void (*gpufl__net_window_cb)(void *user, int64_t sequence, int64_t bytes, int final);
 int gpufl__net_client_windows(gpufl__net_client_t *c, gpufl__net_answer_t *a,
                               const char *session_id, const char *channel, int64_t after,
-                              void (*each)(void *user, int64_t sequence), void *user,
-                              int64_t *next_after);
+                              gpufl__net_window_cb each, void *user, int64_t *next_after);
 
 /* The verdict of an HTTP status (0: no answer). */
 gpufl__net_verdict_t gpufl__net_verdict(long status);

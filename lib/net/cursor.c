@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * cursor.c - the cursor file of a log root (cursor.h): a JSON object
- *   {"version": 1, "sessions": {"<id>": {"acked": {"device": [0, 1], ...},
+ *   {"version": 1, "sessions": {"<id>": {"acked_to": {"device": 5}, "acked": {"device": [7]},
+ *                                         "partial": {"device": {"2": [bytes, crc32]}},
  *                                         "quarantined": {...}, "completed": true}}}
- * read and written with jansson under an flock, replaced atomically.
+ * read and written with jansson under an flock, replaced atomically. A channel's windows
+ * acknowledged from 0 on are one number (acked_to: all below it), so the cursor of a monitor
+ * that seals a window every 10 s for months stays small; "acked" lists the others.
  */
 #include "net/cursor.h"
 
@@ -39,9 +42,24 @@ static int well_formed(json_t *doc) {
         json_integer_value(json_object_get(doc, "version")) != CURSOR_VERSION ||
         !json_is_object(sessions))
         return 0;
+    static const char *const members[] = {"acked", "acked_to", "partial", "quarantined"};
     const char *id;
     json_t *s;
-    json_object_foreach(sessions, id, s) if (!json_is_object(s)) return 0;
+    json_object_foreach(sessions, id, s) {
+        if (!json_is_object(s)) return 0;
+        for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
+            json_t *m = json_object_get(s, members[i]);
+            if (m && !json_is_object(m)) return 0;
+            const char *channel;
+            json_t *v;
+            json_object_foreach(m, channel, v) {
+                if (i == 0 || i == 3 ? !json_is_array(v)
+                    : i == 1         ? !json_is_integer(v)
+                                     : !json_is_object(v))
+                    return 0;
+            }
+        }
+    }
     return 1;
 }
 
@@ -127,14 +145,87 @@ static int add(gpufl__net_cursor_t *c, const char *key, const char *session, con
     return 0;
 }
 
+int64_t gpufl__net_cursor_acked_to(const gpufl__net_cursor_t *c, const char *session,
+                                   const char *channel) {
+    json_t *v = json_object_get(json_object_get(session_of(c, session, 0), "acked_to"), channel);
+    return json_is_integer(v) && json_integer_value(v) > 0 ? json_integer_value(v) : 0;
+}
+
 int gpufl__net_cursor_acked(const gpufl__net_cursor_t *c, const char *session, const char *channel,
                             int64_t sequence) {
-    return listed(c, "acked", session, channel, sequence);
+    return sequence < gpufl__net_cursor_acked_to(c, session, channel) ||
+           listed(c, "acked", session, channel, sequence);
+}
+
+/* Moves the channel's acked_to past sequence and past the listed windows that follow it. */
+static int advance(gpufl__net_cursor_t *c, const char *session, const char *channel,
+                   int64_t sequence) {
+    json_t *s = session_of(c, session, 1), *to = s ? json_object_get(s, "acked_to") : NULL;
+    if (s && !json_is_object(to) && json_object_set_new(s, "acked_to", to = json_object()) != 0)
+        to = NULL;
+    json_t *list = json_object_get(json_object_get(s, "acked"), channel);
+    int64_t next = sequence + 1;
+    for (int moved = 1; moved;) {
+        moved = 0;
+        for (size_t i = 0; i < json_array_size(list); i++)
+            if (json_integer_value(json_array_get(list, i)) == next) {
+                json_array_remove(list, i);
+                next++;
+                moved = 1;
+                break;
+            }
+    }
+    if (!to || json_object_set_new(to, channel, json_integer(next)) != 0)
+        return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
+    return 0;
+}
+
+/* The partial entry of a window: its [bytes, crc32] array, or NULL. */
+static json_t *partial_of(const gpufl__net_cursor_t *c, const char *session, const char *channel,
+                          int64_t sequence, char key[24]) {
+    snprintf(key, 24, "%lld", (long long)sequence);
+    json_t *by = json_object_get(json_object_get(session_of(c, session, 0), "partial"), channel);
+    return json_object_get(by, key);
 }
 
 int gpufl__net_cursor_ack(gpufl__net_cursor_t *c, const char *session, const char *channel,
                           int64_t sequence) {
+    char key[24];
+    if (partial_of(c, session, channel, sequence, key))
+        json_object_del(
+            json_object_get(json_object_get(session_of(c, session, 0), "partial"), channel), key);
+    if (gpufl__net_cursor_acked(c, session, channel, sequence)) return 0;
+    if (sequence == gpufl__net_cursor_acked_to(c, session, channel))
+        return advance(c, session, channel, sequence);
     return add(c, "acked", session, channel, sequence);
+}
+
+void gpufl__net_cursor_partial(const gpufl__net_cursor_t *c, const char *session,
+                               const char *channel, int64_t sequence, int64_t *bytes,
+                               uint32_t *crc) {
+    char key[24];
+    json_t *p = partial_of(c, session, channel, sequence, key);
+    json_int_t b = json_integer_value(json_array_get(p, 0));
+    json_int_t k = json_integer_value(json_array_get(p, 1));
+    /* Anything but two integers in range is no record: the window is sent from its start,
+     * which the server answers with where its bytes end (416) or as a duplicate. */
+    int ok = json_array_size(p) == 2 && b > 0 && k >= 0 && k <= 0xffffffffLL;
+    *bytes = ok ? (int64_t)b : 0;
+    *crc = ok ? (uint32_t)k : 0;
+}
+
+int gpufl__net_cursor_set_partial(gpufl__net_cursor_t *c, const char *session, const char *channel,
+                                  int64_t sequence, int64_t bytes, uint32_t crc) {
+    char key[24];
+    snprintf(key, sizeof key, "%lld", (long long)sequence);
+    json_t *s = session_of(c, session, 1), *all = s ? json_object_get(s, "partial") : NULL;
+    if (s && !all && json_object_set_new(s, "partial", all = json_object()) != 0) all = NULL;
+    json_t *by = all ? json_object_get(all, channel) : NULL;
+    if (all && !by && json_object_set_new(all, channel, by = json_object()) != 0) by = NULL;
+    if (!by ||
+        json_object_set_new(by, key, json_pack("[I,I]", (json_int_t)bytes, (json_int_t)crc)) != 0)
+        return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory");
+    return 0;
 }
 
 int gpufl__net_cursor_quarantined(const gpufl__net_cursor_t *c, const char *session,
@@ -145,6 +236,16 @@ int gpufl__net_cursor_quarantined(const gpufl__net_cursor_t *c, const char *sess
 int gpufl__net_cursor_quarantine(gpufl__net_cursor_t *c, const char *session, const char *channel,
                                  int64_t sequence) {
     return add(c, "quarantined", session, channel, sequence);
+}
+
+int64_t gpufl__net_cursor_acked_count(const gpufl__net_cursor_t *c, const char *session) {
+    json_t *s = session_of(c, session, 0), *v;
+    const char *channel;
+    int64_t n = 0;
+    json_object_foreach(json_object_get(s, "acked_to"), channel, v) n +=
+        gpufl__net_cursor_acked_to(c, session, channel);
+    json_object_foreach(json_object_get(s, "acked"), channel, v) n += (int64_t)json_array_size(v);
+    return n;
 }
 
 int gpufl__net_cursor_completed(const gpufl__net_cursor_t *c, const char *session) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * cursor.h - what a log root has delivered: the cursor file .gpufl-upload.json beside the
- * sessions, listing per session and channel the windows the server acknowledged (a 2xx), the
- * sessions whose completion it acknowledged, and the windows it refused for good (409). Every
+ * sessions, listing per session and channel the windows the server acknowledged (a 2xx), how
+ * much of a window still open (or split) it acknowledged so far, the sessions whose completion
+ * it acknowledged, and the windows it refused for good (409). Every
  * sender of a log root (the library after shutdown, `gpufl upload`, gpufl-agent) reads and
  * writes the same file under an exclusive lock (.gpufl-upload.lock), so two of them never send
  * the same window; the server's idempotency catches it if a cursor is lost.
@@ -31,6 +32,19 @@ int gpufl__net_cursor_acked(const gpufl__net_cursor_t *c, const char *session, c
                             int64_t sequence);
 int gpufl__net_cursor_ack(gpufl__net_cursor_t *c, const char *session, const char *channel,
                           int64_t sequence);
+/* How much of a window the server acknowledged in slices (docs/protocol.md): *bytes and the
+ * crc32 of those bytes (the next slice's proof); 0 and 0 when none. Acknowledging the whole
+ * window (gpufl__net_cursor_ack) forgets it. */
+void gpufl__net_cursor_partial(const gpufl__net_cursor_t *c, const char *session,
+                               const char *channel, int64_t sequence, int64_t *bytes,
+                               uint32_t *crc);
+int gpufl__net_cursor_set_partial(gpufl__net_cursor_t *c, const char *session, const char *channel,
+                                  int64_t sequence, int64_t bytes, uint32_t crc);
+/* The channel's windows below this one are all acknowledged (or dropped). */
+int64_t gpufl__net_cursor_acked_to(const gpufl__net_cursor_t *c, const char *session,
+                                   const char *channel);
+/* How many windows of session are acknowledged, in all channels. */
+int64_t gpufl__net_cursor_acked_count(const gpufl__net_cursor_t *c, const char *session);
 int gpufl__net_cursor_completed(const gpufl__net_cursor_t *c, const char *session);
 /* Whether the cursor holds anything of session (acknowledged, quarantined or complete). */
 int gpufl__net_cursor_knows(const gpufl__net_cursor_t *c, const char *session);

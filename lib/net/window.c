@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define TAIL_BYTES 65536
 
@@ -124,7 +125,7 @@ static int header_session_id(gpufl__net_session_t *s, const char *path) {
     return 1;
 }
 
-int gpufl__net_session_scan(gpufl__net_session_t *out, const char *dir) {
+int gpufl__net_session_scan(gpufl__net_session_t *out, const char *dir, const int64_t *from_seq) {
     memset(out, 0, sizeof *out);
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/') len--;
@@ -138,7 +139,14 @@ int gpufl__net_session_scan(gpufl__net_session_t *out, const char *dir) {
     for (int c = 0; c < GPUFL__NET_CHANNELS; c++) {
         char path[sizeof out->windows->path];
         size_t first = out->n;
-        for (int64_t seq = 0; seq < GPUFL__NET_WINDOWS_MAX; seq++) {
+        int64_t from = from_seq && from_seq[c] > 0 ? from_seq[c] : 0;
+        int more = 0;
+        out->skipped += from;
+        for (int64_t seq = from;; seq++) {
+            if (seq - from == GPUFL__NET_WINDOWS_MAX) {
+                more = out->more = 1;
+                break;
+            }
             int n = seq == 0 ? snprintf(path, sizeof path, "%s/%s.log", out->dir,
                                         gpufl__net_channel_names[c])
                              : snprintf(path, sizeof path, "%s/%s.log.%lld", out->dir,
@@ -155,7 +163,7 @@ int gpufl__net_session_scan(gpufl__net_session_t *out, const char *dir) {
         if (out->n > first && !named) named = header_session_id(out, out->windows[first].path);
         if (out->n > first) {
             channels++;
-            ended += out->windows[out->n - 1].session_end;
+            ended += !more && out->windows[out->n - 1].session_end;
         }
     }
     if (channels > 0 && !valid_session_id(out->id)) {
@@ -186,20 +194,24 @@ void gpufl__net_session_fini(gpufl__net_session_t *s) {
     s->n = 0;
 }
 
-int gpufl__net_window_read(char **out, size_t *len, const gpufl__net_window_t *w) {
+int gpufl__net_window_read(char **out, size_t *len, const gpufl__net_window_t *w, int64_t from) {
     *out = NULL;
     *len = 0;
+    if (from < 0 || from > w->bytes)
+        return gpufl__set_error(GPUFL_EINVAL, "upload: offset %lld past the %lld bytes of %s",
+                                (long long)from, (long long)w->bytes, w->path);
     int fd = open(w->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return gpufl__set_error(GPUFL_EIO, "upload: cannot open %s: %s", w->path, strerror(errno));
-    char *buf = malloc(w->bytes > 0 ? (size_t)w->bytes : 1);
+    size_t want = (size_t)(w->bytes - from);
+    char *buf = malloc(want > 0 ? want : 1);
     if (!buf) {
         close(fd);
         return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory for %s", w->path);
     }
     size_t done = 0;
-    while (done < (size_t)w->bytes) {
-        ssize_t got = pread(fd, buf + done, (size_t)w->bytes - done, (off_t)done);
+    while (done < want) {
+        ssize_t got = pread(fd, buf + done, want - done, (off_t)(from + (int64_t)done));
         if (got <= 0) {
             free(buf);
             close(fd);
@@ -211,5 +223,26 @@ int gpufl__net_window_read(char **out, size_t *len, const gpufl__net_window_t *w
     close(fd);
     *out = buf;
     *len = done;
+    return 0;
+}
+
+int gpufl__net_window_crc(uint32_t *crc, const gpufl__net_window_t *w, int64_t bytes) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    int fd = open(w->path, O_RDONLY | O_CLOEXEC);
+    char *buf = fd >= 0 ? malloc(TAIL_BYTES) : NULL;
+    int64_t done = 0;
+    while (buf && done < bytes) {
+        size_t want = bytes - done < TAIL_BYTES ? (size_t)(bytes - done) : TAIL_BYTES;
+        ssize_t got = pread(fd, buf, want, (off_t)done);
+        if (got <= 0) break;
+        c = crc32(c, (const Bytef *)buf, (uInt)got);
+        done += got;
+    }
+    free(buf);
+    if (fd >= 0) close(fd);
+    if (done != bytes)
+        return gpufl__set_error(GPUFL_EIO, "upload: cannot read the first %lld bytes of %s",
+                                (long long)bytes, w->path);
+    *crc = (uint32_t)c;
     return 0;
 }

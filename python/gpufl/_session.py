@@ -41,7 +41,8 @@ class UploadResult:
     (before gzip): what the server acknowledged now; errors: windows not delivered this time,
     error: the first reason. The rest count windows the server had already (duplicate), an
     earlier upload delivered (before), that are not sealed yet (open) or were refused for good
-    (quarantined), and retries and sessions marked complete."""
+    (quarantined), and retries and sessions marked complete; slices: parts of windows
+    acknowledged now (a window split to fit the server's body cap)."""
 
     success: bool
     events_uploaded: int = 0
@@ -55,6 +56,7 @@ class UploadResult:
     windows_quarantined: int = 0
     retries: int = 0
     sessions_completed: int = 0
+    slices: int = 0
 
 
 def _fspath(value, field):

@@ -98,13 +98,14 @@ static PyObject *py_upload_logs(PyObject *module, PyObject *args) {
     Py_END_ALLOW_THREADS;
     if (rc < 0 && rc != GPUFL_EDISABLED) return gpufl__py_raise(module, rc);
     return Py_BuildValue(
-        "{s:O, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:s}", "success",
+        "{s:O, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:L, s:s, s:L}", "success",
         rc == 0 || rc == GPUFL_EDISABLED ? Py_True : Py_False, "events_uploaded",
         (long long)r.events_uploaded, "windows", (long long)r.windows, "bytes", (long long)r.bytes,
         "errors", (long long)r.errors, "windows_duplicate", (long long)r.windows_duplicate,
         "windows_before", (long long)r.windows_before, "windows_open", (long long)r.windows_open,
         "windows_quarantined", (long long)r.windows_quarantined, "retries", (long long)r.retries,
-        "sessions_completed", (long long)r.sessions_completed, "error", r.error);
+        "sessions_completed", (long long)r.sessions_completed, "error", r.error, "slices",
+        (long long)r.slices);
 }
 
 static PyObject *py_version(PyObject *module, PyObject *unused) {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,13 +66,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     gpufl__net_cursor_t *c = NULL;
     FUZZ_CHECK(gpufl__net_cursor_open(&c, root) == 0);
+    int had4 = gpufl__net_cursor_acked(c, "s-1", "device", 4);
     FUZZ_CHECK(gpufl__net_cursor_ack(c, "s-1", "device", 3) == 0);
+    FUZZ_CHECK(gpufl__net_cursor_set_partial(c, "s-1", "scope", 9, 100, 7) == 0);
     FUZZ_CHECK(gpufl__net_cursor_save(c) == 0);
     gpufl__net_cursor_close(c);
     FUZZ_CHECK(gpufl__net_cursor_open(&c, root) == 0);
     FUZZ_CHECK(!gpufl__net_cursor_was_rebuilt(c));
     FUZZ_CHECK(gpufl__net_cursor_acked(c, "s-1", "device", 3));
-    FUZZ_CHECK(!gpufl__net_cursor_acked(c, "s-1", "device", 4));
+    FUZZ_CHECK(gpufl__net_cursor_acked(c, "s-1", "device", 4) == had4);
+    int64_t bytes;
+    uint32_t crc;
+    gpufl__net_cursor_partial(c, "s-1", "scope", 9, &bytes, &crc);
+    FUZZ_CHECK(bytes == 100 && crc == 7);
+    FUZZ_CHECK(gpufl__net_cursor_ack(c, "s-1", "scope", 9) == 0);
+    gpufl__net_cursor_partial(c, "s-1", "scope", 9, &bytes, &crc);
+    FUZZ_CHECK(bytes == 0 && gpufl__net_cursor_acked(c, "s-1", "scope", 9));
     gpufl__net_cursor_close(c);
 
     snprintf(session, sizeof session, "%s/20261127T000000.000Z-1-abcd", root);
@@ -79,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(path, sizeof path, "%s/device.log", session);
     write_file(path, log, log_len);
     gpufl__net_session_t s;
-    if (gpufl__net_session_scan(&s, session) == 0) {
+    if (gpufl__net_session_scan(&s, session, NULL) == 0) {
         FUZZ_CHECK(s.n == 1);
         const gpufl__net_window_t *w = &s.windows[0];
         FUZZ_CHECK(w->bytes >= 0 && (size_t)w->bytes <= log_len);
@@ -87,10 +97,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(strncmp(w->id, s.id, strlen(s.id)) == 0);
         char *body = NULL;
         size_t len = 0;
-        FUZZ_CHECK(gpufl__net_window_read(&body, &len, w) == 0);
+        FUZZ_CHECK(gpufl__net_window_read(&body, &len, w, 0) == 0);
         FUZZ_CHECK(len == (size_t)w->bytes && (len == 0 || body[len - 1] == '\n'));
         FUZZ_CHECK(len == 0 || memcmp(body, log, len) == 0);
         free(body);
+        /* A slice from the middle: the same bytes as the whole window's tail. */
+        int64_t from = w->bytes / 2;
+        FUZZ_CHECK(gpufl__net_window_read(&body, &len, w, from) == 0);
+        FUZZ_CHECK(len == (size_t)(w->bytes - from));
+        FUZZ_CHECK(len == 0 || memcmp(body, log + from, len) == 0);
+        free(body);
+        uint32_t prefix = 0;
+        FUZZ_CHECK(gpufl__net_window_crc(&prefix, w, from) == 0);
+        FUZZ_CHECK(prefix == (uint32_t)crc32(0L, (const Bytef *)log, (uInt)from));
         gpufl__net_session_fini(&s);
     }
     remove_tree(root);

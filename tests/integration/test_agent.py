@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""gpufl-agent against the real gpufl-server on loopback (SQLite): --once ships every sealed
-window of the fixture sessions exactly; a running agent delivers a session that appears under
+"""gpufl-agent against the real gpufl-server on loopback (SQLite): --once ships every window
+of the fixture sessions exactly (open ones up to their last complete line; --live-s 0: sealed
+ones only); a running agent delivers a session that appears under
 its root (inotify), counts on /metrics, and with --exit-when-drained exits 0 once everything
 ended is delivered; killed with SIGKILL at random moments and restarted each time, it loses
 nothing and stores nothing twice; racing `gpufl upload` on the same root, each window is stored
@@ -14,7 +15,9 @@ import random
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -68,16 +71,26 @@ def metrics(port):
             for m in re.finditer(r"^(gpufl_agent_\w+) (\S+)$", text, re.M)}
 
 
-def test_once_ships_everything_sealed(env):
+def test_once_ships_everything(env):
+    """Sealed windows whole, and the open windows of the session that died up to their last
+    complete line (live tails are on by default)."""
     copy_sessions(env["root"], ENDED + ("killed",))
     p = agent(env, "--once")
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
-    assert stored(env["db"]) == expected(env["root"])
+    assert stored(env["db"]) == expected(env["root"], tails=True)
     # Again: the cursor says everything is there; nothing is sent.
     p = agent(env, "--once")
     p.communicate(timeout=120)
-    assert p.returncode == 0 and stored(env["db"]) == expected(env["root"])
+    assert p.returncode == 0 and stored(env["db"]) == expected(env["root"], tails=True)
+
+
+def test_live_s_0_ships_sealed_windows_only(env):
+    copy_sessions(env["root"], ("basic", "killed"))
+    p = agent(env, "--once", "--live-s", "0")
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert stored(env["db"]) == expected(env["root"]) != expected(env["root"], tails=True)
 
 
 def test_running_agent_delivers_new_sessions_and_counts(env):
@@ -108,8 +121,8 @@ def test_exit_when_drained(env):
 
 
 def test_kill_9_at_random_moments_loses_nothing(env):
-    """Restarted after each SIGKILL, the agent resumes from the cursor: at the end every sealed
-    window is stored exactly once (the server's unique window identity would refuse a second
+    """Restarted after each SIGKILL, the agent resumes from the cursor: at the end every window
+    (the open ones up to their last complete line) is stored exactly once (the server's unique window identity would refuse a second
     copy; the counts prove none was lost)."""
     copy_sessions(env["root"], ENDED + ("killed",))
     rng = random.Random(7)
@@ -122,7 +135,7 @@ def test_kill_9_at_random_moments_loses_nothing(env):
     p = agent(env, "--once")
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
-    assert stored(env["db"]) == expected(env["root"])
+    assert stored(env["db"]) == expected(env["root"], tails=True)
 
 
 def test_agent_and_upload_racing(env):
@@ -157,8 +170,56 @@ def test_refused_key_is_reported_and_the_agent_goes_on(env):
     assert stored(env["db"]) == (0, 0)
 
 
+def test_spool_bound_drops_oldest_windows_and_says_so(env):
+    """The server away, the undelivered windows past --spool-max-mib: the oldest sealed windows
+    are replaced by a spool_dropped record (counted, logged), the newest kept whole; once the
+    server is back, every window arrives, the dropped ones as their records."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "bench"))
+    import gen_session
+    sess = os.path.join(env["root"], "gen")
+    os.mkdir(sess)
+    wins = gen_session.windows(200000, segment_kernels=40000)
+    for i, (_, seq, text) in enumerate(wins):
+        path = os.path.join(sess, "device.log" + ("" if seq == 0 else ".%d" % seq))
+        with open(path, "w") as f:
+            f.write(text)
+        os.utime(path, (1000 + i, 1000 + i))  # oldest first: sequence 0
+    sizes = [len(text.encode()) for _, _, text in wins]
+    assert len(wins) == 5 and min(sizes) > 1024 * 1024
+    bound_mib = (sizes[-1] + sizes[-2]) // (1 << 20) + 1  # the newest two fit, three do not
+    assert sum(sizes[-3:]) > bound_mib << 20
+    dead = "http://127.0.0.1:%d" % free_port()
+    r = subprocess.run([AGENT, "--log-path", env["root"], "--server", dead, "--api-key-file",
+                        env["key"], "--once", "--budget-s", "1", "--spool-max-mib",
+                        str(bound_mib)], capture_output=True, text=True, env=clean_env(),
+                       timeout=120)
+    assert r.returncode == 2, r.stderr
+    dropped = [i for i in range(5) if '"spool_dropped"' in open(
+        os.path.join(sess, "device.log" + ("" if i == 0 else ".%d" % i))).read()]
+    kept = sum(sizes[i] for i in range(5) if i not in dropped)
+    assert dropped == list(range(len(dropped))) and 0 < len(dropped) < 5, dropped
+    assert kept <= bound_mib << 20 < kept + sizes[dropped[-1]]
+    assert "dropped unsent" in r.stderr and "spool_dropped" in r.stderr
+    for i in dropped:
+        lines = open(os.path.join(sess, "device.log" + ("" if i == 0 else ".%d" % i))).read()
+        assert len(lines.splitlines()) == 3
+        assert lines.splitlines()[0].startswith('{"type":"header"')
+    p = agent(env, "--once")
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert stored(env["db"]) == expected(env["root"])
+    with sqlite3.connect(env["db"]) as c:
+        assert c.execute("select count(*) from lines where type = 'spool_dropped'"
+                         ).fetchone()[0] == len(dropped)
+        assert c.execute("select count(*) from activity").fetchone()[0] == \
+            40000 * (5 - len(dropped))
+
+
 def test_bad_flags(env):
     for args, what in ((["--bogus"], "unknown"), (["--rescan-s", "0", "--log-path", "x"], "1..3600"),
+                       (["--live-s", "-1", "--log-path", "x"], "0..3600"),
+                       (["--spool-max-mib", "x", "--log-path", "x"], "--spool-max-mib"),
                        ([], "no log root"), (["--log-path", "x"], "no server"),
                        (["--log-path", "x", "--once", "--exit-when-drained", "--server",
                          "http://127.0.0.1:1", "--api-key-file", env["key"]], "--once")):

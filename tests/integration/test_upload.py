@@ -33,10 +33,10 @@ def free_port():
 
 
 class Server:
-    def __init__(self, db, port=None):
+    def __init__(self, db, port=None, args=()):
         self.db, self.port = db, port or free_port()
         self.p = subprocess.Popen([SERVER, "--db", "sqlite:" + db, "--listen",
-                                   "127.0.0.1:%d" % self.port], stdout=subprocess.DEVNULL,
+                                   "127.0.0.1:%d" % self.port, *args], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True)
         for _ in range(200):
             try:
@@ -76,8 +76,9 @@ def sealed(path):
     return last.startswith(b'{"type":"segment_end"') or last.startswith(b'{"type":"session_end"')
 
 
-def expected(root):
-    """(windows, lines) of the sealed segments under root."""
+def expected(root, tails=False):
+    """(windows, lines) of the sealed segments under root; with tails, of every segment with
+    a complete line too (open windows shipped up to their last complete line)."""
     windows = lines = 0
     for d in sorted(os.listdir(root)):
         full = os.path.join(root, d)
@@ -85,7 +86,9 @@ def expected(root):
             continue
         for name in os.listdir(full):
             p = os.path.join(full, name)
-            if name.split(".")[0] in ("device", "scope", "system") and sealed(p):
+            if name.split(".")[0] not in ("device", "scope", "system"):
+                continue
+            if sealed(p) or (tails and complete_lines(p) > 0):
                 windows += 1
                 lines += complete_lines(p)
     return windows, lines
@@ -97,7 +100,7 @@ def stored(db):
                 c.execute("select count(*) from lines").fetchone()[0])
 
 
-def server_env(tmp_path, sessions):
+def server_env(tmp_path, sessions, server_args=()):
     """A server on a new database with workspace "team", an ingest key in a file, and a log
     root holding copies of the fixture sessions named."""
     db = str(tmp_path / "server.db")
@@ -108,7 +111,8 @@ def server_env(tmp_path, sessions):
     root.mkdir()
     for s in sessions:
         shutil.copytree(os.path.join(FIXTURES, s), root / s)
-    return {"db": db, "key": str(key), "root": str(root), "srv": Server(db), "tmp": tmp_path}
+    return {"db": db, "key": str(key), "root": str(root), "srv": Server(db, args=server_args),
+            "tmp": tmp_path}
 
 
 @pytest.fixture
