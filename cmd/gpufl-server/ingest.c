@@ -123,8 +123,8 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
     dict_lines_t dicts = {0};
     int status = stored_dicts(s, req->who.workspace_id, h, &dicts);
     if (status == 0)
-        status = gpufl__ingest_parse(&p, &error, h, req->who.workspace_id, req->body,
-                                     req->body_len, dicts.lines, dicts.n);
+        status = gpufl__ingest_parse(&p, &error, h, req->who.workspace_id, req->body, req->body_len,
+                                     dicts.lines, dicts.n);
     else if (status != GPUFL_ENOMEM)
         status = gpufl__store_status(status) == 503 ? GPUFL_EUNAVAILABLE : GPUFL_EIO;
     dict_lines_free(&dicts);
@@ -280,12 +280,12 @@ void gpufl__ingest_windows(gpufl__request_t *req, gpufl__reply_t *rep) {
     snprintf(after_text, sizeof after_text, "%" PRId64, after);
     const char *params[] = {ws, sid, channel, after_text};
     windows_list_t w = {json_array(), -1};
-    int rc =
-        s->ops->query(s->store,
-                      "SELECT channel, sequence, window_id, bytes, final FROM windows WHERE workspace_id = ? "
-                      "AND session_id = ? AND channel = ? AND sequence > ? "
-                      "ORDER BY sequence LIMIT 10001", /* WINDOWS_PAGE_MAX + 1 */
-                      params, 4, window_row, &w);
+    int rc = s->ops->query(
+        s->store,
+        "SELECT channel, sequence, window_id, bytes, final FROM windows WHERE workspace_id = ? "
+        "AND session_id = ? AND channel = ? AND sequence > ? "
+        "ORDER BY sequence LIMIT 10001", /* WINDOWS_PAGE_MAX + 1 */
+        params, 4, window_row, &w);
     if (rc != 0 || !w.list) {
         json_decref(w.list);
         gpufl__reply_error(rep, gpufl__store_status(rc), "the windows could not be read");

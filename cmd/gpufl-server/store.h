@@ -160,12 +160,12 @@ typedef struct gpufl__window_row {
     int64_t bytes; /* S */
     int final;
     int64_t rows, slices;
-    uint8_t sha256[32];            /* of [0, S) */
-    int has_state;                 /* state holds the running SHA-256 (open windows only) */
+    uint8_t sha256[32]; /* of [0, S) */
+    int has_state;      /* state holds the running SHA-256 (open windows only) */
     uint8_t state[GPUFL__SHA256_STATE_BYTES];
-    int has_crc32;                 /* 0: unknown (a window stored whole without its bytes) */
-    uint32_t crc32;                /* of [0, S) */
-    int64_t last_offset;           /* the last slice: its offset, body hash, prefix crc32 */
+    int has_crc32;       /* 0: unknown (a window stored whole without its bytes) */
+    uint32_t crc32;      /* of [0, S) */
+    int64_t last_offset; /* the last slice: its offset, body hash, prefix crc32 */
     uint8_t last_sha256[32];
     uint32_t last_prefix_crc32;
 } gpufl__window_row_t;

@@ -865,8 +865,8 @@ static int window_days(const gpufl__window_t *w, int64_t epoch, day_range_t *ran
 /* The window's row as text parameters $5.. of window_insert and window_update: what a slice
  * changes. */
 typedef struct {
-    char sha[67], rows[24], bytes[24], final[4], state[2 * GPUFL__SHA256_STATE_BYTES + 3],
-        crc[24], last_offset[24], last_sha[67], last_crc[24], slices[24];
+    char sha[67], rows[24], bytes[24], final[4], state[2 * GPUFL__SHA256_STATE_BYTES + 3], crc[24],
+        last_offset[24], last_sha[67], last_crc[24], slices[24];
     const char *v[10];
 } row_text_t;
 
@@ -894,8 +894,8 @@ static void row_text(row_text_t *t, const gpufl__window_row_t *r) {
     memcpy(t->v, v, sizeof v);
 }
 
-#define WINDOW_ROW_COLUMNS                                                                        \
-    "encode(sha256, 'hex'), bytes, final, rows, slices, encode(sha256_state, 'hex'), crc32,"     \
+#define WINDOW_ROW_COLUMNS                                                                         \
+    "encode(sha256, 'hex'), bytes, final, rows, slices, encode(sha256_state, 'hex'), crc32,"       \
     " last_offset, encode(last_sha256, 'hex'), last_prefix_crc32"
 
 /* Row i of a result of WINDOW_ROW_COLUMNS. */
@@ -1026,9 +1026,9 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpu
     if (w->offset == 0) {
         if ((rc = gpufl__slice_advance(&after, NULL, w)) != 0) return rc;
         row_text(&t, &after);
-        const char *wv[] = {ws,      w->session_id, w->channel, seq,      w->window_id, t.v[0],
-                            t.v[1],  t.v[2],        t.v[3],     t.v[4],   t.v[5],       t.v[6],
-                            t.v[7],  t.v[8],        t.v[9],     ver,      day,          at};
+        const char *wv[] = {ws,     w->session_id, w->channel, seq,    w->window_id, t.v[0],
+                            t.v[1], t.v[2],        t.v[3],     t.v[4], t.v[5],       t.v[6],
+                            t.v[7], t.v[8],        t.v[9],     ver,    day,          at};
         rc = exec_params(c, &r,
                          "INSERT INTO windows (workspace_id, session_id, channel, sequence,"
                          " window_id, sha256, rows, bytes, final, sha256_state, crc32, last_offset,"

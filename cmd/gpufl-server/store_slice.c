@@ -33,9 +33,8 @@ gpufl__window_outcome_t gpufl__slice_decide(const gpufl__window_row_t *st,
      * window holds more than was sealed disagrees with the stored copy as much as one whose
      * bytes differ, and resending from stored_bytes could not help it). */
     if (w->offset == 0 && ends_window(w) && st->final)
-        return w->bytes == st->bytes && !memcmp(w->sha256, st->sha256, 32)
-                   ? GPUFL__WINDOW_DUPLICATE
-                   : GPUFL__WINDOW_CONFLICT;
+        return w->bytes == st->bytes && !memcmp(w->sha256, st->sha256, 32) ? GPUFL__WINDOW_DUPLICATE
+                                                                           : GPUFL__WINDOW_CONFLICT;
     if (!st->final && w->offset == st->bytes && w->offset > 0)
         return st->has_crc32 && w->prefix_crc32 == st->crc32 ? 0 : GPUFL__WINDOW_CONFLICT;
     return GPUFL__WINDOW_RANGE;

@@ -482,8 +482,7 @@ static void blob32(uint8_t out[32], sqlite3_stmt *st, int col, const uint8_t *fa
 }
 
 /* The stored row of the window's identity into *row (*found 1), or *found 0. */
-static int window_read(conn_t *c, const gpufl__window_t *w, gpufl__window_row_t *row,
-                       int *found) {
+static int window_read(conn_t *c, const gpufl__window_t *w, gpufl__window_row_t *row, int *found) {
     sqlite3_stmt *st;
     *found = 0;
     int rc = prepare(c,

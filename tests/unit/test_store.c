@@ -561,12 +561,11 @@ static void test_bad_windows_refused(void **state) {
 /* ---- windows in slices ------------------------------------------------------------------- */
 
 /* A window's bytes: a header, a dict and kernel-ish lines, each ending in '\n'. */
-static const char slice_text[] =
-    "{\"type\":\"header\",\"v\":1,\"file\":\"device\"}\n"
-    "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n"
-    "{\"type\":\"kernel\",\"v\":1,\"name\":[1]}\n"
-    "{\"type\":\"note\",\"v\":1,\"n\":4}\n"
-    "{\"type\":\"note\",\"v\":1,\"n\":5}\n";
+static const char slice_text[] = "{\"type\":\"header\",\"v\":1,\"file\":\"device\"}\n"
+                                 "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n"
+                                 "{\"type\":\"kernel\",\"v\":1,\"name\":[1]}\n"
+                                 "{\"type\":\"note\",\"v\":1,\"n\":4}\n"
+                                 "{\"type\":\"note\",\"v\":1,\"n\":5}\n";
 
 #define SLICE_LINES_MAX 8
 
@@ -693,10 +692,10 @@ static void test_slices_append(void **state) {
      * fresh session, is stored with the same sha256 */
     slice_make(&sl[3], f->ws, "SW", t, 0, n, 0);
     assert_int_equal(put(f, &sl[3].w), GPUFL__WINDOW_STORED);
-    result_t h1 = ask(f, "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?",
-                      "SL");
-    result_t h2 = ask(f, "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?",
-                      "SW");
+    result_t h1 =
+        ask(f, "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?", "SL");
+    result_t h2 =
+        ask(f, "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?", "SW");
     assert_true(h1.hash == h2.hash);
 }
 
@@ -715,7 +714,7 @@ static void test_slices_refused(void **state) {
     slice_make(&sl, f->ws, "SR", t, 0, a, 1);
     assert_int_equal(put(f, &sl.w), GPUFL__WINDOW_STORED);
     size_t b = (size_t)(strchr(t + a, '\n') - t) + 1; /* the dict line's end */
-    slice_make(&bad, f->ws, "SR", t, b, n - b, 1);       /* a gap */
+    slice_make(&bad, f->ws, "SR", t, b, n - b, 1);    /* a gap */
     assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_RANGE);
     assert_held(&bad, (int64_t)a, 0);
     slice_make(&bad, f->ws, "SR", t, 0, b, 1); /* an overlap from 0 */
