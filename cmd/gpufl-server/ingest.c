@@ -57,16 +57,84 @@ void gpufl__ingest_stream_done(gpufl__request_t *req) {
     atomic_fetch_sub(&req->server->windows_busy, 1);
 }
 
+/* ---- a window in slices: the dict lines its earlier slices stored --------------------------- */
+
+#define DICT_BYTES_MAX ((size_t)256 << 20) /* stored dict lines one slice may load */
+
+typedef struct dict_lines {
+    gpufl__line_t *lines;
+    size_t n, cap, bytes;
+} dict_lines_t;
+
+static int dict_row(void *arg, int n, const char *const *values, const char *const *names) {
+    (void)names;
+    dict_lines_t *d = arg;
+    if (n < 1 || !values[0]) return 0;
+    size_t len = strlen(values[0]);
+    if (d->bytes + len > DICT_BYTES_MAX) return GPUFL_ENOMEM;
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 16;
+        gpufl__line_t *lines = realloc(d->lines, cap * sizeof *lines);
+        if (!lines) return GPUFL_ENOMEM;
+        d->lines = lines;
+        d->cap = cap;
+    }
+    char *text = malloc(len + 1);
+    if (!text) return GPUFL_ENOMEM;
+    memcpy(text, values[0], len + 1);
+    d->lines[d->n++] = (gpufl__line_t){text, len, "dict", 0};
+    d->bytes += len;
+    return 0;
+}
+
+static void dict_lines_free(dict_lines_t *d) {
+    for (size_t i = 0; i < d->n; i++) free((char *)d->lines[i].text);
+    free(d->lines);
+    memset(d, 0, sizeof *d);
+}
+
+/* A slice at an offset may use the ids its window's earlier slices defined: their dict lines,
+ * as stored. Read before the window's transaction; the store's prefix check then proves those
+ * slices are the sender's. */
+static int stored_dicts(gpufl__server_t *s, int64_t workspace_id, const gpufl__ingest_headers_t *h,
+                        dict_lines_t *out) {
+    if (h->offset == 0) return 0;
+    char ws[32], seq[32];
+    snprintf(ws, sizeof ws, "%" PRId64, workspace_id);
+    snprintf(seq, sizeof seq, "%" PRId64, h->sequence);
+    const char *params[] = {ws, h->session_id, h->channel, seq};
+    return s->ops->query(s->store,
+                         "SELECT body FROM lines WHERE workspace_id = CAST(? AS BIGINT)"
+                         " AND session_id = ? AND channel = ? AND sequence = CAST(? AS BIGINT)"
+                         " AND type = 'dict' ORDER BY line_no",
+                         params, 4, dict_row, out);
+}
+
+static void reply_held(gpufl__reply_t *rep, const gpufl__window_held_t *held) {
+    json_object_set_new(rep->json, "stored_bytes", json_integer((json_int_t)held->bytes));
+    json_object_set_new(rep->json, "final", json_boolean(held->final));
+}
+
 void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
     const gpufl__ingest_headers_t *h = req->state;
     gpufl__server_t *s = req->server;
-    gpufl__parsed_t *p;
-    json_t *error;
-    int status =
-        gpufl__ingest_parse(&p, &error, h, req->who.workspace_id, req->body, req->body_len);
+    gpufl__parsed_t *p = NULL;
+    json_t *error = NULL;
+    dict_lines_t dicts = {0};
+    int status = stored_dicts(s, req->who.workspace_id, h, &dicts);
+    if (status == 0)
+        status = gpufl__ingest_parse(&p, &error, h, req->who.workspace_id, req->body, req->body_len,
+                                     dicts.lines, dicts.n);
+    else if (status != GPUFL_ENOMEM)
+        status = gpufl__store_status(status) == 503 ? GPUFL_EUNAVAILABLE : GPUFL_EIO;
+    dict_lines_free(&dicts);
     if (status) {
-        if (status == GPUFL_ENOMEM) {
-            gpufl__reply_error(rep, 500, "out of memory");
+        if (status == GPUFL_EUNAVAILABLE) {
+            gpufl__reply_error(rep, 503, "the window could not be stored");
+        } else if (status < 0) {
+            gpufl__reply_error(rep, 500,
+                               status == GPUFL_ENOMEM ? "out of memory"
+                                                      : "the window's stored lines are damaged");
         } else {
             rep->status = (unsigned)status;
             rep->json = error;
@@ -76,7 +144,10 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
     }
     if (s->settings->store_delay_ms > 0) usleep((useconds_t)s->settings->store_delay_ms * 1000);
     gpufl__window_outcome_t outcome = 0;
-    const gpufl__window_t *w = gpufl__parsed_window(p);
+    gpufl__window_held_t held = {0, 0};
+    gpufl__window_t window = *gpufl__parsed_window(p);
+    window.held = &held;
+    const gpufl__window_t *w = &window;
     int rc = s->ops->window_put(s->store, &outcome, w);
     gpufl__metrics_window(outcome, rc, w->rows, w->bytes);
     if (rc == 0 && outcome == GPUFL__WINDOW_STORED) gpufl__live_window(s, w);
@@ -88,10 +159,20 @@ void gpufl__ingest_stream(gpufl__request_t *req, gpufl__reply_t *rep) {
     } else if (outcome == GPUFL__WINDOW_CONFLICT) {
         gpufl__reply_error(rep, 409, "this window (or window id) was stored with other bytes");
         json_object_set_new(rep->json, "window_id", json_string(h->window_id));
+    } else if (outcome == GPUFL__WINDOW_RANGE) {
+        /* The sender realigns: it sends from stored_bytes with the crc32 of its own bytes
+         * before them, or stops when the window is final. */
+        gpufl__reply_error(rep, 416,
+                           held.final ? "the window is sealed: its bytes are all stored"
+                           : held.bytes == 0
+                               ? "nothing of this window is stored: send it from offset 0"
+                               : "the slice does not begin where the stored bytes end");
+        reply_held(rep, &held);
     } else {
         rep->status = 200;
         rep->json = json_pack("{s:I,s:s}", "rows", (json_int_t)w->rows, "window",
                               outcome == GPUFL__WINDOW_STORED ? "stored" : "duplicate");
+        reply_held(rep, &held);
         if (json_array_size(gpufl__parsed_damaged(p)))
             json_object_set(rep->json, "damaged", gpufl__parsed_damaged(p));
     }
@@ -164,10 +245,13 @@ typedef struct windows_list {
 static int window_row(void *arg, int n, const char *const *values, const char *const *names) {
     (void)names;
     windows_list_t *w = arg;
-    if (n < 3 || !values[0] || !values[1] || !values[2]) return 0;
+    if (n < 5 || !values[0] || !values[1] || !values[2] || !values[3] || !values[4]) return 0;
     w->last_seq = strtoll(values[1], NULL, 10);
-    json_array_append_new(w->list, json_pack("{s:s,s:I,s:s}", "channel", values[0], "sequence",
-                                             (json_int_t)w->last_seq, "window_id", values[2]));
+    json_array_append_new(w->list,
+                          json_pack("{s:s,s:I,s:s,s:I,s:b}", "channel", values[0], "sequence",
+                                    (json_int_t)w->last_seq, "window_id", values[2], "bytes",
+                                    (json_int_t)strtoll(values[3], NULL, 10), "final",
+                                    strcmp(values[4], "0") != 0));
     return 0;
 }
 
@@ -196,12 +280,12 @@ void gpufl__ingest_windows(gpufl__request_t *req, gpufl__reply_t *rep) {
     snprintf(after_text, sizeof after_text, "%" PRId64, after);
     const char *params[] = {ws, sid, channel, after_text};
     windows_list_t w = {json_array(), -1};
-    int rc =
-        s->ops->query(s->store,
-                      "SELECT channel, sequence, window_id FROM windows WHERE workspace_id = ? "
-                      "AND session_id = ? AND channel = ? AND sequence > ? "
-                      "ORDER BY sequence LIMIT 10001", /* WINDOWS_PAGE_MAX + 1 */
-                      params, 4, window_row, &w);
+    int rc = s->ops->query(
+        s->store,
+        "SELECT channel, sequence, window_id, bytes, final FROM windows WHERE workspace_id = ? "
+        "AND session_id = ? AND channel = ? AND sequence > ? "
+        "ORDER BY sequence LIMIT 10001", /* WINDOWS_PAGE_MAX + 1 */
+        params, 4, window_row, &w);
     if (rc != 0 || !w.list) {
         json_decref(w.list);
         gpufl__reply_error(rep, gpufl__store_status(rc), "the windows could not be read");

@@ -159,6 +159,37 @@ static int parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return 0;
 }
 
+/* The headers of a window in slices; absent, they say "the whole window" (offset 0, final). */
+static int slice_headers_parse(gpufl__ingest_headers_t *h, gpufl__header_fn get, void *arg,
+                               json_t **error) {
+    char buf[72];
+    const char *offset = get(arg, "X-GpuFlight-Window-Offset");
+    if (offset && parse_int64(offset, 0, GPUFL__OFFSET_MAX, &h->offset) != 0) {
+        *error = error_json("X-GpuFlight-Window-Offset '%s': expected an integer 0..%" PRId64,
+                            shown(offset, buf), GPUFL__OFFSET_MAX);
+        return 400;
+    }
+    const char *final = get(arg, "X-GpuFlight-Window-Final");
+    if (final && strcmp(final, "0") != 0 && strcmp(final, "1") != 0) {
+        *error = error_json("X-GpuFlight-Window-Final '%s': expected 1 (the body ends the "
+                            "window) or 0 (more may follow)",
+                            shown(final, buf));
+        return 400;
+    }
+    h->final = !final || !strcmp(final, "1");
+    const char *crc = get(arg, "X-GpuFlight-Window-Prefix-Crc32");
+    int64_t v = 0;
+    if ((crc || h->offset > 0) && parse_int64(crc, 0, UINT32_MAX, &v) != 0) {
+        *error = error_json("X-GpuFlight-Window-Prefix-Crc32 '%s': expected the crc32 of the "
+                            "window's bytes before X-GpuFlight-Window-Offset, an unsigned "
+                            "decimal 0..4294967295 (required when the offset is above 0)",
+                            shown(crc, buf));
+        return 400;
+    }
+    h->prefix_crc32 = (uint32_t)v;
+    return 0;
+}
+
 int gpufl__ingest_headers_parse(gpufl__ingest_headers_t *h, gpufl__header_fn get, void *arg,
                                 json_t **error) {
     char buf[72];
@@ -224,7 +255,7 @@ int gpufl__ingest_headers_parse(gpufl__ingest_headers_t *h, gpufl__header_fn get
         return 400;
     }
     h->keep_damaged = damaged && !strcmp(damaged, "keep");
-    return 0;
+    return slice_headers_parse(h, get, arg, error);
 }
 
 /* ---- the window --------------------------------------------------------------------------- */
@@ -312,14 +343,14 @@ static int parse_line(gpufl__parsed_t *p, const gpufl__ingest_headers_t *h, size
         snprintf(why, size, "no string \"type\"");
     else if (!json_is_integer(v))
         snprintf(why, size, "no integer \"v\"");
-    else if (line_no == 1 && strcmp(json_string_value(type), "header") != 0)
+    else if (line_no == 1 && h->offset == 0 && strcmp(json_string_value(type), "header") != 0)
         snprintf(why, size, "a window begins with its file's header line");
     else
         rc = 0;
     if (rc != 0) goto done;
     const char *t = json_string_value(type);
     line->rows = 0;
-    if (line_no == 1)
+    if (line_no == 1 && h->offset == 0)
         rc = check_header(p, h, doc, why, size);
     else if (!strcmp(t, "dict"))
         rc = gpufl__rows_dict(p->rows, line_no, doc, why, size);
@@ -334,6 +365,24 @@ done:
     return rc;
 }
 
+/* The dict lines the window's earlier slices stored: their ids resolve this slice's dict
+ * columns (as line 0, before every line of the body). They were checked when they came. */
+static int load_dicts(gpufl__parsed_t *p, const gpufl__line_t *dicts, size_t n, json_t **error) {
+    for (size_t i = 0; i < n; i++) {
+        json_error_t err;
+        json_t *doc = json_loadb(dicts[i].text, dicts[i].len, 0, &err);
+        char why[256] = "a stored dict line is not JSON";
+        int rc = doc ? gpufl__rows_dict(p->rows, 0, doc, why, sizeof why) : GPUFL_EFORMAT;
+        json_decref(doc);
+        if (rc == GPUFL_ENOMEM) {
+            *error = error_json("%s", why);
+            return 413;
+        }
+        if (rc) return GPUFL_EIO; /* the window's stored lines are damaged: not the sender's */
+    }
+    return 0;
+}
+
 static void add_problem(json_t *problems, size_t *n, size_t line_no, char *why) {
     /* jansson's messages quote the input, which need not be UTF-8 */
     for (char *c = why; *c; c++)
@@ -344,16 +393,22 @@ static void add_problem(json_t *problems, size_t *n, size_t line_no, char *why) 
 }
 
 int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__ingest_headers_t *h,
-                        int64_t workspace_id, const char *data, size_t len) {
+                        int64_t workspace_id, const char *data, size_t len,
+                        const gpufl__line_t *dicts, size_t n_dicts) {
     *out = NULL;
     *error = NULL;
-    if (len == 0) {
+    if (len == 0 && h->offset == 0) {
         *error = error_json("%s", "an empty window: a window holds at least its header line");
+        return 400;
+    }
+    if (len == 0 && !h->final) {
+        *error = error_json("%s", "an empty slice that does not end the window "
+                                  "(X-GpuFlight-Window-Final: 0): nothing to store");
         return 400;
     }
     size_t n_lines = 0;
     for (const char *c = data; (c = memchr(c, '\n', (size_t)(data + len - c))); c++) n_lines++;
-    if (data[len - 1] != '\n') {
+    if (len && data[len - 1] != '\n') {
         char text[160];
         snprintf(text, sizeof text, "line %zu is incomplete (no newline at the end of the window)",
                  n_lines + 1);
@@ -369,7 +424,8 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
      * time while the store writes them (gpufl__rows_source), so a request holds its body, its
      * line index and one rowset, whatever the window's size. */
     if (p && problems) gpufl__rows_create(&p->rows);
-    if (!p || !problems || !p->rows || !(p->lines = calloc(n_lines, sizeof *p->lines)) ||
+    if (!p || !problems || !p->rows ||
+        !(p->lines = calloc(n_lines ? n_lines : 1, sizeof *p->lines)) ||
         !(p->damaged = json_array())) {
         json_decref(problems);
         gpufl__parsed_destroy(p);
@@ -379,8 +435,8 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
     p->w.facts.end_ns = -1;
     size_t n_problems = 0;
     const char *at = data;
-    int status = 0;
-    for (size_t i = 0; i < n_lines; i++) {
+    int status = load_dicts(p, dicts, n_dicts, error);
+    for (size_t i = 0; i < n_lines && !status; i++) {
         const char *nl = memchr(at, '\n', (size_t)(data + len - at));
         gpufl__line_t *line = &p->lines[i];
         line->text = at;
@@ -398,7 +454,7 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
             status = 413;
             break;
         }
-        if (lrc != 0 && h->keep_damaged && i > 0) { /* kept as written, untyped */
+        if (lrc != 0 && h->keep_damaged && (i > 0 || h->offset > 0)) { /* kept, untyped */
             line->type = NULL;
             line->rows = 0;
             json_array_append_new(p->damaged, json_integer((json_int_t)(i + 1)));
@@ -429,6 +485,10 @@ int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__inge
     w->wire_version = h->wire_version;
     w->bytes = (int64_t)len;
     crypto_hash_sha256(w->sha256, (const unsigned char *)data, len);
+    w->data = (const uint8_t *)data;
+    w->offset = h->offset;
+    w->more = !h->final;
+    w->prefix_crc32 = h->prefix_crc32;
     w->lines = p->lines;
     w->n_lines = n_lines;
     gpufl__rows_source(p->rows, p->lines, n_lines, &w->rows_source);

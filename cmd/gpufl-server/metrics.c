@@ -32,7 +32,7 @@ static struct {
     pthread_mutex_t lock;
     route_stat_t routes[ROUTES_MAX];
     route_stat_t other;
-    uint64_t windows[4]; /* by gpufl__window_outcome_t */
+    uint64_t windows[GPUFL__WINDOW_RANGE + 1]; /* by gpufl__window_outcome_t */
     uint64_t rows, bytes, store_errors;
 } m = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -73,7 +73,7 @@ void gpufl__metrics_window(gpufl__window_outcome_t outcome, int rc, int64_t rows
     pthread_mutex_lock(&m.lock);
     if (rc != 0) {
         m.store_errors++;
-    } else if (outcome >= GPUFL__WINDOW_STORED && outcome <= GPUFL__WINDOW_CONFLICT) {
+    } else if (outcome >= GPUFL__WINDOW_STORED && outcome <= GPUFL__WINDOW_RANGE) {
         m.windows[outcome]++;
         if (outcome == GPUFL__WINDOW_STORED) {
             m.rows += (uint64_t)rows;
@@ -160,12 +160,13 @@ static void render_requests(text_t *t) {
 }
 
 static void render(text_t *t, const gpufl__server_t *s) {
-    static const char *const outcomes[] = {"", "stored", "duplicate", "conflict"};
+    static const char *const outcomes[] = {"", "stored", "duplicate", "conflict", "range"};
     pthread_mutex_lock(&m.lock);
     render_requests(t);
     family(t, "gpufl_server_windows_total", "counter",
-           "Windows answered by the stream route, by outcome (store errors excluded).");
-    for (int o = GPUFL__WINDOW_STORED; o <= GPUFL__WINDOW_CONFLICT; o++)
+           "Windows (and slices of windows) answered by the stream route, by outcome (store "
+           "errors excluded).");
+    for (int o = GPUFL__WINDOW_STORED; o <= GPUFL__WINDOW_RANGE; o++)
         put(t, "gpufl_server_windows_total{outcome=\"%s\"} %llu\n", outcomes[o],
             (unsigned long long)m.windows[o]);
     family(t, "gpufl_server_ingested_rows_total", "counter",

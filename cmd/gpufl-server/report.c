@@ -67,13 +67,16 @@ static int int_cb(void *arg, int n, const char *const *v, const char *const *nam
     return 0;
 }
 
-/* The session's stored windows; GPUFL_ENOTFOUND when the workspace has no such session. */
+/* The session's stored slices (a window sent whole is one): a slice appended to an open
+ * window grows the count, so a report built before it is stale. At least the number of
+ * windows. GPUFL_ENOTFOUND when the workspace has no such session. */
 static int windows_of(gpufl__server_t *s, const char *ws, const char *sid, int64_t *out) {
     const char *p[] = {ws, sid};
     int_row_t r = {0};
     int rc = s->ops->query(s->store,
-                           "SELECT (SELECT count(*) FROM windows w WHERE w.workspace_id ="
-                           " s.workspace_id AND w.session_id = s.session_id) FROM sessions s"
+                           "SELECT (SELECT COALESCE(SUM(w.slices), 0) FROM windows w WHERE"
+                           " w.workspace_id = s.workspace_id AND w.session_id = s.session_id)"
+                           " FROM sessions s"
                            " WHERE s.workspace_id = CAST(? AS BIGINT) AND s.session_id = ?",
                            p, 2, int_cb, &r);
     if (rc) return rc;
@@ -577,7 +580,7 @@ static void pass(gpufl__reports_t *r) {
         " ON r.workspace_id = s.workspace_id AND r.session_id = s.session_id"
         " WHERE (s.state = 'complete' OR s.last_window_at <= CAST(? AS BIGINT))"
         " AND (r.session_id IS NULL OR (s.last_window_at >= r.built_at AND r.windows <"
-        " (SELECT count(*) FROM windows w WHERE w.workspace_id = s.workspace_id"
+        " (SELECT COALESCE(SUM(w.slices), 0) FROM windows w WHERE w.workspace_id = s.workspace_id"
         " AND w.session_id = s.session_id)))"
         " ORDER BY s.last_window_at",
         p, 1, due_cb, d);

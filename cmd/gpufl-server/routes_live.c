@@ -239,12 +239,14 @@ static int count_rows(void *arg, int n, const char *const *v, const char *const 
 void gpufl__live_window(gpufl__server_t *s, const gpufl__window_t *w) {
     gpufl__live_t *l = s->live;
     if (!l || !has_clients(l, w->workspace_id)) return;
-    /* The session is new when this is its only window (committed: the count sees it). */
+    /* The session is new when this is its only window (committed: the count sees it) and
+     * this its first slice. */
     char ws[32];
     snprintf(ws, sizeof ws, "%" PRId64, w->workspace_id);
     const char *p[] = {ws, w->session_id};
     long windows = 0;
-    if (s->ops->query(s->store,
+    if (w->offset == 0 &&
+        s->ops->query(s->store,
                       "SELECT COUNT(*) FROM windows WHERE workspace_id = ? AND "
                       "session_id = ?",
                       p, 2, count_rows, &windows) == 0 &&

@@ -143,7 +143,14 @@ typedef struct gpufl__ingest_headers {
     int wire_version;
     int gzip;
     int keep_damaged;
+    /* A window in slices (docs/protocol.md): the body's offset within the window's bytes,
+     * whether it ends the window, and the crc32 of [0, offset) (present when offset > 0). */
+    int64_t offset;
+    int final;
+    uint32_t prefix_crc32;
 } gpufl__ingest_headers_t;
+
+#define GPUFL__OFFSET_MAX ((int64_t)1 << 53) /* X-GpuFlight-Window-Offset at most */
 
 /* Reads and checks the stream headers. 0, or an HTTP status (400 or 415) with *error set to a
  * JSON object for the answer (the caller owns it). */
@@ -161,9 +168,12 @@ json_t *gpufl__ingest_supported(void);
 /* Parses data (the decompressed window; not copied, must outlive the result) into a window for
  * workspace_id under the headers h. 0 and *out; or an HTTP status (400, 413) and *error (the
  * line problems); or GPUFL_ENOMEM. With h->keep_damaged, damaged lines are kept (type NULL) and
- * listed in gpufl__parsed_damaged(). */
+ * listed in gpufl__parsed_damaged(). A slice at h->offset > 0 does not begin with the header
+ * line, and its lines may use the ids of dicts, the dict lines the window's earlier slices
+ * stored (n_dicts of them, in order; NULL for none). */
 int gpufl__ingest_parse(gpufl__parsed_t **out, json_t **error, const gpufl__ingest_headers_t *h,
-                        int64_t workspace_id, const char *data, size_t len);
+                        int64_t workspace_id, const char *data, size_t len,
+                        const gpufl__line_t *dicts, size_t n_dicts);
 const gpufl__window_t *gpufl__parsed_window(const gpufl__parsed_t *p);
 /* The line numbers of damaged lines kept (a JSON array, borrowed). */
 json_t *gpufl__parsed_damaged(const gpufl__parsed_t *p);

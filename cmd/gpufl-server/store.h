@@ -100,15 +100,24 @@ typedef struct gpufl__session_facts {
     int64_t end_ns; /* duration from a session_end line; -1: none in this window */
 } gpufl__session_facts_t;
 
-/* One window of one channel of one session, parsed and checked by ingest. */
+/* What the store holds of a window after window_put (any outcome): its bytes and whether it
+ * is sealed. */
+typedef struct gpufl__window_held {
+    int64_t bytes; /* S: the window's bytes stored, [0, S) */
+    int final;     /* 1: sealed, it never grows */
+} gpufl__window_held_t;
+
+/* One window of one channel of one session, parsed and checked by ingest. A request may carry
+ * the whole window (offset 0, more 0: every field as before slices) or one slice of it: the
+ * bytes [offset, offset + bytes) of the window (docs/protocol.md, "A window in slices"). */
 typedef struct gpufl__window {
     int64_t workspace_id;
     const char *session_id;
     const char *channel; /* "device", "scope", "system" */
     int64_t sequence;    /* the segment number within the channel */
     const char *window_id;
-    uint8_t sha256[32]; /* of the decompressed bytes */
-    int64_t bytes;      /* decompressed */
+    uint8_t sha256[32]; /* of the decompressed bytes (of this request's body) */
+    int64_t bytes;      /* decompressed (this request's body) */
     int64_t rows;       /* sum of lines[].rows */
     int wire_version;
     const gpufl__line_t *lines;
@@ -119,13 +128,56 @@ typedef struct gpufl__window {
      * first); time_min_ns > time_max_ns when no row has a time. */
     int64_t time_min_ns, time_max_ns;
     gpufl__session_facts_t facts;
+    /* ---- slices (all 0 for a whole window) ---- */
+    int64_t offset;        /* where the body begins within the window's bytes */
+    int more;              /* 1: the body does not end the window (X-GpuFlight-Window-Final: 0) */
+    uint32_t prefix_crc32; /* zlib's crc32 of the window's bytes [0, offset), as the sender has
+                            * them (offset > 0) */
+    /* The body itself (bytes long), which the engine hashes on to keep the window's running
+     * SHA-256 and crc32. NULL only for a whole window (offset 0, more 0): then sha256 alone is
+     * kept and the window cannot be appended to (it is sealed anyway). */
+    const uint8_t *data;
+    gpufl__window_held_t *held; /* NULL, or filled by window_put when it returns 0 */
 } gpufl__window_t;
 
 typedef enum {
     GPUFL__WINDOW_STORED = 1, /* new: its identity, lines and rows were committed together */
     GPUFL__WINDOW_DUPLICATE,  /* the same identity and hash were already stored: nothing done */
-    GPUFL__WINDOW_CONFLICT,   /* the same identity (or window id) with another hash */
+    GPUFL__WINDOW_CONFLICT,   /* the same identity (or window id) with another hash, or a
+                               * slice whose prefix crc32 differs from the stored bytes' */
+    GPUFL__WINDOW_RANGE,      /* a slice that does not continue the stored bytes (a gap, an
+                               * overlap, a sealed window asked to grow): nothing done (416) */
 } gpufl__window_outcome_t;
+
+/* ---- slices (store_slice.c): the rules every engine applies in the window's transaction ---- */
+
+/* The SHA-256 running state of an open window, as the engines store it (libsodium's
+ * crypto_hash_sha256_state, whose size store_slice.c checks against this). */
+#define GPUFL__SHA256_STATE_BYTES 104
+
+/* What an engine read of a stored window (its row of windows), or what it is to write. */
+typedef struct gpufl__window_row {
+    int64_t bytes; /* S */
+    int final;
+    int64_t rows, slices;
+    uint8_t sha256[32]; /* of [0, S) */
+    int has_state;      /* state holds the running SHA-256 (open windows only) */
+    uint8_t state[GPUFL__SHA256_STATE_BYTES];
+    int has_crc32;       /* 0: unknown (a window stored whole without its bytes) */
+    uint32_t crc32;      /* of [0, S) */
+    int64_t last_offset; /* the last slice: its offset, body hash, prefix crc32 */
+    uint8_t last_sha256[32];
+    uint32_t last_prefix_crc32;
+} gpufl__window_row_t;
+
+/* What a request does to a window: stored is NULL when the identity is new. Returns the
+ * outcome, or 0 to store the request (a new window, or a slice appended). */
+gpufl__window_outcome_t gpufl__slice_decide(const gpufl__window_row_t *stored,
+                                            const gpufl__window_t *w);
+/* The row after storing w on stored (NULL: new). 0, or GPUFL_EINVAL for a slice without its
+ * bytes or a stored running state the engine could not read back. */
+int gpufl__slice_advance(gpufl__window_row_t *out, const gpufl__window_row_t *stored,
+                         const gpufl__window_t *w);
 
 /* ---- workspaces, keys, users ------------------------------------------------------------ */
 
@@ -154,7 +206,10 @@ typedef struct gpufl__store_ops {
 
     /* One transaction: the window's identity, lines and typed rows, and the session row, or
      * nothing. Safe to call from several threads and several processes at once: two callers
-     * with the same window get one STORED and one DUPLICATE. */
+     * with the same window get one STORED and one DUPLICATE. A slice (offset > 0 or more)
+     * follows gpufl__slice_decide: appended lines continue the window's line_no, rows
+     * accumulate, and two callers with the same slice get one STORED and one DUPLICATE (or
+     * RANGE), never two STORED. */
     int (*window_put)(gpufl__store_t *store, gpufl__window_outcome_t *out,
                       const gpufl__window_t *w);
 

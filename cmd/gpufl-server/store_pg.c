@@ -88,6 +88,14 @@ static const char *const migrations[] = {
     " user_id BIGINT NOT NULL REFERENCES users(id), token_hash TEXT NOT NULL UNIQUE,"
     " csrf TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);"
     "CREATE INDEX login_sessions_by_expiry ON login_sessions (expires_at);",
+    /* 4: windows in slices (store_slice.c): a window's bytes stored so far (bytes), whether it
+     * is sealed, the running SHA-256 of an open one, the crc32 of its bytes, the last slice
+     * and how many came. The windows stored before were whole and sealed. */
+    "ALTER TABLE windows ADD COLUMN final INTEGER NOT NULL DEFAULT 1,"
+    " ADD COLUMN sha256_state BYTEA, ADD COLUMN crc32 BIGINT,"
+    " ADD COLUMN last_offset BIGINT NOT NULL DEFAULT 0, ADD COLUMN last_sha256 BYTEA,"
+    " ADD COLUMN last_prefix_crc32 BIGINT NOT NULL DEFAULT 0,"
+    " ADD COLUMN slices BIGINT NOT NULL DEFAULT 1;",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 /* The advisory lock key of migrations: "gpfl" and 1 (0x6770666c00000001). */
@@ -655,7 +663,8 @@ static int copy_row_head(copy_t *k, const gpufl__window_t *w, int64_t day) {
     return rc;
 }
 
-static int copy_lines(copy_t *k, PGconn *c, const gpufl__window_t *w, int64_t day) {
+static int copy_lines(copy_t *k, PGconn *c, const gpufl__window_t *w, int64_t first_no,
+                      int64_t day) {
     int rc = copy_begin(k, c,
                         "COPY lines (workspace_id, session_id, day, channel, sequence, line_no,"
                         " type, rows, body) FROM STDIN",
@@ -669,7 +678,7 @@ static int copy_lines(copy_t *k, PGconn *c, const gpufl__window_t *w, int64_t da
         if (rc == 0) rc = copy_put(k, "\t", 1);
         if (rc == 0) rc = copy_int(k, w->sequence);
         if (rc == 0) rc = copy_put(k, "\t", 1);
-        if (rc == 0) rc = copy_int(k, (int64_t)i);
+        if (rc == 0) rc = copy_int(k, first_no + (int64_t)i);
         if (rc == 0) rc = copy_put(k, "\t", 1);
         if (rc == 0) rc = l->type ? copy_text(k, l->type, strlen(l->type)) : copy_put(k, "\\N", 2);
         if (rc == 0) rc = copy_put(k, "\t", 1);
@@ -779,15 +788,29 @@ static int exec_params(PGconn *c, PGresult **out, const char *sql, int n, const 
     return 0;
 }
 
-static void hex32(char out[67], const uint8_t h[32]) {
+/* bytea as a text parameter: \\x and two hex digits a byte (out holds 2n + 3). */
+static void hex_of(char *out, const uint8_t *h, size_t n) {
     static const char digits[] = "0123456789abcdef";
     out[0] = '\\';
     out[1] = 'x';
-    for (size_t i = 0; i < 32; i++) {
+    for (size_t i = 0; i < n; i++) {
         out[2 + 2 * i] = digits[h[i] >> 4];
         out[3 + 2 * i] = digits[h[i] & 15];
     }
-    out[66] = '\0';
+    out[2 + 2 * n] = '\0';
+}
+
+static void hex32(char out[67], const uint8_t h[32]) { hex_of(out, h, 32); }
+
+static int unhex(uint8_t *out, size_t n, const char *s) {
+    if (strlen(s) != 2 * n) return -1;
+    for (size_t i = 0; i < 2 * n; i++) {
+        char ch = s[i];
+        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (v < 0) return -1;
+        out[i / 2] = (uint8_t)(i % 2 ? (out[i / 2] | v) : v << 4);
+    }
+    return 0;
 }
 
 static int nonempty(const char *s) { return s && *s; }
@@ -839,66 +862,101 @@ static int window_days(const gpufl__window_t *w, int64_t epoch, day_range_t *ran
  * another server): the caller forgets its cached days and tries once more. */
 #define RETRY_PARTITIONS 1
 
-/* The identity decides first. The window's row goes in with ON CONFLICT DO NOTHING: when
- * another transaction (in this process or another server) is inserting the same identity or
- * window id, PostgreSQL makes this insert wait for it and then reports the conflict, so
- * exactly one of them stores the window and the other sees the committed row and compares
- * hashes. This is the unique index doing the work; an advisory lock on a hash of the identity
- * would also serialise the racers, but could collide between unrelated windows and would
- * still need the unique index to be correct. */
-static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpufl__window_t *w,
-                   int64_t epoch, const day_range_t *days, int64_t now) {
-    char ws[24], seq[24], bytes[24], rows[24], ver[16], day[24], at[24], hash[67];
-    snprintf(ws, sizeof ws, "%" PRId64, w->workspace_id);
-    snprintf(seq, sizeof seq, "%" PRId64, w->sequence);
-    snprintf(bytes, sizeof bytes, "%" PRId64, w->bytes);
-    snprintf(rows, sizeof rows, "%" PRId64, w->rows);
-    snprintf(ver, sizeof ver, "%d", w->wire_version);
-    snprintf(day, sizeof day, "%" PRId64, days->arrival);
-    snprintf(at, sizeof at, "%" PRId64, now);
-    hex32(hash, w->sha256);
-    const char *wv[] = {ws,   w->session_id, w->channel, seq, w->window_id, hash, bytes,
-                        rows, ver,           day,        at};
-    int rc = exec_ok(c, "BEGIN", "starting the window's transaction");
-    if (rc) return rc;
+/* The window's row as text parameters $5.. of window_insert and window_update: what a slice
+ * changes. */
+typedef struct {
+    char sha[67], rows[24], bytes[24], final[4], state[2 * GPUFL__SHA256_STATE_BYTES + 3], crc[24],
+        last_offset[24], last_sha[67], last_crc[24], slices[24];
+    const char *v[10];
+} row_text_t;
+
+static void row_text(row_text_t *t, const gpufl__window_row_t *r) {
+    hex32(t->sha, r->sha256);
+    snprintf(t->rows, sizeof t->rows, "%" PRId64, r->rows);
+    snprintf(t->bytes, sizeof t->bytes, "%" PRId64, r->bytes);
+    snprintf(t->final, sizeof t->final, "%d", r->final);
+    hex_of(t->state, r->state, GPUFL__SHA256_STATE_BYTES);
+    snprintf(t->crc, sizeof t->crc, "%" PRIu32, r->crc32);
+    snprintf(t->last_offset, sizeof t->last_offset, "%" PRId64, r->last_offset);
+    hex32(t->last_sha, r->last_sha256);
+    snprintf(t->last_crc, sizeof t->last_crc, "%" PRIu32, r->last_prefix_crc32);
+    snprintf(t->slices, sizeof t->slices, "%" PRId64, r->slices);
+    const char *v[10] = {t->sha,
+                         t->rows,
+                         t->bytes,
+                         t->final,
+                         r->has_state ? t->state : NULL,
+                         r->has_crc32 ? t->crc : NULL,
+                         t->last_offset,
+                         t->last_sha,
+                         t->last_crc,
+                         t->slices};
+    memcpy(t->v, v, sizeof v);
+}
+
+#define WINDOW_ROW_COLUMNS                                                                         \
+    "encode(sha256, 'hex'), bytes, final, rows, slices, encode(sha256_state, 'hex'), crc32,"       \
+    " last_offset, encode(last_sha256, 'hex'), last_prefix_crc32"
+
+/* Row i of a result of WINDOW_ROW_COLUMNS. */
+static void window_row_of(PGresult *r, int i, gpufl__window_row_t *out) {
+    *out = (gpufl__window_row_t){0};
+    unhex(out->sha256, 32, PQgetvalue(r, i, 0));
+    out->bytes = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+    out->final = strcmp(PQgetvalue(r, i, 2), "0") != 0;
+    out->rows = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+    out->slices = strtoll(PQgetvalue(r, i, 4), NULL, 10);
+    out->has_state = !PQgetisnull(r, i, 5) &&
+                     unhex(out->state, GPUFL__SHA256_STATE_BYTES, PQgetvalue(r, i, 5)) == 0;
+    out->has_crc32 = !PQgetisnull(r, i, 6);
+    out->crc32 = (uint32_t)strtoull(PQgetvalue(r, i, 6), NULL, 10);
+    out->last_offset = strtoll(PQgetvalue(r, i, 7), NULL, 10);
+    if (PQgetisnull(r, i, 8) || unhex(out->last_sha256, 32, PQgetvalue(r, i, 8)) != 0)
+        memcpy(out->last_sha256, out->sha256, 32); /* the window came whole */
+    out->last_prefix_crc32 = (uint32_t)strtoull(PQgetvalue(r, i, 9), NULL, 10);
+}
+
+/* What the database holds of w's identity, its row locked for this transaction (a slice
+ * racing on it waits for this one to end): *found, and *taken when none but w's window id is
+ * stored under another identity. */
+static int window_locked(PGconn *c, const gpufl__window_t *w, const char *const ids[5],
+                         gpufl__window_row_t *row, int *found, int *taken) {
     PGresult *r;
-    rc = exec_params(c, &r,
-                     "INSERT INTO windows (workspace_id, session_id, channel, sequence, window_id,"
-                     " sha256, bytes, rows, wire_version, day, received_at)"
-                     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-                     " ON CONFLICT DO NOTHING RETURNING 1",
-                     11, wv, "storing the window's identity");
+    int rc = exec_params(c, &r,
+                         "SELECT " WINDOW_ROW_COLUMNS " FROM windows WHERE workspace_id = $1"
+                         " AND session_id = $2 AND channel = $3 AND sequence = $4 FOR UPDATE",
+                         4, ids, "reading the stored window");
     if (rc) return rc;
-    int inserted = PQntuples(r) == 1;
+    *found = PQntuples(r) == 1;
+    if (*found) window_row_of(r, 0, row);
     PQclear(r);
-    if (!inserted) {
-        const char *qv[] = {ws, w->session_id, w->channel, seq, w->window_id};
+    *taken = 0;
+    if (*found) return 0;
+    const char *idv[] = {ids[0], w->window_id};
+    rc = exec_params(c, &r, "SELECT 1 FROM windows WHERE workspace_id = $1 AND window_id = $2", 2,
+                     idv, "reading the stored window id");
+    if (rc) return rc;
+    *taken = PQntuples(r) > 0;
+    PQclear(r);
+    return 0;
+}
+
+/* The window's lines, its typed rows and its session row, after its row went in. */
+static int put_body(PGconn *c, copy_t *k, const gpufl__window_t *w, const char *const ids[5],
+                    int64_t epoch, const day_range_t *days, const char *at, int appended) {
+    PGresult *r;
+    int64_t first_no = 0;
+    int rc = 0;
+    if (appended) { /* its lines continue the window's: the row lock keeps others out */
         rc = exec_params(c, &r,
-                         "SELECT session_id = $2 AND channel = $3 AND sequence = $4,"
-                         " encode(sha256, 'hex') FROM windows"
-                         " WHERE workspace_id = $1 AND ((session_id = $2 AND channel = $3 AND"
-                         " sequence = $4) OR window_id = $5)",
-                         5, qv, "reading the stored window");
+                         "SELECT COALESCE(MAX(line_no) + 1, 0) FROM lines WHERE workspace_id = $1"
+                         " AND session_id = $2 AND channel = $3 AND sequence = $4",
+                         4, ids, "counting the window's lines");
         if (rc) return rc;
-        int n = PQntuples(r);
-        if (n == 0) {
-            PQclear(r);
-            return gpufl__store_fail(GPUFL_EIO,
-                                     "postgresql: window %s vanished while being "
-                                     "compared (retention ran); send it again",
-                                     w->window_id);
-        }
-        /* As in SQLite: the identity decides (the same bytes are a duplicate whatever window
-         * id they came with); a window id taken by another identity only conflicts. */
-        int same = 0;
-        for (int i = 0; i < n; i++)
-            if (strcmp(PQgetvalue(r, i, 0), "t") == 0)
-                same = strcmp(PQgetvalue(r, i, 1), hash + 2) == 0;
+        first_no = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         PQclear(r);
-        *out = same ? GPUFL__WINDOW_DUPLICATE : GPUFL__WINDOW_CONFLICT;
-        return exec_ok(c, "ROLLBACK", "ending the window's transaction");
     }
-    rc = copy_lines(k, c, w, days->arrival);
+    rc = copy_lines(k, c, w, first_no, days->arrival);
     if (rc == 0) rc = copy_rows(k, c, w, epoch, days);
     if (rc) return rc;
     char pid[24], epo[24], end[24];
@@ -906,7 +964,7 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpu
     snprintf(epo, sizeof epo, "%" PRId64, w->facts.epoch_unix_us);
     snprintf(end, sizeof end, "%" PRId64, w->facts.end_ns);
     const gpufl__session_facts_t *f = &w->facts;
-    const char *sv[] = {ws,
+    const char *sv[] = {ids[0],
                         w->session_id,
                         fact(f->app_name),
                         fact(f->hostname),
@@ -938,8 +996,91 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpu
                      11, sv, "storing the session");
     if (rc) return rc;
     PQclear(r);
+    return 0;
+}
+
+/* The identity decides first. A new window's row goes in with ON CONFLICT DO NOTHING: when
+ * another transaction (in this process or another server) is inserting the same identity or
+ * window id, PostgreSQL makes this insert wait for it and then reports the conflict, so
+ * exactly one of them stores the window and the other reads the committed row (FOR UPDATE)
+ * and decides by store_slice.c's rules. A slice at an offset reads the row FOR UPDATE first:
+ * two servers appending the same slice queue on the row lock, and the second finds it stored
+ * (duplicate) or the window grown past its offset (range). This is the database's own row
+ * locking and unique index doing the work; an advisory lock on a hash of the identity would
+ * also serialise the racers, but could collide between unrelated windows and would still need
+ * the unique index to be correct. */
+static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpufl__window_t *w,
+                   int64_t epoch, const day_range_t *days, int64_t now) {
+    char ws[24], seq[24], ver[16], day[24], at[24];
+    snprintf(ws, sizeof ws, "%" PRId64, w->workspace_id);
+    snprintf(seq, sizeof seq, "%" PRId64, w->sequence);
+    snprintf(ver, sizeof ver, "%d", w->wire_version);
+    snprintf(day, sizeof day, "%" PRId64, days->arrival);
+    snprintf(at, sizeof at, "%" PRId64, now);
+    const char *ids[5] = {ws, w->session_id, w->channel, seq, w->window_id};
+    gpufl__window_row_t stored, after = {0};
+    row_text_t t;
+    PGresult *r;
+    int rc = exec_ok(c, "BEGIN", "starting the window's transaction");
+    if (rc) return rc;
+    if (w->offset == 0) {
+        if ((rc = gpufl__slice_advance(&after, NULL, w)) != 0) return rc;
+        row_text(&t, &after);
+        const char *wv[] = {ws,     w->session_id, w->channel, seq,    w->window_id, t.v[0],
+                            t.v[1], t.v[2],        t.v[3],     t.v[4], t.v[5],       t.v[6],
+                            t.v[7], t.v[8],        t.v[9],     ver,    day,          at};
+        rc = exec_params(c, &r,
+                         "INSERT INTO windows (workspace_id, session_id, channel, sequence,"
+                         " window_id, sha256, rows, bytes, final, sha256_state, crc32, last_offset,"
+                         " last_sha256, last_prefix_crc32, slices, wire_version, day, received_at)"
+                         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+                         " $15, $16, $17, $18) ON CONFLICT DO NOTHING RETURNING 1",
+                         18, wv, "storing the window's identity");
+        if (rc) return rc;
+        int inserted = PQntuples(r) == 1;
+        PQclear(r);
+        if (inserted) {
+            rc = put_body(c, k, w, ids, epoch, days, at, 0);
+            goto commit;
+        }
+    }
+    int found, taken;
+    if ((rc = window_locked(c, w, ids, &stored, &found, &taken)) != 0) return rc;
+    if (!found && !taken && w->offset == 0)
+        return gpufl__store_fail(GPUFL_EIO,
+                                 "postgresql: window %s vanished while being compared (retention "
+                                 "ran); send it again",
+                                 w->window_id);
+    /* As in SQLite: the identity decides (the same bytes are a duplicate whatever window id
+     * they came with); a window id taken by another identity only conflicts. */
+    gpufl__window_outcome_t seen =
+        taken ? GPUFL__WINDOW_CONFLICT : gpufl__slice_decide(found ? &stored : NULL, w);
+    if (seen) {
+        *out = seen;
+        if (w->held && found) *w->held = (gpufl__window_held_t){stored.bytes, stored.final};
+        if (w->held && !found) *w->held = (gpufl__window_held_t){0, 0};
+        return exec_ok(c, "ROLLBACK", "ending the window's transaction");
+    }
+    if ((rc = gpufl__slice_advance(&after, &stored, w)) != 0) return rc;
+    row_text(&t, &after);
+    const char *uv[] = {ws,     w->session_id, w->channel, seq,    t.v[0], t.v[1], t.v[2],
+                        t.v[3], t.v[4],        t.v[5],     t.v[6], t.v[7], t.v[8], t.v[9]};
+    rc = exec_params(c, &r,
+                     "UPDATE windows SET sha256 = $5, rows = $6, bytes = $7, final = $8,"
+                     " sha256_state = $9, crc32 = $10, last_offset = $11, last_sha256 = $12,"
+                     " last_prefix_crc32 = $13, slices = $14 WHERE workspace_id = $1"
+                     " AND session_id = $2 AND channel = $3 AND sequence = $4",
+                     14, uv, "storing the window's slice");
+    if (rc) return rc;
+    PQclear(r);
+    rc = put_body(c, k, w, ids, epoch, days, at, 1);
+commit:
+    if (rc) return rc;
     rc = exec_ok(c, "COMMIT", "committing the window");
-    if (rc == 0) *out = GPUFL__WINDOW_STORED;
+    if (rc == 0) {
+        *out = GPUFL__WINDOW_STORED;
+        if (w->held) *w->held = (gpufl__window_held_t){after.bytes, after.final};
+    }
     return rc;
 }
 
@@ -1056,17 +1197,6 @@ static int pg_key_create(gpufl__store_t *s, int64_t *out_id, int64_t workspace_i
                      "INSERT INTO api_keys (workspace_id, role, prefix, hash, created_at)"
                      " VALUES ($1, $2, $3, $4, $5) RETURNING id",
                      5, v, "creating a key", taken);
-}
-
-static int unhex(uint8_t *out, size_t n, const char *s) {
-    if (strlen(s) != 2 * n) return -1;
-    for (size_t i = 0; i < 2 * n; i++) {
-        char ch = s[i];
-        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-        if (v < 0) return -1;
-        out[i / 2] = (uint8_t)(i % 2 ? (out[i / 2] | v) : v << 4);
-    }
-    return 0;
 }
 
 static int pg_key_find(gpufl__store_t *s, gpufl__key_row_t *out, const char *prefix) {

@@ -301,6 +301,16 @@ static const char *const migrations[] = {
     " user_id INTEGER NOT NULL REFERENCES users(id), token_hash TEXT NOT NULL UNIQUE,"
     " csrf TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);"
     "CREATE INDEX login_sessions_by_expiry ON login_sessions (expires_at);",
+    /* 4: windows in slices (store_slice.c): a window's bytes stored so far (bytes), whether it
+     * is sealed, the running SHA-256 of an open one, the crc32 of its bytes, the last slice
+     * and how many came. The windows stored before were whole and sealed. */
+    "ALTER TABLE windows ADD COLUMN final INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE windows ADD COLUMN sha256_state BLOB;"
+    "ALTER TABLE windows ADD COLUMN crc32 INTEGER;"
+    "ALTER TABLE windows ADD COLUMN last_offset INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE windows ADD COLUMN last_sha256 BLOB;"
+    "ALTER TABLE windows ADD COLUMN last_prefix_crc32 INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE windows ADD COLUMN slices INTEGER NOT NULL DEFAULT 1;",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 
@@ -463,52 +473,127 @@ static void bind_identity(sqlite3_stmt *st, const gpufl__window_t *w) {
     sqlite3_bind_int64(st, 4, w->sequence);
 }
 
-/* Whether the window's identity or its id is stored: *out DUPLICATE, CONFLICT, or 0 (new). */
-static int window_lookup(conn_t *c, const gpufl__window_t *w, gpufl__window_outcome_t *out) {
+static void blob32(uint8_t out[32], sqlite3_stmt *st, int col, const uint8_t *fallback) {
+    const void *b = sqlite3_column_blob(st, col);
+    if (b && sqlite3_column_bytes(st, col) == 32)
+        memcpy(out, b, 32);
+    else
+        memcpy(out, fallback, 32);
+}
+
+/* The stored row of the window's identity into *row (*found 1), or *found 0. */
+static int window_read(conn_t *c, const gpufl__window_t *w, gpufl__window_row_t *row, int *found) {
     sqlite3_stmt *st;
-    *out = 0;
+    *found = 0;
     int rc = prepare(c,
-                     "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?"
-                     " AND channel = ? AND sequence = ?",
+                     "SELECT sha256, bytes, final, rows, slices, sha256_state, crc32, last_offset,"
+                     " last_sha256, last_prefix_crc32 FROM windows WHERE workspace_id = ?"
+                     " AND session_id = ? AND channel = ? AND sequence = ?",
                      &st);
     if (rc) return rc;
     bind_identity(st, w);
     int src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
-        const void *h = sqlite3_column_blob(st, 0);
-        int same = h && sqlite3_column_bytes(st, 0) == 32 && memcmp(h, w->sha256, 32) == 0;
-        *out = same ? GPUFL__WINDOW_DUPLICATE : GPUFL__WINDOW_CONFLICT;
+        *found = 1;
+        *row = (gpufl__window_row_t){0};
+        uint8_t none[32] = {0};
+        blob32(row->sha256, st, 0, none);
+        row->bytes = sqlite3_column_int64(st, 1);
+        row->final = sqlite3_column_int(st, 2) != 0;
+        row->rows = sqlite3_column_int64(st, 3);
+        row->slices = sqlite3_column_int64(st, 4);
+        const void *state = sqlite3_column_blob(st, 5);
+        row->has_state = state && sqlite3_column_bytes(st, 5) == GPUFL__SHA256_STATE_BYTES;
+        if (row->has_state) memcpy(row->state, state, GPUFL__SHA256_STATE_BYTES);
+        row->has_crc32 = sqlite3_column_type(st, 6) != SQLITE_NULL;
+        row->crc32 = (uint32_t)sqlite3_column_int64(st, 6);
+        row->last_offset = sqlite3_column_int64(st, 7);
+        blob32(row->last_sha256, st, 8, row->sha256); /* NULL: the window came whole */
+        row->last_prefix_crc32 = (uint32_t)sqlite3_column_int64(st, 9);
     }
     sqlite3_reset(st);
-    if (src != SQLITE_ROW && src != SQLITE_DONE) return fail_db(c->db, src, "window lookup");
-    if (*out) return 0;
-    rc = prepare(c, "SELECT 1 FROM windows WHERE workspace_id = ? AND window_id = ?", &st);
+    return src == SQLITE_ROW || src == SQLITE_DONE ? 0 : fail_db(c->db, src, "window lookup");
+}
+
+/* Whether the window id is stored under another identity (the caller found none under w's). */
+static int window_id_taken(conn_t *c, const gpufl__window_t *w, int *taken) {
+    sqlite3_stmt *st;
+    int rc = prepare(c, "SELECT 1 FROM windows WHERE workspace_id = ? AND window_id = ?", &st);
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, w->workspace_id);
     sqlite3_bind_text(st, 2, w->window_id, -1, SQLITE_STATIC);
-    src = sqlite3_step(st);
+    int src = sqlite3_step(st);
     sqlite3_reset(st);
-    if (src == SQLITE_ROW) *out = GPUFL__WINDOW_CONFLICT; /* the id under another identity */
+    *taken = src == SQLITE_ROW;
     return src == SQLITE_ROW || src == SQLITE_DONE ? 0 : fail_db(c->db, src, "window id lookup");
 }
 
-static int insert_window_row(conn_t *c, const gpufl__window_t *w, int64_t now, int64_t day) {
+/* Parameters from 5 on of the INSERT and the UPDATE of windows: what a slice changes. */
+static void bind_slice_state(sqlite3_stmt *st, const gpufl__window_row_t *r) {
+    sqlite3_bind_blob(st, 5, r->sha256, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, r->rows);
+    sqlite3_bind_int64(st, 7, r->bytes);
+    sqlite3_bind_int(st, 8, r->final);
+    if (r->has_state)
+        sqlite3_bind_blob(st, 9, r->state, GPUFL__SHA256_STATE_BYTES, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
+    if (r->has_crc32)
+        sqlite3_bind_int64(st, 10, r->crc32);
+    else
+        sqlite3_bind_null(st, 10);
+    sqlite3_bind_int64(st, 11, r->last_offset);
+    sqlite3_bind_blob(st, 12, r->last_sha256, 32, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 13, r->last_prefix_crc32);
+    sqlite3_bind_int64(st, 14, r->slices);
+}
+
+static int insert_window_row(conn_t *c, const gpufl__window_t *w, const gpufl__window_row_t *r,
+                             int64_t now, int64_t day) {
     sqlite3_stmt *st;
     int rc = prepare(c,
-                     "INSERT INTO windows (workspace_id, session_id, channel, sequence,"
-                     " window_id, sha256, rows, bytes, wire_version, received_at, day)"
-                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "INSERT INTO windows (workspace_id, session_id, channel, sequence, sha256,"
+                     " rows, bytes, final, sha256_state, crc32, last_offset, last_sha256,"
+                     " last_prefix_crc32, slices, window_id, wire_version, received_at, day)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      &st);
     if (rc) return rc;
     bind_identity(st, w);
-    sqlite3_bind_text(st, 5, w->window_id, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 6, w->sha256, 32, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 7, w->rows);
-    sqlite3_bind_int64(st, 8, w->bytes);
-    sqlite3_bind_int(st, 9, w->wire_version);
-    sqlite3_bind_int64(st, 10, now);
-    sqlite3_bind_int64(st, 11, day);
+    bind_slice_state(st, r);
+    sqlite3_bind_text(st, 15, w->window_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 16, w->wire_version);
+    sqlite3_bind_int64(st, 17, now);
+    sqlite3_bind_int64(st, 18, day);
     return step_done(c, st, "insert into windows");
+}
+
+static int update_window_row(conn_t *c, const gpufl__window_t *w, const gpufl__window_row_t *r) {
+    sqlite3_stmt *st;
+    int rc = prepare(c,
+                     "UPDATE windows SET sha256 = ?5, rows = ?6, bytes = ?7, final = ?8,"
+                     " sha256_state = ?9, crc32 = ?10, last_offset = ?11, last_sha256 = ?12,"
+                     " last_prefix_crc32 = ?13, slices = ?14 WHERE workspace_id = ?1"
+                     " AND session_id = ?2 AND channel = ?3 AND sequence = ?4",
+                     &st);
+    if (rc) return rc;
+    bind_identity(st, w);
+    bind_slice_state(st, r);
+    return step_done(c, st, "update of windows");
+}
+
+/* The line_no the window's next line takes: its lines so far. */
+static int next_line_no(conn_t *c, const gpufl__window_t *w, int64_t *out) {
+    sqlite3_stmt *st;
+    int rc = prepare(c,
+                     "SELECT COALESCE(MAX(line_no) + 1, 0) FROM lines WHERE workspace_id = ?"
+                     " AND session_id = ? AND channel = ? AND sequence = ?",
+                     &st);
+    if (rc) return rc;
+    bind_identity(st, w);
+    int src = sqlite3_step(st);
+    *out = src == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    return src == SQLITE_ROW ? 0 : fail_db(c->db, src, "counting the window's lines");
 }
 
 /* The session row: created by its first window; a later window fills what is still unknown
@@ -560,7 +645,7 @@ static int upsert_session(conn_t *c, const gpufl__window_t *w, int64_t now, int6
     return fail_db(c->db, src, "upsert of the session");
 }
 
-static int insert_lines(conn_t *c, const gpufl__window_t *w, int64_t day) {
+static int insert_lines(conn_t *c, const gpufl__window_t *w, int64_t first_no, int64_t day) {
     sqlite3_stmt *st;
     int rc = prepare(c,
                      "INSERT INTO lines (workspace_id, session_id, channel, sequence, line_no,"
@@ -573,7 +658,7 @@ static int insert_lines(conn_t *c, const gpufl__window_t *w, int64_t day) {
         const gpufl__line_t *l = &w->lines[i];
         if (!l->text && l->len)
             return gpufl__store_fail(GPUFL_EINVAL, "store: line %zu of the window has no text", i);
-        sqlite3_bind_int64(st, 5, (int64_t)i);
+        sqlite3_bind_int64(st, 5, first_no + (int64_t)i);
         bind_text_or_null(st, 6, l->type);
         sqlite3_bind_int64(st, 7, l->rows);
         sqlite3_bind_text(st, 8, l->text ? l->text : "", (int)l->len, SQLITE_STATIC);
@@ -657,11 +742,21 @@ static int insert_rows(conn_t *c, const gpufl__window_t *w, int64_t epoch_us, in
     return rc;
 }
 
-static int window_insert(conn_t *c, const gpufl__window_t *w) {
-    int64_t now = gpufl__store_now(), day = now / 86400, epoch_us = 0;
-    int rc = insert_window_row(c, w, now, day);
+/* Stores w on the window's row (stored NULL: a new window): its row, the session, its lines
+ * after those stored, its typed rows. */
+static int window_insert(conn_t *c, const gpufl__window_t *w, const gpufl__window_row_t *stored,
+                         gpufl__window_row_t *after) {
+    int64_t now = gpufl__store_now(), day = now / 86400, epoch_us = 0, first_no = 0;
+    int rc = gpufl__slice_advance(after, stored, w);
+    if (rc) return rc;
+    if (stored) {
+        rc = update_window_row(c, w, after);
+        if (!rc) rc = next_line_no(c, w, &first_no);
+    } else {
+        rc = insert_window_row(c, w, after, now, day);
+    }
     if (!rc) rc = upsert_session(c, w, now, &epoch_us);
-    if (!rc) rc = insert_lines(c, w, day);
+    if (!rc) rc = insert_lines(c, w, first_no, day);
     if (!rc) rc = insert_rows(c, w, epoch_us, day);
     return rc;
 }
@@ -686,11 +781,21 @@ static int sqlite_window_put(gpufl__store_t *s, gpufl__window_outcome_t *out,
     conn_t *c;
     rc = write_begin(s, &c);
     if (rc) return rc;
-    gpufl__window_outcome_t seen;
-    rc = window_lookup(c, w, &seen);
-    if (!rc && !seen) rc = window_insert(c, w);
+    gpufl__window_row_t stored, after = {0};
+    gpufl__window_outcome_t seen = 0;
+    int found = 0, taken = 0;
+    rc = window_read(c, w, &stored, &found);
+    if (!rc && !found) rc = window_id_taken(c, w, &taken);
+    if (!rc) {
+        seen = taken ? GPUFL__WINDOW_CONFLICT : gpufl__slice_decide(found ? &stored : NULL, w);
+        if (found) after = stored;
+    }
+    if (!rc && !seen) rc = window_insert(c, w, found ? &stored : NULL, &after);
     rc = write_end(s, c, rc);
-    if (!rc) *out = seen ? seen : GPUFL__WINDOW_STORED;
+    if (!rc) {
+        *out = seen ? seen : GPUFL__WINDOW_STORED;
+        if (w->held) *w->held = (gpufl__window_held_t){after.bytes, after.final};
+    }
     return rc;
 }
 

@@ -3,7 +3,8 @@
  * fuzz_ingest_body.c - fuzz target for gpufl-server's ingest body: the gzip or identity decoder
  * fed in uneven pieces under a small cap, then the window parser. Every input must end in a
  * window whose lines cover the body exactly, or in a 400/413 whose problems name real lines.
- * The first byte picks the mode: bit 0 gzip, bit 1 keep damaged lines, bits 2-3 the channel.
+ * The first byte picks the mode: bit 0 gzip, bit 1 keep damaged lines, bits 2-3 the channel,
+ * bit 4 a slice at an offset (no header line first; a stored dict line defines id 1).
  */
 #include "fuzz_target.h"
 
@@ -20,7 +21,9 @@ static void check_window(const gpufl__window_t *w, const gpufl__ingest_headers_t
                          const char *data, size_t len) {
     size_t newlines = 0;
     for (size_t i = 0; i < len; i++) newlines += data[i] == '\n';
-    FUZZ_CHECK(w->n_lines == newlines && len > 0 && data[len - 1] == '\n');
+    FUZZ_CHECK(w->n_lines == newlines && (len > 0 || (h->offset > 0 && h->final)));
+    FUZZ_CHECK(len == 0 || data[len - 1] == '\n');
+    FUZZ_CHECK(w->offset == h->offset && w->more == !h->final);
     FUZZ_CHECK(w->bytes == (int64_t)len && !strcmp(w->session_id, h->session_id));
     const char *at = data;
     int64_t rows = 0;
@@ -28,7 +31,7 @@ static void check_window(const gpufl__window_t *w, const gpufl__ingest_headers_t
         const gpufl__line_t *l = &w->lines[i];
         FUZZ_CHECK(l->text == at && l->text[l->len] == '\n'); /* consecutive, whole lines */
         at += l->len + 1;
-        FUZZ_CHECK(l->type != NULL || (h->keep_damaged && i > 0));
+        FUZZ_CHECK(l->type != NULL || (h->keep_damaged && (i > 0 || h->offset > 0)));
         FUZZ_CHECK(l->rows >= 0);
         rows += l->rows;
     }
@@ -81,12 +84,18 @@ static void check_refusal(int status, json_t *error, size_t len) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const channels[] = {"device", "scope", "system", "device"};
     if (size < 1 || sodium_init() < 0) return 0;
-    gpufl__ingest_headers_t h = {.sequence = 0, .wire_version = GPUFL__WIRE_VERSION};
+    gpufl__ingest_headers_t h = {.sequence = 0, .wire_version = GPUFL__WIRE_VERSION, .final = 1};
     strcpy(h.session_id, "fuzz-session");
     strcpy(h.window_id, "fuzz-window");
     strcpy(h.channel, channels[(data[0] >> 2) & 3]);
     h.gzip = data[0] & 1;
     h.keep_damaged = (data[0] >> 1) & 1;
+    static const char stored_dict[] = "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}";
+    const gpufl__line_t dicts[] = {{stored_dict, sizeof stored_dict - 1, "dict", 0}};
+    if ((data[0] >> 4) & 1) {
+        h.offset = 100;
+        h.final = (data[0] >> 5) & 1;
+    }
     data++, size--;
 
     gpufl__body_t body;
@@ -103,7 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == 0) {
         gpufl__parsed_t *p = NULL;
         json_t *error = NULL;
-        int status = gpufl__ingest_parse(&p, &error, &h, 1, body.data ? body.data : "", body.len);
+        int status = gpufl__ingest_parse(&p, &error, &h, 1, body.data ? body.data : "", body.len,
+                                         dicts, h.offset ? 1 : 0);
         if (status == 0)
             check_window(gpufl__parsed_window(p), &h, body.data, body.len);
         else if (status != GPUFL_ENOMEM)

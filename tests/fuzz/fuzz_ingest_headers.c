@@ -2,8 +2,9 @@
 /*
  * fuzz_ingest_headers.c - fuzz target for gpufl-server's stream header checks: the input is a
  * block of "Name: value" lines; every block must parse into fields that keep their promises
- * (printable ids of at most 128 characters, a known channel, the one wire version) or be
- * refused with a 400/415 and an error message.
+ * (printable ids of at most 128 characters, a known channel, the one wire version, a slice's
+ * offset within 0..2^53 and, above 0, its prefix crc32 given) or be refused with a 400/415 and
+ * an error message.
  */
 #include "fuzz_target.h"
 
@@ -57,6 +58,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *idem = lookup(&f, "Idempotency-Key");
         FUZZ_CHECK(!idem || !strcmp(idem, h.window_id));
         FUZZ_CHECK(!strcmp(lookup(&f, "X-GpuFlight-Session-Id"), h.session_id));
+        FUZZ_CHECK(h.offset >= 0 && h.offset <= GPUFL__OFFSET_MAX);
+        FUZZ_CHECK(h.offset == 0 || lookup(&f, "X-GpuFlight-Window-Prefix-Crc32"));
+        const char *final = lookup(&f, "X-GpuFlight-Window-Final");
+        FUZZ_CHECK(h.final == (!final || !strcmp(final, "1")));
+        FUZZ_CHECK(!final || !strcmp(final, "0") || !strcmp(final, "1"));
     } else {
         FUZZ_CHECK(status == 400 || status == 415);
         FUZZ_CHECK(json_is_string(json_object_get(error, "error")));

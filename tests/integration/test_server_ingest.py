@@ -23,6 +23,7 @@ import ssl
 import subprocess
 import threading
 import time
+import zlib
 
 import http.client
 import jsonschema
@@ -197,10 +198,12 @@ def test_malformed_window_is_refused_whole(env, case, body, status, lines):
 
 def test_good_window_of_the_bad_session_stores(env):
     """The cases above fail for their one defect, not for the base window."""
-    st, doc, _ = post_window(env["srv"], env["keys"]["ingest"],
-                             bad_window(HEADER + KERNEL, sid="bad-session"))
+    w = bad_window(HEADER + KERNEL, sid="bad-session")
+    st, doc, _ = post_window(env["srv"], env["keys"]["ingest"], w)
     # rows: the records the lines hold (2 kernels); header and dict lines hold none.
-    assert (st, doc) == (200, {"rows": 2, "window": "stored"})
+    # stored_bytes: the window's bytes held, all of them; final: sealed (sent whole).
+    assert (st, doc) == (200, {"rows": 2, "window": "stored", "stored_bytes": len(w[4]),
+                               "final": True})
 
 
 def test_problems_listed_up_to_100(env):
@@ -312,6 +315,194 @@ def test_conflict(env):
     moved = (w[0], w[1], 12, w[3], w[4].replace('"segment":11', '"segment":12'))
     assert post_window(srv, key, moved)[0] == 409
     assert_nothing_stored(env, before)
+
+
+# ---- a window in slices (docs/protocol.md) ---------------------------------------------------
+
+def sliced_copy(sid):
+    """The trace fixture's device window (header, capabilities, dict, frames, stacks, a kernel
+    batch naming the dict's ids, sync, session_end) as session sid."""
+    w = next(w for w in fixture_windows() if w[0].endswith("9090-e5f6") and w[1] == "device")
+    return (sid, "device", 0, sid + "-device-0", w[4].replace(w[0], sid))
+
+
+def line_ends(text):
+    """The byte offset after each line."""
+    ends, at = [], 0
+    for line in text.encode().split(b"\n")[:-1]:
+        at += len(line) + 1
+        ends.append(at)
+    return ends
+
+
+def post_slice(srv, key, w, offset, final, body=None, crc=None, extra=None):
+    """Bytes [offset, ...) of window w's text (body: those bytes unless given), with the
+    prefix crc32 of its own [0, offset) unless crc is given."""
+    data = w[4].encode()
+    if body is None:
+        body = data[offset:]
+    h = {"X-GpuFlight-Window-Offset": str(offset), "X-GpuFlight-Window-Final": str(int(final))}
+    if offset:
+        h["X-GpuFlight-Window-Prefix-Crc32"] = str(zlib.crc32(data[:offset]) if crc is None
+                                                   else crc)
+    h.update(extra or {})
+    return post_window(srv, key, w, extra=h, body=gzip.compress(body, 1))
+
+
+def held(doc):
+    return doc["stored_bytes"], doc["final"]
+
+
+def windows_listed(srv, key, sid):
+    st, doc, _ = srv.request("GET", WINDOWS % sid, headers={"Authorization": "Bearer " + key})
+    assert st == 200, doc
+    return [(x["bytes"], x["final"]) for x in doc["windows"]]
+
+
+def stored_rows(db, sid, sql):
+    """Rows of sql (session_id = ? its parameter) with the session id masked."""
+    return [tuple("SID" if v == sid else v for v in row) for row in db.query(sql, (sid,))]
+
+
+def test_window_in_slices_stores_what_the_whole_window_stores(env):
+    srv, db, key = env["srv"], env["db"], env["keys"]["ingest"]
+    n = "%d" % time.monotonic_ns()
+    w, whole = sliced_copy("slices-" + n), sliced_copy("wholes-" + n)  # one length
+    data = w[4].encode()
+    ends = line_ends(w[4])
+    a, b = ends[2], ends[8]  # header, capabilities and dict | frames and a stack | the rest
+    # Each slice stored, then its retry a duplicate; the answers say what the server holds.
+    for offset, end, final in ((0, a, False), (a, b, False), (b, len(data), True)):
+        for outcome in ("stored", "duplicate"):
+            st, doc, _ = post_slice(srv, key, w, offset, final, data[offset:end])
+            assert st == 200, doc
+            assert (doc["window"], held(doc)) == (outcome, (end, final))
+        assert windows_listed(srv, key, w[0]) == [(end, final)]
+    # An older slice again overlaps what is stored: 416 says where the window stands.
+    st, doc, _ = post_slice(srv, key, w, a, False, data[a:b])
+    assert st == 416 and held(doc) == (len(data), True), doc
+    # The whole window after its slices: a duplicate.
+    st, doc, _ = post_window(srv, key, w)
+    assert st == 200 and doc["window"] == "duplicate" and held(doc) == (len(data), True)
+    assert post_window(srv, key, whole)[1]["window"] == "stored"
+    # The same lines in order, line_no continuing across the slices, the same typed rows.
+    lines = "SELECT line_no, type, rows, body FROM lines WHERE session_id = ? ORDER BY line_no"
+    got = [(i, t, r, body.replace(w[0], "S")) for i, t, r, body in stored_rows(db, w[0], lines)]
+    want = [(i, t, r, body.replace(whole[0], "S"))
+            for i, t, r, body in stored_rows(db, whole[0], lines)]
+    assert got == want and len(got) == len(ends)
+    kernels = ("SELECT * FROM activity WHERE session_id = ? ORDER BY kind, start_ns, end_ns")
+    assert stored_rows(db, w[0], kernels) == stored_rows(db, whole[0], kernels)
+    assert len(stored_rows(db, w[0], kernels)) > 0
+    names = {r[0] for r in db.query("SELECT DISTINCT mangled FROM activity WHERE session_id = ?"
+                                    " AND mangled IS NOT NULL", (w[0],))}
+    assert names  # the kernel batch's dict ids resolved through the first slice's dict line
+    facts = ("SELECT app_name, hostname, pid, engine, epoch_unix_us, end_ns, state FROM sessions"
+             " WHERE session_id = ?")
+    assert db.query(facts, (w[0],)) == db.query(facts, (whole[0],))
+    assert db.query("SELECT rows, bytes FROM windows WHERE session_id = ?", (w[0],)) == \
+        db.query("SELECT rows, bytes FROM windows WHERE session_id = ?", (whole[0],))
+
+
+def test_slices_that_do_not_continue_the_window(env):
+    srv, db, key = env["srv"], env["db"], env["keys"]["ingest"]
+    w = sliced_copy("slices-bad-%d" % time.monotonic_ns())
+    data = w[4].encode()
+    ends = line_ends(w[4])
+    a, b = ends[2], ends[8]
+    before = counts(db)
+    # Nothing stored yet: a slice at an offset is out of range.
+    st, doc, _ = post_slice(srv, key, w, a, False, data[a:b])
+    assert st == 416 and held(doc) == (0, False), doc
+    assert_nothing_stored(env, before)
+    assert post_slice(srv, key, w, 0, False, data[:a])[0] == 200
+    before = counts(db)
+    for offset, end in ((b, len(data)),   # a gap
+                        (0, b),           # an overlap from the start
+                        (0, len(data))):  # the whole window, more than is stored
+        st, doc, _ = post_slice(srv, key, w, offset, offset == 0 and end == len(data),
+                                data[offset:end])
+        assert st == 416 and held(doc) == (a, False), (offset, end, doc)
+    # Other bytes before the offset than the stored ones.
+    st, doc, _ = post_slice(srv, key, w, a, False, data[a:b], crc=zlib.crc32(data[:a]) ^ 1)
+    assert st == 409 and doc["window_id"] == w[3], doc
+    # A bad line is numbered within the body; the slice's dict ids may be the stored ones.
+    st, doc, _ = post_slice(srv, key, w, a, False, data[a:ends[3]] + b"{oops\n")
+    assert st == 400 and [p["line"] for p in doc["lines"]] == [2], doc
+    assert_nothing_stored(env, before)
+    assert windows_listed(srv, key, w[0]) == [(a, False)]
+    # The rest, then an empty last slice seals the window.
+    st, doc, _ = post_slice(srv, key, w, a, False)
+    assert st == 200 and held(doc) == (len(data), False), doc
+    st, doc, _ = post_slice(srv, key, w, len(data), True, b"")
+    assert (st, doc["window"], held(doc)) == (200, "stored", (len(data), True)), doc
+    assert doc["rows"] == 0
+    assert windows_listed(srv, key, w[0]) == [(len(data), True)]
+    # Sealed: it never grows, whatever comes after its end.
+    grown = (w[0], w[1], w[2], w[3], w[4] + '{"type":"event","v":1}\n')
+    st, doc, _ = post_slice(srv, key, grown, len(data), True)
+    assert st == 416 and held(doc) == (len(data), True), doc
+    # The whole window sent again with other bytes: 409, as before slices.
+    st, doc, _ = post_window(srv, key, grown)
+    assert st == 409, doc
+    st, doc, _ = post_window(srv, key, w)
+    assert (st, doc["window"]) == (200, "duplicate")
+    assert sh.lines_digest(db, w[0]) == sent_digest([w], w[0])
+
+
+@pytest.mark.parametrize("change,header", [
+    ({"X-GpuFlight-Window-Offset": "x"}, "X-GpuFlight-Window-Offset"),
+    ({"X-GpuFlight-Window-Offset": "-5"}, "X-GpuFlight-Window-Offset"),
+    ({"X-GpuFlight-Window-Offset": "9007199254740993"}, "X-GpuFlight-Window-Offset"),
+    ({"X-GpuFlight-Window-Final": "2"}, "X-GpuFlight-Window-Final"),
+    ({"X-GpuFlight-Window-Final": "yes"}, "X-GpuFlight-Window-Final"),
+    ({"X-GpuFlight-Window-Offset": "10"}, "X-GpuFlight-Window-Prefix-Crc32"),  # crc missing
+    ({"X-GpuFlight-Window-Offset": "10", "X-GpuFlight-Window-Prefix-Crc32": "4294967296"},
+     "X-GpuFlight-Window-Prefix-Crc32"),
+    ({"X-GpuFlight-Window-Prefix-Crc32": "abc"}, "X-GpuFlight-Window-Prefix-Crc32"),
+])
+def test_slice_header_errors(env, change, header):
+    srv, key = env["srv"], env["keys"]["ingest"]
+    before = counts(env["db"])
+    w = bad_window(HEADER + KERNEL)
+    st, doc, _ = post_window(srv, key, w, extra=change)
+    assert st == 400 and header in doc["error"], doc
+    assert_nothing_stored(env, before)
+
+
+def test_empty_slice_must_end_the_window(env):
+    srv, key = env["srv"], env["keys"]["ingest"]
+    w = sliced_copy("slices-empty-%d" % time.monotonic_ns())
+    a = line_ends(w[4])[2]
+    assert post_slice(srv, key, w, 0, False, w[4].encode()[:a])[0] == 200
+    before = counts(env["db"])
+    st, doc, _ = post_slice(srv, key, w, a, False, b"")
+    assert st == 400 and "empty" in doc["error"], doc
+    st, doc, _ = post_slice(srv, key, w, 0, True, b"")  # an empty whole window, as before
+    assert st == 400, doc
+    assert_nothing_stored(env, before)
+
+
+def test_appended_slice_makes_the_report_stale(env):
+    srv, key, read = env["srv"], env["keys"]["ingest"], env["keys"]["read"]
+    w = sliced_copy("slices-stale-%d" % time.monotonic_ns())
+    data = w[4].encode()
+    a = line_ends(w[4])[2]
+
+    def kernels():
+        st, doc, _ = srv.request("GET", "/api/v1/sessions/%s/kernels" % w[0],
+                                 headers={"Authorization": "Bearer " + read})
+        assert st == 200, doc
+        return doc["built"], doc["count"]
+
+    assert post_slice(srv, key, w, 0, False, data[:a])[0] == 200
+    st, _, _ = srv.request("GET", "/api/v1/sessions/%s/insights" % w[0],
+                           headers={"Authorization": "Bearer " + read})  # builds the report
+    assert st == 200
+    assert kernels() == (True, 0)
+    assert post_slice(srv, key, w, a, False)[0] == 200  # the kernel batch, still open
+    built, count = kernels()
+    assert not built and count > 0  # stale: counted from the rows, not the old build
 
 
 def test_version_and_unknown_routes(env):

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sodium.h>
+#include <zlib.h>
 
 #define ROWS     5 /* kernel rows per test window */
 #define N_LINES  3 /* lines per test window */
@@ -556,6 +558,248 @@ static void test_bad_windows_refused(void **state) {
     assert_int_equal(count(f, "windows", NULL), 0);
 }
 
+/* ---- windows in slices ------------------------------------------------------------------- */
+
+/* A window's bytes: a header, a dict and kernel-ish lines, each ending in '\n'. */
+static const char slice_text[] = "{\"type\":\"header\",\"v\":1,\"file\":\"device\"}\n"
+                                 "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n"
+                                 "{\"type\":\"kernel\",\"v\":1,\"name\":[1]}\n"
+                                 "{\"type\":\"note\",\"v\":1,\"n\":4}\n"
+                                 "{\"type\":\"note\",\"v\":1,\"n\":5}\n";
+
+#define SLICE_LINES_MAX 8
+
+/* One request's worth of a window: bytes [off, off + len) of text, lines split at '\n'. */
+typedef struct {
+    gpufl__line_t lines[SLICE_LINES_MAX];
+    gpufl__window_held_t held;
+    gpufl__window_t w;
+} slice_t;
+
+static uint32_t crc_of(const char *text, size_t n) {
+    return (uint32_t)crc32(0, (const Bytef *)text, (uInt)n);
+}
+
+static void slice_make(slice_t *sl, int64_t ws, const char *session, const char *text, size_t off,
+                       size_t len, int more) {
+    memset(sl, 0, sizeof *sl);
+    size_t n = 0;
+    for (size_t at = off; at < off + len; n++) {
+        const char *nl = memchr(text + at, '\n', off + len - at);
+        assert_non_null(nl);
+        assert_true(n < SLICE_LINES_MAX);
+        sl->lines[n] = (gpufl__line_t){text + at, (size_t)(nl - text - at), "note", 1};
+        at = (size_t)(nl - text) + 1;
+    }
+    sl->w = (gpufl__window_t){
+        .workspace_id = ws,
+        .session_id = session,
+        .channel = "device",
+        .window_id = session, /* one window a session here */
+        .bytes = (int64_t)len,
+        .rows = (int64_t)n,
+        .wire_version = 1,
+        .lines = sl->lines,
+        .n_lines = n,
+        .facts = {.end_ns = -1},
+        .offset = (int64_t)off,
+        .more = more,
+        .prefix_crc32 = crc_of(text, off),
+        .data = (const uint8_t *)text + off,
+        .held = &sl->held,
+    };
+    crypto_hash_sha256(sl->w.sha256, (const unsigned char *)text + off, len);
+}
+
+typedef struct {
+    char text[1024];
+    size_t len;
+    int64_t next_no; /* line_no must count 0, 1, 2, ... across the slices */
+    int gaps;
+} joined_t;
+
+static int join_line(void *arg, int n, const char *const *v, const char *const *names) {
+    (void)names;
+    joined_t *j = arg;
+    assert_int_equal(n, 2);
+    if (strtoll(v[1], NULL, 10) != j->next_no++) j->gaps++;
+    int w = snprintf(j->text + j->len, sizeof j->text - j->len, "%s\n", v[0]);
+    assert_true(w > 0 && (size_t)w < sizeof j->text - j->len);
+    j->len += (size_t)w;
+    return 0;
+}
+
+/* The stored lines of a session's window, in line_no order, each ending in '\n'. */
+static joined_t stored_text(fx_t *f, const char *session) {
+    char wsid[32];
+    snprintf(wsid, sizeof wsid, "%lld", (long long)f->ws);
+    const char *params[2] = {wsid, session};
+    joined_t j = {.len = 0};
+    int rc = f->ops->query(f->s,
+                           "SELECT body, line_no FROM lines WHERE workspace_id = ?"
+                           " AND session_id = ? ORDER BY line_no",
+                           params, 2, join_line, &j);
+    if (rc) fail_msg("reading lines: %s", gpufl_last_error());
+    return j;
+}
+
+static void assert_held(const slice_t *sl, int64_t bytes, int final) {
+    assert_int_equal(sl->held.bytes, bytes);
+    assert_int_equal(sl->held.final, final);
+}
+
+/* Three slices store what the window sent whole stores; each retried is a duplicate; the
+ * whole window sent after them is a duplicate too; its row says bytes, final and its hash. */
+static void test_slices_append(void **state) {
+    fx_t *f = *state;
+    static slice_t sl[4];
+    const char *t = slice_text;
+    /* slices end after the header line, and after the kernel line (which uses the dict) */
+    size_t n = strlen(t), a = (size_t)(strchr(t, '}') - t) + 2,
+           b = (size_t)(strchr(strstr(t, "kernel"), '\n') - t) + 1;
+    assert_int_equal(t[a - 1], '\n');
+    assert_int_equal(t[b - 1], '\n');
+    slice_make(&sl[0], f->ws, "SL", t, 0, a, 1);
+    slice_make(&sl[1], f->ws, "SL", t, a, b - a, 1);
+    slice_make(&sl[2], f->ws, "SL", t, b, n - b, 0);
+    assert_int_equal(put(f, &sl[0].w), GPUFL__WINDOW_STORED);
+    assert_held(&sl[0], (int64_t)a, 0);
+    assert_int_equal(put(f, &sl[0].w), GPUFL__WINDOW_DUPLICATE);
+    assert_int_equal(put(f, &sl[1].w), GPUFL__WINDOW_STORED);
+    assert_held(&sl[1], (int64_t)b, 0);
+    assert_int_equal(put(f, &sl[1].w), GPUFL__WINDOW_DUPLICATE);
+    assert_int_equal(put(f, &sl[2].w), GPUFL__WINDOW_STORED);
+    assert_held(&sl[2], (int64_t)n, 1);
+    for (int i = 2; i >= 0; i--) { /* the last retried is a duplicate; earlier ones overlap */
+        gpufl__window_outcome_t o = put(f, &sl[i].w);
+        assert_int_equal(o, i == 2 ? GPUFL__WINDOW_DUPLICATE : GPUFL__WINDOW_RANGE);
+        assert_held(&sl[i], (int64_t)n, 1);
+    }
+    slice_make(&sl[3], f->ws, "SL", t, 0, n, 0); /* the whole window again */
+    assert_int_equal(put(f, &sl[3].w), GPUFL__WINDOW_DUPLICATE);
+    joined_t j = stored_text(f, "SL");
+    assert_string_equal(j.text, t);
+    assert_int_equal(j.gaps, 0);
+    assert_int_equal(count(f, "windows", "SL"), 1);
+    result_t r = ask(f,
+                     "SELECT bytes || ' ' || final || ' ' || rows || ' ' || slices FROM windows"
+                     " WHERE workspace_id = ? AND session_id = ?",
+                     "SL");
+    char want[64];
+    snprintf(want, sizeof want, "%zu 1 5 3", n);
+    assert_string_equal(r.first, want);
+    /* the sealed window's hash is the whole window's: another copy of it, sent whole to a
+     * fresh session, is stored with the same sha256 */
+    slice_make(&sl[3], f->ws, "SW", t, 0, n, 0);
+    assert_int_equal(put(f, &sl[3].w), GPUFL__WINDOW_STORED);
+    result_t h1 =
+        ask(f, "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?", "SL");
+    result_t h2 =
+        ask(f, "SELECT sha256 FROM windows WHERE workspace_id = ? AND session_id = ?", "SW");
+    assert_true(h1.hash == h2.hash);
+}
+
+/* What does not continue the stored bytes: a gap, an overlap, a sealed window asked to grow
+ * (RANGE, nothing written), other bytes before the offset (CONFLICT), a slice of a window
+ * never stored (RANGE); an empty last slice seals the window. */
+static void test_slices_refused(void **state) {
+    fx_t *f = *state;
+    static slice_t sl, bad;
+    const char *t = slice_text;
+    size_t n = strlen(t), a = (size_t)(strchr(t, '}') - t) + 2;
+    slice_make(&bad, f->ws, "SR", t, a, n - a, 1);
+    assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_RANGE); /* nothing stored yet */
+    assert_held(&bad, 0, 0);
+    assert_int_equal(count(f, "windows", "SR"), 0);
+    slice_make(&sl, f->ws, "SR", t, 0, a, 1);
+    assert_int_equal(put(f, &sl.w), GPUFL__WINDOW_STORED);
+    size_t b = (size_t)(strchr(t + a, '\n') - t) + 1; /* the dict line's end */
+    slice_make(&bad, f->ws, "SR", t, b, n - b, 1);    /* a gap */
+    assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_RANGE);
+    assert_held(&bad, (int64_t)a, 0);
+    slice_make(&bad, f->ws, "SR", t, 0, b, 1); /* an overlap from 0 */
+    assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_RANGE);
+    slice_make(&bad, f->ws, "SR", t, 0, n, 0); /* the whole window: bigger than stored */
+    assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_RANGE);
+    slice_make(&bad, f->ws, "SR", t, a, b - a, 1);
+    bad.w.prefix_crc32 ^= 1; /* the sender's first bytes are not the stored ones */
+    assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_CONFLICT);
+    assert_int_equal(count(f, "lines", "SR"), 1);
+    slice_make(&sl, f->ws, "SR", t, a, n - a, 1);
+    assert_int_equal(put(f, &sl.w), GPUFL__WINDOW_STORED);
+    assert_held(&sl, (int64_t)n, 0);
+    slice_make(&sl, f->ws, "SR", t, n, 0, 0); /* empty: seals */
+    assert_int_equal(put(f, &sl.w), GPUFL__WINDOW_STORED);
+    assert_held(&sl, (int64_t)n, 1);
+    assert_int_equal(put(f, &sl.w), GPUFL__WINDOW_DUPLICATE);
+    slice_make(&bad, f->ws, "SR", t, n - 16, 16, 0); /* overlapping the end: grows nothing */
+    assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_RANGE);
+    static const char more[] = "{\"type\":\"note\",\"v\":1,\"n\":6}\n";
+    char grown[sizeof slice_text + sizeof more];
+    snprintf(grown, sizeof grown, "%s%s", t, more);
+    slice_make(&bad, f->ws, "SR", grown, n, strlen(more), 0); /* sealed: it never grows */
+    assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_RANGE);
+    assert_held(&bad, (int64_t)n, 1);
+    joined_t j = stored_text(f, "SR");
+    assert_string_equal(j.text, t);
+    assert_int_equal(count(f, "lines", "SR"), 5);
+    /* the whole window with other bytes of the same length: a conflict, as before slices */
+    char other[sizeof slice_text];
+    memcpy(other, t, sizeof other);
+    other[n - 3] = '7';
+    slice_make(&bad, f->ws, "SR", other, 0, n, 0);
+    assert_int_equal(put(f, &bad.w), GPUFL__WINDOW_CONFLICT);
+}
+
+typedef struct {
+    gpufl__store_t *s;
+    const gpufl__store_ops_t *ops;
+    const gpufl__window_t *w;
+    gpufl__window_outcome_t out;
+    int rc;
+} slice_putter_t;
+
+static void *slice_putter(void *arg) {
+    slice_putter_t *p = arg;
+    p->rc = p->ops->window_put(p->s, &p->out, p->w);
+    return NULL;
+}
+
+/* The same slice arriving at two servers at once (two handles on the database): one stores
+ * it, the other finds it stored; its lines are there once. */
+static void test_slices_race(void **state) {
+    fx_t *f = *state;
+    const gpufl__store_ops_t *ops2;
+    gpufl__store_t *s2 = open_store(&ops2);
+    const char *t = slice_text;
+    size_t n = strlen(t), a = (size_t)(strchr(t, '}') - t) + 2;
+    for (int round = 0; round < 20; round++) {
+        char sid[32];
+        snprintf(sid, sizeof sid, "RACE%d", round);
+        static slice_t first, sl[2];
+        slice_make(&first, f->ws, sid, t, 0, a, 1);
+        assert_int_equal(put(f, &first.w), GPUFL__WINDOW_STORED);
+        slice_make(&sl[0], f->ws, sid, t, a, n - a, round % 2);
+        sl[1] = sl[0];
+        sl[1].w.lines = sl[1].lines;
+        sl[1].w.held = &sl[1].held;
+        slice_putter_t p[2] = {{f->s, f->ops, &sl[0].w, 0, 0}, {s2, ops2, &sl[1].w, 0, 0}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, slice_putter, &p[i]), 0);
+        for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        assert_int_equal(p[0].rc, 0);
+        assert_int_equal(p[1].rc, 0);
+        int stored = (p[0].out == GPUFL__WINDOW_STORED) + (p[1].out == GPUFL__WINDOW_STORED);
+        assert_int_equal(stored, 1);
+        assert_true(p[0].out == GPUFL__WINDOW_DUPLICATE || p[1].out == GPUFL__WINDOW_DUPLICATE);
+        assert_int_equal(count(f, "lines", sid), 5);
+        joined_t j = stored_text(f, sid);
+        assert_string_equal(j.text, t);
+    }
+    ops2->close(s2);
+}
+
 static void test_keys_scoped_to_workspace(void **state) {
     fx_t *f = *state;
     int64_t a = new_workspace(f->s, f->ops, "keys-a"), b = new_workspace(f->s, f->ops, "keys-b");
@@ -703,6 +947,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_duplicate_reads_no_rows, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_source_failure_leaves_nothing, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_bad_windows_refused, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_slices_append, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_slices_refused, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_slices_race, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_keys_scoped_to_workspace, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_workspaces_and_users, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_session_facts_merged, fx_setup, fx_teardown),
