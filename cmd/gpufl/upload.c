@@ -108,6 +108,9 @@ int cli_upload(int argc, char **argv) {
                 "lines)",
                 (long long)r.windows_open);
     if (r.retries) fprintf(out, "; %lld retries", (long long)r.retries);
+    if (r.lines_damaged)
+        fprintf(out, "; %lld damaged line%s stored as written", (long long)r.lines_damaged,
+                r.lines_damaged == 1 ? "" : "s");
     fprintf(out, "; %lld of %lld complete on the server\n", (long long)r.sessions_completed,
             (long long)r.sessions);
     if (r.windows == 0 && r.windows_before > 0 && rc == 0)

@@ -119,7 +119,8 @@ static void fill(gpufl_upload_result_t *out, const gpufl__net_upload_result_t *r
     out->sessions = r->sessions;
     out->sessions_completed = r->sessions_completed;
     snprintf(out->error, sizeof out->error, "%s", r->error[0] ? r->error : "");
-    if (size >= offsetof(gpufl_upload_result_t, spool_bytes) + sizeof out->spool_bytes) {
+    if (size >= offsetof(gpufl_upload_result_t, lines_damaged) + sizeof out->lines_damaged) {
+        out->lines_damaged = r->lines_damaged;
         out->slices = r->slices_sent;
         out->windows_dropped = r->windows_dropped;
         out->bytes_dropped = r->bytes_dropped;

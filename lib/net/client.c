@@ -197,6 +197,15 @@ static void read_answer(gpufl__net_answer_t *a, const sink_t *s, json_t **doc) {
     if (json_is_integer(stored) && json_integer_value(stored) >= 0)
         a->stored_bytes = json_integer_value(stored);
     if (json_is_boolean(final)) a->final = json_is_true(final);
+    size_t i;
+    json_t *line;
+    json_array_foreach(json_object_get(j, "damaged"), i, line) {
+        size_t at = strlen(a->damaged_list);
+        if (json_is_integer(line) && at + 24 < sizeof a->damaged_list)
+            snprintf(a->damaged_list + at, sizeof a->damaged_list - at, "%s%lld", at ? ", " : "",
+                     (long long)json_integer_value(line));
+        a->damaged++;
+    }
     if (doc)
         *doc = j;
     else
@@ -275,6 +284,9 @@ int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a
     h = fn.slist_append(h, line);
     snprintf(line, sizeof line, "Idempotency-Key: %s", window_id);
     h = fn.slist_append(h, line);
+    /* Logs go as they are on disk: a line damaged there (a crash, a bad write) is stored as
+     * written and named in the answer, never a reason to refuse the window. */
+    h = fn.slist_append(h, "X-GpuFlight-Damaged-Lines: keep");
     if (slice->offset > 0 || !slice->final) {
         /* Absent, they mean a whole sealed window: sent only for a slice. */
         snprintf(line, sizeof line, "X-GpuFlight-Window-Offset: %lld", (long long)slice->offset);

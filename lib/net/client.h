@@ -42,6 +42,8 @@ typedef struct gpufl__net_answer {
     int64_t rows;          /* the answer's "rows", -1 when absent */
     int64_t stored_bytes;  /* the answer's "stored_bytes": the server's end of the window, -1 */
     int final;             /* the answer's "final": 1, 0, or -1 when absent */
+    int64_t damaged;       /* lines the server stored as written, not read: damaged on disk */
+    char damaged_list[96]; /* their line numbers within the body, "4, 9, ..." */
     char message[512];     /* the server's "error", or the transport's */
 } gpufl__net_answer_t;
 

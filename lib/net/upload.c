@@ -179,6 +179,12 @@ static int ship_slices(run_t *u, gpufl__net_cursor_t *cur, const gpufl__net_sess
             if (rc != 0) return rc;
             r->rows += a.rows > 0 ? a.rows : 0;
             r->bytes += (int64_t)part_len;
+            if (a.damaged > 0) {
+                r->lines_damaged += a.damaged;
+                gpufl__warn("upload: %s: %lld damaged line(s) stored as written (line %s of the "
+                            "slice at byte %lld); `gpufl report` lists them under log problems",
+                            w->id, (long long)a.damaged, a.damaged_list, (long long)slice.offset);
+            }
             if (!slice.final || slice.offset > 0) r->slices_sent++;
             if (slice.final) {
                 if (a.duplicate)

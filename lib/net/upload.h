@@ -26,6 +26,7 @@ typedef struct gpufl__net_upload_result {
     int64_t windows_quarantined; /* refused for good (409), now or before: kept aside, reported */
     int64_t windows_failed;      /* not delivered this time (given up, refused, too large) */
     int64_t rows, bytes;         /* of the windows acknowledged now (bytes before gzip) */
+    int64_t lines_damaged;       /* of those, lines damaged on disk: stored as written, warned */
     int64_t retries;
     int64_t spool_bytes;     /* undelivered after the upload (with a spool bound only) */
     int64_t windows_dropped; /* dropped to keep the spool's bound, and their bytes */

@@ -23,7 +23,8 @@ import urllib.request
 
 import pytest
 
-from test_upload import CLI, FIXTURES, expected, free_port, server_env, stored
+from test_upload import (CLI, FIXTURES, SERVER, Server, expected, free_port, server_env,
+                         stored)
 
 AGENT = os.environ.get("GPUFL_AGENT", "build-dev/cmd/gpufl-agent/gpufl-agent")
 ENDED = ("basic", "rotated", "gpu", "scoped", "timeline")
@@ -214,6 +215,81 @@ def test_spool_bound_drops_oldest_windows_and_says_so(env):
                          ).fetchone()[0] == len(dropped)
         assert c.execute("select count(*) from activity").fetchone()[0] == \
             40000 * (5 - len(dropped))
+
+
+def test_key_revoked_mid_run(env):
+    """A session delivered, then the key revoked: the next session is refused and counted, the
+    agent keeps running, and nothing of the new session is stored."""
+    copy_sessions(env["root"], ("basic",))
+    port = free_port()
+    p = agent(env, "--rescan-s", "1", "--listen", "127.0.0.1:%d" % port)
+    try:
+        want = expected(env["root"])
+        assert wait_for(lambda: stored(env["db"]) == want, 20)
+        with open(env["key"]) as f:
+            prefix = f.read().split("_")[1]
+        r = subprocess.run([SERVER, "--db", "sqlite:" + env["db"], "admin", "key", "revoke",
+                            "--workspace", "team", prefix], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        time.sleep(6)  # the server's key cache: a revoked key stops working within 5 s
+        copy_sessions(env["root"], ("gpu",))
+        assert wait_for(lambda: metrics(port).get("gpufl_agent_key_refused_total", 0) >= 1, 20)
+        assert p.poll() is None
+        assert stored(env["db"]) == want
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    assert "refused the key gpfl_%s" % prefix in err
+
+
+def test_server_restarts_under_the_agent(env):
+    """The server stops while sessions arrive and comes back on the same port: the agent retries
+    and delivers everything once."""
+    port = free_port()
+    p = agent(env, "--rescan-s", "1", "--budget-s", "2", "--listen", "127.0.0.1:%d" % port)
+    try:
+        copy_sessions(env["root"], ("basic",))
+        assert wait_for(lambda: stored(env["db"]) == expected(env["root"]), 20)
+        srv_port = env["srv"].port
+        env["srv"].stop()
+        copy_sessions(env["root"], ("gpu", "scoped"))
+        assert wait_for(lambda: metrics(port).get("gpufl_agent_windows_failed_total", 0) >= 1,
+                        30)
+        env["srv"] = Server(env["db"], port=srv_port)
+        assert wait_for(lambda: stored(env["db"]) == expected(env["root"]), 60), \
+            (stored(env["db"]), expected(env["root"]))
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+
+
+def test_a_window_truncated_under_the_agent(env):
+    """Part of an open window delivered, then the file cut below that: reported at each pass,
+    never sent over what the server holds; the other sessions go on."""
+    src = os.path.join(FIXTURES, "gpu")
+    sess = os.path.join(env["root"], "gpu")
+    shutil.copytree(src, sess)
+    dev = os.path.join(sess, "device.log")
+    with open(dev, "rb") as f:
+        data = f.read()
+    body = data[:data.rfind(b"\n", 0, len(data) - 1) + 1]  # without the session_end line
+    with open(dev, "wb") as f:
+        f.write(body)
+    p = agent(env, "--once")
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    held = stored(env["db"])
+    with open(dev, "wb") as f:  # cut below what the server holds
+        f.write(body[:body.find(b"\n") + 1])
+    copy_sessions(env["root"], ("basic",))
+    p = agent(env, "--once")
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err
+    assert "shorter than what the server acknowledged" in err
+    only_basic = env["tmp"] / "only-basic"
+    shutil.copytree(os.path.join(FIXTURES, "basic"), only_basic / "basic")
+    assert stored(env["db"]) == (held[0] + expected(str(only_basic))[0],
+                                 held[1] + expected(str(only_basic))[1])
 
 
 def test_bad_flags(env):

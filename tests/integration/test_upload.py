@@ -221,3 +221,43 @@ def test_usage_errors(env):
     e = {k: v for k, v in os.environ.items() if not k.startswith("GPUFL_")}
     r = subprocess.run([CLI, "upload", env["root"]], capture_output=True, text=True, env=e)
     assert r.returncode == 2 and "no server" in r.stderr
+
+
+def test_damaged_lines_are_shipped_as_written(env):
+    """A line damaged on disk (not JSON) goes as written: the server stores it untyped and names
+    it, the upload warns and counts it, and nothing else of the window is lost."""
+    src = os.path.join(HERE, "..", "fixtures", "bad", "damaged")
+    dst = os.path.join(env["root"], "damaged")
+    shutil.copytree(src, dst)
+    before = stored(env["db"])
+    r = upload(env, dst)
+    assert r.returncode == 0, r.stderr
+    assert "damaged line" in r.stdout and "stored as written" in r.stderr
+    with sqlite3.connect(env["db"]) as c:
+        untyped = c.execute("select count(*) from lines where type is null").fetchone()[0]
+    assert untyped >= 1
+    after = stored(env["db"])
+    assert after[1] - before[1] == complete_lines(os.path.join(dst, "scope.log"))
+
+
+def test_a_full_disk_loses_nothing(env):
+    """The cursor cannot be written (a file size limit stands in for a full disk: the same
+    failed write): the upload stops with the reason; the windows the server stored meanwhile
+    are answered as duplicates next time, and each is stored once."""
+    import resource
+    import signal
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256, 256))
+
+    e = {k: v for k, v in os.environ.items() if not k.startswith("GPUFL_")}
+    r = subprocess.run([CLI, "upload", "--server", env["srv"].url, "--api-key-file", env["key"],
+                        "--all", env["root"]], capture_output=True, text=True, env=e,
+                       preexec_fn=small_files, timeout=120)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "cannot write the cursor" in r.stderr
+    assert stored(env["db"])[0] >= 1  # the server has the first window; the cursor does not
+    r = upload(env, "--all", env["root"])
+    assert r.returncode == 0, r.stderr
+    assert stored(env["db"]) == expected(env["root"])
