@@ -99,8 +99,7 @@ static int load_zstd(char *why, size_t why_size) {
             {{"ZSTD_getErrorName"}, &zfn.error_name, 1, -1},
         };
         zstd_rc = gpufl__dl_open(&zstd_dl, getenv("GPUFL_ZSTD_LIBRARY"), names,
-                                 "install libzstd1 to upload with zstd", zstd_why,
-                                 sizeof zstd_why);
+                                 "install libzstd1 to upload with zstd", zstd_why, sizeof zstd_why);
         if (zstd_rc == 0)
             zstd_rc = gpufl__dl_resolve(&zstd_dl, syms, sizeof syms / sizeof syms[0], zstd_why,
                                         sizeof zstd_why);
@@ -140,9 +139,8 @@ int gpufl__net_client_create(gpufl__net_client_t **out, const char *base_url, co
      * proxy that cannot pass zstd); auto (or unset) asks the server. */
     const char *forced = getenv("GPUFL_UPLOAD_ENCODING");
     if (forced && *forced && strcmp(forced, "gzip") != 0 && strcmp(forced, "auto") != 0)
-        return gpufl__set_error(GPUFL_EINVAL,
-                                "upload: GPUFL_UPLOAD_ENCODING '%.64s': expected auto or gzip",
-                                forced);
+        return gpufl__set_error(
+            GPUFL_EINVAL, "upload: GPUFL_UPLOAD_ENCODING '%.64s': expected auto or gzip", forced);
     int rc = load_curl(why, sizeof why);
     if (rc != 0) return gpufl__set_error(GPUFL_ENOTSUP, "upload: %s", why);
     gpufl__net_client_t *c = calloc(1, sizeof *c);
