@@ -14,8 +14,12 @@ gpufl-agent watches the log root and ships to a gpufl-server (SQLite) on loopbac
     end (with --sealed-only: from the seal to the window's listing), polled every 20 ms.
 The issue's goals: the agent's CPU <= 2 % of one core at 100 k kernels/s; lag <= window + 2 s.
 
+--encoding gzip makes the agent send gzip (GPUFL_UPLOAD_ENCODING=gzip) to compare with the
+default, zstd (the server takes it).
+
 usage: python3 bench/agent_bench.py [--rate N] [--window S] [--seconds S] [--chunk-s S]
-                                    [--sealed-only] [--server PATH] [--agent PATH]
+                                    [--sealed-only] [--encoding auto|gzip] [--server PATH]
+                                    [--agent PATH]
 """
 import argparse
 import json
@@ -51,6 +55,8 @@ def main():
                     help="seconds between appends to the open window (default 0.1)")
     ap.add_argument("--sealed-only", action="store_true",
                     help="windows appear whole when sealed; the agent ships no tails")
+    ap.add_argument("--encoding", choices=("auto", "gzip"), default="auto",
+                    help="the agent's GPUFL_UPLOAD_ENCODING (default auto: zstd here)")
     ap.add_argument("--server", default="build-dev/cmd/gpufl-server/gpufl-server")
     ap.add_argument("--agent", default="build-dev/cmd/gpufl-agent/gpufl-agent")
     a = ap.parse_args()
@@ -72,6 +78,7 @@ def main():
         f.write(key + "\n")
     srv = sh.Server(db.url, log_dir=tmp)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFL_")}
+    env["GPUFL_UPLOAD_ENCODING"] = a.encoding
     agent = subprocess.Popen([a.agent, "--log-path", root, "--server",
                               "http://127.0.0.1:%d" % srv.port, "--api-key-file",
                               os.path.join(tmp, "key"), "--listen", "none",
@@ -149,7 +156,8 @@ def main():
     print("kernels written: %d in %d windows of %.1f s (%.1f MB of log, %.0f kernels/s)"
           % (n_windows * per_window, n_windows, a.window, bytes_total / 1e6,
              n_windows * per_window / (wall1 - wall0)))
-    print("agent CPU: %.2f %% of one core over %.1f s (goal <= 2 %%)" % (cpu_pct, wall1 - wall0))
+    print("agent CPU: %.2f %% of one core over %.1f s (goal <= 2 %%), encoding %s"
+          % (cpu_pct, wall1 - wall0, a.encoding))
     if lags:
         lags.sort()
         print("%s to queryable: median %.3f s, p90 %.3f s, max %.3f s over %d %s "

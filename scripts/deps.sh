@@ -12,9 +12,10 @@ packages=(build-essential cmake pkg-config libjansson-dev libcmocka-dev libdw-de
 packages+=(libmicrohttpd-dev libcurl4-openssl-dev)
 # gpufl-server: SQLite, its embedded database (the default --db sqlite:PATH).
 packages+=(libsqlite3-dev)
-# gpufl-server: libsodium (API keys, Argon2id passwords, SHA-256), zlib (gzip windows); openssl
-# makes the self-signed certificate of the TLS test.
-packages+=(libsodium-dev zlib1g-dev openssl)
+# gpufl-server: libsodium (API keys, Argon2id passwords, SHA-256), zlib (gzip windows), libzstd
+# (zstd windows; the zstd CLI makes the tests' zstd bodies); openssl makes the self-signed
+# certificate of the TLS test.
+packages+=(libsodium-dev zlib1g-dev libzstd-dev zstd openssl)
 # gpufl-server: libpq, its PostgreSQL client (--db postgresql://...).
 packages+=(libpq-dev)
 # Test-only: python3-yaml reads the deployment files (deploy/). Without their recommends, each of

@@ -305,13 +305,13 @@ static void begin(conn_t *c, struct MHD_Connection *mc, const char *method, cons
     }
     if (!c->route->takes_body) return;
     const char *enc = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Encoding");
-    int gzip = enc && !strcasecmp(enc, "gzip");
-    if (enc && *enc && !gzip && strcasecmp(enc, "identity") != 0) {
-        gpufl__reply_error(rep, 415, "Content-Encoding: gzip or identity");
+    int encoding = gpufl__encoding_parse(enc);
+    if (encoding < 0) {
+        gpufl__reply_error(rep, 415, "Content-Encoding: " GPUFL__ENCODINGS);
         return;
     }
     int64_t cap = c->route->precheck ? c->req.server->settings->max_body_bytes : SMALL_BODY_BYTES;
-    gpufl__body_init(&c->body, gzip, (size_t)cap);
+    gpufl__body_init(&c->body, (gpufl__encoding_t)encoding, (size_t)cap);
     c->body_open = 1;
     const char *length = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
     if (length && strtoll(length, NULL, 10) > cap) {
@@ -350,7 +350,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
                 json_object_set_new(c->early.json, "max_bytes",
                                     json_integer((json_int_t)c->body.max_bytes));
             } else if (rc != 0) {
-                gpufl__reply_error(&c->early, 400, "the body is not valid gzip");
+                char text[64];
+                snprintf(text, sizeof text, "the body is not valid %s",
+                         gpufl__encoding_name(c->body.encoding));
+                gpufl__reply_error(&c->early, 400, text);
             }
         }
         *upload_data_size = 0; /* consumed (or, after an error, dropped) */
@@ -363,7 +366,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *mc, const char *
         if (rc == GPUFL_ENOMEM) {
             gpufl__reply_error(&rep, 413, "the body is past the server's cap");
         } else if (rc != 0) {
-            gpufl__reply_error(&rep, 400, "the body is not valid gzip (cut short?)");
+            char text[64];
+            snprintf(text, sizeof text, "the body is not valid %s (cut short?)",
+                     gpufl__encoding_name(c->body.encoding));
+            gpufl__reply_error(&rep, 400, text);
         }
         if (rep.status) return send_reply(mc, c, &rep, NULL);
         c->req.body = c->body.data ? c->body.data : "";

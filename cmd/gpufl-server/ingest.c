@@ -305,6 +305,6 @@ void gpufl__ingest_windows(gpufl__request_t *req, gpufl__reply_t *rep) {
 void gpufl__ingest_version(gpufl__request_t *req, gpufl__reply_t *rep) {
     (void)req;
     rep->status = 200;
-    rep->json =
-        json_pack("{s:o,s:s}", "supported", gpufl__ingest_supported(), "server", gpufl_version());
+    rep->json = json_pack("{s:o,s:o,s:s}", "supported", gpufl__ingest_supported(), "encodings",
+                          gpufl__ingest_encodings(), "server", gpufl_version());
 }

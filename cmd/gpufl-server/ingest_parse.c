@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * ingest_parse.c - what ingest checks before the store sees anything: the stream headers, the
- * body inflated under its caps as it arrives (a gzip bomb stops at the cap, not at the end),
+ * body decompressed (gzip or zstd) under its caps as it arrives (a bomb stops at the cap, not at
+ * the end),
  * and the window's lines parsed (jansson) into one gpufl__window_t that the store commits
  * whole. Any bad line refuses the whole window. No HTTP here: the fuzz targets link it alone.
  */
@@ -18,14 +19,28 @@
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
 
-#define TYPES_MAX 64 /* distinct record types interned per window; more are copied per line */
+#define ZSTD_WINDOW_LOG_LIMIT 27 /* zstd's own default limit of a decoder's window */
+#define TYPES_MAX             64 /* distinct record types interned per window; more are copied per line */
 
 /* ---- the body ----------------------------------------------------------------------------- */
 
-void gpufl__body_init(gpufl__body_t *b, int gzip, size_t max_bytes) {
+int gpufl__encoding_parse(const char *value) {
+    if (!value || !*value || !strcasecmp(value, "identity")) return GPUFL__ENC_IDENTITY;
+    if (!strcasecmp(value, "gzip")) return GPUFL__ENC_GZIP;
+    if (!strcasecmp(value, "zstd")) return GPUFL__ENC_ZSTD;
+    return -1;
+}
+
+const char *gpufl__encoding_name(gpufl__encoding_t e) {
+    return e == GPUFL__ENC_GZIP ? "gzip" : e == GPUFL__ENC_ZSTD ? "zstd" : "identity";
+}
+
+void gpufl__body_init(gpufl__body_t *b, gpufl__encoding_t encoding, size_t max_bytes) {
     memset(b, 0, sizeof *b);
-    b->gzip = gzip;
+    b->encoding = encoding;
     b->max_bytes = max_bytes;
     /* Compressed bytes past the decompressed cap cannot inflate to less. */
     b->max_in = max_bytes;
@@ -44,16 +59,15 @@ static int body_room(gpufl__body_t *b, size_t want) {
     return 0;
 }
 
-int gpufl__body_feed(gpufl__body_t *b, const void *data, size_t n) {
-    if (n > b->max_in - b->in_bytes) return GPUFL_ENOMEM;
-    b->in_bytes += n;
-    if (!b->gzip) {
-        int rc = body_room(b, n);
-        if (rc != 0) return rc;
-        memcpy(b->data + b->len, data, n);
-        b->len += n;
-        return 0;
-    }
+/* Room for the decoder's next output: doubled while under the cap, then the last bytes to it;
+ * ENOMEM when the cap is reached (413). */
+static int body_out_room(gpufl__body_t *b) {
+    if (b->len < b->cap) return 0;
+    int rc = body_room(b, b->cap ? b->cap : 64 * 1024);
+    return rc != 0 ? body_room(b, 1) : 0;
+}
+
+static int gzip_feed(gpufl__body_t *b, const void *data, size_t n) {
     z_stream *z = b->z;
     if (!z) {
         if (!(z = b->z = calloc(1, sizeof *z))) return GPUFL_ENOMEM;
@@ -66,10 +80,8 @@ int gpufl__body_feed(gpufl__body_t *b, const void *data, size_t n) {
             b->inflating = 1;
             b->ended = 0;
         }
-        if (b->len == b->cap) {
-            int rc = body_room(b, b->cap ? b->cap : 64 * 1024);
-            if (rc != 0 && (rc = body_room(b, 1)) != 0) return rc; /* at the cap: 413 */
-        }
+        int rc = body_out_room(b);
+        if (rc != 0) return rc; /* at the cap: 413 */
         z->next_out = (Bytef *)b->data + b->len;
         z->avail_out = (uInt)(b->cap - b->len);
         int zr = inflate(z, Z_NO_FLUSH);
@@ -85,8 +97,75 @@ int gpufl__body_feed(gpufl__body_t *b, const void *data, size_t n) {
     return 0;
 }
 
+/* A window of up to 2^23 bytes (8 MiB) is what zstd's levels 1 to 19 use on a stream of
+ * unknown size; a larger one is allowed up to the decompressed cap, never past zstd's default
+ * limit (2^27): the decoder's memory per request stays bounded by what the body may hold. */
+static int zstd_window_log_max(size_t max_bytes) {
+    int log = 23;
+    while (log < ZSTD_WINDOW_LOG_LIMIT && ((size_t)1 << log) < max_bytes) log++;
+    return log;
+}
+
+/* One step of the zstd decoder: input from *in into the body; ended tells whether the last
+ * frame is whole. ZSTD_decompressStream starts the next frame by itself (concatenated frames
+ * decode as one body, like gzip members). */
+static int zstd_step(gpufl__body_t *b, ZSTD_inBuffer *in) {
+    int rc = body_out_room(b);
+    if (rc != 0) return rc;
+    ZSTD_outBuffer out = {b->data + b->len, b->cap - b->len, 0};
+    size_t zr = ZSTD_decompressStream(b->z, &out, in);
+    b->len += out.pos;
+    if (ZSTD_isError(zr))
+        /* A frame whose window is past what the cap allows would decode past the cap. */
+        return ZSTD_getErrorCode(zr) == ZSTD_error_frameParameter_windowTooLarge ? GPUFL_ENOMEM
+                                                                                 : GPUFL_EFORMAT;
+    b->ended = zr == 0;
+    /* Output left room: the decoder holds back nothing of what it was given. */
+    return out.pos < out.size ? 1 : 0;
+}
+
+static int zstd_feed(gpufl__body_t *b, const void *data, size_t n) {
+    if (!b->z) {
+        if (!(b->z = ZSTD_createDCtx())) return GPUFL_ENOMEM;
+        b->inflating = 1;
+        ZSTD_DCtx_setParameter(b->z, ZSTD_d_windowLogMax, zstd_window_log_max(b->max_bytes));
+    }
+    ZSTD_inBuffer in = {data, n, 0};
+    for (;;) {
+        int rc = zstd_step(b, &in);
+        if (rc < 0) return rc;
+        if (in.pos == in.size && (rc == 1 || b->ended)) return 0;
+    }
+}
+
+int gpufl__body_feed(gpufl__body_t *b, const void *data, size_t n) {
+    if (n > b->max_in - b->in_bytes) return GPUFL_ENOMEM;
+    b->in_bytes += n;
+    if (b->encoding == GPUFL__ENC_GZIP) return gzip_feed(b, data, n);
+    if (b->encoding == GPUFL__ENC_ZSTD) return zstd_feed(b, data, n);
+    int rc = body_room(b, n);
+    if (rc != 0) return rc;
+    memcpy(b->data + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+/* The end of a zstd body: what the decoder still holds is flushed; a frame not whole then was
+ * cut short. An empty body (no decoder) is no zstd. */
+static int zstd_finish(gpufl__body_t *b) {
+    ZSTD_inBuffer in = {NULL, 0, 0};
+    while (b->z && !b->ended) {
+        size_t before = b->len;
+        int rc = zstd_step(b, &in);
+        if (rc < 0) return rc;
+        if (!b->ended && b->len == before) return GPUFL_EFORMAT;
+    }
+    return b->ended ? 0 : GPUFL_EFORMAT;
+}
+
 int gpufl__body_finish(gpufl__body_t *b) {
-    if (!b->gzip) return 0;
+    if (b->encoding == GPUFL__ENC_ZSTD) return zstd_finish(b);
+    if (b->encoding != GPUFL__ENC_GZIP) return 0;
     /* Output space may still hold back the last bytes of a member. */
     while (b->inflating) {
         z_stream *z = b->z;
@@ -109,8 +188,12 @@ int gpufl__body_finish(gpufl__body_t *b) {
 }
 
 void gpufl__body_fini(gpufl__body_t *b) {
-    if (b->z && b->inflating) inflateEnd(b->z);
-    free(b->z);
+    if (b->encoding == GPUFL__ENC_ZSTD) {
+        ZSTD_freeDCtx(b->z);
+    } else {
+        if (b->z && b->inflating) inflateEnd(b->z);
+        free(b->z);
+    }
     free(b->data);
     memset(b, 0, sizeof *b);
 }
@@ -128,6 +211,8 @@ static json_t *error_json(const char *fmt, ...) {
 }
 
 json_t *gpufl__ingest_supported(void) { return json_pack("[i]", GPUFL__WIRE_VERSION); }
+
+json_t *gpufl__ingest_encodings(void) { return json_pack("[sss]", "gzip", "identity", "zstd"); }
 
 /* A header value as an answer may quote it: printable ASCII, cut to 64 characters (a value
  * that is not UTF-8 would make no JSON string at all). */
@@ -206,13 +291,13 @@ int gpufl__ingest_headers_parse(gpufl__ingest_headers_t *h, gpufl__header_fn get
     }
     h->wire_version = (int)v;
     const char *enc = get(arg, "Content-Encoding");
-    if (enc && !strcasecmp(enc, "gzip"))
-        h->gzip = 1;
-    else if (enc && *enc && strcasecmp(enc, "identity") != 0) {
+    int encoding = gpufl__encoding_parse(enc);
+    if (encoding < 0) {
         *error =
-            error_json("Content-Encoding '%s' is not accepted: gzip or identity", shown(enc, buf));
+            error_json("Content-Encoding '%s' is not accepted: " GPUFL__ENCODINGS, shown(enc, buf));
         return 415;
     }
+    h->encoding = (gpufl__encoding_t)encoding;
     const char *sid = get(arg, "X-GpuFlight-Session-Id");
     if (!sid || !gpufl__ingest_id_ok(sid)) {
         *error = error_json("X-GpuFlight-Session-Id '%s': expected 1 to 128 characters of "

@@ -106,21 +106,34 @@ int gpufl__auth_logout(gpufl__auth_t *auth, const gpufl__principal_t *who);
 
 /* ---- a request body, inflated under its cap (ingest_parse.c) -------------------------------- */
 
+/* A body's Content-Encoding (docs/protocol.md). */
+typedef enum {
+    GPUFL__ENC_IDENTITY = 0,
+    GPUFL__ENC_GZIP,
+    GPUFL__ENC_ZSTD,
+} gpufl__encoding_t;
+
+/* The encoding a Content-Encoding value names (absent or empty: identity); -1 for one not
+ * accepted. GPUFL__ENCODINGS is the list a 415 and GET /info/version give. */
+int gpufl__encoding_parse(const char *value);
+const char *gpufl__encoding_name(gpufl__encoding_t e);
+#define GPUFL__ENCODINGS "gzip, identity or zstd"
+
 typedef struct gpufl__body {
     char *data; /* decompressed bytes */
     size_t len, cap;
     size_t max_bytes;        /* decompressed cap */
     size_t in_bytes, max_in; /* compressed bytes seen, and their cap */
-    int gzip;
-    int inflating; /* z is initialised */
-    int ended;     /* a gzip member ended and no other began */
-    void *z;       /* z_stream */
+    gpufl__encoding_t encoding;
+    int inflating; /* z holds a gzip member begun, or the zstd context a frame */
+    int ended;     /* a gzip member or zstd frame ended and no other began */
+    void *z;       /* z_stream, or ZSTD_DCtx */
 } gpufl__body_t;
 
-void gpufl__body_init(gpufl__body_t *b, int gzip, size_t max_bytes);
-/* 0; GPUFL_ENOMEM past a cap (413); GPUFL_EFORMAT for bytes that are not gzip (400). */
+void gpufl__body_init(gpufl__body_t *b, gpufl__encoding_t encoding, size_t max_bytes);
+/* 0; GPUFL_ENOMEM past a cap (413); GPUFL_EFORMAT for bytes not of the encoding (400). */
 int gpufl__body_feed(gpufl__body_t *b, const void *data, size_t n);
-/* After the last feed: GPUFL_EFORMAT when a gzip stream is cut short. */
+/* After the last feed: GPUFL_EFORMAT when a gzip or zstd stream is cut short, or empty. */
 int gpufl__body_finish(gpufl__body_t *b);
 void gpufl__body_fini(gpufl__body_t *b);
 
@@ -141,7 +154,7 @@ typedef struct gpufl__ingest_headers {
     int64_t sequence;
     char window_id[GPUFL__ID_MAX + 1];
     int wire_version;
-    int gzip;
+    gpufl__encoding_t encoding;
     int keep_damaged;
     /* A window in slices (docs/protocol.md): the body's offset within the window's bytes,
      * whether it ends the window, and the crc32 of [0, offset) (present when offset > 0). */
@@ -164,6 +177,8 @@ typedef struct gpufl__parsed gpufl__parsed_t;
 int gpufl__ingest_id_ok(const char *s);
 /* The wire versions accepted, as a JSON array. */
 json_t *gpufl__ingest_supported(void);
+/* The Content-Encodings accepted, as a JSON array of names ("gzip", "identity", "zstd"). */
+json_t *gpufl__ingest_encodings(void);
 
 /* Parses data (the decompressed window; not copied, must outlive the result) into a window for
  * workspace_id under the headers h. 0 and *out; or an HTTP status (400, 413) and *error (the

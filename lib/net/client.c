@@ -3,11 +3,14 @@
  * client.c - the upload protocol's requests over libcurl, loaded with dlopen (client.h says
  * why). curl's header gives the types and option numbers; its functions come from the loaded
  * library. Answers are read into a capped buffer (64 KiB: an answer is a small JSON object).
+ * Windows go zstd-compressed (libzstd, loaded the same way) to a server that takes zstd, else
+ * gzipped (zlib).
  */
 #include "net/client.h"
 
 #include "util/dl.h"
 #include "util/error.h"
+#include "util/log.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -69,6 +72,47 @@ static int load_curl(char *why, size_t why_size) {
     return rc;
 }
 
+/* libzstd's one-shot compression, declared here: libgpufl builds without zstd's header. */
+typedef struct zstd_fns {
+    size_t (*compress)(void *dst, size_t dst_cap, const void *src, size_t len, int level);
+    size_t (*compress_bound)(size_t len);
+    unsigned (*is_error)(size_t code);
+    const char *(*error_name)(size_t code);
+} zstd_fns_t;
+
+static gpufl__dl_t zstd_dl;
+static zstd_fns_t zfn;
+static char zstd_why[256];
+static int zstd_rc = 1; /* 1: not tried; 0 loaded; < 0 failed */
+static pthread_mutex_t zstd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Loads libzstd once per process (libzstd.so.1, or $GPUFL_ZSTD_LIBRARY); its absence only means
+ * gzip, so why is for a debug line. */
+static int load_zstd(char *why, size_t why_size) {
+    pthread_mutex_lock(&zstd_lock);
+    if (zstd_rc == 1) {
+        static const char *const names[] = {"libzstd.so.1", NULL};
+        gpufl__dl_sym_t syms[] = {
+            {{"ZSTD_compress"}, &zfn.compress, 1, -1},
+            {{"ZSTD_compressBound"}, &zfn.compress_bound, 1, -1},
+            {{"ZSTD_isError"}, &zfn.is_error, 1, -1},
+            {{"ZSTD_getErrorName"}, &zfn.error_name, 1, -1},
+        };
+        zstd_rc = gpufl__dl_open(&zstd_dl, getenv("GPUFL_ZSTD_LIBRARY"), names,
+                                 "install libzstd1 to upload with zstd", zstd_why, sizeof zstd_why);
+        if (zstd_rc == 0)
+            zstd_rc = gpufl__dl_resolve(&zstd_dl, syms, sizeof syms / sizeof syms[0], zstd_why,
+                                        sizeof zstd_why);
+    }
+    int rc = zstd_rc;
+    snprintf(why, why_size, "%s", zstd_why);
+    pthread_mutex_unlock(&zstd_lock);
+    return rc;
+}
+
+/* What a client compresses windows with: decided before its first window (choose_encoding). */
+typedef enum { ENCODING_UNKNOWN = 0, ENCODING_GZIP, ENCODING_ZSTD } encoding_t;
+
 struct gpufl__net_client {
     char base[2048];
     char api_path[256];
@@ -76,6 +120,7 @@ struct gpufl__net_client {
     char key_name[32]; /* "gpfl_<prefix>…" */
     int64_t timeout_ms;
     CURL *curl;
+    encoding_t encoding;
 };
 
 int gpufl__net_client_create(gpufl__net_client_t **out, const char *base_url, const char *api_path,
@@ -90,6 +135,12 @@ int gpufl__net_client_create(gpufl__net_client_t **out, const char *base_url, co
                                 base_url ? base_url : "");
     if (!api_key || !*api_key || strlen(api_key) > 400 || strpbrk(api_key, "\r\n "))
         return gpufl__set_error(GPUFL_EINVAL, "upload: an API key is needed (GPUFL_API_KEY)");
+    /* GPUFL_UPLOAD_ENCODING=gzip keeps gzip whatever the server takes (to compare, or for a
+     * proxy that cannot pass zstd); auto (or unset) asks the server. */
+    const char *forced = getenv("GPUFL_UPLOAD_ENCODING");
+    if (forced && *forced && strcmp(forced, "gzip") != 0 && strcmp(forced, "auto") != 0)
+        return gpufl__set_error(
+            GPUFL_EINVAL, "upload: GPUFL_UPLOAD_ENCODING '%.64s': expected auto or gzip", forced);
     int rc = load_curl(why, sizeof why);
     if (rc != 0) return gpufl__set_error(GPUFL_ENOTSUP, "upload: %s", why);
     gpufl__net_client_t *c = calloc(1, sizeof *c);
@@ -101,6 +152,7 @@ int gpufl__net_client_create(gpufl__net_client_t **out, const char *base_url, co
     snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s", api_key);
     snprintf(c->key_name, sizeof c->key_name, "%.15s…", api_key);
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
+    c->encoding = forced && !strcmp(forced, "gzip") ? ENCODING_GZIP : ENCODING_UNKNOWN;
     c->curl = fn.easy_init();
     if (!c->curl) {
         free(c);
@@ -185,6 +237,23 @@ static int gzip(unsigned char **out, size_t *out_len, const char *body, size_t l
     return 0;
 }
 
+/* zstd of body, level 1: one frame, compressed in one call into a buffer that always holds it
+ * (ZSTD_compressBound). */
+static int zstd(unsigned char **out, size_t *out_len, const char *body, size_t len) {
+    size_t cap = zfn.compress_bound(len);
+    unsigned char *buf = zfn.is_error(cap) ? NULL : malloc(cap);
+    if (!buf) return gpufl__set_error(GPUFL_ENOMEM, "upload: out of memory to compress a window");
+    size_t n = zfn.compress(buf, cap, body, len, 1);
+    if (zfn.is_error(n)) {
+        free(buf);
+        return gpufl__set_error(GPUFL_EIO, "upload: zstd could not compress a window: %s",
+                                zfn.error_name(n));
+    }
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
 /* The answer's fields into *a; the parsed body to *doc when asked (else freed). */
 static void read_answer(gpufl__net_answer_t *a, const sink_t *s, json_t **doc) {
     json_t *j = json_loadb(s->data, s->len, 0, NULL);
@@ -261,18 +330,49 @@ static int request(gpufl__net_client_t *c, gpufl__net_answer_t *a, const char *p
     return 0;
 }
 
+/* The encoding of this client's windows, decided once: zstd when libzstd loads and the
+ * server's version answer lists it in "encodings"; gzip for an older server (no "encodings"),
+ * a failed request, or no libzstd. */
+static encoding_t choose_encoding(gpufl__net_client_t *c) {
+    if (c->encoding != ENCODING_UNKNOWN) return c->encoding;
+    char why[256];
+    c->encoding = ENCODING_GZIP;
+    if (load_zstd(why, sizeof why) != 0) {
+        gpufl__debug("upload: %s; windows go gzipped", why);
+        return c->encoding;
+    }
+    gpufl__net_answer_t a;
+    json_t *doc = NULL;
+    if (request(c, &a, "/info/version", NULL, NULL, 0, &doc) == 0 &&
+        a.verdict == GPUFL__NET_ACKED) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(doc, "encodings"), i, e) {
+            if (json_is_string(e) && !strcmp(json_string_value(e), "zstd"))
+                c->encoding = ENCODING_ZSTD;
+        }
+    }
+    json_decref(doc);
+    gpufl__debug("upload: windows go %s to %s (version answer: %s)",
+                 c->encoding == ENCODING_ZSTD ? "zstd" : "gzipped", c->base,
+                 a.message[0] ? a.message : "200");
+    return c->encoding;
+}
+
 int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a,
                                   const char *session_id, const char *channel, int64_t sequence,
                                   const char *window_id, const gpufl__net_slice_t *slice,
                                   const char *body, size_t len) {
     unsigned char *gz = NULL;
     size_t gz_len = 0;
-    int rc = gzip(&gz, &gz_len, body, len);
+    int zst = choose_encoding(c) == ENCODING_ZSTD;
+    int rc = zst ? zstd(&gz, &gz_len, body, len) : gzip(&gz, &gz_len, body, len);
     if (rc != 0) return rc;
     char line[512];
     struct curl_slist *h = NULL;
-    static const char *const fixed[] = {"Content-Type: application/x-ndjson",
-                                        "Content-Encoding: gzip", "X-GpuFlight-Wire-Version: 1"};
+    const char *const fixed[] = {"Content-Type: application/x-ndjson",
+                                 zst ? "Content-Encoding: zstd" : "Content-Encoding: gzip",
+                                 "X-GpuFlight-Wire-Version: 1"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) h = fn.slist_append(h, fixed[i]);
     snprintf(line, sizeof line, "X-GpuFlight-Session-Id: %s", session_id);
     h = fn.slist_append(h, line);

@@ -4,7 +4,11 @@
  * answer means for the sender. libcurl is loaded when the first upload starts
  * (libcurl.so.4, or $GPUFL_CURL_LIBRARY), never linked: an application that records but never
  * uploads does not map it, and a machine without it gets a clear error instead of a failed
- * start. Windows are gzipped with zlib.
+ * start. Windows go compressed with zstd level 1 when the server's GET /info/version lists
+ * "zstd" in "encodings" and libzstd.so.1 (or $GPUFL_ZSTD_LIBRARY) loads, likewise with dlopen;
+ * else gzipped with zlib (level 1): a server older than zstd, a failed version request, no
+ * libzstd (a debug line says which), or GPUFL_UPLOAD_ENCODING=gzip. A client asks once, before
+ * its first window.
  */
 #ifndef GPUFL_NET_CLIENT_H
 #define GPUFL_NET_CLIENT_H
@@ -51,7 +55,8 @@ typedef struct gpufl__net_answer {
  * A client for one server: base_url ("https://host:port", no path), api_path (the routes'
  * prefix, default "/api/v1"), the API key (sent as a bearer token, never logged: messages
  * name its prefix only), timeout_ms per request. Returns 0, GPUFL_ENOTSUP (no libcurl, with
- * why), GPUFL_EINVAL (a URL or key that cannot be used).
+ * why), GPUFL_EINVAL (a URL or key that cannot be used, or GPUFL_UPLOAD_ENCODING other than
+ * auto or gzip).
  */
 int gpufl__net_client_create(gpufl__net_client_t **out, const char *base_url, const char *api_path,
                              const char *api_key, int64_t timeout_ms);
@@ -60,7 +65,7 @@ void gpufl__net_client_destroy(gpufl__net_client_t *c);
 /* The key's public part for messages: "gpfl_abcdefghij…". */
 const char *gpufl__net_client_key_name(const gpufl__net_client_t *c);
 
-/* POSTs one slice of a window (its lines, gzipped here; may be empty only to seal a window
+/* POSTs one slice of a window (its lines, compressed here; may be empty only to seal a window
  * whose bytes are all stored) and reads the answer into *a. Returns 0 when an answer (or a
  * transport error, verdict RETRY) is in *a; GPUFL_ENOMEM. */
 int gpufl__net_client_send_window(gpufl__net_client_t *c, gpufl__net_answer_t *a,

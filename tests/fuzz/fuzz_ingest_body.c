@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * fuzz_ingest_body.c - fuzz target for gpufl-server's ingest body: the gzip or identity decoder
+ * fuzz_ingest_body.c - fuzz target for gpufl-server's ingest body: the gzip, zstd or identity
+ * decoder
  * fed in uneven pieces under a small cap, then the window parser. Every input must end in a
  * window whose lines cover the body exactly, or in a 400/413 whose problems name real lines.
- * The first byte picks the mode: bit 0 gzip, bit 1 keep damaged lines, bits 2-3 the channel,
- * bit 4 a slice at an offset (no header line first; a stored dict line defines id 1).
+ * The first byte picks the mode: bit 0 gzip (bit 6 zstd, over it), bit 1 keep damaged lines,
+ * bits 2-3 the channel, bit 4 a slice at an offset (no header line first; a stored dict line
+ * defines id 1), bit 5 that slice's final.
  */
 #include "fuzz_target.h"
 
@@ -88,7 +90,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     strcpy(h.session_id, "fuzz-session");
     strcpy(h.window_id, "fuzz-window");
     strcpy(h.channel, channels[(data[0] >> 2) & 3]);
-    h.gzip = data[0] & 1;
+    h.encoding = (data[0] >> 6) & 1 ? GPUFL__ENC_ZSTD
+                 : data[0] & 1      ? GPUFL__ENC_GZIP
+                                    : GPUFL__ENC_IDENTITY;
     h.keep_damaged = (data[0] >> 1) & 1;
     static const char stored_dict[] = "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}";
     const gpufl__line_t dicts[] = {{stored_dict, sizeof stored_dict - 1, "dict", 0}};
@@ -99,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     data++, size--;
 
     gpufl__body_t body;
-    gpufl__body_init(&body, h.gzip, CAP_BYTES);
+    gpufl__body_init(&body, h.encoding, CAP_BYTES);
     int rc = 0;
     /* Uneven pieces, as the network delivers them. */
     for (size_t at = 0, piece = 1; at < size && rc == 0; at += piece, piece = piece * 3 % 997 + 1)
@@ -107,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == 0) rc = gpufl__body_finish(&body);
     FUZZ_CHECK(rc == 0 || rc == GPUFL_ENOMEM || rc == GPUFL_EFORMAT);
     FUZZ_CHECK(body.len <= CAP_BYTES);
-    if (!h.gzip && rc == 0)
+    if (h.encoding == GPUFL__ENC_IDENTITY && rc == 0)
         FUZZ_CHECK(body.len == size && (!size || !memcmp(body.data, data, size)));
     if (rc == 0) {
         gpufl__parsed_t *p = NULL;

@@ -2,8 +2,8 @@
 """gpufl-server as a whole process on loopback, on each engine (a temporary SQLite file, then a
 throwaway PostgreSQL of pg_harness.py; skipped only where its binaries are absent): the fixture
 sessions shipped window by window (stored, then duplicate), every answer of the stream route
-(400 with line numbers, 401, 403, 404, 405, 409, 413 for oversize and bomb bodies, 415, 429 with
-Retry-After) with nothing of a refused window stored, the routes x keys table, one window sent
+(400 with line numbers, 401, 403, 404, 405, 409, 413 for oversize and bomb bodies, gzip and zstd
+bodies, 415, 429 with Retry-After) with nothing of a refused window stored, the routes x keys table, one window sent
 many times at once (stored once), TLS with a self-signed certificate, the flags, the admin
 subcommands and SIGTERM draining a request in flight.
 
@@ -260,6 +260,39 @@ def test_bad_gzip_oversize_bomb(env):
     assert_nothing_stored(env, before)
 
 
+def zstd(data, *flags):
+    """zstd bytes of data, from the zstd CLI (no Python binding is packaged here)."""
+    return subprocess.run(["zstd", "-q", "-c", *flags], input=data, stdout=subprocess.PIPE,
+                          check=True).stdout
+
+
+def test_zstd_windows(env):
+    srv, key, db = env["srv"], env["keys"]["ingest"], env["db"]
+    zst = {"Content-Encoding": "zstd"}
+    text = HEADER + KERNEL
+    # One frame, then the same bytes as two concatenated frames split mid-line (frames follow
+    # each other like gzip members): both store the window's lines as sent.
+    for sid, frames in [("zstd-one", 1), ("zstd-two", 2)]:
+        w = bad_window(text.replace("bad-session", sid), sid=sid)
+        data = w[4].encode()
+        body = zstd(data, "-1") if frames == 1 else zstd(data[:150]) + zstd(data[150:], "-19")
+        st, doc, _ = post_window(srv, key, w, gz=False, extra=zst, body=body)
+        assert (st, doc.get("window"), doc.get("rows")) == (200, "stored", 2), doc
+        assert sh.lines_digest(db, sid) == sent_digest([w], sid)
+    before = counts(db)
+    good = zstd(text.encode())
+    for body, status, why in [
+            (b"not zstd at all", 400, "not valid zstd"),
+            (good[:-5], 400, "not valid zstd (cut short?)"),
+            (good + b"trailing junk", 400, "not valid zstd"),
+            (b"", 400, "not valid zstd"),  # an empty body is no zstd
+            (gzip.compress(text.encode()), 400, "not valid zstd"),
+            (zstd(b"\n" * (3 << 20), "-19"), 413, "past the server's cap")]:  # a bomb
+        st, doc, _ = post_window(srv, key, bad_window(text), gz=False, extra=zst, body=body)
+        assert (st, why in doc["error"]) == (status, True), (body[:20], doc)
+    assert_nothing_stored(env, before)
+
+
 def test_header_errors(env):
     srv, key = env["srv"], env["keys"]["ingest"]
     before = counts(env["db"])
@@ -279,6 +312,7 @@ def test_header_errors(env):
         ({"Idempotency-Key": "other"}, 400, None),
         ({"X-GpuFlight-Damaged-Lines": "maybe"}, 400, None),
         ({"Content-Encoding": "br"}, 415, None),
+        ({"Content-Encoding": "zstd, gzip"}, 415, None),
     ]
     for change, status, member in cases:
         h = dict(base)
@@ -292,6 +326,8 @@ def test_header_errors(env):
         assert "error" in doc
         if member:
             assert doc[member] == [1]
+        if status == 415:
+            assert "gzip, identity or zstd" in doc["error"]
     assert_nothing_stored(env, before)
     # Idempotency-Key equal to the window id is fine.
     h = dict(base, **{"Idempotency-Key": w[3]})
@@ -509,6 +545,7 @@ def test_version_and_unknown_routes(env):
     srv, key = env["srv"], env["keys"]["read"]
     st, doc, _ = srv.request("GET", VERSION, headers={"Authorization": "Bearer " + key})
     assert st == 200 and doc["supported"] == [1] and doc["server"]
+    assert doc["encodings"] == ["gzip", "identity", "zstd"]
     assert srv.request("GET", "/api/v1/nothing")[0] == 404
     st, _, h = srv.request("GET", STREAM)
     assert st == 405 and h["Allow"] == "POST"
