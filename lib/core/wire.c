@@ -18,10 +18,13 @@
 
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 #define TABLE(var, name, cols, key)                                                                \
-    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, 1}
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, 1, NULL}
 /* A record type past its first version (docs/log-format.md says what changed). */
 #define TABLE_V(var, name, cols, key, v)                                                           \
-    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, v}
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, v, NULL}
+/* A record type written as compact lines: its version and encodings are codes's. */
+#define TABLE_CODED(var, name, cols, v, codes)                                                     \
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), GPUFL_WIRE_NOT_GAUGE, v, &codes}
 
 /* ---------------- scope.log ---------------- */
 
@@ -158,11 +161,12 @@ static const gpufl__col_def_t launch_cols[] = {
     {"ts_ns", GPUFL_COL_INT},         {"tid", GPUFL_COL_OPT},         {"context", GPUFL_COL_OPT},
     {"correlation", GPUFL_COL_INT},   {"config", GPUFL_COL_OPT},      SCOPE,
     {"external_kind", GPUFL_COL_OPT}, {"external_id", GPUFL_COL_OPT}, {"stack", GPUFL_COL_OPT}};
-TABLE(gpufl__wire_kernel, "kernel", kernel_cols, GPUFL_WIRE_NOT_GAUGE);
-/* Their kinds and types are gpufl's own values (gpufl_log.h), not a vendor's numbers. */
-TABLE_V(gpufl__wire_copy, "copy", copy_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
-TABLE_V(gpufl__wire_memset, "memset", memset_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
-TABLE_V(gpufl__wire_sync, "sync", sync_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
+/* Compact lines (util/colcode.c); the kinds and types of copy, memset and sync are gpufl's
+ * own values (gpufl_log.h, since v 2), not a vendor's numbers. */
+TABLE_CODED(gpufl__wire_kernel, "kernel", kernel_cols, 2, gpufl__colcode_kernel);
+TABLE_CODED(gpufl__wire_copy, "copy", copy_cols, 3, gpufl__colcode_copy);
+TABLE_CODED(gpufl__wire_memset, "memset", memset_cols, 3, gpufl__colcode_memset);
+TABLE_CODED(gpufl__wire_sync, "sync", sync_cols, 3, gpufl__colcode_sync);
 TABLE_V(gpufl__wire_alloc, "alloc", alloc_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
 TABLE(gpufl__wire_graph_launch, "graph_launch", graph_cols, GPUFL_WIRE_NOT_GAUGE);
 TABLE(gpufl__wire_launch, "launch", launch_cols, GPUFL_WIRE_NOT_GAUGE);
@@ -227,6 +231,7 @@ int gpufl__batch_init_table(gpufl__batch_t *b, const gpufl__wire_table_t *table)
     int rc = gpufl__batch_init(b, table->type, table->cols, table->ncols);
     b->table = table;
     b->version = table->version;
+    b->codes = table->codes;
     return rc;
 }
 
@@ -260,30 +265,137 @@ size_t gpufl__wire_batch_ids(const gpufl__batch_t *b, size_t r0, size_t r1, uint
     return n;
 }
 
-void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1) {
+/* Writes cells [r0, r1) of column c (stride ncols) as an array, digits straight in where the
+ * kind allows (room reserved once). */
+static void put_column(gpufl__buf_t *o, const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
     size_t rows = r1 - r0;
+    gpufl__col_kind_t kind = b->cols[c].kind;
+    const gpufl__cell_t *cell = &b->cells[r0 * b->ncols + c];
+    gpufl__buf_putc(o, '[');
+    if ((kind == GPUFL_COL_INT || kind == GPUFL_COL_DICT) &&
+        gpufl__buf_reserve(o, rows * 21) == 0) {
+        char *p = o->data + o->len;
+        for (size_t r = 0; r < rows; r++, cell += b->ncols) {
+            if (r) *p++ = ',';
+            p = gpufl__fmt_i64(p, cell->i);
+        }
+        o->len = (size_t)(p - o->data);
+    } else {
+        for (size_t r = 0; r < rows; r++, cell += b->ncols) {
+            if (r) gpufl__buf_putc(o, ',');
+            gpufl__buf_put_cell(o, kind, cell);
+        }
+    }
+    gpufl__buf_putc(o, ']');
+}
+
+static int col_index(const gpufl__batch_t *b, const char *name) {
+    for (int c = 0; c < b->ncols; c++)
+        if (strcmp(b->cols[c].name, name) == 0) return c;
+    return -1;
+}
+
+static int is_null_cell(gpufl__col_kind_t kind, const gpufl__cell_t *cell) {
+    return kind == GPUFL_COL_OPT && cell->i < 0;
+}
+
+/* 1 when rows [r0, r1) of column c hold one value (a compact line's scalar). */
+static int same_value(const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
+    const gpufl__cell_t *first = &b->cells[r0 * b->ncols + c];
+    for (size_t r = r0 + 1; r < r1; r++)
+        if (memcmp(&b->cells[r * b->ncols + c], first, sizeof *first) != 0) return 0;
+    return 1;
+}
+
+/* A DELTA, AFTER or BEFORE column; nulls stay null and leave the running value. */
+static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c, int ref,
+                         gpufl__colcode_kind_t code, size_t r0, size_t r1) {
+    gpufl__col_kind_t kind = b->cols[c].kind;
+    int64_t prev = 0;
+    gpufl__buf_putc(o, '[');
+    for (size_t r = r0; r < r1; r++) {
+        const gpufl__cell_t *cell = &b->cells[r * b->ncols + c];
+        if (r > r0) gpufl__buf_putc(o, ',');
+        if (is_null_cell(kind, cell)) {
+            gpufl__buf_put(o, "null", 4);
+            continue;
+        }
+        int64_t v = cell->i, base = ref >= 0 ? b->cells[r * b->ncols + ref].i : prev;
+        gpufl__buf_put_i64(o, code == GPUFL_CODE_BEFORE ? base - v : v - base);
+        prev = v;
+    }
+    gpufl__buf_putc(o, ']');
+}
+
+/* A KEYED column: the value of each key's first row, when every row of a key holds the same
+ * value and the keys are few. Returns 0 written, 1 not keyable (nothing written), -1 out of
+ * memory (nothing written). */
+static int put_keyed(gpufl__buf_t *o, const gpufl__batch_t *b, int c, int key, size_t r0,
+                     size_t r1) {
+    gpufl__colcode_keys_t k = {0};
+    gpufl__col_kind_t key_kind = b->cols[key].kind;
+    int rc = 0;
+    for (size_t r = r0; r < r1 && rc == 0; r++) {
+        const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
+        int64_t first =
+            gpufl__colcode_keys_put(&k, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
+        if (first < 0)
+            rc = -1;
+        else if (k.count > GPUFL_COLCODE_MAX_KEYS ||
+                 memcmp(&b->cells[(r0 + (size_t)first) * b->ncols + c], &b->cells[r * b->ncols + c],
+                        sizeof(gpufl__cell_t)) != 0)
+            rc = 1;
+    }
+    if (rc == 0) {
+        gpufl__colcode_keys_fini(&k);
+        size_t n = 0;
+        gpufl__buf_putc(o, '[');
+        for (size_t r = r0; r < r1 && rc == 0; r++) {
+            const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
+            int64_t first =
+                gpufl__colcode_keys_put(&k, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
+            if (first < 0) rc = -1;
+            if (first != (int64_t)(r - r0)) continue;
+            if (n++) gpufl__buf_putc(o, ',');
+            gpufl__buf_put_cell(o, b->cols[c].kind, &b->cells[r * b->ncols + c]);
+        }
+        gpufl__buf_putc(o, ']');
+    }
+    gpufl__colcode_keys_fini(&k);
+    return rc;
+}
+
+/* One column of a compact line: a scalar where every row agrees (never the first column,
+ * which gives the row count), else as its code says. */
+static void put_compact(gpufl__buf_t *o, const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
+    const gpufl__colcode_t *code =
+        gpufl__colcode_of(b->codes, b->cols[c].name, strlen(b->cols[c].name));
+    if (c > 0 && r1 - r0 > 1 && same_value(b, c, r0, r1)) {
+        gpufl__buf_put_cell(o, b->cols[c].kind, &b->cells[r0 * b->ncols + c]);
+        return;
+    }
+    int ref = code && code->ref ? col_index(b, code->ref) : -1;
+    if (!code || (code->ref && ref < 0)) {
+        put_column(o, b, c, r0, r1);
+    } else if (code->kind != GPUFL_CODE_KEYED) {
+        put_relative(o, b, c, ref, code->kind, r0, r1);
+    } else {
+        size_t at = o->len;
+        if (put_keyed(o, b, c, ref, r0, r1) != 0) {
+            o->len = at;
+            put_column(o, b, c, r0, r1);
+        }
+    }
+}
+
+void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1) {
     gpufl__buf_record_v(o, b->type, b->version);
     for (int c = 0; c < b->ncols; c++) {
         gpufl__buf_key(o, b->cols[c].name);
-        gpufl__buf_putc(o, '[');
-        gpufl__col_kind_t kind = b->cols[c].kind;
-        const gpufl__cell_t *cell = &b->cells[r0 * b->ncols + c];
-        if ((kind == GPUFL_COL_INT || kind == GPUFL_COL_DICT) &&
-            gpufl__buf_reserve(o, rows * 21) == 0) {
-            /* The common case, room reserved once: digits straight in. */
-            char *p = o->data + o->len;
-            for (size_t r = 0; r < rows; r++, cell += b->ncols) {
-                if (r) *p++ = ',';
-                p = gpufl__fmt_i64(p, cell->i);
-            }
-            o->len = (size_t)(p - o->data);
-        } else {
-            for (size_t r = 0; r < rows; r++, cell += b->ncols) {
-                if (r) gpufl__buf_putc(o, ',');
-                gpufl__buf_put_cell(o, kind, cell);
-            }
-        }
-        gpufl__buf_putc(o, ']');
+        if (b->codes)
+            put_compact(o, b, c, r0, r1);
+        else
+            put_column(o, b, c, r0, r1);
     }
     gpufl__buf_puts(o, "}\n");
 }

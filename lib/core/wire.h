@@ -13,6 +13,7 @@
 #define GPUFL_CORE_WIRE_H
 
 #include "core/cost.h"
+#include "util/colcode.h"
 #include "util/intern.h"
 #include "util/jsonw.h"
 
@@ -66,6 +67,9 @@ typedef struct gpufl__wire_table {
     int ncols;
     int gauge_key;
     int version; /* the "v" of its lines */
+    /* Compact lines (docs/log-format.md, "Compact batches"): the column encodings of this
+     * version, NULL for plain lines. */
+    const gpufl__colcode_table_t *codes;
 } gpufl__wire_table_t;
 
 extern const gpufl__wire_table_t gpufl__wire_scope_begin, gpufl__wire_scope_end,
@@ -85,6 +89,7 @@ typedef struct gpufl__batch {
     int version;
     const gpufl__col_def_t *cols;
     int ncols;
+    const gpufl__colcode_table_t *codes; /* table->codes: NULL writes plain lines */
     size_t rows;
     gpufl__cell_t *cells; /* rows x ncols, row-major; GPUFL_BATCH_MAX_ROWS rows */
     uint32_t *dict_ids;   /* scratch: the dict ids one batch uses */

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * colcode.c - the column encodings of compact batch lines and their one decoder, on column
+ * arrays (the analysis reader's scanner) and on parsed lines (its jansson path, gpufl-server).
+ * Times become small deltas and durations, and what a launch configuration fixes is written
+ * once per configuration per line: a kernel row costs a third of its plain bytes.
+ */
+#include "util/colcode.h"
+
+#include "util/error.h"
+
+#include <gpufl/gpufl.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Activity times: the start as a delta from the row before, the end as a duration. */
+#define TIMES                                                                                      \
+    {"start_ns", GPUFL_CODE_DELTA, NULL}, {"end_ns", GPUFL_CODE_AFTER, "start_ns"},                \
+        {"correlation", GPUFL_CODE_DELTA, NULL}, {                                                 \
+        "scope", GPUFL_CODE_DELTA, NULL                                                            \
+    }
+#define BY_CONFIG(col)                                                                             \
+    { col, GPUFL_CODE_KEYED, "config" }
+
+static const gpufl__colcode_t kernel_codes[] = {TIMES,
+                                                {"launch_ns", GPUFL_CODE_BEFORE, "start_ns"},
+                                                {"external_id", GPUFL_CODE_DELTA, NULL},
+                                                BY_CONFIG("name"),
+                                                BY_CONFIG("demangled"),
+                                                BY_CONFIG("registers"),
+                                                BY_CONFIG("static_smem_bytes"),
+                                                BY_CONFIG("dynamic_smem_bytes"),
+                                                BY_CONFIG("local_bytes_per_thread"),
+                                                BY_CONFIG("block_x"),
+                                                BY_CONFIG("block_y"),
+                                                BY_CONFIG("block_z"),
+                                                BY_CONFIG("grid_x"),
+                                                BY_CONFIG("grid_y"),
+                                                BY_CONFIG("grid_z")};
+static const gpufl__colcode_t activity_codes[] = {TIMES};
+
+const gpufl__colcode_table_t gpufl__colcode_kernel = {"kernel", 2, kernel_codes,
+                                                      N_OF(kernel_codes)};
+const gpufl__colcode_table_t gpufl__colcode_copy = {"copy", 3, activity_codes,
+                                                    N_OF(activity_codes)};
+const gpufl__colcode_table_t gpufl__colcode_memset = {"memset", 3, activity_codes,
+                                                      N_OF(activity_codes)};
+const gpufl__colcode_table_t gpufl__colcode_sync = {"sync", 3, activity_codes,
+                                                    N_OF(activity_codes)};
+
+static const gpufl__colcode_table_t *const tables[] = {
+    &gpufl__colcode_kernel, &gpufl__colcode_copy, &gpufl__colcode_memset, &gpufl__colcode_sync};
+
+const gpufl__colcode_table_t *gpufl__colcode_find(const char *type, int64_t v) {
+    for (size_t i = 0; i < N_OF(tables); i++)
+        if (tables[i]->version == v && strcmp(tables[i]->type, type) == 0) return tables[i];
+    return NULL;
+}
+
+const gpufl__colcode_t *gpufl__colcode_of(const gpufl__colcode_table_t *t, const char *name,
+                                          size_t len) {
+    for (size_t i = 0; t && i < t->n_codes; i++)
+        if (strlen(t->codes[i].column) == len && memcmp(t->codes[i].column, name, len) == 0)
+            return &t->codes[i];
+    return NULL;
+}
+
+/* ---- keys ---- */
+
+void gpufl__colcode_keys_fini(gpufl__colcode_keys_t *k) {
+    free(k->key);
+    free(k->slot_row);
+    memset(k, 0, sizeof *k);
+}
+
+static size_t key_slot(const gpufl__colcode_keys_t *k, int64_t key, int is_null) {
+    uint64_t h = is_null ? 0x5bd1e995u : (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & (k->slots - 1);
+}
+
+static int keys_grow(gpufl__colcode_keys_t *k) {
+    size_t slots = k->slots ? k->slots * 2 : 64;
+    gpufl__colcode_keys_t g = {malloc(slots * sizeof *g.key), calloc(slots, sizeof *g.slot_row),
+                               slots, k->count};
+    if (!g.key || !g.slot_row) {
+        gpufl__colcode_keys_fini(&g);
+        return GPUFL_ENOMEM;
+    }
+    for (size_t i = 0; i < k->slots; i++) {
+        if (!k->slot_row[i]) continue;
+        /* a null key is stored as key 0 with its own hash: the row's sign bit marks it */
+        int is_null = (k->slot_row[i] & 0x80000000u) != 0;
+        size_t s = key_slot(&g, k->key[i], is_null);
+        while (g.slot_row[s]) s = (s + 1) & (slots - 1);
+        g.key[s] = k->key[i];
+        g.slot_row[s] = k->slot_row[i];
+    }
+    gpufl__colcode_keys_fini(k);
+    *k = g;
+    return 0;
+}
+
+int64_t gpufl__colcode_keys_put(gpufl__colcode_keys_t *k, int64_t key, int is_null, uint32_t row) {
+    if ((k->count + 1) * 2 > k->slots && keys_grow(k)) return -1;
+    if (is_null) key = 0;
+    uint32_t mark = is_null ? 0x80000000u : 0;
+    size_t s = key_slot(k, key, is_null);
+    for (; k->slot_row[s]; s = (s + 1) & (k->slots - 1))
+        if (k->key[s] == key && (k->slot_row[s] & 0x80000000u) == mark)
+            return (int64_t)((k->slot_row[s] & 0x7fffffffu) - 1);
+    k->key[s] = key;
+    k->slot_row[s] = (row + 1) | mark;
+    k->count++;
+    return row;
+}
+
+/* ---- decoding ---- */
+
+static gpufl__colcode_col_t *find_col(gpufl__colcode_col_t *cols, size_t n, const char *name) {
+    size_t len = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        if (cols[i].name_len == len && memcmp(cols[i].name, name, len) == 0) return &cols[i];
+    return NULL;
+}
+
+static int decode_keyed(gpufl__colcode_col_t *c, const gpufl__colcode_col_t *key, size_t rows,
+                        char *why, size_t why_size) {
+    size_t n = c->n_values, next = 0;
+    if (n == rows) return 0; /* written plain (a key per row reads the same) */
+    int64_t *values = malloc((n ? n : 1) * sizeof *values);
+    unsigned char *is_null = malloc(n ? n : 1);
+    gpufl__colcode_keys_t k = {0};
+    int rc = values && is_null ? 0 : GPUFL_ENOMEM;
+    if (!rc && n) memcpy(values, c->values, n * sizeof *values), memcpy(is_null, c->is_null, n);
+    for (size_t r = 0; r < rows && !rc; r++) {
+        int64_t first = gpufl__colcode_keys_put(&k, key->values[r], key->is_null[r], (uint32_t)r);
+        if (first < 0) {
+            rc = GPUFL_ENOMEM;
+        } else if ((size_t)first < r) {
+            c->values[r] = c->values[first];
+            c->is_null[r] = c->is_null[first];
+        } else if (next < n) {
+            c->values[r] = values[next];
+            c->is_null[r] = is_null[next++];
+        } else {
+            snprintf(why, why_size, "column \"%.*s\" has %zu values, fewer than the keys of \"%s\"",
+                     (int)c->name_len, c->name, n, key->name);
+            rc = -1;
+        }
+    }
+    if (!rc && next != n) {
+        snprintf(why, why_size, "column \"%.*s\" has %zu values for %zu keys of \"%s\"",
+                 (int)c->name_len, c->name, n, next, key->name);
+        rc = -1;
+    }
+    c->n_values = rows;
+    gpufl__colcode_keys_fini(&k);
+    free(values);
+    free(is_null);
+    return rc;
+}
+
+/* A row's value from its code and the previous value or the reference; 0, or -1 past int64. */
+static int decode_cell(gpufl__colcode_kind_t kind, int64_t coded, int64_t base, int64_t *out) {
+    switch (kind) {
+    case GPUFL_CODE_BEFORE: return __builtin_sub_overflow(base, coded, out) ? -1 : 0;
+    default: return __builtin_add_overflow(base, coded, out) ? -1 : 0;
+    }
+}
+
+static int decode_column(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
+                         gpufl__colcode_col_t *ref, size_t rows, char *why, size_t why_size) {
+    if (code->kind == GPUFL_CODE_KEYED) return decode_keyed(c, ref, rows, why, why_size);
+    if (c->n_values != rows) {
+        snprintf(why, why_size, "column \"%s\" has %zu values, the line %zu rows", code->column,
+                 c->n_values, rows);
+        return -1;
+    }
+    int64_t prev = 0;
+    for (size_t r = 0; r < rows; r++) {
+        if (c->is_null[r]) continue;
+        if (ref && ref->is_null[r]) {
+            snprintf(why, why_size, "row %zu: column \"%s\" is relative to a null \"%s\"", r,
+                     code->column, code->ref);
+            return -1;
+        }
+        if (decode_cell(code->kind, c->values[r], ref ? ref->values[r] : prev, &c->values[r])) {
+            snprintf(why, why_size, "row %zu: column \"%s\" decodes past 64 bits", r, code->column);
+            return -1;
+        }
+        prev = c->values[r];
+    }
+    return 0;
+}
+
+int gpufl__colcode_decode(const gpufl__colcode_table_t *t, gpufl__colcode_col_t *cols, size_t n,
+                          size_t rows, char *why, size_t why_size) {
+    /* Deltas first: the other codes refer to decoded columns (end_ns to start_ns). */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < t->n_codes; i++) {
+            const gpufl__colcode_t *code = &t->codes[i];
+            if ((code->kind == GPUFL_CODE_DELTA) != (pass == 0)) continue;
+            gpufl__colcode_col_t *c = find_col(cols, n, code->column), *ref = NULL;
+            if (!c) continue;
+            /* a keyed column of a line without its key is written plain */
+            if (code->kind == GPUFL_CODE_KEYED && c->n_values == rows) continue;
+            if (code->ref && !(ref = find_col(cols, n, code->ref))) {
+                snprintf(why, why_size, "column \"%s\" needs column \"%s\"", code->column,
+                         code->ref);
+                return -1;
+            }
+            int rc = decode_column(code, c, ref, rows, why, why_size);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- parsed lines ---- */
+
+/* A cell of a coded column: an integer, a decimal string within int64, or null. */
+static int json_cell(const json_t *v, int64_t *out, unsigned char *is_null) {
+    *out = 0;
+    *is_null = v == NULL || json_is_null(v);
+    if (*is_null) return 0;
+    if (json_is_integer(v)) {
+        *out = (int64_t)json_integer_value(v);
+        return 0;
+    }
+    if (!json_is_string(v)) return -1;
+    char *end;
+    const char *s = json_string_value(v);
+    long long x = strtoll(s, &end, 10);
+    if (!*s || *end || x == LLONG_MAX || x == LLONG_MIN) return -1;
+    *out = x;
+    return 0;
+}
+
+int gpufl__colcode_decode_json(json_t *rec, char *why, size_t why_size) {
+    json_t *type = json_object_get(rec, "type");
+    const gpufl__colcode_table_t *t =
+        json_is_string(type) ? gpufl__colcode_find(json_string_value(type),
+                                                   json_integer_value(json_object_get(rec, "v")))
+                             : NULL;
+    if (!t) return 0;
+    /* Rows: the length of the arrays that are not keyed (the first column is one). */
+    const char *key;
+    json_t *val;
+    size_t rows = 0;
+    int have_rows = 0;
+    json_object_foreach(rec, key, val) {
+        const gpufl__colcode_t *code = gpufl__colcode_of(t, key, strlen(key));
+        if (!json_is_array(val) || (code && code->kind == GPUFL_CODE_KEYED)) continue;
+        if (have_rows && json_array_size(val) != rows) {
+            snprintf(why, why_size, "column \"%s\" has %zu rows, the others %zu", key,
+                     json_array_size(val), rows);
+            return -1;
+        }
+        rows = json_array_size(val);
+        have_rows = 1;
+    }
+    if (!have_rows) {
+        snprintf(why, why_size, "a compact \"%s\" line has no column array", t->type);
+        return -1;
+    }
+    /* Scalars become arrays; the coded columns are read into int64 arrays. */
+    gpufl__colcode_col_t cols[32];
+    size_t n = 0;
+    int rc = 0;
+    json_object_foreach(rec, key, val) {
+        if (!strcmp(key, "type") || !strcmp(key, "v")) continue;
+        if (!json_is_array(val) && !json_is_object(val)) {
+            json_t *a = json_array();
+            for (size_t r = 0; a && r < rows; r++)
+                if (json_array_append(a, val)) json_decref(a), a = NULL;
+            if (!a || json_object_set_new(rec, key, a)) return GPUFL_ENOMEM;
+            continue; /* a scalar is a value, never coded */
+        }
+        if (!gpufl__colcode_of(t, key, strlen(key))) continue;
+        if (!json_is_array(val)) {
+            snprintf(why, why_size, "column \"%s\" is not an array", key);
+            return -1;
+        }
+        if (n == N_OF(cols)) break;
+        size_t len = json_array_size(val), room = len > rows ? len : rows;
+        gpufl__colcode_col_t *c = &cols[n++];
+        *c = (gpufl__colcode_col_t){key, strlen(key), malloc((room ? room : 1) * sizeof(int64_t)),
+                                    malloc(room ? room : 1), len};
+        if (!c->values || !c->is_null) {
+            rc = GPUFL_ENOMEM;
+            goto done;
+        }
+        for (size_t r = 0; r < len; r++)
+            if (json_cell(json_array_get(val, r), &c->values[r], &c->is_null[r])) {
+                snprintf(why, why_size, "row %zu: column \"%s\" is not an integer", r, key);
+                rc = -1;
+                goto done;
+            }
+    }
+    /* References that are not coded themselves (config) are plain arrays by now. */
+    for (size_t i = 0; i < t->n_codes && !rc; i++) {
+        const char *ref = t->codes[i].ref;
+        json_t *a = ref ? json_object_get(rec, ref) : NULL;
+        if (!a || find_col(cols, n, ref) || !find_col(cols, n, t->codes[i].column)) continue;
+        if (!json_is_array(a) || n == N_OF(cols)) continue;
+        gpufl__colcode_col_t *c = &cols[n++];
+        *c = (gpufl__colcode_col_t){ref, strlen(ref), malloc((rows ? rows : 1) * sizeof(int64_t)),
+                                    malloc(rows ? rows : 1), rows};
+        if (!c->values || !c->is_null) rc = GPUFL_ENOMEM;
+        for (size_t r = 0; r < rows && !rc; r++)
+            if (json_cell(json_array_get(a, r), &c->values[r], &c->is_null[r])) {
+                snprintf(why, why_size, "row %zu: column \"%s\" is not an integer", r, ref);
+                rc = -1;
+            }
+    }
+    if (!rc) rc = gpufl__colcode_decode(t, cols, n, rows, why, why_size);
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!gpufl__colcode_of(t, cols[i].name, cols[i].name_len)) continue;
+        json_t *a = json_array();
+        for (size_t r = 0; a && r < rows; r++) {
+            json_t *cell = cols[i].is_null[r] ? json_null() : json_integer(cols[i].values[r]);
+            if (!cell || json_array_append_new(a, cell)) json_decref(a), a = NULL;
+        }
+        if (!a || json_object_set_new(rec, cols[i].name, a)) rc = GPUFL_ENOMEM;
+    }
+done:
+    for (size_t i = 0; i < n; i++) free(cols[i].values), free(cols[i].is_null);
+    return rc;
+}

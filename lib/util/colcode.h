@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * colcode.h - the column encodings of compact batch lines (docs/log-format.md, "Compact
+ * batches"): which columns of which record versions are written as deltas, as offsets from
+ * another column or once per key, and the one decoder that turns such a line back into plain
+ * columns. The writer (core/wire.c), the analysis reader and gpufl-server all use this file,
+ * so a column's encoding is declared and undone in one place.
+ */
+#ifndef GPUFL_UTIL_COLCODE_H
+#define GPUFL_UTIL_COLCODE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum gpufl__colcode_kind {
+    GPUFL_CODE_DELTA = 1,  /* row r holds value[r] - value[r-1] (row 0: the value); nulls skipped */
+    GPUFL_CODE_AFTER = 2,  /* row r holds value[r] - ref[r] (end_ns as a duration) */
+    GPUFL_CODE_BEFORE = 3, /* row r holds ref[r] - value[r] (launch_ns before start_ns) */
+    GPUFL_CODE_KEYED = 4   /* one value per distinct ref value, in order of first appearance */
+} gpufl__colcode_kind_t;
+
+typedef struct gpufl__colcode {
+    const char *column;
+    gpufl__colcode_kind_t kind;
+    const char *ref; /* the column AFTER, BEFORE and KEYED refer to; NULL for DELTA */
+} gpufl__colcode_t;
+
+/* The encodings of one compact record version. Besides its codes, any column but the first
+ * may be written as a scalar: the value of every row. */
+typedef struct gpufl__colcode_table {
+    const char *type;
+    int version;
+    const gpufl__colcode_t *codes;
+    size_t n_codes;
+} gpufl__colcode_table_t;
+
+extern const gpufl__colcode_table_t gpufl__colcode_kernel, gpufl__colcode_copy,
+    gpufl__colcode_memset, gpufl__colcode_sync;
+
+/* The table of lines of type at version v, NULL when such lines are plain. */
+const gpufl__colcode_table_t *gpufl__colcode_find(const char *type, int64_t v);
+/* The code of column `name` (len bytes) in t, NULL when it is written plain. */
+const gpufl__colcode_t *gpufl__colcode_of(const gpufl__colcode_table_t *t, const char *name,
+                                          size_t len);
+
+/* A most the writer keys a column on, and what one line may key at all. */
+#define GPUFL_COLCODE_MAX_KEYS 256
+
+/* A small map from an int64 key (or null) to a row index: KEYED columns, both ways. */
+typedef struct gpufl__colcode_keys {
+    int64_t *key;
+    uint32_t *slot_row; /* row + 1 of the key's first row; 0: empty */
+    size_t slots, count;
+} gpufl__colcode_keys_t;
+void gpufl__colcode_keys_fini(gpufl__colcode_keys_t *k);
+/* Finds key (null: is_null) or adds it with row. Returns the row of its first appearance
+ * (row itself when new), -1 out of memory. */
+int64_t gpufl__colcode_keys_put(gpufl__colcode_keys_t *k, int64_t key, int is_null, uint32_t row);
+
+/* One column of a line being decoded: values[r] and is_null[r] for every row, or, for a
+ * KEYED column, n_values entries (one per distinct key). Decoding rewrites values, is_null
+ * and n_values in place; a KEYED column needs room for rows entries. */
+typedef struct gpufl__colcode_col {
+    const char *name;
+    size_t name_len;
+    int64_t *values;
+    unsigned char *is_null;
+    size_t n_values;
+} gpufl__colcode_col_t;
+
+/* Decodes the n columns of a line of table t holding rows rows (scalars already expanded).
+ * Returns 0, or -1 with why: a coded column of the wrong length, a reference missing or
+ * null, a key with no value, a value past int64. */
+int gpufl__colcode_decode(const gpufl__colcode_table_t *t, gpufl__colcode_col_t *cols, size_t n,
+                          size_t rows, char *why, size_t why_size);
+
+/* Rewrites a parsed line of a compact version as its plain form (every column an array of
+ * rows values; unknown members untouched). Lines of other versions are left as they are.
+ * Returns 0, -1 with why for a malformed encoding (then rec may be half rewritten), or
+ * GPUFL_ENOMEM. */
+int gpufl__colcode_decode_json(json_t *rec, char *why, size_t why_size);
+
+#endif

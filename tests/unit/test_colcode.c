@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_colcode.c - compact batch lines (util/colcode.c): what the writer encodes, both of the
+ * reader's paths (the scanner and jansson) decode to the plain line's rows; malformed
+ * encodings cost their own line, reported like any bad line, and no other.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include "analysis/model.h"
+#include "analysis/reader.h"
+#include "core/wire.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUITE "colcode"
+
+enum {
+    START,
+    END,
+    DEVICE,
+    CONTEXT,
+    STREAM,
+    CORR,
+    NAME,
+    GX,
+    GY,
+    GZ,
+    BX,
+    BY,
+    BZ,
+    REGS,
+    SSMEM,
+    DSMEM,
+    LOCAL,
+    GRAPH,
+    GNODE,
+    DEMANGLED,
+    SCOPE,
+    CONFIG,
+    EXT_KIND,
+    EXT_ID,
+    LAUNCH,
+    TID,
+    STACK,
+    NCOL
+};
+
+/* Rows with what a kernel batch meets: configs repeating (keyed), a config whose grid varies
+ * (grid_x written plain), null configs, nulls in delta columns, starts out of order, constant
+ * columns (scalars). */
+static void fill(gpufl__batch_t *b, size_t rows) {
+    for (size_t r = 0; r < rows; r++) {
+        gpufl__cell_t *c = gpufl__batch_row(b);
+        int64_t cfg = r % 5 == 4 ? -1 : (int64_t)(r % 3) + 1;
+        int64_t v[NCOL] = {[START] = 5000000000 + (int64_t)r * 7000 - (r % 4 == 1 ? 9000 : 0),
+                           [DEVICE] = 0,
+                           [CONTEXT] = 1,
+                           [STREAM] = 7 + 6 * (int64_t)(r % 2),
+                           [CORR] = 100 + 2 * (int64_t)r,
+                           [NAME] = cfg < 0 ? 9 : cfg,
+                           [GX] = (int64_t)(r % 7) * 32 + 1,
+                           [GY] = cfg < 0 ? 2 : cfg,
+                           [GZ] = 1,
+                           [BX] = 128 * (cfg < 0 ? 4 : cfg),
+                           [BY] = 1,
+                           [BZ] = 1,
+                           [REGS] = cfg < 0 ? 40 : 32 + cfg,
+                           [DEMANGLED] = cfg < 0 ? 19 : cfg + 10,
+                           [SCOPE] = r % 6 == 0 ? -1 : 40 + (int64_t)r / 3,
+                           [CONFIG] = cfg,
+                           [EXT_KIND] = r % 2 ? 5 : -1,
+                           [EXT_ID] = r % 2 ? 7000 + (int64_t)r : -1,
+                           [LAUNCH] = r % 9 == 0 ? -1 : 5000000000 + (int64_t)r * 7000 - 4000,
+                           [TID] = 4242,
+                           [STACK] = (int64_t)(r % 4) + 1};
+        v[END] = v[START] + 3000 + (int64_t)r;
+        for (int k = 0; k < NCOL; k++) c[k].i = v[k];
+    }
+}
+
+static char *encode(const gpufl__batch_t *b) {
+    gpufl__buf_t o;
+    gpufl__buf_init(&o, (size_t)1 << 24);
+    gpufl__wire_batch_line(&o, b, 0, b->rows);
+    char *s = strndup(o.data, o.len);
+    gpufl__buf_fini(&o);
+    return s;
+}
+
+/* The compact line decodes, through jansson and through the scanner, to the plain line. */
+static void colcode_round_trip(void **state) {
+    (void)state;
+    gpufl__batch_t plain, compact;
+    assert_int_equal(
+        gpufl__batch_init(&plain, "kernel", gpufl__wire_kernel.cols, gpufl__wire_kernel.ncols), 0);
+    assert_int_equal(gpufl__batch_init_table(&compact, &gpufl__wire_kernel), 0);
+    fill(&plain, 300);
+    fill(&compact, 300);
+    char *p = encode(&plain), *c = encode(&compact);
+    assert_true(strlen(c) * 2 < strlen(p)); /* a fraction of the bytes */
+    json_error_t err;
+    json_t *pj = json_loads(p, 0, &err), *cj = json_loads(c, 0, &err);
+    assert_non_null(pj);
+    assert_non_null(cj);
+    assert_int_equal(json_integer_value(json_object_get(cj, "v")), 2);
+    assert_true(json_is_integer(json_object_get(cj, "tid")));               /* a scalar */
+    assert_int_equal(json_array_size(json_object_get(cj, "registers")), 4); /* per config */
+    assert_int_equal(json_array_size(json_object_get(cj, "grid_x")), 300);  /* not by config */
+    char why[160] = "";
+    assert_int_equal(gpufl__colcode_decode_json(cj, why, sizeof why), 0);
+    json_object_del(pj, "v"), json_object_del(cj, "v");
+    assert_true(json_equal(pj, cj));
+
+    gpufl__reader_scanner_t s = {0};
+    gpufl__reader_batch_t view;
+    assert_int_equal(gpufl__reader_scan_batch(&s, c, strlen(c) - 1, &view), 1);
+    assert_int_equal(view.rows, 300);
+    for (size_t i = 0; i < view.n_columns; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)view.columns[i].name_len, view.columns[i].name);
+        json_t *col = json_object_get(pj, name);
+        for (size_t r = 0; r < view.rows; r++) {
+            json_t *cell = json_array_get(col, r);
+            if (json_is_null(cell))
+                assert_true(view.columns[i].is_null[r]);
+            else
+                assert_int_equal(view.columns[i].values[r], json_integer_value(cell));
+        }
+    }
+    gpufl__reader_scanner_fini(&s);
+    json_decref(pj);
+    json_decref(cj);
+    free(p);
+    free(c);
+    gpufl__batch_fini(&plain);
+    gpufl__batch_fini(&compact);
+}
+
+static gpufl__model_t *load(const char *dir) {
+    gpufl__model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(&m, dir), 0);
+    return m;
+}
+
+/* Each malformed line is skipped and reported with its line number; the good line between
+ * them loads. */
+static void colcode_malformed_lines(void **state) {
+    (void)state;
+    static const char *const bad[] = {
+        /* a delta column of the wrong length */
+        "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[10,5],\"end_ns\":[3,3],\"device\":0,"
+        "\"stream\":7,\"correlation\":[1,1,1],\"name\":1}",
+        /* a duration without the start it counts from */
+        "{\"type\":\"kernel\",\"v\":2,\"end_ns\":[3,3],\"device\":[0,0],\"stream\":7,"
+        "\"correlation\":[1,1],\"name\":1}",
+        /* a keyed column with fewer values than configs */
+        "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[10,5],\"end_ns\":[3,3],\"device\":0,"
+        "\"stream\":7,\"correlation\":[1,1],\"config\":[1,2],\"name\":[4]}",
+        /* past 64 bits */
+        "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[9223372036854775807,5],\"end_ns\":[0,0],"
+        "\"device\":0,\"stream\":7,\"correlation\":[1,1],\"name\":1}",
+        /* no column array at all */
+        "{\"type\":\"copy\",\"v\":3,\"start_ns\":1,\"end_ns\":2,\"device\":0}",
+    };
+    char *dir = strdup(tu_scratch_dir(SUITE, "malformed"));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/device.log", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
+          "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n",
+          f);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) fprintf(f, "%s\n", bad[i]);
+    fputs("{\"type\":\"kernel\",\"v\":2,\"start_ns\":[10,5],\"end_ns\":[3,4],\"device\":0,"
+          "\"stream\":7,\"correlation\":[1,1],\"config\":[1,2],\"name\":[1,1],\"grid_x\":[1,2],"
+          "\"grid_y\":1,\"grid_z\":1,\"block_x\":1,\"block_y\":1,\"block_z\":1,\"registers\":8,"
+          "\"static_smem_bytes\":0,\"dynamic_smem_bytes\":0,\"context\":1}\n",
+          f);
+    assert_int_equal(fclose(f), 0);
+    gpufl__model_t *m = load(dir);
+    assert_int_equal(m->n_kernels, 2);
+    assert_int_equal(m->kernels[0].start_ns, 10);
+    assert_int_equal(m->kernels[1].start_ns, 15);
+    assert_int_equal(m->kernels[1].end_ns, 19);
+    assert_int_equal(m->kernels[1].correlation, 2);
+    assert_int_equal(m->kernels[1].grid_x, 2);
+    size_t reported = 0;
+    for (size_t i = 0; i < m->n_warnings; i++) {
+        const gpufl__model_warning_t *w = &m->warnings[i];
+        if (w->line >= 3 && w->line <= 7) reported |= (size_t)1 << w->line;
+    }
+    assert_int_equal(reported, 0xf8); /* lines 3 to 7 */
+    gpufl__model_destroy(m);
+    free(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(colcode_round_trip),
+        cmocka_unit_test(colcode_malformed_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
