@@ -7,10 +7,12 @@
  * The rows are a PyTorch-like training loop fed to the real encoder (gpufl__wire_batch_line,
  * 4096 rows a line, as the collector fills them): ~20 distinct kernels with their launch
  * configurations, a few streams, launch gaps of 2-50 us (each position of a step its own gap,
- * 3 % jitter), durations of 3-500 us (2 % jitter per kernel), a scope per
+ * 3 % jitter), durations of 3-500 us (0.5 % + 0.3 us jitter per kernel), 1-3 us between
+ * kernels of a busy stream, the host waiting for the GPU at the end of each step, a scope per
  * step, stacks per call site and op external ids. Every compact line is decoded back
  * (util/colcode.c) and must equal its plain line: the figures are of a lossless encoding.
- * Usage: bench_log_bytes [KERNELS] (default 200000).
+ * Usage: bench_log_bytes [KERNELS [DIR]] (default 200000; DIR: where to write the lines,
+ * kernel-v1.log and kernel-v2.log, to look at them).
  */
 #include "core/wire.h"
 
@@ -144,15 +146,21 @@ int main(int argc, char **argv) {
     int ok = 1;
     for (long i = 0; i < kernels; i++) {
         int step_i = (int)(i % STEP_LEN);
-        if (step_i == 0) scope += 3; /* a step scope and two nested ones per step */
+        if (step_i == 0) { /* a step scope and two nested ones per step; the loss read back */
+            scope += 3;
+            for (int st = 0; st < 32; st++)
+                if (stream_free[st] > host_ns) host_ns = stream_free[st];
+            host_ns += uniform(10000, 30000);
+        }
         const kernel_kind_t *k = &kinds[seq[step_i]];
         /* the same Python code path before each launch of a step: its gap varies by 3 % */
         host_ns += gap[step_i] + uniform(-gap[step_i] / 33, gap[step_i] / 33);
         corr += uniform(1, 3);
         if (uniform(0, 2) == 0) ext += uniform(1, 4);
         int64_t start = host_ns + uniform(3000, 8000);
-        if (start < stream_free[k->stream]) start = stream_free[k->stream] + uniform(500, 2000);
-        int64_t dur = k->dur_ns + uniform(-k->dur_ns / 50, k->dur_ns / 50);
+        if (start < stream_free[k->stream]) start = stream_free[k->stream] + uniform(1000, 3000);
+        int64_t jitter = k->dur_ns / 200 + 300; /* 0.5 % and 0.3 us, as kernels on an H200 vary */
+        int64_t dur = k->dur_ns + uniform(-jitter, jitter);
         stream_free[k->stream] = start + dur;
         int64_t v[27] = {[START] = start,
                          [END] = start + dur,
@@ -205,8 +213,15 @@ int main(int argc, char **argv) {
         printf("%-16s %10.1f %10.2f %10.2f\n", names[f], (double)outs[f].len / (double)kernels,
                (double)gz_size(&outs[f], 1) / (double)kernels,
                (double)gz_size(&outs[f], 6) / (double)kernels);
+    for (int f = 0; f < 2 && argc > 2; f++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/kernel-v%d.log", argv[2], f + 1);
+        FILE *fp = fopen(path, "wb");
+        if (!fp || fwrite(outs[f].data, 1, outs[f].len, fp) != outs[f].len || fclose(fp)) ok = 0;
+    }
     printf("v2 / v1: raw %.3f, gzip-1 %.3f\n", (double)outs[1].len / (double)outs[0].len,
            (double)gz_size(&outs[1], 1) / (double)gz_size(&outs[0], 1));
+    printf("\n");
     gpufl__buf_fini(&line);
     gpufl__batch_fini(&plain);
     gpufl__batch_fini(&compact);

@@ -232,14 +232,31 @@ int gpufl__batch_init_table(gpufl__batch_t *b, const gpufl__wire_table_t *table)
     b->table = table;
     b->version = table->version;
     b->codes = table->codes;
+    if (rc == 0 && b->codes) {
+        b->keys = malloc(sizeof *b->keys);
+        b->code_last = malloc(GPUFL_BATCH_MAX_ROWS * sizeof *b->code_last);
+        /* 4 slots a row: a line's keys never make the map grow */
+        if (!b->keys || !b->code_last ||
+            gpufl__colcode_keys_init(b->keys, 4 * GPUFL_BATCH_MAX_ROWS) != 0) {
+            free(b->keys);
+            b->keys = NULL;
+            gpufl__batch_fini(b);
+            return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a %s batch", table->type);
+        }
+    }
     return rc;
 }
 
 void gpufl__batch_fini(gpufl__batch_t *b) {
     free(b->cells);
     free(b->dict_ids);
+    if (b->keys) gpufl__colcode_keys_fini(b->keys);
+    free(b->keys);
+    free(b->code_last);
     b->cells = NULL;
     b->dict_ids = NULL;
+    b->keys = NULL;
+    b->code_last = NULL;
 }
 
 void gpufl__buf_put_cell(gpufl__buf_t *b, gpufl__col_kind_t kind, const gpufl__cell_t *cell) {
@@ -307,62 +324,75 @@ static int same_value(const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
     return 1;
 }
 
-/* A DELTA, AFTER or BEFORE column; nulls stay null and leave the running value. */
-static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c, int ref,
-                         gpufl__colcode_kind_t code, size_t r0, size_t r1) {
-    gpufl__col_kind_t kind = b->cols[c].kind;
-    int64_t prev = 0;
+/* A DELTA, AFTER, BEFORE or FROM_PREV column, as gpufl__colcode_decode reads it back (the
+ * running base per key value where the code has a key; a key column the table lacks is null
+ * on every row); nulls stay null. */
+static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
+                         const gpufl__colcode_t *code, int ref, size_t r0, size_t r1) {
+    int key = code->key ? col_index(b, code->key) : -1;
+    int64_t *last = b->code_last;
+    gpufl__colcode_keys_reset(b->keys);
+    last[0] = 0;
     gpufl__buf_putc(o, '[');
     for (size_t r = r0; r < r1; r++) {
         const gpufl__cell_t *cell = &b->cells[r * b->ncols + c];
-        if (r > r0) gpufl__buf_putc(o, ',');
-        if (is_null_cell(kind, cell)) {
-            gpufl__buf_put(o, "null", 4);
-            continue;
+        int64_t slot = 0;
+        if (key >= 0) { /* the map has room for every row's key: it never fails */
+            const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
+            slot = gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(b->cols[key].kind, kc),
+                                           (uint32_t)(r - r0));
+            if (slot == (int64_t)(r - r0)) last[slot] = 0;
         }
-        int64_t v = cell->i, base = ref >= 0 ? b->cells[r * b->ncols + ref].i : prev;
-        gpufl__buf_put_i64(o, code == GPUFL_CODE_BEFORE ? base - v : v - base);
-        prev = v;
+        if (r > r0) gpufl__buf_putc(o, ',');
+        int64_t v = cell->i, rv = ref >= 0 ? b->cells[r * b->ncols + ref].i : 0, out;
+        if (is_null_cell(b->cols[c].kind, cell)) {
+            gpufl__buf_put(o, "null", 4);
+        } else {
+            switch (code->kind) {
+            case GPUFL_CODE_AFTER: out = (v - rv) - last[slot], last[slot] = v - rv; break;
+            case GPUFL_CODE_BEFORE: out = rv - v; break;
+            case GPUFL_CODE_FROM_PREV: out = v - last[slot]; break;
+            default: out = v - last[slot], last[slot] = v; break;
+            }
+            gpufl__buf_put_i64(o, out);
+        }
+        /* the key's next row starts from this row's reference (an end) */
+        if (code->kind == GPUFL_CODE_FROM_PREV &&
+            !is_null_cell(b->cols[ref].kind, &b->cells[r * b->ncols + ref]))
+            last[slot] = rv;
     }
     gpufl__buf_putc(o, ']');
 }
 
 /* A KEYED column: the value of each key's first row, when every row of a key holds the same
- * value and the keys are few. Returns 0 written, 1 not keyable (nothing written), -1 out of
- * memory (nothing written). */
-static int put_keyed(gpufl__buf_t *o, const gpufl__batch_t *b, int c, int key, size_t r0,
-                     size_t r1) {
-    gpufl__colcode_keys_t k = {0};
+ * value and the keys are few; else the plain column (which reads the same). */
+static void put_keyed(gpufl__buf_t *o, const gpufl__batch_t *b, int c, int key, size_t r0,
+                      size_t r1) {
     gpufl__col_kind_t key_kind = b->cols[key].kind;
-    int rc = 0;
-    for (size_t r = r0; r < r1 && rc == 0; r++) {
+    gpufl__colcode_keys_reset(b->keys);
+    for (size_t r = r0; r < r1; r++) {
         const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
         int64_t first =
-            gpufl__colcode_keys_put(&k, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
-        if (first < 0)
-            rc = -1;
-        else if (k.count > GPUFL_COLCODE_MAX_KEYS ||
-                 memcmp(&b->cells[(r0 + (size_t)first) * b->ncols + c], &b->cells[r * b->ncols + c],
-                        sizeof(gpufl__cell_t)) != 0)
-            rc = 1;
-    }
-    if (rc == 0) {
-        gpufl__colcode_keys_fini(&k);
-        size_t n = 0;
-        gpufl__buf_putc(o, '[');
-        for (size_t r = r0; r < r1 && rc == 0; r++) {
-            const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
-            int64_t first =
-                gpufl__colcode_keys_put(&k, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
-            if (first < 0) rc = -1;
-            if (first != (int64_t)(r - r0)) continue;
-            if (n++) gpufl__buf_putc(o, ',');
-            gpufl__buf_put_cell(o, b->cols[c].kind, &b->cells[r * b->ncols + c]);
+            gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
+        if (b->keys->count > GPUFL_COLCODE_MAX_KEYS ||
+            memcmp(&b->cells[(r0 + (size_t)first) * b->ncols + c], &b->cells[r * b->ncols + c],
+                   sizeof(gpufl__cell_t)) != 0) {
+            put_column(o, b, c, r0, r1);
+            return;
         }
-        gpufl__buf_putc(o, ']');
     }
-    gpufl__colcode_keys_fini(&k);
-    return rc;
+    gpufl__colcode_keys_reset(b->keys);
+    size_t n = 0;
+    gpufl__buf_putc(o, '[');
+    for (size_t r = r0; r < r1; r++) {
+        const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
+        int64_t first =
+            gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
+        if (first != (int64_t)(r - r0)) continue;
+        if (n++) gpufl__buf_putc(o, ',');
+        gpufl__buf_put_cell(o, b->cols[c].kind, &b->cells[r * b->ncols + c]);
+    }
+    gpufl__buf_putc(o, ']');
 }
 
 /* One column of a compact line: a scalar where every row agrees (never the first column,
@@ -374,18 +404,15 @@ static void put_compact(gpufl__buf_t *o, const gpufl__batch_t *b, int c, size_t 
         gpufl__buf_put_cell(o, b->cols[c].kind, &b->cells[r0 * b->ncols + c]);
         return;
     }
+    /* the tables declare what their codes refer to; a column without its reference (an ad hoc
+     * table) is written plain, which a reader then refuses as a malformed encoding */
     int ref = code && code->ref ? col_index(b, code->ref) : -1;
-    if (!code || (code->ref && ref < 0)) {
+    if (!code || (code->ref && ref < 0) || !b->keys)
         put_column(o, b, c, r0, r1);
-    } else if (code->kind != GPUFL_CODE_KEYED) {
-        put_relative(o, b, c, ref, code->kind, r0, r1);
-    } else {
-        size_t at = o->len;
-        if (put_keyed(o, b, c, ref, r0, r1) != 0) {
-            o->len = at;
-            put_column(o, b, c, r0, r1);
-        }
-    }
+    else if (code->kind == GPUFL_CODE_KEYED)
+        put_keyed(o, b, c, ref, r0, r1);
+    else
+        put_relative(o, b, c, code, ref, r0, r1);
 }
 
 void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1) {

@@ -18,40 +18,47 @@
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Activity times: the start as a delta from the row before, the end as a duration. */
-#define TIMES                                                                                      \
-    {"start_ns", GPUFL_CODE_DELTA, NULL}, {"end_ns", GPUFL_CODE_AFTER, "start_ns"},                \
-        {"correlation", GPUFL_CODE_DELTA, NULL}, {                                                 \
-        "scope", GPUFL_CODE_DELTA, NULL                                                            \
-    }
-#define BY_CONFIG(col)                                                                             \
-    { col, GPUFL_CODE_KEYED, "config" }
-
-static const gpufl__colcode_t kernel_codes[] = {TIMES,
-                                                {"launch_ns", GPUFL_CODE_BEFORE, "start_ns"},
-                                                {"external_id", GPUFL_CODE_DELTA, NULL},
-                                                BY_CONFIG("name"),
-                                                BY_CONFIG("demangled"),
-                                                BY_CONFIG("registers"),
-                                                BY_CONFIG("static_smem_bytes"),
-                                                BY_CONFIG("dynamic_smem_bytes"),
-                                                BY_CONFIG("local_bytes_per_thread"),
-                                                BY_CONFIG("block_x"),
-                                                BY_CONFIG("block_y"),
-                                                BY_CONFIG("block_z"),
-                                                BY_CONFIG("grid_x"),
-                                                BY_CONFIG("grid_y"),
-                                                BY_CONFIG("grid_z")};
-static const gpufl__colcode_t activity_codes[] = {TIMES};
+/* Activity rows start shortly after the last one of their stream ended (the start is that
+ * gap), last a while (the end is the duration) and carry increasing ids (deltas). A kernel's
+ * duration is close to the last of its configuration's, and what a configuration fixes
+ * (name, resources, block; the grid where it follows the configuration) is written once per
+ * configuration in a line. */
+static const gpufl__colcode_t kernel_codes[] = {
+    {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", "stream"},
+    {"end_ns", GPUFL_CODE_AFTER, "start_ns", "config"},
+    {"correlation", GPUFL_CODE_DELTA, NULL, NULL},
+    {"scope", GPUFL_CODE_DELTA, NULL, NULL},
+    {"launch_ns", GPUFL_CODE_DELTA, NULL, NULL},
+    {"external_id", GPUFL_CODE_DELTA, NULL, NULL},
+    {"name", GPUFL_CODE_KEYED, "config", NULL},
+    {"demangled", GPUFL_CODE_KEYED, "config", NULL},
+    {"registers", GPUFL_CODE_KEYED, "config", NULL},
+    {"static_smem_bytes", GPUFL_CODE_KEYED, "config", NULL},
+    {"dynamic_smem_bytes", GPUFL_CODE_KEYED, "config", NULL},
+    {"local_bytes_per_thread", GPUFL_CODE_KEYED, "config", NULL},
+    {"block_x", GPUFL_CODE_KEYED, "config", NULL},
+    {"block_y", GPUFL_CODE_KEYED, "config", NULL},
+    {"block_z", GPUFL_CODE_KEYED, "config", NULL},
+    {"grid_x", GPUFL_CODE_KEYED, "config", NULL},
+    {"grid_y", GPUFL_CODE_KEYED, "config", NULL},
+    {"grid_z", GPUFL_CODE_KEYED, "config", NULL}};
+static const gpufl__colcode_t stream_codes[] = {
+    {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", "stream"},
+    {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL},
+    {"correlation", GPUFL_CODE_DELTA, NULL, NULL},
+    {"scope", GPUFL_CODE_DELTA, NULL, NULL}};
+/* Synchronizations are the host's (a stream's may be null): the row before is the last one. */
+static const gpufl__colcode_t sync_codes[] = {{"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", NULL},
+                                              {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL},
+                                              {"correlation", GPUFL_CODE_DELTA, NULL, NULL},
+                                              {"scope", GPUFL_CODE_DELTA, NULL, NULL}};
 
 const gpufl__colcode_table_t gpufl__colcode_kernel = {"kernel", 2, kernel_codes,
                                                       N_OF(kernel_codes)};
-const gpufl__colcode_table_t gpufl__colcode_copy = {"copy", 3, activity_codes,
-                                                    N_OF(activity_codes)};
-const gpufl__colcode_table_t gpufl__colcode_memset = {"memset", 3, activity_codes,
-                                                      N_OF(activity_codes)};
-const gpufl__colcode_table_t gpufl__colcode_sync = {"sync", 3, activity_codes,
-                                                    N_OF(activity_codes)};
+const gpufl__colcode_table_t gpufl__colcode_copy = {"copy", 3, stream_codes, N_OF(stream_codes)};
+const gpufl__colcode_table_t gpufl__colcode_memset = {"memset", 3, stream_codes,
+                                                      N_OF(stream_codes)};
+const gpufl__colcode_table_t gpufl__colcode_sync = {"sync", 3, sync_codes, N_OF(sync_codes)};
 
 static const gpufl__colcode_table_t *const tables[] = {
     &gpufl__colcode_kernel, &gpufl__colcode_copy, &gpufl__colcode_memset, &gpufl__colcode_sync};
@@ -71,6 +78,23 @@ const gpufl__colcode_t *gpufl__colcode_of(const gpufl__colcode_table_t *t, const
 }
 
 /* ---- keys ---- */
+
+int gpufl__colcode_keys_init(gpufl__colcode_keys_t *k, size_t slots) {
+    memset(k, 0, sizeof *k);
+    k->key = malloc(slots * sizeof *k->key);
+    k->slot_row = calloc(slots, sizeof *k->slot_row);
+    if (!k->key || !k->slot_row) {
+        gpufl__colcode_keys_fini(k);
+        return GPUFL_ENOMEM;
+    }
+    k->slots = slots;
+    return 0;
+}
+
+void gpufl__colcode_keys_reset(gpufl__colcode_keys_t *k) {
+    if (k->slots) memset(k->slot_row, 0, k->slots * sizeof *k->slot_row);
+    k->count = 0;
+}
 
 void gpufl__colcode_keys_fini(gpufl__colcode_keys_t *k) {
     free(k->key);
@@ -131,7 +155,6 @@ static gpufl__colcode_col_t *find_col(gpufl__colcode_col_t *cols, size_t n, cons
 static int decode_keyed(gpufl__colcode_col_t *c, const gpufl__colcode_col_t *key, size_t rows,
                         char *why, size_t why_size) {
     size_t n = c->n_values, next = 0;
-    if (n == rows) return 0; /* written plain (a key per row reads the same) */
     int64_t *values = malloc((n ? n : 1) * sizeof *values);
     unsigned char *is_null = malloc(n ? n : 1);
     gpufl__colcode_keys_t k = {0};
@@ -165,60 +188,126 @@ static int decode_keyed(gpufl__colcode_col_t *c, const gpufl__colcode_col_t *key
     return rc;
 }
 
-/* A row's value from its code and the previous value or the reference; 0, or -1 past int64. */
-static int decode_cell(gpufl__colcode_kind_t kind, int64_t coded, int64_t base, int64_t *out) {
-    switch (kind) {
-    case GPUFL_CODE_BEFORE: return __builtin_sub_overflow(base, coded, out) ? -1 : 0;
-    default: return __builtin_add_overflow(base, coded, out) ? -1 : 0;
+/* The state of one relative code while a line is decoded or encoded: its running base, per
+ * key value when the code has a key (slot: the row the key first came in). */
+typedef struct run {
+    gpufl__colcode_keys_t keys;
+    int64_t *last; /* rows slots, or one without a key */
+    int64_t one;
+} run_t;
+
+static int run_init(run_t *s, const gpufl__colcode_col_t *key, size_t rows) {
+    memset(s, 0, sizeof *s);
+    if (!key) {
+        s->last = &s->one;
+        return 0;
     }
+    s->last = calloc(rows ? rows : 1, sizeof *s->last);
+    return s->last ? 0 : GPUFL_ENOMEM;
 }
 
-static int decode_column(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
-                         gpufl__colcode_col_t *ref, size_t rows, char *why, size_t why_size) {
-    if (code->kind == GPUFL_CODE_KEYED) return decode_keyed(c, ref, rows, why, why_size);
-    if (c->n_values != rows) {
-        snprintf(why, why_size, "column \"%s\" has %zu values, the line %zu rows", code->column,
-                 c->n_values, rows);
+static void run_fini(run_t *s) {
+    if (s->last != &s->one) free(s->last);
+    gpufl__colcode_keys_fini(&s->keys);
+}
+
+/* The slot of row r's key (0 without a key); -1 out of memory. */
+static int64_t run_slot(run_t *s, const gpufl__colcode_col_t *key, size_t r) {
+    if (!key) return 0;
+    int64_t first = gpufl__colcode_keys_put(&s->keys, key->values[r], key->is_null[r], (uint32_t)r);
+    if (first == (int64_t)r) s->last[r] = 0;
+    return first;
+}
+
+/* Row r of coded column c from its code: 0, or -1 with why. */
+static int decode_cell(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
+                       const gpufl__colcode_col_t *ref, const gpufl__colcode_col_t *key, run_t *s,
+                       size_t r, char *why, size_t why_size) {
+    int64_t slot = run_slot(s, key, r);
+    if (slot < 0) return GPUFL_ENOMEM;
+    int64_t coded = c->values[r], base = s->last[slot], out;
+    int bad;
+    if (code->kind != GPUFL_CODE_DELTA && code->kind != GPUFL_CODE_FROM_PREV && ref->is_null[r]) {
+        snprintf(why, why_size, "row %zu: column \"%s\" is relative to a null \"%s\"", r,
+                 code->column, code->ref);
         return -1;
     }
-    int64_t prev = 0;
-    for (size_t r = 0; r < rows; r++) {
-        if (c->is_null[r]) continue;
-        if (ref && ref->is_null[r]) {
-            snprintf(why, why_size, "row %zu: column \"%s\" is relative to a null \"%s\"", r,
-                     code->column, code->ref);
-            return -1;
-        }
-        if (decode_cell(code->kind, c->values[r], ref ? ref->values[r] : prev, &c->values[r])) {
-            snprintf(why, why_size, "row %zu: column \"%s\" decodes past 64 bits", r, code->column);
-            return -1;
-        }
-        prev = c->values[r];
+    switch (code->kind) {
+    case GPUFL_CODE_AFTER: /* the row holds (value - ref) less the last such difference */
+        bad = __builtin_add_overflow(base, coded, &base) ||
+              __builtin_add_overflow(ref->values[r], base, &out);
+        s->last[slot] = base;
+        break;
+    case GPUFL_CODE_BEFORE: bad = __builtin_sub_overflow(ref->values[r], coded, &out); break;
+    case GPUFL_CODE_FROM_PREV:
+        bad = __builtin_add_overflow(base, coded, &out);
+        /* the next row of the key counts from this row's ref (set by the caller) */
+        break;
+    default:
+        bad = __builtin_add_overflow(base, coded, &out);
+        s->last[slot] = out;
+        break;
     }
+    if (bad) {
+        snprintf(why, why_size, "row %zu: column \"%s\" decodes past 64 bits", r, code->column);
+        return -1;
+    }
+    c->values[r] = out;
     return 0;
 }
 
 int gpufl__colcode_decode(const gpufl__colcode_table_t *t, gpufl__colcode_col_t *cols, size_t n,
                           size_t rows, char *why, size_t why_size) {
-    /* Deltas first: the other codes refer to decoded columns (end_ns to start_ns). */
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < t->n_codes; i++) {
-            const gpufl__colcode_t *code = &t->codes[i];
-            if ((code->kind == GPUFL_CODE_DELTA) != (pass == 0)) continue;
-            gpufl__colcode_col_t *c = find_col(cols, n, code->column), *ref = NULL;
-            if (!c) continue;
-            /* a keyed column of a line without its key is written plain */
-            if (code->kind == GPUFL_CODE_KEYED && c->n_values == rows) continue;
-            if (code->ref && !(ref = find_col(cols, n, code->ref))) {
-                snprintf(why, why_size, "column \"%s\" needs column \"%s\"", code->column,
-                         code->ref);
-                return -1;
-            }
-            int rc = decode_column(code, c, ref, rows, why, why_size);
-            if (rc) return rc;
+    gpufl__colcode_col_t *col[GPUFL_COLCODE_MAX_CODES], *ref[GPUFL_COLCODE_MAX_CODES],
+        *key[GPUFL_COLCODE_MAX_CODES];
+    run_t run[GPUFL_COLCODE_MAX_CODES];
+    size_t nc = t->n_codes < GPUFL_COLCODE_MAX_CODES ? t->n_codes : GPUFL_COLCODE_MAX_CODES;
+    int rc = 0;
+    for (size_t i = 0; i < nc; i++) run[i].last = NULL, memset(&run[i].keys, 0, sizeof run[i].keys);
+    for (size_t i = 0; i < nc && !rc; i++) {
+        const gpufl__colcode_t *code = &t->codes[i];
+        col[i] = find_col(cols, n, code->column);
+        ref[i] = code->ref ? find_col(cols, n, code->ref) : NULL;
+        key[i] = code->key ? find_col(cols, n, code->key) : NULL;
+        if (!col[i]) continue;
+        if (code->kind == GPUFL_CODE_KEYED && col[i]->n_values == rows) {
+            col[i] = NULL; /* written plain (a key per row, or no key: reads the same) */
+            continue;
+        }
+        /* a key column the line lacks is null on every row: one running base */
+        if (code->ref && !ref[i]) {
+            snprintf(why, why_size, "column \"%s\" needs column \"%s\"", code->column, code->ref);
+            rc = -1;
+        } else if (code->kind != GPUFL_CODE_KEYED && col[i]->n_values != rows) {
+            snprintf(why, why_size, "column \"%s\" has %zu values, the line %zu rows", code->column,
+                     col[i]->n_values, rows);
+            rc = -1;
+        } else if (code->kind != GPUFL_CODE_KEYED) {
+            rc = run_init(&run[i], key[i], rows);
         }
     }
-    return 0;
+    /* Row by row, each row's codes in the table's order: a code refers to columns decoded
+     * before it in the same row (end_ns to start_ns) or in an earlier row. */
+    for (size_t r = 0; r < rows && !rc; r++) {
+        for (size_t i = 0; i < nc && !rc; i++)
+            if (col[i] && run[i].last && !col[i]->is_null[r])
+                rc = decode_cell(&t->codes[i], col[i], ref[i], key[i], &run[i], r, why, why_size);
+        /* a FROM_PREV code's next row counts from this row's (decoded) reference */
+        for (size_t i = 0; i < nc && !rc; i++) {
+            if (!col[i] || !run[i].last || t->codes[i].kind != GPUFL_CODE_FROM_PREV) continue;
+            int64_t slot = run_slot(&run[i], key[i], r);
+            if (slot < 0)
+                rc = GPUFL_ENOMEM;
+            else if (!ref[i]->is_null[r])
+                run[i].last[slot] = ref[i]->values[r];
+        }
+    }
+    for (size_t i = 0; i < nc && !rc; i++)
+        if (col[i] && t->codes[i].kind == GPUFL_CODE_KEYED)
+            rc = decode_keyed(col[i], ref[i], rows, why, why_size);
+    for (size_t i = 0; i < nc; i++)
+        if (run[i].last) run_fini(&run[i]);
+    return rc;
 }
 
 /* ---- parsed lines ---- */
@@ -302,12 +391,14 @@ int gpufl__colcode_decode_json(json_t *rec, char *why, size_t why_size) {
                 goto done;
             }
     }
-    /* References that are not coded themselves (config) are plain arrays by now. */
-    for (size_t i = 0; i < t->n_codes && !rc; i++) {
-        const char *ref = t->codes[i].ref;
+    /* References and keys that are not coded themselves (config, stream) are plain arrays by
+     * now: read them too. */
+    for (size_t i = 0; i < 2 * t->n_codes && !rc; i++) {
+        const gpufl__colcode_t *code = &t->codes[i / 2];
+        const char *ref = i % 2 ? code->key : code->ref;
         json_t *a = ref ? json_object_get(rec, ref) : NULL;
-        if (!a || find_col(cols, n, ref) || !find_col(cols, n, t->codes[i].column)) continue;
-        if (!json_is_array(a) || n == N_OF(cols)) continue;
+        if (!a || find_col(cols, n, ref) || !find_col(cols, n, code->column)) continue;
+        if (!json_is_array(a) || json_array_size(a) != rows || n == N_OF(cols)) continue;
         gpufl__colcode_col_t *c = &cols[n++];
         *c = (gpufl__colcode_col_t){ref, strlen(ref), malloc((rows ? rows : 1) * sizeof(int64_t)),
                                     malloc(rows ? rows : 1), rows};

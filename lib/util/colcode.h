@@ -16,14 +16,20 @@
 typedef enum gpufl__colcode_kind {
     GPUFL_CODE_DELTA = 1,  /* row r holds value[r] - value[r-1] (row 0: the value); nulls skipped */
     GPUFL_CODE_AFTER = 2,  /* row r holds value[r] - ref[r] (end_ns as a duration) */
-    GPUFL_CODE_BEFORE = 3, /* row r holds ref[r] - value[r] (launch_ns before start_ns) */
-    GPUFL_CODE_KEYED = 4   /* one value per distinct ref value, in order of first appearance */
+    GPUFL_CODE_BEFORE = 3, /* row r holds ref[r] - value[r] */
+    GPUFL_CODE_KEYED = 4,  /* one value per distinct ref value, in order of first appearance */
+    GPUFL_CODE_FROM_PREV = 5 /* row r holds value[r] - ref[r-1] (row 0, or ref[r-1] null: the
+                               * value): start_ns as the gap since the row before ended */
 } gpufl__colcode_kind_t;
 
 typedef struct gpufl__colcode {
     const char *column;
     gpufl__colcode_kind_t kind;
-    const char *ref; /* the column AFTER, BEFORE and KEYED refer to; NULL for DELTA */
+    const char *ref; /* the column AFTER, BEFORE, FROM_PREV and KEYED refer to; NULL for DELTA */
+    /* DELTA, AFTER and FROM_PREV only: "the row before" is the last earlier row with the same
+     * value in this column (a stream, a config), and a key's first row counts from 0. For
+     * AFTER, the row holds its difference from that row's (value - ref). NULL: the row before. */
+    const char *key;
 } gpufl__colcode_t;
 
 /* The encodings of one compact record version. Besides its codes, any column but the first
@@ -44,8 +50,10 @@ const gpufl__colcode_table_t *gpufl__colcode_find(const char *type, int64_t v);
 const gpufl__colcode_t *gpufl__colcode_of(const gpufl__colcode_table_t *t, const char *name,
                                           size_t len);
 
-/* A most the writer keys a column on, and what one line may key at all. */
+/* The most keys the writer keys a column on (more: the column is written plain). */
 #define GPUFL_COLCODE_MAX_KEYS 256
+/* The most codes a table declares. */
+#define GPUFL_COLCODE_MAX_CODES 32
 
 /* A small map from an int64 key (or null) to a row index: KEYED columns, both ways. */
 typedef struct gpufl__colcode_keys {
@@ -53,6 +61,11 @@ typedef struct gpufl__colcode_keys {
     uint32_t *slot_row; /* row + 1 of the key's first row; 0: empty */
     size_t slots, count;
 } gpufl__colcode_keys_t;
+/* Room for `slots` slots at once (a power of two): a map that never holds more than slots / 2
+ * keys never allocates again. GPUFL_ENOMEM. */
+int gpufl__colcode_keys_init(gpufl__colcode_keys_t *k, size_t slots);
+/* Empties k, keeping its room. */
+void gpufl__colcode_keys_reset(gpufl__colcode_keys_t *k);
 void gpufl__colcode_keys_fini(gpufl__colcode_keys_t *k);
 /* Finds key (null: is_null) or adds it with row. Returns the row of its first appearance
  * (row itself when new), -1 out of memory. */
@@ -69,7 +82,9 @@ typedef struct gpufl__colcode_col {
     size_t n_values;
 } gpufl__colcode_col_t;
 
-/* Decodes the n columns of a line of table t holding rows rows (scalars already expanded).
+/* Decodes the n columns of a line of table t holding rows rows (scalars already expanded):
+ * row by row, each row's codes in the table's order (a code refers to columns before it in
+ * the same row, or to the row before), then the KEYED columns.
  * Returns 0, or -1 with why: a coded column of the wrong length, a reference missing or
  * null, a key with no value, a value past int64. */
 int gpufl__colcode_decode(const gpufl__colcode_table_t *t, gpufl__colcode_col_t *cols, size_t n,

@@ -4,15 +4,23 @@ stand for: the Python twin of lib/util/colcode.c for the test and GPU-check scri
 logs with the standard library. Keep CODES in step with colcode.c.
 """
 
-_TIMES = {"start_ns": ("delta", None), "end_ns": ("after", "start_ns"),
-          "correlation": ("delta", None), "scope": ("delta", None)}
-_KERNEL = dict(_TIMES, launch_ns=("before", "start_ns"), external_id=("delta", None),
-               **{c: ("keyed", "config") for c in (
+# In declaration order: a code refers to columns before it in the row, or to earlier rows.
+# (code, reference, key): with a key, "the row before" is the last earlier row with the same
+# key value, and a key's first row counts from 0.
+_IDS = {"correlation": ("delta", None, None), "scope": ("delta", None, None)}
+_STREAM = dict({"start_ns": ("from_prev", "end_ns", "stream"),
+                "end_ns": ("after", "start_ns", None)}, **_IDS)
+_SYNC = dict({"start_ns": ("from_prev", "end_ns", None),
+              "end_ns": ("after", "start_ns", None)}, **_IDS)
+_KERNEL = dict({"start_ns": ("from_prev", "end_ns", "stream"),
+                "end_ns": ("after", "start_ns", "config")}, **_IDS,
+               launch_ns=("delta", None, None), external_id=("delta", None, None),
+               **{c: ("keyed", "config", None) for c in (
                    "name", "demangled", "registers", "static_smem_bytes", "dynamic_smem_bytes",
                    "local_bytes_per_thread", "block_x", "block_y", "block_z", "grid_x", "grid_y",
                    "grid_z")})
 # (type, v) -> {column: (code, reference)}
-CODES = {("kernel", 2): _KERNEL, ("copy", 3): _TIMES, ("memset", 3): _TIMES, ("sync", 3): _TIMES}
+CODES = {("kernel", 2): _KERNEL, ("copy", 3): _STREAM, ("memset", 3): _STREAM, ("sync", 3): _SYNC}
 
 
 class CompactError(ValueError):
@@ -38,51 +46,61 @@ def decode(rec):
         if k in ("type", "v") or isinstance(v, (list, dict)):
             if isinstance(v, list) and k in codes:
                 coded.add(k)
+                rec[k] = list(v)
             continue
         rec[k] = [v] * rows  # a scalar: every row's value, never coded
-    for passes in (("delta",), ("after", "before", "keyed")):
-        for col in sorted(coded):
-            code, ref = codes[col]
-            if code not in passes:
-                continue
-            vals = rec[col]
-            if code == "keyed" and ref not in rec and len(vals) == rows:
-                continue  # plain: no key to go by
-            if ref is not None and ref not in rec:
-                raise CompactError("column %s needs column %s" % (col, ref))
-            if code == "keyed":
-                if len(vals) == rows:
-                    continue
-                first, it, out = {}, iter(vals), []
-                for r, key in enumerate(rec[ref]):
-                    if key not in first:
-                        try:
-                            first[key] = next(it)
-                        except StopIteration:
-                            raise CompactError("column %s has too few values" % col) from None
-                    out.append(first[key])
-                if next(it, it) is not it:
-                    raise CompactError("column %s has too many values" % col)
-                rec[col] = out
-                continue
-            if len(vals) != rows:
-                raise CompactError("column %s has %d values, the line %d rows"
-                                   % (col, len(vals), rows))
-            prev, out = 0, []
-            for r, v in enumerate(vals):
-                if v is None:
-                    out.append(None)
-                    continue
-                v = _int(v)
-                if code == "delta":
-                    prev = prev + v
-                else:
-                    base = rec[ref][r]
-                    if base is None:
+    for col in coded:
+        code, ref, key = codes[col]
+        if code == "keyed" and len(rec[col]) == rows:
+            continue  # plain: a key per row, or no key to go by
+        if ref is not None and ref not in rec:
+            raise CompactError("column %s needs column %s" % (col, ref))
+        if code != "keyed" and len(rec[col]) != rows:
+            raise CompactError("column %s has %d values, the line %d rows"
+                               % (col, len(rec[col]), rows))
+    rel = [c for c in codes if c in coded and codes[c][0] != "keyed"]
+    last = {c: {} for c in rel}  # column -> {key value: running base}
+    for r in range(rows):
+        for col in rel:
+            code, ref, key = codes[col]
+            k = rec[key][r] if key in rec else None  # a key the line lacks: null
+            v = rec[col][r]
+            if v is not None:
+                v, base = _int(v), last[col].get(k, 0)
+                if code == "after":
+                    if rec[ref][r] is None:
                         raise CompactError("row %d: %s is relative to a null %s" % (r, col, ref))
-                    prev = base + v if code == "after" else base - v
-                out.append(prev)
-            rec[col] = out
+                    last[col][k] = base + v
+                    v = _int(rec[ref][r]) + base + v
+                elif code == "before":
+                    if rec[ref][r] is None:
+                        raise CompactError("row %d: %s is relative to a null %s" % (r, col, ref))
+                    v = _int(rec[ref][r]) - v
+                else:
+                    v = base + v
+                    if code == "delta":
+                        last[col][k] = v
+                rec[col][r] = v
+        for col in rel:
+            code, ref, key = codes[col]
+            if code == "from_prev" and rec[ref][r] is not None:
+                last[col][rec[key][r] if key in rec else None] = _int(rec[ref][r])
+    for col in coded:
+        code, ref, _ = codes[col]
+        vals = rec[col]
+        if code != "keyed" or len(vals) == rows:
+            continue
+        first, it, out = {}, iter(vals), []
+        for key in rec[ref]:
+            if key not in first:
+                try:
+                    first[key] = next(it)
+                except StopIteration:
+                    raise CompactError("column %s has too few values" % col) from None
+            out.append(first[key])
+        if next(it, it) is not it:
+            raise CompactError("column %s has too many values" % col)
+        rec[col] = out
     return rec
 
 
@@ -102,28 +120,38 @@ def encode(rec, version):
         if i > 0 and rows > 1 and all(v == vals[0] for v in vals):
             out[col] = vals[0]
             continue
-        code, ref = codes.get(col, (None, None))
+        code, ref, key = codes.get(col, (None, None, None))
         if code is None:
             out[col] = vals
         elif code == "keyed" and ref not in rec:
             out[col] = vals
         elif code == "keyed":
             first = {}
-            for key, v in zip(rec[ref], vals):
-                if first.setdefault(key, v) != v:
+            for k, v in zip(rec[ref], vals):
+                if first.setdefault(k, v) != v:
                     first = None
                     break
             out[col] = vals if first is None or len(first) > MAX_KEYS else list(first.values())
         else:
-            prev, coded = 0, []
+            last, coded = {}, []
             for r, v in enumerate(vals):
-                if v is None:
+                k = rec[key][r] if key in rec else None
+                if v is not None:
+                    v, base = _int(v), last.get(k, 0)
+                    if code == "after":
+                        diff = v - _int(rec[ref][r])
+                        coded.append(diff - base)
+                        last[k] = diff
+                    elif code == "before":
+                        coded.append(_int(rec[ref][r]) - v)
+                    else:
+                        coded.append(v - base)
+                        if code == "delta":
+                            last[k] = v
+                else:
                     coded.append(None)
-                    continue
-                v = _int(v)
-                base = rec[ref][r] if ref else prev
-                coded.append(base - v if code == "before" else v - base)
-                prev = v
+                if code == "from_prev" and rec[ref][r] is not None:
+                    last[k] = _int(rec[ref][r])
             out[col] = coded
     return out
 

@@ -188,8 +188,9 @@ static void colcode_malformed_lines(void **state) {
     gpufl__model_t *m = load(dir);
     assert_int_equal(m->n_kernels, 2);
     assert_int_equal(m->kernels[0].start_ns, 10);
-    assert_int_equal(m->kernels[1].start_ns, 15);
-    assert_int_equal(m->kernels[1].end_ns, 19);
+    assert_int_equal(m->kernels[0].end_ns, 13);
+    assert_int_equal(m->kernels[1].start_ns, 18); /* 5 after the row before ended */
+    assert_int_equal(m->kernels[1].end_ns, 22);
     assert_int_equal(m->kernels[1].correlation, 2);
     assert_int_equal(m->kernels[1].grid_x, 2);
     size_t reported = 0;
