@@ -14,6 +14,7 @@
  * Usage: bench_log_bytes [KERNELS [DIR]] (default 200000; DIR: where to write the lines,
  * kernel-v1.log and kernel-v2.log, to look at them).
  */
+#include "analysis/reader.h"
 #include "core/wire.h"
 
 #include <gpufl/gpufl.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 #define N_KERNELS 20
@@ -68,6 +70,12 @@ static int64_t uniform(int64_t lo, int64_t hi) { /* [lo, hi] */
     return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 typedef struct out {
     char *data;
     size_t len, cap;
@@ -81,6 +89,22 @@ static void append(out_t *o, const char *s, size_t n) {
     }
     memcpy(o->data + o->len, s, n);
     o->len += n;
+}
+
+/* CPU seconds the reader's scanner takes over every line of o (decoding compact ones). */
+static double scan_s(const out_t *o, long *rows) {
+    gpufl__reader_scanner_t s = {0};
+    gpufl__reader_batch_t b;
+    double t0 = now_s();
+    *rows = 0;
+    for (const char *p = o->data, *end = o->data + o->len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (gpufl__reader_scan_batch(&s, p, (size_t)(nl - p), &b) == 1) *rows += (long)b.rows;
+        p = nl + 1;
+    }
+    double t = now_s() - t0;
+    gpufl__reader_scanner_fini(&s);
+    return t;
 }
 
 static size_t gz_size(const out_t *o, int level) {
@@ -142,6 +166,7 @@ int main(int argc, char **argv) {
     out_t outs[2] = {{0}};
     gpufl__buf_t line;
     gpufl__buf_init(&line, (size_t)1 << 28);
+    double encode_s[2] = {0, 0};
     int64_t host_ns = 5000000000, stream_free[32] = {0}, corr = 1000, ext = 40000, scope = 100;
     int ok = 1;
     for (long i = 0; i < kernels; i++) {
@@ -199,7 +224,9 @@ int main(int argc, char **argv) {
             size_t plain_at = outs[0].len;
             for (int f = 0; f < 2; f++) {
                 line.len = 0;
+                double t0 = now_s();
                 gpufl__wire_batch_line(&line, b[f], 0, b[f]->rows);
+                encode_s[f] += now_s() - t0;
                 append(&outs[f], line.data, line.len);
                 b[f]->rows = 0;
             }
@@ -213,6 +240,13 @@ int main(int argc, char **argv) {
         printf("%-16s %10.1f %10.2f %10.2f\n", names[f], (double)outs[f].len / (double)kernels,
                (double)gz_size(&outs[f], 1) / (double)kernels,
                (double)gz_size(&outs[f], 6) / (double)kernels);
+    for (int f = 0; f < 2; f++) {
+        long rows;
+        double t = scan_s(&outs[f], &rows);
+        ok &= rows == kernels;
+        printf("%s: encode %.0f ns/kernel, scan (and decode) %.0f ns/kernel\n", names[f],
+               encode_s[f] * 1e9 / (double)kernels, t * 1e9 / (double)kernels);
+    }
     for (int f = 0; f < 2 && argc > 2; f++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/kernel-v%d.log", argv[2], f + 1);

@@ -349,7 +349,9 @@ static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
             gpufl__buf_put(o, "null", 4);
         } else {
             switch (code->kind) {
-            case GPUFL_CODE_AFTER: out = (v - rv) - last[slot], last[slot] = v - rv; break;
+            case GPUFL_CODE_AFTER: /* a duration, less the key's last one if keyed */
+                out = (v - rv) - (code->key ? last[slot] : 0), last[slot] = v - rv;
+                break;
             case GPUFL_CODE_BEFORE: out = rv - v; break;
             case GPUFL_CODE_FROM_PREV: out = v - last[slot]; break;
             default: out = v - last[slot], last[slot] = v; break;

@@ -233,7 +233,8 @@ static int decode_cell(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
         return -1;
     }
     switch (code->kind) {
-    case GPUFL_CODE_AFTER: /* the row holds (value - ref) less the last such difference */
+    case GPUFL_CODE_AFTER: /* the row holds (value - ref), less the key's last one if keyed */
+        if (!code->key) base = 0;
         bad = __builtin_add_overflow(base, coded, &base) ||
               __builtin_add_overflow(ref->values[r], base, &out);
         s->last[slot] = base;

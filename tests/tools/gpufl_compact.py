@@ -68,6 +68,7 @@ def decode(rec):
             if v is not None:
                 v, base = _int(v), last[col].get(k, 0)
                 if code == "after":
+                    base = base if key else 0  # unkeyed: the duration itself
                     if rec[ref][r] is None:
                         raise CompactError("row %d: %s is relative to a null %s" % (r, col, ref))
                     last[col][k] = base + v
@@ -139,6 +140,7 @@ def encode(rec, version):
                 if v is not None:
                     v, base = _int(v), last.get(k, 0)
                     if code == "after":
+                        base = base if key else 0  # unkeyed: the duration itself
                         diff = v - _int(rec[ref][r])
                         coded.append(diff - base)
                         last[k] = diff
