@@ -10,9 +10,13 @@
 #include "analysis/compat.h"
 
 #include "util/colcode.h"
+#include "util/error.h"
+
+#include <gpufl/gpufl_analysis.h>
 
 #include <gpufl/gpufl_log.h>
 
+#include <stdio.h>
 #include <string.h>
 
 /* Record types whose version is past 1, with the newest this reader knows;
@@ -92,4 +96,15 @@ void gpufl__compat_syncs(gpufl__model_t *m, size_t first, json_t *rec,
 
 int gpufl__compat_line(json_t *rec, char *why, size_t why_size) {
     return gpufl__colcode_decode_json(rec, why, why_size);
+}
+
+int gpufl_log_line_decode(struct json_t *line, char *why, size_t why_size) {
+    char reason[200] = "";
+    if (!line) return gpufl__set_error(GPUFL_EINVAL, "no line to decode");
+    int rc = gpufl__colcode_decode_json(line, reason, sizeof reason);
+    if (rc == -1) {
+        if (why && why_size) snprintf(why, why_size, "%s", reason);
+        return gpufl__set_error(GPUFL_EFORMAT, "%s", reason);
+    }
+    return rc;
 }

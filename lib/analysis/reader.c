@@ -369,6 +369,7 @@ static int scan_column(gpufl__reader_scanner_t *s, scan_t *sc, size_t n, size_t 
  * Returns 1, 0 when the encoding is malformed (jansson's path reports it), GPUFL_ENOMEM. */
 static int scan_decode(gpufl__reader_scanner_t *s, size_t n, size_t *cells, size_t rows) {
     gpufl__colcode_col_t cols[SCAN_MAX_COLUMNS];
+    if (rows > GPUFL_COLCODE_MAX_ROWS) return 0;
     for (size_t i = 0; i < n; i++) {
         gpufl__reader_column_t *col = &s->columns[i];
         size_t from = (size_t)(uintptr_t)col->values, len = s->col_cells[i];

@@ -119,7 +119,8 @@ void gpufl__buf_put_cell(gpufl__buf_t *b, gpufl__col_kind_t kind, const gpufl__c
 /* Puts the dict ids of rows [r0, r1) of b (0 included) into ids (room for
  * (r1 - r0) x its dict columns) and returns how many. */
 size_t gpufl__wire_batch_ids(const gpufl__batch_t *b, size_t r0, size_t r1, uint32_t *ids);
-/* Encodes rows [r0, r1) of b as one batch line. */
+/* Encodes rows [r0, r1) of b as one batch line (a compact line when b's table has codes).
+ * Uses b's scratch: one thread at a time per batch, as the fan-out calls it. */
 void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1);
 
 /* Looks up the string of a dict id (NULL when there is none). */

@@ -358,6 +358,11 @@ int gpufl__colcode_decode_json(json_t *rec, char *why, size_t why_size) {
         snprintf(why, why_size, "a compact \"%s\" line has no column array", t->type);
         return -1;
     }
+    if (rows > GPUFL_COLCODE_MAX_ROWS) {
+        snprintf(why, why_size, "a compact \"%s\" line of %zu rows (at most %d)", t->type, rows,
+                 GPUFL_COLCODE_MAX_ROWS);
+        return -1;
+    }
     /* Scalars become arrays; the coded columns are read into int64 arrays. */
     gpufl__colcode_col_t cols[32];
     size_t n = 0;

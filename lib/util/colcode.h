@@ -52,6 +52,9 @@ const gpufl__colcode_t *gpufl__colcode_of(const gpufl__colcode_table_t *t, const
 
 /* The most keys the writer keys a column on (more: the column is written plain). */
 #define GPUFL_COLCODE_MAX_KEYS 256
+/* The most rows a compact line holds (GPUFL_BATCH_MAX_ROWS, what a writer puts in a line): a
+ * line of more is malformed, which bounds what its scalars expand to. */
+#define GPUFL_COLCODE_MAX_ROWS 4096
 /* The most codes a table declares. */
 #define GPUFL_COLCODE_MAX_CODES 32
 

@@ -23,6 +23,9 @@ _KERNEL = dict({"start_ns": ("from_prev", "end_ns", "stream"),
 CODES = {("kernel", 2): _KERNEL, ("copy", 3): _STREAM, ("memset", 3): _STREAM, ("sync", 3): _SYNC}
 
 
+MAX_ROWS = 4096  # GPUFL_COLCODE_MAX_ROWS
+
+
 class CompactError(ValueError):
     """A compact line whose encoding is malformed."""
 
@@ -41,6 +44,9 @@ def decode(rec):
     if len(lengths) != 1:
         raise CompactError("a compact %s line needs column arrays of one length" % rec["type"])
     rows = lengths.pop()
+    if rows > MAX_ROWS:
+        raise CompactError("a compact %s line of %d rows (at most %d)"
+                           % (rec["type"], rows, MAX_ROWS))
     coded = set()
     for k, v in list(rec.items()):
         if k in ("type", "v") or isinstance(v, (list, dict)):

@@ -16,6 +16,8 @@
 #include "analysis/reader.h"
 #include "core/wire.h"
 
+#include <gpufl/gpufl_analysis.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,10 +205,37 @@ static void colcode_malformed_lines(void **state) {
     free(dir);
 }
 
+/* A compact line holds at most 4096 rows: more is malformed, so that its scalars never expand
+ * past what a writer makes. */
+static void colcode_row_cap(void **state) {
+    (void)state;
+    for (int rows = 4096; rows <= 4097; rows++) {
+        json_t *line = json_pack("{s:s, s:i, s:o, s:o, s:i}", "type", "kernel", "v", 2, "start_ns",
+                                 json_array(), "end_ns", json_array(), "device", 0);
+        for (int r = 0; r < rows; r++) { /* each 1 ns after the last ended, lasting 0 */
+            json_array_append_new(json_object_get(line, "start_ns"), json_integer(1));
+            json_array_append_new(json_object_get(line, "end_ns"), json_integer(0));
+        }
+        char why[160] = "";
+        /* through the public entry gpufl-server calls */
+        assert_int_equal(gpufl_log_line_decode(line, why, sizeof why),
+                         rows > 4096 ? GPUFL_EFORMAT : 0);
+        if (rows == 4096) {
+            assert_int_equal(json_array_size(json_object_get(line, "device")), 4096);
+            assert_int_equal(
+                json_integer_value(json_array_get(json_object_get(line, "start_ns"), 4095)), 4096);
+        } else {
+            assert_non_null(strstr(why, "at most 4096"));
+        }
+        json_decref(line);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(colcode_round_trip),
         cmocka_unit_test(colcode_malformed_lines),
+        cmocka_unit_test(colcode_row_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
