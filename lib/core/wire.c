@@ -324,7 +324,7 @@ static int same_value(const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
     return 1;
 }
 
-/* A DELTA, AFTER, BEFORE or FROM_PREV column, as gpufl__colcode_decode reads it back (the
+/* A DELTA, AFTER or FROM_PREV column, as gpufl__colcode_decode reads it back (the
  * running base per key value where the code has a key; a key column the table lacks is null
  * on every row); nulls stay null. */
 static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
@@ -352,7 +352,6 @@ static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
             case GPUFL_CODE_AFTER: /* a duration, less the key's last one if keyed */
                 out = (v - rv) - (code->key ? last[slot] : 0), last[slot] = v - rv;
                 break;
-            case GPUFL_CODE_BEFORE: out = rv - v; break;
             case GPUFL_CODE_FROM_PREV: out = v - last[slot]; break;
             default: out = v - last[slot], last[slot] = v; break;
             }

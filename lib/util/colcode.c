@@ -171,14 +171,15 @@ static int decode_keyed(gpufl__colcode_col_t *c, const gpufl__colcode_col_t *key
             c->values[r] = values[next];
             c->is_null[r] = is_null[next++];
         } else {
-            snprintf(why, why_size, "column \"%.*s\" has %zu values, fewer than the keys of \"%s\"",
-                     (int)c->name_len, c->name, n, key->name);
+            snprintf(why, why_size,
+                     "column \"%.*s\" has %zu values, fewer than the keys of \"%.*s\"",
+                     (int)c->name_len, c->name, n, (int)key->name_len, key->name);
             rc = -1;
         }
     }
     if (!rc && next != n) {
-        snprintf(why, why_size, "column \"%.*s\" has %zu values for %zu keys of \"%s\"",
-                 (int)c->name_len, c->name, n, next, key->name);
+        snprintf(why, why_size, "column \"%.*s\" has %zu values for %zu keys of \"%.*s\"",
+                 (int)c->name_len, c->name, n, next, (int)key->name_len, key->name);
         rc = -1;
     }
     c->n_values = rows;
@@ -239,7 +240,6 @@ static int decode_cell(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
               __builtin_add_overflow(ref->values[r], base, &out);
         s->last[slot] = base;
         break;
-    case GPUFL_CODE_BEFORE: bad = __builtin_sub_overflow(ref->values[r], coded, &out); break;
     case GPUFL_CODE_FROM_PREV:
         bad = __builtin_add_overflow(base, coded, &out);
         /* the next row of the key counts from this row's ref (set by the caller) */

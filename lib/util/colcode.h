@@ -14,18 +14,22 @@
 #include <stdint.h>
 
 typedef enum gpufl__colcode_kind {
-    GPUFL_CODE_DELTA = 1,  /* row r holds value[r] - value[r-1] (row 0: the value); nulls skipped */
-    GPUFL_CODE_AFTER = 2,  /* row r holds value[r] - ref[r] (end_ns as a duration) */
-    GPUFL_CODE_BEFORE = 3, /* row r holds ref[r] - value[r] */
-    GPUFL_CODE_KEYED = 4,  /* one value per distinct ref value, in order of first appearance */
-    GPUFL_CODE_FROM_PREV = 5 /* row r holds value[r] - ref[r-1] (row 0, or ref[r-1] null: the
-                               * value): start_ns as the gap since the row before ended */
+    /* row r holds value[r] - value[q], q the row before (0 for a first row); nulls skipped */
+    GPUFL_CODE_DELTA = 1,
+    /* row r holds d[r] - d[q] with d = value - ref (end_ns: a duration's change); without a key,
+     * d[r] itself */
+    GPUFL_CODE_AFTER = 2,
+    /* one value per distinct ref value, in order of first appearance */
+    GPUFL_CODE_KEYED = 3,
+    /* row r holds value[r] - ref[q] (0 for a first row): start_ns as the gap since the row
+     * before ended */
+    GPUFL_CODE_FROM_PREV = 4
 } gpufl__colcode_kind_t;
 
 typedef struct gpufl__colcode {
     const char *column;
     gpufl__colcode_kind_t kind;
-    const char *ref; /* the column AFTER, BEFORE, FROM_PREV and KEYED refer to; NULL for DELTA */
+    const char *ref; /* the column AFTER, FROM_PREV and KEYED refer to; NULL for DELTA */
     /* DELTA, AFTER and FROM_PREV only: "the row before" is the last earlier row with the same
      * value in this column (a stream, a config), and a key's first row counts from 0. For
      * AFTER, the row holds its difference from that row's (value - ref). NULL: the row before. */

@@ -79,10 +79,6 @@ def decode(rec):
                         raise CompactError("row %d: %s is relative to a null %s" % (r, col, ref))
                     last[col][k] = base + v
                     v = _int(rec[ref][r]) + base + v
-                elif code == "before":
-                    if rec[ref][r] is None:
-                        raise CompactError("row %d: %s is relative to a null %s" % (r, col, ref))
-                    v = _int(rec[ref][r]) - v
                 else:
                     v = base + v
                     if code == "delta":
@@ -150,8 +146,6 @@ def encode(rec, version):
                         diff = v - _int(rec[ref][r])
                         coded.append(diff - base)
                         last[k] = diff
-                    elif code == "before":
-                        coded.append(_int(rec[ref][r]) - v)
                     else:
                         coded.append(v - base)
                         if code == "delta":
