@@ -29,36 +29,6 @@
 #define N_KERNELS 20
 #define STEP_LEN  48 /* launches per training step */
 
-enum {
-    START,
-    END,
-    DEVICE,
-    CONTEXT,
-    STREAM,
-    CORR,
-    NAME,
-    GX,
-    GY,
-    GZ,
-    BX,
-    BY,
-    BZ,
-    REGS,
-    SSMEM,
-    DSMEM,
-    LOCAL,
-    GRAPH,
-    GNODE,
-    DEMANGLED,
-    SCOPE,
-    CONFIG,
-    EXT_KIND,
-    EXT_ID,
-    LAUNCH,
-    TID,
-    STACK
-};
-
 typedef struct kernel_kind {
     int64_t grid[3], block[3], regs, ssmem, dsmem, dur_ns, stream;
     int grid_varies; /* a grid that follows the batch's shape */
@@ -187,38 +157,39 @@ int main(int argc, char **argv) {
         int64_t jitter = k->dur_ns / 200 + 300; /* 0.5 % and 0.3 us, as kernels on an H200 vary */
         int64_t dur = k->dur_ns + uniform(-jitter, jitter);
         stream_free[k->stream] = start + dur;
-        int64_t v[27] = {[START] = start,
-                         [END] = start + dur,
-                         [DEVICE] = 0,
-                         [CONTEXT] = 1,
-                         [STREAM] = k->stream,
-                         [CORR] = corr,
-                         [NAME] = 1 + seq[step_i],
-                         [GX] = k->grid[0],
-                         [GY] = k->grid[1],
-                         [GZ] = k->grid[2],
-                         [BX] = k->block[0],
-                         [BY] = k->block[1],
-                         [BZ] = k->block[2],
-                         [REGS] = k->regs,
-                         [SSMEM] = k->ssmem,
-                         [DSMEM] = k->dsmem,
-                         [LOCAL] = 0,
-                         [GRAPH] = 0,
-                         [GNODE] = 0,
-                         [DEMANGLED] = 1 + N_KERNELS + seq[step_i],
-                         [SCOPE] = scope + (step_i < STEP_LEN / 2 ? 1 : 2),
-                         [CONFIG] = 1 + seq[step_i],
-                         [EXT_KIND] = 5,
-                         [EXT_ID] = ext,
-                         [LAUNCH] = host_ns,
-                         [TID] = 48211,
-                         [STACK] = 1 + step_i};
-        if (k->grid_varies) v[GX] = k->grid[0] + 32 * uniform(0, 7); /* grid follows the batch */
+        int64_t v[GPUFL_KCOL_COUNT] = {[GPUFL_KCOL_START] = start,
+                                       [GPUFL_KCOL_END] = start + dur,
+                                       [GPUFL_KCOL_DEVICE] = 0,
+                                       [GPUFL_KCOL_CONTEXT] = 1,
+                                       [GPUFL_KCOL_STREAM] = k->stream,
+                                       [GPUFL_KCOL_CORRELATION] = corr,
+                                       [GPUFL_KCOL_NAME] = 1 + seq[step_i],
+                                       [GPUFL_KCOL_GRID_X] = k->grid[0],
+                                       [GPUFL_KCOL_GRID_Y] = k->grid[1],
+                                       [GPUFL_KCOL_GRID_Z] = k->grid[2],
+                                       [GPUFL_KCOL_BLOCK_X] = k->block[0],
+                                       [GPUFL_KCOL_BLOCK_Y] = k->block[1],
+                                       [GPUFL_KCOL_BLOCK_Z] = k->block[2],
+                                       [GPUFL_KCOL_REGISTERS] = k->regs,
+                                       [GPUFL_KCOL_STATIC_SMEM] = k->ssmem,
+                                       [GPUFL_KCOL_DYNAMIC_SMEM] = k->dsmem,
+                                       [GPUFL_KCOL_LOCAL] = 0,
+                                       [GPUFL_KCOL_GRAPH_ID] = 0,
+                                       [GPUFL_KCOL_GRAPH_NODE] = 0,
+                                       [GPUFL_KCOL_DEMANGLED] = 1 + N_KERNELS + seq[step_i],
+                                       [GPUFL_KCOL_SCOPE] = scope + (step_i < STEP_LEN / 2 ? 1 : 2),
+                                       [GPUFL_KCOL_CONFIG] = 1 + seq[step_i],
+                                       [GPUFL_KCOL_EXTERNAL_KIND] = 5,
+                                       [GPUFL_KCOL_EXTERNAL_ID] = ext,
+                                       [GPUFL_KCOL_LAUNCH] = host_ns,
+                                       [GPUFL_KCOL_TID] = 48211,
+                                       [GPUFL_KCOL_STACK] = 1 + step_i};
+        if (k->grid_varies)
+            v[GPUFL_KCOL_GRID_X] = k->grid[0] + 32 * uniform(0, 7); /* grid follows the batch */
         gpufl__batch_t *b[2] = {&plain, &compact};
         for (int f = 0; f < 2; f++) {
             gpufl__cell_t *row = gpufl__batch_row(b[f]);
-            for (int c = 0; c < 27; c++) row[c].i = v[c];
+            for (int c = 0; c < GPUFL_KCOL_COUNT; c++) row[c].i = v[c];
         }
         if (plain.rows == GPUFL_BATCH_MAX_ROWS || i == kernels - 1) {
             size_t plain_at = outs[0].len;

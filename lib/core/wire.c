@@ -164,6 +164,7 @@ static const gpufl__col_def_t launch_cols[] = {
 /* Compact lines (util/colcode.c); the kinds and types of copy, memset and sync are gpufl's
  * own values (gpufl_log.h, since v 2), not a vendor's numbers. */
 TABLE_CODED(gpufl__wire_kernel, "kernel", kernel_cols, 2, gpufl__colcode_kernel);
+_Static_assert(NCOLS(kernel_cols) == GPUFL_KCOL_COUNT, "wire.h's kernel columns");
 TABLE_CODED(gpufl__wire_copy, "copy", copy_cols, 3, gpufl__colcode_copy);
 TABLE_CODED(gpufl__wire_memset, "memset", memset_cols, 3, gpufl__colcode_memset);
 TABLE_CODED(gpufl__wire_sync, "sync", sync_cols, 3, gpufl__colcode_sync);

@@ -72,6 +72,38 @@ typedef struct gpufl__wire_table {
     const gpufl__colcode_table_t *codes;
 } gpufl__wire_table_t;
 
+/* The kernel table's columns, in their order (what a row's cells hold). */
+enum gpufl__wire_kernel_col {
+    GPUFL_KCOL_START,
+    GPUFL_KCOL_END,
+    GPUFL_KCOL_DEVICE,
+    GPUFL_KCOL_CONTEXT,
+    GPUFL_KCOL_STREAM,
+    GPUFL_KCOL_CORRELATION,
+    GPUFL_KCOL_NAME,
+    GPUFL_KCOL_GRID_X,
+    GPUFL_KCOL_GRID_Y,
+    GPUFL_KCOL_GRID_Z,
+    GPUFL_KCOL_BLOCK_X,
+    GPUFL_KCOL_BLOCK_Y,
+    GPUFL_KCOL_BLOCK_Z,
+    GPUFL_KCOL_REGISTERS,
+    GPUFL_KCOL_STATIC_SMEM,
+    GPUFL_KCOL_DYNAMIC_SMEM,
+    GPUFL_KCOL_LOCAL,
+    GPUFL_KCOL_GRAPH_ID,
+    GPUFL_KCOL_GRAPH_NODE,
+    GPUFL_KCOL_DEMANGLED,
+    GPUFL_KCOL_SCOPE,
+    GPUFL_KCOL_CONFIG,
+    GPUFL_KCOL_EXTERNAL_KIND,
+    GPUFL_KCOL_EXTERNAL_ID,
+    GPUFL_KCOL_LAUNCH,
+    GPUFL_KCOL_TID,
+    GPUFL_KCOL_STACK,
+    GPUFL_KCOL_COUNT
+};
+
 extern const gpufl__wire_table_t gpufl__wire_scope_begin, gpufl__wire_scope_end,
     gpufl__wire_host_sample, gpufl__wire_gpu_sample, gpufl__wire_kernel, gpufl__wire_copy,
     gpufl__wire_memset, gpufl__wire_sync, gpufl__wire_alloc, gpufl__wire_graph_launch,

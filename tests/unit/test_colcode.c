@@ -24,37 +24,6 @@
 
 #define SUITE "colcode"
 
-enum {
-    START,
-    END,
-    DEVICE,
-    CONTEXT,
-    STREAM,
-    CORR,
-    NAME,
-    GX,
-    GY,
-    GZ,
-    BX,
-    BY,
-    BZ,
-    REGS,
-    SSMEM,
-    DSMEM,
-    LOCAL,
-    GRAPH,
-    GNODE,
-    DEMANGLED,
-    SCOPE,
-    CONFIG,
-    EXT_KIND,
-    EXT_ID,
-    LAUNCH,
-    TID,
-    STACK,
-    NCOL
-};
-
 /* Rows with what a kernel batch meets: configs repeating (keyed), a config whose grid varies
  * (grid_x written plain), null configs, nulls in delta columns, starts out of order, constant
  * columns (scalars). */
@@ -62,29 +31,30 @@ static void fill(gpufl__batch_t *b, size_t rows) {
     for (size_t r = 0; r < rows; r++) {
         gpufl__cell_t *c = gpufl__batch_row(b);
         int64_t cfg = r % 5 == 4 ? -1 : (int64_t)(r % 3) + 1;
-        int64_t v[NCOL] = {[START] = 5000000000 + (int64_t)r * 7000 - (r % 4 == 1 ? 9000 : 0),
-                           [DEVICE] = 0,
-                           [CONTEXT] = 1,
-                           [STREAM] = 7 + 6 * (int64_t)(r % 2),
-                           [CORR] = 100 + 2 * (int64_t)r,
-                           [NAME] = cfg < 0 ? 9 : cfg,
-                           [GX] = (int64_t)(r % 7) * 32 + 1,
-                           [GY] = cfg < 0 ? 2 : cfg,
-                           [GZ] = 1,
-                           [BX] = 128 * (cfg < 0 ? 4 : cfg),
-                           [BY] = 1,
-                           [BZ] = 1,
-                           [REGS] = cfg < 0 ? 40 : 32 + cfg,
-                           [DEMANGLED] = cfg < 0 ? 19 : cfg + 10,
-                           [SCOPE] = r % 6 == 0 ? -1 : 40 + (int64_t)r / 3,
-                           [CONFIG] = cfg,
-                           [EXT_KIND] = r % 2 ? 5 : -1,
-                           [EXT_ID] = r % 2 ? 7000 + (int64_t)r : -1,
-                           [LAUNCH] = r % 9 == 0 ? -1 : 5000000000 + (int64_t)r * 7000 - 4000,
-                           [TID] = 4242,
-                           [STACK] = (int64_t)(r % 4) + 1};
-        v[END] = v[START] + 3000 + (int64_t)r;
-        for (int k = 0; k < NCOL; k++) c[k].i = v[k];
+        int64_t v[GPUFL_KCOL_COUNT] = {
+            [GPUFL_KCOL_START] = 5000000000 + (int64_t)r * 7000 - (r % 4 == 1 ? 9000 : 0),
+            [GPUFL_KCOL_DEVICE] = 0,
+            [GPUFL_KCOL_CONTEXT] = 1,
+            [GPUFL_KCOL_STREAM] = 7 + 6 * (int64_t)(r % 2),
+            [GPUFL_KCOL_CORRELATION] = 100 + 2 * (int64_t)r,
+            [GPUFL_KCOL_NAME] = cfg < 0 ? 9 : cfg,
+            [GPUFL_KCOL_GRID_X] = (int64_t)(r % 7) * 32 + 1,
+            [GPUFL_KCOL_GRID_Y] = cfg < 0 ? 2 : cfg,
+            [GPUFL_KCOL_GRID_Z] = 1,
+            [GPUFL_KCOL_BLOCK_X] = 128 * (cfg < 0 ? 4 : cfg),
+            [GPUFL_KCOL_BLOCK_Y] = 1,
+            [GPUFL_KCOL_BLOCK_Z] = 1,
+            [GPUFL_KCOL_REGISTERS] = cfg < 0 ? 40 : 32 + cfg,
+            [GPUFL_KCOL_DEMANGLED] = cfg < 0 ? 19 : cfg + 10,
+            [GPUFL_KCOL_SCOPE] = r % 6 == 0 ? -1 : 40 + (int64_t)r / 3,
+            [GPUFL_KCOL_CONFIG] = cfg,
+            [GPUFL_KCOL_EXTERNAL_KIND] = r % 2 ? 5 : -1,
+            [GPUFL_KCOL_EXTERNAL_ID] = r % 2 ? 7000 + (int64_t)r : -1,
+            [GPUFL_KCOL_LAUNCH] = r % 9 == 0 ? -1 : 5000000000 + (int64_t)r * 7000 - 4000,
+            [GPUFL_KCOL_TID] = 4242,
+            [GPUFL_KCOL_STACK] = (int64_t)(r % 4) + 1};
+        v[GPUFL_KCOL_END] = v[GPUFL_KCOL_START] + 3000 + (int64_t)r;
+        for (int k = 0; k < GPUFL_KCOL_COUNT; k++) c[k].i = v[k];
     }
 }
 
@@ -156,7 +126,10 @@ static gpufl__model_t *load(const char *dir) {
  * them loads. */
 static void colcode_malformed_lines(void **state) {
     (void)state;
-    static const char *const bad[] = {
+    /* lines 1 and 2: a header and a dict; 3 to 7: malformed; 8: good */
+    static const char *const lines[] = {
+        "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}",
+        "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}",
         /* a delta column of the wrong length */
         "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[10,5],\"end_ns\":[3,3],\"device\":0,"
         "\"stream\":7,\"correlation\":[1,1,1],\"name\":1}",
@@ -171,22 +144,17 @@ static void colcode_malformed_lines(void **state) {
         "\"device\":0,\"stream\":7,\"correlation\":[1,1],\"name\":1}",
         /* no column array at all */
         "{\"type\":\"copy\",\"v\":3,\"start_ns\":1,\"end_ns\":2,\"device\":0}",
+        "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[10,5],\"end_ns\":[3,4],\"device\":0,"
+        "\"stream\":7,\"correlation\":[1,1],\"config\":[1,2],\"name\":[1,1],\"grid_x\":[1,2],"
+        "\"grid_y\":1,\"grid_z\":1,\"block_x\":1,\"block_y\":1,\"block_z\":1,\"registers\":8,"
+        "\"static_smem_bytes\":0,\"dynamic_smem_bytes\":0,\"context\":1}",
     };
-    char *dir = strdup(tu_scratch_dir(SUITE, "malformed"));
-    char path[4096];
+    char *dir = strdup(tu_scratch_dir(SUITE, "malformed")), path[4096];
     snprintf(path, sizeof path, "%s/device.log", dir);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs("{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}\n"
-          "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}\n",
-          f);
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) fprintf(f, "%s\n", bad[i]);
-    fputs("{\"type\":\"kernel\",\"v\":2,\"start_ns\":[10,5],\"end_ns\":[3,4],\"device\":0,"
-          "\"stream\":7,\"correlation\":[1,1],\"config\":[1,2],\"name\":[1,1],\"grid_x\":[1,2],"
-          "\"grid_y\":1,\"grid_z\":1,\"block_x\":1,\"block_y\":1,\"block_z\":1,\"registers\":8,"
-          "\"static_smem_bytes\":0,\"dynamic_smem_bytes\":0,\"context\":1}\n",
-          f);
-    assert_int_equal(fclose(f), 0);
+    FILE *log = fopen(path, "wb");
+    for (size_t i = 0; log && i < sizeof lines / sizeof lines[0]; i++)
+        fprintf(log, "%s\n", lines[i]);
+    assert_true(log && fclose(log) == 0);
     gpufl__model_t *m = load(dir);
     assert_int_equal(m->n_kernels, 2);
     assert_int_equal(m->kernels[0].start_ns, 10);
