@@ -4,11 +4,15 @@
  * over the lines: the first checks every cell and keeps none, the second (the rows source the
  * store reads inside the window's transaction) builds one rowset of at most
  * GPUFL__ROWSET_MAX_ROWS rows at a time. Columns are read by name (json_object_get), never by
- * position: an absent column is NULL, an unknown one is ignored.
+ * position: an absent column is NULL, an unknown one is ignored. A compact line (kernel v 2;
+ * copy, memset, sync v 3) is first decoded into the plain line it stands for by
+ * gpufl_log_line_decode, libgpufl-analysis's decoder (the analysis reader's own), so the tables
+ * never see an encoding.
  */
 #include "server.h"
 
 #include <gpufl/gpufl.h>
+#include <gpufl/gpufl_analysis.h>
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -348,6 +352,9 @@ static size_t piece(size_t rows_left) {
 
 int gpufl__rows_check(gpufl__rows_t *r, size_t line_no, const char *type, json_t *line,
                       int64_t *n_rows, char *why, size_t size) {
+    *n_rows = 1;
+    int decoded = gpufl_log_line_decode(line, why, size);
+    if (decoded) return decoded;
     long n = batch_length(line);
     *n_rows = n < 0 ? 1 : n;
     /* The line's times count once the whole line is good (a damaged line kept adds none). */
@@ -417,6 +424,8 @@ static int build_next(gpufl__rows_t *r, rowbuf_t *b, char *why, size_t size) {
             snprintf(why, size, "line %zu: %s", r->at + 1, err.text);
             return GPUFL_ENOMEM;
         }
+        /* the first pass decoded this line without fault: only memory can fail here */
+        if (gpufl_log_line_decode(r->doc, why, size) != 0) return GPUFL_ENOMEM;
         r->doc_rows = batch_length(r->doc);
         if (r->doc_rows < 0) r->doc_rows = 0; /* not a batch: the first pass refused it */
         r->table = r->row = 0;

@@ -482,6 +482,21 @@ GPUFL_API int gpufl_analysis_export(gpufl_export_result_t *res, gpufl_analysis_t
 /** Frees what a result holds; accepts NULL and a result never filled (zeroed). */
 GPUFL_API void gpufl_export_result_fini(gpufl_export_result_t *res);
 
+/* ---- Log lines -------------------------------------------------------- */
+
+struct json_t; /* jansson's: this header does not include jansson */
+
+/**
+ * Rewrites one parsed log line, in place, as the plain line it stands for when it is a compact
+ * batch line (kernel v 2; copy, memset, sync v 3: docs/log-format.md, "Compact batches"): every
+ * column an array of one value per row, every code undone, unknown members left alone. Any
+ * other line is left as it is. For programs that parse lines with jansson themselves
+ * (gpufl-server does); `line` must come from the jansson that this library links.
+ * Returns 0, GPUFL_EFORMAT when the encoding is malformed (the message, also in why when not
+ * NULL, says why; the line may then be half rewritten), GPUFL_ENOMEM. Thread-safe.
+ */
+GPUFL_API int gpufl_log_line_decode(struct json_t *line, char *why, size_t why_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,11 +4,19 @@
  * this reader knows, and the one place where an old line's values become
  * today's (docs/log-format.md, Versions). The model calls it once per loaded
  * line of an affected type; everything after the model sees new values only.
+ * Compact lines (kernel v 2, copy, memset and sync v 3) are decoded before
+ * that, by the reader's scanner or gpufl__compat_line, into plain columns.
  */
 #include "analysis/compat.h"
 
+#include "util/colcode.h"
+#include "util/error.h"
+
+#include <gpufl/gpufl_analysis.h>
+
 #include <gpufl/gpufl_log.h>
 
+#include <stdio.h>
 #include <string.h>
 
 /* Record types whose version is past 1, with the newest this reader knows;
@@ -16,9 +24,10 @@
 static const struct {
     const char *type;
     int64_t newest;
-} versions[] = {{"copy", GPUFL_LOG_VALUES_VERSION},
-                {"memset", GPUFL_LOG_VALUES_VERSION},
-                {"sync", GPUFL_LOG_VALUES_VERSION},
+} versions[] = {{"kernel", 2}, /* v 2: compact lines (util/colcode.c) */
+                {"copy", 3},   /* v 2: gpufl's values; v 3: compact lines */
+                {"memset", 3},
+                {"sync", 3},
                 {"alloc", GPUFL_LOG_VALUES_VERSION}};
 
 int gpufl__compat_known(const char *type, int64_t v) {
@@ -83,4 +92,19 @@ void gpufl__compat_syncs(gpufl__model_t *m, size_t first, json_t *rec,
     if (first >= m->n_syncs || line_version(rec, view) != 1) return;
     for (size_t i = first; i < m->n_syncs; i++)
         m->syncs[i].sync_type = V1(v1_sync_types, m->syncs[i].sync_type);
+}
+
+int gpufl__compat_line(json_t *rec, char *why, size_t why_size) {
+    return gpufl__colcode_decode_json(rec, why, why_size);
+}
+
+int gpufl_log_line_decode(struct json_t *line, char *why, size_t why_size) {
+    char reason[200] = "";
+    if (!line) return gpufl__set_error(GPUFL_EINVAL, "no line to decode");
+    int rc = gpufl__colcode_decode_json(line, reason, sizeof reason);
+    if (rc == -1) {
+        if (why && why_size) snprintf(why, why_size, "%s", reason);
+        return gpufl__set_error(GPUFL_EFORMAT, "%s", reason);
+    }
+    return rc;
 }

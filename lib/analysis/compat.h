@@ -29,4 +29,9 @@ void gpufl__compat_memsets(gpufl__model_t *m, size_t first, json_t *rec,
 void gpufl__compat_syncs(gpufl__model_t *m, size_t first, json_t *rec,
                          const gpufl__reader_batch_t *view);
 
+/* A compact line parsed by jansson (kernel v 2; copy, memset, sync v 3) rewritten in place
+ * as the plain line it stands for, before its columns are read; other lines are left alone.
+ * Returns 0, -1 with why when its encoding is malformed, GPUFL_ENOMEM. */
+int gpufl__compat_line(json_t *rec, char *why, size_t why_size);
+
 #endif

@@ -115,6 +115,9 @@ int gpufl__model_load_rows(gpufl__model_t *m, const gpufl__reader_pos_t *pos, js
     size_t rows;
     char why[160];
     src.view = NULL;
+    int decoded = view ? 0 : gpufl__compat_line(rec, why, sizeof why);
+    if (decoded < -1) return decoded;
+    if (decoded) return gpufl__model_bad_line(m, pos, t->type, "%s", why);
     if (view ? view_columns(view, t, &src, &rows, why, sizeof why)
              : gpufl__reader_columns(rec, t->names, src.cols, (size_t)t->ncol,
                                      (size_t)t->n_required, &rows, why, sizeof why))

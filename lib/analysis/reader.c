@@ -16,6 +16,7 @@
  */
 #include "analysis/reader.h"
 
+#include "util/colcode.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -322,13 +323,14 @@ static int scan_reserve_cells(gpufl__reader_scanner_t *s, size_t need) {
     return 0;
 }
 
-/* Reads one "name":[cells] member at *cells. Returns 1, 0 not understood,
- * GPUFL_ENOMEM. */
+/* Reads one "name":[cells] member at *cells (in a compact line also "name":cell, a scalar).
+ * Returns 1, 0 not understood, GPUFL_ENOMEM. */
 static int scan_column(gpufl__reader_scanner_t *s, scan_t *sc, size_t n, size_t *cells,
                        size_t *rows) {
     gpufl__reader_column_t *col = &s->columns[n];
-    if (!scan_name(sc, &col->name, &col->name_len) || !scan_char(sc, ':') || !scan_char(sc, '['))
-        return 0;
+    if (!scan_name(sc, &col->name, &col->name_len) || !scan_char(sc, ':')) return 0;
+    s->col_scalar[n] = s->codes && n > 0 && (scan_ws(sc), sc->p < sc->end && *sc->p != '[');
+    if (!s->col_scalar[n] && !scan_char(sc, '[')) return 0;
     static const char *const fixed[] = {"type", "v"};
     for (size_t i = 0; i < 2; i++)
         if (col->name_len == strlen(fixed[i]) && memcmp(col->name, fixed[i], col->name_len) == 0)
@@ -338,7 +340,7 @@ static int scan_column(gpufl__reader_scanner_t *s, scan_t *sc, size_t n, size_t 
             memcmp(s->columns[i].name, col->name, col->name_len) == 0)
             return 0;
     size_t start = *cells;
-    if (!scan_char(sc, ']')) {
+    if (s->col_scalar[n] || !scan_char(sc, ']')) {
         for (;;) {
             if (*cells == SCAN_MAX_CELLS) return 0;
             int rc = scan_reserve_cells(s, *cells + 1);
@@ -346,16 +348,58 @@ static int scan_column(gpufl__reader_scanner_t *s, scan_t *sc, size_t n, size_t 
             rc = scan_cell(sc, &s->values[*cells]);
             if (!rc) return 0;
             s->is_null[(*cells)++] = rc == 2;
-            if (scan_char(sc, ']')) break;
+            if (s->col_scalar[n] || scan_char(sc, ']')) break;
             if (!scan_char(sc, ',')) return 0;
         }
     }
     size_t len = *cells - start;
-    if (n > 0 && len != *rows) return 0; /* jansson's path reports the mismatch */
-    *rows = len;
+    s->col_cells[n] = len;
     /* values moves as it grows: keep the offset until the line is done. */
     col->values = (const int64_t *)(uintptr_t)start;
+    const gpufl__colcode_t *code =
+        s->codes ? gpufl__colcode_of(s->codes, col->name, col->name_len) : NULL;
+    if (s->col_scalar[n] || (code && code->kind == GPUFL_CODE_KEYED)) return 1;
+    if (n > 0 && len != *rows) return 0; /* jansson's path reports the mismatch */
+    *rows = len;
     return 1;
+}
+
+/* Turns the n columns of a compact line, scanned as written, into the plain line's: a scalar
+ * repeated on every row, a KEYED column given room for every row, then the codes undone.
+ * Returns 1, 0 when the encoding is malformed (jansson's path reports it), GPUFL_ENOMEM. */
+static int scan_decode(gpufl__reader_scanner_t *s, size_t n, size_t *cells, size_t rows) {
+    gpufl__colcode_col_t cols[SCAN_MAX_COLUMNS];
+    if (rows > GPUFL_COLCODE_MAX_ROWS) return 0;
+    for (size_t i = 0; i < n; i++) {
+        gpufl__reader_column_t *col = &s->columns[i];
+        size_t from = (size_t)(uintptr_t)col->values, len = s->col_cells[i];
+        int keyed = !s->col_scalar[i] && len != rows;
+        if (keyed && len > rows) return 0;
+        if (s->col_scalar[i] || keyed) {
+            if (*cells + rows > SCAN_MAX_CELLS) return 0;
+            int rc = scan_reserve_cells(s, *cells + rows);
+            if (rc) return rc;
+            for (size_t r = 0; r < rows; r++) {
+                size_t at = s->col_scalar[i] ? from : from + (r < len ? r : 0);
+                s->values[*cells + r] = s->values[at];
+                s->is_null[*cells + r] = s->is_null[at];
+            }
+            col->values = (const int64_t *)(uintptr_t)*cells;
+            *cells += rows;
+        }
+        cols[i] = (gpufl__colcode_col_t){col->name, col->name_len, NULL, NULL,
+                                         s->col_scalar[i] ? rows : len};
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t at = (size_t)(uintptr_t)s->columns[i].values;
+        cols[i].values = s->values ? s->values + at : NULL;
+        cols[i].is_null = s->is_null ? s->is_null + at : NULL;
+        /* a scalar is a value, never coded: hide its name from the decoder */
+        if (s->col_scalar[i]) cols[i].name_len = 0;
+    }
+    char why[8];
+    int rc = gpufl__colcode_decode(s->codes, cols, n, rows, why, sizeof why);
+    return rc == 0 ? 1 : rc < -1 ? rc : 0;
 }
 
 /* Reads '{"type":"<name>","v":' and the version into *v, the type into
@@ -399,7 +443,9 @@ int gpufl__reader_scan_batch(gpufl__reader_scanner_t *s, const char *line, size_
     scan_t sc = {line, line + len};
     size_t n = 0, cells = 0, rows = 0;
     int64_t v;
+    s->codes = NULL;
     if (!scan_type_and_version(s, &sc, &v) || v < 1) return 0;
+    s->codes = gpufl__colcode_find(s->type, v);
     int rc = reserve_columns(s);
     if (rc) return rc;
     while (scan_char(&sc, ',')) {
@@ -411,6 +457,7 @@ int gpufl__reader_scan_batch(gpufl__reader_scanner_t *s, const char *line, size_
     if (!scan_char(&sc, '}')) return 0;
     scan_ws(&sc);
     if (sc.p != sc.end) return 0;
+    if (s->codes && (n == 0 || (rc = scan_decode(s, n, &cells, rows)) <= 0)) return rc;
     finish_columns(s, n, rows, b);
     b->version = v;
     return 1;
@@ -426,6 +473,7 @@ int gpufl__reader_scan_damage(gpufl__reader_scanner_t *s, const char *line, size
     memset(d, 0, sizeof *d);
     d->rows = -1;
     s->type[0] = '\0';
+    s->codes = NULL; /* a damaged line's columns are read as written */
     int whole = scan_type_and_version(s, &sc, &v);
     if (s->type[0]) d->type = s->type;
     if (!whole || !scan_char(&sc, ',')) return 0;

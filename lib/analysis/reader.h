@@ -114,7 +114,8 @@ typedef struct gpufl__reader_column {
 
 /* A batch line whose members after "type" and "v" are all arrays of the
  * same length holding only integers (within int64) and nulls, with no key
- * twice. Valid during the callback. Whether its version is one the caller
+ * twice; a compact line (util/colcode.h) is handed on decoded, as the plain
+ * line it stands for. Valid during the callback. Whether its version is one the caller
  * knows is the caller's to judge. */
 typedef struct gpufl__reader_batch {
     const char *type;
@@ -141,6 +142,11 @@ typedef struct gpufl__reader_scanner {
     gpufl__reader_column_t *columns;
     size_t columns_alloc;
     char type[64];
+    /* A compact line (util/colcode.h) being scanned: its encodings, and per column its number
+     * of cells (a scalar: 1, a KEYED column: one per key). */
+    const struct gpufl__colcode_table *codes;
+    size_t col_cells[64];
+    unsigned char col_scalar[64];
 } gpufl__reader_scanner_t;
 
 int gpufl__reader_scan_batch(gpufl__reader_scanner_t *s, const char *line, size_t len,

@@ -18,10 +18,13 @@
 
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 #define TABLE(var, name, cols, key)                                                                \
-    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, 1}
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, 1, NULL}
 /* A record type past its first version (docs/log-format.md says what changed). */
 #define TABLE_V(var, name, cols, key, v)                                                           \
-    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, v}
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), key, v, NULL}
+/* A record type written as compact lines: its version and encodings are codes's. */
+#define TABLE_CODED(var, name, cols, v, codes)                                                     \
+    const gpufl__wire_table_t var = {name, cols, NCOLS(cols), GPUFL_WIRE_NOT_GAUGE, v, &codes}
 
 /* ---------------- scope.log ---------------- */
 
@@ -158,11 +161,13 @@ static const gpufl__col_def_t launch_cols[] = {
     {"ts_ns", GPUFL_COL_INT},         {"tid", GPUFL_COL_OPT},         {"context", GPUFL_COL_OPT},
     {"correlation", GPUFL_COL_INT},   {"config", GPUFL_COL_OPT},      SCOPE,
     {"external_kind", GPUFL_COL_OPT}, {"external_id", GPUFL_COL_OPT}, {"stack", GPUFL_COL_OPT}};
-TABLE(gpufl__wire_kernel, "kernel", kernel_cols, GPUFL_WIRE_NOT_GAUGE);
-/* Their kinds and types are gpufl's own values (gpufl_log.h), not a vendor's numbers. */
-TABLE_V(gpufl__wire_copy, "copy", copy_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
-TABLE_V(gpufl__wire_memset, "memset", memset_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
-TABLE_V(gpufl__wire_sync, "sync", sync_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
+/* Compact lines (util/colcode.c); the kinds and types of copy, memset and sync are gpufl's
+ * own values (gpufl_log.h, since v 2), not a vendor's numbers. */
+TABLE_CODED(gpufl__wire_kernel, "kernel", kernel_cols, 2, gpufl__colcode_kernel);
+_Static_assert(NCOLS(kernel_cols) == GPUFL_KCOL_COUNT, "wire.h's kernel columns");
+TABLE_CODED(gpufl__wire_copy, "copy", copy_cols, 3, gpufl__colcode_copy);
+TABLE_CODED(gpufl__wire_memset, "memset", memset_cols, 3, gpufl__colcode_memset);
+TABLE_CODED(gpufl__wire_sync, "sync", sync_cols, 3, gpufl__colcode_sync);
 TABLE_V(gpufl__wire_alloc, "alloc", alloc_cols, GPUFL_WIRE_NOT_GAUGE, GPUFL_LOG_VALUES_VERSION);
 TABLE(gpufl__wire_graph_launch, "graph_launch", graph_cols, GPUFL_WIRE_NOT_GAUGE);
 TABLE(gpufl__wire_launch, "launch", launch_cols, GPUFL_WIRE_NOT_GAUGE);
@@ -227,14 +232,32 @@ int gpufl__batch_init_table(gpufl__batch_t *b, const gpufl__wire_table_t *table)
     int rc = gpufl__batch_init(b, table->type, table->cols, table->ncols);
     b->table = table;
     b->version = table->version;
+    b->codes = table->codes;
+    if (rc == 0 && b->codes) {
+        b->keys = malloc(sizeof *b->keys);
+        b->code_last = malloc(GPUFL_BATCH_MAX_ROWS * sizeof *b->code_last);
+        /* 4 slots a row: a line's keys never make the map grow */
+        if (!b->keys || !b->code_last ||
+            gpufl__colcode_keys_init(b->keys, 4 * GPUFL_BATCH_MAX_ROWS) != 0) {
+            free(b->keys);
+            b->keys = NULL;
+            gpufl__batch_fini(b);
+            return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a %s batch", table->type);
+        }
+    }
     return rc;
 }
 
 void gpufl__batch_fini(gpufl__batch_t *b) {
     free(b->cells);
     free(b->dict_ids);
+    if (b->keys) gpufl__colcode_keys_fini(b->keys);
+    free(b->keys);
+    free(b->code_last);
     b->cells = NULL;
     b->dict_ids = NULL;
+    b->keys = NULL;
+    b->code_last = NULL;
 }
 
 void gpufl__buf_put_cell(gpufl__buf_t *b, gpufl__col_kind_t kind, const gpufl__cell_t *cell) {
@@ -260,30 +283,148 @@ size_t gpufl__wire_batch_ids(const gpufl__batch_t *b, size_t r0, size_t r1, uint
     return n;
 }
 
-void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1) {
+/* Writes cells [r0, r1) of column c (stride ncols) as an array, digits straight in where the
+ * kind allows (room reserved once). */
+static void put_column(gpufl__buf_t *o, const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
     size_t rows = r1 - r0;
+    gpufl__col_kind_t kind = b->cols[c].kind;
+    const gpufl__cell_t *cell = &b->cells[r0 * b->ncols + c];
+    gpufl__buf_putc(o, '[');
+    if ((kind == GPUFL_COL_INT || kind == GPUFL_COL_DICT) &&
+        gpufl__buf_reserve(o, rows * 21) == 0) {
+        char *p = o->data + o->len;
+        for (size_t r = 0; r < rows; r++, cell += b->ncols) {
+            if (r) *p++ = ',';
+            p = gpufl__fmt_i64(p, cell->i);
+        }
+        o->len = (size_t)(p - o->data);
+    } else {
+        for (size_t r = 0; r < rows; r++, cell += b->ncols) {
+            if (r) gpufl__buf_putc(o, ',');
+            gpufl__buf_put_cell(o, kind, cell);
+        }
+    }
+    gpufl__buf_putc(o, ']');
+}
+
+static int col_index(const gpufl__batch_t *b, const char *name) {
+    for (int c = 0; c < b->ncols; c++)
+        if (strcmp(b->cols[c].name, name) == 0) return c;
+    return -1;
+}
+
+static int is_null_cell(gpufl__col_kind_t kind, const gpufl__cell_t *cell) {
+    return kind == GPUFL_COL_OPT && cell->i < 0;
+}
+
+/* 1 when rows [r0, r1) of column c hold one value (a compact line's scalar). */
+static int same_value(const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
+    const gpufl__cell_t *first = &b->cells[r0 * b->ncols + c];
+    for (size_t r = r0 + 1; r < r1; r++)
+        if (memcmp(&b->cells[r * b->ncols + c], first, sizeof *first) != 0) return 0;
+    return 1;
+}
+
+/* A DELTA, AFTER or FROM_PREV column, as gpufl__colcode_decode reads it back (the
+ * running base per key value where the code has a key; a key column the table lacks is null
+ * on every row); nulls stay null. */
+static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
+                         const gpufl__colcode_t *code, int ref, size_t r0, size_t r1) {
+    int key = code->key ? col_index(b, code->key) : -1;
+    int64_t *last = b->code_last;
+    gpufl__colcode_keys_reset(b->keys);
+    last[0] = 0;
+    gpufl__buf_putc(o, '[');
+    for (size_t r = r0; r < r1; r++) {
+        const gpufl__cell_t *cell = &b->cells[r * b->ncols + c];
+        int64_t slot = 0;
+        if (key >= 0) { /* the map has room for every row's key: it never fails */
+            const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
+            slot = gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(b->cols[key].kind, kc),
+                                           (uint32_t)(r - r0));
+            if (slot == (int64_t)(r - r0)) last[slot] = 0;
+        }
+        if (r > r0) gpufl__buf_putc(o, ',');
+        int64_t v = cell->i, rv = ref >= 0 ? b->cells[r * b->ncols + ref].i : 0, out;
+        if (is_null_cell(b->cols[c].kind, cell)) {
+            gpufl__buf_put(o, "null", 4);
+        } else {
+            switch (code->kind) {
+            case GPUFL_CODE_AFTER: /* a duration, less the key's last one if keyed */
+                out = (v - rv) - (code->key ? last[slot] : 0), last[slot] = v - rv;
+                break;
+            case GPUFL_CODE_FROM_PREV: out = v - last[slot]; break;
+            default: out = v - last[slot], last[slot] = v; break;
+            }
+            gpufl__buf_put_i64(o, out);
+        }
+        /* the key's next row starts from this row's reference (an end) */
+        if (code->kind == GPUFL_CODE_FROM_PREV &&
+            !is_null_cell(b->cols[ref].kind, &b->cells[r * b->ncols + ref]))
+            last[slot] = rv;
+    }
+    gpufl__buf_putc(o, ']');
+}
+
+/* A KEYED column: the value of each key's first row, when every row of a key holds the same
+ * value and the keys are few; else the plain column (which reads the same). */
+static void put_keyed(gpufl__buf_t *o, const gpufl__batch_t *b, int c, int key, size_t r0,
+                      size_t r1) {
+    gpufl__col_kind_t key_kind = b->cols[key].kind;
+    gpufl__colcode_keys_reset(b->keys);
+    for (size_t r = r0; r < r1; r++) {
+        const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
+        int64_t first =
+            gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
+        if (b->keys->count > GPUFL_COLCODE_MAX_KEYS ||
+            memcmp(&b->cells[(r0 + (size_t)first) * b->ncols + c], &b->cells[r * b->ncols + c],
+                   sizeof(gpufl__cell_t)) != 0) {
+            put_column(o, b, c, r0, r1);
+            return;
+        }
+    }
+    gpufl__colcode_keys_reset(b->keys);
+    size_t n = 0;
+    gpufl__buf_putc(o, '[');
+    for (size_t r = r0; r < r1; r++) {
+        const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
+        int64_t first =
+            gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
+        if (first != (int64_t)(r - r0)) continue;
+        if (n++) gpufl__buf_putc(o, ',');
+        gpufl__buf_put_cell(o, b->cols[c].kind, &b->cells[r * b->ncols + c]);
+    }
+    gpufl__buf_putc(o, ']');
+}
+
+/* One column of a compact line: a scalar where every row agrees (never the first column,
+ * which gives the row count), else as its code says. */
+static void put_compact(gpufl__buf_t *o, const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
+    const gpufl__colcode_t *code =
+        gpufl__colcode_of(b->codes, b->cols[c].name, strlen(b->cols[c].name));
+    if (c > 0 && r1 - r0 > 1 && same_value(b, c, r0, r1)) {
+        gpufl__buf_put_cell(o, b->cols[c].kind, &b->cells[r0 * b->ncols + c]);
+        return;
+    }
+    /* the tables declare what their codes refer to; a column without its reference (an ad hoc
+     * table) is written plain, which a reader then refuses as a malformed encoding */
+    int ref = code && code->ref ? col_index(b, code->ref) : -1;
+    if (!code || (code->ref && ref < 0) || !b->keys)
+        put_column(o, b, c, r0, r1);
+    else if (code->kind == GPUFL_CODE_KEYED)
+        put_keyed(o, b, c, ref, r0, r1);
+    else
+        put_relative(o, b, c, code, ref, r0, r1);
+}
+
+void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1) {
     gpufl__buf_record_v(o, b->type, b->version);
     for (int c = 0; c < b->ncols; c++) {
         gpufl__buf_key(o, b->cols[c].name);
-        gpufl__buf_putc(o, '[');
-        gpufl__col_kind_t kind = b->cols[c].kind;
-        const gpufl__cell_t *cell = &b->cells[r0 * b->ncols + c];
-        if ((kind == GPUFL_COL_INT || kind == GPUFL_COL_DICT) &&
-            gpufl__buf_reserve(o, rows * 21) == 0) {
-            /* The common case, room reserved once: digits straight in. */
-            char *p = o->data + o->len;
-            for (size_t r = 0; r < rows; r++, cell += b->ncols) {
-                if (r) *p++ = ',';
-                p = gpufl__fmt_i64(p, cell->i);
-            }
-            o->len = (size_t)(p - o->data);
-        } else {
-            for (size_t r = 0; r < rows; r++, cell += b->ncols) {
-                if (r) gpufl__buf_putc(o, ',');
-                gpufl__buf_put_cell(o, kind, cell);
-            }
-        }
-        gpufl__buf_putc(o, ']');
+        if (b->codes)
+            put_compact(o, b, c, r0, r1);
+        else
+            put_column(o, b, c, r0, r1);
     }
     gpufl__buf_puts(o, "}\n");
 }

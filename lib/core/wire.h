@@ -13,6 +13,7 @@
 #define GPUFL_CORE_WIRE_H
 
 #include "core/cost.h"
+#include "util/colcode.h"
 #include "util/intern.h"
 #include "util/jsonw.h"
 
@@ -66,7 +67,42 @@ typedef struct gpufl__wire_table {
     int ncols;
     int gauge_key;
     int version; /* the "v" of its lines */
+    /* Compact lines (docs/log-format.md, "Compact batches"): the column encodings of this
+     * version, NULL for plain lines. */
+    const gpufl__colcode_table_t *codes;
 } gpufl__wire_table_t;
+
+/* The kernel table's columns, in their order (what a row's cells hold). */
+enum gpufl__wire_kernel_col {
+    GPUFL_KCOL_START,
+    GPUFL_KCOL_END,
+    GPUFL_KCOL_DEVICE,
+    GPUFL_KCOL_CONTEXT,
+    GPUFL_KCOL_STREAM,
+    GPUFL_KCOL_CORRELATION,
+    GPUFL_KCOL_NAME,
+    GPUFL_KCOL_GRID_X,
+    GPUFL_KCOL_GRID_Y,
+    GPUFL_KCOL_GRID_Z,
+    GPUFL_KCOL_BLOCK_X,
+    GPUFL_KCOL_BLOCK_Y,
+    GPUFL_KCOL_BLOCK_Z,
+    GPUFL_KCOL_REGISTERS,
+    GPUFL_KCOL_STATIC_SMEM,
+    GPUFL_KCOL_DYNAMIC_SMEM,
+    GPUFL_KCOL_LOCAL,
+    GPUFL_KCOL_GRAPH_ID,
+    GPUFL_KCOL_GRAPH_NODE,
+    GPUFL_KCOL_DEMANGLED,
+    GPUFL_KCOL_SCOPE,
+    GPUFL_KCOL_CONFIG,
+    GPUFL_KCOL_EXTERNAL_KIND,
+    GPUFL_KCOL_EXTERNAL_ID,
+    GPUFL_KCOL_LAUNCH,
+    GPUFL_KCOL_TID,
+    GPUFL_KCOL_STACK,
+    GPUFL_KCOL_COUNT
+};
 
 extern const gpufl__wire_table_t gpufl__wire_scope_begin, gpufl__wire_scope_end,
     gpufl__wire_host_sample, gpufl__wire_gpu_sample, gpufl__wire_kernel, gpufl__wire_copy,
@@ -85,9 +121,14 @@ typedef struct gpufl__batch {
     int version;
     const gpufl__col_def_t *cols;
     int ncols;
+    const gpufl__colcode_table_t *codes; /* table->codes: NULL writes plain lines */
     size_t rows;
     gpufl__cell_t *cells; /* rows x ncols, row-major; GPUFL_BATCH_MAX_ROWS rows */
     uint32_t *dict_ids;   /* scratch: the dict ids one batch uses */
+    /* scratch of compact lines, allocated with the batch so that encoding never allocates:
+     * the keys of a KEYED or keyed relative column and a running base per key */
+    gpufl__colcode_keys_t *keys;
+    int64_t *code_last;
 } gpufl__batch_t;
 
 /* Rows of table; GPUFL_EINVAL for a bad table, GPUFL_ENOMEM. */
@@ -110,7 +151,8 @@ void gpufl__buf_put_cell(gpufl__buf_t *b, gpufl__col_kind_t kind, const gpufl__c
 /* Puts the dict ids of rows [r0, r1) of b (0 included) into ids (room for
  * (r1 - r0) x its dict columns) and returns how many. */
 size_t gpufl__wire_batch_ids(const gpufl__batch_t *b, size_t r0, size_t r1, uint32_t *ids);
-/* Encodes rows [r0, r1) of b as one batch line. */
+/* Encodes rows [r0, r1) of b as one batch line (a compact line when b's table has codes).
+ * Uses b's scratch: one thread at a time per batch, as the fan-out calls it. */
 void gpufl__wire_batch_line(gpufl__buf_t *o, const gpufl__batch_t *b, size_t r0, size_t r1);
 
 /* Looks up the string of a dict id (NULL when there is none). */

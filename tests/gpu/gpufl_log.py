@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """A small reader of gpufl session logs for the GPU checks (compare_ncu.py,
-compare_torch.py): segments, dict lines, column batches as rows, single
-records. It follows docs/log-format.md and the Trace engine's additions
+compare_torch.py): segments, dict lines, column batches as rows (compact lines
+decoded by ../tools/gpufl_compact.py), single records. It follows docs/log-format.md and the Trace engine's additions
 (kernel_config records; demangled, scope, config columns on kernel rows).
 
 Python 3 standard library only; import it from the scripts next to it.
 """
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import gpufl_compact  # noqa: E402  (compact lines: docs/log-format.md, Compact batches)
 
 # Batch record types (one array per column); every other type is a single record.
 BATCH_TYPES = {
@@ -51,6 +55,10 @@ def _batch_rows(rec):
     if "cols" in rec and "rows" in rec:
         cols = rec["cols"]
         return [dict(zip(cols, row)) for row in rec["rows"]]
+    try:
+        gpufl_compact.decode(rec)
+    except gpufl_compact.CompactError as e:
+        raise LogError("%s batch: %s" % (rec["type"], e)) from None
     cols = [k for k in rec if k not in ("type", "v")]
     if not cols:
         return []

@@ -33,6 +33,8 @@ import pg_harness  # noqa: E402
 
 SERVER = os.environ.get("GPUFL_SERVER", "build-dev/cmd/gpufl-server/gpufl-server")
 FIXTURES = os.path.join(HERE, "..", "fixtures", "sessions")
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+import gpufl_compact  # noqa: E402  (compact lines read as the plain lines they stand for)
 STREAM = "/api/v1/events/stream"
 COMPLETE = "/api/v1/events/session-complete"
 VERSION = "/api/v1/info/version"
@@ -174,7 +176,7 @@ def sent_kernel_checksum(windows, sid):
         if s != sid:
             continue
         for line in text.split("\n")[:-1]:
-            rec = json.loads(line)
+            rec = gpufl_compact.decode(json.loads(line))
             if rec["type"] in ("kernel", "copy", "memset", "sync"):
                 n += len(rec["start_ns"])
                 total += sum(e - b for b, e in zip(rec["start_ns"], rec["end_ns"]))
@@ -405,7 +407,7 @@ def sent_checksums(windows):
         for line in text.split("\n")[:-1]:
             c[1] += 1
             c[2] += len(line)
-            rec = json.loads(line)
+            rec = gpufl_compact.decode(json.loads(line))
             if rec["type"] in ("kernel", "copy", "memset", "sync"):
                 c[3] += len(rec["start_ns"])
                 c[4] += sum(e - b for b, e in zip(rec["start_ns"], rec["end_ns"]))

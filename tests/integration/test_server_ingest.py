@@ -165,6 +165,12 @@ KERNEL = ('{"type":"dict","v":1,"id":[1],"str":["k"]}\n'
           '"name":[1,1]}\n')
 
 
+# The kernels of KERNEL (plus a config) as a compact line (docs/log-format.md, Compact batches).
+COMPACT = ('{"type":"dict","v":1,"id":[1],"str":["k"]}\n'
+           '{"type":"kernel","v":2,"start_ns":[1,3],"end_ns":[7,2],"device":0,"stream":7,'
+           '"correlation":[5,1],"config":[1,2],"name":1,"registers":[32,16]}\n')
+
+
 def assert_nothing_stored(env, before):
     assert counts(env["db"]) == before
 
@@ -183,6 +189,12 @@ def assert_nothing_stored(env, before):
      400, [3]),
     ("undefined dict id", HEADER + KERNEL.replace('"name":[1,1]', '"name":[1,9]'), 400, [3]),
     ("wrong cell type", HEADER + KERNEL.replace('"device":[0,0]', '"device":[0,{}]'), 400, [3]),
+    ("compact: a delta column of the wrong length", HEADER + COMPACT.replace(
+        '"correlation":[5,1]', '"correlation":[5,1,1]'), 400, [3]),
+    ("compact: fewer values than configs", HEADER + COMPACT.replace(
+        '"registers":[32,16]', '"registers":[32]'), 400, [3]),
+    ("compact: a start with no end to count from", HEADER + COMPACT.replace(
+        '"end_ns":[7,2],', ''), 400, [3]),
     ("empty", "", 400, None),
 ])
 def test_malformed_window_is_refused_whole(env, case, body, status, lines):
@@ -204,6 +216,47 @@ def test_good_window_of_the_bad_session_stores(env):
     # stored_bytes: the window's bytes held, all of them; final: sealed (sent whole).
     assert (st, doc) == (200, {"rows": 2, "window": "stored", "stored_bytes": len(w[4]),
                                "final": True})
+
+
+ACTIVITY = ("start_ns, end_ns, device, context, stream, correlation, name, mangled, grid_x, "
+            "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem_bytes, "
+            "dynamic_smem_bytes, local_bytes_per_thread, graph_id, graph_node, config, "
+            "external_kind, external_id, launch_ns, tid, stack, scope, bytes")
+
+
+def activity(db, sid):
+    return db.query("SELECT " + ACTIVITY + " FROM activity WHERE session_id = ? ORDER BY "
+                    "start_ns, correlation", (sid,))
+
+
+@pytest.mark.parametrize("name", ["v2/trace", "v2/scoped", "sessions/stacks"])
+def test_compact_window_stores_the_same_rows(env, name):
+    """A session's window with its lines rewritten as compact lines (kernel v 2; copy, memset,
+    sync v 3 from their v 2) stores the same typed rows as the plain one."""
+    srv, db, key = env["srv"], env["db"], env["keys"]["ingest"]
+    text = open(os.path.join(HERE, "..", "fixtures", name, "device.log")).read()
+    compact = sh.gpufl_compact
+    sids, compacted = [], 0
+    for form in ("plain", "compact"):
+        sid = "compact-%s-%s" % (name.replace("/", "-"), form)
+        lines = []
+        for line in text.splitlines():
+            rec = json.loads(line)
+            if rec["type"] == "header":
+                rec["session_id"] = sid
+            v = rec.get("v", 0) + 1
+            if form == "compact" and (rec["type"], v) in compact.CODES and \
+                    compact._fits(rec, compact.CODES[(rec["type"], v)]):
+                rec = compact.encode(rec, v)
+                compacted += 1
+            lines.append(json.dumps(rec, separators=(",", ":")))
+        w = (sid, "device", 0, "w-" + sid, "\n".join(lines) + "\n")
+        status, doc, _ = post_window(srv, key, w)
+        assert status == 200 and doc["window"] == "stored", doc
+        sids.append(sid)
+    assert compacted >= 1
+    rows = [activity(db, sid) for sid in sids]
+    assert rows[0] and rows[0] == rows[1]
 
 
 def test_problems_listed_up_to_100(env):

@@ -19,6 +19,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpufl_compact  # noqa: E402  (next to this file)
+
 try:
     import jsonschema
 except ImportError:  # pragma: no cover - reported, not hidden
@@ -154,6 +157,12 @@ class Checker:
             return None
         if not isinstance(rec, dict):
             self.error(path, number, "not a JSON object")
+            return None
+        # A compact line is checked as the plain line it stands for (the schema's columns).
+        try:
+            gpufl_compact.decode(rec)
+        except gpufl_compact.CompactError as e:
+            self.error(path, number, "compact line: %s" % e)
             return None
         ok = True
         seen = set()

@@ -169,21 +169,21 @@ static void compat_v2_rows_as_written(void **state) {
 }
 
 /* A version this reader does not know is skipped and counted, scanned or
- * not: copy 3, and kernel 2 (kernel rows are still at 1). */
+ * not: copy 4, and kernel 3 (copy is at 3, kernel at 2: compact lines). */
 static void compat_unknown_versions_skipped(void **state) {
     (void)state;
     char *dir = strdup(tu_scratch_dir(SUITE, "unknown"));
-    write_device_log(dir, "{\"type\":\"copy\",\"v\":3,\"start_ns\":[1],\"end_ns\":[2],"
+    write_device_log(dir, "{\"type\":\"copy\",\"v\":4,\"start_ns\":[1],\"end_ns\":[2],"
                           "\"device\":[0],\"stream\":[7],\"correlation\":[1],\"bytes\":[8],"
                           "\"copy_kind\":[1],\"src_kind\":[1],\"dst_kind\":[3],\"async\":[0]}\n"
-                          "{\"type\":\"copy\",\"v\":3,\"start_ns\":[1],\"end_ns\":[2],"
+                          "{\"type\":\"copy\",\"v\":4,\"start_ns\":[1],\"end_ns\":[2],"
                           "\"device\":[0],\"stream\":[7],\"correlation\":[1],\"bytes\":[8],"
                           "\"\\u0063opy_kind\":[1],\"src_kind\":[1],\"dst_kind\":[3],"
                           "\"async\":[0]}\n"
                           "{\"type\":\"memset\",\"v\":0,\"start_ns\":[1],\"end_ns\":[2],"
                           "\"device\":[0],\"stream\":[7],\"correlation\":[1],\"bytes\":[8],"
                           "\"memory_kind\":[3]}\n"
-                          "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[1],\"end_ns\":[2]}\n");
+                          "{\"type\":\"kernel\",\"v\":3,\"start_ns\":[1],\"end_ns\":[2]}\n");
     gpufl__model_t *m = load(dir);
     assert_int_equal(m->n_copies, 0);
     assert_int_equal(m->n_memsets, 0);
@@ -195,7 +195,10 @@ static void compat_unknown_versions_skipped(void **state) {
     assert_true(gpufl__compat_known("copy", 1));
     assert_true(gpufl__compat_known("copy", GPUFL_LOG_VALUES_VERSION));
     assert_true(gpufl__compat_known("alloc", 2));
-    assert_false(gpufl__compat_known("kernel", 2));
+    assert_true(gpufl__compat_known("kernel", 2));
+    assert_false(gpufl__compat_known("kernel", 3));
+    assert_true(gpufl__compat_known("sync", 3));
+    assert_false(gpufl__compat_known("sync", 4));
     assert_false(gpufl__compat_known("header", 0));
     assert_true(gpufl__compat_known("frobnicate", 1));
 }
@@ -210,18 +213,28 @@ static char *render(const gpufl__model_t *m, gpufl_report_format_t fmt, size_t *
 }
 
 /* A session written in version 2 (fixtures/v2: the v 1 fixture of the same
- * name with today's values) loads the same rows and gives the same report,
- * in every format, as its v 1 original. (Without the legend line a writer
- * adds: the report counts lines; compat_v2_rows_as_written reads one.) */
-static void check_same_session(const char *name) {
-    char v1[256], v2[256];
+ * name with today's values) or as compact lines (fixtures/v3: the v 2 one
+ * rewritten by tests/tools/gpufl_compact.py) loads the same rows and gives
+ * the same report, in every format, and the same insights as its v 1
+ * original. (Without the legend line a writer adds: the report counts
+ * lines; compat_v2_rows_as_written reads one.) */
+static void check_same_session(const char *dir, const char *name) {
+    char v1[256], vn[256];
     snprintf(v1, sizeof v1, "sessions/%s", name);
-    snprintf(v2, sizeof v2, "v2/%s", name);
-    gpufl__model_t *a = load(tu_fixture(v1)), *b = load(tu_fixture(v2));
+    snprintf(vn, sizeof vn, "%s/%s", dir, name);
+    gpufl__model_t *a = load(tu_fixture(v1)), *b = load(tu_fixture(vn));
     assert_int_equal(b->unknown_versions, 0);
+    assert_int_equal(b->n_warnings, a->n_warnings);
+    assert_int_equal(a->n_kernels, b->n_kernels);
     assert_int_equal(a->n_copies, b->n_copies);
     assert_int_equal(a->n_memsets, b->n_memsets);
     assert_int_equal(a->n_syncs, b->n_syncs);
+    for (size_t i = 0; i < a->n_kernels; i++) { /* their names point into each model's pool */
+        gpufl__model_kernel_t ka = a->kernels[i], kb = b->kernels[i];
+        assert_string_equal(ka.name ? ka.name : "", kb.name ? kb.name : "");
+        ka.name = kb.name = ka.demangled = kb.demangled = NULL;
+        assert_memory_equal(&ka, &kb, sizeof ka);
+    }
     if (a->n_copies) assert_memory_equal(a->copies, b->copies, a->n_copies * sizeof *a->copies);
     if (a->n_memsets)
         assert_memory_equal(a->memsets, b->memsets, a->n_memsets * sizeof *a->memsets);
@@ -242,8 +255,15 @@ static void check_same_session(const char *name) {
 
 static void compat_v2_session_reads_the_same(void **state) {
     (void)state;
-    check_same_session("trace");
-    check_same_session("scoped");
+    check_same_session("v2", "trace");
+    check_same_session("v2", "scoped");
+}
+
+static void compat_compact_session_reads_the_same(void **state) {
+    (void)state;
+    check_same_session("v3", "trace");
+    check_same_session("v3", "scoped");
+    check_same_session("v3", "stacks");
 }
 
 int main(void) {
@@ -253,6 +273,7 @@ int main(void) {
         cmocka_unit_test(compat_v2_rows_as_written),
         cmocka_unit_test(compat_unknown_versions_skipped),
         cmocka_unit_test(compat_v2_session_reads_the_same),
+        cmocka_unit_test(compat_compact_session_reads_the_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

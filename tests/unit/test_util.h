@@ -13,6 +13,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "util/colcode.h"
+
 #include <gpufl/gpufl.h>
 #include <jansson.h>
 
@@ -94,6 +96,10 @@ static inline tu_lines_t tu_read(const char *dir, const char *file) {
         if (line[len - 1] != '\n') fail_msg("%s: last line has no newline", path);
         json_t *j = json_loadb(line, (size_t)len, 0, &err);
         if (!j) fail_msg("%s line %zu: %s", path, L.n + 1, err.text);
+        /* compact lines read as the plain lines they stand for, as every reader reads them */
+        char why[160];
+        if (gpufl__colcode_decode_json(j, why, sizeof why))
+            fail_msg("%s line %zu: %s", path, L.n + 1, why);
         L.v = realloc(L.v, (L.n + 1) * sizeof *L.v);
         L.v[L.n++] = j;
     }

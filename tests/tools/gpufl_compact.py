@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Compact batch lines (docs/log-format.md, "Compact batches") decoded into the plain lines they
+stand for: the Python twin of lib/util/colcode.c for the test and GPU-check scripts, which read
+logs with the standard library. Keep CODES in step with colcode.c.
+"""
+
+# In declaration order: a code refers to columns before it in the row, or to earlier rows.
+# (code, reference, key): with a key, "the row before" is the last earlier row with the same
+# key value, and a key's first row counts from 0.
+_IDS = {"correlation": ("delta", None, None), "scope": ("delta", None, None)}
+_STREAM = dict({"start_ns": ("from_prev", "end_ns", "stream"),
+                "end_ns": ("after", "start_ns", None)}, **_IDS)
+_SYNC = dict({"start_ns": ("from_prev", "end_ns", None),
+              "end_ns": ("after", "start_ns", None)}, **_IDS)
+_KERNEL = dict({"start_ns": ("from_prev", "end_ns", "stream"),
+                "end_ns": ("after", "start_ns", "config")}, **_IDS,
+               launch_ns=("delta", None, None), external_id=("delta", None, None),
+               **{c: ("keyed", "config", None) for c in (
+                   "name", "demangled", "registers", "static_smem_bytes", "dynamic_smem_bytes",
+                   "local_bytes_per_thread", "block_x", "block_y", "block_z", "grid_x", "grid_y",
+                   "grid_z")})
+# (type, v) -> {column: (code, reference)}
+CODES = {("kernel", 2): _KERNEL, ("copy", 3): _STREAM, ("memset", 3): _STREAM, ("sync", 3): _SYNC}
+
+
+MAX_ROWS = 4096  # GPUFL_COLCODE_MAX_ROWS
+
+
+class CompactError(ValueError):
+    """A compact line whose encoding is malformed."""
+
+
+def _int(v):
+    return int(v) if isinstance(v, str) else v
+
+
+def decode(rec):
+    """rec (a parsed line) as its plain form, in place; other lines are returned as they are."""
+    codes = CODES.get((rec.get("type"), rec.get("v")))
+    if codes is None:
+        return rec
+    lengths = {len(v) for k, v in rec.items()
+               if isinstance(v, list) and codes.get(k, ("",))[0] != "keyed"}
+    if len(lengths) != 1:
+        raise CompactError("a compact %s line needs column arrays of one length" % rec["type"])
+    rows = lengths.pop()
+    if rows > MAX_ROWS:
+        raise CompactError("a compact %s line of %d rows (at most %d)"
+                           % (rec["type"], rows, MAX_ROWS))
+    coded = set()
+    for k, v in list(rec.items()):
+        if k in ("type", "v") or isinstance(v, (list, dict)):
+            if isinstance(v, list) and k in codes:
+                coded.add(k)
+                rec[k] = list(v)
+            continue
+        rec[k] = [v] * rows  # a scalar: every row's value, never coded
+    for col in coded:
+        code, ref, key = codes[col]
+        if code == "keyed" and len(rec[col]) == rows:
+            continue  # plain: a key per row, or no key to go by
+        if ref is not None and ref not in rec:
+            raise CompactError("column %s needs column %s" % (col, ref))
+        if code != "keyed" and len(rec[col]) != rows:
+            raise CompactError("column %s has %d values, the line %d rows"
+                               % (col, len(rec[col]), rows))
+    rel = [c for c in codes if c in coded and codes[c][0] != "keyed"]
+    last = {c: {} for c in rel}  # column -> {key value: running base}
+    for r in range(rows):
+        for col in rel:
+            code, ref, key = codes[col]
+            k = rec[key][r] if key in rec else None  # a key the line lacks: null
+            v = rec[col][r]
+            if v is not None:
+                v, base = _int(v), last[col].get(k, 0)
+                if code == "after":
+                    base = base if key else 0  # unkeyed: the duration itself
+                    if rec[ref][r] is None:
+                        raise CompactError("row %d: %s is relative to a null %s" % (r, col, ref))
+                    last[col][k] = base + v
+                    v = _int(rec[ref][r]) + base + v
+                else:
+                    v = base + v
+                    if code == "delta":
+                        last[col][k] = v
+                rec[col][r] = v
+        for col in rel:
+            code, ref, key = codes[col]
+            if code == "from_prev" and rec[ref][r] is not None:
+                last[col][rec[key][r] if key in rec else None] = _int(rec[ref][r])
+    for col in coded:
+        code, ref, _ = codes[col]
+        vals = rec[col]
+        if code != "keyed" or len(vals) == rows:
+            continue
+        first, it, out = {}, iter(vals), []
+        for key in rec[ref]:
+            if key not in first:
+                try:
+                    first[key] = next(it)
+                except StopIteration:
+                    raise CompactError("column %s has too few values" % col) from None
+            out.append(first[key])
+        if next(it, it) is not it:
+            raise CompactError("column %s has too many values" % col)
+        rec[col] = out
+    return rec
+
+
+MAX_KEYS = 256  # GPUFL_COLCODE_MAX_KEYS
+
+
+def encode(rec, version):
+    """A plain batch line (a dict, columns in order) as the compact line of `version`, as the
+    writer (lib/core/wire.c) encodes it: a column of one value as a scalar (never the first),
+    else as its code says, a keyed column plain where a key has two values or keys are many."""
+    codes = CODES[(rec["type"], version)]
+    out = {"type": rec["type"], "v": version}
+    cols = [k for k in rec if k not in ("type", "v")]
+    rows = len(rec[cols[0]])
+    for i, col in enumerate(cols):
+        vals = rec[col]
+        if i > 0 and rows > 1 and all(v == vals[0] for v in vals):
+            out[col] = vals[0]
+            continue
+        code, ref, key = codes.get(col, (None, None, None))
+        if code is None:
+            out[col] = vals
+        elif code == "keyed" and ref not in rec:
+            out[col] = vals
+        elif code == "keyed":
+            first = {}
+            for k, v in zip(rec[ref], vals):
+                if first.setdefault(k, v) != v:
+                    first = None
+                    break
+            out[col] = vals if first is None or len(first) > MAX_KEYS else list(first.values())
+        else:
+            last, coded = {}, []
+            for r, v in enumerate(vals):
+                k = rec[key][r] if key in rec else None
+                if v is not None:
+                    v, base = _int(v), last.get(k, 0)
+                    if code == "after":
+                        base = base if key else 0  # unkeyed: the duration itself
+                        diff = v - _int(rec[ref][r])
+                        coded.append(diff - base)
+                        last[k] = diff
+                    else:
+                        coded.append(v - base)
+                        if code == "delta":
+                            last[k] = v
+                else:
+                    coded.append(None)
+                if code == "from_prev" and rec[ref][r] is not None:
+                    last[k] = _int(rec[ref][r])
+            out[col] = coded
+    return out
+
+
+def _fits(rec, codes):
+    """Whether every coded column holds int64 values only (what the writer's cells hold): a
+    hand-written id past 2^63 keeps its line plain."""
+    return all(v is None or -2**63 <= _int(v) < 2**63
+               for col in codes if isinstance(rec.get(col), list) for v in rec[col])
+
+
+def _main(argv):
+    """gpufl_compact.py SRC DST: the session in SRC with its plain kernel, copy, memset and
+    sync lines rewritten as compact lines into DST (copy, memset and sync only from v 2: a
+    v 1 line holds CUPTI's numbers and stays as it is; see _fits)."""
+    import json
+    import os
+    src, dst = argv
+    os.makedirs(dst, exist_ok=True)
+    newest = {t: v for (t, v) in CODES}
+    for name in sorted(os.listdir(src)):
+        with open(os.path.join(src, name), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        with open(os.path.join(dst, name), "w", encoding="utf-8") as f:
+            for line in lines:
+                rec = json.loads(line)
+                t, v = rec.get("type"), rec.get("v")
+                if t in newest and v == newest[t] - 1 and _fits(rec, CODES[(t, newest[t])]):
+                    line = json.dumps(encode(rec, newest[t]), separators=(",", ":"))
+                f.write(line + "\n")
+
+
+if __name__ == "__main__":
+    import sys
+    _main(sys.argv[1:])
