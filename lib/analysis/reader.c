@@ -753,6 +753,14 @@ static int handle_line(gpufl__reader_t *r, const char *line, size_t len) {
         note_record(r, t);
         if (strcmp(t, "dict") == 0 && json_integer_value(v) == 1) {
             rc = handle_dict(r, rec);
+        } else if (strcmp(t, "spool_dropped") == 0) {
+            /* gpufl-agent replaced this sealed segment, never delivered, when the server was
+             * away past its spool's bound (docs/upload.md): what it held is gone, said here. */
+            json_t *bytes = json_object_get(rec, "bytes");
+            warnf(r, ch->pos.line,
+                  "gpufl-agent dropped this segment unsent (%lld bytes of records lost: the "
+                  "server was away while the undelivered windows passed its spool's bound)",
+                  json_is_integer(bytes) ? (long long)json_integer_value(bytes) : -1LL);
         } else if (strcmp(t, "segment_end") == 0 && json_integer_value(v) == 1) {
             json_t *next = json_object_get(rec, "next");
             ch->saw_segment_end = 1;

@@ -206,6 +206,10 @@ def test_spool_bound_drops_oldest_windows_and_says_so(env):
         lines = open(os.path.join(sess, "device.log" + ("" if i == 0 else ".%d" % i))).read()
         assert len(lines.splitlines()) == 3
         assert lines.splitlines()[0].startswith('{"type":"header"')
+    # The report says so, segment by segment.
+    rep = subprocess.run([CLI, "report", sess], capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.count("gpufl-agent dropped this segment unsent") == len(dropped)
     p = agent(env, "--once")
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
