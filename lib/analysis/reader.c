@@ -396,8 +396,7 @@ static int scan_decode(gpufl__reader_scanner_t *s, size_t n, size_t *cells, size
         cols[i].is_null = s->is_null ? s->is_null + at : NULL;
         /* a scalar is a value, never coded: hide a relative column's name from the decoder
          * (a KEYED one of rows values reads as written plain, and a key must stay found) */
-        const gpufl__colcode_t *code =
-            gpufl__colcode_of(s->codes, cols[i].name, cols[i].name_len);
+        const gpufl__colcode_t *code = gpufl__colcode_of(s->codes, cols[i].name, cols[i].name_len);
         if (s->col_scalar[i] && code && code->kind != GPUFL_CODE_KEYED) cols[i].name_len = 0;
     }
     char why[8];

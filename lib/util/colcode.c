@@ -50,10 +50,11 @@ static const gpufl__colcode_t stream_codes[] = {
     {"correlation", GPUFL_CODE_DELTA, NULL, NULL, NULL},
     {"scope", GPUFL_CODE_DELTA, NULL, NULL, NULL}};
 /* Synchronizations are the host's (a stream's may be null): the row before is the last one. */
-static const gpufl__colcode_t sync_codes[] = {{"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", NULL, NULL},
-                                              {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL, NULL},
-                                              {"correlation", GPUFL_CODE_DELTA, NULL, NULL, NULL},
-                                              {"scope", GPUFL_CODE_DELTA, NULL, NULL, NULL}};
+static const gpufl__colcode_t sync_codes[] = {
+    {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", NULL, NULL},
+    {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL, NULL},
+    {"correlation", GPUFL_CODE_DELTA, NULL, NULL, NULL},
+    {"scope", GPUFL_CODE_DELTA, NULL, NULL, NULL}};
 
 const gpufl__colcode_table_t gpufl__colcode_kernel = {"kernel", 2, kernel_codes,
                                                       N_OF(kernel_codes)};

@@ -128,13 +128,13 @@ static void colcode_duration_by_grid(void **state) {
         gpufl__cell_t *c = gpufl__batch_row(&b);
         int64_t start = 1000000 * (int64_t)(r + 1);
         for (int k = 0; k < GPUFL_KCOL_COUNT; k++) /* the optional columns null */
-            c[k].i = k == GPUFL_KCOL_START                 ? start
-                     : k == GPUFL_KCOL_END                 ? start + (r % 2 ? 500000 : 10000)
-                     : k == GPUFL_KCOL_GRID_X              ? (r % 2 ? 1024 : 64)
-                     : k == GPUFL_KCOL_CONFIG              ? 1
-                     : k == GPUFL_KCOL_CORRELATION         ? (int64_t)r
-                     : k >= GPUFL_KCOL_SCOPE                ? -1
-                                                           : 0;
+            c[k].i = k == GPUFL_KCOL_START         ? start
+                     : k == GPUFL_KCOL_END         ? start + (r % 2 ? 500000 : 10000)
+                     : k == GPUFL_KCOL_GRID_X      ? (r % 2 ? 1024 : 64)
+                     : k == GPUFL_KCOL_CONFIG      ? 1
+                     : k == GPUFL_KCOL_CORRELATION ? (int64_t)r
+                     : k >= GPUFL_KCOL_SCOPE       ? -1
+                                                   : 0;
     }
     char *line = encode(&b);
     assert_non_null(strstr(line, "\"end_ns\":[10000,500000,0,0,0,0,0,0]"));
