@@ -394,8 +394,10 @@ static int scan_decode(gpufl__reader_scanner_t *s, size_t n, size_t *cells, size
         size_t at = (size_t)(uintptr_t)s->columns[i].values;
         cols[i].values = s->values ? s->values + at : NULL;
         cols[i].is_null = s->is_null ? s->is_null + at : NULL;
-        /* a scalar is a value, never coded: hide its name from the decoder */
-        if (s->col_scalar[i]) cols[i].name_len = 0;
+        /* a scalar is a value, never coded: hide a relative column's name from the decoder
+         * (a KEYED one of rows values reads as written plain, and a key must stay found) */
+        const gpufl__colcode_t *code = gpufl__colcode_of(s->codes, cols[i].name, cols[i].name_len);
+        if (s->col_scalar[i] && code && code->kind != GPUFL_CODE_KEYED) cols[i].name_len = 0;
     }
     char why[8];
     int rc = gpufl__colcode_decode(s->codes, cols, n, rows, why, sizeof why);

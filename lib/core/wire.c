@@ -331,6 +331,7 @@ static int same_value(const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
 static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
                          const gpufl__colcode_t *code, int ref, size_t r0, size_t r1) {
     int key = code->key ? col_index(b, code->key) : -1;
+    int key2 = code->key2 ? col_index(b, code->key2) : -1;
     int64_t *last = b->code_last;
     gpufl__colcode_keys_reset(b->keys);
     last[0] = 0;
@@ -338,10 +339,20 @@ static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
     for (size_t r = r0; r < r1; r++) {
         const gpufl__cell_t *cell = &b->cells[r * b->ncols + c];
         int64_t slot = 0;
-        if (key >= 0) { /* the map has room for every row's key: it never fails */
-            const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
-            slot = gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(b->cols[key].kind, kc),
-                                           (uint32_t)(r - r0));
+        if (code->key) { /* the map has room for every row's key: it never fails */
+            int64_t k = 0;
+            int k_null = 1;
+            if (key >= 0) {
+                const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
+                k = kc->i, k_null = is_null_cell(b->cols[key].kind, kc);
+            }
+            if (code->key2) {
+                const gpufl__cell_t *kc = key2 >= 0 ? &b->cells[r * b->ncols + key2] : NULL;
+                k = gpufl__colcode_key_pair(k, k_null, kc ? kc->i : 0,
+                                            kc ? is_null_cell(b->cols[key2].kind, kc) : 1);
+                k_null = 0;
+            }
+            slot = gpufl__colcode_keys_put(b->keys, k, k_null, (uint32_t)(r - r0));
             if (slot == (int64_t)(r - r0)) last[slot] = 0;
         }
         if (r > r0) gpufl__buf_putc(o, ',');

@@ -20,38 +20,41 @@
 
 /* Activity rows start shortly after the last one of their stream ended (the start is that
  * gap), last a while (the end is the duration) and carry increasing ids (deltas). A kernel's
- * duration is close to the last of its configuration's, and what a configuration fixes
+ * duration is close to the last of its configuration's at the same grid (a training loop runs
+ * one kernel on several sizes: keyed on the configuration alone, the durations of the sizes
+ * alternate and their differences are as large as the durations), and what a configuration fixes
  * (name, resources, block; the grid where it follows the configuration) is written once per
  * configuration in a line. */
 static const gpufl__colcode_t kernel_codes[] = {
-    {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", "stream"},
-    {"end_ns", GPUFL_CODE_AFTER, "start_ns", "config"},
-    {"correlation", GPUFL_CODE_DELTA, NULL, NULL},
-    {"scope", GPUFL_CODE_DELTA, NULL, NULL},
-    {"launch_ns", GPUFL_CODE_DELTA, NULL, NULL},
-    {"external_id", GPUFL_CODE_DELTA, NULL, NULL},
-    {"name", GPUFL_CODE_KEYED, "config", NULL},
-    {"demangled", GPUFL_CODE_KEYED, "config", NULL},
-    {"registers", GPUFL_CODE_KEYED, "config", NULL},
-    {"static_smem_bytes", GPUFL_CODE_KEYED, "config", NULL},
-    {"dynamic_smem_bytes", GPUFL_CODE_KEYED, "config", NULL},
-    {"local_bytes_per_thread", GPUFL_CODE_KEYED, "config", NULL},
-    {"block_x", GPUFL_CODE_KEYED, "config", NULL},
-    {"block_y", GPUFL_CODE_KEYED, "config", NULL},
-    {"block_z", GPUFL_CODE_KEYED, "config", NULL},
-    {"grid_x", GPUFL_CODE_KEYED, "config", NULL},
-    {"grid_y", GPUFL_CODE_KEYED, "config", NULL},
-    {"grid_z", GPUFL_CODE_KEYED, "config", NULL}};
+    {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", "stream", NULL},
+    {"end_ns", GPUFL_CODE_AFTER, "start_ns", "config", "grid_x"},
+    {"correlation", GPUFL_CODE_DELTA, NULL, NULL, NULL},
+    {"scope", GPUFL_CODE_DELTA, NULL, NULL, NULL},
+    {"launch_ns", GPUFL_CODE_DELTA, NULL, NULL, NULL},
+    {"external_id", GPUFL_CODE_DELTA, NULL, NULL, NULL},
+    {"name", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"demangled", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"registers", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"static_smem_bytes", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"dynamic_smem_bytes", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"local_bytes_per_thread", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"block_x", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"block_y", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"block_z", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"grid_x", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"grid_y", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"grid_z", GPUFL_CODE_KEYED, "config", NULL, NULL}};
 static const gpufl__colcode_t stream_codes[] = {
-    {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", "stream"},
-    {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL},
-    {"correlation", GPUFL_CODE_DELTA, NULL, NULL},
-    {"scope", GPUFL_CODE_DELTA, NULL, NULL}};
+    {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", "stream", NULL},
+    {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL, NULL},
+    {"correlation", GPUFL_CODE_DELTA, NULL, NULL, NULL},
+    {"scope", GPUFL_CODE_DELTA, NULL, NULL, NULL}};
 /* Synchronizations are the host's (a stream's may be null): the row before is the last one. */
-static const gpufl__colcode_t sync_codes[] = {{"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", NULL},
-                                              {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL},
-                                              {"correlation", GPUFL_CODE_DELTA, NULL, NULL},
-                                              {"scope", GPUFL_CODE_DELTA, NULL, NULL}};
+static const gpufl__colcode_t sync_codes[] = {
+    {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", NULL, NULL},
+    {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL, NULL},
+    {"correlation", GPUFL_CODE_DELTA, NULL, NULL, NULL},
+    {"scope", GPUFL_CODE_DELTA, NULL, NULL, NULL}};
 
 const gpufl__colcode_table_t gpufl__colcode_kernel = {"kernel", 2, kernel_codes,
                                                       N_OF(kernel_codes)};
@@ -129,6 +132,13 @@ static int keys_grow(gpufl__colcode_keys_t *k) {
     return 0;
 }
 
+int64_t gpufl__colcode_key_pair(int64_t k1, int null1, int64_t k2, int null2) {
+    uint64_t a = null1 ? 0x2545F4914F6CDD1Dull : (uint64_t)k1;
+    uint64_t b = null2 ? 0x2545F4914F6CDD1Dull : (uint64_t)k2;
+    uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ b;
+    return (int64_t)(h * 0xBF58476D1CE4E5B9ull);
+}
+
 int64_t gpufl__colcode_keys_put(gpufl__colcode_keys_t *k, int64_t key, int is_null, uint32_t row) {
     if ((k->count + 1) * 2 > k->slots && keys_grow(k)) return -1;
     if (is_null) key = 0;
@@ -197,9 +207,9 @@ typedef struct run {
     int64_t one;
 } run_t;
 
-static int run_init(run_t *s, const gpufl__colcode_col_t *key, size_t rows) {
+static int run_init(run_t *s, int keyed, size_t rows) {
     memset(s, 0, sizeof *s);
-    if (!key) {
+    if (!keyed) {
         s->last = &s->one;
         return 0;
     }
@@ -212,19 +222,28 @@ static void run_fini(run_t *s) {
     gpufl__colcode_keys_fini(&s->keys);
 }
 
-/* The slot of row r's key (0 without a key); -1 out of memory. */
-static int64_t run_slot(run_t *s, const gpufl__colcode_col_t *key, size_t r) {
-    if (!key) return 0;
-    int64_t first = gpufl__colcode_keys_put(&s->keys, key->values[r], key->is_null[r], (uint32_t)r);
+/* The slot of row r's key (0 without a key); -1 out of memory. With a second key, a key
+ * column the line lacks is null on every row. */
+static int64_t run_slot(run_t *s, const gpufl__colcode_t *code, const gpufl__colcode_col_t *key,
+                        const gpufl__colcode_col_t *key2, size_t r) {
+    if (!code->key) return 0;
+    int64_t k = key ? key->values[r] : 0;
+    int is_null = key ? key->is_null[r] : 1;
+    if (code->key2) {
+        k = gpufl__colcode_key_pair(k, is_null, key2 ? key2->values[r] : 0,
+                                    key2 ? key2->is_null[r] : 1);
+        is_null = 0;
+    }
+    int64_t first = gpufl__colcode_keys_put(&s->keys, k, is_null, (uint32_t)r);
     if (first == (int64_t)r) s->last[r] = 0;
     return first;
 }
 
 /* Row r of coded column c from its code: 0, or -1 with why. */
 static int decode_cell(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
-                       const gpufl__colcode_col_t *ref, const gpufl__colcode_col_t *key, run_t *s,
-                       size_t r, char *why, size_t why_size) {
-    int64_t slot = run_slot(s, key, r);
+                       const gpufl__colcode_col_t *ref, gpufl__colcode_col_t *const key[2],
+                       run_t *s, size_t r, char *why, size_t why_size) {
+    int64_t slot = run_slot(s, code, key[0], key[1], r);
     if (slot < 0) return GPUFL_ENOMEM;
     int64_t coded = c->values[r], base = s->last[slot], out;
     int bad;
@@ -260,7 +279,7 @@ static int decode_cell(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
 int gpufl__colcode_decode(const gpufl__colcode_table_t *t, gpufl__colcode_col_t *cols, size_t n,
                           size_t rows, char *why, size_t why_size) {
     gpufl__colcode_col_t *col[GPUFL_COLCODE_MAX_CODES], *ref[GPUFL_COLCODE_MAX_CODES],
-        *key[GPUFL_COLCODE_MAX_CODES];
+        *key[GPUFL_COLCODE_MAX_CODES][2];
     run_t run[GPUFL_COLCODE_MAX_CODES];
     size_t nc = t->n_codes < GPUFL_COLCODE_MAX_CODES ? t->n_codes : GPUFL_COLCODE_MAX_CODES;
     int rc = 0;
@@ -269,7 +288,8 @@ int gpufl__colcode_decode(const gpufl__colcode_table_t *t, gpufl__colcode_col_t 
         const gpufl__colcode_t *code = &t->codes[i];
         col[i] = find_col(cols, n, code->column);
         ref[i] = code->ref ? find_col(cols, n, code->ref) : NULL;
-        key[i] = code->key ? find_col(cols, n, code->key) : NULL;
+        key[i][0] = code->key ? find_col(cols, n, code->key) : NULL;
+        key[i][1] = code->key2 ? find_col(cols, n, code->key2) : NULL;
         if (!col[i]) continue;
         if (code->kind == GPUFL_CODE_KEYED && col[i]->n_values == rows) {
             col[i] = NULL; /* written plain (a key per row, or no key: reads the same) */
@@ -284,10 +304,14 @@ int gpufl__colcode_decode(const gpufl__colcode_table_t *t, gpufl__colcode_col_t 
                      col[i]->n_values, rows);
             rc = -1;
         } else if (code->kind != GPUFL_CODE_KEYED) {
-            rc = run_init(&run[i], key[i], rows);
+            rc = run_init(&run[i], code->key != NULL, rows);
         }
     }
-    /* Row by row, each row's codes in the table's order: a code refers to columns decoded
+    /* KEYED columns first: a relative code may key on one (end_ns on grid_x) */
+    for (size_t i = 0; i < nc && !rc; i++)
+        if (col[i] && t->codes[i].kind == GPUFL_CODE_KEYED)
+            rc = decode_keyed(col[i], ref[i], rows, why, why_size);
+    /* Then row by row, each row's codes in the table's order: a code refers to columns decoded
      * before it in the same row (end_ns to start_ns) or in an earlier row. */
     for (size_t r = 0; r < rows && !rc; r++) {
         for (size_t i = 0; i < nc && !rc; i++)
@@ -296,16 +320,13 @@ int gpufl__colcode_decode(const gpufl__colcode_table_t *t, gpufl__colcode_col_t 
         /* a FROM_PREV code's next row counts from this row's (decoded) reference */
         for (size_t i = 0; i < nc && !rc; i++) {
             if (!col[i] || !run[i].last || t->codes[i].kind != GPUFL_CODE_FROM_PREV) continue;
-            int64_t slot = run_slot(&run[i], key[i], r);
+            int64_t slot = run_slot(&run[i], &t->codes[i], key[i][0], key[i][1], r);
             if (slot < 0)
                 rc = GPUFL_ENOMEM;
             else if (!ref[i]->is_null[r])
                 run[i].last[slot] = ref[i]->values[r];
         }
     }
-    for (size_t i = 0; i < nc && !rc; i++)
-        if (col[i] && t->codes[i].kind == GPUFL_CODE_KEYED)
-            rc = decode_keyed(col[i], ref[i], rows, why, why_size);
     for (size_t i = 0; i < nc; i++)
         if (run[i].last) run_fini(&run[i]);
     return rc;
@@ -399,9 +420,9 @@ int gpufl__colcode_decode_json(json_t *rec, char *why, size_t why_size) {
     }
     /* References and keys that are not coded themselves (config, stream) are plain arrays by
      * now: read them too. */
-    for (size_t i = 0; i < 2 * t->n_codes && !rc; i++) {
-        const gpufl__colcode_t *code = &t->codes[i / 2];
-        const char *ref = i % 2 ? code->key : code->ref;
+    for (size_t i = 0; i < 3 * t->n_codes && !rc; i++) {
+        const gpufl__colcode_t *code = &t->codes[i / 3];
+        const char *ref = i % 3 == 2 ? code->key2 : i % 3 ? code->key : code->ref;
         json_t *a = ref ? json_object_get(rec, ref) : NULL;
         if (!a || find_col(cols, n, ref) || !find_col(cols, n, code->column)) continue;
         if (!json_is_array(a) || json_array_size(a) != rows || n == N_OF(cols)) continue;

@@ -34,6 +34,9 @@ typedef struct gpufl__colcode {
      * value in this column (a stream, a config), and a key's first row counts from 0. For
      * AFTER, the row holds its difference from that row's (value - ref). NULL: the row before. */
     const char *key;
+    /* A second key column: rows are alike when both keys agree (a kernel's duration goes with
+     * its configuration and its grid). NULL: key alone. */
+    const char *key2;
 } gpufl__colcode_t;
 
 /* The encodings of one compact record version. Besides its codes, any column but the first
@@ -74,6 +77,9 @@ int gpufl__colcode_keys_init(gpufl__colcode_keys_t *k, size_t slots);
 /* Empties k, keeping its room. */
 void gpufl__colcode_keys_reset(gpufl__colcode_keys_t *k);
 void gpufl__colcode_keys_fini(gpufl__colcode_keys_t *k);
+/* The one int64 key of two key cells (a null cell, or a key column the line lacks, as null):
+ * the writer and the decoder key on it alike, so its rare collisions cost bytes, not meaning. */
+int64_t gpufl__colcode_key_pair(int64_t k1, int null1, int64_t k2, int null2);
 /* Finds key (null: is_null) or adds it with row. Returns the row of its first appearance
  * (row itself when new), -1 out of memory. */
 int64_t gpufl__colcode_keys_put(gpufl__colcode_keys_t *k, int64_t key, int is_null, uint32_t row);

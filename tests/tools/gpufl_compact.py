@@ -6,14 +6,14 @@ logs with the standard library. Keep CODES in step with colcode.c.
 
 # In declaration order: a code refers to columns before it in the row, or to earlier rows.
 # (code, reference, key): with a key, "the row before" is the last earlier row with the same
-# key value, and a key's first row counts from 0.
+# key value, and a key's first row counts from 0. A key of two columns is their key_pair().
 _IDS = {"correlation": ("delta", None, None), "scope": ("delta", None, None)}
 _STREAM = dict({"start_ns": ("from_prev", "end_ns", "stream"),
                 "end_ns": ("after", "start_ns", None)}, **_IDS)
 _SYNC = dict({"start_ns": ("from_prev", "end_ns", None),
               "end_ns": ("after", "start_ns", None)}, **_IDS)
 _KERNEL = dict({"start_ns": ("from_prev", "end_ns", "stream"),
-                "end_ns": ("after", "start_ns", "config")}, **_IDS,
+                "end_ns": ("after", "start_ns", ("config", "grid_x"))}, **_IDS,
                launch_ns=("delta", None, None), external_id=("delta", None, None),
                **{c: ("keyed", "config", None) for c in (
                    "name", "demangled", "registers", "static_smem_bytes", "dynamic_smem_bytes",
@@ -24,6 +24,21 @@ CODES = {("kernel", 2): _KERNEL, ("copy", 3): _STREAM, ("memset", 3): _STREAM, (
 
 
 MAX_ROWS = 4096  # GPUFL_COLCODE_MAX_ROWS
+_M64 = (1 << 64) - 1
+
+
+def key_pair(k1, k2):
+    """gpufl__colcode_key_pair: one int64 of two key cells (None: null)."""
+    a, b = (0x2545F4914F6CDD1D if k is None else _int(k) & _M64 for k in (k1, k2))
+    h = (((a * 0x9E3779B97F4A7C15) & _M64) ^ b) * 0xBF58476D1CE4E5B9 & _M64
+    return h - (1 << 64) if h >> 63 else h
+
+
+def _key(rec, key, r):
+    """Row r's key value: None without a key or for a key column the line lacks."""
+    if isinstance(key, tuple):
+        return key_pair(*(_key(rec, k, r) for k in key))
+    return rec[key][r] if key in rec else None
 
 
 class CompactError(ValueError):
@@ -64,12 +79,29 @@ def decode(rec):
         if code != "keyed" and len(rec[col]) != rows:
             raise CompactError("column %s has %d values, the line %d rows"
                                % (col, len(rec[col]), rows))
+    # keyed columns first: a relative code may key on one (end_ns on grid_x)
+    for col in coded:
+        code, ref, _ = codes[col]
+        vals = rec[col]
+        if code != "keyed" or len(vals) == rows:
+            continue
+        first, it, out = {}, iter(vals), []
+        for key in rec[ref]:
+            if key not in first:
+                try:
+                    first[key] = next(it)
+                except StopIteration:
+                    raise CompactError("column %s has too few values" % col) from None
+            out.append(first[key])
+        if next(it, it) is not it:
+            raise CompactError("column %s has too many values" % col)
+        rec[col] = out
     rel = [c for c in codes if c in coded and codes[c][0] != "keyed"]
     last = {c: {} for c in rel}  # column -> {key value: running base}
     for r in range(rows):
         for col in rel:
             code, ref, key = codes[col]
-            k = rec[key][r] if key in rec else None  # a key the line lacks: null
+            k = _key(rec, key, r)
             v = rec[col][r]
             if v is not None:
                 v, base = _int(v), last[col].get(k, 0)
@@ -87,23 +119,7 @@ def decode(rec):
         for col in rel:
             code, ref, key = codes[col]
             if code == "from_prev" and rec[ref][r] is not None:
-                last[col][rec[key][r] if key in rec else None] = _int(rec[ref][r])
-    for col in coded:
-        code, ref, _ = codes[col]
-        vals = rec[col]
-        if code != "keyed" or len(vals) == rows:
-            continue
-        first, it, out = {}, iter(vals), []
-        for key in rec[ref]:
-            if key not in first:
-                try:
-                    first[key] = next(it)
-                except StopIteration:
-                    raise CompactError("column %s has too few values" % col) from None
-            out.append(first[key])
-        if next(it, it) is not it:
-            raise CompactError("column %s has too many values" % col)
-        rec[col] = out
+                last[col][_key(rec, key, r)] = _int(rec[ref][r])
     return rec
 
 
@@ -138,7 +154,7 @@ def encode(rec, version):
         else:
             last, coded = {}, []
             for r, v in enumerate(vals):
-                k = rec[key][r] if key in rec else None
+                k = _key(rec, key, r)
                 if v is not None:
                     v, base = _int(v), last.get(k, 0)
                     if code == "after":

@@ -116,6 +116,47 @@ static void colcode_round_trip(void **state) {
     gpufl__batch_fini(&compact);
 }
 
+/* A configuration run at two grids, each grid lasting its own time: end_ns is keyed on the
+ * configuration and the grid, so after each grid's first row it holds zeros (keyed on the
+ * configuration alone it would swing by the difference of the two durations), and both
+ * decoders give the ends back. */
+static void colcode_duration_by_grid(void **state) {
+    (void)state;
+    gpufl__batch_t b;
+    assert_int_equal(gpufl__batch_init_table(&b, &gpufl__wire_kernel), 0);
+    for (size_t r = 0; r < 8; r++) {
+        gpufl__cell_t *c = gpufl__batch_row(&b);
+        int64_t start = 1000000 * (int64_t)(r + 1);
+        for (int k = 0; k < GPUFL_KCOL_COUNT; k++) /* the optional columns null */
+            c[k].i = k == GPUFL_KCOL_START         ? start
+                     : k == GPUFL_KCOL_END         ? start + (r % 2 ? 500000 : 10000)
+                     : k == GPUFL_KCOL_GRID_X      ? (r % 2 ? 1024 : 64)
+                     : k == GPUFL_KCOL_CONFIG      ? 1
+                     : k == GPUFL_KCOL_CORRELATION ? (int64_t)r
+                     : k >= GPUFL_KCOL_SCOPE       ? -1
+                                                   : 0;
+    }
+    char *line = encode(&b);
+    assert_non_null(strstr(line, "\"end_ns\":[10000,500000,0,0,0,0,0,0]"));
+    json_error_t err;
+    json_t *j = json_loads(line, 0, &err);
+    char why[160] = "";
+    assert_int_equal(gpufl__colcode_decode_json(j, why, sizeof why), 0);
+    gpufl__reader_scanner_t s = {0};
+    gpufl__reader_batch_t view;
+    assert_int_equal(gpufl__reader_scan_batch(&s, line, strlen(line) - 1, &view), 1);
+    const gpufl__reader_column_t *end = &view.columns[GPUFL_KCOL_END];
+    for (size_t r = 0; r < 8; r++) {
+        int64_t want = 1000000 * (int64_t)(r + 1) + (r % 2 ? 500000 : 10000);
+        assert_int_equal(json_integer_value(json_array_get(json_object_get(j, "end_ns"), r)), want);
+        assert_int_equal(end->values[r], want);
+    }
+    gpufl__reader_scanner_fini(&s);
+    json_decref(j);
+    free(line);
+    gpufl__batch_fini(&b);
+}
+
 static gpufl__model_t *load(const char *dir) {
     gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(&m, dir), 0);
@@ -202,6 +243,7 @@ static void colcode_row_cap(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(colcode_round_trip),
+        cmocka_unit_test(colcode_duration_by_grid),
         cmocka_unit_test(colcode_malformed_lines),
         cmocka_unit_test(colcode_row_cap),
     };
