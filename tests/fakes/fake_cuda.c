@@ -26,7 +26,9 @@
 #include <cuda.h>
 
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define EXPORT        __attribute__((visibility("default")))
@@ -233,22 +235,37 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
     return CUDA_SUCCESS;
 }
 
-static _Thread_local CUcontext context_stack[8];
-static _Thread_local int context_depth;
+/* The calling thread's context stack, in a pthread key rather than thread-local storage: a
+ * dlopen()ed library's TLS confuses LeakSanitizer's scan of the threads at exit. */
+typedef struct context_tls {
+    CUcontext stack[8];
+    int depth;
+} context_tls_t;
+static pthread_key_t context_key;
+static pthread_once_t context_once = PTHREAD_ONCE_INIT;
+static void context_key_make(void) { pthread_key_create(&context_key, free); }
+static context_tls_t *context_tls(void) {
+    pthread_once(&context_once, context_key_make);
+    context_tls_t *t = pthread_getspecific(context_key);
+    if (!t && (t = calloc(1, sizeof *t)) != NULL) pthread_setspecific(context_key, t);
+    return t;
+}
 
 EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
     CUresult r = enter(FN_cuCtxPushCurrent_v2);
     if (r != CUDA_SUCCESS) return r;
-    if (context_depth == 8) return CUDA_ERROR_INVALID_VALUE;
-    context_stack[context_depth++] = ctx;
+    context_tls_t *t = context_tls();
+    if (!t || t->depth == 8) return CUDA_ERROR_INVALID_VALUE;
+    t->stack[t->depth++] = ctx;
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx) {
     CUresult r = enter(FN_cuCtxPopCurrent_v2);
     if (r != CUDA_SUCCESS) return r;
-    if (context_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
-    CUcontext top = context_stack[--context_depth];
+    context_tls_t *t = context_tls();
+    if (!t || t->depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext top = t->stack[--t->depth];
     if (ctx != NULL) *ctx = top;
     return CUDA_SUCCESS;
 }
@@ -260,7 +277,8 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx) {
     CUresult r = enter(FN_cuCtxGetCurrent);
     if (r != CUDA_SUCCESS) return r;
     if (ctx == NULL) return CUDA_ERROR_INVALID_VALUE;
-    *ctx = context_depth ? context_stack[context_depth - 1] : NULL;
+    context_tls_t *t = context_tls();
+    *ctx = t && t->depth ? t->stack[t->depth - 1] : NULL;
     return CUDA_SUCCESS;
 }
 

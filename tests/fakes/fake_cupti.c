@@ -568,8 +568,21 @@ static unsigned char callback_on[CBIDS_MAX];
 static int resource_on;           /* the resource domain is enabled */
 static CUcontext current_context; /* what launch callbacks carry as their context */
 static uint32_t next_correlation = 1000;
-static __thread uint64_t external_stack[EXTERNAL_KINDS][EXTERNAL_DEPTH];
-static __thread int external_depth[EXTERNAL_KINDS];
+/* The calling thread's external-id stacks, in a pthread key rather than thread-local storage:
+ * a dlopen()ed library's TLS confuses LeakSanitizer's scan of the threads at exit. */
+typedef struct external_tls {
+    uint64_t stack[EXTERNAL_KINDS][EXTERNAL_DEPTH];
+    int depth[EXTERNAL_KINDS];
+} external_tls_t;
+static pthread_key_t external_key;
+static pthread_once_t external_once = PTHREAD_ONCE_INIT;
+static void external_key_make(void) { pthread_key_create(&external_key, free); }
+static external_tls_t *external_tls(void) {
+    pthread_once(&external_once, external_key_make);
+    external_tls_t *t = pthread_getspecific(external_key);
+    if (!t && (t = calloc(1, sizeof *t)) != NULL) pthread_setspecific(external_key, t);
+    return t;
+}
 
 static const struct {
     uint32_t cbid;
@@ -667,16 +680,19 @@ EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle sub
 EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                           uint64_t id) {
     if ((unsigned)kind >= EXTERNAL_KINDS) return CUPTI_ERROR_INVALID_PARAMETER;
-    if (external_depth[kind] == EXTERNAL_DEPTH) return CUPTI_ERROR_MAX_LIMIT_REACHED;
-    external_stack[kind][external_depth[kind]++] = id;
+    external_tls_t *t = external_tls();
+    if (!t) return CUPTI_ERROR_UNKNOWN;
+    if (t->depth[kind] == EXTERNAL_DEPTH) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    t->stack[kind][t->depth[kind]++] = id;
     return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                          uint64_t *last) {
     if ((unsigned)kind >= EXTERNAL_KINDS) return CUPTI_ERROR_INVALID_PARAMETER;
-    if (external_depth[kind] == 0) return CUPTI_ERROR_QUEUE_EMPTY;
-    uint64_t id = external_stack[kind][--external_depth[kind]];
+    external_tls_t *t = external_tls();
+    if (!t || t->depth[kind] == 0) return CUPTI_ERROR_QUEUE_EMPTY;
+    uint64_t id = t->stack[kind][--t->depth[kind]];
     if (last) *last = id;
     return CUPTI_SUCCESS;
 }
