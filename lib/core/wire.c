@@ -395,8 +395,8 @@ static void put_keyed(gpufl__buf_t *o, const gpufl__batch_t *b, int c, int key, 
     for (size_t r = 0; r < rows; r++) {
         const gpufl__cell_t *kc = &b->cells[(r0 + r) * b->ncols + key],
                             *cell = &b->cells[(r0 + r) * b->ncols + c];
-        int64_t f = gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc),
-                                            (uint32_t)r);
+        int64_t f =
+            gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc), (uint32_t)r);
         if (b->keys->count > GPUFL_COLCODE_MAX_KEYS) {
             put_column(o, b, c, r0, r1);
             return;

@@ -186,8 +186,8 @@ static int decode_keyed(gpufl__colcode_col_t *c, const gpufl__colcode_col_t *key
     /* per row: the row its key first came in; per first row: the key's rows, then the entry
      * its next row reads (+1; 0: the key has one value) */
     uint32_t *first = malloc((rows ? rows : 1) * sizeof *first);
-    size_t *count = calloc(rows ? rows : 1, sizeof *count), *own = calloc(rows ? rows : 1,
-                                                                          sizeof *own);
+    size_t *count = calloc(rows ? rows : 1, sizeof *count),
+           *own = calloc(rows ? rows : 1, sizeof *own);
     gpufl__colcode_keys_t k = {0};
     int rc = values && is_null && first && count && own ? 0 : GPUFL_ENOMEM;
     if (!rc && n > rows) {

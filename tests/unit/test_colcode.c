@@ -349,12 +349,9 @@ static void colcode_row_cap(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(colcode_round_trip),
-        cmocka_unit_test(colcode_duration_by_grid),
-        cmocka_unit_test(colcode_keyed_exceptions),
-        cmocka_unit_test(colcode_external_id_high_bits),
-        cmocka_unit_test(colcode_malformed_lines),
-        cmocka_unit_test(colcode_row_cap),
+        cmocka_unit_test(colcode_round_trip),       cmocka_unit_test(colcode_duration_by_grid),
+        cmocka_unit_test(colcode_keyed_exceptions), cmocka_unit_test(colcode_external_id_high_bits),
+        cmocka_unit_test(colcode_malformed_lines),  cmocka_unit_test(colcode_row_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
