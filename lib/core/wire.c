@@ -235,7 +235,7 @@ int gpufl__batch_init_table(gpufl__batch_t *b, const gpufl__wire_table_t *table)
     b->codes = table->codes;
     if (rc == 0 && b->codes) {
         b->keys = malloc(sizeof *b->keys);
-        b->code_last = malloc(GPUFL_BATCH_MAX_ROWS * sizeof *b->code_last);
+        b->code_last = malloc(2 * GPUFL_BATCH_MAX_ROWS * sizeof *b->code_last);
         /* 4 slots a row: a line's keys never make the map grow */
         if (!b->keys || !b->code_last ||
             gpufl__colcode_keys_init(b->keys, 4 * GPUFL_BATCH_MAX_ROWS) != 0) {
@@ -325,14 +325,14 @@ static int same_value(const gpufl__batch_t *b, int c, size_t r0, size_t r1) {
     return 1;
 }
 
-/* A DELTA, AFTER or FROM_PREV column, as gpufl__colcode_decode reads it back (the
+/* A DELTA, AFTER, FROM_PREV or HIGH_KEYED column, as gpufl__colcode_decode reads it back (the
  * running base per key value where the code has a key; a key column the table lacks is null
  * on every row); nulls stay null. */
 static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
                          const gpufl__colcode_t *code, int ref, size_t r0, size_t r1) {
     int key = code->key ? col_index(b, code->key) : -1;
     int key2 = code->key2 ? col_index(b, code->key2) : -1;
-    int64_t *last = b->code_last;
+    int64_t *last = b->code_last, lo = 0; /* HIGH_KEYED: last holds high bits, lo the low */
     gpufl__colcode_keys_reset(b->keys);
     last[0] = 0;
     gpufl__buf_putc(o, '[');
@@ -365,6 +365,10 @@ static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
                 out = (v - rv) - (code->key ? last[slot] : 0), last[slot] = v - rv;
                 break;
             case GPUFL_CODE_FROM_PREV: out = v - last[slot]; break;
+            case GPUFL_CODE_HIGH_KEYED: /* wraps as the decoder's overflow check expects */
+                out = (int64_t)((uint64_t)v - (uint64_t)gpufl__colcode_join(last[slot], lo));
+                gpufl__colcode_split(v, &last[slot], &lo);
+                break;
             default: out = v - last[slot], last[slot] = v; break;
             }
             gpufl__buf_put_i64(o, out);
@@ -377,33 +381,56 @@ static void put_relative(gpufl__buf_t *o, const gpufl__batch_t *b, int c,
     gpufl__buf_putc(o, ']');
 }
 
-/* A KEYED column: the value of each key's first row, when every row of a key holds the same
- * value and the keys are few; else the plain column (which reads the same). */
+/* A KEYED column: per key, in order of first appearance, the value of its rows where they
+ * agree (and it is not negative: -n marks an exception), else -n and its n rows' values; the
+ * plain column (which reads the same) past GPUFL_COLCODE_MAX_KEYS keys or unless that is
+ * fewer entries than rows. */
 static void put_keyed(gpufl__buf_t *o, const gpufl__batch_t *b, int c, int key, size_t r0,
                       size_t r1) {
-    gpufl__col_kind_t key_kind = b->cols[key].kind;
+    gpufl__col_kind_t key_kind = b->cols[key].kind, kind = b->cols[c].kind;
+    /* per first row: its key's rows, negated for an exception; per row: its key's first row */
+    int64_t *n_of = b->code_last, *first = b->code_last + GPUFL_BATCH_MAX_ROWS;
+    size_t rows = r1 - r0, entries = 0;
     gpufl__colcode_keys_reset(b->keys);
-    for (size_t r = r0; r < r1; r++) {
-        const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
-        int64_t first =
-            gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
-        if (b->keys->count > GPUFL_COLCODE_MAX_KEYS ||
-            memcmp(&b->cells[(r0 + (size_t)first) * b->ncols + c], &b->cells[r * b->ncols + c],
-                   sizeof(gpufl__cell_t)) != 0) {
+    for (size_t r = 0; r < rows; r++) {
+        const gpufl__cell_t *kc = &b->cells[(r0 + r) * b->ncols + key],
+                            *cell = &b->cells[(r0 + r) * b->ncols + c];
+        int64_t f =
+            gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc), (uint32_t)r);
+        if (b->keys->count > GPUFL_COLCODE_MAX_KEYS) {
             put_column(o, b, c, r0, r1);
             return;
         }
+        first[r] = f;
+        if (f == (int64_t)r)
+            n_of[r] = is_null_cell(kind, cell) || cell->i >= 0 ? 1 : -1;
+        else if (n_of[f] > 0 &&
+                 memcmp(&b->cells[(r0 + (size_t)f) * b->ncols + c], cell, sizeof *cell) == 0)
+            n_of[f]++;
+        else
+            n_of[f] = -(n_of[f] < 0 ? -n_of[f] : n_of[f]) - 1;
     }
-    gpufl__colcode_keys_reset(b->keys);
+    for (size_t r = 0; r < rows; r++)
+        if (first[r] == (int64_t)r) entries += n_of[r] > 0 ? 1 : 1 + (size_t)-n_of[r];
+    if (entries >= rows) {
+        put_column(o, b, c, r0, r1);
+        return;
+    }
     size_t n = 0;
     gpufl__buf_putc(o, '[');
-    for (size_t r = r0; r < r1; r++) {
-        const gpufl__cell_t *kc = &b->cells[r * b->ncols + key];
-        int64_t first =
-            gpufl__colcode_keys_put(b->keys, kc->i, is_null_cell(key_kind, kc), (uint32_t)(r - r0));
-        if (first != (int64_t)(r - r0)) continue;
+    for (size_t r = 0; r < rows; r++) {
+        if (first[r] != (int64_t)r) continue;
         if (n++) gpufl__buf_putc(o, ',');
-        gpufl__buf_put_cell(o, b->cols[c].kind, &b->cells[r * b->ncols + c]);
+        if (n_of[r] > 0) {
+            gpufl__buf_put_cell(o, kind, &b->cells[(r0 + r) * b->ncols + c]);
+            continue;
+        }
+        gpufl__buf_put_i64(o, n_of[r]);
+        for (size_t q = r; q < rows; q++)
+            if (first[q] == (int64_t)r) {
+                gpufl__buf_putc(o, ',');
+                gpufl__buf_put_cell(o, kind, &b->cells[(r0 + q) * b->ncols + c]);
+            }
     }
     gpufl__buf_putc(o, ']');
 }

@@ -126,7 +126,8 @@ typedef struct gpufl__batch {
     gpufl__cell_t *cells; /* rows x ncols, row-major; GPUFL_BATCH_MAX_ROWS rows */
     uint32_t *dict_ids;   /* scratch: the dict ids one batch uses */
     /* scratch of compact lines, allocated with the batch so that encoding never allocates:
-     * the keys of a KEYED or keyed relative column and a running base per key */
+     * the keys of a KEYED or keyed relative column and a running base per key (a KEYED
+     * column: its keys' rows, then each row's key) */
     gpufl__colcode_keys_t *keys;
     int64_t *code_last;
 } gpufl__batch_t;

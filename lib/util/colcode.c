@@ -24,14 +24,16 @@
  * one kernel on several sizes: keyed on the configuration alone, the durations of the sizes
  * alternate and their differences are as large as the durations), and what a configuration fixes
  * (name, resources, block; the grid where it follows the configuration) is written once per
- * configuration in a line. */
+ * configuration in a line, with the rows of a configuration that disagrees (two block shapes,
+ * two threads, two streams) written row by row for that configuration alone. An external id's
+ * high bits (PyTorch's sequence) follow the configuration, its low bits the launches. */
 static const gpufl__colcode_t kernel_codes[] = {
     {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", "stream", NULL},
     {"end_ns", GPUFL_CODE_AFTER, "start_ns", "config", "grid_x"},
     {"correlation", GPUFL_CODE_DELTA, NULL, NULL, NULL},
     {"scope", GPUFL_CODE_DELTA, NULL, NULL, NULL},
     {"launch_ns", GPUFL_CODE_DELTA, NULL, NULL, NULL},
-    {"external_id", GPUFL_CODE_DELTA, NULL, NULL, NULL},
+    {"external_id", GPUFL_CODE_HIGH_KEYED, NULL, "config", NULL},
     {"name", GPUFL_CODE_KEYED, "config", NULL, NULL},
     {"demangled", GPUFL_CODE_KEYED, "config", NULL, NULL},
     {"registers", GPUFL_CODE_KEYED, "config", NULL, NULL},
@@ -43,7 +45,9 @@ static const gpufl__colcode_t kernel_codes[] = {
     {"block_z", GPUFL_CODE_KEYED, "config", NULL, NULL},
     {"grid_x", GPUFL_CODE_KEYED, "config", NULL, NULL},
     {"grid_y", GPUFL_CODE_KEYED, "config", NULL, NULL},
-    {"grid_z", GPUFL_CODE_KEYED, "config", NULL, NULL}};
+    {"grid_z", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"stream", GPUFL_CODE_KEYED, "config", NULL, NULL},
+    {"tid", GPUFL_CODE_KEYED, "config", NULL, NULL}};
 static const gpufl__colcode_t stream_codes[] = {
     {"start_ns", GPUFL_CODE_FROM_PREV, "end_ns", "stream", NULL},
     {"end_ns", GPUFL_CODE_AFTER, "start_ns", NULL, NULL},
@@ -153,6 +157,16 @@ int64_t gpufl__colcode_keys_put(gpufl__colcode_keys_t *k, int64_t key, int is_nu
     return row;
 }
 
+void gpufl__colcode_split(int64_t v, int64_t *hi, int64_t *lo) {
+    *lo = (int64_t)((uint64_t)v & ((UINT64_C(1) << GPUFL_COLCODE_LOW_BITS) - 1));
+    /* floored, without shifting a negative value */
+    *hi = v < 0 ? ~(~v >> GPUFL_COLCODE_LOW_BITS) : v >> GPUFL_COLCODE_LOW_BITS;
+}
+
+int64_t gpufl__colcode_join(int64_t hi, int64_t lo) {
+    return (int64_t)(((uint64_t)hi << GPUFL_COLCODE_LOW_BITS) | (uint64_t)lo);
+}
+
 /* ---- decoding ---- */
 
 static gpufl__colcode_col_t *find_col(gpufl__colcode_col_t *cols, size_t n, const char *name) {
@@ -162,33 +176,70 @@ static gpufl__colcode_col_t *find_col(gpufl__colcode_col_t *cols, size_t n, cons
     return NULL;
 }
 
+/* Rows [0, rows) of KEYED column c from its n_values entries: per key, in order of first
+ * appearance, its value, or -m and the values of its m rows (an exception). */
 static int decode_keyed(gpufl__colcode_col_t *c, const gpufl__colcode_col_t *key, size_t rows,
                         char *why, size_t why_size) {
     size_t n = c->n_values, next = 0;
     int64_t *values = malloc((n ? n : 1) * sizeof *values);
     unsigned char *is_null = malloc(n ? n : 1);
+    /* per row: the row its key first came in; per first row: the key's rows, then the entry
+     * its next row reads (+1; 0: the key has one value) */
+    uint32_t *first = malloc((rows ? rows : 1) * sizeof *first);
+    size_t *count = calloc(rows ? rows : 1, sizeof *count),
+           *own = calloc(rows ? rows : 1, sizeof *own);
     gpufl__colcode_keys_t k = {0};
-    int rc = values && is_null ? 0 : GPUFL_ENOMEM;
+    int rc = values && is_null && first && count && own ? 0 : GPUFL_ENOMEM;
+    if (!rc && n > rows) {
+        snprintf(why, why_size, "column \"%.*s\" has %zu values, more than the %zu rows",
+                 (int)c->name_len, c->name, n, rows);
+        rc = -1;
+    }
     if (!rc && n) memcpy(values, c->values, n * sizeof *values), memcpy(is_null, c->is_null, n);
     for (size_t r = 0; r < rows && !rc; r++) {
-        int64_t first = gpufl__colcode_keys_put(&k, key->values[r], key->is_null[r], (uint32_t)r);
-        if (first < 0) {
+        int64_t f = gpufl__colcode_keys_put(&k, key->values[r], key->is_null[r], (uint32_t)r);
+        if (f < 0)
             rc = GPUFL_ENOMEM;
-        } else if ((size_t)first < r) {
-            c->values[r] = c->values[first];
-            c->is_null[r] = c->is_null[first];
-        } else if (next < n) {
-            c->values[r] = values[next];
-            c->is_null[r] = is_null[next++];
+        else
+            first[r] = (uint32_t)f, count[f]++;
+    }
+    for (size_t r = 0; r < rows && !rc; r++) {
+        size_t f = first[r];
+        if (f == r) {
+            if (next == n) {
+                snprintf(why, why_size,
+                         "column \"%.*s\" has %zu values, fewer than the keys of \"%.*s\"",
+                         (int)c->name_len, c->name, n, (int)key->name_len, key->name);
+                rc = -1;
+                break;
+            }
+            if (!is_null[next] && values[next] < 0) { /* an exception: -m, then m rows */
+                if (values[next] != -(int64_t)count[r] || n - next - 1 < count[r]) {
+                    snprintf(why, why_size,
+                             "column \"%.*s\": %lld for a key of %zu rows (%zu values left)",
+                             (int)c->name_len, c->name, (long long)values[next], count[r],
+                             n - next - 1);
+                    rc = -1;
+                    break;
+                }
+                own[r] = next + 2;
+                next += 1 + count[r];
+            } else {
+                c->values[r] = values[next];
+                c->is_null[r] = is_null[next++];
+                continue;
+            }
+        }
+        if (own[f]) {
+            c->values[r] = values[own[f] - 1];
+            c->is_null[r] = is_null[own[f]++ - 1];
         } else {
-            snprintf(why, why_size,
-                     "column \"%.*s\" has %zu values, fewer than the keys of \"%.*s\"",
-                     (int)c->name_len, c->name, n, (int)key->name_len, key->name);
-            rc = -1;
+            c->values[r] = c->values[f];
+            c->is_null[r] = c->is_null[f];
         }
     }
     if (!rc && next != n) {
-        snprintf(why, why_size, "column \"%.*s\" has %zu values for %zu keys of \"%.*s\"",
+        snprintf(why, why_size, "column \"%.*s\" has %zu values for %zu of \"%.*s\"",
                  (int)c->name_len, c->name, n, next, (int)key->name_len, key->name);
         rc = -1;
     }
@@ -196,6 +247,9 @@ static int decode_keyed(gpufl__colcode_col_t *c, const gpufl__colcode_col_t *key
     gpufl__colcode_keys_fini(&k);
     free(values);
     free(is_null);
+    free(first);
+    free(count);
+    free(own);
     return rc;
 }
 
@@ -247,7 +301,7 @@ static int decode_cell(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
     if (slot < 0) return GPUFL_ENOMEM;
     int64_t coded = c->values[r], base = s->last[slot], out;
     int bad;
-    if (code->kind != GPUFL_CODE_DELTA && code->kind != GPUFL_CODE_FROM_PREV && ref->is_null[r]) {
+    if (code->kind == GPUFL_CODE_AFTER && ref->is_null[r]) {
         snprintf(why, why_size, "row %zu: column \"%s\" is relative to a null \"%s\"", r,
                  code->column, code->ref);
         return -1;
@@ -258,6 +312,10 @@ static int decode_cell(const gpufl__colcode_t *code, gpufl__colcode_col_t *c,
         bad = __builtin_add_overflow(base, coded, &base) ||
               __builtin_add_overflow(ref->values[r], base, &out);
         s->last[slot] = base;
+        break;
+    case GPUFL_CODE_HIGH_KEYED: /* base: the key's high bits; one: the row before's low */
+        bad = __builtin_add_overflow(gpufl__colcode_join(base, s->one), coded, &out);
+        gpufl__colcode_split(out, &s->last[slot], &s->one);
         break;
     case GPUFL_CODE_FROM_PREV:
         bad = __builtin_add_overflow(base, coded, &out);

@@ -19,18 +19,23 @@ typedef enum gpufl__colcode_kind {
     /* row r holds d[r] - d[q] with d = value - ref (end_ns: a duration's change); without a key,
      * d[r] itself */
     GPUFL_CODE_AFTER = 2,
-    /* one value per distinct ref value, in order of first appearance */
+    /* one value per distinct ref value, in order of first appearance; a ref value whose rows
+     * disagree as -n and its n rows' values (docs/log-format.md) */
     GPUFL_CODE_KEYED = 3,
     /* row r holds value[r] - ref[q] (0 for a first row): start_ns as the gap since the row
      * before ended */
-    GPUFL_CODE_FROM_PREV = 4
+    GPUFL_CODE_FROM_PREV = 4,
+    /* row r holds value[r] - (hi[q] * 2^40 + lo[r - 1]): hi the bits above the low 40 of the
+     * key's row before q, lo the low 40 bits of the row before (PyTorch's external ids are
+     * seq << 40 | counter: the seq follows the operator, the counter the launches) */
+    GPUFL_CODE_HIGH_KEYED = 5
 } gpufl__colcode_kind_t;
 
 typedef struct gpufl__colcode {
     const char *column;
     gpufl__colcode_kind_t kind;
     const char *ref; /* the column AFTER, FROM_PREV and KEYED refer to; NULL for DELTA */
-    /* DELTA, AFTER and FROM_PREV only: "the row before" is the last earlier row with the same
+    /* DELTA, AFTER, FROM_PREV and HIGH_KEYED only: "the row before" is the last earlier row with the same
      * value in this column (a stream, a config), and a key's first row counts from 0. For
      * AFTER, the row holds its difference from that row's (value - ref). NULL: the row before. */
     const char *key;
@@ -83,6 +88,13 @@ int64_t gpufl__colcode_key_pair(int64_t k1, int null1, int64_t k2, int null2);
 /* Finds key (null: is_null) or adds it with row. Returns the row of its first appearance
  * (row itself when new), -1 out of memory. */
 int64_t gpufl__colcode_keys_put(gpufl__colcode_keys_t *k, int64_t key, int is_null, uint32_t row);
+
+/* HIGH_KEYED: the bits of the low part (a PyTorch external id's counter). */
+#define GPUFL_COLCODE_LOW_BITS 40
+/* v as hi * 2^40 + lo, hi floored, lo in [0, 2^40); join undoes it (any hi and lo so made:
+ * no overflow). */
+void gpufl__colcode_split(int64_t v, int64_t *hi, int64_t *lo);
+int64_t gpufl__colcode_join(int64_t hi, int64_t lo);
 
 /* One column of a line being decoded: values[r] and is_null[r] for every row, or, for a
  * KEYED column, n_values entries (one per distinct key). Decoding rewrites values, is_null

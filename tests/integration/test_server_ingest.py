@@ -193,6 +193,12 @@ def assert_nothing_stored(env, before):
         '"correlation":[5,1]', '"correlation":[5,1,1]'), 400, [3]),
     ("compact: fewer values than configs", HEADER + COMPACT.replace(
         '"registers":[32,16]', '"registers":[32]'), 400, [3]),
+    ("compact: a marker for other than its configuration's rows", HEADER + COMPACT.replace(
+        '"config":[1,2]', '"config":[1,1]').replace('"registers":[32,16]', '"registers":[-1]'),
+     400, [3]),
+    ("compact: a marker without its values", HEADER + COMPACT.replace(
+        '"config":[1,2]', '"config":[1,1]').replace('"registers":[32,16]', '"registers":[-2]'),
+     400, [3]),
     ("compact: a start with no end to count from", HEADER + COMPACT.replace(
         '"end_ns":[7,2],', ''), 400, [3]),
     ("empty", "", 400, None),

@@ -7,6 +7,8 @@ logs with the standard library. Keep CODES in step with colcode.c.
 # In declaration order: a code refers to columns before it in the row, or to earlier rows.
 # (code, reference, key): with a key, "the row before" is the last earlier row with the same
 # key value, and a key's first row counts from 0. A key of two columns is their key_pair().
+# "high_keyed" (external_id): the value less the key's last high bits (above bit 40) joined to
+# the row before's low 40 bits.
 _IDS = {"correlation": ("delta", None, None), "scope": ("delta", None, None)}
 _STREAM = dict({"start_ns": ("from_prev", "end_ns", "stream"),
                 "end_ns": ("after", "start_ns", None)}, **_IDS)
@@ -14,17 +16,27 @@ _SYNC = dict({"start_ns": ("from_prev", "end_ns", None),
               "end_ns": ("after", "start_ns", None)}, **_IDS)
 _KERNEL = dict({"start_ns": ("from_prev", "end_ns", "stream"),
                 "end_ns": ("after", "start_ns", ("config", "grid_x"))}, **_IDS,
-               launch_ns=("delta", None, None), external_id=("delta", None, None),
+               launch_ns=("delta", None, None), external_id=("high_keyed", None, "config"),
                **{c: ("keyed", "config", None) for c in (
                    "name", "demangled", "registers", "static_smem_bytes", "dynamic_smem_bytes",
                    "local_bytes_per_thread", "block_x", "block_y", "block_z", "grid_x", "grid_y",
-                   "grid_z")})
+                   "grid_z", "stream", "tid")})
 # (type, v) -> {column: (code, reference)}
 CODES = {("kernel", 2): _KERNEL, ("copy", 3): _STREAM, ("memset", 3): _STREAM, ("sync", 3): _SYNC}
 
 
 MAX_ROWS = 4096  # GPUFL_COLCODE_MAX_ROWS
 _M64 = (1 << 64) - 1
+_LOW = 40  # the bits of external_id's counter (PyTorch's ids are seq << 40 | counter)
+
+
+def _split(v):
+    """(high bits, low 40 bits) of an int64: v == high << 40 | low, high floored."""
+    return v >> _LOW, v & ((1 << _LOW) - 1)
+
+
+def _predict(hi, lo):
+    return (hi << _LOW) | lo
 
 
 def key_pair(k1, k2):
@@ -85,14 +97,27 @@ def decode(rec):
         vals = rec[col]
         if code != "keyed" or len(vals) == rows:
             continue
-        first, it, out = {}, iter(vals), []
+        if len(vals) > rows:
+            raise CompactError("column %s has %d values, more than the line's %d rows"
+                               % (col, len(vals), rows))
+        count = {}
+        for key in rec[ref]:
+            count[key] = count.get(key, 0) + 1
+        first, own, it, out = {}, {}, iter(vals), []
         for key in rec[ref]:
             if key not in first:
-                try:
-                    first[key] = next(it)
-                except StopIteration:
-                    raise CompactError("column %s has too few values" % col) from None
-            out.append(first[key])
+                v = first[key] = next(it, it)
+                if v is it:
+                    raise CompactError("column %s has too few values" % col)
+                if v is not None and _int(v) < 0:  # an exception: -n, then the key's n rows
+                    if -_int(v) != count[key]:
+                        raise CompactError("column %s: marker %d for a key of %d rows"
+                                           % (col, _int(v), count[key]))
+                    own[key] = [next(it, it) for _ in range(count[key])]
+                    if it in own[key]:
+                        raise CompactError("column %s has too few values" % col)
+                    own[key].reverse()
+            out.append(own[key].pop() if key in own else first[key])
         if next(it, it) is not it:
             raise CompactError("column %s has too many values" % col)
         rec[col] = out
@@ -103,7 +128,14 @@ def decode(rec):
             code, ref, key = codes[col]
             k = _key(rec, key, r)
             v = rec[col][r]
-            if v is not None:
+            if v is not None and code == "high_keyed":
+                lo = last[col].get("lo", 0)
+                v = _int(v) + _predict(last[col].get(k, 0), lo)
+                if not -2**63 <= v < 2**63:
+                    raise CompactError("row %d: %s decodes past 64 bits" % (r, col))
+                last[col][k], last[col]["lo"] = _split(v)
+                rec[col][r] = v
+            elif v is not None:
                 v, base = _int(v), last[col].get(k, 0)
                 if code == "after":
                     base = base if key else 0  # unkeyed: the duration itself
@@ -145,12 +177,17 @@ def encode(rec, version):
         elif code == "keyed" and ref not in rec:
             out[col] = vals
         elif code == "keyed":
-            first = {}
-            for k, v in zip(rec[ref], vals):
-                if first.setdefault(k, v) != v:
-                    first = None
-                    break
-            out[col] = vals if first is None or len(first) > MAX_KEYS else list(first.values())
+            out[col] = _keyed(rec[ref], vals)
+        elif code == "high_keyed":
+            last, lo, coded = {}, 0, []
+            for r, v in enumerate(vals):
+                if v is None:
+                    coded.append(None)
+                    continue
+                k, v = _key(rec, key, r), _int(v)
+                coded.append(v - _predict(last.get(k, 0), lo))
+                last[k], lo = _split(v)
+            out[col] = coded
         else:
             last, coded = {}, []
             for r, v in enumerate(vals):
@@ -172,6 +209,25 @@ def encode(rec, version):
                     last[k] = _int(rec[ref][r])
             out[col] = coded
     return out
+
+
+def _keyed(keys, vals):
+    """A keyed column as the writer writes it: each key's value once, in order of first
+    appearance; a key whose rows disagree (or whose value is negative) as -n and its n rows'
+    values; the plain column past MAX_KEYS keys or unless that is fewer entries than rows."""
+    rows = {}
+    for k, v in zip(keys, vals):
+        rows.setdefault(k, []).append(v)
+    if len(rows) > MAX_KEYS:
+        return vals
+    out = []
+    for own in rows.values():
+        v = own[0]
+        if all(x == v for x in own) and (v is None or _int(v) >= 0):
+            out.append(v)
+        else:
+            out += [-len(own)] + own
+    return out if len(out) < len(vals) else vals
 
 
 def _fits(rec, codes):

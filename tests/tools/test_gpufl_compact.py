@@ -32,12 +32,28 @@ def main(bench, scratch):
     for bad in ('{"type":"kernel","v":2,"start_ns":[1,2],"end_ns":[1],"device":0}',
                 '{"type":"kernel","v":2,"end_ns":[1,2],"device":[0,0]}',
                 '{"type":"kernel","v":2,"start_ns":[1,2],"end_ns":[1,1],"config":[1,2],'
-                '"registers":[8]}'):
+                '"registers":[8]}',
+                # an exception's marker for other than its configuration's rows, too few
+                # values after a marker, more values than rows
+                '{"type":"kernel","v":2,"start_ns":[1,1,1,1,1,1],"end_ns":[0,0,0,0,0,0],'
+                '"config":[1,1,1,2,2,2],"registers":[-2,8,9,16]}',
+                '{"type":"kernel","v":2,"start_ns":[1,1,1,1,1,1],"end_ns":[0,0,0,0,0,0],'
+                '"config":[1,1,1,2,2,2],"registers":[16,-3,8,9]}',
+                '{"type":"kernel","v":2,"start_ns":[1,1],"end_ns":[0,0],"config":[1,2],'
+                '"registers":[-1,8,9]}'):
         try:
             gpufl_compact.decode(json.loads(bad))
         except gpufl_compact.CompactError:
             continue
         raise AssertionError("not refused: " + bad)
+    # an exception decodes: config 1's rows one by one, config 2's once
+    rec = gpufl_compact.decode(json.loads(
+        '{"type":"kernel","v":2,"start_ns":[1,1,1,1,1],"end_ns":[0,0,0,0,0],'
+        '"config":[1,2,1,2,2],"registers":[-2,8,9,16],'
+        '"external_id":[3298534883353,4398046511108,1,2,1]}'))
+    assert rec["registers"] == [8, 16, 9, 16, 16], rec["registers"]
+    assert rec["external_id"] == [3 << 40 | 25, 4 << 40 | 29, 3 << 40 | 30, 4 << 40 | 32,
+                                  4 << 40 | 33], rec["external_id"]
     print("test_gpufl_compact: ok")
 
 

@@ -157,6 +157,103 @@ static void colcode_duration_by_grid(void **state) {
     gpufl__batch_fini(&b);
 }
 
+/* Both decoders give back every cell of b's rows from line (an optional column's negative
+ * cell as null). */
+static void assert_decodes_to(const gpufl__batch_t *b, const char *line) {
+    json_error_t err;
+    json_t *j = json_loads(line, 0, &err);
+    assert_non_null(j);
+    char why[160] = "";
+    assert_int_equal(gpufl__colcode_decode_json(j, why, sizeof why), 0);
+    gpufl__reader_scanner_t s = {0};
+    gpufl__reader_batch_t view;
+    assert_int_equal(gpufl__reader_scan_batch(&s, line, strlen(line) - 1, &view), 1);
+    assert_int_equal(view.rows, b->rows);
+    for (int k = 0; k < b->ncols; k++) {
+        const gpufl__reader_column_t *col = &view.columns[k];
+        json_t *a = json_object_get(j, b->cols[k].name);
+        assert_int_equal(json_array_size(a), b->rows);
+        for (size_t r = 0; r < b->rows; r++) {
+            int64_t want = b->cells[r * (size_t)b->ncols + (size_t)k].i;
+            if (b->cols[k].kind == GPUFL_COL_OPT && want < 0) {
+                assert_true(json_is_null(json_array_get(a, r)));
+                assert_true(col->is_null[r]);
+            } else {
+                assert_int_equal(json_integer_value(json_array_get(a, r)), want);
+                assert_false(col->is_null[r]);
+                assert_int_equal(col->values[r], want);
+            }
+        }
+    }
+    gpufl__reader_scanner_fini(&s);
+    json_decref(j);
+}
+
+/* Rows of three configurations, every optional column null but what set() fills. */
+static void fill_configs(gpufl__batch_t *b, size_t rows,
+                         void (*set)(int64_t *v, size_t r, int64_t cfg)) {
+    for (size_t r = 0; r < rows; r++) {
+        gpufl__cell_t *c = gpufl__batch_row(b);
+        int64_t v[GPUFL_KCOL_COUNT], cfg = (int64_t)(r % 3) + 1;
+        for (int k = 0; k < GPUFL_KCOL_COUNT; k++) v[k] = k >= GPUFL_KCOL_SCOPE ? -1 : 0;
+        v[GPUFL_KCOL_START] = 1000 * (int64_t)(r + 1);
+        v[GPUFL_KCOL_END] = v[GPUFL_KCOL_START] + 100;
+        v[GPUFL_KCOL_CORRELATION] = (int64_t)r;
+        v[GPUFL_KCOL_CONFIG] = cfg;
+        v[GPUFL_KCOL_BLOCK_X] = 64 * cfg;
+        v[GPUFL_KCOL_STREAM] = 7;
+        v[GPUFL_KCOL_TID] = 4242 + (int64_t)r % 2; /* differs in every configuration */
+        set(v, r, cfg);
+        for (int k = 0; k < GPUFL_KCOL_COUNT; k++) c[k].i = v[k];
+    }
+}
+
+static void two_block_shapes(int64_t *v, size_t r, int64_t cfg) {
+    if (cfg == 2) v[GPUFL_KCOL_BLOCK_X] = r % 2 ? 256 : 512; /* config 2 at two block shapes */
+    if (cfg == 3) v[GPUFL_KCOL_STREAM] = 13 + (int64_t)(r / 3) % 2; /* and 3 on two streams */
+}
+
+/* A configuration whose rows disagree is written row by row alone (-n, then its n values),
+ * the others once; the whole column plain where that is no shorter. */
+static void colcode_keyed_exceptions(void **state) {
+    (void)state;
+    gpufl__batch_t b;
+    assert_int_equal(gpufl__batch_init_table(&b, &gpufl__wire_kernel), 0);
+    fill_configs(&b, 12, two_block_shapes);
+    char *line = encode(&b);
+    /* rows of config 2: 1, 4, 7, 10 */
+    assert_non_null(strstr(line, "\"block_x\":[64,-4,256,512,256,512,192]"));
+    assert_non_null(strstr(line, "\"stream\":[7,7,-4,13,14,13,14]"));
+    assert_non_null(strstr(line, "\"tid\":[4242,4243,4242,4243,4242,4243,4242,4243,"));
+    assert_decodes_to(&b, line);
+    free(line);
+    gpufl__batch_fini(&b);
+}
+
+/* PyTorch-like external ids (seq << 40 | counter), the seq following the configuration, the
+ * counter crossing 2^40 (so the seq's bit moves too) and nulls between: after each
+ * configuration's first row the column holds the counter's steps. */
+static void ids_across_2_40(int64_t *v, size_t r, int64_t cfg) {
+    const int64_t low = (int64_t)1 << 40;
+    v[GPUFL_KCOL_EXTERNAL_ID] = r == 5 ? -1 : (cfg + 8) * low + low - 6 + (int64_t)r;
+}
+
+static void colcode_external_id_high_bits(void **state) {
+    (void)state;
+    gpufl__batch_t b;
+    assert_int_equal(gpufl__batch_init_table(&b, &gpufl__wire_kernel), 0);
+    fill_configs(&b, 9, ids_across_2_40);
+    char *line = encode(&b);
+    /* rows 0-2: each configuration's first (its seq in full); rows 3-4 the counter's steps;
+     * row 5 null; row 6 carries into the seq (still a step from the row before), and rows 7
+     * and 8 are the first of their configuration past the carry: that costs 2^40 each */
+    assert_non_null(strstr(line, "\"external_id\":[10995116277754,"));
+    assert_non_null(strstr(line, ",1,1,null,2,1099511627777,1099511627777]"));
+    assert_decodes_to(&b, line);
+    free(line);
+    gpufl__batch_fini(&b);
+}
+
 static gpufl__model_t *load(const char *dir) {
     gpufl__model_t *m = NULL;
     assert_int_equal(gpufl__model_load(&m, dir), 0);
@@ -167,7 +264,7 @@ static gpufl__model_t *load(const char *dir) {
  * them loads. */
 static void colcode_malformed_lines(void **state) {
     (void)state;
-    /* lines 1 and 2: a header and a dict; 3 to 7: malformed; 8: good */
+    /* lines 1 and 2: a header and a dict; 3 to 7: malformed; 8: good; 9 to 11: malformed */
     static const char *const lines[] = {
         "{\"type\":\"header\",\"v\":1,\"file\":\"device\",\"segment\":0}",
         "{\"type\":\"dict\",\"v\":1,\"id\":[1],\"str\":[\"k\"]}",
@@ -189,6 +286,15 @@ static void colcode_malformed_lines(void **state) {
         "\"stream\":7,\"correlation\":[1,1],\"config\":[1,2],\"name\":[1,1],\"grid_x\":[1,2],"
         "\"grid_y\":1,\"grid_z\":1,\"block_x\":1,\"block_y\":1,\"block_z\":1,\"registers\":8,"
         "\"static_smem_bytes\":0,\"dynamic_smem_bytes\":0,\"context\":1}",
+        /* 9 to 11: malformed exceptions. A marker for other than its configuration's rows */
+        "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[1,1,1,1,1,1],\"end_ns\":[0,0,0,0,0,0],"
+        "\"device\":0,\"config\":[1,1,1,2,2,2],\"registers\":[-2,8,9,16]}",
+        /* fewer values after a marker than its configuration's rows */
+        "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[1,1,1,1,1,1],\"end_ns\":[0,0,0,0,0,0],"
+        "\"device\":0,\"config\":[1,1,1,2,2,2],\"registers\":[16,-3,8,9]}",
+        /* more values than rows */
+        "{\"type\":\"kernel\",\"v\":2,\"start_ns\":[1,1],\"end_ns\":[0,0],\"device\":0,"
+        "\"config\":[1,2],\"registers\":[-1,8,9]}",
     };
     char *dir = strdup(tu_scratch_dir(SUITE, "malformed")), path[4096];
     snprintf(path, sizeof path, "%s/device.log", dir);
@@ -207,9 +313,10 @@ static void colcode_malformed_lines(void **state) {
     size_t reported = 0;
     for (size_t i = 0; i < m->n_warnings; i++) {
         const gpufl__model_warning_t *w = &m->warnings[i];
-        if (w->line >= 3 && w->line <= 7) reported |= (size_t)1 << w->line;
+        if ((w->line >= 3 && w->line <= 7) || (w->line >= 9 && w->line <= 11))
+            reported |= (size_t)1 << w->line;
     }
-    assert_int_equal(reported, 0xf8); /* lines 3 to 7 */
+    assert_int_equal(reported, 0xef8); /* lines 3 to 7 and 9 to 11 */
     gpufl__model_destroy(m);
     free(dir);
 }
@@ -242,10 +349,9 @@ static void colcode_row_cap(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(colcode_round_trip),
-        cmocka_unit_test(colcode_duration_by_grid),
-        cmocka_unit_test(colcode_malformed_lines),
-        cmocka_unit_test(colcode_row_cap),
+        cmocka_unit_test(colcode_round_trip),       cmocka_unit_test(colcode_duration_by_grid),
+        cmocka_unit_test(colcode_keyed_exceptions), cmocka_unit_test(colcode_external_id_high_bits),
+        cmocka_unit_test(colcode_malformed_lines),  cmocka_unit_test(colcode_row_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
