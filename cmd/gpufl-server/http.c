@@ -151,6 +151,10 @@ static int method_is(const char *want, const char *method) {
     return !strcmp(want, method) || (!strcmp(want, "GET") && !strcmp(method, "HEAD"));
 }
 
+/* The dashboard's files: what a GET outside /api/ that no route above names falls to. */
+static const gpufl__route_t static_route = {"GET", "/*", GPUFL__ROLE_NONE, 0, NULL,
+                                            gpufl__static_route, NULL};
+
 /* The route for a request: 0, or 404 (no such path) / 405 (path known, method not). */
 static unsigned find_route(conn_t *c, const char *method, const char *path, char *copy,
                            const char **allow) {
@@ -164,6 +168,11 @@ static unsigned find_route(conn_t *c, const char *method, const char *path, char
         c->route = &routes[i];
         memcpy(c->req.params, probe.params, sizeof probe.params);
         c->req.n_params = probe.n_params;
+        return 0;
+    }
+    if (!path_known && method_is("GET", method) && strncmp(path, "/api/", 5) != 0 &&
+        strcmp(path, "/api") != 0) {
+        c->route = &static_route;
         return 0;
     }
     return path_known ? 405 : 404;
@@ -217,7 +226,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *mc, conn_t *c, gpufl__r
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                             raw && rep->content_type ? rep->content_type : "application/json");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "Cache-Control", rep->cache_control ? rep->cache_control : "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (rep->status == 405 && allow) MHD_add_response_header(r, "Allow", allow);
     if (rep->header_name) MHD_add_response_header(r, rep->header_name, rep->header_value);

@@ -51,13 +51,15 @@ static void usage(FILE *f) {
            "  --quiet-s N            build the report of a session that has had no window for\n"
            "                         N seconds, 1..604800 (default 300)\n"
            "  --cors-origin ORIGIN   let this one origin's pages call the API (default: CORS off)\n"
+           "  --web-root DIR         the dashboard's built files, served at / (default\n"
+           "                         " GPUFL_WEB_ROOT_DEFAULT ")\n"
            "  --help, --version\n"
            "\n"
            "Each flag can also be set by an environment variable, the flag winning:\n"
            "GPUFL_SERVER_LISTEN, GPUFL_SERVER_DB, GPUFL_SERVER_RETENTION_DAYS,\n"
            "GPUFL_SERVER_MAX_BODY_MIB, GPUFL_SERVER_TLS_CERT, GPUFL_SERVER_TLS_KEY,\n"
            "GPUFL_SERVER_THREADS, GPUFL_SERVER_MAX_WINDOWS, GPUFL_SERVER_QUIET_S,\n"
-           "GPUFL_SERVER_CORS_ORIGIN.\n"
+           "GPUFL_SERVER_CORS_ORIGIN, GPUFL_SERVER_WEB_ROOT.\n"
            "\n"
            "Signals: SIGTERM, SIGINT stop accepting, let the requests in flight finish (up to\n"
            "30 s) and exit 0. Exit status: 1 when the database or the listener cannot start\n"
@@ -84,6 +86,7 @@ enum {
     OPT_MAX_WINDOWS,
     OPT_QUIET,
     OPT_CORS_ORIGIN,
+    OPT_WEB_ROOT,
     OPT_VERSION
 };
 
@@ -116,6 +119,10 @@ static int apply(gpufl__server_settings_t *s, int opt, const char *v) {
             return cmd_bad(TOOL, "--cors-origin", v, "expected an origin, http(s)://HOST[:PORT]");
         s->cors_origin = v;
         return 0;
+    case OPT_WEB_ROOT:
+        if (!*v) return cmd_bad(TOOL, "--web-root", v, "empty");
+        s->web_root = v;
+        return 0;
     default: return -1;
     }
 }
@@ -130,6 +137,7 @@ static const struct option flags[] = {{"listen", required_argument, NULL, OPT_LI
                                       {"max-windows", required_argument, NULL, OPT_MAX_WINDOWS},
                                       {"quiet-s", required_argument, NULL, OPT_QUIET},
                                       {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
+                                      {"web-root", required_argument, NULL, OPT_WEB_ROOT},
                                       {"help", no_argument, NULL, 'h'},
                                       {"version", no_argument, NULL, OPT_VERSION},
                                       {NULL, 0, NULL, 0}};
@@ -154,7 +162,8 @@ static int parse_settings(gpufl__server_settings_t *s, int argc, char **argv, in
                 {"GPUFL_SERVER_THREADS", OPT_THREADS},
                 {"GPUFL_SERVER_MAX_WINDOWS", OPT_MAX_WINDOWS},
                 {"GPUFL_SERVER_QUIET_S", OPT_QUIET},
-                {"GPUFL_SERVER_CORS_ORIGIN", OPT_CORS_ORIGIN}};
+                {"GPUFL_SERVER_CORS_ORIGIN", OPT_CORS_ORIGIN},
+                {"GPUFL_SERVER_WEB_ROOT", OPT_WEB_ROOT}};
     memset(s, 0, sizeof *s);
     snprintf(s->listen_host, sizeof s->listen_host, "127.0.0.1");
     s->listen_port = 8080;
@@ -163,6 +172,7 @@ static int parse_settings(gpufl__server_settings_t *s, int argc, char **argv, in
     s->threads = 8;
     s->max_windows = 8;
     s->quiet_s = 300;
+    s->web_root = GPUFL_WEB_ROOT_DEFAULT;
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i].var);
         if (v && *v && apply(s, vars[i].opt, v)) return EXIT_USAGE;

@@ -31,6 +31,7 @@ typedef struct gpufl__server_settings {
     int store_delay_ms;      /* test hook: sleep before each window_put (0 in production) */
     int quiet_s;             /* a live session this long without a window gets its report built */
     const char *cors_origin; /* the one origin CORS answers; NULL: CORS off */
+    const char *web_root;    /* the dashboard's built files, served at / (routes_static.c) */
 } gpufl__server_settings_t;
 
 /* ---- keys and roles (auth.c) ----------------------------------------------------------- */
@@ -258,6 +259,7 @@ typedef struct gpufl__reply {
     const char *content_type;
     char *cookie; /* a Set-Cookie value (freed) */
     int streamed; /* the handler queued its own response (SSE) */
+    const char *cache_control; /* NULL: no-store (every API answer) */
 } gpufl__reply_t;
 
 typedef void (*gpufl__handler_fn)(gpufl__request_t *req, gpufl__reply_t *rep);
@@ -329,6 +331,8 @@ void gpufl__auth_route_me(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_hosts(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_gpus(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_jobs(gpufl__request_t *req, gpufl__reply_t *rep);
+/* GET of any path outside /api/ that no route names: the dashboard's files (routes_static.c). */
+void gpufl__static_route(gpufl__request_t *req, gpufl__reply_t *rep);
 
 /* ---- the server's own metrics (metrics.c) ------------------------------------------------ */
 
