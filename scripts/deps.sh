@@ -24,6 +24,10 @@ packages+=(libpq-dev)
 # deploy/docker/docker-compose.yml. The service prometheus's installation starts (on every
 # interface) is stopped and disabled: tests start their own, on 127.0.0.1.
 packages+=(python3-yaml python3-prometheus-client)
+# The dashboard (web/): Node.js and npm build it (its packages come from npm's registry through
+# web/package-lock.json), and its browser tests drive Debian's Chromium headless through
+# Playwright (no browser downloaded: tests/web/run.sh).
+packages+=(nodejs npm chromium)
 # PostgreSQL's server (Debian's postgresql, version 15) likewise: the storage tests start their
 # own throwaway cluster (tests/integration/pg_harness.py), so the service and the cluster the
 # package sets up on installation are stopped and disabled.
