@@ -152,8 +152,8 @@ static int method_is(const char *want, const char *method) {
 }
 
 /* The dashboard's files: what a GET outside /api/ that no route above names falls to. */
-static const gpufl__route_t static_route = {"GET", "/*", GPUFL__ROLE_NONE, 0, NULL,
-                                            gpufl__static_route, NULL};
+static const gpufl__route_t static_route = {
+    "GET", "/*", GPUFL__ROLE_NONE, 0, NULL, gpufl__static_route, NULL};
 
 /* The route for a request: 0, or 404 (no such path) / 405 (path known, method not). */
 static unsigned find_route(conn_t *c, const char *method, const char *path, char *copy,
@@ -226,7 +226,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *mc, conn_t *c, gpufl__r
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                             raw && rep->content_type ? rep->content_type : "application/json");
-    MHD_add_response_header(r, "Cache-Control", rep->cache_control ? rep->cache_control : "no-store");
+    MHD_add_response_header(r, "Cache-Control",
+                            rep->cache_control ? rep->cache_control : "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (rep->status == 405 && allow) MHD_add_response_header(r, "Allow", allow);
     if (rep->header_name) MHD_add_response_header(r, rep->header_name, rep->header_value);

@@ -23,8 +23,8 @@
 #define CACHE_IMMUTABLE       "public, max-age=31536000, immutable"
 #define CACHE_REVALIDATE      "no-cache"
 /* The app loads only its own files: no CDN, no inline script, not framed by another site. */
-#define HTML_POLICY                                                                            \
-    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "             \
+#define HTML_POLICY                                                                                \
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "                 \
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 static const struct {
@@ -76,14 +76,16 @@ static int is_app_route(const char *path) {
            !strcmp(content_type_of(path), "application/octet-stream");
 }
 
+/* What / answers without a dashboard: where the server looked, and how to put one there. */
+#define NOT_INSTALLED_PAGE                                                                         \
+    "<!doctype html><html><head><meta charset=\"utf-8\"><title>gpufl: dashboard not "              \
+    "installed</title></head><body><h1>The gpufl dashboard is not installed</h1><p>This "          \
+    "gpufl-server finds no dashboard in its web root <code>%s</code>. Build it (web/, "            \
+    "<code>npm ci &amp;&amp; npm run build</code>) and install it with <code>cmake "               \
+    "--install</code>, or start the server with <code>--web-root DIR</code>. The API under "       \
+    "<code>/api/v1/</code> works without it.</p></body></html>\n"
+
 static void not_installed(gpufl__reply_t *rep, const char *root) {
-#define NOT_INSTALLED_PAGE                                                                     \
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>gpufl: dashboard not " \
-        "installed</title></head><body><h1>The gpufl dashboard is not installed</h1><p>This " \
-        "gpufl-server finds no dashboard in its web root <code>%s</code>. Build it (web/, " \
-        "<code>npm ci &amp;&amp; npm run build</code>) and install it with <code>cmake " \
-        "--install</code>, or start the server with <code>--web-root DIR</code>. The API under " \
-        "<code>/api/v1/</code> works without it.</p></body></html>\n"
     char safe[PATH_MAX];
     size_t k = 0;
     for (const char *p = root; *p && k + 6 < sizeof safe; p++) { /* the root's text, escaped */
@@ -164,8 +166,8 @@ static void serve_file(gpufl__reply_t *rep, const char *file, const char *path) 
     }
     rep->status = 200;
     rep->content_type = content_type_of(file);
-    rep->cache_control = !strncmp(path, ASSETS_PREFIX, strlen(ASSETS_PREFIX)) ? CACHE_IMMUTABLE
-                                                                               : CACHE_REVALIDATE;
+    rep->cache_control =
+        !strncmp(path, ASSETS_PREFIX, strlen(ASSETS_PREFIX)) ? CACHE_IMMUTABLE : CACHE_REVALIDATE;
     if (!strcmp(rep->content_type, content_types[0].type)) {
         rep->header_name = "Content-Security-Policy";
         rep->header_value = HTML_POLICY;
