@@ -24,7 +24,7 @@
 #define CACHE_REVALIDATE      "no-cache"
 /* The app loads only its own files: no CDN, no inline script, not framed by another site. */
 #define HTML_POLICY                                                                                \
-    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "                 \
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; "                                 \
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 static const struct {

@@ -46,6 +46,13 @@ test("a wrong password is refused and says so", async ({ page }) => {
 });
 
 test("log in, list, filter, search, wrong URL, themes, log out", async ({ page }) => {
+  // Anything the page policy blocks, or a script error, shows on the console: there must be none
+  // (the 401s of the login check are answers the app expects, not errors of the page).
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(e.message));
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/status of 401/.test(m.text())) problems.push(m.text());
+  });
   await page.goto("/login");
   await page.screenshot({ path: `${shots}/login.png` });
   await logIn(page);
@@ -118,6 +125,7 @@ test("log in, list, filter, search, wrong URL, themes, log out", async ({ page }
   await expect(page).toHaveURL(/\/login\?next=%2Fsessions$/);
   const me = await page.request.get("/api/v1/auth/me");
   expect(me.status()).toBe(401);
+  expect(problems).toEqual([]);
 });
 
 test("the server down shows an error state, not a blank page", async ({ page }) => {
