@@ -26,8 +26,10 @@ packages+=(libpq-dev)
 packages+=(python3-yaml python3-prometheus-client)
 # The dashboard (web/): Node.js and npm build it (its packages come from npm's registry through
 # web/package-lock.json), and its browser tests drive Debian's Chromium headless through
-# Playwright (no browser downloaded: tests/web/run.sh).
-packages+=(nodejs npm chromium)
+# Playwright (no browser downloaded: tests/web/run.sh). npm comes with some builds of the nodejs
+# package and conflicts with the npm package there: it is asked for only where it is missing.
+packages+=(nodejs chromium)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 # PostgreSQL's server (Debian's postgresql, version 15) likewise: the storage tests start their
 # own throwaway cluster (tests/integration/pg_harness.py), so the service and the cluster the
 # package sets up on installation are stopped and disabled.
