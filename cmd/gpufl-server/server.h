@@ -257,8 +257,8 @@ typedef struct gpufl__reply {
     char *raw;
     size_t raw_len;
     const char *content_type;
-    char *cookie; /* a Set-Cookie value (freed) */
-    int streamed; /* the handler queued its own response (SSE) */
+    char *cookie;              /* a Set-Cookie value (freed) */
+    int streamed;              /* the handler queued its own response (SSE) */
     const char *cache_control; /* NULL: no-store (every API answer) */
 } gpufl__reply_t;
 

@@ -671,7 +671,7 @@ typedef struct gpufl_upload_result {
                          split to fit the server's body cap */
     int64_t windows_dropped; /**< with spool_max_bytes: windows dropped unsent, and their bytes */
     int64_t bytes_dropped;
-    int64_t spool_bytes; /**< with spool_max_bytes: bytes not on the server after the upload */
+    int64_t spool_bytes;   /**< with spool_max_bytes: bytes not on the server after the upload */
     int64_t lines_damaged; /**< lines damaged on disk (a crash, a bad write): sent and stored
                                 as written, named in a warning */
 } gpufl_upload_result_t;

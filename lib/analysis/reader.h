@@ -33,8 +33,8 @@ typedef struct gpufl__strpool_chunk gpufl__strpool_chunk_t;
 
 typedef struct gpufl__strpool {
     gpufl__strpool_chunk_t *head; /* newest chunk first */
-    size_t used_bytes;           /* bytes handed out, NULs included */
-    size_t max_bytes;            /* cap on used_bytes; 0 means the default (1 GiB) */
+    size_t used_bytes;            /* bytes handed out, NULs included */
+    size_t max_bytes;             /* cap on used_bytes; 0 means the default (1 GiB) */
 } gpufl__strpool_t;
 
 void gpufl__strpool_init(gpufl__strpool_t *p, size_t max_bytes);
@@ -49,7 +49,7 @@ int gpufl__strpool_add(gpufl__strpool_t *p, const char *s, size_t len, const cha
 
 typedef struct gpufl__dict {
     gpufl__idmap_t ids; /* id -> index into str */
-    const char **str;  /* strings in the order first defined; owned by pool */
+    const char **str;   /* strings in the order first defined; owned by pool */
     size_t count, alloc;
     size_t max_entries; /* cap; 0 means the default (16 Mi) */
     uint64_t over_cap;  /* definitions past the cap, not kept */

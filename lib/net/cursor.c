@@ -10,6 +10,8 @@
  */
 #include "net/cursor.h"
 
+#include "net/window.h"
+
 #include "util/error.h"
 #include "util/log.h"
 
@@ -236,6 +238,14 @@ int gpufl__net_cursor_quarantined(const gpufl__net_cursor_t *c, const char *sess
 int gpufl__net_cursor_quarantine(gpufl__net_cursor_t *c, const char *session, const char *channel,
                                  int64_t sequence) {
     return add(c, "quarantined", session, channel, sequence);
+}
+
+void gpufl__net_cursor_scan_from(const gpufl__net_cursor_t *c, const char *session,
+                                 int64_t from[GPUFL__NET_CHANNELS]) {
+    for (int i = 0; i < GPUFL__NET_CHANNELS; i++) {
+        int64_t to = gpufl__net_cursor_acked_to(c, session, gpufl__net_channel_names[i]);
+        from[i] = to > 0 ? to - 1 : 0;
+    }
 }
 
 int64_t gpufl__net_cursor_acked_count(const gpufl__net_cursor_t *c, const char *session) {

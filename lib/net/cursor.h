@@ -11,6 +11,8 @@
 #ifndef GPUFL_NET_CURSOR_H
 #define GPUFL_NET_CURSOR_H
 
+#include "net/window.h"
+
 #include <stdint.h>
 
 typedef struct gpufl__net_cursor gpufl__net_cursor_t;
@@ -43,6 +45,10 @@ int gpufl__net_cursor_set_partial(gpufl__net_cursor_t *c, const char *session, c
 /* The channel's windows below this one are all acknowledged (or dropped). */
 int64_t gpufl__net_cursor_acked_to(const gpufl__net_cursor_t *c, const char *session,
                                    const char *channel);
+/* Where each channel's scan of session's directory starts (window.h): its last acknowledged
+ * window, so the session's end is still seen, or 0. */
+void gpufl__net_cursor_scan_from(const gpufl__net_cursor_t *c, const char *session,
+                                 int64_t from[GPUFL__NET_CHANNELS]);
 /* How many windows of session are acknowledged, in all channels. */
 int64_t gpufl__net_cursor_acked_count(const gpufl__net_cursor_t *c, const char *session);
 int gpufl__net_cursor_completed(const gpufl__net_cursor_t *c, const char *session);

@@ -107,10 +107,7 @@ static void weigh(gpufl__net_cursor_t *cur, const char *dir, size_t d, candidate
     base = base && base[1] ? base + 1 : dir;
     if (gpufl__net_cursor_completed(cur, base)) return;
     int64_t from[GPUFL__NET_CHANNELS];
-    for (int c = 0; c < GPUFL__NET_CHANNELS; c++) {
-        int64_t to = gpufl__net_cursor_acked_to(cur, base, gpufl__net_channel_names[c]);
-        from[c] = to > 0 ? to - 1 : 0;
-    }
+    gpufl__net_cursor_scan_from(cur, base, from);
     gpufl__net_session_t s;
     if (gpufl__net_session_scan(&s, dir, from) != 0) return;
     for (size_t i = 0; i < s.n; i++) {

@@ -396,10 +396,7 @@ static void scan_from(run_t *u, const char *dir, int64_t from[GPUFL__NET_CHANNEL
     gpufl__net_cursor_t *cur = NULL;
     for (int c = 0; c < GPUFL__NET_CHANNELS; c++) from[c] = 0;
     if (gpufl__net_cursor_open(&cur, u->root) != 0) return;
-    for (int c = 0; c < GPUFL__NET_CHANNELS; c++) {
-        int64_t to = gpufl__net_cursor_acked_to(cur, base, gpufl__net_channel_names[c]);
-        from[c] = to > 0 ? to - 1 : 0;
-    }
+    gpufl__net_cursor_scan_from(cur, base, from);
     gpufl__net_cursor_close(cur);
 }
 

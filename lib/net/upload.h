@@ -37,9 +37,9 @@ typedef struct gpufl__net_upload_result {
 
 typedef struct gpufl__net_upload_options {
     const char *base_url, *api_path, *api_key;
-    int64_t budget_ms;  /* for the whole upload, retries and waits included; <= 0: 5 min */
-    int64_t timeout_ms; /* per request; <= 0: 60 s */
-    int tails;          /* also ship open windows up to their last complete line */
+    int64_t budget_ms;       /* for the whole upload, retries and waits included; <= 0: 5 min */
+    int64_t timeout_ms;      /* per request; <= 0: 60 s */
+    int tails;               /* also ship open windows up to their last complete line */
     int64_t spool_max_bytes; /* > 0: the bound on undelivered bytes (spool.h) */
     /* Called after each window with the running result (a terminal's progress line). */
     void (*progress)(void *user, const gpufl__net_upload_result_t *r, const char *window_id);
