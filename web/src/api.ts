@@ -30,7 +30,9 @@ export interface LoginAnswer {
   expires_in_s: number;
 }
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** One call to the server's API: JSON in and out; a failure throws ApiError. Pages with their
+ * own routes call it from their own modules. */
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const csrf = localStorage.getItem(CSRF_KEY);

@@ -7,8 +7,17 @@ import { h, show } from "./dom";
 import { renderLogin } from "./pages/login";
 import { renderNotFound } from "./pages/notfound";
 import { renderSessions, resetSessionsCache } from "./pages/sessions";
-import { type Route, Router, formatLocation } from "./router";
+import { type Route, type RouteName, Router, formatLocation } from "./router";
 import { applyTheme, currentTheme, toggleTheme } from "./theme";
+
+/** A logged-in page: it renders into main and navigates through go (replace: no new history
+ * entry, for a change of the view's own state). */
+type Page = (main: HTMLElement, route: Route, go: (url: string, replace?: boolean) => void) => void;
+
+/** The pages of the logged-in app, by route. */
+const PAGES: Partial<Record<RouteName, Page>> = {
+  sessions: (main, route, go) => renderSessions(main, route.params, go),
+};
 
 applyTheme();
 const app = document.getElementById("app")!;
@@ -81,11 +90,9 @@ async function render(route: Route) {
   }
   const main = h("main", { class: "content" });
   show(app, header(me), main);
-  if (route.name === "sessions") {
-    renderSessions(main, route.params, (url, replace) => router.go(url, replace));
-  } else {
-    renderNotFound(main, route.path);
-  }
+  const page = PAGES[route.name];
+  if (page) page(main, route, (url, replace) => router.go(url, replace));
+  else renderNotFound(main, route.path);
 }
 
 router.render();

@@ -17,6 +17,14 @@ describe("parseLocation", () => {
   it("names unknown paths not-found", () => {
     expect(parseLocation("/nope", "").name).toBe("not-found");
     expect(parseLocation("/sessions/x/y", "").name).toBe("not-found");
+    expect(parseLocation("/sessions/%E0%A4%A", "").name).toBe("not-found");
+  });
+  it("decodes a path's named segments", () => {
+    const r = parseLocation("/sessions/20261123T120000.000Z-7070-c3d4", "?t=1");
+    expect(r.name).toBe("session");
+    expect(r.args).toEqual({ id: "20261123T120000.000Z-7070-c3d4" });
+    expect(parseLocation("/jobs/a%2Fb", "").args).toEqual({ id: "a/b" });
+    expect(parseLocation("/fleet", "").name).toBe("fleet");
   });
 });
 

@@ -2,25 +2,67 @@
 // The dashboard's router: the view and its state live in the URL (path and query), so a view is
 // shareable and survives a reload; gpufl-server answers every app path with index.html.
 
-export type RouteName = "sessions" | "login" | "not-found";
+export type RouteName =
+  | "sessions"
+  | "session"
+  | "compare"
+  | "jobs"
+  | "job"
+  | "fleet"
+  | "settings"
+  | "login"
+  | "not-found";
 
 export interface Route {
   name: RouteName;
   path: string;
+  /** The path's named segments (":id" in the pattern), decoded. */
+  args: Record<string, string>;
   params: URLSearchParams;
 }
 
-const ROUTES: Record<string, RouteName> = {
-  "/sessions": "sessions",
-  "/login": "login",
-};
+/** Path patterns, first match wins; ":name" matches one non-empty segment. */
+const ROUTES: [string, RouteName][] = [
+  ["/sessions", "sessions"],
+  ["/sessions/:id", "session"],
+  ["/compare", "compare"],
+  ["/jobs", "jobs"],
+  ["/jobs/:id", "job"],
+  ["/fleet", "fleet"],
+  ["/settings", "settings"],
+  ["/login", "login"],
+];
+
+function match(pattern: string, path: string): Record<string, string> | undefined {
+  const want = pattern.split("/");
+  const got = path.split("/");
+  if (want.length !== got.length) return undefined;
+  const args: Record<string, string> = {};
+  for (let i = 0; i < want.length; i++) {
+    if (want[i].startsWith(":")) {
+      if (!got[i]) return undefined;
+      try {
+        args[want[i].slice(1)] = decodeURIComponent(got[i]);
+      } catch {
+        return undefined; // a malformed escape is no path of this app
+      }
+    } else if (want[i] !== got[i]) {
+      return undefined;
+    }
+  }
+  return args;
+}
 
 /** The route of a location's path and query ("/" is the sessions list). */
 export function parseLocation(pathname: string, search: string): Route {
   let path = pathname.replace(/\/+$/, "") || "/";
   if (path === "/") path = "/sessions";
-  const name = ROUTES[path] ?? "not-found";
-  return { name, path, params: new URLSearchParams(search) };
+  const params = new URLSearchParams(search);
+  for (const [pattern, name] of ROUTES) {
+    const args = match(pattern, path);
+    if (args) return { name, path, args, params };
+  }
+  return { name: "not-found", path, args: {}, params };
 }
 
 /** A path and query, with empty parameters left out and the rest in a stable order. */
