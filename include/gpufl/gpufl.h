@@ -192,11 +192,15 @@ typedef struct gpufl_options {
     size_t ring_capacity_records; /**< per-thread ring size, default 8192 (64 B each) */
     size_t memory_cap_bytes;      /**< cap on capture buffers, default 32 MiB */
     size_t log_rotate_bytes;      /**< start a new segment past this size, default 64 MiB */
-    int flush_interval_ms;        /**< longest time data waits before write(), default 250 */
+    int flush_interval_ms; /**< longest time data waits before write() (but batch_hold_ms), default 250 */
     int pc_sampling_period; /**< PcSampling: one sample per SM every 2^period cycles, 5..31, default 18 */
     /** Also start a new segment this often, whatever its size (a window a shipper can take
      * while the session runs); 0 (default): on size only. 0..86400000. */
     int log_rotate_interval_ms;
+    /** Trace and the engines above it: kernel, copy, memset and sync rows wait up to this long
+     * for more rows of their log line, which then compresses better; 0..60000, default 1000;
+     * 0: written every flush_interval_ms. gpufl_flush() and shutdown write them at once. */
+    int batch_hold_ms;
 } gpufl_options_t;
 
 /**

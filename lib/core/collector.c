@@ -57,6 +57,7 @@ struct gpufl__collector {
     gpufl__source_t sources[GPUFL_MAX_SOURCES];
     int nsources;
     int open_scopes;
+    int write_forced; /* the write pass running now was asked for: sources write all they hold */
     atomic_int windows_open;
 
     counters_t retired; /* from rings that were handed back mid-session */
@@ -327,7 +328,8 @@ static void publish_stats(gpufl__collector_t *c) {
 
 /* ---------------- the pass and the thread ---------------- */
 
-static void write_files(gpufl__collector_t *c, int64_t now_ns) {
+static void write_files(gpufl__collector_t *c, int64_t now_ns, int forced) {
+    c->write_forced = forced;
     gpufl__collector_batch(c, GPUFL_FILE_SCOPE, &c->begins);
     gpufl__collector_batch(c, GPUFL_FILE_SCOPE, &c->ends);
     for (int i = 0; i < c->nsources; i++)
@@ -356,7 +358,7 @@ static void one_pass(gpufl__collector_t *c, int force_write) {
     int64_t now = gpufl__mono_ns();
     for (int i = 0; i < c->nsources; i++) c->sources[i].poll(c, c->sources[i].self, now);
     if (force_write || now >= c->next_write_ns || pending_bytes(c) > EARLY_WRITE_BYTES)
-        write_files(c, now);
+        write_files(c, now, force_write);
     publish_stats(c);
 
     /* Pass more often while rings fill, less when idle. */
@@ -582,6 +584,8 @@ int64_t gpufl__collector_session_ns(const gpufl__collector_t *c, int64_t mono_ns
 }
 
 int gpufl__collector_open_scopes(const gpufl__collector_t *c) { return c->open_scopes; }
+
+int gpufl__collector_write_forced(const gpufl__collector_t *c) { return c->write_forced; }
 
 void gpufl__collector_windows_add(gpufl__collector_t *c, int delta) {
     atomic_fetch_add(&c->windows_open, delta);

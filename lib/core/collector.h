@@ -69,6 +69,9 @@ const gpufl__intern_t *gpufl__collector_dict(gpufl__collector_t *c);
 int64_t gpufl__collector_session_ns(const gpufl__collector_t *c, int64_t mono_ns);
 /* Scopes open across all threads, as far as the collector has seen. */
 int gpufl__collector_open_scopes(const gpufl__collector_t *c);
+/* For a source's flush: whether this write pass was asked for (gpufl_flush, shutdown,
+ * flush_logs_always), when a source writes every row it holds back. */
+int gpufl__collector_write_forced(const gpufl__collector_t *c);
 /* System windows (system_start/stop) open now; any thread may change it. */
 void gpufl__collector_windows_add(gpufl__collector_t *c, int delta);
 /* 1 while a scope or a system window is open: sampling sources run then. */

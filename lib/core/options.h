@@ -20,7 +20,7 @@ typedef enum gpufl__option_source {
     GPUFL_FROM_CODE = 3
 } gpufl__option_source_t;
 
-enum { GPUFL_OPTION_COUNT = 27 };
+enum { GPUFL_OPTION_COUNT = 28 };
 
 typedef struct gpufl__settings {
     /* Every string is owned (heap) and never NULL. */
@@ -36,6 +36,7 @@ typedef struct gpufl__settings {
     int flush_interval_ms;
     int pc_sampling_period;
     int log_rotate_interval_ms;
+    int batch_hold_ms;
 
     int disabled_by_env;                      /* GPUFL_DISABLED was truthy */
     unsigned char source[GPUFL_OPTION_COUNT]; /* gpufl__option_source_t per option */

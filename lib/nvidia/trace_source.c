@@ -304,15 +304,24 @@ static void write_configs(gpufl__trace_source_t *t) {
     }
 }
 
-static void encode_all(gpufl__trace_source_t *t) {
+static void encode_all(gpufl__trace_source_t *t, int64_t now_ns, int all) {
     take_queued(t);
     /* Op names and configurations before the rows that name them. */
     gpufl__ops_write_new(t->collector, GPUFL_FILE_DEVICE, &t->ops_written, &t->ops_lost_seen);
     write_configs(t);
     gpufl__batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
                                  &t->allocs,  &t->graphs, &t->launches};
-    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++)
-        gpufl__collector_batch(t->collector, GPUFL_FILE_DEVICE, batches[i]);
+    size_t n = sizeof batches / sizeof batches[0], rows = 0;
+    for (size_t i = 0; i < n; i++) rows += batches[i]->rows;
+    if (rows && !t->held_since_ns) t->held_since_ns = now_ns;
+    /* Activity rows wait up to batch_hold_ms for more rows of their line, unless a write is
+     * asked for or the line fills: a line restates its configurations and restarts its deltas,
+     * so four lines of 1000 kernels gzip to about 10 % more bytes a kernel than one of 4000. */
+    if (all || (rows && now_ns - t->held_since_ns >= t->hold_ns)) {
+        for (size_t i = 0; i < n; i++)
+            gpufl__collector_batch(t->collector, GPUFL_FILE_DEVICE, batches[i]);
+        t->held_since_ns = 0;
+    }
     if (t->dropped != t->dropped_written) { /* said once per change, with the running total */
         char msg[160];
         snprintf(msg, sizeof msg, "CUPTI dropped %llu activity records so far (no buffer space)",
@@ -353,8 +362,7 @@ static int64_t due_in(void *self, int64_t now_ns) {
 }
 
 static void flush(gpufl__collector_t *c, void *self) {
-    (void)c;
-    encode_all(self);
+    encode_all(self, gpufl__mono_ns(), gpufl__collector_write_forced(c));
     gpufl__pc_sampling_flush(((gpufl__trace_source_t *)self)->pc_sampling);
     gpufl__sass_metrics_flush(((gpufl__trace_source_t *)self)->sass_metrics);
 }
@@ -419,7 +427,7 @@ static void finish(gpufl__collector_t *c, void *self) {
     gpufl__sass_metrics_finish(t->sass_metrics);
     gpufl__range_profiler_finish(t->range_profiler); /* while CUPTI still runs: the last decode */
     gpufl__cupti_stop(t->cupti, &sink, t);
-    encode_all(t);
+    encode_all(t, gpufl__mono_ns(), 1);
     write_stats(t);
 }
 
@@ -516,6 +524,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     memset(t, 0, sizeof *t);
     t->collector = c;
     t->flush_every_ns = (int64_t)settings->flush_interval_ms * 1000000;
+    t->hold_ns = (int64_t)settings->batch_hold_ms * 1000000;
     if ((rc = gpufl__batch_init_table(&t->kernels, &gpufl__wire_kernel)) ||
         (rc = gpufl__batch_init_table(&t->copies, &gpufl__wire_copy)) ||
         (rc = gpufl__batch_init_table(&t->memsets, &gpufl__wire_memset)) ||

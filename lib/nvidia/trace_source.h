@@ -39,6 +39,9 @@ typedef struct gpufl__trace_source {
     uint32_t demangled_cap;
     int64_t next_flush_ns; /* when to ask CUPTI for its completed buffers */
     int64_t flush_every_ns;
+    /* When the activity batches got rows not written yet (0: none): they are held for more rows
+     * of their lines up to hold_ns (batch_hold_ms). */
+    int64_t held_since_ns, hold_ns;
     uint64_t dropped; /* records CUPTI said it dropped */
     uint64_t dropped_written;
     gpufl__trace_counts_t counts;

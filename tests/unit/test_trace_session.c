@@ -615,6 +615,54 @@ static void rows_carry_gpufl_values(void **state) {
     free_session(&s);
 }
 
+/* Kernel rows (and copies, memsets, syncs) wait for more rows of their line up to
+ * batch_hold_ms, across the collector's passes; gpufl_flush and shutdown write them at once.
+ * With batch_hold_ms 0 a pass writes what it has, as before. */
+static size_t kernel_lines(size_t *rows) {
+    session_t s = read_session();
+    size_t lines = 0;
+    *rows = 0;
+    for (size_t i = 0; i < s.device.n; i++) {
+        if (strcmp(tu_type(s.device.v[i]), "kernel") != 0) continue;
+        json_t *start = json_object_get(s.device.v[i], "start_ns");
+        lines++;
+        *rows += json_is_array(start) ? json_array_size(start) : 1;
+    }
+    free_session(&s);
+    return lines;
+}
+
+static void kernel_rows_wait_for_their_line(void **state) {
+    (void)state;
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    size_t rows;
+    gpufl_options_t o = trace_options("hold");
+    o.flush_interval_ms = 5;
+    o.batch_hold_ms = 60000;
+    start(&o);
+    for (int burst = 0; burst < 4; burst++) {
+        for (int k = 0; k < 5; k++) launch(f, "held", 128, 0);
+        usleep(30000); /* several passes, each of which drains CUPTI */
+    }
+    assert_int_equal(kernel_lines(&rows), 0); /* held: no pass was asked to write */
+    assert_int_equal(gpufl_flush(), 0);
+    size_t lines = kernel_lines(&rows);
+    assert_true(lines >= 1 && lines <= 2); /* what CUPTI had given by then, in one line */
+    stop();
+    assert_true(kernel_lines(&rows) <= 2);
+    assert_int_equal(rows, 20);
+
+    o = trace_options("no_hold");
+    o.flush_interval_ms = 5;
+    o.batch_hold_ms = 0;
+    start(&o);
+    launch(f, "prompt", 128, 0);
+    int64_t t0 = now_ns();
+    while (kernel_lines(&rows) == 0 && now_ns() - t0 < 5000000000LL) usleep(5000);
+    assert_int_equal(rows, 1); /* written by a pass nobody asked for */
+    stop();
+}
+
 /* Memory tracking adds allocation rows, attributed like the rest; sync
  * capture switched off leaves no sync rows and no sync kind enabled. */
 static void allocations_and_no_sync(void **state) {
@@ -2870,6 +2918,7 @@ int main(void) {
         cmocka_unit_test(graph_launches),
         cmocka_unit_test(allocations_and_no_sync),
         cmocka_unit_test(rows_carry_gpufl_values),
+        cmocka_unit_test(kernel_rows_wait_for_their_line),
         cmocka_unit_test(threads_launching_at_once),
         cmocka_unit_test(another_cupti_client_present),
         cmocka_unit_test(insufficient_privileges),
