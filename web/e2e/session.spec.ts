@@ -180,6 +180,7 @@ test("source and SASS view of the PC sampling and SASS metrics sessions", async 
   await page.locator("[data-testid=sass-listing] tbody tr").first().click();
   await expect(page).toHaveURL(/pc=/);
   await expect(page.locator("[data-testid=source-lines] tr.selected")).toHaveCount(1);
+  await page.screenshot({ path: `${shots}/session-source-pc.png`, fullPage: true });
 
   await page.goto(page_("sassmetrics", "?view=source"));
   const strided = fx("sassmetrics").insights.find((i) => i.rule === "uncoalesced_global")!;
@@ -228,12 +229,12 @@ test("states: not recorded, running, unreachable, another workspace, unknown", a
   await expect(page.getByTestId("capability-reason")).toContainText("cupti_trace");
   // A session still being recorded says so and offers a refresh.
   const running = want.sessions.find((s) => s.state !== "ended" && s.state !== "complete");
-  if (running) {
-    await page.goto(`/sessions/${encodeURIComponent(running.session_id)}`);
-    await expect(page.getByTestId("session-running")).toContainText("still being recorded");
-    await page.getByTestId("session-running").getByRole("button", { name: "Refresh" }).click();
-    await expect(page.getByTestId("session-figures")).toBeVisible();
-  }
+  expect(running, "a fixture session without its end (killed)").toBeTruthy();
+  await page.goto(`/sessions/${encodeURIComponent(running!.session_id)}`);
+  await expect(page.getByTestId("session-running")).toContainText("still being recorded");
+  await page.getByTestId("session-running").getByRole("button", { name: "Refresh" }).click();
+  await expect(page.getByTestId("session-figures")).toBeVisible();
+  await expect(page.getByTestId("session-running")).toBeVisible();
   // The server unreachable for one view: an error with a retry.
   await page.route("**/scopes", (r) => r.abort());
   await page.goto(page_("scoped", "?view=scopes"));

@@ -321,7 +321,8 @@ function insightsView(ctx: Ctx, panel: HTMLElement, top?: number): void {
 const REASON_COLORS = 10;
 
 function stackedBar(reasons: Record<string, number>, scale: number, order: string[]):
-  HTMLElement {
+  HTMLElement | string {
+  if (!Object.values(reasons).some((n) => n > 0)) return "—";
   const el = h("span", { class: "stack", title: Object.entries(reasons)
     .map(([r, n]) => `${r}: ${n}`).join(", ") });
   for (const s of reasonSegments(reasons, scale)) {
@@ -414,7 +415,7 @@ function sourceView(ctx: Ctx, panel: HTMLElement): void {
       h("td", { class: "num" }, formatPct(f.metrics?.thread_efficiency_pct)),
       h("td", { class: "num" }, formatPct(f.metrics?.coalescing_efficiency_pct))))));
     const detail = h("div", { class: "function-detail" });
-    show(panel, h("div", { class: "source-layout" }, list, detail));
+    show(panel, h("div", { class: "source-layout" }, h("div", {}, list), detail));
     load(ctx, detail, "the function's SASS", () => sessionApi.sass(ctx.id, picked.name), (s) => {
       show(detail, sassPanel(ctx, s));
       detail.querySelector("tr.selected")?.scrollIntoView({ block: "nearest" });
@@ -434,7 +435,7 @@ function metricsView(ctx: Ctx, panel: HTMLElement): void {
       return;
     }
     const zoomed = from !== undefined || to !== undefined;
-    const width = Math.max(320, Math.min(1200, panel.clientWidth || 900) / 2 - 24);
+    const boxes = plots.map((p) => h("div", { class: "plot", "data-testid": `plot-${p.key}` }));
     const onZoom = (a: number, b: number) => ctx.go(ctx.url({
       mt0: String(Math.floor(a * 1e9)), mt1: String(Math.ceil(b * 1e9)) }), true);
     show(panel,
@@ -443,7 +444,8 @@ function metricsView(ctx: Ctx, panel: HTMLElement): void {
         + `${formatNs(doc.bucket_ns)}; drag across a plot to zoom. `,
         zoomed ? h("a", { href: ctx.url({ mt0: undefined, mt1: undefined }), "data-link": true,
           "data-testid": "metrics-reset" }, "Whole session") : null),
-      h("div", { class: "plots" }, ...plots.map((p) => drawPlot(p, width, onZoom))));
+      h("div", { class: "plots" }, ...boxes));
+    plots.forEach((p, i) => drawPlot(boxes[i], p, onZoom));
   });
 }
 

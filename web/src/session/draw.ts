@@ -40,7 +40,8 @@ export function drawHistogram(buckets: HistogramBucket[], width = 640, height = 
   ctx.lineTo(pad.l + w, pad.t + hh + 0.5);
   ctx.stroke();
   const span = Math.log(hi) - Math.log(lo);
-  for (const t of logTicks(lo, hi)) {
+  const ticks = logTicks(lo, hi);
+  for (const t of ticks.length ? ticks : [lo, hi]) {
     const x = pad.l + ((Math.log(t) - Math.log(lo)) / span) * w;
     ctx.fillText(formatNs(t), x - 14, height - 6);
   }
@@ -59,11 +60,12 @@ export function drawHistogram(buckets: HistogramBucket[], width = 640, height = 
 
 const SERIES_COLORS = ["--accent", "--live", "--error", "--muted"];
 
-/** One metric plot; dragging across it selects a time range (s on the session clock). */
-export function drawPlot(plot: Plot, width: number, onZoom: (fromS: number, toS: number) => void):
-  HTMLElement {
-  const el = h("div", { class: "plot", "data-testid": `plot-${plot.key}` },
-    h("h3", {}, `${plot.title} (${plot.unit})`));
+/** One metric plot into el (already on the page: the plot takes its width); dragging across it
+ * selects a time range (s on the session clock). */
+export function drawPlot(el: HTMLElement, plot: Plot, onZoom: (fromS: number, toS: number) => void):
+  void {
+  el.append(h("h3", {}, `${plot.title} (${plot.unit})`));
+  const width = Math.max(200, el.clientWidth - 16);
   const axis = { stroke: cssVar("--muted"), grid: { stroke: cssVar("--border"), width: 1 },
     ticks: { stroke: cssVar("--border"), width: 1 } };
   const opts: uPlot.Options = {
@@ -91,5 +93,4 @@ export function drawPlot(plot: Plot, width: number, onZoom: (fromS: number, toS:
   const host = h("div", {});
   el.append(host);
   new uPlot(opts, data, host);
-  return el;
 }

@@ -188,7 +188,8 @@ export function headerFigures(report: Report, ranked: Insight[]): HeaderFigures 
       busySource = "kernel time ÷ wall time";
     }
   }
-  const timed = report.kernels !== null;
+  // Launches stand in for kernels only where the engine records launches, not kernels.
+  const timed = report.kernels !== null || report.kernel_launches === null;
   return {
     wallNs: report.session.duration_ns,
     busyPct,
