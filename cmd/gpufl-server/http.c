@@ -95,6 +95,9 @@ static const gpufl__route_t routes[] = {
      gpufl__route_sass_functions, NULL},
     {"GET", "/api/v1/sessions/{id}/functions/sass", GPUFL__ROLE_READ, 0, NULL,
      gpufl__route_sass_function, NULL},
+    /* A session as a trace for Perfetto UI or chrome://tracing (routes_export.c). */
+    {"GET", "/api/v1/sessions/{id}/export", GPUFL__ROLE_READ, 0, NULL, gpufl__route_sessions_export,
+     NULL},
     /* Operations, logins, live and the fleet views (auth.c, metrics.c, routes_live.c,
      * routes_fleet.c). */
     {"GET", "/metrics", GPUFL__ROLE_NONE, 0, NULL, gpufl__metrics_route, NULL},

@@ -397,7 +397,49 @@ int gpufl__report_with_model(gpufl__server_t *s, int64_t workspace_id, const cha
 typedef struct {
     char *name;
     int64_t count, total, min, p50, p90, p99, max;
+    json_t *histogram;
 } kgroup_t;
+
+/* Duration histograms have four buckets per doubling: bucket i starts at ceil(2^(i/4)) ns
+ * (bucket 0 at 0), enough to tell a kernel's modes apart on a log axis in at most 252 buckets. */
+#define HIST_PER_OCTAVE 4
+#define HIST_BUCKETS    (HIST_PER_OCTAVE * 63)
+
+static int64_t hist_edge(int i) {
+    static const double step[HIST_PER_OCTAVE] = {1.0, 1.189207115002721, 1.414213562373095,
+                                                 1.681792830507429};
+    if (i <= 0) return i < 0 ? 0 : 1;
+    double x = (double)((int64_t)1 << (i / HIST_PER_OCTAVE)) * step[i % HIST_PER_OCTAVE];
+    int64_t e = (int64_t)x;
+    return e < x ? e + 1 : e;
+}
+
+/* Sorted durations to [{from_ns, to_ns, count}]: the buckets that hold any, low to high. */
+static json_t *histogram_of(const int64_t *sorted, size_t n) {
+    json_t *list = json_array();
+    int i = 0;
+    for (size_t at = 0; list && at < n;) {
+        int64_t d = sorted[at];
+        if (d < 1) {
+            i = -1; /* [0, 1): a duration of 0 ns */
+        } else {
+            while (i < 0 || (i + 1 < HIST_BUCKETS && hist_edge(i + 1) <= d)) i++;
+        }
+        int64_t from = i < 0 ? 0 : hist_edge(i);
+        int64_t to = i < 0 ? 1 : i + 1 < HIST_BUCKETS ? hist_edge(i + 1) : INT64_MAX;
+        size_t end = at;
+        while (end < n && sorted[end] < to) end++;
+        json_t *b = json_pack("{s:I,s:I,s:I}", "from_ns", (json_int_t)from, "to_ns", (json_int_t)to,
+                              "count", (json_int_t)(end - at));
+        if (!b || json_array_append_new(list, b)) {
+            json_decref(list);
+            return NULL;
+        }
+        at = end;
+        if (i < 0) i = 0;
+    }
+    return list;
+}
 
 typedef struct {
     kgroup_t *groups;
@@ -432,7 +474,9 @@ static int kgroup_close(kread_t *k) {
                                    rank_of(k->dur, k->n_dur, 50),
                                    rank_of(k->dur, k->n_dur, 90),
                                    rank_of(k->dur, k->n_dur, 99),
-                                   k->dur[k->n_dur - 1]};
+                                   k->dur[k->n_dur - 1],
+                                   histogram_of(k->dur, k->n_dur)};
+    if (!k->groups[k->n - 1].histogram) return GPUFL_ENOMEM;
     k->name = NULL;
     k->n_dur = 0;
     k->total = 0;
@@ -501,14 +545,18 @@ int gpufl__report_kernels(gpufl__server_t *s, int64_t workspace_id, const char *
     }
     for (size_t i = 0; !rc && i < k.n && i < GPUFL__KERNEL_NAMES_MAX; i++) {
         const kgroup_t *g = &k.groups[i];
-        json_t *row = json_pack("{s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I}", "name", g->name, "count",
-                                (json_int_t)g->count, "total_ns", (json_int_t)g->total, "mean_ns",
-                                (double)g->total / (double)g->count, "min_ns", (json_int_t)g->min,
-                                "p50_ns", (json_int_t)g->p50, "p90_ns", (json_int_t)g->p90,
-                                "p99_ns", (json_int_t)g->p99, "max_ns", (json_int_t)g->max);
+        json_t *row =
+            json_pack("{s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:O}", "name", g->name, "count",
+                      (json_int_t)g->count, "total_ns", (json_int_t)g->total, "mean_ns",
+                      (double)g->total / (double)g->count, "min_ns", (json_int_t)g->min, "p50_ns",
+                      (json_int_t)g->p50, "p90_ns", (json_int_t)g->p90, "p99_ns",
+                      (json_int_t)g->p99, "max_ns", (json_int_t)g->max, "histogram", g->histogram);
         if (!row || json_array_append_new(list, row)) rc = GPUFL_ENOMEM;
     }
-    for (size_t i = 0; i < k.n; i++) free(k.groups[i].name);
+    for (size_t i = 0; i < k.n; i++) {
+        free(k.groups[i].name);
+        json_decref(k.groups[i].histogram);
+    }
     free(k.groups);
     if (rc) {
         json_decref(doc);

@@ -37,8 +37,9 @@ int gpufl__report_facts(gpufl__server_t *srv, int64_t workspace_id, const char *
 
 /* Kernels per name of a session, from the activity table: a JSON object {"count",
  * "distinct_names", "total_ns", "truncated", "kernels": [{name, count, total_ns, mean_ns,
- * min_ns, p50_ns, p90_ns, p99_ns, max_ns}]} by total time, at most GPUFL__KERNEL_NAMES_MAX
- * names. Percentiles are nearest-rank order statistics, as the report's. 0 or an error. */
+ * min_ns, p50_ns, p90_ns, p99_ns, max_ns, histogram}]} by total time, at most
+ * GPUFL__KERNEL_NAMES_MAX names. Percentiles are nearest-rank order statistics, as the report's;
+ * histogram: the log-scaled duration buckets that hold any (docs/server-api.md). 0 or an error. */
 int gpufl__report_kernels(gpufl__server_t *srv, int64_t workspace_id, const char *session_id,
                           json_t **out);
 

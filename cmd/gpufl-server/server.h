@@ -324,6 +324,8 @@ void gpufl__query_store_error(gpufl__reply_t *rep, int rc);
 /* The SASS and source lines of a session's functions (routes_sass.c). */
 void gpufl__route_sass_functions(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__route_sass_function(gpufl__request_t *req, gpufl__reply_t *rep);
+/* A session as a Perfetto or Chrome trace (routes_export.c). */
+void gpufl__route_sessions_export(gpufl__request_t *req, gpufl__reply_t *rep);
 /* The routes of auth.c, routes_fleet.c, routes_live.c and metrics.c. */
 void gpufl__auth_route_login(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__auth_route_logout(gpufl__request_t *req, gpufl__reply_t *rep);

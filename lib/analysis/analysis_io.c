@@ -46,8 +46,11 @@ int gpufl_analysis_insights_write(gpufl_analysis_t *a, const gpufl_insights_opti
         return gpufl__set_error(GPUFL_EINVAL, "insights: unknown format '%s' (text or json)",
                                 format);
     gpufl__insights_t in;
+    memset(&in, 0, sizeof in);
     pthread_mutex_lock(&a->lock);
-    int rc = gpufl__insights_compute(&in, a->m);
+    /* A handle that was fed builds its model on first use, as the report and tables do. */
+    int rc = gpufl__analysis_feed_model(a);
+    if (!rc) rc = gpufl__insights_compute(&in, a->m);
     if (!rc)
         rc = json ? gpufl__insights_write_json(&in, o.min_severity, out)
                   : gpufl__insights_write_text(&in, o.min_severity, "", out);
@@ -61,7 +64,8 @@ int gpufl_analysis_export(gpufl_export_result_t *res, gpufl_analysis_t *a,
     if (res) memset(res, 0, sizeof *res);
     if (!a || !opt) return gpufl__set_error(GPUFL_EINVAL, "export: no handle or no options");
     pthread_mutex_lock(&a->lock);
-    int rc = gpufl__export_write(res, a->m, opt);
+    int rc = gpufl__analysis_feed_model(a);
+    if (!rc) rc = gpufl__export_write(res, a->m, opt);
     pthread_mutex_unlock(&a->lock);
     return rc;
 }

@@ -12,6 +12,7 @@ naming the binaries (ctest sets them); GPUFL_TEST_KERNELS the generated session'
 """
 import gzip
 import json
+import math
 import os
 import subprocess
 import sys
@@ -29,7 +30,8 @@ from server_harness import (SERVER, STREAM, COMPLETE, Server, fixture_windows,  
 
 CLI = os.environ.get("GPUFL_CLI", "build-dev/cmd/gpufl/gpufl")
 N_KERNELS = int(os.environ.get("GPUFL_TEST_KERNELS", "1000000"))
-ROUTES = ["", "/insights", "/kernels", "/scopes", "/timeline", "/metrics", "/report"]
+ROUTES = ["", "/insights", "/kernels", "/scopes", "/timeline", "/metrics", "/report",
+          "/export?format=perfetto"]
 
 
 def admin(url, *args):
@@ -201,7 +203,8 @@ def test_other_workspace_and_missing_session_are_404(env):
     ("/api/v1/sessions/SID/timeline?from=10&to=5", "to"),
     ("/api/v1/sessions/SID/metrics?points=0", "points"),
     ("/api/v1/sessions/SID/metrics?device=-2", "device"),
-    ("/api/v1/sessions/SID/kernels?limit=abc", "limit")])
+    ("/api/v1/sessions/SID/kernels?limit=abc", "limit"),
+    ("/api/v1/sessions/SID/export", "format"), ("/api/v1/sessions/SID/export?format=pdf", "format")])
 def test_bad_parameters_are_400_naming_them(env, path, param):
     st, doc = get_json(env, path.replace("SID", env["windows"][0][0]))
     assert (st, doc.get("parameter")) == (400, param), doc
@@ -290,6 +293,46 @@ def test_kernels_per_name_match_the_report(env):
             assert (k["count"], k["total_ns"], k["p50_ns"], k["p99_ns"]) == \
                 (h["calls"], h["total_ns"], h["p50_ns"], h["p99_ns"]), (sid, name)
             assert k["min_ns"] <= k["p50_ns"] <= k["p90_ns"] <= k["p99_ns"] <= k["max_ns"]
+
+
+def edge(i):
+    """Where duration bucket i starts: four buckets per doubling (docs/server-api.md)."""
+    return 0 if i < 0 else math.ceil(2 ** (i // 4) * 2 ** ((i % 4) / 4))
+
+
+def test_kernel_duration_histograms(env):
+    checked = 0
+    for sid in sessions_of(env):
+        st, tl = get_json(env, "/api/v1/sessions/%s/timeline?max_events=100000" % sid)
+        assert st == 200 and not tl["downsampled"]
+        st, doc = get_json(env, "/api/v1/sessions/%s/kernels?limit=10000" % sid)
+        for k in doc["kernels"]:
+            durs = sorted(e["end_ns"] - e["start_ns"] for e in tl["events"]
+                          if e["kind"] == "kernel" and e["name"] == k["name"])
+            want = {}
+            for d in durs:
+                i = -1 if d < 1 else max(i for i in range(252) if edge(i) <= d)
+                lo, hi = (0, 1) if i < 0 else (edge(i), edge(i + 1))
+                want[(lo, hi)] = want.get((lo, hi), 0) + 1
+            got = {(b["from_ns"], b["to_ns"]): b["count"] for b in k["histogram"]}
+            assert got == want, (sid, k["name"])
+            assert [b["from_ns"] for b in k["histogram"]] == sorted(lo for lo, _ in want)
+            assert sum(got.values()) == k["count"]
+            checked += 1
+    assert checked >= 5
+
+
+def test_export_equals_the_cli(env):
+    sessions = sessions_of(env)
+    for sid, files in sessions.items():
+        d = shipped_dir(env, sid, files)
+        for fmt, ctype in (("perfetto", "application/octet-stream"),
+                           ("chrome", "application/json")):
+            st, body, h = get(env, "/api/v1/sessions/%s/export?format=%s" % (sid, fmt))
+            assert st == 200, body
+            assert h["Content-Type"] == ctype and h["Content-Disposition"] == "attachment"
+            assert body == cli(["export", "--format", fmt, "-o", "-", d]), (sid, fmt)
+            assert len(body) > 0
 
 
 def test_scope_tree(env):

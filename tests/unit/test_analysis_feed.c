@@ -216,6 +216,62 @@ static int64_t session_value(gpufl_analysis_t *a, const char *column) {
     return ((const int64_t *)c.data)[0];
 }
 
+/* What fn writes to a temporary stream, NUL-terminated (malloc'd). */
+typedef int (*write_fn)(gpufl_analysis_t *a, FILE *out);
+
+static char *written(gpufl_analysis_t *a, write_fn fn) {
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    int rc = fn(a, f);
+    if (rc) print_error("write: %d %s\n", rc, gpufl_last_error());
+    assert_int_equal(rc, 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    char *text = calloc((size_t)n + 1, 1);
+    assert_non_null(text);
+    rewind(f);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return text;
+}
+
+static int write_chrome(gpufl_analysis_t *a, FILE *out) {
+    gpufl_export_options_t o = {.size = sizeof o, .format = GPUFL_EXPORT_CHROME, .out = out};
+    return gpufl_analysis_export(NULL, a, &o);
+}
+
+static int write_insights(gpufl_analysis_t *a, FILE *out) {
+    gpufl_insights_options_t o;
+    gpufl_insights_options_init(&o);
+    o.format = "json";
+    return gpufl_analysis_insights_write(a, &o, out);
+}
+
+/* A fed handle exports and writes insights as its first use (gpufl-server's export route asks
+ * nothing else of it first), equal to the directory's. */
+static void test_analysis_feed_export_and_insights_first(void **state) {
+    (void)state;
+    static const write_fn fns[] = {write_chrome, write_insights};
+    char dir[4096];
+    session_path(dir, sizeof dir, "scoped");
+    file_bytes_t files[3];
+    load_files("scoped", files);
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        gpufl_analysis_t *fed = create(GPUFL_ANALYSIS_IN_ORDER), *opened = NULL;
+        for (int c = 0; c < 3; c++)
+            if (files[c].len) feed_ok(fed, channels[c], files[c].data, files[c].len);
+        assert_int_equal(gpufl_analysis_feed_end(fed, NULL), 0);
+        assert_int_equal(gpufl_analysis_open(&opened, dir), 0);
+        char *got = written(fed, fns[i]), *want = written(opened, fns[i]);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+        gpufl_analysis_close(fed);
+        gpufl_analysis_close(opened);
+    }
+    free_files(files);
+}
+
 static void test_analysis_feed_report_mid_session(void **state) {
     (void)state;
     file_bytes_t files[3];
@@ -341,6 +397,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_analysis_feed_matches_directory),
         cmocka_unit_test(test_analysis_feed_report_mid_session),
+        cmocka_unit_test(test_analysis_feed_export_and_insights_first),
         cmocka_unit_test(test_analysis_feed_bad_input),
         cmocka_unit_test(test_analysis_feed_unfinished_line),
     };

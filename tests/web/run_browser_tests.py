@@ -4,7 +4,8 @@
 (--web-root), seeded with the fixture sessions (tests/fixtures/sessions) of workspace alpha and
 one session of workspace beta, a user of each; then Playwright (web/e2e) drives Debian's
 Chromium headless against it. The expected sessions go to the tests in a JSON file, read from
-the server's own API with a read key.
+the server's own API with a read key, with what the gpufl CLI says of each fixture directory
+(`report --format json`, `insights --format json`, a Chrome export) for the session page's test.
 
 usage: run_browser_tests.py --server BIN --web-root DIR --out DIR [playwright args...]
        (tests/web/run.sh builds the app first; ctest -R web runs that.)"""
@@ -21,12 +22,40 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 PASSWORD = "correct horse battery"
 
 
+def cli_views(cli, out):
+    """What `gpufl` says of each fixture session's directory, by app name: its session id, the
+    JSON report and insights, and the path of its Chrome export (the page's numbers and download
+    are compared with these)."""
+    if not os.access(cli, os.X_OK):
+        sys.exit("run_browser_tests: no gpufl CLI at %s (--cli or GPUFL_CLI)" % cli)
+    fixtures = os.path.join(ROOT, "tests", "fixtures", "sessions")
+    os.makedirs(out, exist_ok=True)
+    views = {}
+    for name in sorted(os.listdir(fixtures)):
+        d = os.path.join(fixtures, name)
+
+        def run(*a):
+            r = subprocess.run([cli, *a, d], capture_output=True, timeout=120)
+            assert r.returncode == 0, (name, a, r.stderr)
+            return r.stdout
+        report = json.loads(run("report", "--format", "json"))
+        chrome = os.path.join(out, name + ".trace.json")
+        with open(chrome, "wb") as f:
+            f.write(run("export", "--format", "chrome", "-o", "-"))
+        views[name] = {"session_id": report["session"]["session_id"], "report": report,
+                       "insights": json.loads(run("insights", "--format", "json"))["insights"],
+                       "chrome_export": chrome}
+    return views
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
     ap.add_argument("--web-root", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--chromium", default=os.environ.get("GPUFL_CHROMIUM", "/usr/bin/chromium"))
+    ap.add_argument("--cli", default=os.environ.get("GPUFL_CLI"),
+                    help="the gpufl CLI (default: cmd/gpufl/gpufl beside the server's build)")
     args, rest = ap.parse_known_args()
     os.environ["GPUFL_SERVER"] = os.path.abspath(args.server)
     import server_harness as sh  # after GPUFL_SERVER: the harness reads it at import
@@ -58,11 +87,15 @@ def main():
         st, doc, _ = srv.request("GET", "/api/v1/sessions?limit=500",
                                  headers={"Authorization": "Bearer " + read})
         assert st == 200 and doc["next_cursor"] is None, doc
+        cli = args.cli or os.path.join(os.path.dirname(os.path.dirname(
+            os.path.abspath(args.server))), "gpufl", "gpufl")
+        fixtures = cli_views(cli, os.path.join(args.out, "cli"))
         expected = os.path.join(args.out, "expected.json")
         with open(expected, "w") as f:
             json.dump({"base_url": "http://127.0.0.1:%d" % srv.port, "workspace": "alpha",
                        "user": "ann", "password": PASSWORD, "sessions": doc["sessions"],
-                       "other_workspace_session": "beta-only-session"}, f, indent=1)
+                       "other_workspace_session": "beta-only-session",
+                       "fixtures": fixtures}, f, indent=1)
         env = dict(os.environ, GPUFL_WEB_EXPECTED=expected, GPUFL_CHROMIUM=args.chromium,
                    GPUFL_WEB_OUT=os.path.abspath(args.out), PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1",
                    CI="1")
