@@ -62,7 +62,8 @@ function diffTable(id: string, title: string, what: string, rows: DiffRow[], bas
     h("p", { class: "count", "data-testid": `compare-${id}-summary` },
       `${c.slower} slower, ${c.faster} faster, ${c.appeared} appeared, ${c.vanished} vanished, ${c.same} unchanged`),
     why ? h("p", { class: "muted" }, why) : null,
-    !changed.length ? h("p", { class: "muted" }, rows.length ? `No ${what} changed.` : `No ${what} in either session.`) :
+    !changed.length ? (rows.length || !why ? h("p", { class: "muted" },
+      rows.length ? `No ${what} changed.` : `No ${what} in either session.`) : null) :
       h("table", { class: "sessions" },
         h("thead", {}, h("tr", {}, ...["Change", what[0].toUpperCase() + what.slice(1, -1), "Baseline", "Run",
           "Δ time", "Baseline share", "Run share", "Δ share"].map((t, i) =>

@@ -35,7 +35,10 @@ async function mapLimited<T, R>(xs: T[], n: number, fn: (x: T) => Promise<R>): P
 
 function bar(value: number, max: number, cls = ""): HTMLElement {
   const pct = max > 0 ? Math.max(0, Math.min(100, (100 * value) / max)) : 0;
-  return h("div", { class: "bar-fill " + cls, style: `width:${pct.toFixed(1)}%` });
+  // Through the CSSOM: the page's policy refuses style attributes.
+  const el = h("div", { class: "bar-fill " + cls });
+  el.style.width = `${pct.toFixed(1)}%`;
+  return el;
 }
 
 function ranksTable(ranks: Rank[], kernels: string[], stragglerRank: number | null): HTMLElement {
