@@ -166,6 +166,15 @@ static int flush_touches(gpufl__auth_t *a) {
     return rc;
 }
 
+int gpufl__auth_flush(gpufl__auth_t *a) { return flush_touches(a); }
+
+void gpufl__auth_forget(gpufl__auth_t *a, const char *prefix) {
+    cache_slot_t *slot = &a->cache[slot_of(prefix)];
+    pthread_mutex_lock(&a->lock);
+    if (!strcmp(slot->prefix, prefix)) slot->fetched = 0;
+    pthread_mutex_unlock(&a->lock);
+}
+
 /* Notes a key's use in memory; returns 1 when the table is full enough to flush now. */
 static int touch(gpufl__auth_t *a, int64_t key_id) {
     size_t i = (size_t)key_id % TOUCH_SLOTS;

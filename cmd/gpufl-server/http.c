@@ -108,6 +108,11 @@ static const gpufl__route_t routes[] = {
     {"GET", "/api/v1/fleet/hosts", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_hosts, NULL},
     {"GET", "/api/v1/fleet/gpus", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_gpus, NULL},
     {"GET", "/api/v1/fleet/jobs", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_jobs, NULL},
+    /* The workspace's keys (routes_keys.c): a login or an admin key; the handlers check. */
+    {"GET", "/api/v1/keys", GPUFL__ROLE_ANY, 0, NULL, gpufl__route_keys_list, NULL},
+    {"POST", "/api/v1/keys", GPUFL__ROLE_ANY, 1, NULL, gpufl__route_keys_create, NULL},
+    {"POST", "/api/v1/keys/{prefix}/revoke", GPUFL__ROLE_ANY, 0, NULL, gpufl__route_keys_revoke,
+     NULL},
 };
 
 void gpufl__reply_error(gpufl__reply_t *rep, unsigned status, const char *message) {

@@ -229,6 +229,33 @@ static int open_model(gpufl__server_t *s, const char *ws, const char *sid, int64
     return rc;
 }
 
+/* The insights document's count and top severity (1 LOW .. 3 HIGH; "" when none) as query
+ * text, for the sessions list's columns and filter. */
+static int insights_summary(const char *insights_json, char count[32], char top[32]) {
+    json_error_t err;
+    json_t *doc = json_loads(insights_json, 0, &err);
+    json_t *items = json_object_get(doc, "insights");
+    if (!json_is_array(items)) {
+        json_decref(doc);
+        return gpufl__store_fail(GPUFL_EIO, "report: the insights document has no list");
+    }
+    int best = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(items, i, x) {
+        gpufl_severity_t sev;
+        const char *name = json_string_value(json_object_get(x, "severity"));
+        if (name && gpufl_severity_parse(name, &sev) == 0 && (int)sev > best) best = (int)sev;
+    }
+    snprintf(count, 32, "%zu", json_array_size(items));
+    if (best)
+        snprintf(top, 32, "%d", best);
+    else
+        top[0] = '\0';
+    json_decref(doc);
+    return 0;
+}
+
 /* Builds and stores the session's row of session_reports from n_windows windows. */
 static int build(gpufl__server_t *s, const char *ws, const char *sid, int64_t n_windows,
                  int64_t since) {
@@ -245,6 +272,8 @@ static int build(gpufl__server_t *s, const char *ws, const char *sid, int64_t n_
     if (!rc) rc = render_insights(f.a, "text", &text[3]);
     if (!rc) rc = render_insights(f.a, "json", &text[4]);
     gpufl_analysis_close(f.a);
+    char n_insights[32], top[32];
+    if (!rc) rc = insights_summary(text[4], n_insights, top);
     if (!rc) rc = gpufl__report_kernels(s, strtoll(ws, NULL, 10), sid, &kernels);
     if (!rc) {
         facts = json_pack("{s:O?,s:O}", "capabilities", f.capabilities, "devices", f.devices);
@@ -255,20 +284,34 @@ static int build(gpufl__server_t *s, const char *ws, const char *sid, int64_t n_
     if (!rc) {
         /* A build of fewer windows never replaces a newer one (two servers, or the builder
          * and a query, building at once). */
-        const char *p[] = {ws,      sid,     built_at, windows, text[0], text[1],
-                           text[2], text[3], text[4],  text[5], text[6]};
+        const char *p[] = {ws,
+                           sid,
+                           built_at,
+                           windows,
+                           text[0],
+                           text[1],
+                           text[2],
+                           text[3],
+                           text[4],
+                           text[5],
+                           text[6],
+                           n_insights,
+                           top[0] ? top : NULL};
         rc = s->ops->query(
             s->store,
             "INSERT INTO session_reports (workspace_id, session_id, built_at, windows,"
             " report_text, report_json, report_html, insights_text, insights_json, kernels_json,"
-            " facts_json) VALUES (CAST(? AS BIGINT), ?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?,"
-            " ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace_id, session_id) DO UPDATE SET"
+            " facts_json, insights_count, insights_top) VALUES (CAST(? AS BIGINT), ?,"
+            " CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?, ?, ?, ?, CAST(? AS INTEGER),"
+            " CAST(? AS INTEGER)) ON CONFLICT (workspace_id, session_id) DO UPDATE SET"
             " built_at = excluded.built_at, windows = excluded.windows,"
             " report_text = excluded.report_text, report_json = excluded.report_json,"
             " report_html = excluded.report_html, insights_text = excluded.insights_text,"
             " insights_json = excluded.insights_json, kernels_json = excluded.kernels_json,"
-            " facts_json = excluded.facts_json WHERE session_reports.windows <= excluded.windows",
-            p, 11, NULL, NULL);
+            " facts_json = excluded.facts_json, insights_count = excluded.insights_count,"
+            " insights_top = excluded.insights_top WHERE session_reports.windows <="
+            " excluded.windows",
+            p, 13, NULL, NULL);
     }
     for (size_t i = 0; i < 7; i++) free(text[i]);
     json_decref(kernels);

@@ -135,12 +135,25 @@ static int session_known(gpufl__request_t *req, gpufl__reply_t *rep, const char 
 
 /* ---- GET /api/v1/sessions ------------------------------------------------------------------ */
 
-static const char *const session_ints[] = {
-    "pid", "start_unix_us", "end_ns", "first_seen", "last_window_at", "completed_at", NULL};
+static const char *const session_ints[] = {"pid",         "start_unix_us",  "end_ns",
+                                           "first_seen",  "last_window_at", "completed_at",
+                                           "duration_ns", "insights",       NULL};
 #define SESSION_COLUMNS                                                                            \
     "session_id, app_name, hostname, pid, job_id, engine, gpufl_version,"                          \
     " COALESCE(epoch_unix_us, 0) AS start_unix_us, end_ns, state, first_seen, last_window_at,"     \
     " completed_at"
+/* The list's row: the session's columns (s), its duration (the session_end line's ts_ns: the
+ * session clock starts at 0) and its stored report's insight count and top severity (r; NULL
+ * before a report is built). */
+#define LIST_COLUMNS                                                                               \
+    "s.session_id, s.app_name, s.hostname, s.pid, s.job_id, s.engine, s.gpufl_version,"            \
+    " COALESCE(s.epoch_unix_us, 0) AS start_unix_us, s.end_ns, s.state, s.first_seen,"             \
+    " s.last_window_at, s.completed_at, s.end_ns AS duration_ns,"                                  \
+    " CASE r.insights_top WHEN 3 THEN 'HIGH' WHEN 2 THEN 'MEDIUM' WHEN 1 THEN 'LOW' END"           \
+    " AS top_severity, r.insights_count AS insights"
+#define LIST_FROM                                                                                  \
+    " FROM sessions s LEFT JOIN session_reports r ON r.workspace_id = s.workspace_id AND"          \
+    " r.session_id = s.session_id"
 
 /* The cursor: hex of "<sort>|<start_unix_us>|<session_id>" of the last session answered. */
 static void cursor_make(char *out, size_t size, const char *sort, const char *start,
@@ -177,17 +190,22 @@ static int cursor_read(const char *text, const char *sort, char *start, size_t s
 
 void gpufl__route_sessions_list(gpufl__request_t *req, gpufl__reply_t *rep) {
     static const char *const sorts[] = {"start_desc", "start_asc", NULL};
+    static const char *const severities[] = {"LOW", "MEDIUM", "HIGH", NULL};
     static const char *const filters[][2] = {
-        {"app", "app_name"}, {"host", "hostname"}, {"job", "job_id"}, {"engine", "engine"}};
-    int64_t limit, from, to;
-    const char *sort;
+        {"app", "s.app_name"}, {"host", "s.hostname"}, {"job", "s.job_id"}, {"engine", "s.engine"}};
+    int64_t limit, from, to, min_dur, max_dur;
+    const char *sort, *severity = NULL;
     if (int_arg(req, rep, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit) ||
         int_arg(req, rep, "from", INT64_MIN, INT64_MAX, INT64_MIN, &from) ||
         int_arg(req, rep, "to", INT64_MIN, INT64_MAX, INT64_MAX, &to) ||
-        word_arg(req, rep, "sort", sorts, &sort))
+        int_arg(req, rep, "min_duration_ns", 0, INT64_MAX, -1, &min_dur) ||
+        int_arg(req, rep, "max_duration_ns", 0, INT64_MAX, -1, &max_dur) ||
+        word_arg(req, rep, "sort", sorts, &sort) ||
+        (arg(req, "severity") && word_arg(req, rep, "severity", severities, &severity)))
         return;
     int desc = !strcmp(sort, "start_desc");
     char ws[32], from_t[32], to_t[32], limit_t[32], c_start[32], c_sid[GPUFL__ID_MAX + 1];
+    char min_t[32], max_t[32], sev_t[8];
     ws_of(req, ws);
     snprintf(from_t, sizeof from_t, "%" PRId64, from);
     snprintf(to_t, sizeof to_t, "%" PRId64, to);
@@ -196,9 +214,9 @@ void gpufl__route_sessions_list(gpufl__request_t *req, gpufl__reply_t *rep) {
     size_t n = 0;
     char sql[SQL_BYTES];
     int len = snprintf(sql, sizeof sql,
-                       "SELECT " SESSION_COLUMNS " FROM sessions WHERE workspace_id ="
-                       " CAST(? AS BIGINT) AND COALESCE(epoch_unix_us, 0) >= CAST(? AS BIGINT)"
-                       " AND COALESCE(epoch_unix_us, 0) < CAST(? AS BIGINT)");
+                       "SELECT " LIST_COLUMNS LIST_FROM " WHERE s.workspace_id ="
+                       " CAST(? AS BIGINT) AND COALESCE(s.epoch_unix_us, 0) >= CAST(? AS BIGINT)"
+                       " AND COALESCE(s.epoch_unix_us, 0) < CAST(? AS BIGINT)");
     p[n++] = ws, p[n++] = from_t, p[n++] = to_t;
     for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++) {
         const char *v = arg(req, filters[i][0]);
@@ -206,20 +224,40 @@ void gpufl__route_sessions_list(gpufl__request_t *req, gpufl__reply_t *rep) {
         len += snprintf(sql + len, sizeof sql - (size_t)len, " AND %s = ?", filters[i][1]);
         p[n++] = v;
     }
+    /* A duration or severity filter leaves out the sessions whose figure is not known yet. */
+    if (min_dur >= 0) {
+        snprintf(min_t, sizeof min_t, "%" PRId64, min_dur);
+        len += snprintf(sql + len, sizeof sql - (size_t)len, " AND s.end_ns >= CAST(? AS BIGINT)");
+        p[n++] = min_t;
+    }
+    if (max_dur >= 0) {
+        snprintf(max_t, sizeof max_t, "%" PRId64, max_dur);
+        len += snprintf(sql + len, sizeof sql - (size_t)len, " AND s.end_ns <= CAST(? AS BIGINT)");
+        p[n++] = max_t;
+    }
+    if (severity) {
+        gpufl_severity_t level = GPUFL_SEVERITY_LOW;
+        gpufl_severity_parse(severity, &level);
+        snprintf(sev_t, sizeof sev_t, "%d", (int)level);
+        len += snprintf(sql + len, sizeof sql - (size_t)len,
+                        " AND r.insights_top >= CAST(? AS INTEGER)");
+        p[n++] = sev_t;
+    }
     const char *cursor = arg(req, "cursor");
     if (cursor) {
         if (cursor_read(cursor, sort, c_start, sizeof c_start, c_sid, sizeof c_sid)) {
             bad_param(rep, "cursor", "cursor: not a cursor this route gave for this sort");
             return;
         }
-        len += snprintf(sql + len, sizeof sql - (size_t)len,
-                        " AND (COALESCE(epoch_unix_us, 0) %s CAST(? AS BIGINT) OR"
-                        " (COALESCE(epoch_unix_us, 0) = CAST(? AS BIGINT) AND session_id %s ?))",
-                        desc ? "<" : ">", desc ? "<" : ">");
+        len +=
+            snprintf(sql + len, sizeof sql - (size_t)len,
+                     " AND (COALESCE(s.epoch_unix_us, 0) %s CAST(? AS BIGINT) OR"
+                     " (COALESCE(s.epoch_unix_us, 0) = CAST(? AS BIGINT) AND s.session_id %s ?))",
+                     desc ? "<" : ">", desc ? "<" : ">");
         p[n++] = c_start, p[n++] = c_start, p[n++] = c_sid;
     }
     snprintf(sql + len, sizeof sql - (size_t)len,
-             " ORDER BY COALESCE(epoch_unix_us, 0) %s, session_id %s LIMIT CAST(? AS BIGINT)",
+             " ORDER BY COALESCE(s.epoch_unix_us, 0) %s, s.session_id %s LIMIT CAST(? AS BIGINT)",
              desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
     p[n++] = limit_t;
     gpufl__server_t *s = req->server;

@@ -64,6 +64,10 @@ void gpufl__auth_destroy(gpufl__auth_t *auth);
  * or a store error. *prefix_out gets the key's prefix whenever one could be read (for the log). */
 int gpufl__auth_check(gpufl__auth_t *auth, gpufl__principal_t *out, const char *header,
                       char prefix_out[GPUFL__KEY_PREFIX_LEN + 1]);
+/* Writes the last_used times noted in memory now (the keys list shows them current). */
+int gpufl__auth_flush(gpufl__auth_t *auth);
+/* Drops a key's cached lookup, so that a revoke takes effect at the next request. */
+void gpufl__auth_forget(gpufl__auth_t *auth, const char *prefix);
 /* 1 when a key of role `have` may do what `need` allows (admin may do everything). */
 int gpufl__auth_allows(gpufl__role_t have, gpufl__role_t need);
 /* A new key: "gpfl_<prefix>_<secret>" into key (GPUFL__KEY_LEN + 1 bytes), its prefix and
@@ -330,6 +334,10 @@ void gpufl__route_sessions_export(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__auth_route_login(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__auth_route_logout(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__auth_route_me(gpufl__request_t *req, gpufl__reply_t *rep);
+/* The workspace's API keys, for a login or an admin key (routes_keys.c). */
+void gpufl__route_keys_list(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_keys_create(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__route_keys_revoke(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_hosts(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_gpus(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_jobs(gpufl__request_t *req, gpufl__reply_t *rep);

@@ -96,6 +96,11 @@ static const char *const migrations[] = {
     " ADD COLUMN last_offset BIGINT NOT NULL DEFAULT 0, ADD COLUMN last_sha256 BYTEA,"
     " ADD COLUMN last_prefix_crc32 BIGINT NOT NULL DEFAULT 0,"
     " ADD COLUMN slices BIGINT NOT NULL DEFAULT 1;",
+    /* 5: the dashboard: a report's top insight severity (1 LOW .. 3 HIGH, NULL: no insight)
+     * and insight count, so the sessions list filters on them in SQL; a key's label. */
+    "ALTER TABLE session_reports ADD COLUMN insights_top INTEGER,"
+    " ADD COLUMN insights_count INTEGER;"
+    "ALTER TABLE api_keys ADD COLUMN label TEXT;",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 /* The advisory lock key of migrations: "gpfl" and 1 (0x6770666c00000001). */

@@ -311,6 +311,11 @@ static const char *const migrations[] = {
     "ALTER TABLE windows ADD COLUMN last_sha256 BLOB;"
     "ALTER TABLE windows ADD COLUMN last_prefix_crc32 INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE windows ADD COLUMN slices INTEGER NOT NULL DEFAULT 1;",
+    /* 5: the dashboard: a report's top insight severity (1 LOW .. 3 HIGH, NULL: no insight)
+     * and insight count, so the sessions list filters on them in SQL; a key's label. */
+    "ALTER TABLE session_reports ADD COLUMN insights_top INTEGER;"
+    "ALTER TABLE session_reports ADD COLUMN insights_count INTEGER;"
+    "ALTER TABLE api_keys ADD COLUMN label TEXT;",
 };
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The dashboard's browser tests: a real gpufl-server on loopback serving the built app
 (--web-root), seeded with the fixture sessions (tests/fixtures/sessions) of workspace alpha and
-one session of workspace beta, a user of each; then Playwright (web/e2e) drives Debian's
+one session of workspace beta, a user of each, and a multi-rank job (job_sessions: four ranks of
+one job id, rank 3 slower in its GEMM kernel); then Playwright (web/e2e) drives Debian's
 Chromium headless against it. The expected sessions go to the tests in a JSON file, read from
 the server's own API with a read key, with what the gpufl CLI says of each fixture directory
 (`report --format json`, `insights --format json`, a Chrome export) for the session page's test.
@@ -20,6 +21,51 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 PASSWORD = "correct horse battery"
+
+JOB_ID = "ddp-4242"
+JOB_APP = "ddp_train"
+JOB_RANKS = 4
+JOB_SLOW_RANK = 3
+JOB_SLOW_GEMM = 1.18  # the slow rank's GEMM takes 18 % longer than the others'
+JOB_KERNELS = ["sgemm_128x64", "relu", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
+
+
+def job_sessions():
+    """The windows of a data-parallel job: JOB_RANKS sessions (one device window each) with the
+    header's job_id, 50 steps of GEMM, ReLU and an NCCL all-reduce, and a session_end; the
+    GEMM of rank JOB_SLOW_RANK takes JOB_SLOW_GEMM times as long."""
+    out = []
+    for rank in range(JOB_RANKS):
+        sid = "20261126T080000.000Z-%d-job%d" % (3000 + rank, rank)
+        gemm = int(2_000_000 * (JOB_SLOW_GEMM if rank == JOB_SLOW_RANK else 1))
+        durations = [gemm, 300_000, 1_000_000]
+        start, end, name = [], [], []
+        t = 1_000_000
+        for _ in range(50):
+            for k, d in enumerate(durations):
+                start.append(t)
+                end.append(t + d)
+                name.append(k + 1)
+                t += d + 20_000
+        n = len(start)
+        lines = [
+            {"type": "header", "v": 1, "format": "gpufl-log", "file": "device", "segment": 0,
+             "session_id": sid, "app_name": JOB_APP, "pid": 3000 + rank,
+             "hostname": "gpu-node%d" % (10 + rank), "epoch_ns": "5000000000",
+             "epoch_unix_us": 1795420800000000 + rank * 1000, "clock": "monotonic",
+             "gpufl_version": "0.1.0", "job_id": JOB_ID, "job_id_from": "GPUFL_JOB_ID"},
+            {"type": "dict", "v": 1, "id": [1, 2, 3], "str": JOB_KERNELS},
+            {"type": "kernel", "v": 1, "start_ns": start, "end_ns": end, "device": [0] * n,
+             "context": [1] * n, "stream": [7] * n, "correlation": list(range(1, n + 1)),
+             "name": name, "grid_x": [132] * n, "grid_y": [1] * n, "grid_z": [1] * n,
+             "block_x": [256] * n, "block_y": [1] * n, "block_z": [1] * n,
+             "registers": [32] * n},
+            {"type": "session_end", "v": 1, "ts_ns": t + 1_000_000, "duration_ns": t + 1_000_000,
+             "records_written": n, "records_dropped": 0, "bytes_written": 0, "write_errors": 0},
+        ]
+        text = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)
+        out.append((sid, "device", 0, sid + "-device-0", text))
+    return out
 
 
 def cli_views(cli, out):
@@ -84,8 +130,19 @@ def main():
         for w in sh.generated_session("beta-only-session", windows=1, kernels=10):
             st, doc = sh.send_until_answered(srv, ingest["beta"], w)
             assert st == 200, (w[3], st, doc)
-        st, doc, _ = srv.request("GET", "/api/v1/sessions?limit=500",
-                                 headers={"Authorization": "Bearer " + read})
+        for w in job_sessions():
+            st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
+            assert st == 200, (w[3], st, doc)
+        auth = {"Authorization": "Bearer " + read}
+        st, doc, _ = srv.request("GET", "/api/v1/sessions?limit=500", headers=auth)
+        assert st == 200 and doc["next_cursor"] is None, doc
+        # Reports built for all but the newest session, so the list shows insight figures and
+        # one "not built yet" row alike.
+        for s in doc["sessions"][1:]:
+            st, _, _ = srv.request("GET", "/api/v1/sessions/%s/insights" % s["session_id"],
+                                   headers=auth)
+            assert st == 200
+        st, doc, _ = srv.request("GET", "/api/v1/sessions?limit=500", headers=auth)
         assert st == 200 and doc["next_cursor"] is None, doc
         cli = args.cli or os.path.join(os.path.dirname(os.path.dirname(
             os.path.abspath(args.server))), "gpufl", "gpufl")
@@ -95,7 +152,10 @@ def main():
             json.dump({"base_url": "http://127.0.0.1:%d" % srv.port, "workspace": "alpha",
                        "user": "ann", "password": PASSWORD, "sessions": doc["sessions"],
                        "other_workspace_session": "beta-only-session",
-                       "fixtures": fixtures}, f, indent=1)
+                       "fixtures": fixtures,
+                       "job": {"id": JOB_ID, "app": JOB_APP, "ranks": JOB_RANKS,
+                               "slow_rank": JOB_SLOW_RANK, "slow_kernel": JOB_KERNELS[0],
+                               "slow_pct": round((JOB_SLOW_GEMM - 1) * 100)}}, f, indent=1)
         env = dict(os.environ, GPUFL_WEB_EXPECTED=expected, GPUFL_CHROMIUM=args.chromium,
                    GPUFL_WEB_OUT=os.path.abspath(args.out), PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1",
                    CI="1")

@@ -4,10 +4,14 @@
 import "./style.css";
 import { ApiError, type Me, api } from "./api";
 import { h, show } from "./dom";
+import { renderCompare } from "./pages/compare";
+import { renderJob } from "./pages/job";
+import { renderJobs } from "./pages/jobs";
 import { renderLogin } from "./pages/login";
 import { renderNotFound } from "./pages/notfound";
 import { renderSession, resetSessionCache } from "./pages/session";
 import { renderSessions, resetSessionsCache } from "./pages/sessions";
+import { renderSettings } from "./pages/settings";
 import { type Route, type RouteName, Router, formatLocation } from "./router";
 import { applyTheme, currentTheme, toggleTheme } from "./theme";
 
@@ -19,6 +23,10 @@ type Page = (main: HTMLElement, route: Route, go: (url: string, replace?: boolea
 const PAGES: Partial<Record<RouteName, Page>> = {
   sessions: (main, route, go) => renderSessions(main, route.params, go),
   session: (main, route, go) => renderSession(main, route.args.id, route.params, go),
+  jobs: (main, route, go) => renderJobs(main, route.params, go),
+  job: (main, route, go) => renderJob(main, route.args.id, route.params, go),
+  compare: (main, route, go) => renderCompare(main, route.params, go),
+  settings: (main, route, go) => renderSettings(main, route.params, go),
 };
 
 applyTheme();
@@ -39,7 +47,10 @@ function header(who: Me): HTMLElement {
   }, themeLabel(currentTheme()));
   return h("header", { class: "topbar" },
     h("a", { class: "brand", href: "/sessions", "data-link": true }, "gpufl"),
-    h("nav", {}, h("a", { href: "/sessions", "data-link": true }, "Sessions")),
+    h("nav", {},
+      h("a", { href: "/sessions", "data-link": true }, "Sessions"),
+      h("a", { href: "/jobs", "data-link": true }, "Jobs"),
+      h("a", { href: "/settings", "data-link": true }, "Settings")),
     h("span", { class: "spacer" }),
     h("span", { class: "who", "data-testid": "who" },
       who.kind === "login" ? `${who.user} @ ${who.workspace}` : `key ${who.role}`),

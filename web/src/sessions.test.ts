@@ -12,6 +12,8 @@ import {
   distinctValues,
   filtersToQuery,
   formatAgo,
+  formatDuration,
+  formatInsights,
   formatStart,
   isFiltered,
   loadAll,
@@ -45,10 +47,12 @@ describe("parseFilters and filtersToQuery", () => {
     const f = parseFilters(new URLSearchParams("app=x&since=2y&state=weird&sort=bogus&q=%20a%20"));
     expect(f).toEqual({
       q: "a", app: "x", host: "", job: "", engine: "", state: "", since: "", sort: "start_desc",
+      dmin: "", dmax: "", severity: "",
     });
   });
   it("round-trips every filter and leaves defaults out", () => {
-    const q = "q=gemm&app=a&host=h&job=4242&engine=Trace&state=live&since=7d&sort=start_asc";
+    const q = "q=gemm&app=a&host=h&job=4242&engine=Trace&state=live&since=7d&sort=start_asc" +
+      "&dmin=1.5&dmax=60&severity=MEDIUM";
     const f = parseFilters(new URLSearchParams(q));
     expect(parseFilters(new URLSearchParams(filtersToQuery(f)))).toEqual(f);
     expect(filtersToQuery(parseFilters(new URLSearchParams("")))).toEqual({});
@@ -56,6 +60,33 @@ describe("parseFilters and filtersToQuery", () => {
   it("says whether anything narrows the list (sort does not)", () => {
     expect(isFiltered(parseFilters(new URLSearchParams("sort=start_asc")))).toBe(false);
     expect(isFiltered(parseFilters(new URLSearchParams("state=live")))).toBe(true);
+  });
+});
+
+describe("duration and severity filters", () => {
+  it("keeps well-formed bounds and severities only", () => {
+    const f = parseFilters(new URLSearchParams("dmin=-1&dmax=1e3&severity=low"));
+    expect([f.dmin, f.dmax, f.severity]).toEqual(["", "", ""]);
+    const g = parseFilters(new URLSearchParams("dmin=0.5&dmax=10&severity=HIGH"));
+    expect([g.dmin, g.dmax, g.severity]).toEqual(["0.5", "10", "HIGH"]);
+    expect(isFiltered(g)).toBe(true);
+  });
+  it("asks the server in ns and by minimum severity", () => {
+    const f = parseFilters(new URLSearchParams("dmin=0.5&dmax=10&severity=MEDIUM"));
+    const p = apiQuery(f, NOW_US);
+    expect(p.get("min_duration_ns")).toBe("500000000");
+    expect(p.get("max_duration_ns")).toBe("10000000000");
+    expect(p.get("severity")).toBe("MEDIUM");
+  });
+  it("formats a duration, running or unknown, and the insights cell", () => {
+    expect(formatDuration(session({ duration_ns: 4.2e9 }))).toBe("4.20 s");
+    expect(formatDuration(session({ duration_ns: 200e9 }))).toBe("3 min 20 s");
+    expect(formatDuration(session({ duration_ns: 12.5e6 }))).toBe("12.5 ms");
+    expect(formatDuration(session({ duration_ns: null, state: "live", end_ns: null }))).toBe("running");
+    expect(formatDuration(session({ duration_ns: null, state: "ended" }))).toBe("unknown");
+    expect(formatInsights(session({ insights: 3, top_severity: "HIGH" }))).toBe("HIGH · 3");
+    expect(formatInsights(session({ insights: 0, top_severity: null }))).toBe("none");
+    expect(formatInsights(session({ insights: null }))).toBe("");
   });
 });
 

@@ -18,6 +18,11 @@ export interface Session {
   first_seen: number | null;
   last_window_at: number | null;
   completed_at: number | null;
+  /** The session_end line's time (the session clock starts at 0); null while unknown. */
+  duration_ns?: number | null;
+  /** The stored report's top insight severity and insight count; null before a report. */
+  top_severity?: string | null;
+  insights?: number | null;
 }
 
 export interface SessionPage {
@@ -35,6 +40,17 @@ export interface Filters {
   state: string;
   since: string; // a key of SINCE, "" for any time
   sort: "start_desc" | "start_asc";
+  dmin: string; // duration range in seconds ("" for no bound), asked of the server
+  dmax: string;
+  severity: string; // a minimum insight severity (SEVERITIES), "" for any
+}
+
+/** Insight severities, lowest first (the API's severity filter is a minimum). */
+export const SEVERITIES = ["LOW", "MEDIUM", "HIGH"] as const;
+
+/** A duration bound as typed in the URL: seconds, a non-negative decimal; "" when not one. */
+function secondsOrEmpty(v: string): string {
+  return /^\d+(\.\d+)?$/.test(v) && Number.isFinite(Number(v)) ? v : "";
 }
 
 export const SERVER_FILTERS = ["app", "host", "job", "engine"] as const;
@@ -75,13 +91,16 @@ export function parseFilters(params: URLSearchParams): Filters {
     state: (STATES as readonly string[]).includes(state) ? state : "",
     since: since in SINCE ? since : "",
     sort: get("sort") === "start_asc" ? "start_asc" : "start_desc",
+    dmin: secondsOrEmpty(get("dmin")),
+    dmax: secondsOrEmpty(get("dmax")),
+    severity: (SEVERITIES as readonly string[]).includes(get("severity")) ? get("severity") : "",
   };
 }
 
 /** The URL query of filters: defaults left out, so the plain list has the plain URL. */
 export function filtersToQuery(f: Filters): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const k of ["q", "app", "host", "job", "engine", "state", "since"] as const)
+  for (const k of ["q", "app", "host", "job", "engine", "state", "since", "dmin", "dmax", "severity"] as const)
     if (f[k]) out[k] = f[k];
   if (f.sort !== "start_desc") out.sort = f.sort;
   return out;
@@ -94,6 +113,9 @@ export function apiQuery(f: Filters, nowUs: number, cursor?: string): URLSearchP
   p.set("sort", f.sort);
   for (const k of SERVER_FILTERS) if (f[k]) p.set(k, f[k]);
   if (f.since) p.set("from", String(Math.floor(nowUs - SINCE[f.since].us)));
+  if (f.dmin) p.set("min_duration_ns", String(Math.round(Number(f.dmin) * 1e9)));
+  if (f.dmax) p.set("max_duration_ns", String(Math.round(Number(f.dmax) * 1e9)));
+  if (f.severity) p.set("severity", f.severity);
   if (cursor) p.set("cursor", cursor);
   return p;
 }
@@ -174,4 +196,24 @@ export async function loadAll(
     if (out.length >= MAX_SESSIONS) return { sessions: out.slice(0, MAX_SESSIONS), capped: true };
     cursor = page.next_cursor;
   }
+}
+
+/** A session's duration for the list: "4.20 s", "3 min 20 s"; "running" while it is live and
+ * "unknown" for one that ended without its session_end line (killed). */
+export function formatDuration(s: Session): string {
+  const ns = s.duration_ns;
+  if (ns === null || ns === undefined) return displayState(s) === "live" ? "running" : "unknown";
+  if (ns < 1e6) return `${(ns / 1e3).toFixed(0)} µs`;
+  if (ns < 1e9) return `${(ns / 1e6).toFixed(1)} ms`;
+  if (ns < 60e9) return `${(ns / 1e9).toFixed(2)} s`;
+  const sec = Math.round(ns / 1e9);
+  if (sec < 3600) return `${Math.floor(sec / 60)} min ${sec % 60} s`;
+  return `${Math.floor(sec / 3600)} h ${Math.floor((sec % 3600) / 60)} min`;
+}
+
+/** The insights cell: "HIGH · 3", "none" for a report without findings, "" before a report. */
+export function formatInsights(s: Session): string {
+  if (s.insights === null || s.insights === undefined) return "";
+  if (!s.insights) return "none";
+  return `${s.top_severity ?? "?"} · ${s.insights}`;
 }

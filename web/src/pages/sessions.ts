@@ -5,12 +5,14 @@
 import { ApiError, api } from "../api";
 import { h, show } from "../dom";
 import { formatLocation } from "../router";
+import { errorText } from "../states";
 import {
   type Filters,
   type Session,
   FILTER_FIELD,
   MAX_SESSIONS,
   SERVER_FILTERS,
+  SEVERITIES,
   SINCE,
   STATES,
   applyLocalFilters,
@@ -19,6 +21,8 @@ import {
   distinctValues,
   filtersToQuery,
   formatAgo,
+  formatDuration,
+  formatInsights,
   formatStart,
   isFiltered,
   loadAll,
@@ -54,13 +58,17 @@ function select(name: string, label: string, value: string, options: [string, st
   return h("div", { class: "field" }, h("label", { for: "filter-" + name }, label), s);
 }
 
-function errorText(e: unknown): string {
-  if (e instanceof ApiError) {
-    if (e.status === 0) return "The server cannot be reached. Is gpufl-server running?";
-    return `The server answered ${e.status}: ${e.message}`;
-  }
-  return String(e);
+/** A duration bound in seconds: applied when the field is left (or Enter), not per key. */
+function durationField(name: string, label: string, value: string,
+                       onChange: (v: string) => void): HTMLElement {
+  const input = h("input", {
+    id: "filter-" + name, name, type: "number", min: "0", step: "any", value,
+    placeholder: "any", class: "narrow",
+    onchange: () => onChange(input.value.trim()),
+  });
+  return h("div", { class: "field" }, h("label", { for: "filter-" + name }, label), input);
 }
+
 
 function row(s: Session, nowUs: number): HTMLElement {
   const state = displayState(s);
@@ -73,12 +81,22 @@ function row(s: Session, nowUs: number): HTMLElement {
     h("td", {}, s.engine ?? ""),
     h("td", { title: formatStart(s.start_unix_us) }, formatStart(s.start_unix_us),
       h("span", { class: "muted" }, " " + formatAgo(s.start_unix_us, nowUs))),
-    h("td", {}, h("span", { class: "badge badge-" + state }, state)));
+    h("td", { class: "num duration" }, formatDuration(s)),
+    h("td", { class: "insights" }, s.top_severity
+      ? h("span", { class: "badge badge-sev-" + s.top_severity.toLowerCase() }, formatInsights(s))
+      : formatInsights(s)),
+    h("td", {}, h("span", { class: "badge badge-" + state }, state)),
+    h("td", {}, h("a", {
+      class: "button ghost small", "data-link": true, "data-testid": "compare-with",
+      href: formatLocation("/compare", { run: s.session_id }),
+      title: "Compare this session with a baseline run of the same app",
+    }, "Compare with…")));
 }
 
 function table(list: Session[], nowUs: number): HTMLElement {
   return h("table", { class: "sessions", "data-testid": "sessions-table" },
-    h("thead", {}, h("tr", {}, ...["App", "Host", "Session", "Job", "Engine", "Started", "State"]
+    h("thead", {}, h("tr", {}, ...["App", "Host", "Session", "Job", "Engine", "Started", "Duration", "Insights",
+      "State", ""]
       .map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, ...list.map((s) => row(s, nowUs))));
 }
@@ -113,6 +131,11 @@ export function renderSessions(root: Element, params: URLSearchParams,
     select("since", "Started", f.since,
       [["", "any time"], ...Object.entries(SINCE).map(([k, v]): [string, string] => [k, v.label])],
       (v) => set({ since: v })),
+    durationField("dmin", "Longer than (s)", f.dmin, (v) => set({ dmin: v })),
+    durationField("dmax", "Shorter than (s)", f.dmax, (v) => set({ dmax: v })),
+    select("severity", "Insights", f.severity,
+      [["", "any"], ...SEVERITIES.map((s): [string, string] => [s, s + " or worse"])],
+      (v) => set({ severity: v })),
     select("sort", "Order", f.sort, [["start_desc", "newest first"], ["start_asc", "oldest first"]],
       (v) => set({ sort: v as Filters["sort"] })));
   // Typing in the search re-renders the page (the URL changed): the field keeps its focus.
@@ -164,7 +187,8 @@ export function renderSessions(root: Element, params: URLSearchParams,
     if (cache.pending !== key) return; // a newer view asked for other sessions meanwhile
     cache.loaded = { key, at: Date.now(), ...r };
     if (all) cache.choices = all;
-    else if (!SERVER_FILTERS.some((k) => f[k]) && !f.since) cache.choices = r.sessions;
+    else if (!SERVER_FILTERS.some((k) => f[k]) && !f.since && !f.dmin && !f.dmax && !f.severity)
+      cache.choices = r.sessions;
     // Re-render so the filters' choices reflect what was loaded.
     renderSessions(root, params, go);
   }, (e) => {
