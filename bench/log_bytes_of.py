@@ -28,7 +28,7 @@ def segments(d):
 
 
 def measure(d):
-    plain, compact, kernels = [], [], 0
+    plain, compact, kernels, kernel_lines = [], [], 0, 0
     for path in segments(d):
         with open(path, encoding="utf-8") as f:
             for line in f.read().splitlines():
@@ -50,9 +50,11 @@ def measure(d):
                     compact.append(line)
                 if rec.get("type") == "kernel":
                     kernels += len(rec["start_ns"])
+                    kernel_lines += 1
     if not kernels:
         raise SystemExit("%s: no kernel rows" % d)
-    print("%s: %d kernels" % (d, kernels))
+    print("%s: %d kernels in %d lines (%.0f rows a line)" % (d, kernels, kernel_lines,
+                                                           kernels / kernel_lines))
     for what, pick in (("kernel lines", lambda l: l.startswith('{"type":"kernel"')),
                        ("device.log", lambda l: True)):
         for name, lines in (("plain", plain), ("compact", compact)):
