@@ -198,7 +198,7 @@ typedef struct gpufl_options {
      * while the session runs); 0 (default): on size only. 0..86400000. */
     int log_rotate_interval_ms;
     /** Trace and the engines above it: kernel, copy, memset and sync rows wait up to this long
-     * for more rows of their log line, which then compresses better; 0..60000, default 1000;
+     * for more rows of their log line, which then compresses better; 0..60000, default 2000;
      * 0: written every flush_interval_ms. gpufl_flush() and shutdown write them at once. */
     int batch_hold_ms;
 } gpufl_options_t;

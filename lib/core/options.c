@@ -80,7 +80,7 @@ static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     INT(flush_interval_ms, 250, 1, 60000, 0),
     INT(pc_sampling_period, 18, 5, 31, 0),
     INT(log_rotate_interval_ms, 0, 0, 86400000, 0),
-    INT(batch_hold_ms, 1000, 0, 60000, 0),
+    INT(batch_hold_ms, 2000, 0, 60000, 0),
 };
 
 enum { OPT_CONFIG_FILE = 17 };

@@ -309,18 +309,21 @@ static void encode_all(gpufl__trace_source_t *t, int64_t now_ns, int all) {
     /* Op names and configurations before the rows that name them. */
     gpufl__ops_write_new(t->collector, GPUFL_FILE_DEVICE, &t->ops_written, &t->ops_lost_seen);
     write_configs(t);
-    gpufl__batch_t *batches[] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
-                                 &t->allocs,  &t->graphs, &t->launches};
-    size_t n = sizeof batches / sizeof batches[0], rows = 0;
-    for (size_t i = 0; i < n; i++) rows += batches[i]->rows;
-    if (rows && !t->held_since_ns) t->held_since_ns = now_ns;
+    gpufl__batch_t *batches[GPUFL_TRACE_BATCHES] = {&t->kernels, &t->copies, &t->memsets,
+                                                    &t->syncs,   &t->allocs, &t->graphs,
+                                                    &t->launches};
     /* Activity rows wait up to batch_hold_ms for more rows of their line, unless a write is
-     * asked for or the line fills: a line restates its configurations and restarts its deltas,
-     * so four lines of 1000 kernels gzip to about 10 % more bytes a kernel than one of 4000. */
-    if (all || (rows && now_ns - t->held_since_ns >= t->hold_ns)) {
-        for (size_t i = 0; i < n; i++)
+     * asked for: a line restates its configurations and restarts its deltas, so four lines of
+     * 1000 kernels gzip to about 10 % more bytes a kernel than one of 4000. A batch that filled
+     * since the last pass was written whole; the rows left are newer and wait from now. */
+    for (size_t i = 0; i < GPUFL_TRACE_BATCHES; i++) {
+        size_t rows = batches[i]->rows;
+        if (rows < t->held_rows[i] || !t->held_rows[i]) t->held_since_ns[i] = now_ns;
+        if (rows && (all || now_ns - t->held_since_ns[i] >= t->hold_ns)) {
             gpufl__collector_batch(t->collector, GPUFL_FILE_DEVICE, batches[i]);
-        t->held_since_ns = 0;
+            rows = 0;
+        }
+        t->held_rows[i] = rows;
     }
     if (t->dropped != t->dropped_written) { /* said once per change, with the running total */
         char msg[160];

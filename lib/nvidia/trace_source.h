@@ -29,6 +29,9 @@ typedef struct gpufl__trace_counts {
     uint64_t unattributed; /* kernel, copy, memset or sync records without a launch note */
 } gpufl__trace_counts_t;
 
+/* The activity batches: kernels, copies, memsets, syncs, allocs, graphs, launches. */
+#define GPUFL_TRACE_BATCHES 7
+
 typedef struct gpufl__trace_source {
     gpufl__cupti_t *cupti;   /* owned */
     gpufl__cuda_t *cuda;     /* owned; NULL without libcuda (no occupancy) */
@@ -39,9 +42,10 @@ typedef struct gpufl__trace_source {
     uint32_t demangled_cap;
     int64_t next_flush_ns; /* when to ask CUPTI for its completed buffers */
     int64_t flush_every_ns;
-    /* When the activity batches got rows not written yet (0: none): they are held for more rows
-     * of their lines up to hold_ns (batch_hold_ms). */
-    int64_t held_since_ns, hold_ns;
+    /* Per activity batch (kernels .. launches): since when its rows wait for more rows of their
+     * line, and how many it held at the last pass; they wait up to hold_ns (batch_hold_ms). */
+    int64_t held_since_ns[GPUFL_TRACE_BATCHES], hold_ns;
+    size_t held_rows[GPUFL_TRACE_BATCHES];
     uint64_t dropped; /* records CUPTI said it dropped */
     uint64_t dropped_written;
     gpufl__trace_counts_t counts;

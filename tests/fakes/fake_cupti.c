@@ -47,7 +47,7 @@
 
 #define EXPORT      __attribute__((visibility("default")))
 #define KINDS_MAX   64
-#define RECORDS_MAX 4096
+#define RECORDS_MAX 16384 /* a session of more than one full line (4096 rows) */
 #define NAMES_MAX   256
 
 typedef union any_record {
