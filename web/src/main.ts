@@ -6,6 +6,7 @@ import { ApiError, type Me, api } from "./api";
 import { h, show } from "./dom";
 import { renderLogin } from "./pages/login";
 import { renderNotFound } from "./pages/notfound";
+import { renderSession } from "./pages/session";
 import { renderSessions, resetSessionsCache } from "./pages/sessions";
 import { type Route, type RouteName, Router, formatLocation } from "./router";
 import { applyTheme, currentTheme, toggleTheme } from "./theme";
@@ -17,6 +18,7 @@ type Page = (main: HTMLElement, route: Route, go: (url: string, replace?: boolea
 /** The pages of the logged-in app, by route. */
 const PAGES: Partial<Record<RouteName, Page>> = {
   sessions: (main, route, go) => renderSessions(main, route.params, go),
+  session: (main, route, go) => renderSession(main, route.args.id, route.params, go),
 };
 
 applyTheme();
