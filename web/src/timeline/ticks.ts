@@ -39,11 +39,10 @@ export function formatDuration(ns: number): string {
 export function ticks(t0: number, t1: number, widthPx: number, origin = 0, minPx = 90): Tick[] {
   if (!(t1 > t0) || widthPx <= 0) return [];
   const step = niceStep(((t1 - t0) * minPx) / widthPx);
-  const [div, name] = unitOf(step);
-  const decimals = Math.max(0, Math.ceil(-Math.log10(step / div) - 1e-9));
+  const [div, name] = unitOf(step); // the step is a whole number of its unit
   const out: Tick[] = [];
   const first = Math.ceil((t0 - origin) / step) * step;
   for (let rel = first; origin + rel < t1 && out.length < 1000; rel += step)
-    out.push({ ns: origin + rel, label: `${(rel / div).toFixed(decimals)} ${name}` });
+    out.push({ ns: origin + rel, label: `${Math.round(rel / div)} ${name}` });
   return out;
 }

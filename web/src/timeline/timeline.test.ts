@@ -18,7 +18,7 @@ describe("ticks", () => {
     expect(ms[1]).toEqual({ ns: 2_000_000, label: "2 ms" });
     expect(ticks(0, 30, 300).map((t) => t.label).slice(0, 3)).toEqual(["0 ns", "10 ns", "20 ns"]);
     expect(ticks(0, 3_000_000_000, 300)[1].label).toBe("1 s");
-    expect(ticks(0, 100_000, 100, 0, 90)[1].label).toBe("0.1 ms");
+    expect(ticks(0, 100_000, 300)[1].label).toBe("50 µs");
   });
   it("formats durations", () => {
     expect(formatDuration(999)).toBe("999 ns");
