@@ -19,6 +19,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 PASSWORD = "correct horse battery"
+PERF_SESSION = "20261127T120000.000Z-1000-perf"
 
 
 def main():
@@ -51,6 +52,14 @@ def main():
         for w in sh.fixture_windows():
             st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
             assert st == 200, (w[3], st, doc)
+        # The timeline's performance session (web/e2e/timeline.spec.ts alone uses it): 1 M
+        # kernels unless GPUFL_WEB_KERNELS says fewer, in windows of the library's size.
+        kernels = int(os.environ.get("GPUFL_WEB_KERNELS", "1000000"))
+        per = min(kernels, 200000)
+        for w in sh.generated_session(PERF_SESSION, windows=max(1, kernels // per), kernels=per,
+                                      batch=5000):
+            st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
+            assert st == 200, (w[3], st, doc)
         # A session of another workspace: alpha's user must never see it.
         for w in sh.generated_session("beta-only-session", windows=1, kernels=10):
             st, doc = sh.send_until_answered(srv, ingest["beta"], w)
@@ -62,7 +71,9 @@ def main():
         with open(expected, "w") as f:
             json.dump({"base_url": "http://127.0.0.1:%d" % srv.port, "workspace": "alpha",
                        "user": "ann", "password": PASSWORD, "sessions": doc["sessions"],
-                       "other_workspace_session": "beta-only-session"}, f, indent=1)
+                       "other_workspace_session": "beta-only-session",
+                       "perf_session": PERF_SESSION,
+                       "perf_kernels": per * max(1, kernels // per)}, f, indent=1)
         env = dict(os.environ, GPUFL_WEB_EXPECTED=expected, GPUFL_CHROMIUM=args.chromium,
                    GPUFL_WEB_OUT=os.path.abspath(args.out), PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1",
                    CI="1")

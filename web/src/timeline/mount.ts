@@ -368,7 +368,11 @@ export function mountTimeline(el: HTMLElement, opts: TimelineOptions): () => voi
   canvas.addEventListener("keydown", onKey);
   canvas.addEventListener("focus", () => (k.hadFocus = true));
   canvas.addEventListener("blur", () => {
-    if (canvas.isConnected) k.hadFocus = false;
+    // A page re-render removes the canvas (blur) and mounts the next one in the same task:
+    // only a blur that leaves this canvas in the page is the user moving on.
+    setTimeout(() => {
+      if (canvas.isConnected) k.hadFocus = document.activeElement === canvas;
+    }, 0);
   });
 
   // ---- start -------------------------------------------------------------------------------------
