@@ -79,8 +79,21 @@ export interface DrawStats {
   hits: Hit[];
 }
 
+/** A kernel name's colour string, made once per name and theme (a frame draws thousands). */
+const nameColors = new Map<string, string>();
+const NAME_COLORS_MAX = 4096;
+
 function kindColor(kind: string, name: string | null | undefined, c: Colors): string {
-  if (kind === "kernel") return `hsl(${hueOf(name)} 55% ${c.light ? 52 : 58}%)`;
+  if (kind === "kernel") {
+    const key = `${c.light ? "l" : "d"}${name ?? ""}`;
+    let v = nameColors.get(key);
+    if (v === undefined) {
+      if (nameColors.size >= NAME_COLORS_MAX) nameColors.clear();
+      v = `hsl(${hueOf(name)} 55% ${c.light ? 52 : 58}%)`;
+      nameColors.set(key, v);
+    }
+    return v;
+  }
   if (kind === "copy") return c.light ? "#c77d00" : "#f0a830";
   if (kind === "memset") return c.light ? "#8a4fc7" : "#b388ff";
   return c.error; // sync
