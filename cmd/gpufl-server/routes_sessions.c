@@ -433,7 +433,6 @@ static int ints3_cb(void *arg_, int n, const char *const *v, const char *const *
     return 0;
 }
 
-
 /* The range a series covers: [from, to) from the parameters, else its first and last time. */
 static int range_args(gpufl__request_t *req, gpufl__reply_t *rep, const ints3_t *bounds,
                       int64_t *from, int64_t *to) {
@@ -577,8 +576,7 @@ void gpufl__route_sessions_metrics(gpufl__request_t *req, gpufl__reply_t *rep) {
  * host threads' scopes, counter tracks. Without kinds= the answer is the first version's. */
 enum { KIND_GPU = 1, KIND_LAUNCHES = 2, KIND_DETAILS = 4, KIND_SCOPES = 8, KIND_COUNTERS = 16 };
 
-static const char *const kind_words[] = {"gpu", "launches", "details", "scopes", "counters",
-                                         NULL};
+static const char *const kind_words[] = {"gpu", "launches", "details", "scopes", "counters", NULL};
 
 /* One comma-separated list of words from allowed: a bit per word in *out. 0, or -1 with rep
  * set to 400. */
@@ -687,17 +685,16 @@ static int windowed(gpufl__server_t *s, const windowed_t *w, const char *const *
 }
 
 static const char *const event_ints[] = {
-    "start_ns", "end_ns",  "device",  "stream",  "bucket",  "bucket_count", "correlation",
-    "tid",      "launch_ns", "grid_x", "grid_y", "grid_z",  "block_x",      "block_y",
-    "block_z",  "registers", "bytes", "depth",  NULL};
+    "start_ns", "end_ns",    "device", "stream", "bucket", "bucket_count", "correlation",
+    "tid",      "launch_ns", "grid_x", "grid_y", "grid_z", "block_x",      "block_y",
+    "block_z",  "registers", "bytes",  "depth",  NULL};
 
 #define ACTIVITY_RANGE                                                                             \
     " FROM activity WHERE workspace_id = CAST(? AS BIGINT) AND session_id = ? AND start_ns >="     \
     " CAST(? AS BIGINT) AND start_ns < CAST(? AS BIGINT)"
 #define ACTIVITY_COLUMNS "kind, name, start_ns, end_ns, device, stream"
 #define LAUNCH_COLUMNS   ", correlation, tid, launch_ns"
-#define DETAIL_COLUMNS                                                                             \
-    ", grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, bytes"
+#define DETAIL_COLUMNS   ", grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, bytes"
 
 /* Scopes that overlap [from, to): a begin row joined with its end row by id (an open scope
  * has none), bucketed by when it is first seen in the range. */
@@ -706,7 +703,7 @@ static const char *const event_ints[] = {
     " end_ns, COALESCE(e.ts_ns, CAST(? AS BIGINT)) - b.ts_ns AS dur, CASE WHEN b.ts_ns <"          \
     " CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE b.ts_ns END AS tb FROM scope_event b LEFT"     \
     " JOIN scope_event e ON e.workspace_id = b.workspace_id AND e.session_id = b.session_id AND"   \
-    " e.id = b.id AND e.kind = 'scope_end' WHERE b.workspace_id = CAST(? AS BIGINT) AND"          \
+    " e.id = b.id AND e.kind = 'scope_end' WHERE b.workspace_id = CAST(? AS BIGINT) AND"           \
     " b.session_id = ? AND b.kind = 'scope_begin' AND b.ts_ns < CAST(? AS BIGINT) AND"             \
     " (e.ts_ns IS NULL OR e.ts_ns >= CAST(? AS BIGINT))"
 
