@@ -121,13 +121,20 @@ test("the timeline draws what the server has, zooms, navigates and restores", as
   await page.getByTestId("theme-toggle").click();
   await page.keyboard.press("0");
   await settled(page);
-  await page.screenshot({ path: `${shots}/timeline-light.png`, fullPage: true });
+  await page.screenshot({ path: `${shots}/timeline-dark.png`, fullPage: true });
   expect(problems).toEqual([]);
 });
 
 test("a session that is not there says so", async ({ page }) => {
   await logIn(page, "/sessions/no-such-session?view=timeline");
   await expect(page.getByTestId("timeline-status")).toContainText("404");
+});
+
+test("a session with nothing to draw says so", async ({ page }) => {
+  const sid = want.sessions.find((s) => s.app_name === "sass_demo")!.session_id;
+  await logIn(page, `/sessions/${sid}?view=timeline`);
+  await expect(page.getByTestId("timeline-status")).toContainText(
+    "This session recorded no GPU activity, scopes or GPU samples.");
 });
 
 function p95(xs: number[]): number {

@@ -90,7 +90,7 @@ export function mountTimeline(el: HTMLElement, opts: TimelineOptions): () => voi
   let sel: string | undefined = opts.params.get("sel") || undefined;
   let colors: Colors = readColors(el);
   let hits: Hit[] = [];
-  let frameReq = 0, fetchTimer = 0, urlTimer = 0, dead = false;
+  let frameReq = 0, fetchTimer = 0, urlTimer = 0, dead = false, emptyShown = false;
   const inflight = new Map<string, AbortController>();
   let failed: unknown;
 
@@ -155,18 +155,20 @@ export function mountTimeline(el: HTMLElement, opts: TimelineOptions): () => voi
       `${formatDuration(view.t1 - view.t0)}` +
       (merged.density.length ? " · shaded strips count events too short to draw one by one" : "");
     const answered = tiles.every((t) => k.cache.has(tileKey(t)));
-    if (answered && !merged.events.length && !merged.spans.length && !merged.counters.size &&
-        view.t1 - view.t0 >= k.extent.t1 - k.extent.t0)
+    if (answered && !emptyShown && !merged.events.length && !merged.spans.length &&
+        !merged.counters.size && view.t1 - view.t0 >= k.extent.t1 - k.extent.t0) {
+      emptyShown = true;
       void showEmpty();
+    }
   }
 
   async function showEmpty() {
     let why = "";
     try {
       const s = await getJson<{ capabilities?: { features?: Record<string,
-        { on?: boolean; reason?: string }> } }>(base(opts.sessionId));
+        { on?: boolean; why?: string }> } }>(base(opts.sessionId));
       const f = s.capabilities?.features?.cupti_trace;
-      if (f && !f.on) why = ` GPU tracing was off: ${f.reason ?? "no reason recorded"}.`;
+      if (f && !f.on) why = ` GPU tracing was off: ${f.why ?? "no reason recorded"}.`;
     } catch {
       /* the empty state says enough without the reason */
     }
