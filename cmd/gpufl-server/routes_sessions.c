@@ -2,8 +2,9 @@
 /*
  * routes_sessions.c - the query API on sessions (docs/server-api.md): the list with filters
  * and a keyset cursor, a session's summary, its report and insights (report.c), kernels per
- * name, scope tree, a downsampled timeline and metric series. Every query names the key's
- * workspace; another workspace's session answers 404 like a missing one.
+ * name, scope tree, a downsampled timeline (GPU activity, launches, scopes, counters) and metric
+ * series. Every query names the key's workspace; another workspace's session answers 404 like
+ * a missing one.
  */
 #include "report.h"
 #include "server.h"
