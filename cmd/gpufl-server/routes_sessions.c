@@ -2,8 +2,9 @@
 /*
  * routes_sessions.c - the query API on sessions (docs/server-api.md): the list with filters
  * and a keyset cursor, a session's summary, its report and insights (report.c), kernels per
- * name, scope tree, a downsampled timeline and metric series. Every query names the key's
- * workspace; another workspace's session answers 404 like a missing one.
+ * name, scope tree, a downsampled timeline (GPU activity, launches, scopes, counters) and metric
+ * series. Every query names the key's workspace; another workspace's session answers 404 like
+ * a missing one.
  */
 #include "report.h"
 #include "server.h"
@@ -102,13 +103,15 @@ static json_t *value(const char *v, const char *name, const char *const *ints) {
 typedef struct {
     json_t *rows;
     const char *const *ints;
+    int drop_nulls; /* leave out the columns a row has no value in (a smaller answer) */
 } rows_t;
 
 static int object_cb(void *arg_, int n, const char *const *v, const char *const *names) {
     rows_t *r = arg_;
     json_t *o = json_object();
     for (int i = 0; o && i < n; i++)
-        json_object_set_new(o, names[i], value(v[i], names[i], r->ints));
+        if (v[i] || !r->drop_nulls)
+            json_object_set_new(o, names[i], value(v[i], names[i], r->ints));
     return o && !json_array_append_new(r->rows, o) ? 0 : GPUFL_ENOMEM;
 }
 
@@ -121,7 +124,7 @@ static void ws_of(gpufl__request_t *req, char ws[32]) {
 static int session_known(gpufl__request_t *req, gpufl__reply_t *rep, const char *ws) {
     gpufl__server_t *s = req->server;
     const char *p[] = {ws, req->params[0]};
-    rows_t r = {json_array(), NULL};
+    rows_t r = {json_array(), NULL, 0};
     int rc = r.rows ? s->ops->query(s->store,
                                     "SELECT 1 AS one FROM sessions WHERE workspace_id ="
                                     " CAST(? AS BIGINT) AND session_id = ?",
@@ -261,7 +264,7 @@ void gpufl__route_sessions_list(gpufl__request_t *req, gpufl__reply_t *rep) {
              desc ? "DESC" : "ASC", desc ? "DESC" : "ASC");
     p[n++] = limit_t;
     gpufl__server_t *s = req->server;
-    rows_t r = {json_array(), session_ints};
+    rows_t r = {json_array(), session_ints, 0};
     int rc = r.rows ? s->ops->query(s->store, sql, p, n, object_cb, &r) : GPUFL_ENOMEM;
     if (rc) {
         json_decref(r.rows);
@@ -292,7 +295,7 @@ void gpufl__route_sessions_get(gpufl__request_t *req, gpufl__reply_t *rep) {
     char ws[32];
     ws_of(req, ws);
     const char *p[] = {ws, req->params[0]};
-    rows_t r = {json_array(), session_ints}, w = {json_array(), ints};
+    rows_t r = {json_array(), session_ints, 0}, w = {json_array(), ints, 0};
     json_t *facts = NULL;
     int rc = r.rows && w.rows ? 0 : GPUFL_ENOMEM;
     if (!rc)
@@ -454,7 +457,7 @@ void gpufl__route_sessions_scopes(gpufl__request_t *req, gpufl__reply_t *rep) {
     json_decref(report);
 }
 
-/* ---- the timeline ------------------------------------------------------------------------ */
+/* ---- ranges of time ----------------------------------------------------------------------- */
 
 typedef struct {
     int64_t v[3];
@@ -469,9 +472,6 @@ static int ints3_cb(void *arg_, int n, const char *const *v, const char *const *
     return 0;
 }
 
-static const char *const event_ints[] = {"start_ns", "end_ns",       "device", "stream",
-                                         "bucket",   "bucket_count", NULL};
-
 /* The range a series covers: [from, to) from the parameters, else its first and last time. */
 static int range_args(gpufl__request_t *req, gpufl__reply_t *rep, const ints3_t *bounds,
                       int64_t *from, int64_t *to) {
@@ -485,94 +485,6 @@ static int range_args(gpufl__request_t *req, gpufl__reply_t *rep, const ints3_t 
         return -1;
     }
     return 0;
-}
-
-void gpufl__route_sessions_timeline(gpufl__request_t *req, gpufl__reply_t *rep) {
-    gpufl__server_t *s = req->server;
-    char ws[32], from_t[32], to_t[32], width_t[32], keep_t[32];
-    ws_of(req, ws);
-    int64_t max_events, from, to;
-    if (int_arg(req, rep, "max_events", 1, EVENTS_MAX, EVENTS_DEFAULT, &max_events)) return;
-    if (session_known(req, rep, ws)) return;
-    const char *p0[] = {ws, req->params[0]};
-    ints3_t b = {{INT64_MIN, INT64_MIN, 0}, 0};
-    int rc = s->ops->query(s->store,
-                           "SELECT min(start_ns), max(start_ns) FROM activity WHERE workspace_id"
-                           " = CAST(? AS BIGINT) AND session_id = ?",
-                           p0, 2, ints3_cb, &b);
-    if (rc) {
-        store_error(rep, rc);
-        return;
-    }
-    if (range_args(req, rep, &b, &from, &to)) return;
-    snprintf(from_t, sizeof from_t, "%" PRId64, from);
-    snprintf(to_t, sizeof to_t, "%" PRId64, to);
-    const char *p[] = {ws, req->params[0], from_t, to_t, NULL, NULL};
-#define RANGE                                                                                      \
-    " FROM activity WHERE workspace_id = CAST(? AS BIGINT) AND session_id = ? AND start_ns >="     \
-    " CAST(? AS BIGINT) AND start_ns < CAST(? AS BIGINT)"
-    ints3_t total = {{0}, 0};
-    rc = s->ops->query(s->store, "SELECT count(*)" RANGE, p, 4, ints3_cb, &total);
-    rows_t r = {json_array(), event_ints};
-    int down = total.v[0] > max_events;
-    int64_t keep = max_events < KEEP_PER_BUCKET ? 1 : KEEP_PER_BUCKET;
-    int64_t buckets = max_events / keep, width = 0;
-    if (!rc && !down) {
-        rc = s->ops->query(s->store,
-                           "SELECT kind, COALESCE(name, mangled) AS name, start_ns, end_ns,"
-                           " device, stream" RANGE " ORDER BY start_ns",
-                           p, 4, object_cb, &r);
-    } else if (!rc) {
-        /* Per bucket of time, its longest events and how many it holds. */
-        width = (to - from + buckets - 1) / buckets;
-        snprintf(width_t, sizeof width_t, "%" PRId64, width);
-        snprintf(keep_t, sizeof keep_t, "%" PRId64, keep);
-        const char *pd[] = {from_t, width_t, ws, req->params[0], from_t, to_t, keep_t};
-        rc = s->ops->query(
-            s->store,
-            "SELECT kind, name, start_ns, end_ns, device, stream, bucket, bucket_count FROM"
-            " (SELECT t.*, ROW_NUMBER() OVER (PARTITION BY bucket ORDER BY dur DESC, start_ns)"
-            " AS rn, COUNT(*) OVER (PARTITION BY bucket) AS bucket_count FROM"
-            " (SELECT kind, COALESCE(name, mangled) AS name, start_ns, end_ns, device, stream,"
-            " COALESCE(end_ns - start_ns, 0) AS dur, (start_ns - CAST(? AS BIGINT)) /"
-            " CAST(? AS BIGINT) AS bucket" RANGE ") t) u"
-            " WHERE rn <= CAST(? AS BIGINT) ORDER BY bucket, start_ns",
-            pd, 7, object_cb, &r);
-    }
-    if (rc) {
-        json_decref(r.rows);
-        store_error(rep, rc);
-        return;
-    }
-    json_t *doc = json_pack("{s:I,s:I,s:I,s:I,s:b}", "from_ns", (json_int_t)from, "to_ns",
-                            (json_int_t)to, "total", (json_int_t)total.v[0], "returned",
-                            (json_int_t)json_array_size(r.rows), "downsampled", down);
-    if (down) {
-        /* The buckets that hold events: their counts add up to total. */
-        json_t *list = json_array();
-        size_t i;
-        json_t *e;
-        int64_t last = -1;
-        json_array_foreach(r.rows, i, e) {
-            int64_t k = json_integer_value(json_object_get(e, "bucket"));
-            if (k != last) {
-                json_array_append_new(list,
-                                      json_pack("{s:I,s:I,s:O,s:i}", "bucket", (json_int_t)k,
-                                                "from_ns", (json_int_t)(from + k * width), "count",
-                                                json_object_get(e, "bucket_count"), "kept", 0));
-                last = k;
-            }
-            json_t *cur = json_array_get(list, json_array_size(list) - 1);
-            json_object_set_new(cur, "kept",
-                                json_integer(json_integer_value(json_object_get(cur, "kept")) + 1));
-            json_object_del(e, "bucket_count");
-        }
-        json_object_set_new(doc, "bucket_ns", json_integer(width));
-        json_object_set_new(doc, "buckets", list);
-    }
-    json_object_set_new(doc, "events", r.rows);
-    rep->status = 200;
-    rep->json = doc;
 }
 
 /* ---- metric series ------------------------------------------------------------------------- */
@@ -616,10 +528,16 @@ static int bucket_cb(void *arg_, int n, const char *const *v, const char *const 
     return json_array_append_new(json_object_get(owner, "buckets"), b) ? GPUFL_ENOMEM : 0;
 }
 
+/* Whether a NULL-ended list of names holds name. */
+static int listed(const char *const *names, const char *name) {
+    while (*names && strcmp(*names, name)) names++;
+    return *names != NULL;
+}
+
 /* One table's series in buckets of width from from: the SQL is made from store_tables.c's
- * columns, every column but the time and the device. */
-static int series(gpufl__server_t *s, const char *table, const char *const *p, size_t n_p,
-                  const char *device_cond, series_t *out) {
+ * columns, every column but the time and the device (only: those named, NULL: all). */
+static int series(gpufl__server_t *s, const char *table, const char *const *only,
+                  const char *const *p, size_t n_p, const char *device_cond, series_t *out) {
     const gpufl__table_t *t = table_named(table);
     if (!t) return gpufl__store_fail(GPUFL_EIO, "metrics: no table %s", table);
     char sql[SQL_BYTES * 2];
@@ -629,7 +547,7 @@ static int series(gpufl__server_t *s, const char *table, const char *const *p, s
                        out->per_device ? "device, " : "");
     for (size_t i = 0; i < t->n_columns; i++) {
         const char *c = t->columns[i].name;
-        if (!strcmp(c, "ts_ns") || !strcmp(c, "device")) continue;
+        if (!strcmp(c, "ts_ns") || !strcmp(c, "device") || (only && !listed(only, c))) continue;
         len +=
             snprintf(sql + len, sizeof sql - (size_t)len,
                      ", min(%s) AS min_%s, avg(%s) AS avg_%s, max(%s) AS max_%s", c, c, c, c, c, c);
@@ -676,9 +594,9 @@ void gpufl__route_sessions_metrics(gpufl__request_t *req, gpufl__reply_t *rep) {
     series_t gpu = {json_array(), 1}, host = {json_pack("{s:[]}", "buckets"), 0};
     rc = gpu.series && host.series ? 0 : GPUFL_ENOMEM;
     if (!rc)
-        rc = series(s, "gpu_sample", p, device >= 0 ? 7 : 6,
+        rc = series(s, "gpu_sample", NULL, p, device >= 0 ? 7 : 6,
                     device >= 0 ? " AND device = CAST(? AS BIGINT)" : "", &gpu);
-    if (!rc) rc = series(s, "host_sample", p, 6, "", &host);
+    if (!rc) rc = series(s, "host_sample", NULL, p, 6, "", &host);
     if (rc) {
         json_decref(gpu.series);
         json_decref(host.series);
@@ -689,6 +607,251 @@ void gpufl__route_sessions_metrics(gpufl__request_t *req, gpufl__reply_t *rep) {
     rep->json = json_pack("{s:I,s:I,s:I,s:I,s:o,s:o}", "from_ns", (json_int_t)from, "to_ns",
                           (json_int_t)to, "points", (json_int_t)points, "bucket_ns",
                           (json_int_t)width, "gpu", gpu.series, "host", host.series);
+}
+
+/* ---- the timeline ------------------------------------------------------------------------ */
+
+/* What a timeline answer holds (kinds=): GPU activity, the launching calls of its kernels, the
+ * host threads' scopes, counter tracks. Without kinds= the answer is the first version's. */
+enum { KIND_GPU = 1, KIND_LAUNCHES = 2, KIND_DETAILS = 4, KIND_SCOPES = 8, KIND_COUNTERS = 16 };
+
+static const char *const kind_words[] = {"gpu", "launches", "details", "scopes", "counters", NULL};
+
+/* One comma-separated list of words from allowed: a bit per word in *out. 0, or -1 with rep
+ * set to 400. */
+static int words_arg(gpufl__request_t *req, gpufl__reply_t *rep, const char *name,
+                     const char *const *allowed, int def, int *out) {
+    const char *v = arg(req, name);
+    *out = def;
+    if (!v) return 0;
+    *out = 0;
+    for (const char *w = v; *w;) {
+        size_t n = strcspn(w, ",");
+        size_t i = 0;
+        while (allowed[i] && (strlen(allowed[i]) != n || strncmp(allowed[i], w, n))) i++;
+        if (!allowed[i]) {
+            char why[200];
+            snprintf(why, sizeof why, "%s: \"%.*s\" is none of the kinds known", name,
+                     (int)(n > 40 ? 40 : n), w);
+            bad_param(rep, name, why);
+            return -1;
+        }
+        *out |= 1 << i;
+        w += n + (w[n] == ',');
+    }
+    if (!*out) bad_param(rep, name, "kinds: name at least one kind");
+    return *out ? 0 : -1;
+}
+
+/* A kind of rows in a time range, answered whole up to max_events or downsampled past it. */
+typedef struct {
+    const char *columns; /* the columns answered, as SQL */
+    const char *rows;    /* SELECT of columns, dur (ranks a bucket's rows) and tb (the time
+                          * bucketed, from on) */
+    const char *const *ints;
+    int drop_nulls;
+} windowed_t;
+
+/* Fills doc with total, returned, downsampled, [bucket_ns, buckets] and key (the rows): up to
+ * max_events the rows by start; past it, per bucket of time its KEEP_PER_BUCKET longest rows
+ * and how many it holds, so the buckets' counts add up to total. */
+static int windowed(gpufl__server_t *s, const windowed_t *w, const char *const *p, size_t n_p,
+                    int64_t from, int64_t to, int64_t max_events, json_t *doc, const char *key) {
+    char sql[SQL_BYTES], from_t[32], width_t[32], keep_t[32];
+    const char *pd[16];
+    if (n_p + 3 > sizeof pd / sizeof pd[0]) return gpufl__store_fail(GPUFL_EINVAL, "timeline");
+    ints3_t total = {{0}, 0};
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM (%s) r", w->rows);
+    int rc = s->ops->query(s->store, sql, p, n_p, ints3_cb, &total);
+    if (rc) return rc;
+    rows_t r = {json_array(), w->ints, w->drop_nulls};
+    if (!r.rows) return GPUFL_ENOMEM;
+    int down = total.v[0] > max_events;
+    int64_t keep = max_events < KEEP_PER_BUCKET ? 1 : KEEP_PER_BUCKET;
+    int64_t buckets = max_events / keep, width = 0;
+    if (!down) {
+        snprintf(sql, sizeof sql, "SELECT %s FROM (%s) r ORDER BY start_ns", w->columns, w->rows);
+        rc = s->ops->query(s->store, sql, p, n_p, object_cb, &r);
+    } else {
+        width = (to - from + buckets - 1) / buckets;
+        snprintf(width_t, sizeof width_t, "%" PRId64, width);
+        snprintf(keep_t, sizeof keep_t, "%" PRId64, keep);
+        snprintf(from_t, sizeof from_t, "%" PRId64, from);
+        pd[0] = from_t, pd[1] = width_t;
+        memcpy(pd + 2, p, n_p * sizeof *p);
+        pd[n_p + 2] = keep_t;
+        snprintf(sql, sizeof sql,
+                 "SELECT %s, bucket, bucket_count FROM (SELECT t.*, ROW_NUMBER() OVER"
+                 " (PARTITION BY bucket ORDER BY dur DESC, start_ns) AS rn, COUNT(*) OVER"
+                 " (PARTITION BY bucket) AS bucket_count FROM (SELECT r.*, (tb - CAST(? AS"
+                 " BIGINT)) / CAST(? AS BIGINT) AS bucket FROM (%s) r) t) u WHERE rn <="
+                 " CAST(? AS BIGINT) ORDER BY bucket, start_ns",
+                 w->columns, w->rows);
+        rc = s->ops->query(s->store, sql, pd, n_p + 3, object_cb, &r);
+    }
+    if (rc) {
+        json_decref(r.rows);
+        return rc;
+    }
+    json_object_set_new(doc, "total", json_integer(total.v[0]));
+    json_object_set_new(doc, "returned", json_integer((json_int_t)json_array_size(r.rows)));
+    json_object_set_new(doc, "downsampled", json_boolean(down));
+    if (down) {
+        /* The buckets that hold rows: their counts add up to total. */
+        json_t *list = json_array();
+        size_t i;
+        json_t *e;
+        int64_t last = -1;
+        json_array_foreach(r.rows, i, e) {
+            int64_t k = json_integer_value(json_object_get(e, "bucket"));
+            if (k != last) {
+                json_array_append_new(list,
+                                      json_pack("{s:I,s:I,s:O,s:i}", "bucket", (json_int_t)k,
+                                                "from_ns", (json_int_t)(from + k * width), "count",
+                                                json_object_get(e, "bucket_count"), "kept", 0));
+                last = k;
+            }
+            json_t *cur = json_array_get(list, json_array_size(list) - 1);
+            json_object_set_new(cur, "kept",
+                                json_integer(json_integer_value(json_object_get(cur, "kept")) + 1));
+            json_object_del(e, "bucket_count");
+        }
+        json_object_set_new(doc, "bucket_ns", json_integer(width));
+        json_object_set_new(doc, "buckets", list);
+    }
+    json_object_set_new(doc, key, r.rows);
+    return 0;
+}
+
+static const char *const event_ints[] = {
+    "start_ns", "end_ns",    "device", "stream", "bucket", "bucket_count", "correlation",
+    "tid",      "launch_ns", "grid_x", "grid_y", "grid_z", "block_x",      "block_y",
+    "block_z",  "registers", "bytes",  "depth",  NULL};
+
+#define ACTIVITY_RANGE                                                                             \
+    " FROM activity WHERE workspace_id = CAST(? AS BIGINT) AND session_id = ? AND start_ns >="     \
+    " CAST(? AS BIGINT) AND start_ns < CAST(? AS BIGINT)"
+#define ACTIVITY_COLUMNS "kind, name, start_ns, end_ns, device, stream"
+#define LAUNCH_COLUMNS   ", correlation, tid, launch_ns"
+#define DETAIL_COLUMNS   ", grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, bytes"
+
+/* Scopes that overlap [from, to): a begin row joined with its end row by id (an open scope
+ * has none), bucketed by when it is first seen in the range. */
+#define SCOPE_ROWS                                                                                 \
+    "SELECT b.tid AS tid, b.name AS name, b.depth AS depth, b.ts_ns AS start_ns, e.ts_ns AS"       \
+    " end_ns, COALESCE(e.ts_ns, CAST(? AS BIGINT)) - b.ts_ns AS dur, CASE WHEN b.ts_ns <"          \
+    " CAST(? AS BIGINT) THEN CAST(? AS BIGINT) ELSE b.ts_ns END AS tb FROM scope_event b LEFT"     \
+    " JOIN scope_event e ON e.workspace_id = b.workspace_id AND e.session_id = b.session_id AND"   \
+    " e.id = b.id AND e.kind = 'scope_end' WHERE b.workspace_id = CAST(? AS BIGINT) AND"           \
+    " b.session_id = ? AND b.kind = 'scope_begin' AND b.ts_ns < CAST(? AS BIGINT) AND"             \
+    " (e.ts_ns IS NULL OR e.ts_ns >= CAST(? AS BIGINT))"
+
+/* The default columns of counter tracks: what a timeline shows under the streams. */
+#define COUNTER_COLUMNS "gpu_util_pct,sm_active_pct,mem_used_bytes,power_mw"
+
+/* counters=: gpu_sample columns by name (checked against the table), into names (cap n). */
+static int counter_columns(gpufl__request_t *req, gpufl__reply_t *rep, char *buf, size_t size,
+                           const char **names, size_t n) {
+    const char *v = arg(req, "counters");
+    snprintf(buf, size, "%s", v && *v ? v : COUNTER_COLUMNS);
+    const gpufl__table_t *t = table_named("gpu_sample");
+    size_t k = 0;
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        size_t c = 0;
+        while (c < t->n_columns && strcmp(t->columns[c].name, w)) c++;
+        if (c == t->n_columns || !strcmp(w, "ts_ns") || !strcmp(w, "device") || k + 1 >= n) {
+            char why[160];
+            snprintf(why, sizeof why, "counters: \"%.40s\" is no gpu_sample column (or too many)",
+                     w);
+            bad_param(rep, "counters", why);
+            return -1;
+        }
+        names[k++] = w;
+    }
+    names[k] = NULL;
+    return 0;
+}
+
+void gpufl__route_sessions_timeline(gpufl__request_t *req, gpufl__reply_t *rep) {
+    gpufl__server_t *s = req->server;
+    char ws[32], from_t[32], to_t[32], width_t[32], counters_buf[512];
+    const char *counters[32];
+    ws_of(req, ws);
+    int64_t max_events, points, from, to;
+    int kinds;
+    if (int_arg(req, rep, "max_events", 1, EVENTS_MAX, EVENTS_DEFAULT, &max_events) ||
+        int_arg(req, rep, "points", 1, POINTS_MAX, POINTS_DEFAULT, &points) ||
+        words_arg(req, rep, "kinds", kind_words, KIND_GPU, &kinds) ||
+        counter_columns(req, rep, counters_buf, sizeof counters_buf, counters,
+                        sizeof counters / sizeof counters[0]))
+        return;
+    int first_version = !arg(req, "kinds");
+    if (session_known(req, rep, ws)) return;
+    /* The default range: the first version's is its activity's starts; with kinds= it is the
+     * whole session's (activity, scopes and samples alike), whatever kinds are asked, so one
+     * answer without from and to tells a viewer the extent of every track. */
+    const char *p0[] = {ws, req->params[0], ws, req->params[0], ws, req->params[0]};
+    ints3_t b = {{INT64_MIN, INT64_MIN, 0}, 0};
+    int rc = s->ops->query(
+        s->store,
+        first_version ? "SELECT min(start_ns), max(start_ns) FROM activity WHERE workspace_id"
+                        " = CAST(? AS BIGINT) AND session_id = ?"
+                      : "SELECT min(lo), max(hi) FROM (SELECT min(start_ns) AS lo,"
+                        " max(COALESCE(end_ns, start_ns)) AS hi FROM activity WHERE workspace_id"
+                        " = CAST(? AS BIGINT) AND session_id = ? UNION ALL SELECT min(ts_ns),"
+                        " max(ts_ns) FROM scope_event WHERE workspace_id = CAST(? AS BIGINT) AND"
+                        " session_id = ? UNION ALL SELECT min(ts_ns), max(ts_ns) FROM gpu_sample"
+                        " WHERE workspace_id = CAST(? AS BIGINT) AND session_id = ?) t",
+        p0, first_version ? 2 : 6, ints3_cb, &b);
+    if (rc) {
+        store_error(rep, rc);
+        return;
+    }
+    if (range_args(req, rep, &b, &from, &to)) return;
+    snprintf(from_t, sizeof from_t, "%" PRId64, from);
+    snprintf(to_t, sizeof to_t, "%" PRId64, to);
+    json_t *doc = json_pack("{s:I,s:I}", "from_ns", (json_int_t)from, "to_ns", (json_int_t)to);
+    rc = doc ? 0 : GPUFL_ENOMEM;
+    if (!rc && (kinds & (KIND_GPU | KIND_LAUNCHES | KIND_DETAILS))) {
+        char columns[256], rows[SQL_BYTES];
+        snprintf(columns, sizeof columns, ACTIVITY_COLUMNS "%s%s",
+                 kinds & KIND_LAUNCHES ? LAUNCH_COLUMNS : "",
+                 kinds & KIND_DETAILS ? DETAIL_COLUMNS : "");
+        snprintf(rows, sizeof rows,
+                 "SELECT kind, COALESCE(name, mangled) AS name, start_ns, end_ns, device, stream"
+                 "%s%s, COALESCE(end_ns - start_ns, 0) AS dur, start_ns AS tb" ACTIVITY_RANGE,
+                 kinds & KIND_LAUNCHES ? LAUNCH_COLUMNS : "",
+                 kinds & KIND_DETAILS ? DETAIL_COLUMNS : "");
+        windowed_t w = {columns, rows, event_ints, !first_version};
+        const char *p[] = {ws, req->params[0], from_t, to_t};
+        rc = windowed(s, &w, p, 4, from, to, max_events, doc, "events");
+    }
+    if (!rc && (kinds & KIND_SCOPES)) {
+        windowed_t w = {"tid, name, depth, start_ns, end_ns", SCOPE_ROWS, event_ints, 0};
+        const char *p[] = {to_t, from_t, from_t, ws, req->params[0], to_t, from_t};
+        json_t *scopes = json_object();
+        rc = scopes ? windowed(s, &w, p, 7, from, to, max_events, scopes, "spans") : GPUFL_ENOMEM;
+        if (scopes) json_object_set_new(doc, "scopes", scopes);
+    }
+    if (!rc && (kinds & KIND_COUNTERS)) {
+        /* The metrics route's buckets, over the timeline's range, for the columns asked. */
+        int64_t width = (to - from + points - 1) / points;
+        if (width < 1) width = 1;
+        snprintf(width_t, sizeof width_t, "%" PRId64, width);
+        const char *p[] = {from_t, width_t, ws, req->params[0], from_t, to_t};
+        series_t gpu = {json_array(), 1};
+        rc = gpu.series ? series(s, "gpu_sample", counters, p, 6, "", &gpu) : GPUFL_ENOMEM;
+        json_object_set_new(doc, "counters",
+                            json_pack("{s:I,s:I,s:o}", "points", (json_int_t)points, "bucket_ns",
+                                      (json_int_t)width, "gpu", gpu.series));
+    }
+    if (rc) {
+        json_decref(doc);
+        store_error(rep, rc);
+        return;
+    }
+    rep->status = 200;
+    rep->json = doc;
 }
 
 /* ---- for the other routes_*.c files ---------------------------------------------------------- */

@@ -30,6 +30,10 @@ from server_harness import (SERVER, STREAM, COMPLETE, Server, fixture_windows,  
 
 CLI = os.environ.get("GPUFL_CLI", "build-dev/cmd/gpufl/gpufl")
 N_KERNELS = int(os.environ.get("GPUFL_TEST_KERNELS", "1000000"))
+# The query of one timeline tile of the dashboard (web/src/timeline/tiles.ts) and the most it
+# may weigh: the largest answer a timeline view asks for, at full zoom-out of 1 M kernels.
+TILE_QUERY = "kinds=gpu,launches,scopes,counters&max_events=2000&points=100"
+TILE_BYTES_MAX = 384 << 10
 ROUTES = ["", "/insights", "/kernels", "/scopes", "/timeline", "/metrics", "/report",
           "/export?format=perfetto"]
 
@@ -201,6 +205,11 @@ def test_other_workspace_and_missing_session_are_404(env):
     ("/api/v1/sessions/SID/insights?format=html", "format"),
     ("/api/v1/sessions/SID/timeline?max_events=100001", "max_events"),
     ("/api/v1/sessions/SID/timeline?from=10&to=5", "to"),
+    ("/api/v1/sessions/SID/timeline?kinds=gpu,flames", "kinds"),
+    ("/api/v1/sessions/SID/timeline?kinds=", "kinds"),
+    ("/api/v1/sessions/SID/timeline?kinds=counters&counters=ts_ns", "counters"),
+    ("/api/v1/sessions/SID/timeline?kinds=counters&counters=gpu_util_pct,bogus", "counters"),
+    ("/api/v1/sessions/SID/timeline?kinds=counters&points=2001", "points"),
     ("/api/v1/sessions/SID/metrics?points=0", "points"),
     ("/api/v1/sessions/SID/metrics?device=-2", "device"),
     ("/api/v1/sessions/SID/kernels?limit=abc", "limit"),
@@ -244,6 +253,118 @@ def test_timeline_downsampling_keeps_counts(env):
     lo = sorted(r[0] for r in rows)[2]
     st, doc = get_json(env, "/api/v1/sessions/%s/timeline?from=%d" % (sid, lo))
     assert doc["total"] == sum(1 for s, _ in rows if s >= lo)
+
+
+def dict_of(env, sid):
+    """{dict id: string} of every dict line shipped for sid (per file, ids do not collide in
+    the fixtures)."""
+    out = {}
+    for rec in records_of(env, sid, ("dict",)):
+        out.update(zip(rec["id"], rec["str"]))
+    return out
+
+
+def columns_of(env, sid, rtype, names):
+    """Rows (dicts of names) of one record type shipped for sid; a scalar column repeats."""
+    out = []
+    for rec in records_of(env, sid, (rtype,)):
+        n = len(rec[names[0]])
+        for i in range(n):
+            out.append({k: (rec[k][i] if isinstance(rec.get(k), list) else rec.get(k))
+                        for k in names})
+    return out
+
+
+def session_with(env, *types):
+    return next(s for s in sessions_of(env)
+                if all(any(True for _ in records_of(env, s, (t,))) for t in types))
+
+
+def test_timeline_without_kinds_answers_the_first_version(env):
+    sid = session_with(env, "kernel", "scope_begin", "gpu_sample")
+    st, doc = get_json(env, "/api/v1/sessions/%s/timeline" % sid)
+    assert st == 200
+    assert set(doc) == {"from_ns", "to_ns", "total", "returned", "downsampled", "events"}
+    assert all(set(e) == {"kind", "name", "start_ns", "end_ns", "device", "stream"}
+               for e in doc["events"])
+    st, gpu = get_json(env, "/api/v1/sessions/%s/timeline?kinds=gpu" % sid)
+    assert gpu["events"] == [{k: v for k, v in e.items() if v is not None}
+                             for e in doc["events"]]
+
+
+def test_timeline_scopes_are_the_logged_begin_end_pairs(env):
+    sid = session_with(env, "kernel", "scope_begin", "gpu_sample")
+    names = dict_of(env, sid)
+    ends = {r["id"]: r["ts_ns"] for r in columns_of(env, sid, "scope_end", ["id", "ts_ns"])}
+    begins = columns_of(env, sid, "scope_begin", ["id", "ts_ns", "tid", "depth", "name"])
+    want = sorted((b["tid"], names[b["name"]], b["depth"], b["ts_ns"], ends.get(b["id"]))
+                  for b in begins)
+    assert len(want) >= 10
+    st, doc = get_json(env, "/api/v1/sessions/%s/timeline?kinds=scopes" % sid)
+    assert st == 200 and "events" not in doc, doc
+    sc = doc["scopes"]
+    assert not sc["downsampled"] and sc["total"] == len(want) == sc["returned"]
+    got = sorted((s["tid"], s["name"], s["depth"], s["start_ns"], s["end_ns"])
+                 for s in sc["spans"])
+    assert got == want
+    # A window: the scopes that overlap it, also those begun before it.
+    lo, hi = want[len(want) // 2][3] + 1, want[len(want) // 2][3] + 2
+    st, doc = get_json(env, "/api/v1/sessions/%s/timeline?kinds=scopes&from=%d&to=%d"
+                       % (sid, lo, hi))
+    inside = [w for w in want if w[3] < hi and (w[4] is None or w[4] >= lo)]
+    assert sorted((s["tid"], s["name"], s["depth"], s["start_ns"], s["end_ns"])
+                  for s in doc["scopes"]["spans"]) == sorted(inside)
+    assert any(w[3] < lo for w in inside)
+    # Downsampled: each bucket keeps its longest, the counts add up.
+    st, doc = get_json(env, "/api/v1/sessions/%s/timeline?kinds=scopes&max_events=4" % sid)
+    sc = doc["scopes"]
+    assert sc["downsampled"] and sc["total"] == len(want) and len(sc["spans"]) <= 4
+    assert sum(b["count"] for b in sc["buckets"]) == len(want)
+    assert sum(b["kept"] for b in sc["buckets"]) == len(sc["spans"])
+
+
+def test_timeline_launches_and_details_are_the_kernel_rows(env):
+    for sid in sessions_of(env):
+        rows = columns_of(env, sid, "kernel", ["start_ns", "correlation", "tid", "launch_ns",
+                                               "grid_x", "block_x"])
+        rows = [r for r in rows if r["launch_ns"] is not None]
+        if rows:
+            break
+    else:
+        pytest.fail("no fixture session has a kernel with launch_ns")
+    st, doc = get_json(env, "/api/v1/sessions/%s/timeline?kinds=gpu,launches,details" % sid)
+    assert st == 200
+    by_start = {e["start_ns"]: e for e in doc["events"] if e["kind"] == "kernel"}
+    for r in rows:
+        e = by_start[r["start_ns"]]
+        assert (e["correlation"], e["tid"], e["launch_ns"], e["grid_x"], e["block_x"]) == (
+            r["correlation"], r["tid"], r["launch_ns"], r["grid_x"], r["block_x"])
+    # Without launches= the answer holds no launch columns.
+    st, doc = get_json(env, "/api/v1/sessions/%s/timeline?kinds=gpu" % sid)
+    assert not any("launch_ns" in e or "grid_x" in e for e in doc["events"])
+
+
+def test_timeline_counters_bucket_the_samples(env):
+    sid = session_with(env, "kernel", "scope_begin", "gpu_sample")
+    samples = samples_of(env, sid, "gpu_sample", "gpu_util_pct")
+    st, doc = get_json(env, "/api/v1/sessions/%s/timeline?kinds=counters&points=4" % sid)
+    assert st == 200, doc
+    c = doc["counters"]
+    frm, to, width = doc["from_ns"], doc["to_ns"], c["bucket_ns"]
+    assert c["points"] == 4 and width == (to - frm + 3) // 4
+    inside = [s for s in samples if frm <= s[0] < to]
+    assert sum(b["count"] for d in c["gpu"] for b in d["buckets"]) == len(inside) > 0
+    for d in c["gpu"]:
+        for b in d["buckets"]:
+            assert set(b) <= {"bucket", "count", "gpu_util_pct", "sm_active_pct",
+                              "mem_used_bytes", "power_mw"}
+            vals = [v for t, dev, v in inside if dev == d["device"]
+                    and b["bucket"] == (t - frm) // width and v is not None]
+            assert b["gpu_util_pct"]["max"] == max(vals)
+    st, doc = get_json(env, "/api/v1/sessions/%s/timeline?kinds=counters&counters=temp_gpu_c"
+                       % sid)
+    assert all(set(b) <= {"bucket", "count", "temp_gpu_c"}
+               for d in doc["counters"]["gpu"] for b in d["buckets"])
 
 
 def samples_of(env, sid, rtype, column):
@@ -406,10 +527,13 @@ def test_many_kernels_session(env):
     st, _, _ = get(env, "/api/v1/sessions/%s/insights" % sid)  # builds the report
     build_s = time.monotonic() - t0
     assert st == 200
-    times = {}
+    times, sizes = {}, {}
     for name, path in (("summary", ""), ("insights", "/insights"), ("kernels", "/kernels"),
                        ("timeline", "/timeline?max_events=10000"),
-                       ("timeline_10k_window", "/timeline?from=1000&to=%d" % (1000 + 10000 * 9000))):
+                       ("timeline_10k_window", "/timeline?from=1000&to=%d" % (1000 + 10000 * 9000)),
+                       # The dashboard's tile at full zoom-out (web/src/timeline/tiles.ts):
+                       # every kind, the whole session in one answer.
+                       ("timeline_tile", "/timeline?" + TILE_QUERY)):
         t0 = time.monotonic()
         st, body, _ = get(env, "/api/v1/sessions/%s%s" % (sid, path))
         times[name] = (time.monotonic() - t0) * 1e3
@@ -419,11 +543,17 @@ def test_many_kernels_session(env):
         if name.startswith("timeline"):
             doc = json.loads(body)
             assert len(doc["events"]) <= 10000 and len(body) < 4 << 20
+            sizes[name] = len(body)
+        if name == "timeline_tile":
+            assert doc["total"] == N_KERNELS and len(doc["events"]) <= 2000
+            assert sum(b["count"] for b in doc["buckets"]) == N_KERNELS
+            assert len(body) < TILE_BYTES_MAX, len(body)
             if name == "timeline":
                 assert doc["total"] == N_KERNELS
                 assert sum(b["count"] for b in doc["buckets"]) == N_KERNELS
     print("\n%s: %d kernels: ingest %.1f s, report build %.1f s; %s" % (
         env["engine"], N_KERNELS, ingest_s, build_s,
         ", ".join("%s %.0f ms" % kv for kv in times.items())))
+    print("answer sizes: " + ", ".join("%s %d bytes" % kv for kv in sizes.items()))
     for name in ("summary", "insights", "kernels"):
         assert times[name] < 2000, times

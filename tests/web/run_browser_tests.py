@@ -21,6 +21,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 PASSWORD = "correct horse battery"
+PERF_SESSION = "20261127T120000.000Z-1000-perf"
 
 JOB_ID = "ddp-4242"
 JOB_APP = "ddp_train"
@@ -126,6 +127,14 @@ def main():
         for w in sh.fixture_windows():
             st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
             assert st == 200, (w[3], st, doc)
+        # The timeline's performance session (web/e2e/timeline.spec.ts alone uses it): 1 M
+        # kernels unless GPUFL_WEB_KERNELS says fewer, in windows of the library's size.
+        kernels = int(os.environ.get("GPUFL_WEB_KERNELS", "1000000"))
+        per = min(kernels, 200000)
+        for w in sh.generated_session(PERF_SESSION, windows=max(1, kernels // per), kernels=per,
+                                      batch=5000):
+            st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
+            assert st == 200, (w[3], st, doc)
         # A session of another workspace: alpha's user must never see it.
         for w in sh.generated_session("beta-only-session", windows=1, kernels=10):
             st, doc = sh.send_until_answered(srv, ingest["beta"], w)
@@ -155,7 +164,10 @@ def main():
                        "fixtures": fixtures,
                        "job": {"id": JOB_ID, "app": JOB_APP, "ranks": JOB_RANKS,
                                "slow_rank": JOB_SLOW_RANK, "slow_kernel": JOB_KERNELS[0],
-                               "slow_pct": round((JOB_SLOW_GEMM - 1) * 100)}}, f, indent=1)
+                               "slow_pct": round((JOB_SLOW_GEMM - 1) * 100)},
+                       "perf_session": PERF_SESSION,
+                       "perf_kernels": per * max(1, kernels // per)}, f, indent=1)
+
         env = dict(os.environ, GPUFL_WEB_EXPECTED=expected, GPUFL_CHROMIUM=args.chromium,
                    GPUFL_WEB_OUT=os.path.abspath(args.out), PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1",
                    CI="1")
