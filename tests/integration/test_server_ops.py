@@ -211,14 +211,18 @@ def _keys(srv, db):
 def test_bad_password_and_unknown_user_alike(srv):
     timings = {}
     answers = {}
-    for case, user, pw in (("wrong", "bob", "not the password"), ("unknown", "nobody", PASSWORD),
-                           ("no workspace", "bob", PASSWORD)):
-        ws = "nowhere" if case == "no workspace" else "alpha"
-        t = time.monotonic()
-        st, doc, h = login(srv, user, pw, ws)
-        timings[case] = time.monotonic() - t
-        answers[case] = (st, doc)
-        assert "Set-Cookie" not in h
+    # Three rounds, each case's fastest kept: a loaded machine delays single requests (3
+    # failures of a name stay under the rate limit's 5).
+    for _ in range(3):
+        for case, user, pw in (("wrong", "bob", "not the password"),
+                               ("unknown", "nobody", PASSWORD), ("no workspace", "bob", PASSWORD)):
+            ws = "nowhere" if case == "no workspace" else "alpha"
+            t = time.monotonic()
+            st, doc, h = login(srv, user, pw, ws)
+            took = time.monotonic() - t
+            timings[case] = min(timings.get(case, took), took)
+            answers[case] = (st, doc)
+            assert "Set-Cookie" not in h
     assert answers["wrong"] == answers["unknown"] == answers["no workspace"]
     assert answers["wrong"][0] == 401
     # Each costs one Argon2id verification: within a factor of 3 of each other.

@@ -220,6 +220,9 @@ test("export downloads what gpufl export writes", async ({ page }) => {
   await expect(page.getByTestId("export-perfetto")).toHaveAttribute("href",
     /\/export\?format=perfetto$/);
   await expect(page.getByTestId("export-html")).toHaveAttribute("href", /report\?format=html$/);
+  // Compare with a baseline: the compare page with this session as the run.
+  await page.getByTestId("session-compare").click();
+  await expect(page).toHaveURL(new RegExp(`/compare\\?run=${fx("trace").session_id}`));
 });
 
 test("states: not recorded, running, unreachable, another workspace, unknown", async ({ page }) => {

@@ -141,6 +141,11 @@ function exportLinks(id: string): HTMLElement {
   const a = (label: string, href: string, file: string, testid: string) =>
     h("a", { class: "button", href, download: file, "data-testid": testid }, label);
   return h("div", { class: "exports" },
+    h("a", {
+      class: "button ghost", "data-link": true, "data-testid": "session-compare",
+      href: formatLocation("/compare", { run: id }),
+      title: "Compare this session with a baseline run of the same app",
+    }, "Compare with…"),
     a("Perfetto", `${base}/export?format=perfetto`, `${id}.perfetto-trace`, "export-perfetto"),
     a("Chrome trace", `${base}/export?format=chrome`, `${id}.trace.json`, "export-chrome"),
     a("Report (HTML)", `${base}/report?format=html`, `${id}.report.html`, "export-html"));
@@ -469,7 +474,7 @@ function renderView(ctx: Ctx, view: View, panel: HTMLElement): void {
       return;
     }
     case "timeline": {
-      const el = h("div", { class: "timeline-host", "data-testid": "timeline" });
+      const el = h("div", { class: "timeline-host", "data-testid": "timeline-host" });
       show(panel, el);
       unmountTimeline = mountTimeline(el, { sessionId: ctx.id, params: ctx.params, go: ctx.go });
       return;
