@@ -105,6 +105,9 @@ static const gpufl__route_t routes[] = {
     {"GET", "/api/v1/fleet/hosts", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_hosts, NULL},
     {"GET", "/api/v1/fleet/gpus", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_gpus, NULL},
     {"GET", "/api/v1/fleet/jobs", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_jobs, NULL},
+    {"GET", "/api/v1/fleet/heatmap", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_heatmap, NULL},
+    {"GET", "/api/v1/fleet/health", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_health, NULL},
+    {"GET", "/api/v1/fleet/usage", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_usage, NULL},
 };
 
 void gpufl__reply_error(gpufl__reply_t *rep, unsigned status, const char *message) {
