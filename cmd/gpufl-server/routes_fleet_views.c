@@ -437,22 +437,53 @@ static json_t *mean_array(const double *sum, const int64_t *n, int64_t points) {
     return a;
 }
 
+/* The coarsest rollup level whose slots fit in a bucket of raw_us, -1 for none (the raw rows
+ * are read then: a range of at most points x 10 s). */
+static int rollup_level(int64_t raw_us) {
+    int k = -1;
+    for (int i = 0; i < GPUFL__ROLLUP_LEVELS; i++)
+        if (gpufl__rollup_levels_s[i] * 1000000 <= raw_us) k = i;
+    return k;
+}
+
 void gpufl__fleet_heatmap(gpufl__request_t *req, gpufl__reply_t *rep) {
     int64_t from, to, points;
     if (range_args(req, rep, &from, &to)) return;
     if (gpufl__query_int_arg(req, rep, "points", 1, POINTS_MAX, POINTS_DEF, &points)) return;
     if (to - from < points) points = to - from; /* a bucket is at least 1 µs */
+    int64_t bucket_us = (to - from + points - 1) / points;
+    /* From a rollup, buckets are whole slots: from snaps down and to up to the slot and the
+     * bucket up to whole slots; the widened range may take one point more than asked. */
+    int level = rollup_level(bucket_us);
+    int64_t lus = level >= 0 ? gpufl__rollup_levels_s[level] * 1000000 : 1;
+    if (level >= 0) {
+        from = from / lus * lus;
+        to = (to + lus - 1) / lus * lus;
+        bucket_us = (bucket_us + lus - 1) / lus * lus;
+        points = (to - from + bucket_us - 1) / bucket_us;
+        to = from + points * bucket_us;
+    }
     fleet_t f;
     char p[3][32];
     int rc = fleet_load(&f, req, from, to, p);
-    heat_t h = {.f = &f,
-                .points = points,
-                .bucket_us = (to - from + points - 1) / points,
-                .gpus = json_array()};
-    char bucket[32];
+    heat_t h = {.f = &f, .points = points, .bucket_us = bucket_us, .gpus = json_array()};
+    char bucket[32], ls[32], lo[32], hi[32], lu[32];
     snprintf(bucket, sizeof bucket, "%" PRId64, h.bucket_us);
-    const char *params[] = {p[1], bucket, p[0], p[1], p[2]};
-    if (rc == 0)
+    snprintf(lu, sizeof lu, "%" PRId64, lus);
+    snprintf(ls, sizeof ls, "%" PRId64, level >= 0 ? gpufl__rollup_levels_s[level] : 0);
+    snprintf(lo, sizeof lo, "%" PRId64, from / lus);
+    snprintf(hi, sizeof hi, "%" PRId64, to / lus);
+    if (rc == 0 && level >= 0) {
+        const char *params[] = {lu, p[1], bucket, p[0], ls, lo, hi};
+        rc = query(&f,
+                   "SELECT session_id, device, (slot * CAST(? AS BIGINT) - CAST(? AS BIGINT)) / "
+                   "CAST(? AS BIGINT) AS b, SUM(samples), SUM(util_sum), SUM(util_n), SUM(sm_sum), "
+                   "SUM(sm_n), MAX(last_ts_ns) FROM gpu_rollup WHERE workspace_id = ? AND level_s "
+                   "= CAST(? AS INTEGER) AND slot >= CAST(? AS BIGINT) AND slot < CAST(? AS "
+                   "BIGINT) GROUP BY session_id, device, b ORDER BY session_id, device, b",
+                   params, 7, heat_row, &h);
+    } else if (rc == 0) {
+        const char *params[] = {p[1], bucket, p[0], p[1], p[2]};
         rc = query(&f,
                    "SELECT g.session_id, g.device, (s.epoch_unix_us + g.ts_ns / 1000 - CAST(? AS "
                    "BIGINT)) / CAST(? AS BIGINT) AS b, COUNT(*), SUM(g.gpu_util_pct), "
@@ -460,6 +491,7 @@ void gpufl__fleet_heatmap(gpufl__request_t *req, gpufl__reply_t *rep) {
                    "MAX(g.ts_ns)" SAMPLES_IN_RANGE " GROUP BY g.session_id, g.device, b ORDER BY "
                    "g.session_id, g.device, b",
                    params, 5, heat_row, &h);
+    }
     if (rc == 0) {
         sort_listings(&f);
         for (size_t i = 0; i < f.n_devs; i++) heat_held(&h, &f.devs[i]);
@@ -489,9 +521,11 @@ void gpufl__fleet_heatmap(gpufl__request_t *req, gpufl__reply_t *rep) {
         return;
     }
     rep->status = 200;
-    rep->json = json_pack("{s:I,s:I,s:I,s:I,s:o,s:b}", "from_unix_us", (json_int_t)from,
+    rep->json = json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "from_unix_us", (json_int_t)from,
                           "to_unix_us", (json_int_t)to, "points", (json_int_t)points, "bucket_us",
-                          (json_int_t)h.bucket_us, "gpus", h.gpus, "truncated", truncated);
+                          (json_int_t)h.bucket_us, "rollup_s",
+                          level >= 0 ? json_integer(gpufl__rollup_levels_s[level]) : json_null(),
+                          "gpus", h.gpus, "truncated", truncated);
 }
 
 /* ---- GET /api/v1/fleet/health -------------------------------------------------------------- */

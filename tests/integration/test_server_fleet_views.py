@@ -116,12 +116,29 @@ def in_force(listings, ts):
 
 # ---- heatmap -----------------------------------------------------------------------------------
 
-def test_heatmap_means_and_held_against_the_lines(env):
-    frm, to, points = fs.EPOCH_US + 5 * 10**6, fs.EPOCH_US + 65 * 10**6, 12
+S = 10**6
+
+
+@pytest.mark.parametrize("frm,to,points,rollup_s", [
+    (fs.EPOCH_US + 5 * S, fs.EPOCH_US + 65 * S, 12, None),       # 5 s buckets: the raw rows
+    (fs.EPOCH_US - 7 * S, fs.EPOCH_US + 200 * S, 2, 60),          # 104 s: whole minutes
+    (fs.EPOCH_US + 13 * S, fs.EPOCH_US + 93 * S, 4, 10),          # 20 s: 10 s slots
+    (fs.EPOCH_US - 3600 * S, fs.EPOCH_US + 3 * 3600 * S, 3, 600),  # 80 min: 10 min slots
+])
+def test_heatmap_means_and_held_against_the_lines(env, frm, to, points, rollup_s):
     st, doc = get(env, "/api/v1/fleet/heatmap", **{"from": frm, "to": to, "points": points})
     assert st == 200, doc
     bucket = doc["bucket_us"]
-    assert bucket == (to - frm + points - 1) // points and doc["points"] == points
+    assert doc["rollup_s"] == rollup_s
+    if rollup_s is None:
+        assert bucket == (to - frm + points - 1) // points and doc["points"] == points
+    else:
+        # Whole slots: the range widened to them, the bucket a whole number of them.
+        slot = rollup_s * S
+        assert doc["from_unix_us"] == frm // slot * slot and bucket % slot == 0
+        assert doc["to_unix_us"] >= to and doc["points"] <= points + 1
+        assert bucket == -(-((to - frm + points - 1) // points) // slot) * slot
+        frm, to, points = doc["from_unix_us"], doc["to_unix_us"], doc["points"]
     recs = records(env)
     expected = {}
     for sid, s in recs.items():
@@ -153,6 +170,7 @@ def test_heatmap_means_and_held_against_the_lines(env):
     got = {g["uuid"]: g for g in doc["gpus"]}
     assert sorted(got) == sorted(expected)
     assert len(got) == 6  # 4 GPUs of gpu-node7, 2 of gpu-node8
+    assert all(len(g["gpu_util_pct"]) == points for g in got.values())
     for uuid, (host, util, sm, held) in expected.items():
         g = got[uuid]
         assert g["hostname"] == host
@@ -161,7 +179,7 @@ def test_heatmap_means_and_held_against_the_lines(env):
                 if not vals[b]:
                     assert g[name][b] is None, (uuid, name, b)
                 else:
-                    assert abs(g[name][b] - sum(vals[b]) / len(vals[b])) <= 0.05, (uuid, name, b)
+                    assert abs(g[name][b] - sum(vals[b]) / len(vals[b])) <= 0.0501, (uuid, name, b)
         assert g["held"] == held, uuid
     # GPU 1 is held by a process and idle: the page's "allocated but idle".
     idle = got["GPU-gpu-node7-0001"]
@@ -172,8 +190,11 @@ def test_heatmap_means_and_held_against_the_lines(env):
 
 def test_heatmap_default_range_is_the_last_day_and_points_capped(env):
     st, doc = get(env, "/api/v1/fleet/heatmap")
-    assert st == 200 and doc["points"] == 720
-    assert doc["to_unix_us"] - doc["from_unix_us"] == 86400 * 10**6
+    # 24 h in 720 points: 2 min buckets read from the 1 min rollup, the range widened to whole
+    # minutes: one point more where that widening passes a bucket.
+    assert st == 200 and doc["rollup_s"] == 60 and doc["bucket_us"] == 120 * S
+    assert 86400 * S <= doc["to_unix_us"] - doc["from_unix_us"] <= 86400 * S + 120 * S
+    assert doc["points"] in (720, 721)
     assert doc["gpus"] == []  # the generated sessions are from 2026-11-23, long before now
     st, doc = get(env, "/api/v1/fleet/heatmap", points=2001)
     assert st == 400 and doc["parameter"] == "points"
