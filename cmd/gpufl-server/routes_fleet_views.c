@@ -339,6 +339,18 @@ static void sort_listings(fleet_t *f) {
         qsort(f->devs[i].listings, f->devs[i].n_listings, sizeof(listing_t), by_ts);
 }
 
+/* A view's answer: body (NULL when it could not be built) on success, else the store error. */
+static void finish(gpufl__reply_t *rep, int rc, json_t *body) {
+    if (rc == 0 && !body) rc = GPUFL_ENOMEM;
+    if (rc != 0) {
+        json_decref(body);
+        gpufl__query_store_error(rep, rc);
+        return;
+    }
+    rep->status = 200;
+    rep->json = body;
+}
+
 /* ---- GET /api/v1/fleet/heatmap ------------------------------------------------------------- */
 
 typedef struct cells {
@@ -515,17 +527,12 @@ void gpufl__fleet_heatmap(gpufl__request_t *req, gpufl__reply_t *rep) {
     free(h.cells);
     int truncated = f.truncated;
     fleet_fini(&f);
-    if (rc != 0) {
-        json_decref(h.gpus);
-        gpufl__query_store_error(rep, rc);
-        return;
-    }
-    rep->status = 200;
-    rep->json = json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "from_unix_us", (json_int_t)from,
-                          "to_unix_us", (json_int_t)to, "points", (json_int_t)points, "bucket_us",
-                          (json_int_t)h.bucket_us, "rollup_s",
-                          level >= 0 ? json_integer(gpufl__rollup_levels_s[level]) : json_null(),
-                          "gpus", h.gpus, "truncated", truncated);
+    finish(rep, rc,
+           json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "from_unix_us", (json_int_t)from,
+                     "to_unix_us", (json_int_t)to, "points", (json_int_t)points, "bucket_us",
+                     (json_int_t)h.bucket_us, "rollup_s",
+                     level >= 0 ? json_integer(gpufl__rollup_levels_s[level]) : json_null(), "gpus",
+                     h.gpus, "truncated", truncated));
 }
 
 /* ---- GET /api/v1/fleet/health -------------------------------------------------------------- */
@@ -662,14 +669,9 @@ void gpufl__fleet_health(gpufl__request_t *req, gpufl__reply_t *rep) {
         free(all);
     }
     fleet_fini(&f);
-    if (rc != 0) {
-        json_decref(h.events);
-        gpufl__query_store_error(rep, rc);
-        return;
-    }
-    rep->status = 200;
-    rep->json = json_pack("{s:I,s:I,s:o,s:b}", "from_unix_us", (json_int_t)from, "to_unix_us",
-                          (json_int_t)to, "events", h.events, "truncated", truncated);
+    finish(rep, rc,
+           json_pack("{s:I,s:I,s:o,s:b}", "from_unix_us", (json_int_t)from, "to_unix_us",
+                     (json_int_t)to, "events", h.events, "truncated", truncated));
 }
 
 /* ---- GET /api/v1/fleet/usage --------------------------------------------------------------- */
@@ -823,11 +825,8 @@ void gpufl__fleet_usage(gpufl__request_t *req, gpufl__reply_t *rep) {
     json_t *list = rc == 0 ? usage_list(u.rows) : NULL;
     json_decref(u.rows);
     fleet_fini(&f);
-    if (rc != 0) {
-        gpufl__query_store_error(rep, rc);
-        return;
-    }
-    rep->status = 200;
-    rep->json = json_pack("{s:I,s:I,s:s,s:o,s:b}", "from_unix_us", (json_int_t)from, "to_unix_us",
-                          (json_int_t)to, "group", group, "rows", list, "truncated", truncated);
+    finish(rep, rc,
+           rc ? NULL
+              : json_pack("{s:I,s:I,s:s,s:o,s:b}", "from_unix_us", (json_int_t)from, "to_unix_us",
+                          (json_int_t)to, "group", group, "rows", list, "truncated", truncated));
 }

@@ -335,6 +335,22 @@ def test_bad_parameters_are_400(env, path, params, param):
     assert st == 400 and doc["parameter"] == param, doc
 
 
+def test_fleet_gpus_lists_a_gpu_info_without_optional_fields(env):
+    # A gpu_info record with only device and uuid (a driver that answered nothing else) is
+    # still a GPU of the fleet: fleet/gpus used to drop it.
+    sid = "fleet-bare"
+    text = "\n".join(json.dumps(x) for x in (
+        json.loads(fs.header(sid, "bare-node", 0, fs.EPOCH_US)),
+        {"type": "gpu_info", "v": 1, "device": 0, "uuid": "GPU-bare-0"})) + "\n"
+    st, doc, _ = post_window(env["srv"], env["keys"]["ingest"],
+                             (sid, "device", 0, sid + "-device-0", text))
+    assert st == 200, doc
+    st, doc = get(env, "/api/v1/fleet/gpus")
+    bare = [g for g in doc["gpus"] if g["uuid"] == "GPU-bare-0"]
+    assert len(bare) == 1 and bare[0]["name"] is None and bare[0]["mem_total_bytes"] is None
+    assert bare[0]["hostname"] == "bare-node" and bare[0]["latest"] is None
+
+
 def test_needs_a_key(env):
     st, _, _ = env["srv"].request("GET", "/api/v1/fleet/heatmap")
     assert st == 401

@@ -5,6 +5,7 @@ import "./style.css";
 import { ApiError, type Me, api } from "./api";
 import { h, show } from "./dom";
 import { renderLogin } from "./pages/login";
+import { renderFleet } from "./pages/fleet";
 import { renderNotFound } from "./pages/notfound";
 import { renderSessions, resetSessionsCache } from "./pages/sessions";
 import { type Route, type RouteName, Router, formatLocation } from "./router";
@@ -17,6 +18,7 @@ type Page = (main: HTMLElement, route: Route, go: (url: string, replace?: boolea
 /** The pages of the logged-in app, by route. */
 const PAGES: Partial<Record<RouteName, Page>> = {
   sessions: (main, route, go) => renderSessions(main, route.params, go),
+  fleet: (main, route, go) => renderFleet(main, route.params, go),
 };
 
 applyTheme();
@@ -37,7 +39,8 @@ function header(who: Me): HTMLElement {
   }, themeLabel(currentTheme()));
   return h("header", { class: "topbar" },
     h("a", { class: "brand", href: "/sessions", "data-link": true }, "gpufl"),
-    h("nav", {}, h("a", { href: "/sessions", "data-link": true }, "Sessions")),
+    h("nav", {}, h("a", { href: "/sessions", "data-link": true }, "Sessions"),
+      h("a", { href: "/fleet", "data-link": true }, "Fleet")),
     h("span", { class: "spacer" }),
     h("span", { class: "who", "data-testid": "who" },
       who.kind === "login" ? `${who.user} @ ${who.workspace}` : `key ${who.role}`),
