@@ -9,6 +9,7 @@ usage: python3 -m pytest tests/integration/test_server_fleet_views.py, with GPUF
 the binary (ctest sets it)."""
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import urllib.parse
@@ -19,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fleet_session as fs  # noqa: E402
 import pg_harness  # noqa: E402
+import server_harness as sh  # noqa: E402
 from server_harness import SERVER, Server, post_window  # noqa: E402
 
 SECONDS = 60
@@ -349,6 +351,38 @@ def test_fleet_gpus_lists_a_gpu_info_without_optional_fields(env):
     bare = [g for g in doc["gpus"] if g["uuid"] == "GPU-bare-0"]
     assert len(bare) == 1 and bare[0]["name"] is None and bare[0]["mem_total_bytes"] is None
     assert bare[0]["hostname"] == "bare-node" and bare[0]["latest"] is None
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_rollups_are_filled_for_rows_stored_before_them(kind, tmp_path):
+    """A database whose gpu_sample rows were stored before migration 5 (made here by removing
+    the rollups and the migration's record) gets them rolled up when the server opens it: the
+    heatmap is the same as before."""
+    with sh.engine(kind, tmp_path, "rollup") as db:
+        admin(db.url, "workspace", "create", "alpha")
+        ingest = admin(db.url, "key", "create", "--workspace", "alpha", "--role", "ingest")
+        read = admin(db.url, "key", "create", "--workspace", "alpha", "--role", "read")
+        q = "/api/v1/fleet/heatmap?from=%d&to=%d&points=2" % (fs.EPOCH_US, fs.EPOCH_US + 240 * S)
+        srv = Server(db.url, log_dir=str(tmp_path))
+        try:
+            for w in fs.monitor_session("old-a", "gpu-node7", 3, SECONDS):
+                assert post_window(srv, ingest, w)[0] == 200
+            st, before, _ = srv.request("GET", q, headers={"Authorization": "Bearer " + read})
+            assert st == 200 and before["rollup_s"] == 60 and len(before["gpus"]) == 3
+        finally:
+            assert srv.stop() == 0
+        undo = "DROP TABLE gpu_rollup; DELETE FROM schema_migrations WHERE version = 5"
+        if kind == "sqlite":  # the harness's query() does not commit
+            with sqlite3.connect(db.path) as c:
+                c.executescript(undo)
+        else:
+            db.query(undo)
+        srv = Server(db.url, log_dir=str(tmp_path))
+        try:
+            st, after, _ = srv.request("GET", q, headers={"Authorization": "Bearer " + read})
+            assert st == 200 and after == before
+        finally:
+            assert srv.stop() == 0
 
 
 def test_needs_a_key(env):
