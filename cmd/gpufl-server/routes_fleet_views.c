@@ -440,13 +440,32 @@ static void heat_held(heat_t *h, fdev_t *d) {
     }
 }
 
+/* One decimal: the colour scale needs no more, and it keeps the answer small (a whole value
+ * goes as an integer; the answer is written with 4 significant digits, see below). */
 static json_t *mean_array(const double *sum, const int64_t *n, int64_t points) {
     json_t *a = json_array();
-    for (int64_t b = 0; b < points; b++)
-        /* One decimal: the colour scale needs no more, and it keeps the answer small. */
-        json_array_append_new(a, n[b] ? json_real(round(sum[b] / (double)n[b] * 10) / 10)
-                                      : json_null());
+    for (int64_t b = 0; b < points; b++) {
+        double m = n[b] ? round(sum[b] / (double)n[b] * 10) / 10 : 0;
+        json_array_append_new(a, !n[b]           ? json_null()
+                                 : m == floor(m) ? json_integer((json_int_t)m)
+                                                 : json_real(m));
+    }
     return a;
+}
+
+/* The heatmap's answer as text: its means have one decimal below 1000, so 4 significant
+ * digits write them exactly ("72.8", not "72.799999999999997": the largest answer of the
+ * fleet page would be twice the size). */
+static void finish_heatmap(gpufl__reply_t *rep, int rc, json_t *body) {
+    finish(rep, rc, body);
+    if (rep->status != 200) return;
+    char *text = json_dumps(rep->json, JSON_COMPACT | JSON_REAL_PRECISION(4));
+    if (!text) return; /* http.c writes rep->json then */
+    json_decref(rep->json);
+    rep->json = NULL;
+    rep->raw = text;
+    rep->raw_len = strlen(text);
+    rep->content_type = "application/json";
 }
 
 /* The coarsest rollup level whose slots fit in a bucket of raw_us, -1 for none (the raw rows
@@ -527,12 +546,12 @@ void gpufl__fleet_heatmap(gpufl__request_t *req, gpufl__reply_t *rep) {
     free(h.cells);
     int truncated = f.truncated;
     fleet_fini(&f);
-    finish(rep, rc,
-           json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "from_unix_us", (json_int_t)from,
-                     "to_unix_us", (json_int_t)to, "points", (json_int_t)points, "bucket_us",
-                     (json_int_t)h.bucket_us, "rollup_s",
-                     level >= 0 ? json_integer(gpufl__rollup_levels_s[level]) : json_null(), "gpus",
-                     h.gpus, "truncated", truncated));
+    finish_heatmap(rep, rc,
+                   json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "from_unix_us", (json_int_t)from,
+                             "to_unix_us", (json_int_t)to, "points", (json_int_t)points,
+                             "bucket_us", (json_int_t)h.bucket_us, "rollup_s",
+                             level >= 0 ? json_integer(gpufl__rollup_levels_s[level]) : json_null(),
+                             "gpus", h.gpus, "truncated", truncated));
 }
 
 /* ---- GET /api/v1/fleet/health -------------------------------------------------------------- */
