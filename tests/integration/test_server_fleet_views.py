@@ -19,7 +19,6 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fleet_session as fs  # noqa: E402
-import pg_harness  # noqa: E402
 import server_harness as sh  # noqa: E402
 from server_harness import SERVER, Server, post_window  # noqa: E402
 
@@ -38,32 +37,22 @@ def admin(url, *args):
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def env(request, tmp_path_factory):
     d = tmp_path_factory.mktemp("fleet-" + request.param)
-    cluster = None
-    if request.param == "sqlite":
-        url = "sqlite:" + str(d / "f.db")
-    else:
-        if not pg_harness.find_bindir():
-            if os.environ.get("GPUFL_REQUIRE_POSTGRES") == "1":
-                pytest.fail("PostgreSQL is required (GPUFL_REQUIRE_POSTGRES=1) but not installed")
-            pytest.skip("PostgreSQL server binaries not found")
-        cluster = pg_harness.Cluster().start()
-        url = cluster.url
-    for ws in ("alpha", "beta"):
-        admin(url, "workspace", "create", ws)
-    keys = {"ingest": admin(url, "key", "create", "--workspace", "alpha", "--role", "ingest"),
-            "read": admin(url, "key", "create", "--workspace", "alpha", "--role", "read"),
-            "beta": admin(url, "key", "create", "--workspace", "beta", "--role", "read")}
-    srv = Server(url, log_dir=str(d))
-    windows = []
-    for sid, host, gpus, epoch in SESSIONS:
-        windows += fs.monitor_session(sid, host, gpus, SECONDS, epoch_us=epoch)
-    for w in windows:
-        st, doc, _ = post_window(srv, keys["ingest"], w)
-        assert st == 200, doc
-    yield {"srv": srv, "keys": keys, "windows": windows}
-    assert srv.stop() == 0
-    if cluster:
-        cluster.stop()
+    with sh.engine(request.param, d, "fleet") as db:
+        url = db.url
+        for ws in ("alpha", "beta"):
+            admin(url, "workspace", "create", ws)
+        keys = {"ingest": admin(url, "key", "create", "--workspace", "alpha", "--role", "ingest"),
+                "read": admin(url, "key", "create", "--workspace", "alpha", "--role", "read"),
+                "beta": admin(url, "key", "create", "--workspace", "beta", "--role", "read")}
+        srv = Server(url, log_dir=str(d))
+        windows = []
+        for sid, host, gpus, epoch in SESSIONS:
+            windows += fs.monitor_session(sid, host, gpus, SECONDS, epoch_us=epoch)
+        for w in windows:
+            st, doc, _ = post_window(srv, keys["ingest"], w)
+            assert st == 200, doc
+        yield {"srv": srv, "keys": keys, "windows": windows}
+        assert srv.stop() == 0
 
 
 def get(env, path, key="read", **params):
