@@ -336,7 +336,8 @@ static int by_ts(const void *a, const void *b) {
 
 static void sort_listings(fleet_t *f) {
     for (size_t i = 0; i < f->n_devs; i++)
-        qsort(f->devs[i].listings, f->devs[i].n_listings, sizeof(listing_t), by_ts);
+        if (f->devs[i].n_listings) /* a device without listings has no array (qsort wants one) */
+            qsort(f->devs[i].listings, f->devs[i].n_listings, sizeof(listing_t), by_ts);
 }
 
 /* A view's answer: body (NULL when it could not be built) on success, else the store error. */
