@@ -113,6 +113,9 @@ static const gpufl__route_t routes[] = {
     {"POST", "/api/v1/keys", GPUFL__ROLE_ANY, 1, NULL, gpufl__route_keys_create, NULL},
     {"POST", "/api/v1/keys/{prefix}/revoke", GPUFL__ROLE_ANY, 0, NULL, gpufl__route_keys_revoke,
      NULL},
+    {"GET", "/api/v1/fleet/heatmap", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_heatmap, NULL},
+    {"GET", "/api/v1/fleet/health", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_health, NULL},
+    {"GET", "/api/v1/fleet/usage", GPUFL__ROLE_READ, 0, NULL, gpufl__fleet_usage, NULL},
 };
 
 void gpufl__reply_error(gpufl__reply_t *rep, unsigned status, const char *message) {

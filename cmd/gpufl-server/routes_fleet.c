@@ -113,7 +113,7 @@ static int gpus_of(gpufl__request_t *req, json_t **out, int *truncated) {
             json_decref(doc);
             continue;
         }
-        json_t *gpu = json_pack("{s:s,s:O,s:O,s:s,s:I,s:O}", "uuid", uuid, "name",
+        json_t *gpu = json_pack("{s:s,s:O?,s:O?,s:s,s:I,s:O?}", "uuid", uuid, "name",
                                 json_object_get(doc, "name"), "hostname",
                                 json_object_get(row, "hostname"), "session_id", sid, "device",
                                 device, "mem_total_bytes", json_object_get(doc, "mem_total_bytes"));

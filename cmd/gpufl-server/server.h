@@ -341,6 +341,10 @@ void gpufl__route_keys_revoke(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_hosts(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_gpus(gpufl__request_t *req, gpufl__reply_t *rep);
 void gpufl__fleet_jobs(gpufl__request_t *req, gpufl__reply_t *rep);
+/* The fleet page's views over a wall-clock range (routes_fleet_views.c). */
+void gpufl__fleet_heatmap(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__fleet_health(gpufl__request_t *req, gpufl__reply_t *rep);
+void gpufl__fleet_usage(gpufl__request_t *req, gpufl__reply_t *rep);
 /* GET of any path outside /api/ that no route names: the dashboard's files (routes_static.c). */
 void gpufl__static_route(gpufl__request_t *req, gpufl__reply_t *rep);
 

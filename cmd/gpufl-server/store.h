@@ -290,6 +290,17 @@ int gpufl__store_fail(int code, const char *fmt, ...) GPUFL_STORE_PRINTF(2, 3);
 extern int64_t (*gpufl__store_now_unix_s)(void);
 int64_t gpufl__store_now(void);
 
+/* ---- gpu_sample rollups (store_rollup.c) ---- */
+#define GPUFL__ROLLUP_LEVELS 3
+/* The slot widths in seconds, finest first: each a whole multiple of the one before. */
+extern const int64_t gpufl__rollup_levels_s[GPUFL__ROLLUP_LEVELS];
+/* The statements that recompute gpu_rollup for the wall-clock slots a device window's rows
+ * span (session epoch epoch_us); *out NULL when there is nothing to do. The engine runs them
+ * in the window's transaction, after its typed rows. 0, or GPUFL_ENOMEM / GPUFL_EINVAL. */
+int gpufl__rollup_sql(char **out, const gpufl__window_t *w, int64_t epoch_us);
+/* Every rollup rebuilt from the stored gpu_sample rows (once, when gpu_rollup is created). */
+extern const char *const gpufl__rollup_backfill_sql;
+
 /* Days since 1970-01-01 UTC of a unix time in µs (floor), and of a typed row's time:
  * epoch_unix_us + time_ns / 1000, or fallback_day when either is unknown (epoch 0). */
 int64_t gpufl__store_day_of_unix_us(int64_t unix_us);

@@ -101,7 +101,18 @@ static const char *const migrations[] = {
     "ALTER TABLE session_reports ADD COLUMN insights_top INTEGER,"
     " ADD COLUMN insights_count INTEGER;"
     "ALTER TABLE api_keys ADD COLUMN label TEXT;",
+    /* 6: gpu_sample rolled up per device into wall-clock slots (store_rollup.c), the fleet
+     * heatmap's source. Small (a row per device and slot): not partitioned; retention deletes
+     * by day. Filled for the rows stored before once the typed tables exist. */
+    "CREATE TABLE gpu_rollup ("
+    " workspace_id BIGINT NOT NULL, session_id TEXT NOT NULL, level_s INTEGER NOT NULL,"
+    " slot BIGINT NOT NULL, device BIGINT NOT NULL, day INTEGER NOT NULL,"
+    " samples BIGINT NOT NULL, util_sum DOUBLE PRECISION, util_n BIGINT NOT NULL,"
+    " sm_sum DOUBLE PRECISION, sm_n BIGINT NOT NULL, last_ts_ns BIGINT NOT NULL,"
+    " PRIMARY KEY (workspace_id, level_s, slot, session_id, device));"
+    "CREATE INDEX gpu_rollup_by_day ON gpu_rollup (day);",
 };
+#define ROLLUP_MIGRATION 6
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 /* The advisory lock key of migrations: "gpfl" and 1 (0x6770666c00000001). */
 #define MIGRATION_LOCK "7453569997340672001"
@@ -422,6 +433,11 @@ static int migrate(PGconn *c) {
         if (rc) exec_ok(c, "ROLLBACK", "migration");
     }
     if (rc == 0) rc = typed_tables_sync(c);
+    if (rc == 0 && have < ROLLUP_MIGRATION) {
+        rc = exec_ok(c, "BEGIN", "migration");
+        if (rc == 0) rc = exec_ok(c, gpufl__rollup_backfill_sql, "filling gpu_rollup");
+        rc = exec_ok(c, rc == 0 ? "COMMIT" : "ROLLBACK", "migration") || rc;
+    }
 unlock:;
     PGresult *u = PQexec(c, "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")");
     PQclear(u);
@@ -1081,6 +1097,11 @@ static int put_txn(PGconn *c, copy_t *k, gpufl__window_outcome_t *out, const gpu
     rc = put_body(c, k, w, ids, epoch, days, at, 1);
 commit:
     if (rc) return rc;
+    char *rollup = NULL;
+    rc = gpufl__rollup_sql(&rollup, w, epoch);
+    if (rc == 0 && rollup) rc = exec_ok(c, rollup, "rolling up the window's samples");
+    free(rollup);
+    if (rc) return rc;
     rc = exec_ok(c, "COMMIT", "committing the window");
     if (rc == 0) {
         *out = GPUFL__WINDOW_STORED;
@@ -1386,6 +1407,14 @@ static int pg_retain(gpufl__store_t *s, int days) {
                          " WHERE w.workspace_id = s.workspace_id AND w.session_id = s.session_id"
                          " AND w.day >= $1)",
                          1, v, "forgetting dropped windows");
+        if (rc == 0) PQclear(r);
+    }
+    if (rc == 0) {
+        char cut[24];
+        snprintf(cut, sizeof cut, "%" PRId64, cutoff);
+        const char *v[] = {cut};
+        rc = exec_params(c, &r, "DELETE FROM gpu_rollup WHERE day < $1", 1, v,
+                         "deleting old rollups");
         if (rc == 0) PQclear(r);
     }
     pool_put(s, c);

@@ -316,7 +316,16 @@ static const char *const migrations[] = {
     "ALTER TABLE session_reports ADD COLUMN insights_top INTEGER;"
     "ALTER TABLE session_reports ADD COLUMN insights_count INTEGER;"
     "ALTER TABLE api_keys ADD COLUMN label TEXT;",
+    /* 6: gpu_sample rolled up per device into wall-clock slots (store_rollup.c), the fleet
+     * heatmap's source; filled for the rows stored before once the typed tables exist. */
+    "CREATE TABLE gpu_rollup (workspace_id INTEGER NOT NULL, session_id TEXT NOT NULL,"
+    " level_s INTEGER NOT NULL, slot INTEGER NOT NULL, device INTEGER NOT NULL,"
+    " day INTEGER NOT NULL, samples INTEGER NOT NULL, util_sum REAL, util_n INTEGER NOT NULL,"
+    " sm_sum REAL, sm_n INTEGER NOT NULL, last_ts_ns INTEGER NOT NULL,"
+    " PRIMARY KEY (workspace_id, level_s, slot, session_id, device)) WITHOUT ROWID;"
+    "CREATE INDEX gpu_rollup_by_day ON gpu_rollup (day);",
 };
+#define ROLLUP_MIGRATION 6
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 
 static const char *col_sql_type(gpufl__col_type_t t) {
@@ -416,6 +425,7 @@ static int migrate(conn_t *c) {
     }
     for (size_t i = 0; !rc && i < gpufl__store_n_tables; i++)
         if (gpufl__store_table_first(i) == i) rc = sync_typed_table(c, gpufl__store_tables[i]);
+    if (!rc && have < ROLLUP_MIGRATION) rc = exec(c, gpufl__rollup_backfill_sql);
     if (!rc) return exec(c, "COMMIT");
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
@@ -763,6 +773,10 @@ static int window_insert(conn_t *c, const gpufl__window_t *w, const gpufl__windo
     if (!rc) rc = upsert_session(c, w, now, &epoch_us);
     if (!rc) rc = insert_lines(c, w, first_no, day);
     if (!rc) rc = insert_rows(c, w, epoch_us, day);
+    char *rollup = NULL;
+    if (!rc) rc = gpufl__rollup_sql(&rollup, w, epoch_us);
+    if (!rc && rollup) rc = exec(c, rollup);
+    free(rollup);
     return rc;
 }
 
@@ -1075,8 +1089,9 @@ static int sqlite_retain(gpufl__store_t *s, int days) {
         rc = exec(c, sql);
     }
     snprintf(sql, sizeof sql,
-             "DELETE FROM lines WHERE day < %lld; DELETE FROM windows WHERE day < %lld;",
-             (long long)cutoff, (long long)cutoff);
+             "DELETE FROM lines WHERE day < %lld; DELETE FROM windows WHERE day < %lld;"
+             "DELETE FROM gpu_rollup WHERE day < %lld;",
+             (long long)cutoff, (long long)cutoff, (long long)cutoff);
     if (!rc) rc = exec(c, sql);
     if (!rc)
         rc = exec(c, "DELETE FROM sessions WHERE NOT EXISTS (SELECT 1 FROM windows w"

@@ -3,7 +3,11 @@
 """The dashboard's browser tests: a real gpufl-server on loopback serving the built app
 (--web-root), seeded with the fixture sessions (tests/fixtures/sessions) of workspace alpha and
 one session of workspace beta, a user of each, and a multi-rank job (job_sessions: four ranks of
-one job id, rank 3 slower in its GEMM kernel); then Playwright (web/e2e) drives Debian's
+one job id, rank 3 slower in its GEMM kernel); two generated gpufl-monitor sessions of
+alpha that end an hour ago (the fleet page: several GPUs, processes, an XID, a lost GPU, ECC, a
+throttle span), and workspace scale (user sam) with one monitor session of 64 GPUs over the last
+24 h (the fleet heatmap's render time; --fleet-scale-interval-s sets its sampling, 1 s is
+5.5 M rows); then Playwright (web/e2e) drives Debian's
 Chromium headless against it. The expected sessions go to the tests in a JSON file, read from
 the server's own API with a read key, with what the gpufl CLI says of each fixture directory
 (`report --format json`, `insights --format json`, a Chrome export) for the session page's test.
@@ -15,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -103,9 +108,11 @@ def main():
     ap.add_argument("--chromium", default=os.environ.get("GPUFL_CHROMIUM", "/usr/bin/chromium"))
     ap.add_argument("--cli", default=os.environ.get("GPUFL_CLI"),
                     help="the gpufl CLI (default: cmd/gpufl/gpufl beside the server's build)")
+    ap.add_argument("--fleet-scale-interval-s", type=int, default=10)
     args, rest = ap.parse_known_args()
     os.environ["GPUFL_SERVER"] = os.path.abspath(args.server)
     import server_harness as sh  # after GPUFL_SERVER: the harness reads it at import
+    import fleet_session as fs
 
     if not os.access(args.chromium, os.X_OK):
         sys.exit("run_browser_tests: no Chromium at %s (apt-get install chromium, or "
@@ -116,11 +123,11 @@ def main():
         if os.path.exists(f):
             os.remove(f)
     url = "sqlite:" + db
-    for ws, user in (("alpha", "ann"), ("beta", "bob")):  # user names are the server's, not a workspace's
+    for ws, user in (("alpha", "ann"), ("beta", "bob"), ("scale", "sam")):  # user names are the server's, not a workspace's
         sh.new_workspace(url, ws)
         r = sh.admin(url, "user", "create", "--workspace", ws, user, stdin=PASSWORD + "\n")
         assert r.returncode == 0, r.stderr
-    ingest = {ws: sh.new_key(url, ws, "ingest") for ws in ("alpha", "beta")}
+    ingest = {ws: sh.new_key(url, ws, "ingest") for ws in ("alpha", "beta", "scale")}
     read = sh.new_key(url, "alpha", "read")
     srv = sh.Server(url, ["--web-root", os.path.abspath(args.web_root)], log_dir=args.out)
     try:
@@ -141,6 +148,24 @@ def main():
             assert st == 200, (w[3], st, doc)
         for w in job_sessions():
             st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
+            assert st == 200, (w[3], st, doc)
+        # The fleet: monitor sessions of the last hours, so the page's default range (24 h)
+        # holds them; the ids and epochs go to the spec, which asks the API for the numbers.
+        now_us = int(time.time()) * 10**6
+        fleet = []
+        for sid, host, gpus, ago_s in (("fleet-mon-a", "gpu-node7", 4, 7200),
+                                       ("fleet-mon-b", "gpu-node8", 2, 5400)):
+            epoch = now_us - ago_s * 10**6
+            for w in fs.monitor_session(sid, host, gpus, 3600, interval_s=5, window_s=600,
+                                        epoch_us=epoch, lost_at_s=3000):
+                st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
+                assert st == 200, (w[3], st, doc)
+            fleet.append({"session_id": sid, "hostname": host, "gpus": gpus,
+                          "epoch_unix_us": epoch})
+        for w in fs.scale_session("fleet-scale", "scale-host", 64, 86400,
+                                  interval_s=args.fleet_scale_interval_s,
+                                  epoch_us=now_us - 86400 * 10**6):
+            st, doc = sh.send_until_answered(srv, ingest["scale"], w)
             assert st == 200, (w[3], st, doc)
         auth = {"Authorization": "Bearer " + read}
         st, doc, _ = srv.request("GET", "/api/v1/sessions?limit=500", headers=auth)
@@ -166,8 +191,12 @@ def main():
                                "slow_rank": JOB_SLOW_RANK, "slow_kernel": JOB_KERNELS[0],
                                "slow_pct": round((JOB_SLOW_GEMM - 1) * 100)},
                        "perf_session": PERF_SESSION,
-                       "perf_kernels": per * max(1, kernels // per)}, f, indent=1)
-
+                       "perf_kernels": per * max(1, kernels // per),
+                       "fleet": {"sessions": fleet, "read_key": read,
+                                 "ingest_key": ingest["alpha"],
+                                 "scale": {"workspace": "scale", "user": "sam", "gpus": 64,
+                                           "interval_s": args.fleet_scale_interval_s}}},
+                      f, indent=1)
         env = dict(os.environ, GPUFL_WEB_EXPECTED=expected, GPUFL_CHROMIUM=args.chromium,
                    GPUFL_WEB_OUT=os.path.abspath(args.out), PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1",
                    CI="1")

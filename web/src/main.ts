@@ -8,6 +8,7 @@ import { renderCompare } from "./pages/compare";
 import { renderJob } from "./pages/job";
 import { renderJobs } from "./pages/jobs";
 import { renderLogin } from "./pages/login";
+import { renderFleet } from "./pages/fleet";
 import { renderNotFound } from "./pages/notfound";
 import { renderSession, resetSessionCache } from "./pages/session";
 import { renderSessions, resetSessionsCache } from "./pages/sessions";
@@ -27,6 +28,7 @@ const PAGES: Partial<Record<RouteName, Page>> = {
   job: (main, route, go) => renderJob(main, route.args.id, route.params, go),
   compare: (main, route, go) => renderCompare(main, route.params, go),
   settings: (main, route, go) => renderSettings(main, route.params, go),
+  fleet: (main, route, go) => renderFleet(main, route.params, go),
 };
 
 applyTheme();
@@ -49,6 +51,7 @@ function header(who: Me): HTMLElement {
     h("a", { class: "brand", href: "/sessions", "data-link": true }, "gpufl"),
     h("nav", {},
       h("a", { href: "/sessions", "data-link": true }, "Sessions"),
+      h("a", { href: "/fleet", "data-link": true }, "Fleet"),
       h("a", { href: "/jobs", "data-link": true }, "Jobs"),
       h("a", { href: "/settings", "data-link": true }, "Settings")),
     h("span", { class: "spacer" }),
