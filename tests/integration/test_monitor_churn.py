@@ -7,7 +7,8 @@ set of processes at each read: live children (plain, a 1.5 MiB environment,
 SLURM_JOB_ID set, odd command names), children killed mid-run (their /proc
 entries vanish while the sampler reads them), pids that never existed, more
 processes than one NVML call takes (INSUFFICIENT_SIZE, then fewer), the same
-pid on both lists, and utilization samples for pids not listed. Meanwhile
+pid on both lists, and utilization samples for pids not listed; XID events of
+many codes arrive, and one GPU's first samples come back late. Meanwhile
 scrapers hammer /metrics (both formats), /api/v1/gpus and /healthz, an OTLP
 collector on loopback takes a push every interval, and SIGHUP reopens the logs.
 
@@ -122,9 +123,14 @@ def churn_script(pool, unknown, rng):
         gpus.append({"name": "NVIDIA H200", "uuid": "GPU-churn-%d" % i,
                      "pci_bus_id": "00000000:%02X:00.0" % (0x18 + i), "cc": [9, 0],
                      "memory_total": 150 << 30, "mig_mode": 0, "samples": samples(i)})
+    # XID events of more codes than are counted apart, while the lists churn.
+    gpus[0]["xids"] = [[5 + 3 * k, 13 + k % 40] for k in range(60)]
+    # A device whose first samples miss the pass's budget (its worker comes back late).
+    gpus[1]["energy_delay_us"] = 250000
     gpus.append({"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-churn-mig",
                  "pci_bus_id": "00000000:40:00.0", "cc": [9, 0], "memory_total": 80 << 30,
                  "mig_mode": 1, "max_mig": 7, "samples": samples(9),
+                 "xids": [[10 + k, 79 if k % 2 else 43, k % 2 + 1, 0] for k in range(8)],
                  "mig": [{"slot": s, "gi": s + 1, "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb",
                           "uuid": "MIG-churn-%d" % s, "memory_total": 40 << 30,
                           "samples": samples(20 + s)} for s in range(2)]})
