@@ -26,11 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FRAMES_MAX  64
-#define PATH_BYTES  4096
-#define ALT_STACK   (64 * 1024)
-#define CRASH_FILE  "crash.txt"
-#define LINE_BYTES  512
+#define FRAMES_MAX 64
+#define PATH_BYTES 4096
+#define ALT_STACK  (64 * 1024)
+#define CRASH_FILE "crash.txt"
+#define LINE_BYTES 512
 
 /* Two buffers for the crash file's path: a reopen fills the one not in use,
  * then publishes it, so the handler never reads a path half written. */
@@ -41,8 +41,11 @@ static char version[64];
 static const struct {
     int sig;
     const char *name;
-} fatal[] = {{SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"},
-             {SIGILL, "SIGILL"},   {SIGABRT, "SIGABRT"}};
+} fatal[] = {{SIGSEGV, "SIGSEGV"},
+             {SIGBUS, "SIGBUS"},
+             {SIGFPE, "SIGFPE"},
+             {SIGILL, "SIGILL"},
+             {SIGABRT, "SIGABRT"}};
 
 /* Appends text to a line being built (no stdio in the handler). */
 static size_t put(char *line, size_t at, const char *text) {
