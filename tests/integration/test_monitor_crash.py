@@ -6,8 +6,8 @@ sender, the thread and the version, then the native backtrace, to stderr and
 to crash.txt in the current session directory (the new one after SIGHUP),
 and the process still dies of that signal.
 
-A real fault is mon_crash_fault's (the same handler in a program that reads
-through a null pointer): its line gives the faulting address and code.
+A real fault is mon_crash_fault's (the same handler in a program that writes
+to a read-only page): its line gives the faulting address and code.
 
 usage: test_monitor_crash.py GPUFL_MONITOR FAKE_NVML_LIB SCRIPT LOG_ROOT MON_CRASH_FAULT
 """
@@ -69,12 +69,13 @@ def crash(name, sig, reopen=False):
 def real_fault():
     where = md.fresh(LOG_ROOT, "fault")
     os.makedirs(where)
-    p = subprocess.Popen([FAULT, where], stderr=subprocess.PIPE)
-    err = p.communicate(timeout=60)[1].decode(errors="replace")
+    p = subprocess.Popen([FAULT, where], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = (x.decode(errors="replace") for x in p.communicate(timeout=60))
     check(p.returncode == -signal.SIGSEGV, "the fault kills with SIGSEGV: %r" % p.returncode)
-    fault = re.compile(r"gpufl-monitor: fatal signal 11 \(SIGSEGV\) at address 0x0, code 1, "
+    page = out.strip() or "(none)"
+    fault = re.compile(r"gpufl-monitor: fatal signal 11 \(SIGSEGV\) at address %s, code 2, "
                        r"thread %d, pid %d, unix time \d{10}, gpufl test; backtrace:\n"
-                       r"((?:.*\[0x[0-9a-f]+\]\n)+)" % (p.pid, p.pid))
+                       r"((?:.*\[0x[0-9a-f]+\]\n)+)" % (re.escape(page), p.pid, p.pid))
     m = fault.search(err)
     check(m is not None and "mon_crash_fault" in m.group(1),
           "a real fault: its address, code and a backtrace through the program: %s" % err)
