@@ -22,7 +22,6 @@ import http.server
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import threading
 import time
 
 import monitor_daemon as md
+from monitor_daemon import check
 
 MONITOR, FAKE_LIB, LOG_ROOT = sys.argv[1:4]
 SECONDS = float(sys.argv[4]) if len(sys.argv) > 4 else 12.0
@@ -38,14 +38,6 @@ PROCS_MAX = 16  # GPUFL_READINGS_MAX_PROCESSES
 CALL_ENTRIES = 256  # what nvml.c asks one processes call for (PROC_ENTRIES_MAX)
 LISTS = 40  # process lists per GPU; read once a second, the last repeats
 os.makedirs(LOG_ROOT, exist_ok=True)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-
 
 def spawn_children(tmp):
     """(children, kinds): sleepers of several sorts, their pid -> kind."""
@@ -275,5 +267,4 @@ def main():
 
 
 main()
-print("test_monitor_churn: %s" % ("FAILED" if failures else "ok"))
-sys.exit(1 if failures else 0)
+sys.exit(md.exit_status("test_monitor_churn"))

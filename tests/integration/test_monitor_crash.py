@@ -19,17 +19,10 @@ import sys
 import time
 
 import monitor_daemon as md
+from monitor_daemon import check
 
 MONITOR, FAKE_LIB, SCRIPT, LOG_ROOT, FAULT = sys.argv[1:6]
 os.makedirs(LOG_ROOT, exist_ok=True)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-
 
 def line_re(sig, name, pid):
     return re.compile(r"gpufl-monitor: fatal signal %d \(%s\) sent by pid %d, thread \d+, pid %d, "
@@ -88,5 +81,4 @@ real_fault()
 crash("segv", signal.SIGSEGV)
 crash("bus_after_reopen", signal.SIGBUS, reopen=True)
 crash("abort", signal.SIGABRT)
-print("test_monitor_crash: %s" % ("FAILED" if failures else "ok"))
-sys.exit(1 if failures else 0)
+sys.exit(md.exit_status("test_monitor_crash"))
