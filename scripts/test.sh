@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs the whole test suite three ways: a -Werror build, an ASan+UBSan
-# build, and a TSan build (unit tests, which all run the collector thread).
+# build, and a TSan build (unit tests, which all run the collector thread, and
+# the tests labelled tsan).
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ for arg in "$@"; do
     -h|--help)
       echo "usage: scripts/test.sh [--quick]"
       echo "Builds gpufl three ways and runs the test suite in each: build/ci (-Werror),"
-      echo "build/asan (ASan+UBSan) and build/tsan (TSan, unit tests)."
+      echo "build/asan (ASan+UBSan) and build/tsan (TSan, unit tests and those labelled tsan)."
       echo "  --quick   only the -Werror build (no sanitizer builds)"
       exit 0 ;;
     --quick) quick=1 ;;
@@ -47,8 +48,9 @@ run ci -DCMAKE_BUILD_TYPE=RelWithDebInfo "${gpu_demo[@]}"
 if ((!quick)); then
   run asan -DCMAKE_BUILD_TYPE=Debug "-DGPUFL_SANITIZE=address;undefined" -DGPUFL_BUILD_BENCH=OFF \
       -- -LE api
+  # TSan: the unit tests, and the tests labelled tsan (gpufl-monitor under process churn).
   TSAN_OPTIONS="halt_on_error=1" \
   run tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFL_SANITIZE=thread -DGPUFL_BUILD_BENCH=OFF \
-      -- -L "unit|schema"
+      -- -L "unit|schema|tsan"
 fi
 echo "gpufl: all test builds passed"

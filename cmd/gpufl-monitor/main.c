@@ -152,6 +152,7 @@ int main(int argc, char **argv) {
     mon_settings_t s;
     int rc = parse_settings(&s, argc, argv);
     if (rc >= 0) return rc;
+    mon_crash_install(gpufl_version());
 
     /* Signals are taken by sigtimedwait below: blocked in every thread,
      * which inherit the mask (the collector's, the HTTP server's). */
@@ -176,7 +177,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gpufl-monitor: listening on http://%s:%d/metrics\n", s.listen_host, port);
     }
     char dir[4096];
-    if (gpufl_session_dir(dir, sizeof dir) > 0) fprintf(stderr, "gpufl-monitor: logs in %s\n", dir);
+    if (gpufl_session_dir(dir, sizeof dir) > 0) {
+        fprintf(stderr, "gpufl-monitor: logs in %s\n", dir);
+        mon_crash_set_dir(dir);
+    }
 
     struct timespec wait = {s.interval_ms / 1000, (long)(s.interval_ms % 1000) * 1000000L};
     rc = 0;

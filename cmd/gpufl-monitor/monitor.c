@@ -267,8 +267,10 @@ int mon_monitor_reopen(mon_monitor_t *m) {
     m->nxids_seen = 0; /* the new readings count their own XIDs from 0 */
     if (start_session(m)) return -1;
     char dir[4096];
-    if (gpufl_session_dir(dir, sizeof dir) > 0)
+    if (gpufl_session_dir(dir, sizeof dir) > 0) {
         fprintf(stderr, "gpufl-monitor: logs reopened: %s\n", dir);
+        mon_crash_set_dir(dir);
+    }
     return 0;
 }
 

@@ -67,6 +67,16 @@ int mon_http_start(mon_http_t **out, int *port, const mon_settings_t *s, mon_mon
                    char *why, size_t size);
 void mon_http_stop(mon_http_t *h);
 
+/* ---- crash.c: a fatal signal's last words ---- */
+
+/* Installs the handler of SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT: one
+ * line (signal, address, thread) and the backtrace to stderr and to the
+ * session directory's crash.txt, then the signal's default action. */
+void mon_crash_install(const char *gpufl_version);
+/* Where crash.txt goes: the current session's directory (after a reopen, the
+ * new one). */
+void mon_crash_set_dir(const char *session_dir);
+
 /* ---- api.c: /api/v1/gpus ---- */
 
 /* The snapshot's identities and readings as JSON; 0, or -1 past the cap. */

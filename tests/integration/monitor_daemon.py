@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """gpufl-monitor as a child process for the tests (test_monitor.py,
-test_monitor_faults.py): started on the fake libnvidia-ml, its port read from
-its stderr, asked over HTTP and on raw sockets, and its session files read."""
+test_monitor_faults.py, test_monitor_churn.py, test_monitor_crash.py): started
+on the fake libnvidia-ml, its port read from its stderr, asked over HTTP and on
+raw sockets, and its session files read; check() and exit_status() for tests
+that go on past a failed expectation."""
 import json
 import os
 import re
@@ -110,3 +112,19 @@ def wait_for(cond, seconds):
             return True
         time.sleep(0.1)
     return cond()
+
+
+# Expectations a test checks as it goes: a failure is said at once and the test goes on.
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def exit_status(name):
+    """Says how the test went; its exit status (1 after any failed check)."""
+    print("%s: %s" % (name, "FAILED" if failures else "ok"))
+    return 1 if failures else 0
