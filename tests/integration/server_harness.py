@@ -33,6 +33,8 @@ import pg_harness  # noqa: E402
 
 SERVER = os.environ.get("GPUFL_SERVER", "build-dev/cmd/gpufl-server/gpufl-server")
 FIXTURES = os.path.join(HERE, "..", "fixtures", "sessions")
+# Sessions recorded on GPUs (its README.md says which runs): seeded beside FIXTURES.
+GPU_RUNS = os.path.join(HERE, "..", "fixtures", "gpu-runs")
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import gpufl_compact  # noqa: E402  (compact lines read as the plain lines they stand for)
 STREAM = "/api/v1/events/stream"
@@ -311,11 +313,19 @@ def complete_lines(text):
     return text[: text.rfind("\n") + 1]
 
 
-def fixture_windows():
-    """(session_id, channel, sequence, window_id, text) for every segment of every fixture."""
+def fixture_dirs(root=FIXTURES):
+    """{directory name: path} of the session directories under a fixtures root (a README
+    beside them is not a session)."""
+    return {n: os.path.join(root, n) for n in sorted(os.listdir(root))
+            if os.path.isdir(os.path.join(root, n))}
+
+
+def fixture_windows(root=FIXTURES):
+    """(session_id, channel, sequence, window_id, text) for every segment of every channel of
+    every session directory under `root` (tests/fixtures/sessions unless told), each its own
+    window."""
     out = []
-    for name in sorted(os.listdir(FIXTURES)):
-        d = os.path.join(FIXTURES, name)
+    for d in fixture_dirs(root).values():
         for f in sorted(os.listdir(d)):
             m = re.match(r"(device|scope|system)\.log(?:\.(\d+))?$", f)
             if not m:

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The dashboard's browser tests: a real gpufl-server on loopback serving the built app
-(--web-root), seeded with the fixture sessions (tests/fixtures/sessions) of workspace alpha and
-one session of workspace beta, a user of each, and a multi-rank job (job_sessions: four ranks of
-one job id, rank 3 slower in its GEMM kernel); two generated gpufl-monitor sessions of
-alpha that end an hour ago (the fleet page: several GPUs, processes, an XID, a lost GPU, ECC, a
-throttle span), and workspace scale (user sam) with one monitor session of 64 GPUs over the last
-24 h (the fleet heatmap's render time; --fleet-scale-interval-s sets its sampling, 1 s is
-5.5 M rows); then Playwright (web/e2e) drives Debian's
-Chromium headless against it. The expected sessions go to the tests in a JSON file, read from
-the server's own API with a read key, with what the gpufl CLI says of each fixture directory
-(`report --format json`, `insights --format json`, a Chrome export) for the session page's test.
+(--web-root), seeded with the fixture sessions of workspace alpha (the hand-written ones of
+tests/fixtures/sessions and those recorded on GPUs of tests/fixtures/gpu-runs, every segment of
+every channel its own window) and one session of workspace beta, a user of each, and a
+multi-rank job (job_sessions: four ranks of one job id, rank 3 slower in its GEMM kernel); two
+generated gpufl-monitor sessions of alpha that end an hour ago (the fleet page: several GPUs,
+processes, an XID, a lost GPU, ECC, a throttle span), and workspace scale (user sam) with one
+monitor session of 64 GPUs over the last 24 h (the fleet heatmap's render time;
+--fleet-scale-interval-s sets its sampling, 1 s is 5.5 M rows); then Playwright (web/e2e)
+drives Debian's Chromium headless against it. The expected sessions go to the tests in a JSON
+file, read from the server's own API with a read key, with what the gpufl CLI says of each
+fixture directory (`report --format json`, `insights --format json`, a Chrome export;
+`fixtures` and `gpu_runs`, each keyed by directory name) for the pages' tests.
 
 usage: run_browser_tests.py --server BIN --web-root DIR --out DIR [playwright args...]
        (tests/web/run.sh builds the app first; ctest -R web runs that.)"""
@@ -74,17 +76,16 @@ def job_sessions():
     return out
 
 
-def cli_views(cli, out):
-    """What `gpufl` says of each fixture session's directory, by app name: its session id, the
-    JSON report and insights, and the path of its Chrome export (the page's numbers and download
-    are compared with these)."""
+def cli_views(cli, root, out):
+    """What `gpufl` says of each session directory under a fixtures root, by directory name:
+    its session id, the JSON report and insights, and the path of its Chrome export (the
+    pages' numbers and download are compared with these)."""
+    import server_harness as sh
     if not os.access(cli, os.X_OK):
         sys.exit("run_browser_tests: no gpufl CLI at %s (--cli or GPUFL_CLI)" % cli)
-    fixtures = os.path.join(ROOT, "tests", "fixtures", "sessions")
     os.makedirs(out, exist_ok=True)
     views = {}
-    for name in sorted(os.listdir(fixtures)):
-        d = os.path.join(fixtures, name)
+    for name, d in sh.fixture_dirs(root).items():
 
         def run(*a):
             r = subprocess.run([cli, *a, d], capture_output=True, timeout=120)
@@ -131,7 +132,7 @@ def main():
     read = sh.new_key(url, "alpha", "read")
     srv = sh.Server(url, ["--web-root", os.path.abspath(args.web_root)], log_dir=args.out)
     try:
-        for w in sh.fixture_windows():
+        for w in sh.fixture_windows() + sh.fixture_windows(sh.GPU_RUNS):
             st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
             assert st == 200, (w[3], st, doc)
         # The timeline's performance session (web/e2e/timeline.spec.ts alone uses it): 1 M
@@ -180,13 +181,15 @@ def main():
         assert st == 200 and doc["next_cursor"] is None, doc
         cli = args.cli or os.path.join(os.path.dirname(os.path.dirname(
             os.path.abspath(args.server))), "gpufl", "gpufl")
-        fixtures = cli_views(cli, os.path.join(args.out, "cli"))
+        fixtures = cli_views(cli, sh.FIXTURES, os.path.join(args.out, "cli"))
+        # The GPU runs apart: their directory names (trace) are also the hand-written ones'.
+        gpu_runs = cli_views(cli, sh.GPU_RUNS, os.path.join(args.out, "cli-gpu-runs"))
         expected = os.path.join(args.out, "expected.json")
         with open(expected, "w") as f:
             json.dump({"base_url": "http://127.0.0.1:%d" % srv.port, "workspace": "alpha",
                        "user": "ann", "password": PASSWORD, "sessions": doc["sessions"],
                        "other_workspace_session": "beta-only-session",
-                       "fixtures": fixtures,
+                       "fixtures": fixtures, "gpu_runs": gpu_runs,
                        "job": {"id": JOB_ID, "app": JOB_APP, "ranks": JOB_RANKS,
                                "slow_rank": JOB_SLOW_RANK, "slow_kernel": JOB_KERNELS[0],
                                "slow_pct": round((JOB_SLOW_GEMM - 1) * 100)},

@@ -81,6 +81,25 @@ describe("findStraggler", () => {
     expect(findStraggler(ranks, [])?.metric).toBe("GPU time");
   });
 
+  it("compares a kernel only where every rank ran it", () => {
+    // Two ranks whose libraries picked different GEMM kernels (as cuBLAS does for another
+    // shape): a kernel one rank lacks says nothing about which is slow; rank 1's conv is.
+    const ranks = buildRanks([sess("a", "h", 1), sess("b", "h", 2)], new Map([
+      ["a", kern([["conv", 100e6], ["gemm_nn", 50e6]])],
+      ["b", kern([["conv", 130e6], ["sgemm_simt", 20e6]])],
+    ]));
+    const s = findStraggler(ranks, topKernels(ranks, 10))!;
+    expect(s.metric).toBe("GPU time in conv");
+    expect(s.text).toBe("rank 1: 13 % more GPU time in conv than the median rank");
+  });
+
+  it("names the slower of two ranks, not the first (both are as far from their mean)", () => {
+    const s = findStraggler(job([1.2e9, 1e9]), ["gemm"])!;
+    expect([s.rank, s.rel > 0]).toEqual([0, true]);
+    const t = findStraggler(job([1e9, 1.2e9]), ["gemm"])!;
+    expect([t.rank, t.rel > 0]).toEqual([1, true]);
+  });
+
   it("names none for equal ranks, small differences or a single rank", () => {
     expect(findStraggler(job([1e9, 1e9, 1e9]), ["gemm"])).toBeNull();
     expect(findStraggler(job([1e9, 1.01e9, 0.99e9]), ["gemm"])).toBeNull();

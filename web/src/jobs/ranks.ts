@@ -111,13 +111,26 @@ function metrics(ranks: Rank[], kernelNames: string[]): [string, (r: Rank) => nu
     ["GPU time", (r) => r.gpu_ns],
     ["communication time", (r) => (ranks.some((x) => x.comm_ns > 0) ? r.comm_ns : null)],
   ];
-  for (const k of kernelNames) list.push([`GPU time in ${k}`, (r) => r.by_kernel.get(k) ?? 0]);
+  // A kernel some rank did not run is no measure of speed: ranks of one job may get different
+  // library kernels (cuBLAS picks by shape), so only kernels every rank ran are compared.
+  for (const k of kernelNames) list.push([`GPU time in ${k}`, (r) => r.by_kernel.get(k) ?? null]);
   return list;
+}
+
+/** Whether a deviation beats the best so far: farther from the median, or as far and above it
+ * where the best is below (two ranks are always as far from their median: the slower one is
+ * the straggler). Equal within rounding, as the two sides of a median of two are. */
+function farther(rel: number, best: Straggler | null): boolean {
+  if (!best) return true;
+  const d = Math.abs(rel) - Math.abs(best.rel);
+  if (Math.abs(d) <= 1e-9 * Math.abs(rel)) return rel > 0 && best.rel < 0;
+  return d > 0;
 }
 
 /** The straggler of a job: over every metric, the rank whose value is farthest from the median
  * of the ranks (relative to it); null with fewer than 2 ranks or when no rank differs by
- * STRAGGLER_MIN_REL. Ties go to the first metric listed, then the lower rank. */
+ * STRAGGLER_MIN_REL. Ties go to a rank above the median, then the first metric listed, then
+ * the lower rank. */
 export function findStraggler(ranks: Rank[], kernelNames: string[]): Straggler | null {
   if (ranks.length < 2) return null;
   let best: Straggler | null = null;
@@ -129,8 +142,7 @@ export function findStraggler(ranks: Rank[], kernelNames: string[]): Straggler |
     ranks.forEach((r, i) => {
       const v = vals[i] as number;
       const rel = (v - med) / med;
-      if (Math.abs(rel) < STRAGGLER_MIN_REL) return;
-      if (best && Math.abs(rel) <= Math.abs(best.rel)) return;
+      if (Math.abs(rel) < STRAGGLER_MIN_REL || !farther(rel, best)) return;
       best = { rank: r.rank, session_id: r.session_id, metric, value_ns: v, median_ns: med, rel, text: "" };
     });
   }
