@@ -40,6 +40,7 @@
 #include "util/dl.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,11 @@ struct gpufl__nvml {
     int64_t slow_every_ns; /* processes and GPM at most this often; 0: every sample */
     nvmlEventSet_t events; /* critical XID events of the whole GPUs; NULL: none are read */
     int event_wait_v2;     /* the wait call gives the MIG instance ids */
+    /* GPM calls, one at a time across the devices' threads: called at once from two devices'
+     * workers while processes came and went, nvmlGpmMetricsGet faulted inside libnvidia-ml
+     * (driver 580.159.04, two H200) within seconds; serialized, 200 s of the same churn ran
+     * clean (tests/gpu/run_monitor_churn.sh, docs/gpu-results/2026-11-27-monitor.md). */
+    pthread_mutex_t gpm_lock;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -706,6 +712,7 @@ int gpufl__nvml_open(gpufl__nvml_t **out, const char *library_path, char *why, s
         snprintf(why, why_size, "out of memory");
         return gpufl__set_error(GPUFL_ENOMEM, "nvml: out of memory");
     }
+    pthread_mutex_init(&n->gpm_lock, NULL);
     const char *path = library_path;
     if (path == NULL || path[0] == '\0') path = getenv("GPUFL_NVML_LIBRARY");
     int rc = gpufl__dl_open(&n->dl, path, default_names, "no NVIDIA driver", why, why_size);
@@ -768,6 +775,7 @@ void gpufl__nvml_close(gpufl__nvml_t *n) {
                 if (n->dev[i].gpm[k]) n->fn.gpm_free(n->dev[i].gpm[k]);
     if (n->initialized) n->fn.shutdown();
     gpufl__dl_close(&n->dl);
+    pthread_mutex_destroy(&n->gpm_lock);
     free(n);
 }
 
@@ -1064,8 +1072,10 @@ static int rates_from_gpm(const gpufl__nvml_t *n, const device_t *d, unsigned in
 static void read_gpm(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
     if (!d->info.gpm_supported || !want(d, Q_GPM, n->fn.gpm_metrics)) return;
     nvmlGpmSample_t now = d->gpm[d->gpm_next];
+    pthread_mutex_lock(&n->gpm_lock);
     nvmlReturn_t r = d->parent ? n->fn.gpm_mig_sample(d->parent, d->gpu_instance_id, now)
                                : n->fn.gpm_sample(d->handle, now);
+    pthread_mutex_unlock(&n->gpm_lock);
     if (!ok(d, Q_GPM, r)) {
         d->gpm_have_prev = 0;
         if (d->skip & BIT(Q_GPM)) d->gpm_rates = 0; /* the counters stand in from the next sample */
@@ -1096,13 +1106,16 @@ static void read_gpm(gpufl__nvml_t *n, device_t *d, gpufl__gpu_sample_t *s) {
 
     nvmlGpmMetricsGet_t request; /* per thread */
     nvmlGpmMetricsGet_t *q = &request;
-    memset(q, 0, offsetof(nvmlGpmMetricsGet_t, metrics) + (size_t)count * sizeof q->metrics[0]);
+    memset(q, 0, sizeof *q); /* every entry, used or not: the driver sees no stack garbage */
     q->version = NVML_GPM_METRICS_GET_VERSION;
     q->numMetrics = (unsigned int)count;
     q->sample1 = d->gpm[d->gpm_next]; /* the previous snapshot */
     q->sample2 = now;
     for (int i = 0; i < count; i++) q->metrics[i].metricId = ids[i];
-    if (!ok(d, Q_GPM, n->fn.gpm_metrics(q))) return;
+    pthread_mutex_lock(&n->gpm_lock);
+    r = n->fn.gpm_metrics(q);
+    pthread_mutex_unlock(&n->gpm_lock);
+    if (!ok(d, Q_GPM, r)) return;
     for (int i = 0; i < count; i++) {
         const nvmlGpmMetric_t *m = &q->metrics[i];
         if (is_refusal(m->nvmlReturn) && (m->metricId == NVML_GPM_METRIC_PCIE_TX_PER_SEC ||
