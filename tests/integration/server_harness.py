@@ -342,10 +342,12 @@ def fixture_windows(root=FIXTURES):
 KERNEL_NAMES = ["_Z4gemmPKfS0_Pfiii", "_Z4reluPfi", "_Z7softmaxPKfPfi", "_Z6reduceILi256EEvPf"]
 
 
-def generated_session(sid, windows, kernels, batch=1000, seed=1):
+def generated_session(sid, windows, kernels, batch=1000, seed=1, end=False):
     """A device channel of `windows` windows, each a header, a dict line
-    and `kernels` kernel rows in batch lines of up to `batch` rows with the library's columns.
-    Durations vary with seed and position, so two sessions' checksums differ."""
+    and `kernels` kernel rows in batch lines of up to `batch` rows with the library's columns
+    (every one the analysis reader needs, so `gpufl report` reads them too); with end, the last
+    window closes with the session's session_end. Durations vary with seed and position, so two
+    sessions' checksums differ."""
     out = []
     t = 1_728_000_000_000_000 + seed * 10**12  # ns of a machine up 20 days, as the library's
     for seq in range(windows):
@@ -376,7 +378,14 @@ def generated_session(sid, windows, kernels, batch=1000, seed=1):
                 "name": [1 + i % len(KERNEL_NAMES) for i in range(k)],
                 "grid_x": [132] * k, "grid_y": [1] * k, "grid_z": [1] * k,
                 "block_x": [256] * k, "block_y": [1] * k, "block_z": [1] * k,
-                "registers": [32] * k}, separators=(",", ":")))
+                "registers": [32] * k, "static_smem_bytes": [0] * k,
+                "dynamic_smem_bytes": [0] * k, "local_bytes_per_thread": [0] * k,
+                "graph_id": [0] * k}, separators=(",", ":")))
+        if end and seq == windows - 1:
+            lines.append(json.dumps({
+                "type": "session_end", "v": 1, "ts_ns": t + 1000, "duration_ns": t + 1000,
+                "records_written": kernels * windows, "records_dropped": 0, "bytes_written": 0,
+                "write_errors": 0}, separators=(",", ":")))
         out.append((sid, "device", seq, "%s-device-%d" % (sid, seq), "\n".join(lines) + "\n"))
     return out
 

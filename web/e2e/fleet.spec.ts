@@ -81,11 +81,13 @@ test("fleet: heatmap, health and usage equal the API; a live tile updates in pla
   await expect(canvas).toBeVisible();
 
   // Heatmap: the GPUs the API lists, every one of the seeded sessions'.
-  interface Gpu { hostname: string; device: number; gpu_util_pct: (number | null)[]; sm_active_pct: (number | null)[] }
+  interface Gpu { hostname: string; device: number; session_id: string; gpu_util_pct: (number | null)[]; sm_active_pct: (number | null)[] }
   const hm = await api<{ points: number; gpus: Gpu[] }>(request, `/api/v1/fleet/heatmap?from=${from}&to=${to}&points=720`);
-  const total = want.fleet.sessions.reduce((n, s) => n + s.gpus, 0);
-  expect(hm.gpus.length).toBe(total);
-  await expect(canvas).toHaveAttribute("data-gpus", String(total));
+  // Every GPU of the generated sessions; a session recorded on GPUs (tests/fixtures/gpu-runs)
+  // falls in this range too when the test runs within hours of its recording.
+  for (const s of want.fleet.sessions)
+    expect(hm.gpus.filter((g) => g.session_id === s.session_id).length).toBe(s.gpus);
+  await expect(canvas).toHaveAttribute("data-gpus", String(hm.gpus.length));
   // A cell: GPU 0 of the first host (row 0 once sorted by host), a bucket with a sample.
   const rows = [...hm.gpus].sort((x, y) => x.hostname.localeCompare(y.hostname) || x.device - y.device);
   const g = rows[0];
@@ -168,7 +170,7 @@ test("fleet: the heatmap of 64 GPUs x 24 h renders in <= 1 s", async ({ page }) 
   await expect(page.getByTestId("fleet-health-empty")).toBeVisible({ timeout: 60_000 });
   // Once more, warm: what a user sees on a revisit (the first includes the login's redirects).
   await page.goto("/sessions");
-  await page.getByRole("link", { name: "Fleet" }).click();
+  await page.getByRole("link", { name: "Fleet", exact: true }).click();
   await expect(page).toHaveURL(/\/fleet$/);
   await expect(canvas).toHaveAttribute("data-render-ms", /\d/, { timeout: 20_000 });
   const ms = Number(await canvas.getAttribute("data-render-ms"));
