@@ -342,14 +342,15 @@ def fixture_windows(root=FIXTURES):
 KERNEL_NAMES = ["_Z4gemmPKfS0_Pfiii", "_Z4reluPfi", "_Z7softmaxPKfPfi", "_Z6reduceILi256EEvPf"]
 
 
-def generated_session(sid, windows, kernels, batch=1000, seed=1, end=False):
+def generated_session(sid, windows, kernels, batch=1000, seed=1, end=False, t0=None):
     """A device channel of `windows` windows, each a header, a dict line
     and `kernels` kernel rows in batch lines of up to `batch` rows with the library's columns
     (every one the analysis reader needs, so `gpufl report` reads them too); with end, the last
     window closes with the session's session_end. Durations vary with seed and position, so two
-    sessions' checksums differ."""
+    sessions' checksums differ. t0: the first kernel's start on the session clock (default: 20
+    days in, large numbers for the stores' arithmetic)."""
     out = []
-    t = 1_728_000_000_000_000 + seed * 10**12  # ns of a machine up 20 days, as the library's
+    t = 1_728_000_000_000_000 + seed * 10**12 if t0 is None else t0
     for seq in range(windows):
         lines = [json.dumps({
             "type": "header", "v": 1, "format": "gpufl-log", "file": "device", "segment": seq,

@@ -140,7 +140,7 @@ def main():
         kernels = int(os.environ.get("GPUFL_WEB_KERNELS", "1000000"))
         per = min(kernels, 200000)
         for w in sh.generated_session(PERF_SESSION, windows=max(1, kernels // per), kernels=per,
-                                      batch=5000, end=True):
+                                      batch=5000, end=True, t0=1_000_000):
             st, doc = sh.send_until_answered(srv, ingest["alpha"], w)
             assert st == 200, (w[3], st, doc)
         # A session of another workspace: alpha's user must never see it.
