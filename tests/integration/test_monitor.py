@@ -24,16 +24,9 @@ import urllib.error
 import urllib.request
 
 import monitor_daemon as md
-from monitor_daemon import lines, session_ended, sessions, wait_for
+from monitor_daemon import check, failures, lines, session_ended, sessions, wait_for
 
 MONITOR, FAKE_LIB, SCRIPT, LOG_ROOT = sys.argv[1:5]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def env_for(script):

@@ -23,7 +23,7 @@ import threading
 import time
 
 import monitor_daemon as md
-from monitor_daemon import sessions, wait_for
+from monitor_daemon import check, failures, sessions, wait_for
 
 MONITOR, FAKE_LIB, SCRIPT, LOG_ROOT = sys.argv[1:5]
 # Under AddressSanitizer the process's RSS is mostly the sanitizer's (shadow memory, the
@@ -31,14 +31,7 @@ MONITOR, FAKE_LIB, SCRIPT, LOG_ROOT = sys.argv[1:5]
 with open(MONITOR, "rb") as _f:
     SANITIZED = b"__asan_init" in _f.read()
 os.makedirs(LOG_ROOT, exist_ok=True)
-failures = []
 skips = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def skip(what):
