@@ -606,11 +606,12 @@ static void short_session_gets_a_final_cpu_figure(void **state) {
     o.system_sample_rate_ms = 20;
     o.continuous_system_sampling = 1;
     assert_int_equal(gpufl_init(&o), 0);
-    /* Busy for 50 ms of this process's own CPU time, so it counts ticks however loaded the
-     * machine is (50 ms of wall time gave it none on a busy CI machine). */
-    int64_t t0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-    while (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - t0 < 50000000) {
+    /* Busy for 50 ms of wall time: the session stays shorter than the figures' interval
+     * however loaded the machine is, and what CPU it got is this process's own clock. */
+    int64_t t0 = clock_ns(CLOCK_MONOTONIC), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    while (clock_ns(CLOCK_MONOTONIC) - t0 < 50000000) {
     }
+    int64_t cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     gpufl_shutdown();
     tu_lines_t S = tu_read(tu_session_dir(), "system.log");
     json_t *last = tu_last(&S, "host_sample");
@@ -621,7 +622,10 @@ static void short_session_gets_a_final_cpu_figure(void **state) {
     assert_true(k > 0);
     assert_true(json_is_number(json_array_get(proc, k - 1)));
     assert_true(json_is_number(json_array_get(host, k - 1)));
-    assert_true(json_number_value(json_array_get(proc, k - 1)) > 0);
+    /* Busy: a share above 0 once it had 3 ticks of CPU (a loaded machine may give it less, and
+     * then 0 is the right figure). */
+    if (cpu_ns >= 30000000) assert_true(json_number_value(json_array_get(proc, k - 1)) > 0);
+    assert_true(json_number_value(json_array_get(proc, k - 1)) >= 0);
     tu_free(&S);
 }
 
