@@ -478,10 +478,12 @@ typedef struct gpufl_export_result {
 /**
  * Writes the session's timeline in opt->format: a track per CPU thread
  * (scopes, syncs, launches), per GPU stream (kernels, copies), launch ->
- * kernel arrows and counter tracks (docs/export.md). Returns 0, GPUFL_EINVAL
- * (a NULL handle or opt, bad options), GPUFL_EIO (a file could not be
- * created or written: the message names it; files already complete stay,
- * and *res lists them), GPUFL_ENOMEM. *res (may be NULL) says what was
+ * kernel arrows and counter tracks (docs/export.md); GPUFL_EXPORT_CTF writes
+ * every row as an event record into the directory opt->path instead
+ * (docs/design/ctf-export.md). Returns 0, GPUFL_EINVAL (a NULL handle or opt,
+ * bad options, a CTF directory that is not empty without overwrite),
+ * GPUFL_EIO (a file could not be created or written: the message names it;
+ * files already complete stay, and *res lists them), GPUFL_ENOMEM. *res (may be NULL) says what was
  * written; free it with gpufl_export_result_fini(), also after a failure.
  * Calls on one handle are serialised.
  */
