@@ -24,6 +24,8 @@ packages+=(libpq-dev)
 # deploy/docker/docker-compose.yml. The service prometheus's installation starts (on every
 # interface) is stopped and disabled: tests start their own, on 127.0.0.1.
 packages+=(python3-yaml python3-prometheus-client)
+# Test-only: babeltrace2 reads the CTF traces of `gpufl export --format ctf` (the export_ctf test).
+packages+=(babeltrace2)
 # The dashboard (web/): Node.js and npm build it (its packages come from npm's registry through
 # web/package-lock.json), and its browser tests drive Debian's Chromium headless through
 # Playwright (no browser downloaded: tests/web/run.sh). npm comes with some builds of the nodejs

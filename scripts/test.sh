@@ -23,8 +23,8 @@ for arg in "$@"; do
 done
 
 scripts/deps.sh
-# deps.sh installed Prometheus and PostgreSQL: their tests must run here, not skip.
-export GPUFL_REQUIRE_PROMETHEUS=1 GPUFL_REQUIRE_POSTGRES=1
+# deps.sh installed Prometheus, PostgreSQL and babeltrace2: their tests must run here, not skip.
+export GPUFL_REQUIRE_PROMETHEUS=1 GPUFL_REQUIRE_POSTGRES=1 GPUFL_REQUIRE_BABELTRACE=1
 jobs=$(nproc)
 
 run() { # name, cmake args..., then -- ctest args...

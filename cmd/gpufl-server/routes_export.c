@@ -63,7 +63,8 @@ static int export_model(gpufl_analysis_t *a, void *arg) {
 void gpufl__route_sessions_export(gpufl__request_t *req, gpufl__reply_t *rep) {
     const char *f = MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, "format");
     export_t x = {0};
-    if (!f || gpufl_export_format_parse(f, &x.format) != 0) {
+    /* A CTF trace is a directory of files, not one body to send. */
+    if (!f || gpufl_export_format_parse(f, &x.format) != 0 || x.format == GPUFL_EXPORT_CTF) {
         gpufl__query_bad_param(rep, "format", "format: expected perfetto or chrome");
         return;
     }

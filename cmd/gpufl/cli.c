@@ -58,21 +58,25 @@ static const cli_command_t commands[] = {
      "why. --format json writes one JSON document; --min-severity hides lower\n"
      "findings; --output FILE (-o FILE) writes to FILE instead of stdout.\n",
      1},
-    {"export", cli_export, "a session as a trace for Perfetto UI or chrome://tracing",
-     "export --format perfetto|chrome [--output FILE] [--max-events N] [--session ID]\n"
-     "             [DIR [SESSION] | SESSION]\n"
+    {"export", cli_export, "a session as a trace for Perfetto UI, chrome://tracing or babeltrace2",
+     "export --format perfetto|chrome|ctf [--output FILE|DIR] [--max-events N] [--force]\n"
+     "             [--session ID] [DIR [SESSION] | SESSION]\n"
      "\n"
      "Writes the timeline of a session as a trace: CPU threads with their scopes,\n"
      "synchronization calls and kernel launches, one track per GPU stream, arrows\n"
      "from each launch to its kernel, and counters (GPU utilization, memory, power,\n"
      "clocks, temperature; host CPU and RSS).\n"
      "--format (-f) perfetto: Perfetto's protobuf trace, for ui.perfetto.dev;\n"
-     "         chrome: Chrome trace event JSON, for chrome://tracing and Perfetto UI.\n"
-     "--output FILE (-o FILE): default <session-id>.perfetto-trace or\n"
-     "<session-id>.trace.json in the current directory; - writes to stdout.\n"
+     "         chrome: Chrome trace event JSON, for chrome://tracing and Perfetto UI;\n"
+     "         ctf: a CTF 1.8 trace directory, for babeltrace2 and Trace Compass.\n"
+     "--output FILE (-o FILE): default <session-id>.perfetto-trace,\n"
+     "<session-id>.trace.json or (a directory) <session-id>.ctf in the current\n"
+     "directory; - writes to stdout (not ctf).\n"
      "--max-events N (chrome): at most N events per file (default 1000000, 0: no\n"
      "limit); a larger session is split by time into FILE stem.1.trace.json, ...\n"
-     "The files written are listed on stdout. See docs/export.md.\n",
+     "--force (ctf): replace the CTF trace in a directory that is not empty (a\n"
+     "directory holding anything else is refused).\n"
+     "The files written are listed on stdout (ctf: the directory). See docs/export.md.\n",
      1},
     {"upload", cli_upload, "send finished sessions to gpufl-server, each window once",
      "upload [--server URL] [--api-key-file FILE] [--all] [--tails] [--budget-s N]\n"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * export.c - `gpufl export`: one session as a trace for Perfetto UI or
- * chrome://tracing (gpufl_analysis_export() does the work). Picks the
- * default file name, shows progress on a terminal only, and says which
- * files it wrote.
+ * export.c - `gpufl export`: one session as a trace for Perfetto UI,
+ * chrome://tracing or babeltrace2 (gpufl_analysis_export() does the work).
+ * Picks the default file name, shows progress on a terminal only, and says
+ * which files it wrote.
  */
 #include "cli.h"
 
@@ -43,13 +43,17 @@ static int parse_count(const char *s, uint64_t *out) {
 int cli_export(int argc, char **argv) {
     const char *output = NULL, *format = NULL, *max = NULL;
     cli_target_t target = {0};
-    int rc;
+    int rc, force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **opt = NULL;
         if (cli_is_help(a)) {
             cli_print_usage("export", stdout);
             return CLI_OK;
+        }
+        if (strcmp(a, "--force") == 0) {
+            force = 1;
+            continue;
         }
         if (strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0)
             opt = &output;
@@ -73,10 +77,13 @@ int cli_export(int argc, char **argv) {
     gpufl_export_options_t opt;
     memset(&opt, 0, sizeof opt);
     opt.size = sizeof opt;
-    if (!format) return cli_usage_error("export", "--format perfetto or --format chrome is needed");
+    opt.overwrite = force;
+    if (!format) return cli_usage_error("export", "--format perfetto, chrome or ctf is needed");
     if (gpufl_export_format_parse(format, &opt.format) != 0)
-        return cli_usage_error("export", "unknown format '%s' (perfetto or chrome)", format);
+        return cli_usage_error("export", "unknown format '%s' (perfetto, chrome or ctf)", format);
     if (output && *output == '\0') return cli_usage_error("export", "--output needs a file name");
+    if (opt.format == GPUFL_EXPORT_CTF && output && strcmp(output, "-") == 0)
+        return cli_usage_error("export", "a CTF trace is a directory: --output DIR, not -");
     if (max) {
         if (parse_count(max, &opt.max_events_per_file))
             return cli_usage_error("export", "--max-events needs a count, not '%s'", max);
@@ -134,6 +141,9 @@ int cli_export(int argc, char **argv) {
                 "gpufl: note: more than %u events in one stream; chrome://tracing may not "
                 "open it (write to a file to split it)\n",
                 GPUFL_EXPORT_CHROME_MAX_EVENTS);
+    if (opt.format == GPUFL_EXPORT_CTF && res.events == 0)
+        fprintf(stderr, "gpufl: note: the session has no scopes, GPU work, syncs or samples: "
+                        "the trace holds no events\n");
     if (res.clipped)
         fprintf(stderr, "gpufl: note: %" PRIu64 " slices were shortened to nest on their track\n",
                 res.clipped);

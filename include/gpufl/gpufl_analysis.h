@@ -416,13 +416,14 @@ GPUFL_API int gpufl_analysis_insights_write(gpufl_analysis_t *a,
 
 /** Trace formats. Values are stable: never renumbered. */
 typedef enum gpufl_export_format {
-    GPUFL_EXPORT_CHROME = 0,  /**< Chrome trace event JSON (chrome://tracing, Perfetto UI) */
-    GPUFL_EXPORT_PERFETTO = 1 /**< Perfetto protobuf trace (ui.perfetto.dev, trace_processor) */
+    GPUFL_EXPORT_CHROME = 0,   /**< Chrome trace event JSON (chrome://tracing, Perfetto UI) */
+    GPUFL_EXPORT_PERFETTO = 1, /**< Perfetto protobuf trace (ui.perfetto.dev, trace_processor) */
+    GPUFL_EXPORT_CTF = 2       /**< a CTF 1.8 trace directory (babeltrace2, Trace Compass) */
 } gpufl_export_format_t;
 
-/** "chrome" or "perfetto" to *out. Returns 0, or GPUFL_EINVAL for any other name. */
+/** "chrome", "perfetto" or "ctf" to *out. Returns 0, or GPUFL_EINVAL for any other name. */
 GPUFL_API int gpufl_export_format_parse(const char *name, gpufl_export_format_t *out);
-/** The file name ending of a format: ".trace.json", ".perfetto-trace". */
+/** The file name ending of a format: ".trace.json", ".perfetto-trace", ".ctf" (a directory). */
 GPUFL_API const char *gpufl_export_extension(gpufl_export_format_t format);
 
 /** Chrome JSON: trace events per file (metadata events aside) unless told otherwise. */
@@ -438,7 +439,8 @@ typedef void (*gpufl_export_progress_fn)(void *user, double fraction);
 typedef struct gpufl_export_options {
     size_t size; /**< sizeof(gpufl_export_options_t) */
     gpufl_export_format_t format;
-    /** The file to write; NULL or "-": the stream `out` (never split). */
+    /** The file to write; NULL or "-": the stream `out` (never split). CTF: the directory to
+     * write the trace into (created when missing; a stream is refused). */
     const char *path;
     FILE *out;
     /** Chrome JSON: at most this many trace events per file (0: the default,
@@ -448,13 +450,19 @@ typedef struct gpufl_export_options {
     uint64_t max_events_per_file;
     gpufl_export_progress_fn progress; /**< NULL: none */
     void *progress_user;
+    /** CTF: an existing directory that is not empty is refused unless this is set; then it
+     * must hold a trace (a `metadata` file and plain files only), whose files are deleted
+     * before the new trace is written. Chrome and Perfetto overwrite their files anyway. */
+    int overwrite;
 } gpufl_export_options_t;
 
 /** What an export wrote. Free with gpufl_export_result_fini(). */
 typedef struct gpufl_export_result {
     size_t n_files;
-    char **files;         /**< the paths written, in time order; NULL for a stream */
-    uint64_t events;      /**< Chrome: trace events written, metadata included; Perfetto: packets */
+    char **files;         /**< the paths written, in time order; NULL for a stream; CTF: the
+                               trace's directory */
+    uint64_t events;      /**< Chrome: trace events written, metadata included; Perfetto:
+                               packets; CTF: event records */
     uint64_t bytes;       /**< written, all files together */
     uint64_t slices;      /**< scopes, syncs, launches, kernels, copies, memsets */
     uint64_t counters;    /**< counter values */
@@ -463,17 +471,19 @@ typedef struct gpufl_export_result {
     uint64_t flows_cut;   /**< Chrome: arrows left out, their ends in different files */
     uint64_t clipped;     /**< slices shortened to nest inside the one enclosing them */
     uint64_t no_launch;   /**< kernels whose launch time is not in the log: no arrow */
-    size_t tracks;        /**< thread, GPU and counter tracks */
+    size_t tracks;        /**< thread, GPU and counter tracks; CTF: data stream files */
     int split_suppressed; /**< Chrome to a stream: more events than one file should hold */
 } gpufl_export_result_t;
 
 /**
  * Writes the session's timeline in opt->format: a track per CPU thread
  * (scopes, syncs, launches), per GPU stream (kernels, copies), launch ->
- * kernel arrows and counter tracks (docs/export.md). Returns 0, GPUFL_EINVAL
- * (a NULL handle or opt, bad options), GPUFL_EIO (a file could not be
- * created or written: the message names it; files already complete stay,
- * and *res lists them), GPUFL_ENOMEM. *res (may be NULL) says what was
+ * kernel arrows and counter tracks (docs/export.md); GPUFL_EXPORT_CTF writes
+ * every row as an event record into the directory opt->path instead
+ * (docs/design/ctf-export.md). Returns 0, GPUFL_EINVAL (a NULL handle or opt,
+ * bad options, a CTF directory that is not empty without overwrite),
+ * GPUFL_EIO (a file could not be created or written: the message names it;
+ * files already complete stay, and *res lists them), GPUFL_ENOMEM. *res (may be NULL) says what was
  * written; free it with gpufl_export_result_fini(), also after a failure.
  * Calls on one handle are serialised.
  */

@@ -569,23 +569,27 @@ static void scope_arg(const gpufl__model_t *m, int64_t scope, const gpufl__expor
     if (s && s->path && *s->path) out->str(out->user, "scope", s->path);
 }
 
-/* "file:line in function" for the application code a stack comes from. */
-static void site_arg(const gpufl__model_t *m, int64_t stack, const gpufl__export_args_t *out) {
-    if (stack <= 0) return;
+const char *gpufl__export_site(const gpufl__model_t *m, int64_t stack, char *buf, size_t size) {
+    if (stack <= 0) return NULL;
     const gpufl__model_frame_t *f = gpufl__model_stack_site(m, stack);
-    char buf[1024];
     if (!f) {
-        if (!gpufl__model_stack_find(m, stack)) return;
-        snprintf(buf, sizeof buf, "<driver-internal>");
+        if (!gpufl__model_stack_find(m, stack)) return NULL;
+        snprintf(buf, size, "<driver-internal>");
     } else if (*f->file && f->line > 0) {
-        snprintf(buf, sizeof buf, "%s:%" PRId64 " in %s", f->file, f->line,
+        snprintf(buf, size, "%s:%" PRId64 " in %s", f->file, f->line,
                  *f->function ? f->function : "?");
     } else if (*f->function) {
-        snprintf(buf, sizeof buf, "%s in %s", f->function, *f->module ? f->module : "?");
+        snprintf(buf, size, "%s in %s", f->function, *f->module ? f->module : "?");
     } else {
-        snprintf(buf, sizeof buf, "%s+0x%" PRIx64, *f->module ? f->module : "?", f->offset);
+        snprintf(buf, size, "%s+0x%" PRIx64, *f->module ? f->module : "?", f->offset);
     }
-    out->str(out->user, "site", buf);
+    return buf;
+}
+
+static void site_arg(const gpufl__model_t *m, int64_t stack, const gpufl__export_args_t *out) {
+    char buf[1024];
+    const char *site = gpufl__export_site(m, stack, buf, sizeof buf);
+    if (site) out->str(out->user, "site", site);
 }
 
 /* "128x64x1" (printf is too slow for a million kernels). */

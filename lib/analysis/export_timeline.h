@@ -116,6 +116,11 @@ const char *gpufl__export_row_name(const gpufl__export_timeline_t *tl,
  * (launch calls: "launch"). */
 const char *gpufl__export_kind_name(gpufl__export_kind_t kind);
 
+/* "file:line in function" for the application code a stack comes from, written
+ * into buf: "<driver-internal>" when no frame is the application's; NULL when
+ * the stack is unknown (no stack id, or no record of it). */
+const char *gpufl__export_site(const gpufl__model_t *m, int64_t stack, char *buf, size_t size);
+
 /* Receives the arguments of a row, in a fixed order; keys are literals. */
 typedef struct gpufl__export_args {
     void (*str)(void *user, const char *key, const char *value);

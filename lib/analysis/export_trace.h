@@ -9,7 +9,9 @@
  * calls, kernel launches), a track per GPU device and stream (kernels; copies
  * and memsets on a track of their own per device), arrows from each launch to
  * its kernel, and counter tracks for the GPU and host samples. docs/export.md
- * describes what is drawn where and the limits.
+ * describes what is drawn where and the limits. A third format, a CTF trace
+ * directory for babeltrace2, writes the model's rows as they are
+ * (export_ctf.c, docs/design/ctf-export.md).
  *
  * Reads the model only; any number of exports may run on one model at once.
  */
@@ -35,5 +37,11 @@
  */
 int gpufl__export_write(gpufl_export_result_t *res, const gpufl__model_t *m,
                         const gpufl_export_options_t *opt);
+
+/* The CTF writer (export_ctf.c): the model, not the timeline, into the
+ * directory opt->path. overwrite: opt->overwrite where the caller's options
+ * have it. Same contract as gpufl__export_write(); it adds to *res. */
+int gpufl__export_ctf(gpufl_export_result_t *res, const gpufl__model_t *m,
+                      const gpufl_export_options_t *opt, int overwrite);
 
 #endif

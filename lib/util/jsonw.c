@@ -95,8 +95,7 @@ void gpufl__buf_put_fixed(gpufl__buf_t *b, double v, int decimals) {
     gpufl__buf_put(b, frac, (size_t)decimals);
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
+size_t gpufl__utf8_seq(const unsigned char *s, size_t n) {
     unsigned char c = s[0];
     size_t len;
     uint32_t cp;
@@ -150,7 +149,7 @@ void gpufl__buf_put_str(gpufl__buf_t *b, const char *s, size_t n) {
             }
             i++;
         } else {
-            size_t len = utf8_seq(p + i, n - i);
+            size_t len = gpufl__utf8_seq(p + i, n - i);
             if (len) {
                 memcpy(o, p + i, len);
                 o += len;

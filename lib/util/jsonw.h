@@ -33,6 +33,8 @@ void gpufl__buf_put_i64(gpufl__buf_t *b, int64_t v);
 char *gpufl__fmt_i64(char *p, int64_t v);
 /* A number with 1 to 3 decimals; negative values are written as null (unknown). */
 void gpufl__buf_put_fixed(gpufl__buf_t *b, double v, int decimals);
+/* Length of the valid UTF-8 sequence at s (n bytes left; 1..4), or 0 if invalid. */
+size_t gpufl__utf8_seq(const unsigned char *s, size_t n);
 /* A JSON string of n bytes of s, quoted and escaped. */
 void gpufl__buf_put_str(gpufl__buf_t *b, const char *s, size_t n);
 /* "key": and a comma before it unless it follows '{' or '['. */

@@ -4,13 +4,18 @@
  * hand-written session: kernels on two streams with launch times, threads
  * and stacks, a copy, scopes on two threads, syncs, GPU and host samples.
  * The Chrome JSON is read back with jansson; the Perfetto trace with a
- * minimal protobuf reader written here, so CI needs no protobuf tools.
+ * minimal protobuf reader written here, so CI needs no protobuf tools. The
+ * CTF trace's packets are checked byte by byte here; babeltrace2 reads the
+ * CTF traces of every fixture session in tests/cli/test_export_ctf.py.
  */
 #include "test_util.h"
 
 #include "analysis/export_pb.h"
 #include "analysis/export_trace.h"
 #include "analysis/model.h"
+
+#include <stddef.h>
+#include <sys/stat.h>
 
 /* ---------------------------------------------------------------------- */
 /* The session                                                              */
@@ -384,6 +389,125 @@ static void test_errors(void **state) {
         assert_non_null(strstr(gpufl_last_error(), "no/such/dir/x.json"));
         gpufl_export_result_fini(&res);
     }
+}
+
+/* ---------------------------------------------------------------------- */
+/* CTF                                                                      */
+/* ---------------------------------------------------------------------- */
+
+static uint64_t le64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* The whole file (NUL added), its size in *n. */
+static unsigned char *slurp(const char *dir, const char *name, size_t *n) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    unsigned char *buf = malloc(1 << 20);
+    assert_non_null(buf);
+    *n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[*n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The trace UUID of the metadata as 16 bytes. */
+static void metadata_uuid(const char *metadata, unsigned char out[16]) {
+    const char *p = strstr(metadata, "uuid = \"");
+    assert_non_null(p);
+    p += 8;
+    for (int i = 0; i < 16; i++) {
+        if (*p == '-') p++;
+        unsigned v;
+        assert_int_equal(sscanf(p, "%2x", &v), 1);
+        out[i] = (unsigned char)v;
+        p += 2;
+    }
+}
+
+/* One data stream file of one packet: header (magic, UUID, stream class),
+ * context (first and last time, content and packet sizes in bits). */
+static void check_packet(const char *dir, const char *name, const unsigned char uuid[16],
+                         unsigned stream_class, uint64_t first_ns, uint64_t last_ns) {
+    size_t n;
+    unsigned char *b = slurp(dir, name, &n);
+    assert_true(n > 64);
+    assert_memory_equal(b, "\xC1\x1F\xFC\xC1", 4);
+    assert_memory_equal(b + 4, uuid, 16);
+    assert_int_equal(b[20] | b[21] << 8 | b[22] << 16 | (unsigned)b[23] << 24, stream_class);
+    assert_int_equal(le64(b + 24), first_ns);
+    assert_int_equal(le64(b + 32), last_ns);
+    assert_int_equal(le64(b + 40), (uint64_t)n * 8);
+    assert_int_equal(le64(b + 48), (uint64_t)n * 8);
+    assert_int_equal(le64(b + 56), 0); /* packet_seq_num */
+    free(b);
+}
+
+static void test_ctf(void **state) {
+    (void)state;
+    gpufl_export_format_t fmt;
+    assert_int_equal(gpufl_export_format_parse("ctf", &fmt), 0);
+    assert_int_equal(fmt, GPUFL_EXPORT_CTF);
+    assert_string_equal(gpufl_export_extension(GPUFL_EXPORT_CTF), ".ctf");
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/trace.ctf", out_dir);
+    gpufl_export_options_t o = options(GPUFL_EXPORT_CTF, dir);
+    gpufl_export_result_t res;
+    assert_int_equal(gpufl__export_write(&res, model, &o), 0);
+    assert_int_equal(res.n_files, 1);
+    assert_string_equal(res.files[0], dir);
+    /* 3 scopes begin and end, 2 syncs, 3 kernels, 1 copy; 2 GPU and 2 host samples. */
+    assert_int_equal(res.events, 16);
+    assert_int_equal(res.slices, 12);
+    assert_int_equal(res.counters, 4);
+    assert_int_equal(res.tracks, 7);
+    gpufl_export_result_fini(&res);
+
+    size_t n;
+    char *meta = (char *)slurp(dir, "metadata", &n);
+    assert_true(strncmp(meta, "/* CTF 1.8 */\n", 14) == 0);
+    assert_non_null(strstr(meta, "offset_s = 1795305600;"));
+    assert_non_null(strstr(meta, "absolute = true;"));
+    assert_non_null(strstr(meta, "\"device_to_host\" = 2,"));
+    unsigned char uuid[16];
+    metadata_uuid(meta, uuid);
+    assert_int_equal(uuid[6] >> 4, 8); /* a version 8 UUID */
+    free(meta);
+    check_packet(dir, "thread-100", uuid, 0, 900000, 2500000);
+    check_packet(dir, "thread-101", uuid, 0, 1400000, 2300000);
+    check_packet(dir, "gpu0-stream7", uuid, 1, 1000000, 2000000);
+    check_packet(dir, "gpu0-stream13", uuid, 1, 1500000, 1500000);
+    check_packet(dir, "gpu0-copies", uuid, 1, 500000, 500000);
+    check_packet(dir, "gpu0-samples", uuid, 2, 1000000, 2000000);
+    check_packet(dir, "host-samples", uuid, 2, 1000000, 2000000);
+    /* Strings go as they are, NUL-terminated: the odd name and its mangled one. */
+    unsigned char *k = slurp(dir, "gpu0-stream7", &n);
+    assert_non_null(memmem(k, n, ODD_NAME "\0_Z5trainv\0", sizeof ODD_NAME + 10));
+    free(k);
+
+    /* Into the trace again: refused without overwrite (also for callers whose
+     * options end before it), replaced with it. */
+    assert_int_equal(gpufl__export_write(NULL, model, &o), GPUFL_EINVAL);
+    assert_non_null(strstr(gpufl_last_error(), "is not empty"));
+    o.overwrite = 1;
+    o.size = offsetof(gpufl_export_options_t, overwrite);
+    assert_int_equal(gpufl__export_write(NULL, model, &o), GPUFL_EINVAL);
+    o.size = sizeof o;
+    assert_int_equal(gpufl__export_write(NULL, model, &o), 0);
+    /* A stream, or a file where the directory should be: errors that say so. */
+    o = options(GPUFL_EXPORT_CTF, NULL);
+    o.out = stdout;
+    assert_int_equal(gpufl__export_write(NULL, model, &o), GPUFL_EINVAL);
+    assert_non_null(strstr(gpufl_last_error(), "directory"));
+    char file[1300];
+    snprintf(file, sizeof file, "%s/metadata", dir);
+    o = options(GPUFL_EXPORT_CTF, file);
+    assert_int_equal(gpufl__export_write(NULL, model, &o), GPUFL_EIO);
+    assert_non_null(strstr(gpufl_last_error(), "not a directory"));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -822,9 +946,13 @@ static void test_launch_instants(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chrome_content),   cmocka_unit_test(test_chrome_split),
-        cmocka_unit_test(test_errors),           cmocka_unit_test(test_pb_encoder),
-        cmocka_unit_test(test_perfetto_content), cmocka_unit_test(test_launch_instants),
+        cmocka_unit_test(test_chrome_content),
+        cmocka_unit_test(test_chrome_split),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_pb_encoder),
+        cmocka_unit_test(test_ctf),
+        cmocka_unit_test(test_perfetto_content),
+        cmocka_unit_test(test_launch_instants),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
