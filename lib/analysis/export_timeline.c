@@ -446,7 +446,7 @@ int gpufl__export_timeline_build(const gpufl__model_t *m, gpufl__export_timeline
     uint32_t *order = malloc((b.gm.n ? b.gm.n : 1) * sizeof *order);
     if (!order) goto free_rows;
     for (size_t g = 0; g < b.gm.n; g++) b.gm.groups[g].base = (uint32_t)g; /* old index */
-    qsort(b.gm.groups, b.gm.n, sizeof *b.gm.groups, group_cmp);
+    if (b.gm.n > 1) qsort(b.gm.groups, b.gm.n, sizeof *b.gm.groups, group_cmp); /* NULL when none */
     for (size_t g = 0; g < b.gm.n; g++) order[b.gm.groups[g].base] = (uint32_t)g;
     for (size_t i = 0; i < tl->n_rows; i++) tl->rows[i].track = order[tl->rows[i].track];
     free(order);

@@ -109,7 +109,8 @@ def main():
     ap.add_argument("--chromium", default=os.environ.get("GPUFL_CHROMIUM", "/usr/bin/chromium"))
     ap.add_argument("--cli", default=os.environ.get("GPUFL_CLI"),
                     help="the gpufl CLI (default: cmd/gpufl/gpufl beside the server's build)")
-    ap.add_argument("--fleet-scale-interval-s", type=int, default=10)
+    ap.add_argument("--fleet-scale-interval-s", type=int,
+                    default=int(os.environ.get("GPUFL_WEB_FLEET_INTERVAL_S", "10")))
     args, rest = ap.parse_known_args()
     os.environ["GPUFL_SERVER"] = os.path.abspath(args.server)
     import server_harness as sh  # after GPUFL_SERVER: the harness reads it at import

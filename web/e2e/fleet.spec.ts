@@ -6,6 +6,10 @@
 import { type APIRequestContext, type Page, expect, test } from "@playwright/test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 
+/** Timings are judged only against a release server: a sanitizer build's (GPUFL_WEB_SANITIZED)
+ * is many times slower by design; its figures are still written. */
+const judgeTimes = process.env.GPUFL_WEB_SANITIZED !== "1";
+
 interface FleetSession { session_id: string; hostname: string; gpus: number; epoch_unix_us: number }
 const want = JSON.parse(readFileSync(process.env.GPUFL_WEB_EXPECTED!, "utf8")) as {
   workspace: string;
@@ -180,5 +184,5 @@ test("fleet: the heatmap of 64 GPUs x 24 h renders in <= 1 s", async ({ page }) 
   timings.fleet_heatmap_gpus = s.gpus;
   timings.fleet_heatmap_sample_interval_s = s.interval_s;
   writeFileSync(file, JSON.stringify(timings, null, 1));
-  expect(ms).toBeLessThanOrEqual(1000);
+  if (judgeTimes) expect(ms).toBeLessThanOrEqual(1000);
 });

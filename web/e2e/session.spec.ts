@@ -8,6 +8,10 @@ import { type Page, expect, test } from "@playwright/test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { type Insight, formatCount, formatNs, rankInsights } from "../src/session/model";
 
+/** Timings are judged only against a release server: a sanitizer build's (GPUFL_WEB_SANITIZED)
+ * is many times slower by design; its figures are still written. */
+const judgeTimes = process.env.GPUFL_WEB_SANITIZED !== "1";
+
 interface Fixture {
   session_id: string;
   report: {
@@ -274,7 +278,7 @@ test("time to interactive of the largest session", async ({ page }) => {
   Object.assign(timings, { session_interactive_ms: Math.round(ms), session_interactive_of: name,
     session_interactive_kernels: fx(name).report.kernels?.count ?? 0 });
   writeFileSync(file, JSON.stringify(timings, null, 1));
-  expect(ms).toBeLessThan(2000);
+  if (judgeTimes) expect(ms).toBeLessThan(2000);
 });
 
 test("a session of 1 M kernels is interactive in 2 s", async ({ page }) => {
@@ -297,6 +301,6 @@ test("a session of 1 M kernels is interactive in 2 s", async ({ page }) => {
     session_1m_kernels: want.perf_kernels });
   writeFileSync(file, JSON.stringify(timings, null, 1));
   await page.screenshot({ path: `${shots}/session-1m.png`, fullPage: true });
-  expect(ms).toBeLessThan(2000);
+  if (judgeTimes) expect(ms).toBeLessThan(2000);
 });
 

@@ -6,6 +6,10 @@
 import { type Page, expect, test } from "@playwright/test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 
+/** Timings are judged only against a release server: a sanitizer build's (GPUFL_WEB_SANITIZED)
+ * is many times slower by design; its figures are still written. */
+const judgeTimes = process.env.GPUFL_WEB_SANITIZED !== "1";
+
 const want = JSON.parse(readFileSync(process.env.GPUFL_WEB_EXPECTED!, "utf8")) as {
   workspace: string;
   user: string;
@@ -197,6 +201,6 @@ test("1 M kernels: every zoom and pan frame draws in 50 ms or less", async ({ pa
   const old = existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : {};
   writeFileSync(file, JSON.stringify({ ...old, ...result }, null, 1) + "\n");
   expect(frames.length).toBeGreaterThanOrEqual(20); // rAF coalesces some of the 35 inputs
-  expect(result.timeline_frame_p95_ms).toBeLessThanOrEqual(50);
+  if (judgeTimes) expect(result.timeline_frame_p95_ms).toBeLessThanOrEqual(50);
   await page.screenshot({ path: `${shots}/timeline-1m.png` });
 });
