@@ -56,7 +56,7 @@ def test_report_of_a_log_root_is_its_latest_session():
 
 @pytest.mark.parametrize("args, line", [
     (["report", "--bogus"], "gpufl: unknown option '--bogus'\nsee gpufl report --help\n"),
-    (["export", SESSIONS], "gpufl: --format perfetto or --format chrome is needed\n"
+    (["export", SESSIONS], "gpufl: --format perfetto, chrome or ctf is needed\n"
                            "see gpufl export --help\n"),
     (["bogus"], "gpufl: unknown command 'bogus'\nsee gpufl --help\n"),
     ([], "gpufl: no command given\nsee gpufl --help\n"),
