@@ -286,7 +286,19 @@ def test_metrics_move_with_ingest(srv, db):
         st, doc, _ = post(srv, db["keys"]["ingest"], w)
         assert st == 200 and doc["window"] == "stored", doc
     post(srv, db["keys"]["ingest"], windows[0])  # a duplicate
-    text, after = scrape(srv)
+    # A request is counted when the server has finished it, which may be just after the client
+    # read its answer: scrape until the last one is in (at most 5 s).
+    code = 'gpufl_server_requests_total{method="POST",route="/api/v1/events/stream",code="200"}'
+    hist = ('gpufl_server_request_duration_seconds_count{method="POST",'
+            'route="/api/v1/events/stream"}')
+    deadline = time.monotonic() + 5
+    while True:
+        text, after = scrape(srv)
+        if (after.get(code, 0) - before.get(code, 0) >= len(windows) + 1 and
+                after.get(hist, 0) - before.get(hist, 0) >= len(windows) + 1) or \
+                time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
 
     def moved(name):
         return after.get(name, 0) - before.get(name, 0)
@@ -295,10 +307,7 @@ def test_metrics_move_with_ingest(srv, db):
     assert moved('gpufl_server_windows_total{outcome="duplicate"}') == 1
     assert moved("gpufl_server_ingested_bytes_total") == sum(len(w[4]) for w in windows)
     assert moved("gpufl_server_ingested_rows_total") == sum(rows_of(w[4]) for w in windows)
-    code = 'gpufl_server_requests_total{method="POST",route="/api/v1/events/stream",code="200"}'
     assert moved(code) == len(windows) + 1
-    hist = ('gpufl_server_request_duration_seconds_count{method="POST",'
-            'route="/api/v1/events/stream"}')
     assert moved(hist) == len(windows) + 1
     assert after["gpufl_server_windows_in_progress"] == 0
     assert after["gpufl_server_store_errors_total"] == 0
