@@ -309,9 +309,8 @@ static void encode_all(gpufl__trace_source_t *t, int64_t now_ns, int all) {
     /* Op names and configurations before the rows that name them. */
     gpufl__ops_write_new(t->collector, GPUFL_FILE_DEVICE, &t->ops_written, &t->ops_lost_seen);
     write_configs(t);
-    gpufl__batch_t *batches[GPUFL_TRACE_BATCHES] = {&t->kernels, &t->copies, &t->memsets,
-                                                    &t->syncs,   &t->allocs, &t->graphs,
-                                                    &t->launches};
+    gpufl__batch_t *batches[GPUFL_TRACE_BATCHES] = {&t->kernels, &t->copies, &t->memsets, &t->syncs,
+                                                    &t->allocs,  &t->graphs, &t->launches};
     /* Activity rows wait up to batch_hold_ms for more rows of their line, unless a write is
      * asked for: a line restates its configurations and restarts its deltas, so four lines of
      * 1000 kernels gzip to about 10 % more bytes a kernel than one of 4000. A batch that filled

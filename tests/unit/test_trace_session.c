@@ -652,7 +652,8 @@ static void kernel_rows_wait_for_their_line(void **state) {
     assert_int_equal(rows, 4096);
     assert_int_equal(gpufl_flush(), 0);
     size_t lines = kernel_lines(&rows);
-    assert_true(lines >= 2 && lines <= 3); /* and the 20 left, in one line (two if CUPTI was late) */
+    assert_true(lines >= 2 &&
+                lines <= 3); /* and the 20 left, in one line (two if CUPTI was late) */
     stop();
     assert_true(kernel_lines(&rows) <= 3);
     assert_int_equal(rows, 4096 + 20);
