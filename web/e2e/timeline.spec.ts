@@ -151,12 +151,16 @@ test("1 M kernels: every zoom and pan frame draws in 50 ms or less", async ({ pa
   test.setTimeout(180_000);
   const sizes: number[] = [];
   page.on("response", async (r) => {
-    if (r.url().includes("/timeline?") && r.ok()) sizes.push((await r.body()).length);
+    if (!r.url().includes("/timeline?") || !r.ok()) return;
+    // The timeline aborts a tile's fetch when the view moves on; such an answer has no body
+    // left to read and is not one the page drew, so it is not measured.
+    try { sizes.push((await r.body()).length); } catch { /* aborted by the page */ }
   });
   await logIn(page, `/sessions/${want.perf_session}?view=timeline`);
   let probe = await settled(page, 60_000);
   expect(probe.inView).toBe(want.perf_kernels);
   expect(probe.drawn.buckets).toBeGreaterThan(0); // downsampled: the counts are drawn
+  expect(sizes.length).toBeGreaterThan(0);
   const fullZoomOut = Math.max(...sizes);
   await page.evaluate(() => (window.__gpuflTimeline!.frames = []));
 
