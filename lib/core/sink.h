@@ -132,9 +132,11 @@ void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl__file_id channel,
  * GPUFL_ENOMEM when out overflowed its cap. */
 int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
                           enum gpufl__file_id channel, gpufl__buf_t *out);
-/* Writes the three files of a session into dir (which must exist). */
+/* Writes the three files of a session into dir (which must exist), each
+ * ending with what tail (optional) appends to out for its channel. */
+typedef void (*gpufl__ring_sink_tail_fn)(void *ctx, enum gpufl__file_id channel, gpufl__buf_t *out);
 int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
-                              const char *dir);
+                              const char *dir, gpufl__ring_sink_tail_fn tail, void *ctx);
 
 /* Latest-value gauges: for each gauge table (wire.h: host_sample, and
  * gpu_sample per device), the newest value of each column. Written by the

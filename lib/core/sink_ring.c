@@ -371,13 +371,16 @@ release_snapshot:
 }
 
 int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
-                              const char *dir) {
+                              const char *dir, gpufl__ring_sink_tail_fn tail, void *ctx) {
     int rc = 0;
     for (int ch = 0; ch < GPUFL_FILE_COUNT && rc == 0; ch++) {
         char path[4200];
         gpufl__buf_t out;
         gpufl__buf_init(&out, DUMP_MAX_BYTES);
         rc = gpufl__ring_sink_dump(r, ident, (enum gpufl__file_id)ch, &out);
+        if (rc == 0 && tail) tail(ctx, (enum gpufl__file_id)ch, &out);
+        if (rc == 0 && out.overflow)
+            rc = gpufl__set_error(GPUFL_ENOMEM, "the ring's dump passed its cap");
         snprintf(path, sizeof path, "%s/%s.log", dir, gpufl__channel_name((enum gpufl__file_id)ch));
         int fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (rc == 0 && (fd < 0 || write(fd, out.data, out.len) != (ssize_t)out.len))

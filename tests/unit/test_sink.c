@@ -433,7 +433,7 @@ static void ring_dump_reads_back(void **state) {
     gpufl__ring_sink_stats(&st, ring);
     assert_true(st.evicted_rows > 0); /* 4000 scopes do not fit in 256 KiB */
     const char *dump = tu_scratch_dir(SUITE, "ring_dump");
-    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump, NULL, NULL), 0);
 
     gpufl_analysis_t *a;
     size_t rows = 0;
@@ -627,7 +627,7 @@ static void session_rows_reach_every_sink(void **state) {
     gpufl__ring_sink_stats(&st, ring);
     assert_int_equal(st.evicted_rows, 0);
     const char *dump = tu_scratch_dir(SUITE, "all_dump");
-    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump, NULL, NULL), 0);
     tu_lines_t D = tu_read(dump, "scope.log");
     size_t dumped = 0;
     int64_t *db = tu_column(&D, "scope_begin", "ts_ns", &dumped);
@@ -695,7 +695,7 @@ static void ring_attached_late_dumps_a_known_session(void **state) {
     gpufl__ring_sink_stats(&st, ring);
     assert_true(st.evicted_rows > 0); /* the ring turned over after the attach */
     const char *dump = tu_scratch_dir(SUITE, "late_dump");
-    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump, NULL, NULL), 0);
 
     /* The records written before the attach, once each. */
     tu_lines_t D = tu_read(dump, "device.log"), F = tu_read(dir, "device.log");
