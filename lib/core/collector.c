@@ -416,8 +416,7 @@ static void *collector_main(void *arg) {
 static int flight_recorder_create(gpufl__collector_t *c, const gpufl__settings_t *settings) {
     int rc = gpufl__ring_sink_create(&c->flight, (size_t)settings->flight_recorder_bytes, 0);
     if (rc) return rc;
-    gpufl__ring_sink_set_window(c->flight, (int64_t)settings->flight_recorder_s * 1000000000,
-                                NULL);
+    gpufl__ring_sink_set_window(c->flight, (int64_t)settings->flight_recorder_s * 1000000000, NULL);
     return gpufl__fanout_attach(&c->sinks, &gpufl__ring_sink_ops, c->flight);
 }
 

@@ -101,8 +101,8 @@ static void make_session_id(char *out, size_t size, int64_t unix_us) {
 
 /* A new directory for ident under log_path, named by a session id of the
  * time id_unix_us (the session's start; a snapshot's own time). */
-static int create_session_dir(const char *log_path, gpufl__session_ident_t *ident, int64_t id_unix_us,
-                              char *dir, size_t size) {
+static int create_session_dir(const char *log_path, gpufl__session_ident_t *ident,
+                              int64_t id_unix_us, char *dir, size_t size) {
     int rc = make_dirs(log_path);
     if (rc) return rc;
     for (int attempt = 0; attempt < 8; attempt++) {
@@ -512,8 +512,8 @@ static int take_snapshot(gpufl__ring_sink_t *ring, const char *why, char *dir, s
     int rc = gpufl__collector_flush(g.collector); /* rows held back reach the ring first */
     if (rc) return rc;
     clock_gettime(CLOCK_REALTIME, &wall);
-    rc = create_session_dir(g.log_path, &snap,
-                            (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000, dir, size);
+    rc = create_session_dir(g.log_path, &snap, (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000,
+                            dir, size);
     if (rc) return rc;
     gpufl_stats_t st = {.size = sizeof st};
     gpufl__collector_stats(&st, g.collector);
@@ -546,8 +546,8 @@ int gpufl__session_snapshot(const char *why, char *dir, size_t dir_size) {
                              : gpufl__set_error(GPUFL_ENOTINIT, "snapshot: no session is running");
     else if (!ring)
         rc = gpufl__set_error(GPUFL_ENOTSUP, "snapshot: the session runs without the flight "
-                                            "recorder (flight_recorder_s is 0) and writes its "
-                                            "files as it goes");
+                                             "recorder (flight_recorder_s is 0) and writes its "
+                                             "files as it goes");
     else
         rc = take_snapshot(ring, why, path, sizeof path);
     if (rc == 0 && dir && dir_size) snprintf(dir, dir_size, "%s", path);

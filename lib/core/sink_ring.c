@@ -56,7 +56,7 @@ struct gpufl__ring_sink {
     size_t cap_bytes, rows_per_line;
     entry_list_t pinned, lines; /* pinned: describing records, never evicted */
     gpufl__ring_sink_stats_t stats;
-    int64_t window_ns;                 /* 0: lines leave by the cap only */
+    int64_t window_ns;                /* 0: lines leave by the cap only */
     gpufl__ring_sink_clock_fn now_ns; /* the monotonic clock, or a test's */
     uint32_t max_id;
     uint32_t *ids;     /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */

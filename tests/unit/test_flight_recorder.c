@@ -28,7 +28,8 @@ static int dir_entries(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return -1;
     int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
     closedir(d);
     return n;
 }
@@ -85,8 +86,7 @@ static void snapshot_event(const char *dir, char *message, size_t size) {
         json_t *code = json_object_get(L.v[i], "code");
         if (strcmp(tu_type(L.v[i]), "event") == 0 && code &&
             strcmp(json_string_value(code), "flight_recorder_snapshot") == 0)
-            snprintf(message, size, "%s",
-                     json_string_value(json_object_get(L.v[i], "message")));
+            snprintf(message, size, "%s", json_string_value(json_object_get(L.v[i], "message")));
     }
     assert_string_equal(tu_type(L.v[L.n - 1]), "session_end");
     assert_int_equal(tu_count(&L, "options"), 1);
