@@ -201,6 +201,16 @@ typedef struct gpufl_options {
      * for more rows of their log line, which then compresses better; 0..60000, default 2000;
      * 0: written every flush_interval_ms. gpufl_flush() and shutdown write them at once. */
     int batch_hold_ms;
+    /** Flight recorder: > 0 keeps only the last this many seconds of every channel in memory
+     * and writes no file until a trigger (gpufl_snapshot(), flight_recorder_signal) writes
+     * them as a session directory of their own; 0..86400, default 0 (the session files). */
+    int flight_recorder_s;
+    /** The flight recorder's memory cap: what its rings hold at most, oldest lines evicted
+     * first and counted; 64 KiB..16 GiB, default 64 MiB. */
+    size_t flight_recorder_bytes;
+    /** The signal that takes a flight-recorder snapshot; default SIGUSR2 (12); 0: none. Any
+     * handler the program had for it is put back at shutdown. */
+    int flight_recorder_signal;
 } gpufl_options_t;
 
 /**
@@ -741,6 +751,27 @@ GPUFL_API int gpufl_get_stats(gpufl_stats_t *out);
  * Returns 0 or GPUFL_ENOTINIT. Not for the hot path.
  */
 GPUFL_API int gpufl_flush(void);
+
+/**
+ * Flight recorder (flight_recorder_s > 0): writes what the session holds in
+ * memory now (the last flight_recorder_s seconds of every channel, at most
+ * flight_recorder_bytes) as a new session directory under log_path, with
+ * its own session id, that every tool opens like any other; the recording
+ * goes on. Each file holds a header, the records that describe the session
+ * (options, capabilities, devices, stacks, configurations), the dict lines
+ * the kept rows name, the rows, and a session_end line; the device file
+ * also an event `flight_recorder_snapshot` that says what was kept and what
+ * the cap and the window let go. dir (optional, dir_size bytes) gets its
+ * path, which gpufl_session_dir() and gpufl_report_write() use after it.
+ *
+ * Returns 0; GPUFL_ENOTINIT without a running session; GPUFL_EDISABLED when
+ * switched off; GPUFL_ENOTSUP when the session runs without the flight
+ * recorder (its files are written as it goes); GPUFL_EIO when the
+ * directory cannot be written. Any thread; not for the hot path (it waits
+ * for the collector to pass the rows held back). flight_recorder_signal
+ * (SIGUSR2 by default) asks for the same from outside the process.
+ */
+GPUFL_API int gpufl_snapshot(char *dir, size_t dir_size);
 
 #ifdef __cplusplus
 }

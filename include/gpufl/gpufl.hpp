@@ -90,6 +90,14 @@ inline void generateReport(const std::string &output_path = "") {
     gpufl_report_write(output_path.c_str());
 }
 
+/** Flight recorder (flight_recorder_s > 0, GPUFL_FLIGHT_RECORDER_S): writes what it holds as
+ * a session directory of its own and returns its path; "" when no flight recorder runs or
+ * the snapshot failed (gpufl_last_error() says why). */
+inline std::string snapshot() {
+    char dir[4096];
+    return gpufl_snapshot(dir, sizeof dir) == 0 ? std::string(dir) : std::string();
+}
+
 inline bool systemStart(const std::string &name = "system") {
     return gpufl_system_start(name.c_str()) == 0;
 }

@@ -47,7 +47,8 @@ struct gpufl__collector {
     const gpufl__settings_t *settings;
     gpufl__ring_pool_t *pool;
     gpufl__session_ident_t ident;
-    gpufl__ndjson_sink_t ndjson; /* the session files: the first sink, always */
+    gpufl__ndjson_sink_t ndjson; /* the session files: the first sink, unless... */
+    gpufl__ring_sink_t *flight;  /* ...a flight recorder keeps the rows in memory instead */
     gpufl__fanout_t sinks;
     gpufl__intern_t *dict;
     thread_view_t *threads; /* one per ring in the pool */
@@ -410,6 +411,15 @@ static void *collector_main(void *arg) {
 
 /* ---------------- lifecycle ---------------- */
 
+/* Flight-recorder mode: no file; every channel to one ring that holds the
+ * last flight_recorder_s seconds, at most flight_recorder_bytes. */
+static int flight_recorder_create(gpufl__collector_t *c, const gpufl__settings_t *settings) {
+    int rc = gpufl__ring_sink_create(&c->flight, (size_t)settings->flight_recorder_bytes, 0);
+    if (rc) return rc;
+    gpufl__ring_sink_set_window(c->flight, (int64_t)settings->flight_recorder_s * 1000000000, NULL);
+    return gpufl__fanout_attach(&c->sinks, &gpufl__ring_sink_ops, c->flight);
+}
+
 int gpufl__collector_create(gpufl__collector_t **out, const gpufl__settings_t *settings,
                             gpufl__ring_pool_t *pool, const char *dir,
                             const gpufl__session_ident_t *ident) {
@@ -442,6 +452,12 @@ int gpufl__collector_create(gpufl__collector_t **out, const gpufl__settings_t *s
         (rc = gpufl__batch_init_table(&c->ends, &gpufl__wire_scope_end)))
         goto destroy_collector;
     gpufl__fanout_init(&c->sinks, c->dict);
+    if (settings->flight_recorder_s > 0) {
+        rc = flight_recorder_create(c, settings);
+        if (rc) goto destroy_collector;
+        *out = c;
+        return 0;
+    }
     if ((rc = gpufl__ndjson_sink_open(&c->ndjson, dir, &c->ident,
                                       (uint64_t)settings->log_rotate_bytes,
                                       settings->flush_logs_always)) ||
@@ -515,6 +531,7 @@ void gpufl__collector_destroy(gpufl__collector_t *c, gpufl_stats_t *final_stats)
     gpufl__fanout_close(&c->sinks); /* the session files among them */
     gpufl__fanout_fini(&c->sinks);
     gpufl__ndjson_sink_close(&c->ndjson); /* when open failed before the attach */
+    gpufl__ring_sink_destroy(c->flight);
     gpufl__batch_fini(&c->begins);
     gpufl__batch_fini(&c->ends);
     gpufl__intern_destroy(c->dict);
@@ -570,12 +587,15 @@ int gpufl__collector_attach_sink(gpufl__collector_t *c, const gpufl__sink_ops_t 
 }
 
 uint64_t gpufl__collector_lines_lost(gpufl__collector_t *c, enum gpufl__file_id channel) {
+    if ((int)channel >= c->ndjson.files_open) return 0; /* no files: a flight recorder */
     gpufl__writer_t *f = &c->ndjson.files[channel];
     pthread_mutex_lock(&f->lock);
     uint64_t lost = f->batches_lost;
     pthread_mutex_unlock(&f->lock);
     return lost;
 }
+
+gpufl__ring_sink_t *gpufl__collector_flight_recorder(gpufl__collector_t *c) { return c->flight; }
 
 const gpufl__intern_t *gpufl__collector_dict(gpufl__collector_t *c) { return c->dict; }
 

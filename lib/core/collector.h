@@ -33,7 +33,9 @@ typedef struct gpufl__source {
 
 #define GPUFL_MAX_SOURCES 8
 
-/* Creates the session files in dir and the collector state; no thread yet. */
+/* Creates the session files in dir and the collector state; no thread yet.
+ * With settings->flight_recorder_s > 0, no file and dir is not used: the
+ * rows go to a ring (gpufl__collector_flight_recorder) instead. */
 int gpufl__collector_create(gpufl__collector_t **out, const gpufl__settings_t *settings,
                             gpufl__ring_pool_t *pool, const char *dir,
                             const gpufl__session_ident_t *ident);
@@ -63,6 +65,10 @@ int gpufl__collector_attach_sink(gpufl__collector_t *c, const gpufl__sink_ops_t 
 /* Lines of channel's file lost so far (no room, cut by a failed write): a
  * record written once (a stack, an op name) is written again after it grows. */
 uint64_t gpufl__collector_lines_lost(gpufl__collector_t *c, enum gpufl__file_id channel);
+
+/* The flight recorder's ring (flight_recorder_s > 0), NULL otherwise. Its
+ * reads and dumps are safe while rows flow; it lives as long as c. */
+gpufl__ring_sink_t *gpufl__collector_flight_recorder(gpufl__collector_t *c);
 
 const gpufl__intern_t *gpufl__collector_dict(gpufl__collector_t *c);
 /* Session time (ns since the epoch) of a CLOCK_MONOTONIC reading. */

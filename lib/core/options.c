@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,9 @@ static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     INT(pc_sampling_period, 18, 5, 31, 0),
     INT(log_rotate_interval_ms, 0, 0, 86400000, 0),
     INT(batch_hold_ms, 2000, 0, 60000, 0),
+    INT(flight_recorder_s, 0, 0, 86400, 0),
+    SIZE(flight_recorder_bytes, 64 << 20, 64 << 10, (int64_t)16 << 30),
+    INT(flight_recorder_signal, SIGUSR2, 0, 64, 0),
 };
 
 enum { OPT_CONFIG_FILE = 17 };

@@ -20,7 +20,7 @@ typedef enum gpufl__option_source {
     GPUFL_FROM_CODE = 3
 } gpufl__option_source_t;
 
-enum { GPUFL_OPTION_COUNT = 28 };
+enum { GPUFL_OPTION_COUNT = 31 };
 
 typedef struct gpufl__settings {
     /* Every string is owned (heap) and never NULL. */
@@ -37,6 +37,9 @@ typedef struct gpufl__settings {
     int pc_sampling_period;
     int log_rotate_interval_ms;
     int batch_hold_ms;
+    int flight_recorder_s;
+    int64_t flight_recorder_bytes;
+    int flight_recorder_signal;
 
     int disabled_by_env;                      /* GPUFL_DISABLED was truthy */
     unsigned char source[GPUFL_OPTION_COUNT]; /* gpufl__option_source_t per option */

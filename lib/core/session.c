@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/clock.h"
 #include "core/collector.h"
+#include "core/flight_recorder.h"
 #include "core/interp.h"
 #include "util/log.h"
 #include "core/ops.h"
@@ -42,7 +43,9 @@ static struct session_state {
     uint64_t generation;
     gpufl__settings_t settings;
     gpufl__session_ident_t ident;
-    char dir[4096];
+    char dir[4096];      /* the session's files; a flight recorder's last snapshot */
+    char log_path[4096]; /* where session directories go */
+    int snapshots;       /* taken by the flight recorder this session */
     gpufl__collector_t *collector;
     gpufl__ring_pool_t *pool;
     int host_started; /* how many of gpufl__host_sources run */
@@ -96,12 +99,14 @@ static void make_session_id(char *out, size_t size, int64_t unix_us) {
              random16());
 }
 
-static int create_session_dir(const char *log_path, gpufl__session_ident_t *ident, char *dir,
-                              size_t size) {
+/* A new directory for ident under log_path, named by a session id of the
+ * time id_unix_us (the session's start; a snapshot's own time). */
+static int create_session_dir(const char *log_path, gpufl__session_ident_t *ident,
+                              int64_t id_unix_us, char *dir, size_t size) {
     int rc = make_dirs(log_path);
     if (rc) return rc;
     for (int attempt = 0; attempt < 8; attempt++) {
-        make_session_id(ident->session_id, sizeof ident->session_id, ident->epoch_unix_us);
+        make_session_id(ident->session_id, sizeof ident->session_id, id_unix_us);
         if ((size_t)snprintf(dir, size, "%s/%s", log_path, ident->session_id) >= size)
             return gpufl__set_error(GPUFL_EINVAL, "log_path '%s' is too long", log_path);
         if (mkdir(dir, 0755) == 0) return 0;
@@ -218,6 +223,7 @@ static void fork_parent(void) {
 /* The child has no collector thread: it forgets the parent's session
  * (without touching its files or buffers) and may start its own. */
 static void fork_child(void) {
+    gpufl__flight_after_fork_child();
     gpufl__scope_after_fork_child();
     gpufl__ops_after_fork_child();
     gpufl__interp_after_fork_child();
@@ -245,13 +251,13 @@ static int start_session(void) {
     gpufl__source_t host_sources[GPUFL_MAX_SOURCES], engine_sources[GPUFL_MAX_SOURCES];
     gpufl__feature_t host_features[GPUFL_MAX_SOURCES];
     int opened[GPUFL__BACKENDS_MAX], nengine;
-    char log_path[4096];
+    char *log_path = g.log_path;
     int rc;
 
     if (*s->log_path)
-        snprintf(log_path, sizeof log_path, "%s", s->log_path);
+        snprintf(log_path, sizeof g.log_path, "%s", s->log_path);
     else
-        snprintf(log_path, sizeof log_path, "%s.log", s->app_name);
+        snprintf(log_path, sizeof g.log_path, "%s.log", s->app_name);
 
     memset(&g.ident, 0, sizeof g.ident);
     snprintf(g.ident.app_name, sizeof g.ident.app_name, "%s", s->app_name);
@@ -284,8 +290,13 @@ static int start_session(void) {
     g.ident.epoch_ns = gpufl__mono_ns();
     g.ident.epoch_unix_us = (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000;
 
-    rc = create_session_dir(log_path, &g.ident, g.dir, sizeof g.dir);
-    if (rc) return rc;
+    g.snapshots = 0;
+    g.dir[0] = '\0';
+    if (s->flight_recorder_s > 0) /* no file until a snapshot, which gets its own directory */
+        make_session_id(g.ident.session_id, sizeof g.ident.session_id, g.ident.epoch_unix_us);
+    else if ((rc = create_session_dir(log_path, &g.ident, g.ident.epoch_unix_us, g.dir,
+                                      sizeof g.dir)))
+        return rc;
     gpufl__ring_pool_reset(pool);
     rc = gpufl__collector_create(&g.collector, s, pool, g.dir, &g.ident);
     if (rc) return rc;
@@ -315,6 +326,8 @@ static int start_session(void) {
         if ((rc = gpufl__collector_add_source(g.collector, &host_sources[i])))
             goto destroy_collector;
     if ((rc = gpufl__collector_start(g.collector))) goto destroy_collector;
+    if (s->flight_recorder_s > 0 && gpufl__flight_trigger_start(s->flight_recorder_signal) != 0)
+        gpufl__warn("%s; snapshots are taken by gpufl_snapshot() only", gpufl_last_error());
     g.pool = pool;
     gpufl__scope_attach(pool, ++g.generation);
     gpufl__debug("session %s started in %s", g.ident.session_id, g.dir);
@@ -365,6 +378,7 @@ unlock:
 }
 
 void gpufl_shutdown(void) {
+    gpufl__flight_trigger_stop(); /* before the lock: a snapshot it runs may be waiting for it */
     pthread_mutex_lock(&g.lock);
     if (g.running) {
         gpufl__scope_detach();
@@ -402,6 +416,8 @@ int gpufl_session_dir(char *buf, size_t buf_size) {
     pthread_mutex_lock(&g.lock);
     if (!g.ran_once)
         rc = gpufl__set_error(GPUFL_ENOTINIT, "no session has run in this process");
+    else if (!*g.dir)
+        rc = gpufl__set_error(GPUFL_ENOTFOUND, "the flight recorder has taken no snapshot yet");
     else if (!buf || strlen(g.dir) + 1 > buf_size)
         rc = gpufl__set_error(GPUFL_EINVAL, "buffer too small for the session directory");
     else
@@ -475,10 +491,68 @@ int gpufl__session_report_dir(char *dir, size_t size) {
         if (!g.last_disabled) gpufl__warn("generateReport: %s", gpufl_last_error());
         return rc;
     }
+    if (!*g.dir) {
+        pthread_mutex_unlock(&g.lock);
+        return gpufl__set_error(GPUFL_ENOTFOUND, "the flight recorder has taken no snapshot yet: "
+                                                 "call gpufl_snapshot() first");
+    }
     if (g.running) gpufl__collector_flush(g.collector);
     snprintf(dir, size, "%s", g.dir);
     pthread_mutex_unlock(&g.lock);
     return 0;
+}
+
+/* ---------------- the flight recorder ---------------- */
+
+/* The ring as it is now, in a new session directory. Lock held. */
+static int take_snapshot(gpufl__ring_sink_t *ring, const char *why, char *dir, size_t size) {
+    const gpufl__settings_t *s = &g.settings;
+    gpufl__session_ident_t snap = g.ident;
+    struct timespec wall;
+    int rc = gpufl__collector_flush(g.collector); /* rows held back reach the ring first */
+    if (rc) return rc;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    rc = create_session_dir(g.log_path, &snap, (int64_t)wall.tv_sec * 1000000 + wall.tv_nsec / 1000,
+                            dir, size);
+    if (rc) return rc;
+    gpufl_stats_t st = {.size = sizeof st};
+    gpufl__collector_stats(&st, g.collector);
+    gpufl__flight_snapshot_t info = {g.snapshots + 1,
+                                     g.ident.session_id,
+                                     why,
+                                     s->flight_recorder_s,
+                                     s->flight_recorder_bytes,
+                                     gpufl__collector_session_ns(g.collector, gpufl__mono_ns()),
+                                     st.records_written,
+                                     st.records_dropped};
+    rc = gpufl__flight_snapshot_write(ring, &snap, dir, &info);
+    if (rc) return rc;
+    g.snapshots++;
+    snprintf(g.dir, sizeof g.dir, "%s", dir);
+    return 0;
+}
+
+int gpufl_snapshot(char *dir, size_t dir_size) {
+    return gpufl__session_snapshot("gpufl_snapshot", dir, dir_size);
+}
+
+int gpufl__session_snapshot(const char *why, char *dir, size_t dir_size) {
+    char path[4096];
+    int rc;
+    pthread_mutex_lock(&g.lock);
+    gpufl__ring_sink_t *ring = g.running ? gpufl__collector_flight_recorder(g.collector) : NULL;
+    if (!g.running)
+        rc = g.last_disabled ? GPUFL_EDISABLED
+                             : gpufl__set_error(GPUFL_ENOTINIT, "snapshot: no session is running");
+    else if (!ring)
+        rc = gpufl__set_error(GPUFL_ENOTSUP, "snapshot: the session runs without the flight "
+                                             "recorder (flight_recorder_s is 0) and writes its "
+                                             "files as it goes");
+    else
+        rc = take_snapshot(ring, why, path, sizeof path);
+    if (rc == 0 && dir && dir_size) snprintf(dir, dir_size, "%s", path);
+    pthread_mutex_unlock(&g.lock);
+    return rc;
 }
 
 int gpufl__session_attach_sink(const gpufl__sink_ops_t *ops, void *self,

@@ -15,6 +15,10 @@ int gpufl__session_disabled(void);
  * GPUFL_ENOTINIT (with a warning) when no session ran. */
 int gpufl__session_report_dir(char *dir, size_t size);
 
+/* gpufl_snapshot(), with why (what asked: "gpufl_snapshot", "signal") in
+ * the snapshot's event. */
+int gpufl__session_snapshot(const char *why, char *dir, size_t dir_size);
+
 struct gpufl__sink_ops;
 /* Attaches a sink (core/sink.h) to the running session: it gets every row
  * and record from now on, and its close at shutdown; its owner frees it

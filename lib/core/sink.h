@@ -106,11 +106,19 @@ typedef struct gpufl__ring_sink_stats {
     uint64_t kept_rows, kept_lines, kept_bytes;
     uint64_t evicted_rows, evicted_lines, evicted_bytes;
     uint64_t pinned_lines, pinned_bytes; /* describing records, never evicted */
+    uint64_t aged_rows, aged_lines, aged_bytes; /* older than the window (not the cap) */
 } gpufl__ring_sink_stats_t;
 /* cap_bytes: what the ring may hold (>= 4 KiB); rows_per_line: rows of a
  * batch kept per line, the unit of eviction (0: 256). */
 int gpufl__ring_sink_create(gpufl__ring_sink_t **out, size_t cap_bytes, size_t rows_per_line);
 void gpufl__ring_sink_destroy(gpufl__ring_sink_t *r);
+/* Keeps only the lines that reached the ring within window_ns of now (0:
+ * no window, the cap alone), now read from now_ns (NULL: CLOCK_MONOTONIC;
+ * a test passes its own). The older ones leave, oldest first, as lines
+ * come, at a read and at a dump; pinned records stay. Any thread. */
+typedef int64_t (*gpufl__ring_sink_clock_fn)(void);
+void gpufl__ring_sink_set_window(gpufl__ring_sink_t *r, int64_t window_ns,
+                                 gpufl__ring_sink_clock_fn now_ns);
 void gpufl__ring_sink_stats(gpufl__ring_sink_stats_t *out, gpufl__ring_sink_t *r);
 /* Calls fn for each kept line of channel, pinned ones first, then oldest
  * first (type, rows: 0 for a record, the line with its '\n'); stops when fn
@@ -124,9 +132,11 @@ void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl__file_id channel,
  * GPUFL_ENOMEM when out overflowed its cap. */
 int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
                           enum gpufl__file_id channel, gpufl__buf_t *out);
-/* Writes the three files of a session into dir (which must exist). */
+/* Writes the three files of a session into dir (which must exist), each
+ * ending with what tail (optional) appends to out for its channel. */
+typedef void (*gpufl__ring_sink_tail_fn)(void *ctx, enum gpufl__file_id channel, gpufl__buf_t *out);
 int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
-                              const char *dir);
+                              const char *dir, gpufl__ring_sink_tail_fn tail, void *ctx);
 
 /* Latest-value gauges: for each gauge table (wire.h: host_sample, and
  * gpu_sample per device), the newest value of each column. Written by the

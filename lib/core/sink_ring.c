@@ -7,6 +7,9 @@
  * intern table is the collector's alone) and defines every string it uses.
  * The records that describe the session (options, devices, frames...) are
  * pinned, up to a quarter of the cap, so a dump still says what ran where.
+ * With a window (the flight recorder's N seconds), a line older than the
+ * window when it reached the ring is dropped too: aged out, counted apart
+ * from what the cap evicts.
  *
  * Threads: one mutex, held only to add a line or to take a snapshot of the
  * kept lines (a reference to each, counted). A dump or a visit encodes and
@@ -17,6 +20,7 @@
  */
 #include "core/sink.h"
 
+#include "core/clock.h"
 #include "util/error.h"
 
 #include <fcntl.h>
@@ -38,6 +42,7 @@ typedef struct entry {
     enum gpufl__file_id channel;
     size_t rows; /* 0 for a record */
     size_t nids, strs_len, line_len, bytes;
+    int64_t kept_ns; /* the ring's clock when the line arrived */
     char data[];
 } entry_t;
 
@@ -51,6 +56,8 @@ struct gpufl__ring_sink {
     size_t cap_bytes, rows_per_line;
     entry_list_t pinned, lines; /* pinned: describing records, never evicted */
     gpufl__ring_sink_stats_t stats;
+    int64_t window_ns;                /* 0: lines leave by the cap only */
+    gpufl__ring_sink_clock_fn now_ns; /* the monotonic clock, or a test's */
     uint32_t max_id;
     uint32_t *ids;     /* scratch: a line's dict ids, GPUFL_BATCH_MAX_COLS per row */
     gpufl__buf_t line; /* scratch: a batch line */
@@ -87,6 +94,7 @@ int gpufl__ring_sink_create(gpufl__ring_sink_t **out, size_t cap_bytes, size_t r
     pthread_mutex_init(&r->lock, NULL);
     r->cap_bytes = cap_bytes;
     r->rows_per_line = per_line;
+    r->now_ns = gpufl__mono_ns;
     r->ids = ids;
     gpufl__buf_init(&r->line, cap_bytes);
     *out = r;
@@ -125,17 +133,39 @@ static size_t unique_ids(uint32_t *ids, size_t n) {
     return k;
 }
 
-static void evict_oldest(gpufl__ring_sink_t *r) {
+/* Drops the oldest line, counted as evicted (the cap) or aged out (the window). */
+static void drop_oldest(gpufl__ring_sink_t *r, int aged) {
     entry_t *e = r->lines.head;
     r->lines.head = e->next;
     if (!r->lines.head) r->lines.tail = NULL;
     r->stats.kept_lines--;
     r->stats.kept_rows -= e->rows;
     r->stats.kept_bytes -= e->bytes;
-    r->stats.evicted_lines++;
-    r->stats.evicted_rows += e->rows;
-    r->stats.evicted_bytes += e->bytes;
+    if (aged) {
+        r->stats.aged_lines++;
+        r->stats.aged_rows += e->rows;
+        r->stats.aged_bytes += e->bytes;
+    } else {
+        r->stats.evicted_lines++;
+        r->stats.evicted_rows += e->rows;
+        r->stats.evicted_bytes += e->bytes;
+    }
     entry_release(e);
+}
+
+/* Drops the lines that arrived more than the window before now. Lock held. */
+static void age_out(gpufl__ring_sink_t *r, int64_t now_ns) {
+    if (r->window_ns <= 0) return;
+    while (r->lines.head && now_ns - r->lines.head->kept_ns > r->window_ns) drop_oldest(r, 1);
+}
+
+void gpufl__ring_sink_set_window(gpufl__ring_sink_t *r, int64_t window_ns,
+                                 gpufl__ring_sink_clock_fn now_ns) {
+    pthread_mutex_lock(&r->lock);
+    r->window_ns = window_ns > 0 ? window_ns : 0;
+    r->now_ns = now_ns ? now_ns : gpufl__mono_ns;
+    age_out(r, r->now_ns());
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* Keeps one line and the strings of its ids (unique, non-zero), evicting
@@ -157,11 +187,13 @@ static int keep(gpufl__ring_sink_t *r, enum gpufl__file_id channel, const char *
         r->stats.evicted_bytes += bytes;
         return 0;
     }
+    int64_t now = r->now_ns();
+    age_out(r, now);
     while (r->lines.head && r->stats.pinned_bytes + r->stats.kept_bytes + bytes > r->cap_bytes)
-        evict_oldest(r);
+        drop_oldest(r, 0);
     entry_t *e = malloc(bytes);
     if (!e) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring sink line");
-    *e = (entry_t){NULL, 1, channel, rows, nids, strs_len, line_len, bytes};
+    *e = (entry_t){NULL, 1, channel, rows, nids, strs_len, line_len, bytes, now};
     uint32_t *eids = (uint32_t *)(void *)e->data, *lens = eids + nids;
     char *p = (char *)(lens + nids);
     for (size_t i = 0; i < nids; i++) {
@@ -237,6 +269,7 @@ const gpufl__sink_ops_t gpufl__ring_sink_ops = {
 
 void gpufl__ring_sink_stats(gpufl__ring_sink_stats_t *out, gpufl__ring_sink_t *r) {
     pthread_mutex_lock(&r->lock);
+    age_out(r, r->now_ns());
     *out = r->stats;
     pthread_mutex_unlock(&r->lock);
 }
@@ -252,6 +285,7 @@ typedef struct snapshot {
 static int take_snapshot(gpufl__ring_sink_t *r, enum gpufl__file_id channel, snapshot_t *out) {
     *out = (snapshot_t){NULL, 0, 0};
     pthread_mutex_lock(&r->lock);
+    age_out(r, r->now_ns());
     /* Bounded: one pointer per line the cap holds. */
     size_t most = (size_t)(r->stats.pinned_lines + r->stats.kept_lines);
     out->v = malloc((most ? most : 1) * sizeof *out->v);
@@ -337,13 +371,16 @@ release_snapshot:
 }
 
 int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
-                              const char *dir) {
+                              const char *dir, gpufl__ring_sink_tail_fn tail, void *ctx) {
     int rc = 0;
     for (int ch = 0; ch < GPUFL_FILE_COUNT && rc == 0; ch++) {
         char path[4200];
         gpufl__buf_t out;
         gpufl__buf_init(&out, DUMP_MAX_BYTES);
         rc = gpufl__ring_sink_dump(r, ident, (enum gpufl__file_id)ch, &out);
+        if (rc == 0 && tail) tail(ctx, (enum gpufl__file_id)ch, &out);
+        if (rc == 0 && out.overflow)
+            rc = gpufl__set_error(GPUFL_ENOMEM, "the ring's dump passed its cap");
         snprintf(path, sizeof path, "%s/%s.log", dir, gpufl__channel_name((enum gpufl__file_id)ch));
         int fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (rc == 0 && (fd < 0 || write(fd, out.data, out.len) != (ssize_t)out.len))

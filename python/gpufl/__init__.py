@@ -17,8 +17,8 @@ from ._enums import BackendKind, ProfilingEngine
 from ._gpufl import (AlreadyRunningError, ConfigError, DisabledError, Error, FileAccessError,
                      InvalidArgumentError, LogFormatError, NotFoundError, NotRunningError,
                      NotSupportedError, OutOfMemoryError, Scope, ThreadStartError)
-from ._session import (Session, UploadResult, init, session, shutdown, system_start, system_stop,
-                       upload_logs)
+from ._session import (Session, UploadResult, init, session, shutdown, snapshot, system_start,
+                       system_stop, upload_logs)
 
 __version__ = _gpufl.version()
 
@@ -27,7 +27,7 @@ from . import _frames  # noqa: E402  (after the extension: it registers with it)
 _frames.start()
 
 __all__ = [
-    "init", "shutdown", "Scope", "system_start", "system_stop", "upload_logs", "session",
+    "init", "shutdown", "snapshot", "Scope", "system_start", "system_stop", "upload_logs", "session",
     "ProfilingEngine", "BackendKind", "UploadResult", "Session",
     "Error", "InvalidArgumentError", "OutOfMemoryError", "FileAccessError", "ConfigError",
     "AlreadyRunningError", "NotRunningError", "DisabledError", "NotSupportedError",

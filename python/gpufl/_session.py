@@ -199,6 +199,14 @@ def shutdown():
     _gpufl.shutdown()
 
 
+def snapshot():
+    """Flight recorder (GPUFL_FLIGHT_RECORDER_S or flight_recorder_s in the
+    config file): writes the last seconds it holds as a session directory of
+    its own and returns its path; recording goes on. Raises NotSupportedError
+    when the session runs without it, NotRunningError without a session."""
+    return _gpufl.snapshot()
+
+
 def system_start(name="system"):
     """Opens a named system-sampling window (host metrics are sampled while
     one is open). Returns False, and does nothing, when no session runs."""

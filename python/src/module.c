@@ -50,6 +50,19 @@ static PyObject *py_session_dir(PyObject *module, PyObject *unused) {
     return PyUnicode_DecodeFSDefault(dir);
 }
 
+/* The flight recorder's snapshot: its directory; NotSupportedError without
+ * flight_recorder_s, NotRunningError without a session. */
+static PyObject *py_snapshot(PyObject *module, PyObject *unused) {
+    char dir[4096];
+    int rc;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS; /* waits for the collector, then writes the files */
+    rc = gpufl_snapshot(dir, sizeof dir);
+    Py_END_ALLOW_THREADS;
+    if (rc < 0) return gpufl__py_raise(module, rc);
+    return PyUnicode_DecodeFSDefault(dir);
+}
+
 /* True when the window opened or closed; False when no session runs. */
 static PyObject *system_window(PyObject *module, PyObject *name, int open) {
     const char *s;
@@ -199,6 +212,9 @@ static PyMethodDef methods[] = {
     {"is_active", py_is_active, METH_NOARGS, "is_active() -> bool: a session is running."},
     {"session_dir", py_session_dir, METH_NOARGS,
      "session_dir() -> str | None: directory of the running or last session."},
+    {"snapshot", py_snapshot, METH_NOARGS,
+     "snapshot() -> str: the flight recorder's memory written as a session directory (its "
+     "path)."},
     {"system_start", py_system_start, METH_O,
      "system_start(name) -> bool: open a sampling window; False when no session runs."},
     {"system_stop", py_system_stop, METH_O,

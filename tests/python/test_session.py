@@ -250,3 +250,30 @@ def test_package_surface():
                  "AlreadyRunningError", "NotSupportedError", "NotFoundError"):
         assert issubclass(getattr(gpufl, name), gpufl.Error)
     assert gpufl._gpufl.__file__.endswith(".abi3.so")
+
+
+# ---- the flight recorder ----
+
+def test_snapshot_writes_the_flight_recorder_as_a_session(log_dir, monkeypatch):
+    monkeypatch.setenv("GPUFL_FLIGHT_RECORDER_S", "60")
+    assert gpufl.init(app_name="fr", log_path=str(log_dir)) is True
+    for i in range(20):
+        with gpufl.Scope(f"step_{i}"):
+            pass
+    assert not log_dir.exists()  # nothing written while recording
+    path = gpufl.snapshot()
+    assert os.path.dirname(path) == str(log_dir)
+    assert only_session(log_dir) == path
+    logs = SessionLogs(path)
+    assert [s["name"] for s in logs.scopes()] == [f"step_{i}" for i in range(20)]
+    assert logs.lines["scope"][-1]["type"] == "session_end"
+    gpufl.shutdown()
+    assert only_session(log_dir) == path  # shutdown writes nothing more
+
+
+def test_snapshot_without_the_flight_recorder(log_dir):
+    with pytest.raises(gpufl.NotRunningError):
+        gpufl.snapshot()
+    assert gpufl.init(log_path=str(log_dir)) is True
+    with pytest.raises(gpufl.NotSupportedError, match="flight_recorder_s"):
+        gpufl.snapshot()

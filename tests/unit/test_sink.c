@@ -306,6 +306,51 @@ static void ring_pins_describing_records(void **state) {
     small_ring_fini(&t);
 }
 
+/* visit, past the pinned records (rows 0). */
+static int visit_rows(void *ctx, const char *type, size_t rows, const char *line, size_t len) {
+    return rows ? visit(ctx, type, rows, line, len) : 0;
+}
+
+/* The flight recorder's window: a clock the test moves. */
+static int64_t fake_now;
+static int64_t fake_clock(void) { return fake_now; }
+
+/* Lines older than the window leave, oldest first, counted as aged (not
+ * as evicted by the cap); newer ones and pinned records stay. */
+static void ring_window_ages_out_old_lines(void **state) {
+    (void)state;
+    small_ring_t t;
+    small_ring_init(&t);
+    fake_now = 1000000000;
+    gpufl__ring_sink_set_window(t.ring, 2000000000, fake_clock); /* 2 s */
+    gpufl__line_t l;
+    gpufl__wire_op(&l, 1, "memcpy");
+    assert_int_equal(gpufl__ring_sink_ops.record(t.ring, GPUFL_FILE_SCOPE, &l, t.dict), 0);
+    gpufl__line_fini(&l);
+    for (int sec = 0; sec < 5; sec++) { /* 100 rows each second, rows ts = sec*100.. */
+        small_ring_fill(&t, sec * 100, sec * 100 + 100);
+        fake_now += 1000000000;
+    }
+    fake_now -= 1000000000; /* now: the last batch's second */
+    gpufl__ring_sink_stats_t st;
+    gpufl__ring_sink_stats(&st, t.ring);
+    assert_int_equal(st.evicted_rows, 0);
+    assert_int_equal(st.aged_rows, 200); /* seconds 0 and 1 are more than 2 s old */
+    assert_int_equal(st.kept_rows, 300);
+    assert_int_equal(st.pinned_lines, 1);
+    seen_t s = {0};
+    gpufl__ring_sink_each(t.ring, GPUFL_FILE_SCOPE, visit_rows, &s);
+    assert_int_equal(s.first_ts, 200);
+    assert_int_equal(s.last_ts, 499);
+    fake_now += 10000000000LL; /* a read long after: only the pinned record is left */
+    gpufl__ring_sink_stats(&st, t.ring);
+    assert_int_equal(st.kept_rows, 0);
+    assert_int_equal(st.aged_rows, 500);
+    assert_int_equal(st.pinned_lines, 1);
+    gpufl__ring_sink_set_window(t.ring, 0, NULL);
+    small_ring_fini(&t);
+}
+
 /* A visitor as slow as a dump to a slow destination. */
 typedef struct slow_visit {
     gpufl__ring_sink_t *ring;
@@ -388,7 +433,7 @@ static void ring_dump_reads_back(void **state) {
     gpufl__ring_sink_stats(&st, ring);
     assert_true(st.evicted_rows > 0); /* 4000 scopes do not fit in 256 KiB */
     const char *dump = tu_scratch_dir(SUITE, "ring_dump");
-    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump, NULL, NULL), 0);
 
     gpufl_analysis_t *a;
     size_t rows = 0;
@@ -582,7 +627,7 @@ static void session_rows_reach_every_sink(void **state) {
     gpufl__ring_sink_stats(&st, ring);
     assert_int_equal(st.evicted_rows, 0);
     const char *dump = tu_scratch_dir(SUITE, "all_dump");
-    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump, NULL, NULL), 0);
     tu_lines_t D = tu_read(dump, "scope.log");
     size_t dumped = 0;
     int64_t *db = tu_column(&D, "scope_begin", "ts_ns", &dumped);
@@ -650,7 +695,7 @@ static void ring_attached_late_dumps_a_known_session(void **state) {
     gpufl__ring_sink_stats(&st, ring);
     assert_true(st.evicted_rows > 0); /* the ring turned over after the attach */
     const char *dump = tu_scratch_dir(SUITE, "late_dump");
-    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump), 0);
+    assert_int_equal(gpufl__ring_sink_dump_dir(ring, &ident, dump, NULL, NULL), 0);
 
     /* The records written before the attach, once each. */
     tu_lines_t D = tu_read(dump, "device.log"), F = tu_read(dir, "device.log");
@@ -689,6 +734,7 @@ int main(void) {
         cmocka_unit_test(fanout_replays_describing_records),
         cmocka_unit_test(ring_keeps_newest_within_cap),
         cmocka_unit_test(ring_pins_describing_records),
+        cmocka_unit_test(ring_window_ages_out_old_lines),
         cmocka_unit_test(ring_reader_never_blocks_rows),
         cmocka_unit_test(ring_dump_reads_back),
         cmocka_unit_test(gauges_read_while_written),
