@@ -119,6 +119,12 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
     -o .devbin/pcs_kernels "${libs[@]}" -cudart static
   "$nvcc" -cubin -lineinfo -arch=sm_90 tests/gpu/pcs_kernels.cu -I include -o .devbin/pcs_kernels.cubin
+  # The zero-code checks (run_zero_code_checks.sh): an ordinary CUDA program
+  # with NVTX ranges, as is (for `gpufl trace`) and wrapped in gpufl_init.
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/zero_code_program.cu \
+    -o .devbin/zero_code_program -cudart static -ldl
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include -DGPUFL_IN_PROCESS tests/gpu/zero_code_program.cu \
+    -o .devbin/zero_code_program_inproc "${libs[@]}" -cudart static
   # The recorder of CUPTI buffers for the fake's replay uses CUPTI directly.
   "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/record_cupti.cu -o .devbin/record_cupti \
     -cudart static "${cupti_link[@]}"
