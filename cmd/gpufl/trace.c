@@ -23,6 +23,9 @@
 #include <unistd.h>
 
 #define INJECT_NAME "libgpufl_inject.so"
+#ifndef GPUFL_INSTALL_LIBDIR /* the build sets it (CMAKE_INSTALL_LIBDIR) */
+#define GPUFL_INSTALL_LIBDIR "lib"
+#endif
 
 typedef struct trace_args {
     const char *engine, *output, *app_name, *flight_recorder;
