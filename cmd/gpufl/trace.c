@@ -71,8 +71,9 @@ static int parse_args(int argc, char **argv, trace_args_t *t) {
         if (i + 1 >= argc) return cli_usage_error("trace", "%s needs a value", a);
         *value = argv[++i];
     }
-    if (i >= argc) return cli_usage_error("trace", "no program given: gpufl trace [options] -- "
-                                                   "PROGRAM [ARGS...]");
+    if (i >= argc)
+        return cli_usage_error("trace", "no program given: gpufl trace [options] -- "
+                                        "PROGRAM [ARGS...]");
     t->program = argv + i;
     gpufl_engine_t engine;
     if (t->engine && gpufl_engine_parse(t->engine, &engine) != 0)
@@ -221,14 +222,15 @@ static int child_environment(const trace_args_t *t, const char *inject, const ch
     }
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
     if (nvtx && *nvtx && !(realpath(nvtx, real) && strcmp(real, inject) == 0))
-        fprintf(stderr, "gpufl: NVTX_INJECTION64_PATH is set to %s: NVTX ranges go to that "
-                        "library, not to gpufl\n",
+        fprintf(stderr,
+                "gpufl: NVTX_INJECTION64_PATH is set to %s: NVTX ranges go to that "
+                "library, not to gpufl\n",
                 nvtx);
     const char *app = t->app_name ? t->app_name : getenv("GPUFL_APP_NAME");
     const char *engine = t->engine ? t->engine : getenv("GPUFL_PROFILING_ENGINE");
-    if (set("CUDA_INJECTION64_PATH", inject) || (!(nvtx && *nvtx) &&
-                                                 set("NVTX_INJECTION64_PATH", inject)) ||
-        set("GPUFL_LOG_PATH", dir) || set("GPUFL_RUN_ID", run_id) ||
+    if (set("CUDA_INJECTION64_PATH", inject) ||
+        (!(nvtx && *nvtx) && set("NVTX_INJECTION64_PATH", inject)) || set("GPUFL_LOG_PATH", dir) ||
+        set("GPUFL_RUN_ID", run_id) ||
         set("GPUFL_APP_NAME", app && *app ? app : base_name(t->program[0])) ||
         set("GPUFL_PROFILING_ENGINE", engine && *engine ? engine : "Trace") ||
         (t->stacks && set("GPUFL_ENABLE_STACK_TRACE", "1")) ||
@@ -350,7 +352,8 @@ static void print_sessions(const char *dir, const char *run_id, int flight_recor
             last = s->path;
         }
         fprintf(stderr, "report: gpufl report %s\n", count == 1 ? last : dir);
-        if (count > 1) fprintf(stderr, "        (the latest; gpufl report %s SESSION for another)\n", dir);
+        if (count > 1)
+            fprintf(stderr, "        (the latest; gpufl report %s SESSION for another)\n", dir);
     }
     gpufl_session_list_destroy(list);
 }

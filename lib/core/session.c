@@ -440,7 +440,8 @@ int gpufl_init(const gpufl_options_t *opts) {
     g.ran_once = 1;
     g.joined = 0;
     if (traced != GPUFL_TRACE_UNMARKED)
-        gpufl__trace_mark(traced == GPUFL_TRACE_STARTING ? GPUFL_TRACE_INJECTED : GPUFL_TRACE_PROGRAM);
+        gpufl__trace_mark(traced == GPUFL_TRACE_STARTING ? GPUFL_TRACE_INJECTED
+                                                         : GPUFL_TRACE_PROGRAM);
 unlock:
     if (rc && rc != GPUFL_EDISABLED) gpufl__warn("init failed: %s", gpufl_last_error());
     pthread_mutex_unlock(&g.lock);

@@ -34,8 +34,8 @@ typedef enum gpufl__trace_state {
     GPUFL_TRACE_ENDING        /* the injection's exit path is ending its session */
 } gpufl__trace_state_t;
 
-static const char *const gpufl__trace_state_names[] = {"", "", "starting", "injected", "program",
-                                                       "ending"};
+static const char *const gpufl__trace_state_names[] = {"",         "",        "starting",
+                                                       "injected", "program", "ending"};
 
 /* "<pid>.<16 hex>": this process as this program image. */
 static inline void gpufl__trace_image(char *out, size_t size) {
