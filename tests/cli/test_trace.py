@@ -143,25 +143,28 @@ p.stderr.close()
 
 # ---- processes: one session each, one run ----
 
-d = out_dir("fork")
-r = trace(["-o", d, "--", TARGET, "fork", "2"])
-check(r.returncode == 0, f"fork: exit {r.returncode}: {r.stderr}")
-found = sessions(d)
-if check(len(found) == 2, f"fork: two sessions, found {len(found)}"):
-    check(found[0]["header"]["run_id"] == found[1]["header"]["run_id"], "fork: one run id")
+def two_sessions(name, args):
+    """Runs the target under gpufl trace; its two sessions, of one run, or None."""
+    d = out_dir(name)
+    r = trace(["-o", d, "--", TARGET] + args)
+    check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+    found = sessions(d)
+    if not check(len(found) == 2, f"{name}: two sessions, found {len(found)}"):
+        return None
+    check(found[0]["header"]["run_id"] == found[1]["header"]["run_id"], f"{name}: one run id")
+    check("2 sessions" in r.stderr, f"{name}: stderr counts the sessions: {r.stderr!r}")
+    return found
+
+
+found = two_sessions("fork", ["fork", "2"])
+if found:
     check(found[0]["header"]["pid"] != found[1]["header"]["pid"], "fork: two pids")
     check(sorted(sorted(s["kernels"]) for s in found) ==
           [["kernel_0", "kernel_1"], ["parent_0", "parent_1"]],
           f"fork: each process's kernels in its session: {[s['kernels'] for s in found]}")
-    check("2 sessions" in r.stderr, f"fork: stderr counts the sessions: {r.stderr!r}")
-
-d = out_dir("exec")
-r = trace(["-o", d, "--", TARGET, "exec", "1"])
-check(r.returncode == 0, f"exec: exit {r.returncode}: {r.stderr}")
-found = sessions(d)
-if check(len(found) == 2, f"exec: a session per program image, found {len(found)}"):
+found = two_sessions("exec", ["exec", "1"])  # a session per program image
+if found:
     check(found[0]["header"]["pid"] == found[1]["header"]["pid"], "exec: one pid")
-    check(found[0]["header"]["run_id"] == found[1]["header"]["run_id"], "exec: one run id")
 
 # ---- the program's own init: one session ----
 
