@@ -42,6 +42,9 @@ static void end_injected(void) {
  * callbacks. Any failure leaves the program running untraced (libgpufl said
  * why). Returns 1: the driver goes on either way. */
 int InitializeInjection(void) {
+    /* Called again from inside the session's start (a driver that re-enters its
+     * injection): this thread holds the lock, and the mark already says starting. */
+    if (gpufl__trace_state() >= GPUFL_TRACE_STARTING) return 1;
     pthread_mutex_lock(&lock);
     gpufl__trace_state_t state = gpufl__trace_state();
     if (state >= GPUFL_TRACE_STARTING || gpufl_is_active()) {
