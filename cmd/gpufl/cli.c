@@ -94,6 +94,31 @@ static const cli_command_t commands[] = {
      "--budget-s seconds (default 300). Exit 0: everything sealed is on the server;\n"
      "1: part of it; 2: nothing could be sent (or a usage error).\n",
      0},
+    {"trace", cli_trace, "run a program under gpufl, unchanged (CUDA injection)",
+     "trace [--engine E] [--output DIR] [--stacks] [--app-name NAME]\n"
+     "             [--flight-recorder N] [--force] -- PROGRAM [ARGS...]\n"
+     "\n"
+     "Runs PROGRAM with gpufl injected through CUDA (CUDA_INJECTION64_PATH names\n"
+     "libgpufl_inject.so): every process of it that initializes CUDA records a session\n"
+     "of its own, all under one directory and marked with one run id. The program's\n"
+     "stdin, stdout and stderr are its own; SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to\n"
+     "gpufl go on to it. At the end, stderr lists the sessions and the report command.\n"
+     "--engine (-e) E: the profiling engine (default Trace; Monitor, PcSampling, ...).\n"
+     "--output (-o) DIR: where the sessions go (default: a new ./gpufl-trace-<time>).\n"
+     "--stacks: CPU call stacks at launches and syncs (enable_stack_trace).\n"
+     "--app-name NAME: the sessions' app name (default: PROGRAM's file name).\n"
+     "--flight-recorder N: keep the last N seconds in memory, written only on a\n"
+     "snapshot (flight_recorder_s; docs/options.md).\n"
+     "--force: run even though CUDA_INJECTION64_PATH names another tool's library\n"
+     "(which gpufl's then replaces); without it that is refused with exit 2.\n"
+     "GPUFL_* variables already set pass through to the program; the flags win.\n"
+     "$GPUFL_INJECT_LIBRARY overrides where libgpufl_inject.so is found. See\n"
+     "docs/trace.md.\n"
+     "\n"
+     "Exit status: the program's own (128+N when signal N killed it; 127 when it\n"
+     "could not be found, 126 when it could not be run), 1 or 2 from gpufl itself\n"
+     "before the program started.\n",
+     0},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 

@@ -93,5 +93,6 @@ int cli_info(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_insights(int argc, char **argv);
 int cli_upload(int argc, char **argv);
+int cli_trace(int argc, char **argv);
 
 #endif

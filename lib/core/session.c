@@ -18,6 +18,7 @@
 #include "core/options.h"
 #include "core/scope.h"
 #include "core/session.h"
+#include "core/trace_marker.h"
 
 #include <gpufl/gpufl_log.h>
 
@@ -50,6 +51,11 @@ static struct session_state {
     gpufl__ring_pool_t *pool;
     int host_started; /* how many of gpufl__host_sources run */
     gpufl_stats_t last_stats;
+    /* Under `gpufl trace` (core/trace_marker.h): the program's inits that
+     * joined the injected session running here, and whether the program's
+     * init found it running in another copy of the library. */
+    int joined;
+    int joined_elsewhere;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 const char *gpufl_version(void) {
@@ -229,6 +235,7 @@ static void fork_child(void) {
     gpufl__interp_after_fork_child();
     gpufl__log_after_fork(1);
     g.running = 0;
+    g.joined = g.joined_elsewhere = 0;
     g.collector = NULL; /* the parent's: left alone (its thread is not here) */
     for (int i = 0; gpufl__backends[i]; i++) gpufl__backends[i]->after_fork_child();
     pthread_mutex_init(&g.lock, NULL);
@@ -265,6 +272,7 @@ static int start_session(void) {
         snprintf(g.ident.hostname, sizeof g.ident.hostname, "unknown");
     g.ident.pid = (int)getpid();
     gpufl__wire_job_id(&g.ident, session_getenv);
+    gpufl__wire_run_id(&g.ident, session_getenv);
 
     /* Two limits that are each in range can still clash: a ring larger than
      * the whole cap. Keep the cap (it is the promise about memory) and shrink
@@ -339,6 +347,60 @@ destroy_collector:
     return rc;
 }
 
+/* ---------------- under gpufl trace ---------------- */
+
+/* The program's init while the session `gpufl trace` injected runs: it
+ * succeeds and joins that session (one session per process, not two). Its
+ * options are noted in the session, not applied. When the injected session
+ * runs in another copy of the library (the Python extension's own, say),
+ * this copy records nothing: said once. Lock held. */
+static int join_injected(const gpufl_options_t *opts) {
+    if (!g.running) {
+        if (!g.joined_elsewhere)
+            gpufl__warn("gpufl trace's session runs in another copy of libgpufl in this process: "
+                        "init joins it, and what this copy would record (its scopes) is not kept");
+        g.joined_elsewhere = 1;
+        return 0;
+    }
+    gpufl__settings_t asked;
+    char note[1024];
+    if (gpufl__settings_resolve(&asked, opts) == 0) {
+        snprintf(note, sizeof note,
+                 "the program's init joined the session gpufl trace injected; its options "
+                 "(app_name %s, profiling_engine %s, log_path %s) are not applied",
+                 asked.app_name, gpufl_engine_name(asked.profiling_engine),
+                 *asked.log_path ? asked.log_path : "(default)");
+        gpufl__settings_fini(&asked);
+    } else {
+        snprintf(note, sizeof note,
+                 "the program's init joined the session gpufl trace injected; its options "
+                 "do not resolve: %s",
+                 gpufl_last_error());
+        gpufl__clear_error();
+    }
+    gpufl__collector_event(g.collector, GPUFL_FILE_DEVICE, "info", "program_init_joined", note);
+    gpufl__debug("%s", note);
+    g.joined++;
+    return 0;
+}
+
+/* The program's shutdown of a session it joined: the session goes on until
+ * the injection's exit path ends it (which marks it ending first). Returns 1
+ * when shutdown has nothing more to do. */
+static int leave_injected(void) {
+    int left = 0;
+    pthread_mutex_lock(&g.lock);
+    if (g.joined_elsewhere && !g.running) {
+        g.joined_elsewhere = 0;
+        left = 1;
+    } else if (g.running && g.joined > 0 && gpufl__trace_state() == GPUFL_TRACE_INJECTED) {
+        g.joined--;
+        left = 1;
+    }
+    pthread_mutex_unlock(&g.lock);
+    return left;
+}
+
 int gpufl_init(const gpufl_options_t *opts) {
     int rc;
     gpufl__clear_error();
@@ -350,6 +412,11 @@ int gpufl_init(const gpufl_options_t *opts) {
                                 gpufl__env_disabled() ? "GPUFL_DISABLED is set" : "enabled=false");
     }
     pthread_mutex_lock(&g.lock);
+    gpufl__trace_state_t traced = gpufl__trace_state();
+    if (traced == GPUFL_TRACE_INJECTED) {
+        rc = join_injected(opts);
+        goto unlock;
+    }
     if (g.running) {
         rc = gpufl__set_error(GPUFL_EALREADY,
                               "a session is already running (%s); call shutdown() before "
@@ -371,6 +438,10 @@ int gpufl_init(const gpufl_options_t *opts) {
     install_hooks();
     g.running = 1;
     g.ran_once = 1;
+    g.joined = 0;
+    if (traced != GPUFL_TRACE_UNMARKED)
+        gpufl__trace_mark(traced == GPUFL_TRACE_STARTING ? GPUFL_TRACE_INJECTED
+                                                         : GPUFL_TRACE_PROGRAM);
 unlock:
     if (rc && rc != GPUFL_EDISABLED) gpufl__warn("init failed: %s", gpufl_last_error());
     pthread_mutex_unlock(&g.lock);
@@ -378,6 +449,7 @@ unlock:
 }
 
 void gpufl_shutdown(void) {
+    if (leave_injected()) return;
     gpufl__flight_trigger_stop(); /* before the lock: a snapshot it runs may be waiting for it */
     pthread_mutex_lock(&g.lock);
     if (g.running) {
@@ -388,6 +460,8 @@ void gpufl_shutdown(void) {
         gpufl__ring_pool_release(g.pool);
         g.collector = NULL;
         g.running = 0;
+        g.joined = 0;
+        if (gpufl__trace_state() >= GPUFL_TRACE_STARTING) gpufl__trace_mark(GPUFL_TRACE_OTHER);
         gpufl__debug("session %s ended", g.ident.session_id);
     }
     pthread_mutex_unlock(&g.lock);

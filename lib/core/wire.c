@@ -520,6 +520,7 @@ void gpufl__wire_header(gpufl__buf_t *b, const gpufl__session_ident_t *id, const
         gpufl__buf_kv_str(b, "job_id", id->job_id);
         gpufl__buf_kv_str(b, "job_id_from", id->job_id_from);
     }
+    if (id->run_id[0]) gpufl__buf_kv_str(b, "run_id", id->run_id);
     gpufl__buf_puts(b, "}\n");
 }
 
@@ -534,6 +535,11 @@ void gpufl__wire_job_id(gpufl__session_ident_t *id, const char *(*get)(const cha
         snprintf(id->job_id_from, sizeof id->job_id_from, "%s", vars[i]);
         return;
     }
+}
+
+void gpufl__wire_run_id(gpufl__session_ident_t *id, const char *(*get)(const char *name)) {
+    const char *v = get("GPUFL_RUN_ID");
+    snprintf(id->run_id, sizeof id->run_id, "%s", v ? v : "");
 }
 
 void gpufl__wire_segment_end(gpufl__buf_t *o, const char *next) {

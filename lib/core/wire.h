@@ -33,6 +33,7 @@ typedef struct gpufl__session_ident {
     int64_t epoch_unix_us; /* wall clock at the same moment */
     char job_id[128];      /* the batch job this process runs in; "" when none */
     char job_id_from[24];  /* the variable it came from: SLURM_JOB_ID, TORCHELASTIC_RUN_ID, ... */
+    char run_id[64];       /* the `gpufl trace` run (GPUFL_RUN_ID) this session belongs to; "" */
 } gpufl__session_ident_t;
 
 /* ---- column tables ---- */
@@ -170,6 +171,9 @@ const char *gpufl__wire_intern_str(const void *ctx, uint32_t id, size_t *len);
  * GPUFL_JOB_ID that is set and not empty (get: getenv, or a test's lookup). A value longer
  * than the field is cut; none set leaves both empty. */
 void gpufl__wire_job_id(gpufl__session_ident_t *id, const char *(*get)(const char *name));
+/* Fills id->run_id from GPUFL_RUN_ID (get: getenv, or a test's lookup): the id `gpufl trace`
+ * gives every session of one run. A value longer than the field is cut; unset leaves it "". */
+void gpufl__wire_run_id(gpufl__session_ident_t *id, const char *(*get)(const char *name));
 void gpufl__wire_header(gpufl__buf_t *o, const gpufl__session_ident_t *ident, const char *file,
                         int segment);
 void gpufl__wire_segment_end(gpufl__buf_t *o, const char *next);

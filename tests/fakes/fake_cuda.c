@@ -20,10 +20,17 @@
  * - fake_cuda_set_error(function, result): that function fails with result
  *   until set back to 0. fake_cuda_calls(function) counts calls, failed
  *   ones included. fake_cuda_reset() restores every default.
+ * - cuInit calls the injection as the driver does: its first call, when
+ *   CUDA_INJECTION64_PATH is set, dlopens that library and calls its
+ *   InitializeInjection (once per process; a forked child that calls cuInit
+ *   again does not repeat it, as the driver's state is inherited).
  * Counters and errors are atomic: the functions may be called from many
  * threads. Scripting is for the test's main thread, between calls.
  */
 #include <cuda.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
 
 #include <stdatomic.h>
 #include <pthread.h>
@@ -48,7 +55,8 @@
     X(cuCtxPushCurrent_v2)                                                                         \
     X(cuCtxPopCurrent_v2)                                                                          \
     X(cuCtxSynchronize)                                                                            \
-    X(cuCtxGetCurrent)
+    X(cuCtxGetCurrent)                                                                             \
+    X(cuInit)
 // clang-format on
 
 #define AS_ENUM(name) FN_##name,
@@ -279,6 +287,31 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx) {
     if (ctx == NULL) return CUDA_ERROR_INVALID_VALUE;
     context_tls_t *t = context_tls();
     *ctx = t && t->depth ? t->stack[t->depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+
+/* The driver's injection: the library CUDA_INJECTION64_PATH names, loaded
+ * and initialised inside the first cuInit. A library that cannot be loaded
+ * is said on stderr and cuInit goes on, as the real driver does. */
+static void inject(void) {
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    if (path == NULL || *path == '\0') return;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    int (*entry)(void) = NULL;
+    if (lib) *(void **)&entry = dlsym(lib, "InitializeInjection");
+    if (entry == NULL) {
+        fprintf(stderr, "fake_cuda: injection %s: %s\n", path, dlerror());
+        return;
+    }
+    entry();
+}
+
+EXPORT CUresult cuInit(unsigned int flags) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    CUresult r = enter(FN_cuInit);
+    if (r != CUDA_SUCCESS) return r;
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_once(&once, inject);
     return CUDA_SUCCESS;
 }
 

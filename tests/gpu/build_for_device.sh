@@ -35,6 +35,9 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   cc -O2 -std=c11 -D_GNU_SOURCE -I include -I cmd/common cmd/gpufl/*.c cmd/common/flags.c \
     -o .devbin/gpufl \
     build/device/lib/libgpufl-analysis.a "${libs[@]}"
+  # A CUDA program that knows nothing of gpufl, for `gpufl trace` (docs/trace.md).
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 tests/gpu/plain_kernels.cu -o .devbin/plain_kernels \
+    -cudart static
   # The minimal CUPTI tracer in the benchmark links libcupti (the toolkit puts
   # it in lib64, older ones in extras/CUPTI/lib64).
   cuda_root=$(dirname "$nvcc")/..
@@ -136,6 +139,11 @@ cc -shared -o .devbin/libgpufl-analysis.so.0 -Wl,-soname,libgpufl-analysis.so.0 
   -Wl,--whole-archive build/device/lib/libgpufl-analysis.a -Wl,--no-whole-archive \
   -L .devbin -l:libgpufl.so -ljansson -lpthread -lm -Wl,--no-undefined -Wl,-rpath,'$ORIGIN'
 cp -L /usr/lib/x86_64-linux-gnu/libjansson.so.4 .devbin/
+# The injection library of `gpufl trace` (lib/inject/inject.c) over that libgpufl.so, beside
+# .devbin/gpufl, which finds it there: `.devbin/gpufl trace -- PROGRAM` on the GPU machine.
+cc -shared -fPIC -O2 -std=c11 -D_GNU_SOURCE -fvisibility=hidden -I include -I lib \
+  lib/inject/inject.c -o .devbin/libgpufl_inject.so -L .devbin -l:libgpufl.so -lpthread \
+  -Wl,--no-undefined -Wl,-z,nodelete -Wl,-rpath,'$ORIGIN'
 # gpufl-monitor, for run_monitor_check.sh, with its HTTP library beside it
 # (the checks put .devbin on LD_LIBRARY_PATH).
 cmake --build build/device -j "$(nproc)" --target gpufl_monitor >/dev/null

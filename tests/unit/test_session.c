@@ -6,6 +6,7 @@
  * policy, rotation, flushing and the memory added at init.
  */
 #include "test_util.h"
+#include "core/trace_marker.h"
 
 #include <gpufl/gpufl_log.h>
 
@@ -117,6 +118,79 @@ static void header_records_the_job_id(void **state) {
     assert_string_equal(job_header_field("job3", "job_id"), "4242");
     assert_string_equal(job_header_field("job3b", "job_id_from"), "SLURM_JOB_ID");
     unsetenv("SLURM_JOB_ID"), unsetenv("TORCHELASTIC_RUN_ID"), unsetenv("GPUFL_JOB_ID");
+}
+
+/* The run id of gpufl trace (GPUFL_RUN_ID) in the header, beside a job id, cut to 63 bytes;
+ * unset or empty, no field. */
+static void header_records_the_run_id(void **state) {
+    (void)state;
+    unsetenv("GPUFL_RUN_ID");
+    assert_string_equal(job_header_field("run0", "run_id"), "(none)");
+    setenv("GPUFL_RUN_ID", "", 1);
+    assert_string_equal(job_header_field("run1", "run_id"), "(none)");
+    setenv("GPUFL_RUN_ID", "20261127T223251Z-16766-ff3850ac", 1);
+    setenv("SLURM_JOB_ID", "4242", 1);
+    assert_string_equal(job_header_field("run2", "run_id"), "20261127T223251Z-16766-ff3850ac");
+    assert_string_equal(job_header_field("run2b", "job_id"), "4242");
+    char long_id[101];
+    memset(long_id, 'r', 100);
+    long_id[100] = '\0';
+    setenv("GPUFL_RUN_ID", long_id, 1);
+    long_id[63] = '\0';
+    assert_string_equal(job_header_field("run3", "run_id"), long_id);
+    unsetenv("GPUFL_RUN_ID"), unsetenv("SLURM_JOB_ID");
+}
+
+/* Under gpufl trace (core/trace_marker.h): the injection's init marks the session injected;
+ * the program's init then joins it (noted, not a second session) and its shutdown leaves it
+ * running until the injection's exit path marks it ending. Without the variable, nothing
+ * changes: a second init is refused, the first shutdown ends the session. */
+static void program_init_joins_the_injected_session(void **state) {
+    (void)state;
+    gpufl_options_t o = tu_options(tu_log_dir(SUITE, "joined"));
+    gpufl__trace_mark(GPUFL_TRACE_STARTING);
+    assert_int_equal(gpufl_init(&o), 0);
+    assert_int_equal(gpufl__trace_state(), GPUFL_TRACE_INJECTED);
+    const char *dir = tu_session_dir();
+    gpufl_options_t mine = tu_options("/elsewhere");
+    mine.app_name = "mine";
+    assert_int_equal(gpufl_init(&mine), 0); /* joins */
+    gpufl_shutdown();                       /* the program's: the session goes on */
+    assert_true(gpufl_is_active());
+    gpufl_scope_end(gpufl_scope_begin("after_the_program_shutdown", NULL));
+    gpufl__trace_mark(GPUFL_TRACE_ENDING); /* the injection's exit path */
+    gpufl_shutdown();
+    assert_false(gpufl_is_active());
+    assert_int_equal(gpufl__trace_state(), GPUFL_TRACE_OTHER); /* the process holds none now */
+    tu_lines_t D = tu_read(dir, "device.log"), S = tu_read(dir, "scope.log");
+    json_t *joined = tu_event(&D, "program_init_joined");
+    assert_non_null(joined);
+    const char *message = json_string_value(json_object_get(joined, "message"));
+    assert_non_null(strstr(message, "app_name mine"));
+    assert_non_null(strstr(message, "log_path /elsewhere"));
+    assert_non_null(tu_first(&D, "session_end"));
+    int named = 0; /* the scope after the program's shutdown was recorded */
+    for (size_t i = 0; i < S.n; i++) {
+        json_t *strs = json_object_get(S.v[i], "str");
+        for (size_t k = 0; strcmp(tu_type(S.v[i]), "dict") == 0 && k < json_array_size(strs); k++)
+            named |= strcmp(json_string_value(json_array_get(strs, k)),
+                            "after_the_program_shutdown") == 0;
+    }
+    assert_true(named);
+    tu_free(&D), tu_free(&S);
+
+    /* Marked by the program itself: the injection would stand down. */
+    assert_int_equal(gpufl_init(&o), 0);
+    assert_int_equal(gpufl__trace_state(), GPUFL_TRACE_PROGRAM);
+    assert_int_equal(gpufl_init(&o), GPUFL_EALREADY);
+    gpufl_shutdown();
+    assert_false(gpufl_is_active());
+    unsetenv(GPUFL_TRACE_MARKER_VAR);
+    assert_int_equal(gpufl_init(&o), 0);
+    assert_null(getenv(GPUFL_TRACE_MARKER_VAR)); /* not under gpufl trace: nothing written */
+    assert_int_equal(gpufl_init(&o), GPUFL_EALREADY);
+    gpufl_shutdown();
+    assert_false(gpufl_is_active());
 }
 
 /* names holds every value 0 .. count-1 of an enum, by the header's name,
@@ -839,6 +913,8 @@ int main(void) {
         cmocka_unit_test(flush_logs_always_writes_promptly),
         cmocka_unit_test(names_are_escaped_and_capped),
         cmocka_unit_test(header_records_the_job_id),
+        cmocka_unit_test(header_records_the_run_id),
+        cmocka_unit_test(program_init_joins_the_injected_session),
         cmocka_unit_test(rotation_into_segments),
         cmocka_unit_test(report_of_last_session),
     };
