@@ -211,6 +211,12 @@ typedef struct gpufl_options {
     /** The signal that takes a flight-recorder snapshot; default SIGUSR2 (12); 0: none. Any
      * handler the program had for it is put back at shutdown. */
     int flight_recorder_signal;
+    /** Flight recorder: conditions that take a snapshot when they hold, comma-separated:
+     * `gpu_idle>P%forD` (a GPU's utilization below 100-P % for D, D as `30s` or `500ms`; one
+     * snapshot per idle stretch) and `sync>D` (a synchronization longer than D). Each
+     * condition takes at most one snapshot per flight_recorder_s seconds. NULL or "": none.
+     * Text that does not parse fails init (GPUFL_EINVAL naming the option). */
+    const char *flight_recorder_trigger;
 } gpufl_options_t;
 
 /**
