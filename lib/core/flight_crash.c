@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define PATH_BYTES    4096
-#define SCRATCH_BYTES ((size_t)1 << 20) /* a dict line; larger ones are left out, counted */
+#define SCRATCH_BYTES ((size_t)1 << 20)  /* a dict line; larger ones are left out, counted */
 #define OUT_BYTES     ((size_t)64 << 10) /* a header, or the closing lines */
 #define DEFINED_IDS   ((size_t)1 << 21)  /* the session dict's cap (1 << 20) and to spare */
 #define ALT_STACK     ((size_t)256 << 10)

@@ -193,7 +193,8 @@ void gpufl__flight_request(const char *why) {
     else
         trig.joined++;
     pthread_mutex_unlock(&trig.mu);
-    if (queued) sem_post(&trig.wake);
+    if (queued)
+        sem_post(&trig.wake);
     else
         gpufl__debug("flight recorder: %s joins the %d snapshots waiting", why,
                      GPUFL__FLIGHT_PENDING_MAX);
@@ -225,8 +226,8 @@ static int catch_signal(int signo) {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(signo, &sa, &trig.previous) != 0)
-        return gpufl__set_error(GPUFL_EINVAL, "flight recorder: cannot catch signal %d: %s",
-                                signo, strerror(errno));
+        return gpufl__set_error(GPUFL_EINVAL, "flight recorder: cannot catch signal %d: %s", signo,
+                                strerror(errno));
     trig.signo = signo;
     return 0;
 }

@@ -336,7 +336,7 @@ void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl__file_id channel,
 /* The dict line of an entry's strings not yet in this dump. */
 typedef struct dump_strs {
     const entry_t *e;
-    uint8_t *defined;                        /* by id */
+    uint8_t *defined;                          /* by id */
     const gpufl__ring_sink_raw_t *defined_raw; /* a signal handler's (then defined is NULL) */
 } dump_strs_t;
 
@@ -477,8 +477,12 @@ void gpufl__ring_sink_write_locked(gpufl__ring_sink_t *r, enum gpufl__file_id ch
         }
     if (stats) {
         *stats = r->stats;
-        stats->kept_lines -= old_lines, stats->kept_rows -= old_rows, stats->kept_bytes -= old_bytes;
-        stats->aged_lines += old_lines, stats->aged_rows += old_rows, stats->aged_bytes += old_bytes;
+        stats->kept_lines -= old_lines;
+        stats->kept_rows -= old_rows;
+        stats->kept_bytes -= old_bytes;
+        stats->aged_lines += old_lines;
+        stats->aged_rows += old_rows;
+        stats->aged_bytes += old_bytes;
         stats->span_ns = oldest ? now - oldest->kept_ns : 0;
     }
 }

@@ -301,48 +301,50 @@ static void no_fake_gpu(void) {
     unsetenv("GPUFL_NVML_LIBRARY");
 }
 
-/* A burst of XIDs (two in one sampling pass, one in a later one) is one
- * snapshot, named for the first, holding the XID rows. */
-static void xid_burst_takes_one_snapshot(void **state) {
-    (void)state;
-    const char *root = tu_log_dir(SUITE, "xid");
-    fake_gpu("\"xids\": [[3, 79], [3, 48], [5, 79]],"
-             " \"samples\": {\"util_gpu\": [100], \"mem_used\": [1], \"mem_free\": [1]}");
+/* A session over the fake GPU scripted by members (and scopes from 0 to
+ * nscopes): the one snapshot under name after settle_ms more, with its reason. */
+static const char *fault_snapshot(const char *name, const char *members, int nscopes, int settle_ms,
+                                  const char *reason) {
+    const char *root = tu_log_dir(SUITE, name);
+    char all[1024];
+    snprintf(all, sizeof all,
+             "%s \"samples\": {\"util_gpu\": [100], \"mem_used\": [1], \"mem_free\": [1]}",
+             members);
+    fake_gpu(all);
     gpufl_options_t o = flight_options(root, 60, 0);
     assert_int_equal(gpufl_init(&o), 0);
-    scopes("before_xid", 0, 20);
+    scopes(name, 0, nscopes);
     const char *dir = only_snapshot(root, 5000);
-    sleep_ms(400); /* the later XID comes and is held off */
+    sleep_ms(settle_ms);
     gpufl_shutdown();
     no_fake_gpu();
     assert_int_equal(dir_entries(root), 1);
     json_t *event = snapshot_json(dir);
-    assert_string_equal(json_string_value(json_object_get(event, "reason")), "xid:79");
+    assert_string_equal(json_string_value(json_object_get(event, "reason")), reason);
     json_decref(event);
+    return dir;
+}
+
+/* A burst of XIDs (two in one sampling pass, one in a later one) is one
+ * snapshot, named for the first, holding the XID rows. */
+static void xid_burst_takes_one_snapshot(void **state) {
+    (void)state;
+    /* 400 ms: the later XID comes, and is held off */
+    const char *dir =
+        fault_snapshot("xid", "\"xids\": [[3, 79], [3, 48], [5, 79]],", 20, 400, "xid:79");
     tu_lines_t D = tu_read(dir, "device.log");
     json_t *xid = tu_first(&D, "xid");
     assert_non_null(xid);
     assert_int_equal(json_integer_value(json_object_get(xid, "code")), 79);
     assert_non_null(tu_first(&D, "gpu_info"));
     tu_free(&D);
-    assert_int_equal(scope_names(dir, "before_xid_", "before_xid_19").with_prefix, 20);
+    assert_int_equal(scope_names(dir, "xid_", "xid_19").with_prefix, 20);
 }
 
 /* A GPU that stops answering takes a snapshot that holds the gpu_lost event. */
 static void gpu_lost_takes_a_snapshot(void **state) {
     (void)state;
-    const char *root = tu_log_dir(SUITE, "gpu_lost");
-    fake_gpu("\"lost_at_sample\": 3,"
-             " \"samples\": {\"util_gpu\": [100], \"mem_used\": [1], \"mem_free\": [1]}");
-    gpufl_options_t o = flight_options(root, 60, 0);
-    assert_int_equal(gpufl_init(&o), 0);
-    const char *dir = only_snapshot(root, 5000);
-    sleep_ms(200);
-    gpufl_shutdown();
-    no_fake_gpu();
-    json_t *event = snapshot_json(dir);
-    assert_string_equal(json_string_value(json_object_get(event, "reason")), "gpu_lost");
-    json_decref(event);
+    const char *dir = fault_snapshot("gpu_lost", "\"lost_at_sample\": 3,", 0, 200, "gpu_lost");
     tu_lines_t D = tu_read(dir, "device.log");
     int lost = 0;
     for (size_t i = 0; i < D.n; i++) {
@@ -358,7 +360,8 @@ static void gpu_lost_takes_a_snapshot(void **state) {
 static void idle_condition_one_snapshot_per_stretch(void **state) {
     (void)state;
     const char *root = tu_log_dir(SUITE, "idle");
-    char samples[2048] = "\"samples\": {\"mem_used\": [1], \"mem_free\": [1], \"util_mem\": [0], \"util_gpu\": [";
+    char samples[2048] =
+        "\"samples\": {\"mem_used\": [1], \"mem_free\": [1], \"util_mem\": [0], \"util_gpu\": [";
     for (int i = 0; i < 110; i++) strcat(samples, i < 10 ? "100," : "3,");
     strcat(samples, "100]}");
     fake_gpu(samples);
@@ -389,9 +392,9 @@ static void idle_condition_one_snapshot_per_stretch(void **state) {
  * fails init with the option named; good text of every form starts. */
 static void trigger_text_is_checked_at_init(void **state) {
     (void)state;
-    static const char *const bad[] = {"gpu_idle>90for30s", "gpu_idle>90%",     "gpu_idle>100%for1s",
-                                      "sync>50",           "sync>0ms",         "sync>50ms,",
-                                      "idle>90%for1s",     "sync>50ms;sync>1s", "gpu_idle>90%for30m"};
+    static const char *const bad[] = {
+        "gpu_idle>90for30s", "gpu_idle>90%",  "gpu_idle>100%for1s", "sync>50",           "sync>0ms",
+        "sync>50ms,",        "idle>90%for1s", "sync>50ms;sync>1s",  "gpu_idle>90%for30m"};
     const char *root = tu_log_dir(SUITE, "trigger_text");
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gpufl_options_t o = flight_options(root, 10, 0);
