@@ -186,18 +186,18 @@ static void *trigger_main(void *arg) {
 
 void gpufl__flight_request(const char *why) {
     if (!atomic_load(&trig.running)) return;
-    pthread_mutex_lock(&trig.mu);
-    int queued = trig.npending < GPUFL__FLIGHT_PENDING_MAX;
-    if (queued)
+    pthread_mutex_lock(&trig.mu); /* stop clears running under it: no post after the destroy */
+    int queued = atomic_load(&trig.running) && trig.npending < GPUFL__FLIGHT_PENDING_MAX;
+    if (queued) {
         snprintf(trig.pending[trig.npending++], sizeof trig.pending[0], "%s", why);
-    else
-        trig.joined++;
-    pthread_mutex_unlock(&trig.mu);
-    if (queued)
         sem_post(&trig.wake);
-    else
-        gpufl__debug("flight recorder: %s joins the %d snapshots waiting", why,
-                     GPUFL__FLIGHT_PENDING_MAX);
+    } else if (atomic_load(&trig.running)) {
+        trig.joined++;
+    }
+    pthread_mutex_unlock(&trig.mu);
+    if (!queued)
+        gpufl__debug("flight recorder: %s joins the snapshots waiting (or the recorder stops)",
+                     why);
 }
 
 int gpufl__flight_fault(const char *why) {
@@ -256,11 +256,16 @@ void gpufl__flight_trigger_stop(void) {
     if (!atomic_load(&trig.running)) return;
     if (trig.signo) sigaction(trig.signo, &trig.previous, NULL); /* the program's handler again */
     trig.signo = 0;
+    pthread_mutex_lock(&trig.mu);
     atomic_store(&trig.running, 0);
+    pthread_mutex_unlock(&trig.mu);
     atomic_store(&trig.stopping, 1);
     sem_post(&trig.wake);
     pthread_join(trig.thread, NULL);
     sem_destroy(&trig.wake);
+    if (trig.joined)
+        gpufl__debug("flight recorder: %llu requests joined others already waiting",
+                     (unsigned long long)trig.joined);
 }
 
 void gpufl__flight_after_fork_child(void) {

@@ -443,6 +443,9 @@ int gpufl__settings_resolve(gpufl__settings_t *out, const gpufl_options_t *opts)
                     "or gpufl.session() in Python); until then the logs stay in %s%s",
                     *out->log_path ? out->log_path : out->app_name, *out->log_path ? "" : ".log");
     }
+    if (*out->flight_recorder_trigger && out->flight_recorder_s == 0)
+        gpufl__warn("flight_recorder_trigger '%s' has no effect without flight_recorder_s",
+                    out->flight_recorder_trigger);
     if (out->kernel_sample_rate_ms)
         gpufl__warn("kernel_sample_rate_ms is deprecated and has no effect; every kernel record "
                     "is captured");
