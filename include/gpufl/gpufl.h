@@ -202,8 +202,9 @@ typedef struct gpufl_options {
      * 0: written every flush_interval_ms. gpufl_flush() and shutdown write them at once. */
     int batch_hold_ms;
     /** Flight recorder: > 0 keeps only the last this many seconds of every channel in memory
-     * and writes no file until a trigger (gpufl_snapshot(), flight_recorder_signal) writes
-     * them as a session directory of their own; 0..86400, default 0 (the session files). */
+     * and writes no file until a trigger (gpufl_snapshot(), flight_recorder_signal, a fatal
+     * signal, an XID or a lost GPU, flight_recorder_trigger) writes them as a session
+     * directory of their own; 0..86400, default 0 (the session files). */
     int flight_recorder_s;
     /** The flight recorder's memory cap: what its rings hold at most, oldest lines evicted
      * first and counted; 64 KiB..16 GiB, default 64 MiB. */
