@@ -202,8 +202,9 @@ typedef struct gpufl_options {
      * 0: written every flush_interval_ms. gpufl_flush() and shutdown write them at once. */
     int batch_hold_ms;
     /** Flight recorder: > 0 keeps only the last this many seconds of every channel in memory
-     * and writes no file until a trigger (gpufl_snapshot(), flight_recorder_signal) writes
-     * them as a session directory of their own; 0..86400, default 0 (the session files). */
+     * and writes no file until a trigger (gpufl_snapshot(), flight_recorder_signal, a fatal
+     * signal, an XID or a lost GPU, flight_recorder_trigger) writes them as a session
+     * directory of their own; 0..86400, default 0 (the session files). */
     int flight_recorder_s;
     /** The flight recorder's memory cap: what its rings hold at most, oldest lines evicted
      * first and counted; 64 KiB..16 GiB, default 64 MiB. */
@@ -211,6 +212,12 @@ typedef struct gpufl_options {
     /** The signal that takes a flight-recorder snapshot; default SIGUSR2 (12); 0: none. Any
      * handler the program had for it is put back at shutdown. */
     int flight_recorder_signal;
+    /** Flight recorder: conditions that take a snapshot when they hold, comma-separated:
+     * `gpu_idle>P%forD` (a GPU's utilization below 100-P % for D, D as `30s` or `500ms`; one
+     * snapshot per idle stretch) and `sync>D` (a synchronization longer than D). Each
+     * condition takes at most one snapshot per flight_recorder_s seconds. NULL or "": none.
+     * Text that does not parse fails init (GPUFL_EINVAL naming the option). */
+    const char *flight_recorder_trigger;
 } gpufl_options_t;
 
 /**

@@ -9,6 +9,7 @@
  * change, and as warnings the first time.
  */
 #include "core/collector.h"
+#include "core/flight_recorder.h"
 
 #include "core/clock.h"
 #include "core/sink_ndjson.h"
@@ -49,6 +50,7 @@ struct gpufl__collector {
     gpufl__session_ident_t ident;
     gpufl__ndjson_sink_t ndjson; /* the session files: the first sink, unless... */
     gpufl__ring_sink_t *flight;  /* ...a flight recorder keeps the rows in memory instead */
+    gpufl__flight_watch_t *watch; /* its insight conditions, when it has some */
     gpufl__fanout_t sinks;
     gpufl__intern_t *dict;
     thread_view_t *threads; /* one per ring in the pool */
@@ -417,7 +419,13 @@ static int flight_recorder_create(gpufl__collector_t *c, const gpufl__settings_t
     int rc = gpufl__ring_sink_create(&c->flight, (size_t)settings->flight_recorder_bytes, 0);
     if (rc) return rc;
     gpufl__ring_sink_set_window(c->flight, (int64_t)settings->flight_recorder_s * 1000000000, NULL);
-    return gpufl__fanout_attach(&c->sinks, &gpufl__ring_sink_ops, c->flight);
+    rc = gpufl__fanout_attach(&c->sinks, &gpufl__ring_sink_ops, c->flight);
+    gpufl__flight_conditions_t conditions;
+    if (rc || (rc = gpufl__flight_conditions_parse(settings->flight_recorder_trigger, &conditions)))
+        return rc;
+    if (conditions.n == 0) return 0;
+    rc = gpufl__flight_watch_create(&c->watch, &conditions, settings->flight_recorder_s);
+    return rc ? rc : gpufl__fanout_attach(&c->sinks, &gpufl__flight_watch_ops, c->watch);
 }
 
 int gpufl__collector_create(gpufl__collector_t **out, const gpufl__settings_t *settings,
@@ -532,6 +540,7 @@ void gpufl__collector_destroy(gpufl__collector_t *c, gpufl_stats_t *final_stats)
     gpufl__fanout_fini(&c->sinks);
     gpufl__ndjson_sink_close(&c->ndjson); /* when open failed before the attach */
     gpufl__ring_sink_destroy(c->flight);
+    gpufl__flight_watch_destroy(c->watch);
     gpufl__batch_fini(&c->begins);
     gpufl__batch_fini(&c->ends);
     gpufl__intern_destroy(c->dict);

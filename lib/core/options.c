@@ -10,6 +10,7 @@
 #include "core/options.h"
 
 #include "core/config_file.h"
+#include "core/flight_recorder.h"
 #include "util/log.h"
 #include "core/session.h"
 
@@ -85,6 +86,7 @@ static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     INT(flight_recorder_s, 0, 0, 86400, 0),
     SIZE(flight_recorder_bytes, 64 << 20, 64 << 10, (int64_t)16 << 30),
     INT(flight_recorder_signal, SIGUSR2, 0, 64, 0),
+    STR(flight_recorder_trigger, NULL, 0),
 };
 
 enum { OPT_CONFIG_FILE = 17 };
@@ -419,6 +421,9 @@ int gpufl__settings_resolve(gpufl__settings_t *out, const gpufl_options_t *opts)
     for (int i = 0; i < GPUFL_OPTION_COUNT && rc == 0; i++)
         rc = resolve_one(i, opts, config, cfg_path, out);
     json_decref(config);
+    /* Text with a grammar is checked here, whatever set it: a condition
+     * misread would never trigger, and nobody would know. */
+    if (rc == 0) rc = gpufl__flight_conditions_parse(out->flight_recorder_trigger, NULL);
     if (rc) {
         gpufl__settings_fini(out);
         return rc;
@@ -438,6 +443,9 @@ int gpufl__settings_resolve(gpufl__settings_t *out, const gpufl_options_t *opts)
                     "or gpufl.session() in Python); until then the logs stay in %s%s",
                     *out->log_path ? out->log_path : out->app_name, *out->log_path ? "" : ".log");
     }
+    if (*out->flight_recorder_trigger && out->flight_recorder_s == 0)
+        gpufl__warn("flight_recorder_trigger '%s' has no effect without flight_recorder_s",
+                    out->flight_recorder_trigger);
     if (out->kernel_sample_rate_ms)
         gpufl__warn("kernel_sample_rate_ms is deprecated and has no effect; every kernel record "
                     "is captured");

@@ -229,6 +229,7 @@ static void fork_parent(void) {
 /* The child has no collector thread: it forgets the parent's session
  * (without touching its files or buffers) and may start its own. */
 static void fork_child(void) {
+    gpufl__flight_crash_disarm();
     gpufl__flight_after_fork_child();
     gpufl__scope_after_fork_child();
     gpufl__ops_after_fork_child();
@@ -251,6 +252,20 @@ static void install_hooks(void) {
 /* ---------------- init and shutdown ---------------- */
 
 static const char *session_getenv(const char *name) { return getenv(name); }
+
+/* The flight recorder's triggers, once the collector runs: the thread that
+ * takes the snapshots they ask for (and its signal), the fatal signals'. */
+static int flight_recorder_start(const gpufl__settings_t *s) {
+    int rc = gpufl__flight_trigger_start(s->flight_recorder_signal, s->flight_recorder_s);
+    if (rc == GPUFL_EINVAL)
+        gpufl__warn("%s; the flight recorder runs without its signal", gpufl_last_error());
+    else if (rc)
+        return rc;
+    rc = gpufl__flight_crash_arm(gpufl__collector_flight_recorder(g.collector), &g.ident,
+                                 g.log_path, s->flight_recorder_s, s->flight_recorder_bytes);
+    if (rc) gpufl__flight_trigger_stop();
+    return rc;
+}
 
 static int start_session(void) {
     gpufl__settings_t *s = &g.settings;
@@ -334,8 +349,7 @@ static int start_session(void) {
         if ((rc = gpufl__collector_add_source(g.collector, &host_sources[i])))
             goto destroy_collector;
     if ((rc = gpufl__collector_start(g.collector))) goto destroy_collector;
-    if (s->flight_recorder_s > 0 && gpufl__flight_trigger_start(s->flight_recorder_signal) != 0)
-        gpufl__warn("%s; snapshots are taken by gpufl_snapshot() only", gpufl_last_error());
+    if (s->flight_recorder_s > 0 && (rc = flight_recorder_start(s))) goto destroy_collector;
     g.pool = pool;
     gpufl__scope_attach(pool, ++g.generation);
     gpufl__debug("session %s started in %s", g.ident.session_id, g.dir);
@@ -453,6 +467,7 @@ void gpufl_shutdown(void) {
     gpufl__flight_trigger_stop(); /* before the lock: a snapshot it runs may be waiting for it */
     pthread_mutex_lock(&g.lock);
     if (g.running) {
+        gpufl__flight_crash_disarm(); /* before the ring goes */
         gpufl__scope_detach();
         g.last_stats.size = sizeof g.last_stats;
         gpufl__collector_destroy(g.collector, &g.last_stats);
@@ -598,7 +613,9 @@ static int take_snapshot(gpufl__ring_sink_t *ring, const char *why, char *dir, s
                                      s->flight_recorder_bytes,
                                      gpufl__collector_session_ns(g.collector, gpufl__mono_ns()),
                                      st.records_written,
-                                     st.records_dropped};
+                                     st.records_dropped,
+                                     0,
+                                     NULL};
     rc = gpufl__flight_snapshot_write(ring, &snap, dir, &info);
     if (rc) return rc;
     g.snapshots++;

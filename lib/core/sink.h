@@ -107,6 +107,11 @@ typedef struct gpufl__ring_sink_stats {
     uint64_t evicted_rows, evicted_lines, evicted_bytes;
     uint64_t pinned_lines, pinned_bytes; /* describing records, never evicted */
     uint64_t aged_rows, aged_lines, aged_bytes; /* older than the window (not the cap) */
+    /* What recording costs: every byte of rows that reached the ring (kept, evicted or aged
+     * out since), and the time from the oldest kept line's arrival to the read (0: none
+     * kept), which the kept bytes cover. */
+    uint64_t in_bytes;
+    int64_t span_ns;
 } gpufl__ring_sink_stats_t;
 /* cap_bytes: what the ring may hold (>= 4 KiB); rows_per_line: rows of a
  * batch kept per line, the unit of eviction (0: 256). */
@@ -137,6 +142,28 @@ int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl__session_ident_t *i
 typedef void (*gpufl__ring_sink_tail_fn)(void *ctx, enum gpufl__file_id channel, gpufl__buf_t *out);
 int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
                               const char *dir, gpufl__ring_sink_tail_fn tail, void *ctx);
+
+/* For a fatal signal's handler, which may take no lock it could wait on
+ * forever and may not allocate: takes the ring's lock, trying for at most
+ * wait_ns (the thread that crashed may hold it), 1 when held. */
+int gpufl__ring_sink_lock_bounded(gpufl__ring_sink_t *r, int64_t wait_ns);
+void gpufl__ring_sink_unlock(gpufl__ring_sink_t *r);
+/* What a handler writes a channel with, all allocated before the crash. */
+typedef struct gpufl__ring_sink_raw {
+    int fd;
+    gpufl__buf_t *scratch; /* a dict line at a time: max == cap, so it never allocates */
+    uint8_t *defined;      /* one byte per dict id below ndefined */
+    size_t ndefined;
+    uint64_t lines, rows, bytes, left_out; /* written; skipped (dict line past the scratch) */
+    int write_failed;
+} gpufl__ring_sink_raw_t;
+/* With the lock held (gpufl__ring_sink_lock_bounded): writes channel's kept
+ * lines to w->fd as gpufl__ring_sink_dump would, with only write() and no
+ * allocation; lines older than the window are skipped, not freed. Then
+ * *stats (optional) as gpufl__ring_sink_stats would say, with nothing aged
+ * out. Async-signal-safe. */
+void gpufl__ring_sink_write_locked(gpufl__ring_sink_t *r, enum gpufl__file_id channel,
+                                   gpufl__ring_sink_raw_t *w, gpufl__ring_sink_stats_t *stats);
 
 /* Latest-value gauges: for each gauge table (wire.h: host_sample, and
  * gpu_sample per device), the newest value of each column. Written by the

@@ -23,12 +23,14 @@
 #include "core/clock.h"
 #include "util/error.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_ROWS_PER_LINE 256
@@ -182,6 +184,7 @@ static int keep(gpufl__ring_sink_t *r, enum gpufl__file_id channel, const char *
     size_t bytes = sizeof(entry_t) + 2 * nids * sizeof(uint32_t) + strs_len + line_len + type_len;
     int pin = describes && r->stats.pinned_bytes + bytes <= r->cap_bytes / 4;
     if (!pin && r->stats.pinned_bytes + bytes > r->cap_bytes) { /* no room at all: gone at once */
+        r->stats.in_bytes += bytes;
         r->stats.evicted_lines++;
         r->stats.evicted_rows += rows;
         r->stats.evicted_bytes += bytes;
@@ -221,6 +224,7 @@ static int keep(gpufl__ring_sink_t *r, enum gpufl__file_id channel, const char *
     r->stats.kept_lines++;
     r->stats.kept_rows += rows;
     r->stats.kept_bytes += bytes;
+    r->stats.in_bytes += bytes;
     return 0;
 }
 
@@ -253,6 +257,7 @@ static int ring_batch(void *self, enum gpufl__file_id channel, const gpufl__batc
             r->stats.evicted_lines++;
             r->stats.evicted_rows += r1 - r0;
             r->stats.evicted_bytes += r->line.len;
+            r->stats.in_bytes += r->line.len;
             continue;
         }
         rc = keep(r, channel, b->type, r1 - r0, r->line.data, r->line.len, r->ids, n, dict, 0);
@@ -267,10 +272,17 @@ const gpufl__sink_ops_t gpufl__ring_sink_ops = {
     .batch = ring_batch,
 };
 
+/* The stats as of now_ns. Lock held. */
+static void stats_at(gpufl__ring_sink_stats_t *out, const gpufl__ring_sink_t *r, int64_t now_ns) {
+    *out = r->stats;
+    out->span_ns = r->lines.head ? now_ns - r->lines.head->kept_ns : 0;
+}
+
 void gpufl__ring_sink_stats(gpufl__ring_sink_stats_t *out, gpufl__ring_sink_t *r) {
     pthread_mutex_lock(&r->lock);
-    age_out(r, r->now_ns());
-    *out = r->stats;
+    int64_t now = r->now_ns();
+    age_out(r, now);
+    stats_at(out, r, now);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -324,15 +336,15 @@ void gpufl__ring_sink_each(gpufl__ring_sink_t *r, enum gpufl__file_id channel,
 /* The dict line of an entry's strings not yet in this dump. */
 typedef struct dump_strs {
     const entry_t *e;
-    uint8_t *defined; /* by id */
+    uint8_t *defined;                          /* by id */
+    const gpufl__ring_sink_raw_t *defined_raw; /* a signal handler's (then defined is NULL) */
 } dump_strs_t;
 
-static const char *entry_str(const void *ctx, uint32_t id, size_t *len) {
-    const dump_strs_t *d = ctx;
-    const uint32_t *ids = entry_ids(d->e), *lens = entry_lens(d->e);
-    const char *p = entry_strs(d->e);
-    if (d->defined[id]) return NULL;
-    for (size_t i = 0; i < d->e->nids; i++) {
+/* The string of dict id in e, NULL when e has none. */
+static const char *entry_find_str(const entry_t *e, uint32_t id, size_t *len) {
+    const uint32_t *ids = entry_ids(e), *lens = entry_lens(e);
+    const char *p = entry_strs(e);
+    for (size_t i = 0; i < e->nids; i++) {
         if (lens[i] == UINT32_MAX) continue;
         if (ids[i] == id) {
             *len = lens[i];
@@ -343,13 +355,18 @@ static const char *entry_str(const void *ctx, uint32_t id, size_t *len) {
     return NULL;
 }
 
+static const char *entry_str(const void *ctx, uint32_t id, size_t *len) {
+    const dump_strs_t *d = ctx;
+    return d->defined[id] ? NULL : entry_find_str(d->e, id, len);
+}
+
 int gpufl__ring_sink_dump(gpufl__ring_sink_t *r, const gpufl__session_ident_t *ident,
                           enum gpufl__file_id channel, gpufl__buf_t *out) {
     snapshot_t snap;
     int rc = take_snapshot(r, channel, &snap);
     if (rc) return rc;
     gpufl__wire_header(out, ident, gpufl__channel_name(channel), 0);
-    dump_strs_t d = {NULL, calloc((size_t)snap.max_id + 1, 1)};
+    dump_strs_t d = {NULL, calloc((size_t)snap.max_id + 1, 1), NULL};
     if (!d.defined) {
         rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for a ring dump");
         goto release_snapshot;
@@ -389,4 +406,83 @@ int gpufl__ring_sink_dump_dir(gpufl__ring_sink_t *r, const gpufl__session_ident_
         gpufl__buf_fini(&out);
     }
     return rc;
+}
+
+/* ---------------- from a fatal signal's handler ---------------- */
+
+int gpufl__ring_sink_lock_bounded(gpufl__ring_sink_t *r, int64_t wait_ns) {
+    /* A crash inside keep() leaves the lock held by the thread now in the
+     * handler: trylock, never lock, and give up after wait_ns. */
+    const struct timespec step = {0, 1000000};
+    for (int64_t waited = 0;; waited += step.tv_nsec) {
+        if (pthread_mutex_trylock(&r->lock) == 0) return 1;
+        if (waited >= wait_ns) return 0;
+        nanosleep(&step, NULL);
+    }
+}
+
+void gpufl__ring_sink_unlock(gpufl__ring_sink_t *r) { pthread_mutex_unlock(&r->lock); }
+
+static void write_all(gpufl__ring_sink_raw_t *w, const char *p, size_t n) {
+    while (n > 0 && !w->write_failed) {
+        ssize_t k = write(w->fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            w->write_failed = 1;
+            return;
+        }
+        p += k;
+        n -= (size_t)k;
+        w->bytes += (uint64_t)k;
+    }
+}
+
+/* The dict line of an entry's strings not yet written (ids past the map:
+ * written every time, which a reader takes as the same definition again). */
+static const char *raw_entry_str(const void *ctx, uint32_t id, size_t *len) {
+    const dump_strs_t *d = ctx;
+    const gpufl__ring_sink_raw_t *w = d->defined_raw;
+    return id < w->ndefined && w->defined[id] ? NULL : entry_find_str(d->e, id, len);
+}
+
+void gpufl__ring_sink_write_locked(gpufl__ring_sink_t *r, enum gpufl__file_id channel,
+                                   gpufl__ring_sink_raw_t *w, gpufl__ring_sink_stats_t *stats) {
+    int64_t now = r->now_ns();
+    memset(w->defined, 0, w->ndefined);
+    const entry_list_t *lists[2] = {&r->pinned, &r->lines};
+    const entry_t *oldest = NULL;
+    uint64_t old_lines = 0, old_rows = 0, old_bytes = 0; /* past the window, not aged out yet */
+    for (int i = 0; i < 2; i++)
+        for (const entry_t *e = lists[i]->head; e; e = e->next) {
+            if (i == 1 && r->window_ns > 0 && now - e->kept_ns > r->window_ns) {
+                old_lines++, old_rows += e->rows, old_bytes += e->bytes;
+                continue;
+            }
+            if (i == 1 && !oldest) oldest = e;
+            if (e->channel != channel) continue;
+            dump_strs_t d = {e, NULL, w};
+            w->scratch->len = 0;
+            w->scratch->overflow = 0;
+            gpufl__wire_dict_line(w->scratch, entry_ids(e), e->nids, raw_entry_str, &d);
+            if (w->scratch->overflow) { /* its strings pass the scratch: the line is left out */
+                w->left_out++;
+                continue;
+            }
+            write_all(w, w->scratch->data, w->scratch->len);
+            write_all(w, entry_line(e), e->line_len);
+            for (size_t k = 0; k < e->nids; k++)
+                if (entry_ids(e)[k] < w->ndefined) w->defined[entry_ids(e)[k]] = 1;
+            w->lines++;
+            w->rows += e->rows;
+        }
+    if (stats) {
+        *stats = r->stats;
+        stats->kept_lines -= old_lines;
+        stats->kept_rows -= old_rows;
+        stats->kept_bytes -= old_bytes;
+        stats->aged_lines += old_lines;
+        stats->aged_rows += old_rows;
+        stats->aged_bytes += old_bytes;
+        stats->span_ns = oldest ? now - oldest->kept_ns : 0;
+    }
 }

@@ -511,7 +511,7 @@ void gpufl__wire_header(gpufl__buf_t *b, const gpufl__session_ident_t *id, const
     gpufl__buf_kv_str(b, "app_name", id->app_name);
     gpufl__buf_kv_i64(b, "pid", id->pid);
     gpufl__buf_kv_str(b, "hostname", id->hostname);
-    snprintf(epoch, sizeof epoch, "%lld", (long long)id->epoch_ns);
+    *gpufl__fmt_i64(epoch, id->epoch_ns) = '\0'; /* no stdio: a fatal signal's handler calls it */
     gpufl__buf_kv_str(b, "epoch_ns", epoch);
     gpufl__buf_kv_i64(b, "epoch_unix_us", id->epoch_unix_us);
     gpufl__buf_kv_str(b, "clock", "monotonic");

@@ -13,6 +13,7 @@
 #include "nvidia/gpu_sampler.h"
 
 #include "core/clock.h"
+#include "core/flight_recorder.h"
 #include "core/wire_session.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -184,6 +185,11 @@ static void write_xids(gpufl__gpu_sampler_t *s, int64_t ts) {
                         ev[i].compute_instance_id);
         gpufl__collector_record(s->collector, GPUFL_FILE_DEVICE, &l);
     }
+    if (n > 0) { /* the burst's first: the recorder holds off the rest of the burst itself */
+        char why[48];
+        snprintf(why, sizeof why, "xid:%llu", ev[0].code);
+        gpufl__flight_fault(why);
+    }
 }
 
 static void encode_batch(gpufl__gpu_sampler_t *s) {
@@ -198,6 +204,7 @@ static void mark_lost(gpufl__gpu_sampler_t *s, int d) {
              gpufl__nvml_device_info(s->nvml, d)->uuid);
     gpufl__warn("%s", msg);
     gpufl__collector_event(s->collector, GPUFL_FILE_DEVICE, "error", "gpu_lost", msg);
+    gpufl__flight_fault("gpu_lost");
 }
 
 /* A device that missed this pass's budget; the event once per stall. */

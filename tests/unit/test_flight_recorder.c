@@ -4,7 +4,9 @@
  * keeps the last seconds of every channel in memory, and writes them as a
  * session directory of their own on gpufl_snapshot() or its signal; the
  * report reads the snapshot; the window and the memory cap let go of the
- * oldest rows, counted.
+ * oldest rows, counted. The triggers: an XID burst and a lost GPU (the
+ * fake NVML), an idle condition, the condition text checked at init. (A
+ * fatal signal's snapshot: tests/integration/flight_crash.c.)
  */
 #include "test_util.h"
 
@@ -94,6 +96,35 @@ static void snapshot_event(const char *dir, char *message, size_t size) {
     tu_free(&L);
 }
 
+/* The device file's snapshot event (a new reference). */
+static json_t *snapshot_json(const char *dir) {
+    tu_lines_t L = tu_read(dir, "device.log");
+    json_t *event = NULL;
+    for (size_t i = 0; i < L.n; i++) {
+        const char *code = json_string_value(json_object_get(L.v[i], "code"));
+        if (code && strcmp(code, "flight_recorder_snapshot") == 0) event = json_incref(L.v[i]);
+    }
+    tu_free(&L);
+    assert_non_null(event);
+    return event;
+}
+
+static int64_t member(json_t *j, const char *key) {
+    return (int64_t)json_integer_value(json_object_get(j, key));
+}
+
+/* The only snapshot under root, after waiting up to ms for one. */
+static const char *only_snapshot(const char *root, int ms) {
+    static char dir[4096];
+    for (int i = 0; i < ms / 10 && dir_entries(root) < 1; i++) sleep_ms(10);
+    assert_int_equal(dir_entries(root), 1);
+    DIR *d = opendir(root);
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
+    closedir(d);
+    return dir;
+}
+
 /* No file while recording; a snapshot is a session of its own, with the
  * newest scopes, that the report reads; recording goes on after it. */
 static void snapshot_is_a_readable_session(void **state) {
@@ -120,6 +151,14 @@ static void snapshot_is_a_readable_session(void **state) {
     snapshot_event(dir, message, sizeof message);
     assert_non_null(strstr(message, "snapshot 1 of session"));
     assert_non_null(strstr(message, "rows kept"));
+    json_t *event = snapshot_json(dir); /* what recording cost, for bytes per second */
+    assert_string_equal(json_string_value(json_object_get(event, "reason")), "gpufl_snapshot");
+    assert_true(member(event, "kept_bytes") > 500 * 2 * 8); /* 1000 scopes, a few bytes each */
+    assert_true(member(event, "in_bytes") >= member(event, "kept_bytes"));
+    assert_true(member(event, "span_ns") > 0); /* from the first line's arrival to the snapshot */
+    assert_true(member(event, "span_ns") <= member(event, "ts_ns"));
+    assert_true(json_is_true(json_object_get(event, "complete")));
+    json_decref(event);
     tu_lines_t sys = tu_read(dir, "system.log");
     assert_true(tu_count(&sys, "host_sample") > 0 || sys.n > 2);
     assert_string_equal(tu_type(sys.v[sys.n - 1]), "session_end");
@@ -244,6 +283,135 @@ static void environment_turns_it_on(void **state) {
     assert_int_equal(dir_entries(root), 1);
 }
 
+/* A GPU of the fake NVML with these extra members ("samples" among them). */
+static void fake_gpu(const char *members) {
+    char json[4096];
+    snprintf(json, sizeof json,
+             "{\"driver_version\": \"580.95.05\", \"nvml_version\": \"13.580.95.05\","
+             " \"cuda_driver_version\": 13000,"
+             " \"gpus\": [{\"name\": \"NVIDIA H100 80GB HBM3\", \"uuid\": \"GPU-1111\","
+             "   \"pci_bus_id\": \"00000000:1B:00.0\", \"cc\": [9, 0],"
+             "   \"memory_total\": 85520809984, \"mig_mode\": 0, %s}]}",
+             members);
+    tu_fake_nvml(SUITE, json);
+}
+
+static void no_fake_gpu(void) {
+    unsetenv("GPUFL_FAKE_NVML");
+    unsetenv("GPUFL_NVML_LIBRARY");
+}
+
+/* A session over the fake GPU scripted by members (and scopes from 0 to
+ * nscopes): the one snapshot under name after settle_ms more, with its reason. */
+static const char *fault_snapshot(const char *name, const char *members, int nscopes, int settle_ms,
+                                  const char *reason) {
+    const char *root = tu_log_dir(SUITE, name);
+    char all[1024];
+    snprintf(all, sizeof all,
+             "%s \"samples\": {\"util_gpu\": [100], \"mem_used\": [1], \"mem_free\": [1]}",
+             members);
+    fake_gpu(all);
+    gpufl_options_t o = flight_options(root, 60, 0);
+    assert_int_equal(gpufl_init(&o), 0);
+    scopes(name, 0, nscopes);
+    const char *dir = only_snapshot(root, 5000);
+    sleep_ms(settle_ms);
+    gpufl_shutdown();
+    no_fake_gpu();
+    assert_int_equal(dir_entries(root), 1);
+    json_t *event = snapshot_json(dir);
+    assert_string_equal(json_string_value(json_object_get(event, "reason")), reason);
+    json_decref(event);
+    return dir;
+}
+
+/* A burst of XIDs (two in one sampling pass, one in a later one) is one
+ * snapshot, named for the first, holding the XID rows. */
+static void xid_burst_takes_one_snapshot(void **state) {
+    (void)state;
+    /* 400 ms: the later XID comes, and is held off */
+    const char *dir =
+        fault_snapshot("xid", "\"xids\": [[3, 79], [3, 48], [5, 79]],", 20, 400, "xid:79");
+    tu_lines_t D = tu_read(dir, "device.log");
+    json_t *xid = tu_first(&D, "xid");
+    assert_non_null(xid);
+    assert_int_equal(json_integer_value(json_object_get(xid, "code")), 79);
+    assert_non_null(tu_first(&D, "gpu_info"));
+    tu_free(&D);
+    assert_int_equal(scope_names(dir, "xid_", "xid_19").with_prefix, 20);
+}
+
+/* A GPU that stops answering takes a snapshot that holds the gpu_lost event. */
+static void gpu_lost_takes_a_snapshot(void **state) {
+    (void)state;
+    const char *dir = fault_snapshot("gpu_lost", "\"lost_at_sample\": 3,", 0, 200, "gpu_lost");
+    tu_lines_t D = tu_read(dir, "device.log");
+    int lost = 0;
+    for (size_t i = 0; i < D.n; i++) {
+        const char *code = json_string_value(json_object_get(D.v[i], "code"));
+        lost += code && strcmp(code, "gpu_lost") == 0;
+    }
+    assert_int_equal(lost, 1);
+    tu_free(&D);
+}
+
+/* One idle stretch of 2 s, longer than the 1 s window (the hold-off), is
+ * one snapshot: the stretch fires once and re-arms only when busy again. */
+static void idle_condition_one_snapshot_per_stretch(void **state) {
+    (void)state;
+    const char *root = tu_log_dir(SUITE, "idle");
+    char samples[2048] =
+        "\"samples\": {\"mem_used\": [1], \"mem_free\": [1], \"util_mem\": [0], \"util_gpu\": [";
+    for (int i = 0; i < 110; i++) strcat(samples, i < 10 ? "100," : "3,");
+    strcat(samples, "100]}");
+    fake_gpu(samples);
+    gpufl_options_t o = flight_options(root, 1, 0);
+    o.flight_recorder_trigger = "gpu_idle > 90% for 300ms";
+    assert_int_equal(gpufl_init(&o), 0);
+    const char *dir = only_snapshot(root, 5000);
+    char first[4096];
+    snprintf(first, sizeof first, "%s", dir);
+    for (int i = 0; i < 300; i++) { /* until the samples are busy again, and a little more */
+        sleep_ms(10);
+        gpufl_flush();
+    }
+    sleep_ms(500);
+    gpufl_shutdown();
+    no_fake_gpu();
+    assert_int_equal(dir_entries(root), 1);
+    json_t *event = snapshot_json(first);
+    assert_string_equal(json_string_value(json_object_get(event, "reason")),
+                        "insight:gpu_idle>90%for300ms");
+    json_decref(event);
+    tu_lines_t D = tu_read(first, "device.log");
+    assert_true(tu_count(&D, "gpu_sample") > 0); /* the idle samples it was about */
+    tu_free(&D);
+}
+
+/* flight_recorder_trigger is parsed at init, whatever set it: bad text
+ * fails init with the option named; good text of every form starts. */
+static void trigger_text_is_checked_at_init(void **state) {
+    (void)state;
+    static const char *const bad[] = {
+        "gpu_idle>90for30s", "gpu_idle>90%",  "gpu_idle>100%for1s", "sync>50",           "sync>0ms",
+        "sync>50ms,",        "idle>90%for1s", "sync>50ms;sync>1s",  "gpu_idle>90%for30m"};
+    const char *root = tu_log_dir(SUITE, "trigger_text");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gpufl_options_t o = flight_options(root, 10, 0);
+        o.flight_recorder_trigger = bad[i];
+        assert_int_equal(gpufl_init(&o), GPUFL_EINVAL);
+        assert_non_null(strstr(gpufl_last_error(), "flight_recorder_trigger"));
+    }
+    setenv("GPUFL_FLIGHT_RECORDER_TRIGGER", "gpu_idel>90%for1s", 1);
+    gpufl_options_t o = flight_options(root, 10, 0);
+    assert_int_equal(gpufl_init(&o), GPUFL_EINVAL);
+    assert_non_null(strstr(gpufl_last_error(), "gpu_idel"));
+    setenv("GPUFL_FLIGHT_RECORDER_TRIGGER", " gpu_idle>90%for30s , sync > 50ms,sync>2s ", 1);
+    assert_int_equal(gpufl_init(&o), 0);
+    gpufl_shutdown();
+    unsetenv("GPUFL_FLIGHT_RECORDER_TRIGGER");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(snapshot_is_a_readable_session),
@@ -252,6 +420,10 @@ int main(void) {
         cmocka_unit_test(signal_takes_a_snapshot),
         cmocka_unit_test(snapshot_needs_the_flight_recorder),
         cmocka_unit_test(environment_turns_it_on),
+        cmocka_unit_test(xid_burst_takes_one_snapshot),
+        cmocka_unit_test(gpu_lost_takes_a_snapshot),
+        cmocka_unit_test(idle_condition_one_snapshot_per_stretch),
+        cmocka_unit_test(trigger_text_is_checked_at_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
