@@ -90,6 +90,7 @@ struct gpufl__launch {
     row_queue_t graphs, syncs, launches;
 
     _Atomic(const gpufl__launch_hooks_t *) hooks; /* an engine above Trace; NULL none */
+    atomic_int rows_paused; /* GPUFL_LAUNCH_ROWS: notes instead, for CUPTI's records to join */
 
     /* The launch gate (GPUFL_LAUNCH_GATE): launches in, and whether it is
      * closed. Sequentially consistent: a launch counts itself in, then
@@ -581,7 +582,8 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
         external_kind = k + 1;
     if (launches && l->stacks) stack = gpufl__stacks_capture(l->stacks);
 
-    if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH) {
+    if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH &&
+        !atomic_load_explicit(&l->rows_paused, memory_order_relaxed)) {
         /* No activity record will come to be joined: the row is all. */
         gpufl__kernel_launch_t row = {
             now,    cb->context,   scope, external,          cb->correlationId,
@@ -729,6 +731,10 @@ int gpufl__launch_create(gpufl__launch_t **out, gpufl__cupti_t *cupti, gpufl__cu
 
 void gpufl__launch_set_hooks(gpufl__launch_t *l, const gpufl__launch_hooks_t *hooks) {
     atomic_store_explicit(&l->hooks, hooks, memory_order_release);
+}
+
+void gpufl__launch_pause_rows(gpufl__launch_t *l, int paused) {
+    if (l != NULL) atomic_store_explicit(&l->rows_paused, paused, memory_order_relaxed);
 }
 
 void gpufl__launch_destroy(gpufl__launch_t *l) {

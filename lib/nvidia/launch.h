@@ -198,6 +198,12 @@ void gpufl__launch_set_hooks(gpufl__launch_t *l, const gpufl__launch_hooks_t *ho
 int gpufl__launch_gate_close(gpufl__launch_t *l, int64_t wait_ns);
 void gpufl__launch_gate_open(gpufl__launch_t *l);
 
+/* With GPUFL_LAUNCH_ROWS: launches from now on leave notes instead of rows
+ * (paused = 1), for the kernel records CUPTI gives while its kernel kind is
+ * on to join, or rows again (0). A launch in flight at the switch may get
+ * either. Any thread; NULL is ignored. */
+void gpufl__launch_pause_rows(gpufl__launch_t *l, int paused);
+
 /* Marks the driver calls the calling thread makes from now on (on = 1)
  * until the matching call with on = 0 as gpufl's own: the callbacks ignore
  * them (the SassMetrics engine's cuCtxSynchronize at the end, say). */

@@ -357,10 +357,14 @@ static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
         t->sass_metrics); /* first: it files the cubins Deep's PC sampling asks about */
     gpufl__pc_sampling_poll(t->pc_sampling, now_ns);
     gpufl__range_profiler_poll(t->range_profiler);
+    if (t->pcs_trace_on) gpufl__pcs_trace_poll(&t->pcs_trace, t->cupti, t->launch, c, now_ns);
 }
 
 static int64_t due_in(void *self, int64_t now_ns) {
-    return gpufl__pc_sampling_due_in(((gpufl__trace_source_t *)self)->pc_sampling, now_ns);
+    const gpufl__trace_source_t *t = self;
+    int64_t pc = gpufl__pc_sampling_due_in(t->pc_sampling, now_ns);
+    int64_t windows = t->pcs_trace_on ? gpufl__pcs_trace_due_in(&t->pcs_trace, now_ns) : INT64_MAX;
+    return pc < windows ? pc : windows;
 }
 
 static void flush(gpufl__collector_t *c, void *self) {
@@ -419,7 +423,6 @@ static void write_stats(gpufl__trace_source_t *t) {
 /* Last records: CUPTI stopped, everything it holds drained and encoded. */
 static void finish(gpufl__collector_t *c, void *self) {
     gpufl__trace_source_t *t = self;
-    (void)c;
     /* SASS metrics read and stopped first (Deep: PC sampling's disable
      * crashed inside CUPTI while kernels were still patched), their cubins
      * filed before PC sampling asks about its last functions, and the
@@ -428,6 +431,7 @@ static void finish(gpufl__collector_t *c, void *self) {
     gpufl__pc_sampling_finish(t->pc_sampling);
     gpufl__sass_metrics_finish(t->sass_metrics);
     gpufl__range_profiler_finish(t->range_profiler); /* while CUPTI still runs: the last decode */
+    if (t->pcs_trace_on) gpufl__pcs_trace_finish(&t->pcs_trace, c);
     gpufl__cupti_stop(t->cupti, &sink, t);
     encode_all(t, gpufl__mono_ns(), 1);
     write_stats(t);
@@ -566,6 +570,13 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
      * these engines, launches are written from the callbacks and no kind is
      * enabled. */
     if (t->pc_sampling != NULL || t->sass_metrics != NULL) flags |= GPUFL_LAUNCH_ROWS;
+    /* PcSampling alone may keep some of Trace's activity, while the GPU
+     * measurements choose how (docs/design/pcs-with-trace.md); Deep does not. */
+    t->pcs_trace_on = t->pc_sampling != NULL && t->sass_metrics == NULL;
+    if (t->pcs_trace_on) {
+        gpufl__pcs_trace_init(&t->pcs_trace);
+        if (!gpufl__pcs_trace_launch_rows(&t->pcs_trace)) flags &= ~GPUFL_LAUNCH_ROWS;
+    }
 #ifndef GPUFL_DIAGNOSE_RANGE_PROFILER_WITH_ACTIVITY /* diagnosis build: the range profiler beside them */
     if (t->range_profiler != NULL) flags |= GPUFL_LAUNCH_ROWS;
 #endif
@@ -577,6 +588,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     if (rc) goto explain_missing_driver;
     if (flags & GPUFL_LAUNCH_GATE) gpufl__pc_sampling_set_gate(t->pc_sampling, t->launch);
     hook_engines(t);
+    if (t->pc_sampling == NULL) t->pcs_trace_on = 0;
     if (t->pc_sampling == NULL && t->sass_metrics == NULL && t->range_profiler == NULL &&
         (flags & GPUFL_LAUNCH_ROWS)) {
         /* The engines could not hook in: plain Trace, with CUPTI's records. */
@@ -594,10 +606,14 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     gpufl__cupti_config_t cfg = {sizeof cfg, 0, 0, 0};
     if (settings->enable_memory_tracking) cfg.flags |= GPUFL_CUPTI_MEMORY;
 #ifndef GPUFL_DIAGNOSE_PC_SAMPLING_WITH_ACTIVITY /* diagnosis builds: tests/gpu/run_pc_sampling_checks.sh, study */
-    if (flags & GPUFL_LAUNCH_ROWS) cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
+    if (t->pcs_trace_on)
+        cfg.flags |= gpufl__pcs_trace_cupti_flags(&t->pcs_trace);
+    else if (flags & GPUFL_LAUNCH_ROWS)
+        cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
 #endif
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
     if (rc) goto explain_missing_driver;
+    if (t->pcs_trace_on) gpufl__pcs_trace_started(&t->pcs_trace, t->cupti);
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
     gpufl__range_profiler_observe(t->range_profiler); /* scopes become ranges from here on */
