@@ -103,8 +103,9 @@ int64_t gpufl__pcs_trace_due_in(const gpufl__pcs_trace_t *p, int64_t now_ns) {
 void gpufl__pcs_trace_finish(gpufl__pcs_trace_t *p, gpufl__collector_t *c) {
     if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
     char msg[200];
-    snprintf(msg, sizeof msg, "PC sampling with activity mode alternate: %llu trace windows, %llu "
-                              "switches refused by CUPTI",
+    snprintf(msg, sizeof msg,
+             "PC sampling with activity mode alternate: %llu trace windows, %llu "
+             "switches refused by CUPTI",
              (unsigned long long)p->windows, (unsigned long long)p->switch_errors);
     say(c, "pc_sampling_trace_windows", msg);
 }
