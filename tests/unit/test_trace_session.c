@@ -2986,13 +2986,22 @@ static pcs_trace_run_t pcs_trace_session(const char *mode, const char *name) {
     return r;
 }
 
-/* The PC samples went to the scope of the kernel that ran them: by the
- * kernel's GPU time when there are kernel rows, by the launch without. */
-static void samples_reach_the_scope(const gpufl__model_t *m) {
+/* The session as the analysis reads it: its kernel, copy and memset rows;
+ * whether the insights that need kernel times were judged; and the PC
+ * samples given to the scope of the kernel that ran them (by the kernel's
+ * GPU time with kernel rows, by the launch without). */
+static void pcs_trace_model(size_t kernels, size_t copies, size_t memsets, int idle_judged) {
+    gpufl__model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(&m, tu_session_dir()), 0);
+    assert_int_equal(m->n_kernels, kernels);
+    assert_int_equal(m->n_copies, copies);
+    assert_int_equal(m->n_memsets, memsets);
+    assert_int_equal(!insight_skipped(m, "gpu_idle"), idle_judged);
     assert_int_equal(m->pc_samples_total, 500);
     const gpufl__model_pc_attrib_t *a = &m->pc_attrib;
     assert_true(a->unattributed == 0);
     assert_true(a->exact + a->split + a->fallback == 500);
+    gpufl__model_destroy(m);
 }
 
 /* `none` (the default): launches as rows, no activity kind, so no kernel
@@ -3008,12 +3017,7 @@ static void pcs_trace_none_keeps_launch_rows(void **state) {
     assert_true(has_row(&d, "sync", r.sync));
     assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode none"));
     free_session(&d);
-    gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(&m, tu_session_dir()), 0);
-    assert_int_equal(m->n_kernels, 0);
-    assert_true(insight_skipped(m, "gpu_idle"));
-    samples_reach_the_scope(m);
-    gpufl__model_destroy(m);
+    pcs_trace_model(0, 0, 0, 0);
 }
 
 /* `kernels`: the concurrent-kernel kind only; kernel rows with GPU times
@@ -3040,13 +3044,7 @@ static void pcs_trace_kernels_has_kernel_rows(void **state) {
     json_t *caps = tu_first(&d.device, "capabilities");
     assert_string_equal(json_string_value(json_object_get(caps, "engine")), "PcSampling");
     free_session(&d);
-    gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(&m, tu_session_dir()), 0);
-    assert_int_equal(m->n_kernels, 1);
-    assert_int_equal(m->n_copies, 0);
-    assert_false(insight_skipped(m, "gpu_idle"));
-    samples_reach_the_scope(m);
-    gpufl__model_destroy(m);
+    pcs_trace_model(1, 0, 0, 1);
 }
 
 /* `all`: Trace's kinds as Trace enables them; kernels, copies and memsets
@@ -3065,14 +3063,7 @@ static void pcs_trace_all_has_copies(void **state) {
     assert_int_equal(cell_int(&d, "memset", r.memset, "bytes"), 64);
     assert_true(has_row(&d, "sync", r.sync));
     free_session(&d);
-    gpufl__model_t *m = NULL;
-    assert_int_equal(gpufl__model_load(&m, tu_session_dir()), 0);
-    assert_int_equal(m->n_kernels, 1);
-    assert_int_equal(m->n_copies, 1);
-    assert_int_equal(m->n_memsets, 1);
-    assert_false(insight_skipped(m, "gpu_idle"));
-    samples_reach_the_scope(m);
-    gpufl__model_destroy(m);
+    pcs_trace_model(1, 1, 1, 1);
 }
 
 /* `alternate`: the kinds are enabled at start and paused at once, so a
