@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[] = {"none", "kernels", "all", "alternate"};
+static const char *const names[] = {"none", "kernels", "all", "alternate", "events"};
 
 const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode) {
     return (unsigned)mode < sizeof names / sizeof names[0] ? names[mode] : "none";
@@ -28,7 +28,7 @@ void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p) {
         if (i < sizeof names / sizeof names[0])
             p->mode = (gpufl__pcs_trace_mode_t)i;
         else
-            gpufl__warn("GPUFL_PC_SAMPLING_TRACE=%s is not none, kernels, all or alternate; "
+            gpufl__warn("GPUFL_PC_SAMPLING_TRACE=%s is not none, kernels, all, alternate or events; "
                         "using none",
                         text);
     }
@@ -51,7 +51,15 @@ unsigned int gpufl__pcs_trace_cupti_flags(const gpufl__pcs_trace_t *p) {
 }
 
 int gpufl__pcs_trace_launch_rows(const gpufl__pcs_trace_t *p) {
-    return p->mode == GPUFL_PCS_TRACE_NONE || p->mode == GPUFL_PCS_TRACE_ALTERNATE;
+    return p->mode == GPUFL_PCS_TRACE_NONE || p->mode == GPUFL_PCS_TRACE_ALTERNATE ||
+           p->mode == GPUFL_PCS_TRACE_EVENTS;
+}
+
+void gpufl__pcs_trace_fall_back(gpufl__pcs_trace_t *p, const char *why) {
+    snprintf(p->why, sizeof p->why, "%s cannot run (%s): none", gpufl__pcs_trace_mode_name(p->mode),
+             why);
+    gpufl__warn("PC sampling with activity mode %s", p->why);
+    p->mode = GPUFL_PCS_TRACE_NONE;
 }
 
 void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti) {
@@ -66,7 +74,7 @@ static void say(gpufl__collector_t *c, const char *code, const char *msg) {
 void gpufl__pcs_trace_poll(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti, gpufl__launch_t *launch,
                            gpufl__collector_t *c, int64_t now_ns) {
     if (!p->said) {
-        char msg[200];
+        char msg[300];
         if (p->mode == GPUFL_PCS_TRACE_ALTERNATE)
             snprintf(msg, sizeof msg,
                      "PC sampling with activity mode alternate: %lld ms without activity kinds, "
@@ -74,7 +82,7 @@ void gpufl__pcs_trace_poll(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti, gpufl__
                      (long long)(p->sample_ns / 1000000), (long long)(p->trace_ns / 1000000));
         else
             snprintf(msg, sizeof msg, "PC sampling with activity mode %s",
-                     gpufl__pcs_trace_mode_name(p->mode));
+                     p->why[0] ? p->why : gpufl__pcs_trace_mode_name(p->mode));
         say(c, "pc_sampling_trace", msg);
         p->said = 1;
     }

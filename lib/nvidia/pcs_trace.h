@@ -18,7 +18,8 @@ typedef enum gpufl__pcs_trace_mode {
     GPUFL_PCS_TRACE_NONE,     /* no activity kind: launch rows only (the default) */
     GPUFL_PCS_TRACE_KERNELS,  /* the concurrent-kernel kind only */
     GPUFL_PCS_TRACE_ALL,      /* Trace's kinds, as Trace enables them */
-    GPUFL_PCS_TRACE_ALTERNATE /* Trace's kinds in windows between windows without */
+    GPUFL_PCS_TRACE_ALTERNATE, /* Trace's kinds in windows between windows without */
+    GPUFL_PCS_TRACE_EVENTS     /* no kind: kernel times from CUDA events (kernel_events.h) */
 } gpufl__pcs_trace_mode_t;
 
 #define GPUFL_PCS_TRACE_SAMPLE_MS_DEFAULT 900 /* alternate: a window with no kind */
@@ -32,9 +33,10 @@ typedef struct gpufl__pcs_trace {
     uint64_t windows;            /* alternate: trace windows opened */
     uint64_t switch_errors;      /* alternate: switches CUPTI refused */
     int said;                    /* the session's pc_sampling_trace event was written */
+    char why[200];               /* why the mode asked for does not run, "" when it does */
 } gpufl__pcs_trace_t;
 
-/* The mode GPUFL_PC_SAMPLING_TRACE asks for ("none", "kernels", "all", "alternate";
+/* The mode GPUFL_PC_SAMPLING_TRACE asks for ("none", "kernels", "all", "alternate", "events";
  * unset or empty: none; anything else: none, with a warning), and for
  * alternate its windows (GPUFL_PC_SAMPLING_SAMPLE_MS, _TRACE_MS). */
 void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p);
@@ -48,6 +50,10 @@ int gpufl__pcs_trace_launch_rows(const gpufl__pcs_trace_t *p);
 
 /* After gpufl__cupti_start: alternate begins in a window without the kinds. */
 void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti);
+
+/* The mode asked for cannot run (why): the session runs `none`, and its
+ * event says why. */
+void gpufl__pcs_trace_fall_back(gpufl__pcs_trace_t *p, const char *why);
 
 /* Collector: the first call writes an info event naming the mode; under
  * alternate, switches the window when it is due (the kinds and the launch

@@ -87,6 +87,8 @@ static struct {
                        int *decodes);
     void (*range_reset)(void);
     void (*range_start_delay)(int microseconds);
+    void (*event_pending)(int on);
+    void (*set_capturing)(int on);
     CUresult (*push_current)(CUcontext ctx);
     CUresult (*pop_current)(CUcontext *ctx);
 } fake;
@@ -148,6 +150,8 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_range_start_delay", &fake.range_start_delay);
     resolve(cuda, "cuCtxPushCurrent_v2", &fake.push_current);
     resolve(cuda, "cuCtxPopCurrent_v2", &fake.pop_current);
+    resolve(cuda, "fake_cuda_event_pending", &fake.event_pending);
+    resolve(cuda, "fake_cuda_set_capturing", &fake.set_capturing);
     resolve(cuda, "fake_cuda_function", &fake.function);
     resolve(cuda, "fake_cuda_kernel", &fake.kernel);
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
@@ -3111,12 +3115,52 @@ static void pcs_trace_alternate_switches_windows(void **state) {
     free_session(&d);
 }
 
+/* `events`: no activity kind; the launch is timed by an event pair from
+ * gpufl's own callbacks and written as a kernel row with the pair's times
+ * (the fake's GPU clock moves 5 us a record) once its events are done, here
+ * at the session's end; a launch on a stream being captured is not timed. */
+static void pcs_trace_events_times_kernels(void **state) {
+    (void)state;
+    fake.event_pending(1); /* not done while the session runs: waited for at its end */
+    pcs_trace_run_t r = pcs_trace_session("events", "pcs_trace_events");
+    fake.event_pending(0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 0);
+    session_t d = read_session();
+    assert_false(has_row(&d, "launch", r.kernel));
+    int64_t start = cell_int(&d, "kernel", r.kernel, "start_ns");
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "end_ns") - start, 5000);
+    assert_true(start >= cell_int(&d, "kernel", r.kernel, "launch_ns"));
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "scope"), scope_id(&d, "step"));
+    assert_true(cell_int(&d, "kernel", r.kernel, "config") > 0);
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "grid_x"), 132);
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "block_x"), 256);
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "context"), 0x1234);
+    assert_false(has_row(&d, "copy", r.copy));
+    assert_true(has_row(&d, "sync", r.sync));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode events"));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace_events"),
+                           "1 launches timed, 0 untimed, 0 failed"));
+    free_session(&d);
+    pcs_trace_model(1, 0, 0, 1);
+
+    fake.set_capturing(1); /* an event recorded there would join the graph */
+    r = pcs_trace_session("events", "pcs_trace_events_capturing");
+    fake.set_capturing(0);
+    d = read_session();
+    assert_true(has_row(&d, "launch", r.kernel));
+    assert_false(has_row(&d, "kernel", r.kernel));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace_events"),
+                           "0 launches timed, 1 untimed"));
+    free_session(&d);
+}
+
 /* A value that is not a mode is said, and the default kept. */
 static void pcs_trace_unknown_mode_is_said(void **state) {
     (void)state;
     pcs_trace_run_t r = pcs_trace_session("sometimes", "pcs_trace_unknown");
     assert_non_null(strstr(pcs_trace_warnings, "GPUFL_PC_SAMPLING_TRACE=sometimes is not none, "
-                                               "kernels, all or alternate; using none"));
+                                               "kernels, all, alternate or events; using none"));
     assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
     session_t d = read_session();
     assert_true(has_row(&d, "launch", r.kernel));
@@ -3130,6 +3174,7 @@ int main(void) {
         cmocka_unit_test(pcs_trace_kernels_has_kernel_rows),
         cmocka_unit_test(pcs_trace_all_has_copies),
         cmocka_unit_test(pcs_trace_alternate_switches_windows),
+        cmocka_unit_test(pcs_trace_events_times_kernels),
         cmocka_unit_test(pcs_trace_unknown_mode_is_said),
         cmocka_unit_test(kernel_configs_carry_occupancy),
         cmocka_unit_test(no_libcuda_no_occupancy),
