@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: PcSampling's candidates for keeping Trace's kernel
 # times, copies and syncs beside PC sampling (GPUFL_PC_SAMPLING_TRACE: none,
-# kernels, all, alternate; docs/design/pcs-with-trace.md), measured side by
+# kernels, all, alternate, events; docs/design/pcs-with-trace.md), measured side by
 # side in one call. Steps, each bounded by a timeout, a failure recorded and
 # the script going on:
 #   refs      tests/gpu/pcs_kernels under Trace (the kernels' GPU times) and
@@ -19,23 +19,28 @@
 #             one call (each step synchronized).
 # Writes OUT/summary.md (one table per step) and OUT/summary.json (every
 # figure), the raw outputs beside them, and the session logs packed into
-# OUT/sessions.tar.gz. About 8 to 10 minutes on an H100 with --rounds 2.
+# OUT/sessions.tar.gz. About 8 minutes on an H100 with --rounds 2; the whole
+# run keeps within --budget seconds (default 570, for a 10-minute call): a
+# step's timeout is cut to what is left, and a step with under 20 s left is
+# skipped (recorded).
 # Usage: tests/gpu/run_pcs_candidates.sh OUT [--rounds N] [--only refs,kernels,launch,train]
-#        [--modes none,kernels,all,alternate]
+#        [--modes none,kernels,all,alternate,events] [--budget SECONDS]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
-  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 out=$1; shift
 rounds=2
 only=refs,kernels,launch,train
-modes=none,kernels,all,alternate
+modes=none,kernels,all,alternate,events
+budget=570
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -51,14 +56,19 @@ export GPUFL_PC_SAMPLING_SAMPLE_MS=${GPUFL_PC_SAMPLING_SAMPLE_MS:-200}
 export GPUFL_PC_SAMPLING_TRACE_MS=${GPUFL_PC_SAMPLING_TRACE_MS:-50}
 t_all=$(date +%s)
 failures=()
+exec 3>&1 # the steps' own lines go here, not into the file a step's output is redirected to
 # step NAME SECONDS CMD...: runs CMD under a timeout, says how long it took
 # and records a failure (and goes on).
 step() {
   local name=$1 limit=$2; shift 2
-  local t0=$(date +%s)
+  local t0=$(date +%s) left=$(( budget - ($(date +%s) - t_all) ))
+  if (( left < 20 )); then
+    echo "--- $name: skipped, ${left} s of the budget left" >&3; failures+=("$name skipped"); return 1
+  fi
+  (( limit > left - 10 )) && limit=$(( left - 10 ))
   timeout -s QUIT -k 10 "$limit" "$@"
   local rc=$?
-  echo "--- $name: rc=$rc in $(( $(date +%s) - t0 )) s (total $(( $(date +%s) - t_all )) s)"
+  echo "--- $name: rc=$rc in $(( $(date +%s) - t0 )) s (total $(( $(date +%s) - t_all )) s)" >&3
   [[ $rc == 0 ]] || failures+=("$name rc=$rc")
   return $rc
 }
@@ -118,6 +128,7 @@ if want launch; then
   # Rounds of each configuration in turn, so that drift falls on all.
   for ((r = 1; r <= rounds + 1; r++)); do
     for v in untraced trace "${mode_list[@]}"; do
+      (( $(date +%s) - t_all < budget - 240 )) || continue # leave the training loop its time
       cfg=pcsampling; env=(GPUFL_PC_SAMPLING_TRACE=$v)
       [[ $v == untraced || $v == trace ]] && { cfg=$v; env=(); }
       env "${env[@]}" timeout -k 5 60 .devbin/trace_overhead "$cfg" --workload launch --reps 3 \
@@ -134,7 +145,7 @@ if want train; then
   variants=untraced,trace
   for mode in "${mode_list[@]}"; do variants+=",pcs18+$mode"; done
   # Alternate's own windows (900 ms sampling, 100 ms tracing) in the loop.
-  step train 330 env -u GPUFL_PC_SAMPLING_SAMPLE_MS -u GPUFL_PC_SAMPLING_TRACE_MS \
+  step train 360 env -u GPUFL_PC_SAMPLING_SAMPLE_MS -u GPUFL_PC_SAMPLING_TRACE_MS \
     python3 bench/gpu/pcs_overhead.py --rounds "$rounds" --workloads transformer \
     --variants "$variants" --steps 40 --log-root "$logs/train" --markdown "$out/train.md" \
     > "$out/train.jsonl" 2> "$out/train.err"
