@@ -43,8 +43,8 @@ int gpufl__kernel_events_create(gpufl__kernel_events_t **out, gpufl__cuda_t *cud
                                 size_t why_size) {
     *out = NULL;
     if (!gpufl__cuda_events_available(cuda)) {
-        snprintf(why, why_size, "%s", cuda ? "the driver lacks the CUDA event functions"
-                                           : "no libcuda: no CUDA events");
+        snprintf(why, why_size, "%s",
+                 cuda ? "the driver lacks the CUDA event functions" : "no libcuda: no CUDA events");
         return GPUFL_ENOTSUP;
     }
     gpufl__kernel_events_t *e = calloc(1, sizeof *e);
@@ -142,8 +142,8 @@ void gpufl__kernel_events_end(gpufl__kernel_events_t *e, uint32_t handle, void *
     if (e == NULL || handle == 0) return;
     uint32_t i;
     pool_t *p = pair_of(e, handle, &i);
-    int ok = launched && gpufl__cuda_event_record(e->cuda, p->end[i],
-                                                  stream_of(stream, per_thread)) == 0;
+    int ok = launched &&
+             gpufl__cuda_event_record(e->cuda, p->end[i], stream_of(stream, per_thread)) == 0;
     if (launched && !ok) atomic_fetch_add(&e->failures, 1);
     atomic_store(&p->pair[i], ok ? PAIR_ENDED : PAIR_FAILED);
 }

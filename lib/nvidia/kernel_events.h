@@ -67,7 +67,6 @@ int gpufl__kernel_events_read(gpufl__kernel_events_t *e, uint32_t handle, int wa
                               int64_t *start_ns, int64_t *end_ns);
 void gpufl__kernel_events_release(gpufl__kernel_events_t *e, uint32_t handle);
 
-void gpufl__kernel_events_stats(gpufl__kernel_events_stats_t *out,
-                                const gpufl__kernel_events_t *e);
+void gpufl__kernel_events_stats(gpufl__kernel_events_stats_t *out, const gpufl__kernel_events_t *e);
 
 #endif

@@ -470,7 +470,8 @@ static void time_launch(gpufl__launch_t *l, thread_state_t *state, enum call_kin
     if (cb->callbackSite == CUPTI_API_ENTER) {
         if (state == NULL || (kind != CALL_LAUNCH && kind != CALL_LAUNCH_EX)) return;
         row->stream = gpufl__cupti_stream_id(l->cupti, cb->context, stream, l->per_thread[cbid]);
-        row->events = gpufl__kernel_events_begin(l->events, cb->context, stream, l->per_thread[cbid]);
+        row->events =
+            gpufl__kernel_events_begin(l->events, cb->context, stream, l->per_thread[cbid]);
         state->events_generation = row->events ? l->generation : 0;
         state->events_correlation = cb->correlationId;
         state->events_handle = row->events;
@@ -481,7 +482,8 @@ static void time_launch(gpufl__launch_t *l, thread_state_t *state, enum call_kin
         return;
     state->events_generation = 0;
     int launched = cb->functionReturnValue == NULL || *(const int *)cb->functionReturnValue == 0;
-    gpufl__kernel_events_end(l->events, state->events_handle, stream, l->per_thread[cbid], launched);
+    gpufl__kernel_events_end(l->events, state->events_handle, stream, l->per_thread[cbid],
+                             launched);
 }
 
 /* The external correlation id a framework pushed on the calling thread:
@@ -642,7 +644,7 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
         !atomic_load_explicit(&l->rows_paused, memory_order_relaxed)) {
         /* No activity record will come to be joined: the row is all. */
         gpufl__kernel_launch_t row = {
-            now,    cb->context,   scope, external,          cb->correlationId,
+            now,    cb->context,   scope, external,           cb->correlationId,
             config, external_kind, stack, gpufl__thread_id(), .stream = -1};
         /* Last before the row goes: the pair's start as close to the launch as can be. */
         if (timed) time_launch(l, state, kind, cbid, cb, &row);

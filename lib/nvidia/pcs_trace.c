@@ -28,9 +28,10 @@ void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p) {
         if (i < sizeof names / sizeof names[0])
             p->mode = (gpufl__pcs_trace_mode_t)i;
         else
-            gpufl__warn("GPUFL_PC_SAMPLING_TRACE=%s is not none, kernels, all, alternate or events; "
-                        "using none",
-                        text);
+            gpufl__warn(
+                "GPUFL_PC_SAMPLING_TRACE=%s is not none, kernels, all, alternate or events; "
+                "using none",
+                text);
     }
     if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
     p->sample_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_SAMPLE_MS", 10, 60000,

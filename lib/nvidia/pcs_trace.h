@@ -15,9 +15,9 @@
 #include <stdint.h>
 
 typedef enum gpufl__pcs_trace_mode {
-    GPUFL_PCS_TRACE_NONE,     /* no activity kind: launch rows only (the default) */
-    GPUFL_PCS_TRACE_KERNELS,  /* the concurrent-kernel kind only */
-    GPUFL_PCS_TRACE_ALL,      /* Trace's kinds, as Trace enables them */
+    GPUFL_PCS_TRACE_NONE,      /* no activity kind: launch rows only (the default) */
+    GPUFL_PCS_TRACE_KERNELS,   /* the concurrent-kernel kind only */
+    GPUFL_PCS_TRACE_ALL,       /* Trace's kinds, as Trace enables them */
     GPUFL_PCS_TRACE_ALTERNATE, /* Trace's kinds in windows between windows without */
     GPUFL_PCS_TRACE_EVENTS     /* no kind: kernel times from CUDA events (kernel_events.h) */
 } gpufl__pcs_trace_mode_t;

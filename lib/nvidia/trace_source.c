@@ -291,7 +291,8 @@ static void write_timed(gpufl__trace_source_t *t) {
     for (size_t i = 0; i < t->n_pending; i++) {
         const gpufl__kernel_launch_t *k = &t->pending[i];
         int64_t start_ns = 0, end_ns = 0;
-        int done = gpufl__kernel_events_read(t->events, k->events, t->finishing, &start_ns, &end_ns);
+        int done =
+            gpufl__kernel_events_read(t->events, k->events, t->finishing, &start_ns, &end_ns);
         if (done == 0) {
             t->pending[kept++] = *k;
             continue;

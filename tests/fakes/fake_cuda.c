@@ -341,7 +341,6 @@ EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
 
 /* ---- events ---- */
 
-
 void fake_cuda_event_step(long long ns) { atomic_store(&event_step_ns, ns); }
 void fake_cuda_event_pending(int on) { atomic_store(&events_pending, on); }
 void fake_cuda_set_capturing(int on) { atomic_store(&capturing, on); }
@@ -408,7 +407,7 @@ EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *cap
     CUresult r = enter(FN_cuStreamIsCapturing);
     (void)hStream;
     if (r != CUDA_SUCCESS) return r;
-    *captureStatus = atomic_load(&capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                                             : CU_STREAM_CAPTURE_STATUS_NONE;
+    *captureStatus =
+        atomic_load(&capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }

@@ -3150,8 +3150,8 @@ static void pcs_trace_events_times_kernels(void **state) {
     d = read_session();
     assert_true(has_row(&d, "launch", r.kernel));
     assert_false(has_row(&d, "kernel", r.kernel));
-    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace_events"),
-                           "0 launches timed, 1 untimed"));
+    assert_non_null(
+        strstr(pcs_trace_event(&d, "pc_sampling_trace_events"), "0 launches timed, 1 untimed"));
     free_session(&d);
 }
 
