@@ -8,7 +8,8 @@ Workloads (each a loop of identical steps after warmup):
                16 heads, feed-forward 4096, batch 16 x 512 tokens, bf16
                autocast, AdamW), 30 measured steps.
 Variants: `untraced` (no gpufl loaded), `trace` (engine Trace),
-`pcs<P>` (engine PcSampling at period P; with --drains, also `pcs<P>d<MS>`,
+`pcs<P>` (engine PcSampling at period P; `pcs<P>+<MODE>`, given in --variants, with
+Trace's activity kept as MODE, GPUFL_PC_SAMPLING_TRACE; with --drains, also `pcs<P>d<MS>`,
 GetData every MS ms; `pcs<P>w<MS>`, given in --variants, has CUPTI decode
 every MS ms; any variant with `-late` appended, given in --variants, starts
 its session on the live context after warmup), and with --deep-engines also
@@ -74,13 +75,17 @@ def gpufl_init(g, variant, log_dir):
     elif variant == "deep":
         rc = g.init("pcs_overhead", log_dir, gpufl_ctypes.ENGINE_DEEP)
     else:
-        # pcs<P>[d<MS>][w<MS>]: GetData every MS ms (GPUFL_PC_SAMPLING_DRAIN_MS),
-        # CUPTI's decode every MS ms (GPUFL_PC_SAMPLING_DECODE_MS)
-        m = re.fullmatch(r"pcs(\d+)(?:d(\d+))?(?:w(\d+))?", variant)
+        # pcs<P>[d<MS>][w<MS>][+<MODE>]: GetData every MS ms (GPUFL_PC_SAMPLING_DRAIN_MS),
+        # CUPTI's decode every MS ms (GPUFL_PC_SAMPLING_DECODE_MS), Trace's
+        # activity kept as MODE (GPUFL_PC_SAMPLING_TRACE: none, kernels, all, events,
+        # alternate; docs/design/pcs-with-trace.md)
+        m = re.fullmatch(
+            r"pcs(\d+)(?:d(\d+))?(?:w(\d+))?(?:\+(none|kernels|all|alternate|events))?", variant)
         if m is None:
             raise SystemExit(f"unknown variant {variant}")
         for env, value in (("GPUFL_PC_SAMPLING_DRAIN_MS", m.group(2)),
-                           ("GPUFL_PC_SAMPLING_DECODE_MS", m.group(3))):
+                           ("GPUFL_PC_SAMPLING_DECODE_MS", m.group(3)),
+                           ("GPUFL_PC_SAMPLING_TRACE", m.group(4))):
             if value:
                 os.environ[env] = value
             else:

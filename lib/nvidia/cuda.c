@@ -32,6 +32,14 @@ typedef struct cuda_fns {
     __typeof__(cuCtxPopCurrent) *ctx_pop;
     __typeof__(cuCtxSynchronize) *ctx_synchronize;
     __typeof__(cuCtxGetCurrent) *ctx_current;
+    /* Events, for kernel times without CUPTI (the PcSampling `events` candidate). */
+    __typeof__(cuEventCreate) *event_create;
+    __typeof__(cuEventRecord) *event_record;
+    __typeof__(cuEventQuery) *event_query;
+    __typeof__(cuEventSynchronize) *event_synchronize;
+    __typeof__(cuEventElapsedTime) *event_elapsed;
+    __typeof__(cuEventDestroy) *event_destroy;
+    __typeof__(cuStreamIsCapturing) *stream_capturing;
 } cuda_fns_t;
 
 struct gpufl__cuda {
@@ -108,6 +116,13 @@ static int load(gpufl__cuda_t *c, char *why, size_t why_size) {
         {{"cuCtxPopCurrent_v2", "cuCtxPopCurrent"}, &c->fn.ctx_pop, 0, -1},
         {{"cuCtxSynchronize"}, &c->fn.ctx_synchronize, 0, -1},
         {{"cuCtxGetCurrent"}, &c->fn.ctx_current, 0, -1},
+        {{"cuEventCreate"}, &c->fn.event_create, 0, -1},
+        {{"cuEventRecord"}, &c->fn.event_record, 0, -1},
+        {{"cuEventQuery"}, &c->fn.event_query, 0, -1},
+        {{"cuEventSynchronize"}, &c->fn.event_synchronize, 0, -1},
+        {{"cuEventElapsedTime_v2", "cuEventElapsedTime"}, &c->fn.event_elapsed, 0, -1},
+        {{"cuEventDestroy_v2", "cuEventDestroy"}, &c->fn.event_destroy, 0, -1},
+        {{"cuStreamIsCapturing"}, &c->fn.stream_capturing, 0, -1},
     };
     int rc = gpufl__dl_open(&c->dl, getenv("GPUFL_CUDA_LIBRARY"), names, "no NVIDIA driver", why,
                             why_size);
@@ -287,4 +302,48 @@ int gpufl__cuda_push_context(gpufl__cuda_t *c, void *context) {
 void gpufl__cuda_pop_context(gpufl__cuda_t *c) {
     CUcontext popped = NULL;
     if (c != NULL && c->fn.ctx_pop != NULL) c->fn.ctx_pop(&popped);
+}
+
+int gpufl__cuda_events_available(const gpufl__cuda_t *c) {
+    return c != NULL && c->fn.event_create && c->fn.event_record && c->fn.event_query &&
+           c->fn.event_synchronize && c->fn.event_elapsed && c->fn.event_destroy;
+}
+
+int gpufl__cuda_event_create(gpufl__cuda_t *c, void **event) {
+    CUevent e = NULL;
+    CUresult r = c->fn.event_create(&e, CU_EVENT_DEFAULT);
+    if (r != CUDA_SUCCESS) return driver_error(c, r, "cuEventCreate", NULL);
+    *event = e;
+    return 0;
+}
+
+int gpufl__cuda_event_record(gpufl__cuda_t *c, void *event, void *stream) {
+    CUresult r = c->fn.event_record((CUevent)event, (CUstream)stream);
+    return r == CUDA_SUCCESS ? 0 : driver_error(c, r, "cuEventRecord", NULL);
+}
+
+int gpufl__cuda_event_done(gpufl__cuda_t *c, void *event, int wait) {
+    CUresult r = wait ? c->fn.event_synchronize((CUevent)event) : c->fn.event_query((CUevent)event);
+    if (r == CUDA_SUCCESS) return 1;
+    if (r == CUDA_ERROR_NOT_READY) return 0;
+    return driver_error(c, r, wait ? "cuEventSynchronize" : "cuEventQuery", NULL);
+}
+
+int gpufl__cuda_event_elapsed_ns(gpufl__cuda_t *c, int64_t *ns, void *from, void *to) {
+    float ms = 0;
+    CUresult r = c->fn.event_elapsed(&ms, (CUevent)from, (CUevent)to);
+    if (r != CUDA_SUCCESS) return driver_error(c, r, "cuEventElapsedTime", NULL);
+    *ns = (int64_t)((double)ms * 1e6 + (ms < 0 ? -0.5 : 0.5));
+    return 0;
+}
+
+void gpufl__cuda_event_destroy(gpufl__cuda_t *c, void *event) {
+    if (c != NULL && event != NULL && c->fn.event_destroy) c->fn.event_destroy((CUevent)event);
+}
+
+int gpufl__cuda_stream_capturing(gpufl__cuda_t *c, void *stream) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (c->fn.stream_capturing == NULL) return 0;
+    if (c->fn.stream_capturing((CUstream)stream, &status) != CUDA_SUCCESS) return 1;
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }

@@ -29,6 +29,7 @@
 #include "nvidia/occupancy.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define GPUFL_CUDA_DEVICES_CACHED 64 /* device ordinals whose attributes are kept */
 
@@ -97,5 +98,23 @@ void *gpufl__cuda_current_context(gpufl__cuda_t *c);
  * Returns 0, GPUFL_ENOTSUP without the driver calls, GPUFL_EIO. */
 int gpufl__cuda_push_context(gpufl__cuda_t *c, void *context);
 void gpufl__cuda_pop_context(gpufl__cuda_t *c);
+
+/* CUDA events, for kernel times taken without CUPTI's activity kinds
+ * (kernel_events.h). All or none of the driver's event functions were
+ * found: available says which; the others need it. Events belong to the
+ * context current on the calling thread at create. */
+int gpufl__cuda_events_available(const gpufl__cuda_t *c);
+int gpufl__cuda_event_create(gpufl__cuda_t *c, void **event);
+int gpufl__cuda_event_record(gpufl__cuda_t *c, void *event, void *stream);
+/* 1 when the work before the event is done, 0 not yet (wait = 0), or a
+ * negative error; wait = 1 blocks until it is done. */
+int gpufl__cuda_event_done(gpufl__cuda_t *c, void *event, int wait);
+/* ns from event `from` to event `to`, both done (cuEventElapsedTime: about
+ * 0.5 us resolution, float milliseconds). */
+int gpufl__cuda_event_elapsed_ns(gpufl__cuda_t *c, int64_t *ns, void *from, void *to);
+void gpufl__cuda_event_destroy(gpufl__cuda_t *c, void *event);
+/* 1 when stream is being captured into a graph (an event recorded on it
+ * would become a graph node) or the question failed; 0 when it is not. */
+int gpufl__cuda_stream_capturing(gpufl__cuda_t *c, void *stream);
 
 #endif

@@ -662,6 +662,7 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
     for (int k = 0; k < GPUFL_CUPTI_KIND_COUNT; k++) {
         if (kinds[k].flag != 0 && !(flags & kinds[k].flag)) continue;
         if (flags & GPUFL_CUPTI_NO_ACTIVITY) continue;
+        if ((flags & GPUFL_CUPTI_KERNELS_ONLY) && k != GPUFL_CUPTI_KIND_KERNEL) continue;
         r = c->fn.enable(kinds[k].cupti);
         if (r == CUPTI_SUCCESS) {
             c->state[k] = GPUFL_CUPTI_ON;
@@ -689,6 +690,20 @@ clear_active:
 void gpufl__cupti_stop(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user) {
     if (c == NULL || !c->started) return;
     wind_down(c, sink, user);
+}
+
+int gpufl__cupti_pause(gpufl__cupti_t *c, int paused) {
+    if (c == NULL || !c->started) return 0;
+    int rc = 0;
+    for (int k = 0; k < GPUFL_CUPTI_KIND_COUNT; k++) {
+        if (c->state[k] != GPUFL_CUPTI_ON) continue;
+        CUptiResult r = paused ? c->fn.disable(kinds[k].cupti) : c->fn.enable(kinds[k].cupti);
+        if (r == CUPTI_SUCCESS) continue;
+        char reason[REASON_BYTES];
+        describe(c, r, kinds[k].name, reason, sizeof reason);
+        rc = gpufl__set_error(GPUFL_EIO, "%s", reason);
+    }
+    return rc;
 }
 
 int gpufl__cupti_flush(gpufl__cupti_t *c, int force) {

@@ -45,6 +45,9 @@ typedef struct gpufl__cupti gpufl__cupti_t;
  * its PC records go partly or wholly to the non-user count (measured on an
  * H100, docs/design/pc-sampling.md). */
 #define GPUFL_CUPTI_NO_ACTIVITY (1u << 3)
+/* Concurrent kernels only: no copy or memset kind (a candidate of PcSampling
+ * with Trace's kernel times, docs/design/pcs-with-trace.md). */
+#define GPUFL_CUPTI_KERNELS_ONLY (1u << 4)
 
 #define GPUFL_CUPTI_BUFFER_BYTES_DEFAULT ((size_t)1 << 20) /* 1 MiB */
 #define GPUFL_CUPTI_BUFFER_COUNT_DEFAULT 8                 /* 8 MiB pool */
@@ -201,6 +204,13 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
 /* Disables the kinds, flushes (forced) and drains what is left into sink
  * (which may be NULL: the records are discarded). Safe when not started. */
 void gpufl__cupti_stop(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user);
+
+/* Turns the kinds start enabled off (paused = 1) or on again (0), from
+ * the owner or the collector thread, for windows of tracing between
+ * windows without (PcSampling's `alternate` candidate). Kinds stay ON in
+ * gpufl__cupti_kind_state. Returns 0, or GPUFL_EIO when CUPTI refused one
+ * (the others are still switched). Safe when not started. */
+int gpufl__cupti_pause(gpufl__cupti_t *c, int paused);
 
 /* Asks CUPTI to complete its buffers now (cuptiActivityFlushAll); force
  * also completes buffers still being filled. Returns 0 or GPUFL_EIO. */

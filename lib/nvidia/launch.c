@@ -11,6 +11,7 @@
 #include "util/log.h"
 #include "core/scope.h"
 #include "core/stacks.h"
+#include "nvidia/kernel_events.h"
 
 #include <cupti.h>
 
@@ -90,6 +91,8 @@ struct gpufl__launch {
     row_queue_t graphs, syncs, launches;
 
     _Atomic(const gpufl__launch_hooks_t *) hooks; /* an engine above Trace; NULL none */
+    atomic_int rows_paused; /* GPUFL_LAUNCH_ROWS: notes instead, for CUPTI's records to join */
+    gpufl__kernel_events_t *events; /* GPUFL_LAUNCH_EVENTS: launches timed with event pairs */
 
     /* The launch gate (GPUFL_LAUNCH_GATE): launches in, and whether it is
      * closed. Sequentially consistent: a launch counts itself in, then
@@ -171,6 +174,9 @@ typedef struct thread_state {
     unsigned seen_next;           /* the entry replaced next when the set is full */
     uint64_t gate_generation;     /* of the module whose gate this thread's launch is in; 0 none */
     uint32_t gate_correlation;    /* of that launch: its exit carries the same */
+    uint64_t events_generation;   /* of the module whose event pair this thread's launch took */
+    uint32_t events_correlation;  /* of that launch: its exit records the pair's end */
+    uint32_t events_handle;
     cached_t cache[CACHE];
 } thread_state_t;
 
@@ -430,6 +436,56 @@ static uint32_t launch_config(gpufl__launch_t *l, thread_state_t *state, enum ca
     return threads < 0 ? 0 : config_id(l, state, f, threads, smem, cb->symbolName);
 }
 
+/* The stream and the grid and block of a cuLaunchKernel-like call (the
+ * cooperative form's parameters start the same way) or of cuLaunchKernelEx. */
+static void launch_shape(gpufl__kernel_launch_t *row, void **stream, enum call_kind kind,
+                         const CUpti_CallbackData *cb) {
+    *stream = NULL;
+    if (cb->functionParams == NULL) return;
+    if (kind == CALL_LAUNCH) {
+        const cuLaunchKernel_params *p = cb->functionParams;
+        *stream = p->hStream;
+        uint32_t grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+        uint32_t block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+        memcpy(row->grid, grid, sizeof grid);
+        memcpy(row->block, block, sizeof block);
+    } else if (kind == CALL_LAUNCH_EX) {
+        const cuLaunchKernelEx_params *p = cb->functionParams;
+        if (p->config == NULL) return;
+        const CUlaunchConfig *c = p->config;
+        *stream = c->hStream;
+        uint32_t grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
+        uint32_t block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+        memcpy(row->grid, grid, sizeof grid);
+        memcpy(row->block, block, sizeof block);
+    }
+}
+
+/* Event pairs (GPUFL_LAUNCH_EVENTS): the pair's start at the enter callback
+ * of a launch, its end at the exit; the row carries the handle. */
+static void time_launch(gpufl__launch_t *l, thread_state_t *state, enum call_kind kind,
+                        uint32_t cbid, const CUpti_CallbackData *cb, gpufl__kernel_launch_t *row) {
+    void *stream;
+    launch_shape(row, &stream, kind, cb);
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+        if (state == NULL || (kind != CALL_LAUNCH && kind != CALL_LAUNCH_EX)) return;
+        row->stream = gpufl__cupti_stream_id(l->cupti, cb->context, stream, l->per_thread[cbid]);
+        row->events =
+            gpufl__kernel_events_begin(l->events, cb->context, stream, l->per_thread[cbid]);
+        state->events_generation = row->events ? l->generation : 0;
+        state->events_correlation = cb->correlationId;
+        state->events_handle = row->events;
+        return;
+    }
+    if (state == NULL || state->events_generation != l->generation ||
+        state->events_correlation != cb->correlationId)
+        return;
+    state->events_generation = 0;
+    int launched = cb->functionReturnValue == NULL || *(const int *)cb->functionReturnValue == 0;
+    gpufl__kernel_events_end(l->events, state->events_handle, stream, l->per_thread[cbid],
+                             launched);
+}
+
 /* The external correlation id a framework pushed on the calling thread:
  * 1 and *kind, *id when found. Looking costs a pop and a push on CUPTI's
  * stack per kind (0.7-1.0 us a launch for three kinds on an H100 host), so a
@@ -564,8 +620,11 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
     int launches = kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX || kind == CALL_LAUNCH_ANY ||
                    kind == CALL_GRAPH;
     int gated = launches && (l->flags & GPUFL_LAUNCH_GATE);
+    int timed = l->events != NULL && (kind == CALL_LAUNCH || kind == CALL_LAUNCH_EX);
     if (cb->callbackSite != CUPTI_API_ENTER) {
         if (gated) gate_leave(l, cb->correlationId);
+        gpufl__kernel_launch_t unused;
+        if (timed) time_launch(l, thread_state(), kind, cbid, cb, &unused);
         return;
     }
     int64_t now = gpufl__mono_ns();
@@ -581,11 +640,14 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
         external_kind = k + 1;
     if (launches && l->stacks) stack = gpufl__stacks_capture(l->stacks);
 
-    if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH) {
+    if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH &&
+        !atomic_load_explicit(&l->rows_paused, memory_order_relaxed)) {
         /* No activity record will come to be joined: the row is all. */
         gpufl__kernel_launch_t row = {
-            now,    cb->context,   scope, external,          cb->correlationId,
-            config, external_kind, stack, gpufl__thread_id()};
+            now,    cb->context,   scope, external,           cb->correlationId,
+            config, external_kind, stack, gpufl__thread_id(), .stream = -1};
+        /* Last before the row goes: the pair's start as close to the launch as can be. */
+        if (timed) time_launch(l, state, kind, cbid, cb, &row);
         queue_push(l, &l->launches, &row);
     } else {
         note_t *n = &l->notes[cb->correlationId & MASK];
@@ -729,6 +791,22 @@ int gpufl__launch_create(gpufl__launch_t **out, gpufl__cupti_t *cupti, gpufl__cu
 
 void gpufl__launch_set_hooks(gpufl__launch_t *l, const gpufl__launch_hooks_t *hooks) {
     atomic_store_explicit(&l->hooks, hooks, memory_order_release);
+}
+
+void gpufl__launch_pause_rows(gpufl__launch_t *l, int paused) {
+    if (l != NULL) atomic_store_explicit(&l->rows_paused, paused, memory_order_relaxed);
+}
+
+void gpufl__launch_set_events(gpufl__launch_t *l, gpufl__kernel_events_t *events) {
+    if (l != NULL && (l->flags & GPUFL_LAUNCH_ROWS)) l->events = events;
+}
+
+const gpufl__kernel_config_t *gpufl__launch_config(gpufl__launch_t *l, uint32_t id) {
+    if (l == NULL || id == 0) return NULL;
+    pthread_mutex_lock(&l->lock);
+    const gpufl__kernel_config_t *k = id <= l->config_count ? l->configs[id - 1] : NULL;
+    pthread_mutex_unlock(&l->lock);
+    return k;
 }
 
 void gpufl__launch_destroy(gpufl__launch_t *l) {

@@ -99,6 +99,11 @@ typedef struct gpufl__kernel_launch {
     uint32_t external_kind; /* kind + 1; 0 none */
     uint32_t stack;         /* 0 none */
     int32_t tid;
+    /* With event pairs (gpufl__launch_set_events): the pair's handle (0:
+     * untimed), CUPTI's stream id (-1 unknown), grid x y z and block x y z. */
+    uint32_t events;
+    int64_t stream;
+    uint32_t grid[3], block[3];
 } gpufl__kernel_launch_t;
 
 /* A synchronization call, timed by its own callbacks: the host thread was
@@ -197,6 +202,23 @@ void gpufl__launch_set_hooks(gpufl__launch_t *l, const gpufl__launch_hooks_t *ho
 #define GPUFL_LAUNCH_GATE_PASS_NS 2000000000LL
 int gpufl__launch_gate_close(gpufl__launch_t *l, int64_t wait_ns);
 void gpufl__launch_gate_open(gpufl__launch_t *l);
+
+/* With GPUFL_LAUNCH_ROWS: launches from now on leave notes instead of rows
+ * (paused = 1), for the kernel records CUPTI gives while its kernel kind is
+ * on to join, or rows again (0). A launch in flight at the switch may get
+ * either. Any thread; NULL is ignored. */
+void gpufl__launch_pause_rows(gpufl__launch_t *l, int paused);
+
+/* With GPUFL_LAUNCH_ROWS: kernel launches (cuLaunchKernel, its cooperative
+ * form, cuLaunchKernelEx) are timed with event pairs from events
+ * (kernel_events.h), their rows carrying the pair's handle, stream and
+ * shape. Set once, before the callbacks matter; events outlives the module's
+ * callbacks. */
+struct gpufl__kernel_events;
+void gpufl__launch_set_events(gpufl__launch_t *l, struct gpufl__kernel_events *events);
+
+/* The configuration of id (from 1), or NULL; valid until destroy. Collector. */
+const gpufl__kernel_config_t *gpufl__launch_config(gpufl__launch_t *l, uint32_t id);
 
 /* Marks the driver calls the calling thread makes from now on (on = 1)
  * until the matching call with on = 0 as gpufl's own: the callbacks ignore

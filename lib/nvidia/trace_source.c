@@ -28,6 +28,9 @@
 
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
+/* Timed launches waiting for their events: at most one per event pair. */
+#define PENDING_MAX ((size_t)GPUFL_KERNEL_EVENTS_PAIRS * GPUFL_KERNEL_EVENTS_CONTEXTS)
+
 static gpufl__cell_t *next(gpufl__trace_source_t *t, gpufl__batch_t *b) {
     return gpufl__collector_row(t->collector, GPUFL_FILE_DEVICE, b);
 }
@@ -83,16 +86,9 @@ static uint32_t demangled_id(gpufl__trace_source_t *t, uint32_t name, const char
     return t->demangled[name];
 }
 
-static void on_kernel(void *user, const gpufl__cupti_kernel_t *k) {
-    gpufl__trace_source_t *t = user;
-#ifdef GPUFL_DIAGNOSE_NO_ROWS
-    /* Overhead diagnosis builds only (bench/gpu/diagnose_overhead.sh): the
-     * records are counted, not joined nor written. */
-    t->counts.kernels++;
-    return;
-#endif
-    gpufl__launch_info_t info;
-    attribution(t, k->correlation_id, &info);
+/* A kernel row: the record, and what its launching thread left. */
+static void write_kernel(gpufl__trace_source_t *t, const gpufl__cupti_kernel_t *k,
+                         const gpufl__launch_info_t *info) {
     gpufl__cell_t *r = next(t, &t->kernels);
     const char *name = k->name ? k->name : "";
     uint32_t name_id = gpufl__intern(dict(t), name, strlen(name));
@@ -116,15 +112,28 @@ static void on_kernel(void *user, const gpufl__cupti_kernel_t *k) {
                    k->graph_id,
                    (int64_t)k->graph_node_id,
                    demangled_id(t, name_id, name),
-                   opt_id(info.scope),
-                   opt_id(info.config),
-                   info.has_external ? (int64_t)info.external_kind : -1,
-                   info.has_external ? (int64_t)(info.external_id & INT64_MAX) : -1,
-                   launch_col(t, &info),
-                   info.tid > 0 ? info.tid : -1,
-                   stack_col(t, info.stack)};
+                   opt_id(info->scope),
+                   opt_id(info->config),
+                   info->has_external ? (int64_t)info->external_kind : -1,
+                   info->has_external ? (int64_t)(info->external_id & INT64_MAX) : -1,
+                   launch_col(t, info),
+                   info->tid > 0 ? info->tid : -1,
+                   stack_col(t, info->stack)};
     for (int i = 0; i < NCOLS(v); i++) r[i].i = v[i];
     t->counts.kernels++;
+}
+
+static void on_kernel(void *user, const gpufl__cupti_kernel_t *k) {
+    gpufl__trace_source_t *t = user;
+#ifdef GPUFL_DIAGNOSE_NO_ROWS
+    /* Overhead diagnosis builds only (bench/gpu/diagnose_overhead.sh): the
+     * records are counted, not joined nor written. */
+    t->counts.kernels++;
+    return;
+#endif
+    gpufl__launch_info_t info;
+    attribution(t, k->correlation_id, &info);
+    write_kernel(t, k, &info);
 }
 
 static void on_copy(void *user, const gpufl__cupti_copy_t *c) {
@@ -210,6 +219,93 @@ static void on_dropped(void *user, uint64_t records) {
 static const gpufl__cupti_sink_t sink = {on_kernel, on_copy, on_memset, on_sync,
                                          on_alloc,  NULL,    on_dropped};
 
+/* The engine's id of a launch's context (the last one asked is kept). */
+static uint32_t context_id_of(gpufl__trace_source_t *t, void *context) {
+    if (context != t->last_context) {
+        t->last_context = context;
+        t->last_context_id = t->pc_sampling
+                                 ? gpufl__pc_sampling_context_id(t->pc_sampling, context)
+                                 : gpufl__sass_metrics_context_id(t->sass_metrics, context);
+    }
+    return t->last_context_id;
+}
+
+/* A launch row: the host's side of a launch with no GPU time. */
+static void write_launch(gpufl__trace_source_t *t, const gpufl__kernel_launch_t *k) {
+    uint32_t context = context_id_of(t, k->context);
+    gpufl__cell_t *r = next(t, &t->launches);
+    int64_t v[] = {ts(t, k->mono_ns),
+                   k->tid > 0 ? k->tid : -1,
+                   context ? (int64_t)context : -1,
+                   k->correlation,
+                   opt_id(k->config),
+                   opt_id(k->scope),
+                   k->external_kind ? (int64_t)k->external_kind - 1 : -1,
+                   k->external_kind ? (int64_t)(k->external_id & INT64_MAX) : -1,
+                   stack_col(t, k->stack)};
+    for (int c = 0; c < NCOLS(v); c++) r[c].i = v[c];
+}
+
+/* A timed launch (pcs_trace `events`) as a kernel row: its events' times
+ * and what the launch call knew. */
+static void write_timed_kernel(gpufl__trace_source_t *t, const gpufl__kernel_launch_t *k,
+                               int64_t start_ns, int64_t end_ns) {
+    const gpufl__kernel_config_t *c = gpufl__launch_config(t->launch, k->config);
+    gpufl__cupti_kernel_t row = {.start_ns = start_ns,
+                                 .end_ns = end_ns,
+                                 .context_id = context_id_of(t, k->context),
+                                 .stream_id = k->stream >= 0 ? (uint32_t)k->stream : 0,
+                                 .correlation_id = k->correlation,
+                                 .grid_x = (int32_t)k->grid[0],
+                                 .grid_y = (int32_t)k->grid[1],
+                                 .grid_z = (int32_t)k->grid[2],
+                                 .block_x = (int32_t)k->block[0],
+                                 .block_y = (int32_t)k->block[1],
+                                 .block_z = (int32_t)k->block[2],
+                                 .name = c ? c->name : NULL};
+    if (c != NULL) {
+        row.dynamic_shared_bytes = (int32_t)c->dynamic_smem;
+        if (c->have_occupancy) {
+            const gpufl__occ_kernel_t *o = &c->occupancy.kernel;
+            row.device_id = (uint32_t)c->occupancy.device;
+            row.registers_per_thread = (uint16_t)o->registers_per_thread;
+            row.static_shared_bytes = o->static_smem_bytes;
+            row.local_bytes_per_thread = (uint32_t)o->local_bytes_per_thread;
+        }
+    }
+    gpufl__launch_info_t info = {.scope = k->scope,
+                                 .config = k->config,
+                                 .external_kind = k->external_kind ? k->external_kind - 1 : 0,
+                                 .external_id = k->external_id,
+                                 .has_external = k->external_kind != 0,
+                                 .stack = k->stack,
+                                 .tid = k->tid,
+                                 .mono_ns = k->mono_ns};
+    write_kernel(t, &row, &info);
+}
+
+/* Timed launches whose events are done, as kernel rows; one whose timing
+ * failed as a launch row. The last pass waits for the GPU. */
+static void write_timed(gpufl__trace_source_t *t) {
+    size_t kept = 0;
+    for (size_t i = 0; i < t->n_pending; i++) {
+        const gpufl__kernel_launch_t *k = &t->pending[i];
+        int64_t start_ns = 0, end_ns = 0;
+        int done =
+            gpufl__kernel_events_read(t->events, k->events, t->finishing, &start_ns, &end_ns);
+        if (done == 0) {
+            t->pending[kept++] = *k;
+            continue;
+        }
+        gpufl__kernel_events_release(t->events, k->events);
+        if (done > 0)
+            write_timed_kernel(t, k, start_ns, end_ns);
+        else
+            write_launch(t, k);
+    }
+    t->n_pending = kept;
+}
+
 /* Graph launches and synchronization calls the callbacks queued, as rows. */
 static void take_queued(gpufl__trace_source_t *t) {
     if (t->launch == NULL) return;
@@ -242,23 +338,12 @@ static void take_queued(gpufl__trace_source_t *t) {
     const gpufl__kernel_launch_t *k;
     n = gpufl__launch_take_launches(t->launch, &k);
     for (size_t i = 0; i < n; i++) {
-        if (k[i].context != t->last_context) {
-            t->last_context = k[i].context;
-            t->last_context_id =
-                t->pc_sampling ? gpufl__pc_sampling_context_id(t->pc_sampling, k[i].context)
-                               : gpufl__sass_metrics_context_id(t->sass_metrics, k[i].context);
+        if (k[i].events != 0 && t->n_pending < PENDING_MAX) {
+            t->pending[t->n_pending++] = k[i]; /* a kernel row once its events are done */
+            continue;
         }
-        gpufl__cell_t *r = next(t, &t->launches);
-        int64_t v[] = {ts(t, k[i].mono_ns),
-                       k[i].tid > 0 ? k[i].tid : -1,
-                       t->last_context_id ? (int64_t)t->last_context_id : -1,
-                       k[i].correlation,
-                       opt_id(k[i].config),
-                       opt_id(k[i].scope),
-                       k[i].external_kind ? (int64_t)k[i].external_kind - 1 : -1,
-                       k[i].external_kind ? (int64_t)(k[i].external_id & INT64_MAX) : -1,
-                       stack_col(t, k[i].stack)};
-        for (int c = 0; c < NCOLS(v); c++) r[c].i = v[c];
+        gpufl__kernel_events_release(t->events, k[i].events);
+        write_launch(t, &k[i]);
     }
     t->counts.launches += n;
 }
@@ -306,6 +391,7 @@ static void write_configs(gpufl__trace_source_t *t) {
 
 static void encode_all(gpufl__trace_source_t *t, int64_t now_ns, int all) {
     take_queued(t);
+    write_timed(t);
     /* Op names and configurations before the rows that name them. */
     gpufl__ops_write_new(t->collector, GPUFL_FILE_DEVICE, &t->ops_written, &t->ops_lost_seen);
     write_configs(t);
@@ -357,10 +443,14 @@ static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
         t->sass_metrics); /* first: it files the cubins Deep's PC sampling asks about */
     gpufl__pc_sampling_poll(t->pc_sampling, now_ns);
     gpufl__range_profiler_poll(t->range_profiler);
+    if (t->pcs_trace_on) gpufl__pcs_trace_poll(&t->pcs_trace, t->cupti, t->launch, c, now_ns);
 }
 
 static int64_t due_in(void *self, int64_t now_ns) {
-    return gpufl__pc_sampling_due_in(((gpufl__trace_source_t *)self)->pc_sampling, now_ns);
+    const gpufl__trace_source_t *t = self;
+    int64_t pc = gpufl__pc_sampling_due_in(t->pc_sampling, now_ns);
+    int64_t windows = t->pcs_trace_on ? gpufl__pcs_trace_due_in(&t->pcs_trace, now_ns) : INT64_MAX;
+    return pc < windows ? pc : windows;
 }
 
 static void flush(gpufl__collector_t *c, void *self) {
@@ -419,7 +509,6 @@ static void write_stats(gpufl__trace_source_t *t) {
 /* Last records: CUPTI stopped, everything it holds drained and encoded. */
 static void finish(gpufl__collector_t *c, void *self) {
     gpufl__trace_source_t *t = self;
-    (void)c;
     /* SASS metrics read and stopped first (Deep: PC sampling's disable
      * crashed inside CUPTI while kernels were still patched), their cubins
      * filed before PC sampling asks about its last functions, and the
@@ -428,9 +517,38 @@ static void finish(gpufl__collector_t *c, void *self) {
     gpufl__pc_sampling_finish(t->pc_sampling);
     gpufl__sass_metrics_finish(t->sass_metrics);
     gpufl__range_profiler_finish(t->range_profiler); /* while CUPTI still runs: the last decode */
+    if (t->pcs_trace_on) gpufl__pcs_trace_finish(&t->pcs_trace, c);
     gpufl__cupti_stop(t->cupti, &sink, t);
+    t->finishing = 1; /* timed launches: their events are waited for */
     encode_all(t, gpufl__mono_ns(), 1);
+    if (t->events) {
+        gpufl__kernel_events_stats_t es;
+        gpufl__kernel_events_stats(&es, t->events);
+        char msg[240];
+        snprintf(msg, sizeof msg,
+                 "PC sampling with activity mode events: %llu launches timed, %llu untimed, %llu "
+                 "failed driver calls",
+                 (unsigned long long)es.timed, (unsigned long long)es.untimed,
+                 (unsigned long long)es.failures);
+        gpufl__collector_event(c, GPUFL_FILE_DEVICE, "info", "pc_sampling_trace_events", msg);
+    }
     write_stats(t);
+}
+
+/* pcs_trace `events`: the event pools and the queue of launches waiting
+ * for their events; without them the session runs `none` and says why. */
+static void open_events(gpufl__trace_source_t *t) {
+    char why[160];
+    if (gpufl__kernel_events_create(&t->events, t->cuda, why, sizeof why) != 0) {
+        gpufl__pcs_trace_fall_back(&t->pcs_trace, why);
+        return;
+    }
+    t->pending = malloc(PENDING_MAX * sizeof *t->pending);
+    if (t->pending == NULL) {
+        gpufl__kernel_events_destroy(t->events);
+        t->events = NULL;
+        gpufl__pcs_trace_fall_back(&t->pcs_trace, "out of memory for the timed launches");
+    }
 }
 
 /* Occupancy needs the driver API; without it, Trace runs and says why. */
@@ -566,6 +684,14 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
      * these engines, launches are written from the callbacks and no kind is
      * enabled. */
     if (t->pc_sampling != NULL || t->sass_metrics != NULL) flags |= GPUFL_LAUNCH_ROWS;
+    /* PcSampling alone may keep some of Trace's activity, while the GPU
+     * measurements choose how (docs/design/pcs-with-trace.md); Deep does not. */
+    t->pcs_trace_on = t->pc_sampling != NULL && t->sass_metrics == NULL;
+    if (t->pcs_trace_on) {
+        gpufl__pcs_trace_init(&t->pcs_trace);
+        if (!gpufl__pcs_trace_launch_rows(&t->pcs_trace)) flags &= ~GPUFL_LAUNCH_ROWS;
+        if (t->pcs_trace.mode == GPUFL_PCS_TRACE_EVENTS) open_events(t);
+    }
 #ifndef GPUFL_DIAGNOSE_RANGE_PROFILER_WITH_ACTIVITY /* diagnosis build: the range profiler beside them */
     if (t->range_profiler != NULL) flags |= GPUFL_LAUNCH_ROWS;
 #endif
@@ -577,6 +703,8 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     if (rc) goto explain_missing_driver;
     if (flags & GPUFL_LAUNCH_GATE) gpufl__pc_sampling_set_gate(t->pc_sampling, t->launch);
     hook_engines(t);
+    if (t->pc_sampling == NULL) t->pcs_trace_on = 0;
+    if (t->pcs_trace_on && t->events) gpufl__launch_set_events(t->launch, t->events);
     if (t->pc_sampling == NULL && t->sass_metrics == NULL && t->range_profiler == NULL &&
         (flags & GPUFL_LAUNCH_ROWS)) {
         /* The engines could not hook in: plain Trace, with CUPTI's records. */
@@ -594,10 +722,14 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     gpufl__cupti_config_t cfg = {sizeof cfg, 0, 0, 0};
     if (settings->enable_memory_tracking) cfg.flags |= GPUFL_CUPTI_MEMORY;
 #ifndef GPUFL_DIAGNOSE_PC_SAMPLING_WITH_ACTIVITY /* diagnosis builds: tests/gpu/run_pc_sampling_checks.sh, study */
-    if (flags & GPUFL_LAUNCH_ROWS) cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
+    if (t->pcs_trace_on)
+        cfg.flags |= gpufl__pcs_trace_cupti_flags(&t->pcs_trace);
+    else if (flags & GPUFL_LAUNCH_ROWS)
+        cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
 #endif
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
     if (rc) goto explain_missing_driver;
+    if (t->pcs_trace_on) gpufl__pcs_trace_started(&t->pcs_trace, t->cupti);
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
     gpufl__range_profiler_observe(t->range_profiler); /* scopes become ranges from here on */
@@ -626,6 +758,11 @@ void gpufl__trace_source_fini(gpufl__trace_source_t *t) {
     gpufl__pc_sampling_set_gate(t->pc_sampling, NULL);
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
+    gpufl__kernel_events_destroy(t->events); /* after the callbacks stopped */
+    t->events = NULL;
+    free(t->pending);
+    t->pending = NULL;
+    t->n_pending = 0;
     gpufl__pc_sampling_destroy(
         t->pc_sampling); /* after the callbacks stopped; before the SASS log it shares */
     t->pc_sampling = NULL;

@@ -18,8 +18,10 @@
 #include "nvidia/cuda.h"
 #include "nvidia/cupti.h"
 #include "nvidia/cupti_values.h"
+#include "nvidia/kernel_events.h"
 #include "nvidia/launch.h"
 #include "nvidia/pc_sampling.h"
+#include "nvidia/pcs_trace.h"
 #include "nvidia/range_profiler.h"
 #include "nvidia/sass_metrics.h"
 
@@ -56,6 +58,12 @@ typedef struct gpufl__trace_source {
     gpufl__stack_log_t stack_log;
     gpufl__pc_sampling_t *pc_sampling; /* owned; the PcSampling engine, NULL when it does not run */
     char pc_sampling_why[240];         /* why it does not, "" when it does or was not asked for */
+    gpufl__pcs_trace_t pcs_trace;      /* PcSampling alone: the activity kept beside sampling */
+    int pcs_trace_on;                  /* pcs_trace applies (PcSampling runs, without Deep) */
+    gpufl__kernel_events_t *events;    /* owned; pcs_trace `events`: launches timed by events */
+    gpufl__kernel_launch_t *pending;   /* timed launches whose events are not done yet */
+    size_t n_pending;                  /* at most one per event pair */
+    int finishing;                     /* the last pass: wait for the events */
     gpufl__sass_metrics_t
         *sass_metrics;          /* owned; the SassMetrics engine (also under Deep), or NULL */
     char sass_metrics_why[240]; /* why it does not run, "" when it does or was not asked for */

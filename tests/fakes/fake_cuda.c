@@ -24,6 +24,15 @@
  *   CUDA_INJECTION64_PATH is set, dlopens that library and calls its
  *   InitializeInjection (once per process; a forked child that calls cuInit
  *   again does not repeat it, as the driver's state is inherited).
+ * - Events: cuEventRecord stamps an event with a GPU clock that advances
+ *   by fake_cuda_event_step(ns) (5000 by default) at each record, so that a
+ *   pair recorded around a launch spans one step; cuEventElapsedTime gives
+ *   the difference in float ms. fake_cuda_event_pending(1) makes
+ *   cuEventQuery answer CUDA_ERROR_NOT_READY (cuEventSynchronize still
+ *   returns at once); fake_cuda_set_capturing(1) makes cuStreamIsCapturing
+ *   say every stream is being captured; fake_cuda_event_last_stream() is
+ *   the stream of the latest record. Events come from a ring of
+ *   EVENTS_MAX (a test makes a few pools), so none is allocated.
  * Counters and errors are atomic: the functions may be called from many
  * threads. Scripting is for the test's main thread, between calls.
  */
@@ -56,7 +65,14 @@
     X(cuCtxPopCurrent_v2)                                                                          \
     X(cuCtxSynchronize)                                                                            \
     X(cuCtxGetCurrent)                                                                             \
-    X(cuInit)
+    X(cuInit)                                                                                      \
+    X(cuEventCreate)                                                                               \
+    X(cuEventRecord)                                                                               \
+    X(cuEventQuery)                                                                                \
+    X(cuEventSynchronize)                                                                          \
+    X(cuEventElapsedTime_v2)                                                                       \
+    X(cuEventDestroy_v2)                                                                           \
+    X(cuStreamIsCapturing)
 // clang-format on
 
 #define AS_ENUM(name) FN_##name,
@@ -94,6 +110,10 @@ EXPORT void fake_cuda_set_device(int ordinal);
 EXPORT void fake_cuda_set_error(const char *function, int cuda_result);
 EXPORT unsigned long fake_cuda_calls(const char *function);
 EXPORT void fake_cuda_reset(void);
+EXPORT void fake_cuda_event_step(long long ns);
+EXPORT void fake_cuda_event_pending(int on);
+EXPORT void fake_cuda_set_capturing(int on);
+EXPORT CUstream fake_cuda_event_last_stream(void);
 
 /* An H100 SXM as the driver describes it. */
 static const int h100[CU_DEVICE_ATTRIBUTE_MAX] = {
@@ -112,6 +132,18 @@ static const int h100[CU_DEVICE_ATTRIBUTE_MAX] = {
     [CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT] = 132,
 };
 
+#define EVENTS_MAX  32768
+#define EVENT_MAGIC 0x65766e74u
+struct CUevent_st {
+    unsigned int magic;
+    long long gpu_ns; /* when recorded; -1 not yet */
+};
+static struct CUevent_st events[EVENTS_MAX];
+static atomic_uint next_event;
+static atomic_llong gpu_clock_ns = 1000000000LL, event_step_ns = 5000;
+static atomic_int events_pending, capturing;
+static _Atomic(CUstream) last_stream;
+
 void fake_cuda_reset(void) {
     memset(functions, 0, sizeof functions);
     function_count = 0;
@@ -123,6 +155,9 @@ void fake_cuda_reset(void) {
         atomic_store(&calls[i], 0);
         atomic_store(&errors[i], 0);
     }
+    atomic_store(&event_step_ns, 5000);
+    atomic_store(&events_pending, 0);
+    atomic_store(&capturing, 0);
 }
 
 __attribute__((constructor)) static void fake_cuda_init(void) { fake_cuda_reset(); }
@@ -334,5 +369,78 @@ EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
     case CUDA_ERROR_INVALID_HANDLE: *pStr = "CUDA_ERROR_INVALID_HANDLE"; break;
     default: *pStr = NULL; return CUDA_ERROR_INVALID_VALUE;
     }
+    return CUDA_SUCCESS;
+}
+
+/* ---- events ---- */
+
+void fake_cuda_event_step(long long ns) { atomic_store(&event_step_ns, ns); }
+void fake_cuda_event_pending(int on) { atomic_store(&events_pending, on); }
+void fake_cuda_set_capturing(int on) { atomic_store(&capturing, on); }
+CUstream fake_cuda_event_last_stream(void) { return atomic_load(&last_stream); }
+
+static struct CUevent_st *event_of(CUevent e) {
+    return e && e >= events && e < events + EVENTS_MAX && e->magic == EVENT_MAGIC ? e : NULL;
+}
+
+EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+    CUresult r = enter(FN_cuEventCreate);
+    if (r != CUDA_SUCCESS) return r;
+    if (phEvent == NULL || Flags != CU_EVENT_DEFAULT) return CUDA_ERROR_INVALID_VALUE;
+    struct CUevent_st *e = &events[atomic_fetch_add(&next_event, 1) % EVENTS_MAX];
+    e->magic = EVENT_MAGIC;
+    e->gpu_ns = -1;
+    *phEvent = e;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+    CUresult r = enter(FN_cuEventRecord);
+    if (r != CUDA_SUCCESS) return r;
+    struct CUevent_st *e = event_of(hEvent);
+    if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    e->gpu_ns = atomic_fetch_add(&gpu_clock_ns, atomic_load(&event_step_ns));
+    atomic_store(&last_stream, hStream);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventQuery(CUevent hEvent) {
+    CUresult r = enter(FN_cuEventQuery);
+    if (r != CUDA_SUCCESS) return r;
+    if (event_of(hEvent) == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    return atomic_load(&events_pending) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
+    CUresult r = enter(FN_cuEventSynchronize);
+    if (r != CUDA_SUCCESS) return r;
+    return event_of(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+    CUresult r = enter(FN_cuEventElapsedTime_v2);
+    if (r != CUDA_SUCCESS) return r;
+    struct CUevent_st *a = event_of(hStart), *b = event_of(hEnd);
+    if (a == NULL || b == NULL || pMilliseconds == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    if (a->gpu_ns < 0 || b->gpu_ns < 0) return CUDA_ERROR_INVALID_HANDLE;
+    *pMilliseconds = (float)((double)(b->gpu_ns - a->gpu_ns) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
+    CUresult r = enter(FN_cuEventDestroy_v2);
+    if (r != CUDA_SUCCESS) return r;
+    struct CUevent_st *e = event_of(hEvent);
+    if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+    e->magic = 0;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
+    CUresult r = enter(FN_cuStreamIsCapturing);
+    (void)hStream;
+    if (r != CUDA_SUCCESS) return r;
+    *captureStatus =
+        atomic_load(&capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }

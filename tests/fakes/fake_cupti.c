@@ -13,7 +13,9 @@
  *    "dropped": 5,                        added to the next dropped count
  *    "records": [{"kind": 10, "start": 1, "name": "k", ...}]}
  * Record fields carry the CUPTI struct's member names; absent ones are 0.
- * A record is delivered only if its kind was enabled; one that finds no
+ * A record is delivered only if its kind was enabled; one added (by
+ * fake_cupti_add_record) while its kind is disabled again is not kept, as
+ * CUPTI records nothing of a kind while it is off; one that finds no
  * buffer (the client answered NULL) is dropped and counted, as CUPTI does.
  * Built with FAKE_CUPTI_OLD: no cuptiActivityRegisterTimestampCallback and
  * cuptiGetVersion says 12.0 (CUPTI API 120000).
@@ -70,6 +72,7 @@ static unsigned long enable_counts[KINDS_MAX], disable_counts[KINDS_MAX];
 /* Kinds enabled since the script loaded: the scripted records stand for
  * activity that happened while they were on, so a later disable keeps them. */
 static int enabled[KINDS_MAX];
+static int paused[KINDS_MAX]; /* disabled since its last enable: added records are not kept */
 static any_record_t records[RECORDS_MAX];
 static int record_count, record_next;
 static char *names[NAMES_MAX];
@@ -375,6 +378,7 @@ static CUptiResult load_script(void) {
     memset(enable_counts, 0, sizeof enable_counts);
     memset(disable_counts, 0, sizeof disable_counts);
     memset(enabled, 0, sizeof enabled);
+    memset(paused, 0, sizeof paused);
     flushes = 0;
     timestamp_fn = NULL;
     last_timestamp = 0;
@@ -439,6 +443,7 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     enable_counts[kind]++;
     CUptiResult r = (CUptiResult)enable_errors[kind];
     if (r == CUPTI_SUCCESS) enabled[kind] = 1;
+    if (r == CUPTI_SUCCESS) paused[kind] = 0;
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -447,6 +452,7 @@ EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
     if ((int)kind < 0 || kind >= KINDS_MAX) return CUPTI_ERROR_INVALID_KIND;
     pthread_mutex_lock(&lock);
     disable_counts[kind]++;
+    paused[kind] = 1;
     pthread_mutex_unlock(&lock);
     return CUPTI_SUCCESS;
 }
@@ -809,7 +815,7 @@ int fake_cupti_add_record(const char *json) {
     pthread_mutex_lock(&lock);
     int rc = -1;
     if (record_count < RECORDS_MAX && build(o, &records[record_count]) == 0) {
-        record_count++;
+        if (!paused[records[record_count].base.kind]) record_count++;
         rc = 0;
     }
     pthread_mutex_unlock(&lock);

@@ -119,6 +119,8 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     -Xlinker -rpath -Xlinker /usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
   # Kernels of known behaviour for the deep engines' fidelity checks, with
   # line info for the SASS-to-source map; and cubins for nvdisasm's output.
+  # (tests/gpu/run_pcs_candidates.sh runs pcs_kernels, trace_overhead, gpufl and,
+  # through bench/gpu/pcs_overhead.py, libgpufl.so: all built here.)
   "$nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -I include tests/gpu/pcs_kernels.cu \
     -o .devbin/pcs_kernels "${libs[@]}" -cudart static
   "$nvcc" -cubin -lineinfo -arch=sm_90 tests/gpu/pcs_kernels.cu -I include -o .devbin/pcs_kernels.cubin

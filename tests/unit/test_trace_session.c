@@ -72,6 +72,7 @@ static struct {
     unsigned long (*pc_sampling_unsafe_calls)(void);
     CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
     unsigned long (*enable_count)(int kind);
+    unsigned long (*disable_count)(int kind);
     int (*sass_metrics_add)(CUcontext ctx, uint32_t crc, uint32_t function_index,
                             const char *function, uint32_t pc, uint64_t inst, uint64_t thread_inst,
                             uint64_t sectors, uint64_t ideal);
@@ -86,6 +87,8 @@ static struct {
                        int *decodes);
     void (*range_reset)(void);
     void (*range_start_delay)(int microseconds);
+    void (*event_pending)(int on);
+    void (*set_capturing)(int on);
     CUresult (*push_current)(CUcontext ctx);
     CUresult (*pop_current)(CUcontext *ctx);
 } fake;
@@ -133,6 +136,7 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_pcs_unsafe_calls", &fake.pc_sampling_unsafe_calls);
     resolve(cupti, "cuptiGetCubinCrc", &fake.cubin_crc);
     resolve(cupti, "fake_cupti_enable_count", &fake.enable_count);
+    resolve(cupti, "fake_cupti_disable_count", &fake.disable_count);
     resolve(cupti, "fake_cupti_sassm_add", &fake.sass_metrics_add);
     resolve(cupti, "fake_cupti_sassm_error", &fake.sass_metrics_error);
     resolve(cupti, "fake_cupti_sassm_state", &fake.sass_metrics_state);
@@ -146,6 +150,8 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_range_start_delay", &fake.range_start_delay);
     resolve(cuda, "cuCtxPushCurrent_v2", &fake.push_current);
     resolve(cuda, "cuCtxPopCurrent_v2", &fake.pop_current);
+    resolve(cuda, "fake_cuda_event_pending", &fake.event_pending);
+    resolve(cuda, "fake_cuda_set_capturing", &fake.set_capturing);
     resolve(cuda, "fake_cuda_function", &fake.function);
     resolve(cuda, "fake_cuda_kernel", &fake.kernel);
     setenv("GPUFL_CUPTI_LIBRARY", GPUFL_FAKE_CUPTI_PATH, 1);
@@ -2914,9 +2920,262 @@ static void range_profiler_failed_switch_before_announce(void **state) {
                  said_error, n_ranges, (unsigned long long)corrupt);
 }
 
+/* ---- PcSampling with some of Trace's activity (GPUFL_PC_SAMPLING_TRACE) ---- */
+
+/* The info event naming the activity mode, or NULL. */
+static const char *pcs_trace_event(const session_t *s, const char *code) {
+    for (size_t i = 0; i < s->device.n; i++) {
+        json_t *j = s->device.v[i];
+        if (strcmp(tu_type(j), "event") == 0 &&
+            strcmp(json_string_value(json_object_get(j, "code")), code) == 0)
+            return json_string_value(json_object_get(j, "message"));
+    }
+    return NULL;
+}
+
+/* Whether the insights skipped rule. */
+static int insight_skipped(const gpufl__model_t *m, const char *rule) {
+    gpufl__insights_t in;
+    assert_int_equal(gpufl__insights_compute(&in, m), 0);
+    int skipped = 0;
+    for (size_t i = 0; i < in.n_skipped; i++)
+        if (strcmp(in.skipped[i].rule, rule) == 0) skipped = 1;
+    gpufl__insights_free(&in);
+    return skipped;
+}
+
+/* Every warning of a pcs_trace_session. */
+static char pcs_trace_warnings[4096];
+static void pcs_trace_hook(gpufl_log_level_t level, const char *message, void *user) {
+    (void)user;
+    size_t used = strlen(pcs_trace_warnings);
+    if (level >= GPUFL_LOG_WARN)
+        snprintf(pcs_trace_warnings + used, sizeof pcs_trace_warnings - used, "%s\n", message);
+}
+
+typedef struct pcs_trace_run {
+    uint32_t kernel, copy, memset, sync;
+} pcs_trace_run_t;
+
+/* A PcSampling session under GPUFL_PC_SAMPLING_TRACE=mode: in a scope, a
+ * kernel (with its activity record), a copy and a memset (with theirs), a
+ * stream synchronize, and PC samples of the kernel. */
+static pcs_trace_run_t pcs_trace_session(const char *mode, const char *name) {
+    fresh_pc_sampling();
+    setenv("GPUFL_PC_SAMPLING_TRACE", mode, 1);
+    gpufl_options_t o = pc_sampling_options(name);
+    o.flush_interval_ms = 10;
+    pcs_trace_warnings[0] = '\0';
+    gpufl_set_log_hook(pcs_trace_hook, NULL);
+    assert_int_equal(gpufl_init(&o), 0);
+    pcs_trace_run_t r;
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    fake.set_context(CTX_A);
+    gpufl_scope_t step = gpufl_scope_begin("step", NULL);
+    r.kernel = launch(f, "_Z4axpyPf", 256, 0);
+    cuMemcpyHtoD_v2_params cp = {0};
+    r.copy = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, &cp,
+                              "\"kind\": 1, \"bytes\": 4096, \"copyKind\": 1, \"srcKind\": 1");
+    cuMemsetD8_v2_params mp = {0};
+    r.memset = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, &mp,
+                                "\"kind\": 2, \"bytes\": 64, \"memoryKind\": 3");
+    cuStreamSynchronize_params sp = {.hStream = (CUstream)(uintptr_t)13};
+    r.sync = fake.call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, &sp, NULL);
+    gpufl_scope_end(step);
+    assert_int_equal(fake.pc_sampling_add(CTX_A, 0xabc, "_Z4axpyPf", 0x10, R_LONG_SB, 500), 0);
+    let_collector_run();
+    fake.set_context(NULL);
+    stop();
+    unsetenv("GPUFL_PC_SAMPLING_TRACE");
+    return r;
+}
+
+/* The session as the analysis reads it: its kernel, copy and memset rows;
+ * whether the insights that need kernel times were judged; and the PC
+ * samples given to the scope of the kernel that ran them (by the kernel's
+ * GPU time with kernel rows, by the launch without). */
+static void pcs_trace_model(size_t kernels, size_t copies, size_t memsets, int idle_judged) {
+    gpufl__model_t *m = NULL;
+    assert_int_equal(gpufl__model_load(&m, tu_session_dir()), 0);
+    assert_int_equal(m->n_kernels, kernels);
+    assert_int_equal(m->n_copies, copies);
+    assert_int_equal(m->n_memsets, memsets);
+    assert_int_equal(!insight_skipped(m, "gpu_idle"), idle_judged);
+    assert_int_equal(m->pc_samples_total, 500);
+    const gpufl__model_pc_attrib_t *a = &m->pc_attrib;
+    assert_true(a->unattributed == 0);
+    assert_true(a->exact + a->split + a->fallback == 500);
+    gpufl__model_destroy(m);
+}
+
+/* `none` (the default): launches as rows, no activity kind, so no kernel
+ * GPU times and the insights that need them are skipped. */
+static void pcs_trace_none_keeps_launch_rows(void **state) {
+    (void)state;
+    pcs_trace_run_t r = pcs_trace_session("none", "pcs_trace_none");
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 0);
+    session_t d = read_session();
+    assert_true(has_row(&d, "launch", r.kernel));
+    assert_false(has_row(&d, "kernel", r.kernel));
+    assert_true(has_row(&d, "sync", r.sync));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode none"));
+    free_session(&d);
+    pcs_trace_model(0, 0, 0, 0);
+}
+
+/* `kernels`: the concurrent-kernel kind only; kernel rows with GPU times
+ * and the launch's scope instead of launch rows; no copies nor memsets;
+ * syncs from the callbacks as before; the insights that need kernel times
+ * run. */
+static void pcs_trace_kernels_has_kernel_rows(void **state) {
+    (void)state;
+    pcs_trace_run_t r = pcs_trace_session("kernels", "pcs_trace_kernels");
+    assert_true(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) >= 1);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMSET), 0);
+    session_t d = read_session();
+    assert_false(has_row(&d, "launch", r.kernel));
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "scope"), scope_id(&d, "step"));
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "end_ns") -
+                         cell_int(&d, "kernel", r.kernel, "start_ns"),
+                     2000);
+    assert_false(has_row(&d, "copy", r.copy));
+    assert_false(has_row(&d, "memset", r.memset));
+    assert_true(has_row(&d, "sync", r.sync));
+    assert_true(samples_of(&d, 0x1234, LONG_SB, "_Z4axpyPf") == 500);
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode kernels"));
+    json_t *caps = tu_first(&d.device, "capabilities");
+    assert_string_equal(json_string_value(json_object_get(caps, "engine")), "PcSampling");
+    free_session(&d);
+    pcs_trace_model(1, 0, 0, 1);
+}
+
+/* `all`: Trace's kinds as Trace enables them; kernels, copies and memsets
+ * as rows with GPU times. */
+static void pcs_trace_all_has_copies(void **state) {
+    (void)state;
+    pcs_trace_run_t r = pcs_trace_session("all", "pcs_trace_all");
+    assert_true(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) >= 1);
+    assert_true(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY) >= 1);
+    assert_true(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMSET) >= 1);
+    session_t d = read_session();
+    assert_false(has_row(&d, "launch", r.kernel));
+    assert_true(has_row(&d, "kernel", r.kernel));
+    assert_int_equal(cell_int(&d, "copy", r.copy, "bytes"), 4096);
+    assert_int_equal(cell_int(&d, "copy", r.copy, "scope"), scope_id(&d, "step"));
+    assert_int_equal(cell_int(&d, "memset", r.memset, "bytes"), 64);
+    assert_true(has_row(&d, "sync", r.sync));
+    free_session(&d);
+    pcs_trace_model(1, 1, 1, 1);
+}
+
+/* `alternate`: the kinds are enabled at start and paused at once, so a
+ * sampling window has launch rows and no activity records; once a trace
+ * window opens, launches leave notes and CUPTI's records become rows. */
+static void pcs_trace_alternate_switches_windows(void **state) {
+    (void)state;
+    /* A sampling window longer than the session: rows only. */
+    setenv("GPUFL_PC_SAMPLING_SAMPLE_MS", "60000", 1);
+    pcs_trace_run_t r = pcs_trace_session("alternate", "pcs_trace_alternate_sampling");
+    assert_true(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) >= 1);
+    assert_true(fake.disable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) >= 1);
+    session_t d = read_session();
+    assert_true(has_row(&d, "launch", r.kernel));
+    assert_false(has_row(&d, "kernel", r.kernel));
+    assert_false(has_row(&d, "copy", r.copy));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode alternate"));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace_windows"), ": 0 trace windows"));
+    free_session(&d);
+
+    /* A short sampling window, then a trace window longer than the session. */
+    fresh_pc_sampling();
+    setenv("GPUFL_PC_SAMPLING_TRACE", "alternate", 1);
+    setenv("GPUFL_PC_SAMPLING_SAMPLE_MS", "10", 1);
+    setenv("GPUFL_PC_SAMPLING_TRACE_MS", "60000", 1);
+    gpufl_options_t o = pc_sampling_options("pcs_trace_alternate_tracing");
+    o.flush_interval_ms = 10;
+    start(&o);
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    fake.set_context(CTX_A);
+    let_collector_run(); /* the first pass begins the sampling window, */
+    let_collector_run(); /* a pass at least 250 ms later ends it */
+    uint32_t traced = launch(f, "_Z4axpyPf", 256, 0);
+    let_collector_run();
+    fake.set_context(NULL);
+    stop();
+    unsetenv("GPUFL_PC_SAMPLING_TRACE");
+    unsetenv("GPUFL_PC_SAMPLING_SAMPLE_MS");
+    unsetenv("GPUFL_PC_SAMPLING_TRACE_MS");
+    d = read_session();
+    assert_false(has_row(&d, "launch", traced));
+    assert_true(has_row(&d, "kernel", traced));
+    assert_true(cell_int(&d, "kernel", traced, "config") > 0); /* joined with its note */
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace_windows"), ": 1 trace windows"));
+    free_session(&d);
+}
+
+/* `events`: no activity kind; the launch is timed by an event pair from
+ * gpufl's own callbacks and written as a kernel row with the pair's times
+ * (the fake's GPU clock moves 5 us a record) once its events are done, here
+ * at the session's end; a launch on a stream being captured is not timed. */
+static void pcs_trace_events_times_kernels(void **state) {
+    (void)state;
+    fake.event_pending(1); /* not done while the session runs: waited for at its end */
+    pcs_trace_run_t r = pcs_trace_session("events", "pcs_trace_events");
+    fake.event_pending(0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 0);
+    session_t d = read_session();
+    assert_false(has_row(&d, "launch", r.kernel));
+    int64_t start = cell_int(&d, "kernel", r.kernel, "start_ns");
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "end_ns") - start, 5000);
+    assert_true(start >= cell_int(&d, "kernel", r.kernel, "launch_ns"));
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "scope"), scope_id(&d, "step"));
+    assert_true(cell_int(&d, "kernel", r.kernel, "config") > 0);
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "grid_x"), 132);
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "block_x"), 256);
+    assert_int_equal(cell_int(&d, "kernel", r.kernel, "context"), 0x1234);
+    assert_false(has_row(&d, "copy", r.copy));
+    assert_true(has_row(&d, "sync", r.sync));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode events"));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace_events"),
+                           "1 launches timed, 0 untimed, 0 failed"));
+    free_session(&d);
+    pcs_trace_model(1, 0, 0, 1);
+
+    fake.set_capturing(1); /* an event recorded there would join the graph */
+    r = pcs_trace_session("events", "pcs_trace_events_capturing");
+    fake.set_capturing(0);
+    d = read_session();
+    assert_true(has_row(&d, "launch", r.kernel));
+    assert_false(has_row(&d, "kernel", r.kernel));
+    assert_non_null(
+        strstr(pcs_trace_event(&d, "pc_sampling_trace_events"), "0 launches timed, 1 untimed"));
+    free_session(&d);
+}
+
+/* A value that is not a mode is said, and the default kept. */
+static void pcs_trace_unknown_mode_is_said(void **state) {
+    (void)state;
+    pcs_trace_run_t r = pcs_trace_session("sometimes", "pcs_trace_unknown");
+    assert_non_null(strstr(pcs_trace_warnings, "GPUFL_PC_SAMPLING_TRACE=sometimes is not none, "
+                                               "kernels, all, alternate or events; using none"));
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
+    session_t d = read_session();
+    assert_true(has_row(&d, "launch", r.kernel));
+    free_session(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rows_carry_the_scope_of_their_launch),
+        cmocka_unit_test(pcs_trace_none_keeps_launch_rows),
+        cmocka_unit_test(pcs_trace_kernels_has_kernel_rows),
+        cmocka_unit_test(pcs_trace_all_has_copies),
+        cmocka_unit_test(pcs_trace_alternate_switches_windows),
+        cmocka_unit_test(pcs_trace_events_times_kernels),
+        cmocka_unit_test(pcs_trace_unknown_mode_is_said),
         cmocka_unit_test(kernel_configs_carry_occupancy),
         cmocka_unit_test(no_libcuda_no_occupancy),
         cmocka_unit_test(external_correlation_ids),

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * pcs_trace.c - the PcSampling engine's activity candidates (pcs_trace.h):
+ * which CUPTI kinds go with PC sampling, and alternate's windows.
+ */
+#include "nvidia/pcs_trace.h"
+
+#include "util/error.h"
+#include "util/log.h"
+#include "nvidia/engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[] = {"none", "kernels", "all", "alternate", "events"};
+
+const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode) {
+    return (unsigned)mode < sizeof names / sizeof names[0] ? names[mode] : "none";
+}
+
+void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p) {
+    memset(p, 0, sizeof *p);
+    const char *text = getenv("GPUFL_PC_SAMPLING_TRACE");
+    if (text != NULL && *text != '\0') {
+        size_t i = 0;
+        while (i < sizeof names / sizeof names[0] && strcmp(text, names[i]) != 0) i++;
+        if (i < sizeof names / sizeof names[0])
+            p->mode = (gpufl__pcs_trace_mode_t)i;
+        else
+            gpufl__warn(
+                "GPUFL_PC_SAMPLING_TRACE=%s is not none, kernels, all, alternate or events; "
+                "using none",
+                text);
+    }
+    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
+    p->sample_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_SAMPLE_MS", 10, 60000,
+                                          GPUFL_PCS_TRACE_SAMPLE_MS_DEFAULT, "a number of ms") *
+                   1000000LL;
+    p->trace_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_TRACE_MS", 10, 60000,
+                                         GPUFL_PCS_TRACE_TRACE_MS_DEFAULT, "a number of ms") *
+                  1000000LL;
+}
+
+unsigned int gpufl__pcs_trace_cupti_flags(const gpufl__pcs_trace_t *p) {
+    switch (p->mode) {
+    case GPUFL_PCS_TRACE_KERNELS: return GPUFL_CUPTI_KERNELS_ONLY;
+    case GPUFL_PCS_TRACE_ALL:
+    case GPUFL_PCS_TRACE_ALTERNATE: return 0;
+    default: return GPUFL_CUPTI_NO_ACTIVITY;
+    }
+}
+
+int gpufl__pcs_trace_launch_rows(const gpufl__pcs_trace_t *p) {
+    return p->mode == GPUFL_PCS_TRACE_NONE || p->mode == GPUFL_PCS_TRACE_ALTERNATE ||
+           p->mode == GPUFL_PCS_TRACE_EVENTS;
+}
+
+void gpufl__pcs_trace_fall_back(gpufl__pcs_trace_t *p, const char *why) {
+    snprintf(p->why, sizeof p->why, "%s cannot run (%s): none", gpufl__pcs_trace_mode_name(p->mode),
+             why);
+    gpufl__warn("PC sampling with activity mode %s", p->why);
+    p->mode = GPUFL_PCS_TRACE_NONE;
+}
+
+void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti) {
+    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
+    if (gpufl__cupti_pause(cupti, 1) != 0) p->switch_errors++;
+}
+
+static void say(gpufl__collector_t *c, const char *code, const char *msg) {
+    gpufl__collector_event(c, GPUFL_FILE_DEVICE, "info", code, msg);
+}
+
+void gpufl__pcs_trace_poll(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti, gpufl__launch_t *launch,
+                           gpufl__collector_t *c, int64_t now_ns) {
+    if (!p->said) {
+        char msg[300];
+        if (p->mode == GPUFL_PCS_TRACE_ALTERNATE)
+            snprintf(msg, sizeof msg,
+                     "PC sampling with activity mode alternate: %lld ms without activity kinds, "
+                     "then %lld ms with Trace's",
+                     (long long)(p->sample_ns / 1000000), (long long)(p->trace_ns / 1000000));
+        else
+            snprintf(msg, sizeof msg, "PC sampling with activity mode %s",
+                     p->why[0] ? p->why : gpufl__pcs_trace_mode_name(p->mode));
+        say(c, "pc_sampling_trace", msg);
+        p->said = 1;
+    }
+    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
+    if (p->next_switch_ns == 0) p->next_switch_ns = now_ns + p->sample_ns;
+    if (now_ns < p->next_switch_ns) return;
+    p->tracing = !p->tracing;
+    /* Notes before the kinds go on, rows again after they are off: a launch
+     * between the two leaves a note CUPTI's record may not join (counted as a
+     * lookup miss), never a row and a record for one launch. */
+    if (p->tracing) {
+        gpufl__launch_pause_rows(launch, 1);
+        p->windows++;
+    }
+    if (gpufl__cupti_pause(cupti, !p->tracing) != 0) p->switch_errors++;
+    if (!p->tracing) gpufl__launch_pause_rows(launch, 0);
+    p->next_switch_ns = now_ns + (p->tracing ? p->trace_ns : p->sample_ns);
+}
+
+int64_t gpufl__pcs_trace_due_in(const gpufl__pcs_trace_t *p, int64_t now_ns) {
+    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE || p->next_switch_ns == 0) return INT64_MAX;
+    int64_t due = p->next_switch_ns - now_ns;
+    return due > 0 ? due : 0;
+}
+
+void gpufl__pcs_trace_finish(gpufl__pcs_trace_t *p, gpufl__collector_t *c) {
+    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "PC sampling with activity mode alternate: %llu trace windows, %llu "
+             "switches refused by CUPTI",
+             (unsigned long long)p->windows, (unsigned long long)p->switch_errors);
+    say(c, "pc_sampling_trace_windows", msg);
+}

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * pcs_trace.h - what of Trace's activity the PcSampling engine keeps: the
+ * candidates of docs/design/pcs-with-trace.md, chosen by the environment
+ * (GPUFL_PC_SAMPLING_TRACE) while the GPU measurements decide, and the
+ * windows of the `alternate` candidate, switched on the collector thread.
+ */
+#ifndef GPUFL_NVIDIA_PCS_TRACE_H
+#define GPUFL_NVIDIA_PCS_TRACE_H
+
+#include "core/collector.h"
+#include "nvidia/cupti.h"
+#include "nvidia/launch.h"
+
+#include <stdint.h>
+
+typedef enum gpufl__pcs_trace_mode {
+    GPUFL_PCS_TRACE_NONE,      /* no activity kind: launch rows only (the default) */
+    GPUFL_PCS_TRACE_KERNELS,   /* the concurrent-kernel kind only */
+    GPUFL_PCS_TRACE_ALL,       /* Trace's kinds, as Trace enables them */
+    GPUFL_PCS_TRACE_ALTERNATE, /* Trace's kinds in windows between windows without */
+    GPUFL_PCS_TRACE_EVENTS     /* no kind: kernel times from CUDA events (kernel_events.h) */
+} gpufl__pcs_trace_mode_t;
+
+#define GPUFL_PCS_TRACE_SAMPLE_MS_DEFAULT 900 /* alternate: a window with no kind */
+#define GPUFL_PCS_TRACE_TRACE_MS_DEFAULT  100 /* alternate: a window with the kinds */
+
+typedef struct gpufl__pcs_trace {
+    gpufl__pcs_trace_mode_t mode;
+    int64_t sample_ns, trace_ns; /* alternate's window lengths */
+    int tracing;                 /* alternate: the kinds are on now */
+    int64_t next_switch_ns;      /* alternate: when the current window ends; 0 not begun */
+    uint64_t windows;            /* alternate: trace windows opened */
+    uint64_t switch_errors;      /* alternate: switches CUPTI refused */
+    int said;                    /* the session's pc_sampling_trace event was written */
+    char why[200];               /* why the mode asked for does not run, "" when it does */
+} gpufl__pcs_trace_t;
+
+/* The mode GPUFL_PC_SAMPLING_TRACE asks for ("none", "kernels", "all", "alternate", "events";
+ * unset or empty: none; anything else: none, with a warning), and for
+ * alternate its windows (GPUFL_PC_SAMPLING_SAMPLE_MS, _TRACE_MS). */
+void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p);
+
+const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode);
+
+/* The CUPTI flags (GPUFL_CUPTI_*) and whether launches are written as rows
+ * (GPUFL_LAUNCH_ROWS) under the mode. */
+unsigned int gpufl__pcs_trace_cupti_flags(const gpufl__pcs_trace_t *p);
+int gpufl__pcs_trace_launch_rows(const gpufl__pcs_trace_t *p);
+
+/* After gpufl__cupti_start: alternate begins in a window without the kinds. */
+void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti);
+
+/* The mode asked for cannot run (why): the session runs `none`, and its
+ * event says why. */
+void gpufl__pcs_trace_fall_back(gpufl__pcs_trace_t *p, const char *why);
+
+/* Collector: the first call writes an info event naming the mode; under
+ * alternate, switches the window when it is due (the kinds and the launch
+ * rows together, launch.h). */
+void gpufl__pcs_trace_poll(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti, gpufl__launch_t *launch,
+                           gpufl__collector_t *c, int64_t now_ns);
+/* Collector: ns until the next switch (INT64_MAX: none). */
+int64_t gpufl__pcs_trace_due_in(const gpufl__pcs_trace_t *p, int64_t now_ns);
+/* Collector, at the end: alternate's windows and refused switches as an event. */
+void gpufl__pcs_trace_finish(gpufl__pcs_trace_t *p, gpufl__collector_t *c);
+
+#endif
