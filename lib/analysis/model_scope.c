@@ -23,9 +23,14 @@ static int cell_int(json_t *col, size_t row, int64_t def, int64_t *out) {
 }
 
 static int on_scope_begin(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
-    enum { TS, TID, ID, PARENT, DEPTH, NAME, TAG, PATH, REPEAT, WARMUP, NCOL };
-    static const char *const names[NCOL] = {"ts_ns", "tid", "id",   "parent", "depth",
-                                            "name",  "tag", "path", "repeat", "warmup"};
+    enum {
+        TS, TID, ID, PARENT, DEPTH, NAME, TAG, PATH, REPEAT, WARMUP,
+        SOURCE, DOMAIN, CATEGORY, PAYLOAD, NCOL
+    };
+    /* From repeat on, a log may lack them (older writers): 0 then. */
+    static const char *const names[NCOL] = {"ts_ns",  "tid",    "id",     "parent", "depth",
+                                            "name",   "tag",    "path",   "repeat", "warmup",
+                                            "source", "domain", "category", "payload"};
     json_t *cols[NCOL];
     size_t rows;
     char why[160];
@@ -70,6 +75,11 @@ static int on_scope_begin(gpufl__model_t *m, const gpufl__reader_pos_t *pos, jso
         s->depth = (int32_t)v[DEPTH];
         s->repeat = (int32_t)v[REPEAT];
         s->warmup = (int32_t)v[WARMUP];
+        s->source = v[SOURCE] >= 0 && v[SOURCE] <= 2 ? (uint8_t)v[SOURCE] : 0;
+        s->domain_id = v[DOMAIN];
+        s->category_id = v[CATEGORY];
+        s->payload_id = v[PAYLOAD];
+        s->domain = s->category = s->payload = "";
         s->open = 1;
         s->implicit = 0;
         s->lost = 0;
@@ -156,6 +166,9 @@ static int join_scopes(gpufl__model_t *m) {
         s->name = gpufl__model_resolve(m, s->name_id);
         s->tag = gpufl__model_resolve(m, s->tag_id);
         s->path = gpufl__model_resolve(m, s->path_id);
+        if (s->domain_id > 0) s->domain = gpufl__model_resolve(m, s->domain_id);
+        if (s->category_id > 0) s->category = gpufl__model_resolve(m, s->category_id);
+        if (s->payload_id > 0) s->payload = gpufl__model_resolve(m, s->payload_id);
         if (s->open) m->n_open_scopes++;
     }
     return gpufl__model_name_lost_scopes(m);
@@ -286,6 +299,8 @@ static int build_paths(gpufl__model_t *m) {
             p = &m->scope_paths[k++];
             p->path = s->path;
             p->name = s->name;
+            p->source = s->source;
+            p->domain = s->domain ? s->domain : "";
             if (*s->tag) p->tags = 1;
         } else if (*s->tag && strcmp(by_path[i - 1]->tag, s->tag) != 0) {
             p->tags++;
@@ -414,6 +429,22 @@ static void top_insert(gpufl__model_scope_gpu_t *g, const char *name, uint64_t c
     if (g->n_top < GPUFL_MODEL_TOP_KERNELS) g->n_top++;
 }
 
+/* Adds one kernel of ns to its name's entry of g's top list (a start/end
+ * range's kernels come one by one, not grouped by name). */
+static void top_add(gpufl__model_scope_gpu_t *g, const char *name, double ns) {
+    if (!name) name = "?";
+    for (size_t i = 0; i < g->n_top; i++) {
+        if (strcmp(g->top[i].name, name) != 0) continue;
+        gpufl__model_top_kernel_t t = g->top[i];
+        memmove(&g->top[i], &g->top[i + 1], (g->n_top - i - 1) * sizeof g->top[0]);
+        g->n_top--;
+        top_insert(g, name, t.calls + 1, t.total_ns + ns);
+        return;
+    }
+    g->kernel_names++;
+    top_insert(g, name, 1, ns);
+}
+
 static void work_add(gpufl__model_gpu_work_t *to, const gpufl__model_gpu_work_t *w) {
     to->kernels += w->kernels;
     to->copies += w->copies;
@@ -421,6 +452,78 @@ static void work_add(gpufl__model_gpu_work_t *to, const gpufl__model_gpu_work_t 
     to->kernel_ns += w->kernel_ns;
     to->copy_ns += w->copy_ns;
     to->memset_ns += w->memset_ns;
+}
+
+/* ---- NVTX start/end ranges: on no thread's stack, so no row names them;
+ * they get the work launched while they were open (docs/nvtx.md) ---- */
+
+typedef struct timed {
+    int64_t t;
+    double ns;
+    int kind; /* 0 kernel, 1 copy, 2 memset */
+    const char *name;
+} timed_t;
+
+static int cmp_timed(const void *a, const void *b) {
+    const timed_t *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* The first index whose time is >= t. */
+static size_t timed_lower(const timed_t *v, size_t n, int64_t t) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].t < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Adds to each closed start/end range's path the kernels launched (their
+ * GPU start when the launch time is unknown), copies and memsets started
+ * within [begin, end] of an instance. */
+static int attribute_start_end(gpufl__model_t *m) {
+    size_t ranges = 0;
+    for (size_t i = 0; i < m->n_scopes; i++)
+        ranges += m->scopes[i].source == GPUFL__MODEL_SOURCE_NVTX_START_END;
+    size_t n = m->n_kernels + m->n_copies + m->n_memsets;
+    if (!ranges || !n) return 0;
+    timed_t *v = malloc(n * sizeof *v);
+    if (!v) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for NVTX start/end ranges");
+    size_t k = 0;
+    for (size_t i = 0; i < m->n_kernels; i++) {
+        const gpufl__model_kernel_t *x = &m->kernels[i];
+        int64_t t = x->launch_ns != GPUFL_MODEL_UNKNOWN ? x->launch_ns : x->start_ns;
+        v[k++] = (timed_t){t, (double)(x->end_ns - x->start_ns), 0, x->demangled};
+    }
+    for (size_t i = 0; i < m->n_copies; i++)
+        v[k++] = (timed_t){m->copies[i].start_ns,
+                           (double)(m->copies[i].end_ns - m->copies[i].start_ns), 1, NULL};
+    for (size_t i = 0; i < m->n_memsets; i++)
+        v[k++] = (timed_t){m->memsets[i].start_ns,
+                           (double)(m->memsets[i].end_ns - m->memsets[i].start_ns), 2, NULL};
+    qsort(v, n, sizeof *v, cmp_timed);
+    for (size_t i = 0; i < m->n_scopes; i++) {
+        const gpufl__model_scope_t *s = &m->scopes[i];
+        if (s->source != GPUFL__MODEL_SOURCE_NVTX_START_END || s->open) continue;
+        gpufl__model_scope_gpu_t *g = &m->scope_paths[s->path_index].gpu;
+        for (size_t j = timed_lower(v, n, s->begin_ns); j < n && v[j].t <= s->end_ns; j++) {
+            gpufl__model_gpu_work_t *w = &g->self;
+            if (v[j].kind == 0) {
+                w->kernels++, w->kernel_ns += v[j].ns;
+                top_add(g, v[j].name, v[j].ns);
+            } else if (v[j].kind == 1) {
+                w->copies++, w->copy_ns += v[j].ns;
+            } else {
+                w->memsets++, w->memset_ns += v[j].ns;
+            }
+        }
+    }
+    free(v);
+    return 0;
 }
 
 /* Attributes every kernel, copy and memset to the scope path of its scope
@@ -469,6 +572,8 @@ static int attribute_gpu(gpufl__model_t *m) {
         top_insert(g, refs[i].name, (uint64_t)(j - i), ns);
     }
     free(refs);
+    int rc = attribute_start_end(m);
+    if (rc) return rc;
     for (size_t i = 0; i < m->n_scope_paths; i++)
         for (long k = (long)i; k >= 0; k = m->scope_paths[k].parent)
             work_add(&m->scope_paths[k].gpu.total, &m->scope_paths[i].gpu.self);
