@@ -781,7 +781,8 @@ GPUFL_API int gpufl_snapshot(char *dir, size_t dir_size);
  * point over this call. get_export_table is the function NVTX passes to the
  * entry point. Ranges are recorded only while a session runs an engine from
  * Trace up; otherwise the callbacks return at once. Returns 0, or -1 when
- * the table is not one gpufl knows (the entry point then returns 0 to NVTX).
+ * the table is not one gpufl knows or this gpufl was built without the CUDA
+ * toolkit's headers (the entry point then returns 0 to NVTX).
  * Any thread; once per NVTX instance (each module that includes the NVTX
  * headers has its own).
  */

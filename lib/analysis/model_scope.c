@@ -429,22 +429,6 @@ static void top_insert(gpufl__model_scope_gpu_t *g, const char *name, uint64_t c
     if (g->n_top < GPUFL_MODEL_TOP_KERNELS) g->n_top++;
 }
 
-/* Adds one kernel of ns to its name's entry of g's top list (a start/end
- * range's kernels come one by one, not grouped by name). */
-static void top_add(gpufl__model_scope_gpu_t *g, const char *name, double ns) {
-    if (!name) name = "?";
-    for (size_t i = 0; i < g->n_top; i++) {
-        if (strcmp(g->top[i].name, name) != 0) continue;
-        gpufl__model_top_kernel_t t = g->top[i];
-        memmove(&g->top[i], &g->top[i + 1], (g->n_top - i - 1) * sizeof g->top[0]);
-        g->n_top--;
-        top_insert(g, name, t.calls + 1, t.total_ns + ns);
-        return;
-    }
-    g->kernel_names++;
-    top_insert(g, name, 1, ns);
-}
-
 static void work_add(gpufl__model_gpu_work_t *to, const gpufl__model_gpu_work_t *w) {
     to->kernels += w->kernels;
     to->copies += w->copies;
@@ -482,17 +466,34 @@ static size_t timed_lower(const timed_t *v, size_t n, int64_t t) {
     return lo;
 }
 
+/* A kernel of a start/end range's path, for its top list. */
+typedef struct path_kernel {
+    size_t path;
+    const char *name;
+    double ns;
+} path_kernel_t;
+
+static int cmp_path_kernel(const void *a, const void *b) {
+    const path_kernel_t *x = a, *y = b;
+    if (x->path != y->path) return x->path < y->path ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
 /* Adds to each closed start/end range's path the kernels launched (their
  * GPU start when the launch time is unknown), copies and memsets started
- * within [begin, end] of an instance. */
+ * within [begin, end] of an instance; its top kernels by name over all its
+ * instances, as attribute_gpu lists them. */
 static int attribute_start_end(gpufl__model_t *m) {
     size_t ranges = 0;
     for (size_t i = 0; i < m->n_scopes; i++)
         ranges += m->scopes[i].source == GPUFL__MODEL_SOURCE_NVTX_START_END;
     size_t n = m->n_kernels + m->n_copies + m->n_memsets;
     if (!ranges || !n) return 0;
+    int rc = 0;
+    path_kernel_t *hits = NULL;
+    size_t n_hits = 0, hits_alloc = 0;
     timed_t *v = malloc(n * sizeof *v);
-    if (!v) return gpufl__set_error(GPUFL_ENOMEM, "out of memory for NVTX start/end ranges");
+    if (!v) goto set_oom_error;
     size_t k = 0;
     for (size_t i = 0; i < m->n_kernels; i++) {
         const gpufl__model_kernel_t *x = &m->kernels[i];
@@ -509,21 +510,39 @@ static int attribute_start_end(gpufl__model_t *m) {
     for (size_t i = 0; i < m->n_scopes; i++) {
         const gpufl__model_scope_t *s = &m->scopes[i];
         if (s->source != GPUFL__MODEL_SOURCE_NVTX_START_END || s->open) continue;
-        gpufl__model_scope_gpu_t *g = &m->scope_paths[s->path_index].gpu;
+        gpufl__model_gpu_work_t *w = &m->scope_paths[s->path_index].gpu.self;
         for (size_t j = timed_lower(v, n, s->begin_ns); j < n && v[j].t <= s->end_ns; j++) {
-            gpufl__model_gpu_work_t *w = &g->self;
-            if (v[j].kind == 0) {
-                w->kernels++, w->kernel_ns += v[j].ns;
-                top_add(g, v[j].name, v[j].ns);
-            } else if (v[j].kind == 1) {
+            if (v[j].kind == 1) {
                 w->copies++, w->copy_ns += v[j].ns;
-            } else {
-                w->memsets++, w->memset_ns += v[j].ns;
+                continue;
             }
+            if (v[j].kind == 2) {
+                w->memsets++, w->memset_ns += v[j].ns;
+                continue;
+            }
+            w->kernels++, w->kernel_ns += v[j].ns;
+            rc = gpufl__model_reserve((void **)&hits, &hits_alloc, n_hits, sizeof *hits,
+                                      m->limits.max_scopes);
+            if (rc < 0) goto free_all;
+            if (rc == 0) hits[n_hits++] = (path_kernel_t){s->path_index, v[j].name ? v[j].name : "?", v[j].ns};
+            rc = 0; /* past the cap: counted in the work, left out of the top list */
         }
     }
+    if (n_hits) qsort(hits, n_hits, sizeof *hits, cmp_path_kernel);
+    for (size_t i = 0, j; i < n_hits; i = j) {
+        double ns = 0;
+        for (j = i; j < n_hits && cmp_path_kernel(&hits[i], &hits[j]) == 0; j++) ns += hits[j].ns;
+        gpufl__model_scope_gpu_t *g = &m->scope_paths[hits[i].path].gpu;
+        g->kernel_names++;
+        top_insert(g, hits[i].name, (uint64_t)(j - i), ns);
+    }
+    goto free_all;
+set_oom_error:
+    rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for NVTX start/end ranges");
+free_all:
     free(v);
-    return 0;
+    free(hits);
+    return rc;
 }
 
 /* Attributes every kernel, copy and memset to the scope path of its scope

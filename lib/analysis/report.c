@@ -322,6 +322,15 @@ static void indented(char *label, size_t depth, const char *name) {
     snprintf(label, LABEL_SIZE, "%*s%.*s", (int)(2 * d), "", NAME_COL_MAX * 4, name);
 }
 
+/* A scope path's name as listed: an NVTX range's says so, with its domain
+ * ("step [nvtx:training]"); a gpufl scope's is its name. */
+static const char *scope_label(const gpufl__model_scope_path_t *p, char *buf, size_t size) {
+    if (p->source == GPUFL__MODEL_SOURCE_GPUFL) return p->name;
+    snprintf(buf, size, "%s [nvtx%s%s%s]", p->name, *p->domain ? ":" : "", p->domain,
+             p->source == GPUFL__MODEL_SOURCE_NVTX_START_END ? " start/end" : "");
+    return buf;
+}
+
 static void count_or_dash(char *buf, size_t size, size_t v) {
     if (v)
         snprintf(buf, size, "%zu", v);
@@ -375,7 +384,8 @@ static int put_scopes(FILE *out, const gpufl__report_t *r) {
     for (size_t i = 0; i < n; i++) {
         const gpufl__model_scope_path_t *p = sc->rows[i].path;
         size_t d = p->depth < INDENT_MAX ? p->depth : INDENT_MAX;
-        size_t w = 2 * d + text_width(p->name);
+        char shown[LABEL_SIZE];
+        size_t w = 2 * d + text_width(scope_label(p, shown, sizeof shown));
         if (w > name_w) name_w = w;
     }
     if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
@@ -396,7 +406,8 @@ static int put_scopes(FILE *out, const gpufl__report_t *r) {
     for (size_t k = 0; k < n; k++) {
         const gpufl__report_scope_row_t *row = &sc->rows[k];
         const gpufl__model_scope_path_t *p = row->path;
-        indented(label, p->depth, p->name);
+        char shown[LABEL_SIZE];
+        indented(label, p->depth, scope_label(p, shown, sizeof shown));
         char calls[48], open[24], tags[GPUFL_REPORT_TAG_CELL], t[5][32];
         const char *tp[5] = {t[0], t[1], t[2], t[3], t[4]};
         gpufl__report_fmt_calls(calls, sizeof calls, p);
@@ -1250,7 +1261,8 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     size_t name_w = 5;
     for (size_t i = 0; i < r->n_scope_gpu_rows; i++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[i].path;
-        name_w = gpu_label_width(name_w, p->depth, p->name, &p->gpu);
+        char shown[LABEL_SIZE];
+        name_w = gpu_label_width(name_w, p->depth, scope_label(p, shown, sizeof shown), &p->gpu);
     }
     name_w = gpu_label_width(name_w, 0, "(unknown scope)", &m->gpu_unknown_scope);
     name_w = gpu_label_width(name_w, 0, "(no scope)", &m->gpu_no_scope);
@@ -1276,7 +1288,9 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     put_scope_gpu_row(out, name_w, "scope", "host", "gpu", "self", "work");
     for (size_t k = 0; k < r->n_scope_gpu_rows; k++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[k].path;
-        put_scope_gpu(out, name_w, label, p->depth, p->name, p->calls ? p->total_ns : -1, &p->gpu);
+        char shown[LABEL_SIZE];
+        put_scope_gpu(out, name_w, label, p->depth, scope_label(p, shown, sizeof shown),
+                      p->calls ? p->total_ns : -1, &p->gpu);
     }
     if (has_work(&m->gpu_unknown_scope.self))
         put_scope_gpu(out, name_w, label, 0, "(unknown scope)", -1, &m->gpu_unknown_scope);
