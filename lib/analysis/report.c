@@ -322,15 +322,6 @@ static void indented(char *label, size_t depth, const char *name) {
     snprintf(label, LABEL_SIZE, "%*s%.*s", (int)(2 * d), "", NAME_COL_MAX * 4, name);
 }
 
-/* A scope path's name as listed: an NVTX range's says so, with its domain
- * ("step [nvtx:training]"); a gpufl scope's is its name. */
-static const char *scope_label(const gpufl__model_scope_path_t *p, char *buf, size_t size) {
-    if (p->source == GPUFL__MODEL_SOURCE_GPUFL) return p->name;
-    snprintf(buf, size, "%s [nvtx%s%s%s]", p->name, *p->domain ? ":" : "", p->domain,
-             p->source == GPUFL__MODEL_SOURCE_NVTX_START_END ? " start/end" : "");
-    return buf;
-}
-
 static void count_or_dash(char *buf, size_t size, size_t v) {
     if (v)
         snprintf(buf, size, "%zu", v);
@@ -385,7 +376,7 @@ static int put_scopes(FILE *out, const gpufl__report_t *r) {
         const gpufl__model_scope_path_t *p = sc->rows[i].path;
         size_t d = p->depth < INDENT_MAX ? p->depth : INDENT_MAX;
         char shown[LABEL_SIZE];
-        size_t w = 2 * d + text_width(scope_label(p, shown, sizeof shown));
+        size_t w = 2 * d + text_width(gpufl__report_scope_label(p, shown, sizeof shown));
         if (w > name_w) name_w = w;
     }
     if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
@@ -407,7 +398,7 @@ static int put_scopes(FILE *out, const gpufl__report_t *r) {
         const gpufl__report_scope_row_t *row = &sc->rows[k];
         const gpufl__model_scope_path_t *p = row->path;
         char shown[LABEL_SIZE];
-        indented(label, p->depth, scope_label(p, shown, sizeof shown));
+        indented(label, p->depth, gpufl__report_scope_label(p, shown, sizeof shown));
         char calls[48], open[24], tags[GPUFL_REPORT_TAG_CELL], t[5][32];
         const char *tp[5] = {t[0], t[1], t[2], t[3], t[4]};
         gpufl__report_fmt_calls(calls, sizeof calls, p);
@@ -1262,7 +1253,7 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     for (size_t i = 0; i < r->n_scope_gpu_rows; i++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[i].path;
         char shown[LABEL_SIZE];
-        name_w = gpu_label_width(name_w, p->depth, scope_label(p, shown, sizeof shown), &p->gpu);
+        name_w = gpu_label_width(name_w, p->depth, gpufl__report_scope_label(p, shown, sizeof shown), &p->gpu);
     }
     name_w = gpu_label_width(name_w, 0, "(unknown scope)", &m->gpu_unknown_scope);
     name_w = gpu_label_width(name_w, 0, "(no scope)", &m->gpu_no_scope);
@@ -1281,6 +1272,9 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     fprintf(out, "  host: wall time of all calls; gpu: GPU time of the work launched in the scope "
                  "and in\n  the scopes inside it (work counts it); self: in the scope alone; "
                  "\xc2\xb7 kernels launched\n  in the scope itself, by GPU time\n");
+    if (r->scope_gpu_start_end)
+        fprintf(out, "  [nvtx start/end]: the work launched while the range was open, by any "
+                     "thread; it also\n  counts where it was launched (not in the sum above)\n");
     size_t hidden = r->scope_gpu_hidden;
     if (hidden)
         fprintf(out, "  %zu scope path%s without GPU work not shown\n", hidden, plural(hidden));
@@ -1289,7 +1283,7 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     for (size_t k = 0; k < r->n_scope_gpu_rows; k++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[k].path;
         char shown[LABEL_SIZE];
-        put_scope_gpu(out, name_w, label, p->depth, scope_label(p, shown, sizeof shown),
+        put_scope_gpu(out, name_w, label, p->depth, gpufl__report_scope_label(p, shown, sizeof shown),
                       p->calls ? p->total_ns : -1, &p->gpu);
     }
     if (has_work(&m->gpu_unknown_scope.self))
