@@ -117,8 +117,7 @@ int main(int argc, char **argv) {
     }
 
     double med[KINDS];
-    printf("bench_nvtx: %d batches of %d push+pop pairs each, median ns per pair\n", ROUNDS,
-           PAIRS);
+    printf("bench_nvtx: %d batches of %d push+pop pairs each, median ns per pair\n", ROUNDS, PAIRS);
     for (int k = 0; k < KINDS; k++) {
         med[k] = median(v[k], ROUNDS);
         printf("  %-32s %8.1f ns\n", kind_names[k], med[k]);
@@ -134,8 +133,9 @@ int main(int argc, char **argv) {
     /* Each pair of NVTX ranges and of scopes is a begin and an end record. */
     uint64_t want = (uint64_t)(ROUNDS + 1) * PAIRS * 4;
     if (stats.records_written < want) {
-        fprintf(stderr, "bench_nvtx: %llu records, not the %llu of captured ranges: is the "
-                        "Trace engine running (fake libcupti path)?\n",
+        fprintf(stderr,
+                "bench_nvtx: %llu records, not the %llu of captured ranges: is the "
+                "Trace engine running (fake libcupti path)?\n",
                 (unsigned long long)stats.records_written, (unsigned long long)want);
         return 1;
     }

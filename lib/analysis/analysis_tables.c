@@ -271,8 +271,8 @@ static void launch_row(row_t *w) {
 static const gpufl__an_coldef_t scope_defs[] = {
     {"id", I},     {"parent", I},   {"name", S},   {"tag", S},         {"path", S},
     {"tid", I},    {"start_ns", I}, {"end_ns", I}, {"duration_ns", I}, {"depth", I},
-    {"repeat", I}, {"warmup", I},   {"open", I},   {"implicit", I},
-    {"source", S}, {"domain", S},   {"category", S}, {"payload", S}};
+    {"repeat", I}, {"warmup", I},   {"open", I},   {"implicit", I},    {"source", S},
+    {"domain", S}, {"category", S}, {"payload", S}};
 
 static const char *const scope_sources[] = {"gpufl", "nvtx", "nvtx_start_end"};
 

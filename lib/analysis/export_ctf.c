@@ -87,8 +87,8 @@ typedef enum kind {
 } kind_t;
 
 static const field_t scope_begin_fields[] = {
-    {"scope_id", T_I64}, {"parent_id", T_I64}, {"name", T_STR},   {"path", T_STR},
-    {"tag", T_STR},      {"depth", T_I32},     {"repeat", T_I32}, {"warmup", T_I32},
+    {"scope_id", T_I64}, {"parent_id", T_I64}, {"name", T_STR},     {"path", T_STR},
+    {"tag", T_STR},      {"depth", T_I32},     {"repeat", T_I32},   {"warmup", T_I32},
     {"source", T_U8},    {"domain", T_STR},    {"category", T_STR}, {"payload", T_STR}};
 static const field_t scope_end_fields[] = {{"scope_id", T_I64},    {"name", T_STR},
                                            {"path", T_STR},        {"duration_ns", T_I64},

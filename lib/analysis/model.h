@@ -65,7 +65,7 @@ typedef struct gpufl__model_scope {
     int32_t depth;
     int32_t repeat; /* measured iterations (GFL_BENCH), 0 for a plain scope */
     int32_t warmup;
-    uint8_t source;                          /* 0 gpufl, 1 NVTX push/pop, 2 NVTX start/end */
+    uint8_t source;                             /* 0 gpufl, 1 NVTX push/pop, 2 NVTX start/end */
     int64_t domain_id, category_id, payload_id; /* dict ids, 0 for none */
     const char *domain, *category, *payload;    /* resolved; "" for none */
     uint8_t open;      /* no scope_end: still open when the log ends */

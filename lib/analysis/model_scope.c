@@ -24,12 +24,25 @@ static int cell_int(json_t *col, size_t row, int64_t def, int64_t *out) {
 
 static int on_scope_begin(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
     enum {
-        TS, TID, ID, PARENT, DEPTH, NAME, TAG, PATH, REPEAT, WARMUP,
-        SOURCE, DOMAIN, CATEGORY, PAYLOAD, NCOL
+        TS,
+        TID,
+        ID,
+        PARENT,
+        DEPTH,
+        NAME,
+        TAG,
+        PATH,
+        REPEAT,
+        WARMUP,
+        SOURCE,
+        DOMAIN,
+        CATEGORY,
+        PAYLOAD,
+        NCOL
     };
     /* From repeat on, a log may lack them (older writers): 0 then. */
-    static const char *const names[NCOL] = {"ts_ns",  "tid",    "id",     "parent", "depth",
-                                            "name",   "tag",    "path",   "repeat", "warmup",
+    static const char *const names[NCOL] = {"ts_ns",  "tid",    "id",       "parent", "depth",
+                                            "name",   "tag",    "path",     "repeat", "warmup",
                                             "source", "domain", "category", "payload"};
     json_t *cols[NCOL];
     size_t rows;
@@ -524,7 +537,9 @@ static int attribute_start_end(gpufl__model_t *m) {
             rc = gpufl__model_reserve((void **)&hits, &hits_alloc, n_hits, sizeof *hits,
                                       m->limits.max_scopes);
             if (rc < 0) goto free_all;
-            if (rc == 0) hits[n_hits++] = (path_kernel_t){s->path_index, v[j].name ? v[j].name : "?", v[j].ns};
+            if (rc == 0)
+                hits[n_hits++] =
+                    (path_kernel_t){s->path_index, v[j].name ? v[j].name : "?", v[j].ns};
             rc = 0; /* past the cap: counted in the work, left out of the top list */
         }
     }

@@ -1253,7 +1253,8 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     for (size_t i = 0; i < r->n_scope_gpu_rows; i++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[i].path;
         char shown[LABEL_SIZE];
-        name_w = gpu_label_width(name_w, p->depth, gpufl__report_scope_label(p, shown, sizeof shown), &p->gpu);
+        name_w = gpu_label_width(name_w, p->depth,
+                                 gpufl__report_scope_label(p, shown, sizeof shown), &p->gpu);
     }
     name_w = gpu_label_width(name_w, 0, "(unknown scope)", &m->gpu_unknown_scope);
     name_w = gpu_label_width(name_w, 0, "(no scope)", &m->gpu_no_scope);
@@ -1283,7 +1284,8 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     for (size_t k = 0; k < r->n_scope_gpu_rows; k++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[k].path;
         char shown[LABEL_SIZE];
-        put_scope_gpu(out, name_w, label, p->depth, gpufl__report_scope_label(p, shown, sizeof shown),
+        put_scope_gpu(out, name_w, label, p->depth,
+                      gpufl__report_scope_label(p, shown, sizeof shown),
                       p->calls ? p->total_ns : -1, &p->gpu);
     }
     if (has_work(&m->gpu_unknown_scope.self))

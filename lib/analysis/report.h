@@ -632,7 +632,6 @@ void gpufl__report_lgroup_cells(
 /* A scope path's name as the reports list it: an NVTX range's says so, with
  * its domain ("step [nvtx:training]", "epoch [nvtx start/end]"); a gpufl
  * scope's is its name. buf (size bytes) holds it when it is not p->name. */
-const char *gpufl__report_scope_label(const gpufl__model_scope_path_t *p, char *buf,
-                                      size_t size);
+const char *gpufl__report_scope_label(const gpufl__model_scope_path_t *p, char *buf, size_t size);
 
 #endif

@@ -793,8 +793,7 @@ static void build_damage(const gpufl__model_t *m, gpufl__report_summary_t *s) {
                  (unsigned long long)rest, rest == 1 ? "" : "s");
 }
 
-const char *gpufl__report_scope_label(const gpufl__model_scope_path_t *p, char *buf,
-                                      size_t size) {
+const char *gpufl__report_scope_label(const gpufl__model_scope_path_t *p, char *buf, size_t size) {
     if (p->source == GPUFL__MODEL_SOURCE_GPUFL) return p->name;
     snprintf(buf, size, "%s [nvtx%s%s%s]", p->name, *p->domain ? ":" : "", p->domain,
              p->source == GPUFL__MODEL_SOURCE_NVTX_START_END ? " start/end" : "");

@@ -198,9 +198,9 @@ static json_t *scopes_json(const gpufl__report_t *r) {
             json_array_append_new(tags, str(row->tags[k]));
         put(x, "lost", json_integer((json_int_t)p->lost));
         if (p->source != GPUFL__MODEL_SOURCE_GPUFL) { /* absent for gpufl's own scopes */
-            put(x, "source", json_string(p->source == GPUFL__MODEL_SOURCE_NVTX_START_END
-                                             ? "nvtx_start_end"
-                                             : "nvtx"));
+            put(x, "source",
+                json_string(p->source == GPUFL__MODEL_SOURCE_NVTX_START_END ? "nvtx_start_end"
+                                                                            : "nvtx"));
             put(x, "domain", json_string(p->domain));
         }
         json_array_append_new(a, x);

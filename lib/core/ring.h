@@ -30,7 +30,7 @@ enum gpufl__rec_kind {
 #define GPUFL_REC_FLAG_NVTX 4
 /* An NVTX start/end range: on no thread's stack of open scopes (it may end
  * on another thread); on a scope_end, the end of such a range. */
-#define GPUFL_REC_FLAG_DETACHED 8
+#define GPUFL_REC_FLAG_DETACHED  8
 #define GPUFL_TEXT_MAX           1024 /* longest name or tag kept, in bytes */
 #define GPUFL_SCOPE_STACK_MAX    128  /* deepest scope nesting recorded per thread */
 /* Scope ids keep the log compact: the ring (thread) index + 1 in the low

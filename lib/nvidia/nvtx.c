@@ -388,7 +388,8 @@ typedef struct slot {
     NvtxFunctionPointer fn;
 } slot_t;
 
-#define SLOT(id, fn) {id, (NvtxFunctionPointer)(void (*)(void))fn}
+#define SLOT(id, fn)                                                                               \
+    { id, (NvtxFunctionPointer)(void (*)(void))fn }
 
 /* Marks (nvtxMark*) are left to NVTX's no-op: gpufl records ranges only. */
 static const slot_t core_slots[] = {
@@ -445,8 +446,8 @@ int gpufl_nvtx_inject(const void *(*get_export_table)(uint32_t)) {
 static int initialize_injection(NvtxGetExportTableFunc_t get_export_table) {
     return gpufl_nvtx_inject((const void *(*)(uint32_t))get_export_table) == 0;
 }
-__attribute__((visibility("hidden"))) NvtxInitializeInjectionNvtxFunc_t
-    InitializeInjectionNvtx2_fnptr = initialize_injection;
+__attribute__((visibility("hidden")))
+NvtxInitializeInjectionNvtxFunc_t InitializeInjectionNvtx2_fnptr = initialize_injection;
 
 /* ---------------- the session ---------------- */
 
@@ -484,8 +485,7 @@ void gpufl__nvtx_start(void) {
         const char *preset = getenv(INJECTION_VAR);
         if (preset && *preset && !is_this_gpufl(preset, &self)) {
             snprintf(why_off, sizeof why_off,
-                     INJECTION_VAR " names another library (%.200s): NVTX ranges go there",
-                     preset);
+                     INJECTION_VAR " names another library (%.200s): NVTX ranges go there", preset);
             gpufl__warn("NVTX ranges are not recorded: %s", why_off);
         } else if ((!preset || !*preset) && exports_entry(&self)) {
             /* NVTX reads the variable at each module's first NVTX call: a

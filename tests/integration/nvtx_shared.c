@@ -35,8 +35,13 @@ static int resolve(void *handle, const char *name, void *slot) {
 
 /* A kernel of 4 us launched now, with its activity record. */
 static int launch(CUfunction f, const char *name) {
-    cuLaunchKernel_params p = {.f = f, .gridDimX = 8, .gridDimY = 1, .gridDimZ = 1,
-                               .blockDimX = 128, .blockDimY = 1, .blockDimZ = 1};
+    cuLaunchKernel_params p = {.f = f,
+                               .gridDimX = 8,
+                               .gridDimY = 1,
+                               .gridDimZ = 1,
+                               .blockDimX = 128,
+                               .blockDimY = 1,
+                               .blockDimZ = 1};
     uint32_t corr = fake_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, name);
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

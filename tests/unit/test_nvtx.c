@@ -76,8 +76,13 @@ static void stop(void) {
 static uint32_t launch(const char *name) {
     static CUfunction f;
     if (!f) f = fake.function(32, 0, 0, 1024, 8);
-    cuLaunchKernel_params p = {.f = f, .gridDimX = 8, .blockDimX = 256, .gridDimY = 1,
-                               .gridDimZ = 1, .blockDimY = 1, .blockDimZ = 1};
+    cuLaunchKernel_params p = {.f = f,
+                               .gridDimX = 8,
+                               .blockDimX = 256,
+                               .gridDimY = 1,
+                               .gridDimZ = 1,
+                               .blockDimY = 1,
+                               .blockDimZ = 1};
     uint32_t corr = fake.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, name);
     char json[512];
     int64_t t = now_ns();

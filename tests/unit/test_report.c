@@ -2509,9 +2509,9 @@ static void test_report_damaged_lines_summed(void **state) {
 /* The other formats, insights, progress                                    */
 /* ---------------------------------------------------------------------- */
 
-static const char *const fixtures_all[] = {"basic",       "killed",    "rotated", "gpu",
-                                           "trace",       "scoped",    "stacks",  "pcsampled",
-                                           "sassmetrics", "rangeprof", "timeline",    "nvtx"};
+static const char *const fixtures_all[] = {"basic",       "killed",    "rotated",  "gpu",
+                                           "trace",       "scoped",    "stacks",   "pcsampled",
+                                           "sassmetrics", "rangeprof", "timeline", "nvtx"};
 #define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
 
 static void test_report_golden_json(void **state) {
