@@ -479,17 +479,22 @@ static size_t timed_lower(const timed_t *v, size_t n, int64_t t) {
     return lo;
 }
 
-/* A kernel of a start/end range's path, for its top list. */
-typedef struct path_kernel {
-    size_t path;
-    const char *name;
-    double ns;
-} path_kernel_t;
-
-static int cmp_path_kernel(const void *a, const void *b) {
-    const path_kernel_t *x = a, *y = b;
-    if (x->path != y->path) return x->path < y->path ? -1 : 1;
-    return strcmp(x->name, y->name);
+/* Lists the kernels of refs (n, each with its slot) in their slots' top
+ * lists, by name: ranks the names, sorts, and counts each slot's names. */
+static int list_top_kernels(gpufl__model_t *m, kernel_ref_t *refs, size_t n) {
+    if (!n) return 0;
+    int rc = rank_kernel_names(refs, n);
+    if (rc) return rc;
+    qsort(refs, n, sizeof *refs, cmp_kernel_ref);
+    for (size_t i = 0, j; i < n; i = j) {
+        double ns = 0;
+        for (j = i; j < n && refs[j].slot == refs[i].slot && refs[j].rank == refs[i].rank; j++)
+            ns += refs[j].ns;
+        gpufl__model_scope_gpu_t *g = gpu_of_slot(m, refs[i].slot);
+        g->kernel_names++;
+        top_insert(g, refs[i].name, (uint64_t)(j - i), ns);
+    }
+    return 0;
 }
 
 /* Adds to each closed start/end range's path the kernels launched (their
@@ -503,7 +508,7 @@ static int attribute_start_end(gpufl__model_t *m) {
     size_t n = m->n_kernels + m->n_copies + m->n_memsets;
     if (!ranges || !n) return 0;
     int rc = 0;
-    path_kernel_t *hits = NULL;
+    kernel_ref_t *hits = NULL;
     size_t n_hits = 0, hits_alloc = 0;
     timed_t *v = malloc(n * sizeof *v);
     if (!v) goto set_oom_error;
@@ -539,18 +544,11 @@ static int attribute_start_end(gpufl__model_t *m) {
             if (rc < 0) goto free_all;
             if (rc == 0)
                 hits[n_hits++] =
-                    (path_kernel_t){s->path_index, v[j].name ? v[j].name : "?", v[j].ns};
+                    (kernel_ref_t){s->path_index, 0, v[j].name ? v[j].name : "?", v[j].ns};
             rc = 0; /* past the cap: counted in the work, left out of the top list */
         }
     }
-    if (n_hits) qsort(hits, n_hits, sizeof *hits, cmp_path_kernel);
-    for (size_t i = 0, j; i < n_hits; i = j) {
-        double ns = 0;
-        for (j = i; j < n_hits && cmp_path_kernel(&hits[i], &hits[j]) == 0; j++) ns += hits[j].ns;
-        gpufl__model_scope_gpu_t *g = &m->scope_paths[hits[i].path].gpu;
-        g->kernel_names++;
-        top_insert(g, hits[i].name, (uint64_t)(j - i), ns);
-    }
+    rc = list_top_kernels(m, hits, n_hits);
     goto free_all;
 set_oom_error:
     rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for NVTX start/end ranges");
@@ -588,25 +586,9 @@ static int attribute_gpu(gpufl__model_t *m) {
         w->memsets++;
         w->memset_ns += (double)(m->memsets[i].end_ns - m->memsets[i].start_ns);
     }
-    if (refs) {
-        int rc = rank_kernel_names(refs, m->n_kernels);
-        if (rc) {
-            free(refs);
-            return rc;
-        }
-        qsort(refs, m->n_kernels, sizeof *refs, cmp_kernel_ref);
-    }
-    for (size_t i = 0, j; i < m->n_kernels; i = j) {
-        double ns = 0;
-        for (j = i;
-             j < m->n_kernels && refs[j].slot == refs[i].slot && refs[j].rank == refs[i].rank; j++)
-            ns += refs[j].ns;
-        gpufl__model_scope_gpu_t *g = gpu_of_slot(m, refs[i].slot);
-        g->kernel_names++;
-        top_insert(g, refs[i].name, (uint64_t)(j - i), ns);
-    }
+    int rc = list_top_kernels(m, refs, m->n_kernels);
     free(refs);
-    int rc = attribute_start_end(m);
+    if (!rc) rc = attribute_start_end(m);
     if (rc) return rc;
     for (size_t i = 0; i < m->n_scope_paths; i++)
         for (long k = (long)i; k >= 0; k = m->scope_paths[k].parent)

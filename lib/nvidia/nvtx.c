@@ -303,12 +303,6 @@ static void end(nvtxRangeId_t range) {
 
 #define WIDE_BYTES (GPUFL_TEXT_MAX + 4)
 
-static int cb_push_ex(const nvtxEventAttributes_t *e) {
-    char buf[WIDE_BYTES];
-    size_t len;
-    const char *name = e ? message_of(e, buf, GPUFL_TEXT_MAX, &len) : NULL;
-    return push(NULL, name, name ? len : 0, e);
-}
 static int cb_push_a(const char *m) {
     return push(NULL, m, m ? strnlen(m, GPUFL_TEXT_MAX + 1) : 0, NULL);
 }
@@ -317,12 +311,6 @@ static int cb_push_w(const wchar_t *m) {
     return push(NULL, buf, to_utf8(m, buf, GPUFL_TEXT_MAX), NULL);
 }
 static int cb_pop(void) { return pop(NULL); }
-static nvtxRangeId_t cb_start_ex(const nvtxEventAttributes_t *e) {
-    char buf[WIDE_BYTES];
-    size_t len;
-    const char *name = e ? message_of(e, buf, GPUFL_TEXT_MAX, &len) : NULL;
-    return start(NULL, name, name ? len : 0, e);
-}
 static nvtxRangeId_t cb_start_a(const char *m) {
     return start(NULL, m, m ? strnlen(m, GPUFL_TEXT_MAX + 1) : 0, NULL);
 }
@@ -351,6 +339,11 @@ static nvtxRangeId_t cb_domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAtt
     size_t len;
     const char *name = e ? message_of(e, buf, GPUFL_TEXT_MAX, &len) : NULL;
     return start(d, name, name ? len : 0, e);
+}
+/* The default domain's calls: NVTX's NULL domain. */
+static int cb_push_ex(const nvtxEventAttributes_t *e) { return cb_domain_push_ex(NULL, e); }
+static nvtxRangeId_t cb_start_ex(const nvtxEventAttributes_t *e) {
+    return cb_domain_start_ex(NULL, e);
 }
 static void cb_domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id) {
     (void)d;
