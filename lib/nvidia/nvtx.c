@@ -73,6 +73,15 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t n_domains, n_strings, string_bytes;
 static _Atomic uint64_t registry_full; /* domains, categories or strings past their caps */
 
+/* Counts a registration past its cap; says so the first time (registration
+ * is not the hot path: NVTX's create and register calls). */
+static void registry_over(const char *what) {
+    if (atomic_fetch_add(&registry_full, 1) == 0)
+        gpufl__warn("NVTX: more %s than gpufl keeps: ranges naming the rest fall back to "
+                    "the default domain, no category name or (unnamed) (docs/nvtx.md)",
+                    what);
+}
+
 static struct nvtxDomainRegistration_st *domain_of(nvtxDomainHandle_t d) {
     return d ? d : &default_domain;
 }
@@ -124,7 +133,7 @@ static nvtxDomainHandle_t domain_create(const char *name, size_t len) {
     } else {
         free(d);
         d = NULL;
-        atomic_fetch_add(&registry_full, 1);
+        registry_over("domains (1024)");
     }
     pthread_mutex_unlock(&registry_lock);
     return d; /* NULL: ranges of it fall in the default domain */
@@ -141,7 +150,7 @@ static void name_category(nvtxDomainHandle_t handle, uint32_t id, const char *na
         d->categories[n] = (category_t){id, (uint16_t)len, text};
         atomic_store_explicit(&d->n_categories, n + 1, memory_order_release);
     } else {
-        atomic_fetch_add(&registry_full, 1);
+        registry_over("named categories in a domain (256)");
     }
     pthread_mutex_unlock(&registry_lock);
 }
@@ -158,7 +167,7 @@ static nvtxStringHandle_t register_string(const char *s, size_t len) {
         n_strings++;
         string_bytes += len;
     } else {
-        atomic_fetch_add(&registry_full, 1);
+        registry_over("registered strings (65536 or 16 MiB)");
     }
     pthread_mutex_unlock(&registry_lock);
     return r;

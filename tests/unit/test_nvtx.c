@@ -330,11 +330,34 @@ static void another_injection_is_named(void **state) {
     tu_free(&device);
 }
 
+/* Domains are never freed (a range on another thread may name one), so
+ * they are capped: past 1024 nvtxDomainCreate gives NULL (NVTX's default
+ * domain) and gpufl says so once. Last: it uses up the process's domains. */
+static void domains_are_capped(void **state) {
+    (void)state;
+    memset(&capture, 0, sizeof capture);
+    gpufl_set_log_hook(tu_capture_hook, &capture);
+    int made = 0;
+    nvtxDomainHandle_t d = NULL;
+    char name[32];
+    do {
+        snprintf(name, sizeof name, "domain%d", made);
+        d = nvtxDomainCreateA(name);
+        made += d != NULL;
+    } while (d != NULL && made <= 1024);
+    gpufl_set_log_hook(NULL, NULL);
+    assert_null(d);
+    assert_true(made >= 1000 && made <= 1024); /* the earlier tests made a few */
+    assert_int_equal(capture.warnings, 1);
+    assert_non_null(strstr(capture.last, "more domains (1024) than gpufl keeps"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nothing_under_monitor),
         cmocka_unit_test(ranges_become_scopes),
         cmocka_unit_test(another_injection_is_named),
+        cmocka_unit_test(domains_are_capped),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
