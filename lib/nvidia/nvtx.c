@@ -56,6 +56,7 @@ typedef struct category {
 /* NVTX's opaque domain handle is ours to define. Never freed: a range on
  * another thread may still name it after nvtxDomainDestroy. */
 struct nvtxDomainRegistration_st {
+    struct nvtxDomainRegistration_st *next; /* all of them, from `domains` */
     char *name;
     size_t len;
     /* named categories, published by count (release) after the entry */
@@ -64,11 +65,15 @@ struct nvtxDomainRegistration_st {
 };
 
 struct nvtxStringRegistration_st {
+    struct nvtxStringRegistration_st *next; /* all of them, from `strings` */
     size_t len;
     char text[];
 };
 
-static struct nvtxDomainRegistration_st default_domain = {"", 0, {{0, 0, NULL}}, 0};
+static struct nvtxDomainRegistration_st default_domain = {NULL, "", 0, {{0, 0, NULL}}, 0};
+/* Every registration, owned by gpufl for the life of the process. */
+static struct nvtxDomainRegistration_st *domains;
+static struct nvtxStringRegistration_st *strings;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t n_domains, n_strings, string_bytes;
 static _Atomic uint64_t registry_full; /* domains, categories or strings past their caps */
@@ -129,6 +134,8 @@ static nvtxDomainHandle_t domain_create(const char *name, size_t len) {
     if (n_domains < DOMAINS_MAX && (d = calloc(1, sizeof *d)) != NULL &&
         (d->name = copy_text(name ? name : "", name ? len : 0)) != NULL) {
         d->len = name ? len : 0;
+        d->next = domains;
+        domains = d;
         n_domains++;
     } else {
         free(d);
@@ -164,6 +171,8 @@ static nvtxStringHandle_t register_string(const char *s, size_t len) {
         r->len = len;
         memcpy(r->text, s, len);
         r->text[len] = '\0';
+        r->next = strings;
+        strings = r;
         n_strings++;
         string_bytes += len;
     } else {
