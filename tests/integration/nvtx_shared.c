@@ -33,7 +33,8 @@ static int resolve(void *handle, const char *name, void *slot) {
     return 0;
 }
 
-/* A kernel of 4 us launched now, with its activity record. */
+/* A kernel of 1 us launched now, with its activity record (shorter than the time between
+ * launches here: kernels of one stream do not overlap). */
 static int launch(CUfunction f, const char *name) {
     cuLaunchKernel_params p = {.f = f,
                                .gridDimX = 8,
@@ -51,7 +52,7 @@ static int launch(CUfunction f, const char *name) {
              "{\"kind\": 10, \"start\": %lld, \"end\": %lld, \"name\": \"%s\", "
              "\"correlationId\": %u, \"streamId\": 7, \"gridX\": 8, \"gridY\": 1, \"gridZ\": 1, "
              "\"blockX\": 128, \"blockY\": 1, \"blockZ\": 1}",
-             ns, ns + 4000, name, corr);
+             ns, ns + 1000, name, corr);
     return fake_add_record(json);
 }
 
