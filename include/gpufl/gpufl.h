@@ -780,6 +780,21 @@ GPUFL_API int gpufl_flush(void);
  */
 GPUFL_API int gpufl_snapshot(char *dir, size_t dir_size);
 
+/**
+ * NVTX injection (docs/nvtx.md): gives NVTX the callbacks that record its
+ * ranges as scopes. NVTX calls a library's `InitializeInjectionNvtx2`
+ * (libgpufl.so exports one that calls this); a module that embeds gpufl
+ * statically and is named by NVTX_INJECTION64_PATH defines its own entry
+ * point over this call. get_export_table is the function NVTX passes to the
+ * entry point. Ranges are recorded only while a session runs an engine from
+ * Trace up; otherwise the callbacks return at once. Returns 0, or -1 when
+ * the table is not one gpufl knows or this gpufl was built without the CUDA
+ * toolkit's headers (the entry point then returns 0 to NVTX).
+ * Any thread; once per NVTX instance (each module that includes the NVTX
+ * headers has its own).
+ */
+GPUFL_API int gpufl_nvtx_inject(const void *(*get_export_table)(uint32_t));
+
 #ifdef __cplusplus
 }
 #endif

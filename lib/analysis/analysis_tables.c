@@ -271,7 +271,10 @@ static void launch_row(row_t *w) {
 static const gpufl__an_coldef_t scope_defs[] = {
     {"id", I},     {"parent", I},   {"name", S},   {"tag", S},         {"path", S},
     {"tid", I},    {"start_ns", I}, {"end_ns", I}, {"duration_ns", I}, {"depth", I},
-    {"repeat", I}, {"warmup", I},   {"open", I},   {"implicit", I}};
+    {"repeat", I}, {"warmup", I},   {"open", I},   {"implicit", I},    {"source", S},
+    {"domain", S}, {"category", S}, {"payload", S}};
+
+static const char *const scope_sources[] = {"gpufl", "nvtx", "nvtx_start_end"};
 
 static void scope_row(row_t *w) {
     const gpufl__model_scope_t *s = &w->a->m->scopes[w->i];
@@ -289,6 +292,10 @@ static void scope_row(row_t *w) {
     put_i(w, s->warmup);
     put_i(w, s->open);
     put_i(w, s->implicit);
+    put_s(w, scope_sources[s->source <= 2 ? s->source : 0]);
+    put_sn(w, s->domain);
+    put_sn(w, s->category);
+    put_sn(w, s->payload);
 }
 
 static const gpufl__an_coldef_t device_defs[] = {{"ts_ns", I},

@@ -87,8 +87,9 @@ typedef enum kind {
 } kind_t;
 
 static const field_t scope_begin_fields[] = {
-    {"scope_id", T_I64}, {"parent_id", T_I64}, {"name", T_STR},   {"path", T_STR},
-    {"tag", T_STR},      {"depth", T_I32},     {"repeat", T_I32}, {"warmup", T_I32}};
+    {"scope_id", T_I64}, {"parent_id", T_I64}, {"name", T_STR},     {"path", T_STR},
+    {"tag", T_STR},      {"depth", T_I32},     {"repeat", T_I32},   {"warmup", T_I32},
+    {"source", T_U8},    {"domain", T_STR},    {"category", T_STR}, {"payload", T_STR}};
 static const field_t scope_end_fields[] = {{"scope_id", T_I64},    {"name", T_STR},
                                            {"path", T_STR},        {"duration_ns", T_I64},
                                            {"implicit_end", T_U8}, {"begin_lost", T_U8}};
@@ -400,6 +401,10 @@ static void scope_fields(ctf_t *c, const item_t *x) {
         f_i32(c, s->depth);
         f_i32(c, s->repeat);
         f_i32(c, s->warmup);
+        f_u8(c, s->source); /* 0 gpufl, 1 NVTX push/pop, 2 NVTX start/end */
+        f_str(c, s->domain ? s->domain : "");
+        f_str(c, s->category ? s->category : "");
+        f_str(c, s->payload ? s->payload : "");
         return;
     }
     f_str(c, s->name);

@@ -249,7 +249,12 @@ static void collect_rows(builder_t *b) {
     for (size_t i = 0; i < m->n_scopes; i++) {
         const gpufl__model_scope_t *s = &m->scopes[i];
         int64_t end = s->end_ns == GPUFL_MODEL_UNKNOWN || s->open ? tl->end_ns : s->end_ns;
-        add_row(b, GPUFL_EXPORT_SCOPE, thread_group(b, s->tid), i, s->begin_ns, end, 0);
+        /* NVTX start/end ranges overlap without nesting: a track of their own,
+         * spread into lanes, instead of being cut to nest on a thread. */
+        uint32_t g = s->source == GPUFL__MODEL_SOURCE_NVTX_START_END
+                         ? group_of(&b->gm, GPUFL_EXPORT_TRACK_THREAD, GPUFL_EXPORT_NVTX_TID, 0)
+                         : thread_group(b, s->tid);
+        add_row(b, GPUFL_EXPORT_SCOPE, g, i, s->begin_ns, end, 0);
     }
     for (size_t i = 0; i < m->n_syncs; i++) {
         const gpufl__model_sync_t *s = &m->syncs[i];
@@ -363,7 +368,9 @@ static void name_track(const gpufl__export_timeline_t *tl, gpufl__export_track_t
     if (lanes > 1 && t->lane > 0) snprintf(lane, sizeof lane, " #%u", t->lane + 1);
     switch (t->kind) {
     case GPUFL_EXPORT_TRACK_THREAD:
-        if (t->tid < 0)
+        if (t->tid == GPUFL_EXPORT_NVTX_TID)
+            snprintf(t->name, sizeof t->name, "NVTX start/end ranges%s", lane);
+        else if (t->tid < 0)
             snprintf(t->name, sizeof t->name, "thread unknown%s", lane);
         else
             snprintf(t->name, sizeof t->name, "%sthread %" PRId64,
@@ -641,6 +648,14 @@ void gpufl__export_row_args(const gpufl__export_timeline_t *tl, const gpufl__exp
         }
         if (s->open) out->i64(out->user, "open", 1);
         if (s->implicit) out->i64(out->user, "implicit_end", 1);
+        if (s->source != GPUFL__MODEL_SOURCE_GPUFL) {
+            out->str(out->user, "source",
+                     s->source == GPUFL__MODEL_SOURCE_NVTX_START_END ? "nvtx_start_end" : "nvtx");
+            if (*s->domain) out->str(out->user, "domain", s->domain);
+            if (*s->category) out->str(out->user, "category", s->category);
+            if (*s->payload) out->str(out->user, "payload", s->payload);
+            if (s->source == GPUFL__MODEL_SOURCE_NVTX_START_END) out->i64(out->user, "tid", s->tid);
+        }
         break;
     }
     case GPUFL_EXPORT_SYNC: {

@@ -54,6 +54,9 @@ typedef enum gpufl__export_track_kind {
     GPUFL_EXPORT_TRACK_COUNTER = 2
 } gpufl__export_track_kind_t;
 
+/* The thread-kind group of NVTX start/end ranges (they may start and end on
+ * different threads and overlap): laid out in lanes like rows of no thread. */
+#define GPUFL_EXPORT_NVTX_TID (-2)
 /* A GPU track's stream for the copies and memsets of a device. */
 #define GPUFL_EXPORT_COPY_STREAM INT64_MIN
 /* Lanes one GPU stream (or a device's copies) may spread over. */

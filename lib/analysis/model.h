@@ -46,6 +46,11 @@ typedef struct gpufl__model_header {
     int64_t epoch_unix_us; /* wall clock at the epoch; GPUFL_MODEL_UNKNOWN when absent */
 } gpufl__model_header_t;
 
+/* A scope's source (scope_begin's `source` column). */
+#define GPUFL__MODEL_SOURCE_GPUFL          0
+#define GPUFL__MODEL_SOURCE_NVTX_PUSH_POP  1
+#define GPUFL__MODEL_SOURCE_NVTX_START_END 2
+
 /* One scope instance: a scope_begin row joined with its scope_end row. */
 typedef struct gpufl__model_scope {
     int64_t id;     /* scope instance id, unique in the session */
@@ -60,6 +65,9 @@ typedef struct gpufl__model_scope {
     int32_t depth;
     int32_t repeat; /* measured iterations (GFL_BENCH), 0 for a plain scope */
     int32_t warmup;
+    uint8_t source;                             /* 0 gpufl, 1 NVTX push/pop, 2 NVTX start/end */
+    int64_t domain_id, category_id, payload_id; /* dict ids, 0 for none */
+    const char *domain, *category, *payload;    /* resolved; "" for none */
     uint8_t open;      /* no scope_end: still open when the log ends */
     uint8_t implicit;  /* closed because an enclosing scope closed first */
     uint8_t lost;      /* in lost_scopes: its scope_begin is missing (begin_ns unknown) */
@@ -590,6 +598,8 @@ typedef struct gpufl__model_scope_path {
     double min_ns, max_ns; /* of one closed instance; 0 when none */
     double bench_total_ns; /* over closed instances with repeat > 0 */
     double bench_iters;    /* their measured iterations */
+    uint8_t source;        /* of its first instance: 0 gpufl, 1 NVTX push/pop, 2 NVTX start/end */
+    const char *domain;    /* NVTX domain of its first instance, "" for none or the default */
     gpufl__model_scope_gpu_t gpu;
 } gpufl__model_scope_path_t;
 

@@ -23,9 +23,27 @@ static int cell_int(json_t *col, size_t row, int64_t def, int64_t *out) {
 }
 
 static int on_scope_begin(gpufl__model_t *m, const gpufl__reader_pos_t *pos, json_t *rec) {
-    enum { TS, TID, ID, PARENT, DEPTH, NAME, TAG, PATH, REPEAT, WARMUP, NCOL };
-    static const char *const names[NCOL] = {"ts_ns", "tid", "id",   "parent", "depth",
-                                            "name",  "tag", "path", "repeat", "warmup"};
+    enum {
+        TS,
+        TID,
+        ID,
+        PARENT,
+        DEPTH,
+        NAME,
+        TAG,
+        PATH,
+        REPEAT,
+        WARMUP,
+        SOURCE,
+        DOMAIN,
+        CATEGORY,
+        PAYLOAD,
+        NCOL
+    };
+    /* From repeat on, a log may lack them (older writers): 0 then. */
+    static const char *const names[NCOL] = {"ts_ns",  "tid",    "id",       "parent", "depth",
+                                            "name",   "tag",    "path",     "repeat", "warmup",
+                                            "source", "domain", "category", "payload"};
     json_t *cols[NCOL];
     size_t rows;
     char why[160];
@@ -70,6 +88,11 @@ static int on_scope_begin(gpufl__model_t *m, const gpufl__reader_pos_t *pos, jso
         s->depth = (int32_t)v[DEPTH];
         s->repeat = (int32_t)v[REPEAT];
         s->warmup = (int32_t)v[WARMUP];
+        s->source = v[SOURCE] >= 0 && v[SOURCE] <= 2 ? (uint8_t)v[SOURCE] : 0;
+        s->domain_id = v[DOMAIN];
+        s->category_id = v[CATEGORY];
+        s->payload_id = v[PAYLOAD];
+        s->domain = s->category = s->payload = "";
         s->open = 1;
         s->implicit = 0;
         s->lost = 0;
@@ -156,6 +179,9 @@ static int join_scopes(gpufl__model_t *m) {
         s->name = gpufl__model_resolve(m, s->name_id);
         s->tag = gpufl__model_resolve(m, s->tag_id);
         s->path = gpufl__model_resolve(m, s->path_id);
+        if (s->domain_id > 0) s->domain = gpufl__model_resolve(m, s->domain_id);
+        if (s->category_id > 0) s->category = gpufl__model_resolve(m, s->category_id);
+        if (s->payload_id > 0) s->payload = gpufl__model_resolve(m, s->payload_id);
         if (s->open) m->n_open_scopes++;
     }
     return gpufl__model_name_lost_scopes(m);
@@ -286,6 +312,8 @@ static int build_paths(gpufl__model_t *m) {
             p = &m->scope_paths[k++];
             p->path = s->path;
             p->name = s->name;
+            p->source = s->source;
+            p->domain = s->domain ? s->domain : "";
             if (*s->tag) p->tags = 1;
         } else if (*s->tag && strcmp(by_path[i - 1]->tag, s->tag) != 0) {
             p->tags++;
@@ -423,6 +451,113 @@ static void work_add(gpufl__model_gpu_work_t *to, const gpufl__model_gpu_work_t 
     to->memset_ns += w->memset_ns;
 }
 
+/* ---- NVTX start/end ranges: on no thread's stack, so no row names them;
+ * they get the work launched while they were open (docs/nvtx.md) ---- */
+
+typedef struct timed {
+    int64_t t;
+    double ns;
+    int kind; /* 0 kernel, 1 copy, 2 memset */
+    const char *name;
+} timed_t;
+
+static int cmp_timed(const void *a, const void *b) {
+    const timed_t *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* The first index whose time is >= t. */
+static size_t timed_lower(const timed_t *v, size_t n, int64_t t) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].t < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Lists the kernels of refs (n, each with its slot) in their slots' top
+ * lists, by name: ranks the names, sorts, and counts each slot's names. */
+static int list_top_kernels(gpufl__model_t *m, kernel_ref_t *refs, size_t n) {
+    if (!n) return 0;
+    int rc = rank_kernel_names(refs, n);
+    if (rc) return rc;
+    qsort(refs, n, sizeof *refs, cmp_kernel_ref);
+    for (size_t i = 0, j; i < n; i = j) {
+        double ns = 0;
+        for (j = i; j < n && refs[j].slot == refs[i].slot && refs[j].rank == refs[i].rank; j++)
+            ns += refs[j].ns;
+        gpufl__model_scope_gpu_t *g = gpu_of_slot(m, refs[i].slot);
+        g->kernel_names++;
+        top_insert(g, refs[i].name, (uint64_t)(j - i), ns);
+    }
+    return 0;
+}
+
+/* Adds to each closed start/end range's path the kernels launched (their
+ * GPU start when the launch time is unknown), copies and memsets started
+ * within [begin, end] of an instance; its top kernels by name over all its
+ * instances, as attribute_gpu lists them. */
+static int attribute_start_end(gpufl__model_t *m) {
+    size_t ranges = 0;
+    for (size_t i = 0; i < m->n_scopes; i++)
+        ranges += m->scopes[i].source == GPUFL__MODEL_SOURCE_NVTX_START_END;
+    size_t n = m->n_kernels + m->n_copies + m->n_memsets;
+    if (!ranges || !n) return 0;
+    int rc = 0;
+    kernel_ref_t *hits = NULL;
+    size_t n_hits = 0, hits_alloc = 0;
+    timed_t *v = malloc(n * sizeof *v);
+    if (!v) goto set_oom_error;
+    size_t k = 0;
+    for (size_t i = 0; i < m->n_kernels; i++) {
+        const gpufl__model_kernel_t *x = &m->kernels[i];
+        int64_t t = x->launch_ns != GPUFL_MODEL_UNKNOWN ? x->launch_ns : x->start_ns;
+        v[k++] = (timed_t){t, (double)(x->end_ns - x->start_ns), 0, x->demangled};
+    }
+    for (size_t i = 0; i < m->n_copies; i++)
+        v[k++] = (timed_t){m->copies[i].start_ns,
+                           (double)(m->copies[i].end_ns - m->copies[i].start_ns), 1, NULL};
+    for (size_t i = 0; i < m->n_memsets; i++)
+        v[k++] = (timed_t){m->memsets[i].start_ns,
+                           (double)(m->memsets[i].end_ns - m->memsets[i].start_ns), 2, NULL};
+    qsort(v, n, sizeof *v, cmp_timed);
+    for (size_t i = 0; i < m->n_scopes; i++) {
+        const gpufl__model_scope_t *s = &m->scopes[i];
+        if (s->source != GPUFL__MODEL_SOURCE_NVTX_START_END || s->open) continue;
+        gpufl__model_gpu_work_t *w = &m->scope_paths[s->path_index].gpu.self;
+        for (size_t j = timed_lower(v, n, s->begin_ns); j < n && v[j].t <= s->end_ns; j++) {
+            if (v[j].kind == 1) {
+                w->copies++, w->copy_ns += v[j].ns;
+                continue;
+            }
+            if (v[j].kind == 2) {
+                w->memsets++, w->memset_ns += v[j].ns;
+                continue;
+            }
+            w->kernels++, w->kernel_ns += v[j].ns;
+            rc = gpufl__model_reserve((void **)&hits, &hits_alloc, n_hits, sizeof *hits,
+                                      m->limits.max_scopes);
+            if (rc < 0) goto free_all;
+            if (rc == 0)
+                hits[n_hits++] =
+                    (kernel_ref_t){s->path_index, 0, v[j].name ? v[j].name : "?", v[j].ns};
+            rc = 0; /* past the cap: counted in the work, left out of the top list */
+        }
+    }
+    rc = list_top_kernels(m, hits, n_hits);
+    goto free_all;
+set_oom_error:
+    rc = gpufl__set_error(GPUFL_ENOMEM, "out of memory for NVTX start/end ranges");
+free_all:
+    free(v);
+    free(hits);
+    return rc;
+}
+
 /* Attributes every kernel, copy and memset to the scope path of its scope
  * instance, lists each path's top kernels, and adds each path's own work to
  * the totals of its ancestors. */
@@ -451,24 +586,10 @@ static int attribute_gpu(gpufl__model_t *m) {
         w->memsets++;
         w->memset_ns += (double)(m->memsets[i].end_ns - m->memsets[i].start_ns);
     }
-    if (refs) {
-        int rc = rank_kernel_names(refs, m->n_kernels);
-        if (rc) {
-            free(refs);
-            return rc;
-        }
-        qsort(refs, m->n_kernels, sizeof *refs, cmp_kernel_ref);
-    }
-    for (size_t i = 0, j; i < m->n_kernels; i = j) {
-        double ns = 0;
-        for (j = i;
-             j < m->n_kernels && refs[j].slot == refs[i].slot && refs[j].rank == refs[i].rank; j++)
-            ns += refs[j].ns;
-        gpufl__model_scope_gpu_t *g = gpu_of_slot(m, refs[i].slot);
-        g->kernel_names++;
-        top_insert(g, refs[i].name, (uint64_t)(j - i), ns);
-    }
+    int rc = list_top_kernels(m, refs, m->n_kernels);
     free(refs);
+    if (!rc) rc = attribute_start_end(m);
+    if (rc) return rc;
     for (size_t i = 0; i < m->n_scope_paths; i++)
         for (long k = (long)i; k >= 0; k = m->scope_paths[k].parent)
             work_add(&m->scope_paths[k].gpu.total, &m->scope_paths[i].gpu.self);

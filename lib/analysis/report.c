@@ -375,7 +375,8 @@ static int put_scopes(FILE *out, const gpufl__report_t *r) {
     for (size_t i = 0; i < n; i++) {
         const gpufl__model_scope_path_t *p = sc->rows[i].path;
         size_t d = p->depth < INDENT_MAX ? p->depth : INDENT_MAX;
-        size_t w = 2 * d + text_width(p->name);
+        char shown[LABEL_SIZE];
+        size_t w = 2 * d + text_width(gpufl__report_scope_label(p, shown, sizeof shown));
         if (w > name_w) name_w = w;
     }
     if (name_w > NAME_COL_MAX) name_w = NAME_COL_MAX;
@@ -396,7 +397,8 @@ static int put_scopes(FILE *out, const gpufl__report_t *r) {
     for (size_t k = 0; k < n; k++) {
         const gpufl__report_scope_row_t *row = &sc->rows[k];
         const gpufl__model_scope_path_t *p = row->path;
-        indented(label, p->depth, p->name);
+        char shown[LABEL_SIZE];
+        indented(label, p->depth, gpufl__report_scope_label(p, shown, sizeof shown));
         char calls[48], open[24], tags[GPUFL_REPORT_TAG_CELL], t[5][32];
         const char *tp[5] = {t[0], t[1], t[2], t[3], t[4]};
         gpufl__report_fmt_calls(calls, sizeof calls, p);
@@ -1250,7 +1252,9 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     size_t name_w = 5;
     for (size_t i = 0; i < r->n_scope_gpu_rows; i++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[i].path;
-        name_w = gpu_label_width(name_w, p->depth, p->name, &p->gpu);
+        char shown[LABEL_SIZE];
+        name_w = gpu_label_width(name_w, p->depth,
+                                 gpufl__report_scope_label(p, shown, sizeof shown), &p->gpu);
     }
     name_w = gpu_label_width(name_w, 0, "(unknown scope)", &m->gpu_unknown_scope);
     name_w = gpu_label_width(name_w, 0, "(no scope)", &m->gpu_no_scope);
@@ -1269,6 +1273,9 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     fprintf(out, "  host: wall time of all calls; gpu: GPU time of the work launched in the scope "
                  "and in\n  the scopes inside it (work counts it); self: in the scope alone; "
                  "\xc2\xb7 kernels launched\n  in the scope itself, by GPU time\n");
+    if (r->scope_gpu_start_end)
+        fprintf(out, "  [nvtx start/end]: the work launched while the range was open, by any "
+                     "thread; it also\n  counts where it was launched (not in the sum above)\n");
     size_t hidden = r->scope_gpu_hidden;
     if (hidden)
         fprintf(out, "  %zu scope path%s without GPU work not shown\n", hidden, plural(hidden));
@@ -1276,7 +1283,10 @@ static int put_scopes_gpu(FILE *out, const gpufl__report_t *r) {
     put_scope_gpu_row(out, name_w, "scope", "host", "gpu", "self", "work");
     for (size_t k = 0; k < r->n_scope_gpu_rows; k++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[k].path;
-        put_scope_gpu(out, name_w, label, p->depth, p->name, p->calls ? p->total_ns : -1, &p->gpu);
+        char shown[LABEL_SIZE];
+        put_scope_gpu(out, name_w, label, p->depth,
+                      gpufl__report_scope_label(p, shown, sizeof shown),
+                      p->calls ? p->total_ns : -1, &p->gpu);
     }
     if (has_work(&m->gpu_unknown_scope.self))
         put_scope_gpu(out, name_w, label, 0, "(unknown scope)", -1, &m->gpu_unknown_scope);

@@ -474,6 +474,7 @@ typedef struct gpufl__report {
     int scope_gpu_shown;
     gpufl__report_scope_row_t *scope_gpu_rows; /* paths with GPU work, tree order by GPU time */
     size_t n_scope_gpu_rows, scope_gpu_hidden;
+    size_t scope_gpu_start_end; /* NVTX start/end range paths: their work overlays the others' */
     double gpu_in_scopes_ns, gpu_all_ns;
     int64_t unattributed; /* trace_stats: records without a launch note; -1 unknown */
 
@@ -627,5 +628,10 @@ void gpufl__report_kconf_cells(const gpufl__report_kconf_t *c, const char *disag
 void gpufl__report_lgroup_cells(
     const gpufl__report_lgroup_t *g,
     char cells[GPUFL_REPORT_LGROUP_CELLS][GPUFL_REPORT_KCONF_CELL_BYTES]);
+
+/* A scope path's name as the reports list it: an NVTX range's says so, with
+ * its domain ("step [nvtx:training]", "epoch [nvtx start/end]"); a gpufl
+ * scope's is its name. buf (size bytes) holds it when it is not p->name. */
+const char *gpufl__report_scope_label(const gpufl__model_scope_path_t *p, char *buf, size_t size);
 
 #endif

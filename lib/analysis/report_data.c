@@ -793,6 +793,13 @@ static void build_damage(const gpufl__model_t *m, gpufl__report_summary_t *s) {
                  (unsigned long long)rest, rest == 1 ? "" : "s");
 }
 
+const char *gpufl__report_scope_label(const gpufl__model_scope_path_t *p, char *buf, size_t size) {
+    if (p->source == GPUFL__MODEL_SOURCE_GPUFL) return p->name;
+    snprintf(buf, size, "%s [nvtx%s%s%s]", p->name, *p->domain ? ":" : "", p->domain,
+             p->source == GPUFL__MODEL_SOURCE_NVTX_START_END ? " start/end" : "");
+    return buf;
+}
+
 static int has_work(const gpufl__model_gpu_work_t *w) {
     return w->kernels + w->copies + w->memsets > 0;
 }
@@ -802,7 +809,11 @@ static int build_scope_gpu(const gpufl__model_t *m, gpufl__report_t *r) {
     if (!m->gpu_scoped_rows && !m->n_scope_paths) return 0; /* nothing to attribute to */
     r->scope_gpu_shown = 1;
     r->unattributed = -1;
-    if (!m->gpu_scoped_rows) return 0;
+    int start_end_work = 0; /* NVTX start/end ranges get work no row names */
+    for (size_t i = 0; i < m->n_scope_paths; i++)
+        start_end_work |= m->scope_paths[i].source == GPUFL__MODEL_SOURCE_NVTX_START_END &&
+                          has_work(&m->scope_paths[i].gpu.self);
+    if (!m->gpu_scoped_rows && !start_end_work) return 0;
     int64_t lost;
     if (gpufl__reader_int(json_object_get(m->trace_stats, "unattributed"), &lost) == 0)
         r->unattributed = lost;
@@ -818,7 +829,12 @@ static int build_scope_gpu(const gpufl__model_t *m, gpufl__report_t *r) {
     for (size_t i = 0; i < n; i++) {
         const gpufl__model_scope_path_t *p = &m->scope_paths[i];
         key[i] = gpufl__model_gpu_ns(&p->gpu.total);
-        r->gpu_in_scopes_ns += gpufl__model_gpu_ns(&p->gpu.self);
+        /* A start/end range's work is also where its rows' scope puts it: an
+         * overlay, left out of the sum so that the sum is the session's. */
+        if (p->source == GPUFL__MODEL_SOURCE_NVTX_START_END)
+            r->scope_gpu_start_end++;
+        else
+            r->gpu_in_scopes_ns += gpufl__model_gpu_ns(&p->gpu.self);
         r->scope_gpu_hidden += !has_work(&p->gpu.total);
     }
     r->gpu_all_ns = r->gpu_in_scopes_ns + gpufl__model_gpu_ns(&m->gpu_no_scope.self) +

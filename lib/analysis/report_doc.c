@@ -241,7 +241,8 @@ static void scopes(const gpufl__report_emitter_t *e, const gpufl__report_t *r) {
         char c[9][256];
         const char *cp[9];
         for (int k = 0; k < 9; k++) cp[k] = c[k], snprintf(c[k], sizeof c[k], "-");
-        tree_label(c[0], sizeof c[0], p->depth, p->name);
+        char shown[512];
+        tree_label(c[0], sizeof c[0], p->depth, gpufl__report_scope_label(p, shown, sizeof shown));
         gpufl__report_fmt_calls(c[1], sizeof c[1], p);
         if (p->open) snprintf(c[2], sizeof c[2], "%zu", p->open);
         if (p->calls) {
@@ -673,6 +674,9 @@ static void scope_gpu(const gpufl__report_emitter_t *e, const gpufl__report_t *r
                  "all calls; gpu: GPU time of the work launched in the scope and in the scopes "
                  "inside it; self: in the scope alone",
                  a, b));
+    if (r->scope_gpu_start_end)
+        e->para(o, "[nvtx start/end]: the work launched while the range was open, by any "
+                   "thread; it also counts where it was launched (not in the sum above)");
     if (r->unattributed > 0)
         e->para(o, f(v, sizeof v, "%lld record%s without a launch note count under (no scope)",
                      (long long)r->unattributed, r->unattributed == 1 ? "" : "s"));
@@ -680,7 +684,10 @@ static void scope_gpu(const gpufl__report_emitter_t *e, const gpufl__report_t *r
     e->table_begin(o, 6, heads, "lrrrll");
     for (size_t i = 0; i < r->n_scope_gpu_rows; i++) {
         const gpufl__model_scope_path_t *p = r->scope_gpu_rows[i].path;
-        scope_gpu_row(e, tree_label(label, sizeof label, p->depth, p->name),
+        char shown[512];
+        scope_gpu_row(e,
+                      tree_label(label, sizeof label, p->depth,
+                                 gpufl__report_scope_label(p, shown, sizeof shown)),
                       p->calls ? p->total_ns : -1, &p->gpu);
     }
     if (has_work(&m->gpu_unknown_scope.self))

@@ -197,6 +197,12 @@ static json_t *scopes_json(const gpufl__report_t *r) {
         for (size_t k = 0; tags && k < row->n_tags && k < GPUFL_REPORT_TAGS_JSON; k++)
             json_array_append_new(tags, str(row->tags[k]));
         put(x, "lost", json_integer((json_int_t)p->lost));
+        if (p->source != GPUFL__MODEL_SOURCE_GPUFL) { /* absent for gpufl's own scopes */
+            put(x, "source",
+                json_string(p->source == GPUFL__MODEL_SOURCE_NVTX_START_END ? "nvtx_start_end"
+                                                                            : "nvtx"));
+            put(x, "domain", json_string(p->domain));
+        }
         json_array_append_new(a, x);
     }
     json_t *open = json_array();

@@ -136,14 +136,76 @@ static void align_depth(gpufl__collector_t *c, thread_view_t *t, uint32_t depth)
     }
 }
 
+/* An NVTX range's columns: source, domain, category and payload (row[10..13]);
+ * its tag text is the domain and the category's name, so it has no tag. */
+static void nvtx_columns(gpufl__collector_t *c, gpufl__ring_t *r, uint64_t at,
+                         const gpufl__rec_t *rec, const char *text, gpufl__cell_t *row) {
+    const gpufl__rec_nvtx_t *nv = (const gpufl__rec_nvtx_t *)gpufl__ring_at(r, at + rec->extra);
+    const char *domain = text + rec->name_len;
+    size_t domain_len = nv->domain_len <= rec->tag_len ? nv->domain_len : rec->tag_len;
+    size_t category_len = rec->tag_len - domain_len;
+    row[10].i = rec->flags & GPUFL_REC_FLAG_DETACHED ? GPUFL__SCOPE_SOURCE_NVTX_START_END
+                                                     : GPUFL__SCOPE_SOURCE_NVTX_PUSH_POP;
+    row[11].i = domain_len ? gpufl__intern(c->dict, domain, domain_len) : 0;
+    char number[32];
+    if (category_len)
+        row[12].i = gpufl__intern(c->dict, domain + domain_len, category_len);
+    else if (nv->category)
+        row[12].i = gpufl__intern(c->dict, number,
+                                  (size_t)snprintf(number, sizeof number, "%u", nv->category));
+    else
+        row[12].i = 0;
+    int n = 0;
+    switch (nv->payload_kind) {
+    case GPUFL_NVTX_PAYLOAD_INT:
+        n = snprintf(number, sizeof number, "%lld", (long long)nv->payload.i);
+        break;
+    case GPUFL_NVTX_PAYLOAD_UINT:
+        n = snprintf(number, sizeof number, "%llu", (unsigned long long)nv->payload.u);
+        break;
+    case GPUFL_NVTX_PAYLOAD_REAL:
+        /* NaN and infinities have no JSON number: kept as their names */
+        n = snprintf(number, sizeof number, "%.17g", nv->payload.f);
+        break;
+    default: break;
+    }
+    row[13].i = n > 0 ? gpufl__intern(c->dict, number, (size_t)n) : 0;
+}
+
+/* An NVTX start/end range: on no thread's stack (it may end on another
+ * thread), so a top-level scope of its own whatever the thread had open. */
+static void on_begin_detached(gpufl__collector_t *c, gpufl__ring_t *r, uint64_t at,
+                              const gpufl__rec_t *rec, int64_t ts) {
+    char text[2 * GPUFL_TEXT_MAX + sizeof(gpufl__rec_t)];
+    read_text(r, at, rec, text);
+    uint32_t name = gpufl__intern(c->dict, text, rec->name_len);
+    gpufl__cell_t *row = next_row(c, &c->begins);
+    row[0].i = ts;
+    row[1].i = r->tid;
+    row[2].i = (int64_t)rec->scope_id;
+    row[3].i = 0;
+    row[4].i = 1;
+    row[5].i = name;
+    row[6].i = 0;
+    row[7].i = name;
+    row[8].i = row[9].i = 0;
+    nvtx_columns(c, r, at, rec, text, row);
+}
+
 static void on_begin(gpufl__collector_t *c, gpufl__ring_t *r, uint64_t at, const gpufl__rec_t *rec,
                      int64_t ts) {
     char text[2 * GPUFL_TEXT_MAX + sizeof(gpufl__rec_t)];
+    if (rec->flags & GPUFL_REC_FLAG_DETACHED) {
+        on_begin_detached(c, r, at, rec, ts);
+        return;
+    }
+    int nvtx = (rec->flags & GPUFL_REC_FLAG_NVTX) != 0;
     thread_view_t *t = &c->threads[r->index];
     align_depth(c, t, rec->depth);
     read_text(r, at, rec, text);
     uint32_t name = gpufl__intern(c->dict, text, rec->name_len);
-    uint32_t tag = rec->tag_len ? gpufl__intern(c->dict, text + rec->name_len, rec->tag_len) : 0;
+    uint32_t tag =
+        rec->tag_len && !nvtx ? gpufl__intern(c->dict, text + rec->name_len, rec->tag_len) : 0;
     const open_scope_t *parent = t->depth ? &t->stack[t->depth - 1] : NULL;
     uint32_t path = path_of(c, parent ? parent->path : 0, text, rec->name_len);
 
@@ -158,12 +220,24 @@ static void on_begin(gpufl__collector_t *c, gpufl__ring_t *r, uint64_t at, const
     row[7].i = path;
     row[8].i = rec->repeat;
     row[9].i = rec->warmup;
+    if (nvtx)
+        nvtx_columns(c, r, at, rec, text, row);
+    else
+        row[10].i = row[11].i = row[12].i = row[13].i = 0;
     if (t->depth < GPUFL_SCOPE_STACK_MAX)
         t->stack[t->depth++] = (open_scope_t){rec->scope_id, path};
     c->open_scopes++;
 }
 
 static void on_end(gpufl__collector_t *c, gpufl__ring_t *r, const gpufl__rec_t *rec, int64_t ts) {
+    if (rec->flags & GPUFL_REC_FLAG_DETACHED) { /* the end of a start/end range: no stack */
+        gpufl__cell_t *row = next_row(c, &c->ends);
+        row[0].i = ts;
+        row[1].i = r->tid;
+        row[2].i = (int64_t)rec->scope_id;
+        row[3].i = 0;
+        return;
+    }
     thread_view_t *t = &c->threads[r->index];
     align_depth(c, t, (uint32_t)rec->depth + 1);
     uint32_t pos = t->depth;

@@ -25,6 +25,12 @@ enum gpufl__rec_kind {
 #define GPUFL_REC_INLINE_TEXT    32
 #define GPUFL_REC_FLAG_IMPLICIT  1    /* scope_end: closed because an outer scope closed */
 #define GPUFL_REC_FLAG_TRUNCATED 2    /* name or tag was cut to GPUFL_TEXT_MAX */
+/* scope_begin: an NVTX range; its last continuation record is a
+ * gpufl__rec_nvtx_t and its tag text is the domain then the category name. */
+#define GPUFL_REC_FLAG_NVTX 4
+/* An NVTX start/end range: on no thread's stack of open scopes (it may end
+ * on another thread); on a scope_end, the end of such a range. */
+#define GPUFL_REC_FLAG_DETACHED  8
 #define GPUFL_TEXT_MAX           1024 /* longest name or tag kept, in bytes */
 #define GPUFL_SCOPE_STACK_MAX    128  /* deepest scope nesting recorded per thread */
 /* Scope ids keep the log compact: the ring (thread) index + 1 in the low
@@ -49,6 +55,31 @@ typedef struct gpufl__rec {
 } gpufl__rec_t;
 
 _Static_assert(sizeof(gpufl__rec_t) == 64, "a record is one cache line");
+
+/* What an NVTX range carries besides its name: the last record of an NVTX
+ * scope_begin. The domain and category names are the begin's tag text. */
+typedef struct gpufl__rec_nvtx {
+    uint16_t domain_len;        /* bytes of the domain name, 0 for NVTX's default domain */
+    uint16_t category_name_len; /* bytes of the category's name, 0 when unnamed */
+    uint32_t category;          /* NVTX category id, 0 for none */
+    uint8_t payload_kind;       /* enum gpufl__nvtx_payload */
+    uint8_t unused[7];
+    union {
+        int64_t i;
+        uint64_t u;
+        double f;
+    } payload;
+    char padding[40];
+} gpufl__rec_nvtx_t;
+
+enum gpufl__nvtx_payload {
+    GPUFL_NVTX_PAYLOAD_NONE = 0,
+    GPUFL_NVTX_PAYLOAD_INT = 1,  /* payload.i */
+    GPUFL_NVTX_PAYLOAD_UINT = 2, /* payload.u */
+    GPUFL_NVTX_PAYLOAD_REAL = 3  /* payload.f */
+};
+
+_Static_assert(sizeof(gpufl__rec_nvtx_t) == 64, "an NVTX attribute record is one record");
 _Static_assert(offsetof(gpufl__rec_t, flags) == offsetof(gpufl__rec_t, kind) + 1 &&
                    offsetof(gpufl__rec_t, extra) == offsetof(gpufl__rec_t, kind) + 2 &&
                    offsetof(gpufl__rec_t, depth) == offsetof(gpufl__rec_t, kind) + 3,

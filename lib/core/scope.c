@@ -389,6 +389,92 @@ void gpufl_scope_end(gpufl_scope_t id) {
     end_at(id, fast_ticks());
 }
 
+/* ---------------- NVTX ranges ---------------- */
+
+uint64_t gpufl__scope_generation(void) {
+    return __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
+}
+
+static size_t cut(size_t len, size_t max, int *truncated) {
+    if (len <= max) return len;
+    *truncated = 1;
+    return max;
+}
+
+uint64_t gpufl__scope_begin_nvtx(const char *name, size_t name_len, const gpufl__nvtx_attr_t *a,
+                                 int detached) {
+    uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
+    if (UNLIKELY(!generation)) return 0;
+    gpufl__ring_t *r = thread_ring(generation);
+    if (UNLIKELY(!r)) return 0;
+    if (!detached && UNLIKELY(r->depth >= GPUFL_SCOPE_STACK_MAX)) {
+        gpufl__ring_count(&r->depth_overflow);
+        return 0;
+    }
+    if (!name) name = "(unnamed)", name_len = 9;
+    int truncated = 0;
+    size_t domain_len = a->domain ? cut(a->domain_len, GPUFL_NVTX_NAME_MAX, &truncated) : 0;
+    size_t category_len =
+        a->category_name ? cut(a->category_name_len, GPUFL_NVTX_NAME_MAX, &truncated) : 0;
+    name_len = cut(name_len, GPUFL_TEXT_MAX, &truncated);
+    size_t total = name_len + domain_len + category_len;
+    uint64_t text_extra =
+        total > GPUFL_REC_INLINE_TEXT
+            ? (total - GPUFL_REC_INLINE_TEXT + sizeof(gpufl__rec_t) - 1) / sizeof(gpufl__rec_t)
+            : 0;
+    uint64_t extra = text_extra + 1; /* the attribute record last */
+    uint64_t at = gpufl__ring_reserve(r, 1 + extra);
+    if (UNLIKELY(at == UINT64_MAX)) return 0;
+    if (UNLIKELY(truncated)) gpufl__ring_count(&r->truncated);
+    gpufl__rec_t *rec = gpufl__ring_at(r, at);
+    put_text(r, at, 0, name, name_len);
+    put_text(r, at, name_len, a->domain, domain_len);
+    put_text(r, at, name_len + domain_len, a->category_name, category_len);
+    rec->name_len = (uint16_t)name_len;
+    rec->tag_len = (uint16_t)(domain_len + category_len);
+    rec->repeat = 0;
+    rec->warmup = 0;
+    gpufl__rec_nvtx_t *nv = (gpufl__rec_nvtx_t *)gpufl__ring_at(r, at + extra);
+    nv->domain_len = (uint16_t)domain_len;
+    nv->category_name_len = (uint16_t)category_len;
+    nv->category = a->category;
+    nv->payload_kind = a->payload_kind;
+    if (a->payload_kind == GPUFL_NVTX_PAYLOAD_REAL)
+        nv->payload.f = a->payload_f;
+    else
+        nv->payload.i = a->payload_i;
+    uint64_t id = r->next_id;
+    r->next_id = id + ((uint64_t)1 << GPUFL_SCOPE_ID_RING_BITS);
+    uint32_t depth = r->depth;
+    rec->scope_id = id;
+    uint8_t flags = GPUFL_REC_FLAG_NVTX | (detached ? GPUFL_REC_FLAG_DETACHED : 0) |
+                    (truncated ? GPUFL_REC_FLAG_TRUNCATED : 0);
+    gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_BEGIN, flags, (uint8_t)extra, (uint8_t)depth);
+    if (!detached) {
+        r->stack[depth] = id;
+        r->depth = depth + 1;
+    }
+    rec->ticks = gpufl__ticks();
+    gpufl__ring_commit(r, at + 1 + extra);
+    if (!detached && UNLIKELY(observed())) observe_begin(id, name, name_len, depth);
+    return id;
+}
+
+void gpufl__scope_end_detached(uint64_t id) {
+    uint64_t ticks = gpufl__ticks();
+    uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
+    if (UNLIKELY(!generation || id == 0)) return;
+    gpufl__ring_t *r = thread_ring(generation);
+    if (UNLIKELY(!r)) return;
+    uint64_t at = gpufl__ring_reserve(r, 1);
+    if (UNLIKELY(at == UINT64_MAX)) return;
+    gpufl__rec_t *rec = gpufl__ring_at(r, at);
+    rec->ticks = ticks;
+    rec->scope_id = id;
+    gpufl__rec_set_header(rec, GPUFL_REC_SCOPE_END, GPUFL_REC_FLAG_DETACHED, 0, 0);
+    gpufl__ring_commit(r, at + 1);
+}
+
 uint64_t gpufl__scope_current(void) {
     uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
     gpufl__ring_t *r = generation ? owned_ring(generation) : NULL;

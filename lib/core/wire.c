@@ -28,11 +28,12 @@
 
 /* ---------------- scope.log ---------------- */
 
-static const gpufl__col_def_t begin_cols[] = {{"ts_ns", GPUFL_COL_INT},  {"tid", GPUFL_COL_INT},
-                                              {"id", GPUFL_COL_INT},     {"parent", GPUFL_COL_INT},
-                                              {"depth", GPUFL_COL_INT},  {"name", GPUFL_COL_DICT},
-                                              {"tag", GPUFL_COL_DICT},   {"path", GPUFL_COL_DICT},
-                                              {"repeat", GPUFL_COL_INT}, {"warmup", GPUFL_COL_INT}};
+static const gpufl__col_def_t begin_cols[] = {
+    {"ts_ns", GPUFL_COL_INT},     {"tid", GPUFL_COL_INT},     {"id", GPUFL_COL_INT},
+    {"parent", GPUFL_COL_INT},    {"depth", GPUFL_COL_INT},   {"name", GPUFL_COL_DICT},
+    {"tag", GPUFL_COL_DICT},      {"path", GPUFL_COL_DICT},   {"repeat", GPUFL_COL_INT},
+    {"warmup", GPUFL_COL_INT},    {"source", GPUFL_COL_INT},  {"domain", GPUFL_COL_DICT},
+    {"category", GPUFL_COL_DICT}, {"payload", GPUFL_COL_DICT}};
 static const gpufl__col_def_t end_cols[] = {{"ts_ns", GPUFL_COL_INT},
                                             {"tid", GPUFL_COL_INT},
                                             {"id", GPUFL_COL_INT},

@@ -9,6 +9,7 @@
 #include "nvidia/gpu_sampler.h"
 #include "nvidia/probe.h"
 #if GPUFL_HAVE_CUPTI
+#include "nvidia/nvtx.h"
 #include "nvidia/trace_source.h"
 #endif
 #include "util/log.h"
@@ -76,6 +77,7 @@ static void nvidia_start_engine(gpufl__collector_t *c, const gpufl__settings_t *
             st.engine = GPUFL_ENGINE_SASS_METRICS;
         else if (st.trace.range_profiler != NULL)
             st.engine = GPUFL_ENGINE_RANGE_PROFILER;
+        gpufl__nvtx_start();
     }
     /* Also when tracing failed: an engine refused before that (PC sampling
      * after SASS metrics, say) keeps its own reason. */
@@ -144,6 +146,9 @@ static int nvidia_features(const gpufl__settings_t *s, gpufl__feature_t *out, in
             occupancy  ? NULL
             : !tracing ? "needs the Trace engine"
                        : st.trace.occupancy_why);
+    const char *nvtx_why;
+    int nvtx = gpufl__nvtx_feature(tracing, &nvtx_why);
+    n = add(out, n, max, "nvtx", nvtx, nvtx_why);
     /* CPU stacks: on with a note when walked or described in a reduced way. */
     int stacks = tracing && st.trace.stacks_on;
     n = add(out, n, max, "stack_trace", stacks,
@@ -190,6 +195,7 @@ static void nvidia_explain_engine(const gpufl__settings_t *s) {
 
 static void nvidia_stop(void) {
 #if GPUFL_HAVE_CUPTI
+    gpufl__nvtx_stop();
     gpufl__trace_source_fini(&st.trace);
     memset(&st.trace, 0, sizeof st.trace);
 #endif
@@ -204,6 +210,7 @@ static void nvidia_after_fork_child(void) {
     st.nvml = NULL;
     memset(&st.gpu, 0, sizeof st.gpu);
 #if GPUFL_HAVE_CUPTI
+    gpufl__nvtx_stop();
     memset(&st.trace, 0, sizeof st.trace);
     gpufl__cupti_after_fork_child();
 #endif

@@ -69,6 +69,8 @@ exported_symbols() {
         case $s in
             gpufl__*) bad+=("$s") ;;
             gpufl_*) ;;
+            # NVTX's injection entry point, the name NVTX looks up (docs/nvtx.md).
+            InitializeInjectionNvtx2) ;;
             # ASan's own marker for an instrumented global; not a symbol of the library's API.
             __odr_asan[._]gpufl_* | __odr_asan_gen_gpufl_*) [[ -n $san ]] || bad+=("$s") ;;
             *) bad+=("$s") ;;
@@ -85,7 +87,8 @@ exports() { printf '%s\n' "${symbols[@]}" | grep -qx "$1"; }
 step "exported symbols of $(basename "$solib")"
 exported_symbols "$solib"
 for want in gpufl_init gpufl_shutdown gpufl_scope_begin gpufl_scope_end gpufl_report_write \
-    gpufl_report_session gpufl_probe_create gpufl_last_error; do
+    gpufl_report_session gpufl_probe_create gpufl_last_error gpufl_nvtx_inject \
+    InitializeInjectionNvtx2; do
     exports "$want" || fail "libgpufl.so does not export $want"
 done
 # The recording library carries no analysis: what applications load stays small.

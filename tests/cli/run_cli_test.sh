@@ -45,7 +45,7 @@ cd "$tmp"
 # sessions: newest first (by the header's start time), with app, duration, size.
 expect 0 "sessions ROOT" -- "$gpufl" sessions "$root"
 order=$(awk 'NR > 1 {print $4}' "$tmp/out" | tr '\n' ' ')
-[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo pc_demo sass_demo range_demo resnet_train " ]] ||
+[[ $order == "scoped_demo trace_demo llm_train bench server trainer stacks_demo pc_demo sass_demo range_demo resnet_train nvtx_shared " ]] ||
   fail "sessions order: '$order'"
 grep -Eq "^20261124T090000.000Z-8080-5c0e +2026-11-24 09:00:00 +scoped_demo +0.700 s +[0-9.]+ KiB$" \
   "$tmp/out" || fail "the newest session's row"

@@ -30,6 +30,9 @@ if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     -o .devbin/trace_session "${libs[@]}" -cudart static
   "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include tests/gpu/occupancy_kernels.cu \
     -o .devbin/occupancy_kernels "${libs[@]}" -cudart static
+  # NVTX ranges as scopes (run_nvtx_check.sh): NVTX finds the static libgpufl by its pointer.
+  "$nvcc" -O2 -std=c++17 -arch=sm_90 -I include -I "$cuda_inc" tests/gpu/nvtx_check.cu \
+    -o .devbin/nvtx_check "${libs[@]}" -cudart static
   # The gpufl command-line tool, for `gpufl info` and reports on the GPU machine
   # (public headers only; both libraries).
   cc -O2 -std=c11 -D_GNU_SOURCE -I include -I cmd/common cmd/gpufl/*.c cmd/common/flags.c \

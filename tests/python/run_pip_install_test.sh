@@ -4,7 +4,7 @@
 # of the source tree (so nothing is written into the checkout): `pip install
 # --no-build-isolation --no-index --target DIR ./python` with Debian's setuptools, then imports
 # it from that directory and records a session. It also checks the wheel's abi3 tag, that
-# the module exports nothing but its init function, and that the gpufl command pip installs and
+# the module exports nothing but its init function and NVTX's entry point, and that the gpufl command pip installs and
 # `python -m gpufl` run the command-line tool.
 #
 # Usage: run_pip_install_test.sh <source dir> [python3]. Exits non-zero on the first failure.
@@ -37,8 +37,11 @@ grep -q "gpufl-.*-cp311-abi3-linux_.*\.whl" "$tmp/pip.log" ||
 
 module=$(ls "$tmp"/site/gpufl/_gpufl*.so)
 [[ $(basename "$module") == _gpufl.abi3.so ]] || { echo "FAIL: module is $module" >&2; exit 1; }
-exported=$(nm -D --defined-only "$module" | awk '{print $3}')
-[[ $exported == PyInit__gpufl ]] || { echo "FAIL: the module exports: $exported" >&2; exit 1; }
+# Besides its init function, NVTX's injection entry point (docs/nvtx.md: gpufl.init() points
+# NVTX_INJECTION64_PATH at this module).
+exported=$(nm -D --defined-only "$module" | awk '{print $3}' | sort | tr '\n' ' ')
+[[ $exported == "InitializeInjectionNvtx2 PyInit__gpufl " ]] ||
+    { echo "FAIL: the module exports: $exported" >&2; exit 1; }
 
 echo "== import gpufl from the install and record a session"
 mkdir "$tmp/run"

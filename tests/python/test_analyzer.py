@@ -79,6 +79,29 @@ def test_scope_events_are_begin_end_pairs():
     assert batch.duration_ns.tolist() == [120000000, 100000000]
 
 
+def test_nvtx_ranges_are_scopes_with_their_source():
+    # Recorded by tests/integration/nvtx_shared.c: NVTX push/pop ranges (one in domain
+    # "loader") around fake kernels, and a start/end range (docs/nvtx.md).
+    s = fixture("nvtx")
+    e = s.scope_events
+    assert len(e) == 7
+    assert set(e.source) == {"nvtx", "nvtx_start_end"}
+    fetch = e[e.path == "train_step/fetch"]
+    assert len(fetch) == 3 and (fetch.source == "nvtx").all()
+    assert (fetch.domain == "loader").all()
+    assert e[e.path == "train_step"].domain.isna().all()  # NVTX's default domain
+    epoch = e[e.path == "epoch"]
+    assert epoch.source.tolist() == ["nvtx_start_end"] and epoch.parent.tolist() == [0]
+    # Kernels launched inside push/pop ranges carry them as their scope.
+    k = s.kernels
+    assert k.groupby("scope_path").size().to_dict() == {
+        "train_step": 3, "train_step/fetch": 3}
+    assert k.scope_path.isna().sum() == 1  # launched inside the start/end range only
+    # The report lists them with their source and domain.
+    text = TextReport(s).generate()
+    assert "fetch [nvtx:loader]" in text and "epoch [nvtx start/end]" in text
+
+
 def test_every_rotated_segment_is_read():
     s = fixture("rotated")
     e = s.scope_events

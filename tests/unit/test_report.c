@@ -1804,6 +1804,13 @@ static void test_report_golden_scoped(void **state) {
     check_golden("scoped");
 }
 
+/* NVTX ranges (recorded by tests/integration/nvtx_shared.c): listed with
+ * their source and domain, the start/end range's work an overlay. */
+static void test_report_golden_nvtx(void **state) {
+    (void)state;
+    check_golden("nvtx");
+}
+
 /* The two sections' lines, independent of the golden file. */
 static void test_report_scoped_sections(void **state) {
     (void)state;
@@ -2502,9 +2509,9 @@ static void test_report_damaged_lines_summed(void **state) {
 /* The other formats, insights, progress                                    */
 /* ---------------------------------------------------------------------- */
 
-static const char *const fixtures_all[] = {"basic",       "killed",    "rotated", "gpu",
-                                           "trace",       "scoped",    "stacks",  "pcsampled",
-                                           "sassmetrics", "rangeprof", "timeline"};
+static const char *const fixtures_all[] = {"basic",       "killed",    "rotated",  "gpu",
+                                           "trace",       "scoped",    "stacks",   "pcsampled",
+                                           "sassmetrics", "rangeprof", "timeline", "nvtx"};
 #define N_FIXTURES (sizeof fixtures_all / sizeof fixtures_all[0])
 
 static void test_report_golden_json(void **state) {
@@ -3318,6 +3325,7 @@ int main(void) {
         cmocka_unit_test(test_report_damage_scan),
         cmocka_unit_test(test_report_damaged_line),
         cmocka_unit_test(test_report_damaged_lines_summed),
+        cmocka_unit_test(test_report_golden_nvtx),
         cmocka_unit_test(test_report_golden_json),
         cmocka_unit_test(test_report_golden_markdown),
         cmocka_unit_test(test_report_golden_html),
