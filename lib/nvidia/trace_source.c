@@ -645,6 +645,11 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     t->collector = c;
     t->flush_every_ns = (int64_t)settings->flush_interval_ms * 1000000;
     t->hold_ns = (int64_t)settings->batch_hold_ms * 1000000;
+    /* A flight recorder's snapshot wants the last moments before its trigger more than long
+     * lines: a fatal signal's snapshot cannot wait for held rows, so they wait no longer than
+     * the collector's pass. */
+    if (settings->flight_recorder_s > 0 && t->hold_ns > t->flush_every_ns)
+        t->hold_ns = t->flush_every_ns;
     if ((rc = gpufl__batch_init_table(&t->kernels, &gpufl__wire_kernel)) ||
         (rc = gpufl__batch_init_table(&t->copies, &gpufl__wire_copy)) ||
         (rc = gpufl__batch_init_table(&t->memsets, &gpufl__wire_memset)) ||

@@ -78,9 +78,9 @@ int main(int argc, char **argv) {
         forward_ms += b_ms;
     }
     nvtxRangeEnd(epoch);
-    gpufl_shutdown();
     char dir[4096];
-    if (gpufl_session_dir(dir, sizeof dir) != 0) dir[0] = '\0';
+    if (gpufl_session_dir(dir, sizeof dir) < 0) dir[0] = '\0';
+    gpufl_shutdown();
     std::printf("{\"session\": \"%s\", \"steps\": %d, \"expect\": {"
                 "\"step\": {\"calls\": %d, \"kernels\": %d, \"gpu_ns\": %.0f}, "
                 "\"step/forward\": {\"calls\": %d, \"kernels\": %d, \"gpu_ns\": %.0f, "

@@ -13,20 +13,26 @@
 #   crash     the flight recorder (`gpufl trace --flight-recorder`) of the
 #             program dying of SIGSEGV, of abort(), and of a kernel writing an
 #             invalid address: the exit status passed through and the snapshot.
+#   rate      memory per second of flight recording per engine: train_nvtx.py
+#             under `gpufl trace --flight-recorder 600`, a snapshot at its end
+#             (SIGUSR2): the snapshot event's in_bytes over the session time
+#             (Monitor with host and GPU samples every 100 ms).
 # Session logs are packed as OUT/sessions.tar.gz.
-# Usage: tests/gpu/run_zero_code_checks.sh OUT [--only program,torch,crash] [--rounds N]
+# Usage: tests/gpu/run_zero_code_checks.sh OUT [--only program,torch,crash,rate] [--rounds N] [--iters N]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 out=$(realpath -m "$1"); shift
-only=program,torch,crash
+only=program,torch,crash,rate
 rounds=5
+iters=3000
 while [[ $# -gt 0 ]]; do
   case $1 in
     --only) only=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -58,11 +64,11 @@ if want program; then
   for r in $(seq "$rounds"); do
     for v in none inproc trace; do
       case $v in
-        none) res=$(timeout 120 "$bin/zero_code_program" --iters 3000) ;;
+        none) res=$(timeout 120 "$bin/zero_code_program" --iters "$iters") ;;
         inproc) res=$(GPUFL_LOG_PATH=$out/logs/time-inproc timeout 120 \
-                      "$bin/zero_code_program_inproc" --iters 3000 2>/dev/null) ;;
+                      "$bin/zero_code_program_inproc" --iters "$iters" 2>/dev/null) ;;
         trace) res=$(timeout 120 "$gpufl" trace --engine trace --output "$out/logs/time-trace-$r" \
-                     -- "$bin/zero_code_program" --iters 3000 2>/dev/null) ;;
+                     -- "$bin/zero_code_program" --iters "$iters" 2>/dev/null) ;;
       esac
       echo "{\"variant\":\"$v\",\"round\":$r,\"result\":$res}" >>"$out/program-time.jsonl"
     done
@@ -82,8 +88,7 @@ if want torch; then
     python3 tests/gpu/train_nvtx.py >"$out/torch-traced.out" 2>"$out/torch-traced.err" || status=1
   tail -5 "$out/torch-traced.err"
   sdir=$(dirname "$(find "$out/logs/torch-traced" -name device.log | head -1)")
-  "$gpufl" report --format json --top 1000 "$sdir" >"$out/torch-report.json" 2>"$out/torch-report.err" ||
-    "$gpufl" report --format json "$sdir" >"$out/torch-report.json" 2>>"$out/torch-report.err" || status=1
+  "$gpufl" report --format json "$sdir" >"$out/torch-report.json" 2>"$out/torch-report.err" || status=1
   "$gpufl" report "$sdir" >"$out/torch-report.txt" 2>&1 || true
   python3 tests/gpu/check_zero_code.py torch "$out/torch-ref.json" "$sdir" "$out/torch-report.json" \
     >"$out/check-torch.json" || status=1
@@ -121,6 +126,35 @@ if want crash; then
       >"$out/check-crash-$fault.json" || status=1
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(("ok  " if c["ok"] else "FAIL"), c["check"], str(c["detail"])[:200]) for c in d.get("checks", [])]; print(d.get("error",""))' "$out/check-crash-$fault.json"
     echo "{\"fault\":\"$fault\",\"exit\":$rc}" >>"$out/crash-exit.jsonl"
+  done
+fi
+if want rate; then
+  for engine in Monitor Trace PcSampling; do
+    step "rate: flight recorder under $engine"
+    dir=$out/logs/rate-$engine
+    # Monitor samples nothing unless asked: it records host and GPU samples every 100 ms here.
+    sampling=()
+    [[ $engine == Monitor ]] && sampling=(GPUFL_SYSTEM_SAMPLE_RATE_MS=100 GPUFL_CONTINUOUS_SYSTEM_SAMPLING=1)
+    env "${sampling[@]}" timeout 200 "$gpufl" trace --engine "$engine" --flight-recorder 600 --output "$dir" -- \
+      python3 tests/gpu/train_nvtx.py --steps 300 --raise-usr2 >"$out/rate-$engine.out" \
+      2>"$out/rate-$engine.err" || status=1
+    python3 - "$dir" "$engine" <<'PY' | tee -a "$out/rate.jsonl"
+import glob, json, os, sys
+sys.path.insert(0, "tests/gpu")
+import gpufl_log
+found = []
+for log in glob.glob(os.path.join(sys.argv[1], "**", "device.log"), recursive=True):
+    s = gpufl_log.Session(os.path.dirname(log))
+    for e in s.events():
+        if e.get("code") == "flight_recorder_snapshot":
+            secs = int(e["ts_ns"]) / 1e9
+            found.append({"engine": sys.argv[2], "reason": e.get("reason"),
+                          "session_s": round(secs, 2), "in_bytes": e.get("in_bytes"),
+                          "bytes_per_s": round(int(e.get("in_bytes") or 0) / secs) if secs else None,
+                          "kept_bytes": e.get("kept_bytes"), "kept_rows": e.get("kept_rows"),
+                          "kernels": len(s.kernels())})
+print(json.dumps(found[0] if len(found) == 1 else {"engine": sys.argv[2], "snapshots": found}))
+PY
   done
 fi
 tar -C "$out" -czf "$out/sessions.tar.gz" logs && rm -rf "$out/logs"

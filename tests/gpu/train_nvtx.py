@@ -9,7 +9,7 @@ tokens, each step inside torch.cuda.nvtx.range("step") with nested ranges
 (TF32 off, deterministic algorithms) so that two processes launch the same
 kernels.
 
-Usage: train_nvtx.py [--steps N] [--warmup N] [--gpufl-init]
+Usage: train_nvtx.py [--steps N] [--warmup N] [--gpufl-init] [--raise-usr2]
 Prints one JSON line: steps, milliseconds per synchronized step.
 """
 import argparse
@@ -28,6 +28,8 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--gpufl-init", action="store_true")
+    ap.add_argument("--raise-usr2", action="store_true",
+                    help="raise SIGUSR2 at the end (a flight-recorder snapshot's trigger)")
     a = ap.parse_args()
     if a.gpufl_init:
         import gpufl
@@ -65,6 +67,10 @@ def main():
         step()
     ms = (time.perf_counter() - t0) * 1000 / a.steps
     print(json.dumps({"steps": a.steps, "ms_per_step": round(ms, 4)}), flush=True)
+    if a.raise_usr2:
+        import signal
+        os.kill(os.getpid(), signal.SIGUSR2)
+        time.sleep(2)  # the snapshot is written by a thread of gpufl's
     if a.gpufl_init:
         import gpufl
         gpufl.shutdown()

@@ -5,10 +5,13 @@
 // Built twice: as is, for `gpufl trace -- ./zero_code_program`, and with
 // -DGPUFL_IN_PROCESS, which wraps the same main in gpufl_init/gpufl_shutdown
 // (Trace) so that both sessions can be compared.
-// Usage: zero_code_program [--iters N] [--fault segv|abort|device]
+// Usage: zero_code_program [--iters N] [--fault segv|abort|device] [--fault-after-ms MS]
 // Prints one JSON line: {"iters":N,"loop_ms":...}. --fault ends the program
 // after the loop with a host null write, abort(), or a kernel that writes an
-// invalid address (then abort() on the error the next sync returns).
+// invalid address (then abort() on the error the next sync returns), MS
+// milliseconds after the loop (default 1000: a program that crashes after a
+// while, not in its first milliseconds; the recorder's rows reach its ring one
+// collector pass, 250 ms, after they happen).
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #ifdef GPUFL_IN_PROCESS
 #include <gpufl/gpufl.h>
@@ -60,11 +64,15 @@ __global__ void write_far(float *x) { x[(size_t)1 << 40] = 1.0f; }
 int main(int argc, char **argv) {
     int iters = 200;
     const char *fault = nullptr;
+    int fault_after_ms = 1000;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--fault") && i + 1 < argc) fault = argv[++i];
+        else if (!std::strcmp(argv[i], "--fault-after-ms") && i + 1 < argc)
+            fault_after_ms = std::atoi(argv[++i]);
         else {
-            std::fprintf(stderr, "usage: zero_code_program [--iters N] [--fault segv|abort|device]\n");
+            std::fprintf(stderr, "usage: zero_code_program [--iters N] [--fault segv|abort|device] "
+                                 "[--fault-after-ms MS]\n");
             return 2;
         }
     }
@@ -111,6 +119,7 @@ int main(int argc, char **argv) {
     std::printf("{\"iters\":%d,\"loop_ms\":%.3f,\"checksum\":%.3f}\n", iters, ms, h[0]);
     std::fflush(stdout);
 
+    if (fault) std::this_thread::sleep_for(std::chrono::milliseconds(fault_after_ms));
     if (fault && !std::strcmp(fault, "segv")) {
         volatile int *p = nullptr;
         *p = 1;
