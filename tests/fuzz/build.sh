@@ -21,7 +21,7 @@ usage() {
     cat <<EOF
 usage: tests/fuzz/build.sh [options]
 
-Builds fuzz_config, fuzz_reader, fuzz_sass, fuzz_feed, fuzz_cgroup, fuzz_upload, fuzz_ingest_body and
+Builds fuzz_config, fuzz_reader, fuzz_sass, fuzz_feed, fuzz_cgroup, fuzz_upload, fuzz_trigger, fuzz_ingest_body and
 fuzz_ingest_headers (gpufl-server's parsers, with its sources under cmd/gpufl-server) with $cc -fsanitize=fuzzer,address,undefined
 (the library sources are compiled in, with coverage), runs each target for
 SECONDS on a copy of tests/fuzz/corpus/<target> in a temporary directory, then
@@ -30,7 +30,7 @@ Crashes are saved under BUILD_DIR/artifacts/<target>/; the script then exits 1.
 
 options:
   -t, --time SECONDS     fuzzing time per target (default $seconds)
-  -T, --target NAME      config, reader, sass, feed, cgroup, upload, ingest_body or ingest_headers;
+  -T, --target NAME      config, reader, sass, feed, cgroup, upload, trigger, ingest_body or ingest_headers;
                          repeat for several (default: all)
   -b, --build-dir DIR    where binaries, logs and crashes go (default build-fuzz/)
   -j, --fork N           run N fuzzing processes per target (libFuzzer -fork=N)
@@ -61,10 +61,10 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(config reader sass feed cgroup upload ingest_body ingest_headers)
+[ ${#targets[@]} -gt 0 ] || targets=(config reader sass feed cgroup upload trigger ingest_body ingest_headers)
 for t in "${targets[@]}"; do
-    case "$t" in config | reader | sass | feed | cgroup | upload | ingest_body | ingest_headers) ;;
-    *) die "unknown target '$t' (config, reader, sass, feed, cgroup, upload, ingest_body or ingest_headers)" ;; esac
+    case "$t" in config | reader | sass | feed | cgroup | upload | trigger | ingest_body | ingest_headers) ;;
+    *) die "unknown target '$t' (config, reader, sass, feed, cgroup, upload, trigger, ingest_body or ingest_headers)" ;; esac
 done
 case "$seconds" in '' | *[!0-9]*) die "--time wants whole seconds" ;; esac
 case "$fork" in '' | *[!0-9]*) die "--fork wants a number" ;; esac
@@ -140,7 +140,7 @@ ubsan="halt_on_error=1:print_stacktrace=1"
 
 max_len() {
     case "$1" in config | ingest_headers) echo 8192 ;; cgroup) echo 16384 ;;
-    reader | feed | ingest_body) echo 65536 ;; upload) echo 16384 ;; esac
+    reader | feed | ingest_body) echo 65536 ;; upload) echo 16384 ;; trigger) echo 1024 ;; esac
 }
 
 dict_of() {
