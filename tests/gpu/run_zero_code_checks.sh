@@ -19,6 +19,7 @@
 #             (Monitor with host and GPU samples every 100 ms).
 # Session logs are packed as OUT/sessions.tar.gz.
 # Usage: tests/gpu/run_zero_code_checks.sh OUT [--only program,torch,crash,rate] [--rounds N] [--iters N]
+#        [--engines Monitor,Trace,... (rate)] [--rate-steps N]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
   sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
@@ -28,11 +29,15 @@ out=$(realpath -m "$1"); shift
 only=program,torch,crash,rate
 rounds=5
 iters=3000
+engines=Monitor,Trace,PcSampling
+rate_steps=300
 while [[ $# -gt 0 ]]; do
   case $1 in
     --only) only=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
+    --engines) engines=$2; shift 2 ;;
+    --rate-steps) rate_steps=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -129,14 +134,14 @@ if want crash; then
   done
 fi
 if want rate; then
-  for engine in Monitor Trace PcSampling; do
+  for engine in ${engines//,/ }; do
     step "rate: flight recorder under $engine"
     dir=$out/logs/rate-$engine
     # Monitor samples nothing unless asked: it records host and GPU samples every 100 ms here.
     sampling=()
     [[ $engine == Monitor ]] && sampling=(GPUFL_SYSTEM_SAMPLE_RATE_MS=100 GPUFL_CONTINUOUS_SYSTEM_SAMPLING=1)
     env "${sampling[@]}" timeout 200 "$gpufl" trace --engine "$engine" --flight-recorder 600 --output "$dir" -- \
-      python3 tests/gpu/train_nvtx.py --steps 300 --raise-usr2 >"$out/rate-$engine.out" \
+      python3 tests/gpu/train_nvtx.py --steps "$rate_steps" --raise-usr2 >"$out/rate-$engine.out" \
       2>"$out/rate-$engine.err" || status=1
     python3 - "$dir" "$engine" <<'PY' | tee -a "$out/rate.jsonl"
 import glob, json, os, sys
