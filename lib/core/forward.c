@@ -70,8 +70,8 @@ int gpufl__forward_open(void) {
 }
 
 void gpufl__forward_close(void) {
-    gpufl__scope_forwarding(0);
-    __atomic_store_n(&live, NULL, __ATOMIC_RELEASE);
+    /* Only when forwarding: the flag is the session's own otherwise. */
+    if (__atomic_exchange_n(&live, NULL, __ATOMIC_ACQ_REL)) gpufl__scope_forwarding(0);
 }
 
 const gpufl__forward_t *gpufl__forward(void) { return __atomic_load_n(&live, __ATOMIC_ACQUIRE); }

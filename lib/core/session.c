@@ -459,6 +459,9 @@ int gpufl_init(const gpufl_options_t *opts) {
         rc = gpufl__set_error(GPUFL_EDISABLED, "gpufl is disabled by the config file");
         goto unlock;
     }
+    /* The injected session this copy joined has ended: this copy's own replaces it. */
+    g.joined_elsewhere = 0;
+    gpufl__forward_close();
     rc = start_session();
     if (rc) goto unlock;
     install_hooks();
