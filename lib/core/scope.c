@@ -14,6 +14,7 @@
 #include "core/scope.h"
 
 #include "core/clock.h"
+#include "core/forward.h"
 #include "util/log.h"
 
 #include <pthread.h>
@@ -115,6 +116,12 @@ void gpufl__scope_attach(gpufl__ring_pool_t *pool, uint64_t generation) {
 void gpufl__scope_detach(void) {
     __atomic_store_n(&gpufl_internal_live_generation, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&live_generation, 0, __ATOMIC_RELEASE);
+}
+
+/* The inline wrappers' flag says live while forwarding, so that they call in; the hidden
+ * generation stays 0, so that every call here takes its idle path, which forwards. */
+void gpufl__scope_forwarding(int on) {
+    __atomic_store_n(&gpufl_internal_live_generation, on ? UINT64_MAX : 0, __ATOMIC_RELEASE);
 }
 
 uint64_t gpufl__scope_stray_ends(void) { return atomic_load(&stray_ends); }
@@ -283,10 +290,20 @@ static __attribute__((noinline)) gpufl_scope_t begin_slow(const char *name, size
     return id;
 }
 
+/* No session runs in this copy: 0, or the scope opened in the copy this one forwards to
+ * (core/forward.h). Off the fast path, which reaches it by the jump its idle test already
+ * took. */
+static __attribute__((noinline, cold)) gpufl_scope_t begin_idle(const char *name, size_t name_len,
+                                                                const char *tag, size_t tag_len,
+                                                                int32_t repeat, int32_t warmup) {
+    const gpufl__forward_t *f = gpufl__forward();
+    return f ? f->scope_begin_n(name, name_len, tag, tag_len, repeat, warmup) : 0;
+}
+
 gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char *tag,
                                   size_t tag_len, int32_t repeat, int32_t warmup) {
     uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
-    if (UNLIKELY(!generation)) return 0;
+    if (UNLIKELY(!generation)) return begin_idle(name, name_len, tag, tag_len, repeat, warmup);
     if (!tag) tag_len = 0;
     /* Fast path: a registered thread, room on the stack and in the ring, and
      * a name and tag that fit in the record (most scope names are short
@@ -306,7 +323,8 @@ gpufl_scope_t gpufl_scope_begin_n(const char *name, size_t name_len, const char 
 
 gpufl_scope_t gpufl_scope_begin_repeat(const char *name, const char *tag, int32_t repeat,
                                        int32_t warmup) {
-    if (UNLIKELY(!__atomic_load_n(&live_generation, __ATOMIC_RELAXED))) return 0;
+    if (UNLIKELY(!__atomic_load_n(&live_generation, __ATOMIC_RELAXED)) && !gpufl__forward())
+        return 0;
     /* One byte past the cap tells a cut name from one exactly at the cap. */
     size_t name_len = name ? strnlen(name, GPUFL_TEXT_MAX + 1) : 0;
     size_t tag_len = tag ? strnlen(tag, GPUFL_TEXT_MAX + 1) : 0;
@@ -347,16 +365,21 @@ static __attribute__((noinline)) void end_slow(gpufl__ring_t *r, gpufl_scope_t i
 }
 
 /* An end on a thread that owns no ring in this session: counted while a
- * session runs. */
-static __attribute__((noinline, cold)) void end_unowned(uint64_t generation) {
-    if (generation) atomic_fetch_add(&stray_ends, 1);
+ * session runs; with none, the end of a scope opened in the copy this one
+ * forwards to (core/forward.h). */
+static __attribute__((noinline, cold)) void end_unowned(uint64_t generation, gpufl_scope_t id) {
+    const gpufl__forward_t *f;
+    if (generation)
+        atomic_fetch_add(&stray_ends, 1);
+    else if ((f = gpufl__forward()))
+        f->scope_end(id);
 }
 
 /* Ends scope id (nonzero) at ticks. */
 static inline __attribute__((always_inline)) void end_at(gpufl_scope_t id, uint64_t ticks) {
     uint64_t generation = __atomic_load_n(&live_generation, __ATOMIC_RELAXED);
     if (UNLIKELY(tls.ring_generation != generation || !generation)) {
-        end_unowned(generation);
+        end_unowned(generation, id);
         return;
     }
     gpufl__ring_t *r = tls.ring;

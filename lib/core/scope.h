@@ -19,6 +19,9 @@
 void gpufl__scope_attach(gpufl__ring_pool_t *pool, uint64_t generation);
 /* Stops recording: later hot-path calls do nothing. */
 void gpufl__scope_detach(void);
+/* While a copy forwards (core/forward.h, on = 1): the inline wrappers call in although no
+ * session runs here. */
+void gpufl__scope_forwarding(int on);
 /* Unbalanced ends from threads that own no ring in this session. */
 uint64_t gpufl__scope_stray_ends(void);
 /* Threads that found no free ring in this session. */

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/collector.h"
 #include "core/flight_recorder.h"
+#include "core/forward.h"
 #include "core/interp.h"
 #include "util/log.h"
 #include "core/ops.h"
@@ -237,6 +238,7 @@ static void fork_child(void) {
     gpufl__log_after_fork(1);
     g.running = 0;
     g.joined = g.joined_elsewhere = 0;
+    gpufl__forward_close(); /* the recording copy forgets its session in the child too */
     g.collector = NULL; /* the parent's: left alone (its thread is not here) */
     for (int i = 0; gpufl__backends[i]; i++) gpufl__backends[i]->after_fork_child();
     pthread_mutex_init(&g.lock, NULL);
@@ -367,13 +369,22 @@ destroy_collector:
  * succeeds and joins that session (one session per process, not two). Its
  * options are noted in the session, not applied. When the injected session
  * runs in another copy of the library (the Python extension's own, say),
- * this copy records nothing: said once. Lock held. */
+ * this copy forwards what it records to that one (core/forward.h); when it
+ * cannot find it, it records nothing and says so once. Lock held. */
 static int join_injected(const gpufl_options_t *opts) {
     if (!g.running) {
-        if (!g.joined_elsewhere)
-            gpufl__warn("gpufl trace's session runs in another copy of libgpufl in this process: "
-                        "init joins it, and what this copy would record (its scopes) is not kept");
+        if (g.joined_elsewhere) return 0;
         g.joined_elsewhere = 1;
+        if (gpufl__forward_open() == 0)
+            gpufl__debug("gpufl trace's session runs in another copy of libgpufl in this "
+                         "process: init joins it, and this copy's scopes, system windows, "
+                         "flushes and snapshots go to that copy");
+        else
+            gpufl__warn("gpufl trace's session runs in another copy of libgpufl in this process, "
+                        "which this copy cannot reach (%s): init joins it, and what this copy "
+                        "would record (its scopes, system windows, snapshots) is not kept",
+                        gpufl_last_error());
+        gpufl__clear_error();
         return 0;
     }
     gpufl__settings_t asked;
@@ -406,6 +417,7 @@ static int leave_injected(void) {
     pthread_mutex_lock(&g.lock);
     if (g.joined_elsewhere && !g.running) {
         g.joined_elsewhere = 0;
+        gpufl__forward_close();
         left = 1;
     } else if (g.running && g.joined > 0 && gpufl__trace_state() == GPUFL_TRACE_INJECTED) {
         g.joined--;
@@ -447,6 +459,9 @@ int gpufl_init(const gpufl_options_t *opts) {
         rc = gpufl__set_error(GPUFL_EDISABLED, "gpufl is disabled by the config file");
         goto unlock;
     }
+    /* The injected session this copy joined has ended: this copy's own replaces it. */
+    g.joined_elsewhere = 0;
+    gpufl__forward_close();
     rc = start_session();
     if (rc) goto unlock;
     install_hooks();
@@ -487,6 +502,8 @@ void gpufl_shutdown(void) {
 int gpufl__session_disabled(void) { return gpufl__env_disabled() || g.last_disabled; }
 
 int gpufl_is_active(void) {
+    const gpufl__forward_t *f = gpufl__forward();
+    if (f) return f->is_active();
     return __atomic_load_n(&gpufl_internal_live_generation, __ATOMIC_RELAXED) != 0;
 }
 
@@ -502,6 +519,8 @@ void gpufl__session_upload_defaults(char *url, size_t url_size, char *key, size_
 
 int gpufl_session_dir(char *buf, size_t buf_size) {
     int rc;
+    const gpufl__forward_t *f = gpufl__forward();
+    if (f) return gpufl__forward_rc(f, f->session_dir(buf, buf_size));
     pthread_mutex_lock(&g.lock);
     if (!g.ran_once)
         rc = gpufl__set_error(GPUFL_ENOTINIT, "no session has run in this process");
@@ -517,6 +536,8 @@ int gpufl_session_dir(char *buf, size_t buf_size) {
 
 int gpufl_get_stats(gpufl_stats_t *out) {
     int rc = 0;
+    const gpufl__forward_t *f = gpufl__forward();
+    if (f) return gpufl__forward_rc(f, f->get_stats(out));
     pthread_mutex_lock(&g.lock);
     if (g.running) {
         gpufl__collector_stats(out, g.collector);
@@ -534,6 +555,8 @@ int gpufl_get_stats(gpufl_stats_t *out) {
 
 int gpufl_flush(void) {
     int rc;
+    const gpufl__forward_t *f = gpufl__forward();
+    if (f) return gpufl__forward_rc(f, f->flush());
     pthread_mutex_lock(&g.lock);
     rc = g.running ? gpufl__collector_flush(g.collector)
                    : gpufl__set_error(GPUFL_ENOTINIT, "no session is running");
@@ -544,6 +567,8 @@ int gpufl_flush(void) {
 static int system_window(const char *name, int open) {
     int rc;
     if (!name) return gpufl__set_error(GPUFL_EINVAL, "system window name is NULL");
+    const gpufl__forward_t *f = gpufl__forward();
+    if (f) return gpufl__forward_rc(f, open ? f->system_start(name) : f->system_stop(name));
     pthread_mutex_lock(&g.lock);
     if (g.running) {
         rc = gpufl__set_error(GPUFL_ENOTSUP, "system windows need a host source");
@@ -570,6 +595,12 @@ int gpufl_system_stop(const char *name) { return system_window(name, 0); }
  * the session gives it the directory of the last session, flushed. */
 int gpufl__session_report_dir(char *dir, size_t size) {
     if (gpufl__session_disabled()) return GPUFL_EDISABLED; /* off: a no-op like every call */
+    const gpufl__forward_t *f = gpufl__forward();
+    if (f) { /* the session of the copy this one forwards to */
+        int rc = f->flush();
+        if (rc == 0) rc = f->session_dir(dir, size);
+        return gpufl__forward_rc(f, rc < 0 ? rc : 0);
+    }
     pthread_mutex_lock(&g.lock);
     if (!g.ran_once) {
         pthread_mutex_unlock(&g.lock);
@@ -624,6 +655,8 @@ static int take_snapshot(gpufl__ring_sink_t *ring, const char *why, char *dir, s
 }
 
 int gpufl_snapshot(char *dir, size_t dir_size) {
+    const gpufl__forward_t *f = gpufl__forward();
+    if (f) return gpufl__forward_rc(f, f->snapshot(dir, dir_size));
     return gpufl__session_snapshot("gpufl_snapshot", dir, dir_size);
 }
 

@@ -17,7 +17,8 @@
  *   init-shared-first, init-shared-after, init-static-first, init-static-after  N
  *                      the program's own gpufl_init and gpufl_shutdown, before or after
  *                      cuInit, through libgpufl.so (the injection's copy) or the copy linked
- *                      into this program; a kernel before and one after its shutdown
+ *                      into this program; a kernel in the scope own_scope before its
+ *                      shutdown, one after it
  */
 #include <gpufl/gpufl.h>
 
@@ -134,10 +135,14 @@ static void CUPTIAPI other_client(void *user, CUpti_CallbackDomain domain, CUpti
 static int own_init(const char *mode, int n) {
     int (*init)(const gpufl_options_t *) = gpufl_init;
     void (*shutdown)(void) = gpufl_shutdown;
+    gpufl_scope_t (*begin)(const char *, const char *) = gpufl_scope_begin;
+    void (*end)(gpufl_scope_t) = gpufl_scope_end;
     if (strstr(mode, "shared")) {
         void *lib = open_or_die("TRACE_TARGET_LIBGPUFL");
         resolve(lib, "gpufl_init", &init);
         resolve(lib, "gpufl_shutdown", &shutdown);
+        resolve(lib, "gpufl_scope_begin", &begin);
+        resolve(lib, "gpufl_scope_end", &end);
     }
     int first = strstr(mode, "first") != NULL;
     gpufl_options_t o;
@@ -146,7 +151,9 @@ static int own_init(const char *mode, int n) {
     if (!first) cuda_init();
     int rc = init(&o);
     if (first) cuda_init();
+    gpufl_scope_t scope = begin("own_scope", NULL);
     kernels("before_shutdown", n);
+    end(scope);
     shutdown();
     kernels("after_shutdown", n);
     printf("init %d\n", rc);
