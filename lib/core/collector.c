@@ -48,8 +48,8 @@ struct gpufl__collector {
     const gpufl__settings_t *settings;
     gpufl__ring_pool_t *pool;
     gpufl__session_ident_t ident;
-    gpufl__ndjson_sink_t ndjson; /* the session files: the first sink, unless... */
-    gpufl__ring_sink_t *flight;  /* ...a flight recorder keeps the rows in memory instead */
+    gpufl__ndjson_sink_t ndjson;  /* the session files: the first sink, unless... */
+    gpufl__ring_sink_t *flight;   /* ...a flight recorder keeps the rows in memory instead */
     gpufl__flight_watch_t *watch; /* its insight conditions, when it has some */
     gpufl__fanout_t sinks;
     gpufl__intern_t *dict;

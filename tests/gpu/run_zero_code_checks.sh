@@ -51,6 +51,10 @@ mkdir -p "$out/logs"
 status=0
 step() { echo "== $* ($(date +%T))"; }
 want() { [[ ,$only, == *,$1,* ]]; }
+# the verdicts of a check_zero_code.py summary, one line each
+show() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(("ok  " if c["ok"] else "FAIL"), c["check"], str(c["detail"])[:200]) for c in d.get("checks", [])]; print(d.get("error",""))' "$1"
+}
 # median of the numbers on stdin
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
@@ -64,7 +68,7 @@ if want program; then
   tail -5 "$out/program-traced.err"
   python3 tests/gpu/check_zero_code.py program "$out/logs/program-inproc" \
     "$out/logs/program-traced" >"$out/check-program.json" || status=1
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(("ok  " if c["ok"] else "FAIL"), c["check"], str(c["detail"])[:200]) for c in d.get("checks", [])]; print(d.get("error",""))' "$out/check-program.json"
+  show "$out/check-program.json"
   step "program: loop time, $rounds rounds alternated"
   for r in $(seq "$rounds"); do
     for v in none inproc trace; do
@@ -97,7 +101,7 @@ if want torch; then
   "$gpufl" report "$sdir" >"$out/torch-report.txt" 2>&1 || true
   python3 tests/gpu/check_zero_code.py torch "$out/torch-ref.json" "$sdir" "$out/torch-report.json" \
     >"$out/check-torch.json" || status=1
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(("ok  " if c["ok"] else "FAIL"), c["check"], str(c["detail"])[:200]) for c in d.get("checks", [])]; print(d.get("error",""))' "$out/check-torch.json"
+  show "$out/check-torch.json"
   step "torch: ms/step, $rounds rounds alternated"
   for r in $(seq "$rounds"); do
     for v in none inproc trace; do
@@ -129,7 +133,7 @@ if want crash; then
     case $fault in segv) reason=SIGSEGV ;; *) reason=SIGABRT ;; esac
     python3 tests/gpu/check_zero_code.py snapshot "$dir" "$reason" "$gpufl" \
       >"$out/check-crash-$fault.json" || status=1
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(("ok  " if c["ok"] else "FAIL"), c["check"], str(c["detail"])[:200]) for c in d.get("checks", [])]; print(d.get("error",""))' "$out/check-crash-$fault.json"
+    show "$out/check-crash-$fault.json"
     echo "{\"fault\":\"$fault\",\"exit\":$rc}" >>"$out/crash-exit.jsonl"
   done
 fi
