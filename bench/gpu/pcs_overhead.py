@@ -77,10 +77,10 @@ def gpufl_init(g, variant, log_dir):
     else:
         # pcs<P>[d<MS>][w<MS>][+<MODE>]: GetData every MS ms (GPUFL_PC_SAMPLING_DRAIN_MS),
         # CUPTI's decode every MS ms (GPUFL_PC_SAMPLING_DECODE_MS), Trace's
-        # activity kept as MODE (GPUFL_PC_SAMPLING_TRACE: none, kernels, all, events,
-        # alternate; docs/design/pcs-with-trace.md)
-        m = re.fullmatch(
-            r"pcs(\d+)(?:d(\d+))?(?:w(\d+))?(?:\+(none|kernels|all|alternate|events))?", variant)
+        # activity kept as MODE (GPUFL_PC_SAMPLING_TRACE: late, the default, none,
+        # kernels, all, events, alternate; docs/design/pcs-with-trace.md)
+        m = re.fullmatch(r"pcs(\d+)(?:d(\d+))?(?:w(\d+))?"
+                         r"(?:\+(late|none|kernels|all|alternate|events))?", variant)
         if m is None:
             raise SystemExit(f"unknown variant {variant}")
         for env, value in (("GPUFL_PC_SAMPLING_DRAIN_MS", m.group(2)),

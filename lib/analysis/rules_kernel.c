@@ -781,8 +781,10 @@ static int add_memcpy_bound(gpufl__insights_t *out, int64_t device, const dev_wo
     return 0;
 }
 
+/* busy: the device's busy time, or with kernels untimed (launch rows) the
+ * session's length (of_session), as the share's denominator. */
 static int add_pageable(gpufl__insights_t *out, int64_t device, const dev_work_t *d, double busy,
-                        double pinned_bps) {
+                        int of_session, double pinned_bps) {
     char t1[32], b1[32], extra[160] = "";
     double share = busy > 0 ? d->pageable_ns / busy : 0;
     double bps = d->pageable_ns > 0 ? d->pageable_bytes * 1e9 / d->pageable_ns : 0;
@@ -802,12 +804,13 @@ static int add_pageable(gpufl__insights_t *out, int64_t device, const dev_work_t
         gpufl__insight_text(
             &in->message,
             "%llu copies between pageable host memory and device %lld moved %s in %s, %.1f GB/s "
-            "(%.1f%% of the device's busy time)%s. The driver stages a pageable copy through a "
+            "(%.1f%% of %s)%s. The driver stages a pageable copy through a "
             "pinned buffer of its own: it runs at a fraction of the link's speed, blocks the "
             "calling thread, and cannot overlap kernels even through cudaMemcpyAsync.",
             (unsigned long long)d->pageable_n, (long long)device,
             fmt_bytes(d->pageable_bytes, b1, sizeof b1),
             gpufl__insight_duration(d->pageable_ns, t1, sizeof t1), bps / 1e9, 100 * share,
+            of_session ? "the session: its kernels were not timed" : "the device's busy time",
             extra) ||
         gpufl__insight_text(
             &in->advice,
@@ -820,17 +823,25 @@ static int add_pageable(gpufl__insights_t *out, int64_t device, const dev_work_t
     gpufl__insight_evidence(in, "pageable_bytes", d->pageable_bytes, "bytes");
     gpufl__insight_evidence(in, "pageable_ns", d->pageable_ns, "ns");
     gpufl__insight_evidence(in, "pageable_bytes_per_s", bps, "B/s");
-    gpufl__insight_evidence(in, "busy_share_pct", 100 * share, "%");
+    gpufl__insight_evidence(in, of_session ? "session_share_pct" : "busy_share_pct", 100 * share,
+                            "%");
     if (pinned_bps > 0) gpufl__insight_evidence(in, "pinned_bytes_per_s", pinned_bps, "B/s");
     return 0;
 }
 
+/* The session's length: its end record's, else its last timestamp. */
+static double session_ns(const gpufl__model_t *m) {
+    return (double)(m->session_end.present ? m->session_end.duration_ns : m->last_ts_ns);
+}
+
 static int rules_copies(const gpufl__model_t *m, gpufl__insights_t *out) {
     int rc;
-    if (m->n_kernels == 0 && m->n_launches) { /* copies against kernels the log did not time */
-        if ((rc = skip_untimed(out, "memcpy_bound"))) return rc;
-        return skip_untimed(out, "pageable_memcpy");
-    }
+    /* Kernels as launch rows (PcSampling, Deep): copies cannot be set
+     * against the kernels' time, but pageable copies are still a finding,
+     * their share taken of the session. */
+    int untimed = m->n_kernels == 0 && m->n_launches;
+    if (untimed && (rc = skip_untimed(out, "memcpy_bound"))) return rc;
+    if (untimed && m->n_copies == 0) return skip_untimed(out, "pageable_memcpy");
     if (m->n_kernels == 0 && m->n_copies == 0 && m->n_memsets == 0) {
         const char *why = feature_off_why(m, "cupti_trace");
         const char *rules[] = {"memcpy_bound", "pageable_memcpy"};
@@ -862,10 +873,11 @@ static int rules_copies(const gpufl__model_t *m, gpufl__insights_t *out) {
         double exposed = copy_ns - gpufl__spans_overlap(&d->copies, &d->kernels);
         double both = copy_ns + k_ns - (copy_ns - exposed);
         double share = both > 0 ? exposed / both : 0;
-        if (exposed >= COPY_EXPOSED_MIN_NS && share >= COPY_SHARE_MEDIUM)
+        if (!untimed && exposed >= COPY_EXPOSED_MIN_NS && share >= COPY_SHARE_MEDIUM)
             rc = add_memcpy_bound(out, m->gpus[s].device, d, copy_ns, k_ns, exposed, share);
+        if (untimed) busy = session_ns(m);
         if (!rc && d->pageable_n && d->pageable_ns >= PAGEABLE_MIN_NS)
-            rc = add_pageable(out, m->gpus[s].device, d, busy, pinned_bps);
+            rc = add_pageable(out, m->gpus[s].device, d, busy, untimed, pinned_bps);
     }
     for (size_t s = 0; s < m->n_gpus; s++) {
         free(w[s].kernels.v);

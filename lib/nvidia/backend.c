@@ -119,6 +119,16 @@ static int nvidia_features(const gpufl__settings_t *s, gpufl__feature_t *out, in
     n = add(out, n, max, "nvml", st.running, st.running ? NULL : st.why);
     int tracing = engine >= GPUFL_ENGINE_TRACE;
     n = add(out, n, max, "cupti_trace", tracing, tracing ? NULL : st.trace_why);
+#if GPUFL_HAVE_CUPTI
+    const char *times_why = st.trace.kernel_times_why;
+#else
+    const char *times_why = NULL;
+#endif
+    int timed = tracing && times_why == NULL;
+    n = add(out, n, max, "kernel_times", timed,
+            timed     ? NULL
+            : tracing ? times_why
+                      : "needs the Trace engine");
     int sampling = engine == GPUFL_ENGINE_PC_SAMPLING || engine == GPUFL_ENGINE_DEEP;
     int wants_sampling = asked == GPUFL_ENGINE_PC_SAMPLING || asked == GPUFL_ENGINE_DEEP;
     n = add(out, n, max, "pc_sampling", sampling,

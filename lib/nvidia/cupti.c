@@ -68,6 +68,7 @@ struct gpufl__cupti {
     gpufl_cupti_api_fn api_fn; /* the subscriber's function and data */
     void *api_user;
     int state[GPUFL_CUPTI_KIND_COUNT];
+    atomic_uint live; /* bit k: kind k is enabled now (gpufl__cupti_pause may turn it off) */
     char reason[GPUFL_CUPTI_KIND_COUNT][REASON_BYTES];
 
     /* The pool: count buffers of buffer_bytes, one allocation. free_list and
@@ -647,6 +648,7 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
     atomic_store(&c->records_dropped, 0);
     atomic_store(&c->parse_errors, 0);
     memset(c->state, 0, sizeof c->state);
+    atomic_store(&c->live, 0);
     memset(c->reason, 0, sizeof c->reason);
 
     r = c->fn.register_callbacks(buffer_requested, buffer_completed);
@@ -666,6 +668,7 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
         r = c->fn.enable(kinds[k].cupti);
         if (r == CUPTI_SUCCESS) {
             c->state[k] = GPUFL_CUPTI_ON;
+            atomic_fetch_or(&c->live, 1u << k);
             continue;
         }
         c->state[k] = GPUFL_CUPTI_REFUSED;
@@ -698,7 +701,13 @@ int gpufl__cupti_pause(gpufl__cupti_t *c, int paused) {
     for (int k = 0; k < GPUFL_CUPTI_KIND_COUNT; k++) {
         if (c->state[k] != GPUFL_CUPTI_ON) continue;
         CUptiResult r = paused ? c->fn.disable(kinds[k].cupti) : c->fn.enable(kinds[k].cupti);
-        if (r == CUPTI_SUCCESS) continue;
+        if (r == CUPTI_SUCCESS) {
+            if (paused)
+                atomic_fetch_and(&c->live, ~(1u << k));
+            else
+                atomic_fetch_or(&c->live, 1u << k);
+            continue;
+        }
         char reason[REASON_BYTES];
         describe(c, r, kinds[k].name, reason, sizeof reason);
         rc = gpufl__set_error(GPUFL_EIO, "%s", reason);
@@ -928,6 +937,11 @@ int gpufl__cupti_kind_state(const gpufl__cupti_t *c, gpufl__cupti_kind_t kind,
     if (c == NULL || (unsigned)kind >= GPUFL_CUPTI_KIND_COUNT) return GPUFL_CUPTI_OFF;
     if (reason) *reason = c->reason[kind];
     return c->state[kind];
+}
+
+int gpufl__cupti_kind_live(gpufl__cupti_t *c, gpufl__cupti_kind_t kind) {
+    if (c == NULL || (unsigned)kind >= GPUFL_CUPTI_KIND_COUNT) return 0;
+    return (atomic_load(&c->live) >> kind) & 1u;
 }
 
 void gpufl__cupti_stats(gpufl__cupti_stats_t *out, const gpufl__cupti_t *c) {

@@ -211,6 +211,9 @@ void gpufl__cupti_stop(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void 
  * gpufl__cupti_kind_state. Returns 0, or GPUFL_EIO when CUPTI refused one
  * (the others are still switched). Safe when not started. */
 int gpufl__cupti_pause(gpufl__cupti_t *c, int paused);
+/* Whether the kind is enabled now: ON at start and not paused since (or
+ * turned on again). Any thread. */
+int gpufl__cupti_kind_live(gpufl__cupti_t *c, gpufl__cupti_kind_t kind);
 
 /* Asks CUPTI to complete its buffers now (cuptiActivityFlushAll); force
  * also completes buffers still being filled. Returns 0 or GPUFL_EIO. */

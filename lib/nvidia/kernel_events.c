@@ -28,6 +28,10 @@ typedef struct pool {
     void *start[GPUFL_KERNEL_EVENTS_PAIRS], *end[GPUFL_KERNEL_EVENTS_PAIRS];
     atomic_uchar pair[GPUFL_KERNEL_EVENTS_PAIRS];
     atomic_uint hint; /* where the next search for a free pair starts */
+    /* Pairs free or about to be: a launch that finds none left is untimed at
+     * once, never searches the whole pool (that cost 20 us a launch once the
+     * collector fell behind). */
+    atomic_int free_pairs;
 } pool_t;
 
 struct gpufl__kernel_events {
@@ -71,6 +75,7 @@ static int make_pool(gpufl__kernel_events_t *e, pool_t *p) {
         gpufl__cuda_event_done(e->cuda, p->anchor, 1) != 1)
         return -1;
     p->anchor_ns = gpufl__mono_ns();
+    atomic_store(&p->free_pairs, GPUFL_KERNEL_EVENTS_PAIRS);
     return 0;
 }
 
@@ -113,6 +118,9 @@ uint32_t gpufl__kernel_events_begin(gpufl__kernel_events_t *e, void *context, vo
     pool_t *p = e && context ? pool_of(e, context, &index) : NULL;
     stream = stream_of(stream, per_thread);
     if (p == NULL || gpufl__cuda_stream_capturing(e->cuda, stream)) goto untimed;
+    if (atomic_fetch_sub(&p->free_pairs, 1) <= 0) goto none_free;
+    /* Pairs are taken in the order of the hint and mostly given back in that
+     * order, so the search usually ends at its first look. */
     uint32_t from = atomic_fetch_add(&p->hint, 1);
     for (uint32_t k = 0; k < GPUFL_KERNEL_EVENTS_PAIRS; k++) {
         uint32_t i = (from + k) % GPUFL_KERNEL_EVENTS_PAIRS;
@@ -121,11 +129,13 @@ uint32_t gpufl__kernel_events_begin(gpufl__kernel_events_t *e, void *context, vo
         if (gpufl__cuda_event_record(e->cuda, p->start[i], stream) != 0) {
             atomic_fetch_add(&e->failures, 1);
             atomic_store(&p->pair[i], PAIR_FREE);
-            goto untimed;
+            goto none_free;
         }
         atomic_store(&p->pair[i], PAIR_STARTED);
         return ((uint32_t)index * GPUFL_KERNEL_EVENTS_PAIRS + i) + 1;
     }
+none_free: /* the count taken above goes back */
+    atomic_fetch_add(&p->free_pairs, 1);
 untimed:
     if (e) atomic_fetch_add(&e->untimed, 1);
     return 0;
@@ -174,6 +184,7 @@ void gpufl__kernel_events_release(gpufl__kernel_events_t *e, uint32_t handle) {
     uint32_t i;
     pool_t *p = pair_of(e, handle, &i);
     atomic_store(&p->pair[i], PAIR_FREE);
+    atomic_fetch_add(&p->free_pairs, 1);
 }
 
 void gpufl__kernel_events_stats(gpufl__kernel_events_stats_t *out,

@@ -640,7 +640,9 @@ static void on_call(void *user, int domain, uint32_t cbid, const void *data) {
         external_kind = k + 1;
     if (launches && l->stacks) stack = gpufl__stacks_capture(l->stacks);
 
-    if ((l->flags & GPUFL_LAUNCH_ROWS) && kind != CALL_GRAPH &&
+    /* Only a kernel launch is a row: a copy or memset call leaves its note for
+     * the activity record CUPTI may give it (PcSampling's copy kinds). */
+    if ((l->flags & GPUFL_LAUNCH_ROWS) && launches && kind != CALL_GRAPH &&
         !atomic_load_explicit(&l->rows_paused, memory_order_relaxed)) {
         /* No activity record will come to be joined: the row is all. */
         gpufl__kernel_launch_t row = {

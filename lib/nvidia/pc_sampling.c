@@ -160,6 +160,8 @@ struct gpufl__pc_sampling {
     int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
     gpufl__launch_t *gate;    /* restarts (and under Deep drains) pass it; NULL none */
+    gpufl__pc_sampling_enable_hook_t enable_hook; /* around cuptiPCSamplingEnable; NULL none */
+    void *enable_hook_user;
     uint64_t drains_deferred; /* the gate stayed busy: the drain was put off */
     int defer_streak;         /* drains put off in a row (the collector's own) */
     _Atomic uint64_t modules_loaded, modules_unloaded; /* seen by the resource callbacks */
@@ -487,6 +489,14 @@ static int lock_within(gpufl__pc_sampling_t *p, int ms) {
 /* Enables sampling on ctx unless it is known. With try set (a launch, on
  * the application's hot path) a busy lock is not waited for: returns 0 and
  * the next launch tries again; else returns 1. */
+/* cuptiPCSamplingEnable, between the two calls of the enable hook. */
+static CUptiResult enable_sampling(gpufl__pc_sampling_t *p, CUpti_PCSamplingEnableParams *prm) {
+    if (p->enable_hook) p->enable_hook(p->enable_hook_user, 1);
+    CUptiResult r = p->fn.enable(prm);
+    if (p->enable_hook) p->enable_hook(p->enable_hook_user, 0);
+    return r;
+}
+
 static int start_context(gpufl__pc_sampling_t *p, CUcontext ctx, int late, int try) {
     if (atomic_load(&p->finished)) return 1;
     if (try) {
@@ -520,7 +530,7 @@ static int start_context(gpufl__pc_sampling_t *p, CUcontext ctx, int late, int t
     if (p->fn.device_id(ctx, &x->device) != CUPTI_SUCCESS) x->device = 0;
     CUpti_PCSamplingEnableParams prm = {.size = CUpti_PCSamplingEnableParamsSize};
     prm.ctx = ctx;
-    CUptiResult r = p->fn.enable(&prm);
+    CUptiResult r = enable_sampling(p, &prm);
     x->enable_ns = gpufl__mono_ns() - x->started_ns;
     x->state = CTX_FAILED;
     if (r != CUPTI_SUCCESS) {
@@ -806,7 +816,7 @@ static void restart(gpufl__pc_sampling_t *p, pc_sampling_ctx_t *x) {
     fold_final(p, x);
     CUpti_PCSamplingEnableParams prm = {.size = CUpti_PCSamplingEnableParamsSize};
     prm.ctx = x->ctx;
-    CUptiResult r = p->fn.enable(&prm);
+    CUptiResult r = enable_sampling(p, &prm);
     if (r != CUPTI_SUCCESS) {
         explain(p, r, "cuptiPCSamplingEnable (restart)", x->error, sizeof x->error);
     } else if (configure(p, x) != 0) {
@@ -1155,6 +1165,13 @@ static void report_errors(gpufl__pc_sampling_t *p) {
 
 void gpufl__pc_sampling_set_gate(gpufl__pc_sampling_t *p, gpufl__launch_t *gate) {
     if (p != NULL) p->gate = gate;
+}
+
+void gpufl__pc_sampling_set_enable_hook(gpufl__pc_sampling_t *p,
+                                        gpufl__pc_sampling_enable_hook_t hook, void *user) {
+    if (p == NULL) return;
+    p->enable_hook = hook;
+    p->enable_hook_user = user;
 }
 
 #ifndef GPUFL_DIAGNOSE_DEEP_UNGATED

@@ -124,6 +124,16 @@ void gpufl__pc_sampling_module_unloading(gpufl__pc_sampling_t *p, void *context)
 #define GPUFL_PC_SAMPLING_GATE_RETRY_NS 10000000LL
 void gpufl__pc_sampling_set_gate(gpufl__pc_sampling_t *p, gpufl__launch_t *gate);
 
+/* Called with before = 1 just before PC sampling is enabled on a context
+ * (also a restart's), and with 0 just after, on the thread that enables it.
+ * CUPTI's copy and memset kinds, on while sampling is enabled on a context,
+ * take every sample of that context away from its PC (measured on an H200,
+ * docs/design/pcs-with-trace.md); turned on after, they do not. Set before
+ * the callbacks start. */
+typedef void (*gpufl__pc_sampling_enable_hook_t)(void *user, int before);
+void gpufl__pc_sampling_set_enable_hook(gpufl__pc_sampling_t *p,
+                                        gpufl__pc_sampling_enable_hook_t hook, void *user);
+
 /* Collector thread. poll drains CUPTI when due; flush writes what is
  * ready; finish drains and disables every context and writes the totals. */
 void gpufl__pc_sampling_poll(gpufl__pc_sampling_t *p, int64_t now_ns);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * pcs_trace.c - the PcSampling engine's activity candidates (pcs_trace.h):
- * which CUPTI kinds go with PC sampling, and alternate's windows.
+ * pcs_trace.c - the PcSampling engine's activity modes (pcs_trace.h): which
+ * CUPTI kinds go with PC sampling and when they go on, and alternate's
+ * windows.
  */
 #include "nvidia/pcs_trace.h"
 
@@ -9,11 +10,15 @@
 #include "util/log.h"
 #include "nvidia/engine.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[] = {"none", "kernels", "all", "alternate", "events"};
+/* Whether the kinds wait for PC sampling to be enabled on a context. */
+static int after_enable(const gpufl__pcs_trace_t *p) { return p->mode == GPUFL_PCS_TRACE_LATE; }
+
+static const char *const names[] = {"none", "kernels", "all", "alternate", "events", "late"};
 
 const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode) {
     return (unsigned)mode < sizeof names / sizeof names[0] ? names[mode] : "none";
@@ -21,6 +26,7 @@ const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode) {
 
 void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p) {
     memset(p, 0, sizeof *p);
+    p->mode = GPUFL_PCS_TRACE_LATE; /* docs/design/pcs-with-trace.md: the measured choice */
     const char *text = getenv("GPUFL_PC_SAMPLING_TRACE");
     if (text != NULL && *text != '\0') {
         size_t i = 0;
@@ -28,10 +34,9 @@ void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p) {
         if (i < sizeof names / sizeof names[0])
             p->mode = (gpufl__pcs_trace_mode_t)i;
         else
-            gpufl__warn(
-                "GPUFL_PC_SAMPLING_TRACE=%s is not none, kernels, all, alternate or events; "
-                "using none",
-                text);
+            gpufl__warn("GPUFL_PC_SAMPLING_TRACE=%s is not late, none, kernels, all, alternate or "
+                        "events; using late",
+                        text);
     }
     if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
     p->sample_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_SAMPLE_MS", 10, 60000,
@@ -46,14 +51,19 @@ unsigned int gpufl__pcs_trace_cupti_flags(const gpufl__pcs_trace_t *p) {
     switch (p->mode) {
     case GPUFL_PCS_TRACE_KERNELS: return GPUFL_CUPTI_KERNELS_ONLY;
     case GPUFL_PCS_TRACE_ALL:
-    case GPUFL_PCS_TRACE_ALTERNATE: return 0;
+    case GPUFL_PCS_TRACE_ALTERNATE:
+    case GPUFL_PCS_TRACE_LATE: return 0;
     default: return GPUFL_CUPTI_NO_ACTIVITY;
     }
 }
 
 int gpufl__pcs_trace_launch_rows(const gpufl__pcs_trace_t *p) {
     return p->mode == GPUFL_PCS_TRACE_NONE || p->mode == GPUFL_PCS_TRACE_ALTERNATE ||
-           p->mode == GPUFL_PCS_TRACE_EVENTS;
+           p->mode == GPUFL_PCS_TRACE_EVENTS || p->mode == GPUFL_PCS_TRACE_LATE;
+}
+
+int gpufl__pcs_trace_timed(const gpufl__pcs_trace_t *p) {
+    return p->mode == GPUFL_PCS_TRACE_EVENTS;
 }
 
 void gpufl__pcs_trace_fall_back(gpufl__pcs_trace_t *p, const char *why) {
@@ -64,8 +74,24 @@ void gpufl__pcs_trace_fall_back(gpufl__pcs_trace_t *p, const char *why) {
 }
 
 void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti) {
-    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
+    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE && !after_enable(p)) return;
+    /* late: on again once PC sampling is enabled on a context
+     * (gpufl__pcs_trace_around_enable), unless that happened already. */
+    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE && atomic_load(&p->enables) > 0) return;
     if (gpufl__cupti_pause(cupti, 1) != 0) p->switch_errors++;
+}
+
+void gpufl__pcs_trace_around_enable(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti,
+                                    gpufl__launch_t *launch, int before) {
+    if (!after_enable(p)) return;
+    if (before) gpufl__launch_pause_rows(launch, 0); /* rows while no kernel record comes */
+    if (gpufl__cupti_pause(cupti, before) != 0 &&
+        atomic_fetch_add(&p->enable_switch_errors, 1) == 0)
+        snprintf(p->refusal, sizeof p->refusal, "%s", gpufl_last_error());
+    if (before) return;
+    atomic_fetch_add(&p->enables, 1);
+    if (p->mode == GPUFL_PCS_TRACE_LATE && gpufl__cupti_kind_live(cupti, GPUFL_CUPTI_KIND_KERNEL))
+        gpufl__launch_pause_rows(launch, 1); /* notes: CUPTI's kernel records become the rows */
 }
 
 static void say(gpufl__collector_t *c, const char *code, const char *msg) {
@@ -98,7 +124,8 @@ void gpufl__pcs_trace_poll(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti, gpufl__
         gpufl__launch_pause_rows(launch, 1);
         p->windows++;
     }
-    if (gpufl__cupti_pause(cupti, !p->tracing) != 0) p->switch_errors++;
+    if (gpufl__cupti_pause(cupti, !p->tracing) != 0 && p->switch_errors++ == 0)
+        snprintf(p->refusal, sizeof p->refusal, "%s", gpufl_last_error());
     if (!p->tracing) gpufl__launch_pause_rows(launch, 0);
     p->next_switch_ns = now_ns + (p->tracing ? p->trace_ns : p->sample_ns);
 }
@@ -110,11 +137,22 @@ int64_t gpufl__pcs_trace_due_in(const gpufl__pcs_trace_t *p, int64_t now_ns) {
 }
 
 void gpufl__pcs_trace_finish(gpufl__pcs_trace_t *p, gpufl__collector_t *c) {
+    char msg[500];
+    if (after_enable(p)) {
+        snprintf(msg, sizeof msg,
+                 "PC sampling with activity mode late: Trace's kinds turned on after PC "
+                 "sampling was enabled on %llu contexts, %llu switches refused by CUPTI%s%s",
+                 (unsigned long long)atomic_load(&p->enables),
+                 (unsigned long long)(p->switch_errors + atomic_load(&p->enable_switch_errors)),
+                 p->refusal[0] ? ", the first: " : "", p->refusal);
+        say(c, "pc_sampling_trace_windows", msg);
+        return;
+    }
     if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
-    char msg[200];
     snprintf(msg, sizeof msg,
              "PC sampling with activity mode alternate: %llu trace windows, %llu "
-             "switches refused by CUPTI",
-             (unsigned long long)p->windows, (unsigned long long)p->switch_errors);
+             "switches refused by CUPTI%s%s",
+             (unsigned long long)p->windows, (unsigned long long)p->switch_errors,
+             p->refusal[0] ? ", the first: " : "", p->refusal);
     say(c, "pc_sampling_trace_windows", msg);
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * pcs_trace.h - what of Trace's activity the PcSampling engine keeps: the
- * candidates of docs/design/pcs-with-trace.md, chosen by the environment
- * (GPUFL_PC_SAMPLING_TRACE) while the GPU measurements decide, and the
- * windows of the `alternate` candidate, switched on the collector thread.
+ * pcs_trace.h - what of Trace's activity the PcSampling engine keeps
+ * (GPUFL_PC_SAMPLING_TRACE): by default `late`, Trace's kinds turned on
+ * after PC sampling is enabled on a context, the measured choice of
+ * docs/design/pcs-with-trace.md; the other candidates measured there stay
+ * options, `alternate`'s windows switched on the collector thread.
  */
 #ifndef GPUFL_NVIDIA_PCS_TRACE_H
 #define GPUFL_NVIDIA_PCS_TRACE_H
@@ -12,14 +13,16 @@
 #include "nvidia/cupti.h"
 #include "nvidia/launch.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef enum gpufl__pcs_trace_mode {
-    GPUFL_PCS_TRACE_NONE,      /* no activity kind: launch rows only (the default) */
+    GPUFL_PCS_TRACE_NONE,      /* no activity kind: launch rows only */
     GPUFL_PCS_TRACE_KERNELS,   /* the concurrent-kernel kind only */
     GPUFL_PCS_TRACE_ALL,       /* Trace's kinds, as Trace enables them */
     GPUFL_PCS_TRACE_ALTERNATE, /* Trace's kinds in windows between windows without */
-    GPUFL_PCS_TRACE_EVENTS     /* no kind: kernel times from CUDA events (kernel_events.h) */
+    GPUFL_PCS_TRACE_EVENTS,    /* no kind: kernel times from CUDA events (kernel_events.h) */
+    GPUFL_PCS_TRACE_LATE       /* the default: Trace's kinds, on after PC sampling is enabled */
 } gpufl__pcs_trace_mode_t;
 
 #define GPUFL_PCS_TRACE_SAMPLE_MS_DEFAULT 900 /* alternate: a window with no kind */
@@ -32,11 +35,16 @@ typedef struct gpufl__pcs_trace {
     int64_t next_switch_ns;      /* alternate: when the current window ends; 0 not begun */
     uint64_t windows;            /* alternate: trace windows opened */
     uint64_t switch_errors;      /* alternate: switches CUPTI refused */
+    /* late: contexts PC sampling was enabled on, and the switches
+     * around that CUPTI refused (on the thread that enabled it) */
+    _Atomic uint64_t enables, enable_switch_errors;
+    char refusal[200];           /* the first switch CUPTI refused, "" none */
     int said;                    /* the session's pc_sampling_trace event was written */
     char why[200];               /* why the mode asked for does not run, "" when it does */
 } gpufl__pcs_trace_t;
 
-/* The mode GPUFL_PC_SAMPLING_TRACE asks for ("none", "kernels", "all", "alternate", "events";
+/* The mode GPUFL_PC_SAMPLING_TRACE asks for ("late", "none", "kernels", "all", "alternate",
+ * "events";
  * unset or empty: none; anything else: none, with a warning), and for
  * alternate its windows (GPUFL_PC_SAMPLING_SAMPLE_MS, _TRACE_MS). */
 void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p);
@@ -47,9 +55,18 @@ const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode);
  * (GPUFL_LAUNCH_ROWS) under the mode. */
 unsigned int gpufl__pcs_trace_cupti_flags(const gpufl__pcs_trace_t *p);
 int gpufl__pcs_trace_launch_rows(const gpufl__pcs_trace_t *p);
+/* Whether kernel launches are timed with CUDA event pairs (kernel_events.h). */
+int gpufl__pcs_trace_timed(const gpufl__pcs_trace_t *p);
 
 /* After gpufl__cupti_start: alternate begins in a window without the kinds. */
 void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti);
+
+/* late (pc_sampling.h's enable hook): the kinds go off just
+ * before PC sampling is enabled on a context and on just after; under late,
+ * kernel launches leave notes for CUPTI's kernel records while that kind is
+ * on, rows while it is not. */
+void gpufl__pcs_trace_around_enable(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti,
+                                    gpufl__launch_t *launch, int before);
 
 /* The mode asked for cannot run (why): the session runs `none`, and its
  * event says why. */

@@ -30,6 +30,10 @@
 
 /* Timed launches waiting for their events: at most one per event pair. */
 #define PENDING_MAX ((size_t)GPUFL_KERNEL_EVENTS_PAIRS * GPUFL_KERNEL_EVENTS_CONTEXTS)
+/* With event pairs, the collector takes the launches and reads the done
+ * pairs this often: 10 ms of launches at 250,000 a second (an empty-kernel
+ * loop) fit in one context's 4096 pairs. */
+#define EVENTS_PASS_NS 10000000LL
 
 static gpufl__cell_t *next(gpufl__trace_source_t *t, gpufl__batch_t *b) {
     return gpufl__collector_row(t->collector, GPUFL_FILE_DEVICE, b);
@@ -287,13 +291,24 @@ static void write_timed_kernel(gpufl__trace_source_t *t, const gpufl__kernel_lau
 /* Timed launches whose events are done, as kernel rows; one whose timing
  * failed as a launch row. The last pass waits for the GPU. */
 static void write_timed(gpufl__trace_source_t *t) {
+    /* A stream runs its work in order: once one launch of a stream is not
+     * done, its later ones are not asked about in this pass (each question is
+     * a driver call that takes the context's lock the application launches
+     * under). */
+    int64_t busy[32];
+    size_t n_busy = 0;
     size_t kept = 0;
     for (size_t i = 0; i < t->n_pending; i++) {
         const gpufl__kernel_launch_t *k = &t->pending[i];
+        int waiting = 0;
+        for (size_t b = 0; b < n_busy && !t->finishing; b++) waiting |= busy[b] == k->stream;
         int64_t start_ns = 0, end_ns = 0;
-        int done =
-            gpufl__kernel_events_read(t->events, k->events, t->finishing, &start_ns, &end_ns);
+        int done = waiting ? 0
+                           : gpufl__kernel_events_read(t->events, k->events, t->finishing,
+                                                       &start_ns, &end_ns);
         if (done == 0) {
+            if (!waiting && k->stream >= 0 && n_busy < sizeof busy / sizeof busy[0])
+                busy[n_busy++] = k->stream;
             t->pending[kept++] = *k;
             continue;
         }
@@ -431,11 +446,47 @@ static void encode_all(gpufl__trace_source_t *t, int64_t now_ns, int all) {
     }
 }
 
+/* The capability record's kernel_times: why an engine writes kernel
+ * launches (host times) instead of kernels with their GPU times. */
+static void say_kernel_times(gpufl__trace_source_t *t, unsigned flags) {
+    const char *why = NULL;
+    if (!(flags & GPUFL_LAUNCH_ROWS) || t->events != NULL)
+        why = NULL;
+    else if (t->pcs_trace_on && t->pcs_trace.mode == GPUFL_PCS_TRACE_LATE)
+        why = "PcSampling keeps its PC samples whole: CUPTI refuses its kernel kind once PC "
+              "sampling is enabled on a context (CUPTI_ERROR_NOT_COMPATIBLE), and enabled before, "
+              "it times kernels by instrumenting them (GPUs before Blackwell), which took 12-14 % "
+              "of the samples and changed a kernel's dominant stall (docs/design/"
+              "pcs-with-trace.md); copies, memsets and syncs are kept. "
+              "GPUFL_PC_SAMPLING_TRACE=kernels records kernel GPU times at that cost";
+    else if (t->pcs_trace_on)
+        why = "GPUFL_PC_SAMPLING_TRACE leaves CUPTI's kernel kind off (docs/options.md)";
+    else if (t->pc_sampling != NULL && t->sass_metrics != NULL)
+        why = "Deep enables no activity kind: its SASS metrics count nothing with one on, and "
+              "its counted kernels run many times slower, so their GPU times are not a "
+              "production figure (Trace or PcSampling for those)";
+    else if (t->sass_metrics != NULL)
+        why = "SassMetrics enables no activity kind: its metrics count nothing with one on";
+    else if (t->range_profiler != NULL)
+        why = "RangeProfiler enables no activity kind: CUPTI's kernel timestamps show in its "
+              "counters; its ranges carry the GPU time";
+    t->kernel_times_why = why;
+}
+
+static void around_enable(void *self, int before) {
+    gpufl__trace_source_t *t = self;
+    gpufl__pcs_trace_around_enable(&t->pcs_trace, t->cupti, t->launch, before);
+}
+
 static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
     gpufl__trace_source_t *t = self;
     (void)c;
     if (now_ns >= t->next_flush_ns) {
-        gpufl__cupti_flush(t->cupti, 0);
+        /* PcSampling's late kinds give CUPTI few records (copies, memsets):
+         * its buffers rarely fill, and an unforced flush completes none, so
+         * the pool ran dry and CUPTI dropped 1400 of 3400 records on a
+         * training loop (H200). A forced flush hands back the partial ones. */
+        gpufl__cupti_flush(t->cupti, t->pcs_trace_on && t->pcs_trace.mode == GPUFL_PCS_TRACE_LATE);
         t->next_flush_ns = now_ns + t->flush_every_ns;
     }
     gpufl__cupti_drain(t->cupti, &sink, t);
@@ -444,12 +495,17 @@ static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
     gpufl__pc_sampling_poll(t->pc_sampling, now_ns);
     gpufl__range_profiler_poll(t->range_profiler);
     if (t->pcs_trace_on) gpufl__pcs_trace_poll(&t->pcs_trace, t->cupti, t->launch, c, now_ns);
+    if (t->events != NULL) { /* give the event pairs back often: the pool is 4096 a context */
+        take_queued(t);
+        write_timed(t);
+    }
 }
 
 static int64_t due_in(void *self, int64_t now_ns) {
     const gpufl__trace_source_t *t = self;
     int64_t pc = gpufl__pc_sampling_due_in(t->pc_sampling, now_ns);
     int64_t windows = t->pcs_trace_on ? gpufl__pcs_trace_due_in(&t->pcs_trace, now_ns) : INT64_MAX;
+    if (t->events != NULL && windows > EVENTS_PASS_NS) windows = EVENTS_PASS_NS;
     return pc < windows ? pc : windows;
 }
 
@@ -695,7 +751,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     if (t->pcs_trace_on) {
         gpufl__pcs_trace_init(&t->pcs_trace);
         if (!gpufl__pcs_trace_launch_rows(&t->pcs_trace)) flags &= ~GPUFL_LAUNCH_ROWS;
-        if (t->pcs_trace.mode == GPUFL_PCS_TRACE_EVENTS) open_events(t);
+        if (gpufl__pcs_trace_timed(&t->pcs_trace)) open_events(t);
     }
 #ifndef GPUFL_DIAGNOSE_RANGE_PROFILER_WITH_ACTIVITY /* diagnosis build: the range profiler beside them */
     if (t->range_profiler != NULL) flags |= GPUFL_LAUNCH_ROWS;
@@ -720,6 +776,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
                                   t->stacks_on ? t->stack_log.stacks : NULL, why, why_size);
         if (rc) goto explain_missing_driver;
     }
+    say_kernel_times(t, flags);
 
     /* Synchronization is timed by the callbacks at the sync calls: CUPTI's
      * synchronization kind costs about 0.5 us on every launch (measured on
@@ -732,6 +789,7 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     else if (flags & GPUFL_LAUNCH_ROWS)
         cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
 #endif
+    if (t->pcs_trace_on) gpufl__pc_sampling_set_enable_hook(t->pc_sampling, around_enable, t);
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
     if (rc) goto explain_missing_driver;
     if (t->pcs_trace_on) gpufl__pcs_trace_started(&t->pcs_trace, t->cupti);

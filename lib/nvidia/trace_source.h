@@ -60,6 +60,7 @@ typedef struct gpufl__trace_source {
     char pc_sampling_why[240];         /* why it does not, "" when it does or was not asked for */
     gpufl__pcs_trace_t pcs_trace;      /* PcSampling alone: the activity kept beside sampling */
     int pcs_trace_on;                  /* pcs_trace applies (PcSampling runs, without Deep) */
+    const char *kernel_times_why;      /* why kernels are launch rows (static), NULL: timed */
     gpufl__kernel_events_t *events;    /* owned; pcs_trace `events`: launches timed by events */
     gpufl__kernel_launch_t *pending;   /* timed launches whose events are not done yet */
     size_t n_pending;                  /* at most one per event pair */

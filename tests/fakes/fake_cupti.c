@@ -8,6 +8,11 @@
  * registered:
  *   {"register_error": 0,                 CUptiResult of RegisterCallbacks
  *    "enable_errors": {"38": 35},         CUpti_ActivityKind -> CUptiResult
+ *    "errors_while_sampling": {"10": 0},  the same, once PC sampling was
+ *                                         enabled on a context (fake_cupti_pcs.c);
+ *                                         by default the concurrent-kernel kind
+ *                                         is refused then, as CUPTI 13 does on an
+ *                                         H100 and H200 (CUPTI_ERROR_NOT_COMPATIBLE)
  *    "records_per_buffer": 2,             0: as many as fit
  *    "records_per_flush": 10,             0: all pending
  *    "dropped": 5,                        added to the next dropped count
@@ -67,7 +72,9 @@ static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUpti_BuffersCallbackRequestFunc requested_fn;
 static CUpti_BuffersCallbackCompleteFunc completed_fn;
 static CUpti_TimestampCallbackFunc timestamp_fn;
-static int enable_errors[KINDS_MAX];
+static int enable_errors[KINDS_MAX], errors_while_sampling[KINDS_MAX];
+/* Set by fake_cupti_pcs.c's cuptiPCSamplingEnable. */
+_Atomic int fake__pc_sampling_enabled;
 static unsigned long enable_counts[KINDS_MAX], disable_counts[KINDS_MAX];
 /* Kinds enabled since the script loaded: the scripted records stand for
  * activity that happened while they were on, so a later disable keeps them. */
@@ -375,6 +382,9 @@ static CUptiResult load_script(void) {
     name_count = record_count = record_next = records_per_buffer = records_per_flush = 0;
     dropped = 0;
     memset(enable_errors, 0, sizeof enable_errors);
+    memset(errors_while_sampling, 0, sizeof errors_while_sampling);
+    errors_while_sampling[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] = CUPTI_ERROR_NOT_COMPATIBLE;
+    fake__pc_sampling_enabled = 0;
     memset(enable_counts, 0, sizeof enable_counts);
     memset(disable_counts, 0, sizeof disable_counts);
     memset(enabled, 0, sizeof enabled);
@@ -399,6 +409,11 @@ static CUptiResult load_script(void) {
     json_object_foreach(json_object_get(root, "enable_errors"), key, value) {
         int kind = atoi(key);
         if (kind >= 0 && kind < KINDS_MAX) enable_errors[kind] = (int)json_integer_value(value);
+    }
+    json_object_foreach(json_object_get(root, "errors_while_sampling"), key, value) {
+        int kind = atoi(key);
+        if (kind >= 0 && kind < KINDS_MAX)
+            errors_while_sampling[kind] = (int)json_integer_value(value);
     }
     records_per_buffer = (int)json_integer_value(json_object_get(root, "records_per_buffer"));
     records_per_flush = (int)json_integer_value(json_object_get(root, "records_per_flush"));
@@ -442,6 +457,8 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     pthread_mutex_lock(&lock);
     enable_counts[kind]++;
     CUptiResult r = (CUptiResult)enable_errors[kind];
+    if (r == CUPTI_SUCCESS && fake__pc_sampling_enabled)
+        r = (CUptiResult)errors_while_sampling[kind];
     if (r == CUPTI_SUCCESS) enabled[kind] = 1;
     if (r == CUPTI_SUCCESS) paused[kind] = 0;
     pthread_mutex_unlock(&lock);

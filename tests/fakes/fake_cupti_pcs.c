@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern _Atomic int fake__pc_sampling_enabled; /* fake_cupti.c: errors_while_sampling */
+
 #define EXPORT    __attribute__((visibility("default")))
 #define CTX_MAX   8
 #define PCS_MAX   32768 /* past a quarter of the engine's scratch buffer (SCRATCH_PCS) */
@@ -137,6 +139,7 @@ EXPORT CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
     if (r == CUPTI_SUCCESS) {
         c->enabled = 1;
         c->enables++;
+        fake__pc_sampling_enabled = 1; /* fake_cupti.c: errors_while_sampling */
     }
     pthread_mutex_unlock(&lock);
     return r;

@@ -8,7 +8,11 @@ the sync rows add up to must match the time the program measured around its
 cudaStreamSynchronize calls (clock_gettime, an independent reference).
 Also runs `gpufl report` and both `gpufl export` formats on the session.
 
-usage: check_in_loop_sync.py PROGRAM GPUFL OUTDIR
+usage: check_in_loop_sync.py PROGRAM GPUFL OUTDIR [trace|pcsampling]
+Under pcsampling (its default activity mode, docs/design/pcs-with-trace.md)
+the same insights must come from the launch rows and sync rows; the rules
+that read kernel GPU times (gpu_idle, launch_bound) are skipped with the
+reason, and the capability record's kernel_times says why it is off.
 Prints one line per check and RESULT at the end; exit 0 when all pass.
 """
 import json
@@ -23,10 +27,11 @@ BLOCKED_TOLERANCE = 0.02  # relative, plus 20 us a call for the clock reads arou
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] in ("-h", "--help"):
+    if len(sys.argv) not in (4, 5) or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(sys.argv) == 2 else 2
-    program, gpufl, out = sys.argv[1:]
+    program, gpufl, out = sys.argv[1:4]
+    engine = sys.argv[4] if len(sys.argv) == 5 else "trace"
     os.makedirs(out, exist_ok=True)
     failures = []
 
@@ -35,7 +40,7 @@ def main():
         if not ok:
             failures.append(what)
 
-    run = subprocess.run([program, os.path.join(out, "logs"), str(STEPS)],
+    run = subprocess.run([program, os.path.join(out, "logs"), str(STEPS), engine],
                          capture_output=True, text=True, timeout=120)
     sys.stderr.write(run.stderr)
     check(run.returncode == 0, f"program exit code {run.returncode}")
@@ -58,6 +63,21 @@ def main():
     for x in doc["insights"]:
         by_rule.setdefault(x["rule"], []).append(x)
 
+    skipped = {s["rule"]: s.get("why") for s in doc.get("skipped", [])}
+    print("skipped rules:", json.dumps(skipped))
+    if engine == "pcsampling":
+        for rule in ("gpu_idle", "launch_bound"):
+            check("needs kernel GPU times" in (skipped.get(rule) or ""),
+                  f"{rule} skipped under PcSampling, saying why ({skipped.get(rule)})")
+        caps = {}
+        with open(os.path.join(session, "device.log")) as f:
+            for line in f:
+                if '"type":"capabilities"' in line:
+                    caps = json.loads(line).get("features", {}).get("kernel_times", {})
+                    break
+        print("kernel_times:", json.dumps(caps))
+        check(caps.get("on") is False and "CUPTI" in (caps.get("why") or ""),
+              "capability kernel_times off, with CUPTI's reason")
     loops = [x for x in by_rule.get("in_loop_sync", []) if x.get("line") == facts["line"]]
     check(len(loops) == 1, f"one in_loop_sync insight at {where} (got {len(by_rule.get('in_loop_sync', []))} in all)")
     if loops:
@@ -103,9 +123,11 @@ def main():
         if ok and fmt == "chrome":
             with open(path) as f:
                 events = json.load(f)["traceEvents"]
-            kernels = [e for e in events if e.get("ph") == "X" and "step_kernel" in e.get("name", "")]
+            # Trace: kernel slices; PcSampling: the launches (no GPU times)
+            kernels = [e for e in events if "step_kernel" in e.get("name", "") and
+                       (e.get("ph") == "X" or engine != "trace")]
             check(len(kernels) == STEPS * KERNELS_PER_STEP,
-                  f"chrome trace has {len(kernels)} step_kernel slices")
+                  f"chrome trace has {len(kernels)} step_kernel events")
 
     print(f"RESULT {'PASS' if not failures else 'FAIL'}: {len(failures)} failed")
     return 1 if failures else 0

@@ -46,6 +46,10 @@ class Verdicts:
         self.checks.append({"check": name, "ok": bool(ok), "detail": detail})
         self.failed += 0 if ok else 1
 
+    def skip(self, name, why):
+        """A check the session cannot answer, and why (not a pass, not a failure)."""
+        self.checks.append({"check": name, "ok": None, "detail": why})
+
     def done(self, extra):
         print(json.dumps({"failed": self.failed, "checks": self.checks, **extra}, indent=1,
                          default=str))
@@ -120,10 +124,48 @@ def leaf(path):
     return path
 
 
+def launch_rows_check(v, session, kernels, launches, notes, report_json):
+    """A session whose kernels are launch rows (PcSampling, Deep: no GPU
+    times, the capability record says why): the kernel count and names from
+    the report's kernel_launches, each NVTX range's kernels from the launch
+    rows' scopes."""
+    _, doc = report_scopes(report_json)
+    kl = doc.get("kernel_launches") or {}
+    ours = collections.Counter()
+    for c in kl.get("configs") or []:
+        ours[c["name"]] += int(c["launches"])
+    ref = collections.Counter(n for n, _, _ in kernels)
+    v.add("kernel count (launch rows)", kl.get("count") == len(kernels),
+          f"gpufl {kl.get('count')}, torch.profiler {len(kernels)}")
+    diff = {n: f"{ours[n]} vs {ref[n]}" for n in set(ref) | set(ours) if ours[n] != ref[n]}
+    v.add("kernel names (multiset, launch rows)", not diff and not kl.get("more_configs"),
+          "equal" if not diff else dict(list(diff.items())[:20]))
+    feat = (session.capabilities() or {}).get("features", {}).get("kernel_times", {})
+    v.skip(f"GPU time per kernel name within {TOL_PCT} %",
+           f"no kernel GPU times: {feat.get('why', 'the capability record has no kernel_times')}")
+    scopes = session.scopes()
+    ranges = {}
+    for name in ("step", "forward", "backward", "optimizer"):
+        spans = [(t0, t1, tid) for n, t0, t1, tid in notes if n == name]
+        n_ref = sum(1 for _, _, corr in kernels if (at := launches.get(corr)) and
+                    any(t0 <= at[0] <= t1 and tid == at[1] for t0, t1, tid in spans))
+        n_ours = 0
+        for r in session.rows.get("launch", []):
+            s = scopes.get(r.get("scope"))
+            if s and name in (s.get("path") or "").split("/"):
+                n_ours += 1
+        ranges[name] = {"torch": n_ref, "gpufl": n_ours}
+        v.add(f"range {name}: kernels attributed (launch rows)", n_ours == n_ref and n_ref > 0,
+              f"gpufl {n_ours}, torch {n_ref}")
+    return v.done({"ranges": ranges, "kernel_times": feat})
+
+
 def cmd_torch(ref_trace, session_dir, report_json):
     v = Verdicts()
     kernels, launches, notes = torch_trace(ref_trace)
     session = gpufl_log.Session(session_dir)
+    if not session.kernels() and session.rows.get("launch"):
+        return launch_rows_check(v, session, kernels, launches, notes, report_json)
     ours = [(gpufl_log.kernel_name(r), r["end_ns"] - r["start_ns"]) for r in session.kernels()]
     table = compare_kernel_names(v, [(n, d) for n, d, _ in kernels], ours, "torch.profiler",
                                  "gpufl trace")

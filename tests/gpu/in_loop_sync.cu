@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 __global__ void step_kernel(float *x, int iters) {
@@ -42,16 +43,17 @@ __attribute__((noinline)) static void train_step(cudaStream_t stream, float *x) 
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argc > 3) {
-        std::fprintf(stderr, "usage: in_loop_sync LOG_DIR [STEPS]\n");
+    if (argc < 2 || argc > 4) {
+        std::fprintf(stderr, "usage: in_loop_sync LOG_DIR [STEPS [trace|pcsampling]]\n");
         return 2;
     }
-    int steps = argc == 3 ? std::atoi(argv[2]) : 50;
+    int steps = argc >= 3 ? std::atoi(argv[2]) : 50;
+    int pcsampling = argc == 4 && std::strcmp(argv[3], "pcsampling") == 0;
     gpufl_options_t o;
     gpufl_options_init(&o);
     o.app_name = "in_loop_sync";
     o.log_path = argv[1];
-    o.profiling_engine = GPUFL_ENGINE_TRACE;
+    o.profiling_engine = pcsampling ? GPUFL_ENGINE_PC_SAMPLING : GPUFL_ENGINE_TRACE;
     o.enable_stack_trace = 1;
     if (gpufl_init(&o) != 0) {
         std::fprintf(stderr, "in_loop_sync: init failed: %s\n", gpufl_last_error());

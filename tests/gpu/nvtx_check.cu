@@ -3,7 +3,10 @@
 // session (docs/nvtx.md): STEPS push/pop ranges "step", each holding a
 // 200 us kernel and a range "forward" of domain "model" with a 400 us
 // kernel, all inside one start/end range "epoch". Each kernel is timed with
-// CUDA events (an independent reference). Linked with libgpufl.a, so NVTX
+// CUDA events (an independent reference). The steps are queued without a
+// wait between them, behind a kernel launched before the epoch: an event
+// recorded on an idle GPU takes its time at once, before the host has
+// finished launching the kernel after it, and would count that host time. Linked with libgpufl.a, so NVTX
 // finds gpufl through its static pre-injection pointer, no variable set.
 // Prints one JSON line: the session directory and, per scope path, the
 // kernels and GPU time it must show (nvtx_check.py compares).
@@ -48,15 +51,17 @@ int main(int argc, char **argv) {
         return 1;
     }
     nvtxDomainHandle_t model = nvtxDomainCreateA("model");
-    cudaEvent_t ev[4];
-    for (auto &e : ev) CHECK(cudaEventCreate(&e));
-    double step_ms = 0, forward_ms = 0;
+    cudaEvent_t *ev = (cudaEvent_t *)std::calloc((size_t)steps * 4, sizeof *ev);
+    if (ev == NULL) return 1;
+    for (int i = 0; i < steps * 4; i++) CHECK(cudaEventCreate(&ev[i]));
+    spin<<<1, 32>>>(long_cycles); // keeps the stream busy while the steps are queued
     nvtxRangeId_t epoch = nvtxRangeStartA("epoch");
     for (int s = 0; s < steps; s++) {
+        cudaEvent_t *e = &ev[s * 4];
         nvtxRangePushA("step");
-        CHECK(cudaEventRecord(ev[0]));
+        CHECK(cudaEventRecord(e[0]));
         spin<<<1, 32>>>(short_cycles);
-        CHECK(cudaEventRecord(ev[1]));
+        CHECK(cudaEventRecord(e[1]));
         nvtxEventAttributes_t a = {};
         a.version = NVTX_VERSION;
         a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
@@ -65,15 +70,18 @@ int main(int argc, char **argv) {
         a.payloadType = NVTX_PAYLOAD_TYPE_INT32;
         a.payload.iValue = s;
         nvtxDomainRangePushEx(model, &a);
-        CHECK(cudaEventRecord(ev[2]));
+        CHECK(cudaEventRecord(e[2]));
         spin<<<1, 32>>>(long_cycles);
-        CHECK(cudaEventRecord(ev[3]));
+        CHECK(cudaEventRecord(e[3]));
         nvtxDomainRangePop(model);
         nvtxRangePop();
-        CHECK(cudaEventSynchronize(ev[3]));
+    }
+    CHECK(cudaDeviceSynchronize());
+    double step_ms = 0, forward_ms = 0;
+    for (int s = 0; s < steps; s++) {
         float a_ms = 0, b_ms = 0;
-        CHECK(cudaEventElapsedTime(&a_ms, ev[0], ev[1]));
-        CHECK(cudaEventElapsedTime(&b_ms, ev[2], ev[3]));
+        CHECK(cudaEventElapsedTime(&a_ms, ev[s * 4], ev[s * 4 + 1]));
+        CHECK(cudaEventElapsedTime(&b_ms, ev[s * 4 + 2], ev[s * 4 + 3]));
         step_ms += a_ms + b_ms;
         forward_ms += b_ms;
     }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine: PcSampling's candidates for keeping Trace's kernel
-# times, copies and syncs beside PC sampling (GPUFL_PC_SAMPLING_TRACE: none,
-# kernels, all, alternate, events; docs/design/pcs-with-trace.md), measured side by
-# side in one call. Steps, each bounded by a timeout, a failure recorded and
-# the script going on:
+# times, copies and syncs beside PC sampling (GPUFL_PC_SAMPLING_TRACE: late,
+# the default, none, kernels, all, alternate, events; docs/design/pcs-with-trace.md),
+# measured side by side in one call. Steps, each bounded by a timeout, a failure
+# recorded and the script going on:
 #   refs      tests/gpu/pcs_kernels under Trace (the kernels' GPU times) and
 #             under ncu without gpufl (the reference stall mix).
 #   kernels   the same program under PcSampling in each mode: per kernel the
@@ -24,7 +24,7 @@
 # step's timeout is cut to what is left, and a step with under 20 s left is
 # skipped (recorded).
 # Usage: tests/gpu/run_pcs_candidates.sh OUT [--rounds N] [--only refs,kernels,launch,train]
-#        [--modes none,kernels,all,alternate,events] [--budget SECONDS]
+#        [--modes late,none,kernels,all,alternate,events] [--budget SECONDS]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
   sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
@@ -33,7 +33,7 @@ fi
 out=$1; shift
 rounds=2
 only=refs,kernels,launch,train
-modes=none,kernels,all,alternate,events
+modes=late,none,kernels,all,alternate,events
 budget=570
 while [[ $# -gt 0 ]]; do
   case $1 in

@@ -7,7 +7,8 @@
 #             and NVTX scopes; loop time alternated over ROUNDS with the
 #             untraced program (the overhead of gpufl trace against in-process).
 #   torch     train_nvtx.py (PyTorch, torch.cuda.nvtx ranges, no gpufl) under
-#             torch.profiler and under `gpufl trace`: kernels, names, GPU time
+#             torch.profiler and under `gpufl trace --engine E` (--torch-engine,
+#             default trace): kernels, names, GPU time
 #             per name and per NVTX range; then ms/step alternated: untraced,
 #             in-process gpufl.init (Trace), gpufl trace.
 #   crash     the flight recorder (`gpufl trace --flight-recorder`) of the
@@ -19,7 +20,7 @@
 #             (Monitor with host and GPU samples every 100 ms).
 # Session logs are packed as OUT/sessions.tar.gz.
 # Usage: tests/gpu/run_zero_code_checks.sh OUT [--only program,torch,crash,rate] [--rounds N] [--iters N]
-#        [--engines Monitor,Trace,... (rate)] [--rate-steps N]
+#        [--engines Monitor,Trace,... (rate)] [--rate-steps N] [--torch-engine E]
 set -uo pipefail
 if [[ $# -lt 1 || $1 == --help || $1 == -h ]]; then
   sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
@@ -31,6 +32,7 @@ rounds=5
 iters=3000
 engines=Monitor,Trace,PcSampling
 rate_steps=300
+torch_engine=trace
 while [[ $# -gt 0 ]]; do
   case $1 in
     --only) only=$2; shift 2 ;;
@@ -38,6 +40,7 @@ while [[ $# -gt 0 ]]; do
     --iters) iters=$2; shift 2 ;;
     --engines) engines=$2; shift 2 ;;
     --rate-steps) rate_steps=$2; shift 2 ;;
+    --torch-engine) torch_engine=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -53,7 +56,7 @@ step() { echo "== $* ($(date +%T))"; }
 want() { [[ ,$only, == *,$1,* ]]; }
 # the verdicts of a check_zero_code.py summary, one line each
 show() {
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(("ok  " if c["ok"] else "FAIL"), c["check"], str(c["detail"])[:200]) for c in d.get("checks", [])]; print(d.get("error",""))' "$1"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(("n/a " if c["ok"] is None else "ok  " if c["ok"] else "FAIL"), c["check"], str(c["detail"])[:200]) for c in d.get("checks", [])]; print(d.get("error",""))' "$1"
 }
 # median of the numbers on stdin
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -93,7 +96,7 @@ if want torch; then
   timeout 300 python3 tests/gpu/profile_script.py "$out/torch-ref.json" tests/gpu/train_nvtx.py \
     >"$out/torch-ref.out" 2>"$out/torch-ref.err" || status=1
   step "torch: gpufl trace"
-  timeout 300 "$gpufl" trace --engine trace --output "$out/logs/torch-traced" -- \
+  timeout 300 "$gpufl" trace --engine "$torch_engine" --output "$out/logs/torch-traced" -- \
     python3 tests/gpu/train_nvtx.py >"$out/torch-traced.out" 2>"$out/torch-traced.err" || status=1
   tail -5 "$out/torch-traced.err"
   sdir=$(dirname "$(find "$out/logs/torch-traced" -name device.log | head -1)")

@@ -18,7 +18,7 @@ proportion to their recorded samples (the reference kernels run one after
 another, so most windows hold one kernel). That is the analysis-side
 "non-user samples attributed by time" of docs/design/pcs-with-trace.md, done
 here in Python; the library's report does not do it.
-Usage: summarize_pcs_candidates.py OUT [--modes none,kernels,all,alternate,events]
+Usage: summarize_pcs_candidates.py OUT [--modes late,none,kernels,all,alternate,events]
 """
 import argparse
 import collections
@@ -127,7 +127,7 @@ def launch_costs(lines):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--modes", default="none,kernels,all,alternate,events")
+    ap.add_argument("--modes", default="late,none,kernels,all,alternate,events")
     a = ap.parse_args()
     modes = [m for m in a.modes.split(",") if m]
     out = {"modes": modes, "kernels": {}, "launch": {}, "train": {}}

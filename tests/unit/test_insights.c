@@ -819,6 +819,33 @@ static void test_insights_pageable_memcpy(void **state) {
     done(&r);
 }
 
+/* Kernels as launch rows (PcSampling, Deep): memcpy_bound needs their GPU
+ * time and is skipped, pageable copies are still found, their share taken
+ * of the session (100 ms). */
+static void put_launch_rows(sess_t *s, const int64_t *corr, const int64_t *tid, size_t n,
+                            int64_t config);
+
+static void test_insights_pageable_memcpy_untimed(void **state) {
+    (void)state;
+    sess_t *s = sess_new(0);
+    crow_t cp[2] = {{10 * MS, 10 * MS + 5 * MS, 2 << 20, 1, 1, 3},
+                    {20 * MS, 20 * MS + 6 * MS, 2 << 20, 2, 3, 1}};
+    put_copies(s, cp, 2);
+    int64_t corr[3] = {40000, 41000, 42000};
+    put_launch_rows(s, corr, NULL, 3, 0);
+    sess_end(s, 100 * MS);
+    run_t r = compute(s);
+    const gpufl__insight_t *x = one(&r, "pageable_memcpy");
+    assert_int_equal(x->severity, GPUFL_SEVERITY_MEDIUM); /* 11 % of the session */
+    ASSERT_NEAR(ev(x, "session_share_pct"), 11);
+    assert_false(has_ev(x, "busy_share_pct"));
+    expect_text(x->message, "11.0% of the session: its kernels were not timed");
+    assert_int_equal(count(&r, "memcpy_bound"), 0);
+    assert_non_null(skip_why(&r, "memcpy_bound"));
+    assert_null(skip_why(&r, "pageable_memcpy"));
+    done(&r);
+}
+
 /* ---------------------------------------------------------------------- */
 /* gpu_idle                                                                 */
 /* ---------------------------------------------------------------------- */
@@ -1689,6 +1716,7 @@ int main(void) {
         cmocka_unit_test(test_insights_launch_bound),
         cmocka_unit_test(test_insights_memcpy_bound),
         cmocka_unit_test(test_insights_pageable_memcpy),
+        cmocka_unit_test(test_insights_pageable_memcpy_untimed),
         cmocka_unit_test(test_insights_gpu_idle),
         cmocka_unit_test(test_insights_gpu_idle_gaps),
         cmocka_unit_test(test_insights_throttling_thermal),

@@ -1326,13 +1326,13 @@ static void pc_samples_of_two_contexts(void **state) {
     assert_int_equal(pc_sampling_stat(&d, "samples"), 950);
     assert_int_equal(pc_sampling_stat(&d, "functions"), 2);
     assert_int_equal(pc_sampling_stat(&d, "errors"), 0);
-    /* No activity kind is enabled (with them on, CUPTI gives samples to its
-     * non-user count); the launch is written from the callback, with its
-     * context and configuration. */
-    /* (The fake counts enables from the session's buffer registration on.) */
-    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
-    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 0);
-    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMSET), 0);
+    /* The activity kinds are off while PC sampling is enabled on each
+     * context and on again after, where CUPTI refuses the kernel kind (the
+     * fake's default, as CUPTI on an H100): the launch is written from the
+     * callback, with its context and configuration. (The fake counts enables
+     * from the session's buffer registration on: the start, then after each
+     * of the two contexts.) */
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 3);
     assert_int_equal(tu_count(&d.device, "kernel"), 0);
     assert_int_equal(cell_int(&d, "launch", corr, "context"), 0x1234);
     assert_true(cell_int(&d, "launch", corr, "config") > 0);
@@ -1574,7 +1574,8 @@ static void pc_sampling_refused(void **state) {
     assert_non_null(
         strstr(json_string_value(json_object_get(a, "error")), "cuptiPCSamplingEnable"));
     assert_null(json_object_get(a, "period"));
-    assert_true(has_row(&d, "launch", corr));
+    /* Not sampled: CUPTI takes the kernel kind again, the kernel is timed. */
+    assert_true(has_row(&d, "kernel", corr));
     assert_int_equal(pc_sampling_stat(&d, "contexts"), 0);
     assert_int_equal(pc_sampling_stat(&d, "errors"), 1);
     free_session(&d);
@@ -1930,7 +1931,6 @@ static void sass_metrics_count_each_instruction(void **state) {
     gpufl_options_t o = trace_options("sassm_counts");
     o.profiling_engine = GPUFL_ENGINE_SASS_METRICS;
     o.flush_interval_ms = 10;
-    unsigned long kernels_before = fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     start(&o);
     uint64_t crc = load_two_functions(CTX_A);
     /* A context from before init, found at its first launch. */
@@ -1950,7 +1950,8 @@ static void sass_metrics_count_each_instruction(void **state) {
     let_collector_run();
     stop();
     unsetenv("GPUFL_NVDISASM");
-    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), kernels_before);
+    /* (counted from this session's buffer registration on) */
+    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
 
     session_t d = read_session();
     json_t *caps = tu_first(&d.device, "capabilities");
@@ -2962,7 +2963,10 @@ typedef struct pcs_trace_run {
  * stream synchronize, and PC samples of the kernel. */
 static pcs_trace_run_t pcs_trace_session(const char *mode, const char *name) {
     fresh_pc_sampling();
-    setenv("GPUFL_PC_SAMPLING_TRACE", mode, 1);
+    if (mode)
+        setenv("GPUFL_PC_SAMPLING_TRACE", mode, 1);
+    else
+        unsetenv("GPUFL_PC_SAMPLING_TRACE"); /* the default */
     gpufl_options_t o = pc_sampling_options(name);
     o.flush_interval_ms = 10;
     pcs_trace_warnings[0] = '\0';
@@ -3155,15 +3159,54 @@ static void pcs_trace_events_times_kernels(void **state) {
     free_session(&d);
 }
 
+/* `late`: Trace's kinds off at the start and on once PC sampling is enabled
+ * on the context. When CUPTI takes the kernel kind, launches leave notes and
+ * its records are the kernel rows; when it refuses it while sampling (the
+ * fake's default, as CUPTI on an H100 and H200), launches stay rows, the
+ * copies still come, and the refusal is said with CUPTI's reason. */
+static void pcs_trace_late_kinds(void **state) {
+    (void)state;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/script.json", tu_scratch_dir(SUITE, "pcs_trace_late"));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"errors_while_sampling\": {\"%d\": 0}}", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    fclose(f);
+    setenv("GPUFL_FAKE_CUPTI", path, 1); /* a CUPTI that takes the kernel kind while sampling */
+    pcs_trace_run_t r = pcs_trace_session("late", "pcs_trace_late");
+    unsetenv("GPUFL_FAKE_CUPTI");
+    session_t d = read_session();
+    assert_false(has_row(&d, "launch", r.kernel));
+    assert_true(has_row(&d, "kernel", r.kernel));
+    assert_int_equal(cell_int(&d, "copy", r.copy, "bytes"), 4096);
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace_windows"),
+                           "Trace's kinds turned on after PC sampling was enabled on 1 contexts, "
+                           "0 switches refused"));
+    free_session(&d);
+    pcs_trace_model(1, 1, 1, 1);
+
+    /* The default: refused, as CUPTI 13 does on an H100 and H200. */
+    r = pcs_trace_session(NULL, "pcs_trace_late_refused");
+    d = read_session();
+    assert_true(has_row(&d, "launch", r.kernel));
+    assert_false(has_row(&d, "kernel", r.kernel));
+    assert_int_equal(cell_int(&d, "copy", r.copy, "bytes"), 4096);
+    const char *said = pcs_trace_event(&d, "pc_sampling_trace_windows");
+    assert_non_null(strstr(said, "1 switches refused by CUPTI, the first: "));
+    assert_non_null(strstr(said, "concurrent kernels: "));
+    free_session(&d);
+}
+
 /* A value that is not a mode is said, and the default kept. */
 static void pcs_trace_unknown_mode_is_said(void **state) {
     (void)state;
     pcs_trace_run_t r = pcs_trace_session("sometimes", "pcs_trace_unknown");
-    assert_non_null(strstr(pcs_trace_warnings, "GPUFL_PC_SAMPLING_TRACE=sometimes is not none, "
-                                               "kernels, all, alternate or events; using none"));
-    assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
+    assert_non_null(strstr(pcs_trace_warnings, "GPUFL_PC_SAMPLING_TRACE=sometimes is not late, "
+                                               "none, kernels, all, alternate or events; using "
+                                               "late"));
     session_t d = read_session();
     assert_true(has_row(&d, "launch", r.kernel));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode late"));
     free_session(&d);
 }
 
@@ -3175,6 +3218,7 @@ int main(void) {
         cmocka_unit_test(pcs_trace_all_has_copies),
         cmocka_unit_test(pcs_trace_alternate_switches_windows),
         cmocka_unit_test(pcs_trace_events_times_kernels),
+        cmocka_unit_test(pcs_trace_late_kinds),
         cmocka_unit_test(pcs_trace_unknown_mode_is_said),
         cmocka_unit_test(kernel_configs_carry_occupancy),
         cmocka_unit_test(no_libcuda_no_occupancy),
