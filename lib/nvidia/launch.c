@@ -470,8 +470,12 @@ static void time_launch(gpufl__launch_t *l, thread_state_t *state, enum call_kin
     if (cb->callbackSite == CUPTI_API_ENTER) {
         if (state == NULL || (kind != CALL_LAUNCH && kind != CALL_LAUNCH_EX)) return;
         row->stream = gpufl__cupti_stream_id(l->cupti, cb->context, stream, l->per_thread[cbid]);
+        /* A context's first pair makes its pool and waits for the anchor with
+         * cuEventSynchronize, which these callbacks time: gpufl's own call. */
+        gpufl__launch_internal(1);
         row->events =
             gpufl__kernel_events_begin(l->events, cb->context, stream, l->per_thread[cbid]);
+        gpufl__launch_internal(0);
         state->events_generation = row->events ? l->generation : 0;
         state->events_correlation = cb->correlationId;
         state->events_handle = row->events;

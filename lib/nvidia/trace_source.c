@@ -303,9 +303,12 @@ static void write_timed(gpufl__trace_source_t *t) {
         int waiting = 0;
         for (size_t b = 0; b < n_busy && !t->finishing; b++) waiting |= busy[b] == k->stream;
         int64_t start_ns = 0, end_ns = 0;
+        /* The last pass waits with cuEventSynchronize: gpufl's own, not a sync row. */
+        if (t->finishing) gpufl__launch_internal(1);
         int done = waiting ? 0
                            : gpufl__kernel_events_read(t->events, k->events, t->finishing,
                                                        &start_ns, &end_ns);
+        if (t->finishing) gpufl__launch_internal(0);
         if (done == 0) {
             if (!waiting && k->stream >= 0 && n_busy < sizeof busy / sizeof busy[0])
                 busy[n_busy++] = k->stream;
