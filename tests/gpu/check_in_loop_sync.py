@@ -12,7 +12,8 @@ usage: check_in_loop_sync.py PROGRAM GPUFL OUTDIR [trace|pcsampling]
 Under pcsampling (its default activity mode, docs/design/pcs-with-trace.md)
 the same insights must come from the launch rows and sync rows; the rules
 that read kernel GPU times (gpu_idle, launch_bound) are skipped with the
-reason, and the capability record's kernel_times says why it is off.
+reason, and the capability record's kernel_times says why it is off. With
+GPUFL_PC_SAMPLING_TRACE=kernels (kernel_times on) those rules are judged.
 Prints one line per check and RESULT at the end; exit 0 when all pass.
 """
 import json
@@ -66,9 +67,6 @@ def main():
     skipped = {s["rule"]: s.get("why") for s in doc.get("skipped", [])}
     print("skipped rules:", json.dumps(skipped))
     if engine == "pcsampling":
-        for rule in ("gpu_idle", "launch_bound"):
-            check("needs kernel GPU times" in (skipped.get(rule) or ""),
-                  f"{rule} skipped under PcSampling, saying why ({skipped.get(rule)})")
         caps = {}
         with open(os.path.join(session, "device.log")) as f:
             for line in f:
@@ -76,8 +74,15 @@ def main():
                     caps = json.loads(line).get("features", {}).get("kernel_times", {})
                     break
         print("kernel_times:", json.dumps(caps))
-        check(caps.get("on") is False and "CUPTI" in (caps.get("why") or ""),
-              "capability kernel_times off, with CUPTI's reason")
+        if caps.get("on"):  # GPUFL_PC_SAMPLING_TRACE=kernels or all: Trace's kernel rows
+            for rule in ("gpu_idle", "launch_bound"):
+                check(rule not in skipped, f"{rule} judged under PcSampling with kernel times")
+        else:  # the default, late: kernels are launch rows
+            for rule in ("gpu_idle", "launch_bound"):
+                check("needs kernel GPU times" in (skipped.get(rule) or ""),
+                      f"{rule} skipped under PcSampling, saying why ({skipped.get(rule)})")
+            check("CUPTI" in (caps.get("why") or ""),
+                  "capability kernel_times off, with CUPTI's reason")
     loops = [x for x in by_rule.get("in_loop_sync", []) if x.get("line") == facts["line"]]
     check(len(loops) == 1, f"one in_loop_sync insight at {where} (got {len(by_rule.get('in_loop_sync', []))} in all)")
     if loops:
