@@ -829,11 +829,6 @@ static int add_pageable(gpufl__insights_t *out, int64_t device, const dev_work_t
     return 0;
 }
 
-/* The session's length: its end record's, else its last timestamp. */
-static double session_ns(const gpufl__model_t *m) {
-    return (double)(m->session_end.present ? m->session_end.duration_ns : m->last_ts_ns);
-}
-
 static int rules_copies(const gpufl__model_t *m, gpufl__insights_t *out) {
     int rc;
     /* Kernels as launch rows (PcSampling, Deep): copies cannot be set
@@ -875,7 +870,7 @@ static int rules_copies(const gpufl__model_t *m, gpufl__insights_t *out) {
         double share = both > 0 ? exposed / both : 0;
         if (!untimed && exposed >= COPY_EXPOSED_MIN_NS && share >= COPY_SHARE_MEDIUM)
             rc = add_memcpy_bound(out, m->gpus[s].device, d, copy_ns, k_ns, exposed, share);
-        if (untimed) busy = session_ns(m);
+        if (untimed) busy = gpufl__insight_session_ns(m);
         if (!rc && d->pageable_n && d->pageable_ns >= PAGEABLE_MIN_NS)
             rc = add_pageable(out, m->gpus[s].device, d, busy, untimed, pinned_bps);
     }

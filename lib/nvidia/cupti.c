@@ -84,6 +84,7 @@ struct gpufl__cupti {
     int outstanding; /* buffers CUPTI holds */
 
     _Atomic uint64_t buffers_given, buffers_refused, buffers_completed, buffers_drained;
+    _Atomic uint64_t records_incomplete; /* left out: no valid start and end */
     _Atomic uint64_t records, records_other, records_dropped, parse_errors;
 };
 
@@ -337,10 +338,19 @@ static void copy_versioned(const gpufl__cupti_t *c, const CUpti_Activity *record
     memcpy(dst, record, c->api_version >= API_VERSION_CUDA13 ? size : cuda13_field);
 }
 
-static void read_kernel(const gpufl__cupti_t *c, const CUpti_Activity *record,
+/* A record whose GPU work is not timed (yet): a forced flush hands back
+ * records still in flight with a zero timestamp. Counted, and left out. */
+static int incomplete(gpufl__cupti_t *c, uint64_t start, uint64_t end) {
+    if (start != 0 && end != 0 && end >= start) return 0;
+    atomic_fetch_add_explicit(&c->records_incomplete, 1, memory_order_relaxed);
+    return 1;
+}
+
+static void read_kernel(gpufl__cupti_t *c, const CUpti_Activity *record,
                         const gpufl__cupti_sink_t *sink, void *user) {
     CUpti_ActivityKernel10 k;
     copy_versioned(c, record, &k, sizeof k, offsetof(CUpti_ActivityKernel10, isDeviceLaunched));
+    if (incomplete(c, k.start, k.end)) return;
     gpufl__cupti_kernel_t out = {
         .start_ns = (int64_t)k.start,
         .end_ns = (int64_t)k.end,
@@ -373,10 +383,11 @@ static void read_kernel(const gpufl__cupti_t *c, const CUpti_Activity *record,
     if (sink->kernel) sink->kernel(user, &out);
 }
 
-static void read_copy(const gpufl__cupti_t *c, const CUpti_Activity *record,
+static void read_copy(gpufl__cupti_t *c, const CUpti_Activity *record,
                       const gpufl__cupti_sink_t *sink, void *user) {
     CUpti_ActivityMemcpy6 m;
     copy_versioned(c, record, &m, sizeof m, offsetof(CUpti_ActivityMemcpy6, isDeviceLaunched));
+    if (incomplete(c, m.start, m.end)) return;
     gpufl__cupti_copy_t out = {
         .start_ns = (int64_t)m.start,
         .end_ns = (int64_t)m.end,
@@ -396,10 +407,11 @@ static void read_copy(const gpufl__cupti_t *c, const CUpti_Activity *record,
     if (sink->copy) sink->copy(user, &out);
 }
 
-static void read_memset(const gpufl__cupti_t *c, const CUpti_Activity *record,
+static void read_memset(gpufl__cupti_t *c, const CUpti_Activity *record,
                         const gpufl__cupti_sink_t *sink, void *user) {
     CUpti_ActivityMemset4 m;
     copy_versioned(c, record, &m, sizeof m, offsetof(CUpti_ActivityMemset4, isDeviceLaunched));
+    if (incomplete(c, m.start, m.end)) return;
     gpufl__cupti_memset_t out = {
         .start_ns = (int64_t)m.start,
         .end_ns = (int64_t)m.end,
@@ -641,6 +653,7 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
     }
     atomic_store(&c->buffers_given, 0);
     atomic_store(&c->buffers_refused, 0);
+    atomic_store(&c->records_incomplete, 0);
     atomic_store(&c->buffers_completed, 0);
     atomic_store(&c->buffers_drained, 0);
     atomic_store(&c->records, 0);
@@ -674,7 +687,7 @@ int gpufl__cupti_start(gpufl__cupti_t *c, const gpufl__cupti_config_t *cfg, char
         c->state[k] = GPUFL_CUPTI_REFUSED;
         describe(c, r, kinds[k].name, c->reason[k], sizeof c->reason[k]);
         gpufl__debug("cupti: %s", c->reason[k]);
-        if (k == GPUFL_CUPTI_KIND_KERNEL) {
+        if (k == GPUFL_CUPTI_KIND_KERNEL && !(flags & GPUFL_CUPTI_KERNEL_OPTIONAL)) {
             snprintf(why, why_size, "%s", c->reason[k]);
             wind_down(c, NULL, NULL);
             return GPUFL_ENOTSUP;
@@ -955,6 +968,7 @@ void gpufl__cupti_stats(gpufl__cupti_stats_t *out, const gpufl__cupti_t *c) {
     out->records_other = atomic_load(&c->records_other);
     out->records_dropped = atomic_load(&c->records_dropped);
     out->parse_errors = atomic_load(&c->parse_errors);
+    out->records_incomplete = atomic_load(&c->records_incomplete);
 }
 
 int gpufl__cupti_shared_clock(const gpufl__cupti_t *c) { return c ? c->shared_clock : 0; }

@@ -48,6 +48,10 @@ typedef struct gpufl__cupti gpufl__cupti_t;
 /* Concurrent kernels only: no copy or memset kind (a candidate of PcSampling
  * with Trace's kernel times, docs/design/pcs-with-trace.md). */
 #define GPUFL_CUPTI_KERNELS_ONLY (1u << 4)
+/* The concurrent-kernel kind refused at start is not an error: the session
+ * goes on without kernel records (PcSampling's `late`, where PC sampling may
+ * already be enabled on a context: CUPTI refuses the kind then). */
+#define GPUFL_CUPTI_KERNEL_OPTIONAL (1u << 5)
 
 #define GPUFL_CUPTI_BUFFER_BYTES_DEFAULT ((size_t)1 << 20) /* 1 MiB */
 #define GPUFL_CUPTI_BUFFER_COUNT_DEFAULT 8                 /* 8 MiB pool */
@@ -177,6 +181,8 @@ typedef struct gpufl__cupti_stats {
     uint64_t records_other;     /* records of kinds we do not read */
     uint64_t records_dropped;   /* CUPTI's dropped counts, summed */
     uint64_t parse_errors;      /* buffers whose walk ended in an error */
+    uint64_t records_incomplete; /* kernel, copy, memset records without a valid start and end
+                                    (a forced flush hands back records still in flight) */
 } gpufl__cupti_stats_t;
 
 /*

@@ -169,6 +169,7 @@ struct gpufl__pc_sampling {
     uint64_t restarts;    /* contexts restarted after CUPTI's hardware buffer filled */
     int64_t restart_ns;   /* time those took */
     _Atomic int finished; /* finish ran: callbacks that come later are ignored */
+    _Atomic int holding;  /* enables wait (gpufl__pc_sampling_hold_enables) */
     unnamed_t unnamed[UNNAMED_MAX];
     size_t unnamed_count;
     uint64_t unnamed_records, unnamed_named; /* see name_unnamed */
@@ -486,19 +487,21 @@ static int lock_within(gpufl__pc_sampling_t *p, int ms) {
     return gpufl__engine_lock_within(&p->lock, ms, &p->errors);
 }
 
-/* Enables sampling on ctx unless it is known. With try set (a launch, on
- * the application's hot path) a busy lock is not waited for: returns 0 and
- * the next launch tries again; else returns 1. */
 /* cuptiPCSamplingEnable, between the two calls of the enable hook. */
 static CUptiResult enable_sampling(gpufl__pc_sampling_t *p, CUpti_PCSamplingEnableParams *prm) {
-    if (p->enable_hook) p->enable_hook(p->enable_hook_user, 1);
+    if (p->enable_hook) p->enable_hook(p->enable_hook_user, 1, 0);
     CUptiResult r = p->fn.enable(prm);
-    if (p->enable_hook) p->enable_hook(p->enable_hook_user, 0);
+    if (p->enable_hook) p->enable_hook(p->enable_hook_user, 0, r == CUPTI_SUCCESS);
     return r;
 }
 
+/* Enables sampling on ctx unless it is known. With try set (a launch, on
+ * the application's hot path) a busy lock is not waited for: returns 0 and
+ * the next launch tries again; else returns 1. */
+
 static int start_context(gpufl__pc_sampling_t *p, CUcontext ctx, int late, int try) {
     if (atomic_load(&p->finished)) return 1;
+    if (atomic_load(&p->holding)) return 0; /* its first launch after the hold tries again */
     if (try) {
         if (pthread_mutex_trylock(&p->lock) != 0) return 0;
     } else if (lock_within(p, GPUFL_ENGINE_CALLBACK_LOCK_MS) != 0) {
@@ -1165,6 +1168,10 @@ static void report_errors(gpufl__pc_sampling_t *p) {
 
 void gpufl__pc_sampling_set_gate(gpufl__pc_sampling_t *p, gpufl__launch_t *gate) {
     if (p != NULL) p->gate = gate;
+}
+
+void gpufl__pc_sampling_hold_enables(gpufl__pc_sampling_t *p, int hold) {
+    if (p != NULL) atomic_store(&p->holding, hold);
 }
 
 void gpufl__pc_sampling_set_enable_hook(gpufl__pc_sampling_t *p,

@@ -125,12 +125,18 @@ void gpufl__pc_sampling_module_unloading(gpufl__pc_sampling_t *p, void *context)
 void gpufl__pc_sampling_set_gate(gpufl__pc_sampling_t *p, gpufl__launch_t *gate);
 
 /* Called with before = 1 just before PC sampling is enabled on a context
- * (also a restart's), and with 0 just after, on the thread that enables it.
+ * (also a restart's), and with 0 just after (enabled: whether CUPTI took
+ * it), on the thread that enables it, under the engine's lock.
  * CUPTI's copy and memset kinds, on while sampling is enabled on a context,
  * take every sample of that context away from its PC (measured on an H200,
  * docs/design/pcs-with-trace.md); turned on after, they do not. Set before
  * the callbacks start. */
-typedef void (*gpufl__pc_sampling_enable_hook_t)(void *user, int before);
+typedef void (*gpufl__pc_sampling_enable_hook_t)(void *user, int before, int enabled);
+
+/* While held, no context is enabled: one created meanwhile is enabled at its
+ * first kernel launch after the hold. The trace source holds enables until
+ * its activity kinds are set up, so that an enable never comes before them. */
+void gpufl__pc_sampling_hold_enables(gpufl__pc_sampling_t *p, int hold);
 void gpufl__pc_sampling_set_enable_hook(gpufl__pc_sampling_t *p,
                                         gpufl__pc_sampling_enable_hook_t hook, void *user);
 

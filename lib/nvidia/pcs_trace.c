@@ -27,6 +27,7 @@ const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode) {
 void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p) {
     memset(p, 0, sizeof *p);
     p->mode = GPUFL_PCS_TRACE_LATE; /* docs/design/pcs-with-trace.md: the measured choice */
+    p->lock_made = pthread_mutex_init(&p->lock, NULL) == 0;
     const char *text = getenv("GPUFL_PC_SAMPLING_TRACE");
     if (text != NULL && *text != '\0') {
         size_t i = 0;
@@ -51,8 +52,10 @@ unsigned int gpufl__pcs_trace_cupti_flags(const gpufl__pcs_trace_t *p) {
     switch (p->mode) {
     case GPUFL_PCS_TRACE_KERNELS: return GPUFL_CUPTI_KERNELS_ONLY;
     case GPUFL_PCS_TRACE_ALL:
-    case GPUFL_PCS_TRACE_ALTERNATE:
-    case GPUFL_PCS_TRACE_LATE: return 0;
+    case GPUFL_PCS_TRACE_ALTERNATE: return 0;
+    /* PC sampling may be enabled on a context before the kinds start; CUPTI
+     * then refuses the kernel kind, which leaves kernels as launch rows. */
+    case GPUFL_PCS_TRACE_LATE: return GPUFL_CUPTI_KERNEL_OPTIONAL;
     default: return GPUFL_CUPTI_NO_ACTIVITY;
     }
 }
@@ -77,21 +80,32 @@ void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti) {
     if (p->mode != GPUFL_PCS_TRACE_ALTERNATE && !after_enable(p)) return;
     /* late: on again once PC sampling is enabled on a context
      * (gpufl__pcs_trace_around_enable), unless that happened already. */
-    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE && atomic_load(&p->enables) > 0) return;
-    if (gpufl__cupti_pause(cupti, 1) != 0) p->switch_errors++;
+    if (after_enable(p) && p->enables > 0) return;
+    if (gpufl__cupti_pause(cupti, 1) != 0 && p->switch_errors++ == 0)
+        snprintf(p->refusal, sizeof p->refusal, "%s", gpufl_last_error());
+}
+
+void gpufl__pcs_trace_destroy(gpufl__pcs_trace_t *p) {
+    if (p->lock_made) pthread_mutex_destroy(&p->lock);
+    p->lock_made = 0;
 }
 
 void gpufl__pcs_trace_around_enable(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti,
-                                    gpufl__launch_t *launch, int before) {
+                                    gpufl__launch_t *launch, int before, int enabled) {
     if (!after_enable(p)) return;
-    if (before) gpufl__launch_pause_rows(launch, 0); /* rows while no kernel record comes */
-    if (gpufl__cupti_pause(cupti, before) != 0 &&
-        atomic_fetch_add(&p->enable_switch_errors, 1) == 0)
+    if (p->lock_made) pthread_mutex_lock(&p->lock);
+    /* As alternate switches: the kinds off before rows, notes before the
+     * kernel kind is known on (a launch between gets a row and maybe a
+     * record with no note, never one of either lost on a CUPTI that refuses
+     * the kind, as the H100 and H200 do). */
+    int refused = gpufl__cupti_pause(cupti, before) != 0;
+    if (before) gpufl__launch_pause_rows(launch, 0);
+    if (refused && p->switch_errors + p->enable_switch_errors++ == 0)
         snprintf(p->refusal, sizeof p->refusal, "%s", gpufl_last_error());
-    if (before) return;
-    atomic_fetch_add(&p->enables, 1);
-    if (p->mode == GPUFL_PCS_TRACE_LATE && gpufl__cupti_kind_live(cupti, GPUFL_CUPTI_KIND_KERNEL))
+    if (!before && enabled) p->enables++;
+    if (!before && gpufl__cupti_kind_live(cupti, GPUFL_CUPTI_KIND_KERNEL))
         gpufl__launch_pause_rows(launch, 1); /* notes: CUPTI's kernel records become the rows */
+    if (p->lock_made) pthread_mutex_unlock(&p->lock);
 }
 
 static void say(gpufl__collector_t *c, const char *code, const char *msg) {
@@ -141,9 +155,9 @@ void gpufl__pcs_trace_finish(gpufl__pcs_trace_t *p, gpufl__collector_t *c) {
     if (after_enable(p)) {
         snprintf(msg, sizeof msg,
                  "PC sampling with activity mode late: Trace's kinds turned on after PC "
-                 "sampling was enabled on %llu contexts, %llu switches refused by CUPTI%s%s",
-                 (unsigned long long)atomic_load(&p->enables),
-                 (unsigned long long)(p->switch_errors + atomic_load(&p->enable_switch_errors)),
+                 "sampling was enabled %llu times, %llu switches refused by CUPTI%s%s",
+                 (unsigned long long)p->enables,
+                 (unsigned long long)(p->switch_errors + p->enable_switch_errors),
                  p->refusal[0] ? ", the first: " : "", p->refusal);
         say(c, "pc_sampling_trace_windows", msg);
         return;

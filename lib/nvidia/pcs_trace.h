@@ -13,6 +13,7 @@
 #include "nvidia/cupti.h"
 #include "nvidia/launch.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -35,18 +36,20 @@ typedef struct gpufl__pcs_trace {
     int64_t next_switch_ns;      /* alternate: when the current window ends; 0 not begun */
     uint64_t windows;            /* alternate: trace windows opened */
     uint64_t switch_errors;      /* alternate: switches CUPTI refused */
-    /* late: contexts PC sampling was enabled on, and the switches
-     * around that CUPTI refused (on the thread that enabled it) */
-    _Atomic uint64_t enables, enable_switch_errors;
+    /* late: the enables of PC sampling CUPTI took (restarts included), and
+     * the switches around them CUPTI refused; under lock */
+    uint64_t enables, enable_switch_errors;
+    pthread_mutex_t lock; /* late: the kinds' switches (enables on any thread, restarts) */
+    int lock_made;
     char refusal[200];           /* the first switch CUPTI refused, "" none */
     int said;                    /* the session's pc_sampling_trace event was written */
     char why[200];               /* why the mode asked for does not run, "" when it does */
 } gpufl__pcs_trace_t;
 
-/* The mode GPUFL_PC_SAMPLING_TRACE asks for ("late", "none", "kernels", "all", "alternate",
- * "events";
- * unset or empty: none; anything else: none, with a warning), and for
- * alternate its windows (GPUFL_PC_SAMPLING_SAMPLE_MS, _TRACE_MS). */
+/* The mode GPUFL_PC_SAMPLING_TRACE asks for ("late", "none", "kernels", "all",
+ * "alternate", "events"; unset or empty: late; anything else: late, with a
+ * warning), and for alternate its windows (GPUFL_PC_SAMPLING_SAMPLE_MS,
+ * _TRACE_MS). */
 void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p);
 
 const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode);
@@ -58,15 +61,19 @@ int gpufl__pcs_trace_launch_rows(const gpufl__pcs_trace_t *p);
 /* Whether kernel launches are timed with CUDA event pairs (kernel_events.h). */
 int gpufl__pcs_trace_timed(const gpufl__pcs_trace_t *p);
 
-/* After gpufl__cupti_start: alternate begins in a window without the kinds. */
+/* After gpufl__cupti_start: alternate begins in a window without the kinds;
+ * late too (the trace source holds PC sampling's enables until this ran:
+ * pc_sampling.h), unless an enable already came (then the kinds stay on). */
 void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti);
 
-/* late (pc_sampling.h's enable hook): the kinds go off just
- * before PC sampling is enabled on a context and on just after; under late,
- * kernel launches leave notes for CUPTI's kernel records while that kind is
- * on, rows while it is not. */
+/* late (pc_sampling.h's enable hook): the kinds go off just before PC
+ * sampling is enabled on a context and on just after; kernel launches leave
+ * notes for CUPTI's kernel records while that kind is on, rows while it is
+ * not. enabled: whether CUPTI took the enable. */
 void gpufl__pcs_trace_around_enable(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti,
-                                    gpufl__launch_t *launch, int before);
+                                    gpufl__launch_t *launch, int before, int enabled);
+
+void gpufl__pcs_trace_destroy(gpufl__pcs_trace_t *p);
 
 /* The mode asked for cannot run (why): the session runs `none`, and its
  * event says why. */

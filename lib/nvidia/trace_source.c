@@ -457,13 +457,17 @@ static void say_kernel_times(gpufl__trace_source_t *t, unsigned flags) {
         why = NULL;
     else if (t->pcs_trace_on && t->pcs_trace.mode == GPUFL_PCS_TRACE_LATE)
         why = "PcSampling keeps its PC samples whole: CUPTI refuses its kernel kind once PC "
-              "sampling is enabled on a context (CUPTI_ERROR_NOT_COMPATIBLE), and enabled before, "
-              "it times kernels by instrumenting them (GPUs before Blackwell), which took 12-14 % "
-              "of the samples and changed a kernel's dominant stall (docs/design/"
-              "pcs-with-trace.md); copies, memsets and syncs are kept. "
+              "sampling is enabled on a context (CUPTI_ERROR_NOT_COMPATIBLE on an H100 and H200; "
+              "where it takes it, kernel rows follow and pc_sampling_trace_windows says so), "
+              "and enabled before, it times kernels by instrumenting them (GPUs before "
+              "Blackwell), which took 12-14 % of the samples and changed a kernel's dominant "
+              "stall (docs/design/pcs-with-trace.md); copies, memsets and syncs are kept. "
               "GPUFL_PC_SAMPLING_TRACE=kernels records kernel GPU times at that cost";
+    else if (t->pcs_trace_on && t->pcs_trace.mode == GPUFL_PCS_TRACE_ALTERNATE)
+        why = "GPUFL_PC_SAMPLING_TRACE=alternate: kernels are launch rows outside its trace "
+              "windows, and inside them where CUPTI refuses the kernel kind (docs/options.md)";
     else if (t->pcs_trace_on)
-        why = "GPUFL_PC_SAMPLING_TRACE leaves CUPTI's kernel kind off (docs/options.md)";
+        why = "GPUFL_PC_SAMPLING_TRACE=none leaves CUPTI's kernel kind off (docs/options.md)";
     else if (t->pc_sampling != NULL && t->sass_metrics != NULL)
         why = "Deep enables no activity kind: its SASS metrics count nothing with one on, and "
               "its counted kernels run many times slower, so their GPU times are not a "
@@ -476,9 +480,9 @@ static void say_kernel_times(gpufl__trace_source_t *t, unsigned flags) {
     t->kernel_times_why = why;
 }
 
-static void around_enable(void *self, int before) {
+static void around_enable(void *self, int before, int enabled) {
     gpufl__trace_source_t *t = self;
-    gpufl__pcs_trace_around_enable(&t->pcs_trace, t->cupti, t->launch, before);
+    gpufl__pcs_trace_around_enable(&t->pcs_trace, t->cupti, t->launch, before, enabled);
 }
 
 static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
@@ -556,6 +560,7 @@ static void write_stats(gpufl__trace_source_t *t) {
         {"op_pops_mismatched", gpufl__ops_mismatched()},
         {"cupti_dropped", cs.records_dropped},
         {"buffers_refused", cs.buffers_refused},
+        {"records_incomplete", cs.records_incomplete},
         {"callbacks_enabled", (uint64_t)gpufl__cupti_callbacks_enabled(t->cupti)}};
     gpufl__line_t l;
     gpufl__wire_counts(&l, "trace_stats", ts(t, gpufl__mono_ns()), v, sizeof v / sizeof v[0]);
@@ -753,6 +758,10 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     t->pcs_trace_on = t->pc_sampling != NULL && t->sass_metrics == NULL;
     if (t->pcs_trace_on) {
         gpufl__pcs_trace_init(&t->pcs_trace);
+        /* Before the callbacks can enable PC sampling on a context; enables
+         * wait until the kinds are set up (released below). */
+        gpufl__pc_sampling_set_enable_hook(t->pc_sampling, around_enable, t);
+        gpufl__pc_sampling_hold_enables(t->pc_sampling, 1);
         if (!gpufl__pcs_trace_launch_rows(&t->pcs_trace)) flags &= ~GPUFL_LAUNCH_ROWS;
         if (gpufl__pcs_trace_timed(&t->pcs_trace)) open_events(t);
     }
@@ -792,10 +801,10 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     else if (flags & GPUFL_LAUNCH_ROWS)
         cfg.flags |= GPUFL_CUPTI_NO_ACTIVITY;
 #endif
-    if (t->pcs_trace_on) gpufl__pc_sampling_set_enable_hook(t->pc_sampling, around_enable, t);
     rc = gpufl__cupti_start(t->cupti, &cfg, why, why_size);
+    if (t->pcs_trace_on && rc == 0) gpufl__pcs_trace_started(&t->pcs_trace, t->cupti);
+    gpufl__pc_sampling_hold_enables(t->pc_sampling, 0);
     if (rc) goto explain_missing_driver;
-    if (t->pcs_trace_on) gpufl__pcs_trace_started(&t->pcs_trace, t->cupti);
     if (!gpufl__cupti_shared_clock(t->cupti))
         gpufl__warn("this CUPTI has no timestamp callback: GPU times are on CUPTI's clock");
     gpufl__range_profiler_observe(t->range_profiler); /* scopes become ranges from here on */
@@ -825,6 +834,7 @@ void gpufl__trace_source_fini(gpufl__trace_source_t *t) {
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
     gpufl__kernel_events_destroy(t->events); /* after the callbacks stopped */
+    gpufl__pcs_trace_destroy(&t->pcs_trace);
     t->events = NULL;
     free(t->pending);
     t->pending = NULL;

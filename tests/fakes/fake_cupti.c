@@ -74,7 +74,8 @@ static CUpti_BuffersCallbackCompleteFunc completed_fn;
 static CUpti_TimestampCallbackFunc timestamp_fn;
 static int enable_errors[KINDS_MAX], errors_while_sampling[KINDS_MAX];
 /* Set by fake_cupti_pcs.c's cuptiPCSamplingEnable. */
-_Atomic int fake__pc_sampling_enabled;
+_Atomic int fake__pc_sampling_enabled, fake__live_at_pcs_enable;
+int fake__live_kinds(void);
 static unsigned long enable_counts[KINDS_MAX], disable_counts[KINDS_MAX];
 /* Kinds enabled since the script loaded: the scripted records stand for
  * activity that happened while they were on, so a later disable keeps them. */
@@ -385,6 +386,7 @@ static CUptiResult load_script(void) {
     memset(errors_while_sampling, 0, sizeof errors_while_sampling);
     errors_while_sampling[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] = CUPTI_ERROR_NOT_COMPATIBLE;
     fake__pc_sampling_enabled = 0;
+    fake__live_at_pcs_enable = 0;
     memset(enable_counts, 0, sizeof enable_counts);
     memset(disable_counts, 0, sizeof disable_counts);
     memset(enabled, 0, sizeof enabled);
@@ -872,6 +874,7 @@ int fake_cupti_callbacks_on(void) {
 
 EXPORT unsigned long fake_cupti_enable_count(int kind);
 EXPORT unsigned long fake_cupti_disable_count(int kind);
+EXPORT int fake_cupti_live_at_pcs_enable(void);
 EXPORT int fake_cupti_timestamp_registered(void);
 EXPORT uint64_t fake_cupti_last_timestamp(void);
 EXPORT unsigned long fake_cupti_flushes(void);
@@ -882,6 +885,19 @@ unsigned long fake_cupti_enable_count(int kind) {
     pthread_mutex_unlock(&lock);
     return n;
 }
+
+/* The kinds enabled and not paused now (fake_cupti_pcs.c asks at each
+ * cuptiPCSamplingEnable). */
+int fake__live_kinds(void) {
+    pthread_mutex_lock(&lock);
+    int n = 0;
+    for (int k = 0; k < KINDS_MAX; k++) n += enabled[k] && !paused[k];
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* The most kinds live at any cuptiPCSamplingEnable since the last script. */
+int fake_cupti_live_at_pcs_enable(void) { return fake__live_at_pcs_enable; }
 
 unsigned long fake_cupti_disable_count(int kind) {
     pthread_mutex_lock(&lock);

@@ -32,6 +32,8 @@
 #include <string.h>
 
 extern _Atomic int fake__pc_sampling_enabled; /* fake_cupti.c: errors_while_sampling */
+extern _Atomic int fake__live_at_pcs_enable;  /* fake_cupti.c */
+int fake__live_kinds(void);
 
 #define EXPORT    __attribute__((visibility("default")))
 #define CTX_MAX   8
@@ -131,6 +133,8 @@ static int plain(uint32_t index) { return index >= 2 && index != 3; }
 
 EXPORT CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
     if (p == NULL || p->ctx == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+    int live = fake__live_kinds(); /* the activity kinds on while sampling is enabled */
+    if (live > fake__live_at_pcs_enable) fake__live_at_pcs_enable = live;
     pthread_mutex_lock(&lock);
     CUptiResult r = enable_error;
     fake_ctx_t *c = find(p->ctx, 1);

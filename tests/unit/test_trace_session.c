@@ -73,6 +73,7 @@ static struct {
     CUptiResult (*cubin_crc)(CUpti_GetCubinCrcParams *);
     unsigned long (*enable_count)(int kind);
     unsigned long (*disable_count)(int kind);
+    int (*live_at_pcs_enable)(void);
     int (*sass_metrics_add)(CUcontext ctx, uint32_t crc, uint32_t function_index,
                             const char *function, uint32_t pc, uint64_t inst, uint64_t thread_inst,
                             uint64_t sectors, uint64_t ideal);
@@ -137,6 +138,7 @@ static int setup(void **state) {
     resolve(cupti, "cuptiGetCubinCrc", &fake.cubin_crc);
     resolve(cupti, "fake_cupti_enable_count", &fake.enable_count);
     resolve(cupti, "fake_cupti_disable_count", &fake.disable_count);
+    resolve(cupti, "fake_cupti_live_at_pcs_enable", &fake.live_at_pcs_enable);
     resolve(cupti, "fake_cupti_sassm_add", &fake.sass_metrics_add);
     resolve(cupti, "fake_cupti_sassm_error", &fake.sass_metrics_error);
     resolve(cupti, "fake_cupti_sassm_state", &fake.sass_metrics_state);
@@ -1333,6 +1335,7 @@ static void pc_samples_of_two_contexts(void **state) {
      * from the session's buffer registration on: the start, then after each
      * of the two contexts.) */
     assert_int_equal(fake.enable_count(CUPTI_ACTIVITY_KIND_MEMCPY), 3);
+    assert_int_equal(fake.live_at_pcs_enable(), 0); /* off while either context was enabled */
     assert_int_equal(tu_count(&d.device, "kernel"), 0);
     assert_int_equal(cell_int(&d, "launch", corr, "context"), 0x1234);
     assert_true(cell_int(&d, "launch", corr, "config") > 0);
@@ -3180,8 +3183,10 @@ static void pcs_trace_late_kinds(void **state) {
     assert_true(has_row(&d, "kernel", r.kernel));
     assert_int_equal(cell_int(&d, "copy", r.copy, "bytes"), 4096);
     assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace_windows"),
-                           "Trace's kinds turned on after PC sampling was enabled on 1 contexts, "
+                           "Trace's kinds turned on after PC sampling was enabled 1 times, "
                            "0 switches refused"));
+    /* The point of late: no kind is on while PC sampling is being enabled. */
+    assert_int_equal(fake.live_at_pcs_enable(), 0);
     free_session(&d);
     pcs_trace_model(1, 1, 1, 1);
 
