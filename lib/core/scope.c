@@ -41,7 +41,7 @@ static pthread_key_t exit_key;
 static int exit_key_ok; /* pthread_key_create can fail when a process used up its keys */
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static const gpufl__scope_observer_t *observer; /* atomic builtins */
-static _Atomic int observer_calls;             /* calls inside the observer now */
+static _Atomic int observer_calls;              /* calls inside the observer now */
 
 /* The thread's state, one TLS block so that the hot path resolves one
  * address. The default TLS model, through TLS descriptors

@@ -239,7 +239,7 @@ static void fork_child(void) {
     g.running = 0;
     g.joined = g.joined_elsewhere = 0;
     gpufl__forward_close(); /* the recording copy forgets its session in the child too */
-    g.collector = NULL; /* the parent's: left alone (its thread is not here) */
+    g.collector = NULL;     /* the parent's: left alone (its thread is not here) */
     for (int i = 0; gpufl__backends[i]; i++) gpufl__backends[i]->after_fork_child();
     pthread_mutex_init(&g.lock, NULL);
 }

@@ -173,14 +173,14 @@ typedef struct gpufl__cupti_sink {
 
 /* Counters since start; read them from the draining thread. */
 typedef struct gpufl__cupti_stats {
-    uint64_t buffers_given;     /* buffers handed to CUPTI */
-    uint64_t buffers_refused;   /* requests answered NULL: the pool was empty */
-    uint64_t buffers_completed; /* buffers CUPTI handed back */
-    uint64_t buffers_drained;   /* buffers parsed and returned to the pool */
-    uint64_t records;           /* records passed to the sink */
-    uint64_t records_other;     /* records of kinds we do not read */
-    uint64_t records_dropped;   /* CUPTI's dropped counts, summed */
-    uint64_t parse_errors;      /* buffers whose walk ended in an error */
+    uint64_t buffers_given;      /* buffers handed to CUPTI */
+    uint64_t buffers_refused;    /* requests answered NULL: the pool was empty */
+    uint64_t buffers_completed;  /* buffers CUPTI handed back */
+    uint64_t buffers_drained;    /* buffers parsed and returned to the pool */
+    uint64_t records;            /* records passed to the sink */
+    uint64_t records_other;      /* records of kinds we do not read */
+    uint64_t records_dropped;    /* CUPTI's dropped counts, summed */
+    uint64_t parse_errors;       /* buffers whose walk ended in an error */
     uint64_t records_incomplete; /* kernel, copy, memset records without a valid start and end
                                     (a forced flush hands back records still in flight) */
 } gpufl__cupti_stats_t;

@@ -82,7 +82,7 @@ struct gpufl__launch {
     /* Configurations: published in order under lock, never moved. */
     pthread_mutex_t lock;
     gpufl__kernel_config_t **configs; /* GPUFL_LAUNCH_CONFIGS_MAX */
-    uint32_t *slots;                 /* open addressing: config id, 0 empty */
+    uint32_t *slots;                  /* open addressing: config id, 0 empty */
     size_t config_count, configs_taken;
     _Atomic uint64_t configs_dropped, occupancy_failures;
     atomic_bool configs_full; /* GPUFL_LAUNCH_CONFIGS_MAX reached: no new ones made */

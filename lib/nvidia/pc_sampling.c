@@ -62,7 +62,7 @@
 #define DRAIN_LOOPS   64 /* GetData calls per drain at most (COLLECT_PCS each) */
 #define NAME_BYTES    CUPTI_STALL_REASON_STRING_SIZE
 #define REASONS_MAX   1024 /* stall reasons a device may offer */
-#define UNNAMED_MAX   256 /* functions named from their module for CUPTI, at most */
+#define UNNAMED_MAX   256  /* functions named from their module for CUPTI, at most */
 
 typedef struct pc_sampling_fn {
     CUptiResult (*enable)(CUpti_PCSamplingEnableParams *);
@@ -104,11 +104,11 @@ typedef struct pc_sampling_ctx {
     CUpti_PCSamplingData *drain_buf, *final_buf;
     pc_sampling_counts_t window;
     size_t pc_sampling_left;
-    int64_t window_t0;  /* session clock; the end of this context's previous window */
-    int64_t drained_ns; /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
+    int64_t window_t0;        /* session clock; the end of this context's previous window */
+    int64_t drained_ns;       /* CLOCK_MONOTONIC of its last drain, on any thread; 0 none */
     size_t drain_pc_sampling; /* PC records its last drain brought */
-    int drain_trouble;  /* its last drain: 0 fine, 1 buffer full, 2 a call failed */
-    int64_t folded_ns;  /* CLOCK_MONOTONIC of its last counts taken; started_ns before */
+    int drain_trouble;        /* its last drain: 0 fine, 1 buffer full, 2 a call failed */
+    int64_t folded_ns;        /* CLOCK_MONOTONIC of its last counts taken; started_ns before */
     int window_written_once;
     int needs_restart;   /* its hardware buffer filled: restart() at the collector's next pass */
     int restart_refused; /* a restart's disable failed: none is tried again */
@@ -149,7 +149,7 @@ struct gpufl__pc_sampling {
     gpufl__launch_hooks_t hooks;
     pc_sampling_counts_t total;
     gpufl__sass_log_t *sass; /* NULL: no SASS records (sass_why says why) */
-    int sass_owned;         /* 0: the SassMetrics engine's (Deep), which keeps the cubins */
+    int sass_owned;          /* 0: the SassMetrics engine's (Deep), which keeps the cubins */
     char sass_why[200];
     uint64_t rows_written, contexts;
     gpufl__engine_errors_t errors;
@@ -159,7 +159,7 @@ struct gpufl__pc_sampling {
     uint32_t decode_ms; /* CUPTI's decode period: GPUFL_PC_SAMPLING_DECODE_MS; 0 its default */
     int64_t get_data_ns, get_data_max_ns; /* time spent in CUPTI's GetData, total and longest */
     int warned_full, warned_dropped, warned_table;
-    gpufl__launch_t *gate;    /* restarts (and under Deep drains) pass it; NULL none */
+    gpufl__launch_t *gate; /* restarts (and under Deep drains) pass it; NULL none */
     gpufl__pc_sampling_enable_hook_t enable_hook; /* around cuptiPCSamplingEnable; NULL none */
     void *enable_hook_user;
     uint64_t drains_deferred; /* the gate stayed busy: the drain was put off */

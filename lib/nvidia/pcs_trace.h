@@ -41,9 +41,9 @@ typedef struct gpufl__pcs_trace {
     uint64_t enables, enable_switch_errors;
     pthread_mutex_t lock; /* late: the kinds' switches (enables on any thread, restarts) */
     int lock_made;
-    char refusal[200];           /* the first switch CUPTI refused, "" none */
-    int said;                    /* the session's pc_sampling_trace event was written */
-    char why[200];               /* why the mode asked for does not run, "" when it does */
+    char refusal[200]; /* the first switch CUPTI refused, "" none */
+    int said;          /* the session's pc_sampling_trace event was written */
+    char why[200];     /* why the mode asked for does not run, "" when it does */
 } gpufl__pcs_trace_t;
 
 /* The mode GPUFL_PC_SAMPLING_TRACE asks for ("late", "none", "kernels", "all",

@@ -53,8 +53,8 @@ typedef struct gpufl__trace_source {
     gpufl__trace_counts_t counts;
     gpufl__value_misses_t misses; /* CUPTI numbers with no gpufl value (cupti_values.h) */
     int misses_said;              /* the cupti_value_unmapped event was written */
-    char occupancy_why[160]; /* why there is no occupancy, "" when there is */
-    int stacks_on;           /* enable_stack_trace: stacks captured and written */
+    char occupancy_why[160];      /* why there is no occupancy, "" when there is */
+    int stacks_on;                /* enable_stack_trace: stacks captured and written */
     gpufl__stack_log_t stack_log;
     gpufl__pc_sampling_t *pc_sampling; /* owned; the PcSampling engine, NULL when it does not run */
     char pc_sampling_why[240];         /* why it does not, "" when it does or was not asked for */
@@ -72,10 +72,10 @@ typedef struct gpufl__trace_source {
     char range_profiler_why[240]; /* why it does not run, "" when it does or was not asked for */
     gpufl__launch_hooks_t both;   /* Deep: the callbacks feed both engines, */
     gpufl__launch_hooks_t to_pc_sampling, to_sass_metrics; /* through copies of their hooks */
-    int ops_attached;                      /* framework op ids (gpufl_ops.h) go to CUPTI */
-    uint32_t ops_written;                  /* op names written into this session's log */
-    uint64_t ops_lost_seen;                /* the device file's lost lines when they were */
-    void *last_context; /* the context of the last launch row, and its CUPTI id */
+    int ops_attached;       /* framework op ids (gpufl_ops.h) go to CUPTI */
+    uint32_t ops_written;   /* op names written into this session's log */
+    uint64_t ops_lost_seen; /* the device file's lost lines when they were */
+    void *last_context;     /* the context of the last launch row, and its CUPTI id */
     uint32_t last_context_id;
 } gpufl__trace_source_t;
 

@@ -66,8 +66,10 @@ int main(int argc, char **argv) {
     const char *fault = nullptr;
     int fault_after_ms = 1000;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--fault") && i + 1 < argc) fault = argv[++i];
+        if (!std::strcmp(argv[i], "--iters") && i + 1 < argc)
+            iters = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--fault") && i + 1 < argc)
+            fault = argv[++i];
         else if (!std::strcmp(argv[i], "--fault-after-ms") && i + 1 < argc)
             fault_after_ms = std::atoi(argv[++i]);
         else {
@@ -114,8 +116,8 @@ int main(int argc, char **argv) {
         nvtxRangePop();
     }
     CHECK(cudaDeviceSynchronize());
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                    .count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("{\"iters\":%d,\"loop_ms\":%.3f,\"checksum\":%.3f}\n", iters, ms, h[0]);
     std::fflush(stdout);
 
