@@ -10,7 +10,6 @@
 #include "util/log.h"
 #include "nvidia/engine.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +26,6 @@ const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode) {
 void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p) {
     memset(p, 0, sizeof *p);
     p->mode = GPUFL_PCS_TRACE_LATE; /* docs/design/pcs-with-trace.md: the measured choice */
-    p->lock_made = pthread_mutex_init(&p->lock, NULL) == 0;
     const char *text = getenv("GPUFL_PC_SAMPLING_TRACE");
     if (text != NULL && *text != '\0') {
         size_t i = 0;
@@ -76,36 +74,32 @@ void gpufl__pcs_trace_fall_back(gpufl__pcs_trace_t *p, const char *why) {
     p->mode = GPUFL_PCS_TRACE_NONE;
 }
 
+/* CUPTI refused a switch: counted, and the first one's reason kept. */
+static void refused(gpufl__pcs_trace_t *p) {
+    if (p->switch_errors++ == 0) snprintf(p->refusal, sizeof p->refusal, "%s", gpufl_last_error());
+}
+
 void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti) {
     if (p->mode != GPUFL_PCS_TRACE_ALTERNATE && !after_enable(p)) return;
     /* late: on again once PC sampling is enabled on a context
      * (gpufl__pcs_trace_around_enable), unless that happened already. */
     if (after_enable(p) && p->enables > 0) return;
-    if (gpufl__cupti_pause(cupti, 1) != 0 && p->switch_errors++ == 0)
-        snprintf(p->refusal, sizeof p->refusal, "%s", gpufl_last_error());
-}
-
-void gpufl__pcs_trace_destroy(gpufl__pcs_trace_t *p) {
-    if (p->lock_made) pthread_mutex_destroy(&p->lock);
-    p->lock_made = 0;
+    if (gpufl__cupti_pause(cupti, 1) != 0) refused(p);
 }
 
 void gpufl__pcs_trace_around_enable(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti,
                                     gpufl__launch_t *launch, int before, int enabled) {
     if (!after_enable(p)) return;
-    if (p->lock_made) pthread_mutex_lock(&p->lock);
-    /* As alternate switches: the kinds off before rows, notes before the
-     * kernel kind is known on (a launch between gets a row and maybe a
-     * record with no note, never one of either lost on a CUPTI that refuses
-     * the kind, as the H100 and H200 do). */
-    int refused = gpufl__cupti_pause(cupti, before) != 0;
+    /* Before: the kinds off, then rows, as alternate switches (a launch
+     * between leaves a note and no record, never a row and a record). After:
+     * rows until the kernel kind is known on (where CUPTI takes it, a launch
+     * between may get a row and a record with no note; where it refuses it,
+     * as on the H100 and H200, none is lost). */
+    if (gpufl__cupti_pause(cupti, before) != 0) refused(p);
     if (before) gpufl__launch_pause_rows(launch, 0);
-    if (refused && p->switch_errors + p->enable_switch_errors++ == 0)
-        snprintf(p->refusal, sizeof p->refusal, "%s", gpufl_last_error());
     if (!before && enabled) p->enables++;
     if (!before && gpufl__cupti_kind_live(cupti, GPUFL_CUPTI_KIND_KERNEL))
         gpufl__launch_pause_rows(launch, 1); /* notes: CUPTI's kernel records become the rows */
-    if (p->lock_made) pthread_mutex_unlock(&p->lock);
 }
 
 static void say(gpufl__collector_t *c, const char *code, const char *msg) {
@@ -138,8 +132,7 @@ void gpufl__pcs_trace_poll(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti, gpufl__
         gpufl__launch_pause_rows(launch, 1);
         p->windows++;
     }
-    if (gpufl__cupti_pause(cupti, !p->tracing) != 0 && p->switch_errors++ == 0)
-        snprintf(p->refusal, sizeof p->refusal, "%s", gpufl_last_error());
+    if (gpufl__cupti_pause(cupti, !p->tracing) != 0) refused(p);
     if (!p->tracing) gpufl__launch_pause_rows(launch, 0);
     p->next_switch_ns = now_ns + (p->tracing ? p->trace_ns : p->sample_ns);
 }
@@ -156,8 +149,7 @@ void gpufl__pcs_trace_finish(gpufl__pcs_trace_t *p, gpufl__collector_t *c) {
         snprintf(msg, sizeof msg,
                  "PC sampling with activity mode late: Trace's kinds turned on after PC "
                  "sampling was enabled %llu times, %llu switches refused by CUPTI%s%s",
-                 (unsigned long long)p->enables,
-                 (unsigned long long)(p->switch_errors + p->enable_switch_errors),
+                 (unsigned long long)p->enables, (unsigned long long)p->switch_errors,
                  p->refusal[0] ? ", the first: " : "", p->refusal);
         say(c, "pc_sampling_trace_windows", msg);
         return;

@@ -13,8 +13,6 @@
 #include "nvidia/cupti.h"
 #include "nvidia/launch.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 
 typedef enum gpufl__pcs_trace_mode {
@@ -35,12 +33,8 @@ typedef struct gpufl__pcs_trace {
     int tracing;                 /* alternate: the kinds are on now */
     int64_t next_switch_ns;      /* alternate: when the current window ends; 0 not begun */
     uint64_t windows;            /* alternate: trace windows opened */
-    uint64_t switch_errors;      /* alternate: switches CUPTI refused */
-    /* late: the enables of PC sampling CUPTI took (restarts included), and
-     * the switches around them CUPTI refused; under lock */
-    uint64_t enables, enable_switch_errors;
-    pthread_mutex_t lock; /* late: the kinds' switches (enables on any thread, restarts) */
-    int lock_made;
+    uint64_t switch_errors;      /* alternate, late: switches CUPTI refused */
+    uint64_t enables;  /* late: the enables of PC sampling CUPTI took (restarts included) */
     char refusal[200]; /* the first switch CUPTI refused, "" none */
     int said;          /* the session's pc_sampling_trace event was written */
     char why[200];     /* why the mode asked for does not run, "" when it does */
@@ -69,11 +63,11 @@ void gpufl__pcs_trace_started(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti);
 /* late (pc_sampling.h's enable hook): the kinds go off just before PC
  * sampling is enabled on a context and on just after; kernel launches leave
  * notes for CUPTI's kernel records while that kind is on, rows while it is
- * not. enabled: whether CUPTI took the enable. */
+ * not. enabled: whether CUPTI took the enable. Called under the PC sampling
+ * engine's lock, which orders the calls; gpufl__pcs_trace_started runs
+ * before any (enables are held until it ran) and _finish after the last. */
 void gpufl__pcs_trace_around_enable(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti,
                                     gpufl__launch_t *launch, int before, int enabled);
-
-void gpufl__pcs_trace_destroy(gpufl__pcs_trace_t *p);
 
 /* The mode asked for cannot run (why): the session runs `none`, and its
  * event says why. */

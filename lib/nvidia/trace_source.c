@@ -298,17 +298,16 @@ static void write_timed(gpufl__trace_source_t *t) {
     int64_t busy[32];
     size_t n_busy = 0;
     size_t kept = 0;
+    /* The last pass waits with cuEventSynchronize: gpufl's own, not a sync row. */
+    if (t->finishing) gpufl__launch_internal(1);
     for (size_t i = 0; i < t->n_pending; i++) {
         const gpufl__kernel_launch_t *k = &t->pending[i];
         int waiting = 0;
         for (size_t b = 0; b < n_busy && !t->finishing; b++) waiting |= busy[b] == k->stream;
         int64_t start_ns = 0, end_ns = 0;
-        /* The last pass waits with cuEventSynchronize: gpufl's own, not a sync row. */
-        if (t->finishing) gpufl__launch_internal(1);
         int done = waiting ? 0
                            : gpufl__kernel_events_read(t->events, k->events, t->finishing,
                                                        &start_ns, &end_ns);
-        if (t->finishing) gpufl__launch_internal(0);
         if (done == 0) {
             if (!waiting && k->stream >= 0 && n_busy < sizeof busy / sizeof busy[0])
                 busy[n_busy++] = k->stream;
@@ -321,6 +320,7 @@ static void write_timed(gpufl__trace_source_t *t) {
         else
             write_launch(t, k);
     }
+    if (t->finishing) gpufl__launch_internal(0);
     t->n_pending = kept;
 }
 
@@ -834,7 +834,6 @@ void gpufl__trace_source_fini(gpufl__trace_source_t *t) {
     gpufl__launch_destroy(t->launch); /* unsubscribes: no callback runs after it */
     t->launch = NULL;
     gpufl__kernel_events_destroy(t->events); /* after the callbacks stopped */
-    gpufl__pcs_trace_destroy(&t->pcs_trace);
     t->events = NULL;
     free(t->pending);
     t->pending = NULL;

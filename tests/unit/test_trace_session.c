@@ -788,17 +788,22 @@ static void another_cupti_client_present(void **state) {
     free_session(&d);
 }
 
-/* Has the fake CUPTI refuse the concurrent-kernel activity kind with error
- * (a script in a scratch directory named dir, through GPUFL_FAKE_CUPTI,
- * which the caller unsets). */
-static void refuse_kernel_activity(const char *dir, CUptiResult error) {
+/* Gives the fake CUPTI the script "{"<key>": {"<concurrent kernel>": error}}"
+ * (in a scratch directory named dir, through GPUFL_FAKE_CUPTI, which the
+ * caller unsets). */
+static void script_kernel_kind(const char *dir, const char *key, CUptiResult error) {
     char path[1200];
     snprintf(path, sizeof path, "%s/script.json", tu_scratch_dir(SUITE, dir));
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f, "{\"enable_errors\": {\"%d\": %d}}", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, error);
+    fprintf(f, "{\"%s\": {\"%d\": %d}}", key, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, error);
     fclose(f);
     setenv("GPUFL_FAKE_CUPTI", path, 1);
+}
+
+/* Has the fake CUPTI refuse the concurrent-kernel activity kind with error. */
+static void refuse_kernel_activity(const char *dir, CUptiResult error) {
+    script_kernel_kind(dir, "enable_errors", error);
 }
 
 /* Profiling restricted to administrators: CUPTI refuses kernel activity.
@@ -3169,13 +3174,8 @@ static void pcs_trace_events_times_kernels(void **state) {
  * copies still come, and the refusal is said with CUPTI's reason. */
 static void pcs_trace_late_kinds(void **state) {
     (void)state;
-    char path[1200];
-    snprintf(path, sizeof path, "%s/script.json", tu_scratch_dir(SUITE, "pcs_trace_late"));
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"errors_while_sampling\": {\"%d\": 0}}", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    fclose(f);
-    setenv("GPUFL_FAKE_CUPTI", path, 1); /* a CUPTI that takes the kernel kind while sampling */
+    /* a CUPTI that takes the kernel kind while sampling */
+    script_kernel_kind("pcs_trace_late", "errors_while_sampling", CUPTI_SUCCESS);
     pcs_trace_run_t r = pcs_trace_session("late", "pcs_trace_late");
     unsetenv("GPUFL_FAKE_CUPTI");
     session_t d = read_session();
