@@ -218,6 +218,12 @@ typedef struct gpufl_options {
      * condition takes at most one snapshot per flight_recorder_s seconds. NULL or "": none.
      * Text that does not parse fails init (GPUFL_EINVAL naming the option). */
     const char *flight_recorder_trigger;
+    /** PcSampling: what it keeps of Trace's activity beside its PC samples (docs/options.md
+     * has what each gives and costs, measured): "late" (NULL, "" or default: copies, memsets
+     * and syncs, kernels as launches with host times; the samples stay whole), "kernels"
+     * (kernel GPU times; 12-14 % of the samples lost on an H100), "all", "none", "events",
+     * "alternate". Any other text fails init (GPUFL_EINVAL naming the option). */
+    const char *pc_sampling_trace;
 } gpufl_options_t;
 
 /**

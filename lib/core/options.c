@@ -40,18 +40,26 @@ typedef struct opt_desc {
     int64_t def_num;          /* default of every other type */
     int64_t min, max;         /* T_INT / T_SIZE bounds */
     int flags;
+    const char *const *choices; /* T_STR: the values it takes (any case), NULL-ended; NULL any */
 } opt_desc_t;
 
 #define PUB(field) offsetof(gpufl_options_t, field), sizeof(((gpufl_options_t *)0)->field)
 #define SET(field) offsetof(gpufl__settings_t, field)
 #define STR(f, def, fl)                                                                            \
-    { #f, T_STR, PUB(f), SET(f), def, 0, 0, 0, fl }
+    { #f, T_STR, PUB(f), SET(f), def, 0, 0, 0, fl, NULL }
 #define BOOL(f, def, fl)                                                                           \
-    { #f, T_BOOL, PUB(f), SET(f), NULL, def, 0, 1, fl }
+    { #f, T_BOOL, PUB(f), SET(f), NULL, def, 0, 1, fl, NULL }
 #define INT(f, def, lo, hi, fl)                                                                    \
-    { #f, T_INT, PUB(f), SET(f), NULL, def, lo, hi, fl }
+    { #f, T_INT, PUB(f), SET(f), NULL, def, lo, hi, fl, NULL }
 #define SIZE(f, def, lo, hi)                                                                       \
-    { #f, T_SIZE, PUB(f), SET(f), NULL, def, lo, hi, 0 }
+    { #f, T_SIZE, PUB(f), SET(f), NULL, def, lo, hi, 0, NULL }
+#define CHOICE(f, def, list)                                                                       \
+    { #f, T_STR, PUB(f), SET(f), def, 0, 0, 0, 0, list }
+
+/* What PcSampling keeps of Trace's activity (docs/options.md,
+ * docs/design/pcs-with-trace.md); the first is the default. */
+static const char *const pcs_trace_modes[] = {"late",   "kernels",   "all", "none",
+                                              "events", "alternate", NULL};
 
 static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     STR(app_name, "gpufl", 0),
@@ -69,9 +77,9 @@ static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     INT(system_sample_rate_ms, 0, 0, 3600000, 0),
     INT(kernel_sample_rate_ms, 0, 0, INT_MAX, F_DEPRECATED),
     BOOL(continuous_system_sampling, 0, 0),
-    {"backend", T_BACKEND, PUB(backend), SET(backend), NULL, GPUFL_BACKEND_AUTO, 0, 3, 0},
+    {"backend", T_BACKEND, PUB(backend), SET(backend), NULL, GPUFL_BACKEND_AUTO, 0, 3, 0, NULL},
     {"profiling_engine", T_ENGINE, PUB(profiling_engine), SET(profiling_engine), NULL,
-     GPUFL_ENGINE_MONITOR, 0, 5, 0},
+     GPUFL_ENGINE_MONITOR, 0, 5, 0, NULL},
     STR(config_file, NULL, 0),
     BOOL(flush_logs_always, 0, 0),
     BOOL(enable_debug_output, 0, 0),
@@ -87,6 +95,7 @@ static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     SIZE(flight_recorder_bytes, 64 << 20, 64 << 10, (int64_t)16 << 30),
     INT(flight_recorder_signal, SIGUSR2, 0, 64, 0),
     STR(flight_recorder_trigger, NULL, 0),
+    CHOICE(pc_sampling_trace, "late", pcs_trace_modes),
 };
 
 enum { OPT_CONFIG_FILE = 17 };
@@ -189,12 +198,24 @@ static int check_range(const opt_desc_t *d, int64_t n) {
     return 0;
 }
 
+/* A string option with choices takes one of them, in any letter case. */
+static int check_choice(const opt_desc_t *d, const char *text) {
+    if (!d->choices || !text || !*text) return 0;
+    char valid[128] = "";
+    for (int i = 0; d->choices[i]; i++) {
+        if (strcasecmp(text, d->choices[i]) == 0) return 0;
+        size_t n = strlen(valid);
+        snprintf(valid + n, sizeof valid - n, "%s%s", i ? ", " : "", d->choices[i]);
+    }
+    return gpufl__set_error(GPUFL_EINVAL, "%s: '%s' is not one of %s", d->name, text, valid);
+}
+
 /* Parses an environment (or other text) value of option d. */
 static int value_from_text(const opt_desc_t *d, const char *text, value_t *v) {
     char *end;
     int b = 0;
     switch (d->type) {
-    case T_STR: v->str = text; return 0;
+    case T_STR: v->str = text; return check_choice(d, text);
     case T_BOOL:
         if (gpufl__parse_bool(text, &b)) return GPUFL_EINVAL;
         v->num = b;
@@ -228,7 +249,7 @@ static int value_from_json(const opt_desc_t *d, json_t *j, value_t *v) {
     case T_STR:
         if (!json_is_string(j)) break;
         v->str = json_string_value(j);
-        return 0;
+        return check_choice(d, v->str);
     case T_BOOL:
         if (json_is_boolean(j)) return v->num = json_is_true(j), 0;
         if (json_is_integer(j) && (json_integer_value(j) == 0 || json_integer_value(j) == 1))
@@ -394,6 +415,7 @@ static int resolve_one(int i, const gpufl_options_t *opts, json_t *config, const
              d->type == T_BACKEND) &&
             check_range(d, code.num))
             return GPUFL_EINVAL;
+        if (d->type == T_STR && check_choice(d, code.str)) return GPUFL_EINVAL;
         v = code;
         src = GPUFL_FROM_CODE;
     }

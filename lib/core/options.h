@@ -20,7 +20,7 @@ typedef enum gpufl__option_source {
     GPUFL_FROM_CODE = 3
 } gpufl__option_source_t;
 
-enum { GPUFL_OPTION_COUNT = 32 };
+enum { GPUFL_OPTION_COUNT = 33 };
 
 typedef struct gpufl__settings {
     /* Every string is owned (heap) and never NULL. */
@@ -41,6 +41,7 @@ typedef struct gpufl__settings {
     int64_t flight_recorder_bytes;
     int flight_recorder_signal;
     char *flight_recorder_trigger; /* owned, never NULL; checked by the resolve */
+    char *pc_sampling_trace;       /* owned, one of the resolve's choices (any case) */
 
     int disabled_by_env;                      /* GPUFL_DISABLED was truthy */
     unsigned char source[GPUFL_OPTION_COUNT]; /* gpufl__option_source_t per option */

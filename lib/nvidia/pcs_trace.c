@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Whether the kinds wait for PC sampling to be enabled on a context. */
 static int after_enable(const gpufl__pcs_trace_t *p) { return p->mode == GPUFL_PCS_TRACE_LATE; }
@@ -23,20 +24,12 @@ const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode) {
     return (unsigned)mode < sizeof names / sizeof names[0] ? names[mode] : "none";
 }
 
-void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p) {
+void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p, const char *mode) {
     memset(p, 0, sizeof *p);
     p->mode = GPUFL_PCS_TRACE_LATE; /* docs/design/pcs-with-trace.md: the measured choice */
-    const char *text = getenv("GPUFL_PC_SAMPLING_TRACE");
-    if (text != NULL && *text != '\0') {
-        size_t i = 0;
-        while (i < sizeof names / sizeof names[0] && strcmp(text, names[i]) != 0) i++;
-        if (i < sizeof names / sizeof names[0])
-            p->mode = (gpufl__pcs_trace_mode_t)i;
-        else
-            gpufl__warn("GPUFL_PC_SAMPLING_TRACE=%s is not late, none, kernels, all, alternate or "
-                        "events; using late",
-                        text);
-    }
+    /* The option's resolve took only these names (core/options.c). */
+    for (size_t i = 0; mode != NULL && i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(mode, names[i]) == 0) p->mode = (gpufl__pcs_trace_mode_t)i;
     if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
     p->sample_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_SAMPLE_MS", 10, 60000,
                                           GPUFL_PCS_TRACE_SAMPLE_MS_DEFAULT, "a number of ms") *

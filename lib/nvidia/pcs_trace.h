@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * pcs_trace.h - what of Trace's activity the PcSampling engine keeps
- * (GPUFL_PC_SAMPLING_TRACE): by default `late`, Trace's kinds turned on
+ * (option pc_sampling_trace): by default `late`, Trace's kinds turned on
  * after PC sampling is enabled on a context, the measured choice of
  * docs/design/pcs-with-trace.md; the other candidates measured there stay
  * options, `alternate`'s windows switched on the collector thread.
@@ -40,11 +40,10 @@ typedef struct gpufl__pcs_trace {
     char why[200];     /* why the mode asked for does not run, "" when it does */
 } gpufl__pcs_trace_t;
 
-/* The mode GPUFL_PC_SAMPLING_TRACE asks for ("late", "none", "kernels", "all",
- * "alternate", "events"; unset or empty: late; anything else: late, with a
- * warning), and for alternate its windows (GPUFL_PC_SAMPLING_SAMPLE_MS,
- * _TRACE_MS). */
-void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p);
+/* The mode the option pc_sampling_trace names ("late", "none", "kernels",
+ * "all", "alternate", "events", any case; NULL or anything else: late), and
+ * for alternate its windows (GPUFL_PC_SAMPLING_SAMPLE_MS, _TRACE_MS). */
+void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p, const char *mode);
 
 const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode);
 

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define NCOLS(a) ((int)(sizeof a / sizeof a[0]))
 
@@ -462,12 +463,13 @@ static void say_kernel_times(gpufl__trace_source_t *t, unsigned flags) {
               "and enabled before, it times kernels by instrumenting them (GPUs before "
               "Blackwell), which took 12-14 % of the samples and changed a kernel's dominant "
               "stall (docs/design/pcs-with-trace.md); copies, memsets and syncs are kept. "
-              "GPUFL_PC_SAMPLING_TRACE=kernels records kernel GPU times at that cost";
+              "The option pc_sampling_trace=kernels (GPUFL_PC_SAMPLING_TRACE) records kernel GPU "
+              "times at that cost";
     else if (t->pcs_trace_on && t->pcs_trace.mode == GPUFL_PCS_TRACE_ALTERNATE)
-        why = "GPUFL_PC_SAMPLING_TRACE=alternate: kernels are launch rows outside its trace "
+        why = "pc_sampling_trace=alternate: kernels are launch rows outside its trace "
               "windows, and inside them where CUPTI refuses the kernel kind (docs/options.md)";
     else if (t->pcs_trace_on)
-        why = "GPUFL_PC_SAMPLING_TRACE=none leaves CUPTI's kernel kind off (docs/options.md)";
+        why = "pc_sampling_trace=none leaves CUPTI's kernel kind off (docs/options.md)";
     else if (t->pc_sampling != NULL && t->sass_metrics != NULL)
         why = "Deep enables no activity kind: its SASS metrics count nothing with one on, and "
               "its counted kernels run many times slower, so their GPU times are not a "
@@ -753,11 +755,17 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
      * these engines, launches are written from the callbacks and no kind is
      * enabled. */
     if (t->pc_sampling != NULL || t->sass_metrics != NULL) flags |= GPUFL_LAUNCH_ROWS;
-    /* PcSampling alone may keep some of Trace's activity, while the GPU
-     * measurements choose how (docs/design/pcs-with-trace.md); Deep does not. */
+    /* PcSampling keeps some of Trace's activity (option pc_sampling_trace,
+     * docs/design/pcs-with-trace.md). Deep keeps none: with late's order a
+     * Deep run of the reference kernels hung (no kernel done in 200 s, H200). */
     t->pcs_trace_on = t->pc_sampling != NULL && t->sass_metrics == NULL;
+    if (t->pc_sampling != NULL && t->sass_metrics != NULL &&
+        strcasecmp(settings->pc_sampling_trace, "late") != 0)
+        gpufl__warn("pc_sampling_trace=%s has no effect under Deep, which enables no CUPTI "
+                    "activity kind (docs/options.md)",
+                    settings->pc_sampling_trace);
     if (t->pcs_trace_on) {
-        gpufl__pcs_trace_init(&t->pcs_trace);
+        gpufl__pcs_trace_init(&t->pcs_trace, settings->pc_sampling_trace);
         /* Before the callbacks can enable PC sampling on a context; enables
          * wait until the kinds are set up (released below). */
         gpufl__pc_sampling_set_enable_hook(t->pc_sampling, around_enable, t);

@@ -9,7 +9,7 @@
 #   torch     train_nvtx.py (PyTorch, torch.cuda.nvtx ranges, no gpufl) under
 #             torch.profiler and under `gpufl trace --engine E` (--torch-engine,
 #             default trace): kernels, names, GPU time
-#             per name and per NVTX range; then ms/step alternated: untraced,
+#             per name and per NVTX range, and the session's insights; then ms/step alternated: untraced,
 #             in-process gpufl.init (Trace), gpufl trace.
 #   crash     the flight recorder (`gpufl trace --flight-recorder`) of the
 #             program dying of SIGSEGV, of abort(), and of a kernel writing an
@@ -102,6 +102,8 @@ if want torch; then
   sdir=$(dirname "$(find "$out/logs/torch-traced" -name device.log | head -1)")
   "$gpufl" report --format json "$sdir" >"$out/torch-report.json" 2>"$out/torch-report.err" || status=1
   "$gpufl" report "$sdir" >"$out/torch-report.txt" 2>&1 || true
+  "$gpufl" insights --format json "$sdir" >"$out/torch-insights.json" 2>"$out/torch-insights.err" || status=1
+  "$gpufl" insights "$sdir" >"$out/torch-insights.txt" 2>&1 || true
   python3 tests/gpu/check_zero_code.py torch "$out/torch-ref.json" "$sdir" "$out/torch-report.json" \
     >"$out/check-torch.json" || status=1
   show "$out/check-torch.json"

@@ -56,6 +56,7 @@ static const char *const env_vars[] = {
     "GPUFL_MEMORY_CAP_BYTES",
     "GPUFL_LOG_ROTATE_BYTES",
     "GPUFL_FLUSH_INTERVAL_MS",
+    "GPUFL_PC_SAMPLING_TRACE",
 };
 
 static void clear_env(void) {
@@ -223,6 +224,7 @@ static void expect_all_defaults(const gpufl__settings_t *s) {
     expect_num(s, "ring_capacity_records", 8192, GPUFL_FROM_DEFAULT);
     expect_num(s, "log_rotate_bytes", INT64_C(64) << 20, GPUFL_FROM_DEFAULT);
     expect_num(s, "flush_interval_ms", 250, GPUFL_FROM_DEFAULT);
+    expect_str(s, "pc_sampling_trace", "late", GPUFL_FROM_DEFAULT);
 
     assert_string_equal(s->app_name, "gpufl");
     assert_string_equal(s->log_path, "");
@@ -634,6 +636,50 @@ static void test_config_engine_names_any_case(void **state) {
     expect_str(&s, "profiling_engine", "Deep", GPUFL_FROM_CONFIG);
     assert_int_equal(s.profiling_engine, GPUFL_ENGINE_DEEP);
     gpufl__settings_fini(&s);
+}
+
+/* pc_sampling_trace takes one of its modes, in any case, from every layer;
+ * other text fails init from code and from the config file, and an
+ * environment value that is not a mode is warned about and ignored. */
+static void test_pc_sampling_trace_modes(void **state) {
+    gpufl_options_t o;
+    gpufl__settings_t s;
+    (void)state;
+    gpufl_options_init(&o);
+    o.pc_sampling_trace = "Kernels";
+    resolve_ok(&o, &s);
+    expect_str(&s, "pc_sampling_trace", "Kernels", GPUFL_FROM_CODE);
+    gpufl__settings_fini(&s);
+
+    o.pc_sampling_trace = "sometimes";
+    resolve_fails(&o, GPUFL_EINVAL);
+    expect_error_mentions("pc_sampling_trace: 'sometimes' is not one of late, kernels, all, none, "
+                          "events, alternate");
+
+    gpufl_options_init(&o);
+    o.config_file = write_config("p1.json", "{\"pc_sampling_trace\": \"none\"}");
+    resolve_ok(&o, &s);
+    expect_str(&s, "pc_sampling_trace", "none", GPUFL_FROM_CONFIG);
+    gpufl__settings_fini(&s);
+    o.config_file = write_config("p2.json", "{\"pc_sampling_trace\": \"kernel\"}");
+    resolve_fails(&o, GPUFL_ECONFIG);
+    expect_error_mentions("pc_sampling_trace: 'kernel' is not one of");
+    o.config_file = write_config("p3.json", "{\"pc_sampling_trace\": 1}");
+    resolve_fails(&o, GPUFL_ECONFIG);
+    expect_error_mentions("pc_sampling_trace must be a string");
+
+    gpufl_options_init(&o);
+    setenv("GPUFL_PC_SAMPLING_TRACE", "all", 1);
+    resolve_ok(&o, &s);
+    expect_str(&s, "pc_sampling_trace", "all", GPUFL_FROM_ENV);
+    gpufl__settings_fini(&s);
+    setenv("GPUFL_PC_SAMPLING_TRACE", "copies", 1);
+    resolve_ok(&o, &s);
+    expect_str(&s, "pc_sampling_trace", "late", GPUFL_FROM_DEFAULT);
+    assert_true(logged("ignoring GPUFL_PC_SAMPLING_TRACE: pc_sampling_trace: 'copies' is not one "
+                       "of late, kernels, all, none, events, alternate"));
+    gpufl__settings_fini(&s);
+    unsetenv("GPUFL_PC_SAMPLING_TRACE");
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1304,6 +1350,7 @@ int main(void) {
         T(test_config_file_in_code_beats_env),
         T(test_config_bools_accept_true_false_0_1),
         T(test_config_engine_names_any_case),
+        T(test_pc_sampling_trace_modes),
         T(test_config_missing_file),
         T(test_config_unreadable_file),
         T(test_config_too_large),

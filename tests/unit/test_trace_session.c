@@ -2929,7 +2929,7 @@ static void range_profiler_failed_switch_before_announce(void **state) {
                  said_error, n_ranges, (unsigned long long)corrupt);
 }
 
-/* ---- PcSampling with some of Trace's activity (GPUFL_PC_SAMPLING_TRACE) ---- */
+/* ---- PcSampling with some of Trace's activity (option pc_sampling_trace) ---- */
 
 /* The info event naming the activity mode, or NULL. */
 static const char *pcs_trace_event(const session_t *s, const char *code) {
@@ -3202,16 +3202,69 @@ static void pcs_trace_late_kinds(void **state) {
     free_session(&d);
 }
 
-/* A value that is not a mode is said, and the default kept. */
-static void pcs_trace_unknown_mode_is_said(void **state) {
+/* Deep keeps no activity kind whatever the option says, and says so: its
+ * kernels are launch rows, and a copy leaves no row. */
+static void pcs_trace_not_under_deep(void **state) {
     (void)state;
-    pcs_trace_run_t r = pcs_trace_session("sometimes", "pcs_trace_unknown");
-    assert_non_null(strstr(pcs_trace_warnings, "GPUFL_PC_SAMPLING_TRACE=sometimes is not late, "
-                                               "none, kernels, all, alternate or events; using "
-                                               "late"));
+    fake.sass_metrics_reset();
+    fresh_pc_sampling();
+    use_fake_nvdisasm();
+    unsetenv("GPUFL_PC_SAMPLING_TRACE");
+    gpufl_options_t o = trace_options("pcs_trace_deep");
+    o.profiling_engine = GPUFL_ENGINE_DEEP;
+    o.flush_interval_ms = 10;
+    o.pc_sampling_trace = "kernels";
+    pcs_trace_warnings[0] = '\0';
+    gpufl_set_log_hook(pcs_trace_hook, NULL);
+    assert_int_equal(gpufl_init(&o), 0);
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    fake.set_context(CTX_A);
+    uint32_t kernel = launch(f, "_Z4axpyPf", 256, 0);
+    cuMemcpyHtoD_v2_params cp = {0};
+    uint32_t copy =
+        call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, &cp,
+                         "\"kind\": 1, \"bytes\": 4096, \"copyKind\": 1, \"srcKind\": 1");
+    let_collector_run();
+    fake.set_context(NULL);
+    stop();
+    unsetenv("GPUFL_NVDISASM");
+    assert_non_null(
+        strstr(pcs_trace_warnings, "pc_sampling_trace=kernels has no effect under Deep"));
     session_t d = read_session();
-    assert_true(has_row(&d, "launch", r.kernel));
-    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode late"));
+    assert_true(has_row(&d, "launch", kernel));
+    assert_false(has_row(&d, "kernel", kernel));
+    assert_false(has_row(&d, "copy", copy));
+    assert_null(pcs_trace_event(&d, "pc_sampling_trace"));
+    json_t *caps = tu_first(&d.device, "capabilities");
+    json_t *kt = json_object_get(json_object_get(caps, "features"), "kernel_times");
+    assert_true(json_is_false(json_object_get(kt, "on")));
+    assert_non_null(strstr(json_string_value(json_object_get(kt, "why")), "Deep enables no"));
+    free_session(&d);
+}
+
+/* The option set in code chooses the mode (the environment names it for the
+ * other tests), any letter case; text that is not a mode fails init. */
+static void pcs_trace_option_in_code(void **state) {
+    (void)state;
+    fresh_pc_sampling();
+    unsetenv("GPUFL_PC_SAMPLING_TRACE");
+    gpufl_options_t o = pc_sampling_options("pcs_trace_in_code");
+    o.flush_interval_ms = 10;
+    o.pc_sampling_trace = "sometimes";
+    assert_int_equal(gpufl_init(&o), GPUFL_EINVAL);
+    assert_non_null(strstr(gpufl_last_error(), "pc_sampling_trace: 'sometimes' is not one of"));
+    o.pc_sampling_trace = "Kernels";
+    assert_int_equal(gpufl_init(&o), 0);
+    CUfunction f = fake.function(32, 0, 0, 1024, 8);
+    fake.set_context(CTX_A);
+    uint32_t kernel = launch(f, "_Z4axpyPf", 256, 0);
+    let_collector_run();
+    fake.set_context(NULL);
+    stop();
+    session_t d = read_session();
+    assert_true(has_row(&d, "kernel", kernel));
+    assert_false(has_row(&d, "launch", kernel));
+    assert_non_null(strstr(pcs_trace_event(&d, "pc_sampling_trace"), "mode kernels"));
     free_session(&d);
 }
 
@@ -3224,7 +3277,8 @@ int main(void) {
         cmocka_unit_test(pcs_trace_alternate_switches_windows),
         cmocka_unit_test(pcs_trace_events_times_kernels),
         cmocka_unit_test(pcs_trace_late_kinds),
-        cmocka_unit_test(pcs_trace_unknown_mode_is_said),
+        cmocka_unit_test(pcs_trace_option_in_code),
+        cmocka_unit_test(pcs_trace_not_under_deep),
         cmocka_unit_test(kernel_configs_carry_occupancy),
         cmocka_unit_test(no_libcuda_no_occupancy),
         cmocka_unit_test(external_correlation_ids),
