@@ -737,6 +737,14 @@ int gpufl__cupti_flush(gpufl__cupti_t *c, int force) {
     return gpufl__set_error(GPUFL_EIO, "%s", reason);
 }
 
+int gpufl__cupti_pool_low(gpufl__cupti_t *c) {
+    if (c == NULL || c->pool == NULL) return 0;
+    pthread_mutex_lock(&c->lock);
+    int low = c->outstanding * 2 >= c->count;
+    pthread_mutex_unlock(&c->lock);
+    return low;
+}
+
 void gpufl__cupti_close(gpufl__cupti_t *c) {
     if (c == NULL) return;
     gpufl__cupti_unsubscribe(c);

@@ -225,6 +225,11 @@ int gpufl__cupti_kind_live(gpufl__cupti_t *c, gpufl__cupti_kind_t kind);
  * also completes buffers still being filled. Returns 0 or GPUFL_EIO. */
 int gpufl__cupti_flush(gpufl__cupti_t *c, int force);
 
+/* Whether CUPTI holds at least half of the pool's buffers (given to it and
+ * not completed): a forced flush then hands them back before the pool runs
+ * dry. Any thread. */
+int gpufl__cupti_pool_low(gpufl__cupti_t *c);
+
 /* Parses every completed buffer into sink, reports CUPTI's dropped counts,
  * and returns the buffers to the pool. Returns the records delivered. */
 uint64_t gpufl__cupti_drain(gpufl__cupti_t *c, const gpufl__cupti_sink_t *sink, void *user);

@@ -494,8 +494,19 @@ static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
         /* PcSampling's late kinds give CUPTI few records (copies, memsets):
          * its buffers rarely fill, and an unforced flush completes none, so
          * the pool ran dry and CUPTI dropped 1400 of 3400 records on a
-         * training loop (H200). A forced flush hands back the partial ones. */
-        gpufl__cupti_flush(t->cupti, t->pcs_trace_on && t->pcs_trace.mode == GPUFL_PCS_TRACE_LATE);
+         * training loop (H200). A forced flush hands back the partial
+         * buffers, and with them the records still in flight, which have no
+         * end time and are lost (9-20 of 3400 when forced at every pass). So
+         * it is forced when CUPTI holds half the pool, and once every batch
+         * hold, which the rows wait for in any case. */
+        int force = 0;
+        if (t->pcs_trace_on && t->pcs_trace.mode == GPUFL_PCS_TRACE_LATE &&
+            (now_ns >= t->next_forced_ns || gpufl__cupti_pool_low(t->cupti))) {
+            force = 1;
+            t->next_forced_ns =
+                now_ns + (t->hold_ns > t->flush_every_ns ? t->hold_ns : t->flush_every_ns);
+        }
+        gpufl__cupti_flush(t->cupti, force);
         t->next_flush_ns = now_ns + t->flush_every_ns;
     }
     gpufl__cupti_drain(t->cupti, &sink, t);

@@ -16,6 +16,11 @@
  *    "records_per_buffer": 2,             0: as many as fit
  *    "records_per_flush": 10,             0: all pending
  *    "dropped": 5,                        added to the next dropped count
+ *    "holds_partial": 1,                  an unforced flush keeps the buffer it
+ *                                         wrote the pending records into (CUPTI
+ *                                         completes a buffer still being filled
+ *                                         only at a forced flush); a forced one
+ *                                         completes every buffer kept
  *    "records": [{"kind": 10, "start": 1, "name": "k", ...}]}
  * Record fields carry the CUPTI struct's member names; absent ones are 0.
  * A record is delivered only if its kind was enabled; one added (by
@@ -87,8 +92,16 @@ static char *names[NAMES_MAX];
 static int name_count;
 static int records_per_buffer, records_per_flush;
 static size_t dropped;
-static unsigned long flushes;
+static unsigned long flushes, flushes_forced;
 static uint64_t last_timestamp;
+/* holds_partial: buffers written at unforced flushes and not completed. */
+#define HELD_MAX 64
+static int holds_partial;
+static struct {
+    uint8_t *buffer;
+    size_t size, used;
+} held[HELD_MAX];
+static int held_count;
 
 typedef struct replay_buffer {
     uint8_t *bytes;
@@ -391,7 +404,9 @@ static CUptiResult load_script(void) {
     memset(disable_counts, 0, sizeof disable_counts);
     memset(enabled, 0, sizeof enabled);
     memset(paused, 0, sizeof paused);
-    flushes = 0;
+    flushes = flushes_forced = 0;
+    holds_partial = 0;
+    held_count = 0; /* a new script: what the last session's CUPTI held is gone */
     timestamp_fn = NULL;
     last_timestamp = 0;
     free_replay();
@@ -420,6 +435,7 @@ static CUptiResult load_script(void) {
     records_per_buffer = (int)json_integer_value(json_object_get(root, "records_per_buffer"));
     records_per_flush = (int)json_integer_value(json_object_get(root, "records_per_flush"));
     dropped = (size_t)json_integer_value(json_object_get(root, "dropped"));
+    holds_partial = (int)json_integer_value(json_object_get(root, "holds_partial"));
     size_t i;
     json_array_foreach(json_object_get(root, "records"), i, value) {
         if (record_count < RECORDS_MAX && build(value, &records[record_count]) == 0) record_count++;
@@ -508,14 +524,20 @@ EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t
 
 /* Writes the pending records of enabled kinds into buffers from the client,
  * completing each when full (or at records_per_buffer), the last one at the
- * end. Runs on its own thread, as CUPTI's worker does. */
+ * end (under holds_partial, at an unforced flush, kept instead). Runs on its
+ * own thread, as CUPTI's worker does; arg is non-NULL for a forced flush. */
 static void *deliver(void *arg) {
-    (void)arg;
+    int forced = arg != NULL;
     uint8_t *buffer = NULL;
     size_t size = 0, used = 0;
     int in_buffer = 0, end;
     pthread_mutex_lock(&lock);
     deliver_replay();
+    if (forced) {
+        for (int i = 0; i < held_count; i++)
+            completed_fn(NULL, 0, held[i].buffer, held[i].size, held[i].used);
+        held_count = 0;
+    }
     end = records_per_flush > 0 && record_next + records_per_flush < record_count
               ? record_next + records_per_flush
               : record_count;
@@ -544,20 +566,30 @@ static void *deliver(void *arg) {
         used += bytes;
         in_buffer++;
     }
-    if (buffer != NULL) completed_fn(NULL, 0, buffer, size, used);
+    if (buffer != NULL && holds_partial && !forced && held_count < HELD_MAX) {
+        held[held_count].buffer = buffer;
+        held[held_count].size = size;
+        held[held_count].used = used;
+        held_count++;
+    } else if (buffer != NULL) {
+        completed_fn(NULL, 0, buffer, size, used);
+    }
     pthread_mutex_unlock(&lock);
     return NULL;
 }
 
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
-    (void)flag;
+    static int forced_arg;
+    int forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
     pthread_t thread;
     pthread_mutex_lock(&flush_lock);
     pthread_mutex_lock(&lock);
     flushes++;
+    flushes_forced += forced;
     int ready = requested_fn != NULL && completed_fn != NULL;
     pthread_mutex_unlock(&lock);
-    if (ready && pthread_create(&thread, NULL, deliver, NULL) == 0) pthread_join(thread, NULL);
+    if (ready && pthread_create(&thread, NULL, deliver, forced ? &forced_arg : NULL) == 0)
+        pthread_join(thread, NULL);
     pthread_mutex_unlock(&flush_lock);
     return CUPTI_SUCCESS;
 }
@@ -878,6 +910,7 @@ EXPORT int fake_cupti_live_at_pcs_enable(void);
 EXPORT int fake_cupti_timestamp_registered(void);
 EXPORT uint64_t fake_cupti_last_timestamp(void);
 EXPORT unsigned long fake_cupti_flushes(void);
+EXPORT unsigned long fake_cupti_flushes_forced(void);
 
 unsigned long fake_cupti_enable_count(int kind) {
     pthread_mutex_lock(&lock);
@@ -923,6 +956,14 @@ uint64_t fake_cupti_last_timestamp(void) {
 unsigned long fake_cupti_flushes(void) {
     pthread_mutex_lock(&lock);
     unsigned long n = flushes;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* The forced flushes (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) since the last script. */
+unsigned long fake_cupti_flushes_forced(void) {
+    pthread_mutex_lock(&lock);
+    unsigned long n = flushes_forced;
     pthread_mutex_unlock(&lock);
     return n;
 }

@@ -74,6 +74,7 @@ static struct {
     unsigned long (*enable_count)(int kind);
     unsigned long (*disable_count)(int kind);
     int (*live_at_pcs_enable)(void);
+    unsigned long (*flushes)(void), (*flushes_forced)(void);
     int (*sass_metrics_add)(CUcontext ctx, uint32_t crc, uint32_t function_index,
                             const char *function, uint32_t pc, uint64_t inst, uint64_t thread_inst,
                             uint64_t sectors, uint64_t ideal);
@@ -139,6 +140,8 @@ static int setup(void **state) {
     resolve(cupti, "fake_cupti_enable_count", &fake.enable_count);
     resolve(cupti, "fake_cupti_disable_count", &fake.disable_count);
     resolve(cupti, "fake_cupti_live_at_pcs_enable", &fake.live_at_pcs_enable);
+    resolve(cupti, "fake_cupti_flushes", &fake.flushes);
+    resolve(cupti, "fake_cupti_flushes_forced", &fake.flushes_forced);
     resolve(cupti, "fake_cupti_sassm_add", &fake.sass_metrics_add);
     resolve(cupti, "fake_cupti_sassm_error", &fake.sass_metrics_error);
     resolve(cupti, "fake_cupti_sassm_state", &fake.sass_metrics_state);
@@ -3202,6 +3205,51 @@ static void pcs_trace_late_kinds(void **state) {
     free_session(&d);
 }
 
+/* `late`'s few records leave CUPTI's buffers partly filled, which only a
+ * forced flush completes, and a forced flush loses the records still in
+ * flight: it is forced when CUPTI holds half the pool (and once per batch
+ * hold), not at every pass. With the fake keeping every partly filled
+ * buffer, twelve copies in twelve passes all come, none dropped, the pool
+ * never dry, in a few forced flushes among many passes. */
+static void pcs_trace_late_forces_when_the_pool_runs_low(void **state) {
+    (void)state;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/script.json", tu_scratch_dir(SUITE, "pcs_trace_pool"));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"holds_partial\": 1}", f);
+    fclose(f);
+    setenv("GPUFL_FAKE_CUPTI", path, 1);
+    fresh_pc_sampling();
+    unsetenv("GPUFL_PC_SAMPLING_TRACE");
+    gpufl_options_t o = pc_sampling_options("pcs_trace_pool");
+    o.flush_interval_ms = 5;
+    o.batch_hold_ms = 60000; /* no forced flush on time within the test */
+    start(&o);
+    CUfunction fn = fake.function(32, 0, 0, 1024, 8);
+    fake.set_context(CTX_A);
+    (void)launch(fn, "_Z4axpyPf", 256, 0); /* sampling on, then the kinds */
+    uint32_t copies[12];
+    for (int i = 0; i < 12; i++) {
+        cuMemcpyHtoD_v2_params cp = {0};
+        copies[i] = call_with_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, &cp,
+                                     "\"kind\": 1, \"bytes\": 64, \"copyKind\": 1");
+        let_collector_run();
+    }
+    unsigned long passes = fake.flushes(), forced = fake.flushes_forced();
+    fake.set_context(NULL);
+    stop();
+    unsetenv("GPUFL_FAKE_CUPTI");
+    session_t d = read_session();
+    for (int i = 0; i < 12; i++) assert_true(has_row(&d, "copy", copies[i]));
+    assert_int_equal(stat_of(&d, "cupti_dropped"), 0);
+    assert_int_equal(stat_of(&d, "buffers_refused"), 0);
+    free_session(&d);
+    /* the first pass, then each time four of the eight buffers were held */
+    assert_in_range(forced, 3, 5);
+    assert_true(passes >= 12 && forced * 2 < passes);
+}
+
 /* Deep keeps no activity kind whatever the option says, and says so: its
  * kernels are launch rows, and a copy leaves no row. */
 static void pcs_trace_not_under_deep(void **state) {
@@ -3278,6 +3326,7 @@ int main(void) {
         cmocka_unit_test(pcs_trace_events_times_kernels),
         cmocka_unit_test(pcs_trace_late_kinds),
         cmocka_unit_test(pcs_trace_option_in_code),
+        cmocka_unit_test(pcs_trace_late_forces_when_the_pool_runs_low),
         cmocka_unit_test(pcs_trace_not_under_deep),
         cmocka_unit_test(kernel_configs_carry_occupancy),
         cmocka_unit_test(no_libcuda_no_occupancy),
