@@ -768,7 +768,8 @@ int gpufl__trace_source_init(gpufl__trace_source_t *t, gpufl__collector_t *c,
     if (t->pc_sampling != NULL || t->sass_metrics != NULL) flags |= GPUFL_LAUNCH_ROWS;
     /* PcSampling keeps some of Trace's activity (option pc_sampling_trace,
      * docs/design/pcs-with-trace.md). Deep keeps none: with late's order a
-     * Deep run of the reference kernels hung (no kernel done in 200 s, H200). */
+     * Deep run deadlocked inside CUPTI and the driver (the SASS patching at a
+     * launch against the activity flush; an H200), gated flush or not. */
     t->pcs_trace_on = t->pc_sampling != NULL && t->sass_metrics == NULL;
     if (t->pc_sampling != NULL && t->sass_metrics != NULL &&
         strcasecmp(settings->pc_sampling_trace, "late") != 0)
