@@ -58,7 +58,7 @@ typedef struct opt_desc {
 
 /* What PcSampling keeps of Trace's activity (docs/options.md,
  * docs/design/pcs-with-trace.md); the first is the default. */
-static const char *const pcs_trace_modes[] = {"late",   "kernels",   "all", "none",
+const char *const gpufl__pcs_trace_modes[] = {"late",   "kernels",   "all", "none",
                                               "events", "alternate", NULL};
 
 static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
@@ -95,7 +95,7 @@ static const opt_desc_t options[GPUFL_OPTION_COUNT] = {
     SIZE(flight_recorder_bytes, 64 << 20, 64 << 10, (int64_t)16 << 30),
     INT(flight_recorder_signal, SIGUSR2, 0, 64, 0),
     STR(flight_recorder_trigger, NULL, 0),
-    CHOICE(pc_sampling_trace, "late", pcs_trace_modes),
+    CHOICE(pc_sampling_trace, "late", gpufl__pcs_trace_modes),
 };
 
 enum { OPT_CONFIG_FILE = 17 };

@@ -57,6 +57,10 @@ typedef struct gpufl__settings {
 int gpufl__settings_resolve(gpufl__settings_t *out, const gpufl_options_t *opts);
 void gpufl__settings_fini(gpufl__settings_t *s);
 
+/* The values of the option pc_sampling_trace, NULL-ended, in the order of
+ * nvidia/pcs_trace.h's modes; the first is the default. */
+extern const char *const gpufl__pcs_trace_modes[];
+
 /* 1 when GPUFL_DISABLED holds a truthy value (1/true/yes/on, any case). */
 int gpufl__env_disabled(void);
 

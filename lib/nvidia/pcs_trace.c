@@ -6,6 +6,7 @@
  */
 #include "nvidia/pcs_trace.h"
 
+#include "core/options.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "nvidia/engine.h"
@@ -18,18 +19,15 @@
 /* Whether the kinds wait for PC sampling to be enabled on a context. */
 static int after_enable(const gpufl__pcs_trace_t *p) { return p->mode == GPUFL_PCS_TRACE_LATE; }
 
-static const char *const names[] = {"none", "kernels", "all", "alternate", "events", "late"};
-
 const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode) {
-    return (unsigned)mode < sizeof names / sizeof names[0] ? names[mode] : "none";
+    return (unsigned)mode <= GPUFL_PCS_TRACE_ALTERNATE ? gpufl__pcs_trace_modes[mode] : "none";
 }
 
 void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p, const char *mode) {
-    memset(p, 0, sizeof *p);
-    p->mode = GPUFL_PCS_TRACE_LATE; /* docs/design/pcs-with-trace.md: the measured choice */
+    memset(p, 0, sizeof *p); /* late: docs/design/pcs-with-trace.md, the measured choice */
     /* The option's resolve took only these names (core/options.c). */
-    for (size_t i = 0; mode != NULL && i < sizeof names / sizeof names[0]; i++)
-        if (strcasecmp(mode, names[i]) == 0) p->mode = (gpufl__pcs_trace_mode_t)i;
+    for (int i = 0; mode != NULL && gpufl__pcs_trace_modes[i]; i++)
+        if (strcasecmp(mode, gpufl__pcs_trace_modes[i]) == 0) p->mode = (gpufl__pcs_trace_mode_t)i;
     if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
     p->sample_ns = gpufl__engine_env_long("GPUFL_PC_SAMPLING_SAMPLE_MS", 10, 60000,
                                           GPUFL_PCS_TRACE_SAMPLE_MS_DEFAULT, "a number of ms") *
@@ -138,20 +136,24 @@ int64_t gpufl__pcs_trace_due_in(const gpufl__pcs_trace_t *p, int64_t now_ns) {
 
 void gpufl__pcs_trace_finish(gpufl__pcs_trace_t *p, gpufl__collector_t *c) {
     char msg[500];
-    if (after_enable(p)) {
-        snprintf(msg, sizeof msg,
-                 "PC sampling with activity mode late: Trace's kinds turned on after PC "
-                 "sampling was enabled %llu times, %llu switches refused by CUPTI%s%s",
-                 (unsigned long long)p->enables, (unsigned long long)p->switch_errors,
-                 p->refusal[0] ? ", the first: " : "", p->refusal);
-        say(c, "pc_sampling_trace_windows", msg);
-        return;
-    }
-    if (p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
-    snprintf(msg, sizeof msg,
-             "PC sampling with activity mode alternate: %llu trace windows, %llu "
-             "switches refused by CUPTI%s%s",
-             (unsigned long long)p->windows, (unsigned long long)p->switch_errors,
-             p->refusal[0] ? ", the first: " : "", p->refusal);
+    if (!after_enable(p) && p->mode != GPUFL_PCS_TRACE_ALTERNATE) return;
+    int n = after_enable(p)
+                ? snprintf(msg, sizeof msg,
+                           "PC sampling with activity mode late: Trace's kinds turned on after "
+                           "PC sampling was enabled %llu times",
+                           (unsigned long long)p->enables)
+                : snprintf(msg, sizeof msg,
+                           "PC sampling with activity mode alternate: %llu trace windows",
+                           (unsigned long long)p->windows);
+    snprintf(msg + n, sizeof msg - (size_t)n, ", %llu switches refused by CUPTI%s%s",
+             (unsigned long long)p->switch_errors, p->refusal[0] ? ", the first: " : "",
+             p->refusal);
     say(c, "pc_sampling_trace_windows", msg);
+}
+
+int gpufl__pcs_trace_force_flush(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti, int64_t now_ns,
+                                 int64_t every_ns) {
+    if (!after_enable(p) || (now_ns < p->next_forced_ns && !gpufl__cupti_pool_low(cupti))) return 0;
+    p->next_forced_ns = now_ns + every_ns;
+    return 1;
 }

@@ -15,13 +15,14 @@
 
 #include <stdint.h>
 
+/* In the order of the option's names (gpufl__pcs_trace_modes, core/options.h). */
 typedef enum gpufl__pcs_trace_mode {
-    GPUFL_PCS_TRACE_NONE,      /* no activity kind: launch rows only */
-    GPUFL_PCS_TRACE_KERNELS,   /* the concurrent-kernel kind only */
-    GPUFL_PCS_TRACE_ALL,       /* Trace's kinds, as Trace enables them */
-    GPUFL_PCS_TRACE_ALTERNATE, /* Trace's kinds in windows between windows without */
-    GPUFL_PCS_TRACE_EVENTS,    /* no kind: kernel times from CUDA events (kernel_events.h) */
-    GPUFL_PCS_TRACE_LATE       /* the default: Trace's kinds, on after PC sampling is enabled */
+    GPUFL_PCS_TRACE_LATE,     /* the default: Trace's kinds, on after PC sampling is enabled */
+    GPUFL_PCS_TRACE_KERNELS,  /* the concurrent-kernel kind only */
+    GPUFL_PCS_TRACE_ALL,      /* Trace's kinds, as Trace enables them */
+    GPUFL_PCS_TRACE_NONE,     /* no activity kind: launch rows only */
+    GPUFL_PCS_TRACE_EVENTS,   /* no kind: kernel times from CUDA events (kernel_events.h) */
+    GPUFL_PCS_TRACE_ALTERNATE /* Trace's kinds in windows between windows without */
 } gpufl__pcs_trace_mode_t;
 
 #define GPUFL_PCS_TRACE_SAMPLE_MS_DEFAULT 900 /* alternate: a window with no kind */
@@ -34,10 +35,11 @@ typedef struct gpufl__pcs_trace {
     int64_t next_switch_ns;      /* alternate: when the current window ends; 0 not begun */
     uint64_t windows;            /* alternate: trace windows opened */
     uint64_t switch_errors;      /* alternate, late: switches CUPTI refused */
-    uint64_t enables;  /* late: the enables of PC sampling CUPTI took (restarts included) */
-    char refusal[200]; /* the first switch CUPTI refused, "" none */
-    int said;          /* the session's pc_sampling_trace event was written */
-    char why[200];     /* why the mode asked for does not run, "" when it does */
+    uint64_t enables;       /* late: the enables of PC sampling CUPTI took (restarts included) */
+    char refusal[200];      /* the first switch CUPTI refused, "" none */
+    int said;               /* the session's pc_sampling_trace event was written */
+    char why[200];          /* why the mode asked for does not run, "" when it does */
+    int64_t next_forced_ns; /* late: CUPTI's next forced flush, at the latest */
 } gpufl__pcs_trace_t;
 
 /* The mode the option pc_sampling_trace names ("late", "none", "kernels",
@@ -46,6 +48,17 @@ typedef struct gpufl__pcs_trace {
 void gpufl__pcs_trace_init(gpufl__pcs_trace_t *p, const char *mode);
 
 const char *gpufl__pcs_trace_mode_name(gpufl__pcs_trace_mode_t mode);
+
+/* Collector, at each of CUPTI's flushes: whether this one is forced. late's
+ * few records (copies, memsets) rarely fill CUPTI's buffers, and an unforced
+ * flush completes none, so the pool ran dry and CUPTI dropped 1400 of 3400
+ * records on a training loop (H200); a forced flush hands the buffers back,
+ * but with them the records still in flight, which have no end time and are
+ * lost (9-20 of 3400 when forced at every pass). So late forces it when
+ * CUPTI holds half the pool, and once every_ns (the batch hold, which the
+ * rows wait for in any case); the other modes never. */
+int gpufl__pcs_trace_force_flush(gpufl__pcs_trace_t *p, gpufl__cupti_t *cupti, int64_t now_ns,
+                                 int64_t every_ns);
 
 /* The CUPTI flags (GPUFL_CUPTI_*) and whether launches are written as rows
  * (GPUFL_LAUNCH_ROWS) under the mode. */

@@ -491,22 +491,10 @@ static void poll(gpufl__collector_t *c, void *self, int64_t now_ns) {
     gpufl__trace_source_t *t = self;
     (void)c;
     if (now_ns >= t->next_flush_ns) {
-        /* PcSampling's late kinds give CUPTI few records (copies, memsets):
-         * its buffers rarely fill, and an unforced flush completes none, so
-         * the pool ran dry and CUPTI dropped 1400 of 3400 records on a
-         * training loop (H200). A forced flush hands back the partial
-         * buffers, and with them the records still in flight, which have no
-         * end time and are lost (9-20 of 3400 when forced at every pass). So
-         * it is forced when CUPTI holds half the pool, and once every batch
-         * hold, which the rows wait for in any case. */
-        int force = 0;
-        if (t->pcs_trace_on && t->pcs_trace.mode == GPUFL_PCS_TRACE_LATE &&
-            (now_ns >= t->next_forced_ns || gpufl__cupti_pool_low(t->cupti))) {
-            force = 1;
-            t->next_forced_ns =
-                now_ns + (t->hold_ns > t->flush_every_ns ? t->hold_ns : t->flush_every_ns);
-        }
-        gpufl__cupti_flush(t->cupti, force);
+        int64_t every = t->hold_ns > t->flush_every_ns ? t->hold_ns : t->flush_every_ns;
+        gpufl__cupti_flush(t->cupti,
+                           t->pcs_trace_on && gpufl__pcs_trace_force_flush(&t->pcs_trace, t->cupti,
+                                                                           now_ns, every));
         t->next_flush_ns = now_ns + t->flush_every_ns;
     }
     gpufl__cupti_drain(t->cupti, &sink, t);

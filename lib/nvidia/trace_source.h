@@ -44,7 +44,6 @@ typedef struct gpufl__trace_source {
     uint32_t demangled_cap;
     int64_t next_flush_ns; /* when to ask CUPTI for its completed buffers */
     int64_t flush_every_ns;
-    int64_t next_forced_ns; /* PcSampling's late mode: the next forced flush, at the latest */
     /* Per activity batch (kernels .. launches): since when its rows wait for more rows of their
      * line, and how many it held at the last pass; they wait up to hold_ns (batch_hold_ms). */
     int64_t held_since_ns[GPUFL_TRACE_BATCHES], hold_ns;

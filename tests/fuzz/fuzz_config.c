@@ -89,10 +89,9 @@ static void check_settings(const gpufl__settings_t *s) {
     FUZZ_CHECK((unsigned)s->backend <= GPUFL_BACKEND_NONE);
     FUZZ_CHECK((unsigned)s->profiling_engine <= GPUFL_ENGINE_DEEP);
     /* A string with choices holds one of them, in any case, never other text. */
-    static const char *const modes[] = {"late", "kernels", "all", "none", "events", "alternate"};
     int mode_known = 0;
-    for (size_t i = 0; s->pc_sampling_trace && i < sizeof modes / sizeof modes[0]; i++)
-        mode_known |= strcasecmp(s->pc_sampling_trace, modes[i]) == 0;
+    for (int i = 0; s->pc_sampling_trace && gpufl__pcs_trace_modes[i]; i++)
+        mode_known |= strcasecmp(s->pc_sampling_trace, gpufl__pcs_trace_modes[i]) == 0;
     FUZZ_CHECK(mode_known);
     for (int i = 0; i < GPUFL_OPTION_COUNT; i++) {
         const char *name, *str;
